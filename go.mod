@@ -1,0 +1,3 @@
+module github.com/moq-export/moq-export
+
+go 1.26

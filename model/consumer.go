@@ -1,0 +1,262 @@
+package model
+
+import (
+	"math"
+	"sort"
+	"sync/atomic"
+)
+
+const minTimestamp = math.MinInt64
+
+// EventKind says what a consumer Event carries.
+type EventKind uint8
+
+// Event kinds.
+const (
+	// EventFrame carries the next frame of the track.
+	EventFrame EventKind = iota + 1
+	// EventDiscontinuity says the timeline broke before the next frame: an
+	// empty group, a rewind of the publisher, or a producer Discontinuity.
+	EventDiscontinuity
+	// EventEnd says the track ended; Err says why (nil: a clean end). It is
+	// the last event.
+	EventEnd
+)
+
+// Event is one step of a track as a consumer reads it.
+type Event struct {
+	Kind  EventKind
+	Frame Frame
+	// Keyframe is true for the first frame of a group.
+	Keyframe bool
+	// Group is the sequence of the frame's group.
+	Group uint64
+	Err   error
+}
+
+// Consumer reads one track. Next never blocks. A Consumer is used by one
+// goroutine; it is woken by producers through its ReadySet.
+type Consumer struct {
+	track   *Track
+	latency int64 // microseconds
+
+	// Reader state, owned by the reading goroutine but read under track.mu.
+	epoch       uint64
+	cursor      uint64 // next sequence wanted
+	started     bool   // cursor is meaningful
+	cur         *Group
+	idx         int
+	liveEdge    int64 // highest timestamp delivered
+	delivered   bool  // liveEdge is meaningful
+	pendingDisc bool
+	endSent     bool
+
+	// Readiness.
+	ready  *ReadySet
+	Token  int // free for the owner of the ready set
+	queued atomic.Bool
+
+	// Stats.
+	skipped uint64
+}
+
+// Track returns the consumed track.
+func (c *Consumer) Track() *Track { return c.track }
+
+// Skipped returns how many groups were abandoned for newer ones.
+func (c *Consumer) Skipped() uint64 { return c.skipped }
+
+// Watch attaches the consumer to r: from now on every change of the track
+// puts the consumer on r's ready list. The consumer is put there at once, so
+// that what is already buffered gets read.
+func (c *Consumer) Watch(r *ReadySet) {
+	c.track.mu.Lock()
+	c.ready = r
+	c.track.mu.Unlock()
+	c.wake()
+}
+
+func (c *Consumer) wake() {
+	if r := c.ready; r != nil {
+		r.mark(c)
+	}
+}
+
+// Close detaches the consumer from its track.
+func (c *Consumer) Close() { c.track.unsubscribe(c) }
+
+// Next returns the next event, or false when nothing is available now.
+func (c *Consumer) Next() (Event, bool) {
+	t := c.track
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c.endSent {
+		return Event{}, false
+	}
+	if c.epoch != t.epoch {
+		// The producer restarted the track: start over on the new groups.
+		c.epoch, c.started, c.cur, c.delivered = t.epoch, false, nil, false
+		c.liveEdge = minTimestamp
+		if c.pendingDiscAllowed() {
+			c.pendingDisc = true
+		}
+	}
+	for {
+		if c.cur == nil && !c.pickGroup() {
+			if t.ended && !c.hasNewer() {
+				c.endSent = true
+				return Event{Kind: EventEnd, Err: t.err}, true
+			}
+			return Event{}, false
+		}
+		g := c.cur
+		if c.idx < len(g.frames) {
+			if c.idx == 0 && c.delivered && g.frames[0].Timestamp < c.liveEdge {
+				// A newer group that starts before what was already
+				// delivered: the publisher rewound.
+				c.pendingDisc = true
+			}
+			if c.pendingDisc {
+				c.pendingDisc = false
+				c.liveEdge = minTimestamp
+				c.delivered = false
+				return Event{Kind: EventDiscontinuity, Group: g.seq}, true
+			}
+			f := g.frames[c.idx]
+			ev := Event{Kind: EventFrame, Frame: f, Keyframe: c.idx == 0, Group: g.seq}
+			c.idx++
+			c.delivered = true
+			if f.Timestamp > c.liveEdge {
+				c.liveEdge = f.Timestamp
+			}
+			return ev, true
+		}
+		if g.finished {
+			if g.err == nil && len(g.frames) == 0 {
+				// An empty group is hang's discontinuity marker.
+				c.pendingDisc = true
+			}
+			c.advance(g.seq + 1)
+			continue
+		}
+		// The cursor group is open and drained: give up on it only when a
+		// newer group is latency ahead.
+		if next := c.skipTarget(g); next != nil {
+			c.skipped++
+			c.advance(next.seq)
+			continue
+		}
+		return Event{}, false
+	}
+}
+
+// pendingDiscAllowed says whether a restart is worth reporting: only after
+// something was delivered.
+func (c *Consumer) pendingDiscAllowed() bool { return c.delivered || c.cursor > 0 }
+
+func (c *Consumer) advance(seq uint64) {
+	c.cur, c.idx, c.cursor = nil, 0, seq
+}
+
+// groupIndex returns the position of the first group with sequence >= seq.
+func (c *Consumer) groupIndex(seq uint64) int {
+	gs := c.track.groups
+	return sort.Search(len(gs), func(i int) bool { return gs[i].seq >= seq })
+}
+
+// pickGroup sets c.cur to the group at the cursor, if there is one to read.
+func (c *Consumer) pickGroup() bool {
+	gs := c.track.groups
+	if !c.started {
+		// Start at the oldest group that already has a frame.
+		for _, g := range gs {
+			if len(g.frames) > 0 {
+				c.started, c.cur, c.idx, c.cursor = true, g, 0, g.seq
+				return true
+			}
+		}
+		return false
+	}
+	i := c.groupIndex(c.cursor)
+	if i == len(gs) {
+		return false
+	}
+	g := gs[i]
+	if g.seq == c.cursor {
+		c.cur, c.idx = g, 0
+		return true
+	}
+	// The cursor group has not arrived (or was evicted). Wait for it unless
+	// the track ended or a newer group is latency ahead of what we
+	// delivered.
+	var next *Group
+	for _, ng := range gs[i:] {
+		if len(ng.frames) > 0 {
+			next = ng
+			break
+		}
+	}
+	if next == nil {
+		if c.track.ended {
+			// Only empty or truncated groups are left: nothing to read.
+			c.cursor = gs[len(gs)-1].seq + 1
+		}
+		return false
+	}
+	if c.track.ended || !c.delivered || c.newestTS(i)-c.liveEdge >= c.latency {
+		c.skipped++
+		c.cur, c.idx, c.cursor = next, 0, next.seq
+		return true
+	}
+	return false
+}
+
+// newestTS returns the highest timestamp of the newest group at or after
+// position i that has frames.
+func (c *Consumer) newestTS(i int) int64 {
+	gs := c.track.groups
+	for j := len(gs) - 1; j >= i; j-- {
+		if len(gs[j].frames) > 0 {
+			return gs[j].maxTS
+		}
+	}
+	return minTimestamp
+}
+
+// skipTarget returns the newer group to jump to when the open group g has
+// stalled for longer than the latency bound, or nil.
+func (c *Consumer) skipTarget(g *Group) *Group {
+	gs := c.track.groups
+	i := c.groupIndex(g.seq + 1)
+	var next *Group
+	for _, ng := range gs[i:] {
+		if len(ng.frames) > 0 {
+			next = ng
+			break
+		}
+	}
+	if next == nil {
+		return nil
+	}
+	oldest := g.minTS
+	if len(g.frames) == 0 {
+		oldest = c.liveEdge
+	}
+	if c.newestTS(i)-oldest >= c.latency {
+		return next
+	}
+	return nil
+}
+
+// hasNewer reports whether groups past the cursor remain to be read.
+func (c *Consumer) hasNewer() bool {
+	if !c.started {
+		for _, g := range c.track.groups {
+			if len(g.frames) > 0 || !g.finished {
+				return true
+			}
+		}
+		return false
+	}
+	return c.groupIndex(c.cursor) < len(c.track.groups)
+}

@@ -1,0 +1,16 @@
+// Package model is the relay's data model in memory: a Broadcast holds
+// Tracks, a Track holds Groups (one keyframe-led run of frames, one QUIC
+// stream on the wire) and a Group holds Frames.
+//
+// Producers (package subscribe, the built-in publisher, tests) create groups
+// and write frames; any number of Consumers read a track in group order with
+// the latency-bounded skipping of hang's reference reader (a stalled group is
+// abandoned for a newer one once the newer one is more than the latency
+// ahead; a rewind of the publisher becomes a discontinuity).
+//
+// Consumers never block and never need a goroutine: a consumer attached to a
+// ReadySet puts itself on the set's ready list (once) whenever its track
+// changes, like an epoll ready list, so the exporter that watches hundreds of
+// tracks visits only those that received something. An idle poll is one
+// atomic load.
+package model

@@ -1,0 +1,316 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Frame is one encoded frame as a track carries it.
+type Frame struct {
+	// Timestamp is the presentation time in microseconds.
+	Timestamp int64
+	// Payload is the frame's bytes. Producers hand over ownership: neither
+	// side modifies it after WriteFrame.
+	Payload []byte
+}
+
+// Errors reported by the model. Test with errors.Is.
+var (
+	// ErrClosed means a write to a group, track or broadcast that was
+	// already finished.
+	ErrClosed = errors.New("model: closed")
+	// ErrDuplicateGroup means a group sequence was created twice.
+	ErrDuplicateGroup = errors.New("model: duplicate group")
+	// ErrNotFound means a track is not (and cannot be made) available.
+	ErrNotFound = errors.New("model: track not found")
+)
+
+// DefaultKeepGroups is how many of its newest groups a track keeps for
+// consumers that join or fall behind.
+const DefaultKeepGroups = 8
+
+// Broadcast is a named set of tracks.
+type Broadcast struct {
+	name string
+
+	mu      sync.Mutex
+	tracks  map[string]*Track
+	request func(name string) (*Track, error)
+	err     error
+	ended   bool
+	done    chan struct{}
+}
+
+// NewBroadcast returns an empty, live broadcast.
+func NewBroadcast(name string) *Broadcast {
+	return &Broadcast{name: name, tracks: map[string]*Track{}, done: make(chan struct{})}
+}
+
+// Name returns the broadcast's path.
+func (b *Broadcast) Name() string { return b.name }
+
+// CreateTrack returns the producer side of track name, creating it when it
+// does not exist yet.
+func (b *Broadcast) CreateTrack(name string) *Track {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t, ok := b.tracks[name]; ok {
+		return t
+	}
+	t := NewTrack(name)
+	b.tracks[name] = t
+	return t
+}
+
+// HandleRequests installs the function Track calls for a track the
+// broadcast does not hold yet (package subscribe uses it to subscribe on
+// demand). The function returns the track it started filling, or an error.
+func (b *Broadcast) HandleRequests(fn func(name string) (*Track, error)) {
+	b.mu.Lock()
+	b.request = fn
+	b.mu.Unlock()
+}
+
+// Track returns track name for reading: the one already held, or one the
+// request handler provides.
+func (b *Broadcast) Track(name string) (*Track, error) {
+	b.mu.Lock()
+	if t, ok := b.tracks[name]; ok {
+		b.mu.Unlock()
+		return t, nil
+	}
+	fn := b.request
+	b.mu.Unlock()
+	if fn == nil {
+		return nil, fmt.Errorf("%w: %q in broadcast %q", ErrNotFound, name, b.name)
+	}
+	t, err := fn(name)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if existing, ok := b.tracks[name]; ok {
+		return existing, nil
+	}
+	b.tracks[name] = t
+	return t, nil
+}
+
+// TrackNames lists the tracks held now, sorted.
+func (b *Broadcast) TrackNames() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	names := make([]string, 0, len(b.tracks))
+	for n := range b.tracks {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Close ends the broadcast and every track in it. err nil means a clean end.
+func (b *Broadcast) Close(err error) {
+	b.mu.Lock()
+	if b.ended {
+		b.mu.Unlock()
+		return
+	}
+	b.ended, b.err = true, err
+	tracks := make([]*Track, 0, len(b.tracks))
+	for _, t := range b.tracks {
+		tracks = append(tracks, t)
+	}
+	close(b.done)
+	b.mu.Unlock()
+	for _, t := range tracks {
+		t.Close(err)
+	}
+}
+
+// Done is closed when the broadcast ends.
+func (b *Broadcast) Done() <-chan struct{} { return b.done }
+
+// Err returns why the broadcast ended: nil while live or after a clean end.
+func (b *Broadcast) Err() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err
+}
+
+// Track is a sequence of groups. Its methods are safe for concurrent use.
+type Track struct {
+	name string
+
+	mu         sync.Mutex
+	groups     []*Group // sorted by sequence, current epoch only
+	epoch      uint64   // bumped by Discontinuity
+	nextSeq    uint64
+	keepGroups int
+	ended      bool
+	err        error
+	consumers  []*Consumer
+}
+
+// NewTrack returns a live track with no groups.
+func NewTrack(name string) *Track { return &Track{name: name, keepGroups: DefaultKeepGroups} }
+
+// Name returns the track's name.
+func (t *Track) Name() string { return t.name }
+
+// SetKeepGroups sets how many of the newest groups the track keeps (at
+// least 1).
+func (t *Track) SetKeepGroups(n int) {
+	t.mu.Lock()
+	t.keepGroups = max(n, 1)
+	t.mu.Unlock()
+}
+
+// AppendGroup creates the group after the highest sequence seen so far.
+func (t *Track) AppendGroup() (*Group, error) {
+	t.mu.Lock()
+	seq := t.nextSeq
+	t.mu.Unlock()
+	return t.CreateGroup(seq)
+}
+
+// CreateGroup creates group seq. Groups may be created in any order.
+func (t *Track) CreateGroup(seq uint64) (*Group, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return nil, fmt.Errorf("track %q: %w", t.name, ErrClosed)
+	}
+	i := sort.Search(len(t.groups), func(i int) bool { return t.groups[i].seq >= seq })
+	if i < len(t.groups) && t.groups[i].seq == seq {
+		return nil, fmt.Errorf("track %q group %d: %w", t.name, seq, ErrDuplicateGroup)
+	}
+	g := &Group{track: t, seq: seq, epoch: t.epoch}
+	t.groups = append(t.groups, nil)
+	copy(t.groups[i+1:], t.groups[i:])
+	t.groups[i] = g
+	if seq >= t.nextSeq {
+		t.nextSeq = seq + 1
+	}
+	if extra := len(t.groups) - t.keepGroups; extra > 0 {
+		clear(t.groups[:extra])
+		t.groups = append(t.groups[:0], t.groups[extra:]...)
+	}
+	t.wakeLocked()
+	return g, nil
+}
+
+// Discontinuity tells consumers that the track's timeline and group
+// sequence restart (a reconnect or a publisher restart): consumers drop their
+// cursor, report a discontinuity, and read from the first group created
+// after this call.
+func (t *Track) Discontinuity() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.epoch++
+	clear(t.groups)
+	t.groups = t.groups[:0]
+	t.nextSeq = 0
+	t.wakeLocked()
+}
+
+// Close ends the track. err nil means a clean end; otherwise consumers see
+// err after the frames they can still read.
+func (t *Track) Close(err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return
+	}
+	t.ended, t.err = true, err
+	// Groups still open end with the track: their streams cannot deliver
+	// any more.
+	for _, g := range t.groups {
+		if !g.finished {
+			g.finished, g.err = true, err
+		}
+	}
+	t.wakeLocked()
+}
+
+// wakeLocked marks every consumer of the track ready. Called with t.mu held.
+func (t *Track) wakeLocked() {
+	for _, c := range t.consumers {
+		c.wake()
+	}
+}
+
+// Subscribe returns a consumer that reads the track from its oldest
+// buffered group that has a frame, skipping a stalled group once a newer one
+// is latency ahead (0: as soon as a newer group has data).
+func (t *Track) Subscribe(latency time.Duration) *Consumer {
+	c := &Consumer{track: t, latency: latency.Microseconds(), liveEdge: minTimestamp}
+	t.mu.Lock()
+	c.epoch = t.epoch
+	t.consumers = append(t.consumers, c)
+	t.mu.Unlock()
+	return c
+}
+
+func (t *Track) unsubscribe(c *Consumer) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i, x := range t.consumers {
+		if x == c {
+			t.consumers = append(t.consumers[:i], t.consumers[i+1:]...)
+			return
+		}
+	}
+}
+
+// Group is one run of frames that starts with a keyframe.
+type Group struct {
+	track *Track
+	seq   uint64
+	epoch uint64
+
+	// Guarded by track.mu.
+	frames   []Frame
+	minTS    int64
+	maxTS    int64
+	finished bool
+	err      error
+}
+
+// Sequence returns the group's sequence number.
+func (g *Group) Sequence() uint64 { return g.seq }
+
+// WriteFrame appends a frame to the group.
+func (g *Group) WriteFrame(f Frame) error {
+	t := g.track
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if g.finished {
+		return fmt.Errorf("track %q group %d: %w", t.name, g.seq, ErrClosed)
+	}
+	if len(g.frames) == 0 || f.Timestamp < g.minTS {
+		g.minTS = f.Timestamp
+	}
+	if len(g.frames) == 0 || f.Timestamp > g.maxTS {
+		g.maxTS = f.Timestamp
+	}
+	g.frames = append(g.frames, f)
+	t.wakeLocked()
+	return nil
+}
+
+// Close finishes the group. err nil means complete (a FIN); otherwise the
+// group was truncated (a reset) and consumers move on to the next group.
+func (g *Group) Close(err error) {
+	t := g.track
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if g.finished {
+		return
+	}
+	g.finished, g.err = true, err
+	t.wakeLocked()
+}

@@ -1,0 +1,2 @@
+// Package flv writes the flv container for the export engine.
+package flv

@@ -1,0 +1,2 @@
+// Package mkv writes the mkv container for the export engine.
+package mkv

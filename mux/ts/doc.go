@@ -1,0 +1,2 @@
+// Package ts writes the ts container for the export engine.
+package ts
