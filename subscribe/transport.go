@@ -110,7 +110,7 @@ func (q quicConn) Close(code uint64, reason string) {
 	_ = q.c.CloseWithError(quic.ApplicationErrorCode(code), reason)
 }
 func (q quicConn) Context() context.Context { return q.c.Context() }
-func (q quicConn) WebTransport() bool        { return false }
+func (q quicConn) WebTransport() bool       { return false }
 
 type quicStream struct{ s *quic.Stream }
 
@@ -193,7 +193,7 @@ func (w wtConn) Close(code uint64, reason string) {
 	}
 }
 func (w wtConn) Context() context.Context { return w.s.Context() }
-func (w wtConn) WebTransport() bool        { return true }
+func (w wtConn) WebTransport() bool       { return true }
 
 type wtStream struct{ s *webtransport.Stream }
 
@@ -262,10 +262,10 @@ func connCause(c conn) error {
 
 // target is a parsed Dial URL.
 type target struct {
-	raw     *url.URL // as given
-	scheme  string   // moql, https or http
+	raw      *url.URL // as given
+	scheme   string   // moql, https or http
 	hostport string
-	host    string
+	host     string
 	// setupPath is the SETUP Path parameter for raw QUIC.
 	setupPath string
 }

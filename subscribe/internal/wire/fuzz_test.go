@@ -43,11 +43,13 @@ func FuzzTrackInfo(f *testing.F)       { fuzzDecoder[TrackInfo](f, "00 00 53 88 
 func FuzzSubscribe(f *testing.F) {
 	fuzzDecoder[Subscribe](f, "00 03 62 62 62 05 76 69 64 65 6f 00 00 00 00 00")
 }
-func FuzzSubscribeUpdate(f *testing.F) { fuzzDecoder[SubscribeUpdate](f, "00 00 00 00 00", "03 01 01 05 00") }
-func FuzzGroup(f *testing.F)           { fuzzDecoder[Group](f, "00 05") }
-func FuzzFetch(f *testing.F)           { fuzzDecoder[Fetch](f, "01 62 01 74 09 4d") }
-func FuzzProbe(f *testing.F)           { fuzzDecoder[Probe](f, "80 4c 4b 40 0c") }
-func FuzzGoaway(f *testing.F)          { fuzzDecoder[Goaway](f, "00", "01 78") }
+func FuzzSubscribeUpdate(f *testing.F) {
+	fuzzDecoder[SubscribeUpdate](f, "00 00 00 00 00", "03 01 01 05 00")
+}
+func FuzzGroup(f *testing.F)  { fuzzDecoder[Group](f, "00 05") }
+func FuzzFetch(f *testing.F)  { fuzzDecoder[Fetch](f, "01 62 01 74 09 4d") }
+func FuzzProbe(f *testing.F)  { fuzzDecoder[Probe](f, "80 4c 4b 40 0c") }
+func FuzzGoaway(f *testing.F) { fuzzDecoder[Goaway](f, "00", "01 78") }
 
 func FuzzSubscribeResponse(f *testing.F) {
 	for _, s := range []string{"00 01 05", "01 01 09", "02 03 01 03 02", "07 00"} {
