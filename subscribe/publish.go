@@ -143,6 +143,8 @@ func (s *Session) serveSubscribe(ctx context.Context, c conn, str bidiStream, r 
 	}()
 	defer rwg.Wait()
 
+	s.serving.Add(1)
+	defer s.serving.Add(-1)
 	p := &pubTrack{s: s, c: c, ctx: ctx, str: str, sub: req, raw: isCatalogTrack(req.Track)}
 	err = p.serve(t)
 	switch {

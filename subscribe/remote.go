@@ -373,6 +373,61 @@ type subscription struct {
 	rt        *remoteTrack
 	timescale uint64
 	groups    sync.WaitGroup
+
+	mu      sync.Mutex
+	seen    map[uint64]bool // group sequences received
+	arrived chan struct{}   // signalled when a group arrives
+}
+
+// groupArrived records group seq.
+func (sub *subscription) groupArrived(seq uint64) {
+	sub.mu.Lock()
+	sub.seen[seq] = true
+	sub.mu.Unlock()
+	select {
+	case sub.arrived <- struct{}{}:
+	default:
+	}
+}
+
+// drain waits, after the publisher's FIN, for the group streams still in
+// flight: every group in [start, end) when both are known, otherwise until
+// no new group arrived for a short while; bounded by a grace period.
+func (sub *subscription) drain(ctx context.Context, start, end uint64, bounded bool) {
+	grace := time.NewTimer(3 * time.Second)
+	defer grace.Stop()
+	for {
+		sub.mu.Lock()
+		complete := false
+		if bounded {
+			complete = true
+			for seq := start; seq < end && seq-start < 1<<16; seq++ {
+				if !sub.seen[seq] {
+					complete = false
+					break
+				}
+			}
+		}
+		sub.mu.Unlock()
+		if complete {
+			break
+		}
+		quiet := time.NewTimer(100 * time.Millisecond)
+		if bounded {
+			quiet.Stop()
+		}
+		select {
+		case <-sub.arrived:
+			quiet.Stop()
+			continue
+		case <-quiet.C:
+		case <-grace.C:
+		case <-ctx.Done():
+			quiet.Stop()
+		}
+		break
+	}
+	sub.groups.Wait()
 }
 
 // subscribe runs TRACK and SUBSCRIBE on c until the subscription ends:
@@ -389,7 +444,8 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
 	s.mu.Lock()
 	id := s.nextSubID
 	s.nextSubID++
-	sub := &subscription{id: id, rt: rt, timescale: info.Timescale}
+	sub := &subscription{id: id, rt: rt, timescale: info.Timescale,
+		seen: map[uint64]bool{}, arrived: make(chan struct{}, 1)}
 	s.subs[id] = sub
 	s.mu.Unlock()
 	defer func() {
@@ -424,6 +480,8 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
 
 	r := bufio.NewReader(str)
 	started := false
+	var first, end uint64
+	var haveFirst, haveEnd bool
 	for {
 		resp, err := wire.ReadSubscribeResponse(r)
 		if err != nil {
@@ -432,8 +490,9 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
 				return context.Cause(ctx)
 			}
 			if err == io.EOF {
-				// All groups are accounted for: wait for the readers.
-				sub.groups.Wait()
+				// The publisher accounted for every group: wait for the
+				// streams still on their way.
+				sub.drain(ctx, first, end, haveFirst && haveEnd)
 				str.Close()
 				return nil
 			}
@@ -451,8 +510,10 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
 		switch resp.Type {
 		case wire.RespOK:
 			started = true
+			first, haveFirst = resp.Group, true
 			s.log.Debug("moq: subscribed", "broadcast", rt.rb.path, "track", rt.name, "group", resp.Group)
 		case wire.RespEnd:
+			end, haveEnd = resp.Group, true
 			s.log.Debug("moq: subscription end announced", "broadcast", rt.rb.path, "track", rt.name, "end", resp.Group)
 		case wire.RespDrop:
 			s.log.Debug("moq: groups dropped", "broadcast", rt.rb.path, "track", rt.name,
@@ -533,6 +594,7 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 		return
 	}
 	defer sub.groups.Done()
+	sub.groupArrived(h.Sequence)
 	rt := sub.rt
 	g, err := rt.track.CreateGroup(h.Sequence)
 	if err != nil {

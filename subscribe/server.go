@@ -122,7 +122,7 @@ func (s *Server) acceptLoop() {
 		switch qc.ConnectionState().TLS.NegotiatedProtocol {
 		case wire.ALPN:
 			sess := s.newSession("")
-			sess.start(quicConn{qc})
+			sess.start(&quicConn{qc})
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
@@ -166,7 +166,7 @@ func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sess := s.newSession(r.URL.Path)
-	sess.start(wtConn{s: ws})
+	sess.start(&wtConn{s: ws})
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	mrand "math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/moq-export/moq-export/model"
@@ -45,6 +46,9 @@ type Session struct {
 	// containers holds the container kind of tracks learnt from catalogs:
 	// broadcast path -> track -> kind.
 	containers map[string]map[string]string
+
+	// serving counts the subscriptions this session serves as publisher.
+	serving atomic.Int64
 
 	peerSetup chan struct{} // closed when the first peer SETUP arrived
 	setupOnce sync.Once

@@ -74,7 +74,7 @@ func quicConfig() *quic.Config {
 
 type quicConn struct{ c *quic.Conn }
 
-func (q quicConn) OpenBidi(ctx context.Context) (bidiStream, error) {
+func (q *quicConn) OpenBidi(ctx context.Context) (bidiStream, error) {
 	s, err := q.c.OpenStreamSync(ctx)
 	if err != nil {
 		return nil, mapErr(err)
@@ -82,7 +82,7 @@ func (q quicConn) OpenBidi(ctx context.Context) (bidiStream, error) {
 	return quicStream{s}, nil
 }
 
-func (q quicConn) OpenUni(ctx context.Context) (sendStream, error) {
+func (q *quicConn) OpenUni(ctx context.Context) (sendStream, error) {
 	s, err := q.c.OpenUniStreamSync(ctx)
 	if err != nil {
 		return nil, mapErr(err)
@@ -90,7 +90,7 @@ func (q quicConn) OpenUni(ctx context.Context) (sendStream, error) {
 	return quicSend{s}, nil
 }
 
-func (q quicConn) AcceptBidi(ctx context.Context) (bidiStream, error) {
+func (q *quicConn) AcceptBidi(ctx context.Context) (bidiStream, error) {
 	s, err := q.c.AcceptStream(ctx)
 	if err != nil {
 		return nil, mapErr(err)
@@ -98,7 +98,7 @@ func (q quicConn) AcceptBidi(ctx context.Context) (bidiStream, error) {
 	return quicStream{s}, nil
 }
 
-func (q quicConn) AcceptUni(ctx context.Context) (recvStream, error) {
+func (q *quicConn) AcceptUni(ctx context.Context) (recvStream, error) {
 	s, err := q.c.AcceptUniStream(ctx)
 	if err != nil {
 		return nil, mapErr(err)
@@ -106,11 +106,11 @@ func (q quicConn) AcceptUni(ctx context.Context) (recvStream, error) {
 	return quicRecv{s}, nil
 }
 
-func (q quicConn) Close(code uint64, reason string) {
+func (q *quicConn) Close(code uint64, reason string) {
 	_ = q.c.CloseWithError(quic.ApplicationErrorCode(code), reason)
 }
-func (q quicConn) Context() context.Context { return q.c.Context() }
-func (q quicConn) WebTransport() bool       { return false }
+func (q *quicConn) Context() context.Context { return q.c.Context() }
+func (q *quicConn) WebTransport() bool       { return false }
 
 type quicStream struct{ s *quic.Stream }
 
@@ -154,7 +154,7 @@ type wtConn struct {
 	onClose func()
 }
 
-func (w wtConn) OpenBidi(ctx context.Context) (bidiStream, error) {
+func (w *wtConn) OpenBidi(ctx context.Context) (bidiStream, error) {
 	s, err := w.s.OpenStreamSync(ctx)
 	if err != nil {
 		return nil, mapErr(err)
@@ -162,7 +162,7 @@ func (w wtConn) OpenBidi(ctx context.Context) (bidiStream, error) {
 	return wtStream{s}, nil
 }
 
-func (w wtConn) OpenUni(ctx context.Context) (sendStream, error) {
+func (w *wtConn) OpenUni(ctx context.Context) (sendStream, error) {
 	s, err := w.s.OpenUniStreamSync(ctx)
 	if err != nil {
 		return nil, mapErr(err)
@@ -170,7 +170,7 @@ func (w wtConn) OpenUni(ctx context.Context) (sendStream, error) {
 	return wtSend{s}, nil
 }
 
-func (w wtConn) AcceptBidi(ctx context.Context) (bidiStream, error) {
+func (w *wtConn) AcceptBidi(ctx context.Context) (bidiStream, error) {
 	s, err := w.s.AcceptStream(ctx)
 	if err != nil {
 		return nil, mapErr(err)
@@ -178,7 +178,7 @@ func (w wtConn) AcceptBidi(ctx context.Context) (bidiStream, error) {
 	return wtStream{s}, nil
 }
 
-func (w wtConn) AcceptUni(ctx context.Context) (recvStream, error) {
+func (w *wtConn) AcceptUni(ctx context.Context) (recvStream, error) {
 	s, err := w.s.AcceptUniStream(ctx)
 	if err != nil {
 		return nil, mapErr(err)
@@ -186,14 +186,14 @@ func (w wtConn) AcceptUni(ctx context.Context) (recvStream, error) {
 	return wtRecv{s}, nil
 }
 
-func (w wtConn) Close(code uint64, reason string) {
+func (w *wtConn) Close(code uint64, reason string) {
 	_ = w.s.CloseWithError(webtransport.SessionErrorCode(code), reason)
 	if w.onClose != nil {
 		w.onClose()
 	}
 }
-func (w wtConn) Context() context.Context { return w.s.Context() }
-func (w wtConn) WebTransport() bool       { return true }
+func (w *wtConn) Context() context.Context { return w.s.Context() }
+func (w *wtConn) WebTransport() bool       { return true }
 
 type wtStream struct{ s *webtransport.Stream }
 
@@ -405,7 +405,7 @@ func (d *dialer) dial(ctx context.Context) (conn, error) {
 			c.CloseWithError(21, "unknown ALPN")
 			return nil, fmt.Errorf("moq: server negotiated ALPN %q, want %q", p, wire.ALPN)
 		}
-		return quicConn{c}, nil
+		return &quicConn{c}, nil
 	case "http":
 		// Fetched on every attempt: a restarted development relay has a
 		// new certificate.
@@ -445,7 +445,7 @@ func (d *dialer) dialWebTransport(ctx context.Context, pin string) (conn, error)
 		tr.Close()
 		return nil, fmt.Errorf("moq: server chose WebTransport protocol %q, want %q (legacy moq-lite is not supported)", p, wire.ALPN)
 	}
-	return wtConn{s: s, onClose: func() { tr.Close() }}, nil
+	return &wtConn{s: s, onClose: func() { tr.Close() }}, nil
 }
 
 // fetchFingerprint is the development bootstrap: GET
