@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -133,8 +134,13 @@ func expectedEvents(s *moqexport.Sample, offset int64) []model.Event {
 
 // readTrack reads events of a consumer until n frames or the end arrived.
 func readEvents(ctx context.Context, c *model.Consumer, stop func([]model.Event) bool) ([]model.Event, error) {
-	rs := model.NewReadySet()
-	c.Watch(rs)
+	// One ready set per consumer: a consumer queued on a set nobody takes
+	// would never be queued on another.
+	v, loaded := readySets.LoadOrStore(c, model.NewReadySet())
+	rs := v.(*model.ReadySet)
+	if !loaded {
+		c.Watch(rs)
+	}
 	var evs []model.Event
 	for {
 		for {
@@ -155,6 +161,8 @@ func readEvents(ctx context.Context, c *model.Consumer, stop func([]model.Event)
 		}
 	}
 }
+
+var readySets sync.Map // *model.Consumer -> *model.ReadySet
 
 func frameCount(evs []model.Event) int {
 	n := 0
@@ -206,4 +214,13 @@ func (s *Session) subCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.subs)
+}
+
+func mustSample(t *testing.T, name string) *moqexport.Sample {
+	t.Helper()
+	s, err := moqexport.LoadSample(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -580,7 +580,14 @@ func priorityOf(name string) uint8 {
 func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufio.Reader) {
 	var h wire.Group
 	if err := readMsg(r, &h); err != nil {
+		if _, reset := errors.AsType[*ResetError](err); reset {
+			s.log.Debug("moq: group reset before its header", "err", err)
+			return
+		}
 		str.CancelRead(CodeDecode)
+		if !isConnGone(c) {
+			s.log.Warn("moq: bad group header", "err", err)
+		}
 		return
 	}
 	s.mu.Lock()

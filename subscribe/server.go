@@ -25,6 +25,8 @@ import (
 type Server struct {
 	opts     ServerOptions
 	log      *slog.Logger
+	udp      net.PacketConn
+	tr       *quic.Transport
 	ln       *quic.Listener
 	wt       *webtransport.Server
 	httpSrv  *http.Server
@@ -51,13 +53,25 @@ func Listen(addr string, opts ServerOptions) (*Server, error) {
 		protos = append(protos, http3.NextProtoH3)
 	}
 	tc := &tls.Config{Certificates: opts.Certificates, NextProtos: protos}
-	ln, err := quic.ListenAddr(addr, tc, quicConfig())
+	// The socket is ours, not quic-go's, so Close releases the port at
+	// once (a restart on the same port must work).
+	udpAddr, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
+		return nil, fmt.Errorf("moq: listen %s: %w", addr, err)
+	}
+	udp, err := net.ListenUDP("udp", udpAddr)
+	if err != nil {
+		return nil, fmt.Errorf("moq: listen %s: %w", addr, err)
+	}
+	tr := &quic.Transport{Conn: udp}
+	ln, err := tr.Listen(tc, quicConfig())
+	if err != nil {
+		udp.Close()
 		return nil, fmt.Errorf("moq: listen %s: %w", addr, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		opts: opts, log: opts.Logger, ln: ln, accepted: make(chan *Session),
+		opts: opts, log: opts.Logger, udp: udp, tr: tr, ln: ln, accepted: make(chan *Session),
 		ctx: ctx, cancel: cancel, sessions: map[*Session]struct{}{},
 	}
 	if !opts.DisableWebTransport {
@@ -73,6 +87,8 @@ func Listen(addr string, opts ServerOptions) (*Server, error) {
 	if opts.FingerprintHTTP {
 		if err := s.serveFingerprint(); err != nil {
 			ln.Close()
+			tr.Close()
+			udp.Close()
 			cancel()
 			return nil, err
 		}
@@ -243,6 +259,10 @@ func (s *Server) Close() error {
 	}
 	if s.httpSrv != nil {
 		s.httpSrv.Close()
+	}
+	s.tr.Close()
+	if cerr := s.udp.Close(); err == nil {
+		err = cerr
 	}
 	s.wg.Wait()
 	return err
