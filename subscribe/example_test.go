@@ -84,3 +84,37 @@ func ExampleListen() {
 	fmt.Println(a.Path, a.Active)
 	// Output: demo.hang true
 }
+
+// ExampleServeLoopback is the CLI's built-in demo: the demo broadcast,
+// served on loopback, recorded by a client.
+func ExampleServeLoopback() {
+	b := model.NewBroadcast("demo.hang")
+	cat := b.CreateTrack("catalog.json")
+	g, _ := cat.AppendGroup()
+	g.WriteFrame(model.Frame{Payload: []byte(`{"audio":{"renditions":{"a":{"codec":"opus","sampleRate":48000,"numberOfChannels":2}}}}`)})
+	g.Close(nil)
+
+	srv, url, pin, err := subscribe.ServeLoopback(b, subscribe.ServerOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	client, err := subscribe.Dial(ctx, url, subscribe.Options{TLSFingerprint: pin})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	w, err := subscribe.WatchCatalog(client.Broadcast("demo.hang"), subscribe.CatalogOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer w.Close()
+	c, err := w.Next(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(c.Audio.Renditions["a"].Codec)
+	// Output: opus
+}
