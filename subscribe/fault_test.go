@@ -364,3 +364,42 @@ func TestPublisherRestartOnSamePortResumesSubscription(t *testing.T) {
 	}
 	_ = errors.New
 }
+
+// TestTrackRequestedBeforeTheBroadcastExistsWaitsForItsAnnouncement: a
+// recorder may start before the publisher; an unroutable refusal (30) is
+// retried once the broadcast is announced.
+func TestTrackRequestedBeforeTheBroadcastExistsWaitsForItsAnnouncement(t *testing.T) {
+	checkGoroutines(t)
+	srv, pin := startServer(t, "127.0.0.1:0")
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client, err := Dial(ctx, "moql://"+srv.Addr().String()+"/", Options{TLSFingerprint: pin, Logger: testLogger(t),
+		Container: func(string, string) string { return "legacy" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	peer, err := srv.Accept(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := client.Broadcast("late").Track("v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := tr.Subscribe(time.Hour)
+	time.Sleep(100 * time.Millisecond) // the first TRACK is refused
+	pb := model.NewBroadcast("late")
+	src := pb.CreateTrack("v")
+	if err := peer.Publish(pb); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "subscription", func() bool { return peer.serving.Load() == 1 })
+	g, _ := src.AppendGroup()
+	g.WriteFrame(model.Frame{Timestamp: 7, Payload: []byte("late frame")})
+	evs := collect(t, ctx, c, 1)
+	if evs[0].Kind != model.EventFrame || string(evs[0].Frame.Payload) != "late frame" || evs[0].Frame.Timestamp != 7 {
+		t.Fatalf("%+v", evs)
+	}
+}

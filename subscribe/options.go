@@ -3,6 +3,7 @@ package subscribe
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"github.com/moq-export/moq-export/model"
 	"log/slog"
 	"time"
 )
@@ -86,6 +87,9 @@ type ServerOptions struct {
 	FingerprintHTTP bool
 	// Logger receives diagnostics (default slog.Default()).
 	Logger *slog.Logger
+	// Publish lists broadcasts published on every accepted session from
+	// its first moment (before Accept returns it).
+	Publish []*model.Broadcast
 	// RequestTimeout and MaxLatency apply to accepted sessions as in
 	// Options.
 	RequestTimeout time.Duration

@@ -32,6 +32,7 @@ type remoteBroadcast struct {
 	cancel context.CancelCauseFunc
 
 	mu          sync.Mutex
+	activated   chan struct{} // closed and replaced on each active announcement
 	tracks      map[string]*remoteTrack
 	catalogOnce sync.Once
 	catalogSeen chan struct{}
@@ -51,7 +52,7 @@ func (s *Session) Broadcast(path string) *model.Broadcast {
 	ctx, cancel := context.WithCancelCause(s.ctx)
 	rb := &remoteBroadcast{
 		s: s, path: path, b: model.NewBroadcast(path), ctx: ctx, cancel: cancel,
-		tracks: map[string]*remoteTrack{}, catalogSeen: make(chan struct{}),
+		tracks: map[string]*remoteTrack{}, catalogSeen: make(chan struct{}), activated: make(chan struct{}),
 	}
 	rb.b.HandleRequests(rb.request)
 	s.remotes[path] = rb
@@ -96,6 +97,12 @@ func (rb *remoteBroadcast) watch() {
 		}
 		if a.Path != rb.path {
 			continue
+		}
+		if a.Active {
+			rb.mu.Lock()
+			close(rb.activated)
+			rb.activated = make(chan struct{})
+			rb.mu.Unlock()
 		}
 		switch {
 		case !a.Active && !a.diff:
@@ -327,6 +334,22 @@ func (rt *remoteTrack) run() {
 			continue
 		case isConnGone(c):
 			continue // resume on the next connection
+		case errors.Is(err, ErrRefused) && !rt.live && isResetCode(err, CodeUnroutable):
+			// The relay has not heard of the broadcast yet: wait for its
+			// announcement (or retry now and then) instead of giving up.
+			log.Debug("moq: broadcast not routable yet, waiting for its announcement")
+			rt.rb.mu.Lock()
+			ch := rt.rb.activated
+			rt.rb.mu.Unlock()
+			t := time.NewTimer(s.opts.Reconnect.Max)
+			select {
+			case <-ch:
+			case <-t.C:
+			case <-rt.rb.ctx.Done():
+			}
+			t.Stop()
+			gen = 0
+			continue
 		case errors.Is(err, ErrRefused) && rt.live:
 			if refusedSince.IsZero() {
 				refusedSince = time.Now()
@@ -347,6 +370,11 @@ func (rt *remoteTrack) run() {
 			return
 		}
 	}
+}
+
+func isResetCode(err error, code uint64) bool {
+	re, ok := errors.AsType[*ResetError](err)
+	return ok && re.Code == code
 }
 
 func closeReason(err error) error {

@@ -200,6 +200,11 @@ func (s *Server) newSession(path string) *Session {
 	}
 	s.sessions[sess] = struct{}{}
 	s.mu.Unlock()
+	for _, b := range s.opts.Publish {
+		if err := sess.Publish(b); err != nil {
+			s.log.Warn("moq: publish on accepted session", "broadcast", b.Name(), "err", err)
+		}
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
