@@ -1,3 +1,8 @@
 module github.com/moq-export/moq-export
 
 go 1.26
+
+require (
+	github.com/at-wat/ebml-go v0.19.4
+	github.com/bluenviron/mediacommon/v2 v2.9.3
+)
