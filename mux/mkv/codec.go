@@ -101,18 +101,17 @@ func (t *track) configure() error {
 			}
 			// Browsers publish no OpusHead. The pre-skip is unknown; 0 shifts
 			// the first few milliseconds at most.
-			var err error
-			desc, err = opus.IDHeader{Version: 1, ChannelCount: uint8(ch), InputSampleRate: uint32(max(t.SampleRate, 0))}.Marshal()
-			if err != nil {
-				return err
-			}
+			desc = opusHead(uint8(ch), 0, uint32(max(t.SampleRate, 0)))
 		}
 		var h opus.IDHeader
 		if err := h.Unmarshal(desc); err != nil {
 			return fmt.Errorf("track %d: bad OpusHead: %w", t.ID, err)
 		}
+		// mediacommon v2.9.3 reads the multi-byte OpusHead fields big-endian;
+		// RFC 7845 defines them little-endian, so read pre-skip here.
+		preSkip := binary.LittleEndian.Uint16(desc[10:])
 		e.CodecPrivate = desc
-		e.CodecDelay = uint64(h.PreSkip) * 1_000_000_000 / 48000
+		e.CodecDelay = uint64(preSkip) * 1_000_000_000 / 48000
 		e.SeekPreRoll = opusSeekPreRoll
 		// Opus always decodes at 48 kHz; Matroska wants that rate here.
 		e.Audio.SamplingFrequency = 48000
@@ -181,6 +180,17 @@ func flacPrivate(desc []byte) ([]byte, error) {
 		return nil, fmt.Errorf("flac needs fLaC+STREAMINFO as its description: %w", ErrMissingConfig)
 	}
 	return desc, nil
+}
+
+// opusHead builds an RFC 7845 identification header for channel mapping
+// family 0. It is written here rather than with mediacommon's
+// opus.IDHeader.Marshal, which (v2.9.3) stores pre-skip, input sample rate
+// and gain big-endian where the RFC says little-endian.
+func opusHead(channels uint8, preSkip uint16, inputRate uint32) []byte {
+	b := append([]byte("OpusHead"), 1, channels)
+	b = binary.LittleEndian.AppendUint16(b, preSkip)
+	b = binary.LittleEndian.AppendUint32(b, inputRate)
+	return append(b, 0, 0, 0) // output gain 0, mapping family 0
 }
 
 func obuType(obu []byte) av1.OBUType { return av1.OBUType(obu[0] >> 3 & 0x0f) }

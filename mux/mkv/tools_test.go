@@ -145,6 +145,7 @@ func mkvmergeClean(t *testing.T, path string) mkvmergeInfo {
 type input struct {
 	track  mux.Track
 	frames []moqexport.SampleFrame
+	dur    int64 // µs, first frame to one frame past the last
 }
 
 func sampleInput(t testing.TB, name string, id int) input {
@@ -161,6 +162,7 @@ func sampleInput(t testing.TB, name string, id int) input {
 		track: mux.Track{ID: id, Name: name, Kind: kind, Codec: s.Codec, Description: s.Description,
 			Width: s.Width, Height: s.Height, Framerate: s.Framerate, SampleRate: s.SampleRate, Channels: s.Channels},
 		frames: s.Frames,
+		dur:    s.Duration(),
 	}
 }
 

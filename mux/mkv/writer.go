@@ -111,9 +111,14 @@ type track struct {
 	disabled bool // header written while it still waited: frames are dropped
 	warned   bool
 
-	hasPrev  bool
-	prevTs   int64 // µs
-	minDelta int64 // smallest positive timestamp step seen, µs
+	// recent holds the last timestamps (µs) since the last discontinuity;
+	// minDelta is the smallest positive gap between any two of them, the
+	// frame duration estimate that Duration adds to the last frame. A
+	// window rather than the previous frame, because in decode order with
+	// B-frames neighbours are rarely one frame apart.
+	recent   [16]int64
+	nrecent  int
+	minDelta int64
 }
 
 type pendingFrame struct {
@@ -255,7 +260,7 @@ func (w *Writer) discontinuity(t *track) {
 	w.breakCluster = true
 	for _, u := range w.tracks {
 		if t == nil || u == t {
-			u.hasPrev = false
+			u.nrecent = 0
 		}
 	}
 }
@@ -566,17 +571,27 @@ func (w *Writer) writeBlock(t *track, ts int64, key bool, payload []byte) error 
 	w.stats.Frames++
 	w.stats.Bytes += int64(len(payload))
 
-	if t.hasPrev {
-		if d := ts - t.prevTs; d > 0 && (t.minDelta == 0 || d < t.minDelta) {
-			t.minDelta = d
-		}
-	}
-	t.hasPrev, t.prevTs = true, ts
-	w.endMs = max(w.endMs, ms+(t.minDelta+500)/1000)
+	t.noteTimestamp(ts)
+	w.endMs = max(w.endMs, ms+(min(t.minDelta, 1<<40)+500)/1000)
 	if len(w.buf) > 1<<20 {
 		w.buf = nil // do not pin one huge frame's buffer
 	}
 	return nil
+}
+
+func (t *track) noteTimestamp(ts int64) {
+	n := min(t.nrecent, len(t.recent))
+	for _, x := range t.recent[:n] {
+		d := ts - x
+		if d < 0 {
+			d = -d
+		}
+		if d > 0 && (t.minDelta == 0 || d < t.minDelta) {
+			t.minDelta = d
+		}
+	}
+	t.recent[t.nrecent%len(t.recent)] = ts
+	t.nrecent++
 }
 
 // Close writes what is buffered and, when the output can seek, finalizes
