@@ -267,3 +267,5 @@ func (s *seekBuffer) Seek(off int64, whence int) (int64, error) {
 	s.off = off
 	return off, nil
 }
+
+type moqFrame = moqexport.SampleFrame
