@@ -128,7 +128,6 @@ func docType(t *testing.T, path string) string {
 	return ""
 }
 
-
 // TestSeekToMiddleOfFinalizedFileStartsAtKeyframe checks that a finalized
 // h264+aac file carries one CuePoint per video keyframe and that seeking
 // to the middle lands on the keyframe at or before the target and decodes
@@ -187,7 +186,6 @@ func TestLiveFormThroughAPipeDecodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	pr.Close()
-	var copyOut bytes.Buffer
 	w := NewWriter(pw, Options{})
 	if w.Seekable() {
 		t.Fatal("a pipe must give the live form")
@@ -216,7 +214,6 @@ func TestLiveFormThroughAPipeDecodes(t *testing.T) {
 	if counts["1"] != len(a.frames) {
 		t.Errorf("ffmpeg decoded %d audio frames from the pipe, wrote %d", counts["1"], len(a.frames))
 	}
-	_ = copyOut
 }
 
 // TestLiveFormHasUnknownSizesAndNoCues checks the bytes of the live form:
