@@ -284,26 +284,16 @@ func parseAVCSPS(sps []byte) (avcSPSInfo, error) {
 	}
 	// Only the avcC profiles 100/110/122/144 carry the extension.
 	info.high = sps[1] == 100 || sps[1] == 110 || sps[1] == 122 || sps[1] == 144
-	buf := h264.EmulationPreventionRemove(sps[4:min(len(sps), 64)])
-	pos := 0
-	var err error
-	read := func() uint32 {
-		if err != nil {
-			return 0
-		}
-		var v uint32
-		v, err = bits.ReadGolombUnsigned(buf, &pos)
-		return v
-	}
-	read() // seq_parameter_set_id
-	info.chroma = read()
+	br := &bitReader{buf: h264.EmulationPreventionRemove(sps[4:min(len(sps), 64)])}
+	br.ue() // seq_parameter_set_id
+	info.chroma = br.ue()
 	if info.chroma == 3 {
-		pos++ // separate_colour_plane_flag
+		br.skip(1) // separate_colour_plane_flag
 	}
-	info.depthLuma = read()
-	info.depthChroma = read()
-	if err != nil {
-		return info, fmt.Errorf("%w: H.264 SPS: %w", ErrBadParamSet, err)
+	info.depthLuma = br.ue()
+	info.depthChroma = br.ue()
+	if br.err != nil {
+		return info, fmt.Errorf("%w: H.264 SPS: %w", ErrBadParamSet, br.err)
 	}
 	if info.chroma > 3 || info.depthLuma > 6 || info.depthChroma > 6 {
 		return info, fmt.Errorf("%w: H.264 SPS chroma_format_idc %d, bit depths %d/%d", ErrBadParamSet,
@@ -380,62 +370,85 @@ func parseHEVCSPS(sps []byte) (hevcSPSInfo, error) {
 	info.maxSubLayersMinus1 = buf[0] >> 1 & 7
 	info.nesting = buf[0] & 1
 	copy(info.ptl[:], buf[1:13])
-	pos := 13 * 8
+	br := &bitReader{buf: buf, pos: 13 * 8}
 	n := int(info.maxSubLayersMinus1)
 	var profilePresent, levelPresent [8]bool
-	var err error
 	for i := range n {
-		var v uint64
-		v, err = bits.ReadBits(buf, &pos, 2)
-		if err != nil {
-			break
-		}
-		profilePresent[i], levelPresent[i] = v&2 != 0, v&1 != 0
+		profilePresent[i] = br.flag()
+		levelPresent[i] = br.flag()
 	}
 	if n > 0 {
-		pos += 2 * (8 - n) // reserved_zero_2bits
+		br.skip(2 * (8 - n)) // reserved_zero_2bits
 	}
 	for i := range n {
 		if profilePresent[i] {
-			pos += 88
+			br.skip(88)
 		}
 		if levelPresent[i] {
-			pos += 8
+			br.skip(8)
 		}
 	}
-	read := func() uint32 {
-		if err != nil {
-			return 0
-		}
-		var v uint32
-		v, err = bits.ReadGolombUnsigned(buf, &pos)
-		return v
-	}
-	read() // sps_seq_parameter_set_id
-	info.chroma = read()
+	br.ue() // sps_seq_parameter_set_id
+	info.chroma = br.ue()
 	if info.chroma == 3 {
-		pos++ // separate_colour_plane_flag
+		br.skip(1) // separate_colour_plane_flag
 	}
-	read() // pic_width_in_luma_samples
-	read() // pic_height_in_luma_samples
-	if err == nil {
-		var win bool
-		win, err = bits.ReadFlag(buf, &pos)
-		if win {
-			read()
-			read()
-			read()
-			read()
-		}
+	br.ue()        // pic_width_in_luma_samples
+	br.ue()        // pic_height_in_luma_samples
+	if br.flag() { // conformance_window_flag
+		br.ue()
+		br.ue()
+		br.ue()
+		br.ue()
 	}
-	info.depthLuma = read()
-	info.depthChroma = read()
-	if err != nil {
-		return info, fmt.Errorf("%w: H.265 SPS: %w", ErrBadParamSet, err)
+	info.depthLuma = br.ue()
+	info.depthChroma = br.ue()
+	if br.err != nil {
+		return info, fmt.Errorf("%w: H.265 SPS: %w", ErrBadParamSet, br.err)
 	}
 	if info.chroma > 3 || info.depthLuma > 8 || info.depthChroma > 8 {
 		return info, fmt.Errorf("%w: H.265 SPS chroma_format_idc %d, bit depths %d/%d", ErrBadParamSet,
 			info.chroma, info.depthLuma+8, info.depthChroma+8)
 	}
 	return info, nil
+}
+
+// bitReader reads an RBSP with mediacommon's bit functions, remembering the
+// first error and never reading past the end.
+type bitReader struct {
+	buf []byte
+	pos int
+	err error
+}
+
+func (r *bitReader) ok(n int) bool {
+	if r.err == nil && n > len(r.buf)*8-r.pos {
+		r.err = fmt.Errorf("%w: %d bits past bit %d of %d", ErrTruncated, n, r.pos, len(r.buf)*8)
+	}
+	return r.err == nil
+}
+
+func (r *bitReader) skip(n int) {
+	if r.ok(n) {
+		r.pos += n
+	}
+}
+
+func (r *bitReader) flag() bool {
+	if !r.ok(1) {
+		return false
+	}
+	v, _ := bits.ReadFlag(r.buf, &r.pos)
+	return v
+}
+
+func (r *bitReader) ue() uint32 {
+	if !r.ok(1) {
+		return 0
+	}
+	v, err := bits.ReadGolombUnsigned(r.buf, &r.pos)
+	if err != nil {
+		r.err = err
+	}
+	return v
 }
