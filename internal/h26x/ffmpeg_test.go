@@ -3,6 +3,7 @@ package h26x_test
 import (
 	"bytes"
 	"math"
+	"math/bits"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -171,5 +172,91 @@ func TestDTSFollowsX264DecodeOrder(t *testing.T) {
 	// The reorder delay is at most the two B-frames of the GOP.
 	if offset < 0 || offset > 2*33334 {
 		t.Errorf("estimated DTS is %d us later than ffmpeg's; want 0 to 2 frames", offset)
+	}
+}
+
+// ebml appends one Matroska element with an 8-byte size field.
+func ebml(dst []byte, id uint32, data []byte) []byte {
+	for shift := (bits.Len32(id) - 1) / 8 * 8; shift >= 0; shift -= 8 {
+		dst = append(dst, byte(id>>shift))
+	}
+	n := uint64(len(data))
+	dst = append(dst, 0x01, byte(n>>48), byte(n>>40), byte(n>>32), byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+	return append(dst, data...)
+}
+
+func ebmlUint(id uint32, v uint64) []byte {
+	return ebml(nil, id, []byte{byte(v >> 56), byte(v >> 48), byte(v >> 40), byte(v >> 32), byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}
+
+// minimalMKV is the least Matroska file ffmpeg reads: one video track whose
+// CodecPrivate is record, and one cluster of SimpleBlocks holding payloads.
+// It exists to hand a decoder configuration record to ffmpeg's decoder.
+func minimalMKV(codecID string, record []byte, width, height int, frames []moqexport.SampleFrame, payloads [][]byte) []byte {
+	var hdr []byte
+	hdr = append(hdr, ebmlUint(0x4286, 1)...)
+	hdr = append(hdr, ebmlUint(0x42F7, 1)...)
+	hdr = append(hdr, ebmlUint(0x42F2, 4)...)
+	hdr = append(hdr, ebmlUint(0x42F3, 8)...)
+	hdr = append(hdr, ebml(nil, 0x4282, []byte("matroska"))...)
+	hdr = append(hdr, ebmlUint(0x4287, 4)...)
+	hdr = append(hdr, ebmlUint(0x4285, 2)...)
+
+	var video, track, seg, cluster []byte
+	video = append(ebmlUint(0xB0, uint64(width)), ebmlUint(0xBA, uint64(height))...)
+	track = append(track, ebmlUint(0xD7, 1)...)
+	track = append(track, ebmlUint(0x73C5, 1)...)
+	track = append(track, ebmlUint(0x83, 1)...)
+	track = append(track, ebml(nil, 0x86, []byte(codecID))...)
+	track = append(track, ebml(nil, 0x63A2, record)...)
+	track = append(track, ebml(nil, 0xE0, video)...)
+	seg = ebml(seg, 0x1549A966, ebmlUint(0x2AD7B1, 1000000))
+	seg = ebml(seg, 0x1654AE6B, ebml(nil, 0xAE, track))
+	cluster = ebmlUint(0xE7, 0)
+	for i, f := range frames {
+		ms := (f.Timestamp + 500) / 1000
+		flags := byte(0)
+		if f.Keyframe {
+			flags = 0x80
+		}
+		block := append([]byte{0x81, byte(ms >> 8), byte(ms), flags}, payloads[i]...)
+		cluster = ebml(cluster, 0xA3, block)
+	}
+	seg = ebml(seg, 0x1F43B675, cluster)
+	return ebml(ebml(nil, 0x1A45DFA3, hdr), 0x18538067, seg)
+}
+
+// TestBuiltConfigRecordDecodesInFFmpeg hands the records built from the
+// browser form (no description, parameter sets in band) to ffmpeg as
+// Matroska CodecPrivate, with the Normalizer's AVCC frames: this is what
+// mux/mkv and mux/flv write for a browser broadcast.
+func TestBuiltConfigRecordDecodesInFFmpeg(t *testing.T) {
+	for _, vs := range videoSamples(t) {
+		t.Run(vs.codec.String(), func(t *testing.T) {
+			s := vs.sample.MustAnnexB()
+			n := mustNormalizer(t, vs.codec, nil)
+			payloads := make([][]byte, len(s.Frames))
+			for i, f := range s.Frames {
+				units, err := n.Frame(f.Payload)
+				if err != nil {
+					t.Fatal(err)
+				}
+				payloads[i] = h26x.AppendAVCC(nil, units)
+			}
+			record := n.Config()
+
+			if record == nil {
+				t.Fatal("no record after the whole stream")
+			}
+			if vs.codec == h26x.H265 && bytes.Equal(record, vs.sample.Description) {
+				t.Fatal("record is ffmpeg's own; the test would prove nothing")
+			}
+			codecID := map[h26x.Codec]string{h26x.H264: "V_MPEG4/ISO/AVC", h26x.H265: "V_MPEGH/ISO/HEVC"}[vs.codec]
+			path := filepath.Join(t.TempDir(), "x.mkv")
+			if err := os.WriteFile(path, minimalMKV(codecID, record, s.Width, s.Height, s.Frames, payloads), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			checkDecodes(t, path, "matroska", len(s.Frames))
+		})
 	}
 }
