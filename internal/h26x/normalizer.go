@@ -57,9 +57,10 @@ func (n *Normalizer) AnnexBInput() bool { return n.lengthSize == 0 }
 // A frame holding only parameter sets returns no units. The result aliases
 // payload and an internal buffer and is valid until the next call to Frame.
 // A malformed payload gives an error wrapping ErrTruncated or
-// ErrNoStartCode and leaves the state unchanged; in-band parameter sets from
-// which no record can be built give an error wrapping ErrBadParamSet, and
-// the sets are still taken (Config then returns nil).
+// ErrNoStartCode, no units, and leaves the state unchanged. In-band
+// parameter sets from which no record can be built give an error wrapping
+// ErrBadParamSet together with the frame's units; the sets are still taken
+// and Config returns nil until usable ones arrive.
 func (n *Normalizer) Frame(payload []byte) ([][]byte, error) {
 	var err error
 	if n.lengthSize == 0 {
@@ -151,7 +152,9 @@ func (n *Normalizer) ParamSets() ParamSets { return n.ps }
 
 // ConfigChanged reports whether Config changed (including from nil to the
 // first record) since the previous call to ConfigChanged, and clears the
-// flag. FLV sends a new sequence header when it is true.
+// flag. A description given to NewNormalizer is the starting Config and does
+// not count as a change. FLV sends a new sequence header when it is true;
+// MKV, which cannot change CodecPrivate mid-stream, logs it.
 func (n *Normalizer) ConfigChanged() bool {
 	c := n.changed
 	n.changed = false
