@@ -17,8 +17,8 @@
 //     classification.
 //   - Normalizer: one per track. Frame takes a payload in the track's input
 //     form and returns its NAL units without parameter sets and AUDs; it
-//     follows in-band parameter sets and offers Config (the current avcC/
-//     hvcC), ParamSets and ConfigChanged. A muxer then writes AVCC
+//     follows in-band parameter sets and offers Config (the current
+//     avcC/hvcC), ParamSets and ConfigChanged. A muxer then writes AVCC
 //     (AppendAVCC, FLV/MKV) or Annex B with ParamSets().NALUs() before each
 //     keyframe (AppendAnnexB, MPEG-TS).
 //   - DTS: decode timestamps in microseconds from PTS in decode order, for
@@ -34,7 +34,8 @@
 //   - The splitters: mediacommon's h264.AnnexB/AVCC only take 4-byte
 //     lengths (avcC allows 1 and 2), cap an access unit at 50 NAL units
 //     (more than sliced encoders may send), allocate per call and offer no
-//     append form. Ours reuse the caller's buffers and are fuzzed.
+//     append form. Ours return subslices of the input, reuse their buffers inside
+//     Normalizer, and are fuzzed.
 //   - The avcC/hvcC records: mediacommon has no public API for them (its
 //     internal/mp4 goes through abema/go-mp4's reflection-based box
 //     codec), and building an hvcC needs the SPS's raw profile_tier_level

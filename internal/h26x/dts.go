@@ -18,8 +18,10 @@ const DefaultDTSReserve = 100 * time.Millisecond
 // picture order count from the slice headers; when that cannot answer (no
 // SPS yet, no keyframe yet, unsupported SPS, broken stream) it falls back to
 // PTS minus the reserve. Either way the result is kept strictly increasing
-// and not above the PTS where possible (see Next). It is not safe for
-// concurrent use.
+// and not above the PTS where possible (see Next). With B-frames the first
+// DTS may lie before the first PTS, below zero on a timeline that starts at
+// zero: containers without negative timestamps (FLV) shift the track. It is
+// not safe for concurrent use.
 type DTS struct {
 	codec   Codec
 	reserve int64 // microseconds

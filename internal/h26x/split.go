@@ -3,6 +3,7 @@ package h26x
 import (
 	"bytes"
 	"fmt"
+	"slices"
 )
 
 // SplitAnnexB splits an Annex B byte stream (NAL units after 3- or 4-byte
@@ -120,8 +121,5 @@ func grow(dst []byte, nalus [][]byte) []byte {
 	for _, u := range nalus {
 		n += 4 + len(u)
 	}
-	if cap(dst)-len(dst) < n {
-		dst = append(dst[:len(dst):len(dst)], make([]byte, n)...)[:len(dst)]
-	}
-	return dst
+	return slices.Grow(dst, n)
 }
