@@ -1,3 +1,5 @@
 module github.com/moq-export/moq-export
 
 go 1.26
+
+require github.com/bluenviron/mediacommon/v2 v2.9.3
