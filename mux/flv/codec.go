@@ -1,6 +1,7 @@
 package flv
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -163,8 +164,12 @@ var opusSurround = map[int][]byte{
 	8: {5, 3, 0, 6, 1, 2, 3, 4, 5, 7},
 }
 
-// buildOpusHead builds the OpusHead that a browser's Opus encoder would
-// have produced, for catalogs that carry no description.
+// buildOpusHead builds the OpusHead (RFC 7845 section 5.1) that a
+// browser's Opus encoder would have produced, for catalogs that carry no
+// description. It is written by hand: mediacommon v2.9.3's
+// opus.IDHeader.Marshal writes the pre-skip, input sample rate and gain
+// big-endian, where RFC 7845 has them little-endian, and decoders then skip
+// about 300 ms of audio.
 func buildOpusHead(sampleRate, channels int) ([]byte, error) {
 	if channels == 0 {
 		channels = 2
@@ -172,23 +177,21 @@ func buildOpusHead(sampleRate, channels int) ([]byte, error) {
 	if sampleRate <= 0 {
 		sampleRate = 48000
 	}
-	h := opus.IDHeader{
-		Version:         1,
-		ChannelCount:    uint8(channels),
-		PreSkip:         opusPreSkip,
-		InputSampleRate: uint32(sampleRate),
+	if channels < 0 || channels > 8 {
+		return nil, fmt.Errorf("%w: cannot build an OpusHead for %d channels", errBadDescription, channels)
 	}
+	h := []byte("OpusHead")
+	h = append(h, 1, byte(channels))
+	h = binary.LittleEndian.AppendUint16(h, opusPreSkip)
+	h = binary.LittleEndian.AppendUint32(h, uint32(sampleRate))
+	h = append(h, 0, 0) // output gain
 	if channels > 2 {
-		m, ok := opusSurround[channels]
-		if !ok {
-			return nil, fmt.Errorf("%w: cannot build an OpusHead for %d channels", errBadDescription, channels)
-		}
-		h.ChannelMappingFamily = 1
-		h.ChannelMappingTable = m
-	} else if channels < 0 {
-		return nil, fmt.Errorf("%w: %d channels", errBadDescription, channels)
+		h = append(h, 1) // mapping family 1: Vorbis order
+		h = append(h, opusSurround[channels]...)
+	} else {
+		h = append(h, 0)
 	}
-	return h.Marshal()
+	return h, nil
 }
 
 // codecFields splits a WebCodecs string "fourcc.a.b.c" into numeric fields
