@@ -18,8 +18,6 @@ type track struct {
 	annexB annexBConverter // H.264/H.265 without description; nil otherwise
 	dts    dtsEstimator    // H.264/H.265 decode-time estimate; nil otherwise
 
-	lastDTS int64 // ms, last tag time written
-	hasDTS  bool
 	prevPTS int64 // µs, output timeline, previous frame
 	maxPTS  int64 // µs, largest presentation time written
 	hasPTS  bool

@@ -49,9 +49,15 @@ type Writer struct {
 	meta    metadata
 	metaPos int64 // output position of the onMetaData body; -1 when none
 
-	buf        []byte
-	written    int64
-	endMs      int64 // end of the last presented frame, output ms
+	buf     []byte
+	written int64
+	endMs   int64 // end of the last presented frame, output ms
+	// last holds, per mux.Kind, the last tag time written: decode times
+	// never go back within a kind, also across a replaced track.
+	last [3]struct {
+		ms int64
+		ok bool
+	}
 	wrapWarned bool
 }
 
@@ -242,8 +248,9 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 	if dtsMs < 0 {
 		dtsMs = 0
 	}
-	if t.hasDTS {
-		min := t.lastDTS
+	last := &w.last[t.info.kind]
+	if last.ok {
+		min := last.ms
 		if t.info.h26x {
 			min++ // keep video decode times strictly increasing
 		}
@@ -264,7 +271,7 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 	if err := w.writeFrameTag(t, dtsMs, ptsMs-dtsMs, f.Keyframe, payload); err != nil {
 		return err
 	}
-	t.lastDTS, t.hasDTS = dtsMs, true
+	last.ms, last.ok = dtsMs, true
 	if end := ptsMs + floorMs(t.dur); end > w.endMs {
 		w.endMs = end
 	}
