@@ -7,6 +7,7 @@ import (
 	"github.com/bluenviron/gortmplib/pkg/amf0"
 
 	moqexport "github.com/moq-export/moq-export"
+	"github.com/moq-export/moq-export/internal/h26x"
 	"github.com/moq-export/moq-export/mux"
 )
 
@@ -22,6 +23,8 @@ func TestClassicCodecsDecodeCleanWithSystemFFmpeg(t *testing.T) {
 		codecs  map[string]string // ffprobe codec_type -> codec_name
 	}{
 		{"H264WithBFrames", []string{"h264"}, map[string]string{"video": "h264"}},
+		{"H264AnnexBWithoutDescription", []string{"h264-annexb"}, map[string]string{"video": "h264"}},
+		{"H264AnnexBAndAAC", []string{"h264-annexb", "aac"}, map[string]string{"video": "h264", "audio": "aac"}},
 		{"AAC", []string{"aac"}, map[string]string{"audio": "aac"}},
 		{"MP3", []string{"mp3"}, map[string]string{"audio": "mp3"}},
 		{"H264AndAAC", []string{"h264", "aac"}, map[string]string{"video": "h264", "audio": "aac"}},
@@ -32,7 +35,7 @@ func TestClassicCodecsDecodeCleanWithSystemFFmpeg(t *testing.T) {
 			var samples []*moqexport.Sample
 			var tracks []mux.Track
 			for i, n := range tc.samples {
-				s := moqexport.MustLoadSample(n)
+				s := loadSample(n)
 				samples = append(samples, s)
 				tracks = append(tracks, trackOf(i+1, s))
 			}
@@ -176,4 +179,60 @@ func onMetaData(t *testing.T, b []byte) amf0.Object {
 		t.Fatalf("onMetaData value is %T", d[1])
 	}
 	return amf0.Object(arr)
+}
+
+// TestChangedSPSMidStreamSendsANewSequenceHeader plays the Annex B H.264
+// sample twice, the second time with a different SPS (another level), as
+// a browser does when it reconfigures its encoder. The muxer must send a
+// second AVC sequence header carrying the new SPS, and ffmpeg must decode
+// every frame.
+func TestChangedSPSMidStreamSendsANewSequenceHeader(t *testing.T) {
+	tl := systemFFmpeg(t)
+	s := loadSample("h264-annexb")
+	const newLevel = 0x1f
+	changed := *s
+	changed.Frames = nil
+	for _, f := range s.Frames {
+		nalus, err := h26x.SplitAnnexB(f.Payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out [][]byte
+		for _, u := range nalus {
+			if h26x.NALUType(h26x.H264, u) == 7 { // SPS: profile, constraints, level
+				u = append([]byte(nil), u...)
+				u[3] = newLevel
+			}
+			out = append(out, u)
+		}
+		f.Timestamp += s.Duration()
+		f.Payload = h26x.AppendAnnexB(nil, out)
+		changed.Frames = append(changed.Frames, f)
+	}
+	frames := append(interleave(0, s), interleave(0, &changed)...)
+	path := writeFile(t, "sps.flv", Options{}, []mux.Track{trackOf(1, s)}, frames)
+
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tags, err := readFLV(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var levels []byte
+	for _, tg := range tagsOf(tags, tagVideo) {
+		if tg.body[1] == avcSequenceHeader {
+			levels = append(levels, tg.body[5+3]) // avcC: version, profile, compat, level
+		}
+	}
+	if len(levels) != 2 || levels[0] != 0x0d || levels[1] != newLevel {
+		t.Fatalf("sequence header levels %x, want [0d %x]", levels, newLevel)
+	}
+	tl.decodeClean(t, path)
+	v := tl.probe(t, path)["video"]
+	if v.frames != len(frames) {
+		t.Fatalf("ffmpeg decoded %d frames, %d written", v.frames, len(frames))
+	}
+	checkTimestamps(t, "video", v, frames)
 }

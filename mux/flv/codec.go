@@ -83,14 +83,7 @@ var errBadDescription = errors.New("bad codec description")
 func staticConfig(fam string, t mux.Track) ([]byte, error) {
 	switch fam {
 	case "h264", "h265":
-		if t.Description == nil {
-			return nil, nil
-		}
-		if len(t.Description) < 7 || t.Description[0] != 1 {
-			return nil, fmt.Errorf("%w: %s configuration record of %d bytes does not start with version 1",
-				errBadDescription, fam, len(t.Description))
-		}
-		return t.Description, nil
+		return nil, nil // from the h26x normalizer
 	case "aac":
 		if t.Description != nil {
 			var asc mpeg4audio.AudioSpecificConfig

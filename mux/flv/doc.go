@@ -30,12 +30,12 @@
 // By default the first frame becomes time 0 (Options.KeepTimestamps keeps
 // the source clock; times past 2^32 ms then wrap, which ffmpeg unwraps).
 // Tags carry decode times: for H.264/H.265 they come from the h26x DTS
-// estimator (picture order count, else presentation time minus the
-// catalog jitter, 100 ms by default), and the whole output is shifted by
-// that reserve so that the first decode time is 0. Decode times never go
-// back within a kind (video strictly increases); the composition offset
-// PTS-DTS is signed. AV1 and VP9 carry no composition time: their decode
-// order is their presentation order.
+// estimator (picture order count; else presentation time minus the catalog
+// jitter, 100 ms by default), which puts the first keyframe's decode time
+// at its presentation time, so video starts at 0 too. Decode times never go
+// back within a kind and never below 0 (video strictly increases, clamped
+// when needed); the composition offset PTS-DTS is signed. AV1 and VP9 carry
+// no composition time: their decode order is their presentation order.
 //
 // Discontinuity keeps the timeline continuous. At the track's next frame
 // its decode-time estimate restarts, video waits for a keyframe and the

@@ -19,6 +19,7 @@ func TestEnhancedCodecsDecodeCleanWithNewFFmpeg(t *testing.T) {
 		noDesc  bool // drop the catalog description, as browsers publish Opus
 	}{
 		{"HEVC", []string{"h265"}, map[string]string{"video": "hevc"}, false},
+		{"HEVCAnnexBWithoutDescription", []string{"h265-annexb"}, map[string]string{"video": "hevc"}, false},
 		{"AV1", []string{"av1"}, map[string]string{"video": "av1"}, false},
 		{"AV1WithoutAV1C", []string{"av1"}, map[string]string{"video": "av1"}, true},
 		{"VP9", []string{"vp9"}, map[string]string{"video": "vp9"}, false},
@@ -33,7 +34,7 @@ func TestEnhancedCodecsDecodeCleanWithNewFFmpeg(t *testing.T) {
 			var samples []*moqexport.Sample
 			var tracks []mux.Track
 			for i, n := range tc.samples {
-				s := moqexport.MustLoadSample(n)
+				s := loadSample(n)
 				samples = append(samples, s)
 				tr := trackOf(i+1, s)
 				if tc.noDesc {

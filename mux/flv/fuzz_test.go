@@ -18,6 +18,8 @@ var fuzzTrackSets = [][]mux.Track{
 		{ID: 2, Kind: mux.Audio, Codec: "opus"}},
 	{{ID: 1, Kind: mux.Video, Codec: "av01.0.04M.08"}, {ID: 2, Kind: mux.Audio, Codec: "mp3"}},
 	{{ID: 1, Kind: mux.Video, Codec: "vp09.00.10.08"}},
+	{{ID: 1, Kind: mux.Video, Codec: "avc1.64001f"}, {ID: 2, Kind: mux.Audio, Codec: "mp4a.40.2", SampleRate: 44100, Channels: 1}},
+	{{ID: 1, Kind: mux.Video, Codec: "hev1.1.6.L93.B0"}},
 }
 
 // FuzzWriter feeds random frames, timestamps, discontinuities and track
@@ -31,6 +33,14 @@ func FuzzWriter(f *testing.F) {
 	// A real start: the H.264 sample's first frames.
 	seed := []byte{0}
 	for _, fr := range moqexport.MustLoadSample("h264").Frames[:4] {
+		p := fr.Payload[:min(len(fr.Payload), 200)]
+		seed = append(seed, 0, 1, 33, byte(len(p)))
+		seed = append(seed, p...)
+	}
+	f.Add(seed)
+	// The same in Annex B, without description.
+	seed = []byte{4}
+	for _, fr := range moqexport.MustLoadSample("h264").MustAnnexB().Frames[:4] {
 		p := fr.Payload[:min(len(fr.Payload), 200)]
 		seed = append(seed, 0, 1, 33, byte(len(p)))
 		seed = append(seed, p...)

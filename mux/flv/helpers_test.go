@@ -141,6 +141,16 @@ func (tl tools) formatDuration(t *testing.T, path string) float64 {
 	return d
 }
 
+// loadSample loads an embedded sample; "h264-annexb" and "h265-annexb"
+// are the samples in the browser's form: Annex B with in-band parameter
+// sets and no description.
+func loadSample(name string) *moqexport.Sample {
+	if base, ok := strings.CutSuffix(name, "-annexb"); ok {
+		return moqexport.MustLoadSample(base).MustAnnexB()
+	}
+	return moqexport.MustLoadSample(name)
+}
+
 // trackOf turns a sample into a track with the given id.
 func trackOf(id int, s *moqexport.Sample) mux.Track {
 	kind := mux.Video

@@ -1,6 +1,10 @@
 package flv
 
 import (
+	"bytes"
+	"fmt"
+
+	"github.com/moq-export/moq-export/internal/h26x"
 	"github.com/moq-export/moq-export/mux"
 )
 
@@ -15,8 +19,14 @@ type track struct {
 	needKey    bool   // video: drop frames until a keyframe
 	disc       bool   // a discontinuity is pending
 
-	annexB annexBConverter // H.264/H.265 without description; nil otherwise
-	dts    dtsEstimator    // H.264/H.265 decode-time estimate; nil otherwise
+	// H.264/H.265 only: the payload normalizer (both input forms), the
+	// decode-time estimator, and the AVCC output buffer.
+	norm *h26x.Normalizer
+	dts  *h26x.DTS
+	avcc []byte
+	// relength is set when the description's NAL length size is not 4: the
+	// record is then rebuilt to match the 4-byte lengths written.
+	relength bool
 
 	prevPTS int64 // µs, output timeline, previous frame
 	maxPTS  int64 // µs, largest presentation time written
@@ -35,13 +45,17 @@ func newTrack(t mux.Track, fam string, info codecInfo) (*track, error) {
 		tr.dur = int64(1e6 / t.Framerate)
 	}
 	if info.h26x {
-		if t.Description == nil {
-			tr.annexB, err = newAnnexBConverter(fam)
-			if err != nil {
-				return nil, err
+		c, _ := h26x.CodecOf(fam)
+		if tr.norm, err = h26x.NewNormalizer(c, t.Description); err != nil {
+			return nil, fmt.Errorf("%w: %w", errBadDescription, err)
+		}
+		if t.Description != nil {
+			if _, n, err := h26x.ParseDecoderConfig(c, t.Description); err == nil && n != 4 {
+				tr.relength = true
 			}
 		}
-		tr.dts = newDTSEstimator(t)
+		tr.config = tr.currentConfig()
+		tr.dts = h26x.NewDTS(c, t.Jitter)
 	}
 	return tr, nil
 }
@@ -64,31 +78,55 @@ func (t *track) audioByte() byte {
 	return b
 }
 
-// prepare returns the payload to write for f, or nil when the frame must
-// wait (no keyframe yet, no parameter sets yet). It converts Annex B to
-// length-prefixed NAL units and picks up new parameter sets.
-func (t *track) prepare(f *mux.Frame) ([]byte, error) {
-	payload := f.Payload
-	if t.annexB != nil {
-		p, cfg, changed, err := t.annexB.Convert(payload)
-		if err != nil {
-			return nil, err
+// prepare returns the payload to write for f and its decode time (µs),
+// given its presentation time pts on the output timeline. It returns a nil
+// payload when the frame must wait (no keyframe yet, no parameter sets yet,
+// a frame of parameter sets only). H.264/H.265 payloads in either form
+// become 4-byte length-prefixed NAL units without parameter sets; new
+// parameter sets become a new sequence header.
+func (t *track) prepare(f *mux.Frame, pts int64) ([]byte, int64, error) {
+	if t.norm == nil {
+		if t.needKey {
+			if !f.Keyframe {
+				return nil, 0, nil
+			}
+			t.needKey = false
 		}
-		if changed {
-			t.config, t.sendConfig = cfg, true
-		}
-		if t.config == nil {
-			return nil, nil // parameter sets not seen yet
-		}
-		payload = p
+		return f.Payload, pts, nil
+	}
+	nalus, err := t.norm.Frame(f.Payload)
+	if t.norm.ConfigChanged() {
+		t.config = t.currentConfig()
+		t.sendConfig = t.config != nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	if t.config == nil || len(nalus) == 0 {
+		return nil, 0, nil
 	}
 	if t.needKey {
 		if !f.Keyframe {
-			return nil, nil
+			return nil, 0, nil
 		}
 		t.needKey = false
 	}
-	return payload, nil
+	dts := t.dts.Next(t.norm.ParamSets(), nalus, pts)
+	t.avcc = h26x.AppendAVCC(t.avcc[:0], nalus)
+	return t.avcc, dts, nil
+}
+
+// currentConfig returns the normalizer's avcC/hvcC, rebuilt with 4-byte
+// NAL lengths when the description had another length size.
+func (t *track) currentConfig() []byte {
+	cfg := t.norm.Config()
+	if cfg != nil && t.relength && bytes.Equal(cfg, t.Description) {
+		if b, err := h26x.BuildDecoderConfig(t.norm.Codec(), t.norm.ParamSets()); err == nil {
+			return b
+		}
+		return nil
+	}
+	return cfg
 }
 
 // note records a written frame's presentation time (µs, output timeline)

@@ -44,7 +44,7 @@ type Writer struct {
 	err     error // sticky write error
 
 	base    int64 // µs subtracted from every timestamp
-	offset  int64 // µs added: decode delay plus discontinuity shifts
+	offset  int64 // µs added by discontinuity shifts
 	flags   byte  // header flags written
 	meta    metadata
 	metaPos int64 // output position of the onMetaData body; -1 when none
@@ -92,7 +92,8 @@ var _ mux.Muxer = (*Writer)(nil)
 // kind wins; a later one gets an error wrapping ErrTrackLimit. Codecs FLV
 // cannot carry get a *mux.UnsupportedCodecError. After the header is
 // written, only a track that replaces a removed one of the same kind and
-// codec family is accepted; others get mux.ErrLateTrack.
+// codec family is accepted; others get mux.ErrLateTrack. Frames of a
+// refused track are ignored.
 func (w *Writer) AddTrack(t mux.Track) error {
 	if w.closed {
 		return mux.ErrClosed
@@ -100,6 +101,15 @@ func (w *Writer) AddTrack(t mux.Track) error {
 	if _, dup := w.tracks[t.ID]; dup {
 		return fmt.Errorf("flv: track %d added twice", t.ID)
 	}
+	err := w.addTrack(t)
+	if err != nil {
+		// Frames of a refused track are ignored rather than errors.
+		w.ignored[t.ID] = true
+	}
+	return err
+}
+
+func (w *Writer) addTrack(t mux.Track) error {
 	fam, info, err := lookupCodec(t)
 	if err != nil {
 		return err
@@ -109,7 +119,6 @@ func (w *Writer) AddTrack(t mux.Track) error {
 		slot = &w.audio
 	}
 	if cur := *slot; cur != nil {
-		w.ignored[t.ID] = true
 		return fmt.Errorf("flv: track %d (%s, %s) not added, keeping track %d (%s): %w",
 			t.ID, t.Name, t.Codec, cur.ID, cur.Name, ErrTrackLimit)
 	}
@@ -226,23 +235,19 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 		w.applyDiscontinuity(t, f.Timestamp)
 	}
 
-	payload, err := t.prepare(&f)
+	pts := f.Timestamp - w.base + w.offset // µs on the output timeline
+	payload, dts, err := t.prepare(&f, pts)
 	if err != nil {
 		w.log.Warn("flv: frame dropped", "track", t.ID, "ts", f.Timestamp, "err", err)
 		return nil
 	}
 	if payload == nil {
-		return nil // waiting for a keyframe or parameter sets; logged by prepare
+		w.log.Debug("flv: frame held back: no keyframe or parameter sets yet", "track", t.ID, "ts", f.Timestamp)
+		return nil
 	}
 	if len(payload)+16 > maxTagBody {
 		w.log.Warn("flv: frame too large for an FLV tag, dropped", "track", t.ID, "bytes", len(payload))
 		return nil
-	}
-
-	pts := f.Timestamp - w.base + w.offset // µs on the output timeline
-	dts := pts
-	if t.dts != nil {
-		dts = t.dts.DTS(pts)
 	}
 	ptsMs, dtsMs := floorMs(pts), floorMs(dts)
 	if dtsMs < 0 {
@@ -333,15 +338,11 @@ func (w *Writer) patch(pos int64, b []byte) error {
 }
 
 // writeHeader writes the FLV header and onMetaData, and fixes the timeline:
-// the first frame's timestamp becomes 0 (unless KeepTimestamps), shifted by
-// the video track's decode delay so that decode times never go negative.
+// the first frame's timestamp becomes 0 (unless KeepTimestamps).
 func (w *Writer) writeHeader(firstTs int64) error {
 	w.started = true
 	if !w.opts.KeepTimestamps {
 		w.base = firstTs
-		if w.video != nil && w.video.dts != nil {
-			w.offset = w.video.dts.Delay()
-		}
 	}
 	if w.video != nil {
 		w.flags |= flagVideo

@@ -423,17 +423,40 @@ func TestVideoBeforeTheFirstKeyframeIsDropped(t *testing.T) {
 	}
 }
 
-func TestDecodeTimeReserveComesFromTheCatalogJitter(t *testing.T) {
-	v := moqexport.MustLoadSample("h264")
-	tr := trackOf(1, v)
-	tr.Jitter = 200 * time.Millisecond
-	tags := tagsOf(muxTags(t, Options{}, []mux.Track{tr}, interleave(0, v)), tagVideo)
-	// The first frame is presented at the reserve; its decode time is 0.
-	first := tags[1]
-	cts := int32(uint32(first.body[2])<<24|uint32(first.body[3])<<16|uint32(first.body[4])<<8) >> 8
-	if first.ts != 0 || cts != 200 {
-		t.Fatalf("first frame dts %d, cts %d; want 0 and 200", first.ts, cts)
+func TestVideoDecodesFromZeroWithNonNegativeCompositionTimes(t *testing.T) {
+	for _, name := range []string{"h264", "h264-annexb", "h265", "h265-annexb"} {
+		for _, jitter := range []time.Duration{0, 200 * time.Millisecond} {
+			s := loadSample(name)
+			tr := trackOf(1, s)
+			tr.Jitter = jitter
+			video := tagsOf(muxTags(t, Options{}, []mux.Track{tr}, interleave(5_000_000, s)), tagVideo)
+			if len(video) != len(s.Frames)+1 {
+				t.Fatalf("%s: %d video tags, want %d frames and a sequence header", name, len(video), len(s.Frames))
+			}
+			for i, tg := range video[1:] {
+				cts := compositionTime(tg.body)
+				if i == 0 && (tg.ts != 0 || cts != 0) {
+					t.Fatalf("%s jitter %v: first frame dts %d cts %d, want 0 0", name, jitter, tg.ts, cts)
+				}
+				if cts < 0 {
+					t.Fatalf("%s jitter %v frame %d: composition time %d", name, jitter, i, cts)
+				}
+			}
+		}
 	}
+}
+
+// compositionTime reads the SI24 composition time of an AVC or HEVC frame
+// tag body (0 for an Enhanced CodedFramesX tag).
+func compositionTime(body []byte) int32 {
+	off := 2
+	if body[0]&exHeader != 0 {
+		if body[0]&0x0f == pktCodedFramesX {
+			return 0
+		}
+		off = 5
+	}
+	return int32(uint32(body[off])<<24|uint32(body[off+1])<<16|uint32(body[off+2])<<8) >> 8
 }
 
 // muxTags muxes frames into memory and returns the parsed tags.
