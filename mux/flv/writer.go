@@ -256,7 +256,7 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 	last := &w.last[t.info.kind]
 	if last.ok {
 		min := last.ms
-		if t.info.h26x {
+		if t.info.kind == mux.Video {
 			min++ // keep video decode times strictly increasing
 		}
 		if dtsMs < min {
