@@ -2,4 +2,7 @@ module github.com/moq-export/moq-export
 
 go 1.26
 
-require github.com/bluenviron/mediacommon/v2 v2.9.3
+require (
+	github.com/bluenviron/gortmplib v1.0.1
+	github.com/bluenviron/mediacommon/v2 v2.9.3
+)
