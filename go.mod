@@ -4,5 +4,6 @@ go 1.26
 
 require (
 	github.com/at-wat/ebml-go v0.19.4
+	github.com/bluenviron/gortmplib v1.0.1
 	github.com/bluenviron/mediacommon/v2 v2.9.3
 )
