@@ -5,12 +5,16 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/av1"
+	"github.com/bluenviron/mediacommon/v2/pkg/codecs/h264"
+	"github.com/bluenviron/mediacommon/v2/pkg/codecs/h265"
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/mpeg4audio"
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/opus"
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/vp9"
 
+	"github.com/moq-export/moq-export/internal/h26x"
 	"github.com/moq-export/moq-export/mux"
 )
 
@@ -68,15 +72,24 @@ func (t *track) configure() error {
 	desc := bytes.Clone(t.Description)
 	switch t.family {
 	case "h264", "h265":
+		c, _ := h26x.CodecOf(t.family)
 		if len(desc) == 0 {
 			// Annex B with in-band parameter sets: the avcC/hvcC is built
-			// from the first keyframe.
-			t.annexB = true
+			// from the first keyframe's.
+			n, err := h26x.NewNormalizer(c, nil)
+			if err != nil {
+				return fmt.Errorf("track %d: %w", t.ID, err)
+			}
+			t.norm = n
 			return nil
+		}
+		ps, _, err := h26x.ParseDecoderConfig(c, desc)
+		if err != nil {
+			return fmt.Errorf("track %d: bad %s decoder configuration record: %w", t.ID, t.family, err)
 		}
 		e.CodecPrivate = desc
 		if e.Video.PixelWidth == 0 || e.Video.PixelHeight == 0 {
-			t.sizeFromConfig()
+			t.sizeFromSPS(ps)
 		}
 		// A missing size is not worth holding the header for: the
 		// decoder takes it from the SPS.
@@ -299,6 +312,68 @@ func av1Config(sh *av1.SequenceHeader, obu []byte) ([]byte, error) {
 	return append([]byte{0x81, sh.SeqProfile<<5 | level&0x1f, b2, 0}, withSize...), nil
 }
 
-// sizeFromConfig fills the pixel size of an H.264/H.265 track from the SPS
-// in its avcC/hvcC.
-func (t *track) sizeFromConfig() {}
+// sizeFromSPS fills the pixel size of an H.264/H.265 track from its first
+// SPS, when mediacommon can parse it.
+func (t *track) sizeFromSPS(ps h26x.ParamSets) {
+	if len(ps.SPS) == 0 {
+		return
+	}
+	var w, h int
+	switch t.family {
+	case "h264":
+		var sps h264.SPS
+		if sps.Unmarshal(ps.SPS[0]) != nil {
+			return
+		}
+		w, h = sps.Width(), sps.Height()
+	case "h265":
+		var sps h265.SPS
+		if sps.Unmarshal(ps.SPS[0]) != nil {
+			return
+		}
+		w, h = sps.Width(), sps.Height()
+	}
+	if w > 0 && h > 0 {
+		t.entry.Video.PixelWidth, t.entry.Video.PixelHeight = uint64(w), uint64(h)
+	}
+}
+
+// annexBToAVCC converts one Annex B access unit of an H.264/H.265 track
+// without a catalog record into length-prefixed NAL units (the form
+// V_MPEG4/ISO/AVC and V_MPEGH/ISO/HEVC carry), taking the CodecPrivate from
+// the first keyframe whose parameter sets make a record. Frames before that
+// keyframe, and malformed access units, give ok false and are dropped: they
+// cannot be decoded. CodecPrivate cannot change once the header is written,
+// so when later in-band parameter sets differ from it they are kept in band
+// on keyframes, where decoders pick them up. The result is valid until the
+// next call.
+func (t *track) annexBToAVCC(payload []byte, keyframe bool, started bool, log *slog.Logger) (out []byte, ok bool, why string) {
+	nalus, err := t.norm.Frame(payload)
+	if len(nalus) == 0 {
+		if err != nil {
+			return nil, false, "malformed access unit: " + err.Error()
+		}
+		return nil, false, "access unit without picture data"
+	}
+	cfg := t.norm.Config()
+	changed := t.norm.ConfigChanged()
+	if t.entry.CodecPrivate == nil {
+		if started || cfg == nil || !keyframe {
+			return nil, false, "waiting for a keyframe with parameter sets"
+		}
+		t.entry.CodecPrivate = bytes.Clone(cfg)
+		if t.entry.Video.PixelWidth == 0 || t.entry.Video.PixelHeight == 0 {
+			t.sizeFromSPS(t.norm.ParamSets())
+		}
+		t.ready = true
+	} else if changed && cfg != nil && !bytes.Equal(cfg, t.entry.CodecPrivate) && !t.psWarned {
+		t.psWarned = true
+		log.Warn("mkv: parameter sets changed after the header; keeping them in band", "track", t.ID, "codec", t.Codec)
+	}
+	t.conv = t.conv[:0]
+	if keyframe && cfg != nil && !bytes.Equal(cfg, t.entry.CodecPrivate) {
+		t.conv = h26x.AppendAVCC(t.conv, t.norm.ParamSets().NALUs())
+	}
+	t.conv = h26x.AppendAVCC(t.conv, nalus)
+	return t.conv, true, ""
+}

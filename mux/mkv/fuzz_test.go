@@ -15,12 +15,16 @@ import (
 // Each record of data is: track byte, keyframe byte, 8-byte timestamp,
 // length byte, payload.
 func FuzzWriteFrame(f *testing.F) {
-	for _, name := range []string{"vp8", "av1", "opus", "h264"} {
+	for i, name := range []string{"vp8", "av1", "opus", "h264", "h264", "h265"} {
 		in := sampleInput(f, name, 1)
+		id := []byte{0, 1, 4, 3, 6, 7}[i]
+		if i >= 4 {
+			toAnnexB(&in)
+		}
 		var rec []byte
-		for i, fr := range in.frames[:min(3, len(in.frames))] {
-			p := fr.Payload[:min(len(fr.Payload), 200)]
-			rec = append(rec, byte(i), 1)
+		for _, fr := range in.frames[:min(3, len(in.frames))] {
+			p := fr.Payload[:min(len(fr.Payload), 255)]
+			rec = append(rec, id, 1)
 			rec = binary.BigEndian.AppendUint64(rec, uint64(fr.Timestamp))
 			rec = append(rec, byte(len(p)))
 			rec = append(rec, p...)
@@ -38,6 +42,8 @@ func FuzzWriteFrame(f *testing.F) {
 		{ID: 3, Kind: mux.Video, Codec: "avc1.64000d", Description: sampleInput(f, "h264", 3).track.Description, Width: 320, Height: 180},
 		{ID: 4, Kind: mux.Audio, Codec: "opus", Description: a.Description},
 		{ID: 5, Kind: mux.Audio, Codec: "mp4a.40.2", SampleRate: 48000, Channels: 2},
+		{ID: 6, Kind: mux.Video, Codec: "avc1.64000d"},     // Annex B, avcC from keyframe
+		{ID: 7, Kind: mux.Video, Codec: "hev1.1.6.L93.B0"}, // Annex B, hvcC from keyframe
 	}
 	f.Fuzz(func(t *testing.T, data []byte, seekable bool) {
 		var out seekBuffer
@@ -55,7 +61,7 @@ func FuzzWriteFrame(f *testing.F) {
 		for len(data) >= 11 {
 			n := int(data[10])
 			fr := mux.Frame{
-				TrackID:   int(data[0] % 7), // 6 is unknown
+				TrackID:   int(data[0] % 9), // 8 is unknown
 				Keyframe:  data[1]&1 == 1,
 				Timestamp: int64(binary.BigEndian.Uint64(data[2:])),
 			}

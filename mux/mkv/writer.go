@@ -12,6 +12,7 @@ import (
 	"github.com/at-wat/ebml-go"
 	"github.com/at-wat/ebml-go/webm"
 
+	"github.com/moq-export/moq-export/internal/h26x"
 	"github.com/moq-export/moq-export/mux"
 )
 
@@ -105,8 +106,10 @@ type track struct {
 	number uint64
 	entry  trackEntry
 
-	ready    bool // codec configuration and geometry known
-	annexB   bool // H.264/H.265 given as Annex B, converted on write
+	ready    bool             // codec configuration and geometry known
+	norm     *h26x.Normalizer // H.264/H.265 given as Annex B, converted on write
+	conv     []byte           // annexBToAVCC's output buffer
+	psWarned bool
 	removed  bool
 	disabled bool // header written while it still waited: frames are dropped
 	warned   bool
@@ -289,11 +292,12 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 		f.Keyframe = true
 	}
 	payload := f.Payload
-	if t.annexB {
+	if t.norm != nil {
 		var ok bool
-		payload, ok = w.convertAnnexB(t, f)
+		var why string
+		payload, ok, why = t.annexBToAVCC(f.Payload, f.Keyframe, w.started, w.log)
 		if !ok {
-			w.drop(t, "no parameter sets yet")
+			w.drop(t, why)
 			return nil
 		}
 	}
@@ -318,15 +322,6 @@ func (w *Writer) drop(t *track, why string) {
 		t.warned = true
 		w.log.Warn("mkv: dropping frames", "track", t.ID, "codec", t.Codec, "reason", why)
 	}
-}
-
-// convertAnnexB turns an Annex B access unit into length-prefixed NAL
-// units, filling the avcC/hvcC from its parameter sets when the track has
-// none yet.
-func (w *Writer) convertAnnexB(t *track, f mux.Frame) ([]byte, bool) {
-	_ = t
-	_ = f
-	return nil, false // filled in with internal/h26x
 }
 
 // maybeStart writes the header when every track is ready, or when the

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,6 +18,8 @@ import (
 
 	"github.com/at-wat/ebml-go"
 
+	moqexport "github.com/moq-export/moq-export"
+	"github.com/moq-export/moq-export/internal/h26x"
 	"github.com/moq-export/moq-export/mux"
 )
 
@@ -34,7 +37,11 @@ func TestEachCodecMuxesToAFileThatDecodesAndSeeks(t *testing.T) {
 		docType      string
 	}{
 		{"H264WithAvcC", "h264", nil, "h264", "V_MPEG4/ISO/AVC", "matroska"},
+		{"H264AnnexBBuildsAvcC", "h264", toAnnexB, "h264", "V_MPEG4/ISO/AVC", "matroska"},
+		{"H264AnnexBSizeFromSPS", "h264", func(in *input) { toAnnexB(in); in.track.Width, in.track.Height = 0, 0 }, "h264", "V_MPEG4/ISO/AVC", "matroska"},
+		{"H264SizeFromAvcC", "h264", func(in *input) { in.track.Width, in.track.Height = 0, 0 }, "h264", "V_MPEG4/ISO/AVC", "matroska"},
 		{"H265WithHvcC", "h265", nil, "hevc", "V_MPEGH/ISO/HEVC", "matroska"},
+		{"H265AnnexBBuildsHvcC", "h265", toAnnexB, "hevc", "V_MPEGH/ISO/HEVC", "matroska"},
 		{"AV1WithAv1C", "av1", nil, "av1", "V_AV1", "webm"},
 		{"AV1BuildsAv1CFromSequenceHeader", "av1", func(in *input) { in.track.Description = nil }, "av1", "V_AV1", "webm"},
 		{"VP8", "vp8", nil, "vp8", "V_VP8", "webm"},
@@ -101,6 +108,13 @@ func TestEachCodecMuxesToAFileThatDecodesAndSeeks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// toAnnexB turns an H.264/H.265 input into the browser's form: Annex B,
+// parameter sets in band, no description.
+func toAnnexB(in *input) {
+	s := moqexport.MustLoadSample(in.track.Name).MustAnnexB()
+	in.track.Description, in.frames = nil, s.Frames
 }
 
 func equalWithin(a, b []int64, tol int64) bool {
@@ -622,5 +636,61 @@ func TestAV1ConfigBuiltFromSequenceHeaderMatchesFFmpegs(t *testing.T) {
 	}
 	if !bytes.Equal(tr.entry.CodecPrivate, want) {
 		t.Errorf("av1C\n got % x\nwant % x", tr.entry.CodecPrivate, want)
+	}
+}
+
+// TestAnnexBTrackWaitsForItsFirstKeyframe starts an Annex B H.264 track
+// mid-GOP next to AAC: the video frames before the first keyframe are
+// dropped and counted, the audio that arrived meanwhile is kept, and the
+// avcC built from the in-band parameter sets holds the sample's SPS/PPS.
+func TestAnnexBTrackWaitsForItsFirstKeyframe(t *testing.T) {
+	needTools(t, "ffmpeg", "ffprobe", "mkvmerge")
+	v, a := sampleInput(t, "h264", 1), sampleInput(t, "aac", 2)
+	wantPS, _, err := h26x.ParseAVCDecoderConfig(v.track.Description)
+	if err != nil {
+		t.Fatal(err)
+	}
+	toAnnexB(&v)
+	const skip = 5
+	v.frames = v.frames[skip:]
+	firstKey := slices.IndexFunc(v.frames, func(f moqFrame) bool { return f.Keyframe })
+	if firstKey <= 0 {
+		t.Fatalf("sample has no keyframe after frame %d", skip)
+	}
+
+	path := filepath.Join(t.TempDir(), "annexb.mkv")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := NewWriter(f, Options{})
+	feed(t, w, v, a)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.Stats().Dropped; got != int64(firstKey) {
+		t.Errorf("dropped %d frames, want the %d video frames before the first keyframe", got, firstKey)
+	}
+	decodeClean(t, path)
+	mkvmergeClean(t, path)
+	p := probe(t, path)
+	if n := len(p.streamPTS(t, 0)); n != len(v.frames)-firstKey {
+		t.Errorf("%d video packets, want %d", n, len(v.frames)-firstKey)
+	}
+	if n := len(p.streamPTS(t, 1)); n != len(a.frames) {
+		t.Errorf("%d audio packets, want all %d", n, len(a.frames))
+	}
+	if got := p.streamPTS(t, 1)[0]; got != 0 {
+		t.Errorf("audio starts at %d ms, want 0 (buffered while the video waited)", got)
+	}
+
+	tr := w.byID[1]
+	gotPS, _, err := h26x.ParseAVCDecoderConfig(tr.entry.CodecPrivate)
+	if err != nil {
+		t.Fatalf("built avcC does not parse: %v", err)
+	}
+	if !gotPS.Equal(wantPS) {
+		t.Error("built avcC holds other parameter sets than the sample's avcC")
 	}
 }
