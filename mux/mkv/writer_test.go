@@ -694,3 +694,24 @@ func TestAnnexBTrackWaitsForItsFirstKeyframe(t *testing.T) {
 		t.Error("built avcC holds other parameter sets than the sample's avcC")
 	}
 }
+
+// TestUnfinishedFileIsPlayable stops before Close, as a crash would: the
+// file on disk is the live form and decodes with every frame written.
+func TestUnfinishedFileIsPlayable(t *testing.T) {
+	needTools(t, "ffmpeg", "ffprobe")
+	v, a := sampleInput(t, "h264", 1), sampleInput(t, "aac", 2)
+	path := filepath.Join(t.TempDir(), "crash.mkv")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := NewWriter(f, Options{})
+	feed(t, w, v, a)
+	// no w.Close()
+	decodeClean(t, path)
+	p := probe(t, path)
+	if n := len(p.Packets); n != len(v.frames)+len(a.frames) {
+		t.Errorf("%d packets in the unfinished file, wrote %d frames", n, len(v.frames)+len(a.frames))
+	}
+}
