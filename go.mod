@@ -1,3 +1,10 @@
 module github.com/moq-export/moq-export
 
 go 1.26
+
+require (
+	github.com/asticode/go-astits v1.16.0
+	github.com/bluenviron/mediacommon/v2 v2.9.3
+)
+
+require github.com/asticode/go-astikit v0.30.0 // indirect
