@@ -525,7 +525,7 @@ func (w *Writer) writeUnit(u unit) error {
 
 	af := &w.af
 	*af = astits.PacketAdaptationField{
-		RandomAccessIndicator: rai,
+		RandomAccessIndicator:  rai,
 		DiscontinuityIndicator: t.disc,
 	}
 	t.disc = false
