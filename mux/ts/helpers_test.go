@@ -254,6 +254,7 @@ type tsReport struct {
 	di          map[uint16]int // packets with discontinuity_indicator
 	pcrs        []int64        // PCR bases in stream order
 	pcrGaps     int            // PCR distances above 40 ms (excluding DI)
+	lateDTS     []string       // PES whose DTS is below the PCR before them
 	tablesAt    []int          // packet index of each PAT
 	packets     int
 	ccErrors    []string
@@ -304,6 +305,11 @@ func demux(t testing.TB, b []byte) tsReport {
 		if h.PayloadUnitStartIndicator && h.PID >= 0x100 && h.PID < 0x1000 && af != nil && af.RandomAccessIndicator {
 			r.rai[h.PID]++
 		}
+		if h.PayloadUnitStartIndicator && h.PID >= 0x100 && h.PID < 0x1000 && lastPCR >= 0 {
+			if dts, ok := pesDTS(p.Payload); ok && dts < lastPCR && lastPCR-dts < 1<<32 {
+				r.lateDTS = append(r.lateDTS, fmt.Sprintf("PID %#x DTS %d < PCR %d at packet %d", h.PID, dts, lastPCR, r.packets))
+			}
+		}
 		if af != nil && af.HasPCR {
 			v := af.PCR.Base
 			if lastPCR >= 0 && !disc && v-lastPCR > 40*90 {
@@ -338,6 +344,23 @@ func demux(t testing.TB, b []byte) tsReport {
 		t.Errorf("continuity errors: %v", r.ccErrors[:min(5, len(r.ccErrors))])
 	}
 	return r
+}
+
+// pesDTS reads the DTS (or the PTS when there is no DTS) of a PES header.
+func pesDTS(b []byte) (int64, bool) {
+	if len(b) < 19 || b[0] != 0 || b[1] != 0 || b[2] != 1 {
+		return 0, false
+	}
+	read := func(x []byte) int64 {
+		return int64(x[0]>>1&7)<<30 | int64(x[1])<<22 | int64(x[2]>>1)<<15 | int64(x[3])<<7 | int64(x[4]>>1)
+	}
+	switch b[7] >> 6 {
+	case 3:
+		return read(b[14:19]), true
+	case 2:
+		return read(b[9:14]), true
+	}
+	return 0, false
 }
 
 // us converts a duration to the microseconds of mux.Frame.Timestamp.

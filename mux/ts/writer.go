@@ -107,7 +107,10 @@ type Writer struct {
 	pts   astits.ClockReference
 	dts   astits.ClockReference
 	pcrCR astits.ClockReference
-	buf   []byte // payload scratch for the unit being written
+	// pcrAF and pcrPkt are reused for PCR-only packets.
+	pcrAF  astits.PacketAdaptationField
+	pcrPkt astits.Packet
+	buf    []byte // payload scratch for the unit being written
 
 	stats Stats
 }
@@ -127,8 +130,9 @@ type track struct {
 	gotKey bool
 	// disc asks for discontinuity_indicator on the next packet.
 	disc bool
-	// reserve is the largest PTS-DTS seen at the start, in ticks.
-	reserve int64
+	// reserve is the PTS-DTS of the track's first keyframe, in ticks;
+	// reorder is the largest PTS-DTS seen so far.
+	reserve, reorder int64
 	removed bool
 }
 
@@ -334,7 +338,9 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 			return nil
 		}
 		t.gotKey = true
-		t.reserve = max(t.reserve, u.pts-u.dts)
+		if !w.started {
+			t.reserve = max(t.reserve, u.pts-u.dts)
+		}
 		if w.started && !w.pcr.video {
 			// Video joined an audio-only program: it carries the PCR.
 			w.setPCR(t)
@@ -514,9 +520,10 @@ func (w *Writer) writeUnit(u unit) error {
 	}
 
 	// PCR: derived from the smallest DTS that can still follow.
+	t.reorder = max(t.reorder, pts-dts)
 	clock := dts
 	if !t.video {
-		clock = pts - w.maxReserve()
+		clock = pts - w.maxReorder()
 	}
 	pcrHere, err := w.schedulePCR(clock, t)
 	if err != nil {
@@ -560,11 +567,12 @@ func (w *Writer) writeUnit(u unit) error {
 	return nil
 }
 
-// maxReserve is the largest DTS reserve of the current video tracks.
-func (w *Writer) maxReserve() int64 {
+// maxReorder is the largest PTS-DTS distance seen on the current tracks:
+// how far behind an audio PTS the DTS of a video frame may still be.
+func (w *Writer) maxReorder() int64 {
 	var r int64
 	for _, t := range w.order {
-		r = max(r, t.reserve)
+		r = max(r, t.reorder)
 	}
 	return r
 }
@@ -617,21 +625,22 @@ func (w *Writer) schedulePCR(clock int64, t *track) (bool, error) {
 func (w *Writer) writePCRPacket(pcr int64, disc bool) error {
 	w.lastPCR = pcr
 	w.pcrCR = astits.ClockReference{Base: wrap(pcr)}
-	pkt := astits.Packet{
+	w.pcrAF = astits.PacketAdaptationField{
+		DiscontinuityIndicator: disc,
+		HasPCR:                 true,
+		PCR:                    &w.pcrCR,
+		// 183 bytes of adaptation field: flags (1) + PCR (6) + stuffing.
+		StuffingLength: packetSize - 4 - 1 - 1 - 6,
+	}
+	w.pcrPkt = astits.Packet{
 		Header: astits.PacketHeader{
 			HasAdaptationField: true,
 			PID:                w.pcr.pid,
 			ContinuityCounter:  w.out.lastCC(w.pcr.pid),
 		},
-		AdaptationField: &astits.PacketAdaptationField{
-			DiscontinuityIndicator: disc,
-			HasPCR:                 true,
-			PCR:                    &w.pcrCR,
-			// 183 bytes of adaptation field: flags (1) + PCR (6) + stuffing.
-			StuffingLength: packetSize - 4 - 1 - 1 - 6,
-		},
+		AdaptationField: &w.pcrAF,
 	}
-	if _, err := w.ts.WritePacket(&pkt); err != nil {
+	if _, err := w.ts.WritePacket(&w.pcrPkt); err != nil {
 		return w.fail(err)
 	}
 	return nil

@@ -93,6 +93,9 @@ func checkOutput(t *testing.T, out []byte, ins ...input) (probeResult, tsReport)
 	if r.pcrGaps > 0 {
 		t.Errorf("%d PCR gaps above 40 ms", r.pcrGaps)
 	}
+	if len(r.lateDTS) > 0 {
+		t.Errorf("%d PES decode before the PCR that precedes them: %v", len(r.lateDTS), r.lateDTS[:min(3, len(r.lateDTS))])
+	}
 	if len(r.pcrs) == 0 {
 		t.Error("no PCR written")
 	}
