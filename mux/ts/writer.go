@@ -133,7 +133,7 @@ type track struct {
 	// reserve is the PTS-DTS of the track's first keyframe, in ticks;
 	// reorder is the largest PTS-DTS seen so far.
 	reserve, reorder int64
-	removed bool
+	removed          bool
 }
 
 // unit is one prepared PES: timestamps in source ticks, Annex B / ADTS /
