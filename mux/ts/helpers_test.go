@@ -28,7 +28,16 @@ type input struct {
 
 // sampleInput loads an embedded sample as track id.
 func sampleInput(name string, id int) input {
-	s := moqexport.MustLoadSample(name)
+	return inputOf(moqexport.MustLoadSample(name), id)
+}
+
+// annexBInput loads an embedded H.264/H.265 sample in the browser's form:
+// Annex B payloads with in-band parameter sets and no description.
+func annexBInput(name string, id int) input {
+	return inputOf(moqexport.MustLoadSample(name).MustAnnexB(), id)
+}
+
+func inputOf(s *moqexport.Sample, id int) input {
 	in := input{track: trackOf(s, id)}
 	for _, f := range s.Frames {
 		in.frames = append(in.frames, mux.Frame{TrackID: id, Timestamp: f.Timestamp, Keyframe: f.Keyframe, Payload: f.Payload})

@@ -130,10 +130,13 @@ type track struct {
 	gotKey bool
 	// disc asks for discontinuity_indicator on the next packet.
 	disc bool
-	// reserve is the PTS-DTS of the track's first keyframe, in ticks;
-	// reorder is the largest PTS-DTS seen so far.
-	reserve, reorder int64
-	removed          bool
+	// reserve is the PTS-DTS of the track's first keyframe, in ticks.
+	reserve int64
+	// lastDTS is the output DTS of the track's last PES; every later PES
+	// of the track decodes after it.
+	lastDTS int64
+	hasDTS  bool
+	removed bool
 }
 
 // unit is one prepared PES: timestamps in source ticks, Annex B / ADTS /
@@ -276,6 +279,7 @@ func (w *Writer) Discontinuity(id int) error {
 	}
 	mark := func(t *track) {
 		t.disc = true
+		t.hasDTS = false
 		if t.video {
 			t.gotKey = false
 			t.v.reset()
@@ -341,7 +345,7 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 		if !w.started {
 			t.reserve = max(t.reserve, u.pts-u.dts)
 		}
-		if w.started && !w.pcr.video {
+		if w.started && (w.pcr == nil || !w.pcr.video) {
 			// Video joined an audio-only program: it carries the PCR.
 			w.setPCR(t)
 		}
@@ -520,12 +524,8 @@ func (w *Writer) writeUnit(u unit) error {
 	}
 
 	// PCR: derived from the smallest DTS that can still follow.
-	t.reorder = max(t.reorder, pts-dts)
-	clock := dts
-	if !t.video {
-		clock = pts - w.maxReorder()
-	}
-	pcrHere, err := w.schedulePCR(clock, t)
+	t.lastDTS, t.hasDTS = dts, true
+	pcrHere, err := w.schedulePCR(w.decodeFloor(), t)
 	if err != nil {
 		return err
 	}
@@ -567,18 +567,31 @@ func (w *Writer) writeUnit(u unit) error {
 	return nil
 }
 
-// maxReorder is the largest PTS-DTS distance seen on the current tracks:
-// how far behind an audio PTS the DTS of a video frame may still be.
-func (w *Writer) maxReorder() int64 {
-	var r int64
+// stallWindow is how far a track's last DTS may lag the newest one before
+// the track counts as stalled and stops holding the PCR back.
+const stallWindow = clockRate
+
+// decodeFloor returns the smallest DTS that a later PES can still carry, as
+// far as the tracks' histories tell: DTS only grow within a track, so it is
+// the smallest last DTS of the tracks that are not stalled.
+func (w *Writer) decodeFloor() int64 {
+	newest, found := int64(0), false
 	for _, t := range w.order {
-		r = max(r, t.reorder)
+		if t.hasDTS && (!found || t.lastDTS > newest) {
+			newest, found = t.lastDTS, true
+		}
 	}
-	return r
+	floor := newest
+	for _, t := range w.order {
+		if t.hasDTS && t.lastDTS >= newest-stallWindow {
+			floor = min(floor, t.lastDTS)
+		}
+	}
+	return floor
 }
 
-// schedulePCR writes the PCR-only packets due before a PES whose smallest
-// possible following DTS is clock, and reports whether the PES itself (on
+// schedulePCR writes the PCR-only packets due before a PES, given the
+// smallest DTS that may still follow (clock), and reports whether the PES itself (on
 // track t) should carry the next PCR, already stored in w.lastPCR.
 func (w *Writer) schedulePCR(clock int64, t *track) (bool, error) {
 	if w.pcr == nil {

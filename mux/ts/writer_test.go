@@ -59,8 +59,8 @@ func checkOutput(t *testing.T, out []byte, ins ...input) (probeResult, tsReport)
 		if len(pk) == 0 || pk[0].DTS == nil || pk[0].PTS == nil {
 			t.Fatalf("video track %d: no timestamps", i)
 		}
-		if in.frames[0].Timestamp == base && *pk[0].DTS != 0 {
-			t.Errorf("video track %d: first DTS %d, want 0", i, *pk[0].DTS)
+		if *pk[0].DTS < 0 {
+			t.Errorf("video track %d: first DTS %d below zero", i, *pk[0].DTS)
 		}
 		offset = max(offset, *pk[0].PTS-*pk[0].DTS)
 	}
@@ -92,6 +92,19 @@ func checkOutput(t *testing.T, out []byte, ins ...input) (probeResult, tsReport)
 	}
 	if r.pcrGaps > 0 {
 		t.Errorf("%d PCR gaps above 40 ms", r.pcrGaps)
+	}
+	wantPCR := uint16(0)
+	for i, in := range ins {
+		if in.track.Kind == mux.Video {
+			wantPCR = firstPID + uint16(i)
+			break
+		}
+	}
+	if wantPCR == 0 {
+		wantPCR = firstPID
+	}
+	if r.pcrPID != wantPCR {
+		t.Errorf("PCR PID %#x, want %#x", r.pcrPID, wantPCR)
 	}
 	if len(r.lateDTS) > 0 {
 		t.Errorf("%d PES decode before the PCR that precedes them: %v", len(r.lateDTS), r.lateDTS[:min(3, len(r.lateDTS))])
@@ -356,6 +369,78 @@ func TestTrackAddedMidExportGetsANewPMTVersion(t *testing.T) {
 	checkStream(t, p, 0x100, "h264", len(v.frames), *p.packets(p.stream(t, 0x100).Index)[0].PTS)
 	reserve := *p.packets(p.stream(t, 0x100).Index)[0].PTS
 	checkStream(t, p, 0x101, "aac", len(late.frames), ticks(late.frames[0].Timestamp)+reserve)
+}
+
+func TestVideoJoiningAnAudioOnlyProgramTakesThePCR(t *testing.T) {
+	a := sampleInput("aac", 1)
+	v := sampleInput("h264", 2).shift(1_000_000)
+	v.frames = v.frames[:len(v.frames)-30] // end with the audio
+	var buf bytes.Buffer
+	w := ts.NewWriter(&buf, ts.Options{})
+	if err := w.AddTrack(a.track); err != nil {
+		t.Fatal(err)
+	}
+	added := false
+	for _, f := range interleave(a, v) {
+		if f.TrackID == 2 && !added {
+			if err := w.AddTrack(v.track); err != nil {
+				t.Fatal(err)
+			}
+			added = true
+		}
+		if err := w.WriteFrame(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := demux(t, buf.Bytes())
+	if r.pcrPID != 0x101 {
+		t.Errorf("PCR PID %#x, want the video PID 0x101", r.pcrPID)
+	}
+	if r.pcrGaps > 0 || len(r.lateDTS) > 0 {
+		t.Errorf("%d PCR gaps, late DTS %v", r.pcrGaps, r.lateDTS)
+	}
+	path := writeFile(t, buf.Bytes())
+	ffmpegDecode(t, path)
+	p := ffprobe(t, path)
+	checkStream(t, p, 0x100, "aac", len(a.frames), 0)
+	checkStream(t, p, 0x101, "h264", len(v.frames), ticks(v.frames[0].Timestamp))
+}
+
+func TestVideoTracksWaitForEachOthersFirstKeyframe(t *testing.T) {
+	// The H.265 track starts 1 s later: the H.264 second is held, not lost.
+	h264 := sampleInput("h264", 1)
+	h265 := sampleInput("h265", 2).shift(1_000_000)
+	a := sampleInput("aac", 3)
+	var buf bytes.Buffer
+	w := ts.NewWriter(&buf, ts.Options{})
+	for _, in := range []input{h264, h265, a} {
+		if err := w.AddTrack(in.track); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var audioKept input
+	audioKept.track = a.track
+	for _, f := range interleave(h264, h265, a) {
+		if f.TrackID == 3 && f.Timestamp >= 1_000_000 {
+			audioKept.frames = append(audioKept.frames, f)
+		}
+		if f.TrackID != 2 && f.Timestamp < 1_000_000 && buf.Len() > 0 {
+			t.Fatal("output written before the H.265 keyframe")
+		}
+		if err := w.WriteFrame(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st := w.Stats(); st.DroppedAudio != int64(len(a.frames)-len(audioKept.frames)) || st.DroppedVideo != 0 {
+		t.Errorf("Stats = %+v, want %d audio frames dropped and no video", st, len(a.frames)-len(audioKept.frames))
+	}
+	checkOutput(t, buf.Bytes(), h264, h265, audioKept)
 }
 
 func TestRemovedTrackLeavesThePMT(t *testing.T) {
