@@ -49,6 +49,11 @@ func (v *videoState) reset() {
 	v.hasDTS = false
 }
 
+// absorb reads a frame that is not written, for its parameter sets.
+func (v *videoState) absorb(payload []byte) {
+	_, _ = v.norm.Frame(payload)
+}
+
 // accessUnit appends the Annex B access unit of f to dst. It returns the
 // keyframe flag and PTS/DTS in ticks; an empty result (no error) means the
 // frame held only parameter sets.

@@ -316,6 +316,9 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 		return fmt.Errorf("ts: frame for track %d: %w", f.TrackID, mux.ErrUnknownTrack)
 	}
 	if t.video && !t.gotKey && !f.Keyframe {
+		// Still read it: parameter sets sent on their own before the
+		// keyframe must not be lost.
+		t.v.absorb(f.Payload)
 		w.stats.DroppedVideo++
 		return nil
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/asticode/go-astits"
 
+	"github.com/moq-export/moq-export/internal/h26x"
 	"github.com/moq-export/moq-export/mux"
 	"github.com/moq-export/moq-export/mux/ts"
 )
@@ -606,5 +607,78 @@ func TestUnknownTrackFramesFail(t *testing.T) {
 	}
 	if err := w.RemoveTrack(7); !errors.Is(err, mux.ErrUnknownTrack) {
 		t.Errorf("RemoveTrack = %v, want ErrUnknownTrack", err)
+	}
+}
+
+func TestParameterSetsSentAloneBeforeTheKeyframeAreKept(t *testing.T) {
+	in := annexBInput("h264", 1)
+	// Move the first keyframe's SPS/PPS into a frame of their own, not
+	// flagged as a keyframe, as some encoders send them.
+	nalus, err := h26x.SplitAnnexB(in.frames[0].Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ps, rest [][]byte
+	for _, n := range nalus {
+		if h26x.IsParameterSet(h26x.H264, n) {
+			ps = append(ps, n)
+		} else {
+			rest = append(rest, n)
+		}
+	}
+	psFrame := in.frames[0]
+	psFrame.Keyframe, psFrame.Payload = false, h26x.AppendAnnexB(nil, ps)
+	in.frames[0].Payload = h26x.AppendAnnexB(nil, rest)
+	var buf bytes.Buffer
+	w := ts.NewWriter(&buf, ts.Options{})
+	if err := w.AddTrack(in.track); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range append([]mux.Frame{psFrame}, in.frames...) {
+		if err := w.WriteFrame(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st := w.Stats(); st.Frames != int64(len(in.frames)) {
+		t.Errorf("Stats = %+v, want all %d frames written", st, len(in.frames))
+	}
+	checkOutput(t, buf.Bytes(), in)
+}
+
+type failingWriter struct{ n int }
+
+var errDiskFull = errors.New("disk full")
+
+func (f *failingWriter) Write(b []byte) (int, error) {
+	if f.n -= len(b); f.n < 0 {
+		return 0, errDiskFull
+	}
+	return len(b), nil
+}
+
+func TestOutputErrorsAreStickyAndWrapped(t *testing.T) {
+	in := sampleInput("aac", 1)
+	w := ts.NewWriter(&failingWriter{n: 188 * 20}, ts.Options{})
+	if err := w.AddTrack(in.track); err != nil {
+		t.Fatal(err)
+	}
+	var first error
+	for _, f := range in.frames {
+		if err := w.WriteFrame(f); err != nil {
+			first = err
+			break
+		}
+	}
+	if !errors.Is(first, errDiskFull) {
+		t.Fatalf("WriteFrame error = %v, want one wrapping the output error", first)
+	}
+	if err := w.WriteFrame(in.frames[len(in.frames)-1]); !errors.Is(err, errDiskFull) {
+		t.Errorf("WriteFrame after a failed write = %v, want the same error", err)
+	}
+	if err := w.Close(); !errors.Is(err, errDiskFull) {
+		t.Errorf("Close = %v, want the output error", err)
 	}
 }
