@@ -4,6 +4,7 @@ go 1.26
 
 require (
 	github.com/asticode/go-astits v1.16.0
+	github.com/bluenviron/gortmplib v1.0.1
 	github.com/bluenviron/mediacommon/v2 v2.9.3
 )
 

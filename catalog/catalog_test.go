@@ -81,11 +81,16 @@ func TestParseAcceptsVariants(t *testing.T) {
 		{"uppercase hex", `{"audio":{"renditions":{"a":{"codec":"opus","sampleRate":48000,"numberOfChannels":2,"description":"4F707573"}}}}`,
 			func(c *Catalog) bool { return string(c.Audio.Renditions["a"].Description) == "Opus" }},
 		{"old display ratio names", `{"video":{"renditions":{"v":{"codec":"vp8","displayRatioWidth":16,"displayRatioHeight":9}}}}`,
-			func(c *Catalog) bool { v := c.Video.Renditions["v"]; return *v.DisplayAspectWidth == 16 && *v.DisplayAspectHeight == 9 }},
+			func(c *Catalog) bool {
+				v := c.Video.Renditions["v"]
+				return *v.DisplayAspectWidth == 16 && *v.DisplayAspectHeight == 9
+			}},
 		{"old array form", `{"video":[{"track":{"name":"v0"},"config":{"codec":"avc1.42e01e","codedWidth":640}}]}`,
 			func(c *Catalog) bool { return *c.Video.Renditions["v0"].CodedWidth == 640 }},
 		{"unknown sections and fields", `{"chat":{"x":1},"video":{"renditions":{"v":{"codec":"vp8","future":true}},"display":{"width":1,"height":2},"rotation":90,"flip":true}}`,
-			func(c *Catalog) bool { return c.Video.Renditions["v"].Codec == "vp8" && c.Video.Display.Height == 2 && *c.Video.Rotation == 90 }},
+			func(c *Catalog) bool {
+				return c.Video.Renditions["v"].Codec == "vp8" && c.Video.Display.Height == 2 && *c.Video.Rotation == 90
+			}},
 		{"unknown container kind is kept", `{"video":{"renditions":{"v":{"codec":"vp8","container":{"kind":"future"}}}}}`,
 			func(c *Catalog) bool { return c.Video.Renditions["v"].ContainerKind() == "future" }},
 		{"empty", `{}`, func(c *Catalog) bool { return len(c.Renditions()) == 0 }},

@@ -91,7 +91,7 @@ func TestConsumerReadsGroupsInSequenceAndMarksKeyframes(t *testing.T) {
 func TestConsumerSkipsStalledGroupOnceNewerIsLatencyAhead(t *testing.T) {
 	tr := NewTrack("v")
 	c := tr.Subscribe(500 * time.Microsecond) // latency in µs of media: 500
-	writeGroup(t, tr, 0, false, 0, 100) // stalls: never closed
+	writeGroup(t, tr, 0, false, 0, 100)       // stalls: never closed
 	if got := frameTimes(events(c)); !equal(got, []int64{0, 100}) {
 		t.Fatalf("got %v", got)
 	}

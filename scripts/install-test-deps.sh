@@ -15,3 +15,6 @@ if [ ${#need[@]} -gt 0 ]; then
 	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 go mod download
+# A newer ffmpeg, unpacked privately, for the Enhanced FLV codecs that
+# Debian 12's ffmpeg 5.1 cannot read (mux/flv tests find it in its cache).
+scripts/ffmpeg-testing.sh >/dev/null
