@@ -26,6 +26,10 @@ type Options struct {
 	// Realtime paces frames on the wall clock from the start; otherwise
 	// frames are written as fast as possible.
 	Realtime bool
+	// KeepGroups, when positive, is how many groups each track keeps for
+	// late consumers (see model.Track.SetKeepGroups). Tests that publish a
+	// whole clip before reading it raise it.
+	KeepGroups int
 }
 
 // Catalog returns the hang catalog describing the samples, as a publisher
@@ -102,6 +106,9 @@ func Publish(ctx context.Context, b *model.Broadcast, opts Options) error {
 	for i, s := range samples {
 		period = max(period, s.Duration())
 		cursors[i] = &cursor{s: s, track: b.CreateTrack(s.Name)}
+		if opts.KeepGroups > 0 {
+			cursors[i].track.SetKeepGroups(opts.KeepGroups)
+		}
 	}
 	start := time.Now()
 	defer func() {

@@ -315,5 +315,12 @@ func (b *Buffer) Deadline() (time.Time, bool) {
 	return b.blockedSince.Add(time.Duration(b.delay) * time.Microsecond), true
 }
 
+// Holds reports whether track id is registered and not yet both ended and
+// drained.
+func (b *Buffer) Holds(id int) bool {
+	_, ok := b.tracks[id]
+	return ok
+}
+
 // Stats returns the counters.
 func (b *Buffer) Stats() Stats { return b.stats }
