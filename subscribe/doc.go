@@ -72,6 +72,17 @@
 // Listen accepts sessions on one UDP port, raw QUIC (ALPN "moq-lite-05") and
 // WebTransport (ALPN "h3", WT-Protocol "moq-lite-05") side by side. An
 // accepted Session is the same type as a dialled one (without reconnects):
-// it can publish, and it can record what the peer announces. SelfSignedCert
-// makes a certificate and its pin for loopback use.
+// it can publish, and it can record what the peer announces.
+// ServerOptions.Publish serves broadcasts on every accepted session from
+// its first moment. SelfSignedCert makes a certificate and its pin for
+// loopback use; ServeLoopback combines both for the CLI's built-in demo.
+//
+// # Refusals and restarts
+//
+// A TRACK refused as unroutable (30: the relay has not heard of the
+// broadcast) is retried when the broadcast is announced; other first-time
+// refusals end the track with ErrRefused. A track that was live retries
+// refusals after a reconnect for a bounded window. A publisher that never
+// answers TRACK (as @moq/net does for unknown tracks) is given up after
+// Options.RequestTimeout.
 package subscribe
