@@ -157,7 +157,7 @@ func (a *Announcements) run() {
 			a.end(ErrClosed)
 			return
 		}
-		if isConnGone(c) {
+		if connGone(c, err) {
 			continue
 		}
 		// The peer ended the feed: its broadcasts are gone.

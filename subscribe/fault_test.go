@@ -221,64 +221,116 @@ func TestGroupResetIsReportedAndLaterGroupsStillArrive(t *testing.T) {
 	}
 }
 
-func TestSessionDroppedMidGroupReconnectsAndMarksDiscontinuity(t *testing.T) {
-	checkGoroutines(t)
-	p := newScriptedPublisher(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	s, err := Dial(ctx, p.url(), Options{TLSFingerprint: p.pin, Logger: testLogger(t),
-		Reconnect: Backoff{Min: 10 * time.Millisecond, Max: 50 * time.Millisecond},
-		Container: func(string, string) string { return "legacy" }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	tr, err := s.Broadcast("b").Track("video")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := tr.Subscribe(time.Hour)
-	sub := nextSub(t, p)
-	g := sub.group(t, 0, 0, 33_000)
-	g.Close()
-	before := collect(t, ctx, c, 2)
-	// Half a group, then the connection goes away.
-	sub.group(t, 1, 66_000)
-	time.Sleep(50 * time.Millisecond)
-	sub.conn.CloseWithError(0, "publisher restarting")
+// lateContextConn reports the loss of its connection through Context only
+// some time after its streams failed. quic-go and webtransport-go fail the
+// streams first and cancel the context afterwards; under load the gap
+// between the two grows, and this makes it wide on purpose.
+type lateContextConn struct {
+	conn
+	ctx context.Context
+}
 
-	// The subscription resumes on a new connection; the publisher's
-	// timeline restarted.
-	sub2 := nextSub(t, p)
-	if sub2.conn == sub.conn {
-		t.Fatal("resubscribed on the dead connection")
+func (c *lateContextConn) Context() context.Context { return c.ctx }
+
+func lateContext(lag time.Duration) func(conn) conn {
+	return func(c conn) conn {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		context.AfterFunc(c.Context(), func() {
+			time.AfterFunc(lag, func() { cancel(context.Cause(c.Context())) })
+		})
+		return &lateContextConn{conn: c, ctx: ctx}
 	}
-	g = sub2.group(t, 0, 5_000, 38_000)
-	g.Close()
-	after, err := readEvents(ctx, c, func(e []model.Event) bool { return e[len(e)-1].Frame.Timestamp == 38_000 })
-	if err != nil {
-		t.Fatalf("%v: %+v", err, after)
-	}
-	if got := frameCount(before); got != 2 {
-		t.Fatalf("before the drop: %d frames", got)
-	}
-	// after: possibly the half group's frame, then the discontinuity, then
-	// the two frames of the new timeline.
-	var disc int
-	var tail []model.Event
-	for _, e := range after {
-		switch e.Kind {
-		case model.EventDiscontinuity:
-			disc++
-			tail = nil
-		case model.EventFrame:
-			tail = append(tail, e)
-		case model.EventEnd:
-			t.Fatalf("track ended: %v", e.Err)
-		}
-	}
-	if disc != 1 || len(tail) != 2 || tail[0].Frame.Timestamp != 5_000 || tail[1].Frame.Timestamp != 38_000 {
-		t.Fatalf("after the drop: %d discontinuities, then %+v (all: %+v)", disc, tail, after)
+}
+
+func TestSessionDroppedMidGroupReconnectsAndMarksDiscontinuity(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		wrap func(conn) conn
+	}{
+		{"loss seen by the context", nil},
+		{"loss seen by the streams first", lateContext(300 * time.Millisecond)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkGoroutines(t)
+			p := newScriptedPublisher(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			s, err := dial(ctx, p.url(), Options{TLSFingerprint: p.pin, Logger: testLogger(t),
+				Reconnect: Backoff{Min: 10 * time.Millisecond, Max: 50 * time.Millisecond},
+				Container: func(string, string) string { return "legacy" }}, tc.wrap)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ann, err := s.Announced(ctx, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ann.Close()
+			if a, err := ann.Next(ctx); err != nil || a.Path != "b" || !a.Active {
+				t.Fatalf("announcement %+v, %v", a, err)
+			}
+			tr, err := s.Broadcast("b").Track("video")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := tr.Subscribe(time.Hour)
+			sub := nextSub(t, p)
+			g := sub.group(t, 0, 0, 33_000)
+			g.Close()
+			before := collect(t, ctx, c, 2)
+			if got := frameCount(before); got != 2 {
+				t.Fatalf("before the drop: %d frames", got)
+			}
+			// Half a group, then the connection goes away once the
+			// subscriber has the half.
+			sub.group(t, 1, 66_000)
+			if half := collect(t, ctx, c, 1); half[0].Kind != model.EventFrame || half[0].Frame.Timestamp != 66_000 {
+				t.Fatalf("half group: %+v", half)
+			}
+			sub.conn.CloseWithError(0, "publisher restarting")
+
+			// The subscription resumes on a new connection; the publisher's
+			// timeline restarted.
+			sub2 := nextSub(t, p)
+			if sub2.conn == sub.conn {
+				t.Fatal("resubscribed on the dead connection")
+			}
+			g = sub2.group(t, 0, 5_000, 38_000)
+			g.Close()
+			after, err := readEvents(ctx, c, func(e []model.Event) bool { return e[len(e)-1].Frame.Timestamp == 38_000 })
+			if err != nil {
+				t.Fatalf("%v: %+v", err, after)
+			}
+			// after: the discontinuity, then the two frames of the new
+			// timeline (the half group was read before the drop).
+			var disc int
+			var tail []model.Event
+			for _, e := range after {
+				switch e.Kind {
+				case model.EventDiscontinuity:
+					disc++
+					tail = nil
+				case model.EventFrame:
+					tail = append(tail, e)
+				case model.EventEnd:
+					t.Fatalf("track ended: %v", e.Err)
+				}
+			}
+			if disc != 1 || len(tail) != 2 || tail[0].Frame.Timestamp != 5_000 || tail[1].Frame.Timestamp != 38_000 {
+				t.Fatalf("after the drop: %d discontinuities, then %+v (all: %+v)", disc, tail, after)
+			}
+			if after[0].Kind != model.EventDiscontinuity {
+				t.Fatalf("events before the discontinuity: %+v", after)
+			}
+			// "b" stayed announced across the reconnect: the feed neither
+			// ended nor reported it gone.
+			done, stop := context.WithCancel(ctx)
+			stop()
+			if a, err := ann.Next(done); !errors.Is(err, context.Canceled) {
+				t.Fatalf("announcement feed after the reconnect: %+v, %v", a, err)
+			}
+		})
 	}
 }
 

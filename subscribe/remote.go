@@ -332,7 +332,7 @@ func (rt *remoteTrack) run() {
 		case errors.Is(err, errRestart):
 			gen = 0 // same connection is fine
 			continue
-		case isConnGone(c):
+		case connGone(c, err):
 			continue // resume on the next connection
 		case errors.Is(err, ErrRefused) && !rt.live && isResetCode(err, CodeUnroutable):
 			// The relay has not heard of the broadcast yet: wait for its
@@ -517,6 +517,9 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
 				str.CancelRead(CodeCancel)
 				return context.Cause(ctx)
 			}
+			if connGone(c, err) {
+				return connLoss(c, err)
+			}
 			if err == io.EOF {
 				// The publisher accounted for every group: wait for the
 				// streams still on their way.
@@ -613,7 +616,7 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 			return
 		}
 		str.CancelRead(CodeDecode)
-		if !isConnGone(c) {
+		if !connGone(c, err) {
 			s.log.Warn("moq: bad group header", "err", err)
 		}
 		return
@@ -644,8 +647,8 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 			switch {
 			case err == io.EOF:
 				g.Close(nil)
-			case isConnGone(c):
-				g.Close(connCause(c))
+			case connGone(c, err):
+				g.Close(connLoss(c, err))
 			default:
 				if _, reset := errors.AsType[*ResetError](err); !reset {
 					str.CancelRead(CodeDecode)

@@ -87,6 +87,12 @@ func randomID() uint64 {
 // package doc) and returns a session that reconnects by itself until Close.
 // ctx bounds only the first connection.
 func Dial(ctx context.Context, rawURL string, opts Options) (*Session, error) {
+	return dial(ctx, rawURL, opts, nil)
+}
+
+// dial is Dial; wrap, when set, wraps every transport connection (tests use
+// it to inject transport behaviour).
+func dial(ctx context.Context, rawURL string, opts Options, wrap func(conn) conn) (*Session, error) {
 	t, err := parseTarget(rawURL)
 	if err != nil {
 		return nil, err
@@ -98,6 +104,9 @@ func Dial(ctx context.Context, rawURL string, opts Options) (*Session, error) {
 		c, err := d.dial(ctx)
 		if err != nil {
 			return nil, err
+		}
+		if wrap != nil {
+			c = wrap(c)
 		}
 		if !c.WebTransport() {
 			// The root (and token) ride in SETUP on raw QUIC only.
@@ -477,7 +486,20 @@ func readMsg(r *bufio.Reader, m interface{ Decode([]byte) error }) error {
 	return nil
 }
 
-// isConnGone reports whether err came from a closed connection or session.
-func isConnGone(c conn) bool { return c.Context().Err() != nil }
+// connGone reports whether c is gone, judging by its context and by err,
+// the error of an operation on c. quic-go and webtransport-go fail the
+// streams of a closed connection before they cancel its context, so a
+// stream error can be the first sign of the loss: checking the context
+// alone would take a lost connection for a failed stream.
+func connGone(c conn, err error) bool { return c.Context().Err() != nil || isConnErr(err) }
+
+// connLoss returns why c is gone: the context's cause once it is there,
+// otherwise err (the stream error that reported the loss first).
+func connLoss(c conn, err error) error {
+	if cause := connCause(c); cause != nil {
+		return cause
+	}
+	return err
+}
 
 var errStopped = errors.New("moq: stopped")

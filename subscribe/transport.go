@@ -249,6 +249,31 @@ func mapErr(err error) error {
 	return err
 }
 
+// isConnErr reports whether err, from a stream or connection call, says
+// that the whole connection (or WebTransport session) is gone rather than
+// one stream.
+func isConnErr(err error) bool {
+	if err == nil {
+		return false
+	}
+	if _, ok := errors.AsType[*CloseError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[*quic.TransportError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[*quic.IdleTimeoutError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[*quic.StatelessResetError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[*quic.HandshakeTimeoutError](err); ok {
+		return true
+	}
+	return false
+}
+
 // connCause returns why c is gone.
 func connCause(c conn) error {
 	err := context.Cause(c.Context())
