@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -361,7 +362,11 @@ func TestPublisherRestartOnSamePortResumesSubscription(t *testing.T) {
 	}
 	defer client.Close()
 
-	run := func(srv *Server, offset int64) *Session {
+	// serve publishes the aac broadcast on srv's next session and returns
+	// once the client's aac subscription is served (its start group is
+	// fixed): the publisher starts a subscriber at the newest group, so
+	// frames written earlier would be skipped.
+	serve := func(srv *Server) *sampleBroadcast {
 		peer, err := srv.Accept(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -370,9 +375,8 @@ func TestPublisherRestartOnSamePortResumesSubscription(t *testing.T) {
 		if err := peer.Publish(sb.b); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "subscription", func() bool { return peer.serving.Load() >= 1 })
-		sb.fill(t, offset, false)
-		return peer
+		waitFor(t, "the aac subscription", func() bool { return peer.servingTrack("live", "aac") >= 1 })
+		return sb
 	}
 	b := client.Broadcast("live")
 	tr, err := b.Track("aac")
@@ -381,28 +385,45 @@ func TestPublisherRestartOnSamePortResumesSubscription(t *testing.T) {
 	}
 	tr.SetKeepGroups(100000)
 	c := tr.Subscribe(time.Hour)
-	run(srv, 0)
-	n := len(expectedEvents(mustSample(t, "aac"), 0))
-	first := collect(t, ctx, c, 1)
-	_ = first
+	serve(srv).fill(t, 0, false)
+	aac := mustSample(t, "aac")
+	n := len(aac.Frames)
+	if first := collect(t, ctx, c, 1); first[0].Kind != model.EventFrame || first[0].Frame.Timestamp >= 10_000_000 {
+		t.Fatalf("first run: %+v", first)
+	}
 	srv.Close()
 	srv = listen(addr)
 	defer srv.Close()
-	run(srv, 10_000_000)
+	sb := serve(srv)
+
+	// The second run's timeline starts at 10s. Group streams travel in
+	// parallel, and a consumer starts a new timeline at the first group to
+	// arrive: write the first group, wait until it was read after the
+	// discontinuity, then the rest, which is then read in order.
+	const offset = 10_000_000
 	var sawDisc bool
-	var afterDisc int
-	evs, err := readEvents(ctx, c, func(e []model.Event) bool {
-		last := e[len(e)-1]
-		if last.Kind == model.EventDiscontinuity {
-			sawDisc = true
-		} else if sawDisc && last.Kind == model.EventFrame && last.Frame.Timestamp >= 10_000_000 {
-			afterDisc++
+	var after []model.Event
+	var evs []model.Event
+	read := func(want int) {
+		t.Helper()
+		got, err := readEvents(ctx, c, func(e []model.Event) bool {
+			last := e[len(e)-1]
+			if last.Kind == model.EventDiscontinuity {
+				sawDisc = true
+			} else if sawDisc && last.Kind == model.EventFrame && last.Frame.Timestamp >= offset {
+				after = append(after, last)
+			}
+			return len(after) >= want
+		})
+		evs = append(evs, got...)
+		if err != nil {
+			t.Fatalf("%v (discontinuity seen: %v, frames after: %d)", err, sawDisc, len(after))
 		}
-		return afterDisc >= n/2
-	})
-	if err != nil {
-		t.Fatalf("%v (discontinuity seen: %v, frames after: %d)", err, sawDisc, afterDisc)
 	}
+	sb.fillFrames(t, "aac", offset, 0, 1)
+	read(1)
+	sb.fillFrames(t, "aac", offset, 1, n)
+	read(n)
 	for _, e := range evs {
 		if e.Kind == model.EventEnd {
 			t.Fatalf("track ended: %v", e.Err)
@@ -411,10 +432,11 @@ func TestPublisherRestartOnSamePortResumesSubscription(t *testing.T) {
 	if !sawDisc {
 		t.Fatal("no discontinuity between the runs")
 	}
+	// Every frame of the second run, in order, after the discontinuity.
+	compareFrames(t, "aac after the restart", after, expectedEvents(aac, offset))
 	if client.Err() != nil {
 		t.Fatal(client.Err())
 	}
-	_ = errors.New
 }
 
 // TestTrackRequestedBeforeTheBroadcastExistsWaitsForItsAnnouncement: a
@@ -426,7 +448,9 @@ func TestTrackRequestedBeforeTheBroadcastExistsWaitsForItsAnnouncement(t *testin
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	client, err := Dial(ctx, "moql://"+srv.Addr().String()+"/", Options{TLSFingerprint: pin, Logger: testLogger(t),
+	logs := &logBuffer{}
+	client, err := Dial(ctx, "moql://"+srv.Addr().String()+"/", Options{TLSFingerprint: pin,
+		Logger:    slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Container: func(string, string) string { return "legacy" }})
 	if err != nil {
 		t.Fatal(err)
@@ -441,13 +465,15 @@ func TestTrackRequestedBeforeTheBroadcastExistsWaitsForItsAnnouncement(t *testin
 		t.Fatal(err)
 	}
 	c := tr.Subscribe(time.Hour)
-	time.Sleep(100 * time.Millisecond) // the first TRACK is refused
+	waitFor(t, "the first TRACK to be refused", func() bool {
+		return strings.Contains(logs.String(), "broadcast not routable yet")
+	})
 	pb := model.NewBroadcast("late")
 	src := pb.CreateTrack("v")
 	if err := peer.Publish(pb); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "subscription", func() bool { return peer.serving.Load() == 1 })
+	waitFor(t, "the subscription", func() bool { return peer.servingTrack("late", "v") == 1 })
 	g, _ := src.AppendGroup()
 	g.WriteFrame(model.Frame{Timestamp: 7, Payload: []byte("late frame")})
 	evs := collect(t, ctx, c, 1)

@@ -96,26 +96,45 @@ func newSampleBroadcast(t *testing.T, name string, renditions ...string) *sample
 // at each keyframe, and closes the media tracks when end is set.
 func (sb *sampleBroadcast) fill(t *testing.T, offset int64, end bool) {
 	for _, s := range sb.samples {
-		tr := sb.tracks[s.Name]
-		var g *model.Group
-		for _, f := range s.Frames {
-			if f.Keyframe || g == nil {
-				if g != nil {
-					g.Close(nil)
-				}
-				var err error
-				if g, err = tr.AppendGroup(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			g.WriteFrame(model.Frame{Timestamp: f.Timestamp + offset, Payload: f.Payload})
-		}
-		if g != nil {
-			g.Close(nil)
-		}
+		sb.fillFrames(t, s.Name, offset, 0, len(s.Frames))
 		if end {
-			tr.Close(nil)
+			sb.tracks[s.Name].Close(nil)
 		}
+	}
+}
+
+// fillFrames writes frames [from, to) of sample name (offset added to
+// timestamps), a new group at each keyframe; from must be a keyframe (or 0).
+func (sb *sampleBroadcast) fillFrames(t *testing.T, name string, offset int64, from, to int) {
+	t.Helper()
+	var s *moqexport.Sample
+	for _, x := range sb.samples {
+		if x.Name == name {
+			s = x
+		}
+	}
+	if s == nil {
+		t.Fatalf("no sample %q", name)
+	}
+	if from > 0 && !s.Frames[from].Keyframe {
+		t.Fatalf("%s frame %d is not a keyframe", name, from)
+	}
+	tr := sb.tracks[name]
+	var g *model.Group
+	for _, f := range s.Frames[from:to] {
+		if f.Keyframe || g == nil {
+			if g != nil {
+				g.Close(nil)
+			}
+			var err error
+			if g, err = tr.AppendGroup(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		g.WriteFrame(model.Frame{Timestamp: f.Timestamp + offset, Payload: f.Payload})
+	}
+	if g != nil {
+		g.Close(nil)
 	}
 }
 

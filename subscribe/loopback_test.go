@@ -139,7 +139,10 @@ func TestAcceptedSessionRecordsWhatTheClientPublishes(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr.SetKeepGroups(100000)
-	waitFor(t, "subscription", func() bool { return client.serving.Load() >= 1 })
+	// The catalog is subscribed first (to learn the container): wait for
+	// the h264 subscription itself, or the publisher starts it at the
+	// newest group filled so far.
+	waitFor(t, "the h264 subscription", func() bool { return client.servingTrack("cam", "h264") >= 1 })
 	sb.fill(t, 0, true)
 	waitFor(t, "end of subscriptions", func() bool { return peer.subCount() <= 1 })
 	evs, err := readEvents(ctx, tr.Subscribe(time.Hour), func([]model.Event) bool { return false })

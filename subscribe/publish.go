@@ -143,10 +143,15 @@ func (s *Session) serveSubscribe(ctx context.Context, c conn, str bidiStream, r 
 	}()
 	defer rwg.Wait()
 
-	s.serving.Add(1)
-	defer s.serving.Add(-1)
 	p := &pubTrack{s: s, c: c, ctx: ctx, str: str, sub: req, raw: isCatalogTrack(req.Track)}
-	err = p.serve(t)
+	cons := p.begin(t)
+	defer cons.Close()
+	// Counted once the start group is fixed and the consumer attached:
+	// every group appended from now on reaches the subscriber.
+	key := servingKey{normPath(req.Broadcast), req.Track}
+	s.countServing(key, 1)
+	defer s.countServing(key, -1)
+	err = p.serve(cons)
 	switch {
 	case err == nil:
 		str.Close()
@@ -169,6 +174,9 @@ type pubTrack struct {
 	sub wire.Subscribe
 	raw bool
 
+	first    uint64 // first group to send, when hasFirst
+	hasFirst bool
+
 	okSent  bool
 	dropped bool // the subscriber stopped group seq
 	group   sendStream
@@ -178,15 +186,21 @@ type pubTrack struct {
 	buf     []byte
 }
 
-func (p *pubTrack) serve(t *model.Track) error {
-	start, hasStart := p.sub.Start.Seq, p.sub.Start.Valid
-	if !hasStart {
+// begin fixes the first group to send and attaches a consumer to t.
+func (p *pubTrack) begin(t *model.Track) *model.Consumer {
+	p.first, p.hasFirst = p.sub.Start.Seq, p.sub.Start.Valid
+	if !p.hasFirst {
 		// Start at the live edge, like the reference publishers.
-		start, hasStart = t.LatestGroup()
+		p.first, p.hasFirst = t.LatestGroup()
 	}
+	return t.Subscribe(time.Hour)
+}
+
+// serve sends what cons reads until the track ends or the subscription is
+// cancelled.
+func (p *pubTrack) serve(cons *model.Consumer) error {
+	start, hasStart := p.first, p.hasFirst
 	rs := model.NewReadySet()
-	cons := t.Subscribe(time.Hour)
-	defer cons.Close()
 	cons.Watch(rs)
 	var ready []*model.Consumer
 	defer p.closeGroup(nil)
@@ -300,4 +314,26 @@ func (p *pubTrack) closeGroup(err error) {
 		p.group.Close()
 	}
 	p.group = nil
+}
+
+// servingKey names a served track: broadcast path and track name.
+type servingKey struct{ broadcast, track string }
+
+// countServing adds d to the served subscriptions of key.
+func (s *Session) countServing(key servingKey, d int) {
+	s.mu.Lock()
+	s.servingTracks[key] += d
+	if s.servingTracks[key] == 0 {
+		delete(s.servingTracks, key)
+	}
+	s.mu.Unlock()
+	s.serving.Add(int64(d))
+}
+
+// servingTrack returns how many subscriptions to track of broadcast this
+// session serves now, counting those whose start group is fixed.
+func (s *Session) servingTrack(broadcast, track string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.servingTracks[servingKey{normPath(broadcast), track}]
 }

@@ -47,8 +47,11 @@ type Session struct {
 	// broadcast path -> track -> kind.
 	containers map[string]map[string]string
 
-	// serving counts the subscriptions this session serves as publisher.
-	serving atomic.Int64
+	// serving counts the subscriptions this session serves as publisher,
+	// servingTracks the same by track; a subscription counts once its
+	// start group is fixed (tests wait for it before they publish).
+	serving       atomic.Int64
+	servingTracks map[servingKey]int
 
 	peerSetup chan struct{} // closed when the first peer SETUP arrived
 	setupOnce sync.Once
@@ -58,21 +61,22 @@ func newSession(opts Options, path string) *Session {
 	opts.fill()
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Session{
-		opts:       opts,
-		log:        opts.Logger,
-		path:       normPath(path),
-		role:       opts.Role,
-		hopID:      randomID(),
-		ctx:        ctx,
-		cancel:     cancel,
-		done:       make(chan struct{}),
-		changed:    make(chan struct{}),
-		subs:       map[uint64]*subscription{},
-		remotes:    map[string]*remoteBroadcast{},
-		published:  map[string]*model.Broadcast{},
-		annServes:  map[*announceServe]struct{}{},
-		containers: map[string]map[string]string{},
-		peerSetup:  make(chan struct{}),
+		opts:          opts,
+		log:           opts.Logger,
+		path:          normPath(path),
+		role:          opts.Role,
+		hopID:         randomID(),
+		ctx:           ctx,
+		cancel:        cancel,
+		done:          make(chan struct{}),
+		changed:       make(chan struct{}),
+		subs:          map[uint64]*subscription{},
+		remotes:       map[string]*remoteBroadcast{},
+		published:     map[string]*model.Broadcast{},
+		annServes:     map[*announceServe]struct{}{},
+		containers:    map[string]map[string]string{},
+		peerSetup:     make(chan struct{}),
+		servingTracks: map[servingKey]int{},
 	}
 }
 
