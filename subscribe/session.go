@@ -28,10 +28,11 @@ type Session struct {
 	role  Role
 	hopID uint64
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	done   chan struct{}
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	done     chan struct{}
+	doneOnce sync.Once
 
 	mu        sync.Mutex
 	cur       conn
@@ -223,11 +224,9 @@ func (s *Session) finish(err error) {
 	for _, rb := range remotes {
 		rb.close(err)
 	}
-	select {
-	case <-s.done:
-	default:
-		close(s.done)
-	}
+	// Close and the connection loop can both get here: a check of done
+	// followed by close(done) is not atomic.
+	s.doneOnce.Do(func() { close(s.done) })
 }
 
 // serveConn installs c as the current connection, serves its incoming

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -267,4 +268,25 @@ func FuzzCatalogFrame(f *testing.F) {
 			_ = w.frame(model.Event{Kind: model.EventFrame, Frame: model.Frame{Payload: patch}})
 		}
 	})
+}
+
+// TestSessionEndingFromTwoPlacesAtOnceDoesNotPanic: Close and the
+// connection loop may end a session at the same moment.
+func TestSessionEndingFromTwoPlacesAtOnceDoesNotPanic(t *testing.T) {
+	for range 500 {
+		s := newSession(Options{Logger: testLogger(t)}, "")
+		var wg sync.WaitGroup
+		for _, err := range []error{ErrClosed, errors.New("connection lost")} {
+			wg.Go(func() { s.finish(err) })
+		}
+		wg.Wait()
+		select {
+		case <-s.Done():
+		default:
+			t.Fatal("Done not closed")
+		}
+		if s.Err() == nil {
+			t.Fatal("no error after the end")
+		}
+	}
 }
