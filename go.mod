@@ -2,4 +2,12 @@ module github.com/moq-export/moq-export
 
 go 1.26
 
-require github.com/bluenviron/mediacommon/v2 v2.9.3
+require (
+	github.com/bluenviron/mediacommon/v2 v2.9.3
+	github.com/spf13/cobra v1.10.2
+)
+
+require (
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/spf13/pflag v1.0.9 // indirect
+)
