@@ -3,11 +3,14 @@ module github.com/moq-export/moq-export
 go 1.26
 
 require (
+	github.com/asticode/go-astits v1.16.0
+	github.com/bluenviron/gortmplib v1.0.1
 	github.com/bluenviron/mediacommon/v2 v2.9.3
 	github.com/spf13/cobra v1.10.2
 )
 
 require (
+	github.com/asticode/go-astikit v0.30.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 )
