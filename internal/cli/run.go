@@ -32,6 +32,7 @@ type app struct {
 	done     Snapshot // counters of the recordings that ended
 	outputs  []string // files written, for the summary
 	recorded int
+	tracks   int // tracks of the running recordings at the last snapshot
 }
 
 func run(ctx context.Context, cfg *Config, env Env, con *console) error {
@@ -119,6 +120,12 @@ func (a *app) snapshot() Snapshot {
 		s.Late += st.Late
 		s.Dropped += st.Dropped
 		s.Media = max(s.Media, st.MediaTime)
+	}
+	if len(a.active) > 0 {
+		a.tracks = s.Tracks
+	} else {
+		// After the end: the tracks that were recorded, not zero.
+		s.Tracks = a.tracks
 	}
 	for _, src := range a.sources {
 		s.Reconnects += src.Reconnects()
