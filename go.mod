@@ -4,6 +4,7 @@ go 1.26
 
 require (
 	github.com/asticode/go-astits v1.16.0
+	github.com/at-wat/ebml-go v0.19.4
 	github.com/bluenviron/gortmplib v1.0.1
 	github.com/bluenviron/mediacommon/v2 v2.9.3
 	github.com/spf13/cobra v1.10.2
