@@ -53,11 +53,21 @@ func demoNotice(cfg *Config, via string) string {
 	return fmt.Sprintf("moq-export: no URL given: recording the built-in demo broadcast %q (%s test media) %s; pass a URL to record a relay", demoBroadcast, strings.Join(codecs, "+"), via)
 }
 
-// startDemo starts the demo publisher and returns a source serving it.
+// startDemo starts the demo publisher and returns a source serving it:
+// over loopback QUIC (see serveDemo), or in process for --demo-fast, where
+// the benchmark measures the export rather than the transport.
 func startDemo(ctx context.Context, cfg *Config, con *console, log *slog.Logger) (Source, error) {
 	if err := checkDemoCodecs(cfg.DemoCodecs); err != nil {
 		return nil, err
 	}
+	if cfg.DemoFast {
+		return startLocalDemo(ctx, cfg, con, log)
+	}
+	return serveDemo(ctx, cfg, con, log)
+}
+
+// startLocalDemo publishes the demo into a model broadcast in process.
+func startLocalDemo(ctx context.Context, cfg *Config, con *console, log *slog.Logger) (Source, error) {
 	pctx, cancel := context.WithCancel(context.Background())
 	bc, wait := newDemoBroadcast(pctx, cfg, log)
 	src := newLocalSource(bc)

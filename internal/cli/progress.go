@@ -139,14 +139,18 @@ func (c *console) EndStatus() {
 func runProgress(ctx context.Context, c *console, interval time.Duration, get func() Snapshot) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	last := ""
 	for {
 		select {
 		case <-ctx.Done():
-			c.Status(FormatProgress(get()))
+			if line := FormatProgress(get()); line != last || c.term {
+				c.Status(line)
+			}
 			c.EndStatus()
 			return
 		case <-t.C:
-			c.Status(FormatProgress(get()))
+			last = FormatProgress(get())
+			c.Status(last)
 		}
 	}
 }
