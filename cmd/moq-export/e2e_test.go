@@ -586,3 +586,53 @@ func TestListenRecordsEveryAnnouncedBroadcast(t *testing.T) {
 		decode(t, p)
 	}
 }
+
+// TestRecordsFromAURL serves two broadcasts on a loopback publisher and
+// points the binary at its URL: --list names both, -b records one, and
+// without -b the choice is refused with a hint.
+func TestRecordsFromAURL(t *testing.T) {
+	needTools(t, "ffprobe")
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	quiet := slog.New(slog.DiscardHandler)
+	a, b := model.NewBroadcast("room/alice"), model.NewBroadcast("room/bob")
+	go demo.Publish(ctx, a, demo.Options{Realtime: true})
+	go demo.Publish(ctx, b, demo.Options{Realtime: true, Renditions: []string{"opus"}})
+	srv, url, pin, err := subscribe.ServeLoopback(a, subscribe.ServerOptions{Logger: quiet, Publish: []*model.Broadcast{b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	url += "?jwt=SECRETTOKEN123"
+
+	r := run(t, t.TempDir(), url, "--tls-fingerprint", pin, "--list")
+	if r.code != 0 || r.stdout != "room/alice\nroom/bob\n" {
+		t.Errorf("--list: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = run(t, t.TempDir(), url, "--tls-fingerprint", pin, "--list", "-b", "room/bob")
+	if r.code != 0 || !strings.Contains(r.stdout, "opus  audio  opus") {
+		t.Errorf("--list -b: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = run(t, t.TempDir(), url, "--tls-fingerprint", pin, "--duration", "1s")
+	if r.code != 2 || !strings.Contains(r.stderr, "pick one with -b") || strings.Contains(r.stderr, "SECRETTOKEN123") {
+		t.Errorf("no -b: exit %d, stderr %q", r.code, r.stderr)
+	}
+	dir := t.TempDir()
+	r = run(t, dir, url, "--tls-fingerprint", pin, "-b", "room/alice", "--duration", "1s", "-o", "alice.flv")
+	if r.code != 0 {
+		t.Fatalf("-b: exit %d, stderr %q", r.code, r.stderr)
+	}
+	p := probe(t, filepath.Join(dir, "alice.flv"))
+	expectFrames(t, p, "h264", 1)
+	// Joining a live broadcast, video starts at its latest keyframe (up to
+	// 1 s back) and audio at its newest frame, so audio covers only part of
+	// the first second.
+	if n := p.frames(t, "aac"); n < 5 || n > 48 {
+		t.Errorf("aac: %d frames in 1s", n)
+	}
+	r = run(t, dir, url, "--tls-fingerprint", strings.Repeat("00", 32), "--list")
+	if r.code != 1 || !strings.Contains(r.stderr, "--tls-fingerprint") {
+		t.Errorf("wrong pin: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
