@@ -32,7 +32,6 @@ type app struct {
 	done     Snapshot // counters of the recordings that ended
 	outputs  []string // files written, for the summary
 	recorded int
-	tracks   int // tracks of the running recordings at the last snapshot
 }
 
 func run(ctx context.Context, cfg *Config, env Env, con *console) error {
@@ -107,7 +106,7 @@ func (a *app) withProgress(ctx context.Context, fn func(context.Context) error) 
 func (a *app) snapshot() Snapshot {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	s := a.done
+	s := a.done // Tracks: the tracks the ended recordings had
 	s.Recording = len(a.active)
 	if a.recorded <= 1 && s.Recording == 0 {
 		s.Recording = 1 // a single recording: do not say "0 recording" at its end
@@ -122,10 +121,8 @@ func (a *app) snapshot() Snapshot {
 		s.Media = max(s.Media, st.MediaTime)
 	}
 	if len(a.active) > 0 {
-		a.tracks = s.Tracks
-	} else {
-		// After the end: the tracks that were recorded, not zero.
-		s.Tracks = a.tracks
+		// While recording: the tracks being recorded now.
+		s.Tracks -= a.done.Tracks
 	}
 	for _, src := range a.sources {
 		s.Reconnects += src.Reconnects()
@@ -140,10 +137,11 @@ func (a *app) started(ex *export.Export) {
 	a.mu.Unlock()
 }
 
-func (a *app) ended(ex *export.Export) {
+func (a *app) ended(ex *export.Export, tracks int) {
 	st := ex.Stats()
 	a.mu.Lock()
 	delete(a.active, ex)
+	a.done.Tracks += tracks
 	a.done.Frames += st.Frames
 	a.done.Bytes += st.Bytes
 	a.done.Late += st.Late
@@ -254,13 +252,17 @@ func (a *app) record(ctx context.Context, src Source, bc *model.Broadcast) error
 	if err != nil {
 		return err
 	}
+	// The first output counts the tracks it accepted, for the final
+	// progress line (the engine's own count drops to 0 as tracks end).
+	first := &countTracks{Muxer: m}
+	m = first
 	if a.cfg.Segment > 0 {
 		opts.Segment = a.cfg.Segment
 		opts.NextMuxer = func(n int) (mux.Muxer, error) { return a.openOutput(name, n) }
 	}
 	ex := export.New(bc, m, opts)
 	a.started(ex)
-	defer a.ended(ex)
+	defer func() { a.ended(ex, first.n) }()
 	err = ex.Run(ctx)
 	switch {
 	case err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled):
@@ -364,6 +366,20 @@ func carries(f Format, r catalog.Rendition) error {
 	}
 	defer m.Close()
 	return m.AddTrack(export.TrackFromRendition(r, 0))
+}
+
+// countTracks counts the tracks its muxer accepted.
+type countTracks struct {
+	mux.Muxer
+	n int
+}
+
+func (c *countTracks) AddTrack(t mux.Track) error {
+	err := c.Muxer.AddTrack(t)
+	if err == nil {
+		c.n++
+	}
+	return err
 }
 
 // output is a muxer with the file under it: closing it finalizes the
