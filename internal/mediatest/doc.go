@@ -6,7 +6,7 @@
 // What it owns:
 //
 //   - Samples as muxer input: LoadSample (with the "-annexb" names for the
-//     browser form), TrackOf, FramesOf, InputOf, Input.Shift, Tracks.
+//     browser form), TrackOf, FramesOf, InputOf, SampleInput, Input.Shift, Tracks.
 //   - Interleave: the order in which the jitter buffer hands frames on
 //     (see its doc), and Write, which feeds a muxer and fails the test on
 //     the first error. BenchMux and MeanPayload are the benchmark loop.

@@ -58,6 +58,12 @@ func InputOf(s *moqexport.Sample, id int) Input {
 	return Input{Track: TrackOf(s, id), Frames: FramesOf(s, id)}
 }
 
+// SampleInput returns the embedded sample called name (see LoadSample) as
+// track id.
+func SampleInput(name string, id int) Input {
+	return InputOf(LoadSample(name), id)
+}
+
 // Shift returns a copy of in with d microseconds added to every frame's
 // timestamp; in is not changed.
 func (in Input) Shift(d int64) Input {
