@@ -136,6 +136,13 @@ func Write(t testing.TB, w mux.Muxer, tracks []mux.Track, frames []mux.Frame) {
 	}
 }
 
+// Feed adds the inputs' tracks to w and writes their frames in Interleave
+// order, failing t at the first error. It does not close w.
+func Feed(t testing.TB, w mux.Muxer, ins ...Input) {
+	t.Helper()
+	Write(t, w, Tracks(ins...), Interleave(ins...))
+}
+
 // MeanPayload returns the mean payload size of frames in bytes, for
 // b.SetBytes in a benchmark whose operation is one frame.
 func MeanPayload(frames []mux.Frame) int64 {

@@ -25,7 +25,7 @@ func muxAll(t testing.TB, opts ts.Options, ins ...input) ([]byte, *ts.Writer) {
 	t.Helper()
 	var buf bytes.Buffer
 	w := ts.NewWriter(&buf, opts)
-	mediatest.Write(t, w, mediatest.Tracks(ins...), mediatest.Interleave(ins...))
+	mediatest.Feed(t, w, ins...)
 	if err := w.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
