@@ -9,7 +9,8 @@
 //     browser form), TrackOf, FramesOf, InputOf, SampleInput, Input.Shift, Tracks.
 //   - Interleave: the order in which the jitter buffer hands frames on
 //     (see its doc), and Write and Feed, which feed a muxer and fail the
-//     test on the first error. BenchMux and MeanPayload are the benchmark loop.
+//     test on the first error; CreateFile gives a file to
+//     mux into. BenchMux and MeanPayload are the benchmark loop.
 //   - The tools: RequireTools (skips with a message when a tool is
 //     missing; CI installs them, so the skip is never the normal path),
 //     SystemFFmpeg, NewFFmpeg (the newer ffmpeg of scripts/ffmpeg-testing.sh

@@ -1,6 +1,8 @@
 package mediatest
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -141,6 +143,19 @@ func Write(t testing.TB, w mux.Muxer, tracks []mux.Track, frames []mux.Frame) {
 func Feed(t testing.TB, w mux.Muxer, ins ...Input) {
 	t.Helper()
 	Write(t, w, Tracks(ins...), Interleave(ins...))
+}
+
+// CreateFile creates the file name in a fresh t.TempDir, to be muxed into
+// and then checked by path; it is closed when the test ends.
+func CreateFile(t testing.TB, name string) (f *os.File, path string) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), name)
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f, path
 }
 
 // MeanPayload returns the mean payload size of frames in bytes, for

@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"testing"
@@ -63,12 +61,7 @@ func interleave(offset int64, samples ...*moqexport.Sample) []mux.Frame {
 // writeFile muxes frames of tracks into dir/name with opts.
 func writeFile(t *testing.T, name string, opts Options, tracks []mux.Track, frames []mux.Frame) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), name)
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, path := mediatest.CreateFile(t, name)
 	w := NewWriter(f, opts)
 	mediatest.Write(t, w, tracks, frames)
 	if err := w.Close(); err != nil {

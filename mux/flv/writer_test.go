@@ -99,12 +99,7 @@ func TestFirstTrackOfEachKindWinsAndLaterOnesAreRefused(t *testing.T) {
 	tl := mediatest.SystemFFmpeg(t)
 	v, a := moqexport.MustLoadSample("h264"), moqexport.MustLoadSample("aac")
 	var logs bytes.Buffer
-	path := t.TempDir() + "/two.flv"
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, path := mediatest.CreateFile(t, "two.flv")
 	w := NewWriter(f, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	for _, tr := range []mux.Track{mediatest.TrackOf(v, 1), mediatest.TrackOf(a, 2)} {
 		if err := w.AddTrack(tr); err != nil {
@@ -113,7 +108,7 @@ func TestFirstTrackOfEachKindWinsAndLaterOnesAreRefused(t *testing.T) {
 	}
 	second := mediatest.TrackOf(v, 3)
 	second.Name = "720p"
-	err = w.AddTrack(second)
+	err := w.AddTrack(second)
 	if !errors.Is(err, ErrTrackLimit) || !strings.Contains(err.Error(), "720p") {
 		t.Fatalf("second video track: %v, want ErrTrackLimit naming it", err)
 	}
@@ -339,12 +334,7 @@ func TestDiscontinuityKeepsTheTimelineContinuous(t *testing.T) {
 	first := interleave(0, v, a)
 	// The publisher restarts: the same media again, its clock back at 0.
 	second := interleave(0, v, a)
-	path := t.TempDir() + "/disc.flv"
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, path := mediatest.CreateFile(t, "disc.flv")
 	w := NewWriter(f, Options{})
 	mediatest.Write(t, w, []mux.Track{mediatest.TrackOf(v, 1), mediatest.TrackOf(a, 2)}, first)
 	if err := w.Discontinuity(-1); err != nil {

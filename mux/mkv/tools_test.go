@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -73,12 +72,7 @@ type input = mediatest.Input
 // (the seekable form) and returns the path.
 func muxFile(t *testing.T, name string, opts Options, ins ...input) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), name)
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, path := mediatest.CreateFile(t, name)
 	w := NewWriter(f, opts)
 	if !w.Seekable() {
 		t.Fatal("a regular file must give the seekable form")

@@ -338,12 +338,7 @@ func TestDiscontinuityStartsNewClusterWithoutStretchingDuration(t *testing.T) {
 	resume := a.Frames[len(a.Frames)-1].Timestamp + 20_000 + gap
 	for _, disc := range []bool{false, true} {
 		t.Run(fmt.Sprintf("discontinuity=%v", disc), func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "gap.mkv")
-			f, err := os.Create(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
+			f, path := mediatest.CreateFile(t, "gap.mkv")
 			w := NewWriter(f, Options{MaxClusterDuration: 30 * time.Second})
 			mediatest.Feed(t, w, a)
 			if disc {
@@ -462,12 +457,7 @@ func TestTrackAddedWhileHeaderWaitsIsWritten(t *testing.T) {
 	mediatest.RequireTools(t, "ffmpeg", "ffprobe")
 	v, a, late := mediatest.SampleInput("av1", 1), mediatest.SampleInput("opus", 2), mediatest.SampleInput("vp8", 3)
 	v.Track.Description = nil // waits for the sequence header in its first keyframe
-	path := filepath.Join(t.TempDir(), "wait.webm")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, path := mediatest.CreateFile(t, "wait.webm")
 	w := NewWriter(f, Options{})
 	for _, in := range []input{v, a} {
 		if err := w.AddTrack(in.Track); err != nil {
@@ -510,12 +500,7 @@ func TestHeaderWaitGivesUpOnTrackWithoutConfig(t *testing.T) {
 	mediatest.RequireTools(t, "ffmpeg", "ffprobe")
 	a := mediatest.SampleInput("opus", 2)
 	var logs bytes.Buffer
-	path := filepath.Join(t.TempDir(), "giveup.webm")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, path := mediatest.CreateFile(t, "giveup.webm")
 	w := NewWriter(f, Options{HeaderWait: time.Second, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err := w.AddTrack(mux.Track{ID: 1, Kind: mux.Video, Codec: "av01.0.04M.08"}); err != nil {
 		t.Fatal(err)
@@ -652,12 +637,7 @@ func TestAnnexBTrackWaitsForItsFirstKeyframe(t *testing.T) {
 		t.Fatalf("sample has no keyframe after frame %d", skip)
 	}
 
-	path := filepath.Join(t.TempDir(), "annexb.mkv")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, path := mediatest.CreateFile(t, "annexb.mkv")
 	w := NewWriter(f, Options{})
 	mediatest.Feed(t, w, v, a)
 	if err := w.Close(); err != nil {
@@ -694,12 +674,7 @@ func TestAnnexBTrackWaitsForItsFirstKeyframe(t *testing.T) {
 func TestUnfinishedFileIsPlayable(t *testing.T) {
 	mediatest.RequireTools(t, "ffmpeg", "ffprobe")
 	v, a := mediatest.SampleInput("h264", 1), mediatest.SampleInput("aac", 2)
-	path := filepath.Join(t.TempDir(), "crash.mkv")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, path := mediatest.CreateFile(t, "crash.mkv")
 	w := NewWriter(f, Options{})
 	mediatest.Feed(t, w, v, a)
 	// no w.Close()
