@@ -15,7 +15,12 @@ import (
 // broadcast from package subscribe instead of the demo.
 func Example() {
 	bc := model.NewBroadcast("demo")
-	go demo.Publish(context.Background(), bc, demo.Options{Loops: 1, KeepGroups: 1000})
+	// The whole clip is published up front here; live, the publisher and
+	// the export run concurrently.
+	if err := demo.Publish(context.Background(), bc, demo.Options{Loops: 1, KeepGroups: 1000}); err != nil {
+		fmt.Println("publish failed:", err)
+		return
+	}
 
 	out := &mux.Discard{}
 	e := export.New(bc, out, export.Options{})
