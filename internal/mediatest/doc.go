@@ -5,17 +5,19 @@
 //
 // What it owns:
 //
-//   - Samples as muxer input: LoadSample (with the "-annexb" names for the
-//     browser form), TrackOf, FramesOf, InputOf, SampleInput, Input.Shift, Tracks.
-//   - Interleave: the order in which the jitter buffer hands frames on
-//     (see its doc), and Write and Feed, which feed a muxer and fail the
-//     test on the first error; CreateFile gives a file to
-//     mux into. BenchMux and MeanPayload are the benchmark loop.
+//   - Samples as muxer input: LoadSample (with the "-annexb" names for
+//     the browser form), TrackOf, FramesOf, InputOf, SampleInput,
+//     Input.Shift, Tracks.
+//   - Feeding a muxer: Interleave, the order in which the jitter buffer
+//     hands frames on (see its doc); Write and Feed, which fail the test
+//     at the first error; CreateFile, a file to mux into; BenchMux and
+//     MeanPayload, the benchmark loop.
 //   - The tools: RequireTools (skips with a message when a tool is
 //     missing; CI installs them, so the skip is never the normal path),
 //     SystemFFmpeg, NewFFmpeg (the newer ffmpeg of scripts/ffmpeg-testing.sh
-//     that reads Enhanced FLV), Run, DecodeClean, and Probe / ProbeStreams /
-//     ProbePackets, which return ffprobe's JSON as typed structs.
+//     that reads Enhanced FLV), Run, DecodeClean, and Probe, which returns
+//     ffprobe's streams, packets and format as typed structs
+//     (ProbeResult). Each has a Tools method form for a given ffmpeg.
 //
 // What it does not own: each container's own checks (FLV tag parsing,
 // Matroska DocType and Cues, MPEG-TS PIDs, PCR and continuity) stay in
