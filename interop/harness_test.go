@@ -70,20 +70,42 @@ func needReference(t *testing.T) *reference {
 		missing("no deno binary under interop/node_modules")
 	}
 	dist := filepath.Join(dir, "dist")
-	for _, prog := range []string{"publish.js", "subscribe.js"} {
-		bundle, err := os.Stat(filepath.Join(dist, prog))
-		if err != nil {
-			missing("bundle dist/%s is missing", prog)
-		}
-		// A bundle older than its sources would test yesterday's harness.
-		srcs, _ := filepath.Glob(filepath.Join(dir, "src", "*.ts"))
-		for _, s := range srcs {
-			if fi, err := os.Stat(s); err == nil && fi.ModTime().After(bundle.ModTime()) {
-				missing("bundle dist/%s is older than %s", prog, filepath.Base(s))
+	if stale := staleBundle(dir); stale != "" {
+		// Sources edited since the last scripts/interop-setup.sh: rebundle
+		// (esbuild came with the same npm ci as deno), once per test binary.
+		rebuildOnce.Do(func() {
+			out, err := exec.Command(filepath.Join(dir, "build.sh")).CombinedOutput()
+			if err != nil {
+				rebuildErr = fmt.Errorf("build.sh (%s): %v: %s", stale, err, out)
 			}
+		})
+		if rebuildErr != nil {
+			missing("%v", rebuildErr)
 		}
 	}
 	return &reference{deno: deno, dist: dist}
+}
+
+var (
+	rebuildOnce sync.Once
+	rebuildErr  error
+)
+
+// staleBundle names the reason dist/ must be rebuilt ("" when current).
+func staleBundle(dir string) string {
+	srcs, _ := filepath.Glob(filepath.Join(dir, "src", "*.ts"))
+	for _, prog := range []string{"publish.js", "subscribe.js"} {
+		bundle, err := os.Stat(filepath.Join(dir, "dist", prog))
+		if err != nil {
+			return "no dist/" + prog
+		}
+		for _, s := range srcs {
+			if fi, err := os.Stat(s); err == nil && fi.ModTime().After(bundle.ModTime()) {
+				return "dist/" + prog + " is older than src/" + filepath.Base(s)
+			}
+		}
+	}
+	return ""
 }
 
 // event is one JSON line a reference program printed.
