@@ -1,3 +1,22 @@
 module github.com/moq-export/moq-export
 
-go 1.26
+go 1.26.0
+
+require (
+	github.com/asticode/go-astits v1.16.0
+	github.com/at-wat/ebml-go v0.19.4
+	github.com/bluenviron/gortmplib v1.0.1
+	github.com/bluenviron/mediacommon/v2 v2.9.3
+	github.com/quic-go/quic-go v0.64.1
+	github.com/quic-go/webtransport-go v0.13.0
+)
+
+require (
+	github.com/asticode/go-astikit v0.30.0 // indirect
+	github.com/dunglas/httpsfv v1.1.1 // indirect
+	github.com/quic-go/qpack v0.6.0 // indirect
+	golang.org/x/crypto v0.54.0 // indirect
+	golang.org/x/net v0.56.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/text v0.40.0 // indirect
+)

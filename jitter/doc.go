@@ -1,4 +1,46 @@
 // Package jitter merges the frames of several tracks into one stream in
 // non-decreasing timestamp order, holding output back for a lagging track for
 // at most a bounded delay.
+//
+// # Order
+//
+// Each track's frames keep their decode order. Across tracks, frames leave
+// ordered by an order key: the frame's presentation timestamp, raised to the
+// key of the track's previous frame when it is lower (a B-frame leaves right
+// after the reference frame that precedes it in decode order). Ties go to the
+// lower track ID. A Buffer releases the frame with the smallest key once no
+// track can still produce a smaller one: every live track either has a frame
+// buffered or has already delivered a frame with a key at least as large.
+//
+// # Bounded delay
+//
+// A track with nothing buffered holds the output back. It stops doing so,
+// and is declared idle, when either bound is reached:
+//
+//   - media time: the newest key pushed on any track is Delay ahead of the
+//     frame that waits. This is the normal bound: it depends only on the
+//     media, so a recording is the same however the network scheduled it.
+//   - wall time: the output has not moved for Delay of wall-clock time. This
+//     covers the case where no data flows at all (every track stalls), where
+//     media time stands still and would hold frames forever.
+//
+// An idle track holds nothing back until it delivers a frame again.
+//
+// # Late frames
+//
+// A frame whose key is below the key already released (it comes from a track
+// that was declared idle) is late. LateDrop, the default, drops it and counts
+// it; on a video track the frames that depend on it are dropped too, up to
+// the next keyframe, so decoders never see a broken reference chain.
+// LatePass releases it at once with its own timestamp, counted, so the
+// muxer sees a timestamp lower than one it already wrote. Late frames are
+// never moved into the past of the output silently.
+//
+// # Discontinuities
+//
+// PushDiscontinuity marks a break in one track's timeline (empty group,
+// publisher rewind, reconnect). If the track's next frame would go back in
+// time, the track is shifted forward so it continues at the newest key seen
+// on any track; a forward gap is kept as it is. Either way the frame leaves
+// with Discontinuity set, and the engine tells the muxer.
 package jitter

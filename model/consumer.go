@@ -95,9 +95,11 @@ func (c *Consumer) Next() (Event, bool) {
 	}
 	if c.epoch != t.epoch {
 		// The producer restarted the track: start over on the new groups.
+		// Whether anything was delivered is read before it is reset.
+		allowed := c.pendingDiscAllowed()
 		c.epoch, c.started, c.cur, c.delivered = t.epoch, false, nil, false
 		c.liveEdge = minTimestamp
-		if c.pendingDiscAllowed() {
+		if allowed {
 			c.pendingDisc = true
 		}
 	}

@@ -75,7 +75,9 @@ func (b *Broadcast) HandleRequests(fn func(name string) (*Track, error)) {
 }
 
 // Track returns track name for reading: the one already held, or one the
-// request handler provides.
+// request handler provides. Without a handler, a track not held yet is
+// created empty, for a producer in the same process to fill (CreateTrack
+// returns it); after the broadcast ended, it is ErrNotFound.
 func (b *Broadcast) Track(name string) (*Track, error) {
 	b.mu.Lock()
 	if t, ok := b.tracks[name]; ok {
@@ -83,10 +85,16 @@ func (b *Broadcast) Track(name string) (*Track, error) {
 		return t, nil
 	}
 	fn := b.request
-	b.mu.Unlock()
 	if fn == nil {
-		return nil, fmt.Errorf("%w: %q in broadcast %q", ErrNotFound, name, b.name)
+		defer b.mu.Unlock()
+		if b.ended {
+			return nil, fmt.Errorf("%w: %q in broadcast %q", ErrNotFound, name, b.name)
+		}
+		t := NewTrack(name)
+		b.tracks[name] = t
+		return t, nil
 	}
+	b.mu.Unlock()
 	t, err := fn(name)
 	if err != nil {
 		return nil, err

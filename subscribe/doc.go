@@ -1,3 +1,88 @@
-// Package subscribe speaks moq-lite to a relay or publisher and fills
-// package model with what it receives.
+// Package subscribe speaks moq-lite-05 (the moq-lite protocol of the
+// moq-dev/moq project) over raw QUIC and WebTransport, and moves what it
+// receives into package model (and what package model holds onto the wire).
+//
+// It owns the session logic: transports and TLS, the Setup stream,
+// announcements, track info, subscriptions, group streams, the hang
+// container payloads (legacy and loc), the catalog tracks, reconnects, and a
+// small publisher. The byte layouts of the messages live in
+// subscribe/internal/wire and the hang payload forms in
+// subscribe/internal/container, so each can be tested without a network.
+// quic-go and webtransport-go carry the streams; moq-lite itself has no Go
+// library other than a cgo binding (github.com/moq-dev/moq-go) over the Rust
+// code, which this pure-Go module cannot use, hence the hand-written session.
+//
+// # Client
+//
+// Dial connects to a relay or publisher:
+//
+//	moql://host:port/path?jwt=TOKEN   raw QUIC, ALPN "moq-lite-05"; the path and
+//	moqt://host:port/path?jwt=TOKEN   query travel in the SETUP Path parameter
+//	https://host:port/path?jwt=TOKEN  WebTransport (HTTP/3); the path and query
+//	                                  travel in the CONNECT request
+//	http://host:port/path?jwt=TOKEN   development relays: fetch
+//	                                  http://host:port/certificate.sha256 over
+//	                                  TCP, then WebTransport with that pin
+//
+// The default port is 443. TLS uses the system roots unless Options says
+// otherwise (RootCAs, TLSFingerprint, TLSInsecure). The JWT never appears in
+// logs or errors: URLs are redacted.
+//
+// A dialled Session reconnects by itself with jittered exponential backoff
+// when the connection drops. Subscriptions resume on the new connection;
+// each resumed track gets model.Track.Discontinuity, so the gap reaches the
+// muxer as a discontinuity and nothing delivered before is touched.
+// Announcements resume too: the new snapshot is diffed against what the
+// caller has already seen.
+//
+// Broadcast paths are relative to the URL path (the session root), as on
+// the wire.
+//
+// # Receiving
+//
+// Session.Announced lists broadcasts under a prefix, with live updates.
+// Session.Broadcast returns a model.Broadcast whose tracks are subscribed on
+// demand: the first Track(name) call sends TRACK, reads TRACK_INFO, sends
+// SUBSCRIBE and turns every group stream into a model group. Media frames
+// are decoded according to the rendition's container in the broadcast's
+// catalog (read automatically when needed): "legacy" and "loc" frames become
+// model frames with the codec payload and the timestamp in microseconds;
+// "cmaf" renditions are refused with ErrUnsupportedContainer. Catalog tracks
+// (catalog.json, catalog.json.z, catalog) are delivered raw, their
+// timestamps converted from the track timescale. A group reset becomes
+// Group.Close(err), the end of a subscription Track.Close(nil), an "ended"
+// announcement Broadcast.Close(nil).
+//
+// WatchCatalog follows a broadcast's catalog (catalog.json, catalog.json.z,
+// or the MSF "catalog" track for names ending in ".msf", converted to the
+// hang shape) and returns the newest snapshot each time Next is called.
+// ResolveBroadcast resolves a rendition's "broadcast" reference.
+//
+// # Publishing
+//
+// Session.Publish serves a model.Broadcast to the peer: the broadcast is
+// announced on every announce stream the peer opens, TRACK gets TRACK_INFO
+// with timescale 1000000 (microseconds), and SUBSCRIBE gets one uni stream
+// per model group. Tracks named like a catalog are sent raw; every other
+// track is sent in the hang legacy container (varint microsecond timestamp
+// before the codec payload).
+//
+// # Server
+//
+// Listen accepts sessions on one UDP port, raw QUIC (ALPN "moq-lite-05") and
+// WebTransport (ALPN "h3", WT-Protocol "moq-lite-05") side by side. An
+// accepted Session is the same type as a dialled one (without reconnects):
+// it can publish, and it can record what the peer announces.
+// ServerOptions.Publish serves broadcasts on every accepted session from
+// its first moment. SelfSignedCert makes a certificate and its pin for
+// loopback use; ServeLoopback combines both for the CLI's built-in demo.
+//
+// # Refusals and restarts
+//
+// A TRACK refused as unroutable (30: the relay has not heard of the
+// broadcast) is retried when the broadcast is announced; other first-time
+// refusals end the track with ErrRefused. A track that was live retries
+// refusals after a reconnect for a bounded window. A publisher that never
+// answers TRACK (as @moq/net does for unknown tracks) is given up after
+// Options.RequestTimeout.
 package subscribe

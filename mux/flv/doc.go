@@ -1,2 +1,79 @@
-// Package flv writes the flv container for the export engine.
+// Package flv writes FLV for the export engine: a Writer implements
+// mux.Muxer over an io.Writer (a file, stdout, a pipe).
+//
+// # Codecs
+//
+// Classic FLV carries H.264 (CodecID 7: an AVC sequence header with the
+// avcC, then NAL units with a signed 24-bit composition time for B-frames),
+// AAC (SoundFormat 10: the AudioSpecificConfig, then raw frames) and MP3.
+// Enhanced RTMP (v2, FourCC video and audio tags) carries HEVC ("hvc1",
+// with composition time), AV1 ("av01"), VP9 ("vp09") and Opus ("Opus").
+// Each of these starts with a SequenceStart tag: the catalog's description,
+// or a record built from the catalog when it has none (the OpusHead a
+// browser's encoder would write, from the sample rate and channel count; an
+// av1C or vpcC from the codec string; an AudioSpecificConfig from
+// "mp4a.40.N", the sample rate and channels). Other codecs (VP8, FLAC, PCM,
+// MP2, AC-3...) are refused by AddTrack with a *mux.UnsupportedCodecError
+// that suggests mkv or ts. Enhanced FLV needs a recent reader: ffmpeg 5.1
+// (Debian 12) cannot read it, ffmpeg 7 and later can.
+//
+// H.264/H.265 frames go through internal/h26x in both payload forms: Annex
+// B without a description (the browser publisher) becomes length-prefixed
+// NAL units, and the avcC/hvcC is built from the in-band parameter sets.
+// Whenever those change mid-stream, a new sequence header is written
+// before the frame. Video frames before the first keyframe, and before the
+// first complete parameter sets, are dropped.
+//
+// # Timestamps
+//
+// FLV tag times are 32-bit milliseconds (24 bits plus an extension byte).
+// By default the first frame becomes time 0 (Options.KeepTimestamps keeps
+// the source clock; times past 2^32 ms then wrap, which ffmpeg unwraps).
+// Tags carry decode times: for H.264/H.265 they come from the h26x DTS
+// estimator (picture order count; else presentation time minus the catalog
+// jitter, 100 ms by default), which puts the first keyframe's decode time
+// at its presentation time, so video starts at 0 too. Decode times never go
+// back within a kind and never below 0 (video strictly increases, clamped
+// when needed); the composition offset PTS-DTS is signed. AV1 and VP9 carry
+// no composition time: their decode order is their presentation order.
+//
+// Discontinuity keeps the timeline continuous. At the track's next frame
+// its decode-time estimate restarts, video waits for a keyframe and the
+// sequence header is sent again (the publisher may have restarted with new
+// settings). If that frame would go back in time, a global offset moves
+// every track forward so that the track resumes one frame duration after
+// its last frame, and audio and video stay aligned; a gap forward is kept
+// as it is, since it is real time.
+//
+// # Tracks
+//
+// FLV holds one video and one audio track. The first track of each kind
+// that AddTrack accepts is used; later ones get an error wrapping
+// ErrTrackLimit, which the engine logs as a warning, and their frames are
+// ignored. After the header, a new track is accepted only to replace a
+// removed one of the same kind and codec family; others get
+// mux.ErrLateTrack.
+//
+// # Metadata
+//
+// The header is followed by an onMetaData script tag (width, height,
+// framerate, videocodecid and audiocodecid, the FourCC as a number for
+// Enhanced codecs, audio sample rate and channels, duration 0 and filesize
+// 0 as for a live stream). When the output is an io.WriteSeeker whose Seek
+// works, Close overwrites duration and filesize in place: AMF0 numbers are
+// fixed-size, so nothing moves.
+//
+// # What is hand-written and why
+//
+// The FLV framing (file header, tag headers, PreviousTagSize) is written
+// here: the Go FLV library github.com/yutopp/go-flv is not served by the Go
+// module proxy, and the framing is a few fixed-size headers. AMF0 for
+// onMetaData comes from github.com/bluenviron/gortmplib/pkg/amf0, the
+// AudioSpecificConfig from github.com/bluenviron/mediacommon/v2's
+// mpeg4audio, and avcC/hvcC, Annex B conversion and decode times from
+// internal/h26x. The OpusHead is built here because mediacommon v2.9.3's
+// opus.IDHeader.Marshal writes its multi-byte fields big-endian where RFC
+// 7845 has them little-endian (decoders then skip about 300 ms). The av1C
+// and vpcC built from a codec string are 4 and 12 fixed bytes that no
+// library offers.
 package flv

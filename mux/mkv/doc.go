@@ -1,2 +1,82 @@
-// Package mkv writes the mkv container for the export engine.
+// Package mkv writes Matroska and WebM for the export engine: Writer is a
+// mux.Muxer over an io.Writer.
+//
+// # What it owns
+//
+// The container layout, the mapping of catalog tracks to TrackEntries
+// (CodecID, CodecPrivate, geometry, Opus CodecDelay/SeekPreRoll), the
+// timeline (timestamps in µs become a millisecond Matroska timeline rebased
+// to 0 unless Options.KeepTimestamps), Cluster placement, Cues and the
+// finalization of seekable output. Codec records are parsed with mediacommon
+// and the codec payloads are passed through untouched (H.264/H.265 given as
+// Annex B are converted to length-prefixed NAL units by internal/h26x).
+//
+// # Two forms
+//
+// To a pipe or any writer that cannot seek, the output is the live form: an
+// EBML header, a Segment of unknown size, SeekHead+Info+Tracks, then
+// Clusters of unknown size holding SimpleBlocks (keyframe flag set on video
+// keyframes and on every audio frame). One Write call per frame, no
+// buffering beyond it, so the file is playable as it grows and after a
+// crash.
+//
+// To an io.WriteSeeker that can seek (a regular file; an *os.File on a pipe
+// fails its Seek and gets the live form) the same bytes are written, and
+// Close finalizes them: it appends Cues (one CuePoint per video keyframe,
+// or per Cluster in audio-only files), patches the size of every Cluster
+// and of the Segment, and rewrites the space reserved after the Segment
+// start with a SeekHead that also points at the Cues and an Info with the
+// Duration (followed by a Void). Until Close the file is a valid live-form
+// file, so an interrupted recording stays playable; the CLI routes Ctrl-C
+// to Close.
+//
+// A new Cluster starts at every video keyframe (except that audio before
+// the first one shares the first Cluster), after Options.MaxClusterDuration,
+// whenever the signed 16-bit block offset would overflow, and at the first
+// block after a Discontinuity. No BlockDuration is written and the
+// frame-duration estimate used for Duration never spans a gap.
+//
+// # DocType
+//
+// "webm" when every track is VP8, VP9, AV1 or Opus, otherwise "matroska";
+// Options.DocType "webm" refuses other codecs with a *mux.UnsupportedCodecError
+// suggesting mkv. H.264, H.265, AV1, VP8, VP9, Opus, AAC, FLAC, MP3, MP2,
+// AC-3 and E-AC-3 are carried; anything else is refused.
+//
+// # Header wait
+//
+// The header is written at the first frame when every track has its
+// configuration from the catalog. A track that must take it from its first
+// keyframe (Annex B H.264/H.265: SPS/PPS(/VPS) for the avcC/hvcC; AV1
+// without av1C: the sequence header; VP8/VP9 without a size: the frame
+// header) holds the header back: meanwhile that track's frames before such
+// a keyframe are dropped and counted in Stats.Dropped (they cannot be
+// decoded anyway), and the other tracks' frames are buffered. After
+// Options.HeaderWait of buffered media the header is written without the
+// tracks still waiting, which are logged and dropped from then on.
+//
+// # Late tracks
+//
+// AddTrack is accepted until the header is written; after that it returns
+// an error wrapping mux.ErrLateTrack, because a Matroska Segment's Tracks
+// cannot grow once players have read them. The engine and the CLI then go
+// on without the track and log a warning.
+//
+// # Why part of it is hand-written
+//
+// ebml-go encodes every element here (EBML header, SeekHead, Info, Tracks,
+// Cluster starts, Cues) from structs. Its own block writer (mkvcore) does
+// not fit a recorder: it runs a goroutine per writer that panics on a write
+// error unless given a handler (and with one, stops, so later writes block
+// forever), cannot start a Cluster on
+// demand (discontinuity), never writes the Segment size and downsamples Cues
+// into space reserved up front. So the Writer drives the layout itself and
+// writes three things by hand: the SimpleBlock header (a few bytes per
+// frame; ebml-go's reflective marshaller would copy every payload through a
+// buffer), the 8-byte size patches at Close, and Void padding. mediacommon
+// parses OpusHead, AudioSpecificConfig, AV1 sequence headers and VP9 frame
+// headers and builds AudioSpecificConfigs; the OpusHead (whose multi-byte
+// fields mediacommon v2.9.3 encodes big-endian, against RFC 7845), the av1C
+// record (no writer in mediacommon) and the VP8 frame size (six bytes, no
+// parser in mediacommon) are done here.
 package mkv

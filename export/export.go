@@ -1,0 +1,597 @@
+package export
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/jitter"
+	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/mux"
+)
+
+// Options configures an Export. The zero value exports every rendition the
+// muxer accepts with a 500 ms jitter delay.
+type Options struct {
+	// CatalogTrack is the catalog's track name: catalog.TrackName (the
+	// default) or catalog.CompressedTrackName.
+	CatalogTrack string
+	// Delay bounds how long a lagging track holds the output (see package
+	// jitter). Zero means jitter.DefaultDelay.
+	Delay time.Duration
+	// Latency is how far a newer group must be ahead before a track gives up
+	// on a stalled group (see model.Track.Subscribe). Zero means Delay.
+	Latency time.Duration
+	// Late is the policy for frames that arrive after later ones left.
+	Late jitter.LatePolicy
+	// Video and Audio name the renditions to export. A nil list means every
+	// rendition of that kind the muxer can carry (up to MaxVideo/MaxAudio);
+	// an empty non-nil list means none. A named rendition the muxer cannot
+	// carry is an error.
+	Video, Audio []string
+	// MaxVideo and MaxAudio cap how many renditions of each kind are
+	// exported when they are not named; 0 means no cap. FLV uses 1 and 1.
+	MaxVideo, MaxAudio int
+	// MaxDuration stops the export after this much media time; 0 means no
+	// limit.
+	MaxDuration time.Duration
+	// Segment, with NextMuxer, starts a new output at the first video
+	// keyframe (any keyframe when there is no video) after Segment of media
+	// time. NextMuxer is called after the previous muxer was closed, with the
+	// number of the new segment (the first output is segment 0).
+	Segment   time.Duration
+	NextMuxer func(n int) (mux.Muxer, error)
+	// Resolve returns the broadcast a rendition's "broadcast" reference
+	// names (resolved relative to the catalog's broadcast, see package
+	// subscribe). Nil: such renditions are skipped with a warning.
+	Resolve func(ref string) (*model.Broadcast, error)
+	// Logger receives warnings (skipped renditions, late frames, ...).
+	// Nil means slog.Default().
+	Logger *slog.Logger
+	// Now is the wall clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Stats is a snapshot of an export's counters.
+type Stats struct {
+	Tracks          int           // tracks being exported now
+	Frames          int64         // frames written
+	Bytes           int64         // payload bytes written
+	Late            int64         // late frames (dropped or passed)
+	Dropped         int64         // frames dropped (late ones and their dependents)
+	Skipped         int64         // groups abandoned for newer ones
+	Discontinuities int64         // discontinuities passed to the muxer
+	Segments        int           // outputs started (1 without segmenting)
+	MediaTime       time.Duration // media time written since the first frame
+}
+
+type trackState struct {
+	track    mux.Track
+	consumer *model.Consumer
+	explicit bool
+	ended    bool
+	removed  bool // left the catalog: remove from the muxer once drained
+}
+
+// Export copies one broadcast into one muxer.
+type Export struct {
+	bc   *model.Broadcast
+	m    mux.Muxer
+	opts Options
+	log  *slog.Logger
+
+	ready    *model.ReadySet
+	scratch  []*model.Consumer
+	jit      *jitter.Buffer
+	catCons  *model.Consumer
+	catRead  catalogReader
+	catEnded bool
+	started  bool
+
+	tracks  map[string]*trackState // by rendition name
+	byToken []*trackState          // by consumer token
+	byID    map[int]*trackState    // by mux track ID
+	leaving []*trackState          // left the catalog, not yet removed from the muxer
+	refused map[string]bool        // renditions the muxer refused, by name
+	nextID  int
+
+	firstTS     int64
+	haveFirst   bool
+	segStart    int64
+	segments    int
+	hasVideo    bool
+	finished    bool
+	timeUp      bool // stopped by MaxDuration: what is buffered is past the end
+	muxerClosed bool
+
+	statsMu sync.Mutex
+	stats   Stats
+	frames  atomic.Int64
+	bytes   atomic.Int64
+	media   atomic.Int64
+}
+
+// New returns an export of bc into m. Nothing happens until Run or Poll.
+func New(bc *model.Broadcast, m mux.Muxer, opts Options) *Export {
+	if opts.CatalogTrack == "" {
+		opts.CatalogTrack = catalog.TrackName
+	}
+	if opts.Delay == 0 {
+		opts.Delay = jitter.DefaultDelay
+	}
+	if opts.Latency == 0 {
+		opts.Latency = max(opts.Delay, 0)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Export{
+		bc: bc, m: m, opts: opts, log: log,
+		ready:    model.NewReadySet(),
+		jit:      jitter.New(jitter.Options{Delay: opts.Delay, Late: opts.Late, Now: opts.Now}),
+		catRead:  catalogReader{compressed: strings.HasSuffix(opts.CatalogTrack, ".z")},
+		tracks:   map[string]*trackState{},
+		byID:     map[int]*trackState{},
+		refused:  map[string]bool{},
+		segments: 1,
+	}
+}
+
+// Stats returns the export's counters. It is safe to call from any
+// goroutine while the export runs.
+func (e *Export) Stats() Stats {
+	e.statsMu.Lock()
+	s := e.stats
+	e.statsMu.Unlock()
+	s.Frames, s.Bytes, s.MediaTime = e.frames.Load(), e.bytes.Load(), time.Duration(e.media.Load())*time.Microsecond
+	return s
+}
+
+// Done reports whether the export finished: the broadcast ended, or
+// MaxDuration was reached.
+func (e *Export) Done() bool { return e.finished }
+
+// start subscribes to the catalog track.
+func (e *Export) start() error {
+	if e.started {
+		return nil
+	}
+	t, err := e.bc.Track(e.opts.CatalogTrack)
+	if err != nil {
+		return fmt.Errorf("export: catalog: %w", err)
+	}
+	e.started = true
+	e.catCons = t.Subscribe(0)
+	e.catCons.Token = -1
+	e.catCons.Watch(e.ready)
+	return nil
+}
+
+// Poll does whatever work is ready without blocking: it reads the tracks
+// that received something, and writes the frames the jitter buffer releases.
+// A poll that nothing woke returns at once.
+func (e *Export) Poll() error {
+	if e.started && e.ready.Empty() && !e.jitterDue() {
+		return nil
+	}
+	return e.poll()
+}
+
+func (e *Export) jitterDue() bool {
+	d, ok := e.jit.Deadline()
+	return ok && !e.opts.Now().Before(d)
+}
+
+func (e *Export) poll() error {
+	if !e.started {
+		if err := e.start(); err != nil {
+			return err
+		}
+	}
+	e.scratch = e.ready.Take(e.scratch[:0])
+	for _, c := range e.scratch {
+		if c.Token < 0 {
+			if err := e.readCatalog(); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := e.readTrack(e.byToken[c.Token]); err != nil {
+			return err
+		}
+	}
+	clear(e.scratch)
+	for !e.finished {
+		it, ok := e.jit.Pop()
+		if !ok {
+			break
+		}
+		if err := e.write(it); err != nil {
+			return err
+		}
+	}
+	if len(e.leaving) > 0 {
+		if err := e.removeDrained(); err != nil {
+			return err
+		}
+	}
+	e.syncStats()
+	if e.catEnded && e.liveTracks() == 0 {
+		e.finished = true
+	}
+	return nil
+}
+
+// removeDrained removes from the muxer the tracks that left the catalog once
+// the jitter buffer holds none of their frames.
+func (e *Export) removeDrained() error {
+	keep := e.leaving[:0]
+	for _, ts := range e.leaving {
+		if e.jit.Holds(ts.track.ID) {
+			keep = append(keep, ts)
+			continue
+		}
+		if err := e.m.RemoveTrack(ts.track.ID); err != nil {
+			return fmt.Errorf("export: removing track %q: %w", ts.track.Name, err)
+		}
+	}
+	clear(e.leaving[len(keep):])
+	e.leaving = keep
+	return nil
+}
+
+func (e *Export) liveTracks() int {
+	n := 0
+	for _, ts := range e.tracks {
+		if !ts.ended {
+			n++
+		}
+	}
+	return n
+}
+
+func (e *Export) syncStats() {
+	js := e.jit.Stats()
+	e.statsMu.Lock()
+	e.stats.Late, e.stats.Dropped = js.Late, js.Dropped
+	e.stats.Segments = e.segments
+	n := 0
+	var skipped int64
+	for _, ts := range e.byToken {
+		if !ts.ended {
+			n++
+		}
+		skipped += int64(ts.consumer.Skipped())
+	}
+	e.stats.Tracks, e.stats.Skipped = n, skipped
+	e.statsMu.Unlock()
+}
+
+func (e *Export) readTrack(ts *trackState) error {
+	for {
+		ev, ok := ts.consumer.Next()
+		if !ok {
+			return nil
+		}
+		switch ev.Kind {
+		case model.EventFrame:
+			if ts.removed {
+				continue
+			}
+			err := e.jit.Push(mux.Frame{TrackID: ts.track.ID, Timestamp: ev.Frame.Timestamp, Keyframe: ev.Keyframe, Payload: ev.Frame.Payload})
+			if err != nil {
+				return fmt.Errorf("export: %w", err)
+			}
+		case model.EventDiscontinuity:
+			e.jit.PushDiscontinuity(ts.track.ID)
+		case model.EventEnd:
+			if ev.Err != nil {
+				e.log.Warn("track ended with an error", "track", ts.track.Name, "err", ev.Err)
+			}
+			e.endTrack(ts)
+			return nil
+		}
+	}
+}
+
+func (e *Export) endTrack(ts *trackState) {
+	if ts.ended {
+		return
+	}
+	ts.ended = true
+	e.jit.EndTrack(ts.track.ID)
+	ts.consumer.Close()
+}
+
+func (e *Export) readCatalog() error {
+	var latest []byte
+	for {
+		ev, ok := e.catCons.Next()
+		if !ok {
+			break
+		}
+		switch ev.Kind {
+		case model.EventFrame:
+			raw, err := e.catRead.frame(ev.Group, ev.Keyframe, ev.Frame.Payload)
+			if err != nil {
+				e.log.Warn("catalog update ignored", "err", err)
+				continue
+			}
+			latest = raw
+		case model.EventEnd:
+			e.catEnded = true
+			if ev.Err != nil {
+				e.log.Warn("catalog track ended with an error", "err", ev.Err)
+			}
+		}
+	}
+	if latest == nil {
+		return nil
+	}
+	cat, err := catalog.Parse(latest)
+	if err != nil {
+		e.log.Warn("catalog update ignored", "err", err)
+		return nil
+	}
+	return e.applyCatalog(cat)
+}
+
+// applyCatalog adds the renditions that appeared and ends those that left.
+func (e *Export) applyCatalog(cat *catalog.Catalog) error {
+	seen := map[string]bool{}
+	counts := map[mux.Kind]int{}
+	for _, ts := range e.tracks {
+		if !ts.ended {
+			counts[ts.track.Kind]++
+		}
+	}
+	for _, r := range cat.Renditions() {
+		seen[r.Name] = true
+		if err := e.addRendition(r, counts); err != nil {
+			return err
+		}
+	}
+	for name, ts := range e.tracks {
+		if !seen[name] && !ts.ended {
+			e.log.Info("rendition left the catalog", "track", name)
+			ts.removed = true
+			e.endTrack(ts)
+			e.leaving = append(e.leaving, ts)
+		}
+	}
+	for _, want := range [][]string{e.opts.Video, e.opts.Audio} {
+		for _, name := range want {
+			if !seen[name] {
+				e.log.Warn("requested rendition is not in the catalog (yet)", "track", name)
+			}
+		}
+	}
+	return nil
+}
+
+func (e *Export) addRendition(r catalog.Rendition, counts map[mux.Kind]int) error {
+	if existing, ok := e.tracks[r.Name]; ok && !existing.ended {
+		if t := TrackFromRendition(r, existing.track.ID); !sameRendition(t, existing.track) {
+			e.log.Warn("rendition changed its codec configuration; the container keeps the first one", "track", r.Name, "codec", t.Codec)
+		}
+		return nil
+	}
+	if e.refused[r.Name] {
+		return nil
+	}
+	want, limit := e.opts.Video, e.opts.MaxVideo
+	if r.Kind == catalog.KindAudio {
+		want, limit = e.opts.Audio, e.opts.MaxAudio
+	}
+	explicit := want != nil && slices.Contains(want, r.Name)
+	skip := func(msg string, args ...any) {
+		e.refused[r.Name] = true
+		e.log.Warn(msg, append([]any{"track", r.Name}, args...)...)
+	}
+	switch {
+	case want != nil && !explicit:
+		e.refused[r.Name] = true
+		return nil
+	case want == nil && limit > 0 && counts[muxKind(r.Kind)] >= limit:
+		skip("rendition not exported: the container takes only one of each kind; pick another with --video/--audio", "kind", r.Kind)
+		return nil
+	}
+	c := r.Common()
+	if kind := c.ContainerKind(); kind != "legacy" && kind != "loc" {
+		if explicit {
+			return fmt.Errorf("export: rendition %q uses the %q container, which cannot be exported", r.Name, kind)
+		}
+		skip("rendition skipped: unsupported container", "container", kind)
+		return nil
+	}
+	bc := e.bc
+	if c.Broadcast != nil && *c.Broadcast != "" {
+		if e.opts.Resolve == nil {
+			skip("rendition skipped: it lives in another broadcast", "broadcast", *c.Broadcast)
+			return nil
+		}
+		var err error
+		if bc, err = e.opts.Resolve(*c.Broadcast); err != nil {
+			skip("rendition skipped: its broadcast cannot be resolved", "broadcast", *c.Broadcast, "err", err)
+			return nil
+		}
+	}
+	t := TrackFromRendition(r, e.nextID)
+	e.nextID++
+	if err := e.m.AddTrack(t); err != nil {
+		if explicit && !errors.Is(err, mux.ErrLateTrack) {
+			return fmt.Errorf("export: rendition %q: %w", r.Name, err)
+		}
+		skip("rendition not exported", "err", err)
+		return nil
+	}
+	src, err := bc.Track(r.Name)
+	if err != nil {
+		_ = e.m.RemoveTrack(t.ID)
+		skip("rendition not exported: cannot subscribe", "err", err)
+		return nil
+	}
+	ts := &trackState{track: t, explicit: explicit}
+	ts.consumer = src.Subscribe(e.opts.Latency)
+	ts.consumer.Token = len(e.byToken)
+	e.byToken = append(e.byToken, ts)
+	e.byID[t.ID] = ts
+	e.tracks[r.Name] = ts
+	if err := e.jit.AddTrack(t.ID, t.Kind); err != nil {
+		return err
+	}
+	if t.Kind == mux.Video {
+		e.hasVideo = true
+	}
+	counts[t.Kind]++
+	ts.consumer.Watch(e.ready)
+	e.log.Debug("exporting rendition", "track", r.Name, "codec", t.Codec, "id", t.ID)
+	return nil
+}
+
+func muxKind(k catalog.Kind) mux.Kind {
+	if k == catalog.KindVideo {
+		return mux.Video
+	}
+	return mux.Audio
+}
+
+// write hands one released item to the muxer.
+func (e *Export) write(it jitter.Item) error {
+	f := it.Frame
+	if !e.haveFirst {
+		e.haveFirst, e.firstTS, e.segStart = true, f.Timestamp, f.Timestamp
+	}
+	if e.opts.MaxDuration > 0 && f.Timestamp-e.firstTS >= e.opts.MaxDuration.Microseconds() {
+		e.finished, e.timeUp = true, true
+		return nil
+	}
+	if e.opts.Segment > 0 && e.opts.NextMuxer != nil && f.Keyframe && f.Timestamp-e.segStart >= e.opts.Segment.Microseconds() {
+		if ts := e.byID[f.TrackID]; ts.track.Kind == mux.Video || !e.hasVideo {
+			if err := e.rotate(); err != nil {
+				return err
+			}
+			e.segStart = f.Timestamp
+		}
+	}
+	if it.Discontinuity {
+		if err := e.m.Discontinuity(f.TrackID); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		e.statsMu.Lock()
+		e.stats.Discontinuities++
+		e.statsMu.Unlock()
+	}
+	if err := e.m.WriteFrame(f); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	e.frames.Add(1)
+	e.bytes.Add(int64(len(f.Payload)))
+	if d := f.Timestamp - e.firstTS; d > e.media.Load() {
+		e.media.Store(d)
+	}
+	return nil
+}
+
+// rotate closes the current muxer and opens the next segment with the same
+// tracks.
+func (e *Export) rotate() error {
+	if err := e.m.Close(); err != nil {
+		return fmt.Errorf("export: closing segment %d: %w", e.segments, err)
+	}
+	m, err := e.opts.NextMuxer(e.segments)
+	if err != nil {
+		e.muxerClosed = true
+		return fmt.Errorf("export: opening segment %d: %w", e.segments+1, err)
+	}
+	e.segments++
+	e.m = m
+	for _, ts := range e.byToken {
+		if ts.ended && !e.jit.Holds(ts.track.ID) {
+			continue
+		}
+		if err := m.AddTrack(ts.track); err != nil {
+			return fmt.Errorf("export: segment %d: %w", e.segments, err)
+		}
+	}
+	return nil
+}
+
+// Run drives the export until the broadcast ends, MaxDuration is reached or
+// ctx is done; then it releases what the jitter buffer holds, closes the
+// muxer (finalizing the container) and returns. A cancelled ctx returns
+// ctx.Err() after the container was finalized.
+func (e *Export) Run(ctx context.Context) (err error) {
+	defer func() {
+		if cerr := e.finish(); err == nil {
+			err = cerr
+		}
+	}()
+	if err := e.start(); err != nil {
+		return err
+	}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		if err := e.poll(); err != nil {
+			return err
+		}
+		if e.finished {
+			return nil
+		}
+		var deadline <-chan time.Time
+		if d, ok := e.jit.Deadline(); ok {
+			timer.Reset(max(d.Sub(e.opts.Now()), time.Millisecond))
+			deadline = timer.C
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-e.ready.Wakeup():
+		case <-deadline:
+		}
+	}
+}
+
+// finish flushes the jitter buffer into the muxer and closes it. Unless the
+// export was stopped by MaxDuration, everything buffered is written.
+func (e *Export) finish() error {
+	if e.muxerClosed {
+		return nil
+	}
+	e.muxerClosed = true
+	var werr error
+	for !e.timeUp {
+		it, ok := e.jit.Flush()
+		if !ok {
+			break
+		}
+		if werr = e.write(it); werr != nil {
+			break
+		}
+	}
+	for _, ts := range e.byToken {
+		if !ts.ended {
+			ts.consumer.Close()
+		}
+	}
+	if e.catCons != nil {
+		e.catCons.Close()
+	}
+	e.syncStats()
+	if err := e.m.Close(); err != nil && werr == nil {
+		werr = fmt.Errorf("export: finalizing: %w", err)
+	}
+	return werr
+}

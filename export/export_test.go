@@ -1,0 +1,389 @@
+package export_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	moqexport "github.com/moq-export/moq-export"
+	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/export"
+	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/mux"
+)
+
+// recorder is a Muxer that remembers every call.
+type recorder struct {
+	tracks  map[int]mux.Track
+	frames  []mux.Frame
+	discs   []int
+	removed []int
+	closed  bool
+	refuse  map[string]bool // codec families refused as unsupported
+	late    bool            // refuse tracks after the first frame
+}
+
+func newRecorder() *recorder {
+	return &recorder{tracks: map[int]mux.Track{}, refuse: map[string]bool{}}
+}
+
+func (r *recorder) AddTrack(t mux.Track) error {
+	if fam := mux.CodecFamily(t.Codec); r.refuse[fam] {
+		return &mux.UnsupportedCodecError{Container: "test", Codec: t.Codec}
+	}
+	if r.late && len(r.frames) > 0 {
+		return fmt.Errorf("test: %w", mux.ErrLateTrack)
+	}
+	r.tracks[t.ID] = t
+	return nil
+}
+func (r *recorder) RemoveTrack(id int) error { r.removed = append(r.removed, id); return nil }
+func (r *recorder) WriteFrame(f mux.Frame) error {
+	if _, ok := r.tracks[f.TrackID]; !ok {
+		return mux.ErrUnknownTrack
+	}
+	r.frames = append(r.frames, f)
+	return nil
+}
+func (r *recorder) Discontinuity(id int) error { r.discs = append(r.discs, id); return nil }
+func (r *recorder) Close() error               { r.closed = true; return nil }
+
+func (r *recorder) countByName() map[string]int {
+	out := map[string]int{}
+	for _, f := range r.frames {
+		out[r.tracks[f.TrackID].Name]++
+	}
+	return out
+}
+
+// publishDemo fills a broadcast with whole clips of the named samples.
+func publishDemo(t *testing.T, loops int, names ...string) *model.Broadcast {
+	t.Helper()
+	bc := model.NewBroadcast("demo")
+	err := demo.Publish(context.Background(), bc, demo.Options{Renditions: names, Loops: loops, KeepGroups: 10000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bc
+}
+
+func run(t *testing.T, bc *model.Broadcast, m mux.Muxer, opts export.Options) *export.Export {
+	t.Helper()
+	e := export.New(bc, m, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.Run(ctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return e
+}
+
+func TestExportWritesEveryFrameInTimestampOrder(t *testing.T) {
+	bc := publishDemo(t, 2, "h264", "aac", "opus")
+	rec := newRecorder()
+	e := run(t, bc, rec, export.Options{})
+	if !rec.closed {
+		t.Fatal("muxer not closed")
+	}
+	got := rec.countByName()
+	for _, name := range []string{"h264", "aac", "opus"} {
+		want := 2 * len(moqexport.MustLoadSample(name).Frames)
+		if got[name] != want {
+			t.Errorf("%s: %d frames written, want %d", name, got[name], want)
+		}
+	}
+	lastKey := map[int]int64{}
+	var global int64 = -1 << 62
+	for _, f := range rec.frames {
+		key := max(f.Timestamp, lastKey[f.TrackID])
+		lastKey[f.TrackID] = key
+		if key < global {
+			t.Fatalf("order key went back from %d to %d", global, key)
+		}
+		global = key
+	}
+	st := e.Stats()
+	if st.Frames != int64(len(rec.frames)) || st.Late != 0 || st.Dropped != 0 {
+		t.Fatalf("stats %+v, %d frames recorded", st, len(rec.frames))
+	}
+	if st.MediaTime < 7*time.Second {
+		t.Fatalf("media time %v, want about 8s", st.MediaTime)
+	}
+}
+
+func TestKeyframesStartEveryGroup(t *testing.T) {
+	bc := publishDemo(t, 1, "h264")
+	rec := newRecorder()
+	run(t, bc, rec, export.Options{})
+	s := moqexport.MustLoadSample("h264")
+	for i, f := range rec.frames {
+		if f.Keyframe != s.Frames[i].Keyframe {
+			t.Fatalf("frame %d: keyframe %v, want %v", i, f.Keyframe, s.Frames[i].Keyframe)
+		}
+	}
+}
+
+func TestRenditionSelection(t *testing.T) {
+	tests := []struct {
+		name   string
+		opts   export.Options
+		refuse []string
+		want   map[string]bool
+	}{
+		{"all", export.Options{}, nil, map[string]bool{"h264": true, "vp9": true, "aac": true, "opus": true}},
+		{"one of each kind", export.Options{MaxVideo: 1, MaxAudio: 1}, nil, map[string]bool{"h264": true, "aac": true}},
+		{"named", export.Options{Video: []string{"vp9"}, Audio: []string{}}, nil, map[string]bool{"vp9": true}},
+		{"unsupported skipped", export.Options{}, []string{"vp9", "opus"}, map[string]bool{"h264": true, "aac": true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			bc := publishDemo(t, 1, "h264", "vp9", "aac", "opus")
+			rec := newRecorder()
+			for _, f := range tc.refuse {
+				rec.refuse[f] = true
+			}
+			run(t, bc, rec, tc.opts)
+			got := map[string]bool{}
+			for _, tr := range rec.tracks {
+				got[tr.Name] = true
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("exported %v, want %v", got, tc.want)
+			}
+			counts := rec.countByName()
+			for name := range tc.want {
+				if counts[name] != len(moqexport.MustLoadSample(name).Frames) {
+					t.Errorf("%s: %d frames", name, counts[name])
+				}
+			}
+		})
+	}
+}
+
+func TestNamedUnsupportedRenditionIsAnError(t *testing.T) {
+	bc := publishDemo(t, 1, "vp9")
+	rec := newRecorder()
+	rec.refuse["vp9"] = true
+	e := export.New(bc, rec, export.Options{Video: []string{"vp9"}})
+	err := e.Run(context.Background())
+	if !errors.Is(err, mux.ErrUnsupportedCodec) {
+		t.Fatalf("Run error %v, want ErrUnsupportedCodec", err)
+	}
+	if !rec.closed {
+		t.Fatal("muxer not closed after the error")
+	}
+}
+
+func TestMaxDurationStopsAndFinalizes(t *testing.T) {
+	bc := publishDemo(t, 3, "h264", "aac")
+	rec := newRecorder()
+	run(t, bc, rec, export.Options{MaxDuration: 2 * time.Second})
+	if !rec.closed {
+		t.Fatal("muxer not closed")
+	}
+	for _, f := range rec.frames {
+		if f.Timestamp >= 2*time.Second.Microseconds() {
+			t.Fatalf("frame at %d us written past the 2s limit", f.Timestamp)
+		}
+	}
+	if n := rec.countByName()["h264"]; n < 55 || n > 60 {
+		t.Fatalf("%d video frames in 2s at 30 fps", n)
+	}
+}
+
+func TestSegmentsRotateAtVideoKeyframes(t *testing.T) {
+	bc := publishDemo(t, 1, "h264", "aac")
+	first := newRecorder()
+	var segs []*recorder
+	run(t, bc, first, export.Options{
+		Segment: 1500 * time.Millisecond,
+		NextMuxer: func(n int) (mux.Muxer, error) {
+			if n != len(segs)+1 {
+				t.Errorf("segment number %d, want %d", n, len(segs)+1)
+			}
+			r := newRecorder()
+			segs = append(segs, r)
+			return r, nil
+		},
+	})
+	// Keyframes every second over 4s: cuts at 2s (first keyframe after
+	// 1.5s) and then none, since 3s is only 1s later.
+	if len(segs) != 1 {
+		t.Fatalf("%d extra segments, want 1", len(segs))
+	}
+	all := append([]*recorder{first}, segs...)
+	total := 0
+	for i, r := range all {
+		if !r.closed {
+			t.Fatalf("segment %d not closed", i)
+		}
+		if len(r.tracks) != 2 {
+			t.Fatalf("segment %d has %d tracks", i, len(r.tracks))
+		}
+		var firstVideo *mux.Frame
+		for j := range r.frames {
+			if r.tracks[r.frames[j].TrackID].Kind == mux.Video {
+				firstVideo = &r.frames[j]
+				break
+			}
+		}
+		if firstVideo == nil || !firstVideo.Keyframe {
+			t.Fatalf("segment %d does not start with a video keyframe", i)
+		}
+		total += len(r.frames)
+	}
+	want := len(moqexport.MustLoadSample("h264").Frames) + len(moqexport.MustLoadSample("aac").Frames)
+	if total != want {
+		t.Fatalf("%d frames over all segments, want %d", total, want)
+	}
+}
+
+func TestCatalogUpdatesAddAndRemoveTracks(t *testing.T) {
+	bc := model.NewBroadcast("live")
+	catTrack := bc.CreateTrack(catalog.TrackName)
+	writeCatalog := func(names ...string) {
+		cat, _, err := demo.Catalog(names)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := cat.Marshal()
+		g, _ := catTrack.AppendGroup()
+		g.WriteFrame(model.Frame{Payload: data})
+		g.Close(nil)
+	}
+	audio := bc.CreateTrack("aac")
+	video := bc.CreateTrack("h264")
+	rec := newRecorder()
+	e := export.New(bc, rec, export.Options{Delay: 100 * time.Millisecond})
+	writeCatalog("aac")
+	writeFrame := func(tr *model.Track, ts int64) {
+		g, _ := tr.AppendGroup()
+		g.WriteFrame(model.Frame{Timestamp: ts, Payload: []byte{1}})
+		g.Close(nil)
+	}
+	for ts := int64(0); ts < 300_000; ts += 20_000 {
+		writeFrame(audio, ts)
+		if err := e.Poll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeCatalog("aac", "h264")
+	for ts := int64(300_000); ts < 600_000; ts += 20_000 {
+		writeFrame(audio, ts)
+		writeFrame(video, ts)
+		if err := e.Poll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeCatalog("h264")
+	for ts := int64(600_000); ts < 900_000; ts += 20_000 {
+		writeFrame(video, ts)
+		if err := e.Poll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	counts := rec.countByName()
+	if len(rec.tracks) != 2 || counts["aac"] < 25 || counts["h264"] < 20 {
+		t.Fatalf("tracks %v counts %v", rec.tracks, counts)
+	}
+	if len(rec.removed) != 1 || rec.tracks[rec.removed[0]].Name != "aac" {
+		t.Fatalf("removed %v, want the aac track", rec.removed)
+	}
+}
+
+func TestCompressedCatalog(t *testing.T) {
+	bc := model.NewBroadcast("z")
+	cat, _, _ := demo.Catalog([]string{"aac"})
+	data, _ := cat.Marshal()
+	var d catalog.Deflater
+	z, err := d.Frame(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := bc.CreateTrack(catalog.CompressedTrackName).AppendGroup()
+	g.WriteFrame(model.Frame{Payload: z})
+	audio := bc.CreateTrack("aac")
+	for ts := int64(0); ts < 100_000; ts += 20_000 {
+		ag, _ := audio.AppendGroup()
+		ag.WriteFrame(model.Frame{Timestamp: ts, Payload: []byte{1}})
+		ag.Close(nil)
+	}
+	bc.Close(nil)
+	rec := newRecorder()
+	run(t, bc, rec, export.Options{CatalogTrack: catalog.CompressedTrackName})
+	if rec.countByName()["aac"] != 5 {
+		t.Fatalf("got %v", rec.countByName())
+	}
+}
+
+func TestDiscontinuityReachesTheMuxer(t *testing.T) {
+	bc := model.NewBroadcast("d")
+	cat, _, _ := demo.Catalog([]string{"aac"})
+	data, _ := cat.Marshal()
+	cg, _ := bc.CreateTrack(catalog.TrackName).AppendGroup()
+	cg.WriteFrame(model.Frame{Payload: data})
+	audio := bc.CreateTrack("aac")
+	rec := newRecorder()
+	e := export.New(bc, rec, export.Options{})
+	write := func(ts int64) {
+		g, _ := audio.AppendGroup()
+		g.WriteFrame(model.Frame{Timestamp: ts, Payload: []byte{1}})
+		g.Close(nil)
+		if err := e.Poll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(0)
+	write(20_000)
+	empty, _ := audio.AppendGroup() // hang's discontinuity marker
+	empty.Close(nil)
+	write(5_000_000)
+	audio.Discontinuity() // a reconnect: the publisher's clock restarted
+	write(0)
+	bc.Close(nil)
+	if err := e.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.discs) != 2 || len(rec.frames) != 4 {
+		t.Fatalf("discontinuities %v frames %d", rec.discs, len(rec.frames))
+	}
+	if last := rec.frames[3].Timestamp; last < 5_000_000 {
+		t.Fatalf("frame after the restart at %d us: went back in time", last)
+	}
+}
+
+func TestIdlePollReturnsAtOnce(t *testing.T) {
+	bc := publishDemo(t, 1, "aac")
+	rec := newRecorder()
+	e := export.New(bc, rec, export.Options{})
+	for e.Poll() == nil && !e.Done() {
+	}
+	n := len(rec.frames)
+	for range 100 {
+		if err := e.Poll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(rec.frames) != n {
+		t.Fatal("idle polls wrote frames")
+	}
+}
+
+func TestCancelFinalizes(t *testing.T) {
+	bc := model.NewBroadcast("live")
+	ctx, cancel := context.WithCancel(context.Background())
+	go demo.Publish(ctx, bc, demo.Options{Realtime: true})
+	rec := newRecorder()
+	e := export.New(bc, rec, export.Options{Delay: 200 * time.Millisecond})
+	time.AfterFunc(700*time.Millisecond, cancel)
+	err := e.Run(ctx)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run: %v, want context.Canceled", err)
+	}
+	if !rec.closed || len(rec.frames) == 0 {
+		t.Fatalf("closed=%v frames=%d", rec.closed, len(rec.frames))
+	}
+}

@@ -1,0 +1,108 @@
+package h26x_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/moq-export/moq-export/internal/h26x"
+)
+
+func TestDTSIsStrictlyIncreasingAndNotAbovePTS(t *testing.T) {
+	for _, vs := range videoSamples(t) {
+		for _, form := range []string{"avcc", "annexb"} {
+			t.Run(vs.codec.String()+"/"+form, func(t *testing.T) {
+				s := vs.sample
+				if form == "annexb" {
+					s = s.MustAnnexB()
+				}
+				n := mustNormalizer(t, vs.codec, s.Description)
+				d := h26x.NewDTS(vs.codec, 0)
+				prev := int64(-1 << 62)
+				reordered := 0
+				for i, f := range s.Frames {
+					units, err := n.Frame(f.Payload)
+					if err != nil {
+						t.Fatal(err)
+					}
+					dts := d.Next(n.ParamSets(), units, f.Timestamp)
+					if dts <= prev {
+						t.Fatalf("frame %d: DTS %d after %d", i, dts, prev)
+					}
+					if dts > f.Timestamp {
+						t.Fatalf("frame %d: DTS %d > PTS %d", i, dts, f.Timestamp)
+					}
+					// Once the extractor has seen the reorder depth (two
+					// B-frames), DTS trails PTS by at most the four frames
+					// a P-frame after two B-frames needs (as in ffmpeg's
+					// MP4 of the same stream).
+					if i >= 3 && f.Timestamp-dts > 4*33334 {
+						t.Fatalf("frame %d: DTS %d lags PTS %d by more than 4 frames", i, dts, f.Timestamp)
+					}
+					if i > 0 && f.Timestamp < s.Frames[i-1].Timestamp {
+						reordered++
+					}
+					prev = dts
+				}
+				if reordered == 0 {
+					t.Fatal("sample has no reordered frames; the test proves nothing")
+				}
+				if d.Fallbacks != 0 {
+					t.Errorf("%d fallbacks on a clean stream", d.Fallbacks)
+				}
+			})
+		}
+	}
+}
+
+func TestDTSFallsBackToPTSMinusReserve(t *testing.T) {
+	tests := []struct {
+		name    string
+		reserve time.Duration
+		pts     []int64
+		want    []int64
+	}{
+		{"default reserve", 0, []int64{0, 100000, 33333}, []int64{-100000, 0, 1}},
+		{"catalog jitter as reserve", 50 * time.Millisecond, []int64{1000000, 1100000, 1033333, 1066666}, []int64{950000, 1050000, 1050001, 1050002}},
+		{"PTS behind previous DTS", 10 * time.Millisecond, []int64{100000, 50000}, []int64{90000, 90001}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// No parameter sets: the extractor cannot answer.
+			d := h26x.NewDTS(h26x.H264, tt.reserve)
+			for i, pts := range tt.pts {
+				if got := d.Next(h26x.ParamSets{}, [][]byte{{0x41, 0x9a}}, pts); got != tt.want[i] {
+					t.Errorf("frame %d: DTS %d, want %d", i, got, tt.want[i])
+				}
+			}
+			if d.Fallbacks != len(tt.pts) {
+				t.Errorf("Fallbacks = %d, want %d", d.Fallbacks, len(tt.pts))
+			}
+		})
+	}
+}
+
+func TestDTSResetForgetsTheStream(t *testing.T) {
+	vs := videoSamples(t)[0]
+	n := mustNormalizer(t, vs.codec, vs.sample.Description)
+	d := h26x.NewDTS(vs.codec, 0)
+	run := func(base int64) int64 {
+		var last int64
+		for _, f := range vs.sample.Frames[:30] {
+			units, err := n.Frame(f.Payload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			last = d.Next(n.ParamSets(), units, base+f.Timestamp)
+		}
+		return last
+	}
+	end := run(10_000_000)
+	d.Reset()
+	units, _ := n.Frame(vs.sample.Frames[0].Payload)
+	if got := d.Next(n.ParamSets(), units, 0); got != 0 || got >= end {
+		t.Fatalf("after Reset the first keyframe at PTS 0 got DTS %d (before: %d)", got, end)
+	}
+	if d.Fallbacks != 0 {
+		t.Errorf("%d fallbacks", d.Fallbacks)
+	}
+}

@@ -1,0 +1,326 @@
+package jitter
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/moq-export/moq-export/mux"
+)
+
+// DefaultDelay is the default bound on how long a lagging track holds the
+// output back.
+const DefaultDelay = 500 * time.Millisecond
+
+// LatePolicy says what happens to a frame that arrives after frames with
+// later timestamps were released.
+type LatePolicy int
+
+// Late frame policies.
+const (
+	// LateDrop drops late frames, and on video the frames that depend on
+	// them up to the next keyframe. Counted in Stats.Dropped and Stats.Late.
+	LateDrop LatePolicy = iota
+	// LatePass releases late frames at once with their own timestamps.
+	// Counted in Stats.Late.
+	LatePass
+)
+
+// Options configures a Buffer.
+type Options struct {
+	// Delay bounds how long a lagging track holds output back, in media
+	// time (and in wall time when no data flows). Zero means DefaultDelay;
+	// negative means no waiting at all.
+	Delay time.Duration
+	// Late is the policy for late frames.
+	Late LatePolicy
+	// Now returns the wall-clock time; nil means time.Now. Tests set it.
+	Now func() time.Time
+}
+
+// Item is one step of the merged output.
+type Item struct {
+	Frame mux.Frame
+	// Discontinuity is true when the track's timeline broke just before
+	// this frame: tell the muxer before writing it.
+	Discontinuity bool
+	// Late is true for a late frame passed on by LatePass.
+	Late bool
+}
+
+// Stats counts what a Buffer did.
+type Stats struct {
+	Released int64 // frames released
+	Late     int64 // late frames (dropped or passed)
+	Dropped  int64 // frames dropped: late ones, and on video what depends on them
+	Idled    int64 // times a lagging track was declared idle
+	Buffered int   // frames held now
+}
+
+type entry struct {
+	frame mux.Frame
+	key   int64
+	disc  bool
+}
+
+type track struct {
+	id    int
+	video bool
+	queue []entry
+	head  int
+
+	lastKey  int64 // key of the newest frame pushed (minKey before any)
+	offset   int64 // added to timestamps after a backward discontinuity
+	disc     bool  // the next frame follows a discontinuity
+	idle     bool
+	ended    bool
+	dropping bool // video: dropping until the next keyframe
+
+	pendingPos int // position in Buffer.pending, -1 if not there
+	waitingPos int // position in Buffer.waiting, -1 if not there
+}
+
+func (t *track) buffered() int { return len(t.queue) - t.head }
+
+func (t *track) front() *entry { return &t.queue[t.head] }
+
+func (t *track) pop() entry {
+	e := t.queue[t.head]
+	t.queue[t.head] = entry{}
+	t.head++
+	if t.head == len(t.queue) {
+		t.queue, t.head = t.queue[:0], 0
+	}
+	return e
+}
+
+const minKey = math.MinInt64
+
+// Buffer is the cross-track jitter buffer. It is not safe for concurrent
+// use: the export engine drives it from one goroutine.
+type Buffer struct {
+	delay int64 // microseconds; < 0: never wait
+	opts  Options
+
+	tracks map[int]*track
+	// pending holds tracks with buffered frames, by their front key.
+	pending trackHeap
+	// waiting holds live tracks that have nothing buffered, by lastKey:
+	// the ones that can still produce a frame with a smaller key.
+	waiting trackHeap
+	late    []Item // LatePass frames, released before anything else
+
+	released     int64 // key of the newest frame released (minKey before any)
+	maxKey       int64 // newest key pushed on any track
+	blockedSince time.Time
+	stats        Stats
+}
+
+// New returns an empty Buffer.
+func New(opts Options) *Buffer {
+	b := &Buffer{opts: opts, tracks: map[int]*track{}, released: minKey, maxKey: minKey}
+	switch {
+	case opts.Delay == 0:
+		b.delay = DefaultDelay.Microseconds()
+	case opts.Delay < 0:
+		b.delay = -1
+	default:
+		b.delay = opts.Delay.Microseconds()
+	}
+	if b.opts.Now == nil {
+		b.opts.Now = time.Now
+	}
+	b.pending = trackHeap{
+		pos: func(t *track) *int { return &t.pendingPos },
+		less: func(x, y *track) bool {
+			kx, ky := x.front().key, y.front().key
+			return kx < ky || kx == ky && x.id < y.id
+		},
+	}
+	b.waiting = trackHeap{
+		pos:  func(t *track) *int { return &t.waitingPos },
+		less: func(x, y *track) bool { return x.lastKey < y.lastKey },
+	}
+	return b
+}
+
+// AddTrack registers a track. Until its first frame, or until it is
+// declared idle, it holds the output back.
+func (b *Buffer) AddTrack(id int, kind mux.Kind) error {
+	if _, ok := b.tracks[id]; ok {
+		return fmt.Errorf("jitter: track %d added twice", id)
+	}
+	t := &track{id: id, video: kind == mux.Video, lastKey: minKey, pendingPos: -1, waitingPos: -1}
+	b.tracks[id] = t
+	b.waiting.push(t)
+	return nil
+}
+
+// EndTrack says track id will push nothing more. Its buffered frames still
+// leave in order; it no longer holds anything back.
+func (b *Buffer) EndTrack(id int) {
+	t, ok := b.tracks[id]
+	if !ok || t.ended {
+		return
+	}
+	t.ended = true
+	b.waiting.remove(t)
+	if t.buffered() == 0 {
+		delete(b.tracks, id)
+	}
+}
+
+// PushDiscontinuity marks a break in track id's timeline before its next
+// frame.
+func (b *Buffer) PushDiscontinuity(id int) {
+	if t, ok := b.tracks[id]; ok {
+		t.disc = true
+	}
+}
+
+// Push adds the next frame (in decode order) of track f.TrackID.
+func (b *Buffer) Push(f mux.Frame) error {
+	t, ok := b.tracks[f.TrackID]
+	if !ok || t.ended {
+		return fmt.Errorf("jitter: frame for %w %d", mux.ErrUnknownTrack, f.TrackID)
+	}
+	disc := false
+	if t.disc {
+		t.disc, disc = false, true
+		if ts := f.Timestamp + t.offset; t.lastKey != minKey && ts < t.lastKey {
+			// The track went back in time: continue after everything seen.
+			anchor := max(b.maxKey, b.released, t.lastKey)
+			t.offset += anchor - ts
+		}
+	}
+	f.Timestamp += t.offset
+	key := max(f.Timestamp, t.lastKey)
+
+	if t.video && t.dropping {
+		if !f.Keyframe {
+			b.stats.Dropped++
+			return nil
+		}
+		t.dropping = false
+	}
+	if key < b.released {
+		// Late: the output already moved past this frame.
+		b.stats.Late++
+		t.lastKey = key
+		if b.opts.Late == LatePass {
+			b.late = append(b.late, Item{Frame: f, Discontinuity: disc, Late: true})
+			return nil
+		}
+		b.stats.Dropped++
+		if t.video {
+			t.dropping = true
+		}
+		return nil
+	}
+
+	wasEmpty := t.buffered() == 0
+	t.queue = append(t.queue, entry{frame: f, key: key, disc: disc})
+	t.lastKey = key
+	t.idle = false
+	b.maxKey = max(b.maxKey, key)
+	if wasEmpty {
+		b.waiting.remove(t)
+		b.pending.push(t)
+	}
+	b.stats.Buffered++
+	return nil
+}
+
+// Pop returns the next item that may leave now, or false.
+func (b *Buffer) Pop() (Item, bool) {
+	if n := len(b.late); n > 0 {
+		it := b.late[0]
+		copy(b.late, b.late[1:])
+		b.late[n-1] = Item{}
+		b.late = b.late[:n-1]
+		b.stats.Released++
+		return it, true
+	}
+	for b.pending.len() > 0 {
+		t := b.pending.min()
+		key := t.front().key
+		if b.waiting.len() > 0 && b.waiting.min().lastKey < key && b.delay >= 0 {
+			// A live track may still produce an earlier frame.
+			now := b.opts.Now()
+			if b.blockedSince.IsZero() {
+				b.blockedSince = now
+			}
+			if b.maxKey-key < b.delay && now.Sub(b.blockedSince).Microseconds() < b.delay {
+				return Item{}, false
+			}
+			b.idleWaitingBefore(key)
+			continue
+		}
+		return b.release(t), true
+	}
+	return Item{}, false
+}
+
+// idleWaitingBefore declares idle every waiting track that still holds key
+// back: it has lagged for the whole delay.
+func (b *Buffer) idleWaitingBefore(key int64) {
+	for b.waiting.len() > 0 && b.waiting.min().lastKey < key {
+		w := b.waiting.min()
+		b.waiting.remove(w)
+		w.idle = true
+		b.stats.Idled++
+	}
+}
+
+func (b *Buffer) release(t *track) Item {
+	e := t.pop()
+	b.stats.Buffered--
+	b.stats.Released++
+	b.released = max(b.released, e.key)
+	b.blockedSince = time.Time{}
+	if t.buffered() > 0 {
+		b.pending.fix(t.pendingPos)
+	} else {
+		b.pending.remove(t)
+		switch {
+		case t.ended:
+			delete(b.tracks, t.id)
+		case !t.idle:
+			b.waiting.push(t)
+		}
+	}
+	return Item{Frame: e.frame, Discontinuity: e.disc}
+}
+
+// Flush returns the next buffered item regardless of lagging tracks, or
+// false when the buffer is empty. Call it until false at the end of an
+// export.
+func (b *Buffer) Flush() (Item, bool) {
+	if it, ok := b.Pop(); ok {
+		return it, true
+	}
+	if b.pending.len() == 0 {
+		return Item{}, false
+	}
+	b.idleWaitingBefore(math.MaxInt64)
+	return b.Pop()
+}
+
+// Deadline returns when the wall-clock bound will release a blocked output,
+// or false when nothing is blocked.
+func (b *Buffer) Deadline() (time.Time, bool) {
+	if b.blockedSince.IsZero() || b.pending.len() == 0 || b.delay < 0 {
+		return time.Time{}, false
+	}
+	return b.blockedSince.Add(time.Duration(b.delay) * time.Microsecond), true
+}
+
+// Holds reports whether track id is registered and not yet both ended and
+// drained.
+func (b *Buffer) Holds(id int) bool {
+	_, ok := b.tracks[id]
+	return ok
+}
+
+// Stats returns the counters.
+func (b *Buffer) Stats() Stats { return b.stats }

@@ -1,0 +1,347 @@
+package jitter
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/moq-export/moq-export/mux"
+)
+
+const ms = int64(1000) // microseconds
+
+func frame(track int, tsMs int64, key bool) mux.Frame {
+	return mux.Frame{TrackID: track, Timestamp: tsMs * ms, Keyframe: key}
+}
+
+// drain pops everything that may leave now.
+func drain(b *Buffer) []Item {
+	var out []Item
+	for {
+		it, ok := b.Pop()
+		if !ok {
+			return out
+		}
+		out = append(out, it)
+	}
+}
+
+func timestamps(items []Item) []int64 {
+	out := make([]int64, len(items))
+	for i, it := range items {
+		out[i] = it.Frame.Timestamp / ms
+	}
+	return out
+}
+
+// fakeClock is a settable wall clock.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time { return c.t }
+
+func TestFramesOfSeveralTracksLeaveInTimestampOrder(t *testing.T) {
+	b := New(Options{Delay: time.Second})
+	b.AddTrack(1, mux.Video)
+	b.AddTrack(2, mux.Audio)
+	// Video arrives in bursts ahead of audio.
+	for _, f := range []mux.Frame{frame(1, 0, true), frame(1, 33, false), frame(1, 66, false), frame(2, 0, true), frame(2, 20, true), frame(2, 40, true), frame(2, 60, true), frame(2, 80, true)} {
+		if err := b.Push(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := timestamps(drain(b))
+	want := []int64{0, 0, 20, 33, 40, 60, 66}
+	if len(got) != len(want) {
+		t.Fatalf("released %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("released %v, want %v", got, want)
+		}
+	}
+	// 80 waits: video may still produce something between 66 and 80.
+	if b.Stats().Buffered != 1 {
+		t.Fatalf("buffered %d, want 1", b.Stats().Buffered)
+	}
+}
+
+func TestBFramesKeepDecodeOrderWithinTrack(t *testing.T) {
+	b := New(Options{Delay: time.Second})
+	b.AddTrack(1, mux.Video)
+	b.AddTrack(2, mux.Audio)
+	// Decode order I0 P100 B33 B66 P200; audio every 25 ms.
+	for _, f := range []mux.Frame{frame(1, 0, true), frame(1, 100, false), frame(1, 33, false), frame(1, 66, false), frame(1, 200, false)} {
+		b.Push(f)
+	}
+	for ts := int64(0); ts <= 250; ts += 25 {
+		b.Push(frame(2, ts, true))
+	}
+	var video []int64
+	for _, it := range drain(b) {
+		if it.Frame.TrackID == 1 {
+			video = append(video, it.Frame.Timestamp/ms)
+		}
+	}
+	want := []int64{0, 100, 33, 66, 200}
+	for i := range want {
+		if i >= len(video) || video[i] != want[i] {
+			t.Fatalf("video order %v, want %v", video, want)
+		}
+	}
+}
+
+func TestLaggingTrackHoldsOutputAtMostDelay(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(0, 0)}
+	b := New(Options{Delay: 500 * time.Millisecond, Now: clock.now})
+	b.AddTrack(1, mux.Video)
+	b.AddTrack(2, mux.Audio) // never sends
+	for ts := int64(0); ts < 500; ts += 20 {
+		b.Push(frame(1, ts, ts == 0))
+		if got := drain(b); len(got) != 0 {
+			t.Fatalf("at media time %d ms released %v while the audio track lags less than the delay", ts, timestamps(got))
+		}
+	}
+	// Media time reaches the delay: the silent track stops holding output.
+	b.Push(frame(1, 500, false))
+	got := drain(b)
+	if len(got) != 26 || got[0].Frame.Timestamp != 0 || got[25].Frame.Timestamp != 500*ms {
+		t.Fatalf("released %v, want 0..500 ms", timestamps(got))
+	}
+	if b.Stats().Idled != 1 {
+		t.Fatalf("idled %d, want 1", b.Stats().Idled)
+	}
+	// The idle track no longer holds anything back.
+	b.Push(frame(1, 520, false))
+	if got := drain(b); len(got) != 1 {
+		t.Fatalf("released %v after the lagging track went idle, want [520]", timestamps(got))
+	}
+}
+
+func TestStalledOutputLeavesAfterDelayOfWallTime(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(0, 0)}
+	b := New(Options{Delay: 500 * time.Millisecond, Now: clock.now})
+	b.AddTrack(1, mux.Video)
+	b.AddTrack(2, mux.Audio)
+	b.Push(frame(1, 0, true))
+	b.Push(frame(1, 33, false))
+	if got := drain(b); len(got) != 0 {
+		t.Fatalf("released %v before any bound was reached", timestamps(got))
+	}
+	deadline, ok := b.Deadline()
+	if !ok || !deadline.Equal(clock.t.Add(500*time.Millisecond)) {
+		t.Fatalf("deadline %v %v, want now+500ms", deadline, ok)
+	}
+	clock.t = clock.t.Add(499 * time.Millisecond)
+	if got := drain(b); len(got) != 0 {
+		t.Fatalf("released %v before the wall-clock bound", timestamps(got))
+	}
+	clock.t = clock.t.Add(time.Millisecond)
+	if got := drain(b); len(got) != 2 {
+		t.Fatalf("released %v at the wall-clock bound, want both frames", timestamps(got))
+	}
+}
+
+func TestLateFramePolicies(t *testing.T) {
+	tests := []struct {
+		name        string
+		policy      LatePolicy
+		wantVideo   []int64 // video timestamps released after the late burst
+		wantLate    int64
+		wantDropped int64
+	}{
+		// The late P-frame at 40 is dropped, so is the B-frame that depends
+		// on it; video resumes at the next keyframe.
+		{"drop", LateDrop, []int64{2000}, 1, 2},
+		// Both are late: the B-frame's order key is its reference's.
+		{"pass", LatePass, []int64{40, 20, 2000}, 2, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := New(Options{Delay: 500 * time.Millisecond, Late: tc.policy})
+			b.AddTrack(1, mux.Video)
+			b.AddTrack(2, mux.Audio)
+			b.Push(frame(1, 0, true))
+			for ts := int64(0); ts <= 1500; ts += 20 {
+				b.Push(frame(2, ts, true))
+			}
+			drain(b) // video idled; audio ran ahead to 1500
+			b.Push(frame(1, 40, false))
+			b.Push(frame(1, 20, false))
+			b.Push(frame(1, 2000, true))
+			b.Push(frame(2, 2000, true))
+			var video []int64
+			for _, it := range drain(b) {
+				if it.Frame.TrackID == 1 {
+					video = append(video, it.Frame.Timestamp/ms)
+					if it.Late != (it.Frame.Timestamp < 2000*ms) {
+						t.Errorf("frame %d: Late=%v", it.Frame.Timestamp/ms, it.Late)
+					}
+				}
+			}
+			if len(video) != len(tc.wantVideo) {
+				t.Fatalf("video after late burst %v, want %v", video, tc.wantVideo)
+			}
+			for i := range video {
+				if video[i] != tc.wantVideo[i] {
+					t.Fatalf("video after late burst %v, want %v", video, tc.wantVideo)
+				}
+			}
+			st := b.Stats()
+			if st.Late != tc.wantLate || st.Dropped != tc.wantDropped {
+				t.Fatalf("stats %+v, want late=%d dropped=%d", st, tc.wantLate, tc.wantDropped)
+			}
+		})
+	}
+}
+
+func TestDiscontinuityShiftsBackwardJumpAndIsReported(t *testing.T) {
+	b := New(Options{Delay: time.Second})
+	b.AddTrack(1, mux.Audio)
+	for ts := int64(0); ts <= 100; ts += 20 {
+		b.Push(frame(1, ts, true))
+	}
+	b.PushDiscontinuity(1)
+	b.Push(frame(1, 0, true)) // publisher restarted its clock
+	b.Push(frame(1, 20, true))
+	got := drain(b)
+	if len(got) != 8 {
+		t.Fatalf("released %d items, want 8", len(got))
+	}
+	if !got[6].Discontinuity || got[5].Discontinuity || got[7].Discontinuity {
+		t.Fatalf("discontinuity flags wrong: %+v", got)
+	}
+	if got[6].Frame.Timestamp != 100*ms || got[7].Frame.Timestamp != 120*ms {
+		t.Fatalf("after the rewind got %v, want 100, 120", timestamps(got[6:]))
+	}
+	// A forward jump is kept.
+	b.PushDiscontinuity(1)
+	b.Push(frame(1, 5000, true))
+	if got := drain(b); len(got) != 1 || got[0].Frame.Timestamp != 5100*ms || !got[0].Discontinuity {
+		t.Fatalf("forward jump released %+v, want 5100 ms with Discontinuity", got)
+	}
+}
+
+func TestEndedTrackStopsHoldingOutput(t *testing.T) {
+	b := New(Options{Delay: time.Hour})
+	b.AddTrack(1, mux.Video)
+	b.AddTrack(2, mux.Audio)
+	b.Push(frame(1, 0, true))
+	if len(drain(b)) != 0 {
+		t.Fatal("released before the audio track said anything")
+	}
+	b.EndTrack(2)
+	if got := drain(b); len(got) != 1 {
+		t.Fatalf("released %v after the audio track ended, want [0]", timestamps(got))
+	}
+}
+
+func TestFlushReleasesEverythingInOrder(t *testing.T) {
+	b := New(Options{Delay: time.Hour})
+	b.AddTrack(1, mux.Video)
+	b.AddTrack(2, mux.Audio)
+	b.Push(frame(1, 10, true))
+	b.Push(frame(1, 30, false))
+	b.Push(frame(2, 20, true))
+	var got []Item
+	for {
+		it, ok := b.Flush()
+		if !ok {
+			break
+		}
+		got = append(got, it)
+	}
+	if ts := timestamps(got); len(ts) != 3 || ts[0] != 10 || ts[1] != 20 || ts[2] != 30 {
+		t.Fatalf("flushed %v, want 10 20 30", ts)
+	}
+}
+
+// TestNothingLostOrDuplicatedWhenTracksKeepUp checks, over random arrival
+// orders, that every frame leaves exactly once, each track in its own order,
+// and the order keys never decrease.
+func TestNothingLostOrDuplicatedWhenTracksKeepUp(t *testing.T) {
+	for seed := uint64(0); seed < 200; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 42))
+		nTracks := 1 + rng.IntN(6)
+		b := New(Options{Delay: 500 * time.Millisecond, Now: (&fakeClock{t: time.Unix(0, 0)}).now})
+		type gen struct {
+			frames []mux.Frame
+			next   int
+		}
+		gens := make([]*gen, nTracks)
+		total := 0
+		for id := range nTracks {
+			b.AddTrack(id, mux.Kind(1+rng.IntN(2)))
+			g := &gen{}
+			step := int64(10 + rng.IntN(40))
+			ts := int64(rng.IntN(30))
+			for i := range 20 + rng.IntN(40) {
+				pts := ts
+				if i%4 == 1 { // a reference frame presented after two B-frames
+					pts += 2 * step
+				} else if i%4 == 2 || i%4 == 3 {
+					pts -= step
+				}
+				g.frames = append(g.frames, mux.Frame{TrackID: id, Timestamp: pts * ms, Keyframe: i%8 == 0, Payload: []byte{byte(id), byte(i)}})
+				ts += step
+			}
+			gens[id] = g
+			total += len(g.frames)
+		}
+		var out []Item
+		for pushed := 0; pushed < total; {
+			// Pick a track at random, but only among those within 200 ms
+			// of the slowest: every track keeps up within the delay.
+			slowest := int64(1 << 62)
+			for _, g := range gens {
+				if g.next < len(g.frames) {
+					slowest = min(slowest, g.frames[g.next].Timestamp)
+				}
+			}
+			var ready []*gen
+			for _, g := range gens {
+				if g.next < len(g.frames) && g.frames[g.next].Timestamp <= slowest+200*ms {
+					ready = append(ready, g)
+				}
+			}
+			g := ready[rng.IntN(len(ready))]
+			if err := b.Push(g.frames[g.next]); err != nil {
+				t.Fatal(err)
+			}
+			g.next++
+			pushed++
+			if g.next == len(g.frames) {
+				b.EndTrack(g.frames[0].TrackID)
+			}
+			out = append(out, drain(b)...)
+		}
+		for {
+			it, ok := b.Flush()
+			if !ok {
+				break
+			}
+			out = append(out, it)
+		}
+		if len(out) != total {
+			t.Fatalf("seed %d: %d frames out, %d in (stats %+v)", seed, len(out), total, b.Stats())
+		}
+		nextIdx := make([]int, nTracks)
+		lastKey := make([]int64, nTracks)
+		globalKey := int64(-1 << 62)
+		for _, it := range out {
+			id := it.Frame.TrackID
+			if want := gens[id].frames[nextIdx[id]]; it.Frame.Payload[1] != want.Payload[1] {
+				t.Fatalf("seed %d: track %d out of order", seed, id)
+			}
+			nextIdx[id]++
+			key := max(it.Frame.Timestamp, lastKey[id])
+			lastKey[id] = key
+			if key < globalKey {
+				t.Fatalf("seed %d: order key went back from %d to %d", seed, globalKey, key)
+			}
+			globalKey = key
+		}
+		if st := b.Stats(); st.Late != 0 || st.Dropped != 0 {
+			t.Fatalf("seed %d: late/dropped with tracks keeping up: %+v", seed, st)
+		}
+	}
+}

@@ -1,0 +1,290 @@
+package model
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func writeGroup(t *testing.T, tr *Track, seq uint64, close bool, ts ...int64) *Group {
+	t.Helper()
+	g, err := tr.CreateGroup(seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range ts {
+		if err := g.WriteFrame(Frame{Timestamp: x, Payload: []byte{byte(seq), byte(x)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if close {
+		g.Close(nil)
+	}
+	return g
+}
+
+// events drains what the consumer can give now.
+func events(c *Consumer) []Event {
+	var out []Event
+	for {
+		ev, ok := c.Next()
+		if !ok {
+			return out
+		}
+		out = append(out, ev)
+	}
+}
+
+// frameTimes returns the timestamps of frame events, and -1 for a
+// discontinuity, -2 for the end.
+func frameTimes(evs []Event) []int64 {
+	out := make([]int64, len(evs))
+	for i, ev := range evs {
+		switch ev.Kind {
+		case EventFrame:
+			out[i] = ev.Frame.Timestamp
+		case EventDiscontinuity:
+			out[i] = -1
+		case EventEnd:
+			out[i] = -2
+		}
+	}
+	return out
+}
+
+func equal(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestConsumerReadsGroupsInSequenceAndMarksKeyframes(t *testing.T) {
+	tr := NewTrack("v")
+	c := tr.Subscribe(time.Second)
+	writeGroup(t, tr, 0, true, 0, 33, 66)
+	writeGroup(t, tr, 2, true, 200) // arrives before group 1
+	writeGroup(t, tr, 1, true, 100, 133)
+	tr.Close(nil)
+	evs := events(c)
+	if got := frameTimes(evs); !equal(got, []int64{0, 33, 66, 100, 133, 200, -2}) {
+		t.Fatalf("got %v", got)
+	}
+	for _, i := range []int{0, 3, 5} {
+		if !evs[i].Keyframe {
+			t.Errorf("event %d is the first of its group but not a keyframe", i)
+		}
+	}
+	if evs[1].Keyframe || evs[4].Keyframe {
+		t.Error("a frame inside a group is marked keyframe")
+	}
+	if evs[6].Err != nil {
+		t.Errorf("clean end has error %v", evs[6].Err)
+	}
+}
+
+func TestConsumerSkipsStalledGroupOnceNewerIsLatencyAhead(t *testing.T) {
+	tr := NewTrack("v")
+	c := tr.Subscribe(500 * time.Microsecond) // latency in µs of media: 500
+	writeGroup(t, tr, 0, false, 0, 100)       // stalls: never closed
+	if got := frameTimes(events(c)); !equal(got, []int64{0, 100}) {
+		t.Fatalf("got %v", got)
+	}
+	writeGroup(t, tr, 1, false, 300)
+	if got := events(c); len(got) != 0 {
+		t.Fatalf("skipped before the newer group was latency ahead: %v", frameTimes(got))
+	}
+	g1 := tr.groups[1]
+	g1.WriteFrame(Frame{Timestamp: 500})
+	if got := frameTimes(events(c)); !equal(got, []int64{300, 500}) {
+		t.Fatalf("got %v, want the newer group after the skip", got)
+	}
+	if c.Skipped() != 1 {
+		t.Fatalf("skipped %d, want 1", c.Skipped())
+	}
+}
+
+func TestConsumerWaitsForMissingGroupWithinLatency(t *testing.T) {
+	tr := NewTrack("a")
+	c := tr.Subscribe(100 * time.Microsecond)
+	writeGroup(t, tr, 0, true, 0)
+	events(c)
+	writeGroup(t, tr, 2, true, 40) // group 1 is still in flight
+	if got := events(c); len(got) != 0 {
+		t.Fatalf("jumped over a group that may still arrive: %v", frameTimes(got))
+	}
+	writeGroup(t, tr, 1, true, 20)
+	if got := frameTimes(events(c)); !equal(got, []int64{20, 40}) {
+		t.Fatalf("got %v", got)
+	}
+	// Now a gap that never fills: group 4 is 100 ahead, so group 3 is
+	// given up.
+	writeGroup(t, tr, 4, true, 140)
+	if got := frameTimes(events(c)); !equal(got, []int64{140}) {
+		t.Fatalf("got %v", got)
+	}
+}
+
+func TestAbortedGroupMovesToNextGroup(t *testing.T) {
+	tr := NewTrack("v")
+	c := tr.Subscribe(time.Hour)
+	g := writeGroup(t, tr, 0, false, 0, 33)
+	g.Close(errors.New("reset by peer"))
+	writeGroup(t, tr, 1, true, 1000)
+	if got := frameTimes(events(c)); !equal(got, []int64{0, 33, 1000}) {
+		t.Fatalf("got %v", got)
+	}
+	if err := g.WriteFrame(Frame{}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("write after close: %v", err)
+	}
+}
+
+func TestEmptyGroupIsADiscontinuity(t *testing.T) {
+	tr := NewTrack("a")
+	c := tr.Subscribe(time.Hour)
+	writeGroup(t, tr, 0, true, 0)
+	writeGroup(t, tr, 1, true)
+	writeGroup(t, tr, 2, true, 9000)
+	if got := frameTimes(events(c)); !equal(got, []int64{0, -1, 9000}) {
+		t.Fatalf("got %v", got)
+	}
+}
+
+func TestRewindIsADiscontinuity(t *testing.T) {
+	tr := NewTrack("a")
+	c := tr.Subscribe(time.Hour)
+	writeGroup(t, tr, 0, true, 5000, 5020)
+	writeGroup(t, tr, 1, true, 10) // the publisher withdrew and restarted
+	if got := frameTimes(events(c)); !equal(got, []int64{5000, 5020, -1, 10}) {
+		t.Fatalf("got %v", got)
+	}
+}
+
+func TestProducerDiscontinuityRestartsSequence(t *testing.T) {
+	tr := NewTrack("a")
+	c := tr.Subscribe(time.Hour)
+	writeGroup(t, tr, 7, true, 100)
+	events(c)
+	tr.Discontinuity() // reconnect: the new session's groups start anywhere
+	writeGroup(t, tr, 0, true, 50)
+	if got := frameTimes(events(c)); !equal(got, []int64{-1, 50}) {
+		t.Fatalf("got %v", got)
+	}
+}
+
+func TestTrackErrorIsReportedAfterBufferedFrames(t *testing.T) {
+	tr := NewTrack("v")
+	c := tr.Subscribe(time.Hour)
+	writeGroup(t, tr, 0, false, 0, 33)
+	boom := errors.New("relay went away")
+	tr.Close(boom)
+	evs := events(c)
+	if got := frameTimes(evs); !equal(got, []int64{0, 33, -2}) || !errors.Is(evs[2].Err, boom) {
+		t.Fatalf("got %v err %v", got, evs[len(evs)-1].Err)
+	}
+	if _, err := tr.CreateGroup(1); !errors.Is(err, ErrClosed) {
+		t.Fatalf("CreateGroup after close: %v", err)
+	}
+	if _, ok := c.Next(); ok {
+		t.Fatal("event after the end")
+	}
+}
+
+func TestDuplicateGroupIsRefused(t *testing.T) {
+	tr := NewTrack("v")
+	writeGroup(t, tr, 3, true, 0)
+	if _, err := tr.CreateGroup(3); !errors.Is(err, ErrDuplicateGroup) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestTrackKeepsOnlyNewestGroups(t *testing.T) {
+	tr := NewTrack("a")
+	tr.SetKeepGroups(2)
+	for seq := range uint64(5) {
+		writeGroup(t, tr, seq, true, int64(seq))
+	}
+	c := tr.Subscribe(time.Hour)
+	if got := frameTimes(events(c)); !equal(got, []int64{3, 4}) {
+		t.Fatalf("got %v", got)
+	}
+}
+
+func TestReadySetListsEachChangedConsumerOnce(t *testing.T) {
+	r := NewReadySet()
+	a, b, idle := NewTrack("a"), NewTrack("b"), NewTrack("idle")
+	ca, cb, ci := a.Subscribe(0), b.Subscribe(0), idle.Subscribe(0)
+	for _, c := range []*Consumer{ca, cb, ci} {
+		c.Watch(r)
+	}
+	if got := r.Take(nil); len(got) != 3 {
+		t.Fatalf("Watch should mark every consumer once, got %d", len(got))
+	}
+	select {
+	case <-r.Wakeup():
+	default:
+		t.Fatal("no wakeup after marking")
+	}
+	if !r.Empty() {
+		t.Fatal("not empty after Take")
+	}
+	writeGroup(t, a, 0, true, 1, 2, 3)
+	writeGroup(t, a, 1, true, 4)
+	writeGroup(t, b, 0, false, 1)
+	got := r.Take(nil)
+	if len(got) != 2 || got[0] != ca || got[1] != cb {
+		t.Fatalf("ready %v, want a then b once each", got)
+	}
+	// A change while the reader works puts the consumer back.
+	writeGroup(t, a, 2, true, 5)
+	if got := r.Take(nil); len(got) != 1 || got[0] != ca {
+		t.Fatalf("ready %v after a new group", got)
+	}
+	if !r.Empty() {
+		t.Fatal("idle consumer marked")
+	}
+	ci.Close()
+	writeGroup(t, idle, 0, true, 1)
+	if !r.Empty() {
+		t.Fatal("closed consumer marked")
+	}
+}
+
+func TestBroadcastTracksAndRequests(t *testing.T) {
+	b := NewBroadcast("room/cam")
+	if b.Name() != "room/cam" {
+		t.Fatal(b.Name())
+	}
+	v := b.CreateTrack("video")
+	if got, _ := b.Track("video"); got != v {
+		t.Fatal("Track did not return the produced track")
+	}
+	requested := ""
+	b.HandleRequests(func(name string) (*Track, error) {
+		requested = name
+		if name == "missing" {
+			return nil, ErrNotFound
+		}
+		return NewTrack(name), nil
+	})
+	if _, err := b.Track("audio"); err != nil || requested != "audio" {
+		t.Fatalf("request handler not used: %v %q", err, requested)
+	}
+	if _, err := b.Track("missing"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("got %v", err)
+	}
+	if got := b.TrackNames(); len(got) != 2 || got[0] != "audio" || got[1] != "video" {
+		t.Fatalf("tracks %v", got)
+	}
+	b.Close(nil)
+	<-b.Done()
+	c := v.Subscribe(0)
+	if ev, ok := c.Next(); !ok || ev.Kind != EventEnd {
+		t.Fatal("track of a closed broadcast did not end")
+	}
+}

@@ -1,0 +1,670 @@
+package mkv
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/at-wat/ebml-go"
+	"github.com/at-wat/ebml-go/webm"
+
+	"github.com/moq-export/moq-export/internal/h26x"
+	"github.com/moq-export/moq-export/mux"
+)
+
+// Options configures a Writer. The zero value is ready to use.
+type Options struct {
+	// DocType is "" to choose automatically ("webm" when every track is
+	// VP8, VP9, AV1 or Opus, else "matroska"), "webm" to refuse every other
+	// codec, or "matroska" (alias "mkv").
+	DocType string
+	// KeepTimestamps writes the frames' timestamps as they are instead of
+	// rebasing the first frame to 0.
+	KeepTimestamps bool
+	// Logger receives warnings (dropped frames, tracks given up on). Nil
+	// discards them.
+	Logger *slog.Logger
+	// HeaderWait bounds how much media, by timestamp, the Writer buffers
+	// while a track still waits for the codec configuration carried in its
+	// first keyframe (Annex B H.264/H.265, AV1 without av1C, VP8/VP9
+	// without a size). When it is exceeded the header is written without
+	// the tracks still waiting, and their frames are dropped. 0 means 5s.
+	HeaderWait time.Duration
+	// MaxClusterDuration starts a new Cluster when the current one spans
+	// this much, even without a video keyframe (audio-only files, long
+	// GOPs). 0 means 5s; values above 32s are capped by the 16-bit block
+	// offset anyway.
+	MaxClusterDuration time.Duration
+	// WritingApp names the program in the Info element; "" means
+	// "moq-export".
+	WritingApp string
+}
+
+// Stats counts what a Writer did so far.
+type Stats struct {
+	// Frames and Bytes count the SimpleBlocks written and their payloads.
+	Frames, Bytes int64
+	// Dropped counts frames not written: frames of a track before the
+	// keyframe that carries its configuration, frames of tracks given up
+	// on, and empty payloads.
+	Dropped int64
+	// Clamped counts frames whose timestamp lay before the start of the
+	// file and were written at 0.
+	Clamped int64
+	// Clusters and Cues count the Clusters started and the CuePoints
+	// recorded.
+	Clusters, Cues int
+}
+
+// Writer is a Matroska/WebM mux.Muxer. Create it with NewWriter.
+type Writer struct {
+	w    io.Writer
+	ws   io.WriteSeeker // nil when the output cannot seek
+	base int64          // offset of the file start in ws
+	pos  int64          // bytes written so far
+	opts Options
+	log  *slog.Logger
+
+	tracks []*track
+	byID   map[int]*track
+
+	started bool // header written
+	closed  bool
+	err     error // sticky write error
+	docType string
+
+	pending      []pendingFrame
+	pendingBytes int
+
+	originSet bool
+	origin    int64 // µs subtracted from every timestamp
+
+	segData    int64 // offset of the Segment's data (SeekHead) in the file
+	regionSize int
+	tracksPos  int64 // offset of Tracks relative to segData
+	hasVideo   bool
+
+	inCluster       bool
+	clusterTs       int64 // ms
+	clusterHasVideo bool
+	breakCluster    bool
+	clusterPos      []int64 // cluster offsets relative to segData
+	cues            []webm.CuePoint
+	endMs           int64 // end of the last frame, ms, for Duration
+
+	buf   []byte
+	stats Stats
+}
+
+type track struct {
+	mux.Track
+	family string
+	number uint64
+	entry  trackEntry
+
+	ready    bool             // codec configuration and geometry known
+	norm     *h26x.Normalizer // H.264/H.265 given as Annex B, converted on write
+	conv     []byte           // annexBToAVCC's output buffer
+	psWarned bool
+	removed  bool
+	disabled bool // header written while it still waited: frames are dropped
+	warned   bool
+
+	// recent holds the last timestamps (µs) since the last discontinuity;
+	// minDelta is the smallest positive gap between any two of them, the
+	// frame duration estimate that Duration adds to the last frame. A
+	// window rather than the previous frame, because in decode order with
+	// B-frames neighbours are rarely one frame apart.
+	recent   [16]int64
+	nrecent  int
+	minDelta int64
+}
+
+type pendingFrame struct {
+	t       *track
+	ts      int64
+	key     bool
+	payload []byte
+	disc    bool // a discontinuity marker for t (all tracks when t == nil)
+}
+
+var _ mux.Muxer = (*Writer)(nil)
+
+// NewWriter returns a Writer that writes to w. When w is an io.WriteSeeker
+// that can actually seek (a regular file, not a pipe), Close finalizes the
+// file with SeekHead, Cues, Duration and sizes; otherwise the output is the
+// live form, a Segment and Clusters of unknown size, playable as it grows.
+// The header is written at the first frame.
+func NewWriter(w io.Writer, opts Options) *Writer {
+	mw := &Writer{w: w, opts: opts, byID: map[int]*track{}, log: opts.Logger}
+	if mw.log == nil {
+		mw.log = slog.New(slog.DiscardHandler)
+	}
+	if mw.opts.HeaderWait <= 0 {
+		mw.opts.HeaderWait = 5 * time.Second
+	}
+	if mw.opts.MaxClusterDuration <= 0 {
+		mw.opts.MaxClusterDuration = 5 * time.Second
+	}
+	if mw.opts.WritingApp == "" {
+		mw.opts.WritingApp = "moq-export"
+	}
+	if ws, ok := w.(io.WriteSeeker); ok {
+		if off, err := ws.Seek(0, io.SeekCurrent); err == nil {
+			mw.ws, mw.base = ws, off
+		}
+	}
+	return mw
+}
+
+// Seekable reports whether Close will finalize the output (the writer can
+// seek).
+func (w *Writer) Seekable() bool { return w.ws != nil }
+
+// Stats returns counters of what was written so far.
+func (w *Writer) Stats() Stats { return w.stats }
+
+func (w *Writer) container() string {
+	if w.docTypeOption() == "webm" {
+		return "webm"
+	}
+	return "mkv"
+}
+
+func (w *Writer) docTypeOption() string {
+	switch strings.ToLower(w.opts.DocType) {
+	case "mkv":
+		return "matroska"
+	default:
+		return strings.ToLower(w.opts.DocType)
+	}
+}
+
+// AddTrack adds a track. It fails with an error wrapping mux.ErrLateTrack
+// once the header is written: Matroska cannot add a track to a Segment that
+// is already being played. The engine then goes on without the track and
+// logs a warning (the CLI does the same), so a late rendition is missing
+// from the file rather than ending the recording.
+func (w *Writer) AddTrack(mt mux.Track) error {
+	if w.closed {
+		return mux.ErrClosed
+	}
+	if _, dup := w.byID[mt.ID]; dup {
+		return fmt.Errorf("mkv: track %d added twice", mt.ID)
+	}
+	switch dt := w.docTypeOption(); dt {
+	case "", "webm", "matroska":
+	default:
+		return fmt.Errorf("mkv: unknown DocType %q (want \"\", \"webm\" or \"matroska\")", w.opts.DocType)
+	}
+	fam := mux.CodecFamily(mt.Codec)
+	if _, ok := codecIDs[fam]; !ok {
+		return fmt.Errorf("mkv: track %d: %w", mt.ID, &mux.UnsupportedCodecError{Container: w.container(), Codec: mt.Codec})
+	}
+	if w.docTypeOption() == "webm" && !webmFamilies[fam] {
+		return fmt.Errorf("mkv: track %d: %w", mt.ID, &mux.UnsupportedCodecError{Container: "webm", Codec: mt.Codec, Suggest: "mkv"})
+	}
+	if w.started {
+		return fmt.Errorf("mkv: track %d (%s %s): %w", mt.ID, mt.Kind, mt.Codec, mux.ErrLateTrack)
+	}
+	t := &track{Track: mt, family: fam}
+	if err := t.configure(); err != nil {
+		return fmt.Errorf("mkv: %w", err)
+	}
+	w.tracks = append(w.tracks, t)
+	w.byID[mt.ID] = t
+	return nil
+}
+
+// RemoveTrack ends a track. Before the header it is left out of the file;
+// after, its frames are refused with mux.ErrUnknownTrack.
+func (w *Writer) RemoveTrack(id int) error {
+	if w.closed {
+		return mux.ErrClosed
+	}
+	t, ok := w.byID[id]
+	if !ok || t.removed {
+		return fmt.Errorf("mkv: remove track %d: %w", id, mux.ErrUnknownTrack)
+	}
+	t.removed = true
+	if !w.started {
+		w.pending = slices.DeleteFunc(w.pending, func(p pendingFrame) bool { return p.t == t })
+		return w.maybeStart()
+	}
+	return nil
+}
+
+// Discontinuity makes the next block start a new Cluster and keeps the gap
+// out of the frame-duration estimate of the track (id < 0: all tracks).
+func (w *Writer) Discontinuity(id int) error {
+	if w.closed {
+		return mux.ErrClosed
+	}
+	var t *track
+	if id >= 0 {
+		var ok bool
+		if t, ok = w.byID[id]; !ok || t.removed {
+			return fmt.Errorf("mkv: discontinuity on track %d: %w", id, mux.ErrUnknownTrack)
+		}
+	}
+	if !w.started {
+		w.pending = append(w.pending, pendingFrame{t: t, disc: true})
+		return nil
+	}
+	w.discontinuity(t)
+	return nil
+}
+
+func (w *Writer) discontinuity(t *track) {
+	w.breakCluster = true
+	for _, u := range w.tracks {
+		if t == nil || u == t {
+			u.nrecent = 0
+		}
+	}
+}
+
+// WriteFrame writes one frame as a SimpleBlock. Frames of a track that waits
+// for its configuration are dropped until its first usable keyframe; frames
+// of ready tracks are buffered until every track is ready (bounded by
+// Options.HeaderWait), then the header and the buffer are written.
+func (w *Writer) WriteFrame(f mux.Frame) error {
+	if w.closed {
+		return mux.ErrClosed
+	}
+	if w.err != nil {
+		return w.err
+	}
+	t, ok := w.byID[f.TrackID]
+	if !ok || t.removed {
+		return fmt.Errorf("mkv: frame for track %d: %w", f.TrackID, mux.ErrUnknownTrack)
+	}
+	if t.disabled || len(f.Payload) == 0 {
+		w.stats.Dropped++
+		return nil
+	}
+	if t.Kind == mux.Audio {
+		// Every audio frame is a random access point for these codecs.
+		f.Keyframe = true
+	}
+	payload := f.Payload
+	if t.norm != nil {
+		var ok bool
+		var why string
+		payload, ok, why = t.annexBToAVCC(f.Payload, f.Keyframe, w.started, w.log)
+		if !ok {
+			w.drop(t, why)
+			return nil
+		}
+	}
+	if w.started {
+		return w.writeBlock(t, f.Timestamp, f.Keyframe, payload)
+	}
+	if !t.ready {
+		if !t.configureFromFrame(payload, f.Keyframe) {
+			w.drop(t, "waiting for a keyframe with the codec configuration")
+			return nil
+		}
+		t.ready = true
+	}
+	w.pending = append(w.pending, pendingFrame{t: t, ts: f.Timestamp, key: f.Keyframe, payload: slices.Clone(payload)})
+	w.pendingBytes += len(payload)
+	return w.maybeStart()
+}
+
+func (w *Writer) drop(t *track, why string) {
+	w.stats.Dropped++
+	if !t.warned {
+		t.warned = true
+		w.log.Warn("mkv: dropping frames", "track", t.ID, "codec", t.Codec, "reason", why)
+	}
+}
+
+// maybeStart writes the header when every track is ready, or when the
+// buffered media exceeds HeaderWait (tracks still waiting are given up).
+func (w *Writer) maybeStart() error {
+	if w.started || len(w.pending) == 0 {
+		return nil
+	}
+	waiting := 0
+	for _, t := range w.tracks {
+		if !t.removed && !t.ready {
+			waiting++
+		}
+	}
+	if waiting > 0 {
+		first, last := int64(math.MaxInt64), int64(math.MinInt64)
+		for _, p := range w.pending {
+			if !p.disc {
+				first, last = min(first, p.ts), max(last, p.ts)
+			}
+		}
+		if last-first < w.opts.HeaderWait.Microseconds() && w.pendingBytes < maxPendingBytes {
+			return nil
+		}
+	}
+	return w.start()
+}
+
+// maxPendingBytes bounds the memory held while the header waits.
+const maxPendingBytes = 64 << 20
+
+// start writes the header with the ready tracks and flushes the frames
+// buffered so far.
+func (w *Writer) start() error {
+	w.started = true
+	var live []*track
+	for _, t := range w.tracks {
+		switch {
+		case t.removed:
+		case !t.ready:
+			t.disabled = true
+			w.log.Warn("mkv: track left out of the file: no codec configuration arrived in time", "track", t.ID, "codec", t.Codec)
+		default:
+			live = append(live, t)
+		}
+	}
+	if err := w.writeHeader(live); err != nil {
+		return w.fail(err)
+	}
+	pending := w.pending
+	w.pending, w.pendingBytes = nil, 0
+	for _, p := range pending {
+		if p.disc {
+			w.discontinuity(p.t)
+			continue
+		}
+		if err := w.writeBlock(p.t, p.ts, p.key, p.payload); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *Writer) fail(err error) error {
+	if w.err == nil {
+		w.err = err
+	}
+	return err
+}
+
+func (w *Writer) write(b []byte) error {
+	n, err := w.w.Write(b)
+	w.pos += int64(n)
+	if err == nil && n < len(b) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		return w.fail(fmt.Errorf("mkv: write: %w", err))
+	}
+	return nil
+}
+
+func (w *Writer) writeHeader(live []*track) error {
+	dt := w.docTypeOption()
+	if dt == "" {
+		dt = "webm"
+		for _, t := range live {
+			if !webmFamilies[t.family] {
+				dt = "matroska"
+			}
+		}
+	}
+	w.docType = dt
+	hdr := ebmlHeaderOnly{Header: webm.EBMLHeader{
+		EBMLVersion: 1, EBMLReadVersion: 1, EBMLMaxIDLength: 4, EBMLMaxSizeLength: 8,
+		DocType: dt, DocTypeVersion: 4, DocTypeReadVersion: 2,
+	}}
+	b, err := marshal(&hdr)
+	if err != nil {
+		return fmt.Errorf("mkv: header: %w", err)
+	}
+	seg, err := marshal(&segmentStart{})
+	if err != nil {
+		return fmt.Errorf("mkv: header: %w", err)
+	}
+	b = append(b, seg...)
+	w.segData = int64(len(b))
+
+	// The region Close rewrites: its final form (three Seek entries and a
+	// Duration) is the largest, so size it for that plus a minimal Void.
+	largest, err := w.region(1, 1)
+	if err != nil {
+		return err
+	}
+	w.regionSize = len(largest) + 2
+	w.tracksPos = int64(w.regionSize)
+	region, err := w.region(0, 0)
+	if err != nil {
+		return err
+	}
+	b = append(b, region...)
+
+	var tr tracksElement
+	for i, t := range live {
+		t.number = uint64(i + 1)
+		t.entry.TrackNumber, t.entry.TrackUID = t.number, t.number
+		tr.Tracks.TrackEntry = append(tr.Tracks.TrackEntry, t.entry)
+		if t.Kind == mux.Video {
+			w.hasVideo = true
+		}
+	}
+	tb, err := marshal(&tr)
+	if err != nil {
+		return fmt.Errorf("mkv: tracks: %w", err)
+	}
+	b = append(b, tb...)
+	return w.write(b)
+}
+
+// region marshals SeekHead and Info padded with a Void to regionSize (or
+// unpadded when regionSize is not set yet). cuesPos 0 leaves the Cues entry
+// out; durationMs 0 leaves Duration out.
+func (w *Writer) region(cuesPos int64, durationMs float64) ([]byte, error) {
+	var r headRegion
+	r.Info = segmentInfo{TimestampScale: 1_000_000, Duration: durationMs, MuxingApp: "moq-export mux/mkv (ebml-go)", WritingApp: w.opts.WritingApp}
+	r.SeekHead.Seek = []seekEntry{
+		{SeekID: ebml.ElementInfo.Bytes()},
+		{SeekID: ebml.ElementTracks.Bytes(), SeekPosition: uint64(w.tracksPos)},
+	}
+	if cuesPos > 0 {
+		r.SeekHead.Seek = append(r.SeekHead.Seek, seekEntry{SeekID: ebml.ElementCues.Bytes(), SeekPosition: uint64(cuesPos)})
+	}
+	// SeekPositions have a fixed 8-byte size, so the SeekHead's length,
+	// which is Info's offset, does not depend on their values.
+	head, err := marshal(&struct {
+		SeekHead any `ebml:"SeekHead"`
+	}{r.SeekHead})
+	if err != nil {
+		return nil, fmt.Errorf("mkv: seekhead: %w", err)
+	}
+	r.SeekHead.Seek[0].SeekPosition = uint64(len(head))
+	b, err := marshal(&r)
+	if err != nil {
+		return nil, fmt.Errorf("mkv: info: %w", err)
+	}
+	if w.regionSize > 0 {
+		if len(b)+2 > w.regionSize {
+			return nil, fmt.Errorf("mkv: header region overflow (%d > %d)", len(b), w.regionSize)
+		}
+		b = appendVoid(b, w.regionSize-len(b))
+	}
+	return b, nil
+}
+
+// msOf converts a frame timestamp (µs) to the file's millisecond timeline,
+// rebased unless KeepTimestamps. It reports false when the time lies before
+// the start.
+func (w *Writer) msOf(ts int64) (int64, bool) {
+	if !w.originSet {
+		w.originSet = true
+		if !w.opts.KeepTimestamps {
+			w.origin = ts
+		}
+	}
+	d := ts - w.origin
+	if w.origin < 0 && d < ts {
+		d = math.MaxInt64 // saturate instead of wrapping
+	} else if w.origin > 0 && d > ts {
+		d = math.MinInt64
+	}
+	if d < 0 {
+		return 0, false
+	}
+	if d > math.MaxInt64-500 {
+		d = math.MaxInt64 - 500
+	}
+	return clampMs((d + 500) / 1000), true
+}
+
+func (w *Writer) writeBlock(t *track, ts int64, key bool, payload []byte) error {
+	ms, ok := w.msOf(ts)
+	if !ok {
+		w.stats.Clamped++
+	}
+	video := t.Kind == mux.Video
+	b := w.buf[:0]
+	rel := ms - w.clusterTs
+	if !w.inCluster || w.breakCluster ||
+		(video && key && w.clusterHasVideo) ||
+		rel > math.MaxInt16 || rel < math.MinInt16 ||
+		rel >= w.opts.MaxClusterDuration.Milliseconds() {
+		var c clusterStart
+		c.Cluster.Timestamp = uint64(ms)
+		cb, err := marshal(&c)
+		if err != nil {
+			return w.fail(fmt.Errorf("mkv: cluster: %w", err))
+		}
+		w.inCluster, w.breakCluster, w.clusterHasVideo = true, false, false
+		w.clusterTs, rel = ms, 0
+		w.clusterPos = append(w.clusterPos, w.pos-w.segData)
+		w.stats.Clusters++
+		b = append(b, cb...)
+	}
+	if video && key || !w.hasVideo && rel == 0 {
+		// One CuePoint per video keyframe; audio-only files get one per
+		// Cluster.
+		cp := w.clusterPos[len(w.clusterPos)-1]
+		if n := len(w.cues); n == 0 || w.cues[n-1].CueTrackPositions[0].CueClusterPosition != uint64(cp) {
+			w.cues = append(w.cues, webm.CuePoint{CueTime: uint64(ms), CueTrackPositions: []webm.CueTrackPosition{{CueTrack: t.number, CueClusterPosition: uint64(cp)}}})
+			w.stats.Cues++
+		}
+	}
+	if video {
+		w.clusterHasVideo = true
+	}
+	b = appendSimpleBlockHeader(b, t.number, int16(rel), key, len(payload))
+	b = append(b, payload...)
+	w.buf = b
+	if err := w.write(b); err != nil {
+		return err
+	}
+	w.stats.Frames++
+	w.stats.Bytes += int64(len(payload))
+
+	t.noteTimestamp(ts)
+	w.endMs = max(w.endMs, ms+(min(t.minDelta, 1<<40)+500)/1000)
+	if len(w.buf) > 1<<20 {
+		w.buf = nil // do not pin one huge frame's buffer
+	}
+	return nil
+}
+
+func (t *track) noteTimestamp(ts int64) {
+	n := min(t.nrecent, len(t.recent))
+	for _, x := range t.recent[:n] {
+		d := ts - x
+		if d < 0 {
+			d = -d
+		}
+		if d > 0 && (t.minDelta == 0 || d < t.minDelta) {
+			t.minDelta = d
+		}
+	}
+	t.recent[t.nrecent%len(t.recent)] = ts
+	t.nrecent++
+}
+
+// Close writes what is buffered and, when the output can seek, finalizes
+// the file: Cues after the last Cluster, the sizes of the Clusters and the
+// Segment, and a SeekHead and Info (with Duration) rewritten in the space
+// reserved for them. It leaves the underlying writer open and positioned at
+// the end. A second Close does nothing.
+func (w *Writer) Close() error {
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	if w.err != nil {
+		return w.err
+	}
+	if !w.started {
+		ready := false
+		for _, t := range w.tracks {
+			ready = ready || (!t.removed && t.ready)
+		}
+		if !ready {
+			return nil // nothing playable to write
+		}
+		if err := w.start(); err != nil {
+			return err
+		}
+	}
+	if w.ws == nil {
+		return nil
+	}
+	return w.finalize()
+}
+
+func (w *Writer) finalize() error {
+	end := w.pos
+	var cuesPos int64
+	if len(w.cues) > 0 {
+		cuesPos = w.pos - w.segData
+		cb, err := marshal(&cuesElement{Cues: webm.Cues{CuePoint: w.cues}})
+		if err != nil {
+			return w.fail(fmt.Errorf("mkv: cues: %w", err))
+		}
+		if err := w.write(cb); err != nil {
+			return err
+		}
+	}
+	end2 := w.pos
+	region, err := w.region(cuesPos, float64(w.endMs))
+	if err != nil {
+		return w.fail(err)
+	}
+	var size [8]byte
+	patch := func(off int64, b []byte) error {
+		if _, err := w.ws.Seek(w.base+off, io.SeekStart); err != nil {
+			return w.fail(fmt.Errorf("mkv: finalize: %w", err))
+		}
+		if _, err := w.ws.Write(b); err != nil {
+			return w.fail(fmt.Errorf("mkv: finalize: %w", err))
+		}
+		return nil
+	}
+	for i, cp := range w.clusterPos {
+		next := end - w.segData
+		if i+1 < len(w.clusterPos) {
+			next = w.clusterPos[i+1]
+		}
+		if err := patch(w.segData+cp+4, appendSize8(size[:0], uint64(next-cp-12))); err != nil {
+			return err
+		}
+	}
+	if err := patch(w.segData, region); err != nil {
+		return err
+	}
+	if err := patch(w.segData-8, appendSize8(size[:0], uint64(end2-w.segData))); err != nil {
+		return err
+	}
+	if _, err := w.ws.Seek(w.base+end2, io.SeekStart); err != nil {
+		return w.fail(fmt.Errorf("mkv: finalize: %w", err))
+	}
+	return nil
+}

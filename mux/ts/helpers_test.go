@@ -1,0 +1,376 @@
+package ts_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asticode/go-astits"
+
+	moqexport "github.com/moq-export/moq-export"
+	"github.com/moq-export/moq-export/mux"
+	"github.com/moq-export/moq-export/mux/ts"
+)
+
+// input is one track and its frames in decode order.
+type input struct {
+	track  mux.Track
+	frames []mux.Frame
+}
+
+// sampleInput loads an embedded sample as track id.
+func sampleInput(name string, id int) input {
+	return inputOf(moqexport.MustLoadSample(name), id)
+}
+
+// annexBInput loads an embedded H.264/H.265 sample in the browser's form:
+// Annex B payloads with in-band parameter sets and no description.
+func annexBInput(name string, id int) input {
+	return inputOf(moqexport.MustLoadSample(name).MustAnnexB(), id)
+}
+
+func inputOf(s *moqexport.Sample, id int) input {
+	in := input{track: trackOf(s, id)}
+	for _, f := range s.Frames {
+		in.frames = append(in.frames, mux.Frame{TrackID: id, Timestamp: f.Timestamp, Keyframe: f.Keyframe, Payload: f.Payload})
+	}
+	return in
+}
+
+func trackOf(s *moqexport.Sample, id int) mux.Track {
+	k := mux.Audio
+	if s.Kind == "video" {
+		k = mux.Video
+	}
+	return mux.Track{
+		ID: id, Name: s.Name, Kind: k, Codec: s.Codec, Description: s.Description,
+		Width: s.Width, Height: s.Height, Framerate: s.Framerate,
+		SampleRate: s.SampleRate, Channels: s.Channels,
+	}
+}
+
+// shift moves every frame of in by d microseconds.
+func (in input) shift(d int64) input {
+	out := input{track: in.track, frames: make([]mux.Frame, len(in.frames))}
+	for i, f := range in.frames {
+		f.Timestamp += d
+		out.frames[i] = f
+	}
+	return out
+}
+
+// interleave merges the inputs in timestamp order, keeping each track's
+// decode order, video first on ties, as the jitter buffer hands them on.
+func interleave(ins ...input) []mux.Frame {
+	idx := make([]int, len(ins))
+	var out []mux.Frame
+	for {
+		best := -1
+		for i, in := range ins {
+			if idx[i] >= len(in.frames) {
+				continue
+			}
+			if best < 0 {
+				best = i
+				continue
+			}
+			a, b := in.frames[idx[i]], ins[best].frames[idx[best]]
+			if a.Timestamp < b.Timestamp || (a.Timestamp == b.Timestamp && in.track.Kind == mux.Video && ins[best].track.Kind != mux.Video) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return out
+		}
+		out = append(out, ins[best].frames[idx[best]])
+		idx[best]++
+	}
+}
+
+// muxAll writes the inputs through a Writer and returns the output.
+func muxAll(t testing.TB, opts ts.Options, ins ...input) ([]byte, *ts.Writer) {
+	t.Helper()
+	var buf bytes.Buffer
+	w := ts.NewWriter(&buf, opts)
+	for _, in := range ins {
+		if err := w.AddTrack(in.track); err != nil {
+			t.Fatalf("AddTrack(%s): %v", in.track.Codec, err)
+		}
+	}
+	for _, f := range interleave(ins...) {
+		if err := w.WriteFrame(f); err != nil {
+			t.Fatalf("WriteFrame(track %d at %d): %v", f.TrackID, f.Timestamp, err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	return buf.Bytes(), w
+}
+
+// writeFile stores b under t.TempDir.
+func writeFile(t testing.TB, b []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "out.ts")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func needTool(t testing.TB, name string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
+		t.Skipf("%s not installed; this test decodes the output with it (CI installs ffmpeg)", name)
+	}
+}
+
+// ffmpegDecode decodes every stream of path and fails on any error output.
+func ffmpegDecode(t testing.TB, path string) {
+	t.Helper()
+	needTool(t, "ffmpeg")
+	var stderr bytes.Buffer
+	cmd := exec.Command("ffmpeg", "-nostdin", "-v", "error", "-i", path, "-map", "0", "-f", "null", "-")
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("ffmpeg failed: %v\n%s", err, stderr.String())
+	}
+	if s := strings.TrimSpace(stderr.String()); s != "" {
+		t.Fatalf("ffmpeg reported errors decoding %s:\n%s", path, s)
+	}
+}
+
+type probeStream struct {
+	Index     int    `json:"index"`
+	CodecName string `json:"codec_name"`
+	CodecType string `json:"codec_type"`
+	ID        string `json:"id"` // "0x100"
+	Channels  int    `json:"channels"`
+	Width     int    `json:"width"`
+}
+
+type probePacket struct {
+	StreamIndex int    `json:"stream_index"`
+	PTS         *int64 `json:"pts"`
+	DTS         *int64 `json:"dts"`
+	Flags       string `json:"flags"`
+}
+
+type probeResult struct {
+	Streams []probeStream `json:"streams"`
+	Packets []probePacket `json:"packets"`
+}
+
+// stream returns the stream with MPEG-TS PID pid.
+func (p probeResult) stream(t testing.TB, pid uint16) probeStream {
+	t.Helper()
+	for _, s := range p.Streams {
+		if s.ID == fmt.Sprintf("%#x", pid) {
+			return s
+		}
+	}
+	t.Fatalf("ffprobe shows no stream with PID %#x: %+v", pid, p.Streams)
+	return probeStream{}
+}
+
+// packets returns the packets of stream index i.
+func (p probeResult) packets(i int) []probePacket {
+	var out []probePacket
+	for _, pk := range p.Packets {
+		if pk.StreamIndex == i {
+			out = append(out, pk)
+		}
+	}
+	return out
+}
+
+func ffprobe(t testing.TB, path string) probeResult {
+	t.Helper()
+	needTool(t, "ffprobe")
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command("ffprobe", "-v", "error", "-show_streams", "-show_packets", "-of", "json", path)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("ffprobe failed: %v\n%s", err, stderr.String())
+	}
+	if s := strings.TrimSpace(stderr.String()); s != "" {
+		t.Fatalf("ffprobe reported errors:\n%s", s)
+	}
+	var r probeResult
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// checkStream asserts what ffprobe sees of one track: codec, packet count,
+// first PTS and strictly increasing DTS.
+func checkStream(t testing.TB, p probeResult, pid uint16, codec string, frames int, firstPTS int64) {
+	t.Helper()
+	s := p.stream(t, pid)
+	if s.CodecName != codec {
+		t.Errorf("PID %#x: codec %q, want %q", pid, s.CodecName, codec)
+	}
+	pk := p.packets(s.Index)
+	if len(pk) != frames {
+		t.Errorf("PID %#x (%s): ffprobe counts %d packets, want %d", pid, codec, len(pk), frames)
+	}
+	if len(pk) == 0 {
+		return
+	}
+	if pk[0].PTS == nil || *pk[0].PTS != firstPTS {
+		t.Errorf("PID %#x (%s): first PTS %v, want %d", pid, codec, ptr(pk[0].PTS), firstPTS)
+	}
+	var last int64 = -1 << 62
+	for i, x := range pk {
+		if x.DTS == nil {
+			t.Errorf("PID %#x: packet %d has no DTS", pid, i)
+			continue
+		}
+		if *x.DTS <= last {
+			t.Errorf("PID %#x (%s): DTS not increasing at packet %d: %d after %d", pid, codec, i, *x.DTS, last)
+			return
+		}
+		last = *x.DTS
+		if x.PTS != nil && *x.PTS < *x.DTS {
+			t.Errorf("PID %#x: packet %d PTS %d below DTS %d", pid, i, *x.PTS, *x.DTS)
+		}
+	}
+}
+
+func ptr(p *int64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// tsReport is what the astits demuxer and a packet walk see in an output.
+type tsReport struct {
+	pmtStreams  map[uint16]astits.StreamType // last PMT
+	pmtVersions []uint8                      // version of each PMT section
+	pcrPID      uint16
+	pes         map[uint16]int // PES count per PID
+	rai         map[uint16]int // PES starts with random_access_indicator
+	di          map[uint16]int // packets with discontinuity_indicator
+	pcrs        []int64        // PCR bases in stream order
+	pcrGaps     int            // PCR distances above 40 ms (excluding DI)
+	lateDTS     []string       // PES whose DTS is below the PCR before them
+	tablesAt    []int          // packet index of each PAT
+	packets     int
+	ccErrors    []string
+}
+
+// demux walks every packet (continuity counters, PCR, flags) and every PES
+// of b with go-astits' demuxer.
+func demux(t testing.TB, b []byte) tsReport {
+	t.Helper()
+	if len(b)%188 != 0 {
+		t.Fatalf("output is %d bytes, not a whole number of packets", len(b))
+	}
+	r := tsReport{pes: map[uint16]int{}, rai: map[uint16]int{}, di: map[uint16]int{}, pmtStreams: map[uint16]astits.StreamType{}}
+	dmx := astits.NewDemuxer(context.Background(), bytes.NewReader(b))
+	cc := map[uint16]int{}
+	var lastPCR int64 = -1
+	for {
+		p, err := dmx.NextPacket()
+		if errors.Is(err, astits.ErrNoMorePackets) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("packet %d: %v", r.packets, err)
+		}
+		h := p.Header
+		af := p.AdaptationField
+		disc := af != nil && af.DiscontinuityIndicator
+		if last, ok := cc[h.PID]; ok && !disc {
+			want := last
+			if h.HasPayload {
+				want = (last + 1) & 15
+			}
+			if int(h.ContinuityCounter) != want {
+				r.ccErrors = append(r.ccErrors, fmt.Sprintf("PID %#x: cc %d, want %d at packet %d", h.PID, h.ContinuityCounter, want, r.packets))
+			}
+		}
+		cc[h.PID] = int(h.ContinuityCounter)
+		if h.PID == 0 && h.PayloadUnitStartIndicator {
+			r.tablesAt = append(r.tablesAt, r.packets)
+		}
+		if h.PID == 0x1000 && h.PayloadUnitStartIndicator && len(p.Payload) > 6 {
+			ptr := int(p.Payload[0])
+			r.pmtVersions = append(r.pmtVersions, p.Payload[1+ptr+5]>>1&0x1F)
+		}
+		if disc {
+			r.di[h.PID]++
+		}
+		if h.PayloadUnitStartIndicator && h.PID >= 0x100 && h.PID < 0x1000 && af != nil && af.RandomAccessIndicator {
+			r.rai[h.PID]++
+		}
+		if h.PayloadUnitStartIndicator && h.PID >= 0x100 && h.PID < 0x1000 && lastPCR >= 0 {
+			if dts, ok := pesDTS(p.Payload); ok && dts < lastPCR && lastPCR-dts < 1<<32 {
+				r.lateDTS = append(r.lateDTS, fmt.Sprintf("PID %#x DTS %d < PCR %d at packet %d", h.PID, dts, lastPCR, r.packets))
+			}
+		}
+		if af != nil && af.HasPCR {
+			v := af.PCR.Base
+			if lastPCR >= 0 && !disc && v-lastPCR > 40*90 {
+				r.pcrGaps++
+			}
+			lastPCR = v
+			r.pcrs = append(r.pcrs, v)
+		}
+		r.packets++
+	}
+	dmx = astits.NewDemuxer(context.Background(), bytes.NewReader(b))
+	for {
+		d, err := dmx.NextData()
+		if errors.Is(err, astits.ErrNoMorePackets) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("astits NextData: %v", err)
+		}
+		switch {
+		case d.PMT != nil:
+			r.pcrPID = d.PMT.PCRPID
+			clear(r.pmtStreams)
+			for _, es := range d.PMT.ElementaryStreams {
+				r.pmtStreams[es.ElementaryPID] = es.StreamType
+			}
+		case d.PES != nil:
+			r.pes[d.PID]++
+		}
+	}
+	if len(r.ccErrors) > 0 {
+		t.Errorf("continuity errors: %v", r.ccErrors[:min(5, len(r.ccErrors))])
+	}
+	return r
+}
+
+// pesDTS reads the DTS (or the PTS when there is no DTS) of a PES header.
+func pesDTS(b []byte) (int64, bool) {
+	if len(b) < 19 || b[0] != 0 || b[1] != 0 || b[2] != 1 {
+		return 0, false
+	}
+	read := func(x []byte) int64 {
+		return int64(x[0]>>1&7)<<30 | int64(x[1])<<22 | int64(x[2]>>1)<<15 | int64(x[3])<<7 | int64(x[4]>>1)
+	}
+	switch b[7] >> 6 {
+	case 3:
+		return read(b[14:19]), true
+	case 2:
+		return read(b[9:14]), true
+	}
+	return 0, false
+}
+
+// us converts a duration to the microseconds of mux.Frame.Timestamp.
+func us(d time.Duration) int64 { return d.Microseconds() }

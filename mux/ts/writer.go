@@ -1,0 +1,735 @@
+package ts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+
+	"github.com/asticode/go-astits"
+
+	"github.com/moq-export/moq-export/mux"
+)
+
+// Program layout. The PIDs follow the common defaults of ffmpeg and moq-mux.
+const (
+	pmtPID        = 0x1000
+	firstPID      = 0x100
+	programNumber = 1
+	tsID          = 1
+	packetSize    = astits.MpegTsPacketSize
+)
+
+// Limits for the start-up wait: while one video track waits for its first
+// keyframe, the frames of the video tracks that already have one are held.
+const (
+	maxPendingBytes = 32 << 20
+	maxPendingTicks = 10 * clockRate
+)
+
+// ErrBadFrame is wrapped by WriteFrame errors for payloads that cannot be
+// parsed (truncated NAL units, oversized AAC frames, empty payloads). The
+// frame is not written; the output stays valid.
+var ErrBadFrame = errors.New("malformed frame")
+
+// Options configures a Writer. The zero value is ready to use.
+type Options struct {
+	// KeepTimestamps writes the source timestamps (converted to 90 kHz and
+	// wrapped at 33 bits) instead of starting the output near zero.
+	KeepTimestamps bool
+	// Logger receives debug and warning messages; nil discards them.
+	Logger *slog.Logger
+}
+
+// Stats counts what a Writer did with the frames it was given.
+type Stats struct {
+	// Frames is the number of frames written, per codec access unit.
+	Frames int64
+	// Bytes is the number of bytes written to the output.
+	Bytes int64
+	// Packets is the number of 188-byte TS packets written.
+	Packets int64
+	// DroppedAudio counts audio frames dropped because a video track had
+	// not yet delivered its first keyframe.
+	DroppedAudio int64
+	// DroppedVideo counts video frames dropped while their track waited for
+	// a keyframe (at start, when the track joined, after a discontinuity).
+	DroppedVideo int64
+	// DroppedLate counts frames whose timestamp fell before the start of the
+	// output.
+	DroppedLate int64
+	// Rejected counts frames refused with an error wrapping ErrBadFrame.
+	Rejected int64
+}
+
+// Writer is a streaming MPEG-TS muxer implementing mux.Muxer. It writes one
+// program; PAT/PMT are sent at the start, before every video keyframe and at
+// least every 500 ms of media time. A Writer is not safe for concurrent use.
+type Writer struct {
+	dst  io.Writer
+	opts Options
+	log  *slog.Logger
+
+	out *packetBuffer
+	ts  *astits.Muxer
+
+	tracks  map[int]*track
+	order   []*track // tracks in AddTrack order, for stable PCR choice
+	nextPID uint16
+
+	started bool
+	closed  bool
+	err     error // sticky output error
+
+	// pending holds frames of video tracks that have their first keyframe
+	// while another video track is still waiting for one.
+	pending      []unit
+	pendingBytes int
+
+	// Timeline: out = src - base + offset (in ticks), unless KeepTimestamps.
+	base, offset int64
+
+	pcr          *track
+	pcrSent      bool
+	lastPCR      int64
+	pcrDisc      bool // next PCR starts a new time base
+	tablesSent   bool
+	tablesDue    bool // layout changed: send PAT/PMT before the next PES
+	lastTablesAt int64
+
+	af    astits.PacketAdaptationField
+	pesOH astits.PESOptionalHeader
+	pesH  astits.PESHeader
+	pes   astits.PESData
+	data  astits.MuxerData
+	pts   astits.ClockReference
+	dts   astits.ClockReference
+	pcrCR astits.ClockReference
+	// pcrAF and pcrPkt are reused for PCR-only packets.
+	pcrAF  astits.PacketAdaptationField
+	pcrPkt astits.Packet
+	buf    []byte // payload scratch for the unit being written
+
+	stats Stats
+}
+
+// track is the writer's state for one elementary stream.
+type track struct {
+	mux.Track
+	family string
+	video  bool
+	pid    uint16
+	es     esConfig
+
+	// v holds H.264/H.265 state (nil for audio).
+	v *videoState
+
+	// gotKey is false while a video track waits for a keyframe.
+	gotKey bool
+	// disc asks for discontinuity_indicator on the next packet.
+	disc bool
+	// reserve is the PTS-DTS of the track's first keyframe, in ticks.
+	reserve int64
+	// lastDTS is the output DTS of the track's last PES; every later PES
+	// of the track decodes after it.
+	lastDTS int64
+	hasDTS  bool
+	removed bool
+}
+
+// unit is one prepared PES: timestamps in source ticks, Annex B / ADTS /
+// Opus AU payload ready to packetize.
+type unit struct {
+	t        *track
+	pts, dts int64
+	key      bool
+	data     []byte
+}
+
+// NewWriter returns a Writer that writes MPEG-TS to w.
+func NewWriter(w io.Writer, opts Options) *Writer {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	out := &packetBuffer{}
+	wr := &Writer{
+		dst:     w,
+		opts:    opts,
+		log:     log,
+		out:     out,
+		tracks:  map[int]*track{},
+		nextPID: firstPID,
+	}
+	wr.ts = astits.NewMuxer(context.Background(), out,
+		astits.WithTransportStreamID(tsID),
+		astits.WithPMTPID(pmtPID),
+		// Tables are scheduled by the Writer (see writeUnit); a period
+		// this large keeps astits from sending them on its own.
+		astits.MuxerOptTablesRetransmitPeriod(math.MaxInt),
+	)
+	return wr
+}
+
+var _ mux.Muxer = (*Writer)(nil)
+
+// Stats returns the counters so far.
+func (w *Writer) Stats() Stats { return w.stats }
+
+// AddTrack adds an elementary stream. Before the first frame it becomes part
+// of the initial PMT; later it is announced with a new PMT version. Codecs
+// MPEG-TS cannot carry (AV1, VP8, VP9, FLAC, PCM) fail with a
+// *mux.UnsupportedCodecError suggesting mkv.
+func (w *Writer) AddTrack(mt mux.Track) error {
+	if w.closed {
+		return mux.ErrClosed
+	}
+	if _, ok := w.tracks[mt.ID]; ok {
+		return fmt.Errorf("ts: track %d added twice", mt.ID)
+	}
+	family := mux.CodecFamily(mt.Codec)
+	es, err := configureES(mt, family)
+	if err != nil {
+		return err
+	}
+	if w.nextPID >= pmtPID {
+		return fmt.Errorf("ts: track %d: out of PIDs", mt.ID)
+	}
+	t := &track{Track: mt, family: family, es: es, pid: w.nextPID}
+	t.video = es.streamID == streamIDVideo
+	if t.video {
+		v, err := newVideoState(mt, family)
+		if err != nil {
+			return err
+		}
+		t.v = v
+	}
+	if err := w.ts.AddElementaryStream(astits.PMTElementaryStream{
+		ElementaryPID:               t.pid,
+		StreamType:                  es.streamType,
+		ElementaryStreamDescriptors: es.descriptors,
+	}); err != nil {
+		return fmt.Errorf("ts: track %d: %w", mt.ID, err)
+	}
+	w.nextPID++
+	w.tracks[mt.ID] = t
+	w.order = append(w.order, t)
+	w.tablesDue = true
+	if w.pcr == nil || (t.video && !w.pcr.video && !w.started) {
+		w.setPCR(t)
+	}
+	w.log.Debug("ts: track added", "track", mt.ID, "codec", mt.Codec, "pid", t.pid, "started", w.started)
+	return nil
+}
+
+// RemoveTrack drops a track; the next PAT/PMT no longer lists it.
+func (w *Writer) RemoveTrack(id int) error {
+	if w.closed {
+		return mux.ErrClosed
+	}
+	t, ok := w.tracks[id]
+	if !ok {
+		return fmt.Errorf("ts: remove track %d: %w", id, mux.ErrUnknownTrack)
+	}
+	delete(w.tracks, id)
+	t.removed = true
+	for i, o := range w.order {
+		if o == t {
+			w.order = append(w.order[:i], w.order[i+1:]...)
+			break
+		}
+	}
+	if err := w.ts.RemoveElementaryStream(t.pid); err != nil {
+		return fmt.Errorf("ts: remove track %d: %w", id, err)
+	}
+	// Frames of the track still waiting for the start go with it.
+	kept := w.pending[:0]
+	for _, u := range w.pending {
+		if u.t != t {
+			kept = append(kept, u)
+		} else {
+			w.pendingBytes -= len(u.data)
+		}
+	}
+	clear(w.pending[len(kept):])
+	w.pending = kept
+	w.tablesDue = true
+	if w.pcr == t {
+		w.pcr = nil
+		if n := w.pickPCR(); n != nil {
+			w.setPCR(n)
+		}
+	}
+	w.log.Debug("ts: track removed", "track", id, "pid", t.pid)
+	if !w.started && len(w.pending) > 0 && w.allVideoKeyed() {
+		return w.start()
+	}
+	return nil
+}
+
+// Discontinuity marks a break in the timeline of track id (all tracks when
+// id < 0): the next packet of the track carries discontinuity_indicator, a
+// video track waits for its next keyframe, and when the track carries the
+// PCR the next PCR starts a new time base.
+func (w *Writer) Discontinuity(id int) error {
+	if w.closed {
+		return mux.ErrClosed
+	}
+	mark := func(t *track) {
+		t.disc = true
+		t.hasDTS = false
+		if t.video {
+			t.gotKey = false
+			t.v.reset()
+		}
+		if t == w.pcr {
+			w.pcrDisc = true
+		}
+	}
+	if id < 0 {
+		for _, t := range w.order {
+			mark(t)
+		}
+		return nil
+	}
+	t, ok := w.tracks[id]
+	if !ok {
+		return fmt.Errorf("ts: discontinuity on track %d: %w", id, mux.ErrUnknownTrack)
+	}
+	mark(t)
+	return nil
+}
+
+// WriteFrame writes one frame. Nothing is written until every video track
+// has delivered a keyframe; audio before that is dropped (see Stats).
+func (w *Writer) WriteFrame(f mux.Frame) error {
+	if w.closed {
+		return mux.ErrClosed
+	}
+	if w.err != nil {
+		return w.err
+	}
+	t, ok := w.tracks[f.TrackID]
+	if !ok {
+		return fmt.Errorf("ts: frame for track %d: %w", f.TrackID, mux.ErrUnknownTrack)
+	}
+	if t.video && !t.gotKey && !f.Keyframe {
+		// Still read it: parameter sets sent on their own before the
+		// keyframe must not be lost.
+		t.v.absorb(f.Payload)
+		w.stats.DroppedVideo++
+		return nil
+	}
+	if !t.video && !w.started && w.hasVideo() {
+		w.stats.DroppedAudio++
+		return nil
+	}
+
+	u, err := w.prepare(t, f)
+	switch {
+	case errors.Is(err, errNeedParamSets):
+		w.stats.DroppedVideo++
+		w.log.Debug("ts: keyframe before parameter sets dropped", "track", t.ID)
+		return nil
+	case err != nil:
+		w.stats.Rejected++
+		return fmt.Errorf("ts: track %d frame at %dus: %w", f.TrackID, f.Timestamp, err)
+	case len(u.data) == 0:
+		return nil // parameter sets only: kept for the next keyframe
+	}
+	if t.video && !t.gotKey {
+		if !u.key {
+			w.stats.DroppedVideo++
+			return nil
+		}
+		t.gotKey = true
+		if !w.started {
+			t.reserve = max(t.reserve, u.pts-u.dts)
+		}
+		if w.started && (w.pcr == nil || !w.pcr.video) {
+			// Video joined an audio-only program: it carries the PCR.
+			w.setPCR(t)
+		}
+	}
+
+	if !w.started {
+		// Own the payload: it lives in the reused scratch buffer.
+		u.data = append([]byte(nil), u.data...)
+		w.pending = append(w.pending, u)
+		w.pendingBytes += len(u.data)
+		if w.allVideoKeyed() {
+			return w.start()
+		}
+		if w.pendingBytes > maxPendingBytes || u.pts-w.pending[0].pts > maxPendingTicks {
+			w.log.Warn("ts: starting without video tracks that sent no keyframe",
+				"held_bytes", w.pendingBytes)
+			return w.start()
+		}
+		return nil
+	}
+	if err := w.writeUnit(u); err != nil {
+		return err
+	}
+	return w.flush()
+}
+
+// Close writes what is still held and flushes. MPEG-TS has no trailer, so
+// the output is complete after every WriteFrame; Close does not close the
+// underlying writer.
+func (w *Writer) Close() error {
+	if w.closed {
+		return nil
+	}
+	var err error
+	if !w.started && len(w.pending) > 0 && w.err == nil {
+		err = w.start()
+	}
+	w.closed = true
+	if err == nil {
+		err = w.err
+	}
+	return err
+}
+
+// prepare turns a frame into a PES unit, in w.buf.
+func (w *Writer) prepare(t *track, f mux.Frame) (unit, error) {
+	if len(f.Payload) == 0 {
+		return unit{}, fmt.Errorf("empty payload: %w", ErrBadFrame)
+	}
+	pts := ticksFromMicros(f.Timestamp)
+	u := unit{t: t, pts: pts, dts: pts, key: true}
+	var err error
+	buf := w.buf[:0]
+	switch {
+	case t.video:
+		buf, u.key, u.pts, u.dts, err = t.v.accessUnit(buf, f)
+	case t.es.adts != nil:
+		n := len(f.Payload) + len(t.es.adts)
+		if n > maxADTSFrame {
+			return unit{}, fmt.Errorf("AAC frame of %d bytes does not fit ADTS: %w", len(f.Payload), ErrBadFrame)
+		}
+		buf = append(buf, t.es.adts...)
+		putADTSLength(buf, n)
+		buf = append(buf, f.Payload...)
+	case t.es.opus:
+		buf, err = appendOpusAU(buf, f.Payload)
+	default:
+		buf = append(buf, f.Payload...)
+	}
+	w.buf = buf
+	if err != nil {
+		return unit{}, err
+	}
+	u.data = buf
+	return u, nil
+}
+
+// hasVideo reports whether any video track is present.
+func (w *Writer) hasVideo() bool {
+	for _, t := range w.order {
+		if t.video {
+			return true
+		}
+	}
+	return false
+}
+
+// allVideoKeyed reports whether every video track has its first keyframe.
+func (w *Writer) allVideoKeyed() bool {
+	for _, t := range w.order {
+		if t.video && !t.gotKey {
+			return false
+		}
+	}
+	return true
+}
+
+// pickPCR chooses the PCR track: the first video track, else the first
+// audio track.
+func (w *Writer) pickPCR() *track {
+	for _, t := range w.order {
+		if t.video {
+			return t
+		}
+	}
+	if len(w.order) > 0 {
+		return w.order[0]
+	}
+	return nil
+}
+
+func (w *Writer) setPCR(t *track) {
+	w.pcr = t
+	w.ts.SetPCRPID(t.pid)
+	w.tablesDue = true
+}
+
+// start fixes the timeline and writes the held frames.
+func (w *Writer) start() error {
+	w.started = true
+	pending := w.pending
+	w.pending, w.pendingBytes = nil, 0
+	if len(pending) == 0 {
+		return nil
+	}
+	if !w.opts.KeepTimestamps {
+		// The earliest frame goes out at offset, which is the largest DTS
+		// reserve so that no DTS is negative.
+		w.base = pending[0].pts
+		for _, u := range pending {
+			w.base = min(w.base, u.pts)
+		}
+		for _, t := range w.order {
+			w.offset = max(w.offset, t.reserve)
+		}
+	}
+	// Held frames stay in arrival order, the interleaving the engine chose.
+	for _, u := range pending {
+		if u.t.removed {
+			continue
+		}
+		if err := w.writeUnit(u); err != nil {
+			return err
+		}
+	}
+	return w.flush()
+}
+
+// writeUnit packetizes one PES with the tables and PCRs due before it.
+func (w *Writer) writeUnit(u unit) error {
+	t := u.t
+	pts, dts := u.pts, u.dts
+	if !w.opts.KeepTimestamps {
+		pts += w.offset - w.base
+		dts += w.offset - w.base
+		if dts < 0 {
+			w.stats.DroppedLate++
+			w.log.Debug("ts: frame before the start of the output dropped", "track", t.ID, "pts", pts)
+			return nil
+		}
+	}
+
+	// PAT/PMT before keyframes, after layout changes, and periodically.
+	tablesDue := w.tablesDue || !w.tablesSent || (t.video && u.key) ||
+		pts-w.lastTablesAt >= tableInterval || pts < w.lastTablesAt
+	rai := (t.video && u.key) || (!t.video && tablesDue)
+	if tablesDue && !(rai && t == w.pcr) {
+		// astits sends tables itself only for a random access point on
+		// the PCR PID; everything else is sent here.
+		if _, err := w.ts.WriteTables(); err != nil {
+			return w.fail(err)
+		}
+	}
+	if tablesDue {
+		w.tablesSent, w.tablesDue, w.lastTablesAt = true, false, pts
+	}
+
+	// PCR: derived from the smallest DTS that can still follow.
+	t.lastDTS, t.hasDTS = dts, true
+	pcrHere, err := w.schedulePCR(w.decodeFloor(), t)
+	if err != nil {
+		return err
+	}
+
+	af := &w.af
+	*af = astits.PacketAdaptationField{
+		RandomAccessIndicator:  rai,
+		DiscontinuityIndicator: t.disc,
+	}
+	t.disc = false
+	if pcrHere {
+		w.pcrCR = astits.ClockReference{Base: wrap(w.lastPCR)}
+		af.HasPCR, af.PCR = true, &w.pcrCR
+	}
+	afp := af
+	if !af.RandomAccessIndicator && !af.DiscontinuityIndicator && !af.HasPCR {
+		afp = nil
+	}
+
+	w.pts = astits.ClockReference{Base: wrap(pts)}
+	w.pesOH = astits.PESOptionalHeader{
+		MarkerBits:             2,
+		DataAlignmentIndicator: true,
+		PTSDTSIndicator:        astits.PTSDTSIndicatorOnlyPTS,
+		PTS:                    &w.pts,
+	}
+	if dts != pts {
+		w.dts = astits.ClockReference{Base: wrap(dts)}
+		w.pesOH.PTSDTSIndicator = astits.PTSDTSIndicatorBothPresent
+		w.pesOH.DTS = &w.dts
+	}
+	w.pesH = astits.PESHeader{StreamID: t.es.streamID, OptionalHeader: &w.pesOH}
+	w.pes = astits.PESData{Header: &w.pesH, Data: u.data}
+	w.data = astits.MuxerData{PID: t.pid, AdaptationField: afp, PES: &w.pes}
+	if _, err := w.ts.WriteData(&w.data); err != nil {
+		return w.fail(err)
+	}
+	w.stats.Frames++
+	return nil
+}
+
+// stallWindow is how far a track's last DTS may lag the newest one before
+// the track counts as stalled and stops holding the PCR back.
+const stallWindow = clockRate
+
+// decodeFloor returns the smallest DTS that a later PES can still carry, as
+// far as the tracks' histories tell: DTS only grow within a track, so it is
+// the smallest last DTS of the tracks that are not stalled.
+func (w *Writer) decodeFloor() int64 {
+	newest, found := int64(0), false
+	for _, t := range w.order {
+		if t.hasDTS && (!found || t.lastDTS > newest) {
+			newest, found = t.lastDTS, true
+		}
+	}
+	floor := newest
+	for _, t := range w.order {
+		if t.hasDTS && t.lastDTS >= newest-stallWindow {
+			floor = min(floor, t.lastDTS)
+		}
+	}
+	return floor
+}
+
+// schedulePCR writes the PCR-only packets due before a PES, given the
+// smallest DTS that may still follow (clock), and reports whether the PES itself (on
+// track t) should carry the next PCR, already stored in w.lastPCR.
+func (w *Writer) schedulePCR(clock int64, t *track) (bool, error) {
+	if w.pcr == nil {
+		return false, nil
+	}
+	target := max(clock-pcrLead, 0)
+	if w.opts.KeepTimestamps {
+		target = clock - pcrLead
+	}
+	onPCR := t == w.pcr
+	switch {
+	case !w.pcrSent || w.pcrDisc:
+		// First PCR, or a new time base: no back-fill.
+		disc := w.pcrDisc && w.pcrSent
+		w.pcrSent, w.pcrDisc = true, false
+		w.lastPCR = target
+		if onPCR {
+			t.disc = t.disc || disc
+			return true, nil
+		}
+		return false, w.writePCRPacket(target, disc)
+	case target <= w.lastPCR:
+		return false, nil
+	}
+	// Back-fill a gap in the media so that PCRs stay within pcrMaxGap.
+	for n := 0; target-w.lastPCR > pcrMaxGap && n < pcrBackfill; n++ {
+		if err := w.writePCRPacket(w.lastPCR+pcrInterval, false); err != nil {
+			return false, err
+		}
+	}
+	if target-w.lastPCR < pcrInterval && !(onPCR && t.video) {
+		return false, nil
+	}
+	if onPCR {
+		w.lastPCR = target
+		return true, nil
+	}
+	return false, w.writePCRPacket(target, false)
+}
+
+// writePCRPacket writes an adaptation-field-only packet carrying a PCR on
+// the PCR PID. Its continuity_counter repeats the last one of the PID, as
+// ISO 13818-1 2.4.3.3 requires for packets without payload.
+func (w *Writer) writePCRPacket(pcr int64, disc bool) error {
+	w.lastPCR = pcr
+	w.pcrCR = astits.ClockReference{Base: wrap(pcr)}
+	w.pcrAF = astits.PacketAdaptationField{
+		DiscontinuityIndicator: disc,
+		HasPCR:                 true,
+		PCR:                    &w.pcrCR,
+		// 183 bytes of adaptation field: flags (1) + PCR (6) + stuffing.
+		StuffingLength: packetSize - 4 - 1 - 1 - 6,
+	}
+	w.pcrPkt = astits.Packet{
+		Header: astits.PacketHeader{
+			HasAdaptationField: true,
+			PID:                w.pcr.pid,
+			ContinuityCounter:  w.out.lastCC(w.pcr.pid),
+		},
+		AdaptationField: &w.pcrAF,
+	}
+	if _, err := w.ts.WritePacket(&w.pcrPkt); err != nil {
+		return w.fail(err)
+	}
+	return nil
+}
+
+// flush hands the packets written so far to the output.
+func (w *Writer) flush() error {
+	if w.err != nil {
+		return w.err
+	}
+	b := w.out.take()
+	if len(b) == 0 {
+		return nil
+	}
+	n, err := w.dst.Write(b)
+	w.stats.Bytes += int64(n)
+	w.stats.Packets += int64(n / packetSize)
+	if err != nil {
+		return w.fail(err)
+	}
+	return nil
+}
+
+// fail makes err sticky: after an output error nothing more is written.
+func (w *Writer) fail(err error) error {
+	if w.err == nil {
+		w.err = fmt.Errorf("ts: write: %w", err)
+	}
+	return w.err
+}
+
+// packetBuffer collects the packets astits writes for one frame and keeps
+// the last continuity_counter of every PID, which astits does not expose
+// and which PCR-only packets must repeat.
+type packetBuffer struct {
+	b       []byte
+	scanned int
+	cc      [8192]uint8
+	seen    [8192]bool
+}
+
+func (p *packetBuffer) Write(b []byte) (int, error) {
+	p.b = append(p.b, b...)
+	return len(b), nil
+}
+
+// scan updates the continuity counters from the packets not yet scanned.
+func (p *packetBuffer) scan() {
+	for ; p.scanned+packetSize <= len(p.b); p.scanned += packetSize {
+		h := p.b[p.scanned : p.scanned+4]
+		if h[3]&0x10 == 0 { // no payload: counter not incremented
+			continue
+		}
+		pid := uint16(h[1]&0x1F)<<8 | uint16(h[2])
+		p.cc[pid], p.seen[pid] = h[3]&0x0F, true
+	}
+}
+
+// lastCC returns the continuity_counter of the last payload packet of pid,
+// or 15 when none was written (astits starts at 0).
+func (p *packetBuffer) lastCC(pid uint16) uint8 {
+	p.scan()
+	if !p.seen[pid] {
+		return 15
+	}
+	return p.cc[pid]
+}
+
+// take returns the buffered bytes and empties the buffer; the slice is
+// valid until the next Write.
+func (p *packetBuffer) take() []byte {
+	p.scan()
+	b := p.b
+	p.b, p.scanned = p.b[:0], 0
+	return b
+}

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs on a Debian machine (run as root, or
+# with sudo available): ffmpeg/ffprobe and mkvtoolnix for validating output,
+# the Go modules. Safe to run again: it skips what is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO="sudo"
+need=()
+command -v ffprobe >/dev/null || need+=(ffmpeg)
+command -v mkvmerge >/dev/null || need+=(mkvtoolnix)
+if [ ${#need[@]} -gt 0 ]; then
+	echo "installing ${need[*]}" >&2
+	$SUDO apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+go mod download
+# A newer ffmpeg, unpacked privately, for the Enhanced FLV codecs that
+# Debian 12's ffmpeg 5.1 cannot read (mux/flv tests find it in its cache).
+scripts/ffmpeg-testing.sh >/dev/null

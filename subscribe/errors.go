@@ -1,0 +1,93 @@
+package subscribe
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors reported by the package. Test with errors.Is.
+var (
+	// ErrClosed means the session was closed by Close or gave up
+	// reconnecting.
+	ErrClosed = errors.New("moq: session closed")
+	// ErrRefused means the peer refused a TRACK or SUBSCRIBE request (a
+	// reset, a FIN without an answer, or no answer within the request
+	// timeout).
+	ErrRefused = errors.New("moq: request refused")
+	// ErrUnsupportedContainer means a rendition uses a container this
+	// package cannot decode (cmaf, or an unknown kind).
+	ErrUnsupportedContainer = errors.New("moq: unsupported container")
+	// ErrProtocol means the peer broke the protocol (a malformed message,
+	// an unexpected stream).
+	ErrProtocol = errors.New("moq: protocol violation")
+	// ErrUnsupportedURL means a URL scheme Dial does not know.
+	ErrUnsupportedURL = errors.New("moq: unsupported URL")
+	// ErrAlreadyPublished means Publish was called twice for one path.
+	ErrAlreadyPublished = errors.New("moq: broadcast already published")
+)
+
+// Error codes of the moq-lite registry that this package sends or names.
+const (
+	CodeCancel      = 0
+	CodeOld         = 2
+	CodeTimeout     = 3
+	CodeDecode      = 5
+	CodeProtocol    = 15
+	CodeUnexpected  = 16
+	CodeNotFound    = 13
+	CodeDropped     = 24
+	CodeClosed      = 25
+	CodeUnroutable  = 30
+	CodeUnsupported = 17
+)
+
+var codeNames = map[uint64]string{
+	0: "cancel", 1: "required extension", 2: "old", 3: "timeout", 4: "transport",
+	5: "decode error", 6: "unauthorized", 9: "version", 10: "unexpected stream",
+	11: "bounds exceeded", 12: "duplicate", 13: "not found", 14: "wrong frame size",
+	15: "protocol violation", 16: "unexpected message", 17: "unsupported",
+	18: "encode error", 19: "too many parameters", 20: "invalid role", 21: "unknown ALPN",
+	24: "dropped", 25: "closed", 26: "lagged", 27: "frame too large",
+	29: "timestamp/timescale mismatch", 30: "unroutable", 31: "evicted",
+}
+
+// CodeName returns the meaning of a moq-lite error code.
+func CodeName(code uint64) string {
+	if n, ok := codeNames[code]; ok {
+		return n
+	}
+	if code >= 64 {
+		return fmt.Sprintf("application %d", code-64)
+	}
+	return "unknown"
+}
+
+// ResetError reports a stream the peer reset (RESET_STREAM or
+// STOP_SENDING) with a moq-lite error code.
+type ResetError struct {
+	Code uint64
+}
+
+func (e *ResetError) Error() string {
+	return fmt.Sprintf("moq: stream reset by peer: code %d (%s)", e.Code, CodeName(e.Code))
+}
+
+// CloseError reports a session the peer (or the transport) closed.
+type CloseError struct {
+	Code   uint64
+	Reason string
+	// Remote is true when the peer closed the session.
+	Remote bool
+}
+
+func (e *CloseError) Error() string {
+	who := "locally"
+	if e.Remote {
+		who = "by peer"
+	}
+	s := fmt.Sprintf("moq: session closed %s: code %d (%s)", who, e.Code, CodeName(e.Code))
+	if e.Reason != "" {
+		s += ": " + e.Reason
+	}
+	return s
+}

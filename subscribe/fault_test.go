@@ -1,0 +1,405 @@
+package subscribe
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/quic-go/quic-go"
+
+	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/subscribe/internal/container"
+	"github.com/moq-export/moq-export/subscribe/internal/wire"
+)
+
+// scriptedPublisher is a hand-driven moq-lite-05 publisher on raw QUIC, so
+// tests can reset streams and drop connections exactly where they want.
+type scriptedPublisher struct {
+	t    *testing.T
+	ln   *quic.Listener
+	pin  string
+	subs chan scriptedSub
+	wg   sync.WaitGroup
+}
+
+type scriptedSub struct {
+	conn *quic.Conn
+	id   uint64
+	str  *quic.Stream
+}
+
+func newScriptedPublisher(t *testing.T) *scriptedPublisher {
+	cert, pin, err := SelfSignedCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := quic.ListenAddr("127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{wire.ALPN}}, quicConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &scriptedPublisher{t: t, ln: ln, pin: pin, subs: make(chan scriptedSub, 16)}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for {
+			c, err := ln.Accept(context.Background())
+			if err != nil {
+				return
+			}
+			p.wg.Add(1)
+			go func() {
+				defer p.wg.Done()
+				p.serve(c)
+			}()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); p.wg.Wait() })
+	return p
+}
+
+// serve answers TRACK with timescale 1e6 and hands SUBSCRIBEs to the test;
+// announce requests get broadcast "b" active.
+func (p *scriptedPublisher) serve(c *quic.Conn) {
+	ctx := c.Context()
+	if u, err := c.OpenUniStream(); err == nil {
+		var s wire.Setup
+		u.Write(s.Append([]byte{wire.UniSetup}))
+		u.Close()
+	}
+	go func() {
+		for {
+			u, err := c.AcceptUniStream(ctx)
+			if err != nil {
+				return
+			}
+			u.CancelRead(0)
+		}
+	}()
+	for {
+		str, err := c.AcceptStream(ctx)
+		if err != nil {
+			return
+		}
+		r := bufio.NewReader(str)
+		typ, _ := wire.ReadVarint(r)
+		body, err := wire.ReadMessage(r, 0)
+		if err != nil {
+			str.CancelWrite(5)
+			continue
+		}
+		switch typ {
+		case wire.StreamAnnounce:
+			ok := wire.AnnounceOK{HopID: 7, ActiveCount: 1}
+			a := wire.Announce{Status: wire.StatusActive, Suffix: "b"}
+			str.Write(a.Append(ok.Append(nil)))
+		case wire.StreamTrack:
+			info := wire.TrackInfo{Timescale: 1_000_000, MaxLatency: 5000}
+			str.Write(info.Append(nil))
+			str.Close()
+		case wire.StreamSubscribe:
+			var m wire.Subscribe
+			m.Decode(body)
+			p.subs <- scriptedSub{conn: c, id: m.ID, str: str}
+		}
+	}
+}
+
+func (p *scriptedPublisher) url() string {
+	return fmt.Sprintf("moql://%s/?jwt=x", p.ln.Addr())
+}
+
+// group opens a group stream and writes frames with legacy payloads; it
+// returns the stream for the test to finish or reset.
+func (sub scriptedSub) group(t *testing.T, seq uint64, ts ...int64) *quic.SendStream {
+	s, err := sub.conn.OpenUniStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := wire.Group{SubscribeID: sub.id, Sequence: seq}
+	b := h.Append([]byte{wire.UniGroup})
+	var last int64
+	for _, x := range ts {
+		b = wire.AppendFrame(b, x-last, container.AppendLegacy(nil, x, []byte(fmt.Sprintf("frame@%d", x))))
+		last = x
+	}
+	if _, err := s.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// logBuffer is a concurrency-safe log sink for assertions.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func nextSub(t *testing.T, p *scriptedPublisher) scriptedSub {
+	t.Helper()
+	select {
+	case s := <-p.subs:
+		return s
+	case <-time.After(10 * time.Second):
+		t.Fatal("no SUBSCRIBE arrived")
+		return scriptedSub{}
+	}
+}
+
+// collect reads frames (and discontinuities) of c until want events.
+func collect(t *testing.T, ctx context.Context, c *model.Consumer, want int) []model.Event {
+	t.Helper()
+	evs, err := readEvents(ctx, c, func(e []model.Event) bool { return len(e) >= want })
+	if err != nil {
+		t.Fatalf("%v: got %+v", err, evs)
+	}
+	return evs
+}
+
+func TestGroupResetIsReportedAndLaterGroupsStillArrive(t *testing.T) {
+	checkGoroutines(t)
+	p := newScriptedPublisher(t)
+	logs := &logBuffer{}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := Dial(ctx, p.url(), Options{TLSFingerprint: p.pin, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Container: func(string, string) string { return "legacy" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tr, err := s.Broadcast("b").Track("video")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := nextSub(t, p)
+	g := sub.group(t, 0, 0, 33_000)
+	g.Close()
+	// A missing group is given up once a newer one is 50ms ahead.
+	c := tr.Subscribe(50 * time.Millisecond)
+	defer func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	}()
+	collect(t, ctx, c, 2)
+	g = sub.group(t, 1, 66_000)
+	if evs := collect(t, ctx, c, 1); evs[0].Frame.Timestamp != 66_000 {
+		t.Fatalf("group 1: %+v", evs)
+	}
+	g.CancelWrite(CodeOld)
+	g = sub.group(t, 2, 100_000, 133_000)
+	g.Close()
+	evs := collect(t, ctx, c, 2)
+	last := evs[len(evs)-1]
+	if last.Group != 2 || last.Frame.Timestamp != 133_000 || string(last.Frame.Payload) != "frame@133000" {
+		t.Fatalf("after the reset got %+v", evs)
+	}
+	waitFor(t, "the reset in the log", func() bool {
+		return bytes.Contains([]byte(logs.String()), []byte("code 2 (old)"))
+	})
+	if s.Err() != nil {
+		t.Fatalf("session ended: %v", s.Err())
+	}
+}
+
+func TestSessionDroppedMidGroupReconnectsAndMarksDiscontinuity(t *testing.T) {
+	checkGoroutines(t)
+	p := newScriptedPublisher(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := Dial(ctx, p.url(), Options{TLSFingerprint: p.pin, Logger: testLogger(t),
+		Reconnect: Backoff{Min: 10 * time.Millisecond, Max: 50 * time.Millisecond},
+		Container: func(string, string) string { return "legacy" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tr, err := s.Broadcast("b").Track("video")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := tr.Subscribe(time.Hour)
+	sub := nextSub(t, p)
+	g := sub.group(t, 0, 0, 33_000)
+	g.Close()
+	before := collect(t, ctx, c, 2)
+	// Half a group, then the connection goes away.
+	sub.group(t, 1, 66_000)
+	time.Sleep(50 * time.Millisecond)
+	sub.conn.CloseWithError(0, "publisher restarting")
+
+	// The subscription resumes on a new connection; the publisher's
+	// timeline restarted.
+	sub2 := nextSub(t, p)
+	if sub2.conn == sub.conn {
+		t.Fatal("resubscribed on the dead connection")
+	}
+	g = sub2.group(t, 0, 5_000, 38_000)
+	g.Close()
+	after, err := readEvents(ctx, c, func(e []model.Event) bool { return e[len(e)-1].Frame.Timestamp == 38_000 })
+	if err != nil {
+		t.Fatalf("%v: %+v", err, after)
+	}
+	if got := frameCount(before); got != 2 {
+		t.Fatalf("before the drop: %d frames", got)
+	}
+	// after: possibly the half group's frame, then the discontinuity, then
+	// the two frames of the new timeline.
+	var disc int
+	var tail []model.Event
+	for _, e := range after {
+		switch e.Kind {
+		case model.EventDiscontinuity:
+			disc++
+			tail = nil
+		case model.EventFrame:
+			tail = append(tail, e)
+		case model.EventEnd:
+			t.Fatalf("track ended: %v", e.Err)
+		}
+	}
+	if disc != 1 || len(tail) != 2 || tail[0].Frame.Timestamp != 5_000 || tail[1].Frame.Timestamp != 38_000 {
+		t.Fatalf("after the drop: %d discontinuities, then %+v (all: %+v)", disc, tail, after)
+	}
+}
+
+// TestPublisherRestartOnSamePortResumesSubscription stops the whole server
+// and starts a new one on the same port: the client reconnects, resumes,
+// and the muxer side sees one discontinuity between the two runs.
+func TestPublisherRestartOnSamePortResumesSubscription(t *testing.T) {
+	checkGoroutines(t)
+	cert, pin, err := SelfSignedCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := func(addr string) *Server {
+		srv, err := Listen(addr, ServerOptions{Certificates: []tls.Certificate{cert}, Logger: testLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return srv
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv := listen("127.0.0.1:0")
+	addr := srv.Addr().String()
+	client, err := Dial(ctx, "moql://"+addr+"/", Options{TLSFingerprint: pin, Logger: testLogger(t),
+		Reconnect: Backoff{Min: 20 * time.Millisecond, Max: 100 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+
+	run := func(srv *Server, offset int64) *Session {
+		peer, err := srv.Accept(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb := newSampleBroadcast(t, "live", "aac")
+		if err := peer.Publish(sb.b); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "subscription", func() bool { return peer.serving.Load() >= 1 })
+		sb.fill(t, offset, false)
+		return peer
+	}
+	b := client.Broadcast("live")
+	tr, err := b.Track("aac")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.SetKeepGroups(100000)
+	c := tr.Subscribe(time.Hour)
+	run(srv, 0)
+	n := len(expectedEvents(mustSample(t, "aac"), 0))
+	first := collect(t, ctx, c, 1)
+	_ = first
+	srv.Close()
+	srv = listen(addr)
+	defer srv.Close()
+	run(srv, 10_000_000)
+	var sawDisc bool
+	var afterDisc int
+	evs, err := readEvents(ctx, c, func(e []model.Event) bool {
+		last := e[len(e)-1]
+		if last.Kind == model.EventDiscontinuity {
+			sawDisc = true
+		} else if sawDisc && last.Kind == model.EventFrame && last.Frame.Timestamp >= 10_000_000 {
+			afterDisc++
+		}
+		return afterDisc >= n/2
+	})
+	if err != nil {
+		t.Fatalf("%v (discontinuity seen: %v, frames after: %d)", err, sawDisc, afterDisc)
+	}
+	for _, e := range evs {
+		if e.Kind == model.EventEnd {
+			t.Fatalf("track ended: %v", e.Err)
+		}
+	}
+	if !sawDisc {
+		t.Fatal("no discontinuity between the runs")
+	}
+	if client.Err() != nil {
+		t.Fatal(client.Err())
+	}
+	_ = errors.New
+}
+
+// TestTrackRequestedBeforeTheBroadcastExistsWaitsForItsAnnouncement: a
+// recorder may start before the publisher; an unroutable refusal (30) is
+// retried once the broadcast is announced.
+func TestTrackRequestedBeforeTheBroadcastExistsWaitsForItsAnnouncement(t *testing.T) {
+	checkGoroutines(t)
+	srv, pin := startServer(t, "127.0.0.1:0")
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client, err := Dial(ctx, "moql://"+srv.Addr().String()+"/", Options{TLSFingerprint: pin, Logger: testLogger(t),
+		Container: func(string, string) string { return "legacy" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	peer, err := srv.Accept(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := client.Broadcast("late").Track("v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := tr.Subscribe(time.Hour)
+	time.Sleep(100 * time.Millisecond) // the first TRACK is refused
+	pb := model.NewBroadcast("late")
+	src := pb.CreateTrack("v")
+	if err := peer.Publish(pb); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "subscription", func() bool { return peer.serving.Load() == 1 })
+	g, _ := src.AppendGroup()
+	g.WriteFrame(model.Frame{Timestamp: 7, Payload: []byte("late frame")})
+	evs := collect(t, ctx, c, 1)
+	if evs[0].Kind != model.EventFrame || string(evs[0].Frame.Payload) != "late frame" || evs[0].Frame.Timestamp != 7 {
+		t.Fatalf("%+v", evs)
+	}
+}

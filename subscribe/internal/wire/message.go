@@ -1,0 +1,501 @@
+package wire
+
+import (
+	"fmt"
+	"unicode/utf8"
+)
+
+func validUTF8(b []byte) bool { return utf8.Valid(b) }
+
+// Version names.
+const (
+	// ALPN is the TLS ALPN (raw QUIC) and WebTransport protocol of
+	// moq-lite-05.
+	ALPN = "moq-lite-05"
+	// VersionCode is moq-lite-05's wire code.
+	VersionCode = 0xff0dad05
+)
+
+// Bidirectional stream types (the first varint on the stream).
+const (
+	StreamAnnounce  = 0x1
+	StreamSubscribe = 0x2
+	StreamFetch     = 0x3
+	StreamProbe     = 0x4
+	StreamGoaway    = 0x5
+	StreamTrack     = 0x6
+)
+
+// Unidirectional stream types.
+const (
+	UniGroup = 0x0
+	UniSetup = 0x1
+)
+
+// SETUP parameter ids.
+const (
+	ParamProbe  = 0x1
+	ParamPath   = 0x2
+	ParamRole   = 0x3
+	ParamCost   = 0x4
+	ParamOrigin = 0x5
+)
+
+// SETUP Role values.
+const (
+	RoleBoth       = 0
+	RolePublisher  = 1
+	RoleSubscriber = 2
+)
+
+// Announce status values.
+const (
+	StatusEnded   = 0
+	StatusActive  = 1
+	StatusRestart = 2
+)
+
+// Subscribe response types.
+const (
+	RespOK   = 0
+	RespEnd  = 1
+	RespDrop = 2
+)
+
+// Opt is a "+1 optional" group sequence (SUBSCRIBE start and end).
+type Opt struct {
+	Seq   uint64
+	Valid bool
+}
+
+// Some returns a present Opt.
+func Some(seq uint64) Opt { return Opt{Seq: seq, Valid: true} }
+
+func appendOpt(b []byte, o Opt) []byte {
+	if !o.Valid {
+		return append(b, 0)
+	}
+	return AppendVarint(b, o.Seq+1)
+}
+
+// Param is one SETUP parameter.
+type Param struct {
+	ID    uint64
+	Value []byte
+}
+
+// Setup is the SETUP message of the Setup stream.
+type Setup struct {
+	Params []Param
+}
+
+// SetVarint adds a varint-valued parameter.
+func (s *Setup) SetVarint(id, v uint64) {
+	s.Params = append(s.Params, Param{ID: id, Value: AppendVarint(nil, v)})
+}
+
+// SetBytes adds a byte-valued parameter.
+func (s *Setup) SetBytes(id uint64, v []byte) {
+	s.Params = append(s.Params, Param{ID: id, Value: v})
+}
+
+// Bytes returns the value of parameter id.
+func (s *Setup) Bytes(id uint64) ([]byte, bool) {
+	for _, p := range s.Params {
+		if p.ID == id {
+			return p.Value, true
+		}
+	}
+	return nil, false
+}
+
+// Varint returns the value of a varint-valued parameter, which must hold
+// exactly one varint.
+func (s *Setup) Varint(id uint64) (uint64, bool, error) {
+	b, ok := s.Bytes(id)
+	if !ok {
+		return 0, false, nil
+	}
+	v, n, err := ParseVarint(b)
+	if err != nil || n != len(b) {
+		return 0, true, fmt.Errorf("%w: setup parameter %d is not one varint", ErrDecode, id)
+	}
+	return v, true, nil
+}
+
+// Append appends the length-prefixed message.
+func (s *Setup) Append(b []byte) []byte {
+	return appendMessage(b, func(b []byte) []byte {
+		b = AppendVarint(b, uint64(len(s.Params)))
+		for _, p := range s.Params {
+			b = AppendVarint(b, p.ID)
+			b = AppendVarint(b, uint64(len(p.Value)))
+			b = append(b, p.Value...)
+		}
+		return b
+	})
+}
+
+// Decode parses a message body.
+func (s *Setup) Decode(body []byte) error {
+	d := dec{b: body}
+	n := d.varint()
+	if d.err == nil && n > MaxSetupParams {
+		d.fail("%d setup parameters", n)
+	}
+	s.Params = nil
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		id := d.varint()
+		v := d.bytes()
+		if _, dup := s.Bytes(id); dup && d.err == nil {
+			d.fail("duplicate setup parameter %d", id)
+		}
+		s.Params = append(s.Params, Param{ID: id, Value: v})
+	}
+	return d.done()
+}
+
+// AnnounceRequest opens an Announce stream.
+type AnnounceRequest struct {
+	Prefix     string
+	ExcludeHop uint64
+}
+
+// Append appends the length-prefixed message.
+func (m *AnnounceRequest) Append(b []byte) []byte {
+	return appendMessage(b, func(b []byte) []byte {
+		return AppendVarint(appendStr(b, m.Prefix), m.ExcludeHop)
+	})
+}
+
+// Decode parses a message body.
+func (m *AnnounceRequest) Decode(body []byte) error {
+	d := dec{b: body}
+	m.Prefix = d.str()
+	m.ExcludeHop = d.varint()
+	return d.done()
+}
+
+// AnnounceOK is the publisher's first message on an Announce stream.
+type AnnounceOK struct {
+	HopID       uint64
+	ActiveCount uint64
+}
+
+// Append appends the length-prefixed message.
+func (m *AnnounceOK) Append(b []byte) []byte {
+	return appendMessage(b, func(b []byte) []byte {
+		return AppendVarint(AppendVarint(b, m.HopID), m.ActiveCount)
+	})
+}
+
+// Decode parses a message body.
+func (m *AnnounceOK) Decode(body []byte) error {
+	d := dec{b: body}
+	m.HopID = d.varint()
+	m.ActiveCount = d.varint()
+	return d.done()
+}
+
+// Announce reports one broadcast under the requested prefix.
+type Announce struct {
+	Status uint8
+	Suffix string
+	Hops   []uint64
+}
+
+// Append appends the length-prefixed message.
+func (m *Announce) Append(b []byte) []byte {
+	return appendMessage(b, func(b []byte) []byte {
+		b = append(b, m.Status)
+		b = appendStr(b, m.Suffix)
+		b = AppendVarint(b, uint64(len(m.Hops)))
+		for _, h := range m.Hops {
+			b = AppendVarint(b, h)
+		}
+		return b
+	})
+}
+
+// Decode parses a message body.
+func (m *Announce) Decode(body []byte) error {
+	d := dec{b: body}
+	m.Status = d.u8()
+	if d.err == nil && m.Status > StatusRestart {
+		d.fail("announce status %d", m.Status)
+	}
+	m.Suffix = d.str()
+	n := d.varint()
+	if d.err == nil && n > MaxHops {
+		d.fail("%d hops", n)
+	}
+	m.Hops = nil
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		m.Hops = append(m.Hops, d.varint())
+	}
+	return d.done()
+}
+
+// TrackRequest (TRACK) asks for a track's properties.
+type TrackRequest struct {
+	Broadcast string
+	Track     string
+}
+
+// Append appends the length-prefixed message.
+func (m *TrackRequest) Append(b []byte) []byte {
+	return appendMessage(b, func(b []byte) []byte {
+		return appendStr(appendStr(b, m.Broadcast), m.Track)
+	})
+}
+
+// Decode parses a message body.
+func (m *TrackRequest) Decode(body []byte) error {
+	d := dec{b: body}
+	m.Broadcast = d.str()
+	m.Track = d.str()
+	return d.done()
+}
+
+// TrackInfo answers TRACK.
+type TrackInfo struct {
+	Priority   uint8
+	Ordered    bool
+	MaxLatency uint64 // milliseconds
+	Timescale  uint64 // units per second, never 0
+}
+
+// Append appends the length-prefixed message.
+func (m *TrackInfo) Append(b []byte) []byte {
+	return appendMessage(b, func(b []byte) []byte {
+		b = append(b, m.Priority)
+		b = appendBool(b, m.Ordered)
+		b = AppendVarint(b, m.MaxLatency)
+		return AppendVarint(b, m.Timescale)
+	})
+}
+
+// Decode parses a message body.
+func (m *TrackInfo) Decode(body []byte) error {
+	d := dec{b: body}
+	m.Priority = d.u8()
+	m.Ordered = d.bool()
+	m.MaxLatency = d.varint()
+	m.Timescale = d.varint()
+	if d.err == nil && m.Timescale == 0 {
+		d.fail("timescale 0")
+	}
+	return d.done()
+}
+
+// Subscribe opens a subscription.
+type Subscribe struct {
+	ID         uint64
+	Broadcast  string
+	Track      string
+	Priority   uint8
+	Ordered    bool
+	MaxLatency uint64 // milliseconds
+	Start      Opt
+	End        Opt // inclusive cap
+}
+
+// Append appends the length-prefixed message.
+func (m *Subscribe) Append(b []byte) []byte {
+	return appendMessage(b, func(b []byte) []byte {
+		b = AppendVarint(b, m.ID)
+		b = appendStr(b, m.Broadcast)
+		b = appendStr(b, m.Track)
+		b = append(b, m.Priority)
+		b = appendBool(b, m.Ordered)
+		b = AppendVarint(b, m.MaxLatency)
+		b = appendOpt(b, m.Start)
+		return appendOpt(b, m.End)
+	})
+}
+
+// Decode parses a message body.
+func (m *Subscribe) Decode(body []byte) error {
+	d := dec{b: body}
+	m.ID = d.varint()
+	m.Broadcast = d.str()
+	m.Track = d.str()
+	m.Priority = d.u8()
+	m.Ordered = d.bool()
+	m.MaxLatency = d.varint()
+	m.Start = d.opt()
+	m.End = d.opt()
+	return d.done()
+}
+
+// SubscribeUpdate changes a subscription.
+type SubscribeUpdate struct {
+	Priority   uint8
+	Ordered    bool
+	MaxLatency uint64
+	Start      Opt
+	End        Opt
+}
+
+// Append appends the length-prefixed message.
+func (m *SubscribeUpdate) Append(b []byte) []byte {
+	return appendMessage(b, func(b []byte) []byte {
+		b = append(b, m.Priority)
+		b = appendBool(b, m.Ordered)
+		b = AppendVarint(b, m.MaxLatency)
+		b = appendOpt(b, m.Start)
+		return appendOpt(b, m.End)
+	})
+}
+
+// Decode parses a message body.
+func (m *SubscribeUpdate) Decode(body []byte) error {
+	d := dec{b: body}
+	m.Priority = d.u8()
+	m.Ordered = d.bool()
+	m.MaxLatency = d.varint()
+	m.Start = d.opt()
+	m.End = d.opt()
+	return d.done()
+}
+
+// SubscribeResponse is one typed response on a Subscribe stream:
+// SUBSCRIBE_OK (Group = first group delivered), SUBSCRIBE_END (Group =
+// exclusive end) or SUBSCRIBE_DROP (Start..End inclusive, Code).
+type SubscribeResponse struct {
+	Type  uint64
+	Group uint64
+	Start uint64
+	End   uint64
+	Code  uint64
+}
+
+// Append appends the type, the length and the body.
+func (m *SubscribeResponse) Append(b []byte) []byte {
+	b = AppendVarint(b, m.Type)
+	return appendMessage(b, func(b []byte) []byte {
+		switch m.Type {
+		case RespDrop:
+			return AppendVarint(AppendVarint(AppendVarint(b, m.Start), m.End), m.Code)
+		default:
+			return AppendVarint(b, m.Group)
+		}
+	})
+}
+
+// Decode parses a body of type typ. Unknown types are an error.
+func (m *SubscribeResponse) Decode(typ uint64, body []byte) error {
+	*m = SubscribeResponse{Type: typ}
+	d := dec{b: body}
+	switch typ {
+	case RespOK, RespEnd:
+		m.Group = d.varint()
+	case RespDrop:
+		m.Start = d.varint()
+		m.End = d.varint()
+		m.Code = d.varint()
+	default:
+		d.fail("subscribe response type %d", typ)
+	}
+	return d.done()
+}
+
+// ReadSubscribeResponse reads one typed response from r.
+func ReadSubscribeResponse(r ByteReader) (SubscribeResponse, error) {
+	var m SubscribeResponse
+	typ, err := ReadVarint(r)
+	if err != nil {
+		return m, err
+	}
+	body, err := ReadMessage(r, 0)
+	if err != nil {
+		return m, err
+	}
+	err = m.Decode(typ, body)
+	return m, err
+}
+
+// Group is the header of a Group stream.
+type Group struct {
+	SubscribeID uint64
+	Sequence    uint64
+}
+
+// Append appends the length-prefixed message.
+func (m *Group) Append(b []byte) []byte {
+	return appendMessage(b, func(b []byte) []byte {
+		return AppendVarint(AppendVarint(b, m.SubscribeID), m.Sequence)
+	})
+}
+
+// Decode parses a message body.
+func (m *Group) Decode(body []byte) error {
+	d := dec{b: body}
+	m.SubscribeID = d.varint()
+	m.Sequence = d.varint()
+	return d.done()
+}
+
+// Fetch asks for one past group.
+type Fetch struct {
+	Broadcast string
+	Track     string
+	Priority  uint8
+	Group     uint64
+}
+
+// Append appends the length-prefixed message.
+func (m *Fetch) Append(b []byte) []byte {
+	return appendMessage(b, func(b []byte) []byte {
+		b = appendStr(appendStr(b, m.Broadcast), m.Track)
+		return AppendVarint(append(b, m.Priority), m.Group)
+	})
+}
+
+// Decode parses a message body.
+func (m *Fetch) Decode(body []byte) error {
+	d := dec{b: body}
+	m.Broadcast = d.str()
+	m.Track = d.str()
+	m.Priority = d.u8()
+	m.Group = d.varint()
+	return d.done()
+}
+
+// Probe carries a bitrate (bit/s) and an RTT (ms); 0 = unknown.
+type Probe struct {
+	Bitrate uint64
+	RTT     uint64
+}
+
+// Append appends the length-prefixed message.
+func (m *Probe) Append(b []byte) []byte {
+	return appendMessage(b, func(b []byte) []byte {
+		return AppendVarint(AppendVarint(b, m.Bitrate), m.RTT)
+	})
+}
+
+// Decode parses a message body.
+func (m *Probe) Decode(body []byte) error {
+	d := dec{b: body}
+	m.Bitrate = d.varint()
+	m.RTT = d.varint()
+	return d.done()
+}
+
+// Goaway asks the peer to move to another session URI (empty: just close).
+type Goaway struct {
+	URI string
+}
+
+// Append appends the length-prefixed message.
+func (m *Goaway) Append(b []byte) []byte {
+	return appendMessage(b, func(b []byte) []byte { return appendStr(b, m.URI) })
+}
+
+// Decode parses a message body.
+func (m *Goaway) Decode(body []byte) error {
+	d := dec{b: body}
+	m.URI = d.str()
+	return d.done()
+}

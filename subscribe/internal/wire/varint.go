@@ -1,0 +1,245 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Limits applied by the decoders.
+const (
+	// MaxVarint is the largest value a QUIC varint holds.
+	MaxVarint = 1<<62 - 1
+	// MaxMessage bounds the body of one control message.
+	MaxMessage = 64 << 10
+	// MaxFrame bounds one frame payload (the Rust model's limit).
+	MaxFrame = 32 << 20
+	// MaxSetupParams bounds the SETUP parameter count.
+	MaxSetupParams = 64
+	// MaxHops bounds the hop list of an announcement.
+	MaxHops = 32
+)
+
+// Errors returned by the decoders. Test with errors.Is.
+var (
+	// ErrDecode means malformed bytes.
+	ErrDecode = errors.New("wire: decode error")
+	// ErrTooLarge means a length field beyond the limits.
+	ErrTooLarge = errors.New("wire: message too large")
+)
+
+// VarintLen returns the encoded size of v.
+func VarintLen(v uint64) int {
+	switch {
+	case v < 1<<6:
+		return 1
+	case v < 1<<14:
+		return 2
+	case v < 1<<30:
+		return 4
+	default:
+		return 8
+	}
+}
+
+// AppendVarint appends v in its minimal QUIC varint form. Values above
+// MaxVarint are clamped (callers never produce them).
+func AppendVarint(b []byte, v uint64) []byte {
+	if v > MaxVarint {
+		v = MaxVarint
+	}
+	switch VarintLen(v) {
+	case 1:
+		return append(b, byte(v))
+	case 2:
+		return append(b, byte(v>>8)|0x40, byte(v))
+	case 4:
+		return append(b, byte(v>>24)|0x80, byte(v>>16), byte(v>>8), byte(v))
+	default:
+		return append(b, byte(v>>56)|0xc0, byte(v>>48), byte(v>>40), byte(v>>32),
+			byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
+	}
+}
+
+// ParseVarint decodes a varint (any length form) from the start of b and
+// returns it with the number of bytes used.
+func ParseVarint(b []byte) (uint64, int, error) {
+	if len(b) == 0 {
+		return 0, 0, fmt.Errorf("%w: truncated varint", ErrDecode)
+	}
+	n := 1 << (b[0] >> 6)
+	if len(b) < n {
+		return 0, 0, fmt.Errorf("%w: truncated varint", ErrDecode)
+	}
+	v := uint64(b[0] & 0x3f)
+	for _, c := range b[1:n] {
+		v = v<<8 | uint64(c)
+	}
+	return v, n, nil
+}
+
+// ReadVarint reads one varint from r. A clean EOF before the first byte is
+// io.EOF; EOF inside the varint is io.ErrUnexpectedEOF.
+func ReadVarint(r io.ByteReader) (uint64, error) {
+	c, err := r.ReadByte()
+	if err != nil {
+		return 0, err
+	}
+	n := 1 << (c >> 6)
+	v := uint64(c & 0x3f)
+	for i := 1; i < n; i++ {
+		c, err := r.ReadByte()
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, err
+		}
+		v = v<<8 | uint64(c)
+	}
+	return v, nil
+}
+
+// Zigzag maps a signed value to the unsigned form used for frame timestamp
+// deltas.
+func Zigzag(n int64) uint64 { return uint64(n<<1) ^ uint64(n>>63) }
+
+// Unzigzag inverts Zigzag.
+func Unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
+
+// ReadMessage reads one length-prefixed message body from r (at most max
+// bytes; MaxMessage when max is 0). A clean EOF before the length is
+// io.EOF.
+func ReadMessage(r ByteReader, max int) ([]byte, error) {
+	if max <= 0 {
+		max = MaxMessage
+	}
+	n, err := ReadVarint(r)
+	if err != nil {
+		return nil, err
+	}
+	if n > uint64(max) {
+		return nil, fmt.Errorf("%w: %d bytes (limit %d)", ErrTooLarge, n, max)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return body, nil
+}
+
+// ByteReader is what the stream readers need: bufio.Reader satisfies it.
+type ByteReader interface {
+	io.Reader
+	io.ByteReader
+}
+
+// appendMessage appends the length prefix and body built by fn.
+func appendMessage(b []byte, fn func([]byte) []byte) []byte {
+	body := fn(nil)
+	b = AppendVarint(b, uint64(len(body)))
+	return append(b, body...)
+}
+
+// dec walks a message body; the first error sticks.
+type dec struct {
+	b   []byte
+	err error
+}
+
+func (d *dec) fail(format string, args ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: "+format, append([]any{ErrDecode}, args...)...)
+	}
+}
+
+func (d *dec) varint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n, err := ParseVarint(d.b)
+	if err != nil {
+		d.err = err
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *dec) u8() uint8 {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.b) == 0 {
+		d.fail("truncated byte")
+		return 0
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	return c
+}
+
+func (d *dec) bool() bool {
+	c := d.u8()
+	if c > 1 {
+		d.fail("boolean %d", c)
+	}
+	return c == 1
+}
+
+func (d *dec) bytes() []byte {
+	n := d.varint()
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)) {
+		d.fail("length %d beyond message", n)
+		return nil
+	}
+	v := d.b[:n:n]
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *dec) str() string {
+	b := d.bytes()
+	if d.err != nil {
+		return ""
+	}
+	if !validUTF8(b) {
+		d.fail("invalid UTF-8")
+		return ""
+	}
+	return string(b)
+}
+
+func (d *dec) opt() Opt {
+	v := d.varint()
+	if v == 0 {
+		return Opt{}
+	}
+	return Opt{Seq: v - 1, Valid: true}
+}
+
+// done fails when bytes are left over.
+func (d *dec) done() error {
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("%d bytes left over", len(d.b))
+	}
+	return d.err
+}
+
+func appendStr(b []byte, s string) []byte {
+	b = AppendVarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, 1)
+	}
+	return append(b, 0)
+}

@@ -1,0 +1,212 @@
+package subscribe
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/model"
+)
+
+// TestLoopbackDeliversEveryFrameUnchanged publishes the sample media from an
+// accepted session and subscribes from a dialled one, over raw QUIC and over
+// WebTransport, and compares every frame: bytes, timestamp, group.
+func TestLoopbackDeliversEveryFrameUnchanged(t *testing.T) {
+	for _, scheme := range []string{"moql", "https", "http"} {
+		t.Run(scheme, func(t *testing.T) {
+			checkGoroutines(t)
+			srv, pin := startServer(t, "127.0.0.1:0")
+			defer srv.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+
+			url := fmt.Sprintf("%s://%s/room?jwt=secret", scheme, srv.Addr())
+			opts := Options{Logger: testLogger(t)}
+			if scheme != "http" {
+				opts.TLSFingerprint = pin
+			}
+			client, err := Dial(ctx, url, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer client.Close()
+			peer, err := srv.Accept(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if peer.Path() != "room" {
+				t.Errorf("accepted session path %q, want room", peer.Path())
+			}
+
+			sb := newSampleBroadcast(t, "demo.hang", "h264", "aac")
+			if err := peer.Publish(sb.b); err != nil {
+				t.Fatal(err)
+			}
+			ann, err := client.Announced(ctx, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ann.Close()
+			a, err := ann.Next(ctx)
+			if err != nil || a.Path != "demo.hang" || !a.Active {
+				t.Fatalf("announcement %+v, %v", a, err)
+			}
+
+			b := client.Broadcast("demo.hang")
+			w, err := WatchCatalog(b, CatalogOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			cat, err := w.Next(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(cat.Renditions()); got != 2 {
+				t.Fatalf("catalog has %d renditions, want 2", got)
+			}
+
+			tracks := map[string]*model.Track{}
+			for _, s := range sb.samples {
+				tr, err := b.Track(s.Name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tr.SetKeepGroups(100000)
+				tracks[s.Name] = tr
+			}
+			// Media tracks plus the catalog.
+			waitFor(t, "subscriptions", func() bool { return peer.serving.Load() == int64(len(sb.samples)+1) })
+			sb.fill(t, 0, true)
+			// Groups travel on parallel streams and arrive in any order; a
+			// consumer that starts early begins at the first group to
+			// arrive. Read once the subscriptions are over to see all.
+			waitFor(t, "end of subscriptions", func() bool { return client.subCount() == 1 })
+			for _, s := range sb.samples {
+				evs, err := readEvents(ctx, tracks[s.Name].Subscribe(time.Hour), func([]model.Event) bool { return false })
+				if err != nil {
+					t.Fatalf("%s: %v", s.Name, err)
+				}
+				compareFrames(t, s.Name, evs, expectedEvents(s, 0))
+				if last := evs[len(evs)-1]; last.Kind != model.EventEnd || last.Err != nil {
+					t.Fatalf("%s: last event %+v, want a clean end", s.Name, last)
+				}
+			}
+			_ = catalog.TrackName
+		})
+	}
+}
+
+// TestAcceptedSessionRecordsWhatTheClientPublishes is the record-on-ingest
+// direction: a client connects and publishes, the server side discovers
+// the broadcast from its announcements and subscribes.
+func TestAcceptedSessionRecordsWhatTheClientPublishes(t *testing.T) {
+	checkGoroutines(t)
+	srv, pin := startServer(t, "127.0.0.1:0")
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client, err := Dial(ctx, fmt.Sprintf("https://%s/ingest", srv.Addr()), Options{TLSFingerprint: pin, Role: RolePublisher, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	peer, err := srv.Accept(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if peer.Path() != "ingest" {
+		t.Errorf("path %q", peer.Path())
+	}
+	sb := newSampleBroadcast(t, "cam", "h264")
+	if err := client.Publish(sb.b); err != nil {
+		t.Fatal(err)
+	}
+	ann, err := peer.Announced(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ann.Close()
+	a, err := ann.Next(ctx)
+	if err != nil || a.Path != "cam" || !a.Active {
+		t.Fatalf("%+v %v", a, err)
+	}
+	tr, err := peer.Broadcast(a.Path).Track("h264")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.SetKeepGroups(100000)
+	waitFor(t, "subscription", func() bool { return client.serving.Load() >= 1 })
+	sb.fill(t, 0, true)
+	waitFor(t, "end of subscriptions", func() bool { return peer.subCount() <= 1 })
+	evs, err := readEvents(ctx, tr.Subscribe(time.Hour), func([]model.Event) bool { return false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareFrames(t, "h264", evs, expectedEvents(sb.samples[0], 0))
+
+	// Unpublishing announces the end: the recorded broadcast closes.
+	b := peer.Broadcast("cam")
+	client.Unpublish("cam")
+	select {
+	case <-b.Done():
+	case <-ctx.Done():
+		t.Fatal("broadcast not closed after the ended announcement")
+	}
+	if a, err := ann.Next(ctx); err != nil || a.Active {
+		t.Fatalf("%+v %v", a, err)
+	}
+}
+
+func BenchmarkLoopbackFrames(b *testing.B) {
+	cert, pin, err := SelfSignedCert()
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv, err := Listen("127.0.0.1:0", ServerOptions{Certificates: []tls.Certificate{cert}, Logger: testLogger(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	ctx := context.Background()
+	client, err := Dial(ctx, "moql://"+srv.Addr().String()+"/", Options{TLSFingerprint: pin, Logger: testLogger(b), Container: func(string, string) string { return "legacy" }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer client.Close()
+	peer, _ := srv.Accept(ctx)
+	pb := model.NewBroadcast("bench")
+	src := pb.CreateTrack("v")
+	peer.Publish(pb)
+	tr, _ := client.Broadcast("bench").Track("v")
+	for peer.serving.Load() < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	c := tr.Subscribe(time.Hour)
+	rs := model.NewReadySet()
+	c.Watch(rs)
+	payload := make([]byte, 4000)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(payload)))
+	var g *model.Group
+	for i := 0; b.Loop(); i++ {
+		if i%30 == 0 {
+			if g != nil {
+				g.Close(nil)
+			}
+			g, _ = src.AppendGroup()
+		}
+		g.WriteFrame(model.Frame{Timestamp: int64(i) * 33_000, Payload: payload})
+		for got := false; !got; {
+			if ev, ok := c.Next(); ok && ev.Kind == model.EventFrame {
+				got = true
+			} else if !ok {
+				<-rs.Wakeup()
+				rs.Take(nil)
+			}
+		}
+	}
+}

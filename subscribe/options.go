@@ -1,0 +1,115 @@
+package subscribe
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"github.com/moq-export/moq-export/model"
+	"log/slog"
+	"time"
+)
+
+// Role is what a client declares in its SETUP: a relay opens an announce
+// stream to a client only when it may publish, and rejects a role its token
+// does not allow.
+type Role uint8
+
+// Roles. The zero value is RoleSubscriber.
+const (
+	RoleSubscriber Role = iota
+	RolePublisher
+	RoleBoth
+)
+
+// Backoff configures reconnects: the delay before attempt n is a random
+// value in [d/2, d] with d = min(Min*2^n, Max).
+type Backoff struct {
+	// Min is the first delay (default 250ms).
+	Min time.Duration
+	// Max caps the delay (default 10s).
+	Max time.Duration
+	// GiveUp ends the session when no connection succeeded for this long
+	// (0: never give up).
+	GiveUp time.Duration
+	// Disabled turns reconnects off: the session ends with its first
+	// connection.
+	Disabled bool
+}
+
+// Options configure Dial. The zero value is usable.
+type Options struct {
+	// TLSFingerprint pins the server certificate: the hex SHA-256 of its DER
+	// leaf (colons and case are ignored). Chain, name and expiry are not
+	// checked when it is set.
+	TLSFingerprint string
+	// TLSInsecure skips certificate verification entirely.
+	TLSInsecure bool
+	// RootCAs replaces the system roots.
+	RootCAs *x509.CertPool
+	// TLSConfig, when set, is cloned and used as the base TLS
+	// configuration (NextProtos and verification fields are overwritten
+	// as the options above say).
+	TLSConfig *tls.Config
+
+	// Role is declared in SETUP (default RoleSubscriber). Set RoleBoth or
+	// RolePublisher before publishing through a relay.
+	Role Role
+
+	// Logger receives the session's diagnostics (default slog.Default()).
+	Logger *slog.Logger
+
+	// Reconnect configures reconnects after a dropped connection.
+	Reconnect Backoff
+
+	// RequestTimeout bounds how long a TRACK request may stay unanswered
+	// (default 10s): @moq/net never answers a request for an unknown
+	// track.
+	RequestTimeout time.Duration
+
+	// MaxLatency is sent in SUBSCRIBE (default 0: only the newest group
+	// matters to the relay's scheduler; the model does its own skipping).
+	MaxLatency time.Duration
+
+	// Container overrides the container of a track when the broadcast has
+	// no usable catalog: it returns "legacy", "loc", "raw" (no container,
+	// wire timestamps) or "" (decide from the catalog).
+	Container func(broadcast, track string) string
+}
+
+// ServerOptions configure Listen.
+type ServerOptions struct {
+	// Certificates are served to clients (at least one is required).
+	// SelfSignedCert makes one for loopback use.
+	Certificates []tls.Certificate
+	// DisableWebTransport serves raw QUIC only.
+	DisableWebTransport bool
+	// FingerprintHTTP also serves GET /certificate.sha256 over TCP on the
+	// same port, like a development relay, so http:// URLs work.
+	FingerprintHTTP bool
+	// Logger receives diagnostics (default slog.Default()).
+	Logger *slog.Logger
+	// Publish lists broadcasts published on every accepted session from
+	// its first moment (before Accept returns it).
+	Publish []*model.Broadcast
+	// RequestTimeout and MaxLatency apply to accepted sessions as in
+	// Options.
+	RequestTimeout time.Duration
+	MaxLatency     time.Duration
+}
+
+func (o *Options) fill() {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Reconnect.Min <= 0 {
+		o.Reconnect.Min = 250 * time.Millisecond
+	}
+	if o.Reconnect.Max <= 0 {
+		o.Reconnect.Max = 10 * time.Second
+	}
+	if o.Reconnect.Max < o.Reconnect.Min {
+		o.Reconnect.Max = o.Reconnect.Min
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = 10 * time.Second
+	}
+}

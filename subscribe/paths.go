@@ -1,0 +1,86 @@
+package subscribe
+
+import "strings"
+
+// normPath normalizes a broadcast path the way moq-lite does: no leading or
+// trailing "/", repeated "/" collapsed.
+func normPath(p string) string {
+	if !strings.Contains(p, "//") && !strings.HasPrefix(p, "/") && !strings.HasSuffix(p, "/") {
+		return p
+	}
+	parts := strings.Split(p, "/")
+	out := parts[:0]
+	for _, s := range parts {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, "/")
+}
+
+// joinPath joins a prefix and a suffix with one "/" unless either is empty.
+func joinPath(prefix, suffix string) string {
+	prefix, suffix = normPath(prefix), normPath(suffix)
+	switch {
+	case prefix == "":
+		return suffix
+	case suffix == "":
+		return prefix
+	}
+	return prefix + "/" + suffix
+}
+
+// stripPrefix returns path relative to prefix when prefix matches it on a
+// segment boundary ("foo" matches "foo" and "foo/x", not "foobar").
+func stripPrefix(path, prefix string) (string, bool) {
+	path, prefix = normPath(path), normPath(prefix)
+	if prefix == "" {
+		return path, true
+	}
+	if path == prefix {
+		return "", true
+	}
+	if strings.HasPrefix(path, prefix+"/") {
+		return path[len(prefix)+1:], true
+	}
+	return "", false
+}
+
+// ResolveBroadcast resolves a rendition's "broadcast" reference against the
+// path of the broadcast whose catalog holds it, like a relative URL:
+// "./source" in "room/transcode" is "room/source", "" is the catalog's
+// broadcast, "." its parent, "../x" a sibling of the parent, and a path
+// starting with "/" is taken from the session root. ok is false when ref
+// escapes above the root.
+func ResolveBroadcast(catalogBroadcast, ref string) (path string, ok bool) {
+	if ref == "" {
+		return normPath(catalogBroadcast), true
+	}
+	var stack []string
+	if !strings.HasPrefix(ref, "/") {
+		// Relative to the directory of the catalog broadcast, as a URL
+		// reference is relative to the document.
+		base := strings.Split(normPath(catalogBroadcast), "/")
+		if len(base) > 0 {
+			base = base[:len(base)-1]
+		}
+		for _, s := range base {
+			if s != "" {
+				stack = append(stack, s)
+			}
+		}
+	}
+	for _, s := range strings.Split(ref, "/") {
+		switch s {
+		case "", ".":
+		case "..":
+			if len(stack) == 0 {
+				return "", false
+			}
+			stack = stack[:len(stack)-1]
+		default:
+			stack = append(stack, s)
+		}
+	}
+	return strings.Join(stack, "/"), true
+}

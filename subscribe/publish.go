@@ -1,0 +1,303 @@
+package subscribe
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/subscribe/internal/container"
+	"github.com/moq-export/moq-export/subscribe/internal/wire"
+)
+
+// publishTimescale is the TRACK_INFO timescale of every published track:
+// model timestamps are microseconds.
+const publishTimescale = 1_000_000
+
+// publishMaxLatency is the TRACK_INFO max latency (the reference default).
+const publishMaxLatency = 5000
+
+// Publish serves b to the peer under b.Name() (relative to the session
+// root) until b ends or Unpublish. The broadcast is announced on every
+// announce stream the peer has open or opens later. Tracks named like a
+// catalog are sent as they are; every other track in the hang legacy
+// container.
+func (s *Session) Publish(b *model.Broadcast) error {
+	path := normPath(b.Name())
+	s.mu.Lock()
+	if s.err != nil {
+		err := s.err
+		s.mu.Unlock()
+		return err
+	}
+	if _, ok := s.published[path]; ok {
+		s.mu.Unlock()
+		return fmt.Errorf("%w: %q", ErrAlreadyPublished, path)
+	}
+	s.published[path] = b
+	s.mu.Unlock()
+	s.announce(path, true)
+	s.log.Debug("moq: publishing", "broadcast", path)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		select {
+		case <-b.Done():
+			s.unpublish(path, b)
+		case <-s.ctx.Done():
+		}
+	}()
+	return nil
+}
+
+// Unpublish stops serving the broadcast at path and announces its end.
+// Subscriptions already running continue until their tracks end.
+func (s *Session) Unpublish(path string) { s.unpublish(normPath(path), nil) }
+
+func (s *Session) unpublish(path string, only *model.Broadcast) {
+	s.mu.Lock()
+	b, ok := s.published[path]
+	if !ok || (only != nil && b != only) {
+		s.mu.Unlock()
+		return
+	}
+	delete(s.published, path)
+	s.mu.Unlock()
+	s.announce(path, false)
+}
+
+func (s *Session) publishedBroadcast(path string) *model.Broadcast {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.published[normPath(path)]
+}
+
+// serveTrack answers TRACK with TRACK_INFO, or resets the stream (30 for an
+// unknown broadcast, 13 for an unknown track).
+func (s *Session) serveTrack(str bidiStream, r *bufio.Reader) {
+	var req wire.TrackRequest
+	if err := readMsg(r, &req); err != nil {
+		str.CancelRead(CodeDecode)
+		str.CancelWrite(CodeDecode)
+		return
+	}
+	b := s.publishedBroadcast(req.Broadcast)
+	if b == nil {
+		str.CancelRead(CodeUnroutable)
+		str.CancelWrite(CodeUnroutable)
+		return
+	}
+	if _, err := b.Track(req.Track); err != nil {
+		str.CancelRead(CodeNotFound)
+		str.CancelWrite(CodeNotFound)
+		return
+	}
+	info := wire.TrackInfo{MaxLatency: publishMaxLatency, Timescale: publishTimescale}
+	if _, err := str.Write(info.Append(nil)); err != nil {
+		return
+	}
+	str.Close()
+	str.CancelRead(CodeCancel)
+}
+
+// serveSubscribe serves one SUBSCRIBE: one uni stream per model group,
+// SUBSCRIBE_OK with the first group, SUBSCRIBE_END and FIN when the track
+// ends, FIN when the peer unsubscribes.
+func (s *Session) serveSubscribe(ctx context.Context, c conn, str bidiStream, r *bufio.Reader) {
+	var req wire.Subscribe
+	if err := readMsg(r, &req); err != nil {
+		str.CancelRead(CodeDecode)
+		str.CancelWrite(CodeDecode)
+		return
+	}
+	b := s.publishedBroadcast(req.Broadcast)
+	if b == nil {
+		str.CancelRead(CodeUnroutable)
+		str.CancelWrite(CodeUnroutable)
+		return
+	}
+	t, err := b.Track(req.Track)
+	if err != nil {
+		str.CancelRead(CodeNotFound)
+		str.CancelWrite(CodeNotFound)
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// The peer unsubscribes with a FIN (or a reset); updates are read and
+	// ignored except for the end cap, which this publisher does not hold.
+	var rwg sync.WaitGroup
+	rwg.Add(1)
+	go func() {
+		defer rwg.Done()
+		defer cancel()
+		for {
+			var u wire.SubscribeUpdate
+			if err := readMsg(r, &u); err != nil {
+				return
+			}
+		}
+	}()
+	defer rwg.Wait()
+
+	s.serving.Add(1)
+	defer s.serving.Add(-1)
+	p := &pubTrack{s: s, c: c, ctx: ctx, str: str, sub: req, raw: isCatalogTrack(req.Track)}
+	err = p.serve(t)
+	switch {
+	case err == nil:
+		str.Close()
+	case ctx.Err() != nil:
+		// Unsubscribed or the connection is gone: finish our side too.
+		str.Close()
+	default:
+		s.log.Debug("moq: serving subscription", "track", req.Track, "err", err)
+		str.CancelWrite(CodeCancel)
+	}
+	str.CancelRead(CodeCancel)
+}
+
+// pubTrack serves one subscription.
+type pubTrack struct {
+	s   *Session
+	c   conn
+	ctx context.Context
+	str bidiStream
+	sub wire.Subscribe
+	raw bool
+
+	okSent  bool
+	dropped bool // the subscriber stopped group seq
+	group   sendStream
+	seq     uint64
+	lastTS  int64
+	hasLast bool // a group was opened
+	buf     []byte
+}
+
+func (p *pubTrack) serve(t *model.Track) error {
+	start, hasStart := p.sub.Start.Seq, p.sub.Start.Valid
+	if !hasStart {
+		// Start at the live edge, like the reference publishers.
+		start, hasStart = t.LatestGroup()
+	}
+	rs := model.NewReadySet()
+	cons := t.Subscribe(time.Hour)
+	defer cons.Close()
+	cons.Watch(rs)
+	var ready []*model.Consumer
+	defer p.closeGroup(nil)
+	for {
+		for {
+			ev, ok := cons.Next()
+			if !ok {
+				break
+			}
+			switch ev.Kind {
+			case model.EventDiscontinuity:
+				// A new timeline: the start filter belongs to the old one.
+				hasStart = false
+				p.closeGroup(nil)
+			case model.EventEnd:
+				p.closeGroup(nil)
+				end := uint64(0)
+				if p.hasLast {
+					end = p.seq + 1
+				}
+				resp := wire.SubscribeResponse{Type: wire.RespEnd, Group: end}
+				if _, err := p.str.Write(resp.Append(nil)); err != nil {
+					return err
+				}
+				if ev.Err != nil {
+					p.s.log.Debug("moq: published track ended with error", "track", p.sub.Track, "err", ev.Err)
+				}
+				return nil
+			case model.EventFrame:
+				if hasStart && ev.Group < start {
+					continue
+				}
+				if p.sub.End.Valid && ev.Group > p.sub.End.Seq {
+					continue
+				}
+				if err := p.writeFrame(ev); err != nil {
+					return err
+				}
+			}
+		}
+		select {
+		case <-rs.Wakeup():
+			ready = rs.Take(ready[:0])
+		case <-p.ctx.Done():
+			return p.ctx.Err()
+		}
+	}
+}
+
+func (p *pubTrack) writeFrame(ev model.Event) error {
+	if p.dropped && ev.Group == p.seq && !ev.Keyframe {
+		return nil
+	}
+	p.dropped = false
+	if p.group == nil || ev.Group != p.seq || ev.Keyframe {
+		p.closeGroup(nil)
+		if !p.okSent {
+			resp := wire.SubscribeResponse{Type: wire.RespOK, Group: ev.Group}
+			if _, err := p.str.Write(resp.Append(nil)); err != nil {
+				return err
+			}
+			p.okSent = true
+		}
+		g, err := p.c.OpenUni(p.ctx)
+		if err != nil {
+			return err
+		}
+		h := wire.Group{SubscribeID: p.sub.ID, Sequence: ev.Group}
+		if _, err := g.Write(h.Append(wire.AppendVarint(p.buf[:0], wire.UniGroup))); err != nil {
+			g.CancelWrite(CodeCancel)
+			return err
+		}
+		p.group, p.seq, p.lastTS, p.hasLast = g, ev.Group, 0, true
+	}
+	ts := ev.Frame.Timestamp
+	b := p.buf[:0]
+	if p.raw {
+		b = wire.AppendFrame(b, ts-p.lastTS, ev.Frame.Payload)
+	} else {
+		b = wire.AppendVarint(b, wire.Zigzag(ts-p.lastTS))
+		b = wire.AppendVarint(b, uint64(container.LegacyLen(ts, ev.Frame.Payload)))
+		b = container.AppendLegacy(b, ts, ev.Frame.Payload)
+	}
+	p.buf = b
+	p.lastTS = ts
+	if _, err := p.group.Write(b); err != nil {
+		p.closeGroup(err)
+		if errors.Is(err, context.Canceled) || p.ctx.Err() != nil {
+			return p.ctx.Err()
+		}
+		// The subscriber stopped this group (STOP_SENDING): carry on
+		// with the next one.
+		var re *ResetError
+		if errors.As(err, &re) {
+			p.dropped = true
+			return nil
+		}
+		return err
+	}
+	return nil
+}
+
+// closeGroup finishes the open group stream: FIN, or a reset after err.
+func (p *pubTrack) closeGroup(err error) {
+	if p.group == nil {
+		return
+	}
+	if err != nil {
+		p.group.CancelWrite(CodeCancel)
+	} else {
+		p.group.Close()
+	}
+	p.group = nil
+}

@@ -1,0 +1,483 @@
+package subscribe
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	mrand "math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/subscribe/internal/wire"
+)
+
+// Session is one moq-lite session, dialled (Dial, reconnecting) or accepted
+// (Server.Accept). Its methods are safe for concurrent use.
+type Session struct {
+	opts  Options
+	log   *slog.Logger
+	path  string // session root, normalized
+	dial  func(ctx context.Context) (conn, error)
+	role  Role
+	hopID uint64
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	done   chan struct{}
+
+	mu        sync.Mutex
+	cur       conn
+	gen       uint64
+	changed   chan struct{} // closed when cur changes
+	err       error
+	nextSubID uint64
+	subs      map[uint64]*subscription
+	remotes   map[string]*remoteBroadcast
+	published map[string]*model.Broadcast
+	annServes map[*announceServe]struct{}
+	// containers holds the container kind of tracks learnt from catalogs:
+	// broadcast path -> track -> kind.
+	containers map[string]map[string]string
+
+	// serving counts the subscriptions this session serves as publisher.
+	serving atomic.Int64
+
+	peerSetup chan struct{} // closed when the first peer SETUP arrived
+	setupOnce sync.Once
+}
+
+func newSession(opts Options, path string) *Session {
+	opts.fill()
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Session{
+		opts:       opts,
+		log:        opts.Logger,
+		path:       normPath(path),
+		role:       opts.Role,
+		hopID:      randomID(),
+		ctx:        ctx,
+		cancel:     cancel,
+		done:       make(chan struct{}),
+		changed:    make(chan struct{}),
+		subs:       map[uint64]*subscription{},
+		remotes:    map[string]*remoteBroadcast{},
+		published:  map[string]*model.Broadcast{},
+		annServes:  map[*announceServe]struct{}{},
+		containers: map[string]map[string]string{},
+		peerSetup:  make(chan struct{}),
+	}
+}
+
+// randomID returns a random id in [1, 2^53), safe for JavaScript peers.
+func randomID() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return binary.BigEndian.Uint64(b[:])%(1<<53-1) + 1
+}
+
+// Dial connects to rawURL (moql://, moqt://, https:// or http://; see the
+// package doc) and returns a session that reconnects by itself until Close.
+// ctx bounds only the first connection.
+func Dial(ctx context.Context, rawURL string, opts Options) (*Session, error) {
+	t, err := parseTarget(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	s := newSession(opts, t.rootPath())
+	s.log = s.log.With("url", redactURL(t.raw))
+	d := &dialer{opts: &s.opts, target: t}
+	s.dial = func(ctx context.Context) (conn, error) {
+		c, err := d.dial(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if !c.WebTransport() {
+			// The root (and token) ride in SETUP on raw QUIC only.
+			return &setupPathConn{conn: c, path: t.setupPath}, nil
+		}
+		return c, nil
+	}
+	c, err := s.dial(ctx)
+	if err != nil {
+		s.cancel()
+		return nil, err
+	}
+	s.log.Debug("moq: connected")
+	s.start(c)
+	return s, nil
+}
+
+// setupPathConn marks a raw QUIC client connection with its SETUP Path.
+type setupPathConn struct {
+	conn
+	path string
+}
+
+// start runs the session on its first connection.
+func (s *Session) start(c conn) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.run(c)
+	}()
+}
+
+// run serves connections until the session ends.
+func (s *Session) run(c conn) {
+	for {
+		s.serveConn(c)
+		cause := connCause(c)
+		if s.ctx.Err() != nil {
+			s.finish(ErrClosed)
+			return
+		}
+		if s.dial == nil || s.opts.Reconnect.Disabled {
+			s.finish(cause)
+			return
+		}
+		s.log.Warn("moq: connection lost, reconnecting", "err", cause)
+		c = s.redial()
+		if c == nil {
+			return
+		}
+		s.log.Info("moq: reconnected")
+	}
+}
+
+// redial retries with jittered exponential backoff. It returns nil when the
+// session ended (Close or give-up).
+func (s *Session) redial() conn {
+	b := s.opts.Reconnect
+	start := time.Now()
+	var lastErr error
+	for attempt := 0; ; attempt++ {
+		d := b.Min << min(attempt, 20)
+		if d > b.Max || d <= 0 {
+			d = b.Max
+		}
+		d = d/2 + time.Duration(mrand.Int64N(int64(d/2)+1))
+		t := time.NewTimer(d)
+		select {
+		case <-s.ctx.Done():
+			t.Stop()
+			s.finish(ErrClosed)
+			return nil
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+		c, err := s.dial(ctx)
+		cancel()
+		if err == nil {
+			return c
+		}
+		lastErr = err
+		s.log.Warn("moq: reconnect failed", "attempt", attempt+1, "err", err)
+		if s.ctx.Err() != nil {
+			s.finish(ErrClosed)
+			return nil
+		}
+		if b.GiveUp > 0 && time.Since(start) > b.GiveUp {
+			s.finish(fmt.Errorf("moq: gave up reconnecting after %v: %w", b.GiveUp, lastErr))
+			return nil
+		}
+	}
+}
+
+// finish ends the session for good with err.
+func (s *Session) finish(err error) {
+	s.mu.Lock()
+	if s.err == nil {
+		s.err = err
+	}
+	if s.err == nil {
+		s.err = ErrClosed
+	}
+	err = s.err
+	remotes := make([]*remoteBroadcast, 0, len(s.remotes))
+	for _, rb := range s.remotes {
+		remotes = append(remotes, rb)
+	}
+	s.mu.Unlock()
+	s.cancel()
+	for _, rb := range remotes {
+		rb.close(err)
+	}
+	select {
+	case <-s.done:
+	default:
+		close(s.done)
+	}
+}
+
+// serveConn installs c as the current connection, serves its incoming
+// streams and returns when it is gone.
+func (s *Session) serveConn(c conn) {
+	s.mu.Lock()
+	s.cur = c
+	s.gen++
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+
+	ctx := c.Context()
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { defer wg.Done(); s.sendSetup(ctx, c) }()
+	go func() { defer wg.Done(); s.acceptUni(ctx, c) }()
+	go func() { defer wg.Done(); s.acceptBidi(ctx, c) }()
+	select {
+	case <-ctx.Done():
+	case <-s.ctx.Done():
+		c.Close(CodeCancel, "")
+	}
+	wg.Wait()
+
+	s.mu.Lock()
+	if s.cur == c {
+		s.cur = nil
+		close(s.changed)
+		s.changed = make(chan struct{})
+	}
+	s.mu.Unlock()
+}
+
+// waitConn returns the current connection once it differs from generation
+// prev, waiting for a (re)connect.
+func (s *Session) waitConn(ctx context.Context, prev uint64) (conn, uint64, error) {
+	for {
+		s.mu.Lock()
+		c, gen, ch, err := s.cur, s.gen, s.changed, s.err
+		s.mu.Unlock()
+		if err != nil {
+			return nil, 0, err
+		}
+		if c != nil && gen != prev && c.Context().Err() == nil {
+			return c, gen, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, 0, context.Cause(ctx)
+		case <-s.done:
+		}
+	}
+}
+
+func (s *Session) sendSetup(ctx context.Context, c conn) {
+	var m wire.Setup
+	if pc, ok := c.(*setupPathConn); ok {
+		m.SetBytes(wire.ParamPath, []byte(pc.path))
+	}
+	if s.dial != nil {
+		switch s.role {
+		case RolePublisher:
+			m.SetVarint(wire.ParamRole, wire.RolePublisher)
+		case RoleBoth:
+			m.SetVarint(wire.ParamRole, wire.RoleBoth)
+		default:
+			m.SetVarint(wire.ParamRole, wire.RoleSubscriber)
+		}
+	}
+	str, err := c.OpenUni(ctx)
+	if err != nil {
+		return
+	}
+	b := wire.AppendVarint(nil, wire.UniSetup)
+	if _, err := str.Write(m.Append(b)); err != nil {
+		s.log.Debug("moq: send SETUP", "err", err)
+		str.CancelWrite(CodeCancel)
+		return
+	}
+	str.Close()
+}
+
+func (s *Session) acceptUni(ctx context.Context, c conn) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		str, err := c.AcceptUni(ctx)
+		if err != nil {
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.handleUni(ctx, c, str)
+		}()
+	}
+}
+
+func (s *Session) handleUni(ctx context.Context, c conn, str recvStream) {
+	r := bufio.NewReader(str)
+	typ, err := wire.ReadVarint(r)
+	if err != nil {
+		str.CancelRead(CodeCancel)
+		return
+	}
+	switch typ {
+	case wire.UniSetup:
+		s.readSetup(str, r)
+	case wire.UniGroup:
+		s.readGroup(ctx, c, str, r)
+	default:
+		s.log.Debug("moq: unknown uni stream type", "type", typ)
+		str.CancelRead(10)
+	}
+}
+
+func (s *Session) readSetup(str recvStream, r *bufio.Reader) {
+	body, err := wire.ReadMessage(r, 0)
+	if err != nil {
+		s.log.Warn("moq: peer SETUP", "err", err)
+		str.CancelRead(CodeDecode)
+		return
+	}
+	var m wire.Setup
+	if err := m.Decode(body); err != nil {
+		s.log.Warn("moq: peer SETUP", "err", err)
+		str.CancelRead(CodeDecode)
+		return
+	}
+	if p, ok := m.Bytes(wire.ParamPath); ok && s.dial == nil {
+		path := string(p)
+		if i := indexByte(path, '?'); i >= 0 {
+			path = path[:i]
+		}
+		s.mu.Lock()
+		s.path = normPath(path)
+		s.mu.Unlock()
+	}
+	probe, _, _ := m.Varint(wire.ParamProbe)
+	s.log.Debug("moq: peer SETUP", "params", len(m.Params), "probe", probe)
+	s.setupOnce.Do(func() { close(s.peerSetup) })
+	// Stop reading: the peer may or may not FIN.
+	str.CancelRead(CodeCancel)
+}
+
+func indexByte(s string, c byte) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			return i
+		}
+	}
+	return -1
+}
+
+func (s *Session) acceptBidi(ctx context.Context, c conn) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		str, err := c.AcceptBidi(ctx)
+		if err != nil {
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.handleBidi(ctx, c, str)
+		}()
+	}
+}
+
+func (s *Session) handleBidi(ctx context.Context, c conn, str bidiStream) {
+	r := bufio.NewReader(str)
+	typ, err := wire.ReadVarint(r)
+	if err != nil {
+		str.CancelRead(CodeCancel)
+		str.CancelWrite(CodeCancel)
+		return
+	}
+	switch typ {
+	case wire.StreamAnnounce:
+		s.serveAnnounce(ctx, str, r)
+	case wire.StreamTrack:
+		s.serveTrack(str, r)
+	case wire.StreamSubscribe:
+		s.serveSubscribe(ctx, c, str, r)
+	case wire.StreamProbe:
+		// No transport statistics to report: FIN at once, as @moq/net does.
+		str.Close()
+		str.CancelRead(CodeCancel)
+	case wire.StreamGoaway:
+		body, err := wire.ReadMessage(r, 0)
+		var m wire.Goaway
+		if err == nil {
+			err = m.Decode(body)
+		}
+		s.log.Info("moq: peer sent GOAWAY", "uri_set", m.URI != "", "err", err)
+		str.Close()
+		str.CancelRead(CodeCancel)
+	default:
+		// Fetch and unknown streams: refused, never fatal.
+		code := uint64(10)
+		if typ == wire.StreamFetch {
+			code = CodeNotFound
+		}
+		s.log.Debug("moq: refusing bidi stream", "type", typ)
+		str.CancelRead(code)
+		str.CancelWrite(code)
+	}
+}
+
+// Path returns the session root as the client requested it: the URL path
+// for a dialled session, the SETUP Path or CONNECT path for an accepted one
+// (without query, normalized without slashes at the ends).
+func (s *Session) Path() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.path
+}
+
+// Done is closed when the session is over for good.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Err returns why the session ended (nil while running; ErrClosed after
+// Close).
+func (s *Session) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Close ends the session (code 0), its subscriptions (their tracks end with
+// ErrClosed) and its publications, and waits for its goroutines.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	c := s.cur
+	s.mu.Unlock()
+	s.cancel()
+	if c != nil {
+		c.Close(CodeCancel, "")
+	}
+	s.finish(ErrClosed)
+	s.wg.Wait()
+	return nil
+}
+
+// readMsg reads one length-prefixed message into m.
+func readMsg(r *bufio.Reader, m interface{ Decode([]byte) error }) error {
+	body, err := wire.ReadMessage(r, 0)
+	if err != nil {
+		if err == io.EOF {
+			return io.EOF
+		}
+		return err
+	}
+	if err := m.Decode(body); err != nil {
+		return fmt.Errorf("%w: %w", ErrProtocol, err)
+	}
+	return nil
+}
+
+// isConnGone reports whether err came from a closed connection or session.
+func isConnGone(c conn) bool { return c.Context().Err() != nil }
+
+var errStopped = errors.New("moq: stopped")

@@ -1,0 +1,478 @@
+package subscribe
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+	"github.com/quic-go/webtransport-go"
+
+	"github.com/moq-export/moq-export/subscribe/internal/wire"
+)
+
+// The transport layer: raw QUIC connections and WebTransport sessions look
+// the same to the session code.
+
+type recvStream interface {
+	io.Reader
+	CancelRead(code uint64)
+	SetReadDeadline(t time.Time) error
+}
+
+type sendStream interface {
+	io.Writer
+	Close() error
+	CancelWrite(code uint64)
+}
+
+type bidiStream interface {
+	recvStream
+	sendStream
+}
+
+type conn interface {
+	OpenBidi(ctx context.Context) (bidiStream, error)
+	OpenUni(ctx context.Context) (sendStream, error)
+	AcceptBidi(ctx context.Context) (bidiStream, error)
+	AcceptUni(ctx context.Context) (recvStream, error)
+	Close(code uint64, reason string)
+	// Context is done when the connection is gone; its cause says why.
+	Context() context.Context
+	// WebTransport is true for a WebTransport session (no SETUP Path).
+	WebTransport() bool
+}
+
+// quicConfig is the QUIC configuration of every connection: many incoming
+// group streams, keep-alives below the relay's idle timeout, and what
+// WebTransport needs.
+func quicConfig() *quic.Config {
+	return &quic.Config{
+		MaxIncomingStreams:               1024,
+		MaxIncomingUniStreams:            4096,
+		KeepAlivePeriod:                  5 * time.Second,
+		MaxIdleTimeout:                   30 * time.Second,
+		HandshakeIdleTimeout:             5 * time.Second,
+		EnableDatagrams:                  true,
+		EnableStreamResetPartialDelivery: true,
+	}
+}
+
+// --- raw QUIC ---
+
+type quicConn struct{ c *quic.Conn }
+
+func (q *quicConn) OpenBidi(ctx context.Context) (bidiStream, error) {
+	s, err := q.c.OpenStreamSync(ctx)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return quicStream{s}, nil
+}
+
+func (q *quicConn) OpenUni(ctx context.Context) (sendStream, error) {
+	s, err := q.c.OpenUniStreamSync(ctx)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return quicSend{s}, nil
+}
+
+func (q *quicConn) AcceptBidi(ctx context.Context) (bidiStream, error) {
+	s, err := q.c.AcceptStream(ctx)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return quicStream{s}, nil
+}
+
+func (q *quicConn) AcceptUni(ctx context.Context) (recvStream, error) {
+	s, err := q.c.AcceptUniStream(ctx)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return quicRecv{s}, nil
+}
+
+func (q *quicConn) Close(code uint64, reason string) {
+	_ = q.c.CloseWithError(quic.ApplicationErrorCode(code), reason)
+}
+func (q *quicConn) Context() context.Context { return q.c.Context() }
+func (q *quicConn) WebTransport() bool       { return false }
+
+type quicStream struct{ s *quic.Stream }
+
+func (q quicStream) Read(b []byte) (int, error) {
+	n, err := q.s.Read(b)
+	return n, mapErr(err)
+}
+func (q quicStream) Write(b []byte) (int, error) {
+	n, err := q.s.Write(b)
+	return n, mapErr(err)
+}
+func (q quicStream) Close() error                      { return q.s.Close() }
+func (q quicStream) CancelRead(code uint64)            { q.s.CancelRead(quic.StreamErrorCode(code)) }
+func (q quicStream) CancelWrite(code uint64)           { q.s.CancelWrite(quic.StreamErrorCode(code)) }
+func (q quicStream) SetReadDeadline(t time.Time) error { return q.s.SetReadDeadline(t) }
+
+type quicSend struct{ s *quic.SendStream }
+
+func (q quicSend) Write(b []byte) (int, error) {
+	n, err := q.s.Write(b)
+	return n, mapErr(err)
+}
+func (q quicSend) Close() error            { return q.s.Close() }
+func (q quicSend) CancelWrite(code uint64) { q.s.CancelWrite(quic.StreamErrorCode(code)) }
+
+type quicRecv struct{ s *quic.ReceiveStream }
+
+func (q quicRecv) Read(b []byte) (int, error) {
+	n, err := q.s.Read(b)
+	return n, mapErr(err)
+}
+func (q quicRecv) CancelRead(code uint64)            { q.s.CancelRead(quic.StreamErrorCode(code)) }
+func (q quicRecv) SetReadDeadline(t time.Time) error { return q.s.SetReadDeadline(t) }
+
+// --- WebTransport ---
+
+type wtConn struct {
+	s *webtransport.Session
+	// onClose runs after the session is closed (closes a dialled QUIC
+	// connection's transport).
+	onClose func()
+}
+
+func (w *wtConn) OpenBidi(ctx context.Context) (bidiStream, error) {
+	s, err := w.s.OpenStreamSync(ctx)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return wtStream{s}, nil
+}
+
+func (w *wtConn) OpenUni(ctx context.Context) (sendStream, error) {
+	s, err := w.s.OpenUniStreamSync(ctx)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return wtSend{s}, nil
+}
+
+func (w *wtConn) AcceptBidi(ctx context.Context) (bidiStream, error) {
+	s, err := w.s.AcceptStream(ctx)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return wtStream{s}, nil
+}
+
+func (w *wtConn) AcceptUni(ctx context.Context) (recvStream, error) {
+	s, err := w.s.AcceptUniStream(ctx)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return wtRecv{s}, nil
+}
+
+func (w *wtConn) Close(code uint64, reason string) {
+	_ = w.s.CloseWithError(webtransport.SessionErrorCode(code), reason)
+	if w.onClose != nil {
+		w.onClose()
+	}
+}
+func (w *wtConn) Context() context.Context { return w.s.Context() }
+func (w *wtConn) WebTransport() bool       { return true }
+
+type wtStream struct{ s *webtransport.Stream }
+
+func (w wtStream) Read(b []byte) (int, error) {
+	n, err := w.s.Read(b)
+	return n, mapErr(err)
+}
+func (w wtStream) Write(b []byte) (int, error) {
+	n, err := w.s.Write(b)
+	return n, mapErr(err)
+}
+func (w wtStream) Close() error                      { return w.s.Close() }
+func (w wtStream) CancelRead(code uint64)            { w.s.CancelRead(webtransport.StreamErrorCode(code)) }
+func (w wtStream) CancelWrite(code uint64)           { w.s.CancelWrite(webtransport.StreamErrorCode(code)) }
+func (w wtStream) SetReadDeadline(t time.Time) error { return w.s.SetReadDeadline(t) }
+
+type wtSend struct{ s *webtransport.SendStream }
+
+func (w wtSend) Write(b []byte) (int, error) {
+	n, err := w.s.Write(b)
+	return n, mapErr(err)
+}
+func (w wtSend) Close() error            { return w.s.Close() }
+func (w wtSend) CancelWrite(code uint64) { w.s.CancelWrite(webtransport.StreamErrorCode(code)) }
+
+type wtRecv struct{ s *webtransport.ReceiveStream }
+
+func (w wtRecv) Read(b []byte) (int, error) {
+	n, err := w.s.Read(b)
+	return n, mapErr(err)
+}
+func (w wtRecv) CancelRead(code uint64)            { w.s.CancelRead(webtransport.StreamErrorCode(code)) }
+func (w wtRecv) SetReadDeadline(t time.Time) error { return w.s.SetReadDeadline(t) }
+
+// mapErr turns transport errors into ResetError and CloseError, keeping
+// io.EOF and deadlines as they are.
+func mapErr(err error) error {
+	if err == nil || err == io.EOF {
+		return err
+	}
+	if se, ok := errors.AsType[*quic.StreamError](err); ok && se.Remote {
+		return &ResetError{Code: uint64(se.ErrorCode)}
+	}
+	if se, ok := errors.AsType[*webtransport.StreamError](err); ok && se.Remote {
+		return &ResetError{Code: uint64(se.ErrorCode)}
+	}
+	if ae, ok := errors.AsType[*quic.ApplicationError](err); ok {
+		return &CloseError{Code: uint64(ae.ErrorCode), Reason: ae.ErrorMessage, Remote: ae.Remote}
+	}
+	if se, ok := errors.AsType[*webtransport.SessionError](err); ok {
+		return &CloseError{Code: uint64(se.ErrorCode), Reason: se.Message, Remote: se.Remote}
+	}
+	return err
+}
+
+// connCause returns why c is gone.
+func connCause(c conn) error {
+	err := context.Cause(c.Context())
+	if err == nil {
+		return nil
+	}
+	return mapErr(err)
+}
+
+// --- dialling ---
+
+// target is a parsed Dial URL.
+type target struct {
+	raw      *url.URL // as given
+	scheme   string   // moql, https or http
+	hostport string
+	host     string
+	// setupPath is the SETUP Path parameter for raw QUIC.
+	setupPath string
+}
+
+func parseTarget(rawURL string) (*target, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrUnsupportedURL, redactError(err))
+	}
+	t := &target{raw: u, host: u.Hostname()}
+	switch u.Scheme {
+	case "moql", "moqt":
+		t.scheme = "moql"
+	case "https", "http":
+		t.scheme = u.Scheme
+	default:
+		return nil, fmt.Errorf("%w: scheme %q", ErrUnsupportedURL, u.Scheme)
+	}
+	if t.host == "" {
+		return nil, fmt.Errorf("%w: no host in %s", ErrUnsupportedURL, redactURL(u))
+	}
+	port := u.Port()
+	if port == "" {
+		port = "443"
+	}
+	t.hostport = net.JoinHostPort(t.host, port)
+	t.setupPath = u.EscapedPath()
+	if t.setupPath == "" {
+		t.setupPath = "/"
+	}
+	if u.RawQuery != "" {
+		t.setupPath += "?" + u.RawQuery
+	}
+	return t, nil
+}
+
+// rootPath returns the session root without slashes at the ends.
+func (t *target) rootPath() string { return normPath(t.raw.Path) }
+
+// redactURL renders u for logs: the jwt (and any other token-looking
+// parameter) and user info are replaced.
+func redactURL(u *url.URL) string {
+	c := *u
+	c.User = nil
+	if c.RawQuery != "" {
+		q := c.Query()
+		for k := range q {
+			switch strings.ToLower(k) {
+			case "jwt", "token", "auth", "access_token", "key":
+				q[k] = []string{"REDACTED"}
+			}
+		}
+		c.RawQuery = q.Encode()
+	}
+	return c.String()
+}
+
+// redactError strips URLs from err's text (url.Error repeats the URL).
+func redactError(err error) string {
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			return ue.Op + " " + redactURL(u) + ": " + ue.Err.Error()
+		}
+		return ue.Op + ": " + ue.Err.Error()
+	}
+	return err.Error()
+}
+
+// tlsConfig builds the client TLS configuration for t.
+func (o *Options) tlsConfig(t *target, alpn string, pin string) (*tls.Config, error) {
+	var c *tls.Config
+	if o.TLSConfig != nil {
+		c = o.TLSConfig.Clone()
+	} else {
+		c = &tls.Config{}
+	}
+	c.NextProtos = []string{alpn}
+	if c.ServerName == "" {
+		c.ServerName = t.host
+	}
+	if o.RootCAs != nil {
+		c.RootCAs = o.RootCAs
+	}
+	if pin == "" {
+		pin = o.TLSFingerprint
+	}
+	switch {
+	case pin != "":
+		want, err := parseFingerprint(pin)
+		if err != nil {
+			return nil, err
+		}
+		c.InsecureSkipVerify = true
+		c.VerifyPeerCertificate = func(raw [][]byte, _ [][]*x509.Certificate) error {
+			if len(raw) == 0 {
+				return errors.New("moq: server sent no certificate")
+			}
+			got := sha256.Sum256(raw[0])
+			if subtle.ConstantTimeCompare(got[:], want) != 1 {
+				return fmt.Errorf("moq: certificate fingerprint %x does not match the pin", got)
+			}
+			return nil
+		}
+	case o.TLSInsecure:
+		c.InsecureSkipVerify = true
+	}
+	return c, nil
+}
+
+func parseFingerprint(s string) ([]byte, error) {
+	s = strings.ToLower(strings.ReplaceAll(strings.TrimSpace(s), ":", ""))
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != sha256.Size {
+		return nil, fmt.Errorf("moq: TLS fingerprint must be 64 hex digits (SHA-256 of the DER leaf)")
+	}
+	return b, nil
+}
+
+// dialer connects to a target, once per call.
+type dialer struct {
+	opts   *Options
+	target *target
+}
+
+func (d *dialer) dial(ctx context.Context) (conn, error) {
+	switch d.target.scheme {
+	case "moql":
+		tc, err := d.opts.tlsConfig(d.target, wire.ALPN, "")
+		if err != nil {
+			return nil, err
+		}
+		c, err := quic.DialAddr(ctx, d.target.hostport, tc, quicConfig())
+		if err != nil {
+			return nil, fmt.Errorf("moq: dial %s: %w", d.target.hostport, mapErr(err))
+		}
+		if p := c.ConnectionState().TLS.NegotiatedProtocol; p != wire.ALPN {
+			c.CloseWithError(21, "unknown ALPN")
+			return nil, fmt.Errorf("moq: server negotiated ALPN %q, want %q", p, wire.ALPN)
+		}
+		return &quicConn{c}, nil
+	case "http":
+		// Fetched on every attempt: a restarted development relay has a
+		// new certificate.
+		pin, err := fetchFingerprint(ctx, d.target)
+		if err != nil {
+			return nil, err
+		}
+		return d.dialWebTransport(ctx, pin)
+	default:
+		return d.dialWebTransport(ctx, "")
+	}
+}
+
+func (d *dialer) dialWebTransport(ctx context.Context, pin string) (conn, error) {
+	tc, err := d.opts.tlsConfig(d.target, http3.NextProtoH3, pin)
+	if err != nil {
+		return nil, err
+	}
+	tr := &webtransport.Transport{
+		TLSClientConfig:      tc,
+		QUICConfig:           quicConfig(),
+		ApplicationProtocols: []string{wire.ALPN},
+	}
+	u := *d.target.raw
+	u.Scheme = "https"
+	u.User = nil
+	rsp, s, err := tr.Dial(ctx, u.String(), http.Header{})
+	if err != nil {
+		tr.Close()
+		if rsp != nil {
+			return nil, fmt.Errorf("moq: WebTransport to %s: status %d: %w", redactURL(&u), rsp.StatusCode, mapErr(err))
+		}
+		return nil, fmt.Errorf("moq: WebTransport to %s: %w", redactURL(&u), mapErr(err))
+	}
+	if p := s.SessionState().ApplicationProtocol; p != wire.ALPN {
+		s.CloseWithError(21, "unknown protocol")
+		tr.Close()
+		return nil, fmt.Errorf("moq: server chose WebTransport protocol %q, want %q (legacy moq-lite is not supported)", p, wire.ALPN)
+	}
+	return &wtConn{s: s, onClose: func() { tr.Close() }}, nil
+}
+
+// fetchFingerprint is the development bootstrap: GET
+// http://host:port/certificate.sha256 over TCP.
+func fetchFingerprint(ctx context.Context, t *target) (string, error) {
+	u := url.URL{Scheme: "http", Host: t.raw.Host, Path: "/certificate.sha256"}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return "", err
+	}
+	rsp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("moq: fetch certificate fingerprint: %s", redactError(err))
+	}
+	defer rsp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(rsp.Body, 1024))
+	if err != nil {
+		return "", fmt.Errorf("moq: fetch certificate fingerprint: %w", err)
+	}
+	if rsp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("moq: fetch %s: status %d", u.String(), rsp.StatusCode)
+	}
+	pin := strings.TrimSpace(string(body))
+	if _, err := parseFingerprint(pin); err != nil {
+		return "", fmt.Errorf("moq: %s: %w", u.String(), err)
+	}
+	return pin, nil
+}

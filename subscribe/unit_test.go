@@ -1,0 +1,270 @@
+package subscribe
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/subscribe/internal/container"
+)
+
+func TestResolveBroadcastFollowsURLRules(t *testing.T) {
+	tests := []struct {
+		base, ref, want string
+		ok              bool
+	}{
+		{"room/transcode", "./source", "room/source", true},
+		{"room/transcode", "", "room/transcode", true},
+		{"room/transcode", ".", "room", true},
+		{"room/transcode", "../other", "other", true},
+		{"room/transcode", "../../x", "", false},
+		{"bbb", "..", "", false},
+		{"room/transcode", "/abs/path", "abs/path", true},
+		{"a/b/c", "d", "a/b/d", true},
+	}
+	for _, tt := range tests {
+		got, ok := ResolveBroadcast(tt.base, tt.ref)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("ResolveBroadcast(%q, %q) = %q %v, want %q %v", tt.base, tt.ref, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestPathPrefixMatchesOnSegmentBoundaries(t *testing.T) {
+	tests := []struct {
+		path, prefix, rest string
+		ok                 bool
+	}{
+		{"foo", "foo", "", true},
+		{"foo/x", "foo", "x", true},
+		{"foobar", "foo", "", false},
+		{"/foo//x/", "foo/", "x", true},
+		{"x", "", "x", true},
+	}
+	for _, tt := range tests {
+		rest, ok := stripPrefix(tt.path, tt.prefix)
+		if rest != tt.rest || ok != tt.ok {
+			t.Errorf("stripPrefix(%q, %q) = %q %v", tt.path, tt.prefix, rest, ok)
+		}
+	}
+	if joinPath("room", "") != "room" || joinPath("", "b") != "b" || joinPath("a/", "/b") != "a/b" {
+		t.Fatal("joinPath")
+	}
+}
+
+func TestURLsAreRedactedAndMappedToTransports(t *testing.T) {
+	tests := []struct {
+		url, scheme, hostport, setupPath, root string
+	}{
+		{"moql://relay:4443/anon?jwt=SECRET", "moql", "relay:4443", "/anon?jwt=SECRET", "anon"},
+		{"moqt://relay/anon", "moql", "relay:443", "/anon", "anon"},
+		{"https://relay.example.com/a/b?jwt=SECRET", "https", "relay.example.com:443", "/a/b?jwt=SECRET", "a/b"},
+		{"http://localhost:4443/", "http", "localhost:4443", "/", ""},
+	}
+	for _, tt := range tests {
+		tg, err := parseTarget(tt.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tg.scheme != tt.scheme || tg.hostport != tt.hostport || tg.setupPath != tt.setupPath || tg.rootPath() != tt.root {
+			t.Errorf("%s: %+v root %q", tt.url, tg, tg.rootPath())
+		}
+		if r := redactURL(tg.raw); strings.Contains(r, "SECRET") {
+			t.Errorf("redacted URL leaks the token: %s", r)
+		}
+	}
+	if _, err := parseTarget("ftp://x/"); !errors.Is(err, ErrUnsupportedURL) {
+		t.Fatalf("ftp: %v", err)
+	}
+	ue := &url.Error{Op: "Get", URL: "http://h/x?jwt=SECRET", Err: io.EOF}
+	if strings.Contains(redactError(ue), "SECRET") {
+		t.Fatal("redactError leaks the token")
+	}
+}
+
+func TestDialErrorNeverShowsTheToken(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	// Nothing listens on this port (QUIC handshake times out or is refused).
+	_, err := Dial(ctx, "https://127.0.0.1:1/x?jwt=SECRET", Options{TLSInsecure: true, Logger: testLogger(t), Reconnect: Backoff{Disabled: true}})
+	if err == nil {
+		t.Fatal("dial succeeded")
+	}
+	if strings.Contains(err.Error(), "SECRET") {
+		t.Fatalf("error leaks the token: %v", err)
+	}
+}
+
+func TestFingerprintsAreParsedLeniently(t *testing.T) {
+	_, pin, err := SelfSignedCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := hex.DecodeString(pin)
+	colons := strings.ToUpper(strings.Join(splitEvery(pin, 2), ":"))
+	for _, s := range []string{pin, colons, " " + pin + "\n"} {
+		got, err := parseFingerprint(s)
+		if err != nil || string(got) != string(b) {
+			t.Errorf("%q: %v", s, err)
+		}
+	}
+	if _, err := parseFingerprint("abcd"); err == nil {
+		t.Fatal("short fingerprint accepted")
+	}
+}
+
+func splitEvery(s string, n int) []string {
+	var out []string
+	for len(s) > n {
+		out = append(out, s[:n])
+		s = s[n:]
+	}
+	return append(out, s)
+}
+
+func TestDecodeFrameByContainer(t *testing.T) {
+	tests := []struct {
+		name      string
+		kind      string
+		wireTS    int64
+		timescale uint64
+		payload   []byte
+		wantTS    int64
+		wantBytes string
+		ok        bool
+	}{
+		{"LegacyTimestampWins", container.Legacy, 999, 1000, container.AppendLegacy(nil, 1_000_000, []byte("x")), 1_000_000, "x", true},
+		{"LegacyEmptyPayloadIsMarker", container.Legacy, 0, 1000, container.AppendLegacy(nil, 5, nil), 5, "", false},
+		{"LOC", container.LOC, 0, 1000, container.AppendLOC(nil, 42, []byte("y")), 42, "y", true},
+		{"RawUsesWireTimescale", kindRaw, 48000, 48000, []byte("{}"), 1_000_000, "{}", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, ok, err := decodeFrame(tt.kind, tt.wireTS, tt.timescale, tt.payload)
+			if err != nil || ok != tt.ok || (ok && (f.Timestamp != tt.wantTS || string(f.Payload) != tt.wantBytes)) {
+				t.Fatalf("%+v %v %v", f, ok, err)
+			}
+		})
+	}
+	if _, _, err := decodeFrame(container.Legacy, 0, 1000, []byte{0x80}); err == nil {
+		t.Fatal("truncated legacy timestamp accepted")
+	}
+}
+
+// catalogTrack builds a broadcast whose catalog track holds the given
+// groups of frames.
+func catalogBroadcast(t *testing.T, name, track string, groups ...[][]byte) *model.Broadcast {
+	b := model.NewBroadcast(name)
+	tr := b.CreateTrack(track)
+	for _, frames := range groups {
+		g, err := tr.AppendGroup()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range frames {
+			g.WriteFrame(model.Frame{Payload: f})
+		}
+		g.Close(nil)
+	}
+	tr.Close(nil)
+	return b
+}
+
+func TestCatalogWatcherYieldsNewestSnapshotWithPatches(t *testing.T) {
+	v1 := []byte(`{"audio":{"renditions":{"a":{"codec":"opus","sampleRate":48000,"numberOfChannels":2}}}}`)
+	v2 := []byte(`{"video":{"renditions":{"v":{"codec":"avc1.64001f","container":{"kind":"legacy"}}}}}`)
+	patch := []byte(`{"video":{"renditions":{"v2":{"codec":"vp8","container":{"kind":"loc"}}}}}`)
+	b := catalogBroadcast(t, "x.hang", catalog.TrackName, [][]byte{v1}, [][]byte{v2, patch})
+	w, err := WatchCatalog(b, CatalogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := w.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Audio.Renditions) != 0 || len(c.Video.Renditions) != 2 || c.Video.Renditions["v2"].ContainerKind() != "loc" {
+		t.Fatalf("newest snapshot: %+v", c)
+	}
+	if _, err := w.Next(ctx); err != io.EOF {
+		t.Fatalf("after the end: %v", err)
+	}
+}
+
+func TestCatalogWatcherInflatesCompressedCatalog(t *testing.T) {
+	var d catalog.Deflater
+	z, err := d.Frame([]byte(`{"audio":{"renditions":{"a":{"codec":"opus","sampleRate":48000,"numberOfChannels":1}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := catalogBroadcast(t, "x", catalog.CompressedTrackName, [][]byte{z})
+	w, err := WatchCatalog(b, CatalogOptions{Track: catalog.CompressedTrackName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	c, err := w.Next(context.Background())
+	if err != nil || c.Audio.Renditions["a"].NumberOfChannels != 1 {
+		t.Fatalf("%+v %v", c, err)
+	}
+}
+
+func TestCatalogWatcherConvertsMSFForMSFNames(t *testing.T) {
+	desc := []byte{1, 2, 3}
+	msf := `{"version":"draft-01","tracks":[
+		{"name":"v","packaging":"legacy","role":"video","codec":"avc1.640028","width":1280,"height":720,"initRef":"init0"},
+		{"name":"a","packaging":"loc","role":"audio","codec":"opus","samplerate":48000,"channelConfig":"2"},
+		{"name":"s","packaging":"legacy","role":"subtitle","codec":"wvtt"}],
+		"initDataList":[{"id":"init0","type":"inline","data":"` + base64.StdEncoding.EncodeToString(desc) + `"}]}`
+	b := catalogBroadcast(t, "live.msf", catalog.MSFTrackName, [][]byte{[]byte(msf)})
+	w, err := WatchCatalog(b, CatalogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	c, err := w.Next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := c.Video.Renditions["v"]
+	if string(v.Description) != string(desc) || *v.CodedWidth != 1280 || c.Audio.Renditions["a"].ContainerKind() != "loc" || len(c.Renditions()) != 2 {
+		t.Fatalf("%+v", c)
+	}
+}
+
+func TestCatalogWatcherSkipsMalformedSnapshot(t *testing.T) {
+	good := []byte(`{"video":{"renditions":{"v":{"codec":"vp8"}}}}`)
+	b := catalogBroadcast(t, "x", catalog.TrackName, [][]byte{good}, [][]byte{[]byte(`{not json`)})
+	w, err := WatchCatalog(b, CatalogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	c, err := w.Next(context.Background())
+	if err != nil || len(c.Video.Renditions) != 1 {
+		t.Fatalf("%+v %v", c, err)
+	}
+}
+
+func FuzzCatalogFrame(f *testing.F) {
+	f.Add([]byte(`{"video":{"renditions":{"v":{"codec":"vp8"}}}}`), []byte(`{"video":null}`))
+	f.Add([]byte(`{"tracks":[{"name":"a","packaging":"cmaf","role":"video"}]}`), []byte(`[]`))
+	f.Fuzz(func(t *testing.T, snap, patch []byte) {
+		for _, name := range []string{catalog.TrackName, catalog.MSFTrackName, catalog.CompressedTrackName} {
+			w := &CatalogWatcher{track: name}
+			_ = w.frame(model.Event{Kind: model.EventFrame, Keyframe: true, Frame: model.Frame{Payload: snap}})
+			_ = w.frame(model.Event{Kind: model.EventFrame, Frame: model.Frame{Payload: patch}})
+		}
+	})
+}
