@@ -8,14 +8,16 @@ import (
 	"time"
 )
 
-// recordReference collects the "frame" events of a reference subscriber
+// recordReference collects the "catalog", "track" (TRACK_INFO) and "frame" events of a reference subscriber
 // until its "done" event, grouped per track and sorted into publish order.
-func recordReference(ctx context.Context, t *testing.T, sub *refProcess) (catalogJSON string, frames map[string][]expectedFrame) {
+func recordReference(ctx context.Context, t *testing.T, sub *refProcess) (catalogJSON string, frames map[string][]expectedFrame, tracks []event) {
 	t.Helper()
 	frames = map[string][]expectedFrame{}
 	for {
 		ev := sub.next(ctx)
 		switch ev.Event {
+		case "track":
+			tracks = append(tracks, ev)
 		case "catalog":
 			catalogJSON = ev.JSON
 		case "frame":
@@ -32,7 +34,7 @@ func recordReference(ctx context.Context, t *testing.T, sub *refProcess) (catalo
 			for _, f := range frames {
 				sortFrames(f)
 			}
-			return catalogJSON, frames
+			return catalogJSON, frames, tracks
 		}
 	}
 }
@@ -66,7 +68,7 @@ func TestReferenceLoopbackDeliversEveryFrame(t *testing.T) {
 	})
 	want := m.expected(t, groups)
 
-	gotCatalog, got := recordReference(ctx, t, sub)
+	gotCatalog, got, _ := recordReference(ctx, t, sub)
 	if !jsonEqual(t, gotCatalog, published) {
 		t.Errorf("catalog received %s, published %s", gotCatalog, published)
 	}

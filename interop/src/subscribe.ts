@@ -12,6 +12,8 @@ run(async () => {
   // whole recording after max-ms.
   const maxFrames = Number(flags["max-frames"] ?? "0");
   const maxMs = Number(flags["max-ms"] ?? "30000");
+  // Subscribe from this group on instead of the newest one (SUBSCRIBE Group Start).
+  const startGroup = flags["start-group"] === undefined ? undefined : Number(flags["start-group"]);
 
   const session = await openSession(flags);
   const conn = session.conn;
@@ -45,7 +47,7 @@ run(async () => {
   const deadline = sleep(maxMs).then(() => "timeout" as const);
 
   const recordTrack = async (track: string) => {
-    const sub = broadcast.subscribe(track, { priority: 60, ordered: true });
+    const sub = broadcast.subscribe(track, { priority: 60, ordered: true, startGroup });
     const info = await sub.info();
     emit("track", { track, timescale: info.timescale, latencyMax: info.latencyMax });
     let count = 0;
