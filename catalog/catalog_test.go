@@ -198,3 +198,35 @@ func FuzzInflater(f *testing.F) {
 		_, _ = z.Frame(b)
 	})
 }
+
+func FuzzReader(f *testing.F) {
+	f.Add([]byte(referenceExample), []byte(`{"video":null}`))
+	f.Add([]byte(`{"version":"draft-01","tracks":[{"name":"a","packaging":"legacy","role":"audio","codec":"opus","samplerate":48000,"channelConfig":"2","initData":"T3B1cw=="}]}`), []byte(`[]`))
+	f.Fuzz(func(t *testing.T, snapshot, patch []byte) {
+		for _, track := range []string{TrackName, MSFTrackName, CompressedTrackName} {
+			r := NewReader(track)
+			_, _ = r.Frame(0, true, snapshot)
+			_, _ = r.Frame(0, false, patch)
+		}
+	})
+}
+
+func TestReaderAppliesMergePatchesWithinAGroup(t *testing.T) {
+	r := NewReader(TrackName)
+	c, err := r.Frame(4, true, []byte(`{"video":{"renditions":{"v":{"codec":"vp8"}}}}`))
+	if err != nil || len(c.Video.Renditions) != 1 {
+		t.Fatalf("%v %+v", err, c)
+	}
+	c, err = r.Frame(4, false, []byte(`{"audio":{"renditions":{"a":{"codec":"opus","sampleRate":48000,"numberOfChannels":2}}},"video":{"renditions":{"v":null}}}`))
+	if err != nil || len(c.Video.Renditions) != 0 || len(c.Audio.Renditions) != 1 {
+		t.Fatalf("%v %+v", err, c)
+	}
+	// A new group is a new snapshot.
+	c, err = r.Frame(5, true, []byte(`{}`))
+	if err != nil || len(c.Renditions()) != 0 {
+		t.Fatalf("%v %+v", err, c)
+	}
+	if TrackFor("room/cam.msf") != MSFTrackName || TrackFor("room/cam.hang") != TrackName || TrackFor("x") != TrackName {
+		t.Fatal("TrackFor picks the wrong catalog track")
+	}
+}

@@ -1,80 +1,12 @@
 package export
 
 import (
-	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/mux"
 )
-
-// catalogReader turns the frames of a catalog track into snapshots: frame 0
-// of a group is a full document, later frames are JSON merge patches (RFC
-// 7396), which hang's publisher does not send today but may.
-type catalogReader struct {
-	compressed bool
-	group      uint64
-	inflater   *catalog.Inflater
-	doc        map[string]any
-	started    bool
-}
-
-// frame consumes one catalog frame; it returns the raw JSON of the new
-// snapshot.
-func (r *catalogReader) frame(group uint64, keyframe bool, payload []byte) ([]byte, error) {
-	if !r.started || group != r.group || keyframe {
-		r.started, r.group, r.doc = true, group, nil
-		r.inflater = &catalog.Inflater{}
-	}
-	if r.compressed {
-		var err error
-		if payload, err = r.inflater.Frame(payload); err != nil {
-			return nil, err
-		}
-	}
-	if r.doc == nil {
-		if err := json.Unmarshal(payload, &r.doc); err != nil {
-			return nil, &catalog.SyntaxError{Err: err}
-		}
-		return payload, nil
-	}
-	var patch any
-	if err := json.Unmarshal(payload, &patch); err != nil {
-		return nil, &catalog.SyntaxError{Err: fmt.Errorf("merge patch: %w", err)}
-	}
-	merged, _ := mergePatch(r.doc, patch).(map[string]any)
-	if merged == nil {
-		return nil, &catalog.SyntaxError{Err: fmt.Errorf("merge patch replaced the catalog root")}
-	}
-	r.doc = merged
-	return json.Marshal(merged)
-}
-
-// mergePatch applies an RFC 7396 JSON merge patch.
-func mergePatch(target, patch any) any {
-	p, ok := patch.(map[string]any)
-	if !ok {
-		return patch
-	}
-	t, ok := target.(map[string]any)
-	if !ok {
-		t = map[string]any{}
-	}
-	out := make(map[string]any, len(t))
-	for k, v := range t {
-		out[k] = v
-	}
-	for k, v := range p {
-		if v == nil {
-			delete(out, k)
-			continue
-		}
-		out[k] = mergePatch(out[k], v)
-	}
-	return out
-}
 
 // TrackFromRendition converts a catalog rendition into the muxer's track
 // description.

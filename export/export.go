@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,8 +19,9 @@ import (
 // Options configures an Export. The zero value exports every rendition the
 // muxer accepts with a 500 ms jitter delay.
 type Options struct {
-	// CatalogTrack is the catalog's track name: catalog.TrackName (the
-	// default) or catalog.CompressedTrackName.
+	// CatalogTrack is the catalog's track name: catalog.TrackName,
+	// catalog.CompressedTrackName or catalog.MSFTrackName. Empty means
+	// catalog.TrackFor the broadcast's name.
 	CatalogTrack string
 	// Delay bounds how long a lagging track holds the output (see package
 	// jitter). Zero means jitter.DefaultDelay.
@@ -91,7 +91,7 @@ type Export struct {
 	scratch  []*model.Consumer
 	jit      *jitter.Buffer
 	catCons  *model.Consumer
-	catRead  catalogReader
+	catRead  *catalog.Reader
 	catEnded bool
 	started  bool
 
@@ -121,7 +121,7 @@ type Export struct {
 // New returns an export of bc into m. Nothing happens until Run or Poll.
 func New(bc *model.Broadcast, m mux.Muxer, opts Options) *Export {
 	if opts.CatalogTrack == "" {
-		opts.CatalogTrack = catalog.TrackName
+		opts.CatalogTrack = catalog.TrackFor(bc.Name())
 	}
 	if opts.Delay == 0 {
 		opts.Delay = jitter.DefaultDelay
@@ -136,16 +136,24 @@ func New(bc *model.Broadcast, m mux.Muxer, opts Options) *Export {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Export{
+	e := &Export{
 		bc: bc, m: m, opts: opts, log: log,
 		ready:    model.NewReadySet(),
-		jit:      jitter.New(jitter.Options{Delay: opts.Delay, Late: opts.Late, Now: opts.Now}),
-		catRead:  catalogReader{compressed: strings.HasSuffix(opts.CatalogTrack, ".z")},
+		jit:      nil,
+		catRead:  catalog.NewReader(opts.CatalogTrack),
 		tracks:   map[string]*trackState{},
 		byID:     map[int]*trackState{},
 		refused:  map[string]bool{},
 		segments: 1,
 	}
+	e.jit = jitter.New(jitter.Options{Delay: opts.Delay, Late: opts.Late, Now: opts.Now, Pending: e.pending})
+	return e
+}
+
+// pending reports whether track id has data its consumer has not read yet.
+func (e *Export) pending(id int) bool {
+	ts, ok := e.byID[id]
+	return ok && ts.consumer.Pending()
 }
 
 // Stats returns the export's counters. It is safe to call from any
@@ -315,7 +323,7 @@ func (e *Export) endTrack(ts *trackState) {
 }
 
 func (e *Export) readCatalog() error {
-	var latest []byte
+	var latest *catalog.Catalog
 	for {
 		ev, ok := e.catCons.Next()
 		if !ok {
@@ -323,12 +331,14 @@ func (e *Export) readCatalog() error {
 		}
 		switch ev.Kind {
 		case model.EventFrame:
-			raw, err := e.catRead.frame(ev.Group, ev.Keyframe, ev.Frame.Payload)
+			cat, err := e.catRead.Frame(ev.Group, ev.Keyframe, ev.Frame.Payload)
 			if err != nil {
 				e.log.Warn("catalog update ignored", "err", err)
 				continue
 			}
-			latest = raw
+			latest = cat
+		case model.EventDiscontinuity:
+			e.catRead.Reset()
 		case model.EventEnd:
 			e.catEnded = true
 			if ev.Err != nil {
@@ -339,12 +349,7 @@ func (e *Export) readCatalog() error {
 	if latest == nil {
 		return nil
 	}
-	cat, err := catalog.Parse(latest)
-	if err != nil {
-		e.log.Warn("catalog update ignored", "err", err)
-		return nil
-	}
-	return e.applyCatalog(cat)
+	return e.applyCatalog(latest)
 }
 
 // applyCatalog adds the renditions that appeared and ends those that left.

@@ -36,6 +36,12 @@ type Options struct {
 	Late LatePolicy
 	// Now returns the wall-clock time; nil means time.Now. Tests set it.
 	Now func() time.Time
+	// Pending, when set, reports whether track id has data that arrived
+	// but was not pushed yet. Such a track is not lagging, so it is never
+	// declared idle: the buffer waits for the caller to push its data. (A
+	// reader that drains tracks one after the other can otherwise see one
+	// track far ahead of another whose data it simply has not read yet.)
+	Pending func(id int) bool
 }
 
 // Item is one step of the merged output.
@@ -109,6 +115,7 @@ type Buffer struct {
 	// the ones that can still produce a frame with a smaller key.
 	waiting trackHeap
 	late    []Item // LatePass frames, released before anything else
+	spare   []*track
 
 	released     int64 // key of the newest frame released (minKey before any)
 	maxKey       int64 // newest key pushed on any track
@@ -253,7 +260,9 @@ func (b *Buffer) Pop() (Item, bool) {
 			if b.maxKey-key < b.delay && now.Sub(b.blockedSince).Microseconds() < b.delay {
 				return Item{}, false
 			}
-			b.idleWaitingBefore(key)
+			if b.idleWaitingBefore(key, true) {
+				return Item{}, false
+			}
 			continue
 		}
 		return b.release(t), true
@@ -262,14 +271,26 @@ func (b *Buffer) Pop() (Item, bool) {
 }
 
 // idleWaitingBefore declares idle every waiting track that still holds key
-// back: it has lagged for the whole delay.
-func (b *Buffer) idleWaitingBefore(key int64) {
+// back: it has lagged for the whole delay. Tracks with pending data are
+// kept waiting; it reports whether any such track still holds key back.
+func (b *Buffer) idleWaitingBefore(key int64, honorPending bool) (stillBlocked bool) {
+	keep := b.spare[:0]
 	for b.waiting.len() > 0 && b.waiting.min().lastKey < key {
 		w := b.waiting.min()
 		b.waiting.remove(w)
+		if honorPending && b.opts.Pending != nil && b.opts.Pending(w.id) {
+			keep = append(keep, w)
+			continue
+		}
 		w.idle = true
 		b.stats.Idled++
 	}
+	for _, w := range keep {
+		b.waiting.push(w)
+	}
+	clear(keep)
+	b.spare = keep[:0]
+	return len(keep) > 0
 }
 
 func (b *Buffer) release(t *track) Item {
@@ -302,7 +323,7 @@ func (b *Buffer) Flush() (Item, bool) {
 	if b.pending.len() == 0 {
 		return Item{}, false
 	}
-	b.idleWaitingBefore(math.MaxInt64)
+	b.idleWaitingBefore(math.MaxInt64, false)
 	return b.Pop()
 }
 

@@ -345,3 +345,26 @@ func TestNothingLostOrDuplicatedWhenTracksKeepUp(t *testing.T) {
 		}
 	}
 }
+
+func TestTrackWithUnreadDataIsNeverDeclaredIdle(t *testing.T) {
+	unread := map[int]bool{2: true}
+	b := New(Options{Delay: 500 * time.Millisecond, Pending: func(id int) bool { return unread[id] }})
+	b.AddTrack(1, mux.Video)
+	b.AddTrack(2, mux.Audio)
+	// The reader drained the video backlog first: two seconds of it.
+	for ts := int64(0); ts <= 2000; ts += 40 {
+		b.Push(frame(1, ts, ts == 0))
+	}
+	if got := drain(b); len(got) != 0 {
+		t.Fatalf("released %v while the audio track had unread data", timestamps(got))
+	}
+	// Now it reads the audio backlog: everything interleaves, nothing late.
+	unread[2] = false
+	for ts := int64(0); ts <= 2000; ts += 20 {
+		b.Push(frame(2, ts, true))
+	}
+	got := drain(b)
+	if st := b.Stats(); st.Late != 0 || st.Dropped != 0 || st.Idled != 0 || len(got) != 51+101 {
+		t.Fatalf("stats %+v, released %d", st, len(got))
+	}
+}

@@ -82,6 +82,10 @@ func (c *Consumer) wake() {
 	}
 }
 
+// Pending reports whether the consumer is on its ready set's list: its track
+// changed since the reader last took the list.
+func (c *Consumer) Pending() bool { return c.queued.Load() }
+
 // Close detaches the consumer from its track.
 func (c *Consumer) Close() { c.track.unsubscribe(c) }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs on a Debian machine (run as root, or
 # with sudo available): ffmpeg/ffprobe and mkvtoolnix for validating output,
-# the Go modules. Safe to run again: it skips what is already there.
+# the Go modules, a newer ffmpeg for Enhanced FLV and the reference
+# implementation for the interop tests. Safe to run again: it skips what is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=""
@@ -18,3 +19,6 @@ go mod download
 # A newer ffmpeg, unpacked privately, for the Enhanced FLV codecs that
 # Debian 12's ffmpeg 5.1 cannot read (mux/flv tests find it in its cache).
 scripts/ffmpeg-testing.sh >/dev/null
+# The reference implementation (@moq/net, @moq/hang under Deno, from npm) for
+# the interop tests of package interop.
+scripts/interop-setup.sh >/dev/null

@@ -2,13 +2,8 @@ package subscribe
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/model"
@@ -29,14 +24,11 @@ type CatalogWatcher struct {
 	cons  *model.Consumer
 	ready *model.ReadySet
 
-	group    uint64
-	inGroup  bool
-	doc      map[string]any // the group's document so far
-	inflater *catalog.Inflater
-	latest   *catalog.Catalog
-	fresh    bool
-	lastErr  error
-	ended    error
+	reader  *catalog.Reader
+	latest  *catalog.Catalog
+	fresh   bool
+	lastErr error
+	ended   error
 }
 
 // WatchCatalog subscribes the catalog track of b and returns a watcher.
@@ -45,16 +37,13 @@ type CatalogWatcher struct {
 func WatchCatalog(b *model.Broadcast, opts CatalogOptions) (*CatalogWatcher, error) {
 	name := opts.Track
 	if name == "" {
-		name = catalog.TrackName
-		if strings.HasSuffix(b.Name(), ".msf") {
-			name = catalog.MSFTrackName
-		}
+		name = catalog.TrackFor(b.Name())
 	}
 	t, err := b.Track(name)
 	if err != nil {
 		return nil, fmt.Errorf("catalog of %q: %w", b.Name(), err)
 	}
-	w := &CatalogWatcher{track: name, cons: t.Subscribe(0), ready: model.NewReadySet()}
+	w := &CatalogWatcher{track: name, cons: t.Subscribe(0), ready: model.NewReadySet(), reader: catalog.NewReader(name)}
 	w.cons.Watch(w.ready)
 	return w, nil
 }
@@ -103,7 +92,7 @@ func (w *CatalogWatcher) drain() {
 				w.ended = fmt.Errorf("catalog: %w (track ended: %w)", w.lastErr, w.ended)
 			}
 		case model.EventDiscontinuity:
-			w.inGroup = false
+			w.reader.Reset()
 		case model.EventFrame:
 			if err := w.frame(ev); err != nil {
 				w.lastErr = err
@@ -112,170 +101,12 @@ func (w *CatalogWatcher) drain() {
 	}
 }
 
-// frame applies one catalog frame: the first frame of a group is a full
-// snapshot, later ones are JSON merge patches (RFC 7396).
+// frame applies one catalog frame.
 func (w *CatalogWatcher) frame(ev model.Event) error {
-	start := ev.Keyframe || !w.inGroup || ev.Group != w.group
-	if start {
-		w.group, w.inGroup, w.doc = ev.Group, true, nil
-		w.inflater = &catalog.Inflater{}
-	}
-	data := ev.Frame.Payload
-	if w.track == catalog.CompressedTrackName {
-		var err error
-		if data, err = w.inflater.Frame(data); err != nil {
-			w.inGroup = false
-			return err
-		}
-	}
-	var v any
-	if err := json.Unmarshal(data, &v); err != nil {
-		if start {
-			w.inGroup = false
-		}
-		return &catalog.SyntaxError{Err: err}
-	}
-	if start {
-		m, ok := v.(map[string]any)
-		if !ok {
-			w.inGroup = false
-			return &catalog.SyntaxError{Err: errors.New("catalog is not a JSON object")}
-		}
-		w.doc = m
-	} else {
-		m, ok := mergePatch(w.doc, v).(map[string]any)
-		if !ok {
-			return &catalog.SyntaxError{Err: errors.New("patch made the catalog a non-object")}
-		}
-		w.doc = m
-	}
-	var c *catalog.Catalog
-	var err error
-	if w.track == catalog.MSFTrackName {
-		c, err = fromMSF(w.doc)
-	} else {
-		raw, merr := json.Marshal(w.doc)
-		if merr != nil {
-			return merr
-		}
-		c, err = catalog.Parse(raw)
-	}
+	c, err := w.reader.Frame(ev.Group, ev.Keyframe, ev.Frame.Payload)
 	if err != nil {
 		return err
 	}
 	w.latest, w.fresh = c, true
 	return nil
-}
-
-// mergePatch applies an RFC 7396 JSON merge patch.
-func mergePatch(target, patch any) any {
-	p, ok := patch.(map[string]any)
-	if !ok {
-		return patch
-	}
-	t, ok := target.(map[string]any)
-	if !ok {
-		t = map[string]any{}
-	} else {
-		c := make(map[string]any, len(t))
-		for k, v := range t {
-			c[k] = v
-		}
-		t = c
-	}
-	for k, v := range p {
-		if v == nil {
-			delete(t, k)
-			continue
-		}
-		t[k] = mergePatch(t[k], v)
-	}
-	return t
-}
-
-// msfTrack is the part of an MSF (draft-ietf-moq-msf-01, and draft-00)
-// track entry the conversion reads.
-type msfTrack struct {
-	Name          string   `json:"name"`
-	Packaging     string   `json:"packaging"`
-	Role          string   `json:"role"`
-	Codec         string   `json:"codec"`
-	Width         *uint32  `json:"width"`
-	Height        *uint32  `json:"height"`
-	Framerate     *float64 `json:"framerate"`
-	Samplerate    *uint32  `json:"samplerate"`
-	ChannelConfig string   `json:"channelConfig"`
-	Bitrate       *uint64  `json:"bitrate"`
-	InitData      string   `json:"initData"`
-	InitRef       string   `json:"initRef"`
-	Jitter        *float64 `json:"jitter"`
-}
-
-// fromMSF converts an MSF catalog to the hang shape: tracks without a known
-// role or packaging are skipped, legacy/loc initData is the description
-// (base64 here, unlike hang's hex).
-func fromMSF(doc map[string]any) (*catalog.Catalog, error) {
-	raw, err := json.Marshal(doc)
-	if err != nil {
-		return nil, err
-	}
-	var m struct {
-		Tracks       []msfTrack `json:"tracks"`
-		InitDataList []struct {
-			ID   string `json:"id"`
-			Data string `json:"data"`
-		} `json:"initDataList"`
-	}
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, &catalog.SyntaxError{Err: fmt.Errorf("msf: %w", err)}
-	}
-	inits := map[string]string{}
-	for _, d := range m.InitDataList {
-		inits[d.ID] = d.Data
-	}
-	c := &catalog.Catalog{}
-	for _, t := range m.Tracks {
-		switch t.Packaging {
-		case "legacy", "loc", "cmaf":
-		default:
-			continue
-		}
-		init := t.InitData
-		if init == "" && t.InitRef != "" {
-			init = inits[t.InitRef]
-		}
-		cm := catalog.Common{Codec: t.Codec, Bitrate: t.Bitrate, Jitter: t.Jitter,
-			Container: &catalog.Container{Kind: t.Packaging}}
-		if t.Packaging == "cmaf" {
-			if init == "" {
-				return nil, &catalog.SyntaxError{Err: fmt.Errorf("msf: cmaf track %q without initData", t.Name)}
-			}
-			cm.Container.Init = init
-		} else if init != "" {
-			d, err := base64.StdEncoding.DecodeString(init)
-			if err != nil {
-				return nil, &catalog.SyntaxError{Err: fmt.Errorf("msf: track %q initData: %w", t.Name, err)}
-			}
-			cm.Description = d
-		}
-		switch t.Role {
-		case "video":
-			if c.Video.Renditions == nil {
-				c.Video.Renditions = map[string]catalog.VideoConfig{}
-			}
-			c.Video.Renditions[t.Name] = catalog.VideoConfig{Common: cm, CodedWidth: t.Width, CodedHeight: t.Height, Framerate: t.Framerate}
-		case "audio":
-			ch, _ := strconv.ParseUint(t.ChannelConfig, 10, 32)
-			if t.Samplerate == nil || ch == 0 {
-				// The reference derives these from initData; without them
-				// the rendition cannot be described.
-				continue
-			}
-			if c.Audio.Renditions == nil {
-				c.Audio.Renditions = map[string]catalog.AudioConfig{}
-			}
-			c.Audio.Renditions[t.Name] = catalog.AudioConfig{Common: cm, SampleRate: *t.Samplerate, NumberOfChannels: uint32(ch)}
-		}
-	}
-	return c, nil
 }

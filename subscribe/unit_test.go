@@ -263,7 +263,7 @@ func FuzzCatalogFrame(f *testing.F) {
 	f.Add([]byte(`{"tracks":[{"name":"a","packaging":"cmaf","role":"video"}]}`), []byte(`[]`))
 	f.Fuzz(func(t *testing.T, snap, patch []byte) {
 		for _, name := range []string{catalog.TrackName, catalog.MSFTrackName, catalog.CompressedTrackName} {
-			w := &CatalogWatcher{track: name}
+			w := &CatalogWatcher{track: name, reader: catalog.NewReader(name)}
 			_ = w.frame(model.Event{Kind: model.EventFrame, Keyframe: true, Frame: model.Frame{Payload: snap}})
 			_ = w.frame(model.Event{Kind: model.EventFrame, Frame: model.Frame{Payload: patch}})
 		}

@@ -1,5 +1,12 @@
 // Command moq-export records a Media-over-QUIC broadcast as FLV, Matroska/WebM
-// or MPEG-TS.
+// or MPEG-TS. Run it with --help for the flags; package internal/cli holds
+// the command.
 package main
 
-func main() {}
+import (
+	"os"
+
+	"github.com/moq-export/moq-export/internal/cli"
+)
+
+func main() { os.Exit(cli.Main(os.Args[1:])) }

@@ -8,6 +8,7 @@ import (
 
 	moqexport "github.com/moq-export/moq-export"
 	"github.com/moq-export/moq-export/internal/h26x"
+	"github.com/moq-export/moq-export/internal/mediatest"
 	"github.com/moq-export/moq-export/mux"
 )
 
@@ -16,7 +17,7 @@ import (
 // with Debian 12's ffmpeg that every frame decodes without an error and
 // that ffprobe sees the same frames at the same times.
 func TestClassicCodecsDecodeCleanWithSystemFFmpeg(t *testing.T) {
-	tl := systemFFmpeg(t)
+	tl := mediatest.SystemFFmpeg(t)
 	cases := []struct {
 		name    string
 		samples []string
@@ -35,15 +36,15 @@ func TestClassicCodecsDecodeCleanWithSystemFFmpeg(t *testing.T) {
 			var samples []*moqexport.Sample
 			var tracks []mux.Track
 			for i, n := range tc.samples {
-				s := loadSample(n)
+				s := mediatest.LoadSample(n)
 				samples = append(samples, s)
-				tracks = append(tracks, trackOf(i+1, s))
+				tracks = append(tracks, mediatest.TrackOf(s, i+1))
 			}
 			// Start at an arbitrary time, as a live broadcast does.
 			frames := interleave(7_200_000_000, samples...)
 			path := writeFile(t, tc.name+".flv", Options{}, tracks, frames)
-			tl.decodeClean(t, path)
-			got := tl.probe(t, path)
+			tl.DecodeClean(t, path)
+			got := probe(t, tl, path)
 			if len(got) != len(tc.codecs) {
 				t.Fatalf("ffprobe found %d streams, want %d", len(got), len(tc.codecs))
 			}
@@ -53,7 +54,7 @@ func TestClassicCodecsDecodeCleanWithSystemFFmpeg(t *testing.T) {
 				if st == nil || st.codec != tc.codecs[kind] {
 					t.Fatalf("%s stream: %+v, want codec %s", kind, st, tc.codecs[kind])
 				}
-				in := framesOf(frames, i+1)
+				in := framesOfTrack(frames, i+1)
 				if st.frames != len(in) {
 					t.Errorf("%s: ffmpeg decoded %d frames, %d written", kind, st.frames, len(in))
 				}
@@ -70,11 +71,11 @@ func TestClassicCodecsDecodeCleanWithSystemFFmpeg(t *testing.T) {
 // are written with a decode time before their presentation time, so that
 // ffprobe's decode order is monotonic while presentation order differs.
 func TestBFramesGetCompositionTimes(t *testing.T) {
-	tl := systemFFmpeg(t)
+	tl := mediatest.SystemFFmpeg(t)
 	s := moqexport.MustLoadSample("h264")
 	frames := interleave(0, s)
-	path := writeFile(t, "b.flv", Options{}, []mux.Track{trackOf(1, s)}, frames)
-	v := tl.probe(t, path)["video"]
+	path := writeFile(t, "b.flv", Options{}, []mux.Track{mediatest.TrackOf(s, 1)}, frames)
+	v := probe(t, tl, path)["video"]
 	reordered := 0
 	for i := 1; i < len(v.pts); i++ {
 		if v.pts[i] < v.pts[i-1] {
@@ -99,10 +100,10 @@ func TestBFramesGetCompositionTimes(t *testing.T) {
 // TestSeekableOutputGetsDurationAndFilesize checks that Close patches
 // onMetaData in a file, and leaves duration 0 on a stream that cannot seek.
 func TestSeekableOutputGetsDurationAndFilesize(t *testing.T) {
-	tl := systemFFmpeg(t)
+	tl := mediatest.SystemFFmpeg(t)
 	v, a := moqexport.MustLoadSample("h264"), moqexport.MustLoadSample("aac")
 	frames := interleave(0, v, a)
-	tracks := []mux.Track{trackOf(1, v), trackOf(2, a)}
+	tracks := []mux.Track{mediatest.TrackOf(v, 1), mediatest.TrackOf(a, 2)}
 	path := writeFile(t, "seek.flv", Options{}, tracks, frames)
 
 	b, err := os.ReadFile(path)
@@ -118,7 +119,11 @@ func TestSeekableOutputGetsDurationAndFilesize(t *testing.T) {
 	if int(size) != len(b) {
 		t.Errorf("onMetaData filesize %v, file has %d bytes", size, len(b))
 	}
-	if d := tl.formatDuration(t, path); d < 3.9 || d > 4.2 {
+	d, err := tl.Probe(t, path).Format.Seconds()
+	if err != nil {
+		t.Fatalf("ffprobe duration: %v", err)
+	}
+	if d < 3.9 || d > 4.2 {
 		t.Errorf("ffprobe duration %.3f s, want about 4", d)
 	}
 	for key, want := range map[string]float64{"width": 320, "height": 180, "framerate": 30,
@@ -131,16 +136,7 @@ func TestSeekableOutputGetsDurationAndFilesize(t *testing.T) {
 	// The same through a writer that cannot seek: duration stays 0 (live).
 	var live onlyWriter
 	w := NewWriter(&live, Options{})
-	for _, tr := range tracks {
-		if err := w.AddTrack(tr); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, f := range frames {
-		if err := w.WriteFrame(f); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mediatest.Write(t, w, tracks, frames)
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -187,8 +183,8 @@ func onMetaData(t *testing.T, b []byte) amf0.Object {
 // second AVC sequence header carrying the new SPS, and ffmpeg must decode
 // every frame.
 func TestChangedSPSMidStreamSendsANewSequenceHeader(t *testing.T) {
-	tl := systemFFmpeg(t)
-	s := loadSample("h264-annexb")
+	tl := mediatest.SystemFFmpeg(t)
+	s := mediatest.LoadSample("h264-annexb")
 	const newLevel = 0x1f
 	changed := *s
 	changed.Frames = nil
@@ -210,7 +206,7 @@ func TestChangedSPSMidStreamSendsANewSequenceHeader(t *testing.T) {
 		changed.Frames = append(changed.Frames, f)
 	}
 	frames := append(interleave(0, s), interleave(0, &changed)...)
-	path := writeFile(t, "sps.flv", Options{}, []mux.Track{trackOf(1, s)}, frames)
+	path := writeFile(t, "sps.flv", Options{}, []mux.Track{mediatest.TrackOf(s, 1)}, frames)
 
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -229,8 +225,8 @@ func TestChangedSPSMidStreamSendsANewSequenceHeader(t *testing.T) {
 	if len(levels) != 2 || levels[0] != 0x0d || levels[1] != newLevel {
 		t.Fatalf("sequence header levels %x, want [0d %x]", levels, newLevel)
 	}
-	tl.decodeClean(t, path)
-	v := tl.probe(t, path)["video"]
+	tl.DecodeClean(t, path)
+	v := probe(t, tl, path)["video"]
 	if v.frames != len(frames) {
 		t.Fatalf("ffmpeg decoded %d frames, %d written", v.frames, len(frames))
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	moqexport "github.com/moq-export/moq-export"
+	"github.com/moq-export/moq-export/internal/mediatest"
 	"github.com/moq-export/moq-export/mux"
 )
 
@@ -11,7 +12,7 @@ import (
 // codecs and checks them with the ffmpeg from Debian testing that
 // scripts/ffmpeg-testing.sh unpacks (Debian 12's ffmpeg cannot read them).
 func TestEnhancedCodecsDecodeCleanWithNewFFmpeg(t *testing.T) {
-	tl := newFFmpeg(t)
+	tl := mediatest.NewFFmpeg(t)
 	cases := []struct {
 		name    string
 		samples []string
@@ -34,9 +35,9 @@ func TestEnhancedCodecsDecodeCleanWithNewFFmpeg(t *testing.T) {
 			var samples []*moqexport.Sample
 			var tracks []mux.Track
 			for i, n := range tc.samples {
-				s := loadSample(n)
+				s := mediatest.LoadSample(n)
 				samples = append(samples, s)
-				tr := trackOf(i+1, s)
+				tr := mediatest.TrackOf(s, i+1)
 				if tc.noDesc {
 					tr.Description = nil
 				}
@@ -44,8 +45,8 @@ func TestEnhancedCodecsDecodeCleanWithNewFFmpeg(t *testing.T) {
 			}
 			frames := interleave(1_000_000, samples...)
 			path := writeFile(t, tc.name+".flv", Options{}, tracks, frames)
-			tl.decodeClean(t, path)
-			got := tl.probe(t, path)
+			tl.DecodeClean(t, path)
+			got := probe(t, tl, path)
 			if len(got) != len(tc.codecs) {
 				t.Fatalf("ffprobe found %d streams, want %d", len(got), len(tc.codecs))
 			}
@@ -55,7 +56,7 @@ func TestEnhancedCodecsDecodeCleanWithNewFFmpeg(t *testing.T) {
 				if st == nil || st.codec != tc.codecs[kind] {
 					t.Fatalf("%s stream: %+v, want codec %s", kind, st, tc.codecs[kind])
 				}
-				in := framesOf(frames, i+1)
+				in := framesOfTrack(frames, i+1)
 				if st.frames != len(in) {
 					t.Errorf("%s: ffmpeg decoded %d frames, %d written", kind, st.frames, len(in))
 				}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	moqexport "github.com/moq-export/moq-export"
+	"github.com/moq-export/moq-export/internal/mediatest"
 	"github.com/moq-export/moq-export/mux"
 )
 
@@ -95,28 +96,23 @@ func TestBuiltConfigurationRecordsMatchEncoderOutput(t *testing.T) {
 }
 
 func TestFirstTrackOfEachKindWinsAndLaterOnesAreRefused(t *testing.T) {
-	tl := systemFFmpeg(t)
+	tl := mediatest.SystemFFmpeg(t)
 	v, a := moqexport.MustLoadSample("h264"), moqexport.MustLoadSample("aac")
 	var logs bytes.Buffer
-	path := t.TempDir() + "/two.flv"
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, path := mediatest.CreateFile(t, "two.flv")
 	w := NewWriter(f, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	for _, tr := range []mux.Track{trackOf(1, v), trackOf(2, a)} {
+	for _, tr := range []mux.Track{mediatest.TrackOf(v, 1), mediatest.TrackOf(a, 2)} {
 		if err := w.AddTrack(tr); err != nil {
 			t.Fatal(err)
 		}
 	}
-	second := trackOf(3, v)
+	second := mediatest.TrackOf(v, 3)
 	second.Name = "720p"
-	err = w.AddTrack(second)
+	err := w.AddTrack(second)
 	if !errors.Is(err, ErrTrackLimit) || !strings.Contains(err.Error(), "720p") {
 		t.Fatalf("second video track: %v, want ErrTrackLimit naming it", err)
 	}
-	if err := w.AddTrack(trackOf(4, a)); !errors.Is(err, ErrTrackLimit) {
+	if err := w.AddTrack(mediatest.TrackOf(a, 4)); !errors.Is(err, ErrTrackLimit) {
 		t.Fatalf("second audio track: %v, want ErrTrackLimit", err)
 	}
 	frames := interleave(0, v, a)
@@ -135,7 +131,7 @@ func TestFirstTrackOfEachKindWinsAndLaterOnesAreRefused(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	got := tl.probe(t, path)
+	got := probe(t, tl, path)
 	if len(got) != 2 || len(got["video"].pts) != len(v.Frames) || len(got["audio"].pts) != len(a.Frames) {
 		t.Fatalf("streams %d, video packets %d (want %d)", len(got), len(got["video"].pts), len(v.Frames))
 	}
@@ -145,23 +141,23 @@ func TestLateTracksOnlyReplaceARemovedOneOfTheSameCodec(t *testing.T) {
 	v, a := moqexport.MustLoadSample("h264"), moqexport.MustLoadSample("aac")
 	var out bytes.Buffer
 	w := NewWriter(&out, Options{})
-	if err := w.AddTrack(trackOf(1, v)); err != nil {
+	if err := w.AddTrack(mediatest.TrackOf(v, 1)); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.WriteFrame(mux.Frame{TrackID: 1, Timestamp: 0, Keyframe: true, Payload: v.Frames[0].Payload}); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.AddTrack(trackOf(2, a)); !errors.Is(err, mux.ErrLateTrack) {
+	if err := w.AddTrack(mediatest.TrackOf(a, 2)); !errors.Is(err, mux.ErrLateTrack) {
 		t.Fatalf("audio after the header: %v, want ErrLateTrack", err)
 	}
 	if err := w.RemoveTrack(1); err != nil {
 		t.Fatal(err)
 	}
-	h265 := trackOf(3, moqexport.MustLoadSample("h265"))
+	h265 := mediatest.TrackOf(moqexport.MustLoadSample("h265"), 3)
 	if err := w.AddTrack(h265); !errors.Is(err, mux.ErrLateTrack) {
 		t.Fatalf("h265 replacing h264: %v, want ErrLateTrack", err)
 	}
-	if err := w.AddTrack(trackOf(4, v)); err != nil {
+	if err := w.AddTrack(mediatest.TrackOf(v, 4)); err != nil {
 		t.Fatalf("h264 replacing h264: %v", err)
 	}
 	if err := w.WriteFrame(mux.Frame{TrackID: 1, Payload: []byte{1}}); !errors.Is(err, mux.ErrUnknownTrack) {
@@ -271,7 +267,7 @@ func TestTimestampsAreRebasedToZeroUnlessKept(t *testing.T) {
 		{"Kept", Options{KeepTimestamps: true}, start / 1000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tags := muxTags(t, tc.opts, []mux.Track{trackOf(1, a)}, frames)
+			tags := muxTags(t, tc.opts, []mux.Track{mediatest.TrackOf(a, 1)}, frames)
 			audio := tagsOf(tags, tagAudio)
 			if audio[0].ts != tc.first {
 				t.Fatalf("first audio tag at %d ms, want %d", audio[0].ts, tc.first)
@@ -285,11 +281,11 @@ func TestTimestampsAreRebasedToZeroUnlessKept(t *testing.T) {
 }
 
 func TestExtendedTimestampByteCarriesTheUpperBits(t *testing.T) {
-	tl := systemFFmpeg(t)
+	tl := mediatest.SystemFFmpeg(t)
 	a := moqexport.MustLoadSample("aac")
 	const start = 20_000_000_000 // 20,000,000 ms: past 24 bits (16,777,215 ms)
 	frames := interleave(start, a)
-	path := writeFile(t, "ext.flv", Options{KeepTimestamps: true}, []mux.Track{trackOf(1, a)}, frames)
+	path := writeFile(t, "ext.flv", Options{KeepTimestamps: true}, []mux.Track{mediatest.TrackOf(a, 1)}, frames)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -301,8 +297,8 @@ func TestExtendedTimestampByteCarriesTheUpperBits(t *testing.T) {
 	if first := tagsOf(tags, tagAudio)[0].ts; first != start/1000 {
 		t.Fatalf("first tag time %d, want %d", first, start/1000)
 	}
-	tl.decodeClean(t, path)
-	got := tl.probe(t, path)["audio"]
+	tl.DecodeClean(t, path)
+	got := probe(t, tl, path)["audio"]
 	checkTimestamps(t, "audio", got, frames)
 	if got.pts[0] != start/1000 {
 		t.Fatalf("ffprobe first pts %d ms, want %d", got.pts[0], start/1000)
@@ -333,41 +329,23 @@ func TestTimestampsPast32BitsWrapWithAWarning(t *testing.T) {
 }
 
 func TestDiscontinuityKeepsTheTimelineContinuous(t *testing.T) {
-	tl := systemFFmpeg(t)
+	tl := mediatest.SystemFFmpeg(t)
 	v, a := moqexport.MustLoadSample("h264"), moqexport.MustLoadSample("aac")
 	first := interleave(0, v, a)
 	// The publisher restarts: the same media again, its clock back at 0.
 	second := interleave(0, v, a)
-	path := t.TempDir() + "/disc.flv"
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, path := mediatest.CreateFile(t, "disc.flv")
 	w := NewWriter(f, Options{})
-	for _, tr := range []mux.Track{trackOf(1, v), trackOf(2, a)} {
-		if err := w.AddTrack(tr); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, fr := range first {
-		if err := w.WriteFrame(fr); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mediatest.Write(t, w, []mux.Track{mediatest.TrackOf(v, 1), mediatest.TrackOf(a, 2)}, first)
 	if err := w.Discontinuity(-1); err != nil {
 		t.Fatal(err)
 	}
-	for _, fr := range second {
-		if err := w.WriteFrame(fr); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mediatest.Write(t, w, nil, second)
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	tl.decodeClean(t, path)
-	got := tl.probe(t, path)
+	tl.DecodeClean(t, path)
+	got := probe(t, tl, path)
 	for kind, n := range map[string]int{"video": len(v.Frames), "audio": len(a.Frames)} {
 		st := got[kind]
 		if len(st.pts) != 2*n || st.frames != 2*n {
@@ -409,7 +387,7 @@ func TestVideoBeforeTheFirstKeyframeIsDropped(t *testing.T) {
 	v := moqexport.MustLoadSample("h264")
 	frames := interleave(0, v)
 	frames[0].Keyframe = false // pretend we joined mid-group: wait for the next one
-	tags := muxTags(t, Options{}, []mux.Track{trackOf(1, v)}, frames)
+	tags := muxTags(t, Options{}, []mux.Track{mediatest.TrackOf(v, 1)}, frames)
 	video := tagsOf(tags, tagVideo)
 	firstKey := 1
 	for !frames[firstKey].Keyframe {
@@ -426,8 +404,8 @@ func TestVideoBeforeTheFirstKeyframeIsDropped(t *testing.T) {
 func TestVideoDecodesFromZeroWithNonNegativeCompositionTimes(t *testing.T) {
 	for _, name := range []string{"h264", "h264-annexb", "h265", "h265-annexb"} {
 		for _, jitter := range []time.Duration{0, 200 * time.Millisecond} {
-			s := loadSample(name)
-			tr := trackOf(1, s)
+			s := mediatest.LoadSample(name)
+			tr := mediatest.TrackOf(s, 1)
 			tr.Jitter = jitter
 			video := tagsOf(muxTags(t, Options{}, []mux.Track{tr}, interleave(5_000_000, s)), tagVideo)
 			if len(video) != len(s.Frames)+1 {
@@ -464,16 +442,7 @@ func muxTags(t *testing.T, opts Options, tracks []mux.Track, frames []mux.Frame)
 	t.Helper()
 	var out bytes.Buffer
 	w := NewWriter(&out, opts)
-	for _, tr := range tracks {
-		if err := w.AddTrack(tr); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, f := range frames {
-		if err := w.WriteFrame(f); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mediatest.Write(t, w, tracks, frames)
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}

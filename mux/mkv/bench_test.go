@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/moq-export/moq-export/internal/mediatest"
 	"github.com/moq-export/moq-export/mux"
 )
 
@@ -14,15 +15,11 @@ import (
 // payload throughput. "live" writes the unknown-size form to io.Discard;
 // "file" writes a finalized file to disk (Close included per pass).
 func BenchmarkMuxMKV(b *testing.B) {
-	v, a := sampleInput(b, "h264", 1), sampleInput(b, "aac", 2)
-	frames := interleave(v, a)
-	var total int
-	for _, f := range frames {
-		total += len(f.Payload)
-	}
-	span := v.dur + 100_000
+	v, a := mediatest.SampleInput("h264", 1), mediatest.SampleInput("aac", 2)
+	frames := mediatest.Interleave(v, a)
+	span := mediatest.LoadSample("h264").Duration() + 100_000
 	run := func(b *testing.B, open func() (io.Writer, func())) {
-		b.SetBytes(int64(total / len(frames)))
+		b.SetBytes(mediatest.MeanPayload(frames))
 		b.ReportAllocs()
 		var w *Writer
 		var done func()
@@ -40,11 +37,7 @@ func BenchmarkMuxMKV(b *testing.B) {
 				if w == nil {
 					out, d := open()
 					w, done = NewWriter(out, Options{}), d
-					for _, in := range []input{v, a} {
-						if err := w.AddTrack(in.track); err != nil {
-							b.Fatal(err)
-						}
-					}
+					mediatest.Write(b, w, mediatest.Tracks(v, a), nil)
 				}
 				pass++
 			}

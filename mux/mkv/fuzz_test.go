@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/moq-export/moq-export/internal/mediatest"
 	"github.com/moq-export/moq-export/mux"
 )
 
@@ -16,13 +17,13 @@ import (
 // length byte, payload.
 func FuzzWriteFrame(f *testing.F) {
 	for i, name := range []string{"vp8", "av1", "opus", "h264", "h264", "h265"} {
-		in := sampleInput(f, name, 1)
+		in := mediatest.SampleInput(name, 1)
 		id := []byte{0, 1, 4, 3, 6, 7}[i]
 		if i >= 4 {
 			toAnnexB(&in)
 		}
 		var rec []byte
-		for _, fr := range in.frames[:min(3, len(in.frames))] {
+		for _, fr := range in.Frames[:min(3, len(in.Frames))] {
 			p := fr.Payload[:min(len(fr.Payload), 255)]
 			rec = append(rec, id, 1)
 			rec = binary.BigEndian.AppendUint64(rec, uint64(fr.Timestamp))
@@ -34,12 +35,12 @@ func FuzzWriteFrame(f *testing.F) {
 	f.Add([]byte{0, 1, 0x80, 0, 0, 0, 0, 0, 0, 0, 3, 1, 2, 3, 1, 0, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1, 9}, true)
 	f.Add([]byte{5, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0xff}, true)
 
-	a := sampleInput(f, "opus", 0).track
+	a := mediatest.SampleInput("opus", 0).Track
 	tracks := []mux.Track{
 		{ID: 0, Kind: mux.Video, Codec: "vp8"},           // size from keyframe
 		{ID: 1, Kind: mux.Video, Codec: "av01.0.04M.08"}, // av1C from keyframe
 		{ID: 2, Kind: mux.Video, Codec: "vp09.00.10.08", Width: 320, Height: 180},
-		{ID: 3, Kind: mux.Video, Codec: "avc1.64000d", Description: sampleInput(f, "h264", 3).track.Description, Width: 320, Height: 180},
+		{ID: 3, Kind: mux.Video, Codec: "avc1.64000d", Description: mediatest.SampleInput("h264", 3).Track.Description, Width: 320, Height: 180},
 		{ID: 4, Kind: mux.Audio, Codec: "opus", Description: a.Description},
 		{ID: 5, Kind: mux.Audio, Codec: "mp4a.40.2", SampleRate: 48000, Channels: 2},
 		{ID: 6, Kind: mux.Video, Codec: "avc1.64000d"},     // Annex B, avcC from keyframe

@@ -18,8 +18,8 @@ import (
 
 	"github.com/at-wat/ebml-go"
 
-	moqexport "github.com/moq-export/moq-export"
 	"github.com/moq-export/moq-export/internal/h26x"
+	"github.com/moq-export/moq-export/internal/mediatest"
 	"github.com/moq-export/moq-export/mux"
 )
 
@@ -28,7 +28,7 @@ import (
 // decode), ffprobe (codec, packet count, first/last timestamps, duration)
 // and mkvmerge (no errors or warnings, codec ID, duration).
 func TestEachCodecMuxesToAFileThatDecodesAndSeeks(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe", "mkvmerge")
+	mediatest.RequireTools(t, "ffmpeg", "ffprobe", "mkvmerge")
 	tests := []struct {
 		name, sample string
 		change       func(*input)
@@ -38,54 +38,54 @@ func TestEachCodecMuxesToAFileThatDecodesAndSeeks(t *testing.T) {
 	}{
 		{"H264WithAvcC", "h264", nil, "h264", "V_MPEG4/ISO/AVC", "matroska"},
 		{"H264AnnexBBuildsAvcC", "h264", toAnnexB, "h264", "V_MPEG4/ISO/AVC", "matroska"},
-		{"H264AnnexBSizeFromSPS", "h264", func(in *input) { toAnnexB(in); in.track.Width, in.track.Height = 0, 0 }, "h264", "V_MPEG4/ISO/AVC", "matroska"},
-		{"H264SizeFromAvcC", "h264", func(in *input) { in.track.Width, in.track.Height = 0, 0 }, "h264", "V_MPEG4/ISO/AVC", "matroska"},
+		{"H264AnnexBSizeFromSPS", "h264", func(in *input) { toAnnexB(in); in.Track.Width, in.Track.Height = 0, 0 }, "h264", "V_MPEG4/ISO/AVC", "matroska"},
+		{"H264SizeFromAvcC", "h264", func(in *input) { in.Track.Width, in.Track.Height = 0, 0 }, "h264", "V_MPEG4/ISO/AVC", "matroska"},
 		{"H265WithHvcC", "h265", nil, "hevc", "V_MPEGH/ISO/HEVC", "matroska"},
 		{"H265AnnexBBuildsHvcC", "h265", toAnnexB, "hevc", "V_MPEGH/ISO/HEVC", "matroska"},
 		{"AV1WithAv1C", "av1", nil, "av1", "V_AV1", "webm"},
-		{"AV1BuildsAv1CFromSequenceHeader", "av1", func(in *input) { in.track.Description = nil }, "av1", "V_AV1", "webm"},
+		{"AV1BuildsAv1CFromSequenceHeader", "av1", func(in *input) { in.Track.Description = nil }, "av1", "V_AV1", "webm"},
 		{"VP8", "vp8", nil, "vp8", "V_VP8", "webm"},
-		{"VP8SizeFromKeyframe", "vp8", func(in *input) { in.track.Width, in.track.Height = 0, 0 }, "vp8", "V_VP8", "webm"},
+		{"VP8SizeFromKeyframe", "vp8", func(in *input) { in.Track.Width, in.Track.Height = 0, 0 }, "vp8", "V_VP8", "webm"},
 		{"VP9", "vp9", nil, "vp9", "V_VP9", "webm"},
-		{"VP9SizeFromKeyframe", "vp9", func(in *input) { in.track.Width, in.track.Height = 0, 0 }, "vp9", "V_VP9", "webm"},
+		{"VP9SizeFromKeyframe", "vp9", func(in *input) { in.Track.Width, in.Track.Height = 0, 0 }, "vp9", "V_VP9", "webm"},
 		{"OpusWithOpusHead", "opus", nil, "opus", "A_OPUS", "webm"},
-		{"OpusBuildsOpusHead", "opus", func(in *input) { in.track.Description = nil }, "opus", "A_OPUS", "webm"},
+		{"OpusBuildsOpusHead", "opus", func(in *input) { in.Track.Description = nil }, "opus", "A_OPUS", "webm"},
 		{"AACWithASC", "aac", nil, "aac", "A_AAC", "matroska"},
-		{"AACBuildsASC", "aac", func(in *input) { in.track.Description = nil }, "aac", "A_AAC", "matroska"},
+		{"AACBuildsASC", "aac", func(in *input) { in.Track.Description = nil }, "aac", "A_AAC", "matroska"},
 		{"FLAC", "flac", nil, "flac", "A_FLAC", "matroska"},
 		{"MP3", "mp3", nil, "mp3", "A_MPEG/L3", "matroska"},
 		{"AC3", "ac3", nil, "ac3", "A_AC3", "matroska"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			in := sampleInput(t, tc.sample, 7)
+			in := mediatest.SampleInput(tc.sample, 7)
 			if tc.change != nil {
 				tc.change(&in)
 			}
 			path := muxFile(t, "out.mkv", Options{}, in)
-			decodeClean(t, path)
+			mediatest.DecodeClean(t, path)
 
-			p := probe(t, path)
+			p := mediatest.Probe(t, path)
 			if len(p.Streams) != 1 || p.Streams[0].CodecName != tc.probeCodec {
 				t.Fatalf("ffprobe streams %+v, want one %s", p.Streams, tc.probeCodec)
 			}
-			if in.track.Kind == mux.Video && (p.Streams[0].Width != 320 || p.Streams[0].Height != 180) {
+			if in.Track.Kind == mux.Video && (p.Streams[0].Width != 320 || p.Streams[0].Height != 180) {
 				t.Errorf("size %dx%d, want 320x180", p.Streams[0].Width, p.Streams[0].Height)
 			}
-			got, want := p.streamPTS(t, 0), expectedPTS(in, in.frames[0].Timestamp)
+			got, want := streamPTS(t, p, 0), expectedPTS(in, in.Frames[0].Timestamp)
 			if tc.sample == "opus" {
 				// ffmpeg shifts Opus by the CodecDelay (the OpusHead
 				// pre-skip) so that the first decoded sample is at 0.
 				skip := int64(0)
-				if in.track.Description != nil {
-					skip = (int64(binary.LittleEndian.Uint16(in.track.Description[10:]))*1000 + 24000) / 48000
+				if in.Track.Description != nil {
+					skip = (int64(binary.LittleEndian.Uint16(in.Track.Description[10:]))*1000 + 24000) / 48000
 				}
 				for i := range want {
 					want[i] -= skip
 				}
 			}
-			if len(got) != len(in.frames) {
-				t.Fatalf("ffprobe counts %d packets, wrote %d frames", len(got), len(in.frames))
+			if len(got) != len(in.Frames) {
+				t.Fatalf("ffprobe counts %d packets, wrote %d frames", len(got), len(in.Frames))
 			}
 			if !equalWithin(got, want, 1) {
 				t.Errorf("packet times (ms) differ from the input:\n got %v\nwant %v", got, want)
@@ -99,7 +99,7 @@ func TestEachCodecMuxesToAFileThatDecodesAndSeeks(t *testing.T) {
 			if len(m.Tracks) != 1 || m.Tracks[0].Properties.CodecID != tc.codecID {
 				t.Errorf("mkvmerge tracks %+v, want codec %s", m.Tracks, tc.codecID)
 			}
-			wantDur := in.dur
+			wantDur := mediatest.LoadSample(tc.sample).Duration()
 			if d := m.Container.Properties.Duration / 1e6; d < wantDur/1000-2 || d > wantDur/1000+2 {
 				t.Errorf("mkvmerge duration %d ms, want %d ms", d, wantDur/1000)
 			}
@@ -113,8 +113,8 @@ func TestEachCodecMuxesToAFileThatDecodesAndSeeks(t *testing.T) {
 // toAnnexB turns an H.264/H.265 input into the browser's form: Annex B,
 // parameter sets in band, no description.
 func toAnnexB(in *input) {
-	s := moqexport.MustLoadSample(in.track.Name).MustAnnexB()
-	in.track.Description, in.frames = nil, s.Frames
+	s := mediatest.LoadSample(in.Track.Name + mediatest.AnnexBSuffix)
+	in.Track.Description, in.Frames = nil, mediatest.FramesOf(s, in.Track.ID)
 }
 
 func equalWithin(a, b []int64, tol int64) bool {
@@ -132,7 +132,7 @@ func equalWithin(a, b []int64, tol int64) bool {
 // docType reads the DocType from the EBML header with mkvinfo.
 func docType(t *testing.T, path string) string {
 	t.Helper()
-	out, _ := run(t, "mkvinfo", path)
+	out, _ := mediatest.Run(t, "mkvinfo", path)
 	for line := range strings.Lines(out) {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "|+ Document type: "); ok {
 			return v
@@ -147,29 +147,29 @@ func docType(t *testing.T, path string) string {
 // to the middle lands on the keyframe at or before the target and decodes
 // cleanly from there.
 func TestSeekToMiddleOfFinalizedFileStartsAtKeyframe(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe", "mkvinfo")
-	v, a := sampleInput(t, "h264", 1), sampleInput(t, "aac", 2)
+	mediatest.RequireTools(t, "ffmpeg", "ffprobe", "mkvinfo")
+	v, a := mediatest.SampleInput("h264", 1), mediatest.SampleInput("aac", 2)
 	path := muxFile(t, "seek.mkv", Options{}, v, a)
 
 	var keys []int64
-	for _, f := range v.frames {
+	for _, f := range v.Frames {
 		if f.Keyframe {
 			keys = append(keys, f.Timestamp/1000)
 		}
 	}
-	out, _ := run(t, "mkvinfo", "-v", "-v", path)
+	out, _ := mediatest.Run(t, "mkvinfo", "-v", "-v", path)
 	if n := strings.Count(out, "+ Cue point at "); n != len(keys) {
 		t.Errorf("mkvinfo shows %d cue points, want %d (one per video keyframe)", n, len(keys))
 	}
-	target := v.dur / 1000 / 2 // ms, the middle
-	target += 10               // not exactly on a keyframe
+	// ms: the middle, and not exactly on a keyframe
+	target := mediatest.LoadSample("h264").Duration()/1000/2 + 10
 	want := int64(-1)
 	for _, k := range keys {
 		if k <= target {
 			want = k
 		}
 	}
-	p := probe(t, path, "-select_streams", "v:0", "-read_intervals", fmt.Sprintf("%.3f%%+#1", float64(target)/1000))
+	p := mediatest.Probe(t, path, "-select_streams", "v:0", "-read_intervals", fmt.Sprintf("%.3f%%+#1", float64(target)/1000))
 	if len(p.Packets) == 0 {
 		t.Fatal("ffprobe read no packet after seeking")
 	}
@@ -177,18 +177,18 @@ func TestSeekToMiddleOfFinalizedFileStartsAtKeyframe(t *testing.T) {
 	if !strings.Contains(first.Flags, "K") {
 		t.Errorf("first packet after seeking to %d ms is not a keyframe: %+v", target, first)
 	}
-	if got := p.streamPTS(t, 0)[0]; got != want {
+	if got := streamPTS(t, p, 0)[0]; got != want {
 		t.Errorf("seek to %d ms landed at %d ms, want the keyframe at %d ms", target, got, want)
 	}
-	decodeClean(t, path, "-ss", fmt.Sprintf("%.3f", float64(target)/1000))
+	mediatest.DecodeClean(t, path, "-ss", fmt.Sprintf("%.3f", float64(target)/1000))
 }
 
 // TestLiveFormThroughAPipeDecodes writes to an os.Pipe (a WriteSeeker that
 // cannot seek) read by ffmpeg, which must decode every frame without a
 // message; the same bytes are the unknown-size live form.
 func TestLiveFormThroughAPipeDecodes(t *testing.T) {
-	needTools(t, "ffmpeg")
-	v, a := sampleInput(t, "vp9", 1), sampleInput(t, "opus", 2)
+	mediatest.RequireTools(t, "ffmpeg")
+	v, a := mediatest.SampleInput("vp9", 1), mediatest.SampleInput("opus", 2)
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +204,7 @@ func TestLiveFormThroughAPipeDecodes(t *testing.T) {
 	if w.Seekable() {
 		t.Fatal("a pipe must give the live form")
 	}
-	feed(t, w, v, a)
+	mediatest.Feed(t, w, v, a)
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -221,12 +221,12 @@ func TestLiveFormThroughAPipeDecodes(t *testing.T) {
 			counts[strings.TrimSpace(strings.Split(line, ",")[0])]++
 		}
 	}
-	if counts["0"] != len(v.frames) {
-		t.Errorf("ffmpeg decoded %d video frames from the pipe, wrote %d", counts["0"], len(v.frames))
+	if counts["0"] != len(v.Frames) {
+		t.Errorf("ffmpeg decoded %d video frames from the pipe, wrote %d", counts["0"], len(v.Frames))
 	}
 	// Opus decodes to one frame per packet.
-	if counts["1"] != len(a.frames) {
-		t.Errorf("ffmpeg decoded %d audio frames from the pipe, wrote %d", counts["1"], len(a.frames))
+	if counts["1"] != len(a.Frames) {
+		t.Errorf("ffmpeg decoded %d audio frames from the pipe, wrote %d", counts["1"], len(a.Frames))
 	}
 }
 
@@ -234,10 +234,10 @@ func TestLiveFormThroughAPipeDecodes(t *testing.T) {
 // Segment and Clusters of unknown size, no Cues, and still readable by
 // mkvmerge without warnings.
 func TestLiveFormHasUnknownSizesAndNoCues(t *testing.T) {
-	needTools(t, "mkvmerge", "ffmpeg")
+	mediatest.RequireTools(t, "mkvmerge", "ffmpeg")
 	var buf bytes.Buffer
 	w := NewWriter(nonSeeker{&buf}, Options{})
-	feed(t, w, sampleInput(t, "h264", 1), sampleInput(t, "aac", 2))
+	mediatest.Feed(t, w, mediatest.SampleInput("h264", 1), mediatest.SampleInput("aac", 2))
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -257,13 +257,13 @@ func TestLiveFormHasUnknownSizesAndNoCues(t *testing.T) {
 		t.Fatal(err)
 	}
 	mkvmergeClean(t, path)
-	decodeClean(t, path)
+	mediatest.DecodeClean(t, path)
 }
 
 // TestMultiTrackFilesChooseTheirDocType muxes h264+aac (matroska) and
 // vp9+opus (webm) and checks both streams of each.
 func TestMultiTrackFilesChooseTheirDocType(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe", "mkvmerge", "mkvinfo")
+	mediatest.RequireTools(t, "ffmpeg", "ffprobe", "mkvmerge", "mkvinfo")
 	for _, tc := range []struct {
 		v, a, docType string
 		codecs        []string
@@ -272,14 +272,14 @@ func TestMultiTrackFilesChooseTheirDocType(t *testing.T) {
 		{"vp9", "opus", "webm", []string{"vp9", "opus"}},
 	} {
 		t.Run(tc.v+"+"+tc.a, func(t *testing.T) {
-			v, a := sampleInput(t, tc.v, 10), sampleInput(t, tc.a, 20)
+			v, a := mediatest.SampleInput(tc.v, 10), mediatest.SampleInput(tc.a, 20)
 			path := muxFile(t, "multi.mkv", Options{}, v, a)
-			decodeClean(t, path)
+			mediatest.DecodeClean(t, path)
 			mkvmergeClean(t, path)
 			if dt := docType(t, path); dt != tc.docType {
 				t.Errorf("DocType %q, want %q", dt, tc.docType)
 			}
-			p := probe(t, path)
+			p := mediatest.Probe(t, path)
 			if len(p.Streams) != 2 {
 				t.Fatalf("%d streams, want 2", len(p.Streams))
 			}
@@ -287,14 +287,14 @@ func TestMultiTrackFilesChooseTheirDocType(t *testing.T) {
 				if p.Streams[i].CodecName != tc.codecs[i] {
 					t.Errorf("stream %d is %s, want %s", i, p.Streams[i].CodecName, tc.codecs[i])
 				}
-				got := p.streamPTS(t, i)
-				if len(got) != len(in.frames) {
-					t.Errorf("stream %d: %d packets, wrote %d", i, len(got), len(in.frames))
+				got := streamPTS(t, p, i)
+				if len(got) != len(in.Frames) {
+					t.Errorf("stream %d: %d packets, wrote %d", i, len(got), len(in.Frames))
 					continue
 				}
 				want := expectedPTS(in, 0)
 				if tc.a == "opus" && i == 1 {
-					skip := (int64(binary.LittleEndian.Uint16(in.track.Description[10:]))*1000 + 24000) / 48000
+					skip := (int64(binary.LittleEndian.Uint16(in.Track.Description[10:]))*1000 + 24000) / 48000
 					for j := range want {
 						want[j] -= skip
 					}
@@ -332,26 +332,21 @@ func clusterTimes(t *testing.T, b []byte) []uint64 {
 // a 2 s gap, then opus again; with Discontinuity the first frame after the
 // gap opens a Cluster, and Duration ends one frame after the last frame.
 func TestDiscontinuityStartsNewClusterWithoutStretchingDuration(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe", "mkvmerge")
-	a := sampleInput(t, "opus", 1)
+	mediatest.RequireTools(t, "ffmpeg", "ffprobe", "mkvmerge")
+	a := mediatest.SampleInput("opus", 1)
 	const gap = 2_000_000
-	resume := a.frames[len(a.frames)-1].Timestamp + 20_000 + gap
+	resume := a.Frames[len(a.Frames)-1].Timestamp + 20_000 + gap
 	for _, disc := range []bool{false, true} {
 		t.Run(fmt.Sprintf("discontinuity=%v", disc), func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "gap.mkv")
-			f, err := os.Create(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
+			f, path := mediatest.CreateFile(t, "gap.mkv")
 			w := NewWriter(f, Options{MaxClusterDuration: 30 * time.Second})
-			feed(t, w, a)
+			mediatest.Feed(t, w, a)
 			if disc {
 				if err := w.Discontinuity(-1); err != nil {
 					t.Fatal(err)
 				}
 			}
-			for _, fr := range a.frames {
+			for _, fr := range a.Frames {
 				if err := w.WriteFrame(mux.Frame{TrackID: 1, Timestamp: resume + fr.Timestamp, Keyframe: true, Payload: fr.Payload}); err != nil {
 					t.Fatal(err)
 				}
@@ -371,12 +366,12 @@ func TestDiscontinuityStartsNewClusterWithoutStretchingDuration(t *testing.T) {
 			if fmt.Sprint(clusters) != fmt.Sprint(want) {
 				t.Errorf("cluster times %v ms, want %v", clusters, want)
 			}
-			decodeClean(t, path)
-			if n := len(probe(t, path).Packets); n != 2*len(a.frames) {
-				t.Errorf("%d packets, wrote %d", n, 2*len(a.frames))
+			mediatest.DecodeClean(t, path)
+			if n := len(mediatest.Probe(t, path).Packets); n != 2*len(a.Frames) {
+				t.Errorf("%d packets, wrote %d", n, 2*len(a.Frames))
 			}
 			m := mkvmergeClean(t, path)
-			wantDur := (resume + a.frames[len(a.frames)-1].Timestamp + 20_000) / 1000
+			wantDur := (resume + a.Frames[len(a.Frames)-1].Timestamp + 20_000) / 1000
 			if d := m.Container.Properties.Duration / 1e6; d != wantDur {
 				t.Errorf("duration %d ms, want %d ms", d, wantDur)
 			}
@@ -387,18 +382,12 @@ func TestDiscontinuityStartsNewClusterWithoutStretchingDuration(t *testing.T) {
 // TestTimestampsAreRebasedUnlessKept shifts a sample by 100 s: the file
 // starts at 0 by default and at 100 s with KeepTimestamps.
 func TestTimestampsAreRebasedUnlessKept(t *testing.T) {
-	needTools(t, "ffprobe")
+	mediatest.RequireTools(t, "ffprobe")
 	for _, keep := range []bool{false, true} {
 		t.Run(fmt.Sprintf("keep=%v", keep), func(t *testing.T) {
-			in := sampleInput(t, "vp8", 1)
-			shifted := make([]moqFrame, len(in.frames))
-			for i, f := range in.frames {
-				f.Timestamp += 100_000_000
-				shifted[i] = f
-			}
-			in.frames = shifted
+			in := mediatest.SampleInput("vp8", 1).Shift(100_000_000)
 			path := muxFile(t, "keep.mkv", Options{KeepTimestamps: keep}, in)
-			got := probe(t, path).streamPTS(t, 0)
+			got := streamPTS(t, mediatest.Probe(t, path), 0)
 			want := int64(0)
 			if keep {
 				want = 100_000
@@ -444,16 +433,16 @@ func TestDocTypeWebMRefusesOtherCodecs(t *testing.T) {
 // TestTrackAddedAfterHeaderIsRefusedWithErrLateTrack: once a frame made
 // the header, AddTrack fails with mux.ErrLateTrack and the file goes on.
 func TestTrackAddedAfterHeaderIsRefusedWithErrLateTrack(t *testing.T) {
-	a := sampleInput(t, "opus", 1)
+	a := mediatest.SampleInput("opus", 1)
 	w := NewWriter(io.Discard, Options{})
-	if err := w.AddTrack(a.track); err != nil {
+	if err := w.AddTrack(a.Track); err != nil {
 		t.Fatal(err)
 	}
-	f := a.frames[0]
+	f := a.Frames[0]
 	if err := w.WriteFrame(mux.Frame{TrackID: 1, Timestamp: f.Timestamp, Keyframe: true, Payload: f.Payload}); err != nil {
 		t.Fatal(err)
 	}
-	err := w.AddTrack(sampleInput(t, "vp9", 2).track)
+	err := w.AddTrack(mediatest.SampleInput("vp9", 2).Track)
 	if !errors.Is(err, mux.ErrLateTrack) {
 		t.Fatalf("late track: %v, want ErrLateTrack", err)
 	}
@@ -465,31 +454,26 @@ func TestTrackAddedAfterHeaderIsRefusedWithErrLateTrack(t *testing.T) {
 // TestTrackAddedWhileHeaderWaitsIsWritten: while a track waits for its
 // configuration the header is not written, so a new track still joins.
 func TestTrackAddedWhileHeaderWaitsIsWritten(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe")
-	v, a, late := sampleInput(t, "av1", 1), sampleInput(t, "opus", 2), sampleInput(t, "vp8", 3)
-	v.track.Description = nil // waits for the sequence header in its first keyframe
-	path := filepath.Join(t.TempDir(), "wait.webm")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	mediatest.RequireTools(t, "ffmpeg", "ffprobe")
+	v, a, late := mediatest.SampleInput("av1", 1), mediatest.SampleInput("opus", 2), mediatest.SampleInput("vp8", 3)
+	v.Track.Description = nil // waits for the sequence header in its first keyframe
+	f, path := mediatest.CreateFile(t, "wait.webm")
 	w := NewWriter(f, Options{})
 	for _, in := range []input{v, a} {
-		if err := w.AddTrack(in.track); err != nil {
+		if err := w.AddTrack(in.Track); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Audio first: the av1 track has no av1C yet, so this is buffered.
-	af := a.frames[0]
+	af := a.Frames[0]
 	if err := w.WriteFrame(mux.Frame{TrackID: 2, Timestamp: af.Timestamp, Keyframe: true, Payload: af.Payload}); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.AddTrack(late.track); err != nil {
+	if err := w.AddTrack(late.Track); err != nil {
 		t.Fatalf("track added before the header: %v", err)
 	}
-	a.frames = a.frames[1:]
-	for _, fr := range interleave(v, a, late) {
+	a.Frames = a.Frames[1:]
+	for _, fr := range mediatest.Interleave(v, a, late) {
 		if err := w.WriteFrame(fr); err != nil {
 			t.Fatal(err)
 		}
@@ -497,13 +481,13 @@ func TestTrackAddedWhileHeaderWaitsIsWritten(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	decodeClean(t, path)
-	p := probe(t, path)
+	mediatest.DecodeClean(t, path)
+	p := mediatest.Probe(t, path)
 	if len(p.Streams) != 3 {
 		t.Fatalf("%d streams, want 3", len(p.Streams))
 	}
-	for i, want := range []int{len(v.frames), len(a.frames) + 1, len(late.frames)} {
-		if got := len(p.streamPTS(t, i)); got != want {
+	for i, want := range []int{len(v.Frames), len(a.Frames) + 1, len(late.Frames)} {
+		if got := len(streamPTS(t, p, i)); got != want {
 			t.Errorf("stream %d: %d packets, want %d", i, got, want)
 		}
 	}
@@ -513,24 +497,19 @@ func TestTrackAddedWhileHeaderWaitsIsWritten(t *testing.T) {
 // carry no sequence header is left out after HeaderWait, with a warning and
 // its frames counted as dropped; the other track is written whole.
 func TestHeaderWaitGivesUpOnTrackWithoutConfig(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe")
-	a := sampleInput(t, "opus", 2)
+	mediatest.RequireTools(t, "ffmpeg", "ffprobe")
+	a := mediatest.SampleInput("opus", 2)
 	var logs bytes.Buffer
-	path := filepath.Join(t.TempDir(), "giveup.webm")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, path := mediatest.CreateFile(t, "giveup.webm")
 	w := NewWriter(f, Options{HeaderWait: time.Second, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err := w.AddTrack(mux.Track{ID: 1, Kind: mux.Video, Codec: "av01.0.04M.08"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.AddTrack(a.track); err != nil {
+	if err := w.AddTrack(a.Track); err != nil {
 		t.Fatal(err)
 	}
 	videoFrames := 0
-	for _, fr := range a.frames {
+	for _, fr := range a.Frames {
 		if err := w.WriteFrame(mux.Frame{TrackID: 2, Timestamp: fr.Timestamp, Keyframe: true, Payload: fr.Payload}); err != nil {
 			t.Fatal(err)
 		}
@@ -551,10 +530,10 @@ func TestHeaderWaitGivesUpOnTrackWithoutConfig(t *testing.T) {
 	if !strings.Contains(logs.String(), "track left out") {
 		t.Errorf("no warning about the left-out track in the log:\n%s", logs.String())
 	}
-	decodeClean(t, path)
-	p := probe(t, path)
-	if len(p.Streams) != 1 || p.Streams[0].CodecName != "opus" || len(p.Packets) != len(a.frames) {
-		t.Errorf("want only the %d opus packets, got streams %+v and %d packets", len(a.frames), p.Streams, len(p.Packets))
+	mediatest.DecodeClean(t, path)
+	p := mediatest.Probe(t, path)
+	if len(p.Streams) != 1 || p.Streams[0].CodecName != "opus" || len(p.Packets) != len(a.Frames) {
+		t.Errorf("want only the %d opus packets, got streams %+v and %d packets", len(a.Frames), p.Streams, len(p.Packets))
 	}
 }
 
@@ -571,14 +550,14 @@ func (f *failWriter) Write(p []byte) (int, error) {
 // TestMisuseGetsSentinelErrors covers unknown tracks, removed tracks, use
 // after Close and a failing writer.
 func TestMisuseGetsSentinelErrors(t *testing.T) {
-	a := sampleInput(t, "opus", 1)
-	fr := mux.Frame{TrackID: 1, Keyframe: true, Payload: a.frames[0].Payload}
+	a := mediatest.SampleInput("opus", 1)
+	fr := mux.Frame{TrackID: 1, Keyframe: true, Payload: a.Frames[0].Payload}
 
 	w := NewWriter(io.Discard, Options{})
-	if err := w.AddTrack(a.track); err != nil {
+	if err := w.AddTrack(a.Track); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.AddTrack(a.track); err == nil {
+	if err := w.AddTrack(a.Track); err == nil {
 		t.Error("the same track ID was accepted twice")
 	}
 	if err := w.WriteFrame(mux.Frame{TrackID: 9, Payload: []byte{1}}); !errors.Is(err, mux.ErrUnknownTrack) {
@@ -607,7 +586,7 @@ func TestMisuseGetsSentinelErrors(t *testing.T) {
 	}
 
 	fw := NewWriter(&failWriter{n: 1}, Options{})
-	if err := fw.AddTrack(a.track); err != nil {
+	if err := fw.AddTrack(a.Track); err != nil {
 		t.Fatal(err)
 	}
 	_ = fw.WriteFrame(fr) // header
@@ -624,14 +603,14 @@ func TestMisuseGetsSentinelErrors(t *testing.T) {
 // writer builds from the first keyframe with the one ffmpeg wrote for the
 // sample.
 func TestAV1ConfigBuiltFromSequenceHeaderMatchesFFmpegs(t *testing.T) {
-	in := sampleInput(t, "av1", 1)
-	want := in.track.Description
-	in.track.Description = nil
-	tr := &track{Track: in.track, family: "av1"}
+	in := mediatest.SampleInput("av1", 1)
+	want := in.Track.Description
+	in.Track.Description = nil
+	tr := &track{Track: in.Track, family: "av1"}
 	if err := tr.configure(); err != nil {
 		t.Fatal(err)
 	}
-	if !tr.configureFromFrame(in.frames[0].Payload, true) {
+	if !tr.configureFromFrame(in.Frames[0].Payload, true) {
 		t.Fatal("no configuration from the first keyframe")
 	}
 	if !bytes.Equal(tr.entry.CodecPrivate, want) {
@@ -644,44 +623,39 @@ func TestAV1ConfigBuiltFromSequenceHeaderMatchesFFmpegs(t *testing.T) {
 // dropped and counted, the audio that arrived meanwhile is kept, and the
 // avcC built from the in-band parameter sets holds the sample's SPS/PPS.
 func TestAnnexBTrackWaitsForItsFirstKeyframe(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe", "mkvmerge")
-	v, a := sampleInput(t, "h264", 1), sampleInput(t, "aac", 2)
-	wantPS, _, err := h26x.ParseAVCDecoderConfig(v.track.Description)
+	mediatest.RequireTools(t, "ffmpeg", "ffprobe", "mkvmerge")
+	v, a := mediatest.SampleInput("h264", 1), mediatest.SampleInput("aac", 2)
+	wantPS, _, err := h26x.ParseAVCDecoderConfig(v.Track.Description)
 	if err != nil {
 		t.Fatal(err)
 	}
 	toAnnexB(&v)
 	const skip = 5
-	v.frames = v.frames[skip:]
-	firstKey := slices.IndexFunc(v.frames, func(f moqFrame) bool { return f.Keyframe })
+	v.Frames = v.Frames[skip:]
+	firstKey := slices.IndexFunc(v.Frames, func(f mux.Frame) bool { return f.Keyframe })
 	if firstKey <= 0 {
 		t.Fatalf("sample has no keyframe after frame %d", skip)
 	}
 
-	path := filepath.Join(t.TempDir(), "annexb.mkv")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, path := mediatest.CreateFile(t, "annexb.mkv")
 	w := NewWriter(f, Options{})
-	feed(t, w, v, a)
+	mediatest.Feed(t, w, v, a)
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if got := w.Stats().Dropped; got != int64(firstKey) {
 		t.Errorf("dropped %d frames, want the %d video frames before the first keyframe", got, firstKey)
 	}
-	decodeClean(t, path)
+	mediatest.DecodeClean(t, path)
 	mkvmergeClean(t, path)
-	p := probe(t, path)
-	if n := len(p.streamPTS(t, 0)); n != len(v.frames)-firstKey {
-		t.Errorf("%d video packets, want %d", n, len(v.frames)-firstKey)
+	p := mediatest.Probe(t, path)
+	if n := len(streamPTS(t, p, 0)); n != len(v.Frames)-firstKey {
+		t.Errorf("%d video packets, want %d", n, len(v.Frames)-firstKey)
 	}
-	if n := len(p.streamPTS(t, 1)); n != len(a.frames) {
-		t.Errorf("%d audio packets, want all %d", n, len(a.frames))
+	if n := len(streamPTS(t, p, 1)); n != len(a.Frames) {
+		t.Errorf("%d audio packets, want all %d", n, len(a.Frames))
 	}
-	if got := p.streamPTS(t, 1)[0]; got != 0 {
+	if got := streamPTS(t, p, 1)[0]; got != 0 {
 		t.Errorf("audio starts at %d ms, want 0 (buffered while the video waited)", got)
 	}
 
@@ -698,20 +672,15 @@ func TestAnnexBTrackWaitsForItsFirstKeyframe(t *testing.T) {
 // TestUnfinishedFileIsPlayable stops before Close, as a crash would: the
 // file on disk is the live form and decodes with every frame written.
 func TestUnfinishedFileIsPlayable(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe")
-	v, a := sampleInput(t, "h264", 1), sampleInput(t, "aac", 2)
-	path := filepath.Join(t.TempDir(), "crash.mkv")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	mediatest.RequireTools(t, "ffmpeg", "ffprobe")
+	v, a := mediatest.SampleInput("h264", 1), mediatest.SampleInput("aac", 2)
+	f, path := mediatest.CreateFile(t, "crash.mkv")
 	w := NewWriter(f, Options{})
-	feed(t, w, v, a)
+	mediatest.Feed(t, w, v, a)
 	// no w.Close()
-	decodeClean(t, path)
-	p := probe(t, path)
-	if n := len(p.Packets); n != len(v.frames)+len(a.frames) {
-		t.Errorf("%d packets in the unfinished file, wrote %d frames", n, len(v.frames)+len(a.frames))
+	mediatest.DecodeClean(t, path)
+	p := mediatest.Probe(t, path)
+	if n := len(p.Packets); n != len(v.Frames)+len(a.Frames) {
+		t.Errorf("%d packets in the unfinished file, wrote %d frames", n, len(v.Frames)+len(a.Frames))
 	}
 }

@@ -3,7 +3,6 @@ package ts_test
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/mpeg1audio"
 
 	"github.com/moq-export/moq-export/internal/h26x"
+	"github.com/moq-export/moq-export/internal/mediatest"
 	"github.com/moq-export/moq-export/mux"
 	"github.com/moq-export/moq-export/mux/ts"
 )
@@ -19,9 +19,9 @@ import (
 func TestBothH26xInputFormsGiveTheSameStream(t *testing.T) {
 	for _, name := range []string{"h264", "h265"} {
 		t.Run(name, func(t *testing.T) {
-			avcc := sampleInput(name, 1)
-			ab := annexBInput(name, 1)
-			if ab.track.Description != nil {
+			avcc := mediatest.SampleInput(name, 1)
+			ab := mediatest.SampleInput(name+mediatest.AnnexBSuffix, 1)
+			if ab.Track.Description != nil {
 				t.Fatal("Annex B sample still has a description")
 			}
 			outAVCC, _ := muxAll(t, ts.Options{}, avcc)
@@ -35,9 +35,9 @@ func TestBothH26xInputFormsGiveTheSameStream(t *testing.T) {
 }
 
 func TestAnnexBKeyframeBeforeParameterSetsIsDropped(t *testing.T) {
-	in := annexBInput("h264", 1)
+	in := mediatest.SampleInput("h264-annexb", 1)
 	// Strip the in-band parameter sets of the first GOP's keyframe.
-	nalus, err := h26x.SplitAnnexB(in.frames[0].Payload)
+	nalus, err := h26x.SplitAnnexB(in.Frames[0].Payload)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,13 +47,13 @@ func TestAnnexBKeyframeBeforeParameterSetsIsDropped(t *testing.T) {
 			slices = append(slices, n)
 		}
 	}
-	in.frames[0].Payload = h26x.AppendAnnexB(nil, slices)
+	in.Frames[0].Payload = h26x.AppendAnnexB(nil, slices)
 	out, w := muxAll(t, ts.Options{}, in)
 	// The whole first GOP waits: 30 frames.
-	if st := w.Stats(); st.DroppedVideo != 30 || st.Frames != int64(len(in.frames)-30) {
+	if st := w.Stats(); st.DroppedVideo != 30 || st.Frames != int64(len(in.Frames)-30) {
 		t.Errorf("Stats = %+v, want the first GOP (30 frames) dropped", st)
 	}
-	in.frames = in.frames[30:]
+	in.Frames = in.Frames[30:]
 	checkOutput(t, out, in)
 }
 
@@ -61,25 +61,22 @@ func TestAnnexBKeyframeBeforeParameterSetsIsDropped(t *testing.T) {
 // frames with split, which returns the frame length and sample count.
 func encodeAudio(t *testing.T, codec, format string, rate int, split func([]byte) (int, int, error)) input {
 	t.Helper()
-	needTool(t, "ffmpeg")
+	mediatest.RequireTools(t, "ffmpeg")
 	p := filepath.Join(t.TempDir(), "a."+format)
-	cmd := exec.Command("ffmpeg", "-nostdin", "-v", "error", "-f", "lavfi", "-i", "sine=frequency=440:duration=2:sample_rate="+strconv.Itoa(rate),
+	mediatest.Run(t, "ffmpeg", "-nostdin", "-v", "error", "-f", "lavfi", "-i", "sine=frequency=440:duration=2:sample_rate="+strconv.Itoa(rate),
 		"-ac", "2", "-c:a", codec, "-f", format, p)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("ffmpeg: %v\n%s", err, b)
-	}
 	b, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := input{track: mux.Track{ID: 1, Kind: mux.Audio, Codec: codec, SampleRate: rate, Channels: 2}}
+	in := input{Track: mux.Track{ID: 1, Kind: mux.Audio, Codec: codec, SampleRate: rate, Channels: 2}}
 	var samples int64
 	for len(b) > 0 {
 		n, count, err := split(b)
 		if err != nil || n <= 0 || n > len(b) {
-			t.Fatalf("split %s at frame %d: %v", codec, len(in.frames), err)
+			t.Fatalf("split %s at frame %d: %v", codec, len(in.Frames), err)
 		}
-		in.frames = append(in.frames, mux.Frame{TrackID: 1, Timestamp: samples * 1_000_000 / int64(rate), Keyframe: true, Payload: b[:n]})
+		in.Frames = append(in.Frames, mux.Frame{TrackID: 1, Timestamp: samples * 1_000_000 / int64(rate), Keyframe: true, Payload: b[:n]})
 		samples += int64(count)
 		b = b[n:]
 	}
@@ -116,18 +113,18 @@ func TestEAC3AndMP2PassThrough(t *testing.T) {
 			in := encodeAudio(t, tc.codec, tc.format, tc.rate, tc.split)
 			out, _ := muxAll(t, ts.Options{}, in)
 			path := writeFile(t, out)
-			ffmpegDecode(t, path)
-			p := ffprobe(t, path)
+			mediatest.DecodeClean(t, path)
+			p := mediatest.Probe(t, path)
 			if len(p.Streams) != 1 {
 				t.Fatalf("ffprobe sees %d streams", len(p.Streams))
 			}
-			checkStream(t, p, 0x100, tc.probeCodec, len(in.frames), 0)
+			checkStream(t, p, 0x100, tc.probeCodec, len(in.Frames), 0)
 			r := demux(t, out)
 			if got := uint8(r.pmtStreams[0x100]); got != tc.streamType {
 				t.Errorf("stream type %#x, want %#x", got, tc.streamType)
 			}
-			if r.pes[0x100] != len(in.frames) || r.pcrGaps != 0 {
-				t.Errorf("%d PES (want %d), %d PCR gaps", r.pes[0x100], len(in.frames), r.pcrGaps)
+			if r.pes[0x100] != len(in.Frames) || r.pcrGaps != 0 {
+				t.Errorf("%d PES (want %d), %d PCR gaps", r.pes[0x100], len(in.Frames), r.pcrGaps)
 			}
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/asticode/go-astits"
 
 	moqexport "github.com/moq-export/moq-export"
+	"github.com/moq-export/moq-export/internal/mediatest"
 	"github.com/moq-export/moq-export/mux"
 	"github.com/moq-export/moq-export/mux/ts"
 )
@@ -19,7 +20,7 @@ import (
 func fuzzTracks() []mux.Track {
 	var out []mux.Track
 	for i, name := range []string{"h264", "h265", "aac", "opus", "ac3", "mp3"} {
-		out = append(out, trackOf(moqexport.MustLoadSample(name), i+1))
+		out = append(out, mediatest.TrackOf(moqexport.MustLoadSample(name), i+1))
 	}
 	annexB := out[0]
 	annexB.ID, annexB.Description = len(out)+1, nil

@@ -3,113 +3,29 @@ package ts_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/asticode/go-astits"
 
-	moqexport "github.com/moq-export/moq-export"
-	"github.com/moq-export/moq-export/mux"
+	"github.com/moq-export/moq-export/internal/mediatest"
 	"github.com/moq-export/moq-export/mux/ts"
 )
 
 // input is one track and its frames in decode order.
-type input struct {
-	track  mux.Track
-	frames []mux.Frame
-}
+type input = mediatest.Input
 
-// sampleInput loads an embedded sample as track id.
-func sampleInput(name string, id int) input {
-	return inputOf(moqexport.MustLoadSample(name), id)
-}
-
-// annexBInput loads an embedded H.264/H.265 sample in the browser's form:
-// Annex B payloads with in-band parameter sets and no description.
-func annexBInput(name string, id int) input {
-	return inputOf(moqexport.MustLoadSample(name).MustAnnexB(), id)
-}
-
-func inputOf(s *moqexport.Sample, id int) input {
-	in := input{track: trackOf(s, id)}
-	for _, f := range s.Frames {
-		in.frames = append(in.frames, mux.Frame{TrackID: id, Timestamp: f.Timestamp, Keyframe: f.Keyframe, Payload: f.Payload})
-	}
-	return in
-}
-
-func trackOf(s *moqexport.Sample, id int) mux.Track {
-	k := mux.Audio
-	if s.Kind == "video" {
-		k = mux.Video
-	}
-	return mux.Track{
-		ID: id, Name: s.Name, Kind: k, Codec: s.Codec, Description: s.Description,
-		Width: s.Width, Height: s.Height, Framerate: s.Framerate,
-		SampleRate: s.SampleRate, Channels: s.Channels,
-	}
-}
-
-// shift moves every frame of in by d microseconds.
-func (in input) shift(d int64) input {
-	out := input{track: in.track, frames: make([]mux.Frame, len(in.frames))}
-	for i, f := range in.frames {
-		f.Timestamp += d
-		out.frames[i] = f
-	}
-	return out
-}
-
-// interleave merges the inputs in timestamp order, keeping each track's
-// decode order, video first on ties, as the jitter buffer hands them on.
-func interleave(ins ...input) []mux.Frame {
-	idx := make([]int, len(ins))
-	var out []mux.Frame
-	for {
-		best := -1
-		for i, in := range ins {
-			if idx[i] >= len(in.frames) {
-				continue
-			}
-			if best < 0 {
-				best = i
-				continue
-			}
-			a, b := in.frames[idx[i]], ins[best].frames[idx[best]]
-			if a.Timestamp < b.Timestamp || (a.Timestamp == b.Timestamp && in.track.Kind == mux.Video && ins[best].track.Kind != mux.Video) {
-				best = i
-			}
-		}
-		if best < 0 {
-			return out
-		}
-		out = append(out, ins[best].frames[idx[best]])
-		idx[best]++
-	}
-}
-
-// muxAll writes the inputs through a Writer and returns the output.
+// muxAll writes the inputs, interleaved, through a Writer and returns the
+// output.
 func muxAll(t testing.TB, opts ts.Options, ins ...input) ([]byte, *ts.Writer) {
 	t.Helper()
 	var buf bytes.Buffer
 	w := ts.NewWriter(&buf, opts)
-	for _, in := range ins {
-		if err := w.AddTrack(in.track); err != nil {
-			t.Fatalf("AddTrack(%s): %v", in.track.Codec, err)
-		}
-	}
-	for _, f := range interleave(ins...) {
-		if err := w.WriteFrame(f); err != nil {
-			t.Fatalf("WriteFrame(track %d at %d): %v", f.TrackID, f.Timestamp, err)
-		}
-	}
+	mediatest.Feed(t, w, ins...)
 	if err := w.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
@@ -126,51 +42,8 @@ func writeFile(t testing.TB, b []byte) string {
 	return p
 }
 
-func needTool(t testing.TB, name string) {
-	t.Helper()
-	if _, err := exec.LookPath(name); err != nil {
-		t.Skipf("%s not installed; this test decodes the output with it (CI installs ffmpeg)", name)
-	}
-}
-
-// ffmpegDecode decodes every stream of path and fails on any error output.
-func ffmpegDecode(t testing.TB, path string) {
-	t.Helper()
-	needTool(t, "ffmpeg")
-	var stderr bytes.Buffer
-	cmd := exec.Command("ffmpeg", "-nostdin", "-v", "error", "-i", path, "-map", "0", "-f", "null", "-")
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("ffmpeg failed: %v\n%s", err, stderr.String())
-	}
-	if s := strings.TrimSpace(stderr.String()); s != "" {
-		t.Fatalf("ffmpeg reported errors decoding %s:\n%s", path, s)
-	}
-}
-
-type probeStream struct {
-	Index     int    `json:"index"`
-	CodecName string `json:"codec_name"`
-	CodecType string `json:"codec_type"`
-	ID        string `json:"id"` // "0x100"
-	Channels  int    `json:"channels"`
-	Width     int    `json:"width"`
-}
-
-type probePacket struct {
-	StreamIndex int    `json:"stream_index"`
-	PTS         *int64 `json:"pts"`
-	DTS         *int64 `json:"dts"`
-	Flags       string `json:"flags"`
-}
-
-type probeResult struct {
-	Streams []probeStream `json:"streams"`
-	Packets []probePacket `json:"packets"`
-}
-
-// stream returns the stream with MPEG-TS PID pid.
-func (p probeResult) stream(t testing.TB, pid uint16) probeStream {
+// pidStream returns the stream with MPEG-TS PID pid.
+func pidStream(t testing.TB, p mediatest.ProbeResult, pid uint16) mediatest.Stream {
 	t.Helper()
 	for _, s := range p.Streams {
 		if s.ID == fmt.Sprintf("%#x", pid) {
@@ -178,48 +51,18 @@ func (p probeResult) stream(t testing.TB, pid uint16) probeStream {
 		}
 	}
 	t.Fatalf("ffprobe shows no stream with PID %#x: %+v", pid, p.Streams)
-	return probeStream{}
-}
-
-// packets returns the packets of stream index i.
-func (p probeResult) packets(i int) []probePacket {
-	var out []probePacket
-	for _, pk := range p.Packets {
-		if pk.StreamIndex == i {
-			out = append(out, pk)
-		}
-	}
-	return out
-}
-
-func ffprobe(t testing.TB, path string) probeResult {
-	t.Helper()
-	needTool(t, "ffprobe")
-	var stdout, stderr bytes.Buffer
-	cmd := exec.Command("ffprobe", "-v", "error", "-show_streams", "-show_packets", "-of", "json", path)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("ffprobe failed: %v\n%s", err, stderr.String())
-	}
-	if s := strings.TrimSpace(stderr.String()); s != "" {
-		t.Fatalf("ffprobe reported errors:\n%s", s)
-	}
-	var r probeResult
-	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return mediatest.Stream{}
 }
 
 // checkStream asserts what ffprobe sees of one track: codec, packet count,
 // first PTS and strictly increasing DTS.
-func checkStream(t testing.TB, p probeResult, pid uint16, codec string, frames int, firstPTS int64) {
+func checkStream(t testing.TB, p mediatest.ProbeResult, pid uint16, codec string, frames int, firstPTS int64) {
 	t.Helper()
-	s := p.stream(t, pid)
+	s := pidStream(t, p, pid)
 	if s.CodecName != codec {
 		t.Errorf("PID %#x: codec %q, want %q", pid, s.CodecName, codec)
 	}
-	pk := p.packets(s.Index)
+	pk := p.PacketsOf(s.Index)
 	if len(pk) != frames {
 		t.Errorf("PID %#x (%s): ffprobe counts %d packets, want %d", pid, codec, len(pk), frames)
 	}

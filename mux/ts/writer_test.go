@@ -9,6 +9,7 @@ import (
 	"github.com/asticode/go-astits"
 
 	"github.com/moq-export/moq-export/internal/h26x"
+	"github.com/moq-export/moq-export/internal/mediatest"
 	"github.com/moq-export/moq-export/mux"
 	"github.com/moq-export/moq-export/mux/ts"
 )
@@ -35,11 +36,11 @@ var wantByCodec = map[string]wantStream{
 
 // checkOutput runs every external and internal check on an output written
 // from ins (each input's frames all written), and returns the reports.
-func checkOutput(t *testing.T, out []byte, ins ...input) (probeResult, tsReport) {
+func checkOutput(t *testing.T, out []byte, ins ...input) (mediatest.ProbeResult, tsReport) {
 	t.Helper()
 	path := writeFile(t, out)
-	ffmpegDecode(t, path)
-	p := ffprobe(t, path)
+	mediatest.DecodeClean(t, path)
+	p := mediatest.Probe(t, path)
 	if len(p.Streams) != len(ins) {
 		t.Fatalf("ffprobe sees %d streams, want %d", len(p.Streams), len(ins))
 	}
@@ -47,16 +48,16 @@ func checkOutput(t *testing.T, out []byte, ins ...input) (probeResult, tsReport)
 
 	// Timeline: the earliest frame starts the output; video's first DTS is
 	// zero, so the first PTS of the earliest track is its DTS reserve.
-	base := ins[0].frames[0].Timestamp
+	base := ins[0].Frames[0].Timestamp
 	for _, in := range ins {
-		base = min(base, in.frames[0].Timestamp)
+		base = min(base, in.Frames[0].Timestamp)
 	}
 	var offset int64
 	for i, in := range ins {
-		if in.track.Kind != mux.Video {
+		if in.Track.Kind != mux.Video {
 			continue
 		}
-		pk := p.packets(p.stream(t, firstPID+uint16(i)).Index)
+		pk := p.PacketsOf(pidStream(t, p, firstPID+uint16(i)).Index)
 		if len(pk) == 0 || pk[0].DTS == nil || pk[0].PTS == nil {
 			t.Fatalf("video track %d: no timestamps", i)
 		}
@@ -71,17 +72,17 @@ func checkOutput(t *testing.T, out []byte, ins ...input) (probeResult, tsReport)
 
 	for i, in := range ins {
 		pid := firstPID + uint16(i)
-		want := wantByCodec[mux.CodecFamily(in.track.Codec)]
-		checkStream(t, p, pid, want.codec, len(in.frames), ticks(in.frames[0].Timestamp-base)+offset)
+		want := wantByCodec[mux.CodecFamily(in.Track.Codec)]
+		checkStream(t, p, pid, want.codec, len(in.Frames), ticks(in.Frames[0].Timestamp-base)+offset)
 		if got := r.pmtStreams[pid]; got != want.streamType {
 			t.Errorf("PID %#x: stream type %#x, want %#x", pid, got, want.streamType)
 		}
-		if r.pes[pid] != len(in.frames) {
-			t.Errorf("PID %#x: astits demuxes %d PES, want %d", pid, r.pes[pid], len(in.frames))
+		if r.pes[pid] != len(in.Frames) {
+			t.Errorf("PID %#x: astits demuxes %d PES, want %d", pid, r.pes[pid], len(in.Frames))
 		}
-		if in.track.Kind == mux.Video {
+		if in.Track.Kind == mux.Video {
 			keys := 0
-			for _, f := range in.frames {
+			for _, f := range in.Frames {
 				if f.Keyframe {
 					keys++
 				}
@@ -96,7 +97,7 @@ func checkOutput(t *testing.T, out []byte, ins ...input) (probeResult, tsReport)
 	}
 	wantPCR := uint16(0)
 	for i, in := range ins {
-		if in.track.Kind == mux.Video {
+		if in.Track.Kind == mux.Video {
 			wantPCR = firstPID + uint16(i)
 			break
 		}
@@ -137,14 +138,14 @@ func TestEachCodecMuxesToAStreamFFmpegDecodes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var ins []input
 			for i, s := range tc.samples {
-				ins = append(ins, sampleInput(s, i+1))
+				ins = append(ins, mediatest.SampleInput(s, i+1))
 			}
 			out, w := muxAll(t, ts.Options{}, ins...)
 			checkOutput(t, out, ins...)
 			st := w.Stats()
 			total := 0
 			for _, in := range ins {
-				total += len(in.frames)
+				total += len(in.Frames)
 			}
 			if st.Frames != int64(total) || st.Bytes != int64(len(out)) || st.DroppedAudio+st.DroppedVideo+st.DroppedLate != 0 {
 				t.Errorf("Stats = %+v, want %d frames, %d bytes, nothing dropped", st, total, len(out))
@@ -154,7 +155,7 @@ func TestEachCodecMuxesToAStreamFFmpegDecodes(t *testing.T) {
 }
 
 func TestPATAndPMTPrecedeEveryKeyframe(t *testing.T) {
-	in := sampleInput("h264", 1)
+	in := mediatest.SampleInput("h264", 1)
 	out, _ := muxAll(t, ts.Options{}, in)
 	// Each keyframe's PES must come right after a PAT and a PMT.
 	var pkts [][]byte
@@ -204,20 +205,16 @@ func TestUnsupportedCodecsAreRejectedSuggestingMKV(t *testing.T) {
 }
 
 func TestAudioBeforeTheFirstVideoKeyframeIsDroppedAndCounted(t *testing.T) {
-	v := sampleInput("h264", 1)
+	v := mediatest.SampleInput("h264", 1)
 	// Video starts 30 frames in, mid-GOP: the first keyframe is at 1 s.
-	v.frames = v.frames[25:]
-	a := sampleInput("aac", 2)
+	v.Frames = v.Frames[25:]
+	a := mediatest.SampleInput("aac", 2)
 	var buf bytes.Buffer
 	w := ts.NewWriter(&buf, ts.Options{})
-	for _, in := range []input{v, a} {
-		if err := w.AddTrack(in.track); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mediatest.Write(t, w, mediatest.Tracks(v, a), nil)
 	firstKey := int64(-1)
 	var droppedVideo, droppedAudio, keptAudio int
-	for _, f := range interleave(v, a) {
+	for _, f := range mediatest.Interleave(v, a) {
 		if f.TrackID == 1 && f.Keyframe && firstKey < 0 {
 			firstKey = f.Timestamp
 		}
@@ -243,30 +240,30 @@ func TestAudioBeforeTheFirstVideoKeyframeIsDroppedAndCounted(t *testing.T) {
 	if st.DroppedAudio != int64(droppedAudio) || st.DroppedVideo != int64(droppedVideo) || droppedAudio == 0 || droppedVideo == 0 {
 		t.Errorf("Stats = %+v, want %d audio and %d video frames dropped", st, droppedAudio, droppedVideo)
 	}
-	p := ffprobe(t, writeFile(t, buf.Bytes()))
-	ap := p.packets(p.stream(t, 0x101).Index)
-	vp := p.packets(p.stream(t, 0x100).Index)
+	p := mediatest.Probe(t, writeFile(t, buf.Bytes()))
+	ap := p.PacketsOf(pidStream(t, p, 0x101).Index)
+	vp := p.PacketsOf(pidStream(t, p, 0x100).Index)
 	if len(ap) != keptAudio {
 		t.Errorf("ffprobe counts %d audio packets, want %d", len(ap), keptAudio)
 	}
 	if len(vp) == 0 || !bytes.Contains([]byte(vp[0].Flags), []byte("K")) || *vp[0].DTS != 0 {
 		t.Errorf("first video packet %+v, want a keyframe at DTS 0", vp[0])
 	}
-	ffmpegDecode(t, writeFile(t, buf.Bytes()))
+	mediatest.DecodeClean(t, writeFile(t, buf.Bytes()))
 }
 
 func TestTimestampsStartNearZeroUnlessKept(t *testing.T) {
 	const start = 3600 * 1_000_000 // one hour in
-	a := sampleInput("aac", 1).shift(start)
+	a := mediatest.SampleInput("aac", 1).Shift(start)
 	out, _ := muxAll(t, ts.Options{}, a)
-	p := ffprobe(t, writeFile(t, out))
-	if pk := p.packets(0); *pk[0].PTS != 0 {
+	p := mediatest.Probe(t, writeFile(t, out))
+	if pk := p.PacketsOf(0); *pk[0].PTS != 0 {
 		t.Errorf("first PTS %d, want 0", *pk[0].PTS)
 	}
 
 	out, _ = muxAll(t, ts.Options{KeepTimestamps: true}, a)
-	p = ffprobe(t, writeFile(t, out))
-	if pk := p.packets(0); *pk[0].PTS != ticks(start) {
+	p = mediatest.Probe(t, writeFile(t, out))
+	if pk := p.PacketsOf(0); *pk[0].PTS != ticks(start) {
 		t.Errorf("KeepTimestamps: first PTS %d, want %d", *pk[0].PTS, ticks(start))
 	}
 }
@@ -274,15 +271,15 @@ func TestTimestampsStartNearZeroUnlessKept(t *testing.T) {
 func TestKeptTimestampsWrapAt33Bits(t *testing.T) {
 	// Start 1 s before the 33-bit wrap: the file crosses it after 1 s.
 	const wrapUs = (int64(1) << 33) * 100 / 9
-	v := sampleInput("h264", 1).shift(wrapUs - 1_000_000)
-	a := sampleInput("aac", 2).shift(wrapUs - 1_000_000)
+	v := mediatest.SampleInput("h264", 1).Shift(wrapUs - 1_000_000)
+	a := mediatest.SampleInput("aac", 2).Shift(wrapUs - 1_000_000)
 	out, _ := muxAll(t, ts.Options{KeepTimestamps: true}, v, a)
 	path := writeFile(t, out)
-	ffmpegDecode(t, path)
-	p := ffprobe(t, path)
+	mediatest.DecodeClean(t, path)
+	p := mediatest.Probe(t, path)
 	for _, s := range p.Streams {
-		pk := p.packets(s.Index)
-		want := map[int64]int{0x100: len(v.frames), 0x101: len(a.frames)}
+		pk := p.PacketsOf(s.Index)
+		want := map[int64]int{0x100: len(v.Frames), 0x101: len(a.Frames)}
 		pid, err := strconv.ParseInt(s.ID, 0, 32)
 		if err != nil {
 			t.Fatal(err)
@@ -319,25 +316,25 @@ func TestKeptTimestampsWrapAt33Bits(t *testing.T) {
 }
 
 func TestTrackAddedMidExportGetsANewPMTVersion(t *testing.T) {
-	v := sampleInput("h264", 1)
-	a := sampleInput("aac", 2)
+	v := mediatest.SampleInput("h264", 1)
+	a := mediatest.SampleInput("aac", 2)
 	var buf bytes.Buffer
 	w := ts.NewWriter(&buf, ts.Options{})
-	if err := w.AddTrack(v.track); err != nil {
+	if err := w.AddTrack(v.Track); err != nil {
 		t.Fatal(err)
 	}
 	const joinAt = 2_000_000
 	var late input
-	late.track = a.track
-	for _, f := range a.frames {
+	late.Track = a.Track
+	for _, f := range a.Frames {
 		if f.Timestamp >= joinAt {
-			late.frames = append(late.frames, f)
+			late.Frames = append(late.Frames, f)
 		}
 	}
 	added := false
-	for _, f := range interleave(v, late) {
+	for _, f := range mediatest.Interleave(v, late) {
 		if f.TrackID == 2 && !added {
-			if err := w.AddTrack(a.track); err != nil {
+			if err := w.AddTrack(a.Track); err != nil {
 				t.Fatal(err)
 			}
 			added = true
@@ -361,30 +358,30 @@ func TestTrackAddedMidExportGetsANewPMTVersion(t *testing.T) {
 	if len(r.pmtStreams) != 2 {
 		t.Errorf("last PMT lists %v, want video and audio", r.pmtStreams)
 	}
-	if r.pes[0x101] != len(late.frames) {
-		t.Errorf("astits demuxes %d audio PES, want %d", r.pes[0x101], len(late.frames))
+	if r.pes[0x101] != len(late.Frames) {
+		t.Errorf("astits demuxes %d audio PES, want %d", r.pes[0x101], len(late.Frames))
 	}
 	path := writeFile(t, out)
-	ffmpegDecode(t, path)
-	p := ffprobe(t, path)
-	checkStream(t, p, 0x100, "h264", len(v.frames), *p.packets(p.stream(t, 0x100).Index)[0].PTS)
-	reserve := *p.packets(p.stream(t, 0x100).Index)[0].PTS
-	checkStream(t, p, 0x101, "aac", len(late.frames), ticks(late.frames[0].Timestamp)+reserve)
+	mediatest.DecodeClean(t, path)
+	p := mediatest.Probe(t, path)
+	checkStream(t, p, 0x100, "h264", len(v.Frames), *p.PacketsOf(pidStream(t, p, 0x100).Index)[0].PTS)
+	reserve := *p.PacketsOf(pidStream(t, p, 0x100).Index)[0].PTS
+	checkStream(t, p, 0x101, "aac", len(late.Frames), ticks(late.Frames[0].Timestamp)+reserve)
 }
 
 func TestVideoJoiningAnAudioOnlyProgramTakesThePCR(t *testing.T) {
-	a := sampleInput("aac", 1)
-	v := sampleInput("h264", 2).shift(1_000_000)
-	v.frames = v.frames[:len(v.frames)-30] // end with the audio
+	a := mediatest.SampleInput("aac", 1)
+	v := mediatest.SampleInput("h264", 2).Shift(1_000_000)
+	v.Frames = v.Frames[:len(v.Frames)-30] // end with the audio
 	var buf bytes.Buffer
 	w := ts.NewWriter(&buf, ts.Options{})
-	if err := w.AddTrack(a.track); err != nil {
+	if err := w.AddTrack(a.Track); err != nil {
 		t.Fatal(err)
 	}
 	added := false
-	for _, f := range interleave(a, v) {
+	for _, f := range mediatest.Interleave(a, v) {
 		if f.TrackID == 2 && !added {
-			if err := w.AddTrack(v.track); err != nil {
+			if err := w.AddTrack(v.Track); err != nil {
 				t.Fatal(err)
 			}
 			added = true
@@ -404,29 +401,25 @@ func TestVideoJoiningAnAudioOnlyProgramTakesThePCR(t *testing.T) {
 		t.Errorf("%d PCR gaps, late DTS %v", r.pcrGaps, r.lateDTS)
 	}
 	path := writeFile(t, buf.Bytes())
-	ffmpegDecode(t, path)
-	p := ffprobe(t, path)
-	checkStream(t, p, 0x100, "aac", len(a.frames), 0)
-	checkStream(t, p, 0x101, "h264", len(v.frames), ticks(v.frames[0].Timestamp))
+	mediatest.DecodeClean(t, path)
+	p := mediatest.Probe(t, path)
+	checkStream(t, p, 0x100, "aac", len(a.Frames), 0)
+	checkStream(t, p, 0x101, "h264", len(v.Frames), ticks(v.Frames[0].Timestamp))
 }
 
 func TestVideoTracksWaitForEachOthersFirstKeyframe(t *testing.T) {
 	// The H.265 track starts 1 s later: the H.264 second is held, not lost.
-	h264 := sampleInput("h264", 1)
-	h265 := sampleInput("h265", 2).shift(1_000_000)
-	a := sampleInput("aac", 3)
+	h264 := mediatest.SampleInput("h264", 1)
+	h265 := mediatest.SampleInput("h265", 2).Shift(1_000_000)
+	a := mediatest.SampleInput("aac", 3)
 	var buf bytes.Buffer
 	w := ts.NewWriter(&buf, ts.Options{})
-	for _, in := range []input{h264, h265, a} {
-		if err := w.AddTrack(in.track); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mediatest.Write(t, w, mediatest.Tracks(h264, h265, a), nil)
 	var audioKept input
-	audioKept.track = a.track
-	for _, f := range interleave(h264, h265, a) {
+	audioKept.Track = a.Track
+	for _, f := range mediatest.Interleave(h264, h265, a) {
 		if f.TrackID == 3 && f.Timestamp >= 1_000_000 {
-			audioKept.frames = append(audioKept.frames, f)
+			audioKept.Frames = append(audioKept.Frames, f)
 		}
 		if f.TrackID != 2 && f.Timestamp < 1_000_000 && buf.Len() > 0 {
 			t.Fatal("output written before the H.265 keyframe")
@@ -438,25 +431,21 @@ func TestVideoTracksWaitForEachOthersFirstKeyframe(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if st := w.Stats(); st.DroppedAudio != int64(len(a.frames)-len(audioKept.frames)) || st.DroppedVideo != 0 {
-		t.Errorf("Stats = %+v, want %d audio frames dropped and no video", st, len(a.frames)-len(audioKept.frames))
+	if st := w.Stats(); st.DroppedAudio != int64(len(a.Frames)-len(audioKept.Frames)) || st.DroppedVideo != 0 {
+		t.Errorf("Stats = %+v, want %d audio frames dropped and no video", st, len(a.Frames)-len(audioKept.Frames))
 	}
 	checkOutput(t, buf.Bytes(), h264, h265, audioKept)
 }
 
 func TestRemovedTrackLeavesThePMT(t *testing.T) {
-	v := sampleInput("h264", 1)
-	a := sampleInput("aac", 2)
+	v := mediatest.SampleInput("h264", 1)
+	a := mediatest.SampleInput("aac", 2)
 	var buf bytes.Buffer
 	w := ts.NewWriter(&buf, ts.Options{})
-	for _, in := range []input{v, a} {
-		if err := w.AddTrack(in.track); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mediatest.Write(t, w, mediatest.Tracks(v, a), nil)
 	const leaveAt = 2_000_000
 	removed, audio := false, 0
-	for _, f := range interleave(v, a) {
+	for _, f := range mediatest.Interleave(v, a) {
 		if f.Timestamp >= leaveAt && !removed {
 			if err := w.RemoveTrack(2); err != nil {
 				t.Fatal(err)
@@ -487,21 +476,17 @@ func TestRemovedTrackLeavesThePMT(t *testing.T) {
 	if r.pes[0x101] != audio {
 		t.Errorf("%d audio PES, want %d", r.pes[0x101], audio)
 	}
-	ffmpegDecode(t, writeFile(t, buf.Bytes()))
+	mediatest.DecodeClean(t, writeFile(t, buf.Bytes()))
 }
 
 func TestRemovingThePCRTrackMovesThePCR(t *testing.T) {
-	v := sampleInput("h264", 1)
-	a := sampleInput("aac", 2)
+	v := mediatest.SampleInput("h264", 1)
+	a := mediatest.SampleInput("aac", 2)
 	var buf bytes.Buffer
 	w := ts.NewWriter(&buf, ts.Options{})
-	for _, in := range []input{v, a} {
-		if err := w.AddTrack(in.track); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mediatest.Write(t, w, mediatest.Tracks(v, a), nil)
 	removed := false
-	for _, f := range interleave(v, a) {
+	for _, f := range mediatest.Interleave(v, a) {
 		if f.Timestamp >= 2_000_000 && !removed {
 			if err := w.RemoveTrack(1); err != nil {
 				t.Fatal(err)
@@ -525,7 +510,7 @@ func TestRemovingThePCRTrackMovesThePCR(t *testing.T) {
 	if r.pcrGaps > 0 {
 		t.Errorf("%d PCR gaps above 40 ms", r.pcrGaps)
 	}
-	ffmpegDecode(t, writeFile(t, buf.Bytes()))
+	mediatest.DecodeClean(t, writeFile(t, buf.Bytes()))
 }
 
 func TestDiscontinuityMarksPacketsAndWaitsForAKeyframe(t *testing.T) {
@@ -535,20 +520,16 @@ func TestDiscontinuityMarksPacketsAndWaitsForAKeyframe(t *testing.T) {
 			name = "kept timestamps"
 		}
 		t.Run(name, func(t *testing.T) {
-			v := sampleInput("h264", 1)
-			a := sampleInput("aac", 2)
+			v := mediatest.SampleInput("h264", 1)
+			a := mediatest.SampleInput("aac", 2)
 			var buf bytes.Buffer
 			w := ts.NewWriter(&buf, ts.Options{KeepTimestamps: keep})
-			for _, in := range []input{v, a} {
-				if err := w.AddTrack(in.track); err != nil {
-					t.Fatal(err)
-				}
-			}
+			mediatest.Write(t, w, mediatest.Tracks(v, a), nil)
 			// Break at 1.5 s (mid-GOP): video must wait for the 2 s keyframe.
 			const breakAt = 1_500_000
 			broken := false
 			var written = map[int]int{}
-			for _, f := range interleave(v, a) {
+			for _, f := range mediatest.Interleave(v, a) {
 				if f.Timestamp >= breakAt && !broken {
 					if err := w.Discontinuity(-1); err != nil {
 						t.Fatal(err)
@@ -572,13 +553,13 @@ func TestDiscontinuityMarksPacketsAndWaitsForAKeyframe(t *testing.T) {
 				t.Errorf("discontinuity_indicator on %v, want both PIDs", r.di)
 			}
 			path := writeFile(t, buf.Bytes())
-			ffmpegDecode(t, path)
-			p := ffprobe(t, path)
-			if got := len(p.packets(p.stream(t, 0x100).Index)); int64(got) != int64(len(v.frames))-st.DroppedVideo {
-				t.Errorf("ffprobe counts %d video packets, want %d", got, int64(len(v.frames))-st.DroppedVideo)
+			mediatest.DecodeClean(t, path)
+			p := mediatest.Probe(t, path)
+			if got := len(p.PacketsOf(pidStream(t, p, 0x100).Index)); int64(got) != int64(len(v.Frames))-st.DroppedVideo {
+				t.Errorf("ffprobe counts %d video packets, want %d", got, int64(len(v.Frames))-st.DroppedVideo)
 			}
-			if got := len(p.packets(p.stream(t, 0x101).Index)); got != len(a.frames) {
-				t.Errorf("ffprobe counts %d audio packets, want %d", got, len(a.frames))
+			if got := len(p.PacketsOf(pidStream(t, p, 0x101).Index)); got != len(a.Frames) {
+				t.Errorf("ffprobe counts %d audio packets, want %d", got, len(a.Frames))
 			}
 		})
 	}
@@ -611,10 +592,10 @@ func TestUnknownTrackFramesFail(t *testing.T) {
 }
 
 func TestParameterSetsSentAloneBeforeTheKeyframeAreKept(t *testing.T) {
-	in := annexBInput("h264", 1)
+	in := mediatest.SampleInput("h264-annexb", 1)
 	// Move the first keyframe's SPS/PPS into a frame of their own, not
 	// flagged as a keyframe, as some encoders send them.
-	nalus, err := h26x.SplitAnnexB(in.frames[0].Payload)
+	nalus, err := h26x.SplitAnnexB(in.Frames[0].Payload)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -626,15 +607,15 @@ func TestParameterSetsSentAloneBeforeTheKeyframeAreKept(t *testing.T) {
 			rest = append(rest, n)
 		}
 	}
-	psFrame := in.frames[0]
+	psFrame := in.Frames[0]
 	psFrame.Keyframe, psFrame.Payload = false, h26x.AppendAnnexB(nil, ps)
-	in.frames[0].Payload = h26x.AppendAnnexB(nil, rest)
+	in.Frames[0].Payload = h26x.AppendAnnexB(nil, rest)
 	var buf bytes.Buffer
 	w := ts.NewWriter(&buf, ts.Options{})
-	if err := w.AddTrack(in.track); err != nil {
+	if err := w.AddTrack(in.Track); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range append([]mux.Frame{psFrame}, in.frames...) {
+	for _, f := range append([]mux.Frame{psFrame}, in.Frames...) {
 		if err := w.WriteFrame(f); err != nil {
 			t.Fatal(err)
 		}
@@ -642,8 +623,8 @@ func TestParameterSetsSentAloneBeforeTheKeyframeAreKept(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if st := w.Stats(); st.Frames != int64(len(in.frames)) {
-		t.Errorf("Stats = %+v, want all %d frames written", st, len(in.frames))
+	if st := w.Stats(); st.Frames != int64(len(in.Frames)) {
+		t.Errorf("Stats = %+v, want all %d frames written", st, len(in.Frames))
 	}
 	checkOutput(t, buf.Bytes(), in)
 }
@@ -660,13 +641,13 @@ func (f *failingWriter) Write(b []byte) (int, error) {
 }
 
 func TestOutputErrorsAreStickyAndWrapped(t *testing.T) {
-	in := sampleInput("aac", 1)
+	in := mediatest.SampleInput("aac", 1)
 	w := ts.NewWriter(&failingWriter{n: 188 * 20}, ts.Options{})
-	if err := w.AddTrack(in.track); err != nil {
+	if err := w.AddTrack(in.Track); err != nil {
 		t.Fatal(err)
 	}
 	var first error
-	for _, f := range in.frames {
+	for _, f := range in.Frames {
 		if err := w.WriteFrame(f); err != nil {
 			first = err
 			break
@@ -675,7 +656,7 @@ func TestOutputErrorsAreStickyAndWrapped(t *testing.T) {
 	if !errors.Is(first, errDiskFull) {
 		t.Fatalf("WriteFrame error = %v, want one wrapping the output error", first)
 	}
-	if err := w.WriteFrame(in.frames[len(in.frames)-1]); !errors.Is(err, errDiskFull) {
+	if err := w.WriteFrame(in.Frames[len(in.Frames)-1]); !errors.Is(err, errDiskFull) {
 		t.Errorf("WriteFrame after a failed write = %v, want the same error", err)
 	}
 	if err := w.Close(); !errors.Is(err, errDiskFull) {

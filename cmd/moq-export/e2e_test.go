@@ -1,0 +1,638 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/subscribe"
+)
+
+// The end-to-end tests build the binary once and run it against the
+// built-in demo, checking what it writes with ffmpeg, ffprobe and mkvinfo.
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "moq-export-e2e")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "moq-export")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building moq-export:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func needTools(t *testing.T, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed; the end-to-end checks need it (apt-get install ffmpeg mkvtoolnix)", tool)
+		}
+	}
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+	elapsed        time.Duration
+}
+
+// run runs the binary with args in dir and a timeout.
+func run(t *testing.T, dir string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Dir = dir
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	start := time.Now()
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errOut.String(), elapsed: time.Since(start)}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("moq-export %v: %v", args, err)
+	}
+	return r
+}
+
+type probeStream struct {
+	CodecName    string `json:"codec_name"`
+	CodecType    string `json:"codec_type"`
+	NbReadFrames string `json:"nb_read_frames"`
+}
+
+type probeResult struct {
+	Streams []probeStream `json:"streams"`
+	Format  struct {
+		FormatName string `json:"format_name"`
+		Duration   string `json:"duration"`
+	} `json:"format"`
+}
+
+// probe runs ffprobe over path (a file, or "-" with stdin) counting frames.
+func probe(t *testing.T, path string) probeResult {
+	t.Helper()
+	out, err := exec.Command("ffprobe", "-v", "error", "-count_frames", "-show_entries",
+		"stream=codec_name,codec_type,nb_read_frames:format=format_name,duration", "-of", "json", path).Output()
+	if err != nil {
+		t.Fatalf("ffprobe %s: %v", path, err)
+	}
+	var p probeResult
+	if err := json.Unmarshal(out, &p); err != nil {
+		t.Fatalf("ffprobe %s: %v", path, err)
+	}
+	return p
+}
+
+func (p probeResult) duration(t *testing.T) time.Duration {
+	t.Helper()
+	d, err := strconv.ParseFloat(p.Format.Duration, 64)
+	if err != nil {
+		t.Fatalf("ffprobe reports no duration (%q)", p.Format.Duration)
+	}
+	return time.Duration(d * float64(time.Second))
+}
+
+// frames returns the frame count of the stream with that codec.
+func (p probeResult) frames(t *testing.T, codec string) int {
+	t.Helper()
+	for _, s := range p.Streams {
+		if s.CodecName == codec {
+			n, _ := strconv.Atoi(s.NbReadFrames)
+			return n
+		}
+	}
+	t.Fatalf("no %s stream in %+v", codec, p.Streams)
+	return 0
+}
+
+// decode runs the file through ffmpeg's decoders; ffmpeg must have nothing
+// to complain about.
+func decode(t *testing.T, path string) {
+	t.Helper()
+	cmd := exec.Command("ffmpeg", "-nostdin", "-v", "error", "-i", path, "-f", "null", "-")
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	if err := cmd.Run(); err != nil || errOut.Len() > 0 {
+		t.Errorf("ffmpeg decoding %s: %v\n%s", filepath.Base(path), err, errOut.String())
+	}
+}
+
+// Frame counts of the demo media (H.264 at 30 fps, AAC and Opus at 48 kHz
+// in 1024- and 960-sample frames) per second, with slack for where the cut
+// falls in a B-frame group.
+func expectFrames(t *testing.T, p probeResult, codec string, seconds float64) {
+	t.Helper()
+	perSecond := map[string]float64{"h264": 30, "vp9": 30, "aac": 48000.0 / 1024, "opus": 50}[codec]
+	want := perSecond * seconds
+	if got := float64(p.frames(t, codec)); got < want-3 || got > want+1 {
+		t.Errorf("%s: %v frames, want about %.0f for %vs", codec, got, want, seconds)
+	}
+}
+
+func TestRecordsTheDemoToAFileInEachFormatForTheDuration(t *testing.T) {
+	needTools(t, "ffmpeg", "ffprobe")
+	for _, tc := range []struct {
+		file   string
+		extra  []string
+		codecs []string
+		format string
+	}{
+		{"demo.flv", nil, []string{"h264", "aac"}, "flv"},
+		{"demo.mkv", nil, []string{"h264", "aac"}, "matroska,webm"},
+		{"demo.ts", nil, []string{"h264", "aac"}, "mpegts"},
+		{"demo.webm", []string{"--demo-codecs", "vp9,opus"}, []string{"vp9", "opus"}, "matroska,webm"},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			r := run(t, dir, append([]string{"-o", tc.file, "--duration", "2s"}, tc.extra...)...)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			if !strings.Contains(r.stderr, "built-in demo") {
+				t.Errorf("stderr does not say the demo is recorded: %q", r.stderr)
+			}
+			path := filepath.Join(dir, tc.file)
+			p := probe(t, path)
+			if p.Format.FormatName != tc.format {
+				t.Errorf("format %q, want %q", p.Format.FormatName, tc.format)
+			}
+			if len(p.Streams) != len(tc.codecs) {
+				t.Errorf("streams %+v, want %v", p.Streams, tc.codecs)
+			}
+			for _, c := range tc.codecs {
+				expectFrames(t, p, c, 2)
+			}
+			if d := p.duration(t); d < 1900*time.Millisecond || d > 2100*time.Millisecond {
+				t.Errorf("duration %v, want 2s", d)
+			}
+			decode(t, path)
+		})
+	}
+}
+
+func TestStdoutPipesIntoFFmpeg(t *testing.T) {
+	needTools(t, "ffmpeg")
+	for _, format := range []string{"", "mkv", "flv"} {
+		t.Run("format="+format, func(t *testing.T) {
+			t.Parallel()
+			args := []string{"--duration", "2s"}
+			if format != "" {
+				args = append(args, "-f", format)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			exp := exec.CommandContext(ctx, binary, args...)
+			ff := exec.CommandContext(ctx, "ffmpeg", "-nostdin", "-v", "error", "-i", "-", "-f", "null", "-")
+			pipe, err := exp.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ff.Stdin = pipe
+			var expErr, ffErr bytes.Buffer
+			exp.Stderr, ff.Stderr = &expErr, &ffErr
+			if err := exp.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if err := ff.Run(); err != nil {
+				t.Errorf("ffmpeg: %v", err)
+			}
+			if err := exp.Wait(); err != nil {
+				t.Errorf("moq-export: %v: %s", err, expErr.String())
+			}
+			if ffErr.Len() > 0 {
+				t.Errorf("ffmpeg complained:\n%s", ffErr.String())
+			}
+		})
+	}
+}
+
+func TestStdoutIsTSAndProbes(t *testing.T) {
+	needTools(t, "ffprobe")
+	t.Parallel()
+	dir := t.TempDir()
+	r := run(t, dir, "--duration", "1s")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	path := filepath.Join(dir, "out")
+	if err := os.WriteFile(path, []byte(r.stdout), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := probe(t, path)
+	if p.Format.FormatName != "mpegts" {
+		t.Errorf("stdout format %q, want mpegts", p.Format.FormatName)
+	}
+	expectFrames(t, p, "h264", 1)
+	expectFrames(t, p, "aac", 1)
+}
+
+func TestListPrintsTheRenditionsAndExits(t *testing.T) {
+	t.Parallel()
+	r := run(t, t.TempDir(), "--list", "--demo-codecs", "h264,vp8,aac,flac")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	want := map[string]string{
+		"h264": "video  avc1.64000d  320x180 30fps  flv,mkv,ts",
+		"vp8":  "video  vp8          320x180 30fps  mkv,webm",
+		"aac":  "audio  mp4a.40.2    48000Hz 2ch    flv,mkv,ts",
+		"flac": "audio  flac         48000Hz 1ch    mkv",
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 5 || !strings.HasPrefix(lines[0], "NAME") {
+		t.Fatalf("table:\n%s", r.stdout)
+	}
+	for _, l := range lines[1:] {
+		f := strings.Fields(l)
+		if w, ok := want[f[0]]; !ok || strings.Join(strings.Fields(w), " ") != strings.Join(f[1:], " ") {
+			t.Errorf("row %q, want %q", l, w)
+		}
+	}
+	if r.elapsed > 5*time.Second {
+		t.Errorf("--list took %v", r.elapsed)
+	}
+}
+
+func TestSegmentsAreSeparateDecodableFiles(t *testing.T) {
+	needTools(t, "ffmpeg", "ffprobe")
+	t.Parallel()
+	dir := t.TempDir()
+	r := run(t, dir, "-o", "rec/{broadcast}-{n}.mkv", "--segment", "1s", "--duration", "3.5s")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "rec", "*"))
+	if len(files) < 3 {
+		t.Fatalf("files %v, want at least 3 segments", files)
+	}
+	total := 0
+	for i := range files {
+		path := filepath.Join(dir, "rec", fmt.Sprintf("demo-%d.mkv", i))
+		p := probe(t, path)
+		n := p.frames(t, "h264")
+		total += n
+		if d := p.duration(t); d < 900*time.Millisecond && i < len(files)-1 {
+			t.Errorf("%s: duration %v, want at least the 1s segment", filepath.Base(path), d)
+		}
+		// Every segment starts with a keyframe: ffmpeg decodes it from its
+		// first byte without errors.
+		decode(t, path)
+	}
+	if total < 100 || total > 106 {
+		t.Errorf("%d video frames over all segments, want about 105 (3.5s)", total)
+	}
+}
+
+func TestInterruptFinalizesTheMKV(t *testing.T) {
+	needTools(t, "ffprobe", "mkvinfo")
+	t.Parallel()
+	dir := t.TempDir()
+	cmd := exec.Command(binary, "-o", "live.mkv")
+	cmd.Dir = dir
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit after SIGINT: %v\n%s", err, errOut.String())
+		}
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("no exit 10s after SIGINT")
+	}
+	path := filepath.Join(dir, "live.mkv")
+	p := probe(t, path)
+	if d := p.duration(t); d < 1500*time.Millisecond || d > 3*time.Second {
+		t.Errorf("duration %v, want about 2s", d)
+	}
+	out, err := exec.Command("mkvinfo", "--all", path).Output()
+	if err != nil {
+		t.Fatalf("mkvinfo: %v", err)
+	}
+	for _, want := range []string{"Duration", "Cue point", "KaxCues"} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("mkvinfo shows no %s: the file was not finalized", want)
+		}
+	}
+}
+
+func TestSecondInterruptQuitsAtOnce(t *testing.T) {
+	t.Parallel()
+	// Nobody reads stdout: once the pipe is full the recording blocks, and
+	// so does finishing it after the first SIGINT.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cmd := exec.Command(binary, "--demo-fast", "--demo-loops", "50")
+	cmd.Stdout = w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	time.Sleep(1500 * time.Millisecond)
+	cmd.Process.Signal(os.Interrupt)
+	time.Sleep(200 * time.Millisecond)
+	cmd.Process.Signal(os.Interrupt)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+			t.Errorf("exit %v, want 130", err)
+		}
+	case <-time.After(5 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("a second SIGINT did not end the process")
+	}
+}
+
+func TestClosedStdoutEndsCleanly(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(binary)
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Like a player that quits: read a little, then close the pipe.
+	if _, err := io.ReadFull(pipe, make([]byte, 20000)); err != nil {
+		t.Fatal(err)
+	}
+	pipe.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("exit after the reader left: %v\n%s", err, errOut.String())
+		}
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("still running 10s after the reader left")
+	}
+	if s := errOut.String(); strings.Contains(s, "goroutine") || strings.Contains(s, "panic") || strings.Count(s, "\n") > 2 {
+		t.Errorf("stderr after a closed pipe:\n%s", s)
+	}
+}
+
+func TestUsageErrorsExitWith2(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"--no-such-flag"},
+		{"-o", "x.mp4"},
+		{"-f", "avi"},
+		{"--segment", "5s"},
+		{"a://x", "b://y"},
+		{"--demo-codecs", "h266"},
+		{"--progress", "maybe"},
+	} {
+		r := run(t, t.TempDir(), args...)
+		if r.code != 2 {
+			t.Errorf("%v: exit %d, want 2 (%s)", args, r.code, r.stderr)
+		}
+		if !strings.HasPrefix(r.stderr, "moq-export: ") || !strings.Contains(r.stderr, "--help") {
+			t.Errorf("%v: stderr %q", args, r.stderr)
+		}
+	}
+}
+
+func TestRuntimeErrorsExitWith1(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	// WebM cannot carry the default H.264 and AAC demo.
+	r := run(t, dir, "-o", "x.webm")
+	if r.code != 1 || !strings.Contains(r.stderr, "-f mkv") {
+		t.Errorf("exit %d, stderr %q; want 1 and advice", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x.webm")); err == nil {
+		t.Error("an empty x.webm was left behind")
+	}
+}
+
+func TestTokensNeverReachStderr(t *testing.T) {
+	t.Parallel()
+	const token = "SUPERSECRETTOKEN42"
+	r := run(t, t.TempDir(), "moql://127.0.0.1:9/room?jwt="+token, "-b", "x", "-vv", "--duration", "1s")
+	if r.code == 0 {
+		t.Errorf("recording from a closed port succeeded")
+	}
+	if strings.Contains(r.stderr, token) {
+		t.Errorf("token on stderr:\n%s", r.stderr)
+	}
+}
+
+func TestProgressGoesToStderrOnly(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	r := run(t, dir, "--duration", "1.5s", "--progress", "always", "-o", "p.ts")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if r.stdout != "" {
+		t.Errorf("stdout %q", r.stdout)
+	}
+	last := lastLine(r.stderr)
+	for _, want := range []string{"00:00:01.", "2 tracks", "frames", "kB", "kbit/s", "late 0", "dropped 0", "reconnects 0"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("progress %q has no %q", last, want)
+		}
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// TestListenRecordsEveryAnnouncedBroadcast connects a publisher to
+// --listen --record-all and announces two broadcasts, one with a hostile
+// name: each is recorded to its own file inside the output directory.
+func TestListenRecordsEveryAnnouncedBroadcast(t *testing.T) {
+	needTools(t, "ffmpeg")
+	t.Parallel()
+	dir := t.TempDir()
+	cmd := exec.Command(binary, "--listen", "127.0.0.1:0", "--record-all", "-o", "rec/{broadcast}-{n}.ts", "--duration", "1.5s")
+	cmd.Dir = dir
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var addr, pin string
+	var log []string
+	for addr == "" {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("moq-export exited:\n%s", strings.Join(log, "\n"))
+			}
+			log = append(log, l)
+			if m := regexp.MustCompile(`listening on moql://(\S+) .*fingerprint ([0-9a-f]{64})`).FindStringSubmatch(l); m != nil {
+				addr, pin = m[1], m[2]
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no listening line:\n%s", strings.Join(log, "\n"))
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	sess, err := subscribe.Dial(ctx, "moql://"+addr+"/", subscribe.Options{Role: subscribe.RolePublisher, TLSFingerprint: pin,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	for _, name := range []string{"alice", "../../escape"} {
+		bc := model.NewBroadcast(name)
+		go demo.Publish(ctx, bc, demo.Options{Realtime: true})
+		if err := sess.Publish(bc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{filepath.Join(dir, "rec", "alice-0.ts"), filepath.Join(dir, "rec", "_._.._escape-0.ts")}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		// A recording is done when its 1.5 s are in: the file stops growing.
+		sizes := 0
+		for _, p := range want {
+			if st, err := os.Stat(p); err == nil && st.Size() > 50000 {
+				sizes++
+			}
+		}
+		if sizes == len(want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			files, _ := filepath.Glob(filepath.Join(dir, "*", "*"))
+			t.Fatalf("files %v, want %v", files, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	cmd.Process.Signal(os.Interrupt)
+	for l := range lines {
+		log = append(log, l)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("exit: %v\n%s", err, strings.Join(log, "\n"))
+	}
+	var all []string
+	filepath.WalkDir(filepath.Dir(dir), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.Contains(p, "escape") {
+			all = append(all, p)
+		}
+		return nil
+	})
+	if len(all) != 1 || all[0] != want[1] {
+		t.Errorf("files named after the hostile broadcast: %v, want only %s", all, want[1])
+	}
+	for _, p := range want {
+		decode(t, p)
+	}
+}
+
+// TestRecordsFromAURL serves two broadcasts on a loopback publisher and
+// points the binary at its URL: --list names both, -b records one, and
+// without -b the choice is refused with a hint.
+func TestRecordsFromAURL(t *testing.T) {
+	needTools(t, "ffprobe")
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	quiet := slog.New(slog.DiscardHandler)
+	a, b := model.NewBroadcast("room/alice"), model.NewBroadcast("room/bob")
+	go demo.Publish(ctx, a, demo.Options{Realtime: true})
+	go demo.Publish(ctx, b, demo.Options{Realtime: true, Renditions: []string{"opus"}})
+	srv, url, pin, err := subscribe.ServeLoopback(a, subscribe.ServerOptions{Logger: quiet, Publish: []*model.Broadcast{b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	url += "?jwt=SECRETTOKEN123"
+
+	r := run(t, t.TempDir(), url, "--tls-fingerprint", pin, "--list")
+	if r.code != 0 || r.stdout != "room/alice\nroom/bob\n" {
+		t.Errorf("--list: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = run(t, t.TempDir(), url, "--tls-fingerprint", pin, "--list", "-b", "room/bob")
+	if r.code != 0 || !strings.Contains(r.stdout, "opus  audio  opus") {
+		t.Errorf("--list -b: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = run(t, t.TempDir(), url, "--tls-fingerprint", pin, "--duration", "1s")
+	if r.code != 2 || !strings.Contains(r.stderr, "pick one with -b") || strings.Contains(r.stderr, "SECRETTOKEN123") {
+		t.Errorf("no -b: exit %d, stderr %q", r.code, r.stderr)
+	}
+	dir := t.TempDir()
+	r = run(t, dir, url, "--tls-fingerprint", pin, "-b", "room/alice", "--duration", "1s", "-o", "alice.flv")
+	if r.code != 0 {
+		t.Fatalf("-b: exit %d, stderr %q", r.code, r.stderr)
+	}
+	p := probe(t, filepath.Join(dir, "alice.flv"))
+	expectFrames(t, p, "h264", 1)
+	// Joining a live broadcast, video starts at its latest keyframe (up to
+	// 1 s back) and audio at its newest frame, so audio covers only part of
+	// the first second.
+	if n := p.frames(t, "aac"); n < 5 || n > 48 {
+		t.Errorf("aac: %d frames in 1s", n)
+	}
+	r = run(t, dir, url, "--tls-fingerprint", strings.Repeat("00", 32), "--list")
+	if r.code != 1 || !strings.Contains(r.stderr, "--tls-fingerprint") {
+		t.Errorf("wrong pin: exit %d, stderr %q", r.code, r.stderr)
+	}
+}

@@ -1,0 +1,231 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// Version is the version --version prints; the build can set it with
+// -ldflags "-X github.com/moq-export/moq-export/internal/cli.Version=v1.2.3".
+// Empty means the module version from the build info.
+var Version string
+
+func version() string {
+	if Version != "" {
+		return Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
+// Exit codes.
+const (
+	ExitOK      = 0
+	ExitRuntime = 1
+	ExitUsage   = 2
+)
+
+// Env is what the command reads and writes besides its arguments.
+type Env struct {
+	Stdout io.Writer
+	Stderr io.Writer
+	// StdoutTerminal and StderrTerminal say whether those are terminals:
+	// media is never written to a terminal, and progress is shown by
+	// default only on one.
+	StdoutTerminal, StderrTerminal bool
+}
+
+// errInterrupted is the cancellation cause of Ctrl-C and SIGTERM.
+var errInterrupted = errors.New("interrupted")
+
+// Main runs the command with the process's arguments, stdio and signals,
+// and returns the exit code. The first SIGINT or SIGTERM stops the
+// recording and finalizes the file; a second one exits at once.
+func Main(args []string) int {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	// With SIGPIPE notified, a write to a closed stdout pipe returns EPIPE
+	// instead of killing the process, so the recording ends cleanly.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	go func() {
+		s := <-sigs
+		fmt.Fprintf(os.Stderr, "\nmoq-export: %v: finishing the output (press Ctrl-C again to quit at once)\n", s)
+		cancel(errInterrupted)
+		<-sigs
+		fmt.Fprintln(os.Stderr, "moq-export: quitting without finishing the output")
+		os.Exit(130)
+	}()
+	return Execute(ctx, args, Env{
+		Stdout: os.Stdout, Stderr: os.Stderr,
+		StdoutTerminal: isTerminal(os.Stdout), StderrTerminal: isTerminal(os.Stderr),
+	})
+}
+
+// Execute runs the command and returns the exit code. Cancelling ctx with
+// any cause stops a recording the way Ctrl-C does (exit 0).
+func Execute(ctx context.Context, args []string, env Env) int {
+	var redact *strings.Replacer
+	for _, a := range args {
+		if ss := secrets(a); len(ss) > 0 {
+			redact = newRedactor(ss)
+		}
+	}
+	con := newConsole(env.Stderr, env.StderrTerminal, redact)
+	cfg := &Config{}
+	var runErr error
+	cmd := newCommand(cfg, func() error {
+		runErr = run(ctx, cfg, env, con)
+		return runErr
+	})
+	cmd.SetArgs(args)
+	cmd.SetOut(env.Stdout)
+	cmd.SetErr(con)
+	err := cmd.ExecuteContext(ctx)
+	switch {
+	case err == nil:
+		return ExitOK
+	case IsUsageError(err):
+		fmt.Fprintf(con, "moq-export: %v\nRun 'moq-export --help' for the flags.\n", err)
+		return ExitUsage
+	case isBrokenPipe(err):
+		// The player or the next command in the pipe closed it: that is
+		// how a pipe ends, not a failure.
+		if cfg.Verbose > 0 {
+			fmt.Fprintln(con, "moq-export: the reader closed the output; stopped")
+		}
+		return ExitOK
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		return ExitOK
+	}
+	fmt.Fprintf(con, "moq-export: %v\n", err)
+	return ExitRuntime
+}
+
+func newCommand(cfg *Config, run func() error) *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "moq-export [URL] [flags]",
+		Short: "Record a Media-over-QUIC broadcast as FLV, Matroska/WebM or MPEG-TS",
+		Long: `moq-export records a live Media-over-QUIC broadcast (moq-lite, hang media)
+and writes it as FLV, Matroska/WebM or MPEG-TS to a file or to stdout.
+
+URL is https://, http:// (development relays: the certificate pin is fetched),
+moql:// or moqt:// (raw QUIC). A token goes in the query: ?jwt=TOKEN.
+Without a URL, moq-export records its built-in demo broadcast, served over
+loopback QUIC, so the whole path can be tried on any machine.
+
+Output templates (-o) may use {broadcast}, {n} (segment number) and {time}
+(UTC start time); broadcast names are made safe and never leave the output
+directory.`,
+		Example: `  moq-export | ffplay -                          # watch the built-in demo
+  moq-export -o demo.mkv --duration 10s          # record 10 s of it to a file
+  moq-export 'https://relay.example/anon?jwt=TOKEN' --list
+  moq-export 'https://relay.example/anon?jwt=TOKEN' -b room/alice -o alice.mkv
+  moq-export 'https://relay.example/anon' --record-all -o 'rec/{broadcast}-{time}.mkv'
+  moq-export --listen :4443 --record-all -o 'rec/{broadcast}-{n}.ts' --segment 10m`,
+		Version:       version(),
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usagef("give at most one URL (got %d arguments: %s); quote URLs that contain '&' or '?'", len(args), strings.Join(redactAll(args), " "))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f := cmd.Flags()
+			if len(args) == 1 {
+				cfg.URL = args[0]
+			}
+			cfg.Format, cfg.formatGiven = Format(format), f.Changed("format")
+			cfg.Video = renditionList(cfg.Video, f.Changed("video"))
+			cfg.Audio = renditionList(cfg.Audio, f.Changed("audio"))
+			cfg.DemoCodecs = renditionList(cfg.DemoCodecs, true)
+			if err := cfg.Check(); err != nil {
+				return err
+			}
+			return run()
+		},
+	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &UsageError{Msg: err.Error()}
+	})
+	cmd.SetVersionTemplate("moq-export {{.Version}}\n")
+	f := cmd.Flags()
+	f.SortFlags = false
+	f.StringVarP(&cfg.Broadcast, "broadcast", "b", "", "broadcast `NAME` to record, relative to the URL path (default: the only one announced)")
+	f.StringVarP(&cfg.Output, "output", "o", "-", "output `PATH` or template; - is stdout")
+	f.StringVarP(&format, "format", "f", "", "container: flv, mkv, webm or ts (default: from the output extension; ts on stdout)")
+	f.DurationVar(&cfg.Duration, "duration", 0, "stop after this much media and finish the file (default: until the broadcast ends)")
+	f.DurationVar(&cfg.Delay, "delay", 500*time.Millisecond, "how long a lagging track may hold the output back (jitter delay)")
+	f.StringSliceVar(&cfg.Video, "video", nil, "video rendition(s) to record, repeatable or comma-separated; \"none\" for no video (default: all the container carries, one for FLV)")
+	f.StringSliceVar(&cfg.Audio, "audio", nil, "audio rendition(s) to record, like --video")
+	f.BoolVar(&cfg.List, "list", false, "list the broadcasts under the URL (or, with -b, the renditions of one) and exit")
+	f.BoolVar(&cfg.KeepTimestamps, "keep-timestamps", false, "keep the broadcast's timestamps instead of starting the file at 0")
+	f.DurationVar(&cfg.Segment, "segment", 0, "start a new file at the first keyframe after this much media (needs {n} or {time} in -o)")
+	f.StringVar(&cfg.TLSFingerprint, "tls-fingerprint", "", "accept only the server certificate with this SHA-256 `HEX` fingerprint")
+	f.BoolVar(&cfg.TLSInsecure, "tls-insecure", false, "do not verify the server certificate (testing only)")
+	f.StringVar(&cfg.Listen, "listen", "", "accept publishers on this UDP `ADDR` (e.g. :4443) instead of dialling a URL")
+	f.BoolVar(&cfg.RecordAll, "record-all", false, "record every broadcast announced (under the URL, or by --listen publishers) to the -o template")
+	f.StringVar(&cfg.TLSCert, "tls-cert", "", "certificate `FILE` (PEM) for --listen (default: a self-signed one, its fingerprint printed)")
+	f.StringVar(&cfg.TLSKey, "tls-key", "", "private key `FILE` (PEM) for --tls-cert")
+	f.StringVar(&cfg.Progress, "progress", "auto", "progress on stderr: auto (when stderr is a terminal), always or never")
+	f.CountVarP(&cfg.Verbose, "verbose", "v", "log to stderr: -v for info, -vv for debug")
+	f.StringSliceVar(&cfg.DemoCodecs, "demo-codecs", nil, "test codecs of the built-in demo (default h264,aac; also h265, av1, vp8, vp9, opus, mp3, flac, ac3)")
+	f.IntVar(&cfg.DemoLoops, "demo-loops", 0, "end the demo broadcast after this many loops of its 4 s media (default: never)")
+	f.BoolVar(&cfg.DemoFast, "demo-fast", false, "publish the demo as fast as possible instead of in real time (benchmarks)")
+	_ = f.MarkHidden("demo-fast")
+	return cmd
+}
+
+// renditionList normalizes a --video/--audio value: nil when the flag was
+// not given, empty for "none", names trimmed otherwise.
+func renditionList(v []string, given bool) []string {
+	if !given {
+		return nil
+	}
+	out := []string{}
+	for _, s := range v {
+		s = strings.TrimSpace(s)
+		if s == "" || strings.EqualFold(s, "none") {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func redactAll(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = redactURL(a)
+	}
+	return out
+}
+
+// newLogger returns the logger for -v level verbose, writing to con.
+func newLogger(con io.Writer, verbose int) *slog.Logger {
+	level := slog.LevelWarn
+	switch {
+	case verbose == 1:
+		level = slog.LevelInfo
+	case verbose > 1:
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(con, &slog.HandlerOptions{Level: level}))
+}

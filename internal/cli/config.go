@@ -1,0 +1,241 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Config is the parsed command line.
+type Config struct {
+	URL            string
+	Broadcast      string
+	Output         string
+	Format         Format // after Check: never empty
+	Duration       time.Duration
+	Delay          time.Duration
+	Video, Audio   []string // nil: not given (all the container carries)
+	List           bool
+	KeepTimestamps bool
+	TLSFingerprint string
+	TLSInsecure    bool
+	TLSCert        string
+	TLSKey         string
+	Progress       string
+	Verbose        int
+	Segment        time.Duration
+	Listen         string
+	RecordAll      bool
+	DemoCodecs     []string
+	DemoLoops      int
+	DemoFast       bool // hidden: publish the demo as fast as possible (benchmarks)
+
+	formatGiven bool
+	template    Template
+}
+
+// UsageError is a mistake on the command line: exit code 2.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+func usagef(format string, args ...any) error {
+	return &UsageError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// IsUsageError reports whether err is a command-line mistake.
+func IsUsageError(err error) bool {
+	var u *UsageError
+	return errors.As(err, &u)
+}
+
+// toStdout reports whether the output is standard output.
+func (c *Config) toStdout() bool { return c.Output == "" || c.Output == "-" }
+
+// Check validates the flags together and fills in what follows from them
+// (the format from the output extension).
+func (c *Config) Check() error {
+	if c.URL != "" {
+		if err := checkURL(c.URL); err != nil {
+			return err
+		}
+		if c.Listen != "" {
+			return usagef("a URL and --listen exclude each other: record from %s, or accept publishers on --listen %s", redactURL(c.URL), c.Listen)
+		}
+	}
+	if c.URL != "" || c.Listen != "" {
+		if len(c.DemoCodecs) > 0 || c.DemoLoops != 0 || c.DemoFast {
+			return usagef("--demo-codecs and --demo-loops only apply to the built-in demo (no URL, no --listen)")
+		}
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"--duration", c.Duration}, {"--segment", c.Segment}} {
+		if d.v < 0 {
+			return usagef("%s must not be negative (got %v); use a duration like 30s or 1h", d.name, d.v)
+		}
+	}
+	if c.Delay <= 0 {
+		return usagef("--delay must be positive (got %v); use a duration like 500ms", c.Delay)
+	}
+	if c.DemoLoops < 0 {
+		return usagef("--demo-loops must not be negative; 0 loops the demo forever")
+	}
+	switch c.Progress {
+	case "auto", "always", "never":
+	default:
+		return usagef("--progress takes auto, always or never (got %q)", c.Progress)
+	}
+	if c.RecordAll && c.URL == "" && c.Listen == "" {
+		return usagef("--record-all needs a URL (a relay prefix) or --listen ADDR")
+	}
+	if c.RecordAll && c.Broadcast != "" {
+		return usagef("--record-all records every broadcast; drop -b %q, or drop --record-all to record just that one", c.Broadcast)
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return usagef("--tls-cert and --tls-key go together: give both, or neither for a self-signed certificate")
+	}
+	if c.TLSCert != "" && c.Listen == "" {
+		return usagef("--tls-cert and --tls-key are for --listen")
+	}
+	if c.List {
+		// Listing ignores the output flags.
+		return nil
+	}
+
+	if c.formatGiven {
+		f, err := ParseFormat(string(c.Format))
+		if err != nil {
+			return &UsageError{Msg: err.Error()}
+		}
+		c.Format = f
+	} else if c.toStdout() {
+		c.Format = TS
+	} else if f, ok := FormatFromPath(c.Output); ok {
+		c.Format = f
+	} else {
+		return usagef("cannot tell the format from %q: end the path in .flv, .mkv, .webm or .ts, or pass -f flv|mkv|webm|ts", c.Output)
+	}
+
+	if c.toStdout() {
+		if c.Segment > 0 {
+			return usagef("--segment writes several files: give -o a template such as 'rec/{broadcast}-{n}%s'", c.Format.Ext())
+		}
+		if c.RecordAll {
+			return usagef("--record-all writes one file per broadcast: give -o a template such as 'rec/{broadcast}-{time}%s'", c.Format.Ext())
+		}
+		return nil
+	}
+	t, err := ParseTemplate(c.Output)
+	if err != nil {
+		return &UsageError{Msg: err.Error()}
+	}
+	c.template = t
+	if c.Segment > 0 && !t.Has("n") && !t.Has("time") {
+		return usagef("--segment writes several files, but -o %q would give them one name: add {n} or {time}, e.g. 'rec/{broadcast}-{n}%s'", c.Output, c.Format.Ext())
+	}
+	if c.RecordAll && !t.Has("broadcast") {
+		return usagef("--record-all writes one file per broadcast, but -o %q has no {broadcast}: use e.g. 'rec/{broadcast}-{time}%s'", c.Output, c.Format.Ext())
+	}
+	return nil
+}
+
+// checkURL accepts the schemes package subscribe dials.
+func checkURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return usagef("cannot parse the URL %s: give one like https://relay.example/anon", redactURL(raw))
+	}
+	switch u.Scheme {
+	case "https", "http", "moql", "moqt":
+	case "":
+		return usagef("the URL %s has no scheme: use https://, http:// (development relays), moql:// or moqt://", redactURL(raw))
+	default:
+		return usagef("unsupported URL scheme %q: use https://, http:// (development relays), moql:// or moqt://", u.Scheme)
+	}
+	if u.Host == "" {
+		return usagef("the URL %s has no host: give one like https://relay.example/anon", redactURL(raw))
+	}
+	return nil
+}
+
+// secretParams are query parameters that carry credentials.
+var secretParams = []string{"jwt", "token", "access_token", "auth", "authorization", "key", "secret", "password"}
+
+// redactURL returns raw with credentials replaced: the values of token-like
+// query parameters and any user-info password.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		// Unparseable: keep only what precedes a query or user-info.
+		if i := strings.IndexAny(raw, "?@"); i >= 0 {
+			return raw[:i] + "…"
+		}
+		return raw
+	}
+	if u.User != nil {
+		u.User = url.User("REDACTED")
+	}
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			if isSecretParam(k) {
+				q[k] = []string{"REDACTED"}
+			}
+		}
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+func isSecretParam(k string) bool {
+	for _, s := range secretParams {
+		if strings.EqualFold(k, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// secrets returns the credential strings in raw (token values, user info),
+// so stderr can be scrubbed of them whatever path they take.
+func secrets(raw string) []string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for k, vs := range u.Query() {
+		if isSecretParam(k) {
+			for _, v := range vs {
+				if len(v) >= 4 {
+					out = append(out, v, url.QueryEscape(v))
+				}
+			}
+		}
+	}
+	if u.User != nil {
+		if p, ok := u.User.Password(); ok && len(p) >= 4 {
+			out = append(out, p)
+		}
+		if n := u.User.Username(); len(n) >= 4 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// newRedactor returns a replacer of every secret with "REDACTED".
+func newRedactor(ss []string) *strings.Replacer {
+	if len(ss) == 0 {
+		return nil
+	}
+	var pairs []string
+	for _, s := range ss {
+		pairs = append(pairs, s, "REDACTED")
+	}
+	return strings.NewReplacer(pairs...)
+}

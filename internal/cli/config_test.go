@@ -1,0 +1,164 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// parse runs the command's flag parsing and checks without running it.
+func parse(t *testing.T, args ...string) (*Config, error) {
+	t.Helper()
+	cfg := &Config{}
+	cmd := newCommand(cfg, func() error { return nil })
+	cmd.SetArgs(args)
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	return cfg, cmd.ExecuteContext(context.Background())
+}
+
+func TestFlagsParseIntoConfig(t *testing.T) {
+	cfg, err := parse(t, "https://relay.example/anon?jwt=x", "-b", "room/alice", "-o", "out.flv",
+		"--duration", "10s", "--delay", "200ms", "--video", "hd,sd", "--video", "ld", "--audio", "none",
+		"--keep-timestamps", "--tls-fingerprint", "AB:CD", "--progress", "never", "-vv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.URL != "https://relay.example/anon?jwt=x" || cfg.Broadcast != "room/alice" || cfg.Output != "out.flv" {
+		t.Errorf("url/broadcast/output: %+v", cfg)
+	}
+	if cfg.Format != FLV || cfg.Duration != 10*time.Second || cfg.Delay != 200*time.Millisecond {
+		t.Errorf("format %q duration %v delay %v", cfg.Format, cfg.Duration, cfg.Delay)
+	}
+	if strings.Join(cfg.Video, ",") != "hd,sd,ld" || cfg.Audio == nil || len(cfg.Audio) != 0 {
+		t.Errorf("video %q audio %#v", cfg.Video, cfg.Audio)
+	}
+	if !cfg.KeepTimestamps || cfg.TLSFingerprint != "AB:CD" || cfg.Progress != "never" || cfg.Verbose != 2 {
+		t.Errorf("flags %+v", cfg)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	cfg, err := parse(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Format != TS || !cfg.toStdout() || cfg.Delay != 500*time.Millisecond || cfg.Progress != "auto" {
+		t.Errorf("defaults %+v", cfg)
+	}
+	if cfg.Video != nil || cfg.Audio != nil {
+		t.Errorf("renditions not given must be nil (all): %#v %#v", cfg.Video, cfg.Audio)
+	}
+}
+
+func TestFormatComesFromFlagThenExtensionThenStdout(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want Format
+	}{
+		{nil, TS},
+		{[]string{"-o", "-"}, TS},
+		{[]string{"-o", "x.mkv"}, MKV},
+		{[]string{"-o", "x.webm"}, WebM},
+		{[]string{"-o", "x.flv"}, FLV},
+		{[]string{"-o", "x.mkv", "-f", "ts"}, TS},
+		{[]string{"-o", "x.bin", "-f", "flv"}, FLV},
+		{[]string{"-f", "mkv"}, MKV},
+	} {
+		cfg, err := parse(t, tc.args...)
+		if err != nil || cfg.Format != tc.want {
+			t.Errorf("%v: format %q, %v; want %q", tc.args, cfg.Format, err, tc.want)
+		}
+	}
+}
+
+func TestUsageErrorsSayWhatToDo(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		hint string
+	}{
+		{[]string{"-o", "x.mp4"}, "-f flv|mkv|webm|ts"},
+		{[]string{"-f", "avi"}, "use -f flv, mkv, webm or ts"},
+		{[]string{"a", "b"}, "at most one URL"},
+		{[]string{"relay.example/x"}, "no scheme"},
+		{[]string{"ftp://relay.example/x"}, "unsupported URL scheme"},
+		{[]string{"--segment", "10s"}, "template"},
+		{[]string{"--segment", "10s", "-o", "out.mkv"}, "add {n} or {time}"},
+		{[]string{"--record-all", "https://r.example/", "-o", "out-{n}.mkv"}, "{broadcast}"},
+		{[]string{"--record-all", "-o", "{broadcast}.mkv"}, "needs a URL"},
+		{[]string{"--record-all", "--listen", ":1", "-b", "x", "-o", "{broadcast}.mkv"}, "drop -b"},
+		{[]string{"--listen", ":1", "https://r.example/"}, "exclude each other"},
+		{[]string{"https://r.example/", "--demo-codecs", "vp9"}, "built-in demo"},
+		{[]string{"--delay", "0s"}, "--delay must be positive"},
+		{[]string{"--duration", "-1s"}, "must not be negative"},
+		{[]string{"--progress", "sometimes"}, "auto, always or never"},
+		{[]string{"--tls-cert", "c.pem"}, "go together"},
+		{[]string{"-o", "rec/{nope}.ts"}, "unknown placeholder"},
+		{[]string{"--unknown"}, "unknown flag"},
+		{[]string{"--duration", "ten"}, "invalid argument"},
+	} {
+		_, err := parse(t, tc.args...)
+		if !IsUsageError(err) {
+			t.Errorf("%v: error %v is not a usage error", tc.args, err)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.hint) {
+			t.Errorf("%v: %q does not say %q", tc.args, err, tc.hint)
+		}
+	}
+}
+
+func TestExecuteExitCodes(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"--version"}, ExitOK, "moq-export "},
+		{[]string{"--help"}, ExitOK, "--broadcast"},
+		{[]string{"-f", "avi"}, ExitUsage, "moq-export --help"},
+		{[]string{"--demo-codecs", "h266"}, ExitUsage, "pick from"},
+	} {
+		var out, errOut bytes.Buffer
+		code := Execute(context.Background(), tc.args, Env{Stdout: &out, Stderr: &errOut})
+		if code != tc.code || !strings.Contains(out.String()+errOut.String(), tc.out) {
+			t.Errorf("%v: exit %d, output %q %q; want %d and %q", tc.args, code, out.String(), errOut.String(), tc.code, tc.out)
+		}
+	}
+}
+
+func TestMediaIsNeverWrittenToATerminal(t *testing.T) {
+	var errOut bytes.Buffer
+	code := Execute(context.Background(), nil, Env{Stdout: &bytes.Buffer{}, Stderr: &errOut, StdoutTerminal: true})
+	if code != ExitUsage || !strings.Contains(errOut.String(), "ffplay") {
+		t.Errorf("exit %d, %q", code, errOut.String())
+	}
+}
+
+func TestRedactURLHidesTokens(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://relay.example/anon?jwt=eyJhbGciOi.abc.def": "https://relay.example/anon?jwt=REDACTED",
+		"https://relay.example/anon?foo=1&token=s3cr3t":     "https://relay.example/anon?foo=1&token=REDACTED",
+		"moql://user:pass@relay.example:4443/x":             "moql://REDACTED@relay.example:4443/x",
+		"https://relay.example/anon":                        "https://relay.example/anon",
+		"https://relay.example/%zz?jwt=secret":              "https://relay.example/%zz…",
+	} {
+		if got := redactURL(in); got != want {
+			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestConsoleScrubsSecretsFromEveryWrite(t *testing.T) {
+	var buf bytes.Buffer
+	c := newConsole(&buf, false, newRedactor(secrets("https://relay.example/a?jwt=tok%2Fen123")))
+	log := newLogger(c, 1)
+	log.Info("dialing", "url", "https://relay.example/a?jwt=tok%2Fen123", "raw", "tok/en123")
+	c.Write([]byte("error: jwt tok/en123 refused\n"))
+	if s := buf.String(); strings.Contains(s, "en123") || !strings.Contains(s, "REDACTED") {
+		t.Errorf("secret reached stderr: %q", s)
+	}
+}

@@ -1,0 +1,88 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	moqexport "github.com/moq-export/moq-export"
+	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/model"
+)
+
+// demoBroadcast is the name of the built-in demo broadcast.
+const demoBroadcast = "demo"
+
+// demoKeepGroups holds every group of a --demo-fast broadcast, which is
+// published faster than it is read.
+const demoKeepGroups = 1 << 30
+
+// checkDemoCodecs refuses sample names that do not exist.
+func checkDemoCodecs(names []string) error {
+	if _, _, err := demo.Catalog(names); err != nil {
+		return usagef("--demo-codecs %s: unknown test codec; pick from %s", strings.Join(names, ","), strings.Join(moqexport.SampleNames(), ", "))
+	}
+	return nil
+}
+
+// newDemoBroadcast starts publishing the demo into a model broadcast. The
+// returned wait function blocks until publishing stopped.
+func newDemoBroadcast(ctx context.Context, cfg *Config, log *slog.Logger) (*model.Broadcast, func()) {
+	bc := model.NewBroadcast(demoBroadcast)
+	opts := demo.Options{Renditions: cfg.DemoCodecs, Loops: cfg.DemoLoops, Realtime: !cfg.DemoFast}
+	if cfg.DemoFast {
+		opts.KeepGroups = demoKeepGroups
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := demo.Publish(ctx, bc, opts); err != nil && ctx.Err() == nil {
+			log.Error("demo publisher stopped", "err", err)
+		}
+	}()
+	return bc, func() { <-done }
+}
+
+// demoNotice is what the command says on stderr when it records the demo.
+func demoNotice(cfg *Config, via string) string {
+	codecs := cfg.DemoCodecs
+	if len(codecs) == 0 {
+		codecs = demo.DefaultRenditions
+	}
+	return fmt.Sprintf("moq-export: no URL given: recording the built-in demo broadcast %q (%s test media) %s; pass a URL to record a relay", demoBroadcast, strings.Join(codecs, "+"), via)
+}
+
+// startDemo starts the demo publisher and returns a source serving it:
+// over loopback QUIC (see serveDemo), or in process for --demo-fast, where
+// the benchmark measures the export rather than the transport.
+func startDemo(ctx context.Context, cfg *Config, con *console, log *slog.Logger) (Source, error) {
+	if err := checkDemoCodecs(cfg.DemoCodecs); err != nil {
+		return nil, err
+	}
+	if cfg.DemoFast {
+		return startLocalDemo(ctx, cfg, con, log)
+	}
+	return serveDemo(ctx, cfg, con, log)
+}
+
+// startLocalDemo publishes the demo into a model broadcast in process.
+func startLocalDemo(ctx context.Context, cfg *Config, con *console, log *slog.Logger) (Source, error) {
+	pctx, cancel := context.WithCancel(context.Background())
+	bc, wait := newDemoBroadcast(pctx, cfg, log)
+	src := newLocalSource(bc)
+	fmt.Fprintln(con, demoNotice(cfg, "published in process"))
+	return &closingSource{Source: src, stop: func() { cancel(); wait() }}, nil
+}
+
+// closingSource runs stop when the source closes.
+type closingSource struct {
+	Source
+	stop func()
+}
+
+func (s *closingSource) Close() error {
+	err := s.Source.Close()
+	s.stop()
+	return err
+}

@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+
+	"github.com/moq-export/moq-export/mux"
+)
+
+// Format is an output container.
+type Format string
+
+// Output formats.
+const (
+	FLV  Format = "flv"
+	MKV  Format = "mkv"
+	WebM Format = "webm"
+	TS   Format = "ts"
+)
+
+// Formats lists the formats in the order help texts show them.
+var Formats = []Format{FLV, MKV, WebM, TS}
+
+// ParseFormat accepts a -f value: flv, mkv, webm or ts (and the aliases
+// matroska, mpegts).
+func ParseFormat(s string) (Format, error) {
+	switch strings.ToLower(s) {
+	case "flv":
+		return FLV, nil
+	case "mkv", "matroska":
+		return MKV, nil
+	case "webm":
+		return WebM, nil
+	case "ts", "mpegts", "m2ts":
+		return TS, nil
+	}
+	return "", fmt.Errorf("unknown format %q: use -f flv, mkv, webm or ts", s)
+}
+
+// FormatFromPath picks the format from an output path's extension. ok is
+// false when the extension names no format.
+func FormatFromPath(path string) (f Format, ok bool) {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".flv":
+		return FLV, true
+	case ".mkv", ".mka", ".mk3d":
+		return MKV, true
+	case ".webm":
+		return WebM, true
+	case ".ts", ".m2ts", ".mts":
+		return TS, true
+	}
+	return "", false
+}
+
+// Ext returns the usual file extension of the format, with the dot.
+func (f Format) Ext() string { return "." + string(f) }
+
+// Limits returns how many renditions of each kind the format takes when
+// none are named (0: no limit). FLV has one video and one audio slot.
+func (f Format) Limits() (video, audio int) {
+	if f == FLV {
+		return 1, 1
+	}
+	return 0, 0
+}
+
+// MuxOptions are what the command passes to every muxer.
+type MuxOptions struct {
+	KeepTimestamps bool
+	Logger         *slog.Logger
+}
+
+// NewMuxer returns a muxer of format f writing to w.
+func (f Format) NewMuxer(w io.Writer, o MuxOptions) (mux.Muxer, error) {
+	ctor, ok := muxers[f]
+	if !ok {
+		return nil, fmt.Errorf("format %s is not built into this binary; use -f %s", f, availableFormats())
+	}
+	return ctor(w, o), nil
+}
+
+func availableFormats() string {
+	var s []string
+	for _, f := range Formats {
+		if _, ok := muxers[f]; ok {
+			s = append(s, string(f))
+		}
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,50 @@
+package cli
+
+import "testing"
+
+func TestFormatFromPathFollowsTheExtension(t *testing.T) {
+	for _, tc := range []struct {
+		path string
+		want Format
+		ok   bool
+	}{
+		{"a.flv", FLV, true}, {"A.MKV", MKV, true}, {"x/y.webm", WebM, true}, {"a.ts", TS, true},
+		{"a.m2ts", TS, true}, {"a.mka", MKV, true}, {"rec/{broadcast}-{n}.mkv", MKV, true},
+		{"a.mp4", "", false}, {"noext", "", false}, {"dir.flv/file", "", false},
+	} {
+		got, ok := FormatFromPath(tc.path)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("FormatFromPath(%q) = %q, %v; want %q, %v", tc.path, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestParseFormatAcceptsNamesAndAliases(t *testing.T) {
+	for in, want := range map[string]Format{"flv": FLV, "MKV": MKV, "matroska": MKV, "webm": WebM, "ts": TS, "mpegts": TS} {
+		if got, err := ParseFormat(in); err != nil || got != want {
+			t.Errorf("ParseFormat(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "mp4", "hls"} {
+		if _, err := ParseFormat(in); err == nil {
+			t.Errorf("ParseFormat(%q) accepted", in)
+		}
+	}
+}
+
+func TestEveryFormatHasAMuxer(t *testing.T) {
+	for _, f := range Formats {
+		if _, err := f.NewMuxer(nil, MuxOptions{}); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+func TestFLVTakesOneRenditionOfEachKind(t *testing.T) {
+	if v, a := FLV.Limits(); v != 1 || a != 1 {
+		t.Errorf("FLV limits %d, %d", v, a)
+	}
+	if v, a := MKV.Limits(); v != 0 || a != 0 {
+		t.Errorf("MKV limits %d, %d", v, a)
+	}
+}

@@ -1,0 +1,84 @@
+package cli
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestFileOutputBuffersAndSeeks(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "x")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := newFileOutput(f)
+	o.Write([]byte("hello "))
+	o.Write(bytes.Repeat([]byte("a"), outputBufferSize+10)) // larger than the buffer
+	o.Write([]byte(" world"))
+	if pos, err := o.Seek(0, io.SeekCurrent); err != nil || pos != int64(6+outputBufferSize+10+6) {
+		t.Fatalf("position %d, %v", pos, err)
+	}
+	o.Seek(0, io.SeekStart)
+	o.Write([]byte("HELLO"))
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	if len(b) != 6+outputBufferSize+10+6 || string(b[:6]) != "HELLO " || string(b[len(b)-6:]) != " world" {
+		t.Errorf("file %q...%q (%d bytes)", b[:6], b[len(b)-6:], len(b))
+	}
+}
+
+type slowWriter struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (w *slowWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(p)
+}
+
+func (w *slowWriter) Len() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Len()
+}
+
+func TestStreamOutputFlushesWithoutMoreWrites(t *testing.T) {
+	var w slowWriter
+	o := newStreamOutput(&w, 5*time.Millisecond)
+	defer o.Close()
+	o.Write([]byte("frame"))
+	deadline := time.Now().Add(2 * time.Second)
+	for w.Len() != 5 {
+		if time.Now().After(deadline) {
+			t.Fatal("a small write never reached the pipe")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func TestBrokenPipeIsRecognizedAndSticks(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	o := newStreamOutput(w, time.Hour)
+	defer w.Close()
+	o.Write(bytes.Repeat([]byte("x"), 100<<10)) // over the buffer: written at once
+	_, err = o.Write([]byte("more"))
+	if !isBrokenPipe(err) {
+		t.Fatalf("write after the reader left: %v, want EPIPE", err)
+	}
+	if err := o.Close(); !isBrokenPipe(err) {
+		t.Errorf("Close: %v", err)
+	}
+}

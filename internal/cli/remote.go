@@ -1,0 +1,266 @@
+package cli
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/subscribe"
+)
+
+// dialTimeout bounds the first connection to a relay.
+const dialTimeout = 15 * time.Second
+
+// dial connects to the URL.
+func dial(ctx context.Context, cfg *Config, log *slog.Logger) (Source, error) {
+	var reconnects atomic.Int64
+	opts := subscribe.Options{
+		TLSFingerprint: cfg.TLSFingerprint,
+		TLSInsecure:    cfg.TLSInsecure,
+		Logger:         slog.New(&reconnectCounter{Handler: log.Handler(), n: &reconnects}),
+	}
+	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
+	sess, err := subscribe.Dial(dctx, cfg.URL, opts)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("connecting to %s: %w; %s", redactURL(cfg.URL), err, dialAdvice(cfg, err))
+	}
+	return &sessionSource{s: sess, reconnects: &reconnects}, nil
+}
+
+// dialAdvice suggests what to try after a failed first connection.
+func dialAdvice(cfg *Config, err error) string {
+	var ce *tls.CertificateVerificationError
+	switch {
+	case errors.As(err, &ce) || containsAny(err.Error(), "certificate", "x509", "fingerprint"):
+		return "check the relay's certificate, or pin it with --tls-fingerprint (--tls-insecure for testing)"
+	case errors.Is(err, subscribe.ErrUnsupportedURL):
+		return "use an https://, http://, moql:// or moqt:// URL"
+	case errors.Is(err, context.DeadlineExceeded) || containsAny(err.Error(), "timeout", "no recent network activity"):
+		return "check the host and port, and that UDP reaches it"
+	}
+	return "check the URL, the token and that the relay is up"
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, x := range subs {
+		if len(x) > 0 && len(s) >= len(x) {
+			for i := 0; i+len(x) <= len(s); i++ {
+				if s[i:i+len(x)] == x {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// sessionSource is a moq-lite session: dialled, or accepted by --listen.
+type sessionSource struct {
+	s          *subscribe.Session
+	reconnects *atomic.Int64
+	onClose    []func()
+}
+
+func (s *sessionSource) Broadcast(path string) *model.Broadcast { return s.s.Broadcast(path) }
+
+func (s *sessionSource) Announced(ctx context.Context, prefix string) (Feed, error) {
+	a, err := s.s.Announced(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	return sessionFeed{a}, nil
+}
+
+func (s *sessionSource) Catalog(ctx context.Context, b *model.Broadcast) (*catalog.Catalog, error) {
+	w, err := subscribe.WatchCatalog(b, subscribe.CatalogOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	return w.Next(ctx)
+}
+
+func (s *sessionSource) Resolve(b *model.Broadcast, ref string) (*model.Broadcast, error) {
+	path, ok := subscribe.ResolveBroadcast(b.Name(), ref)
+	if !ok {
+		return nil, fmt.Errorf("broadcast reference %q leaves the session root", ref)
+	}
+	return s.s.Broadcast(path), nil
+}
+
+func (s *sessionSource) Reconnects() int64 {
+	if s.reconnects == nil {
+		return 0
+	}
+	return s.reconnects.Load()
+}
+
+func (s *sessionSource) Done() <-chan struct{} { return s.s.Done() }
+func (s *sessionSource) Err() error            { return s.s.Err() }
+
+func (s *sessionSource) Close() error {
+	err := s.s.Close()
+	for _, f := range s.onClose {
+		f()
+	}
+	return err
+}
+
+type sessionFeed struct{ a *subscribe.Announcements }
+
+func (f sessionFeed) Next(ctx context.Context) (Announcement, error) {
+	an, err := f.a.Next(ctx)
+	if errors.Is(err, subscribe.ErrClosed) {
+		err = errSourceClosed
+	}
+	return Announcement{Path: an.Path, Active: an.Active}, err
+}
+
+func (f sessionFeed) Close() { f.a.Close() }
+
+// reconnectCounter passes records to the command's log handler and counts
+// the session's "reconnected" records for the progress line (package
+// subscribe has no counter of its own).
+type reconnectCounter struct {
+	slog.Handler
+	n *atomic.Int64
+}
+
+const reconnectedMsg = "moq: reconnected"
+
+func (h *reconnectCounter) Enabled(ctx context.Context, l slog.Level) bool {
+	return l == slog.LevelInfo || h.Handler.Enabled(ctx, l)
+}
+
+func (h *reconnectCounter) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == reconnectedMsg {
+		h.n.Add(1)
+	}
+	if !h.Handler.Enabled(ctx, r.Level) {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h *reconnectCounter) WithAttrs(as []slog.Attr) slog.Handler {
+	return &reconnectCounter{Handler: h.Handler.WithAttrs(as), n: h.n}
+}
+
+func (h *reconnectCounter) WithGroup(name string) slog.Handler {
+	return &reconnectCounter{Handler: h.Handler.WithGroup(name), n: h.n}
+}
+
+// serveDemo publishes the demo broadcast on a loopback QUIC listener with a
+// self-signed certificate and dials it with the certificate pinned: the
+// same path a relay recording takes.
+func serveDemo(ctx context.Context, cfg *Config, con *console, log *slog.Logger) (Source, error) {
+	pctx, cancel := context.WithCancel(context.Background())
+	bc, wait := newDemoBroadcast(pctx, cfg, log)
+	srv, url, pin, err := subscribe.ServeLoopback(bc, subscribe.ServerOptions{Logger: log.With("side", "demo publisher"), DisableWebTransport: true})
+	if err != nil {
+		cancel()
+		wait()
+		return nil, fmt.Errorf("starting the demo publisher on loopback: %w", err)
+	}
+	stop := func() {
+		cancel()
+		wait()
+		srv.Close()
+	}
+	fmt.Fprintln(con, demoNotice(cfg, "served over loopback QUIC at "+url))
+	var reconnects atomic.Int64
+	dctx, dcancel := context.WithTimeout(ctx, dialTimeout)
+	defer dcancel()
+	sess, err := subscribe.Dial(dctx, url, subscribe.Options{
+		TLSFingerprint: pin,
+		Logger:         slog.New(&reconnectCounter{Handler: log.Handler(), n: &reconnects}),
+	})
+	if err != nil {
+		stop()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("connecting to the demo publisher: %w", err)
+	}
+	return &sessionSource{s: sess, reconnects: &reconnects, onClose: []func(){stop}}, nil
+}
+
+// listen accepts publishers on --listen and records what they announce:
+// every broadcast with --record-all, otherwise the first one (or -b).
+func (a *app) listen(ctx context.Context) error {
+	var cert tls.Certificate
+	var pin string
+	var err error
+	if a.cfg.TLSCert != "" {
+		cert, err = tls.LoadX509KeyPair(a.cfg.TLSCert, a.cfg.TLSKey)
+		if err != nil {
+			return fmt.Errorf("loading --tls-cert/--tls-key: %w; give PEM files of a certificate and its key", err)
+		}
+	} else if cert, pin, err = subscribe.SelfSignedCert(); err != nil {
+		return fmt.Errorf("making a self-signed certificate: %w", err)
+	}
+	srv, err := subscribe.Listen(a.cfg.Listen, subscribe.ServerOptions{Certificates: []tls.Certificate{cert}, Logger: a.log, FingerprintHTTP: pin != ""})
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w; pick a free UDP address such as :4443", a.cfg.Listen, err)
+	}
+	defer srv.Close()
+	addr := srv.Addr().String()
+	if pin != "" {
+		fmt.Fprintf(a.con, "moq-export: listening on moql://%s and https://%s (self-signed certificate, SHA-256 fingerprint %s; publishers pin it, or use http://%s)\n", addr, addr, pin, addr)
+	} else {
+		fmt.Fprintf(a.con, "moq-export: listening on moql://%s and https://%s\n", addr, addr)
+	}
+
+	actx, stop := context.WithCancel(ctx)
+	defer stop()
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+	)
+	for {
+		sess, err := srv.Accept(actx)
+		if err != nil {
+			break
+		}
+		src := &sessionSource{s: sess}
+		a.addSource(src)
+		a.log.Info("publisher connected", "path", sess.Path())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer src.Close()
+			if a.cfg.RecordAll {
+				if err := a.recordAll(actx, src); err != nil && actx.Err() == nil {
+					a.log.Warn("publisher session ended", "err", err)
+				}
+				return
+			}
+			// One recording: the first publisher's broadcast, then exit.
+			once.Do(func() {
+				name, err := a.pickBroadcast(actx, src)
+				if err == nil {
+					err = a.record(actx, src, src.Broadcast(name))
+				}
+				first = err
+				stop()
+			})
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return ctx.Err()
+}

@@ -1,0 +1,514 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/export"
+	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/mux"
+)
+
+// app is one run of the command.
+type app struct {
+	cfg *Config
+	env Env
+	con *console
+	log *slog.Logger
+
+	mu       sync.Mutex
+	sources  []Source
+	active   map[*export.Export]bool
+	done     Snapshot // counters of the recordings that ended
+	outputs  []string // files written, for the summary
+	recorded int
+}
+
+func run(ctx context.Context, cfg *Config, env Env, con *console) error {
+	if cfg.toStdout() && !cfg.List && env.StdoutTerminal {
+		return usagef("refusing to write %s media to a terminal: give -o FILE, or pipe into a player (moq-export | ffplay -)", cfg.Format)
+	}
+	a := &app{cfg: cfg, env: env, con: con, log: newLogger(con, cfg.Verbose), active: map[*export.Export]bool{}}
+	if cfg.Listen != "" {
+		return a.withProgress(ctx, a.listen)
+	}
+	src, err := a.openSource(ctx)
+	if err != nil {
+		return err
+	}
+	a.addSource(src)
+	defer src.Close()
+	if cfg.List {
+		return a.list(ctx, src)
+	}
+	if cfg.RecordAll {
+		return a.withProgress(ctx, func(ctx context.Context) error { return a.recordAll(ctx, src) })
+	}
+	name, err := a.pickBroadcast(ctx, src)
+	if err != nil {
+		return err
+	}
+	return a.withProgress(ctx, func(ctx context.Context) error {
+		return a.record(ctx, src, src.Broadcast(name))
+	})
+}
+
+// openSource dials the URL, or starts the built-in demo.
+func (a *app) openSource(ctx context.Context) (Source, error) {
+	if a.cfg.URL == "" {
+		if a.cfg.Broadcast == "" {
+			a.cfg.Broadcast = demoBroadcast
+		}
+		return startDemo(ctx, a.cfg, a.con, a.log)
+	}
+	return dial(ctx, a.cfg, a.log)
+}
+
+func (a *app) addSource(s Source) {
+	a.mu.Lock()
+	a.sources = append(a.sources, s)
+	a.mu.Unlock()
+}
+
+// withProgress runs fn with the progress line on stderr when wanted.
+func (a *app) withProgress(ctx context.Context, fn func(context.Context) error) error {
+	show := a.cfg.Progress == "always" || a.cfg.Progress == "auto" && a.env.StderrTerminal
+	if !show {
+		return fn(ctx)
+	}
+	pctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		interval := time.Second
+		if a.env.StderrTerminal {
+			interval = 250 * time.Millisecond
+		}
+		runProgress(pctx, a.con, interval, a.snapshot)
+	}()
+	err := fn(ctx)
+	stop()
+	<-done
+	return err
+}
+
+// snapshot sums the counters of every recording, running or ended.
+func (a *app) snapshot() Snapshot {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := a.done // Tracks: the tracks the ended recordings had
+	s.Recording = len(a.active)
+	if a.recorded <= 1 && s.Recording == 0 {
+		s.Recording = 1 // a single recording: do not say "0 recording" at its end
+	}
+	for ex := range a.active {
+		st := ex.Stats()
+		s.Tracks += st.Tracks
+		s.Frames += st.Frames
+		s.Bytes += st.Bytes
+		s.Late += st.Late
+		s.Dropped += st.Dropped
+		s.Media = max(s.Media, st.MediaTime)
+	}
+	if len(a.active) > 0 {
+		// While recording: the tracks being recorded now.
+		s.Tracks -= a.done.Tracks
+	}
+	for _, src := range a.sources {
+		s.Reconnects += src.Reconnects()
+	}
+	return s
+}
+
+func (a *app) started(ex *export.Export) {
+	a.mu.Lock()
+	a.active[ex] = true
+	a.recorded++
+	a.mu.Unlock()
+}
+
+func (a *app) ended(ex *export.Export, tracks int) {
+	st := ex.Stats()
+	a.mu.Lock()
+	delete(a.active, ex)
+	a.done.Tracks += tracks
+	a.done.Frames += st.Frames
+	a.done.Bytes += st.Bytes
+	a.done.Late += st.Late
+	a.done.Dropped += st.Dropped
+	a.done.Media = max(a.done.Media, st.MediaTime)
+	a.mu.Unlock()
+}
+
+// pickBroadcast returns -b, or the only broadcast announced under the URL.
+func (a *app) pickBroadcast(ctx context.Context, src Source) (string, error) {
+	if a.cfg.Broadcast != "" {
+		return a.cfg.Broadcast, nil
+	}
+	names, err := a.announced(ctx, src, 0)
+	if err != nil {
+		return "", err
+	}
+	switch len(names) {
+	case 1:
+		a.log.Info("recording the only broadcast announced", "broadcast", names[0])
+		return names[0], nil
+	case 0:
+		return "", ctx.Err()
+	}
+	return "", usagef("%d broadcasts are announced under %s (%s): pick one with -b NAME, or record them all with --record-all -o 'rec/{broadcast}%s'",
+		len(names), redactURL(a.cfg.URL), strings.Join(names, ", "), a.cfg.Format.Ext())
+}
+
+// settle is how long announcements are gathered after the last one before
+// the set is taken as complete.
+const settle = 300 * time.Millisecond
+
+// announced waits for broadcasts to be announced under the URL and returns
+// them once no new one arrived for settle. With wait > 0 it returns an
+// empty list when nothing was announced after wait; otherwise it waits
+// until ctx ends.
+func (a *app) announced(ctx context.Context, src Source, wait time.Duration) ([]string, error) {
+	feed, err := src.Announced(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("listing broadcasts: %w", err)
+	}
+	defer feed.Close()
+	active := map[string]bool{}
+	first := true
+	notice := time.AfterFunc(2*time.Second, func() {
+		if wait == 0 {
+			fmt.Fprintf(a.con, "moq-export: waiting for a broadcast to be announced under %s (name one with -b to skip this)\n", redactURL(a.cfg.URL))
+		}
+	})
+	defer notice.Stop()
+	for {
+		limit := settle
+		if first {
+			limit = wait
+		}
+		nctx, cancel := ctx, context.CancelFunc(func() {})
+		if limit > 0 {
+			nctx, cancel = context.WithTimeout(ctx, limit)
+		}
+		an, err := feed.Next(nctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				break
+			}
+			return nil, fmt.Errorf("listing broadcasts: %w", err)
+		}
+		first = false
+		if an.Active {
+			active[an.Path] = true
+		} else {
+			delete(active, an.Path)
+		}
+	}
+	names := make([]string, 0, len(active))
+	for n := range active {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// record exports one broadcast to the output (or output template) until
+// it ends, --duration is reached or ctx ends.
+func (a *app) record(ctx context.Context, src Source, bc *model.Broadcast) error {
+	name := bc.Name()
+	cat, err := src.Catalog(ctx, bc)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("broadcast %q: reading its catalog: %w; check the name with --list", name, err)
+	}
+	if err := a.plan(name, cat); err != nil {
+		return err
+	}
+	vmax, amax := a.cfg.Format.Limits()
+	opts := export.Options{
+		Delay: a.cfg.Delay, Video: a.cfg.Video, Audio: a.cfg.Audio,
+		MaxVideo: vmax, MaxAudio: amax, MaxDuration: a.cfg.Duration,
+		Logger:  a.log.With("broadcast", name),
+		Resolve: func(ref string) (*model.Broadcast, error) { return src.Resolve(bc, ref) },
+	}
+	m, err := a.openOutput(name, 0)
+	if err != nil {
+		return err
+	}
+	// The first output counts the tracks it accepted, for the final
+	// progress line (the engine's own count drops to 0 as tracks end).
+	first := &countTracks{Muxer: m}
+	m = first
+	if a.cfg.Segment > 0 {
+		opts.Segment = a.cfg.Segment
+		opts.NextMuxer = func(n int) (mux.Muxer, error) { return a.openOutput(name, n) }
+	}
+	ex := export.New(bc, m, opts)
+	a.started(ex)
+	defer func() { a.ended(ex, first.n) }()
+	err = ex.Run(ctx)
+	switch {
+	case err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled):
+		return err
+	case err != nil:
+		if isBrokenPipe(err) {
+			return err
+		}
+		return fmt.Errorf("recording %q: %w", name, err)
+	}
+	if berr := bc.Err(); berr != nil {
+		return fmt.Errorf("broadcast %q ended with an error: %w (what arrived before is in the output)", name, berr)
+	}
+	return nil
+}
+
+// plan checks, before anything is written, that the container can carry
+// something of the broadcast and that the renditions named exist.
+func (a *app) plan(name string, cat *catalog.Catalog) error {
+	rs := cat.Renditions()
+	byName := map[string]catalog.Rendition{}
+	for _, r := range rs {
+		byName[r.Name] = r
+	}
+	for _, want := range []struct {
+		flag  string
+		kind  catalog.Kind
+		names []string
+	}{{"--video", catalog.KindVideo, a.cfg.Video}, {"--audio", catalog.KindAudio, a.cfg.Audio}} {
+		for _, n := range want.names {
+			if r, ok := byName[n]; !ok || r.Kind != want.kind {
+				return usagef("broadcast %q has no %s rendition %q (it has %s); see --list -b %s", name, want.kind, n, renditionNames(rs, want.kind), name)
+			}
+		}
+	}
+	fits := 0
+	var codecs []string
+	for _, r := range rs {
+		codecs = append(codecs, r.Common().Codec)
+		if a.cfg.Video != nil && r.Kind == catalog.KindVideo && !contains(a.cfg.Video, r.Name) ||
+			a.cfg.Audio != nil && r.Kind == catalog.KindAudio && !contains(a.cfg.Audio, r.Name) {
+			continue
+		}
+		if carries(a.cfg.Format, r) == nil {
+			fits++
+		}
+	}
+	if fits == 0 {
+		if len(rs) == 0 {
+			return fmt.Errorf("broadcast %q has no renditions in its catalog; nothing to record", name)
+		}
+		var others []string
+		for _, f := range Formats {
+			if f == a.cfg.Format {
+				continue
+			}
+			for _, r := range rs {
+				if carries(f, r) == nil {
+					others = append(others, string(f))
+					break
+				}
+			}
+		}
+		advice := "pick other renditions with --video/--audio"
+		if len(others) > 0 {
+			advice = "record with -f " + strings.Join(others, " or -f ")
+		}
+		return fmt.Errorf("%s cannot carry any selected rendition of %q (codecs %s): %s", a.cfg.Format, name, strings.Join(codecs, ", "), advice)
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func renditionNames(rs []catalog.Rendition, kind catalog.Kind) string {
+	var n []string
+	for _, r := range rs {
+		if r.Kind == kind {
+			n = append(n, r.Name)
+		}
+	}
+	if len(n) == 0 {
+		return "none"
+	}
+	return strings.Join(n, ", ")
+}
+
+// carries returns nil when format f can carry rendition r: it asks a
+// throwaway muxer of that format.
+func carries(f Format, r catalog.Rendition) error {
+	m, err := f.NewMuxer(io.Discard, MuxOptions{})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	return m.AddTrack(export.TrackFromRendition(r, 0))
+}
+
+// countTracks counts the tracks its muxer accepted.
+type countTracks struct {
+	mux.Muxer
+	n int
+}
+
+func (c *countTracks) AddTrack(t mux.Track) error {
+	err := c.Muxer.AddTrack(t)
+	if err == nil {
+		c.n++
+	}
+	return err
+}
+
+// output is a muxer with the file under it: closing it finalizes the
+// container, then closes the file.
+type output struct {
+	mux.Muxer
+	out  io.Closer
+	path string
+	log  *slog.Logger
+}
+
+func (o *output) Close() error {
+	err := o.Muxer.Close()
+	if cerr := o.out.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("writing %s: %w", o.path, cerr)
+	}
+	o.log.Info("output finished", "path", o.path)
+	return err
+}
+
+// openOutput opens output number n of broadcast name: stdout, the -o file,
+// or the template expanded.
+func (a *app) openOutput(name string, n int) (mux.Muxer, error) {
+	var (
+		w    io.Writer
+		c    io.Closer
+		path = "stdout"
+	)
+	switch {
+	case a.cfg.toStdout():
+		so := newStreamOutput(a.env.Stdout, 50*time.Millisecond)
+		w, c = so, so
+	case !a.cfg.template.IsTemplate():
+		path = a.cfg.Output
+		if dir := filepath.Dir(path); dir != "." {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, fmt.Errorf("creating the output directory: %w", err)
+			}
+		}
+		f, err := os.Create(path)
+		if err != nil {
+			return nil, fmt.Errorf("creating the output: %w; check the path and its permissions", err)
+		}
+		fo := newFileOutput(f)
+		w, c = fo, fo
+	default:
+		p, err := a.cfg.template.Expand(name, n, time.Now())
+		if err != nil {
+			return nil, err
+		}
+		f, p, err := createUnique(p)
+		if err != nil {
+			return nil, fmt.Errorf("creating the output: %w; check the path and its permissions", err)
+		}
+		path = p
+		fo := newFileOutput(f)
+		w, c = fo, fo
+	}
+	m, err := a.cfg.Format.NewMuxer(w, MuxOptions{KeepTimestamps: a.cfg.KeepTimestamps, Logger: a.log.With("output", path)})
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	a.log.Info("writing", "path", path, "format", a.cfg.Format, "broadcast", name, "segment", n)
+	a.mu.Lock()
+	a.outputs = append(a.outputs, path)
+	a.mu.Unlock()
+	return &output{Muxer: m, out: c, path: path, log: a.log}, nil
+}
+
+// recordAll records every broadcast announced by src, each to the
+// template, until ctx ends or the source does.
+func (a *app) recordAll(ctx context.Context, src Source) error {
+	feed, err := src.Announced(ctx, "")
+	if err != nil {
+		return fmt.Errorf("following announcements: %w", err)
+	}
+	defer feed.Close()
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		running = map[string]bool{}
+		again   = map[string]bool{} // restarted while its recording ran
+	)
+	var start func(path string)
+	start = func(path string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if running[path] {
+			again[path] = true
+			return
+		}
+		running[path] = true
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				a.log.Info("recording", "broadcast", path)
+				if err := a.record(ctx, src, src.Broadcast(path)); err != nil && ctx.Err() == nil {
+					a.log.Error("recording failed", "broadcast", path, "err", err)
+				}
+				mu.Lock()
+				if again[path] && ctx.Err() == nil {
+					delete(again, path)
+					mu.Unlock()
+					continue
+				}
+				delete(running, path)
+				mu.Unlock()
+				return
+			}
+		}()
+	}
+	var ferr error
+	for {
+		an, err := feed.Next(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				ferr = err
+			}
+			break
+		}
+		if an.Active {
+			start(an.Path)
+		}
+	}
+	wg.Wait()
+	if ferr != nil && !errors.Is(ferr, errSourceClosed) {
+		return fmt.Errorf("following announcements: %w", ferr)
+	}
+	return ctx.Err()
+}

@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/export"
+	"github.com/moq-export/moq-export/model"
+)
+
+// TestExecuteRecordsTheDemoWithProgress runs the whole command in process
+// (so -race sees the recording, the progress goroutine and the output
+// flusher together) and checks the file's size against the counters.
+func TestExecuteRecordsTheDemoWithProgress(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "x.mkv")
+	var stderr bytes.Buffer
+	code := Execute(context.Background(), []string{"--duration", "1s", "-o", out, "--progress", "always"},
+		Env{Stdout: &bytes.Buffer{}, Stderr: &stderr})
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	st, err := os.Stat(out)
+	if err != nil || st.Size() < 20000 {
+		t.Fatalf("output %v, %v", st, err)
+	}
+	last := lastLine(stderr.String())
+	if !strings.HasPrefix(last, "00:00:00.9") || !strings.Contains(last, "2 tracks") {
+		t.Errorf("last progress line %q", last)
+	}
+}
+
+// TestCancelFinishesTheRecording cancels the context as Ctrl-C does: the
+// command exits 0 and the stream written to stdout is complete.
+func TestCancelFinishesTheRecording(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(1500*time.Millisecond, cancel)
+	var stdout syncBuffer
+	var stderr bytes.Buffer
+	code := Execute(ctx, []string{"--demo-loops", "0", "-f", "ts"}, Env{Stdout: &stdout, Stderr: &stderr})
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	n := stdout.Len()
+	if n < 188*50 || n%188 != 0 {
+		t.Errorf("stdout holds %d bytes: not whole TS packets of a second of media", n)
+	}
+}
+
+// TestRecordAllWritesOneFilePerBroadcast records two in-process broadcasts,
+// one with a hostile name, to a template.
+func TestRecordAllWritesOneFilePerBroadcast(t *testing.T) {
+	dir := t.TempDir()
+	cfg := &Config{RecordAll: true, Output: filepath.Join(dir, "{broadcast}-{n}.ts"), Format: "ts", formatGiven: true,
+		Delay: time.Hour, Progress: "never", URL: "https://relay.example/"}
+	if err := cfg.Check(); err != nil {
+		t.Fatal(err)
+	}
+	con := newConsole(&bytes.Buffer{}, false, nil)
+	a := &app{cfg: cfg, con: con, log: newLogger(con, 0), active: map[*export.Export]bool{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var bcs []*model.Broadcast
+	for _, name := range []string{"alice", "../../x"} {
+		b := model.NewBroadcast(name)
+		go demo.Publish(ctx, b, demo.Options{Loops: 1, KeepGroups: 1 << 20})
+		bcs = append(bcs, b)
+	}
+	src := newLocalSource(bcs...)
+	done := make(chan error, 1)
+	go func() { done <- a.recordAll(ctx, src) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s := a.snapshot()
+		a.mu.Lock()
+		finished := a.recorded == 2 && len(a.active) == 0
+		a.mu.Unlock()
+		if finished {
+			if s.Frames != 2*309 {
+				t.Errorf("%d frames recorded, want 2 x 309", s.Frames)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the recordings did not end with their broadcasts")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	src.Close()
+	if err := <-done; err != nil {
+		t.Errorf("recordAll: %v", err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*"))
+	want := []string{filepath.Join(dir, "_._.._x-0.ts"), filepath.Join(dir, "alice-0.ts")}
+	if strings.Join(files, " ") != strings.Join(want, " ") {
+		t.Errorf("files %v, want %v", files, want)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the output flusher's goroutine.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Len()
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -1,0 +1,164 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/model"
+)
+
+// Source is where broadcasts come from: a relay or publisher session, a
+// publisher that connected to --listen, or the built-in demo.
+type Source interface {
+	// Broadcast returns the broadcast at path (relative to the URL path).
+	Broadcast(path string) *model.Broadcast
+	// Announced follows the broadcasts announced under prefix.
+	Announced(ctx context.Context, prefix string) (Feed, error)
+	// Catalog returns the broadcast's first catalog.
+	Catalog(ctx context.Context, b *model.Broadcast) (*catalog.Catalog, error)
+	// Resolve returns the broadcast a rendition's "broadcast" reference in
+	// b's catalog names.
+	Resolve(b *model.Broadcast, ref string) (*model.Broadcast, error)
+	// Reconnects counts the connections lost and made again.
+	Reconnects() int64
+	// Done is closed when the source ended (the session closed for good).
+	Done() <-chan struct{}
+	// Err says why the source ended.
+	Err() error
+	// Close ends the source.
+	Close() error
+}
+
+// Feed is a live list of announcements.
+type Feed interface {
+	// Next waits for the next change.
+	Next(ctx context.Context) (Announcement, error)
+	Close()
+}
+
+// Announcement is one broadcast starting (Active) or ending.
+type Announcement struct {
+	Path   string
+	Active bool
+}
+
+// errSourceClosed is returned by a feed of a source that ended.
+var errSourceClosed = errors.New("the source ended")
+
+// localSource serves model broadcasts in this process (no network). It
+// backs the built-in demo when the QUIC session is not wanted (library
+// tests) and lets tests of the command run without sockets.
+type localSource struct {
+	mu   sync.Mutex
+	bcs  map[string]*model.Broadcast
+	done chan struct{}
+	once sync.Once
+}
+
+func newLocalSource(bcs ...*model.Broadcast) *localSource {
+	s := &localSource{bcs: map[string]*model.Broadcast{}, done: make(chan struct{})}
+	for _, b := range bcs {
+		s.bcs[b.Name()] = b
+	}
+	return s
+}
+
+func (s *localSource) Broadcast(path string) *model.Broadcast {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b, ok := s.bcs[path]; ok {
+		return b
+	}
+	b := model.NewBroadcast(path)
+	b.Close(fmt.Errorf("broadcast %q: %w", path, model.ErrNotFound))
+	return b
+}
+
+func (s *localSource) Announced(ctx context.Context, prefix string) (Feed, error) {
+	s.mu.Lock()
+	var q []Announcement
+	for name := range s.bcs {
+		if prefix == "" || name == prefix || len(name) > len(prefix) && name[:len(prefix)+1] == prefix+"/" {
+			q = append(q, Announcement{Path: name, Active: true})
+		}
+	}
+	s.mu.Unlock()
+	return &localFeed{s: s, queue: q}, nil
+}
+
+func (s *localSource) Catalog(ctx context.Context, b *model.Broadcast) (*catalog.Catalog, error) {
+	return readCatalog(ctx, b)
+}
+
+func (s *localSource) Resolve(b *model.Broadcast, ref string) (*model.Broadcast, error) {
+	return nil, fmt.Errorf("broadcast reference %q: %w", ref, model.ErrNotFound)
+}
+
+func (s *localSource) Reconnects() int64     { return 0 }
+func (s *localSource) Done() <-chan struct{} { return s.done }
+func (s *localSource) Err() error            { return nil }
+func (s *localSource) Close() error {
+	s.once.Do(func() { close(s.done) })
+	return nil
+}
+
+type localFeed struct {
+	s     *localSource
+	queue []Announcement
+}
+
+func (f *localFeed) Next(ctx context.Context) (Announcement, error) {
+	if len(f.queue) > 0 {
+		a := f.queue[0]
+		f.queue = f.queue[1:]
+		return a, nil
+	}
+	select {
+	case <-ctx.Done():
+		return Announcement{}, context.Cause(ctx)
+	case <-f.s.done:
+		return Announcement{}, errSourceClosed
+	}
+}
+
+func (f *localFeed) Close() {}
+
+// readCatalog waits for the first catalog.json of b and parses it.
+func readCatalog(ctx context.Context, b *model.Broadcast) (*catalog.Catalog, error) {
+	t, err := b.Track(catalog.TrackName)
+	if err != nil {
+		return nil, err
+	}
+	c := t.Subscribe(time.Hour)
+	defer c.Close()
+	ready := model.NewReadySet()
+	c.Watch(ready)
+	var taken []*model.Consumer
+	for {
+		taken = ready.Take(taken[:0])
+		for {
+			ev, ok := c.Next()
+			if !ok {
+				break
+			}
+			switch ev.Kind {
+			case model.EventFrame:
+				return catalog.Parse(ev.Frame.Payload)
+			case model.EventEnd:
+				if ev.Err != nil {
+					return nil, ev.Err
+				}
+				return nil, errors.New("the catalog track ended before a catalog arrived")
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-ready.Wakeup():
+		}
+	}
+}

@@ -1,0 +1,172 @@
+package mediatest_test
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	moqexport "github.com/moq-export/moq-export"
+	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/mux"
+)
+
+func frames(id int, ts ...int64) []mux.Frame {
+	var out []mux.Frame
+	for _, t := range ts {
+		out = append(out, mux.Frame{TrackID: id, Timestamp: t})
+	}
+	return out
+}
+
+func TestInterleaveFollowsTheJitterBuffersOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ins  []mediatest.Input
+		want string // track:timestamp in output order
+	}{
+		{
+			"SmallestTimestampFirst",
+			[]mediatest.Input{{Frames: frames(1, 0, 30, 60)}, {Frames: frames(2, 0, 20, 40, 60)}},
+			"1:0 2:0 2:20 1:30 2:40 1:60 2:60",
+		},
+		{
+			// Decode order 0 90 30 60: the B-frames 30 and 60 keep the key
+			// 90 of the frame before them, so audio at 40 goes first.
+			"BFramesDoNotOvertakeTheFrameBeforeThem",
+			[]mediatest.Input{{Frames: frames(1, 0, 90, 30, 60)}, {Frames: frames(2, 40, 80)}},
+			"1:0 2:40 2:80 1:90 1:30 1:60",
+		},
+		{
+			"EqualKeysGoToTheEarlierInput",
+			[]mediatest.Input{{Frames: frames(2, 10, 20)}, {Frames: frames(1, 10, 20)}},
+			"2:10 1:10 2:20 1:20",
+		},
+		{"NoInputs", nil, ""},
+		{
+			"NegativeTimestamps",
+			[]mediatest.Input{{Frames: frames(1, -50, 0)}, {Frames: frames(2, -20)}},
+			"1:-50 2:-20 1:0",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, f := range mediatest.Interleave(tc.ins...) {
+				got = append(got, strconv.Itoa(f.TrackID)+":"+strconv.FormatInt(f.Timestamp, 10))
+			}
+			if s := strings.Join(got, " "); s != tc.want {
+				t.Errorf("order %q, want %q", s, tc.want)
+			}
+		})
+	}
+}
+
+func TestInputOfKeepsEverySampleFrameInDecodeOrder(t *testing.T) {
+	for _, name := range []string{"h264", "h264-annexb", "aac"} {
+		s := mediatest.LoadSample(name)
+		in := mediatest.InputOf(s, 7)
+		if in.Track.ID != 7 || in.Track.Codec != s.Codec || in.Track.Width != s.Width || in.Track.SampleRate != s.SampleRate {
+			t.Errorf("%s: track %+v", name, in.Track)
+		}
+		if want := map[string]mux.Kind{"video": mux.Video, "audio": mux.Audio}[s.Kind]; in.Track.Kind != want {
+			t.Errorf("%s: kind %v, want %v", name, in.Track.Kind, want)
+		}
+		if len(in.Frames) != len(s.Frames) {
+			t.Fatalf("%s: %d frames, sample has %d", name, len(in.Frames), len(s.Frames))
+		}
+		for i, f := range in.Frames {
+			sf := s.Frames[i]
+			if f.TrackID != 7 || f.Timestamp != sf.Timestamp || f.Keyframe != sf.Keyframe || len(f.Payload) != len(sf.Payload) {
+				t.Fatalf("%s frame %d: %+v", name, i, f)
+			}
+		}
+	}
+	if d := mediatest.LoadSample("h264-annexb").Description; d != nil {
+		t.Errorf("the Annex B form has a description: %x", d)
+	}
+	if d := moqexport.MustLoadSample("h264").Description; d == nil {
+		t.Error("the AVCC form has no description")
+	}
+}
+
+func TestShiftLeavesTheInputAlone(t *testing.T) {
+	in := mediatest.Input{Frames: frames(1, 0, 10)}
+	out := in.Shift(100)
+	if in.Frames[0].Timestamp != 0 || out.Frames[0].Timestamp != 100 || out.Frames[1].Timestamp != 110 {
+		t.Errorf("in %v, shifted %v", in.Frames, out.Frames)
+	}
+}
+
+func TestMeanPayloadIsPerFrame(t *testing.T) {
+	fs := []mux.Frame{{Payload: make([]byte, 10)}, {Payload: make([]byte, 20)}}
+	if got := mediatest.MeanPayload(fs); got != 15 {
+		t.Errorf("MeanPayload = %d, want 15", got)
+	}
+	if got := mediatest.MeanPayload(nil); got != 0 {
+		t.Errorf("MeanPayload(nil) = %d", got)
+	}
+}
+
+// TestProbeReadsWhatFFmpegWrote makes a short file with ffmpeg and checks
+// that Probe sees its streams, packets and duration, and that DecodeClean
+// accepts it and Run reports a failing command.
+func TestProbeReadsWhatFFmpegWrote(t *testing.T) {
+	tl := mediatest.SystemFFmpeg(t)
+	path := filepath.Join(t.TempDir(), "t.mkv")
+	mediatest.Run(t, tl.FFmpeg, "-nostdin", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=10:duration=1",
+		"-f", "lavfi", "-i", "sine=duration=1:sample_rate=48000", "-c:v", "mpeg4", "-g", "5", "-c:a", "pcm_s16le", path)
+	tl.DecodeClean(t, path)
+	mediatest.DecodeClean(t, path)
+	p := mediatest.Probe(t, path, "-count_frames")
+	if len(p.Streams) != 2 || p.Streams[0].CodecType != "video" || p.Streams[0].Width != 64 || p.Streams[1].Channels != 1 {
+		t.Fatalf("streams %+v", p.Streams)
+	}
+	if p.Streams[0].NbReadFrames != "10" {
+		t.Errorf("%s decoded frames, want 10", p.Streams[0].NbReadFrames)
+	}
+	video := p.PacketsOf(0)
+	if len(video) != 10 || video[0].PTS == nil || *video[0].PTS != 0 || video[0].Flags[0] != 'K' || video[1].CodecType != "video" {
+		t.Errorf("video packets %+v", video)
+	}
+	if d, err := p.Format.Seconds(); err != nil || d < 0.9 || d > 1.1 {
+		t.Errorf("duration %q (%v), want about 1 s", p.Format.Duration, err)
+	}
+}
+
+// TestOnlyTestCodeImportsMediatest keeps this package out of binaries: it
+// imports testing and holds test-only helpers.
+func TestOnlyTestCodeImportsMediatest(t *testing.T) {
+	root := filepath.Join("..", "..")
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("module root not found: %v", err)
+	}
+	const self = "github.com/moq-export/moq-export/internal/mediatest"
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, imp := range f.Imports {
+			if imp.Path.Value == strconv.Quote(self) {
+				t.Errorf("%s imports %s; only _test.go files may", path, self)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

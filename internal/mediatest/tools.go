@@ -1,0 +1,179 @@
+package mediatest
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// NewFFmpegEnv names the environment variable that holds the directory of
+// the newer ffmpeg/ffprobe pair, as printed by scripts/ffmpeg-testing.sh.
+const NewFFmpegEnv = "MOQ_EXPORT_FFMPEG_NEW"
+
+// NewFFmpegDefault is where scripts/ffmpeg-testing.sh puts that pair when
+// NewFFmpegEnv is not set.
+const NewFFmpegDefault = "/var/cache/moq-export-ffmpeg/bin"
+
+// Tools names an ffmpeg and the ffprobe that goes with it: a name looked up
+// on PATH or a path.
+type Tools struct {
+	FFmpeg, FFprobe string
+}
+
+// system is the ffmpeg and ffprobe on PATH.
+var system = Tools{FFmpeg: "ffmpeg", FFprobe: "ffprobe"}
+
+// RequireTools skips the test when one of the named tools is not
+// installed. CI installs them all, so the skip is never the normal path.
+func RequireTools(t testing.TB, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		if _, err := exec.LookPath(name); err != nil {
+			t.Skipf("%s not installed: this test checks the output with it (scripts/install-test-deps.sh installs ffmpeg and mkvtoolnix, as CI does)", name)
+		}
+	}
+}
+
+// SystemFFmpeg returns the ffmpeg and ffprobe on PATH (Debian 12's 5.1 on
+// this project's machines), or skips the test when they are missing.
+func SystemFFmpeg(t testing.TB) Tools {
+	t.Helper()
+	RequireTools(t, system.FFmpeg, system.FFprobe)
+	return system
+}
+
+// NewFFmpeg returns the newer ffmpeg and ffprobe that scripts/ffmpeg-testing.sh
+// unpacks from Debian testing (from NewFFmpegEnv, else NewFFmpegDefault), or
+// skips the test when they are missing. Debian 12's ffmpeg 5.1 cannot read
+// Enhanced FLV (hvc1, av01, vp09, Opus); this one can.
+func NewFFmpeg(t testing.TB) Tools {
+	t.Helper()
+	dir := os.Getenv(NewFFmpegEnv)
+	if dir == "" {
+		dir = NewFFmpegDefault
+	}
+	tl := Tools{FFmpeg: filepath.Join(dir, "ffmpeg"), FFprobe: filepath.Join(dir, "ffprobe")}
+	for _, p := range []string{tl.FFmpeg, tl.FFprobe} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode()&0o111 == 0 {
+			t.Skipf("no newer ffmpeg at %s: run scripts/ffmpeg-testing.sh and set %s to the directory it prints (Debian 12's ffmpeg 5.1 cannot read hvc1/av01/vp09/Opus FLV)", dir, NewFFmpegEnv)
+		}
+	}
+	return tl
+}
+
+// Run runs name with args and returns what it printed, failing t when it
+// does not exit 0.
+func Run(t testing.TB, name string, args ...string) (stdout, stderr string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = &o, &e
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, e.String())
+	}
+	return o.String(), e.String()
+}
+
+// DecodeClean decodes every stream of path with the ffmpeg on PATH and
+// fails t on any message; extra goes before -i (for example "-ss", "2").
+// It skips the test when ffmpeg is missing.
+func DecodeClean(t testing.TB, path string, extra ...string) {
+	t.Helper()
+	RequireTools(t, system.FFmpeg)
+	system.DecodeClean(t, path, extra...)
+}
+
+// DecodeClean runs `ffmpeg -v error [extra] -i path -map 0 -f null -`
+// with tl's ffmpeg and fails t when it exits non-zero or prints anything.
+func (tl Tools) DecodeClean(t testing.TB, path string, extra ...string) {
+	t.Helper()
+	args := append([]string{"-nostdin", "-v", "error"}, extra...)
+	args = append(args, "-i", path, "-map", "0", "-f", "null", "-")
+	if _, stderr := Run(t, tl.FFmpeg, args...); stderr != "" {
+		t.Fatalf("ffmpeg decode of %s reported errors:\n%s", filepath.Base(path), stderr)
+	}
+}
+
+// Stream is what ffprobe says about one stream.
+type Stream struct {
+	Index     int    `json:"index"`
+	CodecName string `json:"codec_name"`
+	CodecType string `json:"codec_type"` // "video", "audio"
+	ID        string `json:"id"`         // container ID, e.g. an MPEG-TS PID "0x100"
+	Width     int    `json:"width"`
+	Height    int    `json:"height"`
+	Channels  int    `json:"channels"`
+	// NbReadFrames is the number of decoded frames, with -count_frames.
+	NbReadFrames string `json:"nb_read_frames"`
+}
+
+// Packet is what ffprobe says about one packet. PTS and DTS are in the
+// stream's time base and nil when absent; PTSTime is in seconds.
+type Packet struct {
+	StreamIndex int    `json:"stream_index"`
+	CodecType   string `json:"codec_type"`
+	PTS         *int64 `json:"pts"`
+	DTS         *int64 `json:"dts"`
+	PTSTime     string `json:"pts_time"`
+	Flags       string `json:"flags"` // "K" for a keyframe
+}
+
+// Format is what ffprobe says about the container.
+type Format struct {
+	FormatName string `json:"format_name"`
+	Duration   string `json:"duration"` // seconds
+}
+
+// Seconds returns the duration in seconds.
+func (f Format) Seconds() (float64, error) {
+	return strconv.ParseFloat(f.Duration, 64)
+}
+
+// ProbeResult is ffprobe's view of a file: its streams, its packets in
+// file order and its format.
+type ProbeResult struct {
+	Streams []Stream `json:"streams"`
+	Packets []Packet `json:"packets"`
+	Format  Format   `json:"format"`
+}
+
+// PacketsOf returns the packets of the stream with index i, in file order.
+func (r ProbeResult) PacketsOf(i int) []Packet {
+	var out []Packet
+	for _, p := range r.Packets {
+		if p.StreamIndex == i {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Probe runs the ffprobe on PATH on path; see Tools.Probe. It skips the
+// test when ffprobe is missing.
+func Probe(t testing.TB, path string, extra ...string) ProbeResult {
+	t.Helper()
+	RequireTools(t, system.FFprobe)
+	return system.Probe(t, path, extra...)
+}
+
+// Probe runs `ffprobe -v error -of json -show_streams -show_format
+// -show_packets [extra] path` with tl's ffprobe and returns what it says,
+// failing t when it exits non-zero or prints an error.
+func (tl Tools) Probe(t testing.TB, path string, extra ...string) ProbeResult {
+	t.Helper()
+	args := append([]string{"-v", "error", "-of", "json", "-show_streams", "-show_format", "-show_packets"}, extra...)
+	stdout, stderr := Run(t, tl.FFprobe, append(args, path)...)
+	if stderr != "" {
+		t.Fatalf("ffprobe on %s reported errors:\n%s", filepath.Base(path), stderr)
+	}
+	var r ProbeResult
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("ffprobe json: %v\n%s", err, stdout)
+	}
+	return r
+}

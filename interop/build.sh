@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Bundles src/*.ts (with @moq/net and @moq/hang from node_modules) into dist/
+# for Deno. Called by scripts/interop-setup.sh.
+set -euo pipefail
+cd "$(dirname "$0")"
+node_modules/.bin/esbuild src/publish.ts src/subscribe.ts \
+	--bundle --format=esm --platform=browser --target=esnext \
+	--outdir=dist --log-level=warning

@@ -1,0 +1,58 @@
+// Package interop checks our moq-lite-05 session (package subscribe) against
+// the reference implementation: the TypeScript @moq/net 0.3.4 with @moq/hang
+// 0.3.5's catalog and legacy container, run under Deno 2.9.6 over Deno's raw
+// QUIC API (ALPN moq-lite-05). It holds only tests and the JavaScript side
+// they drive; the protocol code under test is package subscribe.
+//
+// # Setup
+//
+// package.json / package-lock.json pin @moq/net, @moq/hang, deno (the npm
+// package ships the binary) and esbuild. scripts/interop-setup.sh runs npm ci
+// here (skipped while the lockfile is unchanged) and build.sh bundles
+// src/*.ts into dist/, because Deno cannot load @moq/hang's extensionless ESM
+// imports directly. The tests rebundle by themselves when a source is newer
+// than dist/. Without Deno or node_modules they skip with a message naming
+// the setup script, unless MOQ_INTEROP_REQUIRED=1, which makes that a
+// failure (for CI).
+//
+// # JavaScript side
+//
+//   - src/quic.ts makes a Deno.QuicConn look like the WebTransport session
+//     @moq/net's own Connection.accept and Connection.connect take. It also
+//     maps @moq/net's group send orders (down to about -2^52) into the i32
+//     that Deno 2.9 keeps, which would otherwise wrap to random priorities.
+//   - src/publish.ts publishes one broadcast: catalog.json written by
+//     @moq/net's writeJson after validation by hang's Catalog.RootSchema, and
+//     one track per rendition written by hang's Container.Legacy.Producer with
+//     Container.trackInfo() (timescale microseconds). It reads a manifest:
+//     {"broadcast", "tracks":[{"name","kind","config":{catalog fields},
+//     "frames":[{"ts" µs, "key" starts a group, "at" µs send time, "data"
+//     base64}]}]}. Media waits until every track has a subscriber.
+//   - src/subscribe.ts records one broadcast (after its announcement, or at
+//     once), decoding hang's legacy container.
+//
+// Both run as server (--listen, PEM certificate) or client (--connect,
+// trusting a PEM CA) and print JSON lines on stdout: listening {port},
+// published, catalog {json}, subscribed, group {track, sequence, frame},
+// done, error {message} for the publisher; announced, catalog, track
+// {timescale}, frame {track, group, index, ts, wire, data}, track_end,
+// timeout, done for the subscriber. Logs go to stderr, which a failing test
+// prints.
+//
+// # Reference behaviour the tests rely on or guard against
+//
+//   - The @moq/net publisher sends SUBSCRIBE_END and FINs the subscribe stream
+//     as soon as a track closes, without waiting for its group streams, and
+//     its own subscriber drops group streams arriving after that FIN; two
+//     @moq/net peers lose the last group that way. The publisher here waits
+//     --close-delay-ms (500 by default) before closing; one test sets 0 and
+//     requires our subscriber to keep every group below SUBSCRIBE_END.
+//   - Deno 2.9 turns a stream abort into a plain FIN, and an unknown track
+//     gets no answer at all, so refusals are a FIN without TRACK_INFO or the
+//     request timeout.
+//   - rustls (Deno) refuses a CA certificate as the server's end entity; the
+//     certificates of subscribe.SelfSignedCert work.
+//   - Deno's WebTransport has no protocols option (no WT-Available-Protocols),
+//     so @moq/net over it would fall back to the legacy SETUP exchange, which
+//     we do not speak: WebTransport interop is not covered here.
+package interop

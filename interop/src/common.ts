@@ -1,0 +1,130 @@
+// Shared helpers of the interop programs: flags, the JSON-lines event channel
+// to the Go test (stdout), logging (stderr), and session setup over raw QUIC.
+import * as Moq from "@moq/net";
+import { dial, listen, QuicWebTransport } from "./quic.ts";
+
+// stdout is the event channel to the Go test; @moq/net logs with console.log and
+// console.debug, so all console output goes to stderr.
+console.log = console.info = console.debug = (...args: unknown[]) => console.error(...args);
+
+export type Flags = Record<string, string>;
+
+// parseFlags reads --name=value and --name value pairs.
+export function parseFlags(args: string[]): Flags {
+  const flags: Flags = {};
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (!arg.startsWith("--")) throw new Error(`unexpected argument ${arg}`);
+    const eq = arg.indexOf("=");
+    if (eq > 0) {
+      flags[arg.slice(2, eq)] = arg.slice(eq + 1);
+    } else {
+      flags[arg.slice(2)] = args[++i] ?? "";
+    }
+  }
+  return flags;
+}
+
+export function required(flags: Flags, name: string): string {
+  const v = flags[name];
+  if (v === undefined || v === "") throw new Error(`missing --${name}`);
+  return v;
+}
+
+const encoder = new TextEncoder();
+
+// emit writes one event as a JSON line on stdout, the channel the Go test reads.
+export function emit(event: string, fields: Record<string, unknown> = {}): void {
+  Deno.stdout.writeSync(encoder.encode(JSON.stringify({ event, ...fields }) + "\n"));
+}
+
+export function log(...args: unknown[]): void {
+  console.error("[deno]", ...args);
+}
+
+export function splitHostPort(addr: string): [string, number] {
+  const i = addr.lastIndexOf(":");
+  if (i < 0) throw new Error(`address ${addr} has no port`);
+  let host = addr.slice(0, i);
+  if (host.startsWith("[") && host.endsWith("]")) host = host.slice(1, -1);
+  return [host, Number(addr.slice(i + 1))];
+}
+
+export function base64(bytes: Uint8Array): string {
+  let s = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) {
+    s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  }
+  return btoa(s);
+}
+
+export function unbase64(s: string): Uint8Array {
+  const bin = atob(s);
+  const out = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  return out;
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+}
+
+export interface Session {
+  conn: Moq.Connection.Established;
+  close(): void;
+}
+
+// openSession establishes one moq-lite-05 session as the flags say:
+//   --listen host:port --cert PEMFILE --key PEMFILE   accept one raw QUIC client
+//                                                     (emits {"event":"listening","port":N})
+//   --connect host:port [--ca PEMFILE] [--server-name NAME]   dial a server
+// and hands it to @moq/net's own accept() or connect({transport}).
+export async function openSession(flags: Flags): Promise<Session> {
+  if (flags.listen) {
+    const [host, port] = splitHostPort(flags.listen);
+    const cert = Deno.readTextFileSync(required(flags, "cert"));
+    const key = Deno.readTextFileSync(required(flags, "key"));
+    const { endpoint, listener } = listen(host, port, cert, key);
+    emit("listening", { port: endpoint.addr.port });
+    const quic = await listener.accept();
+    listener.stop();
+    const transport = new QuicWebTransport(quic);
+    const url = new URL(`moql://localhost:${endpoint.addr.port}/`);
+    // deno-lint-ignore no-explicit-any
+    const conn = await Moq.Connection.accept(transport as any, url);
+    log("accepted", transport.protocol, conn.version);
+    return {
+      conn,
+      close() {
+        conn.close();
+        try {
+          endpoint.close();
+        } catch {
+          // already closed
+        }
+      },
+    };
+  }
+  const [host, port] = splitHostPort(required(flags, "connect"));
+  const ca = flags.ca ? Deno.readTextFileSync(flags.ca) : undefined;
+  const quic = await dial(host, port, flags["server-name"] ?? "localhost", ca);
+  const transport = new QuicWebTransport(quic);
+  const url = new URL(`moql://${flags["server-name"] ?? "localhost"}:${port}/${flags.root ?? ""}`);
+  // deno-lint-ignore no-explicit-any
+  const conn = await Moq.Connection.connect(url, { transport: transport as any });
+  log("connected", transport.protocol, conn.version);
+  return { conn, close: () => conn.close() };
+}
+
+// run wraps a program's main: any failure becomes an "error" event and exit 1.
+export function run(main: () => Promise<void>): void {
+  main().then(
+    // Let the CONNECTION_CLOSE leave before the process goes.
+    () => sleep(100).then(() => Deno.exit(0)),
+    (err) => {
+      emit("error", { message: String(err?.stack ?? err) });
+      log("fatal", err);
+      Deno.exit(1);
+    },
+  );
+}
