@@ -432,6 +432,9 @@ func TestPublisherRestartOnSamePortResumesSubscription(t *testing.T) {
 	if !sawDisc {
 		t.Fatal("no discontinuity between the runs")
 	}
+	if n := client.Reconnects(); n != 1 {
+		t.Fatalf("Reconnects() = %d after one server restart, want 1", n)
+	}
 	// Every frame of the second run, in order, after the discontinuity.
 	compareFrames(t, "aac after the restart", after, expectedEvents(aac, offset))
 	if client.Err() != nil {

@@ -28,11 +28,12 @@ type Session struct {
 	role  Role
 	hopID uint64
 
-	ctx      context.Context
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	done     chan struct{}
-	doneOnce sync.Once
+	ctx        context.Context
+	cancel     context.CancelFunc
+	reconnects atomic.Int64
+	wg         sync.WaitGroup
+	done       chan struct{}
+	doneOnce   sync.Once
 
 	mu        sync.Mutex
 	cur       conn
@@ -162,9 +163,14 @@ func (s *Session) run(c conn) {
 		if c == nil {
 			return
 		}
+		s.reconnects.Add(1)
 		s.log.Info("moq: reconnected")
 	}
 }
+
+// Reconnects returns how many times the session reconnected after losing
+// its connection. Safe for concurrent use.
+func (s *Session) Reconnects() int64 { return s.reconnects.Load() }
 
 // redial retries with jittered exponential backoff. It returns nil when the
 // session ended (Close or give-up).

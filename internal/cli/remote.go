@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/moq-export/moq-export/catalog"
@@ -20,11 +19,10 @@ const dialTimeout = 15 * time.Second
 
 // dial connects to the URL.
 func dial(ctx context.Context, cfg *Config, log *slog.Logger) (Source, error) {
-	var reconnects atomic.Int64
 	opts := subscribe.Options{
 		TLSFingerprint: cfg.TLSFingerprint,
 		TLSInsecure:    cfg.TLSInsecure,
-		Logger:         slog.New(&reconnectCounter{Handler: log.Handler(), n: &reconnects}),
+		Logger:         log,
 	}
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
@@ -35,7 +33,7 @@ func dial(ctx context.Context, cfg *Config, log *slog.Logger) (Source, error) {
 		}
 		return nil, fmt.Errorf("connecting to %s: %w; %s", redactURL(cfg.URL), err, dialAdvice(cfg, err))
 	}
-	return &sessionSource{s: sess, reconnects: &reconnects}, nil
+	return &sessionSource{s: sess}, nil
 }
 
 // dialAdvice suggests what to try after a failed first connection.
@@ -67,9 +65,8 @@ func containsAny(s string, subs ...string) bool {
 
 // sessionSource is a moq-lite session: dialled, or accepted by --listen.
 type sessionSource struct {
-	s          *subscribe.Session
-	reconnects *atomic.Int64
-	onClose    []func()
+	s       *subscribe.Session
+	onClose []func()
 }
 
 func (s *sessionSource) Broadcast(path string) *model.Broadcast { return s.s.Broadcast(path) }
@@ -99,12 +96,7 @@ func (s *sessionSource) Resolve(b *model.Broadcast, ref string) (*model.Broadcas
 	return s.s.Broadcast(path), nil
 }
 
-func (s *sessionSource) Reconnects() int64 {
-	if s.reconnects == nil {
-		return 0
-	}
-	return s.reconnects.Load()
-}
+func (s *sessionSource) Reconnects() int64 { return s.s.Reconnects() }
 
 func (s *sessionSource) Done() <-chan struct{} { return s.s.Done() }
 func (s *sessionSource) Err() error            { return s.s.Err() }
@@ -129,38 +121,6 @@ func (f sessionFeed) Next(ctx context.Context) (Announcement, error) {
 
 func (f sessionFeed) Close() { f.a.Close() }
 
-// reconnectCounter passes records to the command's log handler and counts
-// the session's "reconnected" records for the progress line (package
-// subscribe has no counter of its own).
-type reconnectCounter struct {
-	slog.Handler
-	n *atomic.Int64
-}
-
-const reconnectedMsg = "moq: reconnected"
-
-func (h *reconnectCounter) Enabled(ctx context.Context, l slog.Level) bool {
-	return l == slog.LevelInfo || h.Handler.Enabled(ctx, l)
-}
-
-func (h *reconnectCounter) Handle(ctx context.Context, r slog.Record) error {
-	if r.Message == reconnectedMsg {
-		h.n.Add(1)
-	}
-	if !h.Handler.Enabled(ctx, r.Level) {
-		return nil
-	}
-	return h.Handler.Handle(ctx, r)
-}
-
-func (h *reconnectCounter) WithAttrs(as []slog.Attr) slog.Handler {
-	return &reconnectCounter{Handler: h.Handler.WithAttrs(as), n: h.n}
-}
-
-func (h *reconnectCounter) WithGroup(name string) slog.Handler {
-	return &reconnectCounter{Handler: h.Handler.WithGroup(name), n: h.n}
-}
-
 // serveDemo publishes the demo broadcast on a loopback QUIC listener with a
 // self-signed certificate and dials it with the certificate pinned: the
 // same path a relay recording takes.
@@ -179,13 +139,9 @@ func serveDemo(ctx context.Context, cfg *Config, con *console, log *slog.Logger)
 		srv.Close()
 	}
 	fmt.Fprintln(con, demoNotice(cfg, "served over loopback QUIC at "+url))
-	var reconnects atomic.Int64
 	dctx, dcancel := context.WithTimeout(ctx, dialTimeout)
 	defer dcancel()
-	sess, err := subscribe.Dial(dctx, url, subscribe.Options{
-		TLSFingerprint: pin,
-		Logger:         slog.New(&reconnectCounter{Handler: log.Handler(), n: &reconnects}),
-	})
+	sess, err := subscribe.Dial(dctx, url, subscribe.Options{TLSFingerprint: pin, Logger: log})
 	if err != nil {
 		stop()
 		if ctx.Err() != nil {
@@ -193,7 +149,7 @@ func serveDemo(ctx context.Context, cfg *Config, con *console, log *slog.Logger)
 		}
 		return nil, fmt.Errorf("connecting to the demo publisher: %w", err)
 	}
-	return &sessionSource{s: sess, reconnects: &reconnects, onClose: []func(){stop}}, nil
+	return &sessionSource{s: sess, onClose: []func(){stop}}, nil
 }
 
 // listen accepts publishers on --listen and records what they announce:
