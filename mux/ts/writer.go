@@ -72,8 +72,16 @@ type Writer struct {
 	opts Options
 	log  *slog.Logger
 
-	out *packetBuffer
-	ts  *astits.Muxer
+	out []byte        // packets of the current WriteFrame, not yet written
+	ts  *astits.Muxer // PSI only: PAT/PMT sections, versions and CRCs
+	psi psiCapture    // receives what ts writes
+
+	// tables is the current PAT and PMT packets as astits built them;
+	// tablesStale asks for a rebuild after a layout change. Each copy
+	// sent gets its continuity_counter from patCC and pmtCC.
+	tables       []byte
+	tablesStale  bool
+	patCC, pmtCC uint8
 
 	tracks  map[int]*track
 	order   []*track // tracks in AddTrack order, for stable PCR choice
@@ -99,18 +107,8 @@ type Writer struct {
 	tablesDue    bool // layout changed: send PAT/PMT before the next PES
 	lastTablesAt int64
 
-	af    astits.PacketAdaptationField
-	pesOH astits.PESOptionalHeader
-	pesH  astits.PESHeader
-	pes   astits.PESData
-	data  astits.MuxerData
-	pts   astits.ClockReference
-	dts   astits.ClockReference
-	pcrCR astits.ClockReference
-	// pcrAF and pcrPkt are reused for PCR-only packets.
-	pcrAF  astits.PacketAdaptationField
-	pcrPkt astits.Packet
-	buf    []byte // payload scratch for the unit being written
+	pes pesPacket // reused description of the PES being written
+	buf []byte    // payload scratch for the unit being written
 
 	stats Stats
 }
@@ -122,6 +120,9 @@ type track struct {
 	video  bool
 	pid    uint16
 	es     esConfig
+	// cc is the continuity_counter of the PID's last packet (15 before
+	// the first, so that it starts at 0).
+	cc uint8
 
 	// v holds H.264/H.265 state (nil for audio).
 	v *videoState
@@ -154,20 +155,19 @@ func NewWriter(w io.Writer, opts Options) *Writer {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	out := &packetBuffer{}
 	wr := &Writer{
 		dst:     w,
 		opts:    opts,
 		log:     log,
-		out:     out,
 		tracks:  map[int]*track{},
 		nextPID: firstPID,
+		patCC:   15,
+		pmtCC:   15,
 	}
-	wr.ts = astits.NewMuxer(context.Background(), out,
+	wr.ts = astits.NewMuxer(context.Background(), &wr.psi,
 		astits.WithTransportStreamID(tsID),
 		astits.WithPMTPID(pmtPID),
-		// Tables are scheduled by the Writer (see writeUnit); a period
-		// this large keeps astits from sending them on its own.
+		// Only WriteTables is used; the period does not matter.
 		astits.MuxerOptTablesRetransmitPeriod(math.MaxInt),
 	)
 	return wr
@@ -197,7 +197,7 @@ func (w *Writer) AddTrack(mt mux.Track) error {
 	if w.nextPID >= pmtPID {
 		return fmt.Errorf("ts: track %d: out of PIDs", mt.ID)
 	}
-	t := &track{Track: mt, family: family, es: es, pid: w.nextPID}
+	t := &track{Track: mt, family: family, es: es, pid: w.nextPID, cc: 15}
 	t.video = es.streamID == streamIDVideo
 	if t.video {
 		v, err := newVideoState(mt, family)
@@ -216,7 +216,7 @@ func (w *Writer) AddTrack(mt mux.Track) error {
 	w.nextPID++
 	w.tracks[mt.ID] = t
 	w.order = append(w.order, t)
-	w.tablesDue = true
+	w.tablesDue, w.tablesStale = true, true
 	if w.pcr == nil || (t.video && !w.pcr.video && !w.started) {
 		w.setPCR(t)
 	}
@@ -255,7 +255,7 @@ func (w *Writer) RemoveTrack(id int) error {
 	}
 	clear(w.pending[len(kept):])
 	w.pending = kept
-	w.tablesDue = true
+	w.tablesDue, w.tablesStale = true, true
 	if w.pcr == t {
 		w.pcr = nil
 		if n := w.pickPCR(); n != nil {
@@ -463,7 +463,7 @@ func (w *Writer) pickPCR() *track {
 func (w *Writer) setPCR(t *track) {
 	w.pcr = t
 	w.ts.SetPCRPID(t.pid)
-	w.tablesDue = true
+	w.tablesDue, w.tablesStale = true, true
 }
 
 // start fixes the timeline and writes the held frames.
@@ -512,14 +512,16 @@ func (w *Writer) writeUnit(u unit) error {
 	}
 
 	// PAT/PMT before keyframes, after layout changes, and periodically.
+	// On a random access point of the PCR PID they follow the PCR-only
+	// packets, right before the PES (where astits placed them when it
+	// wrote the PES packets too).
 	tablesDue := w.tablesDue || !w.tablesSent || (t.video && u.key) ||
 		pts-w.lastTablesAt >= tableInterval || pts < w.lastTablesAt
 	rai := (t.video && u.key) || (!t.video && tablesDue)
-	if tablesDue && !(rai && t == w.pcr) {
-		// astits sends tables itself only for a random access point on
-		// the PCR PID; everything else is sent here.
-		if _, err := w.ts.WriteTables(); err != nil {
-			return w.fail(err)
+	late := rai && t == w.pcr
+	if tablesDue && !late {
+		if err := w.writeTables(); err != nil {
+			return err
 		}
 	}
 	if tablesDue {
@@ -532,40 +534,33 @@ func (w *Writer) writeUnit(u unit) error {
 	if err != nil {
 		return err
 	}
-
-	af := &w.af
-	*af = astits.PacketAdaptationField{
-		RandomAccessIndicator:  rai,
-		DiscontinuityIndicator: t.disc,
+	if tablesDue && late {
+		if err := w.writeTables(); err != nil {
+			return err
+		}
 	}
-	t.disc = false
+
+	p := &w.pes
+	*p = pesPacket{
+		pid:      t.pid,
+		streamID: t.es.streamID,
+		pts:      wrap(pts),
+		dts:      wrap(dts),
+		hasDTS:   dts != pts,
+		data:     u.data,
+	}
+	if rai {
+		p.afFlags |= afRandomAccess
+	}
+	if t.disc {
+		p.afFlags |= afDiscontinuity
+		t.disc = false
+	}
 	if pcrHere {
-		w.pcrCR = astits.ClockReference{Base: wrap(w.lastPCR)}
-		af.HasPCR, af.PCR = true, &w.pcrCR
+		p.afFlags |= afPCR
+		p.pcr = wrap(w.lastPCR)
 	}
-	afp := af
-	if !af.RandomAccessIndicator && !af.DiscontinuityIndicator && !af.HasPCR {
-		afp = nil
-	}
-
-	w.pts = astits.ClockReference{Base: wrap(pts)}
-	w.pesOH = astits.PESOptionalHeader{
-		MarkerBits:             2,
-		DataAlignmentIndicator: true,
-		PTSDTSIndicator:        astits.PTSDTSIndicatorOnlyPTS,
-		PTS:                    &w.pts,
-	}
-	if dts != pts {
-		w.dts = astits.ClockReference{Base: wrap(dts)}
-		w.pesOH.PTSDTSIndicator = astits.PTSDTSIndicatorBothPresent
-		w.pesOH.DTS = &w.dts
-	}
-	w.pesH = astits.PESHeader{StreamID: t.es.streamID, OptionalHeader: &w.pesOH}
-	w.pes = astits.PESData{Header: &w.pesH, Data: u.data}
-	w.data = astits.MuxerData{PID: t.pid, AdaptationField: afp, PES: &w.pes}
-	if _, err := w.ts.WriteData(&w.data); err != nil {
-		return w.fail(err)
-	}
+	w.out = appendPES(w.out, p, &t.cc)
 	w.stats.Frames++
 	return nil
 }
@@ -636,28 +631,36 @@ func (w *Writer) schedulePCR(clock int64, t *track) (bool, error) {
 }
 
 // writePCRPacket writes an adaptation-field-only packet carrying a PCR on
-// the PCR PID. Its continuity_counter repeats the last one of the PID, as
-// ISO 13818-1 2.4.3.3 requires for packets without payload.
+// the PCR PID.
 func (w *Writer) writePCRPacket(pcr int64, disc bool) error {
 	w.lastPCR = pcr
-	w.pcrCR = astits.ClockReference{Base: wrap(pcr)}
-	w.pcrAF = astits.PacketAdaptationField{
-		DiscontinuityIndicator: disc,
-		HasPCR:                 true,
-		PCR:                    &w.pcrCR,
-		// 183 bytes of adaptation field: flags (1) + PCR (6) + stuffing.
-		StuffingLength: packetSize - 4 - 1 - 1 - 6,
+	w.out = appendPCRPacket(w.out, w.pcr.pid, w.pcr.cc, wrap(pcr), disc)
+	return nil
+}
+
+// writeTables writes the PAT and the PMT. astits builds them again only
+// after a layout change (AddElementaryStream, RemoveElementaryStream,
+// SetPCRPID bump the versions); otherwise the last ones are repeated with
+// the next continuity counters.
+func (w *Writer) writeTables() error {
+	if w.tablesStale || len(w.tables) == 0 {
+		w.psi.b = w.psi.b[:0]
+		if _, err := w.ts.WriteTables(); err != nil {
+			return w.fail(err)
+		}
+		w.tables = append(w.tables[:0], w.psi.b...)
+		w.tablesStale = false
 	}
-	w.pcrPkt = astits.Packet{
-		Header: astits.PacketHeader{
-			HasAdaptationField: true,
-			PID:                w.pcr.pid,
-			ContinuityCounter:  w.out.lastCC(w.pcr.pid),
-		},
-		AdaptationField: &w.pcrAF,
-	}
-	if _, err := w.ts.WritePacket(&w.pcrPkt); err != nil {
-		return w.fail(err)
+	n := len(w.out)
+	w.out = append(w.out, w.tables...)
+	for i := n; i+packetSize <= len(w.out); i += packetSize {
+		h := w.out[i : i+4]
+		cc := &w.pmtCC
+		if pid := uint16(h[1]&0x1F)<<8 | uint16(h[2]); pid == astits.PIDPAT {
+			cc = &w.patCC
+		}
+		*cc = (*cc + 1) & 0x0F
+		h[3] = h[3]&0xF0 | *cc
 	}
 	return nil
 }
@@ -667,7 +670,8 @@ func (w *Writer) flush() error {
 	if w.err != nil {
 		return w.err
 	}
-	b := w.out.take()
+	b := w.out
+	w.out = w.out[:0]
 	if len(b) == 0 {
 		return nil
 	}
@@ -688,48 +692,10 @@ func (w *Writer) fail(err error) error {
 	return w.err
 }
 
-// packetBuffer collects the packets astits writes for one frame and keeps
-// the last continuity_counter of every PID, which astits does not expose
-// and which PCR-only packets must repeat.
-type packetBuffer struct {
-	b       []byte
-	scanned int
-	cc      [8192]uint8
-	seen    [8192]bool
-}
+// psiCapture receives the PAT and PMT packets astits writes.
+type psiCapture struct{ b []byte }
 
-func (p *packetBuffer) Write(b []byte) (int, error) {
+func (p *psiCapture) Write(b []byte) (int, error) {
 	p.b = append(p.b, b...)
 	return len(b), nil
-}
-
-// scan updates the continuity counters from the packets not yet scanned.
-func (p *packetBuffer) scan() {
-	for ; p.scanned+packetSize <= len(p.b); p.scanned += packetSize {
-		h := p.b[p.scanned : p.scanned+4]
-		if h[3]&0x10 == 0 { // no payload: counter not incremented
-			continue
-		}
-		pid := uint16(h[1]&0x1F)<<8 | uint16(h[2])
-		p.cc[pid], p.seen[pid] = h[3]&0x0F, true
-	}
-}
-
-// lastCC returns the continuity_counter of the last payload packet of pid,
-// or 15 when none was written (astits starts at 0).
-func (p *packetBuffer) lastCC(pid uint16) uint8 {
-	p.scan()
-	if !p.seen[pid] {
-		return 15
-	}
-	return p.cc[pid]
-}
-
-// take returns the buffered bytes and empties the buffer; the slice is
-// valid until the next Write.
-func (p *packetBuffer) take() []byte {
-	p.scan()
-	b := p.b
-	p.b, p.scanned = p.b[:0], 0
-	return b
 }
