@@ -1,5 +1,7 @@
 package ts
 
+import "bytes"
+
 // The packet layer of the hot path: PES packets cut into 188-byte transport
 // packets, and PCR-only packets. It is written here rather than through
 // astits.Muxer.WriteData because astits builds every packet bit by bit
@@ -87,14 +89,12 @@ func appendPacketHeader(dst []byte, pid uint16, pusi, hasAF, hasPayload bool, cc
 	return append(dst, 0x47, b1, byte(pid), b3)
 }
 
-// appendStuffing appends n bytes of 0xFF.
+// stuffing is a packet's worth of stuffing bytes.
+var stuffing = bytes.Repeat([]byte{0xFF}, packetSize)
+
+// appendStuffing appends n (at most a packet) bytes of 0xFF.
 func appendStuffing(dst []byte, n int) []byte {
-	dst = grow(dst, n)
-	s := dst[len(dst)-n:]
-	for i := range s {
-		s[i] = 0xFF
-	}
-	return dst
+	return append(dst, stuffing[:n]...)
 }
 
 // pesPacket describes one PES for appendPES.
