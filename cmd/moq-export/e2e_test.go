@@ -2,16 +2,20 @@ package main
 
 import (
 	"bytes"
+	be "encoding/binary"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -90,6 +94,7 @@ type probeResult struct {
 	Format  struct {
 		FormatName string `json:"format_name"`
 		Duration   string `json:"duration"`
+		StartTime  string `json:"start_time"`
 	} `json:"format"`
 }
 
@@ -97,7 +102,7 @@ type probeResult struct {
 func probe(t *testing.T, path string) probeResult {
 	t.Helper()
 	out, err := exec.Command("ffprobe", "-v", "error", "-count_frames", "-show_entries",
-		"stream=codec_name,codec_type,nb_read_frames:format=format_name,duration", "-of", "json", path).Output()
+		"stream=codec_name,codec_type,nb_read_frames:format=format_name,duration,start_time", "-of", "json", path).Output()
 	if err != nil {
 		t.Fatalf("ffprobe %s: %v", path, err)
 	}
@@ -113,6 +118,15 @@ func (p probeResult) duration(t *testing.T) time.Duration {
 	d, err := strconv.ParseFloat(p.Format.Duration, 64)
 	if err != nil {
 		t.Fatalf("ffprobe reports no duration (%q)", p.Format.Duration)
+	}
+	return time.Duration(d * float64(time.Second))
+}
+
+func (p probeResult) startTime(t *testing.T) time.Duration {
+	t.Helper()
+	d, err := strconv.ParseFloat(p.Format.StartTime, 64)
+	if err != nil {
+		t.Fatalf("ffprobe reports no start time (%q)", p.Format.StartTime)
 	}
 	return time.Duration(d * float64(time.Second))
 }
@@ -194,6 +208,58 @@ func TestRecordsTheDemoToAFileInEachFormatForTheDuration(t *testing.T) {
 			decode(t, path)
 		})
 	}
+}
+
+// TestVideoAndAudioPickRenditions: by default every rendition the
+// container carries is recorded (one of each kind in FLV); --video and
+// --audio narrow that, "none" drops a kind, and an unknown name is a usage
+// error that lists the renditions there are.
+func TestVideoAndAudioPickRenditions(t *testing.T) {
+	needTools(t, "ffmpeg", "ffprobe")
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		kinds map[string]int // codec_type -> streams
+		want  []string       // codecs, sorted; empty: any of the kind
+	}{
+		{"mkv carries all", []string{"-o", "x.mkv"}, map[string]int{"video": 2, "audio": 2}, []string{"aac", "h264", "opus", "vp9"}},
+		{"video only", []string{"-o", "x.mkv", "--video", "vp9", "--audio", "none"}, map[string]int{"video": 1}, []string{"vp9"}},
+		{"two audio", []string{"-o", "x.mkv", "--video", "none", "--audio", "opus,aac"}, map[string]int{"audio": 2}, []string{"aac", "opus"}},
+		{"flv one of each", []string{"-o", "x.flv"}, map[string]int{"video": 1, "audio": 1}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			r := run(t, dir, append([]string{"--demo-codecs", "h264,vp9,aac,opus", "--duration", "1s"}, tc.args...)...)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			path := filepath.Join(dir, tc.args[1])
+			p := probe(t, path)
+			kinds := map[string]int{}
+			var codecs []string
+			for _, s := range p.Streams {
+				kinds[s.CodecType]++
+				codecs = append(codecs, s.CodecName)
+			}
+			sort.Strings(codecs)
+			if fmt.Sprint(kinds) != fmt.Sprint(tc.kinds) || tc.want != nil && strings.Join(codecs, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("streams %v (%v), want %v (%v)", codecs, kinds, tc.want, tc.kinds)
+			}
+			decode(t, path)
+		})
+	}
+	t.Run("unknown rendition", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		r := run(t, dir, "--demo-codecs", "h264,aac", "--video", "hd", "-o", "x.mkv")
+		if r.code != 2 || !strings.Contains(r.stderr, `no video rendition "hd" (it has h264)`) || !strings.Contains(r.stderr, "--list") {
+			t.Errorf("exit %d, stderr %q; want 2 and the renditions there are", r.code, r.stderr)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "x.mkv")); err == nil {
+			t.Error("x.mkv was created for a recording that never started")
+		}
+	})
 }
 
 func TestStdoutPipesIntoFFmpeg(t *testing.T) {
@@ -309,11 +375,12 @@ func TestSegmentsAreSeparateDecodableFiles(t *testing.T) {
 	}
 }
 
-func TestInterruptFinalizesTheMKV(t *testing.T) {
-	needTools(t, "ffprobe", "mkvinfo")
-	t.Parallel()
+// recordUntilSignal records the demo to file for 2.5 s, then sends sig:
+// the command must exit 0 within 10 s. It returns the file's path.
+func recordUntilSignal(t *testing.T, file string, sig os.Signal) string {
+	t.Helper()
 	dir := t.TempDir()
-	cmd := exec.Command(binary, "-o", "live.mkv")
+	cmd := exec.Command(binary, "-o", file)
 	cmd.Dir = dir
 	var errOut bytes.Buffer
 	cmd.Stderr = &errOut
@@ -321,7 +388,7 @@ func TestInterruptFinalizesTheMKV(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(2500 * time.Millisecond)
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+	if err := cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
@@ -329,13 +396,19 @@ func TestInterruptFinalizesTheMKV(t *testing.T) {
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("exit after SIGINT: %v\n%s", err, errOut.String())
+			t.Fatalf("exit after %v: %v\n%s", sig, err, errOut.String())
 		}
 	case <-time.After(10 * time.Second):
 		cmd.Process.Kill()
-		t.Fatal("no exit 10s after SIGINT")
+		t.Fatalf("no exit 10s after %v", sig)
 	}
-	path := filepath.Join(dir, "live.mkv")
+	return filepath.Join(dir, file)
+}
+
+func TestInterruptFinalizesTheMKV(t *testing.T) {
+	needTools(t, "ffprobe", "mkvinfo")
+	t.Parallel()
+	path := recordUntilSignal(t, "live.mkv", os.Interrupt)
 	p := probe(t, path)
 	if d := p.duration(t); d < 1500*time.Millisecond || d > 3*time.Second {
 		t.Errorf("duration %v, want about 2s", d)
@@ -349,6 +422,34 @@ func TestInterruptFinalizesTheMKV(t *testing.T) {
 			t.Errorf("mkvinfo shows no %s: the file was not finalized", want)
 		}
 	}
+}
+
+// TestSIGTERMFinalizesTheFLV: SIGTERM stops like Ctrl-C, and the FLV file
+// gets its onMetaData duration patched in (a file cut short keeps 0).
+func TestSIGTERMFinalizesTheFLV(t *testing.T) {
+	needTools(t, "ffmpeg", "ffprobe")
+	t.Parallel()
+	path := recordUntilSignal(t, "live.flv", syscall.SIGTERM)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// onMetaData is an AMF0 ECMA array: the key "duration" (16-bit length,
+	// name), then a number (marker 0, 64-bit big-endian float).
+	key := []byte("\x00\x08duration\x00")
+	i := bytes.Index(data, key)
+	if i < 0 || len(data) < i+len(key)+8 {
+		t.Fatal("no onMetaData duration in the FLV file")
+	}
+	meta := math.Float64frombits(be.BigEndian.Uint64(data[i+len(key):]))
+	if meta < 1.5 || meta > 3 {
+		t.Errorf("onMetaData duration %.3fs, want about 2.5s: the file was not finalized", meta)
+	}
+	p := probe(t, path)
+	if d := p.duration(t).Seconds(); d < meta-0.1 || d > meta+0.1 {
+		t.Errorf("ffprobe duration %.3fs, onMetaData %.3fs", d, meta)
+	}
+	decode(t, path)
 }
 
 func TestSecondInterruptQuitsAtOnce(t *testing.T) {
@@ -496,6 +597,7 @@ func TestRecordsFromAURL(t *testing.T) {
 	defer cancel()
 	quiet := slog.New(slog.DiscardHandler)
 	a, b := model.NewBroadcast("room/alice"), model.NewBroadcast("room/bob")
+	began := time.Now()
 	go demo.Publish(ctx, a, demo.Options{Realtime: true})
 	go demo.Publish(ctx, b, demo.Options{Realtime: true, Renditions: []string{"opus"}})
 	srv, url, pin, err := subscribe.ServeLoopback(a, subscribe.ServerOptions{Logger: quiet, Publish: []*model.Broadcast{b}})
@@ -529,6 +631,26 @@ func TestRecordsFromAURL(t *testing.T) {
 	// the first second.
 	if n := p.frames(t, "aac"); n < 5 || n > 48 {
 		t.Errorf("aac: %d frames in 1s", n)
+	}
+	if st := p.startTime(t); st > 100*time.Millisecond {
+		t.Errorf("the recording starts at %v, want 0", st)
+	}
+	// --keep-timestamps: the file keeps the broadcast's clock. Once that
+	// is past 1.5 s, a recording joins at the keyframe at 1 s or later.
+	time.Sleep(time.Until(began.Add(1500 * time.Millisecond)))
+	r = run(t, dir, url, "--tls-fingerprint", pin, "-b", "room/alice", "--duration", "1s", "--keep-timestamps", "-o", "keep.mkv")
+	if r.code != 0 {
+		t.Fatalf("--keep-timestamps: exit %d, stderr %q", r.code, r.stderr)
+	}
+	p = probe(t, filepath.Join(dir, "keep.mkv"))
+	expectFrames(t, p, "h264", 1)
+	if st := p.startTime(t); st < 900*time.Millisecond {
+		t.Errorf("with --keep-timestamps the recording starts at %v, want the broadcast's time (1s or later)", st)
+	}
+	decode(t, filepath.Join(dir, "keep.mkv"))
+	r = run(t, dir, url, "--tls-insecure", "--list")
+	if r.code != 0 || r.stdout != "room/alice\nroom/bob\n" {
+		t.Errorf("--tls-insecure --list: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 	r = run(t, dir, url, "--tls-fingerprint", strings.Repeat("00", 32), "--list")
 	if r.code != 1 || !strings.Contains(r.stderr, "--tls-fingerprint") {
