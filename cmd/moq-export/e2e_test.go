@@ -2,13 +2,13 @@ package main
 
 import (
 	"bytes"
-	be "encoding/binary"
 	"context"
+	be "encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"log/slog"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
