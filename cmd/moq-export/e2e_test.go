@@ -115,18 +115,20 @@ func probe(t *testing.T, path string) probeResult {
 
 func (p probeResult) duration(t *testing.T) time.Duration {
 	t.Helper()
-	d, err := strconv.ParseFloat(p.Format.Duration, 64)
-	if err != nil {
-		t.Fatalf("ffprobe reports no duration (%q)", p.Format.Duration)
-	}
-	return time.Duration(d * float64(time.Second))
+	return seconds(t, "duration", p.Format.Duration)
 }
 
 func (p probeResult) startTime(t *testing.T) time.Duration {
 	t.Helper()
-	d, err := strconv.ParseFloat(p.Format.StartTime, 64)
+	return seconds(t, "start time", p.Format.StartTime)
+}
+
+// seconds parses ffprobe's seconds value v of what.
+func seconds(t *testing.T, what, v string) time.Duration {
+	t.Helper()
+	d, err := strconv.ParseFloat(v, 64)
 	if err != nil {
-		t.Fatalf("ffprobe reports no start time (%q)", p.Format.StartTime)
+		t.Fatalf("ffprobe reports no %s (%q)", what, v)
 	}
 	return time.Duration(d * float64(time.Second))
 }
