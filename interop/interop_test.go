@@ -238,15 +238,38 @@ func TestDialReferencePublisherRecordsEveryFrame(t *testing.T) {
 				t.Fatalf("Dial: %v", err)
 			}
 			t.Cleanup(func() { _ = sess.Close() })
-			waitAnnounced(ctx, t, sess, m.Broadcast)
-
-			pubDone := collectPublished(ctx, pub)
-			cat, got := recordBroadcast(ctx, t, sess.Broadcast(m.Broadcast))
-			checkRecording(ctx, t, m, pubDone, cat, got)
-			_ = sess.Close()
-			pub.wait(ctx)
+			recordPublished(ctx, t, sess, m, pub)
 		})
 	}
+}
+
+// listenWithOurCert starts our server on loopback (raw QUIC only) with a
+// fresh certificate from ourCert; it closes when the test ends.
+func listenWithOurCert(t *testing.T) (*subscribe.Server, *testCert) {
+	t.Helper()
+	tlsCert, cert := ourCert(t)
+	srv, err := subscribe.Listen("127.0.0.1:0", subscribe.ServerOptions{
+		Certificates:        []tls.Certificate{tlsCert},
+		DisableWebTransport: true,
+	})
+	if err != nil {
+		t.Fatalf("Listen: %v", err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	return srv, cert
+}
+
+// recordPublished waits for m's broadcast on sess, records it and compares
+// the recording with what the reference publisher pub reports, then closes
+// sess and waits for pub to exit.
+func recordPublished(ctx context.Context, t *testing.T, sess *subscribe.Session, m *manifest, pub *refProcess) {
+	t.Helper()
+	waitAnnounced(ctx, t, sess, m.Broadcast)
+	pubDone := collectPublished(ctx, pub)
+	cat, got := recordBroadcast(ctx, t, sess.Broadcast(m.Broadcast))
+	checkRecording(ctx, t, m, pubDone, cat, got)
+	_ = sess.Close()
+	pub.wait(ctx)
 }
 
 // published is what the reference publisher reported: the catalog JSON it
@@ -318,15 +341,7 @@ func TestReferenceClientPublishesIntoOurServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 
-	tlsCert, cert := ourCert(t)
-	srv, err := subscribe.Listen("127.0.0.1:0", subscribe.ServerOptions{
-		Certificates:        []tls.Certificate{tlsCert},
-		DisableWebTransport: true,
-	})
-	if err != nil {
-		t.Fatalf("Listen: %v", err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
+	srv, cert := listenWithOurCert(t)
 
 	m := sampleBroadcast("interop/ingest.hang", 5)
 	pub := ref.start(ctx, t, "publish",
@@ -337,13 +352,7 @@ func TestReferenceClientPublishesIntoOurServer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Accept: %v", err)
 	}
-	waitAnnounced(ctx, t, sess, m.Broadcast)
-
-	pubDone := collectPublished(ctx, pub)
-	cat, got := recordBroadcast(ctx, t, sess.Broadcast(m.Broadcast))
-	checkRecording(ctx, t, m, pubDone, cat, got)
-	_ = sess.Close()
-	pub.wait(ctx)
+	recordPublished(ctx, t, sess, m, pub)
 }
 
 // TestReferencePublisherRefusalsEndOurTracks: @moq/net refuses a TRACK for

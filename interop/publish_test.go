@@ -3,7 +3,6 @@ package interop
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/hex"
 	"slices"
 	"testing"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/model"
-	"github.com/moq-export/moq-export/subscribe"
 )
 
 // ourBroadcast turns the manifest into a model broadcast for our publisher:
@@ -119,15 +117,7 @@ func TestReferenceSubscriberRecordsOurPublisher(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 
-	tlsCert, cert := ourCert(t)
-	srv, err := subscribe.Listen("127.0.0.1:0", subscribe.ServerOptions{
-		Certificates:        []tls.Certificate{tlsCert},
-		DisableWebTransport: true,
-	})
-	if err != nil {
-		t.Fatalf("Listen: %v", err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
+	srv, cert := listenWithOurCert(t)
 
 	m := sampleBroadcast("interop/ours.hang", 3)
 	b, catalogJSON := ourBroadcast(t, m)

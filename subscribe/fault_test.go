@@ -148,6 +148,11 @@ func (l *logBuffer) Write(p []byte) (int, error) {
 	return l.b.Write(p)
 }
 
+// logger returns a debug-level logger writing to l.
+func (l *logBuffer) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
 func (l *logBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -181,7 +186,7 @@ func TestGroupResetIsReportedAndLaterGroupsStillArrive(t *testing.T) {
 	logs := &logBuffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	s, err := Dial(ctx, p.url(), Options{TLSFingerprint: p.pin, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	s, err := Dial(ctx, p.url(), Options{TLSFingerprint: p.pin, Logger: logs.logger(),
 		Container: func(string, string) string { return "legacy" }})
 	if err != nil {
 		t.Fatal(err)
@@ -263,14 +268,8 @@ func TestSessionDroppedMidGroupReconnectsAndMarksDiscontinuity(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			ann, err := s.Announced(ctx, "")
-			if err != nil {
-				t.Fatal(err)
-			}
+			ann := expectAnnounced(t, ctx, s, "b")
 			defer ann.Close()
-			if a, err := ann.Next(ctx); err != nil || a.Path != "b" || !a.Active {
-				t.Fatalf("announcement %+v, %v", a, err)
-			}
 			tr, err := s.Broadcast("b").Track("video")
 			if err != nil {
 				t.Fatal(err)
@@ -452,17 +451,10 @@ func TestTrackRequestedBeforeTheBroadcastExistsWaitsForItsAnnouncement(t *testin
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	logs := &logBuffer{}
-	client, err := Dial(ctx, "moql://"+srv.Addr().String()+"/", Options{TLSFingerprint: pin,
-		Logger:    slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	client, peer := dialAndAccept(t, ctx, srv, "moql://"+srv.Addr().String()+"/", Options{TLSFingerprint: pin,
+		Logger:    logs.logger(),
 		Container: func(string, string) string { return "legacy" }})
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer client.Close()
-	peer, err := srv.Accept(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	tr, err := client.Broadcast("late").Track("v")
 	if err != nil {
 		t.Fatal(err)

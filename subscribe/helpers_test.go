@@ -61,6 +61,37 @@ func startServer(t *testing.T, addr string) (*Server, string) {
 	return srv, pin
 }
 
+// dialAndAccept dials url with opts and returns that client session and
+// the one srv accepted for it. The caller closes the client.
+func dialAndAccept(t *testing.T, ctx context.Context, srv *Server, url string, opts Options) (client, peer *Session) {
+	t.Helper()
+	client, err := Dial(ctx, url, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err = srv.Accept(ctx)
+	if err != nil {
+		client.Close()
+		t.Fatal(err)
+	}
+	return client, peer
+}
+
+// expectAnnounced follows the announcements of s and checks that the first
+// one starts path. The caller closes the returned feed.
+func expectAnnounced(t *testing.T, ctx context.Context, s *Session, path string) *Announcements {
+	t.Helper()
+	ann, err := s.Announced(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, err := ann.Next(ctx); err != nil || a.Path != path || !a.Active {
+		ann.Close()
+		t.Fatalf("announcement %+v, %v; want %q active", a, err, path)
+	}
+	return ann
+}
+
 // sampleBroadcast builds a broadcast with the demo catalog and empty media
 // tracks that keep every group; fill writes the sample frames.
 type sampleBroadcast struct {

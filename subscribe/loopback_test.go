@@ -28,15 +28,8 @@ func TestLoopbackDeliversEveryFrameUnchanged(t *testing.T) {
 			if scheme != "http" {
 				opts.TLSFingerprint = pin
 			}
-			client, err := Dial(ctx, url, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			client, peer := dialAndAccept(t, ctx, srv, url, opts)
 			defer client.Close()
-			peer, err := srv.Accept(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
 			if peer.Path() != "room" {
 				t.Errorf("accepted session path %q, want room", peer.Path())
 			}
@@ -45,15 +38,8 @@ func TestLoopbackDeliversEveryFrameUnchanged(t *testing.T) {
 			if err := peer.Publish(sb.b); err != nil {
 				t.Fatal(err)
 			}
-			ann, err := client.Announced(ctx, "")
-			if err != nil {
-				t.Fatal(err)
-			}
+			ann := expectAnnounced(t, ctx, client, "demo.hang")
 			defer ann.Close()
-			a, err := ann.Next(ctx)
-			if err != nil || a.Path != "demo.hang" || !a.Active {
-				t.Fatalf("announcement %+v, %v", a, err)
-			}
 
 			b := client.Broadcast("demo.hang")
 			w, err := WatchCatalog(b, CatalogOptions{})
@@ -109,15 +95,8 @@ func TestAcceptedSessionRecordsWhatTheClientPublishes(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	client, err := Dial(ctx, fmt.Sprintf("https://%s/ingest", srv.Addr()), Options{TLSFingerprint: pin, Role: RolePublisher, Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	client, peer := dialAndAccept(t, ctx, srv, fmt.Sprintf("https://%s/ingest", srv.Addr()), Options{TLSFingerprint: pin, Role: RolePublisher, Logger: testLogger(t)})
 	defer client.Close()
-	peer, err := srv.Accept(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if peer.Path() != "ingest" {
 		t.Errorf("path %q", peer.Path())
 	}
@@ -125,16 +104,9 @@ func TestAcceptedSessionRecordsWhatTheClientPublishes(t *testing.T) {
 	if err := client.Publish(sb.b); err != nil {
 		t.Fatal(err)
 	}
-	ann, err := peer.Announced(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ann := expectAnnounced(t, ctx, peer, "cam")
 	defer ann.Close()
-	a, err := ann.Next(ctx)
-	if err != nil || a.Path != "cam" || !a.Active {
-		t.Fatalf("%+v %v", a, err)
-	}
-	tr, err := peer.Broadcast(a.Path).Track("h264")
+	tr, err := peer.Broadcast("cam").Track("h264")
 	if err != nil {
 		t.Fatal(err)
 	}

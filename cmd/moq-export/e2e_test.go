@@ -1,20 +1,21 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
+	be "encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
+	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -93,6 +94,7 @@ type probeResult struct {
 	Format  struct {
 		FormatName string `json:"format_name"`
 		Duration   string `json:"duration"`
+		StartTime  string `json:"start_time"`
 	} `json:"format"`
 }
 
@@ -100,7 +102,7 @@ type probeResult struct {
 func probe(t *testing.T, path string) probeResult {
 	t.Helper()
 	out, err := exec.Command("ffprobe", "-v", "error", "-count_frames", "-show_entries",
-		"stream=codec_name,codec_type,nb_read_frames:format=format_name,duration", "-of", "json", path).Output()
+		"stream=codec_name,codec_type,nb_read_frames:format=format_name,duration,start_time", "-of", "json", path).Output()
 	if err != nil {
 		t.Fatalf("ffprobe %s: %v", path, err)
 	}
@@ -113,9 +115,20 @@ func probe(t *testing.T, path string) probeResult {
 
 func (p probeResult) duration(t *testing.T) time.Duration {
 	t.Helper()
-	d, err := strconv.ParseFloat(p.Format.Duration, 64)
+	return seconds(t, "duration", p.Format.Duration)
+}
+
+func (p probeResult) startTime(t *testing.T) time.Duration {
+	t.Helper()
+	return seconds(t, "start time", p.Format.StartTime)
+}
+
+// seconds parses ffprobe's seconds value v of what.
+func seconds(t *testing.T, what, v string) time.Duration {
+	t.Helper()
+	d, err := strconv.ParseFloat(v, 64)
 	if err != nil {
-		t.Fatalf("ffprobe reports no duration (%q)", p.Format.Duration)
+		t.Fatalf("ffprobe reports no %s (%q)", what, v)
 	}
 	return time.Duration(d * float64(time.Second))
 }
@@ -197,6 +210,58 @@ func TestRecordsTheDemoToAFileInEachFormatForTheDuration(t *testing.T) {
 			decode(t, path)
 		})
 	}
+}
+
+// TestVideoAndAudioPickRenditions: by default every rendition the
+// container carries is recorded (one of each kind in FLV); --video and
+// --audio narrow that, "none" drops a kind, and an unknown name is a usage
+// error that lists the renditions there are.
+func TestVideoAndAudioPickRenditions(t *testing.T) {
+	needTools(t, "ffmpeg", "ffprobe")
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		kinds map[string]int // codec_type -> streams
+		want  []string       // codecs, sorted; empty: any of the kind
+	}{
+		{"mkv carries all", []string{"-o", "x.mkv"}, map[string]int{"video": 2, "audio": 2}, []string{"aac", "h264", "opus", "vp9"}},
+		{"video only", []string{"-o", "x.mkv", "--video", "vp9", "--audio", "none"}, map[string]int{"video": 1}, []string{"vp9"}},
+		{"two audio", []string{"-o", "x.mkv", "--video", "none", "--audio", "opus,aac"}, map[string]int{"audio": 2}, []string{"aac", "opus"}},
+		{"flv one of each", []string{"-o", "x.flv"}, map[string]int{"video": 1, "audio": 1}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			r := run(t, dir, append([]string{"--demo-codecs", "h264,vp9,aac,opus", "--duration", "1s"}, tc.args...)...)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			path := filepath.Join(dir, tc.args[1])
+			p := probe(t, path)
+			kinds := map[string]int{}
+			var codecs []string
+			for _, s := range p.Streams {
+				kinds[s.CodecType]++
+				codecs = append(codecs, s.CodecName)
+			}
+			sort.Strings(codecs)
+			if fmt.Sprint(kinds) != fmt.Sprint(tc.kinds) || tc.want != nil && strings.Join(codecs, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("streams %v (%v), want %v (%v)", codecs, kinds, tc.want, tc.kinds)
+			}
+			decode(t, path)
+		})
+	}
+	t.Run("unknown rendition", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		r := run(t, dir, "--demo-codecs", "h264,aac", "--video", "hd", "-o", "x.mkv")
+		if r.code != 2 || !strings.Contains(r.stderr, `no video rendition "hd" (it has h264)`) || !strings.Contains(r.stderr, "--list") {
+			t.Errorf("exit %d, stderr %q; want 2 and the renditions there are", r.code, r.stderr)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "x.mkv")); err == nil {
+			t.Error("x.mkv was created for a recording that never started")
+		}
+	})
 }
 
 func TestStdoutPipesIntoFFmpeg(t *testing.T) {
@@ -312,11 +377,12 @@ func TestSegmentsAreSeparateDecodableFiles(t *testing.T) {
 	}
 }
 
-func TestInterruptFinalizesTheMKV(t *testing.T) {
-	needTools(t, "ffprobe", "mkvinfo")
-	t.Parallel()
+// recordUntilSignal records the demo to file for 2.5 s, then sends sig:
+// the command must exit 0 within 10 s. It returns the file's path.
+func recordUntilSignal(t *testing.T, file string, sig os.Signal) string {
+	t.Helper()
 	dir := t.TempDir()
-	cmd := exec.Command(binary, "-o", "live.mkv")
+	cmd := exec.Command(binary, "-o", file)
 	cmd.Dir = dir
 	var errOut bytes.Buffer
 	cmd.Stderr = &errOut
@@ -324,7 +390,7 @@ func TestInterruptFinalizesTheMKV(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(2500 * time.Millisecond)
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+	if err := cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
@@ -332,13 +398,19 @@ func TestInterruptFinalizesTheMKV(t *testing.T) {
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("exit after SIGINT: %v\n%s", err, errOut.String())
+			t.Fatalf("exit after %v: %v\n%s", sig, err, errOut.String())
 		}
 	case <-time.After(10 * time.Second):
 		cmd.Process.Kill()
-		t.Fatal("no exit 10s after SIGINT")
+		t.Fatalf("no exit 10s after %v", sig)
 	}
-	path := filepath.Join(dir, "live.mkv")
+	return filepath.Join(dir, file)
+}
+
+func TestInterruptFinalizesTheMKV(t *testing.T) {
+	needTools(t, "ffprobe", "mkvinfo")
+	t.Parallel()
+	path := recordUntilSignal(t, "live.mkv", os.Interrupt)
 	p := probe(t, path)
 	if d := p.duration(t); d < 1500*time.Millisecond || d > 3*time.Second {
 		t.Errorf("duration %v, want about 2s", d)
@@ -352,6 +424,34 @@ func TestInterruptFinalizesTheMKV(t *testing.T) {
 			t.Errorf("mkvinfo shows no %s: the file was not finalized", want)
 		}
 	}
+}
+
+// TestSIGTERMFinalizesTheFLV: SIGTERM stops like Ctrl-C, and the FLV file
+// gets its onMetaData duration patched in (a file cut short keeps 0).
+func TestSIGTERMFinalizesTheFLV(t *testing.T) {
+	needTools(t, "ffmpeg", "ffprobe")
+	t.Parallel()
+	path := recordUntilSignal(t, "live.flv", syscall.SIGTERM)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// onMetaData is an AMF0 ECMA array: the key "duration" (16-bit length,
+	// name), then a number (marker 0, 64-bit big-endian float).
+	key := []byte("\x00\x08duration\x00")
+	i := bytes.Index(data, key)
+	if i < 0 || len(data) < i+len(key)+8 {
+		t.Fatal("no onMetaData duration in the FLV file")
+	}
+	meta := math.Float64frombits(be.BigEndian.Uint64(data[i+len(key):]))
+	if meta < 1.5 || meta > 3 {
+		t.Errorf("onMetaData duration %.3fs, want about 2.5s: the file was not finalized", meta)
+	}
+	p := probe(t, path)
+	if d := p.duration(t).Seconds(); d < meta-0.1 || d > meta+0.1 {
+		t.Errorf("ffprobe duration %.3fs, onMetaData %.3fs", d, meta)
+	}
+	decode(t, path)
 }
 
 func TestSecondInterruptQuitsAtOnce(t *testing.T) {
@@ -429,6 +529,7 @@ func TestUsageErrorsExitWith2(t *testing.T) {
 		{"a://x", "b://y"},
 		{"--demo-codecs", "h266"},
 		{"--progress", "maybe"},
+		{"--tls-cert", "c.pem", "--tls-key", "k.pem"},
 	} {
 		r := run(t, t.TempDir(), args...)
 		if r.code != 2 {
@@ -488,105 +589,6 @@ func lastLine(s string) string {
 	return lines[len(lines)-1]
 }
 
-// TestListenRecordsEveryAnnouncedBroadcast connects a publisher to
-// --listen --record-all and announces two broadcasts, one with a hostile
-// name: each is recorded to its own file inside the output directory.
-func TestListenRecordsEveryAnnouncedBroadcast(t *testing.T) {
-	needTools(t, "ffmpeg")
-	t.Parallel()
-	dir := t.TempDir()
-	cmd := exec.Command(binary, "--listen", "127.0.0.1:0", "--record-all", "-o", "rec/{broadcast}-{n}.ts", "--duration", "1.5s")
-	cmd.Dir = dir
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	lines := make(chan string, 100)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	var addr, pin string
-	var log []string
-	for addr == "" {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatalf("moq-export exited:\n%s", strings.Join(log, "\n"))
-			}
-			log = append(log, l)
-			if m := regexp.MustCompile(`listening on moql://(\S+) .*fingerprint ([0-9a-f]{64})`).FindStringSubmatch(l); m != nil {
-				addr, pin = m[1], m[2]
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no listening line:\n%s", strings.Join(log, "\n"))
-		}
-	}
-
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	sess, err := subscribe.Dial(ctx, "moql://"+addr+"/", subscribe.Options{Role: subscribe.RolePublisher, TLSFingerprint: pin,
-		Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
-	for _, name := range []string{"alice", "../../escape"} {
-		bc := model.NewBroadcast(name)
-		go demo.Publish(ctx, bc, demo.Options{Realtime: true})
-		if err := sess.Publish(bc); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want := []string{filepath.Join(dir, "rec", "alice-0.ts"), filepath.Join(dir, "rec", "_._.._escape-0.ts")}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		// A recording is done when its 1.5 s are in: the file stops growing.
-		sizes := 0
-		for _, p := range want {
-			if st, err := os.Stat(p); err == nil && st.Size() > 50000 {
-				sizes++
-			}
-		}
-		if sizes == len(want) {
-			break
-		}
-		if time.Now().After(deadline) {
-			files, _ := filepath.Glob(filepath.Join(dir, "*", "*"))
-			t.Fatalf("files %v, want %v", files, want)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	time.Sleep(1500 * time.Millisecond)
-	cmd.Process.Signal(os.Interrupt)
-	for l := range lines {
-		log = append(log, l)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Errorf("exit: %v\n%s", err, strings.Join(log, "\n"))
-	}
-	var all []string
-	filepath.WalkDir(filepath.Dir(dir), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.Contains(p, "escape") {
-			all = append(all, p)
-		}
-		return nil
-	})
-	if len(all) != 1 || all[0] != want[1] {
-		t.Errorf("files named after the hostile broadcast: %v, want only %s", all, want[1])
-	}
-	for _, p := range want {
-		decode(t, p)
-	}
-}
-
 // TestRecordsFromAURL serves two broadcasts on a loopback publisher and
 // points the binary at its URL: --list names both, -b records one, and
 // without -b the choice is refused with a hint.
@@ -597,6 +599,7 @@ func TestRecordsFromAURL(t *testing.T) {
 	defer cancel()
 	quiet := slog.New(slog.DiscardHandler)
 	a, b := model.NewBroadcast("room/alice"), model.NewBroadcast("room/bob")
+	began := time.Now()
 	go demo.Publish(ctx, a, demo.Options{Realtime: true})
 	go demo.Publish(ctx, b, demo.Options{Realtime: true, Renditions: []string{"opus"}})
 	srv, url, pin, err := subscribe.ServeLoopback(a, subscribe.ServerOptions{Logger: quiet, Publish: []*model.Broadcast{b}})
@@ -630,6 +633,26 @@ func TestRecordsFromAURL(t *testing.T) {
 	// the first second.
 	if n := p.frames(t, "aac"); n < 5 || n > 48 {
 		t.Errorf("aac: %d frames in 1s", n)
+	}
+	if st := p.startTime(t); st > 100*time.Millisecond {
+		t.Errorf("the recording starts at %v, want 0", st)
+	}
+	// --keep-timestamps: the file keeps the broadcast's clock. Once that
+	// is past 1.5 s, a recording joins at the keyframe at 1 s or later.
+	time.Sleep(time.Until(began.Add(1500 * time.Millisecond)))
+	r = run(t, dir, url, "--tls-fingerprint", pin, "-b", "room/alice", "--duration", "1s", "--keep-timestamps", "-o", "keep.mkv")
+	if r.code != 0 {
+		t.Fatalf("--keep-timestamps: exit %d, stderr %q", r.code, r.stderr)
+	}
+	p = probe(t, filepath.Join(dir, "keep.mkv"))
+	expectFrames(t, p, "h264", 1)
+	if st := p.startTime(t); st < 900*time.Millisecond {
+		t.Errorf("with --keep-timestamps the recording starts at %v, want the broadcast's time (1s or later)", st)
+	}
+	decode(t, filepath.Join(dir, "keep.mkv"))
+	r = run(t, dir, url, "--tls-insecure", "--list")
+	if r.code != 0 || r.stdout != "room/alice\nroom/bob\n" {
+		t.Errorf("--tls-insecure --list: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 	r = run(t, dir, url, "--tls-fingerprint", strings.Repeat("00", 32), "--list")
 	if r.code != 1 || !strings.Contains(r.stderr, "--tls-fingerprint") {

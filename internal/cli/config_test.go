@@ -96,6 +96,8 @@ func TestUsageErrorsSayWhatToDo(t *testing.T) {
 		{[]string{"--duration", "-1s"}, "must not be negative"},
 		{[]string{"--progress", "sometimes"}, "auto, always or never"},
 		{[]string{"--tls-cert", "c.pem"}, "go together"},
+		{[]string{"--tls-key", "k.pem"}, "go together"},
+		{[]string{"--tls-cert", "c.pem", "--tls-key", "k.pem"}, "are for --listen"},
 		{[]string{"-o", "rec/{nope}.ts"}, "unknown placeholder"},
 		{[]string{"--unknown"}, "unknown flag"},
 		{[]string{"--duration", "ten"}, "invalid argument"},

@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 )
@@ -34,25 +33,8 @@ func TestFileOutputBuffersAndSeeks(t *testing.T) {
 	}
 }
 
-type slowWriter struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (w *slowWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.Write(p)
-}
-
-func (w *slowWriter) Len() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.Len()
-}
-
 func TestStreamOutputFlushesWithoutMoreWrites(t *testing.T) {
-	var w slowWriter
+	var w syncBuffer
 	o := newStreamOutput(&w, 5*time.Millisecond)
 	defer o.Close()
 	o.Write([]byte("frame"))

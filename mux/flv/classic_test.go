@@ -18,51 +18,23 @@ import (
 // that ffprobe sees the same frames at the same times.
 func TestClassicCodecsDecodeCleanWithSystemFFmpeg(t *testing.T) {
 	tl := mediatest.SystemFFmpeg(t)
-	cases := []struct {
-		name    string
-		samples []string
-		codecs  map[string]string // ffprobe codec_type -> codec_name
-	}{
-		{"H264WithBFrames", []string{"h264"}, map[string]string{"video": "h264"}},
-		{"H264AnnexBWithoutDescription", []string{"h264-annexb"}, map[string]string{"video": "h264"}},
-		{"H264AnnexBAndAAC", []string{"h264-annexb", "aac"}, map[string]string{"video": "h264", "audio": "aac"}},
-		{"AAC", []string{"aac"}, map[string]string{"audio": "aac"}},
-		{"MP3", []string{"mp3"}, map[string]string{"audio": "mp3"}},
-		{"H264AndAAC", []string{"h264", "aac"}, map[string]string{"video": "h264", "audio": "aac"}},
-		{"H264AndMP3", []string{"h264", "mp3"}, map[string]string{"video": "h264", "audio": "mp3"}},
+	cases := []codecCase{
+		{"H264WithBFrames", []string{"h264"}, map[string]string{"video": "h264"}, false},
+		{"H264AnnexBWithoutDescription", []string{"h264-annexb"}, map[string]string{"video": "h264"}, false},
+		{"H264AnnexBAndAAC", []string{"h264-annexb", "aac"}, map[string]string{"video": "h264", "audio": "aac"}, false},
+		{"AAC", []string{"aac"}, map[string]string{"audio": "aac"}, false},
+		{"MP3", []string{"mp3"}, map[string]string{"audio": "mp3"}, false},
+		{"H264AndAAC", []string{"h264", "aac"}, map[string]string{"video": "h264", "audio": "aac"}, false},
+		{"H264AndMP3", []string{"h264", "mp3"}, map[string]string{"video": "h264", "audio": "mp3"}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var samples []*moqexport.Sample
-			var tracks []mux.Track
-			for i, n := range tc.samples {
-				s := mediatest.LoadSample(n)
-				samples = append(samples, s)
-				tracks = append(tracks, mediatest.TrackOf(s, i+1))
-			}
 			// Start at an arbitrary time, as a live broadcast does.
-			frames := interleave(7_200_000_000, samples...)
-			path := writeFile(t, tc.name+".flv", Options{}, tracks, frames)
-			tl.DecodeClean(t, path)
-			got := probe(t, tl, path)
-			if len(got) != len(tc.codecs) {
-				t.Fatalf("ffprobe found %d streams, want %d", len(got), len(tc.codecs))
-			}
-			for i, tr := range tracks {
-				kind := tr.Kind.String()
-				st := got[kind]
-				if st == nil || st.codec != tc.codecs[kind] {
-					t.Fatalf("%s stream: %+v, want codec %s", kind, st, tc.codecs[kind])
-				}
-				in := framesOfTrack(frames, i+1)
-				if st.frames != len(in) {
-					t.Errorf("%s: ffmpeg decoded %d frames, %d written", kind, st.frames, len(in))
-				}
-				checkTimestamps(t, kind, st, in)
-				if st.pts[0] > 200 {
+			checkCodecCase(t, tl, tc, 7_200_000_000, func(t *testing.T, kind string, st *probeStream, _ mux.Track) {
+				if len(st.pts) > 0 && st.pts[0] > 200 {
 					t.Errorf("%s starts at %d ms; rebasing should start near 0", kind, st.pts[0])
 				}
-			}
+			})
 		})
 	}
 }
@@ -208,14 +180,7 @@ func TestChangedSPSMidStreamSendsANewSequenceHeader(t *testing.T) {
 	frames := append(interleave(0, s), interleave(0, &changed)...)
 	path := writeFile(t, "sps.flv", Options{}, []mux.Track{mediatest.TrackOf(s, 1)}, frames)
 
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, tags, err := readFLV(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tags := readFLVFile(t, path)
 	var levels []byte
 	for _, tg := range tagsOf(tags, tagVideo) {
 		if tg.body[1] == avcSequenceHeader {

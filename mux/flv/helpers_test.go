@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strconv"
 	"testing"
@@ -141,6 +142,72 @@ func readFLV(b []byte) (flags byte, tags []flvTag, err error) {
 		b = b[11+size+4:]
 	}
 	return flags, tags, nil
+}
+
+// readFLVFile reads the file at path and parses it with readFLV; either
+// failing fails the test.
+func readFLVFile(t *testing.T, path string) []flvTag {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tags, err := readFLV(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tags
+}
+
+// codecCase is a row of the decode tests: samples written as tracks 1,
+// 2, ... and the codec ffprobe must report for each stream type.
+type codecCase struct {
+	name    string
+	samples []string
+	codecs  map[string]string // ffprobe codec_type -> codec_name
+	noDesc  bool              // drop the catalog description, as browsers publish Opus
+}
+
+// checkCodecCase writes tc's samples, interleaved from start (µs), to a
+// file and checks it with tl: ffmpeg decodes it without a complaint, and
+// ffprobe finds one stream per kind with the codec tc names, as many
+// decoded frames as were written and their timestamps (checkTimestamps).
+// more, if not nil, checks each stream further before its timestamps.
+func checkCodecCase(t *testing.T, tl mediatest.Tools, tc codecCase, start int64, more func(t *testing.T, kind string, st *probeStream, tr mux.Track)) {
+	t.Helper()
+	var samples []*moqexport.Sample
+	var tracks []mux.Track
+	for i, n := range tc.samples {
+		s := mediatest.LoadSample(n)
+		samples = append(samples, s)
+		tr := mediatest.TrackOf(s, i+1)
+		if tc.noDesc {
+			tr.Description = nil
+		}
+		tracks = append(tracks, tr)
+	}
+	frames := interleave(start, samples...)
+	path := writeFile(t, tc.name+".flv", Options{}, tracks, frames)
+	tl.DecodeClean(t, path)
+	got := probe(t, tl, path)
+	if len(got) != len(tc.codecs) {
+		t.Fatalf("ffprobe found %d streams, want %d", len(got), len(tc.codecs))
+	}
+	for i, tr := range tracks {
+		kind := tr.Kind.String()
+		st := got[kind]
+		if st == nil || st.codec != tc.codecs[kind] {
+			t.Fatalf("%s stream: %+v, want codec %s", kind, st, tc.codecs[kind])
+		}
+		in := framesOfTrack(frames, i+1)
+		if st.frames != len(in) {
+			t.Errorf("%s: ffmpeg decoded %d frames, %d written", kind, st.frames, len(in))
+		}
+		if more != nil {
+			more(t, kind, st, tr)
+		}
+		checkTimestamps(t, kind, st, in)
+	}
 }
 
 // sortedCopy returns a sorted copy of v.

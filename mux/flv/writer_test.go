@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"log/slog"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -286,14 +285,7 @@ func TestExtendedTimestampByteCarriesTheUpperBits(t *testing.T) {
 	const start = 20_000_000_000 // 20,000,000 ms: past 24 bits (16,777,215 ms)
 	frames := interleave(start, a)
 	path := writeFile(t, "ext.flv", Options{KeepTimestamps: true}, []mux.Track{mediatest.TrackOf(a, 1)}, frames)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, tags, err := readFLV(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tags := readFLVFile(t, path)
 	if first := tagsOf(tags, tagAudio)[0].ts; first != start/1000 {
 		t.Fatalf("first tag time %d, want %d", first, start/1000)
 	}
@@ -370,8 +362,7 @@ func TestDiscontinuityKeepsTheTimelineContinuous(t *testing.T) {
 		t.Fatalf("second half: video starts %d ms after audio", d)
 	}
 	// The sequence headers were sent again for the restart.
-	b, _ := os.ReadFile(path)
-	_, tags, _ := readFLV(b)
+	tags := readFLVFile(t, path)
 	seq := 0
 	for _, tg := range tags {
 		if (tg.typ == tagVideo && tg.body[1] == avcSequenceHeader) || (tg.typ == tagAudio && tg.body[1] == aacSequenceHeader) {

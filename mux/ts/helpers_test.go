@@ -13,6 +13,7 @@ import (
 	"github.com/asticode/go-astits"
 
 	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/mux"
 	"github.com/moq-export/moq-export/mux/ts"
 )
 
@@ -30,6 +31,71 @@ func muxAll(t testing.TB, opts ts.Options, ins ...input) ([]byte, *ts.Writer) {
 		t.Fatalf("Close: %v", err)
 	}
 	return buf.Bytes(), w
+}
+
+// startWriter returns a Writer with opts on a buffer, the inputs' tracks
+// added.
+func startWriter(t testing.TB, opts ts.Options, ins ...input) (*ts.Writer, *bytes.Buffer) {
+	t.Helper()
+	buf := &bytes.Buffer{}
+	w := ts.NewWriter(buf, opts)
+	mediatest.Write(t, w, mediatest.Tracks(ins...), nil)
+	return w, buf
+}
+
+// writeAddingLate writes frames to w, adding track late just before its
+// first frame, and closes w.
+func writeAddingLate(t testing.TB, w *ts.Writer, late mux.Track, frames []mux.Frame) {
+	t.Helper()
+	added := false
+	for _, f := range frames {
+		if f.TrackID == late.ID && !added {
+			if err := w.AddTrack(late); err != nil {
+				t.Fatal(err)
+			}
+			added = true
+		}
+		if err := w.WriteFrame(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeRemovingAt writes frames to w, removing track id before the first
+// frame at or after at (µs); its frames after that must fail with
+// mux.ErrUnknownTrack. It closes w and returns how many frames of track id
+// were written.
+func writeRemovingAt(t testing.TB, w *ts.Writer, frames []mux.Frame, id int, at int64) int {
+	t.Helper()
+	removed, written := false, 0
+	for _, f := range frames {
+		if f.Timestamp >= at && !removed {
+			if err := w.RemoveTrack(id); err != nil {
+				t.Fatal(err)
+			}
+			removed = true
+		}
+		err := w.WriteFrame(f)
+		if f.TrackID == id && removed {
+			if !errors.Is(err, mux.ErrUnknownTrack) {
+				t.Fatalf("frame of a removed track: %v, want ErrUnknownTrack", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.TrackID == id {
+			written++
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return written
 }
 
 // writeFile stores b under t.TempDir.

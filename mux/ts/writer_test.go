@@ -209,9 +209,7 @@ func TestAudioBeforeTheFirstVideoKeyframeIsDroppedAndCounted(t *testing.T) {
 	// Video starts 30 frames in, mid-GOP: the first keyframe is at 1 s.
 	v.Frames = v.Frames[25:]
 	a := mediatest.SampleInput("aac", 2)
-	var buf bytes.Buffer
-	w := ts.NewWriter(&buf, ts.Options{})
-	mediatest.Write(t, w, mediatest.Tracks(v, a), nil)
+	w, buf := startWriter(t, ts.Options{}, v, a)
 	firstKey := int64(-1)
 	var droppedVideo, droppedAudio, keptAudio int
 	for _, f := range mediatest.Interleave(v, a) {
@@ -331,21 +329,7 @@ func TestTrackAddedMidExportGetsANewPMTVersion(t *testing.T) {
 			late.Frames = append(late.Frames, f)
 		}
 	}
-	added := false
-	for _, f := range mediatest.Interleave(v, late) {
-		if f.TrackID == 2 && !added {
-			if err := w.AddTrack(a.Track); err != nil {
-				t.Fatal(err)
-			}
-			added = true
-		}
-		if err := w.WriteFrame(f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeAddingLate(t, w, a.Track, mediatest.Interleave(v, late))
 	out := buf.Bytes()
 	r := demux(t, out)
 	versions := map[uint8]bool{}
@@ -378,21 +362,7 @@ func TestVideoJoiningAnAudioOnlyProgramTakesThePCR(t *testing.T) {
 	if err := w.AddTrack(a.Track); err != nil {
 		t.Fatal(err)
 	}
-	added := false
-	for _, f := range mediatest.Interleave(a, v) {
-		if f.TrackID == 2 && !added {
-			if err := w.AddTrack(v.Track); err != nil {
-				t.Fatal(err)
-			}
-			added = true
-		}
-		if err := w.WriteFrame(f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeAddingLate(t, w, v.Track, mediatest.Interleave(a, v))
 	r := demux(t, buf.Bytes())
 	if r.pcrPID != 0x101 {
 		t.Errorf("PCR PID %#x, want the video PID 0x101", r.pcrPID)
@@ -412,9 +382,7 @@ func TestVideoTracksWaitForEachOthersFirstKeyframe(t *testing.T) {
 	h264 := mediatest.SampleInput("h264", 1)
 	h265 := mediatest.SampleInput("h265", 2).Shift(1_000_000)
 	a := mediatest.SampleInput("aac", 3)
-	var buf bytes.Buffer
-	w := ts.NewWriter(&buf, ts.Options{})
-	mediatest.Write(t, w, mediatest.Tracks(h264, h265, a), nil)
+	w, buf := startWriter(t, ts.Options{}, h264, h265, a)
 	var audioKept input
 	audioKept.Track = a.Track
 	for _, f := range mediatest.Interleave(h264, h265, a) {
@@ -440,35 +408,9 @@ func TestVideoTracksWaitForEachOthersFirstKeyframe(t *testing.T) {
 func TestRemovedTrackLeavesThePMT(t *testing.T) {
 	v := mediatest.SampleInput("h264", 1)
 	a := mediatest.SampleInput("aac", 2)
-	var buf bytes.Buffer
-	w := ts.NewWriter(&buf, ts.Options{})
-	mediatest.Write(t, w, mediatest.Tracks(v, a), nil)
+	w, buf := startWriter(t, ts.Options{}, v, a)
 	const leaveAt = 2_000_000
-	removed, audio := false, 0
-	for _, f := range mediatest.Interleave(v, a) {
-		if f.Timestamp >= leaveAt && !removed {
-			if err := w.RemoveTrack(2); err != nil {
-				t.Fatal(err)
-			}
-			removed = true
-		}
-		err := w.WriteFrame(f)
-		if f.TrackID == 2 && removed {
-			if !errors.Is(err, mux.ErrUnknownTrack) {
-				t.Fatalf("frame of a removed track: %v, want ErrUnknownTrack", err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if f.TrackID == 2 {
-			audio++
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	audio := writeRemovingAt(t, w, mediatest.Interleave(v, a), 2, leaveAt)
 	r := demux(t, buf.Bytes())
 	if _, ok := r.pmtStreams[0x101]; ok || len(r.pmtStreams) != 1 {
 		t.Errorf("last PMT lists %v, want the video track only", r.pmtStreams)
@@ -482,27 +424,9 @@ func TestRemovedTrackLeavesThePMT(t *testing.T) {
 func TestRemovingThePCRTrackMovesThePCR(t *testing.T) {
 	v := mediatest.SampleInput("h264", 1)
 	a := mediatest.SampleInput("aac", 2)
-	var buf bytes.Buffer
-	w := ts.NewWriter(&buf, ts.Options{})
-	mediatest.Write(t, w, mediatest.Tracks(v, a), nil)
-	removed := false
-	for _, f := range mediatest.Interleave(v, a) {
-		if f.Timestamp >= 2_000_000 && !removed {
-			if err := w.RemoveTrack(1); err != nil {
-				t.Fatal(err)
-			}
-			removed = true
-		}
-		if f.TrackID == 1 && removed {
-			continue
-		}
-		if err := w.WriteFrame(f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	w, buf := startWriter(t, ts.Options{}, v, a)
+	// The video's frames after its removal are refused (ErrUnknownTrack).
+	writeRemovingAt(t, w, mediatest.Interleave(v, a), 1, 2_000_000)
 	r := demux(t, buf.Bytes())
 	if r.pcrPID != 0x101 {
 		t.Errorf("PCR PID %#x after removing the video, want the audio PID 0x101", r.pcrPID)
@@ -522,9 +446,7 @@ func TestDiscontinuityMarksPacketsAndWaitsForAKeyframe(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			v := mediatest.SampleInput("h264", 1)
 			a := mediatest.SampleInput("aac", 2)
-			var buf bytes.Buffer
-			w := ts.NewWriter(&buf, ts.Options{KeepTimestamps: keep})
-			mediatest.Write(t, w, mediatest.Tracks(v, a), nil)
+			w, buf := startWriter(t, ts.Options{KeepTimestamps: keep}, v, a)
 			// Break at 1.5 s (mid-GOP): video must wait for the 2 s keyframe.
 			const breakAt = 1_500_000
 			broken := false
