@@ -80,12 +80,7 @@ func (s *sessionSource) Announced(ctx context.Context, prefix string) (Feed, err
 }
 
 func (s *sessionSource) Catalog(ctx context.Context, b *model.Broadcast) (*catalog.Catalog, error) {
-	w, err := subscribe.WatchCatalog(b, subscribe.CatalogOptions{})
-	if err != nil {
-		return nil, err
-	}
-	defer w.Close()
-	return w.Next(ctx)
+	return firstCatalog(ctx, b)
 }
 
 func (s *sessionSource) Resolve(b *model.Broadcast, ref string) (*model.Broadcast, error) {

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/subscribe"
 )
 
 // Source is where broadcasts come from: a relay or publisher session, a
@@ -91,7 +91,7 @@ func (s *localSource) Announced(ctx context.Context, prefix string) (Feed, error
 }
 
 func (s *localSource) Catalog(ctx context.Context, b *model.Broadcast) (*catalog.Catalog, error) {
-	return readCatalog(ctx, b)
+	return firstCatalog(ctx, b)
 }
 
 func (s *localSource) Resolve(b *model.Broadcast, ref string) (*model.Broadcast, error) {
@@ -127,38 +127,13 @@ func (f *localFeed) Next(ctx context.Context) (Announcement, error) {
 
 func (f *localFeed) Close() {}
 
-// readCatalog waits for the first catalog.json of b and parses it.
-func readCatalog(ctx context.Context, b *model.Broadcast) (*catalog.Catalog, error) {
-	t, err := b.Track(catalog.TrackName)
+// firstCatalog waits for the first catalog snapshot of b (catalog.json, or
+// the MSF catalog for .msf names) and returns it.
+func firstCatalog(ctx context.Context, b *model.Broadcast) (*catalog.Catalog, error) {
+	w, err := subscribe.WatchCatalog(b, subscribe.CatalogOptions{})
 	if err != nil {
 		return nil, err
 	}
-	c := t.Subscribe(time.Hour)
-	defer c.Close()
-	ready := model.NewReadySet()
-	c.Watch(ready)
-	var taken []*model.Consumer
-	for {
-		taken = ready.Take(taken[:0])
-		for {
-			ev, ok := c.Next()
-			if !ok {
-				break
-			}
-			switch ev.Kind {
-			case model.EventFrame:
-				return catalog.Parse(ev.Frame.Payload)
-			case model.EventEnd:
-				if ev.Err != nil {
-					return nil, ev.Err
-				}
-				return nil, errors.New("the catalog track ended before a catalog arrived")
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil, context.Cause(ctx)
-		case <-ready.Wakeup():
-		}
-	}
+	defer w.Close()
+	return w.Next(ctx)
 }
