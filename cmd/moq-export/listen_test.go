@@ -39,11 +39,11 @@ type listener struct {
 	lines chan string // stderr, line by line; closed when it ends
 	log   []string    // stderr read so far
 	addr  string      // host:port it listens on
-	pin   string      // fingerprint of its self-signed certificate, "" with --tls-cert
+	pin   string      // fingerprint of its certificate
 	self  bool        // it said its certificate is self-signed
 }
 
-var listeningLine = regexp.MustCompile(`listening on moql://(\S+) and https://\S+( \(self-signed certificate, SHA-256 fingerprint ([0-9a-f]{64}))?`)
+var listeningLine = regexp.MustCompile(`listening on moql://(\S+) and https://\S+ \((self-signed certificate|certificate \S+), SHA-256 fingerprint ([0-9a-f]{64})`)
 
 // startListener starts the binary with --listen 127.0.0.1:0 and args in dir
 // and waits for the line that says where it listens.
@@ -74,7 +74,7 @@ func startListener(t *testing.T, dir string, args ...string) *listener {
 			}
 			l.log = append(l.log, line)
 			if m := listeningLine.FindStringSubmatch(line); m != nil {
-				l.addr, l.self, l.pin = m[1], m[2] != "", m[3]
+				l.addr, l.self, l.pin = m[1], m[2] == "self-signed certificate", m[3]
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatalf("no listening line:\n%s", strings.Join(l.log, "\n"))
@@ -351,8 +351,8 @@ func TestListenServesTheGivenCertificate(t *testing.T) {
 	cert, key, pin := writeCert(t, dir, "server")
 	_, _, otherPin := writeCert(t, dir, "other")
 	l := startListener(t, dir, "--tls-cert", cert, "--tls-key", key, "-o", "tls.ts", "--duration", "1s")
-	if l.self || l.pin != "" {
-		t.Errorf("with --tls-cert the listener still says it uses a self-signed certificate:\n%s", strings.Join(l.log, "\n"))
+	if l.self || l.pin != pin {
+		t.Errorf("with --tls-cert the listener should name the certificate and its fingerprint %s:\n%s", pin, strings.Join(l.log, "\n"))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

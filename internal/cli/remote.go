@@ -170,7 +170,7 @@ func (a *app) listen(ctx context.Context) error {
 	if pin != "" {
 		fmt.Fprintf(a.con, "moq-export: listening on moql://%s and https://%s (self-signed certificate, SHA-256 fingerprint %s; publishers pin it, or use http://%s)\n", addr, addr, pin, addr)
 	} else {
-		fmt.Fprintf(a.con, "moq-export: listening on moql://%s and https://%s\n", addr, addr)
+		fmt.Fprintf(a.con, "moq-export: listening on moql://%s and https://%s (certificate %s, SHA-256 fingerprint %s)\n", addr, addr, a.cfg.TLSCert, srv.Fingerprint())
 	}
 
 	actx, stop := context.WithCancel(ctx)
