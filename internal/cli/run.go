@@ -430,7 +430,7 @@ func (a *app) openOutput(name string, n int) (mux.Muxer, error) {
 		if err != nil {
 			return nil, err
 		}
-		f, p, err := createUnique(p)
+		f, p, err := createUnique(a.cfg.template.Dir(), p)
 		if err != nil {
 			return nil, fmt.Errorf("creating the output: %w; check the path and its permissions", err)
 		}

@@ -149,21 +149,35 @@ func isAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
-// createUnique creates path for writing, its directory too; when path
-// exists it tries "name-1.ext", "name-2.ext", ... so a recording never
-// overwrites an earlier one (a broadcast that restarts, a clock that went
-// back).
-func createUnique(path string) (*os.File, string, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+// createUnique creates path, which lies below the output directory dir,
+// for writing, its directories too; when path exists it tries
+// "name-1.ext", "name-2.ext", ... so a recording never overwrites an
+// earlier one (a broadcast that restarts, a clock that went back). Below
+// dir everything is opened through an os.Root, so a symlink there cannot
+// take the file outside dir.
+func createUnique(dir, path string) (*os.File, string, error) {
+	rel, err := filepath.Rel(dir, path)
+	if err != nil {
 		return nil, "", err
 	}
-	ext := filepath.Ext(path)
-	stem := strings.TrimSuffix(path, ext)
-	p := path
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, "", err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, "", err
+	}
+	defer root.Close()
+	if err := root.MkdirAll(filepath.Dir(rel), 0o755); err != nil {
+		return nil, "", err
+	}
+	ext := filepath.Ext(rel)
+	stem := strings.TrimSuffix(rel, ext)
+	p := rel
 	for i := 1; ; i++ {
-		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err := root.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err == nil {
-			return f, p, nil
+			return f, filepath.Join(dir, p), nil
 		}
 		if !errors.Is(err, os.ErrExist) || i > 10000 {
 			return nil, "", err

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -90,7 +91,7 @@ func TestCreateUniqueNeverOverwrites(t *testing.T) {
 	p := filepath.Join(dir, "sub", "a.mkv")
 	var got []string
 	for range 3 {
-		f, name, err := createUnique(p)
+		f, name, err := createUnique(dir, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,4 +132,49 @@ func FuzzTemplateExpandStaysInOutputDirectory(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestTemplateOutputDoesNotFollowSymlinksOutOfTheDirectory: a symlink in
+// the output directory named like a broadcast must not carry that
+// broadcast's files elsewhere.
+func TestTemplateOutputDoesNotFollowSymlinksOutOfTheDirectory(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	rec := filepath.Join(dir, "rec")
+	if err := os.MkdirAll(rec, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(rec, "evil")); err != nil {
+		t.Skipf("cannot make a symlink here: %v", err)
+	}
+	tm, err := ParseTemplate(filepath.Join(rec, "{broadcast}", "{n}.ts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := tm.Expand("evil", 0, time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, name, err := createUnique(tm.Dir(), p); err == nil {
+		f.Close()
+		t.Errorf("created %s through the symlink", name)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Errorf("%d files written outside the output directory", len(ents))
+	}
+	// A symlink that stays inside the directory is still followed.
+	if err := os.MkdirAll(filepath.Join(rec, "real"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real", filepath.Join(rec, "alias")); err != nil {
+		t.Fatal(err)
+	}
+	p, _ = tm.Expand("alias", 0, time.Unix(0, 0))
+	f, _, err := createUnique(tm.Dir(), p)
+	if err != nil {
+		t.Fatalf("symlink inside the directory: %v", err)
+	}
+	f.Close()
+	if _, err := os.Stat(filepath.Join(rec, "real", "0.ts")); err != nil {
+		t.Error(err)
+	}
 }
