@@ -114,9 +114,10 @@ const maxNameBytes = 120
 
 // SafeName turns an untrusted broadcast name into one harmless file-name
 // component: path separators become "_", and so do control characters,
-// characters that shells or other systems treat specially, and leading dots
-// (so ".." and hidden files cannot result). The result is never empty and
-// at most 120 bytes long.
+// characters that shells or other systems treat specially, and a leading
+// dot (so ".." and hidden files cannot result); Windows device names (CON,
+// NUL, COM1, ...) get a "_" in front. The result is
+// never empty and at most 120 bytes long.
 func SafeName(name string) string {
 	var b strings.Builder
 	for _, r := range name {
@@ -135,6 +136,9 @@ func SafeName(name string) string {
 	if strings.HasPrefix(s, ".") {
 		s = "_" + s[1:]
 	}
+	if isDeviceName(s) {
+		s = "_" + s
+	}
 	for len(s) > maxNameBytes {
 		_, size := utf8.DecodeLastRuneInString(s)
 		s = s[:len(s)-size]
@@ -143,6 +147,17 @@ func SafeName(name string) string {
 		return "_"
 	}
 	return s
+}
+
+// isDeviceName reports whether Windows takes file name s for a device
+// (CON, PRN, AUX, NUL, COM0-9, LPT0-9, whatever follows a dot).
+func isDeviceName(s string) bool {
+	stem, _, _ := strings.Cut(s, ".")
+	switch strings.ToUpper(stem) {
+	case "CON", "PRN", "AUX", "NUL":
+		return true
+	}
+	return len(stem) == 4 && (strings.EqualFold(stem[:3], "COM") || strings.EqualFold(stem[:3], "LPT")) && stem[3] >= '0' && stem[3] <= '9'
 }
 
 func isAlnum(c byte) bool {

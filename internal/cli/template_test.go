@@ -178,3 +178,22 @@ func TestTemplateOutputDoesNotFollowSymlinksOutOfTheDirectory(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestSafeNameAvoidsWindowsDeviceNames: CON, NUL, COM1 and the like open
+// a device on Windows whatever the extension.
+func TestSafeNameAvoidsWindowsDeviceNames(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"CON", "_CON"},
+		{"nul", "_nul"},
+		{"Com1", "_Com1"},
+		{"lpt9.x", "_lpt9.x"},
+		{"aux.", "_aux."},
+		{"console", "console"},
+		{"com10", "com10"},
+		{"con-1", "con-1"},
+	} {
+		if got := SafeName(tc.in); got != tc.want {
+			t.Errorf("SafeName(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
