@@ -79,13 +79,7 @@ func Main(args []string) int {
 // Execute runs the command and returns the exit code. Cancelling ctx with
 // any cause stops a recording the way Ctrl-C does (exit 0).
 func Execute(ctx context.Context, args []string, env Env) int {
-	var redact *strings.Replacer
-	for _, a := range args {
-		if ss := secrets(a); len(ss) > 0 {
-			redact = newRedactor(ss)
-		}
-	}
-	con := newConsole(env.Stderr, env.StderrTerminal, redact)
+	con := newConsole(env.Stderr, env.StderrTerminal, redactorFor(args))
 	cfg := &Config{}
 	var runErr error
 	cmd := newCommand(cfg, func() error {

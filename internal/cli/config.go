@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -162,8 +163,10 @@ func checkURL(raw string) error {
 	return nil
 }
 
-// secretParams are query parameters that carry credentials.
-var secretParams = []string{"jwt", "token", "access_token", "auth", "authorization", "key", "secret", "password"}
+// secretWords mark query parameters that carry credentials: a parameter
+// whose name contains one (jwt, access_token, api_key, X-Amz-Signature,
+// password, ...) is a secret.
+var secretWords = []string{"jwt", "token", "auth", "key", "secret", "pass", "sig", "cred"}
 
 // redactURL returns raw with credentials replaced: the values of token-like
 // query parameters and any user-info password.
@@ -192,50 +195,58 @@ func redactURL(raw string) string {
 }
 
 func isSecretParam(k string) bool {
-	for _, s := range secretParams {
-		if strings.EqualFold(k, s) {
-			return true
-		}
-	}
-	return false
+	k = strings.ToLower(k)
+	return slices.ContainsFunc(secretWords, func(w string) bool { return strings.Contains(k, w) })
 }
 
-// secrets returns the credential strings in raw (token values, user info),
-// so stderr can be scrubbed of them whatever path they take.
+// secrets returns the credential strings in raw (token values, decoded and
+// as written, and user info), so stderr can be scrubbed of them whatever
+// path they take.
 func secrets(raw string) []string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil
 	}
 	var out []string
-	for k, vs := range u.Query() {
-		if isSecretParam(k) {
-			for _, v := range vs {
-				if len(v) >= 4 {
-					out = append(out, v, url.QueryEscape(v))
-				}
-			}
+	add := func(s string) {
+		if len(s) >= 4 {
+			out = append(out, s)
+		}
+	}
+	for kv := range strings.SplitSeq(u.RawQuery, "&") {
+		k, v, _ := strings.Cut(kv, "=")
+		if uk, err := url.QueryUnescape(k); err == nil {
+			k = uk
+		}
+		if !isSecretParam(k) {
+			continue
+		}
+		add(v)
+		if uv, err := url.QueryUnescape(v); err == nil {
+			add(uv)
+			add(url.QueryEscape(uv))
 		}
 	}
 	if u.User != nil {
-		if p, ok := u.User.Password(); ok && len(p) >= 4 {
-			out = append(out, p)
+		if p, ok := u.User.Password(); ok {
+			add(p)
 		}
-		if n := u.User.Username(); len(n) >= 4 {
-			out = append(out, n)
-		}
+		add(u.User.Username())
 	}
 	return out
 }
 
-// newRedactor returns a replacer of every secret with "REDACTED".
-func newRedactor(ss []string) *strings.Replacer {
-	if len(ss) == 0 {
-		return nil
-	}
+// redactorFor returns a replacer of every secret in args with "REDACTED",
+// or nil when there is none.
+func redactorFor(args []string) *strings.Replacer {
 	var pairs []string
-	for _, s := range ss {
-		pairs = append(pairs, s, "REDACTED")
+	for _, a := range args {
+		for _, s := range secrets(a) {
+			pairs = append(pairs, s, "REDACTED")
+		}
+	}
+	if len(pairs) == 0 {
+		return nil
 	}
 	return strings.NewReplacer(pairs...)
 }

@@ -156,11 +156,34 @@ func TestRedactURLHidesTokens(t *testing.T) {
 
 func TestConsoleScrubsSecretsFromEveryWrite(t *testing.T) {
 	var buf bytes.Buffer
-	c := newConsole(&buf, false, newRedactor(secrets("https://relay.example/a?jwt=tok%2Fen123")))
+	c := newConsole(&buf, false, redactorFor([]string{"https://relay.example/a?jwt=tok%2Fen123"}))
 	log := newLogger(c, 1)
 	log.Info("dialing", "url", "https://relay.example/a?jwt=tok%2Fen123", "raw", "tok/en123")
 	c.Write([]byte("error: jwt tok/en123 refused\n"))
 	if s := buf.String(); strings.Contains(s, "en123") || !strings.Contains(s, "REDACTED") {
+		t.Errorf("secret reached stderr: %q", s)
+	}
+}
+
+// TestTokensInOtherParametersAndEncodingsAreRedacted: a credential may sit
+// in a parameter not called jwt (api_key, X-Amz-Signature, sessionToken)
+// and reach stderr in the URL's own percent-encoding.
+func TestTokensInOtherParametersAndEncodingsAreRedacted(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://relay.example/anon?api_key=k3y5ecret":          "https://relay.example/anon?api_key=REDACTED",
+		"https://relay.example/anon?X-Amz-Signature=abcdef0123": "https://relay.example/anon?X-Amz-Signature=REDACTED",
+		"https://relay.example/anon?room=1&sessionToken=s3ss":   "https://relay.example/anon?room=1&sessionToken=REDACTED",
+	} {
+		if got := redactURL(in); got != want {
+			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+	args := []string{"https://relay.example/a?jwt=tok%2Den123&x-api-key=K3YK3Y", "-b", "room?access-token=0THER5ECRET"}
+	var buf bytes.Buffer
+	c := newConsole(&buf, false, redactorFor(args))
+	c.Write([]byte("GET https://relay.example/a?jwt=tok%2Den123&x-api-key=K3YK3Y: refused (tok-en123)\n"))
+	c.Write([]byte("broadcast room?access-token=0THER5ECRET\n"))
+	if s := buf.String(); strings.Contains(s, "en123") || strings.Contains(s, "K3YK3Y") || strings.Contains(s, "0THER5ECRET") {
 		t.Errorf("secret reached stderr: %q", s)
 	}
 }
