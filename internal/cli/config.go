@@ -102,6 +102,9 @@ func (c *Config) Check() error {
 	if c.TLSCert != "" && c.Listen == "" {
 		return usagef("--tls-cert and --tls-key are for --listen")
 	}
+	if c.List && c.Listen != "" {
+		return usagef("--list asks a relay what it offers, but --listen waits for publishers: give a URL instead of --listen, or drop --list")
+	}
 	if c.List {
 		// Listing ignores the output flags.
 		return nil

@@ -91,6 +91,7 @@ func TestUsageErrorsSayWhatToDo(t *testing.T) {
 		{[]string{"--record-all", "-o", "{broadcast}.mkv"}, "needs a URL"},
 		{[]string{"--record-all", "--listen", ":1", "-b", "x", "-o", "{broadcast}.mkv"}, "drop -b"},
 		{[]string{"--listen", ":1", "https://r.example/"}, "exclude each other"},
+		{[]string{"--listen", ":1", "--list"}, "drop --list"},
 		{[]string{"https://r.example/", "--demo-codecs", "vp9"}, "built-in demo"},
 		{[]string{"--delay", "0s"}, "--delay must be positive"},
 		{[]string{"--duration", "-1s"}, "must not be negative"},
