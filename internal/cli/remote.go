@@ -186,11 +186,12 @@ func (a *app) listen(ctx context.Context) error {
 			break
 		}
 		src := &sessionSource{s: sess}
-		a.addSource(src)
+		remove := a.addSource(src)
 		a.log.Info("publisher connected", "path", sess.Path())
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer remove()
 			defer src.Close()
 			if a.cfg.RecordAll {
 				if err := a.recordAll(actx, src); err != nil && actx.Err() == nil {

@@ -27,10 +27,9 @@ type app struct {
 	log *slog.Logger
 
 	mu       sync.Mutex
-	sources  []Source
-	active   map[*export.Export]bool
-	done     Snapshot // counters of the recordings that ended
-	outputs  []string // files written, for the summary
+	sources  map[Source]bool         // open sources, for their reconnect counts
+	active   map[*export.Export]bool // running recordings
+	done     Snapshot                // counters of the recordings and sources that ended
 	recorded int
 }
 
@@ -46,7 +45,7 @@ func run(ctx context.Context, cfg *Config, env Env, con *console) error {
 	if err != nil {
 		return err
 	}
-	a.addSource(src)
+	defer a.addSource(src)()
 	defer src.Close()
 	if cfg.List {
 		return a.list(ctx, src)
@@ -74,10 +73,22 @@ func (a *app) openSource(ctx context.Context) (Source, error) {
 	return dial(ctx, a.cfg, a.log)
 }
 
-func (a *app) addSource(s Source) {
+// addSource counts the reconnects of s in the progress line until the
+// returned function is called (when s closed), which keeps its count but
+// not s: a --listen service must not hold every session it accepted.
+func (a *app) addSource(s Source) (remove func()) {
 	a.mu.Lock()
-	a.sources = append(a.sources, s)
+	if a.sources == nil {
+		a.sources = map[Source]bool{}
+	}
+	a.sources[s] = true
 	a.mu.Unlock()
+	return func() {
+		a.mu.Lock()
+		delete(a.sources, s)
+		a.done.Reconnects += s.Reconnects()
+		a.mu.Unlock()
+	}
 }
 
 // withProgress runs fn with the progress line on stderr when wanted.
@@ -124,7 +135,7 @@ func (a *app) snapshot() Snapshot {
 		// While recording: the tracks being recorded now.
 		s.Tracks -= a.done.Tracks
 	}
-	for _, src := range a.sources {
+	for src := range a.sources {
 		s.Reconnects += src.Reconnects()
 	}
 	return s
@@ -444,9 +455,6 @@ func (a *app) openOutput(name string, n int) (mux.Muxer, error) {
 		return nil, err
 	}
 	a.log.Info("writing", "path", path, "format", a.cfg.Format, "broadcast", name, "segment", n)
-	a.mu.Lock()
-	a.outputs = append(a.outputs, path)
-	a.mu.Unlock()
 	return &output{Muxer: m, out: c, path: path, log: a.log}, nil
 }
 

@@ -3,9 +3,11 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/moq-export/moq-export/demo"
 	"github.com/moq-export/moq-export/export"
 	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/subscribe"
 )
 
 // TestExecuteRecordsTheDemoWithProgress runs the whole command in process
@@ -117,6 +120,12 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 	return b.buf.Write(p)
 }
 
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 func (b *syncBuffer) Len() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -129,3 +138,65 @@ func lastLine(s string) string {
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestListenForgetsPublishersThatLeft: a --listen --record-all service
+// runs for days; the sessions of publishers that disconnected must not
+// pile up.
+func TestListenForgetsPublishersThatLeft(t *testing.T) {
+	dir := t.TempDir()
+	cfg := &Config{Listen: "127.0.0.1:0", RecordAll: true, Output: filepath.Join(dir, "{broadcast}-{n}.ts"),
+		Delay: 100 * time.Millisecond, Progress: "never"}
+	if err := cfg.Check(); err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncBuffer
+	con := newConsole(&stderr, false, nil)
+	a := &app{cfg: cfg, con: con, log: newLogger(con, 0), active: map[*export.Export]bool{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- a.listen(ctx) }()
+	var addr, pin string
+	for addr == "" {
+		if m := regexp.MustCompile(`moql://(\S+) .*fingerprint ([0-9a-f]{64})`).FindStringSubmatch(stderr.String()); m != nil {
+			addr, pin = m[1], m[2]
+		} else if ctx.Err() != nil {
+			t.Fatalf("no listening line: %s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for i := range 3 {
+		pub, err := subscribe.Dial(ctx, "moql://"+addr+"/", subscribe.Options{Role: subscribe.RolePublisher, TLSFingerprint: pin, Logger: quietLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bc := model.NewBroadcast(fmt.Sprintf("pub%d", i))
+		go demo.Publish(ctx, bc, demo.Options{Realtime: true})
+		if err := pub.Publish(bc); err != nil {
+			t.Fatal(err)
+		}
+		// Leave once the recording is under way.
+		before := a.snapshot().Frames
+		for a.snapshot().Frames < before+30 {
+			if ctx.Err() != nil {
+				t.Fatalf("publisher %d was not recorded: %s", i, stderr.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		pub.Close()
+	}
+	for {
+		a.mu.Lock()
+		n, recorded := len(a.sources), a.recorded
+		a.mu.Unlock()
+		if n == 0 && recorded == 3 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%d recordings; %d sessions of publishers that left are still held", recorded, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+}
