@@ -22,7 +22,7 @@ func (a *app) list(ctx context.Context, src Source) error {
 			return err
 		}
 		if len(names) == 0 {
-			fmt.Fprintf(a.con, "moq-export: no broadcast is announced under %s\n", redactURL(a.cfg.URL))
+			fmt.Fprintf(a.con, "moq-export: no broadcast is announced %s\n", a.origin())
 			return nil
 		}
 		for _, n := range names {

@@ -177,8 +177,17 @@ func (a *app) pickBroadcast(ctx context.Context, src Source) (string, error) {
 	case 0:
 		return "", ctx.Err()
 	}
-	return "", usagef("%d broadcasts are announced under %s (%s): pick one with -b NAME, or record them all with --record-all -o 'rec/{broadcast}%s'",
-		len(names), redactURL(a.cfg.URL), strings.Join(names, ", "), a.cfg.Format.Ext())
+	return "", usagef("%d broadcasts are announced %s (%s): pick one with -b NAME, or record them all with --record-all -o 'rec/{broadcast}%s'",
+		len(names), a.origin(), strings.Join(names, ", "), a.cfg.Format.Ext())
+}
+
+// origin says where announcements come from, for messages: "under URL"
+// (redacted), or the publisher on --listen.
+func (a *app) origin() string {
+	if a.cfg.Listen != "" {
+		return "by the publisher on --listen " + a.cfg.Listen
+	}
+	return "under " + redactURL(a.cfg.URL)
 }
 
 // settle is how long announcements are gathered after the last one before
@@ -199,7 +208,7 @@ func (a *app) announced(ctx context.Context, src Source, wait time.Duration) ([]
 	first := true
 	notice := time.AfterFunc(2*time.Second, func() {
 		if wait == 0 {
-			fmt.Fprintf(a.con, "moq-export: waiting for a broadcast to be announced under %s (name one with -b to skip this)\n", redactURL(a.cfg.URL))
+			fmt.Fprintf(a.con, "moq-export: waiting for a broadcast to be announced %s (name one with -b to skip this)\n", a.origin())
 		}
 	})
 	defer notice.Stop()

@@ -200,3 +200,24 @@ func TestListenForgetsPublishersThatLeft(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// TestPickBroadcastNamesWhereTheBroadcastsCameFrom: with --listen there is
+// no URL to name, the message says the publisher announced them.
+func TestPickBroadcastNamesWhereTheBroadcastsCameFrom(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{URL: "https://relay.example/anon?jwt=s3cr3t"}, "announced under https://relay.example/anon?jwt=REDACTED ("},
+		{Config{Listen: "127.0.0.1:4443"}, "announced by the publisher on --listen 127.0.0.1:4443 ("},
+	} {
+		cfg := tc.cfg
+		cfg.Format = MKV
+		con := newConsole(&bytes.Buffer{}, false, nil)
+		a := &app{cfg: &cfg, con: con, log: quietLogger()}
+		_, err := a.pickBroadcast(context.Background(), newLocalSource(model.NewBroadcast("a"), model.NewBroadcast("b")))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "pick one with -b") {
+			t.Errorf("%+v: %v; want it to say %q", tc.cfg, err, tc.want)
+		}
+	}
+}
