@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"errors"
 	"io"
 	"os"
@@ -17,51 +18,19 @@ const outputBufferSize = 256 << 10
 // finalize by seeking (MKV cues and duration, FLV duration) can, while
 // writes still go out in large blocks.
 type fileOutput struct {
-	f   *os.File
-	buf []byte
-	err error
+	f *os.File
+	*bufio.Writer
 }
 
 func newFileOutput(f *os.File) *fileOutput {
-	return &fileOutput{f: f, buf: make([]byte, 0, outputBufferSize)}
-}
-
-func (o *fileOutput) Write(p []byte) (int, error) {
-	if o.err != nil {
-		return 0, o.err
-	}
-	if len(o.buf)+len(p) > cap(o.buf) {
-		if err := o.flush(); err != nil {
-			return 0, err
-		}
-		if len(p) >= cap(o.buf) {
-			n, err := o.f.Write(p)
-			o.err = err
-			return n, err
-		}
-	}
-	o.buf = append(o.buf, p...)
-	return len(p), nil
-}
-
-func (o *fileOutput) flush() error {
-	if o.err != nil {
-		return o.err
-	}
-	if len(o.buf) == 0 {
-		return nil
-	}
-	_, err := o.f.Write(o.buf)
-	o.buf = o.buf[:0]
-	o.err = err
-	return err
+	return &fileOutput{f: f, Writer: bufio.NewWriterSize(f, outputBufferSize)}
 }
 
 // Seek flushes what is buffered, then seeks the file. A file that cannot
 // seek (a pipe given as a path) reports an error, which muxers take as "live
 // output, do not finalize".
 func (o *fileOutput) Seek(offset int64, whence int) (int64, error) {
-	if err := o.flush(); err != nil {
+	if err := o.Flush(); err != nil {
 		return 0, err
 	}
 	return o.f.Seek(offset, whence)
@@ -69,7 +38,7 @@ func (o *fileOutput) Seek(offset int64, whence int) (int64, error) {
 
 // Close flushes and closes the file.
 func (o *fileOutput) Close() error {
-	err := o.flush()
+	err := o.Flush()
 	if cerr := o.f.Close(); err == nil {
 		err = cerr
 	}
@@ -79,19 +48,17 @@ func (o *fileOutput) Close() error {
 // streamOutput buffers writes to a pipe (stdout) and flushes them at least
 // every interval, so a player reading the pipe gets the media without
 // waiting for a full buffer, and the pipe does not see one syscall per TS
-// packet. The first write error sticks: after a player closed the pipe
-// every write fails at once.
+// packet. The first write error sticks (bufio.Writer's): after a player
+// closed the pipe every write fails at once.
 type streamOutput struct {
 	mu   sync.Mutex
-	w    io.Writer
-	buf  []byte
-	err  error
+	w    *bufio.Writer
 	stop chan struct{}
 	done chan struct{}
 }
 
 func newStreamOutput(w io.Writer, interval time.Duration) *streamOutput {
-	o := &streamOutput{w: w, buf: make([]byte, 0, 64<<10), stop: make(chan struct{}), done: make(chan struct{})}
+	o := &streamOutput{w: bufio.NewWriterSize(w, 64<<10), stop: make(chan struct{}), done: make(chan struct{})}
 	go o.flusher(interval)
 	return o
 }
@@ -106,7 +73,7 @@ func (o *streamOutput) flusher(interval time.Duration) {
 			return
 		case <-t.C:
 			o.mu.Lock()
-			_ = o.flushLocked()
+			_ = o.w.Flush()
 			o.mu.Unlock()
 		}
 	}
@@ -115,31 +82,7 @@ func (o *streamOutput) flusher(interval time.Duration) {
 func (o *streamOutput) Write(p []byte) (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.err != nil {
-		return 0, o.err
-	}
-	if len(o.buf)+len(p) > cap(o.buf) {
-		if err := o.flushLocked(); err != nil {
-			return 0, err
-		}
-		if len(p) >= cap(o.buf) {
-			n, err := o.w.Write(p)
-			o.err = err
-			return n, err
-		}
-	}
-	o.buf = append(o.buf, p...)
-	return len(p), nil
-}
-
-func (o *streamOutput) flushLocked() error {
-	if o.err != nil || len(o.buf) == 0 {
-		return o.err
-	}
-	_, err := o.w.Write(o.buf)
-	o.buf = o.buf[:0]
-	o.err = err
-	return err
+	return o.w.Write(p)
 }
 
 // Close stops the flusher and writes what is left. It does not close the
@@ -149,7 +92,7 @@ func (o *streamOutput) Close() error {
 	<-o.done
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.flushLocked()
+	return o.w.Flush()
 }
 
 // isBrokenPipe reports whether err says the reader of our output went away
