@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -42,7 +43,7 @@ func (a *app) list(ctx context.Context, src Source) error {
 
 // writeRenditions prints the catalog's renditions as a table: name, kind,
 // codec, details, and which output formats carry each one.
-func writeRenditions(w interface{ Write([]byte) (int, error) }, cat *catalog.Catalog) error {
+func writeRenditions(w io.Writer, cat *catalog.Catalog) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tKIND\tCODEC\tDETAILS\tFORMATS")
 	for _, r := range cat.Renditions() {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,17 +52,9 @@ func dialAdvice(cfg *Config, err error) string {
 	return "check the URL, the token and that the relay is up"
 }
 
+// containsAny reports whether s contains any of subs.
 func containsAny(s string, subs ...string) bool {
-	for _, x := range subs {
-		if len(x) > 0 && len(s) >= len(x) {
-			for i := 0; i+len(x) <= len(s); i++ {
-				if s[i:i+len(x)] == x {
-					return true
-				}
-			}
-		}
-	}
-	return false
+	return slices.ContainsFunc(subs, func(x string) bool { return strings.Contains(s, x) })
 }
 
 // sessionSource is a moq-lite session: dialled, or accepted by --listen.

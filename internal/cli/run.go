@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -239,12 +240,7 @@ func (a *app) announced(ctx context.Context, src Source, wait time.Duration) ([]
 			delete(active, an.Path)
 		}
 	}
-	names := make([]string, 0, len(active))
-	for n := range active {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names, nil
+	return slices.Sorted(maps.Keys(active)), nil
 }
 
 // record exports one broadcast to the output (or output template) until
@@ -322,8 +318,8 @@ func (a *app) plan(name string, cat *catalog.Catalog) error {
 	var codecs []string
 	for _, r := range rs {
 		codecs = append(codecs, r.Common().Codec)
-		if a.cfg.Video != nil && r.Kind == catalog.KindVideo && !contains(a.cfg.Video, r.Name) ||
-			a.cfg.Audio != nil && r.Kind == catalog.KindAudio && !contains(a.cfg.Audio, r.Name) {
+		if a.cfg.Video != nil && r.Kind == catalog.KindVideo && !slices.Contains(a.cfg.Video, r.Name) ||
+			a.cfg.Audio != nil && r.Kind == catalog.KindAudio && !slices.Contains(a.cfg.Audio, r.Name) {
 			continue
 		}
 		if carries(a.cfg.Format, r) == nil {
@@ -353,15 +349,6 @@ func (a *app) plan(name string, cat *catalog.Catalog) error {
 		return fmt.Errorf("%s cannot carry any selected rendition of %q (codecs %s): %s", a.cfg.Format, name, strings.Join(codecs, ", "), advice)
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func renditionNames(rs []catalog.Rendition, kind catalog.Kind) string {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,7 +44,7 @@ func ParseTemplate(raw string) (Template, error) {
 			return Template{}, fmt.Errorf("%w %q: unclosed %q; placeholders are {broadcast}, {n} and {time}", ErrTemplate, raw, "{")
 		}
 		ph := rest[i : i+j+1]
-		if !isPlaceholder(ph) {
+		if !slices.Contains(placeholders, ph) {
 			return Template{}, fmt.Errorf("%w %q: unknown placeholder %s; use {broadcast}, {n} or {time}", ErrTemplate, raw, ph)
 		}
 		rest = rest[i+j+1:]
@@ -59,15 +60,6 @@ func ParseTemplate(raw string) (Template, error) {
 		t.base = filepath.Dir(raw)
 	}
 	return t, nil
-}
-
-func isPlaceholder(s string) bool {
-	for _, p := range placeholders {
-		if s == p {
-			return true
-		}
-	}
-	return false
 }
 
 // Has reports whether the template uses placeholder name ("broadcast", "n"
