@@ -34,7 +34,7 @@ func (a *app) list(ctx context.Context, src Source) error {
 	bc := src.Broadcast(a.cfg.Broadcast)
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	cat, err := src.Catalog(cctx, bc)
+	cat, err := firstCatalog(cctx, bc)
 	if err != nil {
 		return fmt.Errorf("broadcast %q: reading its catalog: %w; run --list without -b to see the broadcasts", a.cfg.Broadcast, err)
 	}

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe"
 )
@@ -58,23 +57,16 @@ func containsAny(s string, subs ...string) bool {
 }
 
 // sessionSource is a moq-lite session: dialled, or accepted by --listen.
-type sessionSource struct {
-	s       *subscribe.Session
-	onClose []func()
-}
+type sessionSource struct{ s *subscribe.Session }
 
 func (s *sessionSource) Broadcast(path string) *model.Broadcast { return s.s.Broadcast(path) }
 
-func (s *sessionSource) Announced(ctx context.Context, prefix string) (Feed, error) {
-	a, err := s.s.Announced(ctx, prefix)
+func (s *sessionSource) Announced(ctx context.Context) (Feed, error) {
+	a, err := s.s.Announced(ctx, "")
 	if err != nil {
 		return nil, err
 	}
 	return sessionFeed{a}, nil
-}
-
-func (s *sessionSource) Catalog(ctx context.Context, b *model.Broadcast) (*catalog.Catalog, error) {
-	return firstCatalog(ctx, b)
 }
 
 func (s *sessionSource) Resolve(b *model.Broadcast, ref string) (*model.Broadcast, error) {
@@ -87,16 +79,7 @@ func (s *sessionSource) Resolve(b *model.Broadcast, ref string) (*model.Broadcas
 
 func (s *sessionSource) Reconnects() int64 { return s.s.Reconnects() }
 
-func (s *sessionSource) Done() <-chan struct{} { return s.s.Done() }
-func (s *sessionSource) Err() error            { return s.s.Err() }
-
-func (s *sessionSource) Close() error {
-	err := s.s.Close()
-	for _, f := range s.onClose {
-		f()
-	}
-	return err
-}
+func (s *sessionSource) Close() error { return s.s.Close() }
 
 type sessionFeed struct{ a *subscribe.Announcements }
 
@@ -138,7 +121,7 @@ func serveDemo(ctx context.Context, cfg *Config, con *console, log *slog.Logger)
 		}
 		return nil, fmt.Errorf("connecting to the demo publisher: %w", err)
 	}
-	return &sessionSource{s: sess, onClose: []func(){stop}}, nil
+	return &closingSource{Source: &sessionSource{s: sess}, stop: stop}, nil
 }
 
 // listen accepts publishers on --listen and records what they announce:

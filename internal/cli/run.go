@@ -200,7 +200,7 @@ const settle = 300 * time.Millisecond
 // empty list when nothing was announced after wait; otherwise it waits
 // until ctx ends.
 func (a *app) announced(ctx context.Context, src Source, wait time.Duration) ([]string, error) {
-	feed, err := src.Announced(ctx, "")
+	feed, err := src.Announced(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing broadcasts: %w", err)
 	}
@@ -247,7 +247,7 @@ func (a *app) announced(ctx context.Context, src Source, wait time.Duration) ([]
 // it ends, --duration is reached or ctx ends.
 func (a *app) record(ctx context.Context, src Source, bc *model.Broadcast) error {
 	name := bc.Name()
-	cat, err := src.Catalog(ctx, bc)
+	cat, err := firstCatalog(ctx, bc)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -457,7 +457,7 @@ func (a *app) openOutput(name string, n int) (mux.Muxer, error) {
 // recordAll records every broadcast announced by src, each to the
 // template, until ctx ends or the source does.
 func (a *app) recordAll(ctx context.Context, src Source) error {
-	feed, err := src.Announced(ctx, "")
+	feed, err := src.Announced(ctx)
 	if err != nil {
 		return fmt.Errorf("following announcements: %w", err)
 	}

@@ -16,19 +16,13 @@ import (
 type Source interface {
 	// Broadcast returns the broadcast at path (relative to the URL path).
 	Broadcast(path string) *model.Broadcast
-	// Announced follows the broadcasts announced under prefix.
-	Announced(ctx context.Context, prefix string) (Feed, error)
-	// Catalog returns the broadcast's first catalog.
-	Catalog(ctx context.Context, b *model.Broadcast) (*catalog.Catalog, error)
+	// Announced follows the broadcasts announced (under the URL path).
+	Announced(ctx context.Context) (Feed, error)
 	// Resolve returns the broadcast a rendition's "broadcast" reference in
 	// b's catalog names.
 	Resolve(b *model.Broadcast, ref string) (*model.Broadcast, error)
 	// Reconnects counts the connections lost and made again.
 	Reconnects() int64
-	// Done is closed when the source ended (the session closed for good).
-	Done() <-chan struct{}
-	// Err says why the source ended.
-	Err() error
 	// Close ends the source.
 	Close() error
 }
@@ -78,29 +72,21 @@ func (s *localSource) Broadcast(path string) *model.Broadcast {
 	return b
 }
 
-func (s *localSource) Announced(ctx context.Context, prefix string) (Feed, error) {
+func (s *localSource) Announced(ctx context.Context) (Feed, error) {
 	s.mu.Lock()
 	var q []Announcement
 	for name := range s.bcs {
-		if prefix == "" || name == prefix || len(name) > len(prefix) && name[:len(prefix)+1] == prefix+"/" {
-			q = append(q, Announcement{Path: name, Active: true})
-		}
+		q = append(q, Announcement{Path: name, Active: true})
 	}
 	s.mu.Unlock()
 	return &localFeed{s: s, queue: q}, nil
-}
-
-func (s *localSource) Catalog(ctx context.Context, b *model.Broadcast) (*catalog.Catalog, error) {
-	return firstCatalog(ctx, b)
 }
 
 func (s *localSource) Resolve(b *model.Broadcast, ref string) (*model.Broadcast, error) {
 	return nil, fmt.Errorf("broadcast reference %q: %w", ref, model.ErrNotFound)
 }
 
-func (s *localSource) Reconnects() int64     { return 0 }
-func (s *localSource) Done() <-chan struct{} { return s.done }
-func (s *localSource) Err() error            { return nil }
+func (s *localSource) Reconnects() int64 { return 0 }
 func (s *localSource) Close() error {
 	s.once.Do(func() { close(s.done) })
 	return nil
