@@ -118,7 +118,12 @@ func (a *app) withProgress(ctx context.Context, fn func(context.Context) error) 
 func (a *app) snapshot() Snapshot {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	s := a.done // Tracks: the tracks the ended recordings had
+	s := a.done
+	if len(a.active) > 0 {
+		// While recording: the tracks being recorded now; after: the
+		// tracks the ended recordings had.
+		s.Tracks = 0
+	}
 	s.Recording = len(a.active)
 	if a.recorded <= 1 && s.Recording == 0 {
 		s.Recording = 1 // a single recording: do not say "0 recording" at its end
@@ -131,10 +136,6 @@ func (a *app) snapshot() Snapshot {
 		s.Late += st.Late
 		s.Dropped += st.Dropped
 		s.Media = max(s.Media, st.MediaTime)
-	}
-	if len(a.active) > 0 {
-		// While recording: the tracks being recorded now.
-		s.Tracks -= a.done.Tracks
 	}
 	for src := range a.sources {
 		s.Reconnects += src.Reconnects()
@@ -279,14 +280,8 @@ func (a *app) record(ctx context.Context, src Source, bc *model.Broadcast) error
 	ex := export.New(bc, m, opts)
 	a.started(ex)
 	defer func() { a.ended(ex, first.n) }()
-	err = ex.Run(ctx)
-	switch {
-	case err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled):
-		return err
-	case err != nil:
-		if isBrokenPipe(err) {
-			return err
-		}
+	if err := ex.Run(ctx); err != nil {
+		// Execute tells Ctrl-C and a closed pipe from failures.
 		return fmt.Errorf("recording %q: %w", name, err)
 	}
 	if berr := bc.Err(); berr != nil {
