@@ -103,7 +103,7 @@ func serveDemo(ctx context.Context, cfg *Config, con *console, log *slog.Logger)
 	if err != nil {
 		cancel()
 		wait()
-		return nil, fmt.Errorf("starting the demo publisher on loopback: %w", err)
+		return nil, fmt.Errorf("starting the demo publisher on loopback: %w; the demo needs UDP on 127.0.0.1 (or pass a URL)", err)
 	}
 	stop := func() {
 		cancel()
@@ -119,7 +119,7 @@ func serveDemo(ctx context.Context, cfg *Config, con *console, log *slog.Logger)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("connecting to the demo publisher: %w", err)
+		return nil, fmt.Errorf("connecting to the demo publisher: %w; the demo needs UDP on 127.0.0.1 (or pass a URL)", err)
 	}
 	return &closingSource{Source: &sessionSource{s: sess}, stop: stop}, nil
 }
@@ -136,7 +136,7 @@ func (a *app) listen(ctx context.Context) error {
 			return fmt.Errorf("loading --tls-cert/--tls-key: %w; give PEM files of a certificate and its key", err)
 		}
 	} else if cert, pin, err = subscribe.SelfSignedCert(); err != nil {
-		return fmt.Errorf("making a self-signed certificate: %w", err)
+		return fmt.Errorf("making a self-signed certificate: %w; give one with --tls-cert and --tls-key", err)
 	}
 	srv, err := subscribe.Listen(a.cfg.Listen, subscribe.ServerOptions{Certificates: []tls.Certificate{cert}, Logger: a.log, FingerprintHTTP: pin != ""})
 	if err != nil {

@@ -203,7 +203,7 @@ const settle = 300 * time.Millisecond
 func (a *app) announced(ctx context.Context, src Source, wait time.Duration) ([]string, error) {
 	feed, err := src.Announced(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("listing broadcasts: %w", err)
+		return nil, fmt.Errorf("listing broadcasts: %w; check the URL and the token, or name the broadcast with -b", err)
 	}
 	defer feed.Close()
 	active := map[string]bool{}
@@ -232,7 +232,7 @@ func (a *app) announced(ctx context.Context, src Source, wait time.Duration) ([]
 			if errors.Is(err, context.DeadlineExceeded) {
 				break
 			}
-			return nil, fmt.Errorf("listing broadcasts: %w", err)
+			return nil, fmt.Errorf("listing broadcasts: %w; check the URL and the token, or name the broadcast with -b", err)
 		}
 		first = false
 		if an.Active {
@@ -418,7 +418,7 @@ func (a *app) openOutput(name string, n int) (mux.Muxer, error) {
 		path = a.cfg.Output
 		if dir := filepath.Dir(path); dir != "." {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return nil, fmt.Errorf("creating the output directory: %w", err)
+				return nil, fmt.Errorf("creating the output directory: %w; check the path and its permissions", err)
 			}
 		}
 		f, err := os.Create(path)
@@ -454,7 +454,7 @@ func (a *app) openOutput(name string, n int) (mux.Muxer, error) {
 func (a *app) recordAll(ctx context.Context, src Source) error {
 	feed, err := src.Announced(ctx)
 	if err != nil {
-		return fmt.Errorf("following announcements: %w", err)
+		return fmt.Errorf("following announcements: %w; check the URL and the token, and that the relay is up", err)
 	}
 	defer feed.Close()
 	var (
@@ -507,7 +507,7 @@ func (a *app) recordAll(ctx context.Context, src Source) error {
 	}
 	wg.Wait()
 	if ferr != nil && !errors.Is(ferr, errSourceClosed) {
-		return fmt.Errorf("following announcements: %w", ferr)
+		return fmt.Errorf("following announcements: %w; the relay or publisher went away: start again to record what it announces next", ferr)
 	}
 	return ctx.Err()
 }
