@@ -70,6 +70,9 @@ func (c *Config) Check() error {
 		if len(c.DemoCodecs) > 0 || c.DemoLoops != 0 || c.DemoFast {
 			return usagef("--demo-codecs and --demo-loops only apply to the built-in demo (no URL, no --listen)")
 		}
+	} else if c.Broadcast != "" && c.Broadcast != demoBroadcast {
+		// The demo serves one broadcast; waiting for another would never end.
+		return usagef("without a URL, moq-export records its built-in demo broadcast %q: drop -b %q, or give the URL of the relay that has it", demoBroadcast, c.Broadcast)
 	}
 	for _, d := range []struct {
 		name string

@@ -93,6 +93,7 @@ func TestUsageErrorsSayWhatToDo(t *testing.T) {
 		{[]string{"--listen", ":1", "https://r.example/"}, "exclude each other"},
 		{[]string{"--listen", ":1", "--list"}, "drop --list"},
 		{[]string{"https://r.example/", "--demo-codecs", "vp9"}, "built-in demo"},
+		{[]string{"-b", "room/alice"}, "drop -b"},
 		{[]string{"--delay", "0s"}, "--delay must be positive"},
 		{[]string{"--duration", "-1s"}, "must not be negative"},
 		{[]string{"--progress", "sometimes"}, "auto, always or never"},
