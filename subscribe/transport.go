@@ -453,6 +453,11 @@ func (d *dialer) dialWebTransport(ctx context.Context, pin string) (conn, error)
 		TLSClientConfig:      tc,
 		QUICConfig:           quicConfig(),
 		ApplicationProtocols: []string{wire.ALPN},
+		// webtransport-go dials the URL's host as it is; a URL without a
+		// port must reach the default one.
+		DialAddr: func(ctx context.Context, _ string, tc *tls.Config, qc *quic.Config) (*quic.Conn, error) {
+			return quic.DialAddrEarly(ctx, d.target.hostport, tc, qc)
+		},
 	}
 	u := *d.target.raw
 	u.Scheme = "https"

@@ -104,6 +104,20 @@ func TestDialErrorNeverShowsTheToken(t *testing.T) {
 	}
 }
 
+// TestWebTransportURLWithoutPortDialsPort443: the package doc promises port
+// 443 for every scheme; WebTransport dialled the URL's host without a port.
+func TestWebTransportURLWithoutPortDialsPort443(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := Dial(ctx, "https://127.0.0.1/anon?jwt=secret", Options{Logger: testLogger(t), TLSInsecure: true})
+	if err == nil {
+		t.Fatal("dial to a closed port succeeded")
+	}
+	if strings.Contains(err.Error(), "missing port") {
+		t.Fatalf("dialled without the default port: %v", err)
+	}
+}
+
 func TestFingerprintsAreParsedLeniently(t *testing.T) {
 	_, pin, err := SelfSignedCert()
 	if err != nil {
