@@ -69,30 +69,31 @@ func (s *Session) Broadcast(path string) *model.Broadcast {
 	return rb.b
 }
 
-// watch follows the broadcast's announcements (an "ended" closes it, a
-// restart resubscribes its tracks) and ends the broadcast's work when the
-// model broadcast is closed by its owner.
+// watch ends the broadcast's work when the model broadcast is closed by its
+// owner, and follows its announcements until then.
 func (rb *remoteBroadcast) watch() {
+	rb.s.wg.Add(1)
+	go func() {
+		defer rb.s.wg.Done()
+		rb.followAnnouncements()
+	}()
+	select {
+	case <-rb.b.Done():
+		rb.close(rb.b.Err())
+	case <-rb.ctx.Done():
+	}
+}
+
+// followAnnouncements closes the broadcast on an "ended" announcement and
+// resubscribes its tracks on a restart. When the feed ends (the peer closed
+// the announce stream) the broadcast stays: its tracks report their own
+// ends.
+func (rb *remoteBroadcast) followAnnouncements() {
 	feed := rb.s.announced(rb.path, true)
 	defer feed.Close()
 	for {
 		a, err := feed.Next(rb.ctx)
 		if err != nil {
-			select {
-			case <-rb.b.Done():
-				rb.close(rb.b.Err())
-				return
-			case <-rb.ctx.Done():
-				return
-			default:
-			}
-			// The feed ended (peer closed the announce stream): keep the
-			// broadcast; its tracks report their own ends.
-			select {
-			case <-rb.b.Done():
-				rb.close(rb.b.Err())
-			case <-rb.ctx.Done():
-			}
 			return
 		}
 		if a.Path != rb.path {
