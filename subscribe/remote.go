@@ -286,7 +286,7 @@ func (rt *remoteTrack) restart() {
 // refusals after a reconnect or restart (the publisher may not be back on
 // the relay yet).
 func (rt *remoteTrack) resumeWindow() time.Duration {
-	return 2*rt.rb.s.opts.Reconnect.Max + 10*time.Second
+	return 2*rt.rb.s.opts.Reconnect.Max + rt.rb.s.opts.resumeGrace
 }
 
 func (rt *remoteTrack) run() {
@@ -322,6 +322,10 @@ func (rt *remoteTrack) run() {
 		err = rt.subscribe(ctx, c)
 		stop()
 		cancel(nil)
+		if !errors.Is(err, ErrRefused) {
+			// The window counts one run of refusals, not the track's life.
+			refusedSince = time.Time{}
+		}
 		switch {
 		case err == nil:
 			log.Debug("moq: track ended")
