@@ -425,7 +425,9 @@ func (sub *subscription) groupArrived(seq uint64) {
 
 // drain waits, after the publisher's FIN, for the group streams still in
 // flight: every group in [start, end) when both are known, otherwise until
-// no new group arrived for a short while; bounded by a grace period.
+// no new group arrived for a short while; bounded by a grace period. Then it
+// unregisters the subscription, so that no group stream joins the wait for
+// those already reading.
 func (sub *subscription) drain(ctx context.Context, start, end uint64, bounded bool) {
 	grace := time.NewTimer(3 * time.Second)
 	defer grace.Stop()
@@ -460,7 +462,18 @@ func (sub *subscription) drain(ctx context.Context, start, end uint64, bounded b
 		}
 		break
 	}
+	sub.rt.rb.s.unregister(sub)
 	sub.groups.Wait()
+}
+
+// unregister removes sub from the session: group streams for it are
+// refused from now on.
+func (s *Session) unregister(sub *subscription) {
+	s.mu.Lock()
+	if s.subs[sub.id] == sub {
+		delete(s.subs, sub.id)
+	}
+	s.mu.Unlock()
 }
 
 // subscribe runs TRACK and SUBSCRIBE on c until the subscription ends:
@@ -481,11 +494,7 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
 		seen: map[uint64]bool{}, arrived: make(chan struct{}, 1)}
 	s.subs[id] = sub
 	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.subs, id)
-		s.mu.Unlock()
-	}()
+	defer s.unregister(sub)
 	if resumed {
 		// Groups of this subscription start a new timeline.
 		rt.track.Discontinuity()

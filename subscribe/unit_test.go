@@ -1,6 +1,8 @@
 package subscribe
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/hex"
@@ -9,12 +11,14 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe/internal/container"
+	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
 func TestResolveBroadcastFollowsURLRules(t *testing.T) {
@@ -302,5 +306,34 @@ func TestSessionEndingFromTwoPlacesAtOnceDoesNotPanic(t *testing.T) {
 		if s.Err() == nil {
 			t.Fatal("no error after the end")
 		}
+	}
+}
+
+// recordedRecv is a recvStream over fixed bytes that records CancelRead.
+type recordedRecv struct {
+	io.Reader
+	cancelled atomic.Int64 // code+1, 0 while not cancelled
+}
+
+func (r *recordedRecv) CancelRead(code uint64)          { r.cancelled.Store(int64(code) + 1) }
+func (r *recordedRecv) SetReadDeadline(time.Time) error { return nil }
+
+// TestGroupArrivingAfterTheDrainIsRefused: once a finished subscription has
+// waited for its group streams, a group stream that still arrives for it is
+// refused (13) instead of joining a wait that is already over.
+func TestGroupArrivingAfterTheDrainIsRefused(t *testing.T) {
+	s := newSession(Options{Logger: testLogger(t)}, "")
+	defer s.cancel()
+	rb := &remoteBroadcast{s: s, path: "b", b: model.NewBroadcast("b")}
+	rt := &remoteTrack{rb: rb, name: "v", track: model.NewTrack("v"), kind: container.Legacy}
+	sub := &subscription{id: 4, rt: rt, timescale: 1000, seen: map[uint64]bool{}, arrived: make(chan struct{}, 1)}
+	s.subs[sub.id] = sub
+	sub.drain(context.Background(), 0, 0, true)
+
+	h := wire.Group{SubscribeID: sub.id, Sequence: 0}
+	str := &recordedRecv{Reader: bytes.NewReader(h.Append(nil))}
+	s.readGroup(context.Background(), &lateContextConn{ctx: context.Background()}, str, bufio.NewReader(str))
+	if got := str.cancelled.Load() - 1; got != CodeNotFound {
+		t.Fatalf("late group stream: CancelRead code %d, want %d", got, CodeNotFound)
 	}
 }
