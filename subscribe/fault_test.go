@@ -529,3 +529,43 @@ func TestLiveTrackRetriesRefusalsAfterEveryReconnect(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 	}
 }
+
+// TestMalformedSubscribeResponseEndsTrackWithErrProtocol: a subscribe
+// response the wire sheet does not know (type 7) and an oversized one are
+// protocol violations, reported as ErrProtocol.
+func TestMalformedSubscribeResponseEndsTrackWithErrProtocol(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		resp []byte
+	}{
+		{"unknown type", []byte{0x07, 0x01, 0x00}},
+		{"too large", wire.AppendVarint([]byte{wire.RespOK}, wire.MaxMessage+1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkGoroutines(t)
+			p := newScriptedPublisher(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			s, err := Dial(ctx, p.url(), Options{TLSFingerprint: p.pin, Logger: testLogger(t),
+				Container: func(string, string) string { return "legacy" }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			tr, err := s.Broadcast("b").Track("video")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := tr.Subscribe(time.Hour)
+			sub := nextSub(t, p)
+			sub.str.Write(tc.resp)
+			evs, err := readEvents(ctx, c, func([]model.Event) bool { return false })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if end := evs[len(evs)-1]; !errors.Is(end.Err, ErrProtocol) {
+				t.Fatalf("track ended with %v, want ErrProtocol", end.Err)
+			}
+		})
+	}
+}

@@ -550,7 +550,7 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
 			}
 			str.CancelRead(CodeDecode)
 			str.CancelWrite(CodeDecode)
-			return fmt.Errorf("subscribe stream: %w", err)
+			return fmt.Errorf("subscribe stream: %w", protocolErr(err))
 		}
 		switch resp.Type {
 		case wire.RespOK:
@@ -670,7 +670,7 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 				} else {
 					s.log.Debug("moq: group reset", "track", rt.name, "group", h.Sequence, "err", err)
 				}
-				g.Close(fmt.Errorf("group %d of %q: %w", h.Sequence, rt.name, err))
+				g.Close(fmt.Errorf("group %d of %q: %w", h.Sequence, rt.name, protocolErr(err)))
 			}
 			return
 		}

@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	mrand "math/rand/v2"
 	"sync"
@@ -483,16 +482,19 @@ func (s *Session) Close() error {
 // readMsg reads one length-prefixed message into m.
 func readMsg(r *bufio.Reader, m interface{ Decode([]byte) error }) error {
 	body, err := wire.ReadMessage(r, 0)
-	if err != nil {
-		if err == io.EOF {
-			return io.EOF
-		}
-		return err
+	if err == nil {
+		err = m.Decode(body)
 	}
-	if err := m.Decode(body); err != nil {
+	return protocolErr(err)
+}
+
+// protocolErr marks what package wire rejects (malformed bytes, a length
+// beyond its limits) as ErrProtocol; other errors pass unchanged.
+func protocolErr(err error) error {
+	if errors.Is(err, wire.ErrDecode) || errors.Is(err, wire.ErrTooLarge) {
 		return fmt.Errorf("%w: %w", ErrProtocol, err)
 	}
-	return nil
+	return err
 }
 
 // connGone reports whether c is gone, judging by its context and by err,
