@@ -295,7 +295,7 @@ func (rt *remoteTrack) run() {
 	if rt.kind == "" {
 		k, err := rt.rb.kindOf(rt.name)
 		if err != nil {
-			rt.track.Close(err)
+			rt.track.Close(closeReason(err))
 			return
 		}
 		if k != container.Legacy && k != container.LOC && k != kindRaw {

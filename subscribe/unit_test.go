@@ -337,3 +337,24 @@ func TestGroupArrivingAfterTheDrainIsRefused(t *testing.T) {
 		t.Fatalf("late group stream: CancelRead code %d, want %d", got, CodeNotFound)
 	}
 }
+
+// TestTrackOfAnEndedBroadcastEndsCleanly: a track still waiting for the
+// catalog to learn its container ends without an error when its broadcast
+// ends cleanly (an "ended" announcement), like a subscribed one.
+func TestTrackOfAnEndedBroadcastEndsCleanly(t *testing.T) {
+	for range 20 {
+		s := newSession(Options{Logger: testLogger(t)}, "")
+		ctx, cancel := context.WithCancelCause(s.ctx)
+		cancel(errStopped)
+		rb := &remoteBroadcast{s: s, path: "b", b: model.NewBroadcast("b"), ctx: ctx, cancel: cancel,
+			tracks: map[string]*remoteTrack{}, catalogSeen: make(chan struct{}), activated: make(chan struct{})}
+		rt := &remoteTrack{rb: rb, name: "v", track: model.NewTrack("v")}
+		c := rt.track.Subscribe(0)
+		rt.run()
+		ev, ok := c.Next()
+		if !ok || ev.Kind != model.EventEnd || ev.Err != nil {
+			t.Fatalf("track of an ended broadcast: %+v %v", ev, ok)
+		}
+		s.Close()
+	}
+}
