@@ -506,7 +506,9 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
 	}
 	m := wire.Subscribe{
 		ID: id, Broadcast: rt.rb.path, Track: rt.name,
-		Priority: priorityOf(rt.name), MaxLatency: uint64(s.opts.MaxLatency.Milliseconds()),
+		SubscribeParams: wire.SubscribeParams{
+			Priority: priorityOf(rt.name), MaxLatency: uint64(s.opts.MaxLatency.Milliseconds()),
+		},
 	}
 	if _, err := str.Write(m.Append(wire.AppendVarint(nil, wire.StreamSubscribe))); err != nil {
 		str.CancelRead(CodeCancel)
