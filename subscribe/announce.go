@@ -290,9 +290,7 @@ func (as *announceServe) send(path string, active bool) error {
 // broadcasts and keeps the stream open for updates.
 func (s *Session) serveAnnounce(ctx context.Context, str bidiStream, r *bufio.Reader) {
 	var req wire.AnnounceRequest
-	if err := readMsg(r, &req); err != nil {
-		str.CancelRead(CodeDecode)
-		str.CancelWrite(CodeDecode)
+	if !readRequest(str, r, &req) {
 		return
 	}
 	as := &announceServe{prefix: normPath(req.Prefix), str: str}
