@@ -197,8 +197,7 @@ func (a *Announcements) follow(c conn) error {
 	r := bufio.NewReader(str)
 	var ok wire.AnnounceOK
 	if err := readMsg(r, &ok); err != nil {
-		str.CancelRead(CodeCancel)
-		str.CancelWrite(CodeCancel)
+		resetStream(str, CodeCancel)
 		return fmt.Errorf("ANNOUNCE_OK: %w", err)
 	}
 	// The first ActiveCount announcements are the snapshot; diff it with
@@ -252,8 +251,7 @@ func (a *Announcements) follow(c conn) error {
 
 func (a *Announcements) streamErr(str bidiStream, err error) error {
 	if errors.Is(err, ErrProtocol) {
-		str.CancelRead(CodeDecode)
-		str.CancelWrite(CodeDecode)
+		resetStream(str, CodeDecode)
 	} else {
 		str.CancelRead(CodeCancel)
 		str.Close()

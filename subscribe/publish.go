@@ -87,8 +87,7 @@ func (s *Session) publishedTrack(str bidiStream, broadcast, track string) *model
 		}
 		code = CodeNotFound
 	}
-	str.CancelRead(code)
-	str.CancelWrite(code)
+	resetStream(str, code)
 	return nil
 }
 
@@ -96,8 +95,7 @@ func (s *Session) publishedTrack(str bidiStream, broadcast, track string) *model
 // decode error.
 func readRequest(str bidiStream, r *bufio.Reader, m interface{ Decode([]byte) error }) bool {
 	if err := readMsg(r, m); err != nil {
-		str.CancelRead(CodeDecode)
-		str.CancelWrite(CodeDecode)
+		resetStream(str, CodeDecode)
 		return false
 	}
 	return true

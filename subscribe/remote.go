@@ -550,8 +550,7 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
 				}
 				return re
 			}
-			str.CancelRead(CodeDecode)
-			str.CancelWrite(CodeDecode)
+			resetStream(str, CodeDecode)
 			return fmt.Errorf("subscribe stream: %w", protocolErr(err))
 		}
 		switch resp.Type {
@@ -587,8 +586,7 @@ func (rt *remoteTrack) trackInfo(ctx context.Context, c conn) (wire.TrackInfo, e
 	defer stop()
 	err = readMsg(bufio.NewReader(str), &info)
 	if err != nil {
-		str.CancelRead(CodeCancel)
-		str.CancelWrite(CodeCancel)
+		resetStream(str, CodeCancel)
 		if ctx.Err() != nil {
 			return info, context.Cause(ctx)
 		}

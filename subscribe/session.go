@@ -408,8 +408,7 @@ func (s *Session) handleBidi(ctx context.Context, c conn, str bidiStream) {
 	r := bufio.NewReader(str)
 	typ, err := wire.ReadVarint(r)
 	if err != nil {
-		str.CancelRead(CodeCancel)
-		str.CancelWrite(CodeCancel)
+		resetStream(str, CodeCancel)
 		return
 	}
 	switch typ {
@@ -439,8 +438,7 @@ func (s *Session) handleBidi(ctx context.Context, c conn, str bidiStream) {
 			code = CodeNotFound
 		}
 		s.log.Debug("moq: refusing bidi stream", "type", typ)
-		str.CancelRead(code)
-		str.CancelWrite(code)
+		resetStream(str, code)
 	}
 }
 
@@ -486,6 +484,12 @@ func readMsg(r *bufio.Reader, m interface{ Decode([]byte) error }) error {
 		err = m.Decode(body)
 	}
 	return protocolErr(err)
+}
+
+// resetStream abandons both directions of str with code.
+func resetStream(str bidiStream, code uint64) {
+	str.CancelRead(code)
+	str.CancelWrite(code)
 }
 
 // protocolErr marks what package wire rejects (malformed bytes, a length
