@@ -52,10 +52,10 @@ func (s *Session) Announced(ctx context.Context, prefix string) (*Announcements,
 	if err := s.Err(); err != nil {
 		return nil, err
 	}
-	return s.announced(prefix, false), nil
+	return s.announced(prefix), nil
 }
 
-func (s *Session) announced(prefix string, internal bool) *Announcements {
+func (s *Session) announced(prefix string) *Announcements {
 	ctx, cancel := context.WithCancel(s.ctx)
 	a := &Announcements{
 		s: s, prefix: normPath(prefix), ctx: ctx, cancel: cancel,

@@ -89,7 +89,7 @@ func (rb *remoteBroadcast) watch() {
 // the announce stream) the broadcast stays: its tracks report their own
 // ends.
 func (rb *remoteBroadcast) followAnnouncements() {
-	feed := rb.s.announced(rb.path, true)
+	feed := rb.s.announced(rb.path)
 	defer feed.Close()
 	for {
 		a, err := feed.Next(rb.ctx)
@@ -595,7 +595,7 @@ func (rt *remoteTrack) trackInfo(ctx context.Context, c conn) (wire.TrackInfo, e
 		}
 		if err == io.EOF {
 			err = errors.New("FIN without TRACK_INFO")
-		} else if errors.Is(err, errDeadline) || isTimeout(err) {
+		} else if isTimeout(err) {
 			err = errors.New("no TRACK_INFO within the request timeout")
 		}
 		return info, fmt.Errorf("%w: TRACK %q/%q: %w", ErrRefused, rt.rb.path, rt.name, err)
@@ -604,8 +604,6 @@ func (rt *remoteTrack) trackInfo(ctx context.Context, c conn) (wire.TrackInfo, e
 	str.CancelRead(CodeCancel)
 	return info, nil
 }
-
-var errDeadline = errors.New("deadline")
 
 func isTimeout(err error) bool {
 	var te interface{ Timeout() bool }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	mrand "math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -248,8 +249,14 @@ func (s *Session) serveConn(c conn) {
 	var wg sync.WaitGroup
 	wg.Add(3)
 	go func() { defer wg.Done(); s.sendSetup(ctx, c) }()
-	go func() { defer wg.Done(); s.acceptUni(ctx, c) }()
-	go func() { defer wg.Done(); s.acceptBidi(ctx, c) }()
+	go func() {
+		defer wg.Done()
+		serveStreams(ctx, c.AcceptUni, func(str recvStream) { s.handleUni(ctx, c, str) })
+	}()
+	go func() {
+		defer wg.Done()
+		serveStreams(ctx, c.AcceptBidi, func(str bidiStream) { s.handleBidi(ctx, c, str) })
+	}()
 	select {
 	case <-ctx.Done():
 	case <-s.ctx.Done():
@@ -316,19 +323,17 @@ func (s *Session) sendSetup(ctx context.Context, c conn) {
 	str.Close()
 }
 
-func (s *Session) acceptUni(ctx context.Context, c conn) {
+// serveStreams accepts streams with accept until it fails, handles each on
+// its own goroutine and returns once every handler has.
+func serveStreams[S any](ctx context.Context, accept func(context.Context) (S, error), handle func(S)) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
-		str, err := c.AcceptUni(ctx)
+		str, err := accept(ctx)
 		if err != nil {
 			return
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.handleUni(ctx, c, str)
-		}()
+		wg.Go(func() { handle(str) })
 	}
 }
 
@@ -365,7 +370,7 @@ func (s *Session) readSetup(str recvStream, r *bufio.Reader) {
 	}
 	if p, ok := m.Bytes(wire.ParamPath); ok && s.dial == nil {
 		path := string(p)
-		if i := indexByte(path, '?'); i >= 0 {
+		if i := strings.IndexByte(path, '?'); i >= 0 {
 			path = path[:i]
 		}
 		s.mu.Lock()
@@ -377,31 +382,6 @@ func (s *Session) readSetup(str recvStream, r *bufio.Reader) {
 	s.setupOnce.Do(func() { close(s.peerSetup) })
 	// Stop reading: the peer may or may not FIN.
 	str.CancelRead(CodeCancel)
-}
-
-func indexByte(s string, c byte) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] == c {
-			return i
-		}
-	}
-	return -1
-}
-
-func (s *Session) acceptBidi(ctx context.Context, c conn) {
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for {
-		str, err := c.AcceptBidi(ctx)
-		if err != nil {
-			return
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.handleBidi(ctx, c, str)
-		}()
-	}
 }
 
 func (s *Session) handleBidi(ctx context.Context, c conn, str bidiStream) {
