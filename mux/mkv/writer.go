@@ -330,7 +330,7 @@ func (w *Writer) addPending(p pendingFrame) {
 		return
 	}
 	w.pendingFirst, w.pendingLast = min(w.pendingFirst, p.ts), max(w.pendingLast, p.ts)
-	w.pendingBytes += len(p.payload)
+	w.pendingBytes += len(p.payload) + pendingOverhead
 }
 
 // resetPending empties pending.
@@ -373,6 +373,11 @@ func (w *Writer) maybeStart() error {
 
 // maxPendingBytes bounds the memory held while the header waits.
 const maxPendingBytes = 64 << 20
+
+// pendingOverhead is what holding one frame costs beyond its payload (the
+// pendingFrame in a slice that grows by doubling, the payload allocation's
+// rounding), so that tiny frames count against maxPendingBytes too.
+const pendingOverhead = 128
 
 // start writes the header with the ready tracks and flushes the frames
 // buffered so far.

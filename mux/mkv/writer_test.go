@@ -684,3 +684,34 @@ func TestUnfinishedFileIsPlayable(t *testing.T) {
 		t.Errorf("%d packets in the unfinished file, wrote %d frames", n, len(v.Frames)+len(a.Frames))
 	}
 }
+
+// TestHeaderWaitBoundCountsEachHeldFrame feeds tiny frames that never
+// advance the clock while a track waits for its configuration: the bound
+// on held media must count what each frame costs to hold, not only its
+// payload bytes, or a million one-byte frames sit in memory unbounded by
+// HeaderWait.
+func TestHeaderWaitBoundCountsEachHeldFrame(t *testing.T) {
+	var out bytes.Buffer
+	w := NewWriter(nonSeeker{&out}, Options{})
+	for _, tr := range []mux.Track{
+		{ID: 1, Kind: mux.Video, Codec: "vp8"}, // waits for a keyframe with its size
+		{ID: 2, Kind: mux.Audio, Codec: "opus", SampleRate: 48000, Channels: 2},
+	} {
+		if err := w.AddTrack(tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const limit = 1 << 20 // at least 64 MiB held with the bookkeeping
+	n := 0
+	for ; n < limit && out.Len() == 0; n++ {
+		if err := w.WriteFrame(mux.Frame{TrackID: 2, Payload: []byte{0xfc}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out.Len() == 0 {
+		t.Fatalf("header still held back after %d one-byte frames", n)
+	}
+	if w.Stats().Frames != int64(n) {
+		t.Errorf("Stats.Frames = %d, want the %d held frames written", w.Stats().Frames, n)
+	}
+}
