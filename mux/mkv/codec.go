@@ -14,6 +14,7 @@ import (
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/opus"
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/vp9"
 
+	"github.com/moq-export/moq-export/internal/codecconf"
 	"github.com/moq-export/moq-export/internal/h26x"
 	"github.com/moq-export/moq-export/mux"
 )
@@ -126,7 +127,10 @@ func (t *track) configure() error {
 			}
 			// Browsers publish no OpusHead. The pre-skip is unknown; 0 shifts
 			// the first few milliseconds at most.
-			desc = opusHead(uint8(ch), 0, uint32(max(t.SampleRate, 0)))
+			var err error
+			if desc, err = codecconf.OpusHead(ch, 0, uint32(max(t.SampleRate, 0))); err != nil {
+				return fmt.Errorf("track %d: %w", t.ID, err)
+			}
 		}
 		var h opus.IDHeader
 		if err := h.Unmarshal(desc); err != nil {
@@ -143,15 +147,9 @@ func (t *track) configure() error {
 		e.Audio.Channels = uint64(h.ChannelCount)
 	case "aac":
 		if len(desc) == 0 {
-			if t.SampleRate <= 0 || t.Channels <= 0 || t.Channels > 7 {
-				return fmt.Errorf("track %d: aac without AudioSpecificConfig and without sample rate/channels: %w", t.ID, ErrMissingConfig)
-			}
 			var err error
-			desc, err = mpeg4audio.AudioSpecificConfig{
-				Type: mpeg4audio.ObjectTypeAACLC, SampleRate: t.SampleRate, ChannelConfig: uint8(t.Channels),
-			}.Marshal()
-			if err != nil {
-				return fmt.Errorf("track %d: building AudioSpecificConfig: %w", t.ID, err)
+			if desc, err = codecconf.AACConfig(t.Codec, t.SampleRate, t.Channels); err != nil {
+				return fmt.Errorf("track %d: aac without AudioSpecificConfig: %w: %w", t.ID, ErrMissingConfig, err)
 			}
 		}
 		var asc mpeg4audio.AudioSpecificConfig
@@ -205,17 +203,6 @@ func flacPrivate(desc []byte) ([]byte, error) {
 		return nil, fmt.Errorf("flac needs fLaC+STREAMINFO as its description: %w", ErrMissingConfig)
 	}
 	return desc, nil
-}
-
-// opusHead builds an RFC 7845 identification header for channel mapping
-// family 0. It is written here rather than with mediacommon's
-// opus.IDHeader.Marshal, which (v2.9.3) stores pre-skip, input sample rate
-// and gain big-endian where the RFC says little-endian.
-func opusHead(channels uint8, preSkip uint16, inputRate uint32) []byte {
-	b := append([]byte("OpusHead"), 1, channels)
-	b = binary.LittleEndian.AppendUint16(b, preSkip)
-	b = binary.LittleEndian.AppendUint32(b, inputRate)
-	return append(b, 0, 0, 0) // output gain 0, mapping family 0
 }
 
 func obuType(obu []byte) av1.OBUType { return av1.OBUType(obu[0] >> 3 & 0x0f) }

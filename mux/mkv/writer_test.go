@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/bluenviron/mediacommon/v2/pkg/codecs/mpeg4audio"
 	"io"
 	"log/slog"
 	"os"
@@ -427,6 +428,29 @@ func TestDocTypeWebMRefusesOtherCodecs(t *testing.T) {
 	}
 	if err := m.AddTrack(mux.Track{ID: 4, Kind: mux.Audio, Codec: "vp8"}); err == nil {
 		t.Error("a video codec was accepted on an audio track")
+	}
+	// Seven channels have no MPEG-4 channelConfiguration (7 means 7.1).
+	if err := m.AddTrack(mux.Track{ID: 5, Kind: mux.Audio, Codec: "mp4a.40.2", SampleRate: 48000, Channels: 7}); !errors.Is(err, ErrMissingConfig) {
+		t.Errorf("aac with 7 channels and no AudioSpecificConfig: %v, want ErrMissingConfig", err)
+	}
+}
+
+func TestAACWithoutDescriptionGetsTheChannelConfigurationOfItsCount(t *testing.T) {
+	for _, tc := range []struct {
+		channels int
+		cc       uint8
+	}{{1, 1}, {2, 2}, {6, 6}, {8, 7}} {
+		w := NewWriter(io.Discard, Options{})
+		if err := w.AddTrack(mux.Track{ID: 1, Kind: mux.Audio, Codec: "mp4a.40.2", SampleRate: 44100, Channels: tc.channels}); err != nil {
+			t.Errorf("%d channels: %v", tc.channels, err)
+			continue
+		}
+		var asc mpeg4audio.AudioSpecificConfig
+		e := w.byID[1].entry
+		if err := asc.Unmarshal(e.CodecPrivate); err != nil || asc.ChannelConfig != tc.cc || asc.SampleRate != 44100 || e.Audio.Channels != uint64(tc.channels) {
+			t.Errorf("%d channels: CodecPrivate %x (%+v, %v), Channels %d; want channelConfiguration %d",
+				tc.channels, e.CodecPrivate, asc, err, e.Audio.Channels, tc.cc)
+		}
 	}
 }
 
