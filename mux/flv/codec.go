@@ -15,23 +15,23 @@ import (
 
 // codecInfo says how one codec family is carried in FLV.
 type codecInfo struct {
-	kind     mux.Kind
-	enhanced bool   // Enhanced RTMP (FourCC) rather than a classic codec id
-	fourCC   string // Enhanced RTMP FourCC
-	classic  byte   // classic CodecID / SoundFormat
-	h26x     bool   // H.264/H.265: AVCC payloads, DTS/composition time
-	cts      bool   // frames carry a signed 24-bit composition time
+	kind     mux.Kind // mux.CodecKind of the family
+	enhanced bool     // Enhanced RTMP (FourCC) rather than a classic codec id
+	fourCC   string   // Enhanced RTMP FourCC
+	classic  byte     // classic CodecID / SoundFormat
+	h26x     bool     // H.264/H.265: AVCC payloads, DTS/composition time
+	cts      bool     // frames carry a signed 24-bit composition time
 	metaID   float64
 }
 
 var codecs = map[string]codecInfo{
-	"h264": {kind: mux.Video, classic: codecAVC, h26x: true, cts: true, metaID: codecAVC},
-	"h265": {kind: mux.Video, enhanced: true, fourCC: "hvc1", h26x: true, cts: true},
-	"av1":  {kind: mux.Video, enhanced: true, fourCC: "av01"},
-	"vp9":  {kind: mux.Video, enhanced: true, fourCC: "vp09"},
-	"aac":  {kind: mux.Audio, classic: soundAAC, metaID: soundAAC},
-	"mp3":  {kind: mux.Audio, classic: soundMP3, metaID: soundMP3},
-	"opus": {kind: mux.Audio, enhanced: true, fourCC: "Opus"},
+	"h264": {classic: codecAVC, h26x: true, cts: true, metaID: codecAVC},
+	"h265": {enhanced: true, fourCC: "hvc1", h26x: true, cts: true},
+	"av1":  {enhanced: true, fourCC: "av01"},
+	"vp9":  {enhanced: true, fourCC: "vp09"},
+	"aac":  {classic: soundAAC, metaID: soundAAC},
+	"mp3":  {classic: soundMP3, metaID: soundMP3},
+	"opus": {enhanced: true, fourCC: "Opus"},
 }
 
 // suggest names the container that carries a codec FLV cannot.
@@ -46,10 +46,11 @@ var suggest = map[string]string{
 
 func init() {
 	for fam, c := range codecs {
+		c.kind = mux.CodecKind(fam)
 		if c.enhanced {
 			c.metaID = float64(fourCC(c.fourCC))
-			codecs[fam] = c
 		}
+		codecs[fam] = c
 	}
 }
 

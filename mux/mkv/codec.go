@@ -39,8 +39,6 @@ var codecIDs = map[string]string{
 	"eac3": "A_EAC3",
 }
 
-var videoFamilies = map[string]bool{"h264": true, "h265": true, "av1": true, "vp8": true, "vp9": true}
-
 // webmFamilies are the codecs the WebM profile of Matroska allows.
 var webmFamilies = map[string]bool{"vp8": true, "vp9": true, "av1": true, "opus": true}
 
@@ -67,7 +65,7 @@ func (t *track) configure() error {
 	default:
 		return fmt.Errorf("track %d: unknown kind %v", t.ID, t.Kind)
 	}
-	if isVideo := videoFamilies[t.family]; isVideo != (t.Kind == mux.Video) {
+	if isVideo := mux.CodecKind(t.family) == mux.Video; isVideo != (t.Kind == mux.Video) {
 		return fmt.Errorf("track %d: codec %q does not fit a %v track", t.ID, t.Codec, t.Kind)
 	}
 	desc := bytes.Clone(t.Description)
