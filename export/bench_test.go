@@ -119,3 +119,48 @@ func BenchmarkExportActive(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkExportSparse writes one frame per round to one track out of n
+// (the others stay silent, as idle renditions do), then drains: the cost
+// must follow the frame that arrived, not the n tracks watched.
+func BenchmarkExportSparse(b *testing.B) {
+	for _, n := range trackCounts {
+		b.Run(fmt.Sprintf("tracks=%d", n), func(b *testing.B) {
+			bc, tracks := benchBroadcast(b, n)
+			d := &mux.Discard{}
+			e := export.New(bc, d, export.Options{})
+			prods := make([]*producer, n)
+			for i, t := range tracks {
+				prods[i] = &producer{track: t}
+			}
+			payload := make([]byte, 100)
+			ts := int64(0)
+			// Every track speaks once, then only track 0 goes on: the
+			// others are declared idle after the delay.
+			for _, p := range prods {
+				p.write(ts, payload)
+			}
+			for range 50 {
+				ts += 20_000
+				prods[0].write(ts, payload)
+				if err := e.Poll(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			before := d.Frames
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				ts += 20_000
+				prods[0].write(ts, payload)
+				if err := e.Poll(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			if got := d.Frames - before; got < int64(b.N)-1 {
+				b.Fatalf("%d frames written in %d rounds", got, b.N)
+			}
+		})
+	}
+}

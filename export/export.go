@@ -75,7 +75,7 @@ type Stats struct {
 type trackState struct {
 	track    mux.Track
 	consumer *model.Consumer
-	explicit bool
+	skipped  uint64 // consumer.Skipped() already counted
 	ended    bool
 	removed  bool // left the catalog: remove from the muxer once drained
 }
@@ -101,6 +101,8 @@ type Export struct {
 	leaving []*trackState          // left the catalog, not yet removed from the muxer
 	refused map[string]bool        // renditions the muxer refused, by name
 	nextID  int
+	live    int    // tracks not ended
+	skipped uint64 // groups the consumers abandoned, summed
 
 	firstTS     int64
 	haveFirst   bool
@@ -139,7 +141,6 @@ func New(bc *model.Broadcast, m mux.Muxer, opts Options) *Export {
 	e := &Export{
 		bc: bc, m: m, opts: opts, log: log,
 		ready:    model.NewReadySet(),
-		jit:      nil,
 		catRead:  catalog.NewReader(opts.CatalogTrack),
 		tracks:   map[string]*trackState{},
 		byID:     map[int]*trackState{},
@@ -202,10 +203,8 @@ func (e *Export) jitterDue() bool {
 }
 
 func (e *Export) poll() error {
-	if !e.started {
-		if err := e.start(); err != nil {
-			return err
-		}
+	if err := e.start(); err != nil {
+		return err
 	}
 	e.scratch = e.ready.Take(e.scratch[:0])
 	for _, c := range e.scratch {
@@ -235,7 +234,7 @@ func (e *Export) poll() error {
 		}
 	}
 	e.syncStats()
-	if e.catEnded && e.liveTracks() == 0 {
+	if e.catEnded && e.live == 0 {
 		e.finished = true
 	}
 	return nil
@@ -259,34 +258,23 @@ func (e *Export) removeDrained() error {
 	return nil
 }
 
-func (e *Export) liveTracks() int {
-	n := 0
-	for _, ts := range e.tracks {
-		if !ts.ended {
-			n++
-		}
-	}
-	return n
-}
-
+// syncStats publishes the counters for Stats. It costs the same whatever
+// the number of tracks: the per-track counters are summed as tracks are read.
 func (e *Export) syncStats() {
 	js := e.jit.Stats()
 	e.statsMu.Lock()
 	e.stats.Late, e.stats.Dropped = js.Late, js.Dropped
 	e.stats.Segments = e.segments
-	n := 0
-	var skipped int64
-	for _, ts := range e.byToken {
-		if !ts.ended {
-			n++
-		}
-		skipped += int64(ts.consumer.Skipped())
-	}
-	e.stats.Tracks, e.stats.Skipped = n, skipped
+	e.stats.Tracks, e.stats.Skipped = e.live, int64(e.skipped)
 	e.statsMu.Unlock()
 }
 
 func (e *Export) readTrack(ts *trackState) error {
+	defer func() {
+		n := ts.consumer.Skipped()
+		e.skipped += n - ts.skipped
+		ts.skipped = n
+	}()
 	for {
 		ev, ok := ts.consumer.Next()
 		if !ok {
@@ -318,6 +306,7 @@ func (e *Export) endTrack(ts *trackState) {
 		return
 	}
 	ts.ended = true
+	e.live--
 	e.jit.EndTrack(ts.track.ID)
 	ts.consumer.Close()
 }
@@ -447,7 +436,7 @@ func (e *Export) addRendition(r catalog.Rendition, counts map[mux.Kind]int) erro
 		skip("rendition not exported: cannot subscribe", "err", err)
 		return nil
 	}
-	ts := &trackState{track: t, explicit: explicit}
+	ts := &trackState{track: t}
 	ts.consumer = src.Subscribe(e.opts.Latency)
 	ts.consumer.Token = len(e.byToken)
 	e.byToken = append(e.byToken, ts)
@@ -460,6 +449,7 @@ func (e *Export) addRendition(r catalog.Rendition, counts map[mux.Kind]int) erro
 		e.hasVideo = true
 	}
 	counts[t.Kind]++
+	e.live++
 	ts.consumer.Watch(e.ready)
 	e.log.Debug("exporting rendition", "track", r.Name, "codec", t.Codec, "id", t.ID)
 	return nil

@@ -183,6 +183,12 @@ func (c *Consumer) pickGroup() bool {
 		}
 		return false
 	}
+	if c.cursor < c.track.floor {
+		// The track dropped the groups this reader had not reached: it
+		// lagged more than MaxLag. Go on with what is kept.
+		c.skipped++
+		c.cursor = c.track.floor
+	}
 	i := c.groupIndex(c.cursor)
 	if i == len(gs) {
 		return false

@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"sync"
 	"time"
@@ -29,8 +30,14 @@ var (
 )
 
 // DefaultKeepGroups is how many of its newest groups a track keeps for
-// consumers that join or fall behind.
+// consumers that join late.
 const DefaultKeepGroups = 8
+
+// MaxLag is how far, in media time, a group may lie behind the newest one
+// and still be kept for a consumer that has not read it yet. A consumer
+// that falls further behind loses the older groups (it skips to what is
+// kept). It bounds the memory a stalled reader can hold.
+const MaxLag = 10 * time.Second
 
 // Broadcast is a named set of tracks.
 type Broadcast struct {
@@ -156,6 +163,8 @@ type Track struct {
 	mu         sync.Mutex
 	groups     []*Group // sorted by sequence, current epoch only
 	epoch      uint64   // bumped by Discontinuity
+	newestTS   int64    // highest timestamp written in this epoch
+	floor      uint64   // groups below this sequence were dropped
 	nextSeq    uint64
 	keepGroups int
 	ended      bool
@@ -164,7 +173,9 @@ type Track struct {
 }
 
 // NewTrack returns a live track with no groups.
-func NewTrack(name string) *Track { return &Track{name: name, keepGroups: DefaultKeepGroups} }
+func NewTrack(name string) *Track {
+	return &Track{name: name, keepGroups: DefaultKeepGroups, newestTS: math.MinInt64}
+}
 
 // Name returns the track's name.
 func (t *Track) Name() string { return t.name }
@@ -203,12 +214,41 @@ func (t *Track) CreateGroup(seq uint64) (*Group, error) {
 	if seq >= t.nextSeq {
 		t.nextSeq = seq + 1
 	}
-	if extra := len(t.groups) - t.keepGroups; extra > 0 {
-		clear(t.groups[:extra])
-		t.groups = append(t.groups[:0], t.groups[extra:]...)
-	}
+	t.pruneLocked()
 	t.wakeLocked()
 	return g, nil
+}
+
+// pruneLocked drops the oldest groups beyond the keepGroups newest, as long
+// as every consumer has read past them or they lag the newest group by more
+// than MaxLag. Called with t.mu held.
+func (t *Track) pruneLocked() {
+	extra := len(t.groups) - t.keepGroups
+	if extra <= 0 {
+		return
+	}
+	next := uint64(math.MaxUint64) // the oldest group a consumer still needs
+	for _, c := range t.consumers {
+		if c.epoch != t.epoch || !c.started {
+			next = 0 // it will start at the oldest group with a frame
+			break
+		}
+		next = min(next, c.cursor)
+	}
+	newest, lag := t.newestTS, MaxLag.Microseconds()
+	n := 0
+	for n < extra {
+		g := t.groups[n]
+		if g.seq >= next && (len(g.frames) == 0 || newest-g.maxTS <= lag) {
+			break
+		}
+		n++
+	}
+	if n > 0 {
+		t.floor = max(t.floor, t.groups[n-1].seq+1)
+		clear(t.groups[:n])
+		t.groups = append(t.groups[:0], t.groups[n:]...)
+	}
 }
 
 // Discontinuity tells consumers that the track's timeline and group
@@ -219,6 +259,7 @@ func (t *Track) Discontinuity() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.epoch++
+	t.newestTS, t.floor = math.MinInt64, 0
 	clear(t.groups)
 	t.groups = t.groups[:0]
 	t.nextSeq = 0
@@ -306,6 +347,7 @@ func (g *Group) WriteFrame(f Frame) error {
 		g.maxTS = f.Timestamp
 	}
 	g.frames = append(g.frames, f)
+	t.newestTS = max(t.newestTS, f.Timestamp)
 	t.wakeLocked()
 	return nil
 }

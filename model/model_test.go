@@ -288,3 +288,49 @@ func TestBroadcastTracksAndRequests(t *testing.T) {
 		t.Fatal("track of a closed broadcast did not end")
 	}
 }
+
+func TestTrackKeepsGroupsUntilItsConsumersReadThem(t *testing.T) {
+	tr := NewTrack("a")
+	c := tr.Subscribe(time.Hour)
+	writeGroup(t, tr, 0, true, 0)
+	events(c)
+	// The reader stalls while 40 groups (800 ms) arrive: more than
+	// DefaultKeepGroups, well within MaxLag.
+	var want []int64
+	for seq := uint64(1); seq <= 40; seq++ {
+		writeGroup(t, tr, seq, true, int64(seq)*20_000)
+		want = append(want, int64(seq)*20_000)
+	}
+	if got := frameTimes(events(c)); !equal(got, want) {
+		t.Fatalf("a slow reader lost groups: got %d frames, want %d", len(got), len(want))
+	}
+	// Once read, they go: only the newest DefaultKeepGroups stay.
+	writeGroup(t, tr, 41, true, 41*20_000)
+	if n := len(tr.groups); n != DefaultKeepGroups {
+		t.Fatalf("%d groups kept after the reader caught up, want %d", n, DefaultKeepGroups)
+	}
+}
+
+func TestStalledReaderLosesOnlyGroupsBeyondMaxLag(t *testing.T) {
+	tr := NewTrack("a")
+	c := tr.Subscribe(time.Hour)
+	writeGroup(t, tr, 0, true, 0)
+	events(c)
+	step := int64(500_000)
+	last := uint64(2 * MaxLag.Microseconds() / step)
+	for seq := uint64(1); seq <= last; seq++ {
+		writeGroup(t, tr, seq, true, int64(seq)*step)
+	}
+	got := frameTimes(events(c))
+	if len(got) == 0 || got[len(got)-1] != int64(last)*step {
+		t.Fatalf("reader did not reach the newest group: %v", got)
+	}
+	// Pruning runs when a group starts, so the bound is MaxLag behind the
+	// newest frame of the group before the last one.
+	if oldest := got[0]; int64(last-1)*step-oldest > MaxLag.Microseconds() {
+		t.Fatalf("kept a group %d us behind the newest, beyond MaxLag", int64(last)*step-oldest)
+	}
+	if c.Skipped() == 0 {
+		t.Fatal("the dropped groups were not counted as skipped")
+	}
+}

@@ -100,6 +100,19 @@ func CodecFamily(codec string) string {
 	return ""
 }
 
+// CodecKind returns the kind of track a codec family (as CodecFamily
+// returns it) belongs to: Video for "h264", "h265", "av1", "vp8" and "vp9",
+// Audio for the other known families, and 0 for "" or an unknown family.
+func CodecKind(family string) Kind {
+	switch family {
+	case "h264", "h265", "av1", "vp8", "vp9":
+		return Video
+	case "aac", "opus", "flac", "mp3", "mp2", "ac3", "eac3", "pcm":
+		return Audio
+	}
+	return 0
+}
+
 // Frame is one encoded access unit of one track.
 type Frame struct {
 	// TrackID is the Track.ID this frame belongs to.

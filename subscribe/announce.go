@@ -52,10 +52,10 @@ func (s *Session) Announced(ctx context.Context, prefix string) (*Announcements,
 	if err := s.Err(); err != nil {
 		return nil, err
 	}
-	return s.announced(prefix, false), nil
+	return s.announced(prefix), nil
 }
 
-func (s *Session) announced(prefix string, internal bool) *Announcements {
+func (s *Session) announced(prefix string) *Announcements {
 	ctx, cancel := context.WithCancel(s.ctx)
 	a := &Announcements{
 		s: s, prefix: normPath(prefix), ctx: ctx, cancel: cancel,
@@ -197,8 +197,7 @@ func (a *Announcements) follow(c conn) error {
 	r := bufio.NewReader(str)
 	var ok wire.AnnounceOK
 	if err := readMsg(r, &ok); err != nil {
-		str.CancelRead(CodeCancel)
-		str.CancelWrite(CodeCancel)
+		resetStream(str, CodeCancel)
 		return fmt.Errorf("ANNOUNCE_OK: %w", err)
 	}
 	// The first ActiveCount announcements are the snapshot; diff it with
@@ -252,8 +251,7 @@ func (a *Announcements) follow(c conn) error {
 
 func (a *Announcements) streamErr(str bidiStream, err error) error {
 	if errors.Is(err, ErrProtocol) {
-		str.CancelRead(CodeDecode)
-		str.CancelWrite(CodeDecode)
+		resetStream(str, CodeDecode)
 	} else {
 		str.CancelRead(CodeCancel)
 		str.Close()
@@ -290,9 +288,7 @@ func (as *announceServe) send(path string, active bool) error {
 // broadcasts and keeps the stream open for updates.
 func (s *Session) serveAnnounce(ctx context.Context, str bidiStream, r *bufio.Reader) {
 	var req wire.AnnounceRequest
-	if err := readMsg(r, &req); err != nil {
-		str.CancelRead(CodeDecode)
-		str.CancelWrite(CodeDecode)
+	if !readRequest(str, r, &req) {
 		return
 	}
 	as := &announceServe{prefix: normPath(req.Prefix), str: str}

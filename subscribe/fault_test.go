@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +29,8 @@ type scriptedPublisher struct {
 	pin  string
 	subs chan scriptedSub
 	wg   sync.WaitGroup
+	// refuseTracks is how many TRACK requests to come are reset (13).
+	refuseTracks atomic.Int32
 }
 
 type scriptedSub struct {
@@ -101,6 +104,12 @@ func (p *scriptedPublisher) serve(c *quic.Conn) {
 			a := wire.Announce{Status: wire.StatusActive, Suffix: "b"}
 			str.Write(a.Append(ok.Append(nil)))
 		case wire.StreamTrack:
+			if p.refuseTracks.Add(-1) >= 0 {
+				str.CancelWrite(CodeNotFound)
+				str.CancelRead(CodeNotFound)
+				continue
+			}
+			p.refuseTracks.Store(0)
 			info := wire.TrackInfo{Timescale: 1_000_000, MaxLatency: 5000}
 			str.Write(info.Append(nil))
 			str.Close()
@@ -474,5 +483,89 @@ func TestTrackRequestedBeforeTheBroadcastExistsWaitsForItsAnnouncement(t *testin
 	evs := collect(t, ctx, c, 1)
 	if evs[0].Kind != model.EventFrame || string(evs[0].Frame.Payload) != "late frame" || evs[0].Frame.Timestamp != 7 {
 		t.Fatalf("%+v", evs)
+	}
+}
+
+// TestLiveTrackRetriesRefusalsAfterEveryReconnect: a live track retries a
+// refused resubscription for a bounded window after each reconnect; a
+// refusal long ago, after which the track resumed, does not count against a
+// later one.
+func TestLiveTrackRetriesRefusalsAfterEveryReconnect(t *testing.T) {
+	checkGoroutines(t)
+	p := newScriptedPublisher(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	opts := Options{TLSFingerprint: p.pin, Logger: testLogger(t),
+		Reconnect: Backoff{Min: 10 * time.Millisecond, Max: 20 * time.Millisecond},
+		Container: func(string, string) string { return "legacy" }}
+	opts.resumeGrace = 100 * time.Millisecond
+	s, err := Dial(ctx, p.url(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tr, err := s.Broadcast("b").Track("video")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := tr.Subscribe(time.Hour)
+	sub := nextSub(t, p)
+	sub.group(t, 0, 0).Close()
+	collect(t, ctx, c, 1)
+	for i := range 2 {
+		// The first TRACK after the reconnect is refused, the retry is
+		// served.
+		p.refuseTracks.Store(1)
+		sub.conn.CloseWithError(0, "publisher restarting")
+		sub = nextSub(t, p)
+		sub.group(t, 0, int64(i+1)).Close()
+		evs, err := readEvents(ctx, c, func(e []model.Event) bool {
+			return e[len(e)-1].Kind == model.EventFrame && e[len(e)-1].Frame.Timestamp == int64(i+1)
+		})
+		if err != nil || evs[len(evs)-1].Kind == model.EventEnd {
+			t.Fatalf("reconnect %d: %v, %+v", i+1, err, evs)
+		}
+		// Longer than the resume window.
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// TestMalformedSubscribeResponseEndsTrackWithErrProtocol: a subscribe
+// response the wire sheet does not know (type 7) and an oversized one are
+// protocol violations, reported as ErrProtocol.
+func TestMalformedSubscribeResponseEndsTrackWithErrProtocol(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		resp []byte
+	}{
+		{"unknown type", []byte{0x07, 0x01, 0x00}},
+		{"too large", wire.AppendVarint([]byte{wire.RespOK}, wire.MaxMessage+1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkGoroutines(t)
+			p := newScriptedPublisher(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			s, err := Dial(ctx, p.url(), Options{TLSFingerprint: p.pin, Logger: testLogger(t),
+				Container: func(string, string) string { return "legacy" }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			tr, err := s.Broadcast("b").Track("video")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := tr.Subscribe(time.Hour)
+			sub := nextSub(t, p)
+			sub.str.Write(tc.resp)
+			evs, err := readEvents(ctx, c, func([]model.Event) bool { return false })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if end := evs[len(evs)-1]; !errors.Is(end.Err, ErrProtocol) {
+				t.Fatalf("track ended with %v, want ErrProtocol", end.Err)
+			}
+		})
 	}
 }

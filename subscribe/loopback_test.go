@@ -185,3 +185,34 @@ func BenchmarkLoopbackFrames(b *testing.B) {
 		}
 	}
 }
+
+// TestBroadcastClosedByItsOwnerIsForgotten: after the caller closes the
+// model broadcast that Session.Broadcast returned, the next call for the
+// path starts over instead of returning the closed one, and the closed
+// one's subscriptions end.
+func TestBroadcastClosedByItsOwnerIsForgotten(t *testing.T) {
+	checkGoroutines(t)
+	srv, pin := startServer(t, "127.0.0.1:0")
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client, peer := dialAndAccept(t, ctx, srv, "moql://"+srv.Addr().String()+"/", Options{TLSFingerprint: pin,
+		Logger: testLogger(t), Container: func(string, string) string { return "legacy" }})
+	defer client.Close()
+	pb := model.NewBroadcast("live")
+	pb.CreateTrack("v")
+	if err := peer.Publish(pb); err != nil {
+		t.Fatal(err)
+	}
+	ann := expectAnnounced(t, ctx, client, "live")
+	defer ann.Close()
+
+	b := client.Broadcast("live")
+	if _, err := b.Track("v"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the subscription", func() bool { return peer.servingTrack("live", "v") == 1 })
+	b.Close(nil)
+	waitFor(t, "a new broadcast for the path", func() bool { return client.Broadcast("live") != b })
+	waitFor(t, "the closed broadcast's subscription to end", func() bool { return peer.servingTrack("live", "v") == 0 })
+}

@@ -73,6 +73,10 @@ type Options struct {
 	// no usable catalog: it returns "legacy", "loc", "raw" (no container,
 	// wire timestamps) or "" (decide from the catalog).
 	Container func(broadcast, track string) string
+
+	// resumeGrace is the part of a live track's resume window that does
+	// not depend on the backoff (default 10s; tests shorten it).
+	resumeGrace time.Duration
 }
 
 // ServerOptions configure Listen.
@@ -111,5 +115,8 @@ func (o *Options) fill() {
 	}
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = 10 * time.Second
+	}
+	if o.resumeGrace <= 0 {
+		o.resumeGrace = 10 * time.Second
 	}
 }

@@ -75,24 +75,37 @@ func (s *Session) publishedBroadcast(path string) *model.Broadcast {
 	return s.published[normPath(path)]
 }
 
+// publishedTrack returns the published track a TRACK or SUBSCRIBE request
+// names, or resets str (30 for an unknown broadcast, 13 for an unknown
+// track) and returns nil.
+func (s *Session) publishedTrack(str bidiStream, broadcast, track string) *model.Track {
+	code := uint64(CodeUnroutable)
+	if b := s.publishedBroadcast(broadcast); b != nil {
+		t, err := b.Track(track)
+		if err == nil {
+			return t
+		}
+		code = CodeNotFound
+	}
+	resetStream(str, code)
+	return nil
+}
+
+// readRequest reads the request that opens a stream, or resets str with a
+// decode error.
+func readRequest(str bidiStream, r *bufio.Reader, m interface{ Decode([]byte) error }) bool {
+	if err := readMsg(r, m); err != nil {
+		resetStream(str, CodeDecode)
+		return false
+	}
+	return true
+}
+
 // serveTrack answers TRACK with TRACK_INFO, or resets the stream (30 for an
 // unknown broadcast, 13 for an unknown track).
 func (s *Session) serveTrack(str bidiStream, r *bufio.Reader) {
 	var req wire.TrackRequest
-	if err := readMsg(r, &req); err != nil {
-		str.CancelRead(CodeDecode)
-		str.CancelWrite(CodeDecode)
-		return
-	}
-	b := s.publishedBroadcast(req.Broadcast)
-	if b == nil {
-		str.CancelRead(CodeUnroutable)
-		str.CancelWrite(CodeUnroutable)
-		return
-	}
-	if _, err := b.Track(req.Track); err != nil {
-		str.CancelRead(CodeNotFound)
-		str.CancelWrite(CodeNotFound)
+	if !readRequest(str, r, &req) || s.publishedTrack(str, req.Broadcast, req.Track) == nil {
 		return
 	}
 	info := wire.TrackInfo{MaxLatency: publishMaxLatency, Timescale: publishTimescale}
@@ -108,21 +121,11 @@ func (s *Session) serveTrack(str bidiStream, r *bufio.Reader) {
 // ends, FIN when the peer unsubscribes.
 func (s *Session) serveSubscribe(ctx context.Context, c conn, str bidiStream, r *bufio.Reader) {
 	var req wire.Subscribe
-	if err := readMsg(r, &req); err != nil {
-		str.CancelRead(CodeDecode)
-		str.CancelWrite(CodeDecode)
+	if !readRequest(str, r, &req) {
 		return
 	}
-	b := s.publishedBroadcast(req.Broadcast)
-	if b == nil {
-		str.CancelRead(CodeUnroutable)
-		str.CancelWrite(CodeUnroutable)
-		return
-	}
-	t, err := b.Track(req.Track)
-	if err != nil {
-		str.CancelRead(CodeNotFound)
-		str.CancelWrite(CodeNotFound)
+	t := s.publishedTrack(str, req.Broadcast, req.Track)
+	if t == nil {
 		return
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -151,7 +154,7 @@ func (s *Session) serveSubscribe(ctx context.Context, c conn, str bidiStream, r 
 	key := servingKey{normPath(req.Broadcast), req.Track}
 	s.countServing(key, 1)
 	defer s.countServing(key, -1)
-	err = p.serve(cons)
+	err := p.serve(cons)
 	switch {
 	case err == nil:
 		str.Close()

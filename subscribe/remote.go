@@ -69,30 +69,31 @@ func (s *Session) Broadcast(path string) *model.Broadcast {
 	return rb.b
 }
 
-// watch follows the broadcast's announcements (an "ended" closes it, a
-// restart resubscribes its tracks) and ends the broadcast's work when the
-// model broadcast is closed by its owner.
+// watch ends the broadcast's work when the model broadcast is closed by its
+// owner, and follows its announcements until then.
 func (rb *remoteBroadcast) watch() {
-	feed := rb.s.announced(rb.path, true)
+	rb.s.wg.Add(1)
+	go func() {
+		defer rb.s.wg.Done()
+		rb.followAnnouncements()
+	}()
+	select {
+	case <-rb.b.Done():
+		rb.close(rb.b.Err())
+	case <-rb.ctx.Done():
+	}
+}
+
+// followAnnouncements closes the broadcast on an "ended" announcement and
+// resubscribes its tracks on a restart. When the feed ends (the peer closed
+// the announce stream) the broadcast stays: its tracks report their own
+// ends.
+func (rb *remoteBroadcast) followAnnouncements() {
+	feed := rb.s.announced(rb.path)
 	defer feed.Close()
 	for {
 		a, err := feed.Next(rb.ctx)
 		if err != nil {
-			select {
-			case <-rb.b.Done():
-				rb.close(rb.b.Err())
-				return
-			case <-rb.ctx.Done():
-				return
-			default:
-			}
-			// The feed ended (peer closed the announce stream): keep the
-			// broadcast; its tracks report their own ends.
-			select {
-			case <-rb.b.Done():
-				rb.close(rb.b.Err())
-			case <-rb.ctx.Done():
-			}
 			return
 		}
 		if a.Path != rb.path {
@@ -285,7 +286,7 @@ func (rt *remoteTrack) restart() {
 // refusals after a reconnect or restart (the publisher may not be back on
 // the relay yet).
 func (rt *remoteTrack) resumeWindow() time.Duration {
-	return 2*rt.rb.s.opts.Reconnect.Max + 10*time.Second
+	return 2*rt.rb.s.opts.Reconnect.Max + rt.rb.s.opts.resumeGrace
 }
 
 func (rt *remoteTrack) run() {
@@ -294,7 +295,7 @@ func (rt *remoteTrack) run() {
 	if rt.kind == "" {
 		k, err := rt.rb.kindOf(rt.name)
 		if err != nil {
-			rt.track.Close(err)
+			rt.track.Close(closeReason(err))
 			return
 		}
 		if k != container.Legacy && k != container.LOC && k != kindRaw {
@@ -321,6 +322,10 @@ func (rt *remoteTrack) run() {
 		err = rt.subscribe(ctx, c)
 		stop()
 		cancel(nil)
+		if !errors.Is(err, ErrRefused) {
+			// The window counts one run of refusals, not the track's life.
+			refusedSince = time.Time{}
+		}
 		switch {
 		case err == nil:
 			log.Debug("moq: track ended")
@@ -420,7 +425,9 @@ func (sub *subscription) groupArrived(seq uint64) {
 
 // drain waits, after the publisher's FIN, for the group streams still in
 // flight: every group in [start, end) when both are known, otherwise until
-// no new group arrived for a short while; bounded by a grace period.
+// no new group arrived for a short while; bounded by a grace period. Then it
+// unregisters the subscription, so that no group stream joins the wait for
+// those already reading.
 func (sub *subscription) drain(ctx context.Context, start, end uint64, bounded bool) {
 	grace := time.NewTimer(3 * time.Second)
 	defer grace.Stop()
@@ -455,7 +462,18 @@ func (sub *subscription) drain(ctx context.Context, start, end uint64, bounded b
 		}
 		break
 	}
+	sub.rt.rb.s.unregister(sub)
 	sub.groups.Wait()
+}
+
+// unregister removes sub from the session: group streams for it are
+// refused from now on.
+func (s *Session) unregister(sub *subscription) {
+	s.mu.Lock()
+	if s.subs[sub.id] == sub {
+		delete(s.subs, sub.id)
+	}
+	s.mu.Unlock()
 }
 
 // subscribe runs TRACK and SUBSCRIBE on c until the subscription ends:
@@ -476,11 +494,7 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
 		seen: map[uint64]bool{}, arrived: make(chan struct{}, 1)}
 	s.subs[id] = sub
 	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.subs, id)
-		s.mu.Unlock()
-	}()
+	defer s.unregister(sub)
 	if resumed {
 		// Groups of this subscription start a new timeline.
 		rt.track.Discontinuity()
@@ -492,7 +506,9 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
 	}
 	m := wire.Subscribe{
 		ID: id, Broadcast: rt.rb.path, Track: rt.name,
-		Priority: priorityOf(rt.name), MaxLatency: uint64(s.opts.MaxLatency.Milliseconds()),
+		SubscribeParams: wire.SubscribeParams{
+			Priority: priorityOf(rt.name), MaxLatency: uint64(s.opts.MaxLatency.Milliseconds()),
+		},
 	}
 	if _, err := str.Write(m.Append(wire.AppendVarint(nil, wire.StreamSubscribe))); err != nil {
 		str.CancelRead(CodeCancel)
@@ -534,9 +550,8 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
 				}
 				return re
 			}
-			str.CancelRead(CodeDecode)
-			str.CancelWrite(CodeDecode)
-			return fmt.Errorf("subscribe stream: %w", err)
+			resetStream(str, CodeDecode)
+			return fmt.Errorf("subscribe stream: %w", protocolErr(err))
 		}
 		switch resp.Type {
 		case wire.RespOK:
@@ -571,8 +586,7 @@ func (rt *remoteTrack) trackInfo(ctx context.Context, c conn) (wire.TrackInfo, e
 	defer stop()
 	err = readMsg(bufio.NewReader(str), &info)
 	if err != nil {
-		str.CancelRead(CodeCancel)
-		str.CancelWrite(CodeCancel)
+		resetStream(str, CodeCancel)
 		if ctx.Err() != nil {
 			return info, context.Cause(ctx)
 		}
@@ -581,7 +595,7 @@ func (rt *remoteTrack) trackInfo(ctx context.Context, c conn) (wire.TrackInfo, e
 		}
 		if err == io.EOF {
 			err = errors.New("FIN without TRACK_INFO")
-		} else if errors.Is(err, errDeadline) || isTimeout(err) {
+		} else if isTimeout(err) {
 			err = errors.New("no TRACK_INFO within the request timeout")
 		}
 		return info, fmt.Errorf("%w: TRACK %q/%q: %w", ErrRefused, rt.rb.path, rt.name, err)
@@ -590,8 +604,6 @@ func (rt *remoteTrack) trackInfo(ctx context.Context, c conn) (wire.TrackInfo, e
 	str.CancelRead(CodeCancel)
 	return info, nil
 }
-
-var errDeadline = errors.New("deadline")
 
 func isTimeout(err error) bool {
 	var te interface{ Timeout() bool }
@@ -656,7 +668,7 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 				} else {
 					s.log.Debug("moq: group reset", "track", rt.name, "group", h.Sequence, "err", err)
 				}
-				g.Close(fmt.Errorf("group %d of %q: %w", h.Sequence, rt.name, err))
+				g.Close(fmt.Errorf("group %d of %q: %w", h.Sequence, rt.name, protocolErr(err)))
 			}
 			return
 		}

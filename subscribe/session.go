@@ -7,9 +7,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	mrand "math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -249,8 +249,14 @@ func (s *Session) serveConn(c conn) {
 	var wg sync.WaitGroup
 	wg.Add(3)
 	go func() { defer wg.Done(); s.sendSetup(ctx, c) }()
-	go func() { defer wg.Done(); s.acceptUni(ctx, c) }()
-	go func() { defer wg.Done(); s.acceptBidi(ctx, c) }()
+	go func() {
+		defer wg.Done()
+		serveStreams(ctx, c.AcceptUni, func(str recvStream) { s.handleUni(ctx, c, str) })
+	}()
+	go func() {
+		defer wg.Done()
+		serveStreams(ctx, c.AcceptBidi, func(str bidiStream) { s.handleBidi(ctx, c, str) })
+	}()
 	select {
 	case <-ctx.Done():
 	case <-s.ctx.Done():
@@ -317,19 +323,17 @@ func (s *Session) sendSetup(ctx context.Context, c conn) {
 	str.Close()
 }
 
-func (s *Session) acceptUni(ctx context.Context, c conn) {
+// serveStreams accepts streams with accept until it fails, handles each on
+// its own goroutine and returns once every handler has.
+func serveStreams[S any](ctx context.Context, accept func(context.Context) (S, error), handle func(S)) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
-		str, err := c.AcceptUni(ctx)
+		str, err := accept(ctx)
 		if err != nil {
 			return
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.handleUni(ctx, c, str)
-		}()
+		wg.Go(func() { handle(str) })
 	}
 }
 
@@ -366,7 +370,7 @@ func (s *Session) readSetup(str recvStream, r *bufio.Reader) {
 	}
 	if p, ok := m.Bytes(wire.ParamPath); ok && s.dial == nil {
 		path := string(p)
-		if i := indexByte(path, '?'); i >= 0 {
+		if i := strings.IndexByte(path, '?'); i >= 0 {
 			path = path[:i]
 		}
 		s.mu.Lock()
@@ -380,37 +384,11 @@ func (s *Session) readSetup(str recvStream, r *bufio.Reader) {
 	str.CancelRead(CodeCancel)
 }
 
-func indexByte(s string, c byte) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] == c {
-			return i
-		}
-	}
-	return -1
-}
-
-func (s *Session) acceptBidi(ctx context.Context, c conn) {
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for {
-		str, err := c.AcceptBidi(ctx)
-		if err != nil {
-			return
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.handleBidi(ctx, c, str)
-		}()
-	}
-}
-
 func (s *Session) handleBidi(ctx context.Context, c conn, str bidiStream) {
 	r := bufio.NewReader(str)
 	typ, err := wire.ReadVarint(r)
 	if err != nil {
-		str.CancelRead(CodeCancel)
-		str.CancelWrite(CodeCancel)
+		resetStream(str, CodeCancel)
 		return
 	}
 	switch typ {
@@ -440,8 +418,7 @@ func (s *Session) handleBidi(ctx context.Context, c conn, str bidiStream) {
 			code = CodeNotFound
 		}
 		s.log.Debug("moq: refusing bidi stream", "type", typ)
-		str.CancelRead(code)
-		str.CancelWrite(code)
+		resetStream(str, code)
 	}
 }
 
@@ -483,16 +460,25 @@ func (s *Session) Close() error {
 // readMsg reads one length-prefixed message into m.
 func readMsg(r *bufio.Reader, m interface{ Decode([]byte) error }) error {
 	body, err := wire.ReadMessage(r, 0)
-	if err != nil {
-		if err == io.EOF {
-			return io.EOF
-		}
-		return err
+	if err == nil {
+		err = m.Decode(body)
 	}
-	if err := m.Decode(body); err != nil {
+	return protocolErr(err)
+}
+
+// resetStream abandons both directions of str with code.
+func resetStream(str bidiStream, code uint64) {
+	str.CancelRead(code)
+	str.CancelWrite(code)
+}
+
+// protocolErr marks what package wire rejects (malformed bytes, a length
+// beyond its limits) as ErrProtocol; other errors pass unchanged.
+func protocolErr(err error) error {
+	if errors.Is(err, wire.ErrDecode) || errors.Is(err, wire.ErrTooLarge) {
 		return fmt.Errorf("%w: %w", ErrProtocol, err)
 	}
-	return nil
+	return err
 }
 
 // connGone reports whether c is gone, judging by its context and by err,

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -383,12 +382,16 @@ func (o *Options) tlsConfig(t *target, alpn string, pin string) (*tls.Config, er
 		if err != nil {
 			return nil, err
 		}
+		// The pin replaces chain verification. VerifyConnection runs on
+		// every handshake, resumed ones included (VerifyPeerCertificate
+		// does not), so a cached session cannot bypass the pin.
 		c.InsecureSkipVerify = true
-		c.VerifyPeerCertificate = func(raw [][]byte, _ [][]*x509.Certificate) error {
-			if len(raw) == 0 {
+		c.VerifyPeerCertificate = nil
+		c.VerifyConnection = func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 {
 				return errors.New("moq: server sent no certificate")
 			}
-			got := sha256.Sum256(raw[0])
+			got := sha256.Sum256(cs.PeerCertificates[0].Raw)
 			if subtle.ConstantTimeCompare(got[:], want) != 1 {
 				return fmt.Errorf("moq: certificate fingerprint %x does not match the pin", got)
 			}
@@ -396,6 +399,10 @@ func (o *Options) tlsConfig(t *target, alpn string, pin string) (*tls.Config, er
 		}
 	case o.TLSInsecure:
 		c.InsecureSkipVerify = true
+	default:
+		// Verification stays on unless asked otherwise through the
+		// explicit options, whatever a caller's TLSConfig says.
+		c.InsecureSkipVerify = false
 	}
 	return c, nil
 }
@@ -453,6 +460,11 @@ func (d *dialer) dialWebTransport(ctx context.Context, pin string) (conn, error)
 		TLSClientConfig:      tc,
 		QUICConfig:           quicConfig(),
 		ApplicationProtocols: []string{wire.ALPN},
+		// webtransport-go dials the URL's host as it is; a URL without a
+		// port must reach the default one.
+		DialAddr: func(ctx context.Context, _ string, tc *tls.Config, qc *quic.Config) (*quic.Conn, error) {
+			return quic.DialAddrEarly(ctx, d.target.hostport, tc, qc)
+		},
 	}
 	u := *d.target.raw
 	u.Scheme = "https"

@@ -1,6 +1,8 @@
 package subscribe
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/hex"
@@ -9,12 +11,14 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe/internal/container"
+	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
 func TestResolveBroadcastFollowsURLRules(t *testing.T) {
@@ -101,6 +105,20 @@ func TestDialErrorNeverShowsTheToken(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "SECRET") {
 		t.Fatalf("error leaks the token: %v", err)
+	}
+}
+
+// TestWebTransportURLWithoutPortDialsPort443: the package doc promises port
+// 443 for every scheme; WebTransport dialled the URL's host without a port.
+func TestWebTransportURLWithoutPortDialsPort443(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := Dial(ctx, "https://127.0.0.1/anon?jwt=secret", Options{Logger: testLogger(t), TLSInsecure: true})
+	if err == nil {
+		t.Fatal("dial to a closed port succeeded")
+	}
+	if strings.Contains(err.Error(), "missing port") {
+		t.Fatalf("dialled without the default port: %v", err)
 	}
 }
 
@@ -288,5 +306,55 @@ func TestSessionEndingFromTwoPlacesAtOnceDoesNotPanic(t *testing.T) {
 		if s.Err() == nil {
 			t.Fatal("no error after the end")
 		}
+	}
+}
+
+// recordedRecv is a recvStream over fixed bytes that records CancelRead.
+type recordedRecv struct {
+	io.Reader
+	cancelled atomic.Int64 // code+1, 0 while not cancelled
+}
+
+func (r *recordedRecv) CancelRead(code uint64)          { r.cancelled.Store(int64(code) + 1) }
+func (r *recordedRecv) SetReadDeadline(time.Time) error { return nil }
+
+// TestGroupArrivingAfterTheDrainIsRefused: once a finished subscription has
+// waited for its group streams, a group stream that still arrives for it is
+// refused (13) instead of joining a wait that is already over.
+func TestGroupArrivingAfterTheDrainIsRefused(t *testing.T) {
+	s := newSession(Options{Logger: testLogger(t)}, "")
+	defer s.cancel()
+	rb := &remoteBroadcast{s: s, path: "b", b: model.NewBroadcast("b")}
+	rt := &remoteTrack{rb: rb, name: "v", track: model.NewTrack("v"), kind: container.Legacy}
+	sub := &subscription{id: 4, rt: rt, timescale: 1000, seen: map[uint64]bool{}, arrived: make(chan struct{}, 1)}
+	s.subs[sub.id] = sub
+	sub.drain(context.Background(), 0, 0, true)
+
+	h := wire.Group{SubscribeID: sub.id, Sequence: 0}
+	str := &recordedRecv{Reader: bytes.NewReader(h.Append(nil))}
+	s.readGroup(context.Background(), &lateContextConn{ctx: context.Background()}, str, bufio.NewReader(str))
+	if got := str.cancelled.Load() - 1; got != CodeNotFound {
+		t.Fatalf("late group stream: CancelRead code %d, want %d", got, CodeNotFound)
+	}
+}
+
+// TestTrackOfAnEndedBroadcastEndsCleanly: a track still waiting for the
+// catalog to learn its container ends without an error when its broadcast
+// ends cleanly (an "ended" announcement), like a subscribed one.
+func TestTrackOfAnEndedBroadcastEndsCleanly(t *testing.T) {
+	for range 20 {
+		s := newSession(Options{Logger: testLogger(t)}, "")
+		ctx, cancel := context.WithCancelCause(s.ctx)
+		cancel(errStopped)
+		rb := &remoteBroadcast{s: s, path: "b", b: model.NewBroadcast("b"), ctx: ctx, cancel: cancel,
+			tracks: map[string]*remoteTrack{}, catalogSeen: make(chan struct{}), activated: make(chan struct{})}
+		rt := &remoteTrack{rb: rb, name: "v", track: model.NewTrack("v")}
+		c := rt.track.Subscribe(0)
+		rt.run()
+		ev, ok := c.Next()
+		if !ok || ev.Kind != model.EventEnd || ev.Err != nil {
+			t.Fatalf("track of an ended broadcast: %+v %v", ev, ok)
+		}
+		s.Close()
 	}
 }

@@ -1,7 +1,6 @@
 package flv
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -10,28 +9,29 @@ import (
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/mpeg4audio"
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/opus"
 
+	"github.com/moq-export/moq-export/internal/codecconf"
 	"github.com/moq-export/moq-export/mux"
 )
 
 // codecInfo says how one codec family is carried in FLV.
 type codecInfo struct {
-	kind     mux.Kind
-	enhanced bool   // Enhanced RTMP (FourCC) rather than a classic codec id
-	fourCC   string // Enhanced RTMP FourCC
-	classic  byte   // classic CodecID / SoundFormat
-	h26x     bool   // H.264/H.265: AVCC payloads, DTS/composition time
-	cts      bool   // frames carry a signed 24-bit composition time
+	kind     mux.Kind // mux.CodecKind of the family
+	enhanced bool     // Enhanced RTMP (FourCC) rather than a classic codec id
+	fourCC   string   // Enhanced RTMP FourCC
+	classic  byte     // classic CodecID / SoundFormat
+	h26x     bool     // H.264/H.265: AVCC payloads, DTS/composition time
+	cts      bool     // frames carry a signed 24-bit composition time
 	metaID   float64
 }
 
 var codecs = map[string]codecInfo{
-	"h264": {kind: mux.Video, classic: codecAVC, h26x: true, cts: true, metaID: codecAVC},
-	"h265": {kind: mux.Video, enhanced: true, fourCC: "hvc1", h26x: true, cts: true},
-	"av1":  {kind: mux.Video, enhanced: true, fourCC: "av01"},
-	"vp9":  {kind: mux.Video, enhanced: true, fourCC: "vp09"},
-	"aac":  {kind: mux.Audio, classic: soundAAC, metaID: soundAAC},
-	"mp3":  {kind: mux.Audio, classic: soundMP3, metaID: soundMP3},
-	"opus": {kind: mux.Audio, enhanced: true, fourCC: "Opus"},
+	"h264": {classic: codecAVC, h26x: true, cts: true, metaID: codecAVC},
+	"h265": {enhanced: true, fourCC: "hvc1", h26x: true, cts: true},
+	"av1":  {enhanced: true, fourCC: "av01"},
+	"vp9":  {enhanced: true, fourCC: "vp09"},
+	"aac":  {classic: soundAAC, metaID: soundAAC},
+	"mp3":  {classic: soundMP3, metaID: soundMP3},
+	"opus": {enhanced: true, fourCC: "Opus"},
 }
 
 // suggest names the container that carries a codec FLV cannot.
@@ -46,10 +46,11 @@ var suggest = map[string]string{
 
 func init() {
 	for fam, c := range codecs {
+		c.kind = mux.CodecKind(fam)
 		if c.enhanced {
 			c.metaID = float64(fourCC(c.fourCC))
-			codecs[fam] = c
 		}
+		codecs[fam] = c
 	}
 }
 
@@ -119,24 +120,9 @@ func staticConfig(fam string, t mux.Track) ([]byte, error) {
 // buildASC builds an AudioSpecificConfig from the codec string's object type
 // ("mp4a.40.2" is AAC-LC), the sample rate and the channel count.
 func buildASC(t mux.Track) ([]byte, error) {
-	typ := mpeg4audio.ObjectTypeAACLC
-	if _, ot, ok := strings.Cut(strings.TrimPrefix(strings.ToLower(t.Codec), "mp4a.40"), "."); ok {
-		if n, err := strconv.Atoi(ot); err == nil && n > 0 && n < 32 {
-			typ = mpeg4audio.ObjectType(n)
-		}
-	}
-	if t.SampleRate <= 0 || t.Channels <= 0 || t.Channels > 8 {
-		return nil, fmt.Errorf("%w: AAC track without description needs sampleRate and 1-8 channels (got %d Hz, %d)",
-			errBadDescription, t.SampleRate, t.Channels)
-	}
-	cc := uint8(t.Channels)
-	if cc == 8 {
-		cc = 7
-	}
-	asc := mpeg4audio.AudioSpecificConfig{Type: typ, SampleRate: t.SampleRate, ChannelConfig: cc}
-	b, err := asc.Marshal()
+	b, err := codecconf.AACConfig(t.Codec, t.SampleRate, t.Channels)
 	if err != nil {
-		return nil, fmt.Errorf("%w: building AudioSpecificConfig: %w", errBadDescription, err)
+		return nil, fmt.Errorf("%w: AAC track without description: %w", errBadDescription, err)
 	}
 	return b, nil
 }
@@ -145,24 +131,9 @@ func buildASC(t mux.Track) ([]byte, error) {
 // encoders have.
 const opusPreSkip = 312
 
-// opusSurround is the Vorbis channel mapping (RFC 7845 section 5.1.1.2)
-// as libopus' surround encoder lays it out for 3 to 8 channels: stream
-// count, coupled stream count, then the channel mapping.
-var opusSurround = map[int][]byte{
-	3: {2, 1, 0, 2, 1},
-	4: {2, 2, 0, 1, 2, 3},
-	5: {3, 2, 0, 4, 1, 2, 3},
-	6: {4, 2, 0, 4, 1, 2, 3, 5},
-	7: {4, 3, 0, 4, 1, 2, 3, 5, 6},
-	8: {5, 3, 0, 6, 1, 2, 3, 4, 5, 7},
-}
-
-// buildOpusHead builds the OpusHead (RFC 7845 section 5.1) that a
-// browser's Opus encoder would have produced, for catalogs that carry no
-// description. It is written by hand: mediacommon v2.9.3's
-// opus.IDHeader.Marshal writes the pre-skip, input sample rate and gain
-// big-endian, where RFC 7845 has them little-endian, and decoders then skip
-// about 300 ms of audio.
+// buildOpusHead builds the OpusHead that a browser's Opus encoder would have
+// produced, for catalogs that carry no description: two channels and 48 kHz
+// unless the catalog says otherwise.
 func buildOpusHead(sampleRate, channels int) ([]byte, error) {
 	if channels == 0 {
 		channels = 2
@@ -170,19 +141,9 @@ func buildOpusHead(sampleRate, channels int) ([]byte, error) {
 	if sampleRate <= 0 {
 		sampleRate = 48000
 	}
-	if channels < 0 || channels > 8 {
-		return nil, fmt.Errorf("%w: cannot build an OpusHead for %d channels", errBadDescription, channels)
-	}
-	h := []byte("OpusHead")
-	h = append(h, 1, byte(channels))
-	h = binary.LittleEndian.AppendUint16(h, opusPreSkip)
-	h = binary.LittleEndian.AppendUint32(h, uint32(sampleRate))
-	h = append(h, 0, 0) // output gain
-	if channels > 2 {
-		h = append(h, 1) // mapping family 1: Vorbis order
-		h = append(h, opusSurround[channels]...)
-	} else {
-		h = append(h, 0)
+	h, err := codecconf.OpusHead(channels, opusPreSkip, uint32(sampleRate))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errBadDescription, err)
 	}
 	return h, nil
 }

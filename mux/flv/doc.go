@@ -69,11 +69,9 @@
 // here: the Go FLV library github.com/yutopp/go-flv is not served by the Go
 // module proxy, and the framing is a few fixed-size headers. AMF0 for
 // onMetaData comes from github.com/bluenviron/gortmplib/pkg/amf0, the
-// AudioSpecificConfig from github.com/bluenviron/mediacommon/v2's
-// mpeg4audio, and avcC/hvcC, Annex B conversion and decode times from
-// internal/h26x. The OpusHead is built here because mediacommon v2.9.3's
-// opus.IDHeader.Marshal writes its multi-byte fields big-endian where RFC
-// 7845 has them little-endian (decoders then skip about 300 ms). The av1C
-// and vpcC built from a codec string are 4 and 12 fixed bytes that no
-// library offers.
+// AudioSpecificConfig and OpusHead built from catalog fields from
+// internal/codecconf (shared with mux/mkv and mux/ts), and avcC/hvcC,
+// Annex B conversion and decode times from internal/h26x. The av1C and vpcC
+// built from a codec string are 4 and 12 fixed bytes that no library
+// offers.
 package flv

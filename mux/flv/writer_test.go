@@ -3,6 +3,7 @@ package flv
 import (
 	"bytes"
 	"errors"
+	"github.com/bluenviron/mediacommon/v2/pkg/codecs/mpeg4audio"
 	"log/slog"
 	"strings"
 	"testing"
@@ -47,7 +48,8 @@ func TestBadDescriptionsAreRejectedAtAddTrack(t *testing.T) {
 		{ID: 1, Kind: mux.Video, Codec: "avc1.64001f", Description: []byte{0, 1, 2}},
 		{ID: 1, Kind: mux.Video, Codec: "hvc1.1.6.L93.B0", Description: []byte{2, 0, 0, 0, 0, 0, 0, 0}},
 		{ID: 1, Kind: mux.Audio, Codec: "mp4a.40.2", Description: []byte{0xff}},
-		{ID: 1, Kind: mux.Audio, Codec: "mp4a.40.2"}, // no description, no rate
+		{ID: 1, Kind: mux.Audio, Codec: "mp4a.40.2"},                                 // no description, no rate
+		{ID: 1, Kind: mux.Audio, Codec: "mp4a.40.2", SampleRate: 48000, Channels: 7}, // no channelConfiguration
 		{ID: 1, Kind: mux.Audio, Codec: "opus", Description: []byte("OpusTail1234567890123")},
 		{ID: 1, Kind: mux.Audio, Codec: "opus", Channels: 9},
 		{ID: 1, Kind: mux.Video, Codec: "av01.0.04M.08", Description: []byte{1, 2, 3, 4}},
@@ -91,6 +93,29 @@ func TestBuiltConfigurationRecordsMatchEncoderOutput(t *testing.T) {
 	aac := moqexport.MustLoadSample("aac")
 	if err != nil || !bytes.Equal(asc, aac.Description[:2]) {
 		t.Errorf("ASC %x (%v), encoder wrote %x", asc, err, aac.Description)
+	}
+}
+
+func TestBuiltAudioSpecificConfigsSayWhatTheCatalogSays(t *testing.T) {
+	for _, tc := range []struct {
+		codec    string
+		channels int
+		cc       uint8
+	}{
+		{"mp4a.40.2", 2, 2},
+		{"mp4a.40.5", 2, 2}, // HE-AAC: the AAC-LC core, SBR found in band
+		{"mp4a.40.29", 2, 2},
+		{"mp4a.40.2", 8, 7}, // 7.1
+	} {
+		b, err := buildASC(mux.Track{Codec: tc.codec, SampleRate: 48000, Channels: tc.channels})
+		var asc mpeg4audio.AudioSpecificConfig
+		if err == nil {
+			err = asc.Unmarshal(b)
+		}
+		if err != nil || asc.SampleRate != 48000 || asc.ChannelConfig != tc.cc {
+			t.Errorf("%s, %d channels: ASC %x (%+v, %v), want %d Hz, channelConfiguration %d",
+				tc.codec, tc.channels, b, asc, err, 48000, tc.cc)
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/opus"
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/vp9"
 
+	"github.com/moq-export/moq-export/internal/codecconf"
 	"github.com/moq-export/moq-export/internal/h26x"
 	"github.com/moq-export/moq-export/mux"
 )
@@ -37,8 +38,6 @@ var codecIDs = map[string]string{
 	"ac3":  "A_AC3",
 	"eac3": "A_EAC3",
 }
-
-var videoFamilies = map[string]bool{"h264": true, "h265": true, "av1": true, "vp8": true, "vp9": true}
 
 // webmFamilies are the codecs the WebM profile of Matroska allows.
 var webmFamilies = map[string]bool{"vp8": true, "vp9": true, "av1": true, "opus": true}
@@ -66,7 +65,7 @@ func (t *track) configure() error {
 	default:
 		return fmt.Errorf("track %d: unknown kind %v", t.ID, t.Kind)
 	}
-	if isVideo := videoFamilies[t.family]; isVideo != (t.Kind == mux.Video) {
+	if isVideo := mux.CodecKind(t.family) == mux.Video; isVideo != (t.Kind == mux.Video) {
 		return fmt.Errorf("track %d: codec %q does not fit a %v track", t.ID, t.Codec, t.Kind)
 	}
 	desc := bytes.Clone(t.Description)
@@ -126,7 +125,10 @@ func (t *track) configure() error {
 			}
 			// Browsers publish no OpusHead. The pre-skip is unknown; 0 shifts
 			// the first few milliseconds at most.
-			desc = opusHead(uint8(ch), 0, uint32(max(t.SampleRate, 0)))
+			var err error
+			if desc, err = codecconf.OpusHead(ch, 0, uint32(max(t.SampleRate, 0))); err != nil {
+				return fmt.Errorf("track %d: %w", t.ID, err)
+			}
 		}
 		var h opus.IDHeader
 		if err := h.Unmarshal(desc); err != nil {
@@ -143,15 +145,9 @@ func (t *track) configure() error {
 		e.Audio.Channels = uint64(h.ChannelCount)
 	case "aac":
 		if len(desc) == 0 {
-			if t.SampleRate <= 0 || t.Channels <= 0 || t.Channels > 7 {
-				return fmt.Errorf("track %d: aac without AudioSpecificConfig and without sample rate/channels: %w", t.ID, ErrMissingConfig)
-			}
 			var err error
-			desc, err = mpeg4audio.AudioSpecificConfig{
-				Type: mpeg4audio.ObjectTypeAACLC, SampleRate: t.SampleRate, ChannelConfig: uint8(t.Channels),
-			}.Marshal()
-			if err != nil {
-				return fmt.Errorf("track %d: building AudioSpecificConfig: %w", t.ID, err)
+			if desc, err = codecconf.AACConfig(t.Codec, t.SampleRate, t.Channels); err != nil {
+				return fmt.Errorf("track %d: aac without AudioSpecificConfig: %w: %w", t.ID, ErrMissingConfig, err)
 			}
 		}
 		var asc mpeg4audio.AudioSpecificConfig
@@ -205,17 +201,6 @@ func flacPrivate(desc []byte) ([]byte, error) {
 		return nil, fmt.Errorf("flac needs fLaC+STREAMINFO as its description: %w", ErrMissingConfig)
 	}
 	return desc, nil
-}
-
-// opusHead builds an RFC 7845 identification header for channel mapping
-// family 0. It is written here rather than with mediacommon's
-// opus.IDHeader.Marshal, which (v2.9.3) stores pre-skip, input sample rate
-// and gain big-endian where the RFC says little-endian.
-func opusHead(channels uint8, preSkip uint16, inputRate uint32) []byte {
-	b := append([]byte("OpusHead"), 1, channels)
-	b = binary.LittleEndian.AppendUint16(b, preSkip)
-	b = binary.LittleEndian.AppendUint32(b, inputRate)
-	return append(b, 0, 0, 0) // output gain 0, mapping family 0
 }
 
 func obuType(obu []byte) av1.OBUType { return av1.OBUType(obu[0] >> 3 & 0x0f) }

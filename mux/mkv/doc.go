@@ -75,8 +75,8 @@
 // frame; ebml-go's reflective marshaller would copy every payload through a
 // buffer), the 8-byte size patches at Close, and Void padding. mediacommon
 // parses OpusHead, AudioSpecificConfig, AV1 sequence headers and VP9 frame
-// headers and builds AudioSpecificConfigs; the OpusHead (whose multi-byte
-// fields mediacommon v2.9.3 encodes big-endian, against RFC 7845), the av1C
-// record (no writer in mediacommon) and the VP8 frame size (six bytes, no
-// parser in mediacommon) are done here.
+// headers; internal/codecconf (shared with mux/flv and mux/ts) builds the
+// AudioSpecificConfig and OpusHead of tracks without a description; the
+// av1C record (no writer in mediacommon) and the VP8 frame size (six bytes,
+// no parser in mediacommon) are done here.
 package mkv

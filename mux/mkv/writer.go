@@ -79,6 +79,9 @@ type Writer struct {
 
 	pending      []pendingFrame
 	pendingBytes int
+	// pendingFirst and pendingLast are the smallest and largest timestamps
+	// of the frames in pending, for the HeaderWait bound.
+	pendingFirst, pendingLast int64
 
 	originSet bool
 	origin    int64 // µs subtracted from every timestamp
@@ -141,6 +144,7 @@ var _ mux.Muxer = (*Writer)(nil)
 // The header is written at the first frame.
 func NewWriter(w io.Writer, opts Options) *Writer {
 	mw := &Writer{w: w, opts: opts, byID: map[int]*track{}, log: opts.Logger}
+	mw.resetPending()
 	if mw.log == nil {
 		mw.log = slog.New(slog.DiscardHandler)
 	}
@@ -232,7 +236,11 @@ func (w *Writer) RemoveTrack(id int) error {
 	}
 	t.removed = true
 	if !w.started {
-		w.pending = slices.DeleteFunc(w.pending, func(p pendingFrame) bool { return p.t == t })
+		kept := slices.DeleteFunc(w.pending, func(p pendingFrame) bool { return p.t == t })
+		w.resetPending()
+		for _, p := range kept {
+			w.addPending(p) // in place: p was read before its slot is written
+		}
 		return w.maybeStart()
 	}
 	return nil
@@ -252,7 +260,7 @@ func (w *Writer) Discontinuity(id int) error {
 		}
 	}
 	if !w.started {
-		w.pending = append(w.pending, pendingFrame{t: t, disc: true})
+		w.addPending(pendingFrame{t: t, disc: true})
 		return nil
 	}
 	w.discontinuity(t)
@@ -311,9 +319,24 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 		}
 		t.ready = true
 	}
-	w.pending = append(w.pending, pendingFrame{t: t, ts: f.Timestamp, key: f.Keyframe, payload: slices.Clone(payload)})
-	w.pendingBytes += len(payload)
+	w.addPending(pendingFrame{t: t, ts: f.Timestamp, key: f.Keyframe, payload: slices.Clone(payload)})
 	return w.maybeStart()
+}
+
+// addPending holds p until the header is written.
+func (w *Writer) addPending(p pendingFrame) {
+	w.pending = append(w.pending, p)
+	if p.disc {
+		return
+	}
+	w.pendingFirst, w.pendingLast = min(w.pendingFirst, p.ts), max(w.pendingLast, p.ts)
+	w.pendingBytes += len(p.payload) + pendingOverhead
+}
+
+// resetPending empties pending.
+func (w *Writer) resetPending() {
+	w.pending, w.pendingBytes = w.pending[:0], 0
+	w.pendingFirst, w.pendingLast = math.MaxInt64, math.MinInt64
 }
 
 func (w *Writer) drop(t *track, why string) {
@@ -337,13 +360,11 @@ func (w *Writer) maybeStart() error {
 		}
 	}
 	if waiting > 0 {
-		first, last := int64(math.MaxInt64), int64(math.MinInt64)
-		for _, p := range w.pending {
-			if !p.disc {
-				first, last = min(first, p.ts), max(last, p.ts)
-			}
+		span := int64(0)
+		if w.pendingFirst <= w.pendingLast {
+			span = w.pendingLast - w.pendingFirst
 		}
-		if last-first < w.opts.HeaderWait.Microseconds() && w.pendingBytes < maxPendingBytes {
+		if span < w.opts.HeaderWait.Microseconds() && w.pendingBytes < maxPendingBytes {
 			return nil
 		}
 	}
@@ -352,6 +373,11 @@ func (w *Writer) maybeStart() error {
 
 // maxPendingBytes bounds the memory held while the header waits.
 const maxPendingBytes = 64 << 20
+
+// pendingOverhead is what holding one frame costs beyond its payload (the
+// pendingFrame in a slice that grows by doubling, the payload allocation's
+// rounding), so that tiny frames count against maxPendingBytes too.
+const pendingOverhead = 128
 
 // start writes the header with the ready tracks and flushes the frames
 // buffered so far.
@@ -372,7 +398,8 @@ func (w *Writer) start() error {
 		return w.fail(err)
 	}
 	pending := w.pending
-	w.pending, w.pendingBytes = nil, 0
+	w.pending = nil
+	w.resetPending()
 	for _, p := range pending {
 		if p.disc {
 			w.discontinuity(p.t)

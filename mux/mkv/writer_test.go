@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/bluenviron/mediacommon/v2/pkg/codecs/mpeg4audio"
 	"io"
 	"log/slog"
 	"os"
@@ -428,6 +429,29 @@ func TestDocTypeWebMRefusesOtherCodecs(t *testing.T) {
 	if err := m.AddTrack(mux.Track{ID: 4, Kind: mux.Audio, Codec: "vp8"}); err == nil {
 		t.Error("a video codec was accepted on an audio track")
 	}
+	// Seven channels have no MPEG-4 channelConfiguration (7 means 7.1).
+	if err := m.AddTrack(mux.Track{ID: 5, Kind: mux.Audio, Codec: "mp4a.40.2", SampleRate: 48000, Channels: 7}); !errors.Is(err, ErrMissingConfig) {
+		t.Errorf("aac with 7 channels and no AudioSpecificConfig: %v, want ErrMissingConfig", err)
+	}
+}
+
+func TestAACWithoutDescriptionGetsTheChannelConfigurationOfItsCount(t *testing.T) {
+	for _, tc := range []struct {
+		channels int
+		cc       uint8
+	}{{1, 1}, {2, 2}, {6, 6}, {8, 7}} {
+		w := NewWriter(io.Discard, Options{})
+		if err := w.AddTrack(mux.Track{ID: 1, Kind: mux.Audio, Codec: "mp4a.40.2", SampleRate: 44100, Channels: tc.channels}); err != nil {
+			t.Errorf("%d channels: %v", tc.channels, err)
+			continue
+		}
+		var asc mpeg4audio.AudioSpecificConfig
+		e := w.byID[1].entry
+		if err := asc.Unmarshal(e.CodecPrivate); err != nil || asc.ChannelConfig != tc.cc || asc.SampleRate != 44100 || e.Audio.Channels != uint64(tc.channels) {
+			t.Errorf("%d channels: CodecPrivate %x (%+v, %v), Channels %d; want channelConfiguration %d",
+				tc.channels, e.CodecPrivate, asc, err, e.Audio.Channels, tc.cc)
+		}
+	}
 }
 
 // TestTrackAddedAfterHeaderIsRefusedWithErrLateTrack: once a frame made
@@ -682,5 +706,36 @@ func TestUnfinishedFileIsPlayable(t *testing.T) {
 	p := mediatest.Probe(t, path)
 	if n := len(p.Packets); n != len(v.Frames)+len(a.Frames) {
 		t.Errorf("%d packets in the unfinished file, wrote %d frames", n, len(v.Frames)+len(a.Frames))
+	}
+}
+
+// TestHeaderWaitBoundCountsEachHeldFrame feeds tiny frames that never
+// advance the clock while a track waits for its configuration: the bound
+// on held media must count what each frame costs to hold, not only its
+// payload bytes, or a million one-byte frames sit in memory unbounded by
+// HeaderWait.
+func TestHeaderWaitBoundCountsEachHeldFrame(t *testing.T) {
+	var out bytes.Buffer
+	w := NewWriter(nonSeeker{&out}, Options{})
+	for _, tr := range []mux.Track{
+		{ID: 1, Kind: mux.Video, Codec: "vp8"}, // waits for a keyframe with its size
+		{ID: 2, Kind: mux.Audio, Codec: "opus", SampleRate: 48000, Channels: 2},
+	} {
+		if err := w.AddTrack(tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const limit = 1 << 20 // at least 64 MiB held with the bookkeeping
+	n := 0
+	for ; n < limit && out.Len() == 0; n++ {
+		if err := w.WriteFrame(mux.Frame{TrackID: 2, Payload: []byte{0xfc}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out.Len() == 0 {
+		t.Fatalf("header still held back after %d one-byte frames", n)
+	}
+	if w.Stats().Frames != int64(n) {
+		t.Errorf("Stats.Frames = %d, want the %d held frames written", w.Stats().Frames, n)
 	}
 }

@@ -3,14 +3,13 @@ package ts
 import (
 	"encoding/binary"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/asticode/go-astits"
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/mpeg4audio"
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/opus"
 	"github.com/bluenviron/mediacommon/v2/pkg/formats/mpegts/substructs"
 
+	"github.com/moq-export/moq-export/internal/codecconf"
 	"github.com/moq-export/moq-export/mux"
 )
 
@@ -131,16 +130,11 @@ func adtsTemplate(t mux.Track) ([]byte, error) {
 		if asc.ChannelConfig == 0 && t.Channels > 0 {
 			// A PCE-described layout: ADTS can only say "see the PCE",
 			// which ffmpeg rejects without one; fall back to the count.
-			pkt.ChannelConfig = channelConfig(t.Channels)
+			pkt.ChannelConfig, _ = codecconf.AACChannelConfig(t.Channels)
 		}
 	} else {
-		pkt.Type = mpeg4audio.ObjectTypeAACLC
-		if _, ot, ok := strings.Cut(t.Codec, "mp4a.40."); ok {
-			if n, err := strconv.Atoi(ot); err == nil {
-				pkt.Type = mpeg4audio.ObjectType(n)
-			}
-		}
-		pkt.ChannelConfig = channelConfig(t.Channels)
+		pkt.Type = codecconf.AACObjectType(t.Codec)
+		pkt.ChannelConfig, _ = codecconf.AACChannelConfig(t.Channels)
 	}
 	// HE-AAC (SBR, PS) is signalled implicitly: ADTS carries the AAC-LC core.
 	if pkt.Type == mpeg4audio.ObjectTypeSBR || pkt.Type == mpeg4audio.ObjectTypePS {
@@ -151,17 +145,6 @@ func adtsTemplate(t mux.Track) ([]byte, error) {
 		return nil, &mux.UnsupportedCodecError{Container: "ts", Codec: fmt.Sprintf("%s (%v)", t.Codec, err), Suggest: "mkv"}
 	}
 	return enc, nil
-}
-
-// channelConfig maps a channel count to an MPEG-4 channelConfiguration.
-func channelConfig(n int) uint8 {
-	switch {
-	case n >= 1 && n <= 6:
-		return uint8(n)
-	case n == 8:
-		return 7
-	}
-	return 0
 }
 
 // putADTSLength writes the 13-bit frame_length of an ADTS header.

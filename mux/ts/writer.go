@@ -29,9 +29,11 @@ const (
 	maxPendingTicks = 10 * clockRate
 )
 
-// ErrBadFrame is wrapped by WriteFrame errors for payloads that cannot be
-// parsed (truncated NAL units, oversized AAC frames, empty payloads). The
-// frame is not written; the output stays valid.
+// ErrBadFrame is wrapped by the error logged for a payload that cannot be
+// parsed (truncated NAL units, oversized AAC frames, empty payloads).
+// WriteFrame skips such a frame, counts it in Stats.Rejected and returns nil,
+// as the FLV and MKV muxers do: the output stays valid and the recording
+// goes on.
 var ErrBadFrame = errors.New("malformed frame")
 
 // Options configures a Writer. The zero value is ready to use.
@@ -60,7 +62,7 @@ type Stats struct {
 	// DroppedLate counts frames whose timestamp fell before the start of the
 	// output.
 	DroppedLate int64
-	// Rejected counts frames refused with an error wrapping ErrBadFrame.
+	// Rejected counts malformed frames skipped (see ErrBadFrame).
 	Rejected int64
 }
 
@@ -303,7 +305,8 @@ func (w *Writer) Discontinuity(id int) error {
 }
 
 // WriteFrame writes one frame. Nothing is written until every video track
-// has delivered a keyframe; audio before that is dropped (see Stats).
+// has delivered a keyframe; audio before that is dropped (see Stats). A
+// malformed frame is skipped with a warning (see ErrBadFrame).
 func (w *Writer) WriteFrame(f mux.Frame) error {
 	if w.closed {
 		return mux.ErrClosed
@@ -335,7 +338,8 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 		return nil
 	case err != nil:
 		w.stats.Rejected++
-		return fmt.Errorf("ts: track %d frame at %dus: %w", f.TrackID, f.Timestamp, err)
+		w.log.Warn("ts: malformed frame skipped", "track", t.ID, "ts", f.Timestamp, "err", err)
+		return nil
 	case len(u.data) == 0:
 		return nil // parameter sets only: kept for the next keyframe
 	}

@@ -585,3 +585,47 @@ func TestOutputErrorsAreStickyAndWrapped(t *testing.T) {
 		t.Errorf("Close = %v, want the output error", err)
 	}
 }
+
+// A malformed frame is a logged skip, as in the FLV and MKV muxers: the
+// engine ends the export on any WriteFrame error, so returning one would end
+// a recording over a single bad frame from the network.
+func TestMalformedFramesAreSkippedAndTheStreamGoesOn(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		track int // 0: video, 1: audio
+		bad   func([]byte) []byte
+	}{
+		{"truncated H.264 NAL unit", 0, func(p []byte) []byte { return p[:len(p)-1] }},
+		{"AAC frame too large for ADTS", 1, func([]byte) []byte { return make([]byte, 9000) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ins := []input{mediatest.SampleInput("h264", 1), mediatest.SampleInput("aac", 2)}
+			// Corrupt a copy of frame 10 of one track.
+			in := &ins[tc.track]
+			in.Frames = append([]mux.Frame(nil), in.Frames...)
+			in.Frames[10].Payload = tc.bad(append([]byte(nil), in.Frames[10].Payload...))
+			w, buf := startWriter(t, ts.Options{}, ins...)
+			for _, f := range mediatest.Interleave(ins...) {
+				if err := w.WriteFrame(f); err != nil {
+					t.Fatalf("WriteFrame at %dus: %v, want the bad frame skipped", f.Timestamp, err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got := w.Stats().Rejected; got != 1 {
+				t.Errorf("Stats.Rejected = %d, want 1", got)
+			}
+			p := mediatest.Probe(t, writeFile(t, buf.Bytes()))
+			for i, in := range ins {
+				want := len(in.Frames)
+				if i == tc.track {
+					want--
+				}
+				if got := len(p.PacketsOf(pidStream(t, p, firstPID+uint16(i)).Index)); got != want {
+					t.Errorf("PID %#x: ffprobe counts %d packets, want %d", firstPID+i, got, want)
+				}
+			}
+		})
+	}
+}

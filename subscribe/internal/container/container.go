@@ -126,7 +126,10 @@ func Rescale(v, scale uint64) (int64, bool) {
 		return 0, false
 	}
 	if scale == 1_000_000 {
-		return int64(v), v <= math.MaxInt64
+		if v > math.MaxInt64 {
+			return 0, false
+		}
+		return int64(v), true
 	}
 	whole := v / scale
 	if whole > math.MaxInt64/1_000_000 {
@@ -139,6 +142,10 @@ func Rescale(v, scale uint64) (int64, bool) {
 		frac = rem * 1_000_000 / scale
 	} else {
 		frac = uint64(float64(rem) * 1e6 / float64(scale))
+	}
+	// whole*1e6 fits, but the fraction can still push the sum past MaxInt64.
+	if whole*1_000_000 > math.MaxInt64-frac {
+		return 0, false
 	}
 	return int64(whole*1_000_000 + frac), true
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"math"
 	"testing"
 )
 
@@ -78,6 +79,9 @@ func TestRescale(t *testing.T) {
 		{1, 3, 333333, true},
 		{1 << 62, 1, 0, false},
 		{5, 0, 0, false},
+		// Whole seconds just fit, the fraction pushes past MaxInt64.
+		{math.MaxInt64/1_000_000*1000 + 999, 1000, 0, false},
+		{math.MaxInt64/1_000_000*1000 + 775, 1000, math.MaxInt64/1_000_000*1_000_000 + 775_000, true},
 	}
 	for _, tt := range tests {
 		got, ok := Rescale(tt.v, tt.scale)

@@ -288,16 +288,38 @@ func (m *TrackInfo) Decode(body []byte) error {
 	return d.done()
 }
 
-// Subscribe opens a subscription.
-type Subscribe struct {
-	ID         uint64
-	Broadcast  string
-	Track      string
+// SubscribeParams are the fields SUBSCRIBE and SUBSCRIBE_UPDATE share, in
+// their wire order.
+type SubscribeParams struct {
 	Priority   uint8
 	Ordered    bool
 	MaxLatency uint64 // milliseconds
 	Start      Opt
 	End        Opt // inclusive cap
+}
+
+func (p *SubscribeParams) append(b []byte) []byte {
+	b = append(b, p.Priority)
+	b = appendBool(b, p.Ordered)
+	b = AppendVarint(b, p.MaxLatency)
+	b = appendOpt(b, p.Start)
+	return appendOpt(b, p.End)
+}
+
+func (p *SubscribeParams) decode(d *dec) {
+	p.Priority = d.u8()
+	p.Ordered = d.bool()
+	p.MaxLatency = d.varint()
+	p.Start = d.opt()
+	p.End = d.opt()
+}
+
+// Subscribe opens a subscription.
+type Subscribe struct {
+	ID        uint64
+	Broadcast string
+	Track     string
+	SubscribeParams
 }
 
 // Append appends the length-prefixed message.
@@ -306,11 +328,7 @@ func (m *Subscribe) Append(b []byte) []byte {
 		b = AppendVarint(b, m.ID)
 		b = appendStr(b, m.Broadcast)
 		b = appendStr(b, m.Track)
-		b = append(b, m.Priority)
-		b = appendBool(b, m.Ordered)
-		b = AppendVarint(b, m.MaxLatency)
-		b = appendOpt(b, m.Start)
-		return appendOpt(b, m.End)
+		return m.SubscribeParams.append(b)
 	})
 }
 
@@ -320,42 +338,24 @@ func (m *Subscribe) Decode(body []byte) error {
 	m.ID = d.varint()
 	m.Broadcast = d.str()
 	m.Track = d.str()
-	m.Priority = d.u8()
-	m.Ordered = d.bool()
-	m.MaxLatency = d.varint()
-	m.Start = d.opt()
-	m.End = d.opt()
+	m.SubscribeParams.decode(&d)
 	return d.done()
 }
 
 // SubscribeUpdate changes a subscription.
 type SubscribeUpdate struct {
-	Priority   uint8
-	Ordered    bool
-	MaxLatency uint64
-	Start      Opt
-	End        Opt
+	SubscribeParams
 }
 
 // Append appends the length-prefixed message.
 func (m *SubscribeUpdate) Append(b []byte) []byte {
-	return appendMessage(b, func(b []byte) []byte {
-		b = append(b, m.Priority)
-		b = appendBool(b, m.Ordered)
-		b = AppendVarint(b, m.MaxLatency)
-		b = appendOpt(b, m.Start)
-		return appendOpt(b, m.End)
-	})
+	return appendMessage(b, m.SubscribeParams.append)
 }
 
 // Decode parses a message body.
 func (m *SubscribeUpdate) Decode(body []byte) error {
 	d := dec{b: body}
-	m.Priority = d.u8()
-	m.Ordered = d.bool()
-	m.MaxLatency = d.varint()
-	m.Start = d.opt()
-	m.End = d.opt()
+	m.SubscribeParams.decode(&d)
 	return d.done()
 }
 

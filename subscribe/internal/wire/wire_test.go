@@ -257,8 +257,8 @@ func TestRoundTripsOfEveryMessage(t *testing.T) {
 		msg   message
 		fresh message
 	}{
-		{&Subscribe{ID: 1 << 40, Broadcast: "a/b", Track: "t", Priority: 100, Ordered: true, MaxLatency: 30000, Start: Some(0), End: Some(7)}, &Subscribe{}},
-		{&SubscribeUpdate{Priority: 3, Ordered: true, MaxLatency: 1, Start: Some(4)}, &SubscribeUpdate{}},
+		{&Subscribe{ID: 1 << 40, Broadcast: "a/b", Track: "t", SubscribeParams: SubscribeParams{Priority: 100, Ordered: true, MaxLatency: 30000, Start: Some(0), End: Some(7)}}, &Subscribe{}},
+		{&SubscribeUpdate{SubscribeParams{Priority: 3, Ordered: true, MaxLatency: 1, Start: Some(4)}}, &SubscribeUpdate{}},
 		{&Fetch{Broadcast: "b", Track: "t", Priority: 9, Group: 77}, &Fetch{}},
 		{&Probe{Bitrate: 5_000_000, RTT: 12}, &Probe{}},
 		{&Goaway{URI: "https://x/y"}, &Goaway{}},
@@ -301,7 +301,7 @@ func BenchmarkFrameReader(b *testing.B) {
 }
 
 func BenchmarkSubscribeAppend(b *testing.B) {
-	m := Subscribe{ID: 3, Broadcast: "room/bbb.hang", Track: "video", Priority: 60}
+	m := Subscribe{ID: 3, Broadcast: "room/bbb.hang", Track: "video", SubscribeParams: SubscribeParams{Priority: 60}}
 	buf := make([]byte, 0, 64)
 	b.ReportAllocs()
 	for b.Loop() {
