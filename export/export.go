@@ -526,10 +526,14 @@ func (e *Export) rotate() error {
 // Run drives the export until the broadcast ends, MaxDuration is reached or
 // ctx is done; then it releases what the jitter buffer holds, closes the
 // muxer (finalizing the container) and returns. A cancelled ctx returns
-// ctx.Err() after the container was finalized.
+// ctx.Err() after the container was finalized, or the finalizing error when
+// that failed.
 func (e *Export) Run(ctx context.Context) (err error) {
 	defer func() {
-		if cerr := e.finish(); err == nil {
+		// A failed finalize (a full disk, a closed pipe) matters more than
+		// the cancellation that asked for it: the caller must not take a
+		// half-written file for a finished one.
+		if cerr := e.finish(); cerr != nil && (err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 			err = cerr
 		}
 	}()

@@ -387,3 +387,28 @@ func TestCancelFinalizes(t *testing.T) {
 		t.Fatalf("closed=%v frames=%d", rec.closed, len(rec.frames))
 	}
 }
+
+// failingClose is a recorder whose Close fails, like a muxer finalizing on
+// a full disk.
+type failingClose struct{ *recorder }
+
+var errDiskFull = errors.New("no space left on device")
+
+func (f failingClose) Close() error { f.recorder.Close(); return errDiskFull }
+
+func TestFinalizeErrorWinsOverCancellation(t *testing.T) {
+	bc := model.NewBroadcast("live")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go demo.Publish(ctx, bc, demo.Options{Realtime: true})
+	rec := newRecorder()
+	e := export.New(bc, failingClose{rec}, export.Options{Delay: 200 * time.Millisecond})
+	time.AfterFunc(500*time.Millisecond, cancel)
+	err := e.Run(ctx)
+	if !errors.Is(err, errDiskFull) || errors.Is(err, context.Canceled) {
+		t.Fatalf("Run: %v, want the finalize error, not the cancellation", err)
+	}
+	if !rec.closed {
+		t.Fatal("muxer not closed")
+	}
+}

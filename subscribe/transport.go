@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -329,16 +330,43 @@ func parseTarget(rawURL string) (*target, error) {
 // rootPath returns the session root without slashes at the ends.
 func (t *target) rootPath() string { return normPath(t.raw.Path) }
 
-// redactURL renders u for logs: the jwt (and any other token-looking
-// parameter) and user info are replaced.
+// secretWords mark query parameters that carry credentials: a parameter
+// whose name contains one (jwt, access_token, api_key, X-Amz-Signature,
+// password, ...) is a secret.
+var secretWords = []string{"jwt", "token", "auth", "key", "secret", "pass", "sig", "cred"}
+
+// IsSecretParam reports whether a URL query parameter of that name carries a
+// credential, whose value must never be logged.
+func IsSecretParam(name string) bool {
+	name = strings.ToLower(name)
+	return slices.ContainsFunc(secretWords, func(w string) bool { return strings.Contains(name, w) })
+}
+
+// RedactURL returns raw with its credentials replaced, for logs and
+// errors: the values of secret query parameters (IsSecretParam) and any
+// user info. A URL that does not parse keeps only what precedes its query
+// or user info.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		if i := strings.IndexAny(raw, "?@"); i >= 0 {
+			return raw[:i] + "…"
+		}
+		return raw
+	}
+	return redactURL(u)
+}
+
+// redactURL renders u for logs with its credentials replaced.
 func redactURL(u *url.URL) string {
 	c := *u
-	c.User = nil
+	if c.User != nil {
+		c.User = url.User("REDACTED")
+	}
 	if c.RawQuery != "" {
 		q := c.Query()
 		for k := range q {
-			switch strings.ToLower(k) {
-			case "jwt", "token", "auth", "access_token", "key":
+			if IsSecretParam(k) {
 				q[k] = []string{"REDACTED"}
 			}
 		}

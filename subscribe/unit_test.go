@@ -358,3 +358,26 @@ func TestTrackOfAnEndedBroadcastEndsCleanly(t *testing.T) {
 		s.Close()
 	}
 }
+
+func TestRedactURLHidesEveryCredential(t *testing.T) {
+	for _, raw := range []string{
+		"https://relay.example/anon?jwt=SECRET1",
+		"https://relay.example/anon?api_key=SECRET1&room=a",
+		"https://relay.example/anon?X-Amz-Signature=SECRET1",
+		"https://relay.example/anon?sessionToken=SECRET1",
+		"https://user:SECRET1@relay.example/anon",
+		"moql://relay/anon?password=SECRET1",
+		"https://relay.example/%zz?jwt=SECRET1", // does not parse
+	} {
+		got := RedactURL(raw)
+		if strings.Contains(got, "SECRET1") {
+			t.Errorf("RedactURL(%q) = %q leaks the credential", raw, got)
+		}
+		if !strings.Contains(got, "relay") {
+			t.Errorf("RedactURL(%q) = %q lost the host", raw, got)
+		}
+	}
+	if got := RedactURL("https://relay.example/anon?room=a"); got != "https://relay.example/anon?room=a" {
+		t.Errorf("a URL without credentials changed: %q", got)
+	}
+}

@@ -4,9 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
+
+	"github.com/moq-export/moq-export/subscribe"
 )
 
 // Config is the parsed command line.
@@ -169,41 +170,8 @@ func checkURL(raw string) error {
 	return nil
 }
 
-// secretWords mark query parameters that carry credentials: a parameter
-// whose name contains one (jwt, access_token, api_key, X-Amz-Signature,
-// password, ...) is a secret.
-var secretWords = []string{"jwt", "token", "auth", "key", "secret", "pass", "sig", "cred"}
-
-// redactURL returns raw with credentials replaced: the values of token-like
-// query parameters and any user-info password.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		// Unparseable: keep only what precedes a query or user-info.
-		if i := strings.IndexAny(raw, "?@"); i >= 0 {
-			return raw[:i] + "…"
-		}
-		return raw
-	}
-	if u.User != nil {
-		u.User = url.User("REDACTED")
-	}
-	if u.RawQuery != "" {
-		q := u.Query()
-		for k := range q {
-			if isSecretParam(k) {
-				q[k] = []string{"REDACTED"}
-			}
-		}
-		u.RawQuery = q.Encode()
-	}
-	return u.String()
-}
-
-func isSecretParam(k string) bool {
-	k = strings.ToLower(k)
-	return slices.ContainsFunc(secretWords, func(w string) bool { return strings.Contains(k, w) })
-}
+// redactURL returns raw with credentials replaced (see subscribe.RedactURL).
+func redactURL(raw string) string { return subscribe.RedactURL(raw) }
 
 // secrets returns the credential strings in raw (token values, decoded and
 // as written, and user info), so stderr can be scrubbed of them whatever
@@ -224,7 +192,7 @@ func secrets(raw string) []string {
 		if uk, err := url.QueryUnescape(k); err == nil {
 			k = uk
 		}
-		if !isSecretParam(k) {
+		if !subscribe.IsSecretParam(k) {
 			continue
 		}
 		add(v)
