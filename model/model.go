@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -170,6 +171,7 @@ type Track struct {
 	ended      bool
 	err        error
 	consumers  []*Consumer
+	backfill   func(ctx context.Context, target int64) error
 }
 
 // NewTrack returns a live track with no groups.

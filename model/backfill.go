@@ -1,0 +1,54 @@
+package model
+
+import "context"
+
+// HandleBackfill installs the function Backfill calls: the producer's way
+// to fetch groups older than those it holds (package subscribe uses moq-lite
+// FETCH). fn must add the groups that precede the oldest group the track
+// holds, newest first or in any order, as finished groups, back to the
+// first one whose first frame is at or before target (microseconds); it
+// stops quietly, returning nil, when the source has no older group. It
+// returns when it is done or ctx ends.
+func (t *Track) HandleBackfill(fn func(ctx context.Context, target int64) error) {
+	t.mu.Lock()
+	t.backfill = fn
+	t.mu.Unlock()
+}
+
+// Backfill asks the producer to add the groups that precede the oldest one
+// the track holds, back to the first whose first frame is at or before
+// target (microseconds). A consumer that has not read anything yet starts at
+// the oldest group with a frame, so it sees them; one that has started does
+// not go back. Without a handler (see HandleBackfill) it does nothing and
+// returns nil.
+func (t *Track) Backfill(ctx context.Context, target int64) error {
+	t.mu.Lock()
+	fn := t.backfill
+	t.mu.Unlock()
+	if fn == nil {
+		return nil
+	}
+	return fn(ctx, target)
+}
+
+// OldestGroup returns the sequence and the first frame's timestamp of the
+// oldest group the track holds that has a frame: where a new consumer
+// starts. ok is false when no group has a frame.
+func (t *Track) OldestGroup() (seq uint64, timestamp int64, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, g := range t.groups {
+		if len(g.frames) > 0 {
+			return g.seq, g.frames[0].Timestamp, true
+		}
+	}
+	return 0, 0, false
+}
+
+// OldestTimestamp returns the timestamp of the first frame a new consumer
+// would read (the first frame of the oldest group with a frame), without
+// consuming anything. ok is false when no group has a frame.
+func (t *Track) OldestTimestamp() (int64, bool) {
+	_, ts, ok := t.OldestGroup()
+	return ts, ok
+}

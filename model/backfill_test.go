@@ -1,0 +1,107 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// audioTrack returns a track holding groups first..last of one 20 ms frame
+// each, as live audio arrives after joining at group first.
+func audioTrack(t *testing.T, first, last uint64) *Track {
+	tr := NewTrack("audio")
+	for seq := first; seq <= last; seq++ {
+		writeGroup(t, tr, seq, true, int64(seq)*20_000)
+	}
+	return tr
+}
+
+// olderGroups is a backfill handler that adds the groups before the oldest
+// held, one 20 ms frame each, back to the one at or before target.
+func olderGroups(t *testing.T, tr *Track) func(context.Context, int64) error {
+	return func(ctx context.Context, target int64) error {
+		seq, ts, ok := tr.OldestGroup()
+		for ok && ts > target && seq > 0 {
+			seq--
+			ts = int64(seq) * 20_000
+			writeGroup(t, tr, seq, true, ts)
+		}
+		return nil
+	}
+}
+
+func TestBackfillAddsOlderGroupsThatAnUnstartedConsumerReadsFirst(t *testing.T) {
+	tr := audioTrack(t, 50, 52)
+	rs := NewReadySet()
+	c := tr.Subscribe(time.Second)
+	c.Watch(rs)
+	rs.Take(nil)
+	if ts, ok := tr.OldestTimestamp(); !ok || ts != 1_000_000 {
+		t.Fatalf("OldestTimestamp before backfill = %d, %v", ts, ok)
+	}
+	tr.HandleBackfill(olderGroups(t, tr))
+	// 25 groups back: more than the track keeps by default, all kept for
+	// the consumer that has not started.
+	if err := tr.Backfill(context.Background(), 505_000); err != nil {
+		t.Fatal(err)
+	}
+	if ts, ok := tr.OldestTimestamp(); !ok || ts != 500_000 {
+		t.Fatalf("OldestTimestamp after backfill = %d, %v; want 500000", ts, ok)
+	}
+	if rs.Empty() {
+		t.Error("the added groups did not wake the consumer")
+	}
+	got := frameTimes(events(c))
+	if len(got) != 28 || got[0] != 500_000 || got[27] != 1_040_000 {
+		t.Fatalf("consumer read %d frames %v, want 28 from 500000 to 1040000", len(got), got)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i] != got[i-1]+20_000 {
+			t.Fatalf("frame %d at %d after %d: a group is missing or out of order", i, got[i], got[i-1])
+		}
+	}
+}
+
+func TestBackfillAfterTheConsumerStartedDoesNotRewindIt(t *testing.T) {
+	tr := audioTrack(t, 50, 52)
+	c := tr.Subscribe(time.Second)
+	if got := frameTimes(events(c)); len(got) != 3 {
+		t.Fatalf("read %v", got)
+	}
+	tr.HandleBackfill(olderGroups(t, tr))
+	if err := tr.Backfill(context.Background(), 900_000); err != nil {
+		t.Fatal(err)
+	}
+	writeGroup(t, tr, 53, true, 1_060_000)
+	if got := frameTimes(events(c)); !equal(got, []int64{1_060_000}) {
+		t.Fatalf("after backfill the started consumer read %v, want only the new group", got)
+	}
+}
+
+func TestBackfillWithoutAHandlerDoesNothing(t *testing.T) {
+	tr := audioTrack(t, 50, 50)
+	if err := tr.Backfill(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if seq, ts, ok := tr.OldestGroup(); !ok || seq != 50 || ts != 1_000_000 {
+		t.Fatalf("OldestGroup = %d %d %v", seq, ts, ok)
+	}
+	want := errors.New("source gone")
+	tr.HandleBackfill(func(context.Context, int64) error { return want })
+	if err := tr.Backfill(context.Background(), 0); !errors.Is(err, want) {
+		t.Fatalf("Backfill = %v, want the handler's error", err)
+	}
+}
+
+func TestOldestTimestampSkipsEmptyGroups(t *testing.T) {
+	tr := NewTrack("v")
+	if _, ok := tr.OldestTimestamp(); ok {
+		t.Fatal("an empty track reported a timestamp")
+	}
+	writeGroup(t, tr, 3, false)
+	writeGroup(t, tr, 4, false, 400, 366)
+	if ts, ok := tr.OldestTimestamp(); !ok || ts != 400 {
+		t.Fatalf("OldestTimestamp = %d, %v; want the first frame of group 4", ts, ok)
+	}
+}
