@@ -59,6 +59,8 @@ func TestMessagesMatchReferenceBytes(t *testing.T) {
 		{"TrackInfoDefaults", -1, &TrackInfo{MaxLatency: 5000, Timescale: 1000}, func() message { return &TrackInfo{} }, "06 00 00 53 88 43 e8"},
 		{"SubscribeDefaults", StreamSubscribe, &Subscribe{Broadcast: "bbb", Track: "video"}, func() message { return &Subscribe{} }, "02 10 00 03 62 62 62 05 76 69 64 65 6f 00 00 00 00 00"},
 		{"GroupSub0Seq5", UniGroup, &Group{Sequence: 5}, func() message { return &Group{} }, "00 02 00 05"},
+		// Not in §4.9: laid out by hand from §4.6 (str, str, u8, vi).
+		{"FetchBBBVideoGroup5", StreamFetch, &Fetch{Broadcast: "bbb", Track: "video", Group: 5}, func() message { return &Fetch{} }, "03 0c 03 62 62 62 05 76 69 64 65 6f 00 05"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,6 +95,34 @@ func TestMessagesMatchReferenceBytes(t *testing.T) {
 				t.Fatal("bytes left after the message")
 			}
 		})
+	}
+}
+
+// TestFetchReplyMatchesReferenceBytes decodes the FETCH reply observed from
+// @moq/net (wire sheet, cross-check): bare frames, timestamps at 48 kHz as
+// zigzag deltas from 0, then FIN; and encodes the same frames back.
+func TestFetchReplyMatchesReferenceBytes(t *testing.T) {
+	reply := unhex(t, "43 c0 01 01 47 80 01 02")
+	fr := FrameReader{R: bufio.NewReader(bytes.NewReader(reply))}
+	want := []struct {
+		ts      int64
+		payload byte
+	}{{480, 1}, {1440, 2}}
+	var enc []byte
+	last := int64(0)
+	for _, w := range want {
+		p, err := fr.Next()
+		if err != nil || fr.Timestamp != w.ts || !bytes.Equal(p, []byte{w.payload}) {
+			t.Fatalf("frame at %d % x, %v; want %d %02x", fr.Timestamp, p, err, w.ts, w.payload)
+		}
+		enc = AppendFrame(enc, w.ts-last, []byte{w.payload})
+		last = w.ts
+	}
+	if _, err := fr.Next(); err != io.EOF {
+		t.Fatalf("after the last frame: %v, want io.EOF (the FIN)", err)
+	}
+	if !bytes.Equal(enc, reply) {
+		t.Fatalf("encoded % x, want % x", enc, reply)
 	}
 }
 
