@@ -1,6 +1,9 @@
 package model
 
-import "context"
+import (
+	"context"
+	"sort"
+)
 
 // HandleBackfill installs the function Backfill calls: the producer's way
 // to fetch groups older than those it holds (package subscribe uses moq-lite
@@ -51,4 +54,31 @@ func (t *Track) OldestGroup() (seq uint64, timestamp int64, ok bool) {
 func (t *Track) OldestTimestamp() (int64, bool) {
 	_, ts, ok := t.OldestGroup()
 	return ts, ok
+}
+
+// Group returns group seq of the track's current timeline, or nil when the
+// track does not hold it (never created, dropped, or before a
+// Discontinuity). A publisher uses it to serve a FETCH of one past group.
+func (t *Track) Group(seq uint64) *Group {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	i := sort.Search(len(t.groups), func(i int) bool { return t.groups[i].seq >= seq })
+	if i < len(t.groups) && t.groups[i].seq == seq {
+		return t.groups[i]
+	}
+	return nil
+}
+
+// Frames returns the group's frames from index from on, whether the group
+// is finished, and why it ended early (non-nil: truncated). The frames must
+// not be modified. A reader of an unfinished group waits for a change of
+// the track (a Consumer on a ReadySet) and calls it again.
+func (g *Group) Frames(from int) (frames []Frame, finished bool, err error) {
+	t := g.track
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if from < len(g.frames) {
+		frames = g.frames[from:len(g.frames):len(g.frames)]
+	}
+	return frames, g.finished, g.err
 }

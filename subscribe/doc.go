@@ -53,6 +53,15 @@
 // Group.Close(err), the end of a subscription Track.Close(nil), an "ended"
 // announcement Broadcast.Close(nil).
 //
+// Every media track gets a model backfill handler (model.Track.Backfill):
+// it FETCHes the groups before the oldest one the track holds, newest
+// first, a few at a time, and inserts them as finished groups until one
+// starts at or before the target time, so that a recorder joining live can
+// start its audio at the video's first keyframe. It is bounded (256 groups,
+// 5 s of media, 5 s of time, and the caller's context) and stops quietly at
+// the first group the peer does not serve (a reset: relays keep past groups
+// for a while only, and a peer may not serve FETCH at all).
+//
 // WatchCatalog follows a broadcast's catalog (catalog.json, catalog.json.z,
 // or the MSF "catalog" track for names ending in ".msf", converted to the
 // hang shape) and returns the newest snapshot each time Next is called.
@@ -63,7 +72,8 @@
 // Session.Publish serves a model.Broadcast to the peer: the broadcast is
 // announced on every announce stream the peer opens, TRACK gets TRACK_INFO
 // with timescale 1000000 (microseconds), and SUBSCRIBE gets one uni stream
-// per model group. Tracks named like a catalog are sent raw; every other
+// per model group; FETCH gets the frames of one group the model track
+// still holds, or a reset with 13. Tracks named like a catalog are sent raw; every other
 // track is sent in the hang legacy container (varint microsecond timestamp
 // before the codec payload).
 //

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -279,14 +280,7 @@ func (p *pubTrack) writeFrame(ev model.Event) error {
 		p.group, p.seq, p.lastTS, p.hasLast = g, ev.Group, 0, true
 	}
 	ts := ev.Frame.Timestamp
-	b := p.buf[:0]
-	if p.raw {
-		b = wire.AppendFrame(b, ts-p.lastTS, ev.Frame.Payload)
-	} else {
-		b = wire.AppendVarint(b, wire.Zigzag(ts-p.lastTS))
-		b = wire.AppendVarint(b, uint64(container.LegacyLen(ts, ev.Frame.Payload)))
-		b = container.AppendLegacy(b, ts, ev.Frame.Payload)
-	}
+	b := appendPublishedFrame(p.buf[:0], p.raw, ts, p.lastTS, ev.Frame.Payload)
 	p.buf = b
 	p.lastTS = ts
 	if _, err := p.group.Write(b); err != nil {
@@ -304,6 +298,18 @@ func (p *pubTrack) writeFrame(ev model.Event) error {
 		return err
 	}
 	return nil
+}
+
+// appendPublishedFrame appends one FRAME of a published track (on a group
+// or a fetch stream): the timestamp as a delta from last, the payload as it
+// is for a catalog track (raw) and in the hang legacy container otherwise.
+func appendPublishedFrame(b []byte, raw bool, ts, last int64, payload []byte) []byte {
+	if raw {
+		return wire.AppendFrame(b, ts-last, payload)
+	}
+	b = wire.AppendVarint(b, wire.Zigzag(ts-last))
+	b = wire.AppendVarint(b, uint64(container.LegacyLen(ts, payload)))
+	return container.AppendLegacy(b, ts, payload)
 }
 
 // closeGroup finishes the open group stream: FIN, or a reset after err.
@@ -339,4 +345,73 @@ func (s *Session) servingTrack(broadcast, track string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.servingTracks[servingKey{normPath(broadcast), track}]
+}
+
+// serveFetch answers FETCH with the frames of one group the published
+// track still holds, then FIN; a group it does not hold (never made, or
+// dropped from the track's buffer) is reset with 13, as the reference does.
+// A group still being written is served as its frames arrive.
+func (s *Session) serveFetch(ctx context.Context, str bidiStream, r *bufio.Reader) {
+	var req wire.Fetch
+	if !readRequest(str, r, &req) {
+		return
+	}
+	t := s.publishedTrack(str, req.Broadcast, req.Track)
+	if t == nil {
+		return
+	}
+	g := t.Group(req.Group)
+	if g == nil {
+		s.log.Debug("moq: fetch of a group not held", "track", req.Track, "group", req.Group)
+		resetStream(str, CodeNotFound)
+		return
+	}
+	// A reset of the subscriber's side cancels the fetch; its FIN does not.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		if _, err := io.Copy(io.Discard, r); err != nil {
+			cancel()
+		}
+	}()
+	// A consumer that never reads serves as the wake-up of a group still
+	// being written.
+	cons := t.Subscribe(time.Hour)
+	defer cons.Close()
+	rs := model.NewReadySet()
+	cons.Watch(rs)
+	raw := isCatalogTrack(req.Track)
+	var buf []byte
+	var last int64
+	for next := 0; ; {
+		frames, finished, err := g.Frames(next)
+		buf = buf[:0]
+		for _, f := range frames {
+			buf = appendPublishedFrame(buf, raw, f.Timestamp, last, f.Payload)
+			last = f.Timestamp
+		}
+		next += len(frames)
+		if len(buf) > 0 {
+			if _, werr := str.Write(buf); werr != nil {
+				str.CancelRead(CodeCancel)
+				return
+			}
+		}
+		if finished {
+			if err != nil {
+				resetStream(str, CodeCancel)
+				return
+			}
+			str.Close()
+			str.CancelRead(CodeCancel)
+			return
+		}
+		select {
+		case <-rs.Wakeup():
+			rs.Take(nil)
+		case <-ctx.Done():
+			resetStream(str, CodeCancel)
+			return
+		}
+	}
 }

@@ -154,6 +154,9 @@ func (rb *remoteBroadcast) request(name string) (*model.Track, error) {
 	}
 	rt := &remoteTrack{rb: rb, name: name, track: model.NewTrack(name), kind: kind}
 	rb.tracks[name] = rt
+	if !isCatalogTrack(name) {
+		rt.track.HandleBackfill(rt.backfill)
+	}
 	rb.s.wg.Add(1)
 	go func() {
 		defer rb.s.wg.Done()
@@ -270,6 +273,11 @@ type remoteTrack struct {
 
 	mu      sync.Mutex
 	attempt context.CancelCauseFunc // cancels the current subscription
+	// The connection and timescale of the current subscription (conn nil
+	// between subscriptions), for backfill; subGen counts subscriptions.
+	conn      conn
+	timescale uint64
+	subGen    uint64
 }
 
 var errRestart = errors.New("moq: broadcast restarted")
@@ -495,6 +503,15 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
 	s.subs[id] = sub
 	s.mu.Unlock()
 	defer s.unregister(sub)
+	rt.mu.Lock()
+	rt.conn, rt.timescale = c, info.Timescale
+	rt.subGen++
+	rt.mu.Unlock()
+	defer func() {
+		rt.mu.Lock()
+		rt.conn = nil
+		rt.mu.Unlock()
+	}()
 	if resumed {
 		// Groups of this subscription start a new timeline.
 		rt.track.Discontinuity()

@@ -411,14 +411,12 @@ func (s *Session) handleBidi(ctx context.Context, c conn, str bidiStream) {
 		s.log.Info("moq: peer sent GOAWAY", "uri_set", m.URI != "", "err", err)
 		str.Close()
 		str.CancelRead(CodeCancel)
+	case wire.StreamFetch:
+		s.serveFetch(ctx, str, r)
 	default:
-		// Fetch and unknown streams: refused, never fatal.
-		code := uint64(10)
-		if typ == wire.StreamFetch {
-			code = CodeNotFound
-		}
+		// Unknown streams: refused, never fatal.
 		s.log.Debug("moq: refusing bidi stream", "type", typ)
-		resetStream(str, code)
+		resetStream(str, 10)
 	}
 }
 
