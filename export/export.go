@@ -78,6 +78,17 @@ type trackState struct {
 	skipped  uint64 // consumer.Skipped() already counted
 	ended    bool
 	removed  bool // left the catalog: remove from the muxer once drained
+	gated    bool // held by the start gate: not read yet
+	hasFirst bool // gated and its track holds a frame
+}
+
+// startGate holds the first tracks of an export unread until each holds a
+// frame (or the deadline passed), so that the audio can be backfilled to
+// the video's first keyframe before any consumer starts.
+type startGate struct {
+	tracks   []*trackState
+	waiting  int // gated tracks without a frame
+	deadline time.Time
 }
 
 // Export copies one broadcast into one muxer.
@@ -94,6 +105,9 @@ type Export struct {
 	catRead  *catalog.Reader
 	catEnded bool
 	started  bool
+	gate     *startGate // nil when no gate is pending
+	gateUsed bool       // the first tracks were gated already
+	ctx      context.Context
 
 	tracks  map[string]*trackState // by rendition name
 	byToken []*trackState          // by consumer token
@@ -146,6 +160,7 @@ func New(bc *model.Broadcast, m mux.Muxer, opts Options) *Export {
 		byID:     map[int]*trackState{},
 		refused:  map[string]bool{},
 		segments: 1,
+		ctx:      context.Background(),
 	}
 	e.jit = jitter.New(jitter.Options{Delay: opts.Delay, Late: opts.Late, Now: opts.Now, Pending: e.pending})
 	return e
@@ -191,10 +206,15 @@ func (e *Export) start() error {
 // that received something, and writes the frames the jitter buffer releases.
 // A poll that nothing woke returns at once.
 func (e *Export) Poll() error {
-	if e.started && e.ready.Empty() && !e.jitterDue() {
+	if e.started && e.ready.Empty() && e.gate == nil && !e.jitterDue() {
 		return nil
 	}
 	return e.poll()
+}
+
+// gateDue reports whether the start gate's deadline passed.
+func (e *Export) gateDue() bool {
+	return e.gate != nil && !e.opts.Now().Before(e.gate.deadline)
 }
 
 func (e *Export) jitterDue() bool {
@@ -214,11 +234,21 @@ func (e *Export) poll() error {
 			}
 			continue
 		}
-		if err := e.readTrack(e.byToken[c.Token]); err != nil {
+		ts := e.byToken[c.Token]
+		if ts.gated {
+			e.gateCheck(ts)
+			continue
+		}
+		if err := e.readTrack(ts); err != nil {
 			return err
 		}
 	}
 	clear(e.scratch)
+	if e.gate != nil && (e.gate.waiting == 0 || e.gateDue()) {
+		if err := e.openGate(); err != nil {
+			return err
+		}
+	}
 	for !e.finished {
 		it, ok := e.jit.Pop()
 		if !ok {
@@ -306,6 +336,10 @@ func (e *Export) endTrack(ts *trackState) {
 		return
 	}
 	ts.ended = true
+	if ts.gated && !ts.hasFirst {
+		ts.hasFirst = true
+		e.gate.waiting--
+	}
 	e.live--
 	e.jit.EndTrack(ts.track.ID)
 	ts.consumer.Close()
@@ -350,10 +384,25 @@ func (e *Export) applyCatalog(cat *catalog.Catalog) error {
 			counts[ts.track.Kind]++
 		}
 	}
+	var added []*trackState
 	for _, r := range cat.Renditions() {
 		seen[r.Name] = true
-		if err := e.addRendition(r, counts); err != nil {
+		ts, err := e.addRendition(r, counts)
+		if err != nil {
 			return err
+		}
+		if ts != nil {
+			added = append(added, ts)
+		}
+	}
+	if len(added) > 0 && !e.gateUsed {
+		e.gateUsed = true
+		if e.opts.Delay > 0 {
+			e.gate = &startGate{tracks: added, waiting: len(added), deadline: e.opts.Now().Add(e.opts.Delay)}
+			for _, ts := range added {
+				ts.gated = true
+				e.gateCheck(ts)
+			}
 		}
 	}
 	for name, ts := range e.tracks {
@@ -374,15 +423,17 @@ func (e *Export) applyCatalog(cat *catalog.Catalog) error {
 	return nil
 }
 
-func (e *Export) addRendition(r catalog.Rendition, counts map[mux.Kind]int) error {
+// addRendition adds rendition r and returns its track state, or nil when it
+// was not added.
+func (e *Export) addRendition(r catalog.Rendition, counts map[mux.Kind]int) (*trackState, error) {
 	if existing, ok := e.tracks[r.Name]; ok && !existing.ended {
 		if t := TrackFromRendition(r, existing.track.ID); !sameRendition(t, existing.track) {
 			e.log.Warn("rendition changed its codec configuration; the container keeps the first one", "track", r.Name, "codec", t.Codec)
 		}
-		return nil
+		return nil, nil
 	}
 	if e.refused[r.Name] {
-		return nil
+		return nil, nil
 	}
 	want, limit := e.opts.Video, e.opts.MaxVideo
 	if r.Kind == catalog.KindAudio {
@@ -396,45 +447,45 @@ func (e *Export) addRendition(r catalog.Rendition, counts map[mux.Kind]int) erro
 	switch {
 	case want != nil && !explicit:
 		e.refused[r.Name] = true
-		return nil
+		return nil, nil
 	case want == nil && limit > 0 && counts[muxKind(r.Kind)] >= limit:
 		skip("rendition not exported: the container takes only one of each kind; pick another with --video/--audio", "kind", r.Kind)
-		return nil
+		return nil, nil
 	}
 	c := r.Common()
 	if kind := c.ContainerKind(); kind != "legacy" && kind != "loc" {
 		if explicit {
-			return fmt.Errorf("export: rendition %q uses the %q container, which cannot be exported", r.Name, kind)
+			return nil, fmt.Errorf("export: rendition %q uses the %q container, which cannot be exported", r.Name, kind)
 		}
 		skip("rendition skipped: unsupported container", "container", kind)
-		return nil
+		return nil, nil
 	}
 	bc := e.bc
 	if c.Broadcast != nil && *c.Broadcast != "" {
 		if e.opts.Resolve == nil {
 			skip("rendition skipped: it lives in another broadcast", "broadcast", *c.Broadcast)
-			return nil
+			return nil, nil
 		}
 		var err error
 		if bc, err = e.opts.Resolve(*c.Broadcast); err != nil {
 			skip("rendition skipped: its broadcast cannot be resolved", "broadcast", *c.Broadcast, "err", err)
-			return nil
+			return nil, nil
 		}
 	}
 	t := TrackFromRendition(r, e.nextID)
 	e.nextID++
 	if err := e.m.AddTrack(t); err != nil {
 		if explicit && !errors.Is(err, mux.ErrLateTrack) {
-			return fmt.Errorf("export: rendition %q: %w", r.Name, err)
+			return nil, fmt.Errorf("export: rendition %q: %w", r.Name, err)
 		}
 		skip("rendition not exported", "err", err)
-		return nil
+		return nil, nil
 	}
 	src, err := bc.Track(r.Name)
 	if err != nil {
 		_ = e.m.RemoveTrack(t.ID)
 		skip("rendition not exported: cannot subscribe", "err", err)
-		return nil
+		return nil, nil
 	}
 	ts := &trackState{track: t}
 	ts.consumer = src.Subscribe(e.opts.Latency)
@@ -443,7 +494,7 @@ func (e *Export) addRendition(r catalog.Rendition, counts map[mux.Kind]int) erro
 	e.byID[t.ID] = ts
 	e.tracks[r.Name] = ts
 	if err := e.jit.AddTrack(t.ID, t.Kind); err != nil {
-		return err
+		return nil, err
 	}
 	if t.Kind == mux.Video {
 		e.hasVideo = true
@@ -452,6 +503,69 @@ func (e *Export) addRendition(r catalog.Rendition, counts map[mux.Kind]int) erro
 	e.live++
 	ts.consumer.Watch(e.ready)
 	e.log.Debug("exporting rendition", "track", r.Name, "codec", t.Codec, "id", t.ID)
+	return ts, nil
+}
+
+// gateCheck notes whether gated track ts holds a frame now.
+func (e *Export) gateCheck(ts *trackState) {
+	if ts.hasFirst {
+		return
+	}
+	if _, ok := ts.consumer.Track().OldestTimestamp(); ok || ts.ended {
+		ts.hasFirst = true
+		e.gate.waiting--
+	}
+}
+
+// maxBackfill bounds how long opening the gate waits for backfills.
+const maxBackfill = time.Second
+
+// openGate ends the start gate: the audio tracks that start after the
+// earliest video keyframe K are backfilled to K (bounded by
+// min(Delay, maxBackfill); a failed backfill is only logged), then every
+// gated track is read.
+func (e *Export) openGate() error {
+	g := e.gate
+	e.gate = nil
+	var k int64
+	haveK := false
+	for _, ts := range g.tracks {
+		if ts.track.Kind != mux.Video || ts.ended {
+			continue
+		}
+		if first, ok := ts.consumer.Track().OldestTimestamp(); ok && (!haveK || first < k) {
+			k, haveK = first, true
+		}
+	}
+	if haveK {
+		ctx, cancel := context.WithTimeout(e.ctx, min(e.opts.Delay, maxBackfill))
+		var wg sync.WaitGroup
+		for _, ts := range g.tracks {
+			if ts.track.Kind != mux.Audio || ts.ended {
+				continue
+			}
+			t := ts.consumer.Track()
+			if first, ok := t.OldestTimestamp(); !ok || first <= k {
+				continue
+			}
+			wg.Go(func() {
+				if err := t.Backfill(ctx, k); err != nil {
+					e.log.Debug("backfill failed; the track starts at its first live group", "track", ts.track.Name, "err", err)
+				}
+			})
+		}
+		wg.Wait()
+		cancel()
+	}
+	for _, ts := range g.tracks {
+		ts.gated = false
+		if ts.ended {
+			continue
+		}
+		if err := e.readTrack(ts); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -537,6 +651,7 @@ func (e *Export) Run(ctx context.Context) (err error) {
 			err = cerr
 		}
 	}()
+	e.ctx = ctx
 	if err := e.start(); err != nil {
 		return err
 	}
@@ -550,7 +665,11 @@ func (e *Export) Run(ctx context.Context) (err error) {
 			return nil
 		}
 		var deadline <-chan time.Time
-		if d, ok := e.jit.Deadline(); ok {
+		d, ok := e.jit.Deadline()
+		if e.gate != nil && (!ok || e.gate.deadline.Before(d)) {
+			d, ok = e.gate.deadline, true
+		}
+		if ok {
 			timer.Reset(max(d.Sub(e.opts.Now()), time.Millisecond))
 			deadline = timer.C
 		}
