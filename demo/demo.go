@@ -28,8 +28,27 @@ type Options struct {
 	Realtime bool
 	// KeepGroups, when positive, is how many groups each track keeps for
 	// late consumers (see model.Track.SetKeepGroups). Tests that publish a
-	// whole clip before reading it raise it.
+	// whole clip before reading it raise it. Zero keeps the groups of the
+	// last KeepMedia on each track (at least model.DefaultKeepGroups).
 	KeepGroups int
+}
+
+// KeepMedia is how much of its recent media each demo track keeps by
+// default: like a relay, which serves past groups to FETCH for a while, so
+// that a recorder joining live can fetch its audio back to the video's
+// keyframe.
+const KeepMedia = 3 * time.Second
+
+// keepGroups returns how many groups of sample s span KeepMedia.
+func keepGroups(s *moqexport.Sample) int {
+	groups := 0
+	for _, f := range s.Frames {
+		if f.Keyframe {
+			groups++
+		}
+	}
+	d := max(s.Duration(), 1)
+	return max(model.DefaultKeepGroups, int((int64(groups)*KeepMedia.Microseconds()+d-1)/d))
 }
 
 // Catalog returns the hang catalog describing the samples, as a publisher
@@ -108,6 +127,8 @@ func Publish(ctx context.Context, b *model.Broadcast, opts Options) error {
 		cursors[i] = &cursor{s: s, track: b.CreateTrack(s.Name)}
 		if opts.KeepGroups > 0 {
 			cursors[i].track.SetKeepGroups(opts.KeepGroups)
+		} else {
+			cursors[i].track.SetKeepGroups(keepGroups(s))
 		}
 	}
 	start := time.Now()

@@ -640,16 +640,17 @@ func TestRecordsFromAURL(t *testing.T) {
 		t.Fatalf("-b: exit %d, stderr %q", r.code, r.stderr)
 	}
 	p := probe(t, filepath.Join(dir, "alice.flv"))
-	// Joining a live broadcast, each track starts at its newest group:
-	// video at its latest keyframe (up to 1 s back), audio at its newest
-	// frame. When a new GOP begins between the two subscriptions, video
-	// starts after audio, and the 1 s of media hold that much less video.
-	expectFrames(t, p, "h264", 1-(p.streamStart(t, "h264")-p.startTime(t)).Seconds())
-	// Likewise audio covers only part of the first second when video
-	// starts first.
-	if n := p.frames(t, "aac"); n < 5 || n > 48 {
-		t.Errorf("aac: %d frames in 1s", n)
+	// Joining a live broadcast, video starts at its latest keyframe (up to
+	// 1 s back) and the audio, whose groups are one frame each, is fetched
+	// back to that keyframe: it starts within one frame (21 ms) before the
+	// video and fills the whole second. When a new GOP begins between the
+	// two subscriptions, video starts after audio, and the 1 s of media
+	// hold that much less video.
+	if d := p.streamStart(t, "h264") - p.streamStart(t, "aac"); d < -time.Millisecond || d > 25*time.Millisecond {
+		t.Errorf("aac starts %v before h264, want within one audio frame", d)
 	}
+	expectFrames(t, p, "aac", 1)
+	expectFrames(t, p, "h264", 1-(p.streamStart(t, "h264")-p.startTime(t)).Seconds())
 	if st := p.startTime(t); st > 100*time.Millisecond {
 		t.Errorf("the recording starts at %v, want 0", st)
 	}
