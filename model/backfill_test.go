@@ -105,3 +105,30 @@ func TestOldestTimestampSkipsEmptyGroups(t *testing.T) {
 		t.Fatalf("OldestTimestamp = %d, %v; want the first frame of group 4", ts, ok)
 	}
 }
+
+// TestBackfillBelowDroppedGroupsIsReadWithoutAGap: the track dropped its
+// oldest groups before anyone subscribed; the groups a backfill adds back,
+// newest first, are read in order, none taken for dropped.
+func TestBackfillBelowDroppedGroupsIsReadWithoutAGap(t *testing.T) {
+	tr := audioTrack(t, 0, 59) // keeps the newest 8: 52 to 59
+	if seq, _, _ := tr.OldestGroup(); seq != 52 {
+		t.Fatalf("oldest group %d, want 52", seq)
+	}
+	c := tr.Subscribe(time.Second)
+	tr.HandleBackfill(olderGroups(t, tr))
+	if err := tr.Backfill(context.Background(), 800_000); err != nil {
+		t.Fatal(err)
+	}
+	got := frameTimes(events(c))
+	if len(got) != 20 || got[0] != 800_000 {
+		t.Fatalf("consumer read %v, want 20 frames from 800000", got)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i] != got[i-1]+20_000 {
+			t.Fatalf("frame %d at %d after %d: a gap", i, got[i], got[i-1])
+		}
+	}
+	if c.Skipped() != 0 {
+		t.Fatalf("%d groups skipped", c.Skipped())
+	}
+}

@@ -216,6 +216,11 @@ func (t *Track) CreateGroup(seq uint64) (*Group, error) {
 	if seq >= t.nextSeq {
 		t.nextSeq = seq + 1
 	}
+	if seq+1 == t.floor {
+		// A backfill adds, newest first, the groups just before the
+		// oldest one kept: they are not dropped ones any more.
+		t.floor = seq
+	}
 	t.pruneLocked()
 	t.wakeLocked()
 	return g, nil
