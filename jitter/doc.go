@@ -24,7 +24,10 @@
 //     covers the case where no data flows at all (every track stalls), where
 //     media time stands still and would hold frames forever.
 //
-// An idle track holds nothing back until it delivers a frame again.
+// An idle track holds nothing back until it delivers a frame again. A track
+// whose data has arrived but was not pushed yet (Options.Pending) is not
+// lagging and is never declared idle: a reader that drains one track's
+// backlog before another's must not make the second one late.
 //
 // # Late frames
 //
