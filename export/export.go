@@ -204,7 +204,9 @@ func (e *Export) start() error {
 
 // Poll does whatever work is ready without blocking: it reads the tracks
 // that received something, and writes the frames the jitter buffer releases.
-// A poll that nothing woke returns at once.
+// A poll that nothing woke returns at once. The poll that opens the start
+// gate (see the package doc) waits for the audio backfills, at most
+// min(Delay, 1 s), once per export.
 func (e *Export) Poll() error {
 	if e.started && e.ready.Empty() && e.gate == nil && !e.jitterDue() {
 		return nil
