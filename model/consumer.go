@@ -173,6 +173,10 @@ func (c *Consumer) groupIndex(seq uint64) int {
 // pickGroup sets c.cur to the group at the cursor, if there is one to read.
 func (c *Consumer) pickGroup() bool {
 	gs := c.track.groups
+	if !c.started && c.track.startSet {
+		// The producer said where its groups begin: wait for that one.
+		c.started, c.cursor = true, c.track.start
+	}
 	if !c.started {
 		// Start at the oldest group that already has a frame.
 		for _, g := range gs {
@@ -215,7 +219,13 @@ func (c *Consumer) pickGroup() bool {
 		}
 		return false
 	}
-	if c.track.ended || !c.delivered || c.newestTS(i)-c.liveEdge >= c.latency {
+	// How far the data already here runs past the missing group: from what
+	// was delivered, or (nothing delivered yet) from the next group.
+	from := c.liveEdge
+	if !c.delivered {
+		from = next.minTS
+	}
+	if c.track.ended || c.newestTS(i)-from >= c.latency {
 		c.skipped++
 		c.cur, c.idx, c.cursor = next, 0, next.seq
 		return true

@@ -166,6 +166,8 @@ type Track struct {
 	epoch      uint64   // bumped by Discontinuity
 	newestTS   int64    // highest timestamp written in this epoch
 	floor      uint64   // groups below this sequence were dropped
+	start      uint64   // first group of this epoch, when startSet
+	startSet   bool
 	nextSeq    uint64
 	keepGroups int
 	ended      bool
@@ -208,6 +210,11 @@ func (t *Track) CreateGroup(seq uint64) (*Group, error) {
 	i := sort.Search(len(t.groups), func(i int) bool { return t.groups[i].seq >= seq })
 	if i < len(t.groups) && t.groups[i].seq == seq {
 		return nil, fmt.Errorf("track %q group %d: %w", t.name, seq, ErrDuplicateGroup)
+	}
+	if t.startSet && seq < t.start {
+		// An older group than the first one delivered: a backfill. Readers
+		// that have not started begin with it.
+		t.start = seq
 	}
 	g := &Group{track: t, seq: seq, epoch: t.epoch}
 	t.groups = append(t.groups, nil)
@@ -258,6 +265,18 @@ func (t *Track) pruneLocked() {
 	}
 }
 
+// SetStart tells the track which group its producer delivers first (for a
+// subscription, the group SUBSCRIBE_OK names). Group streams can arrive in
+// any order; a consumer that has not started yet then begins at seq and
+// waits for it, within its latency, instead of starting at whichever group
+// arrived first. It applies until the next Discontinuity.
+func (t *Track) SetStart(seq uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.start, t.startSet = seq, true
+	t.wakeLocked()
+}
+
 // Discontinuity tells consumers that the track's timeline and group
 // sequence restart (a reconnect or a publisher restart): consumers drop their
 // cursor, report a discontinuity, and read from the first group created
@@ -266,7 +285,7 @@ func (t *Track) Discontinuity() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.epoch++
-	t.newestTS, t.floor = math.MinInt64, 0
+	t.newestTS, t.floor, t.startSet = math.MinInt64, 0, false
 	clear(t.groups)
 	t.groups = t.groups[:0]
 	t.nextSeq = 0

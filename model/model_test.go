@@ -334,3 +334,41 @@ func TestStalledReaderLosesOnlyGroupsBeyondMaxLag(t *testing.T) {
 		t.Fatal("the dropped groups were not counted as skipped")
 	}
 }
+
+func TestConsumerStartsAtTheAnnouncedFirstGroupEvenWhenALaterOneArrivesFirst(t *testing.T) {
+	tr := NewTrack("a")
+	c := tr.Subscribe(100 * time.Microsecond)
+	tr.SetStart(5)
+	writeGroup(t, tr, 6, true, 20) // group 6's stream won the race
+	if got := events(c); len(got) != 0 {
+		t.Fatalf("started before the first group arrived: %v", frameTimes(got))
+	}
+	writeGroup(t, tr, 5, true, 0)
+	if got := frameTimes(events(c)); !equal(got, []int64{0, 20}) {
+		t.Fatalf("got %v, want the first group then the second", got)
+	}
+}
+
+func TestConsumerGivesUpOnAnAnnouncedFirstGroupThatNeverComes(t *testing.T) {
+	tr := NewTrack("a")
+	c := tr.Subscribe(100 * time.Microsecond)
+	tr.SetStart(5)
+	writeGroup(t, tr, 6, true, 20)
+	writeGroup(t, tr, 7, true, 60)
+	if got := events(c); len(got) != 0 {
+		t.Fatalf("gave up before the newer groups spanned the latency: %v", frameTimes(got))
+	}
+	writeGroup(t, tr, 8, true, 120)
+	if got := frameTimes(events(c)); !equal(got, []int64{20, 60, 120}) {
+		t.Fatalf("got %v", got)
+	}
+	// A backfilled older group is read first by a consumer that has not
+	// started.
+	tr2 := NewTrack("b")
+	tr2.SetStart(5)
+	writeGroup(t, tr2, 5, true, 100)
+	writeGroup(t, tr2, 4, true, 80)
+	if got := frameTimes(events(tr2.Subscribe(time.Hour))); !equal(got, []int64{80, 100}) {
+		t.Fatalf("backfill: got %v", got)
+	}
+}

@@ -574,6 +574,9 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
 		case wire.RespOK:
 			started = true
 			first, haveFirst = resp.Group, true
+			// Groups travel on separate streams: the first one may land
+			// after the second. Readers start at the group named here.
+			rt.track.SetStart(resp.Group)
 			s.log.Debug("moq: subscribed", "broadcast", rt.rb.path, "track", rt.name, "group", resp.Group)
 		case wire.RespEnd:
 			end, haveEnd = resp.Group, true
