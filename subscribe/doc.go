@@ -51,7 +51,11 @@
 // (catalog.json, catalog.json.z, catalog) are delivered raw, their
 // timestamps converted from the track timescale. A group reset becomes
 // Group.Close(err), the end of a subscription Track.Close(nil), an "ended"
-// announcement Broadcast.Close(nil).
+// announcement Broadcast.Close(nil). When the publisher ends a
+// subscription, the group streams still on their way are awaited for at
+// most 3 s; one still open then gets STOP_SENDING and its model group ends
+// with ErrTruncated. A group stream stops, truncated likewise, when its
+// subscription is cancelled.
 //
 // Every media track gets a model backfill handler (model.Track.Backfill):
 // it FETCHes the groups before the oldest one the track holds, newest

@@ -22,6 +22,10 @@ var (
 	ErrProtocol = errors.New("moq: protocol violation")
 	// ErrUnsupportedURL means a URL scheme Dial does not know.
 	ErrUnsupportedURL = errors.New("moq: unsupported URL")
+	// ErrTruncated means a group stream was stopped before its end: the
+	// publisher ended the subscription but did not finish the stream
+	// within the drain grace period, or the subscription was cancelled.
+	ErrTruncated = errors.New("moq: group truncated")
 	// ErrAlreadyPublished means Publish was called twice for one path.
 	ErrAlreadyPublished = errors.New("moq: broadcast already published")
 )

@@ -569,3 +569,62 @@ func TestMalformedSubscribeResponseEndsTrackWithErrProtocol(t *testing.T) {
 		})
 	}
 }
+
+// TestGroupLeftOpenAfterSubscriptionEndIsStoppedAndTruncated: a publisher
+// that ends a subscription but never finishes one of its group streams does
+// not hold the track open: after the drain grace the stream gets
+// STOP_SENDING, the model group is closed as truncated and the track ends.
+func TestGroupLeftOpenAfterSubscriptionEndIsStoppedAndTruncated(t *testing.T) {
+	checkGoroutines(t)
+	p := newScriptedPublisher(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	opts := Options{TLSFingerprint: p.pin, Logger: testLogger(t),
+		Container: func(string, string) string { return "legacy" }}
+	opts.drainGrace = 300 * time.Millisecond
+	s, err := Dial(ctx, p.url(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tr, err := s.Broadcast("b").Track("video")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := tr.Subscribe(time.Hour)
+	sub := nextSub(t, p)
+	ok := wire.SubscribeResponse{Type: wire.RespOK, Group: 0}
+	sub.str.Write(ok.Append(nil))
+	g0 := sub.group(t, 0, 0, 33_000)
+	g0.Close()
+	g1 := sub.group(t, 1, 66_000) // never finished
+	collect(t, ctx, c, 3)
+	end := wire.SubscribeResponse{Type: wire.RespEnd, Group: 2}
+	sub.str.Write(end.Append(nil))
+	sub.str.Close()
+
+	begin := time.Now()
+	evs, err := readEvents(ctx, c, func([]model.Event) bool { return false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := evs[len(evs)-1]; last.Kind != model.EventEnd || last.Err != nil {
+		t.Fatalf("track ended with %+v, want a clean end", last)
+	}
+	if d := time.Since(begin); d > 5*time.Second {
+		t.Fatalf("track ended %v after the subscription end", d)
+	}
+	frames, finished, gerr := tr.Group(1).Frames(0)
+	if !finished || !errors.Is(gerr, ErrTruncated) || len(frames) != 1 {
+		t.Fatalf("group 1: %d frames, finished %v, err %v; want 1 frame, truncated", len(frames), finished, gerr)
+	}
+	if _, _, gerr := tr.Group(0).Frames(0); gerr != nil {
+		t.Fatalf("group 0: %v", gerr)
+	}
+	// The publisher learns that nobody reads group 1 any more.
+	waitFor(t, "STOP_SENDING on the open group", func() bool {
+		_, err := g1.Write([]byte{0})
+		se, ok := errors.AsType[*quic.StreamError](err)
+		return ok && se.Remote && se.ErrorCode == CodeCancel
+	})
+}

@@ -77,6 +77,9 @@ type Options struct {
 	// resumeGrace is the part of a live track's resume window that does
 	// not depend on the backoff (default 10s; tests shorten it).
 	resumeGrace time.Duration
+	// drainGrace bounds the wait for group streams after the publisher
+	// ended a subscription (default 3s; tests shorten it).
+	drainGrace time.Duration
 }
 
 // ServerOptions configure Listen.
@@ -118,5 +121,8 @@ func (o *Options) fill() {
 	}
 	if o.resumeGrace <= 0 {
 		o.resumeGrace = 10 * time.Second
+	}
+	if o.drainGrace <= 0 {
+		o.drainGrace = 3 * time.Second
 	}
 }

@@ -414,6 +414,10 @@ type subscription struct {
 	rt        *remoteTrack
 	timescale uint64
 	groups    sync.WaitGroup
+	// ctx ends with the subscription attempt, or when the drain gives up
+	// on the group streams still open; group readers stop reading then.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 
 	mu      sync.Mutex
 	seen    map[uint64]bool // group sequences received
@@ -433,12 +437,14 @@ func (sub *subscription) groupArrived(seq uint64) {
 
 // drain waits, after the publisher's FIN, for the group streams still in
 // flight: every group in [start, end) when both are known, otherwise until
-// no new group arrived for a short while; bounded by a grace period. Then it
-// unregisters the subscription, so that no group stream joins the wait for
-// those already reading.
+// no new group arrived for a short while. Then it unregisters the
+// subscription, so that no group stream joins the wait for those already
+// reading, and waits for those. The whole wait is bounded by the drain
+// grace period: group streams still open then get STOP_SENDING and their
+// model groups end as truncated (ErrTruncated).
 func (sub *subscription) drain(ctx context.Context, start, end uint64, bounded bool) {
-	grace := time.NewTimer(3 * time.Second)
-	defer grace.Stop()
+	grace, stop := context.WithTimeout(ctx, sub.rt.rb.s.opts.drainGrace)
+	defer stop()
 	for {
 		sub.mu.Lock()
 		complete := false
@@ -464,14 +470,28 @@ func (sub *subscription) drain(ctx context.Context, start, end uint64, bounded b
 			quiet.Stop()
 			continue
 		case <-quiet.C:
-		case <-grace.C:
-		case <-ctx.Done():
+		case <-grace.Done():
 			quiet.Stop()
 		}
 		break
 	}
 	sub.rt.rb.s.unregister(sub)
-	sub.groups.Wait()
+	done := make(chan struct{})
+	go func() {
+		sub.groups.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return
+	case <-grace.Done():
+	}
+	if ctx.Err() == nil {
+		sub.rt.rb.s.log.Warn("moq: group streams still open after the subscription ended, stopped",
+			"broadcast", sub.rt.rb.path, "track", sub.rt.name)
+	}
+	sub.cancel(fmt.Errorf("%w: stream still open %v after the subscription ended", ErrTruncated, sub.rt.rb.s.opts.drainGrace))
+	<-done
 }
 
 // unregister removes sub from the session: group streams for it are
@@ -500,9 +520,11 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
 	s.nextSubID++
 	sub := &subscription{id: id, rt: rt, timescale: info.Timescale,
 		seen: map[uint64]bool{}, arrived: make(chan struct{}, 1)}
+	sub.ctx, sub.cancel = context.WithCancelCause(ctx)
 	s.subs[id] = sub
 	s.mu.Unlock()
 	defer s.unregister(sub)
+	defer sub.cancel(nil)
 	rt.mu.Lock()
 	rt.conn, rt.timescale = c, info.Timescale
 	rt.subGen++
@@ -672,6 +694,9 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 		str.CancelRead(CodeCancel)
 		return
 	}
+	// The group ends with its subscription: STOP_SENDING wakes the read.
+	stop := context.AfterFunc(sub.ctx, func() { str.CancelRead(CodeCancel) })
+	defer stop()
 	fr := wire.FrameReader{R: r}
 	for {
 		payload, err := fr.Next()
@@ -681,6 +706,13 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 				g.Close(nil)
 			case connGone(c, err):
 				g.Close(connLoss(c, err))
+			case sub.ctx.Err() != nil:
+				cause := context.Cause(sub.ctx)
+				if !errors.Is(cause, ErrTruncated) {
+					cause = fmt.Errorf("%w: %w", ErrTruncated, cause)
+				}
+				s.log.Debug("moq: group stopped", "track", rt.name, "group", h.Sequence, "err", cause)
+				g.Close(fmt.Errorf("group %d of %q: %w", h.Sequence, rt.name, cause))
 			default:
 				if _, reset := errors.AsType[*ResetError](err); !reset {
 					str.CancelRead(CodeDecode)
