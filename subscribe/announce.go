@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
@@ -259,15 +260,29 @@ func (a *Announcements) streamErr(str bidiStream, err error) error {
 	return err
 }
 
-// announceServe is one announce stream the peer opened to us.
+// announceQueueMax bounds the announcements queued for one announce stream
+// the peer does not read fast enough; beyond it the stream is reset.
+const announceQueueMax = 256 << 10
+
+// announceServe is one announce stream the peer opened to us. Updates are
+// queued (bounded) and written by the stream's own goroutine, so a peer
+// that does not read its announce stream never blocks Publish or any other
+// stream: past the queue bound or the write timeout the stream is reset
+// with CodeTimeout.
 type announceServe struct {
+	s      *Session
 	prefix string
-	mu     sync.Mutex
 	str    bidiStream
-	buf    []byte
+
+	mu      sync.Mutex
+	pending []byte // encoded announcements not written yet
+	dead    bool   // reset or failed: nothing more is queued
+	wake    chan struct{}
+	finish  chan struct{} // closed when the peer ended its side: flush and FIN
 }
 
-// send writes one announcement when path is under the stream's prefix.
+// send queues one announcement when path is under the stream's prefix. It
+// never blocks on the network.
 func (as *announceServe) send(path string, active bool) error {
 	suffix, ok := stripPrefix(path, as.prefix)
 	if !ok {
@@ -278,10 +293,82 @@ func (as *announceServe) send(path string, active bool) error {
 		m.Status = wire.StatusActive
 	}
 	as.mu.Lock()
-	defer as.mu.Unlock()
-	as.buf = m.Append(as.buf[:0])
-	_, err := as.str.Write(as.buf)
-	return err
+	if as.dead {
+		as.mu.Unlock()
+		return errAnnounceStuck
+	}
+	as.pending = m.Append(as.pending)
+	if len(as.pending) > announceQueueMax {
+		as.dead = true
+		as.pending = nil
+		as.mu.Unlock()
+		as.stuck("queue full")
+		return errAnnounceStuck
+	}
+	as.mu.Unlock()
+	select {
+	case as.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+var errAnnounceStuck = errors.New("moq: announce stream not read by the peer, reset")
+
+// stuck resets the stream of a peer that does not read it.
+func (as *announceServe) stuck(why string) {
+	as.s.log.Warn("moq: peer does not read its announce stream, reset", "prefix", as.prefix, "why", why)
+	resetStream(as.str, CodeTimeout)
+}
+
+// writeLoop writes what is queued, each write bounded by the session's
+// announce timeout, until finish (then it flushes and FINs) or a failure
+// (then it stops reading too, so that the stream's reader returns).
+func (as *announceServe) writeLoop() {
+	var spare []byte
+	for {
+		as.mu.Lock()
+		out := as.pending
+		as.pending = spare[:0]
+		dead := as.dead
+		as.mu.Unlock()
+		if dead {
+			return
+		}
+		if len(out) == 0 {
+			spare = out
+			select {
+			case <-as.wake:
+				continue
+			case <-as.finish:
+			}
+			as.mu.Lock()
+			more := len(as.pending) > 0
+			as.mu.Unlock()
+			if more {
+				continue
+			}
+			as.str.Close()
+			return
+		}
+		t := time.AfterFunc(as.s.opts.announceTimeout, func() {
+			as.mu.Lock()
+			as.dead = true
+			as.mu.Unlock()
+			as.stuck("write timeout")
+		})
+		_, err := as.str.Write(out)
+		t.Stop()
+		if err != nil {
+			as.mu.Lock()
+			as.dead = true
+			as.mu.Unlock()
+			as.s.log.Debug("moq: announce stream", "prefix", as.prefix, "err", err)
+			as.str.CancelRead(CodeCancel)
+			return
+		}
+		spare = out
+	}
 }
 
 // serveAnnounce answers the peer's ANNOUNCE_REQUEST with our published
@@ -291,7 +378,8 @@ func (s *Session) serveAnnounce(ctx context.Context, str bidiStream, r *bufio.Re
 	if !readRequest(str, r, &req) {
 		return
 	}
-	as := &announceServe{prefix: normPath(req.Prefix), str: str}
+	as := &announceServe{s: s, prefix: normPath(req.Prefix), str: str,
+		wake: make(chan struct{}, 1), finish: make(chan struct{})}
 	s.mu.Lock()
 	var paths []string
 	for p := range s.published {
@@ -307,38 +395,31 @@ func (s *Session) serveAnnounce(ctx context.Context, str bidiStream, r *bufio.Re
 		m := wire.Announce{Status: wire.StatusActive, Suffix: suffix}
 		b = m.Append(b)
 	}
-	// Registered under s.mu so no publication slips between the snapshot
-	// and the live updates.
+	// Queued and registered under s.mu, where publications are announced,
+	// so none slips between the snapshot and the live updates.
+	as.pending = b
 	s.annServes[as] = struct{}{}
-	as.mu.Lock()
 	s.mu.Unlock()
-	_, err := str.Write(b)
-	as.mu.Unlock()
+	var wg sync.WaitGroup
+	wg.Go(as.writeLoop)
 	defer func() {
 		s.mu.Lock()
 		delete(s.annServes, as)
 		s.mu.Unlock()
+		close(as.finish)
+		wg.Wait()
 	}()
-	if err != nil {
-		return
-	}
 	s.log.Debug("moq: serving announcements", "prefix", as.prefix, "active", len(paths))
 	// The peer ends the feed by closing its side; nothing else is sent.
 	stop := context.AfterFunc(ctx, func() { str.CancelRead(CodeCancel) })
 	defer stop()
 	_, _ = io.Copy(io.Discard, r)
-	str.Close()
 }
 
-// announce tells every announce stream about a publication change.
-func (s *Session) announce(path string, active bool) {
-	s.mu.Lock()
-	serves := make([]*announceServe, 0, len(s.annServes))
+// announceLocked queues a publication change on every announce stream.
+// The caller holds s.mu; nothing here waits for the network.
+func (s *Session) announceLocked(path string, active bool) {
 	for as := range s.annServes {
-		serves = append(serves, as)
-	}
-	s.mu.Unlock()
-	for _, as := range serves {
 		if err := as.send(path, active); err != nil {
 			s.log.Debug("moq: announce", "path", path, "err", err)
 		}

@@ -80,6 +80,9 @@ type Options struct {
 	// drainGrace bounds the wait for group streams after the publisher
 	// ended a subscription (default 3s; tests shorten it).
 	drainGrace time.Duration
+	// announceTimeout bounds one write on an announce stream we serve
+	// (default 10s; tests shorten it).
+	announceTimeout time.Duration
 }
 
 // ServerOptions configure Listen.
@@ -124,5 +127,8 @@ func (o *Options) fill() {
 	}
 	if o.drainGrace <= 0 {
 		o.drainGrace = 3 * time.Second
+	}
+	if o.announceTimeout <= 0 {
+		o.announceTimeout = 10 * time.Second
 	}
 }

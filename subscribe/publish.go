@@ -39,8 +39,8 @@ func (s *Session) Publish(b *model.Broadcast) error {
 		return fmt.Errorf("%w: %q", ErrAlreadyPublished, path)
 	}
 	s.published[path] = b
+	s.announceLocked(path, true)
 	s.mu.Unlock()
-	s.announce(path, true)
 	s.log.Debug("moq: publishing", "broadcast", path)
 	s.wg.Add(1)
 	go func() {
@@ -66,8 +66,8 @@ func (s *Session) unpublish(path string, only *model.Broadcast) {
 		return
 	}
 	delete(s.published, path)
+	s.announceLocked(path, false)
 	s.mu.Unlock()
-	s.announce(path, false)
 }
 
 func (s *Session) publishedBroadcast(path string) *model.Broadcast {
