@@ -74,7 +74,9 @@
 // # Publishing
 //
 // Session.Publish serves a model.Broadcast to the peer: the broadcast is
-// announced on every announce stream the peer opens, TRACK gets TRACK_INFO
+// announced on every announce stream the peer opens (each with its own
+// bounded queue and writer, so a peer that does not read its stream blocks
+// nothing; a write stuck for 10 s resets it with 3), TRACK gets TRACK_INFO
 // with timescale 1000000 (microseconds), and SUBSCRIBE gets one uni stream
 // per model group; FETCH gets the frames of one group the model track
 // still holds, or a reset with 13. Tracks named like a catalog are sent raw; every other
