@@ -16,8 +16,9 @@
 // tracks of the catalog unread until each holds a frame (or the jitter
 // Delay passed); then every audio track that starts after the earliest
 // video keyframe K is backfilled to K (model.Track.Backfill: package
-// subscribe fetches the older groups the relay still has), bounded by
-// min(Delay, 1 s), and reading begins. A backfill that fails or times out
+// subscribe fetches the older groups the relay still has), in the
+// background and bounded by min(Delay, 1 s), and reading begins; no poll
+// waits for it. A backfill that fails or times out
 // only means the audio starts at its first live frame. Tracks that a
 // catalog update adds later are read at once.
 package export

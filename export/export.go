@@ -89,6 +89,11 @@ type startGate struct {
 	tracks   []*trackState
 	waiting  int // gated tracks without a frame
 	deadline time.Time
+	// backfilling is set once the backfills run (in goroutines, so no poll
+	// blocks); pending counts those still running, cancel stops them.
+	backfilling bool
+	pending     atomic.Int32
+	cancel      context.CancelFunc
 }
 
 // Export copies one broadcast into one muxer.
@@ -204,9 +209,8 @@ func (e *Export) start() error {
 
 // Poll does whatever work is ready without blocking: it reads the tracks
 // that received something, and writes the frames the jitter buffer releases.
-// A poll that nothing woke returns at once. The poll that opens the start
-// gate (see the package doc) waits for the audio backfills, at most
-// min(Delay, 1 s), once per export.
+// A poll that nothing woke returns at once. Poll never waits: the audio
+// backfills of the start gate (see the package doc) run in the background.
 func (e *Export) Poll() error {
 	if e.started && e.ready.Empty() && e.gate == nil && !e.jitterDue() {
 		return nil
@@ -246,7 +250,10 @@ func (e *Export) poll() error {
 		}
 	}
 	clear(e.scratch)
-	if e.gate != nil && (e.gate.waiting == 0 || e.gateDue()) {
+	if g := e.gate; g != nil && !g.backfilling && (g.waiting == 0 || e.gateDue()) {
+		e.startBackfills()
+	}
+	if g := e.gate; g != nil && g.backfilling && (g.pending.Load() == 0 || e.gateDue()) {
 		if err := e.openGate(); err != nil {
 			return err
 		}
@@ -522,13 +529,14 @@ func (e *Export) gateCheck(ts *trackState) {
 // maxBackfill bounds how long opening the gate waits for backfills.
 const maxBackfill = time.Second
 
-// openGate ends the start gate: the audio tracks that start after the
-// earliest video keyframe K are backfilled to K (bounded by
-// min(Delay, maxBackfill); a failed backfill is only logged), then every
-// gated track is read.
-func (e *Export) openGate() error {
+// startBackfills starts, in the background, the backfill of every gated
+// audio track that starts after the earliest video keyframe K, back to K,
+// and gives them min(Delay, maxBackfill) more before the gate opens. A
+// failed backfill is only logged: that track starts at its first live group.
+func (e *Export) startBackfills() {
 	g := e.gate
-	e.gate = nil
+	g.backfilling = true
+	g.deadline = e.opts.Now().Add(min(e.opts.Delay, maxBackfill))
 	var k int64
 	haveK := false
 	for _, ts := range g.tracks {
@@ -539,25 +547,39 @@ func (e *Export) openGate() error {
 			k, haveK = first, true
 		}
 	}
-	if haveK {
-		ctx, cancel := context.WithTimeout(e.ctx, min(e.opts.Delay, maxBackfill))
-		var wg sync.WaitGroup
-		for _, ts := range g.tracks {
-			if ts.track.Kind != mux.Audio || ts.ended {
-				continue
-			}
-			t := ts.consumer.Track()
-			if first, ok := t.OldestTimestamp(); !ok || first <= k {
-				continue
-			}
-			wg.Go(func() {
-				if err := t.Backfill(ctx, k); err != nil {
-					e.log.Debug("backfill failed; the track starts at its first live group", "track", ts.track.Name, "err", err)
-				}
-			})
+	if !haveK {
+		return
+	}
+	ctx, cancel := context.WithDeadline(e.ctx, g.deadline)
+	g.cancel = cancel
+	for _, ts := range g.tracks {
+		if ts.track.Kind != mux.Audio || ts.ended {
+			continue
 		}
-		wg.Wait()
-		cancel()
+		t := ts.consumer.Track()
+		if first, ok := t.OldestTimestamp(); !ok || first <= k {
+			continue
+		}
+		g.pending.Add(1)
+		name := ts.track.Name
+		go func() {
+			if err := t.Backfill(ctx, k); err != nil {
+				e.log.Debug("backfill failed; the track starts at its first live group", "track", name, "err", err)
+			}
+			if g.pending.Add(-1) == 0 {
+				e.ready.Wake() // let Run open the gate now
+			}
+		}()
+	}
+}
+
+// openGate ends the start gate: every gated track is read from its oldest
+// group, backfilled ones included.
+func (e *Export) openGate() error {
+	g := e.gate
+	e.gate = nil
+	if g.cancel != nil {
+		g.cancel()
 	}
 	for _, ts := range g.tracks {
 		ts.gated = false

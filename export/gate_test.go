@@ -50,13 +50,22 @@ func liveJoin(t *testing.T, backfill func(tr *model.Track) func(context.Context,
 	return bc, []*model.Track{video, audio}
 }
 
-// runLive exports bc into rec: a first poll (the live join), then the end
-// of the media tracks, then Run to the end.
+// runLive exports bc into rec: polls until the live join wrote its first
+// frames, then the end of the media tracks, then Run to the end.
 func runLive(t *testing.T, bc *model.Broadcast, tracks []*model.Track, rec *recorder, opts export.Options) {
 	t.Helper()
 	e := export.New(bc, rec, opts)
-	if err := e.Poll(); err != nil {
-		t.Fatal(err)
+	// Poll until the gate opened (backfills run in the background and the
+	// first frames leave only after it), then let the live tracks end.
+	deadline := time.Now().Add(10 * time.Second)
+	for e.Stats().Frames == 0 {
+		if err := e.Poll(); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the start gate never opened")
+		}
+		time.Sleep(time.Millisecond)
 	}
 	for _, tr := range tracks {
 		tr.Close(nil)

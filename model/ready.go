@@ -24,6 +24,16 @@ func NewReadySet() *ReadySet { return &ReadySet{wakeup: make(chan struct{}, 1)} 
 // that blocks waits on it.
 func (r *ReadySet) Wakeup() <-chan struct{} { return r.wakeup }
 
+// Wake makes a reader that waits on Wakeup look again, without marking any
+// consumer (for work that finished outside the consumers, such as a
+// background backfill).
+func (r *ReadySet) Wake() {
+	select {
+	case r.wakeup <- struct{}{}:
+	default:
+	}
+}
+
 // Empty reports whether no consumer is ready.
 func (r *ReadySet) Empty() bool { return r.n.Load() == 0 }
 
@@ -35,10 +45,7 @@ func (r *ReadySet) mark(c *Consumer) {
 	r.list = append(r.list, c)
 	r.n.Add(1)
 	r.mu.Unlock()
-	select {
-	case r.wakeup <- struct{}{}:
-	default:
-	}
+	r.Wake()
 }
 
 // Take appends the ready consumers to dst, empties the list and returns dst.
