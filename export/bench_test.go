@@ -10,6 +10,18 @@ import (
 	"github.com/moq-export/moq-export/mux"
 )
 
+// benchExport returns an export into a Discard muxer of a broadcast with n
+// audio renditions and its catalog, plus a producer per track.
+func benchExport(b *testing.B, n int) (*export.Export, *mux.Discard, []*producer) {
+	bc, tracks := benchBroadcast(b, n)
+	d := &mux.Discard{}
+	prods := make([]*producer, n)
+	for i, t := range tracks {
+		prods[i] = &producer{track: t}
+	}
+	return export.New(bc, d, export.Options{}), d, prods
+}
+
 // benchBroadcast returns a broadcast with n audio renditions and its
 // catalog, plus the producer side of each track.
 func benchBroadcast(b *testing.B, n int) (*model.Broadcast, []*model.Track) {
@@ -56,11 +68,10 @@ var trackCounts = []int{1, 4, 16, 256}
 func BenchmarkExportIdle(b *testing.B) {
 	for _, n := range trackCounts {
 		b.Run(fmt.Sprintf("tracks=%d", n), func(b *testing.B) {
-			bc, tracks := benchBroadcast(b, n)
-			e := export.New(bc, &mux.Discard{}, export.Options{})
+			e, _, prods := benchExport(b, n)
 			payload := make([]byte, 100)
-			for _, t := range tracks {
-				(&producer{track: t}).write(0, payload)
+			for _, p := range prods {
+				p.write(0, payload)
 			}
 			if err := e.Poll(); err != nil {
 				b.Fatal(err)
@@ -87,13 +98,7 @@ func BenchmarkExportIdle(b *testing.B) {
 func BenchmarkExportActive(b *testing.B) {
 	for _, n := range trackCounts {
 		b.Run(fmt.Sprintf("tracks=%d", n), func(b *testing.B) {
-			bc, tracks := benchBroadcast(b, n)
-			d := &mux.Discard{}
-			e := export.New(bc, d, export.Options{})
-			prods := make([]*producer, n)
-			for i, t := range tracks {
-				prods[i] = &producer{track: t}
-			}
+			e, d, prods := benchExport(b, n)
 			payload := make([]byte, 100)
 			ts := int64(0)
 			round := func() {
@@ -126,13 +131,7 @@ func BenchmarkExportActive(b *testing.B) {
 func BenchmarkExportSparse(b *testing.B) {
 	for _, n := range trackCounts {
 		b.Run(fmt.Sprintf("tracks=%d", n), func(b *testing.B) {
-			bc, tracks := benchBroadcast(b, n)
-			d := &mux.Discard{}
-			e := export.New(bc, d, export.Options{})
-			prods := make([]*producer, n)
-			for i, t := range tracks {
-				prods[i] = &producer{track: t}
-			}
+			e, d, prods := benchExport(b, n)
 			payload := make([]byte, 100)
 			ts := int64(0)
 			// Every track speaks once, then only track 0 goes on: the
