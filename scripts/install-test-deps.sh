@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs on a Debian machine (run as root, or
 # with sudo available): ffmpeg/ffprobe and mkvtoolnix for validating output,
+# chromium for the browser tests,
 # the Go modules, a newer ffmpeg for Enhanced FLV and the reference
 # implementation for the interop tests. Safe to run again: it skips what is already there.
 set -euo pipefail
@@ -10,6 +11,8 @@ SUDO=""
 need=()
 command -v ffprobe >/dev/null || need+=(ffmpeg)
 command -v mkvmerge >/dev/null || need+=(mkvtoolnix)
+# Debian's Chromium for the browser playback and browser publisher tests.
+command -v chromium >/dev/null || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
 	echo "installing ${need[*]}" >&2
 	$SUDO apt-get update -qq

@@ -4,7 +4,7 @@
 # (scripts/install-test-deps.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! command -v ffprobe >/dev/null || ! command -v mkvmerge >/dev/null; then
+if ! command -v ffprobe >/dev/null || ! command -v mkvmerge >/dev/null || ! command -v chromium >/dev/null; then
 	scripts/install-test-deps.sh
 fi
 unformatted=$(gofmt -l .)
