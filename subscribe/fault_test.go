@@ -628,3 +628,41 @@ func TestGroupLeftOpenAfterSubscriptionEndIsStoppedAndTruncated(t *testing.T) {
 		return ok && se.Remote && se.ErrorCode == CodeCancel
 	})
 }
+
+// TestGroupsLandingBeforeSubscribeOKAreReadFromTheStartGroup: group
+// streams travel apart from the subscribe stream, so groups 1 and 0 can be
+// read before SUBSCRIBE_OK. They wait for it, and the reader starts at the
+// group it names instead of at the first stream that landed (which lost
+// group 0 for good).
+func TestGroupsLandingBeforeSubscribeOKAreReadFromTheStartGroup(t *testing.T) {
+	checkGoroutines(t)
+	p := newScriptedPublisher(t)
+	logs := &logBuffer{}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := Dial(ctx, p.url(), Options{TLSFingerprint: p.pin, Logger: logs.logger(),
+		Container: func(string, string) string { return "legacy" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tr, err := s.Broadcast("b").Track("video")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := tr.Subscribe(time.Hour)
+	sub := nextSub(t, p)
+	sub.group(t, 1, 66_000).Close()
+	sub.group(t, 0, 0, 33_000).Close()
+	waitFor(t, "both groups to wait for SUBSCRIBE_OK", func() bool {
+		return strings.Count(logs.String(), "group landed before SUBSCRIBE_OK") == 2
+	})
+	ok := wire.SubscribeResponse{Type: wire.RespOK, Group: 0}
+	sub.str.Write(ok.Append(nil))
+	evs := collect(t, ctx, c, 3)
+	for i, want := range []int64{0, 33_000, 66_000} {
+		if evs[i].Kind != model.EventFrame || evs[i].Frame.Timestamp != want {
+			t.Fatalf("event %d: %+v, want the frame at %d (all: %+v)", i, evs[i], want, evs)
+		}
+	}
+}
