@@ -455,6 +455,7 @@ func (sub *subscription) waitStarted(seq uint64) {
 	case <-sub.ctx.Done():
 	case <-t.C:
 		log.Warn("moq: no SUBSCRIBE_OK before the group streams, reading them anyway", "track", sub.rt.name)
+		sub.markStarted()
 	}
 }
 
