@@ -199,6 +199,25 @@ func collect(t *testing.T, ctx context.Context, c *model.Consumer, want int) []m
 	return evs
 }
 
+// dialScripted dials p with opts (pin and legacy container filled in) and
+// subscribes to track "video" of broadcast "b"; the session is closed at
+// the end of the test.
+func dialScripted(t *testing.T, ctx context.Context, p *scriptedPublisher, opts Options) (*Session, *model.Track) {
+	t.Helper()
+	opts.TLSFingerprint = p.pin
+	opts.Container = func(string, string) string { return "legacy" }
+	s, err := Dial(ctx, p.url(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	tr, err := s.Broadcast("b").Track("video")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, tr
+}
+
 func TestGroupResetIsReportedAndLaterGroupsStillArrive(t *testing.T) {
 	checkGoroutines(t)
 	p := newScriptedPublisher(t)
@@ -654,16 +673,7 @@ func TestGroupsLandingBeforeSubscribeOKAreReadFromTheStartGroup(t *testing.T) {
 	logs := &logBuffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	s, err := Dial(ctx, p.url(), Options{TLSFingerprint: p.pin, Logger: logs.logger(),
-		Container: func(string, string) string { return "legacy" }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	tr, err := s.Broadcast("b").Track("video")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, tr := dialScripted(t, ctx, p, Options{Logger: logs.logger()})
 	c := tr.Subscribe(time.Hour)
 	sub := nextSub(t, p)
 	sub.group(t, 1, 66_000).Close()
@@ -689,16 +699,7 @@ func TestGroupsWithoutSubscribeOKAreReadAfterTheRequestTimeout(t *testing.T) {
 	logs := &logBuffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	s, err := Dial(ctx, p.url(), Options{TLSFingerprint: p.pin, Logger: logs.logger(), RequestTimeout: 200 * time.Millisecond,
-		Container: func(string, string) string { return "legacy" }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	tr, err := s.Broadcast("b").Track("video")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, tr := dialScripted(t, ctx, p, Options{Logger: logs.logger(), RequestTimeout: 200 * time.Millisecond})
 	c := tr.Subscribe(time.Hour)
 	sub := nextSub(t, p)
 	sub.group(t, 0, 0, 33_000).Close()
