@@ -38,6 +38,7 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 	}
 	defer sub.groups.Done()
 	sub.groupArrived(h.Sequence)
+	sub.waitStarted(h.Sequence)
 	rt := sub.rt
 	g, err := rt.track.CreateGroup(h.Sequence)
 	if err != nil {
