@@ -53,7 +53,6 @@ type Consumer struct {
 
 	// Readiness.
 	ready  *ReadySet
-	Token  int // free for the owner of the ready set
 	queued atomic.Bool
 
 	// Stats.
