@@ -256,7 +256,7 @@ func (s *Session) learnCatalog(path string, c *catalog.Catalog) {
 			m = map[string]string{}
 			s.containers[bpath] = m
 		}
-		m[r.Name] = cm.ContainerKind()
+		m[r.Name] = string(cm.ContainerKind())
 	}
 }
 
