@@ -292,4 +292,3 @@ func redactAll(args []string) []string {
 	}
 	return out
 }
-

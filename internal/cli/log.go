@@ -156,7 +156,9 @@ func quoteValue(v slog.Value) string {
 	default:
 		s = fmt.Sprint(v.Any())
 	}
-	if s == "" || strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || r == '"' || r == '(' || r == ')' || !unicode.IsPrint(r) }) {
+	if s == "" || strings.ContainsFunc(s, func(r rune) bool {
+		return unicode.IsSpace(r) || r == '"' || r == '(' || r == ')' || !unicode.IsPrint(r)
+	}) {
 		return strconv.Quote(s)
 	}
 	return s
