@@ -117,12 +117,12 @@ type Export struct {
 	gateUsed bool       // the first tracks were gated already
 	ctx      context.Context
 
-	tracks  map[string]*trackState // by rendition name
+	tracks  map[string]*trackState          // by rendition name
 	byCons  map[*model.Consumer]*trackState // the media tracks' consumers
 	all     []*trackState                   // every track, in the order added
-	byID    map[int]*trackState    // by mux track ID
-	leaving []*trackState          // left the catalog, not yet removed from the muxer
-	refused map[string]bool        // renditions the muxer refused, by name
+	byID    map[int]*trackState             // by mux track ID
+	leaving []*trackState                   // left the catalog, not yet removed from the muxer
+	refused map[string]bool                 // renditions the muxer refused, by name
 	nextID  int
 	live    int    // tracks not ended
 	skipped uint64 // groups the consumers abandoned, summed
