@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -267,5 +268,59 @@ func TestRedactURLHidesEveryCredential(t *testing.T) {
 	}
 	if got := RedactURL("https://relay.example/anon?room=a"); got != "https://relay.example/anon?room=a" {
 		t.Errorf("a URL without credentials changed: %q", got)
+	}
+}
+
+// sessionGoneRecv is a group stream whose Read, after its header, blocks
+// like a WebTransport stream the peer's session closed under: CancelRead
+// does not wake it, only a read deadline does.
+type sessionGoneRecv struct {
+	header   []byte
+	deadline chan struct{}
+	once     sync.Once
+}
+
+func (r *sessionGoneRecv) Read(p []byte) (int, error) {
+	if len(r.header) > 0 {
+		n := copy(p, r.header)
+		r.header = r.header[n:]
+		return n, nil
+	}
+	<-r.deadline
+	return 0, os.ErrDeadlineExceeded
+}
+func (r *sessionGoneRecv) CancelRead(uint64) {}
+func (r *sessionGoneRecv) SetReadDeadline(time.Time) error {
+	r.once.Do(func() { close(r.deadline) })
+	return nil
+}
+
+// TestGroupReadEndsWithItsSubscriptionEvenWhenCancelReadDoesNotWakeIt: a
+// WebTransport stream whose session the peer closed waits in Read for our
+// side of the session to close, which Session.Close does only after its
+// group readers returned; ending the subscription must still end the read.
+func TestGroupReadEndsWithItsSubscriptionEvenWhenCancelReadDoesNotWakeIt(t *testing.T) {
+	s := newSession(Options{Logger: testLogger(t)}, "")
+	defer s.cancel()
+	rb := &remoteBroadcast{s: s, path: "b", b: model.NewBroadcast("b")}
+	rt := &remoteTrack{rb: rb, name: "v", track: model.NewTrack("v"), kind: container.Legacy}
+	sub := &subscription{id: 4, rt: rt, timescale: 1000, seen: map[uint64]bool{}, arrived: make(chan struct{}, 1), started: make(chan struct{})}
+	sub.ctx, sub.cancel = context.WithCancelCause(context.Background())
+	sub.markStarted()
+	s.subs[sub.id] = sub
+	h := wire.Group{SubscribeID: sub.id, Sequence: 0}
+	str := &sessionGoneRecv{header: h.Append(nil), deadline: make(chan struct{})}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.readGroup(context.Background(), &lateContextConn{ctx: context.Background()}, str, bufio.NewReader(str))
+	}()
+	// Before or after the reader reaches the frames: either way the read
+	// must end.
+	sub.cancel(errors.New("subscription over"))
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the group read outlived its subscription")
 	}
 }
