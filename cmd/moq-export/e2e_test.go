@@ -536,7 +536,7 @@ func TestUsageErrorsExitWith2(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
 		{"--no-such-flag"},
-		{"-o", "x.mp4"},
+		{"-o", "x.avi"},
 		{"-f", "avi"},
 		{"--segment", "5s"},
 		{"a://x", "b://y"},

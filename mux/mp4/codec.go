@@ -34,11 +34,35 @@ var families = map[string]string{
 // suggestions name a container for the codecs MP4 cannot carry.
 var suggestions = map[string]string{"vp8": "webm or mkv", "mp2": "mkv or ts"}
 
+// Caps says what an MP4 file carries: the tracks Supports accepts, any
+// number of each kind.
+var Caps = mux.Caps{Container: "mp4", Supports: Supports}
+
 // Supports returns nil when an MP4 file can carry track t, else an error
 // wrapping mux.ErrUnsupportedCodec (a *mux.UnsupportedCodecError naming a
-// container that can, where one exists). It looks at t only, not at any
-// muxer's state.
+// container that can, where one exists), or an error saying what is wrong
+// with its configuration. It looks at t only, not at any muxer's state.
 func Supports(t mux.Track) error {
+	_, err := checkedTrack(t)
+	return err
+}
+
+// checkedTrack returns the writer's state for t, or why MP4 cannot carry it.
+func checkedTrack(mt mux.Track) (*track, error) {
+	if err := supportsCodec(mt); err != nil {
+		return nil, fmt.Errorf("mp4: track %d: %w", mt.ID, err)
+	}
+	t := &track{Track: mt, family: mux.CodecFamily(mt.Codec)}
+	if t.Kind == 0 {
+		t.Kind = mux.CodecKind(t.family)
+	}
+	if err := t.configure(); err != nil {
+		return nil, fmt.Errorf("mp4: %w", err)
+	}
+	return t, nil
+}
+
+func supportsCodec(t mux.Track) error {
 	fam := mux.CodecFamily(t.Codec)
 	if _, ok := families[fam]; !ok {
 		return &mux.UnsupportedCodecError{Container: "mp4", Codec: t.Codec, Suggest: suggestions[fam]}
@@ -143,7 +167,7 @@ func (t *track) configure() error {
 	case "ac3", "eac3":
 		t.frameSamples = 1536
 	default:
-		return fmt.Errorf("track %d: %w", t.ID, Supports(t.Track))
+		return fmt.Errorf("track %d: %w", t.ID, supportsCodec(t.Track))
 	}
 	if t.codec != nil && t.timescale == 0 {
 		return fmt.Errorf("track %d: %s without a sample rate: %w", t.ID, t.Codec, ErrMissingConfig)

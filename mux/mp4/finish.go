@@ -38,7 +38,12 @@ func (w *Writer) finish() error {
 	if err != nil {
 		return w.fail(fmt.Errorf("mp4: finish: %w", err))
 	}
-	if !st.Mode().IsRegular() || st.Size() != w.pos {
+	if !st.Mode().IsRegular() {
+		// A FIFO or a device given as the output path: a stream.
+		w.log.Debug("mp4: output is not a regular file; left fragmented", "path", path)
+		return nil
+	}
+	if st.Size() != w.pos {
 		return w.fail(fmt.Errorf("mp4: finish: %s holds %d bytes, but %d were written to it: not the file this muxer wrote, left fragmented", path, st.Size(), w.pos))
 	}
 

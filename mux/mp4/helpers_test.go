@@ -36,7 +36,7 @@ func muxFile(t *testing.T, name string, finished bool, opts mp4.Options, ins ...
 	if err := w.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if got := w.Stats().Finished; got != finished {
+	if got := w.Counters().Finished; got != finished {
 		t.Fatalf("Stats().Finished = %v, want %v", got, finished)
 	}
 	return path

@@ -40,15 +40,13 @@ type Options struct {
 	FragmentDuration time.Duration
 }
 
-// Stats counts what a Writer did so far.
-type Stats struct {
-	// Frames and Bytes count the frames written (or held for the fragment
-	// being built) and their payloads as WriteFrame received them.
-	Frames, Bytes int64
-	// Dropped counts frames not written: frames before a track's first
-	// usable keyframe or configuration, frames of tracks given up on,
-	// malformed or empty frames.
-	Dropped int64
+// Counters details what a Writer did so far. Its mux.Stats is what
+// Stats returns: Frames counts the frames written (or held for the fragment
+// being built), Dropped the frames before a track's first usable keyframe
+// or configuration (and after a discontinuity, until the next keyframe),
+// frames of tracks given up on, malformed or empty frames.
+type Counters struct {
+	mux.Stats
 	// Clamped counts frames whose timestamp lay before the start of the
 	// file and were written at 0.
 	Clamped int64
@@ -95,7 +93,7 @@ type Writer struct {
 	dataLen     int64 // sample bytes in all fragments so far
 	buf         []byte
 
-	stats Stats
+	stats Counters
 }
 
 type pendingFrame struct {
@@ -129,7 +127,10 @@ type track struct {
 	psWarned bool
 
 	removed, disabled, warned bool
-	discPending               bool
+	// discPending marks a discontinuity not yet applied to a written
+	// frame; keyWait makes video drop frames until its next keyframe (at
+	// the start and after a discontinuity).
+	discPending, keyWait, gotKey bool
 
 	begun   bool
 	// delay is the decode delay, in ticks, added to both timelines of a
@@ -205,8 +206,11 @@ func NewWriter(w io.Writer, opts Options) *Writer {
 	return mw
 }
 
-// Stats returns counters of what was written so far.
-func (w *Writer) Stats() Stats { return w.stats }
+// Stats returns what was written so far (mux.Muxer).
+func (w *Writer) Stats() mux.Stats { return w.stats.Stats }
+
+// Counters returns the detailed counters so far.
+func (w *Writer) Counters() Counters { return w.stats }
 
 // AddTrack adds a track. It fails with an error wrapping mux.ErrLateTrack
 // once the header is written: the moov that players of the fragments (and
@@ -219,18 +223,12 @@ func (w *Writer) AddTrack(mt mux.Track) error {
 	if _, dup := w.byID[mt.ID]; dup {
 		return fmt.Errorf("mp4: track %d added twice", mt.ID)
 	}
-	if err := Supports(mt); err != nil {
-		return fmt.Errorf("mp4: track %d: %w", mt.ID, err)
+	t, err := checkedTrack(mt)
+	if err != nil {
+		return err
 	}
 	if w.started {
 		return fmt.Errorf("mp4: track %d (%s %s): %w", mt.ID, mt.Kind, mt.Codec, mux.ErrLateTrack)
-	}
-	t := &track{Track: mt, family: mux.CodecFamily(mt.Codec)}
-	if t.Kind == 0 {
-		t.Kind = mux.CodecKind(t.family)
-	}
-	if err := t.configure(); err != nil {
-		return fmt.Errorf("mp4: %w", err)
 	}
 	w.tracks = append(w.tracks, t)
 	w.byID[mt.ID] = t
@@ -261,28 +259,6 @@ func (w *Writer) RemoveTrack(id int) error {
 	return nil
 }
 
-// Discontinuity says the timeline of track id (every track when id < 0)
-// broke before its next frame: that frame starts a new fragment, and the
-// frame before it gets an estimated duration in the fragments instead of
-// one spanning the gap.
-func (w *Writer) Discontinuity(id int) error {
-	if w.closed {
-		return mux.ErrClosed
-	}
-	for _, t := range w.tracks {
-		if (id < 0 || t.ID == id) && !t.removed {
-			t.discPending = true
-			if id >= 0 {
-				return nil
-			}
-		}
-	}
-	if id >= 0 {
-		return fmt.Errorf("mp4: discontinuity on track %d: %w", id, mux.ErrUnknownTrack)
-	}
-	return nil
-}
-
 // WriteFrame adds one frame. Frames of a track that waits for its
 // configuration are dropped until its first usable keyframe; frames of
 // ready tracks are buffered until every track is ready (bounded by
@@ -298,8 +274,17 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 	if !ok || t.removed {
 		return fmt.Errorf("mp4: frame for track %d: %w", f.TrackID, mux.ErrUnknownTrack)
 	}
-	disc := t.discPending
-	t.discPending = false
+	// A broken timeline: the frame starts a new fragment, and video waits
+	// for its next keyframe, even when this frame is then dropped.
+	if f.Discontinuity {
+		t.discPending = true
+		if t.Kind == mux.Video {
+			t.keyWait = true
+		}
+	}
+	if t.Kind == mux.Video && !t.gotKey {
+		t.keyWait = true
+	}
 	if t.disabled || len(f.Payload) == 0 {
 		w.stats.Dropped++
 		return nil
@@ -307,6 +292,11 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 	if t.Kind == mux.Audio {
 		f.Keyframe = true
 	}
+	if t.keyWait && !f.Keyframe {
+		w.drop(t, "waiting for a keyframe")
+		return nil
+	}
+	disc := t.discPending
 	payload, dts := f.Payload, f.Timestamp
 	if t.norm != nil {
 		if disc {
@@ -326,6 +316,7 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 			return nil
 		}
 	}
+	t.discPending, t.keyWait, t.gotKey = false, false, true
 	w.stats.Frames++
 	w.stats.Bytes += int64(len(f.Payload))
 	if w.started {

@@ -2,6 +2,7 @@ package mp4_test
 
 import (
 	"errors"
+	"io"
 	"math"
 	"testing"
 
@@ -159,8 +160,8 @@ func TestCodecsMP4CannotCarryAreRefusedWithAdvice(t *testing.T) {
 			t.Errorf("AddTrack(%s) = %v, want ErrUnsupportedCodec", tc.track.Codec, err)
 		}
 	}
-	for _, codec := range []string{"avc1.64001f", "hvc1.1.6.L93.B0", "av01.0.08M.08", "vp09.00.10.08", "mp4a.40.2", "opus", "flac", "mp3", "ac-3", "ec-3"} {
-		if err := mp4.Supports(mux.Track{Codec: codec, Kind: mux.CodecKind(mux.CodecFamily(codec))}); err != nil {
+	for _, codec := range []string{"avc1.64001f", "hvc1.1.6.L93.B0", "av01.0.08M.08", "vp09.00.10.08", "mp4a.40.2", "opus", "mp3", "ac-3", "ec-3"} {
+		if err := mp4.Supports(mux.Track{Codec: codec, Kind: mux.CodecKind(mux.CodecFamily(codec)), SampleRate: 48000, Channels: 2}); err != nil {
 			t.Errorf("Supports(%s) = %v, want nil", codec, err)
 		}
 	}
@@ -169,3 +170,15 @@ func TestCodecsMP4CannotCarryAreRefusedWithAdvice(t *testing.T) {
 type nopWriter struct{}
 
 func (nopWriter) Write(p []byte) (int, error) { return len(p), nil }
+
+// TestSupportsAgreesWithAddTrack checks the pure Supports against AddTrack
+// on the shared cases.
+func TestSupportsAgreesWithAddTrack(t *testing.T) {
+	mediatest.CheckSupports(t, mp4.Caps, func() mux.Muxer { return mp4.NewWriter(nopWriter{}, mp4.Options{}) },
+		"aac", "ac3", "av1", "flac", "h264", "h264-annexb", "h265", "h265-annexb", "mp3", "opus", "vp9")
+}
+
+// TestStatsMatchFFprobe checks mux.Stats against the packets of the file.
+func TestStatsMatchFFprobe(t *testing.T) {
+	mediatest.CheckStats(t, "stats.mp4", func(w io.Writer) mux.Muxer { return mp4.NewWriter(w, mp4.Options{}) })
+}
