@@ -72,7 +72,7 @@ func ftyp(finished bool) []byte {
 // trakParts are the boxes of one track of the init moov that the finished
 // moov reuses: the sample entry that mediacommon built, and what goes with it.
 type trakParts struct {
-	tkhd                   *amp4.Tkhd
+	tkhd                  *amp4.Tkhd
 	hdlr, mhd, dinf, stsd []byte // raw boxes
 }
 

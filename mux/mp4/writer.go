@@ -132,15 +132,15 @@ type track struct {
 	// the start and after a discontinuity).
 	discPending, keyWait, gotKey bool
 
-	begun   bool
+	begun bool
 	// delay is the decode delay, in ticks, added to both timelines of a
 	// track with B-frames so that no composition offset is negative; an
 	// edit list takes it off again (see the package doc).
-	delay   int64
+	delay    int64
 	firstPTS int64 // rebased µs of the first sample
 	maxPTS   int64 // latest presentation time, ticks
-	lastDTS int64
-	lastDur int64 // last sample duration not spanning a discontinuity, ticks
+	lastDTS  int64
+	lastDur  int64 // last sample duration not spanning a discontinuity, ticks
 
 	pend   []sample // samples of the fragment being built
 	data   []byte   // their payloads
@@ -614,7 +614,6 @@ func (tab *table) addDuration(d uint32) {
 		tab.stts = append(tab.stts, sttsRun{1, d})
 	}
 }
-
 
 // cut writes the fragment built so far: for each track the samples whose
 // duration is known (all of them when final). A track's last sample waits
