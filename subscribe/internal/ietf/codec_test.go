@@ -208,9 +208,9 @@ func TestSubgroupTypes(t *testing.T) {
 		{0x10, Draft14, true, SubgroupHeader{HasPriority: true, FirstObject: true}},
 		{0x1d, Draft14, true, SubgroupHeader{HasPriority: true, Extensions: true, ExplicitSubgroup: true, EndOfGroup: true, FirstObject: true}},
 		{0x32, Draft16, true, SubgroupHeader{SubgroupIsFirstObject: true, FirstObject: true}},
-		{0x16, Draft14, false, SubgroupHeader{}},       // subgroup id both implied and explicit
-		{0x05, Draft14, false, SubgroupHeader{}},       // the fetch stream type
-		{0x50, Draft14, false, SubgroupHeader{}},       // FIRST_OBJECT is not a bit before draft 18
+		{0x16, Draft14, false, SubgroupHeader{}}, // subgroup id both implied and explicit
+		{0x05, Draft14, false, SubgroupHeader{}}, // the fetch stream type
+		{0x50, Draft14, false, SubgroupHeader{}}, // FIRST_OBJECT is not a bit before draft 18
 		{0x50, Draft18, true, SubgroupHeader{HasPriority: true, FirstObject: true}},
 		{0x10, Draft18, true, SubgroupHeader{HasPriority: true}}, // starts mid-subgroup
 	} {

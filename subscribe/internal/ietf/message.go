@@ -811,3 +811,11 @@ func (m *FetchOK) decode(d *decoder) {
 		decodeProperties(d)
 	}
 }
+
+// RequestIDOf returns the request id a message body starts with (every
+// request, and every response of drafts 14-16).
+func RequestIDOf(body []byte, v Version) (uint64, error) {
+	d := decoder{b: body, v: v}
+	id := d.varint()
+	return id, d.err
+}
