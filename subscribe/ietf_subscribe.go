@@ -81,7 +81,10 @@ func (rt *remoteTrack) subscribeIETF(ctx context.Context, ic *ietfConn) error {
 	resumed := rt.live
 	rt.live = true
 	sub := &subscription{id: req.id, rt: rt, timescale: timescale,
-		seen: map[uint64]bool{}, arrived: make(chan struct{}, 1)}
+		seen: map[uint64]bool{}, arrived: make(chan struct{}, 1), started: make(chan struct{})}
+	// SUBSCRIBE_OK came first: subgroup streams wait for their alias
+	// instead.
+	sub.markStarted()
 	sub.ctx, sub.cancel = context.WithCancelCause(ctx)
 	sub.forget = func() { ic.forgetAlias(ok.TrackAlias, sub) }
 	defer sub.forget()
