@@ -298,7 +298,8 @@ func (ic *ietfConn) newRequest(ctx context.Context) (*ietfRequest, error) {
 		ic.mu.Lock()
 		if ic.goingOff {
 			ic.mu.Unlock()
-			return nil, fmt.Errorf("moq: peer sent GOAWAY: %w", ErrClosed)
+			// Counts as the connection's loss: retried on the next one.
+			return nil, errGoingAway
 		}
 		if ic.nextID < ic.peerMax {
 			req := &ietfRequest{id: ic.nextID, msgs: make(chan ietfMsg, 16), data: make(chan *ietfData, 1)}
@@ -388,6 +389,10 @@ func (ic *ietfConn) readRequest(ctx context.Context, req *ietfRequest, timeout t
 }
 
 var errRequestTimeout = errors.New("no answer within the request timeout")
+
+// errGoingAway is what a request meets after GOAWAY: like a lost
+// connection, it waits for the next one.
+var errGoingAway = &CloseError{Code: ietfNoError, Reason: "peer sent GOAWAY", Remote: true}
 
 // serveIETF runs ic until the connection is gone: the control loop (or
 // the peer's setup stream for GOAWAY) and the incoming data streams.

@@ -120,7 +120,7 @@ func (rt *remoteTrack) subscribeIETF(ctx context.Context, ic *ietfConn) error {
 		case ietf.DoneTrackEnded, ietf.DoneSubscriptionEnded:
 			return nil
 		case ietf.DoneGoingAway:
-			return fmt.Errorf("%w: publisher going away", errRestart)
+			return errGoingAway
 		default:
 			return fmt.Errorf("moq: publisher ended %q/%q: status %d: %q", rt.rb.path, rt.name, done.Status, done.Reason)
 		}
