@@ -41,16 +41,17 @@ func relay(t *testing.T, names ...string) (srv *subscribe.Server, url, pin strin
 	return srv, url, pin
 }
 
-// stderrLines runs cmd and gives its stderr lines as they come.
+// stderrLines collects what a command writes (stderr, a pty) and lets the
+// test wait for a string in it.
 type stderrLines struct {
-	mu    sync.Mutex
-	lines []string
-	more  chan struct{}
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	more chan struct{}
 }
 
 func (s *stderrLines) Write(p []byte) (int, error) {
 	s.mu.Lock()
-	s.lines = append(s.lines, strings.Split(strings.TrimRight(string(p), "\n"), "\n")...)
+	s.buf.Write(p)
 	s.mu.Unlock()
 	select {
 	case s.more <- struct{}{}:
@@ -62,10 +63,10 @@ func (s *stderrLines) Write(p []byte) (int, error) {
 func (s *stderrLines) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return strings.Join(s.lines, "\n")
+	return s.buf.String()
 }
 
-// waitFor waits until stderr holds want, at most 20 s.
+// waitFor waits until the output holds want, at most 20 s.
 func (s *stderrLines) waitFor(t *testing.T, want string) {
 	t.Helper()
 	deadline := time.After(20 * time.Second)
@@ -73,7 +74,7 @@ func (s *stderrLines) waitFor(t *testing.T, want string) {
 		select {
 		case <-s.more:
 		case <-deadline:
-			t.Fatalf("stderr never said %q:\n%s", want, s.String())
+			t.Fatalf("the output never said %q:\n%s", want, s.String())
 		}
 	}
 }
