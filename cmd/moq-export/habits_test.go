@@ -5,11 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -48,52 +48,11 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 	return m, s
 }
 
-// ptyReader collects what the command writes to a pty and lets the test
-// wait for a string in it.
-type ptyReader struct {
-	mu   sync.Mutex
-	buf  bytes.Buffer
-	more chan struct{}
-}
-
-func readPTY(master *os.File) *ptyReader {
-	r := &ptyReader{more: make(chan struct{}, 1)}
-	go func() {
-		b := make([]byte, 4096)
-		for {
-			n, err := master.Read(b)
-			r.mu.Lock()
-			r.buf.Write(b[:n])
-			r.mu.Unlock()
-			select {
-			case r.more <- struct{}{}:
-			default:
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
+// readPTY collects what the command writes to the pty.
+func readPTY(master *os.File) *stderrLines {
+	r := &stderrLines{more: make(chan struct{}, 1)}
+	go io.Copy(r, master)
 	return r
-}
-
-func (r *ptyReader) String() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.buf.String()
-}
-
-// waitFor waits until s was written, at most 20 s.
-func (r *ptyReader) waitFor(t *testing.T, s string) {
-	t.Helper()
-	deadline := time.After(20 * time.Second)
-	for !strings.Contains(r.String(), s) {
-		select {
-		case <-r.more:
-		case <-deadline:
-			t.Fatalf("the terminal never showed %q; it shows %q", s, r.String())
-		}
-	}
 }
 
 func TestDevNullIsNotATerminal(t *testing.T) {
