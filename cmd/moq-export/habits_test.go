@@ -379,10 +379,10 @@ func TestListShowsEveryDemoCodecAsJSON(t *testing.T) {
 		got[row.Name] = fmt.Sprintf("%s %v %v", row.Kind, row.Formats, row.EnhancedFLV)
 	}
 	want := map[string]string{
-		"h264": "video [flv mkv ts] false", "h265": "video [flv mkv ts] true", "av1": "video [flv mkv webm] true",
-		"vp8": "video [mkv webm] false", "vp9": "video [flv mkv webm] true",
-		"aac": "audio [flv mkv ts] false", "mp3": "audio [flv mkv ts] false", "opus": "audio [flv mkv webm ts] true",
-		"flac": "audio [mkv] false", "ac3": "audio [mkv ts] false",
+		"h264": "video [flv mkv ts mp4] false", "h265": "video [flv mkv ts mp4] true", "av1": "video [flv mkv webm mp4] true",
+		"vp8": "video [mkv webm] false", "vp9": "video [flv mkv webm mp4] true",
+		"aac": "audio [flv mkv ts mp4] false", "mp3": "audio [flv mkv ts mp4] false", "opus": "audio [flv mkv webm ts mp4] true",
+		"flac": "audio [mkv mp4] false", "ac3": "audio [mkv ts mp4] false",
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("--list --json:\n got %v\nwant %v", got, want)

@@ -247,7 +247,7 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 	f.StringVarP(&cfg.Output, "output", "o", "-", "output `PATH` or template; - is stdout")
 	f.BoolVarP(&cfg.Overwrite, "overwrite", "y", false, "overwrite an existing -o file without asking")
 	f.BoolVarP(&cfg.NoOverwrite, "no-overwrite", "n", false, "never overwrite an existing -o file: exit with an error instead of asking")
-	f.StringVarP(&format, "format", "f", "", "container: flv, mkv, webm or ts (default: from the output extension; ts on stdout)")
+	f.StringVarP(&format, "format", "f", "", "container: flv, mkv, webm, ts or mp4 (default: from the output extension; ts on stdout)")
 	f.DurationVar(&cfg.Duration, "duration", 0, "stop after this much media and finish the file (default: until the broadcast ends)")
 	f.DurationVar(&cfg.Wait, "wait", 0, "give up (exit 1) when no broadcast (or not the -b one) is announced within this time (default: wait until Ctrl-C, saying so)")
 	f.DurationVar(&cfg.Timeout, "timeout", 0, "stop the whole run after this much wall-clock time, finishing the files (exit 1 if nothing was recorded)")

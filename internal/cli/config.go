@@ -159,7 +159,7 @@ func (c *Config) Check() error {
 	} else if f, ok := FormatFromPath(c.Output); ok {
 		c.Format = f
 	} else {
-		return usagef("cannot tell the format from %q: end the path in .flv, .mkv, .webm or .ts, or pass -f flv|mkv|webm|ts", c.Output)
+		return usagef("cannot tell the format from %q: end the path in .flv, .mkv, .webm, .ts or .mp4, or pass -f flv|mkv|webm|ts|mp4", c.Output)
 	}
 
 	if c.toStdout() {

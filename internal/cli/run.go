@@ -620,6 +620,7 @@ func (a *app) openOutput(name string, n int) (mux.Muxer, error) {
 		w    io.Writer
 		c    io.Closer
 		path = "stdout"
+		file string // the output file, "" for stdout
 		size func() int64
 	)
 	switch {
@@ -643,7 +644,7 @@ func (a *app) openOutput(name string, n int) (mux.Muxer, error) {
 			return nil, fmt.Errorf("creating the output: %w; check the path and its permissions", err)
 		}
 		fo := newFileOutput(f)
-		w, c = fo, fo
+		w, c, file = fo, fo, path
 	default:
 		p, err := a.cfg.template.Expand(name, n, time.Now())
 		if err != nil {
@@ -655,9 +656,9 @@ func (a *app) openOutput(name string, n int) (mux.Muxer, error) {
 		}
 		path = p
 		fo := newFileOutput(f)
-		w, c = fo, fo
+		w, c, file = fo, fo, p
 	}
-	m, err := a.cfg.Format.NewMuxer(w, MuxOptions{KeepTimestamps: a.cfg.KeepTimestamps, Logger: a.log.With("output", path)})
+	m, err := a.cfg.Format.NewMuxer(w, MuxOptions{Path: file, KeepTimestamps: a.cfg.KeepTimestamps, Logger: a.log.With("output", path)})
 	if err != nil {
 		c.Close()
 		return nil, err
