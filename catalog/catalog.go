@@ -71,6 +71,8 @@ type Container struct {
 	Kind string `json:"kind"`
 	// Init is the base64 ftyp+moov of a cmaf rendition.
 	Init string `json:"init,omitempty"`
+
+	initErr error // why Init cannot be read (cmaf only)
 }
 
 // Timeline names a rendition's companion timeline track.
@@ -195,6 +197,7 @@ func Parse(data []byte) (*Catalog, error) {
 			return nil, &SyntaxError{fmt.Errorf("audio: %w", err)}
 		}
 	}
+	c.resolveInits()
 	return c, nil
 }
 

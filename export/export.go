@@ -462,11 +462,18 @@ func (e *Export) addRendition(r catalog.Rendition, counts map[mux.Kind]int) (*tr
 		return nil, nil
 	}
 	c := r.Common()
-	if kind := c.ContainerKind(); kind != "legacy" && kind != "loc" {
+	if kind := c.ContainerKind(); kind != "legacy" && kind != "loc" && kind != "cmaf" {
 		if explicit {
 			return nil, fmt.Errorf("export: rendition %q uses the %q container, which cannot be exported", r.Name, kind)
 		}
 		skip("rendition skipped: unsupported container", "container", kind)
+		return nil, nil
+	}
+	if err := c.InitErr(); err != nil {
+		if explicit {
+			return nil, fmt.Errorf("export: rendition %q: %w", r.Name, err)
+		}
+		skip("rendition skipped: its CMAF init cannot be read", "err", err)
 		return nil, nil
 	}
 	bc := e.bc
