@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/internal/cmaf"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe/internal/container"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
@@ -18,6 +19,15 @@ import (
 // kindRaw marks tracks without a container: catalog tracks, whose frame
 // timestamps come from the wire.
 const kindRaw = "raw"
+
+// decodable says whether frames of container kind can be decoded.
+func decodable(kind string) bool {
+	switch kind {
+	case container.Legacy, container.LOC, container.CMAF, kindRaw:
+		return true
+	}
+	return false
+}
 
 func isCatalogTrack(name string) bool {
 	return name == catalog.TrackName || name == catalog.CompressedTrackName || name == catalog.MSFTrackName
@@ -149,7 +159,7 @@ func (rb *remoteBroadcast) request(name string) (*model.Track, error) {
 		return nil, fmt.Errorf("broadcast %q: %w", rb.path, model.ErrClosed)
 	}
 	kind := rb.knownKind(name)
-	if kind != "" && kind != container.Legacy && kind != container.LOC && kind != kindRaw {
+	if kind != "" && !decodable(kind) {
 		return nil, fmt.Errorf("track %q of %q: %w: %q", name, rb.path, ErrUnsupportedContainer, kind)
 	}
 	rt := &remoteTrack{rb: rb, name: name, track: model.NewTrack(name), kind: kind}
@@ -257,6 +267,9 @@ func (s *Session) learnCatalog(path string, c *catalog.Catalog) {
 			s.containers[bpath] = m
 		}
 		m[r.Name] = cm.ContainerKind()
+		if cm.ContainerKind() == container.CMAF {
+			s.learnInit(bpath, r.Name, cm.Container)
+		}
 	}
 }
 
@@ -266,6 +279,8 @@ type remoteTrack struct {
 	name  string
 	track *model.Track
 	kind  string
+	// cmafInit is the init of a cmaf track, set before it subscribes.
+	cmafInit *cmaf.Init
 
 	// live is set once TRACK_INFO arrived: from then on the track resumes
 	// after reconnects. Owned by the run goroutine.
@@ -306,12 +321,19 @@ func (rt *remoteTrack) run() {
 			rt.track.Close(closeReason(err))
 			return
 		}
-		if k != container.Legacy && k != container.LOC && k != kindRaw {
+		if !decodable(k) {
 			log.Warn("moq: unsupported container, track skipped", "container", k)
 			rt.track.Close(fmt.Errorf("track %q: %w: %q", rt.name, ErrUnsupportedContainer, k))
 			return
 		}
 		rt.kind = k
+	}
+	if rt.kind == container.CMAF {
+		if err := rt.openCMAF(); err != nil {
+			log.Warn("moq: cmaf track skipped", "err", err)
+			rt.track.Close(err)
+			return
+		}
 	}
 	var gen uint64
 	var refusedSince time.Time
@@ -698,6 +720,11 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 	stop := context.AfterFunc(sub.ctx, func() { str.CancelRead(CodeCancel) })
 	defer stop()
 	fr := wire.FrameReader{R: r}
+	var cg *cmafGroup
+	if rt.cmafInit != nil {
+		cg = newCMAFGroup(rt.cmafInit)
+		defer cg.close()
+	}
 	for {
 		payload, err := fr.Next()
 		if err != nil {
@@ -723,6 +750,18 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 				g.Close(fmt.Errorf("group %d of %q: %w", h.Sequence, rt.name, protocolErr(err)))
 			}
 			return
+		}
+		if cg != nil {
+			if err := cg.write(g, payload); err != nil {
+				if errors.Is(err, model.ErrClosed) {
+					str.CancelRead(CodeCancel)
+					return
+				}
+				// A bad fragment is skipped, with the delta frames
+				// that follow it up to a keyframe.
+				s.log.Warn("moq: bad cmaf frame skipped", "track", rt.name, "group", h.Sequence, "err", err)
+			}
+			continue
 		}
 		f, ok, err := decodeFrame(rt.kind, fr.Timestamp, sub.timescale, payload)
 		if err != nil {
