@@ -46,7 +46,7 @@ func (c Common) InitErr() error {
 // the reason in its container (Common.InitErr).
 func (c *Catalog) resolveInits() {
 	for name, v := range c.Video.Renditions {
-		if v.ContainerKind() != "cmaf" {
+		if v.ContainerKind() != ContainerCMAF {
 			continue
 		}
 		in, err := parseInit(v.Container)
@@ -63,7 +63,7 @@ func (c *Catalog) resolveInits() {
 		c.Video.Renditions[name] = v
 	}
 	for name, a := range c.Audio.Renditions {
-		if a.ContainerKind() != "cmaf" {
+		if a.ContainerKind() != ContainerCMAF {
 			continue
 		}
 		in, err := parseInit(a.Container)

@@ -94,7 +94,7 @@ var (
 // staleBundle names the reason dist/ must be rebuilt ("" when current).
 func staleBundle(dir string) string {
 	srcs, _ := filepath.Glob(filepath.Join(dir, "src", "*.ts"))
-	for _, prog := range []string{"publish.js", "subscribe.js"} {
+	for _, prog := range []string{"publish.js", "subscribe.js", "layouts.js"} {
 		bundle, err := os.Stat(filepath.Join(dir, "dist", prog))
 		if err != nil {
 			return "no dist/" + prog

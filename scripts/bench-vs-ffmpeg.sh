@@ -33,7 +33,7 @@ trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/moq-export" ./cmd/moq-export
 
 export_once() {
-	"$tmp/moq-export" --demo-fast --demo-loops "$LOOPS" --progress never -f "$FORMAT" -o "$1" 2>/dev/null
+	"$tmp/moq-export" --demo-fast --demo-loops "$LOOPS" --progress never -y -f "$FORMAT" -o "$1" 2>/dev/null
 }
 now() { date +%s.%N; }
 

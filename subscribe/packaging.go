@@ -38,9 +38,9 @@ func packagingOf(b *model.Broadcast, name string) packaging {
 		}
 		cm := r.Common()
 		switch cm.ContainerKind() {
-		case container.LOC:
+		case catalog.ContainerLOC:
 			p.kind = container.LOC
-		case container.CMAF:
+		case catalog.ContainerCMAF:
 			if init, err := cm.Container.DecodeInit(); err == nil {
 				if in, err := cmaf.ParseInit(init); err == nil {
 					p.kind, p.timescale = container.CMAF, uint64(in.Timescale)

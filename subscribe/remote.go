@@ -266,8 +266,8 @@ func (s *Session) learnCatalog(path string, c *catalog.Catalog) {
 			m = map[string]string{}
 			s.containers[bpath] = m
 		}
-		m[r.Name] = cm.ContainerKind()
-		if cm.ContainerKind() == container.CMAF {
+		m[r.Name] = string(cm.ContainerKind())
+		if cm.ContainerKind() == catalog.ContainerCMAF {
 			s.learnInit(bpath, r.Name, cm.Container)
 		}
 	}

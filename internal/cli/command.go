@@ -16,36 +16,79 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Version is the version --version prints; the build can set it with
-// -ldflags "-X github.com/moq-export/moq-export/internal/cli.Version=v1.2.3".
-// Empty means the module version from the build info.
-var Version string
+// Version and Commit are what --version and the version command print; a
+// build can set them with
+//
+//	go build -ldflags "-X github.com/moq-export/moq-export/internal/cli.Version=v1.2.3 -X github.com/moq-export/moq-export/internal/cli.Commit=$(git rev-parse HEAD)" ./cmd/moq-export
+//
+// Empty means what the Go toolchain stamped into the build info: the module
+// version (a tag, or a pseudo-version naming the commit, when built in a
+// clone) and the VCS revision.
+var Version, Commit string
 
+// version describes the build: "v1.2.3 (commit 0123456789ab, 2026-12-01T09:40:00Z, modified)".
 func version() string {
-	if Version != "" {
-		return Version
+	v, commit, when, modified := Version, Commit, "", false
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if v == "" && bi.Main.Version != "(devel)" {
+			v = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				if commit == "" {
+					commit = s.Value
+				}
+			case "vcs.time":
+				when = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
+			}
+		}
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
+	if v == "" {
+		v = "(devel)"
 	}
-	return "(devel)"
+	if commit == "" {
+		return v + " (no commit recorded: build with 'go build ./cmd/moq-export' or 'go install ./cmd/moq-export' in a clone)"
+	}
+	parts := []string{"commit " + commit[:min(len(commit), 12)]}
+	if when != "" {
+		parts = append(parts, when)
+	}
+	if modified {
+		parts = append(parts, "modified")
+	}
+	return v + " (" + strings.Join(parts, ", ") + ")"
 }
 
 // Exit codes.
 const (
-	ExitOK      = 0
-	ExitRuntime = 1
-	ExitUsage   = 2
+	ExitOK          = 0
+	ExitRuntime     = 1
+	ExitUsage       = 2
+	ExitInterrupted = 130 // a second Ctrl-C: quit without finishing the output
 )
 
 // Env is what the command reads and writes besides its arguments.
 type Env struct {
+	Stdin  io.Reader // nil: nothing to read (no overwrite question is asked)
 	Stdout io.Writer
 	Stderr io.Writer
-	// StdoutTerminal and StderrTerminal say whether those are terminals:
-	// media is never written to a terminal, and progress is shown by
-	// default only on one.
-	StdoutTerminal, StderrTerminal bool
+	// StdinTerminal, StdoutTerminal and StderrTerminal say whether those
+	// are terminals: media is never written to a terminal, progress is
+	// shown by default only on one, and whether to overwrite a file is
+	// asked only when someone can answer.
+	StdinTerminal, StdoutTerminal, StderrTerminal bool
+	// Getenv reads the environment (MOQ_TOKEN); nil reads nothing.
+	Getenv func(string) string
+}
+
+func (e Env) getenv(key string) string {
+	if e.Getenv == nil {
+		return ""
+	}
+	return e.Getenv(key)
 }
 
 // errInterrupted is the cancellation cause of Ctrl-C and SIGTERM.
@@ -68,11 +111,12 @@ func Main(args []string) int {
 		cancel(errInterrupted)
 		<-sigs
 		fmt.Fprintln(os.Stderr, "moq-export: quitting without finishing the output")
-		os.Exit(130)
+		os.Exit(ExitInterrupted)
 	}()
 	return Execute(ctx, args, Env{
-		Stdout: os.Stdout, Stderr: os.Stderr,
-		StdoutTerminal: isTerminal(os.Stdout), StderrTerminal: isTerminal(os.Stderr),
+		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+		StdinTerminal: isTerminal(os.Stdin), StdoutTerminal: isTerminal(os.Stdout), StderrTerminal: isTerminal(os.Stderr),
+		Getenv: os.Getenv,
 	})
 }
 
@@ -83,6 +127,10 @@ func Execute(ctx context.Context, args []string, env Env) int {
 	cfg := &Config{}
 	var runErr error
 	cmd := newCommand(cfg, func() error {
+		if err := cfg.resolveToken(env); err != nil {
+			return err
+		}
+		con.addSecret(cfg.token)
 		runErr = run(ctx, cfg, env, con)
 		return runErr
 	})
@@ -119,13 +167,18 @@ func newCommand(cfg *Config, run func() error) *cobra.Command {
 and writes it as FLV, Matroska/WebM or MPEG-TS to a file or to stdout.
 
 URL is https://, http:// (development relays: the certificate pin is fetched),
-moql:// or moqt:// (raw QUIC). A token goes in the query: ?jwt=TOKEN.
+moql:// or moqt:// (raw QUIC). A token goes in the query (?jwt=TOKEN), or,
+kept off the command line, in --token-file FILE or the MOQ_TOKEN variable.
 Without a URL, moq-export records its built-in demo broadcast, served over
 loopback QUIC, so the whole path can be tried on any machine.
 
 Output templates (-o) may use {broadcast}, {n} (segment number) and {time}
 (UTC start time); broadcast names are made safe and never leave the output
-directory.`,
+directory. A plain -o file that exists is not overwritten unless -y says so
+(on a terminal moq-export asks); templates never overwrite.
+
+Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
+130 a second Ctrl-C quit without finishing the output.`,
 		Example: `  moq-export | ffplay -                          # watch the built-in demo
   moq-export -o demo.mkv --duration 10s          # record 10 s of it to a file
   moq-export 'https://relay.example/anon?jwt=TOKEN' --list
@@ -138,6 +191,9 @@ directory.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usagef("give at most one URL (got %d arguments: %s); quote URLs that contain '&' or '?'", len(args), strings.Join(redactAll(args), " "))
+			}
+			if len(args) == 1 && !strings.Contains(args[0], "://") && !strings.ContainsAny(args[0], "/.:?") {
+				return usagef("%q is neither a command (help, version, completion) nor a URL (https://, http://, moql:// or moqt://)", args[0])
 			}
 			return nil
 		},
@@ -160,10 +216,21 @@ directory.`,
 		return &UsageError{Msg: err.Error()}
 	})
 	cmd.SetVersionTemplate("moq-export {{.Version}}\n")
+	cmd.AddCommand(&cobra.Command{
+		Use:   "version",
+		Short: "Print the version and the commit it was built from",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintf(c.OutOrStdout(), "moq-export %s\n", version())
+			return err
+		},
+	})
 	f := cmd.Flags()
 	f.SortFlags = false
 	f.StringVarP(&cfg.Broadcast, "broadcast", "b", "", "broadcast `NAME` to record, relative to the URL path (default: the only one announced)")
 	f.StringVarP(&cfg.Output, "output", "o", "-", "output `PATH` or template; - is stdout")
+	f.BoolVarP(&cfg.Overwrite, "overwrite", "y", false, "overwrite an existing -o file without asking")
+	f.BoolVarP(&cfg.NoOverwrite, "no-overwrite", "n", false, "never overwrite an existing -o file: exit with an error instead of asking")
 	f.StringVarP(&format, "format", "f", "", "container: flv, mkv, webm or ts (default: from the output extension; ts on stdout)")
 	f.DurationVar(&cfg.Duration, "duration", 0, "stop after this much media and finish the file (default: until the broadcast ends)")
 	f.DurationVar(&cfg.Delay, "delay", 500*time.Millisecond, "how long a lagging track may hold the output back (jitter delay)")
@@ -172,6 +239,7 @@ directory.`,
 	f.BoolVar(&cfg.List, "list", false, "list the broadcasts under the URL (or, with -b, the renditions of one) and exit")
 	f.BoolVar(&cfg.KeepTimestamps, "keep-timestamps", false, "keep the broadcast's timestamps instead of starting the file at 0")
 	f.DurationVar(&cfg.Segment, "segment", 0, "start a new file at the first keyframe after this much media (needs {n} or {time} in -o)")
+	f.StringVar(&cfg.TokenFile, "token-file", "", "read the relay token (JWT) from `FILE` instead of the URL (also: the MOQ_TOKEN variable)")
 	f.StringVar(&cfg.TLSFingerprint, "tls-fingerprint", "", "accept only the server certificate with this SHA-256 `HEX` fingerprint")
 	f.BoolVar(&cfg.TLSInsecure, "tls-insecure", false, "do not verify the server certificate (testing only)")
 	f.StringVar(&cfg.Listen, "listen", "", "accept publishers on this UDP `ADDR` (e.g. :4443) instead of dialling a URL")

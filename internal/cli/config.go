@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -15,6 +16,9 @@ type Config struct {
 	URL            string
 	Broadcast      string
 	Output         string
+	Overwrite      bool   // -y: overwrite an existing -o file
+	NoOverwrite    bool   // -n: never overwrite, never ask
+	TokenFile      string // --token-file
 	Format         Format // after Check: never empty
 	Duration       time.Duration
 	Delay          time.Duration
@@ -36,6 +40,7 @@ type Config struct {
 
 	formatGiven bool
 	template    Template
+	token       string // from --token-file or MOQ_TOKEN; added to the dialled URL
 }
 
 // UsageError is a mistake on the command line: exit code 2.
@@ -65,6 +70,17 @@ func (c *Config) Check() error {
 		}
 		if c.Listen != "" {
 			return usagef("a URL and --listen exclude each other: record from %s, or accept publishers on --listen %s", redactURL(c.URL), c.Listen)
+		}
+	}
+	if c.Overwrite && c.NoOverwrite {
+		return usagef("-y (overwrite) and -n (never overwrite) exclude each other")
+	}
+	if c.TokenFile != "" {
+		if c.URL == "" {
+			return usagef("--token-file is for a relay URL; the built-in demo and --listen need no token")
+		}
+		if urlHasToken(c.URL) {
+			return usagef("the URL already has a jwt= token: drop it from the URL (it shows in ps and the shell history), or drop --token-file")
 		}
 	}
 	if c.URL != "" || c.Listen != "" {
@@ -149,6 +165,55 @@ func (c *Config) Check() error {
 		return usagef("--record-all writes one file per broadcast, but -o %q has no {broadcast}: use e.g. 'rec/{broadcast}-{time}%s'", c.Output, c.Format.Ext())
 	}
 	return nil
+}
+
+// tokenEnv names the environment variable that holds a relay token.
+const tokenEnv = "MOQ_TOKEN"
+
+// resolveToken reads the token of --token-file, or of MOQ_TOKEN when the
+// URL carries none, for dialURL.
+func (c *Config) resolveToken(env Env) error {
+	if c.URL == "" {
+		return nil
+	}
+	switch {
+	case c.TokenFile != "":
+		b, err := os.ReadFile(c.TokenFile)
+		if err != nil {
+			return usagef("--token-file: %v", err)
+		}
+		c.token = strings.TrimSpace(string(b))
+		if c.token == "" {
+			return usagef("--token-file %s is empty: put the relay's token (JWT) in it", c.TokenFile)
+		}
+	case !urlHasToken(c.URL):
+		c.token = strings.TrimSpace(env.getenv(tokenEnv))
+	}
+	return nil
+}
+
+// urlHasToken reports whether raw carries a jwt= query parameter.
+func urlHasToken(raw string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && u.Query().Has("jwt")
+}
+
+// dialURL is the URL to dial: the URL with the token of --token-file or
+// MOQ_TOKEN added as the jwt= query parameter, as relays take it.
+func (c *Config) dialURL() string {
+	if c.token == "" {
+		return c.URL
+	}
+	u, err := url.Parse(c.URL)
+	if err != nil {
+		return c.URL
+	}
+	q := "jwt=" + url.QueryEscape(c.token)
+	if u.RawQuery != "" {
+		q = u.RawQuery + "&" + q
+	}
+	u.RawQuery = q
+	return u.String()
 }
 
 // checkURL accepts the schemes package subscribe dials.

@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -103,6 +105,10 @@ func TestUsageErrorsSayWhatToDo(t *testing.T) {
 		{[]string{"-o", "rec/{nope}.ts"}, "unknown placeholder"},
 		{[]string{"--unknown"}, "unknown flag"},
 		{[]string{"--duration", "ten"}, "invalid argument"},
+		{[]string{"-y", "-n", "-o", "x.mkv"}, "exclude each other"},
+		{[]string{"--token-file", "t"}, "for a relay URL"},
+		{[]string{"https://r.example/?jwt=abcd", "--token-file", "t"}, "already has a jwt"},
+		{[]string{"helpp"}, "neither a command"},
 	} {
 		_, err := parse(t, tc.args...)
 		if !IsUsageError(err) {
@@ -187,5 +193,48 @@ func TestTokensInOtherParametersAndEncodingsAreRedacted(t *testing.T) {
 	c.Write([]byte("broadcast room?access-token=0THER5ECRET\n"))
 	if s := buf.String(); strings.Contains(s, "en123") || strings.Contains(s, "K3YK3Y") || strings.Contains(s, "0THER5ECRET") {
 		t.Errorf("secret reached stderr: %q", s)
+	}
+}
+
+// TestTokenGoesIntoTheDialledURL: --token-file and MOQ_TOKEN add jwt= to
+// the URL dialled; a token in the URL wins over MOQ_TOKEN.
+func TestTokenGoesIntoTheDialledURL(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "t")
+	if err := os.WriteFile(file, []byte("  a/b+c\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := Env{Getenv: func(k string) string {
+		if k == "MOQ_TOKEN" {
+			return "ENVTOKEN"
+		}
+		return ""
+	}}
+	for _, tc := range []struct {
+		url, file string
+		env       Env
+		want      string
+	}{
+		{"https://r.example/anon", file, Env{}, "https://r.example/anon?jwt=a%2Fb%2Bc"},
+		{"https://r.example/anon?x=1", file, env, "https://r.example/anon?x=1&jwt=a%2Fb%2Bc"},
+		{"https://r.example/anon", "", env, "https://r.example/anon?jwt=ENVTOKEN"},
+		{"https://r.example/anon?jwt=URLTOKEN", "", env, "https://r.example/anon?jwt=URLTOKEN"},
+		{"https://r.example/anon", "", Env{}, "https://r.example/anon"},
+	} {
+		cfg := &Config{URL: tc.url, TokenFile: tc.file}
+		if err := cfg.resolveToken(tc.env); err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.dialURL(); got != tc.want {
+			t.Errorf("%s with --token-file %q: dials %s, want %s", tc.url, tc.file, got, tc.want)
+		}
+	}
+	empty := filepath.Join(dir, "empty")
+	os.WriteFile(empty, []byte("\n"), 0o600)
+	for _, f := range []string{empty, filepath.Join(dir, "nosuch")} {
+		cfg := &Config{URL: "https://r.example/", TokenFile: f}
+		if err := cfg.resolveToken(Env{}); !IsUsageError(err) {
+			t.Errorf("--token-file %s: %v, want a usage error", f, err)
+		}
 	}
 }

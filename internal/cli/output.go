@@ -3,11 +3,15 @@ package cli
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/term"
 )
 
 // outputBufferSize is how much a file output gathers before a write: muxers
@@ -101,8 +105,28 @@ func isBrokenPipe(err error) bool {
 	return errors.Is(err, syscall.EPIPE)
 }
 
-// isTerminal reports whether f is a character device (a terminal).
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+// isTerminal reports whether f is a terminal. /dev/null is a character
+// device but no terminal: the check asks the terminal driver.
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
+
+// errExists is wrapped by the refusal to overwrite a file.
+var errExists = errors.New("exists")
+
+// createFile creates the -o file. An existing regular file is truncated
+// only when overwrite is set; otherwise the call fails with errExists, so a
+// file that appeared since the question was asked is not lost either. What
+// is not a regular file (/dev/null, a FIFO) is opened for writing as it is.
+func createFile(path string, overwrite bool) (*os.File, error) {
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return os.OpenFile(path, os.O_WRONLY, 0)
+	}
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if !overwrite {
+		flags |= os.O_EXCL
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("%s %w", path, errExists)
+	}
+	return f, err
 }

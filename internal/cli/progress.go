@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -87,10 +88,26 @@ type console struct {
 	term   bool
 	shown  bool // a progress line is on screen without a newline
 	redact *strings.Replacer
+	more   []*strings.Replacer // secrets learnt after the start (addSecret)
 }
 
 func newConsole(w io.Writer, term bool, redact *strings.Replacer) *console {
 	return &console{w: w, term: term, redact: redact}
+}
+
+// addSecret scrubs s (and its URL-escaped form) from everything written
+// from now on.
+func (c *console) addSecret(s string) {
+	if len(s) < 4 {
+		return
+	}
+	pairs := []string{s, "REDACTED"}
+	if e := url.QueryEscape(s); e != s {
+		pairs = append(pairs, e, "REDACTED")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.more = append(c.more, strings.NewReplacer(pairs...))
 }
 
 // Write writes log output.
@@ -104,6 +121,9 @@ func (c *console) Write(p []byte) (int, error) {
 	s := string(p)
 	if c.redact != nil {
 		s = c.redact.Replace(s)
+	}
+	for _, r := range c.more {
+		s = r.Replace(s)
 	}
 	if _, err := io.WriteString(c.w, s); err != nil {
 		return 0, err

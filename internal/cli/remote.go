@@ -27,7 +27,8 @@ func dial(ctx context.Context, cfg *Config, log *slog.Logger) (Source, error) {
 	}
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
-	sess, err := subscribe.Dial(dctx, cfg.URL, opts)
+	log.Info("connecting", "url", redactURL(cfg.dialURL()))
+	sess, err := subscribe.Dial(dctx, cfg.dialURL(), opts)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -39,6 +40,9 @@ func run(ctx context.Context, cfg *Config, env Env, con *console) error {
 		return usagef("refusing to write %s media to a terminal: give -o FILE, or pipe into a player (moq-export | ffplay -)", cfg.Format)
 	}
 	a := &app{cfg: cfg, env: env, con: con, log: newLogger(con, cfg.Verbose), active: map[*export.Export]bool{}}
+	if err := a.checkOverwrite(); err != nil {
+		return err
+	}
 	if cfg.Listen != "" {
 		return a.withProgress(ctx, a.listen)
 	}
@@ -61,6 +65,33 @@ func run(ctx context.Context, cfg *Config, env Env, con *console) error {
 	return a.withProgress(ctx, func(ctx context.Context) error {
 		return a.record(ctx, src, src.Broadcast(name))
 	})
+}
+
+// checkOverwrite settles, before anything connects, whether an existing -o
+// file may be overwritten: -y says yes, -n no; otherwise the user is asked
+// when stdin and stderr are terminals (as ffmpeg does), and the answer is
+// no when nobody can answer.
+func (a *app) checkOverwrite() error {
+	c := a.cfg
+	if c.List || c.toStdout() || c.template.IsTemplate() || c.Overwrite {
+		return nil
+	}
+	st, err := os.Stat(c.Output)
+	if err != nil || !st.Mode().IsRegular() {
+		return nil
+	}
+	refuse := fmt.Errorf("%s already exists: pass -y to overwrite it, or give -o another name", c.Output)
+	if c.NoOverwrite || !a.env.StdinTerminal || !a.env.StderrTerminal || a.env.Stdin == nil {
+		return refuse
+	}
+	fmt.Fprintf(a.con, "moq-export: %s already exists. Overwrite? [y/N] ", c.Output)
+	line, _ := bufio.NewReader(a.env.Stdin).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		c.Overwrite = true
+		return nil
+	}
+	return fmt.Errorf("not overwriting %s: pass -y to overwrite it, or give -o another name", c.Output)
 }
 
 // openSource dials the URL, or starts the built-in demo.
@@ -258,13 +289,10 @@ func (a *app) record(ctx context.Context, src Source, bc *model.Broadcast) error
 	if err := a.plan(name, cat); err != nil {
 		return err
 	}
-	vmax, amax := a.cfg.Format.Limits()
-	opts := export.Options{
-		Delay: a.cfg.Delay, Video: a.cfg.Video, Audio: a.cfg.Audio,
-		MaxVideo: vmax, MaxAudio: amax, MaxDuration: a.cfg.Duration,
-		Logger:  a.log.With("broadcast", name),
-		Resolve: func(ref string) (*model.Broadcast, error) { return src.Resolve(bc, ref) },
-	}
+	opts := a.exportOptions()
+	opts.MaxDuration = a.cfg.Duration
+	opts.Logger = a.log.With("broadcast", name)
+	opts.Resolve = func(ref string) (*model.Broadcast, error) { return src.Resolve(bc, ref) }
 	m, err := a.openOutput(name, 0)
 	if err != nil {
 		return err
@@ -311,13 +339,10 @@ func (a *app) plan(name string, cat *catalog.Catalog) error {
 	}
 	fits := 0
 	var codecs []string
+	opts := a.exportOptions()
 	for _, r := range rs {
 		codecs = append(codecs, r.Common().Codec)
-		if a.cfg.Video != nil && r.Kind == catalog.KindVideo && !slices.Contains(a.cfg.Video, r.Name) ||
-			a.cfg.Audio != nil && r.Kind == catalog.KindAudio && !slices.Contains(a.cfg.Audio, r.Name) {
-			continue
-		}
-		if carries(a.cfg.Format, r) == nil {
+		if export.Select(r, opts, nil) == nil {
 			fits++
 		}
 	}
@@ -359,15 +384,16 @@ func renditionNames(rs []catalog.Rendition, kind catalog.Kind) string {
 	return strings.Join(n, ", ")
 }
 
-// carries returns nil when format f can carry rendition r: it asks a
-// throwaway muxer of that format.
+// exportOptions returns the engine options that select renditions: the
+// ones named with --video/--audio that the output format carries.
+func (a *app) exportOptions() export.Options {
+	return export.Options{Delay: a.cfg.Delay, Video: a.cfg.Video, Audio: a.cfg.Audio, Caps: a.cfg.Format.Caps()}
+}
+
+// carries returns nil when format f can carry rendition r (export.Select
+// with no renditions named and no count).
 func carries(f Format, r catalog.Rendition) error {
-	m, err := f.NewMuxer(io.Discard, MuxOptions{})
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	return m.AddTrack(export.TrackFromRendition(r, 0))
+	return export.Select(r, export.Options{Caps: f.Caps()}, nil)
 }
 
 // countTracks counts the tracks its muxer accepted.
@@ -421,7 +447,10 @@ func (a *app) openOutput(name string, n int) (mux.Muxer, error) {
 				return nil, fmt.Errorf("creating the output directory: %w; check the path and its permissions", err)
 			}
 		}
-		f, err := os.Create(path)
+		f, err := createFile(path, a.cfg.Overwrite)
+		if errors.Is(err, errExists) {
+			return nil, fmt.Errorf("%s already exists: pass -y to overwrite it, or give -o another name", path)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("creating the output: %w; check the path and its permissions", err)
 		}

@@ -1,8 +1,21 @@
-// Package wire encodes and decodes the moq-lite-05 messages byte for byte
+// Package wire encodes and decodes the moq-lite messages byte for byte
 // (varints, length-prefixed control messages, typed subscribe responses,
-// group headers and frames), with no I/O beyond reading one message from a
-// stream. Every decoder bounds what it allocates by the bytes it was given
-// and the limits below, so hostile length fields cannot exhaust memory.
+// group headers and frames, the legacy SETUP exchange), with no I/O beyond
+// reading one message from a stream. Every decoder bounds what it
+// allocates by the bytes it was given and the limits below, so hostile
+// length fields cannot exhaust memory.
+//
+// It owns every difference between protocol versions. versions.go is the
+// version table: each Version names its ALPN and wire code and says, field
+// by field, what its wire carries (a Setup stream, ANNOUNCE_OK, TRACK_INFO,
+// FETCH, frame timestamps, ...); Versions lists them in preference order
+// and is the negotiation list of both roles. Messages whose layout differs
+// between versions have AppendFor/DecodeFor methods keyed by a *Version
+// (Append/Decode are the moq-lite-05 layout); session code asks the
+// capability fields, never version numbers. Adding a version is one table
+// entry plus the layouts it changes; testdata/reference-layouts.jsonl holds
+// the bytes the reference (@moq/net 0.3.4) writes for every message of
+// every version, which the tests compare both ways.
 //
 // Hand-written because no Go library implements moq-lite; quic-go's
 // quicvarint is not used for parsing so that malformed input is an error

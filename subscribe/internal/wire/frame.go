@@ -14,25 +14,46 @@ func AppendFrame(b []byte, delta int64, payload []byte) []byte {
 	return append(b, payload...)
 }
 
+// AppendFrameFor appends one FRAME laid out for v: with the timestamp
+// delta where v has FrameTimestamps, size and payload only otherwise.
+func AppendFrameFor(b []byte, v *Version, delta int64, payload []byte) []byte {
+	if v.FrameTimestamps {
+		b = AppendVarint(b, Zigzag(delta))
+	}
+	b = AppendVarint(b, uint64(len(payload)))
+	return append(b, payload...)
+}
+
 // FrameReader reads the frames of one Group (or Fetch) stream and keeps the
 // running timestamp.
 type FrameReader struct {
 	R ByteReader
+	// NoTimestamps reads frames without the timestamp delta (versions
+	// without FrameTimestamps); Timestamp then stays 0.
+	NoTimestamps bool
 	// Timestamp is the absolute timestamp of the last frame read, in the
 	// track's timescale.
 	Timestamp int64
 }
 
+// NewFrameReader returns a FrameReader for frames laid out for v.
+func NewFrameReader(r ByteReader, v *Version) *FrameReader {
+	return &FrameReader{R: r, NoTimestamps: !v.FrameTimestamps}
+}
+
 // Next reads the next frame. It returns io.EOF at a clean end of stream (a
 // FIN exactly at a frame boundary) and io.ErrUnexpectedEOF inside a frame.
 func (f *FrameReader) Next() ([]byte, error) {
-	z, err := ReadVarint(f.R)
-	if err != nil {
-		return nil, err
+	var z uint64
+	if !f.NoTimestamps {
+		var err error
+		if z, err = ReadVarint(f.R); err != nil {
+			return nil, err
+		}
 	}
 	size, err := ReadVarint(f.R)
 	if err != nil {
-		if err == io.EOF {
+		if err == io.EOF && !f.NoTimestamps {
 			err = io.ErrUnexpectedEOF
 		}
 		return nil, err

@@ -74,18 +74,7 @@ func FuzzFrameReader(f *testing.F) {
 		f.Add(unhex(f, s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		fr := FrameReader{R: bufio.NewReader(bytes.NewReader(b))}
-		total := 0
-		for {
-			p, err := fr.Next()
-			if err != nil {
-				break
-			}
-			total += len(p)
-			if total > len(b) {
-				t.Fatalf("read %d payload bytes from %d input bytes", total, len(b))
-			}
-		}
+		readAllFrames(t, &FrameReader{R: bufio.NewReader(bytes.NewReader(b))}, len(b))
 	})
 }
 
@@ -99,4 +88,20 @@ func FuzzReadMessage(f *testing.F) {
 			t.Fatal("body longer than input")
 		}
 	})
+}
+
+// readAllFrames reads fr to its end and fails when the payloads add up to
+// more than the n input bytes.
+func readAllFrames(t *testing.T, fr *FrameReader, n int) {
+	total := 0
+	for {
+		p, err := fr.Next()
+		if err != nil {
+			return
+		}
+		total += len(p)
+		if total > n {
+			t.Fatalf("read %d payload bytes from %d input bytes", total, n)
+		}
+	}
 }

@@ -2,12 +2,18 @@ package wire
 
 import (
 	"fmt"
+	"io"
 	"unicode/utf8"
 )
 
 func validUTF8(b []byte) bool { return utf8.Valid(b) }
 
-// Version names.
+// The messages below are laid out for moq-lite-05 by Append and Decode,
+// and for any version of the table (versions.go) by AppendFor and
+// DecodeFor, which read the version's capability fields. Messages with one
+// layout in every version that has them have Append and Decode only.
+
+// Version names of moq-lite-05 (see Lite05).
 const (
 	// ALPN is the TLS ALPN (raw QUIC) and WebTransport protocol of
 	// moq-lite-05.
@@ -55,11 +61,15 @@ const (
 	StatusRestart = 2
 )
 
-// Subscribe response types.
+// Subscribe response kinds. RespOK (SUBSCRIBE_START in the reference),
+// RespEnd and RespDrop are also lite-05's wire types; RespAck is the
+// SUBSCRIBE_OK of lite-01..04 (wire type 0 on lite-03/04, untyped before),
+// never a wire value itself.
 const (
 	RespOK   = 0
 	RespEnd  = 1
 	RespDrop = 2
+	RespAck  = 0x100
 )
 
 // Opt is a "+1 optional" group sequence (SUBSCRIBE start and end).
@@ -161,18 +171,64 @@ type AnnounceRequest struct {
 	ExcludeHop uint64
 }
 
-// Append appends the length-prefixed message.
-func (m *AnnounceRequest) Append(b []byte) []byte {
+// Append appends the length-prefixed lite-05 message.
+func (m *AnnounceRequest) Append(b []byte) []byte { return m.AppendFor(b, Lite05) }
+
+// Decode parses a lite-05 message body.
+func (m *AnnounceRequest) Decode(body []byte) error { return m.DecodeFor(body, Lite05) }
+
+// AppendFor appends the length-prefixed message laid out for v: the
+// Exclude Hop only where v carries it.
+func (m *AnnounceRequest) AppendFor(b []byte, v *Version) []byte {
 	return appendMessage(b, func(b []byte) []byte {
-		return AppendVarint(appendStr(b, m.Prefix), m.ExcludeHop)
+		b = appendStr(b, m.Prefix)
+		if v.ExcludeHop {
+			b = AppendVarint(b, m.ExcludeHop)
+		}
+		return b
 	})
 }
 
-// Decode parses a message body.
-func (m *AnnounceRequest) Decode(body []byte) error {
+// DecodeFor parses a message body laid out for v.
+func (m *AnnounceRequest) DecodeFor(body []byte, v *Version) error {
 	d := dec{b: body}
 	m.Prefix = d.str()
-	m.ExcludeHop = d.varint()
+	m.ExcludeHop = 0
+	if v.ExcludeHop {
+		m.ExcludeHop = d.varint()
+	}
+	return d.done()
+}
+
+// AnnounceInit lists the initial suffixes of an announce reply on
+// lite-01/02 (AnnounceInit versions).
+type AnnounceInit struct {
+	Suffixes []string
+}
+
+// Append appends the length-prefixed message.
+func (m *AnnounceInit) Append(b []byte) []byte {
+	return appendMessage(b, func(b []byte) []byte {
+		b = AppendVarint(b, uint64(len(m.Suffixes)))
+		for _, s := range m.Suffixes {
+			b = appendStr(b, s)
+		}
+		return b
+	})
+}
+
+// Decode parses a message body. The count is bounded by the body: each
+// suffix takes at least one byte.
+func (m *AnnounceInit) Decode(body []byte) error {
+	d := dec{b: body}
+	n := d.varint()
+	if d.err == nil && n > uint64(len(d.b)) {
+		d.fail("%d suffixes in %d bytes", n, len(d.b))
+	}
+	m.Suffixes = nil
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		m.Suffixes = append(m.Suffixes, d.str())
+	}
 	return d.done()
 }
 
@@ -204,34 +260,54 @@ type Announce struct {
 	Hops   []uint64
 }
 
-// Append appends the length-prefixed message.
-func (m *Announce) Append(b []byte) []byte {
+// Append appends the length-prefixed lite-05 message.
+func (m *Announce) Append(b []byte) []byte { return m.AppendFor(b, Lite05) }
+
+// Decode parses a lite-05 message body.
+func (m *Announce) Decode(body []byte) error { return m.DecodeFor(body, Lite05) }
+
+// AppendFor appends the length-prefixed message laid out for v: the hop
+// list (HopIDs), only its length (HopCount), or nothing.
+func (m *Announce) AppendFor(b []byte, v *Version) []byte {
 	return appendMessage(b, func(b []byte) []byte {
 		b = append(b, m.Status)
 		b = appendStr(b, m.Suffix)
-		b = AppendVarint(b, uint64(len(m.Hops)))
-		for _, h := range m.Hops {
-			b = AppendVarint(b, h)
+		if v.HopCount {
+			b = AppendVarint(b, uint64(len(m.Hops)))
+		}
+		if v.HopIDs {
+			for _, h := range m.Hops {
+				b = AppendVarint(b, h)
+			}
 		}
 		return b
 	})
 }
 
-// Decode parses a message body.
-func (m *Announce) Decode(body []byte) error {
+// DecodeFor parses a message body laid out for v. On a version with a hop
+// count but no ids, Hops holds that many zeros (unknown hops). Status 2
+// (restart) is accepted only where v has AnnounceRestart.
+func (m *Announce) DecodeFor(body []byte, v *Version) error {
 	d := dec{b: body}
 	m.Status = d.u8()
-	if d.err == nil && m.Status > StatusRestart {
+	if d.err == nil && (m.Status > StatusRestart || (m.Status == StatusRestart && !v.AnnounceRestart)) {
 		d.fail("announce status %d", m.Status)
 	}
 	m.Suffix = d.str()
+	m.Hops = nil
+	if !v.HopCount {
+		return d.done()
+	}
 	n := d.varint()
 	if d.err == nil && n > MaxHops {
 		d.fail("%d hops", n)
 	}
-	m.Hops = nil
 	for i := uint64(0); i < n && d.err == nil; i++ {
-		m.Hops = append(m.Hops, d.varint())
+		h := uint64(0)
+		if v.HopIDs {
+			h = d.varint()
+		}
+		m.Hops = append(m.Hops, h)
 	}
 	return d.done()
 }
@@ -298,16 +374,24 @@ type SubscribeParams struct {
 	End        Opt // inclusive cap
 }
 
-func (p *SubscribeParams) append(b []byte) []byte {
+// append appends the fields v carries: all of them with SubscribeRange,
+// the priority alone otherwise.
+func (p *SubscribeParams) append(b []byte, v *Version) []byte {
 	b = append(b, p.Priority)
+	if !v.SubscribeRange {
+		return b
+	}
 	b = appendBool(b, p.Ordered)
 	b = AppendVarint(b, p.MaxLatency)
 	b = appendOpt(b, p.Start)
 	return appendOpt(b, p.End)
 }
 
-func (p *SubscribeParams) decode(d *dec) {
-	p.Priority = d.u8()
+func (p *SubscribeParams) decode(d *dec, v *Version) {
+	*p = SubscribeParams{Priority: d.u8()}
+	if !v.SubscribeRange {
+		return
+	}
 	p.Ordered = d.bool()
 	p.MaxLatency = d.varint()
 	p.Start = d.opt()
@@ -322,23 +406,29 @@ type Subscribe struct {
 	SubscribeParams
 }
 
-// Append appends the length-prefixed message.
-func (m *Subscribe) Append(b []byte) []byte {
+// Append appends the length-prefixed lite-05 message.
+func (m *Subscribe) Append(b []byte) []byte { return m.AppendFor(b, Lite05) }
+
+// Decode parses a lite-05 message body.
+func (m *Subscribe) Decode(body []byte) error { return m.DecodeFor(body, Lite05) }
+
+// AppendFor appends the length-prefixed message laid out for v.
+func (m *Subscribe) AppendFor(b []byte, v *Version) []byte {
 	return appendMessage(b, func(b []byte) []byte {
 		b = AppendVarint(b, m.ID)
 		b = appendStr(b, m.Broadcast)
 		b = appendStr(b, m.Track)
-		return m.SubscribeParams.append(b)
+		return m.SubscribeParams.append(b, v)
 	})
 }
 
-// Decode parses a message body.
-func (m *Subscribe) Decode(body []byte) error {
+// DecodeFor parses a message body laid out for v.
+func (m *Subscribe) DecodeFor(body []byte, v *Version) error {
 	d := dec{b: body}
 	m.ID = d.varint()
 	m.Broadcast = d.str()
 	m.Track = d.str()
-	m.SubscribeParams.decode(&d)
+	m.SubscribeParams.decode(&d, v)
 	return d.done()
 }
 
@@ -347,71 +437,149 @@ type SubscribeUpdate struct {
 	SubscribeParams
 }
 
-// Append appends the length-prefixed message.
-func (m *SubscribeUpdate) Append(b []byte) []byte {
-	return appendMessage(b, m.SubscribeParams.append)
+// Append appends the length-prefixed lite-05 message.
+func (m *SubscribeUpdate) Append(b []byte) []byte { return m.AppendFor(b, Lite05) }
+
+// Decode parses a lite-05 message body.
+func (m *SubscribeUpdate) Decode(body []byte) error { return m.DecodeFor(body, Lite05) }
+
+// AppendFor appends the length-prefixed message laid out for v.
+func (m *SubscribeUpdate) AppendFor(b []byte, v *Version) []byte {
+	return appendMessage(b, func(b []byte) []byte { return m.SubscribeParams.append(b, v) })
 }
 
-// Decode parses a message body.
-func (m *SubscribeUpdate) Decode(body []byte) error {
+// DecodeFor parses a message body laid out for v.
+func (m *SubscribeUpdate) DecodeFor(body []byte, v *Version) error {
 	d := dec{b: body}
-	m.SubscribeParams.decode(&d)
+	m.SubscribeParams.decode(&d, v)
 	return d.done()
 }
 
-// SubscribeResponse is one typed response on a Subscribe stream:
-// SUBSCRIBE_OK (Group = first group delivered), SUBSCRIBE_END (Group =
-// exclusive end) or SUBSCRIBE_DROP (Start..End inclusive, Code).
+// SubscribeResponse is one response on a Subscribe stream: SUBSCRIBE_OK
+// (RespOK, Group = first group delivered; lite-05+), SUBSCRIBE_END (RespEnd,
+// Group = exclusive end; lite-05+), SUBSCRIBE_DROP (RespDrop, Start..End
+// inclusive, Code; lite-03+) or the SUBSCRIBE_OK acknowledgement of
+// lite-01..04 (RespAck, with the fields in Ack; lite-01 carries only the
+// priority, lite-02 nothing).
 type SubscribeResponse struct {
 	Type  uint64
 	Group uint64
 	Start uint64
 	End   uint64
 	Code  uint64
+	Ack   SubscribeParams
 }
 
-// Append appends the type, the length and the body.
-func (m *SubscribeResponse) Append(b []byte) []byte {
-	b = AppendVarint(b, m.Type)
+// Append appends the lite-05 type, length and body.
+func (m *SubscribeResponse) Append(b []byte) []byte { return m.AppendFor(b, Lite05) }
+
+// Decode parses a lite-05 body of wire type typ. Unknown types are an
+// error.
+func (m *SubscribeResponse) Decode(typ uint64, body []byte) error { return m.decode(typ, body, Lite05) }
+
+// wireType maps a response kind to v's wire type, false when v has no such
+// response.
+func (m *SubscribeResponse) wireType(v *Version) (uint64, bool) {
+	switch {
+	case !v.SubscribeOK && m.Type != RespAck:
+		return m.Type, true
+	case v.SubscribeOK && m.Type == RespAck:
+		return 0, true
+	case v.SubscribeOK && v.TypedResponses && m.Type == RespDrop:
+		return 1, true
+	}
+	return 0, false
+}
+
+// kind maps v's wire type to a response kind.
+func kind(typ uint64, v *Version) (uint64, bool) {
+	switch {
+	case !v.SubscribeOK:
+		return typ, typ <= RespDrop
+	case typ == 0:
+		return RespAck, true
+	case typ == 1:
+		return RespDrop, true
+	}
+	return 0, false
+}
+
+// AppendFor appends the response laid out for v: its wire type (where v
+// has TypedResponses), the length and the body. A response v does not
+// have (SUBSCRIBE_END on lite-04, say) appends nothing: the caller checks
+// the capability first.
+func (m *SubscribeResponse) AppendFor(b []byte, v *Version) []byte {
+	typ, ok := m.wireType(v)
+	if !ok {
+		return b
+	}
+	if v.TypedResponses {
+		b = AppendVarint(b, typ)
+	}
 	return appendMessage(b, func(b []byte) []byte {
 		switch m.Type {
 		case RespDrop:
 			return AppendVarint(AppendVarint(AppendVarint(b, m.Start), m.End), m.Code)
+		case RespAck:
+			switch {
+			case v.SubscribeRange:
+				return m.Ack.append(b, v)
+			case v.SubscribeOKPriority:
+				return append(b, m.Ack.Priority)
+			}
+			return b
 		default:
 			return AppendVarint(b, m.Group)
 		}
 	})
 }
 
-// Decode parses a body of type typ. Unknown types are an error.
-func (m *SubscribeResponse) Decode(typ uint64, body []byte) error {
-	*m = SubscribeResponse{Type: typ}
+func (m *SubscribeResponse) decode(typ uint64, body []byte, v *Version) error {
+	k, ok := kind(typ, v)
+	*m = SubscribeResponse{Type: k}
 	d := dec{b: body}
-	switch typ {
-	case RespOK, RespEnd:
+	switch {
+	case !ok:
+		d.fail("subscribe response type %d", typ)
+	case k == RespOK, k == RespEnd:
 		m.Group = d.varint()
-	case RespDrop:
+	case k == RespDrop:
 		m.Start = d.varint()
 		m.End = d.varint()
 		m.Code = d.varint()
-	default:
-		d.fail("subscribe response type %d", typ)
+	case v.SubscribeRange:
+		m.Ack.decode(&d, v)
+	case v.SubscribeOKPriority:
+		m.Ack.Priority = d.u8()
 	}
 	return d.done()
 }
 
-// ReadSubscribeResponse reads one typed response from r.
+// ReadSubscribeResponse reads one lite-05 response from r.
 func ReadSubscribeResponse(r ByteReader) (SubscribeResponse, error) {
+	return ReadSubscribeResponseFor(r, Lite05)
+}
+
+// ReadSubscribeResponseFor reads one response laid out for v from r. A
+// clean EOF before it is io.EOF.
+func ReadSubscribeResponseFor(r ByteReader, v *Version) (SubscribeResponse, error) {
 	var m SubscribeResponse
-	typ, err := ReadVarint(r)
-	if err != nil {
-		return m, err
+	var typ uint64
+	if v.TypedResponses {
+		t, err := ReadVarint(r)
+		if err != nil {
+			return m, err
+		}
+		typ = t
 	}
 	body, err := ReadMessage(r, 0)
 	if err != nil {
+		if err == io.EOF && v.TypedResponses {
+			err = io.ErrUnexpectedEOF
+		}
 		return m, err
 	}
-	err = m.Decode(typ, body)
+	err = m.decode(typ, body, v)
 	return m, err
 }
 
@@ -468,18 +636,32 @@ type Probe struct {
 	RTT     uint64
 }
 
-// Append appends the length-prefixed message.
-func (m *Probe) Append(b []byte) []byte {
+// Append appends the length-prefixed lite-05 message.
+func (m *Probe) Append(b []byte) []byte { return m.AppendFor(b, Lite05) }
+
+// Decode parses a lite-05 message body.
+func (m *Probe) Decode(body []byte) error { return m.DecodeFor(body, Lite05) }
+
+// AppendFor appends the length-prefixed message laid out for v (the RTT
+// only where v has ProbeRTT).
+func (m *Probe) AppendFor(b []byte, v *Version) []byte {
 	return appendMessage(b, func(b []byte) []byte {
-		return AppendVarint(AppendVarint(b, m.Bitrate), m.RTT)
+		b = AppendVarint(b, m.Bitrate)
+		if v.ProbeRTT {
+			b = AppendVarint(b, m.RTT)
+		}
+		return b
 	})
 }
 
-// Decode parses a message body.
-func (m *Probe) Decode(body []byte) error {
+// DecodeFor parses a message body laid out for v.
+func (m *Probe) DecodeFor(body []byte, v *Version) error {
 	d := dec{b: body}
 	m.Bitrate = d.varint()
-	m.RTT = d.varint()
+	m.RTT = 0
+	if v.ProbeRTT {
+		m.RTT = d.varint()
+	}
 	return d.done()
 }
 

@@ -1,0 +1,354 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The habits tests check the command as people script it (issue 15): what
+// counts as a terminal, help and version, completion, the overwrite rule
+// and tokens kept off the command line.
+
+// openPTY returns a pseudo-terminal: what the test writes to master the
+// command reads from slave, and what the command writes to slave the test
+// reads from master.
+func openPTY(t *testing.T) (master, slave *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals here: %v", err)
+	}
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		m.Close()
+		t.Fatalf("unlocking the pty: %v", err)
+	}
+	n, err := unix.IoctlGetUint32(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		m.Close()
+		t.Fatalf("pty number: %v", err)
+	}
+	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		m.Close()
+		t.Fatalf("opening the pty: %v", err)
+	}
+	t.Cleanup(func() { s.Close(); m.Close() })
+	return m, s
+}
+
+// ptyReader collects what the command writes to a pty and lets the test
+// wait for a string in it.
+type ptyReader struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	more chan struct{}
+}
+
+func readPTY(master *os.File) *ptyReader {
+	r := &ptyReader{more: make(chan struct{}, 1)}
+	go func() {
+		b := make([]byte, 4096)
+		for {
+			n, err := master.Read(b)
+			r.mu.Lock()
+			r.buf.Write(b[:n])
+			r.mu.Unlock()
+			select {
+			case r.more <- struct{}{}:
+			default:
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return r
+}
+
+func (r *ptyReader) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.buf.String()
+}
+
+// waitFor waits until s was written, at most 20 s.
+func (r *ptyReader) waitFor(t *testing.T, s string) {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for !strings.Contains(r.String(), s) {
+		select {
+		case <-r.more:
+		case <-deadline:
+			t.Fatalf("the terminal never showed %q; it shows %q", s, r.String())
+		}
+	}
+}
+
+func TestDevNullIsNotATerminal(t *testing.T) {
+	t.Parallel()
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	cmd := exec.Command(binary, "--duration", "1s")
+	cmd.Stdout = null
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("moq-export --duration 1s > /dev/null: %v\n%s", err, errOut.String())
+	}
+}
+
+func TestMediaIsNotWrittenToATerminal(t *testing.T) {
+	t.Parallel()
+	master, slave := openPTY(t)
+	out := readPTY(master)
+	cmd := exec.Command(binary, "--duration", "1s")
+	cmd.Stdout = slave
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(errOut.String(), "refusing to write ts media to a terminal") {
+		t.Errorf("stdout a terminal: %v, stderr %q; want exit 2 and a refusal", err, errOut.String())
+	}
+	if s := out.String(); s != "" {
+		t.Errorf("the terminal got %q", s)
+	}
+}
+
+func TestHelpAndVersionAreCommands(t *testing.T) {
+	t.Parallel()
+	r := run(t, t.TempDir(), "help")
+	if r.code != 0 || !strings.Contains(r.stdout, "--broadcast") || !strings.Contains(r.stdout, "completion") {
+		t.Errorf("help: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = run(t, t.TempDir(), "helpp")
+	if r.code != 2 || !strings.Contains(r.stderr, "neither a command") {
+		t.Errorf("a mistyped command: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r1, r2 := run(t, t.TempDir(), "version"), run(t, t.TempDir(), "--version")
+	if r1.code != 0 || !strings.HasPrefix(r1.stdout, "moq-export ") || r1.stdout != r2.stdout {
+		t.Errorf("version %q (exit %d), --version %q", r1.stdout, r1.code, r2.stdout)
+	}
+}
+
+// buildWith builds the command with extra go build flags.
+func buildWith(t *testing.T, flags ...string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "moq-export")
+	cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", bin, ".")...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %v: %v\n%s", flags, err, out)
+	}
+	return bin
+}
+
+func TestVersionNamesTheCommitFromLdflags(t *testing.T) {
+	t.Parallel()
+	const pkg = "github.com/moq-export/moq-export/internal/cli"
+	bin := buildWith(t, "-ldflags", "-X "+pkg+".Version=v9.8.7 -X "+pkg+".Commit=0123456789abcdef0123")
+	out, err := exec.Command(bin, "version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(out), "moq-export v9.8.7 (commit 0123456789ab)\n"; got != want {
+		t.Errorf("version %q, want %q", got, want)
+	}
+}
+
+// TestVersionNamesTheCommitOfAClone: built in a git clone, the version
+// names the commit from the build info without any -ldflags.
+func TestVersionNamesTheCommitOfAClone(t *testing.T) {
+	t.Parallel()
+	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		t.Skip("not built in a git clone")
+	}
+	if st, err := os.Stat(filepath.Join(strings.TrimSpace(string(top)), ".git")); err != nil || !st.IsDir() {
+		t.Skip("a git worktree: the go command stamps VCS information only in a clone with a .git directory")
+	}
+	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "moq-export")
+	if out, err := exec.Command("go", "build", "-buildvcs=true", "-o", bin, ".").CombinedOutput(); err != nil {
+		if bytes.Contains(out, []byte("error obtaining VCS status")) {
+			t.Skipf("git cannot be asked here: %s", out)
+		}
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "commit " + string(head[:12]); !strings.Contains(string(out), want) {
+		t.Errorf("version %q does not name %s", out, want)
+	}
+}
+
+func TestCompletionScripts(t *testing.T) {
+	t.Parallel()
+	for shell, want := range map[string]string{"bash": "__start_moq-export", "zsh": "#compdef moq-export", "fish": "complete -c moq-export"} {
+		r := run(t, t.TempDir(), "completion", shell)
+		if r.code != 0 || !strings.Contains(r.stdout, want) {
+			t.Errorf("completion %s: exit %d, no %q in %.200q; stderr %q", shell, r.code, want, r.stdout, r.stderr)
+			continue
+		}
+		if _, err := exec.LookPath(shell); err == nil {
+			check := exec.Command(shell, "-n")
+			check.Stdin = strings.NewReader(r.stdout)
+			if out, err := check.CombinedOutput(); err != nil {
+				t.Errorf("%s -n on the completion script: %v\n%s", shell, err, out)
+			}
+		}
+	}
+	// What the scripts ask the command: flags complete.
+	r := run(t, t.TempDir(), "__complete", "--vid")
+	if r.code != 0 || !strings.Contains(r.stdout, "--video") {
+		t.Errorf("__complete --vid: exit %d, stdout %q", r.code, r.stdout)
+	}
+}
+
+// TestOverwriteRule: a plain -o file that exists is kept unless -y says so;
+// -n never overwrites; on a terminal the user is asked.
+func TestOverwriteRule(t *testing.T) {
+	needTools(t, "ffprobe")
+	t.Parallel()
+	const old = "an earlier recording"
+	setup := func(t *testing.T) (dir, path string) {
+		dir = t.TempDir()
+		path = filepath.Join(dir, "demo.mkv")
+		if err := os.WriteFile(path, []byte(old), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return dir, path
+	}
+	kept := func(t *testing.T, path string) {
+		t.Helper()
+		if b, err := os.ReadFile(path); err != nil || string(b) != old {
+			t.Errorf("the existing file was changed: %q, %v", b, err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{{"default", nil}, {"-n", []string{"-n"}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir, path := setup(t)
+			r := run(t, dir, append([]string{"--duration", "1s", "-o", "demo.mkv"}, tc.args...)...)
+			if r.code != 1 || !strings.Contains(r.stderr, "demo.mkv already exists: pass -y to overwrite it") {
+				t.Errorf("exit %d, stderr %q; want 1 and a refusal", r.code, r.stderr)
+			}
+			if strings.Contains(r.stderr, "recording the built-in demo") {
+				t.Errorf("the refusal came after connecting: %q", r.stderr)
+			}
+			kept(t, path)
+		})
+	}
+	t.Run("-y", func(t *testing.T) {
+		t.Parallel()
+		dir, path := setup(t)
+		r := run(t, dir, "--duration", "1s", "-o", "demo.mkv", "-y")
+		if r.code != 0 {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		expectFrames(t, probe(t, path), "h264", 1)
+	})
+	t.Run("-y -n", func(t *testing.T) {
+		t.Parallel()
+		dir, path := setup(t)
+		if r := run(t, dir, "-o", "demo.mkv", "-y", "-n"); r.code != 2 {
+			t.Errorf("exit %d, want 2: %s", r.code, r.stderr)
+		}
+		kept(t, path)
+	})
+	for _, answer := range []string{"n", "y"} {
+		t.Run("asked on a terminal, answer "+answer, func(t *testing.T) {
+			t.Parallel()
+			dir, path := setup(t)
+			master, slave := openPTY(t)
+			term := readPTY(master)
+			cmd := exec.Command(binary, "--duration", "1s", "-o", "demo.mkv")
+			cmd.Dir = dir
+			cmd.Stdin, cmd.Stderr = slave, slave
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			term.waitFor(t, "demo.mkv already exists. Overwrite? [y/N] ")
+			if _, err := master.WriteString(answer + "\n"); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.Wait()
+			if answer == "n" {
+				if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+					t.Errorf("answer n: %v, want exit 1; terminal %q", err, term.String())
+				}
+				kept(t, path)
+				return
+			}
+			if err != nil {
+				t.Fatalf("answer y: %v; terminal %q", err, term.String())
+			}
+			expectFrames(t, probe(t, path), "h264", 1)
+		})
+	}
+}
+
+// TestTokensComeFromAFileOrTheEnvironment: --token-file and MOQ_TOKEN put
+// the token in the URL dialled (logged redacted with -v), never on stderr.
+func TestTokensComeFromAFileOrTheEnvironment(t *testing.T) {
+	t.Parallel()
+	const token = "FILETOKEN0123456789"
+	dir := t.TempDir()
+	file := filepath.Join(dir, "token")
+	if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  string
+	}{
+		{"--token-file", []string{"--token-file", file}, ""},
+		{"MOQ_TOKEN", nil, "MOQ_TOKEN=" + token},
+	} {
+		cmd := exec.CommandContext(ctx, binary, append([]string{"moql://127.0.0.1:9/room", "-b", "x", "-v"}, tc.args...)...)
+		cmd.Env = append(os.Environ(), tc.env)
+		var errOut bytes.Buffer
+		cmd.Stderr = &errOut
+		if err := cmd.Run(); err == nil {
+			t.Errorf("%s: recording from a closed port succeeded", tc.name)
+		}
+		s := errOut.String()
+		if strings.Contains(s, token) {
+			t.Errorf("%s: token on stderr:\n%s", tc.name, s)
+		}
+		if !strings.Contains(s, "moql://127.0.0.1:9/room?jwt=REDACTED") {
+			t.Errorf("%s: the URL dialled has no jwt parameter:\n%s", tc.name, s)
+		}
+	}
+	r := run(t, dir, "moql://127.0.0.1:9/room?jwt=abcdef", "--token-file", file)
+	if r.code != 2 || !strings.Contains(r.stderr, "already has a jwt") {
+		t.Errorf("URL token and --token-file: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = run(t, dir, "moql://127.0.0.1:9/room", "--token-file", filepath.Join(dir, "nosuch"))
+	if r.code != 2 || !strings.Contains(r.stderr, "--token-file") {
+		t.Errorf("missing token file: exit %d, stderr %q", r.code, r.stderr)
+	}
+}

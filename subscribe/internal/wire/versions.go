@@ -1,0 +1,245 @@
+package wire
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// The version table: every protocol version this module speaks, in the
+// order it prefers them, with what each one's wire carries. Session code
+// asks these capabilities, never version numbers, and the per-version
+// message layouts (the AppendFor/DecodeFor methods) read the same fields,
+// so a new moq-lite version is one entry here plus the layouts it changes.
+
+// Family says which session implementation speaks a version.
+type Family uint8
+
+// Families.
+const (
+	// FamilyLite is moq-lite (package subscribe's session).
+	FamilyLite Family = iota + 1
+	// FamilyIETF is IETF moq-transport (its own internal packages).
+	FamilyIETF
+)
+
+// ALPNLegacy is the ALPN (raw QUIC) and WebTransport protocol under which
+// the version is chosen by the legacy bidi SETUP exchange (CLIENT_SETUP
+// 0x20 / SERVER_SETUP 0x21, draft-14 framing) instead of by the ALPN
+// itself. A WebTransport session that negotiated no protocol at all takes
+// the same path.
+const ALPNLegacy = "moql"
+
+// Version is one protocol version: its names, how it is negotiated and what
+// its wire carries. The moq-lite capability fields are false for other
+// families. Values are shared; never modify one.
+type Version struct {
+	// Name is the version's name in logs and errors ("moq-lite-05").
+	Name string
+	// Code is the version's wire code (SETUP version lists, 0xff0dad05).
+	Code uint64
+	// ALPN is the TLS ALPN on raw QUIC and the WebTransport protocol
+	// (WT-Available-Protocols / WT-Protocol) that select the version
+	// directly; "" when only the legacy SETUP reaches it.
+	ALPN string
+	// LegacySetup: the version can be chosen inside the legacy SETUP
+	// exchange (under ALPNLegacy, or a WebTransport session without a
+	// protocol): lite-01/02, and IETF draft-14.
+	LegacySetup bool
+	// Family says which session implementation speaks it.
+	Family Family
+
+	// SetupStream: each side opens one uni Setup stream with SETUP
+	// (capabilities, and the Path a raw QUIC client sends). Without it a
+	// raw QUIC session has no path and no token (lite-05+).
+	SetupStream bool
+	// SessionStream: the legacy SETUP bidi stream stays open as a session
+	// stream carrying SESSION_INFO (lite-01/02).
+	SessionStream bool
+	// AnnounceOK: the publisher's announce reply opens with ANNOUNCE_OK
+	// (its hop id and the number of initial announcements), and hop lists
+	// leave out the sender's own id (lite-05+). Without it the sender
+	// appends itself to each hop list and the initial set has no end mark.
+	AnnounceOK bool
+	// AnnounceInit: the announce reply opens with ANNOUNCE_INIT, the list
+	// of initial suffixes (lite-01/02).
+	AnnounceInit bool
+	// ExcludeHop: ANNOUNCE_REQUEST carries the Exclude Hop id (lite-04/05).
+	ExcludeHop bool
+	// HopCount: ANNOUNCE carries a hop count (lite-03+; absent before).
+	HopCount bool
+	// HopIDs: the hop count is followed by the hop ids (lite-04+; lite-03
+	// carries the count only).
+	HopIDs bool
+	// AnnounceRestart: ANNOUNCE status 2 (restart) is accepted, and an
+	// active announcement for a path already active means replaced
+	// (lite-05).
+	AnnounceRestart bool
+	// TrackInfo: a Track stream (TRACK / TRACK_INFO) gives a track's
+	// priority, order, max latency and timescale before SUBSCRIBE
+	// (lite-05+).
+	TrackInfo bool
+	// Fetch: Fetch streams serve one past group (lite-05+).
+	Fetch bool
+	// FrameTimestamps: every FRAME starts with a zigzag timestamp delta in
+	// the track's timescale (lite-05+). Without it a frame is size and
+	// payload only.
+	FrameTimestamps bool
+	// SubscribeOK: the publisher acknowledges SUBSCRIBE at once with
+	// SUBSCRIBE_OK (lite-01..04); lite-05+ accepts implicitly and sends
+	// SUBSCRIBE_START (first group) and SUBSCRIBE_END (end) instead.
+	SubscribeOK bool
+	// SubscribeOKPriority: the untyped SUBSCRIBE_OK of a version without
+	// SubscribeRange carries the priority byte (lite-01; empty on lite-02).
+	SubscribeOKPriority bool
+	// SubscribeRange: SUBSCRIBE, SUBSCRIBE_UPDATE and SUBSCRIBE_OK carry
+	// ordered, max latency, start and end groups (lite-03+); before, only
+	// the priority.
+	SubscribeRange bool
+	// TypedResponses: subscribe responses carry a type before their length
+	// (lite-03+; SUBSCRIBE_OK is the only, untyped, response before).
+	TypedResponses bool
+	// ProbeStream: Probe streams exist (lite-03+); ProbeRTT: PROBE carries
+	// the RTT after the bitrate (lite-04+).
+	ProbeStream bool
+	ProbeRTT    bool
+	// Goaway: Goaway streams exist (lite-04+).
+	Goaway bool
+	// Datagrams: single-frame groups may ride QUIC datagrams (lite-05+).
+	Datagrams bool
+}
+
+func (v *Version) String() string { return v.Name }
+
+// The moq-lite versions.
+var (
+	Lite01 = &Version{Name: "moq-lite-01", Code: 0xff0dad01, LegacySetup: true, Family: FamilyLite,
+		SessionStream: true, AnnounceInit: true, SubscribeOK: true, SubscribeOKPriority: true}
+	Lite02 = &Version{Name: "moq-lite-02", Code: 0xff0dad02, LegacySetup: true, Family: FamilyLite,
+		SessionStream: true, AnnounceInit: true, SubscribeOK: true}
+	Lite03 = &Version{Name: "moq-lite-03", Code: 0xff0dad03, ALPN: "moq-lite-03", Family: FamilyLite,
+		HopCount: true, SubscribeOK: true, SubscribeRange: true, TypedResponses: true, ProbeStream: true}
+	Lite04 = &Version{Name: "moq-lite-04", Code: 0xff0dad04, ALPN: "moq-lite-04", Family: FamilyLite,
+		ExcludeHop: true, HopCount: true, HopIDs: true, SubscribeOK: true, SubscribeRange: true,
+		TypedResponses: true, ProbeStream: true, ProbeRTT: true, Goaway: true}
+	Lite05 = &Version{Name: "moq-lite-05", Code: 0xff0dad05, ALPN: "moq-lite-05", Family: FamilyLite,
+		SetupStream: true, AnnounceOK: true, ExcludeHop: true, HopCount: true, HopIDs: true,
+		AnnounceRestart: true, TrackInfo: true, Fetch: true, FrameTimestamps: true,
+		SubscribeRange: true, TypedResponses: true, ProbeStream: true, ProbeRTT: true, Goaway: true,
+		Datagrams: true}
+)
+
+// Versions lists every version spoken, most preferred first. A client
+// offers them in this order (ALPN list and WT-Available-Protocols, with
+// ALPNLegacy standing for the LegacySetup ones at the place of the first
+// of them; then the legacy SETUP's version list); a server prefers them in
+// this order on raw QUIC and takes the first one the client offers on
+// WebTransport, as the reference relay does.
+//
+// To add a version: a Version value above, its entry here at its place in
+// the preference order, and the AppendFor/DecodeFor cases of the messages
+// it changes (with tests of their bytes). Other families (IETF) add their
+// entries here too, with Family set and the moq-lite fields false.
+var Versions = []*Version{Lite05, Lite04, Lite03, Lite02, Lite01}
+
+// ByALPN returns the version an ALPN (or WebTransport protocol) selects
+// directly, nil for ALPNLegacy, "" and unknown names.
+func ByALPN(alpn string) *Version {
+	if alpn == "" {
+		return nil
+	}
+	for _, v := range Versions {
+		if v.ALPN == alpn {
+			return v
+		}
+	}
+	return nil
+}
+
+// ByCode returns the version with wire code code, or nil.
+func ByCode(code uint64) *Version {
+	for _, v := range Versions {
+		if v.Code == code {
+			return v
+		}
+	}
+	return nil
+}
+
+// ByName returns the version named name ("moq-lite-04"; "lite-04" and
+// "04" also work for moq-lite), or nil.
+func ByName(name string) *Version {
+	n := strings.ToLower(strings.TrimSpace(name))
+	for _, v := range Versions {
+		short := strings.TrimPrefix(v.Name, "moq-")
+		if n == v.Name || n == short || (v.Family == FamilyLite && n == strings.TrimPrefix(short, "lite-")) {
+			return v
+		}
+	}
+	return nil
+}
+
+// ALPNs returns the ALPN tokens that select vs, in order, without
+// duplicates: every version's own ALPN, and ALPNLegacy once, where the
+// first LegacySetup version stands.
+func ALPNs(vs []*Version) []string {
+	var out []string
+	for _, v := range vs {
+		for _, a := range []string{v.ALPN, legacyALPN(v)} {
+			if a != "" && !slices.Contains(out, a) {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
+
+func legacyALPN(v *Version) string {
+	if v.LegacySetup {
+		return ALPNLegacy
+	}
+	return ""
+}
+
+// LegacyCodes returns the codes of vs that the legacy SETUP can choose, in
+// order.
+func LegacyCodes(vs []*Version) []uint64 {
+	var out []uint64
+	for _, v := range vs {
+		if v.LegacySetup {
+			out = append(out, v.Code)
+		}
+	}
+	return out
+}
+
+// Names returns the names of vs joined by ", " (for errors and logs).
+func Names(vs []*Version) string {
+	names := make([]string, len(vs))
+	for i, v := range vs {
+		names[i] = v.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// ParseVersions parses a comma-separated list of version names (see
+// ByName), kept in the order given so a caller can pin or reorder them.
+func ParseVersions(list string) ([]*Version, error) {
+	var out []*Version
+	for _, name := range strings.Split(list, ",") {
+		if strings.TrimSpace(name) == "" {
+			continue
+		}
+		v := ByName(name)
+		if v == nil {
+			return nil, fmt.Errorf("unknown protocol version %q (known: %s)", strings.TrimSpace(name), Names(Versions))
+		}
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no protocol version in %q", list)
+	}
+	return out, nil
+}
