@@ -110,5 +110,5 @@ func toTimescale(us int64, timescale uint64) int64 {
 	if timescale == publishTimescale || timescale == 0 {
 		return us
 	}
-	return us / 1_000_000 * int64(timescale) + us%1_000_000*int64(timescale)/1_000_000
+	return us/1_000_000*int64(timescale) + us%1_000_000*int64(timescale)/1_000_000
 }

@@ -299,6 +299,8 @@ func (d *Demuxer) traf(b []byte, moof, mdat box, traf box) error {
 		case typTfdt:
 			p := b[bx.body:bx.end]
 			switch {
+			case len(p) < 4:
+				return fmt.Errorf("%w: tfdt of %d bytes", ErrMalformed, len(p))
 			case len(p) >= 12 && p[0] == 1:
 				dts = binary.BigEndian.Uint64(p[4:])
 			case len(p) >= 8 && p[0] == 0:
