@@ -68,9 +68,9 @@ func newCMAFGroup(in *cmaf.Init) *cmafGroup {
 	return &cmafGroup{d: d}
 }
 
-// write demuxes one frame into g. The samples' payloads alias payload,
-// which the group keeps.
-func (cg *cmafGroup) write(g *model.Group, payload []byte) error {
+// write demuxes one frame and hands its samples to emit (a group's
+// WriteFrame). The samples' payloads alias payload, which the group keeps.
+func (cg *cmafGroup) write(payload []byte, emit func(model.Frame) error) error {
 	samples, err := cg.d.Fragment(payload)
 	if err != nil {
 		cg.broken = true
@@ -85,7 +85,7 @@ func (cg *cmafGroup) write(g *model.Group, payload []byte) error {
 		if smp.Keyframe {
 			sync = model.SyncKey
 		}
-		if err := g.WriteFrame(model.Frame{Timestamp: smp.Timestamp, Payload: smp.Payload, Sync: sync}); err != nil {
+		if err := emit(model.Frame{Timestamp: smp.Timestamp, Payload: smp.Payload, Sync: sync}); err != nil {
 			return err
 		}
 	}
