@@ -118,6 +118,9 @@ func dial(ctx context.Context, rawURL string, opts Options, wrap func(conn) conn
 		if wrap != nil {
 			c = wrap(c)
 		}
+		if v, ok := ietfVersionOf(c); ok {
+			return s.ietfDial(ctx, c, v, t)
+		}
 		if !c.WebTransport() {
 			// The root (and token) ride in SETUP on raw QUIC only.
 			return &setupPathConn{conn: c, path: t.setupPath}, nil
@@ -249,6 +252,23 @@ func (s *Session) serveConn(c conn) {
 	s.changed = make(chan struct{})
 	s.mu.Unlock()
 
+	if ic, ok := c.(*ietfConn); ok {
+		s.serveIETF(ic)
+	} else {
+		s.serveLite(c)
+	}
+
+	s.mu.Lock()
+	if s.cur == c {
+		s.cur = nil
+		close(s.changed)
+		s.changed = make(chan struct{})
+	}
+	s.mu.Unlock()
+}
+
+// serveLite serves a moq-lite connection until it is gone.
+func (s *Session) serveLite(c conn) {
 	ctx := c.Context()
 	var wg sync.WaitGroup
 	wg.Add(3)
@@ -267,14 +287,6 @@ func (s *Session) serveConn(c conn) {
 		c.Close(CodeCancel, "")
 	}
 	wg.Wait()
-
-	s.mu.Lock()
-	if s.cur == c {
-		s.cur = nil
-		close(s.changed)
-		s.changed = make(chan struct{})
-	}
-	s.mu.Unlock()
 }
 
 // waitConn returns the current connection once it differs from generation
