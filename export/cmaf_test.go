@@ -268,4 +268,3 @@ func waitFor(t *testing.T, ctx context.Context, cond func() bool) {
 		}
 	}
 }
-
