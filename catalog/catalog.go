@@ -87,7 +87,8 @@ type Container struct {
 	// Init is the base64 ftyp+moov of a cmaf rendition.
 	Init string `json:"init,omitempty"`
 
-	initErr error // why Init cannot be read (cmaf only)
+	initErr  error // why Init cannot be read (cmaf only)
+	initRead bool  // initErr is known
 }
 
 // Timeline names a rendition's companion timeline track.

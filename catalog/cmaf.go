@@ -32,10 +32,17 @@ func (c *Container) DecodeInit() ([]byte, error) {
 // InitErr returns why a cmaf rendition cannot be read (wrapping
 // ErrBadInit), or nil.
 func (c Common) InitErr() error {
-	if c.Container == nil {
+	ct := c.Container
+	if ct == nil || ct.Kind != ContainerCMAF {
 		return nil
 	}
-	return c.Container.initErr
+	if !ct.initRead {
+		// A catalog built in code, not parsed: read it now, without
+		// writing to a container others may be reading.
+		_, err := readInit(ct)
+		return err
+	}
+	return ct.initErr
 }
 
 // resolveInits reads the init segment of every cmaf rendition and fills
@@ -83,17 +90,23 @@ func (c *Catalog) resolveInits() {
 	}
 }
 
-// parseInit decodes and parses a container's init, recording a failure in
-// the container.
+// parseInit reads a container's init (readInit) and records the outcome
+// in the container. Only Parse and ParseMSF call it, on their own catalog.
 func parseInit(ct *Container) (*cmaf.Init, error) {
+	in, err := readInit(ct)
+	ct.initErr, ct.initRead = err, true
+	return in, err
+}
+
+// readInit decodes and parses a container's init.
+func readInit(ct *Container) (*cmaf.Init, error) {
 	b, err := ct.DecodeInit()
-	if err == nil {
-		var in *cmaf.Init
-		if in, err = cmaf.ParseInit(b); err == nil {
-			return in, nil
-		}
-		err = fmt.Errorf("%w: %w", ErrBadInit, err)
+	if err != nil {
+		return nil, err
 	}
-	ct.initErr = err
-	return nil, err
+	in, err := cmaf.ParseInit(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadInit, err)
+	}
+	return in, nil
 }
