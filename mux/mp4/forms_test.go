@@ -460,4 +460,3 @@ func TestRemovedTrackEndsAndTheOthersGoOn(t *testing.T) {
 		})
 	}
 }
-
