@@ -33,6 +33,10 @@ type subscription struct {
 	mu      sync.Mutex
 	seen    map[uint64]bool // group sequences received
 	arrived chan struct{}   // signalled when a group arrives
+
+	// forget, when set, replaces Session.unregister (moq-transport
+	// subscriptions are routed by track alias).
+	forget func()
 }
 
 // markStarted releases the group streams waiting for SUBSCRIBE_OK.
@@ -114,7 +118,11 @@ func (sub *subscription) drain(ctx context.Context, start, end uint64, bounded b
 		}
 		break
 	}
-	sub.rt.rb.s.unregister(sub)
+	if sub.forget != nil {
+		sub.forget()
+	} else {
+		sub.rt.rb.s.unregister(sub)
+	}
 	done := make(chan struct{})
 	go func() {
 		sub.groups.Wait()
@@ -133,6 +141,24 @@ func (sub *subscription) drain(ctx context.Context, start, end uint64, bounded b
 	<-done
 }
 
+// attach records c and timescale as the track's current subscription
+// (backfills FETCH on it) and returns the detach to defer. A resumed
+// subscription starts a new timeline: the track gets a discontinuity.
+func (rt *remoteTrack) attach(c conn, timescale uint64, resumed bool) (detach func()) {
+	rt.mu.Lock()
+	rt.conn, rt.timescale = c, timescale
+	rt.subGen++
+	rt.mu.Unlock()
+	if resumed {
+		rt.track.Discontinuity()
+	}
+	return func() {
+		rt.mu.Lock()
+		rt.conn = nil
+		rt.mu.Unlock()
+	}
+}
+
 // unregister removes sub from the session: group streams for it are
 // refused from now on.
 func (s *Session) unregister(sub *subscription) {
@@ -146,6 +172,9 @@ func (s *Session) unregister(sub *subscription) {
 // subscribe runs TRACK and SUBSCRIBE on c until the subscription ends:
 // nil for a clean end by the publisher, an error otherwise.
 func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
+	if ic, ok := c.(*ietfConn); ok {
+		return rt.subscribeIETF(ctx, ic)
+	}
 	s := rt.rb.s
 	info, err := rt.trackInfo(ctx, c)
 	if err != nil {
@@ -165,19 +194,7 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
 	defer s.unregister(sub)
 	defer sub.cancel(nil)
 	defer sub.markStarted()
-	rt.mu.Lock()
-	rt.conn, rt.timescale = c, info.Timescale
-	rt.subGen++
-	rt.mu.Unlock()
-	defer func() {
-		rt.mu.Lock()
-		rt.conn = nil
-		rt.mu.Unlock()
-	}()
-	if resumed {
-		// Groups of this subscription start a new timeline.
-		rt.track.Discontinuity()
-	}
+	defer rt.attach(c, info.Timescale, resumed)()
 
 	str, err := c.OpenBidi(ctx)
 	if err != nil {
