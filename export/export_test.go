@@ -14,6 +14,7 @@ import (
 	"github.com/moq-export/moq-export/export"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/mux"
+	"github.com/moq-export/moq-export/mux/segment"
 )
 
 // recorder is a Muxer that remembers every call.
@@ -237,9 +238,9 @@ func TestSegmentsRotateAtVideoKeyframes(t *testing.T) {
 	bc := publishDemo(t, 1, "h264", "aac")
 	first := newRecorder()
 	var segs []*recorder
-	run(t, bc, first, export.Options{
-		Segment: 1500 * time.Millisecond,
-		NextMuxer: func(n int) (mux.Muxer, error) {
+	run(t, bc, segment.New(first, segment.Options{
+		Duration: 1500 * time.Millisecond,
+		Next: func(n int) (mux.Muxer, error) {
 			if n != len(segs)+1 {
 				t.Errorf("segment number %d, want %d", n, len(segs)+1)
 			}
@@ -247,7 +248,7 @@ func TestSegmentsRotateAtVideoKeyframes(t *testing.T) {
 			segs = append(segs, r)
 			return r, nil
 		},
-	})
+	}), export.Options{})
 	// Keyframes every second over 4s: cuts at 2s (first keyframe after
 	// 1.5s) and then none, since 3s is only 1s later.
 	if len(segs) != 1 {
@@ -277,6 +278,79 @@ func TestSegmentsRotateAtVideoKeyframes(t *testing.T) {
 	want := len(moqexport.MustLoadSample("h264").Frames) + len(moqexport.MustLoadSample("aac").Frames)
 	if total != want {
 		t.Fatalf("%d frames over all segments, want %d", total, want)
+	}
+}
+
+// TestEndedTrackIsRemovedOnceDrained: a rendition whose track ends while
+// the broadcast goes on is removed from the muxer once its frames are out,
+// so a segmenting muxer does not carry it into the next output; at the
+// broadcast's end nothing is removed before Close.
+func TestEndedTrackIsRemovedOnceDrained(t *testing.T) {
+	bc := model.NewBroadcast("live")
+	catTrack := bc.CreateTrack(catalog.TrackName)
+	cat, _, err := demo.Catalog([]string{"aac", "opus"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := cat.Marshal()
+	g, _ := catTrack.AppendGroup()
+	g.WriteFrame(model.Frame{Payload: data})
+	g.Close(nil)
+	aac, opus := bc.CreateTrack("aac"), bc.CreateTrack("opus")
+	rec := newRecorder()
+	e := export.New(bc, rec, export.Options{Delay: time.Millisecond})
+	write := func(tr *model.Track, ts int64) {
+		g, _ := tr.AppendGroup()
+		g.WriteFrame(model.Frame{Timestamp: ts, Payload: []byte{1}})
+		g.Close(nil)
+	}
+	ts := int64(0)
+	for ; ts < 200_000; ts += 20_000 {
+		write(aac, ts)
+		write(opus, ts)
+		if err := e.Poll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opus.Close(nil)
+	for ; len(rec.removed) == 0 && ts < 10_000_000; ts += 20_000 {
+		write(aac, ts)
+		if err := e.Poll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(rec.removed) != 1 || rec.tracks[rec.removed[0]].Name != "opus" {
+		t.Fatalf("removed %v, want the opus track", rec.removed)
+	}
+	bc.Close(nil)
+	if err := e.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.removed) != 1 || !rec.closed {
+		t.Fatalf("removed %v at the end (closed %v), want only opus", rec.removed, rec.closed)
+	}
+}
+
+// TestCloseFinishesAPolledExport: Close writes what the jitter buffer holds
+// and finalizes the muxer; a second Close does nothing.
+func TestCloseFinishesAPolledExport(t *testing.T) {
+	bc := publishDemo(t, 1, "aac")
+	rec := newRecorder()
+	e := export.New(bc, rec, export.Options{Delay: time.Hour})
+	for range 3 {
+		if err := e.Poll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(moqexport.MustLoadSample("aac").Frames); len(rec.frames) != n || !rec.closed {
+		t.Fatalf("%d frames written (closed %v), want %d", len(rec.frames), rec.closed, n)
+	}
+	rec.closed = false
+	if err := e.Close(); err != nil || rec.closed {
+		t.Fatalf("second Close: %v, muxer closed again %v", err, rec.closed)
 	}
 }
 

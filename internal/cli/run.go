@@ -21,6 +21,7 @@ import (
 	"github.com/moq-export/moq-export/export"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/mux"
+	"github.com/moq-export/moq-export/mux/segment"
 )
 
 // app is one run of the command.
@@ -414,8 +415,7 @@ func (a *app) record(ctx context.Context, src Source, bc *model.Broadcast) error
 	first := &countTracks{Muxer: m}
 	m = first
 	if a.cfg.Segment > 0 {
-		opts.Segment = a.cfg.Segment
-		opts.NextMuxer = func(n int) (mux.Muxer, error) { return a.openOutput(name, n) }
+		m = segment.New(m, segment.Options{Duration: a.cfg.Segment, Next: func(n int) (mux.Muxer, error) { return a.openOutput(name, n) }})
 	}
 	ex := export.New(bc, m, opts)
 	a.started(ex)
