@@ -152,12 +152,12 @@ func New(bc *model.Broadcast, m mux.Muxer, opts Options) *Export {
 	}
 	e := &Export{
 		bc: bc, m: m, opts: opts, log: log,
-		ready:    model.NewReadySet(),
-		byCons:   map[*model.Consumer]*trackState{},
-		tracks:   map[string]*trackState{},
-		byID:     map[int]*trackState{},
-		refused:  map[string]bool{},
-		ctx:      context.Background(),
+		ready:   model.NewReadySet(),
+		byCons:  map[*model.Consumer]*trackState{},
+		tracks:  map[string]*trackState{},
+		byID:    map[int]*trackState{},
+		refused: map[string]bool{},
+		ctx:     context.Background(),
 	}
 	e.jit = jitter.New(jitter.Options{Delay: opts.Delay, Late: opts.Late, Now: opts.Now, Pending: e.pending})
 	return e
@@ -696,4 +696,3 @@ func (e *Export) finish() error {
 	e.syncStats()
 	return werr
 }
-
