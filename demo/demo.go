@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	moqexport "github.com/moq-export/moq-export"
 	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/internal/testmedia"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -17,7 +17,7 @@ var DefaultRenditions = []string{"h264", "aac"}
 
 // Options configures a demo broadcast.
 type Options struct {
-	// Renditions names the samples to publish (see moqexport.SampleNames);
+	// Renditions names the samples to publish (see testmedia.SampleNames);
 	// each becomes a track of the same name. Empty means DefaultRenditions.
 	Renditions []string
 	// Loops is how many times each track repeats its sample before it
@@ -46,7 +46,7 @@ type Options struct {
 const KeepMedia = 3 * time.Second
 
 // keepGroups returns how many groups of sample s span KeepMedia.
-func keepGroups(s *moqexport.Sample) int {
+func keepGroups(s *testmedia.Sample) int {
 	groups := 0
 	for _, f := range s.Frames {
 		if f.Keyframe {
@@ -57,18 +57,24 @@ func keepGroups(s *moqexport.Sample) int {
 	return max(model.DefaultKeepGroups, int((int64(groups)*KeepMedia.Microseconds()+d-1)/d))
 }
 
-// Catalog returns the hang catalog describing the samples, as a publisher
-// would announce them.
-func Catalog(names []string) (*catalog.Catalog, []*moqexport.Sample, error) {
+// Catalog returns the hang catalog describing the named samples (empty:
+// DefaultRenditions), as a publisher would announce them.
+func Catalog(names []string) (*catalog.Catalog, error) {
+	cat, _, err := catalogOf(names)
+	return cat, err
+}
+
+// catalogOf returns the catalog of the named samples and the samples.
+func catalogOf(names []string) (*catalog.Catalog, []*testmedia.Sample, error) {
 	if len(names) == 0 {
 		names = DefaultRenditions
 	}
 	cat := &catalog.Catalog{}
-	samples := make([]*moqexport.Sample, 0, len(names))
+	samples := make([]*testmedia.Sample, 0, len(names))
 	for _, name := range names {
-		s, err := moqexport.LoadSample(name)
+		s, err := testmedia.LoadSample(name)
 		if err != nil {
-			return nil, nil, fmt.Errorf("demo: %w (have %v)", err, moqexport.SampleNames())
+			return nil, nil, fmt.Errorf("demo: %w (have %v)", err, testmedia.SampleNames())
 		}
 		samples = append(samples, s)
 		common := catalog.Common{Codec: s.Codec, Description: s.Description, Container: &catalog.Container{Kind: catalog.ContainerLegacy}}
@@ -96,7 +102,7 @@ func Catalog(names []string) (*catalog.Catalog, []*moqexport.Sample, error) {
 
 // cursor is where one track of the demo is in its sample.
 type cursor struct {
-	s     *moqexport.Sample
+	s     *testmedia.Sample
 	track *model.Track
 	group *model.Group
 	i     int   // next frame
@@ -120,7 +126,7 @@ func (c *cursor) end() {
 // Publish fills b with the demo broadcast and returns when every track has
 // ended (after opts.Loops loops) or ctx is done; then it closes b.
 func Publish(ctx context.Context, b *model.Broadcast, opts Options) error {
-	cat, samples, err := Catalog(opts.Renditions)
+	cat, samples, err := catalogOf(opts.Renditions)
 	if err != nil {
 		b.Close(err)
 		return err

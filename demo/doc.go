@@ -1,5 +1,5 @@
 // Package demo publishes the sample media embedded in the module (see
-// testdata/ and the root package) as a live hang broadcast into package
+// internal/testmedia) as a live hang broadcast into package
 // model: a catalog.json track and one legacy-container track per rendition,
 // looping with increasing timestamps, paced in real time or as fast as the
 // consumer takes it.

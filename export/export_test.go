@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	moqexport "github.com/moq-export/moq-export"
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
 	"github.com/moq-export/moq-export/export"
+	"github.com/moq-export/moq-export/internal/testmedia"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/mux"
 	"github.com/moq-export/moq-export/mux/segment"
@@ -104,7 +104,7 @@ func TestExportWritesEveryFrameInTimestampOrder(t *testing.T) {
 	}
 	got := rec.countByName()
 	for _, name := range []string{"h264", "aac", "opus"} {
-		want := 2 * len(moqexport.MustLoadSample(name).Frames)
+		want := 2 * len(testmedia.MustLoadSample(name).Frames)
 		if got[name] != want {
 			t.Errorf("%s: %d frames written, want %d", name, got[name], want)
 		}
@@ -147,7 +147,7 @@ func TestKeyframesStartEveryGroup(t *testing.T) {
 	bc := publishDemo(t, 1, "h264")
 	rec := newRecorder()
 	run(t, bc, rec, export.Options{})
-	s := moqexport.MustLoadSample("h264")
+	s := testmedia.MustLoadSample("h264")
 	for i, f := range rec.frames {
 		if f.Keyframe != s.Frames[i].Keyframe {
 			t.Fatalf("frame %d: keyframe %v, want %v", i, f.Keyframe, s.Frames[i].Keyframe)
@@ -185,7 +185,7 @@ func TestRenditionSelection(t *testing.T) {
 			}
 			counts := rec.countByName()
 			for name := range tc.want {
-				if counts[name] != len(moqexport.MustLoadSample(name).Frames) {
+				if counts[name] != len(testmedia.MustLoadSample(name).Frames) {
 					t.Errorf("%s: %d frames", name, counts[name])
 				}
 			}
@@ -275,7 +275,7 @@ func TestSegmentsRotateAtVideoKeyframes(t *testing.T) {
 		}
 		total += len(r.frames)
 	}
-	want := len(moqexport.MustLoadSample("h264").Frames) + len(moqexport.MustLoadSample("aac").Frames)
+	want := len(testmedia.MustLoadSample("h264").Frames) + len(testmedia.MustLoadSample("aac").Frames)
 	if total != want {
 		t.Fatalf("%d frames over all segments, want %d", total, want)
 	}
@@ -288,7 +288,7 @@ func TestSegmentsRotateAtVideoKeyframes(t *testing.T) {
 func TestEndedTrackIsRemovedOnceDrained(t *testing.T) {
 	bc := model.NewBroadcast("live")
 	catTrack := bc.CreateTrack(catalog.TrackName)
-	cat, _, err := demo.Catalog([]string{"aac", "opus"})
+	cat, err := demo.Catalog([]string{"aac", "opus"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +345,7 @@ func TestCloseFinishesAPolledExport(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(moqexport.MustLoadSample("aac").Frames); len(rec.frames) != n || !rec.closed {
+	if n := len(testmedia.MustLoadSample("aac").Frames); len(rec.frames) != n || !rec.closed {
 		t.Fatalf("%d frames written (closed %v), want %d", len(rec.frames), rec.closed, n)
 	}
 	rec.closed = false
@@ -358,7 +358,7 @@ func TestCatalogUpdatesAddAndRemoveTracks(t *testing.T) {
 	bc := model.NewBroadcast("live")
 	catTrack := bc.CreateTrack(catalog.TrackName)
 	writeCatalog := func(names ...string) {
-		cat, _, err := demo.Catalog(names)
+		cat, err := demo.Catalog(names)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -409,7 +409,7 @@ func TestCatalogUpdatesAddAndRemoveTracks(t *testing.T) {
 
 func TestCompressedCatalog(t *testing.T) {
 	bc := model.NewBroadcast("z")
-	cat, _, _ := demo.Catalog([]string{"aac"})
+	cat, _ := demo.Catalog([]string{"aac"})
 	data, _ := cat.Marshal()
 	var d catalog.Deflater
 	z, err := d.Frame(data)
@@ -434,7 +434,7 @@ func TestCompressedCatalog(t *testing.T) {
 
 func TestDiscontinuityReachesTheMuxer(t *testing.T) {
 	bc := model.NewBroadcast("d")
-	cat, _, _ := demo.Catalog([]string{"aac"})
+	cat, _ := demo.Catalog([]string{"aac"})
 	data, _ := cat.Marshal()
 	cg, _ := bc.CreateTrack(catalog.TrackName).AppendGroup()
 	cg.WriteFrame(model.Frame{Payload: data})

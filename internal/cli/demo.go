@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"strings"
 
-	moqexport "github.com/moq-export/moq-export"
 	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/internal/testmedia"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -20,8 +20,8 @@ const demoKeepGroups = 1 << 30
 
 // checkDemoCodecs refuses sample names that do not exist.
 func checkDemoCodecs(names []string) error {
-	if _, _, err := demo.Catalog(names); err != nil {
-		return usagef("--demo-codecs %s: unknown test codec; pick from %s", strings.Join(names, ","), strings.Join(moqexport.SampleNames(), ", "))
+	if _, err := demo.Catalog(names); err != nil {
+		return usagef("--demo-codecs %s: unknown test codec; pick from %s", strings.Join(names, ","), strings.Join(testmedia.SampleNames(), ", "))
 	}
 	return nil
 }

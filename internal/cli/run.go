@@ -16,9 +16,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	moqexport "github.com/moq-export/moq-export"
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/export"
+	"github.com/moq-export/moq-export/internal/testmedia"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/mux"
 	"github.com/moq-export/moq-export/mux/segment"
@@ -96,7 +96,7 @@ func reportable(ctx context.Context, err error) error {
 // --demo-codecs, every test codec it has.
 func (a *app) runList(ctx context.Context) error {
 	if a.cfg.URL == "" && len(a.cfg.DemoCodecs) == 0 {
-		a.cfg.DemoCodecs = moqexport.SampleNames()
+		a.cfg.DemoCodecs = testmedia.SampleNames()
 	}
 	src, err := a.openSource(ctx)
 	if err != nil {
