@@ -1,6 +1,7 @@
 // Package subscribe speaks moq-lite-05 (the moq-lite protocol of the
-// moq-dev/moq project) over raw QUIC and WebTransport, and moves what it
-// receives into package model (and what package model holds onto the wire).
+// moq-dev/moq project) over raw QUIC and WebTransport, and IETF
+// moq-transport drafts 14-20 over raw QUIC, and moves what it receives
+// into package model (and what package model holds onto the wire).
 //
 // It owns the session logic: transports and TLS, the Setup stream,
 // announcements, track info, subscriptions, group streams, the hang
