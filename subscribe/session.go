@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
@@ -48,6 +49,9 @@ type Session struct {
 	// containers holds the container kind of tracks learnt from catalogs:
 	// broadcast path -> track -> kind.
 	containers map[string]map[string]string
+	// cmafInits holds the container (init) of cmaf tracks learnt from
+	// catalogs: broadcast path -> track -> container.
+	cmafInits map[string]map[string]*catalog.Container
 
 	// serving counts the subscriptions this session serves as publisher,
 	// servingTracks the same by track; a subscription counts once its
