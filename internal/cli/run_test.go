@@ -13,9 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
-	"github.com/moq-export/moq-export/export"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe"
 )
@@ -69,7 +67,7 @@ func TestRecordAllWritesOneFilePerBroadcast(t *testing.T) {
 		t.Fatal(err)
 	}
 	con := newConsole(&bytes.Buffer{}, false, nil)
-	a := &app{cfg: cfg, con: con, log: newLogger(con, logText, LevelNotice), active: map[*export.Export]bool{}}
+	a := newTestApp(t, cfg, con)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var bcs []*model.Broadcast
@@ -84,10 +82,8 @@ func TestRecordAllWritesOneFilePerBroadcast(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		s := a.snapshot()
-		a.mu.Lock()
-		finished := a.recorded == 2 && len(a.active) == 0
-		a.mu.Unlock()
-		if finished {
+		st := a.rec.Stats()
+		if st.Recorded == 2 && st.Recordings == 0 {
 			if s.Frames != 2*309 {
 				t.Errorf("%d frames recorded, want 2 x 309", s.Frames)
 			}
@@ -146,6 +142,16 @@ func lastLine(s string) string {
 
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
+// newTestApp returns the command's app for cfg (checked) writing to con.
+func newTestApp(t *testing.T, cfg *Config, con *console) *app {
+	t.Helper()
+	a := &app{cfg: cfg, con: con, log: newLogger(con, logText, LevelNotice)}
+	if err := a.newRecorder(); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
 // TestListenForgetsPublishersThatLeft: a --listen --record-all service
 // runs for days; the sessions of publishers that disconnected must not
 // pile up.
@@ -158,7 +164,7 @@ func TestListenForgetsPublishersThatLeft(t *testing.T) {
 	}
 	var stderr syncBuffer
 	con := newConsole(&stderr, false, nil)
-	a := &app{cfg: cfg, con: con, log: newLogger(con, logText, LevelNotice), active: map[*export.Export]bool{}}
+	a := newTestApp(t, cfg, con)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
@@ -194,8 +200,9 @@ func TestListenForgetsPublishersThatLeft(t *testing.T) {
 	}
 	for {
 		a.mu.Lock()
-		n, recorded := len(a.sources), a.recorded
+		n := len(a.sources)
 		a.mu.Unlock()
+		recorded := a.rec.Stats().Recorded
 		if n == 0 && recorded == 3 {
 			break
 		}
@@ -225,49 +232,6 @@ func TestPickBroadcastNamesWhereTheBroadcastsCameFrom(t *testing.T) {
 		_, err := a.pickBroadcast(context.Background(), newLocalSource(model.NewBroadcast("a"), model.NewBroadcast("b")))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "pick one with -b") {
 			t.Errorf("%+v: %v; want it to say %q", tc.cfg, err, tc.want)
-		}
-	}
-}
-
-// TestPlanBlamesWhatLeavesNothingToRecord: before any file is created, a
-// recording with nothing it can record says why: the input container, the
-// output format (naming one that carries it) or the selection.
-func TestPlanBlamesWhatLeavesNothingToRecord(t *testing.T) {
-	h264 := catalog.Common{Codec: "avc1.64001f"}
-	opus := catalog.Common{Codec: "opus"}
-	unreadable := catalog.Common{Codec: "avc1.64001f", Container: &catalog.Container{Kind: "no-such-container"}}
-	catOf := func(video, audio *catalog.Common) *catalog.Catalog {
-		c := &catalog.Catalog{}
-		if video != nil {
-			c.Video.Renditions = map[string]catalog.VideoConfig{"v": {Common: *video}}
-		}
-		if audio != nil {
-			c.Audio.Renditions = map[string]catalog.AudioConfig{"a": {Common: *audio, SampleRate: 48000, NumberOfChannels: 2}}
-		}
-		return c
-	}
-	for _, tc := range []struct {
-		name         string
-		cat          *catalog.Catalog
-		format       Format
-		video, audio []string
-		want         string // "" for nil
-		usage        bool
-	}{
-		{"fits", catOf(&h264, &opus), MKV, nil, nil, "", false},
-		{"input container", catOf(&unreadable, nil), MKV, nil, nil, `uses an input container this build does not read`, false},
-		{"output format", catOf(&h264, nil), WebM, nil, nil, "webm cannot carry any selected rendition", false},
-		{"named but not carried", catOf(&h264, &opus), WebM, []string{"v"}, nil, "--video v:", false},
-		{"nothing selected", catOf(&h264, nil), MKV, []string{}, nil, "the selection leaves nothing", true},
-		{"no renditions", catOf(nil, nil), MKV, nil, nil, "no renditions", false},
-	} {
-		a := &app{cfg: &Config{Format: tc.format, Video: tc.video, Audio: tc.audio}}
-		err := a.plan("b", tc.cat)
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("%s: %v", tc.name, err)
-		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || IsUsageError(err) != tc.usage):
-			t.Errorf("%s: %v; want %q (usage error: %v)", tc.name, err, tc.want, tc.usage)
 		}
 	}
 }
