@@ -290,7 +290,7 @@ func (r *Recorder) waitCatalog(ctx context.Context, bc *model.Broadcast) (*catal
 // FirstCatalog waits for the first catalog snapshot of b (catalog.json, or
 // the MSF catalog for .msf names) and returns it.
 func FirstCatalog(ctx context.Context, b *model.Broadcast) (*catalog.Catalog, error) {
-	w, err := subscribe.WatchCatalog(b, subscribe.CatalogOptions{})
+	w, err := catalog.Watch(b, catalog.WatchOptions{})
 	if err != nil {
 		return nil, err
 	}
