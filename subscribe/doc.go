@@ -75,10 +75,8 @@
 // the first group the peer does not serve (a reset: relays keep past groups
 // for a while only, and a peer may not serve FETCH at all).
 //
-// WatchCatalog follows a broadcast's catalog (catalog.json, catalog.json.z,
-// or the MSF "catalog" track for names ending in ".msf", converted to the
-// hang shape) and returns the newest snapshot each time Next is called.
-// ResolveBroadcast resolves a rendition's "broadcast" reference.
+// A broadcast's catalog is a track like any other: catalog.Watch follows
+// it. ResolveBroadcast resolves a rendition's "broadcast" reference.
 //
 // # Publishing
 //
