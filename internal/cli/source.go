@@ -1,7 +1,6 @@
 package cli
 
 import (
-
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/record"
 )
