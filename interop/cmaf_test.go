@@ -66,20 +66,9 @@ func TestReferenceCMAFPublisherRecordsEveryFrame(t *testing.T) {
 			t.Errorf("rendition %s: container %q, init error %v", r.Name, r.Common().ContainerKind(), r.Common().InitErr())
 		}
 	}
-	var p published
-	select {
-	case p = <-pubDone:
-	case <-ctx.Done():
-		t.Fatal("reference publisher never reported done")
-	}
-	if p.catalog == "" {
-		t.Fatal("reference publisher failed before done; see its stderr")
-	}
+	p := awaitPublished(ctx, t, pubDone)
 	checkCatalog(t, cat, p.catalog)
-	want := m.expected(t, p.groups)
-	for _, tr := range m.Tracks {
-		compareFrames(t, tr.Name, want[tr.Name], got[tr.Name])
-	}
+	compareRecording(t, m, p, got)
 	// The reference keeps its catalog track open: once the export has
 	// seen both media tracks end, stop it (Run finalizes the file).
 	for e.Stats().Tracks > 0 || e.Stats().Frames == 0 {
