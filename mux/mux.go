@@ -121,15 +121,15 @@ type Frame struct {
 	Timestamp int64
 	// Keyframe is true for a frame a decoder can start from.
 	Keyframe bool
+	// Discontinuity is true when the track's timeline broke (gap,
+	// reconnect, publisher restart) just before this frame, also when the
+	// muxer then drops the frame.
+	Discontinuity bool
 	// Payload is the codec payload as the broadcast carries it: AVCC
 	// length-prefixed NAL units when the track has a Description, Annex B
 	// otherwise (H.264/H.265); raw frames for every other codec (AAC without
 	// ADTS). The muxer must not keep Payload after WriteFrame returns.
 	Payload []byte
-	// Discontinuity is true when the track's timeline broke (gap,
-	// reconnect, publisher restart) just before this frame, also when the
-	// muxer then drops the frame.
-	Discontinuity bool
 }
 
 // Muxer writes one container stream, from one goroutine. The engine adds
