@@ -287,15 +287,7 @@ func TestSegmentsRotateAtVideoKeyframes(t *testing.T) {
 // broadcast's end nothing is removed before Close.
 func TestEndedTrackIsRemovedOnceDrained(t *testing.T) {
 	bc := model.NewBroadcast("live")
-	catTrack := bc.CreateTrack(catalog.TrackName)
-	cat, err := demo.Catalog([]string{"aac", "opus"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, _ := cat.Marshal()
-	g, _ := catTrack.AppendGroup()
-	g.WriteFrame(model.Frame{Payload: data})
-	g.Close(nil)
+	writeCatalog(t, bc.CreateTrack(catalog.TrackName), "aac", "opus")
 	aac, opus := bc.CreateTrack("aac"), bc.CreateTrack("opus")
 	rec := newRecorder()
 	e := export.New(bc, rec, export.Options{Delay: time.Millisecond})
@@ -354,24 +346,28 @@ func TestCloseFinishesAPolledExport(t *testing.T) {
 	}
 }
 
+// writeCatalog appends a group with the demo catalog of the named samples.
+func writeCatalog(t *testing.T, catTrack *model.Track, names ...string) {
+	t.Helper()
+	cat, err := demo.Catalog(names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := cat.Marshal()
+	g, _ := catTrack.AppendGroup()
+	g.WriteFrame(model.Frame{Payload: data})
+	g.Close(nil)
+}
+
 func TestCatalogUpdatesAddAndRemoveTracks(t *testing.T) {
 	bc := model.NewBroadcast("live")
 	catTrack := bc.CreateTrack(catalog.TrackName)
-	writeCatalog := func(names ...string) {
-		cat, err := demo.Catalog(names)
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, _ := cat.Marshal()
-		g, _ := catTrack.AppendGroup()
-		g.WriteFrame(model.Frame{Payload: data})
-		g.Close(nil)
-	}
+	publish := func(names ...string) { writeCatalog(t, catTrack, names...) }
 	audio := bc.CreateTrack("aac")
 	video := bc.CreateTrack("h264")
 	rec := newRecorder()
 	e := export.New(bc, rec, export.Options{Delay: 100 * time.Millisecond})
-	writeCatalog("aac")
+	publish("aac")
 	writeFrame := func(tr *model.Track, ts int64) {
 		g, _ := tr.AppendGroup()
 		g.WriteFrame(model.Frame{Timestamp: ts, Payload: []byte{1}})
@@ -383,7 +379,7 @@ func TestCatalogUpdatesAddAndRemoveTracks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	writeCatalog("aac", "h264")
+	publish("aac", "h264")
 	for ts := int64(300_000); ts < 600_000; ts += 20_000 {
 		writeFrame(audio, ts)
 		writeFrame(video, ts)
@@ -391,7 +387,7 @@ func TestCatalogUpdatesAddAndRemoveTracks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	writeCatalog("h264")
+	publish("h264")
 	for ts := int64(600_000); ts < 900_000; ts += 20_000 {
 		writeFrame(video, ts)
 		if err := e.Poll(); err != nil {
