@@ -14,7 +14,8 @@ import (
 
 // BenchmarkRecorder measures a recording through the package, as the
 // command makes it: 10 loops (40 s) of the H.264+AAC demo from an
-// in-process broadcast into a Files output, per format. Compare with
+// in-process broadcast into one file (overwritten each time, as the other
+// benchmark does), per format. Compare with
 // internal/cli's BenchmarkRecordDemoToFile, which drives the engine and a
 // muxer directly: the difference is what this layer costs.
 func BenchmarkRecorder(b *testing.B) {
@@ -29,7 +30,7 @@ func BenchmarkRecorder(b *testing.B) {
 				if err := demo.Publish(context.Background(), bc, demo.Options{Loops: loops, KeepGroups: 1 << 20}); err != nil {
 					b.Fatal(err)
 				}
-				out, err := record.Files(filepath.Join(dir, "{n}"+f.Ext()), record.FileOptions{})
+				out, err := record.Files(filepath.Join(dir, "out"+f.Ext()), record.FileOptions{Overwrite: true})
 				if err != nil {
 					b.Fatal(err)
 				}
