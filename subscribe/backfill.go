@@ -45,6 +45,11 @@ func (rt *remoteTrack) backfill(ctx context.Context, target int64) error {
 	if c == nil {
 		return nil
 	}
+	if !connVersion(c).Fetch {
+		// Said once per connection at Info (logNegotiated).
+		rt.rb.s.log.Debug("moq: no backfill: the protocol version has no FETCH", "track", rt.name, "version", connVersion(c).Name)
+		return nil
+	}
 	seq, first, ok := rt.track.OldestGroup()
 	if !ok || first <= target || seq == 0 {
 		return nil

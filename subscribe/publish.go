@@ -121,8 +121,9 @@ func (s *Session) serveTrack(str bidiStream, r *bufio.Reader) {
 // SUBSCRIBE_OK with the first group, SUBSCRIBE_END and FIN when the track
 // ends, FIN when the peer unsubscribes.
 func (s *Session) serveSubscribe(ctx context.Context, c conn, str bidiStream, r *bufio.Reader) {
+	v := connVersion(c)
 	var req wire.Subscribe
-	if !readRequest(str, r, &req) {
+	if !readRequest(str, r, versioned{&req, v}) {
 		return
 	}
 	t := s.publishedTrack(str, req.Broadcast, req.Track)
@@ -140,14 +141,23 @@ func (s *Session) serveSubscribe(ctx context.Context, c conn, str bidiStream, r 
 		defer cancel()
 		for {
 			var u wire.SubscribeUpdate
-			if err := readMsg(r, &u); err != nil {
+			if err := readMsg(r, versioned{&u, v}); err != nil {
 				return
 			}
 		}
 	}()
 	defer rwg.Wait()
 
-	p := &pubTrack{s: s, c: c, ctx: ctx, str: str, sub: req, raw: isCatalogTrack(req.Track)}
+	p := &pubTrack{s: s, c: c, v: v, ctx: ctx, str: str, sub: req, raw: isCatalogTrack(req.Track)}
+	if v.SubscribeOK {
+		// lite-01..04 acknowledge at once, with the reference's values:
+		// the subscriber's priority, no range.
+		ack := wire.SubscribeResponse{Type: wire.RespAck, Ack: wire.SubscribeParams{Priority: req.Priority}}
+		if _, err := str.Write(ack.AppendFor(nil, v)); err != nil {
+			resetStream(str, CodeCancel)
+			return
+		}
+	}
 	cons := p.begin(t)
 	defer cons.Close()
 	// Counted once the start group is fixed and the consumer attached:
@@ -173,6 +183,7 @@ func (s *Session) serveSubscribe(ctx context.Context, c conn, str bidiStream, r 
 type pubTrack struct {
 	s   *Session
 	c   conn
+	v   *wire.Version
 	ctx context.Context
 	str bidiStream
 	sub wire.Subscribe
@@ -225,9 +236,13 @@ func (p *pubTrack) serve(cons *model.Consumer) error {
 				if p.hasLast {
 					end = p.seq + 1
 				}
-				resp := wire.SubscribeResponse{Type: wire.RespEnd, Group: end}
-				if _, err := p.str.Write(resp.Append(nil)); err != nil {
-					return err
+				// SUBSCRIBE_END where the version has it (lite-05+); the
+				// FIN alone ends the subscription before.
+				if !p.v.SubscribeOK {
+					resp := wire.SubscribeResponse{Type: wire.RespEnd, Group: end}
+					if _, err := p.str.Write(resp.AppendFor(nil, p.v)); err != nil {
+						return err
+					}
 				}
 				if ev.Err != nil {
 					p.s.log.Debug("moq: published track ended with error", "track", p.sub.Track, "err", ev.Err)
@@ -261,7 +276,7 @@ func (p *pubTrack) writeFrame(ev model.Event) error {
 	p.dropped = false
 	if p.group == nil || ev.Group != p.seq || ev.Keyframe {
 		p.closeGroup(nil)
-		if !p.okSent {
+		if !p.okSent && !p.v.SubscribeOK {
 			resp := wire.SubscribeResponse{Type: wire.RespOK, Group: ev.Group}
 			if _, err := p.str.Write(resp.Append(nil)); err != nil {
 				return err
@@ -280,7 +295,7 @@ func (p *pubTrack) writeFrame(ev model.Event) error {
 		p.group, p.seq, p.lastTS, p.hasLast = g, ev.Group, 0, true
 	}
 	ts := ev.Frame.Timestamp
-	b := appendPublishedFrame(p.buf[:0], p.raw, ts, p.lastTS, ev.Frame.Payload)
+	b := appendPublishedFrame(p.buf[:0], p.v, p.raw, ts, p.lastTS, ev.Frame.Payload)
 	p.buf = b
 	p.lastTS = ts
 	if _, err := p.group.Write(b); err != nil {
@@ -301,13 +316,16 @@ func (p *pubTrack) writeFrame(ev model.Event) error {
 }
 
 // appendPublishedFrame appends one FRAME of a published track (on a group
-// or a fetch stream): the timestamp as a delta from last, the payload as it
-// is for a catalog track (raw) and in the hang legacy container otherwise.
-func appendPublishedFrame(b []byte, raw bool, ts, last int64, payload []byte) []byte {
+// or a fetch stream) laid out for v: the timestamp as a delta from last
+// (where v has frame timestamps), the payload as it is for a catalog track
+// (raw) and in the hang legacy container otherwise.
+func appendPublishedFrame(b []byte, v *wire.Version, raw bool, ts, last int64, payload []byte) []byte {
 	if raw {
-		return wire.AppendFrame(b, ts-last, payload)
+		return wire.AppendFrameFor(b, v, ts-last, payload)
 	}
-	b = wire.AppendVarint(b, wire.Zigzag(ts-last))
+	if v.FrameTimestamps {
+		b = wire.AppendVarint(b, wire.Zigzag(ts-last))
+	}
 	b = wire.AppendVarint(b, uint64(container.LegacyLen(ts, payload)))
 	return container.AppendLegacy(b, ts, payload)
 }
@@ -351,7 +369,7 @@ func (s *Session) servingTrack(broadcast, track string) int {
 // track still holds, then FIN; a group it does not hold (never made, or
 // dropped from the track's buffer) is reset with 13, as the reference does.
 // A group still being written is served as its frames arrive.
-func (s *Session) serveFetch(ctx context.Context, str bidiStream, r *bufio.Reader) {
+func (s *Session) serveFetch(ctx context.Context, v *wire.Version, str bidiStream, r *bufio.Reader) {
 	var req wire.Fetch
 	if !readRequest(str, r, &req) {
 		return
@@ -387,7 +405,7 @@ func (s *Session) serveFetch(ctx context.Context, str bidiStream, r *bufio.Reade
 		frames, finished, err := g.Frames(next)
 		buf = buf[:0]
 		for _, f := range frames {
-			buf = appendPublishedFrame(buf, raw, f.Timestamp, last, f.Payload)
+			buf = appendPublishedFrame(buf, v, raw, f.Timestamp, last, f.Payload)
 			last = f.Timestamp
 		}
 		next += len(frames)

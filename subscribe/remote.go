@@ -508,9 +508,15 @@ func (s *Session) unregister(sub *subscription) {
 // nil for a clean end by the publisher, an error otherwise.
 func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
 	s := rt.rb.s
-	info, err := rt.trackInfo(ctx, c)
-	if err != nil {
-		return err
+	v := connVersion(c)
+	// Without a Track stream (lite-01..04) nothing tells the timescale;
+	// frames carry no wire timestamp there either, so raw tracks get 0.
+	info := wire.TrackInfo{Timescale: publishTimescale}
+	if v.TrackInfo {
+		var err error
+		if info, err = rt.trackInfo(ctx, c); err != nil {
+			return err
+		}
 	}
 	resumed := rt.live
 	rt.live = true
@@ -549,7 +555,7 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
 			Priority: priorityOf(rt.name), MaxLatency: uint64(s.opts.MaxLatency.Milliseconds()),
 		},
 	}
-	if _, err := str.Write(m.Append(wire.AppendVarint(nil, wire.StreamSubscribe))); err != nil {
+	if _, err := str.Write(m.AppendFor(wire.AppendVarint(nil, wire.StreamSubscribe), v)); err != nil {
 		str.CancelRead(CodeCancel)
 		return fmt.Errorf("send SUBSCRIBE: %w", err)
 	}
@@ -566,7 +572,7 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
 	var first, end uint64
 	var haveFirst, haveEnd bool
 	for {
-		resp, err := wire.ReadSubscribeResponse(r)
+		resp, err := wire.ReadSubscribeResponseFor(r, v)
 		if err != nil {
 			if ctx.Err() != nil {
 				str.CancelRead(CodeCancel)
@@ -600,6 +606,15 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
 			// after the second. Readers start at the group named here.
 			rt.track.SetStart(resp.Group)
 			s.log.Debug("moq: subscribed", "broadcast", rt.rb.path, "track", rt.name, "group", resp.Group)
+		case wire.RespAck:
+			// lite-01..04: accepted. The reference names no start group
+			// here (it sends none), so readers start where groups land.
+			started = true
+			if resp.Ack.Start.Valid {
+				first, haveFirst = resp.Ack.Start.Seq, true
+				rt.track.SetStart(first)
+			}
+			s.log.Debug("moq: subscribed", "broadcast", rt.rb.path, "track", rt.name, "version", v.Name)
 		case wire.RespEnd:
 			end, haveEnd = resp.Group, true
 			s.log.Debug("moq: subscription end announced", "broadcast", rt.rb.path, "track", rt.name, "end", resp.Group)
@@ -697,7 +712,7 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 	// The group ends with its subscription: STOP_SENDING wakes the read.
 	stop := context.AfterFunc(sub.ctx, func() { str.CancelRead(CodeCancel) })
 	defer stop()
-	fr := wire.FrameReader{R: r}
+	fr := wire.NewFrameReader(r, connVersion(c))
 	for {
 		payload, err := fr.Next()
 		if err != nil {

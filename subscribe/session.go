@@ -103,9 +103,13 @@ func dial(ctx context.Context, rawURL string, opts Options, wrap func(conn) conn
 	if err != nil {
 		return nil, err
 	}
+	versions, err := versionList(opts.Versions)
+	if err != nil {
+		return nil, err
+	}
 	s := newSession(opts, t.rootPath())
 	s.log = s.log.With("url", redactURL(t.raw))
-	d := &dialer{opts: &s.opts, target: t}
+	d := &dialer{opts: &s.opts, target: t, versions: versions}
 	s.dial = func(ctx context.Context) (conn, error) {
 		c, err := d.dial(ctx)
 		if err != nil {
@@ -125,7 +129,7 @@ func dial(ctx context.Context, rawURL string, opts Options, wrap func(conn) conn
 		s.cancel()
 		return nil, err
 	}
-	s.log.Debug("moq: connected")
+	s.log.Debug("moq: connected", "version", connVersion(c).Name)
 	s.start(c)
 	return s, nil
 }
@@ -246,9 +250,15 @@ func (s *Session) serveConn(c conn) {
 	s.mu.Unlock()
 
 	ctx := c.Context()
+	s.logNegotiated(c)
 	var wg sync.WaitGroup
-	wg.Add(3)
-	go func() { defer wg.Done(); s.sendSetup(ctx, c) }()
+	if connVersion(c).SetupStream {
+		wg.Go(func() { s.sendSetup(ctx, c) })
+	}
+	if str := c.SessionStream(); str != nil {
+		wg.Go(func() { s.serveSessionStream(ctx, c, str) })
+	}
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		serveStreams(ctx, c.AcceptUni, func(str recvStream) { s.handleUni(ctx, c, str) })
@@ -344,10 +354,10 @@ func (s *Session) handleUni(ctx context.Context, c conn, str recvStream) {
 		str.CancelRead(CodeCancel)
 		return
 	}
-	switch typ {
-	case wire.UniSetup:
+	switch {
+	case typ == wire.UniSetup && connVersion(c).SetupStream:
 		s.readSetup(str, r)
-	case wire.UniGroup:
+	case typ == wire.UniGroup:
 		s.readGroup(ctx, c, str, r)
 	default:
 		s.log.Debug("moq: unknown uni stream type", "type", typ)
@@ -391,18 +401,19 @@ func (s *Session) handleBidi(ctx context.Context, c conn, str bidiStream) {
 		resetStream(str, CodeCancel)
 		return
 	}
-	switch typ {
-	case wire.StreamAnnounce:
-		s.serveAnnounce(ctx, str, r)
-	case wire.StreamTrack:
+	v := connVersion(c)
+	switch {
+	case typ == wire.StreamAnnounce:
+		s.serveAnnounce(ctx, v, str, r)
+	case typ == wire.StreamTrack && v.TrackInfo:
 		s.serveTrack(str, r)
-	case wire.StreamSubscribe:
+	case typ == wire.StreamSubscribe:
 		s.serveSubscribe(ctx, c, str, r)
-	case wire.StreamProbe:
+	case typ == wire.StreamProbe && v.ProbeStream:
 		// No transport statistics to report: FIN at once, as @moq/net does.
 		str.Close()
 		str.CancelRead(CodeCancel)
-	case wire.StreamGoaway:
+	case typ == wire.StreamGoaway && v.Goaway:
 		body, err := wire.ReadMessage(r, 0)
 		var m wire.Goaway
 		if err == nil {
@@ -411,11 +422,11 @@ func (s *Session) handleBidi(ctx context.Context, c conn, str bidiStream) {
 		s.log.Info("moq: peer sent GOAWAY", "uri_set", m.URI != "", "err", err)
 		str.Close()
 		str.CancelRead(CodeCancel)
-	case wire.StreamFetch:
-		s.serveFetch(ctx, str, r)
+	case typ == wire.StreamFetch && v.Fetch:
+		s.serveFetch(ctx, v, str, r)
 	default:
 		// Unknown streams: refused, never fatal.
-		s.log.Debug("moq: refusing bidi stream", "type", typ)
+		s.log.Debug("moq: refusing bidi stream", "type", typ, "version", v.Name)
 		resetStream(str, 10)
 	}
 }
@@ -463,6 +474,17 @@ func readMsg(r *bufio.Reader, m interface{ Decode([]byte) error }) error {
 	}
 	return protocolErr(err)
 }
+
+// versioned decodes a message laid out for a version, so that readMsg and
+// readRequest take per-version messages too.
+type versioned struct {
+	m interface {
+		DecodeFor([]byte, *wire.Version) error
+	}
+	v *wire.Version
+}
+
+func (x versioned) Decode(body []byte) error { return x.m.DecodeFor(body, x.v) }
 
 // resetStream abandons both directions of str with code.
 func resetStream(str bidiStream, code uint64) {

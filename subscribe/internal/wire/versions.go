@@ -243,3 +243,32 @@ func ParseVersions(list string) ([]*Version, error) {
 	}
 	return out, nil
 }
+
+// Lacks says, one phrase per missing capability, what a session on v loses
+// compared with the newest moq-lite version, for the log line that makes
+// the difference visible (never a silent one). Empty for lite-05.
+func (v *Version) Lacks() []string {
+	if v.Family != FamilyLite {
+		return nil
+	}
+	var out []string
+	if !v.SetupStream {
+		out = append(out, "no SETUP stream (a raw QUIC client sends no path and no token: the session is at the relay's root)")
+	}
+	if !v.TrackInfo {
+		out = append(out, "no TRACK_INFO (track timescale and publisher latency unknown)")
+	}
+	if !v.Fetch {
+		out = append(out, "no FETCH (audio before a live join's first video keyframe is not backfilled)")
+	}
+	if !v.FrameTimestamps {
+		out = append(out, "no frame timestamps (media timestamps come from the container only; catalog frames get 0)")
+	}
+	if !v.AnnounceOK && !v.AnnounceInit {
+		out = append(out, "no ANNOUNCE_OK (broadcasts that end during a reconnect are not reported ended)")
+	}
+	if !v.SubscribeRange {
+		out = append(out, "no subscribe ranges (SUBSCRIBE carries the priority only)")
+	}
+	return out
+}
