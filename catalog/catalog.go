@@ -64,11 +64,26 @@ func (h *Hex) UnmarshalJSON(b []byte) error {
 // MarshalJSON implements json.Marshaler.
 func (h Hex) MarshalJSON() ([]byte, error) { return json.Marshal(hex.EncodeToString(h)) }
 
+// ContainerKind names how the frames of a rendition are packaged in their
+// track: the input container.
+type ContainerKind string
+
+// The container kinds hang defines.
+const (
+	// ContainerLegacy: a varint microsecond timestamp, then the codec
+	// payload. The default when the catalog names none.
+	ContainerLegacy ContainerKind = "legacy"
+	// ContainerLOC: draft-ietf-moq-loc properties, then the codec payload.
+	ContainerLOC ContainerKind = "loc"
+	// ContainerCMAF: fMP4 fragments (moof+mdat) after an init segment.
+	ContainerCMAF ContainerKind = "cmaf"
+)
+
 // Container says how frames of a rendition are packaged.
 type Container struct {
-	// Kind is "legacy" (the default), "cmaf" or "loc". Other kinds are kept
-	// verbatim; such renditions cannot be exported.
-	Kind string `json:"kind"`
+	// Kind is ContainerLegacy (the default), ContainerCMAF or ContainerLOC.
+	// Other kinds are kept verbatim; such renditions cannot be exported.
+	Kind ContainerKind `json:"kind"`
 	// Init is the base64 ftyp+moov of a cmaf rendition.
 	Init string `json:"init,omitempty"`
 }
@@ -94,10 +109,11 @@ type Common struct {
 	Timeline  *Timeline `json:"timeline,omitempty"`
 }
 
-// ContainerKind returns the rendition's container kind, "legacy" when absent.
-func (c Common) ContainerKind() string {
+// ContainerKind returns the rendition's container kind, ContainerLegacy
+// when absent.
+func (c Common) ContainerKind() ContainerKind {
 	if c.Container == nil || c.Container.Kind == "" {
-		return "legacy"
+		return ContainerLegacy
 	}
 	return c.Container.Kind
 }

@@ -10,19 +10,19 @@ import (
 // msfTrack is the part of an MSF (draft-ietf-moq-msf-01, and draft-00)
 // track entry the conversion reads.
 type msfTrack struct {
-	Name          string   `json:"name"`
-	Packaging     string   `json:"packaging"`
-	Role          string   `json:"role"`
-	Codec         string   `json:"codec"`
-	Width         *uint32  `json:"width"`
-	Height        *uint32  `json:"height"`
-	Framerate     *float64 `json:"framerate"`
-	Samplerate    *uint32  `json:"samplerate"`
-	ChannelConfig string   `json:"channelConfig"`
-	Bitrate       *uint64  `json:"bitrate"`
-	InitData      string   `json:"initData"`
-	InitRef       string   `json:"initRef"`
-	Jitter        *float64 `json:"jitter"`
+	Name          string        `json:"name"`
+	Packaging     ContainerKind `json:"packaging"`
+	Role          string        `json:"role"`
+	Codec         string        `json:"codec"`
+	Width         *uint32       `json:"width"`
+	Height        *uint32       `json:"height"`
+	Framerate     *float64      `json:"framerate"`
+	Samplerate    *uint32       `json:"samplerate"`
+	ChannelConfig string        `json:"channelConfig"`
+	Bitrate       *uint64       `json:"bitrate"`
+	InitData      string        `json:"initData"`
+	InitRef       string        `json:"initRef"`
+	Jitter        *float64      `json:"jitter"`
 }
 
 // ParseMSF decodes an MSF catalog (draft-ietf-moq-msf-01, or draft-00) and
@@ -47,7 +47,7 @@ func ParseMSF(raw []byte) (*Catalog, error) {
 	c := &Catalog{}
 	for _, t := range m.Tracks {
 		switch t.Packaging {
-		case "legacy", "loc", "cmaf":
+		case ContainerLegacy, ContainerLOC, ContainerCMAF:
 		default:
 			continue
 		}
@@ -57,7 +57,7 @@ func ParseMSF(raw []byte) (*Catalog, error) {
 		}
 		cm := Common{Codec: t.Codec, Bitrate: t.Bitrate, Jitter: t.Jitter,
 			Container: &Container{Kind: t.Packaging}}
-		if t.Packaging == "cmaf" {
+		if t.Packaging == ContainerCMAF {
 			if init == "" {
 				return nil, &SyntaxError{Err: fmt.Errorf("msf: cmaf track %q without initData", t.Name)}
 			}

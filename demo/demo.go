@@ -65,7 +65,7 @@ func Catalog(names []string) (*catalog.Catalog, []*moqexport.Sample, error) {
 			return nil, nil, fmt.Errorf("demo: %w (have %v)", err, moqexport.SampleNames())
 		}
 		samples = append(samples, s)
-		common := catalog.Common{Codec: s.Codec, Description: s.Description, Container: &catalog.Container{Kind: "legacy"}}
+		common := catalog.Common{Codec: s.Codec, Description: s.Description, Container: &catalog.Container{Kind: catalog.ContainerLegacy}}
 		switch s.Kind {
 		case "video":
 			// B-frames: the encoder holds up to two frames back.

@@ -117,8 +117,8 @@ func BenchmarkExportActive(b *testing.B) {
 				round()
 			}
 			b.StopTimer()
-			if d.Frames != int64(n)*(int64(b.N)+1) {
-				b.Fatalf("%d frames written, want %d", d.Frames, int64(n)*(int64(b.N)+1))
+			if got := d.Stats().Frames; got != int64(n)*(int64(b.N)+1) {
+				b.Fatalf("%d frames written, want %d", got, int64(n)*(int64(b.N)+1))
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/frame")
 		})
@@ -146,7 +146,7 @@ func BenchmarkExportSparse(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			before := d.Frames
+			before := d.Stats().Frames
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
@@ -157,7 +157,7 @@ func BenchmarkExportSparse(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			if got := d.Frames - before; got < int64(b.N)-1 {
+			if got := d.Stats().Frames - before; got < int64(b.N)-1 {
 				b.Fatalf("%d frames written in %d rounds", got, b.N)
 			}
 		})

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,13 +31,14 @@ type Options struct {
 	// Late is the policy for frames that arrive after later ones left.
 	Late jitter.LatePolicy
 	// Video and Audio name the renditions to export. A nil list means every
-	// rendition of that kind the muxer can carry (up to MaxVideo/MaxAudio);
-	// an empty non-nil list means none. A named rendition the muxer cannot
-	// carry is an error.
+	// rendition of that kind the container carries (up to Caps' per-kind
+	// limit); an empty non-nil list means none. A named rendition the
+	// container cannot carry is an error. See Select.
 	Video, Audio []string
-	// MaxVideo and MaxAudio cap how many renditions of each kind are
-	// exported when they are not named; 0 means no cap. FLV uses 1 and 1.
-	MaxVideo, MaxAudio int
+	// Caps is what the muxer's container carries (flv.Caps, mkv.Caps,
+	// ...): renditions it refuses are skipped before AddTrack. The zero
+	// value leaves every decision to the muxer's AddTrack.
+	Caps mux.Caps
 	// MaxDuration stops the export after this much media time; 0 means no
 	// limit.
 	MaxDuration time.Duration
@@ -61,11 +61,14 @@ type Options struct {
 
 // Stats is a snapshot of an export's counters.
 type Stats struct {
-	Tracks          int           // tracks being exported now
-	Frames          int64         // frames written
-	Bytes           int64         // payload bytes written
-	Late            int64         // late frames (dropped or passed)
-	Dropped         int64         // frames dropped (late ones and their dependents)
+	Tracks int   // tracks being exported now
+	Frames int64 // frames written to the output (the muxer's mux.Stats)
+	Bytes  int64 // payload bytes of those frames (the muxer's mux.Stats)
+	Late   int64 // late frames (dropped or passed)
+	// Dropped counts frames that did not reach the output: late ones and
+	// their dependents that the jitter buffer dropped, and those the muxer
+	// dropped (mux.Stats.Dropped).
+	Dropped         int64
 	Skipped         int64         // groups abandoned for newer ones
 	Discontinuities int64         // discontinuities passed to the muxer
 	Segments        int           // outputs started (1 without segmenting)
@@ -134,8 +137,7 @@ type Export struct {
 
 	statsMu sync.Mutex
 	stats   Stats
-	frames  atomic.Int64
-	bytes   atomic.Int64
+	closed  mux.Stats // of the muxers of finished segments
 	media   atomic.Int64
 }
 
@@ -183,7 +185,7 @@ func (e *Export) Stats() Stats {
 	e.statsMu.Lock()
 	s := e.stats
 	e.statsMu.Unlock()
-	s.Frames, s.Bytes, s.MediaTime = e.frames.Load(), e.bytes.Load(), time.Duration(e.media.Load())*time.Microsecond
+	s.MediaTime = time.Duration(e.media.Load()) * time.Microsecond
 	return s
 }
 
@@ -297,12 +299,15 @@ func (e *Export) removeDrained() error {
 	return nil
 }
 
-// syncStats publishes the counters for Stats. It costs the same whatever
-// the number of tracks: the per-track counters are summed as tracks are read.
+// syncStats publishes the counters for Stats, sampling the muxer's. It
+// costs the same whatever the number of tracks: the per-track counters are
+// summed as tracks are read.
 func (e *Export) syncStats() {
 	js := e.jit.Stats()
+	ms := addStats(e.closed, e.m.Stats())
 	e.statsMu.Lock()
-	e.stats.Late, e.stats.Dropped = js.Late, js.Dropped
+	e.stats.Frames, e.stats.Bytes = ms.Frames, ms.Bytes
+	e.stats.Late, e.stats.Dropped = js.Late, js.Dropped+ms.Dropped
 	e.stats.Segments = e.segments
 	e.stats.Tracks, e.stats.Skipped = e.live, int64(e.skipped)
 	e.statsMu.Unlock()
@@ -444,31 +449,23 @@ func (e *Export) addRendition(r catalog.Rendition, counts map[mux.Kind]int) (*tr
 	if e.refused[r.Name] {
 		return nil, nil
 	}
-	want, limit := e.opts.Video, e.opts.MaxVideo
-	if r.Kind == catalog.KindAudio {
-		want, limit = e.opts.Audio, e.opts.MaxAudio
-	}
-	explicit := want != nil && slices.Contains(want, r.Name)
+	explicit := named(r, e.opts)
 	skip := func(msg string, args ...any) {
 		e.refused[r.Name] = true
 		e.log.Warn(msg, append([]any{"track", r.Name}, args...)...)
 	}
-	switch {
-	case want != nil && !explicit:
-		e.refused[r.Name] = true
-		return nil, nil
-	case want == nil && limit > 0 && counts[muxKind(r.Kind)] >= limit:
-		skip("rendition not exported: the container takes only one of each kind; pick another with --video/--audio", "kind", r.Kind)
+	if err := Select(r, e.opts, counts); err != nil {
+		switch {
+		case errors.Is(err, ErrNotSelected):
+			e.refused[r.Name] = true
+		case explicit:
+			return nil, fmt.Errorf("export: %w", err)
+		default:
+			skip("rendition not exported", "err", err)
+		}
 		return nil, nil
 	}
 	c := r.Common()
-	if kind := c.ContainerKind(); kind != "legacy" && kind != "loc" {
-		if explicit {
-			return nil, fmt.Errorf("export: rendition %q uses the %q container, which cannot be exported", r.Name, kind)
-		}
-		skip("rendition skipped: unsupported container", "container", kind)
-		return nil, nil
-	}
 	bc := e.bc
 	if c.Broadcast != nil && *c.Broadcast != "" {
 		if e.opts.Resolve == nil {
@@ -618,10 +615,7 @@ func (e *Export) write(it jitter.Item) error {
 			e.segStart = f.Timestamp
 		}
 	}
-	if it.Discontinuity {
-		if err := e.m.Discontinuity(f.TrackID); err != nil {
-			return fmt.Errorf("export: %w", err)
-		}
+	if f.Discontinuity {
 		e.statsMu.Lock()
 		e.stats.Discontinuities++
 		e.statsMu.Unlock()
@@ -629,8 +623,6 @@ func (e *Export) write(it jitter.Item) error {
 	if err := e.m.WriteFrame(f); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	e.frames.Add(1)
-	e.bytes.Add(int64(len(f.Payload)))
 	if d := f.Timestamp - e.firstTS; d > e.media.Load() {
 		e.media.Store(d)
 	}
@@ -649,6 +641,7 @@ func (e *Export) rotate() error {
 		return fmt.Errorf("export: opening segment %d: %w", e.segments+1, err)
 	}
 	e.segments++
+	e.closed = addStats(e.closed, e.m.Stats())
 	e.m = m
 	for _, ts := range e.byToken {
 		if ts.ended && !e.jit.Holds(ts.track.ID) {
@@ -731,9 +724,13 @@ func (e *Export) finish() error {
 	if e.catCons != nil {
 		e.catCons.Close()
 	}
-	e.syncStats()
 	if err := e.m.Close(); err != nil && werr == nil {
 		werr = fmt.Errorf("export: finalizing: %w", err)
 	}
+	e.syncStats()
 	return werr
+}
+
+func addStats(a, b mux.Stats) mux.Stats {
+	return mux.Stats{Frames: a.Frames + b.Frames, Bytes: a.Bytes + b.Bytes, Dropped: a.Dropped + b.Dropped}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -24,6 +25,8 @@ type recorder struct {
 	closed  bool
 	refuse  map[string]bool // codec families refused as unsupported
 	late    bool            // refuse tracks after the first frame
+	stats   mux.Stats
+	drop    int // frames to drop (and count as dropped) first
 }
 
 func newRecorder() *recorder {
@@ -45,11 +48,21 @@ func (r *recorder) WriteFrame(f mux.Frame) error {
 	if _, ok := r.tracks[f.TrackID]; !ok {
 		return mux.ErrUnknownTrack
 	}
+	if f.Discontinuity {
+		r.discs = append(r.discs, f.TrackID)
+	}
+	if r.drop > 0 {
+		r.drop--
+		r.stats.Dropped++
+		return nil
+	}
 	r.frames = append(r.frames, f)
+	r.stats.Frames++
+	r.stats.Bytes += int64(len(f.Payload))
 	return nil
 }
-func (r *recorder) Discontinuity(id int) error { r.discs = append(r.discs, id); return nil }
-func (r *recorder) Close() error               { r.closed = true; return nil }
+func (r *recorder) Stats() mux.Stats { return r.stats }
+func (r *recorder) Close() error     { r.closed = true; return nil }
 
 func (r *recorder) countByName() map[string]int {
 	out := map[string]int{}
@@ -114,6 +127,21 @@ func TestExportWritesEveryFrameInTimestampOrder(t *testing.T) {
 	}
 }
 
+func TestStatsAreTheMuxersAndCountItsDrops(t *testing.T) {
+	bc := publishDemo(t, 1, "h264", "aac")
+	rec := newRecorder()
+	rec.drop = 7
+	e := run(t, bc, rec, export.Options{})
+	st := e.Stats()
+	var bytes int64
+	for _, f := range rec.frames {
+		bytes += int64(len(f.Payload))
+	}
+	if st.Dropped != 7 || st.Frames != int64(len(rec.frames)) || st.Bytes != bytes || st.Frames == 0 {
+		t.Fatalf("stats %+v; the muxer wrote %d frames (%d bytes) and dropped 7", st, len(rec.frames), bytes)
+	}
+}
+
 func TestKeyframesStartEveryGroup(t *testing.T) {
 	bc := publishDemo(t, 1, "h264")
 	rec := newRecorder()
@@ -134,7 +162,8 @@ func TestRenditionSelection(t *testing.T) {
 		want   map[string]bool
 	}{
 		{"all", export.Options{}, nil, map[string]bool{"h264": true, "vp9": true, "aac": true, "opus": true}},
-		{"one of each kind", export.Options{MaxVideo: 1, MaxAudio: 1}, nil, map[string]bool{"h264": true, "aac": true}},
+		{"one of each kind", export.Options{Caps: mux.Caps{PerKind: map[mux.Kind]int{mux.Video: 1, mux.Audio: 1}}}, nil, map[string]bool{"h264": true, "aac": true}},
+		{"caps refuse before AddTrack", export.Options{Caps: mux.Caps{Supports: refuseFamilies("vp9", "opus")}}, nil, map[string]bool{"h264": true, "aac": true}},
 		{"named", export.Options{Video: []string{"vp9"}, Audio: []string{}}, nil, map[string]bool{"vp9": true}},
 		{"unsupported skipped", export.Options{}, []string{"vp9", "opus"}, map[string]bool{"h264": true, "aac": true}},
 	}
@@ -160,6 +189,16 @@ func TestRenditionSelection(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// refuseFamilies returns a Caps.Supports that refuses the codec families.
+func refuseFamilies(fams ...string) func(mux.Track) error {
+	return func(t mux.Track) error {
+		if slices.Contains(fams, mux.CodecFamily(t.Codec)) {
+			return &mux.UnsupportedCodecError{Container: "test", Codec: t.Codec}
+		}
+		return nil
 	}
 }
 

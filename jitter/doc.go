@@ -45,5 +45,5 @@
 // publisher rewind, reconnect). If the track's next frame would go back in
 // time, the track is shifted forward so it continues at the newest key seen
 // on any track; a forward gap is kept as it is. Either way the frame leaves
-// with Discontinuity set, and the engine tells the muxer.
+// with mux.Frame.Discontinuity set, which the muxer acts on.
 package jitter

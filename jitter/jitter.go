@@ -46,10 +46,9 @@ type Options struct {
 
 // Item is one step of the merged output.
 type Item struct {
+	// Frame is the frame; its Discontinuity is set when the track's
+	// timeline broke just before it (see PushDiscontinuity).
 	Frame mux.Frame
-	// Discontinuity is true when the track's timeline broke just before
-	// this frame: tell the muxer before writing it.
-	Discontinuity bool
 	// Late is true for a late frame passed on by LatePass.
 	Late bool
 }
@@ -66,7 +65,6 @@ type Stats struct {
 type entry struct {
 	frame mux.Frame
 	key   int64
-	disc  bool
 }
 
 type track struct {
@@ -191,9 +189,8 @@ func (b *Buffer) Push(f mux.Frame) error {
 	if !ok || t.ended {
 		return fmt.Errorf("jitter: frame for %w %d", mux.ErrUnknownTrack, f.TrackID)
 	}
-	disc := false
 	if t.disc {
-		t.disc, disc = false, true
+		t.disc, f.Discontinuity = false, true
 		if ts := f.Timestamp + t.offset; t.lastKey != minKey && ts < t.lastKey {
 			// The track went back in time: continue after everything seen.
 			anchor := max(b.maxKey, b.released, t.lastKey)
@@ -215,7 +212,7 @@ func (b *Buffer) Push(f mux.Frame) error {
 		b.stats.Late++
 		t.lastKey = key
 		if b.opts.Late == LatePass {
-			b.late = append(b.late, Item{Frame: f, Discontinuity: disc, Late: true})
+			b.late = append(b.late, Item{Frame: f, Late: true})
 			return nil
 		}
 		b.stats.Dropped++
@@ -226,7 +223,7 @@ func (b *Buffer) Push(f mux.Frame) error {
 	}
 
 	wasEmpty := t.buffered() == 0
-	t.queue = append(t.queue, entry{frame: f, key: key, disc: disc})
+	t.queue = append(t.queue, entry{frame: f, key: key})
 	t.lastKey = key
 	t.idle = false
 	b.maxKey = max(b.maxKey, key)
@@ -310,7 +307,7 @@ func (b *Buffer) release(t *track) Item {
 			b.waiting.push(t)
 		}
 	}
-	return Item{Frame: e.frame, Discontinuity: e.disc}
+	return Item{Frame: e.frame}
 }
 
 // Flush returns the next buffered item regardless of lagging tracks, or

@@ -207,7 +207,7 @@ func TestDiscontinuityShiftsBackwardJumpAndIsReported(t *testing.T) {
 	if len(got) != 8 {
 		t.Fatalf("released %d items, want 8", len(got))
 	}
-	if !got[6].Discontinuity || got[5].Discontinuity || got[7].Discontinuity {
+	if !got[6].Frame.Discontinuity || got[5].Frame.Discontinuity || got[7].Frame.Discontinuity {
 		t.Fatalf("discontinuity flags wrong: %+v", got)
 	}
 	if got[6].Frame.Timestamp != 100*ms || got[7].Frame.Timestamp != 120*ms {
@@ -216,7 +216,7 @@ func TestDiscontinuityShiftsBackwardJumpAndIsReported(t *testing.T) {
 	// A forward jump is kept.
 	b.PushDiscontinuity(1)
 	b.Push(frame(1, 5000, true))
-	if got := drain(b); len(got) != 1 || got[0].Frame.Timestamp != 5100*ms || !got[0].Discontinuity {
+	if got := drain(b); len(got) != 1 || got[0].Frame.Timestamp != 5100*ms || !got[0].Frame.Discontinuity {
 		t.Fatalf("forward jump released %+v, want 5100 ms with Discontinuity", got)
 	}
 }

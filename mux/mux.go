@@ -130,6 +130,10 @@ type Frame struct {
 	// otherwise (H.264/H.265); raw frames for every other codec (AAC without
 	// ADTS). The muxer must not keep Payload after WriteFrame returns.
 	Payload []byte
+	// Discontinuity is true when the track's timeline broke (gap,
+	// reconnect, publisher restart) just before this frame, also when the
+	// muxer then drops the frame.
+	Discontinuity bool
 }
 
 // Muxer writes one container stream. Calls come from one goroutine.
@@ -150,10 +154,8 @@ type Muxer interface {
 	// timestamp order across tracks, except for late frames that the jitter
 	// buffer passes on by policy.
 	WriteFrame(Frame) error
-	// Discontinuity says the media timeline of track id was broken (gap,
-	// reconnect, publisher restart) before the next frame of that track.
-	// id < 0 means every track.
-	Discontinuity(id int) error
+	// Stats returns the counters so far.
+	Stats() Stats
 	// Close flushes buffered data and finalizes the container; when the
 	// underlying writer is an io.WriteSeeker it also rewrites the header
 	// fields known only at the end (duration, size, index). Close does not
@@ -193,11 +195,18 @@ func (e *UnsupportedCodecError) Error() string {
 // Unwrap makes errors.Is(err, ErrUnsupportedCodec) true.
 func (e *UnsupportedCodecError) Unwrap() error { return ErrUnsupportedCodec }
 
+// Stats counts what a muxer did with the frames it was given, with the same
+// meaning in every muxer.
+type Stats struct {
+	Frames  int64 // frames written to the output
+	Bytes   int64 // their payload bytes as WriteFrame received them
+	Dropped int64 // frames given to WriteFrame but not written
+}
+
 // Discard is a Muxer that accepts everything and writes nothing. It is used
 // by benchmarks and by callers that only want statistics.
 type Discard struct {
-	Frames int64
-	Bytes  int64
+	stats Stats
 }
 
 // AddTrack implements Muxer.
@@ -208,13 +217,13 @@ func (d *Discard) RemoveTrack(int) error { return nil }
 
 // WriteFrame implements Muxer.
 func (d *Discard) WriteFrame(f Frame) error {
-	d.Frames++
-	d.Bytes += int64(len(f.Payload))
+	d.stats.Frames++
+	d.stats.Bytes += int64(len(f.Payload))
 	return nil
 }
 
-// Discontinuity implements Muxer.
-func (d *Discard) Discontinuity(int) error { return nil }
+// Stats implements Muxer: every frame counts as written.
+func (d *Discard) Stats() Stats { return d.stats }
 
 // Close implements Muxer.
 func (d *Discard) Close() error { return nil }

@@ -1,6 +1,7 @@
 package mux_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/moq-export/moq-export/mux"
@@ -17,5 +18,43 @@ func TestEveryCodecFamilyHasAKind(t *testing.T) {
 		if got := mux.CodecKind(mux.CodecFamily(codec)); got != want {
 			t.Errorf("CodecKind(CodecFamily(%q)) = %v, want %v", codec, got, want)
 		}
+	}
+}
+
+func TestCaps(t *testing.T) {
+	refuse := errors.New("no")
+	c := mux.Caps{Container: "x", Supports: func(t mux.Track) error {
+		if t.Codec == "vp8" {
+			return refuse
+		}
+		return nil
+	}, PerKind: map[mux.Kind]int{mux.Video: 2}}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"supported", c.Check(mux.Track{Codec: "avc1"}), nil},
+		{"refused", c.Check(mux.Track{Codec: "vp8"}), refuse},
+		{"zero caps take anything", mux.Caps{}.Check(mux.Track{Codec: "vp8"}), nil},
+		{"below the limit", c.CheckCount(mux.Video, 1), nil},
+		{"at the limit", c.CheckCount(mux.Video, 2), mux.ErrTrackLimit},
+		{"kind without a limit", c.CheckCount(mux.Audio, 100), nil},
+	} {
+		if tc.want == nil && tc.err != nil || tc.want != nil && !errors.Is(tc.err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, tc.err, tc.want)
+		}
+	}
+}
+
+func TestDiscardCounts(t *testing.T) {
+	var d mux.Discard
+	for _, n := range []int{3, 5} {
+		if err := d.WriteFrame(mux.Frame{Payload: make([]byte, n)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := d.Stats(); got != (mux.Stats{Frames: 2, Bytes: 8}) {
+		t.Fatalf("stats %+v", got)
 	}
 }

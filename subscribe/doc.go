@@ -43,7 +43,10 @@
 // Session.Announced lists broadcasts under a prefix, with live updates.
 // Session.Broadcast returns a model.Broadcast whose tracks are subscribed on
 // demand: the first Track(name) call sends TRACK, reads TRACK_INFO, sends
-// SUBSCRIBE and turns every group stream into a model group. Media frames
+// SUBSCRIBE and turns every group stream into a model group; a group stream
+// that lands before SUBSCRIBE_OK (they travel on different QUIC streams)
+// waits for it, at most Options.RequestTimeout, so that readers start at
+// the group SUBSCRIBE_OK names. Media frames
 // are decoded according to the rendition's container in the broadcast's
 // catalog (read automatically when needed): "legacy" and "loc" frames become
 // model frames with the codec payload and the timestamp in microseconds;

@@ -168,6 +168,16 @@ func (l *logBuffer) String() string {
 	return l.b.String()
 }
 
+// ok sends SUBSCRIBE_OK naming group first, as a publisher does before
+// its first group.
+func (sub scriptedSub) ok(t *testing.T, first uint64) {
+	t.Helper()
+	m := wire.SubscribeResponse{Type: wire.RespOK, Group: first}
+	if _, err := sub.str.Write(m.Append(nil)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func nextSub(t *testing.T, p *scriptedPublisher) scriptedSub {
 	t.Helper()
 	select {
@@ -189,6 +199,25 @@ func collect(t *testing.T, ctx context.Context, c *model.Consumer, want int) []m
 	return evs
 }
 
+// dialScripted dials p with opts (pin and legacy container filled in) and
+// subscribes to track "video" of broadcast "b"; the session is closed at
+// the end of the test.
+func dialScripted(t *testing.T, ctx context.Context, p *scriptedPublisher, opts Options) (*Session, *model.Track) {
+	t.Helper()
+	opts.TLSFingerprint = p.pin
+	opts.Container = func(string, string) string { return "legacy" }
+	s, err := Dial(ctx, p.url(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	tr, err := s.Broadcast("b").Track("video")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, tr
+}
+
 func TestGroupResetIsReportedAndLaterGroupsStillArrive(t *testing.T) {
 	checkGoroutines(t)
 	p := newScriptedPublisher(t)
@@ -206,6 +235,7 @@ func TestGroupResetIsReportedAndLaterGroupsStillArrive(t *testing.T) {
 		t.Fatal(err)
 	}
 	sub := nextSub(t, p)
+	sub.ok(t, 0)
 	g := sub.group(t, 0, 0, 33_000)
 	g.Close()
 	// A missing group is given up once a newer one is 50ms ahead.
@@ -285,6 +315,7 @@ func TestSessionDroppedMidGroupReconnectsAndMarksDiscontinuity(t *testing.T) {
 			}
 			c := tr.Subscribe(time.Hour)
 			sub := nextSub(t, p)
+			sub.ok(t, 0)
 			g := sub.group(t, 0, 0, 33_000)
 			g.Close()
 			before := collect(t, ctx, c, 2)
@@ -302,6 +333,7 @@ func TestSessionDroppedMidGroupReconnectsAndMarksDiscontinuity(t *testing.T) {
 			// The subscription resumes on a new connection; the publisher's
 			// timeline restarted.
 			sub2 := nextSub(t, p)
+			sub2.ok(t, 0)
 			if sub2.conn == sub.conn {
 				t.Fatal("resubscribed on the dead connection")
 			}
@@ -510,6 +542,7 @@ func TestLiveTrackRetriesRefusalsAfterEveryReconnect(t *testing.T) {
 	}
 	c := tr.Subscribe(time.Hour)
 	sub := nextSub(t, p)
+	sub.ok(t, 0)
 	sub.group(t, 0, 0).Close()
 	collect(t, ctx, c, 1)
 	for i := range 2 {
@@ -518,6 +551,7 @@ func TestLiveTrackRetriesRefusalsAfterEveryReconnect(t *testing.T) {
 		p.refuseTracks.Store(1)
 		sub.conn.CloseWithError(0, "publisher restarting")
 		sub = nextSub(t, p)
+		sub.ok(t, 0)
 		sub.group(t, 0, int64(i+1)).Close()
 		evs, err := readEvents(ctx, c, func(e []model.Event) bool {
 			return e[len(e)-1].Kind == model.EventFrame && e[len(e)-1].Frame.Timestamp == int64(i+1)
@@ -593,8 +627,7 @@ func TestGroupLeftOpenAfterSubscriptionEndIsStoppedAndTruncated(t *testing.T) {
 	}
 	c := tr.Subscribe(time.Hour)
 	sub := nextSub(t, p)
-	ok := wire.SubscribeResponse{Type: wire.RespOK, Group: 0}
-	sub.str.Write(ok.Append(nil))
+	sub.ok(t, 0)
 	g0 := sub.group(t, 0, 0, 33_000)
 	g0.Close()
 	g1 := sub.group(t, 1, 66_000) // never finished
@@ -627,4 +660,59 @@ func TestGroupLeftOpenAfterSubscriptionEndIsStoppedAndTruncated(t *testing.T) {
 		se, ok := errors.AsType[*quic.StreamError](err)
 		return ok && se.Remote && se.ErrorCode == CodeCancel
 	})
+}
+
+// TestGroupsLandingBeforeSubscribeOKAreReadFromTheStartGroup: group
+// streams travel apart from the subscribe stream, so groups 1 and 0 can be
+// read before SUBSCRIBE_OK. They wait for it, and the reader starts at the
+// group it names instead of at the first stream that landed (which lost
+// group 0 for good).
+func TestGroupsLandingBeforeSubscribeOKAreReadFromTheStartGroup(t *testing.T) {
+	checkGoroutines(t)
+	p := newScriptedPublisher(t)
+	logs := &logBuffer{}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, tr := dialScripted(t, ctx, p, Options{Logger: logs.logger()})
+	c := tr.Subscribe(time.Hour)
+	sub := nextSub(t, p)
+	sub.group(t, 1, 66_000).Close()
+	sub.group(t, 0, 0, 33_000).Close()
+	waitFor(t, "both groups to wait for SUBSCRIBE_OK", func() bool {
+		return strings.Count(logs.String(), "group landed before SUBSCRIBE_OK") == 2
+	})
+	sub.ok(t, 0)
+	evs := collect(t, ctx, c, 3)
+	for i, want := range []int64{0, 33_000, 66_000} {
+		if evs[i].Kind != model.EventFrame || evs[i].Frame.Timestamp != want {
+			t.Fatalf("event %d: %+v, want the frame at %d (all: %+v)", i, evs[i], want, evs)
+		}
+	}
+}
+
+// TestGroupsWithoutSubscribeOKAreReadAfterTheRequestTimeout: a peer that
+// never sends SUBSCRIBE_OK still gets its groups read, once the request
+// timeout passed, with a warning.
+func TestGroupsWithoutSubscribeOKAreReadAfterTheRequestTimeout(t *testing.T) {
+	checkGoroutines(t)
+	p := newScriptedPublisher(t)
+	logs := &logBuffer{}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, tr := dialScripted(t, ctx, p, Options{Logger: logs.logger(), RequestTimeout: 200 * time.Millisecond})
+	c := tr.Subscribe(time.Hour)
+	sub := nextSub(t, p)
+	sub.group(t, 0, 0, 33_000).Close()
+	if evs := collect(t, ctx, c, 2); evs[1].Frame.Timestamp != 33_000 {
+		t.Fatalf("%+v", evs)
+	}
+	if !strings.Contains(logs.String(), "no SUBSCRIBE_OK before the group streams") {
+		t.Fatal("no warning about the missing SUBSCRIBE_OK")
+	}
+	// Later groups do not wait again.
+	sub.group(t, 1, 66_000).Close()
+	collect(t, ctx, c, 1)
+	if n := strings.Count(logs.String(), "group landed before SUBSCRIBE_OK"); n != 1 {
+		t.Fatalf("%d groups waited for SUBSCRIBE_OK, want 1", n)
+	}
 }

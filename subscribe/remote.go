@@ -256,7 +256,7 @@ func (s *Session) learnCatalog(path string, c *catalog.Catalog) {
 			m = map[string]string{}
 			s.containers[bpath] = m
 		}
-		m[r.Name] = cm.ContainerKind()
+		m[r.Name] = string(cm.ContainerKind())
 	}
 }
 
@@ -419,9 +419,44 @@ type subscription struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
+	// started is closed once SUBSCRIBE_OK fixed the first group (or the
+	// subscription ended without it): group streams that land earlier
+	// wait for it before they become model groups, so that readers start
+	// at the group it names and not at whichever stream landed first.
+	started     chan struct{}
+	startedOnce sync.Once
+
 	mu      sync.Mutex
 	seen    map[uint64]bool // group sequences received
 	arrived chan struct{}   // signalled when a group arrives
+}
+
+// markStarted releases the group streams waiting for SUBSCRIBE_OK.
+func (sub *subscription) markStarted() {
+	sub.startedOnce.Do(func() { close(sub.started) })
+}
+
+// waitStarted holds a group stream that landed before SUBSCRIBE_OK until
+// the start group is known. A publisher sends SUBSCRIBE_OK no later than
+// its first group, but on another stream, so the group may be read first;
+// a peer that never sends it is waited for at most the request timeout.
+func (sub *subscription) waitStarted(seq uint64) {
+	select {
+	case <-sub.started:
+		return
+	default:
+	}
+	log := sub.rt.rb.s.log
+	log.Debug("moq: group landed before SUBSCRIBE_OK, waiting for it", "track", sub.rt.name, "group", seq)
+	t := time.NewTimer(sub.rt.rb.s.opts.RequestTimeout)
+	defer t.Stop()
+	select {
+	case <-sub.started:
+	case <-sub.ctx.Done():
+	case <-t.C:
+		log.Warn("moq: no SUBSCRIBE_OK before the group streams, reading them anyway", "track", sub.rt.name)
+		sub.markStarted()
+	}
 }
 
 // groupArrived records group seq.
@@ -525,12 +560,13 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
 	id := s.nextSubID
 	s.nextSubID++
 	sub := &subscription{id: id, rt: rt, timescale: info.Timescale,
-		seen: map[uint64]bool{}, arrived: make(chan struct{}, 1)}
+		seen: map[uint64]bool{}, arrived: make(chan struct{}, 1), started: make(chan struct{})}
 	sub.ctx, sub.cancel = context.WithCancelCause(ctx)
 	s.subs[id] = sub
 	s.mu.Unlock()
 	defer s.unregister(sub)
 	defer sub.cancel(nil)
+	defer sub.markStarted()
 	rt.mu.Lock()
 	rt.conn, rt.timescale = c, info.Timescale
 	rt.subGen++
@@ -584,6 +620,7 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
 			if err == io.EOF {
 				// The publisher accounted for every group: wait for the
 				// streams still on their way.
+				sub.markStarted()
 				sub.drain(ctx, first, end, haveFirst && haveEnd)
 				str.Close()
 				return nil
@@ -605,6 +642,7 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
 			// Groups travel on separate streams: the first one may land
 			// after the second. Readers start at the group named here.
 			rt.track.SetStart(resp.Group)
+			sub.markStarted()
 			s.log.Debug("moq: subscribed", "broadcast", rt.rb.path, "track", rt.name, "group", resp.Group)
 		case wire.RespAck:
 			// lite-01..04: accepted. The reference names no start group
@@ -702,6 +740,7 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 	}
 	defer sub.groups.Done()
 	sub.groupArrived(h.Sequence)
+	sub.waitStarted(h.Sequence)
 	rt := sub.rt
 	g, err := rt.track.CreateGroup(h.Sequence)
 	if err != nil {

@@ -59,14 +59,9 @@ func FormatFromPath(path string) (f Format, ok bool) {
 // Ext returns the usual file extension of the format, with the dot.
 func (f Format) Ext() string { return "." + string(f) }
 
-// Limits returns how many renditions of each kind the format takes when
-// none are named (0: no limit). FLV has one video and one audio slot.
-func (f Format) Limits() (video, audio int) {
-	if f == FLV {
-		return 1, 1
-	}
-	return 0, 0
-}
+// Caps returns what the format's container carries (which tracks, how many
+// of each kind); the zero Caps when the format is not built in.
+func (f Format) Caps() mux.Caps { return muxers[f].caps }
 
 // MuxOptions are what the command passes to every muxer.
 type MuxOptions struct {
@@ -76,11 +71,11 @@ type MuxOptions struct {
 
 // NewMuxer returns a muxer of format f writing to w.
 func (f Format) NewMuxer(w io.Writer, o MuxOptions) (mux.Muxer, error) {
-	ctor, ok := muxers[f]
+	m, ok := muxers[f]
 	if !ok {
 		return nil, fmt.Errorf("format %s is not built into this binary; use -f %s", f, availableFormats())
 	}
-	return ctor(w, o), nil
+	return m.new(w, o), nil
 }
 
 func availableFormats() string {

@@ -1,6 +1,10 @@
 package cli
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/moq-export/moq-export/mux"
+)
 
 func TestFormatFromPathFollowsTheExtension(t *testing.T) {
 	for _, tc := range []struct {
@@ -41,10 +45,18 @@ func TestEveryFormatHasAMuxer(t *testing.T) {
 }
 
 func TestFLVTakesOneRenditionOfEachKind(t *testing.T) {
-	if v, a := FLV.Limits(); v != 1 || a != 1 {
-		t.Errorf("FLV limits %d, %d", v, a)
+	if c := FLV.Caps(); c.PerKind[mux.Video] != 1 || c.PerKind[mux.Audio] != 1 {
+		t.Errorf("FLV limits %v", c.PerKind)
 	}
-	if v, a := MKV.Limits(); v != 0 || a != 0 {
-		t.Errorf("MKV limits %d, %d", v, a)
+	if c := MKV.Caps(); len(c.PerKind) != 0 {
+		t.Errorf("MKV limits %v", c.PerKind)
+	}
+}
+
+func TestEveryFormatStatesWhatItCarries(t *testing.T) {
+	for _, f := range Formats {
+		if c := f.Caps(); c.Supports == nil || c.Container != string(f) {
+			t.Errorf("%s: caps %+v", f, c)
+		}
 	}
 }

@@ -9,18 +9,25 @@ import (
 	"github.com/moq-export/moq-export/mux/ts"
 )
 
-// muxers builds the muxer of each format.
-var muxers = map[Format]func(io.Writer, MuxOptions) mux.Muxer{
-	FLV: func(w io.Writer, o MuxOptions) mux.Muxer {
+// muxer is what the command knows of one output format: what its container
+// carries, and how to build its muxer.
+type muxer struct {
+	caps mux.Caps
+	new  func(io.Writer, MuxOptions) mux.Muxer
+}
+
+// muxers holds the muxer of each format.
+var muxers = map[Format]muxer{
+	FLV: {flv.Caps, func(w io.Writer, o MuxOptions) mux.Muxer {
 		return flv.NewWriter(w, flv.Options{KeepTimestamps: o.KeepTimestamps, Logger: o.Logger})
-	},
-	MKV: func(w io.Writer, o MuxOptions) mux.Muxer {
+	}},
+	MKV: {mkv.Caps, func(w io.Writer, o MuxOptions) mux.Muxer {
 		return mkv.NewWriter(w, mkv.Options{DocType: "matroska", KeepTimestamps: o.KeepTimestamps, Logger: o.Logger})
-	},
-	WebM: func(w io.Writer, o MuxOptions) mux.Muxer {
+	}},
+	WebM: {mkv.WebMCaps, func(w io.Writer, o MuxOptions) mux.Muxer {
 		return mkv.NewWriter(w, mkv.Options{DocType: "webm", KeepTimestamps: o.KeepTimestamps, Logger: o.Logger})
-	},
-	TS: func(w io.Writer, o MuxOptions) mux.Muxer {
+	}},
+	TS: {ts.Caps, func(w io.Writer, o MuxOptions) mux.Muxer {
 		return ts.NewWriter(w, ts.Options{KeepTimestamps: o.KeepTimestamps, Logger: o.Logger})
-	},
+	}},
 }

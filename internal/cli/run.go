@@ -289,13 +289,10 @@ func (a *app) record(ctx context.Context, src Source, bc *model.Broadcast) error
 	if err := a.plan(name, cat); err != nil {
 		return err
 	}
-	vmax, amax := a.cfg.Format.Limits()
-	opts := export.Options{
-		Delay: a.cfg.Delay, Video: a.cfg.Video, Audio: a.cfg.Audio,
-		MaxVideo: vmax, MaxAudio: amax, MaxDuration: a.cfg.Duration,
-		Logger:  a.log.With("broadcast", name),
-		Resolve: func(ref string) (*model.Broadcast, error) { return src.Resolve(bc, ref) },
-	}
+	opts := a.exportOptions()
+	opts.MaxDuration = a.cfg.Duration
+	opts.Logger = a.log.With("broadcast", name)
+	opts.Resolve = func(ref string) (*model.Broadcast, error) { return src.Resolve(bc, ref) }
 	m, err := a.openOutput(name, 0)
 	if err != nil {
 		return err
@@ -342,13 +339,10 @@ func (a *app) plan(name string, cat *catalog.Catalog) error {
 	}
 	fits := 0
 	var codecs []string
+	opts := a.exportOptions()
 	for _, r := range rs {
 		codecs = append(codecs, r.Common().Codec)
-		if a.cfg.Video != nil && r.Kind == catalog.KindVideo && !slices.Contains(a.cfg.Video, r.Name) ||
-			a.cfg.Audio != nil && r.Kind == catalog.KindAudio && !slices.Contains(a.cfg.Audio, r.Name) {
-			continue
-		}
-		if carries(a.cfg.Format, r) == nil {
+		if export.Select(r, opts, nil) == nil {
 			fits++
 		}
 	}
@@ -390,15 +384,16 @@ func renditionNames(rs []catalog.Rendition, kind catalog.Kind) string {
 	return strings.Join(n, ", ")
 }
 
-// carries returns nil when format f can carry rendition r: it asks a
-// throwaway muxer of that format.
+// exportOptions returns the engine options that select renditions: the
+// ones named with --video/--audio that the output format carries.
+func (a *app) exportOptions() export.Options {
+	return export.Options{Delay: a.cfg.Delay, Video: a.cfg.Video, Audio: a.cfg.Audio, Caps: a.cfg.Format.Caps()}
+}
+
+// carries returns nil when format f can carry rendition r (export.Select
+// with no renditions named and no count).
 func carries(f Format, r catalog.Rendition) error {
-	m, err := f.NewMuxer(io.Discard, MuxOptions{})
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	return m.AddTrack(export.TrackFromRendition(r, 0))
+	return export.Select(r, export.Options{Caps: f.Caps()}, nil)
 }
 
 // countTracks counts the tracks its muxer accepted.

@@ -1,8 +1,11 @@
 package mediatest
 
 import (
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -122,6 +125,21 @@ func Interleave(ins ...Input) []mux.Frame {
 	}
 }
 
+// AfterDiscontinuity returns a copy of frames with mux.Frame.Discontinuity
+// set on the first frame of each track: every track's timeline broke just
+// before them (a publisher restart).
+func AfterDiscontinuity(frames []mux.Frame) []mux.Frame {
+	out := slices.Clone(frames)
+	seen := map[int]bool{}
+	for i := range out {
+		if !seen[out[i].TrackID] {
+			seen[out[i].TrackID] = true
+			out[i].Discontinuity = true
+		}
+	}
+	return out
+}
+
 // Write adds tracks to w and writes frames in order, failing t at the
 // first error. It does not close w.
 func Write(t testing.TB, w mux.Muxer, tracks []mux.Track, frames []mux.Frame) {
@@ -195,5 +213,97 @@ func BenchMux(b *testing.B, w mux.Muxer, period int64, ins ...Input) {
 	b.StopTimer()
 	if err := w.Close(); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// SupportCases are tracks a container may or may not carry: every sample,
+// the Annex B forms, an unknown codec, a broken configuration record and a
+// codec on a track of the wrong kind.
+func SupportCases() []mux.Track {
+	var out []mux.Track
+	for i, name := range []string{"h264", "h265", "av1", "vp8", "vp9", "aac", "opus", "flac", "mp3", "ac3", "h264" + AnnexBSuffix, "h265" + AnnexBSuffix} {
+		tr := TrackOf(LoadSample(name), i+1)
+		tr.Name = name
+		out = append(out, tr)
+	}
+	bad := TrackOf(LoadSample("h264"), len(out)+1)
+	bad.Name, bad.Description = "h264-bad-avcC", []byte{1, 2}
+	wrong := TrackOf(LoadSample("aac"), len(out)+2)
+	wrong.Name, wrong.Kind = "aac-as-video", mux.Video
+	return append(out,
+		mux.Track{ID: len(out) + 3, Name: "theora", Kind: mux.Video, Codec: "theora"},
+		bad, wrong)
+}
+
+// CheckSupports checks that caps.Supports and the AddTrack of a fresh muxer
+// from newMuxer agree on every SupportCases track (both accept, or both
+// refuse, with ErrUnsupportedCodec in both errors or in neither), and that
+// the tracks accepted are the ones named in want.
+func CheckSupports(t testing.TB, caps mux.Caps, newMuxer func() mux.Muxer, want ...string) {
+	t.Helper()
+	if caps.Supports == nil {
+		t.Fatal("caps without Supports")
+	}
+	var ok []string
+	for _, tr := range SupportCases() {
+		serr := caps.Check(tr)
+		m := newMuxer()
+		aerr := m.AddTrack(tr)
+		_ = m.Close()
+		if (serr == nil) != (aerr == nil) || errors.Is(serr, mux.ErrUnsupportedCodec) != errors.Is(aerr, mux.ErrUnsupportedCodec) {
+			t.Errorf("%s (%s): Supports says %v, AddTrack says %v", tr.Name, tr.Codec, serr, aerr)
+		}
+		if serr == nil {
+			ok = append(ok, tr.Name)
+		}
+	}
+	slices.Sort(ok)
+	slices.Sort(want)
+	if !slices.Equal(ok, want) {
+		t.Errorf("%s carries %v, want %v", caps.Container, ok, want)
+	}
+}
+
+// CheckStats checks a muxer's mux.Stats against ffprobe: it muxes h264 and
+// aac into a file named name (its extension says the container), once
+// whole and once joining the video mid-GOP, and checks that Frames is the
+// number of packets ffprobe counts, that every frame given is written or
+// counted as dropped, that Bytes is the payload bytes given when nothing
+// was dropped, and that the whole input is written without drops.
+func CheckStats(t *testing.T, name string, newMuxer func(io.Writer) mux.Muxer) {
+	t.Helper()
+	v, a := SampleInput("h264", 1), SampleInput("aac", 2)
+	midGOP := v
+	midGOP.Frames = v.Frames[1:]
+	for _, tc := range []struct {
+		name  string
+		video Input
+	}{{"whole", v}, {"mid-GOP", midGOP}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, path := CreateFile(t, name)
+			m := newMuxer(f)
+			frames := Interleave(tc.video, a)
+			Write(t, m, Tracks(tc.video, a), frames)
+			if err := m.Close(); err != nil {
+				t.Fatal(err)
+			}
+			st := m.Stats()
+			var given int64
+			for _, fr := range frames {
+				given += int64(len(fr.Payload))
+			}
+			if n := len(Probe(t, path).Packets); st.Frames != int64(n) {
+				t.Errorf("Stats.Frames = %d, ffprobe counts %d packets", st.Frames, n)
+			}
+			if st.Frames+st.Dropped != int64(len(frames)) {
+				t.Errorf("Stats %+v: %d frames given", st, len(frames))
+			}
+			if tc.name == "whole" && (st.Dropped != 0 || st.Bytes != given) {
+				t.Errorf("Stats %+v, want nothing dropped and %d payload bytes", st, given)
+			}
+			if st.Dropped == 0 && st.Bytes != given || st.Dropped > 0 && (st.Bytes >= given || st.Bytes == 0) {
+				t.Errorf("Stats %+v: Bytes does not match the %d payload bytes given", st, given)
+			}
+		})
 	}
 }

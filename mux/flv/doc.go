@@ -37,8 +37,8 @@
 // when needed); the composition offset PTS-DTS is signed. AV1 and VP9 carry
 // no composition time: their decode order is their presentation order.
 //
-// Discontinuity keeps the timeline continuous. At the track's next frame
-// its decode-time estimate restarts, video waits for a keyframe and the
+// A frame marked mux.Frame.Discontinuity keeps the timeline continuous. At
+// the track's next written frame its decode-time estimate restarts, video waits for a keyframe and the
 // sequence header is sent again (the publisher may have restarted with new
 // settings). If that frame would go back in time, a global offset moves
 // every track forward so that the track resumes one frame duration after
@@ -47,10 +47,10 @@
 //
 // # Tracks
 //
-// FLV holds one video and one audio track. The first track of each kind
-// that AddTrack accepts is used; later ones get an error wrapping
-// ErrTrackLimit, which the engine logs as a warning, and their frames are
-// ignored. After the header, a new track is accepted only to replace a
+// FLV holds one video and one audio track (Caps.PerKind; Supports says
+// which tracks it carries at all). The first track of each kind that
+// AddTrack accepts is used; later ones get an error wrapping ErrTrackLimit,
+// which the engine logs as a warning, and their frames are ignored. After the header, a new track is accepted only to replace a
 // removed one of the same kind and codec family; others get
 // mux.ErrLateTrack.
 //

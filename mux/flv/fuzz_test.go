@@ -69,6 +69,7 @@ func FuzzWriter(f *testing.F) {
 			return b
 		}
 		ts := int64(0)
+		disc := map[int]bool{}
 		for len(data) > 0 {
 			op := next()
 			id := 1 + int(op>>4)%len(set)
@@ -84,9 +85,10 @@ func FuzzWriter(f *testing.F) {
 				n = min(n, len(data))
 				payload := data[:n]
 				data = data[n:]
-				_ = w.WriteFrame(mux.Frame{TrackID: id, Timestamp: ts, Keyframe: flags&1 != 0, Payload: payload})
+				_ = w.WriteFrame(mux.Frame{TrackID: id, Timestamp: ts, Keyframe: flags&1 != 0, Payload: payload, Discontinuity: disc[id]})
+				disc[id] = false
 			case 5:
-				_ = w.Discontinuity(id - int(op>>7)*(id+1)) // sometimes -1
+				disc[id] = true // the track's next frame follows a break
 			case 6:
 				_ = w.RemoveTrack(id)
 			case 7:

@@ -1,7 +1,6 @@
 package flv
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,9 +21,38 @@ type Options struct {
 }
 
 // ErrTrackLimit is wrapped by AddTrack when FLV's single video and single
-// audio slot is already taken. The track is not added; the engine can log
-// the error as a warning and go on without it.
-var ErrTrackLimit = errors.New("flv carries one video and one audio track")
+// audio slot is already taken (Caps.PerKind). The track is not added; the
+// engine can log the error as a warning and go on without it. It is
+// mux.ErrTrackLimit.
+var ErrTrackLimit = mux.ErrTrackLimit
+
+// Caps is what FLV carries: the tracks Supports accepts, one video and one
+// audio at a time.
+var Caps = mux.Caps{Container: "flv", Supports: Supports, PerKind: map[mux.Kind]int{mux.Video: 1, mux.Audio: 1}}
+
+// Supports returns nil when FLV can carry t: its codec is one of those the
+// package doc lists, its kind matches the codec, and its codec
+// configuration record (if any) is usable. Otherwise the error wraps
+// mux.ErrUnsupportedCodec (a *mux.UnsupportedCodecError suggesting another
+// container) or says what is wrong with the track. AddTrack applies the
+// same check.
+func Supports(t mux.Track) error {
+	_, err := checkedTrack(t)
+	return err
+}
+
+// checkedTrack returns the writer's state for t, or why FLV cannot carry t.
+func checkedTrack(t mux.Track) (*track, error) {
+	fam, info, err := lookupCodec(t)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := newTrack(t, fam, info)
+	if err != nil {
+		return nil, fmt.Errorf("flv: track %d (%s): %w", t.ID, t.Name, err)
+	}
+	return tr, nil
+}
 
 // Writer writes one FLV stream. It implements mux.Muxer. Calls must come
 // from one goroutine.
@@ -59,6 +87,7 @@ type Writer struct {
 		ok bool
 	}
 	wrapWarned bool
+	stats      mux.Stats
 }
 
 // NewWriter returns a Writer that writes FLV to w. Nothing is written
@@ -88,6 +117,9 @@ func NewWriter(w io.Writer, opts Options) *Writer {
 
 var _ mux.Muxer = (*Writer)(nil)
 
+// Stats implements mux.Muxer.
+func (w *Writer) Stats() mux.Stats { return w.stats }
+
 // AddTrack binds t to FLV's video or audio slot. The first track of each
 // kind wins; a later one gets an error wrapping ErrTrackLimit. Codecs FLV
 // cannot carry get a *mux.UnsupportedCodecError. After the header is
@@ -110,7 +142,7 @@ func (w *Writer) AddTrack(t mux.Track) error {
 }
 
 func (w *Writer) addTrack(t mux.Track) error {
-	fam, info, err := lookupCodec(t)
+	tr, err := checkedTrack(t)
 	if err != nil {
 		return err
 	}
@@ -120,21 +152,17 @@ func (w *Writer) addTrack(t mux.Track) error {
 	}
 	if cur := *slot; cur != nil {
 		return fmt.Errorf("flv: track %d (%s, %s) not added, keeping track %d (%s): %w",
-			t.ID, t.Name, t.Codec, cur.ID, cur.Name, ErrTrackLimit)
+			t.ID, t.Name, t.Codec, cur.ID, cur.Name, Caps.CheckCount(t.Kind, 1))
 	}
 	if w.started {
 		declared := (t.Kind == mux.Video && w.flags&flagVideo != 0) || (t.Kind == mux.Audio && w.flags&flagAudio != 0)
 		if !declared {
 			return fmt.Errorf("flv: %v track %d (%s): %w", t.Kind, t.ID, t.Name, mux.ErrLateTrack)
 		}
-		if prev := w.lastFamily(t.Kind); prev != "" && prev != fam {
+		if prev := w.lastFamily(t.Kind); prev != "" && prev != tr.fam {
 			return fmt.Errorf("flv: track %d (%s) would change %v codec from %s to %s mid-file: %w",
-				t.ID, t.Name, t.Kind, prev, fam, mux.ErrLateTrack)
+				t.ID, t.Name, t.Kind, prev, tr.fam, mux.ErrLateTrack)
 		}
-	}
-	tr, err := newTrack(t, fam, info)
-	if err != nil {
-		return fmt.Errorf("flv: track %d (%s): %w", t.ID, t.Name, err)
 	}
 	*slot = tr
 	w.tracks[t.ID] = tr
@@ -176,33 +204,6 @@ func (w *Writer) RemoveTrack(id int) error {
 	return nil
 }
 
-// Discontinuity marks that track id (every track when id < 0) broke its
-// timeline before its next frame. At that frame the track's decode-time
-// estimate restarts, video waits for a keyframe, the sequence header is
-// sent again, and if the frame would go back in time the whole output is
-// shifted forward so that it continues one frame after the track's last
-// frame (see the package doc).
-func (w *Writer) Discontinuity(id int) error {
-	if w.closed {
-		return mux.ErrClosed
-	}
-	if id < 0 {
-		for _, t := range w.tracks {
-			t.disc = true
-		}
-		return nil
-	}
-	t, ok := w.tracks[id]
-	if !ok {
-		if w.ignored[id] {
-			return nil
-		}
-		return fmt.Errorf("flv: discontinuity on track %d: %w", id, mux.ErrUnknownTrack)
-	}
-	t.disc = true
-	return nil
-}
-
 // WriteFrame writes one frame as an FLV tag, preceded by the file header on
 // the first call and by a sequence header when the track's configuration is
 // new. Frames that cannot be decoded yet (before the first keyframe, or
@@ -222,8 +223,12 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 		}
 		return fmt.Errorf("flv: frame for track %d: %w", f.TrackID, mux.ErrUnknownTrack)
 	}
+	if f.Discontinuity {
+		t.disc = true // applied at the track's next written frame
+	}
 	if len(f.Payload) == 0 {
 		w.log.Debug("flv: empty frame skipped", "track", t.ID, "ts", f.Timestamp)
+		w.stats.Dropped++
 		return nil
 	}
 	if !w.started {
@@ -239,14 +244,17 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 	payload, dts, err := t.prepare(&f, pts)
 	if err != nil {
 		w.log.Warn("flv: frame dropped", "track", t.ID, "ts", f.Timestamp, "err", err)
+		w.stats.Dropped++
 		return nil
 	}
 	if payload == nil {
 		w.log.Debug("flv: frame held back: no keyframe or parameter sets yet", "track", t.ID, "ts", f.Timestamp)
+		w.stats.Dropped++
 		return nil
 	}
 	if len(payload)+16 > maxTagBody {
 		w.log.Warn("flv: frame too large for an FLV tag, dropped", "track", t.ID, "bytes", len(payload))
+		w.stats.Dropped++
 		return nil
 	}
 	ptsMs, dtsMs := floorMs(pts), floorMs(dts)
@@ -276,6 +284,8 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 	if err := w.writeFrameTag(t, dtsMs, ptsMs-dtsMs, f.Keyframe, payload); err != nil {
 		return err
 	}
+	w.stats.Frames++
+	w.stats.Bytes += int64(len(f.Payload))
 	last.ms, last.ok = dtsMs, true
 	if end := ptsMs + floorMs(t.dur); end > w.endMs {
 		w.endMs = end
@@ -283,7 +293,11 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 	return nil
 }
 
-// applyDiscontinuity restarts t at a broken timeline (see Discontinuity).
+// applyDiscontinuity restarts t at a broken timeline (mux.Frame.Discontinuity):
+// the track's decode-time estimate restarts, video waits for a keyframe, the
+// sequence header is sent again, and if the frame would go back in time the
+// whole output is shifted forward so that it continues one frame after the
+// track's last frame (see the package doc).
 func (w *Writer) applyDiscontinuity(t *track, ts int64) {
 	t.disc = false
 	if t.hasPTS {

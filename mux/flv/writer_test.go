@@ -214,7 +214,7 @@ func TestMisuseGetsSentinelErrors(t *testing.T) {
 	if err := w.WriteFrame(mux.Frame{TrackID: 9, Payload: []byte{1}}); !errors.Is(err, mux.ErrUnknownTrack) {
 		t.Errorf("unknown track: %v", err)
 	}
-	if err := w.Discontinuity(9); !errors.Is(err, mux.ErrUnknownTrack) {
+	if err := w.WriteFrame(mux.Frame{TrackID: 9, Payload: []byte{1}, Discontinuity: true}); !errors.Is(err, mux.ErrUnknownTrack) {
 		t.Errorf("discontinuity on unknown track: %v", err)
 	}
 	if err := w.RemoveTrack(9); !errors.Is(err, mux.ErrUnknownTrack) {
@@ -354,10 +354,7 @@ func TestDiscontinuityKeepsTheTimelineContinuous(t *testing.T) {
 	f, path := mediatest.CreateFile(t, "disc.flv")
 	w := NewWriter(f, Options{})
 	mediatest.Write(t, w, []mux.Track{mediatest.TrackOf(v, 1), mediatest.TrackOf(a, 2)}, first)
-	if err := w.Discontinuity(-1); err != nil {
-		t.Fatal(err)
-	}
-	mediatest.Write(t, w, nil, second)
+	mediatest.Write(t, w, nil, mediatest.AfterDiscontinuity(second))
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}

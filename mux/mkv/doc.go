@@ -33,7 +33,7 @@
 // A new Cluster starts at every video keyframe (except that audio before
 // the first one shares the first Cluster), after Options.MaxClusterDuration,
 // whenever the signed 16-bit block offset would overflow, and at the first
-// block after a Discontinuity. No BlockDuration is written and the
+// block of a frame marked mux.Frame.Discontinuity. No BlockDuration is written and the
 // frame-duration estimate used for Duration never spans a gap.
 //
 // # DocType
@@ -50,7 +50,7 @@
 // keyframe (Annex B H.264/H.265: SPS/PPS(/VPS) for the avcC/hvcC; AV1
 // without av1C: the sequence header; VP8/VP9 without a size: the frame
 // header) holds the header back: meanwhile that track's frames before such
-// a keyframe are dropped and counted in Stats.Dropped (they cannot be
+// a keyframe are dropped and counted in mux.Stats.Dropped (they cannot be
 // decoded anyway), and the other tracks' frames are buffered. After
 // Options.HeaderWait of buffered media the header is written without the
 // tracks still waiting, which are logged and dropped from then on.

@@ -57,7 +57,7 @@ func Example() {
 	if err := w.Close(); err != nil {
 		log.Fatal(err)
 	}
-	st := w.Stats()
+	st := w.Counters()
 	fmt.Println("seekable:", w.Seekable())
 	fmt.Println("frames:", st.Frames, "clusters:", st.Clusters, "cues:", st.Cues)
 	// Output:

@@ -44,14 +44,13 @@ type Options struct {
 	WritingApp string
 }
 
-// Stats counts what a Writer did so far.
-type Stats struct {
-	// Frames and Bytes count the SimpleBlocks written and their payloads.
-	Frames, Bytes int64
-	// Dropped counts frames not written: frames of a track before the
-	// keyframe that carries its configuration, frames of tracks given up
-	// on, and empty payloads.
-	Dropped int64
+// Counters details what a Writer did so far. Its mux.Stats is what
+// Writer.Stats returns: Frames counts the SimpleBlocks written, Bytes their
+// payloads as WriteFrame received them, Dropped the frames not written:
+// frames of a track before the keyframe that carries its configuration,
+// frames of tracks given up on, and empty payloads.
+type Counters struct {
+	mux.Stats
 	// Clamped counts frames whose timestamp lay before the start of the
 	// file and were written at 0.
 	Clamped int64
@@ -100,7 +99,7 @@ type Writer struct {
 	endMs           int64 // end of the last frame, ms, for Duration
 
 	buf   []byte
-	stats Stats
+	stats Counters
 }
 
 type track struct {
@@ -132,7 +131,8 @@ type pendingFrame struct {
 	ts      int64
 	key     bool
 	payload []byte
-	disc    bool // a discontinuity marker for t (all tracks when t == nil)
+	disc    bool // a discontinuity marker for t
+	in      int  // payload bytes as WriteFrame received them
 }
 
 var _ mux.Muxer = (*Writer)(nil)
@@ -169,14 +169,54 @@ func NewWriter(w io.Writer, opts Options) *Writer {
 // seek).
 func (w *Writer) Seekable() bool { return w.ws != nil }
 
-// Stats returns counters of what was written so far.
-func (w *Writer) Stats() Stats { return w.stats }
+// Stats implements mux.Muxer.
+func (w *Writer) Stats() mux.Stats { return w.stats.Stats }
 
-func (w *Writer) container() string {
-	if w.docTypeOption() == "webm" {
-		return "webm"
+// Counters returns the detailed counters so far.
+func (w *Writer) Counters() Counters { return w.stats }
+
+// Caps is what Matroska carries: the tracks Supports accepts, any number
+// of each kind.
+var Caps = mux.Caps{Container: "mkv", Supports: Supports}
+
+// WebMCaps is what WebM carries: the tracks SupportsWebM accepts.
+var WebMCaps = mux.Caps{Container: "webm", Supports: SupportsWebM}
+
+// Supports returns nil when Matroska can carry t (every codec package mux
+// names except none, with a usable configuration), else why not: an
+// unknown codec gets a *mux.UnsupportedCodecError. AddTrack of a Writer
+// with DocType "matroska" or "" applies the same check.
+func Supports(t mux.Track) error {
+	_, err := checkedTrack(t, "matroska")
+	return err
+}
+
+// SupportsWebM is Supports for WebM: only VP8, VP9, AV1, Opus (and Vorbis)
+// tracks; the error for others suggests mkv.
+func SupportsWebM(t mux.Track) error {
+	_, err := checkedTrack(t, "webm")
+	return err
+}
+
+// checkedTrack returns the writer's state for t in a file of docType
+// ("", "webm" or "matroska"), or why that file cannot carry t.
+func checkedTrack(mt mux.Track, docType string) (*track, error) {
+	fam := mux.CodecFamily(mt.Codec)
+	if _, ok := codecIDs[fam]; !ok {
+		container := "mkv"
+		if docType == "webm" {
+			container = "webm"
+		}
+		return nil, fmt.Errorf("mkv: track %d: %w", mt.ID, &mux.UnsupportedCodecError{Container: container, Codec: mt.Codec})
 	}
-	return "mkv"
+	if docType == "webm" && !webmFamilies[fam] {
+		return nil, fmt.Errorf("mkv: track %d: %w", mt.ID, &mux.UnsupportedCodecError{Container: "webm", Codec: mt.Codec, Suggest: "mkv"})
+	}
+	t := &track{Track: mt, family: fam}
+	if err := t.configure(); err != nil {
+		return nil, fmt.Errorf("mkv: %w", err)
+	}
+	return t, nil
 }
 
 func (w *Writer) docTypeOption() string {
@@ -205,19 +245,12 @@ func (w *Writer) AddTrack(mt mux.Track) error {
 	default:
 		return fmt.Errorf("mkv: unknown DocType %q (want \"\", \"webm\" or \"matroska\")", w.opts.DocType)
 	}
-	fam := mux.CodecFamily(mt.Codec)
-	if _, ok := codecIDs[fam]; !ok {
-		return fmt.Errorf("mkv: track %d: %w", mt.ID, &mux.UnsupportedCodecError{Container: w.container(), Codec: mt.Codec})
-	}
-	if w.docTypeOption() == "webm" && !webmFamilies[fam] {
-		return fmt.Errorf("mkv: track %d: %w", mt.ID, &mux.UnsupportedCodecError{Container: "webm", Codec: mt.Codec, Suggest: "mkv"})
+	t, err := checkedTrack(mt, w.docTypeOption())
+	if err != nil {
+		return err
 	}
 	if w.started {
 		return fmt.Errorf("mkv: track %d (%s %s): %w", mt.ID, mt.Kind, mt.Codec, mux.ErrLateTrack)
-	}
-	t := &track{Track: mt, family: fam}
-	if err := t.configure(); err != nil {
-		return fmt.Errorf("mkv: %w", err)
 	}
 	w.tracks = append(w.tracks, t)
 	w.byID[mt.ID] = t
@@ -246,34 +279,21 @@ func (w *Writer) RemoveTrack(id int) error {
 	return nil
 }
 
-// Discontinuity makes the next block start a new Cluster and keeps the gap
-// out of the frame-duration estimate of the track (id < 0: all tracks).
-func (w *Writer) Discontinuity(id int) error {
-	if w.closed {
-		return mux.ErrClosed
-	}
-	var t *track
-	if id >= 0 {
-		var ok bool
-		if t, ok = w.byID[id]; !ok || t.removed {
-			return fmt.Errorf("mkv: discontinuity on track %d: %w", id, mux.ErrUnknownTrack)
-		}
-	}
+// markDiscontinuity applies mux.Frame.Discontinuity of a frame of t: the
+// next block starts a new Cluster and the gap stays out of the track's
+// frame-duration estimate. Before the header the mark waits in pending,
+// in order with the frames.
+func (w *Writer) markDiscontinuity(t *track) {
 	if !w.started {
 		w.addPending(pendingFrame{t: t, disc: true})
-		return nil
+		return
 	}
 	w.discontinuity(t)
-	return nil
 }
 
 func (w *Writer) discontinuity(t *track) {
 	w.breakCluster = true
-	for _, u := range w.tracks {
-		if t == nil || u == t {
-			u.nrecent = 0
-		}
-	}
+	t.nrecent = 0
 }
 
 // WriteFrame writes one frame as a SimpleBlock. Frames of a track that waits
@@ -290,6 +310,9 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 	t, ok := w.byID[f.TrackID]
 	if !ok || t.removed {
 		return fmt.Errorf("mkv: frame for track %d: %w", f.TrackID, mux.ErrUnknownTrack)
+	}
+	if f.Discontinuity {
+		w.markDiscontinuity(t)
 	}
 	if t.disabled || len(f.Payload) == 0 {
 		w.stats.Dropped++
@@ -310,7 +333,7 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 		}
 	}
 	if w.started {
-		return w.writeBlock(t, f.Timestamp, f.Keyframe, payload)
+		return w.writeBlock(t, f.Timestamp, f.Keyframe, payload, len(f.Payload))
 	}
 	if !t.ready {
 		if !t.configureFromFrame(payload, f.Keyframe) {
@@ -319,7 +342,7 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 		}
 		t.ready = true
 	}
-	w.addPending(pendingFrame{t: t, ts: f.Timestamp, key: f.Keyframe, payload: slices.Clone(payload)})
+	w.addPending(pendingFrame{t: t, ts: f.Timestamp, key: f.Keyframe, payload: slices.Clone(payload), in: len(f.Payload)})
 	return w.maybeStart()
 }
 
@@ -405,7 +428,7 @@ func (w *Writer) start() error {
 			w.discontinuity(p.t)
 			continue
 		}
-		if err := w.writeBlock(p.t, p.ts, p.key, p.payload); err != nil {
+		if err := w.writeBlock(p.t, p.ts, p.key, p.payload, p.in); err != nil {
 			return err
 		}
 	}
@@ -548,7 +571,7 @@ func (w *Writer) msOf(ts int64) (int64, bool) {
 	return clampMs((d + 500) / 1000), true
 }
 
-func (w *Writer) writeBlock(t *track, ts int64, key bool, payload []byte) error {
+func (w *Writer) writeBlock(t *track, ts int64, key bool, payload []byte, in int) error {
 	ms, ok := w.msOf(ts)
 	if !ok {
 		w.stats.Clamped++
@@ -591,7 +614,7 @@ func (w *Writer) writeBlock(t *track, ts int64, key bool, payload []byte) error 
 		return err
 	}
 	w.stats.Frames++
-	w.stats.Bytes += int64(len(payload))
+	w.stats.Bytes += int64(in)
 
 	t.noteTimestamp(ts)
 	w.endMs = max(w.endMs, ms+(min(t.minDelta, 1<<40)+500)/1000)

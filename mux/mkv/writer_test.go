@@ -247,8 +247,8 @@ func TestLiveFormHasUnknownSizesAndNoCues(t *testing.T) {
 	if seg < 0 || !bytes.Equal(b[seg+4:seg+12], []byte{1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}) {
 		t.Errorf("segment size is not unknown")
 	}
-	if n := bytes.Count(b, []byte{0x1f, 0x43, 0xb6, 0x75, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}); n != w.Stats().Clusters || n == 0 {
-		t.Errorf("%d unknown-size clusters, stats say %d", n, w.Stats().Clusters)
+	if n := bytes.Count(b, []byte{0x1f, 0x43, 0xb6, 0x75, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}); n != w.Counters().Clusters || n == 0 {
+		t.Errorf("%d unknown-size clusters, stats say %d", n, w.Counters().Clusters)
 	}
 	if bytes.Contains(b, []byte{0x1c, 0x53, 0xbb, 0x6b}) {
 		t.Error("live form contains Cues")
@@ -342,13 +342,8 @@ func TestDiscontinuityStartsNewClusterWithoutStretchingDuration(t *testing.T) {
 			f, path := mediatest.CreateFile(t, "gap.mkv")
 			w := NewWriter(f, Options{MaxClusterDuration: 30 * time.Second})
 			mediatest.Feed(t, w, a)
-			if disc {
-				if err := w.Discontinuity(-1); err != nil {
-					t.Fatal(err)
-				}
-			}
-			for _, fr := range a.Frames {
-				if err := w.WriteFrame(mux.Frame{TrackID: 1, Timestamp: resume + fr.Timestamp, Keyframe: true, Payload: fr.Payload}); err != nil {
+			for i, fr := range a.Frames {
+				if err := w.WriteFrame(mux.Frame{TrackID: 1, Timestamp: resume + fr.Timestamp, Keyframe: true, Payload: fr.Payload, Discontinuity: disc && i == 0}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -587,7 +582,7 @@ func TestMisuseGetsSentinelErrors(t *testing.T) {
 	if err := w.WriteFrame(mux.Frame{TrackID: 9, Payload: []byte{1}}); !errors.Is(err, mux.ErrUnknownTrack) {
 		t.Errorf("unknown track: %v", err)
 	}
-	if err := w.Discontinuity(9); !errors.Is(err, mux.ErrUnknownTrack) {
+	if err := w.WriteFrame(mux.Frame{TrackID: 9, Payload: []byte{1}, Discontinuity: true}); !errors.Is(err, mux.ErrUnknownTrack) {
 		t.Errorf("discontinuity on unknown track: %v", err)
 	}
 	if err := w.WriteFrame(fr); err != nil {

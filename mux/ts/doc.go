@@ -23,13 +23,13 @@
 //     every 30 ms and never more than 40 ms apart, with PCR-only packets
 //     filling gaps in the media;
 //     random_access_indicator on keyframes; discontinuity_indicator after
-//     Discontinuity.
+//     a frame marked mux.Frame.Discontinuity.
 //   - The timeline: 90 kHz PTS, and DTS for reordered video; by default
 //     the earliest frame is presented at zero plus the first keyframe's
 //     PTS-DTS reserve, with Options.KeepTimestamps the source timestamps
 //     are kept. Values wrap at 33 bits.
 //   - The start: nothing is written until every video track has a
-//     keyframe; audio before that is dropped and counted in Stats. A video
+//     keyframe; audio before that is dropped and counted in Counters. A video
 //     track that joins later, or that had a discontinuity, waits for its
 //     next keyframe alone.
 //

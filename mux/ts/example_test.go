@@ -29,8 +29,8 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	st := w.Stats()
-	fmt.Println(st.Frames, "frames,", out.Len()%188 == 0, st.Bytes == int64(out.Len()))
+	st := w.Counters()
+	fmt.Println(st.Frames, "frames,", out.Len()%188 == 0, st.Packets*188 == int64(out.Len()))
 	// Output: 189 frames, true true
 }
 

@@ -50,7 +50,7 @@ func TestAnnexBKeyframeBeforeParameterSetsIsDropped(t *testing.T) {
 	in.Frames[0].Payload = h26x.AppendAnnexB(nil, slices)
 	out, w := muxAll(t, ts.Options{}, in)
 	// The whole first GOP waits: 30 frames.
-	if st := w.Stats(); st.DroppedVideo != 30 || st.Frames != int64(len(in.Frames)-30) {
+	if st := w.Counters(); st.DroppedVideo != 30 || st.Frames != int64(len(in.Frames)-30) {
 		t.Errorf("Stats = %+v, want the first GOP (30 frames) dropped", st)
 	}
 	in.Frames = in.Frames[30:]

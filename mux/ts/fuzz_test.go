@@ -67,6 +67,7 @@ func FuzzWriter(f *testing.F) {
 			}
 		}
 		var now int64
+		disc := map[int]bool{}
 		for len(data) >= 2 {
 			op, arg := data[0]%4, data[1]
 			data = data[2:]
@@ -80,14 +81,13 @@ func FuzzWriter(f *testing.F) {
 				n := min(int(binary.BigEndian.Uint16(data[2:])), len(data)-4)
 				p := data[4 : 4+n]
 				data = data[4+n:]
-				err := w.WriteFrame(mux.Frame{TrackID: id, Timestamp: now, Keyframe: arg&1 == 1, Payload: p})
+				err := w.WriteFrame(mux.Frame{TrackID: id, Timestamp: now, Keyframe: arg&1 == 1, Payload: p, Discontinuity: disc[id]})
+				disc[id] = false
 				if err != nil && !errors.Is(err, mux.ErrUnknownTrack) {
 					t.Fatalf("WriteFrame: undocumented error %v", err)
 				}
-			case 1:
-				if err := w.Discontinuity(int(int8(arg)) % 8); err != nil && !errors.Is(err, mux.ErrUnknownTrack) {
-					t.Fatalf("Discontinuity: %v", err)
-				}
+			case 1: // the track's next frame follows a break
+				disc[id] = true
 			case 2:
 				if err := w.RemoveTrack(id); err != nil && !errors.Is(err, mux.ErrUnknownTrack) {
 					t.Fatalf("RemoveTrack: %v", err)

@@ -31,7 +31,7 @@ const (
 
 // ErrBadFrame is wrapped by the error logged for a payload that cannot be
 // parsed (truncated NAL units, oversized AAC frames, empty payloads).
-// WriteFrame skips such a frame, counts it in Stats.Rejected and returns nil,
+// WriteFrame skips such a frame, counts it in Counters.Rejected and returns nil,
 // as the FLV and MKV muxers do: the output stays valid and the recording
 // goes on.
 var ErrBadFrame = errors.New("malformed frame")
@@ -45,13 +45,13 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Stats counts what a Writer did with the frames it was given.
-type Stats struct {
-	// Frames is the number of frames written, per codec access unit.
-	Frames int64
-	// Bytes is the number of bytes written to the output.
-	Bytes int64
-	// Packets is the number of 188-byte TS packets written.
+// Counters details what a Writer did with the frames it was given; its
+// mux.Stats (Frames and Bytes per codec access unit, Dropped the sum of the
+// Dropped* counters and Rejected) is what Writer.Stats returns.
+type Counters struct {
+	mux.Stats
+	// Packets is the number of 188-byte TS packets written: the output is
+	// Packets*188 bytes.
 	Packets int64
 	// DroppedAudio counts audio frames dropped because a video track had
 	// not yet delivered its first keyframe.
@@ -112,7 +112,7 @@ type Writer struct {
 	pes pesPacket // reused description of the PES being written
 	buf []byte    // payload scratch for the unit being written
 
-	stats Stats
+	stats Counters
 }
 
 // track is the writer's state for one elementary stream.
@@ -149,6 +149,7 @@ type unit struct {
 	pts, dts int64
 	key      bool
 	data     []byte
+	in       int // payload bytes of the frame as WriteFrame received it
 }
 
 // NewWriter returns a Writer that writes MPEG-TS to w.
@@ -177,8 +178,55 @@ func NewWriter(w io.Writer, opts Options) *Writer {
 
 var _ mux.Muxer = (*Writer)(nil)
 
-// Stats returns the counters so far.
-func (w *Writer) Stats() Stats { return w.stats }
+// Stats implements mux.Muxer.
+func (w *Writer) Stats() mux.Stats {
+	s := w.stats.Stats
+	s.Dropped = w.stats.DroppedAudio + w.stats.DroppedVideo + w.stats.DroppedLate + w.stats.Rejected
+	return s
+}
+
+// Counters returns the detailed counters so far.
+func (w *Writer) Counters() Counters {
+	c := w.stats
+	c.Stats = w.Stats()
+	return c
+}
+
+// Caps is what MPEG-TS carries: the tracks Supports accepts, any number of
+// each kind.
+var Caps = mux.Caps{Container: "ts", Supports: Supports}
+
+// Supports returns nil when MPEG-TS can carry t (H.264, H.265, AAC, Opus,
+// MP3, MP2, AC-3, E-AC-3 with a usable configuration), else why not: codecs
+// it cannot carry get a *mux.UnsupportedCodecError suggesting mkv.
+// AddTrack applies the same check.
+func Supports(t mux.Track) error {
+	_, err := checkedTrack(t)
+	return err
+}
+
+// checkedTrack returns the writer's state for t (without a PID), or why
+// MPEG-TS cannot carry t.
+func checkedTrack(mt mux.Track) (*track, error) {
+	family := mux.CodecFamily(mt.Codec)
+	es, err := configureES(mt, family)
+	if err != nil {
+		return nil, err
+	}
+	if k := mux.CodecKind(family); k != mt.Kind {
+		return nil, fmt.Errorf("ts: track %d: codec %q is %v but the track says %v", mt.ID, mt.Codec, k, mt.Kind)
+	}
+	t := &track{Track: mt, family: family, es: es, cc: 15}
+	t.video = es.streamID == streamIDVideo
+	if t.video {
+		v, err := newVideoState(mt, family)
+		if err != nil {
+			return nil, err
+		}
+		t.v = v
+	}
+	return t, nil
+}
 
 // AddTrack adds an elementary stream. Before the first frame it becomes part
 // of the initial PMT; later it is announced with a new PMT version. Codecs
@@ -191,23 +239,15 @@ func (w *Writer) AddTrack(mt mux.Track) error {
 	if _, ok := w.tracks[mt.ID]; ok {
 		return fmt.Errorf("ts: track %d added twice", mt.ID)
 	}
-	family := mux.CodecFamily(mt.Codec)
-	es, err := configureES(mt, family)
+	t, err := checkedTrack(mt)
 	if err != nil {
 		return err
 	}
 	if w.nextPID >= pmtPID {
 		return fmt.Errorf("ts: track %d: out of PIDs", mt.ID)
 	}
-	t := &track{Track: mt, family: family, es: es, pid: w.nextPID, cc: 15}
-	t.video = es.streamID == streamIDVideo
-	if t.video {
-		v, err := newVideoState(mt, family)
-		if err != nil {
-			return err
-		}
-		t.v = v
-	}
+	t.pid = w.nextPID
+	es := t.es
 	if err := w.ts.AddElementaryStream(astits.PMTElementaryStream{
 		ElementaryPID:               t.pid,
 		StreamType:                  es.streamType,
@@ -271,37 +311,20 @@ func (w *Writer) RemoveTrack(id int) error {
 	return nil
 }
 
-// Discontinuity marks a break in the timeline of track id (all tracks when
-// id < 0): the next packet of the track carries discontinuity_indicator, a
-// video track waits for its next keyframe, and when the track carries the
-// PCR the next PCR starts a new time base.
-func (w *Writer) Discontinuity(id int) error {
-	if w.closed {
-		return mux.ErrClosed
+// discontinuity marks a break in the timeline of t (mux.Frame.Discontinuity):
+// the next packet of the track carries discontinuity_indicator, a video
+// track waits for its next keyframe, and when the track carries the PCR the
+// next PCR starts a new time base.
+func (w *Writer) discontinuity(t *track) {
+	t.disc = true
+	t.hasDTS = false
+	if t.video {
+		t.gotKey = false
+		t.v.reset()
 	}
-	mark := func(t *track) {
-		t.disc = true
-		t.hasDTS = false
-		if t.video {
-			t.gotKey = false
-			t.v.reset()
-		}
-		if t == w.pcr {
-			w.pcrDisc = true
-		}
+	if t == w.pcr {
+		w.pcrDisc = true
 	}
-	if id < 0 {
-		for _, t := range w.order {
-			mark(t)
-		}
-		return nil
-	}
-	t, ok := w.tracks[id]
-	if !ok {
-		return fmt.Errorf("ts: discontinuity on track %d: %w", id, mux.ErrUnknownTrack)
-	}
-	mark(t)
-	return nil
 }
 
 // WriteFrame writes one frame. Nothing is written until every video track
@@ -317,6 +340,9 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 	t, ok := w.tracks[f.TrackID]
 	if !ok {
 		return fmt.Errorf("ts: frame for track %d: %w", f.TrackID, mux.ErrUnknownTrack)
+	}
+	if f.Discontinuity {
+		w.discontinuity(t)
 	}
 	if t.video && !t.gotKey && !f.Keyframe {
 		// Still read it: parameter sets sent on their own before the
@@ -403,7 +429,7 @@ func (w *Writer) prepare(t *track, f mux.Frame) (unit, error) {
 		return unit{}, fmt.Errorf("empty payload: %w", ErrBadFrame)
 	}
 	pts := ticksFromMicros(f.Timestamp)
-	u := unit{t: t, pts: pts, dts: pts, key: true}
+	u := unit{t: t, pts: pts, dts: pts, key: true, in: len(f.Payload)}
 	var err error
 	buf := w.buf[:0]
 	switch {
@@ -566,6 +592,7 @@ func (w *Writer) writeUnit(u unit) error {
 	}
 	w.out = appendPES(w.out, p, &t.cc)
 	w.stats.Frames++
+	w.stats.Bytes += int64(u.in)
 	return nil
 }
 
@@ -680,7 +707,6 @@ func (w *Writer) flush() error {
 		return nil
 	}
 	n, err := w.dst.Write(b)
-	w.stats.Bytes += int64(n)
 	w.stats.Packets += int64(n / packetSize)
 	if err != nil {
 		return w.fail(err)

@@ -142,13 +142,16 @@ func TestEachCodecMuxesToAStreamFFmpegDecodes(t *testing.T) {
 			}
 			out, w := muxAll(t, ts.Options{}, ins...)
 			checkOutput(t, out, ins...)
-			st := w.Stats()
+			st := w.Counters()
 			total := 0
 			for _, in := range ins {
 				total += len(in.Frames)
 			}
-			if st.Frames != int64(total) || st.Bytes != int64(len(out)) || st.DroppedAudio+st.DroppedVideo+st.DroppedLate != 0 {
-				t.Errorf("Stats = %+v, want %d frames, %d bytes, nothing dropped", st, total, len(out))
+			if st.Frames != int64(total) || st.Packets*188 != int64(len(out)) || st.DroppedAudio+st.DroppedVideo+st.DroppedLate != 0 || st.Dropped != 0 {
+				t.Errorf("Counters = %+v, want %d frames, %d bytes out, nothing dropped", st, total, len(out))
+			}
+			if st.Bytes != payloadBytes(ins...) || st.Bytes == 0 {
+				t.Errorf("Stats.Bytes = %d, want the %d payload bytes given", st.Bytes, payloadBytes(ins...))
 			}
 		})
 	}
@@ -234,7 +237,7 @@ func TestAudioBeforeTheFirstVideoKeyframeIsDroppedAndCounted(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	st := w.Stats()
+	st := w.Counters()
 	if st.DroppedAudio != int64(droppedAudio) || st.DroppedVideo != int64(droppedVideo) || droppedAudio == 0 || droppedVideo == 0 {
 		t.Errorf("Stats = %+v, want %d audio and %d video frames dropped", st, droppedAudio, droppedVideo)
 	}
@@ -399,7 +402,7 @@ func TestVideoTracksWaitForEachOthersFirstKeyframe(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if st := w.Stats(); st.DroppedAudio != int64(len(a.Frames)-len(audioKept.Frames)) || st.DroppedVideo != 0 {
+	if st := w.Counters(); st.DroppedAudio != int64(len(a.Frames)-len(audioKept.Frames)) || st.DroppedVideo != 0 {
 		t.Errorf("Stats = %+v, want %d audio frames dropped and no video", st, len(a.Frames)-len(audioKept.Frames))
 	}
 	checkOutput(t, buf.Bytes(), h264, h265, audioKept)
@@ -449,14 +452,12 @@ func TestDiscontinuityMarksPacketsAndWaitsForAKeyframe(t *testing.T) {
 			w, buf := startWriter(t, ts.Options{KeepTimestamps: keep}, v, a)
 			// Break at 1.5 s (mid-GOP): video must wait for the 2 s keyframe.
 			const breakAt = 1_500_000
-			broken := false
+			broken := map[int]bool{}
 			var written = map[int]int{}
 			for _, f := range mediatest.Interleave(v, a) {
-				if f.Timestamp >= breakAt && !broken {
-					if err := w.Discontinuity(-1); err != nil {
-						t.Fatal(err)
-					}
-					broken = true
+				if f.Timestamp >= breakAt && !broken[f.TrackID] {
+					f.Discontinuity = true
+					broken[f.TrackID] = true
 				}
 				if err := w.WriteFrame(f); err != nil {
 					t.Fatal(err)
@@ -466,7 +467,7 @@ func TestDiscontinuityMarksPacketsAndWaitsForAKeyframe(t *testing.T) {
 			if err := w.Close(); err != nil {
 				t.Fatal(err)
 			}
-			st := w.Stats()
+			st := w.Counters()
 			if st.DroppedVideo == 0 {
 				t.Errorf("Stats = %+v, want video frames dropped until the next keyframe", st)
 			}
@@ -505,7 +506,7 @@ func TestUnknownTrackFramesFail(t *testing.T) {
 	if err := w.WriteFrame(mux.Frame{TrackID: 7, Payload: []byte{1}}); !errors.Is(err, mux.ErrUnknownTrack) {
 		t.Errorf("WriteFrame = %v, want ErrUnknownTrack", err)
 	}
-	if err := w.Discontinuity(7); !errors.Is(err, mux.ErrUnknownTrack) {
+	if err := w.WriteFrame(mux.Frame{TrackID: 7, Payload: []byte{1}, Discontinuity: true}); !errors.Is(err, mux.ErrUnknownTrack) {
 		t.Errorf("Discontinuity = %v, want ErrUnknownTrack", err)
 	}
 	if err := w.RemoveTrack(7); !errors.Is(err, mux.ErrUnknownTrack) {
@@ -613,7 +614,7 @@ func TestMalformedFramesAreSkippedAndTheStreamGoesOn(t *testing.T) {
 			if err := w.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if got := w.Stats().Rejected; got != 1 {
+			if got := w.Counters().Rejected; got != 1 {
 				t.Errorf("Stats.Rejected = %d, want 1", got)
 			}
 			p := mediatest.Probe(t, writeFile(t, buf.Bytes()))
@@ -628,4 +629,15 @@ func TestMalformedFramesAreSkippedAndTheStreamGoesOn(t *testing.T) {
 			}
 		})
 	}
+}
+
+// payloadBytes sums the payload bytes of the inputs' frames.
+func payloadBytes(ins ...mediatest.Input) int64 {
+	var n int64
+	for _, in := range ins {
+		for _, f := range in.Frames {
+			n += int64(len(f.Payload))
+		}
+	}
+	return n
 }

@@ -10,17 +10,19 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/moq-export/moq-export/catalog"
+
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
 // ErrMalformed means a payload that does not parse.
 var ErrMalformed = errors.New("container: malformed payload")
 
-// Kinds of container.
+// Kinds of container, as the catalog names them (catalog.ContainerKind).
 const (
-	Legacy = "legacy"
-	LOC    = "loc"
-	CMAF   = "cmaf"
+	Legacy = string(catalog.ContainerLegacy)
+	LOC    = string(catalog.ContainerLOC)
+	CMAF   = string(catalog.ContainerCMAF)
 )
 
 // LOC property ids.
