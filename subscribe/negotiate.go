@@ -72,7 +72,7 @@ func liteVersions(vs []*wire.Version) []*wire.Version {
 func selectALPN(proto string, vs []*wire.Version) (v *wire.Version, legacy bool, err error) {
 	if proto == "" || proto == wire.ALPNLegacy {
 		if len(wire.LegacyCodes(vs)) == 0 {
-			return nil, false, fmt.Errorf("%w: the peer wants the legacy SETUP exchange (%q), which none of %s uses", ErrVersion, orNone(proto), wire.Names(vs))
+			return nil, false, fmt.Errorf("%w: the peer chose none of %s (it answered %s, which means the legacy SETUP exchange)", ErrVersion, wire.Names(vs), orNone(proto))
 		}
 		return nil, true, nil
 	}
@@ -86,7 +86,7 @@ func orNone(proto string) string {
 	if proto == "" {
 		return "no protocol"
 	}
-	return proto
+	return fmt.Sprintf("%q", proto)
 }
 
 // legacySetupTimeout bounds the legacy SETUP exchange.
@@ -283,11 +283,8 @@ func (s *Session) logNegotiated(c conn) {
 // Version returns the protocol version of the current connection
 // ("moq-lite-05"), or "" while there is none.
 func (s *Session) Version() string {
-	s.mu.Lock()
-	c := s.cur
-	s.mu.Unlock()
-	if c == nil {
-		return ""
+	if v := s.version.Load(); v != nil {
+		return v.Name
 	}
-	return connVersion(c).Name
+	return ""
 }

@@ -149,17 +149,22 @@ func (s *Session) serveSubscribe(ctx context.Context, c conn, str bidiStream, r 
 	defer rwg.Wait()
 
 	p := &pubTrack{s: s, c: c, v: v, ctx: ctx, str: str, sub: req, raw: isCatalogTrack(req.Track)}
+	cons := p.begin(t)
+	defer cons.Close()
 	if v.SubscribeOK {
-		// lite-01..04 acknowledge at once, with the reference's values:
-		// the subscriber's priority, no range.
+		// lite-01..04 acknowledge at once, as the reference does: the
+		// subscriber's priority, and (unlike the reference, which sends
+		// none) the start group when it is already known, which the
+		// layout has room for and our subscriber uses.
 		ack := wire.SubscribeResponse{Type: wire.RespAck, Ack: wire.SubscribeParams{Priority: req.Priority}}
+		if p.hasFirst {
+			ack.Ack.Start = wire.Some(p.first)
+		}
 		if _, err := str.Write(ack.AppendFor(nil, v)); err != nil {
 			resetStream(str, CodeCancel)
 			return
 		}
 	}
-	cons := p.begin(t)
-	defer cons.Close()
 	// Counted once the start group is fixed and the consumer attached:
 	// every group appended from now on reaches the subscriber.
 	key := servingKey{normPath(req.Broadcast), req.Track}

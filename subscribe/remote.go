@@ -652,6 +652,7 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
 				first, haveFirst = resp.Ack.Start.Seq, true
 				rt.track.SetStart(first)
 			}
+			sub.markStarted()
 			s.log.Debug("moq: subscribed", "broadcast", rt.rb.path, "track", rt.name, "version", v.Name)
 		case wire.RespEnd:
 			end, haveEnd = resp.Group, true

@@ -55,6 +55,9 @@ type Session struct {
 	serving       atomic.Int64
 	servingTracks map[servingKey]int
 
+	// version is the version of the latest connection (Version).
+	version atomic.Pointer[wire.Version]
+
 	peerSetup chan struct{} // closed when the first peer SETUP arrived
 	setupOnce sync.Once
 }
@@ -142,6 +145,7 @@ type setupPathConn struct {
 
 // start runs the session on its first connection.
 func (s *Session) start(c conn) {
+	s.version.Store(connVersion(c))
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -168,7 +172,8 @@ func (s *Session) run(c conn) {
 			return
 		}
 		s.reconnects.Add(1)
-		s.log.Info("moq: reconnected")
+		s.version.Store(connVersion(c))
+		s.log.Info("moq: reconnected", "version", connVersion(c).Name)
 	}
 }
 
@@ -334,8 +339,12 @@ func (s *Session) sendSetup(ctx context.Context, c conn) {
 }
 
 // serveStreams accepts streams with accept until it fails, handles each on
-// its own goroutine and returns once every handler has.
-func serveStreams[S any](ctx context.Context, accept func(context.Context) (S, error), handle func(S)) {
+// its own goroutine and returns once every handler has. When ctx (the
+// connection's) ends, every stream's reads end too: webtransport-go holds
+// a read on a stream the peer reset with "session gone" until our side of
+// the session is closed, which may never be signalled to a stream
+// accepted at that moment; a deadline always wakes it.
+func serveStreams[S interface{ SetReadDeadline(time.Time) error }](ctx context.Context, accept func(context.Context) (S, error), handle func(S)) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
@@ -343,7 +352,11 @@ func serveStreams[S any](ctx context.Context, accept func(context.Context) (S, e
 		if err != nil {
 			return
 		}
-		wg.Go(func() { handle(str) })
+		wg.Go(func() {
+			stop := context.AfterFunc(ctx, func() { str.SetReadDeadline(time.Now()) })
+			defer stop()
+			handle(str)
+		})
 	}
 }
 

@@ -23,6 +23,8 @@ type Source interface {
 	Resolve(b *model.Broadcast, ref string) (*model.Broadcast, error)
 	// Reconnects counts the connections lost and made again.
 	Reconnects() int64
+	// Version is the protocol version negotiated ("moq-lite-05").
+	Version() string
 	// Close ends the source.
 	Close() error
 }
@@ -87,6 +89,9 @@ func (s *localSource) Resolve(b *model.Broadcast, ref string) (*model.Broadcast,
 }
 
 func (s *localSource) Reconnects() int64 { return 0 }
+
+// Version is "": an in-process source speaks no protocol.
+func (s *localSource) Version() string { return "" }
 func (s *localSource) Close() error {
 	s.once.Do(func() { close(s.done) })
 	return nil

@@ -264,6 +264,9 @@ func (v *Version) Lacks() []string {
 	if !v.FrameTimestamps {
 		out = append(out, "no frame timestamps (media timestamps come from the container only; catalog frames get 0)")
 	}
+	if v.SubscribeOK {
+		out = append(out, "no SUBSCRIBE_START (the first group is not named: when the first two groups arrive out of order, a recording may begin one group later)")
+	}
 	if !v.AnnounceOK && !v.AnnounceInit {
 		out = append(out, "no ANNOUNCE_OK (broadcasts that end during a reconnect are not reported ended)")
 	}

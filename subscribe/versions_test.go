@@ -1,0 +1,255 @@
+package subscribe
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quic-go/quic-go"
+
+	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/subscribe/internal/wire"
+)
+
+// startVersionServer starts a server that speaks only versions.
+func startVersionServer(t *testing.T, versions ...string) (*Server, string) {
+	t.Helper()
+	cert, pin, err := SelfSignedCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := Listen("127.0.0.1:0", ServerOptions{Certificates: []tls.Certificate{cert}, Logger: testLogger(t),
+		FingerprintHTTP: true, Versions: versions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, pin
+}
+
+// TestEveryVersionInBothRoles: a server pinned to one version, a client
+// offering them all. Both sessions say which version they speak, and the
+// sample media goes through in both directions with every frame intact
+// (bytes, timestamp, group), over raw QUIC and WebTransport.
+func TestEveryVersionInBothRoles(t *testing.T) {
+	for _, v := range wire.Versions {
+		for _, scheme := range []string{"moql", "https"} {
+			t.Run(v.Name+"/"+scheme, func(t *testing.T) {
+				checkGoroutines(t)
+				srv, pin := startVersionServer(t, v.Name)
+				defer srv.Close()
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				url := fmt.Sprintf("%s://%s/room", scheme, srv.Addr())
+				client, peer := dialAndAccept(t, ctx, srv, url, Options{TLSFingerprint: pin, Role: RoleBoth, Logger: testLogger(t)})
+				defer client.Close()
+				if client.Version() != v.Name || peer.Version() != v.Name {
+					t.Fatalf("client speaks %q, server %q; want %s", client.Version(), peer.Version(), v.Name)
+				}
+				// The root reaches the server where the version can carry it.
+				wantPath := "room"
+				if scheme == "moql" && !v.SetupStream && !v.LegacySetup {
+					wantPath = ""
+				}
+				if peer.Path() != wantPath {
+					t.Errorf("server session path %q, want %q", peer.Path(), wantPath)
+				}
+				recordAcross(t, ctx, peer, client, "down.hang")
+				recordAcross(t, ctx, client, peer, "up.hang")
+			})
+		}
+	}
+}
+
+// recordAcross publishes the sample media on pub and records it on sub.
+func recordAcross(t *testing.T, ctx context.Context, pub, sub *Session, name string) {
+	t.Helper()
+	sb := newSampleBroadcast(t, name, "h264", "aac")
+	if err := pub.Publish(sb.b); err != nil {
+		t.Fatal(err)
+	}
+	ann := expectAnnounced(t, ctx, sub, name)
+	defer ann.Close()
+	b := sub.Broadcast(name)
+	w, err := WatchCatalog(b, CatalogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	cat, err := w.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(cat.Renditions()); got != 2 {
+		t.Fatalf("catalog has %d renditions, want 2", got)
+	}
+	tracks := map[string]*model.Track{}
+	for _, s := range sb.samples {
+		tr, err := b.Track(s.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.SetKeepGroups(100000)
+		tracks[s.Name] = tr
+	}
+	for _, s := range sb.samples {
+		waitFor(t, "subscription to "+s.Name, func() bool { return pub.servingTrack(name, s.Name) == 1 })
+	}
+	sb.fill(t, 0, true)
+	// Versions without SUBSCRIBE_START do not name the first group: a
+	// reader that starts while group 1 has landed and group 0 not yet
+	// begins at 1. Read once the subscriptions are over (the catalog's
+	// stays).
+	waitFor(t, "end of the media subscriptions", func() bool { return sub.subCount() <= 1 })
+	for _, s := range sb.samples {
+		evs, err := readEvents(ctx, tracks[s.Name].Subscribe(time.Hour), func([]model.Event) bool { return false })
+		if err != nil {
+			t.Fatalf("%s: %v", s.Name, err)
+		}
+		compareFrames(t, s.Name, evs, expectedEvents(s, 0))
+		if last := evs[len(evs)-1]; last.Kind != model.EventEnd || last.Err != nil {
+			t.Fatalf("%s: last event %+v, want a clean end", s.Name, last)
+		}
+	}
+	pub.Unpublish(name)
+}
+
+// TestClientPinnedToAVersionTheServerLacksIsRefusedNamingOurs: a client
+// offering only a version the server does not speak gets a refusal whose
+// text names the versions the server speaks, raw QUIC and WebTransport.
+func TestClientPinnedToAVersionTheServerLacksIsRefusedNamingOurs(t *testing.T) {
+	checkGoroutines(t)
+	srv, pin := startVersionServer(t, "lite-05", "lite-04")
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, scheme := range []string{"moql", "https"} {
+		s, err := Dial(ctx, fmt.Sprintf("%s://%s/", scheme, srv.Addr()), Options{TLSFingerprint: pin, Versions: []string{"lite-03"},
+			Logger: testLogger(t), Reconnect: Backoff{Disabled: true}})
+		if err == nil {
+			// Raw QUIC: the handshake completes with the client's ALPN so
+			// that the server's close reason can name its versions.
+			select {
+			case <-s.Done():
+			case <-ctx.Done():
+				t.Fatalf("%s: lite-03 session with a lite-05/04 server still running", scheme)
+			}
+			err = s.Err()
+			s.Close()
+		}
+		// The raw QUIC close reason names the server's versions; a
+		// WebTransport server that matches none answers no protocol, and
+		// the client names what it offered.
+		want := "moq-lite-05, moq-lite-04"
+		if scheme == "https" {
+			want = "chose none of moq-lite-03"
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%s: %v, want a refusal saying %q", scheme, err, want)
+		}
+	}
+}
+
+// TestServerRefusesAnUnknownALPNNamingItsVersions: a raw QUIC client that
+// offers an ALPN of no version we speak (an IETF draft) completes the
+// handshake and is closed with code 9 and our versions in the reason.
+func TestServerRefusesAnUnknownALPNNamingItsVersions(t *testing.T) {
+	checkGoroutines(t)
+	srv, _ := startVersionServer(t)
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := quic.DialAddr(ctx, srv.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"moqt-19"}}, quicConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseWithError(0, "")
+	<-c.Context().Done()
+	var ae *quic.ApplicationError
+	if !errors.As(context.Cause(c.Context()), &ae) || ae.ErrorCode != CodeVersion || !strings.Contains(ae.ErrorMessage, "moq-lite-05, moq-lite-04, moq-lite-03") {
+		t.Fatalf("closed with %v, want code 9 naming our versions", context.Cause(c.Context()))
+	}
+}
+
+// TestLegacySetupWithoutLiteVersionsIsRefused: a legacy CLIENT_SETUP that
+// offers only IETF draft-14 is refused, naming what we speak.
+func TestLegacySetupWithoutLiteVersionsIsRefused(t *testing.T) {
+	checkGoroutines(t)
+	srv, _ := startVersionServer(t)
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	qc, err := quic.DialAddr(ctx, srv.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{wire.ALPNLegacy}}, quicConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer qc.CloseWithError(0, "")
+	str, err := qc.OpenStreamSync(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := wire.ClientSetup{Versions: []uint64{0xff00000e}}
+	str.Write(m.Append(wire.AppendVarint(nil, wire.StreamClientSetup)))
+	<-qc.Context().Done()
+	var ae *quic.ApplicationError
+	if !errors.As(context.Cause(qc.Context()), &ae) || ae.ErrorCode != CodeVersion || !strings.Contains(ae.ErrorMessage, "moq-lite-02") {
+		t.Fatalf("closed with %v, want code 9 naming our versions", context.Cause(qc.Context()))
+	}
+}
+
+// TestCertificateFingerprintAnswersCORS: the dev bootstrap's
+// /certificate.sha256 lets a page of any origin read it, preflight
+// included, as the reference relay does.
+func TestCertificateFingerprintAnswersCORS(t *testing.T) {
+	checkGoroutines(t)
+	srv, pin := startVersionServer(t)
+	defer srv.Close()
+	u := "http://" + srv.Addr().String() + "/certificate.sha256"
+	req, _ := http.NewRequest(http.MethodGet, u, nil)
+	req.Header.Set("Origin", "http://page.example:8080")
+	rsp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rsp.Body.Close()
+	if got := rsp.Header.Get("Access-Control-Allow-Origin"); got != "*" || rsp.StatusCode != 200 {
+		t.Fatalf("GET: status %d, Access-Control-Allow-Origin %q", rsp.StatusCode, got)
+	}
+	pre, _ := http.NewRequest(http.MethodOptions, u, nil)
+	pre.Header.Set("Origin", "http://page.example:8080")
+	pre.Header.Set("Access-Control-Request-Method", "GET")
+	rsp, err = http.DefaultClient.Do(pre)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rsp.Body.Close()
+	if rsp.StatusCode/100 != 2 || rsp.Header.Get("Access-Control-Allow-Origin") != "*" || !strings.Contains(rsp.Header.Get("Access-Control-Allow-Methods"), "GET") {
+		t.Fatalf("preflight: status %d, headers %v", rsp.StatusCode, rsp.Header)
+	}
+	_ = pin
+}
+
+// TestOlderVersionSaysWhatIsLost: a session on lite-04 logs, once per
+// connection, what the version cannot carry (no FETCH backfill, no path on
+// raw QUIC).
+func TestOlderVersionSaysWhatIsLost(t *testing.T) {
+	checkGoroutines(t)
+	srv, pin := startVersionServer(t, "lite-04")
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var logs logBuffer
+	client, peer := dialAndAccept(t, ctx, srv, "moql://"+srv.Addr().String()+"/room", Options{TLSFingerprint: pin, Logger: logs.logger()})
+	defer client.Close()
+	_ = peer
+	waitFor(t, "the log line", func() bool { return strings.Contains(logs.String(), "older protocol version") })
+	for _, want := range []string{"no FETCH", "no SETUP stream", "no TRACK_INFO"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, logs.String())
+		}
+	}
+}
