@@ -2,6 +2,7 @@ package subscribe
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/quic-go/quic-go"
 
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
@@ -48,11 +51,6 @@ func versionList(names []string) ([]*wire.Version, error) {
 	if err != nil {
 		return nil, fmt.Errorf("moq: %w", err)
 	}
-	for _, v := range vs {
-		if v.Family != wire.FamilyLite {
-			return nil, fmt.Errorf("moq: %s is not a moq-lite version; this session speaks %s", v.Name, wire.Names(liteVersions(wire.Versions)))
-		}
-	}
 	return vs, nil
 }
 
@@ -87,6 +85,41 @@ func orNone(proto string) string {
 		return "no protocol"
 	}
 	return fmt.Sprintf("%q", proto)
+}
+
+// negotiateQUIC settles the version of a dialled raw QUIC connection: a
+// moq-lite ALPN is the version; "moql" runs our legacy SETUP offering the
+// moq-lite versions it can choose (lite-02/01), or, when those are not
+// offered, is left to the moq-transport session (draft 14); an IETF ALPN
+// ("moq-00", "moqt-NN") goes to the moq-transport session, which runs its
+// own SETUP (ietfDial).
+func (d *dialer) negotiateQUIC(ctx context.Context, c *quic.Conn) (conn, error) {
+	p := c.ConnectionState().TLS.NegotiatedProtocol
+	qc := &quicConn{c: c}
+	lite := liteVersions(d.versions)
+	if _, ok := ietfVersionOfALPN(p); ok && (p != wire.ALPNLegacy || len(wire.LegacyCodes(lite)) == 0) {
+		qc.alpn = p
+		return qc, nil
+	}
+	v, legacy, err := selectALPN(p, lite)
+	if err == nil && legacy {
+		v, qc.session, err = legacyClientSetup(ctx, qc, lite, d.target.setupPath)
+	}
+	if err != nil {
+		c.CloseWithError(CodeVersion, "version")
+		return nil, fmt.Errorf("moq: %s: %w", d.target.hostport, err)
+	}
+	qc.version = v
+	return qc, nil
+}
+
+// Version of a moq-transport connection: its draft, as the version table
+// names it when it is there.
+func (ic *ietfConn) Version() *wire.Version {
+	if v := wire.ByCode(uint64(ic.v)); v != nil {
+		return v
+	}
+	return &wire.Version{Name: ic.v.String(), Code: uint64(ic.v), ALPN: ic.v.ALPN(), Family: wire.FamilyIETF}
 }
 
 // legacySetupTimeout bounds the legacy SETUP exchange.
@@ -142,9 +175,13 @@ func legacyClientSetup(ctx context.Context, c conn, vs []*wire.Version, setupPat
 }
 
 // legacyServerSetup runs the server half of the legacy SETUP on c: it
-// reads CLIENT_SETUP from the client's first bidi stream, takes the first
-// offered version that vs has, answers SERVER_SETUP and returns the
-// version, the session stream and the SETUP path (raw QUIC clients).
+// reads CLIENT_SETUP from the client's first bidi stream and takes the
+// first offered version that vs has (the client's preference, as the
+// reference). For a moq-lite version it answers SERVER_SETUP and returns
+// the version, the session stream and the SETUP path (raw QUIC clients).
+// For a moq-transport version it answers nothing and returns the stream
+// with what was read from it to be replayed, for that session's own
+// handshake.
 func legacyServerSetup(ctx context.Context, c conn, vs []*wire.Version) (*wire.Version, bidiStream, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, legacySetupTimeout)
 	defer cancel()
@@ -154,7 +191,9 @@ func legacyServerSetup(ctx context.Context, c conn, vs []*wire.Version) (*wire.V
 	}
 	stop := context.AfterFunc(ctx, func() { str.SetReadDeadline(time.Now()) })
 	defer stop()
-	r := bufio.NewReader(str)
+	var seen bytes.Buffer
+	tee := &switchWriter{w: &seen}
+	r := bufio.NewReader(io.TeeReader(str, tee))
 	var m wire.ClientSetup
 	typ, err := wire.ReadVarint(r)
 	if err == nil && typ != wire.StreamClientSetup {
@@ -182,6 +221,10 @@ func legacyServerSetup(ctx context.Context, c conn, vs []*wire.Version) (*wire.V
 		resetStream(str, CodeVersion)
 		return nil, nil, "", fmt.Errorf("%w: the client offered %s in the legacy SETUP; this server speaks %s", ErrVersion, codeList(m.Versions), wire.Names(vs))
 	}
+	if chosen.Family != wire.FamilyLite {
+		str.SetReadDeadline(time.Time{})
+		return chosen, &replayStream{bidiStream: str, r: io.MultiReader(bytes.NewReader(seen.Bytes()), str)}, "", nil
+	}
 	reply := wire.ServerSetup{Version: chosen.Code, Params: []wire.Param{
 		wire.LegacyVarintParam(wire.LegacyParamMaxRequestID, 0),
 		{ID: wire.LegacyParamImplementation, Value: []byte("moq-export")},
@@ -196,8 +239,25 @@ func legacyServerSetup(ctx context.Context, c conn, vs []*wire.Version) (*wire.V
 			path = string(p.Value)
 		}
 	}
+	// The session stream goes on through r (what bufio read ahead stays
+	// there); nothing more is kept for a replay.
+	tee.w = io.Discard
 	return chosen, &bufferedStream{bidiStream: str, r: r}, path, nil
 }
+
+// switchWriter writes to w, which the owner may replace between writes.
+type switchWriter struct{ w io.Writer }
+
+func (s *switchWriter) Write(p []byte) (int, error) { return s.w.Write(p) }
+
+// replayStream reads r (bytes already read from the stream, then the
+// stream) instead of the stream.
+type replayStream struct {
+	bidiStream
+	r io.Reader
+}
+
+func (s *replayStream) Read(p []byte) (int, error) { return s.r.Read(p) }
 
 func legacyOnly(vs []*wire.Version) []*wire.Version {
 	var out []*wire.Version

@@ -18,6 +18,7 @@ import (
 	"github.com/quic-go/quic-go/http3"
 	"github.com/quic-go/webtransport-go"
 
+	"github.com/moq-export/moq-export/subscribe/internal/ietf"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
@@ -56,6 +57,14 @@ func Listen(addr string, opts ServerOptions) (*Server, error) {
 		return nil, err
 	}
 	protos := wire.ALPNs(versions)
+	if opts.Versions == nil {
+		// Every moq-transport draft the IETF session speaks.
+		for _, a := range ietfALPNs {
+			if !slices.Contains(protos, a) {
+				protos = append(protos, a)
+			}
+		}
+	}
 	if !opts.DisableWebTransport {
 		protos = append(protos, http3.NextProtoH3)
 	}
@@ -97,7 +106,7 @@ func Listen(addr string, opts ServerOptions) (*Server, error) {
 		mux := http.NewServeMux()
 		s.wt = &webtransport.Server{
 			H3:                   &http3.Server{Handler: mux, TLSConfig: tc, QUICConfig: quicConfig()},
-			ApplicationProtocols: wire.ALPNs(versions),
+			ApplicationProtocols: wire.ALPNs(liteVersions(versions)),
 			CheckOrigin:          func(*http.Request) bool { return true },
 		}
 		webtransport.ConfigureHTTP3Server(s.wt.H3)
@@ -185,8 +194,19 @@ func (s *Server) acceptLoop() {
 // acceptQUIC negotiates the version of a raw QUIC connection (its ALPN, or
 // the legacy SETUP under "moql") and delivers its session.
 func (s *Server) acceptQUIC(qc *quic.Conn, proto string) {
+	if v, ok := ietfVersionOfALPN(proto); ok && proto != wire.ALPNLegacy {
+		s.acceptIETF(&quicConn{c: qc, alpn: proto}, v)
+		return
+	}
 	c := &quicConn{c: qc}
-	path, err := s.negotiate(c, proto)
+	path, err := s.negotiate(c, proto, s.versions)
+	if err == nil && c.version.Family == wire.FamilyIETF {
+		// The legacy SETUP chose moq-transport draft 14: the IETF session
+		// reads the same CLIENT_SETUP again (replayed) and answers it.
+		c.replay, c.session, c.alpn = c.session, nil, wire.ALPNLegacy
+		s.acceptIETF(c, ietf.Draft14)
+		return
+	}
 	if err != nil {
 		s.log.Info("moq: refused a session", "remote", qc.RemoteAddr().String(), "transport", "quic", "err", err)
 		qc.CloseWithError(CodeVersion, refusalReason(err))
@@ -211,12 +231,12 @@ func (s *Server) acceptQUIC(qc *quic.Conn, proto string) {
 // negotiate sets c's version from the negotiated protocol, running the
 // legacy SETUP where it says so; it returns the SETUP path a legacy raw
 // QUIC client sent.
-func (s *Server) negotiate(c conn, proto string) (string, error) {
-	v, legacy, err := selectALPN(proto, s.versions)
+func (s *Server) negotiate(c conn, proto string, versions []*wire.Version) (string, error) {
+	v, legacy, err := selectALPN(proto, versions)
 	var session bidiStream
 	var path string
 	if err == nil && legacy {
-		v, session, path, err = legacyServerSetup(s.ctx, c, s.versions)
+		v, session, path, err = legacyServerSetup(s.ctx, c, versions)
 	}
 	if err != nil {
 		return "", err
@@ -252,7 +272,8 @@ func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		if _, err := s.negotiate(c, proto); err != nil {
+		// moq-transport sessions run over raw QUIC only.
+		if _, err := s.negotiate(c, proto, liteVersions(s.versions)); err != nil {
 			s.log.Info("moq: refused a session", "remote", r.RemoteAddr, "transport", "webtransport",
 				"offered", r.Header.Get("WT-Available-Protocols"), "err", err)
 			ws.CloseWithError(CodeVersion, refusalReason(err))

@@ -88,8 +88,13 @@ func quicConfig() *quic.Config {
 // --- raw QUIC ---
 
 type quicConn struct {
-	c *quic.Conn
+	c    *quic.Conn
+	alpn string // the negotiated ALPN when it selects a moq-transport draft
 	negotiated
+	// replay is a bidi stream already accepted and read by the legacy
+	// SETUP, returned (its bytes replayed) by the next AcceptBidi, before
+	// anything else accepts: the handshake of the session it chose.
+	replay bidiStream
 }
 
 func (q *quicConn) OpenBidi(ctx context.Context) (bidiStream, error) {
@@ -109,6 +114,10 @@ func (q *quicConn) OpenUni(ctx context.Context) (sendStream, error) {
 }
 
 func (q *quicConn) AcceptBidi(ctx context.Context) (bidiStream, error) {
+	if r := q.replay; r != nil {
+		q.replay = nil
+		return r, nil
+	}
 	s, err := q.c.AcceptStream(ctx)
 	if err != nil {
 		return nil, mapErr(err)
@@ -477,21 +486,16 @@ func (d *dialer) dial(ctx context.Context) (conn, error) {
 		if err != nil {
 			return nil, err
 		}
+		for _, a := range ietfALPNs {
+			if !slices.Contains(tc.NextProtos, a) {
+				tc.NextProtos = append(tc.NextProtos, a)
+			}
+		}
 		c, err := quic.DialAddr(ctx, d.target.hostport, tc, quicConfig())
 		if err != nil {
 			return nil, fmt.Errorf("moq: dial %s: %w", d.target.hostport, mapErr(err))
 		}
-		qc := &quicConn{c: c}
-		v, legacy, err := selectALPN(c.ConnectionState().TLS.NegotiatedProtocol, d.versions)
-		if err == nil && legacy {
-			v, qc.session, err = legacyClientSetup(ctx, qc, d.versions, d.target.setupPath)
-		}
-		if err != nil {
-			c.CloseWithError(CodeVersion, "version")
-			return nil, fmt.Errorf("moq: %s: %w", d.target.hostport, err)
-		}
-		qc.version = v
-		return qc, nil
+		return d.negotiateQUIC(ctx, c)
 	case "http":
 		// Fetched on every attempt: a restarted development relay has a
 		// new certificate.
@@ -513,7 +517,7 @@ func (d *dialer) dialWebTransport(ctx context.Context, pin string) (conn, error)
 	tr := &webtransport.Transport{
 		TLSClientConfig:      tc,
 		QUICConfig:           quicConfig(),
-		ApplicationProtocols: wire.ALPNs(d.versions),
+		ApplicationProtocols: wire.ALPNs(liteVersions(d.versions)),
 		// webtransport-go dials the URL's host as it is; a URL without a
 		// port must reach the default one.
 		DialAddr: func(ctx context.Context, _ string, tc *tls.Config, qc *quic.Config) (*quic.Conn, error) {
@@ -531,10 +535,13 @@ func (d *dialer) dialWebTransport(ctx context.Context, pin string) (conn, error)
 		}
 		return nil, fmt.Errorf("moq: WebTransport to %s: %w", redactURL(&u), mapErr(err))
 	}
+	// moq-transport sessions run over raw QUIC only: WebTransport
+	// negotiates among the moq-lite versions.
 	wc := &wtConn{s: s, onClose: func() { tr.Close() }}
-	v, legacy, err := selectALPN(s.SessionState().ApplicationProtocol, d.versions)
+	lite := liteVersions(d.versions)
+	v, legacy, err := selectALPN(s.SessionState().ApplicationProtocol, lite)
 	if err == nil && legacy {
-		v, wc.session, err = legacyClientSetup(ctx, wc, d.versions, "")
+		v, wc.session, err = legacyClientSetup(ctx, wc, lite, "")
 	}
 	if err != nil {
 		wc.Close(CodeVersion, "version")

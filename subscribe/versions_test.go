@@ -1,6 +1,7 @@
 package subscribe
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -36,7 +37,7 @@ func startVersionServer(t *testing.T, versions ...string) (*Server, string) {
 // sample media goes through in both directions with every frame intact
 // (bytes, timestamp, group), over raw QUIC and WebTransport.
 func TestEveryVersionInBothRoles(t *testing.T) {
-	for _, v := range wire.Versions {
+	for _, v := range liteVersions(wire.Versions) {
 		for _, scheme := range []string{"moql", "https"} {
 			t.Run(v.Name+"/"+scheme, func(t *testing.T) {
 				checkGoroutines(t)
@@ -175,30 +176,69 @@ func TestServerRefusesAnUnknownALPNNamingItsVersions(t *testing.T) {
 	}
 }
 
-// TestLegacySetupWithoutLiteVersionsIsRefused: a legacy CLIENT_SETUP that
-// offers only IETF draft-14 is refused, naming what we speak.
-func TestLegacySetupWithoutLiteVersionsIsRefused(t *testing.T) {
+// TestLegacySetupWithoutCommonVersionIsRefused: a legacy CLIENT_SETUP
+// that offers no version we speak is refused, naming what we speak.
+func TestLegacySetupWithoutCommonVersionIsRefused(t *testing.T) {
 	checkGoroutines(t)
 	srv, _ := startVersionServer(t)
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	qc, err := quic.DialAddr(ctx, srv.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{wire.ALPNLegacy}}, quicConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	qc, str := legacyClient(t, ctx, srv, 0xff000099)
 	defer qc.CloseWithError(0, "")
-	str, err := qc.OpenStreamSync(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := wire.ClientSetup{Versions: []uint64{0xff00000e}}
-	str.Write(m.Append(wire.AppendVarint(nil, wire.StreamClientSetup)))
+	_ = str
 	<-qc.Context().Done()
 	var ae *quic.ApplicationError
 	if !errors.As(context.Cause(qc.Context()), &ae) || ae.ErrorCode != CodeVersion || !strings.Contains(ae.ErrorMessage, "moq-lite-02") {
 		t.Fatalf("closed with %v, want code 9 naming our versions", context.Cause(qc.Context()))
 	}
+}
+
+// TestLegacySetupChoosingDraft14GoesToTheIETFSession: a legacy
+// CLIENT_SETUP offering only moq-transport draft 14 is answered by the
+// IETF session (SERVER_SETUP naming draft 14), which reads the same
+// CLIENT_SETUP the negotiation read first.
+func TestLegacySetupChoosingDraft14GoesToTheIETFSession(t *testing.T) {
+	checkGoroutines(t)
+	srv, _ := startVersionServer(t)
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	qc, str := legacyClient(t, ctx, srv, wire.IETF14.Code)
+	defer qc.CloseWithError(0, "")
+	str.SetReadDeadline(time.Now().Add(5 * time.Second))
+	r := bufio.NewReader(str)
+	typ, err := wire.ReadVarint(r)
+	if err != nil || typ != wire.StreamServerSetup {
+		t.Fatalf("reply type %#x, %v", typ, err)
+	}
+	body, err := wire.ReadLegacyMessage(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m wire.ServerSetup
+	if err := m.Decode(body); err != nil || m.Version != wire.IETF14.Code {
+		t.Fatalf("SERVER_SETUP %+v, %v; want draft 14", m, err)
+	}
+}
+
+// legacyClient dials srv with ALPN moql and sends a CLIENT_SETUP offering
+// versions.
+func legacyClient(t *testing.T, ctx context.Context, srv *Server, versions ...uint64) (*quic.Conn, *quic.Stream) {
+	t.Helper()
+	qc, err := quic.DialAddr(ctx, srv.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{wire.ALPNLegacy}}, quicConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	str, err := qc.OpenStreamSync(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := wire.ClientSetup{Versions: versions, Params: []wire.Param{wire.LegacyVarintParam(wire.LegacyParamMaxRequestID, 100)}}
+	if _, err := str.Write(m.Append(wire.AppendVarint(nil, wire.StreamClientSetup))); err != nil {
+		t.Fatal(err)
+	}
+	return qc, str
 }
 
 // TestCertificateFingerprintAnswersCORS: the dev bootstrap's

@@ -340,10 +340,10 @@ func TestListPrintsTheRenditionsAndExits(t *testing.T) {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	want := map[string]string{
-		"h264": "video  avc1.64000d  320x180 30fps  flv,mkv,ts",
+		"h264": "video  avc1.64000d  320x180 30fps  flv,mkv,ts,mp4",
 		"vp8":  "video  vp8          320x180 30fps  mkv,webm",
-		"aac":  "audio  mp4a.40.2    48000Hz 2ch    flv,mkv,ts",
-		"flac": "audio  flac         48000Hz 1ch    mkv",
+		"aac":  "audio  mp4a.40.2    48000Hz 2ch    flv,mkv,ts,mp4",
+		"flac": "audio  flac         48000Hz 1ch    mkv,mp4",
 	}
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	if len(lines) != 5 || !strings.HasPrefix(lines[0], "NAME") {
@@ -536,7 +536,7 @@ func TestUsageErrorsExitWith2(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
 		{"--no-such-flag"},
-		{"-o", "x.mp4"},
+		{"-o", "x.avi"},
 		{"-f", "avi"},
 		{"--segment", "5s"},
 		{"a://x", "b://y"},
@@ -597,9 +597,15 @@ func TestProgressGoesToStderrOnly(t *testing.T) {
 	}
 }
 
+// lastLine returns the last progress line in s (the summary follows it).
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return lines[len(lines)-1]
+	for i := len(lines) - 1; i > 0; i-- {
+		if !strings.HasPrefix(lines[i], "moq-export: ") {
+			return lines[i]
+		}
+	}
+	return lines[0]
 }
 
 // TestRecordsFromAURL serves two broadcasts on a loopback publisher and

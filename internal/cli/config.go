@@ -31,8 +31,15 @@ type Config struct {
 	TLSKey         string
 	Progress       string
 	Verbose        int
+	Quiet          bool
+	JSON           bool   // --json: --list and the summary as JSON
+	SummaryFile    string // --summary FILE: the JSON summary
+	LogFormat      string // text or json
 	Segment        time.Duration
 	Listen         string
+	Wait           time.Duration // --wait: for a broadcast to be announced (0: until Ctrl-C)
+	Timeout        time.Duration // --timeout: wall-clock bound of the run (0: none)
+	ReconnectFor   time.Duration // --reconnect-for: give up reconnecting after this long (0: never)
 	RecordAll      bool
 	DemoCodecs     []string
 	DemoLoops      int
@@ -72,6 +79,9 @@ func (c *Config) Check() error {
 			return usagef("a URL and --listen exclude each other: record from %s, or accept publishers on --listen %s", redactURL(c.URL), c.Listen)
 		}
 	}
+	if c.Video != nil && len(c.Video) == 0 && c.Audio != nil && len(c.Audio) == 0 && !c.List {
+		return usagef("--video none --audio none selects nothing to record: drop one of them (--list shows the renditions)")
+	}
 	if c.Overwrite && c.NoOverwrite {
 		return usagef("-y (overwrite) and -n (never overwrite) exclude each other")
 	}
@@ -94,7 +104,7 @@ func (c *Config) Check() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"--duration", c.Duration}, {"--segment", c.Segment}} {
+	}{{"--duration", c.Duration}, {"--segment", c.Segment}, {"--wait", c.Wait}, {"--timeout", c.Timeout}, {"--reconnect-for", c.ReconnectFor}} {
 		if d.v < 0 {
 			return usagef("%s must not be negative (got %v); use a duration like 30s or 1h", d.name, d.v)
 		}
@@ -104,6 +114,14 @@ func (c *Config) Check() error {
 	}
 	if c.DemoLoops < 0 {
 		return usagef("--demo-loops must not be negative; 0 loops the demo forever")
+	}
+	switch c.LogFormat {
+	case "", logText, logJSON:
+	default:
+		return usagef("--log-format takes text or json (got %q)", c.LogFormat)
+	}
+	if c.Quiet && c.Verbose > 0 {
+		return usagef("-q and -v exclude each other")
 	}
 	switch c.Progress {
 	case "auto", "always", "never":
@@ -141,7 +159,7 @@ func (c *Config) Check() error {
 	} else if f, ok := FormatFromPath(c.Output); ok {
 		c.Format = f
 	} else {
-		return usagef("cannot tell the format from %q: end the path in .flv, .mkv, .webm or .ts, or pass -f flv|mkv|webm|ts", c.Output)
+		return usagef("cannot tell the format from %q: end the path in .flv, .mkv, .webm, .ts or .mp4, or pass -f flv|mkv|webm|ts|mp4", c.Output)
 	}
 
 	if c.toStdout() {

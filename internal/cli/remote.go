@@ -24,6 +24,7 @@ func dial(ctx context.Context, cfg *Config, log *slog.Logger) (Source, error) {
 		TLSFingerprint: cfg.TLSFingerprint,
 		TLSInsecure:    cfg.TLSInsecure,
 		Logger:         log,
+		Reconnect:      subscribe.Backoff{GiveUp: cfg.ReconnectFor},
 	}
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
@@ -116,7 +117,7 @@ func serveDemo(ctx context.Context, cfg *Config, con *console, log *slog.Logger)
 		wait()
 		srv.Close()
 	}
-	fmt.Fprintln(con, demoNotice(cfg, "served over loopback QUIC at "+url))
+	notice(log, demoNotice(cfg, "served over loopback QUIC at "+url))
 	dctx, dcancel := context.WithTimeout(ctx, dialTimeout)
 	defer dcancel()
 	sess, err := subscribe.Dial(dctx, url, subscribe.Options{TLSFingerprint: pin, Logger: log})
@@ -151,18 +152,39 @@ func (a *app) listen(ctx context.Context) error {
 	defer srv.Close()
 	addr := srv.Addr().String()
 	if pin != "" {
-		fmt.Fprintf(a.con, "moq-export: listening on moql://%s and https://%s (self-signed certificate, SHA-256 fingerprint %s; publishers pin it, or use http://%s)\n", addr, addr, pin, addr)
+		notice(a.log, fmt.Sprintf("listening on moql://%s and https://%s (self-signed certificate, SHA-256 fingerprint %s; publishers pin it, or use http://%s)", addr, addr, pin, addr))
 	} else {
-		fmt.Fprintf(a.con, "moq-export: listening on moql://%s and https://%s (certificate %s, SHA-256 fingerprint %s)\n", addr, addr, a.cfg.TLSCert, srv.Fingerprint())
+		notice(a.log, fmt.Sprintf("listening on moql://%s and https://%s (certificate %s, SHA-256 fingerprint %s)", addr, addr, a.cfg.TLSCert, srv.Fingerprint()))
 	}
 
 	actx, stop := context.WithCancel(ctx)
 	defer stop()
 	var (
-		wg    sync.WaitGroup
-		once  sync.Once
-		first error
+		wg      sync.WaitGroup
+		once    sync.Once
+		firstMu sync.Mutex
+		first   error
 	)
+	setFirst := func(err error) {
+		firstMu.Lock()
+		if first == nil {
+			first = err
+		}
+		firstMu.Unlock()
+		stop()
+	}
+	if a.cfg.Wait > 0 {
+		// --wait: a publisher must announce something in time.
+		t := time.AfterFunc(a.cfg.Wait, func() {
+			a.mu.Lock()
+			none := a.recorded == 0
+			a.mu.Unlock()
+			if none {
+				setFirst(fmt.Errorf("no publisher announced a broadcast on --listen %s within --wait %v", a.cfg.Listen, a.cfg.Wait))
+			}
+		})
+		defer t.Stop()
+	}
 	for {
 		sess, err := srv.Accept(actx)
 		if err != nil {
@@ -177,7 +199,8 @@ func (a *app) listen(ctx context.Context) error {
 			defer remove()
 			defer src.Close()
 			if a.cfg.RecordAll {
-				if err := a.recordAll(actx, src); err != nil && actx.Err() == nil {
+				// --duration bounds each recording; the listener goes on.
+				if err := a.recordAll(actx, src, 0); err != nil && actx.Err() == nil {
 					a.log.Warn("publisher session ended", "err", err)
 				}
 				return
@@ -188,12 +211,13 @@ func (a *app) listen(ctx context.Context) error {
 				if err == nil {
 					err = a.record(actx, src, src.Broadcast(name))
 				}
-				first = err
-				stop()
+				setFirst(err)
 			})
 		}()
 	}
 	wg.Wait()
+	firstMu.Lock()
+	defer firstMu.Unlock()
 	if first != nil {
 		return first
 	}

@@ -147,8 +147,9 @@ export class QuicWebTransport {
   }
 }
 
-// listen binds a raw QUIC listener for the ALPNs (default moq-lite-05) on
-// hostname:port (port 0 picks a free one) with the PEM certificate chain and key.
+// listen binds a raw QUIC listener on hostname:port (port 0 picks a free one)
+// with the PEM certificate chain and key, for the ALPNs given (moq-lite-05 by
+// default; "moql", "moqt-20" and the like restrict @moq/net to IETF drafts).
 export function listen(hostname: string, port: number, cert: string, key: string, alpns: string[] = [ALPN]) {
   const endpoint = new Deno.QuicEndpoint({ hostname, port });
   const listener = endpoint.listen({
@@ -162,8 +163,8 @@ export function listen(hostname: string, port: number, cert: string, key: string
   return { endpoint, listener };
 }
 
-// dial connects to host:port offering the ALPNs (default only moq-lite-05),
-// trusting caCert (PEM) in addition to the system roots.
+// dial connects to host:port offering the ALPNs given (only moq-lite-05 by
+// default), trusting caCert (PEM) in addition to the system roots.
 export async function dial(hostname: string, port: number, serverName: string, caCert?: string, alpns: string[] = [ALPN]) {
   const conn = await Deno.connectQuic({
     hostname,

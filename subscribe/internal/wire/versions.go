@@ -129,6 +129,14 @@ var (
 		Datagrams: true}
 )
 
+// The moq-transport (IETF) drafts the module speaks (their messages live in
+// subscribe/internal/ietf; only negotiation reads these entries). Draft 14
+// has its own ALPN and is also one of the versions the legacy SETUP can
+// choose.
+var (
+	IETF14 = &Version{Name: "moq-transport-14", Code: 0xff00000e, ALPN: "moq-00", LegacySetup: true, Family: FamilyIETF}
+)
+
 // Versions lists every version spoken, most preferred first. A client
 // offers them in this order (ALPN list and WT-Available-Protocols, with
 // ALPNLegacy standing for the LegacySetup ones at the place of the first
@@ -140,7 +148,7 @@ var (
 // the preference order, and the AppendFor/DecodeFor cases of the messages
 // it changes (with tests of their bytes). Other families (IETF) add their
 // entries here too, with Family set and the moq-lite fields false.
-var Versions = []*Version{Lite05, Lite04, Lite03, Lite02, Lite01}
+var Versions = []*Version{Lite05, Lite04, Lite03, Lite02, Lite01, IETF14}
 
 // ByALPN returns the version an ALPN (or WebTransport protocol) selects
 // directly, nil for ALPNLegacy, "" and unknown names.

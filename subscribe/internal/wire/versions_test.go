@@ -317,10 +317,10 @@ func TestVersionLookups(t *testing.T) {
 	if ByCode(0xff0dad03) != Lite03 || ByCode(1) != nil {
 		t.Fatal("ByCode")
 	}
-	if got := strings.Join(ALPNs(Versions), ","); got != "moq-lite-05,moq-lite-04,moq-lite-03,moql" {
+	if got := strings.Join(ALPNs(Versions), ","); got != "moq-lite-05,moq-lite-04,moq-lite-03,moql,moq-00" {
 		t.Fatalf("ALPNs = %s", got)
 	}
-	if got := LegacyCodes(Versions); !reflect.DeepEqual(got, []uint64{Lite02.Code, Lite01.Code}) {
+	if got := LegacyCodes(Versions); !reflect.DeepEqual(got, []uint64{Lite02.Code, Lite01.Code, IETF14.Code}) {
 		t.Fatalf("LegacyCodes = %x", got)
 	}
 	vs, err := ParseVersions("lite-03, moq-lite-05,lite-03")
