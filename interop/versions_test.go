@@ -2,10 +2,7 @@ package interop
 
 import (
 	"context"
-	"fmt"
 	"testing"
-
-	"github.com/moq-export/moq-export/subscribe"
 )
 
 // referenceVersions are the versions @moq/net 0.3.4 is made to offer one at
@@ -28,24 +25,7 @@ func TestEveryVersionReferencePublisherAsServer(t *testing.T) {
 		t.Run(v.alpn, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 			defer cancel()
-			_, cert := ourCert(t)
-			m := sampleBroadcast("interop/"+v.alpn+".hang", 2)
-			pub := ref.start(ctx, t, "publish",
-				"--manifest", m.write(t), "--listen", "127.0.0.1:0", "--alpn", v.alpn,
-				"--cert", cert.certFile, "--key", cert.keyFile, "--speed", "2")
-			port := pub.expect(ctx, "listening", nil).Port
-			sess, err := subscribe.Dial(ctx, fmt.Sprintf("moql://127.0.0.1:%d/", port), subscribe.Options{
-				TLSFingerprint: cert.fingerprint,
-				Reconnect:      subscribe.Backoff{Disabled: true},
-			})
-			if err != nil {
-				t.Fatalf("Dial: %v", err)
-			}
-			t.Cleanup(func() { _ = sess.Close() })
-			if got := sess.Version(); got != v.want {
-				t.Fatalf("negotiated %q, want %s", got, v.want)
-			}
-			recordPublished(ctx, t, sess, m, pub)
+			recordReferenceServerAs(ctx, t, ref, sampleBroadcast("interop/"+v.alpn+".hang", 2), v.want, nil, "--alpn", v.alpn)
 		})
 	}
 }
@@ -59,19 +39,7 @@ func TestEveryVersionReferenceClientPublishesIntoOurServer(t *testing.T) {
 		t.Run(v.alpn, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 			defer cancel()
-			srv, cert := listenWithOurCert(t)
-			m := sampleBroadcast("interop/ingest-"+v.alpn+".hang", 3)
-			pub := ref.start(ctx, t, "publish",
-				"--manifest", m.write(t), "--connect", srv.Addr().String(), "--alpn", v.alpn,
-				"--ca", cert.certFile, "--server-name", "localhost", "--speed", "2")
-			sess, err := srv.Accept(ctx)
-			if err != nil {
-				t.Fatalf("Accept: %v", err)
-			}
-			if got := sess.Version(); got != v.want {
-				t.Fatalf("negotiated %q, want %s", got, v.want)
-			}
-			recordPublished(ctx, t, sess, m, pub)
+			recordReferenceClientAs(ctx, t, ref, sampleBroadcast("interop/ingest-"+v.alpn+".hang", 3), v.want, nil, "--alpn", v.alpn)
 		})
 	}
 }
