@@ -27,14 +27,19 @@
 //     Container.trackInfo() (timescale microseconds). It reads a manifest:
 //     {"broadcast", "tracks":[{"name","kind","config":{catalog fields},
 //     "frames":[{"ts" µs, "key" starts a group, "at" µs send time, "data"
-//     base64}]}]}. Media waits until every track has a subscriber.
+//     base64}]}]}. Media waits until every track has a subscriber. With
+//     --container cmaf it uses hang's CMAF encoder instead (Container.Cmaf:
+//     createVideoInitSegment/createAudioInitSegment as the catalog's init,
+//     one encodeDataSegment moof+mdat per frame, a group per keyframe;
+//     cmaf_test.go).
 //   - src/subscribe.ts records one broadcast (after its announcement, or at
 //     once), decoding hang's legacy container.
 //
 // Both run as server (--listen, PEM certificate) or client (--connect,
 // trusting a PEM CA), offering or accepting the ALPNs of --alpn
 // (moq-lite-05 by default; "moql" restricts @moq/net to IETF
-// moq-transport draft 14, see ietf_test.go), and print JSON lines on stdout: listening {port},
+// moq-transport draft 14, "moqt-15" ... "moqt-20" to those drafts, see
+// ietf_test.go), and print JSON lines on stdout: listening {port},
 // published, catalog {json}, subscribed, group {track, sequence, frame},
 // done, error {message} for the publisher; announced, catalog, track
 // {timescale}, frame {track, group, index, ts, wire, data}, track_end,

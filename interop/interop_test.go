@@ -71,14 +71,14 @@ func waitAnnounced(ctx context.Context, t *testing.T, sess *subscribe.Session, p
 	}
 }
 
-// recordBroadcast reads the catalog of b with WatchCatalog, subscribes every
+// recordBroadcast reads the catalog of b with catalog.Watch, subscribes every
 // rendition it lists and records each track until it ends. Frames are
 // returned per track in the order the model delivered them.
 func recordBroadcast(ctx context.Context, t *testing.T, b *model.Broadcast) (*catalog.Catalog, map[string][]expectedFrame) {
 	t.Helper()
-	w, err := subscribe.WatchCatalog(b, subscribe.CatalogOptions{})
+	w, err := catalog.Watch(b, catalog.WatchOptions{})
 	if err != nil {
-		t.Fatalf("WatchCatalog: %v", err)
+		t.Fatalf("catalog.Watch: %v", err)
 	}
 	defer w.Close()
 	cat, err := w.Next(ctx)
@@ -362,6 +362,15 @@ func collectPublished(ctx context.Context, pub *refProcess) <-chan published {
 // published.
 func checkRecording(ctx context.Context, t *testing.T, m *manifest, pubDone <-chan published, cat *catalog.Catalog, got map[string][]expectedFrame) {
 	t.Helper()
+	p := awaitPublished(ctx, t, pubDone)
+	checkCatalog(t, cat, p.catalog)
+	checkSampleCatalog(t, cat, m)
+	compareRecording(t, m, p, got)
+}
+
+// awaitPublished waits for what the reference publisher reported.
+func awaitPublished(ctx context.Context, t *testing.T, pubDone <-chan published) published {
+	t.Helper()
 	var p published
 	select {
 	case p = <-pubDone:
@@ -371,8 +380,13 @@ func checkRecording(ctx context.Context, t *testing.T, m *manifest, pubDone <-ch
 	if p.catalog == "" {
 		t.Fatal("reference publisher failed before done; see its stderr")
 	}
-	checkCatalog(t, cat, p.catalog)
-	checkSampleCatalog(t, cat, m)
+	return p
+}
+
+// compareRecording compares every track of the recording with the frames
+// of m, in the groups the publisher reported.
+func compareRecording(t *testing.T, m *manifest, p published, got map[string][]expectedFrame) {
+	t.Helper()
 	want := m.expected(t, p.groups)
 	for _, tr := range m.Tracks {
 		compareFrames(t, tr.Name, want[tr.Name], got[tr.Name])

@@ -13,6 +13,7 @@ import (
 
 	"github.com/quic-go/quic-go"
 
+	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
@@ -76,7 +77,7 @@ func recordAcross(t *testing.T, ctx context.Context, pub, sub *Session, name str
 	ann := expectAnnounced(t, ctx, sub, name)
 	defer ann.Close()
 	b := sub.Broadcast(name)
-	w, err := WatchCatalog(b, CatalogOptions{})
+	w, err := catalog.Watch(b, catalog.WatchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -25,12 +27,18 @@ import (
 // returns its URL and certificate pin; the server is closed with the test.
 func relay(t *testing.T, names ...string) (srv *subscribe.Server, url, pin string) {
 	t.Helper()
+	return relayWith(t, demo.Options{Realtime: true}, names...)
+}
+
+// relayWith is relay with the demo's options.
+func relayWith(t *testing.T, opts demo.Options, names ...string) (srv *subscribe.Server, url, pin string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	var bcs []*model.Broadcast
 	for _, n := range names {
 		b := model.NewBroadcast(n)
-		go demo.Publish(ctx, b, demo.Options{Realtime: true})
+		go demo.Publish(ctx, b, opts)
 		bcs = append(bcs, b)
 	}
 	srv, url, pin, err := subscribe.ServeLoopback(bcs[0], subscribe.ServerOptions{Logger: slog.New(slog.DiscardHandler), Publish: bcs[1:]})
@@ -247,4 +255,68 @@ func TestReconnectForGivesUp(t *testing.T) {
 	if out, err := exec.Command("mkvinfo", "--all", path).Output(); err != nil || !bytes.Contains(out, []byte("Cue point")) {
 		t.Errorf("the file was not finalized: %v", err)
 	}
+}
+
+// TestShortDemoSamplesDoNotFreeze: the 2-3 s samples (av1, vp9, flac, ac3)
+// loop on their own length: 5 s of a recording hold 5 s of each, without a
+// gap between two frames of a track, and the tracks start together.
+func TestShortDemoSamplesDoNotFreeze(t *testing.T) {
+	needTools(t, "ffprobe")
+	t.Parallel()
+	dir := t.TempDir()
+	r := run(t, dir, "--demo-fast", "--demo-loops", "3", "--demo-codecs", "av1,vp9,flac,ac3", "--duration", "5s", "-o", "x.mkv")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	out, err := exec.Command("ffprobe", "-v", "error", "-show_entries", "packet=stream_index,pts_time", "-of", "csv=p=0", filepath.Join(dir, "x.mkv")).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts := map[string][]float64{}
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var idx string
+		var ts float64
+		if _, err := fmt.Sscanf(strings.Replace(l, ",", " ", 1), "%s %g", &idx, &ts); err != nil {
+			t.Fatalf("packet %q: %v", l, err)
+		}
+		pts[idx] = append(pts[idx], ts)
+	}
+	if len(pts) != 4 {
+		t.Fatalf("%d streams, want 4", len(pts))
+	}
+	for idx, ts := range pts {
+		sort.Float64s(ts)
+		gap := 0.0
+		for i := 1; i < len(ts); i++ {
+			gap = max(gap, ts[i]-ts[i-1])
+		}
+		// Frames are 33 ms (video) to 96 ms (flac) apart.
+		if first, last := ts[0], ts[len(ts)-1]; first > 0.1 || last < 4.8 || gap > 0.1 {
+			t.Errorf("stream %s: frames from %.3fs to %.3fs, largest gap %.3fs; want 0 to 5s without a gap", idx, first, last, gap)
+		}
+	}
+}
+
+// TestKeptTimestampsGiveTheFLVItsRecordingsDuration: a broadcast joined 30
+// minutes into its timeline, recorded for 2 s with --keep-timestamps, is an
+// FLV whose onMetaData duration is those 2 s, not the 30 minutes.
+func TestKeptTimestampsGiveTheFLVItsRecordingsDuration(t *testing.T) {
+	needTools(t, "ffprobe")
+	t.Parallel()
+	_, url, pin := relayWith(t, demo.Options{Realtime: true, Offset: 30 * time.Minute}, "room/alice")
+	dir := t.TempDir()
+	r := run(t, dir, url, "--tls-fingerprint", pin, "-b", "room/alice", "--keep-timestamps", "--duration", "2s", "-o", "x.flv")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	path := filepath.Join(dir, "x.flv")
+	meta := flvMetaDuration(t, path)
+	if meta < 1.9 || meta > 2.1 {
+		t.Errorf("onMetaData duration %.3fs, want the 2s recorded", meta)
+	}
+	p := probe(t, path)
+	if st := p.startTime(t); st < 30*time.Minute || st > 30*time.Minute+5*time.Second {
+		t.Errorf("the file starts at %v, want the broadcast's 30 minutes", st)
+	}
+	decode(t, path)
 }

@@ -445,6 +445,21 @@ func TestSIGTERMFinalizesTheFLV(t *testing.T) {
 	needTools(t, "ffmpeg", "ffprobe")
 	t.Parallel()
 	path := recordUntilSignal(t, "live.flv", syscall.SIGTERM)
+	meta := flvMetaDuration(t, path)
+	if meta < 1.5 || meta > 3 {
+		t.Errorf("onMetaData duration %.3fs, want about 2.5s: the file was not finalized", meta)
+	}
+	p := probe(t, path)
+	if d := p.duration(t).Seconds(); d < meta-0.1 || d > meta+0.1 {
+		t.Errorf("ffprobe duration %.3fs, onMetaData %.3fs", d, meta)
+	}
+	decode(t, path)
+}
+
+// flvMetaDuration returns the onMetaData duration of the FLV file, in
+// seconds.
+func flvMetaDuration(t *testing.T, path string) float64 {
+	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -456,15 +471,7 @@ func TestSIGTERMFinalizesTheFLV(t *testing.T) {
 	if i < 0 || len(data) < i+len(key)+8 {
 		t.Fatal("no onMetaData duration in the FLV file")
 	}
-	meta := math.Float64frombits(be.BigEndian.Uint64(data[i+len(key):]))
-	if meta < 1.5 || meta > 3 {
-		t.Errorf("onMetaData duration %.3fs, want about 2.5s: the file was not finalized", meta)
-	}
-	p := probe(t, path)
-	if d := p.duration(t).Seconds(); d < meta-0.1 || d > meta+0.1 {
-		t.Errorf("ffprobe duration %.3fs, onMetaData %.3fs", d, meta)
-	}
-	decode(t, path)
+	return math.Float64frombits(be.BigEndian.Uint64(data[i+len(key):]))
 }
 
 func TestSecondInterruptQuitsAtOnce(t *testing.T) {

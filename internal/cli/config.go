@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moq-export/moq-export/record"
 	"github.com/moq-export/moq-export/subscribe"
 )
 
@@ -44,6 +45,7 @@ type Config struct {
 	DemoCodecs     []string
 	DemoLoops      int
 	DemoFast       bool // hidden: publish the demo as fast as possible (benchmarks)
+	DemoContainer  string
 
 	formatGiven bool
 	template    Template
@@ -62,7 +64,7 @@ func usagef(format string, args ...any) error {
 // IsUsageError reports whether err is a command-line mistake.
 func IsUsageError(err error) bool {
 	var u *UsageError
-	return errors.As(err, &u)
+	return errors.As(err, &u) || errors.Is(err, record.ErrSelection)
 }
 
 // toStdout reports whether the output is standard output.
@@ -94,8 +96,8 @@ func (c *Config) Check() error {
 		}
 	}
 	if c.URL != "" || c.Listen != "" {
-		if len(c.DemoCodecs) > 0 || c.DemoLoops != 0 || c.DemoFast {
-			return usagef("--demo-codecs and --demo-loops only apply to the built-in demo (no URL, no --listen)")
+		if len(c.DemoCodecs) > 0 || c.DemoLoops != 0 || c.DemoFast || c.DemoContainer != "" {
+			return usagef("--demo-codecs, --demo-container and --demo-loops only apply to the built-in demo (no URL, no --listen)")
 		}
 	} else if c.Broadcast != "" && c.Broadcast != demoBroadcast {
 		// The demo serves one broadcast; waiting for another would never end.
@@ -111,6 +113,17 @@ func (c *Config) Check() error {
 	}
 	if c.Delay <= 0 {
 		return usagef("--delay must be positive (got %v); use a duration like 500ms", c.Delay)
+	}
+	switch c.DemoContainer {
+	case "", "legacy", "loc":
+	case "cmaf":
+		if c.DemoFast {
+			// The in-process demo hands its frames to the export as
+			// they are: only the subscriber demuxes CMAF.
+			return usagef("--demo-container cmaf is served over loopback QUIC; drop --demo-fast")
+		}
+	default:
+		return usagef("--demo-container %q: pick legacy, loc or cmaf", c.DemoContainer)
 	}
 	if c.DemoLoops < 0 {
 		return usagef("--demo-loops must not be negative; 0 loops the demo forever")
@@ -149,14 +162,14 @@ func (c *Config) Check() error {
 	}
 
 	if c.formatGiven {
-		f, err := ParseFormat(string(c.Format))
+		f, err := record.ParseFormat(string(c.Format))
 		if err != nil {
 			return &UsageError{Msg: err.Error()}
 		}
 		c.Format = f
 	} else if c.toStdout() {
 		c.Format = TS
-	} else if f, ok := FormatFromPath(c.Output); ok {
+	} else if f, ok := record.FormatFromPath(c.Output); ok {
 		c.Format = f
 	} else {
 		return usagef("cannot tell the format from %q: end the path in .flv, .mkv, .webm, .ts or .mp4, or pass -f flv|mkv|webm|ts|mp4", c.Output)
@@ -171,7 +184,7 @@ func (c *Config) Check() error {
 		}
 		return nil
 	}
-	t, err := ParseTemplate(c.Output)
+	t, err := record.ParseTemplate(c.Output)
 	if err != nil {
 		return &UsageError{Msg: err.Error()}
 	}

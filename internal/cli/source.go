@@ -1,130 +1,40 @@
 package cli
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"sync"
-
-	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/model"
-	"github.com/moq-export/moq-export/subscribe"
+	"github.com/moq-export/moq-export/record"
 )
 
 // Source is where broadcasts come from: a relay or publisher session, a
 // publisher that connected to --listen, or the built-in demo.
 type Source interface {
-	// Broadcast returns the broadcast at path (relative to the URL path).
-	Broadcast(path string) *model.Broadcast
-	// Announced follows the broadcasts announced (under the URL path).
-	Announced(ctx context.Context) (Feed, error)
-	// Resolve returns the broadcast a rendition's "broadcast" reference in
-	// b's catalog names.
-	Resolve(b *model.Broadcast, ref string) (*model.Broadcast, error)
+	record.Source
 	// Reconnects counts the connections lost and made again.
 	Reconnects() int64
-	// Version is the protocol version negotiated ("moq-lite-05").
+	// Version is the protocol version negotiated ("moq-lite-05"; "" for
+	// an in-process source).
 	Version() string
 	// Close ends the source.
 	Close() error
 }
 
-// Feed is a live list of announcements.
-type Feed interface {
-	// Next waits for the next change.
-	Next(ctx context.Context) (Announcement, error)
-	Close()
+// Feeds and announcements are package record's.
+type (
+	Feed         = record.Feed
+	Announcement = record.Announcement
+)
+
+// localSource serves model broadcasts in this process (no network): the
+// --demo-fast demo, and tests of the command without sockets.
+type localSource struct{ *record.LocalSource }
+
+func newLocalSource(bcs ...*model.Broadcast) localSource {
+	return localSource{record.Local(bcs...)}
 }
 
-// Announcement is one broadcast starting (Active) or ending.
-type Announcement struct {
-	Path   string
-	Active bool
-}
+func (localSource) Reconnects() int64 { return 0 }
 
-// errSourceClosed is returned by a feed of a source that ended.
-var errSourceClosed = errors.New("the source ended")
+func (localSource) Version() string { return "" }
 
-// localSource serves model broadcasts in this process (no network). It
-// backs the built-in demo when the QUIC session is not wanted (library
-// tests) and lets tests of the command run without sockets.
-type localSource struct {
-	mu   sync.Mutex
-	bcs  map[string]*model.Broadcast
-	done chan struct{}
-	once sync.Once
-}
-
-func newLocalSource(bcs ...*model.Broadcast) *localSource {
-	s := &localSource{bcs: map[string]*model.Broadcast{}, done: make(chan struct{})}
-	for _, b := range bcs {
-		s.bcs[b.Name()] = b
-	}
-	return s
-}
-
-func (s *localSource) Broadcast(path string) *model.Broadcast {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if b, ok := s.bcs[path]; ok {
-		return b
-	}
-	b := model.NewBroadcast(path)
-	b.Close(fmt.Errorf("broadcast %q: %w", path, model.ErrNotFound))
-	return b
-}
-
-func (s *localSource) Announced(ctx context.Context) (Feed, error) {
-	s.mu.Lock()
-	var q []Announcement
-	for name := range s.bcs {
-		q = append(q, Announcement{Path: name, Active: true})
-	}
-	s.mu.Unlock()
-	return &localFeed{s: s, queue: q}, nil
-}
-
-func (s *localSource) Resolve(b *model.Broadcast, ref string) (*model.Broadcast, error) {
-	return nil, fmt.Errorf("broadcast reference %q: %w", ref, model.ErrNotFound)
-}
-
-func (s *localSource) Reconnects() int64 { return 0 }
-
-// Version is "": an in-process source speaks no protocol.
-func (s *localSource) Version() string { return "" }
-func (s *localSource) Close() error {
-	s.once.Do(func() { close(s.done) })
-	return nil
-}
-
-type localFeed struct {
-	s     *localSource
-	queue []Announcement
-}
-
-func (f *localFeed) Next(ctx context.Context) (Announcement, error) {
-	if len(f.queue) > 0 {
-		a := f.queue[0]
-		f.queue = f.queue[1:]
-		return a, nil
-	}
-	select {
-	case <-ctx.Done():
-		return Announcement{}, context.Cause(ctx)
-	case <-f.s.done:
-		return Announcement{}, errSourceClosed
-	}
-}
-
-func (f *localFeed) Close() {}
-
-// firstCatalog waits for the first catalog snapshot of b (catalog.json, or
-// the MSF catalog for .msf names) and returns it.
-func firstCatalog(ctx context.Context, b *model.Broadcast) (*catalog.Catalog, error) {
-	w, err := subscribe.WatchCatalog(b, subscribe.CatalogOptions{})
-	if err != nil {
-		return nil, err
-	}
-	defer w.Close()
-	return w.Next(ctx)
-}
+// firstCatalog waits for the first catalog snapshot of b.
+var firstCatalog = record.FirstCatalog
