@@ -486,9 +486,12 @@ func (d *dialer) dial(ctx context.Context) (conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, a := range ietfALPNs {
-			if !slices.Contains(tc.NextProtos, a) {
-				tc.NextProtos = append(tc.NextProtos, a)
+		if d.opts.Versions == nil {
+			// Every draft the moq-transport session speaks.
+			for _, a := range ietfALPNs {
+				if !slices.Contains(tc.NextProtos, a) {
+					tc.NextProtos = append(tc.NextProtos, a)
+				}
 			}
 		}
 		c, err := quic.DialAddr(ctx, d.target.hostport, tc, quicConfig())
