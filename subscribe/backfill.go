@@ -45,7 +45,7 @@ func (rt *remoteTrack) backfill(ctx context.Context, target int64) error {
 	if c == nil {
 		return nil
 	}
-	if !connVersion(c).Fetch {
+	if v := connVersion(c); v.Family == wire.FamilyLite && !v.Fetch {
 		// Said once per connection at Info (logNegotiated).
 		rt.rb.s.log.Debug("moq: no backfill: the protocol version has no FETCH", "track", rt.name, "version", connVersion(c).Name)
 		return nil

@@ -494,6 +494,9 @@ func (d *dialer) dial(ctx context.Context) (conn, error) {
 				}
 			}
 		}
+		if d.opts.alpns != nil {
+			tc.NextProtos = d.opts.alpns
+		}
 		c, err := quic.DialAddr(ctx, d.target.hostport, tc, quicConfig())
 		if err != nil {
 			return nil, fmt.Errorf("moq: dial %s: %w", d.target.hostport, mapErr(err))
