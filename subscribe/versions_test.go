@@ -13,8 +13,6 @@ import (
 
 	"github.com/quic-go/quic-go"
 
-	"github.com/moq-export/moq-export/catalog"
-	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
@@ -67,56 +65,12 @@ func TestEveryVersionInBothRoles(t *testing.T) {
 	}
 }
 
-// recordAcross publishes the sample media on pub and records it on sub.
+// recordAcross publishes the sample media on pub and records it on sub,
+// every frame compared, once the subscriptions are over (versions without
+// SUBSCRIBE_START do not name the first group).
 func recordAcross(t *testing.T, ctx context.Context, pub, sub *Session, name string) {
 	t.Helper()
-	sb := newSampleBroadcast(t, name, "h264", "aac")
-	if err := pub.Publish(sb.b); err != nil {
-		t.Fatal(err)
-	}
-	ann := expectAnnounced(t, ctx, sub, name)
-	defer ann.Close()
-	b := sub.Broadcast(name)
-	w, err := catalog.Watch(b, catalog.WatchOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	cat, err := w.Next(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := len(cat.Renditions()); got != 2 {
-		t.Fatalf("catalog has %d renditions, want 2", got)
-	}
-	tracks := map[string]*model.Track{}
-	for _, s := range sb.samples {
-		tr, err := b.Track(s.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr.SetKeepGroups(100000)
-		tracks[s.Name] = tr
-	}
-	for _, s := range sb.samples {
-		waitFor(t, "subscription to "+s.Name, func() bool { return pub.servingTrack(name, s.Name) == 1 })
-	}
-	sb.fill(t, 0, true)
-	// Versions without SUBSCRIBE_START do not name the first group: a
-	// reader that starts while group 1 has landed and group 0 not yet
-	// begins at 1. Read once the subscriptions are over (the catalog's
-	// stays).
-	waitFor(t, "end of the media subscriptions", func() bool { return sub.subCount() <= 1 })
-	for _, s := range sb.samples {
-		evs, err := readEvents(ctx, tracks[s.Name].Subscribe(time.Hour), func([]model.Event) bool { return false })
-		if err != nil {
-			t.Fatalf("%s: %v", s.Name, err)
-		}
-		compareFrames(t, s.Name, evs, expectedEvents(s, 0))
-		if last := evs[len(evs)-1]; last.Kind != model.EventEnd || last.Err != nil {
-			t.Fatalf("%s: last event %+v, want a clean end", s.Name, last)
-		}
-	}
+	checkDeliversEveryFrameOf(t, ctx, sub, pub, name, sub.subCount)
 	pub.Unpublish(name)
 }
 
