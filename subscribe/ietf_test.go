@@ -32,6 +32,11 @@ func dialIETF(t *testing.T, ctx context.Context, srv *Server, pin, alpn, path st
 	t.Helper()
 	opts.TLSFingerprint = pin
 	opts.alpns = []string{alpn}
+	// "moql" is the legacy SETUP, where our client would choose moq-lite-02
+	// first: offer only the draft it reaches.
+	if alpn == ietf.ALPNLegacy {
+		opts.Versions = []string{"moq-transport-14"}
+	}
 	if opts.Logger == nil {
 		opts.Logger = testLogger(t)
 	}
@@ -365,5 +370,26 @@ func TestIETFMalformedControlMessageClosesTheSession(t *testing.T) {
 	case <-peer.Done():
 	case <-ctx.Done():
 		t.Fatal("the accepted session did not end")
+	}
+}
+
+// The moq-transport entries of the version table agree with the codec:
+// each draft's ALPN and code, offered after moq-lite in the reference's
+// order.
+func TestIETFVersionsComeFromTheVersionTable(t *testing.T) {
+	want := []string{"moql", "moqt-20", "moqt-19", "moqt-18", "moqt-17", "moqt-16", "moqt-15", "moq-00"}
+	if fmt.Sprint(ietfALPNs) != fmt.Sprint(want) {
+		t.Fatalf("ALPNs %v, want %v", ietfALPNs, want)
+	}
+	for _, v := range ietfVersions {
+		if !v.Known() {
+			t.Errorf("%v: not known to the codec", v)
+		}
+		if got, ok := ietfVersionOfALPN(v.ALPN()); !ok || got != v {
+			t.Errorf("%s selects %v, %v; want %v", v.ALPN(), got, ok, v)
+		}
+	}
+	if v, ok := ietfVersionOfALPN("moql"); !ok || v != ietf.Draft14 {
+		t.Errorf("moql selects %v, %v; want draft 14", v, ok)
 	}
 }
