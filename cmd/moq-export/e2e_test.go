@@ -597,9 +597,15 @@ func TestProgressGoesToStderrOnly(t *testing.T) {
 	}
 }
 
+// lastLine returns the last progress line in s (the summary follows it).
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return lines[len(lines)-1]
+	for i := len(lines) - 1; i > 0; i-- {
+		if !strings.HasPrefix(lines[i], "moq-export: ") {
+			return lines[i]
+		}
+	}
+	return lines[0]
 }
 
 // TestRecordsFromAURL serves two broadcasts on a loopback publisher and

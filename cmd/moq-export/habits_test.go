@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -350,5 +351,154 @@ func TestTokensComeFromAFileOrTheEnvironment(t *testing.T) {
 	r = run(t, dir, "moql://127.0.0.1:9/room", "--token-file", filepath.Join(dir, "nosuch"))
 	if r.code != 2 || !strings.Contains(r.stderr, "--token-file") {
 		t.Errorf("missing token file: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestOneLogStyleAtEveryVerbosity: every stderr line is "moq-export: ..."
+// at the default verbosity, with -v and -vv (warnings too); with
+// --log-format json every line is a JSON record; -q leaves stderr empty
+// for a recording that goes well.
+func TestOneLogStyleAtEveryVerbosity(t *testing.T) {
+	t.Parallel()
+	// H.265 in FLV warns (Enhanced FLV).
+	base := []string{"--demo-codecs", "h265,aac", "--duration", "1s", "-o", "x.flv", "-y"}
+	for _, v := range [][]string{nil, {"-v"}, {"-vv"}} {
+		r := run(t, t.TempDir(), append(base, v...)...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d: %s", v, r.code, r.stderr)
+		}
+		if !strings.Contains(r.stderr, "moq-export: warning: writing hvc1") || !strings.Contains(r.stderr, "ffmpeg >= 7") {
+			t.Errorf("%v: no Enhanced FLV warning in %q", v, r.stderr)
+		}
+		for _, l := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+			if !strings.HasPrefix(l, "moq-export: ") || strings.Contains(l, "level=") || strings.Contains(l, "time=") {
+				t.Errorf("%v: line %q is not in the command's style", v, l)
+			}
+		}
+	}
+	r := run(t, t.TempDir(), append(base, "-vv", "--log-format", "json")...)
+	if r.code != 0 {
+		t.Fatalf("json: exit %d: %s", r.code, r.stderr)
+	}
+	levels := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+		var rec struct{ Level, Msg string }
+		if err := json.Unmarshal([]byte(l), &rec); err != nil || rec.Msg == "" {
+			t.Errorf("json: line %q is no log record: %v", l, err)
+		}
+		levels[rec.Level] = true
+	}
+	for _, l := range []string{"DEBUG", "INFO", "NOTICE", "WARN"} {
+		if !levels[l] {
+			t.Errorf("json: no %s record in %s", l, r.stderr)
+		}
+	}
+	if r := run(t, t.TempDir(), "--duration", "1s", "-o", "x.mkv", "-q"); r.code != 0 || r.stderr != "" {
+		t.Errorf("-q: exit %d, stderr %q; want 0 and nothing", r.code, r.stderr)
+	}
+}
+
+// TestListShowsEveryDemoCodecAsJSON: --list on the demo lists every test
+// codec, in a table with the Enhanced FLV note or as JSON.
+func TestListShowsEveryDemoCodecAsJSON(t *testing.T) {
+	t.Parallel()
+	r := run(t, t.TempDir(), "--list", "--json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var rows []struct {
+		Name        string   `json:"name"`
+		Kind        string   `json:"kind"`
+		Formats     []string `json:"formats"`
+		EnhancedFLV bool     `json:"enhanced_flv"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil {
+		t.Fatalf("--list --json: %v\n%s", err, r.stdout)
+	}
+	got := map[string]string{}
+	for _, row := range rows {
+		got[row.Name] = fmt.Sprintf("%s %v %v", row.Kind, row.Formats, row.EnhancedFLV)
+	}
+	want := map[string]string{
+		"h264": "video [flv mkv ts] false", "h265": "video [flv mkv ts] true", "av1": "video [flv mkv webm] true",
+		"vp8": "video [mkv webm] false", "vp9": "video [flv mkv webm] true",
+		"aac": "audio [flv mkv ts] false", "mp3": "audio [flv mkv ts] false", "opus": "audio [flv mkv webm ts] true",
+		"flac": "audio [mkv] false", "ac3": "audio [mkv ts] false",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("--list --json:\n got %v\nwant %v", got, want)
+	}
+	r = run(t, t.TempDir(), "--list")
+	if r.code != 0 || !strings.Contains(r.stdout, "flv*,mkv,ts") || !strings.Contains(r.stdout, "flv*: Enhanced FLV") || !strings.Contains(r.stdout, "ffmpeg >= 7") {
+		t.Errorf("--list: exit %d, no Enhanced FLV note in\n%s", r.code, r.stdout)
+	}
+	if n := strings.Count(r.stdout, "320x180") + strings.Count(r.stdout, "48000Hz"); n != len(want) {
+		t.Errorf("--list shows %d renditions, want %d:\n%s", n, len(want), r.stdout)
+	}
+}
+
+// TestSummaryNamesTheFilesWritten: the closing summary lists every segment
+// with its frames, on stderr for people, as JSON with --json and in the
+// --summary file; its counts are what ffprobe finds.
+func TestSummaryNamesTheFilesWritten(t *testing.T) {
+	needTools(t, "ffprobe")
+	t.Parallel()
+	dir := t.TempDir()
+	r := run(t, dir, "-o", "rec/{broadcast}-{n}.mkv", "--segment", "1s", "--duration", "2.5s", "--summary", "sum.json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var sum struct {
+		Files []struct {
+			Path   string  `json:"path"`
+			Frames int     `json:"frames"`
+			Size   int64   `json:"size"`
+			Media  float64 `json:"media_seconds"`
+		} `json:"files"`
+		Frames     int     `json:"frames"`
+		Media      float64 `json:"media_seconds"`
+		Dropped    *int    `json:"dropped"`
+		Reconnects *int    `json:"reconnects"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "sum.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatalf("--summary: %v\n%s", err, b)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "rec", "*.mkv"))
+	if len(sum.Files) != len(files) || len(files) < 3 {
+		t.Fatalf("summary lists %d files, %d on disk (want 3 or more)", len(sum.Files), len(files))
+	}
+	total := 0
+	for _, f := range sum.Files {
+		p := probe(t, filepath.Join(dir, f.Path))
+		n := p.frames(t, "h264") + p.frames(t, "aac")
+		st, err := os.Stat(filepath.Join(dir, f.Path))
+		if err != nil || st.Size() != f.Size {
+			t.Errorf("%s: summary size %d, file %v %v", f.Path, f.Size, st, err)
+		}
+		if n != f.Frames {
+			t.Errorf("%s: summary says %d frames, ffprobe reads %d", f.Path, f.Frames, n)
+		}
+		if !strings.Contains(r.stderr, "moq-export: wrote "+f.Path+": ") {
+			t.Errorf("stderr does not name %s:\n%s", f.Path, r.stderr)
+		}
+		total += f.Frames
+	}
+	if total != sum.Frames || sum.Media < 2.3 || sum.Media > 2.6 || sum.Dropped == nil || sum.Reconnects == nil {
+		t.Errorf("summary totals %+v, files hold %d frames", sum, total)
+	}
+	if !strings.Contains(r.stderr, fmt.Sprintf("in %d files:", len(files))) {
+		t.Errorf("no total on stderr:\n%s", r.stderr)
+	}
+	// --json: the same summary as the last line of stderr.
+	r = run(t, dir, "-o", "one.mkv", "--duration", "1s", "--json")
+	var one struct {
+		Files []struct{ Path string } `json:"files"`
+	}
+	if err := json.Unmarshal([]byte(lastLine(r.stderr+"\n")), &one); r.code != 0 || err != nil || len(one.Files) != 1 || one.Files[0].Path != "one.mkv" {
+		t.Errorf("--json: exit %d, %v, summary %+v in\n%s", r.code, err, one, r.stderr)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -94,6 +95,10 @@ func (e Env) getenv(key string) string {
 // errInterrupted is the cancellation cause of Ctrl-C and SIGTERM.
 var errInterrupted = errors.New("interrupted")
 
+// signalLog is the logger of the running command, for what Main says on a
+// signal.
+var signalLog atomic.Pointer[slog.Logger]
+
 // Main runs the command with the process's arguments, stdio and signals,
 // and returns the exit code. The first SIGINT or SIGTERM stops the
 // recording and finalizes the file; a second one exits at once.
@@ -107,10 +112,14 @@ func Main(args []string) int {
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	go func() {
 		s := <-sigs
-		fmt.Fprintf(os.Stderr, "\nmoq-export: %v: finishing the output (press Ctrl-C again to quit at once)\n", s)
+		log := signalLog.Load()
+		if log == nil {
+			log = newLogger(os.Stderr, logText, LevelNotice)
+		}
+		notice(log, fmt.Sprintf("%v: finishing the output (press Ctrl-C again to quit at once)", s))
 		cancel(errInterrupted)
 		<-sigs
-		fmt.Fprintln(os.Stderr, "moq-export: quitting without finishing the output")
+		log.Warn("quitting without finishing the output")
 		os.Exit(ExitInterrupted)
 	}()
 	return Execute(ctx, args, Env{
@@ -138,23 +147,23 @@ func Execute(ctx context.Context, args []string, env Env) int {
 	cmd.SetOut(env.Stdout)
 	cmd.SetErr(con)
 	err := cmd.ExecuteContext(ctx)
+	// Flags that did not parse leave the text format.
+	log := newLogger(con, cfg.LogFormat, logLevel(cfg.Quiet, cfg.Verbose))
 	switch {
 	case err == nil:
 		return ExitOK
 	case IsUsageError(err):
-		fmt.Fprintf(con, "moq-export: %v\nRun 'moq-export --help' for the flags.\n", err)
+		log.Error(err.Error() + "; run 'moq-export --help' for the flags")
 		return ExitUsage
 	case isBrokenPipe(err):
 		// The player or the next command in the pipe closed it: that is
 		// how a pipe ends, not a failure.
-		if cfg.Verbose > 0 {
-			fmt.Fprintln(con, "moq-export: the reader closed the output; stopped")
-		}
+		log.Info("the reader closed the output; stopped")
 		return ExitOK
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		return ExitOK
 	}
-	fmt.Fprintf(con, "moq-export: %v\n", err)
+	log.Error(err.Error())
 	return ExitRuntime
 }
 
@@ -247,7 +256,11 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 	f.StringVar(&cfg.TLSCert, "tls-cert", "", "certificate `FILE` (PEM) for --listen (default: a self-signed one, its fingerprint printed)")
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "private key `FILE` (PEM) for --tls-cert")
 	f.StringVar(&cfg.Progress, "progress", "auto", "progress on stderr: auto (when stderr is a terminal), always or never")
-	f.CountVarP(&cfg.Verbose, "verbose", "v", "log to stderr: -v for info, -vv for debug")
+	f.CountVarP(&cfg.Verbose, "verbose", "v", "log more to stderr: -v for info, -vv for debug")
+	f.BoolVarP(&cfg.Quiet, "quiet", "q", false, "say nothing on stderr but warnings and errors (no notices, progress or summary)")
+	f.BoolVar(&cfg.JSON, "json", false, "print --list, and the summary at the end of a recording (on stderr), as JSON")
+	f.StringVar(&cfg.SummaryFile, "summary", "", "write the summary of the run (files, duration, frames, drops, reconnects) as JSON to `FILE`")
+	f.StringVar(&cfg.LogFormat, "log-format", logText, "stderr format: text (for people) or json (one object per line, for services)")
 	f.StringSliceVar(&cfg.DemoCodecs, "demo-codecs", nil, "test codecs of the built-in demo (default h264,aac; also h265, av1, vp8, vp9, opus, mp3, flac, ac3)")
 	f.IntVar(&cfg.DemoLoops, "demo-loops", 0, "end the demo broadcast after this many loops of its 4 s media (default: never)")
 	f.BoolVar(&cfg.DemoFast, "demo-fast", false, "publish the demo as fast as possible instead of in real time (benchmarks)")
@@ -278,16 +291,4 @@ func redactAll(args []string) []string {
 		out[i] = redactURL(a)
 	}
 	return out
-}
-
-// newLogger returns the logger for -v level verbose, writing to con.
-func newLogger(con io.Writer, verbose int) *slog.Logger {
-	level := slog.LevelWarn
-	switch {
-	case verbose == 1:
-		level = slog.LevelInfo
-	case verbose > 1:
-		level = slog.LevelDebug
-	}
-	return slog.New(slog.NewTextHandler(con, &slog.HandlerOptions{Level: level}))
 }

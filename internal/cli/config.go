@@ -31,6 +31,10 @@ type Config struct {
 	TLSKey         string
 	Progress       string
 	Verbose        int
+	Quiet          bool
+	JSON           bool   // --json: --list and the summary as JSON
+	SummaryFile    string // --summary FILE: the JSON summary
+	LogFormat      string // text or json
 	Segment        time.Duration
 	Listen         string
 	RecordAll      bool
@@ -104,6 +108,14 @@ func (c *Config) Check() error {
 	}
 	if c.DemoLoops < 0 {
 		return usagef("--demo-loops must not be negative; 0 loops the demo forever")
+	}
+	switch c.LogFormat {
+	case "", logText, logJSON:
+	default:
+		return usagef("--log-format takes text or json (got %q)", c.LogFormat)
+	}
+	if c.Quiet && c.Verbose > 0 {
+		return usagef("-q and -v exclude each other")
 	}
 	switch c.Progress {
 	case "auto", "always", "never":

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -165,7 +166,7 @@ func TestRedactURLHidesTokens(t *testing.T) {
 func TestConsoleScrubsSecretsFromEveryWrite(t *testing.T) {
 	var buf bytes.Buffer
 	c := newConsole(&buf, false, redactorFor([]string{"https://relay.example/a?jwt=tok%2Fen123"}))
-	log := newLogger(c, 1)
+	log := newLogger(c, logText, slog.LevelInfo)
 	log.Info("dialing", "url", "https://relay.example/a?jwt=tok%2Fen123", "raw", "tok/en123")
 	c.Write([]byte("error: jwt tok/en123 refused\n"))
 	if s := buf.String(); strings.Contains(s, "en123") || !strings.Contains(s, "REDACTED") {

@@ -50,7 +50,11 @@ func demoNotice(cfg *Config, via string) string {
 	if len(codecs) == 0 {
 		codecs = demo.DefaultRenditions
 	}
-	return fmt.Sprintf("moq-export: no URL given: recording the built-in demo broadcast %q (%s test media) %s; pass a URL to record a relay", demoBroadcast, strings.Join(codecs, "+"), via)
+	verb := "recording"
+	if cfg.List {
+		verb = "listing"
+	}
+	return fmt.Sprintf("no URL given: %s the built-in demo broadcast %q (%s test media) %s; pass a URL to record a relay", verb, demoBroadcast, strings.Join(codecs, "+"), via)
 }
 
 // startDemo starts the demo publisher and returns a source serving it:
@@ -71,7 +75,7 @@ func startLocalDemo(ctx context.Context, cfg *Config, con *console, log *slog.Lo
 	pctx, cancel := context.WithCancel(context.Background())
 	bc, wait := newDemoBroadcast(pctx, cfg, log)
 	src := newLocalSource(bc)
-	fmt.Fprintln(con, demoNotice(cfg, "published in process"))
+	notice(log, demoNotice(cfg, "published in process"))
 	return &closingSource{Source: src, stop: func() { cancel(); wait() }}, nil
 }
 

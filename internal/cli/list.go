@@ -2,13 +2,16 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/mux"
 )
 
 // listWait is how long --list waits for the first announcement.
@@ -23,8 +26,10 @@ func (a *app) list(ctx context.Context, src Source) error {
 			return err
 		}
 		if len(names) == 0 {
-			fmt.Fprintf(a.con, "moq-export: no broadcast is announced %s\n", a.origin())
-			return nil
+			notice(a.log, "no broadcast is announced "+a.origin())
+		}
+		if a.cfg.JSON {
+			return writeJSON(a.env.Stdout, append([]string{}, names...))
 		}
 		for _, n := range names {
 			fmt.Fprintln(a.env.Stdout, n)
@@ -38,28 +43,109 @@ func (a *app) list(ctx context.Context, src Source) error {
 	if err != nil {
 		return fmt.Errorf("broadcast %q: reading its catalog: %w; run --list without -b to see the broadcasts", a.cfg.Broadcast, err)
 	}
+	if a.cfg.JSON {
+		return writeJSON(a.env.Stdout, listRenditions(cat))
+	}
 	return writeRenditions(a.env.Stdout, cat)
 }
 
+// renditionInfo is one row of --list -b, and its --json form.
+type renditionInfo struct {
+	Name       string   `json:"name"`
+	Kind       string   `json:"kind"`
+	Codec      string   `json:"codec"`
+	Width      uint32   `json:"width,omitempty"`
+	Height     uint32   `json:"height,omitempty"`
+	Framerate  float64  `json:"framerate,omitempty"`
+	SampleRate uint32   `json:"sample_rate,omitempty"`
+	Channels   uint32   `json:"channels,omitempty"`
+	Bitrate    uint64   `json:"bitrate,omitempty"`
+	Formats    []string `json:"formats"` // the containers that carry it
+	// EnhancedFLV: FLV carries it only as Enhanced FLV (E-RTMP), which
+	// ffmpeg reads from version 7.
+	EnhancedFLV bool   `json:"enhanced_flv,omitempty"`
+	details     string // the DETAILS column
+}
+
+func listRenditions(cat *catalog.Catalog) []renditionInfo {
+	out := []renditionInfo{}
+	for _, r := range cat.Renditions() {
+		c := r.Common()
+		ri := renditionInfo{Name: r.Name, Kind: string(r.Kind), Codec: c.Codec, Formats: []string{}, details: details(r)}
+		if v := r.Video; v != nil {
+			if v.CodedWidth != nil && v.CodedHeight != nil {
+				ri.Width, ri.Height = *v.CodedWidth, *v.CodedHeight
+			}
+			if v.Framerate != nil {
+				ri.Framerate = *v.Framerate
+			}
+		}
+		if au := r.Audio; au != nil {
+			ri.SampleRate, ri.Channels = au.SampleRate, au.NumberOfChannels
+		}
+		if c.Bitrate != nil {
+			ri.Bitrate = uint64(*c.Bitrate)
+		}
+		for _, f := range Formats {
+			if carries(f, r) == nil {
+				ri.Formats = append(ri.Formats, string(f))
+				if f == FLV && enhancedFLV(c.Codec) {
+					ri.EnhancedFLV = true
+				}
+			}
+		}
+		out = append(out, ri)
+	}
+	return out
+}
+
+// enhancedFLVNote explains the * of --list and the warning of a recording.
+const enhancedFLVNote = "Enhanced FLV (H.265, AV1, VP9, Opus in FLV) needs ffmpeg >= 7 to play; Debian 12's ffmpeg 5.1 cannot read it: prefer -f mkv"
+
+// enhancedFLV reports whether FLV carries codec only in its Enhanced (E-RTMP)
+// form: everything but H.264, AAC and MP3.
+func enhancedFLV(codec string) bool {
+	switch mux.CodecFamily(codec) {
+	case "h264", "aac", "mp3":
+		return false
+	}
+	return true
+}
+
 // writeRenditions prints the catalog's renditions as a table: name, kind,
-// codec, details, and which output formats carry each one.
+// codec, details, and which output formats carry each one; flv* marks
+// Enhanced FLV, explained below the table.
 func writeRenditions(w io.Writer, cat *catalog.Catalog) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tKIND\tCODEC\tDETAILS\tFORMATS")
-	for _, r := range cat.Renditions() {
-		var fs []string
-		for _, f := range Formats {
-			if carries(f, r) == nil {
-				fs = append(fs, string(f))
-			}
+	star := false
+	for _, r := range listRenditions(cat) {
+		fs := slices.Clone(r.Formats)
+		if r.EnhancedFLV {
+			fs[slices.Index(fs, string(FLV))] += "*"
+			star = true
 		}
 		formats := strings.Join(fs, ",")
 		if formats == "" {
 			formats = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, r.Kind, r.Common().Codec, details(r), formats)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, r.Kind, r.Codec, r.details, formats)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if star {
+		_, err := fmt.Fprintln(w, "\nflv*: "+enhancedFLVNote)
+		return err
+	}
+	return nil
+}
+
+// writeJSON writes v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // details describes a rendition's picture or sound in a few words.

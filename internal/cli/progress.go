@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/url"
 	"strings"
 	"sync"
@@ -152,6 +153,27 @@ func (c *console) EndStatus() {
 	if c.shown {
 		io.WriteString(c.w, "\n")
 		c.shown = false
+	}
+}
+
+// logProgress logs get() as a "progress" record every interval until ctx
+// ends, then once more: the progress line of --log-format json.
+func logProgress(ctx context.Context, log *slog.Logger, interval time.Duration, get func() Snapshot) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		done := false
+		select {
+		case <-ctx.Done():
+			done = true
+		case <-t.C:
+		}
+		s := get()
+		notice(log, "progress", "media", s.Media.Seconds(), "recording", s.Recording, "tracks", s.Tracks, "frames", s.Frames,
+			"bytes", s.Bytes, "late", s.Late, "dropped", s.Dropped, "reconnects", s.Reconnects)
+		if done {
+			return
+		}
 	}
 }
 

@@ -111,7 +111,7 @@ func serveDemo(ctx context.Context, cfg *Config, con *console, log *slog.Logger)
 		wait()
 		srv.Close()
 	}
-	fmt.Fprintln(con, demoNotice(cfg, "served over loopback QUIC at "+url))
+	notice(log, demoNotice(cfg, "served over loopback QUIC at "+url))
 	dctx, dcancel := context.WithTimeout(ctx, dialTimeout)
 	defer dcancel()
 	sess, err := subscribe.Dial(dctx, url, subscribe.Options{TLSFingerprint: pin, Logger: log})
@@ -146,9 +146,9 @@ func (a *app) listen(ctx context.Context) error {
 	defer srv.Close()
 	addr := srv.Addr().String()
 	if pin != "" {
-		fmt.Fprintf(a.con, "moq-export: listening on moql://%s and https://%s (self-signed certificate, SHA-256 fingerprint %s; publishers pin it, or use http://%s)\n", addr, addr, pin, addr)
+		notice(a.log, fmt.Sprintf("listening on moql://%s and https://%s (self-signed certificate, SHA-256 fingerprint %s; publishers pin it, or use http://%s)", addr, addr, pin, addr))
 	} else {
-		fmt.Fprintf(a.con, "moq-export: listening on moql://%s and https://%s (certificate %s, SHA-256 fingerprint %s)\n", addr, addr, a.cfg.TLSCert, srv.Fingerprint())
+		notice(a.log, fmt.Sprintf("listening on moql://%s and https://%s (certificate %s, SHA-256 fingerprint %s)", addr, addr, a.cfg.TLSCert, srv.Fingerprint()))
 	}
 
 	actx, stop := context.WithCancel(ctx)

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	moqexport "github.com/moq-export/moq-export"
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/export"
 	"github.com/moq-export/moq-export/model"
@@ -33,29 +34,64 @@ type app struct {
 	active   map[*export.Export]bool // running recordings
 	done     Snapshot                // counters of the recordings and sources that ended
 	recorded int
+	files    []FileSummary // outputs finished
 }
 
 func run(ctx context.Context, cfg *Config, env Env, con *console) error {
 	if cfg.toStdout() && !cfg.List && env.StdoutTerminal {
 		return usagef("refusing to write %s media to a terminal: give -o FILE, or pipe into a player (moq-export | ffplay -)", cfg.Format)
 	}
-	a := &app{cfg: cfg, env: env, con: con, log: newLogger(con, cfg.Verbose), active: map[*export.Export]bool{}}
+	a := &app{cfg: cfg, env: env, con: con, log: newLogger(con, cfg.LogFormat, logLevel(cfg.Quiet, cfg.Verbose)), active: map[*export.Export]bool{}}
+	signalLog.Store(a.log)
 	if err := a.checkOverwrite(); err != nil {
 		return err
 	}
-	if cfg.Listen != "" {
+	if cfg.List {
+		return a.runList(ctx)
+	}
+	err := a.runRecording(ctx)
+	if rerr := a.report(reportable(ctx, err)); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// reportable is the error a summary names: none for a run that Ctrl-C or
+// a closed pipe ended, as Execute sees it.
+func reportable(ctx context.Context, err error) error {
+	if err == nil || isBrokenPipe(err) || errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// runList lists what the source offers: for the built-in demo without
+// --demo-codecs, every test codec it has.
+func (a *app) runList(ctx context.Context) error {
+	if a.cfg.URL == "" && len(a.cfg.DemoCodecs) == 0 {
+		a.cfg.DemoCodecs = moqexport.SampleNames()
+	}
+	src, err := a.openSource(ctx)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	return a.list(ctx, src)
+}
+
+// runRecording records what the flags say until it ends.
+func (a *app) runRecording(ctx context.Context) error {
+	if a.cfg.Listen != "" {
 		return a.withProgress(ctx, a.listen)
 	}
 	src, err := a.openSource(ctx)
 	if err != nil {
 		return err
 	}
+	// Closed before the summary: its reconnects count.
 	defer a.addSource(src)()
 	defer src.Close()
-	if cfg.List {
-		return a.list(ctx, src)
-	}
-	if cfg.RecordAll {
+	if a.cfg.RecordAll {
 		return a.withProgress(ctx, func(ctx context.Context) error { return a.recordAll(ctx, src) })
 	}
 	name, err := a.pickBroadcast(ctx, src)
@@ -125,7 +161,7 @@ func (a *app) addSource(s Source) (remove func()) {
 
 // withProgress runs fn with the progress line on stderr when wanted.
 func (a *app) withProgress(ctx context.Context, fn func(context.Context) error) error {
-	show := a.cfg.Progress == "always" || a.cfg.Progress == "auto" && a.env.StderrTerminal
+	show := a.cfg.Progress == "always" || a.cfg.Progress == "auto" && a.env.StderrTerminal && !a.cfg.Quiet
 	if !show {
 		return fn(ctx)
 	}
@@ -136,6 +172,10 @@ func (a *app) withProgress(ctx context.Context, fn func(context.Context) error) 
 		interval := time.Second
 		if a.env.StderrTerminal {
 			interval = 250 * time.Millisecond
+		}
+		if a.cfg.LogFormat == logJSON {
+			logProgress(pctx, a.log, interval, a.snapshot)
+			return
 		}
 		runProgress(pctx, a.con, interval, a.snapshot)
 	}()
@@ -172,6 +212,13 @@ func (a *app) snapshot() Snapshot {
 		s.Reconnects += src.Reconnects()
 	}
 	return s
+}
+
+// fileWritten adds a finished output to the summary.
+func (a *app) fileWritten(f FileSummary) {
+	a.mu.Lock()
+	a.files = append(a.files, f)
+	a.mu.Unlock()
 }
 
 func (a *app) started(ex *export.Export) {
@@ -241,7 +288,7 @@ func (a *app) announced(ctx context.Context, src Source, wait time.Duration) ([]
 	first := true
 	notice := time.AfterFunc(2*time.Second, func() {
 		if wait == 0 {
-			fmt.Fprintf(a.con, "moq-export: waiting for a broadcast to be announced %s (name one with -b to skip this)\n", a.origin())
+			notice(a.log, "waiting for a broadcast to be announced "+a.origin()+" (name one with -b to skip this)")
 		}
 	})
 	defer notice.Stop()
@@ -417,6 +464,29 @@ type output struct {
 	out  io.Closer
 	path string
 	log  *slog.Logger
+	// Set by openOutput: the file summary's fields, and where it goes.
+	info   FileSummary
+	size   func() int64
+	count  counted
+	closed func(FileSummary)
+}
+
+// AddTrack warns, when FLV takes a codec only as Enhanced FLV, that older
+// players cannot read it.
+func (o *output) AddTrack(t mux.Track) error {
+	err := o.Muxer.AddTrack(t)
+	if err == nil && o.info.Format == string(FLV) && o.info.Segment == 0 && enhancedFLV(t.Codec) {
+		o.log.Warn(fmt.Sprintf("writing %s as Enhanced FLV: ffmpeg >= 7 plays it, Debian 12's ffmpeg 5.1 cannot read it; -f mkv plays everywhere", t.Codec), "output", o.path)
+	}
+	return err
+}
+
+func (o *output) WriteFrame(f mux.Frame) error {
+	err := o.Muxer.WriteFrame(f)
+	if err == nil {
+		o.count.frame(f)
+	}
+	return err
 }
 
 func (o *output) Close() error {
@@ -425,6 +495,14 @@ func (o *output) Close() error {
 		err = fmt.Errorf("writing %s: %w", o.path, cerr)
 	}
 	o.log.Info("output finished", "path", o.path)
+	if o.closed != nil {
+		fs := o.info
+		fs.Frames, fs.Media = o.count.frames, o.count.media()
+		if o.size != nil {
+			fs.Size = o.size()
+		}
+		o.closed(fs)
+	}
 	return err
 }
 
@@ -435,11 +513,14 @@ func (a *app) openOutput(name string, n int) (mux.Muxer, error) {
 		w    io.Writer
 		c    io.Closer
 		path = "stdout"
+		size func() int64
 	)
 	switch {
 	case a.cfg.toStdout():
-		so := newStreamOutput(a.env.Stdout, 50*time.Millisecond)
+		cw := &countWriter{w: a.env.Stdout}
+		so := newStreamOutput(cw, 50*time.Millisecond)
 		w, c = so, so
+		size = func() int64 { return cw.n }
 	case !a.cfg.template.IsTemplate():
 		path = a.cfg.Output
 		if dir := filepath.Dir(path); dir != "." {
@@ -475,7 +556,19 @@ func (a *app) openOutput(name string, n int) (mux.Muxer, error) {
 		return nil, err
 	}
 	a.log.Info("writing", "path", path, "format", a.cfg.Format, "broadcast", name, "segment", n)
-	return &output{Muxer: m, out: c, path: path, log: a.log}, nil
+	info := FileSummary{Path: path, Broadcast: name, Segment: n, Format: string(a.cfg.Format)}
+	if path == "stdout" {
+		info.Path = "-"
+	} else {
+		size = func() int64 {
+			st, err := os.Stat(path)
+			if err != nil {
+				return 0
+			}
+			return st.Size()
+		}
+	}
+	return &output{Muxer: m, out: c, path: path, log: a.log, info: info, size: size, closed: a.fileWritten}, nil
 }
 
 // recordAll records every broadcast announced by src, each to the

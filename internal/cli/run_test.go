@@ -68,7 +68,7 @@ func TestRecordAllWritesOneFilePerBroadcast(t *testing.T) {
 		t.Fatal(err)
 	}
 	con := newConsole(&bytes.Buffer{}, false, nil)
-	a := &app{cfg: cfg, con: con, log: newLogger(con, 0), active: map[*export.Export]bool{}}
+	a := &app{cfg: cfg, con: con, log: newLogger(con, logText, LevelNotice), active: map[*export.Export]bool{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var bcs []*model.Broadcast
@@ -132,9 +132,15 @@ func (b *syncBuffer) Len() int {
 	return b.buf.Len()
 }
 
+// lastLine returns the last progress line in s (the summary follows it).
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return lines[len(lines)-1]
+	for i := len(lines) - 1; i > 0; i-- {
+		if !strings.HasPrefix(lines[i], "moq-export: ") {
+			return lines[i]
+		}
+	}
+	return lines[0]
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
@@ -151,7 +157,7 @@ func TestListenForgetsPublishersThatLeft(t *testing.T) {
 	}
 	var stderr syncBuffer
 	con := newConsole(&stderr, false, nil)
-	a := &app{cfg: cfg, con: con, log: newLogger(con, 0), active: map[*export.Export]bool{}}
+	a := &app{cfg: cfg, con: con, log: newLogger(con, logText, LevelNotice), active: map[*export.Export]bool{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	done := make(chan error, 1)

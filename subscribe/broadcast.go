@@ -1,0 +1,257 @@
+package subscribe
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/subscribe/internal/container"
+)
+
+// kindRaw marks tracks without a container: catalog tracks, whose frame
+// timestamps come from the wire.
+const kindRaw = "raw"
+
+func isCatalogTrack(name string) bool {
+	return name == catalog.TrackName || name == catalog.CompressedTrackName || name == catalog.MSFTrackName
+}
+
+// remoteBroadcast is a broadcast of the peer that we subscribe to.
+type remoteBroadcast struct {
+	s      *Session
+	path   string
+	b      *model.Broadcast
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	mu          sync.Mutex
+	activated   chan struct{} // closed and replaced on each active announcement
+	tracks      map[string]*remoteTrack
+	catalogOnce sync.Once
+	catalogSeen chan struct{}
+}
+
+// Broadcast returns the peer's broadcast at path (relative to the session
+// root). Its tracks are subscribed on demand (model.Broadcast.Track). The
+// same path returns the same broadcast until it ends (an "ended"
+// announcement, Close, or the session's end); then a new one.
+func (s *Session) Broadcast(path string) *model.Broadcast {
+	path = normPath(path)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rb, ok := s.remotes[path]; ok {
+		return rb.b
+	}
+	ctx, cancel := context.WithCancelCause(s.ctx)
+	rb := &remoteBroadcast{
+		s: s, path: path, b: model.NewBroadcast(path), ctx: ctx, cancel: cancel,
+		tracks: map[string]*remoteTrack{}, catalogSeen: make(chan struct{}), activated: make(chan struct{}),
+	}
+	rb.b.HandleRequests(rb.request)
+	s.remotes[path] = rb
+	if s.err != nil {
+		err := s.err
+		go rb.close(err)
+		return rb.b
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		rb.watch()
+	}()
+	return rb.b
+}
+
+// watch ends the broadcast's work when the model broadcast is closed by its
+// owner, and follows its announcements until then.
+func (rb *remoteBroadcast) watch() {
+	rb.s.wg.Add(1)
+	go func() {
+		defer rb.s.wg.Done()
+		rb.followAnnouncements()
+	}()
+	select {
+	case <-rb.b.Done():
+		rb.close(rb.b.Err())
+	case <-rb.ctx.Done():
+	}
+}
+
+// followAnnouncements closes the broadcast on an "ended" announcement and
+// resubscribes its tracks on a restart. When the feed ends (the peer closed
+// the announce stream) the broadcast stays: its tracks report their own
+// ends.
+func (rb *remoteBroadcast) followAnnouncements() {
+	feed := rb.s.announced(rb.path)
+	defer feed.Close()
+	for {
+		a, err := feed.Next(rb.ctx)
+		if err != nil {
+			return
+		}
+		if a.Path != rb.path {
+			continue
+		}
+		if a.Active {
+			rb.mu.Lock()
+			close(rb.activated)
+			rb.activated = make(chan struct{})
+			rb.mu.Unlock()
+		}
+		switch {
+		case !a.Active && !a.diff:
+			rb.s.log.Info("moq: broadcast ended", "broadcast", rb.path)
+			rb.close(nil)
+			return
+		case a.Active && a.restart:
+			rb.s.log.Info("moq: broadcast restarted, resubscribing", "broadcast", rb.path)
+			rb.mu.Lock()
+			for _, rt := range rb.tracks {
+				rt.restart()
+			}
+			rb.mu.Unlock()
+		}
+	}
+}
+
+// close ends the broadcast and forgets it, so the next Broadcast call for
+// the path starts over.
+func (rb *remoteBroadcast) close(err error) {
+	rb.s.mu.Lock()
+	if rb.s.remotes[rb.path] == rb {
+		delete(rb.s.remotes, rb.path)
+	}
+	rb.s.mu.Unlock()
+	if err == nil {
+		rb.cancel(errStopped)
+	} else {
+		rb.cancel(err)
+	}
+	rb.b.Close(err)
+}
+
+// request is the model.Broadcast request handler: it starts a
+// subscription for track name.
+func (rb *remoteBroadcast) request(name string) (*model.Track, error) {
+	rb.mu.Lock()
+	defer rb.mu.Unlock()
+	if rt, ok := rb.tracks[name]; ok {
+		return rt.track, nil
+	}
+	if rb.ctx.Err() != nil {
+		return nil, fmt.Errorf("broadcast %q: %w", rb.path, model.ErrClosed)
+	}
+	kind := rb.knownKind(name)
+	if kind != "" && !decodable(kind) {
+		return nil, fmt.Errorf("track %q of %q: %w: %q", name, rb.path, ErrUnsupportedContainer, kind)
+	}
+	rt := &remoteTrack{rb: rb, name: name, track: model.NewTrack(name), kind: kind}
+	rb.tracks[name] = rt
+	if !isCatalogTrack(name) {
+		rt.track.HandleBackfill(rt.backfill)
+	}
+	rb.s.wg.Add(1)
+	go func() {
+		defer rb.s.wg.Done()
+		rt.run()
+	}()
+	return rt.track, nil
+}
+
+// knownKind returns the container of track name if it is known without
+// waiting.
+func (rb *remoteBroadcast) knownKind(name string) string {
+	if isCatalogTrack(name) {
+		return kindRaw
+	}
+	if f := rb.s.opts.Container; f != nil {
+		if k := f(rb.path, name); k != "" {
+			return k
+		}
+	}
+	rb.s.mu.Lock()
+	defer rb.s.mu.Unlock()
+	return rb.s.containers[rb.path][name]
+}
+
+// kindOf returns the container of track name, reading the broadcast's
+// catalog when it is not known yet (bounded by the request timeout;
+// "legacy" when the catalog does not say).
+func (rb *remoteBroadcast) kindOf(name string) (string, error) {
+	if k := rb.knownKind(name); k != "" {
+		return k, nil
+	}
+	rb.catalogOnce.Do(func() {
+		rb.s.wg.Add(1)
+		go func() {
+			defer rb.s.wg.Done()
+			rb.followCatalog()
+		}()
+	})
+	t := time.NewTimer(rb.s.opts.RequestTimeout)
+	defer t.Stop()
+	select {
+	case <-rb.catalogSeen:
+	case <-t.C:
+	case <-rb.ctx.Done():
+		return "", context.Cause(rb.ctx)
+	}
+	if k := rb.knownKind(name); k != "" {
+		return k, nil
+	}
+	rb.s.log.Warn("moq: track not in the catalog, assuming the legacy container", "broadcast", rb.path, "track", name)
+	return container.Legacy, nil
+}
+
+// followCatalog records the containers of the broadcast's renditions.
+func (rb *remoteBroadcast) followCatalog() {
+	w, err := WatchCatalog(rb.b, CatalogOptions{})
+	if err != nil {
+		rb.s.log.Warn("moq: catalog", "broadcast", rb.path, "err", err)
+		return
+	}
+	defer w.Close()
+	first := true
+	for {
+		c, err := w.Next(rb.ctx)
+		if err != nil {
+			if first {
+				close(rb.catalogSeen)
+			}
+			return
+		}
+		rb.s.learnCatalog(rb.path, c)
+		if first {
+			close(rb.catalogSeen)
+			first = false
+		}
+	}
+}
+
+// learnCatalog records the container of every rendition of c (the catalog
+// of broadcast path), following "broadcast" references.
+func (s *Session) learnCatalog(path string, c *catalog.Catalog) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range c.Renditions() {
+		cm := r.Common()
+		bpath := path
+		if cm.Broadcast != nil {
+			p, ok := ResolveBroadcast(path, *cm.Broadcast)
+			if !ok {
+				s.log.Warn("moq: rendition broadcast escapes the root, ignored", "broadcast", path, "rendition", r.Name)
+				continue
+			}
+			bpath = p
+		}
+		m := s.containers[bpath]
+		if m == nil {
+			m = map[string]string{}
+			s.containers[bpath] = m
+		}
+		m[r.Name] = string(cm.ContainerKind())
+	}
+}

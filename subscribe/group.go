@@ -1,0 +1,124 @@
+package subscribe
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/subscribe/internal/container"
+	"github.com/moq-export/moq-export/subscribe/internal/wire"
+)
+
+// readGroup turns one group stream into a model group.
+func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufio.Reader) {
+	var h wire.Group
+	if err := readMsg(r, &h); err != nil {
+		if _, reset := errors.AsType[*ResetError](err); reset {
+			s.log.Debug("moq: group reset before its header", "err", err)
+			return
+		}
+		str.CancelRead(CodeDecode)
+		if !connGone(c, err) {
+			s.log.Warn("moq: bad group header", "err", err)
+		}
+		return
+	}
+	s.mu.Lock()
+	sub := s.subs[h.SubscribeID]
+	if sub != nil {
+		sub.groups.Add(1)
+	}
+	s.mu.Unlock()
+	if sub == nil {
+		str.CancelRead(CodeNotFound)
+		return
+	}
+	defer sub.groups.Done()
+	sub.groupArrived(h.Sequence)
+	sub.waitStarted(h.Sequence)
+	rt := sub.rt
+	g, err := rt.track.CreateGroup(h.Sequence)
+	if err != nil {
+		s.log.Debug("moq: group dropped", "track", rt.name, "group", h.Sequence, "err", err)
+		str.CancelRead(CodeCancel)
+		return
+	}
+	// The group ends with its subscription: STOP_SENDING wakes the read.
+	stop := context.AfterFunc(sub.ctx, func() { str.CancelRead(CodeCancel) })
+	defer stop()
+	fr := wire.FrameReader{R: r}
+	for {
+		payload, err := fr.Next()
+		if err != nil {
+			switch {
+			case err == io.EOF:
+				g.Close(nil)
+			case connGone(c, err):
+				g.Close(connLoss(c, err))
+			case sub.ctx.Err() != nil:
+				cause := context.Cause(sub.ctx)
+				if !errors.Is(cause, ErrTruncated) {
+					cause = fmt.Errorf("%w: %w", ErrTruncated, cause)
+				}
+				s.log.Debug("moq: group stopped", "track", rt.name, "group", h.Sequence, "err", cause)
+				g.Close(fmt.Errorf("group %d of %q: %w", h.Sequence, rt.name, cause))
+			default:
+				if _, reset := errors.AsType[*ResetError](err); !reset {
+					str.CancelRead(CodeDecode)
+					s.log.Warn("moq: bad group stream", "track", rt.name, "group", h.Sequence, "err", err)
+				} else {
+					s.log.Debug("moq: group reset", "track", rt.name, "group", h.Sequence, "err", err)
+				}
+				g.Close(fmt.Errorf("group %d of %q: %w", h.Sequence, rt.name, protocolErr(err)))
+			}
+			return
+		}
+		f, ok, err := decodeFrame(rt.kind, fr.Timestamp, sub.timescale, payload)
+		if err != nil {
+			str.CancelRead(CodeDecode)
+			s.log.Warn("moq: bad frame", "track", rt.name, "group", h.Sequence, "err", err)
+			g.Close(fmt.Errorf("group %d of %q: %w", h.Sequence, rt.name, err))
+			return
+		}
+		if !ok {
+			continue
+		}
+		if err := g.WriteFrame(f); err != nil {
+			str.CancelRead(CodeCancel)
+			return
+		}
+	}
+}
+
+// decodable reports whether decodeFrame reads frames of container kind.
+func decodable(kind string) bool {
+	return kind == container.Legacy || kind == container.LOC || kind == kindRaw
+}
+
+// decodeFrame turns a wire frame into a model frame. ok is false for a
+// marker that carries no sample (an empty legacy or loc payload).
+func decodeFrame(kind string, wireTS int64, timescale uint64, payload []byte) (model.Frame, bool, error) {
+	switch kind {
+	case container.Legacy:
+		ts, codec, err := container.DecodeLegacy(payload)
+		if err != nil {
+			return model.Frame{}, false, err
+		}
+		return model.Frame{Timestamp: ts, Payload: codec}, len(codec) > 0, nil
+	case container.LOC:
+		ts, codec, err := container.DecodeLOC(payload)
+		if err != nil {
+			return model.Frame{}, false, err
+		}
+		return model.Frame{Timestamp: ts, Payload: codec}, len(codec) > 0, nil
+	default:
+		ts, ok := container.RescaleSigned(wireTS, timescale)
+		if !ok {
+			return model.Frame{}, false, fmt.Errorf("%w: timestamp %d at timescale %d", ErrProtocol, wireTS, timescale)
+		}
+		return model.Frame{Timestamp: ts, Payload: payload}, true, nil
+	}
+}

@@ -1,0 +1,304 @@
+package subscribe
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/moq-export/moq-export/subscribe/internal/wire"
+)
+
+// subscription is one SUBSCRIBE on one connection.
+type subscription struct {
+	id        uint64
+	rt        *remoteTrack
+	timescale uint64
+	groups    sync.WaitGroup
+	// ctx ends with the subscription attempt, or when the drain gives up
+	// on the group streams still open; group readers stop reading then.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	// started is closed once SUBSCRIBE_OK fixed the first group (or the
+	// subscription ended without it): group streams that land earlier
+	// wait for it before they become model groups, so that readers start
+	// at the group it names and not at whichever stream landed first.
+	started     chan struct{}
+	startedOnce sync.Once
+
+	mu      sync.Mutex
+	seen    map[uint64]bool // group sequences received
+	arrived chan struct{}   // signalled when a group arrives
+}
+
+// markStarted releases the group streams waiting for SUBSCRIBE_OK.
+func (sub *subscription) markStarted() {
+	sub.startedOnce.Do(func() { close(sub.started) })
+}
+
+// waitStarted holds a group stream that landed before SUBSCRIBE_OK until
+// the start group is known. A publisher sends SUBSCRIBE_OK no later than
+// its first group, but on another stream, so the group may be read first;
+// a peer that never sends it is waited for at most the request timeout.
+func (sub *subscription) waitStarted(seq uint64) {
+	select {
+	case <-sub.started:
+		return
+	default:
+	}
+	log := sub.rt.rb.s.log
+	log.Debug("moq: group landed before SUBSCRIBE_OK, waiting for it", "track", sub.rt.name, "group", seq)
+	t := time.NewTimer(sub.rt.rb.s.opts.RequestTimeout)
+	defer t.Stop()
+	select {
+	case <-sub.started:
+	case <-sub.ctx.Done():
+	case <-t.C:
+		log.Warn("moq: no SUBSCRIBE_OK before the group streams, reading them anyway", "track", sub.rt.name)
+		sub.markStarted()
+	}
+}
+
+// groupArrived records group seq.
+func (sub *subscription) groupArrived(seq uint64) {
+	sub.mu.Lock()
+	sub.seen[seq] = true
+	sub.mu.Unlock()
+	select {
+	case sub.arrived <- struct{}{}:
+	default:
+	}
+}
+
+// drain waits, after the publisher's FIN, for the group streams still in
+// flight: every group in [start, end) when both are known, otherwise until
+// no new group arrived for a short while. Then it unregisters the
+// subscription, so that no group stream joins the wait for those already
+// reading, and waits for those. The whole wait is bounded by the drain
+// grace period: group streams still open then get STOP_SENDING and their
+// model groups end as truncated (ErrTruncated).
+func (sub *subscription) drain(ctx context.Context, start, end uint64, bounded bool) {
+	grace, stop := context.WithTimeout(ctx, sub.rt.rb.s.opts.drainGrace)
+	defer stop()
+	for {
+		sub.mu.Lock()
+		complete := false
+		if bounded {
+			complete = true
+			for seq := start; seq < end && seq-start < 1<<16; seq++ {
+				if !sub.seen[seq] {
+					complete = false
+					break
+				}
+			}
+		}
+		sub.mu.Unlock()
+		if complete {
+			break
+		}
+		quiet := time.NewTimer(100 * time.Millisecond)
+		if bounded {
+			quiet.Stop()
+		}
+		select {
+		case <-sub.arrived:
+			quiet.Stop()
+			continue
+		case <-quiet.C:
+		case <-grace.Done():
+			quiet.Stop()
+		}
+		break
+	}
+	sub.rt.rb.s.unregister(sub)
+	done := make(chan struct{})
+	go func() {
+		sub.groups.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return
+	case <-grace.Done():
+	}
+	if ctx.Err() == nil {
+		sub.rt.rb.s.log.Warn("moq: group streams still open after the subscription ended, stopped",
+			"broadcast", sub.rt.rb.path, "track", sub.rt.name)
+	}
+	sub.cancel(fmt.Errorf("%w: stream still open %v after the subscription ended", ErrTruncated, sub.rt.rb.s.opts.drainGrace))
+	<-done
+}
+
+// unregister removes sub from the session: group streams for it are
+// refused from now on.
+func (s *Session) unregister(sub *subscription) {
+	s.mu.Lock()
+	if s.subs[sub.id] == sub {
+		delete(s.subs, sub.id)
+	}
+	s.mu.Unlock()
+}
+
+// subscribe runs TRACK and SUBSCRIBE on c until the subscription ends:
+// nil for a clean end by the publisher, an error otherwise.
+func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
+	s := rt.rb.s
+	info, err := rt.trackInfo(ctx, c)
+	if err != nil {
+		return err
+	}
+	resumed := rt.live
+	rt.live = true
+
+	s.mu.Lock()
+	id := s.nextSubID
+	s.nextSubID++
+	sub := &subscription{id: id, rt: rt, timescale: info.Timescale,
+		seen: map[uint64]bool{}, arrived: make(chan struct{}, 1), started: make(chan struct{})}
+	sub.ctx, sub.cancel = context.WithCancelCause(ctx)
+	s.subs[id] = sub
+	s.mu.Unlock()
+	defer s.unregister(sub)
+	defer sub.cancel(nil)
+	defer sub.markStarted()
+	rt.mu.Lock()
+	rt.conn, rt.timescale = c, info.Timescale
+	rt.subGen++
+	rt.mu.Unlock()
+	defer func() {
+		rt.mu.Lock()
+		rt.conn = nil
+		rt.mu.Unlock()
+	}()
+	if resumed {
+		// Groups of this subscription start a new timeline.
+		rt.track.Discontinuity()
+	}
+
+	str, err := c.OpenBidi(ctx)
+	if err != nil {
+		return fmt.Errorf("open subscribe stream: %w", err)
+	}
+	m := wire.Subscribe{
+		ID: id, Broadcast: rt.rb.path, Track: rt.name,
+		SubscribeParams: wire.SubscribeParams{
+			Priority: priorityOf(rt.name), MaxLatency: uint64(s.opts.MaxLatency.Milliseconds()),
+		},
+	}
+	if _, err := str.Write(m.Append(wire.AppendVarint(nil, wire.StreamSubscribe))); err != nil {
+		str.CancelRead(CodeCancel)
+		return fmt.Errorf("send SUBSCRIBE: %w", err)
+	}
+	// Unsubscribe with a FIN when the attempt is cancelled (the @moq/net
+	// publisher only stops on a FIN).
+	stop := context.AfterFunc(ctx, func() {
+		str.Close()
+		str.SetReadDeadline(time.Now())
+	})
+	defer stop()
+
+	r := bufio.NewReader(str)
+	started := false
+	var first, end uint64
+	var haveFirst, haveEnd bool
+	for {
+		resp, err := wire.ReadSubscribeResponse(r)
+		if err != nil {
+			if ctx.Err() != nil {
+				str.CancelRead(CodeCancel)
+				return context.Cause(ctx)
+			}
+			if connGone(c, err) {
+				return connLoss(c, err)
+			}
+			if err == io.EOF {
+				// The publisher accounted for every group: wait for the
+				// streams still on their way.
+				sub.markStarted()
+				sub.drain(ctx, first, end, haveFirst && haveEnd)
+				str.Close()
+				return nil
+			}
+			if re, ok := errors.AsType[*ResetError](err); ok {
+				str.CancelWrite(CodeCancel)
+				if !started {
+					return fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", ErrRefused, rt.rb.path, rt.name, re)
+				}
+				return re
+			}
+			resetStream(str, CodeDecode)
+			return fmt.Errorf("subscribe stream: %w", protocolErr(err))
+		}
+		switch resp.Type {
+		case wire.RespOK:
+			started = true
+			first, haveFirst = resp.Group, true
+			// Groups travel on separate streams: the first one may land
+			// after the second. Readers start at the group named here.
+			rt.track.SetStart(resp.Group)
+			sub.markStarted()
+			s.log.Debug("moq: subscribed", "broadcast", rt.rb.path, "track", rt.name, "group", resp.Group)
+		case wire.RespEnd:
+			end, haveEnd = resp.Group, true
+			s.log.Debug("moq: subscription end announced", "broadcast", rt.rb.path, "track", rt.name, "end", resp.Group)
+		case wire.RespDrop:
+			s.log.Debug("moq: groups dropped", "broadcast", rt.rb.path, "track", rt.name,
+				"start", resp.Start, "end", resp.End, "code", resp.Code)
+		}
+	}
+}
+
+// trackInfo sends TRACK and reads TRACK_INFO, bounded by the request
+// timeout (a @moq/net publisher never answers for an unknown track).
+func (rt *remoteTrack) trackInfo(ctx context.Context, c conn) (wire.TrackInfo, error) {
+	var info wire.TrackInfo
+	str, err := c.OpenBidi(ctx)
+	if err != nil {
+		return info, fmt.Errorf("open track stream: %w", err)
+	}
+	m := wire.TrackRequest{Broadcast: rt.rb.path, Track: rt.name}
+	if _, err := str.Write(m.Append(wire.AppendVarint(nil, wire.StreamTrack))); err != nil {
+		str.CancelRead(CodeCancel)
+		return info, fmt.Errorf("send TRACK: %w", err)
+	}
+	str.SetReadDeadline(time.Now().Add(rt.rb.s.opts.RequestTimeout))
+	stop := context.AfterFunc(ctx, func() { str.SetReadDeadline(time.Now()) })
+	defer stop()
+	err = readMsg(bufio.NewReader(str), &info)
+	if err != nil {
+		resetStream(str, CodeCancel)
+		if ctx.Err() != nil {
+			return info, context.Cause(ctx)
+		}
+		if errors.Is(err, ErrProtocol) {
+			return info, fmt.Errorf("TRACK_INFO %q/%q: %w", rt.rb.path, rt.name, err)
+		}
+		if err == io.EOF {
+			err = errors.New("FIN without TRACK_INFO")
+		} else if isTimeout(err) {
+			err = errors.New("no TRACK_INFO within the request timeout")
+		}
+		return info, fmt.Errorf("%w: TRACK %q/%q: %w", ErrRefused, rt.rb.path, rt.name, err)
+	}
+	str.Close()
+	str.CancelRead(CodeCancel)
+	return info, nil
+}
+
+func isTimeout(err error) bool {
+	var te interface{ Timeout() bool }
+	return errors.As(err, &te) && te.Timeout()
+}
+
+// priorityOf is the hang default: catalog 100, audio 80, video 60. Without
+// the catalog's kind at hand, media tracks get 60.
+func priorityOf(name string) uint8 {
+	if isCatalogTrack(name) {
+		return 100
+	}
+	return 60
+}
