@@ -30,6 +30,12 @@ type Options struct {
 	Latency time.Duration
 	// Late is the policy for frames that arrive after later ones left.
 	Late jitter.LatePolicy
+	// MediaTimeOnly makes the Delay bound count media time only: when
+	// nothing flows at all (a network outage), the output waits for every
+	// track instead of moving on after Delay of wall time, so the missed
+	// groups a reconnect fetches are not late. For files; a live output
+	// would stall meanwhile (see jitter.Options.MediaTimeOnly).
+	MediaTimeOnly bool
 	// Video and Audio name the renditions to export. A nil list means every
 	// rendition of that kind the container carries (up to Caps' per-kind
 	// limit); an empty non-nil list means none. A named rendition the
@@ -169,14 +175,15 @@ func New(bc *model.Broadcast, m mux.Muxer, opts Options) *Export {
 		segments: 1,
 		ctx:      context.Background(),
 	}
-	e.jit = jitter.New(jitter.Options{Delay: opts.Delay, Late: opts.Late, Now: opts.Now, Pending: e.pending})
+	e.jit = jitter.New(jitter.Options{Delay: opts.Delay, Late: opts.Late, MediaTimeOnly: opts.MediaTimeOnly, Now: opts.Now, Pending: e.pending})
 	return e
 }
 
-// pending reports whether track id has data its consumer has not read yet.
+// pending reports whether track id has data its consumer has not read yet,
+// or is held by its producer (missed groups are on their way).
 func (e *Export) pending(id int) bool {
 	ts, ok := e.byID[id]
-	return ok && ts.consumer.Pending()
+	return ok && (ts.consumer.Pending() || ts.consumer.Held())
 }
 
 // Stats returns the export's counters. It is safe to call from any

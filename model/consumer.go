@@ -193,6 +193,8 @@ func (c *Consumer) pickGroup() bool {
 		c.skipped++
 		c.cursor = c.track.floor
 	}
+	for c.skipLost() {
+	}
 	i := c.groupIndex(c.cursor)
 	if i == len(gs) {
 		return false

@@ -29,9 +29,17 @@
 // logs or errors: URLs are redacted.
 //
 // A dialled Session reconnects by itself with jittered exponential backoff
-// when the connection drops. Subscriptions resume on the new connection;
-// each resumed track gets model.Track.Discontinuity, so the gap reaches the
-// muxer as a discontinuity and nothing delivered before is touched.
+// when the connection drops. Subscriptions resume on the new connection.
+// When the group sequence goes on (the same publisher session, on a relay
+// that still holds the groups missed meanwhile), the missed groups are
+// FETCHed and inserted in order before the live ones, and the groups the
+// loss cut short are completed, so a short outage leaves no hole; the
+// model track is held meanwhile (model.Track.Hold) so that an export waits
+// for them. Otherwise the gap reaches the muxer as one discontinuity: a
+// restarted sequence (a new publisher session) gets
+// model.Track.Discontinuity, groups the relay no longer serves are marked
+// lost (model.Track.MarkLost), the log says how many, and
+// Session.LostGroups counts them. Nothing delivered before is touched.
 // Announcements resume too: the new snapshot is diffed against what the
 // caller has already seen.
 //

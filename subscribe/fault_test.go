@@ -127,6 +127,10 @@ func (p *scriptedPublisher) serve(c *quic.Conn) {
 			var m wire.Subscribe
 			m.Decode(body)
 			p.subs <- scriptedSub{conn: c, id: m.ID, str: str}
+		default:
+			// FETCH and the rest: not served.
+			str.CancelWrite(CodeNotFound)
+			str.CancelRead(CodeNotFound)
 		}
 	}
 }

@@ -41,6 +41,13 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 	sub.waitStarted(h.Sequence)
 	rt := sub.rt
 	g, err := rt.track.CreateGroup(h.Sequence)
+	skip := 0 // frames the track already has (a group cut by a lost connection)
+	if errors.Is(err, model.ErrDuplicateGroup) {
+		var ok bool
+		if g, skip, ok = rt.adopt(h.Sequence); ok {
+			err = nil
+		}
+	}
 	if err != nil {
 		s.log.Debug("moq: group dropped", "track", rt.name, "group", h.Sequence, "err", err)
 		str.CancelRead(CodeCancel)
@@ -57,7 +64,8 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 			case err == io.EOF:
 				g.Close(nil)
 			case connGone(c, err):
-				g.Close(connLoss(c, err))
+				// Left open: a resumed subscription completes it.
+				rt.interrupt(h.Sequence, g)
 			case sub.ctx.Err() != nil:
 				cause := context.Cause(sub.ctx)
 				if !errors.Is(cause, ErrTruncated) {
@@ -84,6 +92,10 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 			return
 		}
 		if !ok {
+			continue
+		}
+		if skip > 0 {
+			skip--
 			continue
 		}
 		if err := g.WriteFrame(f); err != nil {

@@ -31,6 +31,7 @@ type Session struct {
 	ctx        context.Context
 	cancel     context.CancelFunc
 	reconnects atomic.Int64
+	lostGroups atomic.Uint64 // see LostGroups
 	wg         sync.WaitGroup
 	done       chan struct{}
 	doneOnce   sync.Once

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
@@ -29,6 +30,9 @@ type subscription struct {
 	// at the group it names and not at whichever stream landed first.
 	started     chan struct{}
 	startedOnce sync.Once
+	// gotOK is set at SUBSCRIBE_OK: from then on group streams wait for
+	// started without a bound (a resume fills the gap first).
+	gotOK atomic.Bool
 
 	mu      sync.Mutex
 	seen    map[uint64]bool // group sequences received
@@ -58,6 +62,13 @@ func (sub *subscription) waitStarted(seq uint64) {
 	case <-sub.started:
 	case <-sub.ctx.Done():
 	case <-t.C:
+		if sub.gotOK.Load() {
+			select {
+			case <-sub.started:
+			case <-sub.ctx.Done():
+			}
+			return
+		}
 		log.Warn("moq: no SUBSCRIBE_OK before the group streams, reading them anyway", "track", sub.rt.name)
 		sub.markStarted()
 	}
@@ -174,10 +185,6 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
 		rt.conn = nil
 		rt.mu.Unlock()
 	}()
-	if resumed {
-		// Groups of this subscription start a new timeline.
-		rt.track.Discontinuity()
-	}
 
 	str, err := c.OpenBidi(ctx)
 	if err != nil {
@@ -237,9 +244,18 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
 		case wire.RespOK:
 			started = true
 			first, haveFirst = resp.Group, true
-			// Groups travel on separate streams: the first one may land
-			// after the second. Readers start at the group named here.
-			rt.track.SetStart(resp.Group)
+			sub.gotOK.Store(true)
+			if resumed {
+				// The groups missed since the connection was lost come
+				// first, or the track starts a new timeline.
+				rt.resume(ctx, c, info.Timescale, first)
+				rt.release()
+			} else {
+				// Groups travel on separate streams: the first one may
+				// land after the second. Readers start at the group
+				// named here.
+				rt.track.SetStart(resp.Group)
+			}
 			sub.markStarted()
 			s.log.Debug("moq: subscribed", "broadcast", rt.rb.path, "track", rt.name, "group", resp.Group)
 		case wire.RespEnd:

@@ -434,7 +434,10 @@ func renditionNames(rs []catalog.Rendition, kind catalog.Kind) string {
 // exportOptions returns the engine options that select renditions: the
 // ones named with --video/--audio that the output format carries.
 func (a *app) exportOptions() export.Options {
-	return export.Options{Delay: a.cfg.Delay, Video: a.cfg.Video, Audio: a.cfg.Audio, Caps: a.cfg.Format.Caps()}
+	// Files wait out a network outage, so the groups a reconnect fetches
+	// are not late; a player on stdout gets what there is.
+	return export.Options{Delay: a.cfg.Delay, Video: a.cfg.Video, Audio: a.cfg.Audio, Caps: a.cfg.Format.Caps(),
+		MediaTimeOnly: !a.cfg.toStdout()}
 }
 
 // carries returns nil when format f can carry rendition r (export.Select
