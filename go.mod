@@ -3,6 +3,7 @@ module github.com/moq-export/moq-export
 go 1.26.0
 
 require (
+	github.com/abema/go-mp4 v1.7.1
 	github.com/asticode/go-astits v1.16.0
 	github.com/at-wat/ebml-go v0.19.4
 	github.com/bluenviron/gortmplib v1.0.1
@@ -20,6 +21,7 @@ require (
 	github.com/chromedp/cdproto v0.160.1 // indirect
 	github.com/dunglas/httpsfv v1.1.1 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
+	github.com/google/uuid v1.6.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/quic-go/qpack v0.6.0 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect

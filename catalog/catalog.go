@@ -86,6 +86,9 @@ type Container struct {
 	Kind ContainerKind `json:"kind"`
 	// Init is the base64 ftyp+moov of a cmaf rendition.
 	Init string `json:"init,omitempty"`
+
+	initErr  error // why Init cannot be read (cmaf only)
+	initRead bool  // initErr is known
 }
 
 // Timeline names a rendition's companion timeline track.
@@ -211,6 +214,7 @@ func Parse(data []byte) (*Catalog, error) {
 			return nil, &SyntaxError{fmt.Errorf("audio: %w", err)}
 		}
 	}
+	c.resolveInits()
 	return c, nil
 }
 

@@ -77,6 +77,18 @@ func ParseMSF(raw []byte) (*Catalog, error) {
 			c.Video.Renditions[t.Name] = VideoConfig{Common: cm, CodedWidth: t.Width, CodedHeight: t.Height, Framerate: t.Framerate}
 		case "audio":
 			ch, _ := strconv.ParseUint(t.ChannelConfig, 10, 32)
+			if (t.Samplerate == nil || ch == 0) && t.Packaging == "cmaf" {
+				// Like the reference: from the init's sample entry.
+				if in, err := parseInit(cm.Container); err == nil {
+					if t.Samplerate == nil && in.SampleRate > 0 {
+						r := uint32(in.SampleRate)
+						t.Samplerate = &r
+					}
+					if ch == 0 {
+						ch = uint64(max(in.Channels, 0))
+					}
+				}
+			}
 			if t.Samplerate == nil || ch == 0 {
 				// The reference derives these from initData; without them
 				// the rendition cannot be described.
@@ -88,5 +100,6 @@ func ParseMSF(raw []byte) (*Catalog, error) {
 			c.Audio.Renditions[t.Name] = AudioConfig{Common: cm, SampleRate: *t.Samplerate, NumberOfChannels: uint32(ch)}
 		}
 	}
+	c.resolveInits()
 	return c, nil
 }

@@ -20,8 +20,10 @@ type Options struct {
 	// Renditions names the samples to publish (see moqexport.SampleNames);
 	// each becomes a track of the same name. Empty means DefaultRenditions.
 	Renditions []string
-	// Loops is how many times the media repeats before the tracks end;
-	// 0 means forever (until the context ends).
+	// Loops is how many times each track repeats its sample before it
+	// ends; 0 means forever (until the context ends). Each track loops on
+	// its own sample's length, so a short sample never leaves a gap; all
+	// tracks share one clock, so they stay aligned.
 	Loops int
 	// Realtime paces frames on the wall clock from the start; otherwise
 	// frames are written as fast as possible.
@@ -31,6 +33,10 @@ type Options struct {
 	// whole clip before reading it raise it. Zero keeps the groups of the
 	// last KeepMedia on each track (at least model.DefaultKeepGroups).
 	KeepGroups int
+	// Offset is added to every timestamp: the broadcast looks as if it had
+	// begun Offset before the first frame (as a recorder joining a long
+	// live stream sees it).
+	Offset time.Duration
 }
 
 // KeepMedia is how much of its recent media each demo track keeps by
@@ -88,6 +94,29 @@ func Catalog(names []string) (*catalog.Catalog, []*moqexport.Sample, error) {
 	return cat, samples, nil
 }
 
+// cursor is where one track of the demo is in its sample.
+type cursor struct {
+	s     *moqexport.Sample
+	track *model.Track
+	group *model.Group
+	i     int   // next frame
+	loop  int   // loops started before this one
+	base  int64 // timestamp offset of this loop
+	ended bool
+}
+
+// end closes the track (once).
+func (c *cursor) end() {
+	if c.ended {
+		return
+	}
+	c.ended = true
+	if c.group != nil {
+		c.group.Close(nil)
+	}
+	c.track.Close(nil)
+}
+
 // Publish fills b with the demo broadcast and returns when every track has
 // ended (after opts.Loops loops) or ctx is done; then it closes b.
 func Publish(ctx context.Context, b *model.Broadcast, opts Options) error {
@@ -111,19 +140,11 @@ func Publish(ctx context.Context, b *model.Broadcast, opts Options) error {
 	}
 	g.Close(nil)
 
-	// The loop period is the longest sample, so every rendition restarts
-	// together and A/V stay aligned however long the demo runs.
-	var period int64
-	type cursor struct {
-		s     *moqexport.Sample
-		track *model.Track
-		group *model.Group
-		i     int
-		base  int64
-	}
+	// Each track loops on its own sample's length (a 2 s sample next to a
+	// 4 s one plays twice per loop of the other, never leaving a gap); the
+	// timestamps of every track follow one clock, so they stay aligned.
 	cursors := make([]*cursor, len(samples))
 	for i, s := range samples {
-		period = max(period, s.Duration())
 		cursors[i] = &cursor{s: s, track: b.CreateTrack(s.Name)}
 		if opts.KeepGroups > 0 {
 			cursors[i].track.SetKeepGroups(opts.KeepGroups)
@@ -134,57 +155,60 @@ func Publish(ctx context.Context, b *model.Broadcast, opts Options) error {
 	start := time.Now()
 	defer func() {
 		for _, c := range cursors {
-			if c.group != nil {
-				c.group.Close(nil)
-			}
-			c.track.Close(nil)
+			c.end()
 		}
 		b.Close(nil)
 	}()
-	for loop := 0; opts.Loops == 0 || loop < opts.Loops; loop++ {
+	for {
+		// Next frame across tracks: the smallest decode-order head, by the
+		// time it must be sent. A track at the end of its sample starts it
+		// again, one sample length later, until its loops are done.
+		var next *cursor
 		for _, c := range cursors {
-			c.i, c.base = 0, int64(loop)*period
+			if c.i == len(c.s.Frames) && !c.ended {
+				if opts.Loops == 0 || c.loop+1 < opts.Loops {
+					c.loop++
+					c.i, c.base = 0, int64(c.loop)*c.s.Duration()
+				} else {
+					// Done: end the track now, so that no consumer
+					// waits for it while the longer samples go on.
+					c.end()
+				}
+			}
+			if c.i < len(c.s.Frames) && (next == nil || c.s.Frames[c.i].Timestamp+c.base < next.s.Frames[next.i].Timestamp+next.base) {
+				next = c
+			}
 		}
-		for {
-			// Next frame across tracks: the smallest decode-order head, by
-			// the time it must be sent.
-			var next *cursor
-			for _, c := range cursors {
-				if c.i < len(c.s.Frames) && (next == nil || c.s.Frames[c.i].Timestamp+c.base < next.s.Frames[next.i].Timestamp+next.base) {
-					next = c
+		if next == nil {
+			break
+		}
+		f := next.s.Frames[next.i]
+		ts := f.Timestamp + next.base
+		if opts.Realtime {
+			if wait := time.Until(start.Add(time.Duration(ts) * time.Microsecond)); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return ctx.Err()
+				case <-t.C:
 				}
 			}
-			if next == nil {
-				break
+		} else if err := ctx.Err(); err != nil {
+			return err
+		}
+		if f.Keyframe || next.group == nil {
+			if next.group != nil {
+				next.group.Close(nil)
 			}
-			f := next.s.Frames[next.i]
-			ts := f.Timestamp + next.base
-			if opts.Realtime {
-				if wait := time.Until(start.Add(time.Duration(ts) * time.Microsecond)); wait > 0 {
-					t := time.NewTimer(wait)
-					select {
-					case <-ctx.Done():
-						t.Stop()
-						return ctx.Err()
-					case <-t.C:
-					}
-				}
-			} else if err := ctx.Err(); err != nil {
+			if next.group, err = next.track.AppendGroup(); err != nil {
 				return err
 			}
-			if f.Keyframe || next.group == nil {
-				if next.group != nil {
-					next.group.Close(nil)
-				}
-				if next.group, err = next.track.AppendGroup(); err != nil {
-					return err
-				}
-			}
-			if err := next.group.WriteFrame(model.Frame{Timestamp: ts, Payload: f.Payload}); err != nil {
-				return err
-			}
-			next.i++
 		}
+		if err := next.group.WriteFrame(model.Frame{Timestamp: ts + opts.Offset.Microseconds(), Payload: f.Payload}); err != nil {
+			return err
+		}
+		next.i++
 	}
 	return nil
 }

@@ -22,7 +22,7 @@ var (
 
 // Readable reports whether the engine reads renditions packaged in kind.
 func Readable(kind catalog.ContainerKind) bool {
-	return kind == catalog.ContainerLegacy || kind == catalog.ContainerLOC
+	return kind == catalog.ContainerLegacy || kind == catalog.ContainerLOC || kind == catalog.ContainerCMAF
 }
 
 // Select is the one rule for which renditions an export takes. It reports
@@ -52,6 +52,9 @@ func Select(r catalog.Rendition, o Options, taken map[mux.Kind]int) error {
 	}
 	if kind := r.Common().ContainerKind(); !Readable(kind) {
 		return fmt.Errorf("rendition %q uses the %q container: %w", r.Name, kind, ErrInputContainer)
+	}
+	if err := r.Common().InitErr(); err != nil {
+		return fmt.Errorf("rendition %q: %w", r.Name, err)
 	}
 	if err := o.Caps.Check(t); err != nil {
 		return fmt.Errorf("rendition %q: %w", r.Name, err)

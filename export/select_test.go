@@ -26,7 +26,8 @@ func audio(name, codec string) catalog.Rendition {
 
 func TestSelect(t *testing.T) {
 	h264, vp8, opus := video("hd", "avc1.64001f", ""), video("vp8", "vp8", catalog.ContainerLOC), audio("a", "opus")
-	cmaf := video("cmaf", "avc1.64001f", catalog.ContainerCMAF)
+	future := video("future", "avc1.64001f", catalog.ContainerKind("future"))
+	cmafNoInit := video("cmaf", "avc1.64001f", catalog.ContainerCMAF)
 	one := map[mux.Kind]int{mux.Video: 1}
 	for _, tc := range []struct {
 		name  string
@@ -46,7 +47,8 @@ func TestSelect(t *testing.T) {
 		{"not named", h264, export.Options{Video: []string{"other"}}, nil, export.ErrNotSelected},
 		{"none of the kind", opus, export.Options{Audio: []string{}}, nil, export.ErrNotSelected},
 		{"other kind named", opus, export.Options{Video: []string{"hd"}}, nil, nil},
-		{"unreadable input container", cmaf, export.Options{}, nil, export.ErrInputContainer},
+		{"unreadable input container", future, export.Options{}, nil, export.ErrInputContainer},
+		{"cmaf without an init", cmafNoInit, export.Options{}, nil, catalog.ErrBadInit},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := export.Select(tc.r, tc.opts, tc.taken)

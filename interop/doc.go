@@ -1,7 +1,7 @@
-// Package interop checks our moq-lite-05 session (package subscribe) against
-// the reference implementation: the TypeScript @moq/net 0.3.4 with @moq/hang
-// 0.3.5's catalog and legacy container, run under Deno 2.9.6 over Deno's raw
-// QUIC API (ALPN moq-lite-05). It holds only tests and the JavaScript side
+// Package interop checks our moq-lite-05 and moq-transport sessions
+// (package subscribe) against the reference implementation: the TypeScript
+// @moq/net 0.3.4 with @moq/hang 0.3.5's catalog and legacy container, run
+// under Deno 2.9.6 over Deno's raw QUIC API. It holds only tests and the JavaScript side
 // they drive; the protocol code under test is package subscribe.
 //
 // # Setup
@@ -32,7 +32,9 @@
 //     once), decoding hang's legacy container.
 //
 // Both run as server (--listen, PEM certificate) or client (--connect,
-// trusting a PEM CA) and print JSON lines on stdout: listening {port},
+// trusting a PEM CA), offering or accepting the ALPNs of --alpn
+// (moq-lite-05 by default; "moql" restricts @moq/net to IETF
+// moq-transport draft 14, see ietf_test.go), and print JSON lines on stdout: listening {port},
 // published, catalog {json}, subscribed, group {track, sequence, frame},
 // done, error {message} for the publisher; announced, catalog, track
 // {timescale}, frame {track, group, index, ts, wire, data}, track_end,

@@ -221,26 +221,51 @@ func TestDialReferencePublisherRecordsEveryFrame(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 			defer cancel()
-
-			_, cert := ourCert(t)
 			m := sampleBroadcast("interop/dial.hang", tc.audioGroup)
-			pub := ref.start(ctx, t, "publish",
-				"--manifest", m.write(t), "--listen", "127.0.0.1:0",
-				"--cert", cert.certFile, "--key", cert.keyFile, "--speed", "2",
-				"--close-delay-ms", tc.closeDelay)
-			port := pub.expect(ctx, "listening", nil).Port
-
-			sess, err := subscribe.Dial(ctx, fmt.Sprintf("moql://127.0.0.1:%d/", port), subscribe.Options{
-				TLSFingerprint: cert.fingerprint,
-				Reconnect:      subscribe.Backoff{Disabled: true},
-			})
-			if err != nil {
-				t.Fatalf("Dial: %v", err)
-			}
-			t.Cleanup(func() { _ = sess.Close() })
-			recordPublished(ctx, t, sess, m, pub)
+			recordReferenceServer(ctx, t, ref, m, "--close-delay-ms", tc.closeDelay)
 		})
 	}
+}
+
+// recordReferenceServer runs the reference publisher as a raw QUIC server
+// (with flags added to its own), dials it with the fingerprint pin,
+// records m and compares the recording (recordPublished). It returns the
+// finished publisher, whose log tells what it negotiated.
+func recordReferenceServer(ctx context.Context, t *testing.T, ref *reference, m *manifest, flags ...string) *refProcess {
+	t.Helper()
+	_, cert := ourCert(t)
+	pub := ref.start(ctx, t, "publish", append([]string{
+		"--manifest", m.write(t), "--listen", "127.0.0.1:0",
+		"--cert", cert.certFile, "--key", cert.keyFile, "--speed", "2"}, flags...)...)
+	port := pub.expect(ctx, "listening", nil).Port
+	sess, err := subscribe.Dial(ctx, fmt.Sprintf("moql://127.0.0.1:%d/", port), subscribe.Options{
+		TLSFingerprint: cert.fingerprint,
+		Reconnect:      subscribe.Backoff{Disabled: true},
+	})
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	t.Cleanup(func() { _ = sess.Close() })
+	recordPublished(ctx, t, sess, m, pub)
+	return pub
+}
+
+// recordReferenceClient starts our server (raw QUIC only), has the
+// reference publisher dial it (with flags added to its own) and records m
+// from the accepted session like a relay would (recordPublished). It
+// returns the finished publisher.
+func recordReferenceClient(ctx context.Context, t *testing.T, ref *reference, m *manifest, flags ...string) *refProcess {
+	t.Helper()
+	srv, cert := listenWithOurCert(t)
+	pub := ref.start(ctx, t, "publish", append([]string{
+		"--manifest", m.write(t), "--connect", srv.Addr().String(),
+		"--ca", cert.certFile, "--server-name", "localhost", "--speed", "2"}, flags...)...)
+	sess, err := srv.Accept(ctx)
+	if err != nil {
+		t.Fatalf("Accept: %v", err)
+	}
+	recordPublished(ctx, t, sess, m, pub)
+	return pub
 }
 
 // listenWithOurCert starts our server on loopback (raw QUIC only) with a
@@ -340,19 +365,7 @@ func TestReferenceClientPublishesIntoOurServer(t *testing.T) {
 	ref := needReference(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-
-	srv, cert := listenWithOurCert(t)
-
-	m := sampleBroadcast("interop/ingest.hang", 5)
-	pub := ref.start(ctx, t, "publish",
-		"--manifest", m.write(t), "--connect", srv.Addr().String(),
-		"--ca", cert.certFile, "--server-name", "localhost", "--speed", "2")
-
-	sess, err := srv.Accept(ctx)
-	if err != nil {
-		t.Fatalf("Accept: %v", err)
-	}
-	recordPublished(ctx, t, sess, m, pub)
+	recordReferenceClient(ctx, t, ref, sampleBroadcast("interop/ingest.hang", 5))
 }
 
 // TestReferencePublisherRefusalsEndOurTracks: @moq/net refuses a TRACK for

@@ -27,7 +27,8 @@ const (
 type Event struct {
 	Kind  EventKind
 	Frame Frame
-	// Keyframe is true for the first frame of a group.
+	// Keyframe is true for a frame a decoder can start from: the first
+	// frame of a group, unless its producer knew better (Frame.Sync).
 	Keyframe bool
 	// Group is the sequence of the frame's group.
 	Group uint64
@@ -50,6 +51,11 @@ type Consumer struct {
 	delivered   bool  // liveEdge is meaningful
 	pendingDisc bool
 	endSent     bool
+	// needKey is set while the frames read so far do not lead to the
+	// next one (at the start, after a discontinuity, a skipped or cut
+	// group): frames are dropped until a keyframe. Legacy groups always
+	// open with one; CMAF groups need not.
+	needKey bool
 
 	// Readiness.
 	ready  *ReadySet
@@ -58,6 +64,7 @@ type Consumer struct {
 
 	// Stats.
 	skipped uint64
+	dropped uint64
 }
 
 // Track returns the consumed track.
@@ -65,6 +72,10 @@ func (c *Consumer) Track() *Track { return c.track }
 
 // Skipped returns how many groups were abandoned for newer ones.
 func (c *Consumer) Skipped() uint64 { return c.skipped }
+
+// Dropped returns how many frames were dropped because no keyframe led to
+// them (a group that opens with a delta frame, read first or after a gap).
+func (c *Consumer) Dropped() uint64 { return c.dropped }
 
 // Watch attaches the consumer to r: from now on every change of the track
 // puts the consumer on r's ready list. The consumer is put there at once, so
@@ -102,6 +113,7 @@ func (c *Consumer) Next() (Event, bool) {
 		// Whether anything was delivered is read before it is reset.
 		allowed := c.pendingDiscAllowed()
 		c.epoch, c.started, c.cur, c.delivered = t.epoch, false, nil, false
+		c.needKey = true
 		c.liveEdge = minTimestamp
 		if allowed {
 			c.pendingDisc = true
@@ -126,11 +138,18 @@ func (c *Consumer) Next() (Event, bool) {
 				c.pendingDisc = false
 				c.liveEdge = minTimestamp
 				c.delivered = false
+				c.needKey = true
 				return Event{Kind: EventDiscontinuity, Group: g.seq}, true
 			}
 			f := g.frames[c.idx]
-			ev := Event{Kind: EventFrame, Frame: f, Keyframe: c.idx == 0, Group: g.seq}
+			key := f.Sync == SyncKey || (f.Sync == SyncGroup && c.idx == 0)
 			c.idx++
+			if !key && c.needKey {
+				c.dropped++
+				continue
+			}
+			c.needKey = false
+			ev := Event{Kind: EventFrame, Frame: f, Keyframe: key, Group: g.seq}
 			c.delivered = true
 			if f.Timestamp > c.liveEdge {
 				c.liveEdge = f.Timestamp
@@ -142,6 +161,9 @@ func (c *Consumer) Next() (Event, bool) {
 				// An empty group is hang's discontinuity marker.
 				c.pendingDisc = true
 			}
+			if g.err != nil {
+				c.needKey = true // cut short: the next group may not follow
+			}
 			c.advance(g.seq + 1)
 			continue
 		}
@@ -149,6 +171,7 @@ func (c *Consumer) Next() (Event, bool) {
 		// newer group is latency ahead.
 		if next := c.skipTarget(g); next != nil {
 			c.skipped++
+			c.needKey = true
 			c.advance(next.seq)
 			continue
 		}
@@ -191,6 +214,7 @@ func (c *Consumer) pickGroup() bool {
 		// The track dropped the groups this reader had not reached: it
 		// lagged more than MaxLag. Go on with what is kept.
 		c.skipped++
+		c.needKey = true
 		c.cursor = c.track.floor
 	}
 	for c.skipLost() {
@@ -229,6 +253,7 @@ func (c *Consumer) pickGroup() bool {
 	}
 	if c.track.ended || c.newestTS(i)-from >= c.latency {
 		c.skipped++
+		c.needKey = true
 		c.cur, c.idx, c.cursor = next, 0, next.seq
 		return true
 	}

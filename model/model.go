@@ -17,7 +17,27 @@ type Frame struct {
 	// Payload is the frame's bytes. Producers hand over ownership: neither
 	// side modifies it after WriteFrame.
 	Payload []byte
+	// Sync says whether a decoder can start at the frame, when the
+	// producer knows it from the bitstream. The zero value is hang's group
+	// rule: the first frame of each group is the keyframe.
+	Sync Sync
 }
+
+// Sync is what a producer knows about a frame's independence.
+type Sync uint8
+
+// Sync values.
+const (
+	// SyncGroup applies hang's rule: a keyframe exactly when the frame
+	// opens its group (the legacy and loc containers carry no flag).
+	SyncGroup Sync = iota
+	// SyncKey marks a keyframe, wherever it sits in its group.
+	SyncKey
+	// SyncDelta marks a frame that depends on earlier ones, even when it
+	// opens its group (a CMAF publisher that starts a group per fragment
+	// and flags every sample as sync).
+	SyncDelta
+)
 
 // Errors reported by the model. Test with errors.Is.
 var (
@@ -325,7 +345,7 @@ func (t *Track) wakeLocked() {
 // buffered group that has a frame, skipping a stalled group once a newer one
 // is latency ahead (0: as soon as a newer group has data).
 func (t *Track) Subscribe(latency time.Duration) *Consumer {
-	c := &Consumer{track: t, latency: latency.Microseconds(), liveEdge: minTimestamp}
+	c := &Consumer{track: t, latency: latency.Microseconds(), liveEdge: minTimestamp, needKey: true}
 	t.mu.Lock()
 	c.epoch = t.epoch
 	t.consumers = append(t.consumers, c)

@@ -182,6 +182,9 @@ func (a *Announcements) run() {
 
 // follow runs one announce stream on c.
 func (a *Announcements) follow(c conn) error {
+	if ic, ok := c.(*ietfConn); ok {
+		return a.followIETF(ic)
+	}
 	str, err := c.OpenBidi(a.ctx)
 	if err != nil {
 		return err

@@ -123,6 +123,9 @@ func insertGroup(t *model.Track, seq uint64, frames []model.Frame) error {
 // fetch runs one FETCH for group seq on c and returns its frames (at least
 // one). A reset, or a group without frames, is errNoFetch.
 func (rt *remoteTrack) fetch(ctx context.Context, c conn, timescale, seq uint64) ([]model.Frame, error) {
+	if ic, ok := c.(*ietfConn); ok {
+		return rt.fetchIETF(ctx, ic, timescale, seq)
+	}
 	str, err := c.OpenBidi(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("open fetch stream: %w", err)
@@ -136,6 +139,11 @@ func (rt *remoteTrack) fetch(ctx context.Context, c conn, timescale, seq uint64)
 	defer stop()
 	fr := wire.FrameReader{R: bufio.NewReader(str)}
 	var frames []model.Frame
+	var cg *cmafGroup
+	if rt.cmafInit != nil {
+		cg = newCMAFGroup(rt.cmafInit)
+		defer cg.close()
+	}
 	for {
 		payload, err := fr.Next()
 		if err == io.EOF {
@@ -150,6 +158,17 @@ func (rt *remoteTrack) fetch(ctx context.Context, c conn, timescale, seq uint64)
 				return nil, fmt.Errorf("%w: FETCH %q/%q group %d: %w", errNoFetch, rt.rb.path, rt.name, seq, re)
 			}
 			return nil, fmt.Errorf("FETCH %q/%q group %d: %w", rt.rb.path, rt.name, seq, protocolErr(err))
+		}
+		if cg != nil {
+			err := cg.write(payload, func(f model.Frame) error {
+				frames = append(frames, f)
+				return nil
+			})
+			if err != nil {
+				resetStream(str, CodeDecode)
+				return nil, fmt.Errorf("FETCH %q/%q group %d: %w", rt.rb.path, rt.name, seq, err)
+			}
+			continue
 		}
 		f, ok, err := decodeFrame(rt.kind, fr.Timestamp, timescale, payload)
 		if err != nil {

@@ -253,5 +253,8 @@ func (s *Session) learnCatalog(path string, c *catalog.Catalog) {
 			s.containers[bpath] = m
 		}
 		m[r.Name] = string(cm.ContainerKind())
+		if cm.ContainerKind() == catalog.ContainerCMAF {
+			s.learnInit(bpath, r.Name, cm.Container)
+		}
 	}
 }

@@ -121,6 +121,38 @@
 // its first moment. SelfSignedCert makes a certificate and its pin for
 // loopback use; ServeLoopback combines both for the CLI's built-in demo.
 //
+// # IETF moq-transport
+//
+// A raw QUIC client offers the moq-transport ALPNs after moq-lite's (lite
+// first, as the reference does) and speaks whichever the server picks:
+// draft 14 under "moql" (the legacy CLIENT_SETUP version list, the only
+// way @moq/net 0.3.4 reaches draft 14) or "moq-00" (the reference relay,
+// Cloudflare's). Listen accepts both too. The wire codecs per draft live
+// in subscribe/internal/ietf; the session code is ietf*.go. Objects become
+// model groups and frames exactly as moq-lite groups do:
+//
+//   - SETUP carries the URL path and query (Path), host (Authority), the
+//     URL's jwt (Authorization Token) and MAX_REQUEST_ID; request ids are
+//     flow controlled both ways (MAX_REQUEST_ID, REQUESTS_BLOCKED).
+//   - Announced sends SUBSCRIBE_NAMESPACE for its prefix and reports the
+//     namespaces the peer publishes under it (PUBLISH_NAMESPACE, whether
+//     asked or not; PUBLISH_NAMESPACE_DONE ends a broadcast).
+//   - A track is a SUBSCRIBE (filter: the largest object; the publisher
+//     starts at a group boundary) answered by SUBSCRIBE_OK or an error
+//     (ErrRefused); each subgroup stream is a model group, each object a
+//     frame (timestamp from the hang container, or for catalog tracks
+//     from the Timestamp extension); End of Group and End of Track
+//     objects end the group; a group joined past its first object is
+//     skipped. PUBLISH_DONE ends the track after the streams in flight
+//     (as SUBSCRIBE_END does for moq-lite).
+//   - Backfills are standalone FETCHes (FETCH_OK or FETCH_ERROR, then a
+//     fetch stream), bounded as for moq-lite.
+//   - GOAWAY stops new requests; the session reconnects to the same URL
+//     a moment later (a new URI is logged, not followed).
+//
+// Over moq-transport the session records only: requests to publish to it
+// (SUBSCRIBE, FETCH, SUBSCRIBE_NAMESPACE) are refused.
+//
 // # Refusals and restarts
 //
 // A TRACK refused as unroutable (30: the relay has not heard of the

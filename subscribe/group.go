@@ -57,6 +57,11 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 	stop := context.AfterFunc(sub.ctx, func() { str.CancelRead(CodeCancel) })
 	defer stop()
 	fr := wire.FrameReader{R: r}
+	var cg *cmafGroup
+	if rt.cmafInit != nil {
+		cg = newCMAFGroup(rt.cmafInit)
+		defer cg.close()
+	}
 	for {
 		payload, err := fr.Next()
 		if err != nil {
@@ -84,6 +89,18 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 			}
 			return
 		}
+		if cg != nil {
+			if err := cg.write(payload, g.WriteFrame); err != nil {
+				if errors.Is(err, model.ErrClosed) {
+					str.CancelRead(CodeCancel)
+					return
+				}
+				// A bad fragment is skipped, with the delta frames
+				// that follow it up to a keyframe.
+				s.log.Warn("moq: bad cmaf frame skipped", "track", rt.name, "group", h.Sequence, "err", err)
+			}
+			continue
+		}
 		f, ok, err := decodeFrame(rt.kind, fr.Timestamp, sub.timescale, payload)
 		if err != nil {
 			str.CancelRead(CodeDecode)
@@ -107,7 +124,7 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 
 // decodable reports whether decodeFrame reads frames of container kind.
 func decodable(kind string) bool {
-	return kind == container.Legacy || kind == container.LOC || kind == kindRaw
+	return kind == container.Legacy || kind == container.LOC || kind == container.CMAF || kind == kindRaw
 }
 
 // decodeFrame turns a wire frame into a model frame. ok is false for a

@@ -10,12 +10,11 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/model"
-	"github.com/moq-export/moq-export/subscribe/internal/container"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
-// publishTimescale is the TRACK_INFO timescale of every published track:
-// model timestamps are microseconds.
+// publishTimescale is the TRACK_INFO timescale of published tracks
+// (model timestamps are microseconds), except cmaf ones (see packaging).
 const publishTimescale = 1_000_000
 
 // publishMaxLatency is the TRACK_INFO max latency (the reference default).
@@ -24,8 +23,11 @@ const publishMaxLatency = 5000
 // Publish serves b to the peer under b.Name() (relative to the session
 // root) until b ends or Unpublish. The broadcast is announced on every
 // announce stream the peer has open or opens later. Tracks named like a
-// catalog are sent as they are; every other track in the hang legacy
-// container.
+// catalog are sent as they are; every other track in the container its
+// rendition declares in b's catalog.json: "cmaf" tracks hold moof+mdat
+// frames already, sent as they are at the init's mdhd timescale (as
+// `moq import fmp4` publishes them), "loc" tracks get the loc container,
+// the others the legacy one.
 func (s *Session) Publish(b *model.Broadcast) error {
 	path := normPath(b.Name())
 	s.mu.Lock()
@@ -109,7 +111,8 @@ func (s *Session) serveTrack(str bidiStream, r *bufio.Reader) {
 	if !readRequest(str, r, &req) || s.publishedTrack(str, req.Broadcast, req.Track) == nil {
 		return
 	}
-	info := wire.TrackInfo{MaxLatency: publishMaxLatency, Timescale: publishTimescale}
+	pk := packagingOf(s.publishedBroadcast(req.Broadcast), req.Track)
+	info := wire.TrackInfo{MaxLatency: publishMaxLatency, Timescale: pk.timescale}
 	if _, err := str.Write(info.Append(nil)); err != nil {
 		return
 	}
@@ -147,7 +150,7 @@ func (s *Session) serveSubscribe(ctx context.Context, c conn, str bidiStream, r 
 	}()
 	defer rwg.Wait()
 
-	p := &pubTrack{s: s, c: c, ctx: ctx, str: str, sub: req, raw: isCatalogTrack(req.Track)}
+	p := &pubTrack{s: s, c: c, ctx: ctx, str: str, sub: req, pack: packagingOf(s.publishedBroadcast(req.Broadcast), req.Track)}
 	cons := p.begin(t)
 	defer cons.Close()
 	// Counted once the start group is fixed and the consumer attached:
@@ -171,12 +174,12 @@ func (s *Session) serveSubscribe(ctx context.Context, c conn, str bidiStream, r 
 
 // pubTrack serves one subscription.
 type pubTrack struct {
-	s   *Session
-	c   conn
-	ctx context.Context
-	str bidiStream
-	sub wire.Subscribe
-	raw bool
+	s    *Session
+	c    conn
+	ctx  context.Context
+	str  bidiStream
+	sub  wire.Subscribe
+	pack packaging
 
 	first    uint64 // first group to send, when hasFirst
 	hasFirst bool
@@ -280,7 +283,7 @@ func (p *pubTrack) writeFrame(ev model.Event) error {
 		p.group, p.seq, p.lastTS, p.hasLast = g, ev.Group, 0, true
 	}
 	ts := ev.Frame.Timestamp
-	b := appendPublishedFrame(p.buf[:0], p.raw, ts, p.lastTS, ev.Frame.Payload)
+	b := p.pack.appendFrame(p.buf[:0], ts, p.lastTS, ev.Frame.Payload)
 	p.buf = b
 	p.lastTS = ts
 	if _, err := p.group.Write(b); err != nil {
@@ -298,18 +301,6 @@ func (p *pubTrack) writeFrame(ev model.Event) error {
 		return err
 	}
 	return nil
-}
-
-// appendPublishedFrame appends one FRAME of a published track (on a group
-// or a fetch stream): the timestamp as a delta from last, the payload as it
-// is for a catalog track (raw) and in the hang legacy container otherwise.
-func appendPublishedFrame(b []byte, raw bool, ts, last int64, payload []byte) []byte {
-	if raw {
-		return wire.AppendFrame(b, ts-last, payload)
-	}
-	b = wire.AppendVarint(b, wire.Zigzag(ts-last))
-	b = wire.AppendVarint(b, uint64(container.LegacyLen(ts, payload)))
-	return container.AppendLegacy(b, ts, payload)
 }
 
 // closeGroup finishes the open group stream: FIN, or a reset after err.
@@ -380,14 +371,14 @@ func (s *Session) serveFetch(ctx context.Context, str bidiStream, r *bufio.Reade
 	defer cons.Close()
 	rs := model.NewReadySet()
 	cons.Watch(rs)
-	raw := isCatalogTrack(req.Track)
+	pack := packagingOf(s.publishedBroadcast(req.Broadcast), req.Track)
 	var buf []byte
 	var last int64
 	for next := 0; ; {
 		frames, finished, err := g.Frames(next)
 		buf = buf[:0]
 		for _, f := range frames {
-			buf = appendPublishedFrame(buf, raw, f.Timestamp, last, f.Payload)
+			buf = pack.appendFrame(buf, f.Timestamp, last, f.Payload)
 			last = f.Timestamp
 		}
 		next += len(frames)

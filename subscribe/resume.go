@@ -84,6 +84,23 @@ func (rt *remoteTrack) adopt(seq uint64) (*model.Group, int, bool) {
 	return g, len(frames), true
 }
 
+// newTimeline ends the groups the lost connection cut short and starts a
+// new timeline on the track; a gap after something was received counts as
+// lost (its size is unknown).
+func (rt *remoteTrack) newTimeline() {
+	rt.mu.Lock()
+	cut := rt.interrupted
+	rt.interrupted = nil
+	rt.mu.Unlock()
+	for seq, g := range cut {
+		g.Close(fmt.Errorf("group %d of %q: %w: the connection was lost", seq, rt.name, ErrTruncated))
+	}
+	if rt.track.NewestGroup() != nil {
+		rt.rb.s.lostGroups.Add(1)
+	}
+	rt.track.Discontinuity()
+}
+
 // resume fills the gap between what the track received before the
 // connection was lost and group first, where the resumed subscription
 // starts (see above). It returns when the missed groups are in the track.
@@ -115,15 +132,14 @@ func (rt *remoteTrack) resume(ctx context.Context, c conn, timescale, first uint
 		}
 	}
 	if !same {
-		for seq, g := range cut {
-			g.Close(fmt.Errorf("group %d of %q: %w: the connection was lost", seq, rt.name, ErrTruncated))
-		}
+		rt.mu.Lock()
+		rt.interrupted = cut // newTimeline ends them
+		rt.mu.Unlock()
 		if newest != nil {
 			log.Info("moq: resumed on a new timeline: the publisher restarted, what it sent during the outage is lost",
 				"last", newest.Sequence(), "first", first)
-			rt.rb.s.lostGroups.Add(1)
 		}
-		rt.track.Discontinuity()
+		rt.newTimeline()
 		rt.track.SetStart(first)
 		return
 	}

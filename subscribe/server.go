@@ -48,7 +48,7 @@ func Listen(addr string, opts ServerOptions) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	protos := []string{wire.ALPN}
+	protos := append([]string{wire.ALPN}, ietfALPNs...)
 	if !opts.DisableWebTransport {
 		protos = append(protos, http3.NextProtoH3)
 	}
@@ -139,7 +139,7 @@ func (s *Server) acceptLoop() {
 		switch qc.ConnectionState().TLS.NegotiatedProtocol {
 		case wire.ALPN:
 			sess := s.newSession("")
-			sess.start(&quicConn{qc})
+			sess.start(&quicConn{c: qc})
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
@@ -165,6 +165,11 @@ func (s *Server) acceptLoop() {
 				_ = s.wt.ServeQUICConn(qc)
 			}()
 		default:
+			p := qc.ConnectionState().TLS.NegotiatedProtocol
+			if v, ok := ietfVersionOfALPN(p); ok {
+				s.wg.Go(func() { s.acceptIETF(&quicConn{c: qc, alpn: p}, v) })
+				continue
+			}
 			qc.CloseWithError(21, "unknown ALPN")
 		}
 	}

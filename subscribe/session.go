@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
@@ -49,6 +50,9 @@ type Session struct {
 	// containers holds the container kind of tracks learnt from catalogs:
 	// broadcast path -> track -> kind.
 	containers map[string]map[string]string
+	// cmafInits holds the container (init) of cmaf tracks learnt from
+	// catalogs: broadcast path -> track -> container.
+	cmafInits map[string]map[string]*catalog.Container
 
 	// serving counts the subscriptions this session serves as publisher,
 	// servingTracks the same by track; a subscription counts once its
@@ -114,6 +118,9 @@ func dial(ctx context.Context, rawURL string, opts Options, wrap func(conn) conn
 		}
 		if wrap != nil {
 			c = wrap(c)
+		}
+		if v, ok := ietfVersionOf(c); ok {
+			return s.ietfDial(ctx, c, v, t)
 		}
 		if !c.WebTransport() {
 			// The root (and token) ride in SETUP on raw QUIC only.
@@ -265,6 +272,23 @@ func (s *Session) serveConn(c conn) {
 	s.changed = make(chan struct{})
 	s.mu.Unlock()
 
+	if ic, ok := c.(*ietfConn); ok {
+		s.serveIETF(ic)
+	} else {
+		s.serveLite(c)
+	}
+
+	s.mu.Lock()
+	if s.cur == c {
+		s.cur = nil
+		close(s.changed)
+		s.changed = make(chan struct{})
+	}
+	s.mu.Unlock()
+}
+
+// serveLite serves a moq-lite connection until it is gone.
+func (s *Session) serveLite(c conn) {
 	ctx := c.Context()
 	var wg sync.WaitGroup
 	wg.Add(3)
@@ -283,14 +307,6 @@ func (s *Session) serveConn(c conn) {
 		c.Close(CodeCancel, "")
 	}
 	wg.Wait()
-
-	s.mu.Lock()
-	if s.cur == c {
-		s.cur = nil
-		close(s.changed)
-		s.changed = make(chan struct{})
-	}
-	s.mu.Unlock()
 }
 
 // waitConn returns the current connection once it differs from generation

@@ -37,6 +37,10 @@ type subscription struct {
 	mu      sync.Mutex
 	seen    map[uint64]bool // group sequences received
 	arrived chan struct{}   // signalled when a group arrives
+
+	// forget, when set, replaces Session.unregister (moq-transport
+	// subscriptions are routed by track alias).
+	forget func()
 }
 
 // markStarted releases the group streams waiting for SUBSCRIBE_OK.
@@ -125,7 +129,11 @@ func (sub *subscription) drain(ctx context.Context, start, end uint64, bounded b
 		}
 		break
 	}
-	sub.rt.rb.s.unregister(sub)
+	if sub.forget != nil {
+		sub.forget()
+	} else {
+		sub.rt.rb.s.unregister(sub)
+	}
 	done := make(chan struct{})
 	go func() {
 		sub.groups.Wait()
@@ -144,6 +152,27 @@ func (sub *subscription) drain(ctx context.Context, start, end uint64, bounded b
 	<-done
 }
 
+// attach records c and timescale as the track's current subscription
+// (backfills FETCH on it) and returns the detach to defer. With
+// newTimeline (a resumed subscription that does not fill the gap) the track
+// starts a new timeline: its cut groups end, it gets a discontinuity, and
+// its hold ends.
+func (rt *remoteTrack) attach(c conn, timescale uint64, newTimeline bool) (detach func()) {
+	rt.mu.Lock()
+	rt.conn, rt.timescale = c, timescale
+	rt.subGen++
+	rt.mu.Unlock()
+	if newTimeline {
+		rt.newTimeline()
+		rt.release()
+	}
+	return func() {
+		rt.mu.Lock()
+		rt.conn = nil
+		rt.mu.Unlock()
+	}
+}
+
 // unregister removes sub from the session: group streams for it are
 // refused from now on.
 func (s *Session) unregister(sub *subscription) {
@@ -157,6 +186,9 @@ func (s *Session) unregister(sub *subscription) {
 // subscribe runs TRACK and SUBSCRIBE on c until the subscription ends:
 // nil for a clean end by the publisher, an error otherwise.
 func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
+	if ic, ok := c.(*ietfConn); ok {
+		return rt.subscribeIETF(ctx, ic)
+	}
 	s := rt.rb.s
 	info, err := rt.trackInfo(ctx, c)
 	if err != nil {
@@ -176,15 +208,8 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
 	defer s.unregister(sub)
 	defer sub.cancel(nil)
 	defer sub.markStarted()
-	rt.mu.Lock()
-	rt.conn, rt.timescale = c, info.Timescale
-	rt.subGen++
-	rt.mu.Unlock()
-	defer func() {
-		rt.mu.Lock()
-		rt.conn = nil
-		rt.mu.Unlock()
-	}()
+	// A resumed subscription fills the gap at SUBSCRIBE_OK (resume.go).
+	defer rt.attach(c, info.Timescale, false)()
 
 	str, err := c.OpenBidi(ctx)
 	if err != nil {

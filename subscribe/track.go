@@ -7,7 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/cmaf"
 	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/subscribe/internal/container"
 )
 
 // remoteTrack is one subscribed track; it survives reconnects.
@@ -16,6 +18,8 @@ type remoteTrack struct {
 	name  string
 	track *model.Track
 	kind  string
+	// cmafInit is the init of a cmaf track, set before it subscribes.
+	cmafInit *cmaf.Init
 
 	// live is set once TRACK_INFO arrived: from then on the track resumes
 	// after reconnects. Owned by the run goroutine.
@@ -70,6 +74,13 @@ func (rt *remoteTrack) run() {
 			return
 		}
 		rt.kind = k
+	}
+	if rt.kind == container.CMAF {
+		if err := rt.openCMAF(); err != nil {
+			log.Warn("moq: cmaf track skipped", "err", err)
+			rt.track.Close(err)
+			return
+		}
 	}
 	var gen uint64
 	var refusedSince time.Time

@@ -73,7 +73,10 @@ func quicConfig(keepAlive, idle time.Duration) *quic.Config {
 
 // --- raw QUIC ---
 
-type quicConn struct{ c *quic.Conn }
+type quicConn struct {
+	c    *quic.Conn
+	alpn string // the negotiated ALPN when it is not moq-lite-05's
+}
 
 func (q *quicConn) OpenBidi(ctx context.Context) (bidiStream, error) {
 	s, err := q.c.OpenStreamSync(ctx)
@@ -458,15 +461,20 @@ func (d *dialer) dial(ctx context.Context) (conn, error) {
 		if err != nil {
 			return nil, err
 		}
+		tc.NextProtos = append(tc.NextProtos, ietfALPNs...)
 		c, err := quic.DialAddr(ctx, d.target.hostport, tc, quicConfig(d.opts.KeepAlive, d.opts.IdleTimeout))
 		if err != nil {
 			return nil, fmt.Errorf("moq: dial %s: %w", d.target.hostport, mapErr(err))
 		}
-		if p := c.ConnectionState().TLS.NegotiatedProtocol; p != wire.ALPN {
+		p := c.ConnectionState().TLS.NegotiatedProtocol
+		if _, ietf := ietfVersionOfALPN(p); ietf {
+			return &quicConn{c: c, alpn: p}, nil
+		}
+		if p != wire.ALPN {
 			c.CloseWithError(21, "unknown ALPN")
 			return nil, fmt.Errorf("moq: server negotiated ALPN %q, want %q", p, wire.ALPN)
 		}
-		return &quicConn{c}, nil
+		return &quicConn{c: c}, nil
 	case "http":
 		// Fetched on every attempt: a restarted development relay has a
 		// new certificate.

@@ -340,10 +340,10 @@ func TestListPrintsTheRenditionsAndExits(t *testing.T) {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	want := map[string]string{
-		"h264": "video  avc1.64000d  320x180 30fps  flv,mkv,ts",
+		"h264": "video  avc1.64000d  320x180 30fps  flv,mkv,ts,mp4",
 		"vp8":  "video  vp8          320x180 30fps  mkv,webm",
-		"aac":  "audio  mp4a.40.2    48000Hz 2ch    flv,mkv,ts",
-		"flac": "audio  flac         48000Hz 1ch    mkv",
+		"aac":  "audio  mp4a.40.2    48000Hz 2ch    flv,mkv,ts,mp4",
+		"flac": "audio  flac         48000Hz 1ch    mkv,mp4",
 	}
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	if len(lines) != 5 || !strings.HasPrefix(lines[0], "NAME") {
@@ -445,6 +445,21 @@ func TestSIGTERMFinalizesTheFLV(t *testing.T) {
 	needTools(t, "ffmpeg", "ffprobe")
 	t.Parallel()
 	path := recordUntilSignal(t, "live.flv", syscall.SIGTERM)
+	meta := flvMetaDuration(t, path)
+	if meta < 1.5 || meta > 3 {
+		t.Errorf("onMetaData duration %.3fs, want about 2.5s: the file was not finalized", meta)
+	}
+	p := probe(t, path)
+	if d := p.duration(t).Seconds(); d < meta-0.1 || d > meta+0.1 {
+		t.Errorf("ffprobe duration %.3fs, onMetaData %.3fs", d, meta)
+	}
+	decode(t, path)
+}
+
+// flvMetaDuration returns the onMetaData duration of the FLV file, in
+// seconds.
+func flvMetaDuration(t *testing.T, path string) float64 {
+	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -456,15 +471,7 @@ func TestSIGTERMFinalizesTheFLV(t *testing.T) {
 	if i < 0 || len(data) < i+len(key)+8 {
 		t.Fatal("no onMetaData duration in the FLV file")
 	}
-	meta := math.Float64frombits(be.BigEndian.Uint64(data[i+len(key):]))
-	if meta < 1.5 || meta > 3 {
-		t.Errorf("onMetaData duration %.3fs, want about 2.5s: the file was not finalized", meta)
-	}
-	p := probe(t, path)
-	if d := p.duration(t).Seconds(); d < meta-0.1 || d > meta+0.1 {
-		t.Errorf("ffprobe duration %.3fs, onMetaData %.3fs", d, meta)
-	}
-	decode(t, path)
+	return math.Float64frombits(be.BigEndian.Uint64(data[i+len(key):]))
 }
 
 func TestSecondInterruptQuitsAtOnce(t *testing.T) {
@@ -536,7 +543,7 @@ func TestUsageErrorsExitWith2(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
 		{"--no-such-flag"},
-		{"-o", "x.mp4"},
+		{"-o", "x.avi"},
 		{"-f", "avi"},
 		{"--segment", "5s"},
 		{"a://x", "b://y"},

@@ -5,11 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -48,52 +48,11 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 	return m, s
 }
 
-// ptyReader collects what the command writes to a pty and lets the test
-// wait for a string in it.
-type ptyReader struct {
-	mu   sync.Mutex
-	buf  bytes.Buffer
-	more chan struct{}
-}
-
-func readPTY(master *os.File) *ptyReader {
-	r := &ptyReader{more: make(chan struct{}, 1)}
-	go func() {
-		b := make([]byte, 4096)
-		for {
-			n, err := master.Read(b)
-			r.mu.Lock()
-			r.buf.Write(b[:n])
-			r.mu.Unlock()
-			select {
-			case r.more <- struct{}{}:
-			default:
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
+// readPTY collects what the command writes to the pty.
+func readPTY(master *os.File) *stderrLines {
+	r := &stderrLines{more: make(chan struct{}, 1)}
+	go io.Copy(r, master)
 	return r
-}
-
-func (r *ptyReader) String() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.buf.String()
-}
-
-// waitFor waits until s was written, at most 20 s.
-func (r *ptyReader) waitFor(t *testing.T, s string) {
-	t.Helper()
-	deadline := time.After(20 * time.Second)
-	for !strings.Contains(r.String(), s) {
-		select {
-		case <-r.more:
-		case <-deadline:
-			t.Fatalf("the terminal never showed %q; it shows %q", s, r.String())
-		}
-	}
 }
 
 func TestDevNullIsNotATerminal(t *testing.T) {
@@ -420,10 +379,10 @@ func TestListShowsEveryDemoCodecAsJSON(t *testing.T) {
 		got[row.Name] = fmt.Sprintf("%s %v %v", row.Kind, row.Formats, row.EnhancedFLV)
 	}
 	want := map[string]string{
-		"h264": "video [flv mkv ts] false", "h265": "video [flv mkv ts] true", "av1": "video [flv mkv webm] true",
-		"vp8": "video [mkv webm] false", "vp9": "video [flv mkv webm] true",
-		"aac": "audio [flv mkv ts] false", "mp3": "audio [flv mkv ts] false", "opus": "audio [flv mkv webm ts] true",
-		"flac": "audio [mkv] false", "ac3": "audio [mkv ts] false",
+		"h264": "video [flv mkv ts mp4] false", "h265": "video [flv mkv ts mp4] true", "av1": "video [flv mkv webm mp4] true",
+		"vp8": "video [mkv webm] false", "vp9": "video [flv mkv webm mp4] true",
+		"aac": "audio [flv mkv ts mp4] false", "mp3": "audio [flv mkv ts mp4] false", "opus": "audio [flv mkv webm ts mp4] true",
+		"flac": "audio [mkv mp4] false", "ac3": "audio [mkv ts mp4] false",
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("--list --json:\n got %v\nwant %v", got, want)

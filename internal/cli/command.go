@@ -160,6 +160,9 @@ func Execute(ctx context.Context, args []string, env Env) int {
 		// how a pipe ends, not a failure.
 		log.Info("the reader closed the output; stopped")
 		return ExitOK
+	case errors.Is(err, errNothingRecorded):
+		log.Warn(err.Error())
+		return ExitInterrupted
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		return ExitOK
 	}
@@ -186,8 +189,12 @@ Output templates (-o) may use {broadcast}, {n} (segment number) and {time}
 directory. A plain -o file that exists is not overwritten unless -y says so
 (on a terminal moq-export asks); templates never overwrite.
 
+Nothing waits silently: a broadcast that is not announced is waited for with
+a notice (--wait bounds it), --timeout bounds the run, --reconnect-for the
+reconnects.
+
 Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
-130 a second Ctrl-C quit without finishing the output.`,
+130 interrupted (a second Ctrl-C, or Ctrl-C before anything was recorded).`,
 		Example: `  moq-export | ffplay -                          # watch the built-in demo
   moq-export -o demo.mkv --duration 10s          # record 10 s of it to a file
   moq-export 'https://relay.example/anon?jwt=TOKEN' --list
@@ -240,8 +247,11 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 	f.StringVarP(&cfg.Output, "output", "o", "-", "output `PATH` or template; - is stdout")
 	f.BoolVarP(&cfg.Overwrite, "overwrite", "y", false, "overwrite an existing -o file without asking")
 	f.BoolVarP(&cfg.NoOverwrite, "no-overwrite", "n", false, "never overwrite an existing -o file: exit with an error instead of asking")
-	f.StringVarP(&format, "format", "f", "", "container: flv, mkv, webm or ts (default: from the output extension; ts on stdout)")
+	f.StringVarP(&format, "format", "f", "", "container: flv, mkv, webm, ts or mp4 (default: from the output extension; ts on stdout)")
 	f.DurationVar(&cfg.Duration, "duration", 0, "stop after this much media and finish the file (default: until the broadcast ends)")
+	f.DurationVar(&cfg.Wait, "wait", 0, "give up (exit 1) when no broadcast (or not the -b one) is announced within this time (default: wait until Ctrl-C, saying so)")
+	f.DurationVar(&cfg.Timeout, "timeout", 0, "stop the whole run after this much wall-clock time, finishing the files (exit 1 if nothing was recorded)")
+	f.DurationVar(&cfg.ReconnectFor, "reconnect-for", 5*time.Minute, "give up (finish the files, exit 1) when the relay cannot be reached again for this long; 0 retries forever")
 	f.DurationVar(&cfg.Delay, "delay", 500*time.Millisecond, "how long a lagging track may hold the output back (jitter delay)")
 	f.StringSliceVar(&cfg.Video, "video", nil, "video rendition(s) to record, repeatable or comma-separated; \"none\" for no video (default: all the container carries, one for FLV)")
 	f.StringSliceVar(&cfg.Audio, "audio", nil, "audio rendition(s) to record, like --video")
@@ -262,7 +272,7 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 	f.StringVar(&cfg.SummaryFile, "summary", "", "write the summary of the run (files, duration, frames, drops, reconnects) as JSON to `FILE`")
 	f.StringVar(&cfg.LogFormat, "log-format", logText, "stderr format: text (for people) or json (one object per line, for services)")
 	f.StringSliceVar(&cfg.DemoCodecs, "demo-codecs", nil, "test codecs of the built-in demo (default h264,aac; also h265, av1, vp8, vp9, opus, mp3, flac, ac3)")
-	f.IntVar(&cfg.DemoLoops, "demo-loops", 0, "end the demo broadcast after this many loops of its 4 s media (default: never)")
+	f.IntVar(&cfg.DemoLoops, "demo-loops", 0, "end the demo broadcast after each test sample played this many times (2-4 s each; default: never)")
 	f.BoolVar(&cfg.DemoFast, "demo-fast", false, "publish the demo as fast as possible instead of in real time (benchmarks)")
 	_ = f.MarkHidden("demo-fast")
 	return cmd

@@ -37,6 +37,9 @@ type Config struct {
 	LogFormat      string // text or json
 	Segment        time.Duration
 	Listen         string
+	Wait           time.Duration // --wait: for a broadcast to be announced (0: until Ctrl-C)
+	Timeout        time.Duration // --timeout: wall-clock bound of the run (0: none)
+	ReconnectFor   time.Duration // --reconnect-for: give up reconnecting after this long (0: never)
 	RecordAll      bool
 	DemoCodecs     []string
 	DemoLoops      int
@@ -76,6 +79,9 @@ func (c *Config) Check() error {
 			return usagef("a URL and --listen exclude each other: record from %s, or accept publishers on --listen %s", redactURL(c.URL), c.Listen)
 		}
 	}
+	if c.Video != nil && len(c.Video) == 0 && c.Audio != nil && len(c.Audio) == 0 && !c.List {
+		return usagef("--video none --audio none selects nothing to record: drop one of them (--list shows the renditions)")
+	}
 	if c.Overwrite && c.NoOverwrite {
 		return usagef("-y (overwrite) and -n (never overwrite) exclude each other")
 	}
@@ -98,7 +104,7 @@ func (c *Config) Check() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"--duration", c.Duration}, {"--segment", c.Segment}} {
+	}{{"--duration", c.Duration}, {"--segment", c.Segment}, {"--wait", c.Wait}, {"--timeout", c.Timeout}, {"--reconnect-for", c.ReconnectFor}} {
 		if d.v < 0 {
 			return usagef("%s must not be negative (got %v); use a duration like 30s or 1h", d.name, d.v)
 		}
@@ -153,7 +159,7 @@ func (c *Config) Check() error {
 	} else if f, ok := FormatFromPath(c.Output); ok {
 		c.Format = f
 	} else {
-		return usagef("cannot tell the format from %q: end the path in .flv, .mkv, .webm or .ts, or pass -f flv|mkv|webm|ts", c.Output)
+		return usagef("cannot tell the format from %q: end the path in .flv, .mkv, .webm, .ts or .mp4, or pass -f flv|mkv|webm|ts|mp4", c.Output)
 	}
 
 	if c.toStdout() {

@@ -83,8 +83,8 @@ func TestUsageErrorsSayWhatToDo(t *testing.T) {
 		args []string
 		hint string
 	}{
-		{[]string{"-o", "x.mp4"}, "-f flv|mkv|webm|ts"},
-		{[]string{"-f", "avi"}, "use -f flv, mkv, webm or ts"},
+		{[]string{"-o", "x.avi"}, "-f flv|mkv|webm|ts|mp4"},
+		{[]string{"-f", "avi"}, "use -f flv, mkv, webm, ts or mp4"},
 		{[]string{"a", "b"}, "at most one URL"},
 		{[]string{"relay.example/x"}, "no scheme"},
 		{[]string{"ftp://relay.example/x"}, "unsupported URL scheme"},

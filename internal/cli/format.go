@@ -19,13 +19,14 @@ const (
 	MKV  Format = "mkv"
 	WebM Format = "webm"
 	TS   Format = "ts"
+	MP4  Format = "mp4"
 )
 
 // Formats lists the formats in the order help texts show them.
-var Formats = []Format{FLV, MKV, WebM, TS}
+var Formats = []Format{FLV, MKV, WebM, TS, MP4}
 
-// ParseFormat accepts a -f value: flv, mkv, webm or ts (and the aliases
-// matroska, mpegts).
+// ParseFormat accepts a -f value: flv, mkv, webm, ts or mp4 (and the
+// aliases matroska, mpegts, m4v, m4a).
 func ParseFormat(s string) (Format, error) {
 	switch strings.ToLower(s) {
 	case "flv":
@@ -36,8 +37,10 @@ func ParseFormat(s string) (Format, error) {
 		return WebM, nil
 	case "ts", "mpegts", "m2ts":
 		return TS, nil
+	case "mp4", "m4v", "m4a":
+		return MP4, nil
 	}
-	return "", fmt.Errorf("unknown format %q: use -f flv, mkv, webm or ts", s)
+	return "", fmt.Errorf("unknown format %q: use -f flv, mkv, webm, ts or mp4", s)
 }
 
 // FormatFromPath picks the format from an output path's extension. ok is
@@ -52,6 +55,8 @@ func FormatFromPath(path string) (f Format, ok bool) {
 		return WebM, true
 	case ".ts", ".m2ts", ".mts":
 		return TS, true
+	case ".mp4", ".m4v", ".m4a":
+		return MP4, true
 	}
 	return "", false
 }
@@ -65,6 +70,9 @@ func (f Format) Caps() mux.Caps { return muxers[f].caps }
 
 // MuxOptions are what the command passes to every muxer.
 type MuxOptions struct {
+	// Path is the file the muxer writes, "" for a stream (stdout): MP4
+	// finishes a file into a regular MP4 at Close.
+	Path           string
 	KeepTimestamps bool
 	Logger         *slog.Logger
 }

@@ -14,7 +14,7 @@ func TestFormatFromPathFollowsTheExtension(t *testing.T) {
 	}{
 		{"a.flv", FLV, true}, {"A.MKV", MKV, true}, {"x/y.webm", WebM, true}, {"a.ts", TS, true},
 		{"a.m2ts", TS, true}, {"a.mka", MKV, true}, {"rec/{broadcast}-{n}.mkv", MKV, true},
-		{"a.mp4", "", false}, {"noext", "", false}, {"dir.flv/file", "", false},
+		{"noext", "", false}, {"dir.flv/file", "", false},
 	} {
 		got, ok := FormatFromPath(tc.path)
 		if got != tc.want || ok != tc.ok {
@@ -29,7 +29,7 @@ func TestParseFormatAcceptsNamesAndAliases(t *testing.T) {
 			t.Errorf("ParseFormat(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "mp4", "hls"} {
+	for _, in := range []string{"", "mov", "hls"} {
 		if _, err := ParseFormat(in); err == nil {
 			t.Errorf("ParseFormat(%q) accepted", in)
 		}

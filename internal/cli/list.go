@@ -21,7 +21,7 @@ const listWait = 3 * time.Second
 // one broadcast as a table.
 func (a *app) list(ctx context.Context, src Source) error {
 	if a.cfg.Broadcast == "" {
-		names, err := a.announced(ctx, src, listWait)
+		names, err := a.announced(ctx, src, listWait, false)
 		if err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"github.com/moq-export/moq-export/mux"
 	"github.com/moq-export/moq-export/mux/flv"
 	"github.com/moq-export/moq-export/mux/mkv"
+	"github.com/moq-export/moq-export/mux/mp4"
 	"github.com/moq-export/moq-export/mux/ts"
 )
 
@@ -29,5 +30,8 @@ var muxers = map[Format]muxer{
 	}},
 	TS: {ts.Caps, func(w io.Writer, o MuxOptions) mux.Muxer {
 		return ts.NewWriter(w, ts.Options{KeepTimestamps: o.KeepTimestamps, Logger: o.Logger})
+	}},
+	MP4: {mp4.Caps, func(w io.Writer, o MuxOptions) mux.Muxer {
+		return mp4.NewWriter(w, mp4.Options{Path: o.Path, KeepTimestamps: o.KeepTimestamps, Logger: o.Logger})
 	}},
 }

@@ -24,6 +24,7 @@ func dial(ctx context.Context, cfg *Config, log *slog.Logger) (Source, error) {
 		TLSFingerprint: cfg.TLSFingerprint,
 		TLSInsecure:    cfg.TLSInsecure,
 		Logger:         log,
+		Reconnect:      subscribe.Backoff{GiveUp: cfg.ReconnectFor},
 	}
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
@@ -154,10 +155,31 @@ func (a *app) listen(ctx context.Context) error {
 	actx, stop := context.WithCancel(ctx)
 	defer stop()
 	var (
-		wg    sync.WaitGroup
-		once  sync.Once
-		first error
+		wg      sync.WaitGroup
+		once    sync.Once
+		firstMu sync.Mutex
+		first   error
 	)
+	setFirst := func(err error) {
+		firstMu.Lock()
+		if first == nil {
+			first = err
+		}
+		firstMu.Unlock()
+		stop()
+	}
+	if a.cfg.Wait > 0 {
+		// --wait: a publisher must announce something in time.
+		t := time.AfterFunc(a.cfg.Wait, func() {
+			a.mu.Lock()
+			none := a.recorded == 0
+			a.mu.Unlock()
+			if none {
+				setFirst(fmt.Errorf("no publisher announced a broadcast on --listen %s within --wait %v", a.cfg.Listen, a.cfg.Wait))
+			}
+		})
+		defer t.Stop()
+	}
 	for {
 		sess, err := srv.Accept(actx)
 		if err != nil {
@@ -172,7 +194,8 @@ func (a *app) listen(ctx context.Context) error {
 			defer remove()
 			defer src.Close()
 			if a.cfg.RecordAll {
-				if err := a.recordAll(actx, src); err != nil && actx.Err() == nil {
+				// --duration bounds each recording; the listener goes on.
+				if err := a.recordAll(actx, src, 0); err != nil && actx.Err() == nil {
 					a.log.Warn("publisher session ended", "err", err)
 				}
 				return
@@ -183,12 +206,13 @@ func (a *app) listen(ctx context.Context) error {
 				if err == nil {
 					err = a.record(actx, src, src.Broadcast(name))
 				}
-				first = err
-				stop()
+				setFirst(err)
 			})
 		}()
 	}
 	wg.Wait()
+	firstMu.Lock()
+	defer firstMu.Unlock()
 	if first != nil {
 		return first
 	}

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	moqexport "github.com/moq-export/moq-export"
@@ -49,12 +50,37 @@ func run(ctx context.Context, cfg *Config, env Env, con *console) error {
 	if cfg.List {
 		return a.runList(ctx)
 	}
-	err := a.runRecording(ctx)
+	rctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	if cfg.Timeout > 0 {
+		t := time.AfterFunc(cfg.Timeout, func() { stop(errTimeout) })
+		defer t.Stop()
+	}
+	err := a.runRecording(rctx)
+	recorded := a.summary(nil).Frames > 0
+	switch {
+	case context.Cause(rctx) == errTimeout && ctx.Err() == nil && reportable(rctx, err) == nil:
+		if recorded {
+			notice(a.log, fmt.Sprintf("stopped after --timeout %v", cfg.Timeout))
+			err = nil
+		} else {
+			err = fmt.Errorf("nothing was recorded within --timeout %v", cfg.Timeout)
+		}
+	case ctx.Err() != nil && !recorded && reportable(ctx, err) == nil:
+		err = errNothingRecorded
+	}
 	if rerr := a.report(reportable(ctx, err)); err == nil {
 		err = rerr
 	}
 	return err
 }
+
+// errTimeout is the cancellation cause of --timeout.
+var errTimeout = errors.New("--timeout reached")
+
+// errNothingRecorded ends a run that Ctrl-C stopped before anything was
+// recorded: exit 130, not the 0 of a finished recording.
+var errNothingRecorded = errors.New("interrupted before anything was recorded")
 
 // reportable is the error a summary names: none for a run that Ctrl-C or
 // a closed pipe ended, as Execute sees it.
@@ -92,7 +118,7 @@ func (a *app) runRecording(ctx context.Context) error {
 	defer a.addSource(src)()
 	defer src.Close()
 	if a.cfg.RecordAll {
-		return a.withProgress(ctx, func(ctx context.Context) error { return a.recordAll(ctx, src) })
+		return a.withProgress(ctx, func(ctx context.Context) error { return a.recordAll(ctx, src, a.cfg.Duration) })
 	}
 	name, err := a.pickBroadcast(ctx, src)
 	if err != nil {
@@ -246,7 +272,7 @@ func (a *app) pickBroadcast(ctx context.Context, src Source) (string, error) {
 	if a.cfg.Broadcast != "" {
 		return a.cfg.Broadcast, nil
 	}
-	names, err := a.announced(ctx, src, 0)
+	names, err := a.announced(ctx, src, a.cfg.Wait, true)
 	if err != nil {
 		return "", err
 	}
@@ -255,7 +281,10 @@ func (a *app) pickBroadcast(ctx context.Context, src Source) (string, error) {
 		a.log.Info("recording the only broadcast announced", "broadcast", names[0])
 		return names[0], nil
 	case 0:
-		return "", ctx.Err()
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		return "", fmt.Errorf("no broadcast was announced %s within --wait %v; check the URL and the token, or wait longer", a.origin(), a.cfg.Wait)
 	}
 	return "", usagef("%d broadcasts are announced %s (%s): pick one with -b NAME, or record them all with --record-all -o 'rec/{broadcast}%s'",
 		len(names), a.origin(), strings.Join(names, ", "), a.cfg.Format.Ext())
@@ -274,11 +303,16 @@ func (a *app) origin() string {
 // the set is taken as complete.
 const settle = 300 * time.Millisecond
 
+// waitNotice is how long a wait lasts before the command says what it
+// waits for.
+const waitNotice = 2 * time.Second
+
 // announced waits for broadcasts to be announced under the URL and returns
 // them once no new one arrived for settle. With wait > 0 it returns an
 // empty list when nothing was announced after wait; otherwise it waits
-// until ctx ends.
-func (a *app) announced(ctx context.Context, src Source, wait time.Duration) ([]string, error) {
+// until ctx ends. With say, a wait longer than waitNotice is announced once
+// on stderr.
+func (a *app) announced(ctx context.Context, src Source, wait time.Duration, say bool) ([]string, error) {
 	feed, err := src.Announced(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing broadcasts: %w; check the URL and the token, or name the broadcast with -b", err)
@@ -286,12 +320,12 @@ func (a *app) announced(ctx context.Context, src Source, wait time.Duration) ([]
 	defer feed.Close()
 	active := map[string]bool{}
 	first := true
-	notice := time.AfterFunc(2*time.Second, func() {
-		if wait == 0 {
-			notice(a.log, "waiting for a broadcast to be announced "+a.origin()+" (name one with -b to skip this)")
-		}
-	})
-	defer notice.Stop()
+	if say {
+		t := time.AfterFunc(waitNotice, func() {
+			notice(a.log, "waiting for a broadcast to be announced "+a.origin()+" ("+a.waitHint()+"; name one with -b to skip this)")
+		})
+		defer t.Stop()
+	}
 	for {
 		limit := settle
 		if first {
@@ -322,16 +356,47 @@ func (a *app) announced(ctx context.Context, src Source, wait time.Duration) ([]
 	return slices.Sorted(maps.Keys(active)), nil
 }
 
+// waitHint says how long a wait lasts, for the waiting notices.
+func (a *app) waitHint() string {
+	if a.cfg.Wait > 0 {
+		return fmt.Sprintf("giving up after --wait %v", a.cfg.Wait)
+	}
+	return "until Ctrl-C; --wait DURATION gives up after DURATION"
+}
+
+// waitCatalog waits for the first catalog of bc: at most --wait, saying
+// once what it waits for when that takes longer than waitNotice (a -b
+// broadcast that is not announced sends none).
+func (a *app) waitCatalog(ctx context.Context, bc *model.Broadcast) (*catalog.Catalog, error) {
+	name := bc.Name()
+	wctx, cancel := ctx, context.CancelFunc(func() {})
+	if a.cfg.Wait > 0 {
+		wctx, cancel = context.WithTimeout(ctx, a.cfg.Wait)
+	}
+	defer cancel()
+	t := time.AfterFunc(waitNotice, func() {
+		notice(a.log, fmt.Sprintf("waiting for broadcast %q to be announced %s (%s; --list shows what is announced)", name, a.origin(), a.waitHint()))
+	})
+	defer t.Stop()
+	cat, err := firstCatalog(wctx, bc)
+	switch {
+	case err == nil:
+		return cat, nil
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case wctx.Err() != nil:
+		return nil, fmt.Errorf("broadcast %q was not announced %s within --wait %v (or sent no catalog); --list shows what is announced", name, a.origin(), a.cfg.Wait)
+	}
+	return nil, fmt.Errorf("broadcast %q: reading its catalog: %w; check the name with --list", name, err)
+}
+
 // record exports one broadcast to the output (or output template) until
 // it ends, --duration is reached or ctx ends.
 func (a *app) record(ctx context.Context, src Source, bc *model.Broadcast) error {
 	name := bc.Name()
-	cat, err := firstCatalog(ctx, bc)
+	cat, err := a.waitCatalog(ctx, bc)
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("broadcast %q: reading its catalog: %w; check the name with --list", name, err)
+		return err
 	}
 	if err := a.plan(name, cat); err != nil {
 		return err
@@ -365,57 +430,99 @@ func (a *app) record(ctx context.Context, src Source, bc *model.Broadcast) error
 	return nil
 }
 
-// plan checks, before anything is written, that the container can carry
-// something of the broadcast and that the renditions named exist.
+// plan checks, before any file is created, that the recording has
+// something to record: the renditions named exist and the container can
+// carry each of them, and at least one rendition is selected and
+// recordable. Its errors blame what is wrong: the selection, the input
+// container or the output format.
 func (a *app) plan(name string, cat *catalog.Catalog) error {
 	rs := cat.Renditions()
+	if len(rs) == 0 {
+		return fmt.Errorf("broadcast %q has no renditions in its catalog; nothing to record", name)
+	}
 	byName := map[string]catalog.Rendition{}
 	for _, r := range rs {
 		byName[r.Name] = r
 	}
+	opts := a.exportOptions()
 	for _, want := range []struct {
 		flag  string
 		kind  catalog.Kind
 		names []string
 	}{{"--video", catalog.KindVideo, a.cfg.Video}, {"--audio", catalog.KindAudio, a.cfg.Audio}} {
 		for _, n := range want.names {
-			if r, ok := byName[n]; !ok || r.Kind != want.kind {
+			r, ok := byName[n]
+			if !ok || r.Kind != want.kind {
 				return usagef("broadcast %q has no %s rendition %q (it has %s); see --list -b %s", name, want.kind, n, renditionNames(rs, want.kind), name)
 			}
-		}
-	}
-	fits := 0
-	var codecs []string
-	opts := a.exportOptions()
-	for _, r := range rs {
-		codecs = append(codecs, r.Common().Codec)
-		if export.Select(r, opts, nil) == nil {
-			fits++
-		}
-	}
-	if fits == 0 {
-		if len(rs) == 0 {
-			return fmt.Errorf("broadcast %q has no renditions in its catalog; nothing to record", name)
-		}
-		var others []string
-		for _, f := range Formats {
-			if f == a.cfg.Format {
-				continue
-			}
-			for _, r := range rs {
-				if carries(f, r) == nil {
-					others = append(others, string(f))
-					break
+			if err := export.Select(r, opts, nil); err != nil {
+				if !errors.Is(err, export.ErrInputContainer) && strings.Contains(err.Error(), " instead") {
+					return fmt.Errorf("%s %s: %w", want.flag, n, err) // it says what to use
 				}
+				return fmt.Errorf("%s %s: %w; %s", want.flag, n, err, a.advice(name, []catalog.Rendition{r}, err))
 			}
 		}
-		advice := "pick other renditions with --video/--audio"
-		if len(others) > 0 {
-			advice = "record with -f " + strings.Join(others, " or -f ")
-		}
-		return fmt.Errorf("%s cannot carry any selected rendition of %q (codecs %s): %s", a.cfg.Format, name, strings.Join(codecs, ", "), advice)
 	}
-	return nil
+	var (
+		codecs []string
+		why    []error
+	)
+	for _, r := range rs {
+		err := export.Select(r, opts, nil)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, export.ErrNotSelected) {
+			codecs = append(codecs, r.Name+" ("+r.Common().Codec+")")
+			why = append(why, err)
+		}
+	}
+	if len(why) == 0 {
+		// Only --video/--audio none left nothing (the other kind is absent).
+		return usagef("the selection leaves nothing of %q to record: it has %s; see --list -b %s", name, renditionSummary(rs), name)
+	}
+	if all(why, export.ErrInputContainer) {
+		return fmt.Errorf("nothing of %q can be recorded: every selected rendition uses an input container this build does not read (%s)", name, errors.Join(why...))
+	}
+	return fmt.Errorf("%s cannot carry any selected rendition of %q (%s): %s", a.cfg.Format, name, strings.Join(codecs, ", "), a.advice(name, rs, why[0]))
+}
+
+// advice says what to do about renditions rs that the output cannot take.
+func (a *app) advice(name string, rs []catalog.Rendition, err error) string {
+	if errors.Is(err, export.ErrInputContainer) {
+		return "pick other renditions with --video/--audio (see --list -b " + name + ")"
+	}
+	var others []string
+	for _, f := range Formats {
+		if f == a.cfg.Format {
+			continue
+		}
+		for _, r := range rs {
+			if carries(f, r) == nil {
+				others = append(others, string(f))
+				break
+			}
+		}
+	}
+	if len(others) > 0 {
+		return "record with -f " + strings.Join(others, " or -f ")
+	}
+	return "pick other renditions with --video/--audio (see --list -b " + name + ")"
+}
+
+// all reports whether every error in errs wraps target.
+func all(errs []error, target error) bool {
+	for _, e := range errs {
+		if !errors.Is(e, target) {
+			return false
+		}
+	}
+	return true
+}
+
+// renditionSummary names the renditions of each kind, for messages.
+func renditionSummary(rs []catalog.Rendition) string {
+	return "video " + renditionNames(rs, catalog.KindVideo) + ", audio " + renditionNames(rs, catalog.KindAudio)
 }
 
 func renditionNames(rs []catalog.Rendition, kind catalog.Kind) string {
@@ -516,6 +623,7 @@ func (a *app) openOutput(name string, n int) (mux.Muxer, error) {
 		w    io.Writer
 		c    io.Closer
 		path = "stdout"
+		file string // the output file, "" for stdout
 		size func() int64
 	)
 	switch {
@@ -539,7 +647,7 @@ func (a *app) openOutput(name string, n int) (mux.Muxer, error) {
 			return nil, fmt.Errorf("creating the output: %w; check the path and its permissions", err)
 		}
 		fo := newFileOutput(f)
-		w, c = fo, fo
+		w, c, file = fo, fo, path
 	default:
 		p, err := a.cfg.template.Expand(name, n, time.Now())
 		if err != nil {
@@ -551,9 +659,9 @@ func (a *app) openOutput(name string, n int) (mux.Muxer, error) {
 		}
 		path = p
 		fo := newFileOutput(f)
-		w, c = fo, fo
+		w, c, file = fo, fo, p
 	}
-	m, err := a.cfg.Format.NewMuxer(w, MuxOptions{KeepTimestamps: a.cfg.KeepTimestamps, Logger: a.log.With("output", path)})
+	m, err := a.cfg.Format.NewMuxer(w, MuxOptions{Path: file, KeepTimestamps: a.cfg.KeepTimestamps, Logger: a.log.With("output", path)})
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -575,13 +683,34 @@ func (a *app) openOutput(name string, n int) (mux.Muxer, error) {
 }
 
 // recordAll records every broadcast announced by src, each to the
-// template, until ctx ends or the source does.
-func (a *app) recordAll(ctx context.Context, src Source) error {
-	feed, err := src.Announced(ctx)
+// template, until ctx ends or the source does. With follow > 0 it records
+// what is announced during the first follow of wall-clock time, then waits
+// for those recordings to end (--record-all --duration). It gives up when
+// nothing is announced within --wait.
+func (a *app) recordAll(ctx context.Context, src Source, follow time.Duration) error {
+	fctx, stop := ctx, context.CancelFunc(func() {})
+	if follow > 0 {
+		fctx, stop = context.WithTimeout(ctx, follow)
+	}
+	defer stop()
+	feed, err := src.Announced(fctx)
 	if err != nil {
 		return fmt.Errorf("following announcements: %w; check the URL and the token, and that the relay is up", err)
 	}
 	defer feed.Close()
+	var firstSeen atomic.Bool
+	waitCtx, waitStop := context.WithCancel(fctx)
+	defer waitStop()
+	if a.cfg.Wait > 0 {
+		t := time.AfterFunc(a.cfg.Wait, waitStop)
+		defer t.Stop()
+	}
+	t := time.AfterFunc(waitNotice, func() {
+		if !firstSeen.Load() {
+			notice(a.log, "waiting for broadcasts to be announced "+a.origin()+" ("+a.waitHint()+")")
+		}
+	})
+	defer t.Stop()
 	var (
 		wg      sync.WaitGroup
 		mu      sync.Mutex
@@ -619,18 +748,28 @@ func (a *app) recordAll(ctx context.Context, src Source) error {
 	}
 	var ferr error
 	for {
-		an, err := feed.Next(ctx)
+		nctx := fctx
+		if !firstSeen.Load() {
+			nctx = waitCtx
+		}
+		an, err := feed.Next(nctx)
 		if err != nil {
-			if ctx.Err() == nil {
+			if fctx.Err() == nil && waitCtx.Err() != nil {
+				ferr = fmt.Errorf("no broadcast was announced %s within --wait %v; check the URL and the token, or wait longer", a.origin(), a.cfg.Wait)
+			} else if fctx.Err() == nil {
 				ferr = err
 			}
 			break
 		}
+		firstSeen.Store(true)
 		if an.Active {
 			start(an.Path)
 		}
 	}
 	wg.Wait()
+	if ferr != nil && waitCtx.Err() != nil && fctx.Err() == nil {
+		return ferr
+	}
 	if ferr != nil && !errors.Is(ferr, errSourceClosed) {
 		return fmt.Errorf("following announcements: %w; the relay or publisher went away: start again to record what it announces next", ferr)
 	}

@@ -79,7 +79,7 @@ func TestRecordAllWritesOneFilePerBroadcast(t *testing.T) {
 	}
 	src := newLocalSource(bcs...)
 	done := make(chan error, 1)
-	go func() { done <- a.recordAll(ctx, src) }()
+	go func() { done <- a.recordAll(ctx, src, 0) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		s := a.snapshot()

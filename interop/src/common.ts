@@ -78,13 +78,16 @@ export interface Session {
 //   --listen host:port --cert PEMFILE --key PEMFILE   accept one raw QUIC client
 //                                                     (emits {"event":"listening","port":N})
 //   --connect host:port [--ca PEMFILE] [--server-name NAME]   dial a server
+//   --alpn A,B   the ALPNs offered or accepted (default moq-lite-05; "moql"
+//                reaches IETF draft 14, "moqt-20" draft 20)
 // and hands it to @moq/net's own accept() or connect({transport}).
 export async function openSession(flags: Flags): Promise<Session> {
+  const alpns = flags.alpn ? flags.alpn.split(",") : undefined;
   if (flags.listen) {
     const [host, port] = splitHostPort(flags.listen);
     const cert = Deno.readTextFileSync(required(flags, "cert"));
     const key = Deno.readTextFileSync(required(flags, "key"));
-    const { endpoint, listener } = listen(host, port, cert, key);
+    const { endpoint, listener } = listen(host, port, cert, key, alpns);
     emit("listening", { port: endpoint.addr.port });
     const quic = await listener.accept();
     listener.stop();
@@ -107,7 +110,7 @@ export async function openSession(flags: Flags): Promise<Session> {
   }
   const [host, port] = splitHostPort(required(flags, "connect"));
   const ca = flags.ca ? Deno.readTextFileSync(flags.ca) : undefined;
-  const quic = await dial(host, port, flags["server-name"] ?? "localhost", ca);
+  const quic = await dial(host, port, flags["server-name"] ?? "localhost", ca, alpns);
   const transport = new QuicWebTransport(quic);
   const url = new URL(`moql://${flags["server-name"] ?? "localhost"}:${port}/${flags.root ?? ""}`);
   // deno-lint-ignore no-explicit-any

@@ -147,12 +147,13 @@ export class QuicWebTransport {
   }
 }
 
-// listen binds a raw QUIC listener for ALPN moq-lite-05 on hostname:port (port 0
-// picks a free one) with the PEM certificate chain and key.
-export function listen(hostname: string, port: number, cert: string, key: string) {
+// listen binds a raw QUIC listener on hostname:port (port 0 picks a free one)
+// with the PEM certificate chain and key, for the ALPNs given (moq-lite-05 by
+// default; "moql", "moqt-20" and the like restrict @moq/net to IETF drafts).
+export function listen(hostname: string, port: number, cert: string, key: string, alpns: string[] = [ALPN]) {
   const endpoint = new Deno.QuicEndpoint({ hostname, port });
   const listener = endpoint.listen({
-    alpnProtocols: [ALPN],
+    alpnProtocols: alpns,
     cert,
     key,
     maxConcurrentUnidirectionalStreams: 1024,
@@ -162,14 +163,14 @@ export function listen(hostname: string, port: number, cert: string, key: string
   return { endpoint, listener };
 }
 
-// dial connects to host:port offering only moq-lite-05, trusting caCert (PEM)
-// in addition to the system roots.
-export async function dial(hostname: string, port: number, serverName: string, caCert?: string) {
+// dial connects to host:port offering the ALPNs given (only moq-lite-05 by
+// default), trusting caCert (PEM) in addition to the system roots.
+export async function dial(hostname: string, port: number, serverName: string, caCert?: string, alpns: string[] = [ALPN]) {
   const conn = await Deno.connectQuic({
     hostname,
     port,
     serverName,
-    alpnProtocols: [ALPN],
+    alpnProtocols: alpns,
     caCerts: caCert ? [caCert] : undefined,
     maxConcurrentUnidirectionalStreams: 1024,
     maxConcurrentBidirectionalStreams: 256,

@@ -60,8 +60,9 @@
 // framerate, videocodecid and audiocodecid, the FourCC as a number for
 // Enhanced codecs, audio sample rate and channels, duration 0 and filesize
 // 0 as for a live stream). When the output is an io.WriteSeeker whose Seek
-// works, Close overwrites duration and filesize in place: AMF0 numbers are
-// fixed-size, so nothing moves.
+// works, Close overwrites duration (from the first presented frame to the
+// end of the last, also when KeepTimestamps starts the file far from 0) and
+// filesize in place: AMF0 numbers are fixed-size, so nothing moves.
 //
 // # What is hand-written and why
 //

@@ -80,6 +80,11 @@ type Writer struct {
 	buf     []byte
 	written int64
 	endMs   int64 // end of the last presented frame, output ms
+	// startMs is the earliest presentation time written, output ms: with
+	// KeepTimestamps the file starts there, not at 0, and onMetaData's
+	// duration is endMs - startMs.
+	startMs   int64
+	haveStart bool
 	// last holds, per mux.Kind, the last tag time written: decode times
 	// never go back within a kind, also across a replaced track.
 	last [3]struct {
@@ -290,6 +295,9 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 	if end := ptsMs + floorMs(t.dur); end > w.endMs {
 		w.endMs = end
 	}
+	if !w.haveStart || ptsMs < w.startMs {
+		w.startMs, w.haveStart = ptsMs, true
+	}
 	return nil
 }
 
@@ -328,7 +336,7 @@ func (w *Writer) Close() error {
 	if w.seeker == nil || w.metaPos < 0 {
 		return nil
 	}
-	dur := float64(max(w.endMs, 0)) / 1000
+	dur := float64(max(w.endMs-w.startMs, 0)) / 1000
 	if err := w.patch(w.metaPos+int64(w.meta.durationAt), float64Bytes(dur)); err != nil {
 		return err
 	}

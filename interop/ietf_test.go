@@ -1,0 +1,57 @@
+package interop
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// ietfDrafts are the moq-transport drafts interop covers, each with the
+// ALPN that restricts @moq/net 0.3.4 to it: draft 14 only through the
+// legacy "moql" CLIENT_SETUP version list (its accept and connect do not
+// know "moq-00").
+var ietfDrafts = []struct{ name, alpn, version string }{
+	{"Draft14", "moql", "moq-transport-14"},
+}
+
+// checkNegotiated fails unless the reference logged the session as version
+// (its "accepted"/"connected" line names the version it runs).
+func checkNegotiated(t *testing.T, pub *refProcess, version string) {
+	t.Helper()
+	if log := pub.stderr.String(); !strings.Contains(log, version) {
+		t.Errorf("the reference did not run %s; its log:\n%s", version, log)
+	}
+}
+
+// TestIETFReferencePublisherRecordsEveryFrame: @moq/net, restricted to one
+// moq-transport draft, listens on raw QUIC and publishes the sample
+// broadcast; our client negotiates that draft, discovers the broadcast
+// (SUBSCRIBE_NAMESPACE and PUBLISH_NAMESPACE), reads catalog.json and
+// records both tracks: every frame with its bytes, timestamp, group and
+// keyframe flag.
+func TestIETFReferencePublisherRecordsEveryFrame(t *testing.T) {
+	ref := needReference(t)
+	for _, d := range ietfDrafts {
+		t.Run(d.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+			defer cancel()
+			pub := recordReferenceServer(ctx, t, ref, sampleBroadcast("interop/ietf.hang", 2), "--alpn", d.alpn)
+			checkNegotiated(t, pub, d.version)
+		})
+	}
+}
+
+// TestIETFReferenceClientPublishesIntoOurServer: @moq/net, restricted to
+// one draft, dials our server and publishes; we accept the moq-transport
+// session, follow its PUBLISH_NAMESPACE and record the broadcast.
+func TestIETFReferenceClientPublishesIntoOurServer(t *testing.T) {
+	ref := needReference(t)
+	for _, d := range ietfDrafts {
+		t.Run(d.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+			defer cancel()
+			pub := recordReferenceClient(ctx, t, ref, sampleBroadcast("interop/ietf-ingest.hang", 5), "--alpn", d.alpn)
+			checkNegotiated(t, pub, d.version)
+		})
+	}
+}

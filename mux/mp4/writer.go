@@ -1,0 +1,725 @@
+package mp4
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/bluenviron/mediacommon/v2/pkg/formats/mp4/codecs"
+
+	"github.com/moq-export/moq-export/internal/h26x"
+	"github.com/moq-export/moq-export/mux"
+)
+
+// Options configures a Writer. The zero value writes fragmented MP4 to a
+// stream.
+type Options struct {
+	// Path is the file the Writer's io.Writer writes to. When it is set,
+	// Close finishes the recording into a regular, fast-start MP4 at that
+	// path (see the package doc); when it is empty the output stays
+	// fragmented, as a stream must.
+	Path string
+	// KeepTimestamps writes the frames' timestamps as they are instead of
+	// rebasing the first frame to 0.
+	KeepTimestamps bool
+	// Logger receives warnings (dropped frames, tracks given up on). Nil
+	// discards them.
+	Logger *slog.Logger
+	// HeaderWait bounds how much media, by timestamp, the Writer buffers
+	// while a track still waits for the codec configuration carried in its
+	// first keyframe. When it is exceeded the header is written without the
+	// tracks still waiting. 0 means 5s.
+	HeaderWait time.Duration
+	// FragmentDuration is the longest fragment of an audio-only file; with
+	// video, fragments are cut at the keyframes of the first video track
+	// and at 4 × FragmentDuration for streams with longer GOPs. 0 means 2s.
+	FragmentDuration time.Duration
+}
+
+// Counters details what a Writer did so far. Its mux.Stats is what
+// Stats returns: Frames counts the frames written (or held for the fragment
+// being built), Dropped the frames before a track's first usable keyframe
+// or configuration (and after a discontinuity, until the next keyframe),
+// frames of tracks given up on, malformed or empty frames.
+type Counters struct {
+	mux.Stats
+	// Clamped counts frames whose timestamp lay before the start of the
+	// file and were written at 0.
+	Clamped int64
+	// Fragments counts the moof+mdat pairs written.
+	Fragments int
+	// Finished is true once Close has turned the file into a regular MP4.
+	Finished bool
+}
+
+// maxFragmentBytes bounds the payload one fragment holds in memory.
+const maxFragmentBytes = 32 << 20
+
+// maxPendingBytes bounds the memory held while the header waits.
+const maxPendingBytes = 64 << 20
+
+// Writer is an MP4 mux.Muxer. Create it with NewWriter.
+type Writer struct {
+	w    io.Writer
+	opts Options
+	log  *slog.Logger
+
+	tracks []*track
+	byID   map[int]*track
+	live   []*track // tracks in the moov, in track_ID order
+	parts  []trakParts
+	video  *track // fragments are cut at its keyframes
+
+	started bool
+	closed  bool
+	err     error
+
+	pending      []pendingFrame
+	pendingBytes int
+	pendingFirst int64
+	pendingLast  int64
+
+	origin      int64 // µs subtracted from every timestamp
+	fragStartUs int64 // rebased µs of the first sample of the fragment being built
+	fragEmpty   bool
+	fragBytes   int
+	seq         uint32
+	pos         int64 // bytes written to w
+	frags       []fragment
+	dataLen     int64 // sample bytes in all fragments so far
+	buf         []byte
+
+	stats Counters
+}
+
+type pendingFrame struct {
+	t        *track
+	pts, dts int64
+	key      bool
+	disc     bool
+	payload  []byte
+}
+
+// fragment is where one fragment's sample data lies: in the fragmented file
+// (srcOffset) and in the mdat of the finished file (dataOffset, relative).
+type fragment struct {
+	srcOffset, dataOffset, size int64
+}
+
+type track struct {
+	mux.Track
+	family    string
+	mp4ID     uint32
+	codec     codecs.Codec // nil until the sample entry can be made
+	timescale uint32
+	// frameSamples is the codec's usual frame length in samples, for the
+	// duration of an audio track's last frame.
+	frameSamples uint32
+
+	norm     *h26x.Normalizer
+	dts      *h26x.DTS
+	headerPS h26x.ParamSets
+	conv     []byte
+	psWarned bool
+
+	removed, disabled, warned bool
+	// discPending marks a discontinuity not yet applied to a written
+	// frame; keyWait makes video drop frames until its next keyframe (at
+	// the start and after a discontinuity).
+	discPending, keyWait, gotKey bool
+
+	begun bool
+	// delay is the decode delay, in ticks, added to both timelines of a
+	// track with B-frames so that no composition offset is negative; an
+	// edit list takes it off again (see the package doc).
+	delay    int64
+	firstPTS int64 // rebased µs of the first sample
+	maxPTS   int64 // latest presentation time, ticks
+	lastDTS  int64
+	lastDur  int64 // last sample duration not spanning a discontinuity, ticks
+
+	pend   []sample // samples of the fragment being built
+	data   []byte   // their payloads
+	runLen int      // how many of pend the fragment being written takes
+
+	tab      table
+	movieDur uint64 // presentation length in the finished file, movie timescale
+}
+
+type sample struct {
+	dts      int64
+	cto      int32
+	size     uint32
+	dur      uint32
+	durKnown bool
+	sync     bool
+}
+
+// table is a track's sample table for the finished file, kept compact:
+// run-length coded durations and composition offsets, sizes, sync sample
+// numbers and chunks (one per track run of a fragment).
+type table struct {
+	sizes    []uint32
+	stts     []sttsRun
+	ctts     []cttsRun
+	anyCTO   bool
+	sync     []uint32
+	nonSync  int
+	chunks   []chunk
+	firstDTS int64
+	mediaDur int64 // sum of stts
+	durOpen  bool  // the last sample's duration is not known yet
+}
+
+type sttsRun struct{ count, delta uint32 }
+type cttsRun struct {
+	count  uint32
+	offset int32
+}
+type chunk struct {
+	frag int
+	off  uint32
+	n    uint32
+}
+
+var _ mux.Muxer = (*Writer)(nil)
+
+// NewWriter returns a Writer that writes fragmented MP4 to w, and, when
+// opts.Path names the file w writes, finishes it into a regular MP4 at
+// Close. The header is written at the first frame.
+func NewWriter(w io.Writer, opts Options) *Writer {
+	mw := &Writer{w: w, opts: opts, byID: map[int]*track{}, log: opts.Logger, fragEmpty: true}
+	if mw.log == nil {
+		mw.log = slog.New(slog.DiscardHandler)
+	}
+	if mw.opts.HeaderWait <= 0 {
+		mw.opts.HeaderWait = 5 * time.Second
+	}
+	if mw.opts.FragmentDuration <= 0 {
+		mw.opts.FragmentDuration = 2 * time.Second
+	}
+	mw.resetPending()
+	return mw
+}
+
+// Stats returns what was written so far (mux.Muxer).
+func (w *Writer) Stats() mux.Stats { return w.stats.Stats }
+
+// Counters returns the detailed counters so far.
+func (w *Writer) Counters() Counters { return w.stats }
+
+// AddTrack adds a track. It fails with an error wrapping mux.ErrLateTrack
+// once the header is written: the moov that players of the fragments (and
+// of a pipe) read first cannot grow. The engine then goes on without the
+// track and logs a warning, as with MKV.
+func (w *Writer) AddTrack(mt mux.Track) error {
+	if w.closed {
+		return mux.ErrClosed
+	}
+	if _, dup := w.byID[mt.ID]; dup {
+		return fmt.Errorf("mp4: track %d added twice", mt.ID)
+	}
+	t, err := checkedTrack(mt)
+	if err != nil {
+		return err
+	}
+	if w.started {
+		return fmt.Errorf("mp4: track %d (%s %s): %w", mt.ID, mt.Kind, mt.Codec, mux.ErrLateTrack)
+	}
+	w.tracks = append(w.tracks, t)
+	w.byID[mt.ID] = t
+	return nil
+}
+
+// RemoveTrack ends a track. Before the header it is left out of the file;
+// after, its last frame is written with an estimated duration and further
+// frames are refused with mux.ErrUnknownTrack.
+func (w *Writer) RemoveTrack(id int) error {
+	if w.closed {
+		return mux.ErrClosed
+	}
+	t, ok := w.byID[id]
+	if !ok || t.removed {
+		return fmt.Errorf("mp4: remove track %d: %w", id, mux.ErrUnknownTrack)
+	}
+	t.removed = true
+	if !w.started {
+		kept := slices.DeleteFunc(w.pending, func(p pendingFrame) bool { return p.t == t })
+		w.resetPending()
+		for _, p := range kept {
+			w.addPending(p)
+		}
+		return w.maybeStart()
+	}
+	t.closeDuration(false)
+	return nil
+}
+
+// WriteFrame adds one frame. Frames of a track that waits for its
+// configuration are dropped until its first usable keyframe; frames of
+// ready tracks are buffered until every track is ready (bounded by
+// Options.HeaderWait), then the header is written.
+func (w *Writer) WriteFrame(f mux.Frame) error {
+	if w.closed {
+		return mux.ErrClosed
+	}
+	if w.err != nil {
+		return w.err
+	}
+	t, ok := w.byID[f.TrackID]
+	if !ok || t.removed {
+		return fmt.Errorf("mp4: frame for track %d: %w", f.TrackID, mux.ErrUnknownTrack)
+	}
+	// A broken timeline: the frame starts a new fragment, and video waits
+	// for its next keyframe, even when this frame is then dropped.
+	if f.Discontinuity {
+		t.discPending = true
+		if t.Kind == mux.Video {
+			t.keyWait = true
+		}
+	}
+	if t.Kind == mux.Video && !t.gotKey {
+		t.keyWait = true
+	}
+	if t.disabled || len(f.Payload) == 0 {
+		w.stats.Dropped++
+		return nil
+	}
+	if t.Kind == mux.Audio {
+		f.Keyframe = true
+	}
+	if t.keyWait && !f.Keyframe {
+		w.drop(t, "waiting for a keyframe")
+		return nil
+	}
+	disc := t.discPending
+	payload, dts := f.Payload, f.Timestamp
+	if t.norm != nil {
+		if disc {
+			t.dts.Reset()
+		}
+		var why string
+		var ok bool
+		payload, dts, ok, why = t.convertH26x(f, w.started, w.log)
+		if !ok {
+			w.drop(t, why)
+			return nil
+		}
+	}
+	if !w.started && t.codec == nil {
+		if !t.configureFromFrame(payload, f.Keyframe) {
+			w.drop(t, "waiting for a keyframe with the codec configuration")
+			return nil
+		}
+	}
+	t.discPending, t.keyWait, t.gotKey = false, false, true
+	w.stats.Frames++
+	w.stats.Bytes += int64(len(f.Payload))
+	if w.started {
+		return w.addSample(t, f.Timestamp, dts, f.Keyframe, disc, payload)
+	}
+	w.addPending(pendingFrame{t: t, pts: f.Timestamp, dts: dts, key: f.Keyframe, disc: disc, payload: slices.Clone(payload)})
+	return w.maybeStart()
+}
+
+// convertH26x turns an H.264/H.265 frame into 4-byte-length AVCC (what
+// avc1/hvc1 samples hold) and estimates its decode time. Parameter sets
+// that differ from the sample entry's are kept in band on keyframes.
+func (t *track) convertH26x(f mux.Frame, started bool, log *slog.Logger) (out []byte, dts int64, ok bool, why string) {
+	nalus, err := t.norm.Frame(f.Payload)
+	if len(nalus) == 0 {
+		if err != nil {
+			return nil, 0, false, "malformed access unit: " + err.Error()
+		}
+		return nil, 0, false, "access unit without picture data"
+	}
+	ps := t.norm.ParamSets()
+	if t.codec == nil && (started || !f.Keyframe || !ps.Complete(t.norm.Codec())) {
+		return nil, 0, false, "waiting for a keyframe with parameter sets"
+	}
+	t.conv = t.conv[:0]
+	if t.codec != nil && f.Keyframe && !ps.Equal(t.headerPS) {
+		if !t.psWarned {
+			t.psWarned = true
+			log.Warn("mp4: parameter sets changed after the header; keeping them in band", "track", t.ID, "codec", t.Codec)
+		}
+		t.conv = h26x.AppendAVCC(t.conv, ps.NALUs())
+	}
+	t.conv = h26x.AppendAVCC(t.conv, nalus)
+	return t.conv, t.dts.Next(ps, nalus, f.Timestamp), true, ""
+}
+
+func (w *Writer) drop(t *track, why string) {
+	w.stats.Dropped++
+	if !t.warned {
+		t.warned = true
+		w.log.Warn("mp4: dropping frames", "track", t.ID, "codec", t.Codec, "reason", why)
+	}
+}
+
+func (w *Writer) addPending(p pendingFrame) {
+	w.pending = append(w.pending, p)
+	w.pendingFirst, w.pendingLast = min(w.pendingFirst, p.pts), max(w.pendingLast, p.pts)
+	w.pendingBytes += len(p.payload) + 128
+}
+
+func (w *Writer) resetPending() {
+	w.pending, w.pendingBytes = w.pending[:0], 0
+	w.pendingFirst, w.pendingLast = math.MaxInt64, math.MinInt64
+}
+
+// maybeStart writes the header when every track is ready, or when the
+// buffered media exceeds HeaderWait.
+func (w *Writer) maybeStart() error {
+	if w.started || len(w.pending) == 0 {
+		return nil
+	}
+	for _, t := range w.tracks {
+		if !t.removed && t.codec == nil {
+			if w.pendingLast-w.pendingFirst < w.opts.HeaderWait.Microseconds() && w.pendingBytes < maxPendingBytes {
+				return nil
+			}
+			break
+		}
+	}
+	return w.start()
+}
+
+// start writes ftyp and moov with the ready tracks, then the frames
+// buffered so far.
+func (w *Writer) start() error {
+	w.started = true
+	for _, t := range w.tracks {
+		switch {
+		case t.removed:
+		case t.codec == nil:
+			t.disabled = true
+			w.log.Warn("mp4: track left out of the file: no codec configuration arrived in time", "track", t.ID, "codec", t.Codec)
+		default:
+			// A track whose sample entry mediacommon cannot make (an SPS
+			// it cannot parse, an AC-3 rate MP4 has no code for) is left
+			// out rather than failing the others.
+			t.mp4ID = 1
+			if _, _, err := initMoov([]*track{t}); err != nil {
+				t.disabled = true
+				w.log.Warn("mp4: track left out of the file: cannot describe it in MP4", "track", t.ID, "codec", t.Codec, "err", err)
+				continue
+			}
+			w.live = append(w.live, t)
+			t.mp4ID = uint32(len(w.live))
+			if t.dts != nil {
+				// h26x.DTS puts decode times at most the DTS reserve (the
+				// catalog jitter) before presentation times.
+				r := t.Jitter
+				if r <= 0 {
+					r = h26x.DefaultDTSReserve
+				}
+				t.delay = ticks(r.Microseconds(), t.timescale)
+			}
+			if t.Kind == mux.Video && w.video == nil {
+				w.video = t
+			}
+		}
+	}
+	pending := w.pending
+	w.pending = nil
+	if len(w.live) == 0 {
+		return w.fail(fmt.Errorf("mp4: no track can be written"))
+	}
+	if !w.opts.KeepTimestamps {
+		w.origin = math.MaxInt64
+		for _, p := range pending {
+			if !p.t.disabled {
+				w.origin = min(w.origin, p.pts)
+			}
+		}
+	}
+	_, parts, err := initMoov(w.live)
+	if err != nil {
+		return w.fail(fmt.Errorf("mp4: header: %w", err))
+	}
+	w.parts = parts
+	moov, err := w.moov(false, 0, false)
+	if err != nil {
+		return w.fail(fmt.Errorf("mp4: header: %w", err))
+	}
+	if err := w.write(append(ftyp(false), moov...)); err != nil {
+		return err
+	}
+	for _, p := range pending {
+		if p.t.disabled {
+			w.stats.Dropped++
+			w.stats.Frames--
+			w.stats.Bytes -= int64(len(p.payload))
+			continue
+		}
+		if err := w.addSample(p.t, p.pts, p.dts, p.key, p.disc, p.payload); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *Writer) fail(err error) error {
+	if w.err == nil {
+		w.err = err
+	}
+	return err
+}
+
+func (w *Writer) write(b []byte) error {
+	n, err := w.w.Write(b)
+	w.pos += int64(n)
+	if err == nil && n < len(b) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		return w.fail(fmt.Errorf("mp4: write: %w", err))
+	}
+	return nil
+}
+
+// ticks converts rebased microseconds to ticks of timescale ts, rounded.
+func ticks(us int64, ts uint32) int64 {
+	if us >= 0 {
+		return (us*int64(ts) + 500_000) / 1_000_000
+	}
+	return -((-us*int64(ts) + 500_000) / 1_000_000)
+}
+
+// addSample puts one frame into the fragment being built, cutting the
+// fragment first when this frame starts a new one.
+func (w *Writer) addSample(t *track, ptsUs, dtsUs int64, key, disc bool, payload []byte) error {
+	rel := ptsUs - w.origin
+	if rel < 0 {
+		rel = 0
+		w.stats.Clamped++
+	}
+	pts := ticks(rel, t.timescale) + t.delay
+	dts := ticks(dtsUs-w.origin, t.timescale) + t.delay
+	if !t.begun {
+		t.firstPTS = rel
+	}
+	if t.begun && dts <= t.lastDTS {
+		dts = t.lastDTS + 1
+	}
+	dts = max(dts, 0)
+	cto := pts - dts
+	t.maxPTS = max(t.maxPTS, pts)
+	cto = max(min(cto, math.MaxInt32), math.MinInt32)
+	if t.begun {
+		d := min(dts-t.lastDTS, math.MaxUint32)
+		t.tab.addDuration(uint32(d))
+		if n := len(t.pend); n > 0 && !t.pend[n-1].durKnown {
+			fd := d
+			if disc {
+				fd = t.estimate()
+			}
+			t.pend[n-1].dur, t.pend[n-1].durKnown = uint32(fd), true
+		}
+		if !disc {
+			t.lastDur = d
+		}
+	} else {
+		t.tab.firstDTS = dts
+	}
+	relUs := rel
+	cut := !w.fragEmpty && (disc ||
+		(t == w.video && key) ||
+		(w.video == nil && relUs-w.fragStartUs >= w.opts.FragmentDuration.Microseconds()) ||
+		relUs-w.fragStartUs >= 4*w.opts.FragmentDuration.Microseconds() ||
+		w.fragBytes+len(payload) > maxFragmentBytes)
+	if cut {
+		if err := w.cut(false); err != nil {
+			return err
+		}
+	}
+	if w.fragEmpty {
+		w.fragEmpty, w.fragStartUs = false, relUs
+	}
+	t.begun, t.lastDTS = true, dts
+	t.pend = append(t.pend, sample{dts: dts, cto: int32(cto), size: uint32(len(payload)), sync: key})
+	t.data = append(t.data, payload...)
+	w.fragBytes += len(payload)
+	t.tab.addSample(uint32(len(payload)), int32(cto), key)
+	return nil
+}
+
+// estimate is the duration, in ticks, given to a sample whose successor
+// is unknown or lies across a discontinuity.
+func (t *track) estimate() int64 {
+	if t.lastDur > 0 {
+		return t.lastDur
+	}
+	if t.Kind == mux.Audio && t.frameSamples > 0 {
+		return int64(t.frameSamples) * int64(t.timescale) / int64(max(t.sampleRate(), 1))
+	}
+	if t.Framerate > 0 {
+		return int64(math.Round(float64(t.timescale) / t.Framerate))
+	}
+	return int64(t.timescale) / 30
+}
+
+// sampleRate is the rate frameSamples counts in: the timescale, which is
+// the sample rate for every audio codec here.
+func (t *track) sampleRate() uint32 { return t.timescale }
+
+// closeDuration gives the track's last sample its estimated duration, in
+// the table and in the fragment being built.
+func (t *track) closeDuration(final bool) {
+	if !t.begun {
+		return
+	}
+	e := t.estimate()
+	if t.tab.durOpen {
+		t.tab.addDuration(uint32(e))
+	}
+	if n := len(t.pend); n > 0 && !t.pend[n-1].durKnown {
+		t.pend[n-1].dur, t.pend[n-1].durKnown = uint32(e), true
+	}
+	_ = final
+}
+
+func (tab *table) addSample(size uint32, cto int32, sync bool) {
+	tab.sizes = append(tab.sizes, size)
+	if n := len(tab.ctts); n > 0 && tab.ctts[n-1].offset == cto {
+		tab.ctts[n-1].count++
+	} else {
+		tab.ctts = append(tab.ctts, cttsRun{1, cto})
+	}
+	if cto != 0 {
+		tab.anyCTO = true
+	}
+	if sync {
+		tab.sync = append(tab.sync, uint32(len(tab.sizes)))
+	} else {
+		tab.nonSync++
+	}
+	tab.durOpen = true
+}
+
+func (tab *table) addDuration(d uint32) {
+	if !tab.durOpen {
+		return
+	}
+	tab.durOpen = false
+	tab.mediaDur += int64(d)
+	if n := len(tab.stts); n > 0 && tab.stts[n-1].delta == d {
+		tab.stts[n-1].count++
+	} else {
+		tab.stts = append(tab.stts, sttsRun{1, d})
+	}
+}
+
+// cut writes the fragment built so far: for each track the samples whose
+// duration is known (all of them when final). A track's last sample waits
+// for its successor, which gives its duration, and opens the next fragment.
+func (w *Writer) cut(final bool) error {
+	var runs []*track
+	for _, t := range w.live {
+		n := 0
+		for n < len(t.pend) && t.pend[n].durKnown {
+			n++
+		}
+		t.runLen = n
+		if n > 0 {
+			runs = append(runs, t)
+		}
+	}
+	if len(runs) == 0 {
+		return nil
+	}
+	w.seq++
+	w.buf = appendMoof(w.buf[:0], w.seq, runs)
+	frag := fragment{srcOffset: w.pos + int64(len(w.buf)), dataOffset: w.dataLen}
+	if err := w.write(w.buf); err != nil {
+		return err
+	}
+	off := 0
+	w.fragBytes = 0
+	for _, t := range runs {
+		size := 0
+		for _, s := range t.pend[:t.runLen] {
+			size += int(s.size)
+		}
+		if err := w.write(t.data[:size]); err != nil {
+			return err
+		}
+		t.tab.chunks = append(t.tab.chunks, chunk{frag: len(w.frags), off: uint32(off), n: uint32(t.runLen)})
+		off += size
+		// Keep the samples still waiting for their duration.
+		t.pend = t.pend[:copy(t.pend, t.pend[t.runLen:])]
+		t.data = t.data[:copy(t.data, t.data[size:])]
+		w.fragBytes += len(t.data)
+		if cap(t.data) > 4*maxFragmentBytes/len(w.live) && len(t.data) < cap(t.data)/8 {
+			t.data = slices.Clip(t.data) // do not pin one huge GOP's buffer
+		}
+	}
+	frag.size = int64(off)
+	w.frags = append(w.frags, frag)
+	w.dataLen += frag.size
+	w.stats.Fragments++
+	w.fragEmpty = true
+	for _, t := range w.live {
+		if len(t.pend) > 0 {
+			w.fragEmpty = false
+		}
+	}
+	if !w.fragEmpty {
+		// The held samples open the next fragment; its length counts from
+		// the earliest of them.
+		w.fragStartUs = math.MaxInt64
+		for _, t := range w.live {
+			if len(t.pend) > 0 {
+				w.fragStartUs = min(w.fragStartUs, (t.pend[0].dts+int64(t.pend[0].cto))*1_000_000/int64(t.timescale))
+			}
+		}
+	}
+	_ = final
+	return nil
+}
+
+// Close writes what is buffered as the last fragment and, when
+// Options.Path is set, finishes the file into a regular MP4 (see the
+// package doc). It does not close the underlying writer. A second Close
+// does nothing.
+func (w *Writer) Close() error {
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	if w.err != nil {
+		return w.err
+	}
+	if !w.started {
+		ready := false
+		for _, t := range w.tracks {
+			ready = ready || (!t.removed && t.codec != nil)
+		}
+		if !ready {
+			return nil // nothing playable to write
+		}
+		if err := w.start(); err != nil {
+			return err
+		}
+	}
+	for _, t := range w.live {
+		t.closeDuration(true)
+	}
+	if err := w.cut(true); err != nil {
+		return err
+	}
+	if w.opts.Path == "" {
+		return nil
+	}
+	return w.finish()
+}
+
+// Seekable reports whether Close will finish the output into a regular MP4.
+func (w *Writer) Seekable() bool { return w.opts.Path != "" }
+
+var _ = bytes.Equal

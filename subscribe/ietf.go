@@ -1,0 +1,578 @@
+package subscribe
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/moq-export/moq-export/subscribe/internal/ietf"
+)
+
+// IETF moq-transport sessions. An ietfConn wraps a transport connection
+// whose negotiated version is a moq-transport draft; the Session code
+// checks for it where the two protocols part (serving the connection,
+// subscribing, fetching, following announcements) and otherwise treats it
+// like any conn.
+
+// Session error codes of moq-transport.
+const (
+	ietfNoError           = 0x0
+	ietfInternal          = 0x1
+	ietfProtocolViolation = 0x3
+	ietfVersionFailed     = 0x15
+)
+
+// ietfRequestWindow is how many request ids each side grants the other at
+// a time (MAX_REQUEST_ID), drafts 14-16.
+const ietfRequestWindow = 1000
+
+// ietfImplementation is the SETUP Implementation parameter.
+const ietfImplementation = "moq-export"
+
+// ietfMsg is one control message routed to a request.
+type ietfMsg struct {
+	typ  uint64
+	body []byte
+}
+
+// ietfRequest is one request we made: responses and follow-ups arrive on
+// msgs, a fetch's data stream on data.
+type ietfRequest struct {
+	id   uint64
+	msgs chan ietfMsg
+	data chan *ietfData
+}
+
+// ietfData is an incoming data stream handed to the request it belongs to.
+type ietfData struct {
+	str recvStream
+	r   *bufio.Reader
+}
+
+type ietfConn struct {
+	conn
+	v      ietf.Version
+	client bool
+	log    *slog.Logger
+
+	// ctrl is the control stream (drafts 14-16); ctrlR reads it, or the
+	// peer's setup stream ctrlIn (drafts 17+, where only GOAWAY follows).
+	ctrl   bidiStream
+	ctrlIn recvStream
+	ctrlR  *bufio.Reader
+	wmu    sync.Mutex
+
+	mu       sync.Mutex
+	nextID   uint64
+	peerMax  uint64        // request ids below it are ours to use
+	maxCh    chan struct{} // closed and replaced when peerMax grows
+	granted  uint64        // the limit we granted the peer
+	reqs     map[uint64]*ietfRequest
+	aliases  map[uint64]*subscription
+	aliasCh  chan struct{}     // closed and replaced when aliases grows
+	peerNS   map[string]uint64 // namespaces the peer published -> request id
+	nsCh     chan struct{}     // closed and replaced when peerNS changes
+	goingOff bool              // GOAWAY received
+}
+
+func newIETFConn(c conn, v ietf.Version, client bool, log *slog.Logger) *ietfConn {
+	ic := &ietfConn{
+		conn: c, v: v, client: client, log: log,
+		reqs: map[uint64]*ietfRequest{}, aliases: map[uint64]*subscription{},
+		peerNS: map[string]uint64{}, maxCh: make(chan struct{}), aliasCh: make(chan struct{}),
+		nsCh: make(chan struct{}), granted: ietfRequestWindow,
+	}
+	if !client {
+		ic.nextID = 1 // clients use even request ids, servers odd
+	}
+	if !v.FlowControl() {
+		ic.peerMax = ^uint64(0)
+	}
+	return ic
+}
+
+// ietfSetupParams are the SETUP parameters a client sends.
+type ietfSetupParams struct {
+	path      string // path and query, raw QUIC only
+	authority string // host:port, raw QUIC only
+	token     string // the URL's jwt, as AUTHORIZATION_TOKEN
+}
+
+func (ic *ietfConn) setupParams(p ietfSetupParams) ietf.Params {
+	var params ietf.Params
+	if ic.v.FlowControl() {
+		params.SetVarint(ietf.SetupMaxRequestID, ietfRequestWindow)
+	}
+	if p.path != "" {
+		params.SetBytes(ietf.SetupPath, []byte(p.path))
+	}
+	if p.authority != "" {
+		params.SetBytes(ietf.SetupAuthority, []byte(p.authority))
+	}
+	if p.token != "" {
+		params.SetBytes(ietf.SetupAuthorizationToken, ietf.AppendToken(nil, p.token, ic.v))
+	}
+	params.SetBytes(ietf.SetupImplementation, []byte(ietfImplementation))
+	return params
+}
+
+// ietfTokenOf returns the jwt query parameter of a URL (the token the
+// reference relays read), "" without one.
+func ietfTokenOf(u *url.URL) string { return u.Query().Get("jwt") }
+
+// clientHandshake runs the client side of SETUP on ic. The ALPN pinned
+// ic.v already, or was the legacy "moql" one (draft 14 offers its
+// version list either way).
+func (ic *ietfConn) clientHandshake(ctx context.Context, p ietfSetupParams) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	params := ic.setupParams(p)
+	if !ic.v.ControlStream() {
+		return ic.setupStreams(ctx, params)
+	}
+	str, err := ic.OpenBidi(ctx)
+	if err != nil {
+		return fmt.Errorf("moq: open control stream: %w", err)
+	}
+	ic.ctrl, ic.ctrlR = str, bufio.NewReader(str)
+	m := ietf.ClientSetup{Versions: []ietf.Version{ic.v}, Params: params}
+	if err := ic.writeControl(ietf.TypeClientSetup, &m); err != nil {
+		return fmt.Errorf("moq: send CLIENT_SETUP: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() { str.SetReadDeadline(time.Now()) })
+	defer stop()
+	typ, body, err := ietf.ReadMessage(ic.ctrlR, ic.v)
+	if err != nil {
+		return fmt.Errorf("moq: read SERVER_SETUP: %w", protocolErr(err))
+	}
+	var ss ietf.ServerSetup
+	if typ != ietf.TypeServerSetup {
+		return fmt.Errorf("%w: message %#x instead of SERVER_SETUP", ErrProtocol, typ)
+	}
+	if err := ietf.Decode(body, &ss, ic.v); err != nil {
+		return fmt.Errorf("moq: SERVER_SETUP: %w", protocolErr(err))
+	}
+	if ss.Version != ic.v {
+		return fmt.Errorf("%w: server chose version %#x, offered %v", ErrProtocol, uint32(ss.Version), ic.v)
+	}
+	str.SetReadDeadline(time.Time{})
+	ic.peerLimits(ss.Params)
+	return nil
+}
+
+// peerLimits applies the peer's SETUP MAX_REQUEST_ID.
+func (ic *ietfConn) peerLimits(p ietf.Params) {
+	if !ic.v.FlowControl() {
+		return
+	}
+	maxID, _ := p.Varint(ietf.SetupMaxRequestID)
+	ic.raiseMax(maxID)
+}
+
+// setupStreams exchanges the drafts 17+ SETUP: each side opens a uni
+// stream of type 0x2F00 with its SETUP; ours stays open (it would carry
+// our GOAWAY), theirs is read for its GOAWAY by the control loop.
+func (ic *ietfConn) setupStreams(ctx context.Context, params ietf.Params) error {
+	out, err := ic.OpenUni(ctx)
+	if err != nil {
+		return fmt.Errorf("moq: open setup stream: %w", err)
+	}
+	if _, err := out.Write(ietf.AppendSetupStream(nil, &ietf.Setup{Params: params}, ic.v)); err != nil {
+		return fmt.Errorf("moq: send SETUP: %w", err)
+	}
+	in, err := ic.AcceptUni(ctx)
+	if err != nil {
+		return fmt.Errorf("moq: no SETUP stream from the peer: %w", err)
+	}
+	r := bufio.NewReader(in)
+	stop := context.AfterFunc(ctx, func() { in.SetReadDeadline(time.Now()) })
+	defer stop()
+	typ, body, err := ietf.ReadMessage(r, ic.v)
+	if err != nil {
+		return fmt.Errorf("moq: read SETUP: %w", protocolErr(err))
+	}
+	if typ != ietf.TypeSetupStream {
+		in.CancelRead(ietfProtocolViolation)
+		return fmt.Errorf("%w: stream %#x instead of SETUP", ErrProtocol, typ)
+	}
+	var m ietf.Setup
+	if err := ietf.Decode(body, &m, ic.v); err != nil {
+		return fmt.Errorf("moq: SETUP: %w", protocolErr(err))
+	}
+	in.SetReadDeadline(time.Time{})
+	ic.ctrlR = r
+	ic.ctrlIn = in
+	return nil
+}
+
+// serverHandshake runs the server side of SETUP. For drafts 14-16 it
+// reads CLIENT_SETUP from the first bidi stream; path is the SETUP Path
+// (without query) when the client sent one.
+func (ic *ietfConn) serverHandshake(ctx context.Context) (path string, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var peer ietf.Params
+	if !ic.v.ControlStream() {
+		var params ietf.Params
+		params.SetBytes(ietf.SetupImplementation, []byte(ietfImplementation))
+		if err := ic.setupStreams(ctx, params); err != nil {
+			return "", err
+		}
+		return "", nil
+	}
+	str, err := ic.AcceptBidi(ctx)
+	if err != nil {
+		return "", fmt.Errorf("moq: no control stream: %w", err)
+	}
+	ic.ctrl, ic.ctrlR = str, bufio.NewReader(str)
+	stop := context.AfterFunc(ctx, func() { str.SetReadDeadline(time.Now()) })
+	defer stop()
+	typ, body, err := ietf.ReadMessage(ic.ctrlR, ic.v)
+	if err != nil {
+		return "", fmt.Errorf("moq: read CLIENT_SETUP: %w", protocolErr(err))
+	}
+	var cs ietf.ClientSetup
+	if typ != ietf.TypeClientSetup {
+		return "", fmt.Errorf("%w: message %#x instead of CLIENT_SETUP", ErrProtocol, typ)
+	}
+	if err := ietf.Decode(body, &cs, ic.v); err != nil {
+		return "", fmt.Errorf("moq: CLIENT_SETUP: %w", protocolErr(err))
+	}
+	if !containsVersion(cs.Versions, ic.v) {
+		ic.Close(ietfVersionFailed, "no common version")
+		return "", fmt.Errorf("%w: client offers no %v", ErrProtocol, ic.v)
+	}
+	str.SetReadDeadline(time.Time{})
+	peer = cs.Params
+	ss := ietf.ServerSetup{Version: ic.v, Params: ic.setupParams(ietfSetupParams{})}
+	if err := ic.writeControl(ietf.TypeServerSetup, &ss); err != nil {
+		return "", fmt.Errorf("moq: send SERVER_SETUP: %w", err)
+	}
+	ic.peerLimits(peer)
+	if p, ok := peer.Bytes(ietf.SetupPath); ok {
+		path = string(p)
+	}
+	return path, nil
+}
+
+func containsVersion(vs []ietf.Version, v ietf.Version) bool {
+	for _, x := range vs {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// writeControl sends one message on the control stream (drafts 14-16).
+func (ic *ietfConn) writeControl(typ uint64, m ietf.Message) error {
+	b := ietf.Append(nil, typ, m, ic.v)
+	ic.wmu.Lock()
+	defer ic.wmu.Unlock()
+	_, err := ic.ctrl.Write(b)
+	return err
+}
+
+// raiseMax raises the request id limit the peer granted us.
+func (ic *ietfConn) raiseMax(maxID uint64) {
+	ic.mu.Lock()
+	defer ic.mu.Unlock()
+	if maxID > ic.peerMax {
+		ic.peerMax = maxID
+		close(ic.maxCh)
+		ic.maxCh = make(chan struct{})
+	}
+}
+
+// newRequest allocates a request id (waiting for MAX_REQUEST_ID when the
+// peer's limit is reached, after telling it with REQUESTS_BLOCKED) and
+// registers the request for its responses.
+func (ic *ietfConn) newRequest(ctx context.Context) (*ietfRequest, error) {
+	blocked := false
+	for {
+		ic.mu.Lock()
+		if ic.goingOff {
+			ic.mu.Unlock()
+			// Counts as the connection's loss: retried on the next one.
+			return nil, errGoingAway
+		}
+		if ic.nextID < ic.peerMax {
+			req := &ietfRequest{id: ic.nextID, msgs: make(chan ietfMsg, 16), data: make(chan *ietfData, 1)}
+			ic.nextID += 2
+			ic.reqs[req.id] = req
+			ic.mu.Unlock()
+			return req, nil
+		}
+		ch, limit := ic.maxCh, ic.peerMax
+		ic.mu.Unlock()
+		if !blocked {
+			blocked = true
+			ic.log.Debug("moq: out of request ids, waiting for MAX_REQUEST_ID", "limit", limit)
+			_ = ic.writeControl(ietf.TypeRequestsBlocked, &ietf.RequestID{ID: limit})
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-ic.Context().Done():
+			return nil, connCause(ic)
+		}
+	}
+}
+
+// endRequest forgets req.
+func (ic *ietfConn) endRequest(req *ietfRequest) {
+	ic.mu.Lock()
+	if ic.reqs[req.id] == req {
+		delete(ic.reqs, req.id)
+	}
+	ic.mu.Unlock()
+}
+
+// route hands a response to the request it names. A response for a
+// request we no longer wait for is dropped.
+func (ic *ietfConn) route(id uint64, m ietfMsg) {
+	ic.mu.Lock()
+	req := ic.reqs[id]
+	ic.mu.Unlock()
+	if req == nil {
+		ic.log.Debug("moq: response for an unknown request", "type", m.typ, "request", id)
+		return
+	}
+	select {
+	case req.msgs <- m:
+	default:
+		ic.log.Warn("moq: request's responses not read, dropped", "type", m.typ, "request", id)
+	}
+}
+
+// grant keeps the peer's request window open after it used id.
+func (ic *ietfConn) grant(id uint64) {
+	if !ic.v.FlowControl() {
+		return
+	}
+	ic.mu.Lock()
+	if id+ietfRequestWindow/2 < ic.granted {
+		ic.mu.Unlock()
+		return
+	}
+	ic.granted = id + ietfRequestWindow
+	limit := ic.granted
+	ic.mu.Unlock()
+	_ = ic.writeControl(ietf.TypeMaxRequestID, &ietf.RequestID{ID: limit})
+}
+
+// readRequest reads the next response of req, bounded by timeout (0:
+// none) and ctx.
+func (ic *ietfConn) readRequest(ctx context.Context, req *ietfRequest, timeout time.Duration) (ietfMsg, error) {
+	var tc <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		tc = t.C
+	}
+	select {
+	case m := <-req.msgs:
+		return m, nil
+	case <-tc:
+		return ietfMsg{}, errRequestTimeout
+	case <-ctx.Done():
+		return ietfMsg{}, context.Cause(ctx)
+	case <-ic.Context().Done():
+		return ietfMsg{}, connCause(ic)
+	}
+}
+
+var errRequestTimeout = errors.New("no answer within the request timeout")
+
+// errGoingAway is what a request meets after GOAWAY: like a lost
+// connection, it waits for the next one.
+var errGoingAway = &CloseError{Code: ietfNoError, Reason: "peer sent GOAWAY", Remote: true}
+
+// serveIETF runs ic until the connection is gone: the control loop (or
+// the peer's setup stream for GOAWAY) and the incoming data streams.
+func (s *Session) serveIETF(ic *ietfConn) {
+	ctx := ic.Context()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		err := s.ietfControlLoop(ic)
+		if ctx.Err() == nil {
+			if errors.Is(err, ErrProtocol) {
+				s.log.Warn("moq: control stream", "err", err)
+				ic.Close(ietfProtocolViolation, "protocol violation")
+			} else {
+				s.log.Debug("moq: control stream ended", "err", err)
+				ic.Close(ietfNoError, "")
+			}
+		}
+	})
+	wg.Go(func() {
+		serveStreams(ctx, ic.AcceptUni, func(str recvStream) { s.handleIETFUni(ic, str) })
+	})
+	wg.Go(func() {
+		// Drafts 14-16 carry requests on the control stream; a peer's
+		// request streams (drafts 17+) are not served yet.
+		serveStreams(ctx, ic.AcceptBidi, func(str bidiStream) {
+			s.log.Debug("moq: refusing a request stream")
+			resetStream(str, ietfInternal)
+		})
+	})
+	select {
+	case <-ctx.Done():
+	case <-s.ctx.Done():
+		ic.Close(ietfNoError, "")
+	}
+	wg.Wait()
+}
+
+// ietfControlLoop reads the control stream until it fails.
+func (s *Session) ietfControlLoop(ic *ietfConn) error {
+	for {
+		typ, body, err := ietf.ReadMessage(ic.ctrlR, ic.v)
+		if err != nil {
+			return protocolErr(err)
+		}
+		if err := s.ietfControl(ic, typ, body); err != nil {
+			return err
+		}
+	}
+}
+
+// ietfControl handles one control message.
+func (s *Session) ietfControl(ic *ietfConn, typ uint64, body []byte) error {
+	v := ic.v
+	decode := func(m ietf.Message) error {
+		if err := ietf.Decode(body, m, v); err != nil {
+			return fmt.Errorf("message %#x: %w", typ, protocolErr(err))
+		}
+		return nil
+	}
+	switch typ {
+	case ietf.TypeSubscribeOK, ietf.TypeRequestError, ietf.TypePublishDone, ietf.TypeFetchOK,
+		ietf.TypeFetchError, ietf.TypeRequestOK, ietf.TypeSubscribeNamespaceOK,
+		ietf.TypeSubscribeNamespaceErr, ietf.TypePublishError:
+		// Responses to our requests start with the request id.
+		id, err := ietf.RequestIDOf(body, v)
+		if err != nil {
+			return fmt.Errorf("message %#x: %w", typ, protocolErr(err))
+		}
+		ic.route(id, ietfMsg{typ, body})
+	case ietf.TypePublishNamespaceError:
+		if v == ietf.Draft14 {
+			id, err := ietf.RequestIDOf(body, v)
+			if err != nil {
+				return protocolErr(err)
+			}
+			ic.route(id, ietfMsg{typ, body})
+			break
+		}
+		return fmt.Errorf("%w: NAMESPACE on the control stream", ErrProtocol)
+	case ietf.TypePublishNamespace:
+		var m ietf.PublishNamespace
+		if err := decode(&m); err != nil {
+			return err
+		}
+		ic.grant(m.RequestID)
+		ic.peerPublished(m.Namespace, m.RequestID)
+		return ic.writeControl(ietf.TypeRequestOK, &ietf.RequestOK{RequestID: m.RequestID})
+	case ietf.TypePublishNamespaceDone:
+		var m ietf.PublishNamespaceDone
+		if err := decode(&m); err != nil {
+			return err
+		}
+		ic.peerUnpublished(m.Namespace, m.RequestID, v == ietf.Draft16)
+	case ietf.TypeMaxRequestID:
+		var m ietf.RequestID
+		if err := decode(&m); err != nil {
+			return err
+		}
+		ic.raiseMax(m.ID)
+	case ietf.TypeRequestsBlocked:
+		var m ietf.RequestID
+		if err := decode(&m); err != nil {
+			return err
+		}
+		ic.grant(m.ID)
+	case ietf.TypeGoAway:
+		var m ietf.GoAway
+		if err := decode(&m); err != nil {
+			return err
+		}
+		s.ietfGoAway(ic, m)
+	case ietf.TypeSubscribe, ietf.TypeFetch, ietf.TypeSubscribeNamespace14, ietf.TypeTrackStatus, ietf.TypePublish:
+		// Requests of a peer that subscribes to us: this session records,
+		// it publishes nothing over moq-transport.
+		id, err := ietf.RequestIDOf(body, v)
+		if err != nil {
+			return protocolErr(err)
+		}
+		ic.grant(id)
+		refusal := ietf.TypeRequestError
+		switch {
+		case v != ietf.Draft14:
+		case typ == ietf.TypeFetch:
+			refusal = ietf.TypeFetchError
+		case typ == ietf.TypeSubscribeNamespace14:
+			refusal = ietf.TypeSubscribeNamespaceErr
+		case typ == ietf.TypePublish:
+			refusal = ietf.TypePublishError
+		}
+		s.log.Debug("moq: refusing a request", "type", typ)
+		return ic.writeControl(uint64(refusal), &ietf.RequestError{RequestID: id, Code: 0x3, Reason: "not supported"})
+	case ietf.TypeUnsubscribe, ietf.TypeFetchCancel, ietf.TypeUnsubscribeNamespace, ietf.TypePublishNamespaceCancel, ietf.TypeRequestUpdate:
+		// About requests we refused or never made.
+	default:
+		return fmt.Errorf("%w: unknown control message %#x", ErrProtocol, typ)
+	}
+	return nil
+}
+
+// ietfGoAway handles GOAWAY: no new requests on this connection, and a
+// dialled session reconnects (to the same URL; a new URI is logged, not
+// followed) once the subscriptions had a moment to finish.
+func (s *Session) ietfGoAway(ic *ietfConn, m ietf.GoAway) {
+	ic.mu.Lock()
+	ic.goingOff = true
+	ic.mu.Unlock()
+	s.log.Info("moq: peer sent GOAWAY, reconnecting", "new_uri_set", m.URI != "")
+	go func() {
+		t := time.NewTimer(time.Second)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			ic.Close(ietfNoError, "going away")
+		case <-ic.Context().Done():
+		}
+	}()
+}
+
+// peerPublished records a namespace the peer published.
+func (ic *ietfConn) peerPublished(ns string, id uint64) {
+	ic.mu.Lock()
+	defer ic.mu.Unlock()
+	ic.peerNS[normPath(ns)] = id
+	close(ic.nsCh)
+	ic.nsCh = make(chan struct{})
+}
+
+// peerUnpublished forgets a namespace, by name or (draft 16) request id.
+func (ic *ietfConn) peerUnpublished(ns string, id uint64, byID bool) {
+	ic.mu.Lock()
+	defer ic.mu.Unlock()
+	if byID {
+		for p, x := range ic.peerNS {
+			if x == id {
+				delete(ic.peerNS, p)
+			}
+		}
+	} else {
+		delete(ic.peerNS, normPath(ns))
+	}
+	close(ic.nsCh)
+	ic.nsCh = make(chan struct{})
+}

@@ -1,0 +1,494 @@
+package subscribe
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/subscribe/internal/container"
+	"github.com/moq-export/moq-export/subscribe/internal/ietf"
+)
+
+// The subscriber side of a moq-transport session: SUBSCRIBE and its
+// subgroup streams, FETCH for backfills, and namespace discovery.
+
+// ietfDefaultTimescale is the timescale of object timestamps when the
+// track declared none (drafts before 17 have no Track Properties): the
+// hang containers carry their own microsecond timestamps, so only catalog
+// tracks read it.
+const ietfDefaultTimescale = 1_000_000
+
+// ietfAliasWait bounds how long a subgroup stream waits for the
+// SUBSCRIBE_OK that names its track alias (the data stream may overtake
+// the control stream).
+const ietfAliasWait = 2 * time.Second
+
+// subscribeIETF runs one SUBSCRIBE on ic until the subscription ends: nil
+// when the publisher ended it (PUBLISH_DONE, track or subscription
+// ended), an error otherwise.
+func (rt *remoteTrack) subscribeIETF(ctx context.Context, ic *ietfConn) error {
+	s := rt.rb.s
+	req, err := ic.newRequest(ctx)
+	if err != nil {
+		return err
+	}
+	defer ic.endRequest(req)
+	filter := ietf.Filter{Type: ietf.FilterLargestObject}
+	if ic.v >= ietf.Draft20 {
+		// The start of the current group.
+		filter = ietf.Filter{Type: ietf.FilterRelative, Groups: 1}
+	}
+	m := ietf.Subscribe{
+		RequestID: req.id, Namespace: rt.rb.path, Track: rt.name, Priority: priorityOf(rt.name),
+		GroupOrder: ietf.GroupOrderDescending, Forward: true, Filter: filter,
+	}
+	if err := ic.writeControl(ietf.TypeSubscribe, &m); err != nil {
+		return fmt.Errorf("send SUBSCRIBE: %w", err)
+	}
+	resp, err := ic.readRequest(ctx, req, s.opts.RequestTimeout)
+	if err != nil {
+		if errors.Is(err, errRequestTimeout) {
+			ic.unsubscribe(req.id)
+			return fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", ErrRefused, rt.rb.path, rt.name, err)
+		}
+		return err
+	}
+	var ok ietf.SubscribeOK
+	switch resp.typ {
+	case ietf.TypeSubscribeOK:
+		if err := ietf.Decode(resp.body, &ok, ic.v); err != nil {
+			return fmt.Errorf("SUBSCRIBE_OK: %w", protocolErr(err))
+		}
+	case ietf.TypeRequestError:
+		var re ietf.RequestError
+		if err := ietf.Decode(resp.body, &re, ic.v); err != nil {
+			return fmt.Errorf("SUBSCRIBE_ERROR: %w", protocolErr(err))
+		}
+		return fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", ErrRefused, rt.rb.path, rt.name, &re)
+	default:
+		return fmt.Errorf("%w: message %#x answers SUBSCRIBE", ErrProtocol, resp.typ)
+	}
+	timescale := ok.Timescale
+	if timescale == 0 {
+		timescale = ietfDefaultTimescale
+	}
+	resumed := rt.live
+	rt.live = true
+	sub := &subscription{id: req.id, rt: rt, timescale: timescale,
+		seen: map[uint64]bool{}, arrived: make(chan struct{}, 1), started: make(chan struct{})}
+	// SUBSCRIBE_OK came first: subgroup streams wait for their alias
+	// instead.
+	sub.markStarted()
+	sub.ctx, sub.cancel = context.WithCancelCause(ctx)
+	sub.forget = func() { ic.forgetAlias(ok.TrackAlias, sub) }
+	defer sub.forget()
+	defer sub.cancel(nil)
+	if err := ic.addAlias(ok.TrackAlias, sub); err != nil {
+		ic.unsubscribe(req.id)
+		return err
+	}
+	defer rt.attach(ic, timescale, resumed)()
+	s.log.Debug("moq: subscribed", "broadcast", rt.rb.path, "track", rt.name, "alias", ok.TrackAlias, "version", ic.v)
+	for {
+		resp, err := ic.readRequest(ctx, req, 0)
+		if err != nil {
+			if ctx.Err() != nil {
+				ic.unsubscribe(req.id)
+				return context.Cause(ctx)
+			}
+			return connLoss(ic, err)
+		}
+		if resp.typ != ietf.TypePublishDone {
+			s.log.Debug("moq: unexpected message for a subscription", "type", resp.typ)
+			continue
+		}
+		var done ietf.PublishDone
+		if err := ietf.Decode(resp.body, &done, ic.v); err != nil {
+			return fmt.Errorf("PUBLISH_DONE: %w", protocolErr(err))
+		}
+		s.log.Debug("moq: subscription done", "broadcast", rt.rb.path, "track", rt.name,
+			"status", done.Status, "streams", done.StreamCount)
+		// The group streams may still be on their way.
+		sub.drain(ctx, 0, 0, false)
+		switch done.Status {
+		case ietf.DoneTrackEnded, ietf.DoneSubscriptionEnded:
+			return nil
+		case ietf.DoneGoingAway:
+			return errGoingAway
+		default:
+			return fmt.Errorf("moq: publisher ended %q/%q: status %d: %q", rt.rb.path, rt.name, done.Status, done.Reason)
+		}
+	}
+}
+
+// unsubscribe sends UNSUBSCRIBE (drafts 14-16).
+func (ic *ietfConn) unsubscribe(id uint64) {
+	if ic.v.ControlStream() {
+		_ = ic.writeControl(ietf.TypeUnsubscribe, &ietf.RequestID{ID: id})
+	}
+}
+
+// addAlias routes subgroup streams of alias to sub.
+func (ic *ietfConn) addAlias(alias uint64, sub *subscription) error {
+	ic.mu.Lock()
+	defer ic.mu.Unlock()
+	if _, dup := ic.aliases[alias]; dup {
+		return fmt.Errorf("%w: track alias %d already in use", ErrProtocol, alias)
+	}
+	ic.aliases[alias] = sub
+	close(ic.aliasCh)
+	ic.aliasCh = make(chan struct{})
+	return nil
+}
+
+// forgetAlias stops routing alias to sub: later streams are refused, and
+// none joins sub.groups after this returns.
+func (ic *ietfConn) forgetAlias(alias uint64, sub *subscription) {
+	ic.mu.Lock()
+	if ic.aliases[alias] == sub {
+		delete(ic.aliases, alias)
+	}
+	ic.mu.Unlock()
+}
+
+// joinAlias returns the subscription of alias, waiting a little for its
+// SUBSCRIBE_OK, and counts the caller in its group streams.
+func (ic *ietfConn) joinAlias(alias uint64) *subscription {
+	t := time.NewTimer(ietfAliasWait)
+	defer t.Stop()
+	for {
+		ic.mu.Lock()
+		sub, ch := ic.aliases[alias], ic.aliasCh
+		if sub != nil {
+			sub.groups.Add(1)
+		}
+		ic.mu.Unlock()
+		if sub != nil {
+			return sub
+		}
+		select {
+		case <-ch:
+		case <-t.C:
+			return nil
+		case <-ic.Context().Done():
+			return nil
+		}
+	}
+}
+
+// handleIETFUni reads one incoming data stream: a subgroup of a
+// subscription or the objects of a fetch.
+func (s *Session) handleIETFUni(ic *ietfConn, str recvStream) {
+	r := bufio.NewReader(str)
+	typ, err := ietf.ReadVarint(r, ic.v)
+	if err != nil {
+		str.CancelRead(CodeCancel)
+		return
+	}
+	if typ == ietf.StreamFetch {
+		id, err := ietf.ReadVarint(r, ic.v)
+		if err != nil {
+			str.CancelRead(ietfProtocolViolation)
+			return
+		}
+		ic.mu.Lock()
+		req := ic.reqs[id]
+		ic.mu.Unlock()
+		if req == nil {
+			str.CancelRead(CodeCancel)
+			return
+		}
+		select {
+		case req.data <- &ietfData{str: str, r: r}:
+		default:
+			str.CancelRead(ietfProtocolViolation)
+		}
+		return
+	}
+	h, err := ietf.ReadSubgroupHeader(r, typ, ic.v)
+	if err != nil {
+		if !connGone(ic, err) {
+			s.log.Warn("moq: bad data stream header", "type", typ, "err", err)
+		}
+		str.CancelRead(ietfProtocolViolation)
+		return
+	}
+	s.readIETFSubgroup(ic, str, r, h)
+}
+
+// readIETFSubgroup turns one subgroup stream into a model group.
+func (s *Session) readIETFSubgroup(ic *ietfConn, str recvStream, r *bufio.Reader, h ietf.SubgroupHeader) {
+	sub := ic.joinAlias(h.TrackAlias)
+	if sub == nil {
+		s.log.Debug("moq: data stream for an unknown track alias", "alias", h.TrackAlias)
+		str.CancelRead(CodeCancel)
+		return
+	}
+	defer sub.groups.Done()
+	sub.groupArrived(h.Group)
+	rt := sub.rt
+	log := s.log.With("track", rt.name, "group", h.Group)
+	// The group ends with its subscription: STOP_SENDING wakes the read.
+	stop := context.AfterFunc(sub.ctx, func() { str.CancelRead(CodeCancel) })
+	defer stop()
+	or := ietf.ObjectReader{R: r, V: ic.v, Header: h}
+	var g *model.Group
+	end := func(err error) {
+		if g != nil {
+			g.Close(err)
+		}
+	}
+	for {
+		obj, err := or.Next()
+		if err != nil {
+			switch {
+			case err == io.EOF:
+				end(nil)
+			case connGone(ic, err):
+				end(connLoss(ic, err))
+			case sub.ctx.Err() != nil:
+				cause := context.Cause(sub.ctx)
+				if !errors.Is(cause, ErrTruncated) {
+					cause = fmt.Errorf("%w: %w", ErrTruncated, cause)
+				}
+				end(fmt.Errorf("group %d of %q: %w", h.Group, rt.name, cause))
+			default:
+				if _, reset := errors.AsType[*ResetError](err); !reset {
+					str.CancelRead(ietfProtocolViolation)
+					log.Warn("moq: bad subgroup stream", "err", err)
+				} else {
+					log.Debug("moq: subgroup reset", "err", err)
+				}
+				end(fmt.Errorf("group %d of %q: %w", h.Group, rt.name, protocolErr(err)))
+			}
+			return
+		}
+		if g == nil {
+			// A subscription that joined mid-group (or a stream that does
+			// not start at the group's first object) cannot be decoded
+			// from its start: skip that group.
+			if !h.FirstObject || obj.ID != 0 || h.Subgroup != 0 {
+				log.Debug("moq: group joined past its start, skipped", "object", obj.ID, "subgroup", h.Subgroup)
+				str.CancelRead(CodeCancel)
+				return
+			}
+			if g, err = rt.track.CreateGroup(h.Group); err != nil {
+				log.Debug("moq: group dropped", "err", err)
+				str.CancelRead(CodeCancel)
+				return
+			}
+		}
+		switch obj.Status {
+		case ietf.StatusEndOfGroup, ietf.StatusEndOfTrack:
+			end(nil)
+			str.CancelRead(CodeCancel)
+			return
+		case ietf.StatusDoesNotExist:
+			continue
+		}
+		f, ok, err := decodeIETFObject(rt.kind, obj, sub.timescale, ic.v)
+		if err != nil {
+			str.CancelRead(CodeDecode)
+			log.Warn("moq: bad object", "object", obj.ID, "err", err)
+			end(fmt.Errorf("group %d of %q: %w", h.Group, rt.name, err))
+			return
+		}
+		if !ok {
+			continue
+		}
+		if err := g.WriteFrame(f); err != nil {
+			str.CancelRead(CodeCancel)
+			return
+		}
+	}
+}
+
+// decodeIETFObject turns an object into a model frame, as decodeFrame
+// does for moq-lite frames; the wire timestamp is the object's Timestamp
+// extension (in the track's timescale unless the object names its own).
+// A LOC rendition whose payload is not a hang LOC payload is taken as the
+// LOC draft lays objects out: the codec payload, with the timestamp in
+// the extension.
+func decodeIETFObject(kind string, obj ietf.Object, timescale uint64, v ietf.Version) (model.Frame, bool, error) {
+	ts, scale, haveTS, err := ietf.ObjectTimestamp(obj.Extensions, timescale, v)
+	if err != nil {
+		return model.Frame{}, false, fmt.Errorf("%w: object extensions: %w", ErrProtocol, err)
+	}
+	if ts > math.MaxInt64 {
+		return model.Frame{}, false, fmt.Errorf("%w: object timestamp %d", ErrProtocol, ts)
+	}
+	if kind == container.LOC && haveTS {
+		if _, _, err := container.DecodeLOC(obj.Payload); err != nil {
+			us, ok := container.Rescale(ts, scale)
+			if !ok {
+				return model.Frame{}, false, fmt.Errorf("%w: timestamp %d at timescale %d", ErrProtocol, ts, scale)
+			}
+			return model.Frame{Timestamp: us, Payload: obj.Payload}, len(obj.Payload) > 0, nil
+		}
+	}
+	return decodeFrame(kind, int64(ts), scale, obj.Payload)
+}
+
+// fetchIETF runs one standalone FETCH for group seq on ic and returns its
+// frames (at least one). A refusal, or a group without frames, is
+// errNoFetch.
+func (rt *remoteTrack) fetchIETF(ctx context.Context, ic *ietfConn, timescale, seq uint64) ([]model.Frame, error) {
+	req, err := ic.newRequest(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer ic.endRequest(req)
+	m := ietf.Fetch{
+		RequestID: req.id, Priority: priorityOf(rt.name), GroupOrder: ietf.GroupOrderAscending,
+		Type: ietf.FetchStandalone, Namespace: rt.rb.path, Track: rt.name,
+		// End object 0: the whole end group.
+		Start: ietf.Location{Group: seq}, End: ietf.Location{Group: seq},
+	}
+	if err := ic.writeControl(ietf.TypeFetch, &m); err != nil {
+		return nil, fmt.Errorf("send FETCH: %w", err)
+	}
+	what := fmt.Sprintf("FETCH %q/%q group %d", rt.rb.path, rt.name, seq)
+	cancel := func() {
+		if ic.v.ControlStream() {
+			_ = ic.writeControl(ietf.TypeFetchCancel, &ietf.RequestID{ID: req.id})
+		}
+	}
+	// FETCH_OK and the data stream race each other.
+	t := time.NewTimer(rt.rb.s.opts.RequestTimeout)
+	defer t.Stop()
+	var data *ietfData
+	for data == nil {
+		select {
+		case resp := <-req.msgs:
+			switch resp.typ {
+			case ietf.TypeFetchOK:
+				t.Stop()
+			case ietf.TypeFetchError, ietf.TypeRequestError:
+				var re ietf.RequestError
+				_ = ietf.Decode(resp.body, &re, ic.v)
+				return nil, fmt.Errorf("%w: %s: %w", errNoFetch, what, &re)
+			}
+		case data = <-req.data:
+		case <-t.C:
+			cancel()
+			return nil, fmt.Errorf("%w: %s: %w", errNoFetch, what, errRequestTimeout)
+		case <-ctx.Done():
+			cancel()
+			return nil, context.Cause(ctx)
+		case <-ic.Context().Done():
+			return nil, connCause(ic)
+		}
+	}
+	stop := context.AfterFunc(ctx, func() { data.str.SetReadDeadline(time.Now()) })
+	defer stop()
+	fr := ietf.FetchObjectReader{R: data.r, V: ic.v}
+	var frames []model.Frame
+	for {
+		obj, err := fr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			data.str.CancelRead(CodeCancel)
+			if ctx.Err() != nil {
+				return nil, context.Cause(ctx)
+			}
+			if re, ok := errors.AsType[*ResetError](err); ok {
+				return nil, fmt.Errorf("%w: %s: %w", errNoFetch, what, re)
+			}
+			return nil, fmt.Errorf("%s: %w", what, protocolErr(err))
+		}
+		if obj.Group != seq || obj.Status != ietf.StatusNormal {
+			continue
+		}
+		f, ok, err := decodeIETFObject(rt.kind, obj, timescale, ic.v)
+		if err != nil {
+			data.str.CancelRead(CodeDecode)
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		if ok {
+			frames = append(frames, f)
+		}
+	}
+	if len(frames) == 0 {
+		return nil, fmt.Errorf("%w: group %d of %q is empty", errNoFetch, seq, rt.name)
+	}
+	return frames, nil
+}
+
+// followIETF runs one announcement feed on ic: SUBSCRIBE_NAMESPACE for
+// the prefix, then the namespaces the peer publishes under it (answers to
+// it, or unsolicited PUBLISH_NAMESPACE) as announcements. It returns when
+// the feed is closed or the connection is gone.
+func (a *Announcements) followIETF(ic *ietfConn) error {
+	req, err := ic.newRequest(a.ctx)
+	if err != nil {
+		return err
+	}
+	defer ic.endRequest(req)
+	m := ietf.SubscribeNamespace{RequestID: req.id, Prefix: a.prefix, Options: 1}
+	if err := ic.writeControl(ietf.SubscribeNamespaceType(ic.v), &m); err != nil {
+		return err
+	}
+	defer func() {
+		if ic.v <= ietf.Draft15 && ic.Context().Err() == nil {
+			_ = ic.writeControl(ietf.TypeUnsubscribeNamespace, &ietf.RequestID{ID: req.id})
+		}
+	}()
+	first := true
+	for {
+		ic.mu.Lock()
+		snapshot := map[string]bool{}
+		for p := range ic.peerNS {
+			if _, ok := stripPrefix(p, a.prefix); ok {
+				snapshot[p] = true
+			}
+		}
+		ch := ic.nsCh
+		ic.mu.Unlock()
+		a.mu.Lock()
+		var gone, fresh []string
+		for p := range a.active {
+			if !snapshot[p] {
+				gone = append(gone, p)
+			}
+		}
+		for p := range snapshot {
+			if !a.active[p] {
+				fresh = append(fresh, p)
+			}
+		}
+		a.mu.Unlock()
+		sort.Strings(gone)
+		sort.Strings(fresh)
+		for _, p := range gone {
+			// Gone since an earlier connection: made up (diff); gone on
+			// this one: PUBLISH_NAMESPACE_DONE, the broadcast ended.
+			a.push(Announcement{Path: p, diff: first})
+		}
+		for _, p := range fresh {
+			a.push(Announcement{Path: p, Active: true})
+		}
+		first = false
+		select {
+		case <-ch:
+		case resp := <-req.msgs:
+			switch resp.typ {
+			case ietf.TypeSubscribeNamespaceErr, ietf.TypeRequestError:
+				var re ietf.RequestError
+				_ = ietf.Decode(resp.body, &re, ic.v)
+				ic.log.Debug("moq: SUBSCRIBE_NAMESPACE refused; following unsolicited namespaces only", "prefix", a.prefix, "err", &re)
+			}
+		case <-a.ctx.Done():
+			return nil
+		case <-ic.Context().Done():
+			return connCause(ic)
+		}
+	}
+}
