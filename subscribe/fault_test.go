@@ -218,9 +218,15 @@ func collect(t *testing.T, ctx context.Context, c *model.Consumer, want int) []m
 // the end of the test.
 func dialScripted(t *testing.T, ctx context.Context, p *scriptedPublisher, opts Options) (*Session, *model.Track) {
 	t.Helper()
+	return dialScriptedAt(t, ctx, p, p.url(), opts)
+}
+
+// dialScriptedAt is dialScripted through url (a proxy in front of p).
+func dialScriptedAt(t *testing.T, ctx context.Context, p *scriptedPublisher, url string, opts Options) (*Session, *model.Track) {
+	t.Helper()
 	opts.TLSFingerprint = p.pin
 	opts.Container = func(string, string) string { return "legacy" }
-	s, err := Dial(ctx, p.url(), opts)
+	s, err := Dial(ctx, url, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -746,23 +752,14 @@ func TestVanishedPeerIsFoundByTheIdleTimeoutAndRedialledAtOnce(t *testing.T) {
 	logs := &logBuffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	s, err := Dial(ctx, "moql://"+px.Addr()+"/?jwt=x", Options{TLSFingerprint: p.pin, Logger: logs.logger(),
+	s, tr := dialScriptedAt(t, ctx, p, "moql://"+px.Addr()+"/?jwt=x", Options{Logger: logs.logger(),
 		KeepAlive: 100 * time.Millisecond, IdleTimeout: 500 * time.Millisecond,
-		Reconnect: Backoff{Min: time.Hour, Max: time.Hour},
-		Container: func(string, string) string { return "legacy" }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+		Reconnect: Backoff{Min: time.Hour, Max: time.Hour}})
 	defer func() {
 		if t.Failed() {
 			t.Log(logs.String())
 		}
 	}()
-	tr, err := s.Broadcast("b").Track("video")
-	if err != nil {
-		t.Fatal(err)
-	}
 	c := tr.Subscribe(time.Hour)
 	sub := nextSub(t, p)
 	sub.ok(t, 0)

@@ -18,56 +18,31 @@ import (
 // write one frame (or one 188-byte TS packet) at a time.
 const outputBufferSize = 256 << 10
 
-// fileOutput is a buffered io.WriteSeeker over a file, so muxers that
-// finalize by seeking (MKV cues and duration, FLV duration) can, while
-// writes still go out in large blocks.
-type fileOutput struct {
-	f *os.File
-	*bufio.Writer
-}
+// fileFlushInterval bounds how long written media may sit in a file
+// output's buffer: a recorder killed with SIGKILL (or a machine that loses
+// power) keeps everything up to that long before. Muxers write their
+// output playable as it grows (MKV and FLV live forms, TS packets), so the
+// file is playable up to there.
+const fileFlushInterval = 500 * time.Millisecond
 
-func newFileOutput(f *os.File) *fileOutput {
-	return &fileOutput{f: f, Writer: bufio.NewWriterSize(f, outputBufferSize)}
-}
-
-// Seek flushes what is buffered, then seeks the file. A file that cannot
-// seek (a pipe given as a path) reports an error, which muxers take as "live
-// output, do not finalize".
-func (o *fileOutput) Seek(offset int64, whence int) (int64, error) {
-	if err := o.Flush(); err != nil {
-		return 0, err
-	}
-	return o.f.Seek(offset, whence)
-}
-
-// Close flushes and closes the file.
-func (o *fileOutput) Close() error {
-	err := o.Flush()
-	if cerr := o.f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// streamOutput buffers writes to a pipe (stdout) and flushes them at least
-// every interval, so a player reading the pipe gets the media without
-// waiting for a full buffer, and the pipe does not see one syscall per TS
-// packet. The first write error sticks (bufio.Writer's): after a player
-// closed the pipe every write fails at once.
-type streamOutput struct {
+// flushingWriter buffers writes and flushes them at least every interval
+// from its own goroutine, so output goes out in large blocks yet never sits
+// in memory for long. The first write error sticks (bufio.Writer's): every
+// later Write and Flush returns it, whichever goroutine met it.
+type flushingWriter struct {
 	mu   sync.Mutex
 	w    *bufio.Writer
 	stop chan struct{}
 	done chan struct{}
 }
 
-func newStreamOutput(w io.Writer, interval time.Duration) *streamOutput {
-	o := &streamOutput{w: bufio.NewWriterSize(w, 64<<10), stop: make(chan struct{}), done: make(chan struct{})}
+func newFlushingWriter(w io.Writer, size int, interval time.Duration) *flushingWriter {
+	o := &flushingWriter{w: bufio.NewWriterSize(w, size), stop: make(chan struct{}), done: make(chan struct{})}
 	go o.flusher(interval)
 	return o
 }
 
-func (o *streamOutput) flusher(interval time.Duration) {
+func (o *flushingWriter) flusher(interval time.Duration) {
 	defer close(o.done)
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -83,21 +58,81 @@ func (o *streamOutput) flusher(interval time.Duration) {
 	}
 }
 
-func (o *streamOutput) Write(p []byte) (int, error) {
+// Write buffers p. What reaches the file always ends where a Write ended
+// (a whole frame, packet or element): when p does not fit, what is
+// buffered goes out first, so a recorder killed at any moment leaves no
+// half frame behind.
+func (o *flushingWriter) Write(p []byte) (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if len(p) > o.w.Available() && o.w.Buffered() > 0 {
+		if err := o.w.Flush(); err != nil {
+			return 0, err
+		}
+	}
 	return o.w.Write(p)
 }
 
-// Close stops the flusher and writes what is left. It does not close the
-// underlying writer.
-func (o *streamOutput) Close() error {
-	close(o.stop)
+// finish stops the flusher and writes what is left.
+func (o *flushingWriter) finish() error {
+	select {
+	case <-o.stop:
+	default:
+		close(o.stop)
+	}
 	<-o.done
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.w.Flush()
 }
+
+// fileOutput is a buffered io.WriteSeeker over a file, so muxers that
+// finalize by seeking (MKV cues and duration, FLV duration) can, while
+// writes still go out in large blocks, and at least every
+// fileFlushInterval.
+type fileOutput struct {
+	*flushingWriter
+	f *os.File
+}
+
+func newFileOutput(f *os.File) *fileOutput {
+	return &fileOutput{flushingWriter: newFlushingWriter(f, outputBufferSize, fileFlushInterval), f: f}
+}
+
+// Seek flushes what is buffered, then seeks the file. A file that cannot
+// seek (a pipe given as a path) reports an error, which muxers take as "live
+// output, do not finalize".
+func (o *fileOutput) Seek(offset int64, whence int) (int64, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.w.Flush(); err != nil {
+		return 0, err
+	}
+	return o.f.Seek(offset, whence)
+}
+
+// Close flushes and closes the file.
+func (o *fileOutput) Close() error {
+	err := o.finish()
+	if cerr := o.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// streamOutput buffers writes to a pipe (stdout) and flushes them at least
+// every interval, so a player reading the pipe gets the media without
+// waiting for a full buffer, and the pipe does not see one syscall per TS
+// packet. After a player closed the pipe every write fails at once.
+type streamOutput struct{ *flushingWriter }
+
+func newStreamOutput(w io.Writer, interval time.Duration) *streamOutput {
+	return &streamOutput{newFlushingWriter(w, 64<<10, interval)}
+}
+
+// Close stops the flusher and writes what is left. It does not close the
+// underlying writer.
+func (o *streamOutput) Close() error { return o.finish() }
 
 // isBrokenPipe reports whether err says the reader of our output went away
 // (a player that quit, `| head`).

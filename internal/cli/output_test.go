@@ -2,9 +2,11 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -30,6 +32,67 @@ func TestFileOutputBuffersAndSeeks(t *testing.T) {
 	b, _ := os.ReadFile(p)
 	if len(b) != 6+outputBufferSize+10+6 || string(b[:6]) != "HELLO " || string(b[len(b)-6:]) != " world" {
 		t.Errorf("file %q...%q (%d bytes)", b[:6], b[len(b)-6:], len(b))
+	}
+}
+
+func TestFileOutputFlushesWithinTheIntervalAndAtWriteBoundaries(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "x")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := newFileOutput(f)
+	defer o.Close()
+	size := func() int64 {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Size()
+	}
+	o.Write([]byte("frame"))
+	deadline := time.Now().Add(10 * fileFlushInterval)
+	for size() != 5 {
+		if time.Now().After(deadline) {
+			t.Fatal("a small write never reached the file")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// A write that does not fit sends what is buffered first, whole.
+	o.Write(bytes.Repeat([]byte("a"), outputBufferSize-100))
+	o.Write(bytes.Repeat([]byte("b"), 200))
+	if got := size(); got != 5+outputBufferSize-100 {
+		t.Fatalf("file is %d bytes, want %d: a write was split", got, 5+outputBufferSize-100)
+	}
+}
+
+// failingWriter fails every write after the first n bytes, like a disk
+// that fills up.
+type failingWriter struct {
+	n       int
+	written bytes.Buffer
+}
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if w.written.Len()+len(p) > w.n {
+		return 0, syscall.ENOSPC
+	}
+	return w.written.Write(p)
+}
+
+func TestOutputWriteErrorSticks(t *testing.T) {
+	w := &failingWriter{n: 10}
+	o := newFlushingWriter(w, 64, time.Hour)
+	o.Write([]byte("0123456789"))
+	o.Write(bytes.Repeat([]byte("x"), 100)) // flushes the first write, then fails
+	if _, err := o.Write([]byte("more")); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("write after the disk filled: %v", err)
+	}
+	if err := o.finish(); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("finish: %v", err)
+	}
+	if w.written.String() != "0123456789" {
+		t.Fatalf("written %q", w.written.String())
 	}
 }
 

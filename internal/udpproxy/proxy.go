@@ -63,9 +63,24 @@ func (p *Proxy) Close() error {
 
 func (p *Proxy) fromClients() {
 	defer p.wg.Done()
+	p.forward(p.ln.ReadFromUDP, func(b []byte, from *net.UDPAddr) bool {
+		up := p.clientConn(from)
+		if up == nil {
+			return false
+		}
+		_, _ = up.Write(b)
+		return true
+	})
+}
+
+// forward reads datagrams with read and hands those the blackhole lets
+// through to send, until the socket closes or send returns false. Other
+// read errors (an ICMP "port unreachable" while the upstream is down) are
+// skipped: it may come back.
+func (p *Proxy) forward(read func([]byte) (int, *net.UDPAddr, error), send func([]byte, *net.UDPAddr) bool) {
 	buf := make([]byte, 64<<10)
 	for {
-		n, from, err := p.ln.ReadFromUDP(buf)
+		n, from, err := read(buf)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -76,11 +91,9 @@ func (p *Proxy) fromClients() {
 			p.dropped.Add(1)
 			continue
 		}
-		up := p.clientConn(from)
-		if up == nil {
+		if !send(buf[:n], from) {
 			return
 		}
-		_, _ = up.Write(buf[:n])
 	}
 }
 
@@ -108,21 +121,8 @@ func (p *Proxy) clientConn(from *net.UDPAddr) *net.UDPConn {
 
 func (p *Proxy) toClient(up *net.UDPConn, client *net.UDPAddr) {
 	defer p.wg.Done()
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := up.Read(buf)
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			// An ICMP "port unreachable" while the upstream is down
-			// surfaces as a read error: keep going, it may come back.
-			continue
-		}
-		if p.blocked.Load() {
-			p.dropped.Add(1)
-			continue
-		}
-		_, _ = p.ln.WriteToUDP(buf[:n], client)
-	}
+	p.forward(up.ReadFromUDP, func(b []byte, _ *net.UDPAddr) bool {
+		_, _ = p.ln.WriteToUDP(b, client)
+		return true
+	})
 }
