@@ -68,7 +68,7 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 			switch {
 			case err == io.EOF:
 				g.Close(nil)
-			case connGone(c, err):
+			case connGone(c, err) || errors.Is(context.Cause(sub.ctx), errConnLost):
 				// Left open: a resumed subscription completes it.
 				rt.interrupt(h.Sequence, g)
 			case sub.ctx.Err() != nil:

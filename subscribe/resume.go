@@ -2,6 +2,7 @@ package subscribe
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -39,6 +40,9 @@ const (
 //     were lost;
 //   - sequences that restart are a new publisher session: a new timeline
 //     (model.Track.Discontinuity).
+
+// errConnLost ends a subscription whose connection is gone.
+var errConnLost = errors.New("moq: connection lost")
 
 // interrupt keeps group g, cut short by the loss of the connection, open
 // for the resumed subscription to complete.

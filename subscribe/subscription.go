@@ -185,7 +185,7 @@ func (s *Session) unregister(sub *subscription) {
 
 // subscribe runs TRACK and SUBSCRIBE on c until the subscription ends:
 // nil for a clean end by the publisher, an error otherwise.
-func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
+func (rt *remoteTrack) subscribe(ctx context.Context, c conn) (err error) {
 	if ic, ok := c.(*ietfConn); ok {
 		return rt.subscribeIETF(ctx, ic)
 	}
@@ -206,7 +206,16 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
 	s.subs[id] = sub
 	s.mu.Unlock()
 	defer s.unregister(sub)
-	defer sub.cancel(nil)
+	defer func() {
+		// Group streams that stop because the connection is gone are
+		// left open for the resumed subscription (resume.go), also when
+		// the subscribe stream saw the loss before the connection did.
+		if err != nil && connGone(c, err) {
+			sub.cancel(fmt.Errorf("%w: %w", errConnLost, err))
+		} else {
+			sub.cancel(nil)
+		}
+	}()
 	defer sub.markStarted()
 	// A resumed subscription fills the gap at SUBSCRIBE_OK (resume.go).
 	defer rt.attach(c, info.Timescale, false)()
