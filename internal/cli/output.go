@@ -96,7 +96,52 @@ type fileOutput struct {
 }
 
 func newFileOutput(f *os.File) *fileOutput {
-	return &fileOutput{flushingWriter: newFlushingWriter(f, outputBufferSize, fileFlushInterval), f: f}
+	return &fileOutput{flushingWriter: newFlushingWriter(appendOrUndo{f}, outputBufferSize, fileFlushInterval), f: f}
+}
+
+// Write buffers p; a failed write of the file is a *writeError.
+func (o *fileOutput) Write(p []byte) (int, error) {
+	n, err := o.flushingWriter.Write(p)
+	if err != nil {
+		err = &writeError{path: o.f.Name(), err: err}
+	}
+	return n, err
+}
+
+// writeError is a failed write of a file output: the recording to that
+// file ends (a write error sticks), and what was written before stays
+// playable.
+type writeError struct {
+	path string
+	err  error
+}
+
+func (e *writeError) Error() string {
+	hint := ""
+	if errors.Is(e.err, syscall.ENOSPC) || errors.Is(e.err, syscall.EDQUOT) || errors.Is(e.err, syscall.EFBIG) {
+		hint = " (the disk is full, or the file reached a size limit)"
+	}
+	return fmt.Sprintf("writing %s failed: %v%s; its recording stopped, and what was written before stays playable", e.path, e.err, hint)
+}
+
+func (e *writeError) Unwrap() error { return e.err }
+
+// appendOrUndo writes to a file; an append that fails part way (a full
+// disk writes what fits) is cut back off, so the file still ends where a
+// muxer's write ended and stays playable to there.
+type appendOrUndo struct{ f *os.File }
+
+func (a appendOrUndo) Write(p []byte) (int, error) {
+	pos, perr := a.f.Seek(0, io.SeekCurrent)
+	st, serr := a.f.Stat()
+	n, err := a.f.Write(p)
+	if err != nil && n > 0 && perr == nil && serr == nil && pos == st.Size() {
+		if a.f.Truncate(pos) == nil {
+			_, _ = a.f.Seek(pos, io.SeekStart)
+			n = 0
+		}
+	}
+	return n, err
 }
 
 // Seek flushes what is buffered, then seeks the file. A file that cannot

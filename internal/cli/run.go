@@ -421,6 +421,9 @@ func (a *app) record(ctx context.Context, src Source, bc *model.Broadcast) error
 	a.started(ex)
 	defer func() { a.ended(ex, first.n) }()
 	if err := ex.Run(ctx); err != nil {
+		if we, ok := errors.AsType[*writeError](err); ok {
+			return fmt.Errorf("recording %q: %w", name, we)
+		}
 		// Execute tells Ctrl-C and a closed pipe from failures.
 		return fmt.Errorf("recording %q: %w", name, err)
 	}
@@ -716,6 +719,9 @@ func (a *app) recordAll(ctx context.Context, src Source, follow time.Duration) e
 		mu      sync.Mutex
 		running = map[string]bool{}
 		again   = map[string]bool{} // restarted while its recording ran
+		// writeFailed is the first output write error: that recording
+		// stopped, the others went on, and the run exits 1 at its end.
+		writeFailed error
 	)
 	var start func(path string)
 	start = func(path string) {
@@ -731,10 +737,14 @@ func (a *app) recordAll(ctx context.Context, src Source, follow time.Duration) e
 			defer wg.Done()
 			for {
 				a.log.Info("recording", "broadcast", path)
-				if err := a.record(ctx, src, src.Broadcast(path)); err != nil && ctx.Err() == nil {
+				err := a.record(ctx, src, src.Broadcast(path))
+				if err != nil && ctx.Err() == nil {
 					a.log.Error("recording failed", "broadcast", path, "err", err)
 				}
 				mu.Lock()
+				if _, ok := errors.AsType[*writeError](err); ok && writeFailed == nil {
+					writeFailed = err
+				}
 				if again[path] && ctx.Err() == nil {
 					delete(again, path)
 					mu.Unlock()
@@ -767,6 +777,9 @@ func (a *app) recordAll(ctx context.Context, src Source, follow time.Duration) e
 		}
 	}
 	wg.Wait()
+	if writeFailed != nil {
+		return fmt.Errorf("%w (the other recordings went on)", writeFailed)
+	}
 	if ferr != nil && waitCtx.Err() != nil && fctx.Err() == nil {
 		return ferr
 	}
