@@ -5,6 +5,7 @@
 // It owns the schema (every field of the reference sheet), the decoding
 // rules (lowercase or uppercase hex descriptions, the old displayRatio names,
 // the old array form, unknown sections and fields ignored) and the inflation
-// of compressed catalog groups. It does not subscribe to anything: package
-// subscribe feeds it frames.
+// of compressed catalog groups, and following a broadcast's catalog track
+// (Watch, on package model: the newest snapshot, never an overtaken one). It
+// does no networking: package subscribe feeds the model broadcast.
 package catalog

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -115,19 +116,19 @@ type Export struct {
 	ready    *model.ReadySet
 	scratch  []*model.Consumer
 	jit      *jitter.Buffer
-	catCons  *model.Consumer
-	catRead  *catalog.Reader
+	cat      *catalog.Watcher
 	catEnded bool
 	started  bool
 	gate     *startGate // nil when no gate is pending
 	gateUsed bool       // the first tracks were gated already
 	ctx      context.Context
 
-	tracks  map[string]*trackState // by rendition name
-	byToken []*trackState          // by consumer token
-	byID    map[int]*trackState    // by mux track ID
-	leaving []*trackState          // left the catalog, not yet removed from the muxer
-	refused map[string]bool        // renditions the muxer refused, by name
+	tracks  map[string]*trackState          // by rendition name
+	byCons  map[*model.Consumer]*trackState // the media tracks' consumers
+	all     []*trackState                   // every track, in the order added
+	byID    map[int]*trackState             // by mux track ID
+	leaving []*trackState                   // left the catalog, not yet removed from the muxer
+	refused map[string]bool                 // renditions the muxer refused, by name
 	nextID  int
 	live    int    // tracks not ended
 	skipped uint64 // groups the consumers abandoned, summed
@@ -168,7 +169,7 @@ func New(bc *model.Broadcast, m mux.Muxer, opts Options) *Export {
 	e := &Export{
 		bc: bc, m: m, opts: opts, log: log,
 		ready:    model.NewReadySet(),
-		catRead:  catalog.NewReader(opts.CatalogTrack),
+		byCons:   map[*model.Consumer]*trackState{},
 		tracks:   map[string]*trackState{},
 		byID:     map[int]*trackState{},
 		refused:  map[string]bool{},
@@ -205,14 +206,11 @@ func (e *Export) start() error {
 	if e.started {
 		return nil
 	}
-	t, err := e.bc.Track(e.opts.CatalogTrack)
+	w, err := catalog.Watch(e.bc, catalog.WatchOptions{Track: e.opts.CatalogTrack, Ready: e.ready, Logger: e.log})
 	if err != nil {
-		return fmt.Errorf("export: catalog: %w", err)
+		return fmt.Errorf("export: %w", err)
 	}
-	e.started = true
-	e.catCons = t.Subscribe(0)
-	e.catCons.Token = -1
-	e.catCons.Watch(e.ready)
+	e.started, e.cat = true, w
 	return nil
 }
 
@@ -243,13 +241,13 @@ func (e *Export) poll() error {
 	}
 	e.scratch = e.ready.Take(e.scratch[:0])
 	for _, c := range e.scratch {
-		if c.Token < 0 {
+		ts, ok := e.byCons[c]
+		if !ok { // the catalog's
 			if err := e.readCatalog(); err != nil {
 				return err
 			}
 			continue
 		}
-		ts := e.byToken[c.Token]
 		if ts.gated {
 			e.gateCheck(ts)
 			continue
@@ -367,33 +365,22 @@ func (e *Export) endTrack(ts *trackState) {
 }
 
 func (e *Export) readCatalog() error {
-	var latest *catalog.Catalog
-	for {
-		ev, ok := e.catCons.Next()
-		if !ok {
-			break
-		}
-		switch ev.Kind {
-		case model.EventFrame:
-			cat, err := e.catRead.Frame(ev.Group, ev.Keyframe, ev.Frame.Payload)
-			if err != nil {
-				e.log.Warn("catalog update ignored", "err", err)
-				continue
+	for !e.catEnded {
+		cat, err := e.cat.Poll()
+		switch {
+		case cat != nil:
+			if err := e.applyCatalog(cat); err != nil {
+				return err
 			}
-			latest = cat
-		case model.EventDiscontinuity:
-			e.catRead.Reset()
-		case model.EventEnd:
-			e.catEnded = true
-			if ev.Err != nil {
-				e.log.Warn("catalog track ended with an error", "err", ev.Err)
-			}
+			continue
+		case err == nil:
+			return nil
+		case !errors.Is(err, io.EOF):
+			e.log.Warn("catalog track ended with an error", "err", err)
 		}
+		e.catEnded = true
 	}
-	if latest == nil {
-		return nil
-	}
-	return e.applyCatalog(latest)
+	return nil
 }
 
 // applyCatalog adds the renditions that appeared and ends those that left.
@@ -502,8 +489,8 @@ func (e *Export) addRendition(r catalog.Rendition, counts map[mux.Kind]int) (*tr
 	}
 	ts := &trackState{track: t}
 	ts.consumer = src.Subscribe(e.opts.Latency)
-	ts.consumer.Token = len(e.byToken)
-	e.byToken = append(e.byToken, ts)
+	e.byCons[ts.consumer] = ts
+	e.all = append(e.all, ts)
 	e.byID[t.ID] = ts
 	e.tracks[r.Name] = ts
 	if err := e.jit.AddTrack(t.ID, t.Kind); err != nil {
@@ -650,7 +637,7 @@ func (e *Export) rotate() error {
 	e.segments++
 	e.closed = addStats(e.closed, e.m.Stats())
 	e.m = m
-	for _, ts := range e.byToken {
+	for _, ts := range e.all {
 		if ts.ended && !e.jit.Holds(ts.track.ID) {
 			continue
 		}
@@ -723,13 +710,13 @@ func (e *Export) finish() error {
 			break
 		}
 	}
-	for _, ts := range e.byToken {
+	for _, ts := range e.all {
 		if !ts.ended {
 			ts.consumer.Close()
 		}
 	}
-	if e.catCons != nil {
-		e.catCons.Close()
+	if e.cat != nil {
+		e.cat.Close()
 	}
 	if err := e.m.Close(); err != nil && werr == nil {
 		werr = fmt.Errorf("export: finalizing: %w", err)

@@ -34,7 +34,8 @@
 // Both run as server (--listen, PEM certificate) or client (--connect,
 // trusting a PEM CA), offering or accepting the ALPNs of --alpn
 // (moq-lite-05 by default; "moql" restricts @moq/net to IETF
-// moq-transport draft 14, see ietf_test.go), and print JSON lines on stdout: listening {port},
+// moq-transport draft 14, "moqt-15" ... "moqt-20" to those drafts, see
+// ietf_test.go), and print JSON lines on stdout: listening {port},
 // published, catalog {json}, subscribed, group {track, sequence, frame},
 // done, error {message} for the publisher; announced, catalog, track
 // {timescale}, frame {track, group, index, ts, wire, data}, track_end,

@@ -12,6 +12,12 @@ import (
 // know "moq-00").
 var ietfDrafts = []struct{ name, alpn, version string }{
 	{"Draft14", "moql", "moq-transport-14"},
+	{"Draft15", "moqt-15", "moq-transport-15"},
+	{"Draft16", "moqt-16", "moq-transport-16"},
+	{"Draft17", "moqt-17", "moq-transport-17"},
+	{"Draft18", "moqt-18", "moq-transport-18"},
+	{"Draft19", "moqt-19", "moq-transport-19"},
+	{"Draft20", "moqt-20", "moq-transport-20"},
 }
 
 // checkNegotiated fails unless the reference logged the session as version

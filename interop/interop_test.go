@@ -71,14 +71,14 @@ func waitAnnounced(ctx context.Context, t *testing.T, sess *subscribe.Session, p
 	}
 }
 
-// recordBroadcast reads the catalog of b with WatchCatalog, subscribes every
+// recordBroadcast reads the catalog of b with catalog.Watch, subscribes every
 // rendition it lists and records each track until it ends. Frames are
 // returned per track in the order the model delivered them.
 func recordBroadcast(ctx context.Context, t *testing.T, b *model.Broadcast) (*catalog.Catalog, map[string][]expectedFrame) {
 	t.Helper()
-	w, err := subscribe.WatchCatalog(b, subscribe.CatalogOptions{})
+	w, err := catalog.Watch(b, catalog.WatchOptions{})
 	if err != nil {
-		t.Fatalf("WatchCatalog: %v", err)
+		t.Fatalf("catalog.Watch: %v", err)
 	}
 	defer w.Close()
 	cat, err := w.Next(ctx)

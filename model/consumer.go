@@ -59,7 +59,6 @@ type Consumer struct {
 
 	// Readiness.
 	ready  *ReadySet
-	Token  int // free for the owner of the ready set
 	queued atomic.Bool
 
 	// Stats.

@@ -208,7 +208,7 @@ func (rb *remoteBroadcast) kindOf(name string) (string, error) {
 
 // followCatalog records the containers of the broadcast's renditions.
 func (rb *remoteBroadcast) followCatalog() {
-	w, err := WatchCatalog(rb.b, CatalogOptions{})
+	w, err := catalog.Watch(rb.b, catalog.WatchOptions{})
 	if err != nil {
 		rb.s.log.Warn("moq: catalog", "broadcast", rb.path, "err", err)
 		return

@@ -1,6 +1,7 @@
 // Package subscribe speaks moq-lite-05 (the moq-lite protocol of the
-// moq-dev/moq project) over raw QUIC and WebTransport, and moves what it
-// receives into package model (and what package model holds onto the wire).
+// moq-dev/moq project) over raw QUIC and WebTransport, and IETF
+// moq-transport drafts 14-20 over raw QUIC, and moves what it receives
+// into package model (and what package model holds onto the wire).
 //
 // It owns the session logic: transports and TLS, the Setup stream,
 // announcements, track info, subscriptions, group streams, the hang
@@ -94,10 +95,8 @@
 // the first group the peer does not serve (a reset: relays keep past groups
 // for a while only, and a peer may not serve FETCH at all).
 //
-// WatchCatalog follows a broadcast's catalog (catalog.json, catalog.json.z,
-// or the MSF "catalog" track for names ending in ".msf", converted to the
-// hang shape) and returns the newest snapshot each time Next is called.
-// ResolveBroadcast resolves a rendition's "broadcast" reference.
+// A broadcast's catalog is a track like any other: catalog.Watch follows
+// it. ResolveBroadcast resolves a rendition's "broadcast" reference.
 //
 // # Publishing
 //
@@ -127,18 +126,27 @@
 // first, as the reference does) and speaks whichever the server picks:
 // draft 14 under "moql" (the legacy CLIENT_SETUP version list, the only
 // way @moq/net 0.3.4 reaches draft 14) or "moq-00" (the reference relay,
-// Cloudflare's). Listen accepts both too. The wire codecs per draft live
-// in subscribe/internal/ietf; the session code is ietf*.go. Objects become
-// model groups and frames exactly as moq-lite groups do:
+// Cloudflare's), drafts 15 to 20 under "moqt-15" ... "moqt-20". Listen
+// accepts all of them. Drafts 14-16 multiplex their requests on one
+// control stream; drafts 17+ give every request its own stream, put SETUP
+// on a unidirectional stream and use leading-ones varints. The drafts in
+// between cost little beyond 14 and 20 (their differences are a few
+// fields each, all in the codec package), so all of 14-20 are spoken and
+// each is checked against @moq/net in both roles (package interop). The
+// wire codecs per draft live in subscribe/internal/ietf; the session code
+// is ietf*.go. Objects become model groups and frames exactly as
+// moq-lite groups do:
 //
 //   - SETUP carries the URL path and query (Path), host (Authority), the
 //     URL's jwt (Authorization Token) and MAX_REQUEST_ID; request ids are
 //     flow controlled both ways (MAX_REQUEST_ID, REQUESTS_BLOCKED).
 //   - Announced sends SUBSCRIBE_NAMESPACE for its prefix and reports the
 //     namespaces the peer publishes under it (PUBLISH_NAMESPACE, whether
-//     asked or not; PUBLISH_NAMESPACE_DONE ends a broadcast).
-//   - A track is a SUBSCRIBE (filter: the largest object; the publisher
-//     starts at a group boundary) answered by SUBSCRIBE_OK or an error
+//     asked or not, and from draft 16 the NAMESPACE entries on the
+//     request's stream; PUBLISH_NAMESPACE_DONE, NAMESPACE_DONE or the end
+//     of the PUBLISH_NAMESPACE stream ends a broadcast).
+//   - A track is a SUBSCRIBE (filter: the largest object, the current
+//     group from draft 20) answered by SUBSCRIBE_OK or an error
 //     (ErrRefused); each subgroup stream is a model group, each object a
 //     frame (timestamp from the hang container, or for catalog tracks
 //     from the Timestamp extension); End of Group and End of Track

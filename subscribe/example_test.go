@@ -7,6 +7,7 @@ import (
 	"log"
 	"time"
 
+	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe"
 )
@@ -29,7 +30,7 @@ func ExampleDial() {
 		log.Fatal(err)
 	}
 	b := s.Broadcast(a.Path)
-	w, err := subscribe.WatchCatalog(b, subscribe.CatalogOptions{})
+	w, err := catalog.Watch(b, catalog.WatchOptions{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func ExampleServeLoopback() {
 		log.Fatal(err)
 	}
 	defer client.Close()
-	w, err := subscribe.WatchCatalog(client.Broadcast("demo.hang"), subscribe.CatalogOptions{})
+	w, err := catalog.Watch(client.Broadcast("demo.hang"), catalog.WatchOptions{})
 	if err != nil {
 		log.Fatal(err)
 	}

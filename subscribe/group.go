@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe/internal/container"
@@ -53,8 +54,14 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 		str.CancelRead(CodeCancel)
 		return
 	}
-	// The group ends with its subscription: STOP_SENDING wakes the read.
-	stop := context.AfterFunc(sub.ctx, func() { str.CancelRead(CodeCancel) })
+	// The group ends with its subscription: STOP_SENDING wakes the read,
+	// and so does a deadline (a WebTransport stream whose session the peer
+	// closed waits in Read for our side to close, which CancelRead does not
+	// end, and Session.Close closes only after its readers returned).
+	stop := context.AfterFunc(sub.ctx, func() {
+		str.CancelRead(CodeCancel)
+		str.SetReadDeadline(time.Now())
+	})
 	defer stop()
 	fr := wire.FrameReader{R: r}
 	var cg *cmafGroup

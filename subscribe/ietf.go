@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"sync"
@@ -41,11 +42,62 @@ type ietfMsg struct {
 }
 
 // ietfRequest is one request we made: responses and follow-ups arrive on
-// msgs, a fetch's data stream on data.
+// msgs, a fetch's data stream on data. A request of drafts 17+ (and
+// SUBSCRIBE_NAMESPACE from draft 16) has its own bidi stream str, whose
+// end closes ended; the others ride the control stream.
 type ietfRequest struct {
+	ic   *ietfConn
 	id   uint64
 	msgs chan ietfMsg
 	data chan *ietfData
+
+	str    bidiStream
+	wmu    sync.Mutex
+	ended  chan struct{}
+	endErr error // valid once ended is closed
+}
+
+// send sends one message of the request: on its stream, or the control
+// stream.
+func (req *ietfRequest) send(typ uint64, m ietf.Message) error {
+	if req.str == nil {
+		return req.ic.writeControl(typ, m)
+	}
+	b := ietf.Append(nil, typ, m, req.ic.v)
+	req.wmu.Lock()
+	defer req.wmu.Unlock()
+	_, err := req.str.Write(b)
+	return err
+}
+
+// closeStream ends the request's own stream, which cancels the request
+// (drafts 17+: there is no UNSUBSCRIBE or FETCH_CANCEL).
+func (req *ietfRequest) closeStream() {
+	if req.str != nil {
+		req.str.Close()
+		req.str.CancelRead(CodeCancel)
+	}
+}
+
+// readStream feeds the messages of the request's stream into msgs until
+// it ends.
+func (req *ietfRequest) readStream() {
+	r := bufio.NewReader(req.str)
+	for {
+		typ, body, err := ietf.ReadMessage(r, req.ic.v)
+		if err != nil {
+			req.endErr = err
+			close(req.ended)
+			return
+		}
+		select {
+		case req.msgs <- ietfMsg{typ, body}:
+		case <-req.ic.Context().Done():
+			req.endErr = connCause(req.ic)
+			close(req.ended)
+			return
+		}
+	}
 }
 
 // ietfData is an incoming data stream handed to the request it belongs to.
@@ -62,10 +114,11 @@ type ietfConn struct {
 
 	// ctrl is the control stream (drafts 14-16); ctrlR reads it, or the
 	// peer's setup stream ctrlIn (drafts 17+, where only GOAWAY follows).
-	ctrl   bidiStream
-	ctrlIn recvStream
-	ctrlR  *bufio.Reader
-	wmu    sync.Mutex
+	ctrl     bidiStream
+	ctrlIn   recvStream
+	ctrlR    *bufio.Reader
+	setupOut sendStream // our setup stream (drafts 17+), kept open
+	wmu      sync.Mutex
 
 	mu       sync.Mutex
 	nextID   uint64
@@ -133,7 +186,8 @@ func (ic *ietfConn) clientHandshake(ctx context.Context, p ietfSetupParams) erro
 	defer cancel()
 	params := ic.setupParams(p)
 	if !ic.v.ControlStream() {
-		return ic.setupStreams(ctx, params)
+		_, err := ic.setupStreams(ctx, params)
+		return err
 	}
 	str, err := ic.OpenBidi(ctx)
 	if err != nil {
@@ -175,39 +229,42 @@ func (ic *ietfConn) peerLimits(p ietf.Params) {
 }
 
 // setupStreams exchanges the drafts 17+ SETUP: each side opens a uni
-// stream of type 0x2F00 with its SETUP; ours stays open (it would carry
-// our GOAWAY), theirs is read for its GOAWAY by the control loop.
-func (ic *ietfConn) setupStreams(ctx context.Context, params ietf.Params) error {
+// stream of type 0x2F00 with its SETUP and keeps it open (it carries a
+// later GOAWAY; @moq/net ends the session when it ends); the peer's is
+// read for its GOAWAY by the control loop. It returns the peer's
+// parameters.
+func (ic *ietfConn) setupStreams(ctx context.Context, params ietf.Params) (ietf.Params, error) {
 	out, err := ic.OpenUni(ctx)
 	if err != nil {
-		return fmt.Errorf("moq: open setup stream: %w", err)
+		return nil, fmt.Errorf("moq: open setup stream: %w", err)
 	}
 	if _, err := out.Write(ietf.AppendSetupStream(nil, &ietf.Setup{Params: params}, ic.v)); err != nil {
-		return fmt.Errorf("moq: send SETUP: %w", err)
+		return nil, fmt.Errorf("moq: send SETUP: %w", err)
 	}
+	ic.setupOut = out
 	in, err := ic.AcceptUni(ctx)
 	if err != nil {
-		return fmt.Errorf("moq: no SETUP stream from the peer: %w", err)
+		return nil, fmt.Errorf("moq: no SETUP stream from the peer: %w", err)
 	}
 	r := bufio.NewReader(in)
 	stop := context.AfterFunc(ctx, func() { in.SetReadDeadline(time.Now()) })
 	defer stop()
 	typ, body, err := ietf.ReadMessage(r, ic.v)
 	if err != nil {
-		return fmt.Errorf("moq: read SETUP: %w", protocolErr(err))
+		return nil, fmt.Errorf("moq: read SETUP: %w", protocolErr(err))
 	}
 	if typ != ietf.TypeSetupStream {
 		in.CancelRead(ietfProtocolViolation)
-		return fmt.Errorf("%w: stream %#x instead of SETUP", ErrProtocol, typ)
+		return nil, fmt.Errorf("%w: stream %#x instead of SETUP", ErrProtocol, typ)
 	}
 	var m ietf.Setup
 	if err := ietf.Decode(body, &m, ic.v); err != nil {
-		return fmt.Errorf("moq: SETUP: %w", protocolErr(err))
+		return nil, fmt.Errorf("moq: SETUP: %w", protocolErr(err))
 	}
 	in.SetReadDeadline(time.Time{})
 	ic.ctrlR = r
 	ic.ctrlIn = in
-	return nil
+	return m.Params, nil
 }
 
 // serverHandshake runs the server side of SETUP. For drafts 14-16 it
@@ -218,12 +275,11 @@ func (ic *ietfConn) serverHandshake(ctx context.Context) (path string, err error
 	defer cancel()
 	var peer ietf.Params
 	if !ic.v.ControlStream() {
-		var params ietf.Params
-		params.SetBytes(ietf.SetupImplementation, []byte(ietfImplementation))
-		if err := ic.setupStreams(ctx, params); err != nil {
+		if peer, err = ic.setupStreams(ctx, ic.setupParams(ietfSetupParams{})); err != nil {
 			return "", err
 		}
-		return "", nil
+		p, _ := peer.Bytes(ietf.SetupPath)
+		return string(p), nil
 	}
 	str, err := ic.AcceptBidi(ctx)
 	if err != nil {
@@ -271,6 +327,9 @@ func containsVersion(vs []ietf.Version, v ietf.Version) bool {
 
 // writeControl sends one message on the control stream (drafts 14-16).
 func (ic *ietfConn) writeControl(typ uint64, m ietf.Message) error {
+	if ic.ctrl == nil {
+		return fmt.Errorf("%w: no control stream in %v", ErrProtocol, ic.v)
+	}
 	b := ietf.Append(nil, typ, m, ic.v)
 	ic.wmu.Lock()
 	defer ic.wmu.Unlock()
@@ -291,8 +350,26 @@ func (ic *ietfConn) raiseMax(maxID uint64) {
 
 // newRequest allocates a request id (waiting for MAX_REQUEST_ID when the
 // peer's limit is reached, after telling it with REQUESTS_BLOCKED) and
-// registers the request for its responses.
-func (ic *ietfConn) newRequest(ctx context.Context) (*ietfRequest, error) {
+// registers the request for its responses. ownStream asks for a stream of
+// its own even on the control-stream drafts (SUBSCRIBE_NAMESPACE in 16).
+func (ic *ietfConn) newRequest(ctx context.Context, ownStream bool) (*ietfRequest, error) {
+	req, err := ic.allocRequest(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if ownStream || !ic.v.ControlStream() {
+		str, err := ic.OpenBidi(ctx)
+		if err != nil {
+			ic.endRequest(req)
+			return nil, fmt.Errorf("open request stream: %w", err)
+		}
+		req.str, req.ended = str, make(chan struct{})
+		go req.readStream()
+	}
+	return req, nil
+}
+
+func (ic *ietfConn) allocRequest(ctx context.Context) (*ietfRequest, error) {
 	blocked := false
 	for {
 		ic.mu.Lock()
@@ -302,7 +379,7 @@ func (ic *ietfConn) newRequest(ctx context.Context) (*ietfRequest, error) {
 			return nil, errGoingAway
 		}
 		if ic.nextID < ic.peerMax {
-			req := &ietfRequest{id: ic.nextID, msgs: make(chan ietfMsg, 16), data: make(chan *ietfData, 1)}
+			req := &ietfRequest{ic: ic, id: ic.nextID, msgs: make(chan ietfMsg, 16), data: make(chan *ietfData, 1)}
 			ic.nextID += 2
 			ic.reqs[req.id] = req
 			ic.mu.Unlock()
@@ -325,8 +402,9 @@ func (ic *ietfConn) newRequest(ctx context.Context) (*ietfRequest, error) {
 	}
 }
 
-// endRequest forgets req.
+// endRequest forgets req (and ends its stream).
 func (ic *ietfConn) endRequest(req *ietfRequest) {
+	req.closeStream()
 	ic.mu.Lock()
 	if ic.reqs[req.id] == req {
 		delete(ic.reqs, req.id)
@@ -379,6 +457,17 @@ func (ic *ietfConn) readRequest(ctx context.Context, req *ietfRequest, timeout t
 	select {
 	case m := <-req.msgs:
 		return m, nil
+	case <-req.ended:
+		// Messages read before the end come first.
+		select {
+		case m := <-req.msgs:
+			return m, nil
+		default:
+		}
+		if req.endErr == io.EOF {
+			return ietfMsg{}, errRequestEnded
+		}
+		return ietfMsg{}, req.endErr
 	case <-tc:
 		return ietfMsg{}, errRequestTimeout
 	case <-ctx.Done():
@@ -388,7 +477,10 @@ func (ic *ietfConn) readRequest(ctx context.Context, req *ietfRequest, timeout t
 	}
 }
 
-var errRequestTimeout = errors.New("no answer within the request timeout")
+var (
+	errRequestTimeout = errors.New("no answer within the request timeout")
+	errRequestEnded   = errors.New("request stream ended")
+)
 
 // errGoingAway is what a request meets after GOAWAY: like a lost
 // connection, it waits for the next one.
@@ -415,12 +507,7 @@ func (s *Session) serveIETF(ic *ietfConn) {
 		serveStreams(ctx, ic.AcceptUni, func(str recvStream) { s.handleIETFUni(ic, str) })
 	})
 	wg.Go(func() {
-		// Drafts 14-16 carry requests on the control stream; a peer's
-		// request streams (drafts 17+) are not served yet.
-		serveStreams(ctx, ic.AcceptBidi, func(str bidiStream) {
-			s.log.Debug("moq: refusing a request stream")
-			resetStream(str, ietfInternal)
-		})
+		serveStreams(ctx, ic.AcceptBidi, func(str bidiStream) { s.handleIETFBidi(ic, str) })
 	})
 	select {
 	case <-ctx.Done():
@@ -446,6 +533,9 @@ func (s *Session) ietfControlLoop(ic *ietfConn) error {
 // ietfControl handles one control message.
 func (s *Session) ietfControl(ic *ietfConn, typ uint64, body []byte) error {
 	v := ic.v
+	if !v.ControlStream() && typ != ietf.TypeGoAway {
+		return fmt.Errorf("%w: message %#x on the setup stream", ErrProtocol, typ)
+	}
 	decode := func(m ietf.Message) error {
 		if err := ietf.Decode(body, m, v); err != nil {
 			return fmt.Errorf("message %#x: %w", typ, protocolErr(err))
@@ -471,7 +561,9 @@ func (s *Session) ietfControl(ic *ietfConn, typ uint64, body []byte) error {
 			ic.route(id, ietfMsg{typ, body})
 			break
 		}
-		return fmt.Errorf("%w: NAMESPACE on the control stream", ErrProtocol)
+		// Draft 15's NAMESPACE entries (no request id): its peers
+		// advertise with PUBLISH_NAMESPACE, which is what is followed.
+		s.log.Debug("moq: NAMESPACE entry on the control stream ignored")
 	case ietf.TypePublishNamespace:
 		var m ietf.PublishNamespace
 		if err := decode(&m); err != nil {
@@ -549,6 +641,49 @@ func (s *Session) ietfGoAway(ic *ietfConn, m ietf.GoAway) {
 		case <-ic.Context().Done():
 		}
 	}()
+}
+
+// handleIETFBidi serves a request stream the peer opened (drafts 17+;
+// SUBSCRIBE_NAMESPACE from draft 16): PUBLISH_NAMESPACE is accepted and
+// lasts as long as its stream, requests to publish are refused.
+func (s *Session) handleIETFBidi(ic *ietfConn, str bidiStream) {
+	r := bufio.NewReader(str)
+	typ, body, err := ietf.ReadMessage(r, ic.v)
+	if err != nil {
+		resetStream(str, CodeCancel)
+		return
+	}
+	reply := func(typ uint64, m ietf.Message) error {
+		_, err := str.Write(ietf.Append(nil, typ, m, ic.v))
+		return err
+	}
+	id, err := ietf.RequestIDOf(body, ic.v)
+	if err != nil {
+		resetStream(str, ietfProtocolViolation)
+		return
+	}
+	if typ != ietf.TypePublishNamespace {
+		s.log.Debug("moq: refusing a request", "type", typ)
+		_ = reply(ietf.TypeRequestError, &ietf.RequestError{RequestID: id, Code: 0x3, Reason: "not supported"})
+		str.Close()
+		str.CancelRead(CodeCancel)
+		return
+	}
+	var m ietf.PublishNamespace
+	if err := ietf.Decode(body, &m, ic.v); err != nil {
+		s.log.Warn("moq: PUBLISH_NAMESPACE", "err", err)
+		resetStream(str, ietfProtocolViolation)
+		return
+	}
+	if err := reply(ietf.TypeRequestOK, &ietf.RequestOK{RequestID: id}); err != nil {
+		return
+	}
+	ic.peerPublished(m.Namespace, id)
+	// The namespace is withdrawn when its stream ends (or with
+	// PUBLISH_NAMESPACE_DONE in draft 16).
+	_, _ = io.Copy(io.Discard, r)
+	ic.peerUnpublished(m.Namespace, id, true)
+	str.Close()
 }
 
 // peerPublished records a namespace the peer published.

@@ -15,8 +15,10 @@ import (
 // CLIENT_SETUP lists versions, the way @moq/net 0.3.4 reaches draft 14)
 // and under its own "moq-00" (the reference relay and Cloudflare's).
 var (
-	ietfVersions = []ietf.Version{ietf.Draft14}
-	ietfALPNs    = []string{ietf.ALPNLegacy, ietf.ALPNDraft14}
+	ietfVersions = []ietf.Version{ietf.Draft20, ietf.Draft19, ietf.Draft18, ietf.Draft17,
+		ietf.Draft16, ietf.Draft15, ietf.Draft14}
+	ietfALPNs = []string{ietf.ALPNLegacy, "moqt-20", "moqt-19", "moqt-18", "moqt-17",
+		"moqt-16", "moqt-15", ietf.ALPNDraft14}
 )
 
 // ietfVersionOfALPN returns the draft a negotiated ALPN selects.

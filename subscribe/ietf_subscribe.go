@@ -34,7 +34,7 @@ const ietfAliasWait = 2 * time.Second
 // ended), an error otherwise.
 func (rt *remoteTrack) subscribeIETF(ctx context.Context, ic *ietfConn) error {
 	s := rt.rb.s
-	req, err := ic.newRequest(ctx)
+	req, err := ic.newRequest(ctx, false)
 	if err != nil {
 		return err
 	}
@@ -48,13 +48,16 @@ func (rt *remoteTrack) subscribeIETF(ctx context.Context, ic *ietfConn) error {
 		RequestID: req.id, Namespace: rt.rb.path, Track: rt.name, Priority: priorityOf(rt.name),
 		GroupOrder: ietf.GroupOrderDescending, Forward: true, Filter: filter,
 	}
-	if err := ic.writeControl(ietf.TypeSubscribe, &m); err != nil {
+	if err := req.send(ietf.TypeSubscribe, &m); err != nil {
 		return fmt.Errorf("send SUBSCRIBE: %w", err)
 	}
 	resp, err := ic.readRequest(ctx, req, s.opts.RequestTimeout)
 	if err != nil {
-		if errors.Is(err, errRequestTimeout) {
-			ic.unsubscribe(req.id)
+		if errors.Is(err, errRequestTimeout) || errors.Is(err, errRequestEnded) {
+			req.cancel(ietf.TypeUnsubscribe)
+			return fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", ErrRefused, rt.rb.path, rt.name, err)
+		}
+		if _, reset := errors.AsType[*ResetError](err); reset && !connGone(ic, err) {
 			return fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", ErrRefused, rt.rb.path, rt.name, err)
 		}
 		return err
@@ -90,7 +93,7 @@ func (rt *remoteTrack) subscribeIETF(ctx context.Context, ic *ietfConn) error {
 	defer sub.forget()
 	defer sub.cancel(nil)
 	if err := ic.addAlias(ok.TrackAlias, sub); err != nil {
-		ic.unsubscribe(req.id)
+		req.cancel(ietf.TypeUnsubscribe)
 		return err
 	}
 	defer rt.attach(ic, timescale, resumed)()
@@ -98,9 +101,15 @@ func (rt *remoteTrack) subscribeIETF(ctx context.Context, ic *ietfConn) error {
 	for {
 		resp, err := ic.readRequest(ctx, req, 0)
 		if err != nil {
-			if ctx.Err() != nil {
-				ic.unsubscribe(req.id)
+			switch {
+			case ctx.Err() != nil:
+				req.cancel(ietf.TypeUnsubscribe)
 				return context.Cause(ctx)
+			case errors.Is(err, errRequestEnded) && !connGone(ic, err):
+				// The publisher closed the request stream without
+				// PUBLISH_DONE: the subscription is over all the same.
+				sub.drain(ctx, 0, 0, false)
+				return nil
 			}
 			return connLoss(ic, err)
 		}
@@ -127,11 +136,15 @@ func (rt *remoteTrack) subscribeIETF(ctx context.Context, ic *ietfConn) error {
 	}
 }
 
-// unsubscribe sends UNSUBSCRIBE (drafts 14-16).
-func (ic *ietfConn) unsubscribe(id uint64) {
-	if ic.v.ControlStream() {
-		_ = ic.writeControl(ietf.TypeUnsubscribe, &ietf.RequestID{ID: id})
+// cancel withdraws req: with message typ (UNSUBSCRIBE, FETCH_CANCEL,
+// UNSUBSCRIBE_NAMESPACE) on the control stream, by closing the request's
+// own stream otherwise.
+func (req *ietfRequest) cancel(typ uint64) {
+	if req.str != nil {
+		req.closeStream()
+		return
 	}
+	_ = req.ic.writeControl(typ, &ietf.RequestID{ID: req.id})
 }
 
 // addAlias routes subgroup streams of alias to sub.
@@ -339,7 +352,7 @@ func decodeIETFObject(kind string, obj ietf.Object, timescale uint64, v ietf.Ver
 // frames (at least one). A refusal, or a group without frames, is
 // errNoFetch.
 func (rt *remoteTrack) fetchIETF(ctx context.Context, ic *ietfConn, timescale, seq uint64) ([]model.Frame, error) {
-	req, err := ic.newRequest(ctx)
+	req, err := ic.newRequest(ctx, false)
 	if err != nil {
 		return nil, err
 	}
@@ -350,15 +363,11 @@ func (rt *remoteTrack) fetchIETF(ctx context.Context, ic *ietfConn, timescale, s
 		// End object 0: the whole end group.
 		Start: ietf.Location{Group: seq}, End: ietf.Location{Group: seq},
 	}
-	if err := ic.writeControl(ietf.TypeFetch, &m); err != nil {
+	if err := req.send(ietf.TypeFetch, &m); err != nil {
 		return nil, fmt.Errorf("send FETCH: %w", err)
 	}
 	what := fmt.Sprintf("FETCH %q/%q group %d", rt.rb.path, rt.name, seq)
-	cancel := func() {
-		if ic.v.ControlStream() {
-			_ = ic.writeControl(ietf.TypeFetchCancel, &ietf.RequestID{ID: req.id})
-		}
-	}
+	cancel := func() { req.cancel(ietf.TypeFetchCancel) }
 	// FETCH_OK and the data stream race each other.
 	t := time.NewTimer(rt.rb.s.opts.RequestTimeout)
 	defer t.Stop()
@@ -375,6 +384,8 @@ func (rt *remoteTrack) fetchIETF(ctx context.Context, ic *ietfConn, timescale, s
 				return nil, fmt.Errorf("%w: %s: %w", errNoFetch, what, &re)
 			}
 		case data = <-req.data:
+		case <-req.ended:
+			return nil, fmt.Errorf("%w: %s: %w", errNoFetch, what, errRequestEnded)
 		case <-t.C:
 			cancel()
 			return nil, fmt.Errorf("%w: %s: %w", errNoFetch, what, errRequestTimeout)
@@ -427,20 +438,23 @@ func (rt *remoteTrack) fetchIETF(ctx context.Context, ic *ietfConn, timescale, s
 // it, or unsolicited PUBLISH_NAMESPACE) as announcements. It returns when
 // the feed is closed or the connection is gone.
 func (a *Announcements) followIETF(ic *ietfConn) error {
-	req, err := ic.newRequest(a.ctx)
+	// Drafts 16+ answer on a stream of the request's own, with NAMESPACE
+	// and NAMESPACE_DONE entries.
+	req, err := ic.newRequest(a.ctx, ic.v >= ietf.Draft16)
 	if err != nil {
 		return err
 	}
 	defer ic.endRequest(req)
 	m := ietf.SubscribeNamespace{RequestID: req.id, Prefix: a.prefix, Options: 1}
-	if err := ic.writeControl(ietf.SubscribeNamespaceType(ic.v), &m); err != nil {
+	if err := req.send(ietf.SubscribeNamespaceType(ic.v), &m); err != nil {
 		return err
 	}
 	defer func() {
-		if ic.v <= ietf.Draft15 && ic.Context().Err() == nil {
-			_ = ic.writeControl(ietf.TypeUnsubscribeNamespace, &ietf.RequestID{ID: req.id})
+		if ic.Context().Err() == nil && req.str == nil {
+			req.cancel(ietf.TypeUnsubscribeNamespace)
 		}
 	}()
+	entries := map[string]bool{} // NAMESPACE entries of this request
 	first := true
 	for {
 		ic.mu.Lock()
@@ -449,6 +463,9 @@ func (a *Announcements) followIETF(ic *ietfConn) error {
 			if _, ok := stripPrefix(p, a.prefix); ok {
 				snapshot[p] = true
 			}
+		}
+		for p := range entries {
+			snapshot[p] = true
 		}
 		ch := ic.nsCh
 		ic.mu.Unlock()
@@ -484,7 +501,25 @@ func (a *Announcements) followIETF(ic *ietfConn) error {
 				var re ietf.RequestError
 				_ = ietf.Decode(resp.body, &re, ic.v)
 				ic.log.Debug("moq: SUBSCRIBE_NAMESPACE refused; following unsolicited namespaces only", "prefix", a.prefix, "err", &re)
+			case ietf.TypeNamespace, ietf.TypeNamespaceDone:
+				if req.str == nil {
+					break // draft 14's PUBLISH_NAMESPACE_ERROR shares 0x08
+				}
+				var e ietf.Namespace
+				if err := ietf.Decode(resp.body, &e, ic.v); err != nil {
+					return fmt.Errorf("NAMESPACE: %w", protocolErr(err))
+				}
+				p := joinPath(a.prefix, e.Suffix)
+				if resp.typ == ietf.TypeNamespace {
+					entries[p] = true
+				} else {
+					delete(entries, p)
+				}
 			}
+		case <-req.ended:
+			// The namespace subscription ended; unsolicited namespaces
+			// still count.
+			req.ended = nil
 		case <-a.ctx.Done():
 			return nil
 		case <-ic.Context().Done():

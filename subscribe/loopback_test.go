@@ -42,7 +42,7 @@ func TestLoopbackDeliversEveryFrameUnchanged(t *testing.T) {
 			defer ann.Close()
 
 			b := client.Broadcast("demo.hang")
-			w, err := WatchCatalog(b, CatalogOptions{})
+			w, err := catalog.Watch(b, catalog.WatchOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,18 +4,17 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"io"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe/internal/container"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
@@ -178,116 +177,6 @@ func TestDecodeFrameByContainer(t *testing.T) {
 	}
 }
 
-// catalogTrack builds a broadcast whose catalog track holds the given
-// groups of frames.
-func catalogBroadcast(t *testing.T, name, track string, groups ...[][]byte) *model.Broadcast {
-	b := model.NewBroadcast(name)
-	tr := b.CreateTrack(track)
-	for _, frames := range groups {
-		g, err := tr.AppendGroup()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range frames {
-			g.WriteFrame(model.Frame{Payload: f})
-		}
-		g.Close(nil)
-	}
-	tr.Close(nil)
-	return b
-}
-
-func TestCatalogWatcherYieldsNewestSnapshotWithPatches(t *testing.T) {
-	v1 := []byte(`{"audio":{"renditions":{"a":{"codec":"opus","sampleRate":48000,"numberOfChannels":2}}}}`)
-	v2 := []byte(`{"video":{"renditions":{"v":{"codec":"avc1.64001f","container":{"kind":"legacy"}}}}}`)
-	patch := []byte(`{"video":{"renditions":{"v2":{"codec":"vp8","container":{"kind":"loc"}}}}}`)
-	b := catalogBroadcast(t, "x.hang", catalog.TrackName, [][]byte{v1}, [][]byte{v2, patch})
-	w, err := WatchCatalog(b, CatalogOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, err := w.Next(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(c.Audio.Renditions) != 0 || len(c.Video.Renditions) != 2 || c.Video.Renditions["v2"].ContainerKind() != "loc" {
-		t.Fatalf("newest snapshot: %+v", c)
-	}
-	if _, err := w.Next(ctx); err != io.EOF {
-		t.Fatalf("after the end: %v", err)
-	}
-}
-
-func TestCatalogWatcherInflatesCompressedCatalog(t *testing.T) {
-	var d catalog.Deflater
-	z, err := d.Frame([]byte(`{"audio":{"renditions":{"a":{"codec":"opus","sampleRate":48000,"numberOfChannels":1}}}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := catalogBroadcast(t, "x", catalog.CompressedTrackName, [][]byte{z})
-	w, err := WatchCatalog(b, CatalogOptions{Track: catalog.CompressedTrackName})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	c, err := w.Next(context.Background())
-	if err != nil || c.Audio.Renditions["a"].NumberOfChannels != 1 {
-		t.Fatalf("%+v %v", c, err)
-	}
-}
-
-func TestCatalogWatcherConvertsMSFForMSFNames(t *testing.T) {
-	desc := []byte{1, 2, 3}
-	msf := `{"version":"draft-01","tracks":[
-		{"name":"v","packaging":"legacy","role":"video","codec":"avc1.640028","width":1280,"height":720,"initRef":"init0"},
-		{"name":"a","packaging":"loc","role":"audio","codec":"opus","samplerate":48000,"channelConfig":"2"},
-		{"name":"s","packaging":"legacy","role":"subtitle","codec":"wvtt"}],
-		"initDataList":[{"id":"init0","type":"inline","data":"` + base64.StdEncoding.EncodeToString(desc) + `"}]}`
-	b := catalogBroadcast(t, "live.msf", catalog.MSFTrackName, [][]byte{[]byte(msf)})
-	w, err := WatchCatalog(b, CatalogOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	c, err := w.Next(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := c.Video.Renditions["v"]
-	if string(v.Description) != string(desc) || *v.CodedWidth != 1280 || c.Audio.Renditions["a"].ContainerKind() != "loc" || len(c.Renditions()) != 2 {
-		t.Fatalf("%+v", c)
-	}
-}
-
-func TestCatalogWatcherSkipsMalformedSnapshot(t *testing.T) {
-	good := []byte(`{"video":{"renditions":{"v":{"codec":"vp8"}}}}`)
-	b := catalogBroadcast(t, "x", catalog.TrackName, [][]byte{good}, [][]byte{[]byte(`{not json`)})
-	w, err := WatchCatalog(b, CatalogOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	c, err := w.Next(context.Background())
-	if err != nil || len(c.Video.Renditions) != 1 {
-		t.Fatalf("%+v %v", c, err)
-	}
-}
-
-func FuzzCatalogFrame(f *testing.F) {
-	f.Add([]byte(`{"video":{"renditions":{"v":{"codec":"vp8"}}}}`), []byte(`{"video":null}`))
-	f.Add([]byte(`{"tracks":[{"name":"a","packaging":"cmaf","role":"video"}]}`), []byte(`[]`))
-	f.Fuzz(func(t *testing.T, snap, patch []byte) {
-		for _, name := range []string{catalog.TrackName, catalog.MSFTrackName, catalog.CompressedTrackName} {
-			w := &CatalogWatcher{track: name, reader: catalog.NewReader(name)}
-			_ = w.frame(model.Event{Kind: model.EventFrame, Keyframe: true, Frame: model.Frame{Payload: snap}})
-			_ = w.frame(model.Event{Kind: model.EventFrame, Frame: model.Frame{Payload: patch}})
-		}
-	})
-}
-
 // TestSessionEndingFromTwoPlacesAtOnceDoesNotPanic: Close and the
 // connection loop may end a session at the same moment.
 func TestSessionEndingFromTwoPlacesAtOnceDoesNotPanic(t *testing.T) {
@@ -424,5 +313,59 @@ func TestLivenessDefaultsAndKeepAliveBelowHalfTheIdleTimeout(t *testing.T) {
 		if qc.KeepAlivePeriod != tc.wantKeepAlive || qc.MaxIdleTimeout != tc.wantIdle {
 			t.Errorf("quicConfig(%v, %v): keep-alive %v, idle %v", tc.keepAlive, tc.idle, qc.KeepAlivePeriod, qc.MaxIdleTimeout)
 		}
+	}
+}
+
+// sessionGoneRecv is a group stream whose Read, after its header, blocks
+// like a WebTransport stream the peer's session closed under: CancelRead
+// does not wake it, only a read deadline does.
+type sessionGoneRecv struct {
+	header   []byte
+	deadline chan struct{}
+	once     sync.Once
+}
+
+func (r *sessionGoneRecv) Read(p []byte) (int, error) {
+	if len(r.header) > 0 {
+		n := copy(p, r.header)
+		r.header = r.header[n:]
+		return n, nil
+	}
+	<-r.deadline
+	return 0, os.ErrDeadlineExceeded
+}
+func (r *sessionGoneRecv) CancelRead(uint64) {}
+func (r *sessionGoneRecv) SetReadDeadline(time.Time) error {
+	r.once.Do(func() { close(r.deadline) })
+	return nil
+}
+
+// TestGroupReadEndsWithItsSubscriptionEvenWhenCancelReadDoesNotWakeIt: a
+// WebTransport stream whose session the peer closed waits in Read for our
+// side of the session to close, which Session.Close does only after its
+// group readers returned; ending the subscription must still end the read.
+func TestGroupReadEndsWithItsSubscriptionEvenWhenCancelReadDoesNotWakeIt(t *testing.T) {
+	s := newSession(Options{Logger: testLogger(t)}, "")
+	defer s.cancel()
+	rb := &remoteBroadcast{s: s, path: "b", b: model.NewBroadcast("b")}
+	rt := &remoteTrack{rb: rb, name: "v", track: model.NewTrack("v"), kind: container.Legacy}
+	sub := &subscription{id: 4, rt: rt, timescale: 1000, seen: map[uint64]bool{}, arrived: make(chan struct{}, 1), started: make(chan struct{})}
+	sub.ctx, sub.cancel = context.WithCancelCause(context.Background())
+	sub.markStarted()
+	s.subs[sub.id] = sub
+	h := wire.Group{SubscribeID: sub.id, Sequence: 0}
+	str := &sessionGoneRecv{header: h.Append(nil), deadline: make(chan struct{})}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.readGroup(context.Background(), &lateContextConn{ctx: context.Background()}, str, bufio.NewReader(str))
+	}()
+	// Before or after the reader reaches the frames: either way the read
+	// must end.
+	sub.cancel(errors.New("subscription over"))
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the group read outlived its subscription")
 	}
 }

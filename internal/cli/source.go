@@ -8,7 +8,6 @@ import (
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/model"
-	"github.com/moq-export/moq-export/subscribe"
 )
 
 // Source is where broadcasts come from: a relay or publisher session, a
@@ -116,7 +115,7 @@ func (f *localFeed) Close() {}
 // firstCatalog waits for the first catalog snapshot of b (catalog.json, or
 // the MSF catalog for .msf names) and returns it.
 func firstCatalog(ctx context.Context, b *model.Broadcast) (*catalog.Catalog, error) {
-	w, err := subscribe.WatchCatalog(b, subscribe.CatalogOptions{})
+	w, err := catalog.Watch(b, catalog.WatchOptions{})
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,132 @@
+package catalog
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/moq-export/moq-export/model"
+)
+
+// WatchOptions configure Watch.
+type WatchOptions struct {
+	// Track forces the catalog track name (TrackName, CompressedTrackName
+	// or MSFTrackName); "" means TrackFor the broadcast's name.
+	Track string
+	// Ready, when set, is the ready set woken when the catalog track
+	// receives something: a reader that polls many tracks (the export
+	// engine) passes its own and calls Poll when woken. Nil gives the
+	// watcher its own, which Next waits on.
+	Ready *model.ReadySet
+	// Logger receives the snapshots skipped as malformed. Nil discards.
+	Logger *slog.Logger
+}
+
+// Watcher follows the catalog of one broadcast. It is used by one
+// goroutine.
+type Watcher struct {
+	cons   *model.Consumer
+	ready  *model.ReadySet
+	log    *slog.Logger
+	reader *Reader
+
+	latest  *Catalog
+	fresh   bool
+	lastErr error
+	ended   error
+}
+
+// Watch subscribes the catalog track of b and returns a watcher. It works
+// with any model broadcast: one of a remote peer (package subscribe), or a
+// local one.
+func Watch(b *model.Broadcast, opts WatchOptions) (*Watcher, error) {
+	name := opts.Track
+	if name == "" {
+		name = TrackFor(b.Name())
+	}
+	t, err := b.Track(name)
+	if err != nil {
+		return nil, fmt.Errorf("catalog of %q: %w", b.Name(), err)
+	}
+	w := &Watcher{cons: t.Subscribe(0), ready: opts.Ready, log: opts.Logger, reader: NewReader(name)}
+	if w.ready == nil {
+		w.ready = model.NewReadySet()
+	}
+	if w.log == nil {
+		w.log = slog.New(slog.DiscardHandler)
+	}
+	w.cons.Watch(w.ready)
+	return w, nil
+}
+
+// Poll returns, without waiting, the newest snapshot not returned yet, or
+// nil when there is none. Snapshots overtaken by newer ones are never
+// returned; a malformed one is skipped. Once the catalog track ended and
+// its last snapshot was returned, Poll returns the track's error, or
+// io.EOF for a clean end (wrapping the last malformed snapshot's error
+// when no valid one came).
+func (w *Watcher) Poll() (*Catalog, error) {
+	w.drain()
+	if w.fresh {
+		w.fresh = false
+		return w.latest, nil
+	}
+	return nil, w.ended
+}
+
+// Next is Poll that waits, until ctx ends, for a snapshot or the end. It
+// needs the watcher's own ready set (WatchOptions.Ready nil).
+func (w *Watcher) Next(ctx context.Context) (*Catalog, error) {
+	for {
+		if c, err := w.Poll(); c != nil || err != nil {
+			return c, err
+		}
+		select {
+		case <-w.ready.Wakeup():
+			w.ready.Take(nil)
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
+}
+
+// Close stops watching.
+func (w *Watcher) Close() { w.cons.Close() }
+
+// drain reads every available event and keeps the newest snapshot.
+func (w *Watcher) drain() {
+	for w.ended == nil {
+		ev, ok := w.cons.Next()
+		if !ok {
+			return
+		}
+		switch ev.Kind {
+		case model.EventEnd:
+			w.ended = ev.Err
+			if w.ended == nil {
+				w.ended = io.EOF
+			}
+			if w.lastErr != nil && !w.fresh && w.latest == nil {
+				w.ended = fmt.Errorf("catalog: %w (track ended: %w)", w.lastErr, w.ended)
+			}
+		case model.EventDiscontinuity:
+			w.reader.Reset()
+		case model.EventFrame:
+			if err := w.frame(ev); err != nil {
+				w.lastErr = err
+				w.log.Warn("catalog update ignored", "err", err)
+			}
+		}
+	}
+}
+
+// frame applies one catalog frame.
+func (w *Watcher) frame(ev model.Event) error {
+	c, err := w.reader.Frame(ev.Group, ev.Keyframe, ev.Frame.Payload)
+	if err != nil {
+		return err
+	}
+	w.latest, w.fresh = c, true
+	return nil
+}
