@@ -85,6 +85,7 @@ type Stats struct {
 type trackState struct {
 	track    mux.Track
 	consumer *model.Consumer
+	acct     accounting
 	skipped  uint64 // consumer.Skipped() already counted
 	ended    bool
 	removed  bool // left the catalog: remove from the muxer once drained
@@ -142,10 +143,11 @@ type Export struct {
 	timeUp      bool // stopped by MaxDuration: what is buffered is past the end
 	muxerClosed bool
 
-	statsMu sync.Mutex
-	stats   Stats
-	closed  mux.Stats // of the muxers of finished segments
-	media   atomic.Int64
+	statsMu    sync.Mutex
+	trackStats []TrackStats // published by syncStats, under statsMu
+	stats      Stats
+	closed     mux.Stats // of the muxers of finished segments
+	media      atomic.Int64
 }
 
 // New returns an export of bc into m. Nothing happens until Run or Poll.
@@ -315,6 +317,7 @@ func (e *Export) syncStats() {
 	e.stats.Late, e.stats.Dropped = js.Late, js.Dropped+ms.Dropped
 	e.stats.Segments = e.segments
 	e.stats.Tracks, e.stats.Skipped = e.live, int64(e.skipped)
+	e.syncTrackStats()
 	e.statsMu.Unlock()
 }
 
@@ -334,11 +337,12 @@ func (e *Export) readTrack(ts *trackState) error {
 			if ts.removed {
 				continue
 			}
-			err := e.jit.Push(mux.Frame{TrackID: ts.track.ID, Timestamp: ev.Frame.Timestamp, Keyframe: ev.Keyframe, Payload: ev.Frame.Payload})
+			err := e.pushFrame(ts, mux.Frame{TrackID: ts.track.ID, Timestamp: ev.Frame.Timestamp, Keyframe: ev.Keyframe, Payload: ev.Frame.Payload})
 			if err != nil {
 				return fmt.Errorf("export: %w", err)
 			}
 		case model.EventDiscontinuity:
+			ts.acct.gap()
 			e.jit.PushDiscontinuity(ts.track.ID)
 		case model.EventEnd:
 			if ev.Err != nil {
@@ -614,7 +618,7 @@ func (e *Export) write(it jitter.Item) error {
 		e.stats.Discontinuities++
 		e.statsMu.Unlock()
 	}
-	if err := e.m.WriteFrame(f); err != nil {
+	if err := e.writeFrame(f); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
 	if d := f.Timestamp - e.firstTS; d > e.media.Load() {

@@ -451,3 +451,46 @@ func TestFinalizeErrorWinsOverCancellation(t *testing.T) {
 		t.Fatal("muxer not closed")
 	}
 }
+
+// TestTrackStatsAccountForEveryFrame: per track, every frame received is
+// written or dropped (by the muxer here), and a gap counts with the media
+// time it skipped.
+func TestTrackStatsAccountForEveryFrame(t *testing.T) {
+	bc := model.NewBroadcast("d")
+	cat, _, _ := demo.Catalog([]string{"aac"})
+	data, _ := cat.Marshal()
+	cg, _ := bc.CreateTrack(catalog.TrackName).AppendGroup()
+	cg.WriteFrame(model.Frame{Payload: data})
+	audio := bc.CreateTrack("aac")
+	rec := newRecorder()
+	rec.drop = 1
+	e := export.New(bc, rec, export.Options{})
+	write := func(ts int64) {
+		g, _ := audio.AppendGroup()
+		g.WriteFrame(model.Frame{Timestamp: ts, Payload: []byte{1}})
+		g.Close(nil)
+		if err := e.Poll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(0)
+	write(20_000)
+	write(40_000)
+	audio.MarkLost(3, 10) // a reconnect that could not fetch groups 3..9
+	g, _ := audio.CreateGroup(10)
+	g.WriteFrame(model.Frame{Timestamp: 4_040_000, Payload: []byte{1}})
+	g.Close(nil)
+	bc.Close(nil)
+	if err := e.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st := e.TrackStats()
+	if len(st) != 1 {
+		t.Fatalf("%d tracks: %+v", len(st), st)
+	}
+	s := st[0]
+	if s.Name != "aac" || s.Kind != mux.Audio || s.Received != 4 || s.Written != 3 || s.DroppedByMuxer != 1 || s.DroppedLate != 0 ||
+		s.Gaps != 1 || s.LostToGaps != 4*time.Second {
+		t.Fatalf("%+v", s)
+	}
+}

@@ -35,7 +35,8 @@ type app struct {
 	active   map[*export.Export]bool // running recordings
 	done     Snapshot                // counters of the recordings and sources that ended
 	recorded int
-	files    []FileSummary // outputs finished
+	files    []FileSummary  // outputs finished
+	tracks   []TrackSummary // accounting of the tracks of ended recordings
 }
 
 func run(ctx context.Context, cfg *Config, env Env, con *console) error {
@@ -233,6 +234,9 @@ func (a *app) snapshot() Snapshot {
 		s.Late += st.Late
 		s.Dropped += st.Dropped
 		s.Media = max(s.Media, st.MediaTime)
+		for _, ts := range ex.TrackStats() {
+			s.Lost = max(s.Lost, ts.LostToGaps)
+		}
 	}
 	for src := range a.sources {
 		s.Reconnects += src.Reconnects()
@@ -254,10 +258,14 @@ func (a *app) started(ex *export.Export) {
 	a.mu.Unlock()
 }
 
-func (a *app) ended(ex *export.Export, tracks int) {
+func (a *app) ended(name string, ex *export.Export, tracks int) {
 	st := ex.Stats()
 	a.mu.Lock()
 	delete(a.active, ex)
+	for _, ts := range ex.TrackStats() {
+		a.done.Lost = max(a.done.Lost, ts.LostToGaps)
+		a.tracks = append(a.tracks, trackSummary(name, ts))
+	}
 	a.done.Tracks += tracks
 	a.done.Frames += st.Frames
 	a.done.Bytes += st.Bytes
@@ -419,7 +427,7 @@ func (a *app) record(ctx context.Context, src Source, bc *model.Broadcast) error
 	}
 	ex := export.New(bc, m, opts)
 	a.started(ex)
-	defer func() { a.ended(ex, first.n) }()
+	defer func() { a.ended(name, ex, first.n) }()
 	if err := ex.Run(ctx); err != nil {
 		if we, ok := errors.AsType[*writeError](err); ok {
 			return fmt.Errorf("recording %q: %w", name, we)

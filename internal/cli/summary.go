@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/moq-export/moq-export/export"
 	"github.com/moq-export/moq-export/mux"
 )
 
@@ -20,18 +21,39 @@ type FileSummary struct {
 	Media     float64 `json:"media_seconds"` // from its first to its last frame
 }
 
+// TrackSummary accounts for the frames of one recorded track: received =
+// written + late + dropped by the muxer (+ what was still buffered when a
+// recording was cut short); lost is the media time its gaps skipped.
+type TrackSummary struct {
+	Broadcast      string  `json:"broadcast"`
+	Track          string  `json:"track"`
+	Kind           string  `json:"kind"`
+	Received       int64   `json:"received"`
+	Written        int64   `json:"written"`
+	DroppedLate    int64   `json:"dropped_late"`
+	DroppedByMuxer int64   `json:"dropped_by_muxer"`
+	Gaps           int64   `json:"gaps"`
+	Lost           float64 `json:"lost_seconds"`
+}
+
+func trackSummary(broadcast string, ts export.TrackStats) TrackSummary {
+	return TrackSummary{Broadcast: broadcast, Track: ts.Name, Kind: ts.Kind.String(), Received: ts.Received, Written: ts.Written,
+		DroppedLate: ts.DroppedLate, DroppedByMuxer: ts.DroppedByMuxer, Gaps: ts.Gaps, Lost: ts.LostToGaps.Seconds()}
+}
+
 // Summary is what a run did, shown when it ends: on stderr for people, as
 // JSON with --json (stderr) or --summary FILE.
 type Summary struct {
-	Files      []FileSummary `json:"files"`
-	Media      float64       `json:"media_seconds"` // the longest recording
-	Tracks     int           `json:"tracks"`
-	Frames     int64         `json:"frames"`
-	Bytes      int64         `json:"bytes"` // media payload bytes
-	Late       int64         `json:"late"`
-	Dropped    int64         `json:"dropped"`
-	Reconnects int64         `json:"reconnects"`
-	Error      string        `json:"error,omitempty"`
+	Files      []FileSummary  `json:"files"`
+	PerTrack   []TrackSummary `json:"per_track"`
+	Media      float64        `json:"media_seconds"` // the longest recording
+	Tracks     int            `json:"tracks"`
+	Frames     int64          `json:"frames"`
+	Bytes      int64          `json:"bytes"` // media payload bytes
+	Late       int64          `json:"late"`
+	Dropped    int64          `json:"dropped"`
+	Reconnects int64          `json:"reconnects"`
+	Error      string         `json:"error,omitempty"`
 }
 
 // summary gathers the counters of every recording and the files written.
@@ -39,8 +61,9 @@ func (a *app) summary(err error) Summary {
 	s := a.snapshot()
 	a.mu.Lock()
 	files := append([]FileSummary{}, a.files...)
+	tracks := append([]TrackSummary{}, a.tracks...)
 	a.mu.Unlock()
-	out := Summary{Files: files, Media: s.Media.Seconds(), Tracks: s.Tracks, Frames: s.Frames, Bytes: s.Bytes,
+	out := Summary{Files: files, PerTrack: tracks, Media: s.Media.Seconds(), Tracks: s.Tracks, Frames: s.Frames, Bytes: s.Bytes,
 		Late: s.Late, Dropped: s.Dropped, Reconnects: s.Reconnects}
 	if err != nil {
 		out.Error = err.Error()
@@ -75,6 +98,10 @@ func (a *app) report(err error) error {
 			continue // stdout: the total says it
 		}
 		notice(a.log, fmt.Sprintf("wrote %s: %s, %d frames, %s", f.Path, formatClock(time.Duration(f.Media*float64(time.Second))), f.Frames, formatBytes(f.Size)))
+	}
+	for _, t := range s.PerTrack {
+		notice(a.log, fmt.Sprintf("track %s of %s (%s): received %d, written %d, dropped late %d, dropped by the muxer %d, lost %.1fs in %d %s",
+			t.Track, t.Broadcast, t.Kind, t.Received, t.Written, t.DroppedLate, t.DroppedByMuxer, t.Lost, t.Gaps, plural(int(t.Gaps), "gap", "gaps")))
 	}
 	notice(a.log, fmt.Sprintf("recorded %s in %d %s: %d %s, %d frames, late %d, dropped %d, reconnects %d",
 		formatClock(time.Duration(s.Media*float64(time.Second))), len(s.Files), plural(len(s.Files), "file", "files"),
