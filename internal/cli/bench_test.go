@@ -10,6 +10,7 @@ import (
 	"github.com/moq-export/moq-export/demo"
 	"github.com/moq-export/moq-export/export"
 	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/record"
 )
 
 // BenchmarkRecordDemoToFile measures what the command does per recording
@@ -35,10 +36,13 @@ func BenchmarkRecordDemoToFile(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				out := newFileOutput(file)
-				m, _ := f.NewMuxer(out, MuxOptions{})
-				e := export.New(bc, &output{Muxer: m, out: out, path: path, log: quietLogger()}, export.Options{Delay: time.Hour})
+				out := record.NewFileOutput(file)
+				m, _ := f.NewMuxer(out, record.MuxOptions{Path: path})
+				e := export.New(bc, m, export.Options{Delay: time.Hour})
 				if err := e.Run(ctx); err != nil {
+					b.Fatal(err)
+				}
+				if err := out.Close(); err != nil {
 					b.Fatal(err)
 				}
 				cancel()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moq-export/moq-export/record"
 	"github.com/moq-export/moq-export/subscribe"
 )
 
@@ -62,7 +63,7 @@ func usagef(format string, args ...any) error {
 // IsUsageError reports whether err is a command-line mistake.
 func IsUsageError(err error) bool {
 	var u *UsageError
-	return errors.As(err, &u)
+	return errors.As(err, &u) || errors.Is(err, record.ErrSelection)
 }
 
 // toStdout reports whether the output is standard output.
@@ -149,14 +150,14 @@ func (c *Config) Check() error {
 	}
 
 	if c.formatGiven {
-		f, err := ParseFormat(string(c.Format))
+		f, err := record.ParseFormat(string(c.Format))
 		if err != nil {
 			return &UsageError{Msg: err.Error()}
 		}
 		c.Format = f
 	} else if c.toStdout() {
 		c.Format = TS
-	} else if f, ok := FormatFromPath(c.Output); ok {
+	} else if f, ok := record.FormatFromPath(c.Output); ok {
 		c.Format = f
 	} else {
 		return usagef("cannot tell the format from %q: end the path in .flv, .mkv, .webm, .ts or .mp4, or pass -f flv|mkv|webm|ts|mp4", c.Output)
@@ -171,7 +172,7 @@ func (c *Config) Check() error {
 		}
 		return nil
 	}
-	t, err := ParseTemplate(c.Output)
+	t, err := record.ParseTemplate(c.Output)
 	if err != nil {
 		return &UsageError{Msg: err.Error()}
 	}

@@ -1,7 +1,9 @@
-// Package cli is the moq-export command: flag parsing (cobra), output
-// formats and templates, the sources a recording reads from (a relay, the
-// built-in demo, publishers that connect to --listen), progress on stderr,
-// signals and exit codes. cmd/moq-export only calls Main.
+// Package cli is the moq-export command: flag parsing (cobra) into the
+// options of package record (which records: outputs, templates, formats,
+// segments, --record-all), the sources a recording reads from (a relay, the
+// built-in demo, publishers that connect to --listen), waits and bounds,
+// progress, logs and the summary on stderr, signals and exit codes.
+// cmd/moq-export only calls Main.
 //
 // The package owns nothing about media: it wires package subscribe (or the
 // demo) to package export and to the muxers under mux/. What it adds is the

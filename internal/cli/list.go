@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/catalog"
-	"github.com/moq-export/moq-export/mux"
+	"github.com/moq-export/moq-export/record"
 )
 
 // listWait is how long --list waits for the first announcement.
@@ -86,10 +86,10 @@ func listRenditions(cat *catalog.Catalog) []renditionInfo {
 		if c.Bitrate != nil {
 			ri.Bitrate = uint64(*c.Bitrate)
 		}
-		for _, f := range Formats {
-			if carries(f, r) == nil {
+		for _, f := range record.Formats {
+			if record.Carries(f, r) == nil {
 				ri.Formats = append(ri.Formats, string(f))
-				if f == FLV && enhancedFLV(c.Codec) {
+				if f == FLV && record.EnhancedFLV(c.Codec) {
 					ri.EnhancedFLV = true
 				}
 			}
@@ -97,19 +97,6 @@ func listRenditions(cat *catalog.Catalog) []renditionInfo {
 		out = append(out, ri)
 	}
 	return out
-}
-
-// enhancedFLVNote explains the * of --list and the warning of a recording.
-const enhancedFLVNote = "Enhanced FLV (H.265, AV1, VP9, Opus in FLV) needs ffmpeg >= 7 to play; Debian 12's ffmpeg 5.1 cannot read it: prefer -f mkv"
-
-// enhancedFLV reports whether FLV carries codec only in its Enhanced (E-RTMP)
-// form: everything but H.264, AAC and MP3.
-func enhancedFLV(codec string) bool {
-	switch mux.CodecFamily(codec) {
-	case "h264", "aac", "mp3":
-		return false
-	}
-	return true
 }
 
 // writeRenditions prints the catalog's renditions as a table: name, kind,
@@ -135,7 +122,7 @@ func writeRenditions(w io.Writer, cat *catalog.Catalog) error {
 		return err
 	}
 	if star {
-		_, err := fmt.Fprintln(w, "\nflv*: "+enhancedFLVNote)
+		_, err := fmt.Fprintln(w, "\nflv*: "+record.EnhancedFLVNote)
 		return err
 	}
 	return nil

@@ -10,12 +10,14 @@ import (
 	"sync"
 	"time"
 	"unicode"
+
+	"github.com/moq-export/moq-export/record"
 )
 
 // LevelNotice is what the command says at the default verbosity: what it
 // records, that it waits, what it wrote. Above Info (shown with -v), below
 // Warn (still shown with -q).
-const LevelNotice = slog.LevelInfo + 2
+const LevelNotice = record.LevelNotice
 
 // Log formats (--log-format).
 const (

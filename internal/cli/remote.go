@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/record"
 	"github.com/moq-export/moq-export/subscribe"
 )
 
@@ -36,7 +36,7 @@ func dial(ctx context.Context, cfg *Config, log *slog.Logger) (Source, error) {
 		}
 		return nil, fmt.Errorf("connecting to %s: %w; %s", redactURL(cfg.URL), err, dialAdvice(cfg, err))
 	}
-	return &sessionSource{s: sess}, nil
+	return newSessionSource(sess), nil
 }
 
 // dialAdvice suggests what to try after a failed first connection.
@@ -59,41 +59,18 @@ func containsAny(s string, subs ...string) bool {
 }
 
 // sessionSource is a moq-lite session: dialled, or accepted by --listen.
-type sessionSource struct{ s *subscribe.Session }
-
-func (s *sessionSource) Broadcast(path string) *model.Broadcast { return s.s.Broadcast(path) }
-
-func (s *sessionSource) Announced(ctx context.Context) (Feed, error) {
-	a, err := s.s.Announced(ctx, "")
-	if err != nil {
-		return nil, err
-	}
-	return sessionFeed{a}, nil
+type sessionSource struct {
+	record.Source
+	s *subscribe.Session
 }
 
-func (s *sessionSource) Resolve(b *model.Broadcast, ref string) (*model.Broadcast, error) {
-	path, ok := subscribe.ResolveBroadcast(b.Name(), ref)
-	if !ok {
-		return nil, fmt.Errorf("broadcast reference %q leaves the session root", ref)
-	}
-	return s.s.Broadcast(path), nil
+func newSessionSource(s *subscribe.Session) *sessionSource {
+	return &sessionSource{Source: record.SessionSource(s), s: s}
 }
 
 func (s *sessionSource) Reconnects() int64 { return s.s.Reconnects() }
 
 func (s *sessionSource) Close() error { return s.s.Close() }
-
-type sessionFeed struct{ a *subscribe.Announcements }
-
-func (f sessionFeed) Next(ctx context.Context) (Announcement, error) {
-	an, err := f.a.Next(ctx)
-	if errors.Is(err, subscribe.ErrClosed) {
-		err = errSourceClosed
-	}
-	return Announcement{Path: an.Path, Active: an.Active}, err
-}
-
-func (f sessionFeed) Close() { f.a.Close() }
 
 // serveDemo publishes the demo broadcast on a loopback QUIC listener with a
 // self-signed certificate and dials it with the certificate pinned: the
@@ -123,7 +100,7 @@ func serveDemo(ctx context.Context, cfg *Config, con *console, log *slog.Logger)
 		}
 		return nil, fmt.Errorf("connecting to the demo publisher: %w; the demo needs UDP on 127.0.0.1 (or pass a URL)", err)
 	}
-	return &closingSource{Source: &sessionSource{s: sess}, stop: stop}, nil
+	return &closingSource{Source: newSessionSource(sess), stop: stop}, nil
 }
 
 // listen accepts publishers on --listen and records what they announce:
@@ -172,7 +149,7 @@ func (a *app) listen(ctx context.Context) error {
 		// --wait: a publisher must announce something in time.
 		t := time.AfterFunc(a.cfg.Wait, func() {
 			a.mu.Lock()
-			none := a.recorded == 0
+			none := a.rec.Stats().Recorded == 0
 			a.mu.Unlock()
 			if none {
 				setFirst(fmt.Errorf("no publisher announced a broadcast on --listen %s within --wait %v", a.cfg.Listen, a.cfg.Wait))
@@ -185,7 +162,7 @@ func (a *app) listen(ctx context.Context) error {
 		if err != nil {
 			break
 		}
-		src := &sessionSource{s: sess}
+		src := newSessionSource(sess)
 		remove := a.addSource(src)
 		a.log.Info("publisher connected", "path", sess.Path())
 		wg.Add(1)
@@ -204,7 +181,7 @@ func (a *app) listen(ctx context.Context) error {
 			once.Do(func() {
 				name, err := a.pickBroadcast(actx, src)
 				if err == nil {
-					err = a.record(actx, src, src.Broadcast(name))
+					err = a.record(actx, src, name)
 				}
 				setFirst(err)
 			})

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/demo"
-	"github.com/moq-export/moq-export/export"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe"
 )
@@ -68,7 +67,7 @@ func TestRecordAllWritesOneFilePerBroadcast(t *testing.T) {
 		t.Fatal(err)
 	}
 	con := newConsole(&bytes.Buffer{}, false, nil)
-	a := &app{cfg: cfg, con: con, log: newLogger(con, logText, LevelNotice), active: map[*export.Export]bool{}}
+	a := newTestApp(t, cfg, con)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var bcs []*model.Broadcast
@@ -83,10 +82,8 @@ func TestRecordAllWritesOneFilePerBroadcast(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		s := a.snapshot()
-		a.mu.Lock()
-		finished := a.recorded == 2 && len(a.active) == 0
-		a.mu.Unlock()
-		if finished {
+		st := a.rec.Stats()
+		if st.Recorded == 2 && st.Recordings == 0 {
 			if s.Frames != 2*309 {
 				t.Errorf("%d frames recorded, want 2 x 309", s.Frames)
 			}
@@ -145,6 +142,16 @@ func lastLine(s string) string {
 
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
+// newTestApp returns the command's app for cfg (checked) writing to con.
+func newTestApp(t *testing.T, cfg *Config, con *console) *app {
+	t.Helper()
+	a := &app{cfg: cfg, con: con, log: newLogger(con, logText, LevelNotice)}
+	if err := a.newRecorder(); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
 // TestListenForgetsPublishersThatLeft: a --listen --record-all service
 // runs for days; the sessions of publishers that disconnected must not
 // pile up.
@@ -157,7 +164,7 @@ func TestListenForgetsPublishersThatLeft(t *testing.T) {
 	}
 	var stderr syncBuffer
 	con := newConsole(&stderr, false, nil)
-	a := &app{cfg: cfg, con: con, log: newLogger(con, logText, LevelNotice), active: map[*export.Export]bool{}}
+	a := newTestApp(t, cfg, con)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
@@ -193,8 +200,9 @@ func TestListenForgetsPublishersThatLeft(t *testing.T) {
 	}
 	for {
 		a.mu.Lock()
-		n, recorded := len(a.sources), a.recorded
+		n := len(a.sources)
 		a.mu.Unlock()
+		recorded := a.rec.Stats().Recorded
 		if n == 0 && recorded == 3 {
 			break
 		}

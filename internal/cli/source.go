@@ -2,45 +2,28 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
-	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/record"
 )
 
 // Source is where broadcasts come from: a relay or publisher session, a
 // publisher that connected to --listen, or the built-in demo.
 type Source interface {
-	// Broadcast returns the broadcast at path (relative to the URL path).
-	Broadcast(path string) *model.Broadcast
-	// Announced follows the broadcasts announced (under the URL path).
-	Announced(ctx context.Context) (Feed, error)
-	// Resolve returns the broadcast a rendition's "broadcast" reference in
-	// b's catalog names.
-	Resolve(b *model.Broadcast, ref string) (*model.Broadcast, error)
+	record.Source
 	// Reconnects counts the connections lost and made again.
 	Reconnects() int64
 	// Close ends the source.
 	Close() error
 }
 
-// Feed is a live list of announcements.
-type Feed interface {
-	// Next waits for the next change.
-	Next(ctx context.Context) (Announcement, error)
-	Close()
-}
-
-// Announcement is one broadcast starting (Active) or ending.
-type Announcement struct {
-	Path   string
-	Active bool
-}
-
-// errSourceClosed is returned by a feed of a source that ended.
-var errSourceClosed = errors.New("the source ended")
+// Feeds and announcements are package record's.
+type (
+	Feed         = record.Feed
+	Announcement = record.Announcement
+)
 
 // localSource serves model broadcasts in this process (no network). It
 // backs the built-in demo when the QUIC session is not wanted (library
@@ -106,19 +89,11 @@ func (f *localFeed) Next(ctx context.Context) (Announcement, error) {
 	case <-ctx.Done():
 		return Announcement{}, context.Cause(ctx)
 	case <-f.s.done:
-		return Announcement{}, errSourceClosed
+		return Announcement{}, record.ErrSourceClosed
 	}
 }
 
 func (f *localFeed) Close() {}
 
-// firstCatalog waits for the first catalog snapshot of b (catalog.json, or
-// the MSF catalog for .msf names) and returns it.
-func firstCatalog(ctx context.Context, b *model.Broadcast) (*catalog.Catalog, error) {
-	w, err := catalog.Watch(b, catalog.WatchOptions{})
-	if err != nil {
-		return nil, err
-	}
-	defer w.Close()
-	return w.Next(ctx)
-}
+// firstCatalog waits for the first catalog snapshot of b.
+var firstCatalog = record.FirstCatalog

@@ -1,4 +1,4 @@
-package cli
+package record
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ func TestFileOutputBuffersAndSeeks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := newFileOutput(f)
+	o := NewFileOutput(f)
 	o.Write([]byte("hello "))
 	o.Write(bytes.Repeat([]byte("a"), outputBufferSize+10)) // larger than the buffer
 	o.Write([]byte(" world"))
@@ -35,13 +36,51 @@ func TestFileOutputBuffersAndSeeks(t *testing.T) {
 	}
 }
 
+func TestStreamOutputFlushesWithoutMoreWrites(t *testing.T) {
+	var w countingWriter
+	o := newStreamOutput(&w, 5*time.Millisecond)
+	defer o.Close()
+	o.Write([]byte("frame"))
+	deadline := time.Now().Add(2 * time.Second)
+	for w.Len() != 5 {
+		if time.Now().After(deadline) {
+			t.Fatal("a small write never reached the pipe")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func TestBrokenPipeIsRecognizedAndSticks(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	o := newStreamOutput(w, time.Hour)
+	defer w.Close()
+	o.Write(bytes.Repeat([]byte("x"), 100<<10)) // over the buffer: written at once
+	_, err = o.Write([]byte("more"))
+	if !errors.Is(err, syscall.EPIPE) {
+		t.Fatalf("write after the reader left: %v, want EPIPE", err)
+	}
+	if err := o.Close(); !errors.Is(err, syscall.EPIPE) {
+		t.Errorf("Close: %v", err)
+	}
+}
+
+// countingWriter counts what reaches it, safe to read while written.
+type countingWriter struct{ n atomic.Int64 }
+
+func (c *countingWriter) Write(p []byte) (int, error) { c.n.Add(int64(len(p))); return len(p), nil }
+func (c *countingWriter) Len() int                    { return int(c.n.Load()) }
+
 func TestFileOutputFlushesWithinTheIntervalAndAtWriteBoundaries(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "x")
 	f, err := os.Create(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := newFileOutput(f)
+	o := NewFileOutput(f)
 	defer o.Close()
 	size := func() int64 {
 		st, err := os.Stat(p)
@@ -96,34 +135,14 @@ func TestOutputWriteErrorSticks(t *testing.T) {
 	}
 }
 
-func TestStreamOutputFlushesWithoutMoreWrites(t *testing.T) {
-	var w syncBuffer
-	o := newStreamOutput(&w, 5*time.Millisecond)
-	defer o.Close()
-	o.Write([]byte("frame"))
-	deadline := time.Now().Add(2 * time.Second)
-	for w.Len() != 5 {
-		if time.Now().After(deadline) {
-			t.Fatal("a small write never reached the pipe")
+func TestWriteErrorNamesTheFileAndTheFullDisk(t *testing.T) {
+	err := error(&WriteError{Path: "rec/a.mkv", Err: syscall.ENOSPC})
+	for _, want := range []string{"writing rec/a.mkv failed", "disk is full", "stays playable"} {
+		if !bytes.Contains([]byte(err.Error()), []byte(want)) {
+			t.Errorf("%q does not say %q", err, want)
 		}
-		time.Sleep(2 * time.Millisecond)
 	}
-}
-
-func TestBrokenPipeIsRecognizedAndSticks(t *testing.T) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Close()
-	o := newStreamOutput(w, time.Hour)
-	defer w.Close()
-	o.Write(bytes.Repeat([]byte("x"), 100<<10)) // over the buffer: written at once
-	_, err = o.Write([]byte("more"))
-	if !isBrokenPipe(err) {
-		t.Fatalf("write after the reader left: %v, want EPIPE", err)
-	}
-	if err := o.Close(); !isBrokenPipe(err) {
-		t.Errorf("Close: %v", err)
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Error("does not unwrap to ENOSPC")
 	}
 }

@@ -1,0 +1,41 @@
+// Package record records Media-over-QUIC broadcasts into files, as the
+// moq-export command does: it is the library a recording service embeds,
+// and the command is its flags.
+//
+// A service makes a Recorder from Options (named like the command's
+// flags: Duration, Segment, Video, Audio, KeepTimestamps, Wait, ...) and
+// an Output, then records one broadcast of a Source (Record) or every
+// broadcast the source announces (RecordAll). A Source is a relay session
+// (SessionSource of a subscribe.Dial), the sessions a subscribe.Server
+// accepts, or broadcasts made in process.
+//
+//	sess, err := subscribe.Dial(ctx, "https://relay.example/anon?jwt="+token, subscribe.Options{})
+//	...
+//	out, err := record.Files("rec/{broadcast}-{time}-{n}.mkv", record.FileOptions{})
+//	rec, err := record.New(record.Options{Output: out, Segment: 10 * time.Minute,
+//		OnFile: func(e record.FileEvent) { if e.Finished { upload(e.File.Path) } }})
+//	err = rec.RecordAll(ctx, record.SessionSource(sess)) // until ctx ends: files finished
+//
+// What it owns beyond the engine (package export) and the muxers (mux/...):
+//
+//   - Output files. Files names them from a template ({broadcast}, {n},
+//     {time}); a broadcast name is untrusted and becomes one safe file name
+//     (SafeName) that cannot leave the template's directory. A template
+//     never overwrites (it appends -1, -2, ...); a plain path does only
+//     with FileOptions.Overwrite. Files are written through FileOutput, a
+//     buffered io.WriteSeeker, so MKV cues and duration, the FLV duration
+//     and the MP4 index are finalized when a recording ends (a plain
+//     bufio.Writer cannot seek, and the container would stay unfinished).
+//     Stream writes one recording to a pipe, flushed every 50 ms. An Output
+//     of one's own (an object store) only needs to hand out Files.
+//   - The check before recording (Recorder.Plan): a selection with nothing
+//     the container can carry is an error naming the cause before any file
+//     is created.
+//   - Segments (Options.Segment) into numbered files, RecordAll over
+//     announcements (a broadcast announced again is recorded again),
+//     Stats while recording, and FileEvents when a file is opened and when
+//     it is finished, so a service can upload or index it.
+//
+// Cancelling the context given to Record or RecordAll stops the recordings
+// and finishes their files before they return.
+package record

@@ -1,0 +1,353 @@
+package record
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Output is where a Recorder's files go. Files and Stream are the two the
+// command uses; a service can write somewhere else (an object store) by
+// implementing it: finalization needs nothing but a File that can Seek.
+type Output interface {
+	// Create opens output number n (the segment, from 0) of broadcast,
+	// which starts at start. The broadcast name is untrusted.
+	Create(broadcast string, n int, start time.Time) (File, error)
+	// DefaultFormat is the format the output implies ("" for none): the
+	// extension of a file path, TS for a stream.
+	DefaultFormat() Format
+	// Check refuses options the output cannot honour (segments into one
+	// file name, several broadcasts into one stream).
+	Check(Options) error
+}
+
+// File is one output: media is written to it, Close finishes it. When it
+// is also an io.Seeker whose Seek works, MKV, FLV and MP4 finalize the file
+// (cues and duration, the onMetaData duration, the moov box) when the
+// recording ends; otherwise they write a live stream.
+type File interface {
+	io.Writer
+	io.Closer
+	// Name names the file in logs and events ("-" for a stream).
+	Name() string
+}
+
+// FileOptions configure Files.
+type FileOptions struct {
+	// Overwrite lets a plain path (no placeholder) replace an existing
+	// file; without it Create fails with an error wrapping ErrExists.
+	// Templates never overwrite: they add -1, -2, ... to the name.
+	Overwrite bool
+}
+
+// ErrExists is wrapped by the refusal to overwrite a file.
+var ErrExists = errors.New("exists")
+
+// Files returns the Output that writes files named by template: a plain
+// path, or one with {broadcast} (the broadcast name made safe, see
+// SafeName), {n} (segment number) and {time} (UTC start time). A file never
+// leaves the template's output directory; each is written through a
+// seekable buffer, so containers finalize.
+func Files(template string, o FileOptions) (Output, error) {
+	t, err := ParseTemplate(template)
+	if err != nil {
+		return nil, err
+	}
+	return &files{t: t, opts: o}, nil
+}
+
+type files struct {
+	t    Template
+	opts FileOptions
+}
+
+func (f *files) DefaultFormat() Format {
+	ff, _ := FormatFromPath(f.t.String())
+	return ff
+}
+
+func (f *files) Check(o Options) error {
+	if o.Segment > 0 && !f.t.Has("n") && !f.t.Has("time") {
+		return fmt.Errorf("%w: Segment writes several files, but %q would give them one name: add {n} or {time}, e.g. 'rec/{broadcast}-{n}%s'", ErrTemplate, f.t, o.Format.Ext())
+	}
+	return nil
+}
+
+// Template returns the template the files are named by.
+func (f *files) Template() Template { return f.t }
+
+func (f *files) Create(broadcast string, n int, start time.Time) (File, error) {
+	if !f.t.IsTemplate() {
+		path := f.t.String()
+		if dir := filepath.Dir(path); dir != "." {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, fmt.Errorf("creating the output directory: %w; check the path and its permissions", err)
+			}
+		}
+		file, err := createFile(path, f.opts.Overwrite)
+		if errors.Is(err, ErrExists) {
+			return nil, fmt.Errorf("%s already exists: pass -y to overwrite it, or give -o another name: %w", path, err)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("creating the output: %w; check the path and its permissions", err)
+		}
+		return NewFileOutput(file), nil
+	}
+	p, err := f.t.Expand(broadcast, n, start)
+	if err != nil {
+		return nil, err
+	}
+	file, p, err := createUnique(f.t.Dir(), p)
+	if err != nil {
+		return nil, fmt.Errorf("creating the output: %w; check the path and its permissions", err)
+	}
+	o := NewFileOutput(file)
+	o.name = p
+	return o, nil
+}
+
+// Stream returns the Output that writes one stream to w (stdout, a pipe):
+// buffered, and flushed at least every 50 ms so a player reading the pipe
+// gets the media without waiting. Containers do not finalize (w cannot
+// seek); one broadcast, no segments. Closing the output does not close w.
+func Stream(w io.Writer) Output { return &stream{w: w} }
+
+type stream struct {
+	w    io.Writer
+	used bool
+}
+
+func (s *stream) DefaultFormat() Format { return TS }
+
+func (s *stream) Check(o Options) error {
+	if o.Segment > 0 {
+		return errors.New("record: Segment writes several files, but a Stream is one: use Files with {n} in the template")
+	}
+	return nil
+}
+
+func (s *stream) Create(string, int, time.Time) (File, error) {
+	if s.used {
+		return nil, errors.New("record: a Stream takes one recording")
+	}
+	s.used = true
+	return &namedStream{newStreamOutput(s.w, 50*time.Millisecond)}, nil
+}
+
+type namedStream struct{ *streamOutput }
+
+func (namedStream) Name() string { return "-" }
+
+// outputBufferSize is how much a file output gathers before a write: muxers
+// write one frame (or one 188-byte TS packet) at a time.
+const outputBufferSize = 256 << 10
+
+// fileFlushInterval bounds how long written media may sit in a file
+// output's buffer: a recorder killed with SIGKILL (or a machine that loses
+// power) keeps everything up to that long before. Muxers write their
+// output playable as it grows (MKV and FLV live forms, TS packets, MP4
+// fragments), so the file is playable up to there.
+const fileFlushInterval = 500 * time.Millisecond
+
+// flushingWriter buffers writes and flushes them at least every interval
+// from its own goroutine, so output goes out in large blocks yet never sits
+// in memory for long. The first write error sticks (bufio.Writer's): every
+// later Write and Flush returns it, whichever goroutine met it.
+type flushingWriter struct {
+	mu   sync.Mutex
+	w    *bufio.Writer
+	stop chan struct{}
+	done chan struct{}
+}
+
+func newFlushingWriter(w io.Writer, size int, interval time.Duration) *flushingWriter {
+	o := &flushingWriter{w: bufio.NewWriterSize(w, size), stop: make(chan struct{}), done: make(chan struct{})}
+	go o.flusher(interval)
+	return o
+}
+
+func (o *flushingWriter) flusher(interval time.Duration) {
+	defer close(o.done)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-o.stop:
+			return
+		case <-t.C:
+			_ = o.Flush()
+		}
+	}
+}
+
+// Write buffers p. What reaches the file always ends where a Write ended
+// (a whole frame, packet or element): when p does not fit, what is
+// buffered goes out first, so a recorder killed at any moment leaves no
+// half frame behind.
+func (o *flushingWriter) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(p) > o.w.Available() && o.w.Buffered() > 0 {
+		if err := o.w.Flush(); err != nil {
+			return 0, err
+		}
+	}
+	return o.w.Write(p)
+}
+
+// Flush writes what is buffered.
+func (o *flushingWriter) Flush() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.w.Flush()
+}
+
+// finish stops the flusher and writes what is left.
+func (o *flushingWriter) finish() error {
+	select {
+	case <-o.stop:
+	default:
+		close(o.stop)
+	}
+	<-o.done
+	return o.Flush()
+}
+
+// FileOutput is a buffered io.WriteSeeker over a file, so muxers that
+// finalize by seeking (MKV cues and duration, FLV duration, the MP4 moov)
+// can, while writes still go out in large blocks. A plain bufio.Writer
+// cannot seek: the container would silently stay unfinished. What is
+// buffered goes to the file at least every 500 ms, and a failed write is a
+// *WriteError.
+type FileOutput struct {
+	*flushingWriter
+	f    *os.File
+	name string
+}
+
+// NewFileOutput returns the buffered output over f; Close closes f.
+func NewFileOutput(f *os.File) *FileOutput {
+	return &FileOutput{flushingWriter: newFlushingWriter(appendOrUndo{f}, outputBufferSize, fileFlushInterval), f: f, name: f.Name()}
+}
+
+// Name returns the file's path.
+func (o *FileOutput) Name() string { return o.name }
+
+// Size returns the size of the file on disk (after Close: its final size).
+func (o *FileOutput) Size() int64 {
+	st, err := os.Stat(o.name)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+// Write buffers p; a failed write of the file is a *WriteError.
+func (o *FileOutput) Write(p []byte) (int, error) {
+	n, err := o.flushingWriter.Write(p)
+	if err != nil {
+		err = &WriteError{Path: o.name, Err: err}
+	}
+	return n, err
+}
+
+// Seek flushes what is buffered, then seeks the file. A file that cannot
+// seek (a pipe given as a path) reports an error, which muxers take as "live
+// output, do not finalize".
+func (o *FileOutput) Seek(offset int64, whence int) (int64, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.w.Flush(); err != nil {
+		return 0, &WriteError{Path: o.name, Err: err}
+	}
+	return o.f.Seek(offset, whence)
+}
+
+// Close flushes and closes the file.
+func (o *FileOutput) Close() error {
+	err := o.finish()
+	if err != nil {
+		err = &WriteError{Path: o.name, Err: err}
+	}
+	if cerr := o.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// appendOrUndo writes to a file; an append that fails part way (a full
+// disk writes what fits) is cut back off, so the file still ends where a
+// muxer's write ended and stays playable to there.
+type appendOrUndo struct{ f *os.File }
+
+func (a appendOrUndo) Write(p []byte) (int, error) {
+	pos, perr := a.f.Seek(0, io.SeekCurrent)
+	st, serr := a.f.Stat()
+	n, err := a.f.Write(p)
+	if err != nil && n > 0 && perr == nil && serr == nil && pos == st.Size() {
+		if a.f.Truncate(pos) == nil {
+			_, _ = a.f.Seek(pos, io.SeekStart)
+			n = 0
+		}
+	}
+	return n, err
+}
+
+// WriteError is a failed write of a file output (a full disk, EIO): the
+// recording to that file ends (a write error sticks), and what was written
+// before stays playable.
+type WriteError struct {
+	Path string
+	Err  error
+}
+
+func (e *WriteError) Error() string {
+	hint := ""
+	if errors.Is(e.Err, syscall.ENOSPC) || errors.Is(e.Err, syscall.EDQUOT) || errors.Is(e.Err, syscall.EFBIG) {
+		hint = " (the disk is full, or the file reached a size limit)"
+	}
+	return fmt.Sprintf("writing %s failed: %v%s; its recording stopped, and what was written before stays playable", e.Path, e.Err, hint)
+}
+
+func (e *WriteError) Unwrap() error { return e.Err }
+
+// streamOutput buffers writes to a pipe (stdout) and flushes them at least
+// every interval, so a player reading the pipe gets the media without
+// waiting for a full buffer, and the pipe does not see one syscall per TS
+// packet. After a player closed the pipe every write fails at once.
+type streamOutput struct{ *flushingWriter }
+
+func newStreamOutput(w io.Writer, interval time.Duration) *streamOutput {
+	return &streamOutput{newFlushingWriter(w, 64<<10, interval)}
+}
+
+// Close stops the flusher and writes what is left. It does not close the
+// underlying writer.
+func (o *streamOutput) Close() error { return o.finish() }
+
+// createFile creates a plain output file. An existing regular file is
+// truncated only when overwrite is set; otherwise the call fails with
+// ErrExists, so a file that appeared since the command checked is not lost
+// either. What is not a regular file (/dev/null, a FIFO) is opened for
+// writing as it is.
+func createFile(path string, overwrite bool) (*os.File, error) {
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return os.OpenFile(path, os.O_WRONLY, 0)
+	}
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if !overwrite {
+		flags |= os.O_EXCL
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("%s %w", path, ErrExists)
+	}
+	return f, err
+}

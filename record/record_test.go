@@ -1,0 +1,56 @@
+package record
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/moq-export/moq-export/catalog"
+)
+
+// TestPlanBlamesWhatLeavesNothingToRecord: before any file is created, a
+// recording with nothing it can record says why: the input container, the
+// output format (naming one that carries it) or the selection.
+func TestPlanBlamesWhatLeavesNothingToRecord(t *testing.T) {
+	h264 := catalog.Common{Codec: "avc1.64001f"}
+	opus := catalog.Common{Codec: "opus"}
+	unreadable := catalog.Common{Codec: "avc1.64001f", Container: &catalog.Container{Kind: "no-such-container"}}
+	catOf := func(video, audio *catalog.Common) *catalog.Catalog {
+		c := &catalog.Catalog{}
+		if video != nil {
+			c.Video.Renditions = map[string]catalog.VideoConfig{"v": {Common: *video}}
+		}
+		if audio != nil {
+			c.Audio.Renditions = map[string]catalog.AudioConfig{"a": {Common: *audio, SampleRate: 48000, NumberOfChannels: 2}}
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		name         string
+		cat          *catalog.Catalog
+		format       Format
+		video, audio []string
+		want         string // "" for nil
+		usage        bool
+	}{
+		{"fits", catOf(&h264, &opus), MKV, nil, nil, "", false},
+		{"input container", catOf(&unreadable, nil), MKV, nil, nil, `uses an input container this build does not read`, false},
+		{"output format", catOf(&h264, nil), WebM, nil, nil, "webm cannot carry any selected rendition", false},
+		{"named but not carried", catOf(&h264, &opus), WebM, []string{"v"}, nil, "--video v:", false},
+		{"nothing selected", catOf(&h264, nil), MKV, []string{}, nil, "the selection leaves nothing", true},
+		{"no renditions", catOf(nil, nil), MKV, nil, nil, "no renditions", false},
+	} {
+		out, _ := Files("x"+tc.format.Ext(), FileOptions{})
+		r, err := New(Options{Output: out, Format: tc.format, Video: tc.video, Audio: tc.audio})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = r.Plan("b", tc.cat)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || errors.Is(err, ErrSelection) != tc.usage):
+			t.Errorf("%s: %v; want %q (selection error: %v)", tc.name, err, tc.want, tc.usage)
+		}
+	}
+}
