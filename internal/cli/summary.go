@@ -70,6 +70,9 @@ func (a *app) report(err error) error {
 		notice(a.log, fmt.Sprintf("wrote %s: %s, %d frames, %s", f.Path, formatClock(time.Duration(f.Media*float64(time.Second))), f.Frames, formatBytes(f.Size)))
 	}
 	for _, t := range s.PerTrack {
+		if t.DroppedLate == 0 && t.DroppedByMuxer == 0 && t.Gaps == 0 {
+			continue // nothing lost: the total says it (--json has every track)
+		}
 		notice(a.log, fmt.Sprintf("track %s of %s (%s): received %d, written %d, dropped late %d, dropped by the muxer %d, lost %.1fs in %d %s",
 			t.Track, t.Broadcast, t.Kind, t.Received, t.Written, t.DroppedLate, t.DroppedByMuxer, t.Lost, t.Gaps, plural(int(t.Gaps), "gap", "gaps")))
 	}
