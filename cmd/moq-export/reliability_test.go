@@ -3,16 +3,24 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"log/slog"
 	"math"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/internal/udpproxy"
+	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/subscribe"
 )
 
 // progressClock matches the media time at the start of a progress line.
@@ -132,6 +140,7 @@ func TestSIGKILLLeavesAPlayableFileInEachFormat(t *testing.T) {
 			path := filepath.Join(dir, tc.file)
 			decode(t, path)
 			d := mediaSpan(t, path)
+			t.Logf("%v of media in the file, %v written by the kill", d, written)
 			if d < written-tc.slack {
 				t.Errorf("file holds %v of media, the recorder had written %v before the kill", d, written)
 			}
@@ -165,5 +174,123 @@ func TestFullDiskEndsTheRecordingWithExit1AndAPlayableFile(t *testing.T) {
 				t.Errorf("the file holds %v of media", d)
 			}
 		})
+	}
+}
+
+// packetTimes returns, per stream index, the sorted packet timestamps of
+// path (seconds).
+func packetTimes(t *testing.T, path string) map[int][]float64 {
+	t.Helper()
+	out, err := exec.Command("ffprobe", "-v", "error", "-show_entries", "packet=stream_index,pts_time", "-of", "csv=p=0", path).Output()
+	if err != nil {
+		t.Fatalf("ffprobe %s: %v", path, err)
+	}
+	times := map[int][]float64{}
+	for _, line := range strings.Fields(string(out)) {
+		parts := strings.Split(strings.Trim(line, ","), ",")
+		if len(parts) != 2 {
+			continue
+		}
+		i, err1 := strconv.Atoi(parts[0])
+		v, err2 := strconv.ParseFloat(parts[1], 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		times[i] = append(times[i], v)
+	}
+	for _, ts := range times {
+		sort.Float64s(ts)
+	}
+	return times
+}
+
+// largestGap returns the largest distance between neighbouring times.
+func largestGap(ts []float64) time.Duration {
+	var gap float64
+	for i := 1; i < len(ts); i++ {
+		gap = max(gap, ts[i]-ts[i-1])
+	}
+	return time.Duration(gap * float64(time.Second))
+}
+
+// TestNetworkOutageOfFourSecondsLosesNoFrame: the recorder reaches the
+// publisher through a UDP proxy that drops everything in both directions
+// for 4 s while the publisher goes on and keeps its groups. The recorder
+// notices (3 s of silence), reconnects as soon as the network is back and
+// fetches what it missed: the file has no hole, measured from its packet
+// timestamps, and every frame of the 8 s is in it.
+func TestNetworkOutageOfFourSecondsLosesNoFrame(t *testing.T) {
+	needTools(t, "ffmpeg", "ffprobe")
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	b := model.NewBroadcast("live")
+	go demo.Publish(ctx, b, demo.Options{Realtime: true, KeepGroups: 100000})
+	srv, _, pin, err := subscribe.ServeLoopback(b, subscribe.ServerOptions{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	px, err := udpproxy.New(srv.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer px.Close()
+	dir := t.TempDir()
+	cmd := exec.CommandContext(ctx, binary, "moql://"+px.Addr()+"/", "--tls-fingerprint", pin, "-b", "live",
+		"--duration", "8s", "-o", "out.mkv", "--progress", "always", "-v")
+	cmd.Dir = dir
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var log lockedBuffer
+	sc := bufio.NewScanner(stderr)
+	lines := make(chan string, 1024)
+	go func() {
+		defer close(lines)
+		for sc.Scan() {
+			log.Write(append(sc.Bytes(), '\n'))
+			select {
+			case lines <- sc.Text():
+			default:
+			}
+		}
+	}()
+	for line := range lines {
+		if ts := mediaTimes(line); len(ts) > 0 && ts[0] >= 2*time.Second {
+			break
+		}
+	}
+	px.Blackhole(true)
+	time.Sleep(4 * time.Second) // the outage itself
+	px.Blackhole(false)
+	for range lines {
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, log.String())
+	}
+	if !strings.Contains(log.String(), "reconnected") {
+		t.Fatalf("no reconnect in the log: the outage was not noticed\n%s", log.String())
+	}
+	path := filepath.Join(dir, "out.mkv")
+	decode(t, path)
+	times := packetTimes(t, path)
+	if len(times) != 2 {
+		t.Fatalf("%d streams", len(times))
+	}
+	// 30 fps video and 1024-sample AAC at 48 kHz: neighbours are 33 and
+	// 21 ms apart; a lost frame would double that.
+	for i, ts := range times {
+		t.Logf("stream %d: %d packets over %.2fs, largest gap %v", i, len(ts), ts[len(ts)-1]-ts[0], largestGap(ts))
+		if gap := largestGap(ts); gap > 60*time.Millisecond {
+			t.Errorf("stream %d: a hole of %v in the packet timestamps\n%s", i, gap, log.String())
+		}
+		if span := ts[len(ts)-1] - ts[0]; span < 7.5 {
+			t.Errorf("stream %d spans %.2fs, want about 8s", i, span)
+		}
 	}
 }
