@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"time"
 
@@ -37,6 +38,15 @@ type Options struct {
 	// begun Offset before the first frame (as a recorder joining a long
 	// live stream sees it).
 	Offset time.Duration
+	// Container is how the tracks package their frames: "legacy" (the
+	// default), "loc", or "cmaf", shaped as `moq import fmp4` publishes
+	// ffmpeg's fragmented MP4: tracks named 0.m4s, 1.m4s, ..., the init in
+	// the catalog, one moof+mdat per frame at the media's timescale (the
+	// samples' microseconds for video, the sample rate for audio), and
+	// every timestamp moved by the largest reorder delay, as the tfdt
+	// cannot go below zero. Package subscribe sends a cmaf track's frames
+	// as they are and the others in their container.
+	Container catalog.ContainerKind
 }
 
 // KeepMedia is how much of its recent media each demo track keeps by
@@ -58,45 +68,116 @@ func keepGroups(s *moqexport.Sample) int {
 }
 
 // Catalog returns the hang catalog describing the samples, as a publisher
-// would announce them.
+// would announce them in the legacy container.
 func Catalog(names []string) (*catalog.Catalog, []*moqexport.Sample, error) {
+	p, err := newPlan(names, catalog.ContainerLegacy)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p.cat, p.samples, nil
+}
+
+// SamplesIn lists the samples that have a form in container kind (all of
+// them but VP8 and AC-3 in cmaf), sorted.
+func SamplesIn(kind catalog.ContainerKind) []string {
+	var out []string
+	for _, n := range moqexport.SampleNames() {
+		if _, err := newPlan([]string{n}, kind); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// CatalogIn is Catalog for the container kind (see Options.Container); it
+// fails for a sample that has no form in that container.
+func CatalogIn(names []string, kind catalog.ContainerKind) (*catalog.Catalog, error) {
+	p, err := newPlan(names, kind)
+	if err != nil {
+		return nil, err
+	}
+	return p.cat, nil
+}
+
+// plan is what a demo broadcast publishes: its catalog and, per sample, the
+// track name and (cmaf) the packaging.
+type plan struct {
+	cat     *catalog.Catalog
+	samples []*moqexport.Sample
+	names   []string     // track name per sample
+	cmaf    []*cmafTrack // per sample, cmaf only
+	shift   int64        // µs added to every timestamp (cmaf)
+}
+
+func newPlan(names []string, kind catalog.ContainerKind) (*plan, error) {
 	if len(names) == 0 {
 		names = DefaultRenditions
 	}
-	cat := &catalog.Catalog{}
-	samples := make([]*moqexport.Sample, 0, len(names))
+	if kind == "" {
+		kind = catalog.ContainerLegacy
+	}
+	switch kind {
+	case catalog.ContainerLegacy, catalog.ContainerLOC, catalog.ContainerCMAF:
+	default:
+		return nil, fmt.Errorf("demo: no %q container (legacy, loc or cmaf)", kind)
+	}
+	p := &plan{cat: &catalog.Catalog{}}
 	for _, name := range names {
 		s, err := moqexport.LoadSample(name)
 		if err != nil {
-			return nil, nil, fmt.Errorf("demo: %w (have %v)", err, moqexport.SampleNames())
+			return nil, fmt.Errorf("demo: %w (have %v)", err, moqexport.SampleNames())
 		}
-		samples = append(samples, s)
-		common := catalog.Common{Codec: s.Codec, Description: s.Description, Container: &catalog.Container{Kind: catalog.ContainerLegacy}}
+		p.samples = append(p.samples, s)
+		if kind == catalog.ContainerCMAF {
+			// The tfdt cannot go below zero: every track moves by the
+			// largest reorder delay, so they stay aligned.
+			p.shift = max(p.shift, reorderDelay(s))
+		}
+	}
+	for i, s := range p.samples {
+		name := s.Name
+		common := catalog.Common{Codec: s.Codec, Description: s.Description, Container: &catalog.Container{Kind: kind}}
+		if kind == catalog.ContainerCMAF {
+			name = fmt.Sprintf("%d.m4s", i)
+			t, err := newCMAFTrack(s, p.shift)
+			if err != nil {
+				return nil, err
+			}
+			p.cmaf = append(p.cmaf, t)
+			common.Container.Init = base64.StdEncoding.EncodeToString(t.init)
+			if s.Name != "h264" && s.Name != "h265" {
+				// Like the importer: only H.264/H.265 get a description
+				// besides the init.
+				common.Description = nil
+			}
+		}
+		p.names = append(p.names, name)
 		switch s.Kind {
 		case "video":
 			// B-frames: the encoder holds up to two frames back.
 			jitter := 3 * 1000 / max(s.Framerate, 1)
 			common.Jitter = &jitter
 			w, h, fr := uint32(s.Width), uint32(s.Height), s.Framerate
-			if cat.Video.Renditions == nil {
-				cat.Video.Renditions = map[string]catalog.VideoConfig{}
+			if p.cat.Video.Renditions == nil {
+				p.cat.Video.Renditions = map[string]catalog.VideoConfig{}
 			}
-			cat.Video.Renditions[name] = catalog.VideoConfig{Common: common, CodedWidth: &w, CodedHeight: &h, Framerate: &fr}
+			p.cat.Video.Renditions[name] = catalog.VideoConfig{Common: common, CodedWidth: &w, CodedHeight: &h, Framerate: &fr}
 		case "audio":
-			if cat.Audio.Renditions == nil {
-				cat.Audio.Renditions = map[string]catalog.AudioConfig{}
+			if p.cat.Audio.Renditions == nil {
+				p.cat.Audio.Renditions = map[string]catalog.AudioConfig{}
 			}
-			cat.Audio.Renditions[name] = catalog.AudioConfig{Common: common, SampleRate: uint32(s.SampleRate), NumberOfChannels: uint32(s.Channels)}
+			p.cat.Audio.Renditions[name] = catalog.AudioConfig{Common: common, SampleRate: uint32(s.SampleRate), NumberOfChannels: uint32(s.Channels)}
 		default:
-			return nil, nil, fmt.Errorf("demo: sample %q has unknown kind %q", name, s.Kind)
+			return nil, fmt.Errorf("demo: sample %q has unknown kind %q", s.Name, s.Kind)
 		}
 	}
-	return cat, samples, nil
+	return p, nil
 }
 
 // cursor is where one track of the demo is in its sample.
 type cursor struct {
 	s     *moqexport.Sample
+	cmaf  *cmafTrack // nil unless the track is cmaf
 	track *model.Track
 	group *model.Group
 	i     int   // next frame
@@ -120,12 +201,12 @@ func (c *cursor) end() {
 // Publish fills b with the demo broadcast and returns when every track has
 // ended (after opts.Loops loops) or ctx is done; then it closes b.
 func Publish(ctx context.Context, b *model.Broadcast, opts Options) error {
-	cat, samples, err := Catalog(opts.Renditions)
+	p, err := newPlan(opts.Renditions, opts.Container)
 	if err != nil {
 		b.Close(err)
 		return err
 	}
-	data, err := cat.Marshal()
+	data, err := p.cat.Marshal()
 	if err != nil {
 		b.Close(err)
 		return err
@@ -143,9 +224,12 @@ func Publish(ctx context.Context, b *model.Broadcast, opts Options) error {
 	// Each track loops on its own sample's length (a 2 s sample next to a
 	// 4 s one plays twice per loop of the other, never leaving a gap); the
 	// timestamps of every track follow one clock, so they stay aligned.
-	cursors := make([]*cursor, len(samples))
-	for i, s := range samples {
-		cursors[i] = &cursor{s: s, track: b.CreateTrack(s.Name)}
+	cursors := make([]*cursor, len(p.samples))
+	for i, s := range p.samples {
+		cursors[i] = &cursor{s: s, track: b.CreateTrack(p.names[i])}
+		if p.cmaf != nil {
+			cursors[i].cmaf = p.cmaf[i]
+		}
 		if opts.KeepGroups > 0 {
 			cursors[i].track.SetKeepGroups(opts.KeepGroups)
 		} else {
@@ -205,7 +289,14 @@ func Publish(ctx context.Context, b *model.Broadcast, opts Options) error {
 				return err
 			}
 		}
-		if err := next.group.WriteFrame(model.Frame{Timestamp: ts + opts.Offset.Microseconds(), Payload: f.Payload}); err != nil {
+		frame := model.Frame{Timestamp: ts + p.shift + opts.Offset.Microseconds(), Payload: f.Payload}
+		if next.cmaf != nil {
+			base := next.base + opts.Offset.Microseconds()
+			if frame.Payload, err = next.cmaf.fragment(f, next.i, base, f.Timestamp+p.shift); err != nil {
+				return err
+			}
+		}
+		if err := next.group.WriteFrame(frame); err != nil {
 			return err
 		}
 		next.i++

@@ -19,6 +19,7 @@ import (
 	"github.com/moq-export/moq-export/mux"
 	"github.com/moq-export/moq-export/mux/flv"
 	"github.com/moq-export/moq-export/mux/mkv"
+	"github.com/moq-export/moq-export/mux/mp4"
 	"github.com/moq-export/moq-export/mux/ts"
 	"github.com/moq-export/moq-export/subscribe"
 )
@@ -35,6 +36,7 @@ var cmafContainers = []struct {
 	{"flv", flv.Caps, func(f *os.File) mux.Muxer { return flv.NewWriter(f, flv.Options{}) }, true},
 	{"mkv", mkv.Caps, func(f *os.File) mux.Muxer { return mkv.NewWriter(f, mkv.Options{}) }, true},
 	{"ts", ts.Caps, func(f *os.File) mux.Muxer { return ts.NewWriter(f, ts.Options{}) }, false},
+	{"mp4", mp4.Caps, func(f *os.File) mux.Muxer { return mp4.NewWriter(f, mp4.Options{Path: f.Name()}) }, true},
 }
 
 // TestCMAFRecordingsMatchTheSourcePackets is the whole CMAF path: ffmpeg

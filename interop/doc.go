@@ -27,7 +27,11 @@
 //     Container.trackInfo() (timescale microseconds). It reads a manifest:
 //     {"broadcast", "tracks":[{"name","kind","config":{catalog fields},
 //     "frames":[{"ts" µs, "key" starts a group, "at" µs send time, "data"
-//     base64}]}]}. Media waits until every track has a subscriber.
+//     base64}]}]}. Media waits until every track has a subscriber. With
+//     --container cmaf it uses hang's CMAF encoder instead (Container.Cmaf:
+//     createVideoInitSegment/createAudioInitSegment as the catalog's init,
+//     one encodeDataSegment moof+mdat per frame, a group per keyframe;
+//     cmaf_test.go).
 //   - src/subscribe.ts records one broadcast (after its announcement, or at
 //     once), decoding hang's legacy container.
 //

@@ -339,6 +339,15 @@ func collectPublished(ctx context.Context, pub *refProcess) <-chan published {
 // published.
 func checkRecording(ctx context.Context, t *testing.T, m *manifest, pubDone <-chan published, cat *catalog.Catalog, got map[string][]expectedFrame) {
 	t.Helper()
+	p := awaitPublished(ctx, t, pubDone)
+	checkCatalog(t, cat, p.catalog)
+	checkSampleCatalog(t, cat, m)
+	compareRecording(t, m, p, got)
+}
+
+// awaitPublished waits for what the reference publisher reported.
+func awaitPublished(ctx context.Context, t *testing.T, pubDone <-chan published) published {
+	t.Helper()
 	var p published
 	select {
 	case p = <-pubDone:
@@ -348,8 +357,13 @@ func checkRecording(ctx context.Context, t *testing.T, m *manifest, pubDone <-ch
 	if p.catalog == "" {
 		t.Fatal("reference publisher failed before done; see its stderr")
 	}
-	checkCatalog(t, cat, p.catalog)
-	checkSampleCatalog(t, cat, m)
+	return p
+}
+
+// compareRecording compares every track of the recording with the frames
+// of m, in the groups the publisher reported.
+func compareRecording(t *testing.T, m *manifest, p published, got map[string][]expectedFrame) {
+	t.Helper()
 	want := m.expected(t, p.groups)
 	for _, tr := range m.Tracks {
 		compareFrames(t, tr.Name, want[tr.Name], got[tr.Name])

@@ -29,6 +29,18 @@ const WaitNotice = 2 * time.Second
 // Options configure a Recorder. Each field is named like the moq-export
 // flag that sets it; the zero value of each is the flag's default.
 type Options struct {
+	// URL, Dial and Session say what Run records from: a Session (not
+	// closed by Run), or else the URL dialled with the Dial options (a
+	// token goes in the query: ?jwt=TOKEN). Record and RecordAll take their
+	// Source as an argument instead.
+	URL     string
+	Dial    subscribe.Options
+	Session *subscribe.Session
+	// Broadcast is the broadcast Run records, relative to the URL path.
+	Broadcast string
+	// RecordAll makes Run record every broadcast announced instead.
+	RecordAll bool
+
 	// Output is where the files go: Files("rec/{broadcast}-{n}.mkv", ...)
 	// or Stream(w). Required.
 	Output Output
@@ -64,9 +76,82 @@ type Options struct {
 	// finished (closed and playable: upload or index it then). Calls come
 	// from the recording goroutines; keep them short or hand off.
 	OnFile func(FileEvent)
+	// Progress, when set, is called with the Stats every
+	// ProgressInterval (default 1 s) while Record, RecordAll or Run runs,
+	// and once more when it returns.
+	Progress         func(Stats)
+	ProgressInterval time.Duration
 	// Origin says where broadcasts come from, for messages ("under
 	// https://relay.example/anon"). Default: "by the source".
 	Origin string
+}
+
+// Run records what the options say (Broadcast, or every broadcast with
+// RecordAll, from the Session or the URL) until it ends or ctx does, and
+// returns the files it wrote. Cancelling ctx finishes the files first.
+func Run(ctx context.Context, opts Options) ([]FileInfo, error) {
+	if opts.Broadcast == "" && !opts.RecordAll {
+		return nil, errors.New("record: Options.Broadcast is empty: name the broadcast to record, or set RecordAll")
+	}
+	sess := opts.Session
+	if sess == nil {
+		if opts.URL == "" {
+			return nil, errors.New("record: Run needs Options.URL or Options.Session")
+		}
+		var err error
+		if sess, err = subscribe.Dial(ctx, opts.URL, opts.Dial); err != nil {
+			return nil, fmt.Errorf("record: connecting to %s: %w", subscribe.RedactURL(opts.URL), err)
+		}
+		defer sess.Close()
+		if opts.Origin == "" {
+			opts.Origin = "under " + subscribe.RedactURL(opts.URL)
+		}
+	}
+	r, err := New(opts)
+	if err != nil {
+		return nil, err
+	}
+	src := SessionSource(sess)
+	if opts.RecordAll {
+		err = r.RecordAll(ctx, src)
+	} else {
+		err = r.Record(ctx, src, opts.Broadcast)
+	}
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		err = nil // stopped as asked, files finished
+	}
+	return r.Files(), err
+}
+
+// withProgress runs fn, calling Options.Progress meanwhile.
+func (r *Recorder) withProgress(ctx context.Context, fn func() error) error {
+	if r.opts.Progress == nil {
+		return fn()
+	}
+	interval := r.opts.ProgressInterval
+	if interval <= 0 {
+		interval = time.Second
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				r.opts.Progress(r.Stats())
+			}
+		}
+	}()
+	err := fn()
+	close(stop)
+	<-done
+	r.opts.Progress(r.Stats())
+	return err
 }
 
 // FileEvent is a file opened or finished.
@@ -353,6 +438,10 @@ func (r *Recorder) exportOptions() export.Options {
 // created it checks that the broadcast has something the selection and
 // the container allow (see Plan).
 func (r *Recorder) Record(ctx context.Context, src Source, path string) error {
+	return r.withProgress(ctx, func() error { return r.record(ctx, src, path) })
+}
+
+func (r *Recorder) record(ctx context.Context, src Source, path string) error {
 	bc := src.Broadcast(path)
 	name := bc.Name()
 	cat, err := r.waitCatalog(ctx, bc)
@@ -547,7 +636,7 @@ func (c *countTracks) AddTrack(t mux.Track) error {
 // that time. A broadcast announced again while its recording runs is
 // recorded again after it.
 func (r *Recorder) RecordAll(ctx context.Context, src Source) error {
-	return r.recordAll(ctx, src, r.opts.Duration)
+	return r.withProgress(ctx, func() error { return r.recordAll(ctx, src, r.opts.Duration) })
 }
 
 // recordAll is RecordAll following announcements for follow (0: until ctx
@@ -598,7 +687,7 @@ func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Durati
 			defer wg.Done()
 			for {
 				r.log.Info("recording", "broadcast", path)
-				err := r.Record(ctx, src, path)
+				err := r.record(ctx, src, path)
 				if err != nil && ctx.Err() == nil {
 					r.log.Error("recording failed", "broadcast", path, "err", err)
 				}
@@ -654,7 +743,7 @@ func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Durati
 // Duration (0: until ctx ends): a listener that keeps accepting publishers
 // uses 0.
 func (r *Recorder) RecordAllFor(ctx context.Context, src Source, follow time.Duration) error {
-	return r.recordAll(ctx, src, follow)
+	return r.withProgress(ctx, func() error { return r.recordAll(ctx, src, follow) })
 }
 
 // open opens output number n of broadcast name: a File of the Output with

@@ -76,7 +76,13 @@
 // are decoded according to the rendition's container in the broadcast's
 // catalog (read automatically when needed): "legacy" and "loc" frames become
 // model frames with the codec payload and the timestamp in microseconds;
-// "cmaf" renditions are refused with ErrUnsupportedContainer. Catalog tracks
+// each "cmaf" frame (one or more moof+mdat, read with the catalog's init by
+// package internal/cmaf) becomes one model frame per sample, with the
+// sample's presentation time in microseconds and model.Frame.Sync from the
+// bitstream (a bad fragment is logged and skipped with the delta frames
+// after it; a cmaf rendition without a readable init ends its track with
+// an error wrapping catalog.ErrBadInit). Other kinds are refused with
+// ErrUnsupportedContainer. Catalog tracks
 // (catalog.json, catalog.json.z, catalog) are delivered raw, their
 // timestamps converted from the track timescale. A group reset becomes
 // Group.Close(err), the end of a subscription Track.Close(nil), an "ended"

@@ -15,7 +15,8 @@ var (
 	// timeout).
 	ErrRefused = errors.New("moq: request refused")
 	// ErrUnsupportedContainer means a rendition uses a container this
-	// package cannot decode (cmaf, or an unknown kind).
+	// package cannot decode (an unknown kind), or a cmaf track with no init
+	// in the catalog.
 	ErrUnsupportedContainer = errors.New("moq: unsupported container")
 	// ErrProtocol means the peer broke the protocol (a malformed message,
 	// an unexpected stream).

@@ -13,7 +13,11 @@
 //     such as fake media devices for a publisher test;
 //   - serving test files over a local HTTP server that answers Range
 //     requests (so <video> can seek), and evaluating JavaScript, awaiting its
-//     promise, into a Go value.
+//     promise, into a Go value;
+//   - the playback check of the muxer tests: PlayFile/PlayVideo load a file
+//     in a <video>, read its duration and size, seek to the middle and play
+//     until frames decode there (getVideoPlaybackQuality), and
+//     CheckPlayback compares that with what was recorded.
 //
 // Use:
 //

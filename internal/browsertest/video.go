@@ -3,6 +3,10 @@ package browsertest
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
 )
 
 // Playback is what a <video> element reported for one file: what it read
@@ -68,4 +72,33 @@ func (b *Browser) PlayVideo(pageURL, videoURL string) (Playback, error) {
 		return Playback{}, fmt.Errorf("playing %s: %w", videoURL, err)
 	}
 	return p, nil
+}
+
+// PlayFile serves the directory of the media file at path over HTTP (with
+// a blank page for the origin) and plays the file as PlayVideo does.
+func (b *Browser) PlayFile(path string) (Playback, error) {
+	dir := filepath.Dir(path)
+	page := filepath.Join(dir, "index.html")
+	if err := os.WriteFile(page, []byte("<!doctype html><title>playback</title>"), 0o644); err != nil {
+		return Playback{}, err
+	}
+	base := ServeDir(b.t, dir)
+	return b.PlayVideo(base+"/index.html", base+"/"+url.PathEscape(filepath.Base(path)))
+}
+
+// CheckPlayback fails t unless p says the browser read a duration within
+// tol seconds of want, a width×height picture, and decoded frames after
+// the seek to the middle while time moved on.
+func CheckPlayback(t testing.TB, p Playback, want, tol float64, width, height int) {
+	t.Helper()
+	t.Logf("chromium: %+v", p)
+	if p.Duration < want-tol || p.Duration > want+tol {
+		t.Errorf("duration %.3f s, want %.3f s ± %.3f", p.Duration, want, tol)
+	}
+	if p.Width != width || p.Height != height {
+		t.Errorf("video size %dx%d, want %dx%d", p.Width, p.Height, width, height)
+	}
+	if p.CurrentTime <= p.SeekedTo || p.FramesDecoded < p.FramesAtSeek+5 {
+		t.Errorf("after the seek to %.2f s: at %.2f s, %d frames decoded (%d at the seek)", p.SeekedTo, p.CurrentTime, p.FramesDecoded, p.FramesAtSeek)
+	}
 }

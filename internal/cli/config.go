@@ -45,6 +45,7 @@ type Config struct {
 	DemoCodecs     []string
 	DemoLoops      int
 	DemoFast       bool // hidden: publish the demo as fast as possible (benchmarks)
+	DemoContainer  string
 
 	formatGiven bool
 	template    Template
@@ -95,8 +96,8 @@ func (c *Config) Check() error {
 		}
 	}
 	if c.URL != "" || c.Listen != "" {
-		if len(c.DemoCodecs) > 0 || c.DemoLoops != 0 || c.DemoFast {
-			return usagef("--demo-codecs and --demo-loops only apply to the built-in demo (no URL, no --listen)")
+		if len(c.DemoCodecs) > 0 || c.DemoLoops != 0 || c.DemoFast || c.DemoContainer != "" {
+			return usagef("--demo-codecs, --demo-container and --demo-loops only apply to the built-in demo (no URL, no --listen)")
 		}
 	} else if c.Broadcast != "" && c.Broadcast != demoBroadcast {
 		// The demo serves one broadcast; waiting for another would never end.
@@ -112,6 +113,17 @@ func (c *Config) Check() error {
 	}
 	if c.Delay <= 0 {
 		return usagef("--delay must be positive (got %v); use a duration like 500ms", c.Delay)
+	}
+	switch c.DemoContainer {
+	case "", "legacy", "loc":
+	case "cmaf":
+		if c.DemoFast {
+			// The in-process demo hands its frames to the export as
+			// they are: only the subscriber demuxes CMAF.
+			return usagef("--demo-container cmaf is served over loopback QUIC; drop --demo-fast")
+		}
+	default:
+		return usagef("--demo-container %q: pick legacy, loc or cmaf", c.DemoContainer)
 	}
 	if c.DemoLoops < 0 {
 		return usagef("--demo-loops must not be negative; 0 loops the demo forever")

@@ -96,6 +96,9 @@ func TestUsageErrorsSayWhatToDo(t *testing.T) {
 		{[]string{"--listen", ":1", "https://r.example/"}, "exclude each other"},
 		{[]string{"--listen", ":1", "--list"}, "drop --list"},
 		{[]string{"https://r.example/", "--demo-codecs", "vp9"}, "built-in demo"},
+		{[]string{"https://r.example/", "--demo-container", "cmaf"}, "built-in demo"},
+		{[]string{"--demo-container", "webm"}, "legacy, loc or cmaf"},
+		{[]string{"--demo-container", "cmaf", "--demo-fast"}, "drop --demo-fast"},
 		{[]string{"-b", "room/alice"}, "drop -b"},
 		{[]string{"--delay", "0s"}, "--delay must be positive"},
 		{[]string{"--duration", "-1s"}, "must not be negative"},
@@ -132,6 +135,7 @@ func TestExecuteExitCodes(t *testing.T) {
 		{[]string{"--help"}, ExitOK, "--broadcast"},
 		{[]string{"-f", "avi"}, ExitUsage, "moq-export --help"},
 		{[]string{"--demo-codecs", "h266"}, ExitUsage, "pick from"},
+		{[]string{"--demo-container", "cmaf", "--demo-codecs", "vp8"}, ExitUsage, "no CMAF form of the vp8 sample"},
 	} {
 		var out, errOut bytes.Buffer
 		code := Execute(context.Background(), tc.args, Env{Stdout: &out, Stderr: &errOut})

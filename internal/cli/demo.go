@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	moqexport "github.com/moq-export/moq-export"
+	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
 	"github.com/moq-export/moq-export/model"
 )
@@ -18,10 +19,14 @@ const demoBroadcast = "demo"
 // published faster than it is read.
 const demoKeepGroups = 1 << 30
 
-// checkDemoCodecs refuses sample names that do not exist.
-func checkDemoCodecs(names []string) error {
+// checkDemoCodecs refuses sample names that do not exist, or that have no
+// form in the demo's container.
+func checkDemoCodecs(names []string, container string) error {
 	if _, _, err := demo.Catalog(names); err != nil {
 		return usagef("--demo-codecs %s: unknown test codec; pick from %s", strings.Join(names, ","), strings.Join(moqexport.SampleNames(), ", "))
+	}
+	if _, err := demo.CatalogIn(names, catalog.ContainerKind(container)); err != nil {
+		return usagef("--demo-container %s: %v; pick other --demo-codecs", container, err)
 	}
 	return nil
 }
@@ -30,7 +35,7 @@ func checkDemoCodecs(names []string) error {
 // returned wait function blocks until publishing stopped.
 func newDemoBroadcast(ctx context.Context, cfg *Config, log *slog.Logger) (*model.Broadcast, func()) {
 	bc := model.NewBroadcast(demoBroadcast)
-	opts := demo.Options{Renditions: cfg.DemoCodecs, Loops: cfg.DemoLoops, Realtime: !cfg.DemoFast}
+	opts := demo.Options{Renditions: cfg.DemoCodecs, Loops: cfg.DemoLoops, Realtime: !cfg.DemoFast, Container: catalog.ContainerKind(cfg.DemoContainer)}
 	if cfg.DemoFast {
 		opts.KeepGroups = demoKeepGroups
 	}
@@ -61,7 +66,7 @@ func demoNotice(cfg *Config, via string) string {
 // over loopback QUIC (see serveDemo), or in process for --demo-fast, where
 // the benchmark measures the export rather than the transport.
 func startDemo(ctx context.Context, cfg *Config, con *console, log *slog.Logger) (Source, error) {
-	if err := checkDemoCodecs(cfg.DemoCodecs); err != nil {
+	if err := checkDemoCodecs(cfg.DemoCodecs, cfg.DemoContainer); err != nil {
 		return nil, err
 	}
 	if cfg.DemoFast {

@@ -158,6 +158,9 @@ func details(r catalog.Rendition) string {
 	if c.Bitrate != nil && *c.Bitrate > 0 {
 		parts = append(parts, fmt.Sprintf("%dkbit/s", *c.Bitrate/1000))
 	}
+	if k := c.ContainerKind(); k != catalog.ContainerLegacy {
+		parts = append(parts, "in "+string(k)) // the input container
+	}
 	if len(parts) == 0 {
 		return "-"
 	}

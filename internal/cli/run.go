@@ -13,7 +13,8 @@ import (
 	"sync"
 	"time"
 
-	moqexport "github.com/moq-export/moq-export"
+	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/demo"
 	"github.com/moq-export/moq-export/record"
 )
 
@@ -91,7 +92,7 @@ func reportable(ctx context.Context, err error) error {
 // --demo-codecs, every test codec it has.
 func (a *app) runList(ctx context.Context) error {
 	if a.cfg.URL == "" && len(a.cfg.DemoCodecs) == 0 {
-		a.cfg.DemoCodecs = moqexport.SampleNames()
+		a.cfg.DemoCodecs = demo.SamplesIn(catalog.ContainerKind(a.cfg.DemoContainer))
 	}
 	src, err := a.openSource(ctx)
 	if err != nil {

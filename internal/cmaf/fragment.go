@@ -451,8 +451,9 @@ func (d *Demuxer) trun(b []byte, mdat, bx box, hd tfhd, base, pos uint64, first 
 }
 
 // rescale converts ticks at timescale to microseconds, exactly (rounded
-// towards negative infinity), so that sample times never drift however
-// long the stream.
+// to the nearest microsecond, halves away from zero), so that sample times
+// never drift however long the stream, and times that a publisher converted
+// from microseconds come back as they were.
 func rescale(ticks int64, timescale uint32) (int64, bool) {
 	if timescale == 0 {
 		return 0, false
@@ -463,17 +464,16 @@ func rescale(ticks int64, timescale uint32) (int64, bool) {
 		u = uint64(-ticks)
 	}
 	hi, lo := bits.Mul64(u, 1_000_000)
+	lo, carry := bits.Add64(lo, uint64(timescale/2), 0)
+	hi += carry
 	if hi >= uint64(timescale) {
 		return 0, false
 	}
-	q, r := bits.Div64(hi, lo, uint64(timescale))
+	q, _ := bits.Div64(hi, lo, uint64(timescale))
 	if q > math.MaxInt64 {
 		return 0, false
 	}
 	if neg {
-		if r != 0 {
-			q++
-		}
 		return -int64(q), true
 	}
 	return int64(q), true

@@ -142,7 +142,7 @@ func TestFragmentTiming(t *testing.T) {
 		{"TfhdDefaults", audioInit(48000),
 			frag{trackID: 1, tfhdFlags: tfhdDefaultBaseIsMoof | tfhdDefaultDuration | tfhdDefaultSize, defDur: 1024, defSize: 3,
 				tfdtVersion: 1, dts: 48000, trunFlags: trunDataOffset, count: 3, mdat: data},
-			[]int64{1_000_000, 1_021_333, 1_042_666}, []string{"aaa", "bbb", "bcc"}},
+			[]int64{1_000_000, 1_021_333, 1_042_667}, []string{"aaa", "bbb", "bcc"}},
 		{"TrexDefaultsWhenTheFragmentHasNone", &Init{TrackID: 1, Timescale: 1000, Family: "aac", DefaultDuration: 20, DefaultSize: 9},
 			frag{trackID: 1, tfdtVersion: 1, dts: 100, trunFlags: trunDataOffset, count: 1, mdat: data},
 			[]int64{100_000}, []string{"aaabbbbcc"}},
@@ -212,7 +212,7 @@ func TestSampleTimesDoNotDriftOverHours(t *testing.T) {
 		}
 		for i, s := range got {
 			ticks := (n + uint64(i)) * 1001
-			if want := int64(ticks * 1_000_000 / 30000); s.Timestamp != want {
+			if want := int64((ticks*1_000_000 + 15000) / 30000); s.Timestamp != want {
 				t.Errorf("frame %d: %d µs, want %d", n+uint64(i), s.Timestamp, want)
 			}
 		}
@@ -322,7 +322,9 @@ func TestRescale(t *testing.T) {
 	}{
 		{48000, 48000, 1_000_000, true},
 		{1, 3, 333_333, true},
-		{-1, 3, -333_334, true},
+		{-1, 3, -333_333, true},
+		{2, 3, 666_667, true},
+		{6000, 90000, 66_667, true},
 		{math.MaxInt64, 1, 0, false},
 		{5, 0, 0, false},
 	}

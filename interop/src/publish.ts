@@ -1,10 +1,13 @@
 // Reference publisher for the interop tests: publishes one hang broadcast with
-// @moq/net 0.3.4 and @moq/hang 0.3.5 (catalog.json + legacy container) from a
-// manifest the Go test wrote, over raw QUIC, as server (--listen) or client
-// (--connect). See doc.go for the manifest and the events it prints.
+// @moq/net 0.3.4 and @moq/hang 0.3.5 (catalog.json + legacy container, or with
+// --container cmaf hang's own CMAF encoder: init segments from
+// createVideoInitSegment/createAudioInitSegment in the catalog, one
+// encodeDataSegment moof+mdat per frame) from a manifest the Go test wrote,
+// over raw QUIC, as server (--listen) or client (--connect). See doc.go for
+// the manifest and the events it prints.
 import * as Moq from "@moq/net";
 import { Catalog, Container } from "@moq/hang";
-import { emit, log, openSession, parseFlags, required, run, sleep, unbase64 } from "./common.ts";
+import { base64, emit, log, openSession, parseFlags, required, run, sleep, unbase64 } from "./common.ts";
 
 interface ManifestFrame {
   ts: number; // presentation timestamp, microseconds
@@ -32,10 +35,20 @@ run(async () => {
   const waitMs = Number(flags["wait-ms"] ?? "20000");
 
   // The catalog, validated (and defaulted) by hang's own schema.
+  const cmaf = flags.container === "cmaf";
   const raw: Record<string, { renditions: Record<string, unknown> }> = {};
   for (const t of manifest.tracks) {
     raw[t.kind] ??= { renditions: {} };
-    raw[t.kind].renditions[t.name] = { ...t.config, container: { kind: "legacy" } };
+    let container: Record<string, unknown> = { kind: "legacy" };
+    if (cmaf) {
+      // deno-lint-ignore no-explicit-any
+      const config = t.config as any;
+      const init = t.kind === "video"
+        ? Container.Cmaf.createVideoInitSegment(config)
+        : Container.Cmaf.createAudioInitSegment(config);
+      container = { kind: "cmaf", init: base64(init) };
+    }
+    raw[t.kind].renditions[t.name] = { ...t.config, container };
   }
   const catalog = Catalog.RootSchema.parse(raw);
 
@@ -55,7 +68,25 @@ run(async () => {
     };
     // deno-lint-ignore no-explicit-any
     const legacy = new Container.Legacy.Producer(track as any);
-    return { spec: t, track, legacy, sequence: () => sequence };
+    // CMAF: one moof+mdat per frame (hang's encoder, timescale µs as its
+    // init says), a group per keyframe, as a hang CMAF producer writes them.
+    let group: ReturnType<typeof track.appendGroup> | undefined;
+    let fragments = 0;
+    const encode = (data: Uint8Array, ts: number, key: boolean, duration: number) => {
+      if (!cmaf) return legacy.encode(data, ts as Moq.Time.Micro, key);
+      if (key) {
+        group?.close();
+        group = track.appendGroup();
+      }
+      const payload = Container.Cmaf.encodeDataSegment({ data, timestamp: ts, duration, keyframe: key, sequence: ++fragments });
+      group!.writeFrame({ payload, timestamp: Moq.Time.Timestamp.fromMicros(ts as Moq.Time.Micro) });
+    };
+    const close = () => {
+      if (!cmaf) return legacy.close();
+      track.close();
+      group?.close();
+    };
+    return { spec: t, track, encode, close, sequence: () => sequence };
   });
 
   const session = await openSession(flags);
@@ -81,7 +112,9 @@ run(async () => {
   const start = performance.now();
   for (const { p, f, index } of schedule) {
     await sleep(f.at / 1000 / speed - (performance.now() - start));
-    p.legacy.encode(unbase64(f.data), f.ts as Moq.Time.Micro, f.key);
+    const next = p.spec.frames[index + 1];
+    const duration = next ? Math.max(next.ts - f.ts, 1) : 20_000;
+    p.encode(unbase64(f.data), f.ts, f.key, duration);
     if (f.key) emit("group", { track: p.spec.name, sequence: p.sequence(), frame: index });
   }
   // @moq/net's publisher sends SUBSCRIBE_END and FINs the subscribe stream as
@@ -89,7 +122,7 @@ run(async () => {
   // subscriber drops group streams that arrive after that FIN. Give the last
   // groups a head start so the recording does not depend on that race.
   await sleep(Number(flags["close-delay-ms"] ?? "500"));
-  for (const p of producers) p.legacy.close();
+  for (const p of producers) p.close();
   emit("done", { frames: schedule.length });
   log("published", schedule.length, "frames; waiting for the peer to close");
 

@@ -103,9 +103,6 @@ func (w *Writer) finish() error {
 			return abandon(err)
 		}
 	}
-	if err := tmp.Sync(); err != nil {
-		return abandon(err)
-	}
 	if err := tmp.Close(); err != nil {
 		return abandon(err)
 	}

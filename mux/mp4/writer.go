@@ -92,6 +92,9 @@ type Writer struct {
 	frags       []fragment
 	dataLen     int64 // sample bytes in all fragments so far
 	buf         []byte
+	// keepTable is set when Close finishes the file: only then are the
+	// sample table and the fragment positions kept.
+	keepTable bool
 
 	stats Counters
 }
@@ -192,7 +195,7 @@ var _ mux.Muxer = (*Writer)(nil)
 // opts.Path names the file w writes, finishes it into a regular MP4 at
 // Close. The header is written at the first frame.
 func NewWriter(w io.Writer, opts Options) *Writer {
-	mw := &Writer{w: w, opts: opts, byID: map[int]*track{}, log: opts.Logger, fragEmpty: true}
+	mw := &Writer{w: w, opts: opts, byID: map[int]*track{}, log: opts.Logger, fragEmpty: true, keepTable: opts.Path != ""}
 	if mw.log == nil {
 		mw.log = slog.New(slog.DiscardHandler)
 	}
@@ -513,7 +516,9 @@ func (w *Writer) addSample(t *track, ptsUs, dtsUs int64, key, disc bool, payload
 	cto = max(min(cto, math.MaxInt32), math.MinInt32)
 	if t.begun {
 		d := min(dts-t.lastDTS, math.MaxUint32)
-		t.tab.addDuration(uint32(d))
+		if w.keepTable {
+			t.tab.addDuration(uint32(d))
+		}
 		if n := len(t.pend); n > 0 && !t.pend[n-1].durKnown {
 			fd := d
 			if disc {
@@ -545,7 +550,9 @@ func (w *Writer) addSample(t *track, ptsUs, dtsUs int64, key, disc bool, payload
 	t.pend = append(t.pend, sample{dts: dts, cto: int32(cto), size: uint32(len(payload)), sync: key})
 	t.data = append(t.data, payload...)
 	w.fragBytes += len(payload)
-	t.tab.addSample(uint32(len(payload)), int32(cto), key)
+	if w.keepTable {
+		t.tab.addSample(uint32(len(payload)), int32(cto), key)
+	}
 	return nil
 }
 
@@ -649,7 +656,9 @@ func (w *Writer) cut(final bool) error {
 		if err := w.write(t.data[:size]); err != nil {
 			return err
 		}
-		t.tab.chunks = append(t.tab.chunks, chunk{frag: len(w.frags), off: uint32(off), n: uint32(t.runLen)})
+		if w.keepTable {
+			t.tab.chunks = append(t.tab.chunks, chunk{frag: len(w.frags), off: uint32(off), n: uint32(t.runLen)})
+		}
 		off += size
 		// Keep the samples still waiting for their duration.
 		t.pend = t.pend[:copy(t.pend, t.pend[t.runLen:])]
@@ -659,8 +668,17 @@ func (w *Writer) cut(final bool) error {
 			t.data = slices.Clip(t.data) // do not pin one huge GOP's buffer
 		}
 	}
+	// A buffered output (the CLI's file output) passes each whole fragment
+	// on at once, so a killed recorder leaves every fragment it finished.
+	if f, ok := w.w.(interface{ Flush() error }); ok {
+		if err := f.Flush(); err != nil {
+			return w.fail(fmt.Errorf("mp4: write: %w", err))
+		}
+	}
 	frag.size = int64(off)
-	w.frags = append(w.frags, frag)
+	if w.keepTable {
+		w.frags = append(w.frags, frag)
+	}
 	w.dataLen += frag.size
 	w.stats.Fragments++
 	w.fragEmpty = true

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	be "encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// mp4Boxes lists the top-level box types of an MP4 file, stopping at a
+// torn last box.
+func mp4Boxes(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for len(b) >= 8 {
+		size := uint64(be.BigEndian.Uint32(b))
+		if size == 1 && len(b) >= 16 {
+			size = be.BigEndian.Uint64(b[8:])
+		}
+		if size < 8 || size > uint64(len(b)) {
+			break
+		}
+		out = append(out, string(b[4:8]))
+		b = b[size:]
+	}
+	return out
+}
+
+// checkFinishedMP4 checks that path is a regular, fast-start MP4: ftyp and
+// moov first, an mdat after them and no fragments.
+func checkFinishedMP4(t *testing.T, path string) {
+	t.Helper()
+	boxes := mp4Boxes(t, path)
+	s := strings.Join(boxes, ",")
+	if len(boxes) < 3 || boxes[0] != "ftyp" || boxes[1] != "moov" || boxes[len(boxes)-1] != "mdat" || strings.Contains(s, "moof") {
+		t.Errorf("%s: boxes %s, want ftyp,moov,...,mdat without fragments", filepath.Base(path), s)
+	}
+}
+
+// TestRecordsTheDemoToAFinishedMP4: -o talk.mp4 --duration gives a regular
+// MP4 with both tracks, the duration, and every frame.
+func TestRecordsTheDemoToAFinishedMP4(t *testing.T) {
+	needTools(t, "ffmpeg", "ffprobe")
+	t.Parallel()
+	for _, tc := range []struct {
+		file   string
+		extra  []string
+		codecs []string
+	}{
+		{"talk.mp4", nil, []string{"h264", "aac"}},
+		{"talk.m4v", []string{"--demo-codecs", "vp9,opus"}, []string{"vp9", "opus"}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			dir := t.TempDir()
+			r := run(t, dir, append([]string{"-o", tc.file, "--duration", "2s"}, tc.extra...)...)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			path := filepath.Join(dir, tc.file)
+			checkFinishedMP4(t, path)
+			p := probe(t, path)
+			if !strings.Contains(p.Format.FormatName, "mp4") || len(p.Streams) != len(tc.codecs) {
+				t.Errorf("format %q streams %+v, want mp4 with %v", p.Format.FormatName, p.Streams, tc.codecs)
+			}
+			for _, c := range tc.codecs {
+				expectFrames(t, p, c, 2)
+			}
+			if d := p.duration(t); d < 1900*time.Millisecond || d > 2100*time.Millisecond {
+				t.Errorf("duration %v, want 2s", d)
+			}
+			decode(t, path)
+		})
+	}
+}
+
+// TestStdoutMP4PipesIntoFFmpeg: -f mp4 on stdout is fragmented MP4 that
+// ffmpeg decodes from the pipe as it comes.
+func TestStdoutMP4PipesIntoFFmpeg(t *testing.T) {
+	needTools(t, "ffmpeg")
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	exp := exec.CommandContext(ctx, binary, "-f", "mp4", "--duration", "2s")
+	ff := exec.CommandContext(ctx, "ffmpeg", "-nostdin", "-v", "error", "-i", "-", "-map", "0", "-c", "copy", "-f", "framecrc", "-")
+	pipe, err := exp.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ff.Stdin = pipe
+	var expErr, ffErr, ffOut bytes.Buffer
+	exp.Stderr, ff.Stderr, ff.Stdout = &expErr, &ffErr, &ffOut
+	if err := exp.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ff.Run(); err != nil {
+		t.Errorf("ffmpeg: %v", err)
+	}
+	if err := exp.Wait(); err != nil {
+		t.Errorf("moq-export: %v: %s", err, expErr.String())
+	}
+	if ffErr.Len() > 0 {
+		t.Errorf("ffmpeg complained:\n%s", ffErr.String())
+	}
+	var video, audio int
+	for _, l := range strings.Split(ffOut.String(), "\n") {
+		switch {
+		case strings.HasPrefix(l, "0,"):
+			video++
+		case strings.HasPrefix(l, "1,"):
+			audio++
+		}
+	}
+	if video < 57 || video > 63 || audio < 90 || audio > 98 {
+		t.Errorf("ffmpeg read %d video and %d audio packets from the pipe, want 2 s of each (60, 94)", video, audio)
+	}
+}
+
+// TestSegmentsOfMP4AreFinishedFiles: each --segment rotation finishes its
+// file into a regular MP4 that starts at a keyframe.
+func TestSegmentsOfMP4AreFinishedFiles(t *testing.T) {
+	needTools(t, "ffmpeg", "ffprobe")
+	t.Parallel()
+	dir := t.TempDir()
+	r := run(t, dir, "-o", "rec/{broadcast}-{n}.mp4", "--segment", "1s", "--duration", "3.5s")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "rec", "*"))
+	if len(files) < 3 {
+		t.Fatalf("files %v, want at least 3 segments (and no leftover temporary files)", files)
+	}
+	total := 0
+	for i := range files {
+		path := filepath.Join(dir, "rec", fmt.Sprintf("demo-%d.mp4", i))
+		checkFinishedMP4(t, path)
+		p := probe(t, path)
+		total += p.frames(t, "h264")
+		if d := p.duration(t); d < 900*time.Millisecond && i < len(files)-1 {
+			t.Errorf("%s: duration %v, want at least the 1s segment", filepath.Base(path), d)
+		}
+		decode(t, path)
+	}
+	if total < 100 || total > 106 {
+		t.Errorf("%d video frames over all segments, want about 105 (3.5s)", total)
+	}
+}
+
+// TestInterruptFinishesTheMP4: Ctrl-C stops the recording and the file is
+// finished, with its duration.
+func TestInterruptFinishesTheMP4(t *testing.T) {
+	needTools(t, "ffmpeg", "ffprobe")
+	t.Parallel()
+	path := recordUntilSignal(t, "live.mp4", os.Interrupt)
+	checkFinishedMP4(t, path)
+	p := probe(t, path)
+	if d := p.duration(t); d < 1500*time.Millisecond || d > 3*time.Second {
+		t.Errorf("duration %v, want about 2.5s", d)
+	}
+	decode(t, path)
+}
+
+// TestKilledMP4RecordingPlays: SIGKILL during a recording leaves the
+// fragments written so far, which ffmpeg decodes.
+func TestKilledMP4RecordingPlays(t *testing.T) {
+	needTools(t, "ffmpeg", "ffprobe")
+	t.Parallel()
+	dir := t.TempDir()
+	cmd := exec.Command(binary, "-o", "crash.mp4")
+	cmd.Dir = dir
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "crash.mp4")
+	// Wait for the third fragment to reach the file (the demo cuts one at
+	// each 1 s keyframe and the muxer flushes it whole).
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(path); err == nil && strings.Count(strings.Join(mp4Boxes(t, path), ","), "moof") >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("no three fragments in %s after 20 s", path)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	boxes := mp4Boxes(t, path)
+	if len(boxes) < 8 || boxes[0] != "ftyp" || boxes[1] != "moov" || boxes[2] != "moof" {
+		t.Fatalf("killed recording's boxes %v, want ftyp,moov and fragments", boxes)
+	}
+	p := probe(t, path)
+	if n := p.frames(t, "h264"); n < 60 {
+		t.Errorf("killed recording decodes %d video frames, want the 3 fragments' 90", n)
+	}
+	out, err := exec.Command("ffmpeg", "-nostdin", "-v", "error", "-i", path, "-map", "0", "-f", "null", "-").CombinedOutput()
+	if err != nil {
+		t.Errorf("ffmpeg on the killed recording: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,107 @@
+package interop
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/export"
+	"github.com/moq-export/moq-export/mux/mkv"
+	"github.com/moq-export/moq-export/subscribe"
+)
+
+// TestReferenceCMAFPublisherRecordsEveryFrame: the reference publisher
+// packages the h264 and aac samples with @moq/hang's own CMAF encoder
+// (Container.Cmaf: createVideoInitSegment and createAudioInitSegment into
+// the catalog's init, one encodeDataSegment moof+mdat per frame) and
+// publishes them through @moq/net. Our session demuxes every frame back to
+// its codec bytes and timestamp (compared frame by frame with the
+// manifest), and an export records the broadcast into a Matroska file that
+// ffmpeg decodes without a message, with every frame.
+func TestReferenceCMAFPublisherRecordsEveryFrame(t *testing.T) {
+	ref := needReference(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	// One audio frame per group: CMAF marks every audio sample a
+	// keyframe, which the manifest's expectation says of group starts only.
+	m := sampleBroadcast("interop/cmaf.hang", 1)
+	_, cert := ourCert(t)
+	pub := ref.start(ctx, t, "publish", "--manifest", m.write(t), "--listen", "127.0.0.1:0",
+		"--cert", cert.certFile, "--key", cert.keyFile, "--speed", "2", "--container", "cmaf")
+	port := pub.expect(ctx, "listening", nil).Port
+	sess, err := subscribe.Dial(ctx, fmt.Sprintf("moql://127.0.0.1:%d/", port), subscribe.Options{
+		TLSFingerprint: cert.fingerprint,
+		Reconnect:      subscribe.Backoff{Disabled: true},
+	})
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	t.Cleanup(func() { _ = sess.Close() })
+	waitAnnounced(ctx, t, sess, m.Broadcast)
+	bc := sess.Broadcast(m.Broadcast)
+
+	path := filepath.Join(t.TempDir(), "cmaf.mkv")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := mkv.NewWriter(f, mkv.Options{})
+	e := export.New(bc, w, export.Options{Latency: time.Minute})
+	ectx, stopExport := context.WithCancel(ctx)
+	defer stopExport()
+	exported := make(chan error, 1)
+	go func() { exported <- e.Run(ectx) }()
+
+	pubDone := collectPublished(ctx, pub)
+	cat, got := recordBroadcast(ctx, t, bc)
+	for _, r := range cat.Renditions() {
+		if r.Common().ContainerKind() != catalog.ContainerCMAF || r.Common().InitErr() != nil {
+			t.Errorf("rendition %s: container %q, init error %v", r.Name, r.Common().ContainerKind(), r.Common().InitErr())
+		}
+	}
+	p := awaitPublished(ctx, t, pubDone)
+	checkCatalog(t, cat, p.catalog)
+	compareRecording(t, m, p, got)
+	// The reference keeps its catalog track open: once the export has
+	// seen both media tracks end, stop it (Run finalizes the file).
+	for e.Stats().Tracks > 0 || e.Stats().Frames == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("export still has %d tracks", e.Stats().Tracks)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	stopExport()
+	if err := <-exported; err != nil && ectx.Err() == nil {
+		t.Fatalf("export: %v", err)
+	}
+	f.Close()
+	_ = sess.Close()
+	pub.wait(ctx)
+
+	if _, err := exec.LookPath("ffprobe"); err != nil {
+		t.Skip("ffprobe not installed: the recording is not checked")
+	}
+	out, err := exec.Command("ffmpeg", "-nostdin", "-v", "error", "-i", path, "-f", "null", "-").CombinedOutput()
+	if err != nil || len(out) > 0 {
+		t.Errorf("ffmpeg decoding the recording: %v\n%s", err, out)
+	}
+	counts, err := exec.Command("ffprobe", "-v", "error", "-count_packets", "-show_entries", "stream=codec_name,nb_read_packets", "-of", "csv=p=0", path).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Fields(string(counts)) {
+		codec, n, _ := strings.Cut(line, ",")
+		track := map[string]string{"h264": "video", "aac": "audio"}[codec]
+		if c, _ := strconv.Atoi(n); track == "" || c != len(m.track(track).Frames) {
+			t.Errorf("recording has %s packets of %s, the publisher sent %d", n, codec, len(m.track(track).Frames))
+		}
+	}
+}
