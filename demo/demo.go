@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	moqexport "github.com/moq-export/moq-export"
 	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/internal/testmedia"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -18,7 +18,7 @@ var DefaultRenditions = []string{"h264", "aac"}
 
 // Options configures a demo broadcast.
 type Options struct {
-	// Renditions names the samples to publish (see moqexport.SampleNames);
+	// Renditions names the samples to publish (see testmedia.SampleNames);
 	// each becomes a track of the same name. Empty means DefaultRenditions.
 	Renditions []string
 	// Loops is how many times each track repeats its sample before it
@@ -56,7 +56,7 @@ type Options struct {
 const KeepMedia = 3 * time.Second
 
 // keepGroups returns how many groups of sample s span KeepMedia.
-func keepGroups(s *moqexport.Sample) int {
+func keepGroups(s *testmedia.Sample) int {
 	groups := 0
 	for _, f := range s.Frames {
 		if f.Keyframe {
@@ -69,19 +69,15 @@ func keepGroups(s *moqexport.Sample) int {
 
 // Catalog returns the hang catalog describing the samples, as a publisher
 // would announce them in the legacy container.
-func Catalog(names []string) (*catalog.Catalog, []*moqexport.Sample, error) {
-	p, err := newPlan(names, catalog.ContainerLegacy)
-	if err != nil {
-		return nil, nil, err
-	}
-	return p.cat, p.samples, nil
+func Catalog(names []string) (*catalog.Catalog, error) {
+	return CatalogIn(names, catalog.ContainerLegacy)
 }
 
 // SamplesIn lists the samples that have a form in container kind (all of
 // them but VP8 and AC-3 in cmaf), sorted.
 func SamplesIn(kind catalog.ContainerKind) []string {
 	var out []string
-	for _, n := range moqexport.SampleNames() {
+	for _, n := range testmedia.SampleNames() {
 		if _, err := newPlan([]string{n}, kind); err == nil {
 			out = append(out, n)
 		}
@@ -103,7 +99,7 @@ func CatalogIn(names []string, kind catalog.ContainerKind) (*catalog.Catalog, er
 // track name and (cmaf) the packaging.
 type plan struct {
 	cat     *catalog.Catalog
-	samples []*moqexport.Sample
+	samples []*testmedia.Sample
 	names   []string     // track name per sample
 	cmaf    []*cmafTrack // per sample, cmaf only
 	shift   int64        // µs added to every timestamp (cmaf)
@@ -123,9 +119,9 @@ func newPlan(names []string, kind catalog.ContainerKind) (*plan, error) {
 	}
 	p := &plan{cat: &catalog.Catalog{}}
 	for _, name := range names {
-		s, err := moqexport.LoadSample(name)
+		s, err := testmedia.LoadSample(name)
 		if err != nil {
-			return nil, fmt.Errorf("demo: %w (have %v)", err, moqexport.SampleNames())
+			return nil, fmt.Errorf("demo: %w (have %v)", err, testmedia.SampleNames())
 		}
 		p.samples = append(p.samples, s)
 		if kind == catalog.ContainerCMAF {
@@ -176,7 +172,7 @@ func newPlan(names []string, kind catalog.ContainerKind) (*plan, error) {
 
 // cursor is where one track of the demo is in its sample.
 type cursor struct {
-	s     *moqexport.Sample
+	s     *testmedia.Sample
 	cmaf  *cmafTrack // nil unless the track is cmaf
 	track *model.Track
 	group *model.Group

@@ -1,5 +1,5 @@
 // Package demo publishes the sample media embedded in the module (see
-// testdata/ and the root package) as a live hang broadcast into package
+// internal/testmedia) as a live hang broadcast into package
 // model: a catalog.json track and one track per rendition in the legacy,
 // loc or cmaf container (cmaf shaped as `moq import fmp4` publishes
 // ffmpeg's fragmented MP4, the init segment and fragments written with

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,12 +50,6 @@ type Options struct {
 	// MaxDuration stops the export after this much media time; 0 means no
 	// limit.
 	MaxDuration time.Duration
-	// Segment, with NextMuxer, starts a new output at the first video
-	// keyframe (any keyframe when there is no video) after Segment of media
-	// time. NextMuxer is called after the previous muxer was closed, with the
-	// number of the new segment (the first output is segment 0).
-	Segment   time.Duration
-	NextMuxer func(n int) (mux.Muxer, error)
 	// Resolve returns the broadcast a rendition's "broadcast" reference
 	// names (resolved relative to the catalog's broadcast, see package
 	// subscribe). Nil: such renditions are skipped with a warning.
@@ -78,7 +73,6 @@ type Stats struct {
 	Dropped         int64
 	Skipped         int64         // groups abandoned for newer ones
 	Discontinuities int64         // discontinuities passed to the muxer
-	Segments        int           // outputs started (1 without segmenting)
 	MediaTime       time.Duration // media time written since the first frame
 }
 
@@ -88,7 +82,7 @@ type trackState struct {
 	acct     accounting
 	skipped  uint64 // consumer.Skipped() already counted
 	ended    bool
-	removed  bool // left the catalog: remove from the muxer once drained
+	removed  bool // left the catalog: its frames are not read any more
 	gated    bool // held by the start gate: not read yet
 	hasFirst bool // gated and its track holds a frame
 }
@@ -128,7 +122,7 @@ type Export struct {
 	byCons  map[*model.Consumer]*trackState // the media tracks' consumers
 	all     []*trackState                   // every track, in the order added
 	byID    map[int]*trackState             // by mux track ID
-	leaving []*trackState                   // left the catalog, not yet removed from the muxer
+	leaving []*trackState                   // ended, not yet removed from the muxer
 	refused map[string]bool                 // renditions the muxer refused, by name
 	nextID  int
 	live    int    // tracks not ended
@@ -136,9 +130,6 @@ type Export struct {
 
 	firstTS     int64
 	haveFirst   bool
-	segStart    int64
-	segments    int
-	hasVideo    bool
 	finished    bool
 	timeUp      bool // stopped by MaxDuration: what is buffered is past the end
 	muxerClosed bool
@@ -146,7 +137,6 @@ type Export struct {
 	statsMu    sync.Mutex
 	trackStats []TrackStats // published by syncStats, under statsMu
 	stats      Stats
-	closed     mux.Stats // of the muxers of finished segments
 	media      atomic.Int64
 }
 
@@ -170,13 +160,12 @@ func New(bc *model.Broadcast, m mux.Muxer, opts Options) *Export {
 	}
 	e := &Export{
 		bc: bc, m: m, opts: opts, log: log,
-		ready:    model.NewReadySet(),
-		byCons:   map[*model.Consumer]*trackState{},
-		tracks:   map[string]*trackState{},
-		byID:     map[int]*trackState{},
-		refused:  map[string]bool{},
-		segments: 1,
-		ctx:      context.Background(),
+		ready:   model.NewReadySet(),
+		byCons:  map[*model.Consumer]*trackState{},
+		tracks:  map[string]*trackState{},
+		byID:    map[int]*trackState{},
+		refused: map[string]bool{},
+		ctx:     context.Background(),
 	}
 	e.jit = jitter.New(jitter.Options{Delay: opts.Delay, Late: opts.Late, MediaTimeOnly: opts.MediaTimeOnly, Now: opts.Now, Pending: e.pending})
 	return e
@@ -220,6 +209,7 @@ func (e *Export) start() error {
 // that received something, and writes the frames the jitter buffer releases.
 // A poll that nothing woke returns at once. Poll never waits: the audio
 // backfills of the start gate (see the package doc) run in the background.
+// A caller that drives the export with Poll ends it with Close.
 func (e *Export) Poll() error {
 	if e.started && e.ready.Empty() && e.gate == nil && !e.jitterDue() {
 		return nil
@@ -244,7 +234,7 @@ func (e *Export) poll() error {
 	e.scratch = e.ready.Take(e.scratch[:0])
 	for _, c := range e.scratch {
 		ts, ok := e.byCons[c]
-		if !ok { // the catalog's
+		if !ok { // the catalog's (or a track forgotten since: costs nothing)
 			if err := e.readCatalog(); err != nil {
 				return err
 			}
@@ -288,22 +278,39 @@ func (e *Export) poll() error {
 	return nil
 }
 
-// removeDrained removes from the muxer the tracks that left the catalog once
-// the jitter buffer holds none of their frames.
+// removeDrained removes from the muxer, and forgets, the tracks that ended
+// once the jitter buffer holds none of their frames. A track that left the
+// catalog goes at once; one that ended by itself stays while the muxer has
+// written nothing (it may still hold the track's first frames, as the MKV
+// header and the TS keyframe waits do, and removing would drop them) and
+// when the whole broadcast ended (Close finalizes it with the others).
 func (e *Export) removeDrained() error {
+	ending := e.catEnded && e.live == 0
+	started := !ending && e.m.Stats().Frames > 0
 	keep := e.leaving[:0]
 	for _, ts := range e.leaving {
-		if e.jit.Holds(ts.track.ID) {
+		if e.jit.Holds(ts.track.ID) || !ts.removed && !started {
 			keep = append(keep, ts)
 			continue
 		}
 		if err := e.m.RemoveTrack(ts.track.ID); err != nil {
 			return fmt.Errorf("export: removing track %q: %w", ts.track.Name, err)
 		}
+		e.forget(ts)
 	}
 	clear(e.leaving[len(keep):])
 	e.leaving = keep
 	return nil
+}
+
+// forget drops the engine's state of a track removed from the muxer.
+func (e *Export) forget(ts *trackState) {
+	delete(e.byCons, ts.consumer)
+	delete(e.byID, ts.track.ID)
+	if e.tracks[ts.track.Name] == ts {
+		delete(e.tracks, ts.track.Name)
+	}
+	e.all = slices.DeleteFunc(e.all, func(o *trackState) bool { return o == ts })
 }
 
 // syncStats publishes the counters for Stats, sampling the muxer's. It
@@ -311,11 +318,10 @@ func (e *Export) removeDrained() error {
 // summed as tracks are read.
 func (e *Export) syncStats() {
 	js := e.jit.Stats()
-	ms := addStats(e.closed, e.m.Stats())
+	ms := e.m.Stats()
 	e.statsMu.Lock()
 	e.stats.Frames, e.stats.Bytes = ms.Frames, ms.Bytes
 	e.stats.Late, e.stats.Dropped = js.Late, js.Dropped+ms.Dropped
-	e.stats.Segments = e.segments
 	e.stats.Tracks, e.stats.Skipped = e.live, int64(e.skipped)
 	e.syncTrackStats()
 	e.statsMu.Unlock()
@@ -366,6 +372,7 @@ func (e *Export) endTrack(ts *trackState) {
 	e.live--
 	e.jit.EndTrack(ts.track.ID)
 	ts.consumer.Close()
+	e.leaving = append(e.leaving, ts)
 }
 
 func (e *Export) readCatalog() error {
@@ -422,7 +429,6 @@ func (e *Export) applyCatalog(cat *catalog.Catalog) error {
 			e.log.Info("rendition left the catalog", "track", name)
 			ts.removed = true
 			e.endTrack(ts)
-			e.leaving = append(e.leaving, ts)
 		}
 	}
 	for _, want := range [][]string{e.opts.Video, e.opts.Audio} {
@@ -499,9 +505,6 @@ func (e *Export) addRendition(r catalog.Rendition, counts map[mux.Kind]int) (*tr
 	e.tracks[r.Name] = ts
 	if err := e.jit.AddTrack(t.ID, t.Kind); err != nil {
 		return nil, err
-	}
-	if t.Kind == mux.Video {
-		e.hasVideo = true
 	}
 	counts[t.Kind]++
 	e.live++
@@ -599,19 +602,11 @@ func muxKind(k catalog.Kind) mux.Kind {
 func (e *Export) write(it jitter.Item) error {
 	f := it.Frame
 	if !e.haveFirst {
-		e.haveFirst, e.firstTS, e.segStart = true, f.Timestamp, f.Timestamp
+		e.haveFirst, e.firstTS = true, f.Timestamp
 	}
 	if e.opts.MaxDuration > 0 && f.Timestamp-e.firstTS >= e.opts.MaxDuration.Microseconds() {
 		e.finished, e.timeUp = true, true
 		return nil
-	}
-	if e.opts.Segment > 0 && e.opts.NextMuxer != nil && f.Keyframe && f.Timestamp-e.segStart >= e.opts.Segment.Microseconds() {
-		if ts := e.byID[f.TrackID]; ts.track.Kind == mux.Video || !e.hasVideo {
-			if err := e.rotate(); err != nil {
-				return err
-			}
-			e.segStart = f.Timestamp
-		}
 	}
 	if f.Discontinuity {
 		e.statsMu.Lock()
@@ -623,31 +618,6 @@ func (e *Export) write(it jitter.Item) error {
 	}
 	if d := f.Timestamp - e.firstTS; d > e.media.Load() {
 		e.media.Store(d)
-	}
-	return nil
-}
-
-// rotate closes the current muxer and opens the next segment with the same
-// tracks.
-func (e *Export) rotate() error {
-	if err := e.m.Close(); err != nil {
-		return fmt.Errorf("export: closing segment %d: %w", e.segments, err)
-	}
-	m, err := e.opts.NextMuxer(e.segments)
-	if err != nil {
-		e.muxerClosed = true
-		return fmt.Errorf("export: opening segment %d: %w", e.segments+1, err)
-	}
-	e.segments++
-	e.closed = addStats(e.closed, e.m.Stats())
-	e.m = m
-	for _, ts := range e.all {
-		if ts.ended && !e.jit.Holds(ts.track.ID) {
-			continue
-		}
-		if err := m.AddTrack(ts.track); err != nil {
-			return fmt.Errorf("export: segment %d: %w", e.segments, err)
-		}
 	}
 	return nil
 }
@@ -697,6 +667,12 @@ func (e *Export) Run(ctx context.Context) (err error) {
 	}
 }
 
+// Close finishes an export driven by Poll: it writes what the jitter buffer
+// still holds (unless MaxDuration stopped the export), ends the
+// subscriptions and closes the muxer, which finalizes the container. Run
+// does this itself before it returns. Calls after the first return nil.
+func (e *Export) Close() error { return e.finish() }
+
 // finish flushes the jitter buffer into the muxer and closes it. Unless the
 // export was stopped by MaxDuration, everything buffered is written.
 func (e *Export) finish() error {
@@ -704,6 +680,9 @@ func (e *Export) finish() error {
 		return nil
 	}
 	e.muxerClosed = true
+	if e.gate != nil && e.gate.cancel != nil {
+		e.gate.cancel() // stop the start gate's backfills
+	}
 	var werr error
 	for !e.timeUp {
 		it, ok := e.jit.Flush()
@@ -727,8 +706,4 @@ func (e *Export) finish() error {
 	}
 	e.syncStats()
 	return werr
-}
-
-func addStats(a, b mux.Stats) mux.Stats {
-	return mux.Stats{Frames: a.Frames + b.Frames, Bytes: a.Bytes + b.Bytes, Dropped: a.Dropped + b.Dropped}
 }

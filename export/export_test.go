@@ -8,12 +8,13 @@ import (
 	"testing"
 	"time"
 
-	moqexport "github.com/moq-export/moq-export"
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
 	"github.com/moq-export/moq-export/export"
+	"github.com/moq-export/moq-export/internal/testmedia"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/mux"
+	"github.com/moq-export/moq-export/mux/segment"
 )
 
 // recorder is a Muxer that remembers every call.
@@ -103,7 +104,7 @@ func TestExportWritesEveryFrameInTimestampOrder(t *testing.T) {
 	}
 	got := rec.countByName()
 	for _, name := range []string{"h264", "aac", "opus"} {
-		want := 2 * len(moqexport.MustLoadSample(name).Frames)
+		want := 2 * len(testmedia.MustLoadSample(name).Frames)
 		if got[name] != want {
 			t.Errorf("%s: %d frames written, want %d", name, got[name], want)
 		}
@@ -146,7 +147,7 @@ func TestKeyframesStartEveryGroup(t *testing.T) {
 	bc := publishDemo(t, 1, "h264")
 	rec := newRecorder()
 	run(t, bc, rec, export.Options{})
-	s := moqexport.MustLoadSample("h264")
+	s := testmedia.MustLoadSample("h264")
 	for i, f := range rec.frames {
 		if f.Keyframe != s.Frames[i].Keyframe {
 			t.Fatalf("frame %d: keyframe %v, want %v", i, f.Keyframe, s.Frames[i].Keyframe)
@@ -184,7 +185,7 @@ func TestRenditionSelection(t *testing.T) {
 			}
 			counts := rec.countByName()
 			for name := range tc.want {
-				if counts[name] != len(moqexport.MustLoadSample(name).Frames) {
+				if counts[name] != len(testmedia.MustLoadSample(name).Frames) {
 					t.Errorf("%s: %d frames", name, counts[name])
 				}
 			}
@@ -237,9 +238,9 @@ func TestSegmentsRotateAtVideoKeyframes(t *testing.T) {
 	bc := publishDemo(t, 1, "h264", "aac")
 	first := newRecorder()
 	var segs []*recorder
-	run(t, bc, first, export.Options{
-		Segment: 1500 * time.Millisecond,
-		NextMuxer: func(n int) (mux.Muxer, error) {
+	run(t, bc, segment.New(first, segment.Options{
+		Duration: 1500 * time.Millisecond,
+		Next: func(n int) (mux.Muxer, error) {
 			if n != len(segs)+1 {
 				t.Errorf("segment number %d, want %d", n, len(segs)+1)
 			}
@@ -247,7 +248,7 @@ func TestSegmentsRotateAtVideoKeyframes(t *testing.T) {
 			segs = append(segs, r)
 			return r, nil
 		},
-	})
+	}), export.Options{})
 	// Keyframes every second over 4s: cuts at 2s (first keyframe after
 	// 1.5s) and then none, since 3s is only 1s later.
 	if len(segs) != 1 {
@@ -274,9 +275,82 @@ func TestSegmentsRotateAtVideoKeyframes(t *testing.T) {
 		}
 		total += len(r.frames)
 	}
-	want := len(moqexport.MustLoadSample("h264").Frames) + len(moqexport.MustLoadSample("aac").Frames)
+	want := len(testmedia.MustLoadSample("h264").Frames) + len(testmedia.MustLoadSample("aac").Frames)
 	if total != want {
 		t.Fatalf("%d frames over all segments, want %d", total, want)
+	}
+}
+
+// TestEndedTrackIsRemovedOnceDrained: a rendition whose track ends while
+// the broadcast goes on is removed from the muxer once its frames are out,
+// so a segmenting muxer does not carry it into the next output; at the
+// broadcast's end nothing is removed before Close.
+func TestEndedTrackIsRemovedOnceDrained(t *testing.T) {
+	bc := model.NewBroadcast("live")
+	catTrack := bc.CreateTrack(catalog.TrackName)
+	cat, err := demo.Catalog([]string{"aac", "opus"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := cat.Marshal()
+	g, _ := catTrack.AppendGroup()
+	g.WriteFrame(model.Frame{Payload: data})
+	g.Close(nil)
+	aac, opus := bc.CreateTrack("aac"), bc.CreateTrack("opus")
+	rec := newRecorder()
+	e := export.New(bc, rec, export.Options{Delay: time.Millisecond})
+	write := func(tr *model.Track, ts int64) {
+		g, _ := tr.AppendGroup()
+		g.WriteFrame(model.Frame{Timestamp: ts, Payload: []byte{1}})
+		g.Close(nil)
+	}
+	ts := int64(0)
+	for ; ts < 200_000; ts += 20_000 {
+		write(aac, ts)
+		write(opus, ts)
+		if err := e.Poll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opus.Close(nil)
+	for ; len(rec.removed) == 0 && ts < 10_000_000; ts += 20_000 {
+		write(aac, ts)
+		if err := e.Poll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(rec.removed) != 1 || rec.tracks[rec.removed[0]].Name != "opus" {
+		t.Fatalf("removed %v, want the opus track", rec.removed)
+	}
+	bc.Close(nil)
+	if err := e.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.removed) != 1 || !rec.closed {
+		t.Fatalf("removed %v at the end (closed %v), want only opus", rec.removed, rec.closed)
+	}
+}
+
+// TestCloseFinishesAPolledExport: Close writes what the jitter buffer holds
+// and finalizes the muxer; a second Close does nothing.
+func TestCloseFinishesAPolledExport(t *testing.T) {
+	bc := publishDemo(t, 1, "aac")
+	rec := newRecorder()
+	e := export.New(bc, rec, export.Options{Delay: time.Hour})
+	for range 3 {
+		if err := e.Poll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(testmedia.MustLoadSample("aac").Frames); len(rec.frames) != n || !rec.closed {
+		t.Fatalf("%d frames written (closed %v), want %d", len(rec.frames), rec.closed, n)
+	}
+	rec.closed = false
+	if err := e.Close(); err != nil || rec.closed {
+		t.Fatalf("second Close: %v, muxer closed again %v", err, rec.closed)
 	}
 }
 
@@ -284,7 +358,7 @@ func TestCatalogUpdatesAddAndRemoveTracks(t *testing.T) {
 	bc := model.NewBroadcast("live")
 	catTrack := bc.CreateTrack(catalog.TrackName)
 	writeCatalog := func(names ...string) {
-		cat, _, err := demo.Catalog(names)
+		cat, err := demo.Catalog(names)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -335,7 +409,7 @@ func TestCatalogUpdatesAddAndRemoveTracks(t *testing.T) {
 
 func TestCompressedCatalog(t *testing.T) {
 	bc := model.NewBroadcast("z")
-	cat, _, _ := demo.Catalog([]string{"aac"})
+	cat, _ := demo.Catalog([]string{"aac"})
 	data, _ := cat.Marshal()
 	var d catalog.Deflater
 	z, err := d.Frame(data)
@@ -358,16 +432,18 @@ func TestCompressedCatalog(t *testing.T) {
 	}
 }
 
-func TestDiscontinuityReachesTheMuxer(t *testing.T) {
-	bc := model.NewBroadcast("d")
-	cat, _, _ := demo.Catalog([]string{"aac"})
+// audioExport is a broadcast with the demo catalog's aac rendition and an
+// export of it into rec; write adds a one-frame group at ts and polls.
+func audioExport(t *testing.T, rec *recorder) (bc *model.Broadcast, audio *model.Track, e *export.Export, write func(ts int64)) {
+	t.Helper()
+	bc = model.NewBroadcast("d")
+	cat, _ := demo.Catalog([]string{"aac"})
 	data, _ := cat.Marshal()
 	cg, _ := bc.CreateTrack(catalog.TrackName).AppendGroup()
 	cg.WriteFrame(model.Frame{Payload: data})
-	audio := bc.CreateTrack("aac")
-	rec := newRecorder()
-	e := export.New(bc, rec, export.Options{})
-	write := func(ts int64) {
+	audio = bc.CreateTrack("aac")
+	e = export.New(bc, rec, export.Options{})
+	write = func(ts int64) {
 		g, _ := audio.AppendGroup()
 		g.WriteFrame(model.Frame{Timestamp: ts, Payload: []byte{1}})
 		g.Close(nil)
@@ -375,6 +451,12 @@ func TestDiscontinuityReachesTheMuxer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return bc, audio, e, write
+}
+
+func TestDiscontinuityReachesTheMuxer(t *testing.T) {
+	rec := newRecorder()
+	bc, audio, e, write := audioExport(t, rec)
 	write(0)
 	write(20_000)
 	empty, _ := audio.AppendGroup() // hang's discontinuity marker
@@ -456,23 +538,9 @@ func TestFinalizeErrorWinsOverCancellation(t *testing.T) {
 // written or dropped (by the muxer here), and a gap counts with the media
 // time it skipped.
 func TestTrackStatsAccountForEveryFrame(t *testing.T) {
-	bc := model.NewBroadcast("d")
-	cat, _, _ := demo.Catalog([]string{"aac"})
-	data, _ := cat.Marshal()
-	cg, _ := bc.CreateTrack(catalog.TrackName).AppendGroup()
-	cg.WriteFrame(model.Frame{Payload: data})
-	audio := bc.CreateTrack("aac")
 	rec := newRecorder()
 	rec.drop = 1
-	e := export.New(bc, rec, export.Options{})
-	write := func(ts int64) {
-		g, _ := audio.AppendGroup()
-		g.WriteFrame(model.Frame{Timestamp: ts, Payload: []byte{1}})
-		g.Close(nil)
-		if err := e.Poll(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	bc, audio, e, write := audioExport(t, rec)
 	write(0)
 	write(20_000)
 	write(40_000)

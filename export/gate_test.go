@@ -22,7 +22,7 @@ const aacFrame = 21_333 // µs, 1024 samples at 48 kHz
 func liveJoin(t *testing.T, backfill func(tr *model.Track) func(context.Context, int64) error) (*model.Broadcast, []*model.Track) {
 	t.Helper()
 	bc := model.NewBroadcast("live")
-	cat, _, err := demo.Catalog([]string{"h264", "aac"})
+	cat, err := demo.Catalog([]string{"h264", "aac"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestFailedOrSlowBackfillIsHarmless(t *testing.T) {
 // jitter delay passed.
 func TestStartGateOpensAfterTheDelayWhenATrackStaysSilent(t *testing.T) {
 	bc := model.NewBroadcast("live")
-	cat, _, _ := demo.Catalog([]string{"h264", "aac"})
+	cat, _ := demo.Catalog([]string{"h264", "aac"})
 	data, _ := cat.Marshal()
 	g, _ := bc.CreateTrack(catalog.TrackName).AppendGroup()
 	g.WriteFrame(model.Frame{Payload: data})

@@ -15,6 +15,7 @@ import (
 	"github.com/moq-export/moq-export/export"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/mux"
+	"github.com/moq-export/moq-export/mux/segment"
 	"github.com/moq-export/moq-export/subscribe"
 )
 
@@ -462,11 +463,11 @@ func (r *Recorder) record(ctx context.Context, src Source, path string) error {
 	// The first output counts the tracks it accepted, for the stats of an
 	// ended recording (the engine's own count drops to 0 as tracks end).
 	first := &countTracks{Muxer: m}
+	var out mux.Muxer = first
 	if r.opts.Segment > 0 {
-		opts.Segment = r.opts.Segment
-		opts.NextMuxer = func(n int) (mux.Muxer, error) { return r.open(name, n) }
+		out = segment.New(first, segment.Options{Duration: r.opts.Segment, Next: func(n int) (mux.Muxer, error) { return r.open(name, n) }})
 	}
-	ex := export.New(bc, first, opts)
+	ex := export.New(bc, out, opts)
 	r.started(name, ex)
 	defer func() { r.ended(name, ex, first.n) }()
 	if err := ex.Run(ctx); err != nil {

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	moqexport "github.com/moq-export/moq-export"
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/internal/testmedia"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -96,15 +96,22 @@ func expectAnnounced(t *testing.T, ctx context.Context, s *Session, path string)
 // tracks that keep every group; fill writes the sample frames.
 type sampleBroadcast struct {
 	b       *model.Broadcast
-	samples []*moqexport.Sample
+	samples []*testmedia.Sample
 	tracks  map[string]*model.Track
 }
 
 func newSampleBroadcast(t *testing.T, name string, renditions ...string) *sampleBroadcast {
 	t.Helper()
-	cat, samples, err := demo.Catalog(renditions)
+	cat, err := demo.Catalog(renditions)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(renditions) == 0 {
+		renditions = demo.DefaultRenditions
+	}
+	var samples []*testmedia.Sample
+	for _, name := range renditions {
+		samples = append(samples, testmedia.MustLoadSample(name))
 	}
 	data, err := cat.Marshal()
 	if err != nil {
@@ -138,7 +145,7 @@ func (sb *sampleBroadcast) fill(t *testing.T, offset int64, end bool) {
 // timestamps), a new group at each keyframe; from must be a keyframe (or 0).
 func (sb *sampleBroadcast) fillFrames(t *testing.T, name string, offset int64, from, to int) {
 	t.Helper()
-	var s *moqexport.Sample
+	var s *testmedia.Sample
 	for _, x := range sb.samples {
 		if x.Name == name {
 			s = x
@@ -170,7 +177,7 @@ func (sb *sampleBroadcast) fillFrames(t *testing.T, name string, offset int64, f
 }
 
 // expected returns the frames a subscriber must see for sample s.
-func expectedEvents(s *moqexport.Sample, offset int64) []model.Event {
+func expectedEvents(s *testmedia.Sample, offset int64) []model.Event {
 	var out []model.Event
 	seq := uint64(0)
 	for i, f := range s.Frames {
@@ -266,9 +273,9 @@ func (s *Session) subCount() int {
 	return len(s.subs)
 }
 
-func mustSample(t *testing.T, name string) *moqexport.Sample {
+func mustSample(t *testing.T, name string) *testmedia.Sample {
 	t.Helper()
-	s, err := moqexport.LoadSample(name)
+	s, err := testmedia.LoadSample(name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -79,6 +79,57 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+// recorderRun is the binary running with --progress always: its stderr is
+// kept (log) and handed over line by line (lines, closed at its end).
+type recorderRun struct {
+	cmd   *exec.Cmd
+	lines chan string
+	log   lockedBuffer
+}
+
+func startRecorder(t *testing.T, ctx context.Context, dir string, args ...string) *recorderRun {
+	t.Helper()
+	r := &recorderRun{cmd: exec.CommandContext(ctx, binary, append(args, "--progress", "always")...), lines: make(chan string, 1024)}
+	r.cmd.Dir = dir
+	stderr, err := r.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(r.lines)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			r.log.Write(append(sc.Bytes(), '\n'))
+			select {
+			case r.lines <- sc.Text():
+			default: // nobody waits for a progress line any more
+			}
+		}
+	}()
+	return r
+}
+
+// waitMedia returns the media time of the first progress line that says at
+// least d, or 0 when the output ended first.
+func (r *recorderRun) waitMedia(d time.Duration) time.Duration {
+	for line := range r.lines {
+		if ts := mediaTimes(line); len(ts) > 0 && ts[0] >= d {
+			return ts[0]
+		}
+	}
+	return 0
+}
+
+// wait reads the rest of the output and waits for the exit.
+func (r *recorderRun) wait() error {
+	for range r.lines {
+	}
+	return r.cmd.Wait()
+}
+
 // TestSIGKILLLeavesAPlayableFileInEachFormat kills the recorder with
 // SIGKILL once its progress line says it wrote 3 s of media: the file
 // decodes without errors and holds the media written up to about a second
@@ -100,42 +151,20 @@ func TestSIGKILLLeavesAPlayableFileInEachFormat(t *testing.T) {
 		t.Run(tc.file, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			cmd := exec.Command(binary, append([]string{"-o", tc.file, "--progress", "always"}, tc.args...)...)
-			cmd.Dir = dir
-			stderr, err := cmd.StderrPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			var log lockedBuffer
-			// The progress line is rewritten with \r on a terminal and
-			// printed line by line otherwise.
-			sc := bufio.NewScanner(stderr)
-			var written time.Duration
-			for sc.Scan() {
-				log.Write(append(sc.Bytes(), '\n'))
-				if ts := mediaTimes(sc.Text()); len(ts) > 0 && ts[0] >= 3*time.Second {
-					written = ts[0]
-					break
-				}
-			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			r := startRecorder(t, ctx, dir, append([]string{"-o", tc.file}, tc.args...)...)
+			written := r.waitMedia(3 * time.Second)
 			if written == 0 {
-				cmd.Process.Kill()
-				cmd.Wait()
-				t.Fatalf("no progress past 3 s:\n%s", log.String())
+				r.wait()
+				t.Fatalf("no progress past 3 s:\n%s", r.log.String())
 			}
-			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			if err := r.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
-			go func() { // drain, so the child is never blocked on stderr
-				for sc.Scan() {
-				}
-			}()
-			err = cmd.Wait()
+			err := r.wait()
 			if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-				t.Fatalf("exit: %v\n%s", err, log.String())
+				t.Fatalf("exit: %v\n%s", err, r.log.String())
 			}
 			path := filepath.Join(dir, tc.file)
 			decode(t, path)
@@ -237,42 +266,16 @@ func TestNetworkOutageOfFourSecondsLosesNoFrame(t *testing.T) {
 	}
 	defer px.Close()
 	dir := t.TempDir()
-	cmd := exec.CommandContext(ctx, binary, "moql://"+px.Addr()+"/", "--tls-fingerprint", pin, "-b", "live",
-		"--duration", "8s", "-o", "out.mkv", "--progress", "always", "-v")
-	cmd.Dir = dir
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var log lockedBuffer
-	sc := bufio.NewScanner(stderr)
-	lines := make(chan string, 1024)
-	go func() {
-		defer close(lines)
-		for sc.Scan() {
-			log.Write(append(sc.Bytes(), '\n'))
-			select {
-			case lines <- sc.Text():
-			default:
-			}
-		}
-	}()
-	for line := range lines {
-		if ts := mediaTimes(line); len(ts) > 0 && ts[0] >= 2*time.Second {
-			break
-		}
-	}
+	r := startRecorder(t, ctx, dir, "moql://"+px.Addr()+"/", "--tls-fingerprint", pin, "-b", "live",
+		"--duration", "8s", "-o", "out.mkv", "-v")
+	r.waitMedia(2 * time.Second)
 	px.Blackhole(true)
 	time.Sleep(4 * time.Second) // the outage itself
 	px.Blackhole(false)
-	for range lines {
+	if err := r.wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, r.log.String())
 	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("exit: %v\n%s", err, log.String())
-	}
+	log := &r.log
 	if !strings.Contains(log.String(), "reconnected") {
 		t.Fatalf("no reconnect in the log: the outage was not noticed\n%s", log.String())
 	}

@@ -6,9 +6,9 @@ import (
 	"log/slog"
 	"strings"
 
-	moqexport "github.com/moq-export/moq-export"
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/internal/testmedia"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -22,8 +22,8 @@ const demoKeepGroups = 1 << 30
 // checkDemoCodecs refuses sample names that do not exist, or that have no
 // form in the demo's container.
 func checkDemoCodecs(names []string, container string) error {
-	if _, _, err := demo.Catalog(names); err != nil {
-		return usagef("--demo-codecs %s: unknown test codec; pick from %s", strings.Join(names, ","), strings.Join(moqexport.SampleNames(), ", "))
+	if _, err := demo.Catalog(names); err != nil {
+		return usagef("--demo-codecs %s: unknown test codec; pick from %s", strings.Join(names, ","), strings.Join(testmedia.SampleNames(), ", "))
 	}
 	if _, err := demo.CatalogIn(names, catalog.ContainerKind(container)); err != nil {
 		return usagef("--demo-container %s: %v; pick other --demo-codecs", container, err)

@@ -6,22 +6,22 @@ import (
 	"fmt"
 	"testing"
 
-	moqexport "github.com/moq-export/moq-export"
 	"github.com/moq-export/moq-export/internal/h26x"
+	"github.com/moq-export/moq-export/internal/testmedia"
 )
 
 // videoSamples returns the embedded H.264 and H.265 samples with their codec.
 func videoSamples(t testing.TB) []struct {
 	codec  h26x.Codec
-	sample *moqexport.Sample
+	sample *testmedia.Sample
 } {
 	t.Helper()
 	return []struct {
 		codec  h26x.Codec
-		sample *moqexport.Sample
+		sample *testmedia.Sample
 	}{
-		{h26x.H264, moqexport.MustLoadSample("h264")},
-		{h26x.H265, moqexport.MustLoadSample("h265")},
+		{h26x.H264, testmedia.MustLoadSample("h264")},
+		{h26x.H265, testmedia.MustLoadSample("h265")},
 	}
 }
 

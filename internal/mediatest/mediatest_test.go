@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	moqexport "github.com/moq-export/moq-export"
 	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/internal/testmedia"
 	"github.com/moq-export/moq-export/mux"
 )
 
@@ -88,7 +88,7 @@ func TestInputOfKeepsEverySampleFrameInDecodeOrder(t *testing.T) {
 	if d := mediatest.LoadSample("h264-annexb").Description; d != nil {
 		t.Errorf("the Annex B form has a description: %x", d)
 	}
-	if d := moqexport.MustLoadSample("h264").Description; d == nil {
+	if d := testmedia.MustLoadSample("h264").Description; d == nil {
 		t.Error("the AVCC form has no description")
 	}
 }

@@ -6,9 +6,9 @@ import (
 
 	"github.com/bluenviron/gortmplib/pkg/amf0"
 
-	moqexport "github.com/moq-export/moq-export"
 	"github.com/moq-export/moq-export/internal/h26x"
 	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/internal/testmedia"
 	"github.com/moq-export/moq-export/mux"
 )
 
@@ -44,7 +44,7 @@ func TestClassicCodecsDecodeCleanWithSystemFFmpeg(t *testing.T) {
 // ffprobe's decode order is monotonic while presentation order differs.
 func TestBFramesGetCompositionTimes(t *testing.T) {
 	tl := mediatest.SystemFFmpeg(t)
-	s := moqexport.MustLoadSample("h264")
+	s := testmedia.MustLoadSample("h264")
 	frames := interleave(0, s)
 	path := writeFile(t, "b.flv", Options{}, []mux.Track{mediatest.TrackOf(s, 1)}, frames)
 	v := probe(t, tl, path)["video"]
@@ -73,7 +73,7 @@ func TestBFramesGetCompositionTimes(t *testing.T) {
 // onMetaData in a file, and leaves duration 0 on a stream that cannot seek.
 func TestSeekableOutputGetsDurationAndFilesize(t *testing.T) {
 	tl := mediatest.SystemFFmpeg(t)
-	v, a := moqexport.MustLoadSample("h264"), moqexport.MustLoadSample("aac")
+	v, a := testmedia.MustLoadSample("h264"), testmedia.MustLoadSample("aac")
 	frames := interleave(0, v, a)
 	tracks := []mux.Track{mediatest.TrackOf(v, 1), mediatest.TrackOf(a, 2)}
 	path := writeFile(t, "seek.flv", Options{}, tracks, frames)

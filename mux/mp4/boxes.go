@@ -165,15 +165,47 @@ func appendMoof(dst []byte, seq uint32, runs []*track) []byte {
 	var patches []patch
 	for _, t := range runs {
 		n := t.runLen
+		samples := t.pend[:n]
+		// Sample flags: the default in tfhd when every sample after the
+		// first shares them (audio; video cut at its keyframes), the first
+		// sample's in trun when it differs; per sample otherwise.
+		flagsOf := func(s sample) uint32 {
+			if s.sync {
+				return syncSampleFlags
+			}
+			return nonSyncSampleFlags
+		}
+		common := true
+		for _, s := range samples[min(1, n):] {
+			if flagsOf(s) != flagsOf(samples[min(1, n-1)]) {
+				common = false
+				break
+			}
+		}
+		def := flagsOf(samples[min(1, n-1)])
 		traf := b.start("traf")
-		tfhd := b.fullBox("tfhd", 0, 0x020000) // default-base-is-moof
+		tfhdFlags := uint32(0x020000) // default-base-is-moof
+		if common {
+			tfhdFlags |= 0x000020 // default-sample-flags-present
+		}
+		tfhd := b.fullBox("tfhd", 0, tfhdFlags)
 		b.u32(t.mp4ID)
+		if common {
+			b.u32(def)
+		}
 		b.end(tfhd)
 		tfdt := b.fullBox("tfdt", 1, 0)
-		b.u64(uint64(t.pend[0].dts))
+		b.u64(uint64(samples[0].dts))
 		b.end(tfdt)
-		flags := uint32(0x000001 | 0x000100 | 0x000200 | 0x000400)
-		for _, s := range t.pend[:n] {
+		flags := uint32(0x000001 | 0x000100 | 0x000200) // data offset, duration, size
+		first := common && flagsOf(samples[0]) != def
+		switch {
+		case !common:
+			flags |= 0x000400 // sample-flags-present
+		case first:
+			flags |= 0x000004 // first-sample-flags-present
+		}
+		for _, s := range samples {
 			if s.cto != 0 {
 				flags |= 0x000800
 				break
@@ -183,13 +215,14 @@ func appendMoof(dst []byte, seq uint32, runs []*track) []byte {
 		b.u32(uint32(n))
 		patches = append(patches, patch{len(b.b), dataPos})
 		b.u32(0) // data_offset, patched below
-		for _, s := range t.pend[:n] {
+		if first {
+			b.u32(flagsOf(samples[0]))
+		}
+		for _, s := range samples {
 			b.u32(s.dur)
 			b.u32(s.size)
-			if s.sync {
-				b.u32(syncSampleFlags)
-			} else {
-				b.u32(nonSyncSampleFlags)
+			if !common {
+				b.u32(flagsOf(s))
 			}
 			if flags&0x000800 != 0 {
 				b.u32(uint32(s.cto))
@@ -288,10 +321,10 @@ func (w *Writer) moov(finished bool, base int64, co64 bool) ([]byte, error) {
 		stbl := b.start("stbl")
 		b.b = append(b.b, p.stsd...)
 		if finished {
-			tab.appendTables(&b, w.frags, base, co64)
+			tab.appendTables(&b, w.chunkOffset(base), co64)
 		} else {
 			var empty table
-			empty.appendTables(&b, nil, 0, false)
+			empty.appendTables(&b, nil, false)
 		}
 		b.end(stbl)
 		b.end(minf)
@@ -341,6 +374,17 @@ func (t *track) finishedEdits(start int64) []amp4.ElstEntry {
 	return append(out, amp4.ElstEntry{SegmentDurationV1: toMovie(end-skip, t.timescale), MediaTimeV1: skip, MediaRateInteger: 1})
 }
 
+// chunkOffset returns where a chunk lies in the finished file. Finished
+// in place, the samples stay where the fragments put them, shifted by the
+// range inserted in front (base); through a copy they follow each other
+// from base, the first byte of the mdat's payload.
+func (w *Writer) chunkOffset(base int64) func(chunk) int64 {
+	if w.inPlace {
+		return func(c chunk) int64 { return base + w.frags[c.frag].srcOffset + int64(c.off) }
+	}
+	return func(c chunk) int64 { return base + w.frags[c.frag].dataOffset + int64(c.off) }
+}
+
 // toMovie converts ticks of timescale ts to the movie timescale, rounded.
 func toMovie(ticks int64, ts uint32) uint64 {
 	if ticks <= 0 {
@@ -353,7 +397,7 @@ func toMovie(ticks int64, ts uint32) uint64 {
 // by hand: they are flat big-endian arrays, one to three words per sample or
 // chunk, and go-mp4 would need them as slices of structs, encoded by
 // reflection (a multi-hour recording has millions of entries).
-func (tab *table) appendTables(b *builder, frags []fragment, base int64, co64 bool) {
+func (tab *table) appendTables(b *builder, offset func(chunk) int64, co64 bool) {
 	stts := b.fullBox("stts", 0, 0)
 	b.u32(uint32(len(tab.stts)))
 	for _, r := range tab.stts {
@@ -404,7 +448,7 @@ func (tab *table) appendTables(b *builder, frags []fragment, base int64, co64 bo
 		co := b.fullBox("co64", 0, 0)
 		b.u32(uint32(len(tab.chunks)))
 		for _, c := range tab.chunks {
-			b.u64(uint64(base + frags[c.frag].dataOffset + int64(c.off)))
+			b.u64(uint64(offset(c)))
 		}
 		b.end(co)
 		return
@@ -412,7 +456,23 @@ func (tab *table) appendTables(b *builder, frags []fragment, base int64, co64 bo
 	co := b.fullBox("stco", 0, 0)
 	b.u32(uint32(len(tab.chunks)))
 	for _, c := range tab.chunks {
-		b.u32(uint32(min(base+frags[c.frag].dataOffset+int64(c.off), math.MaxUint32)))
+		b.u32(uint32(min(offset(c), math.MaxUint32)))
 	}
 	b.end(co)
+}
+
+// headerAlign is the block size the header of a file recording is padded
+// to: 4 KiB, the block size of ext4 and XFS.
+const headerAlign = 4096
+
+// appendFree pads b with a free box to the next multiple of align (a free
+// box has at least its 8-byte header, so this may add a whole block).
+func appendFree(b []byte, align int) []byte {
+	n := (align - len(b)%align) % align
+	if n < 8 {
+		n += align
+	}
+	b = binary.BigEndian.AppendUint32(b, uint32(n))
+	b = append(b, "free"...)
+	return append(b, make([]byte, n-8)...)
 }

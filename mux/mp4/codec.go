@@ -91,6 +91,7 @@ func (t *track) configure() error {
 		t.dts = h26x.NewDTS(c, t.Jitter)
 		t.timescale = videoTimescale
 		if len(desc) > 0 {
+			_, t.lengthSize, _ = h26x.ParseDecoderConfig(c, desc)
 			return t.setParamSets(n.ParamSets())
 		}
 		return nil

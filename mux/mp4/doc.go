@@ -15,14 +15,16 @@
 // # While recording: fragments
 //
 // The output starts with ftyp (isom, iso6) and a moov whose mvex declares
-// that fragments follow, then one moof+mdat pair per fragment. A fragment
+// that fragments follow (then a free box padding a file recording's header
+// to 4 KiB), then one moof+mdat pair per fragment. A fragment
 // is cut before every keyframe of the first video track, so each starts at
 // a sync sample; an audio-only file is cut every Options.FragmentDuration
 // (2 s); a GOP longer than 4 × FragmentDuration, a fragment over 32 MiB and
 // a discontinuity cut one too. Only the fragment being built is held in
 // memory. Each moof carries, per track, a tfdt (the decode time of its
-// first sample) and a trun v1 with every sample's duration, size, flags and
-// signed composition offset. A sample's duration is the distance to the
+// first sample; the default sample flags when they are shared) and a trun
+// v1 with every sample's duration, size, flags where they differ and signed
+// composition offset. A sample's duration is the distance to the
 // next sample of its track, so a track's newest sample waits for its
 // successor and opens the next fragment; across a discontinuity (and for
 // the very last sample) it is the previous duration, so a gap never
@@ -39,43 +41,72 @@
 // for every file output, so it happens at the end of a broadcast, at
 // --duration, on Ctrl-C and at each segment rotation), Close turns the
 // recording into a regular MP4: ftyp (isom, iso4), a moov with mvhd/tkhd/
-// mdhd durations and the complete sample table (stts, ctts v1, stss, stsc,
-// stsz, stco or co64 past 4 GiB), then a single mdat (64-bit size past
-// 4 GiB) with the samples of every fragment in recording order. moov comes
-// before mdat (fast start), so a browser plays and seeks it over HTTP
-// before it has the whole file.
+// mdhd durations, edit lists and the complete sample table (stts, ctts v1,
+// stss, stsc, stsz, stco or co64 past 4 GiB), then a single mdat (64-bit
+// size past 4 GiB) with the samples of every fragment in recording order.
+// moov comes before mdat (fast start), so a browser plays and seeks it over
+// HTTP before it has the whole file.
 //
-// The finish writes a temporary file beside the recording
-// (".NAME.*.finishing") and renames it over the recording. It does not
-// rewrite in place, because moving the samples to make room for the moov
-// in front would leave a file that is neither form if it were interrupted;
-// with a rename the fragmented file stays complete and playable until the
-// finished one replaces it atomically, and a failure (a full disk) leaves
-// the fragmented file as it was and returns an error saying so. The cost:
-// the samples are copied once (io.CopyN between the two files, which Linux
-// does in the kernel with copy_file_range, and on reflink file systems
-// without copying data at all), so finishing a multi-hour recording takes
-// about as long as copying the file (a 3 h recording at 6 Mbit/s is 8 GB:
-// tens of seconds on an SSD) and needs its size again in free disk space
-// while it runs. Memory is the sample table only, never the media: about
-// 4 bytes per sample (stsz) plus a few per run of equal durations or
-// offsets, per keyframe and per fragment, about 15 MB for 3 hours of 30 fps
-// video with 48 kHz AAC. A stray ".finishing" file is what a crash during
-// the finish leaves; the recording itself is intact.
+// The finish works in place where the file system allows it, and through a
+// temporary file elsewhere:
+//
+//   - In place (Linux on ext4 or XFS): a file recording's header is padded
+//     with a free box to 4 KiB, so its first moof starts on a block
+//     boundary. At Close, fallocate(FALLOC_FL_INSERT_RANGE) inserts as many
+//     whole blocks at the start of the file as the finished moov needs
+//     (none when it fits in the padding); the file system remaps the
+//     fragments' blocks without copying them. One write then puts ftyp, the
+//     moov, a free box and the header of one mdat into those first blocks;
+//     the mdat spans every fragment, whose moof boxes become unused bytes
+//     inside it (about 1% of the file), and the chunk offsets point at the
+//     samples where the fragments put them. The cost does not grow with the
+//     media: one metadata operation and a write of the moov, milliseconds
+//     for a 3-hour recording, with no extra disk space. The one unsafe
+//     moment is between the insert and that write (a crash there leaves
+//     zeros in front of the fragments); a failed write collapses the
+//     inserted range again, restoring the fragmented file.
+//   - By copy (other file systems, other systems, or Options.FinishByCopy):
+//     ftyp, the moov and an mdat with only the samples go to a temporary
+//     file beside the recording (".NAME.*.finishing"), which is renamed over
+//     it. Until the rename the fragmented file stays complete and playable,
+//     and a failure (a full disk) leaves it as it was. The samples are
+//     copied once (io.CopyN between the two files, which Linux does in the
+//     kernel with copy_file_range), so this takes about as long as copying
+//     the file (a 3 h recording at 6 Mbit/s is 8 GB: tens of seconds on an
+//     SSD) and needs its size again in free space while it runs; a stray
+//     ".finishing" file is what a crash during it leaves.
+//
+// Neither form is fsynced, like every output of moq-export. Memory is the
+// sample table only, never the media: about 4 bytes per sample (stsz) plus
+// a few per run of equal durations or offsets, per keyframe and per
+// fragment, about 15 MB for 3 hours of 30 fps video with 48 kHz AAC; a
+// stream (no Path) keeps no table at all.
+//
+// When the io.Writer has a Flush method (a bufio.Writer, the CLI's file
+// output), the Writer calls it after every fragment, so a killed recorder
+// leaves each fragment it finished on disk.
 //
 // # Timestamps and B-frames
 //
-// The first frame of the file is at 0 unless Options.KeepTimestamps. Video
-// decode times come from h26x.DTS for H.264/H.265 (the picture order count,
-// else PTS minus the catalog jitter), and equal presentation times for the
-// other codecs. Composition offsets are signed (trun v1 and ctts v1,
-// brands iso6/iso4), and each track's decode timeline is shifted so that
-// its first sample's decode time equals its presentation time: B-frames
-// then have negative offsets and no edit list is needed to start the video
-// at its first PTS. In the finished file a track that starts after 0 (audio
-// that begins a little after the video) gets an edit list with an empty
-// edit of that length, since sample times in stts start at 0; the
-// fragments carry the same start in their tfdt.
+// The first frame of the file is at 0 unless Options.KeepTimestamps (which
+// keeps the broadcast's times in the fragments' tfdt; the finished file
+// starts at its first frame, since a regular MP4 has no start time other
+// than an empty edit that players would show as blank). Video decode times
+// come from h26x.DTS for H.264/H.265 (the picture order count, else PTS
+// minus the catalog jitter), and equal presentation times for the other
+// codecs. B-frames are written with an edit list, not with negative
+// composition offsets: ffmpeg (so ffplay, mpv and Chromium's progressive
+// player) shifts the presentation of fragments with negative offsets by the
+// largest of them, which would put the video behind the audio. So an
+// H.264/H.265 track's decode and presentation times are both delayed by
+// its DTS reserve (the catalog jitter, else 100 ms), which keeps every
+// composition offset >= 0 (trun and ctts are v1, signed, for the rare
+// frame h26x.DTS cannot place), and its edit list (media_time = that delay)
+// takes the delay off again, in the fragments' moov as in the finished
+// one. In the finished file, where a track's sample times start at 0, a
+// track that starts after the file (audio that begins a little after the
+// video) gets an empty edit of that length first; the fragments carry the
+// same start in their tfdt.
 //
 // # Codecs
 //

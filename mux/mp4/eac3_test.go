@@ -38,7 +38,7 @@ func TestEAC3DecodesAndMatchesItsInput(t *testing.T) {
 	a := eac3Input(t, 2)
 	for _, fm := range forms {
 		t.Run(fm.name, func(t *testing.T) {
-			path := muxFile(t, "eac3.mp4", fm.finished, mp4.Options{}, mediatest.SampleInput("h264", 1), a)
+			path := muxFile(t, "eac3.mp4", fm.finished, mp4.Options{FinishByCopy: fm.byCopy}, mediatest.SampleInput("h264", 1), a)
 			mediatest.DecodeClean(t, path)
 			p := mediatest.Probe(t, path)
 			if len(p.Streams) != 2 || p.Streams[1].CodecName != "eac3" {

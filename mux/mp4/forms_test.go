@@ -229,7 +229,7 @@ func TestDiscontinuityKeepsTheGapWithoutStretchingAFrame(t *testing.T) {
 	ins := []mediatest.Input{join("h264", 1), join("aac", 2)}
 	for _, fm := range forms {
 		t.Run(fm.name, func(t *testing.T) {
-			path := muxFile(t, "gap.mp4", fm.finished, mp4.Options{}, ins...)
+			path := muxFile(t, "gap.mp4", fm.finished, mp4.Options{FinishByCopy: fm.byCopy}, ins...)
 			mediatest.DecodeClean(t, path)
 			p := mediatest.Probe(t, path)
 			for i, in := range ins {
@@ -379,7 +379,7 @@ func TestFinishRefusesAFileItDidNotWrite(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "left fragmented") {
 		t.Fatalf("Close on a file that changed: %v, want an error saying it stays fragmented", err)
 	}
-	if boxes := compactBoxes(topBoxes(t, path)); !strings.HasPrefix(boxes, "ftyp,moov,moof,mdat") {
+	if boxes := compactBoxes(topBoxes(t, path)); !strings.HasPrefix(boxes, "ftyp,moov,free,moof,mdat") {
 		t.Errorf("boxes %s, want the fragments kept", boxes)
 	}
 	mediatest.DecodeClean(t, trimToWholeFragments(t, path))
@@ -422,7 +422,7 @@ func TestRemovedTrackEndsAndTheOthersGoOn(t *testing.T) {
 	for _, fm := range forms {
 		t.Run(fm.name, func(t *testing.T) {
 			f, path := mediatest.CreateFile(t, "rm.mp4")
-			opts := mp4.Options{}
+			opts := mp4.Options{FinishByCopy: fm.byCopy}
 			if fm.finished {
 				opts.Path = path
 			}

@@ -15,13 +15,14 @@ import (
 	"github.com/moq-export/moq-export/mux/mp4"
 )
 
-// form is one of the two outputs of a Writer.
+// form is one of the outputs of a Writer.
 type form struct {
 	name     string
 	finished bool
+	byCopy   bool // Options.FinishByCopy
 }
 
-var forms = []form{{"Fragmented", false}, {"Finished", true}}
+var forms = []form{{"Fragmented", false, false}, {"Finished", true, false}, {"FinishedByCopy", true, true}}
 
 // muxFile muxes ins into a new file name and returns its path; finished
 // sets Options.Path so Close finishes it.

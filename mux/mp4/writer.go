@@ -34,6 +34,10 @@ type Options struct {
 	// first keyframe. When it is exceeded the header is written without the
 	// tracks still waiting. 0 means 5s.
 	HeaderWait time.Duration
+	// FinishByCopy makes the finish always write a new file and rename it
+	// over the recording, instead of inserting the moov in front of the
+	// fragments in place where the file system can (see the package doc).
+	FinishByCopy bool
 	// FragmentDuration is the longest fragment of an audio-only file; with
 	// video, fragments are cut at the keyframes of the first video track
 	// and at 4 × FragmentDuration for streams with longer GOPs. 0 means 2s.
@@ -52,8 +56,9 @@ type Counters struct {
 	Clamped int64
 	// Fragments counts the moof+mdat pairs written.
 	Fragments int
-	// Finished is true once Close has turned the file into a regular MP4.
-	Finished bool
+	// Finished is true once Close has turned the file into a regular MP4;
+	// FinishedInPlace says it did so without copying the samples.
+	Finished, FinishedInPlace bool
 }
 
 // maxFragmentBytes bounds the payload one fragment holds in memory.
@@ -95,6 +100,8 @@ type Writer struct {
 	// keepTable is set when Close finishes the file: only then are the
 	// sample table and the fragment positions kept.
 	keepTable bool
+	inPlace   bool  // the finish being built keeps the samples where they are
+	firstFrag int64 // offset of the first moof: the end of the header
 
 	stats Counters
 }
@@ -123,11 +130,12 @@ type track struct {
 	// duration of an audio track's last frame.
 	frameSamples uint32
 
-	norm     *h26x.Normalizer
-	dts      *h26x.DTS
-	headerPS h26x.ParamSets
-	conv     []byte
-	psWarned bool
+	norm       *h26x.Normalizer
+	lengthSize int // of the catalog's avcC/hvcC: 0 for Annex B input
+	dts        *h26x.DTS
+	headerPS   h26x.ParamSets
+	conv       []byte
+	psWarned   bool
 
 	removed, disabled, warned bool
 	// discPending marks a discontinuity not yet applied to a written
@@ -344,8 +352,20 @@ func (t *track) convertH26x(f mux.Frame, started bool, log *slog.Logger) (out []
 	if t.codec == nil && (started || !f.Keyframe || !ps.Complete(t.norm.Codec())) {
 		return nil, 0, false, "waiting for a keyframe with parameter sets"
 	}
+	dts = t.dts.Next(ps, nalus, f.Timestamp)
+	inband := t.codec != nil && f.Keyframe && !ps.Equal(t.headerPS)
+	if !inband && !t.norm.AnnexBInput() && t.lengthSize == 4 {
+		// 4-byte AVCC from which nothing was stripped is stored as it came.
+		size := 0
+		for _, u := range nalus {
+			size += 4 + len(u)
+		}
+		if size == len(f.Payload) {
+			return f.Payload, dts, true, ""
+		}
+	}
 	t.conv = t.conv[:0]
-	if t.codec != nil && f.Keyframe && !ps.Equal(t.headerPS) {
+	if inband {
 		if !t.psWarned {
 			t.psWarned = true
 			log.Warn("mp4: parameter sets changed after the header; keeping them in band", "track", t.ID, "codec", t.Codec)
@@ -353,7 +373,7 @@ func (t *track) convertH26x(f mux.Frame, started bool, log *slog.Logger) (out []
 		t.conv = h26x.AppendAVCC(t.conv, ps.NALUs())
 	}
 	t.conv = h26x.AppendAVCC(t.conv, nalus)
-	return t.conv, t.dts.Next(ps, nalus, f.Timestamp), true, ""
+	return t.conv, dts, true, ""
 }
 
 func (w *Writer) drop(t *track, why string) {
@@ -450,9 +470,16 @@ func (w *Writer) start() error {
 	if err != nil {
 		return w.fail(fmt.Errorf("mp4: header: %w", err))
 	}
-	if err := w.write(append(ftyp(false), moov...)); err != nil {
+	head := append(ftyp(false), moov...)
+	if w.keepTable {
+		// Pad the header to a file system block, so that the finish can
+		// insert whole blocks in front of the first fragment (see finish).
+		head = appendFree(head, headerAlign)
+	}
+	if err := w.write(head); err != nil {
 		return err
 	}
+	w.firstFrag = w.pos
 	for _, p := range pending {
 		if p.t.disabled {
 			w.stats.Dropped++

@@ -1,4 +1,4 @@
-package moqexport
+package testmedia
 
 import (
 	"fmt"

@@ -1,11 +1,7 @@
-// Package moqexport embeds the sample media of testdata/ into the module, so
-// that tests and the built-in demo broadcast of cmd/moq-export can run on a
-// machine without ffmpeg and without the source tree.
-//
-// The media itself lives in the other packages: subscribe (moq-lite),
-// model (broadcast > track > group > frame), jitter (cross-track ordering),
-// export (the engine), mux/flv, mux/mkv and mux/ts (containers) and
-// cmd/moq-export (the command).
+// Package testmedia embeds the sample media of testdata/ into the module,
+// so that tests and the built-in demo broadcast of cmd/moq-export (package
+// demo) run on a machine without ffmpeg and without the source tree. It
+// owns the samples and their frame-dump format, nothing else.
 //
 // Each testdata/<name>.frames file is a frame dump made by
 // scripts/mktestdata.sh from ffmpeg's test sources: the magic "MOQXFRM1", a
@@ -15,7 +11,7 @@
 // uvarint payload length and the payload. H.264/H.265 payloads are AVCC
 // (4-byte lengths) with the avcC/hvcC in Description; AAC is raw with the
 // AudioSpecificConfig in Description.
-package moqexport
+package testmedia
 
 import (
 	"bufio"

@@ -1,0 +1,140 @@
+package segment
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/moq-export/moq-export/mux"
+)
+
+// Options configure a Muxer.
+type Options struct {
+	// Duration is the media time after which the next video keyframe (any
+	// keyframe without video) starts a new output. Zero never cuts.
+	Duration time.Duration
+	// Next returns the muxer of output n (1, 2, ...; the first output, 0,
+	// is given to New). It is called after output n-1 was closed.
+	Next func(n int) (mux.Muxer, error)
+}
+
+// Muxer is a mux.Muxer writing a sequence of outputs. Calls come from one
+// goroutine.
+type Muxer struct {
+	cur  mux.Muxer
+	opts Options
+
+	tracks   []mux.Track // added and not removed, in the order added
+	hasVideo bool        // a video track was added
+	n        int         // number of the current output
+	start    int64       // timestamp of the current output's first frame
+	started  bool
+	err      error     // sticky: closing or opening an output failed
+	closed   mux.Stats // of the outputs already closed
+}
+
+var _ mux.Muxer = (*Muxer)(nil)
+
+// New returns a Muxer whose first output is first.
+func New(first mux.Muxer, opts Options) *Muxer {
+	return &Muxer{cur: first, opts: opts}
+}
+
+// Outputs returns how many outputs were started.
+func (m *Muxer) Outputs() int { return m.n + 1 }
+
+// AddTrack adds t to the current output and to the next ones.
+func (m *Muxer) AddTrack(t mux.Track) error {
+	if m.err != nil {
+		return m.err
+	}
+	if err := m.cur.AddTrack(t); err != nil {
+		return err
+	}
+	m.tracks = append(m.tracks, t)
+	m.hasVideo = m.hasVideo || t.Kind == mux.Video
+	return nil
+}
+
+// RemoveTrack removes track id from the current output; later outputs do
+// not get it.
+func (m *Muxer) RemoveTrack(id int) error {
+	if m.err != nil {
+		return m.err
+	}
+	for i, t := range m.tracks {
+		if t.ID == id {
+			m.tracks = append(m.tracks[:i], m.tracks[i+1:]...)
+			break
+		}
+	}
+	return m.cur.RemoveTrack(id)
+}
+
+// WriteFrame writes f, first starting the next output when f is the
+// keyframe that ends the current one.
+func (m *Muxer) WriteFrame(f mux.Frame) error {
+	if m.err != nil {
+		return m.err
+	}
+	if !m.started {
+		m.start, m.started = f.Timestamp, true
+	}
+	if m.opts.Duration > 0 && f.Keyframe && f.Timestamp-m.start >= m.opts.Duration.Microseconds() && m.cuts(f.TrackID) {
+		if err := m.rotate(); err != nil {
+			return err
+		}
+		m.start = f.Timestamp
+	}
+	return m.cur.WriteFrame(f)
+}
+
+// cuts reports whether a keyframe of track id may start an output.
+func (m *Muxer) cuts(id int) bool {
+	if !m.hasVideo {
+		return true
+	}
+	for _, t := range m.tracks {
+		if t.ID == id {
+			return t.Kind == mux.Video
+		}
+	}
+	return false
+}
+
+// rotate closes the current output and opens the next with the same
+// tracks.
+func (m *Muxer) rotate() error {
+	if err := m.cur.Close(); err != nil {
+		m.err = fmt.Errorf("segment: closing output %d: %w", m.n, err)
+		return m.err
+	}
+	next, err := m.opts.Next(m.n + 1)
+	if err != nil {
+		m.err = fmt.Errorf("segment: opening output %d: %w", m.n+1, err)
+		return m.err
+	}
+	m.closed = add(m.closed, m.cur.Stats())
+	m.cur, m.n = next, m.n+1
+	for _, t := range m.tracks {
+		if err := next.AddTrack(t); err != nil {
+			return fmt.Errorf("segment: output %d: %w", m.n, err)
+		}
+	}
+	return nil
+}
+
+// Stats implements mux.Muxer: the sum over every output.
+func (m *Muxer) Stats() mux.Stats { return add(m.closed, m.cur.Stats()) }
+
+// Close closes the current output. After a failed rotation the last output
+// was closed already and Close returns nil.
+func (m *Muxer) Close() error {
+	if m.err != nil {
+		return nil
+	}
+	return m.cur.Close()
+}
+
+func add(a, b mux.Stats) mux.Stats {
+	return mux.Stats{Frames: a.Frames + b.Frames, Bytes: a.Bytes + b.Bytes, Dropped: a.Dropped + b.Dropped}
+}

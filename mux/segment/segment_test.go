@@ -1,0 +1,178 @@
+package segment_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/mux"
+	"github.com/moq-export/moq-export/mux/mkv"
+	"github.com/moq-export/moq-export/mux/segment"
+)
+
+// recorder is a Muxer that remembers every call.
+type recorder struct {
+	tracks  []int
+	removed []int
+	frames  []mux.Frame
+	closed  bool
+}
+
+func (r *recorder) AddTrack(t mux.Track) error { r.tracks = append(r.tracks, t.ID); return nil }
+func (r *recorder) RemoveTrack(id int) error   { r.removed = append(r.removed, id); return nil }
+func (r *recorder) WriteFrame(f mux.Frame) error {
+	r.frames = append(r.frames, f)
+	return nil
+}
+func (r *recorder) Stats() mux.Stats { return mux.Stats{Frames: int64(len(r.frames))} }
+func (r *recorder) Close() error     { r.closed = true; return nil }
+
+const ms = 1000
+
+func TestRotation(t *testing.T) {
+	video := mux.Track{ID: 1, Kind: mux.Video}
+	audio := mux.Track{ID: 2, Kind: mux.Audio}
+	vkey := func(ts int64) mux.Frame { return mux.Frame{TrackID: 1, Timestamp: ts * ms, Keyframe: true} }
+	v := func(ts int64) mux.Frame { return mux.Frame{TrackID: 1, Timestamp: ts * ms} }
+	a := func(ts int64) mux.Frame { return mux.Frame{TrackID: 2, Timestamp: ts * ms, Keyframe: true} }
+	for _, tc := range []struct {
+		name   string
+		tracks []mux.Track
+		frames []mux.Frame
+		want   []string // per output: the timestamps (ms) of its frames
+	}{
+		{"cut at the first video keyframe after the duration",
+			[]mux.Track{video, audio},
+			[]mux.Frame{vkey(0), a(0), v(500), a(900), a(1000), v(1000), a(1500), vkey(1500), a(1600), vkey(2000), vkey(3000)},
+			[]string{"0 0 500 900 1000 1000 1500", "1500 1600 2000", "3000"}},
+		{"audio keyframes do not cut when there is video",
+			[]mux.Track{video, audio},
+			[]mux.Frame{vkey(0), a(1000), a(1200), v(1300), vkey(1400)},
+			[]string{"0 1000 1200 1300", "1400"}},
+		{"any keyframe cuts without video",
+			[]mux.Track{audio},
+			[]mux.Frame{a(0), a(999), a(1000), a(1999), a(2000)},
+			[]string{"0 999", "1000 1999", "2000"}},
+		{"the duration counts from each output's first frame",
+			[]mux.Track{video},
+			[]mux.Frame{vkey(100), vkey(1000), vkey(1100), vkey(2000), vkey(2100)},
+			[]string{"100 1000", "1100 2000", "2100"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			outs := []*recorder{{}}
+			m := segment.New(outs[0], segment.Options{Duration: time.Second, Next: func(n int) (mux.Muxer, error) {
+				if n != len(outs) {
+					t.Errorf("Next(%d), want %d", n, len(outs))
+				}
+				outs = append(outs, &recorder{})
+				return outs[n], nil
+			}})
+			mediatest.Write(t, m, tc.tracks, tc.frames)
+			if err := m.Close(); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for i, o := range outs {
+				var ts []string
+				for _, f := range o.frames {
+					ts = append(ts, fmt.Sprint(f.Timestamp/ms))
+				}
+				got = append(got, strings.Join(ts, " "))
+				if !o.closed || len(o.tracks) != len(tc.tracks) {
+					t.Errorf("output %d: closed %v, tracks %v", i, o.closed, o.tracks)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("outputs %q, want %q", got, tc.want)
+			}
+			if m.Outputs() != len(tc.want) || m.Stats().Frames != int64(len(tc.frames)) {
+				t.Fatalf("%d outputs, stats %+v", m.Outputs(), m.Stats())
+			}
+		})
+	}
+}
+
+func TestRemovedTracksAreNotCarriedOver(t *testing.T) {
+	outs := []*recorder{{}}
+	m := segment.New(outs[0], segment.Options{Duration: time.Second, Next: func(int) (mux.Muxer, error) {
+		outs = append(outs, &recorder{})
+		return outs[len(outs)-1], nil
+	}})
+	mediatest.Write(t, m, []mux.Track{{ID: 1, Kind: mux.Audio}, {ID: 2, Kind: mux.Audio}, {ID: 3, Kind: mux.Audio}},
+		[]mux.Frame{{TrackID: 1, Keyframe: true}})
+	if err := m.RemoveTrack(2); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.WriteFrame(mux.Frame{TrackID: 1, Timestamp: 1000 * ms, Keyframe: true}); err != nil {
+		t.Fatal(err)
+	}
+	if len(outs) != 2 || fmt.Sprint(outs[1].tracks) != "[1 3]" || fmt.Sprint(outs[0].removed) != "[2]" {
+		t.Fatalf("outputs %d, second has tracks %v, first removed %v", len(outs), outs[1].tracks, outs[0].removed)
+	}
+}
+
+func TestFailedNextOutputIsSticky(t *testing.T) {
+	first := &recorder{}
+	boom := errors.New("disk full")
+	m := segment.New(first, segment.Options{Duration: time.Second, Next: func(int) (mux.Muxer, error) { return nil, boom }})
+	mediatest.Write(t, m, []mux.Track{{ID: 1, Kind: mux.Audio}}, []mux.Frame{{TrackID: 1, Keyframe: true}})
+	err := m.WriteFrame(mux.Frame{TrackID: 1, Timestamp: 1000 * ms, Keyframe: true})
+	if !errors.Is(err, boom) || !first.closed {
+		t.Fatalf("WriteFrame = %v (first closed %v), want %v", err, first.closed, boom)
+	}
+	if err := m.WriteFrame(mux.Frame{TrackID: 1, Timestamp: 1020 * ms, Keyframe: true}); !errors.Is(err, boom) {
+		t.Fatalf("after the failure: %v", err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatalf("Close after the failure: %v", err)
+	}
+}
+
+// TestOutputsAreDecodableFiles cuts h264+aac into Matroska files and has
+// ffprobe check that each starts with a video keyframe and that together
+// they hold every frame.
+func TestOutputsAreDecodableFiles(t *testing.T) {
+	mediatest.RequireTools(t, "ffmpeg", "ffprobe")
+	v, a := mediatest.SampleInput("h264", 1), mediatest.SampleInput("aac", 2)
+	dir := t.TempDir()
+	open := func(n int) (mux.Muxer, error) {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%d.mkv", n)))
+		if err != nil {
+			return nil, err
+		}
+		t.Cleanup(func() { f.Close() })
+		return mkv.NewWriter(f, mkv.Options{}), nil
+	}
+	first, _ := open(0)
+	m := segment.New(first, segment.Options{Duration: 1500 * time.Millisecond, Next: open})
+	mediatest.Feed(t, m, v, a)
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if m.Outputs() < 2 {
+		t.Fatalf("%d outputs from %d video frames", m.Outputs(), len(v.Frames))
+	}
+	packets := 0
+	for n := range m.Outputs() {
+		path := filepath.Join(dir, fmt.Sprintf("%d.mkv", n))
+		mediatest.DecodeClean(t, path)
+		p := mediatest.Probe(t, path)
+		packets += len(p.Packets)
+		for _, pk := range p.Packets {
+			if pk.CodecType == "video" {
+				if !strings.Contains(pk.Flags, "K") {
+					t.Errorf("output %d starts with a video packet that is not a keyframe", n)
+				}
+				break
+			}
+		}
+	}
+	if want := len(v.Frames) + len(a.Frames); packets != want {
+		t.Fatalf("%d packets in %d outputs, want %d", packets, m.Outputs(), want)
+	}
+}
