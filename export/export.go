@@ -20,8 +20,7 @@ import (
 // Options configures an Export. The zero value exports every rendition the
 // muxer accepts with a 500 ms jitter delay.
 type Options struct {
-	// CatalogTrack is the catalog's track name: catalog.TrackName,
-	// catalog.CompressedTrackName or catalog.MSFTrackName. Empty means
+	// CatalogTrack is the catalog's track name; empty means
 	// catalog.TrackFor the broadcast's name.
 	CatalogTrack string
 	// Delay bounds how long a lagging track holds the output (see package
@@ -35,27 +34,23 @@ type Options struct {
 	// MediaTimeOnly makes the Delay bound count media time only: when
 	// nothing flows at all (a network outage), the output waits for every
 	// track instead of moving on after Delay of wall time, so the missed
-	// groups a reconnect fetches are not late. For files; a live output
-	// would stall meanwhile (see jitter.Options.MediaTimeOnly).
+	// groups a reconnect fetches are not late. For files (see
+	// jitter.Options.MediaTimeOnly).
 	MediaTimeOnly bool
-	// Video and Audio name the renditions to export. A nil list means every
-	// rendition of that kind the container carries (up to Caps' per-kind
-	// limit); an empty non-nil list means none. A named rendition the
-	// container cannot carry is an error. See Select.
+	// Video and Audio name the renditions to export; nil: all the
+	// container carries, empty: none (see Select). A named rendition it
+	// cannot carry is an error.
 	Video, Audio []string
-	// Caps is what the muxer's container carries (flv.Caps, mkv.Caps,
-	// ...): renditions it refuses are skipped before AddTrack. The zero
-	// value leaves every decision to the muxer's AddTrack.
+	// Caps is what the muxer's container carries (flv.Caps, ...); zero
+	// leaves it to AddTrack.
 	Caps mux.Caps
 	// MaxDuration stops the export after this much media time; 0 means no
 	// limit.
 	MaxDuration time.Duration
 	// Resolve returns the broadcast a rendition's "broadcast" reference
-	// names (resolved relative to the catalog's broadcast, see package
-	// subscribe). Nil: such renditions are skipped with a warning.
+	// names; nil skips such renditions with a warning.
 	Resolve func(ref string) (*model.Broadcast, error)
-	// Logger receives warnings (skipped renditions, late frames, ...).
-	// Nil means slog.Default().
+	// Logger receives warnings; nil means slog.Default().
 	Logger *slog.Logger
 	// Now is the wall clock; nil means time.Now.
 	Now func() time.Time
@@ -63,14 +58,11 @@ type Options struct {
 
 // Stats is a snapshot of an export's counters.
 type Stats struct {
-	Tracks int   // tracks being exported now
-	Frames int64 // frames written to the output (the muxer's mux.Stats)
-	Bytes  int64 // payload bytes of those frames (the muxer's mux.Stats)
-	Late   int64 // late frames (dropped or passed)
-	// Dropped counts frames that did not reach the output: late ones and
-	// their dependents that the jitter buffer dropped, and those the muxer
-	// dropped (mux.Stats.Dropped).
-	Dropped         int64
+	Tracks          int           // tracks being exported now
+	Frames          int64         // frames written to the output (the muxer's mux.Stats)
+	Bytes           int64         // payload bytes of those frames (the muxer's mux.Stats)
+	Late            int64         // late frames (dropped or passed)
+	Dropped         int64         // by the jitter buffer or the muxer
 	Skipped         int64         // groups abandoned for newer ones
 	Discontinuities int64         // discontinuities passed to the muxer
 	MediaTime       time.Duration // media time written since the first frame
@@ -178,8 +170,7 @@ func (e *Export) pending(id int) bool {
 	return ok && (ts.consumer.Pending() || ts.consumer.Held())
 }
 
-// Stats returns the export's counters. It is safe to call from any
-// goroutine while the export runs.
+// Stats returns the export's counters, from any goroutine.
 func (e *Export) Stats() Stats {
 	e.statsMu.Lock()
 	s := e.stats
@@ -188,8 +179,7 @@ func (e *Export) Stats() Stats {
 	return s
 }
 
-// Done reports whether the export finished: the broadcast ended, or
-// MaxDuration was reached.
+// Done reports whether the broadcast ended or MaxDuration was reached.
 func (e *Export) Done() bool { return e.finished }
 
 // start subscribes to the catalog track.
@@ -209,7 +199,7 @@ func (e *Export) start() error {
 // that received something, and writes the frames the jitter buffer releases.
 // A poll that nothing woke returns at once. Poll never waits: the audio
 // backfills of the start gate (see the package doc) run in the background.
-// A caller that drives the export with Poll ends it with Close.
+// Such a caller ends the export with Close.
 func (e *Export) Poll() error {
 	if e.started && e.ready.Empty() && e.gate == nil && !e.jitterDue() {
 		return nil
@@ -623,10 +613,8 @@ func (e *Export) write(it jitter.Item) error {
 }
 
 // Run drives the export until the broadcast ends, MaxDuration is reached or
-// ctx is done; then it releases what the jitter buffer holds, closes the
-// muxer (finalizing the container) and returns. A cancelled ctx returns
-// ctx.Err() after the container was finalized, or the finalizing error when
-// that failed.
+// ctx is done, then writes what is buffered and finalizes the container. A
+// cancelled ctx returns ctx.Err() after that, or the finalizing error.
 func (e *Export) Run(ctx context.Context) (err error) {
 	defer func() {
 		// A failed finalize (a full disk, a closed pipe) matters more than
@@ -667,10 +655,9 @@ func (e *Export) Run(ctx context.Context) (err error) {
 	}
 }
 
-// Close finishes an export driven by Poll: it writes what the jitter buffer
-// still holds (unless MaxDuration stopped the export), ends the
-// subscriptions and closes the muxer, which finalizes the container. Run
-// does this itself before it returns. Calls after the first return nil.
+// Close ends an export driven by Poll as Run ends its own: it writes what
+// is buffered (unless MaxDuration stopped it) and closes the muxer. Later
+// calls return nil.
 func (e *Export) Close() error { return e.finish() }
 
 // finish flushes the jitter buffer into the muxer and closes it. Unless the

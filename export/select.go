@@ -9,32 +9,22 @@ import (
 	"github.com/moq-export/moq-export/mux"
 )
 
-// Why Select does not take a rendition (besides the container's own
-// reasons, which wrap mux.ErrUnsupportedCodec or mux.ErrTrackLimit).
+// Why Select does not take a rendition, besides the container's reasons.
 var (
-	// ErrNotSelected means Options.Video or Options.Audio names other
-	// renditions of the kind.
-	ErrNotSelected = errors.New("rendition not selected")
-	// ErrInputContainer means the rendition's frames are packaged in an
-	// input container (catalog.ContainerKind) the engine cannot read.
-	ErrInputContainer = errors.New("input container cannot be exported")
+	ErrNotSelected    = errors.New("rendition not selected")             // others of its kind are named
+	ErrInputContainer = errors.New("input container cannot be exported") // see catalog.ContainerKind
 )
 
-// Readable reports whether the engine reads renditions packaged in kind.
-func Readable(kind catalog.ContainerKind) bool {
+// readable reports whether the engine reads renditions packaged in kind.
+func readable(kind catalog.ContainerKind) bool {
 	return kind == catalog.ContainerLegacy || kind == catalog.ContainerLOC || kind == catalog.ContainerCMAF
 }
 
-// Select is the one rule for which renditions an export takes. It reports
-// whether an export with options o takes rendition r while it already
-// exports taken[k] tracks of each kind k: nil when it does, otherwise why
-// not, wrapping ErrNotSelected, ErrInputContainer, mux.ErrTrackLimit (only
-// when o names no rendition of the kind; nil taken applies no limit) or the
-// o.Caps.Supports error.
-//
-// The engine calls it for every rendition a catalog adds; callers call it
-// to tell beforehand what a recording would hold (the CLI's --list and its
-// check before recording). It reads nothing but its arguments.
+// Select is the one rule for which renditions an export takes: nil when
+// an export with options o takes r while it exports taken[k] tracks of each
+// kind (nil taken: no per-kind limit), else why not (ErrNotSelected,
+// ErrInputContainer, mux.ErrTrackLimit or the Caps.Supports error). The
+// engine and the CLI (--list, its check before recording) call it.
 func Select(r catalog.Rendition, o Options, taken map[mux.Kind]int) error {
 	t := TrackFromRendition(r, 0)
 	want := o.Video
@@ -50,7 +40,7 @@ func Select(r catalog.Rendition, o Options, taken map[mux.Kind]int) error {
 			return err
 		}
 	}
-	if kind := r.Common().ContainerKind(); !Readable(kind) {
+	if kind := r.Common().ContainerKind(); !readable(kind) {
 		return fmt.Errorf("rendition %q uses the %q container: %w", r.Name, kind, ErrInputContainer)
 	}
 	if err := r.Common().InitErr(); err != nil {

@@ -1,31 +1,16 @@
 package mux
 
-import (
-	"errors"
-	"fmt"
-)
+import "fmt"
 
-// ErrTrackLimit means the container already carries as many tracks of the
-// kind as it can (see Caps.PerKind).
-var ErrTrackLimit = errors.New("track limit reached")
-
-// Caps says what one container can carry, without building a muxer. Each
-// muxer package exports its Caps and its AddTrack applies the same rules,
-// so it refuses a track Caps accepts only for its state (a header already
-// written). The zero Caps accepts every track, unlimited.
+// Caps says what a container carries, without a muxer; its AddTrack applies
+// the same rules. The zero Caps accepts everything.
 type Caps struct {
-	// Container names the container in messages: "flv", "mkv", "webm",
-	// "ts", "mp4".
-	Container string
-	// Supports returns nil when the container can carry t, or why not
-	// (usually an *UnsupportedCodecError). It looks at t only.
-	Supports func(Track) error
-	// PerKind caps how many tracks of a kind it carries at once; absent
-	// or 0 is unlimited. FLV: {Video: 1, Audio: 1}.
-	PerKind map[Kind]int
+	Container string            // "flv", "mkv", "webm", "ts", "mp4"
+	Supports  func(Track) error // nil or why not; looks at the track only
+	PerKind   map[Kind]int      // tracks of a kind at once; 0: no limit
 }
 
-// Check returns Supports(t), or nil without Supports.
+// Check returns Supports(t), nil without Supports.
 func (c Caps) Check(t Track) error {
 	if c.Supports == nil {
 		return nil
@@ -33,8 +18,8 @@ func (c Caps) Check(t Track) error {
 	return c.Supports(t)
 }
 
-// CheckCount returns nil when the container can take one more track of kind
-// k while it carries n of that kind, else an error wrapping ErrTrackLimit.
+// CheckCount says whether one more track of kind k fits beside n (nil), or
+// wraps ErrTrackLimit.
 func (c Caps) CheckCount(k Kind, n int) error {
 	if l := c.PerKind[k]; l > 0 && n >= l {
 		return fmt.Errorf("%s carries at most %d %v track(s): %w", c.name(), l, k, ErrTrackLimit)

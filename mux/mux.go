@@ -35,9 +35,8 @@ type Track struct {
 	// Name is the rendition's track name in the broadcast.
 	Name string
 	Kind Kind
-	// Codec is the WebCodecs codec string from the catalog, for example
-	// "avc1.64001f", "hev1.1.6.L93.B0", "av01.0.08M.08", "vp8",
-	// "vp09.00.10.08", "mp4a.40.2", "opus", "flac", "mp3", "ac-3".
+	// Codec is the catalog's WebCodecs codec string ("avc1.64001f",
+	// "mp4a.40.2", "opus", ...).
 	Codec string
 	// Description is the codec configuration record: avcC, hvcC, av1C,
 	// AudioSpecificConfig, OpusHead or fLaC+STREAMINFO. Nil when the catalog has
@@ -49,9 +48,8 @@ type Track struct {
 	Framerate float64
 	// SampleRate in Hz and Channels, for audio.
 	SampleRate, Channels int
-	// Jitter is the catalog's jitter: how long a frame may wait at the
-	// publisher. For video with B-frames it bounds the reorder delay, which
-	// muxers use as the DTS reserve.
+	// Jitter is the catalog's jitter (how long a frame may wait at the
+	// publisher): with B-frames it bounds the reorder delay.
 	Jitter time.Duration
 }
 
@@ -117,49 +115,40 @@ func CodecKind(family string) Kind {
 type Frame struct {
 	// TrackID is the Track.ID this frame belongs to.
 	TrackID int
-	// Timestamp is the presentation time in microseconds, on the export's
-	// timeline (the jitter buffer has already removed backward jumps; see
-	// package jitter). Frames of one track come in decode order, so with
-	// B-frames the timestamps of one track are not monotonic.
+	// Timestamp is the presentation time in microseconds on the export's
+	// timeline. Frames of a track come in decode order, so with B-frames
+	// its timestamps are not monotonic.
 	Timestamp int64
-	// Keyframe is true for a frame a decoder can start from. In hang's legacy
-	// container it is the first frame of each group.
+	// Keyframe is true for a frame a decoder can start from.
 	Keyframe bool
+	// Discontinuity is true when the track's timeline broke (gap,
+	// reconnect, publisher restart) just before this frame, also when the
+	// muxer then drops the frame.
+	Discontinuity bool
 	// Payload is the codec payload as the broadcast carries it: AVCC
 	// length-prefixed NAL units when the track has a Description, Annex B
 	// otherwise (H.264/H.265); raw frames for every other codec (AAC without
 	// ADTS). The muxer must not keep Payload after WriteFrame returns.
 	Payload []byte
-	// Discontinuity is true when the track's timeline broke (gap,
-	// reconnect, publisher restart) just before this frame, also when the
-	// muxer then drops the frame.
-	Discontinuity bool
 }
 
-// Muxer writes one container stream. Calls come from one goroutine.
-//
-// The engine calls AddTrack for every track it knows before the first
-// WriteFrame; a muxer normally writes its header lazily at the first frame.
-// A muxer whose format cannot take a track after the header returns an error
-// wrapping ErrLateTrack from AddTrack; the engine then goes on without that
-// track and says so.
+// Muxer writes one container stream, from one goroutine. The engine adds
+// the tracks it knows before the first WriteFrame; a muxer writes its header
+// lazily, and one that cannot grow after it refuses later tracks with
+// ErrLateTrack.
 type Muxer interface {
-	// AddTrack adds a track. Errors wrap ErrUnsupportedCodec when the
-	// container cannot carry the codec and ErrLateTrack when the header is
-	// already written and the format cannot grow.
+	// AddTrack adds a track; errors wrap ErrUnsupportedCodec, ErrTrackLimit
+	// or ErrLateTrack.
 	AddTrack(Track) error
 	// RemoveTrack drops a track that left the catalog or ended.
 	RemoveTrack(id int) error
-	// WriteFrame writes one frame. Frames arrive in non-decreasing
-	// timestamp order across tracks, except for late frames that the jitter
-	// buffer passes on by policy.
+	// WriteFrame writes one frame, in non-decreasing timestamp order across
+	// tracks (but for late frames the jitter buffer passes by policy).
 	WriteFrame(Frame) error
 	// Stats returns the counters so far.
 	Stats() Stats
-	// Close flushes buffered data and finalizes the container; when the
-	// underlying writer is an io.WriteSeeker it also rewrites the header
-	// fields known only at the end (duration, size, index). Close does not
-	// close the underlying writer.
+	// Close finalizes the container (on an io.WriteSeeker also the header
+	// fields known only at the end); it does not close the writer.
 	Close() error
 }
 
@@ -174,12 +163,15 @@ var (
 	ErrUnknownTrack = errors.New("unknown track")
 	// ErrClosed means the muxer was used after Close.
 	ErrClosed = errors.New("muxer closed")
+	// ErrTrackLimit means the container carries no more tracks of the kind
+	// (Caps.PerKind).
+	ErrTrackLimit = errors.New("track limit reached")
 )
 
-// UnsupportedCodecError reports a codec a container cannot carry, naming the
-// codec and, when one exists, a container that can.
+// UnsupportedCodecError names a codec a container cannot carry and, if
+// any, one that can.
 type UnsupportedCodecError struct {
-	Container string // "flv", "mkv", "webm", "ts"
+	Container string // "flv", "mkv", "webm", "ts", "mp4"
 	Codec     string // codec string from the catalog
 	Suggest   string // container that carries it, or ""
 }
@@ -195,35 +187,25 @@ func (e *UnsupportedCodecError) Error() string {
 // Unwrap makes errors.Is(err, ErrUnsupportedCodec) true.
 func (e *UnsupportedCodecError) Unwrap() error { return ErrUnsupportedCodec }
 
-// Stats counts what a muxer did with the frames it was given, with the same
-// meaning in every muxer.
+// Stats counts what a muxer did with its frames, the same in every muxer.
 type Stats struct {
 	Frames  int64 // frames written to the output
 	Bytes   int64 // their payload bytes as WriteFrame received them
 	Dropped int64 // frames given to WriteFrame but not written
 }
 
-// Discard is a Muxer that accepts everything and writes nothing. It is used
-// by benchmarks and by callers that only want statistics.
+// Discard is a Muxer that writes nothing and counts every frame as written.
 type Discard struct {
 	stats Stats
 }
 
-// AddTrack implements Muxer.
-func (d *Discard) AddTrack(Track) error { return nil }
-
-// RemoveTrack implements Muxer.
+func (d *Discard) AddTrack(Track) error  { return nil }
 func (d *Discard) RemoveTrack(int) error { return nil }
+func (d *Discard) Close() error          { return nil }
+func (d *Discard) Stats() Stats          { return d.stats }
 
-// WriteFrame implements Muxer.
 func (d *Discard) WriteFrame(f Frame) error {
 	d.stats.Frames++
 	d.stats.Bytes += int64(len(f.Payload))
 	return nil
 }
-
-// Stats implements Muxer: every frame counts as written.
-func (d *Discard) Stats() Stats { return d.stats }
-
-// Close implements Muxer.
-func (d *Discard) Close() error { return nil }

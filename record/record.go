@@ -287,6 +287,9 @@ func (f sessionFeed) Next(ctx context.Context) (Announcement, error) {
 
 func (f sessionFeed) Close() { f.a.Close() }
 
+// Err returns why the session ended (nil while it runs).
+func (s sessionSource) Err() error { return s.s.Err() }
+
 // Recorder records broadcasts as the Options say: one (Record) or every
 // one a source announces (RecordAll), each to its own files. It is safe
 // for concurrent use; Stats and Files can be read while it records.
@@ -478,6 +481,13 @@ func (r *Recorder) record(ctx context.Context, src Source, path string) error {
 	}
 	if berr := bc.Err(); berr != nil {
 		return fmt.Errorf("broadcast %q ended with an error: %w (what arrived before is in the output)", name, berr)
+	}
+	// A session that gave up ends its tracks before it closes their
+	// broadcast with its error: ask the session too.
+	if se, ok := src.(interface{ Err() error }); ok {
+		if serr := se.Err(); serr != nil && !errors.Is(serr, subscribe.ErrClosed) {
+			return fmt.Errorf("broadcast %q ended with its connection: %w (what arrived before is in the output)", name, serr)
+		}
 	}
 	return nil
 }

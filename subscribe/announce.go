@@ -422,6 +422,8 @@ func (s *Session) serveAnnounce(ctx context.Context, str bidiStream, r *bufio.Re
 // announceLocked queues a publication change on every announce stream.
 // The caller holds s.mu; nothing here waits for the network.
 func (s *Session) announceLocked(path string, active bool) {
+	close(s.pubChanged)
+	s.pubChanged = make(chan struct{})
 	for as := range s.annServes {
 		if err := as.send(path, active); err != nil {
 			s.log.Debug("moq: announce", "path", path, "err", err)

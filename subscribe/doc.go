@@ -164,8 +164,13 @@
 //   - GOAWAY stops new requests; the session reconnects to the same URL
 //     a moment later (a new URI is logged, not followed).
 //
-// Over moq-transport the session records only: requests to publish to it
-// (SUBSCRIBE, FETCH, SUBSCRIBE_NAMESPACE) are refused.
+// Publish works over moq-transport too: every published broadcast is
+// offered with PUBLISH_NAMESPACE (SUBSCRIBE_NAMESPACE is answered OK),
+// SUBSCRIBE gets SUBSCRIBE_OK (alias = request id, microsecond timescale)
+// and a subgroup stream per group (timestamps as the Timestamp extension,
+// payloads as on moq-lite), PUBLISH_DONE with the stream count at the
+// end; a standalone FETCH of one held group is served, other fetches and
+// requests are refused.
 //
 // # Refusals and restarts
 //

@@ -84,6 +84,10 @@ type Options struct {
 	// wire timestamps) or "" (decide from the catalog).
 	Container func(broadcast, track string) string
 
+	// alpns, when set, replaces the raw QUIC ALPN list (tests pin one
+	// version with it).
+	alpns []string
+
 	// resumeGrace is the part of a live track's resume window that does
 	// not depend on the backoff (default 10s; tests shorten it).
 	resumeGrace time.Duration

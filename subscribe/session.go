@@ -46,7 +46,9 @@ type Session struct {
 	subs      map[uint64]*subscription
 	remotes   map[string]*remoteBroadcast
 	published map[string]*model.Broadcast
-	annServes map[*announceServe]struct{}
+	// pubChanged is closed and replaced when published changes.
+	pubChanged chan struct{}
+	annServes  map[*announceServe]struct{}
 	// containers holds the container kind of tracks learnt from catalogs:
 	// broadcast path -> track -> kind.
 	containers map[string]map[string]string
@@ -80,6 +82,7 @@ func newSession(opts Options, path string) *Session {
 		subs:          map[uint64]*subscription{},
 		remotes:       map[string]*remoteBroadcast{},
 		published:     map[string]*model.Broadcast{},
+		pubChanged:    make(chan struct{}),
 		annServes:     map[*announceServe]struct{}{},
 		containers:    map[string]map[string]string{},
 		peerSetup:     make(chan struct{}),

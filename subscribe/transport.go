@@ -462,6 +462,9 @@ func (d *dialer) dial(ctx context.Context) (conn, error) {
 			return nil, err
 		}
 		tc.NextProtos = append(tc.NextProtos, ietfALPNs...)
+		if d.opts.alpns != nil {
+			tc.NextProtos = d.opts.alpns
+		}
 		c, err := quic.DialAddr(ctx, d.target.hostport, tc, quicConfig(d.opts.KeepAlive, d.opts.IdleTimeout))
 		if err != nil {
 			return nil, fmt.Errorf("moq: dial %s: %w", d.target.hostport, mapErr(err))

@@ -72,6 +72,10 @@ func (s *sessionSource) Reconnects() int64 { return s.s.Reconnects() }
 
 func (s *sessionSource) Close() error { return s.s.Close() }
 
+// Err returns why the session ended: record tells a session that gave up
+// from a broadcast that ended.
+func (s *sessionSource) Err() error { return s.s.Err() }
+
 // serveDemo publishes the demo broadcast on a loopback QUIC listener with a
 // self-signed certificate and dials it with the certificate pinned: the
 // same path a relay recording takes.
