@@ -367,3 +367,24 @@ func TestIETFMalformedControlMessageClosesTheSession(t *testing.T) {
 		t.Fatal("the accepted session did not end")
 	}
 }
+
+// The moq-transport entries of the version table agree with the codec:
+// each draft's ALPN and code, offered after moq-lite in the reference's
+// order.
+func TestIETFVersionsComeFromTheVersionTable(t *testing.T) {
+	want := []string{"moql", "moqt-20", "moqt-19", "moqt-18", "moqt-17", "moqt-16", "moqt-15", "moq-00"}
+	if fmt.Sprint(ietfALPNs) != fmt.Sprint(want) {
+		t.Fatalf("ALPNs %v, want %v", ietfALPNs, want)
+	}
+	for _, v := range ietfVersions {
+		if !v.Known() {
+			t.Errorf("%v: not known to the codec", v)
+		}
+		if got, ok := ietfVersionOfALPN(v.ALPN()); !ok || got != v {
+			t.Errorf("%s selects %v, %v; want %v", v.ALPN(), got, ok, v)
+		}
+	}
+	if v, ok := ietfVersionOfALPN("moql"); !ok || v != ietf.Draft14 {
+		t.Errorf("moql selects %v, %v; want draft 14", v, ok)
+	}
+}

@@ -140,7 +140,21 @@ var (
 // the preference order, and the AppendFor/DecodeFor cases of the messages
 // it changes (with tests of their bytes). Other families (IETF) add their
 // entries here too, with Family set and the moq-lite fields false.
-var Versions = []*Version{Lite05, Lite04, Lite03, Lite02, Lite01}
+var Versions = []*Version{Lite05, Lite04, Lite03, Lite02, Lite01,
+	IETF20, IETF19, IETF18, IETF17, IETF16, IETF15, IETF14}
+
+// The IETF moq-transport drafts (package subscribe's ietf*.go sessions,
+// their codecs in subscribe/internal/ietf, where the per-draft
+// differences live). Draft 14 is also chosen inside the legacy SETUP.
+var (
+	IETF14 = &Version{Name: "moq-transport-14", Code: 0xff00000e, ALPN: "moq-00", LegacySetup: true, Family: FamilyIETF}
+	IETF15 = &Version{Name: "moq-transport-15", Code: 0xff00000f, ALPN: "moqt-15", Family: FamilyIETF}
+	IETF16 = &Version{Name: "moq-transport-16", Code: 0xff000010, ALPN: "moqt-16", Family: FamilyIETF}
+	IETF17 = &Version{Name: "moq-transport-17", Code: 0xff000011, ALPN: "moqt-17", Family: FamilyIETF}
+	IETF18 = &Version{Name: "moq-transport-18", Code: 0xff000012, ALPN: "moqt-18", Family: FamilyIETF}
+	IETF19 = &Version{Name: "moq-transport-19", Code: 0xff000013, ALPN: "moqt-19", Family: FamilyIETF}
+	IETF20 = &Version{Name: "moq-transport-20", Code: 0xff000014, ALPN: "moqt-20", Family: FamilyIETF}
+)
 
 // ByALPN returns the version an ALPN (or WebTransport protocol) selects
 // directly, nil for ALPNLegacy, "" and unknown names.
