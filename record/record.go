@@ -404,7 +404,9 @@ func (r *Recorder) waitCatalog(ctx context.Context, bc *model.Broadcast) (*catal
 		r.notice(fmt.Sprintf("waiting for broadcast %q to be announced %s (%s; --list shows what is announced)", name, r.opts.Origin, r.WaitHint()))
 	})
 	defer t.Stop()
-	cat, err := FirstCatalog(wctx, bc)
+	cat, err := firstCatalogWithRenditions(wctx, bc, func() {
+		r.notice(fmt.Sprintf("broadcast %q has no renditions in its catalog yet; waiting up to %v for them (a browser publisher adds them once its encoders run)", name, emptyCatalogWait))
+	})
 	switch {
 	case err == nil:
 		return cat, nil
@@ -414,6 +416,42 @@ func (r *Recorder) waitCatalog(ctx context.Context, bc *model.Broadcast) (*catal
 		return nil, fmt.Errorf("broadcast %q was not announced %s within --wait %v (or sent no catalog); --list shows what is announced", name, r.opts.Origin, r.opts.Wait)
 	}
 	return nil, fmt.Errorf("broadcast %q: reading its catalog: %w; check the name with --list", name, err)
+}
+
+// emptyCatalogWait bounds the wait for renditions after a catalog without
+// any: a browser publisher (@moq/publish) publishes its catalog before its
+// camera and encoders run, then adds them.
+const emptyCatalogWait = 15 * time.Second
+
+// firstCatalogWithRenditions returns the first catalog snapshot of b that
+// lists a rendition. After one that lists none it says so (empty) and
+// waits at most emptyCatalogWait for a better one, then returns the empty
+// one (Plan refuses it, saying why).
+func firstCatalogWithRenditions(ctx context.Context, b *model.Broadcast, empty func()) (*catalog.Catalog, error) {
+	w, err := catalog.Watch(b, catalog.WatchOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	cat, err := w.Next(ctx)
+	if err != nil || len(cat.Renditions()) > 0 {
+		return cat, err
+	}
+	empty()
+	wctx, cancel := context.WithTimeout(ctx, emptyCatalogWait)
+	defer cancel()
+	for {
+		next, err := w.Next(wctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return cat, nil
+		}
+		if cat = next; len(cat.Renditions()) > 0 {
+			return cat, nil
+		}
+	}
 }
 
 // FirstCatalog waits for the first catalog snapshot of b (catalog.json, or

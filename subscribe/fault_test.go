@@ -297,6 +297,14 @@ type lateContextConn struct {
 
 func (c *lateContextConn) Context() context.Context { return c.ctx }
 
+// Version is moq-lite-05's (nil) when the fake wraps no transport.
+func (c *lateContextConn) Version() *wire.Version {
+	if c.conn == nil {
+		return nil
+	}
+	return c.conn.Version()
+}
+
 func lateContext(lag time.Duration) func(conn) conn {
 	return func(c conn) conn {
 		ctx, cancel := context.WithCancelCause(context.Background())

@@ -63,7 +63,7 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 		str.SetReadDeadline(time.Now())
 	})
 	defer stop()
-	fr := wire.FrameReader{R: r}
+	fr := wire.NewFrameReader(r, connVersion(c))
 	var cg *cmafGroup
 	if rt.cmafInit != nil {
 		cg = newCMAFGroup(rt.cmafInit)

@@ -51,6 +51,12 @@ type Options struct {
 	// as the options above say).
 	TLSConfig *tls.Config
 
+	// Versions restricts and orders the protocol versions offered (names
+	// as Versions returns them, or short forms such as "lite-04"); nil
+	// offers every version, newest first. The session speaks whichever
+	// the server picks; Session.Version says which.
+	Versions []string
+
 	// Role is declared in SETUP (default RoleSubscriber). Set RoleBoth or
 	// RolePublisher before publishing through a relay.
 	Role Role
@@ -104,6 +110,9 @@ type ServerOptions struct {
 	// Certificates are served to clients (at least one is required).
 	// SelfSignedCert makes one for loopback use.
 	Certificates []tls.Certificate
+	// Versions restricts and orders the protocol versions accepted, as
+	// Options.Versions (nil: every version, newest preferred).
+	Versions []string
 	// DisableWebTransport serves raw QUIC only.
 	DisableWebTransport bool
 	// FingerprintHTTP also serves GET /certificate.sha256 over TCP on the

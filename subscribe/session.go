@@ -62,6 +62,9 @@ type Session struct {
 	serving       atomic.Int64
 	servingTracks map[servingKey]int
 
+	// version is the version of the latest connection (Version).
+	version atomic.Pointer[wire.Version]
+
 	peerSetup chan struct{} // closed when the first peer SETUP arrived
 	setupOnce sync.Once
 }
@@ -111,9 +114,13 @@ func dial(ctx context.Context, rawURL string, opts Options, wrap func(conn) conn
 	if err != nil {
 		return nil, err
 	}
+	versions, err := versionList(opts.Versions)
+	if err != nil {
+		return nil, err
+	}
 	s := newSession(opts, t.rootPath())
 	s.log = s.log.With("url", redactURL(t.raw))
-	d := &dialer{opts: &s.opts, target: t}
+	d := &dialer{opts: &s.opts, target: t, versions: versions}
 	s.dial = func(ctx context.Context) (conn, error) {
 		c, err := d.dial(ctx)
 		if err != nil {
@@ -136,7 +143,7 @@ func dial(ctx context.Context, rawURL string, opts Options, wrap func(conn) conn
 		s.cancel()
 		return nil, err
 	}
-	s.log.Debug("moq: connected")
+	s.log.Debug("moq: connected", "version", connVersion(c).Name)
 	s.start(c)
 	return s, nil
 }
@@ -149,6 +156,7 @@ type setupPathConn struct {
 
 // start runs the session on its first connection.
 func (s *Session) start(c conn) {
+	s.version.Store(connVersion(c))
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -181,7 +189,8 @@ func (s *Session) run(c conn) {
 			return
 		}
 		s.reconnects.Add(1)
-		s.log.Info("moq: reconnected")
+		s.version.Store(connVersion(c))
+		s.log.Info("moq: reconnected", "version", connVersion(c).Name)
 	}
 }
 
@@ -293,9 +302,15 @@ func (s *Session) serveConn(c conn) {
 // serveLite serves a moq-lite connection until it is gone.
 func (s *Session) serveLite(c conn) {
 	ctx := c.Context()
+	s.logNegotiated(c)
 	var wg sync.WaitGroup
-	wg.Add(3)
-	go func() { defer wg.Done(); s.sendSetup(ctx, c) }()
+	if connVersion(c).SetupStream {
+		wg.Go(func() { s.sendSetup(ctx, c) })
+	}
+	if str := c.SessionStream(); str != nil {
+		wg.Go(func() { s.serveSessionStream(ctx, c, str) })
+	}
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		serveStreams(ctx, c.AcceptUni, func(str recvStream) { s.handleUni(ctx, c, str) })
@@ -363,8 +378,12 @@ func (s *Session) sendSetup(ctx context.Context, c conn) {
 }
 
 // serveStreams accepts streams with accept until it fails, handles each on
-// its own goroutine and returns once every handler has.
-func serveStreams[S any](ctx context.Context, accept func(context.Context) (S, error), handle func(S)) {
+// its own goroutine and returns once every handler has. When ctx (the
+// connection's) ends, every stream's reads end too: webtransport-go holds
+// a read on a stream the peer reset with "session gone" until our side of
+// the session is closed, which may never be signalled to a stream
+// accepted at that moment; a deadline always wakes it.
+func serveStreams[S interface{ SetReadDeadline(time.Time) error }](ctx context.Context, accept func(context.Context) (S, error), handle func(S)) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
@@ -372,7 +391,11 @@ func serveStreams[S any](ctx context.Context, accept func(context.Context) (S, e
 		if err != nil {
 			return
 		}
-		wg.Go(func() { handle(str) })
+		wg.Go(func() {
+			stop := context.AfterFunc(ctx, func() { str.SetReadDeadline(time.Now()) })
+			defer stop()
+			handle(str)
+		})
 	}
 }
 
@@ -383,10 +406,10 @@ func (s *Session) handleUni(ctx context.Context, c conn, str recvStream) {
 		str.CancelRead(CodeCancel)
 		return
 	}
-	switch typ {
-	case wire.UniSetup:
+	switch {
+	case typ == wire.UniSetup && connVersion(c).SetupStream:
 		s.readSetup(str, r)
-	case wire.UniGroup:
+	case typ == wire.UniGroup:
 		s.readGroup(ctx, c, str, r)
 	default:
 		s.log.Debug("moq: unknown uni stream type", "type", typ)
@@ -430,18 +453,19 @@ func (s *Session) handleBidi(ctx context.Context, c conn, str bidiStream) {
 		resetStream(str, CodeCancel)
 		return
 	}
-	switch typ {
-	case wire.StreamAnnounce:
-		s.serveAnnounce(ctx, str, r)
-	case wire.StreamTrack:
+	v := connVersion(c)
+	switch {
+	case typ == wire.StreamAnnounce:
+		s.serveAnnounce(ctx, v, str, r)
+	case typ == wire.StreamTrack && v.TrackInfo:
 		s.serveTrack(str, r)
-	case wire.StreamSubscribe:
+	case typ == wire.StreamSubscribe:
 		s.serveSubscribe(ctx, c, str, r)
-	case wire.StreamProbe:
+	case typ == wire.StreamProbe && v.ProbeStream:
 		// No transport statistics to report: FIN at once, as @moq/net does.
 		str.Close()
 		str.CancelRead(CodeCancel)
-	case wire.StreamGoaway:
+	case typ == wire.StreamGoaway && v.Goaway:
 		body, err := wire.ReadMessage(r, 0)
 		var m wire.Goaway
 		if err == nil {
@@ -450,11 +474,11 @@ func (s *Session) handleBidi(ctx context.Context, c conn, str bidiStream) {
 		s.log.Info("moq: peer sent GOAWAY", "uri_set", m.URI != "", "err", err)
 		str.Close()
 		str.CancelRead(CodeCancel)
-	case wire.StreamFetch:
-		s.serveFetch(ctx, str, r)
+	case typ == wire.StreamFetch && v.Fetch:
+		s.serveFetch(ctx, v, str, r)
 	default:
 		// Unknown streams: refused, never fatal.
-		s.log.Debug("moq: refusing bidi stream", "type", typ)
+		s.log.Debug("moq: refusing bidi stream", "type", typ, "version", v.Name)
 		resetStream(str, 10)
 	}
 }
@@ -502,6 +526,17 @@ func readMsg(r *bufio.Reader, m interface{ Decode([]byte) error }) error {
 	}
 	return protocolErr(err)
 }
+
+// versioned decodes a message laid out for a version, so that readMsg and
+// readRequest take per-version messages too.
+type versioned struct {
+	m interface {
+		DecodeFor([]byte, *wire.Version) error
+	}
+	v *wire.Version
+}
+
+func (x versioned) Decode(body []byte) error { return x.m.DecodeFor(body, x.v) }
 
 // resetStream abandons both directions of str with code.
 func resetStream(str bidiStream, code uint64) {

@@ -190,9 +190,15 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) (err error) {
 		return rt.subscribeIETF(ctx, ic)
 	}
 	s := rt.rb.s
-	info, err := rt.trackInfo(ctx, c)
-	if err != nil {
-		return err
+	v := connVersion(c)
+	// Without a Track stream (lite-01..04) nothing tells the timescale;
+	// frames carry no wire timestamp there either, so raw tracks get 0.
+	info := wire.TrackInfo{Timescale: publishTimescale}
+	if v.TrackInfo {
+		var err error
+		if info, err = rt.trackInfo(ctx, c); err != nil {
+			return err
+		}
 	}
 	resumed := rt.live
 	rt.live = true
@@ -230,7 +236,7 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) (err error) {
 			Priority: priorityOf(rt.name), MaxLatency: uint64(s.opts.MaxLatency.Milliseconds()),
 		},
 	}
-	if _, err := str.Write(m.Append(wire.AppendVarint(nil, wire.StreamSubscribe))); err != nil {
+	if _, err := str.Write(m.AppendFor(wire.AppendVarint(nil, wire.StreamSubscribe), v)); err != nil {
 		str.CancelRead(CodeCancel)
 		return fmt.Errorf("send SUBSCRIBE: %w", err)
 	}
@@ -247,7 +253,7 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) (err error) {
 	var first, end uint64
 	var haveFirst, haveEnd bool
 	for {
-		resp, err := wire.ReadSubscribeResponse(r)
+		resp, err := wire.ReadSubscribeResponseFor(r, v)
 		if err != nil {
 			if ctx.Err() != nil {
 				str.CancelRead(CodeCancel)
@@ -292,6 +298,17 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) (err error) {
 			}
 			sub.markStarted()
 			s.log.Debug("moq: subscribed", "broadcast", rt.rb.path, "track", rt.name, "group", resp.Group)
+		case wire.RespAck:
+			// lite-01..04: accepted. The reference names no start group
+			// here (it sends none; our publisher does when it knows it),
+			// so readers start where the first group lands otherwise.
+			started = true
+			if resp.Ack.Start.Valid {
+				first, haveFirst = resp.Ack.Start.Seq, true
+				rt.track.SetStart(first)
+			}
+			sub.markStarted()
+			s.log.Debug("moq: subscribed", "broadcast", rt.rb.path, "track", rt.name, "version", v.Name)
 		case wire.RespEnd:
 			end, haveEnd = resp.Group, true
 			s.log.Debug("moq: subscription end announced", "broadcast", rt.rb.path, "track", rt.name, "end", resp.Group)

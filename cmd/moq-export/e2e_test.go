@@ -695,3 +695,23 @@ func TestRecordsFromAURL(t *testing.T) {
 		t.Errorf("wrong pin: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// TestListSaysTheNegotiatedVersion: --list against a publisher that speaks
+// only moq-lite-04 lists its broadcast on stdout and names the version on
+// stderr, with the line saying what that version cannot carry under -v.
+func TestListSaysTheNegotiatedVersion(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a := model.NewBroadcast("room/old")
+	go demo.Publish(ctx, a, demo.Options{Realtime: true})
+	srv, url, pin, err := subscribe.ServeLoopback(a, subscribe.ServerOptions{Logger: slog.New(slog.DiscardHandler), Versions: []string{"moq-lite-04"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	r := run(t, t.TempDir(), url, "--tls-fingerprint", pin, "--list", "-v")
+	if r.code != 0 || r.stdout != "room/old\n" || !strings.Contains(r.stderr, "protocol moq-lite-04") || !strings.Contains(r.stderr, "no FETCH") {
+		t.Errorf("--list: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+}

@@ -36,6 +36,7 @@ func dial(ctx context.Context, cfg *Config, log *slog.Logger) (Source, error) {
 		}
 		return nil, fmt.Errorf("connecting to %s: %w; %s", redactURL(cfg.URL), err, dialAdvice(cfg, err))
 	}
+	log.Info("connected", "version", sess.Version())
 	return newSessionSource(sess), nil
 }
 
@@ -47,6 +48,8 @@ func dialAdvice(cfg *Config, err error) string {
 		return "check the relay's certificate, or pin it with --tls-fingerprint (--tls-insecure for testing)"
 	case errors.Is(err, subscribe.ErrUnsupportedURL):
 		return "use an https://, http://, moql:// or moqt:// URL"
+	case errors.Is(err, subscribe.ErrVersion):
+		return "the relay speaks no protocol version moq-export does (" + strings.Join(subscribe.Versions(), ", ") + ")"
 	case errors.Is(err, context.DeadlineExceeded) || containsAny(err.Error(), "timeout", "no recent network activity"):
 		return "check the host and port, and that UDP reaches it"
 	}
@@ -69,6 +72,8 @@ func newSessionSource(s *subscribe.Session) *sessionSource {
 }
 
 func (s *sessionSource) Reconnects() int64 { return s.s.Reconnects() }
+
+func (s *sessionSource) Version() string { return s.s.Version() }
 
 func (s *sessionSource) Close() error { return s.s.Close() }
 
@@ -168,7 +173,7 @@ func (a *app) listen(ctx context.Context) error {
 		}
 		src := newSessionSource(sess)
 		remove := a.addSource(src)
-		a.log.Info("publisher connected", "path", sess.Path())
+		a.log.Info("publisher connected", "path", sess.Path(), "version", sess.Version())
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
