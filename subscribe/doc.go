@@ -51,11 +51,36 @@
 // logs or errors: URLs are redacted.
 //
 // A dialled Session reconnects by itself with jittered exponential backoff
-// when the connection drops. Subscriptions resume on the new connection;
-// each resumed track gets model.Track.Discontinuity, so the gap reaches the
-// muxer as a discontinuity and nothing delivered before is touched.
+// when the connection drops. Subscriptions resume on the new connection.
+// When the group sequence goes on (the same publisher session, on a relay
+// that still holds the groups missed meanwhile), the missed groups are
+// FETCHed and inserted in order before the live ones, and the groups the
+// loss cut short are completed, so a short outage leaves no hole; the
+// model track is held meanwhile (model.Track.Hold) so that an export waits
+// for them. Otherwise the gap reaches the muxer as one discontinuity: a
+// restarted sequence (a new publisher session) gets
+// model.Track.Discontinuity, groups the relay no longer serves are marked
+// lost (model.Track.MarkLost), the log says how many, and
+// Session.LostGroups counts them. Nothing delivered before is touched.
 // Announcements resume too: the new snapshot is diffed against what the
 // caller has already seen.
+//
+// # Finding a dead connection
+//
+// A relay or publisher that vanishes without closing (a crash, a dropped
+// network) sends nothing more, so only silence can tell. The reference
+// relay uses QUIC's idle timeout for that, 30 s with 5 s keep-alives; a
+// recorder that waits that long loses everything the publisher sends
+// meanwhile and more (the relay's cache of past groups is short). So every
+// connection here sends a keep-alive PING after 1 s without traffic
+// (Options.KeepAlive) and declares the peer dead after 3 s of silence
+// (Options.IdleTimeout): a live peer answers each PING, so two of them can be
+// lost before a quiet but live connection is taken for dead, and a media
+// track is never quiet for that long anyway. QUIC uses the smaller of the
+// two peers' idle timeouts, so ours applies whatever the relay's (a
+// quic-go peer raises values below 5 s to 5 s for its own side). The first
+// reconnect after such a loss is made at once, then the backoff applies
+// (Options.Reconnect).
 //
 // Broadcast paths are relative to the URL path (the session root), as on
 // the wire.

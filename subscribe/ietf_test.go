@@ -311,7 +311,7 @@ func TestIETFMSFCatalogTrack(t *testing.T) {
 // feeding our server bytes no correct peer sends.
 func rawIETFClient(t *testing.T, ctx context.Context, srv *Server, alpn string) *quic.Conn {
 	t.Helper()
-	qc, err := quic.DialAddr(ctx, srv.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{alpn}}, quicConfig())
+	qc, err := quic.DialAddr(ctx, srv.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{alpn}}, quicConfig(0, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,7 +92,8 @@ func Listen(addr string, opts ServerOptions) (*Server, error) {
 		return nil, fmt.Errorf("moq: listen %s: %w", addr, err)
 	}
 	tr := &quic.Transport{Conn: udp}
-	ln, err := tr.Listen(tc, quicConfig())
+	qc := quicConfig(opts.KeepAlive, opts.IdleTimeout)
+	ln, err := tr.Listen(tc, qc)
 	if err != nil {
 		udp.Close()
 		return nil, fmt.Errorf("moq: listen %s: %w", addr, err)
@@ -105,7 +106,7 @@ func Listen(addr string, opts ServerOptions) (*Server, error) {
 	if !opts.DisableWebTransport {
 		mux := http.NewServeMux()
 		s.wt = &webtransport.Server{
-			H3:                   &http3.Server{Handler: mux, TLSConfig: tc, QUICConfig: quicConfig()},
+			H3:                   &http3.Server{Handler: mux, TLSConfig: tc, QUICConfig: qc},
 			ApplicationProtocols: wire.ALPNs(liteVersions(versions)),
 			CheckOrigin:          func(*http.Request) bool { return true },
 		}

@@ -32,6 +32,7 @@ type Session struct {
 	ctx        context.Context
 	cancel     context.CancelFunc
 	reconnects atomic.Int64
+	lostGroups atomic.Uint64 // see LostGroups
 	wg         sync.WaitGroup
 	done       chan struct{}
 	doneOnce   sync.Once
@@ -166,6 +167,7 @@ func (s *Session) start(c conn) {
 // run serves connections until the session ends.
 func (s *Session) run(c conn) {
 	for {
+		began := time.Now()
 		s.serveConn(c)
 		cause := connCause(c)
 		if s.ctx.Err() != nil {
@@ -177,7 +179,12 @@ func (s *Session) run(c conn) {
 			return
 		}
 		s.log.Warn("moq: connection lost, reconnecting", "err", cause)
-		c = s.redial()
+		// The first reconnect follows at once when the connection lasted
+		// at least the idle timeout (as one lost to it always has); one
+		// that failed sooner (a relay that refuses us right after the
+		// handshake) gets the backoff from the start, so it is not
+		// redialled in a tight loop.
+		c = s.redial(time.Since(began) >= s.opts.IdleTimeout)
 		if c == nil {
 			return
 		}
@@ -191,19 +198,32 @@ func (s *Session) run(c conn) {
 // its connection. Safe for concurrent use.
 func (s *Session) Reconnects() int64 { return s.reconnects.Load() }
 
-// redial retries with jittered exponential backoff. It returns nil when the
-// session ended (Close or give-up).
-func (s *Session) redial() conn {
+// reconnectDelay is the wait before reconnect attempt n (from 0): none for
+// the first one when at once is set, then a jittered exponential backoff,
+// a random value in [d/2, d] with d = min(Min*2^k, Max).
+func reconnectDelay(b Backoff, attempt int, atOnce bool) time.Duration {
+	if atOnce {
+		if attempt == 0 {
+			return 0
+		}
+		attempt--
+	}
+	d := b.Min << min(attempt, 20)
+	if d > b.Max || d <= 0 {
+		d = b.Max
+	}
+	return d/2 + time.Duration(mrand.Int64N(int64(d/2)+1))
+}
+
+// redial retries with jittered exponential backoff, the first attempt at
+// once when atOnce. It returns nil when the session ended (Close or
+// give-up).
+func (s *Session) redial(atOnce bool) conn {
 	b := s.opts.Reconnect
 	start := time.Now()
 	var lastErr error
 	for attempt := 0; ; attempt++ {
-		d := b.Min << min(attempt, 20)
-		if d > b.Max || d <= 0 {
-			d = b.Max
-		}
-		d = d/2 + time.Duration(mrand.Int64N(int64(d/2)+1))
-		t := time.NewTimer(d)
+		t := time.NewTimer(reconnectDelay(b, attempt, atOnce))
 		select {
 		case <-s.ctx.Done():
 			t.Stop()

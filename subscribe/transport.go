@@ -71,14 +71,15 @@ func (n *negotiated) Version() *wire.Version    { return n.version }
 func (n *negotiated) SessionStream() bidiStream { return n.session }
 
 // quicConfig is the QUIC configuration of every connection: many incoming
-// group streams, keep-alives below the relay's idle timeout, and what
-// WebTransport needs.
-func quicConfig() *quic.Config {
+// group streams, the keep-alive period and idle timeout that find a dead
+// peer (see liveness), and what WebTransport needs.
+func quicConfig(keepAlive, idle time.Duration) *quic.Config {
+	keepAlive, idle = liveness(keepAlive, idle)
 	return &quic.Config{
 		MaxIncomingStreams:               1024,
 		MaxIncomingUniStreams:            4096,
-		KeepAlivePeriod:                  5 * time.Second,
-		MaxIdleTimeout:                   30 * time.Second,
+		KeepAlivePeriod:                  keepAlive,
+		MaxIdleTimeout:                   idle,
 		HandshakeIdleTimeout:             5 * time.Second,
 		EnableDatagrams:                  true,
 		EnableStreamResetPartialDelivery: true,
@@ -497,7 +498,7 @@ func (d *dialer) dial(ctx context.Context) (conn, error) {
 		if d.opts.alpns != nil {
 			tc.NextProtos = d.opts.alpns
 		}
-		c, err := quic.DialAddr(ctx, d.target.hostport, tc, quicConfig())
+		c, err := quic.DialAddr(ctx, d.target.hostport, tc, quicConfig(d.opts.KeepAlive, d.opts.IdleTimeout))
 		if err != nil {
 			return nil, fmt.Errorf("moq: dial %s: %w", d.target.hostport, mapErr(err))
 		}
@@ -522,7 +523,7 @@ func (d *dialer) dialWebTransport(ctx context.Context, pin string) (conn, error)
 	}
 	tr := &webtransport.Transport{
 		TLSClientConfig:      tc,
-		QUICConfig:           quicConfig(),
+		QUICConfig:           quicConfig(d.opts.KeepAlive, d.opts.IdleTimeout),
 		ApplicationProtocols: wire.ALPNs(liteVersions(d.versions)),
 		// webtransport-go dials the URL's host as it is; a URL without a
 		// port must reach the default one.

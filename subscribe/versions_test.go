@@ -119,7 +119,7 @@ func TestServerRefusesAnUnknownALPNNamingItsVersions(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := quic.DialAddr(ctx, srv.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"moqt-99"}}, quicConfig())
+	c, err := quic.DialAddr(ctx, srv.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"moqt-99"}}, quicConfig(0, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestLegacySetupChoosingDraft14GoesToTheIETFSession(t *testing.T) {
 // versions.
 func legacyClient(t *testing.T, ctx context.Context, srv *Server, versions ...uint64) (*quic.Conn, *quic.Stream) {
 	t.Helper()
-	qc, err := quic.DialAddr(ctx, srv.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{wire.ALPNLegacy}}, quicConfig())
+	qc, err := quic.DialAddr(ctx, srv.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{wire.ALPNLegacy}}, quicConfig(0, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

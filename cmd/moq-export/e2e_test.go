@@ -66,9 +66,15 @@ type result struct {
 // run runs the binary with args in dir and a timeout.
 func run(t *testing.T, dir string, args ...string) result {
 	t.Helper()
+	return runProgram(t, dir, binary, args...)
+}
+
+// runProgram runs prog (the binary, or a shell around it) like run.
+func runProgram(t *testing.T, dir, prog string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd := exec.CommandContext(ctx, prog, args...)
 	cmd.Dir = dir
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
