@@ -32,6 +32,11 @@ func dialIETF(t *testing.T, ctx context.Context, srv *Server, pin, alpn, path st
 	t.Helper()
 	opts.TLSFingerprint = pin
 	opts.alpns = []string{alpn}
+	// "moql" is the legacy SETUP, where our client would choose moq-lite-02
+	// first: offer only the draft it reaches.
+	if alpn == ietf.ALPNLegacy {
+		opts.Versions = []string{"moq-transport-14"}
+	}
 	if opts.Logger == nil {
 		opts.Logger = testLogger(t)
 	}
@@ -309,7 +314,7 @@ func TestIETFMSFCatalogTrack(t *testing.T) {
 // feeding our server bytes no correct peer sends.
 func rawIETFClient(t *testing.T, ctx context.Context, srv *Server, alpn string) *quic.Conn {
 	t.Helper()
-	qc, err := quic.DialAddr(ctx, srv.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{alpn}}, quicConfig())
+	qc, err := quic.DialAddr(ctx, srv.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{alpn}}, quicConfig(0, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

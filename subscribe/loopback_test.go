@@ -45,14 +45,21 @@ func TestLoopbackDeliversEveryFrameUnchanged(t *testing.T) {
 // counts the client's live subscriptions (the catalog's stays).
 func checkDeliversEveryFrame(t *testing.T, ctx context.Context, client, peer *Session, subscriptions func() int) {
 	t.Helper()
-	sb := newSampleBroadcast(t, "demo.hang", "h264", "aac")
+	checkDeliversEveryFrameOf(t, ctx, client, peer, "demo.hang", subscriptions)
+}
+
+// checkDeliversEveryFrameOf is checkDeliversEveryFrame for the broadcast
+// name: peer publishes it, client records it.
+func checkDeliversEveryFrameOf(t *testing.T, ctx context.Context, client, peer *Session, name string, subscriptions func() int) {
+	t.Helper()
+	sb := newSampleBroadcast(t, name, "h264", "aac")
 	if err := peer.Publish(sb.b); err != nil {
 		t.Fatal(err)
 	}
-	ann := expectAnnounced(t, ctx, client, "demo.hang")
+	ann := expectAnnounced(t, ctx, client, name)
 	defer ann.Close()
 
-	b := client.Broadcast("demo.hang")
+	b := client.Broadcast(name)
 	w, err := catalog.Watch(b, catalog.WatchOptions{})
 	if err != nil {
 		t.Fatal(err)
