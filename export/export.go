@@ -31,6 +31,12 @@ type Options struct {
 	Latency time.Duration
 	// Late is the policy for frames that arrive after later ones left.
 	Late jitter.LatePolicy
+	// MediaTimeOnly makes the Delay bound count media time only: when
+	// nothing flows at all (a network outage), the output waits for every
+	// track instead of moving on after Delay of wall time, so the missed
+	// groups a reconnect fetches are not late. For files (see
+	// jitter.Options.MediaTimeOnly).
+	MediaTimeOnly bool
 	// Video and Audio name the renditions to export; nil: all the
 	// container carries, empty: none (see Select). A named rendition it
 	// cannot carry is an error.
@@ -65,6 +71,7 @@ type Stats struct {
 type trackState struct {
 	track    mux.Track
 	consumer *model.Consumer
+	acct     accounting
 	skipped  uint64 // consumer.Skipped() already counted
 	ended    bool
 	removed  bool // left the catalog: its frames are not read any more
@@ -119,9 +126,10 @@ type Export struct {
 	timeUp      bool // stopped by MaxDuration: what is buffered is past the end
 	muxerClosed bool
 
-	statsMu sync.Mutex
-	stats   Stats
-	media   atomic.Int64
+	statsMu    sync.Mutex
+	trackStats []TrackStats // published by syncStats, under statsMu
+	stats      Stats
+	media      atomic.Int64
 }
 
 // New returns an export of bc into m. Nothing happens until Run or Poll.
@@ -151,14 +159,15 @@ func New(bc *model.Broadcast, m mux.Muxer, opts Options) *Export {
 		refused: map[string]bool{},
 		ctx:     context.Background(),
 	}
-	e.jit = jitter.New(jitter.Options{Delay: opts.Delay, Late: opts.Late, Now: opts.Now, Pending: e.pending})
+	e.jit = jitter.New(jitter.Options{Delay: opts.Delay, Late: opts.Late, MediaTimeOnly: opts.MediaTimeOnly, Now: opts.Now, Pending: e.pending})
 	return e
 }
 
-// pending reports whether track id has data its consumer has not read yet.
+// pending reports whether track id has data its consumer has not read yet,
+// or is held by its producer (missed groups are on their way).
 func (e *Export) pending(id int) bool {
 	ts, ok := e.byID[id]
-	return ok && ts.consumer.Pending()
+	return ok && (ts.consumer.Pending() || ts.consumer.Held())
 }
 
 // Stats returns the export's counters, from any goroutine.
@@ -304,6 +313,7 @@ func (e *Export) syncStats() {
 	e.stats.Frames, e.stats.Bytes = ms.Frames, ms.Bytes
 	e.stats.Late, e.stats.Dropped = js.Late, js.Dropped+ms.Dropped
 	e.stats.Tracks, e.stats.Skipped = e.live, int64(e.skipped)
+	e.syncTrackStats()
 	e.statsMu.Unlock()
 }
 
@@ -323,11 +333,12 @@ func (e *Export) readTrack(ts *trackState) error {
 			if ts.removed {
 				continue
 			}
-			err := e.jit.Push(mux.Frame{TrackID: ts.track.ID, Timestamp: ev.Frame.Timestamp, Keyframe: ev.Keyframe, Payload: ev.Frame.Payload})
+			err := e.pushFrame(ts, mux.Frame{TrackID: ts.track.ID, Timestamp: ev.Frame.Timestamp, Keyframe: ev.Keyframe, Payload: ev.Frame.Payload})
 			if err != nil {
 				return fmt.Errorf("export: %w", err)
 			}
 		case model.EventDiscontinuity:
+			ts.acct.gap()
 			e.jit.PushDiscontinuity(ts.track.ID)
 		case model.EventEnd:
 			if ev.Err != nil {
@@ -592,7 +603,7 @@ func (e *Export) write(it jitter.Item) error {
 		e.stats.Discontinuities++
 		e.statsMu.Unlock()
 	}
-	if err := e.m.WriteFrame(f); err != nil {
+	if err := e.writeFrame(f); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
 	if d := f.Timestamp - e.firstTS; d > e.media.Load() {

@@ -428,16 +428,18 @@ func TestCompressedCatalog(t *testing.T) {
 	}
 }
 
-func TestDiscontinuityReachesTheMuxer(t *testing.T) {
-	bc := model.NewBroadcast("d")
+// audioExport is a broadcast with the demo catalog's aac rendition and an
+// export of it into rec; write adds a one-frame group at ts and polls.
+func audioExport(t *testing.T, rec *recorder) (bc *model.Broadcast, audio *model.Track, e *export.Export, write func(ts int64)) {
+	t.Helper()
+	bc = model.NewBroadcast("d")
 	cat, _ := demo.Catalog([]string{"aac"})
 	data, _ := cat.Marshal()
 	cg, _ := bc.CreateTrack(catalog.TrackName).AppendGroup()
 	cg.WriteFrame(model.Frame{Payload: data})
-	audio := bc.CreateTrack("aac")
-	rec := newRecorder()
-	e := export.New(bc, rec, export.Options{})
-	write := func(ts int64) {
+	audio = bc.CreateTrack("aac")
+	e = export.New(bc, rec, export.Options{})
+	write = func(ts int64) {
 		g, _ := audio.AppendGroup()
 		g.WriteFrame(model.Frame{Timestamp: ts, Payload: []byte{1}})
 		g.Close(nil)
@@ -445,6 +447,12 @@ func TestDiscontinuityReachesTheMuxer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return bc, audio, e, write
+}
+
+func TestDiscontinuityReachesTheMuxer(t *testing.T) {
+	rec := newRecorder()
+	bc, audio, e, write := audioExport(t, rec)
 	write(0)
 	write(20_000)
 	empty, _ := audio.AppendGroup() // hang's discontinuity marker
@@ -519,5 +527,34 @@ func TestFinalizeErrorWinsOverCancellation(t *testing.T) {
 	}
 	if !rec.closed {
 		t.Fatal("muxer not closed")
+	}
+}
+
+// TestTrackStatsAccountForEveryFrame: per track, every frame received is
+// written or dropped (by the muxer here), and a gap counts with the media
+// time it skipped.
+func TestTrackStatsAccountForEveryFrame(t *testing.T) {
+	rec := newRecorder()
+	rec.drop = 1
+	bc, audio, e, write := audioExport(t, rec)
+	write(0)
+	write(20_000)
+	write(40_000)
+	audio.MarkLost(3, 10) // a reconnect that could not fetch groups 3..9
+	g, _ := audio.CreateGroup(10)
+	g.WriteFrame(model.Frame{Timestamp: 4_040_000, Payload: []byte{1}})
+	g.Close(nil)
+	bc.Close(nil)
+	if err := e.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st := e.TrackStats()
+	if len(st) != 1 {
+		t.Fatalf("%d tracks: %+v", len(st), st)
+	}
+	s := st[0]
+	if s.Name != "aac" || s.Kind != mux.Audio || s.Received != 4 || s.Written != 3 || s.DroppedByMuxer != 1 || s.DroppedLate != 0 ||
+		s.Gaps != 1 || s.LostToGaps != 4*time.Second {
+		t.Fatalf("%+v", s)
 	}
 }

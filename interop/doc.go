@@ -60,6 +60,17 @@
 //   - rustls (Deno) refuses a CA certificate as the server's end entity; the
 //     certificates of subscribe.SelfSignedCert work.
 //   - Deno's WebTransport has no protocols option (no WT-Available-Protocols),
-//     so @moq/net over it would fall back to the legacy SETUP exchange, which
-//     we do not speak: WebTransport interop is not covered here.
+//     so WebTransport interop runs in a real browser instead:
+//     TestBrowserPublisherIntoListen loads browser/publish.ts (@moq/publish
+//     0.2.17's <moq-publish>, bundling @moq/net 0.1.9, which offers
+//     moq-lite-04, -03 and moql) in headless Chromium with a fake camera and
+//     microphone, from another origin than our --listen (so the dev
+//     bootstrap's /certificate.sha256 needs CORS), and checks the recording
+//     with ffmpeg.
+//   - The version tests (versions_test.go) restrict @moq/net to one ALPN at
+//     a time (--alpn: moq-lite-05, -04, -03, or moql, where its legacy
+//     CLIENT_SETUP lists lite-02, lite-01 and draft 14 and lite-02 wins), in
+//     both roles. layouts.ts prints the bytes @moq/net's encoders write for
+//     every message of every version; TestReferenceLayoutsAreCurrent keeps
+//     subscribe/internal/wire/testdata/reference-layouts.jsonl equal to them.
 package interop

@@ -9,7 +9,8 @@ import (
 // ietfDrafts are the moq-transport drafts interop covers, each with the
 // ALPN that restricts @moq/net 0.3.4 to it: draft 14 only through the
 // legacy "moql" CLIENT_SETUP version list (its accept and connect do not
-// know "moq-00").
+// know "moq-00"). That list also offers lite-02 and lite-01, which our side
+// prefers as the reference does, so our side is pinned to the draft.
 var ietfDrafts = []struct{ name, alpn, version string }{
 	{"Draft14", "moql", "moq-transport-14"},
 	{"Draft15", "moqt-15", "moq-transport-15"},
@@ -41,7 +42,7 @@ func TestIETFReferencePublisherRecordsEveryFrame(t *testing.T) {
 		t.Run(d.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 			defer cancel()
-			pub := recordReferenceServer(ctx, t, ref, sampleBroadcast("interop/ietf.hang", 2), "--alpn", d.alpn)
+			pub := recordReferenceServerAs(ctx, t, ref, sampleBroadcast("interop/ietf.hang", 2), d.version, []string{d.version}, "--alpn", d.alpn)
 			checkNegotiated(t, pub, d.version)
 		})
 	}
@@ -56,7 +57,7 @@ func TestIETFReferenceClientPublishesIntoOurServer(t *testing.T) {
 		t.Run(d.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 			defer cancel()
-			pub := recordReferenceClient(ctx, t, ref, sampleBroadcast("interop/ietf-ingest.hang", 5), "--alpn", d.alpn)
+			pub := recordReferenceClientAs(ctx, t, ref, sampleBroadcast("interop/ietf-ingest.hang", 5), d.version, []string{d.version}, "--alpn", d.alpn)
 			checkNegotiated(t, pub, d.version)
 		})
 	}

@@ -233,6 +233,13 @@ func TestDialReferencePublisherRecordsEveryFrame(t *testing.T) {
 // finished publisher, whose log tells what it negotiated.
 func recordReferenceServer(ctx context.Context, t *testing.T, ref *reference, m *manifest, flags ...string) *refProcess {
 	t.Helper()
+	return recordReferenceServerAs(ctx, t, ref, m, "", nil, flags...)
+}
+
+// recordReferenceServerAs is recordReferenceServer with our client offering
+// only versions (nil: all) and requiring the session to run want ("": any).
+func recordReferenceServerAs(ctx context.Context, t *testing.T, ref *reference, m *manifest, want string, versions []string, flags ...string) *refProcess {
+	t.Helper()
 	_, cert := ourCert(t)
 	pub := ref.start(ctx, t, "publish", append([]string{
 		"--manifest", m.write(t), "--listen", "127.0.0.1:0",
@@ -241,11 +248,15 @@ func recordReferenceServer(ctx context.Context, t *testing.T, ref *reference, m 
 	sess, err := subscribe.Dial(ctx, fmt.Sprintf("moql://127.0.0.1:%d/", port), subscribe.Options{
 		TLSFingerprint: cert.fingerprint,
 		Reconnect:      subscribe.Backoff{Disabled: true},
+		Versions:       versions,
 	})
 	if err != nil {
 		t.Fatalf("Dial: %v", err)
 	}
 	t.Cleanup(func() { _ = sess.Close() })
+	if got := sess.Version(); want != "" && got != want {
+		t.Fatalf("negotiated %q, want %s", got, want)
+	}
 	recordPublished(ctx, t, sess, m, pub)
 	return pub
 }
@@ -256,7 +267,15 @@ func recordReferenceServer(ctx context.Context, t *testing.T, ref *reference, m 
 // returns the finished publisher.
 func recordReferenceClient(ctx context.Context, t *testing.T, ref *reference, m *manifest, flags ...string) *refProcess {
 	t.Helper()
-	srv, cert := listenWithOurCert(t)
+	return recordReferenceClientAs(ctx, t, ref, m, "", nil, flags...)
+}
+
+// recordReferenceClientAs is recordReferenceClient with our server
+// accepting only versions (nil: all) and requiring the session to run
+// want ("": any).
+func recordReferenceClientAs(ctx context.Context, t *testing.T, ref *reference, m *manifest, want string, versions []string, flags ...string) *refProcess {
+	t.Helper()
+	srv, cert := listenWithOurCert(t, versions...)
 	pub := ref.start(ctx, t, "publish", append([]string{
 		"--manifest", m.write(t), "--connect", srv.Addr().String(),
 		"--ca", cert.certFile, "--server-name", "localhost", "--speed", "2"}, flags...)...)
@@ -264,18 +283,22 @@ func recordReferenceClient(ctx context.Context, t *testing.T, ref *reference, m 
 	if err != nil {
 		t.Fatalf("Accept: %v", err)
 	}
+	if got := sess.Version(); want != "" && got != want {
+		t.Fatalf("negotiated %q, want %s", got, want)
+	}
 	recordPublished(ctx, t, sess, m, pub)
 	return pub
 }
 
 // listenWithOurCert starts our server on loopback (raw QUIC only) with a
 // fresh certificate from ourCert; it closes when the test ends.
-func listenWithOurCert(t *testing.T) (*subscribe.Server, *testCert) {
+func listenWithOurCert(t *testing.T, versions ...string) (*subscribe.Server, *testCert) {
 	t.Helper()
 	tlsCert, cert := ourCert(t)
 	srv, err := subscribe.Listen("127.0.0.1:0", subscribe.ServerOptions{
 		Certificates:        []tls.Certificate{tlsCert},
 		DisableWebTransport: true,
+		Versions:            versions,
 	})
 	if err != nil {
 		t.Fatalf("Listen: %v", err)

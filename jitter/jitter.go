@@ -34,6 +34,12 @@ type Options struct {
 	Delay time.Duration
 	// Late is the policy for late frames.
 	Late LatePolicy
+	// MediaTimeOnly drops the wall-clock part of the Delay bound: when no
+	// data flows at all, the output waits for the lagging tracks as long
+	// as it takes. A recorder writing a file uses it so that a network
+	// outage, after which the missed frames arrive at once, makes nothing
+	// late; a live output would rather move on.
+	MediaTimeOnly bool
 	// Now returns the wall-clock time; nil means time.Now. Tests set it.
 	Now func() time.Time
 	// Pending, when set, reports whether track id has data that arrived
@@ -118,7 +124,11 @@ type Buffer struct {
 	released     int64 // key of the newest frame released (minKey before any)
 	maxKey       int64 // newest key pushed on any track
 	blockedSince time.Time
-	stats        Stats
+	// onPending is set while the output waits only for tracks that
+	// Options.Pending reports: their producer wakes the caller, so no
+	// deadline applies.
+	onPending bool
+	stats     Stats
 }
 
 // New returns an empty Buffer.
@@ -237,6 +247,7 @@ func (b *Buffer) Push(f mux.Frame) error {
 
 // Pop returns the next item that may leave now, or false.
 func (b *Buffer) Pop() (Item, bool) {
+	b.onPending = false
 	if n := len(b.late); n > 0 {
 		it := b.late[0]
 		copy(b.late, b.late[1:])
@@ -254,10 +265,11 @@ func (b *Buffer) Pop() (Item, bool) {
 			if b.blockedSince.IsZero() {
 				b.blockedSince = now
 			}
-			if b.maxKey-key < b.delay && now.Sub(b.blockedSince).Microseconds() < b.delay {
+			if b.maxKey-key < b.delay && (b.opts.MediaTimeOnly || now.Sub(b.blockedSince).Microseconds() < b.delay) {
 				return Item{}, false
 			}
 			if b.idleWaitingBefore(key, true) {
+				b.onPending = true
 				return Item{}, false
 			}
 			continue
@@ -325,9 +337,10 @@ func (b *Buffer) Flush() (Item, bool) {
 }
 
 // Deadline returns when the wall-clock bound will release a blocked output,
-// or false when nothing is blocked.
+// or false when nothing is blocked or only tracks that Options.Pending
+// reports hold it back (their producer wakes the caller).
 func (b *Buffer) Deadline() (time.Time, bool) {
-	if b.blockedSince.IsZero() || b.pending.len() == 0 || b.delay < 0 {
+	if b.blockedSince.IsZero() || b.pending.len() == 0 || b.delay < 0 || b.onPending || b.opts.MediaTimeOnly {
 		return time.Time{}, false
 	}
 	return b.blockedSince.Add(time.Duration(b.delay) * time.Microsecond), true

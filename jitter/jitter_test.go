@@ -368,3 +368,72 @@ func TestTrackWithUnreadDataIsNeverDeclaredIdle(t *testing.T) {
 		t.Fatalf("stats %+v, released %d", st, len(got))
 	}
 }
+
+// TestOutputHeldOnlyByPendingTracksHasNoDeadline: while only a track with
+// unread data (or one its producer holds) keeps the output back, no
+// wall-clock deadline applies: the producer wakes the reader, which would
+// otherwise poll in a loop once the deadline passed.
+func TestOutputHeldOnlyByPendingTracksHasNoDeadline(t *testing.T) {
+	now := time.Unix(0, 0)
+	unread := map[int]bool{2: true}
+	b := New(Options{Delay: 500 * time.Millisecond, Now: func() time.Time { return now },
+		Pending: func(id int) bool { return unread[id] }})
+	b.AddTrack(1, mux.Video)
+	b.AddTrack(2, mux.Audio)
+	b.Push(frame(1, 0, true))
+	if _, ok := b.Pop(); ok {
+		t.Fatal("released while the audio track lags")
+	}
+	if _, ok := b.Deadline(); !ok {
+		t.Fatal("no deadline while blocked")
+	}
+	now = now.Add(time.Second)
+	if _, ok := b.Pop(); ok {
+		t.Fatal("released while the audio track has unread data")
+	}
+	if d, ok := b.Deadline(); ok {
+		t.Fatalf("deadline %v while only a pending track blocks", d)
+	}
+	unread[2] = false
+	b.Push(frame(2, 0, true))
+	if got := drain(b); len(got) != 2 {
+		t.Fatalf("released %d frames, want 2", len(got))
+	}
+}
+
+// TestMediaTimeOnlyWaitsThroughSilence: with MediaTimeOnly a silent track
+// holds the output however long nothing flows, so frames it delivers late
+// in wall time (after a reconnect) are not late.
+func TestMediaTimeOnlyWaitsThroughSilence(t *testing.T) {
+	now := time.Unix(0, 0)
+	b := New(Options{Delay: 500 * time.Millisecond, MediaTimeOnly: true, Now: func() time.Time { return now }})
+	b.AddTrack(1, mux.Video)
+	b.AddTrack(2, mux.Audio)
+	b.Push(frame(1, 0, true))
+	b.Push(frame(2, 0, true))
+	b.Push(frame(1, 40, false))
+	drain(b)
+	now = now.Add(time.Minute)
+	if got := drain(b); len(got) != 0 {
+		t.Fatalf("released %v while the audio track was silent", timestamps(got))
+	}
+	if _, ok := b.Deadline(); ok {
+		t.Fatal("a wall-clock deadline with MediaTimeOnly")
+	}
+	b.Push(frame(2, 20, true))
+	b.Push(frame(2, 40, true))
+	b.Push(frame(1, 80, false))
+	b.Push(frame(2, 60, true))
+	b.Push(frame(2, 80, true))
+	drain(b)
+	if st := b.Stats(); st.Late != 0 || st.Dropped != 0 || st.Idled != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	// The media-time bound still applies.
+	for ts := int64(120); ts <= 1000; ts += 40 {
+		b.Push(frame(1, ts, false))
+	}
+	if got := drain(b); len(got) == 0 {
+		t.Fatal("the media-time bound released nothing")
+	}
+}

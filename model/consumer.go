@@ -216,6 +216,8 @@ func (c *Consumer) pickGroup() bool {
 		c.needKey = true
 		c.cursor = c.track.floor
 	}
+	for c.skipLost() {
+	}
 	i := c.groupIndex(c.cursor)
 	if i == len(gs) {
 		return false

@@ -194,6 +194,8 @@ type Track struct {
 	err        error
 	consumers  []*Consumer
 	backfill   func(ctx context.Context, target int64) error
+	holds      int         // see Hold
+	lost       []lostRange // see MarkLost; current epoch only
 }
 
 // NewTrack returns a live track with no groups.
@@ -306,6 +308,7 @@ func (t *Track) Discontinuity() {
 	defer t.mu.Unlock()
 	t.epoch++
 	t.newestTS, t.floor, t.startSet = math.MinInt64, 0, false
+	t.lost = nil
 	clear(t.groups)
 	t.groups = t.groups[:0]
 	t.nextSeq = 0

@@ -2,6 +2,12 @@
 // moq-export command does: it is the library a recording service embeds,
 // and the command is its flags.
 //
+// The shortest use records one broadcast of a relay into one file:
+//
+//	out, err := record.Files("alice.mkv", record.FileOptions{})
+//	files, err := record.Run(ctx, record.Options{URL: "https://relay.example/anon?jwt=" + token,
+//		Broadcast: "room/alice", Output: out, Duration: time.Hour})
+//
 // A service makes a Recorder from Options (named like the command's
 // flags: Duration, Segment, Video, Audio, KeepTimestamps, Wait, ...) and
 // an Output, then records one broadcast of a Source (Record) or every

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -148,19 +149,92 @@ func (namedStream) Name() string { return "-" }
 // write one frame (or one 188-byte TS packet) at a time.
 const outputBufferSize = 256 << 10
 
+// fileFlushInterval bounds how long written media may sit in a file
+// output's buffer: a recorder killed with SIGKILL (or a machine that loses
+// power) keeps everything up to that long before. Muxers write their
+// output playable as it grows (MKV and FLV live forms, TS packets, MP4
+// fragments), so the file is playable up to there.
+const fileFlushInterval = 500 * time.Millisecond
+
+// flushingWriter buffers writes and flushes them at least every interval
+// from its own goroutine, so output goes out in large blocks yet never sits
+// in memory for long. The first write error sticks (bufio.Writer's): every
+// later Write and Flush returns it, whichever goroutine met it.
+type flushingWriter struct {
+	mu   sync.Mutex
+	w    *bufio.Writer
+	stop chan struct{}
+	done chan struct{}
+}
+
+func newFlushingWriter(w io.Writer, size int, interval time.Duration) *flushingWriter {
+	o := &flushingWriter{w: bufio.NewWriterSize(w, size), stop: make(chan struct{}), done: make(chan struct{})}
+	go o.flusher(interval)
+	return o
+}
+
+func (o *flushingWriter) flusher(interval time.Duration) {
+	defer close(o.done)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-o.stop:
+			return
+		case <-t.C:
+			_ = o.Flush()
+		}
+	}
+}
+
+// Write buffers p. What reaches the file always ends where a Write ended
+// (a whole frame, packet or element): when p does not fit, what is
+// buffered goes out first, so a recorder killed at any moment leaves no
+// half frame behind.
+func (o *flushingWriter) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(p) > o.w.Available() && o.w.Buffered() > 0 {
+		if err := o.w.Flush(); err != nil {
+			return 0, err
+		}
+	}
+	return o.w.Write(p)
+}
+
+// Flush writes what is buffered.
+func (o *flushingWriter) Flush() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.w.Flush()
+}
+
+// finish stops the flusher and writes what is left.
+func (o *flushingWriter) finish() error {
+	select {
+	case <-o.stop:
+	default:
+		close(o.stop)
+	}
+	<-o.done
+	return o.Flush()
+}
+
 // FileOutput is a buffered io.WriteSeeker over a file, so muxers that
 // finalize by seeking (MKV cues and duration, FLV duration, the MP4 moov)
 // can, while writes still go out in large blocks. A plain bufio.Writer
-// cannot seek: the container would silently stay unfinished.
+// cannot seek: the container would silently stay unfinished. What is
+// buffered goes to the file at least every 500 ms, and a failed write is a
+// *WriteError.
 type FileOutput struct {
+	*flushingWriter
 	f    *os.File
 	name string
-	*bufio.Writer
 }
 
 // NewFileOutput returns the buffered output over f; Close closes f.
 func NewFileOutput(f *os.File) *FileOutput {
-	return &FileOutput{f: f, name: f.Name(), Writer: bufio.NewWriterSize(f, outputBufferSize)}
+	return &FileOutput{flushingWriter: newFlushingWriter(appendOrUndo{f}, outputBufferSize, fileFlushInterval), f: f, name: f.Name()}
 }
 
 // Name returns the file's path.
@@ -175,74 +249,88 @@ func (o *FileOutput) Size() int64 {
 	return st.Size()
 }
 
+// Write buffers p; a failed write of the file is a *WriteError.
+func (o *FileOutput) Write(p []byte) (int, error) {
+	n, err := o.flushingWriter.Write(p)
+	if err != nil {
+		err = &WriteError{Path: o.name, Err: err}
+	}
+	return n, err
+}
+
 // Seek flushes what is buffered, then seeks the file. A file that cannot
 // seek (a pipe given as a path) reports an error, which muxers take as "live
 // output, do not finalize".
 func (o *FileOutput) Seek(offset int64, whence int) (int64, error) {
-	if err := o.Flush(); err != nil {
-		return 0, err
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.w.Flush(); err != nil {
+		return 0, &WriteError{Path: o.name, Err: err}
 	}
 	return o.f.Seek(offset, whence)
 }
 
 // Close flushes and closes the file.
 func (o *FileOutput) Close() error {
-	err := o.Flush()
+	err := o.finish()
+	if err != nil {
+		err = &WriteError{Path: o.name, Err: err}
+	}
 	if cerr := o.f.Close(); err == nil {
 		err = cerr
 	}
 	return err
 }
 
+// appendOrUndo writes to a file; an append that fails part way (a full
+// disk writes what fits) is cut back off, so the file still ends where a
+// muxer's write ended and stays playable to there.
+type appendOrUndo struct{ f *os.File }
+
+func (a appendOrUndo) Write(p []byte) (int, error) {
+	pos, perr := a.f.Seek(0, io.SeekCurrent)
+	st, serr := a.f.Stat()
+	n, err := a.f.Write(p)
+	if err != nil && n > 0 && perr == nil && serr == nil && pos == st.Size() {
+		if a.f.Truncate(pos) == nil {
+			_, _ = a.f.Seek(pos, io.SeekStart)
+			n = 0
+		}
+	}
+	return n, err
+}
+
+// WriteError is a failed write of a file output (a full disk, EIO): the
+// recording to that file ends (a write error sticks), and what was written
+// before stays playable.
+type WriteError struct {
+	Path string
+	Err  error
+}
+
+func (e *WriteError) Error() string {
+	hint := ""
+	if errors.Is(e.Err, syscall.ENOSPC) || errors.Is(e.Err, syscall.EDQUOT) || errors.Is(e.Err, syscall.EFBIG) {
+		hint = " (the disk is full, or the file reached a size limit)"
+	}
+	return fmt.Sprintf("writing %s failed: %v%s; its recording stopped, and what was written before stays playable", e.Path, e.Err, hint)
+}
+
+func (e *WriteError) Unwrap() error { return e.Err }
+
 // streamOutput buffers writes to a pipe (stdout) and flushes them at least
 // every interval, so a player reading the pipe gets the media without
 // waiting for a full buffer, and the pipe does not see one syscall per TS
-// packet. The first write error sticks (bufio.Writer's): after a player
-// closed the pipe every write fails at once.
-type streamOutput struct {
-	mu   sync.Mutex
-	w    *bufio.Writer
-	stop chan struct{}
-	done chan struct{}
-}
+// packet. After a player closed the pipe every write fails at once.
+type streamOutput struct{ *flushingWriter }
 
 func newStreamOutput(w io.Writer, interval time.Duration) *streamOutput {
-	o := &streamOutput{w: bufio.NewWriterSize(w, 64<<10), stop: make(chan struct{}), done: make(chan struct{})}
-	go o.flusher(interval)
-	return o
-}
-
-func (o *streamOutput) flusher(interval time.Duration) {
-	defer close(o.done)
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-o.stop:
-			return
-		case <-t.C:
-			o.mu.Lock()
-			_ = o.w.Flush()
-			o.mu.Unlock()
-		}
-	}
-}
-
-func (o *streamOutput) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.w.Write(p)
+	return &streamOutput{newFlushingWriter(w, 64<<10, interval)}
 }
 
 // Close stops the flusher and writes what is left. It does not close the
 // underlying writer.
-func (o *streamOutput) Close() error {
-	close(o.stop)
-	<-o.done
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.w.Flush()
-}
+func (o *streamOutput) Close() error { return o.finish() }
 
 // createFile creates a plain output file. An existing regular file is
 // truncated only when overwrite is set; otherwise the call fails with

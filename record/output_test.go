@@ -73,3 +73,76 @@ type countingWriter struct{ n atomic.Int64 }
 
 func (c *countingWriter) Write(p []byte) (int, error) { c.n.Add(int64(len(p))); return len(p), nil }
 func (c *countingWriter) Len() int                    { return int(c.n.Load()) }
+
+func TestFileOutputFlushesWithinTheIntervalAndAtWriteBoundaries(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "x")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := NewFileOutput(f)
+	defer o.Close()
+	size := func() int64 {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Size()
+	}
+	o.Write([]byte("frame"))
+	deadline := time.Now().Add(10 * fileFlushInterval)
+	for size() != 5 {
+		if time.Now().After(deadline) {
+			t.Fatal("a small write never reached the file")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// A write that does not fit sends what is buffered first, whole.
+	o.Write(bytes.Repeat([]byte("a"), outputBufferSize-100))
+	o.Write(bytes.Repeat([]byte("b"), 200))
+	if got := size(); got != 5+outputBufferSize-100 {
+		t.Fatalf("file is %d bytes, want %d: a write was split", got, 5+outputBufferSize-100)
+	}
+}
+
+// failingWriter fails every write after the first n bytes, like a disk
+// that fills up.
+type failingWriter struct {
+	n       int
+	written bytes.Buffer
+}
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if w.written.Len()+len(p) > w.n {
+		return 0, syscall.ENOSPC
+	}
+	return w.written.Write(p)
+}
+
+func TestOutputWriteErrorSticks(t *testing.T) {
+	w := &failingWriter{n: 10}
+	o := newFlushingWriter(w, 64, time.Hour)
+	o.Write([]byte("0123456789"))
+	o.Write(bytes.Repeat([]byte("x"), 100)) // flushes the first write, then fails
+	if _, err := o.Write([]byte("more")); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("write after the disk filled: %v", err)
+	}
+	if err := o.finish(); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("finish: %v", err)
+	}
+	if w.written.String() != "0123456789" {
+		t.Fatalf("written %q", w.written.String())
+	}
+}
+
+func TestWriteErrorNamesTheFileAndTheFullDisk(t *testing.T) {
+	err := error(&WriteError{Path: "rec/a.mkv", Err: syscall.ENOSPC})
+	for _, want := range []string{"writing rec/a.mkv failed", "disk is full", "stays playable"} {
+		if !bytes.Contains([]byte(err.Error()), []byte(want)) {
+			t.Errorf("%q does not say %q", err, want)
+		}
+	}
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Error("does not unwrap to ENOSPC")
+	}
+}

@@ -183,6 +183,28 @@ type Stats struct {
 	Bytes      int64 // payload bytes
 	Late       int64
 	Dropped    int64
+	Lost       time.Duration // the most media time one track lost to gaps (outages)
+}
+
+// TrackInfo accounts for the frames of one recorded track: received =
+// written + dropped late + dropped by the muxer (+ what was still buffered
+// when a recording was cut short); Lost is the media time its gaps
+// skipped (see export.TrackStats).
+type TrackInfo struct {
+	Broadcast      string  `json:"broadcast"`
+	Track          string  `json:"track"`
+	Kind           string  `json:"kind"`
+	Received       int64   `json:"received"`
+	Written        int64   `json:"written"`
+	DroppedLate    int64   `json:"dropped_late"`
+	DroppedByMuxer int64   `json:"dropped_by_muxer"`
+	Gaps           int64   `json:"gaps"`
+	Lost           float64 `json:"lost_seconds"`
+}
+
+func trackInfo(broadcast string, ts export.TrackStats) TrackInfo {
+	return TrackInfo{Broadcast: broadcast, Track: ts.Name, Kind: ts.Kind.String(), Received: ts.Received, Written: ts.Written,
+		DroppedLate: ts.DroppedLate, DroppedByMuxer: ts.DroppedByMuxer, Gaps: ts.Gaps, Lost: ts.LostToGaps.Seconds()}
 }
 
 // ErrSelection is what errors about the Video and Audio selection (a
@@ -265,6 +287,9 @@ func (f sessionFeed) Next(ctx context.Context) (Announcement, error) {
 
 func (f sessionFeed) Close() { f.a.Close() }
 
+// Err returns why the session ended (nil while it runs).
+func (s sessionSource) Err() error { return s.s.Err() }
+
 // Recorder records broadcasts as the Options say: one (Record) or every
 // one a source announces (RecordAll), each to its own files. It is safe
 // for concurrent use; Stats and Files can be read while it records.
@@ -273,9 +298,10 @@ type Recorder struct {
 	log  *slog.Logger
 
 	mu     sync.Mutex
-	active map[*export.Export]bool
+	active map[*export.Export]string // running recordings: their broadcast
 	done   Stats
 	files  []FileInfo
+	tracks []TrackInfo // of the ended recordings
 }
 
 // New checks the options and returns a Recorder.
@@ -301,7 +327,7 @@ func New(opts Options) (*Recorder, error) {
 	if opts.Origin == "" {
 		opts.Origin = "by the source"
 	}
-	return &Recorder{opts: opts, log: opts.Logger, active: map[*export.Export]bool{}}, nil
+	return &Recorder{opts: opts, log: opts.Logger, active: map[*export.Export]string{}}, nil
 }
 
 // Options returns the options in use (with the defaults New filled in).
@@ -326,8 +352,25 @@ func (r *Recorder) Stats() Stats {
 		s.Late += st.Late
 		s.Dropped += st.Dropped
 		s.Media = max(s.Media, st.MediaTime)
+		for _, ts := range ex.TrackStats() {
+			s.Lost = max(s.Lost, ts.LostToGaps)
+		}
 	}
 	return s
+}
+
+// Tracks returns the accounting of every track recorded so far: those of
+// the ended recordings, then those running.
+func (r *Recorder) Tracks() []TrackInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := append([]TrackInfo{}, r.tracks...)
+	for ex, name := range r.active {
+		for _, ts := range ex.TrackStats() {
+			out = append(out, trackInfo(name, ts))
+		}
+	}
+	return out
 }
 
 // Files returns the files finished so far, in the order they finished.
@@ -361,7 +404,9 @@ func (r *Recorder) waitCatalog(ctx context.Context, bc *model.Broadcast) (*catal
 		r.notice(fmt.Sprintf("waiting for broadcast %q to be announced %s (%s; --list shows what is announced)", name, r.opts.Origin, r.WaitHint()))
 	})
 	defer t.Stop()
-	cat, err := FirstCatalog(wctx, bc)
+	cat, err := firstCatalogWithRenditions(wctx, bc, func() {
+		r.notice(fmt.Sprintf("broadcast %q has no renditions in its catalog yet; waiting up to %v for them (a browser publisher adds them once its encoders run)", name, emptyCatalogWait))
+	})
 	switch {
 	case err == nil:
 		return cat, nil
@@ -371,6 +416,42 @@ func (r *Recorder) waitCatalog(ctx context.Context, bc *model.Broadcast) (*catal
 		return nil, fmt.Errorf("broadcast %q was not announced %s within --wait %v (or sent no catalog); --list shows what is announced", name, r.opts.Origin, r.opts.Wait)
 	}
 	return nil, fmt.Errorf("broadcast %q: reading its catalog: %w; check the name with --list", name, err)
+}
+
+// emptyCatalogWait bounds the wait for renditions after a catalog without
+// any: a browser publisher (@moq/publish) publishes its catalog before its
+// camera and encoders run, then adds them.
+const emptyCatalogWait = 15 * time.Second
+
+// firstCatalogWithRenditions returns the first catalog snapshot of b that
+// lists a rendition. After one that lists none it says so (empty) and
+// waits at most emptyCatalogWait for a better one, then returns the empty
+// one (Plan refuses it, saying why).
+func firstCatalogWithRenditions(ctx context.Context, b *model.Broadcast, empty func()) (*catalog.Catalog, error) {
+	w, err := catalog.Watch(b, catalog.WatchOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	cat, err := w.Next(ctx)
+	if err != nil || len(cat.Renditions()) > 0 {
+		return cat, err
+	}
+	empty()
+	wctx, cancel := context.WithTimeout(ctx, emptyCatalogWait)
+	defer cancel()
+	for {
+		next, err := w.Next(wctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return cat, nil
+		}
+		if cat = next; len(cat.Renditions()) > 0 {
+			return cat, nil
+		}
+	}
 }
 
 // FirstCatalog waits for the first catalog snapshot of b (catalog.json, or
@@ -386,7 +467,11 @@ func FirstCatalog(ctx context.Context, b *model.Broadcast) (*catalog.Catalog, er
 
 // exportOptions are the engine options of a recording.
 func (r *Recorder) exportOptions() export.Options {
-	return export.Options{Delay: r.opts.Delay, Video: r.opts.Video, Audio: r.opts.Audio, Caps: r.opts.Format.Caps()}
+	// Files wait out a network outage, so the groups a reconnect fetches
+	// are not late; a player on a Stream gets what there is.
+	_, live := r.opts.Output.(*stream)
+	return export.Options{Delay: r.opts.Delay, Video: r.opts.Video, Audio: r.opts.Audio, Caps: r.opts.Format.Caps(),
+		MediaTimeOnly: !live}
 }
 
 // Record records broadcast path of src to the output until the broadcast
@@ -424,28 +509,42 @@ func (r *Recorder) record(ctx context.Context, src Source, path string) error {
 		out = segment.New(first, segment.Options{Duration: r.opts.Segment, Next: func(n int) (mux.Muxer, error) { return r.open(name, n) }})
 	}
 	ex := export.New(bc, out, opts)
-	r.started(ex)
-	defer func() { r.ended(ex, first.n) }()
+	r.started(name, ex)
+	defer func() { r.ended(name, ex, first.n) }()
 	if err := ex.Run(ctx); err != nil {
+		if we, ok := errors.AsType[*WriteError](err); ok {
+			return fmt.Errorf("recording %q: %w", name, we)
+		}
 		return fmt.Errorf("recording %q: %w", name, err)
 	}
 	if berr := bc.Err(); berr != nil {
 		return fmt.Errorf("broadcast %q ended with an error: %w (what arrived before is in the output)", name, berr)
 	}
+	// A session that gave up ends its tracks before it closes their
+	// broadcast with its error: ask the session too.
+	if se, ok := src.(interface{ Err() error }); ok {
+		if serr := se.Err(); serr != nil && !errors.Is(serr, subscribe.ErrClosed) {
+			return fmt.Errorf("broadcast %q ended with its connection: %w (what arrived before is in the output)", name, serr)
+		}
+	}
 	return nil
 }
 
-func (r *Recorder) started(ex *export.Export) {
+func (r *Recorder) started(name string, ex *export.Export) {
 	r.mu.Lock()
-	r.active[ex] = true
+	r.active[ex] = name
 	r.done.Recorded++
 	r.mu.Unlock()
 }
 
-func (r *Recorder) ended(ex *export.Export, tracks int) {
+func (r *Recorder) ended(name string, ex *export.Export, tracks int) {
 	st := ex.Stats()
 	r.mu.Lock()
 	delete(r.active, ex)
+	for _, ts := range ex.TrackStats() {
+		r.done.Lost = max(r.done.Lost, ts.LostToGaps)
+		r.tracks = append(r.tracks, trackInfo(name, ts))
+	}
 	r.done.Tracks += tracks
 	r.done.Frames += st.Frames
 	r.done.Bytes += st.Bytes
@@ -620,6 +719,9 @@ func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Durati
 		mu      sync.Mutex
 		running = map[string]bool{}
 		again   = map[string]bool{} // restarted while its recording ran
+		// writeFailed is the first output write error: that recording
+		// stopped, the others went on, and RecordAll returns it at its end.
+		writeFailed error
 	)
 	start := func(path string) {
 		mu.Lock()
@@ -634,10 +736,14 @@ func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Durati
 			defer wg.Done()
 			for {
 				r.log.Info("recording", "broadcast", path)
-				if err := r.record(ctx, src, path); err != nil && ctx.Err() == nil {
+				err := r.record(ctx, src, path)
+				if err != nil && ctx.Err() == nil {
 					r.log.Error("recording failed", "broadcast", path, "err", err)
 				}
 				mu.Lock()
+				if _, ok := errors.AsType[*WriteError](err); ok && writeFailed == nil {
+					writeFailed = err
+				}
 				if again[path] && ctx.Err() == nil {
 					delete(again, path)
 					mu.Unlock()
@@ -670,6 +776,9 @@ func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Durati
 		}
 	}
 	wg.Wait()
+	if writeFailed != nil {
+		return fmt.Errorf("%w (the other recordings went on)", writeFailed)
+	}
 	if ferr != nil && waitCtx.Err() != nil && fctx.Err() == nil {
 		return ferr
 	}

@@ -1,11 +1,14 @@
 package record
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/model"
 )
 
 // TestPlanBlamesWhatLeavesNothingToRecord: before any file is created, a
@@ -52,5 +55,46 @@ func TestPlanBlamesWhatLeavesNothingToRecord(t *testing.T) {
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || errors.Is(err, ErrSelection) != tc.usage):
 			t.Errorf("%s: %v; want %q (selection error: %v)", tc.name, err, tc.want, tc.usage)
 		}
+	}
+}
+
+// TestCatalogWithoutRenditionsIsWaitedFor: a browser publisher's first
+// catalog lists nothing (its encoders are not running yet); the recorder
+// says so and takes the next snapshot, the one with the renditions.
+func TestCatalogWithoutRenditionsIsWaitedFor(t *testing.T) {
+	b := model.NewBroadcast("room/alice")
+	tr := b.CreateTrack(catalog.TrackName)
+	publish := func(js string) {
+		g, err := tr.AppendGroup()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.WriteFrame(model.Frame{Payload: []byte(js)}); err != nil {
+			t.Fatal(err)
+		}
+		g.Close(nil)
+	}
+	publish(`{}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	said := make(chan struct{})
+	type result struct {
+		cat *catalog.Catalog
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		cat, err := firstCatalogWithRenditions(ctx, b, func() { close(said) })
+		got <- result{cat, err}
+	}()
+	select {
+	case <-said:
+	case <-ctx.Done():
+		t.Fatal("the empty catalog was not reported")
+	}
+	publish(`{"video":{"renditions":{"v":{"codec":"vp8"}}}}`)
+	r := <-got
+	if r.err != nil || len(r.cat.Renditions()) != 1 {
+		t.Fatalf("catalog %v, %v; want the one with rendition v", r.cat, r.err)
 	}
 }

@@ -194,25 +194,58 @@ func (a *Announcements) follow(c conn) error {
 		str.CancelRead(CodeCancel)
 	})
 	defer stop()
+	v := connVersion(c)
 	req := wire.AnnounceRequest{Prefix: a.prefix}
-	if _, err := str.Write(req.Append(wire.AppendVarint(nil, wire.StreamAnnounce))); err != nil {
+	if _, err := str.Write(req.AppendFor(wire.AppendVarint(nil, wire.StreamAnnounce), v)); err != nil {
 		return err
 	}
 	r := bufio.NewReader(str)
-	var ok wire.AnnounceOK
-	if err := readMsg(r, &ok); err != nil {
-		resetStream(str, CodeCancel)
-		return fmt.Errorf("ANNOUNCE_OK: %w", err)
+	// The initial set: ANNOUNCE_OK's count of announcements (lite-05+) or
+	// ANNOUNCE_INIT's list (lite-01/02). lite-03/04 mark no end of it, so
+	// there is nothing to diff with after a reconnect.
+	var initial []wire.Announce
+	switch {
+	case v.AnnounceOK:
+		var ok wire.AnnounceOK
+		if err := readMsg(r, &ok); err != nil {
+			resetStream(str, CodeCancel)
+			return fmt.Errorf("ANNOUNCE_OK: %w", err)
+		}
+		for i := uint64(0); i < ok.ActiveCount; i++ {
+			var m wire.Announce
+			if err := readMsg(r, versioned{&m, v}); err != nil {
+				return a.streamErr(str, err)
+			}
+			initial = append(initial, m)
+		}
+		a.diff(initial)
+	case v.AnnounceInit:
+		var init wire.AnnounceInit
+		if err := readMsg(r, &init); err != nil {
+			resetStream(str, CodeCancel)
+			return fmt.Errorf("ANNOUNCE_INIT: %w", err)
+		}
+		for _, suffix := range init.Suffixes {
+			initial = append(initial, wire.Announce{Status: wire.StatusActive, Suffix: suffix})
+		}
+		a.diff(initial)
 	}
-	// The first ActiveCount announcements are the snapshot; diff it with
-	// what the caller saw on an earlier connection.
-	snapshot := map[string]bool{}
-	var order []string
-	for i := uint64(0); i < ok.ActiveCount; i++ {
+	for {
 		var m wire.Announce
-		if err := readMsg(r, &m); err != nil {
+		if err := readMsg(r, versioned{&m, v}); err != nil {
 			return a.streamErr(str, err)
 		}
+		a.push(Announcement{Path: joinPath(a.prefix, m.Suffix), Active: m.Status != wire.StatusEnded})
+	}
+}
+
+// diff reports the initial set of an announce stream: the paths the
+// caller saw active on an earlier connection that are not in it as ended,
+// the new ones as active.
+func (a *Announcements) diff(initial []wire.Announce) {
+	snapshot := map[string]bool{}
+	var order []string
+	for _, m := range initial {
 		p := joinPath(a.prefix, m.Suffix)
 		if m.Status == wire.StatusEnded {
 			delete(snapshot, p)
@@ -244,13 +277,6 @@ func (a *Announcements) follow(c conn) error {
 	for _, p := range fresh {
 		a.push(Announcement{Path: p, Active: true})
 	}
-	for {
-		var m wire.Announce
-		if err := readMsg(r, &m); err != nil {
-			return a.streamErr(str, err)
-		}
-		a.push(Announcement{Path: joinPath(a.prefix, m.Suffix), Active: m.Status != wire.StatusEnded})
-	}
 }
 
 func (a *Announcements) streamErr(str bidiStream, err error) error {
@@ -274,6 +300,7 @@ const announceQueueMax = 256 << 10
 // with CodeTimeout.
 type announceServe struct {
 	s      *Session
+	v      *wire.Version
 	prefix string
 	str    bidiStream
 
@@ -291,16 +318,13 @@ func (as *announceServe) send(path string, active bool) error {
 	if !ok {
 		return nil
 	}
-	m := wire.Announce{Status: wire.StatusEnded, Suffix: suffix}
-	if active {
-		m.Status = wire.StatusActive
-	}
+	m := as.announce(suffix, active)
 	as.mu.Lock()
 	if as.dead {
 		as.mu.Unlock()
 		return errAnnounceStuck
 	}
-	as.pending = m.Append(as.pending)
+	as.pending = m.AppendFor(as.pending, as.v)
 	if len(as.pending) > announceQueueMax {
 		as.dead = true
 		as.pending = nil
@@ -314,6 +338,19 @@ func (as *announceServe) send(path string, active bool) error {
 	default:
 	}
 	return nil
+}
+
+// announce is the announcement of suffix: an active one carries our hop
+// id where the version has no ANNOUNCE_OK to carry it (lite-03/04).
+func (as *announceServe) announce(suffix string, active bool) wire.Announce {
+	if !active {
+		return wire.Announce{Status: wire.StatusEnded, Suffix: suffix}
+	}
+	m := wire.Announce{Status: wire.StatusActive, Suffix: suffix}
+	if !as.v.AnnounceOK {
+		m.Hops = []uint64{as.s.hopID}
+	}
+	return m
 }
 
 var errAnnounceStuck = errors.New("moq: announce stream not read by the peer, reset")
@@ -376,12 +413,12 @@ func (as *announceServe) writeLoop() {
 
 // serveAnnounce answers the peer's ANNOUNCE_REQUEST with our published
 // broadcasts and keeps the stream open for updates.
-func (s *Session) serveAnnounce(ctx context.Context, str bidiStream, r *bufio.Reader) {
+func (s *Session) serveAnnounce(ctx context.Context, v *wire.Version, str bidiStream, r *bufio.Reader) {
 	var req wire.AnnounceRequest
-	if !readRequest(str, r, &req) {
+	if !readRequest(str, r, versioned{&req, v}) {
 		return
 	}
-	as := &announceServe{s: s, prefix: normPath(req.Prefix), str: str,
+	as := &announceServe{s: s, v: v, prefix: normPath(req.Prefix), str: str,
 		wake: make(chan struct{}, 1), finish: make(chan struct{})}
 	s.mu.Lock()
 	var paths []string
@@ -391,12 +428,26 @@ func (s *Session) serveAnnounce(ctx context.Context, str bidiStream, r *bufio.Re
 		}
 	}
 	sort.Strings(paths)
-	ok := wire.AnnounceOK{HopID: s.hopID, ActiveCount: uint64(len(paths))}
-	b := ok.Append(nil)
+	// The initial set: ANNOUNCE_OK and announcements (lite-05+),
+	// ANNOUNCE_INIT (lite-01/02), announcements alone (lite-03/04).
+	var b []byte
+	var init wire.AnnounceInit
 	for _, p := range paths {
 		suffix, _ := stripPrefix(p, as.prefix)
-		m := wire.Announce{Status: wire.StatusActive, Suffix: suffix}
-		b = m.Append(b)
+		init.Suffixes = append(init.Suffixes, suffix)
+	}
+	switch {
+	case v.AnnounceOK:
+		ok := wire.AnnounceOK{HopID: s.hopID, ActiveCount: uint64(len(paths))}
+		b = ok.Append(b)
+	case v.AnnounceInit:
+		b = init.Append(b)
+	}
+	if !v.AnnounceInit {
+		for _, suffix := range init.Suffixes {
+			m := as.announce(suffix, true)
+			b = m.AppendFor(b, v)
+		}
 	}
 	// Queued and registered under s.mu, where publications are announced,
 	// so none slips between the snapshot and the live updates.
@@ -422,6 +473,8 @@ func (s *Session) serveAnnounce(ctx context.Context, str bidiStream, r *bufio.Re
 // announceLocked queues a publication change on every announce stream.
 // The caller holds s.mu; nothing here waits for the network.
 func (s *Session) announceLocked(path string, active bool) {
+	close(s.pubChanged)
+	s.pubChanged = make(chan struct{})
 	for as := range s.annServes {
 		if err := as.send(path, active); err != nil {
 			s.log.Debug("moq: announce", "path", path, "err", err)

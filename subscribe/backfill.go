@@ -45,6 +45,11 @@ func (rt *remoteTrack) backfill(ctx context.Context, target int64) error {
 	if c == nil {
 		return nil
 	}
+	if v := connVersion(c); v.Family == wire.FamilyLite && !v.Fetch {
+		// Said once per connection at Info (logNegotiated).
+		rt.rb.s.log.Debug("moq: no backfill: the protocol version has no FETCH", "track", rt.name, "version", connVersion(c).Name)
+		return nil
+	}
 	seq, first, ok := rt.track.OldestGroup()
 	if !ok || first <= target || seq == 0 {
 		return nil
@@ -137,7 +142,7 @@ func (rt *remoteTrack) fetch(ctx context.Context, c conn, timescale, seq uint64)
 	}
 	stop := context.AfterFunc(ctx, func() { str.SetReadDeadline(time.Now()) })
 	defer stop()
-	fr := wire.FrameReader{R: bufio.NewReader(str)}
+	fr := wire.NewFrameReader(bufio.NewReader(str), connVersion(c))
 	var frames []model.Frame
 	var cg *cmafGroup
 	if rt.cmafInit != nil {

@@ -45,7 +45,7 @@ func demoStream(b *testing.B, kind catalog.ContainerKind) (map[string][]byte, ma
 			}
 			frames, _, _ := g.Frames(0)
 			for _, f := range frames {
-				buf = pk.appendFrame(buf, f.Timestamp, prev, f.Payload)
+				buf = pk.appendFrame(buf, wire.Lite05, f.Timestamp, prev, f.Payload)
 				prev = f.Timestamp
 				counts[r.Name]++
 			}

@@ -1,7 +1,8 @@
-// Package subscribe speaks moq-lite-05 (the moq-lite protocol of the
-// moq-dev/moq project) over raw QUIC and WebTransport, and IETF
-// moq-transport drafts 14-20 over raw QUIC, and moves what it receives
-// into package model (and what package model holds onto the wire).
+// Package subscribe speaks moq-lite (the protocol of the moq-dev/moq
+// project; versions 05, 04 and 03, and 02 and 01 through the legacy SETUP)
+// over raw QUIC and WebTransport, and IETF moq-transport drafts 14-20 over
+// raw QUIC, and moves what it receives into package model (and what
+// package model holds onto the wire).
 //
 // It owns the session logic: transports and TLS, the Setup stream,
 // announcements, track info, subscriptions, group streams, the hang
@@ -17,24 +18,69 @@
 //
 // Dial connects to a relay or publisher:
 //
-//	moql://host:port/path?jwt=TOKEN   raw QUIC, ALPN "moq-lite-05"; the path and
-//	moqt://host:port/path?jwt=TOKEN   query travel in the SETUP Path parameter
+//	moql://host:port/path?jwt=TOKEN   raw QUIC; the path and query travel in
+//	moqt://host:port/path?jwt=TOKEN   the SETUP Path parameter (lite-05, and
+//	                                  the legacy SETUP of lite-01/02)
 //	https://host:port/path?jwt=TOKEN  WebTransport (HTTP/3); the path and query
 //	                                  travel in the CONNECT request
 //	http://host:port/path?jwt=TOKEN   development relays: fetch
 //	                                  http://host:port/certificate.sha256 over
 //	                                  TCP, then WebTransport with that pin
 //
+// # Versions
+//
+// A client offers every version, newest first (Options.Versions restricts
+// or reorders them): the ALPN list on raw QUIC, WT-Available-Protocols on
+// WebTransport, each with "moql" last for the legacy SETUP exchange
+// (CLIENT_SETUP offering lite-02 and lite-01). It speaks whichever the
+// server picks; Session.Version says which. A server (Listen) prefers
+// them in the same order on raw QUIC (ServerOptions.Versions), takes the
+// first the client offers on WebTransport, and runs the legacy SETUP for
+// "moql" or a WebTransport session without a protocol; a client with no
+// common version is closed with code 9 and a reason naming ours. What a
+// version cannot carry is logged at Info on every connection: lite-03/04
+// have no SETUP (a raw QUIC client sends no path or token), no TRACK_INFO,
+// no FETCH (no backfill of a live join's audio), no frame timestamps (the
+// hang containers carry their own) and no SUBSCRIBE_START; lite-01/02
+// also lack subscribe ranges. The differences themselves live in the
+// version table of subscribe/internal/wire; the session asks its
+// capabilities.
+//
 // The default port is 443. TLS uses the system roots unless Options says
 // otherwise (RootCAs, TLSFingerprint, TLSInsecure). The JWT never appears in
 // logs or errors: URLs are redacted.
 //
 // A dialled Session reconnects by itself with jittered exponential backoff
-// when the connection drops. Subscriptions resume on the new connection;
-// each resumed track gets model.Track.Discontinuity, so the gap reaches the
-// muxer as a discontinuity and nothing delivered before is touched.
+// when the connection drops. Subscriptions resume on the new connection.
+// When the group sequence goes on (the same publisher session, on a relay
+// that still holds the groups missed meanwhile), the missed groups are
+// FETCHed and inserted in order before the live ones, and the groups the
+// loss cut short are completed, so a short outage leaves no hole; the
+// model track is held meanwhile (model.Track.Hold) so that an export waits
+// for them. Otherwise the gap reaches the muxer as one discontinuity: a
+// restarted sequence (a new publisher session) gets
+// model.Track.Discontinuity, groups the relay no longer serves are marked
+// lost (model.Track.MarkLost), the log says how many, and
+// Session.LostGroups counts them. Nothing delivered before is touched.
 // Announcements resume too: the new snapshot is diffed against what the
 // caller has already seen.
+//
+// # Finding a dead connection
+//
+// A relay or publisher that vanishes without closing (a crash, a dropped
+// network) sends nothing more, so only silence can tell. The reference
+// relay uses QUIC's idle timeout for that, 30 s with 5 s keep-alives; a
+// recorder that waits that long loses everything the publisher sends
+// meanwhile and more (the relay's cache of past groups is short). So every
+// connection here sends a keep-alive PING after 1 s without traffic
+// (Options.KeepAlive) and declares the peer dead after 3 s of silence
+// (Options.IdleTimeout): a live peer answers each PING, so two of them can be
+// lost before a quiet but live connection is taken for dead, and a media
+// track is never quiet for that long anyway. QUIC uses the smaller of the
+// two peers' idle timeouts, so ours applies whatever the relay's (a
+// quic-go peer raises values below 5 s to 5 s for its own side). The first
+// reconnect after such a loss is made at once, then the backoff applies
+// (Options.Reconnect).
 //
 // Broadcast paths are relative to the URL path (the session root), as on
 // the wire.
@@ -93,8 +139,11 @@
 //
 // # Server
 //
-// Listen accepts sessions on one UDP port, raw QUIC (ALPN "moq-lite-05") and
-// WebTransport (ALPN "h3", WT-Protocol "moq-lite-05") side by side. An
+// Listen accepts sessions on one UDP port, raw QUIC (the versions' ALPNs)
+// and WebTransport (ALPN "h3", the versions as WT-Protocol) side by side.
+// With ServerOptions.FingerprintHTTP it also answers GET
+// /certificate.sha256 over TCP with CORS headers (any origin, as the
+// reference relay), so a page of another origin can use the dev bootstrap. An
 // accepted Session is the same type as a dialled one (without reconnects):
 // it can publish, and it can record what the peer announces.
 // ServerOptions.Publish serves broadcasts on every accepted session from
@@ -139,8 +188,13 @@
 //   - GOAWAY stops new requests; the session reconnects to the same URL
 //     a moment later (a new URI is logged, not followed).
 //
-// Over moq-transport the session records only: requests to publish to it
-// (SUBSCRIBE, FETCH, SUBSCRIBE_NAMESPACE) are refused.
+// Publish works over moq-transport too: every published broadcast is
+// offered with PUBLISH_NAMESPACE (SUBSCRIBE_NAMESPACE is answered OK),
+// SUBSCRIBE gets SUBSCRIBE_OK (alias = request id, microsecond timescale)
+// and a subgroup stream per group (timestamps as the Timestamp extension,
+// payloads as on moq-lite), PUBLISH_DONE with the stream count at the
+// end; a standalone FETCH of one held group is served, other fetches and
+// requests are refused.
 //
 // # Refusals and restarts
 //

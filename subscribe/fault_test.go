@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/quic-go/quic-go"
 
+	"github.com/moq-export/moq-export/internal/udpproxy"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe/internal/container"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
@@ -44,7 +46,15 @@ func newScriptedPublisher(t *testing.T) *scriptedPublisher {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := quic.ListenAddr("127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{wire.ALPN}}, quicConfig())
+	// An own socket and transport, closed at the end: a quic.ListenAddr
+	// listener keeps its transport running when its last connection ends
+	// by idle timeout after the listener closed.
+	udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &quic.Transport{Conn: udp}
+	ln, err := tr.Listen(&tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{wire.ALPN}}, quicConfig(0, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +74,7 @@ func newScriptedPublisher(t *testing.T) *scriptedPublisher {
 			}()
 		}
 	}()
-	t.Cleanup(func() { ln.Close(); p.wg.Wait() })
+	t.Cleanup(func() { ln.Close(); tr.Close(); udp.Close(); p.wg.Wait() })
 	return p
 }
 
@@ -117,6 +127,10 @@ func (p *scriptedPublisher) serve(c *quic.Conn) {
 			var m wire.Subscribe
 			m.Decode(body)
 			p.subs <- scriptedSub{conn: c, id: m.ID, str: str}
+		default:
+			// FETCH and the rest: not served.
+			str.CancelWrite(CodeNotFound)
+			str.CancelRead(CodeNotFound)
 		}
 	}
 }
@@ -184,7 +198,7 @@ func nextSub(t *testing.T, p *scriptedPublisher) scriptedSub {
 	case s := <-p.subs:
 		return s
 	case <-time.After(10 * time.Second):
-		t.Fatal("no SUBSCRIBE arrived")
+		t.Fatalf("no SUBSCRIBE arrived")
 		return scriptedSub{}
 	}
 }
@@ -204,9 +218,15 @@ func collect(t *testing.T, ctx context.Context, c *model.Consumer, want int) []m
 // the end of the test.
 func dialScripted(t *testing.T, ctx context.Context, p *scriptedPublisher, opts Options) (*Session, *model.Track) {
 	t.Helper()
+	return dialScriptedAt(t, ctx, p, p.url(), opts)
+}
+
+// dialScriptedAt is dialScripted through url (a proxy in front of p).
+func dialScriptedAt(t *testing.T, ctx context.Context, p *scriptedPublisher, url string, opts Options) (*Session, *model.Track) {
+	t.Helper()
 	opts.TLSFingerprint = p.pin
 	opts.Container = func(string, string) string { return "legacy" }
-	s, err := Dial(ctx, p.url(), opts)
+	s, err := Dial(ctx, url, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,6 +296,14 @@ type lateContextConn struct {
 }
 
 func (c *lateContextConn) Context() context.Context { return c.ctx }
+
+// Version is moq-lite-05's (nil) when the fake wraps no transport.
+func (c *lateContextConn) Version() *wire.Version {
+	if c.conn == nil {
+		return nil
+	}
+	return c.conn.Version()
+}
 
 func lateContext(lag time.Duration) func(conn) conn {
 	return func(c conn) conn {
@@ -714,5 +742,58 @@ func TestGroupsWithoutSubscribeOKAreReadAfterTheRequestTimeout(t *testing.T) {
 	collect(t, ctx, c, 1)
 	if n := strings.Count(logs.String(), "group landed before SUBSCRIBE_OK"); n != 1 {
 		t.Fatalf("%d groups waited for SUBSCRIBE_OK, want 1", n)
+	}
+}
+
+// TestVanishedPeerIsFoundByTheIdleTimeoutAndRedialledAtOnce: a network that
+// drops everything (no CONNECTION_CLOSE reaches anyone) is found by the
+// idle timeout, and the first reconnect follows at once: the backoff here
+// is an hour, so only that first attempt can succeed within the test.
+func TestVanishedPeerIsFoundByTheIdleTimeoutAndRedialledAtOnce(t *testing.T) {
+	checkGoroutines(t)
+	p := newScriptedPublisher(t)
+	px, err := udpproxy.New(p.ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer px.Close()
+	logs := &logBuffer{}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, tr := dialScriptedAt(t, ctx, p, "moql://"+px.Addr()+"/?jwt=x", Options{Logger: logs.logger(),
+		KeepAlive: 100 * time.Millisecond, IdleTimeout: 500 * time.Millisecond,
+		Reconnect: Backoff{Min: time.Hour, Max: time.Hour}})
+	defer func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	}()
+	c := tr.Subscribe(time.Hour)
+	sub := nextSub(t, p)
+	sub.ok(t, 0)
+	sub.group(t, 0, 0).Close()
+	collect(t, ctx, c, 1)
+
+	px.Blackhole(true)
+	waitFor(t, "the loss to be noticed", func() bool { return strings.Contains(logs.String(), "connection lost") })
+	px.Blackhole(false)
+	sub = nextSub(t, p)
+	sub.ok(t, 0)
+	sub.group(t, 0, 1_000_000).Close()
+	evs, err := readEvents(ctx, c, func(e []model.Event) bool {
+		return e[len(e)-1].Kind == model.EventFrame && e[len(e)-1].Frame.Timestamp == 1_000_000
+	})
+	if err != nil {
+		t.Fatalf("%v: %+v", err, evs)
+	}
+	if n := s.Reconnects(); n != 1 {
+		t.Fatalf("%d reconnects, want 1", n)
+	}
+	l := logs.String()
+	if !strings.Contains(l, "no recent network activity") {
+		t.Fatalf("the loss was not found by the idle timeout:\n%s", l)
+	}
+	if strings.Contains(l, "reconnect failed") {
+		t.Fatalf("the first reconnect failed:\n%s", l)
 	}
 }

@@ -42,6 +42,13 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 	sub.waitStarted(h.Sequence)
 	rt := sub.rt
 	g, err := rt.track.CreateGroup(h.Sequence)
+	skip := 0 // frames the track already has (a group cut by a lost connection)
+	if errors.Is(err, model.ErrDuplicateGroup) {
+		var ok bool
+		if g, skip, ok = rt.adopt(h.Sequence); ok {
+			err = nil
+		}
+	}
 	if err != nil {
 		s.log.Debug("moq: group dropped", "track", rt.name, "group", h.Sequence, "err", err)
 		str.CancelRead(CodeCancel)
@@ -56,7 +63,7 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 		str.SetReadDeadline(time.Now())
 	})
 	defer stop()
-	fr := wire.FrameReader{R: r}
+	fr := wire.NewFrameReader(r, connVersion(c))
 	var cg *cmafGroup
 	if rt.cmafInit != nil {
 		cg = newCMAFGroup(rt.cmafInit)
@@ -68,8 +75,9 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 			switch {
 			case err == io.EOF:
 				g.Close(nil)
-			case connGone(c, err):
-				g.Close(connLoss(c, err))
+			case connGone(c, err) || errors.Is(context.Cause(sub.ctx), errConnLost):
+				// Left open: a resumed subscription completes it.
+				rt.interrupt(h.Sequence, g)
 			case sub.ctx.Err() != nil:
 				cause := context.Cause(sub.ctx)
 				if !errors.Is(cause, ErrTruncated) {
@@ -108,6 +116,10 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 			return
 		}
 		if !ok {
+			continue
+		}
+		if skip > 0 {
+			skip--
 			continue
 		}
 		if err := g.WriteFrame(f); err != nil {

@@ -29,8 +29,9 @@ const (
 )
 
 // ietfRequestWindow is how many request ids each side grants the other at
-// a time (MAX_REQUEST_ID), drafts 14-16.
-const ietfRequestWindow = 1000
+// a time (MAX_REQUEST_ID), drafts 14-16. A variable for tests; a
+// connection keeps the value it started with.
+var ietfRequestWindow uint64 = 1000
 
 // ietfImplementation is the SETUP Implementation parameter.
 const ietfImplementation = "moq-export"
@@ -60,13 +61,19 @@ type ietfRequest struct {
 // send sends one message of the request: on its stream, or the control
 // stream.
 func (req *ietfRequest) send(typ uint64, m ietf.Message) error {
-	if req.str == nil {
-		return req.ic.writeControl(typ, m)
+	return req.ic.writeOn(req.str, &req.wmu, typ, m)
+}
+
+// writeOn sends one message on a request's own stream str (writes
+// serialized by mu), or on the control stream when str is nil.
+func (ic *ietfConn) writeOn(str bidiStream, mu *sync.Mutex, typ uint64, m ietf.Message) error {
+	if str == nil {
+		return ic.writeControl(typ, m)
 	}
-	b := ietf.Append(nil, typ, m, req.ic.v)
-	req.wmu.Lock()
-	defer req.wmu.Unlock()
-	_, err := req.str.Write(b)
+	b := ietf.Append(nil, typ, m, ic.v)
+	mu.Lock()
+	defer mu.Unlock()
+	_, err := str.Write(b)
 	return err
 }
 
@@ -122,9 +129,11 @@ type ietfConn struct {
 
 	mu       sync.Mutex
 	nextID   uint64
-	peerMax  uint64        // request ids below it are ours to use
-	maxCh    chan struct{} // closed and replaced when peerMax grows
-	granted  uint64        // the limit we granted the peer
+	peerMax  uint64                // request ids below it are ours to use
+	maxCh    chan struct{}         // closed and replaced when peerMax grows
+	granted  uint64                // the limit we granted the peer
+	window   uint64                // ids granted at a time
+	serves   map[uint64]*ietfServe // the peer's requests we serve (drafts 14-16)
 	reqs     map[uint64]*ietfRequest
 	aliases  map[uint64]*subscription
 	aliasCh  chan struct{}     // closed and replaced when aliases grows
@@ -138,7 +147,8 @@ func newIETFConn(c conn, v ietf.Version, client bool, log *slog.Logger) *ietfCon
 		conn: c, v: v, client: client, log: log,
 		reqs: map[uint64]*ietfRequest{}, aliases: map[uint64]*subscription{},
 		peerNS: map[string]uint64{}, maxCh: make(chan struct{}), aliasCh: make(chan struct{}),
-		nsCh: make(chan struct{}), granted: ietfRequestWindow,
+		nsCh: make(chan struct{}), granted: ietfRequestWindow, window: ietfRequestWindow,
+		serves: map[uint64]*ietfServe{},
 	}
 	if !client {
 		ic.nextID = 1 // clients use even request ids, servers odd
@@ -159,7 +169,7 @@ type ietfSetupParams struct {
 func (ic *ietfConn) setupParams(p ietfSetupParams) ietf.Params {
 	var params ietf.Params
 	if ic.v.FlowControl() {
-		params.SetVarint(ietf.SetupMaxRequestID, ietfRequestWindow)
+		params.SetVarint(ietf.SetupMaxRequestID, ic.window)
 	}
 	if p.path != "" {
 		params.SetBytes(ietf.SetupPath, []byte(p.path))
@@ -435,11 +445,11 @@ func (ic *ietfConn) grant(id uint64) {
 		return
 	}
 	ic.mu.Lock()
-	if id+ietfRequestWindow/2 < ic.granted {
+	if id+ic.window/2 < ic.granted {
 		ic.mu.Unlock()
 		return
 	}
-	ic.granted = id + ietfRequestWindow
+	ic.granted = id + ic.window
 	limit := ic.granted
 	ic.mu.Unlock()
 	_ = ic.writeControl(ietf.TypeMaxRequestID, &ietf.RequestID{ID: limit})
@@ -509,6 +519,7 @@ func (s *Session) serveIETF(ic *ietfConn) {
 	wg.Go(func() {
 		serveStreams(ctx, ic.AcceptBidi, func(str bidiStream) { s.handleIETFBidi(ic, str) })
 	})
+	wg.Go(func() { s.ietfAnnounce(ic) })
 	select {
 	case <-ctx.Done():
 	case <-s.ctx.Done():
@@ -597,27 +608,17 @@ func (s *Session) ietfControl(ic *ietfConn, typ uint64, body []byte) error {
 		}
 		s.ietfGoAway(ic, m)
 	case ietf.TypeSubscribe, ietf.TypeFetch, ietf.TypeSubscribeNamespace14, ietf.TypeTrackStatus, ietf.TypePublish:
-		// Requests of a peer that subscribes to us: this session records,
-		// it publishes nothing over moq-transport.
-		id, err := ietf.RequestIDOf(body, v)
-		if err != nil {
-			return protocolErr(err)
+		// Requests of a peer that subscribes to what we publish.
+		return s.serveIETFRequest(ic, nil, nil, typ, body)
+	case ietf.TypeUnsubscribe, ietf.TypeFetchCancel:
+		var m ietf.RequestID
+		if err := decode(&m); err != nil {
+			return err
 		}
-		ic.grant(id)
-		refusal := ietf.TypeRequestError
-		switch {
-		case v != ietf.Draft14:
-		case typ == ietf.TypeFetch:
-			refusal = ietf.TypeFetchError
-		case typ == ietf.TypeSubscribeNamespace14:
-			refusal = ietf.TypeSubscribeNamespaceErr
-		case typ == ietf.TypePublish:
-			refusal = ietf.TypePublishError
-		}
-		s.log.Debug("moq: refusing a request", "type", typ)
-		return ic.writeControl(uint64(refusal), &ietf.RequestError{RequestID: id, Code: 0x3, Reason: "not supported"})
-	case ietf.TypeUnsubscribe, ietf.TypeFetchCancel, ietf.TypeUnsubscribeNamespace, ietf.TypePublishNamespaceCancel, ietf.TypeRequestUpdate:
-		// About requests we refused or never made.
+		ic.cancelServe(m.ID)
+	case ietf.TypeUnsubscribeNamespace, ietf.TypePublishNamespaceCancel, ietf.TypeRequestUpdate:
+		// Nothing to undo: SUBSCRIBE_NAMESPACE changed nothing, a refused
+		// PUBLISH_NAMESPACE stays offered, updates are not followed.
 	default:
 		return fmt.Errorf("%w: unknown control message %#x", ErrProtocol, typ)
 	}
@@ -663,10 +664,10 @@ func (s *Session) handleIETFBidi(ic *ietfConn, str bidiStream) {
 		return
 	}
 	if typ != ietf.TypePublishNamespace {
-		s.log.Debug("moq: refusing a request", "type", typ)
-		_ = reply(ietf.TypeRequestError, &ietf.RequestError{RequestID: id, Code: 0x3, Reason: "not supported"})
-		str.Close()
-		str.CancelRead(CodeCancel)
+		if err := s.serveIETFRequest(ic, str, r, typ, body); err != nil {
+			s.log.Warn("moq: request stream", "err", err)
+			resetStream(str, ietfProtocolViolation)
+		}
 		return
 	}
 	var m ietf.PublishNamespace
@@ -681,9 +682,26 @@ func (s *Session) handleIETFBidi(ic *ietfConn, str bidiStream) {
 	ic.peerPublished(m.Namespace, id)
 	// The namespace is withdrawn when its stream ends (or with
 	// PUBLISH_NAMESPACE_DONE in draft 16).
-	_, _ = io.Copy(io.Discard, r)
+	_, err = io.Copy(io.Discard, r)
+	if connGone(ic, err) {
+		// The connection's end is no withdrawal: the broadcast may come
+		// back on the next one.
+		return
+	}
 	ic.peerUnpublished(m.Namespace, id, true)
 	str.Close()
+}
+
+// sendGoAway asks the peer to move to uri ("" for the same one).
+func (ic *ietfConn) sendGoAway(uri string) error {
+	m := ietf.GoAway{URI: uri}
+	if ic.v.ControlStream() {
+		return ic.writeControl(ietf.TypeGoAway, &m)
+	}
+	ic.wmu.Lock()
+	defer ic.wmu.Unlock()
+	_, err := ic.setupOut.Write(ietf.Append(nil, ietf.TypeGoAway, &m, ic.v))
+	return err
 }
 
 // peerPublished records a namespace the peer published.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/moq-export/moq-export/subscribe/internal/ietf"
+	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
 // The moq-transport drafts this session speaks, and how they are reached.
@@ -14,17 +15,36 @@ import (
 // does; draft 14 comes under the shared legacy ALPN "moql" (whose
 // CLIENT_SETUP lists versions, the way @moq/net 0.3.4 reaches draft 14)
 // and under its own "moq-00" (the reference relay and Cloudflare's).
-var (
-	ietfVersions = []ietf.Version{ietf.Draft20, ietf.Draft19, ietf.Draft18, ietf.Draft17,
-		ietf.Draft16, ietf.Draft15, ietf.Draft14}
-	ietfALPNs = []string{ietf.ALPNLegacy, "moqt-20", "moqt-19", "moqt-18", "moqt-17",
-		"moqt-16", "moqt-15", ietf.ALPNDraft14}
-)
+var ietfVersions, ietfALPNs = ietfTable()
 
-// ietfVersionOfALPN returns the draft a negotiated ALPN selects.
+// ietfTable reads the moq-transport entries of the version table
+// (wire.Versions) in its order: their drafts, and the ALPNs that reach
+// them ("moql" first when the legacy SETUP can choose one, as in
+// wire.ALPNs).
+func ietfTable() (versions []ietf.Version, alpns []string) {
+	for _, v := range wire.Versions {
+		if v.Family != wire.FamilyIETF {
+			continue
+		}
+		versions = append(versions, ietf.Version(v.Code))
+		if v.LegacySetup && !slices.Contains(alpns, wire.ALPNLegacy) {
+			alpns = append([]string{wire.ALPNLegacy}, alpns...)
+		}
+		alpns = append(alpns, v.ALPN)
+	}
+	return versions, alpns
+}
+
+// ietfVersionOfALPN returns the draft a negotiated ALPN selects ("moql":
+// the one the legacy SETUP can choose).
 func ietfVersionOfALPN(alpn string) (ietf.Version, bool) {
-	if alpn == ietf.ALPNLegacy {
-		return ietf.Draft14, true
+	if alpn == wire.ALPNLegacy {
+		for _, v := range wire.Versions {
+			if v.Family == wire.FamilyIETF && v.LegacySetup {
+				return ietf.Version(v.Code), true
+			}
+		}
+		return 0, false
 	}
 	v, ok := ietf.VersionOfALPN(alpn)
 	if !ok || !slices.Contains(ietfVersions, v) {

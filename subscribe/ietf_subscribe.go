@@ -97,6 +97,14 @@ func (rt *remoteTrack) subscribeIETF(ctx context.Context, ic *ietfConn) error {
 		return err
 	}
 	defer rt.attach(ic, timescale, resumed)()
+	if ok.Largest != nil {
+		// The publisher starts at the newest group (the reference and this
+		// package from its first object, a publisher that follows the
+		// filter to the letter after Largest, so that group is skipped as
+		// partial and costs a consumer's latency at most): readers start
+		// there, not at whichever stream lands first.
+		rt.track.SetStart(ok.Largest.Group)
+	}
 	s.log.Debug("moq: subscribed", "broadcast", rt.rb.path, "track", rt.name, "alias", ok.TrackAlias, "version", ic.v)
 	for {
 		resp, err := ic.readRequest(ctx, req, 0)
@@ -123,7 +131,9 @@ func (rt *remoteTrack) subscribeIETF(ctx context.Context, ic *ietfConn) error {
 		}
 		s.log.Debug("moq: subscription done", "broadcast", rt.rb.path, "track", rt.name,
 			"status", done.Status, "streams", done.StreamCount)
-		// The group streams may still be on their way.
+		// The group streams may still be on their way: all StreamCount of
+		// them when the publisher counted, then as for moq-lite.
+		sub.waitStreams(ctx, done.StreamCount)
 		sub.drain(ctx, 0, 0, false)
 		switch done.Status {
 		case ietf.DoneTrackEnded, ietf.DoneSubscriptionEnded:
@@ -132,6 +142,28 @@ func (rt *remoteTrack) subscribeIETF(ctx context.Context, ic *ietfConn) error {
 			return errGoingAway
 		default:
 			return fmt.Errorf("moq: publisher ended %q/%q: status %d: %q", rt.rb.path, rt.name, done.Status, done.Reason)
+		}
+	}
+}
+
+// waitStreams waits, at most the drain grace period, until n subgroup
+// streams of sub have arrived (one per group, as hang publishers write).
+func (sub *subscription) waitStreams(ctx context.Context, n uint64) {
+	grace := time.NewTimer(sub.rt.rb.s.opts.drainGrace)
+	defer grace.Stop()
+	for {
+		sub.mu.Lock()
+		got := uint64(len(sub.seen))
+		sub.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-sub.arrived:
+		case <-grace.C:
+			return
+		case <-ctx.Done():
+			return
 		}
 	}
 }
@@ -372,19 +404,30 @@ func (rt *remoteTrack) fetchIETF(ctx context.Context, ic *ietfConn, timescale, s
 	t := time.NewTimer(rt.rb.s.opts.RequestTimeout)
 	defer t.Stop()
 	var data *ietfData
+	ended := req.ended
 	for data == nil {
 		select {
 		case resp := <-req.msgs:
 			switch resp.typ {
 			case ietf.TypeFetchOK:
-				t.Stop()
+				// The request stream may end now; the data stream is
+				// still to come.
+				ended = nil
 			case ietf.TypeFetchError, ietf.TypeRequestError:
 				var re ietf.RequestError
 				_ = ietf.Decode(resp.body, &re, ic.v)
 				return nil, fmt.Errorf("%w: %s: %w", errNoFetch, what, &re)
 			}
 		case data = <-req.data:
-		case <-req.ended:
+		case <-ended:
+			select {
+			case resp := <-req.msgs:
+				if resp.typ == ietf.TypeFetchOK {
+					ended = nil
+					continue
+				}
+			default:
+			}
 			return nil, fmt.Errorf("%w: %s: %w", errNoFetch, what, errRequestEnded)
 		case <-t.C:
 			cancel()
@@ -457,6 +500,9 @@ func (a *Announcements) followIETF(ic *ietfConn) error {
 	entries := map[string]bool{} // NAMESPACE entries of this request
 	first := true
 	for {
+		if ic.Context().Err() != nil {
+			return connCause(ic)
+		}
 		ic.mu.Lock()
 		snapshot := map[string]bool{}
 		for p := range ic.peerNS {

@@ -34,55 +34,70 @@ func TestLoopbackDeliversEveryFrameUnchanged(t *testing.T) {
 				t.Errorf("accepted session path %q, want room", peer.Path())
 			}
 
-			sb := newSampleBroadcast(t, "demo.hang", "h264", "aac")
-			if err := peer.Publish(sb.b); err != nil {
-				t.Fatal(err)
-			}
-			ann := expectAnnounced(t, ctx, client, "demo.hang")
-			defer ann.Close()
-
-			b := client.Broadcast("demo.hang")
-			w, err := catalog.Watch(b, catalog.WatchOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer w.Close()
-			cat, err := w.Next(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := len(cat.Renditions()); got != 2 {
-				t.Fatalf("catalog has %d renditions, want 2", got)
-			}
-
-			tracks := map[string]*model.Track{}
-			for _, s := range sb.samples {
-				tr, err := b.Track(s.Name)
-				if err != nil {
-					t.Fatal(err)
-				}
-				tr.SetKeepGroups(100000)
-				tracks[s.Name] = tr
-			}
-			// Media tracks plus the catalog.
-			waitFor(t, "subscriptions", func() bool { return peer.serving.Load() == int64(len(sb.samples)+1) })
-			sb.fill(t, 0, true)
-			// Groups travel on parallel streams and arrive in any order; a
-			// consumer that starts early begins at the first group to
-			// arrive. Read once the subscriptions are over to see all.
-			waitFor(t, "end of subscriptions", func() bool { return client.subCount() == 1 })
-			for _, s := range sb.samples {
-				evs, err := readEvents(ctx, tracks[s.Name].Subscribe(time.Hour), func([]model.Event) bool { return false })
-				if err != nil {
-					t.Fatalf("%s: %v", s.Name, err)
-				}
-				compareFrames(t, s.Name, evs, expectedEvents(s, 0))
-				if last := evs[len(evs)-1]; last.Kind != model.EventEnd || last.Err != nil {
-					t.Fatalf("%s: last event %+v, want a clean end", s.Name, last)
-				}
-			}
-			_ = catalog.TrackName
+			checkDeliversEveryFrame(t, ctx, client, peer, client.subCount)
 		})
+	}
+}
+
+// checkDeliversEveryFrame publishes the h264 and aac samples on peer and
+// checks that client records every frame unchanged: announcement,
+// catalog, one subscription per rendition, a clean end. subscriptions
+// counts the client's live subscriptions (the catalog's stays).
+func checkDeliversEveryFrame(t *testing.T, ctx context.Context, client, peer *Session, subscriptions func() int) {
+	t.Helper()
+	checkDeliversEveryFrameOf(t, ctx, client, peer, "demo.hang", subscriptions)
+}
+
+// checkDeliversEveryFrameOf is checkDeliversEveryFrame for the broadcast
+// name: peer publishes it, client records it.
+func checkDeliversEveryFrameOf(t *testing.T, ctx context.Context, client, peer *Session, name string, subscriptions func() int) {
+	t.Helper()
+	sb := newSampleBroadcast(t, name, "h264", "aac")
+	if err := peer.Publish(sb.b); err != nil {
+		t.Fatal(err)
+	}
+	ann := expectAnnounced(t, ctx, client, name)
+	defer ann.Close()
+
+	b := client.Broadcast(name)
+	w, err := catalog.Watch(b, catalog.WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	cat, err := w.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(cat.Renditions()); got != 2 {
+		t.Fatalf("catalog has %d renditions, want 2", got)
+	}
+
+	tracks := map[string]*model.Track{}
+	for _, s := range sb.samples {
+		tr, err := b.Track(s.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.SetKeepGroups(100000)
+		tracks[s.Name] = tr
+	}
+	// Media tracks plus the catalog.
+	waitFor(t, "subscriptions", func() bool { return peer.serving.Load() == int64(len(sb.samples)+1) })
+	sb.fill(t, 0, true)
+	// Groups travel on parallel streams and arrive in any order; a
+	// consumer that starts early begins at the first group to
+	// arrive. Read once the subscriptions are over to see all.
+	waitFor(t, "end of subscriptions", func() bool { return subscriptions() == 1 })
+	for _, s := range sb.samples {
+		evs, err := readEvents(ctx, tracks[s.Name].Subscribe(time.Hour), func([]model.Event) bool { return false })
+		if err != nil {
+			t.Fatalf("%s: %v", s.Name, err)
+		}
+		compareFrames(t, s.Name, evs, expectedEvents(s, 0))
+		if last := evs[len(evs)-1]; last.Kind != model.EventEnd || last.Err != nil {
+			t.Fatalf("%s: last event %+v, want a clean end", s.Name, last)
+		}
 	}
 }
 

@@ -20,8 +20,9 @@ const (
 	RoleBoth
 )
 
-// Backoff configures reconnects: the delay before attempt n is a random
-// value in [d/2, d] with d = min(Min*2^n, Max).
+// Backoff configures reconnects. The first attempt after the loss of a
+// connection that lasted at least Options.IdleTimeout is made at once; then the delay
+// before attempt n is a random value in [d/2, d] with d = min(Min*2^n, Max).
 type Backoff struct {
 	// Min is the first delay (default 250ms).
 	Min time.Duration
@@ -50,6 +51,12 @@ type Options struct {
 	// as the options above say).
 	TLSConfig *tls.Config
 
+	// Versions restricts and orders the protocol versions offered (names
+	// as Versions returns them, or short forms such as "lite-04"); nil
+	// offers every version, newest first. The session speaks whichever
+	// the server picks; Session.Version says which.
+	Versions []string
+
 	// Role is declared in SETUP (default RoleSubscriber). Set RoleBoth or
 	// RolePublisher before publishing through a relay.
 	Role Role
@@ -59,6 +66,15 @@ type Options struct {
 
 	// Reconnect configures reconnects after a dropped connection.
 	Reconnect Backoff
+
+	// KeepAlive is how often QUIC sends a PING while nothing else is sent
+	// (default 1s), and IdleTimeout how long a connection may hear nothing
+	// from its peer before it is declared dead (default 3s). Together they
+	// find a peer that vanished without closing (a crashed relay, a
+	// dropped network) within IdleTimeout; the first reconnect then
+	// follows at once. See the package doc for why these values.
+	KeepAlive   time.Duration
+	IdleTimeout time.Duration
 
 	// RequestTimeout bounds how long a TRACK request may stay unanswered
 	// (default 10s): @moq/net never answers a request for an unknown
@@ -73,6 +89,10 @@ type Options struct {
 	// no usable catalog: it returns "legacy", "loc", "raw" (no container,
 	// wire timestamps) or "" (decide from the catalog).
 	Container func(broadcast, track string) string
+
+	// alpns, when set, replaces the raw QUIC ALPN list (tests pin one
+	// version with it).
+	alpns []string
 
 	// resumeGrace is the part of a live track's resume window that does
 	// not depend on the backoff (default 10s; tests shorten it).
@@ -90,6 +110,9 @@ type ServerOptions struct {
 	// Certificates are served to clients (at least one is required).
 	// SelfSignedCert makes one for loopback use.
 	Certificates []tls.Certificate
+	// Versions restricts and orders the protocol versions accepted, as
+	// Options.Versions (nil: every version, newest preferred).
+	Versions []string
 	// DisableWebTransport serves raw QUIC only.
 	DisableWebTransport bool
 	// FingerprintHTTP also serves GET /certificate.sha256 over TCP on the
@@ -104,6 +127,30 @@ type ServerOptions struct {
 	// Options.
 	RequestTimeout time.Duration
 	MaxLatency     time.Duration
+	// KeepAlive and IdleTimeout find a publisher that vanished, as in
+	// Options (defaults 1s and 3s).
+	KeepAlive   time.Duration
+	IdleTimeout time.Duration
+}
+
+// Liveness defaults: a vanished peer is found after 3 s of silence, and 1 s
+// keep-alives keep a quiet but live connection from reaching that (two can
+// be lost before it does).
+const (
+	defaultKeepAlive   = time.Second
+	defaultIdleTimeout = 3 * time.Second
+)
+
+// liveness returns the keep-alive period and idle timeout with their
+// defaults filled in; the keep-alive stays below half the idle timeout.
+func liveness(keepAlive, idle time.Duration) (time.Duration, time.Duration) {
+	if idle <= 0 {
+		idle = defaultIdleTimeout
+	}
+	if keepAlive <= 0 {
+		keepAlive = defaultKeepAlive
+	}
+	return min(keepAlive, idle/2), idle
 }
 
 func (o *Options) fill() {
@@ -122,6 +169,7 @@ func (o *Options) fill() {
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = 10 * time.Second
 	}
+	o.KeepAlive, o.IdleTimeout = liveness(o.KeepAlive, o.IdleTimeout)
 	if o.resumeGrace <= 0 {
 		o.resumeGrace = 10 * time.Second
 	}

@@ -83,22 +83,22 @@ func latestCatalog(b *model.Broadcast) *catalog.Catalog {
 	return c
 }
 
-// appendFrame appends one FRAME (on a group or a fetch stream): the
-// timestamp, converted to the track's timescale, as a delta from the
-// previous frame's (both microseconds), and the payload in the container.
-func (p packaging) appendFrame(b []byte, ts, last int64, payload []byte) []byte {
+// appendFrame appends one FRAME (on a group or a fetch stream) laid out
+// for v: the timestamp, converted to the track's timescale, as a delta
+// from the previous frame's (both microseconds) where v has frame
+// timestamps, and the payload in the container.
+func (p packaging) appendFrame(b []byte, v *wire.Version, ts, last int64, payload []byte) []byte {
 	switch p.kind {
 	case kindRaw:
-		return wire.AppendFrame(b, ts-last, payload)
+		return wire.AppendFrameFor(b, v, ts-last, payload)
 	case container.CMAF:
-		return wire.AppendFrame(b, toTimescale(ts, p.timescale)-toTimescale(last, p.timescale), payload)
+		return wire.AppendFrameFor(b, v, toTimescale(ts, p.timescale)-toTimescale(last, p.timescale), payload)
 	case container.LOC:
-		b = wire.AppendVarint(b, wire.Zigzag(ts-last))
-		loc := container.AppendLOC(nil, ts, payload)
-		b = wire.AppendVarint(b, uint64(len(loc)))
-		return append(b, loc...)
+		return wire.AppendFrameFor(b, v, ts-last, container.AppendLOC(nil, ts, payload))
 	}
-	b = wire.AppendVarint(b, wire.Zigzag(ts-last))
+	if v.FrameTimestamps {
+		b = wire.AppendVarint(b, wire.Zigzag(ts-last))
+	}
 	b = wire.AppendVarint(b, uint64(container.LegacyLen(ts, payload)))
 	return container.AppendLegacy(b, ts, payload)
 }

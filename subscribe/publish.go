@@ -124,8 +124,9 @@ func (s *Session) serveTrack(str bidiStream, r *bufio.Reader) {
 // SUBSCRIBE_OK with the first group, SUBSCRIBE_END and FIN when the track
 // ends, FIN when the peer unsubscribes.
 func (s *Session) serveSubscribe(ctx context.Context, c conn, str bidiStream, r *bufio.Reader) {
+	v := connVersion(c)
 	var req wire.Subscribe
-	if !readRequest(str, r, &req) {
+	if !readRequest(str, r, versioned{&req, v}) {
 		return
 	}
 	t := s.publishedTrack(str, req.Broadcast, req.Track)
@@ -143,16 +144,30 @@ func (s *Session) serveSubscribe(ctx context.Context, c conn, str bidiStream, r 
 		defer cancel()
 		for {
 			var u wire.SubscribeUpdate
-			if err := readMsg(r, &u); err != nil {
+			if err := readMsg(r, versioned{&u, v}); err != nil {
 				return
 			}
 		}
 	}()
 	defer rwg.Wait()
 
-	p := &pubTrack{s: s, c: c, ctx: ctx, str: str, sub: req, pack: packagingOf(s.publishedBroadcast(req.Broadcast), req.Track)}
+	p := &pubTrack{s: s, c: c, v: v, ctx: ctx, str: str, sub: req, pack: packagingOf(s.publishedBroadcast(req.Broadcast), req.Track)}
 	cons := p.begin(t)
 	defer cons.Close()
+	if v.SubscribeOK {
+		// lite-01..04 acknowledge at once, as the reference does: the
+		// subscriber's priority, and (unlike the reference, which sends
+		// none) the start group when it is already known, which the
+		// layout has room for and our subscriber uses.
+		ack := wire.SubscribeResponse{Type: wire.RespAck, Ack: wire.SubscribeParams{Priority: req.Priority}}
+		if p.hasFirst {
+			ack.Ack.Start = wire.Some(p.first)
+		}
+		if _, err := str.Write(ack.AppendFor(nil, v)); err != nil {
+			resetStream(str, CodeCancel)
+			return
+		}
+	}
 	// Counted once the start group is fixed and the consumer attached:
 	// every group appended from now on reaches the subscriber.
 	key := servingKey{normPath(req.Broadcast), req.Track}
@@ -176,6 +191,7 @@ func (s *Session) serveSubscribe(ctx context.Context, c conn, str bidiStream, r 
 type pubTrack struct {
 	s    *Session
 	c    conn
+	v    *wire.Version
 	ctx  context.Context
 	str  bidiStream
 	sub  wire.Subscribe
@@ -228,9 +244,13 @@ func (p *pubTrack) serve(cons *model.Consumer) error {
 				if p.hasLast {
 					end = p.seq + 1
 				}
-				resp := wire.SubscribeResponse{Type: wire.RespEnd, Group: end}
-				if _, err := p.str.Write(resp.Append(nil)); err != nil {
-					return err
+				// SUBSCRIBE_END where the version has it (lite-05+); the
+				// FIN alone ends the subscription before.
+				if !p.v.SubscribeOK {
+					resp := wire.SubscribeResponse{Type: wire.RespEnd, Group: end}
+					if _, err := p.str.Write(resp.AppendFor(nil, p.v)); err != nil {
+						return err
+					}
 				}
 				if ev.Err != nil {
 					p.s.log.Debug("moq: published track ended with error", "track", p.sub.Track, "err", ev.Err)
@@ -264,7 +284,7 @@ func (p *pubTrack) writeFrame(ev model.Event) error {
 	p.dropped = false
 	if p.group == nil || ev.Group != p.seq || ev.Keyframe {
 		p.closeGroup(nil)
-		if !p.okSent {
+		if !p.okSent && !p.v.SubscribeOK {
 			resp := wire.SubscribeResponse{Type: wire.RespOK, Group: ev.Group}
 			if _, err := p.str.Write(resp.Append(nil)); err != nil {
 				return err
@@ -283,7 +303,7 @@ func (p *pubTrack) writeFrame(ev model.Event) error {
 		p.group, p.seq, p.lastTS, p.hasLast = g, ev.Group, 0, true
 	}
 	ts := ev.Frame.Timestamp
-	b := p.pack.appendFrame(p.buf[:0], ts, p.lastTS, ev.Frame.Payload)
+	b := p.pack.appendFrame(p.buf[:0], p.v, ts, p.lastTS, ev.Frame.Payload)
 	p.buf = b
 	p.lastTS = ts
 	if _, err := p.group.Write(b); err != nil {
@@ -342,7 +362,7 @@ func (s *Session) servingTrack(broadcast, track string) int {
 // track still holds, then FIN; a group it does not hold (never made, or
 // dropped from the track's buffer) is reset with 13, as the reference does.
 // A group still being written is served as its frames arrive.
-func (s *Session) serveFetch(ctx context.Context, str bidiStream, r *bufio.Reader) {
+func (s *Session) serveFetch(ctx context.Context, v *wire.Version, str bidiStream, r *bufio.Reader) {
 	var req wire.Fetch
 	if !readRequest(str, r, &req) {
 		return
@@ -378,7 +398,7 @@ func (s *Session) serveFetch(ctx context.Context, str bidiStream, r *bufio.Reade
 		frames, finished, err := g.Frames(next)
 		buf = buf[:0]
 		for _, f := range frames {
-			buf = pack.appendFrame(buf, f.Timestamp, last, f.Payload)
+			buf = pack.appendFrame(buf, v, f.Timestamp, last, f.Payload)
 			last = f.Timestamp
 		}
 		next += len(frames)

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,13 +18,16 @@ import (
 	"github.com/quic-go/quic-go/http3"
 	"github.com/quic-go/webtransport-go"
 
+	"github.com/moq-export/moq-export/subscribe/internal/ietf"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
-// Server accepts moq-lite sessions on one UDP port: raw QUIC (ALPN
-// moq-lite-05) and WebTransport (ALPN h3) side by side.
+// Server accepts moq-lite sessions on one UDP port: raw QUIC (the ALPN of
+// each version it speaks, and "moql" for the legacy SETUP) and
+// WebTransport (ALPN h3) side by side.
 type Server struct {
 	opts     ServerOptions
+	versions []*wire.Version
 	log      *slog.Logger
 	udp      net.PacketConn
 	tr       *quic.Transport
@@ -48,11 +52,35 @@ func Listen(addr string, opts ServerOptions) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	protos := append([]string{wire.ALPN}, ietfALPNs...)
+	versions, err := versionList(opts.Versions)
+	if err != nil {
+		return nil, err
+	}
+	protos := wire.ALPNs(versions)
+	if opts.Versions == nil {
+		// Every moq-transport draft the IETF session speaks.
+		for _, a := range ietfALPNs {
+			if !slices.Contains(protos, a) {
+				protos = append(protos, a)
+			}
+		}
+	}
 	if !opts.DisableWebTransport {
 		protos = append(protos, http3.NextProtoH3)
 	}
 	tc := &tls.Config{Certificates: opts.Certificates, NextProtos: protos}
+	// A client offering none of our ALPNs still completes the handshake
+	// with its first one, so that the refusal can say which versions we
+	// speak (a TLS alert cannot).
+	tc.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+		if len(hello.SupportedProtos) == 0 || slices.ContainsFunc(hello.SupportedProtos, func(p string) bool { return slices.Contains(protos, p) }) {
+			return nil, nil
+		}
+		c := tc.Clone()
+		c.GetConfigForClient = nil
+		c.NextProtos = hello.SupportedProtos[:1]
+		return c, nil
+	}
 	// The socket is ours, not quic-go's, so Close releases the port at
 	// once (a restart on the same port must work).
 	udpAddr, err := net.ResolveUDPAddr("udp", addr)
@@ -64,21 +92,22 @@ func Listen(addr string, opts ServerOptions) (*Server, error) {
 		return nil, fmt.Errorf("moq: listen %s: %w", addr, err)
 	}
 	tr := &quic.Transport{Conn: udp}
-	ln, err := tr.Listen(tc, quicConfig())
+	qc := quicConfig(opts.KeepAlive, opts.IdleTimeout)
+	ln, err := tr.Listen(tc, qc)
 	if err != nil {
 		udp.Close()
 		return nil, fmt.Errorf("moq: listen %s: %w", addr, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		opts: opts, log: opts.Logger, udp: udp, tr: tr, ln: ln, accepted: make(chan *Session),
+		opts: opts, versions: versions, log: opts.Logger, udp: udp, tr: tr, ln: ln, accepted: make(chan *Session),
 		ctx: ctx, cancel: cancel, sessions: map[*Session]struct{}{},
 	}
 	if !opts.DisableWebTransport {
 		mux := http.NewServeMux()
 		s.wt = &webtransport.Server{
-			H3:                   &http3.Server{Handler: mux, TLSConfig: tc, QUICConfig: quicConfig()},
-			ApplicationProtocols: []string{wire.ALPN},
+			H3:                   &http3.Server{Handler: mux, TLSConfig: tc, QUICConfig: qc},
+			ApplicationProtocols: wire.ALPNs(liteVersions(versions)),
 			CheckOrigin:          func(*http.Request) bool { return true },
 		}
 		webtransport.ConfigureHTTP3Server(s.wt.H3)
@@ -116,9 +145,20 @@ func (s *Server) serveFingerprint() error {
 		return fmt.Errorf("moq: fingerprint listener: %w", err)
 	}
 	mux := http.NewServeMux()
+	// CORS as on the reference relay (any origin, GET): a page served
+	// from another origin fetches the pin for serverCertificateHashes.
 	mux.HandleFunc("GET /certificate.sha256", func(w http.ResponseWriter, _ *http.Request) {
+		setCORS(w.Header())
 		w.Header().Set("Content-Type", "text/plain")
 		fmt.Fprint(w, s.Fingerprint())
+	})
+	mux.HandleFunc("OPTIONS /certificate.sha256", func(w http.ResponseWriter, r *http.Request) {
+		setCORS(w.Header())
+		if h := r.Header.Get("Access-Control-Request-Headers"); h != "" {
+			w.Header().Set("Access-Control-Allow-Headers", h)
+		}
+		w.Header().Set("Access-Control-Max-Age", "86400")
+		w.WriteHeader(http.StatusNoContent)
 	})
 	s.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	s.wg.Add(1)
@@ -135,43 +175,90 @@ func (s *Server) acceptLoop() {
 		if err != nil {
 			return
 		}
-		switch qc.ConnectionState().TLS.NegotiatedProtocol {
-		case wire.ALPN:
-			sess := s.newSession("")
-			sess.start(&quicConn{c: qc})
-			s.wg.Add(1)
-			go func() {
-				defer s.wg.Done()
-				// The root travels in the client's SETUP: wait briefly for
-				// it so Path is meaningful when Accept returns.
-				t := time.NewTimer(2 * time.Second)
-				defer t.Stop()
-				select {
-				case <-sess.peerSetup:
-				case <-t.C:
-				case <-sess.done:
-				}
-				s.deliver(sess)
-			}()
-		case http3.NextProtoH3:
-			if s.wt == nil {
-				qc.CloseWithError(21, "unknown ALPN")
-				continue
-			}
+		proto := qc.ConnectionState().TLS.NegotiatedProtocol
+		if proto == http3.NextProtoH3 && s.wt != nil {
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
 				_ = s.wt.ServeQUICConn(qc)
 			}()
-		default:
-			p := qc.ConnectionState().TLS.NegotiatedProtocol
-			if v, ok := ietfVersionOfALPN(p); ok {
-				s.wg.Go(func() { s.acceptIETF(&quicConn{c: qc, alpn: p}, v) })
-				continue
-			}
-			qc.CloseWithError(21, "unknown ALPN")
+			continue
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.acceptQUIC(qc, proto)
+		}()
+	}
+}
+
+// acceptQUIC negotiates the version of a raw QUIC connection (its ALPN, or
+// the legacy SETUP under "moql") and delivers its session.
+func (s *Server) acceptQUIC(qc *quic.Conn, proto string) {
+	if v, ok := ietfVersionOfALPN(proto); ok && proto != wire.ALPNLegacy {
+		s.acceptIETF(&quicConn{c: qc, alpn: proto}, v)
+		return
+	}
+	c := &quicConn{c: qc}
+	path, err := s.negotiate(c, proto, s.versions)
+	if err == nil && c.version.Family == wire.FamilyIETF {
+		// The legacy SETUP chose moq-transport draft 14: the IETF session
+		// reads the same CLIENT_SETUP again (replayed) and answers it.
+		c.replay, c.session, c.alpn = c.session, nil, wire.ALPNLegacy
+		s.acceptIETF(c, ietf.Draft14)
+		return
+	}
+	if err != nil {
+		s.log.Info("moq: refused a session", "remote", qc.RemoteAddr().String(), "transport", "quic", "err", err)
+		qc.CloseWithError(CodeVersion, refusalReason(err))
+		return
+	}
+	sess := s.newSession(path)
+	sess.start(c)
+	if c.version.SetupStream {
+		// The root travels in the client's SETUP: wait briefly for it so
+		// Path is meaningful when Accept returns.
+		t := time.NewTimer(2 * time.Second)
+		defer t.Stop()
+		select {
+		case <-sess.peerSetup:
+		case <-t.C:
+		case <-sess.done:
 		}
 	}
+	s.deliver(sess)
+}
+
+// negotiate sets c's version from the negotiated protocol, running the
+// legacy SETUP where it says so; it returns the SETUP path a legacy raw
+// QUIC client sent.
+func (s *Server) negotiate(c conn, proto string, versions []*wire.Version) (string, error) {
+	v, legacy, err := selectALPN(proto, versions)
+	var session bidiStream
+	var path string
+	if err == nil && legacy {
+		v, session, path, err = legacyServerSetup(s.ctx, c, versions)
+	}
+	if err != nil {
+		return "", err
+	}
+	switch x := c.(type) {
+	case *quicConn:
+		x.version, x.session = v, session
+	case *wtConn:
+		x.version, x.session = v, session
+	}
+	return path, nil
+}
+
+// refusalReason is the close reason of a refused session: the versions we
+// speak, short enough for a CONNECTION_CLOSE frame.
+func refusalReason(err error) string {
+	r := err.Error()
+	if len(r) > 200 {
+		r = r[:200]
+	}
+	return r
 }
 
 func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
@@ -181,22 +268,26 @@ func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
-	if p := ws.SessionState().ApplicationProtocol; p != wire.ALPN {
-		s.log.Debug("moq: WebTransport session without moq-lite-05", "protocol", p)
-		ws.CloseWithError(21, "moq-lite-05 required")
-		return
-	}
-	sess := s.newSession(r.URL.Path)
-	sess.start(&wtConn{s: ws})
+	c := &wtConn{s: ws}
+	proto := ws.SessionState().ApplicationProtocol
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		// moq-transport sessions run over raw QUIC only.
+		if _, err := s.negotiate(c, proto, liteVersions(s.versions)); err != nil {
+			s.log.Info("moq: refused a session", "remote", r.RemoteAddr, "transport", "webtransport",
+				"offered", r.Header.Get("WT-Available-Protocols"), "err", err)
+			ws.CloseWithError(CodeVersion, refusalReason(err))
+			return
+		}
+		sess := s.newSession(r.URL.Path)
+		sess.start(c)
 		s.deliver(sess)
 	}()
 }
 
 func (s *Server) newSession(path string) *Session {
-	sess := newSession(Options{Logger: s.log, RequestTimeout: s.opts.RequestTimeout, MaxLatency: s.opts.MaxLatency}, path)
+	sess := newSession(Options{Logger: s.log, RequestTimeout: s.opts.RequestTimeout, MaxLatency: s.opts.MaxLatency, Versions: s.opts.Versions}, path)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -276,4 +367,11 @@ func (s *Server) Close() error {
 	}
 	s.wg.Wait()
 	return err
+}
+
+// setCORS allows any origin to GET, as the reference relay's CorsLayer
+// (allow_origin Any, allow_methods GET) does.
+func setCORS(h http.Header) {
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Access-Control-Allow-Methods", "GET")
 }

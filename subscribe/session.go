@@ -32,6 +32,7 @@ type Session struct {
 	ctx        context.Context
 	cancel     context.CancelFunc
 	reconnects atomic.Int64
+	lostGroups atomic.Uint64 // see LostGroups
 	wg         sync.WaitGroup
 	done       chan struct{}
 	doneOnce   sync.Once
@@ -45,7 +46,9 @@ type Session struct {
 	subs      map[uint64]*subscription
 	remotes   map[string]*remoteBroadcast
 	published map[string]*model.Broadcast
-	annServes map[*announceServe]struct{}
+	// pubChanged is closed and replaced when published changes.
+	pubChanged chan struct{}
+	annServes  map[*announceServe]struct{}
 	// containers holds the container kind of tracks learnt from catalogs:
 	// broadcast path -> track -> kind.
 	containers map[string]map[string]string
@@ -58,6 +61,9 @@ type Session struct {
 	// start group is fixed (tests wait for it before they publish).
 	serving       atomic.Int64
 	servingTracks map[servingKey]int
+
+	// version is the version of the latest connection (Version).
+	version atomic.Pointer[wire.Version]
 
 	peerSetup chan struct{} // closed when the first peer SETUP arrived
 	setupOnce sync.Once
@@ -79,6 +85,7 @@ func newSession(opts Options, path string) *Session {
 		subs:          map[uint64]*subscription{},
 		remotes:       map[string]*remoteBroadcast{},
 		published:     map[string]*model.Broadcast{},
+		pubChanged:    make(chan struct{}),
 		annServes:     map[*announceServe]struct{}{},
 		containers:    map[string]map[string]string{},
 		peerSetup:     make(chan struct{}),
@@ -107,9 +114,13 @@ func dial(ctx context.Context, rawURL string, opts Options, wrap func(conn) conn
 	if err != nil {
 		return nil, err
 	}
+	versions, err := versionList(opts.Versions)
+	if err != nil {
+		return nil, err
+	}
 	s := newSession(opts, t.rootPath())
 	s.log = s.log.With("url", redactURL(t.raw))
-	d := &dialer{opts: &s.opts, target: t}
+	d := &dialer{opts: &s.opts, target: t, versions: versions}
 	s.dial = func(ctx context.Context) (conn, error) {
 		c, err := d.dial(ctx)
 		if err != nil {
@@ -132,7 +143,7 @@ func dial(ctx context.Context, rawURL string, opts Options, wrap func(conn) conn
 		s.cancel()
 		return nil, err
 	}
-	s.log.Debug("moq: connected")
+	s.log.Debug("moq: connected", "version", connVersion(c).Name)
 	s.start(c)
 	return s, nil
 }
@@ -145,6 +156,7 @@ type setupPathConn struct {
 
 // start runs the session on its first connection.
 func (s *Session) start(c conn) {
+	s.version.Store(connVersion(c))
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -155,6 +167,7 @@ func (s *Session) start(c conn) {
 // run serves connections until the session ends.
 func (s *Session) run(c conn) {
 	for {
+		began := time.Now()
 		s.serveConn(c)
 		cause := connCause(c)
 		if s.ctx.Err() != nil {
@@ -166,12 +179,18 @@ func (s *Session) run(c conn) {
 			return
 		}
 		s.log.Warn("moq: connection lost, reconnecting", "err", cause)
-		c = s.redial()
+		// The first reconnect follows at once when the connection lasted
+		// at least the idle timeout (as one lost to it always has); one
+		// that failed sooner (a relay that refuses us right after the
+		// handshake) gets the backoff from the start, so it is not
+		// redialled in a tight loop.
+		c = s.redial(time.Since(began) >= s.opts.IdleTimeout)
 		if c == nil {
 			return
 		}
 		s.reconnects.Add(1)
-		s.log.Info("moq: reconnected")
+		s.version.Store(connVersion(c))
+		s.log.Info("moq: reconnected", "version", connVersion(c).Name)
 	}
 }
 
@@ -179,19 +198,32 @@ func (s *Session) run(c conn) {
 // its connection. Safe for concurrent use.
 func (s *Session) Reconnects() int64 { return s.reconnects.Load() }
 
-// redial retries with jittered exponential backoff. It returns nil when the
-// session ended (Close or give-up).
-func (s *Session) redial() conn {
+// reconnectDelay is the wait before reconnect attempt n (from 0): none for
+// the first one when at once is set, then a jittered exponential backoff,
+// a random value in [d/2, d] with d = min(Min*2^k, Max).
+func reconnectDelay(b Backoff, attempt int, atOnce bool) time.Duration {
+	if atOnce {
+		if attempt == 0 {
+			return 0
+		}
+		attempt--
+	}
+	d := b.Min << min(attempt, 20)
+	if d > b.Max || d <= 0 {
+		d = b.Max
+	}
+	return d/2 + time.Duration(mrand.Int64N(int64(d/2)+1))
+}
+
+// redial retries with jittered exponential backoff, the first attempt at
+// once when atOnce. It returns nil when the session ended (Close or
+// give-up).
+func (s *Session) redial(atOnce bool) conn {
 	b := s.opts.Reconnect
 	start := time.Now()
 	var lastErr error
 	for attempt := 0; ; attempt++ {
-		d := b.Min << min(attempt, 20)
-		if d > b.Max || d <= 0 {
-			d = b.Max
-		}
-		d = d/2 + time.Duration(mrand.Int64N(int64(d/2)+1))
-		t := time.NewTimer(d)
+		t := time.NewTimer(reconnectDelay(b, attempt, atOnce))
 		select {
 		case <-s.ctx.Done():
 			t.Stop()
@@ -270,9 +302,15 @@ func (s *Session) serveConn(c conn) {
 // serveLite serves a moq-lite connection until it is gone.
 func (s *Session) serveLite(c conn) {
 	ctx := c.Context()
+	s.logNegotiated(c)
 	var wg sync.WaitGroup
-	wg.Add(3)
-	go func() { defer wg.Done(); s.sendSetup(ctx, c) }()
+	if connVersion(c).SetupStream {
+		wg.Go(func() { s.sendSetup(ctx, c) })
+	}
+	if str := c.SessionStream(); str != nil {
+		wg.Go(func() { s.serveSessionStream(ctx, c, str) })
+	}
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		serveStreams(ctx, c.AcceptUni, func(str recvStream) { s.handleUni(ctx, c, str) })
@@ -340,8 +378,12 @@ func (s *Session) sendSetup(ctx context.Context, c conn) {
 }
 
 // serveStreams accepts streams with accept until it fails, handles each on
-// its own goroutine and returns once every handler has.
-func serveStreams[S any](ctx context.Context, accept func(context.Context) (S, error), handle func(S)) {
+// its own goroutine and returns once every handler has. When ctx (the
+// connection's) ends, every stream's reads end too: webtransport-go holds
+// a read on a stream the peer reset with "session gone" until our side of
+// the session is closed, which may never be signalled to a stream
+// accepted at that moment; a deadline always wakes it.
+func serveStreams[S interface{ SetReadDeadline(time.Time) error }](ctx context.Context, accept func(context.Context) (S, error), handle func(S)) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
@@ -349,7 +391,11 @@ func serveStreams[S any](ctx context.Context, accept func(context.Context) (S, e
 		if err != nil {
 			return
 		}
-		wg.Go(func() { handle(str) })
+		wg.Go(func() {
+			stop := context.AfterFunc(ctx, func() { str.SetReadDeadline(time.Now()) })
+			defer stop()
+			handle(str)
+		})
 	}
 }
 
@@ -360,10 +406,10 @@ func (s *Session) handleUni(ctx context.Context, c conn, str recvStream) {
 		str.CancelRead(CodeCancel)
 		return
 	}
-	switch typ {
-	case wire.UniSetup:
+	switch {
+	case typ == wire.UniSetup && connVersion(c).SetupStream:
 		s.readSetup(str, r)
-	case wire.UniGroup:
+	case typ == wire.UniGroup:
 		s.readGroup(ctx, c, str, r)
 	default:
 		s.log.Debug("moq: unknown uni stream type", "type", typ)
@@ -407,18 +453,19 @@ func (s *Session) handleBidi(ctx context.Context, c conn, str bidiStream) {
 		resetStream(str, CodeCancel)
 		return
 	}
-	switch typ {
-	case wire.StreamAnnounce:
-		s.serveAnnounce(ctx, str, r)
-	case wire.StreamTrack:
+	v := connVersion(c)
+	switch {
+	case typ == wire.StreamAnnounce:
+		s.serveAnnounce(ctx, v, str, r)
+	case typ == wire.StreamTrack && v.TrackInfo:
 		s.serveTrack(str, r)
-	case wire.StreamSubscribe:
+	case typ == wire.StreamSubscribe:
 		s.serveSubscribe(ctx, c, str, r)
-	case wire.StreamProbe:
+	case typ == wire.StreamProbe && v.ProbeStream:
 		// No transport statistics to report: FIN at once, as @moq/net does.
 		str.Close()
 		str.CancelRead(CodeCancel)
-	case wire.StreamGoaway:
+	case typ == wire.StreamGoaway && v.Goaway:
 		body, err := wire.ReadMessage(r, 0)
 		var m wire.Goaway
 		if err == nil {
@@ -427,11 +474,11 @@ func (s *Session) handleBidi(ctx context.Context, c conn, str bidiStream) {
 		s.log.Info("moq: peer sent GOAWAY", "uri_set", m.URI != "", "err", err)
 		str.Close()
 		str.CancelRead(CodeCancel)
-	case wire.StreamFetch:
-		s.serveFetch(ctx, str, r)
+	case typ == wire.StreamFetch && v.Fetch:
+		s.serveFetch(ctx, v, str, r)
 	default:
 		// Unknown streams: refused, never fatal.
-		s.log.Debug("moq: refusing bidi stream", "type", typ)
+		s.log.Debug("moq: refusing bidi stream", "type", typ, "version", v.Name)
 		resetStream(str, 10)
 	}
 }
@@ -479,6 +526,17 @@ func readMsg(r *bufio.Reader, m interface{ Decode([]byte) error }) error {
 	}
 	return protocolErr(err)
 }
+
+// versioned decodes a message laid out for a version, so that readMsg and
+// readRequest take per-version messages too.
+type versioned struct {
+	m interface {
+		DecodeFor([]byte, *wire.Version) error
+	}
+	v *wire.Version
+}
+
+func (x versioned) Decode(body []byte) error { return x.m.DecodeFor(body, x.v) }
 
 // resetStream abandons both directions of str with code.
 func resetStream(str bidiStream, code uint64) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
@@ -29,6 +30,9 @@ type subscription struct {
 	// at the group it names and not at whichever stream landed first.
 	started     chan struct{}
 	startedOnce sync.Once
+	// gotOK is set at SUBSCRIBE_OK: from then on group streams wait for
+	// started without a bound (a resume fills the gap first).
+	gotOK atomic.Bool
 
 	mu      sync.Mutex
 	seen    map[uint64]bool // group sequences received
@@ -62,6 +66,13 @@ func (sub *subscription) waitStarted(seq uint64) {
 	case <-sub.started:
 	case <-sub.ctx.Done():
 	case <-t.C:
+		if sub.gotOK.Load() {
+			select {
+			case <-sub.started:
+			case <-sub.ctx.Done():
+			}
+			return
+		}
 		log.Warn("moq: no SUBSCRIBE_OK before the group streams, reading them anyway", "track", sub.rt.name)
 		sub.markStarted()
 	}
@@ -142,15 +153,18 @@ func (sub *subscription) drain(ctx context.Context, start, end uint64, bounded b
 }
 
 // attach records c and timescale as the track's current subscription
-// (backfills FETCH on it) and returns the detach to defer. A resumed
-// subscription starts a new timeline: the track gets a discontinuity.
-func (rt *remoteTrack) attach(c conn, timescale uint64, resumed bool) (detach func()) {
+// (backfills FETCH on it) and returns the detach to defer. With
+// newTimeline (a resumed subscription that does not fill the gap) the track
+// starts a new timeline: its cut groups end, it gets a discontinuity, and
+// its hold ends.
+func (rt *remoteTrack) attach(c conn, timescale uint64, newTimeline bool) (detach func()) {
 	rt.mu.Lock()
 	rt.conn, rt.timescale = c, timescale
 	rt.subGen++
 	rt.mu.Unlock()
-	if resumed {
-		rt.track.Discontinuity()
+	if newTimeline {
+		rt.newTimeline()
+		rt.release()
 	}
 	return func() {
 		rt.mu.Lock()
@@ -171,14 +185,20 @@ func (s *Session) unregister(sub *subscription) {
 
 // subscribe runs TRACK and SUBSCRIBE on c until the subscription ends:
 // nil for a clean end by the publisher, an error otherwise.
-func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
+func (rt *remoteTrack) subscribe(ctx context.Context, c conn) (err error) {
 	if ic, ok := c.(*ietfConn); ok {
 		return rt.subscribeIETF(ctx, ic)
 	}
 	s := rt.rb.s
-	info, err := rt.trackInfo(ctx, c)
-	if err != nil {
-		return err
+	v := connVersion(c)
+	// Without a Track stream (lite-01..04) nothing tells the timescale;
+	// frames carry no wire timestamp there either, so raw tracks get 0.
+	info := wire.TrackInfo{Timescale: publishTimescale}
+	if v.TrackInfo {
+		var err error
+		if info, err = rt.trackInfo(ctx, c); err != nil {
+			return err
+		}
 	}
 	resumed := rt.live
 	rt.live = true
@@ -192,9 +212,19 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
 	s.subs[id] = sub
 	s.mu.Unlock()
 	defer s.unregister(sub)
-	defer sub.cancel(nil)
+	defer func() {
+		// Group streams that stop because the connection is gone are
+		// left open for the resumed subscription (resume.go), also when
+		// the subscribe stream saw the loss before the connection did.
+		if err != nil && connGone(c, err) {
+			sub.cancel(fmt.Errorf("%w: %w", errConnLost, err))
+		} else {
+			sub.cancel(nil)
+		}
+	}()
 	defer sub.markStarted()
-	defer rt.attach(c, info.Timescale, resumed)()
+	// A resumed subscription fills the gap at SUBSCRIBE_OK (resume.go).
+	defer rt.attach(c, info.Timescale, false)()
 
 	str, err := c.OpenBidi(ctx)
 	if err != nil {
@@ -206,7 +236,7 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
 			Priority: priorityOf(rt.name), MaxLatency: uint64(s.opts.MaxLatency.Milliseconds()),
 		},
 	}
-	if _, err := str.Write(m.Append(wire.AppendVarint(nil, wire.StreamSubscribe))); err != nil {
+	if _, err := str.Write(m.AppendFor(wire.AppendVarint(nil, wire.StreamSubscribe), v)); err != nil {
 		str.CancelRead(CodeCancel)
 		return fmt.Errorf("send SUBSCRIBE: %w", err)
 	}
@@ -223,7 +253,7 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
 	var first, end uint64
 	var haveFirst, haveEnd bool
 	for {
-		resp, err := wire.ReadSubscribeResponse(r)
+		resp, err := wire.ReadSubscribeResponseFor(r, v)
 		if err != nil {
 			if ctx.Err() != nil {
 				str.CancelRead(CodeCancel)
@@ -254,11 +284,31 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) error {
 		case wire.RespOK:
 			started = true
 			first, haveFirst = resp.Group, true
-			// Groups travel on separate streams: the first one may land
-			// after the second. Readers start at the group named here.
-			rt.track.SetStart(resp.Group)
+			sub.gotOK.Store(true)
+			if resumed {
+				// The groups missed since the connection was lost come
+				// first, or the track starts a new timeline.
+				rt.resume(ctx, c, info.Timescale, first)
+				rt.release()
+			} else {
+				// Groups travel on separate streams: the first one may
+				// land after the second. Readers start at the group
+				// named here.
+				rt.track.SetStart(resp.Group)
+			}
 			sub.markStarted()
 			s.log.Debug("moq: subscribed", "broadcast", rt.rb.path, "track", rt.name, "group", resp.Group)
+		case wire.RespAck:
+			// lite-01..04: accepted. The reference names no start group
+			// here (it sends none; our publisher does when it knows it),
+			// so readers start where the first group lands otherwise.
+			started = true
+			if resp.Ack.Start.Valid {
+				first, haveFirst = resp.Ack.Start.Seq, true
+				rt.track.SetStart(first)
+			}
+			sub.markStarted()
+			s.log.Debug("moq: subscribed", "broadcast", rt.rb.path, "track", rt.name, "version", v.Name)
 		case wire.RespEnd:
 			end, haveEnd = resp.Group, true
 			s.log.Debug("moq: subscription end announced", "broadcast", rt.rb.path, "track", rt.name, "end", resp.Group)

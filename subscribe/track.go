@@ -32,6 +32,12 @@ type remoteTrack struct {
 	conn      conn
 	timescale uint64
 	subGen    uint64
+	// After a lost connection (resume.go): the groups it cut short, those
+	// of them the resumed subscription delivers again, and whether the
+	// model track is held.
+	interrupted map[uint64]*model.Group
+	adoptable   map[uint64]*model.Group
+	holding     bool
 }
 
 var errRestart = errors.New("moq: broadcast restarted")
@@ -114,6 +120,10 @@ func (rt *remoteTrack) run() {
 			rt.track.Close(err)
 			return
 		case retryNextConn:
+			if rt.live {
+				// The export waits for the groups missed meanwhile.
+				rt.hold()
+			}
 			continue
 		case retryOnAnnounce:
 			log.Debug("moq: broadcast not routable yet, waiting for its announcement")

@@ -53,17 +53,33 @@ type conn interface {
 	Context() context.Context
 	// WebTransport is true for a WebTransport session (no SETUP Path).
 	WebTransport() bool
+	// Version is the protocol version the connection negotiated (nil:
+	// moq-lite-05, for bare test transports; use connVersion).
+	Version() *wire.Version
+	// SessionStream is the legacy SETUP stream that stays open on
+	// lite-01/02 (nil otherwise).
+	SessionStream() bidiStream
 }
 
+// negotiated is what a connection negotiated, embedded by the transports.
+type negotiated struct {
+	version *wire.Version
+	session bidiStream
+}
+
+func (n *negotiated) Version() *wire.Version    { return n.version }
+func (n *negotiated) SessionStream() bidiStream { return n.session }
+
 // quicConfig is the QUIC configuration of every connection: many incoming
-// group streams, keep-alives below the relay's idle timeout, and what
-// WebTransport needs.
-func quicConfig() *quic.Config {
+// group streams, the keep-alive period and idle timeout that find a dead
+// peer (see liveness), and what WebTransport needs.
+func quicConfig(keepAlive, idle time.Duration) *quic.Config {
+	keepAlive, idle = liveness(keepAlive, idle)
 	return &quic.Config{
 		MaxIncomingStreams:               1024,
 		MaxIncomingUniStreams:            4096,
-		KeepAlivePeriod:                  5 * time.Second,
-		MaxIdleTimeout:                   30 * time.Second,
+		KeepAlivePeriod:                  keepAlive,
+		MaxIdleTimeout:                   idle,
 		HandshakeIdleTimeout:             5 * time.Second,
 		EnableDatagrams:                  true,
 		EnableStreamResetPartialDelivery: true,
@@ -74,7 +90,12 @@ func quicConfig() *quic.Config {
 
 type quicConn struct {
 	c    *quic.Conn
-	alpn string // the negotiated ALPN when it is not moq-lite-05's
+	alpn string // the negotiated ALPN when it selects a moq-transport draft
+	negotiated
+	// replay is a bidi stream already accepted and read by the legacy
+	// SETUP, returned (its bytes replayed) by the next AcceptBidi, before
+	// anything else accepts: the handshake of the session it chose.
+	replay bidiStream
 }
 
 func (q *quicConn) OpenBidi(ctx context.Context) (bidiStream, error) {
@@ -94,6 +115,10 @@ func (q *quicConn) OpenUni(ctx context.Context) (sendStream, error) {
 }
 
 func (q *quicConn) AcceptBidi(ctx context.Context) (bidiStream, error) {
+	if r := q.replay; r != nil {
+		q.replay = nil
+		return r, nil
+	}
 	s, err := q.c.AcceptStream(ctx)
 	if err != nil {
 		return nil, mapErr(err)
@@ -152,6 +177,7 @@ func (q quicRecv) SetReadDeadline(t time.Time) error { return q.s.SetReadDeadlin
 
 type wtConn struct {
 	s *webtransport.Session
+	negotiated
 	// onClose runs after the session is closed (closes a dialled QUIC
 	// connection's transport).
 	onClose func()
@@ -390,14 +416,14 @@ func redactError(err error) string {
 }
 
 // tlsConfig builds the client TLS configuration for t.
-func (o *Options) tlsConfig(t *target, alpn string, pin string) (*tls.Config, error) {
+func (o *Options) tlsConfig(t *target, alpns []string, pin string) (*tls.Config, error) {
 	var c *tls.Config
 	if o.TLSConfig != nil {
 		c = o.TLSConfig.Clone()
 	} else {
 		c = &tls.Config{}
 	}
-	c.NextProtos = []string{alpn}
+	c.NextProtos = alpns
 	if c.ServerName == "" {
 		c.ServerName = t.host
 	}
@@ -447,33 +473,36 @@ func parseFingerprint(s string) ([]byte, error) {
 	return b, nil
 }
 
-// dialer connects to a target, once per call.
+// dialer connects to a target, once per call, offering versions.
 type dialer struct {
-	opts   *Options
-	target *target
+	opts     *Options
+	target   *target
+	versions []*wire.Version
 }
 
 func (d *dialer) dial(ctx context.Context) (conn, error) {
 	switch d.target.scheme {
 	case "moql":
-		tc, err := d.opts.tlsConfig(d.target, wire.ALPN, "")
+		tc, err := d.opts.tlsConfig(d.target, wire.ALPNs(d.versions), "")
 		if err != nil {
 			return nil, err
 		}
-		tc.NextProtos = append(tc.NextProtos, ietfALPNs...)
-		c, err := quic.DialAddr(ctx, d.target.hostport, tc, quicConfig())
+		if d.opts.Versions == nil {
+			// Every draft the moq-transport session speaks.
+			for _, a := range ietfALPNs {
+				if !slices.Contains(tc.NextProtos, a) {
+					tc.NextProtos = append(tc.NextProtos, a)
+				}
+			}
+		}
+		if d.opts.alpns != nil {
+			tc.NextProtos = d.opts.alpns
+		}
+		c, err := quic.DialAddr(ctx, d.target.hostport, tc, quicConfig(d.opts.KeepAlive, d.opts.IdleTimeout))
 		if err != nil {
 			return nil, fmt.Errorf("moq: dial %s: %w", d.target.hostport, mapErr(err))
 		}
-		p := c.ConnectionState().TLS.NegotiatedProtocol
-		if _, ietf := ietfVersionOfALPN(p); ietf {
-			return &quicConn{c: c, alpn: p}, nil
-		}
-		if p != wire.ALPN {
-			c.CloseWithError(21, "unknown ALPN")
-			return nil, fmt.Errorf("moq: server negotiated ALPN %q, want %q", p, wire.ALPN)
-		}
-		return &quicConn{c: c}, nil
+		return d.negotiateQUIC(ctx, c)
 	case "http":
 		// Fetched on every attempt: a restarted development relay has a
 		// new certificate.
@@ -488,14 +517,14 @@ func (d *dialer) dial(ctx context.Context) (conn, error) {
 }
 
 func (d *dialer) dialWebTransport(ctx context.Context, pin string) (conn, error) {
-	tc, err := d.opts.tlsConfig(d.target, http3.NextProtoH3, pin)
+	tc, err := d.opts.tlsConfig(d.target, []string{http3.NextProtoH3}, pin)
 	if err != nil {
 		return nil, err
 	}
 	tr := &webtransport.Transport{
 		TLSClientConfig:      tc,
-		QUICConfig:           quicConfig(),
-		ApplicationProtocols: []string{wire.ALPN},
+		QUICConfig:           quicConfig(d.opts.KeepAlive, d.opts.IdleTimeout),
+		ApplicationProtocols: wire.ALPNs(liteVersions(d.versions)),
 		// webtransport-go dials the URL's host as it is; a URL without a
 		// port must reach the default one.
 		DialAddr: func(ctx context.Context, _ string, tc *tls.Config, qc *quic.Config) (*quic.Conn, error) {
@@ -513,12 +542,20 @@ func (d *dialer) dialWebTransport(ctx context.Context, pin string) (conn, error)
 		}
 		return nil, fmt.Errorf("moq: WebTransport to %s: %w", redactURL(&u), mapErr(err))
 	}
-	if p := s.SessionState().ApplicationProtocol; p != wire.ALPN {
-		s.CloseWithError(21, "unknown protocol")
-		tr.Close()
-		return nil, fmt.Errorf("moq: server chose WebTransport protocol %q, want %q (legacy moq-lite is not supported)", p, wire.ALPN)
+	// moq-transport sessions run over raw QUIC only: WebTransport
+	// negotiates among the moq-lite versions.
+	wc := &wtConn{s: s, onClose: func() { tr.Close() }}
+	lite := liteVersions(d.versions)
+	v, legacy, err := selectALPN(s.SessionState().ApplicationProtocol, lite)
+	if err == nil && legacy {
+		v, wc.session, err = legacyClientSetup(ctx, wc, lite, "")
 	}
-	return &wtConn{s: s, onClose: func() { tr.Close() }}, nil
+	if err != nil {
+		wc.Close(CodeVersion, "version")
+		return nil, fmt.Errorf("moq: WebTransport to %s: %w", redactURL(&u), err)
+	}
+	wc.version = v
+	return wc, nil
 }
 
 // fetchFingerprint is the development bootstrap: GET

@@ -271,6 +271,51 @@ func TestRedactURLHidesEveryCredential(t *testing.T) {
 	}
 }
 
+func TestReconnectDelayIsZeroFirstAfterASteadyConnectionThenBacksOff(t *testing.T) {
+	b := Backoff{Min: 100 * time.Millisecond, Max: time.Second}
+	for _, tc := range []struct {
+		name     string
+		attempt  int
+		atOnce   bool
+		min, max time.Duration
+	}{
+		{"first after a steady connection", 0, true, 0, 0},
+		{"second after a steady connection", 1, true, 50 * time.Millisecond, 100 * time.Millisecond},
+		{"third after a steady connection", 2, true, 100 * time.Millisecond, 200 * time.Millisecond},
+		{"first after a short-lived connection", 0, false, 50 * time.Millisecond, 100 * time.Millisecond},
+		{"capped", 30, true, 500 * time.Millisecond, time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for range 100 {
+				if d := reconnectDelay(b, tc.attempt, tc.atOnce); d < tc.min || d > tc.max {
+					t.Fatalf("delay %v, want within [%v, %v]", d, tc.min, tc.max)
+				}
+			}
+		})
+	}
+}
+
+func TestLivenessDefaultsAndKeepAliveBelowHalfTheIdleTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		keepAlive, idle         time.Duration
+		wantKeepAlive, wantIdle time.Duration
+	}{
+		{0, 0, time.Second, 3 * time.Second},
+		{5 * time.Second, 0, 1500 * time.Millisecond, 3 * time.Second},
+		{0, 30 * time.Second, time.Second, 30 * time.Second},
+		{200 * time.Millisecond, 800 * time.Millisecond, 200 * time.Millisecond, 800 * time.Millisecond},
+	} {
+		k, i := liveness(tc.keepAlive, tc.idle)
+		if k != tc.wantKeepAlive || i != tc.wantIdle {
+			t.Errorf("liveness(%v, %v) = %v, %v; want %v, %v", tc.keepAlive, tc.idle, k, i, tc.wantKeepAlive, tc.wantIdle)
+		}
+		qc := quicConfig(tc.keepAlive, tc.idle)
+		if qc.KeepAlivePeriod != tc.wantKeepAlive || qc.MaxIdleTimeout != tc.wantIdle {
+			t.Errorf("quicConfig(%v, %v): keep-alive %v, idle %v", tc.keepAlive, tc.idle, qc.KeepAlivePeriod, qc.MaxIdleTimeout)
+		}
+	}
+}
+
 // sessionGoneRecv is a group stream whose Read, after its header, blocks
 // like a WebTransport stream the peer's session closed under: CancelRead
 // does not wake it, only a read deadline does.

@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -83,6 +85,30 @@ func (s *stderrLines) waitFor(t *testing.T, want string) {
 		case <-s.more:
 		case <-deadline:
 			t.Fatalf("the output never said %q:\n%s", want, s.String())
+		}
+	}
+}
+
+// waitForMedia waits until a progress line shows at least d of media, at
+// most 20 s. (Lines come every second of wall-clock time, not at whole
+// seconds of media: 00:00:00.9 may be followed by 00:00:02.0.)
+func (s *stderrLines) waitForMedia(t *testing.T, d time.Duration) {
+	t.Helper()
+	re := regexp.MustCompile(`(?m)^(\d\d):(\d\d):(\d\d\.\d)  `)
+	deadline := time.After(20 * time.Second)
+	for {
+		for _, m := range re.FindAllStringSubmatch(s.String(), -1) {
+			h, _ := strconv.Atoi(m[1])
+			mi, _ := strconv.Atoi(m[2])
+			sec, _ := strconv.ParseFloat(m[3], 64)
+			if time.Duration((float64(h*3600+mi*60)+sec)*float64(time.Second)) >= d {
+				return
+			}
+		}
+		select {
+		case <-s.more:
+		case <-deadline:
+			t.Fatalf("no progress line showed %v of media:\n%s", d, s.String())
 		}
 	}
 }
@@ -243,7 +269,7 @@ func TestReconnectForGivesUp(t *testing.T) {
 	srv, url, pin := relay(t, "room/alice")
 	dir := t.TempDir()
 	cmd, errOut := start(t, dir, url, "--tls-fingerprint", pin, "-b", "room/alice", "-o", "x.mkv", "--reconnect-for", "1s", "--progress", "always")
-	errOut.waitFor(t, "00:00:01.")
+	errOut.waitForMedia(t, time.Second)
 	srv.Close()
 	if code := exitCode(t, cmd, 25*time.Second); code != 1 || !strings.Contains(errOut.String(), "gave up reconnecting after 1s") {
 		t.Errorf("exit %d, stderr %q; want 1 and the give-up", code, errOut.String())

@@ -66,9 +66,15 @@ type result struct {
 // run runs the binary with args in dir and a timeout.
 func run(t *testing.T, dir string, args ...string) result {
 	t.Helper()
+	return runProgram(t, dir, binary, args...)
+}
+
+// runProgram runs prog (the binary, or a shell around it) like run.
+func runProgram(t *testing.T, dir, prog string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd := exec.CommandContext(ctx, prog, args...)
 	cmd.Dir = dir
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -687,5 +693,25 @@ func TestRecordsFromAURL(t *testing.T) {
 	r = run(t, dir, url, "--tls-fingerprint", strings.Repeat("00", 32), "--list")
 	if r.code != 1 || !strings.Contains(r.stderr, "--tls-fingerprint") {
 		t.Errorf("wrong pin: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestListSaysTheNegotiatedVersion: --list against a publisher that speaks
+// only moq-lite-04 lists its broadcast on stdout and names the version on
+// stderr, with the line saying what that version cannot carry under -v.
+func TestListSaysTheNegotiatedVersion(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a := model.NewBroadcast("room/old")
+	go demo.Publish(ctx, a, demo.Options{Realtime: true})
+	srv, url, pin, err := subscribe.ServeLoopback(a, subscribe.ServerOptions{Logger: slog.New(slog.DiscardHandler), Versions: []string{"moq-lite-04"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	r := run(t, t.TempDir(), url, "--tls-fingerprint", pin, "--list", "-v")
+	if r.code != 0 || r.stdout != "room/old\n" || !strings.Contains(r.stderr, "protocol moq-lite-04") || !strings.Contains(r.stderr, "no FETCH") {
+		t.Errorf("--list: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 }

@@ -104,7 +104,7 @@ func TestCommandAndPackageFinishTheFilesWhenStopped(t *testing.T) {
 	const template = "{broadcast}-{n}.mkv"
 	cliDir, libDir := t.TempDir(), t.TempDir()
 	cmd, errOut := start(t, cliDir, "--segment", "1s", "-o", template, "--progress", "always")
-	errOut.waitFor(t, "00:00:02.")
+	errOut.waitForMedia(t, 2*time.Second)
 	cmd.Process.Signal(os.Interrupt)
 	if code := exitCode(t, cmd, 15*time.Second); code != 0 {
 		t.Fatalf("exit %d after Ctrl-C: %s", code, errOut.String())

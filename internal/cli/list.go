@@ -20,6 +20,10 @@ const listWait = 3 * time.Second
 // list prints the broadcasts under the URL, or with -b the renditions of
 // one broadcast as a table.
 func (a *app) list(ctx context.Context, src Source) error {
+	// The negotiated version goes to the console, so stdout stays the list.
+	if v := src.Version(); v != "" {
+		fmt.Fprintf(a.con, "moq-export: protocol %s\n", v)
+	}
 	if a.cfg.Broadcast == "" {
 		names, err := a.announced(ctx, src, listWait, false)
 		if err != nil {

@@ -20,6 +20,7 @@ type Snapshot struct {
 	Bytes      int64
 	Late       int64
 	Dropped    int64
+	Lost       time.Duration // the most media time one track lost to gaps
 	Reconnects int64
 }
 
@@ -32,9 +33,13 @@ func FormatProgress(s Snapshot) string {
 	if s.Recording != 1 {
 		fmt.Fprintf(&b, "  %d recording", s.Recording)
 	}
-	fmt.Fprintf(&b, "  %d %s  %d frames  %s  %s  late %d  dropped %d  reconnects %d",
+	fmt.Fprintf(&b, "  %d %s  %d frames  %s  %s  late %d  dropped %d",
 		s.Tracks, plural(s.Tracks, "track", "tracks"), s.Frames, formatBytes(s.Bytes),
-		formatBitrate(s.Bytes, s.Media), s.Late, s.Dropped, s.Reconnects)
+		formatBitrate(s.Bytes, s.Media), s.Late, s.Dropped)
+	if s.Lost > 0 {
+		fmt.Fprintf(&b, "  lost %.1fs", s.Lost.Seconds())
+	}
+	fmt.Fprintf(&b, "  reconnects %d", s.Reconnects)
 	return b.String()
 }
 

@@ -15,6 +15,10 @@ func TestFormatProgressShowsEveryCounter(t *testing.T) {
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
+	got = FormatProgress(Snapshot{Media: time.Minute, Recording: 1, Tracks: 2, Lost: 4200 * time.Millisecond, Reconnects: 1})
+	if !strings.HasSuffix(got, "late 0  dropped 0  lost 4.2s  reconnects 1") {
+		t.Errorf("with a gap: %q", got)
+	}
 	got = FormatProgress(Snapshot{Recording: 3, Tracks: 1})
 	if !strings.HasPrefix(got, "00:00:00.0  3 recording  1 track  0 frames  0 B  - kbit/s") {
 		t.Errorf("got %q", got)

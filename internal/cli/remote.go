@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -36,6 +37,7 @@ func dial(ctx context.Context, cfg *Config, log *slog.Logger) (Source, error) {
 		}
 		return nil, fmt.Errorf("connecting to %s: %w; %s", redactURL(cfg.URL), err, dialAdvice(cfg, err))
 	}
+	log.Info("connected", "version", sess.Version())
 	return newSessionSource(sess), nil
 }
 
@@ -47,6 +49,8 @@ func dialAdvice(cfg *Config, err error) string {
 		return "check the relay's certificate, or pin it with --tls-fingerprint (--tls-insecure for testing)"
 	case errors.Is(err, subscribe.ErrUnsupportedURL):
 		return "use an https://, http://, moql:// or moqt:// URL"
+	case errors.Is(err, subscribe.ErrVersion):
+		return "the relay speaks no protocol version moq-export does (" + strings.Join(subscribe.Versions(), ", ") + ")"
 	case errors.Is(err, context.DeadlineExceeded) || containsAny(err.Error(), "timeout", "no recent network activity"):
 		return "check the host and port, and that UDP reaches it"
 	}
@@ -70,7 +74,13 @@ func newSessionSource(s *subscribe.Session) *sessionSource {
 
 func (s *sessionSource) Reconnects() int64 { return s.s.Reconnects() }
 
+func (s *sessionSource) Version() string { return s.s.Version() }
+
 func (s *sessionSource) Close() error { return s.s.Close() }
+
+// Err returns why the session ended: record tells a session that gave up
+// from a broadcast that ended.
+func (s *sessionSource) Err() error { return s.s.Err() }
 
 // serveDemo publishes the demo broadcast on a loopback QUIC listener with a
 // self-signed certificate and dials it with the certificate pinned: the
@@ -123,6 +133,9 @@ func (a *app) listen(ctx context.Context) error {
 	}
 	defer srv.Close()
 	addr := srv.Addr().String()
+	if !loopbackOnly(srv.Addr()) {
+		a.log.Warn(fmt.Sprintf("--listen %s is reachable from other hosts and does not authenticate: anyone who reaches it can publish and fill the disk; listen on 127.0.0.1 for local publishers", a.cfg.Listen))
+	}
 	if pin != "" {
 		notice(a.log, fmt.Sprintf("listening on moql://%s and https://%s (self-signed certificate, SHA-256 fingerprint %s; publishers pin it, or use http://%s)", addr, addr, pin, addr))
 	} else {
@@ -164,7 +177,7 @@ func (a *app) listen(ctx context.Context) error {
 		}
 		src := newSessionSource(sess)
 		remove := a.addSource(src)
-		a.log.Info("publisher connected", "path", sess.Path())
+		a.log.Info("publisher connected", "path", sess.Path(), "version", sess.Version())
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -194,4 +207,16 @@ func (a *app) listen(ctx context.Context) error {
 		return first
 	}
 	return ctx.Err()
+}
+
+// loopbackOnly reports whether a listener at addr is reachable from this
+// host only (a loopback IP; not the unspecified address, which is every
+// interface).
+func loopbackOnly(addr net.Addr) bool {
+	host, _, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -240,7 +240,7 @@ func (a *app) snapshot() Snapshot {
 	if a.rec != nil {
 		st = a.rec.Stats()
 	}
-	s := Snapshot{Media: st.Media, Recording: st.Recordings, Tracks: st.Tracks, Frames: st.Frames, Bytes: st.Bytes, Late: st.Late, Dropped: st.Dropped}
+	s := Snapshot{Media: st.Media, Recording: st.Recordings, Tracks: st.Tracks, Frames: st.Frames, Bytes: st.Bytes, Late: st.Late, Dropped: st.Dropped, Lost: st.Lost}
 	if st.Recorded <= 1 && s.Recording == 0 {
 		s.Recording = 1 // a single recording: do not say "0 recording" at its end
 	}

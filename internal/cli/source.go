@@ -11,6 +11,9 @@ type Source interface {
 	record.Source
 	// Reconnects counts the connections lost and made again.
 	Reconnects() int64
+	// Version is the protocol version negotiated ("moq-lite-05"; "" for
+	// an in-process source).
+	Version() string
 	// Close ends the source.
 	Close() error
 }
@@ -30,6 +33,8 @@ func newLocalSource(bcs ...*model.Broadcast) localSource {
 }
 
 func (localSource) Reconnects() int64 { return 0 }
+
+func (localSource) Version() string { return "" }
 
 // firstCatalog waits for the first catalog snapshot of b.
 var firstCatalog = record.FirstCatalog

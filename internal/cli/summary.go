@@ -12,25 +12,28 @@ import (
 // Summary is what a run did, shown when it ends: on stderr for people, as
 // JSON with --json (stderr) or --summary FILE.
 type Summary struct {
-	Files      []record.FileInfo `json:"files"`
-	Media      float64           `json:"media_seconds"` // the longest recording
-	Tracks     int               `json:"tracks"`
-	Frames     int64             `json:"frames"`
-	Bytes      int64             `json:"bytes"` // media payload bytes
-	Late       int64             `json:"late"`
-	Dropped    int64             `json:"dropped"`
-	Reconnects int64             `json:"reconnects"`
-	Error      string            `json:"error,omitempty"`
+	Files      []record.FileInfo  `json:"files"`
+	PerTrack   []record.TrackInfo `json:"per_track"`
+	Media      float64            `json:"media_seconds"` // the longest recording
+	Tracks     int                `json:"tracks"`
+	Frames     int64              `json:"frames"`
+	Bytes      int64              `json:"bytes"` // media payload bytes
+	Late       int64              `json:"late"`
+	Dropped    int64              `json:"dropped"`
+	Reconnects int64              `json:"reconnects"`
+	Error      string             `json:"error,omitempty"`
 }
 
 // summary gathers the counters of every recording and the files written.
 func (a *app) summary(err error) Summary {
 	s := a.snapshot()
 	files := []record.FileInfo{}
+	tracks := []record.TrackInfo{}
 	if a.rec != nil {
 		files = a.rec.Files()
+		tracks = a.rec.Tracks()
 	}
-	out := Summary{Files: files, Media: s.Media.Seconds(), Tracks: s.Tracks, Frames: s.Frames, Bytes: s.Bytes,
+	out := Summary{Files: files, PerTrack: tracks, Media: s.Media.Seconds(), Tracks: s.Tracks, Frames: s.Frames, Bytes: s.Bytes,
 		Late: s.Late, Dropped: s.Dropped, Reconnects: s.Reconnects}
 	if err != nil {
 		out.Error = err.Error()
@@ -65,6 +68,13 @@ func (a *app) report(err error) error {
 			continue // stdout: the total says it
 		}
 		notice(a.log, fmt.Sprintf("wrote %s: %s, %d frames, %s", f.Path, formatClock(time.Duration(f.Media*float64(time.Second))), f.Frames, formatBytes(f.Size)))
+	}
+	for _, t := range s.PerTrack {
+		if t.DroppedLate == 0 && t.DroppedByMuxer == 0 && t.Gaps == 0 {
+			continue // nothing lost: the total says it (--json has every track)
+		}
+		notice(a.log, fmt.Sprintf("track %s of %s (%s): received %d, written %d, dropped late %d, dropped by the muxer %d, lost %.1fs in %d %s",
+			t.Track, t.Broadcast, t.Kind, t.Received, t.Written, t.DroppedLate, t.DroppedByMuxer, t.Lost, t.Gaps, plural(int(t.Gaps), "gap", "gaps")))
 	}
 	notice(a.log, fmt.Sprintf("recorded %s in %d %s: %d %s, %d frames, late %d, dropped %d, reconnects %d",
 		formatClock(time.Duration(s.Media*float64(time.Second))), len(s.Files), plural(len(s.Files), "file", "files"),

@@ -480,7 +480,8 @@ func rescale(ticks int64, timescale uint32) (int64, bool) {
 }
 
 // Reset makes d a fresh demuxer for the fragments of init, keeping its
-// sample buffer.
+// sample buffer (emptied: it holds no payload of earlier frames).
 func (d *Demuxer) Reset(init *Init) {
+	clear(d.samples[:cap(d.samples)])
 	*d = Demuxer{init: init, samples: d.samples[:0]}
 }

@@ -114,8 +114,8 @@ func ParseInit(b []byte) (*Init, error) {
 	return in, nil
 }
 
-// unmarshalInit runs mediacommon's parser, which panics on some malformed
-// inputs it was not written for (found by fuzzing): those are errors too.
+// unmarshalInit runs mediacommon's parser; should it (or go-mp4 under it)
+// panic on a malformed init it was not written for, that is an error too.
 func unmarshalInit(mc *fmp4.Init, b []byte) (err error) {
 	defer func() {
 		if r := recover(); r != nil {

@@ -57,10 +57,16 @@
 //
 // # Late tracks
 //
-// AddTrack is accepted until the header is written; after that it returns
-// an error wrapping mux.ErrLateTrack, because a Matroska Segment's Tracks
-// cannot grow once players have read them. The engine and the CLI then go
-// on without the track and log a warning.
+// A seekable file keeps 4 KiB of Void after Tracks. A track added after
+// the header (a rendition a catalog update adds mid-recording) is written
+// into it: Tracks is rewritten in place with the new TrackEntry and the
+// track's blocks follow from there, so the finished file (and any player
+// that opens it from the start) carries it. A live stream cannot grow its
+// Tracks once players read them, a track whose configuration would only
+// come with its first keyframe cannot be described yet, and the room holds
+// about a dozen entries: those AddTrack calls return an error wrapping
+// mux.ErrLateTrack, and the engine and the CLI go on without the track
+// and log a warning.
 //
 // # Why part of it is hand-written
 //

@@ -88,6 +88,11 @@ type Writer struct {
 	segData    int64 // offset of the Segment's data (SeekHead) in the file
 	regionSize int
 	tracksPos  int64 // offset of Tracks relative to segData
+	// tracksSpan is how many bytes Tracks and the Void after it occupy: a
+	// seekable file reserves lateTrackRoom there, so that tracks added
+	// after the header can be written into it.
+	tracksSpan int
+	live       []*track // the tracks in the header, by number
 	hasVideo   bool
 
 	inCluster       bool
@@ -228,11 +233,12 @@ func (w *Writer) docTypeOption() string {
 	}
 }
 
-// AddTrack adds a track. It fails with an error wrapping mux.ErrLateTrack
-// once the header is written: Matroska cannot add a track to a Segment that
-// is already being played. The engine then goes on without the track and
-// logs a warning (the CLI does the same), so a late rendition is missing
-// from the file rather than ending the recording.
+// AddTrack adds a track. After the header is written, a seekable file
+// takes it in the room reserved after Tracks (see the package doc, "Late
+// tracks"); otherwise it fails with an error wrapping mux.ErrLateTrack,
+// the engine goes on without the track and logs a warning (the CLI does
+// the same), so a late rendition is missing from the file rather than
+// ending the recording.
 func (w *Writer) AddTrack(mt mux.Track) error {
 	if w.closed {
 		return mux.ErrClosed
@@ -250,7 +256,10 @@ func (w *Writer) AddTrack(mt mux.Track) error {
 		return err
 	}
 	if w.started {
-		return fmt.Errorf("mkv: track %d (%s %s): %w", mt.ID, mt.Kind, mt.Codec, mux.ErrLateTrack)
+		if err := w.addLate(t); err != nil {
+			return fmt.Errorf("mkv: track %d (%s %s): %w", mt.ID, mt.Kind, mt.Codec, err)
+		}
+		return nil
 	}
 	w.tracks = append(w.tracks, t)
 	w.byID[mt.ID] = t
@@ -494,21 +503,91 @@ func (w *Writer) writeHeader(live []*track) error {
 	}
 	b = append(b, region...)
 
-	var tr tracksElement
 	for i, t := range live {
 		t.number = uint64(i + 1)
 		t.entry.TrackNumber, t.entry.TrackUID = t.number, t.number
-		tr.Tracks.TrackEntry = append(tr.Tracks.TrackEntry, t.entry)
 		if t.Kind == mux.Video {
 			w.hasVideo = true
 		}
 	}
-	tb, err := marshal(&tr)
+	w.live = live
+	tb, err := w.tracksElement()
 	if err != nil {
-		return fmt.Errorf("mkv: tracks: %w", err)
+		return err
 	}
 	b = append(b, tb...)
+	w.tracksSpan = len(tb)
+	if w.ws != nil {
+		b = appendVoid(b, lateTrackRoom)
+		w.tracksSpan += lateTrackRoom
+	}
 	return w.write(b)
+}
+
+// lateTrackRoom is the Void a seekable file keeps after Tracks for tracks
+// added after the header: a TrackEntry takes some 30 bytes plus its
+// CodecPrivate (an avcC of a few dozen bytes, an hvcC or a FLAC header a
+// few hundred), so a dozen late tracks fit.
+const lateTrackRoom = 4096
+
+// tracksElement marshals Tracks with the header's tracks.
+func (w *Writer) tracksElement() ([]byte, error) {
+	var tr tracksElement
+	for _, t := range w.live {
+		tr.Tracks.TrackEntry = append(tr.Tracks.TrackEntry, t.entry)
+	}
+	tb, err := marshal(&tr)
+	if err != nil {
+		return nil, fmt.Errorf("mkv: tracks: %w", err)
+	}
+	return tb, nil
+}
+
+// addLate adds track t after the header: in a seekable file, Tracks is
+// rewritten with it in the room reserved after it, and its blocks follow
+// from here on (players that read the file from the start know the track;
+// one that already read the header plays on without it). A live stream
+// cannot take it, nor can a track whose configuration would only come with
+// its first keyframe, nor one beyond the room reserved: those wrap
+// mux.ErrLateTrack.
+func (w *Writer) addLate(t *track) error {
+	switch {
+	case w.ws == nil:
+		return fmt.Errorf("%w (a live stream's Tracks cannot grow)", mux.ErrLateTrack)
+	case !t.ready:
+		return fmt.Errorf("%w (its configuration would come with its first keyframe; the header is written)", mux.ErrLateTrack)
+	case w.docType == "webm" && !webmFamilies[t.family]:
+		return fmt.Errorf("%w (the file is WebM, which cannot carry %s)", mux.ErrLateTrack, t.Codec)
+	}
+	t.number = uint64(len(w.live) + 1)
+	t.entry.TrackNumber, t.entry.TrackUID = t.number, t.number
+	w.live = append(w.live, t)
+	tb, err := w.tracksElement()
+	if err == nil && len(tb) != w.tracksSpan && len(tb)+2 > w.tracksSpan {
+		err = fmt.Errorf("%w (no room left in the header for another track)", mux.ErrLateTrack)
+	}
+	if err != nil {
+		w.live = w.live[:len(w.live)-1]
+		return err
+	}
+	if rest := w.tracksSpan - len(tb); rest > 0 {
+		tb = appendVoid(tb, rest)
+	}
+	if _, err := w.ws.Seek(w.base+w.segData+w.tracksPos, io.SeekStart); err != nil {
+		return w.fail(fmt.Errorf("mkv: rewriting Tracks: %w", err))
+	}
+	if _, err := w.ws.Write(tb); err != nil {
+		return w.fail(fmt.Errorf("mkv: rewriting Tracks: %w", err))
+	}
+	if _, err := w.ws.Seek(w.base+w.pos, io.SeekStart); err != nil {
+		return w.fail(fmt.Errorf("mkv: rewriting Tracks: %w", err))
+	}
+	if t.Kind == mux.Video {
+		w.hasVideo = true
+	}
+	w.tracks = append(w.tracks, t)
+	w.byID[t.ID] = t
+	return nil
 }
 
 // region marshals SeekHead and Info padded with a Void to regionSize (or

@@ -734,3 +734,54 @@ func TestHeaderWaitBoundCountsEachHeldFrame(t *testing.T) {
 		t.Errorf("Stats.Frames = %d, want the %d held frames written", w.Stats().Frames, n)
 	}
 }
+
+// TestTrackAddedAfterHeaderJoinsASeekableFile: a rendition a catalog
+// update adds 2 s into a recording is written into the room kept after
+// Tracks: the finished file carries it from then on, every frame at its
+// time, and ffmpeg and mkvmerge read all three tracks.
+func TestTrackAddedAfterHeaderJoinsASeekableFile(t *testing.T) {
+	mediatest.RequireTools(t, "ffmpeg", "ffprobe", "mkvmerge")
+	v, a := mediatest.SampleInput("h264", 1), mediatest.SampleInput("aac", 2)
+	late := mediatest.SampleInput("opus", 3)
+	const at = 2_000_000
+	origin := v.Frames[0].Timestamp
+	late = late.Shift(origin + at - late.Frames[0].Timestamp)
+	f, path := mediatest.CreateFile(t, "late.mkv")
+	w := NewWriter(f, Options{})
+	for _, in := range []input{v, a} {
+		if err := w.AddTrack(in.Track); err != nil {
+			t.Fatal(err)
+		}
+	}
+	added := false
+	for _, fr := range mediatest.Interleave(v, a, late) {
+		if fr.TrackID == 3 && !added {
+			if err := w.AddTrack(late.Track); err != nil {
+				t.Fatalf("late track: %v", err)
+			}
+			added = true
+		}
+		if err := w.WriteFrame(fr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mediatest.DecodeClean(t, path)
+	p := mediatest.Probe(t, path)
+	if len(p.Streams) != 3 {
+		t.Fatalf("%d streams, want 3", len(p.Streams))
+	}
+	// ffmpeg shows Opus times less its CodecDelay (pre-skip, 6.5 ms).
+	near := func(a, b int64) bool { return a-b < 10 && b-a < 10 }
+	got, want := streamPTS(t, p, 2), expectedPTS(late, origin)
+	if len(got) != len(want) || !near(got[0], want[0]) || !near(got[len(got)-1], want[len(want)-1]) {
+		t.Fatalf("late track: %d packets from %d ms to %d ms, want %d from %d to %d",
+			len(got), got[0], got[len(got)-1], len(want), want[0], want[len(want)-1])
+	}
+	out, _ := mediatest.Run(t, "mkvmerge", "-J", path)
+	if n := strings.Count(out, `"codec_id"`); n != 3 {
+		t.Fatalf("mkvmerge sees %d tracks, want 3:\n%s", n, out)
+	}
+}

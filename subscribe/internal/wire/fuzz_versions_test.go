@@ -14,7 +14,7 @@ func pickVersion(b []byte) (*Version, []byte) {
 	if len(b) == 0 {
 		return Lite05, b
 	}
-	return Versions[int(b[0])%len(Versions)], b[1:]
+	return liteVersions()[int(b[0])%len(liteVersions())], b[1:]
 }
 
 // seedsForVersions adds every reference layout of the named message, each
@@ -24,7 +24,7 @@ func seedsForVersions(f *testing.F, message string, extra ...string) {
 		if l.Message != message {
 			continue
 		}
-		for i, v := range Versions {
+		for i, v := range liteVersions() {
 			if v.Name == l.Version {
 				body, err := ReadMessage(bufio.NewReader(bytes.NewReader(unhex(f, l.Hex))), 0)
 				if err == nil {
@@ -34,7 +34,7 @@ func seedsForVersions(f *testing.F, message string, extra ...string) {
 		}
 	}
 	for _, s := range extra {
-		for i := range Versions {
+		for i := range liteVersions() {
 			f.Add(append([]byte{byte(i)}, unhex(f, s)...))
 		}
 	}
@@ -82,7 +82,7 @@ func FuzzSessionInfo(f *testing.F) { fuzzDecoder[SessionInfo](f, "80 00 fa 00") 
 
 func FuzzSubscribeResponseFor(f *testing.F) {
 	for _, l := range readReferenceLayouts(f) {
-		for i, v := range Versions {
+		for i, v := range liteVersions() {
 			if v.Name == l.Version {
 				f.Add(append([]byte{byte(i)}, unhex(f, l.Hex)...))
 			}
@@ -103,7 +103,7 @@ func FuzzSubscribeResponseFor(f *testing.F) {
 
 func FuzzFrameReaderFor(f *testing.F) {
 	for _, s := range []string{"47 d0 03 61 62 63 40 42 02 68 69", "03 61 62 63 02 68 69", "c0 00 00 00 01 ff ff ff"} {
-		for i := range Versions {
+		for i := range liteVersions() {
 			f.Add(append([]byte{byte(i)}, unhex(f, s)...))
 		}
 	}
@@ -157,4 +157,16 @@ func legacyRoundTrip[M any, P interface {
 	if err != nil || P(&m2).Decode(again) != nil || !reflect.DeepEqual(m, m2) {
 		t.Fatalf("round trip %+v -> %+v, %v", m, m2, err)
 	}
+}
+
+// liteVersions is the moq-lite part of the table: the per-version layouts
+// of this package are moq-lite's (moq-transport's live in package ietf).
+func liteVersions() []*Version {
+	var out []*Version
+	for _, v := range Versions {
+		if v.Family == FamilyLite {
+			out = append(out, v)
+		}
+	}
+	return out
 }

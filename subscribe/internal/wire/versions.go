@@ -129,6 +129,20 @@ var (
 		Datagrams: true}
 )
 
+// The moq-transport (IETF) drafts the module speaks (their messages live in
+// subscribe/internal/ietf; only negotiation reads these entries). Draft 14
+// has its own ALPN and is also one of the versions the legacy SETUP can
+// choose.
+var (
+	IETF14 = &Version{Name: "moq-transport-14", Code: 0xff00000e, ALPN: "moq-00", LegacySetup: true, Family: FamilyIETF}
+	IETF15 = &Version{Name: "moq-transport-15", Code: 0xff00000f, ALPN: "moqt-15", Family: FamilyIETF}
+	IETF16 = &Version{Name: "moq-transport-16", Code: 0xff000010, ALPN: "moqt-16", Family: FamilyIETF}
+	IETF17 = &Version{Name: "moq-transport-17", Code: 0xff000011, ALPN: "moqt-17", Family: FamilyIETF}
+	IETF18 = &Version{Name: "moq-transport-18", Code: 0xff000012, ALPN: "moqt-18", Family: FamilyIETF}
+	IETF19 = &Version{Name: "moq-transport-19", Code: 0xff000013, ALPN: "moqt-19", Family: FamilyIETF}
+	IETF20 = &Version{Name: "moq-transport-20", Code: 0xff000014, ALPN: "moqt-20", Family: FamilyIETF}
+)
+
 // Versions lists every version spoken, most preferred first. A client
 // offers them in this order (ALPN list and WT-Available-Protocols, with
 // ALPNLegacy standing for the LegacySetup ones at the place of the first
@@ -140,7 +154,8 @@ var (
 // the preference order, and the AppendFor/DecodeFor cases of the messages
 // it changes (with tests of their bytes). Other families (IETF) add their
 // entries here too, with Family set and the moq-lite fields false.
-var Versions = []*Version{Lite05, Lite04, Lite03, Lite02, Lite01}
+var Versions = []*Version{Lite05, Lite04, Lite03, Lite02, Lite01,
+	IETF20, IETF19, IETF18, IETF17, IETF16, IETF15, IETF14}
 
 // ByALPN returns the version an ALPN (or WebTransport protocol) selects
 // directly, nil for ALPNLegacy, "" and unknown names.
@@ -242,4 +257,36 @@ func ParseVersions(list string) ([]*Version, error) {
 		return nil, fmt.Errorf("no protocol version in %q", list)
 	}
 	return out, nil
+}
+
+// Lacks says, one phrase per missing capability, what a session on v loses
+// compared with the newest moq-lite version, for the log line that makes
+// the difference visible (never a silent one). Empty for lite-05.
+func (v *Version) Lacks() []string {
+	if v.Family != FamilyLite {
+		return nil
+	}
+	var out []string
+	if !v.SetupStream {
+		out = append(out, "no SETUP stream (a raw QUIC client sends no path and no token: the session is at the relay's root)")
+	}
+	if !v.TrackInfo {
+		out = append(out, "no TRACK_INFO (track timescale and publisher latency unknown)")
+	}
+	if !v.Fetch {
+		out = append(out, "no FETCH (audio before a live join's first video keyframe is not backfilled)")
+	}
+	if !v.FrameTimestamps {
+		out = append(out, "no frame timestamps (media timestamps come from the container only; catalog frames get 0)")
+	}
+	if v.SubscribeOK {
+		out = append(out, "no SUBSCRIBE_START (the first group is not named: when the first two groups arrive out of order, a recording may begin one group later)")
+	}
+	if !v.AnnounceOK && !v.AnnounceInit {
+		out = append(out, "no ANNOUNCE_OK (broadcasts that end during a reconnect are not reported ended)")
+	}
+	if !v.SubscribeRange {
+		out = append(out, "no subscribe ranges (SUBSCRIBE carries the priority only)")
+	}
+	return out
 }

@@ -193,8 +193,8 @@ func TestReferenceLayouts(t *testing.T) {
 			}
 		})
 	}
-	for _, v := range Versions {
-		if v.Family == FamilyLite && !seen[v.Name] {
+	for _, v := range liteVersions() {
+		if !seen[v.Name] {
 			t.Errorf("no reference layouts for %s", v.Name)
 		}
 	}
@@ -249,7 +249,7 @@ func checkLegacySetup(t *testing.T, name string, ref []byte) {
 // examples); earlier versions carry size and payload only (§4.11), as the
 // reference's group writer does when the version has no track stream.
 func TestFrameLayoutsPerVersion(t *testing.T) {
-	for _, v := range Versions {
+	for _, v := range liteVersions() {
 		want := "47 d0 03 61 62 63 40 42 02 68 69"
 		if !v.FrameTimestamps {
 			want = "03 61 62 63 02 68 69"
@@ -317,10 +317,10 @@ func TestVersionLookups(t *testing.T) {
 	if ByCode(0xff0dad03) != Lite03 || ByCode(1) != nil {
 		t.Fatal("ByCode")
 	}
-	if got := strings.Join(ALPNs(Versions), ","); got != "moq-lite-05,moq-lite-04,moq-lite-03,moql" {
+	if got := strings.Join(ALPNs(Versions), ","); got != "moq-lite-05,moq-lite-04,moq-lite-03,moql,moqt-20,moqt-19,moqt-18,moqt-17,moqt-16,moqt-15,moq-00" {
 		t.Fatalf("ALPNs = %s", got)
 	}
-	if got := LegacyCodes(Versions); !reflect.DeepEqual(got, []uint64{Lite02.Code, Lite01.Code}) {
+	if got := LegacyCodes(Versions); !reflect.DeepEqual(got, []uint64{Lite02.Code, Lite01.Code, IETF14.Code}) {
 		t.Fatalf("LegacyCodes = %x", got)
 	}
 	vs, err := ParseVersions("lite-03, moq-lite-05,lite-03")

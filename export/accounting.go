@@ -1,0 +1,104 @@
+package export
+
+import (
+	"time"
+
+	"github.com/moq-export/moq-export/mux"
+)
+
+// TrackStats accounts for the frames of one track: every frame received is
+// written, dropped late, dropped by the muxer, or still buffered; what never
+// arrived shows as gaps.
+type TrackStats struct {
+	ID   int
+	Name string
+	Kind mux.Kind
+	// Received counts the frames read from the broadcast.
+	Received int64
+	// Written counts the frames the muxer took and wrote.
+	Written int64
+	// DroppedLate counts frames the jitter buffer dropped because they
+	// came after later ones had left (and, on video, what depended on
+	// them up to the next keyframe).
+	DroppedLate int64
+	// DroppedByMuxer counts frames the muxer did not write (mux.Stats
+	// Dropped: frames before a track's configuration arrived, empty
+	// payloads, ...).
+	DroppedByMuxer int64
+	// Gaps counts the breaks of the track's timeline (a reconnect that
+	// could not fetch what was missed, a publisher restart, an empty
+	// group), and LostToGaps the media time they skipped: how far the
+	// first frame after each break lies past the newest one before it.
+	Gaps       int64
+	LostToGaps time.Duration
+}
+
+// TrackStats returns the accounting of every track the export took,
+// in the order they were added (ended tracks included). It is safe to call
+// from any goroutine while the export runs.
+func (e *Export) TrackStats() []TrackStats {
+	e.statsMu.Lock()
+	defer e.statsMu.Unlock()
+	return append([]TrackStats(nil), e.trackStats...)
+}
+
+// accounting is the per-track bookkeeping of the reading goroutine.
+type accounting struct {
+	stats      TrackStats
+	newest     int64 // newest timestamp received
+	haveNewest bool
+	gapOpen    bool // a discontinuity came; the next frame measures it
+}
+
+// received counts a frame read from the track (at timestamp ts).
+func (a *accounting) received(ts int64) {
+	a.stats.Received++
+	if a.gapOpen {
+		a.gapOpen = false
+		if a.haveNewest && ts > a.newest {
+			a.stats.LostToGaps += time.Duration(ts-a.newest) * time.Microsecond
+		}
+	}
+	if !a.haveNewest || ts > a.newest {
+		a.newest, a.haveNewest = ts, true
+	}
+}
+
+// gap counts a discontinuity of the track.
+func (a *accounting) gap() {
+	a.stats.Gaps++
+	a.gapOpen = true
+}
+
+// pushFrame pushes f into the jitter buffer, counting what it drops.
+func (e *Export) pushFrame(ts *trackState, f mux.Frame) error {
+	ts.acct.received(f.Timestamp)
+	before := e.jit.Stats().Dropped
+	err := e.jit.Push(f)
+	ts.acct.stats.DroppedLate += e.jit.Stats().Dropped - before
+	return err
+}
+
+// writeFrame hands f to the muxer, counting what it writes and drops.
+func (e *Export) writeFrame(f mux.Frame) error {
+	before := e.m.Stats().Dropped
+	err := e.m.WriteFrame(f)
+	if ts, ok := e.byID[f.TrackID]; ok && err == nil {
+		if d := e.m.Stats().Dropped - before; d > 0 {
+			ts.acct.stats.DroppedByMuxer += d
+		} else {
+			ts.acct.stats.Written++
+		}
+	}
+	return err
+}
+
+// syncTrackStats publishes the per-track counters. Called with statsMu held.
+func (e *Export) syncTrackStats() {
+	e.trackStats = e.trackStats[:0]
+	for _, ts := range e.all {
+		s := ts.acct.stats
+		s.ID, s.Name, s.Kind = ts.track.ID, ts.track.Name, ts.track.Kind
+		e.trackStats = append(e.trackStats, s)
+	}
+}

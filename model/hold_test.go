@@ -1,0 +1,57 @@
+package model
+
+import (
+	"testing"
+	"time"
+)
+
+func TestHoldNestsAndEndsWithTheTrack(t *testing.T) {
+	tr := NewTrack("a")
+	c := tr.Subscribe(time.Hour)
+	r := NewReadySet()
+	c.Watch(r)
+	r.Take(nil)
+	tr.Hold()
+	tr.Hold()
+	tr.Release()
+	if !c.Held() {
+		t.Fatal("not held after two holds and one release")
+	}
+	tr.Release()
+	if c.Held() {
+		t.Fatal("held after every hold was released")
+	}
+	if !c.Pending() {
+		t.Fatal("a release did not wake the consumer")
+	}
+	tr.Hold()
+	tr.Close(nil)
+	if c.Held() {
+		t.Fatal("an ended track is held")
+	}
+}
+
+func TestLostGroupsAreSkippedWithADiscontinuityWithoutWaiting(t *testing.T) {
+	tr := NewTrack("a")
+	c := tr.Subscribe(time.Hour) // would wait an hour for a missing group
+	writeGroup(t, tr, 0, true, 0, 10)
+	writeGroup(t, tr, 1, false, 20)
+	if got := frameTimes(events(c)); !equal(got, []int64{0, 10, 20}) {
+		t.Fatalf("before: %v", got)
+	}
+	// Group 1 was cut and cannot be completed; 2..4 are gone.
+	tr.Group(1).Close(nil)
+	tr.MarkLost(2, 5)
+	writeGroup(t, tr, 5, true, 50)
+	if got := frameTimes(events(c)); !equal(got, []int64{-1, 50}) {
+		t.Fatalf("after the gap: %v", got)
+	}
+	newest := tr.NewestGroup()
+	if newest == nil || newest.Sequence() != 5 {
+		t.Fatalf("NewestGroup() = %v", newest)
+	}
+	tr.Discontinuity()
+	if tr.NewestGroup() != nil {
+		t.Fatal("NewestGroup() after a Discontinuity")
+	}
+}

@@ -1,0 +1,398 @@
+package subscribe
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/quic-go/quic-go"
+
+	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/subscribe/internal/ietf"
+)
+
+// The moq-transport loopback tests: our client against our server, one
+// draft of each session shape (control stream reached by "moq-00" and by
+// the legacy "moql" version list, the NAMESPACE stream of draft 16, the
+// per-request streams and leading-ones varints of draft 20).
+var ietfLoopbackDrafts = []struct{ name, alpn string }{
+	{"Draft14", ietf.ALPNDraft14},
+	{"Draft14Legacy", ietf.ALPNLegacy},
+	{"Draft16", "moqt-16"},
+	{"Draft20", "moqt-20"},
+}
+
+// dialIETF dials srv offering only alpn and returns both ends.
+func dialIETF(t *testing.T, ctx context.Context, srv *Server, pin, alpn, path string, opts Options) (client, peer *Session) {
+	t.Helper()
+	opts.TLSFingerprint = pin
+	opts.alpns = []string{alpn}
+	// "moql" is the legacy SETUP, where our client would choose moq-lite-02
+	// first: offer only the draft it reaches.
+	if alpn == ietf.ALPNLegacy {
+		opts.Versions = []string{"moq-transport-14"}
+	}
+	if opts.Logger == nil {
+		opts.Logger = testLogger(t)
+	}
+	client, peer = dialAndAccept(t, ctx, srv, fmt.Sprintf("moqt://%s/%s", srv.Addr(), path), opts)
+	t.Cleanup(func() { client.Close() })
+	waitFor(t, "the connection", func() bool { return client.currentConn() != nil })
+	if _, ok := client.currentConn().(*ietfConn); !ok {
+		t.Fatalf("%s: the session does not run moq-transport", alpn)
+	}
+	return client, peer
+}
+
+// ietfSubscriptions returns the number of live moq-transport
+// subscriptions of s.
+func (s *Session) ietfSubscriptions() int {
+	ic, ok := s.currentConn().(*ietfConn)
+	if !ok {
+		return 0
+	}
+	ic.mu.Lock()
+	defer ic.mu.Unlock()
+	return len(ic.aliases)
+}
+
+// currentConn returns the session's connection (nil between connections).
+func (s *Session) currentConn() conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur
+}
+
+func TestIETFLoopbackDeliversEveryFrameUnchanged(t *testing.T) {
+	for _, d := range ietfLoopbackDrafts {
+		t.Run(d.name, func(t *testing.T) {
+			checkGoroutines(t)
+			srv, pin := startServer(t, "127.0.0.1:0")
+			defer srv.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			client, peer := dialIETF(t, ctx, srv, pin, d.alpn, "room?jwt=secret", Options{})
+			if peer.Path() != "room" {
+				t.Errorf("accepted session path %q, want room (the SETUP Path)", peer.Path())
+			}
+			checkDeliversEveryFrame(t, ctx, client, peer, client.ietfSubscriptions)
+		})
+	}
+}
+
+// TestIETFAnnouncementsFollowPublishAndUnpublish: PUBLISH_NAMESPACE makes
+// a broadcast active, its withdrawal (PUBLISH_NAMESPACE_DONE, or the end
+// of its stream from draft 17) ends it and closes the broadcast.
+func TestIETFAnnouncementsFollowPublishAndUnpublish(t *testing.T) {
+	for _, d := range ietfLoopbackDrafts {
+		t.Run(d.name, func(t *testing.T) {
+			srv, pin := startServer(t, "127.0.0.1:0")
+			defer srv.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			client, peer := dialIETF(t, ctx, srv, pin, d.alpn, "", Options{})
+			// The broadcast follows its own announcements: made before the
+			// publication, it sees it become active before its withdrawal.
+			remote := client.Broadcast("room/alice")
+			client.mu.Lock()
+			rb := client.remotes["room/alice"]
+			client.mu.Unlock()
+			rb.mu.Lock()
+			activated := rb.activated
+			rb.mu.Unlock()
+			b := model.NewBroadcast("room/alice")
+			if err := peer.Publish(b); err != nil {
+				t.Fatal(err)
+			}
+			ann, err := client.Announced(ctx, "room")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ann.Close()
+			if a, err := ann.Next(ctx); err != nil || a.Path != "room/alice" || !a.Active {
+				t.Fatalf("announcement %+v, %v; want room/alice active", a, err)
+			}
+			select {
+			case <-activated:
+			case <-ctx.Done():
+				t.Fatal("the broadcast never saw its announcement")
+			}
+			peer.Unpublish("room/alice")
+			if a, err := ann.Next(ctx); err != nil || a.Path != "room/alice" || a.Active {
+				t.Fatalf("announcement %+v, %v; want room/alice ended", a, err)
+			}
+			select {
+			case <-remote.Done():
+			case <-ctx.Done():
+				t.Fatal("the ended broadcast stays open")
+			}
+		})
+	}
+}
+
+// TestIETFBackfillFetchesEarlierGroups: a subscription that joins live
+// starts at the newest group; the track's backfill FETCHes the groups
+// before it back to the target time.
+func TestIETFBackfillFetchesEarlierGroups(t *testing.T) {
+	for _, d := range ietfLoopbackDrafts {
+		t.Run(d.name, func(t *testing.T) {
+			srv, pin := startServer(t, "127.0.0.1:0")
+			defer srv.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			client, peer := dialIETF(t, ctx, srv, pin, d.alpn, "", Options{})
+			sb := newSampleBroadcast(t, "live", "aac")
+			sb.fillFrames(t, "aac", 0, 0, 94) // one group per frame up to 1.98 s
+			audio := sb.tracks["aac"]
+			// One group per frame, as the browser publisher writes audio.
+			for i := 0; i < 20; i++ {
+				g, err := audio.AppendGroup()
+				if err != nil {
+					t.Fatal(err)
+				}
+				g.WriteFrame(model.Frame{Timestamp: 2_000_000 + int64(i)*21_333, Payload: []byte{0x21, byte(i)}})
+				g.Close(nil)
+			}
+			if err := peer.Publish(sb.b); err != nil {
+				t.Fatal(err)
+			}
+			tr, err := client.Broadcast("live").Track("aac")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := tr.Subscribe(time.Second)
+			defer c.Close()
+			waitFor(t, "the first frame", func() bool { _, ok := tr.OldestTimestamp(); return ok })
+			if ts, _ := tr.OldestTimestamp(); ts < 2_000_000 {
+				t.Fatalf("the subscription starts at %d, want the newest group", ts)
+			}
+			bctx, bcancel := context.WithTimeout(ctx, 5*time.Second)
+			defer bcancel()
+			const target = 1_500_000
+			if err := tr.Backfill(bctx, target); err != nil {
+				t.Fatal(err)
+			}
+			if ts, _ := tr.OldestTimestamp(); ts > target {
+				t.Fatalf("after the backfill the track starts at %d, want at or before %d", ts, target)
+			}
+			evs, err := readEvents(ctx, c, func(evs []model.Event) bool { return frameCount(evs) >= 30 })
+			if err != nil {
+				t.Fatal(err)
+			}
+			// One frame per group: the backfill stops at the first group
+			// at or before the target.
+			if first := evs[0]; first.Kind != model.EventFrame || first.Frame.Timestamp > target || first.Frame.Timestamp <= target-21_334 {
+				t.Fatalf("first event after the backfill %+v, want the frame just before %d", first, target)
+			}
+		})
+	}
+}
+
+// TestIETFRequestIDsWaitForMaxRequestID: with a window of two request
+// ids, the third request waits for MAX_REQUEST_ID, which the peer sends
+// when told REQUESTS_BLOCKED.
+func TestIETFRequestIDsWaitForMaxRequestID(t *testing.T) {
+	old := ietfRequestWindow
+	ietfRequestWindow = 4 // request ids 0 and 2 only
+	defer func() { ietfRequestWindow = old }()
+	srv, pin := startServer(t, "127.0.0.1:0")
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client, peer := dialIETF(t, ctx, srv, pin, ietf.ALPNDraft14, "", Options{})
+	sb := newSampleBroadcast(t, "demo.hang", "h264", "aac")
+	if err := peer.Publish(sb.b); err != nil {
+		t.Fatal(err)
+	}
+	b := client.Broadcast("demo.hang")
+	for _, name := range []string{catalog.TrackName, "h264", "aac"} {
+		if _, err := b.Track(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "three subscriptions on a window of two", func() bool { return peer.serving.Load() == 3 })
+	ic := client.currentConn().(*ietfConn)
+	ic.mu.Lock()
+	next, limit := ic.nextID, ic.peerMax
+	ic.mu.Unlock()
+	if next < 6 || limit <= 4 {
+		t.Fatalf("next request id %d, limit %d: want ids past the first window", next, limit)
+	}
+}
+
+// TestIETFGoAwayMovesTheSessionToANewConnection: after GOAWAY the client
+// reconnects and resumes its subscriptions there.
+func TestIETFGoAwayMovesTheSessionToANewConnection(t *testing.T) {
+	for _, d := range []string{ietf.ALPNDraft14, "moqt-20"} {
+		t.Run(d, func(t *testing.T) {
+			srv, pin := startServer(t, "127.0.0.1:0")
+			defer srv.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			client, peer := dialIETF(t, ctx, srv, pin, d, "", Options{
+				Reconnect: Backoff{Min: 10 * time.Millisecond, Max: 50 * time.Millisecond},
+				// No catalog: the publisher sends the legacy container.
+				Container: func(string, string) string { return "legacy" },
+			})
+			b := model.NewBroadcast("live")
+			tr := b.CreateTrack("raw")
+			if err := peer.Publish(b); err != nil {
+				t.Fatal(err)
+			}
+			remote, err := client.Broadcast("live").Track("raw")
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the subscription", func() bool { return peer.serving.Load() == 1 })
+			if err := peer.currentConn().(*ietfConn).sendGoAway(""); err != nil {
+				t.Fatal(err)
+			}
+			peer2, err := srv.Accept(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := peer2.Publish(b); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the resumed subscription", func() bool { return peer2.serving.Load() == 1 })
+			if n := client.Reconnects(); n != 1 {
+				t.Fatalf("%d reconnects, want 1", n)
+			}
+			g, _ := tr.AppendGroup()
+			g.WriteFrame(model.Frame{Timestamp: 5, Payload: []byte("after")})
+			g.Close(nil)
+			c := remote.Subscribe(time.Hour)
+			defer c.Close()
+			evs, err := readEvents(ctx, c, func(evs []model.Event) bool { return frameCount(evs) == 1 })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f := evs[len(evs)-1].Frame; string(f.Payload) != "after" {
+				t.Fatalf("frame %q after the move", f.Payload)
+			}
+		})
+	}
+}
+
+// TestIETFMSFCatalogTrack: a broadcast named *.msf carries its catalog on
+// the MSF "catalog" track, read over moq-transport like catalog.json.
+func TestIETFMSFCatalogTrack(t *testing.T) {
+	srv, pin := startServer(t, "127.0.0.1:0")
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client, peer := dialIETF(t, ctx, srv, pin, "moqt-20", "", Options{})
+	msf := `{"version":"draft-01","tracks":[{"name":"v","packaging":"legacy","role":"video","codec":"avc1.640028","width":1280,"height":720}]}`
+	b := model.NewBroadcast("live.msf")
+	ct := b.CreateTrack(catalog.MSFTrackName)
+	g, _ := ct.AppendGroup()
+	g.WriteFrame(model.Frame{Payload: []byte(msf)})
+	g.Close(nil)
+	if err := peer.Publish(b); err != nil {
+		t.Fatal(err)
+	}
+	w, err := catalog.Watch(client.Broadcast("live.msf"), catalog.WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	c, err := w.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := c.Video.Renditions["v"]; !ok || v.Codec != "avc1.640028" || *v.CodedWidth != 1280 {
+		t.Fatalf("catalog %+v", c)
+	}
+}
+
+// rawIETFClient dials srv with a bare QUIC connection offering alpn, for
+// feeding our server bytes no correct peer sends.
+func rawIETFClient(t *testing.T, ctx context.Context, srv *Server, alpn string) *quic.Conn {
+	t.Helper()
+	qc, err := quic.DialAddr(ctx, srv.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{alpn}}, quicConfig(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { qc.CloseWithError(0, "") })
+	return qc
+}
+
+// TestIETFMalformedControlMessageClosesTheSession: garbage after a valid
+// CLIENT_SETUP closes the connection with PROTOCOL_VIOLATION; an unknown
+// data stream is refused without ending the session.
+func TestIETFMalformedControlMessageClosesTheSession(t *testing.T) {
+	checkGoroutines(t)
+	srv, _ := startServer(t, "127.0.0.1:0")
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	qc := rawIETFClient(t, ctx, srv, ietf.ALPNDraft14)
+	ctrl, err := qc.OpenStreamSync(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setup := ietf.ClientSetup{Versions: []ietf.Version{ietf.Draft14}}
+	setup.Params.SetVarint(ietf.SetupMaxRequestID, 10)
+	if _, err := ctrl.Write(ietf.Append(nil, ietf.TypeClientSetup, &setup, ietf.Draft14)); err != nil {
+		t.Fatal(err)
+	}
+	typ, _, err := ietf.ReadMessage(bufio.NewReader(ctrl), ietf.Draft14)
+	if err != nil || typ != ietf.TypeServerSetup {
+		t.Fatalf("SERVER_SETUP: %#x, %v", typ, err)
+	}
+	peer, err := srv.Accept(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A data stream of an unknown type: refused, the session lives on.
+	uni, err := qc.OpenUniStreamSync(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uni.Write([]byte{0x3f, 1, 2, 3})
+	uni.Close()
+	// A SUBSCRIBE whose body is cut short.
+	if _, err := ctrl.Write(ietf.AppendMessage(nil, ietf.TypeSubscribe, []byte{0x00, 0x05}, ietf.Draft14)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-qc.Context().Done():
+	case <-ctx.Done():
+		t.Fatal("the session survived a malformed SUBSCRIBE")
+	}
+	var ae *quic.ApplicationError
+	if err := context.Cause(qc.Context()); !errors.As(err, &ae) || ae.ErrorCode != ietfProtocolViolation {
+		t.Fatalf("connection closed with %v, want PROTOCOL_VIOLATION", err)
+	}
+	select {
+	case <-peer.Done():
+	case <-ctx.Done():
+		t.Fatal("the accepted session did not end")
+	}
+}
+
+// The moq-transport entries of the version table agree with the codec:
+// each draft's ALPN and code, offered after moq-lite in the reference's
+// order.
+func TestIETFVersionsComeFromTheVersionTable(t *testing.T) {
+	want := []string{"moql", "moqt-20", "moqt-19", "moqt-18", "moqt-17", "moqt-16", "moqt-15", "moq-00"}
+	if fmt.Sprint(ietfALPNs) != fmt.Sprint(want) {
+		t.Fatalf("ALPNs %v, want %v", ietfALPNs, want)
+	}
+	for _, v := range ietfVersions {
+		if !v.Known() {
+			t.Errorf("%v: not known to the codec", v)
+		}
+		if got, ok := ietfVersionOfALPN(v.ALPN()); !ok || got != v {
+			t.Errorf("%s selects %v, %v; want %v", v.ALPN(), got, ok, v)
+		}
+	}
+	if v, ok := ietfVersionOfALPN("moql"); !ok || v != ietf.Draft14 {
+		t.Errorf("moql selects %v, %v; want draft 14", v, ok)
+	}
+}

@@ -1,0 +1,221 @@
+package subscribe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/moq-export/moq-export/model"
+)
+
+// Bounds of the gap fill after a reconnect: at most this many missed
+// groups are fetched (about 40 s of 47 audio groups a second), this many at
+// once, within this time.
+const (
+	resumeMaxGroups = 2048
+	resumeWindow    = 16
+	resumeTimeout   = 10 * time.Second
+)
+
+// Filling the gap a lost connection left.
+//
+// When the connection drops, the group streams it cut short stay open in
+// the model (interrupt) and the track is held (model.Track.Hold), so that
+// the export waits for what comes back instead of moving past it. The
+// resumed subscription's SUBSCRIBE_OK names the publisher's newest group:
+//
+//   - sequences that go on from the last group received are the same
+//     publisher session: the groups in between are FETCHed and inserted in
+//     order, the cut groups are completed (FETCH for the older ones, the
+//     live stream for the one SUBSCRIBE_OK names), and the live groups wait
+//     until that is done (see subscription.waitStarted); nothing is lost
+//     while the relay still holds the groups;
+//   - a group the relay no longer serves ends the fill: it and the groups
+//     after it up to the live ones are marked lost (model.Track.MarkLost),
+//     so readers see one discontinuity, and the log says how many groups
+//     were lost;
+//   - sequences that restart are a new publisher session: a new timeline
+//     (model.Track.Discontinuity).
+
+// errConnLost ends a subscription whose connection is gone.
+var errConnLost = errors.New("moq: connection lost")
+
+// interrupt keeps group g, cut short by the loss of the connection, open
+// for the resumed subscription to complete.
+func (rt *remoteTrack) interrupt(seq uint64, g *model.Group) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.interrupted == nil {
+		rt.interrupted = map[uint64]*model.Group{}
+	}
+	rt.interrupted[seq] = g
+}
+
+// hold holds the track (once) until release.
+func (rt *remoteTrack) hold() {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if !rt.holding {
+		rt.holding = true
+		rt.track.Hold()
+	}
+}
+
+func (rt *remoteTrack) release() {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.holding {
+		rt.holding = false
+		rt.track.Release()
+	}
+}
+
+// adopt returns the cut group seq that the live subscription delivers
+// again, and how many of its frames the track already has.
+func (rt *remoteTrack) adopt(seq uint64) (*model.Group, int, bool) {
+	rt.mu.Lock()
+	g, ok := rt.adoptable[seq]
+	delete(rt.adoptable, seq)
+	rt.mu.Unlock()
+	if !ok {
+		return nil, 0, false
+	}
+	frames, _, _ := g.Frames(0)
+	return g, len(frames), true
+}
+
+// newTimeline ends the groups the lost connection cut short and starts a
+// new timeline on the track; a gap after something was received counts as
+// lost (its size is unknown).
+func (rt *remoteTrack) newTimeline() {
+	rt.mu.Lock()
+	cut := rt.interrupted
+	rt.interrupted = nil
+	rt.mu.Unlock()
+	for seq, g := range cut {
+		g.Close(fmt.Errorf("group %d of %q: %w: the connection was lost", seq, rt.name, ErrTruncated))
+	}
+	if rt.track.NewestGroup() != nil {
+		rt.rb.s.lostGroups.Add(1)
+	}
+	rt.track.Discontinuity()
+}
+
+// resume fills the gap between what the track received before the
+// connection was lost and group first, where the resumed subscription
+// starts (see above). It returns when the missed groups are in the track.
+func (rt *remoteTrack) resume(ctx context.Context, c conn, timescale, first uint64) {
+	log := rt.rb.s.log.With("broadcast", rt.rb.path, "track", rt.name)
+	rt.mu.Lock()
+	cut := rt.interrupted
+	rt.interrupted = nil
+	rt.mu.Unlock()
+	newest := rt.track.NewestGroup()
+	ctx, cancel := context.WithTimeout(ctx, resumeTimeout)
+	defer cancel()
+	// The same publisher session goes on with the same groups: the newest
+	// group we hold must still start with the same frame. A peer that
+	// serves no FETCH leaves only the sequence to go by.
+	var probe []model.Frame
+	same := false
+	if newest != nil && first >= newest.Sequence() {
+		pctx, pcancel := context.WithTimeout(ctx, rt.rb.s.opts.RequestTimeout)
+		var err error
+		probe, err = rt.fetch(pctx, c, timescale, newest.Sequence())
+		pcancel()
+		have, _, _ := newest.Frames(0)
+		if err == nil {
+			same = len(have) > 0 && probe[0].Timestamp == have[0].Timestamp
+		} else {
+			probe = nil
+			same = first > newest.Sequence()
+		}
+	}
+	if !same {
+		rt.mu.Lock()
+		rt.interrupted = cut // newTimeline ends them
+		rt.mu.Unlock()
+		if newest != nil {
+			log.Info("moq: resumed on a new timeline: the publisher restarted, what it sent during the outage is lost",
+				"last", newest.Sequence(), "first", first)
+		}
+		rt.newTimeline()
+		rt.track.SetStart(first)
+		return
+	}
+	last := newest.Sequence()
+
+	// The cut groups: complete the older ones with FETCH; the one the
+	// subscription starts at comes again on its live stream.
+	for _, seq := range slices.Sorted(maps.Keys(cut)) {
+		g := cut[seq]
+		if seq >= first {
+			rt.mu.Lock()
+			if rt.adoptable == nil {
+				rt.adoptable = map[uint64]*model.Group{}
+			}
+			rt.adoptable[seq] = g
+			rt.mu.Unlock()
+			continue
+		}
+		frames, err := probe, error(nil)
+		if seq != last || probe == nil {
+			frames, err = rt.fetch(ctx, c, timescale, seq)
+		}
+		have, _, _ := g.Frames(0)
+		if err != nil || len(frames) < len(have) {
+			log.Info("moq: a group cut by the connection loss cannot be completed", "group", seq, "err", err)
+			g.Close(fmt.Errorf("group %d of %q: %w: the connection was lost", seq, rt.name, ErrTruncated))
+			continue
+		}
+		for _, f := range frames[len(have):] {
+			_ = g.WriteFrame(f)
+		}
+		g.Close(nil)
+	}
+
+	// The groups never received: FETCH them, oldest first, a window at
+	// a time, and insert them in order.
+	from := last + 1
+	end := min(first, from+resumeMaxGroups)
+	seq := from
+	for seq < end {
+		n := int(min(uint64(resumeWindow), end-seq))
+		res := make([]fetched, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { res[i].frames, res[i].err = rt.fetch(ctx, c, timescale, seq+uint64(i)) })
+		}
+		wg.Wait()
+		for _, r := range res {
+			if r.err != nil || insertGroup(rt.track, seq, r.frames) != nil {
+				log.Debug("moq: missed group not fetched", "group", seq, "err", r.err)
+				end = seq
+				break
+			}
+			seq++
+		}
+	}
+	if fetchedN := seq - from; fetchedN > 0 {
+		log.Info("moq: fetched the groups missed while the connection was down", "groups", fetchedN)
+	}
+	if seq < first {
+		lost := first - seq
+		rt.rb.s.lostGroups.Add(lost)
+		log.Warn("moq: groups missed while the connection was down are no longer served: a gap in the recording",
+			"groups", lost, "from", seq, "to", first-1)
+		// Readers go on at first without waiting for these, and report
+		// the gap before the next frame.
+		rt.track.MarkLost(seq, first)
+	}
+}
+
+// LostGroups returns how many groups of the session's subscriptions were
+// lost to connection outages: missed groups the peer no longer served
+// after a reconnect, and one for each resume on a restarted publisher
+// session (whose missed groups cannot be counted). Safe for concurrent use.
+func (s *Session) LostGroups() uint64 { return s.lostGroups.Load() }

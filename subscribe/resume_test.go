@@ -1,0 +1,247 @@
+package subscribe
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moq-export/moq-export/internal/udpproxy"
+	"github.com/moq-export/moq-export/model"
+)
+
+// outageRig is a publisher (our Server, which serves FETCH from the groups
+// its model track keeps) reached through a UDP proxy that can blackhole
+// the network, and a client subscribed to its track "a".
+type outageRig struct {
+	t      *testing.T
+	ctx    context.Context
+	src    *model.Track // the publisher's track
+	proxy  *udpproxy.Proxy
+	client *Session
+	logs   *logBuffer
+	c      *model.Consumer
+	open   *model.Group // the publisher's group being written
+	step   int64        // µs between the starts of two groups
+	events []model.Event
+}
+
+func newOutageRig(t *testing.T, ctx context.Context, keepGroups int) *outageRig {
+	t.Helper()
+	cert, pin, err := SelfSignedCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb := model.NewBroadcast("live")
+	src := pb.CreateTrack("a")
+	src.SetKeepGroups(keepGroups)
+	srv, err := Listen("127.0.0.1:0", ServerOptions{Certificates: []tls.Certificate{cert}, Logger: testLogger(t),
+		DisableWebTransport: true, Publish: []*model.Broadcast{pb}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	peers := make(chan *Session, 8)
+	go func() {
+		for {
+			peer, err := srv.Accept(context.Background())
+			if err != nil {
+				return
+			}
+			select {
+			case peers <- peer:
+			default: // reconnects: nobody waits for those
+			}
+		}
+	}()
+	px, err := udpproxy.New(srv.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { px.Close() })
+	r := &outageRig{t: t, ctx: ctx, src: src, proxy: px, logs: &logBuffer{}, step: 100_000}
+	r.client, err = Dial(ctx, "moql://"+px.Addr()+"/", Options{TLSFingerprint: pin, Logger: r.logs.logger(),
+		KeepAlive: 100 * time.Millisecond, IdleTimeout: 500 * time.Millisecond,
+		Reconnect: Backoff{Min: 20 * time.Millisecond, Max: 100 * time.Millisecond},
+		Container: func(string, string) string { return "legacy" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		r.client.Close()
+		if t.Failed() {
+			t.Log(r.logs.String())
+		}
+	})
+	tr, err := r.client.Broadcast("live").Track("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.c = tr.Subscribe(time.Hour)
+	// The publisher starts a subscription at its newest group: write
+	// nothing before it serves this one.
+	select {
+	case peer := <-peers:
+		waitFor(t, "the subscription to be served", func() bool { return peer.servingTrack("live", "a") >= 1 })
+	case <-ctx.Done():
+		t.Fatal("no session accepted")
+	}
+	return r
+}
+
+// frame writes frame i of group seq (ts = seq*step + i*10ms), opening
+// the group at i == 0 and closing the previous one.
+func (r *outageRig) frame(seq uint64, i int) {
+	r.t.Helper()
+	if i == 0 {
+		if r.open != nil {
+			r.open.Close(nil)
+		}
+		g, err := r.src.CreateGroup(seq)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		r.open = g
+	}
+	ts := int64(seq)*r.step + int64(i)*10_000
+	if err := r.open.WriteFrame(model.Frame{Timestamp: ts, Payload: fmt.Appendf(nil, "g%d-f%d", seq, i)}); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// readUntil reads the client's events until the frame at ts.
+func (r *outageRig) readUntil(ts int64) {
+	r.t.Helper()
+	evs, err := readEvents(r.ctx, r.c, func(e []model.Event) bool {
+		last := e[len(e)-1]
+		return last.Kind == model.EventFrame && last.Frame.Timestamp == ts
+	})
+	r.events = append(r.events, evs...)
+	if err != nil {
+		r.t.Fatalf("%v: %+v", err, evs)
+	}
+}
+
+// outage blackholes the network until the client noticed, runs during
+// (the publisher goes on), then lets the client reconnect.
+func (r *outageRig) outage(during func()) {
+	r.t.Helper()
+	r.proxy.Blackhole(true)
+	during()
+	waitFor(r.t, "the client to notice the loss", func() bool { return strings.Contains(r.logs.String(), "connection lost") })
+	r.proxy.Blackhole(false)
+	waitFor(r.t, "the client to resubscribe", func() bool { return strings.Contains(r.logs.String(), "reconnected") })
+}
+
+// TestOutageWhileThePublisherKeepsItsGroupsLosesNothing: the network drops
+// everything while the publisher finishes a group the client had half of
+// and writes four more; after the reconnect the client gets every frame,
+// in order, with no discontinuity.
+func TestOutageWhileThePublisherKeepsItsGroupsLosesNothing(t *testing.T) {
+	checkGoroutines(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r := newOutageRig(t, ctx, 1000)
+	for i := range 3 {
+		r.frame(0, i)
+	}
+	r.frame(1, 0)
+	r.frame(1, 1)
+	r.readUntil(110_000)
+	r.outage(func() {
+		for i := 2; i < 5; i++ {
+			r.frame(1, i)
+		}
+		for seq := uint64(2); seq < 6; seq++ {
+			for i := range 5 {
+				r.frame(seq, i)
+			}
+		}
+		r.frame(6, 0) // the live edge, still open
+	})
+	waitFor(t, "the resumed subscription", func() bool { return strings.Contains(r.logs.String(), "fetched the groups missed") })
+	for i := 1; i < 5; i++ {
+		r.frame(6, i)
+	}
+	r.frame(7, 0)
+	r.readUntil(700_000)
+
+	var want []int64
+	for seq := range int64(8) {
+		n := int64(5)
+		if seq == 0 {
+			n = 3
+		} else if seq == 7 {
+			n = 1
+		}
+		for i := range n {
+			want = append(want, seq*100_000+i*10_000)
+		}
+	}
+	var got []int64
+	for _, e := range r.events {
+		switch e.Kind {
+		case model.EventFrame:
+			if exp := fmt.Sprintf("g%d-f%d", e.Frame.Timestamp/100_000, e.Frame.Timestamp%100_000/10_000); string(e.Frame.Payload) != exp {
+				t.Fatalf("frame at %d carries %q", e.Frame.Timestamp, e.Frame.Payload)
+			}
+			got = append(got, e.Frame.Timestamp)
+		default:
+			t.Fatalf("event %+v in a recording that lost nothing", e)
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("frames\n got %v\nwant %v", got, want)
+	}
+	if n := r.client.LostGroups(); n != 0 {
+		t.Fatalf("LostGroups() = %d", n)
+	}
+}
+
+// TestOutageLongerThanThePublisherKeepsGroupsReportsTheGap: the publisher
+// keeps two groups, and what lags the newest by more than model.MaxLag
+// (the 2 s groups here) is dropped although its old subscription has not
+// read it: what it dropped during the outage is reported as lost, and the
+// reader sees one discontinuity before the live frames.
+func TestOutageLongerThanThePublisherKeepsGroupsReportsTheGap(t *testing.T) {
+	checkGoroutines(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r := newOutageRig(t, ctx, 2)
+	r.step = 2_000_000
+	r.frame(0, 0)
+	r.frame(0, 1)
+	r.readUntil(10_000)
+	r.outage(func() {
+		for seq := uint64(1); seq < 10; seq++ {
+			r.frame(seq, 0)
+		}
+	})
+	waitFor(t, "the gap to be reported", func() bool { return strings.Contains(r.logs.String(), "no longer served") })
+	r.frame(10, 0)
+	r.readUntil(20_000_000)
+	var disc int
+	var after []int64
+	for _, e := range r.events {
+		switch e.Kind {
+		case model.EventDiscontinuity:
+			disc++
+			after = nil
+		case model.EventFrame:
+			after = append(after, e.Frame.Timestamp)
+		case model.EventEnd:
+			t.Fatalf("track ended: %v", e.Err)
+		}
+	}
+	if disc != 1 {
+		t.Fatalf("%d discontinuities, want 1: %+v", disc, r.events)
+	}
+	if len(after) == 0 || after[len(after)-1] != 20_000_000 {
+		t.Fatalf("after the gap: %v", after)
+	}
+	if n := r.client.LostGroups(); n == 0 {
+		t.Fatal("LostGroups() = 0 after a gap")
+	}
+}
