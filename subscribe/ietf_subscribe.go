@@ -131,7 +131,9 @@ func (rt *remoteTrack) subscribeIETF(ctx context.Context, ic *ietfConn) error {
 		}
 		s.log.Debug("moq: subscription done", "broadcast", rt.rb.path, "track", rt.name,
 			"status", done.Status, "streams", done.StreamCount)
-		// The group streams may still be on their way.
+		// The group streams may still be on their way: all StreamCount of
+		// them when the publisher counted, then as for moq-lite.
+		sub.waitStreams(ctx, done.StreamCount)
 		sub.drain(ctx, 0, 0, false)
 		switch done.Status {
 		case ietf.DoneTrackEnded, ietf.DoneSubscriptionEnded:
@@ -140,6 +142,28 @@ func (rt *remoteTrack) subscribeIETF(ctx context.Context, ic *ietfConn) error {
 			return errGoingAway
 		default:
 			return fmt.Errorf("moq: publisher ended %q/%q: status %d: %q", rt.rb.path, rt.name, done.Status, done.Reason)
+		}
+	}
+}
+
+// waitStreams waits, at most the drain grace period, until n subgroup
+// streams of sub have arrived (one per group, as hang publishers write).
+func (sub *subscription) waitStreams(ctx context.Context, n uint64) {
+	grace := time.NewTimer(sub.rt.rb.s.opts.drainGrace)
+	defer grace.Stop()
+	for {
+		sub.mu.Lock()
+		got := uint64(len(sub.seen))
+		sub.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-sub.arrived:
+		case <-grace.C:
+			return
+		case <-ctx.Done():
+			return
 		}
 	}
 }

@@ -100,8 +100,11 @@ func TestIETFAnnouncementsFollowPublishAndUnpublish(t *testing.T) {
 			// publication, it sees it become active before its withdrawal.
 			remote := client.Broadcast("room/alice")
 			client.mu.Lock()
-			activated := client.remotes["room/alice"].activated
+			rb := client.remotes["room/alice"]
 			client.mu.Unlock()
+			rb.mu.Lock()
+			activated := rb.activated
+			rb.mu.Unlock()
 			b := model.NewBroadcast("room/alice")
 			if err := peer.Publish(b); err != nil {
 				t.Fatal(err)

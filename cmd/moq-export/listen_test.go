@@ -412,3 +412,21 @@ func TestListenRefusesBadCertificateFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestListenWarnsWhenOthersCanPublish: --listen on every interface says
+// that anyone who reaches it can publish; on loopback it stays quiet.
+func TestListenWarnsWhenOthersCanPublish(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		addr string
+		warn bool
+	}{{"0.0.0.0:0", true}, {"127.0.0.1:0", false}} {
+		cmd, errOut := start(t, t.TempDir(), "--listen", tt.addr, "-o", "x.mkv")
+		errOut.waitFor(t, "listening on")
+		cmd.Process.Signal(os.Interrupt)
+		exitCode(t, cmd, 20*time.Second)
+		if got := strings.Contains(errOut.String(), "anyone who reaches it can publish"); got != tt.warn {
+			t.Errorf("--listen %s: warning %v, want %v; stderr %q", tt.addr, got, tt.warn, errOut.String())
+		}
+	}
+}

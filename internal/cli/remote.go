@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -132,6 +133,9 @@ func (a *app) listen(ctx context.Context) error {
 	}
 	defer srv.Close()
 	addr := srv.Addr().String()
+	if !loopbackOnly(srv.Addr()) {
+		a.log.Warn(fmt.Sprintf("--listen %s is reachable from other hosts and does not authenticate: anyone who reaches it can publish and fill the disk; listen on 127.0.0.1 for local publishers", a.cfg.Listen))
+	}
 	if pin != "" {
 		notice(a.log, fmt.Sprintf("listening on moql://%s and https://%s (self-signed certificate, SHA-256 fingerprint %s; publishers pin it, or use http://%s)", addr, addr, pin, addr))
 	} else {
@@ -203,4 +207,16 @@ func (a *app) listen(ctx context.Context) error {
 		return first
 	}
 	return ctx.Err()
+}
+
+// loopbackOnly reports whether a listener at addr is reachable from this
+// host only (a loopback IP; not the unspecified address, which is every
+// interface).
+func loopbackOnly(addr net.Addr) bool {
+	host, _, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

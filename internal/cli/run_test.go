@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -232,6 +233,24 @@ func TestPickBroadcastNamesWhereTheBroadcastsCameFrom(t *testing.T) {
 		_, err := a.pickBroadcast(context.Background(), newLocalSource(model.NewBroadcast("a"), model.NewBroadcast("b")))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "pick one with -b") {
 			t.Errorf("%+v: %v; want it to say %q", tc.cfg, err, tc.want)
+		}
+	}
+}
+
+// TestLoopbackOnlyTellsWhoCanReachAListener: only a loopback address keeps
+// --listen quiet; the unspecified address and a LAN address are reachable
+// from other hosts and warn.
+func TestLoopbackOnlyTellsWhoCanReachAListener(t *testing.T) {
+	for _, tt := range []struct {
+		addr string
+		want bool
+	}{{"127.0.0.1:4443", true}, {"[::1]:4443", true}, {"0.0.0.0:4443", false}, {"[::]:4443", false}, {"192.168.1.5:4443", false}} {
+		a, err := net.ResolveUDPAddr("udp", tt.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := loopbackOnly(a); got != tt.want {
+			t.Errorf("loopbackOnly(%s) = %v, want %v", tt.addr, got, tt.want)
 		}
 	}
 }
