@@ -63,3 +63,22 @@ func AACConfig(codec string, sampleRate, channels int) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// AACRecord returns an AAC track's AudioSpecificConfig, as bytes and parsed:
+// desc when the catalog has one, else the record AACConfig builds from the
+// codec string, sample rate and channel count. Errors wrap ErrMissingFields
+// when there is no description and the fields cannot make one; otherwise
+// they are desc's parse error.
+func AACRecord(codec string, desc []byte, sampleRate, channels int) ([]byte, mpeg4audio.AudioSpecificConfig, error) {
+	var asc mpeg4audio.AudioSpecificConfig
+	if len(desc) == 0 {
+		var err error
+		if desc, err = AACConfig(codec, sampleRate, channels); err != nil {
+			return nil, asc, err
+		}
+	}
+	if err := asc.Unmarshal(desc); err != nil {
+		return nil, asc, err
+	}
+	return desc, asc, nil
+}

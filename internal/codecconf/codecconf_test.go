@@ -63,6 +63,41 @@ func TestAACConfigMatchesTheEncodersAndRefusesWhatItCannotSay(t *testing.T) {
 	}
 }
 
+func TestAACRecordKeepsTheDescriptionOrBuildsOneAndParsesIt(t *testing.T) {
+	given := []byte{0x11, 0x90} // AAC-LC, 48 kHz, stereo
+	built, err := codecconf.AACConfig("mp4a.40.2", 44100, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name        string
+		desc        []byte
+		rate, chans int
+		want        []byte
+		wantRate    int
+		wantMissing bool
+		wantErr     bool
+	}{
+		{name: "description kept", desc: given, rate: 44100, chans: 1, want: given, wantRate: 48000},
+		{name: "built from the fields", rate: 44100, chans: 1, want: built, wantRate: 44100},
+		{name: "no description, no fields", wantMissing: true, wantErr: true},
+		{name: "bad description", desc: []byte{0xff}, rate: 48000, chans: 2, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec, asc, err := codecconf.AACRecord("mp4a.40.2", tc.desc, tc.rate, tc.chans)
+			if (err != nil) != tc.wantErr || errors.Is(err, codecconf.ErrMissingFields) != tc.wantMissing {
+				t.Fatalf("err = %v, want error %v (missing fields %v)", err, tc.wantErr, tc.wantMissing)
+			}
+			if err != nil {
+				return
+			}
+			if !bytes.Equal(rec, tc.want) || asc.SampleRate != tc.wantRate {
+				t.Errorf("record %x at %d Hz, want %x at %d Hz", rec, asc.SampleRate, tc.want, tc.wantRate)
+			}
+		})
+	}
+}
+
 func TestOpusHeadMatchesLibopusAndLaysOutSurround(t *testing.T) {
 	// The embedded Opus sample's OpusHead comes from libopus via ffmpeg.
 	want := testmedia.MustLoadSample("opus").Description

@@ -10,7 +10,6 @@ import (
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/av1"
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/h264"
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/h265"
-	"github.com/bluenviron/mediacommon/v2/pkg/codecs/mpeg4audio"
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/opus"
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/vp9"
 
@@ -144,14 +143,11 @@ func (t *track) configure() error {
 		e.Audio.SamplingFrequency = 48000
 		e.Audio.Channels = uint64(h.ChannelCount)
 	case "aac":
-		if len(desc) == 0 {
-			var err error
-			if desc, err = codecconf.AACConfig(t.Codec, t.SampleRate, t.Channels); err != nil {
-				return fmt.Errorf("track %d: aac without AudioSpecificConfig: %w: %w", t.ID, ErrMissingConfig, err)
-			}
-		}
-		var asc mpeg4audio.AudioSpecificConfig
-		if err := asc.Unmarshal(desc); err != nil {
+		desc, asc, err := codecconf.AACRecord(t.Codec, desc, t.SampleRate, t.Channels)
+		switch {
+		case errors.Is(err, codecconf.ErrMissingFields):
+			return fmt.Errorf("track %d: aac without AudioSpecificConfig: %w: %w", t.ID, ErrMissingConfig, err)
+		case err != nil:
 			return fmt.Errorf("track %d: bad AudioSpecificConfig: %w", t.ID, err)
 		}
 		e.CodecPrivate = desc

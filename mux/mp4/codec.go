@@ -10,7 +10,6 @@ import (
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/eac3"
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/flac"
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/mpeg1audio"
-	"github.com/bluenviron/mediacommon/v2/pkg/codecs/mpeg4audio"
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/opus"
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/vp9"
 	"github.com/bluenviron/mediacommon/v2/pkg/formats/mp4/codecs"
@@ -115,14 +114,11 @@ func (t *track) configure() error {
 		t.timescale = videoTimescale
 		return nil // from the first keyframe's frame header
 	case "aac":
-		if len(desc) == 0 {
-			var err error
-			if desc, err = codecconf.AACConfig(t.Codec, t.SampleRate, t.Channels); err != nil {
-				return fmt.Errorf("track %d: aac without AudioSpecificConfig: %w: %w", t.ID, ErrMissingConfig, err)
-			}
-		}
-		var asc mpeg4audio.AudioSpecificConfig
-		if err := asc.Unmarshal(desc); err != nil {
+		_, asc, err := codecconf.AACRecord(t.Codec, desc, t.SampleRate, t.Channels)
+		switch {
+		case errors.Is(err, codecconf.ErrMissingFields):
+			return fmt.Errorf("track %d: aac without AudioSpecificConfig: %w: %w", t.ID, ErrMissingConfig, err)
+		case err != nil:
 			return fmt.Errorf("track %d: bad AudioSpecificConfig: %w", t.ID, err)
 		}
 		t.codec = &codecs.MPEG4Audio{Config: asc}
