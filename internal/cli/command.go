@@ -252,7 +252,7 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 	f.DurationVar(&cfg.Duration, "duration", 0, "stop after this much media and finish the file (default: until the broadcast ends)")
 	f.DurationVar(&cfg.Wait, "wait", 0, "give up (exit 1) when no broadcast (or not the -b one) is announced within this time (default: wait until Ctrl-C, saying so)")
 	f.DurationVar(&cfg.Timeout, "timeout", 0, "stop the whole run after this much wall-clock time, finishing the files (exit 1 if nothing was recorded)")
-	f.DurationVar(&cfg.ReconnectFor, "reconnect-for", 5*time.Minute, "give up (finish the files, exit 1) when the relay cannot be reached again for this long; 0 retries forever")
+	f.DurationVar(&cfg.ReconnectFor, "reconnect-for", 5*time.Minute, "give up (finish the files, exit 1) when the relay cannot be reached again for this long (at most --duration); 0 retries forever")
 	f.DurationVar(&cfg.Delay, "delay", 500*time.Millisecond, "how long a lagging track may hold the output back (jitter delay)")
 	f.StringSliceVar(&cfg.Video, "video", nil, "video rendition(s) to record, repeatable or comma-separated; \"none\" for no video (default: all the container carries, one for FLV)")
 	f.StringSliceVar(&cfg.Audio, "audio", nil, "audio rendition(s) to record, like --video")
