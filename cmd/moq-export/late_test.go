@@ -22,6 +22,7 @@ type runSummary struct {
 		Kind           string  `json:"kind"`
 		Received       int     `json:"received"`
 		Written        int     `json:"written"`
+		DroppedLate    int     `json:"dropped_late"`
 		DroppedByMuxer int     `json:"dropped_by_muxer"`
 		Gaps           int     `json:"gaps"`
 		Lost           float64 `json:"lost_seconds"`
