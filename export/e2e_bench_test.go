@@ -272,8 +272,11 @@ func (p *pipeline) drain() { p.waitWritten(p.sent) }
 
 // BenchmarkEndToEnd records one H.264 track of 4 KB frames (groups of 30)
 // into MKV on io.Discard, in process and over loopback QUIC, in one run.
-// One op is one frame. allocs/op counts every allocation in the process
-// (publisher and quic-go included); own-allocs/frame is this module's
+// One op is one frame. cpu-ns/frame is the process's CPU time (user and
+// system, all goroutines, publisher included) per frame, and
+// Gbit/s-on-2-cores the payload rate two cores would carry at that cost.
+// allocs/op counts every allocation in the process (publisher and quic-go
+// included); own-allocs/frame is this module's
 // (publisher, subscriber, model, export, jitter, muxer), dep-allocs/frame
 // everyone else's, counted with every allocation sampled over 600 frames
 // after the timed loop (package internal/allocs).
@@ -285,10 +288,17 @@ func BenchmarkEndToEnd(b *testing.B) {
 			defer p.stop()
 			b.SetBytes(int64(len(frames[0].payload)))
 			b.ReportAllocs()
+			cpu := processCPU()
 			for b.Loop() {
 				p.send(1)
 			}
 			p.drain()
+			cpu = processCPU() - cpu
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/frame")
+			// Payload bits per second that two cores could carry at that
+			// cost (the machine is shared: wall-clock MB/s depends on the
+			// others' load, the CPU spent per frame much less).
+			b.ReportMetric(2*float64(time.Second)/float64(cpu.Nanoseconds())*float64(b.N)*float64(8*len(frames[0].payload))/1e9, "Gbit/s-on-2-cores")
 			const counted = 600
 			c := allocs.Count(allocs.Module, func() {
 				p.send(counted)
@@ -296,7 +306,6 @@ func BenchmarkEndToEnd(b *testing.B) {
 			})
 			b.ReportMetric(float64(c.Own)/counted, "own-allocs/frame")
 			b.ReportMetric(float64(c.Others)/counted, "dep-allocs/frame")
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/frame")
 			b.Logf("allocations per frame by package: %s", perFrame(c.ByPackage, counted))
 			p.drain()
 		})
