@@ -272,6 +272,25 @@ func largestGap(ts []float64) time.Duration {
 	return time.Duration(gap * float64(time.Second))
 }
 
+// proxiedDemo publishes the demo as broadcast "live" on loopback QUIC
+// behind a UDP proxy, and returns the proxy and the server's pin.
+func proxiedDemo(t *testing.T, ctx context.Context, opts demo.Options) (*udpproxy.Proxy, string) {
+	t.Helper()
+	b := model.NewBroadcast("live")
+	go demo.Publish(ctx, b, opts)
+	srv, _, pin, err := subscribe.ServeLoopback(b, subscribe.ServerOptions{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	px, err := udpproxy.New(srv.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { px.Close() })
+	return px, pin
+}
+
 // TestNetworkOutageOfFourSecondsLosesNoFrame: the recorder reaches the
 // publisher through a UDP proxy that drops everything in both directions
 // for 4 s while the publisher goes on and keeps its groups. The recorder
@@ -283,18 +302,7 @@ func TestNetworkOutageOfFourSecondsLosesNoFrame(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	b := model.NewBroadcast("live")
-	go demo.Publish(ctx, b, demo.Options{Realtime: true, KeepGroups: 100000})
-	srv, _, pin, err := subscribe.ServeLoopback(b, subscribe.ServerOptions{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	px, err := udpproxy.New(srv.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer px.Close()
+	px, pin := proxiedDemo(t, ctx, demo.Options{Realtime: true, KeepGroups: 100000})
 	dir := t.TempDir()
 	r := startRecorder(t, ctx, dir, "moql://"+px.Addr()+"/", "--tls-fingerprint", pin, "-b", "live",
 		"--duration", "8s", "-o", "out.mkv", "-v")
@@ -455,18 +463,7 @@ func TestNetworkOutageOfFortySecondsIsReportedAndTheRecordingGoesOn(t *testing.T
 	const outage = 40 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	b := model.NewBroadcast("live")
-	go demo.Publish(ctx, b, demo.Options{Realtime: true})
-	srv, _, pin, err := subscribe.ServeLoopback(b, subscribe.ServerOptions{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	px, err := udpproxy.New(srv.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer px.Close()
+	px, pin := proxiedDemo(t, ctx, demo.Options{Realtime: true})
 	dir := t.TempDir()
 	r := startRecorder(t, ctx, dir, "moql://"+px.Addr()+"/", "--tls-fingerprint", pin, "-b", "live",
 		"-o", "out.mkv", "--json", "-v")
