@@ -41,6 +41,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[*Session]struct{}
+	admitted int // sessions admitted and not ended (MaxSessions)
 	closed   bool
 }
 
@@ -193,14 +194,14 @@ func (s *Server) acceptLoop() {
 }
 
 // acceptQUIC negotiates the version of a raw QUIC connection (its ALPN, or
-// the legacy SETUP under "moql") and delivers its session.
+// the legacy SETUP under "moql"), admits its session and delivers it.
 func (s *Server) acceptQUIC(qc *quic.Conn, proto string) {
 	if v, ok := ietfVersionOfALPN(proto); ok && proto != wire.ALPNLegacy {
 		s.acceptIETF(&quicConn{c: qc, alpn: proto}, v)
 		return
 	}
 	c := &quicConn{c: qc}
-	path, err := s.negotiate(c, proto, s.versions)
+	setupPath, err := s.negotiate(c, proto, s.versions)
 	if err == nil && c.version.Family == wire.FamilyIETF {
 		// The legacy SETUP chose moq-transport draft 14: the IETF session
 		// reads the same CLIENT_SETUP again (replayed) and answers it.
@@ -213,18 +214,36 @@ func (s *Server) acceptQUIC(qc *quic.Conn, proto string) {
 		qc.CloseWithError(CodeVersion, refusalReason(err))
 		return
 	}
+	// The legacy SETUP's Path carries the query (?jwt=) after the path.
+	path, query := splitPathQuery(setupPath)
 	sess := s.newSession(path)
 	sess.start(c)
-	if c.version.SetupStream {
-		// The root travels in the client's SETUP: wait briefly for it so
-		// Path is meaningful when Accept returns.
-		t := time.NewTimer(2 * time.Second)
-		defer t.Stop()
+	info := acceptInfo{remote: qc.RemoteAddr().String(), transport: "quic", query: query, version: c.version.Name}
+	switch {
+	case c.version.SetupStream:
+		// The root (and token) travel in the client's SETUP: wait for it
+		// so that Path is meaningful when Accept returns (briefly, unless
+		// the token must be checked).
+		wait := 2 * time.Second
+		if s.opts.AuthKey != nil {
+			wait = legacySetupTimeout
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-sess.peerSetup:
 		case <-t.C:
 		case <-sess.done:
 		}
+		t.Stop()
+		sess.mu.Lock()
+		info.query = sess.setupQuery
+		sess.mu.Unlock()
+		info.noToken = "a raw QUIC client puts ?jwt= in its SETUP Path"
+	case !c.version.LegacySetup:
+		info.noToken = c.version.Name + " over raw QUIC has no SETUP to carry a token: use moq-lite-05 or WebTransport"
+	}
+	if !s.admit(sess, c, info) {
+		return
 	}
 	s.deliver(sess)
 }
@@ -282,6 +301,11 @@ func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 		}
 		sess := s.newSession(r.URL.Path)
 		sess.start(c)
+		info := acceptInfo{remote: r.RemoteAddr, transport: "webtransport", query: r.URL.RawQuery, version: c.version.Name,
+			noToken: "a WebTransport client puts ?jwt= in the URL"}
+		if !s.admit(sess, c, info) {
+			return
+		}
 		s.deliver(sess)
 	}()
 }
@@ -296,11 +320,7 @@ func (s *Server) newSession(path string) *Session {
 	}
 	s.sessions[sess] = struct{}{}
 	s.mu.Unlock()
-	for _, b := range s.opts.Publish {
-		if err := sess.Publish(b); err != nil {
-			s.log.Warn("moq: publish on accepted session", "broadcast", b.Name(), "err", err)
-		}
-	}
+	sess.authRequired = s.opts.AuthKey != nil
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

@@ -30,6 +30,7 @@ type Config struct {
 	TLSInsecure    bool
 	TLSCert        string
 	TLSKey         string
+	AuthKey        string // --auth-key: the JWK publishers' tokens are checked with
 	Progress       string
 	Verbose        int
 	Quiet          bool
@@ -152,6 +153,9 @@ func (c *Config) Check() error {
 	}
 	if c.TLSCert != "" && c.Listen == "" {
 		return usagef("--tls-cert and --tls-key are for --listen")
+	}
+	if c.AuthKey != "" && c.Listen == "" {
+		return usagef("--auth-key checks the tokens of publishers on --listen; a relay URL takes a token with --token-file or ?jwt=")
 	}
 	if c.List && c.Listen != "" {
 		return usagef("--list asks a relay what it offers, but --listen waits for publishers: give a URL instead of --listen, or drop --list")
