@@ -157,25 +157,19 @@ func (s *Server) expireAt(sess *Session, c conn, at time.Time, log interface{ In
 	}()
 }
 
-// count admits sess under MaxSessions; the count drops when it ends.
+// count admits sess under MaxSessions; newSession's watcher uncounts it
+// when it ends.
 func (s *Server) count(sess *Session) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if _, ok := s.sessions[sess]; !ok {
+		return true // already ended (or the server closed)
+	}
 	if s.opts.MaxSessions > 0 && s.admitted >= s.opts.MaxSessions {
 		return false
 	}
 	s.admitted++
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		select {
-		case <-sess.done:
-		case <-s.ctx.Done():
-		}
-		s.mu.Lock()
-		s.admitted--
-		s.mu.Unlock()
-	}()
+	s.sessions[sess] = true
 	return true
 }
 

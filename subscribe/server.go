@@ -40,8 +40,8 @@ type Server struct {
 	wg       sync.WaitGroup
 
 	mu       sync.Mutex
-	sessions map[*Session]struct{}
-	admitted int // sessions admitted and not ended (MaxSessions)
+	sessions map[*Session]bool // true once counted in admitted
+	admitted int               // sessions admitted and not ended (MaxSessions)
 	closed   bool
 }
 
@@ -102,7 +102,7 @@ func Listen(addr string, opts ServerOptions) (*Server, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		opts: opts, versions: versions, log: opts.Logger, udp: udp, tr: tr, ln: ln, accepted: make(chan *Session),
-		ctx: ctx, cancel: cancel, sessions: map[*Session]struct{}{},
+		ctx: ctx, cancel: cancel, sessions: map[*Session]bool{},
 	}
 	if !opts.DisableWebTransport {
 		mux := http.NewServeMux()
@@ -318,7 +318,7 @@ func (s *Server) newSession(path string) *Session {
 		sess.cancel()
 		return sess
 	}
-	s.sessions[sess] = struct{}{}
+	s.sessions[sess] = false
 	s.mu.Unlock()
 	sess.authRequired = s.opts.AuthKey != nil
 	s.wg.Add(1)
@@ -329,6 +329,9 @@ func (s *Server) newSession(path string) *Session {
 		case <-s.ctx.Done():
 		}
 		s.mu.Lock()
+		if s.sessions[sess] {
+			s.admitted--
+		}
 		delete(s.sessions, sess)
 		s.mu.Unlock()
 	}()
