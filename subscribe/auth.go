@@ -62,6 +62,9 @@ func splitPathQuery(p string) (path, query string) {
 // MaxSessions must not be reached. A refused session is closed with the
 // reference's code and logged with who and why; admit returns false.
 func (s *Server) admit(sess *Session, c conn, info acceptInfo) bool {
+	sess.mu.Lock()
+	sess.remote = info.remote
+	sess.mu.Unlock()
 	log := s.log.With("remote", info.remote, "transport", info.transport, "path", sess.Path(), "version", info.version)
 	if s.opts.AuthKey != nil {
 		a, err := s.authorize(sess, info)
@@ -219,4 +222,12 @@ func (s *Session) abort(c conn, code uint64, reason string, err error) {
 	c.Close(code, reason)
 	s.cancel()
 	s.finish(err)
+}
+
+// Remote returns the peer's address of an accepted session ("" for a
+// dialled one).
+func (s *Session) Remote() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.remote
 }

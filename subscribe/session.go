@@ -76,6 +76,7 @@ type Session struct {
 	peerRoleSet  bool
 	auth         *sessionAuth
 	authRequired bool
+	remote       string // the peer's address (accepted sessions)
 }
 
 func newSession(opts Options, path string) *Session {

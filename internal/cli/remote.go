@@ -77,6 +77,9 @@ func (s *sessionSource) Reconnects() int64 { return s.s.Reconnects() }
 
 func (s *sessionSource) Version() string { return s.s.Version() }
 
+// Peer is the publisher's address on --listen, for the limits' refusals.
+func (s *sessionSource) Peer() string { return s.s.Remote() }
+
 func (s *sessionSource) Close() error { return s.s.Close() }
 
 // Err returns why the session ended: record tells a session that gave up
@@ -128,7 +131,7 @@ func (a *app) listen(ctx context.Context) error {
 	} else if cert, pin, err = subscribe.SelfSignedCert(); err != nil {
 		return fmt.Errorf("making a self-signed certificate: %w; give one with --tls-cert and --tls-key", err)
 	}
-	opts := subscribe.ServerOptions{Certificates: []tls.Certificate{cert}, Logger: a.log, FingerprintHTTP: pin != ""}
+	opts := subscribe.ServerOptions{Certificates: []tls.Certificate{cert}, Logger: a.log, FingerprintHTTP: pin != "", MaxSessions: a.cfg.MaxPublishers}
 	if a.cfg.AuthKey != "" {
 		if opts.AuthKey, err = token.LoadKey(a.cfg.AuthKey); err != nil {
 			return fmt.Errorf("--auth-key: %w; give the JWK file of the key that signs the publishers' tokens (e.g. made by 'npx @moq/token generate')", err)
