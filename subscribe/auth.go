@@ -88,6 +88,15 @@ func (s *Server) admit(sess *Session, c conn, info acceptInfo) bool {
 		sess.abort(c, CodeTooMany, "too many sessions", err)
 		return false
 	}
+	if sess.authRequired {
+		s.publishOn(sess)
+	}
+	return true
+}
+
+// publishOn publishes ServerOptions.Publish on sess, what its token lets
+// the peer subscribe to.
+func (s *Server) publishOn(sess *Session) {
 	for _, b := range s.opts.Publish {
 		if !sess.mayServe(b.Name()) {
 			continue
@@ -96,7 +105,6 @@ func (s *Server) admit(sess *Session, c conn, info acceptInfo) bool {
 			s.log.Warn("moq: publish on accepted session", "broadcast", b.Name(), "err", err)
 		}
 	}
-	return true
 }
 
 func quoteAll(ps []string) []string {

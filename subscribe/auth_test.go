@@ -225,26 +225,27 @@ func TestServerAuthRole(t *testing.T) {
 	srv, pin := startAuthServer(t, key, logs, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	url := fmt.Sprintf("moql://%s/demo?jwt=%s", srv.Addr(), jwt)
-	opts := Options{TLSFingerprint: pin, Logger: testLogger(t), Versions: []string{"lite-05"}, Role: RolePublisher}
-	opts.Reconnect.Disabled = true
-	client, err := Dial(ctx, url, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-client.Done()
-	if ce, ok := errors.AsType[*CloseError](client.Err()); !ok || ce.Code != CodeUnauthorized {
-		t.Fatalf("publisher role with a subscribe-only token: %v", client.Err())
-	}
-	client.Close()
-	if !strings.Contains(logs.String(), "declared the publisher role") {
-		t.Fatalf("log:\n%s", logs)
-	}
-	opts.Role = RoleSubscriber
-	client, peer := dialAndAccept(t, ctx, srv, url, opts)
-	defer client.Close()
-	if peer.mayPublish("anything") {
-		t.Fatal("a subscribe-only session may publish")
+	for i, scheme := range []string{"moql", "https"} {
+		url := fmt.Sprintf("%s://%s/demo?jwt=%s", scheme, srv.Addr(), jwt)
+		opts := Options{TLSFingerprint: pin, Logger: testLogger(t), Versions: []string{"lite-05"}, Role: RolePublisher}
+		opts.Reconnect.Disabled = true
+		client, err := Dial(ctx, url, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-client.Done()
+		if ce, ok := errors.AsType[*CloseError](client.Err()); !ok || ce.Code != CodeUnauthorized {
+			t.Fatalf("%s: publisher role with a subscribe-only token: %v", scheme, client.Err())
+		}
+		client.Close()
+		waitFor(t, "the refusal", func() bool { return strings.Count(logs.String(), "declared the publisher role") == i+1 })
+		opts.Role = RoleSubscriber
+		client, peer := dialAndAccept(t, ctx, srv, url, opts)
+		if peer.mayPublish("anything") {
+			t.Fatalf("%s: a subscribe-only session may publish", scheme)
+		}
+		client.Close()
+		peer.Close()
 	}
 }
 

@@ -228,13 +228,7 @@ func (s *Server) acceptQUIC(qc *quic.Conn, proto string) {
 		if s.opts.AuthKey != nil {
 			wait = legacySetupTimeout
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-sess.peerSetup:
-		case <-t.C:
-		case <-sess.done:
-		}
-		t.Stop()
+		awaitSetup(sess, wait)
 		sess.mu.Lock()
 		info.query = sess.setupQuery
 		sess.mu.Unlock()
@@ -246,6 +240,17 @@ func (s *Server) acceptQUIC(qc *quic.Conn, proto string) {
 		return
 	}
 	s.deliver(sess)
+}
+
+// awaitSetup waits at most d for the client's SETUP on sess.
+func awaitSetup(sess *Session, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-sess.peerSetup:
+	case <-t.C:
+	case <-sess.done:
+	}
 }
 
 // negotiate sets c's version from the negotiated protocol, running the
@@ -301,6 +306,11 @@ func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 		}
 		sess := s.newSession(r.URL.Path)
 		sess.start(c)
+		if c.version.SetupStream && s.opts.AuthKey != nil {
+			// The token is in the URL, but the Role the token must
+			// allow is in the client's SETUP.
+			awaitSetup(sess, legacySetupTimeout)
+		}
 		info := acceptInfo{remote: r.RemoteAddr, transport: "webtransport", query: r.URL.RawQuery, version: c.version.Name,
 			noToken: "a WebTransport client puts ?jwt= in the URL"}
 		if !s.admit(sess, c, info) {
@@ -321,6 +331,11 @@ func (s *Server) newSession(path string) *Session {
 	s.sessions[sess] = false
 	s.mu.Unlock()
 	sess.authRequired = s.opts.AuthKey != nil
+	if !sess.authRequired {
+		// From the session's first moment, before it serves any stream
+		// (with an AuthKey, admit publishes what the token allows).
+		s.publishOn(sess)
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
