@@ -1,7 +1,6 @@
 package interop
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -60,26 +58,8 @@ func mintToken(ctx context.Context, t *testing.T, ref *reference, k mintedKey, c
 	return ev.Message
 }
 
-// syncBuffer is a log sink the tests read while the server writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // waitLog waits until the log has n lines with every want.
-func waitLog(ctx context.Context, t *testing.T, logs *syncBuffer, n int, want ...string) {
+func waitLog(ctx context.Context, t *testing.T, logs *lockedBuffer, n int, want ...string) {
 	t.Helper()
 	for {
 		count := 0
@@ -104,14 +84,14 @@ func waitLog(ctx context.Context, t *testing.T, logs *syncBuffer, n int, want ..
 }
 
 // authServer is our server with --auth-key set to k's verifying file.
-func authServer(t *testing.T, k mintedKey) (*subscribe.Server, *testCert, *syncBuffer) {
+func authServer(t *testing.T, k mintedKey) (*subscribe.Server, *testCert, *lockedBuffer) {
 	t.Helper()
 	key, err := token.LoadKey(k.verify)
 	if err != nil {
 		t.Fatalf("our server cannot read the key @moq/token made: %v", err)
 	}
 	tlsCert, cert := ourCert(t)
-	logs := &syncBuffer{}
+	logs := &lockedBuffer{}
 	srv, err := subscribe.Listen("127.0.0.1:0", subscribe.ServerOptions{
 		Certificates: []tls.Certificate{tlsCert}, AuthKey: key,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -132,6 +112,18 @@ type tokenCase struct {
 	admit  bool           // the session is admitted
 	record bool           // and alice is recorded
 	reason string         // the refusal's reason in the log
+}
+
+// mintFor mints tc's token ("" for none) with k, or other for a wrong key.
+func mintFor(ctx context.Context, t *testing.T, ref *reference, tc tokenCase, k, other mintedKey) string {
+	t.Helper()
+	if tc.claims == nil {
+		return ""
+	}
+	if tc.other {
+		k = other
+	}
+	return mintToken(ctx, t, ref, k, tc.claims)
 }
 
 func tokenCases() []tokenCase {
@@ -166,14 +158,7 @@ func TestReferenceTokensAdmitOurPublisher(t *testing.T) {
 				if alg != "ES256" && alg != "HS256" && !tc.record {
 					continue // the whole matrix for one symmetric and one asymmetric key
 				}
-				jwt := ""
-				if tc.claims != nil {
-					signer := k
-					if tc.other {
-						signer = other
-					}
-					jwt = mintToken(ctx, t, ref, signer, tc.claims)
-				}
+				jwt := mintFor(ctx, t, ref, tc, k, other)
 				for _, scheme := range []string{"moql", "https"} {
 					url := fmt.Sprintf("%s://127.0.0.1:%s/demo", scheme, strings.Split(srv.Addr().String(), ":")[1])
 					if jwt != "" {
@@ -213,7 +198,7 @@ func TestReferenceTokensAdmitOurPublisher(t *testing.T) {
 
 // checkPublishRights publishes alice on client and checks that peer, the
 // accepted session, sees it announced (record) or refused.
-func checkPublishRights(ctx context.Context, t *testing.T, client, peer *subscribe.Session, logs *syncBuffer, record bool) {
+func checkPublishRights(ctx context.Context, t *testing.T, client, peer *subscribe.Session, logs *lockedBuffer, record bool) {
 	t.Helper()
 	ann, err := peer.Announced(ctx, "")
 	if err != nil {
@@ -252,13 +237,8 @@ func TestReferenceTokensAdmitTheReferencePublisher(t *testing.T) {
 	broadcastRefusals := 0
 	for _, tc := range tokenCases() {
 		t.Run(strings.ReplaceAll(tc.name, " ", "-"), func(t *testing.T) {
-			jwt := ""
-			if tc.claims != nil {
-				signer := k
-				if tc.other {
-					signer = other
-				}
-				jwt = mintToken(ctx, t, ref, signer, tc.claims)
+			jwt := mintFor(ctx, t, ref, tc, k, other)
+			if jwt != "" {
 				minted = append(minted, jwt)
 			}
 			url := fmt.Sprintf("https://127.0.0.1:%s/demo", strings.Split(srv.Addr().String(), ":")[1])

@@ -44,11 +44,16 @@ func liveDemo(name string, loops int, renditions ...string) *model.Broadcast {
 }
 
 // recordAllUntil runs RecordAll over src with opts until want files are
-// finished, then ends the source; it returns the finished files.
-func recordAllUntil(t *testing.T, src *record.LocalSource, opts record.Options, want int) []record.FileInfo {
+// finished (opts.OnFile, when set, sees every event first), then ends the
+// source; it returns the Recorder.
+func recordAllUntil(t *testing.T, src *record.LocalSource, opts record.Options, want int) *record.Recorder {
 	t.Helper()
 	var finished atomic.Int32
+	onFile := opts.OnFile
 	opts.OnFile = func(e record.FileEvent) {
+		if onFile != nil {
+			onFile(e)
+		}
 		if e.Finished && finished.Add(1) == int32(want) {
 			src.Close()
 		}
@@ -60,7 +65,7 @@ func recordAllUntil(t *testing.T, src *record.LocalSource, opts record.Options, 
 	if err := rec.RecordAll(context.Background(), src); err != nil && !errors.Is(err, record.ErrSourceClosed) {
 		t.Fatalf("RecordAll: %v", err)
 	}
-	return rec.Files()
+	return rec
 }
 
 // TestMaxRecordingsRefusesTheBroadcastBeyondIt: with room for one
@@ -74,7 +79,7 @@ func TestMaxRecordingsRefusesTheBroadcastBeyondIt(t *testing.T) {
 	}
 	logs := &logSink{}
 	src := record.Local(liveDemo("a", 1), liveDemo("b", 1))
-	files := recordAllUntil(t, src, record.Options{Output: out, MaxRecordings: 1, Logger: slog.New(slog.NewTextHandler(logs, nil))}, 1)
+	files := recordAllUntil(t, src, record.Options{Output: out, MaxRecordings: 1, Logger: slog.New(slog.NewTextHandler(logs, nil))}, 1).Files()
 	if len(files) != 1 {
 		t.Fatalf("files %+v, want one", files)
 	}
@@ -109,7 +114,7 @@ func TestMaxFileBytesCutsTheRecordingThatReachesIt(t *testing.T) {
 	const limit = 96 << 10 // one loop of h264+aac is about 160 KB, of aac alone 35 KB
 	logs := &logSink{}
 	src := record.Local(liveDemo("big", 1), liveDemo("small", 1, "aac"))
-	files := recordAllUntil(t, src, record.Options{Output: out, MaxFileBytes: limit, Logger: slog.New(slog.NewTextHandler(logs, nil))}, 2)
+	files := recordAllUntil(t, src, record.Options{Output: out, MaxFileBytes: limit, Logger: slog.New(slog.NewTextHandler(logs, nil))}, 2).Files()
 	if len(files) != 2 {
 		t.Fatalf("files %+v", files)
 	}
@@ -160,22 +165,12 @@ func TestMinFreeBytesFinishesRunningRecordingsAndRefusesNewOnes(t *testing.T) {
 	}
 	logs := &logSink{}
 	opts := record.Options{Output: out, MinFreeBytes: 1 << 30, FreeSpace: free, Logger: slog.New(slog.NewTextHandler(logs, nil))}
-	src := record.Local(liveDemo("a", 2))
-	var finished atomic.Bool
 	opts.OnFile = func(e record.FileEvent) {
 		if !e.Finished {
 			full.Store(true)
-		} else if !finished.Swap(true) {
-			src.Close()
 		}
 	}
-	rec, err := record.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rec.RecordAll(context.Background(), src); err != nil && !errors.Is(err, record.ErrSourceClosed) {
-		t.Fatalf("RecordAll: %v", err)
-	}
+	rec := recordAllUntil(t, record.Local(liveDemo("a", 2)), opts, 1)
 	files := rec.Files()
 	if len(files) != 1 {
 		t.Fatalf("files %+v", files)
