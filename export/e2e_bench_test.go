@@ -119,12 +119,12 @@ type pipeline struct {
 	stop   func()
 }
 
-// newPipeline starts an export of one H.264 track (frames, cycled) into an
-// MKV muxer on w, in process or over loopback QUIC, and waits until the
+// newPipeline starts an export of one track (frames, cycled, described as
+// the embedded sample of that name describes it) into an MKV muxer on w, in process or over loopback QUIC, and waits until the
 // export wrote the first frame: from then on every frame sent is recorded.
-func newPipeline(tb testing.TB, overQUIC bool, frames []e2eFrame, w io.Writer) *pipeline {
+func newPipeline(tb testing.TB, overQUIC bool, sample string, frames []e2eFrame, w io.Writer) *pipeline {
 	tb.Helper()
-	cat, err := demo.Catalog([]string{"h264"})
+	cat, err := demo.Catalog([]string{sample})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func newPipeline(tb testing.TB, overQUIC bool, frames []e2eFrame, w io.Writer) *
 	cg, _ := pub.CreateTrack(catalog.TrackFor(pub.Name())).AppendGroup()
 	cg.WriteFrame(model.Frame{Payload: data})
 	cg.Close(nil)
-	p := &pipeline{tb: tb, frames: frames, src: pub.CreateTrack("h264"), done: make(chan error, 1)}
+	p := &pipeline{tb: tb, frames: frames, src: pub.CreateTrack(sample), done: make(chan error, 1)}
 	last := frames[len(frames)-1].ts
 	for _, f := range frames {
 		last = max(last, f.ts)
@@ -270,45 +270,60 @@ func (p *pipeline) waitWritten(n int64) {
 // them all, and dropped or skipped none).
 func (p *pipeline) drain() { p.waitWritten(p.sent) }
 
-// BenchmarkEndToEnd records one H.264 track of 4 KB frames (groups of 30)
-// into MKV on io.Discard, in process and over loopback QUIC, in one run.
-// One op is one frame. cpu-ns/frame is the process's CPU time (user and
-// system, all goroutines, publisher included) per frame, and
+// BenchmarkEndToEnd records one track into MKV on io.Discard, in process
+// and over loopback QUIC, in one run: video, H.264 frames of 4 KB in
+// groups of 30; audio, the AAC sample's frames (about 370 bytes), one
+// group each as hang publishes audio, so that it measures what a group
+// costs. One op is one frame. cpu-ns/frame is the process's CPU time (user
+// and system, all goroutines, publisher included) per frame, and
 // Gbit/s-on-2-cores the payload rate two cores would carry at that cost.
 // allocs/op counts every allocation in the process (publisher and quic-go
-// included); own-allocs/frame is this module's
-// (publisher, subscriber, model, export, jitter, muxer), dep-allocs/frame
-// everyone else's, counted with every allocation sampled over 600 frames
-// after the timed loop (package internal/allocs).
+// included); own-allocs/frame is this module's (publisher, subscriber,
+// model, export, jitter, muxer), dep-allocs/frame everyone else's, counted
+// with every allocation sampled over 600 frames after the timed loop
+// (package internal/allocs).
 func BenchmarkEndToEnd(b *testing.B) {
-	frames := syntheticH264(4096)
-	for _, path := range []string{"in-process", "loopback-quic"} {
-		b.Run(path, func(b *testing.B) {
-			p := newPipeline(b, path == "loopback-quic", frames, io.Discard)
-			defer p.stop()
-			b.SetBytes(int64(len(frames[0].payload)))
-			b.ReportAllocs()
-			cpu := processCPU()
-			for b.Loop() {
-				p.send(1)
-			}
-			p.drain()
-			cpu = processCPU() - cpu
-			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/frame")
-			// Payload bits per second that two cores could carry at that
-			// cost (the machine is shared: wall-clock MB/s depends on the
-			// others' load, the CPU spent per frame much less).
-			b.ReportMetric(2*float64(time.Second)/float64(cpu.Nanoseconds())*float64(b.N)*float64(8*len(frames[0].payload))/1e9, "Gbit/s-on-2-cores")
-			const counted = 600
-			c := allocs.Count(allocs.Module, func() {
-				p.send(counted)
-				p.waitWritten(p.sent)
+	for _, media := range []struct {
+		name, sample string
+		frames       []e2eFrame
+	}{
+		{"video", "h264", syntheticH264(4096)},
+		{"audio", "aac", sampleFrames(mediatest.LoadSample("aac"))},
+	} {
+		size := 0
+		for _, f := range media.frames {
+			size += len(f.payload)
+		}
+		size /= len(media.frames)
+		for _, path := range []string{"in-process", "loopback-quic"} {
+			b.Run(path+"/"+media.name, func(b *testing.B) {
+				p := newPipeline(b, path == "loopback-quic", media.sample, media.frames, io.Discard)
+				defer p.stop()
+				b.SetBytes(int64(size))
+				b.ReportAllocs()
+				cpu := processCPU()
+				for b.Loop() {
+					p.send(1)
+				}
+				p.drain()
+				cpu = processCPU() - cpu
+				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/frame")
+				// Payload bits per second that two cores could carry at
+				// that cost (the machine is shared: wall-clock MB/s
+				// depends on the others' load, the CPU spent per frame
+				// much less).
+				b.ReportMetric(2*float64(time.Second)/float64(cpu.Nanoseconds())*float64(b.N)*float64(8*size)/1e9, "Gbit/s-on-2-cores")
+				const counted = 600
+				c := allocs.Count(allocs.Module, func() {
+					p.send(counted)
+					p.waitWritten(p.sent)
+				})
+				b.ReportMetric(float64(c.Own)/counted, "own-allocs/frame")
+				b.ReportMetric(float64(c.Others)/counted, "dep-allocs/frame")
+				b.Logf("allocations per frame by package: %s", perFrame(c.ByPackage, counted))
+				p.drain()
 			})
-			b.ReportMetric(float64(c.Own)/counted, "own-allocs/frame")
-			b.ReportMetric(float64(c.Others)/counted, "dep-allocs/frame")
-			b.Logf("allocations per frame by package: %s", perFrame(c.ByPackage, counted))
-			p.drain()
-		})
+		}
 	}
 }
 
@@ -343,17 +358,18 @@ func cmp(s, empty string) string {
 }
 
 // TestEndToEndPathRecordsEveryFrame runs the benchmark's path, in process
-// and over loopback QUIC, on the real H.264 sample (three loops) into an
-// MKV file, and checks with ffmpeg that the file decodes and holds every
-// frame at its timestamp: the benchmark measures a path that works, and it
-// terminates.
+// and over loopback QUIC, on the real H.264 and AAC samples (three loops)
+// into an MKV file, and checks with ffmpeg that the file decodes and holds
+// every frame at its timestamp: the benchmark measures a path that works,
+// and it terminates.
 func TestEndToEndPathRecordsEveryFrame(t *testing.T) {
-	s := mediatest.LoadSample("h264")
-	frames := sampleFrames(s)
-	for _, path := range []string{"in-process", "loopback-quic"} {
-		t.Run(path, func(t *testing.T) {
+	for _, tc := range []struct{ path, sample string }{
+		{"in-process", "h264"}, {"loopback-quic", "h264"}, {"in-process", "aac"}, {"loopback-quic", "aac"},
+	} {
+		frames := sampleFrames(mediatest.LoadSample(tc.sample))
+		t.Run(tc.path+"/"+tc.sample, func(t *testing.T) {
 			f, name := mediatest.CreateFile(t, "out.mkv")
-			p := newPipeline(t, path == "loopback-quic", frames, f)
+			p := newPipeline(t, tc.path == "loopback-quic", tc.sample, frames, f)
 			p.send(3*len(frames) - 1)
 			p.drain()
 			var want []int64

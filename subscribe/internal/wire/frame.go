@@ -34,9 +34,11 @@ type FrameReader struct {
 	// Timestamp is the absolute timestamp of the last frame read, in the
 	// track's timescale.
 	Timestamp int64
-	// Slab, when set, is where payloads are cut from (nil: one allocation
-	// per payload).
-	Slab *Slab
+	// Slab, when UseSlab is set, is where payloads are cut from
+	// (otherwise: one allocation per payload). Held by value, so that a
+	// reader on the stack keeps its slab there too.
+	Slab    Slab
+	UseSlab bool
 }
 
 // NewFrameReader returns a FrameReader for frames laid out for v.
@@ -64,7 +66,11 @@ func (f *FrameReader) Next() ([]byte, error) {
 	if size > MaxFrame {
 		return nil, fmt.Errorf("%w: frame of %d bytes", ErrTooLarge, size)
 	}
-	payload, err := readN(f.R, size, f.Slab)
+	var slab *Slab
+	if f.UseSlab {
+		slab = &f.Slab
+	}
+	payload, err := readN(f.R, size, slab)
 	if err != nil {
 		return nil, err
 	}

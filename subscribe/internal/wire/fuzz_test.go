@@ -78,7 +78,7 @@ func FuzzFrameReader(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		plain := readAllFrames(t, &FrameReader{R: bufio.NewReader(bytes.NewReader(b))}, len(b))
-		slab := readAllFrames(t, &FrameReader{R: bufio.NewReader(bytes.NewReader(b)), Slab: &Slab{Hint: len(b) / 3}}, len(b))
+		slab := readAllFrames(t, &FrameReader{R: bufio.NewReader(bytes.NewReader(b)), Slab: Slab{Hint: len(b) / 3}, UseSlab: true}, len(b))
 		if !slices.EqualFunc(plain, slab, bytes.Equal) {
 			t.Fatalf("with a slab, frames %x; without, %x", slab, plain)
 		}

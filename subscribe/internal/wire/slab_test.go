@@ -36,8 +36,7 @@ func TestSlabCutsPayloadsThatStayApart(t *testing.T) {
 				want = append(want, p)
 				stream = AppendFrame(stream, 33, p)
 			}
-			slab := &Slab{Hint: tc.hint}
-			fr := &FrameReader{R: bufio.NewReaderSize(bytes.NewReader(stream), 1<<17), Slab: slab}
+			fr := &FrameReader{R: bufio.NewReaderSize(bytes.NewReader(stream), 1<<17), Slab: Slab{Hint: tc.hint}, UseSlab: true}
 			var got [][]byte
 			for {
 				p, err := fr.Next()
@@ -58,8 +57,8 @@ func TestSlabCutsPayloadsThatStayApart(t *testing.T) {
 					t.Fatalf("payload %d changed: %s", i, summary(got[i]))
 				}
 			}
-			if slab.Used() != tc.wantUsedBytes {
-				t.Errorf("Used %d, want %d", slab.Used(), tc.wantUsedBytes)
+			if fr.Slab.Used() != tc.wantUsedBytes {
+				t.Errorf("Used %d, want %d", fr.Slab.Used(), tc.wantUsedBytes)
 			}
 			if buffers != tc.wantBuffers {
 				t.Errorf("payloads in %d buffers, want %d", buffers, tc.wantBuffers)
