@@ -128,7 +128,11 @@ func (s *Server) authorize(sess *Session, info acceptInfo) (*sessionAuth, error)
 	if tok == "" && info.noToken != "" {
 		return nil, fmt.Errorf("%w: %w (%s)", ErrUnauthorized, token.ErrMissing, info.noToken)
 	}
-	claims, err := s.opts.AuthKey.Verify(tok, time.Now())
+	now := time.Now()
+	if s.opts.verifyAt != nil {
+		now = s.opts.verifyAt()
+	}
+	claims, err := s.opts.AuthKey.Verify(tok, now)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnauthorized, err)
 	}

@@ -17,6 +17,12 @@ import (
 
 func startAuthServer(t *testing.T, key *token.Key, logs *logBuffer, maxSessions int) (*Server, string) {
 	t.Helper()
+	return startAuthServerAt(t, key, logs, maxSessions, nil)
+}
+
+// startAuthServerAt is startAuthServer verifying tokens at verifyAt.
+func startAuthServerAt(t *testing.T, key *token.Key, logs *logBuffer, maxSessions int, verifyAt func() time.Time) (*Server, string) {
+	t.Helper()
 	cert, pin, err := SelfSignedCert()
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +39,7 @@ func startAuthServer(t *testing.T, key *token.Key, logs *logBuffer, maxSessions 
 		t.Fatal(err)
 	}
 	srv, err := Listen("127.0.0.1:0", ServerOptions{Certificates: []tls.Certificate{cert}, Logger: logs.logger(),
-		AuthKey: verifier, MaxSessions: maxSessions})
+		AuthKey: verifier, MaxSessions: maxSessions, verifyAt: verifyAt})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,10 +260,12 @@ func TestServerAuthRole(t *testing.T) {
 func TestServerAuthExpiryClosesTheSession(t *testing.T) {
 	checkGoroutines(t)
 	key, _ := token.Generate("HS256")
-	// exp is in whole seconds: the token lives 1-2 s.
-	jwt, _ := key.Sign(token.Claims{Put: token.Paths{""}, Expires: time.Now().Add(time.Second).Unix()})
+	// Verified an hour before its exp, the token is admitted; its expiry
+	// timer, on the real clock, finds it expired already: no waiting.
+	exp := time.Now().Add(-time.Second)
+	jwt, _ := key.Sign(token.Claims{Put: token.Paths{""}, Expires: exp.Unix()})
 	logs := &logBuffer{}
-	srv, pin := startAuthServer(t, key, logs, 0)
+	srv, pin := startAuthServerAt(t, key, logs, 0, func() time.Time { return exp.Add(-time.Hour) })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	opts := Options{TLSFingerprint: pin, Logger: testLogger(t), Role: RolePublisher}

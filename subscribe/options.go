@@ -146,6 +146,10 @@ type ServerOptions struct {
 	// MaxSessions bounds the sessions open at once (0: no bound); one
 	// more is closed with CodeTooMany.
 	MaxSessions int
+
+	// verifyAt, when set, is the time tokens are verified at (tests);
+	// their expiry timers run on the real clock.
+	verifyAt func() time.Time
 }
 
 // Liveness defaults: a vanished peer is found after 3 s of silence, and 1 s
