@@ -53,13 +53,35 @@ func ietfVersionOfALPN(alpn string) (ietf.Version, bool) {
 	return v, true
 }
 
+// ietfProtocol reports whether a negotiated ALPN or WebTransport protocol
+// hands the connection to the moq-transport session, and under which
+// protocol name: a draft's own ("moq-00", "moqt-NN") when vs has it, and
+// the legacy "moql" (or no WebTransport protocol at all) when vs has draft
+// 14 but no moq-lite version the legacy SETUP could choose instead (those
+// come first, as in the reference).
+func ietfProtocol(proto string, vs []*wire.Version) (string, bool) {
+	if proto == "" || proto == wire.ALPNLegacy {
+		if len(wire.LegacyCodes(liteVersions(vs))) > 0 || !slices.Contains(vs, wire.ByCode(uint64(ietf.Draft14))) {
+			return "", false
+		}
+		return wire.ALPNLegacy, true
+	}
+	v, ok := ietfVersionOfALPN(proto)
+	if !ok || !slices.Contains(vs, wire.ByCode(uint64(v))) {
+		return "", false
+	}
+	return proto, true
+}
+
 // ietfVersionOf reports whether c negotiated a moq-transport draft.
 func ietfVersionOf(c conn) (ietf.Version, bool) {
-	q, ok := c.(*quicConn)
-	if !ok {
-		return 0, false
+	switch x := c.(type) {
+	case *quicConn:
+		return ietfVersionOfALPN(x.alpn)
+	case *wtConn:
+		return ietfVersionOfALPN(x.alpn)
 	}
-	return ietfVersionOfALPN(q.alpn)
+	return 0, false
 }
 
 // ietfDial runs the client SETUP on a raw QUIC connection that negotiated
@@ -79,16 +101,20 @@ func (s *Session) ietfDial(ctx context.Context, c conn, v ietf.Version, t *targe
 	return ic, nil
 }
 
-// acceptIETF runs the server SETUP of a raw QUIC connection that
-// negotiated draft v and delivers the session. The session root is the
-// client's SETUP Path (without its query).
-func (s *Server) acceptIETF(c *quicConn, v ietf.Version) {
+// acceptIETF runs the server SETUP of a connection that negotiated draft
+// v and delivers the session. The session root is the client's SETUP
+// Path (without its query) on raw QUIC, the CONNECT path (urlPath) on
+// WebTransport.
+func (s *Server) acceptIETF(c conn, v ietf.Version, urlPath string) {
 	ic := newIETFConn(c, v, false, s.log)
 	path, err := ic.serverHandshake(s.ctx)
 	if err != nil {
 		s.log.Debug("moq: moq-transport SETUP", "version", v, "err", err)
 		c.Close(ietfProtocolViolation, "setup failed")
 		return
+	}
+	if c.WebTransport() {
+		path = urlPath
 	}
 	if i := strings.IndexByte(path, '?'); i >= 0 {
 		path = path[:i]

@@ -65,6 +65,8 @@ func Listen(addr string, opts ServerOptions) (*Server, error) {
 			}
 		}
 	}
+	// WebTransport negotiates among the same protocols.
+	wtProtos := slices.Clone(protos)
 	if !opts.DisableWebTransport {
 		protos = append(protos, http3.NextProtoH3)
 	}
@@ -107,7 +109,9 @@ func Listen(addr string, opts ServerOptions) (*Server, error) {
 		mux := http.NewServeMux()
 		s.wt = &webtransport.Server{
 			H3:                   &http3.Server{Handler: mux, TLSConfig: tc, QUICConfig: qc},
-			ApplicationProtocols: wire.ALPNs(liteVersions(versions)),
+			// The client's first protocol we speak wins, moq-lite or
+			// moq-transport.
+			ApplicationProtocols: wtProtos,
 			CheckOrigin:          func(*http.Request) bool { return true },
 		}
 		webtransport.ConfigureHTTP3Server(s.wt.H3)
@@ -196,7 +200,7 @@ func (s *Server) acceptLoop() {
 // the legacy SETUP under "moql") and delivers its session.
 func (s *Server) acceptQUIC(qc *quic.Conn, proto string) {
 	if v, ok := ietfVersionOfALPN(proto); ok && proto != wire.ALPNLegacy {
-		s.acceptIETF(&quicConn{c: qc, alpn: proto}, v)
+		s.acceptIETF(&quicConn{c: qc, alpn: proto}, v, "")
 		return
 	}
 	c := &quicConn{c: qc}
@@ -205,7 +209,7 @@ func (s *Server) acceptQUIC(qc *quic.Conn, proto string) {
 		// The legacy SETUP chose moq-transport draft 14: the IETF session
 		// reads the same CLIENT_SETUP again (replayed) and answers it.
 		c.replay, c.session, c.alpn = c.session, nil, wire.ALPNLegacy
-		s.acceptIETF(c, ietf.Draft14)
+		s.acceptIETF(c, ietf.Draft14, "")
 		return
 	}
 	if err != nil {
@@ -273,11 +277,22 @@ func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		// moq-transport sessions run over raw QUIC only.
-		if _, err := s.negotiate(c, proto, liteVersions(s.versions)); err != nil {
+		if v, ok := ietfVersionOfALPN(proto); ok && proto != wire.ALPNLegacy {
+			c.alpn = proto
+			s.acceptIETF(c, v, r.URL.Path)
+			return
+		}
+		if _, err := s.negotiate(c, proto, s.versions); err != nil {
 			s.log.Info("moq: refused a session", "remote", r.RemoteAddr, "transport", "webtransport",
 				"offered", r.Header.Get("WT-Available-Protocols"), "err", err)
 			ws.CloseWithError(CodeVersion, refusalReason(err))
+			return
+		}
+		if c.version.Family == wire.FamilyIETF {
+			// The legacy SETUP chose draft 14: its session reads the same
+			// CLIENT_SETUP again (replayed) and answers it.
+			c.replay, c.session, c.alpn = c.session, nil, wire.ALPNLegacy
+			s.acceptIETF(c, ietf.Draft14, r.URL.Path)
 			return
 		}
 		sess := s.newSession(r.URL.Path)

@@ -2,6 +2,8 @@
 // to the Go test (stdout), logging (stderr), and session setup over raw QUIC.
 import * as Moq from "@moq/net";
 import { dial, listen, QuicWebTransport } from "./quic.ts";
+import { sleep } from "./util.ts";
+export { base64, sleep, unbase64 } from "./util.ts";
 
 // stdout is the event channel to the Go test; @moq/net logs with console.log and
 // console.debug, so all console output goes to stderr.
@@ -50,25 +52,6 @@ export function splitHostPort(addr: string): [string, number] {
   return [host, Number(addr.slice(i + 1))];
 }
 
-export function base64(bytes: Uint8Array): string {
-  let s = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) {
-    s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  }
-  return btoa(s);
-}
-
-export function unbase64(s: string): Uint8Array {
-  const bin = atob(s);
-  const out = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-  return out;
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
-}
-
 export interface Session {
   conn: Moq.Connection.Established;
   close(): void;
@@ -82,6 +65,7 @@ export interface Session {
 //                reaches IETF draft 14, "moqt-20" draft 20)
 // and hands it to @moq/net's own accept() or connect({transport}).
 export async function openSession(flags: Flags): Promise<Session> {
+  if (flags.webtransport !== undefined) return openWebTransport(flags);
   const alpns = flags.alpn ? flags.alpn.split(",") : undefined;
   if (flags.listen) {
     const [host, port] = splitHostPort(flags.listen);
@@ -116,6 +100,53 @@ export async function openSession(flags: Flags): Promise<Session> {
   // deno-lint-ignore no-explicit-any
   const conn = await Moq.Connection.connect(url, { transport: transport as any });
   log("connected", transport.protocol, conn.version);
+  return { conn, close: () => conn.close() };
+}
+
+// openWebTransport is openSession over Deno's own WebTransport (--webtransport):
+//   --listen ... accepts one HTTP/3 client and upgrades it (Deno.upgradeWebTransport)
+//   --connect host:port --fingerprint HEX   dials https://localhost:port/ROOT,
+//                                           pinning the certificate's SHA-256
+// Deno 2.9's WebTransport sends no WT-Available-Protocols and exposes no
+// negotiated protocol in either role, so @moq/net takes the legacy SETUP path:
+// as client it offers lite-02, lite-01 and draft 14 in CLIENT_SETUP, as server
+// it takes the first of those the client offers.
+async function openWebTransport(flags: Flags): Promise<Session> {
+  if (flags.listen) {
+    const [host, port] = splitHostPort(flags.listen);
+    const cert = Deno.readTextFileSync(required(flags, "cert"));
+    const key = Deno.readTextFileSync(required(flags, "key"));
+    const { endpoint, listener } = listen(host, port, cert, key, ["h3"]);
+    emit("listening", { port: endpoint.addr.port });
+    const quic = await listener.accept();
+    listener.stop();
+    const wt = await Deno.upgradeWebTransport(quic);
+    await wt.ready;
+    const url = new URL(wt.url);
+    // deno-lint-ignore no-explicit-any
+    const conn = await Moq.Connection.accept(wt as any, url);
+    log("accepted webtransport", url.pathname, conn.version);
+    return {
+      conn,
+      close() {
+        conn.close();
+        try {
+          endpoint.close();
+        } catch {
+          // already closed
+        }
+      },
+    };
+  }
+  const [, port] = splitHostPort(required(flags, "connect"));
+  const hex = required(flags, "fingerprint");
+  const hash = new Uint8Array(hex.match(/../g)!.map((b) => parseInt(b, 16)));
+  const url = new URL(`https://localhost:${port}/${flags.root ?? ""}`);
+  const wt = new WebTransport(url, { serverCertificateHashes: [{ algorithm: "sha-256", value: hash }] });
+  await wt.ready;
+  // deno-lint-ignore no-explicit-any
+  const conn = await Moq.Connection.connect(url, { transport: wt as any });
+  log("connected webtransport", conn.version);
   return { conn, close: () => conn.close() };
 }
 
