@@ -245,10 +245,9 @@ func appendMoof(dst []byte, seq uint32, runs []*track) []byte {
 // moov builds the moov of either form: mvhd, and per track tkhd, an edit
 // list, mdhd, the handler, media header, data reference and sample entry
 // boxes mediacommon made, and the sample table: empty with an mvex for the
-// fragments, complete for the finished file. base is the file offset of
-// the finished file's first byte of sample data; co64 asks for 64-bit chunk
-// offsets.
-func (w *Writer) moov(finished bool, base int64, co64 bool) ([]byte, error) {
+// fragments, complete for the finished file. place says where a chunk
+// lies in the finished file; co64 asks for 64-bit chunk offsets.
+func (w *Writer) moov(finished bool, place func(chunk) int64, co64 bool) ([]byte, error) {
 	var b builder
 	moov := b.start("moov")
 	var movieDur uint64
@@ -321,7 +320,7 @@ func (w *Writer) moov(finished bool, base int64, co64 bool) ([]byte, error) {
 		stbl := b.start("stbl")
 		b.b = append(b.b, p.stsd...)
 		if finished {
-			tab.appendTables(&b, w.chunkOffset(base), co64)
+			tab.appendTables(&b, place, co64)
 		} else {
 			var empty table
 			empty.appendTables(&b, nil, false)
@@ -372,17 +371,6 @@ func (t *track) finishedEdits(start int64) []amp4.ElstEntry {
 		skip = 0
 	}
 	return append(out, amp4.ElstEntry{SegmentDurationV1: toMovie(end-skip, t.timescale), MediaTimeV1: skip, MediaRateInteger: 1})
-}
-
-// chunkOffset returns where a chunk lies in the finished file. Finished
-// in place, the samples stay where the fragments put them, shifted by the
-// range inserted in front (base); through a copy they follow each other
-// from base, the first byte of the mdat's payload.
-func (w *Writer) chunkOffset(base int64) func(chunk) int64 {
-	if w.inPlace {
-		return func(c chunk) int64 { return base + w.frags[c.frag].srcOffset + int64(c.off) }
-	}
-	return func(c chunk) int64 { return base + w.frags[c.frag].dataOffset + int64(c.off) }
 }
 
 // toMovie converts ticks of timescale ts to the movie timescale, rounded.
@@ -459,20 +447,4 @@ func (tab *table) appendTables(b *builder, offset func(chunk) int64, co64 bool) 
 		b.u32(uint32(min(offset(c), math.MaxUint32)))
 	}
 	b.end(co)
-}
-
-// headerAlign is the block size the header of a file recording is padded
-// to: 4 KiB, the block size of ext4 and XFS.
-const headerAlign = 4096
-
-// appendFree pads b with a free box to the next multiple of align (a free
-// box has at least its 8-byte header, so this may add a whole block).
-func appendFree(b []byte, align int) []byte {
-	n := (align - len(b)%align) % align
-	if n < 8 {
-		n += align
-	}
-	b = binary.BigEndian.AppendUint32(b, uint32(n))
-	b = append(b, "free"...)
-	return append(b, make([]byte, n-8)...)
 }

@@ -34,9 +34,11 @@ type Options struct {
 	// first keyframe. When it is exceeded the header is written without the
 	// tracks still waiting. 0 means 5s.
 	HeaderWait time.Duration
-	// FinishByCopy makes the finish always write a new file and rename it
-	// over the recording, instead of inserting the moov in front of the
-	// fragments in place where the file system can (see the package doc).
+	// FinishByCopy makes the finish write a new file with every sample in
+	// recording order and rename it over the recording, instead of
+	// finishing in place (see the package doc): it costs a copy of the
+	// recording, and gives a file that readers which cannot seek (a pipe)
+	// play from start to end.
 	FinishByCopy bool
 	// FragmentDuration is the longest fragment of an audio-only file; with
 	// video, fragments are cut at the keyframes of the first video track
@@ -100,8 +102,6 @@ type Writer struct {
 	// keepTable is set when Close finishes the file: only then are the
 	// sample table and the fragment positions kept.
 	keepTable bool
-	inPlace   bool  // the finish being built keeps the samples where they are
-	firstFrag int64 // offset of the first moof: the end of the header
 
 	stats Counters
 }
@@ -466,20 +466,13 @@ func (w *Writer) start() error {
 		return w.fail(fmt.Errorf("mp4: header: %w", err))
 	}
 	w.parts = parts
-	moov, err := w.moov(false, 0, false)
+	moov, err := w.moov(false, nil, false)
 	if err != nil {
 		return w.fail(fmt.Errorf("mp4: header: %w", err))
 	}
-	head := append(ftyp(false), moov...)
-	if w.keepTable {
-		// Pad the header to a file system block, so that the finish can
-		// insert whole blocks in front of the first fragment (see finish).
-		head = appendFree(head, headerAlign)
-	}
-	if err := w.write(head); err != nil {
+	if err := w.write(append(ftyp(false), moov...)); err != nil {
 		return err
 	}
-	w.firstFrag = w.pos
 	for _, p := range pending {
 		if p.t.disabled {
 			w.stats.Dropped++
