@@ -108,7 +108,7 @@ func Listen(addr string, opts ServerOptions) (*Server, error) {
 	if !opts.DisableWebTransport {
 		mux := http.NewServeMux()
 		s.wt = &webtransport.Server{
-			H3:                   &http3.Server{Handler: mux, TLSConfig: tc, QUICConfig: qc},
+			H3: &http3.Server{Handler: mux, TLSConfig: tc, QUICConfig: qc},
 			// The client's first protocol we speak wins, moq-lite or
 			// moq-transport.
 			ApplicationProtocols: wtProtos,

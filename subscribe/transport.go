@@ -565,8 +565,8 @@ func (d *dialer) dialWebTransport(ctx context.Context, pin string) (conn, error)
 		protos = d.opts.alpns
 	}
 	tr := &webtransport.Transport{
-		TLSClientConfig:      tc,
-		QUICConfig:           quicConfig(d.opts.KeepAlive, d.opts.IdleTimeout),
+		TLSClientConfig: tc,
+		QUICConfig:      quicConfig(d.opts.KeepAlive, d.opts.IdleTimeout),
 		// WT-Available-Protocols: every version, in the order of the raw
 		// QUIC ALPN list (moq-lite first, then the moq-transport drafts).
 		ApplicationProtocols: protos,
