@@ -22,7 +22,7 @@ import (
 // QUIC stream reset partial delivery (RESET_STREAM_AT), and Deno's QUIC
 // stack offers none ("server didn't enable QUIC stream reset partial
 // delivery"). That role is tested against our own server
-// (subscribe.TestIETFWebTransportDeliversEveryFrameUnchanged).
+// (subscribe.TestIETFLoopbackDeliversEveryFrameUnchanged).
 
 // TestIETFWebTransportReferenceClientPublishesIntoOurServer: @moq/net
 // dials our --listen over WebTransport (Deno's client) and publishes; we

@@ -11,14 +11,20 @@ import (
 	"github.com/moq-export/moq-export/subscribe/internal/ietf"
 )
 
-// TestIETFGoAwayFollowsTheNewSessionURI: a GOAWAY naming another relay
-// moves the session there (the new URI's path is its SETUP Path / CONNECT
-// path), where the subscription resumes; the old relay's connection ends.
-func TestIETFGoAwayFollowsTheNewSessionURI(t *testing.T) {
-	for _, d := range []struct{ name, alpn, scheme string }{
-		{"Draft14", ietf.ALPNDraft14, "moqt"},
-		{"Draft20", "moqt-20", "moqt"},
-		{"Draft20WebTransport", "moqt-20", "https"},
+// TestIETFGoAwayMovesTheSession: a GOAWAY naming another relay moves the
+// session there (the new URI's path is its SETUP Path / CONNECT path), one
+// without a URI back to the same relay; the subscription resumes on the new
+// connection and the old one ends.
+func TestIETFGoAwayMovesTheSession(t *testing.T) {
+	for _, d := range []struct {
+		name, alpn, scheme string
+		redirect           bool
+	}{
+		{"Draft14SameRelay", ietf.ALPNDraft14, "moqt", false},
+		{"Draft20SameRelay", "moqt-20", "moqt", false},
+		{"Draft14", ietf.ALPNDraft14, "moqt", true},
+		{"Draft20", "moqt-20", "moqt", true},
+		{"Draft20WebTransport", "moqt-20", "https", true},
 	} {
 		t.Run(d.name, func(t *testing.T) {
 			cert, pin, err := SelfSignedCert()
@@ -33,7 +39,8 @@ func TestIETFGoAwayFollowsTheNewSessionURI(t *testing.T) {
 				t.Cleanup(func() { srv.Close() })
 				return srv
 			}
-			old, next := listen(), listen()
+			old := listen()
+			var next *Server
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			client, peer := dialAndAccept(t, ctx, old, fmt.Sprintf("%s://%s/room", d.scheme, old.Addr()), Options{
@@ -52,7 +59,12 @@ func TestIETFGoAwayFollowsTheNewSessionURI(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitFor(t, "the subscription", func() bool { return peer.serving.Load() == 1 })
-			uri := fmt.Sprintf("%s://%s/moved?jwt=new-token", d.scheme, next.Addr())
+			uri, wantPath := "", "room"
+			next = old
+			if d.redirect {
+				next = listen()
+				uri, wantPath = fmt.Sprintf("%s://%s/moved?jwt=new-token", d.scheme, next.Addr()), "moved"
+			}
 			if err := peer.currentConn().(*ietfConn).sendGoAway(uri); err != nil {
 				t.Fatal(err)
 			}
@@ -60,8 +72,8 @@ func TestIETFGoAwayFollowsTheNewSessionURI(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if peer2.Path() != "moved" {
-				t.Errorf("the new relay's session path %q, want moved", peer2.Path())
+			if peer2.Path() != wantPath {
+				t.Errorf("the new session's path %q, want %s", peer2.Path(), wantPath)
 			}
 			if err := peer2.Publish(b); err != nil {
 				t.Fatal(err)

@@ -40,29 +40,6 @@ func dialIETFWebTransport(t *testing.T, ctx context.Context, srv *Server, pin st
 	return client, peer
 }
 
-func TestIETFWebTransportDeliversEveryFrameUnchanged(t *testing.T) {
-	for _, d := range ietfWebTransportCases {
-		t.Run(d.name, func(t *testing.T) {
-			checkGoroutines(t)
-			srv, pin := startServer(t, "127.0.0.1:0")
-			defer srv.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			client, peer := dialIETFWebTransport(t, ctx, srv, pin, d.protos, d.versions, "room/x?jwt=secret")
-			if got := client.Version(); got != d.want {
-				t.Errorf("client speaks %s, want %s", got, d.want)
-			}
-			if got := peer.Version(); got != d.want {
-				t.Errorf("server speaks %s, want %s", got, d.want)
-			}
-			if peer.Path() != "room/x" {
-				t.Errorf("accepted session path %q, want room/x (the CONNECT path)", peer.Path())
-			}
-			checkDeliversEveryFrame(t, ctx, client, peer, client.ietfSubscriptions)
-		})
-	}
-}
-
 // TestIETFWebTransportLiteStillPreferred: a client offering everything
 // over WebTransport gets moq-lite, as before.
 func TestIETFWebTransportLiteStillPreferred(t *testing.T) {

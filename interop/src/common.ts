@@ -103,41 +103,14 @@ export async function openSession(flags: Flags): Promise<Session> {
   return { conn, close: () => conn.close() };
 }
 
-// openWebTransport is openSession over Deno's own WebTransport (--webtransport):
-//   --listen ... accepts one HTTP/3 client and upgrades it (Deno.upgradeWebTransport)
-//   --connect host:port --fingerprint HEX   dials https://localhost:port/ROOT,
-//                                           pinning the certificate's SHA-256
-// Deno 2.9's WebTransport sends no WT-Available-Protocols and exposes no
-// negotiated protocol in either role, so @moq/net takes the legacy SETUP path:
-// as client it offers lite-02, lite-01 and draft 14 in CLIENT_SETUP, as server
-// it takes the first of those the client offers.
+// openWebTransport is openSession over Deno's own WebTransport client
+// (--webtransport --connect host:port --fingerprint HEX): it dials
+// https://localhost:port/ROOT pinning the certificate's SHA-256. Deno 2.9's
+// WebTransport sends no WT-Available-Protocols and exposes no negotiated
+// protocol, so @moq/net takes the legacy SETUP path and offers lite-02,
+// lite-01 and draft 14 in CLIENT_SETUP. (Listening is not offered: our
+// WebTransport client cannot dial Deno's server, see ietf_webtransport_test.go.)
 async function openWebTransport(flags: Flags): Promise<Session> {
-  if (flags.listen) {
-    const [host, port] = splitHostPort(flags.listen);
-    const cert = Deno.readTextFileSync(required(flags, "cert"));
-    const key = Deno.readTextFileSync(required(flags, "key"));
-    const { endpoint, listener } = listen(host, port, cert, key, ["h3"]);
-    emit("listening", { port: endpoint.addr.port });
-    const quic = await listener.accept();
-    listener.stop();
-    const wt = await Deno.upgradeWebTransport(quic);
-    await wt.ready;
-    const url = new URL(wt.url);
-    // deno-lint-ignore no-explicit-any
-    const conn = await Moq.Connection.accept(wt as any, url);
-    log("accepted webtransport", url.pathname, conn.version);
-    return {
-      conn,
-      close() {
-        conn.close();
-        try {
-          endpoint.close();
-        } catch {
-          // already closed
-        }
-      },
-    };
-  }
   const [, port] = splitHostPort(required(flags, "connect"));
   const hex = required(flags, "fingerprint");
   const hash = new Uint8Array(hex.match(/../g)!.map((b) => parseInt(b, 16)));
