@@ -46,6 +46,11 @@
 //     WT-Available-Protocols, so that session is moq-lite-02 from the
 //     legacy SETUP). @moq/net sends no SETUP Path or Role on raw QUIC, so
 //     WebTransport is its only way to present a token.
+//   - restart_test.go: moq-export records @moq/net's publisher, which is
+//     killed with SIGKILL and started again on its port 2 s later
+//     (publish.ts --epoch-ms stamps both runs on one wall clock, so the loss
+//     shows in the file's timestamps); the hole in each track is at most
+//     the outage plus 3 s and is what the recording reports lost.
 //
 // Both run as server (--listen, PEM certificate) or client (--connect,
 // trusting a PEM CA), offering or accepting the ALPNs of --alpn

@@ -117,12 +117,16 @@ export async function publishManifest(
   const schedule = producers
     .flatMap((p) => p.spec.frames.map((f, index) => ({ p, f, index })))
     .sort((a, b) => a.f.at - b.f.at);
+  // --epoch-ms T stamps the frames on a wall clock that started at T (Unix
+  // ms), as a live encoder does: a publisher started again goes on from the
+  // real time instead of from 0.
+  const shift = flags["epoch-ms"] ? Math.round((Date.now() - Number(flags["epoch-ms"])) * 1000) : 0;
   const start = performance.now();
   for (const { p, f, index } of schedule) {
     await sleep(f.at / 1000 / speed - (performance.now() - start));
     const next = p.spec.frames[index + 1];
     const duration = next ? Math.max(next.ts - f.ts, 1) : 20_000;
-    p.encode(unbase64(f.data), f.ts, f.key, duration);
+    p.encode(unbase64(f.data), f.ts + shift, f.key, duration);
     if (f.key) emit("group", { track: p.spec.name, sequence: p.sequence(), frame: index });
   }
   // @moq/net's publisher sends SUBSCRIBE_END and FINs the subscribe stream as

@@ -1,0 +1,158 @@
+package interop
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moq-export/moq-export/internal/cli"
+	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/internal/testmedia"
+)
+
+// looped repeats every track of m until it spans d: each track on its own
+// sample's length, timestamps and send times moved by one length per loop.
+func (m *manifest) looped(d time.Duration) *manifest {
+	out := &manifest{Broadcast: m.Broadcast}
+	for _, tr := range m.Tracks {
+		last := tr.Frames[len(tr.Frames)-1]
+		length := last.TS + (last.TS-tr.Frames[len(tr.Frames)-2].TS)
+		loop := tr
+		loop.Frames = nil
+		for base := int64(0); base < d.Microseconds(); base += length {
+			for _, f := range tr.Frames {
+				f.TS += base
+				f.At += base
+				loop.Frames = append(loop.Frames, f)
+			}
+		}
+		out.Tracks = append(out.Tracks, loop)
+	}
+	return out
+}
+
+// TestReferencePublisherKilledAndRestartedLosesAtMostTheOutagePlusThreeSeconds:
+// moq-export records @moq/net's publisher (raw QUIC, moq-lite-05), which is
+// killed with SIGKILL after 3 s (no CONNECTION_CLOSE) and started again on
+// the same port 2 s later; both runs stamp their frames on one wall clock
+// (--epoch-ms), as a live encoder does. Measured from the file's packet
+// timestamps, each track has one hole, no longer than the outage plus 3 s,
+// and the loss the recording reports for it is that hole.
+func TestReferencePublisherKilledAndRestartedLosesAtMostTheOutagePlusThreeSeconds(t *testing.T) {
+	ref := needReference(t)
+	mediatest.RequireTools(t, "ffmpeg", "ffprobe")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cert := newTestCert(t)
+	m := sampleBroadcast("interop/restart.hang", 1).looped(30 * time.Second)
+	manifest := m.write(t)
+	epoch := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	publish := func(addr string) *refProcess {
+		return ref.start(ctx, t, "publish", "--manifest", manifest, "--listen", addr,
+			"--cert", cert.certFile, "--key", cert.keyFile, "--epoch-ms", epoch)
+	}
+	pub := publish("127.0.0.1:0")
+	addr := fmt.Sprintf("127.0.0.1:%d", pub.expect(ctx, "listening", nil).Port)
+	dir := t.TempDir()
+	stderr := &lockedBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Execute(ctx, []string{"moql://" + addr + "/", "--tls-fingerprint", cert.fingerprint, "-b", m.Broadcast,
+			"-o", filepath.Join(dir, "out.mkv"), "--duration", "12s", "--summary", filepath.Join(dir, "sum.json"), "-v"},
+			cli.Env{Stdout: &bytes.Buffer{}, Stderr: stderr})
+	}()
+	// 3 s of video published, and subscribed meanwhile: kill it.
+	video := m.track("video")
+	pub.expect(ctx, "subscribed", nil)
+	for {
+		ev := pub.expect(ctx, "group", nil)
+		if ev.Track == "video" && video.Frames[ev.Frame].TS >= 3_000_000 {
+			break
+		}
+	}
+	if err := pub.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-pub.exited
+	killed := time.Now()
+	time.Sleep(2 * time.Second) // the outage itself
+	pub = publish(addr)
+	pub.expect(ctx, "listening", nil)
+	outage := time.Since(killed)
+	var code int
+	select {
+	case code = <-done:
+	case <-ctx.Done():
+		t.Fatalf("moq-export did not finish:\n%s", stderr.String())
+	}
+	log := stderr.String()
+	if code != 0 || !strings.Contains(log, "reconnected") {
+		t.Fatalf("exit %d, want 0 after a reconnect:\n%s", code, log)
+	}
+	path := filepath.Join(dir, "out.mkv")
+	mediatest.DecodeClean(t, path)
+	var sum struct {
+		PerTrack []struct {
+			Track string  `json:"track"`
+			Gaps  int     `json:"gaps"`
+			Lost  float64 `json:"lost_seconds"`
+		} `json:"per_track"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "sum.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	p := mediatest.Probe(t, path)
+	if len(p.Streams) != 2 {
+		t.Fatalf("%d streams", len(p.Streams))
+	}
+	frame := map[string]float64{"video": 1 / testmedia.MustLoadSample("h264").Framerate, "audio": 1024.0 / 48000}
+	for _, s := range p.Streams {
+		track := s.CodecType // the tracks are named "video" and "audio"
+		var pts []float64
+		for _, pk := range p.PacketsOf(s.Index) {
+			if v, err := strconv.ParseFloat(pk.PTSTime, 64); err == nil {
+				pts = append(pts, v)
+			}
+		}
+		slices.Sort(pts)
+		at, gap := 0, 0.0
+		for i := 1; i < len(pts); i++ {
+			if d := pts[i] - pts[i-1]; d > gap {
+				at, gap = i, d
+			}
+		}
+		hole := time.Duration(gap * float64(time.Second))
+		var reported time.Duration
+		gaps := 0
+		for _, pt := range sum.PerTrack {
+			if pt.Track == track {
+				reported, gaps = time.Duration(pt.Lost*float64(time.Second)), pt.Gaps
+			}
+		}
+		t.Logf("%s: %d packets; hole %v (%.3f-%.3f), reported lost %v in %d gaps; outage %v", track, len(pts), hole,
+			pts[max(at-1, 0)], pts[at], reported, gaps, outage.Round(time.Millisecond))
+		if hole < outage || hole > outage+3*time.Second {
+			t.Errorf("%s: a hole of %v, want between the outage (%v) and it plus 3 s\n%s", track, hole, outage, log)
+		}
+		if d := (hole - reported).Abs(); d > time.Duration(2*frame[track]*float64(time.Second)) || gaps != 1 {
+			t.Errorf("%s: the recording reports %v lost in %d gaps, the file has one hole of %v", track, reported, gaps, hole)
+		}
+		for i := 1; i < len(pts); i++ {
+			if i != at && pts[i]-pts[i-1] > 1.5*frame[track] {
+				t.Errorf("%s: another hole of %.3fs at %.3fs", track, pts[i]-pts[i-1], pts[i-1])
+			}
+		}
+	}
+}
