@@ -23,8 +23,14 @@ import (
 func (m *manifest) looped(d time.Duration) *manifest {
 	out := &manifest{Broadcast: m.Broadcast}
 	for _, tr := range m.Tracks {
-		last := tr.Frames[len(tr.Frames)-1]
-		length := last.TS + (last.TS-tr.Frames[len(tr.Frames)-2].TS)
+		// The sample's length: its last presentation time and one frame
+		// (the frames are in decode order).
+		ts := make([]int64, len(tr.Frames))
+		for i, f := range tr.Frames {
+			ts[i] = f.TS
+		}
+		slices.Sort(ts)
+		length := 2*ts[len(ts)-1] - ts[len(ts)-2]
 		loop := tr
 		loop.Frames = nil
 		for base := int64(0); base < d.Microseconds(); base += length {
