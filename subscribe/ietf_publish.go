@@ -3,9 +3,9 @@ package subscribe
 import (
 	"context"
 	"errors"
-	"slices"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
