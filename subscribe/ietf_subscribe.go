@@ -478,7 +478,11 @@ func (rt *remoteTrack) fetchIETF(ctx context.Context, ic *ietfConn, timescale, s
 
 // followIETF runs one announcement feed on ic: SUBSCRIBE_NAMESPACE for
 // the prefix, then the namespaces the peer publishes under it (answers to
-// it, or unsolicited PUBLISH_NAMESPACE) as announcements. It returns when
+// it, or unsolicited PUBLISH_NAMESPACE) as announcements. Draft 15 defines
+// no NAMESPACE message (its answers are PUBLISH_NAMESPACE requests, as in
+// draft 14); NAMESPACE and NAMESPACE_DONE entries that a peer sends on the
+// draft-15 control stream anyway (draft 16's shapes) count for the feed
+// when it is the only one on the connection (ietfConn.routeNamespace). It returns when
 // the feed is closed or the connection is gone.
 func (a *Announcements) followIETF(ic *ietfConn) error {
 	// Drafts 16+ answer on a stream of the request's own, with NAMESPACE
@@ -487,6 +491,9 @@ func (a *Announcements) followIETF(ic *ietfConn) error {
 	if err != nil {
 		return err
 	}
+	ic.mu.Lock()
+	req.nsFeed = true
+	ic.mu.Unlock()
 	defer ic.endRequest(req)
 	m := ietf.SubscribeNamespace{RequestID: req.id, Prefix: a.prefix, Options: 1}
 	if err := req.send(ietf.SubscribeNamespaceType(ic.v), &m); err != nil {
@@ -548,7 +555,7 @@ func (a *Announcements) followIETF(ic *ietfConn) error {
 				_ = ietf.Decode(resp.body, &re, ic.v)
 				ic.log.Debug("moq: SUBSCRIBE_NAMESPACE refused; following unsolicited namespaces only", "prefix", a.prefix, "err", &re)
 			case ietf.TypeNamespace, ietf.TypeNamespaceDone:
-				if req.str == nil {
+				if ic.v == ietf.Draft14 {
 					break // draft 14's PUBLISH_NAMESPACE_ERROR shares 0x08
 				}
 				var e ietf.Namespace
