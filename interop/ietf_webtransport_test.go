@@ -3,6 +3,8 @@ package interop
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
+	"net"
 	"testing"
 
 	"github.com/moq-export/moq-export/subscribe"
@@ -42,8 +44,8 @@ func TestIETFWebTransportReferenceClientPublishesIntoOurServer(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = srv.Close() })
 	m := sampleBroadcast("interop/ietf-wt-ingest.hang", 3)
-	pub := ref.start(ctx, t, "publish", "--manifest", m.write(t), "--connect", srv.Addr().String(),
-		"--fingerprint", cert.fingerprint, "--root", "ingest", "--speed", "2", "--webtransport")
+	pub := ref.start(ctx, t, "publish", "--manifest", m.write(t), "--speed", "2",
+		"--webtransport", fmt.Sprintf("https://localhost:%d/ingest", srv.Addr().(*net.UDPAddr).Port), "--fingerprint", cert.fingerprint)
 	sess, err := srv.Accept(ctx)
 	if err != nil {
 		t.Fatalf("Accept: %v", err)
@@ -55,5 +57,5 @@ func TestIETFWebTransportReferenceClientPublishesIntoOurServer(t *testing.T) {
 		t.Errorf("session path %q, want ingest (the CONNECT path)", sess.Path())
 	}
 	recordPublished(ctx, t, sess, m, pub)
-	checkNegotiated(t, pub, "webtransport")
+	checkNegotiated(t, pub, "WebTransport")
 }

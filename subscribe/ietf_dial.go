@@ -3,8 +3,8 @@ package subscribe
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
-	"strings"
 
 	"github.com/moq-export/moq-export/subscribe/internal/ietf"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
@@ -102,10 +102,10 @@ func (s *Session) ietfDial(ctx context.Context, c conn, v ietf.Version, t *targe
 }
 
 // acceptIETF runs the server SETUP of a connection that negotiated draft
-// v and delivers the session. The session root is the client's SETUP
-// Path (without its query) on raw QUIC, the CONNECT path (urlPath) on
-// WebTransport.
-func (s *Server) acceptIETF(c conn, v ietf.Version, urlPath string) {
+// v, admits the session (auth.go) and delivers it. The session root and
+// the token's query are the client's SETUP Path on raw QUIC, the CONNECT
+// request's URL (wt) on WebTransport.
+func (s *Server) acceptIETF(c conn, v ietf.Version, wt *http.Request) {
 	ic := newIETFConn(c, v, false, s.log)
 	path, err := ic.serverHandshake(s.ctx)
 	if err != nil {
@@ -113,13 +113,21 @@ func (s *Server) acceptIETF(c conn, v ietf.Version, urlPath string) {
 		c.Close(ietfProtocolViolation, "setup failed")
 		return
 	}
-	if c.WebTransport() {
-		path = urlPath
+	path, query := splitPathQuery(path)
+	info := acceptInfo{transport: "quic", query: query, version: v.String(),
+		noToken: "a moq-transport client puts ?jwt= in its SETUP Path"}
+	if q, ok := c.(*quicConn); ok {
+		info.remote = q.c.RemoteAddr().String()
 	}
-	if i := strings.IndexByte(path, '?'); i >= 0 {
-		path = path[:i]
+	if wt != nil {
+		path = wt.URL.Path
+		info = acceptInfo{remote: wt.RemoteAddr, transport: "webtransport", query: wt.URL.RawQuery, version: v.String(),
+			noToken: "a WebTransport client puts ?jwt= in the URL"}
 	}
 	sess := s.newSession(path)
 	sess.start(ic)
+	if !s.admit(sess, ic, info) {
+		return
+	}
 	s.deliver(sess)
 }

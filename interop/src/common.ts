@@ -65,7 +65,7 @@ export interface Session {
 //                reaches IETF draft 14, "moqt-20" draft 20)
 // and hands it to @moq/net's own accept() or connect({transport}).
 export async function openSession(flags: Flags): Promise<Session> {
-  if (flags.webtransport !== undefined) return openWebTransport(flags);
+  if (flags.webtransport) return await openWebTransport(flags);
   const alpns = flags.alpn ? flags.alpn.split(",") : undefined;
   if (flags.listen) {
     const [host, port] = splitHostPort(flags.listen);
@@ -103,23 +103,22 @@ export async function openSession(flags: Flags): Promise<Session> {
   return { conn, close: () => conn.close() };
 }
 
-// openWebTransport is openSession over Deno's own WebTransport client
-// (--webtransport --connect host:port --fingerprint HEX): it dials
-// https://localhost:port/ROOT pinning the certificate's SHA-256. Deno 2.9's
-// WebTransport sends no WT-Available-Protocols and exposes no negotiated
-// protocol, so @moq/net takes the legacy SETUP path and offers lite-02,
-// lite-01 and draft 14 in CLIENT_SETUP. (Listening is not offered: our
-// WebTransport client cannot dial Deno's server, see ietf_webtransport_test.go.)
+// openWebTransport dials --webtransport URL with Deno's WebTransport (the
+// certificate pinned by --fingerprint HEX, as a browser's
+// serverCertificateHashes) and hands the session to @moq/net's connect: the
+// path and query (?jwt=) travel in the CONNECT request, where @moq/net
+// carries them. Deno sends no WT-Available-Protocols, so the server falls
+// back to the legacy SETUP (moq-lite-02).
 async function openWebTransport(flags: Flags): Promise<Session> {
-  const [, port] = splitHostPort(required(flags, "connect"));
-  const hex = required(flags, "fingerprint");
-  const hash = new Uint8Array(hex.match(/../g)!.map((b) => parseInt(b, 16)));
-  const url = new URL(`https://localhost:${port}/${flags.root ?? ""}`);
-  const wt = new WebTransport(url, { serverCertificateHashes: [{ algorithm: "sha-256", value: hash }] });
+  const url = new URL(flags.webtransport);
+  const hex = flags.fingerprint ?? "";
+  const hash = new Uint8Array(hex.length / 2);
+  for (let i = 0; i < hash.length; i++) hash[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
+  const wt = new WebTransport(url, hex ? { serverCertificateHashes: [{ algorithm: "sha-256", value: hash }] } : {});
   await wt.ready;
   // deno-lint-ignore no-explicit-any
   const conn = await Moq.Connection.connect(url, { transport: wt as any });
-  log("connected webtransport", conn.version);
+  log("connected over WebTransport", conn.version);
   return { conn, close: () => conn.close() };
 }
 
