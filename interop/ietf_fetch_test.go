@@ -23,10 +23,7 @@ import (
 func TestIETFBackfillAgainstTheReferencePublisher(t *testing.T) {
 	t.Parallel()
 	ref := needReference(t)
-	for _, d := range []struct{ name, alpn, version string }{
-		{"Draft14", "moql", "moq-transport-14"},
-		{"Draft20", "moqt-20", "moq-transport-20"},
-	} {
+	for _, d := range ietfDraftsNamed("Draft14", "Draft20") {
 		t.Run(d.name, func(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
@@ -47,26 +44,7 @@ func TestIETFBackfillAgainstTheReferencePublisher(t *testing.T) {
 				t.Fatalf("Dial: %v", err)
 			}
 			defer sess.Close()
-			waitAnnounced(ctx, t, sess, m.Broadcast)
-			b := sess.Broadcast(m.Broadcast)
-			if _, err := b.Track("video"); err != nil {
-				t.Fatal(err)
-			}
-			audio, err := b.Track("audio")
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Wait until the track dropped its first second (it keeps 8
-			// groups while nobody reads it).
-			for {
-				if seq, _, ok := audio.OldestGroup(); ok && seq >= 60 {
-					break
-				}
-				if ctx.Err() != nil {
-					t.Fatal("the audio never reached group 60")
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
+			audio := audioPastItsFirstSecond(ctx, t, sess, m)
 			ac := audio.Subscribe(time.Minute)
 			defer ac.Close()
 			seq, oldest, _ := audio.OldestGroup()

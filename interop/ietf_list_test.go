@@ -20,11 +20,7 @@ import (
 func TestIETFListThroughTheCLI(t *testing.T) {
 	t.Parallel()
 	ref := needReference(t)
-	for _, d := range []struct{ name, alpn, version string }{
-		{"Draft15", "moqt-15", "moq-transport-15"},
-		{"Draft16", "moqt-16", "moq-transport-16"},
-		{"Draft20", "moqt-20", "moq-transport-20"},
-	} {
+	for _, d := range ietfDraftsNamed("Draft15", "Draft16", "Draft20") {
 		t.Run(d.name, func(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)

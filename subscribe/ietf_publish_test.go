@@ -102,35 +102,35 @@ func (p *ietfPeer) readData() {
 					break
 				}
 				fr := ietf.FetchObjectReader{R: r, V: p.v}
-				for {
-					obj, err := fr.Next()
-					if err != nil {
-						if err != io.EOF {
-							s.err = err
-						}
-						break
-					}
-					s.objects = append(s.objects, obj)
-				}
+				s.objects, s.err = readObjects(fr.Next, nil)
 			default:
 				if s.header, s.err = ietf.ReadSubgroupHeader(r, typ, p.v); s.err != nil {
 					break
 				}
 				or := ietf.ObjectReader{R: r, V: p.v, Header: s.header}
-				for {
-					obj, err := or.Next()
-					if err != nil {
-						if err != io.EOF {
-							s.err = err
-						}
-						break
-					}
-					obj.Group = s.header.Group
-					s.objects = append(s.objects, obj)
-				}
+				s.objects, s.err = readObjects(or.Next, &s.header.Group)
 			}
 			p.data <- s
 		}()
+	}
+}
+
+// readObjects reads objects with next to the stream's end; group, when
+// set, is the subgroup's group, which its objects do not carry.
+func readObjects(next func() (ietf.Object, error), group *uint64) ([]ietf.Object, error) {
+	var objs []ietf.Object
+	for {
+		obj, err := next()
+		if err == io.EOF {
+			return objs, nil
+		}
+		if err != nil {
+			return objs, err
+		}
+		if group != nil {
+			obj.Group = *group
+		}
+		objs = append(objs, obj)
 	}
 }
 
@@ -244,6 +244,21 @@ func ietfPublishedSample(t *testing.T, peer *Session) (*model.Track, *model.Grou
 	return tr, live
 }
 
+// ietfPublisherPeer starts our server publishing ietfPublishedSample on
+// the session it accepts from an ietfPeer of draft v, and returns both.
+func ietfPublisherPeer(t *testing.T, ctx context.Context, v ietf.Version) (*ietfPeer, *Session, *model.Track, *model.Group) {
+	t.Helper()
+	srv, _ := startServer(t, "127.0.0.1:0")
+	t.Cleanup(func() { srv.Close() })
+	p := newIETFPeer(t, ctx, srv, v)
+	peer, err := srv.Accept(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, live := ietfPublishedSample(t, peer)
+	return p, peer, tr, live
+}
+
 // locations renders the objects' group.id pairs.
 func locations(objs []ietf.Object) []string {
 	var out []string
@@ -291,16 +306,9 @@ func TestIETFPublisherHonoursSubscribeFilters(t *testing.T) {
 		}
 		for _, c := range cases {
 			t.Run(fmt.Sprintf("%v/%s", v, c.name), func(t *testing.T) {
-				srv, _ := startServer(t, "127.0.0.1:0")
-				defer srv.Close()
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 				defer cancel()
-				p := newIETFPeer(t, ctx, srv, v)
-				peer, err := srv.Accept(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				tr, live := ietfPublishedSample(t, peer)
+				p, peer, tr, live := ietfPublisherPeer(t, ctx, v)
 				req := p.send(ietf.TypeSubscribe, func(id uint64) ietf.Message {
 					return &ietf.Subscribe{RequestID: id, Namespace: "live", Track: "t", Priority: 1,
 						GroupOrder: ietf.GroupOrderAscending, Forward: true, Filter: c.filter}
@@ -369,16 +377,9 @@ func TestIETFPublisherHonoursSubscribeFilters(t *testing.T) {
 func TestIETFPublisherServesFetchRanges(t *testing.T) {
 	for _, v := range ietfPublisherDrafts {
 		t.Run(v.String(), func(t *testing.T) {
-			srv, _ := startServer(t, "127.0.0.1:0")
-			defer srv.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			p := newIETFPeer(t, ctx, srv, v)
-			peer, err := srv.Accept(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, live := ietfPublishedSample(t, peer)
+			p, _, _, live := ietfPublisherPeer(t, ctx, v)
 			fetch := func(m ietf.Fetch) (uint64, []byte, *ietfPeerRequest) {
 				req := p.send(ietf.TypeFetch, func(id uint64) ietf.Message {
 					m.RequestID, m.Priority = id, 1
@@ -470,16 +471,9 @@ func TestIETFPublisherServesFetchRanges(t *testing.T) {
 func TestIETFPublisherAnswersTrackStatusAndRefusesPublish(t *testing.T) {
 	for _, v := range ietfPublisherDrafts {
 		t.Run(v.String(), func(t *testing.T) {
-			srv, _ := startServer(t, "127.0.0.1:0")
-			defer srv.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			p := newIETFPeer(t, ctx, srv, v)
-			peer, err := srv.Accept(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ietfPublishedSample(t, peer)
+			p, _, _, _ := ietfPublisherPeer(t, ctx, v)
 			status := func(broadcast string) (uint64, []byte) {
 				return p.response(p.send(ietf.TypeTrackStatus, func(id uint64) ietf.Message {
 					return &ietf.Subscribe{RequestID: id, Namespace: broadcast, Track: "t", Filter: ietf.Filter{Type: ietf.FilterLargestObject}}
