@@ -56,6 +56,8 @@ type ietfRequest struct {
 	wmu    sync.Mutex
 	ended  chan struct{}
 	endErr error // valid once ended is closed
+
+	nsFeed bool // a SUBSCRIBE_NAMESPACE (under ic.mu)
 }
 
 // send sends one message of the request: on its stream, or the control
@@ -439,6 +441,32 @@ func (ic *ietfConn) route(id uint64, m ietfMsg) {
 	}
 }
 
+// routeNamespace hands a NAMESPACE or NAMESPACE_DONE entry that came on
+// the control stream to the connection's only SUBSCRIBE_NAMESPACE that
+// rides the control stream; with none or several it cannot be placed and
+// is skipped.
+func (ic *ietfConn) routeNamespace(m ietfMsg) {
+	ic.mu.Lock()
+	var feed *ietfRequest
+	n := 0
+	for _, req := range ic.reqs {
+		if req.nsFeed && req.str == nil {
+			feed = req
+			n++
+		}
+	}
+	ic.mu.Unlock()
+	if n != 1 {
+		ic.log.Debug("moq: NAMESPACE entry on the control stream skipped", "type", m.typ, "feeds", n)
+		return
+	}
+	select {
+	case feed.msgs <- m:
+	default:
+		ic.log.Warn("moq: namespace entries not read, dropped")
+	}
+}
+
 // grant keeps the peer's request window open after it used id.
 func (ic *ietfConn) grant(id uint64) {
 	if !ic.v.FlowControl() {
@@ -572,9 +600,18 @@ func (s *Session) ietfControl(ic *ietfConn, typ uint64, body []byte) error {
 			ic.route(id, ietfMsg{typ, body})
 			break
 		}
-		// Draft 15's NAMESPACE entries (no request id): its peers
-		// advertise with PUBLISH_NAMESPACE, which is what is followed.
-		s.log.Debug("moq: NAMESPACE entry on the control stream ignored")
+		// Drafts 15+: a NAMESPACE entry (no request id), on the control
+		// stream only from a peer answering a draft-15 SUBSCRIBE_NAMESPACE
+		// with draft 16's entries.
+		ic.routeNamespace(ietfMsg{typ, body})
+	case ietf.TypeNamespaceDone:
+		// Draft 14: TRACK_STATUS_OK, which we never ask for; later drafts:
+		// NAMESPACE_DONE, as NAMESPACE above.
+		if v == ietf.Draft14 {
+			s.log.Debug("moq: unrequested TRACK_STATUS_OK ignored")
+			break
+		}
+		ic.routeNamespace(ietfMsg{typ, body})
 	case ietf.TypePublishNamespace:
 		var m ietf.PublishNamespace
 		if err := decode(&m); err != nil {
@@ -625,16 +662,43 @@ func (s *Session) ietfControl(ic *ietfConn, typ uint64, body []byte) error {
 	return nil
 }
 
+// ietfGoAwayGrace is how long the connection stays after GOAWAY before
+// the session moves (the subscriptions' groups in flight finish); a
+// GOAWAY of drafts 17+ may ask for less.
+const ietfGoAwayGrace = time.Second
+
 // ietfGoAway handles GOAWAY: no new requests on this connection, and a
-// dialled session reconnects (to the same URL; a new URI is logged, not
-// followed) once the subscriptions had a moment to finish.
+// dialled session moves, once the subscriptions had a moment to finish,
+// to the New Session URI (resolved against the current URL) or, without
+// one, back to the same URL; its subscriptions resume there.
 func (s *Session) ietfGoAway(ic *ietfConn, m ietf.GoAway) {
 	ic.mu.Lock()
 	ic.goingOff = true
 	ic.mu.Unlock()
-	s.log.Info("moq: peer sent GOAWAY, reconnecting", "new_uri_set", m.URI != "")
+	if s.dial == nil {
+		// An accepted session cannot move: the peer's own GOAWAY ends it
+		// when it closes.
+		s.log.Info("moq: peer sent GOAWAY")
+		return
+	}
+	to := s.target.Load()
+	if m.URI != "" {
+		next, err := goAwayTarget(to, m.URI)
+		if err != nil {
+			s.log.Warn("moq: GOAWAY names a session URI we cannot dial; reconnecting to the same one", "err", err)
+		} else {
+			to = next
+			s.target.Store(next)
+		}
+	}
+	s.log.Info("moq: peer sent GOAWAY, moving the session", "to", redactURL(to.raw))
+	grace := ietfGoAwayGrace
+	if m.Timeout > 0 {
+		grace = min(grace, time.Duration(m.Timeout)*time.Millisecond)
+	}
+	s.movedAway.Store(true)
 	go func() {
-		t := time.NewTimer(time.Second)
+		t := time.NewTimer(grace)
 		defer t.Stop()
 		select {
 		case <-t.C:
@@ -642,6 +706,31 @@ func (s *Session) ietfGoAway(ic *ietfConn, m ietf.GoAway) {
 		case <-ic.Context().Done():
 		}
 	}()
+}
+
+// goAwayTarget resolves a GOAWAY's New Session URI against the current
+// target. The current URL's jwt goes along only to the same host and
+// port, and only when the new URI carries none: a token is never handed
+// to another server.
+func goAwayTarget(cur *target, uri string) (*target, error) {
+	ref, err := url.Parse(uri)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrUnsupportedURL, redactError(err))
+	}
+	u := cur.raw.ResolveReference(ref)
+	next, err := parseTarget(u.String())
+	if err != nil {
+		return nil, err
+	}
+	if next.hostport == cur.hostport && !next.raw.Query().Has("jwt") && cur.raw.Query().Has("jwt") {
+		q := next.raw.Query()
+		q.Set("jwt", cur.raw.Query().Get("jwt"))
+		next.raw.RawQuery = q.Encode()
+		if next, err = parseTarget(next.raw.String()); err != nil {
+			return nil, err
+		}
+	}
+	return next, nil
 }
 
 // handleIETFBidi serves a request stream the peer opened (drafts 17+;
