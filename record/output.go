@@ -1,7 +1,6 @@
 package record
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -165,27 +164,52 @@ const fileFlushInterval = 500 * time.Millisecond
 // flushingWriter buffers writes and flushes them at most interval after
 // they were buffered, so output goes out in large blocks yet never sits in
 // memory for long. The flush is a timer armed by the first write into an
-// empty buffer: an idle output (nothing buffered) costs no goroutine, no
+// empty buffer; the buffer grows with what a recording writes per interval
+// (up to size) and is let go after an interval without writes. So an idle
+// output (nothing buffered) holds no buffer and costs no goroutine, no
 // ticker and no wakeup, which is what lets a process hold a thousand idle
-// recordings. The first write error sticks (bufio.Writer's): every later
-// Write and Flush returns it, whichever goroutine met it.
+// recordings, while an active one keeps its buffer. The first write error
+// sticks, as bufio.Writer's does: every later Write and Flush returns it,
+// whichever goroutine met it.
 type flushingWriter struct {
 	mu       sync.Mutex
-	w        *bufio.Writer
+	w        io.Writer
+	size     int
+	buf      []byte // nil while idle
+	wrote    bool   // written since the last timed flush
+	err      error
 	interval time.Duration
 	timer    *time.Timer // nil until the first write
-	armed    bool        // the timer will flush what is buffered
+	armed    bool        // the timer will fire
 	finished bool
 }
 
+// firstBufferSize is the buffer a writer starts with; it grows by need.
+const firstBufferSize = 4 << 10
+
 func newFlushingWriter(w io.Writer, size int, interval time.Duration) *flushingWriter {
-	return &flushingWriter{w: bufio.NewWriterSize(w, size), interval: interval}
+	return &flushingWriter{w: w, size: size, interval: interval}
+}
+
+// flushLocked writes what is buffered. What a failed write left behind is
+// dropped: the error sticks, and nothing is written after it.
+func (o *flushingWriter) flushLocked() error {
+	if o.err != nil {
+		return o.err
+	}
+	if len(o.buf) == 0 {
+		return nil
+	}
+	_, err := o.w.Write(o.buf)
+	o.buf = o.buf[:0]
+	o.err = err
+	return err
 }
 
 // armLocked starts the flush timer when something is buffered and no flush
 // is due yet.
 func (o *flushingWriter) armLocked() {
-	if o.armed || o.finished || o.w.Buffered() == 0 {
+	if o.armed || o.finished || len(o.buf) == 0 {
 		return
 	}
 	o.armed = true
@@ -196,41 +220,68 @@ func (o *flushingWriter) armLocked() {
 	o.timer.Reset(o.interval)
 }
 
-// timedFlush is the timer's: it writes what is buffered.
+// timedFlush is the timer's: it writes what is buffered. After writes it
+// fires once more an interval later (flushing what came meanwhile); when
+// none came, it lets the buffer go and stays off until the next write.
 func (o *flushingWriter) timedFlush() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.armed = false
-	if !o.finished {
-		_ = o.w.Flush() // an error sticks for the next Write
+	if o.finished {
+		o.armed = false
+		return
 	}
+	_ = o.flushLocked() // an error sticks for the next Write
+	if o.wrote {
+		o.wrote = false
+		o.timer.Reset(o.interval)
+		return
+	}
+	o.armed = false
+	o.buf = nil
 }
 
 // Write buffers p. What reaches the file always ends where a Write ended
 // (a whole frame, packet or element): when p does not fit, what is
 // buffered goes out first, so a recorder killed at any moment leaves no
-// half frame behind.
+// half frame behind. A write as large as the buffer goes out at once.
 func (o *flushingWriter) Write(p []byte) (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if len(p) > o.w.Available() && o.w.Buffered() > 0 {
-		if err := o.w.Flush(); err != nil {
+	if o.err != nil {
+		return 0, o.err
+	}
+	if len(o.buf) > 0 && len(p) > o.size-len(o.buf) {
+		if err := o.flushLocked(); err != nil {
 			return 0, err
 		}
 	}
-	n, err := o.w.Write(p)
+	if len(p) >= o.size {
+		n, err := o.w.Write(p)
+		o.err = err
+		return n, err
+	}
+	if cap(o.buf)-len(o.buf) < len(p) {
+		// Grow by doubling, never beyond size (what does not fit was
+		// flushed above).
+		grown := make([]byte, len(o.buf), min(o.size, max(firstBufferSize, 2*cap(o.buf), len(o.buf)+len(p))))
+		copy(grown, o.buf)
+		o.buf = grown
+	}
+	o.buf = append(o.buf, p...)
+	o.wrote = true
 	o.armLocked()
-	return n, err
+	return len(p), nil
 }
 
 // Flush writes what is buffered.
 func (o *flushingWriter) Flush() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.w.Flush()
+	return o.flushLocked()
 }
 
-// finish stops the flush timer and writes what is left.
+// finish stops the flush timer, writes what is left and lets the buffer
+// go.
 func (o *flushingWriter) finish() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -238,7 +289,9 @@ func (o *flushingWriter) finish() error {
 	if o.timer != nil {
 		o.timer.Stop() // a flush already running finds finished set
 	}
-	return o.w.Flush()
+	err := o.flushLocked()
+	o.buf = nil
+	return err
 }
 
 // FileOutput is a buffered io.WriteSeeker over a file, so muxers that
@@ -285,7 +338,7 @@ func (o *FileOutput) Write(p []byte) (int, error) {
 func (o *FileOutput) Seek(offset int64, whence int) (int64, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if err := o.w.Flush(); err != nil {
+	if err := o.flushLocked(); err != nil {
 		return 0, &WriteError{Path: o.name, Err: err}
 	}
 	return o.f.Seek(offset, whence)

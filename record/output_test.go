@@ -148,8 +148,9 @@ func TestWriteErrorNamesTheFileAndTheFullDisk(t *testing.T) {
 }
 
 // TestIdleOutputArmsNoTimer: an output with nothing buffered has no flush
-// pending (no goroutine, ticker or wakeup); a write arms one flush, which
-// disarms once it ran, and finish leaves nothing armed.
+// pending (no goroutine, ticker or wakeup) and holds no buffer; a write
+// arms one flush, which disarms and gives the buffer back once it ran, and
+// finish leaves nothing armed.
 func TestIdleOutputArmsNoTimer(t *testing.T) {
 	var w countingWriter
 	o := newFlushingWriter(&w, 64, time.Millisecond)
@@ -168,6 +169,12 @@ func TestIdleOutputArmsNoTimer(t *testing.T) {
 		}
 		for w.Len()%5 != 0 || armed() {
 			time.Sleep(time.Millisecond) // the flush runs within the interval
+		}
+		o.mu.Lock()
+		held := o.buf != nil
+		o.mu.Unlock()
+		if held {
+			t.Fatal("an idle output kept its buffer after the timed flush")
 		}
 	}
 	if w.Len() != 15 {

@@ -5,7 +5,8 @@
 # broadcasts (H.264+AAC test media, real time) on loopback QUIC, and one
 # `moq-export URL --record-all` process dials it and records every
 # broadcast to its own MKV file. The media starts once every recording has
-# opened its file, so each one takes its broadcast from the first frame.
+# opened its file, so each one takes its broadcast from the first frame;
+# the broadcasts start one after another over RAMP (2s), not in one instant.
 # After WARMUP seconds the recorder's CPU time (utime+stime from
 # /proc/PID/stat) is read over WINDOW seconds; then its RSS (VmRSS), its
 # goroutines (from its Go profile endpoint, MOQ_EXPORT_PPROF) and its OS
@@ -34,6 +35,7 @@ WARMUP=${WARMUP:-5}
 WINDOW=${WINDOW:-20}
 FORMAT=${FORMAT:-mkv}
 CHECK_FILES=${CHECK_FILES:-3}
+RAMP=${RAMP:-2s} # the broadcasts start one after another over RAMP, as a fleet's do
 
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
@@ -88,7 +90,7 @@ for mode in $MODES; do
 	for n in $NS; do
 		rm -rf "$tmp/rec" "$tmp/pub.out" "$tmp/rec.log" "$tmp/summary.json"
 		mkdir -p "$tmp/rec"
-		"$tmp/fleetpub" -n "$n" "${pubflags[@]}" >"$tmp/pub.out" 2>"$tmp/pub.err" &
+		"$tmp/fleetpub" -n "$n" -ramp "$RAMP" "${pubflags[@]}" >"$tmp/pub.out" 2>"$tmp/pub.err" &
 		pub_pid=$!
 		wait_for "the publisher" 60 have_line moql "$tmp/pub.out"
 		read -r url pin <"$tmp/pub.out"
@@ -114,6 +116,7 @@ for mode in $MODES; do
 				mkdir -p "$PROFILES"
 				curl -s -o "$PROFILES/goroutines-$mode-$n.txt" "${pprof}goroutine?debug=1"
 				curl -s -o "$PROFILES/heap-$mode-$n.pb.gz" "${pprof}heap"
+				curl -s -o "$PROFILES/memstats-$mode-$n.txt" "${pprof}heap?debug=1&gc=1"
 				curl -s -o "$PROFILES/cpu-$mode-$n.pb.gz" "${pprof}profile?seconds=$WINDOW"
 			fi
 		fi

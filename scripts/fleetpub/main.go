@@ -4,7 +4,7 @@
 //
 // It prints "URL FINGERPRINT" on stdout once it listens. The media is held
 // until SIGUSR1 (so that every recording takes its broadcast from the first
-// frame); then each broadcast plays in real time, or, with -pause, plays
+// frame; -ramp spreads the starts); then each broadcast plays in real time, or, with -pause, plays
 // its first video group and pauses. The first SIGINT or SIGTERM ends every
 // broadcast cleanly and prints "published FRAMES" (the media frames of all
 // broadcasts); the session stays up for the recorder to finish until a
@@ -25,6 +25,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/moq-export/moq-export/demo"
 	"github.com/moq-export/moq-export/model"
@@ -37,6 +38,7 @@ func main() {
 	bitrate := flag.Int("video-bitrate", 0, "pad the video to this many bits per second (0: the demo's)")
 	addr := flag.String("addr", "127.0.0.1:0", "UDP address to listen on")
 	prefix := flag.String("prefix", "fleet", "broadcast names are PREFIX/b0000, PREFIX/b0001, ...")
+	ramp := flag.Duration("ramp", 0, "start the broadcasts one after another over this long after SIGUSR1, not all in the same instant")
 	flag.Parse()
 
 	cert, pin, err := subscribe.SelfSignedCert()
@@ -65,11 +67,29 @@ func main() {
 			}
 		}
 	}()
-	for _, b := range broadcasts {
+	for i, b := range broadcasts {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			opts := demo.Options{Realtime: true, Hold: hold, Pause: *pause, VideoBitrate: *bitrate, Published: &published}
+			start := hold
+			if *ramp > 0 {
+				// Broadcast i starts i/n of the ramp after the hold ends.
+				delayed := make(chan struct{})
+				go func() {
+					select {
+					case <-hold:
+					case <-ctx.Done():
+						return
+					}
+					select {
+					case <-time.After(*ramp * time.Duration(i) / time.Duration(len(broadcasts))):
+						close(delayed)
+					case <-ctx.Done():
+					}
+				}()
+				start = delayed
+			}
+			opts := demo.Options{Realtime: true, Hold: start, Pause: *pause, VideoBitrate: *bitrate, Published: &published}
 			if err := demo.Publish(ctx, b, opts); err != nil && ctx.Err() == nil {
 				logger.Error("publishing", "broadcast", b.Name(), "err", err)
 			}
