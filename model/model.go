@@ -196,7 +196,13 @@ type Track struct {
 	backfill   func(ctx context.Context, target int64) error
 	holds      int         // see Hold
 	lost       []lostRange // see MarkLost; current epoch only
+	// groupFrames is how many frames the last group closed complete
+	// held: the room a new group's frame list starts with.
+	groupFrames int
 }
+
+// maxFrameHint bounds the frame list a group reserves ahead (40 KB).
+const maxFrameHint = 1024
 
 // NewTrack returns a live track with no groups.
 func NewTrack(name string) *Track {
@@ -395,6 +401,11 @@ func (g *Group) WriteFrame(f Frame) error {
 	if len(g.frames) == 0 || f.Timestamp > g.maxTS {
 		g.maxTS = f.Timestamp
 	}
+	if g.frames == nil {
+		// As many as the last group had: one allocation per group
+		// instead of one per doubling.
+		g.frames = make([]Frame, 0, max(t.groupFrames, 1))
+	}
 	g.frames = append(g.frames, f)
 	t.newestTS = max(t.newestTS, f.Timestamp)
 	t.wakeLocked()
@@ -411,5 +422,8 @@ func (g *Group) Close(err error) {
 		return
 	}
 	g.finished, g.err = true, err
+	if err == nil {
+		t.groupFrames = min(len(g.frames), maxFrameHint)
+	}
 	t.wakeLocked()
 }

@@ -372,3 +372,39 @@ func TestConsumerGivesUpOnAnAnnouncedFirstGroupThatNeverComes(t *testing.T) {
 		t.Fatalf("backfill: got %v", got)
 	}
 }
+
+// TestGroupReservesTheFramesTheLastGroupHad: a group's frame list starts
+// with room for as many frames as the last complete group held, so that
+// filling it allocates once (a truncated group is not a measure).
+func TestGroupReservesTheFramesTheLastGroupHad(t *testing.T) {
+	tr := NewTrack("v")
+	for _, tc := range []struct {
+		frames  int
+		err     error
+		wantCap int // of the frame list after its first frame
+	}{
+		{frames: 30, wantCap: 1},
+		{frames: 30, wantCap: 30},
+		{frames: 5, err: errors.New("reset"), wantCap: 30},
+		{frames: 10, wantCap: 30},
+		{frames: 2000, wantCap: 10},
+		{frames: 1, wantCap: maxFrameHint},
+	} {
+		g, err := tr.AppendGroup()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range tc.frames {
+			if err := g.WriteFrame(Frame{Timestamp: int64(i)}); err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 && cap(g.frames) != tc.wantCap {
+				t.Errorf("group %d: room for %d frames, want %d", g.Sequence(), cap(g.frames), tc.wantCap)
+			}
+		}
+		g.Close(tc.err)
+		if len(g.frames) != tc.frames {
+			t.Fatalf("group %d holds %d frames, want %d", g.Sequence(), len(g.frames), tc.frames)
+		}
+	}
+}

@@ -63,7 +63,10 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 		str.SetReadDeadline(time.Now())
 	})
 	defer stop()
+	// The group's payloads are cut from a slab sized by the previous
+	// group: a buffer or two per group instead of one per frame.
 	fr := wire.NewFrameReader(r, connVersion(c))
+	fr.Slab, fr.UseSlab = wire.Slab{Hint: int(rt.groupBytes.Load())}, true
 	var cg *cmafGroup
 	if rt.cmafInit != nil {
 		cg = newCMAFGroup(rt.cmafInit)
@@ -74,6 +77,7 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 		if err != nil {
 			switch {
 			case err == io.EOF:
+				rt.groupBytes.Store(int64(fr.Slab.Used()))
 				g.Close(nil)
 			case connGone(c, err) || errors.Is(context.Cause(sub.ctx), errConnLost):
 				// Left open: a resumed subscription completes it.

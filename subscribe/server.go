@@ -91,7 +91,7 @@ func Listen(addr string, opts ServerOptions) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("moq: listen %s: %w", addr, err)
 	}
-	tr := &quic.Transport{Conn: udp}
+	tr := &quic.Transport{Conn: quicPacketConn(udp)}
 	qc := quicConfig(opts.KeepAlive, opts.IdleTimeout)
 	ln, err := tr.Listen(tc, qc)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/moq-export/moq-export/internal/cmaf"
@@ -20,6 +21,10 @@ type remoteTrack struct {
 	kind  string
 	// cmafInit is the init of a cmaf track, set before it subscribes.
 	cmafInit *cmaf.Init
+
+	// groupBytes is the payload size of the last group read to its end:
+	// how big the next group's slab starts (readGroup).
+	groupBytes atomic.Int64
 
 	// live is set once TRACK_INFO arrived: from then on the track resumes
 	// after reconnects. Owned by the run goroutine.

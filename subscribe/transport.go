@@ -507,7 +507,7 @@ func (d *dialer) dial(ctx context.Context) (conn, error) {
 		if d.opts.alpns != nil {
 			tc.NextProtos = d.opts.alpns
 		}
-		c, err := quic.DialAddr(ctx, d.target.hostport, tc, quicConfig(d.opts.KeepAlive, d.opts.IdleTimeout))
+		c, err := dialQUIC(ctx, d.target.hostport, tc, quicConfig(d.opts.KeepAlive, d.opts.IdleTimeout), false)
 		if err != nil {
 			return nil, fmt.Errorf("moq: dial %s: %w", d.target.hostport, mapErr(err))
 		}
@@ -525,6 +525,43 @@ func (d *dialer) dial(ctx context.Context) (conn, error) {
 	}
 }
 
+// dialQUIC is quic.DialAddr (early: DialAddrEarly) from a socket of our
+// own, read and written through quicPacketConn; the transport and the
+// socket close with the connection, as DialAddr's do.
+func dialQUIC(ctx context.Context, hostport string, tc *tls.Config, qc *quic.Config, early bool) (*quic.Conn, error) {
+	addr, err := net.ResolveUDPAddr("udp", hostport)
+	if err != nil {
+		return nil, err
+	}
+	if tc.ServerName == "" {
+		// What DialAddr infers from the address it was given.
+		tc = tc.Clone()
+		if tc.ServerName, _, err = net.SplitHostPort(hostport); err != nil {
+			tc.ServerName = hostport
+		}
+	}
+	udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4zero})
+	if err != nil {
+		return nil, err
+	}
+	tr := &quic.Transport{Conn: quicPacketConn(udp)}
+	dial := tr.Dial
+	if early {
+		dial = tr.DialEarly
+	}
+	c, err := dial(ctx, addr, tc, qc)
+	if err != nil {
+		tr.Close()
+		udp.Close()
+		return nil, err
+	}
+	context.AfterFunc(c.Context(), func() {
+		tr.Close()
+		udp.Close()
+	})
+	return c, nil
+}
+
 func (d *dialer) dialWebTransport(ctx context.Context, pin string) (conn, error) {
 	tc, err := d.opts.tlsConfig(d.target, []string{http3.NextProtoH3}, pin)
 	if err != nil {
@@ -537,7 +574,7 @@ func (d *dialer) dialWebTransport(ctx context.Context, pin string) (conn, error)
 		// webtransport-go dials the URL's host as it is; a URL without a
 		// port must reach the default one.
 		DialAddr: func(ctx context.Context, _ string, tc *tls.Config, qc *quic.Config) (*quic.Conn, error) {
-			return quic.DialAddrEarly(ctx, d.target.hostport, tc, qc)
+			return dialQUIC(ctx, d.target.hostport, tc, qc, true)
 		},
 	}
 	u := *d.target.raw

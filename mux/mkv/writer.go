@@ -662,17 +662,11 @@ func (w *Writer) writeBlock(t *track, ts int64, key bool, payload []byte, in int
 		(video && key && w.clusterHasVideo) ||
 		rel > math.MaxInt16 || rel < math.MinInt16 ||
 		rel >= w.opts.MaxClusterDuration.Milliseconds() {
-		var c clusterStart
-		c.Cluster.Timestamp = uint64(ms)
-		cb, err := marshal(&c)
-		if err != nil {
-			return w.fail(fmt.Errorf("mkv: cluster: %w", err))
-		}
 		w.inCluster, w.breakCluster, w.clusterHasVideo = true, false, false
 		w.clusterTs, rel = ms, 0
 		w.clusterPos = append(w.clusterPos, w.pos-w.segData)
 		w.stats.Clusters++
-		b = append(b, cb...)
+		b = appendClusterStart(b, uint64(ms))
 	}
 	if video && key || !w.hasVideo && rel == 0 {
 		// One CuePoint per video keyframe; audio-only files get one per

@@ -1,21 +1,19 @@
 package mp4
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
 // finish turns the fragmented file at Options.Path into a regular MP4:
-// ftyp, a moov with the complete sample table, then one mdat with the
-// samples of every fragment in the order they were written. It writes a
-// temporary file beside the recording and renames it over the recording,
-// so until the rename the fragmented file stays complete and playable, and
-// a failure (a full disk) leaves it as it is.
+// ftyp, a moov with the complete sample table, then one mdat holding the
+// samples. In place (finishInPlace) unless Options.FinishByCopy asks for
+// a compact copy (finishByCopy).
 func (w *Writer) finish() error {
 	began := time.Now()
 	if f, ok := w.w.(interface{ Flush() error }); ok {
@@ -30,12 +28,7 @@ func (w *Writer) finish() error {
 		}
 	}
 	path := w.opts.Path
-	src, err := os.Open(path)
-	if err != nil {
-		return w.fail(fmt.Errorf("mp4: finish: %w", err))
-	}
-	defer src.Close()
-	st, err := src.Stat()
+	st, err := os.Stat(path)
 	if err != nil {
 		return w.fail(fmt.Errorf("mp4: finish: %w", err))
 	}
@@ -47,58 +40,62 @@ func (w *Writer) finish() error {
 	if st.Size() != w.pos {
 		return w.fail(fmt.Errorf("mp4: finish: %s holds %d bytes, but %d were written to it: not the file this muxer wrote, left fragmented", path, st.Size(), w.pos))
 	}
-
-	if !w.opts.FinishByCopy {
-		done, err := w.finishInPlace(path, st)
-		if err != nil {
+	if w.opts.FinishByCopy || len(w.frags) == 0 {
+		if err := w.finishByCopy(path, st); err != nil {
 			return w.fail(err)
 		}
-		if done {
-			w.stats.Finished, w.stats.FinishedInPlace = true, true
-			w.log.Debug("mp4: finished in place into a regular MP4", "path", path, "took", time.Since(began))
-			return nil
-		}
+		w.stats.Finished = true
+		w.log.Debug("mp4: finished into a regular MP4", "path", path, "took", time.Since(began))
+		return nil
 	}
-	w.inPlace = false
-	head := ftyp(true)
-	// The moov's size does not depend on the offsets in it, only on
-	// whether they are 32 or 64 bits wide: build it once to measure.
-	probe, err := w.moov(true, 0, true)
+	moved, err := w.finishInPlace(path, st.Size())
 	if err != nil {
 		return w.fail(err)
 	}
+	w.stats.Finished, w.stats.FinishedInPlace = true, true
+	w.log.Debug("mp4: finished in place into a regular MP4", "path", path, "moved fragments", moved, "took", time.Since(began))
+	return nil
+}
+
+// finishByCopy writes ftyp, the moov and an mdat with only the samples, in
+// recording order, to a temporary file beside the recording and renames it
+// over the recording, so until the rename the fragmented file stays
+// complete and playable, and a failure (a full disk) leaves it as it is.
+func (w *Writer) finishByCopy(path string, st os.FileInfo) error {
+	src, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("mp4: finish: %w", err)
+	}
+	defer src.Close()
+	head := ftyp(true)
 	mdatHeader := 8
 	if w.dataLen+8 > math.MaxUint32 {
 		mdatHeader = 16
 	}
-	co64 := int64(len(head)+len(probe)+mdatHeader)+w.dataLen > math.MaxUint32
-	if !co64 {
-		if probe, err = w.moov(true, 0, false); err != nil {
-			return w.fail(err)
+	// The moov's size depends only on the width of its chunk offsets.
+	moov, err := w.moov(true, false)
+	if err != nil {
+		return err
+	}
+	co64 := int64(len(head)+len(moov)+mdatHeader)+w.dataLen > math.MaxUint32
+	if co64 {
+		if moov, err = w.moov(true, true); err != nil {
+			return err
 		}
 	}
-	base := int64(len(head) + len(probe) + mdatHeader)
-	moov, err := w.moov(true, base, co64)
-	if err != nil {
-		return w.fail(err)
-	}
+	base := int64(len(head) + len(moov) + mdatHeader)
+	w.setOffsets(moov, co64, func(c chunk) int64 { return base + w.frags[c.frag].dataOffset + int64(c.off) })
 	head = append(head, moov...)
-	if mdatHeader == 16 {
-		head = append(head, 0, 0, 0, 1, 'm', 'd', 'a', 't')
-		head = appendU64(head, uint64(w.dataLen+16))
-	} else {
-		head = appendU32(head, uint32(w.dataLen+8))
-		head = append(head, "mdat"...)
-	}
+	head = appendMdatHeader(head, w.dataLen, mdatHeader == 16)
 
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.finishing")
 	if err != nil {
-		return w.fail(fmt.Errorf("mp4: finish: %w; %s stays fragmented", err, path))
+		return fmt.Errorf("mp4: finish: %w; %s stays fragmented", err, path)
 	}
 	abandon := func(err error) error {
 		tmp.Close()
 		os.Remove(tmp.Name())
-		return w.fail(fmt.Errorf("mp4: finish: %w; %s stays fragmented (playable)", err, path))
+		return fmt.Errorf("mp4: finish: %w; %s stays fragmented (playable)", err, path)
 	}
 	if err := tmp.Chmod(st.Mode().Perm()); err != nil {
 		return abandon(err)
@@ -121,11 +118,20 @@ func (w *Writer) finish() error {
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		os.Remove(tmp.Name())
-		return w.fail(fmt.Errorf("mp4: finish: %w; %s stays fragmented (playable)", err, path))
+		return fmt.Errorf("mp4: finish: %w; %s stays fragmented (playable)", err, path)
 	}
-	w.stats.Finished = true
-	w.log.Debug("mp4: finished into a regular MP4", "path", path, "bytes", base+w.dataLen, "took", time.Since(began))
 	return nil
+}
+
+// appendMdatHeader appends the header of an mdat holding n payload bytes,
+// with a 64-bit size when large.
+func appendMdatHeader(b []byte, n int64, large bool) []byte {
+	if large {
+		b = append(b, 0, 0, 0, 1, 'm', 'd', 'a', 't')
+		return appendU64(b, uint64(n+16))
+	}
+	b = appendU32(b, uint32(n+8))
+	return append(b, "mdat"...)
 }
 
 func appendU32(b []byte, v uint32) []byte {
@@ -133,83 +139,143 @@ func appendU32(b []byte, v uint32) []byte {
 }
 func appendU64(b []byte, v uint64) []byte { return appendU32(appendU32(b, uint32(v>>32)), uint32(v)) }
 
-// errNoInsert says the file system cannot insert a range into a file.
-var errNoInsert = errors.New("inserting a range is not supported here")
+// inPlaceLayout is where finishInPlace puts things: the finished header
+// (ftyp, moov, mdat header) fills the file's first end bytes, and the
+// samples of the first moved fragments, which lay there, go to the end.
+type inPlaceLayout struct {
+	end        int64 // length of the finished header: where the mdat payload starts
+	mdatHeader int64 // 8, or 16 for a 64-bit size
+	co64       bool
+	moved      int   // the first moved fragments are relocated
+	dataAt     int64 // offset of the first relocated sample byte
+	final      int64 // file size once finished
+}
 
-// finishInPlace finishes the recording without moving its samples: it
-// inserts whole blocks at the start of the file (fallocate
-// FALLOC_FL_INSERT_RANGE, ext4 and XFS: the blocks of the fragments are
-// remapped, not copied) and writes into them and the padded header after
-// them ftyp, the finished moov, a free box and the header of one mdat that
-// spans every fragment, so the moof boxes become unused bytes inside it.
-// It reports false, nil when the file system cannot, so the caller copies
-// instead.
-func (w *Writer) finishInPlace(path string, st os.FileInfo) (bool, error) {
-	blk := blockSize(st)
-	if blk <= 0 || w.firstFrag%blk != 0 || len(w.frags) == 0 {
-		return false, nil
+// layoutInPlace finds the layout for a fragmented file of size bytes and
+// a finished moov of moovLen bytes with 32-bit offsets (co64 adds 4 bytes
+// per chunk). The moov's size depends on the width of its chunk offsets,
+// and how much is relocated on the moov's size: both widths only grow,
+// so this settles in at most three rounds.
+func (w *Writer) layoutInPlace(size int64, moovLen int) inPlaceLayout {
+	chunks := 0
+	for _, t := range w.live {
+		chunks += len(t.tab.chunks)
 	}
-	w.inPlace = true
-	head := ftyp(true)
-	probe, err := w.moov(true, 0, true)
-	if err != nil {
-		return false, err
-	}
-	size := st.Size()
-	co64 := size+int64(len(head)+len(probe))+2*blk > math.MaxUint32
-	mdatHeader := int64(8)
-	if co64 {
-		mdatHeader = 16
-	}
-	if !co64 {
-		if probe, err = w.moov(true, 0, false); err != nil {
-			return false, err
+	l := inPlaceLayout{mdatHeader: 8}
+	for {
+		l.end = int64(len(ftyp(true))+moovLen) + l.mdatHeader
+		if l.co64 {
+			l.end += 4 * int64(chunks)
+		}
+		l.moved = 0
+		moved := int64(0)
+		for l.moved < len(w.frags) && w.frags[l.moved].srcOffset < l.end {
+			moved += w.frags[l.moved].size
+			l.moved++
+		}
+		l.final, l.dataAt = size, size
+		if l.moved > 0 {
+			// A free box at the old end holds the relocated samples, at
+			// or past the header's end.
+			l.dataAt = max(size+8, l.end)
+			l.final = l.dataAt + moved
+		}
+		co64 := l.co64 || l.final > math.MaxUint32
+		large := l.mdatHeader == 16 || l.final-(l.end-l.mdatHeader) > math.MaxUint32
+		if co64 == l.co64 && large == (l.mdatHeader == 16) {
+			return l
+		}
+		l.co64 = co64
+		if large {
+			l.mdatHeader = 16
 		}
 	}
-	need := int64(len(head)+len(probe)) + mdatHeader
-	ins := max(need-w.firstFrag+blk-1, 0) / blk * blk
-	if gap := w.firstFrag + ins - need; gap > 0 && gap < 8 {
-		ins += blk // room for a free box's header
-	}
-	end := w.firstFrag + ins // where the first moof lands, the mdat payload starts
-	moov, err := w.moov(true, ins, co64)
+}
+
+// finishInPlace finishes the recording in the same file without moving
+// most of its samples: the finished header (ftyp, the moov, the header of
+// one mdat that spans the rest of the file) is written over the file's
+// first bytes, where the fragmented header and the first fragments lie.
+// The samples of those first fragments are first copied to the end of the
+// file, inside a free box so that the fragmented file stays valid until
+// the header is written. Every other sample stays where its fragment put
+// it; the moof boxes become unused bytes inside the mdat. The cost is
+// that of the moov, never of the media. It returns how many fragments
+// were relocated.
+func (w *Writer) finishInPlace(path string, size int64) (int, error) {
+	moov, err := w.moov(true, false)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
-	hdr := append(head, moov...)
-	if gap := end - mdatHeader - int64(len(hdr)); gap > 0 {
-		hdr = appendU32(hdr, uint32(gap))
-		hdr = append(hdr, "free"...)
-		hdr = append(hdr, make([]byte, gap-8)...)
+	l := w.layoutInPlace(size, len(moov))
+	if l.co64 {
+		if moov, err = w.moov(true, true); err != nil {
+			return 0, err
+		}
 	}
-	if mdatHeader == 16 {
-		hdr = append(hdr, 0, 0, 0, 1, 'm', 'd', 'a', 't')
-		hdr = appendU64(hdr, uint64(size+ins-(end-16)))
-	} else {
-		hdr = appendU32(hdr, uint32(size+ins-(end-8)))
-		hdr = append(hdr, "mdat"...)
+	relocated := make([]int64, l.moved)
+	off := l.dataAt
+	for i := range relocated {
+		relocated[i] = off
+		off += w.frags[i].size
 	}
+	w.setOffsets(moov, l.co64, func(c chunk) int64 {
+		if c.frag < l.moved {
+			return relocated[c.frag] + int64(c.off)
+		}
+		return w.frags[c.frag].srcOffset + int64(c.off)
+	})
+	hdr := append(ftyp(true), moov...)
+	hdr = appendMdatHeader(hdr, l.final-l.end, l.mdatHeader == 16)
+	if int64(len(hdr)) != l.end {
+		return 0, fmt.Errorf("mp4: finish: header of %d bytes, laid out for %d", len(hdr), l.end)
+	}
+
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return false, fmt.Errorf("mp4: finish: %w", err)
+		return 0, fmt.Errorf("mp4: finish: %w; %s stays fragmented (playable)", err, path)
 	}
 	defer f.Close()
-	if ins > 0 {
-		if err := insertRange(f, 0, ins); err != nil {
-			if errors.Is(err, errNoInsert) {
-				return false, nil
-			}
-			return false, fmt.Errorf("mp4: finish: inserting %d bytes: %w; %s stays fragmented (playable)", ins, err, path)
+	undo := func(err error) error {
+		if f.Truncate(size) != nil {
+			return fmt.Errorf("mp4: finish: %w; %s is playable up to its last fragment", err, path)
 		}
+		return fmt.Errorf("mp4: finish: %w; %s stays fragmented (playable)", err, path)
+	}
+	if l.moved > 0 {
+		free := make([]byte, l.dataAt-size)
+		if l.final-size > math.MaxUint32 {
+			return 0, undo(fmt.Errorf("%d bytes to relocate", l.final-size))
+		}
+		copy(free, appendU32(nil, uint32(l.final-size)))
+		copy(free[4:], "free")
+		if _, err := f.WriteAt(free, size); err != nil {
+			return 0, undo(err)
+		}
+		var buf []byte
+		for i, fr := range w.frags[:l.moved] {
+			buf = slices.Grow(buf[:0], int(fr.size))[:fr.size]
+			if _, err := f.ReadAt(buf, fr.srcOffset); err != nil {
+				return 0, undo(err)
+			}
+			if _, err := f.WriteAt(buf, relocated[i]); err != nil {
+				return 0, undo(err)
+			}
+		}
+	}
+	// What the header overwrites, to put back if writing it fails.
+	orig := make([]byte, min(l.end, size))
+	if _, err := f.ReadAt(orig, 0); err != nil {
+		return 0, undo(err)
 	}
 	if _, err := f.WriteAt(hdr, 0); err != nil {
-		if ins > 0 && collapseRange(f, 0, ins) == nil {
-			return false, fmt.Errorf("mp4: finish: %w; %s stays fragmented (playable)", err, path)
+		if _, rerr := f.WriteAt(orig, 0); rerr != nil {
+			return 0, fmt.Errorf("mp4: finish: %w; %s is damaged at its start", err, path)
 		}
-		return false, fmt.Errorf("mp4: finish: %w; %s is damaged at its start", err, path)
+		return 0, undo(err)
 	}
 	if err := f.Close(); err != nil {
-		return false, fmt.Errorf("mp4: finish: %w", err)
+		return 0, fmt.Errorf("mp4: finish: %w", err)
 	}
-	return true, nil
+	return l.moved, nil
 }

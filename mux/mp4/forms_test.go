@@ -372,14 +372,14 @@ func TestFinishRefusesAFileItDidNotWrite(t *testing.T) {
 	f, path := mediatest.CreateFile(t, "other.mp4")
 	w := mp4.NewWriter(f, mp4.Options{Path: path})
 	mediatest.Feed(t, w, mediatest.SampleInput("h264", 1))
-	if _, err := f.Write(make([]byte, 8)); err != nil { // a free box's worth, behind the muxer
+	if _, err := f.Write([]byte{0, 0, 0, 8, 'f', 'r', 'e', 'e'}); err != nil { // a free box, behind the muxer
 		t.Fatal(err)
 	}
 	err := w.Close()
 	if err == nil || !strings.Contains(err.Error(), "left fragmented") {
 		t.Fatalf("Close on a file that changed: %v, want an error saying it stays fragmented", err)
 	}
-	if boxes := compactBoxes(topBoxes(t, path)); !strings.HasPrefix(boxes, "ftyp,moov,free,moof,mdat") {
+	if boxes := compactBoxes(topBoxes(t, path)); boxes != "ftyp,moov,moof,mdat,free,moof,mdat" {
 		t.Errorf("boxes %s, want the fragments kept", boxes)
 	}
 	mediatest.DecodeClean(t, trimToWholeFragments(t, path))
@@ -456,6 +456,57 @@ func TestRemovedTrackEndsAndTheOthersGoOn(t *testing.T) {
 			}
 			if got := len(p.PacketsOf(0)); got != len(v.Frames) {
 				t.Errorf("video packets %d, want %d", got, len(v.Frames))
+			}
+		})
+	}
+}
+
+// writeRecorder keeps every Write it gets as a separate buffer.
+type writeRecorder struct{ writes [][]byte }
+
+func (r *writeRecorder) Write(p []byte) (int, error) {
+	r.writes = append(r.writes, bytes.Clone(p))
+	return len(p), nil
+}
+
+// TestEachFragmentIsOneWrite: after the header, every Write the Writer
+// makes is one whole moof+mdat, so an output that passes on whole Writes
+// (the CLI's file output) never ends inside a fragment's boxes, and the
+// fragments' bytes make a file that decodes to every frame.
+func TestEachFragmentIsOneWrite(t *testing.T) {
+	mediatest.RequireTools(t, "ffmpeg", "ffprobe")
+	ins := []mediatest.Input{loop(mediatest.SampleInput("h264", 1), 3), loop(mediatest.SampleInput("aac", 2), 3)}
+	for _, tc := range []struct {
+		name string
+		ins  []mediatest.Input
+	}{{"h264+aac", ins}, {"aac", ins[1:]}, {"h264", ins[:1]}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rec writeRecorder
+			w := mp4.NewWriter(&rec, mp4.Options{})
+			mediatest.Feed(t, w, tc.ins...)
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if len(rec.writes) != 1+w.Counters().Fragments {
+				t.Fatalf("%d writes for a header and %d fragments", len(rec.writes), w.Counters().Fragments)
+			}
+			for i, b := range rec.writes[1:] {
+				path := tempPath(t, "fragment.mp4")
+				if err := os.WriteFile(path, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if boxes := strings.Join(topBoxes(t, path), ","); boxes != "moof,mdat" {
+					t.Fatalf("write %d holds %s, want one moof,mdat", i+1, boxes)
+				}
+			}
+			path := tempPath(t, "all.mp4")
+			if err := os.WriteFile(path, bytes.Join(rec.writes, nil), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			mediatest.DecodeClean(t, path)
+			p := mediatest.Probe(t, path)
+			for i, in := range tc.ins {
+				checkPackets(t, path, p, i, in, origin(tc.ins...), 1000)
 			}
 		})
 	}

@@ -82,10 +82,8 @@ func checkLayout(t *testing.T, path string, finished bool, p mediatest.ProbeResu
 		}
 		return
 	}
-	// Finished in place, a free box fills the blocks inserted in front
-	// up to the mdat.
-	if boxes != "ftyp,moov,mdat" && boxes != "ftyp,moov,free,mdat" {
-		t.Errorf("finished file boxes %s, want ftyp,moov,[free,]mdat", boxes)
+	if boxes != "ftyp,moov,mdat" {
+		t.Errorf("finished file boxes %s, want ftyp,moov,mdat", boxes)
 	}
 	d, err := p.Format.Seconds()
 	if err != nil {

@@ -3,6 +3,7 @@ package wire
 import (
 	"bufio"
 	"bytes"
+	"slices"
 	"testing"
 )
 
@@ -67,14 +68,20 @@ func FuzzSubscribeResponse(f *testing.F) {
 	})
 }
 
-// FuzzFrameReader feeds arbitrary group stream bytes: no panic, and a huge
-// size field with no data behind it must not allocate the size.
+// FuzzFrameReader feeds arbitrary group stream bytes: no panic, a huge
+// size field with no data behind it must not allocate the size, and a
+// reader that cuts its payloads from a Slab reads the same frames as one
+// that does not.
 func FuzzFrameReader(f *testing.F) {
 	for _, s := range []string{"47 d0 03 61 62 63 40 42 02 68 69", "00 c0 00 00 00 01 ff ff ff", "00 81 ff ff ff 00"} {
 		f.Add(unhex(f, s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		readAllFrames(t, &FrameReader{R: bufio.NewReader(bytes.NewReader(b))}, len(b))
+		plain := readAllFrames(t, &FrameReader{R: bufio.NewReader(bytes.NewReader(b))}, len(b))
+		slab := readAllFrames(t, &FrameReader{R: bufio.NewReader(bytes.NewReader(b)), Slab: Slab{Hint: len(b) / 3}, UseSlab: true}, len(b))
+		if !slices.EqualFunc(plain, slab, bytes.Equal) {
+			t.Fatalf("with a slab, frames %x; without, %x", slab, plain)
+		}
 	})
 }
 
@@ -91,14 +98,16 @@ func FuzzReadMessage(f *testing.F) {
 }
 
 // readAllFrames reads fr to its end and fails when the payloads add up to
-// more than the n input bytes.
-func readAllFrames(t *testing.T, fr *FrameReader, n int) {
+// more than the n input bytes; it returns the payloads.
+func readAllFrames(t *testing.T, fr *FrameReader, n int) [][]byte {
 	total := 0
+	var out [][]byte
 	for {
 		p, err := fr.Next()
 		if err != nil {
-			return
+			return out
 		}
+		out = append(out, p)
 		total += len(p)
 		if total > n {
 			t.Fatalf("read %d payload bytes from %d input bytes", total, n)

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package subscribe
+
+import "net"
+
+// quicPacketConn returns the socket quic-go reads and writes: udp itself
+// (the allocation-free batch reader is Linux's, udpconn_linux.go).
+func quicPacketConn(udp *net.UDPConn) net.PacketConn { return udp }
