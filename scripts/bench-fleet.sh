@@ -13,7 +13,8 @@
 # threads. Then the publisher ends every broadcast, each recording finishes
 # its file, and the frames the recorder wrote are compared with the frames
 # the publisher published: lost must be 0. A few files are decoded with
-# ffprobe to check their frame counts.
+# ffprobe to check their frame counts. "close s" is how long after the last
+# broadcast ended the last file was finished (polled every 0.2 s).
 #
 # CPU time per process is what is measured, not wall time: the machine may
 # be shared, and CPU time is much less sensitive to other load.
@@ -57,6 +58,12 @@ if [ -z "${MOQ_EXPORT:-}" ]; then
 fi
 go build -o "$tmp/fleetpub" ./scripts/fleetpub
 tck=$(getconf CLK_TCK)
+# --record-all refuses broadcasts beyond --max-broadcasts (default 32):
+# lift it to N where the build has it.
+limit_flag=
+if "$MOQ_EXPORT" --help 2>&1 | grep -q -- --max-broadcasts; then
+	limit_flag=--max-broadcasts
+fi
 
 # wait_for DESCRIPTION SECONDS COMMAND...: until COMMAND succeeds.
 wait_for() {
@@ -77,8 +84,8 @@ files_opened() { [ "$(find "$tmp/rec" -type f | wc -l)" -ge "$1" ]; }
 files_finished() { [ "$(grep -c 'output finished' "$tmp/rec.log" || true)" -ge "$1" ]; }
 have_line() { grep -q "$1" "$2"; }
 
-printf '%-9s %5s  %9s %9s  %9s %8s  %6s %7s %7s  %8s %6s\n' \
-	mode N "cpu%core" "per-rec" "RSS MB" "per-rec" gorout "per-rec" threads "Mb/s" lost
+printf '%-9s %5s  %9s %9s  %9s %8s  %6s %7s %7s  %8s %6s %7s\n' \
+	mode N "cpu%core" "per-rec" "RSS MB" "per-rec" gorout "per-rec" threads "Mb/s" lost "close s"
 for mode in $MODES; do
 	pubflags=()
 	case $mode in
@@ -94,7 +101,7 @@ for mode in $MODES; do
 		pub_pid=$!
 		wait_for "the publisher" 60 have_line moql "$tmp/pub.out"
 		read -r url pin <"$tmp/pub.out"
-		MOQ_EXPORT_PPROF=127.0.0.1:0 "$MOQ_EXPORT" "$url" --tls-fingerprint "$pin" --record-all \
+		MOQ_EXPORT_PPROF=127.0.0.1:0 "$MOQ_EXPORT" "$url" --tls-fingerprint "$pin" --record-all ${limit_flag:+$limit_flag "$n"} \
 			-o "$tmp/rec/{broadcast}.$FORMAT" --progress never -v --summary "$tmp/summary.json" 2>"$tmp/rec.log" &
 		rec_pid=$!
 		wait_for "$n files to open" 300 files_opened "$n"
@@ -115,7 +122,7 @@ for mode in $MODES; do
 			if [ -n "${PROFILES:-}" ]; then
 				mkdir -p "$PROFILES"
 				curl -s -o "$PROFILES/goroutines-$mode-$n.txt" "${pprof}goroutine?debug=1"
-				curl -s -o "$PROFILES/heap-$mode-$n.pb.gz" "${pprof}heap"
+				curl -s -o "$PROFILES/heap-$mode-$n.pb.gz" "${pprof}heap?gc=1"
 				curl -s -o "$PROFILES/memstats-$mode-$n.txt" "${pprof}heap?debug=1&gc=1"
 				curl -s -o "$PROFILES/cpu-$mode-$n.pb.gz" "${pprof}profile?seconds=$WINDOW"
 			fi
@@ -125,6 +132,7 @@ for mode in $MODES; do
 		ended=$(date +%s.%N)
 		published=$(awk '$1 == "published" {print $2}' "$tmp/pub.out")
 		wait_for "$n files to finish" 300 files_finished "$n"
+		finished=$(date +%s.%N)
 		kill -INT "$rec_pid"
 		wait "$rec_pid" || true
 		rec_pid=
@@ -145,11 +153,11 @@ for mode in $MODES; do
 		done
 		awk -v mode="$mode" -v n="$n" -v c0="$c0" -v c1="$c1" -v t0="$t0" -v t1="$t1" -v tck="$tck" \
 			-v rss="$rss" -v g="$goroutines" -v th="$threads" -v pub="$published" -v wr="$written" \
-			-v bytes="$bytes" -v s="$started" -v e="$ended" 'BEGIN {
+			-v bytes="$bytes" -v s="$started" -v e="$ended" -v f="$finished" 'BEGIN {
 			cpu = (c1 - c0) / tck / (t1 - t0) * 100
 			gp = (g == "?") ? "?" : sprintf("%.1f", g / n)
-			printf "%-9s %5d  %8.2f%% %8.4f%%  %9.1f %6.0fKB  %6s %7s %7d  %8.1f %6d\n",
-				mode, n, cpu, cpu / n, rss / 1024, rss / n, g, gp, th, bytes * 8 / (e - s) / 1e6, pub - wr
+			printf "%-9s %5d  %8.2f%% %8.4f%%  %9.1f %6.0fKB  %6s %7s %7d  %8.1f %6d %7.1f\n",
+				mode, n, cpu, cpu / n, rss / 1024, rss / n, g, gp, th, bytes * 8 / (e - s) / 1e6, pub - wr, f - e
 		}'
 	done
 done
