@@ -1,155 +1,66 @@
-package demo
+package demo_test
 
 import (
 	"context"
-	"errors"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/moq-export/moq-export/catalog"
-	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/demo"
 	"github.com/moq-export/moq-export/internal/testmedia"
 	"github.com/moq-export/moq-export/model"
-	"github.com/moq-export/moq-export/mux/mkv"
 )
 
-// reader reads one track of a broadcast in process.
-type reader struct {
-	c  *model.Consumer
-	rs *model.ReadySet
-}
-
-func newReader(t *testing.T, b *model.Broadcast, name string) *reader {
-	t.Helper()
-	tr, err := b.Track(name)
+// TestLateRenditionsJoinByACatalogUpdate: the first catalog lists the
+// renditions of the start; once LateAfter of media is published a second
+// catalog group adds the late ones, whose frames start at LateAfter on the
+// shared clock and then follow their sample.
+func TestLateRenditionsJoinByACatalogUpdate(t *testing.T) {
+	const after = 1500 * time.Millisecond
+	b := model.NewBroadcast("demo")
+	if err := demo.Publish(context.Background(), b, demo.Options{Renditions: []string{"h264"}, Late: []string{"aac"}, LateAfter: after, Loops: 1, KeepGroups: 100000}); err != nil {
+		t.Fatal(err)
+	}
+	var snapshots [][]string
+	cat, err := b.Track(catalog.TrackName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &reader{c: tr.Subscribe(1 << 62), rs: model.NewReadySet()}
-	r.c.Watch(r.rs)
-	t.Cleanup(r.c.Close)
-	return r
-}
-
-// next waits for the next frame; false when the track ended.
-func (r *reader) next() (model.Frame, bool) {
-	for {
-		r.rs.Take(nil) // re-arm: a consumer is listed once until taken
-		ev, ok := r.c.Next()
-		if !ok {
-			<-r.rs.Wakeup()
-			continue
+	for seq := uint64(0); cat.Group(seq) != nil; seq++ {
+		frames, _, _ := cat.Group(seq).Frames(0)
+		c, err := catalog.Parse(frames[0].Payload)
+		if err != nil {
+			t.Fatal(err)
 		}
-		switch ev.Kind {
-		case model.EventFrame:
-			return ev.Frame, true
-		case model.EventEnd:
-			return model.Frame{}, false
+		var names []string
+		for _, r := range c.Renditions() {
+			names = append(names, r.Name)
 		}
+		slices.Sort(names)
+		snapshots = append(snapshots, names)
 	}
-}
-
-// secondKeyframe returns the timestamp of the second keyframe of s and how
-// many frames come before it.
-func secondKeyframe(s *testmedia.Sample) (int64, int) {
-	seen := 0
-	for i, f := range s.Frames {
-		if f.Keyframe {
-			if seen++; seen == 2 {
-				return f.Timestamp, i
-			}
-		}
+	if len(snapshots) != 2 || !slices.Equal(snapshots[0], []string{"h264"}) || !slices.Equal(snapshots[1], []string{"aac", "h264"}) {
+		t.Fatalf("catalog snapshots %v, want [h264] then [aac h264]", snapshots)
 	}
-	panic("sample has one group")
-}
-
-func TestHoldAndPause(t *testing.T) {
-	b := model.NewBroadcast("paused")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	hold := make(chan struct{})
-	done := make(chan error, 1)
-	go func() { done <- Publish(ctx, b, Options{Pause: true, Hold: hold, KeepGroups: 1 << 20}) }()
-
-	// Held: the catalog is published, the media is not.
-	w, err := catalog.Watch(b, catalog.WatchOptions{})
+	audio, err := b.Track("aac")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.Next(ctx); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	video, audio := newReader(t, b, "h264"), newReader(t, b, "aac")
-	for _, name := range DefaultRenditions {
-		tr, _ := b.Track(name)
-		if _, ok := tr.OldestTimestamp(); ok {
-			t.Errorf("track %s has media before Hold was closed", name)
+	aac := testmedia.MustLoadSample("aac")
+	var got []int64
+	for seq := uint64(0); audio.Group(seq) != nil; seq++ {
+		frames, _, _ := audio.Group(seq).Frames(0)
+		for _, f := range frames {
+			got = append(got, f.Timestamp)
 		}
 	}
-	close(hold)
-
-	// Paused: exactly the first video group, and the audio before its end
-	// (one clock: the next frame across tracks is the earliest), then
-	// nothing until ctx ends; then the tracks end cleanly.
-	end, want := secondKeyframe(testmedia.MustLoadSample("h264"))
-	for range want {
-		if _, ok := video.next(); !ok {
-			t.Fatal("video ended before its first group was published")
+	if len(got) != len(aac.Frames) {
+		t.Fatalf("%d aac frames, want the sample's %d", len(got), len(aac.Frames))
+	}
+	for i, f := range aac.Frames {
+		if want := f.Timestamp + after.Microseconds(); got[i] != want {
+			t.Fatalf("aac frame %d at %d µs, want %d", i, got[i], want)
 		}
-	}
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("Publish returned %v, want context.Canceled", err)
-	}
-	if f, ok := video.next(); ok {
-		t.Errorf("video frame at %d µs published after the pause at %d µs", f.Timestamp, end)
-	}
-	n := 0
-	for {
-		f, ok := audio.next()
-		if !ok {
-			break
-		}
-		if f.Timestamp >= end {
-			t.Errorf("audio frame at %d µs published after the pause at %d µs", f.Timestamp, end)
-		}
-		n++
-	}
-	if n == 0 {
-		t.Error("no audio published before the pause")
-	}
-}
-
-func TestVideoBitratePadsFramesThatStillDecode(t *testing.T) {
-	const bitrate = 4_000_000
-	s, err := paddedSample(testmedia.MustLoadSample("h264"), bitrate)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var bytes int
-	for _, f := range s.Frames {
-		bytes += len(f.Payload)
-	}
-	if got := float64(bytes) * 8 / (float64(s.Duration()) / 1e6); got < bitrate || got > bitrate*1.1 {
-		t.Errorf("padded to %.0f b/s, want %d to 10%% above", got, bitrate)
-	}
-	if again, _ := paddedSample(testmedia.MustLoadSample("h264"), bitrate); again != s {
-		t.Error("a second broadcast at the same bitrate got its own copy")
-	}
-	f, path := mediatest.CreateFile(t, "padded.mkv")
-	w := mkv.NewWriter(f, mkv.Options{})
-	mediatest.Feed(t, w, mediatest.InputOf(s, 1))
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	mediatest.DecodeClean(t, path)
-	if n := len(mediatest.Probe(t, path).PacketsOf(0)); n != len(s.Frames) {
-		t.Errorf("ffprobe reads %d packets, want %d", n, len(s.Frames))
-	}
-	if _, err := paddedSample(testmedia.MustLoadSample("vp9"), bitrate); err == nil {
-		t.Error("VP9 was padded with an H.264 filler")
-	}
-	if _, err := newPlanAt(nil, catalog.ContainerCMAF, bitrate); err == nil {
-		t.Error("cmaf frames were padded")
 	}
 }
