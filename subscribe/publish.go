@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"sync"
 	"time"
 
@@ -269,7 +268,6 @@ func (p *pubTrack) serve(cons *model.Consumer) error {
 				}
 			}
 		}
-		p.finishGroup(cons.Track())
 		select {
 		case <-rs.Wakeup():
 			ready = rs.Take(ready[:0])
@@ -323,23 +321,6 @@ func (p *pubTrack) writeFrame(ev model.Event) error {
 		return err
 	}
 	return nil
-}
-
-// finishGroup ends the open group stream once the producer finished its
-// group and everything in it was sent: the subscriber sees the FIN at
-// once instead of when the next group starts, so a paused or ended track
-// leaves no stream (and no reader on the other side) open.
-func (p *pubTrack) finishGroup(t *model.Track) {
-	if p.group == nil {
-		return
-	}
-	g := t.Group(p.seq)
-	if g == nil {
-		return
-	}
-	if _, finished, err := g.Frames(math.MaxInt); finished {
-		p.closeGroup(err)
-	}
 }
 
 // closeGroup finishes the open group stream: FIN, or a reset after err.
