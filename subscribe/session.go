@@ -388,12 +388,13 @@ func serveStreams[S interface{ SetReadDeadline(time.Time) error }](ctx context.C
 	var stops stopSet[S]
 	defer stops.close()
 	defer wg.Wait()
+	wake := wakeRead[S] // a generic func value: made once, not per stream
 	for {
 		str, err := accept(ctx)
 		if err != nil {
 			return
 		}
-		id := stops.add(ctx, str, wakeRead[S])
+		id := stops.add(ctx, str, wake)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
