@@ -1,6 +1,7 @@
 package mp4_test
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -64,4 +65,55 @@ func BenchmarkMuxMP4(b *testing.B) {
 			closeFile()
 		}
 	})
+}
+
+// BenchmarkFinishMP4 measures Close of a file recording of h264+aac: the
+// finish into a regular MP4 (and the last fragment). One operation is one
+// finish; recording the media before it is not timed. "30min" is the
+// recording scripts/bench-vs-ffmpeg.sh makes (72 MB).
+func BenchmarkFinishMP4(b *testing.B) {
+	for _, bc := range []struct {
+		name   string
+		passes int
+	}{{"1min", 15}, {"30min", 450}} {
+		b.Run(bc.name, func(b *testing.B) {
+			v, a := mediatest.SampleInput("h264", 1), mediatest.SampleInput("aac", 2)
+			frames := mediatest.Interleave(v, a)
+			span := mediatest.LoadSample("h264").Duration() + 100_000
+			dir := b.TempDir()
+			b.ReportAllocs()
+			for i := range b.N {
+				b.StopTimer()
+				// A new file each time: closing a file that O_TRUNC
+				// emptied and that was written again makes ext4 start
+				// writing it back (auto_da_alloc), which is not the
+				// finish's cost.
+				path := filepath.Join(dir, fmt.Sprintf("finish-%d.mp4", i))
+				if i > 0 {
+					os.Remove(filepath.Join(dir, fmt.Sprintf("finish-%d.mp4", i-1)))
+				}
+				f, err := os.Create(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				w := mp4.NewWriter(f, mp4.Options{Path: path})
+				mediatest.Write(b, w, mediatest.Tracks(v, a), nil)
+				for pass := range int64(bc.passes) {
+					for _, fr := range frames {
+						fr.Timestamp += pass * span
+						if err := w.WriteFrame(fr); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				b.StartTimer()
+				if err := w.Close(); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				f.Close()
+				b.StartTimer()
+			}
+		})
+	}
 }

@@ -245,10 +245,14 @@ func appendMoof(dst []byte, seq uint32, runs []*track) []byte {
 // moov builds the moov of either form: mvhd, and per track tkhd, an edit
 // list, mdhd, the handler, media header, data reference and sample entry
 // boxes mediacommon made, and the sample table: empty with an mvex for the
-// fragments, complete for the finished file. place says where a chunk
-// lies in the finished file; co64 asks for 64-bit chunk offsets.
-func (w *Writer) moov(finished bool, place func(chunk) int64, co64 bool) ([]byte, error) {
+// fragments, complete for the finished file. The chunk offsets of the
+// finished file are left 0, for setOffsets to fill in once the layout
+// (which depends on the moov's size) is known; co64 asks for 64-bit ones.
+func (w *Writer) moov(finished bool, co64 bool) ([]byte, error) {
 	var b builder
+	if finished {
+		b.b = make([]byte, 0, w.moovSizeHint())
+	}
 	moov := b.start("moov")
 	var movieDur uint64
 	start := int64(math.MaxInt64) // µs, the earliest track start
@@ -320,10 +324,10 @@ func (w *Writer) moov(finished bool, place func(chunk) int64, co64 bool) ([]byte
 		stbl := b.start("stbl")
 		b.b = append(b.b, p.stsd...)
 		if finished {
-			tab.appendTables(&b, place, co64)
+			t.offsetsAt = tab.appendTables(&b, co64)
 		} else {
 			var empty table
-			empty.appendTables(&b, nil, false)
+			empty.appendTables(&b, false)
 		}
 		b.end(stbl)
 		b.end(minf)
@@ -381,11 +385,40 @@ func toMovie(ticks int64, ts uint32) uint64 {
 	return uint64((ticks*movieTimescale + int64(ts)/2) / int64(ts))
 }
 
-// appendTables appends stts, ctts, stss, stsc, stsz and stco/co64. Written
-// by hand: they are flat big-endian arrays, one to three words per sample or
-// chunk, and go-mp4 would need them as slices of structs, encoded by
-// reflection (a multi-hour recording has millions of entries).
-func (tab *table) appendTables(b *builder, offset func(chunk) int64, co64 bool) {
+// moovSizeHint is a little more than the finished moov's size, so that
+// building it does not grow its buffer step by step.
+func (w *Writer) moovSizeHint() int {
+	n := 4096
+	for i, t := range w.live {
+		tab := &t.tab
+		n += 1024 + len(w.parts[i].stsd) + 4*len(tab.sizes) + 8*(len(tab.stts)+len(tab.ctts)) + 4*len(tab.sync) + 20*len(tab.chunks)
+	}
+	return n
+}
+
+// setOffsets writes the chunk offsets into a finished moov built by moov:
+// place says where a chunk lies in the file.
+func (w *Writer) setOffsets(moov []byte, co64 bool, place func(chunk) int64) {
+	for _, t := range w.live {
+		at := t.offsetsAt
+		for _, c := range t.tab.chunks {
+			if co64 {
+				binary.BigEndian.PutUint64(moov[at:], uint64(place(c)))
+				at += 8
+			} else {
+				binary.BigEndian.PutUint32(moov[at:], uint32(min(place(c), math.MaxUint32)))
+				at += 4
+			}
+		}
+	}
+}
+
+// appendTables appends stts, ctts, stss, stsc, stsz and stco/co64, whose
+// entries it leaves 0: it returns where in b they start. Written by hand:
+// they are flat big-endian arrays, one to three words per sample or chunk,
+// and go-mp4 would need them as slices of structs, encoded by reflection (a
+// multi-hour recording has millions of entries).
+func (tab *table) appendTables(b *builder, co64 bool) (offsetsAt int) {
 	stts := b.fullBox("stts", 0, 0)
 	b.u32(uint32(len(tab.stts)))
 	for _, r := range tab.stts {
@@ -432,19 +465,14 @@ func (tab *table) appendTables(b *builder, offset func(chunk) int64, co64 bool) 
 		b.u32(s)
 	}
 	b.end(stsz)
+	typ, width := "stco", 4
 	if co64 {
-		co := b.fullBox("co64", 0, 0)
-		b.u32(uint32(len(tab.chunks)))
-		for _, c := range tab.chunks {
-			b.u64(uint64(offset(c)))
-		}
-		b.end(co)
-		return
+		typ, width = "co64", 8
 	}
-	co := b.fullBox("stco", 0, 0)
+	co := b.fullBox(typ, 0, 0)
 	b.u32(uint32(len(tab.chunks)))
-	for _, c := range tab.chunks {
-		b.u32(uint32(min(offset(c), math.MaxUint32)))
-	}
+	offsetsAt = len(b.b)
+	b.b = append(b.b, make([]byte, width*len(tab.chunks))...)
 	b.end(co)
+	return offsetsAt
 }

@@ -90,9 +90,14 @@
 // fragment, about 15 MB for 3 hours of 30 fps video with 48 kHz AAC; a
 // stream (no Path) keeps no table at all.
 //
-// When the io.Writer has a Flush method (a bufio.Writer, the CLI's file
-// output), the Writer calls it after every fragment, so a killed recorder
-// leaves each fragment it finished on disk.
+// Each fragment goes to the io.Writer in one Write (moof, mdat header and
+// every run), so a file takes one syscall per fragment, and a buffered
+// output that passes on whole Writes (the CLI's file output, which flushes
+// at least every 500 ms) never leaves a moof without its mdat. The largest
+// run is written from its track's buffer, with the moof and the other runs
+// copied into room kept in front of it, so no payload is copied twice.
+// When the io.Writer has a Flush method (a bufio.Writer), the Writer calls
+// it after every fragment.
 //
 // # Timestamps and B-frames
 //

@@ -68,27 +68,23 @@ func (w *Writer) finishByCopy(path string, st os.FileInfo) error {
 	}
 	defer src.Close()
 	head := ftyp(true)
-	// The moov's size does not depend on the offsets in it, only on
-	// whether they are 32 or 64 bits wide: build it once to measure.
-	probe, err := w.moov(true, atZero, true)
-	if err != nil {
-		return err
-	}
 	mdatHeader := 8
 	if w.dataLen+8 > math.MaxUint32 {
 		mdatHeader = 16
 	}
-	co64 := int64(len(head)+len(probe)+mdatHeader)+w.dataLen > math.MaxUint32
-	if !co64 {
-		if probe, err = w.moov(true, atZero, false); err != nil {
-			return err
-		}
-	}
-	base := int64(len(head) + len(probe) + mdatHeader)
-	moov, err := w.moov(true, func(c chunk) int64 { return base + w.frags[c.frag].dataOffset + int64(c.off) }, co64)
+	// The moov's size depends only on the width of its chunk offsets.
+	moov, err := w.moov(true, false)
 	if err != nil {
 		return err
 	}
+	co64 := int64(len(head)+len(moov)+mdatHeader)+w.dataLen > math.MaxUint32
+	if co64 {
+		if moov, err = w.moov(true, true); err != nil {
+			return err
+		}
+	}
+	base := int64(len(head) + len(moov) + mdatHeader)
+	w.setOffsets(moov, co64, func(c chunk) int64 { return base + w.frags[c.frag].dataOffset + int64(c.off) })
 	head = append(head, moov...)
 	head = appendMdatHeader(head, w.dataLen, mdatHeader == 16)
 
@@ -127,10 +123,6 @@ func (w *Writer) finishByCopy(path string, st os.FileInfo) error {
 	return nil
 }
 
-// atZero places every chunk at 0: for measuring a moov, whose size depends
-// only on the width of its chunk offsets.
-func atZero(chunk) int64 { return 0 }
-
 // appendMdatHeader appends the header of an mdat holding n payload bytes,
 // with a 64-bit size when large.
 func appendMdatHeader(b []byte, n int64, large bool) []byte {
@@ -159,18 +151,22 @@ type inPlaceLayout struct {
 	final      int64 // file size once finished
 }
 
-// layoutInPlace finds the layout for a fragmented file of size bytes. The
-// moov's size depends on the width of its chunk offsets, and how much is
-// relocated on the moov's size: both widths only grow, so this settles
-// in at most three rounds.
-func (w *Writer) layoutInPlace(size int64) (inPlaceLayout, error) {
+// layoutInPlace finds the layout for a fragmented file of size bytes and
+// a finished moov of moovLen bytes with 32-bit offsets (co64 adds 4 bytes
+// per chunk). The moov's size depends on the width of its chunk offsets,
+// and how much is relocated on the moov's size: both widths only grow,
+// so this settles in at most three rounds.
+func (w *Writer) layoutInPlace(size int64, moovLen int) inPlaceLayout {
+	chunks := 0
+	for _, t := range w.live {
+		chunks += len(t.tab.chunks)
+	}
 	l := inPlaceLayout{mdatHeader: 8}
 	for {
-		probe, err := w.moov(true, atZero, l.co64)
-		if err != nil {
-			return l, err
+		l.end = int64(len(ftyp(true))+moovLen) + l.mdatHeader
+		if l.co64 {
+			l.end += 4 * int64(chunks)
 		}
-		l.end = int64(len(ftyp(true))+len(probe)) + l.mdatHeader
 		l.moved = 0
 		moved := int64(0)
 		for l.moved < len(w.frags) && w.frags[l.moved].srcOffset < l.end {
@@ -187,7 +183,7 @@ func (w *Writer) layoutInPlace(size int64) (inPlaceLayout, error) {
 		co64 := l.co64 || l.final > math.MaxUint32
 		large := l.mdatHeader == 16 || l.final-(l.end-l.mdatHeader) > math.MaxUint32
 		if co64 == l.co64 && large == (l.mdatHeader == 16) {
-			return l, nil
+			return l
 		}
 		l.co64 = co64
 		if large {
@@ -207,9 +203,15 @@ func (w *Writer) layoutInPlace(size int64) (inPlaceLayout, error) {
 // that of the moov, never of the media. It returns how many fragments
 // were relocated.
 func (w *Writer) finishInPlace(path string, size int64) (int, error) {
-	l, err := w.layoutInPlace(size)
+	moov, err := w.moov(true, false)
 	if err != nil {
 		return 0, err
+	}
+	l := w.layoutInPlace(size, len(moov))
+	if l.co64 {
+		if moov, err = w.moov(true, true); err != nil {
+			return 0, err
+		}
 	}
 	relocated := make([]int64, l.moved)
 	off := l.dataAt
@@ -217,15 +219,12 @@ func (w *Writer) finishInPlace(path string, size int64) (int, error) {
 		relocated[i] = off
 		off += w.frags[i].size
 	}
-	moov, err := w.moov(true, func(c chunk) int64 {
+	w.setOffsets(moov, l.co64, func(c chunk) int64 {
 		if c.frag < l.moved {
 			return relocated[c.frag] + int64(c.off)
 		}
 		return w.frags[c.frag].srcOffset + int64(c.off)
-	}, l.co64)
-	if err != nil {
-		return 0, err
-	}
+	})
 	hdr := append(ftyp(true), moov...)
 	hdr = appendMdatHeader(hdr, l.final-l.end, l.mdatHeader == 16)
 	if int64(len(hdr)) != l.end {

@@ -460,3 +460,54 @@ func TestRemovedTrackEndsAndTheOthersGoOn(t *testing.T) {
 		})
 	}
 }
+
+// writeRecorder keeps every Write it gets as a separate buffer.
+type writeRecorder struct{ writes [][]byte }
+
+func (r *writeRecorder) Write(p []byte) (int, error) {
+	r.writes = append(r.writes, bytes.Clone(p))
+	return len(p), nil
+}
+
+// TestEachFragmentIsOneWrite: after the header, every Write the Writer
+// makes is one whole moof+mdat, so an output that passes on whole Writes
+// (the CLI's file output) never ends inside a fragment's boxes, and the
+// fragments' bytes make a file that decodes to every frame.
+func TestEachFragmentIsOneWrite(t *testing.T) {
+	mediatest.RequireTools(t, "ffmpeg", "ffprobe")
+	ins := []mediatest.Input{loop(mediatest.SampleInput("h264", 1), 3), loop(mediatest.SampleInput("aac", 2), 3)}
+	for _, tc := range []struct {
+		name string
+		ins  []mediatest.Input
+	}{{"h264+aac", ins}, {"aac", ins[1:]}, {"h264", ins[:1]}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rec writeRecorder
+			w := mp4.NewWriter(&rec, mp4.Options{})
+			mediatest.Feed(t, w, tc.ins...)
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if len(rec.writes) != 1+w.Counters().Fragments {
+				t.Fatalf("%d writes for a header and %d fragments", len(rec.writes), w.Counters().Fragments)
+			}
+			for i, b := range rec.writes[1:] {
+				path := tempPath(t, "fragment.mp4")
+				if err := os.WriteFile(path, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if boxes := strings.Join(topBoxes(t, path), ","); boxes != "moof,mdat" {
+					t.Fatalf("write %d holds %s, want one moof,mdat", i+1, boxes)
+				}
+			}
+			path := tempPath(t, "all.mp4")
+			if err := os.WriteFile(path, bytes.Join(rec.writes, nil), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			mediatest.DecodeClean(t, path)
+			p := mediatest.Probe(t, path)
+			for i, in := range tc.ins {
+				checkPackets(t, path, p, i, in, origin(tc.ins...), 1000)
+			}
+		})
+	}
+}

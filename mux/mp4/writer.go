@@ -99,6 +99,7 @@ type Writer struct {
 	frags       []fragment
 	dataLen     int64 // sample bytes in all fragments so far
 	buf         []byte
+	runs        []*track // the tracks with samples in the fragment being cut
 	// keepTable is set when Close finishes the file: only then are the
 	// sample table and the fragment positions kept.
 	keepTable bool
@@ -153,12 +154,18 @@ type track struct {
 	lastDTS  int64
 	lastDur  int64 // last sample duration not spanning a discontinuity, ticks
 
-	pend   []sample // samples of the fragment being built
-	data   []byte   // their payloads
-	runLen int      // how many of pend the fragment being written takes
+	pend []sample // samples of the fragment being built
+	// store holds room bytes, where cut puts the moof and the other runs
+	// when this track's run is the largest, then the payloads of pend.
+	store          []byte
+	room, wantRoom int
+	// runLen and runBytes say how many of pend, and how many payload
+	// bytes, the fragment being written takes.
+	runLen, runBytes int
 
-	tab      table
-	movieDur uint64 // presentation length in the finished file, movie timescale
+	tab       table
+	movieDur  uint64 // presentation length in the finished file, movie timescale
+	offsetsAt int    // where the chunk offsets of the finished moov begin
 }
 
 type sample struct {
@@ -466,7 +473,7 @@ func (w *Writer) start() error {
 		return w.fail(fmt.Errorf("mp4: header: %w", err))
 	}
 	w.parts = parts
-	moov, err := w.moov(false, nil, false)
+	moov, err := w.moov(false, false)
 	if err != nil {
 		return w.fail(fmt.Errorf("mp4: header: %w", err))
 	}
@@ -568,7 +575,7 @@ func (w *Writer) addSample(t *track, ptsUs, dtsUs int64, key, disc bool, payload
 	}
 	t.begun, t.lastDTS = true, dts
 	t.pend = append(t.pend, sample{dts: dts, cto: int32(cto), size: uint32(len(payload)), sync: key})
-	t.data = append(t.data, payload...)
+	t.store = append(t.store, payload...)
 	w.fragBytes += len(payload)
 	if w.keepTable {
 		t.tab.addSample(uint32(len(payload)), int32(cto), key)
@@ -645,51 +652,78 @@ func (tab *table) addDuration(d uint32) {
 // cut writes the fragment built so far: for each track the samples whose
 // duration is known (all of them when final). A track's last sample waits
 // for its successor, which gives its duration, and opens the next fragment.
+//
+// The fragment goes out in one Write, so a buffered output never passes on
+// a moof without its mdat (the CLI's file output flushes where a Write
+// ended), and an unbuffered file takes one syscall per fragment. The
+// largest run (the video) is written from its track's buffer: the moof,
+// the mdat header and the other runs are copied into the room its buffer
+// keeps in front of the payloads, and the run is last in the mdat.
 func (w *Writer) cut(final bool) error {
-	var runs []*track
+	runs := w.runs[:0]
+	carrier := -1
 	for _, t := range w.live {
-		n := 0
+		n, size := 0, 0
 		for n < len(t.pend) && t.pend[n].durKnown {
+			size += int(t.pend[n].size)
 			n++
 		}
-		t.runLen = n
+		t.runLen, t.runBytes = n, size
 		if n > 0 {
+			if carrier < 0 || size > runs[carrier].runBytes {
+				carrier = len(runs)
+			}
 			runs = append(runs, t)
 		}
 	}
+	w.runs = runs
 	if len(runs) == 0 {
 		return nil
 	}
+	last := len(runs) - 1
+	runs[carrier], runs[last] = runs[last], runs[carrier]
+	c := runs[last]
 	w.seq++
 	w.buf = appendMoof(w.buf[:0], w.seq, runs)
 	frag := fragment{srcOffset: w.pos + int64(len(w.buf)), dataOffset: w.dataLen}
-	if err := w.write(w.buf); err != nil {
-		return err
+	front := len(w.buf)
+	for _, t := range runs[:last] {
+		front += t.runBytes
+	}
+	if front <= c.room {
+		at := c.room - front
+		at += copy(c.store[at:], w.buf)
+		for _, t := range runs[:last] {
+			at += copy(c.store[at:], t.payloads()[:t.runBytes])
+		}
+		if err := w.write(c.store[c.room-front : c.room+c.runBytes]); err != nil {
+			return err
+		}
+	} else {
+		// Not enough room yet (the first fragment, a longer GOP): one
+		// copy, and more room from now on.
+		for _, t := range runs {
+			w.buf = append(w.buf, t.payloads()[:t.runBytes]...)
+		}
+		if err := w.write(w.buf); err != nil {
+			return err
+		}
+		c.wantRoom = front + front/2
 	}
 	off := 0
 	w.fragBytes = 0
 	for _, t := range runs {
-		size := 0
-		for _, s := range t.pend[:t.runLen] {
-			size += int(s.size)
-		}
-		if err := w.write(t.data[:size]); err != nil {
-			return err
-		}
 		if w.keepTable {
 			t.tab.chunks = append(t.tab.chunks, chunk{frag: len(w.frags), off: uint32(off), n: uint32(t.runLen)})
 		}
-		off += size
+		off += t.runBytes
 		// Keep the samples still waiting for their duration.
 		t.pend = t.pend[:copy(t.pend, t.pend[t.runLen:])]
-		t.data = t.data[:copy(t.data, t.data[size:])]
-		w.fragBytes += len(t.data)
-		if cap(t.data) > 4*maxFragmentBytes/len(w.live) && len(t.data) < cap(t.data)/8 {
-			t.data = slices.Clip(t.data) // do not pin one huge GOP's buffer
-		}
+		t.keepPayloads(t.runBytes, 4*maxFragmentBytes/len(w.live))
+		w.fragBytes += len(t.store) - t.room
 	}
-	// A buffered output (the CLI's file output) passes each whole fragment
-	// on at once, so a killed recorder leaves every fragment it finished.
+	// A buffered output with a Flush method passes each whole fragment on
+	// at once.
 	if f, ok := w.w.(interface{ Flush() error }); ok {
 		if err := f.Flush(); err != nil {
 			return w.fail(fmt.Errorf("mp4: write: %w", err))
@@ -719,6 +753,29 @@ func (w *Writer) cut(final bool) error {
 	}
 	_ = final
 	return nil
+}
+
+// payloads returns the payloads of the track's pending samples.
+func (t *track) payloads() []byte { return t.store[t.room:] }
+
+// keepPayloads drops the first n bytes of payloads (the run just written)
+// and moves the rest to the start of the payloads, after the room the
+// track wants in front of them. A buffer larger than pin that is mostly
+// empty is let go.
+func (t *track) keepPayloads(n, pin int) {
+	held := t.store[t.room+n:]
+	room := max(t.room, t.wantRoom)
+	if room+len(held) > cap(t.store) {
+		grown := make([]byte, room+len(held), room+max(len(held), cap(t.store)-t.room))
+		copy(grown[room:], held)
+		t.store = grown
+	} else {
+		t.store = t.store[:room+copy(t.store[room:room+len(held)], held)]
+	}
+	t.room = room
+	if cap(t.store)-t.room > pin && len(held) < (cap(t.store)-t.room)/8 {
+		t.store = slices.Clip(t.store) // do not pin one huge GOP's buffer
+	}
 }
 
 // Close writes what is buffered as the last fragment and, when
