@@ -3,7 +3,7 @@
 # for Deno. Called by scripts/interop-setup.sh.
 set -euo pipefail
 cd "$(dirname "$0")"
-node_modules/.bin/esbuild src/publish.ts src/subscribe.ts src/layouts.ts \
+node_modules/.bin/esbuild src/publish.ts src/subscribe.ts src/layouts.ts src/token.ts \
 	--bundle --format=esm --platform=browser --target=esnext \
 	--outdir=dist --log-level=warning
 # The browser publisher page's script (TestBrowserPublisherIntoListen):

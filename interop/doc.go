@@ -6,8 +6,8 @@
 //
 // # Setup
 //
-// package.json / package-lock.json pin @moq/net, @moq/hang, deno (the npm
-// package ships the binary) and esbuild. scripts/interop-setup.sh runs npm ci
+// package.json / package-lock.json pin @moq/net, @moq/hang, @moq/token,
+// deno (the npm package ships the binary) and esbuild. scripts/interop-setup.sh runs npm ci
 // here (skipped while the lockfile is unchanged) and build.sh bundles
 // src/*.ts into dist/, because Deno cannot load @moq/hang's extensionless ESM
 // imports directly. The tests rebundle by themselves when a source is newer
@@ -34,6 +34,18 @@
 //     cmaf_test.go).
 //   - src/subscribe.ts records one broadcast (after its announcement, or at
 //     once), decoding hang's legacy container.
+//   - src/token.ts runs @moq/token 0.2.3 (the reference's token package):
+//     generate a key, sign claims, verify a token. token_test.go gives our
+//     server (subscribe.ServerOptions.AuthKey, as --auth-key) the keys it
+//     generates (HS256, ES256, EdDSA, RS256) and checks that its tokens
+//     admit or refuse as their claims say (valid, missing, wrong key,
+//     expired, other root, other path, subscribe-only), with our publisher
+//     (raw QUIC lite-05 and WebTransport) and with @moq/net's publisher
+//     over Deno's WebTransport (publish.ts --webtransport URL --fingerprint
+//     HEX: the token in the URL, where @moq/net carries it; Deno sends no
+//     WT-Available-Protocols, so that session is moq-lite-02 from the
+//     legacy SETUP). @moq/net sends no SETUP Path or Role on raw QUIC, so
+//     WebTransport is its only way to present a token.
 //
 // Both run as server (--listen, PEM certificate) or client (--connect,
 // trusting a PEM CA), offering or accepting the ALPNs of --alpn

@@ -85,6 +85,21 @@ type Options struct {
 	// Origin says where broadcasts come from, for messages ("under
 	// https://relay.example/anon"). Default: "by the source".
 	Origin string
+
+	// Limits (limits.go; 0 means none). MaxRecordings bounds the
+	// recordings RecordAll runs at once: a broadcast announced beyond it
+	// is refused and logged. MaxFileBytes cuts a recording once its
+	// current file (the whole recording, or one segment) reaches that
+	// size. MinFreeBytes refuses new recordings while the output's disk
+	// has less free space, and cuts running ones when it falls below
+	// (looked at when a recording starts and every 4 MiB written). A cut
+	// recording is finished and playable, and logged with the reason.
+	MaxRecordings int
+	MaxFileBytes  int64
+	MinFreeBytes  int64
+	// FreeSpace reports the free bytes of the disk holding a path
+	// (default: the FreeSpace function).
+	FreeSpace func(path string) (int64, error)
 }
 
 // Run records what the options say (Broadcast, or every broadcast with
@@ -290,6 +305,9 @@ func (f sessionFeed) Close() { f.a.Close() }
 // Err returns why the session ended (nil while it runs).
 func (s sessionSource) Err() error { return s.s.Err() }
 
+// Peer is the address of the publisher of an accepted session.
+func (s sessionSource) Peer() string { return s.s.Remote() }
+
 // Recorder records broadcasts as the Options say: one (Record) or every
 // one a source announces (RecordAll), each to its own files. It is safe
 // for concurrent use; Stats and Files can be read while it records.
@@ -302,6 +320,8 @@ type Recorder struct {
 	done   Stats
 	files  []FileInfo
 	tracks []TrackInfo // of the ended recordings
+	// reserved counts the recordings RecordAll runs (MaxRecordings).
+	reserved int
 }
 
 // New checks the options and returns a Recorder.
@@ -484,6 +504,30 @@ func (r *Recorder) Record(ctx context.Context, src Source, path string) error {
 }
 
 func (r *Recorder) record(ctx context.Context, src Source, path string) error {
+	// A limit cuts the recording by ending its context with the reason:
+	// the files are finished as on any stop (limits.go).
+	if err := r.lowOnSpace(r.outputDir()); err != nil {
+		return fmt.Errorf("recording %q refused: %w", path, err)
+	}
+	rctx, cut := context.WithCancelCause(ctx)
+	defer cut(nil)
+	err := r.recordUntil(rctx, src, path, cut)
+	if cause := context.Cause(rctx); errors.Is(cause, ErrLimit) && ctx.Err() == nil {
+		r.log.Warn("recording cut", "broadcast", path, "publisher", peerOf(src), "reason", cause)
+		return nil
+	}
+	return err
+}
+
+// peerOf names who publishes src's broadcasts, when the source knows.
+func peerOf(src Source) string {
+	if p, ok := src.(interface{ Peer() string }); ok {
+		return p.Peer()
+	}
+	return ""
+}
+
+func (r *Recorder) recordUntil(ctx context.Context, src Source, path string, cut func(error)) error {
 	bc := src.Broadcast(path)
 	name := bc.Name()
 	cat, err := r.waitCatalog(ctx, bc)
@@ -497,7 +541,7 @@ func (r *Recorder) record(ctx context.Context, src Source, path string) error {
 	opts.MaxDuration = r.opts.Duration
 	opts.Logger = r.log.With("broadcast", name)
 	opts.Resolve = func(ref string) (*model.Broadcast, error) { return src.Resolve(bc, ref) }
-	m, err := r.open(name, 0)
+	m, err := r.open(name, 0, cut)
 	if err != nil {
 		return err
 	}
@@ -506,7 +550,7 @@ func (r *Recorder) record(ctx context.Context, src Source, path string) error {
 	first := &countTracks{Muxer: m}
 	var out mux.Muxer = first
 	if r.opts.Segment > 0 {
-		out = segment.New(first, segment.Options{Duration: r.opts.Segment, Next: func(n int) (mux.Muxer, error) { return r.open(name, n) }})
+		out = segment.New(first, segment.Options{Duration: r.opts.Segment, Next: func(n int) (mux.Muxer, error) { return r.open(name, n, cut) }})
 	}
 	ex := export.New(bc, out, opts)
 	r.started(name, ex)
@@ -730,10 +774,16 @@ func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Durati
 			again[path] = true
 			return
 		}
+		release, err := r.reserve()
+		if err != nil {
+			r.log.Warn("refused a broadcast", "broadcast", path, "publisher", peerOf(src), "reason", err)
+			return
+		}
 		running[path] = true
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer release()
 			for {
 				r.log.Info("recording", "broadcast", path)
 				err := r.record(ctx, src, path)
@@ -796,8 +846,9 @@ func (r *Recorder) RecordAllFor(ctx context.Context, src Source, follow time.Dur
 }
 
 // open opens output number n of broadcast name: a File of the Output with
-// a muxer of the Format over it.
-func (r *Recorder) open(name string, n int) (mux.Muxer, error) {
+// a muxer of the Format over it; cut ends the recording when the file
+// reaches a limit.
+func (r *Recorder) open(name string, n int, cut func(error)) (mux.Muxer, error) {
 	f, err := r.opts.Output.Create(name, n, time.Now())
 	if err != nil {
 		return nil, err
@@ -821,7 +872,7 @@ func (r *Recorder) open(name string, n int) (mux.Muxer, error) {
 	if r.opts.OnFile != nil {
 		r.opts.OnFile(FileEvent{File: info})
 	}
-	return &output{Muxer: m, file: f, count: cw, info: info, r: r}, nil
+	return &output{Muxer: m, file: f, count: cw, info: info, r: r, cut: cut}, nil
 }
 
 // output is a muxer with its File under it: closing it finalizes the
@@ -836,6 +887,10 @@ type output struct {
 	first  int64
 	last   int64
 	have   bool
+	// cut ends the recording at a limit; checkedAt is the size at the
+	// last look at the free space (limits.go).
+	cut       func(error)
+	checkedAt int64
 }
 
 // AddTrack warns, when FLV takes a codec only as Enhanced FLV, that older
@@ -859,6 +914,7 @@ func (o *output) WriteFrame(f mux.Frame) error {
 			o.last = f.Timestamp
 		}
 		o.have = true
+		o.checkOutput()
 	}
 	return err
 }

@@ -111,6 +111,9 @@ func (a *Announcements) Active() []string {
 func (a *Announcements) Close() { a.cancel() }
 
 func (a *Announcements) push(x Announcement) {
+	if x.Active && !a.s.mayPublish(x.Path) {
+		return // its token does not let the peer publish it (auth.go)
+	}
 	a.mu.Lock()
 	if x.Active {
 		x.restart = a.active[x.Path]

@@ -144,6 +144,9 @@ func (rb *remoteBroadcast) request(name string) (*model.Track, error) {
 	if rb.ctx.Err() != nil {
 		return nil, fmt.Errorf("broadcast %q: %w", rb.path, model.ErrClosed)
 	}
+	if !rb.s.mayPublish(rb.path) {
+		return nil, fmt.Errorf("broadcast %q: %w: the peer's token does not allow publishing it", rb.path, ErrUnauthorized)
+	}
 	kind := rb.knownKind(name)
 	if kind != "" && !decodable(kind) {
 		return nil, fmt.Errorf("track %q of %q: %w: %q", name, rb.path, ErrUnsupportedContainer, kind)

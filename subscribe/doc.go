@@ -150,6 +150,18 @@
 // its first moment. SelfSignedCert makes a certificate and its pin for
 // loopback use; ServeLoopback combines both for the CLI's built-in demo.
 //
+// With ServerOptions.AuthKey (a key of package token) every session must
+// present a token as the reference relay expects it: ?jwt= in the
+// WebTransport URL, or in the SETUP Path on raw QUIC (lite-05, the legacy
+// SETUP of lite-01/02, and IETF moq-transport). A session without a valid
+// token granting something at its path (and, when its lite-05 SETUP
+// declares a role, that role) is closed with code 6 after the handshake,
+// as the relay does, and logged with its address and the reason, never the
+// token; an admitted one sees only the broadcasts its token lets it
+// publish and is closed with code 6 when the token expires.
+// ServerOptions.MaxSessions bounds the sessions open at once (one more is
+// closed with CodeTooMany). The admission code is auth.go.
+//
 // # IETF moq-transport
 //
 // A raw QUIC client offers the moq-transport ALPNs after moq-lite's (lite

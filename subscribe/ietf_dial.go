@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/moq-export/moq-export/subscribe/internal/ietf"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
@@ -90,10 +89,13 @@ func (s *Server) acceptIETF(c *quicConn, v ietf.Version) {
 		c.Close(ietfProtocolViolation, "setup failed")
 		return
 	}
-	if i := strings.IndexByte(path, '?'); i >= 0 {
-		path = path[:i]
-	}
+	path, query := splitPathQuery(path)
 	sess := s.newSession(path)
 	sess.start(ic)
+	// Admission (auth.go): the token is the ?jwt= of the SETUP Path.
+	if !s.admit(sess, ic, acceptInfo{remote: c.c.RemoteAddr().String(), transport: "quic", query: query, version: v.String(),
+		noToken: "a moq-transport client puts ?jwt= in its SETUP Path"}) {
+		return
+	}
 	s.deliver(sess)
 }

@@ -3,9 +3,11 @@ package subscribe
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"github.com/moq-export/moq-export/model"
 	"log/slog"
 	"time"
+
+	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/token"
 )
 
 // Role is what a client declares in its SETUP: a relay opens an announce
@@ -131,6 +133,23 @@ type ServerOptions struct {
 	// Options (defaults 1s and 3s).
 	KeepAlive   time.Duration
 	IdleTimeout time.Duration
+	// AuthKey, when set, admits only sessions whose token (package
+	// token: ?jwt= in the WebTransport URL or in the SETUP Path of raw
+	// QUIC, lite-05, lite-01/02 and IETF) verifies with it and grants
+	// something at the session path; the others are closed with
+	// CodeUnauthorized (6), as the reference relay does, and logged
+	// without the token. An admitted session sees only the broadcasts its
+	// token lets it publish (Announced, Broadcast), is served only those
+	// of Publish it may subscribe to, and is closed with code 6 when its
+	// token expires.
+	AuthKey *token.Key
+	// MaxSessions bounds the sessions open at once (0: no bound); one
+	// more is closed with CodeTooMany.
+	MaxSessions int
+
+	// verifyAt, when set, is the time tokens are verified at (tests);
+	// their expiry timers run on the real clock.
+	verifyAt func() time.Time
 }
 
 // Liveness defaults: a vanished peer is found after 3 s of silence, and 1 s

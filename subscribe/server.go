@@ -40,7 +40,8 @@ type Server struct {
 	wg       sync.WaitGroup
 
 	mu       sync.Mutex
-	sessions map[*Session]struct{}
+	sessions map[*Session]bool // true once counted in admitted
+	admitted int               // sessions admitted and not ended (MaxSessions)
 	closed   bool
 }
 
@@ -101,7 +102,7 @@ func Listen(addr string, opts ServerOptions) (*Server, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		opts: opts, versions: versions, log: opts.Logger, udp: udp, tr: tr, ln: ln, accepted: make(chan *Session),
-		ctx: ctx, cancel: cancel, sessions: map[*Session]struct{}{},
+		ctx: ctx, cancel: cancel, sessions: map[*Session]bool{},
 	}
 	if !opts.DisableWebTransport {
 		mux := http.NewServeMux()
@@ -193,14 +194,14 @@ func (s *Server) acceptLoop() {
 }
 
 // acceptQUIC negotiates the version of a raw QUIC connection (its ALPN, or
-// the legacy SETUP under "moql") and delivers its session.
+// the legacy SETUP under "moql"), admits its session and delivers it.
 func (s *Server) acceptQUIC(qc *quic.Conn, proto string) {
 	if v, ok := ietfVersionOfALPN(proto); ok && proto != wire.ALPNLegacy {
 		s.acceptIETF(&quicConn{c: qc, alpn: proto}, v)
 		return
 	}
 	c := &quicConn{c: qc}
-	path, err := s.negotiate(c, proto, s.versions)
+	setupPath, err := s.negotiate(c, proto, s.versions)
 	if err == nil && c.version.Family == wire.FamilyIETF {
 		// The legacy SETUP chose moq-transport draft 14: the IETF session
 		// reads the same CLIENT_SETUP again (replayed) and answers it.
@@ -213,20 +214,43 @@ func (s *Server) acceptQUIC(qc *quic.Conn, proto string) {
 		qc.CloseWithError(CodeVersion, refusalReason(err))
 		return
 	}
+	// The legacy SETUP's Path carries the query (?jwt=) after the path.
+	path, query := splitPathQuery(setupPath)
 	sess := s.newSession(path)
 	sess.start(c)
-	if c.version.SetupStream {
-		// The root travels in the client's SETUP: wait briefly for it so
-		// Path is meaningful when Accept returns.
-		t := time.NewTimer(2 * time.Second)
-		defer t.Stop()
-		select {
-		case <-sess.peerSetup:
-		case <-t.C:
-		case <-sess.done:
+	info := acceptInfo{remote: qc.RemoteAddr().String(), transport: "quic", query: query, version: c.version.Name}
+	switch {
+	case c.version.SetupStream:
+		// The root (and token) travel in the client's SETUP: wait for it
+		// so that Path is meaningful when Accept returns (briefly, unless
+		// the token must be checked).
+		wait := 2 * time.Second
+		if s.opts.AuthKey != nil {
+			wait = legacySetupTimeout
 		}
+		awaitSetup(sess, wait)
+		sess.mu.Lock()
+		info.query = sess.setupQuery
+		sess.mu.Unlock()
+		info.noToken = "a raw QUIC client puts ?jwt= in its SETUP Path"
+	case !c.version.LegacySetup:
+		info.noToken = c.version.Name + " over raw QUIC has no SETUP to carry a token: use moq-lite-05 or WebTransport"
+	}
+	if !s.admit(sess, c, info) {
+		return
 	}
 	s.deliver(sess)
+}
+
+// awaitSetup waits at most d for the client's SETUP on sess.
+func awaitSetup(sess *Session, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-sess.peerSetup:
+	case <-t.C:
+	case <-sess.done:
+	}
 }
 
 // negotiate sets c's version from the negotiated protocol, running the
@@ -282,6 +306,16 @@ func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 		}
 		sess := s.newSession(r.URL.Path)
 		sess.start(c)
+		if c.version.SetupStream && s.opts.AuthKey != nil {
+			// The token is in the URL, but the Role the token must
+			// allow is in the client's SETUP.
+			awaitSetup(sess, legacySetupTimeout)
+		}
+		info := acceptInfo{remote: r.RemoteAddr, transport: "webtransport", query: r.URL.RawQuery, version: c.version.Name,
+			noToken: "a WebTransport client puts ?jwt= in the URL"}
+		if !s.admit(sess, c, info) {
+			return
+		}
 		s.deliver(sess)
 	}()
 }
@@ -294,12 +328,13 @@ func (s *Server) newSession(path string) *Session {
 		sess.cancel()
 		return sess
 	}
-	s.sessions[sess] = struct{}{}
+	s.sessions[sess] = false
 	s.mu.Unlock()
-	for _, b := range s.opts.Publish {
-		if err := sess.Publish(b); err != nil {
-			s.log.Warn("moq: publish on accepted session", "broadcast", b.Name(), "err", err)
-		}
+	sess.authRequired = s.opts.AuthKey != nil
+	if !sess.authRequired {
+		// From the session's first moment, before it serves any stream
+		// (with an AuthKey, admit publishes what the token allows).
+		s.publishOn(sess)
 	}
 	s.wg.Add(1)
 	go func() {
@@ -309,6 +344,9 @@ func (s *Server) newSession(path string) *Session {
 		case <-s.ctx.Done():
 		}
 		s.mu.Lock()
+		if s.sessions[sess] {
+			s.admitted--
+		}
 		delete(s.sessions, sess)
 		s.mu.Unlock()
 	}()

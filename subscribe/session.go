@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	mrand "math/rand/v2"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,6 +66,17 @@ type Session struct {
 
 	peerSetup chan struct{} // closed when the first peer SETUP arrived
 	setupOnce sync.Once
+
+	// Accepted sessions: the query of the client's SETUP Path (where a
+	// raw QUIC client's ?jwt= is) and the Role it declared, under mu;
+	// auth is what its token grants once admitted (auth.go), and
+	// authRequired says the server checks tokens.
+	setupQuery   string
+	peerRole     uint64
+	peerRoleSet  bool
+	auth         *sessionAuth
+	authRequired bool
+	remote       string // the peer's address (accepted sessions)
 }
 
 func newSession(opts Options, path string) *Session {
@@ -451,13 +461,15 @@ func (s *Session) readSetup(str recvStream, r *bufio.Reader) {
 		str.CancelRead(CodeDecode)
 		return
 	}
-	if p, ok := m.Bytes(wire.ParamPath); ok && s.dial == nil {
-		path := string(p)
-		if i := strings.IndexByte(path, '?'); i >= 0 {
-			path = path[:i]
-		}
+	if s.dial == nil {
 		s.mu.Lock()
-		s.path = normPath(path)
+		if p, ok := m.Bytes(wire.ParamPath); ok {
+			path, query := splitPathQuery(string(p))
+			s.path, s.setupQuery = normPath(path), query
+		}
+		if role, ok, err := m.Varint(wire.ParamRole); ok && err == nil {
+			s.peerRole, s.peerRoleSet = role, true
+		}
 		s.mu.Unlock()
 	}
 	probe, _, _ := m.Varint(wire.ParamProbe)

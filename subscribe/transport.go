@@ -309,6 +309,25 @@ func connCause(c conn) error {
 	if err == nil {
 		return nil
 	}
+	if cc, ok := c.(interface{ closeCause() error }); ok && errors.Is(err, context.Canceled) {
+		if cerr := cc.closeCause(); cerr != nil {
+			return cerr
+		}
+	}
+	return mapErr(err)
+}
+
+// closeCause returns the error the WebTransport session was closed with
+// (who closed it, with which code): webtransport-go cancels the session's
+// context without a cause, but its stream calls return that error once the
+// session is closed.
+func (w *wtConn) closeCause() error {
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := w.s.AcceptUniStream(done)
+	if err == nil || errors.Is(err, context.Canceled) {
+		return nil
+	}
 	return mapErr(err)
 }
 

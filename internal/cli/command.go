@@ -265,6 +265,12 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 	f.BoolVar(&cfg.RecordAll, "record-all", false, "record every broadcast announced (under the URL, or by --listen publishers) to the -o template")
 	f.StringVar(&cfg.TLSCert, "tls-cert", "", "certificate `FILE` (PEM) for --listen (default: a self-signed one, its fingerprint printed)")
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "private key `FILE` (PEM) for --tls-cert")
+	cfg.MinFree = defaultMinFree
+	f.IntVar(&cfg.MaxPublishers, "max-publishers", defaultMaxPublishers, "with --listen, refuse publishers beyond this many connected at once (0: no limit)")
+	f.IntVar(&cfg.MaxBroadcasts, "max-broadcasts", defaultMaxBroadcasts, "with --record-all, refuse broadcasts beyond this many recorded at once (0: no limit)")
+	f.Var(&cfg.MaxBytes, "max-bytes", "cut a recording (finishing its file) when its file, or its --segment, reaches this `SIZE`, e.g. 20G (default: no limit)")
+	f.Var(&cfg.MinFree, "min-free", "refuse new recordings, and finish running ones, when the output disk has less than this `SIZE` free (0: no floor)")
+	f.StringVar(&cfg.AuthKey, "auth-key", "", "with --listen, admit only publishers whose token (?jwt=) verifies with this JWK `FILE` (moq-token / @moq/token format) and allows the broadcast")
 	f.StringVar(&cfg.Progress, "progress", "auto", "progress on stderr: auto (when stderr is a terminal), always or never")
 	f.CountVarP(&cfg.Verbose, "verbose", "v", "log more to stderr: -v for info, -vv for debug")
 	f.BoolVarP(&cfg.Quiet, "quiet", "q", false, "say nothing on stderr but warnings and errors (no notices, progress or summary)")

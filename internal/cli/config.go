@@ -30,6 +30,11 @@ type Config struct {
 	TLSInsecure    bool
 	TLSCert        string
 	TLSKey         string
+	AuthKey        string   // --auth-key: the JWK publishers' tokens are checked with
+	MaxPublishers  int      // --max-publishers: sessions on --listen at once
+	MaxBroadcasts  int      // --max-broadcasts: --record-all recordings at once
+	MaxBytes       byteSize // --max-bytes: one output file (0: none)
+	MinFree        byteSize // --min-free: free disk below which recordings stop
 	Progress       string
 	Verbose        int
 	Quiet          bool
@@ -152,6 +157,12 @@ func (c *Config) Check() error {
 	}
 	if c.TLSCert != "" && c.Listen == "" {
 		return usagef("--tls-cert and --tls-key are for --listen")
+	}
+	if c.MaxPublishers < 0 || c.MaxBroadcasts < 0 {
+		return usagef("--max-publishers and --max-broadcasts must not be negative; 0 means no limit")
+	}
+	if c.AuthKey != "" && c.Listen == "" {
+		return usagef("--auth-key checks the tokens of publishers on --listen; a relay URL takes a token with --token-file or ?jwt=")
 	}
 	if c.List && c.Listen != "" {
 		return usagef("--list asks a relay what it offers, but --listen waits for publishers: give a URL instead of --listen, or drop --list")

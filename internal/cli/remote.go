@@ -14,6 +14,7 @@ import (
 
 	"github.com/moq-export/moq-export/record"
 	"github.com/moq-export/moq-export/subscribe"
+	"github.com/moq-export/moq-export/token"
 )
 
 // dialTimeout bounds the first connection to a relay.
@@ -76,6 +77,9 @@ func (s *sessionSource) Reconnects() int64 { return s.s.Reconnects() }
 
 func (s *sessionSource) Version() string { return s.s.Version() }
 
+// Peer is the publisher's address on --listen, for the limits' refusals.
+func (s *sessionSource) Peer() string { return s.s.Remote() }
+
 func (s *sessionSource) Close() error { return s.s.Close() }
 
 // Err returns why the session ended: record tells a session that gave up
@@ -127,14 +131,23 @@ func (a *app) listen(ctx context.Context) error {
 	} else if cert, pin, err = subscribe.SelfSignedCert(); err != nil {
 		return fmt.Errorf("making a self-signed certificate: %w; give one with --tls-cert and --tls-key", err)
 	}
-	srv, err := subscribe.Listen(a.cfg.Listen, subscribe.ServerOptions{Certificates: []tls.Certificate{cert}, Logger: a.log, FingerprintHTTP: pin != ""})
+	opts := subscribe.ServerOptions{Certificates: []tls.Certificate{cert}, Logger: a.log, FingerprintHTTP: pin != "", MaxSessions: a.cfg.MaxPublishers}
+	if a.cfg.AuthKey != "" {
+		if opts.AuthKey, err = token.LoadKey(a.cfg.AuthKey); err != nil {
+			return fmt.Errorf("--auth-key: %w; give the JWK file of the key that signs the publishers' tokens (e.g. made by 'npx @moq/token generate')", err)
+		}
+	}
+	srv, err := subscribe.Listen(a.cfg.Listen, opts)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w; pick a free UDP address such as :4443", a.cfg.Listen, err)
 	}
 	defer srv.Close()
 	addr := srv.Addr().String()
-	if !loopbackOnly(srv.Addr()) {
-		a.log.Warn(fmt.Sprintf("--listen %s is reachable from other hosts and does not authenticate: anyone who reaches it can publish and fill the disk; listen on 127.0.0.1 for local publishers", a.cfg.Listen))
+	switch {
+	case opts.AuthKey != nil:
+		a.log.Info("publishers need a token (?jwt=) signed with --auth-key that allows publishing their broadcast", "key", a.cfg.AuthKey, "algorithm", opts.AuthKey.Algorithm())
+	case !loopbackOnly(srv.Addr()):
+		a.log.Warn(fmt.Sprintf("--listen %s is reachable from other hosts and does not authenticate: anyone who reaches it can publish and fill the disk; give --auth-key, or listen on 127.0.0.1 for local publishers", a.cfg.Listen))
 	}
 	if pin != "" {
 		notice(a.log, fmt.Sprintf("listening on moql://%s and https://%s (self-signed certificate, SHA-256 fingerprint %s; publishers pin it, or use http://%s)", addr, addr, pin, addr))

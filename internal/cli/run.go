@@ -143,6 +143,7 @@ func (a *app) newRecorder() error {
 		Output: out, Format: c.Format, Duration: c.Duration, Segment: c.Segment, Delay: c.Delay,
 		Video: c.Video, Audio: c.Audio, KeepTimestamps: c.KeepTimestamps, Wait: c.Wait,
 		Logger: a.log, Origin: a.origin(),
+		MaxRecordings: c.MaxBroadcasts, MaxFileBytes: int64(c.MaxBytes), MinFreeBytes: int64(c.MinFree),
 	})
 	if err != nil {
 		return &UsageError{Msg: err.Error()}

@@ -82,6 +82,7 @@ export interface Session {
 //                reaches IETF draft 14, "moqt-20" draft 20)
 // and hands it to @moq/net's own accept() or connect({transport}).
 export async function openSession(flags: Flags): Promise<Session> {
+  if (flags.webtransport) return await openWebTransport(flags);
   const alpns = flags.alpn ? flags.alpn.split(",") : undefined;
   if (flags.listen) {
     const [host, port] = splitHostPort(flags.listen);
@@ -116,6 +117,25 @@ export async function openSession(flags: Flags): Promise<Session> {
   // deno-lint-ignore no-explicit-any
   const conn = await Moq.Connection.connect(url, { transport: transport as any });
   log("connected", transport.protocol, conn.version);
+  return { conn, close: () => conn.close() };
+}
+
+// openWebTransport dials --webtransport URL with Deno's WebTransport (the
+// certificate pinned by --fingerprint HEX, as a browser's
+// serverCertificateHashes) and hands the session to @moq/net's connect: the
+// path and query (?jwt=) travel in the CONNECT request, where @moq/net
+// carries them. Deno sends no WT-Available-Protocols, so the server falls
+// back to the legacy SETUP (moq-lite-02).
+async function openWebTransport(flags: Flags): Promise<Session> {
+  const url = new URL(flags.webtransport);
+  const hex = flags.fingerprint ?? "";
+  const hash = new Uint8Array(hex.length / 2);
+  for (let i = 0; i < hash.length; i++) hash[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
+  const wt = new WebTransport(url, hex ? { serverCertificateHashes: [{ algorithm: "sha-256", value: hash }] } : {});
+  await wt.ready;
+  // deno-lint-ignore no-explicit-any
+  const conn = await Moq.Connection.connect(url, { transport: wt as any });
+  log("connected over WebTransport", conn.version);
   return { conn, close: () => conn.close() };
 }
 

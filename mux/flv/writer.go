@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/moq-export/moq-export/mux"
+	"github.com/moq-export/moq-export/mux/internal/muxbase"
 )
 
 // Options configures a Writer. The zero value is ready to use.
@@ -57,7 +58,7 @@ func checkedTrack(t mux.Track) (*track, error) {
 // Writer writes one FLV stream. It implements mux.Muxer. Calls must come
 // from one goroutine.
 type Writer struct {
-	w      io.Writer
+	out    muxbase.Output // the io.Writer, the bytes written and the sticky error
 	opts   Options
 	log    *slog.Logger
 	seeker io.WriteSeeker // w, when it can seek; nil otherwise
@@ -68,8 +69,6 @@ type Writer struct {
 	ignored      map[int]bool // tracks refused for the slot limit
 
 	started bool
-	closed  bool
-	err     error // sticky write error
 
 	base    int64 // µs subtracted from every timestamp
 	offset  int64 // µs added by discontinuity shifts
@@ -77,9 +76,8 @@ type Writer struct {
 	meta    metadata
 	metaPos int64 // output position of the onMetaData body; -1 when none
 
-	buf     []byte
-	written int64
-	endMs   int64 // end of the last presented frame, output ms
+	buf   []byte
+	endMs int64 // end of the last presented frame, output ms
 	// startMs is the earliest presentation time written, output ms: with
 	// KeepTimestamps the file starts there, not at 0, and onMetaData's
 	// duration is endMs - startMs.
@@ -101,7 +99,7 @@ type Writer struct {
 // filesize.
 func NewWriter(w io.Writer, opts Options) *Writer {
 	fw := &Writer{
-		w:       w,
+		out:     muxbase.NewOutput(w, "flv"),
 		opts:    opts,
 		log:     opts.Logger,
 		tracks:  make(map[int]*track),
@@ -132,7 +130,7 @@ func (w *Writer) Stats() mux.Stats { return w.stats }
 // codec family is accepted; others get mux.ErrLateTrack. Frames of a
 // refused track are ignored.
 func (w *Writer) AddTrack(t mux.Track) error {
-	if w.closed {
+	if w.out.Closed {
 		return mux.ErrClosed
 	}
 	if _, dup := w.tracks[t.ID]; dup {
@@ -188,7 +186,7 @@ func (w *Writer) lastFamily(kind mux.Kind) string {
 // RemoveTrack frees the track's slot; a later AddTrack of the same kind and
 // codec family can take it.
 func (w *Writer) RemoveTrack(id int) error {
-	if w.closed {
+	if w.out.Closed {
 		return mux.ErrClosed
 	}
 	t, ok := w.tracks[id]
@@ -197,7 +195,7 @@ func (w *Writer) RemoveTrack(id int) error {
 			delete(w.ignored, id)
 			return nil
 		}
-		return fmt.Errorf("flv: remove track %d: %w", id, mux.ErrUnknownTrack)
+		return w.out.UnknownTrack("remove", id)
 	}
 	delete(w.tracks, id)
 	if w.video == t {
@@ -215,18 +213,15 @@ func (w *Writer) RemoveTrack(id int) error {
 // before the first parameter sets of Annex B video) are dropped with a debug
 // log. Frames of tracks refused by AddTrack are ignored.
 func (w *Writer) WriteFrame(f mux.Frame) error {
-	if w.closed {
-		return mux.ErrClosed
-	}
-	if w.err != nil {
-		return w.err
+	if err := w.out.Usable(); err != nil {
+		return err
 	}
 	t, ok := w.tracks[f.TrackID]
 	if !ok {
 		if w.ignored[f.TrackID] {
 			return nil
 		}
-		return fmt.Errorf("flv: frame for track %d: %w", f.TrackID, mux.ErrUnknownTrack)
+		return w.out.UnknownTrack("frame for", f.TrackID)
 	}
 	if f.Discontinuity {
 		t.disc = true // applied at the track's next written frame
@@ -323,15 +318,15 @@ func (w *Writer) applyDiscontinuity(t *track, ts int64) {
 // seekable patches onMetaData's duration and filesize. It does not close
 // the underlying writer.
 func (w *Writer) Close() error {
-	if w.closed {
+	if w.out.Closed {
 		return nil
 	}
-	if w.err == nil && !w.started {
-		w.err = w.writeHeader(0)
+	if w.out.Err == nil && !w.started {
+		_ = w.out.Fail(w.writeHeader(0))
 	}
-	w.closed = true
-	if w.err != nil {
-		return w.err
+	w.out.Closed = true
+	if w.out.Err != nil {
+		return w.out.Err
 	}
 	if w.seeker == nil || w.metaPos < 0 {
 		return nil
@@ -340,10 +335,10 @@ func (w *Writer) Close() error {
 	if err := w.patch(w.metaPos+int64(w.meta.durationAt), float64Bytes(dur)); err != nil {
 		return err
 	}
-	if err := w.patch(w.metaPos+int64(w.meta.filesizeAt), float64Bytes(float64(w.written))); err != nil {
+	if err := w.patch(w.metaPos+int64(w.meta.filesizeAt), float64Bytes(float64(w.out.Pos))); err != nil {
 		return err
 	}
-	if _, err := w.seeker.Seek(w.start+w.written, io.SeekStart); err != nil {
+	if _, err := w.seeker.Seek(w.start+w.out.Pos, io.SeekStart); err != nil {
 		return fmt.Errorf("flv: seeking back to the end: %w", err)
 	}
 	return nil
@@ -473,13 +468,7 @@ func (w *Writer) flush(b []byte) error {
 	if cap(b) > cap(w.buf) {
 		w.buf = b[:0]
 	}
-	n, err := w.w.Write(b)
-	w.written += int64(n)
-	if err != nil {
-		w.err = fmt.Errorf("flv: write: %w", err)
-		return w.err
-	}
-	return nil
+	return w.out.Write(b)
 }
 
 // floorMs converts µs to ms, rounding down also for negative values.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/moq-export/moq-export/internal/h26x"
 	"github.com/moq-export/moq-export/mux"
+	"github.com/moq-export/moq-export/mux/internal/muxbase"
 )
 
 // Options configures a Writer. The zero value is ready to use.
@@ -64,7 +65,7 @@ type Writer struct {
 	w    io.Writer
 	ws   io.WriteSeeker // nil when the output cannot seek
 	base int64          // offset of the file start in ws
-	pos  int64          // bytes written so far
+	out  muxbase.Output // w, the bytes written so far and the sticky error
 	opts Options
 	log  *slog.Logger
 
@@ -72,15 +73,8 @@ type Writer struct {
 	byID   map[int]*track
 
 	started bool // header written
-	closed  bool
-	err     error // sticky write error
 	docType string
-
-	pending      []pendingFrame
-	pendingBytes int
-	// pendingFirst and pendingLast are the smallest and largest timestamps
-	// of the frames in pending, for the HeaderWait bound.
-	pendingFirst, pendingLast int64
+	pending muxbase.Held[pendingFrame] // frames while the header waits
 
 	originSet bool
 	origin    int64 // µs subtracted from every timestamp
@@ -148,8 +142,7 @@ var _ mux.Muxer = (*Writer)(nil)
 // live form, a Segment and Clusters of unknown size, playable as it grows.
 // The header is written at the first frame.
 func NewWriter(w io.Writer, opts Options) *Writer {
-	mw := &Writer{w: w, opts: opts, byID: map[int]*track{}, log: opts.Logger}
-	mw.resetPending()
+	mw := &Writer{w: w, out: muxbase.NewOutput(w, "mkv"), opts: opts, byID: map[int]*track{}, log: opts.Logger}
 	if mw.log == nil {
 		mw.log = slog.New(slog.DiscardHandler)
 	}
@@ -240,7 +233,7 @@ func (w *Writer) docTypeOption() string {
 // the same), so a late rendition is missing from the file rather than
 // ending the recording.
 func (w *Writer) AddTrack(mt mux.Track) error {
-	if w.closed {
+	if w.out.Closed {
 		return mux.ErrClosed
 	}
 	if _, dup := w.byID[mt.ID]; dup {
@@ -269,20 +262,16 @@ func (w *Writer) AddTrack(mt mux.Track) error {
 // RemoveTrack ends a track. Before the header it is left out of the file;
 // after, its frames are refused with mux.ErrUnknownTrack.
 func (w *Writer) RemoveTrack(id int) error {
-	if w.closed {
+	if w.out.Closed {
 		return mux.ErrClosed
 	}
 	t, ok := w.byID[id]
 	if !ok || t.removed {
-		return fmt.Errorf("mkv: remove track %d: %w", id, mux.ErrUnknownTrack)
+		return w.out.UnknownTrack("remove", id)
 	}
 	t.removed = true
 	if !w.started {
-		kept := slices.DeleteFunc(w.pending, func(p pendingFrame) bool { return p.t == t })
-		w.resetPending()
-		for _, p := range kept {
-			w.addPending(p) // in place: p was read before its slot is written
-		}
+		w.pending.DeleteFunc(func(p pendingFrame) bool { return p.t == t })
 		return w.maybeStart()
 	}
 	return nil
@@ -294,7 +283,7 @@ func (w *Writer) RemoveTrack(id int) error {
 // in order with the frames.
 func (w *Writer) markDiscontinuity(t *track) {
 	if !w.started {
-		w.addPending(pendingFrame{t: t, disc: true})
+		w.pending.AddMark(pendingFrame{t: t, disc: true})
 		return
 	}
 	w.discontinuity(t)
@@ -310,15 +299,12 @@ func (w *Writer) discontinuity(t *track) {
 // of ready tracks are buffered until every track is ready (bounded by
 // Options.HeaderWait), then the header and the buffer are written.
 func (w *Writer) WriteFrame(f mux.Frame) error {
-	if w.closed {
-		return mux.ErrClosed
-	}
-	if w.err != nil {
-		return w.err
+	if err := w.out.Usable(); err != nil {
+		return err
 	}
 	t, ok := w.byID[f.TrackID]
 	if !ok || t.removed {
-		return fmt.Errorf("mkv: frame for track %d: %w", f.TrackID, mux.ErrUnknownTrack)
+		return w.out.UnknownTrack("frame for", f.TrackID)
 	}
 	if f.Discontinuity {
 		w.markDiscontinuity(t)
@@ -351,24 +337,8 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 		}
 		t.ready = true
 	}
-	w.addPending(pendingFrame{t: t, ts: f.Timestamp, key: f.Keyframe, payload: slices.Clone(payload), in: len(f.Payload)})
+	w.pending.Add(pendingFrame{t: t, ts: f.Timestamp, key: f.Keyframe, payload: slices.Clone(payload), in: len(f.Payload)}, f.Timestamp, len(payload))
 	return w.maybeStart()
-}
-
-// addPending holds p until the header is written.
-func (w *Writer) addPending(p pendingFrame) {
-	w.pending = append(w.pending, p)
-	if p.disc {
-		return
-	}
-	w.pendingFirst, w.pendingLast = min(w.pendingFirst, p.ts), max(w.pendingLast, p.ts)
-	w.pendingBytes += len(p.payload) + pendingOverhead
-}
-
-// resetPending empties pending.
-func (w *Writer) resetPending() {
-	w.pending, w.pendingBytes = w.pending[:0], 0
-	w.pendingFirst, w.pendingLast = math.MaxInt64, math.MinInt64
 }
 
 func (w *Writer) drop(t *track, why string) {
@@ -382,34 +352,16 @@ func (w *Writer) drop(t *track, why string) {
 // maybeStart writes the header when every track is ready, or when the
 // buffered media exceeds HeaderWait (tracks still waiting are given up).
 func (w *Writer) maybeStart() error {
-	if w.started || len(w.pending) == 0 {
+	if w.started || w.pending.Len() == 0 {
 		return nil
 	}
-	waiting := 0
 	for _, t := range w.tracks {
-		if !t.removed && !t.ready {
-			waiting++
-		}
-	}
-	if waiting > 0 {
-		span := int64(0)
-		if w.pendingFirst <= w.pendingLast {
-			span = w.pendingLast - w.pendingFirst
-		}
-		if span < w.opts.HeaderWait.Microseconds() && w.pendingBytes < maxPendingBytes {
+		if !t.removed && !t.ready && !w.pending.Over(w.opts.HeaderWait) {
 			return nil
 		}
 	}
 	return w.start()
 }
-
-// maxPendingBytes bounds the memory held while the header waits.
-const maxPendingBytes = 64 << 20
-
-// pendingOverhead is what holding one frame costs beyond its payload (the
-// pendingFrame in a slice that grows by doubling, the payload allocation's
-// rounding), so that tiny frames count against maxPendingBytes too.
-const pendingOverhead = 128
 
 // start writes the header with the ready tracks and flushes the frames
 // buffered so far.
@@ -427,11 +379,9 @@ func (w *Writer) start() error {
 		}
 	}
 	if err := w.writeHeader(live); err != nil {
-		return w.fail(err)
+		return w.out.Fail(err)
 	}
-	pending := w.pending
-	w.pending = nil
-	w.resetPending()
+	pending := w.pending.Take()
 	for _, p := range pending {
 		if p.disc {
 			w.discontinuity(p.t)
@@ -440,25 +390,6 @@ func (w *Writer) start() error {
 		if err := w.writeBlock(p.t, p.ts, p.key, p.payload, p.in); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-func (w *Writer) fail(err error) error {
-	if w.err == nil {
-		w.err = err
-	}
-	return err
-}
-
-func (w *Writer) write(b []byte) error {
-	n, err := w.w.Write(b)
-	w.pos += int64(n)
-	if err == nil && n < len(b) {
-		err = io.ErrShortWrite
-	}
-	if err != nil {
-		return w.fail(fmt.Errorf("mkv: write: %w", err))
 	}
 	return nil
 }
@@ -521,7 +452,7 @@ func (w *Writer) writeHeader(live []*track) error {
 		b = appendVoid(b, lateTrackRoom)
 		w.tracksSpan += lateTrackRoom
 	}
-	return w.write(b)
+	return w.out.Write(b)
 }
 
 // lateTrackRoom is the Void a seekable file keeps after Tracks for tracks
@@ -574,13 +505,13 @@ func (w *Writer) addLate(t *track) error {
 		tb = appendVoid(tb, rest)
 	}
 	if _, err := w.ws.Seek(w.base+w.segData+w.tracksPos, io.SeekStart); err != nil {
-		return w.fail(fmt.Errorf("mkv: rewriting Tracks: %w", err))
+		return w.out.Fail(fmt.Errorf("mkv: rewriting Tracks: %w", err))
 	}
 	if _, err := w.ws.Write(tb); err != nil {
-		return w.fail(fmt.Errorf("mkv: rewriting Tracks: %w", err))
+		return w.out.Fail(fmt.Errorf("mkv: rewriting Tracks: %w", err))
 	}
-	if _, err := w.ws.Seek(w.base+w.pos, io.SeekStart); err != nil {
-		return w.fail(fmt.Errorf("mkv: rewriting Tracks: %w", err))
+	if _, err := w.ws.Seek(w.base+w.out.Pos, io.SeekStart); err != nil {
+		return w.out.Fail(fmt.Errorf("mkv: rewriting Tracks: %w", err))
 	}
 	if t.Kind == mux.Video {
 		w.hasVideo = true
@@ -664,7 +595,7 @@ func (w *Writer) writeBlock(t *track, ts int64, key bool, payload []byte, in int
 		rel >= w.opts.MaxClusterDuration.Milliseconds() {
 		w.inCluster, w.breakCluster, w.clusterHasVideo = true, false, false
 		w.clusterTs, rel = ms, 0
-		w.clusterPos = append(w.clusterPos, w.pos-w.segData)
+		w.clusterPos = append(w.clusterPos, w.out.Pos-w.segData)
 		w.stats.Clusters++
 		b = appendClusterStart(b, uint64(ms))
 	}
@@ -683,7 +614,7 @@ func (w *Writer) writeBlock(t *track, ts int64, key bool, payload []byte, in int
 	b = appendSimpleBlockHeader(b, t.number, int16(rel), key, len(payload))
 	b = append(b, payload...)
 	w.buf = b
-	if err := w.write(b); err != nil {
+	if err := w.out.Write(b); err != nil {
 		return err
 	}
 	w.stats.Frames++
@@ -718,12 +649,12 @@ func (t *track) noteTimestamp(ts int64) {
 // reserved for them. It leaves the underlying writer open and positioned at
 // the end. A second Close does nothing.
 func (w *Writer) Close() error {
-	if w.closed {
+	if w.out.Closed {
 		return nil
 	}
-	w.closed = true
-	if w.err != nil {
-		return w.err
+	w.out.Closed = true
+	if w.out.Err != nil {
+		return w.out.Err
 	}
 	if !w.started {
 		ready := false
@@ -744,30 +675,30 @@ func (w *Writer) Close() error {
 }
 
 func (w *Writer) finalize() error {
-	end := w.pos
+	end := w.out.Pos
 	var cuesPos int64
 	if len(w.cues) > 0 {
-		cuesPos = w.pos - w.segData
+		cuesPos = w.out.Pos - w.segData
 		cb, err := marshal(&cuesElement{Cues: webm.Cues{CuePoint: w.cues}})
 		if err != nil {
-			return w.fail(fmt.Errorf("mkv: cues: %w", err))
+			return w.out.Fail(fmt.Errorf("mkv: cues: %w", err))
 		}
-		if err := w.write(cb); err != nil {
+		if err := w.out.Write(cb); err != nil {
 			return err
 		}
 	}
-	end2 := w.pos
+	end2 := w.out.Pos
 	region, err := w.region(cuesPos, float64(w.endMs))
 	if err != nil {
-		return w.fail(err)
+		return w.out.Fail(err)
 	}
 	var size [8]byte
 	patch := func(off int64, b []byte) error {
 		if _, err := w.ws.Seek(w.base+off, io.SeekStart); err != nil {
-			return w.fail(fmt.Errorf("mkv: finalize: %w", err))
+			return w.out.Fail(fmt.Errorf("mkv: finalize: %w", err))
 		}
 		if _, err := w.ws.Write(b); err != nil {
-			return w.fail(fmt.Errorf("mkv: finalize: %w", err))
+			return w.out.Fail(fmt.Errorf("mkv: finalize: %w", err))
 		}
 		return nil
 	}
@@ -787,7 +718,7 @@ func (w *Writer) finalize() error {
 		return err
 	}
 	if _, err := w.ws.Seek(w.base+end2, io.SeekStart); err != nil {
-		return w.fail(fmt.Errorf("mkv: finalize: %w", err))
+		return w.out.Fail(fmt.Errorf("mkv: finalize: %w", err))
 	}
 	return nil
 }

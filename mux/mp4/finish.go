@@ -18,31 +18,31 @@ func (w *Writer) finish() error {
 	began := time.Now()
 	if f, ok := w.w.(interface{ Flush() error }); ok {
 		if err := f.Flush(); err != nil {
-			return w.fail(fmt.Errorf("mp4: finish: flush: %w", err))
+			return w.out.Fail(fmt.Errorf("mp4: finish: flush: %w", err))
 		}
 	}
 	if s, ok := w.w.(io.Seeker); ok {
 		// A buffered file output flushes when it seeks (the CLI's does).
 		if _, err := s.Seek(0, io.SeekCurrent); err != nil {
-			return w.fail(fmt.Errorf("mp4: finish: %w", err))
+			return w.out.Fail(fmt.Errorf("mp4: finish: %w", err))
 		}
 	}
 	path := w.opts.Path
 	st, err := os.Stat(path)
 	if err != nil {
-		return w.fail(fmt.Errorf("mp4: finish: %w", err))
+		return w.out.Fail(fmt.Errorf("mp4: finish: %w", err))
 	}
 	if !st.Mode().IsRegular() {
 		// A FIFO or a device given as the output path: a stream.
 		w.log.Debug("mp4: output is not a regular file; left fragmented", "path", path)
 		return nil
 	}
-	if st.Size() != w.pos {
-		return w.fail(fmt.Errorf("mp4: finish: %s holds %d bytes, but %d were written to it: not the file this muxer wrote, left fragmented", path, st.Size(), w.pos))
+	if st.Size() != w.out.Pos {
+		return w.out.Fail(fmt.Errorf("mp4: finish: %s holds %d bytes, but %d were written to it: not the file this muxer wrote, left fragmented", path, st.Size(), w.out.Pos))
 	}
 	if w.opts.FinishByCopy || len(w.frags) == 0 {
 		if err := w.finishByCopy(path, st); err != nil {
-			return w.fail(err)
+			return w.out.Fail(err)
 		}
 		w.stats.Finished = true
 		w.log.Debug("mp4: finished into a regular MP4", "path", path, "took", time.Since(began))
@@ -50,7 +50,7 @@ func (w *Writer) finish() error {
 	}
 	moved, err := w.finishInPlace(path, st.Size())
 	if err != nil {
-		return w.fail(err)
+		return w.out.Fail(err)
 	}
 	w.stats.Finished, w.stats.FinishedInPlace = true, true
 	w.log.Debug("mp4: finished in place into a regular MP4", "path", path, "moved fragments", moved, "took", time.Since(began))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/moq-export/moq-export/internal/h26x"
 	"github.com/moq-export/moq-export/mux"
+	"github.com/moq-export/moq-export/mux/internal/muxbase"
 )
 
 // Options configures a Writer. The zero value writes fragmented MP4 to a
@@ -66,9 +67,6 @@ type Counters struct {
 // maxFragmentBytes bounds the payload one fragment holds in memory.
 const maxFragmentBytes = 32 << 20
 
-// maxPendingBytes bounds the memory held while the header waits.
-const maxPendingBytes = 64 << 20
-
 // Writer is an MP4 mux.Muxer. Create it with NewWriter.
 type Writer struct {
 	w    io.Writer
@@ -81,14 +79,9 @@ type Writer struct {
 	parts  []trakParts
 	video  *track // fragments are cut at its keyframes
 
+	out     muxbase.Output
 	started bool
-	closed  bool
-	err     error
-
-	pending      []pendingFrame
-	pendingBytes int
-	pendingFirst int64
-	pendingLast  int64
+	pending muxbase.Held[pendingFrame] // frames while the header waits
 
 	origin      int64 // µs subtracted from every timestamp
 	fragStartUs int64 // rebased µs of the first sample of the fragment being built
@@ -210,7 +203,7 @@ var _ mux.Muxer = (*Writer)(nil)
 // opts.Path names the file w writes, finishes it into a regular MP4 at
 // Close. The header is written at the first frame.
 func NewWriter(w io.Writer, opts Options) *Writer {
-	mw := &Writer{w: w, opts: opts, byID: map[int]*track{}, log: opts.Logger, fragEmpty: true, keepTable: opts.Path != ""}
+	mw := &Writer{w: w, out: muxbase.NewOutput(w, "mp4"), opts: opts, byID: map[int]*track{}, log: opts.Logger, fragEmpty: true, keepTable: opts.Path != ""}
 	if mw.log == nil {
 		mw.log = slog.New(slog.DiscardHandler)
 	}
@@ -220,7 +213,6 @@ func NewWriter(w io.Writer, opts Options) *Writer {
 	if mw.opts.FragmentDuration <= 0 {
 		mw.opts.FragmentDuration = 2 * time.Second
 	}
-	mw.resetPending()
 	return mw
 }
 
@@ -235,7 +227,7 @@ func (w *Writer) Counters() Counters { return w.stats }
 // of a pipe) read first cannot grow. The engine then goes on without the
 // track and logs a warning, as with MKV.
 func (w *Writer) AddTrack(mt mux.Track) error {
-	if w.closed {
+	if w.out.Closed {
 		return mux.ErrClosed
 	}
 	if _, dup := w.byID[mt.ID]; dup {
@@ -257,20 +249,16 @@ func (w *Writer) AddTrack(mt mux.Track) error {
 // after, its last frame is written with an estimated duration and further
 // frames are refused with mux.ErrUnknownTrack.
 func (w *Writer) RemoveTrack(id int) error {
-	if w.closed {
+	if w.out.Closed {
 		return mux.ErrClosed
 	}
 	t, ok := w.byID[id]
 	if !ok || t.removed {
-		return fmt.Errorf("mp4: remove track %d: %w", id, mux.ErrUnknownTrack)
+		return w.out.UnknownTrack("remove", id)
 	}
 	t.removed = true
 	if !w.started {
-		kept := slices.DeleteFunc(w.pending, func(p pendingFrame) bool { return p.t == t })
-		w.resetPending()
-		for _, p := range kept {
-			w.addPending(p)
-		}
+		w.pending.DeleteFunc(func(p pendingFrame) bool { return p.t == t })
 		return w.maybeStart()
 	}
 	t.closeDuration(false)
@@ -282,15 +270,12 @@ func (w *Writer) RemoveTrack(id int) error {
 // ready tracks are buffered until every track is ready (bounded by
 // Options.HeaderWait), then the header is written.
 func (w *Writer) WriteFrame(f mux.Frame) error {
-	if w.closed {
-		return mux.ErrClosed
-	}
-	if w.err != nil {
-		return w.err
+	if err := w.out.Usable(); err != nil {
+		return err
 	}
 	t, ok := w.byID[f.TrackID]
 	if !ok || t.removed {
-		return fmt.Errorf("mp4: frame for track %d: %w", f.TrackID, mux.ErrUnknownTrack)
+		return w.out.UnknownTrack("frame for", f.TrackID)
 	}
 	// A broken timeline: the frame starts a new fragment, and video waits
 	// for its next keyframe, even when this frame is then dropped.
@@ -340,7 +325,7 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 	if w.started {
 		return w.addSample(t, f.Timestamp, dts, f.Keyframe, disc, payload)
 	}
-	w.addPending(pendingFrame{t: t, pts: f.Timestamp, dts: dts, key: f.Keyframe, disc: disc, payload: slices.Clone(payload)})
+	w.pending.Add(pendingFrame{t: t, pts: f.Timestamp, dts: dts, key: f.Keyframe, disc: disc, payload: slices.Clone(payload)}, f.Timestamp, len(payload))
 	return w.maybeStart()
 }
 
@@ -391,29 +376,15 @@ func (w *Writer) drop(t *track, why string) {
 	}
 }
 
-func (w *Writer) addPending(p pendingFrame) {
-	w.pending = append(w.pending, p)
-	w.pendingFirst, w.pendingLast = min(w.pendingFirst, p.pts), max(w.pendingLast, p.pts)
-	w.pendingBytes += len(p.payload) + 128
-}
-
-func (w *Writer) resetPending() {
-	w.pending, w.pendingBytes = w.pending[:0], 0
-	w.pendingFirst, w.pendingLast = math.MaxInt64, math.MinInt64
-}
-
 // maybeStart writes the header when every track is ready, or when the
 // buffered media exceeds HeaderWait.
 func (w *Writer) maybeStart() error {
-	if w.started || len(w.pending) == 0 {
+	if w.started || w.pending.Len() == 0 {
 		return nil
 	}
 	for _, t := range w.tracks {
-		if !t.removed && t.codec == nil {
-			if w.pendingLast-w.pendingFirst < w.opts.HeaderWait.Microseconds() && w.pendingBytes < maxPendingBytes {
-				return nil
-			}
-			break
+		if !t.removed && t.codec == nil && !w.pending.Over(w.opts.HeaderWait) {
+			return nil
 		}
 	}
 	return w.start()
@@ -455,10 +426,9 @@ func (w *Writer) start() error {
 			}
 		}
 	}
-	pending := w.pending
-	w.pending = nil
+	pending := w.pending.Take()
 	if len(w.live) == 0 {
-		return w.fail(fmt.Errorf("mp4: no track can be written"))
+		return w.out.Fail(fmt.Errorf("mp4: no track can be written"))
 	}
 	if !w.opts.KeepTimestamps {
 		w.origin = math.MaxInt64
@@ -470,14 +440,14 @@ func (w *Writer) start() error {
 	}
 	_, parts, err := initMoov(w.live)
 	if err != nil {
-		return w.fail(fmt.Errorf("mp4: header: %w", err))
+		return w.out.Fail(fmt.Errorf("mp4: header: %w", err))
 	}
 	w.parts = parts
 	moov, err := w.moov(false, false)
 	if err != nil {
-		return w.fail(fmt.Errorf("mp4: header: %w", err))
+		return w.out.Fail(fmt.Errorf("mp4: header: %w", err))
 	}
-	if err := w.write(append(ftyp(false), moov...)); err != nil {
+	if err := w.out.Write(append(ftyp(false), moov...)); err != nil {
 		return err
 	}
 	for _, p := range pending {
@@ -490,25 +460,6 @@ func (w *Writer) start() error {
 		if err := w.addSample(p.t, p.pts, p.dts, p.key, p.disc, p.payload); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-func (w *Writer) fail(err error) error {
-	if w.err == nil {
-		w.err = err
-	}
-	return err
-}
-
-func (w *Writer) write(b []byte) error {
-	n, err := w.w.Write(b)
-	w.pos += int64(n)
-	if err == nil && n < len(b) {
-		err = io.ErrShortWrite
-	}
-	if err != nil {
-		return w.fail(fmt.Errorf("mp4: write: %w", err))
 	}
 	return nil
 }
@@ -685,7 +636,7 @@ func (w *Writer) cut(final bool) error {
 	c := runs[last]
 	w.seq++
 	w.buf = appendMoof(w.buf[:0], w.seq, runs)
-	frag := fragment{srcOffset: w.pos + int64(len(w.buf)), dataOffset: w.dataLen}
+	frag := fragment{srcOffset: w.out.Pos + int64(len(w.buf)), dataOffset: w.dataLen}
 	front := len(w.buf)
 	for _, t := range runs[:last] {
 		front += t.runBytes
@@ -696,7 +647,7 @@ func (w *Writer) cut(final bool) error {
 		for _, t := range runs[:last] {
 			at += copy(c.store[at:], t.payloads()[:t.runBytes])
 		}
-		if err := w.write(c.store[c.room-front : c.room+c.runBytes]); err != nil {
+		if err := w.out.Write(c.store[c.room-front : c.room+c.runBytes]); err != nil {
 			return err
 		}
 	} else {
@@ -705,7 +656,7 @@ func (w *Writer) cut(final bool) error {
 		for _, t := range runs {
 			w.buf = append(w.buf, t.payloads()[:t.runBytes]...)
 		}
-		if err := w.write(w.buf); err != nil {
+		if err := w.out.Write(w.buf); err != nil {
 			return err
 		}
 		c.wantRoom = front + front/2
@@ -726,7 +677,7 @@ func (w *Writer) cut(final bool) error {
 	// at once.
 	if f, ok := w.w.(interface{ Flush() error }); ok {
 		if err := f.Flush(); err != nil {
-			return w.fail(fmt.Errorf("mp4: write: %w", err))
+			return w.out.Fail(fmt.Errorf("mp4: write: %w", err))
 		}
 	}
 	frag.size = int64(off)
@@ -783,12 +734,12 @@ func (t *track) keepPayloads(n, pin int) {
 // package doc). It does not close the underlying writer. A second Close
 // does nothing.
 func (w *Writer) Close() error {
-	if w.closed {
+	if w.out.Closed {
 		return nil
 	}
-	w.closed = true
-	if w.err != nil {
-		return w.err
+	w.out.Closed = true
+	if w.out.Err != nil {
+		return w.out.Err
 	}
 	if !w.started {
 		ready := false

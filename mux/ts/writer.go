@@ -11,6 +11,7 @@ import (
 	"github.com/asticode/go-astits"
 
 	"github.com/moq-export/moq-export/mux"
+	"github.com/moq-export/moq-export/mux/internal/muxbase"
 )
 
 // Program layout. The PIDs follow the common defaults of ffmpeg and moq-mux.
@@ -70,7 +71,7 @@ type Counters struct {
 // program; PAT/PMT are sent at the start, before every video keyframe and at
 // least every 500 ms of media time. A Writer is not safe for concurrent use.
 type Writer struct {
-	dst  io.Writer
+	dst  muxbase.Output // the io.Writer, the bytes written and the sticky error
 	opts Options
 	log  *slog.Logger
 
@@ -90,8 +91,6 @@ type Writer struct {
 	nextPID uint16
 
 	started bool
-	closed  bool
-	err     error // sticky output error
 
 	// pending holds frames of video tracks that have their first keyframe
 	// while another video track is still waiting for one.
@@ -159,7 +158,7 @@ func NewWriter(w io.Writer, opts Options) *Writer {
 		log = slog.New(slog.DiscardHandler)
 	}
 	wr := &Writer{
-		dst:     w,
+		dst:     muxbase.NewOutput(w, "ts"),
 		opts:    opts,
 		log:     log,
 		tracks:  map[int]*track{},
@@ -233,7 +232,7 @@ func checkedTrack(mt mux.Track) (*track, error) {
 // MPEG-TS cannot carry (AV1, VP8, VP9, FLAC, PCM) fail with a
 // *mux.UnsupportedCodecError suggesting mkv.
 func (w *Writer) AddTrack(mt mux.Track) error {
-	if w.closed {
+	if w.dst.Closed {
 		return mux.ErrClosed
 	}
 	if _, ok := w.tracks[mt.ID]; ok {
@@ -268,12 +267,12 @@ func (w *Writer) AddTrack(mt mux.Track) error {
 
 // RemoveTrack drops a track; the next PAT/PMT no longer lists it.
 func (w *Writer) RemoveTrack(id int) error {
-	if w.closed {
+	if w.dst.Closed {
 		return mux.ErrClosed
 	}
 	t, ok := w.tracks[id]
 	if !ok {
-		return fmt.Errorf("ts: remove track %d: %w", id, mux.ErrUnknownTrack)
+		return w.dst.UnknownTrack("remove", id)
 	}
 	delete(w.tracks, id)
 	t.removed = true
@@ -331,15 +330,12 @@ func (w *Writer) discontinuity(t *track) {
 // has delivered a keyframe; audio before that is dropped (see Stats). A
 // malformed frame is skipped with a warning (see ErrBadFrame).
 func (w *Writer) WriteFrame(f mux.Frame) error {
-	if w.closed {
-		return mux.ErrClosed
-	}
-	if w.err != nil {
-		return w.err
+	if err := w.dst.Usable(); err != nil {
+		return err
 	}
 	t, ok := w.tracks[f.TrackID]
 	if !ok {
-		return fmt.Errorf("ts: frame for track %d: %w", f.TrackID, mux.ErrUnknownTrack)
+		return w.dst.UnknownTrack("frame for", f.TrackID)
 	}
 	if f.Discontinuity {
 		w.discontinuity(t)
@@ -409,16 +405,16 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 // the output is complete after every WriteFrame; Close does not close the
 // underlying writer.
 func (w *Writer) Close() error {
-	if w.closed {
+	if w.dst.Closed {
 		return nil
 	}
 	var err error
-	if !w.started && len(w.pending) > 0 && w.err == nil {
+	if !w.started && len(w.pending) > 0 && w.dst.Err == nil {
 		err = w.start()
 	}
-	w.closed = true
+	w.dst.Closed = true
 	if err == nil {
-		err = w.err
+		err = w.dst.Err
 	}
 	return err
 }
@@ -677,7 +673,7 @@ func (w *Writer) writeTables() error {
 	if w.tablesStale || len(w.tables) == 0 {
 		w.psi.b = w.psi.b[:0]
 		if _, err := w.ts.WriteTables(); err != nil {
-			return w.fail(err)
+			return w.dst.Fail(fmt.Errorf("ts: write: %w", err))
 		}
 		w.tables = append(w.tables[:0], w.psi.b...)
 		w.tablesStale = false
@@ -698,28 +694,18 @@ func (w *Writer) writeTables() error {
 
 // flush hands the packets written so far to the output.
 func (w *Writer) flush() error {
-	if w.err != nil {
-		return w.err
+	if w.dst.Err != nil {
+		return w.dst.Err
 	}
 	b := w.out
 	w.out = w.out[:0]
 	if len(b) == 0 {
 		return nil
 	}
-	n, err := w.dst.Write(b)
-	w.stats.Packets += int64(n / packetSize)
-	if err != nil {
-		return w.fail(err)
-	}
-	return nil
-}
-
-// fail makes err sticky: after an output error nothing more is written.
-func (w *Writer) fail(err error) error {
-	if w.err == nil {
-		w.err = fmt.Errorf("ts: write: %w", err)
-	}
-	return w.err
+	pos := w.dst.Pos
+	err := w.dst.Write(b)
+	w.stats.Packets += (w.dst.Pos - pos) / packetSize
+	return err
 }
 
 // psiCapture receives the PAT and PMT packets astits writes.

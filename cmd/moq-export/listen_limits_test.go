@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/subscribe"
+)
+
+// TestListenLimitsPublishersAndBroadcasts: with --max-publishers 1 a second
+// publisher is refused (code 64+429) while the first goes on; with
+// --max-broadcasts 1 the first publisher's second broadcast is refused and
+// the first recorded, playable. Each refusal names who and why.
+func TestListenLimitsPublishersAndBroadcasts(t *testing.T) {
+	needTools(t, "ffmpeg")
+	t.Parallel()
+	dir := t.TempDir()
+	l := startListener(t, dir, "-v", "--max-publishers", "1", "--max-broadcasts", "1", "--record-all", "-o", "rec/{broadcast}-{n}.mkv", "--duration", "1.5s")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sess := publisher(t, ctx, l.addr, l.pin)
+	l.waitLine(t, "publisher connected")
+	opts := subscribe.Options{Role: subscribe.RolePublisher, TLSFingerprint: l.pin, Logger: slog.New(slog.DiscardHandler)}
+	opts.Reconnect.Disabled = true
+	second, err := subscribe.Dial(ctx, "moql://"+l.addr+"/", opts)
+	if err == nil {
+		<-second.Done()
+		err = second.Err()
+		second.Close()
+	}
+	if ce, ok := errors.AsType[*subscribe.CloseError](err); !ok || ce.Code != subscribe.CodeTooMany {
+		t.Errorf("second publisher: %v, want a close with code %d", err, subscribe.CodeTooMany)
+	}
+	l.waitLine(t, "refused a session", "too many sessions", "remote=127.0.0.1:")
+	publishDemo(t, ctx, sess, "alice", demo.Options{})
+	l.waitLine(t, "writing", "alice-0.mkv")
+	publishDemo(t, ctx, sess, "bob", demo.Options{})
+	l.waitLine(t, "refused a broadcast", "broadcast=bob", "publisher=127.0.0.1:", "--max-broadcasts is 1")
+	l.waitLine(t, "output finished", "alice-0.mkv")
+	l.cmd.Process.Signal(os.Interrupt)
+	if err := l.wait(t, 20*time.Second); err != nil {
+		t.Errorf("exit: %v\n%s", err, strings.Join(l.log, "\n"))
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "rec", "*"))
+	if len(files) != 1 || filepath.Base(files[0]) != "alice-0.mkv" {
+		t.Fatalf("files %v, want only alice-0.mkv", files)
+	}
+	decode(t, files[0])
+}
+
+// TestListenMinFreeRefusesRecordings: below --min-free nothing is
+// recorded, and the log says why.
+func TestListenMinFreeRefusesRecordings(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	l := startListener(t, dir, "--min-free", "1000000T", "--record-all", "-o", "rec/{broadcast}-{n}.mkv")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sess := publisher(t, ctx, l.addr, l.pin)
+	publishDemo(t, ctx, sess, "alice", demo.Options{})
+	l.waitLine(t, "refused a broadcast", "broadcast=alice", "below --min-free")
+	l.cmd.Process.Signal(os.Interrupt)
+	l.wait(t, 20*time.Second)
+	if files, _ := filepath.Glob(filepath.Join(dir, "rec", "*")); len(files) != 0 {
+		t.Fatalf("files %v below the floor", files)
+	}
+}
