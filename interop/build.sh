@@ -8,6 +8,6 @@ node_modules/.bin/esbuild src/publish.ts src/subscribe.ts src/layouts.ts src/tok
 	--outdir=dist --log-level=warning
 # The browser publisher page's script (TestBrowserPublisherIntoListen):
 # @moq/publish's <moq-publish> element, bundled as a page would ship it.
-node_modules/.bin/esbuild browser/publish.ts \
+node_modules/.bin/esbuild browser/publish.ts browser/ietf-publish.ts \
 	--bundle --format=esm --platform=browser --target=esnext \
 	--outdir=dist/browser --log-level=warning

@@ -72,7 +72,16 @@
 //   - rustls (Deno) refuses a CA certificate as the server's end entity; the
 //     certificates of subscribe.SelfSignedCert work.
 //   - Deno's WebTransport has no protocols option (no WT-Available-Protocols),
-//     so WebTransport interop runs in a real browser instead:
+//     and its server side (Deno.upgradeWebTransport) answers no WT-Protocol,
+//     so over Deno's WebTransport (--webtransport) @moq/net takes the legacy
+//     SETUP: moq-transport draft 14 when our server allows only that
+//     (ietf_webtransport_test.go). Our WebTransport client cannot dial
+//     Deno's server at all (webtransport-go requires RESET_STREAM_AT of the
+//     server). The newer drafts over WebTransport run @moq/net 0.3.4 in
+//     Chromium (browser/ietf-publish.ts, sharing src/publisher.ts with
+//     publish.ts; TestIETFBrowserPublisherIntoListen), whose WebTransport
+//     negotiates the protocol. Other WebTransport interop also runs in a
+//     real browser:
 //     TestBrowserPublisherIntoListen loads browser/publish.ts (@moq/publish
 //     0.2.17's <moq-publish>, bundling @moq/net 0.1.9, which offers
 //     moq-lite-04, -03 and moql) in headless Chromium with a fake camera and

@@ -96,7 +96,7 @@ func staleBundle(dir string) string {
 	srcs, _ := filepath.Glob(filepath.Join(dir, "src", "*.ts"))
 	browser, _ := filepath.Glob(filepath.Join(dir, "browser", "*.ts"))
 	srcs = append(srcs, browser...)
-	for _, prog := range []string{"publish.js", "subscribe.js", "layouts.js", "token.js", filepath.Join("browser", "publish.js")} {
+	for _, prog := range []string{"publish.js", "subscribe.js", "layouts.js", "token.js", filepath.Join("browser", "publish.js"), filepath.Join("browser", "ietf-publish.js")} {
 		bundle, err := os.Stat(filepath.Join(dir, "dist", prog))
 		if err != nil {
 			return "no dist/" + prog

@@ -164,12 +164,16 @@
 //
 // # IETF moq-transport
 //
-// A raw QUIC client offers the moq-transport ALPNs after moq-lite's (lite
-// first, as the reference does) and speaks whichever the server picks:
-// draft 14 under "moql" (the legacy CLIENT_SETUP version list, the only
-// way @moq/net 0.3.4 reaches draft 14) or "moq-00" (the reference relay,
+// A client offers the moq-transport ALPNs after moq-lite's (lite first, as
+// the reference does), as the TLS ALPN on raw QUIC and in
+// WT-Available-Protocols on WebTransport, and speaks whichever the server
+// picks: draft 14 under "moql" (the legacy CLIENT_SETUP version list, the
+// only way @moq/net 0.3.4 reaches draft 14; also a WebTransport session
+// that negotiated no protocol) or "moq-00" (the reference relay,
 // Cloudflare's), drafts 15 to 20 under "moqt-15" ... "moqt-20". Listen
-// accepts all of them. Drafts 14-16 multiplex their requests on one
+// accepts all of them on both transports (on WebTransport the client's
+// first protocol we speak wins, and the session root is the CONNECT path;
+// there is no SETUP Path or Authority). Drafts 14-16 multiplex their requests on one
 // control stream; drafts 17+ give every request its own stream, put SETUP
 // on a unidirectional stream and use leading-ones varints. The drafts in
 // between cost little beyond 14 and 20 (their differences are a few
@@ -197,8 +201,11 @@
 //     (as SUBSCRIBE_END does for moq-lite).
 //   - Backfills are standalone FETCHes (FETCH_OK or FETCH_ERROR, then a
 //     fetch stream), bounded as for moq-lite.
-//   - GOAWAY stops new requests; the session reconnects to the same URL
-//     a moment later (a new URI is logged, not followed).
+//   - GOAWAY stops new requests; a moment later (at most the GOAWAY's
+//     timeout) the session moves to its New Session URI (resolved against
+//     the current URL; the current jwt goes along only to the same host
+//     and port), or back to the same URL without one, and its
+//     subscriptions resume there.
 //
 // Publish works over moq-transport too: every published broadcast is
 // offered with PUBLISH_NAMESPACE (SUBSCRIBE_NAMESPACE is answered OK),

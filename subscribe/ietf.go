@@ -625,16 +625,43 @@ func (s *Session) ietfControl(ic *ietfConn, typ uint64, body []byte) error {
 	return nil
 }
 
+// ietfGoAwayGrace is how long the connection stays after GOAWAY before
+// the session moves (the subscriptions' groups in flight finish); a
+// GOAWAY of drafts 17+ may ask for less.
+const ietfGoAwayGrace = time.Second
+
 // ietfGoAway handles GOAWAY: no new requests on this connection, and a
-// dialled session reconnects (to the same URL; a new URI is logged, not
-// followed) once the subscriptions had a moment to finish.
+// dialled session moves, once the subscriptions had a moment to finish,
+// to the New Session URI (resolved against the current URL) or, without
+// one, back to the same URL; its subscriptions resume there.
 func (s *Session) ietfGoAway(ic *ietfConn, m ietf.GoAway) {
 	ic.mu.Lock()
 	ic.goingOff = true
 	ic.mu.Unlock()
-	s.log.Info("moq: peer sent GOAWAY, reconnecting", "new_uri_set", m.URI != "")
+	if s.dial == nil {
+		// An accepted session cannot move: the peer's own GOAWAY ends it
+		// when it closes.
+		s.log.Info("moq: peer sent GOAWAY")
+		return
+	}
+	to := s.target.Load()
+	if m.URI != "" {
+		next, err := goAwayTarget(to, m.URI)
+		if err != nil {
+			s.log.Warn("moq: GOAWAY names a session URI we cannot dial; reconnecting to the same one", "err", err)
+		} else {
+			to = next
+			s.target.Store(next)
+		}
+	}
+	s.log.Info("moq: peer sent GOAWAY, moving the session", "to", redactURL(to.raw))
+	grace := ietfGoAwayGrace
+	if m.Timeout > 0 {
+		grace = min(grace, time.Duration(m.Timeout)*time.Millisecond)
+	}
+	s.movedAway.Store(true)
 	go func() {
-		t := time.NewTimer(time.Second)
+		t := time.NewTimer(grace)
 		defer t.Stop()
 		select {
 		case <-t.C:
@@ -642,6 +669,31 @@ func (s *Session) ietfGoAway(ic *ietfConn, m ietf.GoAway) {
 		case <-ic.Context().Done():
 		}
 	}()
+}
+
+// goAwayTarget resolves a GOAWAY's New Session URI against the current
+// target. The current URL's jwt goes along only to the same host and
+// port, and only when the new URI carries none: a token is never handed
+// to another server.
+func goAwayTarget(cur *target, uri string) (*target, error) {
+	ref, err := url.Parse(uri)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrUnsupportedURL, redactError(err))
+	}
+	u := cur.raw.ResolveReference(ref)
+	next, err := parseTarget(u.String())
+	if err != nil {
+		return nil, err
+	}
+	if next.hostport == cur.hostport && !next.raw.Query().Has("jwt") && cur.raw.Query().Has("jwt") {
+		q := next.raw.Query()
+		q.Set("jwt", cur.raw.Query().Get("jwt"))
+		next.raw.RawQuery = q.Encode()
+		if next, err = parseTarget(next.raw.String()); err != nil {
+			return nil, err
+		}
+	}
+	return next, nil
 }
 
 // handleIETFBidi serves a request stream the peer opened (drafts 17+;

@@ -3,6 +3,7 @@ package subscribe
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 
 	"github.com/moq-export/moq-export/subscribe/internal/ietf"
@@ -52,13 +53,35 @@ func ietfVersionOfALPN(alpn string) (ietf.Version, bool) {
 	return v, true
 }
 
+// ietfProtocol reports whether a negotiated ALPN or WebTransport protocol
+// hands the connection to the moq-transport session, and under which
+// protocol name: a draft's own ("moq-00", "moqt-NN") when vs has it, and
+// the legacy "moql" (or no WebTransport protocol at all) when vs has draft
+// 14 but no moq-lite version the legacy SETUP could choose instead (those
+// come first, as in the reference).
+func ietfProtocol(proto string, vs []*wire.Version) (string, bool) {
+	if proto == "" || proto == wire.ALPNLegacy {
+		if len(wire.LegacyCodes(liteVersions(vs))) > 0 || !slices.Contains(vs, wire.ByCode(uint64(ietf.Draft14))) {
+			return "", false
+		}
+		return wire.ALPNLegacy, true
+	}
+	v, ok := ietfVersionOfALPN(proto)
+	if !ok || !slices.Contains(vs, wire.ByCode(uint64(v))) {
+		return "", false
+	}
+	return proto, true
+}
+
 // ietfVersionOf reports whether c negotiated a moq-transport draft.
 func ietfVersionOf(c conn) (ietf.Version, bool) {
-	q, ok := c.(*quicConn)
-	if !ok {
-		return 0, false
+	switch x := c.(type) {
+	case *quicConn:
+		return ietfVersionOfALPN(x.alpn)
+	case *wtConn:
+		return ietfVersionOfALPN(x.alpn)
 	}
-	return ietfVersionOfALPN(q.alpn)
+	return 0, false
 }
 
 // ietfDial runs the client SETUP on a raw QUIC connection that negotiated
@@ -78,10 +101,11 @@ func (s *Session) ietfDial(ctx context.Context, c conn, v ietf.Version, t *targe
 	return ic, nil
 }
 
-// acceptIETF runs the server SETUP of a raw QUIC connection that
-// negotiated draft v and delivers the session. The session root is the
-// client's SETUP Path (without its query).
-func (s *Server) acceptIETF(c *quicConn, v ietf.Version) {
+// acceptIETF runs the server SETUP of a connection that negotiated draft
+// v, admits the session (auth.go) and delivers it. The session root and
+// the token's query are the client's SETUP Path on raw QUIC, the CONNECT
+// request's URL (wt) on WebTransport.
+func (s *Server) acceptIETF(c conn, v ietf.Version, wt *http.Request) {
 	ic := newIETFConn(c, v, false, s.log)
 	path, err := ic.serverHandshake(s.ctx)
 	if err != nil {
@@ -90,11 +114,19 @@ func (s *Server) acceptIETF(c *quicConn, v ietf.Version) {
 		return
 	}
 	path, query := splitPathQuery(path)
+	info := acceptInfo{transport: "quic", query: query, version: v.String(),
+		noToken: "a moq-transport client puts ?jwt= in its SETUP Path"}
+	if q, ok := c.(*quicConn); ok {
+		info.remote = q.c.RemoteAddr().String()
+	}
+	if wt != nil {
+		path = wt.URL.Path
+		info = acceptInfo{remote: wt.RemoteAddr, transport: "webtransport", query: wt.URL.RawQuery, version: v.String(),
+			noToken: "a WebTransport client puts ?jwt= in the URL"}
+	}
 	sess := s.newSession(path)
 	sess.start(ic)
-	// Admission (auth.go): the token is the ?jwt= of the SETUP Path.
-	if !s.admit(sess, ic, acceptInfo{remote: c.c.RemoteAddr().String(), transport: "quic", query: query, version: v.String(),
-		noToken: "a moq-transport client puts ?jwt= in its SETUP Path"}) {
+	if !s.admit(sess, ic, info) {
 		return
 	}
 	s.deliver(sess)

@@ -68,17 +68,39 @@ func (s *Session) currentConn() conn {
 	return s.cur
 }
 
+// TestIETFLoopbackDeliversEveryFrameUnchanged: every draft shape over raw
+// QUIC, and over WebTransport (ietfWebTransportCases); the session root
+// comes from the SETUP Path or the CONNECT path.
 func TestIETFLoopbackDeliversEveryFrameUnchanged(t *testing.T) {
+	type dialFunc func(t *testing.T, ctx context.Context, srv *Server, pin string) (client, peer *Session)
+	type loopbackCase struct {
+		name, want string
+		dial       dialFunc
+	}
+	var cases []loopbackCase
 	for _, d := range ietfLoopbackDrafts {
+		cases = append(cases, loopbackCase{d.name, "", func(t *testing.T, ctx context.Context, srv *Server, pin string) (*Session, *Session) {
+			return dialIETF(t, ctx, srv, pin, d.alpn, "room/x?jwt=secret", Options{})
+		}})
+	}
+	for _, d := range ietfWebTransportCases {
+		cases = append(cases, loopbackCase{"WebTransport" + d.name, d.want, func(t *testing.T, ctx context.Context, srv *Server, pin string) (*Session, *Session) {
+			return dialIETFWebTransport(t, ctx, srv, pin, d.protos, d.versions, "room/x?jwt=secret")
+		}})
+	}
+	for _, d := range cases {
 		t.Run(d.name, func(t *testing.T) {
 			checkGoroutines(t)
 			srv, pin := startServer(t, "127.0.0.1:0")
 			defer srv.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			client, peer := dialIETF(t, ctx, srv, pin, d.alpn, "room?jwt=secret", Options{})
-			if peer.Path() != "room" {
-				t.Errorf("accepted session path %q, want room (the SETUP Path)", peer.Path())
+			client, peer := d.dial(t, ctx, srv, pin)
+			if d.want != "" && (client.Version() != d.want || peer.Version() != d.want) {
+				t.Errorf("client speaks %s, server %s; want %s", client.Version(), peer.Version(), d.want)
+			}
+			if peer.Path() != "room/x" {
+				t.Errorf("accepted session path %q, want room/x", peer.Path())
 			}
 			checkDeliversEveryFrame(t, ctx, client, peer, client.ietfSubscriptions)
 		})
@@ -222,60 +244,6 @@ func TestIETFRequestIDsWaitForMaxRequestID(t *testing.T) {
 	ic.mu.Unlock()
 	if next < 6 || limit <= 4 {
 		t.Fatalf("next request id %d, limit %d: want ids past the first window", next, limit)
-	}
-}
-
-// TestIETFGoAwayMovesTheSessionToANewConnection: after GOAWAY the client
-// reconnects and resumes its subscriptions there.
-func TestIETFGoAwayMovesTheSessionToANewConnection(t *testing.T) {
-	for _, d := range []string{ietf.ALPNDraft14, "moqt-20"} {
-		t.Run(d, func(t *testing.T) {
-			srv, pin := startServer(t, "127.0.0.1:0")
-			defer srv.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			client, peer := dialIETF(t, ctx, srv, pin, d, "", Options{
-				Reconnect: Backoff{Min: 10 * time.Millisecond, Max: 50 * time.Millisecond},
-				// No catalog: the publisher sends the legacy container.
-				Container: func(string, string) string { return "legacy" },
-			})
-			b := model.NewBroadcast("live")
-			tr := b.CreateTrack("raw")
-			if err := peer.Publish(b); err != nil {
-				t.Fatal(err)
-			}
-			remote, err := client.Broadcast("live").Track("raw")
-			if err != nil {
-				t.Fatal(err)
-			}
-			waitFor(t, "the subscription", func() bool { return peer.serving.Load() == 1 })
-			if err := peer.currentConn().(*ietfConn).sendGoAway(""); err != nil {
-				t.Fatal(err)
-			}
-			peer2, err := srv.Accept(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := peer2.Publish(b); err != nil {
-				t.Fatal(err)
-			}
-			waitFor(t, "the resumed subscription", func() bool { return peer2.serving.Load() == 1 })
-			if n := client.Reconnects(); n != 1 {
-				t.Fatalf("%d reconnects, want 1", n)
-			}
-			g, _ := tr.AppendGroup()
-			g.WriteFrame(model.Frame{Timestamp: 5, Payload: []byte("after")})
-			g.Close(nil)
-			c := remote.Subscribe(time.Hour)
-			defer c.Close()
-			evs, err := readEvents(ctx, c, func(evs []model.Event) bool { return frameCount(evs) == 1 })
-			if err != nil {
-				t.Fatal(err)
-			}
-			if f := evs[len(evs)-1].Frame; string(f.Payload) != "after" {
-				t.Fatalf("frame %q after the move", f.Payload)
-			}
-		})
 	}
 }
 

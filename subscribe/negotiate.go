@@ -97,8 +97,8 @@ func (d *dialer) negotiateQUIC(ctx context.Context, c *quic.Conn) (conn, error) 
 	p := c.ConnectionState().TLS.NegotiatedProtocol
 	qc := &quicConn{c: c}
 	lite := liteVersions(d.versions)
-	if _, ok := ietfVersionOfALPN(p); ok && (p != wire.ALPNLegacy || len(wire.LegacyCodes(lite)) == 0) {
-		qc.alpn = p
+	if alpn, ok := ietfProtocol(p, d.versions); ok {
+		qc.alpn = alpn
 		return qc, nil
 	}
 	v, legacy, err := selectALPN(p, lite)

@@ -92,8 +92,9 @@ type Options struct {
 	// wire timestamps) or "" (decide from the catalog).
 	Container func(broadcast, track string) string
 
-	// alpns, when set, replaces the raw QUIC ALPN list (tests pin one
-	// version with it).
+	// alpns, when set, replaces the raw QUIC ALPN list and the
+	// WebTransport protocols offered (tests pin one version with it; an
+	// empty non-nil list offers no WebTransport protocol).
 	alpns []string
 
 	// resumeGrace is the part of a live track's resume window that does

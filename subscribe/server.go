@@ -66,6 +66,8 @@ func Listen(addr string, opts ServerOptions) (*Server, error) {
 			}
 		}
 	}
+	// WebTransport negotiates among the same protocols.
+	wtProtos := slices.Clone(protos)
 	if !opts.DisableWebTransport {
 		protos = append(protos, http3.NextProtoH3)
 	}
@@ -107,8 +109,10 @@ func Listen(addr string, opts ServerOptions) (*Server, error) {
 	if !opts.DisableWebTransport {
 		mux := http.NewServeMux()
 		s.wt = &webtransport.Server{
-			H3:                   &http3.Server{Handler: mux, TLSConfig: tc, QUICConfig: qc},
-			ApplicationProtocols: wire.ALPNs(liteVersions(versions)),
+			H3: &http3.Server{Handler: mux, TLSConfig: tc, QUICConfig: qc},
+			// The client's first protocol we speak wins, moq-lite or
+			// moq-transport.
+			ApplicationProtocols: wtProtos,
 			CheckOrigin:          func(*http.Request) bool { return true },
 		}
 		webtransport.ConfigureHTTP3Server(s.wt.H3)
@@ -197,7 +201,7 @@ func (s *Server) acceptLoop() {
 // the legacy SETUP under "moql"), admits its session and delivers it.
 func (s *Server) acceptQUIC(qc *quic.Conn, proto string) {
 	if v, ok := ietfVersionOfALPN(proto); ok && proto != wire.ALPNLegacy {
-		s.acceptIETF(&quicConn{c: qc, alpn: proto}, v)
+		s.acceptIETF(&quicConn{c: qc, alpn: proto}, v, nil)
 		return
 	}
 	c := &quicConn{c: qc}
@@ -206,7 +210,7 @@ func (s *Server) acceptQUIC(qc *quic.Conn, proto string) {
 		// The legacy SETUP chose moq-transport draft 14: the IETF session
 		// reads the same CLIENT_SETUP again (replayed) and answers it.
 		c.replay, c.session, c.alpn = c.session, nil, wire.ALPNLegacy
-		s.acceptIETF(c, ietf.Draft14)
+		s.acceptIETF(c, ietf.Draft14, nil)
 		return
 	}
 	if err != nil {
@@ -297,11 +301,22 @@ func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		// moq-transport sessions run over raw QUIC only.
-		if _, err := s.negotiate(c, proto, liteVersions(s.versions)); err != nil {
+		if v, ok := ietfVersionOfALPN(proto); ok && proto != wire.ALPNLegacy {
+			c.alpn = proto
+			s.acceptIETF(c, v, r)
+			return
+		}
+		if _, err := s.negotiate(c, proto, s.versions); err != nil {
 			s.log.Info("moq: refused a session", "remote", r.RemoteAddr, "transport", "webtransport",
 				"offered", r.Header.Get("WT-Available-Protocols"), "err", err)
 			ws.CloseWithError(CodeVersion, refusalReason(err))
+			return
+		}
+		if c.version.Family == wire.FamilyIETF {
+			// The legacy SETUP chose draft 14: its session reads the same
+			// CLIENT_SETUP again (replayed) and answers it.
+			c.replay, c.session, c.alpn = c.session, nil, wire.ALPNLegacy
+			s.acceptIETF(c, ietf.Draft14, r)
 			return
 		}
 		sess := s.newSession(r.URL.Path)

@@ -67,6 +67,13 @@ type Session struct {
 	peerSetup chan struct{} // closed when the first peer SETUP arrived
 	setupOnce sync.Once
 
+	// target is what a dialled session dials: the Dial URL, or the new
+	// session URI of a GOAWAY (ietfGoAway). movedAway says the current
+	// connection ends because of a GOAWAY: the next one is dialled at
+	// once.
+	target    atomic.Pointer[target]
+	movedAway atomic.Bool
+
 	// Accepted sessions: the query of the client's SETUP Path (where a
 	// raw QUIC client's ?jwt= is) and the Role it declared, under mu;
 	// auth is what its token grants once admitted (auth.go), and
@@ -130,8 +137,10 @@ func dial(ctx context.Context, rawURL string, opts Options, wrap func(conn) conn
 	}
 	s := newSession(opts, t.rootPath())
 	s.log = s.log.With("url", redactURL(t.raw))
-	d := &dialer{opts: &s.opts, target: t, versions: versions}
+	s.target.Store(t)
 	s.dial = func(ctx context.Context) (conn, error) {
+		t := s.target.Load()
+		d := &dialer{opts: &s.opts, target: t, versions: versions}
 		c, err := d.dial(ctx)
 		if err != nil {
 			return nil, err
@@ -188,13 +197,17 @@ func (s *Session) run(c conn) {
 			s.finish(cause)
 			return
 		}
-		s.log.Warn("moq: connection lost, reconnecting", "err", cause)
+		if s.movedAway.Load() {
+			s.log.Info("moq: moving the session after GOAWAY", "to", redactURL(s.target.Load().raw))
+		} else {
+			s.log.Warn("moq: connection lost, reconnecting", "err", cause)
+		}
 		// The first reconnect follows at once when the connection lasted
 		// at least the idle timeout (as one lost to it always has); one
 		// that failed sooner (a relay that refuses us right after the
 		// handshake) gets the backoff from the start, so it is not
 		// redialled in a tight loop.
-		c = s.redial(time.Since(began) >= s.opts.IdleTimeout)
+		c = s.redial(time.Since(began) >= s.opts.IdleTimeout || s.movedAway.Swap(false))
 		if c == nil {
 			return
 		}

@@ -177,7 +177,14 @@ func (q quicRecv) SetReadDeadline(t time.Time) error { return q.s.SetReadDeadlin
 
 type wtConn struct {
 	s *webtransport.Session
+	// alpn is the negotiated WebTransport protocol when it selects a
+	// moq-transport draft ("moql" when the legacy SETUP left draft 14 to
+	// the moq-transport session).
+	alpn string
 	negotiated
+	// replay is a bidi stream already accepted and read by the legacy
+	// SETUP, returned by the next AcceptBidi (as for quicConn).
+	replay bidiStream
 	// onClose runs after the session is closed (closes a dialled QUIC
 	// connection's transport).
 	onClose func()
@@ -188,7 +195,7 @@ func (w *wtConn) OpenBidi(ctx context.Context) (bidiStream, error) {
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	return wtStream{s}, nil
+	return wtStream{s, w.untilGone(s)}, nil
 }
 
 func (w *wtConn) OpenUni(ctx context.Context) (sendStream, error) {
@@ -200,11 +207,15 @@ func (w *wtConn) OpenUni(ctx context.Context) (sendStream, error) {
 }
 
 func (w *wtConn) AcceptBidi(ctx context.Context) (bidiStream, error) {
+	if r := w.replay; r != nil {
+		w.replay = nil
+		return r, nil
+	}
 	s, err := w.s.AcceptStream(ctx)
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	return wtStream{s}, nil
+	return wtStream{s, w.untilGone(s)}, nil
 }
 
 func (w *wtConn) AcceptUni(ctx context.Context) (recvStream, error) {
@@ -212,7 +223,17 @@ func (w *wtConn) AcceptUni(ctx context.Context) (recvStream, error) {
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	return wtRecv{s}, nil
+	return wtRecv{s, w.untilGone(s)}, nil
+}
+
+// untilGone ends a stream's reads when the session is gone. webtransport-go
+// v0.13.0 can leave a Read blocked for good after the session closed: a
+// Read that met the peer's WT_SESSION_GONE reset waits for the session to
+// close the stream, which it no longer does once a CancelRead has taken
+// the stream off its list. A read deadline wakes it. The returned func
+// forgets the stream (called when its reads are over).
+func (w *wtConn) untilGone(s interface{ SetReadDeadline(time.Time) error }) func() bool {
+	return context.AfterFunc(w.s.Context(), func() { _ = s.SetReadDeadline(time.Now()) })
 }
 
 func (w *wtConn) Close(code uint64, reason string) {
@@ -224,18 +245,27 @@ func (w *wtConn) Close(code uint64, reason string) {
 func (w *wtConn) Context() context.Context { return w.s.Context() }
 func (w *wtConn) WebTransport() bool       { return true }
 
-type wtStream struct{ s *webtransport.Stream }
+type wtStream struct {
+	s    *webtransport.Stream
+	stop func() bool // see untilGone
+}
 
 func (w wtStream) Read(b []byte) (int, error) {
 	n, err := w.s.Read(b)
+	if err != nil {
+		w.stop()
+	}
 	return n, mapErr(err)
 }
 func (w wtStream) Write(b []byte) (int, error) {
 	n, err := w.s.Write(b)
 	return n, mapErr(err)
 }
-func (w wtStream) Close() error                      { return w.s.Close() }
-func (w wtStream) CancelRead(code uint64)            { w.s.CancelRead(webtransport.StreamErrorCode(code)) }
+func (w wtStream) Close() error { return w.s.Close() }
+func (w wtStream) CancelRead(code uint64) {
+	w.s.CancelRead(webtransport.StreamErrorCode(code))
+	w.stop()
+}
 func (w wtStream) CancelWrite(code uint64)           { w.s.CancelWrite(webtransport.StreamErrorCode(code)) }
 func (w wtStream) SetReadDeadline(t time.Time) error { return w.s.SetReadDeadline(t) }
 
@@ -248,13 +278,22 @@ func (w wtSend) Write(b []byte) (int, error) {
 func (w wtSend) Close() error            { return w.s.Close() }
 func (w wtSend) CancelWrite(code uint64) { w.s.CancelWrite(webtransport.StreamErrorCode(code)) }
 
-type wtRecv struct{ s *webtransport.ReceiveStream }
+type wtRecv struct {
+	s    *webtransport.ReceiveStream
+	stop func() bool // see untilGone
+}
 
 func (w wtRecv) Read(b []byte) (int, error) {
 	n, err := w.s.Read(b)
+	if err != nil {
+		w.stop()
+	}
 	return n, mapErr(err)
 }
-func (w wtRecv) CancelRead(code uint64)            { w.s.CancelRead(webtransport.StreamErrorCode(code)) }
+func (w wtRecv) CancelRead(code uint64) {
+	w.s.CancelRead(webtransport.StreamErrorCode(code))
+	w.stop()
+}
 func (w wtRecv) SetReadDeadline(t time.Time) error { return w.s.SetReadDeadline(t) }
 
 // mapErr turns transport errors into ResetError and CloseError, keeping
@@ -577,10 +616,16 @@ func (d *dialer) dialWebTransport(ctx context.Context, pin string) (conn, error)
 	if err != nil {
 		return nil, err
 	}
+	protos := wire.ALPNs(d.versions)
+	if d.opts.alpns != nil {
+		protos = d.opts.alpns
+	}
 	tr := &webtransport.Transport{
-		TLSClientConfig:      tc,
-		QUICConfig:           quicConfig(d.opts.KeepAlive, d.opts.IdleTimeout),
-		ApplicationProtocols: wire.ALPNs(liteVersions(d.versions)),
+		TLSClientConfig: tc,
+		QUICConfig:      quicConfig(d.opts.KeepAlive, d.opts.IdleTimeout),
+		// WT-Available-Protocols: every version, in the order of the raw
+		// QUIC ALPN list (moq-lite first, then the moq-transport drafts).
+		ApplicationProtocols: protos,
 		// webtransport-go dials the URL's host as it is; a URL without a
 		// port must reach the default one.
 		DialAddr: func(ctx context.Context, _ string, tc *tls.Config, qc *quic.Config) (*quic.Conn, error) {
@@ -598,11 +643,16 @@ func (d *dialer) dialWebTransport(ctx context.Context, pin string) (conn, error)
 		}
 		return nil, fmt.Errorf("moq: WebTransport to %s: %w", redactURL(&u), mapErr(err))
 	}
-	// moq-transport sessions run over raw QUIC only: WebTransport
-	// negotiates among the moq-lite versions.
 	wc := &wtConn{s: s, onClose: func() { tr.Close() }}
+	proto := s.SessionState().ApplicationProtocol
 	lite := liteVersions(d.versions)
-	v, legacy, err := selectALPN(s.SessionState().ApplicationProtocol, lite)
+	if p, ok := ietfProtocol(proto, d.versions); ok {
+		// A moq-transport draft: its session runs its own SETUP
+		// (ietfDial).
+		wc.alpn = p
+		return wc, nil
+	}
+	v, legacy, err := selectALPN(proto, lite)
 	if err == nil && legacy {
 		v, wc.session, err = legacyClientSetup(ctx, wc, lite, "")
 	}

@@ -2,6 +2,8 @@
 // to the Go test (stdout), logging (stderr), and session setup over raw QUIC.
 import * as Moq from "@moq/net";
 import { dial, listen, QuicWebTransport } from "./quic.ts";
+import { sleep } from "./util.ts";
+export { base64, sleep, unbase64 } from "./util.ts";
 
 // stdout is the event channel to the Go test; @moq/net logs with console.log and
 // console.debug, so all console output goes to stderr.
@@ -48,25 +50,6 @@ export function splitHostPort(addr: string): [string, number] {
   let host = addr.slice(0, i);
   if (host.startsWith("[") && host.endsWith("]")) host = host.slice(1, -1);
   return [host, Number(addr.slice(i + 1))];
-}
-
-export function base64(bytes: Uint8Array): string {
-  let s = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) {
-    s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  }
-  return btoa(s);
-}
-
-export function unbase64(s: string): Uint8Array {
-  const bin = atob(s);
-  const out = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-  return out;
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 }
 
 export interface Session {

@@ -3,130 +3,14 @@
 // --container cmaf hang's own CMAF encoder: init segments from
 // createVideoInitSegment/createAudioInitSegment in the catalog, one
 // encodeDataSegment moof+mdat per frame) from a manifest the Go test wrote,
-// over raw QUIC, as server (--listen) or client (--connect). See doc.go for
-// the manifest and the events it prints.
-import * as Moq from "@moq/net";
-import { Catalog, Container } from "@moq/hang";
-import { base64, emit, log, openSession, parseFlags, required, run, sleep, unbase64 } from "./common.ts";
-
-interface ManifestFrame {
-  ts: number; // presentation timestamp, microseconds
-  key: boolean; // starts a new group
-  at: number; // send time, microseconds after the start
-  data: string; // base64 payload (the codec bitstream, without container)
-}
-
-interface ManifestTrack {
-  name: string;
-  kind: "video" | "audio";
-  config: Record<string, unknown>; // catalog rendition fields except container
-  frames: ManifestFrame[];
-}
-
-interface Manifest {
-  broadcast: string;
-  tracks: ManifestTrack[];
-}
+// over raw QUIC (or --webtransport), as server (--listen) or client
+// (--connect). See doc.go for the manifest and the events it prints; the
+// publishing itself is publisher.ts.
+import { emit, log, openSession, parseFlags, required, run } from "./common.ts";
+import { type Manifest, publishManifest } from "./publisher.ts";
 
 run(async () => {
   const flags = parseFlags(Deno.args);
   const manifest: Manifest = JSON.parse(Deno.readTextFileSync(required(flags, "manifest")));
-  const speed = Number(flags.speed ?? "1");
-  const waitMs = Number(flags["wait-ms"] ?? "20000");
-
-  // The catalog, validated (and defaulted) by hang's own schema.
-  const cmaf = flags.container === "cmaf";
-  const raw: Record<string, { renditions: Record<string, unknown> }> = {};
-  for (const t of manifest.tracks) {
-    raw[t.kind] ??= { renditions: {} };
-    let container: Record<string, unknown> = { kind: "legacy" };
-    if (cmaf) {
-      // deno-lint-ignore no-explicit-any
-      const config = t.config as any;
-      const init = t.kind === "video"
-        ? Container.Cmaf.createVideoInitSegment(config)
-        : Container.Cmaf.createAudioInitSegment(config);
-      container = { kind: "cmaf", init: base64(init) };
-    }
-    raw[t.kind].renditions[t.name] = { ...t.config, container };
-  }
-  const catalog = Catalog.RootSchema.parse(raw);
-
-  const broadcast = new Moq.Broadcast.Producer();
-  const catalogTrack = broadcast.createTrack(Catalog.TRACK);
-  catalogTrack.writeJson(catalog);
-
-  const producers = manifest.tracks.map((t) => {
-    const track = broadcast.createTrack(t.name, Container.trackInfo());
-    // Record the sequence of each group hang's legacy producer opens.
-    let sequence = -1;
-    const append = track.appendGroup.bind(track);
-    track.appendGroup = () => {
-      const group = append();
-      sequence = group.sequence;
-      return group;
-    };
-    // deno-lint-ignore no-explicit-any
-    const legacy = new Container.Legacy.Producer(track as any);
-    // CMAF: one moof+mdat per frame (hang's encoder, timescale µs as its
-    // init says), a group per keyframe, as a hang CMAF producer writes them.
-    let group: ReturnType<typeof track.appendGroup> | undefined;
-    let fragments = 0;
-    const encode = (data: Uint8Array, ts: number, key: boolean, duration: number) => {
-      if (!cmaf) return legacy.encode(data, ts as Moq.Time.Micro, key);
-      if (key) {
-        group?.close();
-        group = track.appendGroup();
-      }
-      const payload = Container.Cmaf.encodeDataSegment({ data, timestamp: ts, duration, keyframe: key, sequence: ++fragments });
-      group!.writeFrame({ payload, timestamp: Moq.Time.Timestamp.fromMicros(ts as Moq.Time.Micro) });
-    };
-    const close = () => {
-      if (!cmaf) return legacy.close();
-      track.close();
-      group?.close();
-    };
-    return { spec: t, track, encode, close, sequence: () => sequence };
-  });
-
-  const session = await openSession(flags);
-  session.conn.publish(Moq.Path.from(manifest.broadcast), broadcast);
-  emit("published", { broadcast: manifest.broadcast, version: session.conn.version });
-  emit("catalog", { json: JSON.stringify(catalog) });
-
-  // A subscription without a start group begins at the newest group, so hold
-  // the media until every track has a subscriber.
-  const deadline = Date.now() + waitMs;
-  while (!producers.every((p) => p.track.used.peek())) {
-    if (Date.now() > deadline) {
-      const missing = producers.filter((p) => !p.track.used.peek()).map((p) => p.spec.name);
-      throw new Error(`no subscriber for ${missing.join(", ")} after ${waitMs} ms`);
-    }
-    await sleep(10);
-  }
-  emit("subscribed", { tracks: producers.map((p) => p.spec.name) });
-
-  const schedule = producers
-    .flatMap((p) => p.spec.frames.map((f, index) => ({ p, f, index })))
-    .sort((a, b) => a.f.at - b.f.at);
-  const start = performance.now();
-  for (const { p, f, index } of schedule) {
-    await sleep(f.at / 1000 / speed - (performance.now() - start));
-    const next = p.spec.frames[index + 1];
-    const duration = next ? Math.max(next.ts - f.ts, 1) : 20_000;
-    p.encode(unbase64(f.data), f.ts, f.key, duration);
-    if (f.key) emit("group", { track: p.spec.name, sequence: p.sequence(), frame: index });
-  }
-  // @moq/net's publisher sends SUBSCRIBE_END and FINs the subscribe stream as
-  // soon as a track closes, without waiting for its group streams, and its
-  // subscriber drops group streams that arrive after that FIN. Give the last
-  // groups a head start so the recording does not depend on that race.
-  await sleep(Number(flags["close-delay-ms"] ?? "500"));
-  for (const p of producers) p.close();
-  emit("done", { frames: schedule.length });
-  log("published", schedule.length, "frames; waiting for the peer to close");
-
-  const linger = Number(flags["linger-ms"] ?? "30000");
-  await Promise.race([session.conn.closed.catch(() => undefined), sleep(linger)]);
-  session.close();
+  await publishManifest(manifest, flags, () => openSession(flags), emit, log);
 });
