@@ -113,34 +113,15 @@ func Unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
 // valid until the next read from r (decode it at once). A body larger than
 // the buffer is read into its own slice, as ReadMessage does.
 func ReadMessageBuffered(r *bufio.Reader, max int) ([]byte, error) {
-	if max <= 0 {
-		max = MaxMessage
+	n, err := readMessageSize(r, max)
+	if err != nil || n > r.Size() {
+		return readBody(r, n, err)
 	}
-	n, err := ReadVarint(r)
+	body, err := r.Peek(n)
 	if err != nil {
-		return nil, err
+		return nil, unexpectedEOF(err)
 	}
-	if n > uint64(max) {
-		return nil, fmt.Errorf("%w: %d bytes (limit %d)", ErrTooLarge, n, max)
-	}
-	if int(n) > r.Size() {
-		body := make([]byte, n)
-		if _, err := io.ReadFull(r, body); err != nil {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
-			}
-			return nil, err
-		}
-		return body, nil
-	}
-	body, err := r.Peek(int(n))
-	if err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, err
-	}
-	r.Discard(int(n)) // buffered: no read, body stays valid
+	r.Discard(n) // buffered: no read, body stays valid
 	return body, nil
 }
 
@@ -148,24 +129,45 @@ func ReadMessageBuffered(r *bufio.Reader, max int) ([]byte, error) {
 // bytes; MaxMessage when max is 0). A clean EOF before the length is
 // io.EOF.
 func ReadMessage(r ByteReader, max int) ([]byte, error) {
+	n, err := readMessageSize(r, max)
+	return readBody(r, n, err)
+}
+
+// readMessageSize reads a message's length prefix and checks it against
+// max (MaxMessage when 0).
+func readMessageSize(r ByteReader, max int) (int, error) {
 	if max <= 0 {
 		max = MaxMessage
 	}
 	n, err := ReadVarint(r)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	if n > uint64(max) {
-		return nil, fmt.Errorf("%w: %d bytes (limit %d)", ErrTooLarge, n, max)
+		return 0, fmt.Errorf("%w: %d bytes (limit %d)", ErrTooLarge, n, max)
+	}
+	return int(n), nil
+}
+
+// readBody reads a body of n bytes into its own slice, unless err (from
+// readMessageSize) is set.
+func readBody(r io.Reader, n int, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
 	}
 	body := make([]byte, n)
 	if _, err := io.ReadFull(r, body); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, err
+		return nil, unexpectedEOF(err)
 	}
 	return body, nil
+}
+
+// unexpectedEOF turns an EOF inside a message into io.ErrUnexpectedEOF.
+func unexpectedEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // ByteReader is what the stream readers need: bufio.Reader satisfies it.
