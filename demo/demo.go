@@ -47,6 +47,12 @@ type Options struct {
 	// cannot go below zero. Package subscribe sends a cmaf track's frames
 	// as they are and the others in their container.
 	Container catalog.ContainerKind
+	// Late names samples that join the broadcast once LateAfter of media
+	// has been published: a catalog update (a new group of the catalog
+	// track) adds them, as a publisher adding a rendition mid-broadcast
+	// does, and their frames start at LateAfter on the shared clock.
+	Late      []string
+	LateAfter time.Duration
 }
 
 // KeepMedia is how much of its recent media each demo track keeps by
@@ -170,6 +176,28 @@ func newPlan(names []string, kind catalog.ContainerKind) (*plan, error) {
 	return p, nil
 }
 
+// catalogWithout returns p's catalog without the renditions of samples
+// from index n on (the late ones).
+func catalogWithout(p *plan, n int) *catalog.Catalog {
+	c := *p.cat
+	c.Video.Renditions, c.Audio.Renditions = nil, nil
+	for _, name := range p.names[:n] {
+		if v, ok := p.cat.Video.Renditions[name]; ok {
+			if c.Video.Renditions == nil {
+				c.Video.Renditions = map[string]catalog.VideoConfig{}
+			}
+			c.Video.Renditions[name] = v
+		}
+		if a, ok := p.cat.Audio.Renditions[name]; ok {
+			if c.Audio.Renditions == nil {
+				c.Audio.Renditions = map[string]catalog.AudioConfig{}
+			}
+			c.Audio.Renditions[name] = a
+		}
+	}
+	return &c
+}
+
 // cursor is where one track of the demo is in its sample.
 type cursor struct {
 	s     *testmedia.Sample
@@ -179,12 +207,24 @@ type cursor struct {
 	i     int   // next frame
 	loop  int   // loops started before this one
 	base  int64 // timestamp offset of this loop
+	start int64 // timestamp offset of the first loop (a late track's join time)
+	late  bool  // a late track that has not joined yet
 	ended bool
+}
+
+// open creates the cursor's track in b.
+func (c *cursor) open(b *model.Broadcast, name string, opts Options) {
+	c.track = b.CreateTrack(name)
+	if opts.KeepGroups > 0 {
+		c.track.SetKeepGroups(opts.KeepGroups)
+	} else {
+		c.track.SetKeepGroups(keepGroups(c.s))
+	}
 }
 
 // end closes the track (once).
 func (c *cursor) end() {
-	if c.ended {
+	if c.ended || c.track == nil {
 		return
 	}
 	c.ended = true
@@ -197,41 +237,54 @@ func (c *cursor) end() {
 // Publish fills b with the demo broadcast and returns when every track has
 // ended (after opts.Loops loops) or ctx is done; then it closes b.
 func Publish(ctx context.Context, b *model.Broadcast, opts Options) error {
-	p, err := newPlan(opts.Renditions, opts.Container)
+	early := opts.Renditions
+	if len(early) == 0 {
+		early = DefaultRenditions
+	}
+	p, err := newPlan(append(append([]string(nil), early...), opts.Late...), opts.Container)
 	if err != nil {
 		b.Close(err)
 		return err
 	}
-	data, err := p.cat.Marshal()
+	// Until the late samples join, the catalog lists the others only.
+	data, err := catalogWithout(p, len(early)).Marshal()
 	if err != nil {
 		b.Close(err)
 		return err
 	}
 	catTrack := b.CreateTrack(catalog.TrackName)
-	g, err := catTrack.AppendGroup()
-	if err != nil {
+	writeCatalog := func(data []byte) error {
+		g, err := catTrack.AppendGroup()
+		if err != nil {
+			return err
+		}
+		if err := g.WriteFrame(model.Frame{Payload: data}); err != nil {
+			return err
+		}
+		g.Close(nil)
+		return nil
+	}
+	if err := writeCatalog(data); err != nil {
 		return err
 	}
-	if err := g.WriteFrame(model.Frame{Payload: data}); err != nil {
-		return err
-	}
-	g.Close(nil)
 
 	// Each track loops on its own sample's length (a 2 s sample next to a
 	// 4 s one plays twice per loop of the other, never leaving a gap); the
 	// timestamps of every track follow one clock, so they stay aligned.
 	cursors := make([]*cursor, len(p.samples))
+	lateAt := opts.LateAfter.Microseconds()
 	for i, s := range p.samples {
-		cursors[i] = &cursor{s: s, track: b.CreateTrack(p.names[i])}
+		cursors[i] = &cursor{s: s}
 		if p.cmaf != nil {
 			cursors[i].cmaf = p.cmaf[i]
 		}
-		if opts.KeepGroups > 0 {
-			cursors[i].track.SetKeepGroups(opts.KeepGroups)
-		} else {
-			cursors[i].track.SetKeepGroups(keepGroups(s))
+		if i >= len(early) {
+			cursors[i].late, cursors[i].start, cursors[i].base = true, lateAt, lateAt
+			continue
 		}
+		cursors[i].open(b, p.names[i], opts)
 	}
+	waiting := len(opts.Late) // late cursors not joined yet
 	start := time.Now()
 	defer func() {
 		for _, c := range cursors {
@@ -245,10 +298,13 @@ func Publish(ctx context.Context, b *model.Broadcast, opts Options) error {
 		// again, one sample length later, until its loops are done.
 		var next *cursor
 		for _, c := range cursors {
+			if c.late {
+				continue
+			}
 			if c.i == len(c.s.Frames) && !c.ended {
 				if opts.Loops == 0 || c.loop+1 < opts.Loops {
 					c.loop++
-					c.i, c.base = 0, int64(c.loop)*c.s.Duration()
+					c.i, c.base = 0, c.start+int64(c.loop)*c.s.Duration()
 				} else {
 					// Done: end the track now, so that no consumer
 					// waits for it while the longer samples go on.
@@ -258,6 +314,24 @@ func Publish(ctx context.Context, b *model.Broadcast, opts Options) error {
 			if c.i < len(c.s.Frames) && (next == nil || c.s.Frames[c.i].Timestamp+c.base < next.s.Frames[next.i].Timestamp+next.base) {
 				next = c
 			}
+		}
+		if waiting > 0 && (next == nil || next.s.Frames[next.i].Timestamp+next.base >= lateAt) {
+			// The clock reached LateAfter: the late samples join.
+			for i, c := range cursors {
+				if c.late {
+					c.late = false
+					c.open(b, p.names[i], opts)
+				}
+			}
+			waiting = 0
+			data, err := p.cat.Marshal()
+			if err != nil {
+				return err
+			}
+			if err := writeCatalog(data); err != nil {
+				return err
+			}
+			continue
 		}
 		if next == nil {
 			break

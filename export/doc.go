@@ -14,7 +14,10 @@
 // (at most Delay), backfills the audio that starts after the earliest video
 // keyframe back to it (model.Track.Backfill, in the background, at most
 // min(Delay, 1 s); a failure only costs the alignment), then reads. Tracks
-// added later are read at once.
+// a catalog update adds later are read at once, but audio, which joined at
+// its newest frame, is first backfilled back to the newest frame written
+// (at most 1 s, while the output waits for it), so that a rendition added
+// mid-recording is there from its first frames.
 //
 // It owns the order of work (catalog, selection, subscriptions, jitter,
 // muxer) and the rendition selection rule (Select); the containers,

@@ -77,6 +77,10 @@ type trackState struct {
 	removed  bool // left the catalog: its frames are not read any more
 	gated    bool // held by the start gate: not read yet
 	hasFirst bool // gated and its track holds a frame
+	// filling: a late audio track not read yet while its backfill runs
+	// (see startLateFill); filled says the backfill is done.
+	filling bool
+	filled  atomic.Bool
 }
 
 // startGate holds the first tracks of an export unread until each holds a
@@ -91,6 +95,12 @@ type startGate struct {
 	backfilling bool
 	pending     atomic.Int32
 	cancel      context.CancelFunc
+}
+
+// lateFill is the backfill of a late track (see startLateFill).
+type lateFill struct {
+	ts     *trackState
+	cancel context.CancelFunc
 }
 
 // Export copies one broadcast into one muxer.
@@ -120,6 +130,8 @@ type Export struct {
 	live    int    // tracks not ended
 	skipped uint64 // groups the consumers abandoned, summed
 
+	fills       []lateFill // late audio tracks being backfilled
+	newest      int64      // newest timestamp written
 	firstTS     int64
 	haveFirst   bool
 	finished    bool
@@ -167,7 +179,7 @@ func New(bc *model.Broadcast, m mux.Muxer, opts Options) *Export {
 // or is held by its producer (missed groups are on their way).
 func (e *Export) pending(id int) bool {
 	ts, ok := e.byID[id]
-	return ok && (ts.consumer.Pending() || ts.consumer.Held())
+	return ok && (ts.consumer.Pending() || ts.consumer.Held() || ts.filling)
 }
 
 // Stats returns the export's counters, from any goroutine.
@@ -201,7 +213,7 @@ func (e *Export) start() error {
 // backfills of the start gate (see the package doc) run in the background.
 // Such a caller ends the export with Close.
 func (e *Export) Poll() error {
-	if e.started && e.ready.Empty() && e.gate == nil && !e.jitterDue() {
+	if e.started && e.ready.Empty() && e.gate == nil && len(e.fills) == 0 && !e.jitterDue() {
 		return nil
 	}
 	return e.poll()
@@ -234,11 +246,19 @@ func (e *Export) poll() error {
 			e.gateCheck(ts)
 			continue
 		}
+		if ts.filling {
+			continue
+		}
 		if err := e.readTrack(ts); err != nil {
 			return err
 		}
 	}
 	clear(e.scratch)
+	if len(e.fills) > 0 {
+		if err := e.endLateFills(); err != nil {
+			return err
+		}
+	}
 	if g := e.gate; g != nil && !g.backfilling && (g.waiting == 0 || e.gateDue()) {
 		e.startBackfills()
 	}
@@ -404,6 +424,7 @@ func (e *Export) applyCatalog(cat *catalog.Catalog) error {
 			added = append(added, ts)
 		}
 	}
+	late := e.gateUsed && e.gate == nil
 	if len(added) > 0 && !e.gateUsed {
 		e.gateUsed = true
 		if e.opts.Delay > 0 {
@@ -412,6 +433,11 @@ func (e *Export) applyCatalog(cat *catalog.Catalog) error {
 				ts.gated = true
 				e.gateCheck(ts)
 			}
+		}
+	}
+	if late {
+		for _, ts := range added {
+			e.startLateFill(ts)
 		}
 	}
 	for name, ts := range e.tracks {
@@ -561,6 +587,52 @@ func (e *Export) startBackfills() {
 	}
 }
 
+// startLateFill backfills a late audio track (a rendition a catalog update
+// added) back to the newest timestamp written, in the background and for
+// at most maxBackfill, before it is read: it joined at the newest group
+// when it was subscribed, which may be some frames after the rendition
+// began. Meanwhile the jitter buffer waits for it (pending), so its frames
+// from that point on are not late. Video starts at its newest keyframe as
+// it does when joining.
+func (e *Export) startLateFill(ts *trackState) {
+	if ts.track.Kind != mux.Audio || !e.haveFirst {
+		return
+	}
+	t, target := ts.consumer.Track(), e.newest
+	ctx, cancel := context.WithTimeout(e.ctx, maxBackfill)
+	ts.filling = true
+	e.fills = append(e.fills, lateFill{ts: ts, cancel: cancel})
+	name := ts.track.Name
+	go func() {
+		if err := t.Backfill(ctx, target); err != nil {
+			e.log.Debug("backfill of a late track failed; it starts at its first live group", "track", name, "err", err)
+		}
+		ts.filled.Store(true)
+		e.ready.Wake()
+	}()
+}
+
+// endLateFills reads the late tracks whose backfill is done.
+func (e *Export) endLateFills() error {
+	keep := e.fills[:0]
+	for _, f := range e.fills {
+		if !f.ts.filled.Load() {
+			keep = append(keep, f)
+			continue
+		}
+		f.cancel()
+		f.ts.filling = false
+		if !f.ts.ended {
+			if err := e.readTrack(f.ts); err != nil {
+				return err
+			}
+		}
+	}
+	clear(e.fills[len(keep):])
+	e.fills = keep
+	return nil
+}
+
 // openGate ends the start gate: every gated track is read from its oldest
 // group, backfilled ones included.
 func (e *Export) openGate() error {
@@ -606,6 +678,7 @@ func (e *Export) write(it jitter.Item) error {
 	if err := e.writeFrame(f); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
+	e.newest = max(e.newest, f.Timestamp)
 	if d := f.Timestamp - e.firstTS; d > e.media.Load() {
 		e.media.Store(d)
 	}
@@ -669,6 +742,9 @@ func (e *Export) finish() error {
 	e.muxerClosed = true
 	if e.gate != nil && e.gate.cancel != nil {
 		e.gate.cancel() // stop the start gate's backfills
+	}
+	for _, f := range e.fills {
+		f.cancel()
 	}
 	var werr error
 	for !e.timeUp {

@@ -272,7 +272,7 @@ func (c *Consumer) newestTS(i int) int64 {
 }
 
 // skipTarget returns the newer group to jump to when the open group g has
-// stalled for longer than the latency bound, or nil.
+// stalled: newer groups run latency past its newest frame; or nil.
 func (c *Consumer) skipTarget(g *Group) *Group {
 	gs := c.track.groups
 	i := c.groupIndex(g.seq + 1)
@@ -286,11 +286,14 @@ func (c *Consumer) skipTarget(g *Group) *Group {
 	if next == nil {
 		return nil
 	}
-	oldest := g.minTS
+	// Measured from the newest frame g has: group streams travel side by
+	// side, so the next group's first frames often land before the last
+	// ones of g. Only data running latency past what g got means g stalled.
+	newest := g.maxTS
 	if len(g.frames) == 0 {
-		oldest = c.liveEdge
+		newest = c.liveEdge
 	}
-	if c.newestTS(i)-oldest >= c.latency {
+	if c.newestTS(i)-newest >= c.latency {
 		return next
 	}
 	return nil

@@ -348,8 +348,9 @@ func (t *Track) wakeLocked() {
 }
 
 // Subscribe returns a consumer that reads the track from its oldest
-// buffered group that has a frame, skipping a stalled group once a newer one
-// is latency ahead (0: as soon as a newer group has data).
+// buffered group that has a frame, skipping a stalled group once newer
+// groups run latency past its newest frame (0: as soon as a newer group has
+// data).
 func (t *Track) Subscribe(latency time.Duration) *Consumer {
 	c := &Consumer{track: t, latency: latency.Microseconds(), liveEdge: minTimestamp, needKey: true}
 	t.mu.Lock()

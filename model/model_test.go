@@ -95,13 +95,16 @@ func TestConsumerSkipsStalledGroupOnceNewerIsLatencyAhead(t *testing.T) {
 	if got := frameTimes(events(c)); !equal(got, []int64{0, 100}) {
 		t.Fatalf("got %v", got)
 	}
-	writeGroup(t, tr, 1, false, 300)
+	// The next group's first frames may land before the last ones of
+	// group 0 (each group has its own stream): within the latency past
+	// group 0's newest frame, the reader waits.
+	writeGroup(t, tr, 1, false, 300, 500)
 	if got := events(c); len(got) != 0 {
 		t.Fatalf("skipped before the newer group was latency ahead: %v", frameTimes(got))
 	}
 	g1 := tr.groups[1]
-	g1.WriteFrame(Frame{Timestamp: 500})
-	if got := frameTimes(events(c)); !equal(got, []int64{300, 500}) {
+	g1.WriteFrame(Frame{Timestamp: 600})
+	if got := frameTimes(events(c)); !equal(got, []int64{300, 500, 600}) {
 		t.Fatalf("got %v, want the newer group after the skip", got)
 	}
 	if c.Skipped() != 1 {
@@ -370,6 +373,26 @@ func TestConsumerGivesUpOnAnAnnouncedFirstGroupThatNeverComes(t *testing.T) {
 	writeGroup(t, tr2, 4, true, 80)
 	if got := frameTimes(events(tr2.Subscribe(time.Hour))); !equal(got, []int64{80, 100}) {
 		t.Fatalf("backfill: got %v", got)
+	}
+}
+
+// TestNextGroupLandingBeforeTheLastFramesOfThisOneSkipsNothing: each group
+// has its own stream, so a GOP's first frame can land before the previous
+// GOP's last ones. The previous group is not given up for it: it has not
+// stalled, however long the GOP.
+func TestNextGroupLandingBeforeTheLastFramesOfThisOneSkipsNothing(t *testing.T) {
+	tr := NewTrack("v")
+	c := tr.Subscribe(500 * time.Microsecond)
+	writeGroup(t, tr, 0, false, 0, 300, 600, 900) // a 1000 µs GOP, its tail still in flight
+	writeGroup(t, tr, 1, false, 1000)
+	if got := frameTimes(events(c)); !equal(got, []int64{0, 300, 600, 900}) {
+		t.Fatalf("got %v", got)
+	}
+	g0 := tr.groups[0]
+	g0.WriteFrame(Frame{Timestamp: 950})
+	g0.Close(nil)
+	if got := frameTimes(events(c)); !equal(got, []int64{950, 1000}) || c.Skipped() != 0 {
+		t.Fatalf("got %v, skipped %d; want the tail of group 0, then group 1", got, c.Skipped())
 	}
 }
 

@@ -37,7 +37,9 @@
 //   - The check before recording (Recorder.Plan): a selection with nothing
 //     the container can carry is an error naming the cause before any file
 //     is created.
-//   - Segments (Options.Segment) into numbered files, RecordAll over
+//   - Segments (Options.Segment) into numbered files; with {n} in the
+//     template also the next file at the next keyframe when a rendition
+//     added mid-recording cannot join the current one; RecordAll over
 //     announcements (a broadcast announced again is recorded again),
 //     Stats while recording, and FileEvents when a file is opened and when
 //     it is finished, so a service can upload or index it.

@@ -54,6 +54,9 @@ type Options struct {
 	Duration time.Duration
 	// Segment starts a new file (output number n+1) at the first keyframe
 	// after this much media time; the template needs {n} or {time}.
+	// Whatever Segment is, a template with {n} also starts the next file
+	// at the next keyframe when a catalog update adds a rendition that the
+	// current file cannot add (FLV or MP4 after their header).
 	Segment time.Duration
 	// Delay bounds how long a lagging track may hold the output back
 	// (default 500ms).
@@ -545,14 +548,17 @@ func (r *Recorder) recordUntil(ctx context.Context, src Source, path string, cut
 	if err != nil {
 		return err
 	}
-	// The first output counts the tracks it accepted, for the stats of an
-	// ended recording (the engine's own count drops to 0 as tracks end).
-	first := &countTracks{Muxer: m}
-	var out mux.Muxer = first
-	if r.opts.Segment > 0 {
-		out = segment.New(first, segment.Options{Duration: r.opts.Segment, Next: func(n int) (mux.Muxer, error) { return r.open(name, n, cut) }})
+	// A late track the file cannot add starts the next one when the
+	// template numbers them.
+	split := r.numbersFiles()
+	if r.opts.Segment > 0 || split {
+		m = segment.New(m, segment.Options{Duration: r.opts.Segment, SplitForLateTracks: split, Logger: opts.Logger,
+			Next: func(n int) (mux.Muxer, error) { return r.open(name, n, cut) }})
 	}
-	ex := export.New(bc, out, opts)
+	// Count the tracks accepted, for the stats of an ended recording (the
+	// engine's own count drops to 0 as tracks end).
+	first := &countTracks{Muxer: m}
+	ex := export.New(bc, first, opts)
 	r.started(name, ex)
 	defer func() { r.ended(name, ex, first.n) }()
 	if err := ex.Run(ctx); err != nil {
@@ -706,6 +712,13 @@ func renditionNames(rs []catalog.Rendition, kind catalog.Kind) string {
 // selection rule, export.Select).
 func Carries(f Format, r catalog.Rendition) error {
 	return export.Select(r, export.Options{Caps: f.Caps()}, nil)
+}
+
+// numbersFiles reports whether the output is files named with {n}, so
+// that a late track the current file cannot add can start the next one.
+func (r *Recorder) numbersFiles() bool {
+	f, ok := r.opts.Output.(*files)
+	return ok && f.t.Has("n")
 }
 
 // countTracks counts the tracks its muxer accepted.

@@ -31,7 +31,13 @@ type remoteBroadcast struct {
 	activated   chan struct{} // closed and replaced on each active announcement
 	tracks      map[string]*remoteTrack
 	catalogOnce sync.Once
-	catalogSeen chan struct{}
+	// catalogSeen is closed, and replaced, whenever the session learned a
+	// catalog snapshot of the broadcast; after the catalog track ended it
+	// stays closed (catalogDone).
+	catalogMu      sync.Mutex
+	catalogSeen    chan struct{}
+	catalogLearned int
+	catalogDone    bool
 }
 
 // Broadcast returns the peer's broadcast at path (relative to the session
@@ -194,16 +200,35 @@ func (rb *remoteBroadcast) kindOf(name string) (string, error) {
 			rb.followCatalog()
 		}()
 	})
+	// A rendition that a catalog update added may be asked for before
+	// the session learned that update (the export follows the catalog
+	// track on its own): after a snapshot without it, wait a moment for
+	// the next one.
 	t := time.NewTimer(rb.s.opts.RequestTimeout)
 	defer t.Stop()
-	select {
-	case <-rb.catalogSeen:
-	case <-t.C:
-	case <-rb.ctx.Done():
-		return "", context.Cause(rb.ctx)
-	}
-	if k := rb.knownKind(name); k != "" {
-		return k, nil
+	var grace <-chan time.Time
+	for {
+		seen, learned, done := rb.catalogNews()
+		if k := rb.knownKind(name); k != "" {
+			return k, nil
+		}
+		if done {
+			break
+		}
+		if learned > 0 && grace == nil {
+			g := time.NewTimer(catalogUpdateGrace)
+			defer g.Stop()
+			grace = g.C
+		}
+		select {
+		case <-seen:
+			continue
+		case <-grace:
+		case <-t.C:
+		case <-rb.ctx.Done():
+			return "", context.Cause(rb.ctx)
+		}
+		break
 	}
 	rb.s.log.Warn("moq: track not in the catalog, assuming the legacy container", "broadcast", rb.path, "track", name)
 	return container.Legacy, nil
@@ -214,23 +239,46 @@ func (rb *remoteBroadcast) followCatalog() {
 	w, err := catalog.Watch(rb.b, catalog.WatchOptions{})
 	if err != nil {
 		rb.s.log.Warn("moq: catalog", "broadcast", rb.path, "err", err)
+		rb.learned(true)
 		return
 	}
 	defer w.Close()
-	first := true
 	for {
 		c, err := w.Next(rb.ctx)
 		if err != nil {
-			if first {
-				close(rb.catalogSeen)
-			}
+			rb.learned(true)
 			return
 		}
 		rb.s.learnCatalog(rb.path, c)
-		if first {
-			close(rb.catalogSeen)
-			first = false
-		}
+		rb.learned(false)
+	}
+}
+
+// catalogUpdateGrace is how long a track missing from the catalog waits
+// for a newer snapshot that names it.
+const catalogUpdateGrace = time.Second
+
+// catalogNews returns the channel closed when the next catalog snapshot
+// is learned, how many were learned so far, and whether none will come
+// (the catalog track ended).
+func (rb *remoteBroadcast) catalogNews() (<-chan struct{}, int, bool) {
+	rb.catalogMu.Lock()
+	defer rb.catalogMu.Unlock()
+	return rb.catalogSeen, rb.catalogLearned, rb.catalogDone
+}
+
+// learned wakes those waiting for a catalog snapshot; last says the
+// catalog track ended.
+func (rb *remoteBroadcast) learned(last bool) {
+	rb.catalogMu.Lock()
+	defer rb.catalogMu.Unlock()
+	if rb.catalogDone {
+		return
+	}
+	close(rb.catalogSeen)
+	if rb.catalogDone = last; !last {
+		rb.catalogLearned++
+		rb.catalogSeen = make(chan struct{})
 	}
 }
 

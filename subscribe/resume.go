@@ -59,6 +59,7 @@ func (rt *remoteTrack) interrupt(seq uint64, g *model.Group) {
 func (rt *remoteTrack) hold() {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
+	rt.holdGen++
 	if !rt.holding {
 		rt.holding = true
 		rt.track.Hold()
@@ -68,10 +69,64 @@ func (rt *remoteTrack) hold() {
 func (rt *remoteTrack) release() {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
+	rt.releaseLocked()
+}
+
+func (rt *remoteTrack) releaseLocked() {
 	if rt.holding {
 		rt.holding = false
 		rt.track.Release()
 	}
+}
+
+// releaseAtLive ends the hold of a resumed subscription once the track
+// holds a frame of group first or later (where the subscription resumed),
+// or after the request timeout. Until then the export waits for this
+// track: released earlier, with nothing to read while its first live group
+// is on its way, the track would look idle, the other tracks would run
+// ahead, and its first frames would come late and be dropped.
+func (rt *remoteTrack) releaseAtLive(first uint64) {
+	rt.mu.Lock()
+	gen := rt.holdGen
+	rt.mu.Unlock()
+	c := rt.track.Subscribe(0)
+	rs := model.NewReadySet()
+	c.Watch(rs)
+	live := func() bool {
+		for {
+			if _, ok := c.Next(); !ok {
+				break
+			}
+		}
+		g := rt.track.NewestGroup()
+		if g == nil || g.Sequence() < first {
+			return false
+		}
+		frames, _, _ := g.Frames(0)
+		return len(frames) > 0
+	}
+	s := rt.rb.s
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer c.Close()
+		t := time.NewTimer(s.opts.RequestTimeout)
+		defer t.Stop()
+		for !live() {
+			select {
+			case <-rs.Wakeup():
+				continue
+			case <-t.C:
+			case <-rt.rb.ctx.Done():
+			}
+			break
+		}
+		rt.mu.Lock()
+		defer rt.mu.Unlock()
+		if rt.holdGen == gen { // not held again by a later loss
+			rt.releaseLocked()
+		}
+	}()
 }
 
 // adopt returns the cut group seq that the live subscription delivers

@@ -166,7 +166,7 @@ func (rt *remoteTrack) attach(c conn, timescale uint64, newTimeline bool) (detac
 	rt.mu.Unlock()
 	if newTimeline {
 		rt.newTimeline()
-		rt.release()
+		rt.releaseAtLive(0)
 	}
 	return func() {
 		rt.mu.Lock()
@@ -291,7 +291,7 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) (err error) {
 				// The groups missed since the connection was lost come
 				// first, or the track starts a new timeline.
 				rt.resume(ctx, c, info.Timescale, first)
-				rt.release()
+				rt.releaseAtLive(first)
 			} else {
 				// Groups travel on separate streams: the first one may
 				// land after the second. Readers start at the group

@@ -43,6 +43,7 @@ type remoteTrack struct {
 	interrupted map[uint64]*model.Group
 	adoptable   map[uint64]*model.Group
 	holding     bool
+	holdGen     uint64 // counts hold calls, so a late release spares a newer hold
 }
 
 var errRestart = errors.New("moq: broadcast restarted")

@@ -30,6 +30,10 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(publisherEnv) != "" {
+		// Re-executed as the publisher process of a fault test.
+		os.Exit(publisherMain())
+	}
 	dir, err := os.MkdirTemp("", "moq-export-e2e")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

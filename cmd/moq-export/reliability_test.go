@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -269,6 +272,25 @@ func largestGap(ts []float64) time.Duration {
 	return time.Duration(gap * float64(time.Second))
 }
 
+// proxiedDemo publishes the demo as broadcast "live" on loopback QUIC
+// behind a UDP proxy, and returns the proxy and the server's pin.
+func proxiedDemo(t *testing.T, ctx context.Context, opts demo.Options) (*udpproxy.Proxy, string) {
+	t.Helper()
+	b := model.NewBroadcast("live")
+	go demo.Publish(ctx, b, opts)
+	srv, _, pin, err := subscribe.ServeLoopback(b, subscribe.ServerOptions{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	px, err := udpproxy.New(srv.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { px.Close() })
+	return px, pin
+}
+
 // TestNetworkOutageOfFourSecondsLosesNoFrame: the recorder reaches the
 // publisher through a UDP proxy that drops everything in both directions
 // for 4 s while the publisher goes on and keeps its groups. The recorder
@@ -280,18 +302,7 @@ func TestNetworkOutageOfFourSecondsLosesNoFrame(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	b := model.NewBroadcast("live")
-	go demo.Publish(ctx, b, demo.Options{Realtime: true, KeepGroups: 100000})
-	srv, _, pin, err := subscribe.ServeLoopback(b, subscribe.ServerOptions{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	px, err := udpproxy.New(srv.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer px.Close()
+	px, pin := proxiedDemo(t, ctx, demo.Options{Realtime: true, KeepGroups: 100000})
 	dir := t.TempDir()
 	r := startRecorder(t, ctx, dir, "moql://"+px.Addr()+"/", "--tls-fingerprint", pin, "-b", "live",
 		"--duration", "8s", "-o", "out.mkv", "-v")
@@ -322,5 +333,219 @@ func TestNetworkOutageOfFourSecondsLosesNoFrame(t *testing.T) {
 		if span := ts[len(ts)-1] - ts[0]; span < 7.5 {
 			t.Errorf("stream %d spans %.2fs, want about 8s", i, span)
 		}
+	}
+}
+
+// TestPublisherKilledAndRestartedLosesAtMostTheOutagePlusThreeSeconds: the
+// publisher is a process of its own; it is killed with SIGKILL (no
+// CONNECTION_CLOSE: its connection just goes silent) after 3 s of
+// recording and started again on the same port 2 s later, a new session
+// whose groups start over, on the same clock. The recorder finds the dead
+// connection by 3 s of silence, reconnects and records on. Measured from
+// the file's packet timestamps, each track has one hole, no longer than the
+// outage plus 3 s, and the loss the recording reports for it (--summary,
+// the progress line) is that hole.
+func TestPublisherKilledAndRestartedLosesAtMostTheOutagePlusThreeSeconds(t *testing.T) {
+	needTools(t, "ffmpeg", "ffprobe")
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	certFile, keyFile, pin := publisherCert(t, dir)
+	epoch := time.Now()
+	pub := startPublisher(t, ctx, "127.0.0.1:0", certFile, keyFile, epoch)
+	r := startRecorder(t, ctx, dir, "moql://"+pub.addr+"/", "--tls-fingerprint", pin, "-b", "live",
+		"--duration", "12s", "-o", "out.mkv", "--summary", "sum.json", "-v")
+	if r.waitMedia(3*time.Second) == 0 {
+		r.wait()
+		t.Fatalf("no progress past 3 s:\n%s", r.log.String())
+	}
+	if err := pub.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	pub.cmd.Wait()
+	killed := time.Now()
+	time.Sleep(2 * time.Second) // the outage itself
+	pub = startPublisher(t, ctx, pub.addr, certFile, keyFile, epoch)
+	outage := time.Since(killed)
+	if err := r.wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, r.log.String())
+	}
+	log := r.log.String()
+	if !strings.Contains(log, "reconnected") {
+		t.Fatalf("no reconnect in the log\n%s", log)
+	}
+	path := filepath.Join(dir, "out.mkv")
+	decode(t, path)
+	sum := readSummary(t, filepath.Join(dir, "sum.json"))
+	t.Logf("per track: %+v", sum.PerTrack)
+	got := packetsByCodec(t, path)
+	if len(got) != 2 {
+		t.Fatalf("streams %v", keys(got))
+	}
+	for codec, sp := range got { // the demo's tracks are named after their codecs
+		hole := largestGap(sp.pts)
+		var reported time.Duration
+		gaps := 0
+		for _, pt := range sum.PerTrack {
+			if pt.Track == codec {
+				reported, gaps = time.Duration(pt.Lost*float64(time.Second)), pt.Gaps
+			}
+		}
+		t.Logf("%s: %d packets over %.2fs; hole %v (%.3f-%.3f), reported lost %v in %d gaps; outage %v", codec, len(sp.pts),
+			sp.pts[len(sp.pts)-1]-sp.pts[0], hole, gapStart(sp.pts), gapStart(sp.pts)+hole.Seconds(), reported, gaps, outage.Round(time.Millisecond))
+		if hole > outage+3*time.Second {
+			t.Errorf("%s: a hole of %v, more than the outage (%v) plus 3 s\n%s", codec, hole, outage, log)
+		}
+		if hole < outage {
+			t.Errorf("%s: a hole of %v, shorter than the outage (%v): the file's timestamps do not show the loss", codec, hole, outage)
+		}
+		// The report counts from the newest frame received before the
+		// break to the first after it: the file's hole, when every frame
+		// received was written.
+		if d := (hole - reported).Abs(); d > time.Duration(2*frameDuration[codec]*float64(time.Second)) {
+			t.Errorf("%s: the recording reports %v lost, the file has a hole of %v", codec, reported, hole)
+		}
+		if gaps != 1 {
+			t.Errorf("%s: %d gaps reported, want 1", codec, gaps)
+		}
+		// Everything else is there: the rest of the file has no hole.
+		checkContinuous(t, codec+" apart from the outage", &streamPackets{codec: codec, pts: withoutLargestGap(sp.pts)})
+	}
+	if !strings.Contains(log, "  lost ") {
+		t.Errorf("the progress line does not say what was lost:\n%s", log)
+	}
+}
+
+// largestGapAt returns the index in sorted ts of the time after the
+// largest gap (0 when there is none) and the gap.
+func largestGapAt(ts []float64) (int, float64) {
+	at, gap := 0, 0.0
+	for i := 1; i < len(ts); i++ {
+		if d := ts[i] - ts[i-1]; d > gap {
+			at, gap = i, d
+		}
+	}
+	return at, gap
+}
+
+// gapStart returns the time before the largest gap of sorted ts.
+func gapStart(ts []float64) float64 {
+	at, _ := largestGapAt(ts)
+	return ts[max(at-1, 0)]
+}
+
+// withoutLargestGap returns sorted ts with the times after its largest gap
+// moved back by it, so that the rest can be checked for holes.
+func withoutLargestGap(ts []float64) []float64 {
+	at, gap := largestGapAt(ts)
+	out := slices.Clone(ts)
+	for i := at; i < len(out) && at > 0; i++ {
+		out[i] -= gap
+	}
+	return out
+}
+
+// TestNetworkOutageOfFortySecondsIsReportedAndTheRecordingGoesOn: the same
+// proxy blackholes both directions for 40 s, longer than the publisher
+// keeps its groups (the demo's 3 s, as a relay's cache). The recorder gives
+// the dead connection up, keeps redialling, reconnects once the network is
+// back, finds the missed groups gone and records on. The file decodes
+// clean; each track has one hole, of at least the outage, and the loss the
+// recording reports (the progress line, per track in --json) is that hole;
+// the rest of the file has none.
+//
+// It takes about a minute of wall time, nearly all of it waiting: it runs
+// in parallel with the other tests of the package.
+func TestNetworkOutageOfFortySecondsIsReportedAndTheRecordingGoesOn(t *testing.T) {
+	needTools(t, "ffmpeg", "ffprobe")
+	t.Parallel()
+	const outage = 40 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	px, pin := proxiedDemo(t, ctx, demo.Options{Realtime: true})
+	dir := t.TempDir()
+	r := startRecorder(t, ctx, dir, "moql://"+px.Addr()+"/", "--tls-fingerprint", pin, "-b", "live",
+		"-o", "out.mkv", "--json", "-v")
+	before := r.waitMedia(3 * time.Second)
+	if before == 0 {
+		r.wait()
+		t.Fatalf("no progress past 3 s:\n%s", r.log.String())
+	}
+	px.Blackhole(true)
+	time.Sleep(outage) // the outage itself
+	px.Blackhole(false)
+	// Record on for 4 s of media after the reconnect, then stop as Ctrl-C
+	// does.
+	for line := range r.lines {
+		if strings.Contains(line, "reconnected") {
+			break
+		}
+	}
+	resumed := r.waitMedia(before + outage)
+	if resumed == 0 || r.waitMedia(resumed+4*time.Second) == 0 {
+		r.wait()
+		t.Fatalf("no progress after the outage:\n%s", r.log.String())
+	}
+	if err := r.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, r.log.String())
+	}
+	log := r.log.String()
+	if !strings.Contains(log, "no longer served: a gap in the recording") {
+		t.Errorf("the log does not say that the missed groups are gone:\n%s", log)
+	}
+	var sum runSummary
+	if err := json.Unmarshal([]byte(lastLine(log)), &sum); err != nil {
+		t.Fatalf("--json summary: %v\n%s", err, log)
+	}
+	path := filepath.Join(dir, "out.mkv")
+	decode(t, path)
+	got := packetsByCodec(t, path)
+	if len(got) != 2 {
+		t.Fatalf("streams %v", keys(got))
+	}
+	var maxLost time.Duration
+	for codec, sp := range got { // the demo's tracks are named after their codecs
+		at, gap := largestGapAt(sp.pts)
+		hole := time.Duration(gap * float64(time.Second))
+		var reported time.Duration
+		gaps := 0
+		for _, pt := range sum.PerTrack {
+			if pt.Track == codec {
+				reported, gaps = time.Duration(pt.Lost*float64(time.Second)), pt.Gaps
+			}
+		}
+		maxLost = max(maxLost, reported)
+		after := sp.pts[len(sp.pts)-1] - sp.pts[at]
+		t.Logf("%s: %d packets; hole %v (%.3f-%.3f), %.1fs recorded after it; reported lost %v in %d gaps", codec, len(sp.pts),
+			hole, sp.pts[at-1], sp.pts[at], after, reported, gaps)
+		if hole < outage {
+			t.Errorf("%s: a hole of %v, shorter than the %v outage: the file's timestamps do not show the loss", codec, hole, outage)
+		}
+		// After so long the redials back off to their longest wait (10 s),
+		// and one in flight when the network returns may be between its
+		// handshake retransmissions and time out first: at worst about
+		// 14 s pass before the next dial gets through.
+		if hole > outage+15*time.Second {
+			t.Errorf("%s: a hole of %v after a %v outage: the recorder took too long to come back\n%s", codec, hole, outage, log)
+		}
+		if d := (hole - reported).Abs(); d > time.Duration(2*frameDuration[codec]*float64(time.Second)) || gaps != 1 {
+			t.Errorf("%s: the recording reports %v lost in %d gaps, the file has one hole of %v", codec, reported, gaps, hole)
+		}
+		if after < 3.5 {
+			t.Errorf("%s: %.1fs recorded after the outage, want about 4 s", codec, after)
+		}
+		checkContinuous(t, codec+" apart from the outage", &streamPackets{codec: codec, pts: withoutLargestGap(sp.pts)})
+	}
+	// The progress line shows the largest loss of a track.
+	m := regexp.MustCompile(`  lost (\d+\.\d)s`).FindAllStringSubmatch(log, -1)
+	if len(m) == 0 {
+		t.Fatalf("no progress line says what was lost:\n%s", log)
+	}
+	if shown, _ := strconv.ParseFloat(m[len(m)-1][1], 64); math.Abs(shown-maxLost.Seconds()) > 0.051 {
+		t.Errorf("the progress line says lost %.1fs, the tracks lost at most %v", shown, maxLost)
 	}
 }

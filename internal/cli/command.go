@@ -222,6 +222,7 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 			cfg.Video = renditionList(cfg.Video, f.Changed("video"))
 			cfg.Audio = renditionList(cfg.Audio, f.Changed("audio"))
 			cfg.DemoCodecs = renditionList(cfg.DemoCodecs, true)
+			cfg.DemoLate = renditionList(cfg.DemoLate, true)
 			if err := cfg.Check(); err != nil {
 				return err
 			}
@@ -251,7 +252,7 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 	f.DurationVar(&cfg.Duration, "duration", 0, "stop after this much media and finish the file (default: until the broadcast ends)")
 	f.DurationVar(&cfg.Wait, "wait", 0, "give up (exit 1) when no broadcast (or not the -b one) is announced within this time (default: wait until Ctrl-C, saying so)")
 	f.DurationVar(&cfg.Timeout, "timeout", 0, "stop the whole run after this much wall-clock time, finishing the files (exit 1 if nothing was recorded)")
-	f.DurationVar(&cfg.ReconnectFor, "reconnect-for", 5*time.Minute, "give up (finish the files, exit 1) when the relay cannot be reached again for this long; 0 retries forever")
+	f.DurationVar(&cfg.ReconnectFor, "reconnect-for", 5*time.Minute, "give up (finish the files, exit 1) when the relay cannot be reached again for this long (at most --duration); 0 retries forever")
 	f.DurationVar(&cfg.Delay, "delay", 500*time.Millisecond, "how long a lagging track may hold the output back (jitter delay)")
 	f.StringSliceVar(&cfg.Video, "video", nil, "video rendition(s) to record, repeatable or comma-separated; \"none\" for no video (default: all the container carries, one for FLV)")
 	f.StringSliceVar(&cfg.Audio, "audio", nil, "audio rendition(s) to record, like --video")
@@ -278,6 +279,7 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 	f.StringVar(&cfg.SummaryFile, "summary", "", "write the summary of the run (files, duration, frames, drops, reconnects) as JSON to `FILE`")
 	f.StringVar(&cfg.LogFormat, "log-format", logText, "stderr format: text (for people) or json (one object per line, for services)")
 	f.StringSliceVar(&cfg.DemoCodecs, "demo-codecs", nil, "test codecs of the built-in demo (default h264,aac; also h265, av1, vp8, vp9, opus, mp3, flac, ac3)")
+	f.StringSliceVar(&cfg.DemoLate, "demo-late", nil, "test codecs the demo adds by a catalog update after 2 s of media (a rendition added mid-recording, e.g. aac with --demo-codecs h264)")
 	f.StringVar(&cfg.DemoContainer, "demo-container", "", "how the built-in demo packages its frames: legacy (default), loc, or cmaf (as `moq import fmp4` publishes ffmpeg's fMP4)")
 	f.IntVar(&cfg.DemoLoops, "demo-loops", 0, "end the demo broadcast after each test sample played this many times (2-4 s each; default: never)")
 	f.BoolVar(&cfg.DemoFast, "demo-fast", false, "publish the demo as fast as possible instead of in real time (benchmarks)")

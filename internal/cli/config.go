@@ -51,6 +51,7 @@ type Config struct {
 	DemoLoops      int
 	DemoFast       bool // hidden: publish the demo as fast as possible (benchmarks)
 	DemoContainer  string
+	DemoLate       []string // test codecs a catalog update adds after DemoLateAfter
 
 	formatGiven bool
 	template    Template
@@ -101,8 +102,8 @@ func (c *Config) Check() error {
 		}
 	}
 	if c.URL != "" || c.Listen != "" {
-		if len(c.DemoCodecs) > 0 || c.DemoLoops != 0 || c.DemoFast || c.DemoContainer != "" {
-			return usagef("--demo-codecs, --demo-container and --demo-loops only apply to the built-in demo (no URL, no --listen)")
+		if len(c.DemoCodecs) > 0 || len(c.DemoLate) > 0 || c.DemoLoops != 0 || c.DemoFast || c.DemoContainer != "" {
+			return usagef("--demo-codecs, --demo-late, --demo-container and --demo-loops only apply to the built-in demo (no URL, no --listen)")
 		}
 	} else if c.Broadcast != "" && c.Broadcast != demoBroadcast {
 		// The demo serves one broadcast; waiting for another would never end.

@@ -243,3 +243,19 @@ func TestTokenGoesIntoTheDialledURL(t *testing.T) {
 		}
 	}
 }
+
+func TestReconnectingIsGivenUpAfterAtMostTheDuration(t *testing.T) {
+	for _, tc := range []struct {
+		reconnectFor, duration, want time.Duration
+	}{
+		{5 * time.Minute, 0, 5 * time.Minute},
+		{5 * time.Minute, 10 * time.Second, 10 * time.Second},
+		{0, 10 * time.Second, 10 * time.Second},
+		{0, 0, 0},
+		{time.Second, 10 * time.Second, time.Second},
+	} {
+		if got := reconnectFor(&Config{ReconnectFor: tc.reconnectFor, Duration: tc.duration}); got != tc.want {
+			t.Errorf("--reconnect-for %v --duration %v: gives up after %v, want %v", tc.reconnectFor, tc.duration, got, tc.want)
+		}
+	}
+}

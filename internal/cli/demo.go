@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
@@ -19,13 +21,30 @@ const demoBroadcast = "demo"
 // published faster than it is read.
 const demoKeepGroups = 1 << 30
 
+// demoLateAfter is when the --demo-late codecs join the demo broadcast.
+const demoLateAfter = 2 * time.Second
+
 // checkDemoCodecs refuses sample names that do not exist, or that have no
-// form in the demo's container.
-func checkDemoCodecs(names []string, container string) error {
-	if _, err := demo.Catalog(names); err != nil {
-		return usagef("--demo-codecs %s: unknown test codec; pick from %s", strings.Join(names, ","), strings.Join(testmedia.SampleNames(), ", "))
+// form in the demo's container, and late ones the demo has from the start.
+func checkDemoCodecs(names, late []string, container string) error {
+	for _, l := range []struct {
+		flag  string
+		names []string
+	}{{"--demo-codecs", names}, {"--demo-late", late}} {
+		if _, err := demo.Catalog(l.names); err != nil {
+			return usagef("%s %s: unknown test codec; pick from %s", l.flag, strings.Join(l.names, ","), strings.Join(testmedia.SampleNames(), ", "))
+		}
 	}
-	if _, err := demo.CatalogIn(names, catalog.ContainerKind(container)); err != nil {
+	if len(names) == 0 {
+		names = demo.DefaultRenditions
+	}
+	for _, n := range late {
+		if slices.Contains(names, n) {
+			return usagef("--demo-late %s: the demo has %s from the start; pick a codec --demo-codecs does not list", n, n)
+		}
+	}
+	all := append(append([]string(nil), names...), late...)
+	if _, err := demo.CatalogIn(all, catalog.ContainerKind(container)); err != nil {
 		return usagef("--demo-container %s: %v; pick other --demo-codecs", container, err)
 	}
 	return nil
@@ -35,7 +54,7 @@ func checkDemoCodecs(names []string, container string) error {
 // returned wait function blocks until publishing stopped.
 func newDemoBroadcast(ctx context.Context, cfg *Config, log *slog.Logger) (*model.Broadcast, func()) {
 	bc := model.NewBroadcast(demoBroadcast)
-	opts := demo.Options{Renditions: cfg.DemoCodecs, Loops: cfg.DemoLoops, Realtime: !cfg.DemoFast, Container: catalog.ContainerKind(cfg.DemoContainer)}
+	opts := demo.Options{Renditions: cfg.DemoCodecs, Late: cfg.DemoLate, LateAfter: demoLateAfter, Loops: cfg.DemoLoops, Realtime: !cfg.DemoFast, Container: catalog.ContainerKind(cfg.DemoContainer)}
 	if cfg.DemoFast {
 		opts.KeepGroups = demoKeepGroups
 	}
@@ -55,6 +74,9 @@ func demoNotice(cfg *Config, via string) string {
 	if len(codecs) == 0 {
 		codecs = demo.DefaultRenditions
 	}
+	if len(cfg.DemoLate) > 0 {
+		codecs = append(append([]string(nil), codecs...), fmt.Sprintf("%s after %v", strings.Join(cfg.DemoLate, "+"), demoLateAfter))
+	}
 	verb := "recording"
 	if cfg.List {
 		verb = "listing"
@@ -66,7 +88,7 @@ func demoNotice(cfg *Config, via string) string {
 // over loopback QUIC (see serveDemo), or in process for --demo-fast, where
 // the benchmark measures the export rather than the transport.
 func startDemo(ctx context.Context, cfg *Config, con *console, log *slog.Logger) (Source, error) {
-	if err := checkDemoCodecs(cfg.DemoCodecs, cfg.DemoContainer); err != nil {
+	if err := checkDemoCodecs(cfg.DemoCodecs, cfg.DemoLate, cfg.DemoContainer); err != nil {
 		return nil, err
 	}
 	if cfg.DemoFast {

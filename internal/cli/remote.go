@@ -26,7 +26,7 @@ func dial(ctx context.Context, cfg *Config, log *slog.Logger) (Source, error) {
 		TLSFingerprint: cfg.TLSFingerprint,
 		TLSInsecure:    cfg.TLSInsecure,
 		Logger:         log,
-		Reconnect:      subscribe.Backoff{GiveUp: cfg.ReconnectFor},
+		Reconnect:      subscribe.Backoff{GiveUp: reconnectFor(cfg)},
 	}
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
@@ -40,6 +40,18 @@ func dial(ctx context.Context, cfg *Config, log *slog.Logger) (Source, error) {
 	}
 	log.Info("connected", "version", sess.Version())
 	return newSessionSource(sess), nil
+}
+
+// reconnectFor is how long reconnects are tried before giving up:
+// --reconnect-for, at most --duration. A live broadcast's media time goes on
+// while the relay cannot be reached, so an outage longer than --duration
+// leaves nothing of the recording to come.
+func reconnectFor(cfg *Config) time.Duration {
+	d := cfg.ReconnectFor
+	if cfg.Duration > 0 && (d == 0 || d > cfg.Duration) {
+		d = cfg.Duration
+	}
+	return d
 }
 
 // dialAdvice suggests what to try after a failed first connection.

@@ -123,6 +123,11 @@ type track struct {
 	recent   [16]int64
 	nrecent  int
 	minDelta int64
+
+	// lastTs and lastMs are the previous block's timestamp (µs) and time
+	// on the millisecond timeline, valid when written.
+	lastTs, lastMs int64
+	written        bool
 }
 
 type pendingFrame struct {
@@ -292,6 +297,7 @@ func (w *Writer) markDiscontinuity(t *track) {
 func (w *Writer) discontinuity(t *track) {
 	w.breakCluster = true
 	t.nrecent = 0
+	t.written = false
 }
 
 // WriteFrame writes one frame as a SimpleBlock. Frames of a track that waits
@@ -586,6 +592,14 @@ func (w *Writer) writeBlock(t *track, ts int64, key bool, payload []byte, in int
 	if !ok {
 		w.stats.Clamped++
 	}
+	if t.written && ts >= t.lastTs && ms <= t.lastMs {
+		// Two frames less than a millisecond apart (a camera's jittered
+		// capture times) would share a timestamp, which players take for a
+		// duplicate: the later one moves to the next millisecond. Frames
+		// that go back in time (B-frames in decode order) keep theirs.
+		ms = t.lastMs + 1
+	}
+	t.written, t.lastTs, t.lastMs = true, ts, ms
 	video := t.Kind == mux.Video
 	b := w.buf[:0]
 	rel := ms - w.clusterTs

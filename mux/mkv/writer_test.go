@@ -785,3 +785,47 @@ func TestTrackAddedAfterHeaderJoinsASeekableFile(t *testing.T) {
 		t.Fatalf("mkvmerge sees %d tracks, want 3:\n%s", n, out)
 	}
 }
+
+// TestFramesLessThanAMillisecondApartKeepDistinctTimes: a camera under
+// load delivers frames a fraction of a millisecond apart; on Matroska's
+// millisecond timeline they must not share a time (ffmpeg reports
+// "non monotonically increasing dts" and players drop one), so each later
+// one moves to the next free millisecond, and none moves further than the
+// frames that caused it.
+func TestFramesLessThanAMillisecondApartKeepDistinctTimes(t *testing.T) {
+	mediatest.RequireTools(t, "ffmpeg", "ffprobe")
+	in := mediatest.SampleInput("vp8", 1)
+	if len(in.Frames) < 12 {
+		t.Fatalf("sample has %d frames", len(in.Frames))
+	}
+	frames := append([]mux.Frame(nil), in.Frames...)
+	// Frames 5, 6 and 7 arrive 300 µs after each other; 10 and 11 share
+	// frame 9's time exactly.
+	for i, d := range map[int]int64{5: 300, 6: 600, 7: 900} {
+		frames[i].Timestamp = frames[4].Timestamp + d
+	}
+	frames[10].Timestamp, frames[11].Timestamp = frames[9].Timestamp, frames[9].Timestamp
+	in.Frames = frames
+	path := muxFile(t, "close.mkv", Options{}, in)
+
+	if _, stderr := mediatest.Run(t, "ffmpeg", "-nostdin", "-v", "error", "-i", path,
+		"-enc_time_base:v", "1/1000", "-fps_mode", "passthrough", "-f", "null", "-"); stderr != "" {
+		t.Errorf("ffmpeg decoding with the file's own times:\n%s", stderr)
+	}
+	got := streamPTS(t, mediatest.Probe(t, path), 0)
+	if len(got) != len(frames) {
+		t.Fatalf("%d packets, wrote %d", len(got), len(frames))
+	}
+	origin := frames[0].Timestamp
+	for i := range got {
+		if i > 0 && got[i] <= got[i-1] {
+			t.Errorf("packet %d at %d ms, the one before at %d ms", i, got[i], got[i-1])
+		}
+		// The sorted times match the frames' own, rounded, within the
+		// 2 ms a run of three collisions can push a frame.
+		want := (frames[i].Timestamp - origin + 500) / 1000
+		if d := got[i] - want; d < 0 || d > 2 {
+			t.Errorf("frame %d at %d ms, its time is %d ms", i, got[i], want)
+		}
+	}
+}

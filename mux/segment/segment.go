@@ -1,7 +1,10 @@
 package segment
 
 import (
+	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/moq-export/moq-export/mux"
@@ -15,6 +18,15 @@ type Options struct {
 	// Next returns the muxer of output n (1, 2, ...; the first output, 0,
 	// is given to New). It is called after output n-1 was closed.
 	Next func(n int) (mux.Muxer, error)
+	// SplitForLateTracks makes a track that the current output refuses
+	// with mux.ErrLateTrack (it cannot add tracks after its header) start
+	// the next output at the next keyframe that may cut (see Duration);
+	// until then that track's frames are dropped and counted in
+	// mux.Stats.Dropped. Without it such AddTrack calls fail as the
+	// output's do.
+	SplitForLateTracks bool
+	// Logger says when a late track splits the output; nil logs nothing.
+	Logger *slog.Logger
 }
 
 // Muxer is a mux.Muxer writing a sequence of outputs. Calls come from one
@@ -28,8 +40,11 @@ type Muxer struct {
 	n        int         // number of the current output
 	start    int64       // timestamp of the current output's first frame
 	started  bool
-	err      error     // sticky: closing or opening an output failed
-	closed   mux.Stats // of the outputs already closed
+	err      error        // sticky: closing or opening an output failed
+	closed   mux.Stats    // of the outputs already closed
+	pending  []mux.Track  // late tracks waiting for the next output
+	refused  map[int]bool // tracks no output takes: their frames are dropped
+	dropped  int64        // frames of pending and refused tracks
 }
 
 var _ mux.Muxer = (*Muxer)(nil)
@@ -48,7 +63,11 @@ func (m *Muxer) AddTrack(t mux.Track) error {
 		return m.err
 	}
 	if err := m.cur.AddTrack(t); err != nil {
-		return err
+		if !m.opts.SplitForLateTracks || !errors.Is(err, mux.ErrLateTrack) {
+			return err
+		}
+		m.logf("a late track starts the next file at the next keyframe: this one cannot add it", "track", t.Name, "id", t.ID, "err", err)
+		m.pending = append(m.pending, t)
 	}
 	m.tracks = append(m.tracks, t)
 	m.hasVideo = m.hasVideo || t.Kind == mux.Video
@@ -67,7 +86,23 @@ func (m *Muxer) RemoveTrack(id int) error {
 			break
 		}
 	}
+	if m.isPending(id) || m.refused[id] {
+		m.pending = slices.DeleteFunc(m.pending, func(t mux.Track) bool { return t.ID == id })
+		delete(m.refused, id)
+		return nil
+	}
 	return m.cur.RemoveTrack(id)
+}
+
+// isPending reports whether track id waits for the next output.
+func (m *Muxer) isPending(id int) bool {
+	return slices.ContainsFunc(m.pending, func(t mux.Track) bool { return t.ID == id })
+}
+
+func (m *Muxer) logf(msg string, args ...any) {
+	if m.opts.Logger != nil {
+		m.opts.Logger.Warn(msg, args...)
+	}
 }
 
 // WriteFrame writes f, first starting the next output when f is the
@@ -79,11 +114,17 @@ func (m *Muxer) WriteFrame(f mux.Frame) error {
 	if !m.started {
 		m.start, m.started = f.Timestamp, true
 	}
-	if m.opts.Duration > 0 && f.Keyframe && f.Timestamp-m.start >= m.opts.Duration.Microseconds() && m.cuts(f.TrackID) {
+	due := m.opts.Duration > 0 && f.Timestamp-m.start >= m.opts.Duration.Microseconds()
+	if f.Keyframe && (due || len(m.pending) > 0) && m.cuts(f.TrackID) {
 		if err := m.rotate(); err != nil {
 			return err
 		}
 		m.start = f.Timestamp
+	}
+	if m.refused[f.TrackID] || m.isPending(f.TrackID) {
+		// Its output is still to come (or none takes it).
+		m.dropped++
+		return nil
 	}
 	return m.cur.WriteFrame(f)
 }
@@ -115,16 +156,35 @@ func (m *Muxer) rotate() error {
 	}
 	m.closed = add(m.closed, m.cur.Stats())
 	m.cur, m.n = next, m.n+1
+	late := m.pending
+	m.pending = nil
+	kept := m.tracks[:0]
 	for _, t := range m.tracks {
-		if err := next.AddTrack(t); err != nil {
+		err := next.AddTrack(t)
+		if err != nil && slices.ContainsFunc(late, func(l mux.Track) bool { return l.ID == t.ID }) {
+			// A new output refuses it too: no output will take it.
+			m.logf("late track not recorded: the next file refuses it too", "track", t.Name, "id", t.ID, "err", err)
+			if m.refused == nil {
+				m.refused = map[int]bool{}
+			}
+			m.refused[t.ID] = true
+			continue
+		}
+		if err != nil {
 			return fmt.Errorf("segment: output %d: %w", m.n, err)
 		}
+		kept = append(kept, t)
 	}
+	m.tracks = kept
 	return nil
 }
 
 // Stats implements mux.Muxer: the sum over every output.
-func (m *Muxer) Stats() mux.Stats { return add(m.closed, m.cur.Stats()) }
+func (m *Muxer) Stats() mux.Stats {
+	st := add(m.closed, m.cur.Stats())
+	st.Dropped += m.dropped
+	return st
+}
 
 // Close closes the current output. After a failed rotation the last output
 // was closed already and Close returns nil.

@@ -176,3 +176,116 @@ func TestOutputsAreDecodableFiles(t *testing.T) {
 		t.Fatalf("%d packets in %d outputs, want %d", packets, m.Outputs(), want)
 	}
 }
+
+// headerFirst is a recorder that, like FLV or MP4 after their header,
+// refuses tracks once it wrote a frame; refuse lists codecs it never takes.
+type headerFirst struct {
+	recorder
+	refuse string
+}
+
+func (h *headerFirst) AddTrack(t mux.Track) error {
+	if h.refuse != "" && t.Codec == h.refuse {
+		return fmt.Errorf("no %s here: %w", t.Codec, mux.ErrLateTrack)
+	}
+	if len(h.frames) > 0 {
+		return fmt.Errorf("track %d: %w", t.ID, mux.ErrLateTrack)
+	}
+	return h.recorder.AddTrack(t)
+}
+
+func TestLateTrackStartsTheNextOutputAtTheNextKeyframe(t *testing.T) {
+	video := mux.Track{ID: 1, Kind: mux.Video}
+	vkey := func(ts int64) mux.Frame { return mux.Frame{TrackID: 1, Timestamp: ts * ms, Keyframe: true} }
+	v := func(ts int64) mux.Frame { return mux.Frame{TrackID: 1, Timestamp: ts * ms} }
+	a := func(id int, ts int64) mux.Frame { return mux.Frame{TrackID: id, Timestamp: ts * ms, Keyframe: true} }
+	type step struct {
+		add    *mux.Track // a track to add before the frame
+		remove int        // a track to remove before the frame
+		frame  mux.Frame
+	}
+	for _, tc := range []struct {
+		name     string
+		first    mux.Track // the track added before any frame
+		refuse   string    // codec no output takes
+		steps    []step
+		want     []string // per output: its tracks, then the timestamps (ms) of its frames
+		dropped  int64
+		duration time.Duration
+	}{
+		{name: "audio joins: its frames wait for the next video keyframe, which starts output 1", first: video,
+			steps: []step{{frame: vkey(0)}, {frame: v(33)}, {add: &mux.Track{ID: 2, Kind: mux.Audio}, frame: a(2, 40)},
+				{frame: v(66)}, {frame: a(2, 60)}, {frame: vkey(100)}, {frame: a(2, 101)}, {frame: v(133)}},
+			want:    []string{"[1] 0 33 66", "[1 2] 100 101 133"},
+			dropped: 2},
+		{name: "a video track joining cuts at its own first keyframe", first: mux.Track{ID: 1, Kind: mux.Audio},
+			steps: []step{{frame: a(1, 0)}, {add: &mux.Track{ID: 2, Kind: mux.Video}, frame: mux.Frame{TrackID: 2, Timestamp: 10 * ms}},
+				{frame: a(1, 20)}, {frame: mux.Frame{TrackID: 2, Timestamp: 30 * ms, Keyframe: true}}, {frame: a(1, 40)}},
+			want:    []string{"[1] 0 20", "[1 2] 30 40"},
+			dropped: 1},
+		{name: "a track no output takes is dropped after the split, the rest goes on", first: video,
+			refuse: "opus",
+			steps: []step{{frame: vkey(0)}, {add: &mux.Track{ID: 2, Kind: mux.Audio, Codec: "opus"}, frame: a(2, 10)},
+				{frame: vkey(100)}, {frame: a(2, 110)}, {frame: vkey(1100)}},
+			want:     []string{"[1] 0", "[1] 100", "[1] 1100"},
+			dropped:  2,
+			duration: time.Second},
+		{name: "a late track removed before the split is forgotten", first: video,
+			steps: []step{{frame: vkey(0)}, {add: &mux.Track{ID: 2, Kind: mux.Audio}, frame: a(2, 10)},
+				{remove: 2, frame: vkey(100)}},
+			want:    []string{"[1] 0 100"},
+			dropped: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			outs := []*headerFirst{{refuse: tc.refuse}}
+			m := segment.New(outs[0], segment.Options{Duration: tc.duration, SplitForLateTracks: true, Next: func(n int) (mux.Muxer, error) {
+				outs = append(outs, &headerFirst{refuse: tc.refuse})
+				return outs[n], nil
+			}})
+			if err := m.AddTrack(tc.first); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range tc.steps {
+				if s.add != nil {
+					if err := m.AddTrack(*s.add); err != nil {
+						t.Fatalf("late AddTrack: %v", err)
+					}
+				}
+				if s.remove != 0 {
+					if err := m.RemoveTrack(s.remove); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := m.WriteFrame(s.frame); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := m.Close(); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, o := range outs {
+				ts := []string{fmt.Sprint(o.tracks)}
+				for _, f := range o.frames {
+					ts = append(ts, fmt.Sprint(f.Timestamp/ms))
+				}
+				got = append(got, strings.Join(ts, " "))
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("outputs %q, want %q", got, tc.want)
+			}
+			if st := m.Stats(); st.Dropped != tc.dropped {
+				t.Errorf("Stats().Dropped = %d, want %d", st.Dropped, tc.dropped)
+			}
+		})
+	}
+}
+
+func TestLateTrackIsRefusedWithoutSplitForLateTracks(t *testing.T) {
+	out := &headerFirst{}
+	m := segment.New(out, segment.Options{Duration: time.Second, Next: func(int) (mux.Muxer, error) { return &headerFirst{}, nil }})
+	mediatest.Write(t, m, []mux.Track{{ID: 1, Kind: mux.Video}}, []mux.Frame{{TrackID: 1, Keyframe: true}})
+	if err := m.AddTrack(mux.Track{ID: 2, Kind: mux.Audio}); !errors.Is(err, mux.ErrLateTrack) {
+		t.Fatalf("late AddTrack = %v, want ErrLateTrack", err)
+	}
+}

@@ -1,0 +1,303 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// runSummary is what --summary writes, as far as these tests read it.
+type runSummary struct {
+	Files []struct {
+		Path string `json:"path"`
+	} `json:"files"`
+	PerTrack []struct {
+		Track          string  `json:"track"`
+		Kind           string  `json:"kind"`
+		Received       int     `json:"received"`
+		Written        int     `json:"written"`
+		DroppedLate    int     `json:"dropped_late"`
+		DroppedByMuxer int     `json:"dropped_by_muxer"`
+		Gaps           int     `json:"gaps"`
+		Lost           float64 `json:"lost_seconds"`
+	} `json:"per_track"`
+}
+
+func readSummary(t *testing.T, path string) runSummary {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s runSummary
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatalf("%s: %v\n%s", path, err, b)
+	}
+	return s
+}
+
+// written returns what the summary says the recording wrote of track.
+func (s runSummary) written(track string) int {
+	for _, pt := range s.PerTrack {
+		if pt.Track == track {
+			return pt.Written
+		}
+	}
+	return 0
+}
+
+// streamPackets is one stream of a file as ffprobe reads it: its codec and
+// the sorted timestamps (s) and keyframe flags of its packets in pts order.
+type streamPackets struct {
+	codec string
+	pts   []float64
+	key   []bool // in file order
+}
+
+// packetsByCodec reads every packet of path with ffprobe, by codec name.
+func packetsByCodec(t *testing.T, path string) map[string]*streamPackets {
+	t.Helper()
+	out, err := exec.Command("ffprobe", "-v", "error", "-show_entries", "stream=index,codec_name:packet=stream_index,pts_time,flags",
+		"-of", "json", path).Output()
+	if err != nil {
+		t.Fatalf("ffprobe %s: %v", path, err)
+	}
+	var p struct {
+		Streams []struct {
+			Index int    `json:"index"`
+			Codec string `json:"codec_name"`
+		} `json:"streams"`
+		Packets []struct {
+			Stream int    `json:"stream_index"`
+			PTS    string `json:"pts_time"`
+			Flags  string `json:"flags"`
+		} `json:"packets"`
+	}
+	if err := json.Unmarshal(out, &p); err != nil {
+		t.Fatalf("ffprobe %s: %v", path, err)
+	}
+	byIndex := map[int]*streamPackets{}
+	byCodec := map[string]*streamPackets{}
+	for _, s := range p.Streams {
+		sp := &streamPackets{codec: s.Codec}
+		byIndex[s.Index], byCodec[s.Codec] = sp, sp
+	}
+	for _, pk := range p.Packets {
+		sp := byIndex[pk.Stream]
+		v, err := strconv.ParseFloat(pk.PTS, 64)
+		if sp == nil || err != nil {
+			continue
+		}
+		sp.pts = append(sp.pts, v)
+		sp.key = append(sp.key, strings.Contains(pk.Flags, "K"))
+	}
+	for _, sp := range byCodec {
+		slices.Sort(sp.pts)
+	}
+	return byCodec
+}
+
+// Frame durations of the demo media: H.264, H.265 and VP9 at 30 fps, AAC
+// in 1024-sample and Opus in 960-sample frames at 48 kHz.
+var frameDuration = map[string]float64{"h264": 1.0 / 30, "hevc": 1.0 / 30, "vp9": 1.0 / 30, "aac": 1024.0 / 48000, "opus": 960.0 / 48000}
+
+// checkContinuous fails when neighbouring packets of sp lie more than one
+// and a half frame durations apart (a frame is missing).
+func checkContinuous(t *testing.T, what string, sp *streamPackets) {
+	t.Helper()
+	d := frameDuration[sp.codec]
+	for i := 1; i < len(sp.pts); i++ {
+		if gap := sp.pts[i] - sp.pts[i-1]; gap > 1.5*d {
+			t.Errorf("%s: %s jumps %.3fs at %.3fs: frames are missing", what, sp.codec, gap, sp.pts[i-1])
+		}
+	}
+}
+
+// lateJoin is where --demo-late codecs join the demo broadcast (media time).
+const lateJoin = 2.0
+
+// TestLateRenditionThroughTheCLI records the demo while a catalog update
+// adds a rendition after 2 s of media (--demo-late), once per output.
+// Files that can add a track (MKV and WebM, with room in their header; TS,
+// whose PMT changes) carry it from its first frame on: mkvmerge lists it,
+// ffprobe reads its packets from 2 s (--keep-timestamps keeps the
+// broadcast's times) to the end without a hole, and as many as the
+// recording says it wrote. Outputs that cannot (MKV on stdout, FLV and MP4
+// after their header, FLV's second video) warn and leave it out.
+func TestLateRenditionThroughTheCLI(t *testing.T) {
+	needTools(t, "ffmpeg", "ffprobe", "mkvmerge")
+	for _, tc := range []struct {
+		name        string
+		out         string // -o; "-" is stdout
+		args        []string
+		early, late []string // codecs (ffprobe names) before and after the update
+		warn        string   // what the log says when the late one is left out
+	}{
+		{name: "mkv", out: "late.mkv", early: []string{"h264"}, late: []string{"aac"}},
+		{name: "webm", out: "late.webm", args: []string{"--demo-codecs", "vp9", "--demo-late", "opus"}, early: []string{"vp9"}, late: []string{"opus"}},
+		{name: "ts", out: "late.ts", early: []string{"h264"}, late: []string{"aac"}},
+		{name: "ts on stdout", out: "-", args: []string{"-f", "ts"}, early: []string{"h264"}, late: []string{"aac"}},
+		{name: "mkv on stdout", out: "-", args: []string{"-f", "mkv"}, early: []string{"h264"}, warn: "a live stream's Tracks cannot grow"},
+		{name: "flv", out: "late.flv", early: []string{"h264"}, warn: "track added after the header was written"},
+		{name: "mp4", out: "late.mp4", early: []string{"h264"}, warn: "track added after the header was written"},
+		{name: "flv second video", out: "late2.flv", args: []string{"--demo-codecs", "h264,aac", "--demo-late", "h265"},
+			early: []string{"h264", "aac"}, warn: "flv carries at most 1 video track(s)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			args := []string{"-o", tc.out, "--duration", "4s", "--keep-timestamps", "--summary", "sum.json", "-v"}
+			if !slices.Contains(tc.args, "--demo-codecs") {
+				args = append(args, "--demo-codecs", "h264", "--demo-late", "aac")
+			}
+			r := run(t, dir, append(args, tc.args...)...)
+			if r.code != 0 {
+				t.Fatalf("exit %d:\n%s", r.code, r.stderr)
+			}
+			path := filepath.Join(dir, tc.out)
+			if tc.out == "-" {
+				path = filepath.Join(dir, "stdout")
+				if err := os.WriteFile(path, []byte(r.stdout), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			decode(t, path)
+			sum := readSummary(t, filepath.Join(dir, "sum.json"))
+			got := packetsByCodec(t, path)
+			var codecs []string
+			for c := range got {
+				codecs = append(codecs, c)
+			}
+			want := append(append([]string(nil), tc.early...), tc.late...)
+			slices.Sort(codecs)
+			slices.Sort(want)
+			if !slices.Equal(codecs, want) {
+				t.Fatalf("streams %v, want %v\n%s", codecs, want, r.stderr)
+			}
+			if tc.warn != "" && (!strings.Contains(r.stderr, "rendition not exported") || !strings.Contains(r.stderr, tc.warn)) {
+				t.Errorf("no warning saying %q:\n%s", tc.warn, r.stderr)
+			}
+			video := got[tc.early[0]]
+			for _, c := range tc.late {
+				sp := got[c]
+				track := map[string]string{"aac": "aac", "opus": "opus"}[c]
+				t.Logf("%s: %d packets from %.3fs to %.3fs; %s %d packets to %.3fs", c, len(sp.pts), sp.pts[0], sp.pts[len(sp.pts)-1],
+					video.codec, len(video.pts), video.pts[len(video.pts)-1])
+				if math.Abs(sp.pts[0]-lateJoin) > frameDuration[c] {
+					t.Errorf("%s starts at %.3fs, want its first frame at %.1fs", c, sp.pts[0], lateJoin)
+				}
+				checkContinuous(t, tc.name, sp)
+				if end, vend := sp.pts[len(sp.pts)-1], video.pts[len(video.pts)-1]; end < vend-0.1 {
+					t.Errorf("%s ends at %.3fs, the video at %.3fs", c, end, vend)
+				}
+				if n := sum.written(track); n != len(sp.pts) {
+					t.Errorf("the recording says it wrote %d %s frames, the file holds %d", n, c, len(sp.pts))
+				}
+			}
+			checkContinuous(t, tc.name, video)
+			if strings.HasSuffix(tc.out, ".mkv") || strings.HasSuffix(tc.out, ".webm") {
+				out, err := exec.Command("mkvmerge", "-J", path).Output()
+				if err != nil {
+					t.Fatalf("mkvmerge -J: %v", err)
+				}
+				var info struct {
+					Tracks []struct {
+						Type  string `json:"type"`
+						Codec string `json:"codec"`
+					} `json:"tracks"`
+				}
+				if err := json.Unmarshal(out, &info); err != nil {
+					t.Fatal(err)
+				}
+				if len(info.Tracks) != len(want) {
+					t.Errorf("mkvmerge lists %+v, want %d tracks", info.Tracks, len(want))
+				}
+			}
+		})
+	}
+}
+
+// TestLateRenditionStartsTheNextNumberedFile: FLV and MP4 cannot add a
+// track after their header, so with {n} in -o the rendition that a catalog
+// update adds starts the next file at the next video keyframe. ffprobe
+// reads the first file with the video only and the second with both,
+// starting at a keyframe; the video runs on across the split without a
+// missing or repeated frame, and every frame the recording says it wrote
+// is in one of the two files.
+func TestLateRenditionStartsTheNextNumberedFile(t *testing.T) {
+	needTools(t, "ffmpeg", "ffprobe")
+	for _, ext := range []string{"flv", "mp4"} {
+		t.Run(ext, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			r := run(t, dir, "-o", "late-{n}."+ext, "--duration", "4s", "--keep-timestamps", "--summary", "sum.json",
+				"--demo-codecs", "h264", "--demo-late", "aac")
+			if r.code != 0 {
+				t.Fatalf("exit %d:\n%s", r.code, r.stderr)
+			}
+			if !strings.Contains(r.stderr, "a late track starts the next file at the next keyframe") {
+				t.Errorf("the log does not say why the file was split:\n%s", r.stderr)
+			}
+			sum := readSummary(t, filepath.Join(dir, "sum.json"))
+			if len(sum.Files) != 2 {
+				t.Fatalf("files %+v, want 2\n%s", sum.Files, r.stderr)
+			}
+			var files []map[string]*streamPackets
+			for _, f := range sum.Files {
+				path := filepath.Join(dir, f.Path)
+				decode(t, path)
+				files = append(files, packetsByCodec(t, path))
+			}
+			if len(files[0]) != 1 || files[0]["h264"] == nil || len(files[1]) != 2 || files[1]["aac"] == nil {
+				t.Fatalf("streams: first file %v, second %v; want h264, then h264+aac", keys(files[0]), keys(files[1]))
+			}
+			v0, v1, a1 := files[0]["h264"], files[1]["h264"], files[1]["aac"]
+			if !v1.key[0] {
+				t.Errorf("the second file does not start with a keyframe")
+			}
+			t.Logf("first file: %d video frames %.3f-%.3fs; second: %d video %.3f-%.3fs, %d audio from %.3fs",
+				len(v0.pts), v0.pts[0], v0.pts[len(v0.pts)-1], len(v1.pts), v1.pts[0], v1.pts[len(v1.pts)-1], len(a1.pts), a1.pts[0])
+			if n := sum.written("h264"); len(v0.pts)+len(v1.pts) != n {
+				t.Errorf("%d+%d video frames in the files, the recording wrote %d", len(v0.pts), len(v1.pts), n)
+			}
+			if n := sum.written("aac"); len(a1.pts) != n {
+				t.Errorf("%d audio frames in the second file, the recording wrote %d", len(a1.pts), n)
+			}
+			checkContinuous(t, "first file", v0)
+			checkContinuous(t, "second file", v1)
+			checkContinuous(t, "second file", a1)
+			// The audio begins with the second file (within a frame).
+			if math.Abs(a1.pts[0]-v1.pts[0]) > frameDuration["aac"] {
+				t.Errorf("audio starts at %.3fs, the second file at %.3fs", a1.pts[0], v1.pts[0])
+			}
+			if ext == "flv" {
+				// FLV keeps the broadcast's times (a finished MP4 starts
+				// at 0): the second file's video follows the first's by
+				// one frame, and starts where the rendition joined.
+				if math.Abs(v1.pts[0]-lateJoin) > frameDuration["h264"] {
+					t.Errorf("the second file starts at %.3fs, the rendition joined at %.1fs", v1.pts[0], lateJoin)
+				}
+				both := &streamPackets{codec: "h264", pts: append(append([]float64(nil), v0.pts...), v1.pts...)}
+				checkContinuous(t, "across the split", both)
+				if d := v1.pts[0] - v0.pts[len(v0.pts)-1]; d < frameDuration["h264"]/2 {
+					t.Errorf("the second file starts %.3fs after the first ends: a frame is in both", d)
+				}
+			}
+		})
+	}
+}
+
+func keys(m map[string]*streamPackets) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/subscribe"
+)
+
+// The fault tests that kill the publisher need it in a process of its own:
+// the test binary, re-executed with publisherEnv set, serves the demo
+// broadcast "live" on raw QUIC like a publisher that relays and recorders
+// dial.
+const publisherEnv = "MOQ_EXPORT_TEST_PUBLISHER"
+
+// publisherMain is that process: it listens on $MOQ_EXPORT_TEST_PUBLISHER
+// (host:port) with the certificate in $MOQ_EXPORT_TEST_CERT and
+// $MOQ_EXPORT_TEST_KEY, prints "listening HOST:PORT" and publishes until
+// killed. Its timestamps run on the clock that started at
+// $MOQ_EXPORT_TEST_EPOCH (Unix nanoseconds), as a live encoder's wall
+// clock does: a restarted publisher goes on from the real time, so what a
+// recording lost shows in its packet timestamps.
+func publisherMain() int {
+	fail := func(err error) int {
+		fmt.Fprintln(os.Stderr, "publisher:", err)
+		return 1
+	}
+	cert, err := tls.LoadX509KeyPair(os.Getenv("MOQ_EXPORT_TEST_CERT"), os.Getenv("MOQ_EXPORT_TEST_KEY"))
+	if err != nil {
+		return fail(err)
+	}
+	epoch, err := strconv.ParseInt(os.Getenv("MOQ_EXPORT_TEST_EPOCH"), 10, 64)
+	if err != nil {
+		return fail(err)
+	}
+	b := model.NewBroadcast("live")
+	go demo.Publish(context.Background(), b, demo.Options{Realtime: true, Offset: time.Since(time.Unix(0, epoch))})
+	srv, err := subscribe.Listen(os.Getenv(publisherEnv), subscribe.ServerOptions{
+		Certificates: []tls.Certificate{cert}, Publish: []*model.Broadcast{b}, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		return fail(err)
+	}
+	fmt.Printf("listening %s\n", srv.Addr())
+	for {
+		if _, err := srv.Accept(context.Background()); err != nil {
+			return fail(err)
+		}
+	}
+}
+
+// publisherCert writes a self-signed certificate and its key as PEM files
+// into dir for publisher processes, and returns their pin.
+func publisherCert(t *testing.T, dir string) (certFile, keyFile, pin string) {
+	t.Helper()
+	cert, pin, err := subscribe.SelfSignedCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: key}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile, pin
+}
+
+// publisherProcess is a running publisher process.
+type publisherProcess struct {
+	cmd  *exec.Cmd
+	addr string
+	log  lockedBuffer
+}
+
+// startPublisher starts a publisher process on addr (":0" ports pick a
+// free one) and waits until it listens.
+func startPublisher(t *testing.T, ctx context.Context, addr, certFile, keyFile string, epoch time.Time) *publisherProcess {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &publisherProcess{cmd: exec.CommandContext(ctx, self)}
+	p.cmd.Env = append(os.Environ(), publisherEnv+"="+addr, "MOQ_EXPORT_TEST_CERT="+certFile, "MOQ_EXPORT_TEST_KEY="+keyFile,
+		"MOQ_EXPORT_TEST_EPOCH="+strconv.FormatInt(epoch.UnixNano(), 10))
+	p.cmd.Stderr = &p.log
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.cmd.Process.Kill(); p.cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if !strings.HasPrefix(line, "listening ") {
+		t.Fatalf("publisher: %q, %v\n%s", line, err, p.log.String())
+	}
+	go io.Copy(io.Discard, stdout)
+	p.addr = strings.TrimSpace(strings.TrimPrefix(line, "listening "))
+	return p
+}
