@@ -12,7 +12,9 @@ import (
 // WatchOptions configure Watch.
 type WatchOptions struct {
 	// Track forces the catalog track name (TrackName, CompressedTrackName
-	// or MSFTrackName); "" means TrackFor the broadcast's name.
+	// or MSFTrackName); "" means TrackFor the broadcast's name, and the
+	// other of catalog.json and the MSF "catalog" track when that one ends
+	// without a snapshot (refused: the broadcast carries only the other).
 	Track string
 	// Ready, when set, is the ready set woken when the catalog track
 	// receives something: a reader that polls many tracks (the export
@@ -26,10 +28,15 @@ type WatchOptions struct {
 // Watcher follows the catalog of one broadcast. It is used by one
 // goroutine.
 type Watcher struct {
+	b      *model.Broadcast
 	cons   *model.Consumer
 	ready  *model.ReadySet
 	log    *slog.Logger
 	reader *Reader
+	track  string
+	// fallback is the catalog track to try when track ends in an error
+	// before its first snapshot ("" once tried, or when Track was forced).
+	fallback string
 
 	latest  *Catalog
 	fresh   bool
@@ -46,10 +53,22 @@ func Watch(b *model.Broadcast, opts WatchOptions) (*Watcher, error) {
 		name = TrackFor(b.Name())
 	}
 	t, err := b.Track(name)
+	if err != nil && opts.Track == "" {
+		// The broadcast refuses that catalog track at once (a local one
+		// that has only the other).
+		other := otherCatalog(name)
+		if ot, oerr := b.Track(other); oerr == nil {
+			t, name, err = ot, other, nil
+			opts.Track = other
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("catalog of %q: %w", b.Name(), err)
 	}
-	w := &Watcher{cons: t.Subscribe(0), ready: opts.Ready, log: opts.Logger, reader: NewReader(name)}
+	w := &Watcher{b: b, cons: t.Subscribe(0), ready: opts.Ready, log: opts.Logger, reader: NewReader(name), track: name}
+	if opts.Track == "" {
+		w.fallback = otherCatalog(name)
+	}
 	if w.ready == nil {
 		w.ready = model.NewReadySet()
 	}
@@ -103,6 +122,9 @@ func (w *Watcher) drain() {
 		}
 		switch ev.Kind {
 		case model.EventEnd:
+			if ev.Err != nil && w.latest == nil && w.lastErr == nil && w.fallback != "" && w.switchTrack(ev.Err) {
+				continue
+			}
 			w.ended = ev.Err
 			if w.ended == nil {
 				w.ended = io.EOF
@@ -119,6 +141,31 @@ func (w *Watcher) drain() {
 			}
 		}
 	}
+}
+
+// otherCatalog returns the catalog track a broadcast carries when it does
+// not carry name: the MSF one for catalog.json and back.
+func otherCatalog(name string) string {
+	if name == MSFTrackName {
+		return TrackName
+	}
+	return MSFTrackName
+}
+
+// switchTrack follows the fallback catalog track after the first one
+// ended with err before any snapshot; false when it cannot be had.
+func (w *Watcher) switchTrack(err error) bool {
+	name := w.fallback
+	w.fallback = ""
+	t, terr := w.b.Track(name)
+	if terr != nil {
+		return false
+	}
+	w.log.Info("catalog track unavailable, reading the other one", "broadcast", w.b.Name(), "track", w.track, "err", err, "instead", name)
+	w.cons.Close()
+	w.cons, w.reader, w.track = t.Subscribe(0), NewReader(name), name
+	w.cons.Watch(w.ready)
+	return true
 }
 
 // frame applies one catalog frame.

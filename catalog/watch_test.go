@@ -152,3 +152,57 @@ func TestWatcherPollsWithoutWaitingOnTheCallersReadySet(t *testing.T) {
 		t.Fatalf("Poll after the end: %v %v, want %v", c, err, bad)
 	}
 }
+
+// TestWatcherReadsWhicheverCatalogTheBroadcastCarries: a broadcast whose
+// name does not say MSF but that carries only the MSF catalog track (as a
+// non-hang publisher over moq-transport does) is read from it, whether
+// catalog.json is refused at once or ends in an error before any snapshot;
+// and the other way round for a *.msf broadcast with only catalog.json.
+func TestWatcherReadsWhicheverCatalogTheBroadcastCarries(t *testing.T) {
+	msf := []byte(`{"version":"draft-01","tracks":[{"name":"v","packaging":"legacy","role":"video","codec":"avc1.640028","width":1280,"height":720}]}`)
+	hang := []byte(`{"video":{"renditions":{"v":{"codec":"avc1.640028","codedWidth":1280,"container":{"kind":"legacy"}}}}}`)
+	refused := errors.New("track refused")
+	for _, c := range []struct {
+		name, broadcast, carried string
+		payload                  []byte
+		refuseAtOnce             bool
+	}{
+		{"MSFOnlyRefusedAtOnce", "live", MSFTrackName, msf, true},
+		{"MSFOnlyEndedInError", "live", MSFTrackName, msf, false},
+		{"HangOnlyUnderAnMSFName", "live.msf", TrackName, hang, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := catalogBroadcast(t, c.broadcast, c.carried, [][]byte{c.payload})
+			other := otherCatalog(c.carried)
+			if c.refuseAtOnce {
+				b.HandleRequests(func(name string) (*model.Track, error) { return nil, refused })
+			} else {
+				b.CreateTrack(other).Close(refused)
+			}
+			w, err := Watch(b, WatchOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			got, err := w.Next(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v, ok := got.Video.Renditions["v"]; !ok || v.Codec != "avc1.640028" || *v.CodedWidth != 1280 {
+				t.Fatalf("catalog %+v", got)
+			}
+		})
+	}
+	// Neither track: the first one's error is the end.
+	b := model.NewBroadcast("live")
+	b.CreateTrack(TrackName).Close(refused)
+	b.CreateTrack(MSFTrackName).Close(refused)
+	w, err := Watch(b, WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.Next(context.Background()); !errors.Is(err, refused) {
+		t.Fatalf("err %v, want the refusal", err)
+	}
+}

@@ -32,25 +32,7 @@ func TestBackfillFetchesPastAudioFromTheReferencePublisher(t *testing.T) {
 		t.Fatalf("Dial: %v", err)
 	}
 	defer sess.Close()
-	waitAnnounced(ctx, t, sess, m.Broadcast)
-	b := sess.Broadcast(m.Broadcast)
-	if _, err := b.Track("video"); err != nil {
-		t.Fatal(err)
-	}
-	audio, err := b.Track("audio")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Wait until the track dropped its first second (it keeps 8 groups).
-	for {
-		if seq, _, ok := audio.OldestGroup(); ok && seq >= 60 {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the audio never reached group 60")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	audio := audioPastItsFirstSecond(ctx, t, sess, m)
 	ac := audio.Subscribe(time.Minute) // holds what the backfill adds
 	defer ac.Close()
 	seq, oldest, _ := audio.OldestGroup()
@@ -83,5 +65,31 @@ func TestBackfillFetchesPastAudioFromTheReferencePublisher(t *testing.T) {
 			t.Fatalf("backfilled frame at %d (after %d) is not the published one that follows", ts, last)
 		}
 		last = ts
+	}
+}
+
+// audioPastItsFirstSecond subscribes m's video and audio on sess once the
+// broadcast is announced and returns the audio track once it dropped its
+// first second (it keeps 8 groups while nobody reads it), so that earlier
+// groups are left to a backfill.
+func audioPastItsFirstSecond(ctx context.Context, t *testing.T, sess *subscribe.Session, m *manifest) *model.Track {
+	t.Helper()
+	waitAnnounced(ctx, t, sess, m.Broadcast)
+	b := sess.Broadcast(m.Broadcast)
+	if _, err := b.Track("video"); err != nil {
+		t.Fatal(err)
+	}
+	audio, err := b.Track("audio")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if seq, _, ok := audio.OldestGroup(); ok && seq >= 60 {
+			return audio
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the audio never reached group 60")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

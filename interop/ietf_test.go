@@ -2,6 +2,7 @@ package interop
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -19,6 +20,17 @@ var ietfDrafts = []struct{ name, alpn, version string }{
 	{"Draft18", "moqt-18", "moq-transport-18"},
 	{"Draft19", "moqt-19", "moq-transport-19"},
 	{"Draft20", "moqt-20", "moq-transport-20"},
+}
+
+// ietfDraftsNamed returns the entries of ietfDrafts with those names.
+func ietfDraftsNamed(names ...string) []struct{ name, alpn, version string } {
+	var out []struct{ name, alpn, version string }
+	for _, d := range ietfDrafts {
+		if slices.Contains(names, d.name) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // checkNegotiated fails unless the reference logged the session as version

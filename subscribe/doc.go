@@ -210,10 +210,16 @@
 // Publish works over moq-transport too: every published broadcast is
 // offered with PUBLISH_NAMESPACE (SUBSCRIBE_NAMESPACE is answered OK),
 // SUBSCRIBE gets SUBSCRIBE_OK (alias = request id, microsecond timescale)
-// and a subgroup stream per group (timestamps as the Timestamp extension,
-// payloads as on moq-lite), PUBLISH_DONE with the stream count at the
-// end; a standalone FETCH of one held group is served, other fetches and
-// requests are refused.
+// and a subgroup stream per group from where its filter starts (Largest
+// Object: the newest group's start before draft 20, as the reference
+// relays serve it, the next object in draft 20; Next Group, relative
+// starts, Absolute Start and Range as the drafts define them, a range
+// ending with PUBLISH_DONE SUBSCRIPTION_ENDED), timestamps as the
+// Timestamp extension, payloads as on moq-lite, PUBLISH_DONE with the
+// stream count at the end. FETCH serves the held objects of a range
+// (standalone, or joining a subscription), TRACK_STATUS is answered as the
+// SUBSCRIBE_OK it would get, and PUBLISH is refused NOT_SUPPORTED, as the
+// reference refuses it.
 //
 // # Refusals and restarts
 //

@@ -56,6 +56,8 @@ type ietfRequest struct {
 	wmu    sync.Mutex
 	ended  chan struct{}
 	endErr error // valid once ended is closed
+
+	nsFeed bool // a SUBSCRIBE_NAMESPACE (under ic.mu)
 }
 
 // send sends one message of the request: on its stream, or the control
@@ -439,6 +441,32 @@ func (ic *ietfConn) route(id uint64, m ietfMsg) {
 	}
 }
 
+// routeNamespace hands a NAMESPACE or NAMESPACE_DONE entry that came on
+// the control stream to the connection's only SUBSCRIBE_NAMESPACE that
+// rides the control stream; with none or several it cannot be placed and
+// is skipped.
+func (ic *ietfConn) routeNamespace(m ietfMsg) {
+	ic.mu.Lock()
+	var feed *ietfRequest
+	n := 0
+	for _, req := range ic.reqs {
+		if req.nsFeed && req.str == nil {
+			feed = req
+			n++
+		}
+	}
+	ic.mu.Unlock()
+	if n != 1 {
+		ic.log.Debug("moq: NAMESPACE entry on the control stream skipped", "type", m.typ, "feeds", n)
+		return
+	}
+	select {
+	case feed.msgs <- m:
+	default:
+		ic.log.Warn("moq: namespace entries not read, dropped")
+	}
+}
+
 // grant keeps the peer's request window open after it used id.
 func (ic *ietfConn) grant(id uint64) {
 	if !ic.v.FlowControl() {
@@ -572,9 +600,18 @@ func (s *Session) ietfControl(ic *ietfConn, typ uint64, body []byte) error {
 			ic.route(id, ietfMsg{typ, body})
 			break
 		}
-		// Draft 15's NAMESPACE entries (no request id): its peers
-		// advertise with PUBLISH_NAMESPACE, which is what is followed.
-		s.log.Debug("moq: NAMESPACE entry on the control stream ignored")
+		// Drafts 15+: a NAMESPACE entry (no request id), on the control
+		// stream only from a peer answering a draft-15 SUBSCRIBE_NAMESPACE
+		// with draft 16's entries.
+		ic.routeNamespace(ietfMsg{typ, body})
+	case ietf.TypeNamespaceDone:
+		// Draft 14: TRACK_STATUS_OK, which we never ask for; later drafts:
+		// NAMESPACE_DONE, as NAMESPACE above.
+		if v == ietf.Draft14 {
+			s.log.Debug("moq: unrequested TRACK_STATUS_OK ignored")
+			break
+		}
+		ic.routeNamespace(ietfMsg{typ, body})
 	case ietf.TypePublishNamespace:
 		var m ietf.PublishNamespace
 		if err := decode(&m); err != nil {

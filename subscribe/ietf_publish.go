@@ -2,8 +2,10 @@ package subscribe
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,22 +17,30 @@ import (
 // The publisher side of a moq-transport session: Session.Publish serves
 // its broadcasts to a moq-transport peer as it does to a moq-lite one.
 // Every published broadcast is offered with PUBLISH_NAMESPACE (unasked:
-// SUBSCRIBE_NAMESPACE is answered OK and changes nothing), SUBSCRIBE gets
+// SUBSCRIBE_NAMESPACE is answered OK and changes nothing). SUBSCRIBE gets
 // SUBSCRIBE_OK (track alias = request id, timescale microseconds) and one
-// subgroup stream per model group, each object carrying its timestamp as
-// the Timestamp extension and the payload as on moq-lite (catalog tracks
-// raw, media in the hang legacy container), the group closed by an End of
-// Group object; PUBLISH_DONE follows the track's end. A standalone FETCH
-// of a group the track holds gets FETCH_OK and a fetch stream; other
-// fetches are refused.
+// subgroup stream per model group from where its filter starts
+// (ietfSubscribeRange), each object carrying its timestamp as the
+// Timestamp extension and the payload as on moq-lite (catalog tracks raw,
+// media in the hang legacy container); PUBLISH_DONE follows the track's
+// end (TRACK_ENDED) or the end of an absolute range (SUBSCRIPTION_ENDED).
+// FETCH (standalone, or joining a subscription) gets FETCH_OK and one fetch
+// stream with the objects of the range that the track holds. TRACK_STATUS
+// is answered as the SUBSCRIBE_OK it would get (TRACK_STATUS_OK in draft
+// 14, REQUEST_OK later). PUBLISH is refused NOT_SUPPORTED, as @moq/net
+// and the reference relay's subscriber refuse it: Publish offers
+// namespaces, it does not push tracks.
 
 // ietfPublishTimescale is the timescale of published tracks.
 const ietfPublishTimescale = 1_000_000
 
 // Request error codes this publisher sends.
 const (
-	ietfErrNotSupported = 0x3
-	ietfErrDoesNotExist = 0x4
+	ietfErrNotSupported   = 0x3
+	ietfErrDoesNotExist   = 0x4
+	ietfErrInvalidRange   = 0x5
+	ietfErrNoObjects      = 0x6 // FETCH
+	ietfErrInvalidJoining = 0x7 // FETCH
 )
 
 // ietfServe is one request the peer made of us: answered on the control
@@ -43,16 +53,24 @@ type ietfServe struct {
 	wmu    sync.Mutex
 	ctx    context.Context
 	cancel context.CancelFunc
+
+	// What a served SUBSCRIBE answered, for the FETCHes that join it
+	// (under ic.mu): its track, and its Largest Location (nil: none).
+	track     *model.Track
+	broadcast string
+	trackName string
+	largest   *ietf.Location
+	joinable  bool // the SUBSCRIBE_OK went out with a Largest Object filter
 }
 
 func (ic *ietfConn) newServe(id uint64, str bidiStream) *ietfServe {
 	sv := &ietfServe{ic: ic, id: id, str: str}
 	sv.ctx, sv.cancel = context.WithCancel(ic.Context())
-	if str == nil {
-		ic.mu.Lock()
-		ic.serves[id] = sv
-		ic.mu.Unlock()
-	}
+	// Every request is found by its id: UNSUBSCRIBE and FETCH_CANCEL name
+	// control-stream requests, joining fetches any subscription.
+	ic.mu.Lock()
+	ic.serves[id] = sv
+	ic.mu.Unlock()
 	return sv
 }
 
@@ -96,6 +114,8 @@ func (sv *ietfServe) refuse(reqType, code uint64, reason string) {
 			typ = ietf.TypeSubscribeNamespaceErr
 		case ietf.TypePublish:
 			typ = ietf.TypePublishError
+		case ietf.TypeTrackStatus:
+			typ = ietf.TypeTrackStatusError
 		}
 	}
 	_ = sv.reply(typ, &ietf.RequestError{RequestID: sv.id, Code: code, Reason: reason})
@@ -138,6 +158,15 @@ func (s *Session) serveIETFRequest(ic *ietfConn, str bidiStream, r io.Reader, ty
 			defer sv.done()
 			s.ietfServeFetch(sv, m)
 		})
+	case ietf.TypeTrackStatus:
+		// SUBSCRIBE's layout in every draft.
+		var m ietf.Subscribe
+		if err := ietf.Decode(body, &m, ic.v); err != nil {
+			sv.done()
+			return fmt.Errorf("TRACK_STATUS: %w", protocolErr(err))
+		}
+		s.ietfServeTrackStatus(sv, m)
+		sv.done()
 	case ietf.TypeSubscribeNamespace14, ietf.TypeSubscribeNamespace:
 		// Every broadcast is offered with PUBLISH_NAMESPACE already.
 		ok := uint64(ietf.TypeRequestOK)
@@ -162,29 +191,150 @@ func (s *Session) serveIETFRequest(ic *ietfConn, str bidiStream, r io.Reader, ty
 	return nil
 }
 
-// ietfServeSubscribe serves one SUBSCRIBE until the track ends or the
-// peer unsubscribes.
+// ietfRange is the part of a track a request asks for: objects from
+// Start on; through group End (inclusive) when HasEnd, and in that group
+// below EndObject when it is not 0.
+type ietfRange struct {
+	Start     ietf.Location
+	End       uint64
+	EndObject uint64
+	HasEnd    bool
+}
+
+// before reports whether object obj of group g lies before the range,
+// after whether it lies past its end.
+func (r ietfRange) before(g, obj uint64) bool {
+	return g < r.Start.Group || (g == r.Start.Group && obj < r.Start.Object)
+}
+
+func (r ietfRange) after(g, obj uint64) bool {
+	return r.HasEnd && (g > r.End || (g == r.End && r.EndObject > 0 && obj >= r.EndObject))
+}
+
+// ietfEdge is a track's live edge: its newest group and how many objects
+// that group holds (none: no group yet).
+type ietfEdge struct {
+	group   uint64
+	objects uint64
+	ok      bool
+}
+
+func edgeOf(t *model.Track) ietfEdge {
+	seq, ok := t.LatestGroup()
+	if !ok {
+		return ietfEdge{}
+	}
+	e := ietfEdge{group: seq, ok: true}
+	if g := t.Group(seq); g != nil {
+		frames, _, _ := g.Frames(0)
+		e.objects = uint64(len(frames))
+	}
+	return e
+}
+
+// largest is the edge's Largest Location (nil before any object).
+func (e ietfEdge) largest() *ietf.Location {
+	if !e.ok {
+		return nil
+	}
+	l := ietf.Location{Group: e.group}
+	if e.objects > 0 {
+		l.Object = e.objects - 1
+	}
+	return &l
+}
+
+// ietfSubscribeRange resolves a SUBSCRIBE filter against the live edge:
+//
+//   - Largest Object: the start of the newest group in drafts 14-19, as the
+//     reference relay and @moq/net serve it (the draft's {Largest.Group,
+//     Largest.Object+1} starts mid-group, which no hang reader can decode);
+//     in draft 20 ("the next object") to the letter, as @moq/net does.
+//   - Next Group Start / a relative start of 0: {Largest.Group+1, 0}; a
+//     relative start of n groups (draft 20): {Largest.Group+1-n, 0}.
+//   - Absolute Start and Range: as given (a start in the past replays the
+//     groups the track still holds), the range ending after its End
+//     Group. {0, 0} open-ended is how drafts before 20 say "no filter",
+//     which starts at the newest group as in moq-lite.
+//
+// Before any content, every filter starts at {0, 0}, as the drafts say.
+func ietfSubscribeRange(f ietf.Filter, v ietf.Version, e ietfEdge) ietfRange {
+	var r ietfRange
+	switch f.Type {
+	case ietf.FilterLargestObject:
+		if e.ok {
+			r.Start.Group = e.group
+			if v >= ietf.Draft20 {
+				r.Start.Object = e.objects
+			}
+		}
+	case ietf.FilterNextGroup:
+		if e.ok {
+			r.Start.Group = e.group + 1
+		}
+	case ietf.FilterRelative:
+		if e.ok {
+			r.Start.Group = e.group + 1 - min(f.Groups, e.group+1)
+		}
+	case ietf.FilterAbsoluteStart:
+		r.Start = f.Start
+		if f.Start == (ietf.Location{}) && e.ok {
+			r.Start.Group = e.group
+		}
+	case ietf.FilterAbsoluteRange:
+		r.Start, r.End, r.HasEnd = f.Start, f.End, true
+	}
+	return r
+}
+
+// ietfServeTrackStatus answers TRACK_STATUS with what SUBSCRIBE_OK would
+// say (Largest Object, timescale), or the refusal SUBSCRIBE would get.
+func (s *Session) ietfServeTrackStatus(sv *ietfServe, m ietf.Subscribe) {
+	t := s.ietfPublishedTrack(m.Namespace, m.Track)
+	if t == nil {
+		sv.refuse(ietf.TypeTrackStatus, ietfErrDoesNotExist, "no such track")
+		return
+	}
+	largest := edgeOf(t).largest()
+	if sv.ic.v == ietf.Draft14 {
+		_ = sv.reply(ietf.TypeTrackStatusOK, &ietf.SubscribeOK{RequestID: sv.id,
+			GroupOrder: ietf.GroupOrderDescending, Largest: largest})
+		return
+	}
+	ok := ietf.RequestOK{RequestID: sv.id}
+	if largest != nil {
+		ok.Params.SetBytes(ietf.ParamLargestObject, ietf.AppendLocation(nil, *largest, sv.ic.v))
+	}
+	_ = sv.reply(ietf.TypeRequestOK, &ok)
+}
+
+// errRangeDone ends a subscription whose absolute range was delivered.
+var errRangeDone = errors.New("the subscription's range was delivered")
+
+// ietfServeSubscribe serves one SUBSCRIBE until the track ends, its range
+// was delivered or the peer unsubscribes.
 func (s *Session) ietfServeSubscribe(sv *ietfServe, m ietf.Subscribe) {
 	t := s.ietfPublishedTrack(m.Namespace, m.Track)
 	if t == nil {
 		sv.refuse(ietf.TypeSubscribe, ietfErrDoesNotExist, "no such track")
 		return
 	}
-	start, hasStart := t.LatestGroup()
+	if m.Filter.Type == ietf.FilterAbsoluteRange && m.Filter.End < m.Filter.Start.Group {
+		sv.refuse(ietf.TypeSubscribe, ietfErrInvalidRange, "range ends before its start")
+		return
+	}
+	// Subscribed before the edge is read: nothing published in between
+	// is missed.
 	cons := t.Subscribe(time.Hour)
 	defer cons.Close()
+	edge := edgeOf(t)
+	rng := ietfSubscribeRange(m.Filter, sv.ic.v, edge)
 	ok := ietf.SubscribeOK{RequestID: sv.id, TrackAlias: sv.id, GroupOrder: ietf.GroupOrderDescending,
-		Timescale: ietfPublishTimescale}
-	if hasStart {
-		// Served from the start of that group on.
-		largest := ietf.Location{Group: start}
-		if g := t.Group(start); g != nil {
-			if frames, _, _ := g.Frames(0); len(frames) > 0 {
-				largest.Object = uint64(len(frames) - 1)
-			}
-		}
-		ok.Largest = &largest
-	}
+		Timescale: ietfPublishTimescale, Largest: edge.largest()}
+	sv.ic.mu.Lock()
+	sv.track, sv.broadcast, sv.trackName, sv.largest = t, m.Namespace, m.Track, ok.Largest
+	sv.joinable = m.Filter.Type == ietf.FilterLargestObject
+	sv.ic.mu.Unlock()
 	if err := sv.reply(ietf.TypeSubscribeOK, &ok); err != nil {
 		return
 	}
@@ -193,9 +343,12 @@ func (s *Session) ietfServeSubscribe(sv *ietfServe, m ietf.Subscribe) {
 	defer s.countServing(key, -1)
 	w := ietfGroupWriter{sv: sv, raw: isCatalogTrack(m.Track)}
 	status, reason := uint64(ietf.DoneTrackEnded), "track ended"
-	err := w.serve(cons, start, hasStart)
+	err := w.serve(t, cons, rng)
 	w.close()
-	if err != nil {
+	switch {
+	case err == errRangeDone:
+		status, reason = ietf.DoneSubscriptionEnded, "range delivered"
+	case err != nil:
 		status, reason = ietf.DoneSubscriptionEnded, "unsubscribed"
 		if sv.ctx.Err() == nil {
 			status, reason = ietf.DoneInternalError, "internal error"
@@ -228,16 +381,19 @@ type ietfGroupWriter struct {
 	raw     bool
 	group   sendStream
 	seq     uint64
-	next    uint64 // next object id in the group
+	last    uint64 // id of the last object written on group
 	streams uint64
 	buf     []byte
 }
 
-// serve sends what cons reads, from group start on when hasStart, until
-// the track ends (nil) or the subscription is cancelled.
-func (w *ietfGroupWriter) serve(cons *model.Consumer, start uint64, hasStart bool) error {
+// serve sends what cons reads within rng until the track ends (nil), the
+// range was delivered (errRangeDone) or the subscription is cancelled.
+func (w *ietfGroupWriter) serve(t *model.Track, cons *model.Consumer, rng ietfRange) error {
 	rs := model.NewReadySet()
 	cons.Watch(rs)
+	// The object id of each frame: its place in its group.
+	var cur, id uint64
+	inGroup := false
 	for {
 		for {
 			ev, ok := cons.Next()
@@ -246,18 +402,34 @@ func (w *ietfGroupWriter) serve(cons *model.Consumer, start uint64, hasStart boo
 			}
 			switch ev.Kind {
 			case model.EventDiscontinuity:
-				hasStart = false
+				inGroup = false
 				w.close()
 			case model.EventEnd:
 				return nil
 			case model.EventFrame:
-				if hasStart && ev.Group < start {
+				if inGroup && ev.Group == cur {
+					id++
+				} else {
+					cur, id, inGroup = ev.Group, 0, true
+				}
+				if rng.after(cur, id) {
+					return errRangeDone
+				}
+				if rng.before(cur, id) {
 					continue
 				}
-				if err := w.write(ev); err != nil {
+				if err := w.write(ev, id); err != nil {
 					return err
 				}
 			}
+		}
+		if w.group != nil && groupDone(t, w.seq, w.last) {
+			// The group is complete: FIN its stream now rather than when
+			// the next group starts.
+			w.close()
+		}
+		if rng.HasEnd && inGroup && cur == rng.End && groupDone(t, cur, id) {
+			return errRangeDone
 		}
 		select {
 		case <-rs.Wakeup():
@@ -268,36 +440,52 @@ func (w *ietfGroupWriter) serve(cons *model.Consumer, start uint64, hasStart boo
 	}
 }
 
-func (w *ietfGroupWriter) header() ietf.SubgroupHeader {
-	return ietf.SubgroupHeader{TrackAlias: w.sv.id, Group: w.seq, HasPriority: true,
-		Extensions: true, EndOfGroup: true, FirstObject: true}
+// groupDone reports whether group seq of t is finished with object last
+// as its last one.
+func groupDone(t *model.Track, seq, last uint64) bool {
+	g := t.Group(seq)
+	if g == nil {
+		return false
+	}
+	frames, finished, _ := g.Frames(int(last) + 1)
+	return finished && len(frames) == 0
 }
 
-func (w *ietfGroupWriter) write(ev model.Event) error {
+func (w *ietfGroupWriter) header(first bool) ietf.SubgroupHeader {
+	return ietf.SubgroupHeader{TrackAlias: w.sv.id, Group: w.seq, HasPriority: true,
+		Extensions: true, EndOfGroup: true, FirstObject: first}
+}
+
+// write sends the frame of ev as object id of its group.
+func (w *ietfGroupWriter) write(ev model.Event, id uint64) error {
 	v := w.sv.ic.v
+	// Object ids are deltas: the first on a stream absolute, each later
+	// one the previous plus the delta plus one.
+	delta := id - w.last - 1
 	if w.group == nil || ev.Group != w.seq || ev.Keyframe {
 		w.close()
 		g, err := w.sv.ic.OpenUni(w.sv.ctx)
 		if err != nil {
 			return err
 		}
-		w.group, w.seq, w.next = g, ev.Group, 0
+		w.group, w.seq = g, ev.Group
 		w.streams++
-		if _, err := g.Write(ietf.AppendSubgroupHeader(w.buf[:0], w.header(), v)); err != nil {
+		// A stream that starts past object 0 (a filter starting
+		// mid-group) says so from draft 18 on.
+		if _, err := g.Write(ietf.AppendSubgroupHeader(w.buf[:0], w.header(id == 0), v)); err != nil {
 			w.drop()
 			return nil
 		}
+		delta = id
 	}
+	w.last = id
 	ts := max(ev.Frame.Timestamp, 0)
 	payload := ev.Frame.Payload
 	if !w.raw {
 		payload = container.AppendLegacy(nil, ts, payload)
 	}
-	// Object ids run 0, 1, 2...: the first delta is the absolute id 0,
-	// the later ones 0 too.
-	b := ietf.AppendObject(w.buf[:0], w.header(), 0, ietf.AppendTimestampExt(nil, uint64(ts), v), payload, 0, v)
+	b := ietf.AppendObject(w.buf[:0], w.header(true), delta, ietf.AppendTimestampExt(nil, uint64(ts), v), payload, 0, v)
 	w.buf = b
-	w.next++
 	if _, err := w.group.Write(b); err != nil {
 		// The subscriber stopped this group: carry on with the next.
 		w.drop()
@@ -324,24 +512,86 @@ func (w *ietfGroupWriter) close() {
 	w.group = nil
 }
 
-// ietfServeFetch serves a standalone FETCH of one group the published
-// track holds (a group still being written is served as it grows).
+// ietfFetchRange resolves a FETCH into its track and range: a standalone
+// fetch names both; a joining fetch takes the track of the subscription
+// it joins and ends at that subscription's Largest Location, starting
+// Offset groups before it (relative) or at group Offset (absolute).
+func (s *Session) ietfFetchRange(sv *ietfServe, m ietf.Fetch) (t *model.Track, name string, r ietfRange, code uint64, reason string) {
+	if m.Type == ietf.FetchStandalone {
+		t = s.ietfPublishedTrack(m.Namespace, m.Track)
+		if t == nil {
+			return nil, "", r, ietfErrDoesNotExist, "no such track"
+		}
+		if m.End.Group < m.Start.Group || (m.End.Group == m.Start.Group && m.End.Object != 0 && m.End.Object <= m.Start.Object) {
+			return nil, "", r, ietfErrInvalidRange, "range ends before its start"
+		}
+		return t, m.Track, ietfRange{Start: m.Start, End: m.End.Group, EndObject: m.End.Object, HasEnd: true}, 0, ""
+	}
+	ic := sv.ic
+	ic.mu.Lock()
+	sub := ic.serves[m.Joining]
+	var largest *ietf.Location
+	joinable := false
+	if sub != nil {
+		t, name, largest, joinable = sub.track, sub.trackName, sub.largest, sub.joinable
+	}
+	ic.mu.Unlock()
+	switch {
+	case t == nil:
+		return nil, "", r, ietfErrInvalidJoining, "no such subscription"
+	case !joinable:
+		return nil, "", r, ietfErrInvalidJoining, "the subscription has no Largest Object filter"
+	case largest == nil:
+		return nil, "", r, ietfErrInvalidRange, "the track had no objects when subscribed"
+	}
+	r = ietfRange{End: largest.Group, EndObject: largest.Object + 1, HasEnd: true}
+	if m.Type == ietf.FetchRelativeJoining {
+		r.Start.Group = largest.Group - min(m.Offset, largest.Group)
+	} else {
+		r.Start.Group = min(m.Offset, largest.Group)
+	}
+	return t, name, r, 0, ""
+}
+
+// ietfServeFetch serves a FETCH: the objects of its range that the track
+// holds, in ascending group order (descending when asked, in draft 14) on
+// one fetch stream; a group still being written is served as it grows.
 func (s *Session) ietfServeFetch(sv *ietfServe, m ietf.Fetch) {
-	if m.Type != ietf.FetchStandalone || m.End.Group != m.Start.Group {
-		sv.refuse(ietf.TypeFetch, ietfErrNotSupported, "only fetches of one group are served")
+	t, name, rng, code, reason := s.ietfFetchRange(sv, m)
+	if t == nil {
+		sv.refuse(ietf.TypeFetch, code, reason)
 		return
 	}
-	t := s.ietfPublishedTrack(m.Namespace, m.Track)
-	var g *model.Group
-	if t != nil {
-		g = t.Group(m.Start.Group)
+	var groups []*model.Group
+	var seqs []uint64
+	for seq := rng.Start.Group; seq <= rng.End; seq++ {
+		if g := t.Group(seq); g != nil {
+			groups, seqs = append(groups, g), append(seqs, seq)
+		}
+		if seq == ^uint64(0) {
+			break
+		}
 	}
-	if g == nil {
-		sv.refuse(ietf.TypeFetch, ietfErrDoesNotExist, "group not held")
+	if len(groups) == 0 {
+		sv.refuse(ietf.TypeFetch, ietfErrNoObjects, "no group of the range is held")
 		return
 	}
-	ok := ietf.FetchOK{RequestID: sv.id, GroupOrder: ietf.GroupOrderAscending,
-		End: ietf.Location{Group: m.Start.Group}}
+	descending := m.GroupOrder == ietf.GroupOrderDescending && sv.ic.v == ietf.Draft14
+	if descending {
+		// Draft 14 only: later drafts' fetch objects carry their group as
+		// a delta that @moq/net (and the codec) read as ascending.
+		slices.Reverse(groups)
+		slices.Reverse(seqs)
+	}
+	end := ietf.Location{Group: rng.End, Object: rng.EndObject}
+	if largest := edgeOf(t).largest(); largest != nil && (largest.Group < end.Group || (largest.Group == end.Group && end.Object == 0)) {
+		// Beyond what the track holds: {Largest.Group, Largest.Object+1}.
+		end = ietf.Location{Group: largest.Group, Object: largest.Object + 1}
+	}
+	ok := ietf.FetchOK{RequestID: sv.id, GroupOrder: ietf.GroupOrderAscending, End: end}
+	if descending {
+		ok.GroupOrder = ietf.GroupOrderDescending
+	}
 	if err := sv.reply(ietf.TypeFetchOK, &ok); err != nil {
 		return
 	}
@@ -349,47 +599,81 @@ func (s *Session) ietfServeFetch(sv *ietfServe, m ietf.Fetch) {
 	if err != nil {
 		return
 	}
-	v := sv.ic.v
-	raw := isCatalogTrack(m.Track)
-	fw := ietf.FetchObjectWriter{V: v}
-	buf := ietf.AppendFetchHeader(nil, ietf.FetchHeader{RequestID: sv.id}, v)
 	// A consumer that never reads serves as the wake-up of a group still
 	// being written.
 	cons := t.Subscribe(time.Hour)
 	defer cons.Close()
 	rs := model.NewReadySet()
 	cons.Watch(rs)
+	out := fetchWriter{sv: sv, str: str, raw: isCatalogTrack(name), rs: rs,
+		fw: ietf.FetchObjectWriter{V: sv.ic.v}}
+	out.buf = ietf.AppendFetchHeader(nil, ietf.FetchHeader{RequestID: sv.id}, sv.ic.v)
+	for i, g := range groups {
+		if !out.group(g, seqs[i], rng) {
+			return
+		}
+	}
+	if len(out.buf) > 0 {
+		if _, err := str.Write(out.buf); err != nil {
+			return
+		}
+	}
+	str.Close()
+}
+
+// fetchWriter writes the objects of a FETCH on its stream.
+type fetchWriter struct {
+	sv  *ietfServe
+	str sendStream
+	raw bool
+	rs  *model.ReadySet
+	fw  ietf.FetchObjectWriter
+	buf []byte
+}
+
+// group writes the objects of group g (sequence seq) inside rng, waiting
+// for the rest of a group still being written. It returns false when the
+// fetch was abandoned (cancelled, or the stream refused).
+func (w *fetchWriter) group(g *model.Group, seq uint64, rng ietfRange) bool {
+	v := w.sv.ic.v
 	for next := 0; ; {
 		frames, finished, err := g.Frames(next)
 		for i, f := range frames {
+			id := uint64(next + i)
+			if rng.before(seq, id) || rng.after(seq, id) {
+				continue
+			}
 			ts := max(f.Timestamp, 0)
 			payload := f.Payload
-			if !raw {
+			if !w.raw {
 				payload = container.AppendLegacy(nil, ts, payload)
 			}
-			buf = fw.Append(buf, m.Start.Group, uint64(next+i), ietf.AppendTimestampExt(nil, uint64(ts), v), payload)
+			w.buf = w.fw.Append(w.buf, seq, id, ietf.AppendTimestampExt(nil, uint64(ts), v), payload)
 		}
 		next += len(frames)
-		if len(buf) > 0 {
-			if _, werr := str.Write(buf); werr != nil {
-				return
+		if len(w.buf) > 0 {
+			if _, werr := w.str.Write(w.buf); werr != nil {
+				return false
 			}
-			buf = buf[:0]
+			w.buf = w.buf[:0]
 		}
 		if finished {
-			if err != nil || m.Start.Object > uint64(next) {
-				str.CancelWrite(CodeCancel)
-				return
+			if err != nil {
+				// A group that ended in an error cannot be vouched for.
+				w.str.CancelWrite(CodeCancel)
+				return false
 			}
-			str.Close()
-			return
+			return true
+		}
+		if rng.after(seq, uint64(next)) {
+			return true
 		}
 		select {
-		case <-rs.Wakeup():
-			rs.Take(nil)
-		case <-sv.ctx.Done():
-			str.CancelWrite(CodeCancel)
-			return
+		case <-w.rs.Wakeup():
+			w.rs.Take(nil)
+		case <-w.sv.ctx.Done():
+			w.str.CancelWrite(CodeCancel)
+			return false
 		}
 	}
 }

@@ -32,7 +32,7 @@ const ietfAliasWait = 2 * time.Second
 // subscribeIETF runs one SUBSCRIBE on ic until the subscription ends: nil
 // when the publisher ended it (PUBLISH_DONE, track or subscription
 // ended), an error otherwise.
-func (rt *remoteTrack) subscribeIETF(ctx context.Context, ic *ietfConn) error {
+func (rt *remoteTrack) subscribeIETF(ctx context.Context, ic *ietfConn) (err error) {
 	s := rt.rb.s
 	req, err := ic.newRequest(ctx, false)
 	if err != nil {
@@ -85,19 +85,34 @@ func (rt *remoteTrack) subscribeIETF(ctx context.Context, ic *ietfConn) error {
 	rt.live = true
 	sub := &subscription{id: req.id, rt: rt, timescale: timescale,
 		seen: map[uint64]bool{}, arrived: make(chan struct{}, 1), started: make(chan struct{})}
-	// SUBSCRIBE_OK came first: subgroup streams wait for their alias
-	// instead.
-	sub.markStarted()
+	// SUBSCRIBE_OK came first: subgroup streams wait for their alias, and
+	// then (a resumed subscription) for the gap fill.
+	sub.gotOK.Store(true)
+	defer sub.markStarted()
 	sub.ctx, sub.cancel = context.WithCancelCause(ctx)
 	sub.forget = func() { ic.forgetAlias(ok.TrackAlias, sub) }
 	defer sub.forget()
-	defer sub.cancel(nil)
+	defer func() {
+		// Group streams that stop because the connection is gone are
+		// left open for the resumed subscription (resume.go).
+		if err != nil && connGone(ic, err) {
+			sub.cancel(fmt.Errorf("%w: %w", errConnLost, err))
+		} else {
+			sub.cancel(nil)
+		}
+	}()
 	if err := ic.addAlias(ok.TrackAlias, sub); err != nil {
 		req.cancel(ietf.TypeUnsubscribe)
 		return err
 	}
-	defer rt.attach(ic, timescale, resumed)()
-	if ok.Largest != nil {
+	defer rt.attach(ic, timescale, resumed && ok.Largest == nil)()
+	switch {
+	case resumed && ok.Largest != nil:
+		// The groups missed since the connection was lost come first
+		// (FETCH), or the track starts a new timeline.
+		rt.resume(ctx, ic, timescale, ok.Largest.Group)
+		rt.release()
+	case ok.Largest != nil:
 		// The publisher starts at the newest group (the reference and this
 		// package from its first object, a publisher that follows the
 		// filter to the letter after Largest, so that group is skipped as
@@ -105,6 +120,7 @@ func (rt *remoteTrack) subscribeIETF(ctx context.Context, ic *ietfConn) error {
 		// there, not at whichever stream lands first.
 		rt.track.SetStart(ok.Largest.Group)
 	}
+	sub.markStarted()
 	s.log.Debug("moq: subscribed", "broadcast", rt.rb.path, "track", rt.name, "alias", ok.TrackAlias, "version", ic.v)
 	for {
 		resp, err := ic.readRequest(ctx, req, 0)
@@ -277,6 +293,7 @@ func (s *Session) readIETFSubgroup(ic *ietfConn, str recvStream, r *bufio.Reader
 	}
 	defer sub.groups.Done()
 	sub.groupArrived(h.Group)
+	sub.waitStarted(h.Group)
 	rt := sub.rt
 	log := s.log.With("track", rt.name, "group", h.Group)
 	// The group ends with its subscription: STOP_SENDING wakes the read.
@@ -284,6 +301,7 @@ func (s *Session) readIETFSubgroup(ic *ietfConn, str recvStream, r *bufio.Reader
 	defer stop()
 	or := ietf.ObjectReader{R: r, V: ic.v, Header: h}
 	var g *model.Group
+	skip := 0 // objects the track already has (a group cut by a lost connection)
 	end := func(err error) {
 		if g != nil {
 			g.Close(err)
@@ -295,8 +313,10 @@ func (s *Session) readIETFSubgroup(ic *ietfConn, str recvStream, r *bufio.Reader
 			switch {
 			case err == io.EOF:
 				end(nil)
+			case g != nil && (connGone(ic, err) || errors.Is(context.Cause(sub.ctx), errConnLost)):
+				// Left open: a resumed subscription completes it.
+				rt.interrupt(h.Group, g)
 			case connGone(ic, err):
-				end(connLoss(ic, err))
 			case sub.ctx.Err() != nil:
 				cause := context.Cause(sub.ctx)
 				if !errors.Is(cause, ErrTruncated) {
@@ -323,7 +343,14 @@ func (s *Session) readIETFSubgroup(ic *ietfConn, str recvStream, r *bufio.Reader
 				str.CancelRead(CodeCancel)
 				return
 			}
-			if g, err = rt.track.CreateGroup(h.Group); err != nil {
+			if g, err = rt.track.CreateGroup(h.Group); errors.Is(err, model.ErrDuplicateGroup) {
+				var adopted bool
+				if g, skip, adopted = rt.adopt(h.Group); adopted {
+					err = nil
+				}
+			}
+			if err != nil {
+				g = nil
 				log.Debug("moq: group dropped", "err", err)
 				str.CancelRead(CodeCancel)
 				return
@@ -345,6 +372,10 @@ func (s *Session) readIETFSubgroup(ic *ietfConn, str recvStream, r *bufio.Reader
 			return
 		}
 		if !ok {
+			continue
+		}
+		if skip > 0 {
+			skip--
 			continue
 		}
 		if err := g.WriteFrame(f); err != nil {
@@ -478,7 +509,11 @@ func (rt *remoteTrack) fetchIETF(ctx context.Context, ic *ietfConn, timescale, s
 
 // followIETF runs one announcement feed on ic: SUBSCRIBE_NAMESPACE for
 // the prefix, then the namespaces the peer publishes under it (answers to
-// it, or unsolicited PUBLISH_NAMESPACE) as announcements. It returns when
+// it, or unsolicited PUBLISH_NAMESPACE) as announcements. Draft 15 defines
+// no NAMESPACE message (its answers are PUBLISH_NAMESPACE requests, as in
+// draft 14); NAMESPACE and NAMESPACE_DONE entries that a peer sends on the
+// draft-15 control stream anyway (draft 16's shapes) count for the feed
+// when it is the only one on the connection (ietfConn.routeNamespace). It returns when
 // the feed is closed or the connection is gone.
 func (a *Announcements) followIETF(ic *ietfConn) error {
 	// Drafts 16+ answer on a stream of the request's own, with NAMESPACE
@@ -487,6 +522,9 @@ func (a *Announcements) followIETF(ic *ietfConn) error {
 	if err != nil {
 		return err
 	}
+	ic.mu.Lock()
+	req.nsFeed = true
+	ic.mu.Unlock()
 	defer ic.endRequest(req)
 	m := ietf.SubscribeNamespace{RequestID: req.id, Prefix: a.prefix, Options: 1}
 	if err := req.send(ietf.SubscribeNamespaceType(ic.v), &m); err != nil {
@@ -548,7 +586,7 @@ func (a *Announcements) followIETF(ic *ietfConn) error {
 				_ = ietf.Decode(resp.body, &re, ic.v)
 				ic.log.Debug("moq: SUBSCRIBE_NAMESPACE refused; following unsolicited namespaces only", "prefix", a.prefix, "err", &re)
 			case ietf.TypeNamespace, ietf.TypeNamespaceDone:
-				if req.str == nil {
+				if ic.v == ietf.Draft14 {
 					break // draft 14's PUBLISH_NAMESPACE_ERROR shares 0x08
 				}
 				var e ietf.Namespace

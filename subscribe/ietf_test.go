@@ -247,34 +247,41 @@ func TestIETFRequestIDsWaitForMaxRequestID(t *testing.T) {
 	}
 }
 
-// TestIETFMSFCatalogTrack: a broadcast named *.msf carries its catalog on
-// the MSF "catalog" track, read over moq-transport like catalog.json.
+// TestIETFMSFCatalogTrack: a broadcast's MSF "catalog" track is read over
+// moq-transport like catalog.json: chosen by a *.msf name, or taken when the
+// broadcast refuses catalog.json (it carries only the MSF catalog, as
+// publishers outside the hang world do).
 func TestIETFMSFCatalogTrack(t *testing.T) {
-	srv, pin := startServer(t, "127.0.0.1:0")
-	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	client, peer := dialIETF(t, ctx, srv, pin, "moqt-20", "", Options{})
-	msf := `{"version":"draft-01","tracks":[{"name":"v","packaging":"legacy","role":"video","codec":"avc1.640028","width":1280,"height":720}]}`
-	b := model.NewBroadcast("live.msf")
-	ct := b.CreateTrack(catalog.MSFTrackName)
-	g, _ := ct.AppendGroup()
-	g.WriteFrame(model.Frame{Payload: []byte(msf)})
-	g.Close(nil)
-	if err := peer.Publish(b); err != nil {
-		t.Fatal(err)
-	}
-	w, err := catalog.Watch(client.Broadcast("live.msf"), catalog.WatchOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	c, err := w.Next(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v, ok := c.Video.Renditions["v"]; !ok || v.Codec != "avc1.640028" || *v.CodedWidth != 1280 {
-		t.Fatalf("catalog %+v", c)
+	for _, name := range []string{"live.msf", "live"} {
+		t.Run(name, func(t *testing.T) {
+			srv, pin := startServer(t, "127.0.0.1:0")
+			defer srv.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			client, peer := dialIETF(t, ctx, srv, pin, "moqt-20", "", Options{})
+			msf := `{"version":"draft-01","tracks":[{"name":"v","packaging":"legacy","role":"video","codec":"avc1.640028","width":1280,"height":720}]}`
+			b := model.NewBroadcast(name)
+			ct := b.CreateTrack(catalog.MSFTrackName)
+			b.HandleRequests(func(string) (*model.Track, error) { return nil, model.ErrNotFound })
+			g, _ := ct.AppendGroup()
+			g.WriteFrame(model.Frame{Payload: []byte(msf)})
+			g.Close(nil)
+			if err := peer.Publish(b); err != nil {
+				t.Fatal(err)
+			}
+			w, err := catalog.Watch(client.Broadcast(name), catalog.WatchOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			c, err := w.Next(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v, ok := c.Video.Renditions["v"]; !ok || v.Codec != "avc1.640028" || *v.CodedWidth != 1280 {
+				t.Fatalf("catalog %+v", c)
+			}
+		})
 	}
 }
 

@@ -28,7 +28,7 @@ type outageRig struct {
 	events []model.Event
 }
 
-func newOutageRig(t *testing.T, ctx context.Context, keepGroups int) *outageRig {
+func newOutageRig(t *testing.T, ctx context.Context, keepGroups int, tweak ...func(*Options)) *outageRig {
 	t.Helper()
 	cert, pin, err := SelfSignedCert()
 	if err != nil {
@@ -62,10 +62,14 @@ func newOutageRig(t *testing.T, ctx context.Context, keepGroups int) *outageRig 
 	}
 	t.Cleanup(func() { px.Close() })
 	r := &outageRig{t: t, ctx: ctx, src: src, proxy: px, logs: &logBuffer{}, step: 100_000}
-	r.client, err = Dial(ctx, "moql://"+px.Addr()+"/", Options{TLSFingerprint: pin, Logger: r.logs.logger(),
+	opts := Options{TLSFingerprint: pin, Logger: r.logs.logger(),
 		KeepAlive: 100 * time.Millisecond, IdleTimeout: 500 * time.Millisecond,
 		Reconnect: Backoff{Min: 20 * time.Millisecond, Max: 100 * time.Millisecond},
-		Container: func(string, string) string { return "legacy" }})
+		Container: func(string, string) string { return "legacy" }}
+	for _, f := range tweak {
+		f(&opts)
+	}
+	r.client, err = Dial(ctx, "moql://"+px.Addr()+"/", opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -302,3 +302,35 @@ func TestObjectTimestampReadsDeltaTypesFromDraft16(t *testing.T) {
 		t.Errorf("no timestamp: %v %v", ok, err)
 	}
 }
+
+// TestTrackStatusAndFilterLayouts: draft 14's TRACK_STATUS_OK is
+// SUBSCRIBE_OK's layout with Track Alias 0 (draft-ietf-moq-transport-14
+// §9.17); draft 20 spells "no filter" as no fields and {0, 0} as the next
+// object, so an open-ended absolute start at {0, 0} is written as none.
+func TestTrackStatusAndFilterLayouts(t *testing.T) {
+	ok := SubscribeOK{RequestID: 3, GroupOrder: GroupOrderDescending, Largest: &Location{Group: 5, Object: 1}}
+	got := Append(nil, TypeTrackStatusOK, &ok, Draft14)
+	// Type 0x0e, length 8, request id 3, alias 0, expires 0, order 2,
+	// content exists 1, largest {5, 1}, no parameters.
+	want := []byte{0x0e, 0x00, 0x08, 0x03, 0x00, 0x00, 0x02, 0x01, 0x05, 0x01, 0x00}
+	if !bytes.Equal(got, want) {
+		t.Errorf("TRACK_STATUS_OK % x, want % x", got, want)
+	}
+	for _, c := range []struct {
+		f    Filter
+		want []byte
+	}{
+		{Filter{Type: FilterAbsoluteStart}, []byte{}},
+		{Filter{Type: FilterLargestObject}, []byte{0x00, 0x00}},
+		{Filter{Type: FilterAbsoluteStart, Start: Location{Group: 3, Object: 1}}, []byte{0x03, 0x01}},
+		{Filter{Type: FilterAbsoluteRange, Start: Location{Group: 1}, End: 2}, []byte{0x01, 0x00, 0x01}},
+		{Filter{Type: FilterRelative, Groups: 2}, []byte{0x02}},
+	} {
+		if got := c.f.param(Draft20); !bytes.Equal(got, c.want) {
+			t.Errorf("%+v: % x, want % x", c.f, got, c.want)
+		}
+		if back, err := decodeFilterParam(c.want, Draft20); err != nil || back != c.f {
+			t.Errorf("% x decodes as %+v, %v; want %+v", c.want, back, err, c.f)
+		}
+	}
+}

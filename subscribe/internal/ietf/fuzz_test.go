@@ -116,3 +116,28 @@ func FuzzSubgroupStream(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFilterAndLocation decodes arbitrary SUBSCRIBE filter parameters and
+// Location parameter values: a filter that decodes re-encodes to one that
+// decodes to the same filter.
+func FuzzFilterAndLocation(f *testing.F) {
+	f.Add(uint8(0), []byte{0x04, 0x01, 0x00, 0x02})
+	f.Add(uint8(3), []byte{0x05, 0x00, 0x03})
+	f.Add(uint8(3), []byte{})
+	f.Fuzz(func(t *testing.T, sel uint8, b []byte) {
+		v := fuzzVersions[int(sel)%len(fuzzVersions)]
+		if l, err := DecodeLocation(b, v); err == nil {
+			if again, err := DecodeLocation(AppendLocation(nil, l, v), v); err != nil || again != l {
+				t.Fatalf("location %v re-decodes as %v, %v", l, again, err)
+			}
+		}
+		flt, err := decodeFilterParam(b, v)
+		if err != nil {
+			return
+		}
+		again, err := decodeFilterParam(flt.param(v), v)
+		if err != nil || again != flt {
+			t.Fatalf("%v: filter %+v re-decodes as %+v, %v", v, flt, again, err)
+		}
+	})
+}

@@ -17,6 +17,8 @@ const (
 	TypePublishDone            = 0x0b
 	TypePublishNamespaceCancel = 0x0c // drafts 14-16
 	TypeTrackStatus            = 0x0d
+	TypeTrackStatusOK          = 0x0e // draft 14: SUBSCRIBE_OK's layout
+	TypeTrackStatusError       = 0x0f // draft 14: SUBSCRIBE_ERROR's layout
 	TypeNamespaceDone          = 0x0e // draft 16+
 	TypeGoAway                 = 0x10
 	TypeSubscribeNamespace14   = 0x11 // drafts 14-17
@@ -207,7 +209,11 @@ func (f Filter) appendFields(e *encoder) {
 		e.varint(0)
 		e.varint(0)
 	case FilterAbsoluteStart:
-		e.location(f.Start)
+		// An open-ended start at {0, 0} is no filter at all (no fields:
+		// "0 0" would mean the next object), as @moq/net normalizes it.
+		if f.Start != (Location{}) {
+			e.location(f.Start)
+		}
 	case FilterAbsoluteRange:
 		e.location(f.Start)
 		e.varint(f.End - f.Start.Group)
@@ -818,4 +824,19 @@ func RequestIDOf(body []byte, v Version) (uint64, error) {
 	d := decoder{b: body, v: v}
 	id := d.varint()
 	return id, d.err
+}
+
+// AppendLocation appends a Location (group, object), as parameters such
+// as LARGEST_OBJECT carry it.
+func AppendLocation(b []byte, l Location, v Version) []byte {
+	e := encoder{b: b, v: v}
+	e.location(l)
+	return e.b
+}
+
+// DecodeLocation decodes a parameter value holding exactly one Location.
+func DecodeLocation(b []byte, v Version) (Location, error) {
+	d := decoder{b: b, v: v}
+	l := d.location()
+	return l, d.finish()
 }
