@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/moq-export/moq-export/catalog"
@@ -47,6 +48,26 @@ type Options struct {
 	// cannot go below zero. Package subscribe sends a cmaf track's frames
 	// as they are and the others in their container.
 	Container catalog.ContainerKind
+	// Hold, when set, holds the media back: the catalog is published at
+	// once, the first frame when Hold is closed (the clock starts then). A
+	// benchmark starts many broadcasts together with it, once a recorder
+	// subscribed to each.
+	Hold <-chan struct{}
+	// Pause publishes the first video group (and the audio alongside it),
+	// closes the groups and then publishes nothing more until ctx ends,
+	// when the tracks end cleanly: a broadcast announced and subscribed
+	// whose media paused, what an idle recording waits on.
+	Pause bool
+	// VideoBitrate, when positive, pads every H.264/H.265 video frame with
+	// a filler-data NAL unit (which decoders skip) up to this average
+	// bitrate in bits per second: the same pictures at a higher load.
+	// Legacy and loc containers only. The padded frames are shared by
+	// every broadcast published with the same sample and bitrate.
+	VideoBitrate int
+	// Published, when set, counts the media frames published (catalog
+	// frames aside): what a recorder that took the broadcast from its
+	// first frame must have written.
+	Published *atomic.Int64
 	// Late names samples that join the broadcast once LateAfter of media
 	// has been published: a catalog update (a new group of the catalog
 	// track) adds them, as a publisher adding a rendition mid-broadcast
@@ -112,6 +133,11 @@ type plan struct {
 }
 
 func newPlan(names []string, kind catalog.ContainerKind) (*plan, error) {
+	return newPlanAt(names, kind, 0)
+}
+
+// newPlanAt is newPlan with the video padded to videoBitrate (0: as it is).
+func newPlanAt(names []string, kind catalog.ContainerKind, videoBitrate int) (*plan, error) {
 	if len(names) == 0 {
 		names = DefaultRenditions
 	}
@@ -128,6 +154,14 @@ func newPlan(names []string, kind catalog.ContainerKind) (*plan, error) {
 		s, err := testmedia.LoadSample(name)
 		if err != nil {
 			return nil, fmt.Errorf("demo: %w (have %v)", err, testmedia.SampleNames())
+		}
+		if videoBitrate > 0 && s.Kind == "video" {
+			if kind == catalog.ContainerCMAF {
+				return nil, fmt.Errorf("demo: VideoBitrate pads legacy or loc frames, not %s", kind)
+			}
+			if s, err = paddedSample(s, videoBitrate); err != nil {
+				return nil, err
+			}
 		}
 		p.samples = append(p.samples, s)
 		if kind == catalog.ContainerCMAF {
@@ -241,7 +275,7 @@ func Publish(ctx context.Context, b *model.Broadcast, opts Options) error {
 	if len(early) == 0 {
 		early = DefaultRenditions
 	}
-	p, err := newPlan(append(append([]string(nil), early...), opts.Late...), opts.Container)
+	p, err := newPlanAt(append(append([]string(nil), early...), opts.Late...), opts.Container, opts.VideoBitrate)
 	if err != nil {
 		b.Close(err)
 		return err
@@ -285,13 +319,21 @@ func Publish(ctx context.Context, b *model.Broadcast, opts Options) error {
 		cursors[i].open(b, p.names[i], opts)
 	}
 	waiting := len(opts.Late) // late cursors not joined yet
-	start := time.Now()
 	defer func() {
 		for _, c := range cursors {
 			c.end()
 		}
 		b.Close(nil)
 	}()
+	if opts.Hold != nil {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-opts.Hold:
+		}
+	}
+	start := time.Now()
+	videoGroups := 0
 	for {
 		// Next frame across tracks: the smallest decode-order head, by the
 		// time it must be sent. A track at the end of its sample starts it
@@ -351,6 +393,11 @@ func Publish(ctx context.Context, b *model.Broadcast, opts Options) error {
 		} else if err := ctx.Err(); err != nil {
 			return err
 		}
+		if opts.Pause && next.s.Kind == "video" && f.Keyframe {
+			if videoGroups++; videoGroups > 1 {
+				return pause(ctx, cursors)
+			}
+		}
 		if f.Keyframe || next.group == nil {
 			if next.group != nil {
 				next.group.Close(nil)
@@ -369,7 +416,23 @@ func Publish(ctx context.Context, b *model.Broadcast, opts Options) error {
 		if err := next.group.WriteFrame(frame); err != nil {
 			return err
 		}
+		if opts.Published != nil {
+			opts.Published.Add(1)
+		}
 		next.i++
 	}
 	return nil
+}
+
+// pause closes the open group of every track and waits for ctx: the
+// broadcast stays announced and its tracks open, with nothing sent.
+func pause(ctx context.Context, cursors []*cursor) error {
+	for _, c := range cursors {
+		if c.group != nil {
+			c.group.Close(nil)
+			c.group = nil
+		}
+	}
+	<-ctx.Done()
+	return ctx.Err()
 }

@@ -49,9 +49,11 @@ func checkNegotiated(t *testing.T, pub *refProcess, version string) {
 // records both tracks: every frame with its bytes, timestamp, group and
 // keyframe flag.
 func TestIETFReferencePublisherRecordsEveryFrame(t *testing.T) {
+	t.Parallel()
 	ref := needReference(t)
 	for _, d := range ietfDrafts {
 		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 			defer cancel()
 			pub := recordReferenceServerAs(ctx, t, ref, sampleBroadcast("interop/ietf.hang", 2), d.version, []string{d.version}, "--alpn", d.alpn)
@@ -64,9 +66,11 @@ func TestIETFReferencePublisherRecordsEveryFrame(t *testing.T) {
 // one draft, dials our server and publishes; we accept the moq-transport
 // session, follow its PUBLISH_NAMESPACE and record the broadcast.
 func TestIETFReferenceClientPublishesIntoOurServer(t *testing.T) {
+	t.Parallel()
 	ref := needReference(t)
 	for _, d := range ietfDrafts {
 		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 			defer cancel()
 			pub := recordReferenceClientAs(ctx, t, ref, sampleBroadcast("interop/ietf-ingest.hang", 5), d.version, []string{d.version}, "--alpn", d.alpn)

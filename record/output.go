@@ -1,7 +1,6 @@
 package record
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -92,6 +91,9 @@ func (f *files) Create(broadcast string, n int, start time.Time) (File, error) {
 			}
 		}
 		file, err := createFile(path, f.opts.Overwrite)
+		if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+			return nil, outOfFiles(path, err)
+		}
 		if errors.Is(err, ErrExists) {
 			return nil, fmt.Errorf("%s already exists: pass -y to overwrite it, or give -o another name: %w", path, err)
 		}
@@ -104,17 +106,20 @@ func (f *files) Create(broadcast string, n int, start time.Time) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	file, p, err := createUnique(f.t.Dir(), p)
+	file, created, err := createUnique(f.t.Dir(), p)
+	if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+		return nil, outOfFiles(p, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("creating the output: %w; check the path and its permissions", err)
 	}
 	o := NewFileOutput(file)
-	o.name = p
+	o.name = created
 	return o, nil
 }
 
 // Stream returns the Output that writes one stream to w (stdout, a pipe):
-// buffered, and flushed at least every 50 ms so a player reading the pipe
+// buffered, and flushed within 50 ms of a write so a player reading the pipe
 // gets the media without waiting. Containers do not finalize (w cannot
 // seek); one broadcast, no segments. Closing the output does not close w.
 func Stream(w io.Writer) Output { return &stream{w: w} }
@@ -156,76 +161,145 @@ const outputBufferSize = 256 << 10
 // fragments), so the file is playable up to there.
 const fileFlushInterval = 500 * time.Millisecond
 
-// flushingWriter buffers writes and flushes them at least every interval
-// from its own goroutine, so output goes out in large blocks yet never sits
-// in memory for long. The first write error sticks (bufio.Writer's): every
-// later Write and Flush returns it, whichever goroutine met it.
+// flushingWriter buffers writes and flushes them at most interval after
+// they were buffered, so output goes out in large blocks yet never sits in
+// memory for long. The flush is a timer armed by the first write into an
+// empty buffer; the buffer grows with what a recording writes per interval
+// (up to size) and is let go after an interval without writes. So an idle
+// output (nothing buffered) holds no buffer and costs no goroutine, no
+// ticker and no wakeup, which is what lets a process hold a thousand idle
+// recordings, while an active one keeps its buffer. The first write error
+// sticks, as bufio.Writer's does: every later Write and Flush returns it,
+// whichever goroutine met it.
 type flushingWriter struct {
-	mu   sync.Mutex
-	w    *bufio.Writer
-	stop chan struct{}
-	done chan struct{}
+	mu       sync.Mutex
+	w        io.Writer
+	size     int
+	buf      []byte // nil while idle
+	wrote    bool   // written since the last timed flush
+	err      error
+	interval time.Duration
+	timer    *time.Timer // nil until the first write
+	armed    bool        // the timer will fire
+	finished bool
 }
+
+// firstBufferSize is the buffer a writer starts with; it grows by need.
+const firstBufferSize = 4 << 10
 
 func newFlushingWriter(w io.Writer, size int, interval time.Duration) *flushingWriter {
-	o := &flushingWriter{w: bufio.NewWriterSize(w, size), stop: make(chan struct{}), done: make(chan struct{})}
-	go o.flusher(interval)
-	return o
+	return &flushingWriter{w: w, size: size, interval: interval}
 }
 
-func (o *flushingWriter) flusher(interval time.Duration) {
-	defer close(o.done)
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-o.stop:
-			return
-		case <-t.C:
-			_ = o.Flush()
-		}
+// flushLocked writes what is buffered. What a failed write left behind is
+// dropped: the error sticks, and nothing is written after it.
+func (o *flushingWriter) flushLocked() error {
+	if o.err != nil {
+		return o.err
 	}
+	if len(o.buf) == 0 {
+		return nil
+	}
+	_, err := o.w.Write(o.buf)
+	o.buf = o.buf[:0]
+	o.err = err
+	return err
+}
+
+// armLocked starts the flush timer when something is buffered and no flush
+// is due yet.
+func (o *flushingWriter) armLocked() {
+	if o.armed || o.finished || len(o.buf) == 0 {
+		return
+	}
+	o.armed = true
+	if o.timer == nil {
+		o.timer = time.AfterFunc(o.interval, o.timedFlush)
+		return
+	}
+	o.timer.Reset(o.interval)
+}
+
+// timedFlush is the timer's: it writes what is buffered. After writes it
+// fires once more an interval later (flushing what came meanwhile); when
+// none came, it lets the buffer go and stays off until the next write.
+func (o *flushingWriter) timedFlush() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.finished {
+		o.armed = false
+		return
+	}
+	_ = o.flushLocked() // an error sticks for the next Write
+	if o.wrote {
+		o.wrote = false
+		o.timer.Reset(o.interval)
+		return
+	}
+	o.armed = false
+	o.buf = nil
 }
 
 // Write buffers p. What reaches the file always ends where a Write ended
 // (a whole frame, packet or element): when p does not fit, what is
 // buffered goes out first, so a recorder killed at any moment leaves no
-// half frame behind.
+// half frame behind. A write as large as the buffer goes out at once.
 func (o *flushingWriter) Write(p []byte) (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if len(p) > o.w.Available() && o.w.Buffered() > 0 {
-		if err := o.w.Flush(); err != nil {
+	if o.err != nil {
+		return 0, o.err
+	}
+	if len(o.buf) > 0 && len(p) > o.size-len(o.buf) {
+		if err := o.flushLocked(); err != nil {
 			return 0, err
 		}
 	}
-	return o.w.Write(p)
+	if len(p) >= o.size {
+		n, err := o.w.Write(p)
+		o.err = err
+		return n, err
+	}
+	if cap(o.buf)-len(o.buf) < len(p) {
+		// Grow by doubling, never beyond size (what does not fit was
+		// flushed above).
+		grown := make([]byte, len(o.buf), min(o.size, max(firstBufferSize, 2*cap(o.buf), len(o.buf)+len(p))))
+		copy(grown, o.buf)
+		o.buf = grown
+	}
+	o.buf = append(o.buf, p...)
+	o.wrote = true
+	o.armLocked()
+	return len(p), nil
 }
 
 // Flush writes what is buffered.
 func (o *flushingWriter) Flush() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.w.Flush()
+	return o.flushLocked()
 }
 
-// finish stops the flusher and writes what is left.
+// finish stops the flush timer, writes what is left and lets the buffer
+// go.
 func (o *flushingWriter) finish() error {
-	select {
-	case <-o.stop:
-	default:
-		close(o.stop)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.finished, o.armed = true, false
+	if o.timer != nil {
+		o.timer.Stop() // a flush already running finds finished set
 	}
-	<-o.done
-	return o.Flush()
+	err := o.flushLocked()
+	o.buf = nil
+	return err
 }
 
 // FileOutput is a buffered io.WriteSeeker over a file, so muxers that
 // finalize by seeking (MKV cues and duration, FLV duration, the MP4 moov)
 // can, while writes still go out in large blocks. A plain bufio.Writer
 // cannot seek: the container would silently stay unfinished. What is
-// buffered goes to the file at least every 500 ms, and a failed write is a
-// *WriteError.
+// buffered goes to the file within 500 ms of its write, and a failed write
+// is a *WriteError.
 type FileOutput struct {
 	*flushingWriter
 	f    *os.File
@@ -264,7 +338,7 @@ func (o *FileOutput) Write(p []byte) (int, error) {
 func (o *FileOutput) Seek(offset int64, whence int) (int64, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if err := o.w.Flush(); err != nil {
+	if err := o.flushLocked(); err != nil {
 		return 0, &WriteError{Path: o.name, Err: err}
 	}
 	return o.f.Seek(offset, whence)
@@ -318,8 +392,8 @@ func (e *WriteError) Error() string {
 
 func (e *WriteError) Unwrap() error { return e.Err }
 
-// streamOutput buffers writes to a pipe (stdout) and flushes them at least
-// every interval, so a player reading the pipe gets the media without
+// streamOutput buffers writes to a pipe (stdout) and flushes them within
+// interval of their write, so a player reading the pipe gets the media without
 // waiting for a full buffer, and the pipe does not see one syscall per TS
 // packet. After a player closed the pipe every write fails at once.
 type streamOutput struct{ *flushingWriter }
@@ -328,7 +402,7 @@ func newStreamOutput(w io.Writer, interval time.Duration) *streamOutput {
 	return &streamOutput{newFlushingWriter(w, 64<<10, interval)}
 }
 
-// Close stops the flusher and writes what is left. It does not close the
+// Close stops the flush timer and writes what is left. It does not close the
 // underlying writer.
 func (o *streamOutput) Close() error { return o.finish() }
 

@@ -146,3 +146,49 @@ func TestWriteErrorNamesTheFileAndTheFullDisk(t *testing.T) {
 		t.Error("does not unwrap to ENOSPC")
 	}
 }
+
+// TestIdleOutputArmsNoTimer: an output with nothing buffered has no flush
+// pending (no goroutine, ticker or wakeup) and holds no buffer; a write
+// arms one flush, which disarms and gives the buffer back once it ran, and
+// finish leaves nothing armed.
+func TestIdleOutputArmsNoTimer(t *testing.T) {
+	var w countingWriter
+	o := newFlushingWriter(&w, 64, time.Millisecond)
+	armed := func() bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return o.armed
+	}
+	if armed() || o.timer != nil {
+		t.Fatal("a new output armed a flush")
+	}
+	for range 3 {
+		o.Write([]byte("frame"))
+		if !armed() {
+			t.Fatal("a buffered write armed no flush")
+		}
+		for w.Len()%5 != 0 || armed() {
+			time.Sleep(time.Millisecond) // the flush runs within the interval
+		}
+		o.mu.Lock()
+		held := o.buf != nil
+		o.mu.Unlock()
+		if held {
+			t.Fatal("an idle output kept its buffer after the timed flush")
+		}
+	}
+	if w.Len() != 15 {
+		t.Fatalf("flushed %d bytes, want 15", w.Len())
+	}
+	o.Write(bytes.Repeat([]byte("x"), 100)) // over the buffer: written at once
+	if armed() {
+		t.Error("a write that left nothing buffered armed a flush")
+	}
+	o.Write([]byte("tail"))
+	if err := o.finish(); err != nil || w.Len() != 119 {
+		t.Fatalf("finish: %v, %d bytes written, want 119", err, w.Len())
+	}
+	if o.Write([]byte("late")); armed() {
+		t.Error("a write after finish armed a flush")
+	}
+}

@@ -88,6 +88,12 @@ type Options struct {
 	// Origin says where broadcasts come from, for messages ("under
 	// https://relay.example/anon"). Default: "by the source".
 	Origin string
+	// CatalogFetches bounds how many recordings wait for their
+	// broadcast's first catalog at once (default 16): a thousand
+	// broadcasts announced together are asked for their catalogs 16 at a
+	// time, not in one burst at the relay. A broadcast that sends no
+	// catalog within 5 s gives its place up and goes on waiting.
+	CatalogFetches int
 
 	// Limits (limits.go; 0 means none). MaxRecordings bounds the
 	// recordings RecordAll runs at once: a broadcast announced beyond it
@@ -104,6 +110,13 @@ type Options struct {
 	// (default: the FreeSpace function).
 	FreeSpace func(path string) (int64, error)
 }
+
+// DefaultCatalogFetches is the default of Options.CatalogFetches.
+const DefaultCatalogFetches = 16
+
+// catalogSlotHold is how long a recording keeps its catalog fetch place
+// while no catalog comes.
+const catalogSlotHold = 5 * time.Second
 
 // Run records what the options say (Broadcast, or every broadcast with
 // RecordAll, from the Session or the URL) until it ends or ctx does, and
@@ -318,6 +331,12 @@ type Recorder struct {
 	opts Options
 	log  *slog.Logger
 
+	// catalogSlots bounds the first-catalog fetches running at once (see
+	// Options.CatalogFetches); slotHold is catalogSlotHold but in tests.
+	catalogSlots chan struct{}
+	slotHold     time.Duration
+	slotWaiters  atomic.Int64 // waiting for a place now
+
 	mu     sync.Mutex
 	active map[*export.Export]string // running recordings: their broadcast
 	done   Stats
@@ -350,7 +369,11 @@ func New(opts Options) (*Recorder, error) {
 	if opts.Origin == "" {
 		opts.Origin = "by the source"
 	}
-	return &Recorder{opts: opts, log: opts.Logger, active: map[*export.Export]string{}}, nil
+	if opts.CatalogFetches <= 0 {
+		opts.CatalogFetches = DefaultCatalogFetches
+	}
+	return &Recorder{opts: opts, log: opts.Logger, active: map[*export.Export]string{},
+		catalogSlots: make(chan struct{}, opts.CatalogFetches), slotHold: catalogSlotHold}, nil
 }
 
 // Options returns the options in use (with the defaults New filled in).
@@ -427,9 +450,15 @@ func (r *Recorder) waitCatalog(ctx context.Context, bc *model.Broadcast) (*catal
 		r.notice(fmt.Sprintf("waiting for broadcast %q to be announced %s (%s; --list shows what is announced)", name, r.opts.Origin, r.WaitHint()))
 	})
 	defer t.Stop()
-	cat, err := firstCatalogWithRenditions(wctx, bc, func() {
-		r.notice(fmt.Sprintf("broadcast %q has no renditions in its catalog yet; waiting up to %v for them (a browser publisher adds them once its encoders run)", name, emptyCatalogWait))
-	})
+	var cat *catalog.Catalog
+	release, err := r.catalogSlot(wctx)
+	if err == nil {
+		cat, err = firstCatalogWithRenditions(wctx, bc, func() {
+			release() // a catalog came, without renditions yet
+			r.notice(fmt.Sprintf("broadcast %q has no renditions in its catalog yet; waiting up to %v for them (a browser publisher adds them once its encoders run)", name, emptyCatalogWait))
+		})
+		release()
+	}
 	switch {
 	case err == nil:
 		return cat, nil
@@ -439,6 +468,28 @@ func (r *Recorder) waitCatalog(ctx context.Context, bc *model.Broadcast) (*catal
 		return nil, fmt.Errorf("broadcast %q was not announced %s within --wait %v (or sent no catalog); --list shows what is announced", name, r.opts.Origin, r.opts.Wait)
 	}
 	return nil, fmt.Errorf("broadcast %q: reading its catalog: %w; check the name with --list", name, err)
+}
+
+// catalogSlot waits for a place among the first-catalog fetches and
+// returns the function that gives it back (safe to call more than once).
+// The place is given back by itself after slotHold, so that broadcasts
+// that never send a catalog cannot hold every place.
+func (r *Recorder) catalogSlot(ctx context.Context) (release func(), err error) {
+	r.slotWaiters.Add(1)
+	select {
+	case r.catalogSlots <- struct{}{}:
+		r.slotWaiters.Add(-1)
+	case <-ctx.Done():
+		r.slotWaiters.Add(-1)
+		return nil, ctx.Err()
+	}
+	var once sync.Once
+	give := func() { once.Do(func() { <-r.catalogSlots }) }
+	t := time.AfterFunc(r.slotHold, give)
+	return func() {
+		t.Stop()
+		give()
+	}, nil
 }
 
 // emptyCatalogWait bounds the wait for renditions after a catalog without

@@ -202,7 +202,7 @@ func (a *Announcements) follow(c conn) error {
 	if _, err := str.Write(req.AppendFor(wire.AppendVarint(nil, wire.StreamAnnounce), v)); err != nil {
 		return err
 	}
-	r := bufio.NewReader(str)
+	r := bufio.NewReaderSize(str, controlReadBuffer)
 	// The initial set: ANNOUNCE_OK's count of announcements (lite-05+) or
 	// ANNOUNCE_INIT's list (lite-01/02). lite-03/04 mark no end of it, so
 	// there is nothing to diff with after a reconnect.

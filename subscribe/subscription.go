@@ -250,7 +250,7 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) (err error) {
 	})
 	defer stop()
 
-	r := bufio.NewReader(str)
+	r := bufio.NewReaderSize(str, controlReadBuffer)
 	started := false
 	var first, end uint64
 	var haveFirst, haveEnd bool
@@ -371,3 +371,10 @@ func priorityOf(name string) uint8 {
 	}
 	return 60
 }
+
+// controlReadBuffer is the read buffer of a subscription's or an announce
+// feed's stream: its messages are a few bytes to a few hundred, and a
+// recorder of 1,000 broadcasts holds 4,000 such streams open, so bufio's
+// 4 KB default would cost 16 MB for nothing. A longer message is read
+// through it all the same.
+const controlReadBuffer = 512

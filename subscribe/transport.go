@@ -70,14 +70,23 @@ type negotiated struct {
 func (n *negotiated) Version() *wire.Version    { return n.version }
 func (n *negotiated) SessionStream() bidiStream { return n.session }
 
+// maxIncomingStreams bounds the streams a peer may hold open at once on
+// one connection, bidi and uni alike. A subscription is a bidi stream for
+// its whole life: a recorder of 1,000 broadcasts (catalog, video, audio)
+// holds 3,000 on its one connection, and a publisher serving them accepts
+// as many; their group streams are uni streams, one or more per track at
+// a time. quic-go spends memory on the streams that exist, not on the
+// limit, which only grants credit.
+const maxIncomingStreams = 1 << 16
+
 // quicConfig is the QUIC configuration of every connection: many incoming
-// group streams, the keep-alive period and idle timeout that find a dead
-// peer (see liveness), and what WebTransport needs.
+// streams (see maxIncomingStreams), the keep-alive period and idle timeout
+// that find a dead peer (see liveness), and what WebTransport needs.
 func quicConfig(keepAlive, idle time.Duration) *quic.Config {
 	keepAlive, idle = liveness(keepAlive, idle)
 	return &quic.Config{
-		MaxIncomingStreams:               1024,
-		MaxIncomingUniStreams:            4096,
+		MaxIncomingStreams:               maxIncomingStreams,
+		MaxIncomingUniStreams:            maxIncomingStreams,
 		KeepAlivePeriod:                  keepAlive,
 		MaxIdleTimeout:                   idle,
 		HandshakeIdleTimeout:             5 * time.Second,

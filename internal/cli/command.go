@@ -103,6 +103,7 @@ var signalLog atomic.Pointer[slog.Logger]
 // and returns the exit code. The first SIGINT or SIGTERM stops the
 // recording and finalizes the file; a second one exits at once.
 func Main(args []string) int {
+	setupProcess()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	sigs := make(chan os.Signal, 2)

@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# bench-fleet.sh: what a recording costs at fleet scale, end to end over QUIC.
+#
+# For each N, one publisher process (scripts/fleetpub) serves N demo
+# broadcasts (H.264+AAC test media, real time) on loopback QUIC, and one
+# `moq-export URL --record-all` process dials it and records every
+# broadcast to its own MKV file. The media starts once every recording has
+# opened its file, so each one takes its broadcast from the first frame;
+# the broadcasts start one after another over RAMP (2s), not in one instant.
+# After WARMUP seconds the recorder's CPU time (utime+stime from
+# /proc/PID/stat) is read over WINDOW seconds; then its RSS (VmRSS), its
+# goroutines (from its Go profile endpoint, MOQ_EXPORT_PPROF) and its OS
+# threads. Then the publisher ends every broadcast, each recording finishes
+# its file, and the frames the recorder wrote are compared with the frames
+# the publisher published: lost must be 0. A few files are decoded with
+# ffprobe to check their frame counts. "close s" is how long after the last
+# broadcast ended the last file was finished (polled every 0.2 s).
+#
+# CPU time per process is what is measured, not wall time: the machine may
+# be shared, and CPU time is much less sensitive to other load.
+#
+# Modes: idle (every broadcast announced and subscribed, media paused after
+# its first video group: what recorders waiting on paused broadcasts cost),
+# active (the demo's bitrate, ~0.3 Mb/s), active4m (video padded to 4 Mb/s).
+#
+#   scripts/bench-fleet.sh                       # N = 1 10 100 1000, idle and active
+#   NS="1 10" MODES="idle active4m" WINDOW=10 scripts/bench-fleet.sh
+#   MOQ_EXPORT=/path/to/moq-export scripts/bench-fleet.sh   # measure another build
+#   KEEP=1 scripts/bench-fleet.sh   # keep the last run's files, logs and summary
+#   PROFILES=dir scripts/bench-fleet.sh   # save the recorder's goroutines, heap and CPU profile
+set -euo pipefail
+
+NS=${NS:-1 10 100 1000}
+MODES=${MODES:-idle active}
+WARMUP=${WARMUP:-5}
+WINDOW=${WINDOW:-20}
+FORMAT=${FORMAT:-mkv}
+CHECK_FILES=${CHECK_FILES:-3}
+RAMP=${RAMP:-2s} # the broadcasts start one after another over RAMP, as a fleet's do
+
+cd "$(dirname "$0")/.."
+tmp=$(mktemp -d)
+pub_pid=
+rec_pid=
+cleanup() {
+	[ -n "$rec_pid" ] && kill -9 "$rec_pid" 2>/dev/null || true
+	[ -n "$pub_pid" ] && kill -9 "$pub_pid" 2>/dev/null || true
+	if [ -n "${KEEP:-}" ]; then
+		echo "bench-fleet: kept $tmp" >&2
+	else
+		rm -rf "$tmp"
+	fi
+}
+trap cleanup EXIT
+if [ -z "${MOQ_EXPORT:-}" ]; then
+	go build -o "$tmp/moq-export" ./cmd/moq-export
+	MOQ_EXPORT=$tmp/moq-export
+fi
+go build -o "$tmp/fleetpub" ./scripts/fleetpub
+tck=$(getconf CLK_TCK)
+# --record-all refuses broadcasts beyond --max-broadcasts (default 32):
+# lift it to N where the build has it.
+limit_flag=
+if "$MOQ_EXPORT" --help 2>&1 | grep -q -- --max-broadcasts; then
+	limit_flag=--max-broadcasts
+fi
+
+# wait_for DESCRIPTION SECONDS COMMAND...: until COMMAND succeeds.
+wait_for() {
+	local what=$1 limit=$2
+	shift 2
+	local end=$((SECONDS + limit))
+	until "$@"; do
+		if [ $SECONDS -ge $end ]; then
+			echo "bench-fleet: timed out after ${limit}s waiting for $what" >&2
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+status_kb() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; }
+files_opened() { [ "$(find "$tmp/rec" -type f | wc -l)" -ge "$1" ]; }
+files_finished() { [ "$(grep -c 'output finished' "$tmp/rec.log" || true)" -ge "$1" ]; }
+have_line() { grep -q "$1" "$2"; }
+
+printf '%-9s %5s  %9s %9s  %9s %8s  %6s %7s %7s  %8s %6s %7s\n' \
+	mode N "cpu%core" "per-rec" "RSS MB" "per-rec" gorout "per-rec" threads "Mb/s" lost "close s"
+for mode in $MODES; do
+	pubflags=()
+	case $mode in
+	idle) pubflags=(-pause) ;;
+	active) ;;
+	active4m) pubflags=(-video-bitrate 4000000) ;;
+	*) echo "bench-fleet: unknown mode $mode (idle, active, active4m)" >&2; exit 2 ;;
+	esac
+	for n in $NS; do
+		rm -rf "$tmp/rec" "$tmp/pub.out" "$tmp/rec.log" "$tmp/summary.json"
+		mkdir -p "$tmp/rec"
+		"$tmp/fleetpub" -n "$n" -ramp "$RAMP" "${pubflags[@]}" >"$tmp/pub.out" 2>"$tmp/pub.err" &
+		pub_pid=$!
+		wait_for "the publisher" 60 have_line moql "$tmp/pub.out"
+		read -r url pin <"$tmp/pub.out"
+		MOQ_EXPORT_PPROF=127.0.0.1:0 "$MOQ_EXPORT" "$url" --tls-fingerprint "$pin" --record-all ${limit_flag:+$limit_flag "$n"} \
+			-o "$tmp/rec/{broadcast}.$FORMAT" --progress never -v --summary "$tmp/summary.json" 2>"$tmp/rec.log" &
+		rec_pid=$!
+		wait_for "$n files to open" 300 files_opened "$n"
+		kill -USR1 "$pub_pid"
+		started=$(date +%s.%N)
+		sleep "$WARMUP"
+		c0=$(cpu_ticks "$rec_pid")
+		t0=$(date +%s.%N)
+		sleep "$WINDOW"
+		c1=$(cpu_ticks "$rec_pid")
+		t1=$(date +%s.%N)
+		rss=$(status_kb "$rec_pid" VmRSS)
+		threads=$(status_kb "$rec_pid" Threads)
+		pprof=$(sed -n 's|.*serving Go profiles on \(http://[^ ]*\).*|\1|p' "$tmp/rec.log" | head -1)
+		goroutines=?
+		if [ -n "$pprof" ]; then
+			goroutines=$(curl -s "${pprof}goroutine?debug=1" | sed -n '1s/.*total \([0-9]*\).*/\1/p')
+			if [ -n "${PROFILES:-}" ]; then
+				mkdir -p "$PROFILES"
+				curl -s -o "$PROFILES/goroutines-$mode-$n.txt" "${pprof}goroutine?debug=1"
+				curl -s -o "$PROFILES/heap-$mode-$n.pb.gz" "${pprof}heap?gc=1"
+				curl -s -o "$PROFILES/memstats-$mode-$n.txt" "${pprof}heap?debug=1&gc=1"
+				curl -s -o "$PROFILES/cpu-$mode-$n.pb.gz" "${pprof}profile?seconds=$WINDOW"
+			fi
+		fi
+		kill -TERM "$pub_pid"
+		wait_for "the publisher to end its broadcasts" 120 have_line published "$tmp/pub.out"
+		ended=$(date +%s.%N)
+		published=$(awk '$1 == "published" {print $2}' "$tmp/pub.out")
+		wait_for "$n files to finish" 300 files_finished "$n"
+		finished=$(date +%s.%N)
+		kill -INT "$rec_pid"
+		wait "$rec_pid" || true
+		rec_pid=
+		kill -TERM "$pub_pid"
+		wait "$pub_pid" || true
+		pub_pid=
+		written=$(jq '[.files[].frames] | add // 0' "$tmp/summary.json")
+		bytes=$(jq '[.files[].size] | add // 0' "$tmp/summary.json")
+		# A few files, decoded: their packets are the frames the summary says.
+		for f in $(jq -r ".files[:$CHECK_FILES][] | \"\(.path)=\(.frames)\"" "$tmp/summary.json"); do
+			path=${f%=*}
+			want=${f##*=}
+			got=$(ffprobe -v error -count_packets -show_entries stream=nb_read_packets -of csv=p=0 "$path" | awk '{n += $1} END {print n}')
+			if [ "$got" != "$want" ]; then
+				echo "bench-fleet: $path holds $got packets, the summary says $want" >&2
+				exit 1
+			fi
+		done
+		awk -v mode="$mode" -v n="$n" -v c0="$c0" -v c1="$c1" -v t0="$t0" -v t1="$t1" -v tck="$tck" \
+			-v rss="$rss" -v g="$goroutines" -v th="$threads" -v pub="$published" -v wr="$written" \
+			-v bytes="$bytes" -v s="$started" -v e="$ended" -v f="$finished" 'BEGIN {
+			cpu = (c1 - c0) / tck / (t1 - t0) * 100
+			gp = (g == "?") ? "?" : sprintf("%.1f", g / n)
+			printf "%-9s %5d  %8.2f%% %8.4f%%  %9.1f %6.0fKB  %6s %7s %7d  %8.1f %6d %7.1f\n",
+				mode, n, cpu, cpu / n, rss / 1024, rss / n, g, gp, th, bytes * 8 / (e - s) / 1e6, pub - wr, f - e
+		}'
+	done
+done

@@ -1,0 +1,118 @@
+// Command fleetpub is the publisher of scripts/bench-fleet.sh: one process
+// serving N demo broadcasts (H.264+AAC test media, real time) on one
+// loopback QUIC listener, for one recorder to dial with --record-all.
+//
+// It prints "URL FINGERPRINT" on stdout once it listens. The media is held
+// until SIGUSR1 (so that every recording takes its broadcast from the first
+// frame; -ramp spreads the starts); then each broadcast plays in real time, or, with -pause, plays
+// its first video group and pauses. The first SIGINT or SIGTERM ends every
+// broadcast cleanly and prints "published FRAMES" (the media frames of all
+// broadcasts); the session stays up for the recorder to finish until a
+// second signal comes.
+//
+//	go run ./scripts/fleetpub -n 100 -pause
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"log"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/subscribe"
+)
+
+func main() {
+	n := flag.Int("n", 1, "broadcasts to publish")
+	pause := flag.Bool("pause", false, "pause every broadcast after its first video group")
+	bitrate := flag.Int("video-bitrate", 0, "pad the video to this many bits per second (0: the demo's)")
+	addr := flag.String("addr", "127.0.0.1:0", "UDP address to listen on")
+	prefix := flag.String("prefix", "fleet", "broadcast names are PREFIX/b0000, PREFIX/b0001, ...")
+	ramp := flag.Duration("ramp", 0, "start the broadcasts one after another over this long after SIGUSR1, not all in the same instant")
+	flag.Parse()
+
+	cert, pin, err := subscribe.SelfSignedCert()
+	if err != nil {
+		log.Fatal(err)
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ctx, stop := context.WithCancel(context.Background())
+	hold := make(chan struct{})
+	var published atomic.Int64
+	var wg sync.WaitGroup
+	broadcasts := make([]*model.Broadcast, *n)
+	for i := range broadcasts {
+		broadcasts[i] = model.NewBroadcast(fmt.Sprintf("%s/b%04d", *prefix, i))
+	}
+	srv, err := subscribe.Listen(*addr, subscribe.ServerOptions{
+		Certificates: []tls.Certificate{cert}, DisableWebTransport: true, Logger: logger, Publish: broadcasts,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	go func() {
+		for {
+			if _, err := srv.Accept(context.Background()); err != nil {
+				return
+			}
+		}
+	}()
+	for i, b := range broadcasts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := hold
+			if *ramp > 0 {
+				// Broadcast i starts i/n of the ramp after the hold ends.
+				delayed := make(chan struct{})
+				go func() {
+					select {
+					case <-hold:
+					case <-ctx.Done():
+						return
+					}
+					select {
+					case <-time.After(*ramp * time.Duration(i) / time.Duration(len(broadcasts))):
+						close(delayed)
+					case <-ctx.Done():
+					}
+				}()
+				start = delayed
+			}
+			opts := demo.Options{Realtime: true, Hold: start, Pause: *pause, VideoBitrate: *bitrate, Published: &published}
+			if err := demo.Publish(ctx, b, opts); err != nil && ctx.Err() == nil {
+				logger.Error("publishing", "broadcast", b.Name(), "err", err)
+			}
+		}()
+	}
+	fmt.Printf("moql://%s/ %s\n", srv.Addr(), pin)
+
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGINT, syscall.SIGTERM)
+	for s := range sigs {
+		if s == syscall.SIGUSR1 {
+			select {
+			case <-hold:
+			default:
+				close(hold)
+			}
+			continue
+		}
+		break
+	}
+	stop()
+	wg.Wait()
+	fmt.Printf("published %d\n", published.Load())
+	<-sigs
+	srv.Close()
+}
