@@ -379,6 +379,7 @@ type Group struct {
 
 	// Guarded by track.mu.
 	frames   []Frame
+	first    [1]Frame // frames' storage while it holds one (an audio group)
 	minTS    int64
 	maxTS    int64
 	finished bool
@@ -404,8 +405,12 @@ func (g *Group) WriteFrame(f Frame) error {
 	}
 	if g.frames == nil {
 		// As many as the last group had: one allocation per group
-		// instead of one per doubling.
-		g.frames = make([]Frame, 0, max(t.groupFrames, 1))
+		// instead of one per doubling, none for a group of one frame.
+		if t.groupFrames <= 1 {
+			g.frames = g.first[:0]
+		} else {
+			g.frames = make([]Frame, 0, t.groupFrames)
+		}
 	}
 	g.frames = append(g.frames, f)
 	t.newestTS = max(t.newestTS, f.Timestamp)

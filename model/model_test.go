@@ -406,12 +406,13 @@ func TestGroupReservesTheFramesTheLastGroupHad(t *testing.T) {
 		err     error
 		wantCap int // of the frame list after its first frame
 	}{
-		{frames: 30, wantCap: 1},
+		{frames: 30, wantCap: 1}, // in the group itself
 		{frames: 30, wantCap: 30},
 		{frames: 5, err: errors.New("reset"), wantCap: 30},
 		{frames: 10, wantCap: 30},
 		{frames: 2000, wantCap: 10},
 		{frames: 1, wantCap: maxFrameHint},
+		{frames: 3, wantCap: 1},
 	} {
 		g, err := tr.AppendGroup()
 		if err != nil {
@@ -424,10 +425,18 @@ func TestGroupReservesTheFramesTheLastGroupHad(t *testing.T) {
 			if i == 0 && cap(g.frames) != tc.wantCap {
 				t.Errorf("group %d: room for %d frames, want %d", g.Sequence(), cap(g.frames), tc.wantCap)
 			}
+			if i == 0 && tc.wantCap == 1 && &g.frames[0] != &g.first[0] {
+				t.Errorf("group %d: its one frame is not held in the group", g.Sequence())
+			}
 		}
 		g.Close(tc.err)
 		if len(g.frames) != tc.frames {
 			t.Fatalf("group %d holds %d frames, want %d", g.Sequence(), len(g.frames), tc.frames)
+		}
+		for i, f := range g.frames {
+			if f.Timestamp != int64(i) {
+				t.Fatalf("group %d frame %d has timestamp %d", g.Sequence(), i, f.Timestamp)
+			}
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe"
+	"github.com/moq-export/moq-export/token"
 )
 
 // ExampleDial records a broadcast from a relay: discover it, read its
@@ -118,4 +119,39 @@ func ExampleServeLoopback() {
 	}
 	fmt.Println(c.Audio.Renditions["a"].Codec)
 	// Output: opus
+}
+
+// ExampleListen_authKey accepts only publishers whose token, signed with
+// the key of verify.jwk (moq-token / @moq/token format), allows what they
+// publish; the others are closed with code 6.
+func ExampleListen_authKey() {
+	key, err := token.LoadKey("verify.jwk")
+	if err != nil {
+		log.Fatal(err)
+	}
+	cert, _, err := subscribe.SelfSignedCert()
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv, err := subscribe.Listen(":4443", subscribe.ServerOptions{
+		Certificates: []tls.Certificate{cert}, AuthKey: key, MaxSessions: 16,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	ctx := context.Background()
+	for {
+		sess, err := srv.Accept(ctx) // admitted: its token verified
+		if err != nil {
+			return
+		}
+		ann, err := sess.Announced(ctx, "") // only what the token lets it publish
+		if err != nil {
+			continue
+		}
+		if a, err := ann.Next(ctx); err == nil {
+			fmt.Println("publishing", a.Path, "from", sess.Remote())
+		}
+	}
 }

@@ -16,7 +16,11 @@ import (
 // readGroup turns one group stream into a model group.
 func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufio.Reader) {
 	var h wire.Group
-	if err := readMsg(r, &h); err != nil {
+	body, err := wire.ReadMessageBuffered(r, 0)
+	if err == nil {
+		err = h.Decode(body)
+	}
+	if err = protocolErr(err); err != nil {
 		if _, reset := errors.AsType[*ResetError](err); reset {
 			s.log.Debug("moq: group reset before its header", "err", err)
 			return
@@ -58,11 +62,7 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 	// and so does a deadline (a WebTransport stream whose session the peer
 	// closed waits in Read for our side to close, which CancelRead does not
 	// end, and Session.Close closes only after its readers returned).
-	stop := context.AfterFunc(sub.ctx, func() {
-		str.CancelRead(CodeCancel)
-		str.SetReadDeadline(time.Now())
-	})
-	defer stop()
+	defer sub.groupStops.remove(sub.groupStops.add(sub.ctx, str, stopGroupRead))
 	// The group's payloads are cut from a slab sized by the previous
 	// group: a buffer or two per group instead of one per frame.
 	fr := wire.NewFrameReader(r, connVersion(c))
@@ -131,6 +131,12 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 			return
 		}
 	}
+}
+
+// stopGroupRead ends a group stream's reads when its subscription ends.
+func stopGroupRead(str recvStream) {
+	str.CancelRead(CodeCancel)
+	str.SetReadDeadline(time.Now())
 }
 
 // decodable reports whether decodeFrame reads frames of container kind.

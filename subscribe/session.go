@@ -408,22 +408,43 @@ func (s *Session) sendSetup(ctx context.Context, c conn) {
 // accepted at that moment; a deadline always wakes it.
 func serveStreams[S interface{ SetReadDeadline(time.Time) error }](ctx context.Context, accept func(context.Context) (S, error), handle func(S)) {
 	var wg sync.WaitGroup
+	var stops stopSet[S]
+	defer stops.close()
 	defer wg.Wait()
+	wake := wakeRead[S] // a generic func value: made once, not per stream
 	for {
 		str, err := accept(ctx)
 		if err != nil {
 			return
 		}
-		wg.Go(func() {
-			stop := context.AfterFunc(ctx, func() { str.SetReadDeadline(time.Now()) })
-			defer stop()
+		id := stops.add(ctx, str, wake)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer stops.remove(id)
 			handle(str)
-		})
+		}()
 	}
 }
 
+// wakeRead ends a stream's pending and future reads.
+func wakeRead[S interface{ SetReadDeadline(time.Time) error }](str S) {
+	str.SetReadDeadline(time.Now())
+}
+
+// uniReaders are the buffered readers of uni streams, reused: a group
+// stream (one per frame of hang's audio) would allocate one otherwise. A
+// reader goes back when its handler returned; what was read from it was
+// copied out (wire.FrameReader's payloads, decoded messages).
+var uniReaders = sync.Pool{New: func() any { return bufio.NewReader(nil) }}
+
 func (s *Session) handleUni(ctx context.Context, c conn, str recvStream) {
-	r := bufio.NewReader(str)
+	r := uniReaders.Get().(*bufio.Reader)
+	r.Reset(str)
+	defer func() {
+		r.Reset(nil)
+		uniReaders.Put(r)
+	}()
 	typ, err := wire.ReadVarint(r)
 	if err != nil {
 		str.CancelRead(CodeCancel)

@@ -23,6 +23,8 @@ type subscription struct {
 	// on the group streams still open; group readers stop reading then.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	// groupStops ends the group streams' reads when ctx ends.
+	groupStops stopSet[recvStream]
 
 	// started is closed once SUBSCRIBE_OK fixed the first group (or the
 	// subscription ended without it): group streams that land earlier

@@ -10,8 +10,10 @@ const Module = "github.com/moq-export/moq-export/"
 
 // Counts is how many heap allocations a run made, split by owner.
 type Counts struct {
-	// Own were made by code under the prefix given to Count.
-	Own int64
+	// Own were made by code under the prefix given to Count, OwnApart
+	// the part of those whose stack runs through a function named apart
+	// (the other side of a loopback test, say), not included in Own.
+	Own, OwnApart int64
 	// Others were made by anyone else: dependencies, and the runtime or
 	// the standard library on their own (a goroutine's stack, a timer).
 	Others int64
@@ -26,8 +28,9 @@ type Counts struct {
 // sample at the rate that held before). An allocation belongs to the
 // innermost caller outside the runtime and the standard library: a
 // bufio.Reader that grows for quic-go counts as quic-go's, make([]byte)
-// in this module as the module's.
-func Count(prefix string, f func()) Counts {
+// in this module as the module's. Own allocations made under a function
+// whose name contains one of apart are counted in OwnApart instead of Own.
+func Count(prefix string, f func(), apart ...string) Counts {
 	old := runtime.MemProfileRate
 	runtime.MemProfileRate = 1
 	defer func() { runtime.MemProfileRate = old }()
@@ -46,13 +49,36 @@ func Count(prefix string, f func()) Counts {
 			continue // the snapshots themselves
 		}
 		c.ByPackage[pkg] += n
-		if pkg != "" && strings.HasPrefix(pkg+"/", prefix) {
-			c.Own += n
-		} else {
+		switch {
+		case pkg == "" || !strings.HasPrefix(pkg+"/", prefix):
 			c.Others += n
+		case through(rec.Stack(), apart):
+			c.OwnApart += n
+		default:
+			c.Own += n
 		}
 	}
 	return c
+}
+
+// through reports whether a function of stack has a name containing one
+// of names.
+func through(stack []uintptr, names []string) bool {
+	if len(names) == 0 {
+		return false
+	}
+	frames := runtime.CallersFrames(stack)
+	for {
+		fr, more := frames.Next()
+		for _, n := range names {
+			if strings.Contains(fr.Function, n) {
+				return true
+			}
+		}
+		if !more {
+			return false
+		}
+	}
 }
 
 // snapshot returns the memory profile by stack as of now (the profile

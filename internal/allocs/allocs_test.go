@@ -60,3 +60,19 @@ func TestCountLeavesItsOwnAllocationsOut(t *testing.T) {
 		t.Fatalf("an empty run counted %d own allocations: %v", c.Own, c.ByPackage)
 	}
 }
+
+//go:noinline
+func otherSide() { sink = append(sink[:0], make([]byte, 64)) }
+
+func TestCountPutsWhatRunsThroughApartAside(t *testing.T) {
+	c := Count(Module, func() {
+		for range 100 {
+			otherSide()
+			sink = append(sink[:0], make([]byte, 64))
+		}
+	}, "allocs.otherSide")
+	if c.OwnApart != 100 || c.Own != 100 {
+		t.Fatalf("own %d, apart %d: want 100 each", c.Own, c.OwnApart)
+	}
+	sink = nil
+}

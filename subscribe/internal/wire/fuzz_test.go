@@ -94,6 +94,14 @@ func FuzzReadMessage(f *testing.F) {
 		if err == nil && len(body) > len(b) {
 			t.Fatal("body longer than input")
 		}
+		// ReadMessageBuffered says the same, whether the body fits the
+		// buffer (16 bytes, the smallest) or not.
+		for _, size := range []int{16, 4096} {
+			got, gerr := ReadMessageBuffered(bufio.NewReaderSize(bytes.NewReader(b), size), 0)
+			if !bytes.Equal(got, body) || (gerr == nil) != (err == nil) || gerr != nil && gerr.Error() != err.Error() {
+				t.Fatalf("buffer of %d: %x, %v; ReadMessage: %x, %v", size, got, gerr, body, err)
+			}
+		}
 	})
 }
 

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -107,28 +108,66 @@ func Zigzag(n int64) uint64 { return uint64(n<<1) ^ uint64(n>>63) }
 // Unzigzag inverts Zigzag.
 func Unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
 
+// ReadMessageBuffered is ReadMessage for a bufio.Reader, without a copy
+// when the body fits r's buffer: the body then aliases that buffer and is
+// valid until the next read from r (decode it at once). A body larger than
+// the buffer is read into its own slice, as ReadMessage does.
+func ReadMessageBuffered(r *bufio.Reader, max int) ([]byte, error) {
+	n, err := readMessageSize(r, max)
+	if err != nil || n > r.Size() {
+		return readBody(r, n, err)
+	}
+	body, err := r.Peek(n)
+	if err != nil {
+		return nil, unexpectedEOF(err)
+	}
+	r.Discard(n) // buffered: no read, body stays valid
+	return body, nil
+}
+
 // ReadMessage reads one length-prefixed message body from r (at most max
 // bytes; MaxMessage when max is 0). A clean EOF before the length is
 // io.EOF.
 func ReadMessage(r ByteReader, max int) ([]byte, error) {
+	n, err := readMessageSize(r, max)
+	return readBody(r, n, err)
+}
+
+// readMessageSize reads a message's length prefix and checks it against
+// max (MaxMessage when 0).
+func readMessageSize(r ByteReader, max int) (int, error) {
 	if max <= 0 {
 		max = MaxMessage
 	}
 	n, err := ReadVarint(r)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	if n > uint64(max) {
-		return nil, fmt.Errorf("%w: %d bytes (limit %d)", ErrTooLarge, n, max)
+		return 0, fmt.Errorf("%w: %d bytes (limit %d)", ErrTooLarge, n, max)
+	}
+	return int(n), nil
+}
+
+// readBody reads a body of n bytes into its own slice, unless err (from
+// readMessageSize) is set.
+func readBody(r io.Reader, n int, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
 	}
 	body := make([]byte, n)
 	if _, err := io.ReadFull(r, body); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, err
+		return nil, unexpectedEOF(err)
 	}
 	return body, nil
+}
+
+// unexpectedEOF turns an EOF inside a message into io.ErrUnexpectedEOF.
+func unexpectedEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // ByteReader is what the stream readers need: bufio.Reader satisfies it.
@@ -137,11 +176,22 @@ type ByteReader interface {
 	io.ByteReader
 }
 
-// appendMessage appends the length prefix and body built by fn.
+// appendMessage appends the length prefix and body built by fn. The body
+// is built in place after a one-byte prefix and moved up in the rare case
+// its length needs more (no scratch buffer per message).
 func appendMessage(b []byte, fn func([]byte) []byte) []byte {
-	body := fn(nil)
-	b = AppendVarint(b, uint64(len(body)))
-	return append(b, body...)
+	start := len(b)
+	b = fn(append(b, 0))
+	n := uint64(len(b) - start - 1)
+	l := VarintLen(n)
+	if l == 1 {
+		b[start] = byte(n)
+		return b
+	}
+	b = append(b, make([]byte, l-1)...)
+	copy(b[start+l:], b[start+1:start+1+int(n)])
+	AppendVarint(b[start:start], n)
+	return b
 }
 
 // dec walks a message body; the first error sticks.
