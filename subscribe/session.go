@@ -37,6 +37,7 @@ type Session struct {
 	doneOnce   sync.Once
 
 	mu        sync.Mutex
+	closing   bool // Close was called: start runs nothing
 	cur       conn
 	gen       uint64
 	changed   chan struct{} // closed when cur changes
@@ -176,7 +177,17 @@ type setupPathConn struct {
 // start runs the session on its first connection.
 func (s *Session) start(c conn) {
 	s.version.Store(connVersion(c))
+	// A server registers a session before it starts it, so a Server.Close
+	// can reach Close first: then the connection is closed here instead,
+	// and Close's wg.Wait never runs beside this Add.
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		c.Close(CodeCancel, "")
+		return
+	}
 	s.wg.Add(1)
+	s.mu.Unlock()
 	go func() {
 		defer s.wg.Done()
 		s.run(c)
@@ -553,6 +564,7 @@ func (s *Session) Err() error {
 // ErrClosed) and its publications, and waits for its goroutines.
 func (s *Session) Close() error {
 	s.mu.Lock()
+	s.closing = true
 	c := s.cur
 	s.mu.Unlock()
 	s.cancel()
