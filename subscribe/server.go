@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -90,7 +91,7 @@ func Listen(addr string, opts ServerOptions) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("moq: listen %s: %w", addr, err)
 	}
-	udp, err := net.ListenUDP("udp", udpAddr)
+	udp, tcp, err := listenSockets(udpAddr, opts.FingerprintHTTP)
 	if err != nil {
 		return nil, fmt.Errorf("moq: listen %s: %w", addr, err)
 	}
@@ -99,6 +100,9 @@ func Listen(addr string, opts ServerOptions) (*Server, error) {
 	ln, err := tr.Listen(tc, qc)
 	if err != nil {
 		udp.Close()
+		if tcp != nil {
+			tcp.Close()
+		}
 		return nil, fmt.Errorf("moq: listen %s: %w", addr, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -118,14 +122,8 @@ func Listen(addr string, opts ServerOptions) (*Server, error) {
 		webtransport.ConfigureHTTP3Server(s.wt.H3)
 		mux.HandleFunc("/", s.upgrade)
 	}
-	if opts.FingerprintHTTP {
-		if err := s.serveFingerprint(); err != nil {
-			ln.Close()
-			tr.Close()
-			udp.Close()
-			cancel()
-			return nil, err
-		}
+	if tcp != nil {
+		s.serveFingerprint(tcp)
 	}
 	s.wg.Add(1)
 	go func() {
@@ -144,11 +142,29 @@ func (s *Server) Fingerprint() string {
 	return hex.EncodeToString(sum[:])
 }
 
-func (s *Server) serveFingerprint() error {
-	l, err := net.Listen("tcp", s.ln.Addr().String())
-	if err != nil {
-		return fmt.Errorf("moq: fingerprint listener: %w", err)
+// listenSockets binds the UDP socket QUIC serves on and, withTCP, the
+// TCP listener of the fingerprint bootstrap on the same port. For port 0
+// the kernel picks a UDP port whose TCP twin may be taken by another
+// program: then another UDP port is tried.
+func listenSockets(addr *net.UDPAddr, withTCP bool) (*net.UDPConn, net.Listener, error) {
+	for attempt := 0; ; attempt++ {
+		udp, err := net.ListenUDP("udp", addr)
+		if err != nil || !withTCP {
+			return udp, nil, err
+		}
+		tcp, err := net.Listen("tcp", udp.LocalAddr().String())
+		if err == nil {
+			return udp, tcp, nil
+		}
+		udp.Close()
+		if addr.Port != 0 || attempt == 20 || !errors.Is(err, syscall.EADDRINUSE) {
+			return nil, nil, fmt.Errorf("fingerprint listener: %w", err)
+		}
 	}
+}
+
+// serveFingerprint serves the certificate's pin over HTTP on l.
+func (s *Server) serveFingerprint(l net.Listener) {
 	mux := http.NewServeMux()
 	// CORS as on the reference relay (any origin, GET): a page served
 	// from another origin fetches the pin for serverCertificateHashes.
@@ -171,7 +187,6 @@ func (s *Server) serveFingerprint() error {
 		defer s.wg.Done()
 		_ = s.httpSrv.Serve(l)
 	}()
-	return nil
 }
 
 func (s *Server) acceptLoop() {
