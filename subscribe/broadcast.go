@@ -30,6 +30,8 @@ type remoteBroadcast struct {
 	mu          sync.Mutex
 	activated   chan struct{} // closed and replaced on each active announcement
 	tracks      map[string]*remoteTrack
+	ending      bool           // announced ended: no new tracks
+	runs        sync.WaitGroup // the tracks' run goroutines
 	catalogOnce sync.Once
 	// catalogSeen is closed, and replaced, whenever the session learned a
 	// catalog snapshot of the broadcast; after the catalog track ended it
@@ -110,7 +112,7 @@ func (rb *remoteBroadcast) followAnnouncements() {
 		switch {
 		case !a.Active && !a.diff:
 			rb.s.log.Info("moq: broadcast ended", "broadcast", rb.path)
-			rb.close(nil)
+			rb.endAfterTracks()
 			return
 		case a.Active && a.restart:
 			rb.s.log.Info("moq: broadcast restarted, resubscribing", "broadcast", rb.path)
@@ -123,14 +125,48 @@ func (rb *remoteBroadcast) followAnnouncements() {
 	}
 }
 
-// close ends the broadcast and forgets it, so the next Broadcast call for
-// the path starts over.
-func (rb *remoteBroadcast) close(err error) {
+// endAfterTracks ends the broadcast once its tracks' subscriptions have
+// ended, at most the drain grace period after an "ended" announcement.
+// The announcement travels on its own stream and can overtake the last
+// group streams: closing at once cut the frames still in flight (about
+// one per broadcast with 500 broadcasts on one connection). A publisher
+// ends its subscriptions with the broadcast, so this is normally at once;
+// the bound covers one that does not. The path is forgotten now, so that a
+// broadcast announced again under it starts over.
+func (rb *remoteBroadcast) endAfterTracks() {
+	rb.forget()
+	rb.mu.Lock()
+	rb.ending = true
+	rb.mu.Unlock()
+	ended := make(chan struct{})
+	go func() {
+		rb.runs.Wait()
+		close(ended)
+	}()
+	grace := time.NewTimer(rb.s.opts.drainGrace)
+	defer grace.Stop()
+	select {
+	case <-ended:
+	case <-grace.C:
+	case <-rb.ctx.Done():
+	}
+	rb.close(nil)
+}
+
+// forget drops the broadcast from the session's, so that the next
+// Broadcast call for the path starts over.
+func (rb *remoteBroadcast) forget() {
 	rb.s.mu.Lock()
 	if rb.s.remotes[rb.path] == rb {
 		delete(rb.s.remotes, rb.path)
 	}
 	rb.s.mu.Unlock()
+}
+
+// close ends the broadcast and forgets it, so the next Broadcast call for
+// the path starts over.
+func (rb *remoteBroadcast) close(err error) {
+	rb.forget()
 	if err == nil {
 		rb.cancel(errStopped)
 	} else {
@@ -147,7 +183,7 @@ func (rb *remoteBroadcast) request(name string) (*model.Track, error) {
 	if rt, ok := rb.tracks[name]; ok {
 		return rt.track, nil
 	}
-	if rb.ctx.Err() != nil {
+	if rb.ctx.Err() != nil || rb.ending {
 		return nil, fmt.Errorf("broadcast %q: %w", rb.path, model.ErrClosed)
 	}
 	if !rb.s.mayPublish(rb.path) {
@@ -158,13 +194,21 @@ func (rb *remoteBroadcast) request(name string) (*model.Track, error) {
 		return nil, fmt.Errorf("track %q of %q: %w: %q", name, rb.path, ErrUnsupportedContainer, kind)
 	}
 	rt := &remoteTrack{rb: rb, name: name, track: model.NewTrack(name), kind: kind}
+	// Of the groups its consumers have all read, a subscribed track keeps
+	// only the newest: its consumers asked for it before its first group,
+	// and one that joins later starts at the newest group, as a live
+	// joiner does. The model's default of 8 held ~8 s of video per
+	// recording (4 MB at 4 Mb/s). SetKeepGroups on the track changes it.
+	rt.track.SetKeepGroups(1)
 	rb.tracks[name] = rt
 	if !isCatalogTrack(name) {
 		rt.track.HandleBackfill(rt.backfill)
 	}
 	rb.s.wg.Add(1)
+	rb.runs.Add(1)
 	go func() {
 		defer rb.s.wg.Done()
+		defer rb.runs.Done()
 		rt.run()
 	}()
 	return rt.track, nil
