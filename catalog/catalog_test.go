@@ -230,3 +230,45 @@ func TestReaderAppliesMergePatchesWithinAGroup(t *testing.T) {
 		t.Fatal("TrackFor picks the wrong catalog track")
 	}
 }
+
+// TestReaderPatchesKeepTheDocumentExact: between frames the reader holds
+// the document as text; a patch applied to it changes only what it names,
+// numbers included (a 64-bit bitrate stays exact, not rounded through a
+// float), and a frame that breaks the group leaves the previous snapshot.
+func TestReaderPatchesKeepTheDocumentExact(t *testing.T) {
+	r := NewReader(TrackName)
+	c, err := r.Frame(1, true, []byte(` {"video":{"renditions":{"v":{"codec":"avc1.64001f","bitrate":18446744073709551615}}}} `))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := c.Video.Renditions["v"].Bitrate; b == nil || *b != 18446744073709551615 {
+		t.Fatalf("bitrate %v", b)
+	}
+	steps := []struct {
+		patch   string
+		wantErr bool
+		check   func(*Catalog) bool
+	}{
+		{`{"video":{"renditions":{"v":{"codedWidth":1280}}}}`, false, func(c *Catalog) bool {
+			v := c.Video.Renditions["v"]
+			return v.Bitrate != nil && *v.Bitrate == 18446744073709551615 && v.CodedWidth != nil && *v.CodedWidth == 1280 && v.Codec == "avc1.64001f"
+		}},
+		{`{"video":`, true, nil},
+		{`[1]`, true, nil},
+		{`{"audio":{"renditions":{"a":{"codec":"opus","sampleRate":48000,"numberOfChannels":2}}}}`, false, func(c *Catalog) bool {
+			return len(c.Audio.Renditions) == 1 && c.Video.Renditions["v"].CodedWidth != nil
+		}},
+	}
+	for i, st := range steps {
+		c, err := r.Frame(1, false, []byte(st.patch))
+		if (err != nil) != st.wantErr {
+			t.Fatalf("patch %d %s: err %v, want error %v", i, st.patch, err, st.wantErr)
+		}
+		if st.check != nil && !st.check(c) {
+			t.Fatalf("patch %d %s: snapshot %+v", i, st.patch, c)
+		}
+	}
+	if _, err := r.Frame(2, true, []byte(`"not an object"`)); err == nil {
+		t.Fatal("a document that is not an object was accepted")
+	}
+}

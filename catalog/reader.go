@@ -1,8 +1,10 @@
 package catalog
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 )
 
@@ -22,11 +24,16 @@ func TrackFor(broadcast string) string {
 // patches (RFC 7396), which hang's publisher does not send today but may.
 // The compressed track is inflated and the MSF track converted to the hang
 // shape, according to the track name.
+//
+// Between frames it holds the group's document as JSON text, not decoded:
+// a recorder keeps one Reader per broadcast for as long as the broadcast
+// lives, and a decoded document costs several times its text. A patch
+// decodes it again (numbers kept exact), applies itself and encodes it.
 type Reader struct {
 	track    string
 	group    uint64
 	inGroup  bool
-	doc      map[string]any
+	doc      json.RawMessage // the group's document so far
 	inflater *Inflater
 }
 
@@ -35,7 +42,7 @@ type Reader struct {
 func NewReader(track string) *Reader { return &Reader{track: track} }
 
 // Reset forgets the current group, after a discontinuity of the track.
-func (r *Reader) Reset() { r.inGroup = false }
+func (r *Reader) Reset() { r.inGroup, r.doc, r.inflater = false, nil, nil }
 
 // Frame applies the next frame of the track; first says it is the first
 // frame of group. It returns the snapshot the frame makes. On error the
@@ -44,46 +51,69 @@ func (r *Reader) Reset() { r.inGroup = false }
 func (r *Reader) Frame(group uint64, first bool, payload []byte) (*Catalog, error) {
 	start := first || !r.inGroup || group != r.group
 	if start {
-		r.group, r.inGroup, r.doc = group, true, nil
-		r.inflater = &Inflater{}
+		r.group, r.inGroup, r.doc, r.inflater = group, true, nil, nil
 	}
 	data := payload
 	if r.track == CompressedTrackName {
+		if r.inflater == nil {
+			r.inflater = &Inflater{}
+		}
 		var err error
 		if data, err = r.inflater.Frame(data); err != nil {
 			r.inGroup = false
 			return nil, err
 		}
 	}
-	var v any
-	if err := json.Unmarshal(data, &v); err != nil {
-		if start {
-			r.inGroup = false
-		}
-		return nil, &SyntaxError{Err: err}
-	}
+	var doc json.RawMessage
 	if start {
-		m, ok := v.(map[string]any)
-		if !ok {
+		// Checked whole, and copied: payload belongs to the track.
+		if err := json.Unmarshal(data, &doc); err != nil {
+			r.inGroup = false
+			return nil, &SyntaxError{Err: err}
+		}
+		if doc = bytes.TrimSpace(doc); len(doc) == 0 || doc[0] != '{' {
 			r.inGroup = false
 			return nil, &SyntaxError{Err: errors.New("catalog is not a JSON object")}
 		}
-		r.doc = m
 	} else {
-		m, ok := mergePatch(r.doc, v).(map[string]any)
+		patch, err := decodeExact(data)
+		if err != nil {
+			return nil, &SyntaxError{Err: err}
+		}
+		target, err := decodeExact(r.doc)
+		if err != nil {
+			return nil, &SyntaxError{Err: err}
+		}
+		m, ok := mergePatch(target, patch).(map[string]any)
 		if !ok {
 			return nil, &SyntaxError{Err: errors.New("patch made the catalog a non-object")}
 		}
-		r.doc = m
+		if doc, err = json.Marshal(m); err != nil {
+			return nil, err
+		}
 	}
-	raw, err := json.Marshal(r.doc)
-	if err != nil {
+	// A document the schema refuses stays the base of the group's next
+	// patch, which may mend it.
+	r.doc = doc
+	if r.track == MSFTrackName {
+		return ParseMSF(doc)
+	}
+	return Parse(doc)
+}
+
+// decodeExact decodes a JSON value with numbers kept as their text, so that
+// encoding it again changes none.
+func decodeExact(data []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
 		return nil, err
 	}
-	if r.track == MSFTrackName {
-		return ParseMSF(raw)
+	if _, err := d.Token(); err != io.EOF {
+		return nil, errors.New("invalid character after top-level value")
 	}
-	return Parse(raw)
+	return v, nil
 }
 
 // mergePatch applies an RFC 7396 JSON merge patch without modifying target.

@@ -38,8 +38,10 @@ type Watcher struct {
 	// before its first snapshot ("" once tried, or when Track was forced).
 	fallback string
 
+	// latest is the newest snapshot not returned yet; once returned the
+	// watcher lets it go (its reader owns it), and got says one came.
 	latest  *Catalog
-	fresh   bool
+	got     bool
 	lastErr error
 	ended   error
 }
@@ -87,9 +89,9 @@ func Watch(b *model.Broadcast, opts WatchOptions) (*Watcher, error) {
 // when no valid one came).
 func (w *Watcher) Poll() (*Catalog, error) {
 	w.drain()
-	if w.fresh {
-		w.fresh = false
-		return w.latest, nil
+	if c := w.latest; c != nil {
+		w.latest = nil
+		return c, nil
 	}
 	return nil, w.ended
 }
@@ -122,14 +124,14 @@ func (w *Watcher) drain() {
 		}
 		switch ev.Kind {
 		case model.EventEnd:
-			if ev.Err != nil && w.latest == nil && w.lastErr == nil && w.fallback != "" && w.switchTrack(ev.Err) {
+			if ev.Err != nil && !w.got && w.lastErr == nil && w.fallback != "" && w.switchTrack(ev.Err) {
 				continue
 			}
 			w.ended = ev.Err
 			if w.ended == nil {
 				w.ended = io.EOF
 			}
-			if w.lastErr != nil && !w.fresh && w.latest == nil {
+			if w.lastErr != nil && !w.got {
 				w.ended = fmt.Errorf("catalog: %w (track ended: %w)", w.lastErr, w.ended)
 			}
 		case model.EventDiscontinuity:
@@ -174,6 +176,6 @@ func (w *Watcher) frame(ev model.Event) error {
 	if err != nil {
 		return err
 	}
-	w.latest, w.fresh = c, true
+	w.latest, w.got = c, true
 	return nil
 }

@@ -67,6 +67,7 @@ type Broadcast struct {
 	mu      sync.Mutex
 	tracks  map[string]*Track
 	request func(name string) (*Track, error)
+	onClose func(err error)
 	err     error
 	ended   bool
 	done    chan struct{}
@@ -99,6 +100,15 @@ func (b *Broadcast) CreateTrack(name string) *Track {
 func (b *Broadcast) HandleRequests(fn func(name string) (*Track, error)) {
 	b.mu.Lock()
 	b.request = fn
+	b.mu.Unlock()
+}
+
+// HandleClose installs the function Close calls, once, after the broadcast
+// ended (package subscribe ends its subscriptions there, without a
+// goroutine waiting on Done).
+func (b *Broadcast) HandleClose(fn func(err error)) {
+	b.mu.Lock()
+	b.onClose = fn
 	b.mu.Unlock()
 }
 
@@ -161,9 +171,13 @@ func (b *Broadcast) Close(err error) {
 		tracks = append(tracks, t)
 	}
 	close(b.done)
+	onClose := b.onClose
 	b.mu.Unlock()
 	for _, t := range tracks {
 		t.Close(err)
+	}
+	if onClose != nil {
+		onClose(err)
 	}
 }
 
@@ -432,4 +446,12 @@ func (g *Group) Close(err error) {
 		t.groupFrames = min(len(g.frames), maxFrameHint)
 	}
 	t.wakeLocked()
+}
+
+// Consumers returns how many consumers read the track now (a publisher's
+// subscribers, a recorder's engine).
+func (t *Track) Consumers() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.consumers)
 }

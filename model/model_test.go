@@ -440,3 +440,47 @@ func TestGroupReservesTheFramesTheLastGroupHad(t *testing.T) {
 		}
 	}
 }
+
+// TestBroadcastCloseCallsItsHandlerOnceAfterTheTracksEnded: the close
+// handler runs once, with Close's error, when the tracks already report
+// their end; a second Close calls nothing.
+func TestBroadcastCloseCallsItsHandlerOnceAfterTheTracksEnded(t *testing.T) {
+	for _, want := range []error{nil, errors.New("gone")} {
+		b := NewBroadcast("x")
+		v := b.CreateTrack("v")
+		calls := 0
+		b.HandleClose(func(err error) {
+			calls++
+			if err != want {
+				t.Errorf("handler got %v, want %v", err, want)
+			}
+			if ev, ok := v.Subscribe(0).Next(); !ok || ev.Kind != EventEnd {
+				t.Errorf("track not ended when the handler runs: %+v %v", ev, ok)
+			}
+		})
+		b.Close(want)
+		b.Close(errors.New("again"))
+		if calls != 1 {
+			t.Fatalf("handler called %d times, want 1", calls)
+		}
+	}
+}
+
+func TestConsumersCountsTheTracksReaders(t *testing.T) {
+	tr := NewTrack("video")
+	if n := tr.Consumers(); n != 0 {
+		t.Fatalf("%d consumers before any", n)
+	}
+	a, b := tr.Subscribe(0), tr.Subscribe(0)
+	if n := tr.Consumers(); n != 2 {
+		t.Fatalf("%d consumers, want 2", n)
+	}
+	a.Close()
+	if n := tr.Consumers(); n != 1 {
+		t.Fatalf("%d consumers after one closed, want 1", n)
+	}
+	b.Close()
+	if n := tr.Consumers(); n != 0 {
+		t.Fatalf("%d consumers after both closed", n)
+	}
+}

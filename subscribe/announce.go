@@ -29,6 +29,12 @@ type Announcement struct {
 // Announcements is a live feed of announcements under a prefix. It
 // survives reconnects: after one, broadcasts that are gone are reported
 // ended and new ones active.
+//
+// One feed is one announce stream (SUBSCRIBE_NAMESPACE on moq-transport)
+// and one goroutine reading it. The session's remote broadcasts follow
+// their announcements on a feed that covers their path (Session.Broadcast),
+// so a feed lives while its caller holds it (until Close) or a broadcast
+// follows it, whichever is longer.
 type Announcements struct {
 	s      *Session
 	prefix string
@@ -40,6 +46,16 @@ type Announcements struct {
 	active map[string]bool
 	err    error
 	notify chan struct{}
+	// held says a caller of Announced holds the feed: announcements are
+	// queued for its Next until Close. A feed started for a broadcast has
+	// no caller.
+	held   bool
+	closed bool // Close was called: Next reports ErrClosed
+	ending bool // neither held nor followed any more: no broadcast joins it
+	// followers are the broadcasts that follow their announcements on the
+	// feed, by path; nfollow counts them.
+	followers map[string][]*remoteBroadcast
+	nfollow   int
 }
 
 // Announced starts discovery of the peer's broadcasts under prefix ("" for
@@ -50,24 +66,108 @@ func (s *Session) Announced(ctx context.Context, prefix string) (*Announcements,
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := s.Err(); err != nil {
-		return nil, err
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return nil, s.err
 	}
-	return s.announced(prefix), nil
+	a := s.newFeedLocked(prefix, true)
+	s.startFeedLocked(a)
+	return a, nil
 }
 
-func (s *Session) announced(prefix string) *Announcements {
+// newFeedLocked returns a feed under prefix, registered with the session
+// so that broadcasts can follow it; held says a caller holds it. The
+// caller holds s.mu and starts it with startFeedLocked.
+func (s *Session) newFeedLocked(prefix string, held bool) *Announcements {
 	ctx, cancel := context.WithCancel(s.ctx)
 	a := &Announcements{
 		s: s, prefix: normPath(prefix), ctx: ctx, cancel: cancel,
-		active: map[string]bool{}, notify: make(chan struct{}, 1),
+		active: map[string]bool{}, notify: make(chan struct{}, 1), held: held,
 	}
+	if s.feeds == nil {
+		s.feeds = map[*Announcements]struct{}{}
+	}
+	s.feeds[a] = struct{}{}
+	return a
+}
+
+func (s *Session) startFeedLocked(a *Announcements) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		defer func() {
+			s.mu.Lock()
+			delete(s.feeds, a)
+			s.mu.Unlock()
+		}()
 		a.run()
 	}()
-	return a
+}
+
+// followLocked makes rb follow its announcements on a running feed that
+// covers its path, or on a new one for the path alone. The caller holds
+// s.mu.
+func (s *Session) followLocked(rb *remoteBroadcast) {
+	for a := range s.feeds {
+		if ok, active := a.follow(rb); ok {
+			rb.feed = a
+			if active {
+				// Announced before: what tracks waiting for it need.
+				close(rb.activated)
+				rb.activated = make(chan struct{})
+			}
+			return
+		}
+	}
+	a := s.newFeedLocked(rb.path, false)
+	a.follow(rb)
+	rb.feed = a
+	s.startFeedLocked(a)
+}
+
+// follow adds rb to the feed's followers when the feed covers its path and
+// still runs; active says the path is announced active now.
+func (a *Announcements) follow(rb *remoteBroadcast) (ok, active bool) {
+	if _, covered := stripPrefix(rb.path, a.prefix); !covered {
+		return false, false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ending || a.err != nil || a.ctx.Err() != nil {
+		return false, false
+	}
+	if a.followers == nil {
+		a.followers = map[string][]*remoteBroadcast{}
+	}
+	a.followers[rb.path] = append(a.followers[rb.path], rb)
+	a.nfollow++
+	return true, a.active[rb.path]
+}
+
+// unfollow removes rb from the followers; the feed ends when nobody holds
+// or follows it any more.
+func (a *Announcements) unfollow(rb *remoteBroadcast) {
+	a.mu.Lock()
+	list := a.followers[rb.path]
+	for i, x := range list {
+		if x == rb {
+			list = append(list[:i], list[i+1:]...)
+			a.nfollow--
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(a.followers, rb.path)
+	} else {
+		a.followers[rb.path] = list
+	}
+	idle := !a.held && a.nfollow == 0
+	a.ending = a.ending || idle
+	a.mu.Unlock()
+	if idle {
+		a.cancel()
+	}
 }
 
 // Next returns the next announcement, waiting for one until ctx ends. After
@@ -76,6 +176,10 @@ func (s *Session) announced(prefix string) *Announcements {
 func (a *Announcements) Next(ctx context.Context) (Announcement, error) {
 	for {
 		a.mu.Lock()
+		if a.closed {
+			a.mu.Unlock()
+			return Announcement{}, ErrClosed
+		}
 		if len(a.queue) > 0 {
 			x := a.queue[0]
 			a.queue = a.queue[1:]
@@ -107,8 +211,23 @@ func (a *Announcements) Active() []string {
 	return out
 }
 
-// Close stops the feed.
-func (a *Announcements) Close() { a.cancel() }
+// Close stops the feed. Broadcasts that follow their announcements on it
+// keep it running until they end.
+func (a *Announcements) Close() {
+	a.mu.Lock()
+	if !a.held || a.closed {
+		a.mu.Unlock()
+		return
+	}
+	a.held, a.closed, a.queue = false, true, nil
+	idle := a.nfollow == 0
+	a.ending = idle
+	a.mu.Unlock()
+	a.wake()
+	if idle {
+		a.cancel()
+	}
+}
 
 func (a *Announcements) push(x Announcement) {
 	if x.Active && !a.s.mayPublish(x.Path) {
@@ -125,9 +244,20 @@ func (a *Announcements) push(x Announcement) {
 		}
 		delete(a.active, x.Path)
 	}
-	a.queue = append(a.queue, x)
+	if a.held {
+		a.queue = append(a.queue, x)
+	}
+	followers := a.followers[x.Path]
+	if len(followers) > 1 {
+		followers = append([]*remoteBroadcast(nil), followers...)
+	}
 	a.mu.Unlock()
 	a.wake()
+	// On the feed's goroutine, in the feed's order; nothing here waits
+	// for the network.
+	for _, rb := range followers {
+		rb.announced(x)
+	}
 }
 
 func (a *Announcements) wake() {
@@ -156,7 +286,7 @@ func (a *Announcements) run() {
 			return
 		}
 		gen = g
-		err = a.follow(c)
+		err = a.followConn(c)
 		if a.ctx.Err() != nil {
 			a.end(ErrClosed)
 			return
@@ -183,8 +313,8 @@ func (a *Announcements) run() {
 	}
 }
 
-// follow runs one announce stream on c.
-func (a *Announcements) follow(c conn) error {
+// followConn runs one announce stream on c.
+func (a *Announcements) followConn(c conn) error {
 	if ic, ok := c.(*ietfConn); ok {
 		return a.followIETF(ic)
 	}

@@ -27,25 +27,28 @@ type remoteBroadcast struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	mu          sync.Mutex
-	activated   chan struct{} // closed and replaced on each active announcement
-	tracks      map[string]*remoteTrack
-	ending      bool           // announced ended: no new tracks
-	runs        sync.WaitGroup // the tracks' run goroutines
-	catalogOnce sync.Once
-	// catalogSeen is closed, and replaced, whenever the session learned a
-	// catalog snapshot of the broadcast; after the catalog track ended it
-	// stays closed (catalogDone).
-	catalogMu      sync.Mutex
-	catalogSeen    chan struct{}
-	catalogLearned int
-	catalogDone    bool
+	// feed is the announcement feed the broadcast follows (under s.mu;
+	// nil once closed).
+	feed *Announcements
+
+	mu        sync.Mutex
+	activated chan struct{} // closed and replaced on each active announcement
+	tracks    map[string]*remoteTrack
+	ending    bool           // announced ended: no new tracks
+	runs      sync.WaitGroup // the tracks' run goroutines
 }
 
 // Broadcast returns the peer's broadcast at path (relative to the session
 // root). Its tracks are subscribed on demand (model.Broadcast.Track). The
 // same path returns the same broadcast until it ends (an "ended"
 // announcement, Close, or the session's end); then a new one.
+//
+// The broadcast follows its announcements (an "ended" one closes it, a
+// restart resubscribes its tracks) on a feed the session already runs
+// under a prefix that covers the path, a caller's Announced or another
+// broadcast's, so that a recorder of 1,000 broadcasts holds one announce
+// stream and not 1,000; only a broadcast no feed covers opens one, for its
+// own path (a relay may not let the peer follow any wider prefix).
 func (s *Session) Broadcast(path string) *model.Broadcast {
 	path = normPath(path)
 	s.mu.Lock()
@@ -56,7 +59,7 @@ func (s *Session) Broadcast(path string) *model.Broadcast {
 	ctx, cancel := context.WithCancelCause(s.ctx)
 	rb := &remoteBroadcast{
 		s: s, path: path, b: model.NewBroadcast(path), ctx: ctx, cancel: cancel,
-		tracks: map[string]*remoteTrack{}, catalogSeen: make(chan struct{}), activated: make(chan struct{}),
+		tracks: map[string]*remoteTrack{}, activated: make(chan struct{}),
 	}
 	rb.b.HandleRequests(rb.request)
 	s.remotes[path] = rb
@@ -65,63 +68,61 @@ func (s *Session) Broadcast(path string) *model.Broadcast {
 		go rb.close(err)
 		return rb.b
 	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		rb.watch()
-	}()
+	// The owner's Close of the model broadcast ends the broadcast's work.
+	rb.b.HandleClose(rb.close)
+	s.followLocked(rb)
 	return rb.b
 }
 
-// watch ends the broadcast's work when the model broadcast is closed by its
-// owner, and follows its announcements until then.
-func (rb *remoteBroadcast) watch() {
-	rb.s.wg.Add(1)
-	go func() {
-		defer rb.s.wg.Done()
-		rb.followAnnouncements()
-	}()
-	select {
-	case <-rb.b.Done():
-		rb.close(rb.b.Err())
-	case <-rb.ctx.Done():
+// announced applies an announcement of the broadcast's path: an "ended"
+// one closes the broadcast, a restart resubscribes its tracks. A feed that
+// ends (the peer closed the announce stream) leaves the broadcast be: its
+// tracks report their own ends.
+func (rb *remoteBroadcast) announced(a Announcement) {
+	if a.Active {
+		rb.mu.Lock()
+		close(rb.activated)
+		rb.activated = make(chan struct{})
+		rb.mu.Unlock()
+	}
+	switch {
+	case !a.Active && !a.diff:
+		rb.s.log.Info("moq: broadcast ended", "broadcast", rb.path)
+		rb.endAfterTracks()
+	case a.Active && a.restart:
+		rb.s.log.Info("moq: broadcast restarted, resubscribing", "broadcast", rb.path)
+		rb.mu.Lock()
+		for _, rt := range rb.tracks {
+			rt.restart()
+		}
+		rb.mu.Unlock()
 	}
 }
 
-// followAnnouncements closes the broadcast on an "ended" announcement and
-// resubscribes its tracks on a restart. When the feed ends (the peer closed
-// the announce stream) the broadcast stays: its tracks report their own
-// ends.
-func (rb *remoteBroadcast) followAnnouncements() {
-	feed := rb.s.announced(rb.path)
-	defer feed.Close()
-	for {
-		a, err := feed.Next(rb.ctx)
-		if err != nil {
-			return
-		}
-		if a.Path != rb.path {
-			continue
-		}
-		if a.Active {
-			rb.mu.Lock()
-			close(rb.activated)
-			rb.activated = make(chan struct{})
-			rb.mu.Unlock()
-		}
-		switch {
-		case !a.Active && !a.diff:
-			rb.s.log.Info("moq: broadcast ended", "broadcast", rb.path)
-			rb.endAfterTracks()
-			return
-		case a.Active && a.restart:
-			rb.s.log.Info("moq: broadcast restarted, resubscribing", "broadcast", rb.path)
-			rb.mu.Lock()
-			for _, rt := range rb.tracks {
-				rt.restart()
-			}
-			rb.mu.Unlock()
-		}
+// close ends the broadcast and forgets it, so the next Broadcast call for
+// the path starts over.
+func (rb *remoteBroadcast) close(err error) {
+	rb.detach()
+	if err == nil {
+		rb.cancel(errStopped)
+	} else {
+		rb.cancel(err)
+	}
+	rb.b.Close(err)
+}
+
+// detach forgets the broadcast, so that the next Broadcast call for the
+// path starts over, and stops following its announcements.
+func (rb *remoteBroadcast) detach() {
+	rb.s.mu.Lock()
+	if rb.s.remotes[rb.path] == rb {
+		delete(rb.s.remotes, rb.path)
+	}
+	feed := rb.feed
+	rb.feed = nil
+	rb.s.mu.Unlock()
+	if feed != nil {
+		feed.unfollow(rb)
 	}
 }
 
@@ -132,9 +133,10 @@ func (rb *remoteBroadcast) followAnnouncements() {
 // one per broadcast with 500 broadcasts on one connection). A publisher
 // ends its subscriptions with the broadcast, so this is normally at once;
 // the bound covers one that does not. The path is forgotten now, so that a
-// broadcast announced again under it starts over.
+// broadcast announced again under it starts over. It does not wait itself:
+// the shared feed's goroutine calls it.
 func (rb *remoteBroadcast) endAfterTracks() {
-	rb.forget()
+	rb.detach()
 	rb.mu.Lock()
 	rb.ending = true
 	rb.mu.Unlock()
@@ -143,36 +145,16 @@ func (rb *remoteBroadcast) endAfterTracks() {
 		rb.runs.Wait()
 		close(ended)
 	}()
-	grace := time.NewTimer(rb.s.opts.drainGrace)
-	defer grace.Stop()
-	select {
-	case <-ended:
-	case <-grace.C:
-	case <-rb.ctx.Done():
-	}
-	rb.close(nil)
-}
-
-// forget drops the broadcast from the session's, so that the next
-// Broadcast call for the path starts over.
-func (rb *remoteBroadcast) forget() {
-	rb.s.mu.Lock()
-	if rb.s.remotes[rb.path] == rb {
-		delete(rb.s.remotes, rb.path)
-	}
-	rb.s.mu.Unlock()
-}
-
-// close ends the broadcast and forgets it, so the next Broadcast call for
-// the path starts over.
-func (rb *remoteBroadcast) close(err error) {
-	rb.forget()
-	if err == nil {
-		rb.cancel(errStopped)
-	} else {
-		rb.cancel(err)
-	}
-	rb.b.Close(err)
+	go func() {
+		grace := time.NewTimer(rb.s.opts.drainGrace)
+		defer grace.Stop()
+		select {
+		case <-ended:
+		case <-grace.C:
+		case <-rb.ctx.Done():
+		}
+		rb.close(nil)
+	}()
 }
 
 // request is the model.Broadcast request handler: it starts a
@@ -232,99 +214,51 @@ func (rb *remoteBroadcast) knownKind(name string) string {
 
 // kindOf returns the container of track name, reading the broadcast's
 // catalog when it is not known yet (bounded by the request timeout;
-// "legacy" when the catalog does not say).
+// "legacy" when the catalog does not say). The catalog is read here, on
+// the asking track's goroutine and only for as long as it asks: nothing
+// follows it for the broadcast's life, so an idle recording holds no
+// goroutine and no decoded catalog for it.
 func (rb *remoteBroadcast) kindOf(name string) (string, error) {
 	if k := rb.knownKind(name); k != "" {
 		return k, nil
 	}
-	rb.catalogOnce.Do(func() {
-		rb.s.wg.Add(1)
-		go func() {
-			defer rb.s.wg.Done()
-			rb.followCatalog()
-		}()
-	})
-	// A rendition that a catalog update added may be asked for before
-	// the session learned that update (the export follows the catalog
-	// track on its own): after a snapshot without it, wait a moment for
-	// the next one.
-	t := time.NewTimer(rb.s.opts.RequestTimeout)
-	defer t.Stop()
-	var grace <-chan time.Time
-	for {
-		seen, learned, done := rb.catalogNews()
-		if k := rb.knownKind(name); k != "" {
-			return k, nil
+	if w, err := catalog.Watch(rb.b, catalog.WatchOptions{}); err != nil {
+		rb.s.log.Warn("moq: catalog", "broadcast", rb.path, "err", err)
+	} else {
+		defer w.Close()
+		ctx, cancel := context.WithTimeout(rb.ctx, rb.s.opts.RequestTimeout)
+		defer cancel()
+		// A rendition that a catalog update added may be asked for
+		// before that update arrived (the export follows the catalog
+		// track on its own): after a snapshot without it, wait a moment
+		// for the next one.
+		wait := ctx
+		for {
+			c, err := w.Next(wait)
+			if err != nil {
+				break // the catalog track ended, or the wait is over
+			}
+			rb.s.learnCatalog(rb.path, c)
+			if k := rb.knownKind(name); k != "" {
+				return k, nil
+			}
+			if wait == ctx {
+				var stop context.CancelFunc
+				wait, stop = context.WithTimeout(ctx, catalogUpdateGrace)
+				defer stop()
+			}
 		}
-		if done {
-			break
-		}
-		if learned > 0 && grace == nil {
-			g := time.NewTimer(catalogUpdateGrace)
-			defer g.Stop()
-			grace = g.C
-		}
-		select {
-		case <-seen:
-			continue
-		case <-grace:
-		case <-t.C:
-		case <-rb.ctx.Done():
-			return "", context.Cause(rb.ctx)
-		}
-		break
+	}
+	if rb.ctx.Err() != nil {
+		return "", context.Cause(rb.ctx)
 	}
 	rb.s.log.Warn("moq: track not in the catalog, assuming the legacy container", "broadcast", rb.path, "track", name)
 	return container.Legacy, nil
 }
 
-// followCatalog records the containers of the broadcast's renditions.
-func (rb *remoteBroadcast) followCatalog() {
-	w, err := catalog.Watch(rb.b, catalog.WatchOptions{})
-	if err != nil {
-		rb.s.log.Warn("moq: catalog", "broadcast", rb.path, "err", err)
-		rb.learned(true)
-		return
-	}
-	defer w.Close()
-	for {
-		c, err := w.Next(rb.ctx)
-		if err != nil {
-			rb.learned(true)
-			return
-		}
-		rb.s.learnCatalog(rb.path, c)
-		rb.learned(false)
-	}
-}
-
 // catalogUpdateGrace is how long a track missing from the catalog waits
 // for a newer snapshot that names it.
 const catalogUpdateGrace = time.Second
-
-// catalogNews returns the channel closed when the next catalog snapshot
-// is learned, how many were learned so far, and whether none will come
-// (the catalog track ended).
-func (rb *remoteBroadcast) catalogNews() (<-chan struct{}, int, bool) {
-	rb.catalogMu.Lock()
-	defer rb.catalogMu.Unlock()
-	return rb.catalogSeen, rb.catalogLearned, rb.catalogDone
-}
-
-// learned wakes those waiting for a catalog snapshot; last says the
-// catalog track ended.
-func (rb *remoteBroadcast) learned(last bool) {
-	rb.catalogMu.Lock()
-	defer rb.catalogMu.Unlock()
-	if rb.catalogDone {
-		return
-	}
-	close(rb.catalogSeen)
-	if rb.catalogDone = last; !last {
-		rb.catalogLearned++
-		rb.catalogSeen = make(chan struct{})
-	}
-}
 
 // learnCatalog records the container of every rendition of c (the catalog
 // of broadcast path), following "broadcast" references.

@@ -88,6 +88,10 @@
 // # Receiving
 //
 // Session.Announced lists broadcasts under a prefix, with live updates.
+// A remote broadcast follows its own announcements (its end closes it, a
+// restart resubscribes it) on a feed the session already runs that covers
+// its path, so a recorder of many broadcasts holds one announce stream;
+// only a broadcast that no feed covers opens one for its own path.
 // Session.Broadcast returns a model.Broadcast whose tracks are subscribed on
 // demand: the first Track(name) call sends TRACK, reads TRACK_INFO, sends
 // SUBSCRIBE and turns every group stream into a model group; a group stream

@@ -246,7 +246,7 @@ func (ic *ietfConn) joinAlias(alias uint64) *subscription {
 // handleIETFUni reads one incoming data stream: a subgroup of a
 // subscription or the objects of a fetch.
 func (s *Session) handleIETFUni(ic *ietfConn, str recvStream) {
-	r := bufio.NewReader(str)
+	r := bufio.NewReaderSize(str, groupReadBuffer)
 	typ, err := ietf.ReadVarint(r, ic.v)
 	if err != nil {
 		str.CancelRead(CodeCancel)

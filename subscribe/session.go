@@ -45,6 +45,9 @@ type Session struct {
 	nextSubID uint64
 	subs      map[uint64]*subscription
 	remotes   map[string]*remoteBroadcast
+	// feeds are the announcement feeds running, which remote broadcasts
+	// follow (see Session.Broadcast).
+	feeds     map[*Announcements]struct{}
 	published map[string]*model.Broadcast
 	// pubChanged is closed and replaced when published changes.
 	pubChanged chan struct{}
@@ -447,7 +450,16 @@ func wakeRead[S interface{ SetReadDeadline(time.Time) error }](str S) {
 // stream (one per frame of hang's audio) would allocate one otherwise. A
 // reader goes back when its handler returned; what was read from it was
 // copied out (wire.FrameReader's payloads, decoded messages).
-var uniReaders = sync.Pool{New: func() any { return bufio.NewReader(nil) }}
+var uniReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, groupReadBuffer) }}
+
+// groupReadBuffer is the read buffer of a uni (group) stream. It holds
+// headers and small frames (an AAC frame is a few hundred bytes); a payload
+// at least as big is read by bufio straight into its slab, so a larger
+// buffer would buy no fewer reads for video. A reader is held for as long
+// as its stream is open: a paused broadcast's open groups, one per track,
+// so bufio's 4 KB default would cost a recorder of 1,000 idle broadcasts
+// 12 MB for nothing.
+const groupReadBuffer = 512
 
 func (s *Session) handleUni(ctx context.Context, c conn, str recvStream) {
 	r := uniReaders.Get().(*bufio.Reader)

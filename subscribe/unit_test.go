@@ -236,7 +236,7 @@ func TestTrackOfAnEndedBroadcastEndsCleanly(t *testing.T) {
 		ctx, cancel := context.WithCancelCause(s.ctx)
 		cancel(errStopped)
 		rb := &remoteBroadcast{s: s, path: "b", b: model.NewBroadcast("b"), ctx: ctx, cancel: cancel,
-			tracks: map[string]*remoteTrack{}, catalogSeen: make(chan struct{}), activated: make(chan struct{})}
+			tracks: map[string]*remoteTrack{}, activated: make(chan struct{})}
 		rt := &remoteTrack{rb: rb, name: "v", track: model.NewTrack("v")}
 		c := rt.track.Subscribe(0)
 		rt.run()

@@ -3,8 +3,9 @@
 // loopback QUIC listener, for one recorder to dial with --record-all.
 //
 // It prints "URL FINGERPRINT" on stdout once it listens. The media is held
-// until SIGUSR1 (so that every recording takes its broadcast from the first
-// frame; -ramp spreads the starts); then each broadcast plays in real time, or, with -pause, plays
+// until SIGUSR1 and every track of every broadcast has a subscriber (so
+// that every recording takes its broadcast from the first frame; -ramp
+// spreads the starts); then each broadcast plays in real time, or, with -pause, plays
 // its first video group and pauses. The first SIGINT or SIGTERM ends every
 // broadcast cleanly and prints "broadcast NAME FRAMES" for each and then
 // "published FRAMES" (the media frames of all broadcasts); the session stays up for the recorder to finish until a
@@ -111,13 +112,10 @@ func main() {
 
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGINT, syscall.SIGTERM)
+	var releaseOnce sync.Once
 	for s := range sigs {
 		if s == syscall.SIGUSR1 {
-			select {
-			case <-hold:
-			default:
-				close(hold)
-			}
+			releaseOnce.Do(func() { go release(ctx, broadcasts, hold, logger) })
 			continue
 		}
 		break
@@ -132,4 +130,39 @@ func main() {
 	fmt.Printf("published %d\n", total)
 	<-sigs
 	srv.Close()
+}
+
+// release starts the media once every track of every broadcast has a
+// subscriber: a recording opens its file before it subscribes its media
+// tracks, and a frame published before the SUBSCRIBE reached us is not
+// sent (a subscription starts at the live edge), which would count as
+// lost. It waits at most a minute, then starts anyway and says so.
+func release(ctx context.Context, broadcasts []*model.Broadcast, hold chan struct{}, logger *slog.Logger) {
+	defer close(hold)
+	deadline := time.Now().Add(time.Minute)
+	for i := 0; i < len(broadcasts); {
+		if ctx.Err() != nil {
+			return
+		}
+		if subscribed(broadcasts[i]) {
+			i++
+			continue
+		}
+		if time.Now().After(deadline) {
+			logger.Warn("starting the media before every track is subscribed", "broadcast", broadcasts[i].Name())
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// subscribed reports whether every track of b has a consumer.
+func subscribed(b *model.Broadcast) bool {
+	for _, name := range b.TrackNames() {
+		t, err := b.Track(name)
+		if err != nil || t.Consumers() == 0 {
+			return false
+		}
+	}
+	return true
 }
