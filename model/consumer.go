@@ -127,6 +127,12 @@ func (c *Consumer) Next() (Event, bool) {
 			return Event{}, false
 		}
 		g := c.cur
+		if c.idx < g.released {
+			// Let go of (SetReleaseRead) before this reader joined: what
+			// follows needs a keyframe.
+			c.dropped += uint64(g.released - c.idx)
+			c.idx, c.needKey = g.released, true
+		}
 		if c.idx < len(g.frames) {
 			if c.idx == 0 && c.delivered && g.frames[0].Timestamp < c.liveEdge {
 				// A newer group that starts before what was already
@@ -153,6 +159,9 @@ func (c *Consumer) Next() (Event, bool) {
 			if f.Timestamp > c.liveEdge {
 				c.liveEdge = f.Timestamp
 			}
+			if t.releaseRead {
+				t.releaseLocked(g)
+			}
 			return ev, true
 		}
 		if g.finished {
@@ -176,6 +185,20 @@ func (c *Consumer) Next() (Event, bool) {
 		}
 		return Event{}, false
 	}
+}
+
+// readIn returns how many frames of group g (of the track's current
+// timeline) the consumer has read. Called with track.mu held.
+func (c *Consumer) readIn(g *Group) int {
+	switch {
+	case c.epoch != c.track.epoch || !c.started:
+		return 0 // it starts over, maybe at g
+	case c.cur == g:
+		return c.idx
+	case c.cursor > g.seq:
+		return len(g.frames)
+	}
+	return 0
 }
 
 // pendingDiscAllowed says whether a restart is worth reporting: only after

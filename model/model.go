@@ -213,6 +213,9 @@ type Track struct {
 	// groupFrames is how many frames the last group closed complete
 	// held: the room a new group's frame list starts with.
 	groupFrames int
+	// releaseRead drops each frame's payload once every consumer read it
+	// (SetReleaseRead).
+	releaseRead bool
 }
 
 // maxFrameHint bounds the frame list a group reserves ahead (40 KB).
@@ -232,6 +235,35 @@ func (t *Track) SetKeepGroups(n int) {
 	t.mu.Lock()
 	t.keepGroups = max(n, 1)
 	t.mu.Unlock()
+}
+
+// SetReleaseRead makes the track let go of each frame's payload once every
+// consumer has read it, keeping the frame's place and timestamps: for a
+// track that only the consumers it has now will read (a recorder's), whose
+// frames would otherwise stay in memory as long as the track keeps their
+// group, the newest one at least, which a paused broadcast leaves open. A
+// consumer that joins later starts after the frames let go, at the next
+// keyframe. A producer or publisher that reads groups itself (Group.Frames)
+// sees such frames with a nil payload.
+func (t *Track) SetReleaseRead(on bool) {
+	t.mu.Lock()
+	t.releaseRead = on
+	t.mu.Unlock()
+}
+
+// releaseLocked drops the payloads of g's frames that every consumer has
+// read. Called with t.mu held.
+func (t *Track) releaseLocked(g *Group) {
+	upto := len(g.frames)
+	for _, c := range t.consumers {
+		if upto = min(upto, c.readIn(g)); upto <= g.released {
+			return
+		}
+	}
+	for i := g.released; i < upto; i++ {
+		g.frames[i].Payload = nil
+	}
+	g.released = upto
 }
 
 // AppendGroup creates the group after the highest sequence seen so far.
@@ -394,6 +426,7 @@ type Group struct {
 	// Guarded by track.mu.
 	frames   []Frame
 	first    [1]Frame // frames' storage while it holds one (an audio group)
+	released int      // frames before this one have no payload (SetReleaseRead)
 	minTS    int64
 	maxTS    int64
 	finished bool

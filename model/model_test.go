@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 	"time"
@@ -463,6 +464,73 @@ func TestBroadcastCloseCallsItsHandlerOnceAfterTheTracksEnded(t *testing.T) {
 		if calls != 1 {
 			t.Fatalf("handler called %d times, want 1", calls)
 		}
+	}
+}
+
+// TestReleaseReadLetsGoOfWhatEveryConsumerRead: with SetReleaseRead a
+// frame's payload goes once every consumer read it (the slowest decides),
+// the frame keeps its place and timestamp, readers get their payloads
+// whole, and a consumer joining later starts at the next keyframe instead
+// of reading a released frame. Without it nothing is let go.
+func TestReleaseReadLetsGoOfWhatEveryConsumerRead(t *testing.T) {
+	payload := func(i int) []byte { return []byte{byte(i), byte(i), byte(i)} }
+	cases := []struct {
+		name      string
+		release   bool
+		reads     []int // frames each consumer reads of the open group
+		wantKept  int   // frames of the group that still hold their payload
+		lateFirst int64 // timestamp of the first frame a late consumer gets
+	}{
+		{"off", false, []int{3}, 4, 0},
+		{"one reader", true, []int{3}, 1, 4000},
+		{"slowest reader decides", true, []int{3, 1}, 3, 4000},
+		{"all read", true, []int{4, 4}, 0, 4000},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := NewTrack("v")
+			tr.SetReleaseRead(tc.release)
+			var cons []*Consumer
+			for range tc.reads {
+				cons = append(cons, tr.Subscribe(0))
+			}
+			g, _ := tr.AppendGroup()
+			for i := range 4 {
+				if err := g.WriteFrame(Frame{Timestamp: int64(i) * 1000, Payload: payload(i)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for ci, n := range tc.reads {
+				for i := range n {
+					ev, ok := cons[ci].Next()
+					if !ok || ev.Kind != EventFrame || ev.Frame.Timestamp != int64(i)*1000 || !bytes.Equal(ev.Frame.Payload, payload(i)) {
+						t.Fatalf("consumer %d frame %d: %+v %v", ci, i, ev, ok)
+					}
+				}
+			}
+			frames, _, _ := g.Frames(0)
+			kept := 0
+			for i, f := range frames {
+				if f.Timestamp != int64(i)*1000 {
+					t.Fatalf("frame %d lost its timestamp: %d", i, f.Timestamp)
+				}
+				if f.Payload != nil {
+					kept++
+				}
+			}
+			if len(frames) != 4 || kept != tc.wantKept {
+				t.Fatalf("%d frames, %d with their payload; want 4, %d", len(frames), kept, tc.wantKept)
+			}
+			// The next group; a consumer joining now reads no released frame.
+			g.Close(nil)
+			g2, _ := tr.AppendGroup()
+			g2.WriteFrame(Frame{Timestamp: 4000, Payload: payload(4)})
+			late := tr.Subscribe(0)
+			ev, ok := late.Next()
+			if !ok || ev.Kind != EventFrame || ev.Frame.Timestamp != tc.lateFirst || ev.Frame.Payload == nil {
+				t.Fatalf("late consumer's first event %+v %v, want the frame at %d", ev, ok, tc.lateFirst)
+			}
+		})
 	}
 }
 

@@ -204,6 +204,7 @@ type pubTrack struct {
 	dropped bool // the subscriber stopped group seq
 	group   sendStream
 	seq     uint64
+	sent    int // frames of group seq the consumer delivered
 	lastTS  int64
 	hasLast bool // a group was opened
 	buf     []byte
@@ -268,6 +269,7 @@ func (p *pubTrack) serve(cons *model.Consumer) error {
 				}
 			}
 		}
+		p.finishGroup(cons.Track())
 		select {
 		case <-rs.Wakeup():
 			ready = rs.Take(ready[:0])
@@ -300,8 +302,9 @@ func (p *pubTrack) writeFrame(ev model.Event) error {
 			g.CancelWrite(CodeCancel)
 			return err
 		}
-		p.group, p.seq, p.lastTS, p.hasLast = g, ev.Group, 0, true
+		p.group, p.seq, p.sent, p.lastTS, p.hasLast = g, ev.Group, 0, 0, true
 	}
+	p.sent++
 	ts := ev.Frame.Timestamp
 	b := p.pack.appendFrame(p.buf[:0], p.v, ts, p.lastTS, ev.Frame.Payload)
 	p.buf = b
@@ -321,6 +324,19 @@ func (p *pubTrack) writeFrame(ev model.Event) error {
 		return err
 	}
 	return nil
+}
+
+// finishGroup FINs the open group stream once its model group is finished
+// and every frame of it was delivered (as the moq-transport writer does),
+// instead of when the next group begins: the subscriber learns at once
+// that the group is complete, and its reader of the stream (a goroutine, a
+// buffer, the stream's state) ends, where a paused broadcast would keep
+// it open until it resumes. A group whose frames the consumer did not all
+// deliver is left to the next group, as before.
+func (p *pubTrack) finishGroup(t *model.Track) {
+	if p.group != nil && !p.dropped && groupDone(t, p.seq, uint64(p.sent-1)) {
+		p.closeGroup(nil)
+	}
 }
 
 // closeGroup finishes the open group stream: FIN, or a reset after err.

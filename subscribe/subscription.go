@@ -187,33 +187,32 @@ func (s *Session) unregister(sub *subscription) {
 
 // subscribe runs TRACK and SUBSCRIBE on c until the subscription ends:
 // nil for a clean end by the publisher, an error otherwise.
+//
+// Its goroutine waits in readResponses for the subscription's whole life
+// (an idle recording's tracks, for as long as the broadcast pauses), so
+// the work before is done by functions that return first: what the
+// goroutine holds then is the few frames of the read, and the runtime
+// shrinks its stack to 8 KB instead of 16.
 func (rt *remoteTrack) subscribe(ctx context.Context, c conn) (err error) {
 	if ic, ok := c.(*ietfConn); ok {
 		return rt.subscribeIETF(ctx, ic)
 	}
-	s := rt.rb.s
 	v := connVersion(c)
 	// Without a Track stream (lite-01..04) nothing tells the timescale;
 	// frames carry no wire timestamp there either, so raw tracks get 0.
-	info := wire.TrackInfo{Timescale: publishTimescale}
+	timescale := uint64(publishTimescale)
 	if v.TrackInfo {
-		var err error
-		if info, err = rt.trackInfo(ctx, c); err != nil {
+		info, err := rt.trackInfo(ctx, c)
+		if err != nil {
 			return err
 		}
+		timescale = info.Timescale
 	}
 	resumed := rt.live
 	rt.live = true
 
-	s.mu.Lock()
-	id := s.nextSubID
-	s.nextSubID++
-	sub := &subscription{id: id, rt: rt, timescale: info.Timescale,
-		arrived: make(chan struct{}, 1), started: make(chan struct{})}
-	sub.ctx, sub.cancel = context.WithCancelCause(ctx)
-	s.subs[id] = sub
-	s.mu.Unlock()
-	defer s.unregister(sub)
+	sub := rt.register(ctx, timescale)
+	defer rt.rb.s.unregister(sub)
 	defer func() {
 		// Group streams that stop because the connection is gone are
 		// left open for the resumed subscription (resume.go), also when
@@ -226,11 +225,43 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) (err error) {
 	}()
 	defer sub.markStarted()
 	// A resumed subscription fills the gap at SUBSCRIBE_OK (resume.go).
-	defer rt.attach(c, info.Timescale, false)()
+	defer rt.attach(c, timescale, false)()
 
+	str, err := rt.sendSubscribe(ctx, c, v, sub.id)
+	if err != nil {
+		return err
+	}
+	// Unsubscribe with a FIN when the attempt is cancelled (the @moq/net
+	// publisher only stops on a FIN).
+	stop := context.AfterFunc(ctx, func() {
+		str.Close()
+		str.SetReadDeadline(time.Now())
+	})
+	defer stop()
+	return rt.readResponses(ctx, c, v, sub, str, resumed)
+}
+
+// register makes a subscription of the track, reading group streams for it
+// from now on.
+func (rt *remoteTrack) register(ctx context.Context, timescale uint64) *subscription {
+	s := rt.rb.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := s.nextSubID
+	s.nextSubID++
+	sub := &subscription{id: id, rt: rt, timescale: timescale,
+		arrived: make(chan struct{}, 1), started: make(chan struct{})}
+	sub.ctx, sub.cancel = context.WithCancelCause(ctx)
+	s.subs[id] = sub
+	return sub
+}
+
+// sendSubscribe opens the subscription's stream and sends SUBSCRIBE.
+func (rt *remoteTrack) sendSubscribe(ctx context.Context, c conn, v *wire.Version, id uint64) (bidiStream, error) {
+	s := rt.rb.s
 	str, err := c.OpenBidi(ctx)
 	if err != nil {
-		return fmt.Errorf("open subscribe stream: %w", err)
+		return nil, fmt.Errorf("open subscribe stream: %w", err)
 	}
 	m := wire.Subscribe{
 		ID: id, Broadcast: rt.rb.path, Track: rt.name,
@@ -240,85 +271,100 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) (err error) {
 	}
 	if _, err := str.Write(m.AppendFor(wire.AppendVarint(nil, wire.StreamSubscribe), v)); err != nil {
 		str.CancelRead(CodeCancel)
-		return fmt.Errorf("send SUBSCRIBE: %w", err)
+		return nil, fmt.Errorf("send SUBSCRIBE: %w", err)
 	}
-	// Unsubscribe with a FIN when the attempt is cancelled (the @moq/net
-	// publisher only stops on a FIN).
-	stop := context.AfterFunc(ctx, func() {
-		str.Close()
-		str.SetReadDeadline(time.Now())
-	})
-	defer stop()
+	return str, nil
+}
 
+// subscribeState is what readResponses learnt of a subscription so far.
+type subscribeState struct {
+	started            bool
+	first, end         uint64
+	haveFirst, haveEnd bool
+	resumed            bool
+}
+
+// readResponses reads the subscription's responses until it ends.
+func (rt *remoteTrack) readResponses(ctx context.Context, c conn, v *wire.Version, sub *subscription, str bidiStream, resumed bool) error {
 	r := bufio.NewReaderSize(str, controlReadBuffer)
-	started := false
-	var first, end uint64
-	var haveFirst, haveEnd bool
+	st := &subscribeState{resumed: resumed}
 	for {
 		resp, err := wire.ReadSubscribeResponseFor(r, v)
 		if err != nil {
-			if ctx.Err() != nil {
-				str.CancelRead(CodeCancel)
-				return context.Cause(ctx)
-			}
-			if connGone(c, err) {
-				return connLoss(c, err)
-			}
-			if err == io.EOF {
-				// The publisher accounted for every group: wait for the
-				// streams still on their way.
-				sub.markStarted()
-				sub.drain(ctx, first, end, haveFirst && haveEnd)
-				str.Close()
-				return nil
-			}
-			if re, ok := errors.AsType[*ResetError](err); ok {
-				str.CancelWrite(CodeCancel)
-				if !started {
-					return fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", ErrRefused, rt.rb.path, rt.name, re)
-				}
-				return re
-			}
-			resetStream(str, CodeDecode)
-			return fmt.Errorf("subscribe stream: %w", protocolErr(err))
+			return rt.responsesEnded(ctx, c, sub, str, st, err)
 		}
-		switch resp.Type {
-		case wire.RespOK:
-			started = true
-			first, haveFirst = resp.Group, true
-			sub.gotOK.Store(true)
-			if resumed {
-				// The groups missed since the connection was lost come
-				// first, or the track starts a new timeline.
-				rt.resume(ctx, c, info.Timescale, first)
-				rt.releaseAtLive(first)
-			} else {
-				// Groups travel on separate streams: the first one may
-				// land after the second. Readers start at the group
-				// named here.
-				rt.track.SetStart(resp.Group)
-			}
-			sub.markStarted()
-			s.log.Debug("moq: subscribed", "broadcast", rt.rb.path, "track", rt.name, "group", resp.Group)
-		case wire.RespAck:
-			// lite-01..04: accepted. The reference names no start group
-			// here (it sends none; our publisher does when it knows it),
-			// so readers start where the first group lands otherwise.
-			started = true
-			if resp.Ack.Start.Valid {
-				first, haveFirst = resp.Ack.Start.Seq, true
-				rt.track.SetStart(first)
-			}
-			sub.markStarted()
-			s.log.Debug("moq: subscribed", "broadcast", rt.rb.path, "track", rt.name, "version", v.Name)
-		case wire.RespEnd:
-			end, haveEnd = resp.Group, true
-			s.log.Debug("moq: subscription end announced", "broadcast", rt.rb.path, "track", rt.name, "end", resp.Group)
-		case wire.RespDrop:
-			s.log.Debug("moq: groups dropped", "broadcast", rt.rb.path, "track", rt.name,
-				"start", resp.Start, "end", resp.End, "code", resp.Code)
-		}
+		rt.response(ctx, c, v, sub, st, &resp)
 	}
+}
+
+// response applies one response of the subscription.
+func (rt *remoteTrack) response(ctx context.Context, c conn, v *wire.Version, sub *subscription, st *subscribeState, resp *wire.SubscribeResponse) {
+	s := rt.rb.s
+	switch resp.Type {
+	case wire.RespOK:
+		st.started = true
+		st.first, st.haveFirst = resp.Group, true
+		sub.gotOK.Store(true)
+		if st.resumed {
+			// The groups missed since the connection was lost come
+			// first, or the track starts a new timeline.
+			rt.resume(ctx, c, sub.timescale, st.first)
+			rt.releaseAtLive(st.first)
+		} else {
+			// Groups travel on separate streams: the first one may
+			// land after the second. Readers start at the group
+			// named here.
+			rt.track.SetStart(resp.Group)
+		}
+		sub.markStarted()
+		s.log.Debug("moq: subscribed", "broadcast", rt.rb.path, "track", rt.name, "group", resp.Group)
+	case wire.RespAck:
+		// lite-01..04: accepted. The reference names no start group
+		// here (it sends none; our publisher does when it knows it),
+		// so readers start where the first group lands otherwise.
+		st.started = true
+		if resp.Ack.Start.Valid {
+			st.first, st.haveFirst = resp.Ack.Start.Seq, true
+			rt.track.SetStart(st.first)
+		}
+		sub.markStarted()
+		s.log.Debug("moq: subscribed", "broadcast", rt.rb.path, "track", rt.name, "version", v.Name)
+	case wire.RespEnd:
+		st.end, st.haveEnd = resp.Group, true
+		s.log.Debug("moq: subscription end announced", "broadcast", rt.rb.path, "track", rt.name, "end", resp.Group)
+	case wire.RespDrop:
+		s.log.Debug("moq: groups dropped", "broadcast", rt.rb.path, "track", rt.name,
+			"start", resp.Start, "end", resp.End, "code", resp.Code)
+	}
+}
+
+// responsesEnded is how the subscription ends when reading its responses
+// failed with err.
+func (rt *remoteTrack) responsesEnded(ctx context.Context, c conn, sub *subscription, str bidiStream, st *subscribeState, err error) error {
+	if ctx.Err() != nil {
+		str.CancelRead(CodeCancel)
+		return context.Cause(ctx)
+	}
+	if connGone(c, err) {
+		return connLoss(c, err)
+	}
+	if err == io.EOF {
+		// The publisher accounted for every group: wait for the
+		// streams still on their way.
+		sub.markStarted()
+		sub.drain(ctx, st.first, st.end, st.haveFirst && st.haveEnd)
+		str.Close()
+		return nil
+	}
+	if re, ok := errors.AsType[*ResetError](err); ok {
+		str.CancelWrite(CodeCancel)
+		if !st.started {
+			return fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", ErrRefused, rt.rb.path, rt.name, re)
+		}
+		return re
+	}
+	resetStream(str, CodeDecode)
+	return fmt.Errorf("subscribe stream: %w", protocolErr(err))
 }
 
 // trackInfo sends TRACK and reads TRACK_INFO, bounded by the request

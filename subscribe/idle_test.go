@@ -1,0 +1,68 @@
+package subscribe
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/moq-export/moq-export/model"
+)
+
+// TestFinishedGroupEndsAtTheSubscriberWithoutTheNextOne: the publisher
+// FINs a group's stream as soon as its model group is finished, not when
+// the next group begins: the subscriber's group is complete (and its
+// reader of the stream gone) while the broadcast pauses, with every frame.
+// A paused broadcast's recorder otherwise holds a reader per track.
+func TestFinishedGroupEndsAtTheSubscriberWithoutTheNextOne(t *testing.T) {
+	versions := []string{"lite-05", "lite-04", "lite-03", "lite-02"}
+	groups := []struct {
+		name   string
+		frames int
+	}{{"one frame", 1}, {"a GOP", 30}}
+	for _, ver := range versions {
+		for _, gr := range groups {
+			t.Run(ver+"/"+gr.name, func(t *testing.T) {
+				srv, pin := startServer(t, "127.0.0.1:0")
+				defer srv.Close()
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				client, peer := dialAndAccept(t, ctx, srv, "moql://"+srv.Addr().String()+"/", Options{TLSFingerprint: pin,
+					Logger: testLogger(t), Versions: []string{ver}, Container: func(string, string) string { return "legacy" }})
+				defer client.Close()
+				pb := model.NewBroadcast("live")
+				pt := pb.CreateTrack("v")
+				if err := peer.Publish(pb); err != nil {
+					t.Fatal(err)
+				}
+				tr, err := client.Broadcast("live").Track("v")
+				if err != nil {
+					t.Fatal(err)
+				}
+				cons := tr.Subscribe(0)
+				waitFor(t, "the subscription", func() bool { return peer.servingTrack("live", "v") == 1 })
+				g, _ := pt.AppendGroup()
+				for i := range gr.frames {
+					// The legacy container: a varint timestamp, then the payload.
+					g.WriteFrame(model.Frame{Timestamp: int64(i) * 33_000, Payload: []byte{0, byte(i), 1, 2, 3}})
+				}
+				g.Close(nil)
+				waitFor(t, "the group finished at the subscriber", func() bool {
+					sg := tr.NewestGroup()
+					if sg == nil {
+						return false
+					}
+					_, finished, _ := sg.Frames(0)
+					return finished
+				})
+				frames, _, err := tr.NewestGroup().Frames(0)
+				if err != nil || len(frames) != gr.frames {
+					t.Fatalf("%d frames (%v), want %d", len(frames), err, gr.frames)
+				}
+				evs, err := readEvents(ctx, cons, func(evs []model.Event) bool { return frameCount(evs) >= gr.frames })
+				if err != nil || frameCount(evs) != gr.frames {
+					t.Fatalf("%d frames read (%v), want %d", frameCount(evs), err, gr.frames)
+				}
+			})
+		}
+	}
+}
