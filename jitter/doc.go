@@ -45,7 +45,7 @@
 // stays grown) for a track that lags but is not silent:
 //
 //   - when the media-time bound is reached for a track that pushed a frame
-//     within the last Delay of wall time, the delay grows to its lag (the
+//     within the current delay of wall time, the delay grows to its lag (the
 //     newest key pushed minus its newest key) plus Delay instead of the
 //     track being declared idle: a track that falls behind little by
 //     little (a link that queues the bigger video frames) loses nothing;
@@ -54,8 +54,9 @@
 //     after it caught up), not everything after it.
 //
 // Frames dropped while a video track waits for its next keyframe still
-// count as the track delivering. A silent track is declared idle after
-// Delay as before.
+// count as the track delivering. A silent track (nothing pushed for the
+// current delay of wall time) is declared idle as before, and the delay
+// does not grow for it.
 //
 // # Discontinuities
 //

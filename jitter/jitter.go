@@ -318,14 +318,16 @@ func (b *Buffer) Pop() (Item, bool) {
 }
 
 // growForLagging grows the delay (up to MaxDelay) when the track that holds
-// key back is lagging, not silent: it pushed a frame within the last Delay
-// of wall time. It reports whether the output still waits for it.
+// key back is lagging, not silent: it pushed a frame within the current
+// delay of wall time (a silent track reaches the media-time bound about
+// that long after its last frame, so it is not waited for longer). It
+// reports whether the output still waits for it.
 func (b *Buffer) growForLagging(key int64, now time.Time) bool {
 	if b.maxDelay <= b.delay {
 		return false
 	}
 	w := b.waiting.min()
-	if w.lastKey == minKey || now.Sub(w.pushedAt).Microseconds() >= b.base {
+	if w.lastKey == minKey || now.Sub(w.pushedAt).Microseconds() >= b.delay {
 		return false // it has not started, or it went silent
 	}
 	b.delay = min(b.maxDelay, max(b.delay, b.maxKey-w.lastKey+b.base))

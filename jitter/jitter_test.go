@@ -568,3 +568,34 @@ func TestMaxDelayWaitsForATrackThatFallsBehind(t *testing.T) {
 		})
 	}
 }
+
+// TestMaxDelayDoesNotGrowForASilentTrack: a track that stops (a paused
+// rendition) is declared idle after Delay as without MaxDelay, and the
+// delay stays: only lagging tracks that still deliver make it grow.
+func TestMaxDelayDoesNotGrowForASilentTrack(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(0, 0)}
+	b := New(Options{Delay: 500 * time.Millisecond, MaxDelay: 5 * time.Second, MediaTimeOnly: true, Now: clock.now})
+	b.AddTrack(1, mux.Video)
+	b.AddTrack(2, mux.Audio)
+	released := 0
+	for audio := int64(0); audio < 10000; audio += 20 {
+		clock.t = time.Unix(0, 0).Add(time.Duration(audio) * time.Millisecond)
+		if err := b.Push(frame(2, audio, true)); err != nil {
+			t.Fatal(err)
+		}
+		if audio < 2000 && audio%40 == 0 { // video until 2 s, then silent
+			if err := b.Push(frame(1, audio, audio == 0)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		released += len(drain(b))
+	}
+	st := b.Stats()
+	if st.Delay != 500*time.Millisecond || st.Idled != 1 {
+		t.Fatalf("delay %v, idled %d: want 500ms, 1 (stats %+v)", st.Delay, st.Idled, st)
+	}
+	// Everything up to the last 500 ms of audio has left.
+	if want := 500 + 50 - 25; released < want {
+		t.Fatalf("%d frames released, want at least %d", released, want)
+	}
+}
