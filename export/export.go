@@ -26,6 +26,10 @@ type Options struct {
 	// Delay bounds how long a lagging track holds the output (see package
 	// jitter). Zero means jitter.DefaultDelay.
 	Delay time.Duration
+	// MaxDelay is how far late frames may grow Delay, so that a track
+	// that keeps lagging the others is waited for instead of dropped from
+	// then on (jitter.Options.MaxDelay). Zero: Delay stays fixed.
+	MaxDelay time.Duration
 	// Latency is how far a newer group must be ahead before a track gives up
 	// on a stalled group (see model.Track.Subscribe). Zero means Delay.
 	Latency time.Duration
@@ -171,7 +175,7 @@ func New(bc *model.Broadcast, m mux.Muxer, opts Options) *Export {
 		refused: map[string]bool{},
 		ctx:     context.Background(),
 	}
-	e.jit = jitter.New(jitter.Options{Delay: opts.Delay, Late: opts.Late, MediaTimeOnly: opts.MediaTimeOnly, Now: opts.Now, Pending: e.pending})
+	e.jit = jitter.New(jitter.Options{Delay: opts.Delay, MaxDelay: opts.MaxDelay, Late: opts.Late, MediaTimeOnly: opts.MediaTimeOnly, Now: opts.Now, Pending: e.pending})
 	return e
 }
 

@@ -39,6 +39,24 @@
 // muxer sees a timestamp lower than one it already wrote. Late frames are
 // never moved into the past of the output silently.
 //
+// # Growing delay
+//
+// With Options.MaxDelay above Delay, the delay grows (up to MaxDelay, and
+// stays grown) for a track that lags but is not silent:
+//
+//   - when the media-time bound is reached for a track that pushed a frame
+//     within the last Delay of wall time, the delay grows to its lag (the
+//     newest key pushed minus its newest key) plus Delay instead of the
+//     track being declared idle: a track that falls behind little by
+//     little (a link that queues the bigger video frames) loses nothing;
+//   - a late frame grows the delay to the lag it showed plus Delay and the
+//     track is waited for again: it loses one stretch (up to the keyframe
+//     after it caught up), not everything after it.
+//
+// Frames dropped while a video track waits for its next keyframe still
+// count as the track delivering. A silent track is declared idle after
+// Delay as before.
+//
 // # Discontinuities
 //
 // PushDiscontinuity marks a break in one track's timeline (empty group,

@@ -34,6 +34,13 @@ type Options struct {
 	Delay time.Duration
 	// Late is the policy for late frames.
 	Late LatePolicy
+	// MaxDelay lets the delay grow when frames arrive late: to the lag
+	// the late frame showed plus Delay, at most MaxDelay, and it stays
+	// there. A track that keeps lagging the others by more than Delay (a
+	// link that carries one track's bigger frames slower) then loses one
+	// stretch, not everything after it: the output waits for it from then
+	// on. Zero, or not above Delay: the delay stays fixed.
+	MaxDelay time.Duration
 	// MediaTimeOnly drops the wall-clock part of the Delay bound: when no
 	// data flows at all, the output waits for the lagging tracks as long
 	// as it takes. A recorder writing a file uses it so that a network
@@ -61,11 +68,12 @@ type Item struct {
 
 // Stats counts what a Buffer did.
 type Stats struct {
-	Released int64 // frames released
-	Late     int64 // late frames (dropped or passed)
-	Dropped  int64 // frames dropped: late ones, and on video what depends on them
-	Idled    int64 // times a lagging track was declared idle
-	Buffered int   // frames held now
+	Released int64         // frames released
+	Late     int64         // late frames (dropped or passed)
+	Dropped  int64         // frames dropped: late ones, and on video what depends on them
+	Idled    int64         // times a lagging track was declared idle
+	Buffered int           // frames held now
+	Delay    time.Duration // the delay now (grown from Options.Delay by late frames, see MaxDelay)
 }
 
 type entry struct {
@@ -85,6 +93,8 @@ type track struct {
 	idle     bool
 	ended    bool
 	dropping bool // video: dropping until the next keyframe
+
+	pushedAt time.Time // when it last pushed a frame (kept with MaxDelay only)
 
 	pendingPos int // position in Buffer.pending, -1 if not there
 	waitingPos int // position in Buffer.waiting, -1 if not there
@@ -109,8 +119,10 @@ const minKey = math.MinInt64
 // Buffer is the cross-track jitter buffer. It is not safe for concurrent
 // use: the export engine drives it from one goroutine.
 type Buffer struct {
-	delay int64 // microseconds; < 0: never wait
-	opts  Options
+	delay    int64 // microseconds; < 0: never wait
+	base     int64 // the delay Options gave, microseconds
+	maxDelay int64 // microseconds: how far late frames may grow delay
+	opts     Options
 
 	tracks map[int]*track
 	// pending holds tracks with buffered frames, by their front key.
@@ -142,6 +154,7 @@ func New(opts Options) *Buffer {
 	default:
 		b.delay = opts.Delay.Microseconds()
 	}
+	b.base, b.maxDelay = b.delay, max(b.delay, opts.MaxDelay.Microseconds())
 	if b.opts.Now == nil {
 		b.opts.Now = time.Now
 	}
@@ -209,10 +222,14 @@ func (b *Buffer) Push(f mux.Frame) error {
 	}
 	f.Timestamp += t.offset
 	key := max(f.Timestamp, t.lastKey)
+	if b.maxDelay > b.base {
+		t.pushedAt = b.opts.Now()
+	}
 
 	if t.video && t.dropping {
 		if !f.Keyframe {
 			b.stats.Dropped++
+			b.skipped(t, key)
 			return nil
 		}
 		t.dropping = false
@@ -220,7 +237,11 @@ func (b *Buffer) Push(f mux.Frame) error {
 	if key < b.released {
 		// Late: the output already moved past this frame.
 		b.stats.Late++
-		t.lastKey = key
+		if b.delay >= 0 && b.maxDelay > b.delay {
+			// Wait for this track again, with a delay that covers its lag.
+			b.delay = min(b.maxDelay, max(b.delay, b.maxKey-key+b.base))
+		}
+		b.skipped(t, key)
 		if b.opts.Late == LatePass {
 			b.late = append(b.late, Item{Frame: f, Late: true})
 			return nil
@@ -243,6 +264,20 @@ func (b *Buffer) Push(f mux.Frame) error {
 	}
 	b.stats.Buffered++
 	return nil
+}
+
+// skipped records that track t delivered a frame with key that does not
+// leave (late, or depending on a late one): the track is not silent. With
+// a delay that may grow (MaxDelay), an idle track is waited for again.
+func (b *Buffer) skipped(t *track, key int64) {
+	t.lastKey = key
+	switch {
+	case t.waitingPos >= 0:
+		b.waiting.fix(t.waitingPos)
+	case t.idle && t.buffered() == 0 && b.maxDelay > b.base:
+		t.idle = false
+		b.waiting.push(t)
+	}
 }
 
 // Pop returns the next item that may leave now, or false.
@@ -268,6 +303,9 @@ func (b *Buffer) Pop() (Item, bool) {
 			if b.maxKey-key < b.delay && (b.opts.MediaTimeOnly || now.Sub(b.blockedSince).Microseconds() < b.delay) {
 				return Item{}, false
 			}
+			if b.growForLagging(key, now) {
+				return Item{}, false
+			}
 			if b.idleWaitingBefore(key, true) {
 				b.onPending = true
 				return Item{}, false
@@ -277,6 +315,22 @@ func (b *Buffer) Pop() (Item, bool) {
 		return b.release(t), true
 	}
 	return Item{}, false
+}
+
+// growForLagging grows the delay (up to MaxDelay) when the track that holds
+// key back is lagging, not silent: it pushed a frame within the last Delay
+// of wall time. It reports whether the output still waits for it.
+func (b *Buffer) growForLagging(key int64, now time.Time) bool {
+	if b.maxDelay <= b.delay {
+		return false
+	}
+	w := b.waiting.min()
+	if w.lastKey == minKey || now.Sub(w.pushedAt).Microseconds() >= b.base {
+		return false // it has not started, or it went silent
+	}
+	b.delay = min(b.maxDelay, max(b.delay, b.maxKey-w.lastKey+b.base))
+	b.blockedSince = now
+	return b.maxKey-key < b.delay
 }
 
 // idleWaitingBefore declares idle every waiting track that still holds key
@@ -354,4 +408,8 @@ func (b *Buffer) Holds(id int) bool {
 }
 
 // Stats returns the counters.
-func (b *Buffer) Stats() Stats { return b.stats }
+func (b *Buffer) Stats() Stats {
+	st := b.stats
+	st.Delay = time.Duration(max(b.delay, 0)) * time.Microsecond
+	return st
+}

@@ -1,6 +1,7 @@
 package jitter
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -435,5 +436,135 @@ func TestMediaTimeOnlyWaitsThroughSilence(t *testing.T) {
 	}
 	if got := drain(b); len(got) == 0 {
 		t.Fatal("the media-time bound released nothing")
+	}
+}
+
+// TestMaxDelayLetsATrackThatKeepsLaggingRejoin: video arrives a constant
+// 1.2 s behind audio (each video frame is pushed with the audio frames
+// 1.2 s later). With a fixed 500 ms delay every video frame after the
+// first stretch is late, to the end; with MaxDelay the delay grows on the
+// first late frame and video is dropped only until the output waits for it.
+func TestMaxDelayLetsATrackThatKeepsLaggingRejoin(t *testing.T) {
+	const lagMs, endMs = 1200, 20000
+	tests := []struct {
+		name        string
+		maxDelay    time.Duration
+		minVideoOut int // video frames released, of the 627 pushed
+		maxVideoOut int
+		minDelay    time.Duration // the delay at the end
+		maxDelayEnd time.Duration
+	}{
+		{name: "fixed delay", maxDelay: 0, minVideoOut: 0, maxVideoOut: 30, minDelay: 500 * time.Millisecond, maxDelayEnd: 500 * time.Millisecond},
+		{name: "grows to the lag", maxDelay: 5 * time.Second, minVideoOut: 627 - 110, maxVideoOut: 627, minDelay: lagMs * time.Millisecond, maxDelayEnd: (lagMs + 600) * time.Millisecond},
+		{name: "capped below the lag", maxDelay: time.Second, minVideoOut: 0, maxVideoOut: 60, minDelay: time.Second, maxDelayEnd: time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := New(Options{Delay: 500 * time.Millisecond, MaxDelay: tt.maxDelay, MediaTimeOnly: true})
+			b.AddTrack(1, mux.Video)
+			b.AddTrack(2, mux.Audio)
+			var out []Item
+			video, nextVideo := 0, int64(0)
+			for audio := int64(0); audio < endMs; audio += 20 {
+				if err := b.Push(frame(2, audio, true)); err != nil {
+					t.Fatal(err)
+				}
+				// Video frames 30 ms apart, keyframe every 1 s, pushed
+				// lagMs after their time.
+				for nextVideo+lagMs <= audio && nextVideo < endMs {
+					if err := b.Push(frame(1, nextVideo, nextVideo%1000 == 0)); err != nil {
+						t.Fatal(err)
+					}
+					nextVideo += 30
+				}
+				out = append(out, drain(b)...)
+			}
+			for {
+				it, ok := b.Flush()
+				if !ok {
+					break
+				}
+				out = append(out, it)
+			}
+			last := int64(math.MinInt64)
+			for _, it := range out {
+				if it.Frame.Timestamp < last {
+					t.Fatalf("timestamps went back: %d after %d", it.Frame.Timestamp, last)
+				}
+				last = it.Frame.Timestamp
+				if it.Frame.TrackID == 1 {
+					video++
+				}
+			}
+			pushed := int(nextVideo / 30)
+			t.Logf("%d of %d video frames released, delay %v", video, pushed, b.Stats().Delay)
+			if video < tt.minVideoOut || video > tt.maxVideoOut {
+				t.Errorf("%d of %d video frames released, want %d..%d (stats %+v)", video, pushed, tt.minVideoOut, tt.maxVideoOut, b.Stats())
+			}
+			if d := b.Stats().Delay; d < tt.minDelay || d > tt.maxDelayEnd {
+				t.Errorf("delay %v, want %v..%v", d, tt.minDelay, tt.maxDelayEnd)
+			}
+		})
+	}
+}
+
+// TestMaxDelayWaitsForATrackThatFallsBehind: video falls behind audio
+// little by little (a link that queues the bigger frames), up to 1.5 s,
+// while it keeps delivering. With MaxDelay the output waits for it and
+// loses nothing; with a fixed delay it is declared idle once it is 500 ms
+// behind and loses the rest of a GOP at least.
+func TestMaxDelayWaitsForATrackThatFallsBehind(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		maxDelay time.Duration
+		wantLoss bool
+	}{
+		{name: "fixed delay", maxDelay: 0, wantLoss: true},
+		{name: "max delay", maxDelay: 5 * time.Second, wantLoss: false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := &fakeClock{t: time.Unix(0, 0)}
+			b := New(Options{Delay: 500 * time.Millisecond, MaxDelay: tt.maxDelay, MediaTimeOnly: true, Now: clock.now})
+			b.AddTrack(1, mux.Video)
+			b.AddTrack(2, mux.Audio)
+			var out []Item
+			pushed, nextVideo := 0, int64(0)
+			for audio := int64(0); audio < 20000; audio += 20 {
+				clock.t = time.Unix(0, 0).Add(time.Duration(audio) * time.Millisecond)
+				if err := b.Push(frame(2, audio, true)); err != nil {
+					t.Fatal(err)
+				}
+				lag := min(1500, audio/4)
+				for nextVideo+lag <= audio {
+					if err := b.Push(frame(1, nextVideo, nextVideo%990 == 0)); err != nil {
+						t.Fatal(err)
+					}
+					pushed++
+					nextVideo += 30
+				}
+				out = append(out, drain(b)...)
+			}
+			for it, ok := b.Flush(); ok; it, ok = b.Flush() {
+				out = append(out, it)
+			}
+			video, last := 0, int64(math.MinInt64)
+			for _, it := range out {
+				if it.Frame.Timestamp < last {
+					t.Fatalf("timestamps went back: %d after %d", it.Frame.Timestamp, last)
+				}
+				last = it.Frame.Timestamp
+				if it.Frame.TrackID == 1 {
+					video++
+				}
+			}
+			st := b.Stats()
+			t.Logf("%d of %d video frames released, delay %v, stats %+v", video, pushed, st.Delay, st)
+			if lost := video < pushed; lost != tt.wantLoss {
+				t.Fatalf("%d of %d video frames released, want loss %v", video, pushed, tt.wantLoss)
+			}
+			if !tt.wantLoss && (st.Delay < 1500*time.Millisecond || st.Delay > 2100*time.Millisecond) {
+				t.Fatalf("delay %v, want about the lag plus 500ms", st.Delay)
+			}
+		})
 	}
 }

@@ -480,3 +480,11 @@ func (g *Group) Close(err error) {
 	}
 	t.wakeLocked()
 }
+
+// Consumers returns how many consumers read the track now (a publisher's
+// subscribers, a recorder's engine).
+func (t *Track) Consumers() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.consumers)
+}

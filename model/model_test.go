@@ -533,3 +533,22 @@ func TestReleaseReadLetsGoOfWhatEveryConsumerRead(t *testing.T) {
 		})
 	}
 }
+
+func TestConsumersCountsTheTracksReaders(t *testing.T) {
+	tr := NewTrack("video")
+	if n := tr.Consumers(); n != 0 {
+		t.Fatalf("%d consumers before any", n)
+	}
+	a, b := tr.Subscribe(0), tr.Subscribe(0)
+	if n := tr.Consumers(); n != 2 {
+		t.Fatalf("%d consumers, want 2", n)
+	}
+	a.Close()
+	if n := tr.Consumers(); n != 1 {
+		t.Fatalf("%d consumers after one closed, want 1", n)
+	}
+	b.Close()
+	if n := tr.Consumers(); n != 0 {
+		t.Fatalf("%d consumers after both closed", n)
+	}
+}

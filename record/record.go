@@ -61,6 +61,13 @@ type Options struct {
 	// Delay bounds how long a lagging track may hold the output back
 	// (default 500ms).
 	Delay time.Duration
+	// MaxDelay is how far a file's delay may grow when a track keeps
+	// lagging the others by more than Delay (a link that carries the video
+	// slower than the audio): the file then loses one stretch of that
+	// track, not everything after it (see jitter.Options.MaxDelay).
+	// Default DefaultMaxDelay; negative: the delay stays fixed. A Stream
+	// keeps Delay: a player waits for nothing longer.
+	MaxDelay time.Duration
 	// Video and Audio name the renditions to record: nil records every
 	// rendition the container carries (one of each kind for FLV), an empty
 	// list none of that kind.
@@ -110,6 +117,11 @@ type Options struct {
 	// (default: the FreeSpace function).
 	FreeSpace func(path string) (int64, error)
 }
+
+// DefaultMaxDelay is the default of Options.MaxDelay: a file waits up to
+// 5 s for a track that lags (what the start of a stretch at 4 Mb/s holds
+// in memory: ~2.5 MB).
+const DefaultMaxDelay = 5 * time.Second
 
 // DefaultCatalogFetches is the default of Options.CatalogFetches.
 const DefaultCatalogFetches = 16
@@ -544,7 +556,14 @@ func (r *Recorder) exportOptions() export.Options {
 	// Files wait out a network outage, so the groups a reconnect fetches
 	// are not late; a player on a Stream gets what there is.
 	_, live := r.opts.Output.(*stream)
-	return export.Options{Delay: r.opts.Delay, Video: r.opts.Video, Audio: r.opts.Audio, Caps: r.opts.Format.Caps(),
+	maxDelay := r.opts.MaxDelay
+	switch {
+	case live || maxDelay < 0:
+		maxDelay = 0
+	case maxDelay == 0:
+		maxDelay = DefaultMaxDelay
+	}
+	return export.Options{Delay: r.opts.Delay, MaxDelay: maxDelay, Video: r.opts.Video, Audio: r.opts.Audio, Caps: r.opts.Format.Caps(),
 		MediaTimeOnly: !live}
 }
 

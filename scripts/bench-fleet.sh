@@ -13,7 +13,8 @@
 # threads. Then the publisher ends every broadcast, each recording finishes
 # its file, and the frames the recorder wrote are compared with the frames
 # the publisher published: lost must be 0. A few files are decoded with
-# ffprobe to check their frame counts. "close s" is how long after the last
+# ffprobe to check their frame counts. "pub cpu%" is the publisher's CPU
+# over the same window (it shares the machine). "close s" is how long after the last
 # broadcast ended the last file was finished (polled every 0.2 s).
 #
 # CPU time per process is what is measured, not wall time: the machine may
@@ -21,13 +22,15 @@
 #
 # Modes: idle (every broadcast announced and subscribed, media paused after
 # its first video group: what recorders waiting on paused broadcasts cost),
-# active (the demo's bitrate, ~0.3 Mb/s), active4m (video padded to 4 Mb/s).
+# active (the demo's bitrate, ~0.3 Mb/s), active4m (video padded to 4 Mb/s;
+# activeNm pads it to N Mb/s).
 #
 #   scripts/bench-fleet.sh                       # N = 1 10 100 1000, idle and active
 #   NS="1 10" MODES="idle active4m" WINDOW=10 scripts/bench-fleet.sh
 #   MOQ_EXPORT=/path/to/moq-export scripts/bench-fleet.sh   # measure another build
 #   KEEP=1 scripts/bench-fleet.sh   # keep the last run's files, logs and summary
 #   PROFILES=dir scripts/bench-fleet.sh   # save the recorder's goroutines, heap and CPU profile
+#                                         # (and the publisher's CPU profile, pub-cpu-*)
 set -euo pipefail
 
 NS=${NS:-1 10 100 1000}
@@ -84,20 +87,20 @@ files_opened() { [ "$(find "$tmp/rec" -type f | wc -l)" -ge "$1" ]; }
 files_finished() { [ "$(grep -c 'output finished' "$tmp/rec.log" || true)" -ge "$1" ]; }
 have_line() { grep -q "$1" "$2"; }
 
-printf '%-9s %5s  %9s %9s  %9s %8s  %6s %7s %7s  %8s %6s %7s\n' \
-	mode N "cpu%core" "per-rec" "RSS MB" "per-rec" gorout "per-rec" threads "Mb/s" lost "close s"
+printf '%-9s %5s  %9s %9s  %9s %8s  %6s %7s %7s  %8s %6s %7s  %8s\n' \
+	mode N "cpu%core" "per-rec" "RSS MB" "per-rec" gorout "per-rec" threads "Mb/s" lost "close s" "pub cpu%"
 for mode in $MODES; do
 	pubflags=()
 	case $mode in
 	idle) pubflags=(-pause) ;;
 	active) ;;
-	active4m) pubflags=(-video-bitrate 4000000) ;;
-	*) echo "bench-fleet: unknown mode $mode (idle, active, active4m)" >&2; exit 2 ;;
+	active*m) pubflags=(-video-bitrate "${mode//[!0-9]/}000000") ;;
+	*) echo "bench-fleet: unknown mode $mode (idle, active, active4m, activeNm)" >&2; exit 2 ;;
 	esac
 	for n in $NS; do
 		rm -rf "$tmp/rec" "$tmp/pub.out" "$tmp/rec.log" "$tmp/summary.json"
 		mkdir -p "$tmp/rec"
-		"$tmp/fleetpub" -n "$n" -ramp "$RAMP" "${pubflags[@]}" >"$tmp/pub.out" 2>"$tmp/pub.err" &
+		"$tmp/fleetpub" -n "$n" -ramp "$RAMP" -pprof 127.0.0.1:0 "${pubflags[@]}" >"$tmp/pub.out" 2>"$tmp/pub.err" &
 		pub_pid=$!
 		wait_for "the publisher" 60 have_line moql "$tmp/pub.out"
 		read -r url pin <"$tmp/pub.out"
@@ -109,9 +112,11 @@ for mode in $MODES; do
 		started=$(date +%s.%N)
 		sleep "$WARMUP"
 		c0=$(cpu_ticks "$rec_pid")
+		p0=$(cpu_ticks "$pub_pid")
 		t0=$(date +%s.%N)
 		sleep "$WINDOW"
 		c1=$(cpu_ticks "$rec_pid")
+		p1=$(cpu_ticks "$pub_pid")
 		t1=$(date +%s.%N)
 		rss=$(status_kb "$rec_pid" VmRSS)
 		threads=$(status_kb "$rec_pid" Threads)
@@ -124,7 +129,11 @@ for mode in $MODES; do
 				curl -s -o "$PROFILES/goroutines-$mode-$n.txt" "${pprof}goroutine?debug=1"
 				curl -s -o "$PROFILES/heap-$mode-$n.pb.gz" "${pprof}heap?gc=1"
 				curl -s -o "$PROFILES/memstats-$mode-$n.txt" "${pprof}heap?debug=1&gc=1"
+				pubpprof=$(sed -n 's|.*serving Go profiles on \(http://[^ ]*\).*|\1|p' "$tmp/pub.err" | head -1)
+				curl -s -o "$PROFILES/pub-cpu-$mode-$n.pb.gz" "${pubpprof}profile?seconds=$WINDOW" &
+				pubcurl=$!
 				curl -s -o "$PROFILES/cpu-$mode-$n.pb.gz" "${pprof}profile?seconds=$WINDOW"
+				wait "$pubcurl"
 			fi
 		fi
 		kill -TERM "$pub_pid"
@@ -140,6 +149,12 @@ for mode in $MODES; do
 		wait "$pub_pid" || true
 		pub_pid=
 		written=$(jq '[.files[].frames] | add // 0' "$tmp/summary.json")
+		if [ "$published" != "$written" ]; then
+			# Which broadcasts lost frames, and how many (the first few).
+			jq -r '.files | group_by(.broadcast)[] | "\(.[0].broadcast) \([.[].frames] | add)"' "$tmp/summary.json" | sort >"$tmp/written.txt"
+			awk '$1 == "broadcast" {print $2, $3}' "$tmp/pub.out" | sort | join -a1 - "$tmp/written.txt" |
+				awk '$2 != $3 {printf "bench-fleet: %s published %d, recorded %d\n", $1, $2, $3 + 0; if (++k == 5) exit}' >&2
+		fi
 		bytes=$(jq '[.files[].size] | add // 0' "$tmp/summary.json")
 		# A few files, decoded: their packets are the frames the summary says.
 		for f in $(jq -r ".files[:$CHECK_FILES][] | \"\(.path)=\(.frames)\"" "$tmp/summary.json"); do
@@ -151,13 +166,14 @@ for mode in $MODES; do
 				exit 1
 			fi
 		done
-		awk -v mode="$mode" -v n="$n" -v c0="$c0" -v c1="$c1" -v t0="$t0" -v t1="$t1" -v tck="$tck" \
+		awk -v mode="$mode" -v n="$n" -v c0="$c0" -v c1="$c1" -v p0="$p0" -v p1="$p1" -v t0="$t0" -v t1="$t1" -v tck="$tck" \
 			-v rss="$rss" -v g="$goroutines" -v th="$threads" -v pub="$published" -v wr="$written" \
 			-v bytes="$bytes" -v s="$started" -v e="$ended" -v f="$finished" 'BEGIN {
 			cpu = (c1 - c0) / tck / (t1 - t0) * 100
 			gp = (g == "?") ? "?" : sprintf("%.1f", g / n)
-			printf "%-9s %5d  %8.2f%% %8.4f%%  %9.1f %6.0fKB  %6s %7s %7d  %8.1f %6d %7.1f\n",
-				mode, n, cpu, cpu / n, rss / 1024, rss / n, g, gp, th, bytes * 8 / (e - s) / 1e6, pub - wr, f - e
+			pcpu = (p1 - p0) / tck / (t1 - t0) * 100
+			printf "%-9s %5d  %8.2f%% %8.4f%%  %9.1f %6.0fKB  %6s %7s %7d  %8.1f %6d %7.1f  %7.2f%%\n",
+				mode, n, cpu, cpu / n, rss / 1024, rss / n, g, gp, th, bytes * 8 / (e - s) / 1e6, pub - wr, f - e, pcpu
 		}'
 	done
 done

@@ -34,6 +34,8 @@ type remoteBroadcast struct {
 	mu        sync.Mutex
 	activated chan struct{} // closed and replaced on each active announcement
 	tracks    map[string]*remoteTrack
+	ending    bool           // announced ended: no new tracks
+	runs      sync.WaitGroup // the tracks' run goroutines
 }
 
 // Broadcast returns the peer's broadcast at path (relative to the session
@@ -86,7 +88,7 @@ func (rb *remoteBroadcast) announced(a Announcement) {
 	switch {
 	case !a.Active && !a.diff:
 		rb.s.log.Info("moq: broadcast ended", "broadcast", rb.path)
-		rb.close(nil)
+		rb.endAfterTracks()
 	case a.Active && a.restart:
 		rb.s.log.Info("moq: broadcast restarted, resubscribing", "broadcast", rb.path)
 		rb.mu.Lock()
@@ -100,6 +102,18 @@ func (rb *remoteBroadcast) announced(a Announcement) {
 // close ends the broadcast and forgets it, so the next Broadcast call for
 // the path starts over.
 func (rb *remoteBroadcast) close(err error) {
+	rb.detach()
+	if err == nil {
+		rb.cancel(errStopped)
+	} else {
+		rb.cancel(err)
+	}
+	rb.b.Close(err)
+}
+
+// detach forgets the broadcast, so that the next Broadcast call for the
+// path starts over, and stops following its announcements.
+func (rb *remoteBroadcast) detach() {
 	rb.s.mu.Lock()
 	if rb.s.remotes[rb.path] == rb {
 		delete(rb.s.remotes, rb.path)
@@ -110,12 +124,37 @@ func (rb *remoteBroadcast) close(err error) {
 	if feed != nil {
 		feed.unfollow(rb)
 	}
-	if err == nil {
-		rb.cancel(errStopped)
-	} else {
-		rb.cancel(err)
-	}
-	rb.b.Close(err)
+}
+
+// endAfterTracks ends the broadcast once its tracks' subscriptions have
+// ended, at most the drain grace period after an "ended" announcement.
+// The announcement travels on its own stream and can overtake the last
+// group streams: closing at once cut the frames still in flight (about
+// one per broadcast with 500 broadcasts on one connection). A publisher
+// ends its subscriptions with the broadcast, so this is normally at once;
+// the bound covers one that does not. The path is forgotten now, so that a
+// broadcast announced again under it starts over. It does not wait itself:
+// the shared feed's goroutine calls it.
+func (rb *remoteBroadcast) endAfterTracks() {
+	rb.detach()
+	rb.mu.Lock()
+	rb.ending = true
+	rb.mu.Unlock()
+	ended := make(chan struct{})
+	go func() {
+		rb.runs.Wait()
+		close(ended)
+	}()
+	go func() {
+		grace := time.NewTimer(rb.s.opts.drainGrace)
+		defer grace.Stop()
+		select {
+		case <-ended:
+		case <-grace.C:
+		case <-rb.ctx.Done():
+		}
+		rb.close(nil)
+	}()
 }
 
 // request is the model.Broadcast request handler: it starts a
@@ -126,7 +165,7 @@ func (rb *remoteBroadcast) request(name string) (*model.Track, error) {
 	if rt, ok := rb.tracks[name]; ok {
 		return rt.track, nil
 	}
-	if rb.ctx.Err() != nil {
+	if rb.ctx.Err() != nil || rb.ending {
 		return nil, fmt.Errorf("broadcast %q: %w", rb.path, model.ErrClosed)
 	}
 	if !rb.s.mayPublish(rb.path) {
@@ -137,6 +176,12 @@ func (rb *remoteBroadcast) request(name string) (*model.Track, error) {
 		return nil, fmt.Errorf("track %q of %q: %w: %q", name, rb.path, ErrUnsupportedContainer, kind)
 	}
 	rt := &remoteTrack{rb: rb, name: name, track: model.NewTrack(name), kind: kind}
+	// Of the groups its consumers have all read, a subscribed track keeps
+	// only the newest: its consumers asked for it before its first group,
+	// and one that joins later starts at the newest group, as a live
+	// joiner does. The model's default of 8 held ~8 s of video per
+	// recording (4 MB at 4 Mb/s). SetKeepGroups on the track changes it.
+	rt.track.SetKeepGroups(1)
 	rb.tracks[name] = rt
 	if !isCatalogTrack(name) {
 		rt.track.HandleBackfill(rt.backfill)
@@ -145,8 +190,10 @@ func (rb *remoteBroadcast) request(name string) (*model.Track, error) {
 		rt.track.SetReleaseRead(rb.s.opts.ReleaseRead)
 	}
 	rb.s.wg.Add(1)
+	rb.runs.Add(1)
 	go func() {
 		defer rb.s.wg.Done()
+		defer rb.runs.Done()
 		rt.run()
 	}()
 	return rt.track, nil

@@ -84,7 +84,7 @@ func (rt *remoteTrack) subscribeIETF(ctx context.Context, ic *ietfConn) (err err
 	resumed := rt.live
 	rt.live = true
 	sub := &subscription{id: req.id, rt: rt, timescale: timescale,
-		seen: map[uint64]bool{}, arrived: make(chan struct{}, 1), started: make(chan struct{})}
+		arrived: make(chan struct{}, 1), started: make(chan struct{})}
 	// SUBSCRIBE_OK came first: subgroup streams wait for their alias, and
 	// then (a resumed subscription) for the gap fill.
 	sub.gotOK.Store(true)
@@ -169,7 +169,7 @@ func (sub *subscription) waitStreams(ctx context.Context, n uint64) {
 	defer grace.Stop()
 	for {
 		sub.mu.Lock()
-		got := uint64(len(sub.seen))
+		got := sub.seen.count
 		sub.mu.Unlock()
 		if got >= n {
 			return

@@ -37,8 +37,8 @@ type subscription struct {
 	gotOK atomic.Bool
 
 	mu      sync.Mutex
-	seen    map[uint64]bool // group sequences received
-	arrived chan struct{}   // signalled when a group arrives
+	seen    groupWindow   // group sequences received
+	arrived chan struct{} // signalled when a group arrives
 
 	// forget, when set, replaces Session.unregister (moq-transport
 	// subscriptions are routed by track alias).
@@ -83,7 +83,7 @@ func (sub *subscription) waitStarted(seq uint64) {
 // groupArrived records group seq.
 func (sub *subscription) groupArrived(seq uint64) {
 	sub.mu.Lock()
-	sub.seen[seq] = true
+	sub.seen.add(seq)
 	sub.mu.Unlock()
 	select {
 	case sub.arrived <- struct{}{}:
@@ -107,7 +107,7 @@ func (sub *subscription) drain(ctx context.Context, start, end uint64, bounded b
 		if bounded {
 			complete = true
 			for seq := start; seq < end && seq-start < 1<<16; seq++ {
-				if !sub.seen[seq] {
+				if !sub.seen.has(seq) {
 					complete = false
 					break
 				}
@@ -250,7 +250,7 @@ func (rt *remoteTrack) register(ctx context.Context, timescale uint64) *subscrip
 	id := s.nextSubID
 	s.nextSubID++
 	sub := &subscription{id: id, rt: rt, timescale: timescale,
-		seen: map[uint64]bool{}, arrived: make(chan struct{}, 1), started: make(chan struct{})}
+		arrived: make(chan struct{}, 1), started: make(chan struct{})}
 	sub.ctx, sub.cancel = context.WithCancelCause(ctx)
 	s.subs[id] = sub
 	return sub

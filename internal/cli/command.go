@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/moq-export/moq-export/record"
 	"github.com/spf13/cobra"
 )
 
@@ -255,6 +256,7 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 	f.DurationVar(&cfg.Timeout, "timeout", 0, "stop the whole run after this much wall-clock time, finishing the files (exit 1 if nothing was recorded)")
 	f.DurationVar(&cfg.ReconnectFor, "reconnect-for", 5*time.Minute, "give up (finish the files, exit 1) when the relay cannot be reached again for this long (at most --duration); 0 retries forever")
 	f.DurationVar(&cfg.Delay, "delay", 500*time.Millisecond, "how long a lagging track may hold the output back (jitter delay)")
+	f.DurationVar(&cfg.MaxDelay, "max-delay", record.DefaultMaxDelay, "files: how far --delay may grow for a track that keeps lagging the others, so it is waited for instead of dropped (0: never grows)")
 	f.StringSliceVar(&cfg.Video, "video", nil, "video rendition(s) to record, repeatable or comma-separated; \"none\" for no video (default: all the container carries, one for FLV)")
 	f.StringSliceVar(&cfg.Audio, "audio", nil, "audio rendition(s) to record, like --video")
 	f.BoolVar(&cfg.List, "list", false, "list the broadcasts under the URL (or, with -b, the renditions of one) and exit")

@@ -23,6 +23,7 @@ type Config struct {
 	Format         Format // after Check: never empty
 	Duration       time.Duration
 	Delay          time.Duration
+	MaxDelay       time.Duration
 	Video, Audio   []string // nil: not given (all the container carries)
 	List           bool
 	KeepTimestamps bool

@@ -140,7 +140,7 @@ func (a *app) newRecorder() error {
 		}
 	}
 	rec, err := record.New(record.Options{
-		Output: out, Format: c.Format, Duration: c.Duration, Segment: c.Segment, Delay: c.Delay,
+		Output: out, Format: c.Format, Duration: c.Duration, Segment: c.Segment, Delay: c.Delay, MaxDelay: cliMaxDelay(c.MaxDelay),
 		Video: c.Video, Audio: c.Audio, KeepTimestamps: c.KeepTimestamps, Wait: c.Wait,
 		Logger: a.log, Origin: a.origin(),
 		MaxRecordings: c.MaxBroadcasts, MaxFileBytes: int64(c.MaxBytes), MinFreeBytes: int64(c.MinFree),
@@ -354,4 +354,13 @@ func (a *app) record(ctx context.Context, src Source, name string) error {
 // (--record-all --duration), then waits for the recordings to end.
 func (a *app) recordAll(ctx context.Context, src Source, follow time.Duration) error {
 	return a.rec.RecordAllFor(ctx, src, follow)
+}
+
+// cliMaxDelay maps --max-delay to record.Options.MaxDelay: 0 there means
+// the default, 0 on the command line means never.
+func cliMaxDelay(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }

@@ -3,11 +3,12 @@
 // loopback QUIC listener, for one recorder to dial with --record-all.
 //
 // It prints "URL FINGERPRINT" on stdout once it listens. The media is held
-// until SIGUSR1 (so that every recording takes its broadcast from the first
-// frame; -ramp spreads the starts); then each broadcast plays in real time, or, with -pause, plays
+// until SIGUSR1 and every track of every broadcast has a subscriber (so
+// that every recording takes its broadcast from the first frame; -ramp
+// spreads the starts); then each broadcast plays in real time, or, with -pause, plays
 // its first video group and pauses. The first SIGINT or SIGTERM ends every
-// broadcast cleanly and prints "published FRAMES" (the media frames of all
-// broadcasts); the session stays up for the recorder to finish until a
+// broadcast cleanly and prints "broadcast NAME FRAMES" for each and then
+// "published FRAMES" (the media frames of all broadcasts); the session stays up for the recorder to finish until a
 // second signal comes.
 //
 //	go run ./scripts/fleetpub -n 100 -pause
@@ -20,6 +21,9 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
+	"net"
+	"net/http"
+	_ "net/http/pprof" // -pprof
 	"os"
 	"os/signal"
 	"sync"
@@ -38,9 +42,18 @@ func main() {
 	bitrate := flag.Int("video-bitrate", 0, "pad the video to this many bits per second (0: the demo's)")
 	addr := flag.String("addr", "127.0.0.1:0", "UDP address to listen on")
 	prefix := flag.String("prefix", "fleet", "broadcast names are PREFIX/b0000, PREFIX/b0001, ...")
+	pprofAddr := flag.String("pprof", "", "serve Go's profiles (/debug/pprof/) on this loopback address")
 	ramp := flag.Duration("ramp", 0, "start the broadcasts one after another over this long after SIGUSR1, not all in the same instant")
 	flag.Parse()
 
+	if *pprofAddr != "" {
+		ln, err := net.Listen("tcp", *pprofAddr)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Fprintf(os.Stderr, "fleetpub: serving Go profiles on http://%s/debug/pprof/\n", ln.Addr())
+		go http.Serve(ln, nil)
+	}
 	cert, pin, err := subscribe.SelfSignedCert()
 	if err != nil {
 		log.Fatal(err)
@@ -48,7 +61,7 @@ func main() {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx, stop := context.WithCancel(context.Background())
 	hold := make(chan struct{})
-	var published atomic.Int64
+	published := make([]atomic.Int64, *n) // per broadcast
 	var wg sync.WaitGroup
 	broadcasts := make([]*model.Broadcast, *n)
 	for i := range broadcasts {
@@ -89,7 +102,7 @@ func main() {
 				}()
 				start = delayed
 			}
-			opts := demo.Options{Realtime: true, Hold: start, Pause: *pause, VideoBitrate: *bitrate, Published: &published}
+			opts := demo.Options{Realtime: true, Hold: start, Pause: *pause, VideoBitrate: *bitrate, Published: &published[i]}
 			if err := demo.Publish(ctx, b, opts); err != nil && ctx.Err() == nil {
 				logger.Error("publishing", "broadcast", b.Name(), "err", err)
 			}
@@ -99,20 +112,57 @@ func main() {
 
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGINT, syscall.SIGTERM)
+	var releaseOnce sync.Once
 	for s := range sigs {
 		if s == syscall.SIGUSR1 {
-			select {
-			case <-hold:
-			default:
-				close(hold)
-			}
+			releaseOnce.Do(func() { go release(ctx, broadcasts, hold, logger) })
 			continue
 		}
 		break
 	}
 	stop()
 	wg.Wait()
-	fmt.Printf("published %d\n", published.Load())
+	total := int64(0)
+	for i, b := range broadcasts {
+		fmt.Printf("broadcast %s %d\n", b.Name(), published[i].Load())
+		total += published[i].Load()
+	}
+	fmt.Printf("published %d\n", total)
 	<-sigs
 	srv.Close()
+}
+
+// release starts the media once every track of every broadcast has a
+// subscriber: a recording opens its file before it subscribes its media
+// tracks, and a frame published before the SUBSCRIBE reached us is not
+// sent (a subscription starts at the live edge), which would count as
+// lost. It waits at most a minute, then starts anyway and says so.
+func release(ctx context.Context, broadcasts []*model.Broadcast, hold chan struct{}, logger *slog.Logger) {
+	defer close(hold)
+	deadline := time.Now().Add(time.Minute)
+	for i := 0; i < len(broadcasts); {
+		if ctx.Err() != nil {
+			return
+		}
+		if subscribed(broadcasts[i]) {
+			i++
+			continue
+		}
+		if time.Now().After(deadline) {
+			logger.Warn("starting the media before every track is subscribed", "broadcast", broadcasts[i].Name())
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// subscribed reports whether every track of b has a consumer.
+func subscribed(b *model.Broadcast) bool {
+	for _, name := range b.TrackNames() {
+		t, err := b.Track(name)
+		if err != nil || t.Consumers() == 0 {
+			return false
+		}
+	}
+	return true
 }
