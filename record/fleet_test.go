@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/export"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -169,4 +170,50 @@ func fdChild(t *testing.T) {
 		return
 	}
 	t.Fatalf("50 files opened under a limit of %d", limit)
+}
+
+// TestReturnMemoryAfterTheStartsStop: with ReturnMemoryAfter the memory
+// is handed back after a run of starts, and again after a later one,
+// and never without the option (no timer is armed at all).
+func TestReturnMemoryAfterTheStartsStop(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		after time.Duration
+	}{{"off", 0}, {"on", time.Millisecond}} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := Files(filepath.Join(t.TempDir(), "{broadcast}.mkv"), FileOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := New(Options{Output: out, ReturnMemoryAfter: tc.after, Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			freed := make(chan struct{}, 10)
+			r.freeMemory = func() { freed <- struct{}{} }
+			wait := func(what string) {
+				t.Helper()
+				select {
+				case <-freed:
+				case <-time.After(10 * time.Second):
+					t.Fatalf("memory not returned %s", what)
+				}
+			}
+			for round := range 2 {
+				for i := range 3 {
+					r.started(fmt.Sprintf("b%d-%d", round, i), new(export.Export))
+				}
+				if tc.after == 0 {
+					r.mu.Lock()
+					armed := r.settle != nil
+					r.mu.Unlock()
+					if armed {
+						t.Fatal("a timer was armed without ReturnMemoryAfter")
+					}
+					continue
+				}
+				wait(fmt.Sprintf("after the starts of round %d", round))
+			}
+		})
+	}
 }

@@ -185,6 +185,9 @@ func (rb *remoteBroadcast) request(name string) (*model.Track, error) {
 	rb.tracks[name] = rt
 	if !isCatalogTrack(name) {
 		rt.track.HandleBackfill(rt.backfill)
+		// Not for catalog tracks: their readers come one after another
+		// (record's first catalog, then the export's).
+		rt.track.SetReleaseRead(rb.s.opts.ReleaseRead)
 	}
 	rb.s.wg.Add(1)
 	rb.runs.Add(1)

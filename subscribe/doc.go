@@ -97,8 +97,10 @@
 // SUBSCRIBE and turns every group stream into a model group; a group stream
 // that lands before SUBSCRIBE_OK (they travel on different QUIC streams)
 // waits for it, at most Options.RequestTimeout, so that readers start at
-// the group SUBSCRIBE_OK names. Media frames
-// are decoded according to the rendition's container in the broadcast's
+// the group SUBSCRIBE_OK names. With Options.ReleaseRead (a recorder) a
+// media track drops each frame's payload once every consumer it has read
+// it, so what was written does not stay in memory while the broadcast
+// pauses. Media frames are decoded according to the rendition's container in the broadcast's
 // catalog (read automatically when needed): "legacy" and "loc" frames become
 // model frames with the codec payload and the timestamp in microseconds;
 // each "cmaf" frame (one or more moof+mdat, read with the catalog's init by

@@ -66,3 +66,65 @@ func TestFinishedGroupEndsAtTheSubscriberWithoutTheNextOne(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseReadDropsWhatTheRecorderRead: with Options.ReleaseRead a
+// remote media track keeps no payload its consumer has read, also of the
+// group a paused publisher leaves open; catalog tracks, and every track
+// without the option, keep theirs.
+func TestReleaseReadDropsWhatTheRecorderRead(t *testing.T) {
+	cases := []struct {
+		name     string
+		release  bool
+		track    string
+		wantKept int // of 3 frames read
+	}{
+		{"media, released", true, "v", 0},
+		{"catalog, kept", true, "catalog.json", 3},
+		{"media, option off", false, "v", 3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, pin := startServer(t, "127.0.0.1:0")
+			defer srv.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			client, peer := dialAndAccept(t, ctx, srv, "moql://"+srv.Addr().String()+"/", Options{TLSFingerprint: pin,
+				Logger: testLogger(t), ReleaseRead: tc.release, Container: func(string, string) string { return "legacy" }})
+			defer client.Close()
+			pb := model.NewBroadcast("live")
+			pt := pb.CreateTrack(tc.track)
+			if err := peer.Publish(pb); err != nil {
+				t.Fatal(err)
+			}
+			tr, err := client.Broadcast("live").Track(tc.track)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cons := tr.Subscribe(0)
+			waitFor(t, "the subscription", func() bool { return peer.servingTrack("live", tc.track) == 1 })
+			g, _ := pt.AppendGroup() // left open: the publisher pauses
+			for i := range 3 {
+				g.WriteFrame(model.Frame{Timestamp: int64(i) * 33_000, Payload: []byte{0, byte(i), 1, 2, 3}})
+			}
+			evs, err := readEvents(ctx, cons, func(evs []model.Event) bool { return frameCount(evs) >= 3 })
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ev := range evs {
+				if ev.Kind == model.EventFrame && len(ev.Frame.Payload) == 0 {
+					t.Fatalf("frame read without its payload: %+v", ev)
+				}
+			}
+			frames, _, _ := tr.NewestGroup().Frames(0)
+			kept := 0
+			for _, f := range frames {
+				if f.Payload != nil {
+					kept++
+				}
+			}
+			if len(frames) != 3 || kept != tc.wantKept {
+				t.Fatalf("%d frames held, %d with their payload; want 3, %d", len(frames), kept, tc.wantKept)
+			}
+		})
+	}
+}

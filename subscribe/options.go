@@ -87,6 +87,15 @@ type Options struct {
 	// matters to the relay's scheduler; the model does its own skipping).
 	MaxLatency time.Duration
 
+	// ReleaseRead makes every remote media track drop a frame's payload
+	// once each consumer it has then read it (model.Track.SetReleaseRead),
+	// for a recorder whose export is the tracks' only reader: what it
+	// wrote does not stay in memory for as long as the track keeps the
+	// group, which a paused broadcast leaves open. A consumer that joins a
+	// track later starts at its next keyframe. Catalog tracks keep their
+	// frames (their readers come one after another).
+	ReleaseRead bool
+
 	// Container overrides the container of a track when the broadcast has
 	// no usable catalog: it returns "legacy", "loc", "raw" (no container,
 	// wire timestamps) or "" (decide from the catalog).
@@ -130,6 +139,8 @@ type ServerOptions struct {
 	// Options.
 	RequestTimeout time.Duration
 	MaxLatency     time.Duration
+	// ReleaseRead applies to accepted sessions as in Options.
+	ReleaseRead bool
 	// KeepAlive and IdleTimeout find a publisher that vanished, as in
 	// Options (defaults 1s and 3s).
 	KeepAlive   time.Duration

@@ -27,6 +27,8 @@ func dial(ctx context.Context, cfg *Config, log *slog.Logger) (Source, error) {
 		TLSInsecure:    cfg.TLSInsecure,
 		Logger:         log,
 		Reconnect:      subscribe.Backoff{GiveUp: reconnectFor(cfg)},
+		// The recordings are the tracks' only readers.
+		ReleaseRead: true,
 	}
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
@@ -118,7 +120,7 @@ func serveDemo(ctx context.Context, cfg *Config, con *console, log *slog.Logger)
 	notice(log, demoNotice(cfg, "served over loopback QUIC at "+url))
 	dctx, dcancel := context.WithTimeout(ctx, dialTimeout)
 	defer dcancel()
-	sess, err := subscribe.Dial(dctx, url, subscribe.Options{TLSFingerprint: pin, Logger: log})
+	sess, err := subscribe.Dial(dctx, url, subscribe.Options{TLSFingerprint: pin, Logger: log, ReleaseRead: true})
 	if err != nil {
 		stop()
 		if ctx.Err() != nil {
@@ -143,7 +145,8 @@ func (a *app) listen(ctx context.Context) error {
 	} else if cert, pin, err = subscribe.SelfSignedCert(); err != nil {
 		return fmt.Errorf("making a self-signed certificate: %w; give one with --tls-cert and --tls-key", err)
 	}
-	opts := subscribe.ServerOptions{Certificates: []tls.Certificate{cert}, Logger: a.log, FingerprintHTTP: pin != "", MaxSessions: a.cfg.MaxPublishers}
+	opts := subscribe.ServerOptions{Certificates: []tls.Certificate{cert}, Logger: a.log, FingerprintHTTP: pin != "", MaxSessions: a.cfg.MaxPublishers,
+		ReleaseRead: true}
 	if a.cfg.AuthKey != "" {
 		if opts.AuthKey, err = token.LoadKey(a.cfg.AuthKey); err != nil {
 			return fmt.Errorf("--auth-key: %w; give the JWK file of the key that signs the publishers' tokens (e.g. made by 'npx @moq/token generate')", err)

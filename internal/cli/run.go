@@ -144,6 +144,7 @@ func (a *app) newRecorder() error {
 		Video: c.Video, Audio: c.Audio, KeepTimestamps: c.KeepTimestamps, Wait: c.Wait,
 		Logger: a.log, Origin: a.origin(),
 		MaxRecordings: c.MaxBroadcasts, MaxFileBytes: int64(c.MaxBytes), MinFreeBytes: int64(c.MinFree),
+		ReturnMemoryAfter: returnMemoryAfter,
 	})
 	if err != nil {
 		return &UsageError{Msg: err.Error()}
@@ -151,6 +152,12 @@ func (a *app) newRecorder() error {
 	a.rec = rec
 	return nil
 }
+
+// returnMemoryAfter is how long after the last recording started the
+// command hands the memory their starts left back to the system
+// (record.Options.ReturnMemoryAfter): a recorder runs for hours, mostly
+// waiting, and a burst of starts should not stay in its RSS.
+const returnMemoryAfter = 10 * time.Second
 
 // checkOverwrite settles, before anything connects, whether an existing -o
 // file may be overwritten: -y says yes, -n no; otherwise the user is asked
