@@ -15,6 +15,32 @@ func frame(track int, tsMs int64, key bool) mux.Frame {
 	return mux.Frame{TrackID: track, Timestamp: tsMs * ms, Keyframe: key}
 }
 
+// flushAll flushes b to the end.
+func flushAll(b *Buffer) []Item {
+	var out []Item
+	for it, ok := b.Flush(); ok; it, ok = b.Flush() {
+		out = append(out, it)
+	}
+	return out
+}
+
+// inOrderCount checks that items leave in non-decreasing timestamp order
+// and returns how many are of track id.
+func inOrderCount(t *testing.T, items []Item, id int) int {
+	t.Helper()
+	n, last := 0, int64(math.MinInt64)
+	for _, it := range items {
+		if it.Frame.Timestamp < last {
+			t.Fatalf("timestamps went back: %d after %d", it.Frame.Timestamp, last)
+		}
+		last = it.Frame.Timestamp
+		if it.Frame.TrackID == id {
+			n++
+		}
+	}
+	return n
+}
+
 // drain pops everything that may leave now.
 func drain(b *Buffer) []Item {
 	var out []Item
@@ -243,14 +269,7 @@ func TestFlushReleasesEverythingInOrder(t *testing.T) {
 	b.Push(frame(1, 10, true))
 	b.Push(frame(1, 30, false))
 	b.Push(frame(2, 20, true))
-	var got []Item
-	for {
-		it, ok := b.Flush()
-		if !ok {
-			break
-		}
-		got = append(got, it)
-	}
+	got := flushAll(b)
 	if ts := timestamps(got); len(ts) != 3 || ts[0] != 10 || ts[1] != 20 || ts[2] != 30 {
 		t.Fatalf("flushed %v, want 10 20 30", ts)
 	}
@@ -315,13 +334,7 @@ func TestNothingLostOrDuplicatedWhenTracksKeepUp(t *testing.T) {
 			}
 			out = append(out, drain(b)...)
 		}
-		for {
-			it, ok := b.Flush()
-			if !ok {
-				break
-			}
-			out = append(out, it)
-		}
+		out = append(out, flushAll(b)...)
 		if len(out) != total {
 			t.Fatalf("seed %d: %d frames out, %d in (stats %+v)", seed, len(out), total, b.Stats())
 		}
@@ -464,12 +477,12 @@ func TestMaxDelayLetsATrackThatKeepsLaggingRejoin(t *testing.T) {
 			b.AddTrack(1, mux.Video)
 			b.AddTrack(2, mux.Audio)
 			var out []Item
-			video, nextVideo := 0, int64(0)
+			nextVideo := int64(0)
 			for audio := int64(0); audio < endMs; audio += 20 {
 				if err := b.Push(frame(2, audio, true)); err != nil {
 					t.Fatal(err)
 				}
-				// Video frames 30 ms apart, keyframe every 1 s, pushed
+				// Video frames 30 ms apart, a keyframe every 3 s, pushed
 				// lagMs after their time.
 				for nextVideo+lagMs <= audio && nextVideo < endMs {
 					if err := b.Push(frame(1, nextVideo, nextVideo%1000 == 0)); err != nil {
@@ -479,23 +492,8 @@ func TestMaxDelayLetsATrackThatKeepsLaggingRejoin(t *testing.T) {
 				}
 				out = append(out, drain(b)...)
 			}
-			for {
-				it, ok := b.Flush()
-				if !ok {
-					break
-				}
-				out = append(out, it)
-			}
-			last := int64(math.MinInt64)
-			for _, it := range out {
-				if it.Frame.Timestamp < last {
-					t.Fatalf("timestamps went back: %d after %d", it.Frame.Timestamp, last)
-				}
-				last = it.Frame.Timestamp
-				if it.Frame.TrackID == 1 {
-					video++
-				}
-			}
+			out = append(out, flushAll(b)...)
+			video := inOrderCount(t, out, 1)
 			pushed := int(nextVideo / 30)
 			t.Logf("%d of %d video frames released, delay %v", video, pushed, b.Stats().Delay)
 			if video < tt.minVideoOut || video > tt.maxVideoOut {
@@ -544,19 +542,8 @@ func TestMaxDelayWaitsForATrackThatFallsBehind(t *testing.T) {
 				}
 				out = append(out, drain(b)...)
 			}
-			for it, ok := b.Flush(); ok; it, ok = b.Flush() {
-				out = append(out, it)
-			}
-			video, last := 0, int64(math.MinInt64)
-			for _, it := range out {
-				if it.Frame.Timestamp < last {
-					t.Fatalf("timestamps went back: %d after %d", it.Frame.Timestamp, last)
-				}
-				last = it.Frame.Timestamp
-				if it.Frame.TrackID == 1 {
-					video++
-				}
-			}
+			out = append(out, flushAll(b)...)
+			video := inOrderCount(t, out, 1)
 			st := b.Stats()
 			t.Logf("%d of %d video frames released, delay %v, stats %+v", video, pushed, st.Delay, st)
 			if lost := video < pushed; lost != tt.wantLoss {
