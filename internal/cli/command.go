@@ -225,6 +225,12 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 			cfg.Audio = renditionList(cfg.Audio, f.Changed("audio"))
 			cfg.DemoCodecs = renditionList(cfg.DemoCodecs, true)
 			cfg.DemoLate = renditionList(cfg.DemoLate, true)
+			if cfg.URL != "" && !f.Changed("max-broadcasts") {
+				// Dialing a relay, the broadcasts are the ones the user
+				// chose to record: the default bound is for publishers
+				// that connect to --listen.
+				cfg.MaxBroadcasts = 0
+			}
 			if err := cfg.Check(); err != nil {
 				return err
 			}
@@ -271,7 +277,7 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "private key `FILE` (PEM) for --tls-cert")
 	cfg.MinFree = defaultMinFree
 	f.IntVar(&cfg.MaxPublishers, "max-publishers", defaultMaxPublishers, "with --listen, refuse publishers beyond this many connected at once (0: no limit)")
-	f.IntVar(&cfg.MaxBroadcasts, "max-broadcasts", defaultMaxBroadcasts, "with --record-all, refuse broadcasts beyond this many recorded at once (0: no limit)")
+	f.IntVar(&cfg.MaxBroadcasts, "max-broadcasts", defaultMaxBroadcasts, "with --record-all, refuse broadcasts beyond this many recorded at once (0: no limit; by default none when dialing a relay)")
 	f.Var(&cfg.MaxBytes, "max-bytes", "cut a recording (finishing its file) when its file, or its --segment, reaches this `SIZE`, e.g. 20G (default: no limit)")
 	f.Var(&cfg.MinFree, "min-free", "refuse new recordings, and finish running ones, when the output disk has less than this `SIZE` free (0: no floor)")
 	f.StringVar(&cfg.AuthKey, "auth-key", "", "with --listen, admit only publishers whose token (?jwt=) verifies with this JWK `FILE` (moq-token / @moq/token format) and allows the broadcast")

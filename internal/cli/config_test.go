@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/moq-export/moq-export/record"
 )
 
 // parse runs the command's flag parsing and checks without running it.
@@ -256,6 +258,40 @@ func TestReconnectingIsGivenUpAfterAtMostTheDuration(t *testing.T) {
 	} {
 		if got := reconnectFor(&Config{ReconnectFor: tc.reconnectFor, Duration: tc.duration}); got != tc.want {
 			t.Errorf("--reconnect-for %v --duration %v: gives up after %v, want %v", tc.reconnectFor, tc.duration, got, tc.want)
+		}
+	}
+}
+
+// TestRecordAllLimitsByMode: --max-broadcasts bounds what publishers that
+// connect to --listen can start (default 32); dialing a relay, --record-all
+// records every broadcast unless it is set. --max-delay 0 means the delay
+// never grows.
+func TestRecordAllLimitsByMode(t *testing.T) {
+	for _, tc := range []struct {
+		args         []string
+		maxBroadcast int
+	}{
+		{[]string{"--record-all", "--listen", "127.0.0.1:0", "-o", "{broadcast}.mkv"}, defaultMaxBroadcasts},
+		{[]string{"--record-all", "--listen", "127.0.0.1:0", "--max-broadcasts", "5", "-o", "{broadcast}.mkv"}, 5},
+		{[]string{"--record-all", "https://r.example/", "-o", "{broadcast}.mkv"}, 0},
+		{[]string{"--record-all", "https://r.example/", "--max-broadcasts", "7", "-o", "{broadcast}.mkv"}, 7},
+	} {
+		cfg, err := parse(t, tc.args...)
+		if err != nil || cfg.MaxBroadcasts != tc.maxBroadcast {
+			t.Errorf("%v: max broadcasts %d, %v; want %d", tc.args, cfg.MaxBroadcasts, err, tc.maxBroadcast)
+		}
+	}
+	for _, tc := range []struct {
+		flag string
+		want time.Duration
+	}{{"", record.DefaultMaxDelay}, {"2s", 2 * time.Second}, {"0", -1}} {
+		args := []string{"-o", "x.mkv"}
+		if tc.flag != "" {
+			args = append(args, "--max-delay", tc.flag)
+		}
+		cfg, err := parse(t, args...)
+		if err != nil || cliMaxDelay(cfg.MaxDelay) != tc.want {
+			t.Errorf("--max-delay %q: %v, %v; want %v", tc.flag, cliMaxDelay(cfg.MaxDelay), err, tc.want)
 		}
 	}
 }
