@@ -33,3 +33,25 @@ func TestMaxDelayDefaults(t *testing.T) {
 		})
 	}
 }
+
+type flushCounter struct {
+	bytes.Buffer
+	flushes int
+}
+
+func (f *flushCounter) Flush() error { f.flushes++; return nil }
+
+// TestCountWriterPassesFlushOn: MP4 flushes each whole fragment through
+// the byte counter to the file's buffer; an output without Flush is fine.
+func TestCountWriterPassesFlushOn(t *testing.T) {
+	fc := &flushCounter{}
+	cw := &countWriter{w: fc}
+	var w interface{ Flush() error } = &countWriteSeeker{countWriter: cw}
+	cw.Write([]byte("moof"))
+	if err := w.Flush(); err != nil || fc.flushes != 1 || cw.n != 4 {
+		t.Fatalf("flush: %v, %d flushes, %d bytes counted", err, fc.flushes, cw.n)
+	}
+	if err := (&countWriter{w: &bytes.Buffer{}}).Flush(); err != nil {
+		t.Fatalf("flush without a Flush below: %v", err)
+	}
+}

@@ -1070,6 +1070,15 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// Flush passes a muxer's Flush on (MP4 hands each whole fragment to the
+// file at once), when the output has one.
+func (c *countWriter) Flush() error {
+	if f, ok := c.w.(interface{ Flush() error }); ok {
+		return f.Flush()
+	}
+	return nil
+}
+
 // countWriteSeeker is a countWriter that passes Seek on, so that muxers
 // still finalize.
 type countWriteSeeker struct {
