@@ -332,6 +332,14 @@ func (o *FileOutput) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// Flush writes what is buffered; a failed write is a *WriteError.
+func (o *FileOutput) Flush() error {
+	if err := o.flushingWriter.Flush(); err != nil {
+		return &WriteError{Path: o.name, Err: err}
+	}
+	return nil
+}
+
 // Seek flushes what is buffered, then seeks the file. A file that cannot
 // seek (a pipe given as a path) reports an error, which muxers take as "live
 // output, do not finalize".
