@@ -34,12 +34,13 @@ type Options struct {
 	Delay time.Duration
 	// Late is the policy for late frames.
 	Late LatePolicy
-	// MaxDelay lets the delay grow when frames arrive late: to the lag
-	// the late frame showed plus Delay, at most MaxDelay, and it stays
-	// there. A track that keeps lagging the others by more than Delay (a
-	// link that carries one track's bigger frames slower) then loses one
-	// stretch, not everything after it: the output waits for it from then
-	// on. Zero, or not above Delay: the delay stays fixed.
+	// MaxDelay lets the delay grow, up to MaxDelay, for a track that lags
+	// but still delivers (see "Growing delay" in the package doc): to its
+	// lag plus Delay when it reaches the bound, or when one of its frames
+	// arrives late; it stays there. A track that falls behind the others
+	// by more than Delay (a link that carries one track's bigger frames
+	// slower) is then waited for instead of dropped from then on. Zero,
+	// not above Delay, or a negative Delay: the delay stays fixed.
 	MaxDelay time.Duration
 	// MediaTimeOnly drops the wall-clock part of the Delay bound: when no
 	// data flows at all, the output waits for the lagging tracks as long
@@ -154,7 +155,10 @@ func New(opts Options) *Buffer {
 	default:
 		b.delay = opts.Delay.Microseconds()
 	}
-	b.base, b.maxDelay = b.delay, max(b.delay, opts.MaxDelay.Microseconds())
+	b.base, b.maxDelay = b.delay, b.delay
+	if b.delay >= 0 {
+		b.maxDelay = max(b.delay, opts.MaxDelay.Microseconds())
+	}
 	if b.opts.Now == nil {
 		b.opts.Now = time.Now
 	}
