@@ -1,49 +1,24 @@
 package subscribe
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/moq-export/moq-export/internal/moqpath"
+)
 
 // normPath normalizes a broadcast path the way moq-lite does: no leading or
 // trailing "/", repeated "/" collapsed.
-func normPath(p string) string {
-	if !strings.Contains(p, "//") && !strings.HasPrefix(p, "/") && !strings.HasSuffix(p, "/") {
-		return p
-	}
-	parts := strings.Split(p, "/")
-	out := parts[:0]
-	for _, s := range parts {
-		if s != "" {
-			out = append(out, s)
-		}
-	}
-	return strings.Join(out, "/")
-}
+func normPath(p string) string { return moqpath.Clean(p) }
 
 // joinPath joins a prefix and a suffix with one "/" unless either is empty.
 func joinPath(prefix, suffix string) string {
-	prefix, suffix = normPath(prefix), normPath(suffix)
-	switch {
-	case prefix == "":
-		return suffix
-	case suffix == "":
-		return prefix
-	}
-	return prefix + "/" + suffix
+	return moqpath.Join(moqpath.Clean(prefix), moqpath.Clean(suffix))
 }
 
 // stripPrefix returns path relative to prefix when prefix matches it on a
 // segment boundary ("foo" matches "foo" and "foo/x", not "foobar").
 func stripPrefix(path, prefix string) (string, bool) {
-	path, prefix = normPath(path), normPath(prefix)
-	if prefix == "" {
-		return path, true
-	}
-	if path == prefix {
-		return "", true
-	}
-	if strings.HasPrefix(path, prefix+"/") {
-		return path[len(prefix)+1:], true
-	}
-	return "", false
+	return moqpath.CutPrefix(moqpath.Clean(path), moqpath.Clean(prefix))
 }
 
 // ResolveBroadcast resolves a rendition's "broadcast" reference against the

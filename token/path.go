@@ -2,7 +2,8 @@ package token
 
 import (
 	"fmt"
-	"strings"
+
+	"github.com/moq-export/moq-export/internal/moqpath"
 )
 
 // Permissions are what a token grants at one connection path: the
@@ -15,17 +16,17 @@ type Permissions struct {
 
 // CanPublish reports whether the bearer may publish the broadcast at path
 // (relative to the connection path).
-func (p Permissions) CanPublish(path string) bool { return underAny(normalize(path), p.Publish) }
+func (p Permissions) CanPublish(path string) bool { return underAny(moqpath.Clean(path), p.Publish) }
 
 // CanSubscribe reports whether the bearer may subscribe to the broadcast
 // at path (relative to the connection path).
 func (p Permissions) CanSubscribe(path string) bool {
-	return underAny(normalize(path), p.Subscribe)
+	return underAny(moqpath.Clean(path), p.Subscribe)
 }
 
 func underAny(path string, prefixes []string) bool {
 	for _, pre := range prefixes {
-		if _, ok := cutPrefix(path, pre); ok {
+		if _, ok := moqpath.CutPrefix(path, pre); ok {
 			return true
 		}
 	}
@@ -38,13 +39,13 @@ func underAny(path string, prefixes []string) bool {
 // of it (grants are anchored at the root below it). Errors wrap ErrRoot
 // (the two are unrelated) or ErrNoAccess (no grant is left).
 func (c *Claims) Authorize(path string) (Permissions, error) {
-	target, root := normalize(path), normalize(c.Root)
+	target, root := moqpath.Clean(path), moqpath.Clean(c.Root)
 	// Exactly one of beyond (the path past the root) and above (the root
 	// past the path) is non-empty, or neither.
 	var beyond, above string
-	if rest, ok := cutPrefix(target, root); ok {
+	if rest, ok := moqpath.CutPrefix(target, root); ok {
 		beyond = rest
-	} else if rest, ok := cutPrefix(root, target); ok {
+	} else if rest, ok := moqpath.CutPrefix(root, target); ok {
 		above = rest
 	} else {
 		return Permissions{}, fmt.Errorf("%w: connected at %q, the token's root is %q", ErrRoot, target, root)
@@ -52,10 +53,10 @@ func (c *Claims) Authorize(path string) (Permissions, error) {
 	scope := func(grants []string) []string {
 		var out []string
 		for _, g := range grants {
-			full := join(above, normalize(g))
-			if rest, ok := cutPrefix(full, beyond); ok {
+			full := moqpath.Join(above, moqpath.Clean(g))
+			if rest, ok := moqpath.CutPrefix(full, beyond); ok {
 				out = append(out, rest) // the grant reaches below the path
-			} else if _, ok := cutPrefix(beyond, full); ok {
+			} else if _, ok := moqpath.CutPrefix(beyond, full); ok {
 				out = append(out, "") // the grant holds the whole path
 			}
 		}
@@ -73,10 +74,10 @@ func (c *Claims) Authorize(path string) (Permissions, error) {
 // against a token's claims, role by role.
 func covers(grantRoot string, granted []string, reqRoot string, requested []string) bool {
 	for _, r := range requested {
-		full := join(normalize(reqRoot), normalize(r))
+		full := moqpath.Join(moqpath.Clean(reqRoot), moqpath.Clean(r))
 		ok := false
 		for _, g := range granted {
-			if _, in := cutPrefix(full, join(normalize(grantRoot), normalize(g))); in {
+			if _, in := moqpath.CutPrefix(full, moqpath.Join(moqpath.Clean(grantRoot), moqpath.Clean(g))); in {
 				ok = true
 				break
 			}
@@ -86,42 +87,4 @@ func covers(grantRoot string, granted []string, reqRoot string, requested []stri
 		}
 	}
 	return true
-}
-
-// normalize drops empty segments: "/a//b/" is "a/b".
-func normalize(p string) string {
-	if !strings.Contains(p, "//") && !strings.HasPrefix(p, "/") && !strings.HasSuffix(p, "/") {
-		return p
-	}
-	var parts []string
-	for _, s := range strings.Split(p, "/") {
-		if s != "" {
-			parts = append(parts, s)
-		}
-	}
-	return strings.Join(parts, "/")
-}
-
-// cutPrefix returns path below prefix when prefix is a segment-aligned
-// prefix of it ("" is a prefix of everything). Both are normalized.
-func cutPrefix(path, prefix string) (string, bool) {
-	switch {
-	case prefix == "":
-		return path, true
-	case path == prefix:
-		return "", true
-	case strings.HasPrefix(path, prefix) && path[len(prefix)] == '/':
-		return path[len(prefix)+1:], true
-	}
-	return "", false
-}
-
-func join(a, b string) string {
-	switch {
-	case a == "":
-		return b
-	case b == "":
-		return a
-	}
-	return a + "/" + b
 }
