@@ -140,12 +140,7 @@ func TestReferencePublisherKilledAndRestartedLosesAtMostTheOutagePlusThreeSecond
 			}
 		}
 		slices.Sort(pts)
-		at, gap := 0, 0.0
-		for i := 1; i < len(pts); i++ {
-			if d := pts[i] - pts[i-1]; d > gap {
-				at, gap = i, d
-			}
-		}
+		at, gap := mediatest.LargestGap(pts)
 		hole := time.Duration(gap * float64(time.Second))
 		var reported time.Duration
 		gaps := 0

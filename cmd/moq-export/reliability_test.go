@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/internal/mediatest"
 	"github.com/moq-export/moq-export/internal/udpproxy"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe"
@@ -280,10 +281,7 @@ func packetTimes(t *testing.T, path string) map[int][]float64 {
 
 // largestGap returns the largest distance between neighbouring times.
 func largestGap(ts []float64) time.Duration {
-	var gap float64
-	for i := 1; i < len(ts); i++ {
-		gap = max(gap, ts[i]-ts[i-1])
-	}
+	_, gap := mediatest.LargestGap(ts)
 	return time.Duration(gap * float64(time.Second))
 }
 
@@ -432,28 +430,16 @@ func TestPublisherKilledAndRestartedLosesAtMostTheOutagePlusThreeSeconds(t *test
 	}
 }
 
-// largestGapAt returns the index in sorted ts of the time after the
-// largest gap (0 when there is none) and the gap.
-func largestGapAt(ts []float64) (int, float64) {
-	at, gap := 0, 0.0
-	for i := 1; i < len(ts); i++ {
-		if d := ts[i] - ts[i-1]; d > gap {
-			at, gap = i, d
-		}
-	}
-	return at, gap
-}
-
 // gapStart returns the time before the largest gap of sorted ts.
 func gapStart(ts []float64) float64 {
-	at, _ := largestGapAt(ts)
+	at, _ := mediatest.LargestGap(ts)
 	return ts[max(at-1, 0)]
 }
 
 // withoutLargestGap returns sorted ts with the times after its largest gap
 // moved back by it, so that the rest can be checked for holes.
 func withoutLargestGap(ts []float64) []float64 {
-	at, gap := largestGapAt(ts)
+	at, gap := mediatest.LargestGap(ts)
 	out := slices.Clone(ts)
 	for i := at; i < len(out) && at > 0; i++ {
 		out[i] -= gap
@@ -524,7 +510,7 @@ func TestNetworkOutageOfFortySecondsIsReportedAndTheRecordingGoesOn(t *testing.T
 	}
 	var maxLost time.Duration
 	for codec, sp := range got { // the demo's tracks are named after their codecs
-		at, gap := largestGapAt(sp.pts)
+		at, gap := mediatest.LargestGap(sp.pts)
 		hole := time.Duration(gap * float64(time.Second))
 		var reported time.Duration
 		gaps := 0

@@ -170,3 +170,20 @@ func TestOnlyTestCodeImportsMediatest(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestLargestGapFindsTheHole(t *testing.T) {
+	for _, tc := range []struct {
+		ts  []float64
+		at  int
+		gap float64
+	}{
+		{nil, 0, 0},
+		{[]float64{1}, 0, 0},
+		{[]float64{0, 0.5, 1, 3, 3.5}, 3, 2},
+		{[]float64{0, 4, 4.5, 9}, 3, 4.5},
+	} {
+		if at, gap := mediatest.LargestGap(tc.ts); at != tc.at || gap != tc.gap {
+			t.Errorf("mediatest.LargestGap(%v) = %d, %v; want %d, %v", tc.ts, at, gap, tc.at, tc.gap)
+		}
+	}
+}

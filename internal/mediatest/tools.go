@@ -142,6 +142,18 @@ type ProbeResult struct {
 	Format  Format   `json:"format"`
 }
 
+// LargestGap returns, of sorted times ts, the largest distance between
+// neighbours and the index of the time after it (0 and 0 when there are
+// fewer than two): where a recording's hole is.
+func LargestGap(ts []float64) (at int, gap float64) {
+	for i := 1; i < len(ts); i++ {
+		if d := ts[i] - ts[i-1]; d > gap {
+			at, gap = i, d
+		}
+	}
+	return at, gap
+}
+
 // PacketsOf returns the packets of the stream with index i, in file order.
 func (r ProbeResult) PacketsOf(i int) []Packet {
 	var out []Packet
