@@ -140,19 +140,13 @@ func (rb *remoteBroadcast) endAfterTracks() {
 	rb.mu.Lock()
 	rb.ending = true
 	rb.mu.Unlock()
-	ended := make(chan struct{})
+	// The tracks end on their own (the publisher ends their
+	// subscriptions, or the session goes), or when the grace runs out and
+	// closing the broadcast ends them; close is idempotent.
+	grace := time.AfterFunc(rb.s.opts.drainGrace, func() { rb.close(nil) })
 	go func() {
 		rb.runs.Wait()
-		close(ended)
-	}()
-	go func() {
-		grace := time.NewTimer(rb.s.opts.drainGrace)
-		defer grace.Stop()
-		select {
-		case <-ended:
-		case <-grace.C:
-		case <-rb.ctx.Done():
-		}
+		grace.Stop()
 		rb.close(nil)
 	}()
 }
