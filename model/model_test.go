@@ -3,6 +3,7 @@ package model
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -551,4 +552,126 @@ func TestConsumersCountsTheTracksReaders(t *testing.T) {
 	if n := tr.Consumers(); n != 0 {
 		t.Fatalf("%d consumers after both closed", n)
 	}
+}
+
+// TestReadySetPark: a parked reader is resumed, once, by the next wakeup
+// of either kind, and a wakeup that came before Park is not lost (Park
+// takes it and reports false).
+func TestReadySetPark(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		before      func(r *ReadySet, tr *Track) // before Park
+		parks       bool
+		wake        func(r *ReadySet, tr *Track) // while parked
+		wantResumed int
+	}{
+		{name: "Wake resumes", parks: true, wake: func(r *ReadySet, _ *Track) { r.Wake() }, wantResumed: 1},
+		{name: "a frame resumes", parks: true, wake: func(r *ReadySet, tr *Track) { writeGroup(t, tr, 0, true, 1) }, wantResumed: 1},
+		{name: "two wakes resume once", parks: true, wake: func(r *ReadySet, _ *Track) { r.Wake(); r.Wake() }, wantResumed: 1},
+		{name: "nothing, not resumed", parks: true, wake: func(*ReadySet, *Track) {}, wantResumed: 0},
+		{name: "pending Wake", before: func(r *ReadySet, _ *Track) { r.Wake() }, parks: false},
+		{name: "pending frame", before: func(r *ReadySet, tr *Track) { writeGroup(t, tr, 0, true, 1) }, parks: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewReadySet()
+			tr := NewTrack("v")
+			c := tr.Subscribe(0)
+			c.Watch(r)
+			r.Take(nil)
+			<-r.Wakeup() // the Watch
+			if tc.before != nil {
+				tc.before(r, tr)
+			}
+			resumed := 0
+			if got := r.Park(func() { resumed++ }); got != tc.parks {
+				t.Fatalf("Park = %v, want %v", got, tc.parks)
+			}
+			if !tc.parks {
+				select {
+				case <-r.Wakeup():
+					t.Fatal("Park left the wakeup it took")
+				default:
+				}
+				return
+			}
+			tc.wake(r, tr)
+			if resumed != tc.wantResumed {
+				t.Fatalf("resumed %d times, want %d", resumed, tc.wantResumed)
+			}
+			if tc.wantResumed == 1 {
+				// Resumed, the reader is not parked any more: the next
+				// wakeup goes to the channel again.
+				r.Wake()
+				select {
+				case <-r.Wakeup():
+				default:
+					t.Fatal("a wakeup after the resume was lost")
+				}
+				if resumed != 1 {
+					t.Fatalf("resumed %d times after a later Wake", resumed)
+				}
+			}
+		})
+	}
+}
+
+// TestReadySetParkLosesNoWakeup: a reader that parks whenever it has read
+// everything, resumed in a new goroutine each time, reads the last group
+// of every track that producers on other goroutines write (run with
+// -race): no wakeup is lost between its last look and its Park.
+func TestReadySetParkLosesNoWakeup(t *testing.T) {
+	const producers, groups = 4, 300
+	r := NewReadySet()
+	tracks := make([]*Track, producers)
+	for i := range tracks {
+		tracks[i] = NewTrack(fmt.Sprint(i))
+		tracks[i].Subscribe(time.Hour).Watch(r)
+	}
+	last := 0 // tracks whose last frame was read
+	done := make(chan struct{})
+	var scratch []*Consumer
+	var reader func()
+	reader = func() {
+		for {
+			scratch = r.Take(scratch[:0])
+			for _, c := range scratch {
+				for ev, ok := c.Next(); ok; ev, ok = c.Next() {
+					if ev.Kind == EventFrame && ev.Frame.Timestamp == groups-1 {
+						last++
+					}
+				}
+			}
+			if last == producers {
+				close(done)
+				return
+			}
+			if r.Park(func() { go reader() }) {
+				return
+			}
+		}
+	}
+	go reader()
+	errs := make(chan error, producers)
+	for _, tr := range tracks {
+		go func() {
+			for seq := range uint64(groups) {
+				g, err := tr.CreateGroup(seq)
+				if err == nil {
+					err = g.WriteFrame(Frame{Timestamp: int64(seq), Payload: []byte{1}})
+					g.Close(nil)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range producers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-done
 }

@@ -593,20 +593,43 @@ func (r *Recorder) Record(ctx context.Context, src Source, path string) error {
 	return r.withProgress(ctx, func() error { return r.record(ctx, src, path) })
 }
 
+// record records broadcast path of src until it ends (see Record) and
+// returns the outcome.
 func (r *Recorder) record(ctx context.Context, src Source, path string) error {
+	ended := make(chan error, 1)
+	r.startRecording(ctx, src, path, func(err error) { ended <- err })
+	return <-ended
+}
+
+// startRecording records broadcast path of src, and calls done with the
+// outcome when the recording ended. It prepares the recording in the
+// calling goroutine (the first catalog, the file, the export), then starts
+// the export with export.Export.Go and returns once it waits: a recording
+// whose broadcast sends nothing holds no goroutine (a goroutine blocked
+// under this setup would keep the 8 KB of stack the setup grew). done runs
+// in the goroutine that ended the recording.
+func (r *Recorder) startRecording(ctx context.Context, src Source, path string, done func(error)) {
 	// A limit cuts the recording by ending its context with the reason:
 	// the files are finished as on any stop (limits.go).
 	if err := r.lowOnSpace(r.outputDir()); err != nil {
-		return fmt.Errorf("recording %q refused: %w", path, err)
+		done(fmt.Errorf("recording %q refused: %w", path, err))
+		return
 	}
 	rctx, cut := context.WithCancelCause(ctx)
-	defer cut(nil)
-	err := r.recordUntil(rctx, src, path, cut)
-	if cause := context.Cause(rctx); errors.Is(cause, ErrLimit) && ctx.Err() == nil {
-		r.log.Warn("recording cut", "broadcast", path, "publisher", peerOf(src), "reason", cause)
-		return nil
+	end := func(err error) {
+		if cause := context.Cause(rctx); errors.Is(cause, ErrLimit) && ctx.Err() == nil {
+			r.log.Warn("recording cut", "broadcast", path, "publisher", peerOf(src), "reason", cause)
+			err = nil
+		}
+		cut(nil)
+		done(err)
 	}
-	return err
+	rec, err := r.prepare(rctx, src, path, cut)
+	if err != nil {
+		end(err)
+		return
+	}
+	rec.ex.Go(rctx, func(err error) { end(rec.result(err)) })
 }
 
 // peerOf names who publishes src's broadcasts, when the source knows.
@@ -617,15 +640,29 @@ func peerOf(src Source) string {
 	return ""
 }
 
-func (r *Recorder) recordUntil(ctx context.Context, src Source, path string, cut func(error)) error {
+// recording is a recording prepared and running: its export, and what
+// its end accounts for.
+type recording struct {
+	r      *Recorder
+	src    Source
+	bc     *model.Broadcast
+	name   string
+	ex     *export.Export
+	tracks *countTracks
+}
+
+// prepare waits for the first catalog of broadcast path, checks that it
+// has something to record (Plan), opens the first output and returns the
+// recording with its export, not started yet.
+func (r *Recorder) prepare(ctx context.Context, src Source, path string, cut func(error)) (*recording, error) {
 	bc := src.Broadcast(path)
 	name := bc.Name()
 	cat, err := r.waitCatalog(ctx, bc)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := r.Plan(name, cat); err != nil {
-		return err
+		return nil, err
 	}
 	opts := r.exportOptions()
 	opts.MaxDuration = r.opts.Duration
@@ -633,7 +670,7 @@ func (r *Recorder) recordUntil(ctx context.Context, src Source, path string, cut
 	opts.Resolve = func(ref string) (*model.Broadcast, error) { return src.Resolve(bc, ref) }
 	m, err := r.open(name, 0, cut)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// A late track the file cannot add starts the next one when the
 	// template numbers them.
@@ -647,19 +684,26 @@ func (r *Recorder) recordUntil(ctx context.Context, src Source, path string, cut
 	first := &countTracks{Muxer: m}
 	ex := export.New(bc, first, opts)
 	r.started(name, ex)
-	defer func() { r.ended(name, ex, first.n) }()
-	if err := ex.Run(ctx); err != nil {
+	return &recording{r: r, src: src, bc: bc, name: name, ex: ex, tracks: first}, nil
+}
+
+// result accounts for the ended recording and returns its outcome, given
+// what its export returned.
+func (rec *recording) result(err error) error {
+	defer rec.r.ended(rec.name, rec.ex, rec.tracks.n)
+	name := rec.name
+	if err != nil {
 		if we, ok := errors.AsType[*WriteError](err); ok {
 			return fmt.Errorf("recording %q: %w", name, we)
 		}
 		return fmt.Errorf("recording %q: %w", name, err)
 	}
-	if berr := bc.Err(); berr != nil {
+	if berr := rec.bc.Err(); berr != nil {
 		return fmt.Errorf("broadcast %q ended with an error: %w (what arrived before is in the output)", name, berr)
 	}
 	// A session that gave up ends its tracks before it closes their
 	// broadcast with its error: ask the session too.
-	if se, ok := src.(interface{ Err() error }); ok {
+	if se, ok := rec.src.(interface{ Err() error }); ok {
 		if serr := se.Err(); serr != nil && !errors.Is(serr, subscribe.ErrClosed) {
 			return fmt.Errorf("broadcast %q ended with its connection: %w (what arrived before is in the output)", name, serr)
 		}
@@ -896,12 +940,13 @@ func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Durati
 		}
 		running[path] = true
 		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer release()
-			for {
-				r.log.Info("recording", "broadcast", path)
-				err := r.record(ctx, src, path)
+		// Each recording (and each again) is started in a goroutine of
+		// its own, which ends once the recording waits for media; the
+		// recording's end runs in the goroutine that ended it.
+		var launch func()
+		launch = func() {
+			r.log.Info("recording", "broadcast", path)
+			r.startRecording(ctx, src, path, func(err error) {
 				if err != nil && ctx.Err() == nil {
 					r.log.Error("recording failed", "broadcast", path, "err", err)
 				}
@@ -912,13 +957,16 @@ func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Durati
 				if again[path] && ctx.Err() == nil {
 					delete(again, path)
 					mu.Unlock()
-					continue
+					go launch()
+					return
 				}
 				delete(running, path)
 				mu.Unlock()
-				return
-			}
-		}()
+				release()
+				wg.Done()
+			})
+		}
+		go launch()
 	}
 	var ferr error
 	for {
