@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/at-wat/ebml-go"
@@ -97,9 +98,17 @@ type Writer struct {
 	cues            []webm.CuePoint
 	endMs           int64 // end of the last frame, ms, for Duration
 
-	buf   []byte
 	stats Counters
 }
+
+// blockBufs holds the buffers writeBlock assembles a block in (Cluster
+// start, SimpleBlock header and payload, for one Write per frame), shared
+// by every Writer: a Writer keeps no buffer between frames, so a thousand
+// recordings waiting for media do not each hold a copy of their largest
+// frame. A buffer above maxPooledBlock is not kept at all.
+var blockBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledBlock = 1 << 20
 
 type track struct {
 	mux.Track
@@ -601,7 +610,8 @@ func (w *Writer) writeBlock(t *track, ts int64, key bool, payload []byte, in int
 	}
 	t.written, t.lastTs, t.lastMs = true, ts, ms
 	video := t.Kind == mux.Video
-	b := w.buf[:0]
+	buf := blockBufs.Get().(*[]byte)
+	b := (*buf)[:0]
 	rel := ms - w.clusterTs
 	if !w.inCluster || w.breakCluster ||
 		(video && key && w.clusterHasVideo) ||
@@ -627,8 +637,12 @@ func (w *Writer) writeBlock(t *track, ts int64, key bool, payload []byte, in int
 	}
 	b = appendSimpleBlockHeader(b, t.number, int16(rel), key, len(payload))
 	b = append(b, payload...)
-	w.buf = b
-	if err := w.out.Write(b); err != nil {
+	err := w.out.Write(b)
+	if cap(b) <= maxPooledBlock {
+		*buf = b[:0]
+		blockBufs.Put(buf)
+	}
+	if err != nil {
 		return err
 	}
 	w.stats.Frames++
@@ -636,9 +650,6 @@ func (w *Writer) writeBlock(t *track, ts int64, key bool, payload []byte, in int
 
 	t.noteTimestamp(ts)
 	w.endMs = max(w.endMs, ms+(min(t.minDelta, 1<<40)+500)/1000)
-	if len(w.buf) > 1<<20 {
-		w.buf = nil // do not pin one huge frame's buffer
-	}
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -828,4 +829,36 @@ func TestFramesLessThanAMillisecondApartKeepDistinctTimes(t *testing.T) {
 			t.Errorf("frame %d at %d ms, its time is %d ms", i, got[i], want)
 		}
 	}
+}
+
+// TestWriterHoldsNoFrameBetweenWrites: once a frame is written, the
+// Writer keeps no copy of it (a recording that waits for media holds no
+// buffer the size of its largest frame), and the file still holds it
+// whole.
+func TestWriterHoldsNoFrameBetweenWrites(t *testing.T) {
+	const size = 1 << 19
+	in := mediatest.SampleInput("aac", 1)
+	var out bytes.Buffer
+	w := NewWriter(&out, Options{})
+	mediatest.Write(t, w, mediatest.Tracks(in), nil)
+	heap := func() uint64 {
+		// Twice: the shared block buffers go at the second collection.
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	out.Grow(2 * size)
+	before := heap()
+	if err := w.WriteFrame(mux.Frame{TrackID: 1, Keyframe: true, Payload: make([]byte, size)}); err != nil {
+		t.Fatal(err)
+	}
+	if grown := int64(heap()) - int64(before); grown > size/2 {
+		t.Fatalf("the heap grew by %d bytes after writing a %d-byte frame", grown, size)
+	}
+	if out.Len() < size {
+		t.Fatalf("%d bytes written, want the frame's %d and more", out.Len(), size)
+	}
+	runtime.KeepAlive(w)
 }
