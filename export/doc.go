@@ -1,7 +1,14 @@
 // Package export is the export engine: it reads a broadcast's catalog and
 // media tracks from package model, orders their frames with package jitter
-// and feeds a mux.Muxer. One goroutine drives one export (Run), or a caller
-// drives it step by step (Poll).
+// and feeds a mux.Muxer. Run drives one export until it ends; Go does the
+// same in the background and calls back at the end; or a caller drives it
+// step by step (Poll).
+//
+// An export that waits holds no goroutine: Go (and so Run) parks it on its
+// ready set (model.ReadySet.Park), and the next event (media, the catalog,
+// a backfill ending, the next deadline, ctx ending) continues it in a new
+// goroutine. A thousand recordings of paused broadcasts cost their heap,
+// not a thousand stacks.
 //
 // The engine follows the catalog: renditions that appear are added (if the
 // container can still take them), those that leave are ended. Its cost
