@@ -105,6 +105,21 @@ func (t *track) buffered() int { return len(t.queue) - t.head }
 
 func (t *track) front() *entry { return &t.queue[t.head] }
 
+// push appends e to the queue. A full queue whose front half or more was
+// popped already slides its frames down instead of growing: a track that
+// always has a frame buffered (one that runs ahead of the others) never
+// empties its queue, and the popped entries before head would otherwise
+// be copied along and kept at every growth, 56 bytes per frame for as long
+// as the recording runs.
+func (t *track) push(e entry) {
+	if len(t.queue) == cap(t.queue) && t.head > 0 && 2*t.head >= len(t.queue) {
+		n := copy(t.queue, t.queue[t.head:])
+		clear(t.queue[n:])
+		t.queue, t.head = t.queue[:n], 0
+	}
+	t.queue = append(t.queue, e)
+}
+
 func (t *track) pop() entry {
 	e := t.queue[t.head]
 	t.queue[t.head] = entry{}
@@ -258,7 +273,7 @@ func (b *Buffer) Push(f mux.Frame) error {
 	}
 
 	wasEmpty := t.buffered() == 0
-	t.queue = append(t.queue, entry{frame: f, key: key})
+	t.push(entry{frame: f, key: key})
 	t.lastKey = key
 	t.idle = false
 	b.maxKey = max(b.maxKey, key)

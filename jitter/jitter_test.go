@@ -586,3 +586,52 @@ func TestMaxDelayDoesNotGrowForASilentTrack(t *testing.T) {
 		t.Fatalf("%d frames released, want at least %d", released, want)
 	}
 }
+
+// TestQueueOfALeadingTrackStaysBounded: a track that always has frames
+// buffered (it runs 100 ms ahead of the other) never empties its queue;
+// the queue's memory stays that of the frames it holds, not of every
+// frame it ever held, and every frame still leaves in order.
+func TestQueueOfALeadingTrackStaysBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		lead  int64 // ms the video runs ahead of the audio
+		delay time.Duration
+	}{
+		{"video 100 ms ahead", 100, 500 * time.Millisecond},
+		{"video 400 ms ahead", 400, 500 * time.Millisecond},
+		{"video 2 s ahead, within a 3 s delay", 2000, 3 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := New(Options{Delay: tc.delay, MediaTimeOnly: true})
+			b.AddTrack(0, mux.Video)
+			b.AddTrack(1, mux.Audio)
+			var out []Item
+			const frames = 20000
+			most := 0
+			for i := range int64(frames) {
+				if err := b.Push(frame(0, i*33+tc.lead, true)); err != nil {
+					t.Fatal(err)
+				}
+				if err := b.Push(frame(1, i*33, true)); err != nil {
+					t.Fatal(err)
+				}
+				for it, ok := b.Pop(); ok; it, ok = b.Pop() {
+					out = append(out, it)
+				}
+				most = max(most, b.tracks[0].buffered())
+			}
+			// A queue grows only while more than half of it is live: its
+			// capacity stays within about 4 times the frames it holds.
+			if c := cap(b.tracks[0].queue); c > 4*most+16 {
+				t.Fatalf("video queue capacity %d for at most %d frames buffered", c, most)
+			}
+			out = append(out, flushAll(b)...)
+			if n := inOrderCount(t, out, 0); n != frames {
+				t.Fatalf("%d video frames out, want %d", n, frames)
+			}
+			if n := inOrderCount(t, out, 1); n != frames {
+				t.Fatalf("%d audio frames out, want %d", n, frames)
+			}
+		})
+	}
+}
