@@ -3,29 +3,19 @@ package export_test
 import (
 	"context"
 	"errors"
-	"runtime"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/export"
+	"github.com/moq-export/moq-export/internal/mediatest"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/mux"
 )
 
 // exportGoroutines counts the goroutines running or waiting in the
 // export engine.
-func exportGoroutines() int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			return strings.Count(string(buf[:n]), "moq-export/export.(*Export)")
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-}
+func exportGoroutines() int { return mediatest.GoroutinesIn("moq-export/export.(*Export)") }
 
 // settle waits for the goroutines of exports that ended (the one that
 // called done still returns from it) to exit.

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,20 +20,7 @@ import (
 // recordingGoroutines counts the goroutines that run or wait in a
 // recording: its start, or its export.
 func recordingGoroutines() int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			count := 0
-			for _, g := range strings.Split(string(buf[:n]), "\n\n") {
-				if strings.Contains(g, "record.(*Recorder).startRecording") || strings.Contains(g, "moq-export/export.(*Export)") {
-					count++
-				}
-			}
-			return count
-		}
-		buf = make([]byte, 2*len(buf))
-	}
+	return mediatest.GoroutinesIn("record.(*Recorder).startRecording", "moq-export/export.(*Export)")
 }
 
 // TestIdleRecordingsHoldNoGoroutine: recordings whose broadcasts paused

@@ -18,6 +18,8 @@
 //     that reads Enhanced FLV), Run, DecodeClean, and Probe, which returns
 //     ffprobe's streams, packets and format as typed structs
 //     (ProbeResult). Each has a Tools method form for a given ffmpeg.
+//   - GoroutinesIn: the goroutines running in given functions, for tests
+//     of what holds no goroutine.
 //
 // What it does not own: each container's own checks (FLV tag parsing,
 // Matroska DocType and Cues, MPEG-TS PIDs, PCR and continuity) stay in
