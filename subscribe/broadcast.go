@@ -185,11 +185,11 @@ func (rb *remoteBroadcast) request(name string) (*model.Track, error) {
 	}
 	rb.s.wg.Add(1)
 	rb.runs.Add(1)
-	go func() {
-		defer rb.s.wg.Done()
-		defer rb.runs.Done()
-		rt.run()
-	}()
+	rt.exit = func() {
+		rb.runs.Done()
+		rb.s.wg.Done()
+	}
+	go rt.run()
 	return rt.track, nil
 }
 

@@ -2,6 +2,8 @@ package subscribe
 
 import (
 	"context"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,4 +129,66 @@ func TestReleaseReadDropsWhatTheRecorderRead(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestIdleSubscriptionParksOnAShallowGoroutine: once subscribed, a track
+// whose publisher sends nothing waits for its next response on a goroutine
+// that did nothing but the read (liteSubscription.wait), and no goroutine
+// of the setup (the track's run, its attempt, SUBSCRIBE) is left waiting
+// with the stack it grew. When the publisher ends the track, the parked
+// subscription goes on and ends it.
+func TestIdleSubscriptionParksOnAShallowGoroutine(t *testing.T) {
+	for _, ver := range []string{"lite-05", "lite-04", "lite-03", "lite-02"} {
+		t.Run(ver, func(t *testing.T) {
+			srv, pin := startServer(t, "127.0.0.1:0")
+			defer srv.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			client, peer := dialAndAccept(t, ctx, srv, "moql://"+srv.Addr().String()+"/", Options{TLSFingerprint: pin,
+				Logger: testLogger(t), Versions: []string{ver}, Container: func(string, string) string { return "legacy" }})
+			defer client.Close()
+			pb := model.NewBroadcast("live")
+			pt := pb.CreateTrack("v")
+			if err := peer.Publish(pb); err != nil {
+				t.Fatal(err)
+			}
+			tr, err := client.Broadcast("live").Track("v")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cons := tr.Subscribe(0)
+			waitFor(t, "the subscription", func() bool { return peer.servingTrack("live", "v") == 1 })
+			waitFor(t, "one parked wait and no setup goroutine waiting", func() bool {
+				parked, setup := subscriptionGoroutines()
+				return parked == 1 && setup == 0
+			})
+			pt.Close(nil)
+			evs, err := readEvents(ctx, cons, func(evs []model.Event) bool {
+				return len(evs) > 0 && evs[len(evs)-1].Kind == model.EventEnd
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if end := evs[len(evs)-1]; end.Err != nil {
+				t.Fatalf("track ended with %v, want a clean end", end.Err)
+			}
+		})
+	}
+}
+
+// subscriptionGoroutines counts the goroutines parked in
+// liteSubscription.wait with nothing of the setup below, and those inside
+// a track's run.
+func subscriptionGoroutines() (parked, setup int) {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		switch {
+		case strings.Contains(g, "(*remoteTrack).run(") || strings.Contains(g, "(*remoteTrack).attempt("):
+			setup++
+		case strings.Contains(g, "(*liteSubscription).wait("):
+			parked++
+		}
+	}
+	return parked, setup
 }

@@ -19,8 +19,9 @@ type subscription struct {
 	rt        *remoteTrack
 	timescale uint64
 	groups    sync.WaitGroup
-	// ctx ends with the subscription attempt, or when the drain gives up
-	// on the group streams still open; group readers stop reading then.
+	// ctx is the subscription attempt's: it ends with the attempt, or
+	// when the drain gives up on the group streams still open (cancel);
+	// group readers stop reading then.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	// groupStops ends the group streams' reads when ctx ends.
@@ -186,16 +187,13 @@ func (s *Session) unregister(sub *subscription) {
 }
 
 // subscribe runs TRACK and SUBSCRIBE on c until the subscription ends:
-// nil for a clean end by the publisher, an error otherwise.
-//
-// Its goroutine waits in readResponses for the subscription's whole life
-// (an idle recording's tracks, for as long as the broadcast pauses), so
-// the work before is done by functions that return first: what the
-// goroutine holds then is the few frames of the read, and the runtime
-// shrinks its stack to 8 KB instead of 16.
-func (rt *remoteTrack) subscribe(ctx context.Context, c conn) (err error) {
+// nil for a clean end by the publisher, an error otherwise. A moq-lite
+// subscription parks between responses (liteSubscription.park): then
+// subscribe returns parked, and the subscription's end is handed to
+// resumed instead, on the goroutine that read it.
+func (rt *remoteTrack) subscribe(ctx context.Context, cancel context.CancelCauseFunc, c conn, resumed func(error)) (err error, parked bool) {
 	if ic, ok := c.(*ietfConn); ok {
-		return rt.subscribeIETF(ctx, ic)
+		return rt.subscribeIETF(ctx, ic), false
 	}
 	v := connVersion(c)
 	// Without a Track stream (lite-01..04) nothing tells the timescale;
@@ -204,54 +202,135 @@ func (rt *remoteTrack) subscribe(ctx context.Context, c conn) (err error) {
 	if v.TrackInfo {
 		info, err := rt.trackInfo(ctx, c)
 		if err != nil {
-			return err
+			return err, false
 		}
 		timescale = info.Timescale
 	}
-	resumed := rt.live
+	ls := &liteSubscription{rt: rt, ctx: ctx, c: c, v: v, then: resumed,
+		st: subscribeState{resumed: rt.live}}
 	rt.live = true
-
-	sub := rt.register(ctx, timescale)
-	defer rt.rb.s.unregister(sub)
-	defer func() {
-		// Group streams that stop because the connection is gone are
-		// left open for the resumed subscription (resume.go), also when
-		// the subscribe stream saw the loss before the connection did.
-		if err != nil && connGone(c, err) {
-			sub.cancel(fmt.Errorf("%w: %w", errConnLost, err))
-		} else {
-			sub.cancel(nil)
-		}
-	}()
-	defer sub.markStarted()
+	ls.sub = rt.register(ctx, cancel, timescale)
 	// A resumed subscription fills the gap at SUBSCRIBE_OK (resume.go).
-	defer rt.attach(c, timescale, false)()
-
-	str, err := rt.sendSubscribe(ctx, c, v, sub.id)
+	ls.detach = rt.attach(c, timescale, false)
+	ls.str, err = rt.sendSubscribe(ctx, c, v, ls.sub.id)
 	if err != nil {
-		return err
+		return ls.end(err), false
 	}
 	// Unsubscribe with a FIN when the attempt is cancelled (the @moq/net
 	// publisher only stops on a FIN).
-	stop := context.AfterFunc(ctx, func() {
+	str := ls.str
+	ls.stopCancel = context.AfterFunc(ctx, func() {
 		str.Close()
 		str.SetReadDeadline(time.Now())
 	})
-	defer stop()
-	return rt.readResponses(ctx, c, v, sub, str, resumed)
+	ls.r = bufio.NewReaderSize(str, subscribeReadBuffer)
+	return ls.readResponses(nil)
+}
+
+// A liteSubscription is one moq-lite SUBSCRIBE on its stream, from the
+// request to its end.
+//
+// Between responses it parks: the wait for the next one is a new goroutine
+// that does nothing else (park), and the goroutine that asked returns. A
+// subscription lives as long as its track is recorded, and an idle
+// recording's tracks wait on theirs for as long as the broadcast pauses:
+// a goroutine that never went deeper than the read keeps the runtime's
+// smallest stack (2 KB), where the one that set the subscription up, had
+// it waited, would keep the 8 KB its work grew.
+type liteSubscription struct {
+	rt  *remoteTrack
+	ctx context.Context
+	c   conn
+	v   *wire.Version
+	sub *subscription
+	str bidiStream
+	r   *bufio.Reader
+	st  subscribeState
+	// then takes the subscription's end once it parked.
+	then func(error)
+	// detach and stopCancel undo what subscribe set up.
+	detach     func()
+	stopCancel func() bool
+}
+
+// readResponses reads and applies the subscription's responses, waitErr
+// being what the parked wait for the next one failed with. It returns the
+// subscription's end, or parked once none is buffered.
+func (ls *liteSubscription) readResponses(waitErr error) (err error, parked bool) {
+	for {
+		var resp wire.SubscribeResponse
+		err := waitErr
+		if err == nil && ls.r.Buffered() == 0 {
+			ls.park()
+			return nil, true
+		}
+		if err == nil {
+			resp, err = wire.ReadSubscribeResponseFor(ls.r, ls.v)
+		}
+		if err != nil {
+			return ls.end(ls.rt.responsesEnded(ls.ctx, ls.c, ls.sub, ls.str, &ls.st, err)), false
+		}
+		ls.rt.response(ls.ctx, ls.c, ls.v, ls.sub, &ls.st, &resp)
+	}
+}
+
+// park waits for the next response on a new goroutine and returns. The
+// caller must not touch the subscription afterwards: the response may
+// already be read.
+func (ls *liteSubscription) park() {
+	go ls.wait()
+}
+
+// wait is the parked goroutine: the read is all it does before the
+// response wakes it, so its stack stays the smallest (see
+// liteSubscription).
+func (ls *liteSubscription) wait() {
+	_, err := ls.r.Peek(1)
+	ls.woken(err)
+}
+
+// woken goes on with the subscription after its parked wait ended with err
+// (nil: a response is buffered), and with the track once it ends.
+//
+//go:noinline
+func (ls *liteSubscription) woken(err error) {
+	if err, parked := ls.readResponses(err); !parked {
+		ls.then(err)
+	}
+}
+
+// end undoes what subscribe set up once the subscription ended with err,
+// and returns err.
+func (ls *liteSubscription) end(err error) error {
+	if ls.stopCancel != nil {
+		ls.stopCancel()
+	}
+	ls.detach()
+	ls.sub.markStarted()
+	// Group streams that stop because the connection is gone are left
+	// open for the resumed subscription (resume.go), also when the
+	// subscribe stream saw the loss before the connection did.
+	if err != nil && connGone(ls.c, err) {
+		ls.sub.cancel(fmt.Errorf("%w: %w", errConnLost, err))
+	} else {
+		ls.sub.cancel(nil)
+	}
+	ls.rt.rb.s.unregister(ls.sub)
+	return err
 }
 
 // register makes a subscription of the track, reading group streams for it
-// from now on.
-func (rt *remoteTrack) register(ctx context.Context, timescale uint64) *subscription {
+// from now on. It ends with ctx, the attempt's context, and ends it with
+// cancel (a drain that gives up): one context per attempt instead of a
+// child context for the subscription, which cost ~400 B per track.
+func (rt *remoteTrack) register(ctx context.Context, cancel context.CancelCauseFunc, timescale uint64) *subscription {
 	s := rt.rb.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	id := s.nextSubID
 	s.nextSubID++
-	sub := &subscription{id: id, rt: rt, timescale: timescale,
+	sub := &subscription{id: id, rt: rt, timescale: timescale, ctx: ctx, cancel: cancel,
 		arrived: make(chan struct{}, 1), started: make(chan struct{})}
-	sub.ctx, sub.cancel = context.WithCancelCause(ctx)
 	s.subs[id] = sub
 	return sub
 }
@@ -282,19 +361,6 @@ type subscribeState struct {
 	first, end         uint64
 	haveFirst, haveEnd bool
 	resumed            bool
-}
-
-// readResponses reads the subscription's responses until it ends.
-func (rt *remoteTrack) readResponses(ctx context.Context, c conn, v *wire.Version, sub *subscription, str bidiStream, resumed bool) error {
-	r := bufio.NewReaderSize(str, controlReadBuffer)
-	st := &subscribeState{resumed: resumed}
-	for {
-		resp, err := wire.ReadSubscribeResponseFor(r, v)
-		if err != nil {
-			return rt.responsesEnded(ctx, c, sub, str, st, err)
-		}
-		rt.response(ctx, c, v, sub, st, &resp)
-	}
 }
 
 // response applies one response of the subscription.
@@ -418,9 +484,14 @@ func priorityOf(name string) uint8 {
 	return 60
 }
 
-// controlReadBuffer is the read buffer of a subscription's or an announce
-// feed's stream: its messages are a few bytes to a few hundred, and a
-// recorder of 1,000 broadcasts holds 4,000 such streams open, so bufio's
-// 4 KB default would cost 16 MB for nothing. A longer message is read
+// controlReadBuffer is the read buffer of an announce feed's stream: its
+// messages are a few bytes to a few hundred. A longer message is read
 // through it all the same.
 const controlReadBuffer = 512
+
+// subscribeReadBuffer is the read buffer of a subscription's stream, which
+// carries a response or two of a few bytes each: a recorder of 1,000
+// broadcasts holds 3,000 such streams open, so bufio's 4 KB default would
+// cost 12 MB for nothing (512 B: 1.5 MB). A longer response is read
+// through it all the same (wire.ReadMessage copies the body out).
+const subscribeReadBuffer = 32

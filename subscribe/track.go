@@ -27,8 +27,16 @@ type remoteTrack struct {
 	groupBytes atomic.Int64
 
 	// live is set once TRACK_INFO arrived: from then on the track resumes
-	// after reconnects. Owned by the run goroutine.
+	// after reconnects. live, gen and refusedSince are owned by the run
+	// (which may move between goroutines, see run).
 	live bool
+	// gen is the connection generation the next attempt waits past (0:
+	// the current connection is fine).
+	gen uint64
+	// refusedSince starts the current run of refused resubscriptions.
+	refusedSince time.Time
+	// exit ends the run: it is called once, when the track has ended.
+	exit func()
 
 	mu            sync.Mutex
 	cancelAttempt context.CancelCauseFunc // cancels the current subscription
@@ -64,109 +72,155 @@ func (rt *remoteTrack) resumeWindow() time.Duration {
 }
 
 // run subscribes the track until it ends, resubscribing as retryPolicy
-// says.
+// says, then calls rt.exit.
+//
+// The run is one thread of control but not always one goroutine: a
+// subscription that waits for its publisher's next response parks
+// (liteSubscription.park), and the goroutine that the response wakes goes
+// on with the run, to its end or to the next park. An idle recording's
+// track then costs one shallow goroutine, not one that went deep.
 func (rt *remoteTrack) run() {
-	s := rt.rb.s
-	log := s.log.With("broadcast", rt.rb.path, "track", rt.name)
+	if !rt.prepare() {
+		rt.exit()
+		return
+	}
+	rt.loop(nil, nil)
+}
+
+// prepare learns the track's container (and a cmaf track's init); false
+// closes the track.
+func (rt *remoteTrack) prepare() bool {
+	log := rt.rb.s.log
 	if rt.kind == "" {
 		k, err := rt.rb.kindOf(rt.name)
 		if err != nil {
 			rt.track.Close(closeReason(err))
-			return
+			return false
 		}
 		if !decodable(k) {
-			log.Warn("moq: unsupported container, track skipped", "container", k)
+			log.Warn("moq: unsupported container, track skipped", "broadcast", rt.rb.path, "track", rt.name, "container", k)
 			rt.track.Close(fmt.Errorf("track %q: %w: %q", rt.name, ErrUnsupportedContainer, k))
-			return
+			return false
 		}
 		rt.kind = k
 	}
 	if rt.kind == container.CMAF {
 		if err := rt.openCMAF(); err != nil {
-			log.Warn("moq: cmaf track skipped", "err", err)
+			log.Warn("moq: cmaf track skipped", "broadcast", rt.rb.path, "track", rt.name, "err", err)
 			rt.track.Close(err)
-			return
+			return false
 		}
 	}
-	var gen uint64
-	var refusedSince time.Time
+	return true
+}
+
+// loop runs subscription attempts until the track ends. ended, when
+// set, is the attempt on c that just ended with err: the retry policy
+// decides first. loop returns early when an attempt parks; that attempt's
+// end calls it again.
+func (rt *remoteTrack) loop(c conn, ended *error) {
+	s := rt.rb.s
 	for {
-		c, g, err := s.waitConn(rt.rb.ctx, gen)
+		if ended != nil && !rt.retry(c, *ended) {
+			rt.exit()
+			return
+		}
+		nc, g, err := s.waitConn(rt.rb.ctx, rt.gen)
 		if err != nil {
 			rt.track.Close(closeReason(err))
+			rt.exit()
 			return
 		}
-		gen = g
-		err = rt.attempt(c)
-		st := retryState{
-			live: rt.live, broadcastDone: rt.rb.ctx.Err() != nil, connGone: err != nil && connGone(c, err),
-			resumeWindow: rt.resumeWindow(), retryWait: s.opts.Reconnect.Min, announceWait: s.opts.Reconnect.Max,
-		}
-		switch refused := errors.Is(err, ErrRefused); {
-		case refused && rt.live:
-			if refusedSince.IsZero() {
-				refusedSince = time.Now()
-			}
-			st.refusedFor = time.Since(refusedSince)
-		case !refused:
-			// The window counts one run of refusals, not the track's life.
-			refusedSince = time.Time{}
-		}
-		action, wait := retryPolicy(err, st)
-		switch action {
-		case retryEnd:
-			switch {
-			case err == nil:
-				log.Debug("moq: track ended")
-			case st.broadcastDone:
-				err = closeReason(context.Cause(rt.rb.ctx))
-			case !st.live || !errors.Is(err, ErrRefused): // not the end of a resume window
-				log.Warn("moq: subscription failed", "err", err)
-			}
-			rt.track.Close(err)
+		rt.gen, c = g, nc
+		err, parked := rt.attempt(c)
+		if parked {
 			return
-		case retryNextConn:
-			if rt.live {
-				// The export waits for the groups missed meanwhile.
-				rt.hold()
-			}
-			continue
-		case retryOnAnnounce:
-			log.Debug("moq: broadcast not routable yet, waiting for its announcement")
-			rt.rb.mu.Lock()
-			ch := rt.rb.activated
-			rt.rb.mu.Unlock()
-			t := time.NewTimer(wait)
-			select {
-			case <-ch:
-			case <-t.C:
-			case <-rt.rb.ctx.Done():
-			}
-			t.Stop()
-		case retryNow:
-			if wait > 0 {
-				log.Debug("moq: resubscribe refused, retrying", "err", err)
-				if !sleepCtx(rt.rb.ctx, wait) {
-					continue
-				}
-			}
 		}
-		gen = 0 // the same connection is fine
+		ended = &err
 	}
 }
 
+// retry applies the retry policy to the attempt on c that ended with
+// err, waiting as it says; false: the track is closed and its run ends.
+func (rt *remoteTrack) retry(c conn, err error) bool {
+	s := rt.rb.s
+	st := retryState{
+		live: rt.live, broadcastDone: rt.rb.ctx.Err() != nil, connGone: err != nil && connGone(c, err),
+		resumeWindow: rt.resumeWindow(), retryWait: s.opts.Reconnect.Min, announceWait: s.opts.Reconnect.Max,
+	}
+	switch refused := errors.Is(err, ErrRefused); {
+	case refused && rt.live:
+		if rt.refusedSince.IsZero() {
+			rt.refusedSince = time.Now()
+		}
+		st.refusedFor = time.Since(rt.refusedSince)
+	case !refused:
+		// The window counts one run of refusals, not the track's life.
+		rt.refusedSince = time.Time{}
+	}
+	log := s.log.With("broadcast", rt.rb.path, "track", rt.name)
+	action, wait := retryPolicy(err, st)
+	switch action {
+	case retryEnd:
+		switch {
+		case err == nil:
+			log.Debug("moq: track ended")
+		case st.broadcastDone:
+			err = closeReason(context.Cause(rt.rb.ctx))
+		case !st.live || !errors.Is(err, ErrRefused): // not the end of a resume window
+			log.Warn("moq: subscription failed", "err", err)
+		}
+		rt.track.Close(err)
+		return false
+	case retryNextConn:
+		if rt.live {
+			// The export waits for the groups missed meanwhile.
+			rt.hold()
+		}
+		return true // rt.gen stays: the next connection
+	case retryOnAnnounce:
+		log.Debug("moq: broadcast not routable yet, waiting for its announcement")
+		rt.rb.mu.Lock()
+		ch := rt.rb.activated
+		rt.rb.mu.Unlock()
+		t := time.NewTimer(wait)
+		select {
+		case <-ch:
+		case <-t.C:
+		case <-rt.rb.ctx.Done():
+		}
+		t.Stop()
+	case retryNow:
+		if wait > 0 {
+			log.Debug("moq: resubscribe refused, retrying", "err", err)
+			if !sleepCtx(rt.rb.ctx, wait) {
+				return true // the broadcast is done: the next attempt says so
+			}
+		}
+	}
+	rt.gen = 0 // the same connection is fine
+	return true
+}
+
 // attempt runs one subscription on c, cancelled by a restart or the loss of
-// c.
-func (rt *remoteTrack) attempt(c conn) error {
+// c. parked: the subscription waits for a response on a parked goroutine,
+// and its end goes on with the track's loop.
+func (rt *remoteTrack) attempt(c conn) (err error, parked bool) {
 	ctx, cancel := context.WithCancelCause(rt.rb.ctx)
 	stop := context.AfterFunc(c.Context(), func() { cancel(connCause(c)) })
 	rt.mu.Lock()
 	rt.cancelAttempt = cancel
 	rt.mu.Unlock()
-	err := rt.subscribe(ctx, c)
-	stop()
-	cancel(nil)
-	return err
+	err, parked = rt.subscribe(ctx, cancel, c, func(err error) {
+		stop()
+		cancel(nil)
+		rt.loop(c, &err)
+	})
+	if !parked {
+		stop()
+		cancel(nil)
+	}
+	return err, parked
 }
 
 func isResetCode(err error, code uint64) bool {

@@ -237,7 +237,7 @@ func TestTrackOfAnEndedBroadcastEndsCleanly(t *testing.T) {
 		cancel(errStopped)
 		rb := &remoteBroadcast{s: s, path: "b", b: model.NewBroadcast("b"), ctx: ctx, cancel: cancel,
 			tracks: map[string]*remoteTrack{}, activated: make(chan struct{})}
-		rt := &remoteTrack{rb: rb, name: "v", track: model.NewTrack("v")}
+		rt := &remoteTrack{rb: rb, name: "v", track: model.NewTrack("v"), exit: func() {}}
 		c := rt.track.Subscribe(0)
 		rt.run()
 		ev, ok := c.Next()
