@@ -124,11 +124,27 @@ func (t *track) pop() entry {
 	e := t.queue[t.head]
 	t.queue[t.head] = entry{}
 	t.head++
-	if t.head == len(t.queue) {
+	n := t.buffered()
+	switch {
+	case cap(t.queue) <= keptQueue && n == 0:
 		t.queue, t.head = t.queue[:0], 0
+	case cap(t.queue) > keptQueue && n == 0:
+		t.queue, t.head = nil, 0
+	case cap(t.queue) > keptQueue && 8*n <= cap(t.queue):
+		q := make([]entry, n, max(2*n, 4))
+		copy(q, t.queue[t.head:])
+		t.queue, t.head = q, 0
 	}
 	return e
 }
+
+// keptQueue is the most entries a track's queue keeps room for once it
+// drained: the room a burst made (a start, a catch-up after a stall:
+// often a whole group) is let go when the queue empties or holds an
+// eighth of it, so a recording that waits for media does not keep it. A
+// queue that stays within keptQueue, as steady live media does, never
+// allocates again.
+const keptQueue = 16
 
 const minKey = math.MinInt64
 

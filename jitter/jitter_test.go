@@ -635,3 +635,42 @@ func TestQueueOfALeadingTrackStaysBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestQueueLetsABurstsRoomGo: the room a burst of frames made in a
+// track's queue is let go as the queue drains (a recording then waiting
+// for media keeps none of it), and a queue that stays small keeps its
+// room (steady media allocates nothing).
+func TestQueueLetsABurstsRoomGo(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		burst   int // frames pushed before popping
+		left    int // frames left buffered
+		maxRoom int // the queue's capacity after draining to left
+	}{
+		{"burst drained", 64, 0, 4},
+		{"burst drained to one", 64, 1, 4},
+		{"burst drained to an eighth", 64, 8, 32},
+		{"small queue drained", 12, 0, 16},
+		{"small queue drained to one", 12, 1, 16},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var tr track
+			for i := range tc.burst {
+				tr.push(entry{key: int64(i)})
+			}
+			for i := range tc.burst - tc.left {
+				if e := tr.pop(); e.key != int64(i) {
+					t.Fatalf("popped key %d, want %d", e.key, i)
+				}
+			}
+			if c := cap(tr.queue); c > tc.maxRoom {
+				t.Fatalf("capacity %d with %d buffered, want at most %d", c, tr.buffered(), tc.maxRoom)
+			}
+			for i := tc.burst - tc.left; i < tc.burst; i++ {
+				if e := tr.pop(); e.key != int64(i) {
+					t.Fatalf("popped key %d after draining, want %d", e.key, i)
+				}
+			}
+		})
+	}
+}

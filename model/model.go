@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -411,7 +412,7 @@ func (t *Track) unsubscribe(c *Consumer) {
 	defer t.mu.Unlock()
 	for i, x := range t.consumers {
 		if x == c {
-			t.consumers = append(t.consumers[:i], t.consumers[i+1:]...)
+			t.consumers = slices.Delete(t.consumers, i, i+1) // clears the freed slot
 			return
 		}
 	}

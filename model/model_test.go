@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
+	"weak"
 )
 
 func writeGroup(t *testing.T, tr *Track, seq uint64, close bool, ts ...int64) *Group {
@@ -674,4 +676,25 @@ func TestReadySetParkLosesNoWakeup(t *testing.T) {
 		}
 	}
 	<-done
+}
+
+// TestClosedConsumersAreNotKept: consumers that closed are not reachable
+// from their track any more, whatever the order of subscribing and
+// closing (a recording's first catalog watcher, closed, must not stay
+// alive with its ready set for as long as the catalog track lives).
+func TestClosedConsumersAreNotKept(t *testing.T) {
+	tr := NewTrack("catalog.json")
+	a, b := tr.Subscribe(0), tr.Subscribe(0)
+	a.Watch(NewReadySet())
+	b.Watch(NewReadySet())
+	wa, wb := weak.Make(a), weak.Make(b)
+	a.Close()
+	b.Close()
+	a, b = nil, nil
+	c := tr.Subscribe(0) // takes the first slot again
+	runtime.GC()
+	if wa.Value() != nil || wb.Value() != nil {
+		t.Fatalf("closed consumers still reachable: first %v, second %v", wa.Value() != nil, wb.Value() != nil)
+	}
+	runtime.KeepAlive(c)
 }

@@ -82,7 +82,7 @@ func (m *Muxer) RemoveTrack(id int) error {
 	}
 	for i, t := range m.tracks {
 		if t.ID == id {
-			m.tracks = append(m.tracks[:i], m.tracks[i+1:]...)
+			m.tracks = slices.Delete(m.tracks, i, i+1)
 			break
 		}
 	}

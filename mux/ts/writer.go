@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"slices"
 
 	"github.com/asticode/go-astits"
 
@@ -278,7 +279,7 @@ func (w *Writer) RemoveTrack(id int) error {
 	t.removed = true
 	for i, o := range w.order {
 		if o == t {
-			w.order = append(w.order[:i], w.order[i+1:]...)
+			w.order = slices.Delete(w.order, i, i+1)
 			break
 		}
 	}
