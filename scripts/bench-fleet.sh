@@ -29,6 +29,7 @@
 #   NS="1 10" MODES="idle active4m" WINDOW=10 scripts/bench-fleet.sh
 #   MOQ_EXPORT=/path/to/moq-export scripts/bench-fleet.sh   # measure another build
 #   KEEP=1 scripts/bench-fleet.sh   # keep the last run's files, logs and summary
+#   VERSIONS=moq-transport-17 scripts/bench-fleet.sh   # over an IETF draft instead of moq-lite
 #   PROFILES=dir scripts/bench-fleet.sh   # save the recorder's goroutines, heap and CPU profile
 #                                         # (and the publisher's CPU profile, pub-cpu-*)
 set -euo pipefail
@@ -40,6 +41,7 @@ WINDOW=${WINDOW:-20}
 FORMAT=${FORMAT:-mkv}
 CHECK_FILES=${CHECK_FILES:-3}
 RAMP=${RAMP:-2s} # the broadcasts start one after another over RAMP, as a fleet's do
+VERSIONS=${VERSIONS:-} # the protocol versions the publisher accepts (empty: all, so moq-lite-05)
 
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
@@ -100,7 +102,7 @@ for mode in $MODES; do
 	for n in $NS; do
 		rm -rf "$tmp/rec" "$tmp/pub.out" "$tmp/rec.log" "$tmp/summary.json"
 		mkdir -p "$tmp/rec"
-		"$tmp/fleetpub" -n "$n" -ramp "$RAMP" -pprof 127.0.0.1:0 "${pubflags[@]}" >"$tmp/pub.out" 2>"$tmp/pub.err" &
+		"$tmp/fleetpub" -n "$n" -ramp "$RAMP" -pprof 127.0.0.1:0 -versions "$VERSIONS" "${pubflags[@]}" >"$tmp/pub.out" 2>"$tmp/pub.err" &
 		pub_pid=$!
 		wait_for "the publisher" 60 have_line moql "$tmp/pub.out"
 		read -r url pin <"$tmp/pub.out"

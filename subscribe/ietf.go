@@ -91,7 +91,7 @@ func (req *ietfRequest) closeStream() {
 // readStream feeds the messages of the request's stream into msgs until
 // it ends.
 func (req *ietfRequest) readStream() {
-	r := bufio.NewReader(req.str)
+	r := bufio.NewReaderSize(req.str, subscribeReadBuffer)
 	for {
 		typ, body, err := ietf.ReadMessage(r, req.ic.v)
 		if err != nil {
@@ -737,7 +737,7 @@ func goAwayTarget(cur *target, uri string) (*target, error) {
 // SUBSCRIBE_NAMESPACE from draft 16): PUBLISH_NAMESPACE is accepted and
 // lasts as long as its stream, requests to publish are refused.
 func (s *Session) handleIETFBidi(ic *ietfConn, str bidiStream) {
-	r := bufio.NewReader(str)
+	r := bufio.NewReaderSize(str, subscribeReadBuffer)
 	typ, body, err := ietf.ReadMessage(r, ic.v)
 	if err != nil {
 		resetStream(str, CodeCancel)

@@ -466,9 +466,10 @@ func priorityOf(name string) uint8 {
 // through it all the same.
 const controlReadBuffer = 512
 
-// subscribeReadBuffer is the read buffer of a subscription's stream, which
-// carries a response or two of a few bytes each: a recorder of 1,000
-// broadcasts holds 3,000 such streams open, so bufio's 4 KB default would
-// cost 12 MB for nothing (512 B: 1.5 MB). A longer response is read
-// through it all the same (wire.ReadMessage copies the body out).
+// subscribeReadBuffer is the read buffer of a subscription's stream (and
+// of a moq-transport request's, or a PUBLISH_NAMESPACE's), which carries a
+// response or two of a few bytes each: a recorder of 1,000 broadcasts
+// holds 3,000 such streams open, so bufio's 4 KB default would cost 12 MB
+// for nothing (512 B: 1.5 MB). A longer message is read through it all
+// the same (wire.ReadMessage and ietf.ReadMessage copy the body out).
 const subscribeReadBuffer = 32

@@ -26,6 +26,7 @@ import (
 	_ "net/http/pprof" // -pprof
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -44,7 +45,12 @@ func main() {
 	prefix := flag.String("prefix", "fleet", "broadcast names are PREFIX/b0000, PREFIX/b0001, ...")
 	pprofAddr := flag.String("pprof", "", "serve Go's profiles (/debug/pprof/) on this loopback address")
 	ramp := flag.Duration("ramp", 0, "start the broadcasts one after another over this long after SIGUSR1, not all in the same instant")
+	versions := flag.String("versions", "", "comma-separated protocol versions to accept (e.g. moq-transport-17; empty: all)")
 	flag.Parse()
+	var accept []string
+	if *versions != "" {
+		accept = strings.Split(*versions, ",")
+	}
 
 	if *pprofAddr != "" {
 		ln, err := net.Listen("tcp", *pprofAddr)
@@ -68,7 +74,7 @@ func main() {
 		broadcasts[i] = model.NewBroadcast(fmt.Sprintf("%s/b%04d", *prefix, i))
 	}
 	srv, err := subscribe.Listen(*addr, subscribe.ServerOptions{
-		Certificates: []tls.Certificate{cert}, DisableWebTransport: true, Logger: logger, Publish: broadcasts,
+		Certificates: []tls.Certificate{cert}, DisableWebTransport: true, Logger: logger, Publish: broadcasts, Versions: accept,
 	})
 	if err != nil {
 		log.Fatal(err)
