@@ -134,12 +134,13 @@ func TestReleaseReadDropsWhatTheRecorderRead(t *testing.T) {
 
 // TestIdleSubscriptionParksOnAShallowGoroutine: once subscribed, a track
 // whose publisher sends nothing waits for its next response on a goroutine
-// that did nothing but the read (liteSubscription.wait), and no goroutine
+// that did nothing but the wait (liteSubscription.wait, or
+// ietfSubscription.wait for moq-transport), and no goroutine
 // of the setup (the track's run, its attempt, SUBSCRIBE) is left waiting
 // with the stack it grew. When the publisher ends the track, the parked
 // subscription goes on and ends it.
 func TestIdleSubscriptionParksOnAShallowGoroutine(t *testing.T) {
-	for _, ver := range []string{"lite-05", "lite-04", "lite-03", "lite-02"} {
+	for _, ver := range []string{"lite-05", "lite-04", "lite-03", "lite-02", "moq-transport-14", "moq-transport-17"} {
 		t.Run(ver, func(t *testing.T) {
 			srv, pin := startServer(t, "127.0.0.1:0")
 			defer srv.Close()
@@ -177,9 +178,8 @@ func TestIdleSubscriptionParksOnAShallowGoroutine(t *testing.T) {
 	}
 }
 
-// subscriptionGoroutines counts the goroutines parked in
-// liteSubscription.wait with nothing of the setup below, and those inside
-// a track's run.
+// subscriptionGoroutines counts the goroutines parked in a subscription's
+// wait with nothing of the setup below, and those inside a track's run.
 func subscriptionGoroutines() (parked, setup int) {
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]
@@ -187,7 +187,7 @@ func subscriptionGoroutines() (parked, setup int) {
 		switch {
 		case strings.Contains(g, "(*remoteTrack).run(") || strings.Contains(g, "(*remoteTrack).attempt("):
 			setup++
-		case strings.Contains(g, "(*liteSubscription).wait("):
+		case strings.Contains(g, "Subscription).wait("):
 			parked++
 		}
 	}
@@ -200,93 +200,97 @@ func subscriptionGoroutines() (parked, setup int) {
 // arrive), also when Settle races the end or a restart of the track (whose
 // wake must not be lost to the deadline Settle clears).
 func TestSettleParksTheWaitsAfresh(t *testing.T) {
-	for _, tc := range []string{"alone", "racing the end", "racing a restart"} {
-		t.Run(tc, func(t *testing.T) {
-			srv, pin := startServer(t, "127.0.0.1:0")
-			defer srv.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			client, peer := dialAndAccept(t, ctx, srv, "moql://"+srv.Addr().String()+"/", Options{TLSFingerprint: pin,
-				Logger: testLogger(t), Container: func(string, string) string { return "legacy" }})
-			defer client.Close()
-			pb := model.NewBroadcast("live")
-			pt := pb.CreateTrack("v")
-			if err := peer.Publish(pb); err != nil {
-				t.Fatal(err)
-			}
-			tr, err := client.Broadcast("live").Track("v")
-			if err != nil {
-				t.Fatal(err)
-			}
-			cons := tr.Subscribe(0)
-			waitFor(t, "the subscription", func() bool { return peer.servingTrack("live", "v") == 1 })
-			var before string
-			waitFor(t, "the parked wait", func() bool {
-				ids := parkedWaits()
-				if len(ids) == 1 {
-					before = ids[0]
-				}
-				return len(ids) == 1
-			})
-			client.mu.Lock()
-			rt := client.remotes["live"].tracks["v"]
-			client.mu.Unlock()
-			var wg sync.WaitGroup
-			wg.Go(func() { client.Settle(ctx) })
-			switch tc {
-			case "racing the end":
-				pt.Close(nil)
-			case "racing a restart":
-				rt.restart()
-			}
-			wg.Wait()
-			switch tc {
-			case "alone":
-				// The new goroutine may not have run yet: wait for it.
-				waitFor(t, "the wait parked on a new goroutine", func() bool {
-					after := parkedWaits()
-					return len(after) == 1 && after[0] != before
-				})
-			case "racing a restart":
-				waitFor(t, "the track subscribed again", func() bool {
-					rt.mu.Lock()
-					defer rt.mu.Unlock()
-					return rt.subGen == 2 && rt.conn != nil
-				})
-				waitFor(t, "the new subscription's wait", func() bool { return len(parkedWaits()) == 1 })
-			}
-			want := 0
-			if tc != "racing the end" {
-				g, _ := pt.AppendGroup()
-				g.WriteFrame(model.Frame{Timestamp: 0, Payload: []byte{0, 1, 2, 3}})
-				g.Close(nil)
-				pt.Close(nil)
-				want = 1
-			}
-			evs, err := readEvents(ctx, cons, func(evs []model.Event) bool {
-				return len(evs) > 0 && evs[len(evs)-1].Kind == model.EventEnd
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if end := evs[len(evs)-1]; end.Err != nil {
-				t.Fatalf("track ended with %v after Settle, want a clean end", end.Err)
-			}
-			if frameCount(evs) != want {
-				t.Fatalf("%d frames after Settle, want %d", frameCount(evs), want)
-			}
-		})
+	for _, ver := range []string{"lite-05", "moq-transport-14", "moq-transport-17"} {
+		for _, tc := range []string{"alone", "racing the end", "racing a restart"} {
+			t.Run(ver+"/"+tc, func(t *testing.T) { settleCase(t, ver, tc) })
+		}
 	}
 }
 
-// parkedWaits returns the goroutine headers ("goroutine N [...]") of the
-// waits parked in liteSubscription.wait.
+func settleCase(t *testing.T, ver, tc string) {
+	srv, pin := startServer(t, "127.0.0.1:0")
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client, peer := dialAndAccept(t, ctx, srv, "moql://"+srv.Addr().String()+"/", Options{TLSFingerprint: pin,
+		Logger: testLogger(t), Versions: []string{ver}, Container: func(string, string) string { return "legacy" }})
+	defer client.Close()
+	pb := model.NewBroadcast("live")
+	pt := pb.CreateTrack("v")
+	if err := peer.Publish(pb); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := client.Broadcast("live").Track("v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons := tr.Subscribe(0)
+	waitFor(t, "the subscription", func() bool { return peer.servingTrack("live", "v") == 1 })
+	var before string
+	waitFor(t, "the parked wait", func() bool {
+		ids := parkedWaits()
+		if len(ids) == 1 {
+			before = ids[0]
+		}
+		return len(ids) == 1
+	})
+	client.mu.Lock()
+	rt := client.remotes["live"].tracks["v"]
+	client.mu.Unlock()
+	var wg sync.WaitGroup
+	wg.Go(func() { client.Settle(ctx) })
+	switch tc {
+	case "racing the end":
+		pt.Close(nil)
+	case "racing a restart":
+		rt.restart()
+	}
+	wg.Wait()
+	switch tc {
+	case "alone":
+		// The new goroutine may not have run yet: wait for it.
+		waitFor(t, "the wait parked on a new goroutine", func() bool {
+			after := parkedWaits()
+			return len(after) == 1 && after[0] != before
+		})
+	case "racing a restart":
+		waitFor(t, "the track subscribed again", func() bool {
+			rt.mu.Lock()
+			defer rt.mu.Unlock()
+			return rt.subGen == 2 && rt.conn != nil
+		})
+		waitFor(t, "the new subscription's wait", func() bool { return len(parkedWaits()) == 1 })
+	}
+	want := 0
+	if tc != "racing the end" {
+		g, _ := pt.AppendGroup()
+		g.WriteFrame(model.Frame{Timestamp: 0, Payload: []byte{0, 1, 2, 3}})
+		g.Close(nil)
+		pt.Close(nil)
+		want = 1
+	}
+	evs, err := readEvents(ctx, cons, func(evs []model.Event) bool {
+		return len(evs) > 0 && evs[len(evs)-1].Kind == model.EventEnd
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end := evs[len(evs)-1]; end.Err != nil {
+		t.Fatalf("track ended with %v after Settle, want a clean end", end.Err)
+	}
+	if frameCount(evs) != want {
+		t.Fatalf("%d frames after Settle, want %d", frameCount(evs), want)
+	}
+}
+
+// parkedWaits returns the goroutine IDs of the waits parked in a
+// subscription's wait.
 func parkedWaits() []string {
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]
 	var ids []string
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "(*liteSubscription).wait(") && !strings.Contains(g, "(*liteSubscription).woken(") {
+		if strings.Contains(g, "Subscription).wait(") && !strings.Contains(g, "Subscription).woken(") {
 			ids = append(ids, strings.Fields(g)[1])
 		}
 	}

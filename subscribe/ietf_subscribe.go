@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/moq-export/moq-export/model"
@@ -31,14 +32,16 @@ const ietfAliasWait = 2 * time.Second
 
 // subscribeIETF runs one SUBSCRIBE on ic until the subscription ends: nil
 // when the publisher ended it (PUBLISH_DONE, track or subscription
-// ended), an error otherwise.
-func (rt *remoteTrack) subscribeIETF(ctx context.Context, ic *ietfConn) (err error) {
+// ended), an error otherwise. Once subscribed it parks between messages
+// as a moq-lite subscription does (park.go): then it returns parked, and
+// the subscription's end goes to then.
+func (rt *remoteTrack) subscribeIETF(ctx context.Context, ic *ietfConn, then func(error)) (err error, parked bool) {
 	s := rt.rb.s
 	req, err := ic.newRequest(ctx, false)
 	if err != nil {
-		return err
+		return err, false
 	}
-	defer ic.endRequest(req)
+	is := &ietfSubscription{rt: rt, ctx: ctx, ic: ic, req: req, then: then, wake: make(chan struct{}, 1)}
 	filter := ietf.Filter{Type: ietf.FilterLargestObject}
 	if ic.v >= ietf.Draft20 {
 		// The start of the current group.
@@ -49,33 +52,33 @@ func (rt *remoteTrack) subscribeIETF(ctx context.Context, ic *ietfConn) (err err
 		GroupOrder: ietf.GroupOrderDescending, Forward: true, Filter: filter,
 	}
 	if err := req.send(ietf.TypeSubscribe, &m); err != nil {
-		return fmt.Errorf("send SUBSCRIBE: %w", err)
+		return is.end(fmt.Errorf("send SUBSCRIBE: %w", err)), false
 	}
 	resp, err := ic.readRequest(ctx, req, s.opts.RequestTimeout)
 	if err != nil {
 		if errors.Is(err, errRequestTimeout) || errors.Is(err, errRequestEnded) {
 			req.cancel(ietf.TypeUnsubscribe)
-			return fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", ErrRefused, rt.rb.path, rt.name, err)
+			return is.end(fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", ErrRefused, rt.rb.path, rt.name, err)), false
 		}
 		if _, reset := errors.AsType[*ResetError](err); reset && !connGone(ic, err) {
-			return fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", ErrRefused, rt.rb.path, rt.name, err)
+			return is.end(fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", ErrRefused, rt.rb.path, rt.name, err)), false
 		}
-		return err
+		return is.end(err), false
 	}
 	var ok ietf.SubscribeOK
 	switch resp.typ {
 	case ietf.TypeSubscribeOK:
 		if err := ietf.Decode(resp.body, &ok, ic.v); err != nil {
-			return fmt.Errorf("SUBSCRIBE_OK: %w", protocolErr(err))
+			return is.end(fmt.Errorf("SUBSCRIBE_OK: %w", protocolErr(err))), false
 		}
 	case ietf.TypeRequestError:
 		var re ietf.RequestError
 		if err := ietf.Decode(resp.body, &re, ic.v); err != nil {
-			return fmt.Errorf("SUBSCRIBE_ERROR: %w", protocolErr(err))
+			return is.end(fmt.Errorf("SUBSCRIBE_ERROR: %w", protocolErr(err))), false
 		}
-		return fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", ErrRefused, rt.rb.path, rt.name, &re)
+		return is.end(fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", ErrRefused, rt.rb.path, rt.name, &re)), false
 	default:
-		return fmt.Errorf("%w: message %#x answers SUBSCRIBE", ErrProtocol, resp.typ)
+		return is.end(fmt.Errorf("%w: message %#x answers SUBSCRIBE", ErrProtocol, resp.typ)), false
 	}
 	timescale := ok.Timescale
 	if timescale == 0 {
@@ -83,29 +86,19 @@ func (rt *remoteTrack) subscribeIETF(ctx context.Context, ic *ietfConn) (err err
 	}
 	resumed := rt.live
 	rt.live = true
-	sub := &subscription{id: req.id, rt: rt, timescale: timescale,
+	sub := &subscription{id: req.id, rt: rt, timescale: timescale, waits: is,
 		arrived: make(chan struct{}, 1), started: make(chan struct{})}
 	// SUBSCRIBE_OK came first: subgroup streams wait for their alias, and
 	// then (a resumed subscription) for the gap fill.
 	sub.gotOK.Store(true)
-	defer sub.markStarted()
 	sub.ctx, sub.cancel = context.WithCancelCause(ctx)
 	sub.forget = func() { ic.forgetAlias(ok.TrackAlias, sub) }
-	defer sub.forget()
-	defer func() {
-		// Group streams that stop because the connection is gone are
-		// left open for the resumed subscription (resume.go).
-		if err != nil && connGone(ic, err) {
-			sub.cancel(fmt.Errorf("%w: %w", errConnLost, err))
-		} else {
-			sub.cancel(nil)
-		}
-	}()
+	is.sub = sub
 	if err := ic.addAlias(ok.TrackAlias, sub); err != nil {
 		req.cancel(ietf.TypeUnsubscribe)
-		return err
+		return is.end(err), false
 	}
-	defer rt.attach(ic, timescale, resumed && ok.Largest == nil)()
+	is.detach = rt.attach(ic, timescale, resumed && ok.Largest == nil)
 	switch {
 	case resumed && ok.Largest != nil:
 		// The groups missed since the connection was lost come first
@@ -122,44 +115,192 @@ func (rt *remoteTrack) subscribeIETF(ctx context.Context, ic *ietfConn) (err err
 	}
 	sub.markStarted()
 	s.log.Debug("moq: subscribed", "broadcast", rt.rb.path, "track", rt.name, "alias", ok.TrackAlias, "version", ic.v)
+	return is.messages(nil)
+}
+
+// An ietfSubscription is one moq-transport SUBSCRIBE, from the request to
+// its end. Its messages after SUBSCRIBE_OK come through its request
+// (req.msgs, req.ended); between them it parks, as a moq-lite
+// subscription does (park.go).
+type ietfSubscription struct {
+	rt  *remoteTrack
+	ctx context.Context
+	ic  *ietfConn
+	req *ietfRequest
+	sub *subscription // nil before SUBSCRIBE_OK
+	// detach undoes rt.attach; then takes the end once parked.
+	detach func()
+	then   func(error)
+
+	// wake is Settle's: it ends the parked wait, which parks afresh.
+	wake     chan struct{}
+	mu       sync.Mutex
+	parked   bool
+	settling *sync.WaitGroup
+}
+
+// messages reads the subscription's messages, m being one the parked
+// wait took already. It returns the subscription's end, or parked once
+// none is waiting.
+func (is *ietfSubscription) messages(m *ietfMsg) (err error, parked bool) {
+	s := is.rt.rb.s
 	for {
-		resp, err := ic.readRequest(ctx, req, 0)
-		if err != nil {
-			switch {
-			case ctx.Err() != nil:
-				req.cancel(ietf.TypeUnsubscribe)
-				return context.Cause(ctx)
-			case errors.Is(err, errRequestEnded) && !connGone(ic, err):
-				// The publisher closed the request stream without
-				// PUBLISH_DONE: the subscription is over all the same.
-				sub.drain(ctx, 0, 0, false)
-				return nil
+		var msg ietfMsg
+		switch {
+		case m != nil:
+			msg, m = *m, nil
+		case is.quiet():
+			is.park()
+			return nil, true
+		default:
+			if msg, err = is.ic.readRequest(is.ctx, is.req, 0); err != nil {
+				return is.end(is.failed(err)), false
 			}
-			return connLoss(ic, err)
 		}
-		if resp.typ != ietf.TypePublishDone {
-			s.log.Debug("moq: unexpected message for a subscription", "type", resp.typ)
+		if msg.typ != ietf.TypePublishDone {
+			s.log.Debug("moq: unexpected message for a subscription", "type", msg.typ)
 			continue
 		}
-		var done ietf.PublishDone
-		if err := ietf.Decode(resp.body, &done, ic.v); err != nil {
-			return fmt.Errorf("PUBLISH_DONE: %w", protocolErr(err))
-		}
-		s.log.Debug("moq: subscription done", "broadcast", rt.rb.path, "track", rt.name,
-			"status", done.Status, "streams", done.StreamCount)
-		// The group streams may still be on their way: all StreamCount of
-		// them when the publisher counted, then as for moq-lite.
-		sub.waitStreams(ctx, done.StreamCount)
-		sub.drain(ctx, 0, 0, false)
-		switch done.Status {
-		case ietf.DoneTrackEnded, ietf.DoneSubscriptionEnded:
-			return nil
-		case ietf.DoneGoingAway:
-			return errGoingAway
-		default:
-			return fmt.Errorf("moq: publisher ended %q/%q: status %d: %q", rt.rb.path, rt.name, done.Status, done.Reason)
-		}
+		return is.end(is.done(msg)), false
 	}
+}
+
+// quiet reports whether nothing is waiting to be read: no message, no end
+// of the request, the attempt or the connection.
+func (is *ietfSubscription) quiet() bool {
+	select {
+	case <-is.req.ended:
+		return false
+	default:
+	}
+	return len(is.req.msgs) == 0 && is.ctx.Err() == nil && is.ic.Context().Err() == nil
+}
+
+// failed is how the subscription ends when reading its messages failed
+// with err.
+func (is *ietfSubscription) failed(err error) error {
+	switch {
+	case is.ctx.Err() != nil:
+		is.req.cancel(ietf.TypeUnsubscribe)
+		return context.Cause(is.ctx)
+	case errors.Is(err, errRequestEnded) && !connGone(is.ic, err):
+		// The publisher closed the request stream without PUBLISH_DONE:
+		// the subscription is over all the same.
+		is.sub.drain(is.ctx, 0, 0, false)
+		return nil
+	}
+	return connLoss(is.ic, err)
+}
+
+// done is how the subscription ends with PUBLISH_DONE msg.
+func (is *ietfSubscription) done(msg ietfMsg) error {
+	rt, ic := is.rt, is.ic
+	var done ietf.PublishDone
+	if err := ietf.Decode(msg.body, &done, ic.v); err != nil {
+		return fmt.Errorf("PUBLISH_DONE: %w", protocolErr(err))
+	}
+	rt.rb.s.log.Debug("moq: subscription done", "broadcast", rt.rb.path, "track", rt.name,
+		"status", done.Status, "streams", done.StreamCount)
+	// The group streams may still be on their way: all StreamCount of
+	// them when the publisher counted, then as for moq-lite.
+	is.sub.waitStreams(is.ctx, done.StreamCount)
+	is.sub.drain(is.ctx, 0, 0, false)
+	switch done.Status {
+	case ietf.DoneTrackEnded, ietf.DoneSubscriptionEnded:
+		return nil
+	case ietf.DoneGoingAway:
+		return errGoingAway
+	default:
+		return fmt.Errorf("moq: publisher ended %q/%q: status %d: %q", rt.rb.path, rt.name, done.Status, done.Reason)
+	}
+}
+
+// end undoes what subscribeIETF set up once the subscription ended with
+// err, and returns err.
+func (is *ietfSubscription) end(err error) error {
+	if is.detach != nil {
+		is.detach()
+	}
+	if sub := is.sub; sub != nil {
+		// Group streams that stop because the connection is gone are
+		// left open for the resumed subscription (resume.go).
+		if err != nil && connGone(is.ic, err) {
+			sub.cancel(fmt.Errorf("%w: %w", errConnLost, err))
+		} else {
+			sub.cancel(nil)
+		}
+		sub.forget()
+		sub.markStarted()
+	}
+	is.ic.endRequest(is.req)
+	return err
+}
+
+// park waits for the next message on a new goroutine and returns; the
+// caller must not touch the subscription afterwards.
+func (is *ietfSubscription) park() {
+	is.mu.Lock()
+	is.parked = true
+	is.mu.Unlock()
+	go is.wait()
+}
+
+// wait is the parked goroutine (see park.go).
+func (is *ietfSubscription) wait() {
+	select {
+	case m := <-is.req.msgs:
+		is.woken(&m, false)
+	case <-is.req.ended:
+		is.woken(nil, false)
+	case <-is.ctx.Done():
+		is.woken(nil, false)
+	case <-is.ic.Context().Done():
+		is.woken(nil, false)
+	case <-is.wake:
+		is.woken(nil, true)
+	}
+}
+
+// woken goes on with the subscription after its parked wait ended: with
+// message m, for Settle (settled), or because the request, the attempt or
+// the connection ended.
+//
+//go:noinline
+func (is *ietfSubscription) woken(m *ietfMsg, settled bool) {
+	is.mu.Lock()
+	is.parked = false
+	settling := is.settling
+	is.settling = nil
+	is.mu.Unlock()
+	if settled {
+		is.park() // afresh; this goroutine ends
+		if settling != nil {
+			settling.Done()
+		}
+		return
+	}
+	if settling != nil {
+		// Settle's wake lost the race: drop it.
+		select {
+		case <-is.wake:
+		default:
+		}
+		settling.Done()
+	}
+	if err, parked := is.messages(m); !parked {
+		is.then(err)
+	}
+}
+
+func (is *ietfSubscription) settle(settled *sync.WaitGroup) {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	if !is.parked || is.settling != nil {
+		return
+	}
+	settled.Add(1)
+	is.settling = settled
+	is.wake <- struct{}{}
 }
 
 // waitStreams waits, at most the drain grace period, until n subgroup

@@ -6,17 +6,20 @@ import (
 	"time"
 )
 
-// How a moq-lite subscription waits for its publisher's next response.
+// How a subscription waits for its publisher's next message: a moq-lite
+// one (liteSubscription) for a response on its stream, a moq-transport one
+// (ietfSubscription) for a message its request's reader routes to it.
 //
 // A subscription lives as long as its track is recorded, and an idle
 // recording's tracks wait on theirs for as long as the broadcast pauses:
 // for a fleet of paused recordings, these waits are most of what it holds.
-// So the wait is parked: a new goroutine that does nothing but the read
-// (wait), while the goroutine that asked returns. A goroutine that never
-// went deeper than the read (768 B) keeps the stack it started with, where
-// the one that set the subscription up, had it waited, would keep the 8 KB
-// its work grew (the runtime halves a stack only below a quarter used).
-// The goroutine a response wakes goes on with the track's run.
+// So the wait is parked: a new goroutine that does nothing but wait,
+// while the goroutine that asked returns. A goroutine that never went
+// deeper than the wait (768 B for a read) keeps the stack it started
+// with, where the one that set the subscription up, had it waited, would
+// keep the 8 KB its work grew (the runtime halves a stack only below a
+// quarter used). The goroutine a message wakes goes on with the track's
+// run.
 //
 // The stack a new goroutine starts with is the runtime's choice: the
 // average depth it saw at its last collection, rounded up to a power of
@@ -72,8 +75,6 @@ func (ls *liteSubscription) woken(err error) {
 	}
 }
 
-// settle wakes the parked wait, if there is one, to park it afresh;
-// settled.Done runs once it did.
 func (ls *liteSubscription) settle(settled *sync.WaitGroup) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
@@ -83,6 +84,13 @@ func (ls *liteSubscription) settle(settled *sync.WaitGroup) {
 	settled.Add(1)
 	ls.settling = settled
 	ls.str.SetReadDeadline(time.Now())
+}
+
+// A settler is a subscription whose parked wait Settle can renew.
+type settler interface {
+	// settle wakes the parked wait, if there is one, to park it
+	// afresh; settled.Done runs once it did.
+	settle(settled *sync.WaitGroup)
 }
 
 // Settle parks afresh every subscription of the session that waits for its
@@ -95,12 +103,25 @@ func (ls *liteSubscription) settle(settled *sync.WaitGroup) {
 func (s *Session) Settle(ctx context.Context) {
 	var settled sync.WaitGroup
 	s.mu.Lock()
+	subs := make([]*subscription, 0, len(s.subs))
 	for _, sub := range s.subs {
-		if sub.lite != nil {
-			sub.lite.settle(&settled)
+		subs = append(subs, sub)
+	}
+	ic, _ := s.cur.(*ietfConn)
+	s.mu.Unlock()
+	if ic != nil {
+		// moq-transport subscriptions are routed by track alias.
+		ic.mu.Lock()
+		for _, sub := range ic.aliases {
+			subs = append(subs, sub)
+		}
+		ic.mu.Unlock()
+	}
+	for _, sub := range subs {
+		if sub.waits != nil {
+			sub.waits.settle(&settled)
 		}
 	}
-	s.mu.Unlock()
 	done := make(chan struct{})
 	go func() {
 		settled.Wait()

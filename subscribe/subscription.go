@@ -44,9 +44,9 @@ type subscription struct {
 	// forget, when set, replaces Session.unregister (moq-transport
 	// subscriptions are routed by track alias).
 	forget func()
-	// lite is the moq-lite SUBSCRIBE, whose waits Session.Settle parks
-	// afresh (nil for moq-transport).
-	lite *liteSubscription
+	// waits is the SUBSCRIBE whose parked waits Session.Settle parks
+	// afresh (park.go).
+	waits settler
 }
 
 // markStarted releases the group streams waiting for SUBSCRIBE_OK.
@@ -196,7 +196,7 @@ func (s *Session) unregister(sub *subscription) {
 // resumed instead, on the goroutine that read it.
 func (rt *remoteTrack) subscribe(ctx context.Context, cancel context.CancelCauseFunc, c conn, resumed func(error)) (err error, parked bool) {
 	if ic, ok := c.(*ietfConn); ok {
-		return rt.subscribeIETF(ctx, ic), false
+		return rt.subscribeIETF(ctx, ic, resumed)
 	}
 	v := connVersion(c)
 	// Without a Track stream (lite-01..04) nothing tells the timescale;
@@ -300,13 +300,13 @@ func (ls *liteSubscription) end(err error) error {
 // from now on. It ends with ctx, the attempt's context, and ends it with
 // cancel (a drain that gives up): one context per attempt instead of a
 // child context for the subscription, which cost ~400 B per track.
-func (rt *remoteTrack) register(ctx context.Context, cancel context.CancelCauseFunc, timescale uint64, lite *liteSubscription) *subscription {
+func (rt *remoteTrack) register(ctx context.Context, cancel context.CancelCauseFunc, timescale uint64, waits settler) *subscription {
 	s := rt.rb.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	id := s.nextSubID
 	s.nextSubID++
-	sub := &subscription{id: id, rt: rt, timescale: timescale, ctx: ctx, cancel: cancel, lite: lite,
+	sub := &subscription{id: id, rt: rt, timescale: timescale, ctx: ctx, cancel: cancel, waits: waits,
 		arrived: make(chan struct{}, 1), started: make(chan struct{})}
 	s.subs[id] = sub
 	return sub
