@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -217,3 +218,40 @@ func TestReturnMemoryAfterTheStartsStop(t *testing.T) {
 		})
 	}
 }
+
+// TestReturnMemorySettlesTheSourcesBetweenTwoCollections: the sources
+// recorded from settle after a first collection (it sizes new goroutines
+// by the waiting recordings) and before the one that returns the memory
+// (with what settling freed); a source no longer recorded from is not
+// asked.
+func TestReturnMemorySettlesTheSourcesBetweenTwoCollections(t *testing.T) {
+	out, err := Files(filepath.Join(t.TempDir(), "{broadcast}.mkv"), FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(Options{Output: out, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []string
+	r.freeMemory = func() { events = append(events, "free") }
+	defer r.recordingFrom(settlingSource{"settle", &events})()
+	r.recordingFrom(settlingSource{"ended source settled", &events})()
+	r.returnMemory()
+	if want := []string{"free", "settle", "free"}; !slices.Equal(events, want) {
+		t.Fatalf("%v, want %v", events, want)
+	}
+}
+
+// settlingSource is a Source that notes its Settle calls.
+type settlingSource struct {
+	name   string
+	events *[]string
+}
+
+func (s settlingSource) Broadcast(string) *model.Broadcast       { return nil }
+func (s settlingSource) Announced(context.Context) (Feed, error) { return nil, ErrSourceClosed }
+func (s settlingSource) Resolve(*model.Broadcast, string) (*model.Broadcast, error) {
+	return nil, nil
+}
+func (s settlingSource) Settle(context.Context) { *s.events = append(*s.events, s.name) }

@@ -314,6 +314,9 @@ type sessionSource struct{ s *subscribe.Session }
 
 func (s sessionSource) Broadcast(path string) *model.Broadcast { return s.s.Broadcast(path) }
 
+// Settle parks the session's waits afresh (subscribe.Session.Settle).
+func (s sessionSource) Settle(ctx context.Context) { s.s.Settle(ctx) }
+
 func (s sessionSource) Announced(ctx context.Context) (Feed, error) {
 	a, err := s.s.Announced(ctx, "")
 	if err != nil {
@@ -372,6 +375,10 @@ type Recorder struct {
 	// is debug.FreeOSMemory but in tests.
 	settle     *time.Timer
 	freeMemory func()
+	// sources are those Record and RecordAll record from now, by a
+	// number of their own (a Source need not be comparable).
+	sources    map[int]Source
+	nextSource int
 }
 
 // New checks the options and returns a Recorder.
@@ -590,6 +597,7 @@ func (r *Recorder) exportOptions() export.Options {
 // created it checks that the broadcast has something the selection and
 // the container allow (see Plan).
 func (r *Recorder) Record(ctx context.Context, src Source, path string) error {
+	defer r.recordingFrom(src)()
 	return r.withProgress(ctx, func() error { return r.record(ctx, src, path) })
 }
 
@@ -728,9 +736,52 @@ func (r *Recorder) started(name string, ex *export.Export) {
 
 // returnMemory hands the memory freed since the recordings started back
 // to the operating system (Options.ReturnMemoryAfter).
+//
+// First the sources that can settle do (subscribe.Session.Settle parks its
+// subscriptions' waits afresh, on the smaller stacks new goroutines get
+// once the start is over), so that the stacks they leave are returned too.
+// The runtime sizes new goroutines at a collection, by the stacks it saw:
+// one runs first, so that the size is the waiting recordings' and not the
+// start's.
 func (r *Recorder) returnMemory() {
 	r.log.Debug("recordings started: returning the memory their start left to the system")
 	r.freeMemory()
+	r.mu.Lock()
+	srcs := make([]Source, 0, len(r.sources))
+	for _, src := range r.sources {
+		srcs = append(srcs, src)
+	}
+	r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	defer cancel()
+	for _, src := range srcs {
+		if st, ok := src.(interface{ Settle(context.Context) }); ok {
+			st.Settle(ctx)
+		}
+	}
+	r.freeMemory()
+}
+
+// settleTimeout bounds how long returnMemory waits for the sources to
+// settle.
+const settleTimeout = 5 * time.Second
+
+// recordingFrom notes that src is recorded from until the returned func
+// runs (returnMemory settles it).
+func (r *Recorder) recordingFrom(src Source) (done func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sources == nil {
+		r.sources = map[int]Source{}
+	}
+	id := r.nextSource
+	r.nextSource++
+	r.sources[id] = src
+	return func() {
+		r.mu.Lock()
+		delete(r.sources, id)
+		r.mu.Unlock()
+	}
 }
 
 func (r *Recorder) ended(name string, ex *export.Export, tracks int) {
@@ -894,6 +945,7 @@ func (r *Recorder) RecordAll(ctx context.Context, src Source) error {
 // recordAll is RecordAll following announcements for follow (0: until ctx
 // ends).
 func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Duration) error {
+	defer r.recordingFrom(src)()
 	fctx, stop := ctx, context.CancelFunc(func() {})
 	if follow > 0 {
 		fctx, stop = context.WithTimeout(ctx, follow)

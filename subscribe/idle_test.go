@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -191,4 +192,103 @@ func subscriptionGoroutines() (parked, setup int) {
 		}
 	}
 	return parked, setup
+}
+
+// TestSettleParksTheWaitsAfresh: Session.Settle ends each parked wait's
+// goroutine and parks the wait on a new one, returning once it did; the
+// subscription goes on as if nothing happened (its next group and its end
+// arrive), also when Settle races the end or a restart of the track (whose
+// wake must not be lost to the deadline Settle clears).
+func TestSettleParksTheWaitsAfresh(t *testing.T) {
+	for _, tc := range []string{"alone", "racing the end", "racing a restart"} {
+		t.Run(tc, func(t *testing.T) {
+			srv, pin := startServer(t, "127.0.0.1:0")
+			defer srv.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			client, peer := dialAndAccept(t, ctx, srv, "moql://"+srv.Addr().String()+"/", Options{TLSFingerprint: pin,
+				Logger: testLogger(t), Container: func(string, string) string { return "legacy" }})
+			defer client.Close()
+			pb := model.NewBroadcast("live")
+			pt := pb.CreateTrack("v")
+			if err := peer.Publish(pb); err != nil {
+				t.Fatal(err)
+			}
+			tr, err := client.Broadcast("live").Track("v")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cons := tr.Subscribe(0)
+			waitFor(t, "the subscription", func() bool { return peer.servingTrack("live", "v") == 1 })
+			var before string
+			waitFor(t, "the parked wait", func() bool {
+				ids := parkedWaits()
+				if len(ids) == 1 {
+					before = ids[0]
+				}
+				return len(ids) == 1
+			})
+			client.mu.Lock()
+			rt := client.remotes["live"].tracks["v"]
+			client.mu.Unlock()
+			var wg sync.WaitGroup
+			wg.Go(func() { client.Settle(ctx) })
+			switch tc {
+			case "racing the end":
+				pt.Close(nil)
+			case "racing a restart":
+				rt.restart()
+			}
+			wg.Wait()
+			switch tc {
+			case "alone":
+				// The new goroutine may not have run yet: wait for it.
+				waitFor(t, "the wait parked on a new goroutine", func() bool {
+					after := parkedWaits()
+					return len(after) == 1 && after[0] != before
+				})
+			case "racing a restart":
+				waitFor(t, "the track subscribed again", func() bool {
+					rt.mu.Lock()
+					defer rt.mu.Unlock()
+					return rt.subGen == 2 && rt.conn != nil
+				})
+				waitFor(t, "the new subscription's wait", func() bool { return len(parkedWaits()) == 1 })
+			}
+			want := 0
+			if tc != "racing the end" {
+				g, _ := pt.AppendGroup()
+				g.WriteFrame(model.Frame{Timestamp: 0, Payload: []byte{0, 1, 2, 3}})
+				g.Close(nil)
+				pt.Close(nil)
+				want = 1
+			}
+			evs, err := readEvents(ctx, cons, func(evs []model.Event) bool {
+				return len(evs) > 0 && evs[len(evs)-1].Kind == model.EventEnd
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if end := evs[len(evs)-1]; end.Err != nil {
+				t.Fatalf("track ended with %v after Settle, want a clean end", end.Err)
+			}
+			if frameCount(evs) != want {
+				t.Fatalf("%d frames after Settle, want %d", frameCount(evs), want)
+			}
+		})
+	}
+}
+
+// parkedWaits returns the goroutine headers ("goroutine N [...]") of the
+// waits parked in liteSubscription.wait.
+func parkedWaits() []string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var ids []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "(*liteSubscription).wait(") && !strings.Contains(g, "(*liteSubscription).woken(") {
+			ids = append(ids, strings.Fields(g)[1])
+		}
+	}
+	return ids
 }

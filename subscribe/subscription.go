@@ -44,6 +44,9 @@ type subscription struct {
 	// forget, when set, replaces Session.unregister (moq-transport
 	// subscriptions are routed by track alias).
 	forget func()
+	// lite is the moq-lite SUBSCRIBE, whose waits Session.Settle parks
+	// afresh (nil for moq-transport).
+	lite *liteSubscription
 }
 
 // markStarted releases the group streams waiting for SUBSCRIBE_OK.
@@ -209,7 +212,7 @@ func (rt *remoteTrack) subscribe(ctx context.Context, cancel context.CancelCause
 	ls := &liteSubscription{rt: rt, ctx: ctx, c: c, v: v, then: resumed,
 		st: subscribeState{resumed: rt.live}}
 	rt.live = true
-	ls.sub = rt.register(ctx, cancel, timescale)
+	ls.sub = rt.register(ctx, cancel, timescale, ls)
 	// A resumed subscription fills the gap at SUBSCRIBE_OK (resume.go).
 	ls.detach = rt.attach(c, timescale, false)
 	ls.str, err = rt.sendSubscribe(ctx, c, v, ls.sub.id)
@@ -230,13 +233,7 @@ func (rt *remoteTrack) subscribe(ctx context.Context, cancel context.CancelCause
 // A liteSubscription is one moq-lite SUBSCRIBE on its stream, from the
 // request to its end.
 //
-// Between responses it parks: the wait for the next one is a new goroutine
-// that does nothing else (park), and the goroutine that asked returns. A
-// subscription lives as long as its track is recorded, and an idle
-// recording's tracks wait on theirs for as long as the broadcast pauses:
-// a goroutine that never went deeper than the read keeps the runtime's
-// smallest stack (2 KB), where the one that set the subscription up, had
-// it waited, would keep the 8 KB its work grew.
+// Between responses it parks (park.go).
 type liteSubscription struct {
 	rt  *remoteTrack
 	ctx context.Context
@@ -251,6 +248,11 @@ type liteSubscription struct {
 	// detach and stopCancel undo what subscribe set up.
 	detach     func()
 	stopCancel func() bool
+
+	// mu guards parked and settling (park.go).
+	mu       sync.Mutex
+	parked   bool            // a goroutine waits in wait
+	settling *sync.WaitGroup // Settle woke the wait: Done once it parked again
 }
 
 // readResponses reads and applies the subscription's responses, waitErr
@@ -271,31 +273,6 @@ func (ls *liteSubscription) readResponses(waitErr error) (err error, parked bool
 			return ls.end(ls.rt.responsesEnded(ls.ctx, ls.c, ls.sub, ls.str, &ls.st, err)), false
 		}
 		ls.rt.response(ls.ctx, ls.c, ls.v, ls.sub, &ls.st, &resp)
-	}
-}
-
-// park waits for the next response on a new goroutine and returns. The
-// caller must not touch the subscription afterwards: the response may
-// already be read.
-func (ls *liteSubscription) park() {
-	go ls.wait()
-}
-
-// wait is the parked goroutine: the read is all it does before the
-// response wakes it, so its stack stays the smallest (see
-// liteSubscription).
-func (ls *liteSubscription) wait() {
-	_, err := ls.r.Peek(1)
-	ls.woken(err)
-}
-
-// woken goes on with the subscription after its parked wait ended with err
-// (nil: a response is buffered), and with the track once it ends.
-//
-//go:noinline
-func (ls *liteSubscription) woken(err error) {
-	if err, parked := ls.readResponses(err); !parked {
-		ls.then(err)
 	}
 }
 
@@ -323,13 +300,13 @@ func (ls *liteSubscription) end(err error) error {
 // from now on. It ends with ctx, the attempt's context, and ends it with
 // cancel (a drain that gives up): one context per attempt instead of a
 // child context for the subscription, which cost ~400 B per track.
-func (rt *remoteTrack) register(ctx context.Context, cancel context.CancelCauseFunc, timescale uint64) *subscription {
+func (rt *remoteTrack) register(ctx context.Context, cancel context.CancelCauseFunc, timescale uint64, lite *liteSubscription) *subscription {
 	s := rt.rb.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	id := s.nextSubID
 	s.nextSubID++
-	sub := &subscription{id: id, rt: rt, timescale: timescale, ctx: ctx, cancel: cancel,
+	sub := &subscription{id: id, rt: rt, timescale: timescale, ctx: ctx, cancel: cancel, lite: lite,
 		arrived: make(chan struct{}, 1), started: make(chan struct{})}
 	s.subs[id] = sub
 	return sub

@@ -1,0 +1,113 @@
+package subscribe
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// How a moq-lite subscription waits for its publisher's next response.
+//
+// A subscription lives as long as its track is recorded, and an idle
+// recording's tracks wait on theirs for as long as the broadcast pauses:
+// for a fleet of paused recordings, these waits are most of what it holds.
+// So the wait is parked: a new goroutine that does nothing but the read
+// (wait), while the goroutine that asked returns. A goroutine that never
+// went deeper than the read (768 B) keeps the stack it started with, where
+// the one that set the subscription up, had it waited, would keep the 8 KB
+// its work grew (the runtime halves a stack only below a quarter used).
+// The goroutine a response wakes goes on with the track's run.
+//
+// The stack a new goroutine starts with is the runtime's choice: the
+// average depth it saw at its last collection, rounded up to a power of
+// two. During a fleet's start, with every recording busy setting up, that
+// is 4 KB; once the recordings wait, 2 KB. A 4 KB stack is never halved
+// again (the read alone is more than a quarter of 2 KB), so Settle parks
+// every wait afresh once a start is over.
+
+// park waits for the next response on a new goroutine and returns. The
+// caller must not touch the subscription afterwards: the response may
+// already be read.
+func (ls *liteSubscription) park() {
+	ls.mu.Lock()
+	ls.parked = true
+	ls.mu.Unlock()
+	go ls.wait()
+}
+
+// wait is the parked goroutine: the read is all it does before the
+// response wakes it, so its stack stays the one it started with.
+func (ls *liteSubscription) wait() {
+	_, err := ls.r.Peek(1)
+	ls.woken(err)
+}
+
+// woken goes on with the subscription after its parked wait ended with err
+// (nil: a response is buffered), and with the track once it ends.
+//
+//go:noinline
+func (ls *liteSubscription) woken(err error) {
+	ls.mu.Lock()
+	ls.parked = false
+	settling := ls.settling
+	ls.settling = nil
+	ls.mu.Unlock()
+	if settling != nil {
+		// Settle woke the wait with a deadline: it must not cut the
+		// reads that follow.
+		ls.str.SetReadDeadline(time.Time{})
+		if ls.ctx.Err() != nil {
+			// The cancellation's own deadline may be the one just
+			// cleared: set it again.
+			ls.str.SetReadDeadline(time.Now())
+		} else if isTimeout(err) {
+			ls.park() // afresh; this goroutine ends
+			settling.Done()
+			return
+		}
+		settling.Done()
+	}
+	if err, parked := ls.readResponses(err); !parked {
+		ls.then(err)
+	}
+}
+
+// settle wakes the parked wait, if there is one, to park it afresh;
+// settled.Done runs once it did.
+func (ls *liteSubscription) settle(settled *sync.WaitGroup) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if !ls.parked || ls.settling != nil {
+		return
+	}
+	settled.Add(1)
+	ls.settling = settled
+	ls.str.SetReadDeadline(time.Now())
+}
+
+// Settle parks afresh every subscription of the session that waits for its
+// publisher's next response, and returns once they did (or ctx ended).
+// Waits parked during a busy start took the bigger stacks the runtime gave
+// new goroutines then; parked again once the start is over they take the
+// smallest (2 KB instead of 4 for each track of a paused broadcast). A
+// recorder calls it when its recordings stopped starting, before it
+// returns their start's memory to the system (record.Options.ReturnMemoryAfter).
+func (s *Session) Settle(ctx context.Context) {
+	var settled sync.WaitGroup
+	s.mu.Lock()
+	for _, sub := range s.subs {
+		if sub.lite != nil {
+			sub.lite.settle(&settled)
+		}
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		settled.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
