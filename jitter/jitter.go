@@ -87,6 +87,7 @@ type track struct {
 	video bool
 	queue []entry
 	head  int
+	peak  int // the most frames buffered since the queue last emptied
 
 	lastKey  int64 // key of the newest frame pushed (minKey before any)
 	offset   int64 // added to timestamps after a backward discontinuity
@@ -118,19 +119,23 @@ func (t *track) push(e entry) {
 		t.queue, t.head = t.queue[:n], 0
 	}
 	t.queue = append(t.queue, e)
+	t.peak = max(t.peak, t.buffered())
 }
 
 func (t *track) pop() entry {
 	e := t.queue[t.head]
 	t.queue[t.head] = entry{}
 	t.head++
-	n := t.buffered()
+	n, room := t.buffered(), cap(t.queue)
+	// The room of a burst goes once the frames since the queue last
+	// emptied needed less than a quarter of it.
+	spare := room > keptQueue && room > 4*t.peak
 	switch {
-	case cap(t.queue) <= keptQueue && n == 0:
-		t.queue, t.head = t.queue[:0], 0
-	case cap(t.queue) > keptQueue && n == 0:
-		t.queue, t.head = nil, 0
-	case cap(t.queue) > keptQueue && 8*n <= cap(t.queue):
+	case n == 0 && spare:
+		t.queue, t.head, t.peak = nil, 0, 0
+	case n == 0:
+		t.queue, t.head, t.peak = t.queue[:0], 0, 0
+	case spare && 8*n <= room:
 		q := make([]entry, n, max(2*n, 4))
 		copy(q, t.queue[t.head:])
 		t.queue, t.head = q, 0
@@ -138,12 +143,13 @@ func (t *track) pop() entry {
 	return e
 }
 
-// keptQueue is the most entries a track's queue keeps room for once it
-// drained: the room a burst made (a start, a catch-up after a stall:
-// often a whole group) is let go when the queue empties or holds an
-// eighth of it, so a recording that waits for media does not keep it. A
-// queue that stays within keptQueue, as steady live media does, never
-// allocates again.
+// keptQueue is the most entries a track's queue keeps room for beyond
+// what it needs: the room a burst made (a start, a catch-up after a
+// stall: often a whole group) is let go once the queue empties, or holds
+// an eighth of it, after frames that needed less than a quarter of it
+// (peak), so a recording that waits for media does not keep it. A queue
+// whose bursts come back alike, or that stays within keptQueue as steady
+// live media does, never allocates again.
 const keptQueue = 16
 
 const minKey = math.MinInt64

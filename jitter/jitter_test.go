@@ -637,40 +637,65 @@ func TestQueueOfALeadingTrackStaysBounded(t *testing.T) {
 }
 
 // TestQueueLetsABurstsRoomGo: the room a burst of frames made in a
-// track's queue is let go as the queue drains (a recording then waiting
-// for media keeps none of it), and a queue that stays small keeps its
-// room (steady media allocates nothing).
+// track's queue is let go once frames that need less of it follow (a
+// recording that then waits for media keeps none of it), while bursts
+// that come back alike and queues that stay small keep their room
+// (steady media allocates nothing).
 func TestQueueLetsABurstsRoomGo(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		burst   int // frames pushed before popping
-		left    int // frames left buffered
-		maxRoom int // the queue's capacity after draining to left
+		steps   [][2]int // frames pushed, then popped
+		maxRoom int      // the queue's capacity after the steps
+		minRoom int
 	}{
-		{"burst drained", 64, 0, 4},
-		{"burst drained to one", 64, 1, 4},
-		{"burst drained to an eighth", 64, 8, 32},
-		{"small queue drained", 12, 0, 16},
-		{"small queue drained to one", 12, 1, 16},
+		{name: "a burst, then a small cycle", steps: [][2]int{{64, 64}, {2, 2}}, maxRoom: 4},
+		{name: "a burst, then small cycles, one frame left", steps: [][2]int{{64, 64}, {2, 2}, {3, 2}}, maxRoom: 4},
+		{name: "a burst drained to one, after small cycles", steps: [][2]int{{2, 2}, {64, 63}}, minRoom: 64},
+		{name: "bursts alike keep their room", steps: [][2]int{{64, 64}, {60, 60}, {64, 64}}, minRoom: 64},
+		{name: "a small queue keeps its room", steps: [][2]int{{12, 12}, {12, 11}}, minRoom: 12, maxRoom: 32},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var tr track
-			for i := range tc.burst {
-				tr.push(entry{key: int64(i)})
-			}
-			for i := range tc.burst - tc.left {
-				if e := tr.pop(); e.key != int64(i) {
-					t.Fatalf("popped key %d, want %d", e.key, i)
+			pushed, popped := 0, 0
+			for _, st := range tc.steps {
+				for range st[0] {
+					tr.push(entry{key: int64(pushed)})
+					pushed++
+				}
+				for range st[1] {
+					if e := tr.pop(); e.key != int64(popped) {
+						t.Fatalf("popped key %d, want %d", e.key, popped)
+					}
+					popped++
 				}
 			}
-			if c := cap(tr.queue); c > tc.maxRoom {
-				t.Fatalf("capacity %d with %d buffered, want at most %d", c, tr.buffered(), tc.maxRoom)
+			c := cap(tr.queue)
+			if tc.maxRoom > 0 && c > tc.maxRoom || c < tc.minRoom {
+				t.Fatalf("capacity %d with %d buffered, want %d to %d", c, tr.buffered(), tc.minRoom, tc.maxRoom)
 			}
-			for i := tc.burst - tc.left; i < tc.burst; i++ {
-				if e := tr.pop(); e.key != int64(i) {
-					t.Fatalf("popped key %d after draining, want %d", e.key, i)
+			for ; popped < pushed; popped++ {
+				if e := tr.pop(); e.key != int64(popped) {
+					t.Fatalf("popped key %d after the steps, want %d", e.key, popped)
 				}
 			}
 		})
+	}
+}
+
+// TestQueueOfRepeatedBurstsAllocatesOnce: a queue whose bursts come back
+// alike reuses its room.
+func TestQueueOfRepeatedBurstsAllocatesOnce(t *testing.T) {
+	var tr track
+	burst := func() {
+		for i := range 40 {
+			tr.push(entry{key: int64(i)})
+		}
+		for range 40 {
+			tr.pop()
+		}
+	}
+	burst()
+	if n := testing.AllocsPerRun(20, burst); n != 0 {
+		t.Fatalf("%v allocations per burst after the first", n)
 	}
 }

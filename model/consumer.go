@@ -124,6 +124,7 @@ func (c *Consumer) Next() (Event, bool) {
 				c.endSent = true
 				return Event{Kind: EventEnd, Err: t.err}, true
 			}
+			t.pruneLocked()
 			return Event{}, false
 		}
 		g := c.cur
@@ -183,6 +184,9 @@ func (c *Consumer) Next() (Event, bool) {
 			c.advance(next.seq)
 			continue
 		}
+		// Read up: the groups read past can go now, not only when the
+		// next group comes (a paused broadcast sends none).
+		t.pruneLocked()
 		return Event{}, false
 	}
 }

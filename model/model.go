@@ -310,7 +310,8 @@ func (t *Track) CreateGroup(seq uint64) (*Group, error) {
 
 // pruneLocked drops the oldest groups beyond the keepGroups newest, as long
 // as every consumer has read past them or they lag the newest group by more
-// than MaxLag. Called with t.mu held.
+// than MaxLag. Called with t.mu held, when a group is created and when a
+// consumer has read all there is.
 func (t *Track) pruneLocked() {
 	extra := len(t.groups) - t.keepGroups
 	if extra <= 0 {

@@ -698,3 +698,64 @@ func TestClosedConsumersAreNotKept(t *testing.T) {
 	}
 	runtime.KeepAlive(c)
 }
+
+// TestReadGroupsGoWithoutANewerOne: groups created before their consumer
+// read them are dropped (beyond KeepGroups) once it has read them, not
+// only when the next group comes: a paused broadcast sends none, and its
+// recording would keep them all.
+func TestReadGroupsGoWithoutANewerOne(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		keep      int
+		groups    int
+		consumers int // all read everything
+		lagging   bool
+		want      int // groups the track holds after the reads
+	}{
+		{name: "one consumer", keep: 1, groups: 8, consumers: 1, want: 1},
+		{name: "two consumers", keep: 1, groups: 8, consumers: 2, want: 1},
+		{name: "keep 3", keep: 3, groups: 8, consumers: 1, want: 3},
+		{name: "a consumer that has not read", keep: 1, groups: 8, consumers: 1, lagging: true, want: 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := NewTrack("audio")
+			tr.SetKeepGroups(tc.keep)
+			var cs []*Consumer
+			for range tc.consumers {
+				cs = append(cs, tr.Subscribe(time.Hour))
+			}
+			if tc.lagging {
+				// Started at group 0, then left behind.
+				lag := tr.Subscribe(time.Hour)
+				writeGroup(t, tr, 0, true, 0)
+				if ev, ok := lag.Next(); !ok || ev.Kind != EventFrame {
+					t.Fatalf("lagging consumer's first read: %+v %v", ev, ok)
+				}
+				for seq := 1; seq < tc.groups; seq++ {
+					writeGroup(t, tr, uint64(seq), true, int64(seq))
+				}
+			} else {
+				for seq := range tc.groups {
+					writeGroup(t, tr, uint64(seq), true, int64(seq))
+				}
+			}
+			for _, c := range cs {
+				n := 0
+				for ev, ok := c.Next(); ok; ev, ok = c.Next() {
+					if ev.Kind == EventFrame {
+						n++
+					}
+				}
+				if n != tc.groups {
+					t.Fatalf("a consumer read %d frames, want %d", n, tc.groups)
+				}
+			}
+			tr.mu.Lock()
+			held := len(tr.groups)
+			tr.mu.Unlock()
+			if held != tc.want {
+				t.Fatalf("track holds %d groups, want %d", held, tc.want)
+			}
+		})
+	}
+}
