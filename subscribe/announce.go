@@ -324,7 +324,7 @@ func (a *Announcements) followConn(c conn) error {
 	}
 	stop := context.AfterFunc(a.ctx, func() {
 		str.Close()
-		str.CancelRead(CodeCancel)
+		stopReading(str, CodeCancel)
 	})
 	defer stop()
 	v := connVersion(c)
@@ -598,7 +598,7 @@ func (s *Session) serveAnnounce(ctx context.Context, v *wire.Version, str bidiSt
 	}()
 	s.log.Debug("moq: serving announcements", "prefix", as.prefix, "active", len(paths))
 	// The peer ends the feed by closing its side; nothing else is sent.
-	stop := context.AfterFunc(ctx, func() { str.CancelRead(CodeCancel) })
+	stop := context.AfterFunc(ctx, func() { stopReading(str, CodeCancel) })
 	defer stop()
 	_, _ = io.Copy(io.Discard, r)
 }

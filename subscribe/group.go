@@ -134,8 +134,18 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 }
 
 // stopGroupRead ends a group stream's reads when its subscription ends.
-func stopGroupRead(str recvStream) {
-	str.CancelRead(CodeCancel)
+func stopGroupRead(str recvStream) { stopReading(str, CodeCancel) }
+
+// stopReading ends the reads of str, which another goroutine may be
+// blocked in: CancelRead with code, and a read deadline now. A
+// webtransport-go stream that met the peer's "session gone" reset waits in
+// Read for its session to close it, which CancelRead stops (it takes the
+// stream off the session's list) and a deadline always ends.
+func stopReading(str interface {
+	CancelRead(uint64)
+	SetReadDeadline(time.Time) error
+}, code uint64) {
+	str.CancelRead(code)
 	str.SetReadDeadline(time.Now())
 }
 

@@ -84,7 +84,7 @@ func (ic *ietfConn) writeOn(str bidiStream, mu *sync.Mutex, typ uint64, m ietf.M
 func (req *ietfRequest) closeStream() {
 	if req.str != nil {
 		req.str.Close()
-		req.str.CancelRead(CodeCancel)
+		stopReading(req.str, CodeCancel)
 	}
 }
 

@@ -438,7 +438,7 @@ func (s *Session) readIETFSubgroup(ic *ietfConn, str recvStream, r *bufio.Reader
 	rt := sub.rt
 	log := s.log.With("track", rt.name, "group", h.Group)
 	// The group ends with its subscription: STOP_SENDING wakes the read.
-	stop := context.AfterFunc(sub.ctx, func() { str.CancelRead(CodeCancel) })
+	stop := context.AfterFunc(sub.ctx, func() { stopReading(str, CodeCancel) })
 	defer stop()
 	or := ietf.ObjectReader{R: r, V: ic.v, Header: h}
 	var g *model.Group

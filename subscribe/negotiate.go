@@ -305,7 +305,7 @@ func connVersion(c conn) *wire.Version {
 // session stream until it ends; its end ends the connection, as in the
 // reference.
 func (s *Session) serveSessionStream(ctx context.Context, c conn, str bidiStream) {
-	stop := context.AfterFunc(ctx, func() { str.CancelRead(CodeCancel) })
+	stop := context.AfterFunc(ctx, func() { stopReading(str, CodeCancel) })
 	defer stop()
 	r, ok := str.(*bufferedStream)
 	if !ok {

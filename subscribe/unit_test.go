@@ -369,3 +369,25 @@ func TestGroupReadEndsWithItsSubscriptionEvenWhenCancelReadDoesNotWakeIt(t *test
 		t.Fatal("the group read outlived its subscription")
 	}
 }
+
+// TestStopReadingEndsAReadCancelReadDoesNotWake: stopReading, which every
+// stop of a blocked reader (announce feeds, session streams, moq-transport
+// requests and subgroups) goes through, ends a read that CancelRead alone
+// leaves blocked (a WebTransport stream the peer's session closed under).
+func TestStopReadingEndsAReadCancelReadDoesNotWake(t *testing.T) {
+	str := &sessionGoneRecv{deadline: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() {
+		_, err := str.Read(make([]byte, 8))
+		done <- err
+	}()
+	stopReading(str, CodeCancel)
+	select {
+	case err := <-done:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("read ended with %v, want the deadline", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the read outlived stopReading")
+	}
+}
