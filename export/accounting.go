@@ -83,7 +83,7 @@ func (e *Export) pushFrame(ts *trackState, f mux.Frame) error {
 func (e *Export) writeFrame(f mux.Frame) error {
 	before := e.m.Stats().Dropped
 	err := e.m.WriteFrame(f)
-	if ts, ok := e.byID[f.TrackID]; ok && err == nil {
+	if ts := e.track(f.TrackID); ts != nil && err == nil {
 		if d := e.m.Stats().Dropped - before; d > 0 {
 			ts.acct.stats.DroppedByMuxer += d
 		} else {

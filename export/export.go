@@ -135,7 +135,7 @@ type Export struct {
 	tracks  map[string]*trackState          // by rendition name
 	byCons  map[*model.Consumer]*trackState // the media tracks' consumers
 	all     []*trackState                   // every track, in the order added
-	byID    map[int]*trackState             // by mux track ID
+	byID    []*trackState                   // by mux track ID (nextID counts up); nil: none or forgotten
 	leaving []*trackState                   // ended, not yet removed from the muxer
 	refused map[string]bool                 // renditions the muxer refused, by name
 	nextID  int
@@ -179,7 +179,6 @@ func New(bc *model.Broadcast, m mux.Muxer, opts Options) *Export {
 		ready:   model.NewReadySet(),
 		byCons:  map[*model.Consumer]*trackState{},
 		tracks:  map[string]*trackState{},
-		byID:    map[int]*trackState{},
 		refused: map[string]bool{},
 		ctx:     context.Background(),
 	}
@@ -190,8 +189,16 @@ func New(bc *model.Broadcast, m mux.Muxer, opts Options) *Export {
 // pending reports whether track id has data its consumer has not read yet,
 // or is held by its producer (missed groups are on their way).
 func (e *Export) pending(id int) bool {
-	ts, ok := e.byID[id]
-	return ok && (ts.consumer.Pending() || ts.consumer.Held() || ts.filling)
+	ts := e.track(id)
+	return ts != nil && (ts.consumer.Pending() || ts.consumer.Held() || ts.filling)
+}
+
+// track returns the state of the track with mux ID id, or nil.
+func (e *Export) track(id int) *trackState {
+	if id < 0 || id >= len(e.byID) {
+		return nil
+	}
+	return e.byID[id]
 }
 
 // Stats returns the export's counters, from any goroutine.
@@ -328,7 +335,7 @@ func (e *Export) removeDrained() error {
 // forget drops the engine's state of a track removed from the muxer.
 func (e *Export) forget(ts *trackState) {
 	delete(e.byCons, ts.consumer)
-	delete(e.byID, ts.track.ID)
+	e.byID[ts.track.ID] = nil
 	if e.tracks[ts.track.Name] == ts {
 		delete(e.tracks, ts.track.Name)
 	}
@@ -529,6 +536,9 @@ func (e *Export) addRendition(r catalog.Rendition, counts map[mux.Kind]int) (*tr
 	ts.consumer = src.Subscribe(e.opts.Latency)
 	e.byCons[ts.consumer] = ts
 	e.all = append(e.all, ts)
+	for len(e.byID) <= t.ID { // IDs count up; a refused rendition leaves a nil
+		e.byID = append(e.byID, nil)
+	}
 	e.byID[t.ID] = ts
 	e.tracks[r.Name] = ts
 	if err := e.jit.AddTrack(t.ID, t.Kind); err != nil {

@@ -175,7 +175,7 @@ func TestRenditionSelection(t *testing.T) {
 			for _, f := range tc.refuse {
 				rec.refuse[f] = true
 			}
-			run(t, bc, rec, tc.opts)
+			e := run(t, bc, rec, tc.opts)
 			got := map[string]bool{}
 			for _, tr := range rec.tracks {
 				got[tr.Name] = true
@@ -187,6 +187,13 @@ func TestRenditionSelection(t *testing.T) {
 			for name := range tc.want {
 				if counts[name] != len(testmedia.MustLoadSample(name).Frames) {
 					t.Errorf("%s: %d frames", name, counts[name])
+				}
+			}
+			// Refused renditions leave gaps in the track IDs: the
+			// accounting still finds every track written.
+			for _, st := range e.TrackStats() {
+				if st.Written != int64(counts[st.Name]) || st.Received != st.Written {
+					t.Errorf("%s (ID %d): accounted %+v, %d frames written", st.Name, st.ID, st, counts[st.Name])
 				}
 			}
 		})

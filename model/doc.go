@@ -12,5 +12,7 @@
 // ReadySet puts itself on the set's ready list (once) whenever its track
 // changes, like an epoll ready list, so the exporter that watches hundreds of
 // tracks visits only those that received something. An idle poll is one
-// atomic load.
+// atomic load. A reader with nothing to do can Park on its ready set
+// instead of blocking on Wakeup: the next change calls it back, so an idle
+// reader holds no goroutine either.
 package model

@@ -46,4 +46,9 @@
 //
 // Cancelling the context given to Record or RecordAll stops the recordings
 // and finishes their files before they return.
+//
+// A recording holds a goroutine only while it starts (the first catalog,
+// the file) and while its export has work: waiting for media it is parked
+// (export.Export.Go), so a thousand recordings of paused broadcasts cost
+// their heap, not a thousand stacks.
 package record
