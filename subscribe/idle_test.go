@@ -142,24 +142,7 @@ func TestReleaseReadDropsWhatTheRecorderRead(t *testing.T) {
 func TestIdleSubscriptionParksOnAShallowGoroutine(t *testing.T) {
 	for _, ver := range []string{"lite-05", "lite-04", "lite-03", "lite-02", "moq-transport-14", "moq-transport-17"} {
 		t.Run(ver, func(t *testing.T) {
-			srv, pin := startServer(t, "127.0.0.1:0")
-			defer srv.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			client, peer := dialAndAccept(t, ctx, srv, "moql://"+srv.Addr().String()+"/", Options{TLSFingerprint: pin,
-				Logger: testLogger(t), Versions: []string{ver}, Container: func(string, string) string { return "legacy" }})
-			defer client.Close()
-			pb := model.NewBroadcast("live")
-			pt := pb.CreateTrack("v")
-			if err := peer.Publish(pb); err != nil {
-				t.Fatal(err)
-			}
-			tr, err := client.Broadcast("live").Track("v")
-			if err != nil {
-				t.Fatal(err)
-			}
-			cons := tr.Subscribe(0)
-			waitFor(t, "the subscription", func() bool { return peer.servingTrack("live", "v") == 1 })
+			ctx, _, pt, cons := subscribedTrack(t, ver)
 			waitFor(t, "one parked wait and no setup goroutine waiting", func() bool {
 				parked, setup := subscriptionGoroutines()
 				return parked == 1 && setup == 0
@@ -176,6 +159,33 @@ func TestIdleSubscriptionParksOnAShallowGoroutine(t *testing.T) {
 			}
 		})
 	}
+}
+
+// subscribedTrack publishes track "v" of broadcast "live" over protocol
+// version ver and subscribes to it: the test's context, the subscribing
+// session, the published track and the subscriber's consumer, once the
+// publisher serves the subscription. Everything ends with the test.
+func subscribedTrack(t *testing.T, ver string) (context.Context, *Session, *model.Track, *model.Consumer) {
+	t.Helper()
+	srv, pin := startServer(t, "127.0.0.1:0")
+	t.Cleanup(func() { srv.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	client, peer := dialAndAccept(t, ctx, srv, "moql://"+srv.Addr().String()+"/", Options{TLSFingerprint: pin,
+		Logger: testLogger(t), Versions: []string{ver}, Container: func(string, string) string { return "legacy" }})
+	t.Cleanup(func() { client.Close() })
+	pb := model.NewBroadcast("live")
+	pt := pb.CreateTrack("v")
+	if err := peer.Publish(pb); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := client.Broadcast("live").Track("v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons := tr.Subscribe(0)
+	waitFor(t, "the subscription", func() bool { return peer.servingTrack("live", "v") == 1 })
+	return ctx, client, pt, cons
 }
 
 // subscriptionGoroutines counts the goroutines parked in a subscription's
@@ -208,24 +218,7 @@ func TestSettleParksTheWaitsAfresh(t *testing.T) {
 }
 
 func settleCase(t *testing.T, ver, tc string) {
-	srv, pin := startServer(t, "127.0.0.1:0")
-	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	client, peer := dialAndAccept(t, ctx, srv, "moql://"+srv.Addr().String()+"/", Options{TLSFingerprint: pin,
-		Logger: testLogger(t), Versions: []string{ver}, Container: func(string, string) string { return "legacy" }})
-	defer client.Close()
-	pb := model.NewBroadcast("live")
-	pt := pb.CreateTrack("v")
-	if err := peer.Publish(pb); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := client.Broadcast("live").Track("v")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cons := tr.Subscribe(0)
-	waitFor(t, "the subscription", func() bool { return peer.servingTrack("live", "v") == 1 })
+	ctx, client, pt, cons := subscribedTrack(t, ver)
 	var before string
 	waitFor(t, "the parked wait", func() bool {
 		ids := parkedWaits()

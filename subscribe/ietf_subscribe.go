@@ -133,10 +133,8 @@ type ietfSubscription struct {
 	then   func(error)
 
 	// wake is Settle's: it ends the parked wait, which parks afresh.
-	wake     chan struct{}
-	mu       sync.Mutex
-	parked   bool
-	settling *sync.WaitGroup
+	wake chan struct{}
+	parking
 }
 
 // messages reads the subscription's messages, m being one the parked
@@ -239,9 +237,7 @@ func (is *ietfSubscription) end(err error) error {
 // park waits for the next message on a new goroutine and returns; the
 // caller must not touch the subscription afterwards.
 func (is *ietfSubscription) park() {
-	is.mu.Lock()
-	is.parked = true
-	is.mu.Unlock()
+	is.begin()
 	go is.wait()
 }
 
@@ -267,11 +263,7 @@ func (is *ietfSubscription) wait() {
 //
 //go:noinline
 func (is *ietfSubscription) woken(m *ietfMsg, settled bool) {
-	is.mu.Lock()
-	is.parked = false
-	settling := is.settling
-	is.settling = nil
-	is.mu.Unlock()
+	settling := is.woke()
 	if settled {
 		is.park() // afresh; this goroutine ends
 		if settling != nil {
@@ -292,15 +284,9 @@ func (is *ietfSubscription) woken(m *ietfMsg, settled bool) {
 	}
 }
 
+// settle wakes the parked wait through wake (see settler).
 func (is *ietfSubscription) settle(settled *sync.WaitGroup) {
-	is.mu.Lock()
-	defer is.mu.Unlock()
-	if !is.parked || is.settling != nil {
-		return
-	}
-	settled.Add(1)
-	is.settling = settled
-	is.wake <- struct{}{}
+	is.renew(settled, func() { is.wake <- struct{}{} })
 }
 
 // waitStreams waits, at most the drain grace period, until n subgroup

@@ -32,9 +32,7 @@ import (
 // caller must not touch the subscription afterwards: the response may
 // already be read.
 func (ls *liteSubscription) park() {
-	ls.mu.Lock()
-	ls.parked = true
-	ls.mu.Unlock()
+	ls.begin()
 	go ls.wait()
 }
 
@@ -50,12 +48,7 @@ func (ls *liteSubscription) wait() {
 //
 //go:noinline
 func (ls *liteSubscription) woken(err error) {
-	ls.mu.Lock()
-	ls.parked = false
-	settling := ls.settling
-	ls.settling = nil
-	ls.mu.Unlock()
-	if settling != nil {
+	if settling := ls.woke(); settling != nil {
 		// Settle woke the wait with a deadline: it must not cut the
 		// reads that follow.
 		ls.str.SetReadDeadline(time.Time{})
@@ -75,15 +68,47 @@ func (ls *liteSubscription) woken(err error) {
 	}
 }
 
+// settle wakes the parked read with a deadline (see settler).
 func (ls *liteSubscription) settle(settled *sync.WaitGroup) {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	if !ls.parked || ls.settling != nil {
+	ls.renew(settled, func() { ls.str.SetReadDeadline(time.Now()) })
+}
+
+// parking is what a subscription's parked wait shares with Settle.
+type parking struct {
+	mu       sync.Mutex
+	parked   bool            // a goroutine waits in the subscription's wait
+	settling *sync.WaitGroup // Settle woke the wait: Done once it parked again
+}
+
+// begin marks the wait parked, before its goroutine starts.
+func (p *parking) begin() {
+	p.mu.Lock()
+	p.parked = true
+	p.mu.Unlock()
+}
+
+// woke marks the wait over; it returns the WaitGroup of the Settle that
+// woke it, if one did (or tried to: its wake may have lost the race).
+func (p *parking) woke() *sync.WaitGroup {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.parked = false
+	settling := p.settling
+	p.settling = nil
+	return settling
+}
+
+// renew is Settle's side: a parked wait, not woken yet, is woken with wake
+// and counted in settled.
+func (p *parking) renew(settled *sync.WaitGroup, wake func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.parked || p.settling != nil {
 		return
 	}
 	settled.Add(1)
-	ls.settling = settled
-	ls.str.SetReadDeadline(time.Now())
+	p.settling = settled
+	wake()
 }
 
 // A settler is a subscription whose parked wait Settle can renew.

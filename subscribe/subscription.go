@@ -249,10 +249,7 @@ type liteSubscription struct {
 	detach     func()
 	stopCancel func() bool
 
-	// mu guards parked and settling (park.go).
-	mu       sync.Mutex
-	parked   bool            // a goroutine waits in wait
-	settling *sync.WaitGroup // Settle woke the wait: Done once it parked again
+	parking
 }
 
 // readResponses reads and applies the subscription's responses, waitErr
