@@ -2,12 +2,12 @@ package subscribe
 
 import (
 	"context"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/mediatest"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -25,24 +25,8 @@ func TestFinishedGroupEndsAtTheSubscriberWithoutTheNextOne(t *testing.T) {
 	for _, ver := range versions {
 		for _, gr := range groups {
 			t.Run(ver+"/"+gr.name, func(t *testing.T) {
-				srv, pin := startServer(t, "127.0.0.1:0")
-				defer srv.Close()
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-				defer cancel()
-				client, peer := dialAndAccept(t, ctx, srv, "moql://"+srv.Addr().String()+"/", Options{TLSFingerprint: pin,
-					Logger: testLogger(t), Versions: []string{ver}, Container: func(string, string) string { return "legacy" }})
-				defer client.Close()
-				pb := model.NewBroadcast("live")
-				pt := pb.CreateTrack("v")
-				if err := peer.Publish(pb); err != nil {
-					t.Fatal(err)
-				}
-				tr, err := client.Broadcast("live").Track("v")
-				if err != nil {
-					t.Fatal(err)
-				}
-				cons := tr.Subscribe(0)
-				waitFor(t, "the subscription", func() bool { return peer.servingTrack("live", "v") == 1 })
+				st := subscribeTrack(t, Options{Versions: []string{ver}}, "v")
+				ctx, pt, tr, cons := st.ctx, st.pub, st.track, st.cons
 				g, _ := pt.AppendGroup()
 				for i := range gr.frames {
 					// The legacy container: a varint timestamp, then the payload.
@@ -87,24 +71,8 @@ func TestReleaseReadDropsWhatTheRecorderRead(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, pin := startServer(t, "127.0.0.1:0")
-			defer srv.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			client, peer := dialAndAccept(t, ctx, srv, "moql://"+srv.Addr().String()+"/", Options{TLSFingerprint: pin,
-				Logger: testLogger(t), ReleaseRead: tc.release, Container: func(string, string) string { return "legacy" }})
-			defer client.Close()
-			pb := model.NewBroadcast("live")
-			pt := pb.CreateTrack(tc.track)
-			if err := peer.Publish(pb); err != nil {
-				t.Fatal(err)
-			}
-			tr, err := client.Broadcast("live").Track(tc.track)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cons := tr.Subscribe(0)
-			waitFor(t, "the subscription", func() bool { return peer.servingTrack("live", tc.track) == 1 })
+			st := subscribeTrack(t, Options{ReleaseRead: tc.release}, tc.track)
+			ctx, pt, tr, cons := st.ctx, st.pub, st.track, st.cons
 			g, _ := pt.AppendGroup() // left open: the publisher pauses
 			for i := range 3 {
 				g.WriteFrame(model.Frame{Timestamp: int64(i) * 33_000, Payload: []byte{0, byte(i), 1, 2, 3}})
@@ -142,7 +110,8 @@ func TestReleaseReadDropsWhatTheRecorderRead(t *testing.T) {
 func TestIdleSubscriptionParksOnAShallowGoroutine(t *testing.T) {
 	for _, ver := range []string{"lite-05", "lite-04", "lite-03", "lite-02", "moq-transport-14", "moq-transport-17"} {
 		t.Run(ver, func(t *testing.T) {
-			ctx, _, pt, cons := subscribedTrack(t, ver)
+			st := subscribeTrack(t, Options{Versions: []string{ver}}, "v")
+			ctx, pt, cons := st.ctx, st.pub, st.cons
 			waitFor(t, "one parked wait and no setup goroutine waiting", func() bool {
 				parked, setup := subscriptionGoroutines()
 				return parked == 1 && setup == 0
@@ -161,39 +130,50 @@ func TestIdleSubscriptionParksOnAShallowGoroutine(t *testing.T) {
 	}
 }
 
-// subscribedTrack publishes track "v" of broadcast "live" over protocol
-// version ver and subscribes to it: the test's context, the subscribing
-// session, the published track and the subscriber's consumer, once the
-// publisher serves the subscription. Everything ends with the test.
-func subscribedTrack(t *testing.T, ver string) (context.Context, *Session, *model.Track, *model.Consumer) {
+// subscribed is a track published on a loopback session and subscribed
+// to from the other end.
+type subscribed struct {
+	ctx    context.Context // the test's, 20 s
+	client *Session        // the subscriber
+	pub    *model.Track    // the published track
+	track  *model.Track    // the subscriber's track
+	cons   *model.Consumer // the subscriber's consumer of it
+}
+
+// subscribeTrack publishes track name of broadcast "live" and subscribes
+// to it with opts (its certificate pin, logger and, unless set, a legacy
+// container filled in), returning once the publisher serves the
+// subscription. Everything ends with the test.
+func subscribeTrack(t *testing.T, opts Options, name string) subscribed {
 	t.Helper()
 	srv, pin := startServer(t, "127.0.0.1:0")
 	t.Cleanup(func() { srv.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
-	client, peer := dialAndAccept(t, ctx, srv, "moql://"+srv.Addr().String()+"/", Options{TLSFingerprint: pin,
-		Logger: testLogger(t), Versions: []string{ver}, Container: func(string, string) string { return "legacy" }})
+	opts.TLSFingerprint, opts.Logger = pin, testLogger(t)
+	if opts.Container == nil {
+		opts.Container = func(string, string) string { return "legacy" }
+	}
+	client, peer := dialAndAccept(t, ctx, srv, "moql://"+srv.Addr().String()+"/", opts)
 	t.Cleanup(func() { client.Close() })
 	pb := model.NewBroadcast("live")
-	pt := pb.CreateTrack("v")
+	pt := pb.CreateTrack(name)
 	if err := peer.Publish(pb); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := client.Broadcast("live").Track("v")
+	tr, err := client.Broadcast("live").Track(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cons := tr.Subscribe(0)
-	waitFor(t, "the subscription", func() bool { return peer.servingTrack("live", "v") == 1 })
-	return ctx, client, pt, cons
+	waitFor(t, "the subscription", func() bool { return peer.servingTrack("live", name) == 1 })
+	return subscribed{ctx: ctx, client: client, pub: pt, track: tr, cons: cons}
 }
 
 // subscriptionGoroutines counts the goroutines parked in a subscription's
 // wait with nothing of the setup below, and those inside a track's run.
 func subscriptionGoroutines() (parked, setup int) {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	for _, g := range strings.Split(string(buf), "\n\n") {
+	for _, g := range mediatest.Goroutines() {
 		switch {
 		case strings.Contains(g, "(*remoteTrack).run(") || strings.Contains(g, "(*remoteTrack).attempt("):
 			setup++
@@ -218,7 +198,8 @@ func TestSettleParksTheWaitsAfresh(t *testing.T) {
 }
 
 func settleCase(t *testing.T, ver, tc string) {
-	ctx, client, pt, cons := subscribedTrack(t, ver)
+	st := subscribeTrack(t, Options{Versions: []string{ver}}, "v")
+	ctx, client, pt, cons := st.ctx, st.client, st.pub, st.cons
 	var before string
 	waitFor(t, "the parked wait", func() bool {
 		ids := parkedWaits()
@@ -279,10 +260,8 @@ func settleCase(t *testing.T, ver, tc string) {
 // parkedWaits returns the goroutine IDs of the waits parked in a
 // subscription's wait.
 func parkedWaits() []string {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
 	var ids []string
-	for _, g := range strings.Split(string(buf), "\n\n") {
+	for _, g := range mediatest.Goroutines() {
 		if strings.Contains(g, "Subscription).wait(") && !strings.Contains(g, "Subscription).woken(") {
 			ids = append(ids, strings.Fields(g)[1])
 		}
