@@ -1,0 +1,138 @@
+package record
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// RecordAll records every broadcast src announces, each to its own files,
+// until ctx ends or the source does. With Duration it follows the
+// announcements for that much wall-clock time, then waits for those
+// recordings to end. With Wait it gives up when nothing is announced in
+// that time. A broadcast announced again while its recording runs is
+// recorded again after it.
+func (r *Recorder) RecordAll(ctx context.Context, src Source) error {
+	return r.withProgress(ctx, func() error { return r.recordAll(ctx, src, r.opts.Duration) })
+}
+
+// recordAll is RecordAll following announcements for follow (0: until ctx
+// ends).
+func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Duration) error {
+	defer r.recordingFrom(src)()
+	fctx, stop := ctx, context.CancelFunc(func() {})
+	if follow > 0 {
+		fctx, stop = context.WithTimeout(ctx, follow)
+	}
+	defer stop()
+	feed, err := src.Announced(fctx)
+	if err != nil {
+		return fmt.Errorf("following announcements: %w; check the URL and the token, and that the relay is up", err)
+	}
+	defer feed.Close()
+	var firstSeen atomic.Bool
+	waitCtx, waitStop := context.WithCancel(fctx)
+	defer waitStop()
+	if r.opts.Wait > 0 {
+		t := time.AfterFunc(r.opts.Wait, waitStop)
+		defer t.Stop()
+	}
+	t := time.AfterFunc(WaitNotice, func() {
+		if !firstSeen.Load() {
+			r.notice("waiting for broadcasts to be announced " + r.opts.Origin + " (" + r.WaitHint() + ")")
+		}
+	})
+	defer t.Stop()
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		running = map[string]bool{}
+		again   = map[string]bool{} // restarted while its recording ran
+		// writeFailed is the first output write error: that recording
+		// stopped, the others went on, and RecordAll returns it at its end.
+		writeFailed error
+	)
+	start := func(path string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if running[path] {
+			again[path] = true
+			return
+		}
+		release, err := r.reserve()
+		if err != nil {
+			r.log.Warn("refused a broadcast", "broadcast", path, "publisher", peerOf(src), "reason", err)
+			return
+		}
+		running[path] = true
+		wg.Add(1)
+		// Each recording (and each again) is started in a goroutine of
+		// its own, which ends once the recording waits for media; the
+		// recording's end runs in the goroutine that ended it.
+		var launch func()
+		launch = func() {
+			r.log.Info("recording", "broadcast", path)
+			r.startRecording(ctx, src, path, func(err error) {
+				if err != nil && ctx.Err() == nil {
+					r.log.Error("recording failed", "broadcast", path, "err", err)
+				}
+				mu.Lock()
+				if _, ok := errors.AsType[*WriteError](err); ok && writeFailed == nil {
+					writeFailed = err
+				}
+				if again[path] && ctx.Err() == nil {
+					delete(again, path)
+					mu.Unlock()
+					go launch()
+					return
+				}
+				delete(running, path)
+				mu.Unlock()
+				release()
+				wg.Done()
+			})
+		}
+		go launch()
+	}
+	var ferr error
+	for {
+		nctx := fctx
+		if !firstSeen.Load() {
+			nctx = waitCtx
+		}
+		an, err := feed.Next(nctx)
+		if err != nil {
+			if fctx.Err() == nil && waitCtx.Err() != nil {
+				ferr = fmt.Errorf("no broadcast was announced %s within --wait %v; check the URL and the token, or wait longer", r.opts.Origin, r.opts.Wait)
+			} else if fctx.Err() == nil {
+				ferr = err
+			}
+			break
+		}
+		firstSeen.Store(true)
+		if an.Active {
+			start(an.Path)
+		}
+	}
+	wg.Wait()
+	if writeFailed != nil {
+		return fmt.Errorf("%w (the other recordings went on)", writeFailed)
+	}
+	if ferr != nil && waitCtx.Err() != nil && fctx.Err() == nil {
+		return ferr
+	}
+	if ferr != nil && !errors.Is(ferr, ErrSourceClosed) {
+		return fmt.Errorf("following announcements: %w; the relay or publisher went away: start again to record what it announces next", ferr)
+	}
+	return ctx.Err()
+}
+
+// RecordAllFor is RecordAll following announcements for follow instead of
+// Duration (0: until ctx ends): a listener that keeps accepting publishers
+// uses 0.
+func (r *Recorder) RecordAllFor(ctx context.Context, src Source, follow time.Duration) error {
+	return r.withProgress(ctx, func() error { return r.recordAll(ctx, src, follow) })
+}

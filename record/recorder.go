@@ -1,0 +1,152 @@
+package record
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/moq-export/moq-export/export"
+)
+
+// Recorder records broadcasts as the Options say: one (Record) or every
+// one a source announces (RecordAll), each to its own files. It is safe
+// for concurrent use; Stats and Files can be read while it records.
+type Recorder struct {
+	opts Options
+	log  *slog.Logger
+
+	// catalogSlots bounds the first-catalog fetches running at once (see
+	// Options.CatalogFetches); slotHold is catalogSlotHold but in tests.
+	catalogSlots chan struct{}
+	slotHold     time.Duration
+	slotWaiters  atomic.Int64 // waiting for a place now
+
+	mu     sync.Mutex
+	active map[*export.Export]string // running recordings: their broadcast
+	done   Stats
+	files  []FileInfo
+	tracks []TrackInfo // of the ended recordings
+	// reserved counts the recordings RecordAll runs (MaxRecordings).
+	reserved int
+	// settle fires ReturnMemoryAfter after the newest start; freeMemory
+	// is debug.FreeOSMemory but in tests.
+	settle     *time.Timer
+	freeMemory func()
+	// sources are those Record and RecordAll record from now, by a
+	// number of their own (a Source need not be comparable).
+	sources    map[int]Source
+	nextSource int
+}
+
+// New checks the options and returns a Recorder.
+func New(opts Options) (*Recorder, error) {
+	if opts.Output == nil {
+		return nil, errors.New("record: Options.Output is nil: use record.Files(template, ...) or record.Stream(w)")
+	}
+	if opts.Format == "" {
+		opts.Format = opts.Output.DefaultFormat()
+	}
+	if opts.Format == "" {
+		return nil, fmt.Errorf("record: no Format, and the output does not tell one: end the path in .flv, .mkv, .webm, .ts or .mp4, or set Format")
+	}
+	if _, ok := muxers[opts.Format]; !ok {
+		return nil, fmt.Errorf("record: unknown format %q", opts.Format)
+	}
+	if err := opts.Output.Check(opts); err != nil {
+		return nil, err
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Origin == "" {
+		opts.Origin = "by the source"
+	}
+	if opts.CatalogFetches <= 0 {
+		opts.CatalogFetches = DefaultCatalogFetches
+	}
+	return &Recorder{opts: opts, log: opts.Logger, active: map[*export.Export]string{},
+		catalogSlots: make(chan struct{}, opts.CatalogFetches), slotHold: catalogSlotHold,
+		freeMemory: debug.FreeOSMemory}, nil
+}
+
+// Options returns the options in use (with the defaults New filled in).
+func (r *Recorder) Options() Options { return r.opts }
+
+func (r *Recorder) notice(msg string) { r.log.Log(context.Background(), LevelNotice, msg) }
+
+// WaitHint says how long a wait lasts, for notices of a wait: until Wait,
+// or until Ctrl-C (the command's words).
+func (r *Recorder) WaitHint() string {
+	if r.opts.Wait > 0 {
+		return fmt.Sprintf("giving up after --wait %v", r.opts.Wait)
+	}
+	return "until Ctrl-C; --wait DURATION gives up after DURATION"
+}
+
+func (r *Recorder) started(name string, ex *export.Export) {
+	r.mu.Lock()
+	r.active[ex] = name
+	r.done.Recorded++
+	if d := r.opts.ReturnMemoryAfter; d > 0 {
+		// One timer for all recordings, pushed back by every start.
+		if r.settle == nil {
+			r.settle = time.AfterFunc(d, r.returnMemory)
+		} else {
+			r.settle.Reset(d)
+		}
+	}
+	r.mu.Unlock()
+}
+
+func (r *Recorder) ended(name string, ex *export.Export, tracks int) {
+	st := ex.Stats()
+	r.mu.Lock()
+	delete(r.active, ex)
+	for _, ts := range ex.TrackStats() {
+		r.done.Lost = max(r.done.Lost, ts.LostToGaps)
+		r.tracks = append(r.tracks, trackInfo(name, ts))
+	}
+	r.done.Tracks += tracks
+	r.done.Frames += st.Frames
+	r.done.Bytes += st.Bytes
+	r.done.Late += st.Late
+	r.done.Dropped += st.Dropped
+	r.done.Media = max(r.done.Media, st.MediaTime)
+	r.mu.Unlock()
+}
+
+// withProgress runs fn, calling Options.Progress meanwhile.
+func (r *Recorder) withProgress(ctx context.Context, fn func() error) error {
+	if r.opts.Progress == nil {
+		return fn()
+	}
+	interval := r.opts.ProgressInterval
+	if interval <= 0 {
+		interval = time.Second
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				r.opts.Progress(r.Stats())
+			}
+		}
+	}()
+	err := fn()
+	close(stop)
+	<-done
+	r.opts.Progress(r.Stats())
+	return err
+}

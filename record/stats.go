@@ -1,0 +1,106 @@
+package record
+
+import (
+	"time"
+
+	"github.com/moq-export/moq-export/export"
+)
+
+// FileEvent is a file opened or finished.
+type FileEvent struct {
+	Finished bool     // false: just opened (Size, Frames and Media are 0)
+	File     FileInfo // what was written
+	Err      error    // finishing it failed (the file may be incomplete)
+}
+
+// FileInfo describes one output a Recorder wrote.
+type FileInfo struct {
+	Path      string  `json:"path"` // "-" for a Stream
+	Broadcast string  `json:"broadcast"`
+	Segment   int     `json:"segment"`
+	Format    string  `json:"format"`
+	Size      int64   `json:"size"`          // bytes written
+	Frames    int64   `json:"frames"`        // frames written to it
+	Media     float64 `json:"media_seconds"` // from its first to its last frame
+}
+
+// Stats sums the counters of a Recorder's recordings, running and ended.
+type Stats struct {
+	Recordings int           // recordings running now
+	Recorded   int           // recordings started so far
+	Media      time.Duration // media time written (the longest recording)
+	Tracks     int           // tracks recorded now, or by the ended recordings
+	Frames     int64
+	Bytes      int64 // payload bytes
+	Late       int64
+	Dropped    int64
+	Lost       time.Duration // the most media time one track lost to gaps (outages)
+}
+
+// TrackInfo accounts for the frames of one recorded track: received =
+// written + dropped late + dropped by the muxer (+ what was still buffered
+// when a recording was cut short); Lost is the media time its gaps
+// skipped (see export.TrackStats).
+type TrackInfo struct {
+	Broadcast      string  `json:"broadcast"`
+	Track          string  `json:"track"`
+	Kind           string  `json:"kind"`
+	Received       int64   `json:"received"`
+	Written        int64   `json:"written"`
+	DroppedLate    int64   `json:"dropped_late"`
+	DroppedByMuxer int64   `json:"dropped_by_muxer"`
+	Gaps           int64   `json:"gaps"`
+	Lost           float64 `json:"lost_seconds"`
+}
+
+func trackInfo(broadcast string, ts export.TrackStats) TrackInfo {
+	return TrackInfo{Broadcast: broadcast, Track: ts.Name, Kind: ts.Kind.String(), Received: ts.Received, Written: ts.Written,
+		DroppedLate: ts.DroppedLate, DroppedByMuxer: ts.DroppedByMuxer, Gaps: ts.Gaps, Lost: ts.LostToGaps.Seconds()}
+}
+
+// Stats sums the counters of every recording, running or ended.
+func (r *Recorder) Stats() Stats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.done
+	if len(r.active) > 0 {
+		// While recording: the tracks being recorded now; after: the
+		// tracks the ended recordings had.
+		s.Tracks = 0
+	}
+	s.Recordings = len(r.active)
+	for ex := range r.active {
+		st := ex.Stats()
+		s.Tracks += st.Tracks
+		s.Frames += st.Frames
+		s.Bytes += st.Bytes
+		s.Late += st.Late
+		s.Dropped += st.Dropped
+		s.Media = max(s.Media, st.MediaTime)
+		for _, ts := range ex.TrackStats() {
+			s.Lost = max(s.Lost, ts.LostToGaps)
+		}
+	}
+	return s
+}
+
+// Tracks returns the accounting of every track recorded so far: those of
+// the ended recordings, then those running.
+func (r *Recorder) Tracks() []TrackInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := append([]TrackInfo{}, r.tracks...)
+	for ex, name := range r.active {
+		for _, ts := range ex.TrackStats() {
+			out = append(out, trackInfo(name, ts))
+		}
+	}
+	return out
+}
+
+// Files returns the files finished so far, in the order they finished.
+func (r *Recorder) Files() []FileInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]FileInfo{}, r.files...)
+}

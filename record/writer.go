@@ -1,0 +1,139 @@
+package record
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/moq-export/moq-export/mux"
+)
+
+// open opens output number n of broadcast name: a File of the Output with
+// a muxer of the Format over it; cut ends the recording when the file
+// reaches a limit.
+func (r *Recorder) open(name string, n int, cut func(error)) (mux.Muxer, error) {
+	f, err := r.opts.Output.Create(name, n, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	path := ""
+	if fo, ok := f.(*FileOutput); ok {
+		path = fo.Name() // MP4 finishes a real file in place
+	}
+	cw := &countWriter{w: f}
+	var w io.Writer = cw
+	if s, ok := f.(io.Seeker); ok {
+		w = &countWriteSeeker{countWriter: cw, s: s}
+	}
+	m, err := r.opts.Format.NewMuxer(w, MuxOptions{Path: path, KeepTimestamps: r.opts.KeepTimestamps, Logger: r.log.With("output", f.Name())})
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	info := FileInfo{Path: f.Name(), Broadcast: name, Segment: n, Format: string(r.opts.Format)}
+	r.log.Info("writing", "path", info.Path, "format", r.opts.Format, "broadcast", name, "segment", n)
+	if r.opts.OnFile != nil {
+		r.opts.OnFile(FileEvent{File: info})
+	}
+	return &output{Muxer: m, file: f, count: cw, info: info, r: r, cut: cut}, nil
+}
+
+// output is a muxer with its File under it: closing it finalizes the
+// container, then closes the file and reports it finished.
+type output struct {
+	mux.Muxer
+	file   File
+	count  *countWriter
+	info   FileInfo
+	r      *Recorder
+	frames int64
+	first  int64
+	last   int64
+	have   bool
+	// cut ends the recording at a limit; checkedAt is the size at the
+	// last look at the free space (limits.go).
+	cut       func(error)
+	checkedAt int64
+}
+
+// AddTrack warns, when FLV takes a codec only as Enhanced FLV, that older
+// players cannot read it.
+func (o *output) AddTrack(t mux.Track) error {
+	err := o.Muxer.AddTrack(t)
+	if err == nil && o.info.Format == string(FLV) && o.info.Segment == 0 && EnhancedFLV(t.Codec) {
+		o.r.log.Warn(fmt.Sprintf("writing %s as Enhanced FLV: ffmpeg >= 7 plays it, Debian 12's ffmpeg 5.1 cannot read it; -f mkv plays everywhere", t.Codec), "output", o.info.Path)
+	}
+	return err
+}
+
+func (o *output) WriteFrame(f mux.Frame) error {
+	err := o.Muxer.WriteFrame(f)
+	if err == nil {
+		o.frames++
+		if !o.have || f.Timestamp < o.first {
+			o.first = f.Timestamp
+		}
+		if !o.have || f.Timestamp > o.last {
+			o.last = f.Timestamp
+		}
+		o.have = true
+		o.checkOutput()
+	}
+	return err
+}
+
+func (o *output) Close() error {
+	err := o.Muxer.Close()
+	if cerr := o.file.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("writing %s: %w", o.info.Path, cerr)
+	}
+	o.r.log.Info("output finished", "path", o.info.Path)
+	info := o.info
+	info.Frames = o.frames
+	if o.have {
+		info.Media = float64(o.last-o.first) / 1e6
+	}
+	info.Size = o.count.n
+	if sz, ok := o.file.(interface{ Size() int64 }); ok {
+		info.Size = sz.Size()
+	}
+	o.r.mu.Lock()
+	o.r.files = append(o.r.files, info)
+	o.r.mu.Unlock()
+	if o.r.opts.OnFile != nil {
+		o.r.opts.OnFile(FileEvent{Finished: true, File: info, Err: err})
+	}
+	return err
+}
+
+// countWriter counts the bytes written through it.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// Flush passes a muxer's Flush on (MP4 hands each whole fragment to the
+// file at once), when the output has one.
+func (c *countWriter) Flush() error {
+	if f, ok := c.w.(interface{ Flush() error }); ok {
+		return f.Flush()
+	}
+	return nil
+}
+
+// countWriteSeeker is a countWriter that passes Seek on, so that muxers
+// still finalize.
+type countWriteSeeker struct {
+	*countWriter
+	s io.Seeker
+}
+
+func (c *countWriteSeeker) Seek(offset int64, whence int) (int64, error) {
+	return c.s.Seek(offset, whence)
+}
