@@ -53,9 +53,15 @@ var ErrExists = errors.New("exists")
 // path, or one with {broadcast} (the broadcast name made safe, see
 // SafeName), {n} (segment number) and {time} (UTC start time). A file never
 // leaves the template's output directory; each is written through a
-// seekable buffer, so containers finalize.
+// seekable buffer, so containers finalize. A file:// URL names its path;
+// any other URL (s3://...) is an error wrapping ErrScheme, never a local
+// directory named after the scheme.
 func Files(template string, o FileOptions) (Output, error) {
-	t, err := ParseTemplate(template)
+	path, err := LocalPath(template)
+	if err != nil {
+		return nil, err
+	}
+	t, err := ParseTemplate(path)
 	if err != nil {
 		return nil, err
 	}

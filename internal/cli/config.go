@@ -174,6 +174,15 @@ func (c *Config) Check() error {
 		return nil
 	}
 
+	if !c.toStdout() {
+		// A URL of a scheme nothing here writes is refused, never made
+		// into a local directory named "s3:".
+		path, err := record.LocalPath(c.Output)
+		if err != nil {
+			return &UsageError{Msg: err.Error()}
+		}
+		c.Output = path
+	}
 	if c.formatGiven {
 		f, err := record.ParseFormat(string(c.Format))
 		if err != nil {

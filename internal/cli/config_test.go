@@ -109,6 +109,8 @@ func TestUsageErrorsSayWhatToDo(t *testing.T) {
 		{[]string{"--tls-key", "k.pem"}, "go together"},
 		{[]string{"--tls-cert", "c.pem", "--tls-key", "k.pem"}, "are for --listen"},
 		{[]string{"-o", "rec/{nope}.ts"}, "unknown placeholder"},
+		{[]string{"-o", "ftp://host/rec/one.mp4"}, "ftp:// is not an output"},
+		{[]string{"-o", "file://host/rec/one.mp4"}, "file:///abs/path"},
 		{[]string{"--unknown"}, "unknown flag"},
 		{[]string{"--duration", "ten"}, "invalid argument"},
 		{[]string{"-y", "-n", "-o", "x.mkv"}, "exclude each other"},
