@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -52,5 +53,34 @@ func readmeSnippet(ctx context.Context, token string, uploads chan<- string) err
 	}
 	if out, err := exec.Command("go", "vet", "-overlay="+ov, ".").CombinedOutput(); err != nil {
 		t.Errorf("the README's snippet does not compile: %v\n%s\n%s", err, out, src)
+	}
+}
+
+// TestTheREADMEStaysAnOverviewAndItsLinksResolve keeps the README short
+// (details go to docs/) and every relative link of the README and of
+// docs/ pointing at a file that exists.
+func TestTheREADMEStaysAnOverviewAndItsLinksResolve(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(readme), "\n"); n > 150 {
+		t.Errorf("the README has %d lines: keep it an overview under 150 and move details to docs/", n)
+	}
+	docs, _ := filepath.Glob("../docs/*.md")
+	if len(docs) == 0 {
+		t.Fatal("no docs/*.md")
+	}
+	link := regexp.MustCompile(`\]\(([^)#:]+)(#[^)]*)?\)`)
+	for _, f := range append([]string{"../README.md", "../ARCHITECTURE.md"}, docs...) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(b), -1) {
+			if _, err := os.Stat(filepath.Join(filepath.Dir(f), m[1])); err != nil {
+				t.Errorf("%s links to %s, which does not exist", f, m[1])
+			}
+		}
 	}
 }

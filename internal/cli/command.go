@@ -176,9 +176,10 @@ func newCommand(cfg *Config, run func() error) *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
 		Use:   "moq-export [URL] [flags]",
-		Short: "Record a Media-over-QUIC broadcast as FLV, Matroska/WebM or MPEG-TS",
-		Long: `moq-export records a live Media-over-QUIC broadcast (moq-lite, hang media)
-and writes it as FLV, Matroska/WebM or MPEG-TS to a file or to stdout.
+		Short: "Record a Media-over-QUIC broadcast as FLV, Matroska/WebM, MPEG-TS or MP4",
+		Long: `moq-export records a live Media-over-QUIC broadcast (moq-lite or IETF
+moq-transport, hang media) and writes it as FLV, Matroska/WebM, MPEG-TS or MP4
+to a file or to stdout. Every flag is described in docs/cli.md.
 
 URL is https://, http:// (development relays: the certificate pin is fetched),
 moql:// or moqt:// (raw QUIC). A token goes in the query (?jwt=TOKEN), or,
@@ -241,6 +242,7 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 		return &UsageError{Msg: err.Error()}
 	})
 	cmd.SetVersionTemplate("moq-export {{.Version}}\n")
+	cmd.SetUsageTemplate(usageTemplate)
 	cmd.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print the version and the commit it was built from",
@@ -289,7 +291,7 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 	f.StringVar(&cfg.LogFormat, "log-format", logText, "stderr format: text (for people) or json (one object per line, for services)")
 	f.StringSliceVar(&cfg.DemoCodecs, "demo-codecs", nil, "test codecs of the built-in demo (default h264,aac; also h265, av1, vp8, vp9, opus, mp3, flac, ac3)")
 	f.StringSliceVar(&cfg.DemoLate, "demo-late", nil, "test codecs the demo adds by a catalog update after 2 s of media (a rendition added mid-recording, e.g. aac with --demo-codecs h264)")
-	f.StringVar(&cfg.DemoContainer, "demo-container", "", "how the built-in demo packages its frames: legacy (default), loc, or cmaf (as `moq import fmp4` publishes ffmpeg's fMP4)")
+	f.StringVar(&cfg.DemoContainer, "demo-container", "", "how the built-in demo packages its frames: legacy (default), loc, or cmaf (as 'moq import fmp4' publishes ffmpeg's fMP4)")
 	f.IntVar(&cfg.DemoLoops, "demo-loops", 0, "end the demo broadcast after each test sample played this many times (2-4 s each; default: never)")
 	f.BoolVar(&cfg.DemoFast, "demo-fast", false, "publish the demo as fast as possible instead of in real time (benchmarks)")
 	_ = f.MarkHidden("demo-fast")
