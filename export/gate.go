@@ -1,0 +1,153 @@
+package export
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/moq-export/moq-export/mux"
+)
+
+// startGate holds the first tracks of an export unread until each holds a
+// frame (or the deadline passed), so that the audio can be backfilled to
+// the video's first keyframe before any consumer starts.
+type startGate struct {
+	tracks   []*trackState
+	waiting  int // gated tracks without a frame
+	deadline time.Time
+	// backfilling is set once the backfills run (in goroutines, so no poll
+	// blocks); pending counts those still running, cancel stops them.
+	backfilling bool
+	pending     atomic.Int32
+	cancel      context.CancelFunc
+}
+
+// lateFill is the backfill of a late track (see startLateFill).
+type lateFill struct {
+	ts     *trackState
+	cancel context.CancelFunc
+}
+
+// gateCheck notes whether gated track ts holds a frame now.
+func (e *Export) gateCheck(ts *trackState) {
+	if ts.hasFirst {
+		return
+	}
+	if _, ok := ts.consumer.Track().OldestTimestamp(); ok || ts.ended {
+		ts.hasFirst = true
+		e.gate.waiting--
+	}
+}
+
+// maxBackfill bounds how long opening the gate waits for backfills.
+const maxBackfill = time.Second
+
+// startBackfills starts, in the background, the backfill of every gated
+// audio track that starts after the earliest video keyframe K, back to K,
+// and gives them min(Delay, maxBackfill) more before the gate opens. A
+// failed backfill is only logged: that track starts at its first live group.
+func (e *Export) startBackfills() {
+	g := e.gate
+	g.backfilling = true
+	g.deadline = e.opts.Now().Add(min(e.opts.Delay, maxBackfill))
+	var k int64
+	haveK := false
+	for _, ts := range g.tracks {
+		if ts.track.Kind != mux.Video || ts.ended {
+			continue
+		}
+		if first, ok := ts.consumer.Track().OldestTimestamp(); ok && (!haveK || first < k) {
+			k, haveK = first, true
+		}
+	}
+	if !haveK {
+		return
+	}
+	ctx, cancel := context.WithDeadline(e.ctx, g.deadline)
+	g.cancel = cancel
+	for _, ts := range g.tracks {
+		if ts.track.Kind != mux.Audio || ts.ended {
+			continue
+		}
+		t := ts.consumer.Track()
+		if first, ok := t.OldestTimestamp(); !ok || first <= k {
+			continue
+		}
+		g.pending.Add(1)
+		name := ts.track.Name
+		go func() {
+			if err := t.Backfill(ctx, k); err != nil {
+				e.log.Debug("backfill failed; the track starts at its first live group", "track", name, "err", err)
+			}
+			if g.pending.Add(-1) == 0 {
+				e.ready.Wake() // let Run open the gate now
+			}
+		}()
+	}
+}
+
+// startLateFill backfills a late audio track (a rendition a catalog update
+// added) back to the newest timestamp written, in the background and for
+// at most maxBackfill, before it is read: it joined at the newest group
+// when it was subscribed, which may be some frames after the rendition
+// began. Meanwhile the jitter buffer waits for it (pending), so its frames
+// from that point on are not late. Video starts at its newest keyframe as
+// it does when joining.
+func (e *Export) startLateFill(ts *trackState) {
+	if ts.track.Kind != mux.Audio || !e.haveFirst {
+		return
+	}
+	t, target := ts.consumer.Track(), e.newest
+	ctx, cancel := context.WithTimeout(e.ctx, maxBackfill)
+	ts.filling = true
+	e.fills = append(e.fills, lateFill{ts: ts, cancel: cancel})
+	name := ts.track.Name
+	go func() {
+		if err := t.Backfill(ctx, target); err != nil {
+			e.log.Debug("backfill of a late track failed; it starts at its first live group", "track", name, "err", err)
+		}
+		ts.filled.Store(true)
+		e.ready.Wake()
+	}()
+}
+
+// endLateFills reads the late tracks whose backfill is done.
+func (e *Export) endLateFills() error {
+	keep := e.fills[:0]
+	for _, f := range e.fills {
+		if !f.ts.filled.Load() {
+			keep = append(keep, f)
+			continue
+		}
+		f.cancel()
+		f.ts.filling = false
+		if !f.ts.ended {
+			if err := e.readTrack(f.ts); err != nil {
+				return err
+			}
+		}
+	}
+	clear(e.fills[len(keep):])
+	e.fills = keep
+	return nil
+}
+
+// openGate ends the start gate: every gated track is read from its oldest
+// group, backfilled ones included.
+func (e *Export) openGate() error {
+	g := e.gate
+	e.gate = nil
+	if g.cancel != nil {
+		g.cancel()
+	}
+	for _, ts := range g.tracks {
+		ts.gated = false
+		if ts.ended {
+			continue
+		}
+		if err := e.readTrack(ts); err != nil {
+			return err
+		}
+	}
+	return nil
+}

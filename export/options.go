@@ -1,0 +1,53 @@
+package export
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/moq-export/moq-export/jitter"
+	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/mux"
+)
+
+// Options configures an Export. The zero value exports every rendition the
+// muxer accepts with a 500 ms jitter delay.
+type Options struct {
+	// CatalogTrack is the catalog's track name; empty means
+	// catalog.TrackFor the broadcast's name.
+	CatalogTrack string
+	// Delay bounds how long a lagging track holds the output (see package
+	// jitter). Zero means jitter.DefaultDelay.
+	Delay time.Duration
+	// MaxDelay is how far late frames may grow Delay, so that a track
+	// that keeps lagging the others is waited for instead of dropped from
+	// then on (jitter.Options.MaxDelay). Zero: Delay stays fixed.
+	MaxDelay time.Duration
+	// Latency is how far a newer group must be ahead before a track gives up
+	// on a stalled group (see model.Track.Subscribe). Zero means Delay.
+	Latency time.Duration
+	// Late is the policy for frames that arrive after later ones left.
+	Late jitter.LatePolicy
+	// MediaTimeOnly makes the Delay bound count media time only: when
+	// nothing flows at all (a network outage), the output waits for every
+	// track instead of moving on after Delay of wall time, so the missed
+	// groups a reconnect fetches are not late. For files (see
+	// jitter.Options.MediaTimeOnly).
+	MediaTimeOnly bool
+	// Video and Audio name the renditions to export; nil: all the
+	// container carries, empty: none (see Select). A named rendition it
+	// cannot carry is an error.
+	Video, Audio []string
+	// Caps is what the muxer's container carries (flv.Caps, ...); zero
+	// leaves it to AddTrack.
+	Caps mux.Caps
+	// MaxDuration stops the export after this much media time; 0 means no
+	// limit.
+	MaxDuration time.Duration
+	// Resolve returns the broadcast a rendition's "broadcast" reference
+	// names; nil skips such renditions with a warning.
+	Resolve func(ref string) (*model.Broadcast, error)
+	// Logger receives warnings; nil means slog.Default().
+	Logger *slog.Logger
+	// Now is the wall clock; nil means time.Now.
+	Now func() time.Time
+}

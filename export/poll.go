@@ -1,0 +1,201 @@
+package export
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/mux"
+)
+
+// start subscribes to the catalog track.
+func (e *Export) start() error {
+	if e.started {
+		return nil
+	}
+	w, err := catalog.Watch(e.bc, catalog.WatchOptions{Track: e.opts.CatalogTrack, Ready: e.ready, Logger: e.log})
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	e.started, e.cat = true, w
+	return nil
+}
+
+// Poll does whatever work is ready without blocking: it reads the tracks
+// that received something, and writes the frames the jitter buffer releases.
+// A poll that nothing woke returns at once. Poll never waits: the audio
+// backfills of the start gate (see the package doc) run in the background.
+// Such a caller ends the export with Close.
+func (e *Export) Poll() error {
+	if e.started && e.ready.Empty() && e.gate == nil && len(e.fills) == 0 && !e.jitterDue() {
+		return nil
+	}
+	return e.poll()
+}
+
+// gateDue reports whether the start gate's deadline passed.
+func (e *Export) gateDue() bool {
+	return e.gate != nil && !e.opts.Now().Before(e.gate.deadline)
+}
+
+func (e *Export) jitterDue() bool {
+	d, ok := e.jit.Deadline()
+	return ok && !e.opts.Now().Before(d)
+}
+
+func (e *Export) poll() error {
+	if err := e.start(); err != nil {
+		return err
+	}
+	e.scratch = e.ready.Take(e.scratch[:0])
+	for _, c := range e.scratch {
+		ts, ok := e.byCons[c]
+		if !ok { // the catalog's (or a track forgotten since: costs nothing)
+			if err := e.readCatalog(); err != nil {
+				return err
+			}
+			continue
+		}
+		if ts.gated {
+			e.gateCheck(ts)
+			continue
+		}
+		if ts.filling {
+			continue
+		}
+		if err := e.readTrack(ts); err != nil {
+			return err
+		}
+	}
+	clear(e.scratch)
+	if len(e.fills) > 0 {
+		if err := e.endLateFills(); err != nil {
+			return err
+		}
+	}
+	if g := e.gate; g != nil && !g.backfilling && (g.waiting == 0 || e.gateDue()) {
+		e.startBackfills()
+	}
+	if g := e.gate; g != nil && g.backfilling && (g.pending.Load() == 0 || e.gateDue()) {
+		if err := e.openGate(); err != nil {
+			return err
+		}
+	}
+	for !e.finished {
+		it, ok := e.jit.Pop()
+		if !ok {
+			break
+		}
+		if err := e.write(it); err != nil {
+			return err
+		}
+	}
+	if len(e.leaving) > 0 {
+		if err := e.removeDrained(); err != nil {
+			return err
+		}
+	}
+	e.syncStats()
+	if e.catEnded && e.live == 0 {
+		e.finished = true
+	}
+	return nil
+}
+
+// removeDrained removes from the muxer, and forgets, the tracks that ended
+// once the jitter buffer holds none of their frames. A track that left the
+// catalog goes at once; one that ended by itself stays while the muxer has
+// written nothing (it may still hold the track's first frames, as the MKV
+// header and the TS keyframe waits do, and removing would drop them) and
+// when the whole broadcast ended (Close finalizes it with the others).
+func (e *Export) removeDrained() error {
+	ending := e.catEnded && e.live == 0
+	started := !ending && e.m.Stats().Frames > 0
+	keep := e.leaving[:0]
+	for _, ts := range e.leaving {
+		if e.jit.Holds(ts.track.ID) || !ts.removed && !started {
+			keep = append(keep, ts)
+			continue
+		}
+		if err := e.m.RemoveTrack(ts.track.ID); err != nil {
+			return fmt.Errorf("export: removing track %q: %w", ts.track.Name, err)
+		}
+		e.forget(ts)
+	}
+	clear(e.leaving[len(keep):])
+	e.leaving = keep
+	return nil
+}
+
+// forget drops the engine's state of a track removed from the muxer.
+func (e *Export) forget(ts *trackState) {
+	delete(e.byCons, ts.consumer)
+	e.byID[ts.track.ID] = nil
+	if e.tracks[ts.track.Name] == ts {
+		delete(e.tracks, ts.track.Name)
+	}
+	e.all = slices.DeleteFunc(e.all, func(o *trackState) bool { return o == ts })
+}
+
+// syncStats publishes the counters for Stats, sampling the muxer's. It
+// costs the same whatever the number of tracks: the per-track counters are
+// summed as tracks are read.
+func (e *Export) syncStats() {
+	js := e.jit.Stats()
+	ms := e.m.Stats()
+	e.statsMu.Lock()
+	e.stats.Frames, e.stats.Bytes = ms.Frames, ms.Bytes
+	e.stats.Late, e.stats.Dropped = js.Late, js.Dropped+ms.Dropped
+	e.stats.Tracks, e.stats.Skipped = e.live, int64(e.skipped)
+	e.syncTrackStats()
+	e.statsMu.Unlock()
+}
+
+func (e *Export) readTrack(ts *trackState) error {
+	defer func() {
+		n := ts.consumer.Skipped()
+		e.skipped += n - ts.skipped
+		ts.skipped = n
+	}()
+	for {
+		ev, ok := ts.consumer.Next()
+		if !ok {
+			return nil
+		}
+		switch ev.Kind {
+		case model.EventFrame:
+			if ts.removed {
+				continue
+			}
+			err := e.pushFrame(ts, mux.Frame{TrackID: ts.track.ID, Timestamp: ev.Frame.Timestamp, Keyframe: ev.Keyframe, Payload: ev.Frame.Payload})
+			if err != nil {
+				return fmt.Errorf("export: %w", err)
+			}
+		case model.EventDiscontinuity:
+			ts.acct.gap()
+			e.jit.PushDiscontinuity(ts.track.ID)
+		case model.EventEnd:
+			if ev.Err != nil {
+				e.log.Warn("track ended with an error", "track", ts.track.Name, "err", ev.Err)
+			}
+			e.endTrack(ts)
+			return nil
+		}
+	}
+}
+
+func (e *Export) endTrack(ts *trackState) {
+	if ts.ended {
+		return
+	}
+	ts.ended = true
+	if ts.gated && !ts.hasFirst {
+		ts.hasFirst = true
+		e.gate.waiting--
+	}
+	e.live--
+	e.jit.EndTrack(ts.track.ID)
+	ts.consumer.Close()
+	e.leaving = append(e.leaving, ts)
+}
