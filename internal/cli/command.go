@@ -138,6 +138,10 @@ func Execute(ctx context.Context, args []string, env Env) int {
 	cfg := &Config{}
 	var runErr error
 	cmd := newCommand(cfg, func() error {
+		if cfg.DemoTo != "" {
+			runErr = publishDemoTo(ctx, cfg, newLogger(con, cfg.LogFormat, logLevel(cfg.Quiet, cfg.Verbose)))
+			return runErr
+		}
 		if err := cfg.resolveToken(env); err != nil {
 			return err
 		}
@@ -293,6 +297,7 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 	f.StringSliceVar(&cfg.DemoLate, "demo-late", nil, "test codecs the demo adds by a catalog update after 2 s of media (a rendition added mid-recording, e.g. aac with --demo-codecs h264)")
 	f.StringVar(&cfg.DemoContainer, "demo-container", "", "how the built-in demo packages its frames: legacy (default), loc, or cmaf (as 'moq import fmp4' publishes ffmpeg's fMP4)")
 	f.IntVar(&cfg.DemoLoops, "demo-loops", 0, "end the demo broadcast after each test sample played this many times (2-4 s each; default: never)")
+	f.StringVar(&cfg.DemoTo, "demo-to", "", "publish the built-in demo into this `URL` (a --listen moq-export or a relay; pin it with --tls-fingerprint) instead of recording it")
 	f.BoolVar(&cfg.DemoFast, "demo-fast", false, "publish the demo as fast as possible instead of in real time (benchmarks)")
 	_ = f.MarkHidden("demo-fast")
 	return cmd

@@ -53,6 +53,7 @@ type Config struct {
 	DemoFast       bool // hidden: publish the demo as fast as possible (benchmarks)
 	DemoContainer  string
 	DemoLate       []string // test codecs a catalog update adds after DemoLateAfter
+	DemoTo         string   // --demo-to: publish the demo into this URL instead of recording
 
 	formatGiven bool
 	template    Template
@@ -80,6 +81,9 @@ func (c *Config) toStdout() bool { return c.Output == "" || c.Output == "-" }
 // Check validates the flags together and fills in what follows from them
 // (the format from the output extension).
 func (c *Config) Check() error {
+	if c.DemoTo != "" {
+		return c.checkDemoTo()
+	}
 	if c.URL != "" {
 		if err := checkURL(c.URL); err != nil {
 			return err
@@ -216,6 +220,35 @@ func (c *Config) Check() error {
 	}
 	if c.RecordAll && !t.Has("broadcast") {
 		return usagef("--record-all writes one file per broadcast, but -o %q has no {broadcast}: use e.g. 'rec/{broadcast}-{time}%s'", c.Output, c.Format.Ext())
+	}
+	return nil
+}
+
+// checkDemoTo checks the flags of --demo-to, which publishes and records
+// nothing: the output and selection flags have no use there.
+func (c *Config) checkDemoTo() error {
+	if c.URL != "" || c.Listen != "" {
+		return usagef("--demo-to publishes the built-in demo into a URL; it takes no other URL and no --listen (run the recording moq-export separately)")
+	}
+	if err := checkURL(c.DemoTo); err != nil {
+		return usagef("--demo-to: %s", err.Error())
+	}
+	if c.Output != "-" || c.formatGiven || c.RecordAll || c.List || c.Segment > 0 || c.Duration > 0 || c.Video != nil || c.Audio != nil {
+		return usagef("--demo-to publishes the demo and records nothing: drop -o, -f, --segment, --duration, --video, --audio, --record-all and --list (--demo-loops N or --timeout D end it)")
+	}
+	if c.TokenFile != "" {
+		return usagef("--demo-to takes its token in the URL (?jwt=TOKEN), not --token-file")
+	}
+	switch c.DemoContainer {
+	case "", "legacy", "loc", "cmaf":
+	default:
+		return usagef("--demo-container %q: pick legacy, loc or cmaf", c.DemoContainer)
+	}
+	if c.DemoLoops < 0 || c.Timeout < 0 || c.ReconnectFor < 0 {
+		return usagef("--demo-loops, --timeout and --reconnect-for must not be negative")
+	}
+	if c.DemoFast {
+		return usagef("--demo-fast is for the in-process demo; drop it with --demo-to")
 	}
 	return nil
 }

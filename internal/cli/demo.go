@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/moq-export/moq-export/demo"
 	"github.com/moq-export/moq-export/internal/testmedia"
 	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/subscribe"
 )
 
 // demoBroadcast is the name of the built-in demo broadcast.
@@ -53,7 +55,11 @@ func checkDemoCodecs(names, late []string, container string) error {
 // newDemoBroadcast starts publishing the demo into a model broadcast. The
 // returned wait function blocks until publishing stopped.
 func newDemoBroadcast(ctx context.Context, cfg *Config, log *slog.Logger) (*model.Broadcast, func()) {
-	bc := model.NewBroadcast(demoBroadcast)
+	name := cfg.Broadcast
+	if name == "" {
+		name = demoBroadcast
+	}
+	bc := model.NewBroadcast(name)
 	opts := demo.Options{Renditions: cfg.DemoCodecs, Late: cfg.DemoLate, LateAfter: demoLateAfter, Loops: cfg.DemoLoops, Realtime: !cfg.DemoFast, Container: catalog.ContainerKind(cfg.DemoContainer)}
 	if cfg.DemoFast {
 		opts.KeepGroups = demoKeepGroups
@@ -116,4 +122,87 @@ func (s *closingSource) Close() error {
 	err := s.Source.Close()
 	s.stop()
 	return err
+}
+
+// demoToGrace is how long --demo-to keeps its session open after the demo
+// ended, so the peer receives the last groups (closing a QUIC connection
+// drops what it has not delivered) and the "ended" announcement.
+const demoToGrace = 3 * time.Second
+
+// publishDemoTo publishes the built-in demo into --demo-to: a --listen
+// moq-export, or a relay. It runs until the demo ends (--demo-loops),
+// --timeout, Ctrl-C, or the peer closes the session.
+func publishDemoTo(ctx context.Context, cfg *Config, log *slog.Logger) error {
+	if err := checkDemoCodecs(cfg.DemoCodecs, cfg.DemoLate, cfg.DemoContainer); err != nil {
+		return err
+	}
+	if cfg.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.Timeout)
+		defer cancel()
+	}
+	target := redactURL(cfg.DemoTo)
+	dctx, dcancel := context.WithTimeout(ctx, dialTimeout)
+	sess, err := subscribe.Dial(dctx, cfg.DemoTo, subscribe.Options{
+		Role:           subscribe.RolePublisher,
+		TLSFingerprint: cfg.TLSFingerprint,
+		TLSInsecure:    cfg.TLSInsecure,
+		Logger:         log,
+		// A publisher that lost its peer has nobody to publish to: the
+		// run ends, and the peer's close is how a --listen moq-export
+		// that recorded the broadcast says it is done.
+		Reconnect: subscribe.Backoff{Disabled: true},
+	})
+	dcancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("connecting to %s: %w; %s", target, err, dialAdvice(cfg, err))
+	}
+	defer sess.Close()
+	pctx, stop := context.WithCancel(ctx)
+	defer stop()
+	bc, wait := newDemoBroadcast(pctx, cfg, log)
+	defer wait()
+	if err := sess.Publish(bc); err != nil {
+		return fmt.Errorf("publishing the demo to %s: %w", target, err)
+	}
+	notice(log, fmt.Sprintf("publishing the built-in demo broadcast %q into %s (%s, until %s)", bc.Name(), target, sess.Version(), demoToEnd(cfg)))
+	select {
+	case <-bc.Done():
+		notice(log, "the demo broadcast ended")
+		select {
+		case <-sess.Done():
+		case <-ctx.Done():
+		case <-time.After(demoToGrace):
+		}
+		return nil
+	case <-sess.Done():
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err := sess.Err(); err != nil {
+			return fmt.Errorf("%s closed the session: %w", target, err)
+		}
+		return fmt.Errorf("%s closed the session", target)
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			notice(log, fmt.Sprintf("stopped after --timeout %v", cfg.Timeout))
+		}
+		return nil
+	}
+}
+
+// demoToEnd says what ends a --demo-to run.
+func demoToEnd(cfg *Config) string {
+	switch {
+	case cfg.DemoLoops > 0 && cfg.Timeout > 0:
+		return fmt.Sprintf("--demo-loops %d or --timeout %v", cfg.DemoLoops, cfg.Timeout)
+	case cfg.DemoLoops > 0:
+		return fmt.Sprintf("each sample played %d %s", cfg.DemoLoops, plural(cfg.DemoLoops, "time", "times"))
+	case cfg.Timeout > 0:
+		return fmt.Sprintf("--timeout %v", cfg.Timeout)
+	}
+	return "Ctrl-C"
 }

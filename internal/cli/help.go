@@ -19,7 +19,7 @@ var flagGroups = []struct {
 	{"Listen (accept publishers instead of dialling a relay)", []string{"listen", "tls-cert", "tls-key", "auth-key", "max-publishers"}},
 	{"Limits", []string{"timeout", "max-broadcasts", "max-bytes", "min-free"}},
 	{"Logging", []string{"progress", "verbose", "quiet", "log-format", "json", "summary"}},
-	{"Built-in demo (no URL)", []string{"demo-codecs", "demo-late", "demo-container", "demo-loops"}},
+	{"Built-in demo (no URL)", []string{"demo-codecs", "demo-late", "demo-container", "demo-loops", "demo-to"}},
 }
 
 // groupedFlagUsages is the flags part of --help: the usage lines of fs,

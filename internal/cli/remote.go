@@ -121,7 +121,7 @@ func serveDemo(ctx context.Context, cfg *Config, con *console, log *slog.Logger)
 		wait()
 		srv.Close()
 	}
-	notice(log, demoNotice(cfg, "served over loopback QUIC at "+url))
+	notice(log, demoNotice(cfg, fmt.Sprintf("served over loopback QUIC at %s (SHA-256 fingerprint %s: another moq-export records it with %s --tls-fingerprint %s)", url, pin, url, pin)))
 	dctx, dcancel := context.WithTimeout(ctx, dialTimeout)
 	defer dcancel()
 	sess, err := subscribe.Dial(dctx, url, subscribe.Options{TLSFingerprint: pin, Logger: log, ReleaseRead: true})
