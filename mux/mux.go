@@ -152,6 +152,16 @@ type Muxer interface {
 	Close() error
 }
 
+// Chapterer is a Muxer that can mark a point of its output with a named
+// chapter (MKV chapters, MP4 chapter list): the optional capability of the
+// containers that have them.
+type Chapterer interface {
+	// Chapter marks timestamp ts (microseconds, on the timeline of
+	// WriteFrame) with a chapter called name. A chapter lasts until the
+	// next one, or the end.
+	Chapter(ts int64, name string) error
+}
+
 // Sentinel errors shared by all muxers. Test with errors.Is.
 var (
 	// ErrUnsupportedCodec means the container cannot carry the track's codec.

@@ -20,3 +20,11 @@ func (e *selectionError) Is(target error) bool { return target == ErrSelection }
 func selectionErrorf(format string, args ...any) error {
 	return &selectionError{msg: fmt.Sprintf(format, args...)}
 }
+
+// ChapterError is returned by Recording.Chapter for a format whose files
+// hold no chapters.
+type ChapterError struct{ Format Format }
+
+func (e *ChapterError) Error() string {
+	return fmt.Sprintf("%s files hold no chapters (mkv, webm and mp4 do)", e.Format)
+}

@@ -68,6 +68,17 @@ func (f Format) Ext() string { return "." + string(f) }
 // of each kind); the zero Caps when the format is not built in.
 func (f Format) Caps() mux.Caps { return muxers[f].caps }
 
+// Chapters reports whether files of format f can hold chapters
+// (Recording.Chapter): its muxer is a mux.Chapterer.
+func (f Format) Chapters() bool {
+	m, ok := muxers[f]
+	if !ok {
+		return false
+	}
+	_, ok = m.new(io.Discard, MuxOptions{}).(mux.Chapterer)
+	return ok
+}
+
 // MuxOptions are what the command passes to every muxer.
 type MuxOptions struct {
 	// Path is the file the muxer writes, "" for a stream (stdout): MP4

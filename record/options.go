@@ -75,6 +75,11 @@ type Options struct {
 	// finished (closed and playable: upload or index it then). Calls come
 	// from the recording goroutines; keep them short or hand off.
 	OnFile func(FileEvent)
+	// OnRecording, when set, is called when a recording is started (its
+	// State is StateStarting) and when it ended (StateEnded, Done closed,
+	// Err its outcome): a service keeps the ended ones it wants to show.
+	// Calls come from the recording goroutines; keep them short.
+	OnRecording func(*Recording)
 	// Progress, when set, is called with the Stats every
 	// ProgressInterval (default 1 s) while Record, RecordAll or Run runs,
 	// and once more when it returns.

@@ -75,7 +75,7 @@ func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Durati
 		var launch func()
 		launch = func() {
 			r.log.Info("recording", "broadcast", path)
-			r.startRecording(ctx, src, path, func(err error) {
+			r.newRecording(ctx, src, path).run(func(err error) {
 				if err != nil && ctx.Err() == nil {
 					r.log.Error("recording failed", "broadcast", path, "err", err)
 				}

@@ -41,6 +41,10 @@ type Recorder struct {
 	// number of their own (a Source need not be comparable).
 	sources    map[int]Source
 	nextSource int
+	// recordings are those running (Recordings); nextRecording numbers
+	// them.
+	recordings    map[*Recording]struct{}
+	nextRecording int64
 }
 
 // New checks the options and returns a Recorder.
@@ -70,6 +74,7 @@ func New(opts Options) (*Recorder, error) {
 		opts.CatalogFetches = DefaultCatalogFetches
 	}
 	return &Recorder{opts: opts, log: opts.Logger, active: map[*export.Export]string{},
+		recordings:   map[*Recording]struct{}{},
 		catalogSlots: make(chan struct{}, opts.CatalogFetches), slotHold: catalogSlotHold,
 		freeMemory: debug.FreeOSMemory}, nil
 }

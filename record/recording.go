@@ -42,34 +42,61 @@ func (r *Recorder) Record(ctx context.Context, src Source, path string) error {
 // returns the outcome.
 func (r *Recorder) record(ctx context.Context, src Source, path string) error {
 	ended := make(chan error, 1)
-	r.startRecording(ctx, src, path, func(err error) { ended <- err })
+	r.newRecording(ctx, src, path).run(func(err error) { ended <- err })
 	return <-ended
 }
 
-// startRecording records broadcast path of src, and calls done with the
-// outcome when the recording ended. It prepares the recording in the
-// calling goroutine (the first catalog, the file, the export), then starts
-// the export with export.Export.Go and returns once it waits: a recording
-// whose broadcast sends nothing holds no goroutine (a goroutine blocked
-// under this setup would keep the 8 KB of stack the setup grew). done runs
-// in the goroutine that ended the recording.
-func (r *Recorder) startRecording(ctx context.Context, src Source, path string, done func(error)) {
+// Start starts recording broadcast path of src and returns the recording
+// at once: it waits for the broadcast's catalog, checks it (Plan), opens
+// its first file and records until the broadcast ends, Duration is
+// reached, it is stopped (Recording.Stop) or ctx ends, which all finish
+// its files. Its outcome is Recording.Err once Recording.Done is closed.
+func (r *Recorder) Start(ctx context.Context, src Source, path string) *Recording {
+	rec := r.newRecording(ctx, src, path)
+	release := r.recordingFrom(src)
+	go rec.run(func(error) { release() })
+	return rec
+}
+
+// run records, and calls done with the outcome when the recording ended.
+// It prepares the recording in the calling goroutine (the first catalog,
+// the file, the export), then starts the export with export.Export.Go and
+// returns once it waits: a recording whose broadcast sends nothing holds
+// no goroutine (a goroutine blocked under this setup would keep the 8 KB
+// of stack the setup grew). done runs in the goroutine that ended the
+// recording, after Done is closed.
+func (rec *Recording) run(done func(error)) {
+	r, path, ctx := rec.r, rec.path, rec.parent
+	finish := func(err error) {
+		rec.finish(err)
+		done(err)
+	}
 	// A limit cuts the recording by ending its context with the reason:
 	// the files are finished as on any stop (limits.go).
 	if err := r.lowOnSpace(r.outputDir()); err != nil {
-		done(fmt.Errorf("recording %q refused: %w", path, err))
+		rec.cancel(nil)
+		finish(fmt.Errorf("recording %q refused: %w", path, err))
 		return
 	}
-	rctx, cut := context.WithCancelCause(ctx)
+	rctx := rec.ctx
 	end := func(err error) {
-		if cause := context.Cause(rctx); errors.Is(cause, ErrLimit) && ctx.Err() == nil {
-			r.log.Warn("recording cut", "broadcast", path, "publisher", peerOf(src), "reason", cause)
+		cause := context.Cause(rctx)
+		switch {
+		case errors.Is(cause, ErrLimit) && ctx.Err() == nil:
+			r.log.Warn("recording cut", "broadcast", path, "publisher", peerOf(rec.src), "reason", cause)
 			err = nil
+		case errors.Is(cause, ErrStopped) && ctx.Err() == nil:
+			if err != nil && errors.Is(err, context.Canceled) {
+				err = nil
+			}
+			if err == nil {
+				r.log.Info("recording stopped", "broadcast", path)
+			}
 		}
-		cut(nil)
-		done(err)
+		rec.cancel(nil)
+		finish(err)
 	}
-	rec, err := r.prepare(rctx, src, path, cut)
+	err := r.prepare(rctx, rec)
 	if err != nil {
 		end(err)
 		return
@@ -77,56 +104,55 @@ func (r *Recorder) startRecording(ctx context.Context, src Source, path string, 
 	rec.ex.Go(rctx, func(err error) { end(rec.result(err)) })
 }
 
-// recording is a recording prepared and running: its export, and what
-// its end accounts for.
-type recording struct {
-	r      *Recorder
-	src    Source
-	bc     *model.Broadcast
-	name   string
-	ex     *export.Export
-	tracks *countTracks
-}
-
-// prepare waits for the first catalog of broadcast path, checks that it
-// has something to record (Plan), opens the first output and returns the
-// recording with its export, not started yet.
-func (r *Recorder) prepare(ctx context.Context, src Source, path string, cut func(error)) (*recording, error) {
-	bc := src.Broadcast(path)
+// prepare waits for the first catalog of the recording's broadcast,
+// checks that it has something to record (Plan), opens the first output
+// and sets the recording's export, not started yet.
+func (r *Recorder) prepare(ctx context.Context, rec *Recording) error {
+	src := rec.src
+	bc := src.Broadcast(rec.path)
 	name := bc.Name()
+	rec.mu.Lock()
+	rec.bc, rec.name, rec.state = bc, name, StateWaiting
+	rec.mu.Unlock()
 	cat, err := r.waitCatalog(ctx, bc)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := r.Plan(name, cat); err != nil {
-		return nil, err
+		return err
 	}
 	opts := r.exportOptions()
 	opts.MaxDuration = r.opts.Duration
 	opts.Logger = r.log.With("broadcast", name)
 	opts.Resolve = func(ref string) (*model.Broadcast, error) { return src.Resolve(bc, ref) }
-	m, err := r.open(name, 0, cut)
+	m, err := r.open(rec, 0)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// A late track the file cannot add starts the next one when the
-	// template numbers them.
+	// template numbers them; a template that names files apart can start
+	// the next one when asked (Recording.Split).
 	split := r.numbersFiles()
-	if r.opts.Segment > 0 || split {
-		m = segment.New(m, segment.Options{Duration: r.opts.Segment, SplitForLateTracks: split, Logger: opts.Logger,
-			Next: func(n int) (mux.Muxer, error) { return r.open(name, n, cut) }})
+	var seg *segment.Muxer
+	if r.opts.Segment > 0 || r.namesFilesApart() {
+		seg = segment.New(m, segment.Options{Duration: r.opts.Segment, SplitForLateTracks: split, Logger: opts.Logger,
+			Next: func(n int) (mux.Muxer, error) { return r.open(rec, n) }})
+		m = seg
 	}
 	// Count the tracks accepted, for the stats of an ended recording (the
 	// engine's own count drops to 0 as tracks end).
 	first := &countTracks{Muxer: m}
 	ex := export.New(bc, first, opts)
+	rec.mu.Lock()
+	rec.ex, rec.tracks, rec.seg, rec.state = ex, first, seg, StateRecording
+	rec.mu.Unlock()
 	r.started(name, ex)
-	return &recording{r: r, src: src, bc: bc, name: name, ex: ex, tracks: first}, nil
+	return nil
 }
 
 // result accounts for the ended recording and returns its outcome, given
 // what its export returned.
-func (rec *recording) result(err error) error {
+func (rec *Recording) result(err error) error {
 	defer rec.r.ended(rec.name, rec.ex, rec.tracks.n)
 	name := rec.name
 	if err != nil {
@@ -146,6 +172,14 @@ func (rec *recording) result(err error) error {
 		}
 	}
 	return nil
+}
+
+// namesFilesApart reports whether the output is files whose template
+// gives each output of a recording its own name ({n} or {time}), so that
+// a recording can go on in a next file.
+func (r *Recorder) namesFilesApart() bool {
+	f, ok := r.opts.Output.(*files)
+	return ok && (f.t.Has("n") || f.t.Has("time"))
 }
 
 // numbersFiles reports whether the output is files named with {n}, so

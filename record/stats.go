@@ -11,6 +11,8 @@ type FileEvent struct {
 	Finished bool     // false: just opened (Size, Frames and Media are 0)
 	File     FileInfo // what was written
 	Err      error    // finishing it failed (the file may be incomplete)
+	// Recording is the recording the file belongs to.
+	Recording *Recording
 }
 
 // FileInfo describes one output a Recorder wrote.

@@ -8,10 +8,11 @@ import (
 	"github.com/moq-export/moq-export/mux"
 )
 
-// open opens output number n of broadcast name: a File of the Output with
-// a muxer of the Format over it; cut ends the recording when the file
+// open opens output number n of recording rec: a File of the Output with
+// a muxer of the Format over it, that ends the recording when the file
 // reaches a limit.
-func (r *Recorder) open(name string, n int, cut func(error)) (mux.Muxer, error) {
+func (r *Recorder) open(rec *Recording, n int) (mux.Muxer, error) {
+	name := rec.name
 	f, err := r.opts.Output.Create(name, n, time.Now())
 	if err != nil {
 		return nil, err
@@ -32,10 +33,11 @@ func (r *Recorder) open(name string, n int, cut func(error)) (mux.Muxer, error) 
 	}
 	info := FileInfo{Path: f.Name(), Broadcast: name, Segment: n, Format: string(r.opts.Format)}
 	r.log.Info("writing", "path", info.Path, "format", r.opts.Format, "broadcast", name, "segment", n)
+	rec.fileOpened(info)
 	if r.opts.OnFile != nil {
-		r.opts.OnFile(FileEvent{File: info})
+		r.opts.OnFile(FileEvent{File: info, Recording: rec})
 	}
-	return &output{Muxer: m, file: f, count: cw, info: info, r: r, cut: cut}, nil
+	return &output{Muxer: m, file: f, count: cw, info: info, r: r, rec: rec, cut: rec.cancel}, nil
 }
 
 // output is a muxer with its File under it: closing it finalizes the
@@ -46,6 +48,7 @@ type output struct {
 	count  *countWriter
 	info   FileInfo
 	r      *Recorder
+	rec    *Recording
 	frames int64
 	first  int64
 	last   int64
@@ -67,6 +70,9 @@ func (o *output) AddTrack(t mux.Track) error {
 }
 
 func (o *output) WriteFrame(f mux.Frame) error {
+	if names := o.rec.takeChapters(); len(names) > 0 {
+		o.chapters(f.Timestamp, names)
+	}
 	err := o.Muxer.WriteFrame(f)
 	if err == nil {
 		o.frames++
@@ -77,6 +83,7 @@ func (o *output) WriteFrame(f mux.Frame) error {
 			o.last = f.Timestamp
 		}
 		o.have = true
+		o.rec.fileProgress(o.count.n, o.frames, float64(o.last-o.first)/1e6)
 		o.checkOutput()
 	}
 	return err
@@ -100,10 +107,28 @@ func (o *output) Close() error {
 	o.r.mu.Lock()
 	o.r.files = append(o.r.files, info)
 	o.r.mu.Unlock()
+	o.rec.fileFinished(info)
 	if o.r.opts.OnFile != nil {
-		o.r.opts.OnFile(FileEvent{Finished: true, File: info, Err: err})
+		o.r.opts.OnFile(FileEvent{Finished: true, File: info, Err: err, Recording: o.rec})
 	}
 	return err
+}
+
+// chapters marks timestamp ts (the next frame's) with chapters named
+// names, when the muxer can (mux.Chapterer); Recording.Chapter checked the
+// format.
+func (o *output) chapters(ts int64, names []string) {
+	c, ok := o.Muxer.(mux.Chapterer)
+	if !ok {
+		return
+	}
+	for _, name := range names {
+		if err := c.Chapter(ts, name); err != nil {
+			o.r.log.Warn("chapter not written", "output", o.info.Path, "chapter", name, "err", err)
+			continue
+		}
+		o.r.log.Info("chapter", "output", o.info.Path, "chapter", name, "at", time.Duration(ts)*time.Microsecond)
+	}
 }
 
 // countWriter counts the bytes written through it.

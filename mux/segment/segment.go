@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/moq-export/moq-export/mux"
@@ -45,6 +46,10 @@ type Muxer struct {
 	pending  []mux.Track  // late tracks waiting for the next output
 	refused  map[int]bool // tracks no output takes: their frames are dropped
 	dropped  int64        // frames of pending and refused tracks
+	// split asks for the next output at the next keyframe that may cut
+	// (Split); wrote says the current output has a frame.
+	split atomic.Bool
+	wrote bool
 }
 
 var _ mux.Muxer = (*Muxer)(nil)
@@ -115,19 +120,31 @@ func (m *Muxer) WriteFrame(f mux.Frame) error {
 		m.start, m.started = f.Timestamp, true
 	}
 	due := m.opts.Duration > 0 && f.Timestamp-m.start >= m.opts.Duration.Microseconds()
-	if f.Keyframe && (due || len(m.pending) > 0) && m.cuts(f.TrackID) {
+	asked := m.wrote && m.split.Load()
+	if f.Keyframe && (due || asked || len(m.pending) > 0) && m.cuts(f.TrackID) {
 		if err := m.rotate(); err != nil {
 			return err
 		}
 		m.start = f.Timestamp
+		m.wrote = false
+		if asked {
+			m.split.Store(false)
+		}
 	}
 	if m.refused[f.TrackID] || m.isPending(f.TrackID) {
 		// Its output is still to come (or none takes it).
 		m.dropped++
 		return nil
 	}
+	m.wrote = true
 	return m.cur.WriteFrame(f)
 }
+
+// Split asks for the next output to start at the next keyframe that may
+// cut (a video keyframe when there is video), once the current output
+// holds a frame. Unlike the other methods it may be called from any
+// goroutine.
+func (m *Muxer) Split() { m.split.Store(true) }
 
 // cuts reports whether a keyframe of track id may start an output.
 func (m *Muxer) cuts(id int) bool {
