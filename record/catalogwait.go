@@ -24,7 +24,7 @@ func (r *Recorder) waitCatalog(ctx context.Context, bc *model.Broadcast) (*catal
 	}
 	defer cancel()
 	t := time.AfterFunc(WaitNotice, func() {
-		r.notice(fmt.Sprintf("waiting for broadcast %q to be announced %s (%s; --list shows what is announced)", name, r.opts.Origin, r.WaitHint()))
+		r.waiting(Waiting{Broadcast: name, Origin: r.opts.Origin, Wait: r.opts.Wait})
 	})
 	defer t.Stop()
 	var cat *catalog.Catalog
@@ -42,9 +42,9 @@ func (r *Recorder) waitCatalog(ctx context.Context, bc *model.Broadcast) (*catal
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
 	case wctx.Err() != nil:
-		return nil, fmt.Errorf("broadcast %q was not announced %s within --wait %v (or sent no catalog); --list shows what is announced", name, r.opts.Origin, r.opts.Wait)
+		return nil, &WaitError{Broadcast: name, Origin: r.opts.Origin, Wait: r.opts.Wait}
 	}
-	return nil, fmt.Errorf("broadcast %q: reading its catalog: %w; check the name with --list", name, err)
+	return nil, &CatalogError{Broadcast: name, Err: err}
 }
 
 // catalogSlot waits for a place among the first-catalog fetches and

@@ -1,11 +1,13 @@
 package record
 
 import (
+	"errors"
 	"github.com/moq-export/moq-export/mux"
 )
 
-// EnhancedFLVNote explains the flv* of --list and the warning of a recording.
-const EnhancedFLVNote = "Enhanced FLV (H.265, AV1, VP9, Opus in FLV) needs ffmpeg >= 7 to play; Debian 12's ffmpeg 5.1 cannot read it: prefer -f mkv"
+// ErrEnhancedFLV is what the warning of a file written as Enhanced FLV
+// says (in its "err" attribute): older players cannot read it.
+var ErrEnhancedFLV = errors.New("players that read only classic FLV cannot play it")
 
 // EnhancedFLV reports whether FLV carries codec only in its Enhanced
 // (E-RTMP) form: everything but H.264, AAC and MP3.

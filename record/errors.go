@@ -3,6 +3,10 @@ package record
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"time"
+
+	"github.com/moq-export/moq-export/catalog"
 )
 
 // ErrSelection is what errors about the Video and Audio selection (a
@@ -10,15 +14,166 @@ import (
 // errors.Is: the command's usage errors (exit 2).
 var ErrSelection = errors.New("nothing selected that the broadcast has")
 
-// selectionError is an error of the selection; it matches ErrSelection.
-type selectionError struct{ msg string }
+// SelectionError is a Video or Audio selection the broadcast cannot meet:
+// a rendition it does not have (Name), or nothing left (Name empty). It
+// matches ErrSelection.
+type SelectionError struct {
+	Broadcast string
+	Kind      catalog.Kind // of the rendition named
+	Name      string       // the rendition named; empty: the selection leaves nothing
+	// Video and Audio are the renditions the broadcast has.
+	Video, Audio []string
+}
 
-func (e *selectionError) Error() string { return e.msg }
+func (e *SelectionError) Error() string {
+	if e.Name == "" {
+		return fmt.Sprintf("the selection leaves nothing of %q to record: it has video %s, audio %s", e.Broadcast, names(e.Video), names(e.Audio))
+	}
+	have := e.Video
+	if e.Kind == catalog.KindAudio {
+		have = e.Audio
+	}
+	return fmt.Sprintf("broadcast %q has no %s rendition %q (it has %s)", e.Broadcast, e.Kind, e.Name, names(have))
+}
 
-func (e *selectionError) Is(target error) bool { return target == ErrSelection }
+func (e *SelectionError) Is(target error) bool { return target == ErrSelection }
 
-func selectionErrorf(format string, args ...any) error {
-	return &selectionError{msg: fmt.Sprintf(format, args...)}
+// RenditionError is a rendition selected by name that the format cannot
+// carry (Err says why); Others are the formats that can.
+type RenditionError struct {
+	Broadcast string
+	Kind      catalog.Kind
+	Name      string
+	Format    Format
+	Others    []Format
+	Err       error
+}
+
+func (e *RenditionError) Error() string { return fmt.Sprintf("%s %s: %v", e.Kind, e.Name, e.Err) }
+
+func (e *RenditionError) Unwrap() error { return e.Err }
+
+// FormatError says that the format carries none of the selected
+// renditions of a broadcast (Renditions: "name (codec)"); Others are the
+// formats that would carry some, Err the first reason.
+type FormatError struct {
+	Broadcast  string
+	Format     Format
+	Renditions []string
+	Others     []Format
+	Err        error
+}
+
+func (e *FormatError) Error() string {
+	s := fmt.Sprintf("%s cannot carry any selected rendition of %q (%s)", e.Format, e.Broadcast, strings.Join(e.Renditions, ", "))
+	if len(e.Others) > 0 {
+		s += ": " + formatList(e.Others) + " can"
+	}
+	return s
+}
+
+func (e *FormatError) Unwrap() error { return e.Err }
+
+// WaitError is a wait that ended before what it waited for came: a
+// broadcast's catalog (Broadcast set) or any announcement (Broadcast
+// empty), from Origin, within Wait (Options.Wait).
+type WaitError struct {
+	Broadcast string
+	Origin    string
+	Wait      time.Duration
+}
+
+func (e *WaitError) Error() string {
+	if e.Broadcast == "" {
+		return fmt.Sprintf("no broadcast was announced %s within %v", e.Origin, e.Wait)
+	}
+	return fmt.Sprintf("broadcast %q was not announced %s within %v (or sent no catalog)", e.Broadcast, e.Origin, e.Wait)
+}
+
+// CatalogError is a broadcast whose catalog could not be read.
+type CatalogError struct {
+	Broadcast string
+	Err       error
+}
+
+func (e *CatalogError) Error() string {
+	return fmt.Sprintf("broadcast %q: reading its catalog: %v", e.Broadcast, e.Err)
+}
+
+func (e *CatalogError) Unwrap() error { return e.Err }
+
+// Limit names one of the limits of Options.
+type Limit string
+
+// The limits (Options MaxRecordings, MaxFileBytes, MinFreeBytes).
+const (
+	LimitRecordings Limit = "recordings"
+	LimitFileBytes  Limit = "file-bytes"
+	LimitFreeBytes  Limit = "free-bytes"
+)
+
+// LimitError is a limit reached: Have against Max (recordings, or bytes),
+// Path the file or directory it is about. It matches ErrLimit.
+type LimitError struct {
+	Limit Limit
+	Have  int64
+	Max   int64
+	Path  string
+}
+
+func (e *LimitError) Error() string {
+	switch e.Limit {
+	case LimitRecordings:
+		return fmt.Sprintf("%v: %d recordings running, at most %d", ErrLimit, e.Have, e.Max)
+	case LimitFileBytes:
+		return fmt.Sprintf("%v: %s reached %s", ErrLimit, e.Path, byteSize(e.Max))
+	}
+	return fmt.Sprintf("%v: %s free on the disk of %s, below %s", ErrLimit, byteSize(e.Have), e.Path, byteSize(e.Max))
+}
+
+func (e *LimitError) Is(target error) bool { return target == ErrLimit }
+
+// OutOfFilesError is an output that could not be created because the
+// process holds as many files as it may (EMFILE; Limit and HardLimit are
+// its limits) or the system does (ENFILE; System). It matches
+// ErrOutOfFiles and unwraps to the error of the system call.
+type OutOfFilesError struct {
+	Path             string
+	Limit, HardLimit uint64
+	System           bool
+	Err              error
+}
+
+func (e *OutOfFilesError) Error() string {
+	limit := fmt.Sprintf(" (this process may open %d; hard limit %d)", e.Limit, e.HardLimit)
+	switch {
+	case e.System:
+		limit = " (the system's limit, fs.file-max)"
+	case e.Limit == 0:
+		limit = ""
+	}
+	return fmt.Sprintf("creating %s: %v%s: every running recording holds its file open: %v", e.Path, ErrOutOfFiles, limit, e.Err)
+}
+
+func (e *OutOfFilesError) Is(target error) bool { return target == ErrOutOfFiles }
+
+func (e *OutOfFilesError) Unwrap() error { return e.Err }
+
+// names lists renditions for messages: "a, b", or "none".
+func names(n []string) string {
+	if len(n) == 0 {
+		return "none"
+	}
+	return strings.Join(n, ", ")
+}
+
+// formatList lists formats: "mkv or webm".
+func formatList(fs []Format) string {
+	s := make([]string, len(fs))
+	for i, f := range fs {
+		s[i] = string(f)
+	}
+	return strings.Join(s, " or ")
 }
 
 // ChapterError is returned by Recording.Chapter for a format whose files

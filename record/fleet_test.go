@@ -160,10 +160,14 @@ func fdChild(t *testing.T) {
 		if !errors.Is(err, ErrOutOfFiles) || !errors.Is(err, syscall.EMFILE) {
 			t.Fatalf("file %d: %v; want ErrOutOfFiles wrapping EMFILE", i, err)
 		}
-		for _, want := range []string{"out of file descriptors", fmt.Sprintf("may open %d", limit), "ulimit -n", "fewer broadcasts"} {
+		for _, want := range []string{"out of file descriptors", fmt.Sprintf("may open %d", limit), "holds its file open"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("%q does not say %q", err, want)
 			}
+		}
+		// The command adds what to do (internal/cli's describe test).
+		if oe, ok := errors.AsType[*OutOfFilesError](err); !ok || oe.Limit != uint64(limit) || oe.System {
+			t.Errorf("%v: want an OutOfFilesError naming the limit %d", err, limit)
 		}
 		if len(files) == 0 {
 			t.Fatal("not one file fitted under the limit")

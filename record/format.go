@@ -25,7 +25,7 @@ const (
 // Formats lists the formats in the order help texts show them.
 var Formats = []Format{FLV, MKV, WebM, TS, MP4}
 
-// ParseFormat accepts a -f value: flv, mkv, webm, ts or mp4 (and the
+// ParseFormat accepts a format name: flv, mkv, webm, ts or mp4 (and the
 // aliases matroska, mpegts, m4v, m4a).
 func ParseFormat(s string) (Format, error) {
 	switch strings.ToLower(s) {
@@ -40,7 +40,7 @@ func ParseFormat(s string) (Format, error) {
 	case "mp4", "m4v", "m4a":
 		return MP4, nil
 	}
-	return "", fmt.Errorf("unknown format %q: use -f flv, mkv, webm, ts or mp4", s)
+	return "", fmt.Errorf("unknown format %q: the formats are flv, mkv, webm, ts and mp4", s)
 }
 
 // FormatFromPath picks the format from an output path's extension. ok is
@@ -92,7 +92,7 @@ type MuxOptions struct {
 func (f Format) NewMuxer(w io.Writer, o MuxOptions) (mux.Muxer, error) {
 	m, ok := muxers[f]
 	if !ok {
-		return nil, fmt.Errorf("format %s is not built into this binary; use -f %s", f, availableFormats())
+		return nil, fmt.Errorf("format %s is not built into this binary (it has %s)", f, availableFormats())
 	}
 	return m.new(w, o), nil
 }

@@ -65,7 +65,7 @@ func (r *Recorder) lowOnSpace(path string) error {
 		return nil
 	}
 	if free < r.opts.MinFreeBytes {
-		return fmt.Errorf("%w: %s free on the disk of %s, below --min-free %s", ErrLimit, byteSize(free), path, byteSize(r.opts.MinFreeBytes))
+		return &LimitError{Limit: LimitFreeBytes, Have: free, Max: r.opts.MinFreeBytes, Path: path}
 	}
 	return nil
 }
@@ -86,7 +86,7 @@ func (r *Recorder) reserve() (release func(), err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.opts.MaxRecordings > 0 && r.reserved >= r.opts.MaxRecordings {
-		return nil, fmt.Errorf("%w: %d recordings running, --max-broadcasts is %d", ErrLimit, r.reserved, r.opts.MaxRecordings)
+		return nil, &LimitError{Limit: LimitRecordings, Have: int64(r.reserved), Max: int64(r.opts.MaxRecordings)}
 	}
 	r.reserved++
 	return func() {
@@ -105,7 +105,7 @@ func (o *output) checkOutput() {
 		return
 	}
 	if opts.MaxFileBytes > 0 && o.count.n >= opts.MaxFileBytes {
-		o.cut(fmt.Errorf("%w: %s reached --max-bytes %s", ErrLimit, o.info.Path, byteSize(opts.MaxFileBytes)))
+		o.cut(&LimitError{Limit: LimitFileBytes, Have: o.count.n, Max: opts.MaxFileBytes, Path: o.info.Path})
 		return
 	}
 	if opts.MinFreeBytes > 0 && o.count.n-o.checkedAt >= freeCheckEvery {

@@ -85,7 +85,7 @@ func TestMaxRecordingsRefusesTheBroadcastBeyondIt(t *testing.T) {
 	}
 	other := map[string]string{"a": "b", "b": "a"}[files[0].Broadcast]
 	if !strings.Contains(logs.String(), "refused a broadcast") || !strings.Contains(logs.String(), "broadcast="+other) ||
-		!strings.Contains(logs.String(), "--max-broadcasts is 1") {
+		!strings.Contains(logs.String(), "at most 1") {
 		t.Fatalf("no refusal of %s logged:\n%s", other, logs)
 	}
 	checkWhole(t, files[0])
@@ -137,7 +137,7 @@ func TestMaxFileBytesCutsTheRecordingThatReachesIt(t *testing.T) {
 		}
 	}
 	if !strings.Contains(logs.String(), "recording cut") || !strings.Contains(logs.String(), "broadcast=big") ||
-		!strings.Contains(logs.String(), "reached --max-bytes 96 KiB") || strings.Contains(logs.String(), "broadcast=small reason") {
+		!strings.Contains(logs.String(), "reached 96 KiB") || strings.Contains(logs.String(), "broadcast=small reason") {
 		t.Fatalf("log:\n%s", logs)
 	}
 }
@@ -179,7 +179,7 @@ func TestMinFreeBytesFinishesRunningRecordingsAndRefusesNewOnes(t *testing.T) {
 	if p := mediatest.Probe(t, files[0].Path); int64(len(p.Packets)) != files[0].Frames || files[0].Media > 3 {
 		t.Errorf("%d packets, %d frames, %.2f s: want a cut well before the 2 loops", len(p.Packets), files[0].Frames, files[0].Media)
 	}
-	if !strings.Contains(logs.String(), "recording cut") || !strings.Contains(logs.String(), "below --min-free 1 GiB") {
+	if !strings.Contains(logs.String(), "recording cut") || !strings.Contains(logs.String(), "below 1 GiB") {
 		t.Fatalf("log:\n%s", logs)
 	}
 	// A new recording is refused, in RecordAll and in Record.

@@ -75,6 +75,10 @@ type Options struct {
 	// finished (closed and playable: upload or index it then). Calls come
 	// from the recording goroutines; keep them short or hand off.
 	OnFile func(FileEvent)
+	// OnWait, when set, is told of a wait that lasts WaitNotice (for a
+	// broadcast's catalog, or for announcements), instead of the notice
+	// logged: the command says it in its own words.
+	OnWait func(Waiting)
 	// OnRecording, when set, is called when a recording is started (its
 	// State is StateStarting) and when it ended (StateEnded, Done closed,
 	// Err its outcome): a service keeps the ended ones it wants to show.

@@ -26,20 +26,21 @@ func (r *Recorder) Plan(name string, cat *catalog.Catalog) error {
 	}
 	opts := r.exportOptions()
 	for _, want := range []struct {
-		flag  string
 		kind  catalog.Kind
 		names []string
-	}{{"--video", catalog.KindVideo, r.opts.Video}, {"--audio", catalog.KindAudio, r.opts.Audio}} {
+	}{{catalog.KindVideo, r.opts.Video}, {catalog.KindAudio, r.opts.Audio}} {
 		for _, n := range want.names {
 			rd, ok := byName[n]
 			if !ok || rd.Kind != want.kind {
-				return selectionErrorf("broadcast %q has no %s rendition %q (it has %s); see --list -b %s", name, want.kind, n, renditionNames(rs, want.kind), name)
+				return &SelectionError{Broadcast: name, Kind: want.kind, Name: n,
+					Video: renditionNames(rs, catalog.KindVideo), Audio: renditionNames(rs, catalog.KindAudio)}
 			}
 			if err := export.Select(rd, opts, nil); err != nil {
-				if !errors.Is(err, export.ErrInputContainer) && strings.Contains(err.Error(), " instead") {
-					return fmt.Errorf("%s %s: %w", want.flag, n, err) // it says what to use
+				re := &RenditionError{Broadcast: name, Kind: want.kind, Name: n, Format: r.opts.Format, Err: err}
+				if !errors.Is(err, export.ErrInputContainer) && !strings.Contains(err.Error(), " instead") {
+					re.Others = r.others([]catalog.Rendition{rd})
 				}
-				return fmt.Errorf("%s %s: %w; %s", want.flag, n, err, r.advice(name, []catalog.Rendition{rd}, err))
+				return re
 			}
 		}
 	}
@@ -59,35 +60,33 @@ func (r *Recorder) Plan(name string, cat *catalog.Catalog) error {
 	}
 	if len(why) == 0 {
 		// Only "none" of one kind left nothing (the other kind is absent).
-		return selectionErrorf("the selection leaves nothing of %q to record: it has video %s, audio %s; see --list -b %s",
-			name, renditionNames(rs, catalog.KindVideo), renditionNames(rs, catalog.KindAudio), name)
+		return &SelectionError{Broadcast: name, Video: renditionNames(rs, catalog.KindVideo), Audio: renditionNames(rs, catalog.KindAudio)}
 	}
 	if all(why, export.ErrInputContainer) {
 		return fmt.Errorf("nothing of %q can be recorded: every selected rendition uses an input container this build does not read (%s)", name, errors.Join(why...))
 	}
-	return fmt.Errorf("%s cannot carry any selected rendition of %q (%s): %s", r.opts.Format, name, strings.Join(codecs, ", "), r.advice(name, rs, why[0]))
+	fe := &FormatError{Broadcast: name, Format: r.opts.Format, Renditions: codecs, Err: why[0]}
+	if !errors.Is(why[0], export.ErrInputContainer) {
+		fe.Others = r.others(rs)
+	}
+	return fe
 }
 
-// advice says what to do about renditions rs that the output cannot take.
-func (r *Recorder) advice(name string, rs []catalog.Rendition, err error) string {
-	if !errors.Is(err, export.ErrInputContainer) {
-		var others []string
-		for _, f := range Formats {
-			if f == r.opts.Format {
-				continue
-			}
-			for _, rd := range rs {
-				if Carries(f, rd) == nil {
-					others = append(others, string(f))
-					break
-				}
-			}
+// others returns the formats but the Recorder's that carry one of rs.
+func (r *Recorder) others(rs []catalog.Rendition) []Format {
+	var out []Format
+	for _, f := range Formats {
+		if f == r.opts.Format {
+			continue
 		}
-		if len(others) > 0 {
-			return "record with -f " + strings.Join(others, " or -f ")
+		for _, rd := range rs {
+			if Carries(f, rd) == nil {
+				out = append(out, f)
+				break
+			}
 		}
 	}
-	return "pick other renditions with --video/--audio (see --list -b " + name + ")"
+	return out
 }
 
 // all reports whether every error in errs wraps target.
@@ -100,17 +99,14 @@ func all(errs []error, target error) bool {
 	return true
 }
 
-func renditionNames(rs []catalog.Rendition, kind catalog.Kind) string {
+func renditionNames(rs []catalog.Rendition, kind catalog.Kind) []string {
 	var n []string
 	for _, r := range rs {
 		if r.Kind == kind {
 			n = append(n, r.Name)
 		}
 	}
-	if len(n) == 0 {
-		return "none"
-	}
-	return strings.Join(n, ", ")
+	return n
 }
 
 // Carries returns nil when format f can carry rendition r (by the one

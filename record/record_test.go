@@ -3,12 +3,15 @@ package record
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/mux"
 )
 
 // TestPlanBlamesWhatLeavesNothingToRecord: before any file is created, a
@@ -39,7 +42,7 @@ func TestPlanBlamesWhatLeavesNothingToRecord(t *testing.T) {
 		{"fits", catOf(&h264, &opus), MKV, nil, nil, "", false},
 		{"input container", catOf(&unreadable, nil), MKV, nil, nil, `uses an input container this build does not read`, false},
 		{"output format", catOf(&h264, nil), WebM, nil, nil, "webm cannot carry any selected rendition", false},
-		{"named but not carried", catOf(&h264, &opus), WebM, []string{"v"}, nil, "--video v:", false},
+		{"named but not carried", catOf(&h264, &opus), WebM, []string{"v"}, nil, "video v:", false},
 		{"nothing selected", catOf(&h264, nil), MKV, []string{}, nil, "the selection leaves nothing", true},
 		{"no renditions", catOf(nil, nil), MKV, nil, nil, "no renditions", false},
 	} {
@@ -55,6 +58,34 @@ func TestPlanBlamesWhatLeavesNothingToRecord(t *testing.T) {
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || errors.Is(err, ErrSelection) != tc.usage):
 			t.Errorf("%s: %v; want %q (selection error: %v)", tc.name, err, tc.want, tc.usage)
 		}
+		if strings.Contains(fmt.Sprint(err), "--") {
+			t.Errorf("%s: %v names a flag: the library leaves that to the command", tc.name, err)
+		}
+	}
+}
+
+// TestPlanErrorsCarryTheirFacts: the typed errors of Plan hold what the
+// command needs to say what to do (the formats that would carry it, the
+// renditions there are).
+func TestPlanErrorsCarryTheirFacts(t *testing.T) {
+	h264 := catalog.Common{Codec: "avc1.64001f"}
+	cat := &catalog.Catalog{}
+	cat.Video.Renditions = map[string]catalog.VideoConfig{"v": {Common: h264}}
+	out, _ := Files("x.webm", FileOptions{})
+	r, _ := New(Options{Output: out})
+	fe, ok := errors.AsType[*FormatError](r.Plan("b", cat))
+	if !ok || fe.Format != WebM || fe.Broadcast != "b" || !slices.Contains(fe.Others, MKV) || slices.Contains(fe.Others, WebM) {
+		t.Errorf("FormatError %+v: want webm, b, and mkv among the others", fe)
+	}
+	r, _ = New(Options{Output: out, Video: []string{"w"}})
+	se, ok := errors.AsType[*SelectionError](r.Plan("b", cat))
+	if !ok || se.Name != "w" || se.Kind != catalog.KindVideo || !slices.Equal(se.Video, []string{"v"}) {
+		t.Errorf("SelectionError %+v: want w, video, and v among the renditions", se)
+	}
+	r, _ = New(Options{Output: out, Video: []string{"v"}})
+	re, ok := errors.AsType[*RenditionError](r.Plan("b", cat))
+	if !ok || re.Name != "v" || re.Format != WebM || !errors.Is(re, mux.ErrUnsupportedCodec) {
+		t.Errorf("RenditionError %+v: want v in webm, wrapping ErrUnsupportedCodec", re)
 	}
 }
 

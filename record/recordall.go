@@ -42,7 +42,7 @@ func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Durati
 	}
 	t := time.AfterFunc(WaitNotice, func() {
 		if !firstSeen.Load() {
-			r.notice("waiting for broadcasts to be announced " + r.opts.Origin + " (" + r.WaitHint() + ")")
+			r.waiting(Waiting{Origin: r.opts.Origin, Wait: r.opts.Wait})
 		}
 	})
 	defer t.Stop()
@@ -106,7 +106,7 @@ func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Durati
 		an, err := feed.Next(nctx)
 		if err != nil {
 			if fctx.Err() == nil && waitCtx.Err() != nil {
-				ferr = fmt.Errorf("no broadcast was announced %s within --wait %v; check the URL and the token, or wait longer", r.opts.Origin, r.opts.Wait)
+				ferr = &WaitError{Origin: r.opts.Origin, Wait: r.opts.Wait}
 			} else if fctx.Err() == nil {
 				ferr = err
 			}

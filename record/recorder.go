@@ -84,13 +84,30 @@ func (r *Recorder) Options() Options { return r.opts }
 
 func (r *Recorder) notice(msg string) { r.log.Log(context.Background(), LevelNotice, msg) }
 
-// WaitHint says how long a wait lasts, for notices of a wait: until Wait,
-// or until Ctrl-C (the command's words).
-func (r *Recorder) WaitHint() string {
-	if r.opts.Wait > 0 {
-		return fmt.Sprintf("giving up after --wait %v", r.opts.Wait)
+// Waiting is a wait that has lasted WaitNotice: for the catalog of
+// Broadcast, or (Broadcast empty) for any broadcast to be announced, by
+// Origin; Wait is Options.Wait (0: until the context ends).
+type Waiting struct {
+	Broadcast string
+	Origin    string
+	Wait      time.Duration
+}
+
+// waiting tells of a long wait: to Options.OnWait, or as a notice.
+func (r *Recorder) waiting(w Waiting) {
+	if r.opts.OnWait != nil {
+		r.opts.OnWait(w)
+		return
 	}
-	return "until Ctrl-C; --wait DURATION gives up after DURATION"
+	until := "until stopped"
+	if w.Wait > 0 {
+		until = fmt.Sprintf("giving up after %v", w.Wait)
+	}
+	if w.Broadcast == "" {
+		r.notice("waiting for broadcasts to be announced " + w.Origin + " (" + until + ")")
+		return
+	}
+	r.notice(fmt.Sprintf("waiting for broadcast %q to be announced %s (%s)", w.Broadcast, w.Origin, until))
 }
 
 func (r *Recorder) started(name string, ex *export.Export) {

@@ -64,7 +64,7 @@ type output struct {
 func (o *output) AddTrack(t mux.Track) error {
 	err := o.Muxer.AddTrack(t)
 	if err == nil && o.info.Format == string(FLV) && o.info.Segment == 0 && EnhancedFLV(t.Codec) {
-		o.r.log.Warn(fmt.Sprintf("writing %s as Enhanced FLV: ffmpeg >= 7 plays it, Debian 12's ffmpeg 5.1 cannot read it; -f mkv plays everywhere", t.Codec), "output", o.info.Path)
+		o.r.log.Warn(fmt.Sprintf("writing %s as Enhanced FLV", t.Codec), "output", o.info.Path, "err", ErrEnhancedFLV)
 	}
 	return err
 }

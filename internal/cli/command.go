@@ -159,7 +159,7 @@ func Execute(ctx context.Context, args []string, env Env) int {
 	case err == nil:
 		return ExitOK
 	case IsUsageError(err):
-		log.Error(err.Error() + "; run 'moq-export --help' for the flags")
+		log.Error(describe(err) + "; run 'moq-export --help' for the flags")
 		return ExitUsage
 	case isBrokenPipe(err):
 		// The player or the next command in the pipe closed it: that is
@@ -172,7 +172,7 @@ func Execute(ctx context.Context, args []string, env Env) int {
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		return ExitOK
 	}
-	log.Error(err.Error())
+	log.Error(describe(err))
 	return ExitRuntime
 }
 

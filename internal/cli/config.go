@@ -190,7 +190,7 @@ func (c *Config) Check() error {
 	if c.formatGiven {
 		f, err := record.ParseFormat(string(c.Format))
 		if err != nil {
-			return &UsageError{Msg: err.Error()}
+			return usagef("unknown format %q: use -f flv, mkv, webm, ts or mp4", c.Format)
 		}
 		c.Format = f
 	} else if c.toStdout() {

@@ -126,7 +126,7 @@ func writeRenditions(w io.Writer, cat *catalog.Catalog) error {
 		return err
 	}
 	if star {
-		_, err := fmt.Fprintln(w, "\nflv*: "+record.EnhancedFLVNote)
+		_, err := fmt.Fprintln(w, "\nflv*: "+enhancedFLVNote)
 		return err
 	}
 	return nil

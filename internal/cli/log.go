@@ -48,8 +48,12 @@ func newLogger(con io.Writer, format string, level slog.Level) *slog.Logger {
 	return slog.New(&humanHandler{w: con, level: level, mu: &sync.Mutex{}})
 }
 
-// jsonLevelNames names LevelNotice "NOTICE" in JSON records.
+// jsonLevelNames names LevelNotice "NOTICE" in JSON records, and renders
+// errors in the command's words.
 func jsonLevelNames(groups []string, a slog.Attr) slog.Attr {
+	if err, ok := a.Value.Any().(error); ok {
+		return slog.String(a.Key, describe(err))
+	}
 	if len(groups) == 0 && a.Key == slog.LevelKey {
 		if l, ok := a.Value.Any().(slog.Level); ok && l == LevelNotice {
 			return slog.String(slog.LevelKey, "NOTICE")
@@ -156,7 +160,11 @@ func quoteValue(v slog.Value) string {
 	case slog.KindTime:
 		s = v.Time().UTC().Format(time.RFC3339Nano)
 	default:
-		s = fmt.Sprint(v.Any())
+		if err, ok := v.Any().(error); ok {
+			s = describe(err)
+		} else {
+			s = fmt.Sprint(v.Any())
+		}
 	}
 	if s == "" || strings.ContainsFunc(s, func(r rune) bool {
 		return unicode.IsSpace(r) || r == '"' || r == '(' || r == ')' || !unicode.IsPrint(r)

@@ -142,7 +142,7 @@ func (a *app) newRecorder() error {
 	rec, err := record.New(record.Options{
 		Output: out, Format: c.Format, Duration: c.Duration, Segment: c.Segment, Delay: c.Delay, MaxDelay: cliMaxDelay(c.MaxDelay),
 		Video: c.Video, Audio: c.Audio, KeepTimestamps: c.KeepTimestamps, Wait: c.Wait,
-		Logger: a.log, Origin: a.origin(),
+		Logger: a.log, Origin: a.origin(), OnWait: a.sayWaiting,
 		MaxRecordings: c.MaxBroadcasts, MaxFileBytes: int64(c.MaxBytes), MinFreeBytes: int64(c.MinFree),
 		ReturnMemoryAfter: returnMemoryAfter,
 	})
@@ -316,7 +316,7 @@ func (a *app) announced(ctx context.Context, src Source, wait time.Duration, say
 	first := true
 	if say {
 		t := time.AfterFunc(waitNotice, func() {
-			notice(a.log, "waiting for a broadcast to be announced "+a.origin()+" ("+a.rec.WaitHint()+"; name one with -b to skip this)")
+			notice(a.log, "waiting for a broadcast to be announced "+a.origin()+" ("+waitHint(a.cfg.Wait)+"; name one with -b to skip this)")
 		})
 		defer t.Stop()
 	}

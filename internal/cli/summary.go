@@ -36,7 +36,7 @@ func (a *app) summary(err error) Summary {
 	out := Summary{Files: files, PerTrack: tracks, Media: s.Media.Seconds(), Tracks: s.Tracks, Frames: s.Frames, Bytes: s.Bytes,
 		Late: s.Late, Dropped: s.Dropped, Reconnects: s.Reconnects}
 	if err != nil {
-		out.Error = err.Error()
+		out.Error = describe(err)
 	}
 	return out
 }

@@ -1,0 +1,121 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/moq-export/moq-export/record"
+)
+
+// describe renders err in the command's words: the typed errors of package
+// record (which name no flags) get the flag, the advice and the player
+// they are about; the rest of the chain is kept as it is.
+func describe(err error) string {
+	if err == nil {
+		return ""
+	}
+	msg := err.Error()
+	if errors.Is(err, record.ErrEnhancedFLV) {
+		msg = strings.Replace(msg, record.ErrEnhancedFLV.Error(), "ffmpeg >= 7 plays it, Debian 12's ffmpeg 5.1 cannot read it; -f mkv plays everywhere", 1)
+	}
+	for _, r := range []func(error) (lib, cli string, ok bool){
+		describeAs(func(e *record.WaitError) string {
+			if e.Broadcast == "" {
+				return fmt.Sprintf("no broadcast was announced %s within --wait %v; check the URL and the token, or wait longer", e.Origin, e.Wait)
+			}
+			return fmt.Sprintf("broadcast %q was not announced %s within --wait %v (or sent no catalog); --list shows what is announced", e.Broadcast, e.Origin, e.Wait)
+		}),
+		describeAs(func(e *record.CatalogError) string { return e.Error() + "; check the name with --list" }),
+		describeAs(func(e *record.SelectionError) string { return e.Error() + "; see --list -b " + e.Broadcast }),
+		describeAs(func(e *record.RenditionError) string {
+			s := fmt.Sprintf("--%s %s: %v", e.Kind, e.Name, e.Err)
+			if strings.Contains(e.Err.Error(), " instead") {
+				return s // it says what to use
+			}
+			return s + "; " + formatAdvice(e.Broadcast, e.Others)
+		}),
+		describeAs(func(e *record.FormatError) string {
+			return fmt.Sprintf("%s cannot carry any selected rendition of %q (%s): %s", e.Format, e.Broadcast, strings.Join(e.Renditions, ", "), formatAdvice(e.Broadcast, e.Others))
+		}),
+		describeAs(func(e *record.LimitError) string {
+			switch e.Limit {
+			case record.LimitRecordings:
+				return fmt.Sprintf("%v: %d recordings running, --max-broadcasts is %d", record.ErrLimit, e.Have, e.Max)
+			case record.LimitFileBytes:
+				return fmt.Sprintf("%v: %s reached --max-bytes %s", record.ErrLimit, e.Path, humanSize(e.Max))
+			}
+			return fmt.Sprintf("%v: %s free on the disk of %s, below --min-free %s", record.ErrLimit, humanSize(e.Have), e.Path, humanSize(e.Max))
+		}),
+		describeAs(func(e *record.OutOfFilesError) string {
+			return e.Error() + "; raise the limit (ulimit -n, systemd LimitNOFILE=) or record fewer broadcasts at once"
+		}),
+	} {
+		if lib, cli, ok := r(err); ok {
+			msg = strings.Replace(msg, lib, cli, 1)
+		}
+	}
+	return msg
+}
+
+// describeAs makes a describer of the errors of type E in err's chain.
+func describeAs[E error](words func(E) string) func(error) (string, string, bool) {
+	return func(err error) (string, string, bool) {
+		e, ok := errors.AsType[E](err)
+		if !ok {
+			return "", "", false
+		}
+		return e.Error(), words(e), true
+	}
+}
+
+// formatAdvice says what to do about renditions the output cannot take:
+// the formats that can, or other renditions.
+func formatAdvice(broadcast string, others []record.Format) string {
+	if len(others) > 0 {
+		s := make([]string, len(others))
+		for i, f := range others {
+			s[i] = string(f)
+		}
+		return "record with -f " + strings.Join(s, " or -f ")
+	}
+	return "pick other renditions with --video/--audio (see --list -b " + broadcast + ")"
+}
+
+// humanSize formats n for people: 1.5 GiB, 300 MiB, 12 KiB, 512 B.
+func humanSize(n int64) string {
+	const k = 1024
+	switch {
+	case n >= k*k*k:
+		return fmt.Sprintf("%.3g GiB", float64(n)/(k*k*k))
+	case n >= k*k:
+		return fmt.Sprintf("%.3g MiB", float64(n)/(k*k))
+	case n >= k:
+		return fmt.Sprintf("%.3g KiB", float64(n)/k)
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// waitHint says how long a wait lasts, for notices of a wait: until
+// --wait, or until Ctrl-C.
+func waitHint(wait time.Duration) string {
+	if wait > 0 {
+		return fmt.Sprintf("giving up after --wait %v", wait)
+	}
+	return "until Ctrl-C; --wait DURATION gives up after DURATION"
+}
+
+// sayWaiting is the command's notice of a long wait of a recording
+// (record.Options.OnWait).
+func (a *app) sayWaiting(w record.Waiting) {
+	if w.Broadcast == "" {
+		notice(a.log, "waiting for broadcasts to be announced "+w.Origin+" ("+waitHint(w.Wait)+")")
+		return
+	}
+	notice(a.log, fmt.Sprintf("waiting for broadcast %q to be announced %s (%s; --list shows what is announced)", w.Broadcast, w.Origin, waitHint(w.Wait)))
+}
+
+// enhancedFLVNote explains the flv* of --list and the warning of a
+// recording.
+const enhancedFLVNote = "Enhanced FLV (H.265, AV1, VP9, Opus in FLV) needs ffmpeg >= 7 to play; Debian 12's ffmpeg 5.1 cannot read it: prefer -f mkv"
