@@ -649,8 +649,24 @@ func (w *Writer) writeBlock(t *track, ts int64, key bool, payload []byte, in int
 	w.stats.Bytes += int64(in)
 
 	t.noteTimestamp(ts)
-	w.endMs = max(w.endMs, ms+(min(t.minDelta, 1<<40)+500)/1000)
+	w.endMs = max(w.endMs, ms+(min(t.frameDuration(), 1<<40)+500)/1000)
 	return nil
+}
+
+// frameDuration is the duration (µs) the last frame is given in Duration:
+// the smallest gap between recent frames, or before a second frame the
+// track's nominal one (a frame at its frame rate; 1024 samples for audio,
+// AAC's frame), so that a file of one frame still has a Duration.
+func (t *track) frameDuration() int64 {
+	switch {
+	case t.minDelta > 0:
+		return t.minDelta
+	case t.Framerate > 0:
+		return int64(1e6 / t.Framerate)
+	case t.SampleRate > 0:
+		return 1024 * 1_000_000 / int64(t.SampleRate)
+	}
+	return 1000
 }
 
 func (t *track) noteTimestamp(ts int64) {
@@ -690,6 +706,15 @@ func (w *Writer) Close() error {
 			return nil // nothing playable to write
 		}
 		if err := w.start(); err != nil {
+			return err
+		}
+	}
+	if len(w.clusterPos) == 0 {
+		// Closed before its first frame: an empty Cluster ends the file,
+		// without which ffmpeg, finding none, takes the SeekHead for
+		// elements of the Segment ("Duplicate element") and fails.
+		w.clusterPos = append(w.clusterPos, w.out.Pos-w.segData)
+		if err := w.out.Write(appendClusterStart(nil, 0)); err != nil {
 			return err
 		}
 	}

@@ -13,9 +13,17 @@ import (
 
 // Options configure a Muxer.
 type Options struct {
-	// Duration is the media time after which the next video keyframe (any
-	// keyframe without video) starts a new output. Zero never cuts.
+	// Duration is the length of an output in media time: output n ends
+	// at the first video keyframe (any keyframe without video) at or
+	// after (n+1) x Duration from the first frame, as ffmpeg's segment
+	// muxer counts, so the lengths do not drift when a keyframe lands a
+	// little late. Zero never cuts.
 	Duration time.Duration
+	// End, when positive, is the media time (from the first frame) at
+	// which the run is known to stop (a recording's duration): no output
+	// is started when less than half a Duration remains, so the last
+	// frames of a run never make a file of their own.
+	End time.Duration
 	// Next returns the muxer of output n (1, 2, ...; the first output, 0,
 	// is given to New). It is called after output n-1 was closed.
 	Next func(n int) (mux.Muxer, error)
@@ -39,7 +47,8 @@ type Muxer struct {
 	tracks   []mux.Track // added and not removed, in the order added
 	hasVideo bool        // a video track was added
 	n        int         // number of the current output
-	start    int64       // timestamp of the current output's first frame
+	origin   int64       // timestamp of the first frame: the targets count from it
+	target   int64       // the current output ends at the first cut at or after it (µs after origin)
 	started  bool
 	err      error        // sticky: closing or opening an output failed
 	closed   mux.Stats    // of the outputs already closed
@@ -117,18 +126,25 @@ func (m *Muxer) WriteFrame(f mux.Frame) error {
 		return m.err
 	}
 	if !m.started {
-		m.start, m.started = f.Timestamp, true
+		m.origin, m.started = f.Timestamp, true
+		m.target = m.opts.Duration.Microseconds()
 	}
-	due := m.opts.Duration > 0 && f.Timestamp-m.start >= m.opts.Duration.Microseconds()
+	rel := f.Timestamp - m.origin
+	due := m.opts.Duration > 0 && rel+cutSlack >= m.target && !m.atEnd(rel)
 	asked := m.wrote && m.split.Load()
 	if f.Keyframe && (due || asked || len(m.pending) > 0) && m.cuts(f.TrackID) {
 		if err := m.rotate(); err != nil {
 			return err
 		}
-		m.start = f.Timestamp
 		m.wrote = false
 		if asked {
 			m.split.Store(false)
+		}
+		if d := m.opts.Duration.Microseconds(); d > 0 {
+			// The next target on the grid after this cut: a cut that came
+			// early (Split, a late track) or late (a long GOP) does not
+			// shift the grid.
+			m.target = ((rel+cutSlack)/d + 1) * d
 		}
 	}
 	if m.refused[f.TrackID] || m.isPending(f.TrackID) {
@@ -145,6 +161,19 @@ func (m *Muxer) WriteFrame(f mux.Frame) error {
 // holds a frame. Unlike the other methods it may be called from any
 // goroutine.
 func (m *Muxer) Split() { m.split.Store(true) }
+
+// cutSlack is how far before a target a keyframe still cuts: timestamps
+// in microseconds, rounded from a media clock (30 fps is 33,333.3 µs a
+// frame), put the keyframe of a whole second a microsecond or so short of
+// it. A millisecond is far below any frame interval.
+const cutSlack = 1000
+
+// atEnd reports whether a cut at rel (µs after the first frame) would
+// start an output for the last frames of the run (Options.End).
+func (m *Muxer) atEnd(rel int64) bool {
+	end := m.opts.End.Microseconds()
+	return end > 0 && end-rel < m.opts.Duration.Microseconds()/2
+}
 
 // cuts reports whether a keyframe of track id may start an output.
 func (m *Muxer) cuts(id int) bool {

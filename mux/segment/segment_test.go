@@ -46,10 +46,14 @@ func TestRotation(t *testing.T) {
 		frames []mux.Frame
 		want   []string // per output: the timestamps (ms) of its frames
 	}{
-		{"cut at the first video keyframe after the duration",
+		{"cut at the first video keyframe at or after each multiple of the duration",
 			[]mux.Track{video, audio},
 			[]mux.Frame{vkey(0), a(0), v(500), a(900), a(1000), v(1000), a(1500), vkey(1500), a(1600), vkey(2000), vkey(3000)},
-			[]string{"0 0 500 900 1000 1000 1500", "1500 1600 2000", "3000"}},
+			[]string{"0 0 500 900 1000 1000 1500", "1500 1600", "2000", "3000"}},
+		{"a late cut does not move the next target",
+			[]mux.Track{video},
+			[]mux.Frame{vkey(0), vkey(1900), vkey(2000), vkey(2500), vkey(3000)},
+			[]string{"0", "1900", "2000 2500", "3000"}},
 		{"audio keyframes do not cut when there is video",
 			[]mux.Track{video, audio},
 			[]mux.Frame{vkey(0), a(1000), a(1200), v(1300), vkey(1400)},
@@ -94,6 +98,77 @@ func TestRotation(t *testing.T) {
 				t.Fatalf("%d outputs, stats %+v", m.Outputs(), m.Stats())
 			}
 		})
+	}
+}
+
+// TestSegmentsOfA30fpsStreamAreEqual is the case of a live demo: 30 fps in
+// microseconds rounded from the frame clock, a keyframe every second, so
+// the keyframe of second 4 lands at 3,999,999 µs, a microsecond short of
+// its target. 2 s segments over 12 s are six outputs of 60 frames each.
+func TestSegmentsOfA30fpsStreamAreEqual(t *testing.T) {
+	for _, round := range []struct {
+		name string
+		f    func(i int) int64
+	}{
+		{"truncated", func(i int) int64 { return int64(i) * 1_000_000 / 30 }},
+		{"rounded", func(i int) int64 { return (int64(i)*1_000_000 + 15) / 30 }},
+	} {
+		t.Run(round.name, func(t *testing.T) {
+			var frames []mux.Frame
+			for i := range 360 {
+				frames = append(frames, mux.Frame{TrackID: 1, Timestamp: 5_000_000 + round.f(i), Keyframe: i%30 == 0})
+			}
+			outs := []*recorder{{}}
+			m := segment.New(outs[0], segment.Options{Duration: 2 * time.Second, Next: func(int) (mux.Muxer, error) {
+				outs = append(outs, &recorder{})
+				return outs[len(outs)-1], nil
+			}})
+			mediatest.Write(t, m, []mux.Track{{ID: 1, Kind: mux.Video}}, frames)
+			var counts []int
+			for _, o := range outs {
+				counts = append(counts, len(o.frames))
+			}
+			if fmt.Sprint(counts) != "[60 60 60 60 60 60]" {
+				t.Fatalf("frames per output %v, want 6 x 60", counts)
+			}
+		})
+	}
+}
+
+// TestTheLastFramesOfARunStartNoOutput: with the run's end known
+// (Options.End), a keyframe less than half a segment before it does not
+// start an output: 2 s segments of a 5 s run are 2, 2 and 1 s, and of a
+// 4.9 s run 2 and 2.9 s, never a file of a frame or two.
+func TestTheLastFramesOfARunStartNoOutput(t *testing.T) {
+	for _, tc := range []struct {
+		end  time.Duration
+		want string
+	}{
+		{5 * time.Second, "[60 60 30]"},
+		{4900 * time.Millisecond, "[60 87]"},
+		{0, "[60 60 27]"},
+	} {
+		var frames []mux.Frame
+		n := int(tc.end.Seconds()*30 + 0.5)
+		if tc.end == 0 {
+			n = 147
+		}
+		for i := range n {
+			frames = append(frames, mux.Frame{TrackID: 1, Timestamp: int64(i) * 1_000_000 / 30, Keyframe: i%30 == 0})
+		}
+		outs := []*recorder{{}}
+		m := segment.New(outs[0], segment.Options{Duration: 2 * time.Second, End: tc.end, Next: func(int) (mux.Muxer, error) {
+			outs = append(outs, &recorder{})
+			return outs[len(outs)-1], nil
+		}})
+		mediatest.Write(t, m, []mux.Track{{ID: 1, Kind: mux.Video}}, frames)
+		var counts []int
+		for _, o := range outs {
+			counts = append(counts, len(o.frames))
+		}
+		if fmt.Sprint(counts) != tc.want {
+			t.Errorf("end %v: frames per output %v, want %s", tc.end, counts, tc.want)
+		}
 	}
 }
 
