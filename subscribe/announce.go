@@ -276,19 +276,31 @@ func (a *Announcements) end(err error) {
 	a.wake()
 }
 
+// endErr is why a feed of the session ended with the session: the
+// session's own end (a refusal, giving up reconnecting) when it is over,
+// ErrClosed otherwise.
+func (s *Session) endErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return s.err
+	}
+	return ErrClosed
+}
+
 func (a *Announcements) run() {
 	defer a.cancel()
 	var gen uint64
 	for {
 		c, g, err := a.s.waitConn(a.ctx, gen)
 		if err != nil {
-			a.end(ErrClosed)
+			a.end(a.s.endErr())
 			return
 		}
 		gen = g
 		err = a.followConn(c)
 		if a.ctx.Err() != nil {
-			a.end(ErrClosed)
+			a.end(a.s.endErr())
 			return
 		}
 		if connGone(c, err) {

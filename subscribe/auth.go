@@ -70,7 +70,7 @@ func (s *Server) admit(sess *Session, c conn, info acceptInfo) bool {
 		a, err := s.authorize(sess, info)
 		if err != nil {
 			log.Warn("moq: refused a session", "reason", err)
-			sess.abort(c, CodeUnauthorized, "unauthorized", err)
+			sess.abort(c, unauthorizedCode(c), "unauthorized", err)
 			return false
 		}
 		sess.mu.Lock()
@@ -165,7 +165,7 @@ func (s *Server) expireAt(sess *Session, c conn, at time.Time, log interface{ In
 		select {
 		case <-t.C:
 			log.Info("moq: token expired, closing the session")
-			sess.abort(c, CodeUnauthorized, "token expired", fmt.Errorf("%w: %w", ErrUnauthorized, token.ErrExpired))
+			sess.abort(c, unauthorizedCode(c), "token expired", fmt.Errorf("%w: %w", ErrUnauthorized, token.ErrExpired))
 		case <-sess.done:
 		case <-s.ctx.Done():
 		}
@@ -221,6 +221,16 @@ func (s *Session) mayServe(path string) bool {
 	a, required := s.auth, s.authRequired
 	s.mu.Unlock()
 	return !required || a != nil && a.perms.CanSubscribe(path)
+}
+
+// unauthorizedCode is the close code of a refused token on c: moq-lite's 6,
+// or moq-transport's UNAUTHORIZED (0x2), which a moq-transport client
+// reads in its own registry.
+func unauthorizedCode(c conn) uint64 {
+	if _, ok := c.(*ietfConn); ok {
+		return ietfUnauthorized
+	}
+	return CodeUnauthorized
 }
 
 // abort ends the session and its connection c with a close code the peer

@@ -69,8 +69,10 @@ var authTransports = []authTransport{
 }
 
 // TestServerAuthRefusals: every transport refuses a missing, wrong-key,
-// expired or other-root token with code 6, logs who and why, and never
-// logs the token.
+// expired or other-root token with code 6 (moq-transport's UNAUTHORIZED,
+// 0x2, on an IETF session), which the client reports as a *RefusedError
+// wrapping ErrUnauthorized; the server logs who and why, and never logs
+// the token.
 func TestServerAuthRefusals(t *testing.T) {
 	key, err := token.Generate("ES256")
 	if err != nil {
@@ -121,8 +123,15 @@ func TestServerAuthRefusals(t *testing.T) {
 					client.Close()
 				}
 				cancel()
-				if ce, ok := errors.AsType[*CloseError](err); !ok || ce.Code != CodeUnauthorized {
-					t.Errorf("%s: client saw %v, want a close with code 6", tc.name, err)
+				want := uint64(CodeUnauthorized)
+				if tr.ietf {
+					want = ietfUnauthorized
+				}
+				if ce, ok := errors.AsType[*CloseError](err); !ok || ce.Code != want {
+					t.Errorf("%s: client saw %v, want a close with code %d", tc.name, err, want)
+				}
+				if _, ok := errors.AsType[*RefusedError](err); !ok || !errors.Is(err, ErrUnauthorized) {
+					t.Errorf("%s: client saw %v, want a *RefusedError wrapping ErrUnauthorized", tc.name, err)
 				}
 				// The server's log says who and why, once per refusal.
 				waitFor(t, tc.name+" refusal logged", func() bool {

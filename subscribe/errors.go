@@ -71,10 +71,16 @@ func CodeName(code uint64) string {
 // STOP_SENDING) with a moq-lite error code.
 type ResetError struct {
 	Code uint64
+
+	words string // the code's meaning when it is not a moq-lite code
 }
 
 func (e *ResetError) Error() string {
-	return fmt.Sprintf("moq: stream reset by peer: code %d (%s)", e.Code, CodeName(e.Code))
+	words := e.words
+	if words == "" {
+		words = CodeName(e.Code)
+	}
+	return fmt.Sprintf("moq: stream reset by peer: code %d (%s)", e.Code, words)
 }
 
 // CloseError reports a session the peer (or the transport) closed.
@@ -83,6 +89,8 @@ type CloseError struct {
 	Reason string
 	// Remote is true when the peer closed the session.
 	Remote bool
+
+	ietf bool // the session spoke moq-transport, whose codes differ
 }
 
 func (e *CloseError) Error() string {
@@ -90,7 +98,7 @@ func (e *CloseError) Error() string {
 	if e.Remote {
 		who = "by peer"
 	}
-	s := fmt.Sprintf("moq: session closed %s: code %d (%s)", who, e.Code, CodeName(e.Code))
+	s := fmt.Sprintf("moq: session closed %s: code %d (%s)", who, e.Code, closeCodeName(e.Code, e.ietf))
 	if e.Reason != "" {
 		s += ": " + e.Reason
 	}

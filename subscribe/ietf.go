@@ -24,6 +24,7 @@ import (
 const (
 	ietfNoError           = 0x0
 	ietfInternal          = 0x1
+	ietfUnauthorized      = 0x2
 	ietfProtocolViolation = 0x3
 	ietfVersionFailed     = 0x15
 )

@@ -164,6 +164,9 @@ func dial(ctx context.Context, rawURL string, opts Options, wrap func(conn) conn
 	c, err := s.dial(ctx)
 	if err != nil {
 		s.cancel()
+		if refused, ok := refusedDialing(err); ok {
+			return nil, refused
+		}
 		return nil, err
 	}
 	s.log.Debug("moq: connected", "version", connVersion(c).Name)
@@ -198,7 +201,18 @@ func (s *Session) start(c conn) {
 }
 
 // run serves connections until the session ends.
+//
+// A connection the peer closed with a refusal that retrying cannot fix
+// (refusedBy: a refused token, a protocol violation, no common version, a
+// refused path) ends the session with a *RefusedError. A connection that
+// ended sooner than the idle timeout after its SETUP (a server that takes
+// the session and drops it at once) counts as a failed attempt, as a
+// failed dial does: the backoff keeps growing over such a run of
+// failures, and GiveUp counts from its first one, so that a server that
+// closes every session right after SETUP is not redialled in a tight
+// loop forever.
 func (s *Session) run(c conn) {
+	var st retryRun
 	for {
 		began := time.Now()
 		s.serveConn(c)
@@ -207,21 +221,40 @@ func (s *Session) run(c conn) {
 			s.finish(ErrClosed)
 			return
 		}
+		if s.dial != nil {
+			_, isIETF := c.(*ietfConn)
+			if refused, ok := refusedBy(cause, isIETF); ok {
+				s.log.Warn("moq: the peer refused the session; not reconnecting", "reason", refused.Why, "err", cause)
+				s.finish(refused)
+				return
+			}
+		}
 		if s.dial == nil || s.opts.Reconnect.Disabled {
 			s.finish(cause)
 			return
 		}
-		if s.movedAway.Load() {
+		moved := s.movedAway.Swap(false)
+		// The first reconnect follows at once when the connection lasted
+		// at least the idle timeout (as one lost to it always has), or
+		// after GOAWAY; one that failed sooner is a failed attempt.
+		atOnce := moved || time.Since(began) >= s.opts.IdleTimeout
+		if atOnce {
+			st = retryRun{}
+		} else {
+			st.fail(began)
+		}
+		delay := st.delay(s.opts.Reconnect, atOnce)
+		if moved {
 			s.log.Info("moq: moving the session after GOAWAY", "to", redactURL(s.target.Load().raw))
 		} else {
-			s.log.Warn("moq: connection lost, reconnecting", "err", cause)
+			s.log.Warn("moq: connection lost, reconnecting", "err", cause, "lasted", time.Since(began).Round(time.Millisecond),
+				"failed_in_a_row", st.failures, "retry_in", delay.Round(time.Millisecond))
 		}
-		// The first reconnect follows at once when the connection lasted
-		// at least the idle timeout (as one lost to it always has); one
-		// that failed sooner (a relay that refuses us right after the
-		// handshake) gets the backoff from the start, so it is not
-		// redialled in a tight loop.
-		c = s.redial(time.Since(began) >= s.opts.IdleTimeout || s.movedAway.Swap(false))
+		if b := s.opts.Reconnect; st.failures > 0 && b.GiveUp > 0 && time.Since(st.since) > b.GiveUp {
+			s.finish(fmt.Errorf("moq: gave up reconnecting after %v: every session ended within %v of its start: %w", b.GiveUp, s.opts.IdleTimeout, cause))
+			return
+		}
+		c = s.redial(&st, delay)
 		if c == nil {
 			return
 		}
@@ -229,6 +262,29 @@ func (s *Session) run(c conn) {
 		s.version.Store(connVersion(c))
 		s.log.Info("moq: reconnected", "version", connVersion(c).Name)
 	}
+}
+
+// retryRun is a run of failed attempts in a row: dials that failed and
+// connections that ended right after their SETUP.
+type retryRun struct {
+	failures int
+	since    time.Time // when the first of them began
+}
+
+func (r *retryRun) fail(began time.Time) {
+	if r.failures == 0 {
+		r.since = began
+	}
+	r.failures++
+}
+
+// delay is the wait before the next attempt: none after a connection that
+// lasted (atOnce), then the backoff at the run's length.
+func (r *retryRun) delay(b Backoff, atOnce bool) time.Duration {
+	if atOnce && r.failures == 0 {
+		return 0
+	}
+	return reconnectDelay(b, max(r.failures-1, 0), false)
 }
 
 // Reconnects returns how many times the session reconnected after losing
@@ -252,15 +308,18 @@ func reconnectDelay(b Backoff, attempt int, atOnce bool) time.Duration {
 	return d/2 + time.Duration(mrand.Int64N(int64(d/2)+1))
 }
 
-// redial retries with jittered exponential backoff, the first attempt at
-// once when atOnce. It returns nil when the session ended (Close or
-// give-up).
-func (s *Session) redial(atOnce bool) conn {
+// redial dials after delay, and again with the backoff of the run st
+// (which every failed dial lengthens) until a dial succeeds. GiveUp counts
+// from the run's first failure, or from now. It returns nil when the
+// session ended (Close, a refusal or give-up).
+func (s *Session) redial(st *retryRun, delay time.Duration) conn {
 	b := s.opts.Reconnect
 	start := time.Now()
-	var lastErr error
+	if st.failures > 0 {
+		start = st.since
+	}
 	for attempt := 0; ; attempt++ {
-		t := time.NewTimer(reconnectDelay(b, attempt, atOnce))
+		t := time.NewTimer(delay)
 		select {
 		case <-s.ctx.Done():
 			t.Stop()
@@ -268,20 +327,27 @@ func (s *Session) redial(atOnce bool) conn {
 			return nil
 		case <-t.C:
 		}
+		began := time.Now()
 		ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
 		c, err := s.dial(ctx)
 		cancel()
 		if err == nil {
 			return c
 		}
-		lastErr = err
-		s.log.Warn("moq: reconnect failed", "attempt", attempt+1, "err", err)
+		if refused, ok := refusedDialing(err); ok {
+			s.log.Warn("moq: the peer refused the session; not reconnecting", "reason", refused.Why, "err", err)
+			s.finish(refused)
+			return nil
+		}
+		st.fail(began)
+		delay = st.delay(b, false)
+		s.log.Warn("moq: reconnect failed", "attempt", attempt+1, "err", err, "failed_in_a_row", st.failures, "retry_in", delay.Round(time.Millisecond))
 		if s.ctx.Err() != nil {
 			s.finish(ErrClosed)
 			return nil
 		}
 		if b.GiveUp > 0 && time.Since(start) > b.GiveUp {
-			s.finish(fmt.Errorf("moq: gave up reconnecting after %v: %w", b.GiveUp, lastErr))
+			s.finish(fmt.Errorf("moq: gave up reconnecting after %v: %w", b.GiveUp, err))
 			return nil
 		}
 	}

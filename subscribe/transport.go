@@ -323,6 +323,11 @@ func mapErr(err error) error {
 	if se, ok := errors.AsType[*webtransport.SessionError](err); ok {
 		return &CloseError{Code: uint64(se.ErrorCode), Reason: se.Message, Remote: se.Remote}
 	}
+	if code, words, ok := wtUnmappedReset(err); ok {
+		// An HTTP/3 code webtransport-go reports only in its text (a
+		// stream the peer rejected because its session is gone, ...).
+		return &ResetError{Code: code, words: words}
+	}
 	return err
 }
 
@@ -357,12 +362,29 @@ func connCause(c conn) error {
 	if err == nil {
 		return nil
 	}
-	if cc, ok := c.(interface{ closeCause() error }); ok && errors.Is(err, context.Canceled) {
+	base, isIETF := c, false
+	if ic, ok := c.(*ietfConn); ok {
+		// The transport under a moq-transport session knows how it closed;
+		// its codes are moq-transport's.
+		base, isIETF = ic.conn, true
+	}
+	if cc, ok := base.(interface{ closeCause() error }); ok && errors.Is(err, context.Canceled) {
 		if cerr := cc.closeCause(); cerr != nil {
-			return cerr
+			return markIETF(cerr, isIETF)
 		}
 	}
-	return mapErr(err)
+	return markIETF(mapErr(err), isIETF)
+}
+
+// markIETF returns err with a session close of it named in moq-transport's
+// codes when isIETF (a copy: close errors may be shared).
+func markIETF(err error, isIETF bool) error {
+	if ce, ok := err.(*CloseError); ok && isIETF && !ce.ietf {
+		cp := *ce
+		cp.ietf = true
+		return &cp
+	}
+	return err
 }
 
 // closeCause returns the error the WebTransport session was closed with

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/record"
+	"github.com/moq-export/moq-export/subscribe"
 	"github.com/spf13/cobra"
 )
 
@@ -171,6 +172,11 @@ func Execute(ctx context.Context, args []string, env Env) int {
 		return ExitInterrupted
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		return ExitOK
+	}
+	if refused, ok := errors.AsType[*subscribe.RefusedError](err); ok {
+		// Nothing else of the run matters: say what the relay refused.
+		log.Error(refusedText(refused))
+		return ExitRuntime
 	}
 	log.Error(describe(err))
 	return ExitRuntime

@@ -252,3 +252,25 @@ func loopbackOnly(addr net.Addr) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
+
+// refusedText says, for people, why the relay ended the session for good:
+// the refusal in words, and what to check.
+func refusedText(r *subscribe.RefusedError) string {
+	switch {
+	case errors.Is(r, subscribe.ErrUnauthorized):
+		return "the relay refused the token (unauthorized)"
+	case errors.Is(r, subscribe.ErrPathRefused):
+		return "the relay refused the path (" + closeWords(r) + "); check the URL's path"
+	case errors.Is(r, subscribe.ErrVersion):
+		return "the relay refused the session (" + closeWords(r) + "); it speaks no protocol version moq-export does (" + strings.Join(subscribe.Versions(), ", ") + ")"
+	}
+	return "the relay refused the session (" + closeWords(r) + ")"
+}
+
+// closeWords is the refusal and the relay's own reason, when it gave one.
+func closeWords(r *subscribe.RefusedError) string {
+	if r.Close != nil && r.Close.Reason != "" && r.Close.Reason != r.Why {
+		return r.Why + ": " + r.Close.Reason
+	}
+	return r.Why
+}

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moq-export/moq-export/subscribe"
+	"github.com/moq-export/moq-export/token"
+)
+
+// TestARefusedTokenEndsTheRun: a subscriber with a token the server
+// refuses ends at once, over moq-lite (moq-export --listen --auth-key) and
+// moq-transport (a server that speaks only draft 17) alike: the command
+// (with --list, and recording with -b) exits 1 saying the relay refused
+// the token, and subscribe.Dial's session ends with a *RefusedError
+// wrapping ErrUnauthorized. Neither reconnects: the server logs one
+// refusal per run.
+func TestARefusedTokenEndsTheRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	key, err := token.Generate("HS256")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := startListener(t, dir, "--auth-key", writeKey(t, dir, key), "-o", "rec/{broadcast}.mkv")
+	// countLite reads the listener's log until it went quiet for a while,
+	// and returns the refusals it logged since the last call.
+	countLite := func() int {
+		n := 0
+		for {
+			select {
+			case line, ok := <-l.lines:
+				if !ok {
+					t.Fatalf("the listener exited:\n%s", strings.Join(l.log, "\n"))
+				}
+				l.log = append(l.log, line)
+				if strings.Contains(line, "refused a session") {
+					n++
+				}
+			case <-time.After(time.Second):
+				return n
+			}
+		}
+	}
+	ietfAddr, ietfPin, countIETF := startIETFAuthServer(t, key)
+	for _, tc := range []struct {
+		scheme, addr, pin string
+		count             func() int
+	}{
+		{"moql", l.addr, l.pin, countLite},
+		{"moqt", ietfAddr, ietfPin, countIETF},
+	} {
+		scheme, countRefusals := tc.scheme, tc.count
+		url := scheme + "://" + tc.addr + "/studio?jwt=garbage"
+		l := struct{ pin string }{tc.pin}
+		for _, args := range [][]string{
+			{url, "--tls-fingerprint", l.pin, "--list"},
+			{url, "--tls-fingerprint", l.pin, "-b", "cam", "-o", filepath.Join(dir, scheme+".mkv")},
+		} {
+			r := run(t, dir, args...)
+			if r.code != 1 {
+				t.Errorf("%s %v: exit %d, want 1\n%s", scheme, args[3:], r.code, r.stderr)
+			}
+			if !strings.Contains(r.stderr, "error: the relay refused the token (unauthorized)") {
+				t.Errorf("%s %v: stderr lacks the refusal:\n%s", scheme, args[3:], r.stderr)
+			}
+			if strings.Contains(r.stderr, "connection lost") || strings.Contains(r.stderr, "garbage") {
+				t.Errorf("%s %v: reconnected, or logged the token:\n%s", scheme, args[3:], r.stderr)
+			}
+			if n := countRefusals(); n != 1 {
+				t.Errorf("%s %v: the listener refused %d sessions, want 1", scheme, args[3:], n)
+			}
+		}
+		// The library: the session ends with a typed error, once.
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		sess, err := subscribe.Dial(ctx, url, subscribe.Options{TLSFingerprint: l.pin, Logger: slog.New(slog.DiscardHandler)})
+		if err == nil {
+			select {
+			case <-sess.Done():
+				err = sess.Err()
+			case <-ctx.Done():
+				err = ctx.Err()
+			}
+			sess.Close()
+		}
+		cancel()
+		if _, ok := errors.AsType[*subscribe.RefusedError](err); !ok || !errors.Is(err, subscribe.ErrUnauthorized) {
+			t.Errorf("%s: subscribe.Dial: %v, want a *RefusedError wrapping ErrUnauthorized", scheme, err)
+		}
+		if n := countRefusals(); n != 1 {
+			t.Errorf("%s: subscribe.Dial: the listener refused %d sessions, want 1", scheme, n)
+		}
+	}
+}
+
+// startIETFAuthServer starts a server that speaks only moq-transport
+// draft 17 and admits tokens of key; count returns the sessions it
+// refused since its last call, once none came for a while.
+func startIETFAuthServer(t *testing.T, key *token.Key) (addr, pin string, count func() int) {
+	t.Helper()
+	cert, pin, err := subscribe.SelfSignedCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifier, err := token.ParseKey(mustJSON(t, key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := make(chan struct{}, 100)
+	log := slog.New(&lineHandler{match: "refused a session", seen: refused})
+	srv, err := subscribe.Listen("127.0.0.1:0", subscribe.ServerOptions{Certificates: []tls.Certificate{cert},
+		Versions: []string{"moq-transport-17"}, AuthKey: verifier, Logger: log, DisableWebTransport: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv.Addr().String(), pin, func() int {
+		n := 0
+		for {
+			select {
+			case <-refused:
+				n++
+			case <-time.After(time.Second):
+				return n
+			}
+		}
+	}
+}
+
+func mustJSON(t *testing.T, key *token.Key) []byte {
+	js, err := key.PublicJSON()
+	if err != nil {
+		js, err = key.MarshalJSON()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
+// lineHandler is a slog handler that signals seen for every record whose
+// message contains match.
+type lineHandler struct {
+	match string
+	seen  chan struct{}
+}
+
+func (h *lineHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, h.match) {
+		h.seen <- struct{}{}
+	}
+	return nil
+}
+func (h *lineHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *lineHandler) WithGroup(string) slog.Handler      { return h }

@@ -1,0 +1,156 @@
+package subscribe
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/quic-go/webtransport-go"
+)
+
+// ErrPathRefused means the peer closed the session because it refuses the
+// session's path (moq-transport INVALID_PATH or MALFORMED_PATH).
+var ErrPathRefused = errors.New("moq: path refused")
+
+// RefusedError reports a session the peer closed in a way another attempt
+// cannot change: a refused token, a protocol violation, no common
+// version, a refused path. A dialled session ends with it at once instead
+// of reconnecting. It wraps the sentinel of its kind (ErrUnauthorized,
+// ErrProtocol, ErrVersion, ErrPathRefused) and the peer's *CloseError.
+type RefusedError struct {
+	// Why is the refusal in words: "unauthorized", "protocol violation",
+	// "no common version" or "path refused".
+	Why string
+	// Close is how the peer closed the session.
+	Close *CloseError
+
+	kind error
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("moq: the peer refused the session (%s): %v", e.Why, e.Close)
+}
+
+// Unwrap returns the sentinel of the refusal's kind and the close.
+func (e *RefusedError) Unwrap() []error { return []error{e.kind, e.Close} }
+
+// refusal is one kind of close that retrying cannot fix.
+type refusal struct {
+	why  string
+	kind error
+}
+
+var (
+	refusedAuth     = refusal{"unauthorized", ErrUnauthorized}
+	refusedProtocol = refusal{"protocol violation", ErrProtocol}
+	refusedVersion  = refusal{"no common version", ErrVersion}
+	refusedPath     = refusal{"path refused", ErrPathRefused}
+)
+
+// liteRefusals are the moq-lite session close codes that end a dialled
+// session: the old registry (6, 9, 15, 21) and the renumbered one that
+// newer relays send on lite-05 sessions too (0x2, 0x3, 0x15; see
+// moq-lite-06's session codes). Stream codes never get here.
+var liteRefusals = map[uint64]refusal{
+	6: refusedAuth, 0x2: refusedAuth,
+	15: refusedProtocol, 0x3: refusedProtocol,
+	9: refusedVersion, 0x15: refusedVersion,
+}
+
+// ietfRefusals are the moq-transport session close codes that end a
+// dialled session.
+var ietfRefusals = map[uint64]refusal{
+	0x2: refusedAuth, 0x3: refusedProtocol, 0x15: refusedVersion,
+	0x8: refusedPath, 0x9: refusedPath,
+}
+
+// ietfCloseNames names the moq-transport session close codes.
+var ietfCloseNames = map[uint64]string{
+	0x0: "no error", 0x1: "internal error", 0x2: "unauthorized", 0x3: "protocol violation",
+	0x4: "invalid request id", 0x5: "duplicate track alias", 0x6: "key-value formatting error",
+	0x7: "too many requests", 0x8: "invalid path", 0x9: "malformed path", 0x10: "GOAWAY timeout",
+	0x11: "control message timeout", 0x12: "data stream timeout", 0x13: "auth token cache overflow",
+	0x14: "duplicate auth token alias", 0x15: "version negotiation failed", 0x16: "malformed auth token",
+	0x17: "unknown auth token alias", 0x18: "expired auth token", 0x19: "invalid authority",
+	0x1a: "malformed authority",
+}
+
+// refusedBy reports whether err, why a dialled connection ended, is a
+// close by the peer that retrying cannot fix, and returns the typed
+// error the session ends with. ietf says the connection spoke
+// moq-transport (its close codes differ from moq-lite's). A reason that
+// says "unauthorized" counts whatever the code, as relays put the cause
+// in words when the code space is the application's.
+func refusedBy(err error, ietf bool) (*RefusedError, bool) {
+	ce, ok := errors.AsType[*CloseError](err)
+	if !ok || !ce.Remote {
+		return nil, false
+	}
+	table := liteRefusals
+	if ietf {
+		table = ietfRefusals
+	}
+	r, ok := table[ce.Code]
+	if !ok && ce.Code != 0 && strings.Contains(strings.ToLower(ce.Reason), "unauthorized") {
+		r, ok = refusedAuth, true
+	}
+	if !ok {
+		return nil, false
+	}
+	return &RefusedError{Why: r.why, Close: ce, kind: r.kind}, true
+}
+
+// refusedDialing is refusedBy for an error of a dial, where the protocol
+// is not known: a code that either protocol calls a refusal counts (the
+// two tables agree on what they share).
+func refusedDialing(err error) (*RefusedError, bool) {
+	if r, ok := refusedBy(err, false); ok {
+		return r, true
+	}
+	return refusedBy(err, true)
+}
+
+// closeCodeName names a session close code of the protocol the
+// connection spoke.
+func closeCodeName(code uint64, ietf bool) string {
+	if ietf {
+		if n, ok := ietfCloseNames[code]; ok {
+			return n
+		}
+		return "unknown"
+	}
+	return CodeName(code)
+}
+
+// WebTransport stream reset codes that are not application codes: the
+// HTTP/3 codes webtransport-go cannot map into the application range and
+// reports as "failed to convert stream error N".
+var wtStreamCodeNames = map[uint64]string{
+	uint64(webtransport.WTBufferedStreamRejectedErrorCode): "WebTransport stream rejected: the peer's session is gone",
+	uint64(webtransport.WTSessionGoneErrorCode):            "WebTransport session gone",
+	uint64(webtransport.WTFlowControlErrorCode):            "WebTransport flow control error",
+}
+
+// wtUnmappedReset reports whether err is webtransport-go's report of a
+// stream reset with a code outside the WebTransport application range
+// (its text is the only trace: the code is not wrapped), and returns the
+// code and its meaning in words.
+func wtUnmappedReset(err error) (uint64, string, bool) {
+	if err == nil {
+		return 0, "", false
+	}
+	const marker = "failed to convert stream error "
+	msg := err.Error()
+	i := strings.Index(msg, marker)
+	if i < 0 {
+		return 0, "", false
+	}
+	var code uint64
+	if _, serr := fmt.Sscanf(msg[i+len(marker):], "%d", &code); serr != nil {
+		return 0, "stream reset with a code outside the WebTransport range", true
+	}
+	if n, ok := wtStreamCodeNames[code]; ok {
+		return code, n, true
+	}
+	return code, fmt.Sprintf("stream reset with HTTP/3 code %#x", code), true
+}
