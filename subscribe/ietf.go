@@ -143,6 +143,8 @@ type ietfConn struct {
 	peerNS   map[string]uint64 // namespaces the peer published -> request id
 	nsCh     chan struct{}     // closed and replaced when peerNS changes
 	goingOff bool              // GOAWAY received
+
+	asked ietfAsked // optional requests made, and their answers (compat.go)
 }
 
 func newIETFConn(c conn, v ietf.Version, client bool, log *slog.Logger) *ietfConn {

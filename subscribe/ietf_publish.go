@@ -129,6 +129,14 @@ func (s *Session) serveIETFRequest(ic *ietfConn, str bidiStream, r io.Reader, ty
 	if err != nil {
 		return protocolErr(err)
 	}
+	if p := s.opts.strict; p != nil {
+		if what := p.refuses(typ, body, ic.v); what != "" {
+			s.log.Debug("moq: strict peer: closing the session on a request it does not support", "request", what)
+			p.count(what)
+			ic.Close(ietfNoError, "")
+			return nil
+		}
+	}
 	ic.grant(id)
 	sv := ic.newServe(id, str)
 	if str != nil {

@@ -49,12 +49,24 @@ func (rt *remoteTrack) subscribeIETF(ctx context.Context, ic *ietfConn, then fun
 	}
 	m := ietf.Subscribe{
 		RequestID: req.id, Namespace: rt.rb.path, Track: rt.name, Priority: priorityOf(rt.name),
-		GroupOrder: ietf.GroupOrderDescending, Forward: true, Filter: filter,
+		GroupOrder: ietf.DefaultGroupOrder, Forward: true, Filter: filter,
+	}
+	if s.compat.minimalParams.Load() {
+		// The server closes the session on optional parameters: ask for
+		// the defaults, which travel as none.
+		m.Priority, m.Filter = ietf.DefaultSubscriberPriority, ietf.DefaultFilter
+	}
+	optional := ic.v != ietf.Draft14 && len(m.OptionalParams(ic.v)) > 0
+	if optional {
+		ic.asked.optional.Store(true)
 	}
 	if err := req.send(ietf.TypeSubscribe, &m); err != nil {
 		return is.end(fmt.Errorf("send SUBSCRIBE: %w", err)), false
 	}
 	resp, err := ic.readRequest(ctx, req, s.opts.RequestTimeout)
+	if err == nil && optional {
+		ic.asked.optionalAnswered.Store(true)
+	}
 	if err != nil {
 		if errors.Is(err, errRequestTimeout) || errors.Is(err, errRequestEnded) {
 			req.cancel(ietf.TypeUnsubscribe)
@@ -643,25 +655,48 @@ func (rt *remoteTrack) fetchIETF(ctx context.Context, ic *ietfConn, timescale, s
 // when it is the only one on the connection (ietfConn.routeNamespace). It returns when
 // the feed is closed or the connection is gone.
 func (a *Announcements) followIETF(ic *ietfConn) error {
-	// Drafts 16+ answer on a stream of the request's own, with NAMESPACE
-	// and NAMESPACE_DONE entries.
-	req, err := ic.newRequest(a.ctx, ic.v >= ietf.Draft16)
-	if err != nil {
-		return err
+	// A broadcast's own feed (Session.Broadcast: the broadcast is named,
+	// as with -b) asks for nothing: servers that tie a session to one
+	// stream (MediaMTX) close the session on SUBSCRIBE_NAMESPACE, and
+	// SUBSCRIBE finds the broadcast without it. It follows the namespaces
+	// the peer publishes unasked. So does every feed on a server known to
+	// refuse namespace discovery.
+	a.mu.Lock()
+	ask := a.held
+	a.mu.Unlock()
+	if ask && a.s.compat.noDiscovery.Load() {
+		ask = false
+		a.s.compat.sayNoDiscovery(a.s.log)
 	}
-	ic.mu.Lock()
-	req.nsFeed = true
-	ic.mu.Unlock()
-	defer ic.endRequest(req)
-	m := ietf.SubscribeNamespace{RequestID: req.id, Prefix: a.prefix, Options: 1}
-	if err := req.send(ietf.SubscribeNamespaceType(ic.v), &m); err != nil {
-		return err
-	}
-	defer func() {
-		if ic.Context().Err() == nil && req.str == nil {
-			req.cancel(ietf.TypeUnsubscribeNamespace)
+	var (
+		req   *ietfRequest
+		msgs  chan ietfMsg
+		ended chan struct{}
+	)
+	if ask {
+		// Drafts 16+ answer on a stream of the request's own, with
+		// NAMESPACE and NAMESPACE_DONE entries.
+		var err error
+		req, err = ic.newRequest(a.ctx, ic.v >= ietf.Draft16)
+		if err != nil {
+			return err
 		}
-	}()
+		ic.mu.Lock()
+		req.nsFeed = true
+		ic.mu.Unlock()
+		defer ic.endRequest(req)
+		m := ietf.SubscribeNamespace{RequestID: req.id, Prefix: a.prefix, Options: 1}
+		ic.asked.discovery.Store(true)
+		if err := req.send(ietf.SubscribeNamespaceType(ic.v), &m); err != nil {
+			return err
+		}
+		defer func() {
+			if ic.Context().Err() == nil && req.str == nil {
+				req.cancel(ietf.TypeUnsubscribeNamespace)
+			}
+		}()
+		msgs, ended = req.msgs, req.ended
+	}
 	entries := map[string]bool{} // NAMESPACE entries of this request
 	first := true
 	for {
@@ -706,7 +741,8 @@ func (a *Announcements) followIETF(ic *ietfConn) error {
 		first = false
 		select {
 		case <-ch:
-		case resp := <-req.msgs:
+		case resp := <-msgs:
+			ic.asked.discoveryAnswered.Store(true)
 			switch resp.typ {
 			case ietf.TypeSubscribeNamespaceErr, ietf.TypeRequestError:
 				var re ietf.RequestError
@@ -727,10 +763,10 @@ func (a *Announcements) followIETF(ic *ietfConn) error {
 					delete(entries, p)
 				}
 			}
-		case <-req.ended:
+		case <-ended:
 			// The namespace subscription ended; unsolicited namespaces
 			// still count.
-			req.ended = nil
+			ended = nil
 		case <-a.ctx.Done():
 			return nil
 		case <-ic.Context().Done():

@@ -105,6 +105,8 @@ type Options struct {
 	// WebTransport protocols offered (tests pin one version with it; an
 	// empty non-nil list offers no WebTransport protocol).
 	alpns []string
+	// strict: see ServerOptions.strict (accepted sessions only).
+	strict *strictPeer
 
 	// resumeGrace is the part of a live track's resume window that does
 	// not depend on the backoff (default 10s; tests shorten it).
@@ -158,6 +160,10 @@ type ServerOptions struct {
 	// MaxSessions bounds the sessions open at once (0: no bound); one
 	// more is closed with CodeTooMany.
 	MaxSessions int
+
+	// strict, when set, makes accepted moq-transport sessions refuse the
+	// requests MediaMTX refuses (tests; see strictPeer).
+	strict *strictPeer
 
 	// verifyAt, when set, is the time tokens are verified at (tests);
 	// their expiry timers run on the real clock.

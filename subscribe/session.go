@@ -28,6 +28,11 @@ type Session struct {
 	role  Role
 	hopID uint64
 
+	// compat is what is known of the server's support for optional
+	// requests (compat.go); a dialled session shares it with every
+	// session to the same host:port.
+	compat *serverCompat
+
 	ctx        context.Context
 	cancel     context.CancelFunc
 	reconnects atomic.Int64
@@ -98,6 +103,7 @@ func newSession(opts Options, path string) *Session {
 		log:           opts.Logger,
 		path:          normPath(path),
 		role:          opts.Role,
+		compat:        &serverCompat{},
 		hopID:         randomID(),
 		ctx:           ctx,
 		cancel:        cancel,
@@ -140,6 +146,7 @@ func dial(ctx context.Context, rawURL string, opts Options, wrap func(conn) conn
 		return nil, err
 	}
 	s := newSession(opts, t.rootPath())
+	s.compat = compatFor(t.hostport)
 	s.log = s.log.With("url", redactURL(t.raw))
 	s.target.Store(t)
 	s.dial = func(ctx context.Context) (conn, error) {
@@ -242,6 +249,9 @@ func (s *Session) run(c conn) {
 			st = retryRun{}
 		} else {
 			st.fail(began)
+			if ic, ok := c.(*ietfConn); ok {
+				s.compat.learn(ic, s.log)
+			}
 		}
 		delay := st.delay(s.opts.Reconnect, atOnce)
 		if moved {

@@ -305,12 +305,39 @@ func (m *Subscribe) encode(e *encoder) {
 		appendParams(e, m.Params, false)
 		return
 	}
+	appendParams(e, m.OptionalParams(e.v), false)
+}
+
+// Defaults of SUBSCRIBE's parameters (drafts 15+): what a receiver takes
+// when a parameter is absent.
+const (
+	DefaultSubscriberPriority = 128
+	DefaultGroupOrder         = GroupOrderAny // the publisher's order
+)
+
+// DefaultFilter is the filter of a SUBSCRIBE without SUBSCRIPTION_FILTER.
+var DefaultFilter = Filter{Type: FilterLargestObject}
+
+// OptionalParams returns the parameters SUBSCRIBE carries in draft v
+// (15+): Params, and each of priority, group order, forward and filter
+// only when it differs from the draft's default. Servers that know only
+// the authorization token (MediaMTX) close the session on any other, so
+// a SUBSCRIBE asking for the defaults carries none.
+func (m *Subscribe) OptionalParams(v Version) Params {
 	p := append(Params(nil), m.Params...)
-	p.SetVarint(ParamSubscriberPriority, uint64(m.Priority))
-	p.SetVarint(ParamGroupOrder, uint64(m.GroupOrder))
-	p.SetVarint(ParamForward, boolValue(m.Forward))
-	p.SetBytes(ParamSubscriptionFilter, m.Filter.param(e.v))
-	appendParams(e, p, false)
+	if m.Priority != DefaultSubscriberPriority {
+		p.SetVarint(ParamSubscriberPriority, uint64(m.Priority))
+	}
+	if m.GroupOrder != DefaultGroupOrder {
+		p.SetVarint(ParamGroupOrder, uint64(m.GroupOrder))
+	}
+	if !m.Forward {
+		p.SetVarint(ParamForward, boolValue(m.Forward))
+	}
+	if m.Filter != DefaultFilter {
+		p.SetBytes(ParamSubscriptionFilter, m.Filter.param(v))
+	}
+	return p
 }
 
 func boolValue(t bool) uint64 {
@@ -336,7 +363,7 @@ func (m *Subscribe) decode(d *decoder) {
 		return
 	}
 	m.Params = decodeParams(d, false)
-	m.Priority, m.GroupOrder, m.Forward = 128, GroupOrderDescending, true
+	m.Priority, m.GroupOrder, m.Forward = DefaultSubscriberPriority, DefaultGroupOrder, true
 	if x, ok := m.Params.Varint(ParamSubscriberPriority); ok {
 		m.Priority = uint8(x)
 	}
@@ -346,7 +373,7 @@ func (m *Subscribe) decode(d *decoder) {
 	if x, ok := m.Params.Varint(ParamForward); ok {
 		m.Forward = x != 0
 	}
-	m.Filter = Filter{Type: FilterAbsoluteStart}
+	m.Filter = DefaultFilter
 	if b, ok := m.Params.Bytes(ParamSubscriptionFilter); ok {
 		f, err := decodeFilterParam(b, d.v)
 		if err != nil {
