@@ -125,6 +125,7 @@ func (c *Consumer) Next() (Event, bool) {
 				return Event{Kind: EventEnd, Err: t.err}, true
 			}
 			t.pruneLocked()
+			t.drainedLocked()
 			return Event{}, false
 		}
 		g := c.cur
@@ -187,6 +188,7 @@ func (c *Consumer) Next() (Event, bool) {
 		// Read up: the groups read past can go now, not only when the
 		// next group comes (a paused broadcast sends none).
 		t.pruneLocked()
+		t.drainedLocked()
 		return Event{}, false
 	}
 }

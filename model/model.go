@@ -217,6 +217,9 @@ type Track struct {
 	// releaseRead drops each frame's payload once every consumer read it
 	// (SetReleaseRead).
 	releaseRead bool
+	// onDrained is called when a consumer read all there is
+	// (HandleDrained).
+	onDrained func()
 }
 
 // maxFrameHint bounds the frame list a group reserves ahead (40 KB).

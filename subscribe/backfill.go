@@ -164,7 +164,7 @@ func (rt *remoteTrack) fetch(ctx context.Context, c conn, timescale, seq uint64)
 			}
 			return nil, fmt.Errorf("FETCH %q/%q group %d: %w", rt.rb.path, rt.name, seq, protocolErr(err))
 		}
-		if cg != nil {
+		if cg != nil && !rt.rb.s.opts.Objects {
 			err := cg.write(payload, func(f model.Frame) error {
 				frames = append(frames, f)
 				return nil
@@ -179,6 +179,9 @@ func (rt *remoteTrack) fetch(ctx context.Context, c conn, timescale, seq uint64)
 		if err != nil {
 			resetStream(str, CodeDecode)
 			return nil, fmt.Errorf("FETCH %q/%q group %d: %w", rt.rb.path, rt.name, seq, err)
+		}
+		if rt.rb.s.opts.Objects {
+			f, ok = objectFrame(cg, f, payload), true
 		}
 		if ok {
 			frames = append(frames, f)

@@ -100,7 +100,7 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 			}
 			return
 		}
-		if cg != nil {
+		if cg != nil && !s.opts.Objects {
 			if err := cg.write(payload, g.WriteFrame); err != nil {
 				if errors.Is(err, model.ErrClosed) {
 					str.CancelRead(CodeCancel)
@@ -118,6 +118,9 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 			s.log.Warn("moq: bad frame", "track", rt.name, "group", h.Sequence, "err", err)
 			g.Close(fmt.Errorf("group %d of %q: %w", h.Sequence, rt.name, err))
 			return
+		}
+		if s.opts.Objects && err == nil {
+			f, ok = objectFrame(cg, f, payload), true
 		}
 		if !ok {
 			continue

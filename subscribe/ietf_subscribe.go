@@ -510,6 +510,9 @@ func (s *Session) readIETFSubgroup(ic *ietfConn, str recvStream, r *bufio.Reader
 			end(fmt.Errorf("group %d of %q: %w", h.Group, rt.name, err))
 			return
 		}
+		if rt.rb.s.opts.Objects {
+			f, ok = objectFrame(nil, f, obj.Payload), true
+		}
 		if !ok {
 			continue
 		}
@@ -635,6 +638,9 @@ func (rt *remoteTrack) fetchIETF(ctx context.Context, ic *ietfConn, timescale, s
 		if err != nil {
 			data.str.CancelRead(CodeDecode)
 			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		if rt.rb.s.opts.Objects {
+			f, ok = objectFrame(nil, f, obj.Payload), true
 		}
 		if ok {
 			frames = append(frames, f)

@@ -96,6 +96,15 @@ type Options struct {
 	// frames (their readers come one after another).
 	ReleaseRead bool
 
+	// Objects delivers every track's objects as they arrived, for an
+	// archive that keeps them verbatim: a frame's Payload is the object
+	// payload (no container unpacked; a CMAF fragment stays one frame),
+	// its Timestamp the object's media time in microseconds (the one the
+	// legacy or loc container carries, the first sample's for cmaf, the
+	// wire timestamp for other tracks). Unpacker turns such frames into
+	// what a subscription without Objects delivers.
+	Objects bool
+
 	// Container overrides the container of a track when the broadcast has
 	// no usable catalog: it returns "legacy", "loc", "raw" (no container,
 	// wire timestamps) or "" (decide from the catalog).

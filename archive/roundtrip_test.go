@@ -1,0 +1,254 @@
+package archive_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/moq-export/moq-export/archive"
+	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/subscribe"
+)
+
+// got is one frame as a reader of a model broadcast sees it.
+type got struct {
+	ts    int64
+	key   bool
+	group uint64
+	data  []byte
+}
+
+// collect reads every rendition the broadcast's first catalog lists until
+// each ends, as a recorder would.
+func collect(ctx context.Context, t testing.TB, b *model.Broadcast) map[string][]got {
+	t.Helper()
+	w, err := catalog.Watch(b, catalog.WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := w.Next(ctx)
+	w.Close()
+	if err != nil {
+		t.Fatalf("catalog: %v", err)
+	}
+	type result struct {
+		name   string
+		frames []got
+		err    error
+	}
+	ch := make(chan result)
+	rs := cat.Renditions()
+	for _, r := range rs {
+		tr, err := b.Track(r.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := tr.Subscribe(time.Minute)
+		ready := model.NewReadySet()
+		c.Watch(ready)
+		go func() {
+			defer c.Close()
+			var out []got
+			var taken []*model.Consumer
+			for {
+				taken = ready.Take(taken[:0])
+				ev, ok := c.Next()
+				if !ok {
+					select {
+					case <-ready.Wakeup():
+						continue
+					case <-ctx.Done():
+						ch <- result{r.Name, out, ctx.Err()}
+						return
+					}
+				}
+				switch ev.Kind {
+				case model.EventFrame:
+					out = append(out, got{ev.Frame.Timestamp, ev.Keyframe, ev.Group, ev.Frame.Payload})
+				case model.EventEnd:
+					ch <- result{r.Name, out, ev.Err}
+					return
+				}
+			}
+		}()
+	}
+	out := map[string][]got{}
+	for range rs {
+		res := <-ch
+		if res.err != nil {
+			t.Errorf("track %s ended with %v", res.name, res.err)
+		}
+		out[res.name] = res.frames
+	}
+	return out
+}
+
+// compare checks that two readings hold the same frames: count, bytes,
+// timestamps, keyframes.
+func compare(t testing.TB, what string, want, have map[string][]got) {
+	t.Helper()
+	if len(want) != len(have) {
+		t.Errorf("%s: %d tracks, want %d", what, len(have), len(want))
+	}
+	for name, w := range want {
+		h := have[name]
+		if len(h) != len(w) {
+			t.Errorf("%s: track %s: %d frames, want %d", what, name, len(h), len(w))
+			continue
+		}
+		for i := range w {
+			if h[i].ts != w[i].ts || h[i].key != w[i].key || !bytes.Equal(h[i].data, w[i].data) {
+				t.Errorf("%s: track %s frame %d: ts %d key %v %d bytes, want ts %d key %v %d bytes", what, name, i,
+					h[i].ts, h[i].key, len(h[i].data), w[i].ts, w[i].key, len(w[i].data))
+				break
+			}
+		}
+	}
+}
+
+// run is one demo run recorded twice at once: archived (objects) and
+// read directly.
+type run struct {
+	dir    string
+	direct map[string][]got
+	events []archive.RecordEvent
+}
+
+// archiveDemo publishes the demo (renditions in container kind, real
+// time, one loop) on loopback QUIC; one session archives it into a
+// directory while another reads it directly.
+func archiveDemo(t *testing.T, kind catalog.ContainerKind, renditions []string, wo archive.WriteOptions, st func(archive.Store) archive.Store) run {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	bc := model.NewBroadcast("demo")
+	hold := make(chan struct{})
+	pubDone := make(chan error, 1)
+	go func() {
+		pubDone <- demo.Publish(ctx, bc, demo.Options{Renditions: renditions, Loops: 1, Realtime: true, Container: kind, Hold: hold})
+	}()
+	srv, url, pin, err := subscribe.ServeLoopback(bc, subscribe.ServerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	dial := func(objects bool) *subscribe.Session {
+		s, err := subscribe.Dial(ctx, url, subscribe.Options{TLSFingerprint: pin, Objects: objects})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	dir := t.TempDir()
+	store, err := archive.Dir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s archive.Store = store
+	if st != nil {
+		s = st(store)
+	}
+	prefix, _ := archive.BroadcastPrefix("", "demo")
+	var (
+		mu     sync.Mutex
+		events []archive.RecordEvent
+	)
+	wo.OnRecord = func(e archive.RecordEvent) {
+		mu.Lock()
+		events = append(events, e)
+		mu.Unlock()
+	}
+	archived := make(chan error, 1)
+	go func() {
+		archived <- archive.Write(ctx, s, prefix, dial(true).Broadcast("demo"), wo)
+	}()
+	directDone := make(chan map[string][]got, 1)
+	go func() { directDone <- collect(ctx, t, dial(false).Broadcast("demo")) }()
+	// Media starts once both readers subscribed every rendition.
+	cat, _ := demo.CatalogIn(renditions, kind)
+	for _, r := range cat.Renditions() {
+		for bc.CreateTrack(r.Name).Consumers() < 2 {
+			if ctx.Err() != nil {
+				t.Fatalf("the readers did not subscribe %s: %d", r.Name, bc.CreateTrack(r.Name).Consumers())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	close(hold)
+	if err := <-pubDone; err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	direct := <-directDone
+	select {
+	case err := <-archived:
+		if err != nil {
+			t.Fatalf("archive.Write: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("archive.Write did not end with the broadcast")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return run{dir: dir, direct: direct, events: events}
+}
+
+// readBack reads a whole archived broadcast back.
+func readBack(t *testing.T, dir string, o archive.ReadOptions) map[string][]got {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	st, err := archive.Dir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := archive.Open(st, "").Recording(ctx, "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := rec.Broadcast(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return collect(ctx, t, b)
+}
+
+func TestAnArchivedDemoReadsBackFrameForFrameInEveryContainer(t *testing.T) {
+	for _, c := range []struct {
+		kind       catalog.ContainerKind
+		renditions []string
+	}{
+		{catalog.ContainerLegacy, []string{"h264", "h265", "aac", "opus"}},
+		{catalog.ContainerLOC, []string{"h264", "aac"}},
+		{catalog.ContainerCMAF, []string{"h264", "aac"}},
+	} {
+		t.Run(string(c.kind), func(t *testing.T) {
+			t.Parallel()
+			r := archiveDemo(t, c.kind, c.renditions, archive.WriteOptions{}, nil)
+			for name, fs := range r.direct {
+				if len(fs) < 50 {
+					t.Fatalf("the direct reading of %s holds %d frames: the run went wrong", name, len(fs))
+				}
+			}
+			back := readBack(t, r.dir, archive.ReadOptions{})
+			compare(t, "archive", r.direct, back)
+			for name, fs := range back {
+				t.Logf("%s: %d frames read back, %d direct, %d records", name, len(fs), len(r.direct[name]), len(r.events))
+			}
+			for _, e := range r.events {
+				if e.Gap {
+					t.Errorf("a gap: %+v", e)
+				}
+			}
+		})
+	}
+}
+
+var _ = errors.New
+var _ = fmt.Sprint

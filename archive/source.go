@@ -1,0 +1,423 @@
+package archive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/moq-export/moq-export/archive/internal/layout"
+	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/subscribe"
+)
+
+// ReadOptions configure Recording.Broadcast.
+type ReadOptions struct {
+	// From and To bound the media time read (µs of the broadcast's own
+	// timestamps): video starts at the keyframe at or before From, every
+	// other track at that keyframe's time; nothing at or after To is read.
+	// 0 means the start and the end of what is held.
+	From, To int64
+	// Pace replays in real time (a live broadcast) instead of as fast as
+	// it is read.
+	Pace bool
+	// Follow keeps reading the records a concurrent writer adds, looking
+	// again every Follow, until ctx ends. 0 ends at what is stored.
+	Follow time.Duration
+	// Settle is how long the reader waits, after the first track is
+	// asked for, for the others of the same selection (default 50 ms).
+	Settle time.Duration
+	// Logger receives gaps met. Nil discards.
+	Logger *slog.Logger
+}
+
+// step is how far ahead of what the readers consumed an unpaced replay
+// writes (well inside model.MaxLag); paceStep is a paced replay's tick.
+const (
+	step     = time.Second
+	paceStep = 20 * time.Millisecond
+)
+
+// Broadcast returns the recording as a model broadcast that a recorder
+// (the export engine) or a publisher reads like a relay's: its catalog
+// track holds the catalog in effect at From, and each track asked for
+// is filled from the archive, unpacked from its container
+// (subscribe.Unpacker), from its start point on. The broadcast ends after
+// To (or the last record), unless Follow is set; cancelling ctx ends it
+// with ctx's cause.
+func (r *Recording) Broadcast(ctx context.Context, o ReadOptions) (*model.Broadcast, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Settle <= 0 {
+		o.Settle = 50 * time.Millisecond
+	}
+	if o.To <= 0 {
+		o.To = math.MaxInt64
+	}
+	cat, catFrames, err := r.Catalog(ctx, o.From)
+	if err != nil {
+		return nil, err
+	}
+	b := model.NewBroadcast(r.name)
+	f := &feeder{r: r, o: o, b: b, cat: cat, asked: make(chan struct{}, 1), tracks: map[string]*feedTrack{}}
+	// The catalog in effect at the start, as stored.
+	ct := b.CreateTrack(r.catTrack)
+	var g *model.Group
+	for _, fr := range catFrames {
+		if g == nil {
+			if g, err = ct.CreateGroup(fr.group); err != nil {
+				return nil, err
+			}
+		}
+		if err := g.WriteFrame(model.Frame{Timestamp: fr.ts, Payload: fr.payload}); err != nil {
+			return nil, err
+		}
+	}
+	if g != nil {
+		g.Close(nil)
+	}
+	f.catGroup = catFrames[0].group
+	b.HandleRequests(f.request)
+	ctx, cancel := context.WithCancelCause(ctx)
+	b.HandleClose(func(err error) { cancel(errors.New("archive: broadcast closed")) })
+	go func() {
+		err := f.run(ctx)
+		cancel(nil)
+		b.Close(err)
+	}()
+	return b, nil
+}
+
+// feeder fills a broadcast from a recording.
+type feeder struct {
+	r        *Recording
+	o        ReadOptions
+	b        *model.Broadcast
+	cat      *catalog.Catalog
+	catGroup uint64
+
+	mu     sync.Mutex
+	tracks map[string]*feedTrack
+	order  []*feedTrack
+	asked  chan struct{}
+}
+
+// feedTrack is one track being filled.
+type feedTrack struct {
+	name    string
+	video   bool
+	t       *model.Track
+	it      *frameIter
+	unpack  *subscribe.Unpacker
+	g       *model.Group
+	gseq    uint64
+	started bool // positioned at its start point
+	done    bool
+	drained chan struct{}
+	// skipBefore: frames before it are not written (µs).
+	skipBefore int64
+	after      uint64 // catalog: groups up to it were written at the start
+}
+
+func (f *feeder) request(name string) (*model.Track, error) {
+	var c *catalog.Container
+	video := false
+	found := false
+	for _, rd := range f.cat.Renditions() {
+		if rd.Name == name {
+			c, video, found = rd.Common().Container, rd.Kind == catalog.KindVideo, true
+		}
+	}
+	if !found || !f.r.Has(context.Background(), name) {
+		return nil, fmt.Errorf("%w: %q in archived broadcast %q", model.ErrNotFound, name, f.r.name)
+	}
+	u, err := subscribe.NewUnpacker(name, c)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if ft, ok := f.tracks[name]; ok {
+		return ft.t, nil
+	}
+	t := model.NewTrack(name)
+	ft := &feedTrack{name: name, video: video, t: t, unpack: u, drained: make(chan struct{}, 1)}
+	t.HandleDrained(func() {
+		select {
+		case ft.drained <- struct{}{}:
+		default:
+		}
+	})
+	f.tracks[name] = ft
+	f.order = append(f.order, ft)
+	select {
+	case f.asked <- struct{}{}:
+	default:
+	}
+	return t, nil
+}
+
+// pending returns the tracks asked for, in order.
+func (f *feeder) pending() []*feedTrack {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*feedTrack(nil), f.order...)
+}
+
+func (f *feeder) gap(track string) func(layout.Record, error) {
+	return func(rec layout.Record, err error) {
+		f.o.Logger.Warn("archive: record missing, skipped", "broadcast", f.r.name, "track", track, "record", rec.Sequence, "err", err)
+		f.mu.Lock()
+		ft := f.tracks[track]
+		f.mu.Unlock()
+		if ft != nil && rec.End.Group > rec.Start.Group {
+			ft.t.MarkLost(rec.Start.Group, rec.End.Group)
+		}
+	}
+}
+
+func (f *feeder) run(ctx context.Context) error {
+	// Wait for the first track, then a moment for the rest of the same
+	// selection.
+	select {
+	case <-f.asked:
+	case <-ctx.Done():
+		return ignoreClosed(ctx)
+	}
+	settle := time.NewTimer(f.o.Settle)
+	for waiting := true; waiting; {
+		select {
+		case <-f.asked:
+			settle.Reset(f.o.Settle)
+		case <-settle.C:
+			waiting = false
+		case <-ctx.Done():
+			return ignoreClosed(ctx)
+		}
+	}
+	// The start: the earliest keyframe at or before From of the video
+	// tracks asked for.
+	start := f.o.From
+	if f.o.From > 0 {
+		start = math.MaxInt64
+		for _, ft := range f.pending() {
+			if !ft.video {
+				continue
+			}
+			if _, key, err := f.r.seekKey(ctx, ft.name, f.o.From); err == nil {
+				start = min(start, key)
+			}
+		}
+		if start == math.MaxInt64 {
+			start = f.o.From
+		}
+	}
+	catTrack := &feedTrack{name: f.r.catTrack, t: f.b.CreateTrack(f.r.catTrack), unpack: &subscribe.Unpacker{}, after: f.catGroup, started: true, drained: make(chan struct{}, 1)}
+	var err error
+	if catTrack.it, err = f.r.frames(ctx, f.r.catTrack, f.o.From, true); err != nil {
+		return err
+	}
+	catTrack.skipBefore = math.MinInt64
+	if u, uerr := subscribe.NewUnpacker(f.r.catTrack, nil); uerr == nil {
+		catTrack.unpack = u
+	}
+	wallStart := time.Now()
+	for now := start; ; {
+		now = min(now+int64(f.step()/time.Microsecond), f.o.To)
+		if f.o.Pace {
+			due := wallStart.Add(time.Duration(now-start) * time.Microsecond)
+			if err := sleepUntil(ctx, due); err != nil {
+				return ignoreClosed(ctx)
+			}
+		}
+		tracks := append(f.pending(), catTrack)
+		live := 0
+		for _, ft := range tracks {
+			if !ft.started {
+				if err := f.position(ctx, ft, start); err != nil {
+					return err
+				}
+			}
+			if err := f.fill(ctx, ft, now); err != nil {
+				return err
+			}
+			if !ft.done && ft != catTrack {
+				live++
+			}
+		}
+		if live == 0 && f.o.Follow <= 0 {
+			return nil
+		}
+		if !f.o.Pace {
+			if err := f.waitRead(ctx, tracks); err != nil {
+				return ignoreClosed(ctx)
+			}
+		}
+		if f.o.Follow > 0 && f.starved(tracks) {
+			if err := sleepUntil(ctx, time.Now().Add(f.o.Follow)); err != nil {
+				return ignoreClosed(ctx)
+			}
+			for _, ft := range tracks {
+				if ft.it != nil {
+					ft.it.refresh()
+				}
+			}
+		}
+	}
+}
+
+func (f *feeder) step() time.Duration {
+	if f.o.Pace {
+		return paceStep
+	}
+	return step
+}
+
+// ignoreClosed is nil when the broadcast was closed by its reader, the
+// context's cause otherwise.
+func ignoreClosed(ctx context.Context) error {
+	err := context.Cause(ctx)
+	if err != nil && err.Error() == "archive: broadcast closed" {
+		return nil
+	}
+	return err
+}
+
+func sleepUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// starved reports whether a follower has read all that is stored of
+// every live track.
+func (f *feeder) starved(tracks []*feedTrack) bool {
+	for _, ft := range tracks {
+		if ft.done || ft.it == nil {
+			continue
+		}
+		if len(ft.it.buf) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// position puts a track at its start point: video at its keyframe at or
+// before start, other tracks at start.
+func (f *feeder) position(ctx context.Context, ft *feedTrack, start int64) error {
+	ft.started = true
+	var err error
+	if ft.video {
+		var key int64
+		ft.it, key, err = f.r.seekKey(ctx, ft.name, start)
+		ft.skipBefore = min(key, start)
+		if f.o.From <= 0 {
+			ft.skipBefore = math.MinInt64
+		}
+	} else {
+		ft.it, err = f.r.frames(ctx, ft.name, start-1000, true)
+		ft.skipBefore = start
+		if f.o.From <= 0 {
+			ft.skipBefore = math.MinInt64
+		}
+	}
+	if err != nil {
+		return err
+	}
+	ft.it.onGap = f.gap(ft.name)
+	return nil
+}
+
+// fill writes the track's frames before media time now.
+func (f *feeder) fill(ctx context.Context, ft *feedTrack, now int64) error {
+	if ft.done || ft.it == nil {
+		return nil
+	}
+	for {
+		fr, ok, err := ft.it.peek(ctx)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			if f.o.Follow <= 0 {
+				f.end(ft)
+			}
+			return nil
+		}
+		if fr.ts >= f.o.To {
+			f.end(ft)
+			return nil
+		}
+		if fr.ts >= now {
+			return nil
+		}
+		ft.it.next(ctx)
+		if fr.ts < ft.skipBefore || fr.group <= ft.after && ft.after > 0 {
+			continue
+		}
+		if ft.g == nil || fr.group != ft.gseq {
+			if ft.g != nil {
+				ft.g.Close(nil)
+			}
+			g, err := ft.t.CreateGroup(fr.group)
+			if err != nil {
+				if errors.Is(err, model.ErrClosed) {
+					ft.done = true
+					return nil
+				}
+				continue
+			}
+			ft.g, ft.gseq = g, fr.group
+			ft.unpack.Group()
+		}
+		err = ft.unpack.Unpack(fr.ts, fr.payload, ft.g.WriteFrame)
+		if errors.Is(err, model.ErrClosed) {
+			ft.done = true
+			return nil
+		}
+		if err != nil {
+			f.o.Logger.Warn("archive: frame not unpacked", "broadcast", f.r.name, "track", ft.name, "group", fr.group, "err", err)
+		}
+	}
+}
+
+// end finishes a track: its last group and the track.
+func (f *feeder) end(ft *feedTrack) {
+	if ft.g != nil {
+		ft.g.Close(nil)
+		ft.g = nil
+	}
+	ft.unpack.Close()
+	ft.done = true
+	ft.t.Close(nil)
+}
+
+// waitRead waits until the readers of every track have read what it holds.
+func (f *feeder) waitRead(ctx context.Context, tracks []*feedTrack) error {
+	for _, ft := range tracks {
+		for !ft.t.Drained() {
+			select {
+			case <-ft.drained:
+			case <-time.After(100 * time.Millisecond):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	return nil
+}
