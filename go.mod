@@ -19,7 +19,10 @@ require (
 )
 
 require (
+	github.com/Eyevinn/dash-mpd v0.10.0 // indirect
 	github.com/asticode/go-astikit v0.30.0 // indirect
+	github.com/barkimedes/go-deepcopy v0.0.0-20220514131651-17c30cfc62df // indirect
+	github.com/bluenviron/gohlslib/v2 v2.4.2 // indirect
 	github.com/chromedp/cdproto v0.160.1 // indirect
 	github.com/decred/dcrd/dcrec/secp256k1/v4 v4.4.1 // indirect
 	github.com/dunglas/httpsfv v1.1.1 // indirect

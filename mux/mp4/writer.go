@@ -93,6 +93,7 @@ type Writer struct {
 	dataLen     int64 // sample bytes in all fragments so far
 	buf         []byte
 	runs        []*track // the tracks with samples in the fragment being cut
+	breakNext   bool     // BreakFragment: the next sample opens a fragment
 	// keepTable is set when Close finishes the file: only then are the
 	// sample table and the fragment positions kept.
 	keepTable bool
@@ -511,7 +512,7 @@ func (w *Writer) addSample(t *track, ptsUs, dtsUs int64, key, disc bool, payload
 		t.tab.firstDTS = dts
 	}
 	relUs := rel
-	cut := !w.fragEmpty && (disc ||
+	cut := !w.fragEmpty && (disc || w.breakNext ||
 		(t == w.video && key) ||
 		(w.video == nil && relUs-w.fragStartUs >= w.opts.FragmentDuration.Microseconds()) ||
 		relUs-w.fragStartUs >= 4*w.opts.FragmentDuration.Microseconds() ||
@@ -521,6 +522,7 @@ func (w *Writer) addSample(t *track, ptsUs, dtsUs int64, key, disc bool, payload
 			return err
 		}
 	}
+	w.breakNext = false
 	if w.fragEmpty {
 		w.fragEmpty, w.fragStartUs = false, relUs
 	}
@@ -764,6 +766,16 @@ func (w *Writer) Close() error {
 	}
 	return w.finish()
 }
+
+// BreakFragment makes the next frame written start a new fragment: the
+// fragments of every frame before it are then written (in the WriteFrame
+// that takes it), each sample with its duration up to its successor. A
+// segmenter (mux/hls) cuts a CMAF segment there. Nothing happens before the
+// header is written.
+func (w *Writer) BreakFragment() { w.breakNext = w.started }
+
+// Started reports whether the header (ftyp and moov) has been written.
+func (w *Writer) Started() bool { return w.started }
 
 // Seekable reports whether Close will finish the output into a regular MP4.
 func (w *Writer) Seekable() bool { return w.opts.Path != "" }

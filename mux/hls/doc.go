@@ -1,0 +1,102 @@
+// Package hls records every rendition of a broadcast into one CMAF
+// package that HLS and DASH players read, while it is being recorded and
+// after: Writer is a mux.Muxer that writes named files through a Store (a
+// directory, an object store) instead of one io.Writer.
+//
+// # What it owns
+//
+// The package layout, where segments are cut, the playlists, the DASH
+// manifest and the package state that lets a restarted recording continue
+// the package. The CMAF itself (init segments, moof+mdat fragments, the
+// sample entries of every codec) comes from mux/mp4's fragment writer, one
+// per rendition, which the Writer cuts with mp4.Writer.BreakFragment.
+//
+// # Layout
+//
+// With the default names (Options.Playlist "index.m3u8"):
+//
+//	index.m3u8          multivariant playlist
+//	index.mpd           DASH manifest over the same segments
+//	index.state.json    what a restart reads to continue the package
+//	v0.m3u8 v0-init.mp4 v0-00001.m4s ...   video rendition 0 (v1, ... the others)
+//	a0.m3u8 a0-init.mp4 a0-00001.m4s ...   audio rendition 0
+//
+// File names never come from the network: renditions are numbered by kind
+// in the order the catalog lists them (a restart maps them back by their
+// catalog name, from the state).
+//
+// # Segments
+//
+// The leading rendition (the first video, else the first audio) cuts a
+// segment at its first keyframe at or after Options.SegmentDuration
+// (default 4 s) of media; every other rendition cuts at its first keyframe
+// (audio: its first frame) at or after that boundary, so segment n covers
+// the same time in every rendition when the publisher's keyframes align
+// (simulcast encoders usually do), and variants switch cleanly.
+// EXT-X-TARGETDURATION is the longest segment rounded, at least the target:
+// a publisher whose GOPs are longer than the target gets longer segments,
+// and the playlist says so.
+//
+// # While recording, and after
+//
+// A segment is written as a whole file once its successor's first frame
+// arrives (or at Close), then the package state, then its rendition's
+// media playlist, then the DASH manifest and the multivariant playlist:
+// through a Store whose writes are atomic (a rename, or one PUT), a player
+// or CDN reading the package live never sees a playlist naming a segment
+// that is not complete. Media playlists are EXT-X-PLAYLIST-TYPE:EVENT and
+// the MPD is dynamic while recording; Close writes the last segments and
+// turns them into a VOD (EXT-X-ENDLIST, a static MPD). The multivariant
+// playlist appears once every rendition has a segment; its BANDWIDTH is
+// the largest segment bitrate of the variant's video plus that of its
+// audio group, AVERAGE-BANDWIDTH their averages, both measured from the
+// segments written, and it is rewritten as they change.
+// EXT-X-PROGRAM-DATE-TIME maps the first segment of each run (and each
+// segment after a discontinuity) to Options.Start, the wall clock of the
+// first frame.
+//
+// # Breaks and restarts
+//
+// A discontinuity of the timeline (an outage, a publisher restart: the
+// engine's mux.Frame.Discontinuity) ends every rendition's segment at the
+// next boundary, which the leader places at its first keyframe after the
+// break; the segments after it carry EXT-X-DISCONTINUITY and a new
+// EXT-X-PROGRAM-DATE-TIME, and the MPD starts a new Period. A follower's
+// frames between its own break and that boundary are dropped (counted in
+// Stats), so no segment spans the gap.
+//
+// A killed recording leaves a package that plays up to its last complete
+// segment: every file was written whole. A Writer over a Store that holds
+// a package (its state file) continues it: segment numbers go on, the
+// first new segment of each rendition is a discontinuity, the timeline
+// goes on 100 ms after the earlier media, and an init segment is written
+// again (v0-init-2.mp4, its own EXT-X-MAP) only when the configuration
+// changed.
+//
+// # Codecs
+//
+// H.264 (avc1), H.265 (hvc1), AV1, VP9, AAC, Opus, FLAC, AC-3 and E-AC-3,
+// in CMAF as mux/mp4 writes them; the CODECS strings come from gohlslib's
+// codecparams over the init segment read back with mediacommon. VP8, MP3,
+// MP2 and PCM are refused by Supports (HLS and browsers' MSE do not take
+// them in fMP4). Tracks can be added until the first frame; a later one is
+// refused with mux.ErrLateTrack.
+//
+// # Timestamps
+//
+// Every rendition is rebased onto one package timeline (the first frame at
+// 0, or the end of the earlier runs): CMAF segments of different
+// renditions of one time carry the same decode times. H.264/H.265 keep
+// mux/mp4's decode delay and edit list (ffmpeg applies it, the MPD's
+// presentationTimeOffset too); hls.js ignores edit lists, so it presents
+// such video that delay (the catalog jitter, else 100 ms) late.
+//
+// # What comes from libraries and what is written here
+//
+// gohlslib's pkg/playlist writes the playlists (its Muxer is a live
+// sliding-window server that deletes segments, not a recorder) and
+// pkg/codecparams the CODECS strings; Eyevinn's dash-mpd the MPD's XML.
+// Written here: where to cut, the package state and the restart, and the
+// one thing gohlslib's Media cannot say, an EXT-X-MAP that changes after a
+// restart. No Go DASH packager exists.
+package hls

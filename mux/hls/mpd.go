@@ -1,0 +1,158 @@
+package hls
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/Eyevinn/dash-mpd/mpd"
+)
+
+// ticksOf converts µs to ticks of timescale ts, rounded as mux/mp4 does.
+func ticksOf(us int64, ts uint32) int64 {
+	if us >= 0 {
+		return (us*int64(ts) + 500_000) / 1_000_000
+	}
+	return -((-us*int64(ts) + 500_000) / 1_000_000)
+}
+
+// mpd is the DASH manifest over the same segments: one Period per run of
+// the timeline without a break (a discontinuity or a restart starts the
+// next), per Period an AdaptationSet per kind and codec, a Representation
+// per rendition with a SegmentTemplate ($Number$) and its SegmentTimeline.
+// While recording it is dynamic (players poll it); when final, static.
+func (w *Writer) mpd(final bool) ([]byte, error) {
+	m := &mpd.MPD{
+		XMLNs:         "urn:mpeg:dash:schema:mpd:2011",
+		Profiles:      "urn:mpeg:dash:profile:isoff-live:2011",
+		MinBufferTime: mpd.Seconds2DurPtr(2),
+	}
+	var end int64
+	for _, rs := range w.st.Renditions {
+		if n := len(rs.Segments); n > 0 {
+			end = max(end, rs.Segments[n-1].end())
+		}
+	}
+	if final {
+		static := "static"
+		m.Type = &static
+		d := mpd.Duration(time.Duration(end) * time.Microsecond)
+		m.MediaPresentationDuration = &d
+	} else {
+		dyn := "dynamic"
+		m.Type = &dyn
+		m.AvailabilityStartTime = dateTime(w.runWall.Add(-time.Duration(w.runStart) * time.Microsecond))
+		m.PublishTime = dateTime(w.opts.Now())
+		m.MinimumUpdatePeriod = mpd.Seconds2DurPtrFloat64(w.opts.SegmentDuration.Seconds())
+		m.MaxSegmentDuration = mpd.Seconds2DurPtrFloat64(2 * w.opts.SegmentDuration.Seconds())
+	}
+	// Periods: the k-th run of segments without a break, in each rendition.
+	type run struct{ segs []segmentState }
+	var periods [][]*run // [period][rendition]
+	for i, rs := range w.st.Renditions {
+		k := -1
+		for j, s := range rs.Segments {
+			if j == 0 || s.Disc {
+				k++
+			}
+			for len(periods) <= k {
+				periods = append(periods, make([]*run, len(w.st.Renditions)))
+			}
+			if periods[k][i] == nil {
+				periods[k][i] = &run{}
+			}
+			periods[k][i].segs = append(periods[k][i].segs, s)
+		}
+	}
+	for k, runs := range periods {
+		start := int64(math.MaxInt64)
+		for _, r := range runs {
+			if r != nil {
+				start = min(start, r.segs[0].Start)
+			}
+		}
+		p := &mpd.Period{Id: "p" + strconv.Itoa(k)}
+		ps := mpd.Duration(time.Duration(start) * time.Microsecond)
+		p.Start = &ps
+		sets := map[string]*mpd.AdaptationSetType{}
+		for i, r := range runs {
+			if r == nil {
+				continue
+			}
+			rs := w.st.Renditions[i]
+			key := rs.Kind + "/" + rs.Codecs
+			if rs.Kind == "audio" {
+				key += "/" + rs.ID // each audio rendition is a choice, not a switch
+			}
+			as := sets[key]
+			if as == nil {
+				id := uint32(len(p.AdaptationSets))
+				as = &mpd.AdaptationSetType{Id: &id, SegmentAlignment: true}
+				as.ContentType = mpd.RFC6838ContentTypeType(rs.Kind)
+				as.MimeType = rs.Kind + "/mp4"
+				as.StartWithSAP = 1
+				if rs.Kind == "audio" {
+					as.Labels = []*mpd.LabelType{{Value: rs.Name}}
+				}
+				sets[key] = as
+				p.AdaptationSets = append(p.AdaptationSets, as)
+			}
+			peak, _ := rates(rs)
+			rep := &mpd.RepresentationType{Id: rs.ID, Bandwidth: uint32(min(max(peak, 1), math.MaxUint32))}
+			rep.Codecs = rs.Codecs
+			if rs.Kind == "video" {
+				rep.Width, rep.Height = uint32(rs.Width), uint32(rs.Height)
+				if rs.Framerate > 0 {
+					rep.FrameRate = mpd.FrameRateType(strconv.FormatFloat(math.Round(rs.Framerate*1000)/1000, 'f', -1, 64))
+				}
+			} else if rs.Rate > 0 {
+				sr := mpd.UIntVectorType(strconv.Itoa(rs.Rate))
+				rep.AudioSamplingRate = &sr
+				if rs.Channels > 0 {
+					rep.AudioChannelConfigurations = []*mpd.DescriptorType{{SchemeIdUri: "urn:mpeg:dash:23003:3:audio_channel_configuration:2011", Value: strconv.Itoa(rs.Channels)}}
+				}
+			}
+			ts := rs.Timescale
+			if ts == 0 {
+				ts = 1000
+			}
+			st := &mpd.SegmentTemplateType{
+				Media:          "$RepresentationID$-$Number%05d$.m4s",
+				Initialization: rs.Inits[r.segs[0].Init],
+			}
+			startNum := uint32(r.segs[0].Num)
+			st.StartNumber = &startNum
+			st.Timescale = &ts
+			pto := uint64(max(ticksOf(start, ts)+rs.Delay, 0))
+			st.PresentationTimeOffset = &pto
+			tl := &mpd.SegmentTimelineType{}
+			var prevEnd int64 = -1
+			for _, s := range r.segs {
+				t0 := ticksOf(s.Start, ts) + rs.Delay
+				d := uint64(max(ticksOf(s.end(), ts)-ticksOf(s.Start, ts), 1))
+				if n := len(tl.S); n > 0 && t0 == prevEnd && tl.S[n-1].D == d {
+					tl.S[n-1].R++
+				} else {
+					t := uint64(max(t0, 0))
+					tl.S = append(tl.S, &mpd.S{T: &t, D: d})
+				}
+				prevEnd = t0 + int64(d)
+			}
+			st.SegmentTimeline = tl
+			rep.SegmentTemplate = st
+			as.Representations = append(as.Representations, rep)
+		}
+		m.Periods = append(m.Periods, p)
+	}
+	out, err := m.WriteToString("  ", true)
+	if err != nil {
+		return nil, fmt.Errorf("hls: DASH manifest: %w", err)
+	}
+	return []byte(out), nil
+}
+
+// dateTime formats t as an xs:dateTime in UTC.
+func dateTime(t time.Time) mpd.DateTime {
+	return mpd.DateTime(t.UTC().Format("2006-01-02T15:04:05.000Z"))
+}

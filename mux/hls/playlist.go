@@ -1,0 +1,310 @@
+package hls
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	hlscodecs "github.com/bluenviron/gohlslib/v2/pkg/codecs"
+	"github.com/bluenviron/gohlslib/v2/pkg/codecparams"
+	"github.com/bluenviron/gohlslib/v2/pkg/playlist"
+	"github.com/bluenviron/mediacommon/v2/pkg/codecs/h264"
+	"github.com/bluenviron/mediacommon/v2/pkg/codecs/h265"
+	"github.com/bluenviron/mediacommon/v2/pkg/formats/fmp4"
+	"github.com/bluenviron/mediacommon/v2/pkg/formats/mp4/codecs"
+)
+
+// hlsVersion is the EXT-X-VERSION of every playlist: 7 for EXT-X-MAP in
+// a playlist without I-frames only, fMP4 segments and EXT-X-GAP-free
+// EXT-X-DISCONTINUITY.
+const hlsVersion = 7
+
+// initInfo is what a rendition's init segment says about it.
+type initInfo struct {
+	codecs        string
+	timescale     uint32
+	delay         int64 // the edit list's media_time: the B-frame delay
+	width, height int
+}
+
+// describeInit reads an init segment back (mediacommon's fmp4.Init): the
+// RFC 6381 codec string (gohlslib's codecparams), the timescale, the edit
+// list's delay and, for H.264/H.265, the picture size.
+func describeInit(init []byte) (initInfo, error) {
+	var in fmp4.Init
+	if err := in.Unmarshal(bytes.NewReader(init)); err != nil {
+		return initInfo{}, err
+	}
+	if len(in.Tracks) != 1 {
+		return initInfo{}, fmt.Errorf("%d tracks in an init segment of one rendition", len(in.Tracks))
+	}
+	t := in.Tracks[0]
+	info := initInfo{timescale: t.TimeScale, delay: elstMediaTime(init)}
+	var hc hlscodecs.Codec
+	switch c := t.Codec.(type) {
+	case *codecs.H264:
+		hc = &hlscodecs.H264{SPS: c.SPS, PPS: c.PPS}
+		var sps h264.SPS
+		if sps.Unmarshal(c.SPS) == nil {
+			info.width, info.height = sps.Width(), sps.Height()
+		}
+	case *codecs.H265:
+		hc = &hlscodecs.H265{VPS: c.VPS, SPS: c.SPS, PPS: c.PPS}
+		var sps h265.SPS
+		if sps.Unmarshal(c.SPS) == nil {
+			info.width, info.height = sps.Width(), sps.Height()
+		}
+	case *codecs.AV1:
+		hc = &hlscodecs.AV1{SequenceHeader: c.SequenceHeader}
+	case *codecs.VP9:
+		hc = &hlscodecs.VP9{Width: c.Width, Height: c.Height, Profile: c.Profile, BitDepth: c.BitDepth, ChromaSubsampling: c.ChromaSubsampling, ColorRange: c.ColorRange}
+		info.width, info.height = c.Width, c.Height
+	case *codecs.MPEG4Audio:
+		hc = &hlscodecs.MPEG4Audio{Config: c.Config}
+	case *codecs.Opus:
+		hc = &hlscodecs.Opus{ChannelCount: c.ChannelCount}
+	case *codecs.FLAC:
+		hc = &hlscodecs.FLAC{StreamInfo: c.StreamInfo}
+	case *codecs.AC3:
+		info.codecs = "ac-3"
+	case *codecs.EAC3:
+		info.codecs = "ec-3"
+	}
+	if hc != nil {
+		info.codecs = codecparams.Marshal(hc)
+	}
+	if info.codecs == "" {
+		return info, fmt.Errorf("no codec string for %T", t.Codec)
+	}
+	return info, nil
+}
+
+// elstMediaTime returns the media_time of the first edit in b (an init
+// segment with one track), 0 without one.
+func elstMediaTime(b []byte) int64 {
+	i := bytes.Index(b, []byte("elst"))
+	if i < 4 || i+12 > len(b) {
+		return 0
+	}
+	p := b[i+4:]
+	version := p[0]
+	if binary.BigEndian.Uint32(p[4:]) == 0 {
+		return 0
+	}
+	if version == 1 && len(p) >= 24 {
+		return max(int64(binary.BigEndian.Uint64(p[16:])), 0)
+	}
+	if len(p) >= 16 {
+		return max(int64(int32(binary.BigEndian.Uint32(p[12:]))), 0)
+	}
+	return 0
+}
+
+// targetDuration is the EXT-X-TARGETDURATION of a rendition: its longest
+// segment, rounded as the spec rounds EXTINF, and at least the target.
+func (w *Writer) targetDuration(rs *renditionState) int {
+	d := w.opts.SegmentDuration.Seconds()
+	for _, s := range rs.Segments {
+		d = max(d, float64(s.Dur)/1e6)
+	}
+	return max(int(math.Round(d)), 1)
+}
+
+// mediaPlaylist is the media playlist of one rendition: EVENT while
+// recording, VOD with ENDLIST when final.
+func (w *Writer) mediaPlaylist(rs *renditionState, final bool) ([]byte, error) {
+	typ := playlist.MediaPlaylistTypeEvent
+	if final {
+		typ = playlist.MediaPlaylistTypeVOD
+	}
+	segs := rs.Segments
+	m := playlist.Media{
+		Version:             hlsVersion,
+		IndependentSegments: true,
+		TargetDuration:      w.targetDuration(rs),
+		MediaSequence:       segs[0].Num,
+		PlaylistType:        &typ,
+		Map:                 &playlist.MediaMap{URI: rs.Inits[segs[0].Init]},
+		Endlist:             final,
+	}
+	for i, s := range segs {
+		ms := &playlist.MediaSegment{Duration: time.Duration(s.Dur) * time.Microsecond, URI: s.URI, Discontinuity: s.Disc && i > 0}
+		if i == 0 || s.Disc {
+			d := s.Date
+			ms.DateTime = &d
+		}
+		m.Segments = append(m.Segments, ms)
+	}
+	b, err := m.Marshal()
+	if err != nil {
+		return nil, fmt.Errorf("hls: media playlist %s: %w", rs.ID, err)
+	}
+	// A segment whose init differs from the one before it (a restart whose
+	// codec configuration changed) gets its own EXT-X-MAP, which
+	// gohlslib's Media (one Map) does not write: after the URI line of the
+	// segment before it.
+	for i := 1; i < len(segs); i++ {
+		if segs[i].Init == segs[i-1].Init {
+			continue
+		}
+		line := "\n" + segs[i-1].URI + "\n"
+		at := bytes.Index(b, []byte(line))
+		if at < 0 {
+			continue
+		}
+		at += len(line)
+		tag := "#EXT-X-MAP:URI=\"" + rs.Inits[segs[i].Init] + "\"\n"
+		b = slices.Insert(b, at, []byte(tag)...)
+	}
+	return b, nil
+}
+
+// rates returns the largest and the average bitrate of a rendition's
+// segments, in bits per second.
+func rates(rs *renditionState) (peak, avg int) {
+	var bytes, dur int64
+	for _, s := range rs.Segments {
+		if s.Dur <= 0 {
+			continue
+		}
+		// A short last segment measures its container overhead more than
+		// its media: the peak is taken over segments of at least a second.
+		if bps := int(float64(s.Bytes*8) / (float64(s.Dur) / 1e6)); bps > peak && (s.Dur >= 1e6 || len(rs.Segments) == 1) {
+			peak = bps
+		}
+		bytes += s.Bytes
+		dur += s.Dur
+	}
+	if dur > 0 {
+		avg = int(float64(bytes*8) / (float64(dur) / 1e6))
+	}
+	return max(peak, avg), avg
+}
+
+// quoted makes a catalog name fit a quoted-string attribute.
+func quoted(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r == '"' || r == '\n' || r == '\r' || r < 0x20 {
+			return '_'
+		}
+		return r
+	}, s)
+	if s == "" {
+		return "_"
+	}
+	return s
+}
+
+// multivariant is the multivariant playlist: every video rendition as a
+// variant, once per group of audio renditions of one codec (EXT-X-MEDIA);
+// without video, every audio rendition as a variant. key is what decides
+// whether it changed.
+func (w *Writer) multivariant() ([]byte, string, error) {
+	var video, audio []*renditionState
+	for _, rs := range w.st.Renditions {
+		if len(rs.Segments) == 0 {
+			continue
+		}
+		if rs.Kind == "video" {
+			video = append(video, rs)
+		} else {
+			audio = append(audio, rs)
+		}
+	}
+	m := playlist.Multivariant{Version: hlsVersion, IndependentSegments: true}
+	type group struct {
+		id     string
+		codecs string
+		peak   int
+		avg    int
+	}
+	var groups []*group
+	byCodec := map[string]*group{}
+	for _, rs := range audio {
+		g := byCodec[rs.Codecs]
+		if g == nil {
+			g = &group{id: "audio-" + strings.ReplaceAll(rs.Codecs, ".", "-"), codecs: rs.Codecs}
+			byCodec[rs.Codecs] = g
+			groups = append(groups, g)
+		}
+		peak, avg := rates(rs)
+		g.peak, g.avg = max(g.peak, peak), max(g.avg, avg)
+		r := &playlist.MultivariantRendition{
+			Type: playlist.MultivariantRenditionTypeAudio, GroupID: g.id, Name: quoted(rs.Name),
+			Autoselect: true, Default: countIn(audio, rs.Codecs, rs) == 0,
+		}
+		if rs.Channels > 0 {
+			ch := strconv.Itoa(rs.Channels)
+			r.Channels = &ch
+		}
+		uri := rs.ID + ".m3u8"
+		r.URI = &uri
+		if len(video) > 0 {
+			m.Renditions = append(m.Renditions, r)
+		}
+	}
+	variant := func(rs *renditionState, g *group) *playlist.MultivariantVariant {
+		peak, avg := rates(rs)
+		v := &playlist.MultivariantVariant{URI: rs.ID + ".m3u8", Codecs: []string{rs.Codecs}}
+		if g != nil {
+			peak, avg = peak+g.peak, avg+g.avg
+			v.Codecs = append(v.Codecs, g.codecs)
+			v.Audio = g.id
+		}
+		v.Bandwidth = max(peak, 1)
+		a := max(avg, 1)
+		v.AverageBandwidth = &a
+		if rs.Width > 0 && rs.Height > 0 {
+			v.Resolution = fmt.Sprintf("%dx%d", rs.Width, rs.Height)
+		}
+		if rs.Framerate > 0 {
+			fr := math.Round(rs.Framerate*1000) / 1000
+			v.FrameRate = &fr
+		}
+		return v
+	}
+	switch {
+	case len(video) > 0 && len(groups) == 0:
+		for _, rs := range video {
+			m.Variants = append(m.Variants, variant(rs, nil))
+		}
+	case len(video) > 0:
+		for _, g := range groups {
+			for _, rs := range video {
+				m.Variants = append(m.Variants, variant(rs, g))
+			}
+		}
+	default:
+		for _, rs := range audio {
+			m.Variants = append(m.Variants, variant(rs, nil))
+		}
+	}
+	if len(m.Variants) == 0 {
+		return nil, "", fmt.Errorf("hls: no rendition has a segment")
+	}
+	b, err := m.Marshal()
+	if err != nil {
+		return nil, "", fmt.Errorf("hls: multivariant playlist: %w", err)
+	}
+	return b, string(b), nil
+}
+
+// countIn counts the audio renditions of codec before rs (the first of a
+// group is its DEFAULT).
+func countIn(audio []*renditionState, codec string, rs *renditionState) int {
+	n := 0
+	for _, a := range audio {
+		if a == rs {
+			return n
+		}
+		if a.Codecs == codec {
+			n++
+		}
+	}
+	return n
+}

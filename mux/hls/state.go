@@ -1,0 +1,76 @@
+package hls
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+)
+
+// stateVersion is the version of the state file's layout.
+const stateVersion = 1
+
+// state is what the package directory says of itself: enough to rewrite
+// every playlist and the MPD after a restart. It is written (atomically)
+// after each segment and before the playlists that name it, so it never
+// names a segment that is not there.
+type state struct {
+	Version    int               `json:"version"`
+	Renditions []*renditionState `json:"renditions"`
+}
+
+type renditionState struct {
+	ID        string         `json:"id"`   // file name prefix: v0, a1, ...
+	Name      string         `json:"name"` // the catalog's track name
+	Kind      string         `json:"kind"` // video or audio
+	Codecs    string         `json:"codecs"`
+	Width     int            `json:"width,omitempty"`
+	Height    int            `json:"height,omitempty"`
+	Framerate float64        `json:"framerate,omitempty"`
+	Rate      int            `json:"sample_rate,omitempty"`
+	Channels  int            `json:"channels,omitempty"`
+	Timescale uint32         `json:"timescale"`
+	Delay     int64          `json:"delay_ticks,omitempty"` // the edit list's media time (B-frame delay)
+	Inits     []string       `json:"inits"`                 // init segment names, by generation
+	Segments  []segmentState `json:"segments"`
+}
+
+// segmentState is one complete media segment.
+type segmentState struct {
+	Num   int       `json:"n"`
+	URI   string    `json:"uri"`
+	Init  int       `json:"init"`  // index into Inits
+	Start int64     `json:"start"` // µs on the package's timeline
+	Dur   int64     `json:"dur"`   // µs
+	Bytes int64     `json:"bytes"`
+	Disc  bool      `json:"disc,omitempty"` // the timeline breaks before it
+	Date  time.Time `json:"date"`           // wall clock of Start
+}
+
+// end is where the segment's media ends on the package's timeline.
+func (s segmentState) end() int64 { return s.Start + s.Dur }
+
+// loadState reads the state of an existing package; nil, nil when there
+// is none.
+func loadState(st Store, name string) (*state, error) {
+	b, err := st.ReadFile(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("hls: reading the package state %s: %w", name, err)
+	}
+	var s state
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("hls: the package state %s is damaged (%v): %w", name, err, ErrBadState)
+	}
+	if s.Version != stateVersion {
+		return nil, fmt.Errorf("hls: the package state %s has version %d, not %d: %w", name, s.Version, stateVersion, ErrBadState)
+	}
+	return &s, nil
+}
+
+// ErrBadState means an existing package's state file cannot be read, so
+// the package cannot be continued.
+var ErrBadState = errors.New("package state unreadable")

@@ -1,0 +1,634 @@
+package hls
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/moq-export/moq-export/mux"
+	"github.com/moq-export/moq-export/mux/mp4"
+)
+
+// Store is where a package's files go: a directory, an object store. Both
+// calls take the whole file.
+type Store interface {
+	// WriteFile stores a complete file atomically: a reader sees the old
+	// content or the new one, never a part (rename on a file system, one
+	// PUT on an object store). Files are written in the order a player
+	// needs them (a segment before the playlist that names it).
+	WriteFile(name string, data []byte) error
+	// ReadFile returns a file written before (the package state, when a
+	// recording continues a package); an error wrapping fs.ErrNotExist
+	// when there is none.
+	ReadFile(name string) ([]byte, error)
+}
+
+// Options configures a Writer.
+type Options struct {
+	// Store receives the files. Required.
+	Store Store
+	// Playlist is the name of the multivariant playlist (default
+	// "index.m3u8"); the DASH manifest is the same name ending in .mpd,
+	// the package state the same name ending in .state.json.
+	Playlist string
+	// SegmentDuration is the target length of a segment: a segment is cut
+	// at the first keyframe of the leading video at or after it (default
+	// 4s).
+	SegmentDuration time.Duration
+	// Start is the wall-clock time of the first frame, for
+	// EXT-X-PROGRAM-DATE-TIME and the MPD's availabilityStartTime; zero:
+	// Now() when the first frame arrives.
+	Start time.Time
+	// Now is the wall clock (default time.Now).
+	Now func() time.Time
+	// Logger receives warnings; nil discards them.
+	Logger *slog.Logger
+}
+
+// DefaultSegmentDuration is the default Options.SegmentDuration.
+const DefaultSegmentDuration = 4 * time.Second
+
+// Counters details what a Writer did.
+type Counters struct {
+	mux.Stats
+	// Segments counts the media segments written, over all renditions.
+	Segments int
+	// Continued is true when the Writer continued a package it found.
+	Continued bool
+}
+
+// Writer is the HLS/DASH mux.Muxer. Create it with NewWriter.
+type Writer struct {
+	opts Options
+	log  *slog.Logger
+
+	rends []*rendition
+	byID  map[int]*rendition
+
+	st        *state // the package as stored (with earlier runs' segments)
+	loaded    bool
+	started   bool
+	origin    int64     // µs subtracted from frame timestamps
+	runWall   time.Time // wall clock of runStart
+	runStart  int64     // package µs of this run's first frame
+	resumeEnd int64     // package µs where the earlier runs ended
+	firstRun  bool      // no segment before this run
+
+	// boundary is the start (package µs) of the newest segment of the
+	// leading rendition; nextSeg its index; discNext marks the next
+	// boundary as a break of the timeline.
+	boundary int64
+	nextSeg  int
+	discNext bool
+
+	dropped  int64 // frames of followers waiting out a discontinuity
+	mvKey    string // what the multivariant playlist last said
+	err      error
+	closed   bool
+	segments int
+}
+
+// rendition is one track: its CMAF writer and segments.
+type rendition struct {
+	t   mux.Track
+	rs  *renditionState
+	mw  *mp4.Writer
+	out *sink
+
+	initDone bool
+	initGen  int // index into rs.Inits for this run
+
+	// The segment being built: its number, start (package µs), whether it
+	// has a frame, the newest presentation time in it.
+	cur struct {
+		num    int
+		start  int64
+		has    bool
+		maxPTS int64
+		disc   bool
+	}
+	// breakAt is the boundary this rendition cuts at next (followers).
+	breakAt    int64
+	breakDisc  bool
+	breakArmed bool
+	discWait   bool // a discontinuity of its own: wait for the next boundary
+	discCarry  bool // frames dropped while waiting: the next one breaks the timeline
+	lastPTS    int64
+	minGap     int64
+	removed    bool
+}
+
+// sink collects what the CMAF writer writes.
+type sink struct{ b []byte }
+
+func (s *sink) Write(p []byte) (int, error) { s.b = append(s.b, p...); return len(p), nil }
+
+// NewWriter returns a Writer that stores a package through opts.Store.
+func NewWriter(opts Options) *Writer {
+	if opts.Playlist == "" {
+		opts.Playlist = "index.m3u8"
+	}
+	if opts.SegmentDuration <= 0 {
+		opts.SegmentDuration = DefaultSegmentDuration
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Writer{opts: opts, log: log, byID: map[int]*rendition{}}
+}
+
+func (w *Writer) base() string { return strings.TrimSuffix(w.opts.Playlist, path.Ext(w.opts.Playlist)) }
+
+// MPDName is the name of the DASH manifest.
+func (w *Writer) MPDName() string { return w.base() + ".mpd" }
+
+func (w *Writer) stateName() string { return w.base() + ".state.json" }
+
+// fail makes err sticky.
+func (w *Writer) fail(err error) error {
+	if w.err == nil {
+		w.err = err
+	}
+	return w.err
+}
+
+// load reads the state of an existing package once.
+func (w *Writer) load() error {
+	if w.loaded {
+		return nil
+	}
+	w.loaded = true
+	if w.opts.Store == nil {
+		return w.fail(errors.New("hls: Options.Store is nil"))
+	}
+	st, err := loadState(w.opts.Store, w.stateName())
+	if err != nil {
+		return w.fail(err)
+	}
+	if st == nil {
+		st = &state{Version: stateVersion}
+	}
+	w.st = st
+	w.firstRun = true
+	for _, rs := range st.Renditions {
+		if n := len(rs.Segments); n > 0 {
+			w.firstRun = false
+			w.resumeEnd = max(w.resumeEnd, rs.Segments[n-1].end())
+		}
+	}
+	return nil
+}
+
+// AddTrack adds a rendition. Tracks can be added until the first frame;
+// later ones are refused with mux.ErrLateTrack (the multivariant playlist
+// players read first would not list them).
+func (w *Writer) AddTrack(t mux.Track) error {
+	if w.closed {
+		return mux.ErrClosed
+	}
+	if w.err != nil {
+		return w.err
+	}
+	if err := Supports(t); err != nil {
+		return err
+	}
+	if w.started {
+		return fmt.Errorf("hls: track %d (%s): %w", t.ID, t.Codec, mux.ErrLateTrack)
+	}
+	if _, dup := w.byID[t.ID]; dup {
+		return fmt.Errorf("hls: track %d added twice", t.ID)
+	}
+	if err := w.load(); err != nil {
+		return err
+	}
+	if t.Kind == 0 {
+		t.Kind = mux.CodecKind(mux.CodecFamily(t.Codec))
+	}
+	r := &rendition{t: t, out: &sink{}}
+	for _, rs := range w.st.Renditions {
+		if rs.Name == t.Name && rs.Kind == t.Kind.String() && !w.taken(rs) {
+			r.rs = rs
+		}
+	}
+	if r.rs == nil {
+		prefix := "v"
+		if t.Kind == mux.Audio {
+			prefix = "a"
+		}
+		n := 0
+		for _, rs := range w.st.Renditions {
+			if rs.Kind == t.Kind.String() {
+				n++
+			}
+		}
+		r.rs = &renditionState{ID: fmt.Sprintf("%s%d", prefix, n), Name: t.Name, Kind: t.Kind.String()}
+		w.st.Renditions = append(w.st.Renditions, r.rs)
+	}
+	r.rs.Width, r.rs.Height, r.rs.Framerate = t.Width, t.Height, t.Framerate
+	r.rs.Rate, r.rs.Channels = t.SampleRate, t.Channels
+	// Timestamps stay as given: the Writer rebases every rendition onto
+	// one package timeline itself. The fragment length bounds audio
+	// fragments; segment cuts come from BreakFragment.
+	r.mw = mp4.NewWriter(r.out, mp4.Options{KeepTimestamps: true, Logger: w.opts.Logger, FragmentDuration: w.opts.SegmentDuration})
+	if err := r.mw.AddTrack(t); err != nil {
+		return fmt.Errorf("hls: %w", err)
+	}
+	w.rends = append(w.rends, r)
+	w.byID[t.ID] = r
+	return nil
+}
+
+// taken reports whether a rendition of this run already continues rs.
+func (w *Writer) taken(rs *renditionState) bool {
+	for _, r := range w.rends {
+		if r.rs == rs {
+			return true
+		}
+	}
+	return false
+}
+
+// RemoveTrack ends a rendition: its last segment is written, and its
+// playlist stays as it is.
+func (w *Writer) RemoveTrack(id int) error {
+	if w.closed {
+		return mux.ErrClosed
+	}
+	r, ok := w.byID[id]
+	if !ok || r.removed {
+		return fmt.Errorf("hls: remove track %d: %w", id, mux.ErrUnknownTrack)
+	}
+	r.removed = true
+	if !w.started {
+		return nil
+	}
+	if err := r.mw.Close(); err != nil {
+		return w.fail(fmt.Errorf("hls: %s: %w", r.rs.ID, err))
+	}
+	return w.finishSegment(r, 0, false, true)
+}
+
+// leader is the rendition whose keyframes place the segment boundaries:
+// the first video still recorded, else the first audio.
+func (w *Writer) leader() *rendition {
+	for _, k := range []mux.Kind{mux.Video, mux.Audio} {
+		for _, r := range w.rends {
+			if r.t.Kind == k && !r.removed {
+				return r
+			}
+		}
+	}
+	return nil
+}
+
+// WriteFrame adds one frame (see mux.Muxer).
+func (w *Writer) WriteFrame(f mux.Frame) error {
+	if w.closed {
+		return mux.ErrClosed
+	}
+	if w.err != nil {
+		return w.err
+	}
+	r, ok := w.byID[f.TrackID]
+	if !ok || r.removed {
+		return fmt.Errorf("hls: frame for track %d: %w", f.TrackID, mux.ErrUnknownTrack)
+	}
+	if !w.started {
+		if err := w.start(f); err != nil {
+			return err
+		}
+	}
+	rel := f.Timestamp - w.origin
+	key := f.Keyframe || r.t.Kind == mux.Audio
+	lead := r == w.leader()
+	if f.Discontinuity {
+		switch {
+		case lead:
+			w.discNext = true
+		case r.breakArmed && r.breakDisc:
+			// The leader placed the boundary after this break already.
+			r.discWait = true
+		default:
+			w.discNext = true
+			r.discWait = true
+		}
+	}
+	cut := false
+	switch {
+	case lead:
+		due := rel-w.boundary >= w.opts.SegmentDuration.Microseconds()-500
+		if key && r.cur.has && (due || w.discNext) {
+			w.boundary = rel
+			w.nextSeg++
+			for _, o := range w.rends {
+				if o != r && !o.removed {
+					o.breakAt, o.breakDisc, o.breakArmed = rel, w.discNext, true
+				}
+			}
+			r.breakDisc = w.discNext
+			w.discNext = false
+			cut = true
+		}
+	case r.breakArmed && key && rel >= r.breakAt:
+		cut = r.cur.has
+		r.breakArmed = false
+		r.discWait = false
+		if !cut {
+			r.cur.disc = r.cur.disc || r.breakDisc
+		}
+	case r.discWait:
+		// A follower's frames after its own break of the timeline wait for
+		// the boundary the leader places after it.
+		r.discCarry = true
+		w.dropped++
+		return nil
+	}
+	disc := f.Discontinuity || r.discCarry
+	r.discCarry = false
+	before := r.mw.Stats()
+	if cut {
+		r.mw.BreakFragment()
+	}
+	if err := r.mw.WriteFrame(mux.Frame{TrackID: f.TrackID, Timestamp: rel, Keyframe: f.Keyframe, Discontinuity: disc, Payload: f.Payload}); err != nil {
+		return w.fail(fmt.Errorf("hls: %s: %w", r.rs.ID, err))
+	}
+	if err := w.takeInit(r); err != nil {
+		return err
+	}
+	written := r.mw.Stats().Frames > before.Frames
+	if cut {
+		if err := w.finishSegment(r, rel, r.breakDisc, false); err != nil {
+			return err
+		}
+		r.cur.disc = r.breakDisc
+	}
+	if !written {
+		return nil
+	}
+	if !r.cur.has {
+		r.cur.has, r.cur.start, r.cur.maxPTS = true, rel, rel
+		r.cur.num = r.nextNum()
+	}
+	if g := rel - r.lastPTS; g > 0 && (r.minGap == 0 || g < r.minGap) && !disc {
+		r.minGap = g
+	}
+	r.lastPTS = rel
+	r.cur.maxPTS = max(r.cur.maxPTS, rel)
+	return nil
+}
+
+// nextNum is the number of the rendition's next segment.
+func (r *rendition) nextNum() int {
+	if n := len(r.rs.Segments); n > 0 {
+		return r.rs.Segments[n-1].Num + 1
+	}
+	return 1
+}
+
+// start begins the run at its first frame: the package timeline continues
+// where an earlier run ended, with a discontinuity.
+func (w *Writer) start(f mux.Frame) error {
+	w.started = true
+	if err := w.load(); err != nil {
+		return err
+	}
+	w.runStart = w.resumeEnd
+	if !w.firstRun {
+		// Leave a frame's room after the earlier media.
+		w.runStart += 100_000
+	}
+	w.origin = f.Timestamp - w.runStart
+	w.boundary = w.runStart
+	w.runWall = w.opts.Start
+	if w.runWall.IsZero() {
+		w.runWall = w.opts.Now()
+	}
+	w.discNext = false
+	for _, r := range w.rends {
+		r.cur.disc = !w.firstRun
+		r.lastPTS = w.runStart
+	}
+	if !w.firstRun {
+		w.log.Info("hls: continuing the package found, after a discontinuity", "playlist", w.opts.Playlist)
+	}
+	return nil
+}
+
+// takeInit stores the rendition's init segment (ftyp and moov) once the
+// CMAF writer wrote it: a new generation only when it differs from the
+// last one stored.
+func (w *Writer) takeInit(r *rendition) error {
+	if r.initDone || !r.mw.Started() {
+		return nil
+	}
+	n := initLen(r.out.b)
+	if n == 0 {
+		return nil
+	}
+	init := append([]byte(nil), r.out.b[:n]...)
+	r.out.b = r.out.b[:copy(r.out.b, r.out.b[n:])]
+	r.initDone = true
+	info, err := describeInit(init)
+	if err != nil {
+		return w.fail(fmt.Errorf("hls: %s: reading back its init segment: %w", r.rs.ID, err))
+	}
+	r.rs.Codecs, r.rs.Timescale, r.rs.Delay = info.codecs, info.timescale, info.delay
+	if info.width > 0 {
+		r.rs.Width, r.rs.Height = info.width, info.height
+	}
+	if k := len(r.rs.Inits); k > 0 {
+		if old, err := w.opts.Store.ReadFile(r.rs.Inits[k-1]); err == nil && bytes.Equal(old, init) {
+			r.initGen = k - 1
+			return nil
+		}
+	}
+	name := r.rs.ID + "-init.mp4"
+	if k := len(r.rs.Inits); k > 0 {
+		name = fmt.Sprintf("%s-init-%d.mp4", r.rs.ID, k+1)
+	}
+	if err := w.opts.Store.WriteFile(name, init); err != nil {
+		return w.fail(fmt.Errorf("hls: writing %s: %w", name, err))
+	}
+	r.rs.Inits = append(r.rs.Inits, name)
+	r.initGen = len(r.rs.Inits) - 1
+	return nil
+}
+
+// initLen returns the length of the leading ftyp and moov boxes of b, 0
+// while they are not both there.
+func initLen(b []byte) int {
+	pos := 0
+	for pos+8 <= len(b) {
+		size := int(binary.BigEndian.Uint32(b[pos:]))
+		typ := string(b[pos+4 : pos+8])
+		if size < 8 || pos+size > len(b) {
+			return 0
+		}
+		pos += size
+		if typ == "moov" {
+			return pos
+		}
+	}
+	return 0
+}
+
+// finishSegment stores the rendition's segment being built, with what the
+// CMAF writer wrote for it: next is where the following segment starts
+// (package µs) unless last or disc, when the segment ends one frame after
+// its newest presentation time. Then the playlists that name it.
+func (w *Writer) finishSegment(r *rendition, next int64, disc, last bool) error {
+	data := r.out.b
+	if !r.cur.has || len(data) == 0 {
+		r.out.b = r.out.b[:0]
+		return nil
+	}
+	end := next
+	if disc || last || next <= r.cur.start {
+		end = r.cur.maxPTS + r.frameDur()
+	}
+	seg := segmentState{
+		Num: r.cur.num, Init: r.initGen, Start: r.cur.start, Dur: max(end-r.cur.start, 1),
+		Bytes: int64(len(data)), Disc: r.cur.disc,
+		Date: w.runWall.Add(time.Duration(r.cur.start-w.runStart) * time.Microsecond).UTC(),
+	}
+	seg.URI = fmt.Sprintf("%s-%05d.m4s", r.rs.ID, seg.Num)
+	if err := w.opts.Store.WriteFile(seg.URI, data); err != nil {
+		return w.fail(fmt.Errorf("hls: writing %s: %w", seg.URI, err))
+	}
+	r.out.b = r.out.b[:0]
+	r.cur.has, r.cur.disc = false, false
+	r.rs.Segments = append(r.rs.Segments, seg)
+	w.segments++
+	return w.publish(r, false)
+}
+
+// frameDur estimates one frame's duration of the rendition, in µs.
+func (r *rendition) frameDur() int64 {
+	switch {
+	case r.minGap > 0:
+		return r.minGap
+	case r.t.Framerate > 0:
+		return int64(math.Round(1e6 / r.t.Framerate))
+	case r.t.Kind == mux.Audio:
+		return 20_000
+	}
+	return 33_333
+}
+
+// publish writes, in this order, the package state, the rendition's media
+// playlist (all of them when final), the DASH manifest and, once every
+// rendition has a segment (or when final), the multivariant playlist.
+func (w *Writer) publish(r *rendition, final bool) error {
+	st, err := json.Marshal(w.st)
+	if err != nil {
+		return w.fail(fmt.Errorf("hls: state: %w", err))
+	}
+	if err := w.opts.Store.WriteFile(w.stateName(), st); err != nil {
+		return w.fail(fmt.Errorf("hls: writing %s: %w", w.stateName(), err))
+	}
+	rends := []*renditionState{}
+	if r != nil {
+		rends = append(rends, r.rs)
+	}
+	if final {
+		rends = w.st.Renditions
+	}
+	for _, rs := range rends {
+		if len(rs.Segments) == 0 {
+			continue
+		}
+		b, err := w.mediaPlaylist(rs, final)
+		if err != nil {
+			return w.fail(err)
+		}
+		if err := w.opts.Store.WriteFile(rs.ID+".m3u8", b); err != nil {
+			return w.fail(fmt.Errorf("hls: writing %s.m3u8: %w", rs.ID, err))
+		}
+	}
+	b, err := w.mpd(final)
+	if err != nil {
+		return w.fail(err)
+	}
+	if err := w.opts.Store.WriteFile(w.MPDName(), b); err != nil {
+		return w.fail(fmt.Errorf("hls: writing %s: %w", w.MPDName(), err))
+	}
+	ready := true
+	for _, o := range w.rends {
+		if !o.removed && len(o.rs.Segments) == 0 {
+			ready = false
+		}
+	}
+	if ready || final {
+		b, key, err := w.multivariant()
+		if err != nil {
+			return w.fail(err)
+		}
+		if key != w.mvKey {
+			if err := w.opts.Store.WriteFile(w.opts.Playlist, b); err != nil {
+				return w.fail(fmt.Errorf("hls: writing %s: %w", w.opts.Playlist, err))
+			}
+			w.mvKey = key
+		}
+	}
+	return nil
+}
+
+// Stats returns the frames written, summed over the renditions.
+func (w *Writer) Stats() mux.Stats { return w.Counters().Stats }
+
+// Counters details what the Writer did so far.
+func (w *Writer) Counters() Counters {
+	var c Counters
+	for _, r := range w.rends {
+		s := r.mw.Stats()
+		c.Frames += s.Frames
+		c.Bytes += s.Bytes
+		c.Dropped += s.Dropped
+	}
+	c.Dropped += w.dropped
+	c.Segments = w.segments
+	c.Continued = w.started && !w.firstRun
+	return c
+}
+
+// Close writes every rendition's last segment, then the playlists as a
+// finished VOD package (EXT-X-ENDLIST, a static MPD). A second Close does
+// nothing.
+func (w *Writer) Close() error {
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	if w.err != nil {
+		return w.err
+	}
+	if !w.started {
+		return nil
+	}
+	for _, r := range w.rends {
+		if r.removed {
+			continue
+		}
+		if err := r.mw.Close(); err != nil {
+			return w.fail(fmt.Errorf("hls: %s: %w", r.rs.ID, err))
+		}
+		if err := w.takeInit(r); err != nil {
+			return err
+		}
+		if err := w.finishSegment(r, 0, false, true); err != nil {
+			return err
+		}
+	}
+	return w.publish(nil, true)
+}
