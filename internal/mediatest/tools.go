@@ -137,9 +137,17 @@ func (f Format) Seconds() (float64, error) {
 // ProbeResult is ffprobe's view of a file: its streams, its packets in
 // file order and its format.
 type ProbeResult struct {
-	Streams []Stream `json:"streams"`
-	Packets []Packet `json:"packets"`
-	Format  Format   `json:"format"`
+	Streams  []Stream  `json:"streams"`
+	Packets  []Packet  `json:"packets"`
+	Format   Format    `json:"format"`
+	Chapters []Chapter `json:"chapters"` // with the extra -show_chapters
+}
+
+// Chapter is one chapter ffprobe -show_chapters lists.
+type Chapter struct {
+	Start float64           `json:"start_time,string"`
+	End   float64           `json:"end_time,string"`
+	Tags  map[string]string `json:"tags"`
 }
 
 // LargestGap returns, of sorted times ts, the largest distance between

@@ -99,6 +99,8 @@ type Writer struct {
 	endMs           int64 // end of the last frame, ms, for Duration
 
 	stats Counters
+
+	chapters []chapter // asked for by Chapter, written by finalize
 }
 
 // blockBufs holds the buffers writeBlock assembles a block in (Cluster
@@ -738,6 +740,9 @@ func (w *Writer) finalize() error {
 		}
 	}
 	end2 := w.out.Pos
+	if err := w.writeChapters(); err != nil {
+		return err
+	}
 	region, err := w.region(cuesPos, float64(w.endMs))
 	if err != nil {
 		return w.out.Fail(err)
