@@ -83,7 +83,10 @@ func (f Format) Chapters() bool {
 type MuxOptions struct {
 	// Path is the file the muxer writes, "" for a stream (stdout): MP4
 	// finishes a file into a regular MP4 at Close.
-	Path           string
+	Path string
+	// FinishHead, for a RemoteFile, is how MP4 finishes (see
+	// RemoteFile); set, MKV also leaves its Clusters' sizes unknown.
+	FinishHead     func(head []byte, from int64) error
 	KeepTimestamps bool
 	Logger         *slog.Logger
 }

@@ -104,6 +104,12 @@ func (o *output) checkOutput() {
 	if o.cut == nil {
 		return
 	}
+	if rf, ok := o.file.(RemoteFile); ok {
+		if err := rf.Cut(); err != nil {
+			o.cut(err)
+			return
+		}
+	}
 	if opts.MaxFileBytes > 0 && o.count.n >= opts.MaxFileBytes {
 		o.cut(&LimitError{Limit: LimitFileBytes, Have: o.count.n, Max: opts.MaxFileBytes, Path: o.info.Path})
 		return

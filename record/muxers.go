@@ -23,15 +23,15 @@ var muxers = map[Format]muxer{
 		return flv.NewWriter(w, flv.Options{KeepTimestamps: o.KeepTimestamps, Logger: o.Logger})
 	}},
 	MKV: {mkv.Caps, func(w io.Writer, o MuxOptions) mux.Muxer {
-		return mkv.NewWriter(w, mkv.Options{DocType: "matroska", KeepTimestamps: o.KeepTimestamps, Logger: o.Logger})
+		return mkv.NewWriter(w, mkv.Options{DocType: "matroska", KeepSizesUnknown: o.FinishHead != nil, KeepTimestamps: o.KeepTimestamps, Logger: o.Logger})
 	}},
 	WebM: {mkv.WebMCaps, func(w io.Writer, o MuxOptions) mux.Muxer {
-		return mkv.NewWriter(w, mkv.Options{DocType: "webm", KeepTimestamps: o.KeepTimestamps, Logger: o.Logger})
+		return mkv.NewWriter(w, mkv.Options{DocType: "webm", KeepSizesUnknown: o.FinishHead != nil, KeepTimestamps: o.KeepTimestamps, Logger: o.Logger})
 	}},
 	TS: {ts.Caps, func(w io.Writer, o MuxOptions) mux.Muxer {
 		return ts.NewWriter(w, ts.Options{KeepTimestamps: o.KeepTimestamps, Logger: o.Logger})
 	}},
 	MP4: {mp4.Caps, func(w io.Writer, o MuxOptions) mux.Muxer {
-		return mp4.NewWriter(w, mp4.Options{Path: o.Path, KeepTimestamps: o.KeepTimestamps, Logger: o.Logger})
+		return mp4.NewWriter(w, mp4.Options{Path: o.Path, FinishHead: o.FinishHead, KeepTimestamps: o.KeepTimestamps, Logger: o.Logger})
 	}},
 }

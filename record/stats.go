@@ -17,7 +17,8 @@ type FileEvent struct {
 
 // FileInfo describes one output a Recorder wrote.
 type FileInfo struct {
-	Path      string  `json:"path"` // "-" for a Stream
+	Path      string  `json:"path"`          // "-" for a Stream; the URL for an object
+	URL       string  `json:"url,omitempty"` // the object's URL (s3://bucket/key)
 	Broadcast string  `json:"broadcast"`
 	Segment   int     `json:"segment"`
 	Format    string  `json:"format"`
@@ -37,6 +38,7 @@ type Stats struct {
 	Late       int64
 	Dropped    int64
 	Lost       time.Duration // the most media time one track lost to gaps (outages)
+	Upload     UploadStats   // an Uploader Output's (an object store): zero otherwise
 }
 
 // TrackInfo accounts for the frames of one recorded track: received =
@@ -82,6 +84,9 @@ func (r *Recorder) Stats() Stats {
 		for _, ts := range ex.TrackStats() {
 			s.Lost = max(s.Lost, ts.LostToGaps)
 		}
+	}
+	if u, ok := r.opts.Output.(Uploader); ok {
+		s.Upload = u.UploadStats()
 	}
 	return s
 }

@@ -26,12 +26,19 @@ func (r *Recorder) open(rec *Recording, n int) (mux.Muxer, error) {
 	if s, ok := f.(io.Seeker); ok {
 		w = &countWriteSeeker{countWriter: cw, s: s}
 	}
-	m, err := r.opts.Format.NewMuxer(w, MuxOptions{Path: path, KeepTimestamps: r.opts.KeepTimestamps, Logger: r.log.With("output", f.Name())})
+	mo := MuxOptions{Path: path, KeepTimestamps: r.opts.KeepTimestamps, Logger: r.log.With("output", f.Name())}
+	if rf, ok := f.(RemoteFile); ok {
+		mo.FinishHead = rf.FinishHead
+	}
+	m, err := r.opts.Format.NewMuxer(w, mo)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
 	info := FileInfo{Path: f.Name(), Broadcast: name, Segment: n, Format: string(r.opts.Format)}
+	if rf, ok := f.(RemoteFile); ok {
+		info.URL = rf.URL()
+	}
 	r.log.Info("writing", "path", info.Path, "format", r.opts.Format, "broadcast", name, "segment", n)
 	rec.fileOpened(info)
 	if r.opts.OnFile != nil {

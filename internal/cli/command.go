@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/moq-export/moq-export/objstore"
 	"github.com/moq-export/moq-export/record"
 	"github.com/moq-export/moq-export/subscribe"
 	"github.com/spf13/cobra"
@@ -291,6 +292,9 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 	f.IntVar(&cfg.MaxPublishers, "max-publishers", defaultMaxPublishers, "with --listen, refuse publishers beyond this many connected at once (0: no limit)")
 	f.IntVar(&cfg.MaxBroadcasts, "max-broadcasts", defaultMaxBroadcasts, "with --record-all, refuse broadcasts beyond this many recorded at once (0: no limit; by default none when dialing a relay)")
 	f.Var(&cfg.MaxBytes, "max-bytes", "cut a recording (finishing its file) when its file, or its --segment, reaches this `SIZE`, e.g. 20G (default: no limit)")
+	f.StringVar(&cfg.SpoolDir, "spool", "", "with an s3:// -o, the `DIR` where parts wait for the store and unfinished objects are completed from after a crash (default: moq-export/spool in the user cache directory)")
+	cfg.SpoolMax = objstore.DefaultSpoolMax
+	f.Var(&cfg.SpoolMax, "spool-max", "with an s3:// -o, cut recordings when this `SIZE` waits in the spool for the store")
 	f.Var(&cfg.MinFree, "min-free", "refuse new recordings, and finish running ones, when the output disk has less than this `SIZE` free (0: no floor)")
 	f.StringVar(&cfg.AuthKey, "auth-key", "", "with --listen, admit only publishers whose token (?jwt=) verifies with this JWK `FILE` (moq-token / @moq/token format) and allows the broadcast")
 	f.StringVar(&cfg.Progress, "progress", "auto", "progress on stderr: auto (when stderr is a terminal), always or never")

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/moq-export/moq-export/objstore"
 	"github.com/moq-export/moq-export/record"
 	"github.com/moq-export/moq-export/subscribe"
 )
@@ -36,6 +38,8 @@ type Config struct {
 	MaxBroadcasts  int      // --max-broadcasts: --record-all recordings at once
 	MaxBytes       byteSize // --max-bytes: one output file (0: none)
 	MinFree        byteSize // --min-free: free disk below which recordings stop
+	SpoolDir       string   // --spool: where objects wait for the store
+	SpoolMax       byteSize // --spool-max: bytes waiting for the store before recordings are cut
 	Progress       string
 	Verbose        int
 	Quiet          bool
@@ -57,6 +61,7 @@ type Config struct {
 
 	formatGiven bool
 	template    Template
+	objectStore bool   // -o is an s3:// URL
 	token       string // from --token-file or MOQ_TOKEN; added to the dialled URL
 }
 
@@ -178,14 +183,29 @@ func (c *Config) Check() error {
 		return nil
 	}
 
-	if !c.toStdout() {
+	// target is the path or the object key: what names the format and
+	// holds the placeholders.
+	target := c.Output
+	switch scheme := record.URLScheme(c.Output); {
+	case c.toStdout():
+	case slices.Contains(objstore.Schemes, scheme):
+		loc, err := objstore.ParseURL(c.Output)
+		if err != nil {
+			return &UsageError{Msg: err.Error()}
+		}
+		c.objectStore, target = true, loc.Key
+	default:
 		// A URL of a scheme nothing here writes is refused, never made
 		// into a local directory named "s3:".
 		path, err := record.LocalPath(c.Output)
 		if err != nil {
+			var se *record.SchemeError
+			if errors.As(err, &se) {
+				se.Known = objstore.Schemes
+			}
 			return &UsageError{Msg: err.Error()}
 		}
-		c.Output = path
+		c.Output, target = path, path
 	}
 	if c.formatGiven {
 		f, err := record.ParseFormat(string(c.Format))
@@ -195,7 +215,7 @@ func (c *Config) Check() error {
 		c.Format = f
 	} else if c.toStdout() {
 		c.Format = TS
-	} else if f, ok := record.FormatFromPath(c.Output); ok {
+	} else if f, ok := record.FormatFromPath(target); ok {
 		c.Format = f
 	} else {
 		return usagef("cannot tell the format from %q: end the path in .flv, .mkv, .webm, .ts or .mp4, or pass -f flv|mkv|webm|ts|mp4", c.Output)
@@ -210,7 +230,7 @@ func (c *Config) Check() error {
 		}
 		return nil
 	}
-	t, err := record.ParseTemplate(c.Output)
+	t, err := record.ParseTemplate(target)
 	if err != nil {
 		return &UsageError{Msg: err.Error()}
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/moq-export/moq-export/record"
 )
 
 // Snapshot is what the progress line shows.
@@ -22,6 +24,9 @@ type Snapshot struct {
 	Dropped    int64
 	Lost       time.Duration // the most media time one track lost to gaps
 	Reconnects int64
+	// Upload is the object store's accounting (-o s3://...); shown when
+	// it has written anything.
+	Upload record.UploadStats
 }
 
 // FormatProgress renders one progress line, for example
@@ -40,6 +45,12 @@ func FormatProgress(s Snapshot) string {
 		fmt.Fprintf(&b, "  lost %.1fs", s.Lost.Seconds())
 	}
 	fmt.Fprintf(&b, "  reconnects %d", s.Reconnects)
+	if u := s.Upload; u.BytesWritten > 0 {
+		fmt.Fprintf(&b, "  uploaded %s  spool %s  retries %d", formatBytes(u.BytesUploaded), formatBytes(u.SpoolBytes), u.Retries)
+		if u.Latency > 0 {
+			fmt.Fprintf(&b, "  part %.1fs", u.Latency.Seconds())
+		}
+	}
 	return b.String()
 }
 
@@ -175,7 +186,8 @@ func logProgress(ctx context.Context, log *slog.Logger, interval time.Duration, 
 		}
 		s := get()
 		notice(log, "progress", "media", s.Media.Seconds(), "recording", s.Recording, "tracks", s.Tracks, "frames", s.Frames,
-			"bytes", s.Bytes, "late", s.Late, "dropped", s.Dropped, "reconnects", s.Reconnects)
+			"bytes", s.Bytes, "late", s.Late, "dropped", s.Dropped, "reconnects", s.Reconnects,
+			"uploaded", s.Upload.BytesUploaded, "spool", s.Upload.SpoolBytes, "retries", s.Upload.Retries, "upload_latency", s.Upload.Latency.Seconds())
 		if done {
 			return
 		}

@@ -44,7 +44,7 @@ func run(ctx context.Context, cfg *Config, env Env, con *console) error {
 	if cfg.List {
 		return a.runList(ctx)
 	}
-	if err := a.newRecorder(); err != nil {
+	if err := a.newRecorder(ctx); err != nil {
 		return err
 	}
 	rctx, stop := context.WithCancelCause(ctx)
@@ -128,11 +128,16 @@ func (a *app) runRecording(ctx context.Context) error {
 
 // newRecorder makes the recorder of the flags: the CLI is the flags of
 // record.Options, and the sources, messages and exit codes around it.
-func (a *app) newRecorder() error {
+func (a *app) newRecorder(ctx context.Context) error {
 	c := a.cfg
 	var out record.Output
 	if c.toStdout() {
 		out = record.Stream(a.env.Stdout)
+	} else if c.objectStore {
+		var err error
+		if out, err = a.openStore(ctx); err != nil {
+			return err
+		}
 	} else {
 		var err error
 		if out, err = record.Files(c.Output, record.FileOptions{Overwrite: c.Overwrite}); err != nil {
@@ -165,7 +170,7 @@ const returnMemoryAfter = 10 * time.Second
 // no when nobody can answer.
 func (a *app) checkOverwrite() error {
 	c := a.cfg
-	if c.List || c.toStdout() || c.template.IsTemplate() || c.Overwrite {
+	if c.List || c.toStdout() || c.objectStore || c.template.IsTemplate() || c.Overwrite {
 		return nil
 	}
 	st, err := os.Stat(c.Output)
@@ -248,7 +253,7 @@ func (a *app) snapshot() Snapshot {
 	if a.rec != nil {
 		st = a.rec.Stats()
 	}
-	s := Snapshot{Media: st.Media, Recording: st.Recordings, Tracks: st.Tracks, Frames: st.Frames, Bytes: st.Bytes, Late: st.Late, Dropped: st.Dropped, Lost: st.Lost}
+	s := Snapshot{Media: st.Media, Recording: st.Recordings, Tracks: st.Tracks, Frames: st.Frames, Bytes: st.Bytes, Late: st.Late, Dropped: st.Dropped, Lost: st.Lost, Upload: st.Upload}
 	if st.Recorded <= 1 && s.Recording == 0 {
 		s.Recording = 1 // a single recording: do not say "0 recording" at its end
 	}

@@ -147,7 +147,7 @@ func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 func newTestApp(t *testing.T, cfg *Config, con *console) *app {
 	t.Helper()
 	a := &app{cfg: cfg, con: con, log: newLogger(con, logText, LevelNotice)}
-	if err := a.newRecorder(); err != nil {
+	if err := a.newRecorder(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return a

@@ -21,7 +21,9 @@ type Summary struct {
 	Late       int64              `json:"late"`
 	Dropped    int64              `json:"dropped"`
 	Reconnects int64              `json:"reconnects"`
-	Error      string             `json:"error,omitempty"`
+	// Upload is the object store's accounting (-o s3://...).
+	Upload *record.UploadStats `json:"upload,omitempty"`
+	Error  string              `json:"error,omitempty"`
 }
 
 // summary gathers the counters of every recording and the files written.
@@ -35,6 +37,10 @@ func (a *app) summary(err error) Summary {
 	}
 	out := Summary{Files: files, PerTrack: tracks, Media: s.Media.Seconds(), Tracks: s.Tracks, Frames: s.Frames, Bytes: s.Bytes,
 		Late: s.Late, Dropped: s.Dropped, Reconnects: s.Reconnects}
+	if s.Upload.BytesWritten > 0 {
+		u := s.Upload
+		out.Upload = &u
+	}
 	if err != nil {
 		out.Error = describe(err)
 	}

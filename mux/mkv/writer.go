@@ -41,6 +41,16 @@ type Options struct {
 	// GOPs). 0 means 5s; values above 32s are capped by the 16-bit block
 	// offset anyway.
 	MaxClusterDuration time.Duration
+	// KeepSizesUnknown makes the finalization of a seekable output leave
+	// the Segment and every Cluster with the unknown size they were
+	// written with (valid Matroska: a Cluster ends where the next
+	// top-level element begins; ffmpeg warns of an unknown-size Cluster
+	// in a Segment of known size, so the Segment stays unknown too): it
+	// appends the Cues and rewrites only the SeekHead and the Info (with
+	// the Duration) at the head. For an output that cannot rewrite what
+	// it already wrote (an object store that uploaded it while
+	// recording): its head is the only part rewritten.
+	KeepSizesUnknown bool
 	// WritingApp names the program in the Info element; "" means
 	// "moq-export".
 	WritingApp string
@@ -758,6 +768,9 @@ func (w *Writer) finalize() error {
 		return nil
 	}
 	for i, cp := range w.clusterPos {
+		if w.opts.KeepSizesUnknown {
+			break
+		}
 		next := end - w.segData
 		if i+1 < len(w.clusterPos) {
 			next = w.clusterPos[i+1]
@@ -769,8 +782,10 @@ func (w *Writer) finalize() error {
 	if err := patch(w.segData, region); err != nil {
 		return err
 	}
-	if err := patch(w.segData-8, appendSize8(size[:0], uint64(end2-w.segData))); err != nil {
-		return err
+	if !w.opts.KeepSizesUnknown {
+		if err := patch(w.segData-8, appendSize8(size[:0], uint64(end2-w.segData))); err != nil {
+			return err
+		}
 	}
 	if _, err := w.ws.Seek(w.base+end2, io.SeekStart); err != nil {
 		return w.out.Fail(fmt.Errorf("mkv: finalize: %w", err))

@@ -41,6 +41,15 @@ type Options struct {
 	// recording, and gives a file that readers which cannot seek (a pipe)
 	// play from start to end.
 	FinishByCopy bool
+	// FinishHead, when set and Path is not, is how Close finishes the
+	// recording for an output that cannot rewrite what it already wrote
+	// (an object store that uploaded it while recording): it is called
+	// with the head of a regular MP4 (ftyp, the complete moov, an mdat
+	// header) and the offset from which the written bytes follow it: head
+	// followed by the bytes written from that offset on (every fragment)
+	// is the finished, fast-start file; the moof boxes become unused bytes
+	// inside its mdat (about 1% of it). Nothing written is rewritten.
+	FinishHead func(head []byte, from int64) error
 	// FragmentDuration is the longest fragment of an audio-only file; with
 	// video, fragments are cut at the keyframes of the first video track
 	// and at 4 × FragmentDuration for streams with longer GOPs. 0 means 2s.
@@ -81,6 +90,7 @@ type Writer struct {
 
 	out     muxbase.Output
 	started bool
+	initEnd int64 // where the fragmented header ends and the first moof starts
 	pending muxbase.Held[pendingFrame] // frames while the header waits
 
 	origin      int64 // µs subtracted from every timestamp
@@ -204,7 +214,7 @@ var _ mux.Muxer = (*Writer)(nil)
 // opts.Path names the file w writes, finishes it into a regular MP4 at
 // Close. The header is written at the first frame.
 func NewWriter(w io.Writer, opts Options) *Writer {
-	mw := &Writer{w: w, out: muxbase.NewOutput(w, "mp4"), opts: opts, byID: map[int]*track{}, log: opts.Logger, fragEmpty: true, keepTable: opts.Path != ""}
+	mw := &Writer{w: w, out: muxbase.NewOutput(w, "mp4"), opts: opts, byID: map[int]*track{}, log: opts.Logger, fragEmpty: true, keepTable: opts.Path != "" || opts.FinishHead != nil}
 	if mw.log == nil {
 		mw.log = slog.New(slog.DiscardHandler)
 	}
@@ -451,6 +461,7 @@ func (w *Writer) start() error {
 	if err := w.out.Write(append(ftyp(false), moov...)); err != nil {
 		return err
 	}
+	w.initEnd = w.out.Pos
 	for _, p := range pending {
 		if p.t.disabled {
 			w.stats.Dropped++
@@ -762,6 +773,9 @@ func (w *Writer) Close() error {
 		return err
 	}
 	if w.opts.Path == "" {
+		if w.opts.FinishHead != nil {
+			return w.finishHead()
+		}
 		return nil
 	}
 	return w.finish()
@@ -778,6 +792,6 @@ func (w *Writer) BreakFragment() { w.breakNext = w.started }
 func (w *Writer) Started() bool { return w.started }
 
 // Seekable reports whether Close will finish the output into a regular MP4.
-func (w *Writer) Seekable() bool { return w.opts.Path != "" }
+func (w *Writer) Seekable() bool { return w.opts.Path != "" || w.opts.FinishHead != nil }
 
 var _ = bytes.Equal
