@@ -22,6 +22,9 @@ go mod download
 # A newer ffmpeg, unpacked privately, for the Enhanced FLV codecs that
 # Debian 12's ffmpeg 5.1 cannot read (mux/flv tests find it in its cache).
 scripts/ffmpeg-testing.sh >/dev/null
+# The S3-compatible server (versitygw, built from the Go module proxy into a
+# cache) for the object-store tests of package objstore.
+scripts/versitygw.sh >/dev/null
 # The reference implementation (@moq/net, @moq/hang under Deno, from npm) for
 # the interop tests of package interop.
 scripts/interop-setup.sh >/dev/null

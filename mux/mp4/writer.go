@@ -90,7 +90,7 @@ type Writer struct {
 
 	out     muxbase.Output
 	started bool
-	initEnd int64 // where the fragmented header ends and the first moof starts
+	initEnd int64                      // where the fragmented header ends and the first moof starts
 	pending muxbase.Held[pendingFrame] // frames while the header waits
 
 	origin      int64 // µs subtracted from every timestamp
