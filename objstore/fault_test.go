@@ -1,0 +1,219 @@
+package objstore_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/internal/s3test"
+	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/objstore"
+	"github.com/moq-export/moq-export/record"
+)
+
+// childEnv makes the test binary a recorder process (recorderChild):
+// what a test kills with SIGKILL, or runs with an environment of its own.
+const childEnv = "OBJSTORE_TEST_CHILD"
+
+// childCommand runs the test binary as a child doing what (open, record)
+// with url and spool.
+func childCommand(t *testing.T, what, url, spool string, args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+strings.Join(append([]string{what, url, spool}, args...), "\n"))
+	return cmd
+}
+
+// recorderChild is the child's main: "open URL SPOOL" opens the Output
+// and says how that went; "record URL SPOOL FORMAT" records the realtime
+// demo at 16 Mb/s into it until killed, printing the media time recorded
+// and the parts uploaded every 100 ms.
+func recorderChild() int {
+	args := strings.Split(os.Getenv(childEnv), "\n")
+	ctx := context.Background()
+	out, err := objstore.Open(ctx, args[1], objstore.Options{SpoolDir: args[2], Logger: quiet})
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	if args[0] == "open" {
+		fmt.Println("opened")
+		return 0
+	}
+	bc := model.NewBroadcast("demo")
+	hold := make(chan struct{})
+	go demo.Publish(ctx, bc, demo.Options{Realtime: true, VideoBitrate: 16_000_000, KeepGroups: 1 << 20, Hold: hold})
+	rec, err := record.New(record.Options{Output: out, Format: record.Format(args[3]), Logger: quiet})
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	go func() {
+		for rec.Stats().Tracks < 2 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		close(hold)
+		for {
+			st := rec.Stats()
+			fmt.Printf("media %.3f parts %d\n", st.Media.Seconds(), st.Upload.Parts)
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	if err := rec.Record(ctx, record.Local(bc), "demo"); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	return 0
+}
+
+// TestARecorderKilledAndStartedAgainCompletesItsObject: a recorder killed
+// with SIGKILL while its parts go up leaves the spool; a recorder started
+// again with that spool (Recover) completes the object, which plays and
+// holds everything up to ~1 s before the kill.
+func TestARecorderKilledAndStartedAgainCompletesItsObject(t *testing.T) {
+	t.Parallel()
+	s := s3test.Start(t)
+	s.Bucket(t, "rec")
+	for _, f := range []record.Format{record.MP4, record.MKV} {
+		t.Run(string(f), func(t *testing.T) {
+			t.Parallel()
+			spool := t.TempDir()
+			url := "s3://rec/killed/{broadcast}" + f.Ext() + "?endpoint=" + s.Endpoint
+			cmd := childCommand(t, "record", url, spool, string(f))
+			stdout, _ := cmd.StdoutPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			// Kill once a part went up while recording and 2 s more.
+			var media float64
+			var partsAt float64 = -1
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				var m float64
+				var parts int
+				if _, err := fmt.Sscanf(sc.Text(), "media %f parts %d", &m, &parts); err != nil {
+					t.Fatalf("child: %s", sc.Text())
+				}
+				media = m
+				if parts >= 1 && partsAt < 0 {
+					partsAt = m
+				}
+				if partsAt >= 0 && m >= partsAt+2 {
+					break
+				}
+			}
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+			if partsAt < 0 {
+				t.Fatal("the child ended before a part went up")
+			}
+
+			out := open(t, s, "s3://rec/killed/{broadcast}"+f.Ext(), objstore.Options{SpoolDir: spool})
+			got, err := out.Recover(context.Background())
+			if err != nil || len(got) != 1 || got[0].URL != "s3://rec/killed/demo"+f.Ext() || got[0].Finished {
+				t.Fatalf("Recover: %+v, %v", got, err)
+			}
+			p := objectFile(t, s, "rec", "killed/demo"+f.Ext())
+			mediatest.DecodeClean(t, p)
+			pr := mediatest.Probe(t, p)
+			last := 0.0
+			for _, pk := range pr.Packets {
+				if v, err := strconv.ParseFloat(pk.PTSTime, 64); err == nil && v > last {
+					last = v
+				}
+			}
+			t.Logf("%s: killed at %.2f s of media (a part had gone up at %.2f s); the recovered object reaches %.2f s", f, media, partsAt, last)
+			if last < media-1 {
+				t.Errorf("the recovered object ends at %.2f s, the recorder had written %.2f s", last, media)
+			}
+			if left, _ := filepath.Glob(filepath.Join(spool, "*")); len(left) != 0 {
+				t.Errorf("spool keeps %v", left)
+			}
+		})
+	}
+}
+
+// TestAStoreOutageLosesNothing: the store goes away while a recording
+// uploads (refused connections) and comes back; the parts wait in the
+// spool and go up in order, and the finished object equals a local
+// recording of the same broadcast frame for frame. The outage lasts 5 s;
+// MOQ_S3_LONG=1 makes it 60 s.
+func TestAStoreOutageLosesNothing(t *testing.T) {
+	t.Parallel()
+	outage, loops := 5*time.Second, 5
+	if os.Getenv("MOQ_S3_LONG") == "1" {
+		outage, loops = 60*time.Second, 22
+	}
+	s := s3test.Start(t)
+	s.Bucket(t, "rec")
+	out := open(t, s, "s3://rec/outage/{broadcast}.mp4", objstore.Options{})
+	bc := model.NewBroadcast("demo")
+	hold := make(chan struct{})
+	var published atomic.Int64
+	pubDone := make(chan error, 1)
+	go func() {
+		pubDone <- demo.Publish(context.Background(), bc, demo.Options{Realtime: true, Loops: loops, VideoBitrate: 16_000_000, KeepGroups: 1 << 20, Hold: hold, Published: &published})
+	}()
+	rec, err := record.New(record.Options{Output: out, Format: record.MP4, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stoppedAt, backAt time.Time
+	var spoolPeak int64
+	go func() {
+		for rec.Stats().Tracks < 2 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		close(hold)
+		// Away once the head part is written, back after the outage and
+		// once a whole part waits in the spool behind it.
+		for rec.Stats().Upload.BytesWritten < objstore.DefaultPartSize+1<<20 {
+			time.Sleep(20 * time.Millisecond)
+		}
+		s.Stop()
+		stoppedAt = time.Now()
+		for {
+			u := rec.Stats().Upload
+			spoolPeak = max(spoolPeak, u.SpoolBytes)
+			if time.Since(stoppedAt) >= outage && u.SpoolBytes >= 2*objstore.DefaultPartSize {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		s.Restart(t)
+		backAt = time.Now()
+	}()
+	if err := rec.Record(context.Background(), record.Local(bc), "demo"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-pubDone; err != nil {
+		t.Fatal(err)
+	}
+	if backAt.IsZero() {
+		t.Fatal("the recording ended before the outage was over")
+	}
+	u := rec.Stats().Upload
+	t.Logf("store away %.1f s; spool peaked at %d bytes; %d requests retried; %d bytes recorded, %d uploaded (ratio %.4f)",
+		backAt.Sub(stoppedAt).Seconds(), spoolPeak, u.Retries, u.BytesWritten, u.BytesUploaded, float64(u.BytesUploaded)/float64(u.BytesWritten))
+	if u.Retries == 0 || u.Objects != 1 || u.SpoolBytes != 0 || u.Failures != 0 {
+		t.Errorf("upload stats %+v: want retries, one object, an empty spool", u)
+	}
+	local, _ := record.Files(filepath.Join(t.TempDir(), "local.mp4"), record.FileOptions{})
+	_, lfiles := recordInto(t, context.Background(), local, record.MP4, record.Local(bc))
+	p := objectFile(t, s, "rec", "outage/demo.mp4")
+	mediatest.DecodeClean(t, p)
+	if n := sameFrames(t, p, lfiles[0].Path); int64(n) != published.Load() {
+		t.Errorf("%d frames in the object, %d published", n, published.Load())
+	}
+}
