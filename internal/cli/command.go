@@ -201,7 +201,8 @@ loopback QUIC, so the whole path can be tried on any machine.
 Output templates (-o) may use {broadcast}, {n} (segment number) and {time}
 (UTC start time); broadcast names are made safe and never leave the output
 directory. A plain -o file that exists is not overwritten unless -y says so
-(on a terminal moq-export asks); templates never overwrite.
+(on a terminal moq-export asks); templates never overwrite. -o
+s3://BUCKET/KEY records into an S3 bucket (docs/object-store.md).
 
 Nothing waits silently: a broadcast that is not announced is waited for with
 a notice (--wait bounds it), --timeout bounds the run, --reconnect-for the
@@ -266,7 +267,7 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 	f := cmd.Flags()
 	f.SortFlags = false
 	f.StringVarP(&cfg.Broadcast, "broadcast", "b", "", "broadcast `NAME` to record, relative to the URL path (default: the only one announced)")
-	f.StringVarP(&cfg.Output, "output", "o", "-", "output `PATH` or template; - is stdout")
+	f.StringVarP(&cfg.Output, "output", "o", "-", "output `PATH` or template, or s3://BUCKET/KEY (a template too); - is stdout")
 	f.BoolVarP(&cfg.Overwrite, "overwrite", "y", false, "overwrite an existing -o file without asking")
 	f.BoolVarP(&cfg.NoOverwrite, "no-overwrite", "n", false, "never overwrite an existing -o file: exit with an error instead of asking")
 	f.StringVarP(&format, "format", "f", "", "container: flv, mkv, webm, ts or mp4 (default: from the output extension; ts on stdout)")

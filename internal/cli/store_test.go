@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/internal/s3test"
+)
+
+// s3Env sets what the AWS tools read for server s: credentials, region,
+// and AWS_ENDPOINT_URL (so path-style addressing), and nothing from ~/.aws.
+func s3Env(t *testing.T, s *s3test.Server) {
+	for _, kv := range s.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	t.Setenv("AWS_PROFILE", "")
+}
+
+// TestTheDemoRecordedToS3IsAFinishedObjectWithItsURLInTheSummary is the
+// README's one-line example: -o s3://bucket/key, credentials and endpoint
+// from the environment.
+func TestTheDemoRecordedToS3IsAFinishedObjectWithItsURLInTheSummary(t *testing.T) {
+	s := s3test.Start(t)
+	s.Bucket(t, "rec")
+	s3Env(t, s)
+	spool := t.TempDir()
+	sum := filepath.Join(t.TempDir(), "sum.json")
+	var stderr bytes.Buffer
+	code := Execute(context.Background(), []string{"--duration", "2s", "-o", "s3://rec/demo/{broadcast}.mp4", "--spool", spool, "--summary", sum, "--progress", "always"},
+		Env{Stdout: &bytes.Buffer{}, Stderr: &stderr})
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var got Summary
+	b, _ := os.ReadFile(sum)
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	obj := s.Object(t, "rec", "demo/demo.mp4")
+	if len(got.Files) != 1 || got.Files[0].URL != "s3://rec/demo/demo.mp4" || got.Files[0].Size != int64(len(obj)) || got.Files[0].Media < 1.9 {
+		t.Fatalf("summary files %+v; object of %d bytes", got.Files, len(obj))
+	}
+	if u := got.Upload; u == nil || u.Objects != 1 || u.BytesUploaded != int64(len(obj)) || u.SpoolBytes != 0 {
+		t.Errorf("summary upload %+v", got.Upload)
+	}
+	if last := lastLine(stderr.String()); !strings.Contains(stderr.String(), "uploaded ") {
+		t.Errorf("no upload accounting in the progress line: %q", last)
+	}
+	p := filepath.Join(t.TempDir(), "demo.mp4")
+	os.WriteFile(p, obj, 0o644)
+	mediatest.DecodeClean(t, p)
+}
+
+// TestAMissingBucketOrRefusedCredentialsExit1BeforeRecording: the bucket
+// is checked when the run starts: a clear error, exit 1, no object, and
+// nothing in the spool.
+func TestAMissingBucketOrRefusedCredentialsExit1BeforeRecording(t *testing.T) {
+	s := s3test.Start(t)
+	s.Bucket(t, "rec")
+	s3Env(t, s)
+	for _, tc := range []struct {
+		name, url, secret, says string
+	}{
+		{"missing bucket", "s3://nope/x.mp4", s3test.SecretKey, "the bucket does not exist"},
+		{"refused credentials", "s3://rec/x.mp4", "wrong", "the store refused the credentials"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("AWS_SECRET_ACCESS_KEY", tc.secret)
+			spool := t.TempDir()
+			var stderr bytes.Buffer
+			code := Execute(context.Background(), []string{"--duration", "1s", "-o", tc.url, "--spool", spool}, Env{Stdout: &bytes.Buffer{}, Stderr: &stderr})
+			if code != ExitRuntime || !strings.Contains(stderr.String(), tc.says) {
+				t.Errorf("exit %d, %q; want %d saying %q", code, stderr.String(), ExitRuntime, tc.says)
+			}
+			if strings.Contains(stderr.String(), "recorded") || strings.Contains(stderr.String(), "writing") {
+				t.Errorf("it recorded: %q", stderr.String())
+			}
+			if left, _ := os.ReadDir(spool); len(left) != 0 {
+				t.Errorf("the spool got %d files", len(left))
+			}
+			if left, _ := os.ReadDir(filepath.Join(s.Dir, "rec")); len(left) != 0 {
+				t.Errorf("the bucket got %d objects", len(left))
+			}
+		})
+	}
+}
