@@ -1,0 +1,104 @@
+// Package objstore records into object storage: Output is a record.Output
+// whose Files are objects of an S3 bucket (s3://BUCKET/KEY, the key a
+// record.Template), uploaded while they are recorded, finished in the
+// store without a second upload of the media, and completed after a crash
+// or a store outage from a local spool.
+//
+// # What it owns
+//
+// The s3:// URL (ParseURL: the query may set endpoint, region and
+// path_style), the client and its credentials (as the AWS CLI reads them:
+// AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN, AWS_PROFILE
+// and ~/.aws/{config,credentials} with SSO, assume-role and web identity,
+// ECS/EC2 roles; AWS_REGION (default us-east-1); AWS_ENDPOINT_URL_S3,
+// AWS_ENDPOINT_URL or a profile's endpoint_url for an S3-compatible store,
+// which means path-style addressing), the spool, the multipart uploads,
+// retries, the finish, recovery and the upload accounting (UploadStats).
+// It does not own the containers: the muxers finish through the
+// record.RemoteFile contract (MP4 hands over the head of the regular file,
+// MKV leaves its Cluster and Segment sizes unknown, FLV patches only its
+// head, TS rewrites nothing).
+//
+// # How an object is written
+//
+// The muxer writes a spool file (ID.media in Options.SpoolDir) as it would
+// write a local file: buffered, flushed at least every 500 ms, whole
+// writes only. The first PartSize bytes (8 MiB by default) are the head
+// part: they stay in the spool, because the finish rewrites them (the
+// moov of a regular MP4 goes in front; MKV and FLV patch their headers).
+// Every further PartSize bytes, cut where a muxer's write ended, become a
+// part of a multipart upload, sent by an uploader goroutine (one per
+// object while it has parts to send) in order; once the store took a part
+// its range is punched out of the spool file (fallocate), so the spool
+// holds the head part, the parts waiting for the store and the tail: a
+// recording's disk use is about 2 × PartSize while the store keeps up, and
+// memory per object is its bookkeeping and the 256 KiB write buffer of a
+// file output, never a part (parts are read from the spool as the request
+// body).
+//
+// At a clean stop the head part (for MP4: the new head, ftyp + moov + mdat
+// header, followed by the head part's bytes from the first moof on, so the
+// moof boxes become unused bytes inside the mdat) and the tail are sent as
+// the first and last parts, and CompleteMultipartUpload makes the store put
+// the object together from the parts it holds: every byte goes up once,
+// plus the MP4 moov (~1% of the file). Bytes uploaded / bytes recorded
+// measured 1.0000-1.0003 for 110 MB recordings of each format (see the
+// tests). A recording shorter than two parts goes up in one PutObject at
+// the end, from the spool. The object is a regular MP4 (moov before mdat),
+// an MKV/WebM with Cues and Duration (Clusters of unknown size, which
+// Matroska allows), an FLV with its duration, a TS.
+//
+// # Failures
+//
+//   - A store that fails (refused connections, 5xx, 429, timeouts) is
+//     retried with backoff (200 ms doubling to 5 s) and jitter (each wait
+//     from the upper half), for as long as the recording runs; parts wait
+//     in the spool, and go up in order when it is back. Options.SpoolMax
+//     (1 GiB) bounds what waits, over every object: past it the recordings
+//     are cut (finished as at a limit, the reason logged; what was recorded
+//     before is uploaded when the store is back). Close waits up to
+//     Options.FinishTimeout (10 minutes) for the store.
+//   - Permanent errors (no such bucket, refused credentials) are found by
+//     Open (HeadBucket) before anything is recorded: a *StoreError wrapping
+//     ErrNoBucket or ErrAccessDenied.
+//   - A recorder killed (SIGKILL, power loss) leaves its spool: the media
+//     file up to its last flush (at most 500 ms before the kill) and the
+//     manifest of the parts the store took. A live recorder holds an flock
+//     on each media file; Recover, called by a recorder started again with
+//     the same spool (the command does it when it starts), completes every
+//     object whose file is not locked: head part and tail from the spool,
+//     the parts between from the store. The object is then the live form
+//     (fragmented MP4, MKV and FLV without duration, TS) holding everything
+//     written up to the last flush; one killed after its recording ended
+//     (during the finish) becomes the finished file.
+//   - What a recorder on another machine can do without the spool: the
+//     store holds the parts after the head part (an unfinished multipart
+//     upload, listed under the key's prefix), not the head part, which
+//     never left the spool (uploading it early would upload it twice).
+//     Completing those parts gives the recording from its 8th MiB on,
+//     which plays on its own only as TS. This package does not do that.
+//
+// # Why aws-sdk-go-v2
+//
+// The client is github.com/aws/aws-sdk-go-v2/service/s3, driving the
+// multipart upload itself (CreateMultipartUpload, UploadPart,
+// CompleteMultipartUpload, ListMultipartUploads/ListParts): the streaming,
+// the spool, the server-side finish and the recovery all need part-level
+// control. It reads credentials, region and endpoints exactly as the AWS
+// CLI does (profiles with SSO, assume-role and web identity,
+// AWS_ENDPOINT_URL(_S3), endpoint_url), which is what users of a cloud
+// expect. Its default checksums since 2025 break R2, older MinIO and Ceph,
+// so they are set to "when required"; its own retries are off (ours spool
+// meanwhile). minio-go v7.4.1 has the same part-level calls and costs less
+// (stripped, a program with the calls used here grows 4.1 MB with
+// minio-go and 6.8 MB with aws-sdk-go-v2), but reads neither AWS_REGION
+// nor AWS_ENDPOINT_URL nor ~/.aws/config profiles. gocloud.dev's blob
+// (also gs:// and az://) hides the parts (no unfinished uploads, no
+// copy), and brings the GCS and Azure SDKs. Measured on this project's
+// 2-core machine: the command grows from 24.7 MB to 37.2 MB (stripped
+// 17.4 to 26.5 MB); a cold build of the SDK's packages takes 46 s of CPU
+// (91 s wall on the loaded machine); warm builds are unchanged.
+//
+// gs://, az:// and other schemes are refused with a *record.SchemeError
+// (file:// is a local path: record.Files).
+package objstore
