@@ -67,7 +67,7 @@ func serve(t testing.TB, opts service.Options) (*service.Service, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+		cctx, ccancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer ccancel()
 		s.Close(cctx)
 		cancel()
