@@ -1,0 +1,107 @@
+package objstore
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+	"time"
+)
+
+func TestRetryWaitDoublesToFiveSecondsWithJitterInTheUpperHalf(t *testing.T) {
+	for _, tc := range []struct {
+		attempt  int
+		rnd      float64
+		min, max time.Duration
+	}{
+		{0, 0, 100 * time.Millisecond, 100 * time.Millisecond},
+		{0, 0.999, 100 * time.Millisecond, 200 * time.Millisecond},
+		{1, 0, 200 * time.Millisecond, 200 * time.Millisecond},
+		{3, 0.5, 800 * time.Millisecond, 1600 * time.Millisecond},
+		{10, 0, 2500 * time.Millisecond, 2500 * time.Millisecond},
+		{100, 0.999, 2500 * time.Millisecond, 5 * time.Second},
+	} {
+		got := retryWait(tc.attempt, tc.rnd)
+		if got < tc.min || got > tc.max {
+			t.Errorf("retryWait(%d, %v) = %v, want in [%v, %v]", tc.attempt, tc.rnd, got, tc.min, tc.max)
+		}
+	}
+}
+
+func TestOnlyClientErrorsArePermanent(t *testing.T) {
+	for _, tc := range []struct {
+		e         StoreError
+		permanent bool
+		is        error
+	}{
+		{StoreError{Status: 0}, false, nil},
+		{StoreError{Status: 500, Code: "InternalError"}, false, nil},
+		{StoreError{Status: 503, Code: "SlowDown"}, false, nil},
+		{StoreError{Status: 429}, false, nil},
+		{StoreError{Status: 400, Code: "RequestTimeout"}, false, nil},
+		{StoreError{Status: 404, Code: "NoSuchBucket"}, true, ErrNoBucket},
+		{StoreError{Op: "check bucket", Status: 404}, true, ErrNoBucket},
+		{StoreError{Status: 403, Code: "AccessDenied"}, true, ErrAccessDenied},
+		{StoreError{Status: 403, Code: "SignatureDoesNotMatch"}, true, ErrAccessDenied},
+		{StoreError{Status: 404, Code: "NoSuchUpload"}, true, nil},
+	} {
+		e := tc.e
+		e.Err = errors.New("x")
+		if e.Permanent() != tc.permanent {
+			t.Errorf("%+v: permanent %v, want %v", tc.e, e.Permanent(), tc.permanent)
+		}
+		if tc.is != nil && !errors.Is(&e, tc.is) {
+			t.Errorf("%+v is not %v", tc.e, tc.is)
+		}
+	}
+}
+
+func TestParseURLTakesBucketKeyAndQueryOverrides(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Location
+		err  bool
+	}{
+		{in: "s3://rec/{broadcast}-{time}-{n}.mp4", want: Location{Bucket: "rec", Key: "{broadcast}-{time}-{n}.mp4"}},
+		{in: "s3://rec/a/b.mkv?endpoint=http://127.0.0.1:9000&region=eu-west-1&path_style=false",
+			want: Location{Bucket: "rec", Key: "a/b.mkv", Endpoint: "http://127.0.0.1:9000", Region: "eu-west-1", PathStyle: "false"}},
+		{in: "s3://rec/x.ts?s3ForcePathStyle=true", want: Location{Bucket: "rec", Key: "x.ts", PathStyle: "true"}},
+		{in: "s3://rec", err: true},
+		{in: "s3://rec/", err: true},
+		{in: "s3:///x.mp4", err: true},
+		{in: "s3://rec/x.mp4?endpoint=ftp://h", err: true},
+		{in: "s3://rec/x.mp4?path_style=maybe", err: true},
+		{in: "s3://rec/x.mp4?secret=1", err: true},
+		{in: "s3://rec/{nope}.mp4", err: true},
+		{in: "gs://rec/x.mp4", err: true},
+	} {
+		got, err := ParseURL(tc.in)
+		if (err != nil) != tc.err || (!tc.err && got != tc.want) {
+			t.Errorf("ParseURL(%q) = %+v, %v; want %+v, error %v", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+func TestBodyReadsItsPiecesInOrderAndSeeks(t *testing.T) {
+	b, err := newBody(bytes.NewReader([]byte("head")), io.NewSectionReader(bytes.NewReader([]byte("xxmediayy")), 2, 5), bytes.NewReader(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		got, err := io.ReadAll(b)
+		if err != nil || string(got) != "headmedia" || b.size != 9 {
+			t.Fatalf("read %q, %v (size %d)", got, err, b.size)
+		}
+		if _, err := b.Seek(0, io.SeekStart); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Seek(3, io.SeekStart)
+	got, _ := io.ReadAll(io.LimitReader(b, 3))
+	if string(got) != "dme" {
+		t.Errorf("from 3: %q", got)
+	}
+	if _, err := b.Seek(10, io.SeekStart); err == nil {
+		t.Error("seek past the end accepted")
+	}
+}
