@@ -24,7 +24,7 @@ type FileInfo struct {
 	Format    string  `json:"format"`
 	Size      int64   `json:"size"`          // bytes written
 	Frames    int64   `json:"frames"`        // frames written to it
-	Media     float64 `json:"media_seconds"` // from its first to its last frame
+	Media     float64 `json:"media_seconds"` // from its first frame to the end of its last, in ms
 }
 
 // Stats sums the counters of a Recorder's recordings, running and ended.

@@ -60,6 +60,7 @@ type output struct {
 	first  int64
 	last   int64
 	have   bool
+	spans  []trackSpan // per track, for the duration with the last frame
 	// cut ends the recording at a limit; checkedAt is the size at the
 	// last look at the free space (limits.go).
 	cut       func(error)
@@ -70,6 +71,9 @@ type output struct {
 // players cannot read it.
 func (o *output) AddTrack(t mux.Track) error {
 	err := o.Muxer.AddTrack(t)
+	if err == nil {
+		o.spans = append(o.spans, trackSpan{id: t.ID, nominal: nominalFrame(t)})
+	}
 	if err == nil && o.info.Format == string(FLV) && o.info.Segment == 0 && EnhancedFLV(t.Codec) {
 		o.r.log.Warn(fmt.Sprintf("writing %s as Enhanced FLV", t.Codec), "output", o.info.Path, "err", ErrEnhancedFLV)
 	}
@@ -90,7 +94,8 @@ func (o *output) WriteFrame(f mux.Frame) error {
 			o.last = f.Timestamp
 		}
 		o.have = true
-		o.rec.fileProgress(o.count.n, o.frames, float64(o.last-o.first)/1e6)
+		o.noteSpan(f)
+		o.rec.fileProgress(o.count.n, o.frames, o.media())
 		o.checkOutput()
 	}
 	return err
@@ -105,7 +110,7 @@ func (o *output) Close() error {
 	info := o.info
 	info.Frames = o.frames
 	if o.have {
-		info.Media = float64(o.last-o.first) / 1e6
+		info.Media = o.media()
 	}
 	info.Size = o.count.n
 	if sz, ok := o.file.(interface{ Size() int64 }); ok {
@@ -119,6 +124,69 @@ func (o *output) Close() error {
 		o.r.opts.OnFile(FileEvent{Finished: true, File: info, Err: err, Recording: o.rec})
 	}
 	return err
+}
+
+// trackSpan follows one track of an output: its latest presentation time
+// and its frame duration (the smallest gap between frames seen, or before
+// a second frame the track's nominal one), so the file's duration counts
+// its last frame as ffprobe does.
+type trackSpan struct {
+	id            int
+	last, prev    int64
+	minGap        int64
+	nominal       int64
+	have, hasPrev bool
+}
+
+// nominalFrame is a track's frame duration (µs) before its frames tell:
+// a frame at its frame rate, or 1024 samples of audio (AAC's frame).
+func nominalFrame(t mux.Track) int64 {
+	switch {
+	case t.Framerate > 0:
+		return int64(1e6 / t.Framerate)
+	case t.SampleRate > 0:
+		return 1024 * 1_000_000 / int64(t.SampleRate)
+	}
+	return 0
+}
+
+func (o *output) noteSpan(f mux.Frame) {
+	for i := range o.spans {
+		s := &o.spans[i]
+		if s.id != f.TrackID {
+			continue
+		}
+		if s.hasPrev {
+			// In decode order (B-frames) a step can go back: the smallest
+			// step forward is one frame.
+			if d := f.Timestamp - s.prev; d > 0 && (s.minGap == 0 || d < s.minGap) {
+				s.minGap = d
+			}
+		}
+		s.prev, s.hasPrev = f.Timestamp, true
+		if !s.have || f.Timestamp > s.last {
+			s.last, s.have = f.Timestamp, true
+		}
+		return
+	}
+}
+
+// media is the output's duration in seconds, rounded to the millisecond:
+// from its first frame to the end of its last (the latest end of any
+// track), as a player shows it.
+func (o *output) media() float64 {
+	end := o.last
+	for _, s := range o.spans {
+		if !s.have {
+			continue
+		}
+		d := s.minGap
+		if d == 0 {
+			d = s.nominal
+		}
+		end = max(end, s.last+d)
+	}
+	return float64((end-o.first+500)/1000) / 1e3
 }
 
 // chapters marks timestamp ts (the next frame's) with chapters named

@@ -155,13 +155,23 @@ func Execute(ctx context.Context, args []string, env Env) int {
 	cmd.SetOut(env.Stdout)
 	cmd.SetErr(con)
 	err := cmd.ExecuteContext(ctx)
-	// Flags that did not parse leave the text format.
-	log := newLogger(con, cfg.LogFormat, logLevel(cfg.Quiet, cfg.Verbose))
+	// A flag that did not parse may come before --log-format: look for it
+	// in the arguments, so a service's usage errors are JSON too.
+	format := cfg.LogFormat
+	if format != logJSON && logFormatArg(args) == logJSON {
+		format = logJSON
+	}
+	log := newLogger(con, format, logLevel(cfg.Quiet, cfg.Verbose))
 	switch {
 	case err == nil:
 		return ExitOK
 	case IsUsageError(err):
-		log.Error(describe(err) + "; run 'moq-export --help' for the flags")
+		const hint = "run 'moq-export --help' for the flags"
+		if format == logJSON {
+			log.Error(describe(err), "kind", "usage", "exit_code", ExitUsage, "hint", hint)
+		} else {
+			log.Error(describe(err) + "; " + hint)
+		}
 		return ExitUsage
 	case isBrokenPipe(err):
 		// The player or the next command in the pipe closed it: that is
@@ -174,13 +184,33 @@ func Execute(ctx context.Context, args []string, env Env) int {
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		return ExitOK
 	}
+	msg := describe(err)
 	if refused, ok := errors.AsType[*subscribe.RefusedError](err); ok {
 		// Nothing else of the run matters: say what the relay refused.
-		log.Error(refusedText(refused))
-		return ExitRuntime
+		msg = refusedText(refused)
 	}
-	log.Error(describe(err))
+	if format == logJSON {
+		log.Error(msg, "kind", "runtime", "exit_code", ExitRuntime)
+	} else {
+		log.Error(msg)
+	}
 	return ExitRuntime
+}
+
+// logFormatArg returns the value of --log-format in args, parsed or not.
+func logFormatArg(args []string) string {
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, "--log-format="); ok {
+			return v
+		}
+		if a == "--log-format" && i+1 < len(args) {
+			return args[i+1]
+		}
+		if a == "--" {
+			break
+		}
+	}
+	return ""
 }
 
 func newCommand(cfg *Config, run func() error) *cobra.Command {

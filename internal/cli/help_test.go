@@ -70,3 +70,15 @@ func TestHelpNamesEveryContainerAndGroupsTheFlags(t *testing.T) {
 		t.Error("the --demo- flags are not all under the demo group")
 	}
 }
+
+// TestCountsSaySingularForOne: "1 frame", "2 frames", "0 files".
+func TestCountsSaySingularForOne(t *testing.T) {
+	for _, c := range []struct {
+		n    int64
+		want string
+	}{{0, "0 frames"}, {1, "1 frame"}, {2, "2 frames"}} {
+		if got := count(c.n, "frame", "frames"); got != c.want {
+			t.Errorf("count(%d) = %q, want %q", c.n, got, c.want)
+		}
+	}
+}

@@ -48,15 +48,17 @@ func newLogger(con io.Writer, format string, level slog.Level) *slog.Logger {
 	return slog.New(&humanHandler{w: con, level: level, mu: &sync.Mutex{}})
 }
 
-// jsonLevelNames names LevelNotice "NOTICE" in JSON records, and renders
-// errors in the command's words.
+// jsonLevelNames gives JSON records the standard level names a log
+// pipeline knows (a notice, what the command says at the default
+// verbosity, is "INFO", not slog's "INFO+2"), and renders errors in the
+// command's words.
 func jsonLevelNames(groups []string, a slog.Attr) slog.Attr {
 	if err, ok := a.Value.Any().(error); ok {
 		return slog.String(a.Key, describe(err))
 	}
 	if len(groups) == 0 && a.Key == slog.LevelKey {
 		if l, ok := a.Value.Any().(slog.Level); ok && l == LevelNotice {
-			return slog.String(slog.LevelKey, "NOTICE")
+			return slog.String(slog.LevelKey, slog.LevelInfo.String())
 		}
 	}
 	return a

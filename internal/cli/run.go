@@ -147,7 +147,7 @@ func (a *app) newRecorder(ctx context.Context) error {
 	rec, err := record.New(record.Options{
 		Output: out, Format: c.Format, Duration: c.Duration, Segment: c.Segment, Delay: c.Delay, MaxDelay: cliMaxDelay(c.MaxDelay),
 		Video: c.Video, Audio: c.Audio, KeepTimestamps: c.KeepTimestamps, Wait: c.Wait,
-		Logger: a.log, Origin: a.origin(), OnWait: a.sayWaiting,
+		Logger: a.log, Origin: a.origin(), OnWait: a.sayWaiting, OnFile: a.fileFinished,
 		MaxRecordings: c.MaxBroadcasts, MaxFileBytes: int64(c.MaxBytes), MinFreeBytes: int64(c.MinFree),
 		ReturnMemoryAfter: returnMemoryAfter,
 	})

@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"math"
 	"os"
 	"time"
 
@@ -12,31 +15,65 @@ import (
 // Summary is what a run did, shown when it ends: on stderr for people, as
 // JSON with --json (stderr) or --summary FILE.
 type Summary struct {
-	Files      []record.FileInfo  `json:"files"`
-	PerTrack   []record.TrackInfo `json:"per_track"`
-	Media      float64            `json:"media_seconds"` // the longest recording
-	Tracks     int                `json:"tracks"`
-	Frames     int64              `json:"frames"`
-	Bytes      int64              `json:"bytes"` // media payload bytes
-	Late       int64              `json:"late"`
-	Dropped    int64              `json:"dropped"`
-	Reconnects int64              `json:"reconnects"`
+	Files     []record.FileInfo `json:"files"`
+	PerTrack  []TrackSummary    `json:"per_track"`
+	Media     float64           `json:"media_seconds"` // the longest recording, ms precision
+	Tracks    int               `json:"tracks"`
+	Frames    int64             `json:"frames"`
+	Bytes     int64             `json:"bytes"`      // media payload bytes
+	FileBytes int64             `json:"file_bytes"` // the size of the files written
+	Late      int64             `json:"late"`
+	Dropped   int64             `json:"dropped"`
+	// AfterEnd counts the frames received after a recording's end
+	// (--duration, a limit, Ctrl-C) that were not written.
+	AfterEnd   int64 `json:"after_end"`
+	Reconnects int64 `json:"reconnects"`
 	// Upload is the object store's accounting (-o s3://...).
 	Upload *record.UploadStats `json:"upload,omitempty"`
 	Error  string              `json:"error,omitempty"`
+}
+
+// TrackSummary is a track's accounting in the summary: every frame
+// received is written, dropped late, dropped by the muxer, or received
+// after the recording's end.
+type TrackSummary struct {
+	record.TrackInfo
+	AfterEnd int64 `json:"after_end"`
+}
+
+// afterEnd counts what a track received and did not write or drop: the
+// frames still buffered when its recording ended.
+func afterEnd(t record.TrackInfo) int64 {
+	return max(0, t.Received-t.Written-t.DroppedLate-t.DroppedByMuxer)
 }
 
 // summary gathers the counters of every recording and the files written.
 func (a *app) summary(err error) Summary {
 	s := a.snapshot()
 	files := []record.FileInfo{}
-	tracks := []record.TrackInfo{}
+	tracks := []TrackSummary{}
 	if a.rec != nil {
 		files = a.rec.Files()
-		tracks = a.rec.Tracks()
+		for _, t := range a.rec.Tracks() {
+			tracks = append(tracks, TrackSummary{TrackInfo: t, AfterEnd: afterEnd(t)})
+		}
 	}
-	out := Summary{Files: files, PerTrack: tracks, Media: s.Media.Seconds(), Tracks: s.Tracks, Frames: s.Frames, Bytes: s.Bytes,
-		Late: s.Late, Dropped: s.Dropped, Reconnects: s.Reconnects}
+	// A recording lasts as long as its files together (each to the end of
+	// its last frame, as players show it); the counters of the running
+	// export end at the last frame's start.
+	media := s.Media.Seconds()
+	perBroadcast := map[string]float64{}
+	var fileBytes int64
+	for _, f := range files {
+		perBroadcast[f.Broadcast] += f.Media
+		media = max(media, perBroadcast[f.Broadcast])
+		fileBytes += f.Size
+	}
+	out := Summary{Files: files, PerTrack: tracks, Media: math.Round(media*1000) / 1000, Tracks: s.Tracks, Frames: s.Frames, Bytes: s.Bytes,
+		FileBytes: fileBytes, Late: s.Late, Dropped: s.Dropped, Reconnects: s.Reconnects}
+	for _, t := range tracks {
+		out.AfterEnd += t.AfterEnd
+	}
 	if s.Upload.BytesWritten > 0 {
 		u := s.Upload
 		out.Upload = &u
@@ -47,9 +84,54 @@ func (a *app) summary(err error) Summary {
 	return out
 }
 
+// fileFinished reports a file the moment it is finished (closed and
+// playable), not at the end of the run: a service that records for days
+// logs each file as it completes. Under --log-format json the record has
+// the fields path, duration (seconds), bytes (the file's size), frames,
+// broadcast, format and segment. Standard output and files that are not
+// regular files (/dev/null) are not reported.
+func (a *app) fileFinished(e record.FileEvent) {
+	if !e.Finished {
+		return
+	}
+	f := e.File
+	if f.Path == "-" {
+		return
+	}
+	if st, err := os.Stat(f.Path); err == nil && !st.Mode().IsRegular() {
+		return // a device, not a file (an object's path is no local one)
+	}
+	attrs := []any{"path", f.Path, "duration", f.Media, "bytes", f.Size, "frames", f.Frames, "broadcast", f.Broadcast, "format", f.Format, "segment", f.Segment}
+	if e.Err != nil {
+		a.event(slog.LevelWarn, fmt.Sprintf("finishing %s failed: %s (it may be incomplete)", f.Path, describe(e.Err)), append(attrs, "err", describe(e.Err))...)
+		return
+	}
+	a.event(LevelNotice, fmt.Sprintf("wrote %s: %s, %s, %s", f.Path, formatClock(seconds(f.Media)), count(f.Frames, "frame", "frames"), formatBytes(f.Size)), attrs...)
+}
+
+// event logs msg with attrs as fields under --log-format json; the line
+// for people says it all in msg.
+func (a *app) event(level slog.Level, msg string, attrs ...any) {
+	if a.cfg.LogFormat != logJSON {
+		attrs = nil
+	}
+	a.log.Log(context.Background(), level, msg, attrs...)
+}
+
+// seconds converts a float of seconds to a Duration.
+func seconds(s float64) time.Duration { return time.Duration(math.Round(s * float64(time.Second))) }
+
+// count says "1 frame", "2 frames".
+func count(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
 // report shows the summary of the run that ended with err: a notice per
-// file and one for the whole (unless -q), and the JSON of --json and
-// --summary.
+// track that lost frames and one for the whole (unless -q), and the JSON
+// of --json and --summary. Files were reported as they finished.
 func (a *app) report(err error) error {
 	s := a.summary(err)
 	if a.cfg.SummaryFile != "" {
@@ -69,21 +151,26 @@ func (a *app) report(err error) error {
 	if len(s.Files) == 0 {
 		return nil
 	}
-	for _, f := range s.Files {
-		if f.Path == "-" {
-			continue // stdout: the total says it
-		}
-		notice(a.log, fmt.Sprintf("wrote %s: %s, %d frames, %s", f.Path, formatClock(time.Duration(f.Media*float64(time.Second))), f.Frames, formatBytes(f.Size)))
-	}
 	for _, t := range s.PerTrack {
 		if t.DroppedLate == 0 && t.DroppedByMuxer == 0 && t.Gaps == 0 {
 			continue // nothing lost: the total says it (--json has every track)
 		}
-		notice(a.log, fmt.Sprintf("track %s of %s (%s): received %d, written %d, dropped late %d, dropped by the muxer %d, lost %.1fs in %d %s",
-			t.Track, t.Broadcast, t.Kind, t.Received, t.Written, t.DroppedLate, t.DroppedByMuxer, t.Lost, t.Gaps, plural(int(t.Gaps), "gap", "gaps")))
+		a.event(LevelNotice, fmt.Sprintf("track %s of %s (%s): received %d, written %d, dropped late %d, dropped by the muxer %d, after the end %d, lost %.1fs in %s",
+			t.Track, t.Broadcast, t.Kind, t.Received, t.Written, t.DroppedLate, t.DroppedByMuxer, t.AfterEnd, t.Lost, count(t.Gaps, "gap", "gaps")),
+			"broadcast", t.Broadcast, "track", t.Track, "kind", t.Kind, "received", t.Received, "written", t.Written, "dropped_late", t.DroppedLate,
+			"dropped_by_muxer", t.DroppedByMuxer, "after_end", t.AfterEnd, "gaps", t.Gaps, "lost_seconds", t.Lost)
 	}
-	notice(a.log, fmt.Sprintf("recorded %s in %d %s: %d %s, %d frames, late %d, dropped %d, reconnects %d",
-		formatClock(time.Duration(s.Media*float64(time.Second))), len(s.Files), plural(len(s.Files), "file", "files"),
-		s.Tracks, plural(s.Tracks, "track", "tracks"), s.Frames, s.Late, s.Dropped, s.Reconnects))
+	msg := fmt.Sprintf("recorded %s in %s: %s, %s (%s of media", formatClock(seconds(s.Media)), count(int64(len(s.Files)), "file", "files"),
+		count(int64(s.Tracks), "track", "tracks"), count(s.Frames, "frame", "frames"), formatBytes(s.Bytes))
+	if s.FileBytes > 0 {
+		msg += ", " + formatBytes(s.FileBytes) + " of files"
+	}
+	msg += fmt.Sprintf("), late %d, dropped %d", s.Late, s.Dropped)
+	if s.AfterEnd > 0 {
+		msg += fmt.Sprintf(", %s after the end not written", count(s.AfterEnd, "frame", "frames"))
+	}
+	msg += fmt.Sprintf(", reconnects %d", s.Reconnects)
+	a.event(LevelNotice, msg, "duration", s.Media, "files", len(s.Files), "tracks", s.Tracks, "frames", s.Frames, "bytes", s.Bytes,
+		"file_bytes", s.FileBytes, "late", s.Late, "dropped", s.Dropped, "after_end", s.AfterEnd, "reconnects", s.Reconnects)
 	return nil
 }
