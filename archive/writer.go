@@ -46,6 +46,7 @@ type RecordEvent struct {
 	// Start and End are the media time span of its frames (µs).
 	Start, End int64
 	Frames     int
+	Bytes      int64 // payload bytes
 	// Gap is set when the record could not be stored: its frames are lost
 	// and the next record takes its sequence. Err says why.
 	Gap bool
@@ -446,8 +447,11 @@ func (tw *trackWriter) commit(endTS int64, end layout.Position, _ bool) error {
 	seg := layout.Segment{Version: 2, FrameStart: tw.start.Frame, Groups: tw.groups}
 	rec := layout.Record{Sequence: seq, PTS: uint64(firstTS) / 1000, Start: tw.start, End: end, Keyframe: tw.keyframe,
 		Duration: uint64(endTS)/1000 - uint64(firstTS)/1000}
-	tw.groups, tw.frames = nil, nil
 	ev := RecordEvent{Track: tw.name, Sequence: seq, Start: firstTS, End: endTS, Frames: n}
+	for _, f := range tw.frames {
+		ev.Bytes += int64(len(f.payload))
+	}
+	tw.groups, tw.frames = nil, nil
 	gap := func(err error) error {
 		ev.Gap, ev.Err = true, err
 		tw.w.o.Logger.Warn("archive: record lost (a gap)", "broadcast", tw.w.b.Name(), "track", tw.name, "record", seq, "err", err)

@@ -26,7 +26,7 @@ const (
 var Formats = []Format{FLV, MKV, WebM, TS, MP4}
 
 // ParseFormat accepts a format name: flv, mkv, webm, ts or mp4 (and the
-// aliases matroska, mpegts, m4v, m4a).
+// aliases matroska, mpegts, m4v, m4a), or archive (ArchiveOutput's).
 func ParseFormat(s string) (Format, error) {
 	switch strings.ToLower(s) {
 	case "flv":
@@ -39,6 +39,8 @@ func ParseFormat(s string) (Format, error) {
 		return TS, nil
 	case "mp4", "m4v", "m4a":
 		return MP4, nil
+	case "archive":
+		return Archive, nil
 	}
 	return "", fmt.Errorf("unknown format %q: the formats are flv, mkv, webm, ts and mp4", s)
 }

@@ -58,7 +58,7 @@ func New(opts Options) (*Recorder, error) {
 	if opts.Format == "" {
 		return nil, fmt.Errorf("record: no Format, and the output does not tell one: end the path in .flv, .mkv, .webm, .ts or .mp4, or set Format")
 	}
-	if _, ok := muxers[opts.Format]; !ok {
+	if _, ok := muxers[opts.Format]; !ok && opts.Format != Archive {
 		return nil, fmt.Errorf("record: unknown format %q", opts.Format)
 	}
 	if err := opts.Output.Check(opts); err != nil {

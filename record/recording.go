@@ -96,6 +96,10 @@ func (rec *Recording) run(done func(error)) {
 		rec.cancel(nil)
 		finish(err)
 	}
+	if ao, ok := r.opts.Output.(*archiveOutput); ok {
+		end(r.recordArchive(rctx, rec, ao))
+		return
+	}
 	err := r.prepare(rctx, rec)
 	if err != nil {
 		end(err)

@@ -21,7 +21,11 @@ func Run(ctx context.Context, opts Options) ([]FileInfo, error) {
 			return nil, errors.New("record: Run needs Options.URL or Options.Session")
 		}
 		var err error
-		if sess, err = subscribe.Dial(ctx, opts.URL, opts.Dial); err != nil {
+		dial := opts.Dial
+		if _, ok := opts.Output.(*archiveOutput); ok {
+			dial.Objects = true // an archive keeps the objects as received
+		}
+		if sess, err = subscribe.Dial(ctx, opts.URL, dial); err != nil {
 			return nil, fmt.Errorf("record: connecting to %s: %w", subscribe.RedactURL(opts.URL), err)
 		}
 		defer sess.Close()

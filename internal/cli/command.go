@@ -140,6 +140,10 @@ func Execute(ctx context.Context, args []string, env Env) int {
 	cfg := &Config{}
 	var runErr error
 	cmd := newCommand(cfg, func() error {
+		if cfg.ReplayTo != "" {
+			runErr = publishReplayTo(ctx, cfg, newLogger(con, cfg.LogFormat, logLevel(cfg.Quiet, cfg.Verbose)))
+			return runErr
+		}
 		if cfg.DemoTo != "" {
 			runErr = publishDemoTo(ctx, cfg, newLogger(con, cfg.LogFormat, logLevel(cfg.Quiet, cfg.Verbose)))
 			return runErr
@@ -300,7 +304,7 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 	f.StringVarP(&cfg.Output, "output", "o", "-", "output `PATH` or template, or s3://BUCKET/KEY (a template too); - is stdout")
 	f.BoolVarP(&cfg.Overwrite, "overwrite", "y", false, "overwrite an existing -o file without asking")
 	f.BoolVarP(&cfg.NoOverwrite, "no-overwrite", "n", false, "never overwrite an existing -o file: exit with an error instead of asking")
-	f.StringVarP(&format, "format", "f", "", "container: flv, mkv, webm, ts or mp4 (default: from the output extension; ts on stdout)")
+	f.StringVarP(&format, "format", "f", "", "container: flv, mkv, webm, ts or mp4 (default: from the output extension; ts on stdout), or archive (-o DIR: every track losslessly, in the hang Recording layout)")
 	f.DurationVar(&cfg.Duration, "duration", 0, "stop after this much media and finish the file (default: until the broadcast ends)")
 	f.DurationVar(&cfg.Wait, "wait", 0, "give up (exit 1) when no broadcast (or not the -b one) is announced within this time (default: wait until Ctrl-C, saying so)")
 	f.DurationVar(&cfg.Timeout, "timeout", 0, "stop the whole run after this much wall-clock time, finishing the files (exit 1 if nothing was recorded)")
@@ -339,6 +343,11 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 	f.StringVar(&cfg.DemoContainer, "demo-container", "", "how the built-in demo packages its frames: legacy (default), loc, or cmaf (as 'moq import fmp4' publishes ffmpeg's fMP4)")
 	f.IntVar(&cfg.DemoLoops, "demo-loops", 0, "end the demo broadcast after each test sample played this many times (2-4 s each; default: never)")
 	f.StringVar(&cfg.DemoTo, "demo-to", "", "publish the built-in demo into this `URL` (a --listen moq-export or a relay; pin it with --tls-fingerprint) instead of recording it")
+	f.DurationVar(&cfg.Retention, "retention", 0, "with -f archive: keep this much media per track (a DVR window), deleting older records as new ones land (default: keep all)")
+	f.StringVar(&cfg.From, "from", "", "reading an archive: start at this media `TIME` (1h2m3s) or wall-clock time (2026-12-01T10:00:00Z), from the keyframe at or before it")
+	f.StringVar(&cfg.To, "to", "", "reading an archive: end at this media or wall-clock `TIME`")
+	f.DurationVar(&cfg.Follow, "follow", 0, "reading an archive: keep reading the records a concurrent writer adds, looking every `D`")
+	f.StringVar(&cfg.ReplayTo, "replay-to", "", "publish the archived broadcast (-b) in real time from --from into this `URL` (a relay, or a --listen moq-export) instead of recording it")
 	f.BoolVar(&cfg.DemoFast, "demo-fast", false, "publish the demo as fast as possible instead of in real time (benchmarks)")
 	_ = f.MarkHidden("demo-fast")
 	return cmd

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moq-export/moq-export/archive"
 	"github.com/moq-export/moq-export/objstore"
 	"github.com/moq-export/moq-export/record"
 	"github.com/moq-export/moq-export/subscribe"
@@ -56,8 +57,15 @@ type Config struct {
 	DemoLoops      int
 	DemoFast       bool // hidden: publish the demo as fast as possible (benchmarks)
 	DemoContainer  string
-	DemoLate       []string // test codecs a catalog update adds after DemoLateAfter
-	DemoTo         string   // --demo-to: publish the demo into this URL instead of recording
+	DemoLate       []string      // test codecs a catalog update adds after DemoLateAfter
+	DemoTo         string        // --demo-to: publish the demo into this URL instead of recording
+	Retention      time.Duration // --retention: the DVR window of -f archive (0: keep all)
+	From, To       string        // --from, --to: the range of an archive source
+	Follow         time.Duration // --follow: read what a writer adds to the archive, looking every D
+	ReplayTo       string        // --replay-to: publish an archived broadcast into this URL
+
+	archive  string       // the directory of an archive source
+	from, to archive.Time // --from, --to parsed
 
 	formatGiven bool
 	template    Template
@@ -89,7 +97,17 @@ func (c *Config) Check() error {
 	if c.DemoTo != "" {
 		return c.checkDemoTo()
 	}
-	if c.URL != "" {
+	if p, ok := archivePath(c.URL); ok && c.URL != "" {
+		c.archive = p
+	}
+	if c.ReplayTo != "" {
+		return c.checkReplayTo()
+	}
+	if c.archive != "" {
+		if c.Listen != "" {
+			return usagef("an archive URL and --listen exclude each other")
+		}
+	} else if c.URL != "" {
 		if err := checkURL(c.URL); err != nil {
 			return err
 		}
@@ -180,6 +198,9 @@ func (c *Config) Check() error {
 	}
 	if c.List {
 		// Listing ignores the output flags.
+		if c.archive == "" && (c.From != "" || c.To != "" || c.Follow > 0) {
+			return usagef("--from, --to and --follow read an archive: give its directory (or file:///dir) as the URL")
+		}
 		return nil
 	}
 
@@ -210,9 +231,17 @@ func (c *Config) Check() error {
 	if c.formatGiven {
 		f, err := record.ParseFormat(string(c.Format))
 		if err != nil {
-			return usagef("unknown format %q: use -f flv, mkv, webm, ts or mp4", c.Format)
+			return usagef("unknown format %q: use -f flv, mkv, webm, ts, mp4 or archive", c.Format)
 		}
 		c.Format = f
+	}
+	if err := c.checkArchive(); err != nil {
+		return err
+	}
+	if c.Format == record.Archive {
+		return nil // a directory: no template
+	}
+	if c.formatGiven {
 	} else if c.toStdout() {
 		c.Format = TS
 	} else if f, ok := record.FormatFromPath(target); ok {
@@ -242,6 +271,21 @@ func (c *Config) Check() error {
 		return usagef("--record-all writes one file per broadcast, but -o %q has no {broadcast}: use e.g. 'rec/{broadcast}-{time}%s'", c.Output, c.Format.Ext())
 	}
 	return nil
+}
+
+// checkReplayTo checks the flags of --replay-to, which publishes an
+// archived broadcast and records nothing.
+func (c *Config) checkReplayTo() error {
+	if c.archive == "" {
+		return usagef("--replay-to publishes an archive: give its directory (or file:///dir) as the URL")
+	}
+	if err := checkURL(c.ReplayTo); err != nil {
+		return usagef("--replay-to: %s", err.Error())
+	}
+	if c.Listen != "" || c.Output != "-" || c.formatGiven || c.RecordAll || c.List || c.Segment > 0 || c.Retention > 0 {
+		return usagef("--replay-to publishes the archive and records nothing: drop -o, -f, --segment, --retention, --record-all, --list and --listen")
+	}
+	return c.checkArchive()
 }
 
 // checkDemoTo checks the flags of --demo-to, which publishes and records

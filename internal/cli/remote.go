@@ -29,6 +29,8 @@ func dial(ctx context.Context, cfg *Config, log *slog.Logger) (Source, error) {
 		Reconnect:      subscribe.Backoff{GiveUp: reconnectFor(cfg)},
 		// The recordings are the tracks' only readers.
 		ReleaseRead: true,
+		// An archive keeps the objects as received.
+		Objects: cfg.Format == record.Archive,
 	}
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
@@ -124,7 +126,7 @@ func serveDemo(ctx context.Context, cfg *Config, con *console, log *slog.Logger)
 	notice(log, demoNotice(cfg, fmt.Sprintf("served over loopback QUIC at %s (SHA-256 fingerprint %s: another moq-export records it with %s --tls-fingerprint %s)", url, pin, url, pin)))
 	dctx, dcancel := context.WithTimeout(ctx, dialTimeout)
 	defer dcancel()
-	sess, err := subscribe.Dial(dctx, url, subscribe.Options{TLSFingerprint: pin, Logger: log, ReleaseRead: true})
+	sess, err := subscribe.Dial(dctx, url, subscribe.Options{TLSFingerprint: pin, Logger: log, ReleaseRead: true, Objects: cfg.Format == record.Archive})
 	if err != nil {
 		stop()
 		if ctx.Err() != nil {

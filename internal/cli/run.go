@@ -94,6 +94,9 @@ func (a *app) runList(ctx context.Context) error {
 	if a.cfg.URL == "" && len(a.cfg.DemoCodecs) == 0 {
 		a.cfg.DemoCodecs = demo.SamplesIn(catalog.ContainerKind(a.cfg.DemoContainer))
 	}
+	if a.cfg.archive != "" {
+		return listArchive(ctx, a.cfg, a.env.Stdout)
+	}
 	src, err := a.openSource(ctx)
 	if err != nil {
 		return err
@@ -131,7 +134,12 @@ func (a *app) runRecording(ctx context.Context) error {
 func (a *app) newRecorder(ctx context.Context) error {
 	c := a.cfg
 	var out record.Output
-	if c.toStdout() {
+	if c.Format == record.Archive {
+		var err error
+		if out, err = archiveOutput(c); err != nil {
+			return err
+		}
+	} else if c.toStdout() {
 		out = record.Stream(a.env.Stdout)
 	} else if c.objectStore {
 		var err error
@@ -191,8 +199,12 @@ func (a *app) checkOverwrite() error {
 	return fmt.Errorf("not overwriting %s: pass -y to overwrite it, or give -o another name", c.Output)
 }
 
-// openSource dials the URL, or starts the built-in demo.
+// openSource dials the URL, opens the archive it names, or starts the
+// built-in demo.
 func (a *app) openSource(ctx context.Context) (Source, error) {
+	if a.cfg.archive != "" {
+		return openArchiveSource(a.cfg, false)
+	}
 	if a.cfg.URL == "" {
 		if a.cfg.Broadcast == "" {
 			a.cfg.Broadcast = demoBroadcast
