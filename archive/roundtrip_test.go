@@ -3,8 +3,6 @@ package archive_test
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -249,6 +247,3 @@ func TestAnArchivedDemoReadsBackFrameForFrameInEveryContainer(t *testing.T) {
 		})
 	}
 }
-
-var _ = errors.New
-var _ = fmt.Sprint

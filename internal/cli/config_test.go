@@ -86,7 +86,7 @@ func TestUsageErrorsSayWhatToDo(t *testing.T) {
 		hint string
 	}{
 		{[]string{"-o", "x.avi"}, "-f flv|mkv|webm|ts|mp4"},
-		{[]string{"-f", "avi"}, "use -f flv, mkv, webm, ts or mp4"},
+		{[]string{"-f", "avi"}, "use -f flv, mkv, webm, ts, mp4 or archive"},
 		{[]string{"a", "b"}, "at most one URL"},
 		{[]string{"relay.example/x"}, "no scheme"},
 		{[]string{"ftp://relay.example/x"}, "unsupported URL scheme"},

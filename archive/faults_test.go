@@ -1,0 +1,257 @@
+package archive_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/moq-export/moq-export/archive"
+	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/subscribe"
+)
+
+// failing is a store whose Put of chosen keys fails, once each.
+type failing struct {
+	archive.Store
+	mu   sync.Mutex
+	keys map[string]bool
+}
+
+var errDiskFull = errors.New("disk full (test)")
+
+func (f *failing) Put(ctx context.Context, key string, data []byte) error {
+	f.mu.Lock()
+	fail := f.keys[key]
+	delete(f.keys, key)
+	f.mu.Unlock()
+	if fail {
+		// What a store that fails mid-write leaves: nothing under key.
+		return fmt.Errorf("put %s: %w", key, errDiskFull)
+	}
+	return f.Store.Put(ctx, key, data)
+}
+
+// checkObjects parses every segment object of the archive in dir.
+func checkObjects(t *testing.T, dir string) int {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.Contains(p, "/segments/") {
+			return err
+		}
+		if strings.HasPrefix(d.Name(), ".tmp-") {
+			return nil // an unfinished write, never linked into place
+		}
+		n++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestAStoreThatFailsMidWriteLeavesAGapNotACorruptSegment(t *testing.T) {
+	t.Parallel()
+	prefix, _ := archive.BroadcastPrefix("", "demo")
+	lostMedia := prefix + "/h264/segments/0000000000000000001"
+	lostTimeline := prefix + "/aac%2Etimeline%2Ez/segments/0000000000000000001"
+	var st *failing
+	r := archiveDemo(t, catalog.ContainerLegacy, []string{"h264", "aac"}, archive.WriteOptions{Grace: -1}, func(s archive.Store) archive.Store {
+		st = &failing{Store: s, keys: map[string]bool{lostMedia: true, lostTimeline: true}}
+		return st
+	})
+	if len(st.keys) != 0 {
+		t.Fatalf("the writes meant to fail were not made: %v", st.keys)
+	}
+	gaps := map[string]archive.RecordEvent{}
+	for _, e := range r.events {
+		if e.Gap {
+			if !errors.Is(e.Err, errDiskFull) {
+				t.Errorf("gap %+v does not say why", e)
+			}
+			gaps[e.Track] = e
+		}
+	}
+	if len(gaps) != 2 || gaps["h264"].Sequence != 1 || gaps["aac"].Sequence != 1 {
+		t.Fatalf("gaps %+v, want record 1 of h264 and of aac", gaps)
+	}
+	// The next record took the lost one's sequence: the records stored
+	// are numbered without a hole.
+	for name := range gaps {
+		seen := map[uint64]bool{}
+		for _, e := range r.events {
+			if e.Track == name && !e.Gap {
+				seen[e.Sequence] = true
+			}
+		}
+		for i := range uint64(len(seen)) {
+			if !seen[i] {
+				t.Errorf("%s: records stored %v, a hole at %d", name, seen, i)
+			}
+		}
+	}
+	checkObjects(t, r.dir)
+	// Read back: every frame but those of the two lost records, intact.
+	want := map[string][]got{}
+	for name, fs := range r.direct {
+		g := gaps[name]
+		i := indexOf(fs, g.Start)
+		if i < 0 || i+g.Frames > len(fs) {
+			t.Fatalf("%s: the lost record's %d frames from %d µs are not in the direct reading", name, g.Frames, g.Start)
+		}
+		want[name] = append(append([]got(nil), fs[:i]...), fs[i+g.Frames:]...)
+	}
+	compare(t, "archive with gaps", want, readBack(t, r.dir, archive.ReadOptions{}))
+}
+
+func indexOf(fs []got, ts int64) int {
+	for i, f := range fs {
+		if f.ts == ts {
+			return i
+		}
+	}
+	return -1
+}
+
+
+func TestRetentionDeletesOnlyRecordsOutsideTheWindow(t *testing.T) {
+	t.Parallel()
+	const window = 1500 * time.Millisecond
+	r := archiveDemo(t, catalog.ContainerLegacy, []string{"h264", "aac"}, archive.WriteOptions{Retention: window, Grace: -1}, nil)
+	back := readBack(t, r.dir, archive.ReadOptions{})
+	for name, fs := range r.direct {
+		var recs []archive.RecordEvent
+		for _, e := range r.events {
+			if e.Track == name && !e.Gap {
+				recs = append(recs, e)
+			}
+		}
+		end := recs[len(recs)-1].End
+		// The oldest record kept is the newest one whose removal would
+		// leave less than the window.
+		keep := 0
+		for keep+1 < len(recs) && end-recs[keep+1].Start >= window.Microseconds() {
+			keep++
+		}
+		if keep == 0 {
+			t.Fatalf("%s: %d records, none out of the %v window: the test proves nothing", name, len(recs), window)
+		}
+		from := recs[keep].Start
+		var want []got
+		for _, f := range fs {
+			if f.ts >= from {
+				want = append(want, f)
+			}
+		}
+		compare(t, "retained "+name, map[string][]got{name: want}, map[string][]got{name: back[name]})
+		if first := back[name]; len(first) == 0 || end-first[0].ts < window.Microseconds() {
+			t.Errorf("%s: what is kept does not span the %v window", name, window)
+		}
+	}
+}
+
+// The SIGKILL test runs a writer in a child process (this test binary
+// again): it publishes the demo, archives it and prints the media time
+// published; the parent kills it and reads what it left.
+const writerEnv = "ARCHIVE_TEST_WRITER"
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(writerEnv); dir != "" {
+		os.Exit(runWriter(dir))
+	}
+	os.Exit(m.Run())
+}
+
+func runWriter(dir string) int {
+	ctx := context.Background()
+	bc := model.NewBroadcast("demo")
+	hold := make(chan struct{})
+	go demo.Publish(ctx, bc, demo.Options{Renditions: []string{"h264", "aac"}, Realtime: true, Hold: hold})
+	srv, url, pin, err := subscribe.ServeLoopback(bc, subscribe.ServerOptions{})
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	defer srv.Close()
+	sess, err := subscribe.Dial(ctx, url, subscribe.Options{TLSFingerprint: pin, Objects: true})
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	st, _ := archive.Dir(dir)
+	prefix, _ := archive.BroadcastPrefix("", "demo")
+	go archive.Write(ctx, st, prefix, sess.Broadcast("demo"), archive.WriteOptions{})
+	for _, n := range []string{"h264", "aac"} {
+		for bc.CreateTrack(n).Consumers() < 1 {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	close(hold)
+	start := time.Now()
+	for {
+		time.Sleep(50 * time.Millisecond)
+		fmt.Println("published", time.Since(start).Microseconds())
+	}
+}
+
+func TestAKilledWriterLeavesAllButItsLastSecondsReadable(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), writerEnv+"="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var published int64
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 2 && f[0] == "published" {
+			published, _ = strconv.ParseInt(f[1], 10, 64)
+		}
+		if published >= 6_500_000 {
+			break
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	if published < 6_500_000 {
+		t.Fatalf("the writer stopped at %d µs before it was killed: %v", published, sc.Err())
+	}
+	back := readBack(t, dir, archive.ReadOptions{})
+	for name, fs := range back {
+		if len(fs) == 0 {
+			t.Fatalf("%s: nothing readable after the kill", name)
+		}
+		// Records are cut at least 2 s long at group (1 s) ends: what
+		// the kill loses is the open record, at most that.
+		lost := published - fs[len(fs)-1].ts
+		t.Logf("%s: %d frames readable, the last %.2f s before the kill lost", name, len(fs), float64(lost)/1e6)
+		if lost > 3_300_000 {
+			t.Errorf("%s: the last %.2f s before the kill are lost, want at most one open record (2 s + a group)", name, float64(lost)/1e6)
+		}
+		if fs[0].ts > 100_000 {
+			t.Errorf("%s starts at %d µs: the start was lost", name, fs[0].ts)
+		}
+	}
+}
