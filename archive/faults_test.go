@@ -127,7 +127,6 @@ func indexOf(fs []got, ts int64) int {
 	return -1
 }
 
-
 func TestRetentionDeletesOnlyRecordsOutsideTheWindow(t *testing.T) {
 	t.Parallel()
 	const window = 1500 * time.Millisecond
