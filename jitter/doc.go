@@ -62,7 +62,13 @@
 //
 // PushDiscontinuity marks a break in one track's timeline (empty group,
 // publisher rewind, reconnect). If the track's next frame would go back in
-// time, the track is shifted forward so it continues at the newest key seen
-// on any track; a forward gap is kept as it is. Either way the frame leaves
-// with mux.Frame.Discontinuity set, which the muxer acts on.
+// time (a restarted publisher starts its clock afresh), the track is shifted
+// forward so it continues one frame duration after the newest key seen on
+// any track, never at a time already written. The other tracks of the
+// broadcast rewind with it: when their own discontinuity lands within 10 s
+// of the same new time they take the same shift, so audio and video stay in
+// sync across the restart; a frame that the shared shift would put before
+// its track's last one is dropped (counted late). A forward gap is kept as
+// it is. Either way the frame leaves with mux.Frame.Discontinuity set, which
+// the muxer acts on.
 package jitter

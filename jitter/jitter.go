@@ -89,12 +89,17 @@ type track struct {
 	head  int
 	peak  int // the most frames buffered since the queue last emptied
 
-	lastKey  int64 // key of the newest frame pushed (minKey before any)
-	offset   int64 // added to timestamps after a backward discontinuity
-	disc     bool  // the next frame follows a discontinuity
-	idle     bool
-	ended    bool
-	dropping bool // video: dropping until the next keyframe
+	lastKey int64 // key of the newest frame pushed (minKey before any)
+	offset  int64 // added to timestamps after a backward discontinuity
+	disc    bool  // the next frame follows a discontinuity
+	rewound int   // the Buffer.rewind this track's offset follows
+	// overlapping: the frames after its rewind still fall before its
+	// last frame and are dropped
+	overlapping bool
+	frameDur    int64 // smallest step between its keys seen (0: none yet)
+	idle        bool
+	ended       bool
+	dropping    bool // video: dropping until the next keyframe
 
 	pushedAt time.Time // when it last pushed a frame (kept with MaxDelay only)
 
@@ -154,6 +159,24 @@ const keptQueue = 16
 
 const minKey = math.MinInt64
 
+// rewind is the newest backward jump of the publisher's clock (a restarted
+// publisher starts its timestamps afresh). Every track of the broadcast
+// jumps with it, so they share one offset and stay in sync: the first
+// track to jump sets it, the others take it when their own discontinuity
+// lands near the same new time.
+type rewind struct {
+	n      int   // how many rewinds so far (tracks compare their rewound)
+	raw    int64 // the publisher's timestamp of the first frame after it
+	offset int64 // what every track adds to the new timestamps
+}
+
+// rewindWindow is how far apart, in the publisher's new clock, the first
+// frames of two tracks may be and still belong to the same rewind.
+const rewindWindow = 10 * int64(time.Second/time.Microsecond)
+
+// maxFrameStep bounds the frame duration the rewind leaves room for.
+const maxFrameStep = int64(time.Second / time.Microsecond)
+
 // Buffer is the cross-track jitter buffer. It is not safe for concurrent
 // use: the export engine drives it from one goroutine.
 type Buffer struct {
@@ -173,6 +196,8 @@ type Buffer struct {
 
 	released     int64 // key of the newest frame released (minKey before any)
 	maxKey       int64 // newest key pushed on any track
+	maxFrameDur  int64 // the largest track.frameDur
+	rewind       rewind
 	blockedSince time.Time
 	// onPending is set while the output waits only for tracks that
 	// Options.Pending reports: their producer wakes the caller, so no
@@ -254,12 +279,20 @@ func (b *Buffer) Push(f mux.Frame) error {
 		return fmt.Errorf("jitter: frame for %w %d", mux.ErrUnknownTrack, f.TrackID)
 	}
 	if t.disc {
-		t.disc, f.Discontinuity = false, true
-		if ts := f.Timestamp + t.offset; t.lastKey != minKey && ts < t.lastKey {
-			// The track went back in time: continue after everything seen.
-			anchor := max(b.maxKey, b.released, t.lastKey)
-			t.offset += anchor - ts
+		if f.Timestamp+t.offset <= t.lastKey && t.lastKey != minKey {
+			b.rewound(t, f.Timestamp)
 		}
+		if f.Timestamp+t.offset <= t.lastKey && t.lastKey != minKey {
+			// It overlaps what this track already gave: the shared offset
+			// of the rewind puts its first frames before the track's last
+			// one. Dropped (the discontinuity waits for the next frame).
+			b.stats.Late++
+			b.stats.Dropped++
+			t.dropping, t.overlapping = t.video, true
+			b.skipped(t, t.lastKey)
+			return nil
+		}
+		t.disc, t.overlapping, f.Discontinuity = false, false, true
 	}
 	f.Timestamp += t.offset
 	key := max(f.Timestamp, t.lastKey)
@@ -294,6 +327,10 @@ func (b *Buffer) Push(f mux.Frame) error {
 		return nil
 	}
 
+	if d := key - t.lastKey; t.lastKey != minKey && d > 0 && d <= maxFrameStep && (t.frameDur == 0 || d < t.frameDur) {
+		t.frameDur = d
+		b.maxFrameDur = max(b.maxFrameDur, d)
+	}
 	wasEmpty := t.buffered() == 0
 	t.push(entry{frame: f, key: key})
 	t.lastKey = key
@@ -305,6 +342,25 @@ func (b *Buffer) Push(f mux.Frame) error {
 	}
 	b.stats.Buffered++
 	return nil
+}
+
+// rewound sets track t's offset after its clock went back to raw: the
+// offset of the rewind the other tracks already took when raw is near
+// theirs, else a new rewind that continues one frame after the newest key
+// seen on any track (the frame there still lasts a frame, and muxers with
+// millisecond clocks must not see the same time twice).
+func (b *Buffer) rewound(t *track, raw int64) {
+	r := &b.rewind
+	if (r.n > t.rewound || t.overlapping) && raw >= r.raw-rewindWindow && raw <= r.raw+rewindWindow {
+		// The rewind the other tracks took (or the one this track took,
+		// whose first frames after it overlap its past and are dropped).
+		t.offset, t.rewound = r.offset, r.n
+		return
+	}
+	anchor := max(b.maxKey, b.released, t.lastKey) + max(b.maxFrameDur, int64(time.Millisecond/time.Microsecond))
+	r.n++
+	r.raw, r.offset = raw, anchor-raw
+	t.offset, t.rewound = r.offset, r.n
 }
 
 // skipped records that track t delivered a frame with key that does not

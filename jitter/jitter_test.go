@@ -237,14 +237,90 @@ func TestDiscontinuityShiftsBackwardJumpAndIsReported(t *testing.T) {
 	if !got[6].Frame.Discontinuity || got[5].Frame.Discontinuity || got[7].Frame.Discontinuity {
 		t.Fatalf("discontinuity flags wrong: %+v", got)
 	}
-	if got[6].Frame.Timestamp != 100*ms || got[7].Frame.Timestamp != 120*ms {
-		t.Fatalf("after the rewind got %v, want 100, 120", timestamps(got[6:]))
+	// One frame (20 ms) after the last one: the frame at 100 lasts until
+	// 120, and no time is written twice.
+	if got[6].Frame.Timestamp != 120*ms || got[7].Frame.Timestamp != 140*ms {
+		t.Fatalf("after the rewind got %v, want 120, 140", timestamps(got[6:]))
 	}
 	// A forward jump is kept.
 	b.PushDiscontinuity(1)
 	b.Push(frame(1, 5000, true))
-	if got := drain(b); len(got) != 1 || got[0].Frame.Timestamp != 5100*ms || !got[0].Frame.Discontinuity {
-		t.Fatalf("forward jump released %+v, want 5100 ms with Discontinuity", got)
+	if got := drain(b); len(got) != 1 || got[0].Frame.Timestamp != 5120*ms || !got[0].Frame.Discontinuity {
+		t.Fatalf("forward jump released %+v, want 5120 ms with Discontinuity", got)
+	}
+}
+
+// A restarted publisher starts every track's clock afresh: the tracks
+// rewind together, by one shared offset, so audio and video stay in sync,
+// and none writes a time it already wrote (the cut group's keyframe at the
+// newest time stays the newest, the new timeline starts a frame after it).
+func TestPublisherRestartRewindsEveryTrackByOneOffset(t *testing.T) {
+	const video, audio = 1, 2
+	b := New(Options{Delay: time.Second})
+	b.AddTrack(video, mux.Video)
+	b.AddTrack(audio, mux.Audio)
+	var got []Item
+	// 1 s of media: video every 40 ms, audio every 20 ms; the video group
+	// at 1000 was cut after its keyframe.
+	for ts := int64(0); ts <= 1000; ts += 20 {
+		if ts%40 == 0 {
+			b.Push(frame(video, ts, ts%200 == 0))
+		}
+		b.Push(frame(audio, ts, true))
+		got = append(got, drain(b)...)
+	}
+	// The new publisher's clock: audio starts 60 ms before its first
+	// keyframe (those frames overlap the old audio once shifted), video at
+	// its keyframe, 100 ms: far behind the old clock.
+	b.PushDiscontinuity(video)
+	b.PushDiscontinuity(audio)
+	b.Push(frame(video, 100, true))
+	for ts := int64(40); ts <= 300; ts += 20 {
+		b.Push(frame(audio, ts, true))
+		if ts > 100 && ts%40 == 20 {
+			b.Push(frame(video, ts, false))
+		}
+	}
+	got = append(got, flushAll(b)...)
+	inOrderCount(t, got, video)
+	last := map[int]int64{}
+	first := map[int]int64{}
+	for _, it := range got {
+		f := it.Frame
+		if prev, ok := last[f.TrackID]; ok && f.Timestamp <= prev {
+			t.Fatalf("track %d wrote %d ms after %d ms", f.TrackID, f.Timestamp/ms, prev/ms)
+		}
+		last[f.TrackID] = f.Timestamp
+		if f.Discontinuity {
+			if _, ok := first[f.TrackID]; ok {
+				t.Fatalf("track %d: two discontinuities", f.TrackID)
+			}
+			first[f.TrackID] = f.Timestamp
+		}
+	}
+	// The rewind continues 40 ms (the longest frame) after the newest key, 1000.
+	if first[video] != 1040*ms {
+		t.Fatalf("video restarts at %d ms, want 1040", first[video]/ms)
+	}
+	// Audio takes the same offset (publisher time 100 -> 1040): its frames
+	// at 40 and 60 would land at 980 and 1000, not after its last frame
+	// (1000), so they are dropped and counted; 80 -> 1020 is the first.
+	if first[audio] != 1020*ms {
+		t.Fatalf("audio restarts at %d ms, want 1020 (the video's offset)", first[audio]/ms)
+	}
+	if st := b.Stats(); st.Late != 2 || st.Dropped != 2 {
+		t.Fatalf("stats %+v, want the 2 overlapping audio frames late and dropped", st)
+	}
+
+	// The publisher restarts again with the same clock: a new rewind, after
+	// everything written (audio ended at 300 -> 1240), not the old offset.
+	b.PushDiscontinuity(audio)
+	b.PushDiscontinuity(video)
+	b.Push(frame(audio, 100, true))
+	b.Push(frame(video, 100, true))
+	again := flushAll(b)
+	if len(again) != 2 || again[0].Frame.Timestamp != 1280*ms || again[1].Frame.Timestamp != 1280*ms {
+		t.Fatalf("second restart released %v, want audio and video at 1280", timestamps(again))
 	}
 }
 
