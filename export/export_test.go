@@ -256,10 +256,11 @@ func TestSegmentsRotateAtVideoKeyframes(t *testing.T) {
 			return r, nil
 		},
 	}), export.Options{})
-	// Keyframes every second over 4s: cuts at 2s (first keyframe after
-	// 1.5s) and then none, since 3s is only 1s later.
-	if len(segs) != 1 {
-		t.Fatalf("%d extra segments, want 1", len(segs))
+	// Keyframes every second over 4s, targets cumulative (1.5 s, 3 s, as
+	// ffmpeg's segment muxer): cuts at 2s (the first keyframe at or after
+	// 1.5s) and at 3s (at or after 3s).
+	if len(segs) != 2 {
+		t.Fatalf("%d extra segments, want 2", len(segs))
 	}
 	all := append([]*recorder{first}, segs...)
 	total := 0
