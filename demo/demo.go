@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -17,10 +18,16 @@ import (
 // Debian 12's ffmpeg 5.1 plays.
 var DefaultRenditions = []string{"h264", "aac"}
 
+// Simulcast is the demo of a broadcast with several renditions of each
+// kind, what an HLS package records as variants: H.264 at 640x360 and at
+// 320x180 (keyframes aligned), and two AAC audio renditions.
+var Simulcast = []string{"360p=h264-360p", "180p=h264", "main=aac", "alt=aac"}
+
 // Options configures a demo broadcast.
 type Options struct {
 	// Renditions names the samples to publish (see testmedia.SampleNames);
-	// each becomes a track of the same name. Empty means DefaultRenditions.
+	// each becomes a track of the same name, or of NAME for NAME=SAMPLE
+	// (one sample twice under two names). Empty means DefaultRenditions.
 	Renditions []string
 	// Loops is how many times each track repeats its sample before it
 	// ends; 0 means forever (until the context ends). Each track loops on
@@ -151,9 +158,21 @@ func newPlanAt(names []string, kind catalog.ContainerKind, videoBitrate int) (*p
 	}
 	p := &plan{cat: &catalog.Catalog{}}
 	for _, name := range names {
-		s, err := testmedia.LoadSample(name)
+		track, sample, alias := strings.Cut(name, "=")
+		if !alias {
+			sample = name
+		}
+		s, err := testmedia.LoadSample(sample)
 		if err != nil {
 			return nil, fmt.Errorf("demo: %w (have %v)", err, testmedia.SampleNames())
+		}
+		if alias {
+			if track == "" || strings.ContainsAny(track, "/=") {
+				return nil, fmt.Errorf("demo: rendition name %q: want NAME=SAMPLE with a plain NAME", name)
+			}
+			c := *s
+			c.Name = track
+			s = &c
 		}
 		if videoBitrate > 0 && s.Kind == "video" {
 			if kind == catalog.ContainerCMAF {
@@ -181,7 +200,7 @@ func newPlanAt(names []string, kind catalog.ContainerKind, videoBitrate int) (*p
 			}
 			p.cmaf = append(p.cmaf, t)
 			common.Container.Init = base64.StdEncoding.EncodeToString(t.init)
-			if s.Name != "h264" && s.Name != "h265" {
+			if !strings.HasPrefix(s.Codec, "avc1") && !strings.HasPrefix(s.Codec, "hvc1") {
 				// Like the importer: only H.264/H.265 get a description
 				// besides the init.
 				common.Description = nil

@@ -20,13 +20,19 @@ const (
 	WebM Format = "webm"
 	TS   Format = "ts"
 	MP4  Format = "mp4"
+	// HLS is a package of files, not one: CMAF segments of every
+	// rendition, an HLS playlist per rendition and a multivariant one,
+	// and a DASH manifest over the same segments (see mux/hls). It needs
+	// an Output that holds packages (PackageOutput: Files does).
+	HLS Format = "hls"
 )
 
 // Formats lists the formats in the order help texts show them.
-var Formats = []Format{FLV, MKV, WebM, TS, MP4}
+var Formats = []Format{FLV, MKV, WebM, TS, MP4, HLS}
 
-// ParseFormat accepts a format name: flv, mkv, webm, ts or mp4 (and the
-// aliases matroska, mpegts, m4v, m4a), or archive (ArchiveOutput's).
+// ParseFormat accepts a format name: flv, mkv, webm, ts, mp4 or hls (and
+// the aliases matroska, mpegts, m4v, m4a, and dash, m3u8 and mpd for hls:
+// one package holds both manifests), or archive (ArchiveOutput's).
 func ParseFormat(s string) (Format, error) {
 	switch strings.ToLower(s) {
 	case "flv":
@@ -41,8 +47,10 @@ func ParseFormat(s string) (Format, error) {
 		return MP4, nil
 	case "archive":
 		return Archive, nil
+	case "hls", "dash", "m3u8", "mpd":
+		return HLS, nil
 	}
-	return "", fmt.Errorf("unknown format %q: the formats are flv, mkv, webm, ts and mp4", s)
+	return "", fmt.Errorf("unknown format %q: the formats are flv, mkv, webm, ts, mp4 and hls", s)
 }
 
 // FormatFromPath picks the format from an output path's extension. ok is
@@ -59,12 +67,23 @@ func FormatFromPath(path string) (f Format, ok bool) {
 		return TS, true
 	case ".mp4", ".m4v", ".m4a":
 		return MP4, true
+	case ".m3u8", ".mpd":
+		return HLS, true
 	}
 	return "", false
 }
 
 // Ext returns the usual file extension of the format, with the dot.
-func (f Format) Ext() string { return "." + string(f) }
+func (f Format) Ext() string {
+	if f == HLS {
+		return ".m3u8"
+	}
+	return "." + string(f)
+}
+
+// Package reports whether the format writes a package of named files
+// (HLS) rather than one file: it needs a PackageOutput.
+func (f Format) Package() bool { return muxers[f].pkg != nil }
 
 // Caps returns what the format's container carries (which tracks, how many
 // of each kind); the zero Caps when the format is not built in.
@@ -98,6 +117,9 @@ func (f Format) NewMuxer(w io.Writer, o MuxOptions) (mux.Muxer, error) {
 	m, ok := muxers[f]
 	if !ok {
 		return nil, fmt.Errorf("format %s is not built into this binary (it has %s)", f, availableFormats())
+	}
+	if m.pkg != nil {
+		return nil, fmt.Errorf("format %s writes a package of files, not one stream: %w", f, ErrPackage)
 	}
 	return m.new(w, o), nil
 }

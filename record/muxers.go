@@ -5,6 +5,7 @@ import (
 
 	"github.com/moq-export/moq-export/mux"
 	"github.com/moq-export/moq-export/mux/flv"
+	"github.com/moq-export/moq-export/mux/hls"
 	"github.com/moq-export/moq-export/mux/mkv"
 	"github.com/moq-export/moq-export/mux/mp4"
 	"github.com/moq-export/moq-export/mux/ts"
@@ -15,23 +16,31 @@ import (
 type muxer struct {
 	caps mux.Caps
 	new  func(io.Writer, MuxOptions) mux.Muxer
+	// pkg builds the muxer of a format that writes a package of files
+	// (new is then only asked what the muxer can do).
+	pkg func(Package, PackageMuxOptions) mux.Muxer
 }
 
 // muxers holds the muxer of each format.
 var muxers = map[Format]muxer{
-	FLV: {flv.Caps, func(w io.Writer, o MuxOptions) mux.Muxer {
+	FLV: {caps: flv.Caps, new: func(w io.Writer, o MuxOptions) mux.Muxer {
 		return flv.NewWriter(w, flv.Options{KeepTimestamps: o.KeepTimestamps, Logger: o.Logger})
 	}},
-	MKV: {mkv.Caps, func(w io.Writer, o MuxOptions) mux.Muxer {
+	MKV: {caps: mkv.Caps, new: func(w io.Writer, o MuxOptions) mux.Muxer {
 		return mkv.NewWriter(w, mkv.Options{DocType: "matroska", KeepSizesUnknown: o.FinishHead != nil, KeepTimestamps: o.KeepTimestamps, Logger: o.Logger})
 	}},
-	WebM: {mkv.WebMCaps, func(w io.Writer, o MuxOptions) mux.Muxer {
+	WebM: {caps: mkv.WebMCaps, new: func(w io.Writer, o MuxOptions) mux.Muxer {
 		return mkv.NewWriter(w, mkv.Options{DocType: "webm", KeepSizesUnknown: o.FinishHead != nil, KeepTimestamps: o.KeepTimestamps, Logger: o.Logger})
 	}},
-	TS: {ts.Caps, func(w io.Writer, o MuxOptions) mux.Muxer {
+	TS: {caps: ts.Caps, new: func(w io.Writer, o MuxOptions) mux.Muxer {
 		return ts.NewWriter(w, ts.Options{KeepTimestamps: o.KeepTimestamps, Logger: o.Logger})
 	}},
-	MP4: {mp4.Caps, func(w io.Writer, o MuxOptions) mux.Muxer {
+	MP4: {caps: mp4.Caps, new: func(w io.Writer, o MuxOptions) mux.Muxer {
 		return mp4.NewWriter(w, mp4.Options{Path: o.Path, FinishHead: o.FinishHead, KeepTimestamps: o.KeepTimestamps, Logger: o.Logger})
 	}},
+	HLS: {caps: hls.Caps,
+		new: func(io.Writer, MuxOptions) mux.Muxer { return hls.NewWriter(hls.Options{}) },
+		pkg: func(p Package, o PackageMuxOptions) mux.Muxer {
+			return hls.NewWriter(hls.Options{Store: p, Playlist: p.Playlist(), SegmentDuration: o.SegmentDuration, Start: o.Start, Logger: o.Logger})
+		}},
 }

@@ -46,6 +46,10 @@ type Options struct {
 	// at the next keyframe when a catalog update adds a rendition that the
 	// current file cannot add (FLV or MP4 after their header).
 	Segment time.Duration
+	// HLSSegmentDuration is the target length of the segments of an HLS
+	// package (Format HLS), cut at keyframes (default 4s). HLS cuts its
+	// own segments: Segment does not apply to it.
+	HLSSegmentDuration time.Duration
 	// Delay bounds how long a lagging track may hold the output back
 	// (default 500ms).
 	Delay time.Duration

@@ -61,7 +61,14 @@ func New(opts Options) (*Recorder, error) {
 	if _, ok := muxers[opts.Format]; !ok && opts.Format != Archive {
 		return nil, fmt.Errorf("record: unknown format %q", opts.Format)
 	}
-	if err := opts.Output.Check(opts); err != nil {
+	if opts.Format.Package() {
+		if _, ok := opts.Output.(PackageOutput); !ok {
+			return nil, fmt.Errorf("record: %s writes a directory of files (segments, playlists), not one stream: use Files with a path such as rec/{broadcast}/index.m3u8: %w", opts.Format, ErrPackage)
+		}
+		if opts.Segment > 0 {
+			return nil, fmt.Errorf("record: %s cuts its own segments: set HLSSegmentDuration, not Segment: %w", opts.Format, ErrPackage)
+		}
+	} else if err := opts.Output.Check(opts); err != nil {
 		return nil, err
 	}
 	if opts.Logger == nil {

@@ -138,7 +138,7 @@ func (r *Recorder) prepare(ctx context.Context, rec *Recording) error {
 	// the next one when asked (Recording.Split).
 	split := r.numbersFiles()
 	var seg *segment.Muxer
-	if r.opts.Segment > 0 || r.namesFilesApart() {
+	if !r.opts.Format.Package() && (r.opts.Segment > 0 || r.namesFilesApart()) {
 		seg = segment.New(m, segment.Options{Duration: r.opts.Segment, End: r.opts.Duration, SplitForLateTracks: split, Logger: opts.Logger,
 			Next: func(n int) (mux.Muxer, error) { return r.open(rec, n) }})
 		m = seg

@@ -12,6 +12,9 @@ import (
 // a muxer of the Format over it, that ends the recording when the file
 // reaches a limit.
 func (r *Recorder) open(rec *Recording, n int) (mux.Muxer, error) {
+	if po, ok := r.opts.Output.(PackageOutput); ok && r.opts.Format.Package() {
+		return r.openPackage(rec, po)
+	}
 	name := rec.name
 	f, err := r.opts.Output.Create(name, n, time.Now())
 	if err != nil {

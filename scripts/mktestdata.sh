@@ -21,6 +21,9 @@ enc() { # name ext ffmpeg-args...
 
 # H.264 High with B-frames (PTS != DTS), one keyframe a second.
 enc h264 mp4 $V -c:v libx264 -preset veryfast -profile:v high -bf 2 -g 30 -keyint_min 30 -sc_threshold 0 -b:v 250k -pix_fmt yuv420p
+# The same picture at 640x360, keyframes where h264's are: a second size
+# of one broadcast (simulcast), for the HLS variants (demo.Simulcast).
+enc h264-360p mp4 -f lavfi -i testsrc2=size=640x360:rate=30:duration=4 -c:v libx264 -preset veryfast -profile:v high -bf 2 -g 30 -keyint_min 30 -sc_threshold 0 -b:v 400k -pix_fmt yuv420p
 enc h265 mp4 $V -c:v libx265 -preset veryfast -x265-params "bframes=2:keyint=30:min-keyint=30:scenecut=0:log-level=error" -b:v 200k -pix_fmt yuv420p -tag:v hvc1
 enc av1 mp4 $V -t 2 -c:v libaom-av1 -cpu-used 8 -row-mt 1 -g 30 -b:v 150k -pix_fmt yuv420p
 enc vp8 webm $V -t 3 -c:v libvpx -deadline realtime -cpu-used 8 -g 30 -b:v 200k

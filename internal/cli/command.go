@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/objstore"
+	"github.com/moq-export/moq-export/demo"
 	"github.com/moq-export/moq-export/record"
 	"github.com/moq-export/moq-export/subscribe"
 	"github.com/spf13/cobra"
@@ -271,6 +272,12 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 			cfg.Video = renditionList(cfg.Video, f.Changed("video"))
 			cfg.Audio = renditionList(cfg.Audio, f.Changed("audio"))
 			cfg.DemoCodecs = renditionList(cfg.DemoCodecs, true)
+			if cfg.DemoSimulcast {
+				if len(cfg.DemoCodecs) > 0 {
+					return usagef("--demo-simulcast chooses the demo's renditions itself: drop --demo-codecs")
+				}
+				cfg.DemoCodecs = demo.Simulcast
+			}
 			cfg.DemoLate = renditionList(cfg.DemoLate, true)
 			if cfg.URL != "" && !f.Changed("max-broadcasts") {
 				// Dialing a relay, the broadcasts are the ones the user
@@ -304,7 +311,7 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 	f.StringVarP(&cfg.Output, "output", "o", "-", "output `PATH` or template, or s3://BUCKET/KEY (a template too); - is stdout")
 	f.BoolVarP(&cfg.Overwrite, "overwrite", "y", false, "overwrite an existing -o file without asking")
 	f.BoolVarP(&cfg.NoOverwrite, "no-overwrite", "n", false, "never overwrite an existing -o file: exit with an error instead of asking")
-	f.StringVarP(&format, "format", "f", "", "container: flv, mkv, webm, ts or mp4 (default: from the output extension; ts on stdout), or archive (-o DIR: every track losslessly, in the hang Recording layout)")
+	f.StringVarP(&format, "format", "f", "", "container: flv, mkv, webm, ts, mp4 or hls (an HLS+DASH package: playlists, CMAF segments, an MPD; default: from the output extension, .m3u8 is hls; ts on stdout), or archive (-o DIR: every track losslessly, in the hang Recording layout)")
 	f.DurationVar(&cfg.Duration, "duration", 0, "stop after this much media and finish the file (default: until the broadcast ends)")
 	f.DurationVar(&cfg.Wait, "wait", 0, "give up (exit 1) when no broadcast (or not the -b one) is announced within this time (default: wait until Ctrl-C, saying so)")
 	f.DurationVar(&cfg.Timeout, "timeout", 0, "stop the whole run after this much wall-clock time, finishing the files (exit 1 if nothing was recorded)")
@@ -338,6 +345,8 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 	f.BoolVar(&cfg.JSON, "json", false, "print --list, and the summary at the end of a recording (on stderr), as JSON")
 	f.StringVar(&cfg.SummaryFile, "summary", "", "write the summary of the run (files, duration, frames, drops, reconnects) as JSON to `FILE`")
 	f.StringVar(&cfg.LogFormat, "log-format", logText, "stderr format: text (for people) or json (one object per line, for services)")
+	f.BoolVar(&cfg.DemoSimulcast, "demo-simulcast", false, "the built-in demo publishes two video renditions (H.264 640x360 and 320x180) and two audio renditions (AAC), as a simulcast broadcast; with -f hls each is a variant")
+	f.DurationVar(&cfg.HLSSegment, "hls-segment-duration", 0, "-f hls: target segment length, cut at the keyframes at or after it (default 4s)")
 	f.StringSliceVar(&cfg.DemoCodecs, "demo-codecs", nil, "test codecs of the built-in demo (default h264,aac; also h265, av1, vp8, vp9, opus, mp3, flac, ac3)")
 	f.StringSliceVar(&cfg.DemoLate, "demo-late", nil, "test codecs the demo adds by a catalog update after 2 s of media (a rendition added mid-recording, e.g. aac with --demo-codecs h264)")
 	f.StringVar(&cfg.DemoContainer, "demo-container", "", "how the built-in demo packages its frames: legacy (default), loc, or cmaf (as 'moq import fmp4' publishes ffmpeg's fMP4)")

@@ -54,6 +54,8 @@ type Config struct {
 	ReconnectFor   time.Duration // --reconnect-for: give up reconnecting after this long (0: never)
 	RecordAll      bool
 	DemoCodecs     []string
+	DemoSimulcast  bool          // --demo-simulcast: demo.Simulcast's renditions
+	HLSSegment     time.Duration // --hls-segment-duration
 	DemoLoops      int
 	DemoFast       bool // hidden: publish the demo as fast as possible (benchmarks)
 	DemoContainer  string
@@ -130,8 +132,8 @@ func (c *Config) Check() error {
 		}
 	}
 	if c.URL != "" || c.Listen != "" {
-		if len(c.DemoCodecs) > 0 || len(c.DemoLate) > 0 || c.DemoLoops != 0 || c.DemoFast || c.DemoContainer != "" {
-			return usagef("--demo-codecs, --demo-late, --demo-container and --demo-loops only apply to the built-in demo (no URL, no --listen)")
+		if len(c.DemoCodecs) > 0 || len(c.DemoLate) > 0 || c.DemoLoops != 0 || c.DemoFast || c.DemoContainer != "" || c.DemoSimulcast {
+			return usagef("--demo-codecs, --demo-simulcast, --demo-late, --demo-container and --demo-loops only apply to the built-in demo (no URL, no --listen)")
 		}
 	} else if c.Broadcast != "" && c.Broadcast != demoBroadcast {
 		// The demo serves one broadcast; waiting for another would never end.
@@ -231,7 +233,7 @@ func (c *Config) Check() error {
 	if c.formatGiven {
 		f, err := record.ParseFormat(string(c.Format))
 		if err != nil {
-			return usagef("unknown format %q: use -f flv, mkv, webm, ts, mp4 or archive", c.Format)
+			return usagef("unknown format %q: use -f flv, mkv, webm, ts, mp4, hls or archive", c.Format)
 		}
 		c.Format = f
 	}
@@ -247,7 +249,20 @@ func (c *Config) Check() error {
 	} else if f, ok := record.FormatFromPath(target); ok {
 		c.Format = f
 	} else {
-		return usagef("cannot tell the format from %q: end the path in .flv, .mkv, .webm, .ts or .mp4, or pass -f flv|mkv|webm|ts|mp4", c.Output)
+		return usagef("cannot tell the format from %q: end the path in .flv, .mkv, .webm, .ts, .mp4 or .m3u8, or pass -f flv|mkv|webm|ts|mp4|hls", c.Output)
+	}
+	if c.HLSSegment < 0 {
+		return usagef("--hls-segment-duration must not be negative")
+	}
+	if c.Format.Package() {
+		if c.toStdout() {
+			return usagef("-f %s writes a directory of files (playlists and segments), which stdout cannot hold: give -o DIR/index.m3u8, or -o 'rec/{broadcast}/index.m3u8'", c.Format)
+		}
+		if c.Segment > 0 {
+			return usagef("-f %s cuts its own segments: use --hls-segment-duration instead of --segment", c.Format)
+		}
+	} else if c.HLSSegment > 0 {
+		return usagef("--hls-segment-duration is for -f hls; the other formats cut files with --segment")
 	}
 
 	if c.toStdout() {
@@ -268,6 +283,9 @@ func (c *Config) Check() error {
 		return usagef("--segment writes several files, but -o %q would give them one name: add {n} or {time}, e.g. 'rec/{broadcast}-{n}%s'", c.Output, c.Format.Ext())
 	}
 	if c.RecordAll && !t.Has("broadcast") {
+		if c.Format.Package() {
+			return usagef("--record-all writes one package per broadcast, but -o %q has no {broadcast}: use e.g. 'rec/{broadcast}/index.m3u8'", c.Output)
+		}
 		return usagef("--record-all writes one file per broadcast, but -o %q has no {broadcast}: use e.g. 'rec/{broadcast}-{time}%s'", c.Output, c.Format.Ext())
 	}
 	return nil

@@ -22,6 +22,7 @@ const (
 	WebM = record.WebM
 	TS   = record.TS
 	MP4  = record.MP4
+	HLS  = record.HLS
 )
 
 // isTerminal reports whether f is a terminal. /dev/null is a character

@@ -153,7 +153,7 @@ func (a *app) newRecorder(ctx context.Context) error {
 		}
 	}
 	rec, err := record.New(record.Options{
-		Output: out, Format: c.Format, Duration: c.Duration, Segment: c.Segment, Delay: c.Delay, MaxDelay: cliMaxDelay(c.MaxDelay),
+		Output: out, Format: c.Format, Duration: c.Duration, Segment: c.Segment, HLSSegmentDuration: c.HLSSegment, Delay: c.Delay, MaxDelay: cliMaxDelay(c.MaxDelay),
 		Video: c.Video, Audio: c.Audio, KeepTimestamps: c.KeepTimestamps, Wait: c.Wait,
 		Logger: a.log, Origin: a.origin(), OnWait: a.sayWaiting, OnFile: a.fileFinished,
 		MaxRecordings: c.MaxBroadcasts, MaxFileBytes: int64(c.MaxBytes), MinFreeBytes: int64(c.MinFree),
@@ -178,8 +178,8 @@ const returnMemoryAfter = 10 * time.Second
 // no when nobody can answer.
 func (a *app) checkOverwrite() error {
 	c := a.cfg
-	if c.List || c.toStdout() || c.objectStore || c.template.IsTemplate() || c.Overwrite {
-		return nil
+	if c.List || c.toStdout() || c.objectStore || c.template.IsTemplate() || c.Overwrite || c.Format.Package() {
+		return nil // a package that exists is continued, never overwritten
 	}
 	st, err := os.Stat(c.Output)
 	if err != nil || !st.Mode().IsRegular() {

@@ -1,0 +1,200 @@
+package record
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/moq-export/moq-export/mux"
+)
+
+// ErrPackage is wrapped by the refusal to write a package format (HLS) to
+// an output that holds one stream or one file per recording.
+var ErrPackage = errors.New("the format writes a package of files")
+
+// PackageOutput is an Output that also holds packages of named files, what
+// a format like HLS writes per recording (segments, playlists, a
+// manifest). Files implements it; an object store implements it with
+// objects under a prefix.
+type PackageOutput interface {
+	Output
+	// CreatePackage opens (creates, or opens again to continue) the
+	// package of broadcast, recorded from start. The broadcast name is
+	// untrusted.
+	CreatePackage(broadcast string, start time.Time) (Package, error)
+}
+
+// Package is where one recording's files go.
+type Package interface {
+	// WriteFile stores a complete file named name (a plain name, no
+	// directories) atomically: readers see the old content or the new,
+	// never a part. The package writes each segment before the playlists
+	// that name it.
+	WriteFile(name string, data []byte) error
+	// ReadFile returns a file of the package; an error wrapping
+	// fs.ErrNotExist when it has none (a new package).
+	ReadFile(name string) ([]byte, error)
+	// Playlist is the name of the package's main file (its multivariant
+	// playlist), Name its full name in logs and events.
+	Playlist() string
+	Name() string
+	// Close ends the writing of the package.
+	Close() error
+}
+
+// PackageMuxOptions are what a package format's muxer is given.
+type PackageMuxOptions struct {
+	SegmentDuration time.Duration
+	Start           time.Time
+	Logger          *slog.Logger
+}
+
+// CreatePackage opens the package directory of broadcast: the template
+// expanded (segment 0) names the main playlist, ending in .m3u8 (or
+// .mpd, whose stem names both manifests); a path without either names
+// the directory, whose playlist is index.m3u8. An existing package is
+// opened again, to be continued: a package is never overwritten.
+func (f *files) CreatePackage(broadcast string, start time.Time) (Package, error) {
+	p := f.t.String()
+	if f.t.IsTemplate() {
+		var err error
+		if p, err = f.t.Expand(broadcast, 0, start); err != nil {
+			return nil, err
+		}
+	}
+	dir, playlist := p, "index.m3u8"
+	switch strings.ToLower(filepath.Ext(p)) {
+	case ".m3u8":
+		dir, playlist = filepath.Dir(p), filepath.Base(p)
+	case ".mpd":
+		dir, playlist = filepath.Dir(p), strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))+".m3u8"
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating the package directory: %w; check the path and its permissions", err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("opening the package directory: %w", err)
+	}
+	return &dirPackage{root: root, dir: dir, playlist: playlist}, nil
+}
+
+// dirPackage is a package in a directory: each file is written to a
+// hidden temporary name and renamed over its name, through an os.Root so
+// nothing leaves the directory.
+type dirPackage struct {
+	root     *os.Root
+	dir      string
+	playlist string
+	closed   atomic.Bool
+}
+
+func (d *dirPackage) Playlist() string { return d.playlist }
+func (d *dirPackage) Name() string     { return filepath.Join(d.dir, d.playlist) }
+
+// plainName refuses a name that is not a plain file name.
+func plainName(name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) || strings.ContainsRune(name, 0) {
+		return fmt.Errorf("record: package file name %q is not a plain name", name)
+	}
+	return nil
+}
+
+func (d *dirPackage) WriteFile(name string, data []byte) error {
+	if err := plainName(name); err != nil {
+		return err
+	}
+	tmp := "." + name + ".tmp"
+	f, err := d.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return &WriteError{Path: filepath.Join(d.dir, name), Err: err}
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = d.root.Rename(tmp, name)
+	}
+	if err != nil {
+		_ = d.root.Remove(tmp)
+		return &WriteError{Path: filepath.Join(d.dir, name), Err: err}
+	}
+	return nil
+}
+
+func (d *dirPackage) ReadFile(name string) ([]byte, error) {
+	if err := plainName(name); err != nil {
+		return nil, err
+	}
+	f, err := d.root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+func (d *dirPackage) Close() error {
+	if d.closed.Swap(true) {
+		return nil
+	}
+	return d.root.Close()
+}
+
+// openPackage opens the package of recording rec with the format's
+// muxer over it, as open does for a file.
+func (r *Recorder) openPackage(rec *Recording, po PackageOutput) (mux.Muxer, error) {
+	name := rec.name
+	start := time.Now()
+	p, err := po.CreatePackage(name, start)
+	if err != nil {
+		return nil, err
+	}
+	pf := &packageFile{p: p}
+	cw := &countWriter{w: pf}
+	pf.count = cw
+	m := muxers[r.opts.Format].pkg(countingPackage{Package: p, count: cw}, PackageMuxOptions{
+		SegmentDuration: r.opts.HLSSegmentDuration, Start: start, Logger: r.log.With("output", p.Name())})
+	info := FileInfo{Path: p.Name(), Broadcast: name, Format: string(r.opts.Format)}
+	r.log.Info("writing", "path", info.Path, "format", r.opts.Format, "broadcast", name)
+	rec.fileOpened(info)
+	if r.opts.OnFile != nil {
+		r.opts.OnFile(FileEvent{File: info, Recording: rec})
+	}
+	return &output{Muxer: m, file: pf, count: cw, info: info, r: r, rec: rec, cut: rec.cancel}, nil
+}
+
+// countingPackage counts the bytes written into a package.
+type countingPackage struct {
+	Package
+	count *countWriter
+}
+
+func (c countingPackage) WriteFile(name string, data []byte) error {
+	err := c.Package.WriteFile(name, data)
+	if err == nil {
+		c.count.n += int64(len(data))
+	}
+	return err
+}
+
+// packageFile is a package seen as the File of a recording's output:
+// closing it closes the package; its size is the bytes written into it.
+type packageFile struct {
+	p     Package
+	count *countWriter
+}
+
+func (pf *packageFile) Write([]byte) (int, error) {
+	return 0, fmt.Errorf("record: a package is written file by file: %w", ErrPackage)
+}
+func (pf *packageFile) Close() error { return pf.p.Close() }
+func (pf *packageFile) Name() string { return pf.p.Name() }
+func (pf *packageFile) Size() int64  { return pf.count.n }
