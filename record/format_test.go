@@ -1,6 +1,7 @@
 package record
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/moq-export/moq-export/mux"
@@ -24,12 +25,12 @@ func TestFormatFromPathFollowsTheExtension(t *testing.T) {
 }
 
 func TestParseFormatAcceptsNamesAndAliases(t *testing.T) {
-	for in, want := range map[string]Format{"flv": FLV, "MKV": MKV, "matroska": MKV, "webm": WebM, "ts": TS, "mpegts": TS} {
+	for in, want := range map[string]Format{"flv": FLV, "MKV": MKV, "matroska": MKV, "webm": WebM, "ts": TS, "mpegts": TS, "hls": HLS, "dash": HLS} {
 		if got, err := ParseFormat(in); err != nil || got != want {
 			t.Errorf("ParseFormat(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "mov", "hls"} {
+	for _, in := range []string{"", "mov", "smooth"} {
 		if _, err := ParseFormat(in); err == nil {
 			t.Errorf("ParseFormat(%q) accepted", in)
 		}
@@ -38,7 +39,11 @@ func TestParseFormatAcceptsNamesAndAliases(t *testing.T) {
 
 func TestEveryFormatHasAMuxer(t *testing.T) {
 	for _, f := range Formats {
-		if _, err := f.NewMuxer(nil, MuxOptions{}); err != nil {
+		_, err := f.NewMuxer(nil, MuxOptions{})
+		switch {
+		case f.Package() && !errors.Is(err, ErrPackage):
+			t.Errorf("%s writes a package, yet NewMuxer over one writer says %v", f, err)
+		case !f.Package() && err != nil:
 			t.Errorf("%s: %v", f, err)
 		}
 	}

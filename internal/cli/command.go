@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/moq-export/moq-export/objstore"
 	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/objstore"
 	"github.com/moq-export/moq-export/record"
 	"github.com/moq-export/moq-export/subscribe"
 	"github.com/spf13/cobra"

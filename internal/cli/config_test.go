@@ -86,7 +86,10 @@ func TestUsageErrorsSayWhatToDo(t *testing.T) {
 		hint string
 	}{
 		{[]string{"-o", "x.avi"}, "-f flv|mkv|webm|ts|mp4"},
-		{[]string{"-f", "avi"}, "use -f flv, mkv, webm, ts, mp4 or archive"},
+		{[]string{"-f", "avi"}, "use -f flv, mkv, webm, ts, mp4, hls or archive"},
+		{[]string{"-f", "hls"}, "stdout cannot hold"},
+		{[]string{"-o", "rec/x.m3u8", "--segment", "10s"}, "--hls-segment-duration"},
+		{[]string{"-o", "x.mkv", "--hls-segment-duration", "2s"}, "is for -f hls"},
 		{[]string{"a", "b"}, "at most one URL"},
 		{[]string{"relay.example/x"}, "no scheme"},
 		{[]string{"ftp://relay.example/x"}, "unsupported URL scheme"},

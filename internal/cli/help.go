@@ -13,7 +13,7 @@ var flagGroups = []struct {
 	title string
 	names []string
 }{
-	{"Output", []string{"output", "format", "overwrite", "no-overwrite", "duration", "segment", "keep-timestamps", "delay", "max-delay"}},
+	{"Output", []string{"output", "format", "overwrite", "no-overwrite", "duration", "segment", "hls-segment-duration", "keep-timestamps", "delay", "max-delay"}},
 	{"Selection", []string{"broadcast", "video", "audio", "list", "record-all", "wait"}},
 	{"Connection", []string{"token-file", "tls-fingerprint", "tls-insecure", "reconnect-for"}},
 	{"Listen (accept publishers instead of dialling a relay)", []string{"listen", "tls-cert", "tls-key", "auth-key", "max-publishers"}},
@@ -21,7 +21,7 @@ var flagGroups = []struct {
 	{"Archive (-f archive -o DIR writes one; an archive DIR or file:// URL is read)", []string{"retention", "from", "to", "follow", "replay-to"}},
 	{"Limits", []string{"timeout", "max-broadcasts", "max-bytes", "min-free"}},
 	{"Logging", []string{"progress", "verbose", "quiet", "log-format", "json", "summary"}},
-	{"Built-in demo (no URL)", []string{"demo-codecs", "demo-late", "demo-container", "demo-loops", "demo-to"}},
+	{"Built-in demo (no URL)", []string{"demo-codecs", "demo-simulcast", "demo-late", "demo-container", "demo-loops", "demo-to"}},
 }
 
 // groupedFlagUsages is the flags part of --help: the usage lines of fs,

@@ -1,6 +1,7 @@
 package hls_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -106,3 +107,5 @@ func closedCopy(t testing.TB, d *dirStore) string {
 	}
 	return filepath.Join(d.dir, "closed-index.m3u8")
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// segmentsOf returns the segment names a media playlist lists, in order.
+func segmentsOf(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasSuffix(l, ".m4s") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// decodeAll runs every stream of path through ffmpeg's decoders, which
+// must say nothing.
+func decodeAll(t *testing.T, path string) {
+	t.Helper()
+	cmd := exec.Command("ffmpeg", "-nostdin", "-v", "error", "-i", path, "-map", "0", "-f", "null", "-")
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	if err := cmd.Run(); err != nil || errOut.Len() > 0 {
+		t.Fatalf("ffmpeg decoding %s: %v\n%s", filepath.Base(path), err, errOut.String())
+	}
+}
+
+// TestKilledHLSRecordingPlaysAndARestartContinuesIt kills (SIGKILL) a
+// recording of the simulcast demo into an HLS package once three
+// segments are out, checks that what is on disk plays to its last
+// complete segment, then records again into the same package: it goes on
+// after a discontinuity, the earlier segments untouched, and ends as a
+// VOD that plays whole.
+func TestKilledHLSRecordingPlaysAndARestartContinuesIt(t *testing.T) {
+	needTools(t, "ffmpeg", "ffprobe")
+	t.Parallel()
+	dir := t.TempDir()
+	pkg := filepath.Join(dir, "pkg")
+	args := []string{"--demo-simulcast", "-o", "pkg/index.m3u8", "--hls-segment-duration", "1s"}
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = dir
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(pkg, "index.m3u8")); err == nil && len(segmentsOf(t, filepath.Join(pkg, "a1.m3u8"))) >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatal("no three segments in the package after 20 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	before := map[string][]byte{}
+	for _, id := range []string{"v0", "v1", "a0", "a1"} {
+		pl := filepath.Join(pkg, id+".m3u8")
+		b, err := os.ReadFile(pl)
+		if err != nil {
+			t.Fatalf("the killed recording left no %s.m3u8: %v", id, err)
+		}
+		if !strings.Contains(string(b), "#EXT-X-PLAYLIST-TYPE:EVENT") || strings.Contains(string(b), "ENDLIST") {
+			t.Fatalf("%s.m3u8 of a killed recording:\n%s", id, b)
+		}
+		for _, s := range segmentsOf(t, pl) {
+			data, err := os.ReadFile(filepath.Join(pkg, s))
+			if err != nil {
+				t.Fatalf("%s names %s, which the killed recording did not leave: %v", id, s, err)
+			}
+			before[s] = data
+		}
+		// A player reading the EVENT playlist to its end plays it
+		// (ffmpeg would wait for it to grow: it gets an ended copy).
+		closed := filepath.Join(pkg, "killed-"+id+".m3u8")
+		if err := os.WriteFile(closed, append(b, "#EXT-X-ENDLIST\n"...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		decodeAll(t, closed)
+	}
+
+	r := run(t, dir, append(args, "--duration", "3s")...)
+	if r.code != 0 {
+		t.Fatalf("the restart exited %d:\n%s", r.code, r.stderr)
+	}
+	for _, id := range []string{"v0", "v1", "a0", "a1"} {
+		pl := filepath.Join(pkg, id+".m3u8")
+		b, _ := os.ReadFile(pl)
+		text := string(b)
+		if strings.Count(text, "#EXT-X-DISCONTINUITY\n") != 1 || !strings.HasSuffix(text, "#EXT-X-ENDLIST\n") {
+			t.Fatalf("%s after the restart, want one discontinuity and the end:\n%s", id, text)
+		}
+		segs := segmentsOf(t, pl)
+		var kept []string
+		for _, s := range segs {
+			if old, ok := before[s]; ok {
+				kept = append(kept, s)
+				if now, _ := os.ReadFile(filepath.Join(pkg, s)); !bytes.Equal(now, old) {
+					t.Errorf("the restart rewrote %s", s)
+				}
+			}
+		}
+		if len(kept) == 0 || !slices.Equal(kept, segs[:len(kept)]) || len(segs) <= len(kept) {
+			t.Errorf("%s: segments %v after the restart, the killed recording's %d first", id, segs, len(kept))
+		}
+	}
+	decodeAll(t, filepath.Join(pkg, "index.m3u8"))
+	decodeAll(t, filepath.Join(pkg, "index.mpd"))
+}
+
+// TestHLSToStdoutIsRefusedBeforeRecording: a package is many files.
+func TestHLSToStdoutIsRefusedBeforeRecording(t *testing.T) {
+	t.Parallel()
+	r := run(t, t.TempDir(), "-f", "hls")
+	if r.code != 2 || !strings.Contains(r.stderr, "stdout cannot hold") {
+		t.Fatalf("-f hls to stdout: exit %d\n%s", r.code, r.stderr)
+	}
+}

@@ -1,0 +1,276 @@
+package hls_test
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moq-export/moq-export/internal/browsertest"
+	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/mux/hls"
+)
+
+// players are the npm players the browser tests load, pinned in
+// interop/package.json and installed by scripts/install-test-deps.sh.
+var players = map[string]string{
+	"/lib/hls.js":  "../../interop/node_modules/hls.js/dist/hls.min.js",
+	"/lib/dash.js": "../../interop/node_modules/dashjs/dist/modern/umd/dash.all.min.js",
+}
+
+// page is the test page: a <video> and both players.
+const page = `<!doctype html><html><body><video id="v" muted playsinline width="320"></video>
+<script src="/lib/hls.js"></script><script src="/lib/dash.js"></script></body></html>`
+
+// serve serves dir under /pkg/, the players under /lib/ and the page, and
+// opens the page in a fresh Chromium. It skips without Chromium or the
+// players (fails when browsertest.Required).
+func serve(t *testing.T, dir string) *browsertest.Browser {
+	t.Helper()
+	for _, p := range players {
+		if _, err := os.Stat(p); err != nil {
+			msg := "hls.js/dashjs not installed in interop/node_modules: scripts/install-test-deps.sh installs them (npm ci)"
+			if browsertest.Required() {
+				t.Fatalf("%s=1 or CI=true: %s", browsertest.RequiredEnv, msg)
+			}
+			t.Skip(msg)
+		}
+	}
+	b := browsertest.New(t, browsertest.Options{Flags: []string{"autoplay-policy=no-user-gesture-required"}, Timeout: 90 * time.Second})
+	mux := http.NewServeMux()
+	for url, p := range players {
+		mux.HandleFunc(url, func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, p) })
+	}
+	mux.Handle("/pkg/", http.StripPrefix("/pkg/", http.FileServer(http.Dir(dir))))
+	mux.HandleFunc("/page.html", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, page)
+	})
+	base := browsertest.Serve(t, mux)
+	if err := b.Navigate(base + "/page.html"); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// hlsPlay is the JavaScript that plays /pkg/index.m3u8 with hls.js: until
+// 1 s of media played, then (when switchTo >= 0) forces level switchTo
+// and waits for a fragment of it to play, then seeks 1.5 s before the end
+// and waits for the end. It returns what happened.
+const hlsPlay = `new Promise((resolve, reject) => {
+  const v = document.getElementById('v');
+  const hls = new Hls({debug: false});
+  const out = {levels: 0, switched: -1, duration: 0, ended: false, frames: 0, errors: []};
+  const fail = (msg) => reject(new Error(msg + ' ' + JSON.stringify(out)));
+  setTimeout(() => fail('timeout'), 45000);
+  hls.on(Hls.Events.ERROR, (e, d) => { out.errors.push(d.details); if (d.fatal) fail('fatal hls.js error ' + d.details); });
+  hls.on(Hls.Events.MANIFEST_PARSED, (e, d) => { out.levels = d.levels.length; out.codecs = d.levels.map(l => l.videoCodec + '/' + l.audioCodec); v.play().catch(err => fail('play: ' + err)); });
+  const target = %d;
+  let phase = 0;
+  hls.on(Hls.Events.FRAG_CHANGED, (e, d) => { if (phase === 1 && d.frag.level === target) { out.switched = d.frag.level; seekEnd(); } });
+  const seekEnd = () => { phase = 2; out.duration = v.duration; v.currentTime = Math.max(v.duration - 1.5, 0); };
+  v.addEventListener('timeupdate', () => {
+    if (phase === 0 && v.currentTime > 1) {
+      if (target >= 0) { phase = 1; hls.currentLevel = target; } else { seekEnd(); }
+    }
+  });
+  v.addEventListener('ended', () => {
+    out.ended = true; out.time = v.currentTime;
+    out.frames = v.getVideoPlaybackQuality().totalVideoFrames;
+    resolve(out);
+  });
+  hls.loadSource('/pkg/index.m3u8');
+  hls.attachMedia(v);
+})`
+
+type playResult struct {
+	Levels   int      `json:"levels"`
+	Codecs   []string `json:"codecs"`
+	Switched int      `json:"switched"`
+	Duration float64  `json:"duration"`
+	Time     float64  `json:"time"`
+	Ended    bool     `json:"ended"`
+	Frames   int      `json:"frames"`
+	Errors   []string `json:"errors"`
+}
+
+// TestChromiumPlaysThePackageWithHLSJSAndSwitchesVariants records two
+// H.264 sizes and two AAC renditions and plays them with hls.js: to the
+// end, through a seek, and on the other variant when forced.
+func TestChromiumPlaysThePackageWithHLSJSAndSwitchesVariants(t *testing.T) {
+	ins := []mediatest.Input{
+		renamed(looped("h264-360p", 0, 3), "360p"),
+		renamed(looped("h264", 1, 3), "180p"),
+		renamed(looped("aac", 2, 3), "main"),
+		renamed(looped("aac", 3, 3), "alt"),
+	}
+	st, _ := record(t, hls.Options{}, ins...)
+	b := serve(t, st.dir)
+	var r playResult
+	if err := b.Eval(fmt.Sprintf(hlsPlay, 1), &r); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("hls.js: %+v", r)
+	if r.Levels != 2 || r.Switched != 1 || !r.Ended || r.Frames == 0 {
+		t.Fatalf("hls.js played %+v: want 2 levels, a switch to level 1, the end and decoded frames", r)
+	}
+	if want := 12.0; r.Duration < want-0.2 || r.Duration > want+0.3 {
+		t.Errorf("hls.js duration %.3f s, the package holds %.1f s", r.Duration, want)
+	}
+}
+
+// TestChromiumPlaysTheMPDWithDashJS plays the same package's DASH manifest
+// with dash.js, through a seek to its end.
+func TestChromiumPlaysTheMPDWithDashJS(t *testing.T) {
+	ins := []mediatest.Input{looped("h264", 0, 2), looped("aac", 1, 2)}
+	st, _ := record(t, hls.Options{}, ins...)
+	b := serve(t, st.dir)
+	var r playResult
+	err := b.Eval(`new Promise((resolve, reject) => {
+  const v = document.getElementById('v');
+  const out = {ended: false, duration: 0, frames: 0, errors: []};
+  setTimeout(() => reject(new Error('timeout ' + JSON.stringify(out))), 45000);
+  const p = dashjs.MediaPlayer().create();
+  p.on(dashjs.MediaPlayer.events.ERROR, (e) => { out.errors.push(JSON.stringify(e.error)); reject(new Error('dash.js error ' + JSON.stringify(e.error))); });
+  let seeked = false;
+  v.addEventListener('timeupdate', () => {
+    if (!seeked && v.currentTime > 1) { seeked = true; out.duration = v.duration; v.currentTime = v.duration - 1.5; }
+  });
+  v.addEventListener('ended', () => { out.ended = true; out.time = v.currentTime; out.frames = v.getVideoPlaybackQuality().totalVideoFrames; resolve(out); });
+  p.initialize(v, '/pkg/index.mpd', true);
+})`, &r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("dash.js: %+v", r)
+	if !r.Ended || r.Frames == 0 || r.Duration < 7.8 || r.Duration > 8.3 {
+		t.Fatalf("dash.js played %+v: want the 8 s package to its end", r)
+	}
+}
+
+// TestChromiumPlaysTheEventPackageWhileItIsRecorded starts hls.js on a
+// package with two segments written, while the recording goes on, and
+// plays it to the end the recording then writes.
+func TestChromiumPlaysTheEventPackageWhileItIsRecorded(t *testing.T) {
+	ins := []mediatest.Input{looped("h264", 0, 2), looped("aac", 1, 2)}
+	st := newStore(t)
+	w := hls.NewWriter(hls.Options{Store: st, SegmentDuration: 2 * time.Second})
+	frames := mediatest.Interleave(ins...)
+	for _, tr := range mediatest.Tracks(ins...) {
+		must(t, w.AddTrack(tr))
+	}
+	i := 0
+	for ; i < len(frames) && frames[i].Timestamp < 4_500_000; i++ {
+		must(t, w.WriteFrame(frames[i]))
+	}
+	b := serve(t, st.dir)
+	var live struct {
+		Live bool    `json:"live"`
+		Time float64 `json:"time"`
+	}
+	if err := b.Eval(`new Promise((resolve, reject) => {
+  const v = document.getElementById('v');
+  const hls = new Hls();
+  window.hlsLive = hls;
+  window.liveEnded = new Promise(r => v.addEventListener('ended', () => r({ended: true, time: v.currentTime, frames: v.getVideoPlaybackQuality().totalVideoFrames})));
+  setTimeout(() => reject(new Error('timeout')), 30000);
+  hls.on(Hls.Events.ERROR, (e, d) => { if (d.fatal) reject(new Error('fatal ' + d.details)); });
+  hls.on(Hls.Events.MANIFEST_PARSED, () => { v.playbackRate = 2; v.play(); });
+  v.addEventListener('timeupdate', () => {
+    if (v.currentTime > 0.5) resolve({live: hls.levels[hls.currentLevel].details.live, time: v.currentTime});
+  });
+  hls.loadSource('/pkg/index.m3u8');
+  hls.attachMedia(v);
+})`, &live); err != nil {
+		t.Fatal(err)
+	}
+	if !live.Live {
+		t.Fatalf("hls.js did not see the package as live (EVENT) while it was recorded: %+v", live)
+	}
+	for ; i < len(frames); i++ {
+		must(t, w.WriteFrame(frames[i]))
+	}
+	must(t, w.Close())
+	var end playResult
+	if err := b.Eval(`window.liveEnded`, &end); err != nil {
+		t.Fatal(err)
+	}
+	if !end.Ended || end.Time < 7.5 || end.Frames == 0 {
+		t.Fatalf("the package recorded while hls.js played it ended at %+v, want its end (8 s)", end)
+	}
+}
+
+// TestChromiumDecodesTheseCodecsFromThePackage records one package per
+// codec pair and plays it with hls.js, reporting what Chromium's Media
+// Source Extensions take: Debian's Chromium decodes H.264, AV1, VP9, AAC,
+// Opus and FLAC in CMAF; H.265 and AC-3 need platform decoders it lacks.
+func TestChromiumDecodesTheseCodecsFromThePackage(t *testing.T) {
+	for _, tc := range []struct{ video, audio string }{{"av1", "opus"}, {"vp9", "flac"}} {
+		t.Run(tc.video+"+"+tc.audio, func(t *testing.T) {
+			// The samples are 2-4 s long; loop them to 6 s.
+			v, a := mediatest.LoadSample(tc.video), mediatest.LoadSample(tc.audio)
+			vin := looped(tc.video, 0, int((6e6+v.Duration()-1)/v.Duration()))
+			ain := looped(tc.audio, 1, int((6e6+a.Duration()-1)/a.Duration()))
+			st, _ := record(t, hls.Options{}, vin, ain)
+			b := serve(t, st.dir)
+			var r playResult
+			if err := b.Eval(fmt.Sprintf(hlsPlay, -1), &r); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s+%s in hls.js: %+v", tc.video, tc.audio, r)
+			if !r.Ended || r.Frames == 0 {
+				t.Fatalf("%s+%s: hls.js played %+v", tc.video, tc.audio, r)
+			}
+		})
+	}
+}
+
+// TestChromiumSaysWhichCodecStringsItTakes asks MediaSource.isTypeSupported
+// about the CODECS string the package writes for every codec it carries:
+// the ones Chromium decodes must be taken, and the log says the rest.
+func TestChromiumSaysWhichCodecStringsItTakes(t *testing.T) {
+	var ins []mediatest.Input
+	names := []string{"h264", "h265", "av1", "vp9", "aac", "opus", "flac", "ac3"}
+	for i, n := range names {
+		ins = append(ins, looped(n, i, 1))
+	}
+	st, _ := record(t, hls.Options{}, ins...)
+	s := readStateCodecs(t, st)
+	b := serve(t, st.dir)
+	var taken map[string]bool
+	var list []string
+	for _, c := range s {
+		list = append(list, fmt.Sprintf("%q", c))
+	}
+	js := `(() => { const out = {}; for (const [kind, c] of [` + strings.Join(list, ",") + `].map(x => x.split('|'))) out[c] = MediaSource.isTypeSupported(kind + '/mp4; codecs="' + c + '"'); return out; })()`
+	if err := b.Eval(js, &taken); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Chromium MSE takes: %v", taken)
+	for codec, ok := range taken {
+		for _, must := range []string{"avc1", "av01", "vp09", "mp4a", "opus", "flac"} {
+			if strings.HasPrefix(codec, must) && !ok {
+				t.Errorf("Chromium refuses %s, which it decodes", codec)
+			}
+		}
+	}
+}
+
+// readStateCodecs returns "kind|codecs" of every rendition of a package.
+func readStateCodecs(t *testing.T, st *dirStore) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(st.dir, "index.state.json"))
+	must(t, err)
+	var s struct {
+		Renditions []struct{ Kind, Codecs string }
+	}
+	must(t, jsonUnmarshal(b, &s))
+	var out []string
+	for _, r := range s.Renditions {
+		out = append(out, r.Kind+"|"+r.Codecs)
+	}
+	return out
+}
