@@ -55,7 +55,7 @@ func version() string {
 		v = "(devel)"
 	}
 	if commit == "" {
-		return v + " (no commit recorded: build with 'go build ./cmd/moq-export' or 'go install ./cmd/moq-export' in a clone)"
+		return v + " (" + noCommitHint(os.Getenv("GOFLAGS")) + ")"
 	}
 	parts := []string{"commit " + commit[:min(len(commit), 12)]}
 	if when != "" {
@@ -65,6 +65,32 @@ func version() string {
 		parts = append(parts, "modified")
 	}
 	return v + " (" + strings.Join(parts, ", ") + ")"
+}
+
+// noCommitHint says why a build names no commit and how to get one. The
+// go command stamps the commit only in a git clone, and not at all with
+// -buildvcs=false, which GOFLAGS (the environment, or 'go env -w') often
+// sets in containers and CI; the build info does not say which it was.
+func noCommitHint(goflags string) string {
+	if strings.Contains(goflags, "-buildvcs=false") {
+		return "no commit recorded: GOFLAGS has -buildvcs=false, which turns the go command's VCS stamping off; in a clone build with 'GOFLAGS= go build ./cmd/moq-export'"
+	}
+	return "no commit recorded: build with 'go build ./cmd/moq-export' or 'go install ./cmd/moq-export' in a git clone; " +
+		"if that was done, GOFLAGS=-buildvcs=false (see 'go env GOFLAGS') turned VCS stamping off: build with 'go build -buildvcs=true ./cmd/moq-export'"
+}
+
+// flagErrorHint adds to a flag error what an ffmpeg user meant: the URL
+// is an argument (not -i), and --duration takes a unit (not -t 5).
+func flagErrorHint(msg string) string {
+	switch {
+	case strings.Contains(msg, "unknown shorthand flag: 'i'"):
+		return msg + ": moq-export takes the URL as its argument, as in 'moq-export URL -o out.mkv' (ffmpeg's -i is not needed)"
+	case strings.Contains(msg, "unknown shorthand flag: 't'"):
+		return msg + ": to stop after some media use --duration with a unit, e.g. --duration 5s (ffmpeg's -t)"
+	case strings.Contains(msg, "missing unit in duration"):
+		return msg + ": durations need a unit, e.g. 5s, 1m30s, 2h, 500ms"
+	}
+	return msg
 }
 
 // Exit codes.
@@ -292,7 +318,7 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 		},
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &UsageError{Msg: err.Error()}
+		return &UsageError{Msg: flagErrorHint(err.Error())}
 	})
 	cmd.SetVersionTemplate("moq-export {{.Version}}\n")
 	cmd.SetUsageTemplate(usageTemplate)

@@ -177,9 +177,6 @@ func (c *Config) Check() error {
 	default:
 		return usagef("--progress takes auto, always or never (got %q)", c.Progress)
 	}
-	if c.RecordAll && c.URL == "" && c.Listen == "" {
-		return usagef("--record-all needs a URL (a relay prefix) or --listen ADDR")
-	}
 	if c.RecordAll && c.Broadcast != "" {
 		return usagef("--record-all records every broadcast; drop -b %q, or drop --record-all to record just that one", c.Broadcast)
 	}

@@ -96,7 +96,9 @@ func TestUsageErrorsSayWhatToDo(t *testing.T) {
 		{[]string{"--segment", "10s"}, "template"},
 		{[]string{"--segment", "10s", "-o", "out.mkv"}, "add {n} or {time}"},
 		{[]string{"--record-all", "https://r.example/", "-o", "out-{n}.mkv"}, "{broadcast}"},
-		{[]string{"--record-all", "-o", "{broadcast}.mkv"}, "needs a URL"},
+		// The built-in demo is recorded with --record-all too (one
+		// broadcast), to a template that names it.
+		{[]string{"--record-all", "-o", "demo.mkv"}, "{broadcast}"},
 		{[]string{"--record-all", "--listen", ":1", "-b", "x", "-o", "{broadcast}.mkv"}, "drop -b"},
 		{[]string{"--listen", ":1", "https://r.example/"}, "exclude each other"},
 		{[]string{"--listen", ":1", "--list"}, "drop --list"},

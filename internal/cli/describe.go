@@ -109,6 +109,20 @@ func waitHint(wait time.Duration) string {
 // sayWaiting is the command's notice of a long wait of a recording
 // (record.Options.OnWait).
 func (a *app) sayWaiting(w record.Waiting) {
+	if a.cfg.Listen != "" {
+		// Every publisher's session waits for its announcements: say it
+		// once, with the port bound.
+		w.Origin = a.origin()
+		if w.Broadcast == "" {
+			a.mu.Lock()
+			said := a.waitSaid
+			a.waitSaid = true
+			a.mu.Unlock()
+			if said {
+				return
+			}
+		}
+	}
 	if w.Broadcast == "" {
 		notice(a.log, "waiting for broadcasts to be announced "+w.Origin+" ("+waitHint(w.Wait)+")")
 		return

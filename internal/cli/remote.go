@@ -164,6 +164,9 @@ func (a *app) listen(ctx context.Context) error {
 	}
 	defer srv.Close()
 	addr := srv.Addr().String()
+	a.mu.Lock()
+	a.listenAddr = addr // the bound port, for messages (--listen 127.0.0.1:0)
+	a.mu.Unlock()
 	switch {
 	case opts.AuthKey != nil:
 		a.log.Info("publishers need a token (?jwt=) signed with --auth-key that allows publishing their broadcast", "key", a.cfg.AuthKey, "algorithm", opts.AuthKey.Algorithm())
@@ -220,7 +223,12 @@ func (a *app) listen(ctx context.Context) error {
 			if a.cfg.RecordAll {
 				// --duration bounds each recording; the listener goes on.
 				if err := a.recordAll(actx, src, 0); err != nil && actx.Err() == nil {
-					a.log.Warn("publisher session ended", "err", err)
+					if ce, ok := errors.AsType[*subscribe.CloseError](err); ok && ce.Remote && ce.Code == 0 {
+						// The publisher closed its session: how a publisher leaves.
+						a.log.Info("publisher disconnected", "path", sess.Path())
+					} else {
+						a.log.Warn("publisher session ended", "err", err)
+					}
 				}
 				return
 			}

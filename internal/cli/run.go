@@ -30,6 +30,8 @@ type app struct {
 	mu         sync.Mutex
 	sources    map[Source]bool // open sources, for their reconnect counts
 	reconnects int64           // of the sources that closed
+	listenAddr string          // the address --listen is bound to
+	waitSaid   bool            // --listen said it waits for announcements
 }
 
 func run(ctx context.Context, cfg *Config, env Env, con *console) error {
@@ -305,7 +307,13 @@ func (a *app) pickBroadcast(ctx context.Context, src Source) (string, error) {
 // (redacted), or the publisher on --listen.
 func (a *app) origin() string {
 	if a.cfg.Listen != "" {
-		return "by the publisher on --listen " + a.cfg.Listen
+		a.mu.Lock()
+		addr := a.listenAddr
+		a.mu.Unlock()
+		if addr == "" {
+			addr = a.cfg.Listen
+		}
+		return "by the publisher on --listen " + addr
 	}
 	return "under " + redactURL(a.cfg.URL)
 }
