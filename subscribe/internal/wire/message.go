@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"unicode/utf8"
@@ -44,7 +45,7 @@ const (
 	ParamPath   = 0x2
 	ParamRole   = 0x3
 	ParamCost   = 0x4
-	ParamOrigin = 0x5
+	ParamOrigin = 0x5 // named Hop on lite-06
 )
 
 // SETUP Role values.
@@ -253,12 +254,38 @@ func (m *AnnounceOK) Decode(body []byte) error {
 	return d.done()
 }
 
-// Announce reports one broadcast under the requested prefix.
+// Announcement types of lite-06 (TypedAnnounce versions), written before
+// the length.
+const (
+	AnnounceStart  = 0x0
+	AnnounceEnd    = 0x1
+	AnnounceUpdate = 0x2
+)
+
+// MaxCost is the ceiling of a lite-06 route cost (the largest QUIC
+// varint): costs saturate there, and a browser writes it as its cold cost.
+const MaxCost = 1<<62 - 1
+
+// Announce reports one broadcast (a route, on lite-06) under the requested
+// prefix. Before lite-06 it is one untyped message with a Status; on
+// TypedAnnounce versions it is ANNOUNCE_START (Type AnnounceStart: Suffix,
+// Hops and costs; its id is implicit, the stream's next), ANNOUNCE_END
+// (ID) or ANNOUNCE_UPDATE (ID, Hops and costs), and Status is unused.
 type Announce struct {
 	Status uint8
 	Suffix string
 	Hops   []uint64
+
+	Type       uint64 // TypedAnnounce: AnnounceStart, AnnounceEnd or AnnounceUpdate
+	ID         uint64 // TypedAnnounce END and UPDATE: the id its START took
+	Warm, Cold uint64 // TypedAnnounce START and UPDATE: route costs
 }
+
+// ErrUnknownAnnounce is returned by ReadAnnounceFor for an announcement
+// type a TypedAnnounce version does not define: its body was skipped, it
+// took no id, and the stream goes on (as the reference does, so that an
+// older lite-06 build is not cut off by a newer one).
+var ErrUnknownAnnounce = errors.New("moq-lite: unknown announcement type, skipped")
 
 // Append appends the length-prefixed lite-05 message.
 func (m *Announce) Append(b []byte) []byte { return m.AppendFor(b, Lite05) }
@@ -266,9 +293,28 @@ func (m *Announce) Append(b []byte) []byte { return m.AppendFor(b, Lite05) }
 // Decode parses a lite-05 message body.
 func (m *Announce) Decode(body []byte) error { return m.DecodeFor(body, Lite05) }
 
-// AppendFor appends the length-prefixed message laid out for v: the hop
+// AppendFor appends the message laid out for v: on TypedAnnounce versions
+// its type, length and body; before, the length-prefixed body with the hop
 // list (HopIDs), only its length (HopCount), or nothing.
 func (m *Announce) AppendFor(b []byte, v *Version) []byte {
+	if v.TypedAnnounce {
+		b = AppendVarint(b, m.Type)
+		return appendMessage(b, func(b []byte) []byte {
+			switch m.Type {
+			case AnnounceEnd:
+				return AppendVarint(b, m.ID)
+			case AnnounceUpdate:
+				b = AppendVarint(b, m.ID)
+			default:
+				b = appendStr(b, m.Suffix)
+			}
+			b = AppendVarint(b, uint64(len(m.Hops)))
+			for _, h := range m.Hops {
+				b = AppendVarint(b, h)
+			}
+			return AppendVarint(AppendVarint(b, min(m.Warm, MaxCost)), min(m.Cold, MaxCost))
+		})
+	}
 	return appendMessage(b, func(b []byte) []byte {
 		b = append(b, m.Status)
 		b = appendStr(b, m.Suffix)
@@ -284,11 +330,44 @@ func (m *Announce) AppendFor(b []byte, v *Version) []byte {
 	})
 }
 
-// DecodeFor parses a message body laid out for v. On a version with a hop
-// count but no ids, Hops holds that many zeros (unknown hops). Status 2
-// (restart) is accepted only where v has AnnounceRestart.
+// DecodeFor parses a message body laid out for v. On a TypedAnnounce
+// version the type comes before the length, so the caller sets m.Type
+// first (ReadAnnounceFor does). On a version with a hop count but no ids,
+// Hops holds that many zeros (unknown hops). Status 2 (restart) is
+// accepted only where v has AnnounceRestart.
 func (m *Announce) DecodeFor(body []byte, v *Version) error {
 	d := dec{b: body}
+	if v.TypedAnnounce {
+		typ := m.Type
+		*m = Announce{Type: typ}
+		switch typ {
+		case AnnounceEnd:
+			m.ID = d.varint()
+			return d.done()
+		case AnnounceUpdate:
+			m.ID = d.varint()
+		case AnnounceStart:
+			m.Suffix = d.str()
+		default:
+			d.fail("announcement type %d", typ)
+			return d.err
+		}
+		m.Hops = decodeHops(&d, true)
+		m.Warm, m.Cold = d.varint(), d.varint()
+		if d.err == nil && (m.Warm > MaxCost || m.Cold > MaxCost) {
+			d.fail("route cost beyond 2^62-1")
+		}
+		if d.err == nil {
+			seen := map[uint64]bool{}
+			for _, h := range m.Hops {
+				if h != 0 && seen[h] {
+					d.fail("hop %d twice in one hop list", h)
+				}
+				seen[h] = true
+			}
+		}
+		return d.done()
+	}
 	m.Status = d.u8()
 	if d.err == nil && (m.Status > StatusRestart || (m.Status == StatusRestart && !v.AnnounceRestart)) {
 		d.fail("announce status %d", m.Status)
@@ -298,18 +377,54 @@ func (m *Announce) DecodeFor(body []byte, v *Version) error {
 	if !v.HopCount {
 		return d.done()
 	}
+	m.Hops = decodeHops(&d, v.HopIDs)
+	return d.done()
+}
+
+// decodeHops reads a hop count and, with ids, that many hop ids (zeros
+// without).
+func decodeHops(d *dec, ids bool) []uint64 {
 	n := d.varint()
 	if d.err == nil && n > MaxHops {
 		d.fail("%d hops", n)
 	}
+	var hops []uint64
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		h := uint64(0)
-		if v.HopIDs {
+		if ids {
 			h = d.varint()
 		}
-		m.Hops = append(m.Hops, h)
+		hops = append(hops, h)
 	}
-	return d.done()
+	return hops
+}
+
+// ReadAnnounceFor reads one announcement laid out for v from r: on
+// TypedAnnounce versions its type, then the length-prefixed body (an
+// unknown type is skipped whole and reported as ErrUnknownAnnounce); before,
+// the length-prefixed body alone. A clean EOF before it is io.EOF.
+func ReadAnnounceFor(r ByteReader, v *Version) (Announce, error) {
+	var m Announce
+	if v.TypedAnnounce {
+		typ, err := ReadVarint(r)
+		if err != nil {
+			return m, err
+		}
+		body, err := ReadMessage(r, 0)
+		if err != nil {
+			return m, unexpectedEOF(err)
+		}
+		if typ > AnnounceUpdate {
+			return Announce{Type: typ}, fmt.Errorf("%w: type %d", ErrUnknownAnnounce, typ)
+		}
+		m.Type = typ
+		return m, m.DecodeFor(body, v)
+	}
+	body, err := ReadMessage(r, 0)
+	if err != nil {
+		return m, err
+	}
+	return m, m.DecodeFor(body, v)
 }
 
 // TrackRequest (TRACK) asks for a track's properties.
@@ -335,27 +450,46 @@ func (m *TrackRequest) Decode(body []byte) error {
 
 // TrackInfo answers TRACK.
 type TrackInfo struct {
-	Priority   uint8
-	Ordered    bool
-	MaxLatency uint64 // milliseconds
+	Priority uint8
+	Ordered  bool // GroupOrder versions only
+	// MaxLatency is the publisher's max latency (lite-05) or max age
+	// (lite-06: how long it keeps a group once a newer one exists), in
+	// milliseconds; NoMaxAge or more means no limit.
+	MaxLatency uint64
 	Timescale  uint64 // units per second, never 0
 }
 
-// Append appends the length-prefixed message.
-func (m *TrackInfo) Append(b []byte) []byte {
+// NoMaxAge is what a publisher writes for "no limit" in TRACK_INFO (2^53-1
+// ms; any value at or above it means the same).
+const NoMaxAge = 1<<53 - 1
+
+// Append appends the length-prefixed lite-05 message.
+func (m *TrackInfo) Append(b []byte) []byte { return m.AppendFor(b, Lite05) }
+
+// Decode parses a lite-05 message body.
+func (m *TrackInfo) Decode(body []byte) error { return m.DecodeFor(body, Lite05) }
+
+// AppendFor appends the length-prefixed message laid out for v (the
+// Ordered byte only where v has GroupOrder).
+func (m *TrackInfo) AppendFor(b []byte, v *Version) []byte {
 	return appendMessage(b, func(b []byte) []byte {
 		b = append(b, m.Priority)
-		b = appendBool(b, m.Ordered)
+		if v.GroupOrder {
+			b = appendBool(b, m.Ordered)
+		}
 		b = AppendVarint(b, m.MaxLatency)
 		return AppendVarint(b, m.Timescale)
 	})
 }
 
-// Decode parses a message body.
-func (m *TrackInfo) Decode(body []byte) error {
+// DecodeFor parses a message body laid out for v.
+func (m *TrackInfo) DecodeFor(body []byte, v *Version) error {
 	d := dec{b: body}
 	m.Priority = d.u8()
-	m.Ordered = d.bool()
+	m.Ordered = false
+	if v.GroupOrder {
+		m.Ordered = d.bool()
+	}
 	m.MaxLatency = d.varint()
 	m.Timescale = d.varint()
 	if d.err == nil && m.Timescale == 0 {
@@ -366,12 +500,20 @@ func (m *TrackInfo) Decode(body []byte) error {
 
 // SubscribeParams are the fields SUBSCRIBE and SUBSCRIBE_UPDATE share, in
 // their wire order.
+//
+// On FrameRange versions (lite-06) Start is an absolute floor sent raw,
+// FrameStart the index of the first frame wanted in the Start group, and
+// FrameEnd the inclusive last frame of the End group (only with End).
+// Group floor 0 with frame 0 is "from the live edge" on the wire: a
+// Start of group 0, frame 0 is sent as, and read back as, no Start.
 type SubscribeParams struct {
 	Priority   uint8
-	Ordered    bool
-	MaxLatency uint64 // milliseconds
+	Ordered    bool   // GroupOrder versions only
+	MaxLatency uint64 // milliseconds; max age on lite-06
 	Start      Opt
-	End        Opt // inclusive cap
+	End        Opt    // inclusive cap
+	FrameStart uint64 // FrameRange versions only
+	FrameEnd   Opt    // FrameRange versions only; inclusive, needs End
 }
 
 // append appends the fields v carries: all of them with SubscribeRange,
@@ -381,10 +523,25 @@ func (p *SubscribeParams) append(b []byte, v *Version) []byte {
 	if !v.SubscribeRange {
 		return b
 	}
-	b = appendBool(b, p.Ordered)
+	if v.GroupOrder {
+		b = appendBool(b, p.Ordered)
+	}
 	b = AppendVarint(b, p.MaxLatency)
-	b = appendOpt(b, p.Start)
-	return appendOpt(b, p.End)
+	if !v.FrameRange {
+		b = appendOpt(b, p.Start)
+		return appendOpt(b, p.End)
+	}
+	var floor, frame uint64
+	if p.Start.Valid {
+		floor, frame = p.Start.Seq, p.FrameStart
+	}
+	b = AppendVarint(b, floor)
+	b = appendOpt(b, p.End)
+	b = AppendVarint(b, frame)
+	if !p.End.Valid {
+		return append(b, 0)
+	}
+	return appendOpt(b, p.FrameEnd)
 }
 
 func (p *SubscribeParams) decode(d *dec, v *Version) {
@@ -392,10 +549,25 @@ func (p *SubscribeParams) decode(d *dec, v *Version) {
 	if !v.SubscribeRange {
 		return
 	}
-	p.Ordered = d.bool()
+	if v.GroupOrder {
+		p.Ordered = d.bool()
+	}
 	p.MaxLatency = d.varint()
-	p.Start = d.opt()
+	if !v.FrameRange {
+		p.Start = d.opt()
+		p.End = d.opt()
+		return
+	}
+	floor := d.varint()
 	p.End = d.opt()
+	p.FrameStart = d.varint()
+	p.FrameEnd = d.opt()
+	if floor != 0 || p.FrameStart != 0 {
+		p.Start = Some(floor)
+	}
+	if d.err == nil && p.FrameEnd.Valid && !p.End.Valid {
+		d.fail("frame end without a group end")
+	}
 }
 
 // Subscribe opens a subscription.
@@ -583,50 +755,90 @@ func ReadSubscribeResponseFor(r ByteReader, v *Version) (SubscribeResponse, erro
 	return m, err
 }
 
-// Group is the header of a Group stream.
+// Group is the header of a Group stream. FrameStart (FrameRange versions)
+// is the group-local index of the stream's first frame: 0 unless the
+// subscription began inside the group or the publisher holds only its
+// tail.
 type Group struct {
 	SubscribeID uint64
 	Sequence    uint64
+	FrameStart  uint64
 }
 
-// Append appends the length-prefixed message.
-func (m *Group) Append(b []byte) []byte {
+// Append appends the length-prefixed lite-05 message.
+func (m *Group) Append(b []byte) []byte { return m.AppendFor(b, Lite05) }
+
+// Decode parses a lite-05 message body.
+func (m *Group) Decode(body []byte) error { return m.DecodeFor(body, Lite05) }
+
+// AppendFor appends the length-prefixed message laid out for v.
+func (m *Group) AppendFor(b []byte, v *Version) []byte {
 	return appendMessage(b, func(b []byte) []byte {
-		return AppendVarint(AppendVarint(b, m.SubscribeID), m.Sequence)
+		b = AppendVarint(AppendVarint(b, m.SubscribeID), m.Sequence)
+		if v.FrameRange {
+			b = AppendVarint(b, m.FrameStart)
+		}
+		return b
 	})
 }
 
-// Decode parses a message body.
-func (m *Group) Decode(body []byte) error {
+// DecodeFor parses a message body laid out for v.
+func (m *Group) DecodeFor(body []byte, v *Version) error {
 	d := dec{b: body}
 	m.SubscribeID = d.varint()
 	m.Sequence = d.varint()
+	m.FrameStart = 0
+	if v.FrameRange {
+		m.FrameStart = d.varint()
+	}
 	return d.done()
 }
 
-// Fetch asks for one past group.
+// Fetch asks for one past group: on FrameRange versions, from frame
+// FrameStart to FrameEnd (inclusive; absent = the group's end).
 type Fetch struct {
-	Broadcast string
-	Track     string
-	Priority  uint8
-	Group     uint64
+	Broadcast  string
+	Track      string
+	Priority   uint8
+	Group      uint64
+	FrameStart uint64
+	FrameEnd   Opt
 }
 
-// Append appends the length-prefixed message.
-func (m *Fetch) Append(b []byte) []byte {
+// Append appends the length-prefixed lite-05 message.
+func (m *Fetch) Append(b []byte) []byte { return m.AppendFor(b, Lite05) }
+
+// Decode parses a lite-05 message body.
+func (m *Fetch) Decode(body []byte) error { return m.DecodeFor(body, Lite05) }
+
+// AppendFor appends the length-prefixed message laid out for v.
+func (m *Fetch) AppendFor(b []byte, v *Version) []byte {
 	return appendMessage(b, func(b []byte) []byte {
 		b = appendStr(appendStr(b, m.Broadcast), m.Track)
-		return AppendVarint(append(b, m.Priority), m.Group)
+		b = AppendVarint(append(b, m.Priority), m.Group)
+		if v.FrameRange {
+			b = appendOpt(AppendVarint(b, m.FrameStart), m.FrameEnd)
+		}
+		return b
 	})
 }
 
-// Decode parses a message body.
-func (m *Fetch) Decode(body []byte) error {
+// DecodeFor parses a message body laid out for v. A frame end before the
+// frame start is malformed.
+func (m *Fetch) DecodeFor(body []byte, v *Version) error {
 	d := dec{b: body}
 	m.Broadcast = d.str()
 	m.Track = d.str()
 	m.Priority = d.u8()
 	m.Group = d.varint()
+	m.FrameStart, m.FrameEnd = 0, Opt{}
+	if v.FrameRange {
+		m.FrameStart = d.varint()
+		m.FrameEnd = d.opt()
+		if d.err == nil && m.FrameEnd.Valid && m.FrameEnd.Seq < m.FrameStart {
+			d.fail("fetch frame end %d before frame start %d", m.FrameEnd.Seq, m.FrameStart)
+		}
+	}
 	return d.done()
 }
 

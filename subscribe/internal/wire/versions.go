@@ -107,6 +107,21 @@ type Version struct {
 	Goaway bool
 	// Datagrams: single-frame groups may ride QUIC datagrams (lite-05+).
 	Datagrams bool
+	// GroupOrder: SUBSCRIBE, SUBSCRIBE_UPDATE and TRACK_INFO carry the
+	// Ordered byte (lite-03..05); lite-06 retired it (groups are always
+	// delivered newest first).
+	GroupOrder bool
+	// TypedAnnounce: announcements are typed ANNOUNCE_START / END /
+	// UPDATE messages (type before length) with implicit per-stream ids
+	// (every START takes the next one) and warm/cold route costs; a
+	// duplicate START, an END or UPDATE of an unknown id, or any of them
+	// before ANNOUNCE_OK close the session (lite-06+).
+	TypedAnnounce bool
+	// FrameRange: SUBSCRIBE and SUBSCRIBE_UPDATE carry an absolute group
+	// floor (raw, not +1) with a frame start and a frame end, max latency
+	// becomes max age, FETCH asks a frame range and GROUP names the index
+	// of its first frame (lite-06+).
+	FrameRange bool
 }
 
 func (v *Version) String() string { return v.Name }
@@ -118,15 +133,22 @@ var (
 	Lite02 = &Version{Name: "moq-lite-02", Code: 0xff0dad02, LegacySetup: true, Family: FamilyLite,
 		SessionStream: true, AnnounceInit: true, SubscribeOK: true}
 	Lite03 = &Version{Name: "moq-lite-03", Code: 0xff0dad03, ALPN: "moq-lite-03", Family: FamilyLite,
-		HopCount: true, SubscribeOK: true, SubscribeRange: true, TypedResponses: true, ProbeStream: true}
+		GroupOrder: true, HopCount: true, SubscribeOK: true, SubscribeRange: true, TypedResponses: true, ProbeStream: true}
 	Lite04 = &Version{Name: "moq-lite-04", Code: 0xff0dad04, ALPN: "moq-lite-04", Family: FamilyLite,
-		ExcludeHop: true, HopCount: true, HopIDs: true, SubscribeOK: true, SubscribeRange: true,
+		GroupOrder: true, ExcludeHop: true, HopCount: true, HopIDs: true, SubscribeOK: true, SubscribeRange: true,
 		TypedResponses: true, ProbeStream: true, ProbeRTT: true, Goaway: true}
 	Lite05 = &Version{Name: "moq-lite-05", Code: 0xff0dad05, ALPN: "moq-lite-05", Family: FamilyLite,
 		SetupStream: true, AnnounceOK: true, ExcludeHop: true, HopCount: true, HopIDs: true,
 		AnnounceRestart: true, TrackInfo: true, Fetch: true, FrameTimestamps: true,
 		SubscribeRange: true, TypedResponses: true, ProbeStream: true, ProbeRTT: true, Goaway: true,
-		Datagrams: true}
+		Datagrams: true, GroupOrder: true}
+	// Lite06 is final moq-lite-06 (draft-lcurley-moq-lite-06), not the
+	// moq-lite-06-wip of @moq/net 0.3.x, whose bytes differ: never offered
+	// under that name.
+	Lite06 = &Version{Name: "moq-lite-06", Code: 0xff0dad06, ALPN: "moq-lite-06", Family: FamilyLite,
+		SetupStream: true, AnnounceOK: true, HopCount: true, HopIDs: true, TypedAnnounce: true,
+		TrackInfo: true, Fetch: true, FrameTimestamps: true, SubscribeRange: true, FrameRange: true,
+		TypedResponses: true, ProbeStream: true, ProbeRTT: true, Goaway: true, Datagrams: true}
 )
 
 // The moq-transport (IETF) drafts the module speaks (their messages live in
@@ -154,7 +176,7 @@ var (
 // the preference order, and the AppendFor/DecodeFor cases of the messages
 // it changes (with tests of their bytes). Other families (IETF) add their
 // entries here too, with Family set and the moq-lite fields false.
-var Versions = []*Version{Lite05, Lite04, Lite03, Lite02, Lite01,
+var Versions = []*Version{Lite06, Lite05, Lite04, Lite03, Lite02, Lite01,
 	IETF20, IETF19, IETF18, IETF17, IETF16, IETF15, IETF14}
 
 // ByALPN returns the version an ALPN (or WebTransport protocol) selects
@@ -261,7 +283,7 @@ func ParseVersions(list string) ([]*Version, error) {
 
 // Lacks says, one phrase per missing capability, what a session on v loses
 // compared with the newest moq-lite version, for the log line that makes
-// the difference visible (never a silent one). Empty for lite-05.
+// the difference visible (never a silent one). Empty for lite-06.
 func (v *Version) Lacks() []string {
 	if v.Family != FamilyLite {
 		return nil
@@ -287,6 +309,9 @@ func (v *Version) Lacks() []string {
 	}
 	if !v.SubscribeRange {
 		out = append(out, "no subscribe ranges (SUBSCRIBE carries the priority only)")
+	}
+	if !v.FrameRange {
+		out = append(out, "no frame ranges (a group cut by a lost connection is fetched again whole)")
 	}
 	return out
 }
