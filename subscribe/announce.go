@@ -349,6 +349,9 @@ func (a *Announcements) followConn(c conn) error {
 	// ANNOUNCE_INIT's list (lite-01/02). lite-03/04 mark no end of it, so
 	// there is nothing to diff with after a reconnect.
 	var initial []wire.Announce
+	if v.TypedAnnounce {
+		return a.followTyped(c, str, r, v)
+	}
 	switch {
 	case v.AnnounceOK:
 		var ok wire.AnnounceOK
@@ -381,6 +384,134 @@ func (a *Announcements) followConn(c conn) error {
 			return a.streamErr(str, err)
 		}
 		a.push(Announcement{Path: joinPath(a.prefix, m.Suffix), Active: m.Status != wire.StatusEnded})
+	}
+}
+
+// followTyped reads a lite-06 announce reply: ANNOUNCE_OK, then typed
+// announcements whose ids are implicit (every START takes the stream's
+// next one). The first ActiveCount STARTs are the initial set. An END or
+// UPDATE of an id never assigned or already retired, a START for a route
+// already advertised on the stream, or a malformed announcement closes the
+// session with PROTOCOL_VIOLATION, as the text requires; an unknown
+// announcement type is skipped.
+func (a *Announcements) followTyped(c conn, str bidiStream, r *bufio.Reader, v *wire.Version) error {
+	var ok wire.AnnounceOK
+	if err := readMsg(r, &ok); err != nil {
+		if errors.Is(err, ErrProtocol) {
+			return a.violation(c, str, fmt.Errorf("ANNOUNCE_OK: %w", err))
+		}
+		resetStream(str, CodeCancel)
+		return fmt.Errorf("ANNOUNCE_OK: %w", err)
+	}
+	routes := announceRoutes{ids: map[uint64]string{}, active: map[string]bool{}}
+	var initial []wire.Announce
+	for uint64(len(initial)) < ok.ActiveCount {
+		m, err := wire.ReadAnnounceFor(r, v)
+		if errors.Is(err, wire.ErrUnknownAnnounce) {
+			continue
+		}
+		if err != nil {
+			return a.typedErr(c, str, err)
+		}
+		suffix, _, err := routes.apply(m)
+		if err != nil {
+			return a.violation(c, str, err)
+		}
+		// An END or UPDATE inside the initial set changes it; only
+		// STARTs are counted.
+		if m.Type == wire.AnnounceStart {
+			initial = append(initial, wire.Announce{Status: wire.StatusActive, Suffix: suffix})
+		}
+	}
+	// Routes ended inside the initial set are not in it.
+	var live []wire.Announce
+	for _, m := range initial {
+		if routes.active[m.Suffix] {
+			live = append(live, m)
+		}
+	}
+	a.diff(live)
+	for {
+		m, err := wire.ReadAnnounceFor(r, v)
+		if errors.Is(err, wire.ErrUnknownAnnounce) {
+			continue
+		}
+		if err != nil {
+			return a.typedErr(c, str, err)
+		}
+		suffix, active, err := routes.apply(m)
+		if err != nil {
+			return a.violation(c, str, err)
+		}
+		if m.Type == wire.AnnounceUpdate {
+			// New hops or costs for a live route: in-flight
+			// subscriptions are undisturbed, and so is the feed.
+			continue
+		}
+		a.push(Announcement{Path: joinPath(a.prefix, suffix), Active: active})
+	}
+}
+
+// typedErr is how a lite-06 announce stream ends after a read error: a
+// malformed announcement is a session violation, anything else ends the
+// stream as before.
+func (a *Announcements) typedErr(c conn, str bidiStream, err error) error {
+	err = protocolErr(err)
+	if errors.Is(err, ErrProtocol) {
+		return a.violation(c, str, err)
+	}
+	return a.streamErr(str, err)
+}
+
+// violation closes the session's connection with PROTOCOL_VIOLATION (the
+// lite-06 rule for a malformed or inconsistent announcement); the session
+// reconnects as after any loss.
+func (a *Announcements) violation(c conn, str bidiStream, err error) error {
+	err = fmt.Errorf("%w: announce stream for %q: %w", ErrProtocol, a.prefix, err)
+	a.s.log.Warn("moq: peer broke the announce rules, closing the session", "err", err)
+	resetStream(str, CodeDecode)
+	c.Close(SessionProtocolViolation, "announce protocol violation")
+	return err
+}
+
+// announceRoutes is the per-stream bookkeeping of lite-06's implicit
+// announce ids: the next id a START takes, each live id's route, and the
+// routes advertised now.
+type announceRoutes struct {
+	next   uint64
+	ids    map[uint64]string // live id -> route suffix
+	active map[string]bool   // route suffixes advertised now
+}
+
+// errAnnounceRule is a lite-06 announce stream that breaks the id rules.
+var errAnnounceRule = errors.New("announcement breaks the id rules")
+
+// apply records one announcement and returns its route suffix and whether
+// the route is active after it.
+func (ar *announceRoutes) apply(m wire.Announce) (string, bool, error) {
+	switch m.Type {
+	case wire.AnnounceStart:
+		if ar.active[m.Suffix] {
+			return "", false, fmt.Errorf("%w: START for route %q already advertised", errAnnounceRule, m.Suffix)
+		}
+		ar.ids[ar.next] = m.Suffix
+		ar.active[m.Suffix] = true
+		ar.next++
+		return m.Suffix, true, nil
+	case wire.AnnounceEnd:
+		suffix, ok := ar.ids[m.ID]
+		if !ok {
+			return "", false, fmt.Errorf("%w: END of id %d, never assigned or retired", errAnnounceRule, m.ID)
+		}
+		delete(ar.ids, m.ID)
+		delete(ar.active, suffix)
+		return suffix, false, nil
+	default: // wire.AnnounceUpdate
+		suffix, ok := ar.ids[m.ID]
+		if !ok {
+			return "", false, fmt.Errorf("%w: UPDATE of id %d, never assigned or retired", errAnnounceRule, m.ID)
+		}
+		return suffix, true, nil
 	}
 }
 
@@ -454,6 +585,11 @@ type announceServe struct {
 	dead    bool   // reset or failed: nothing more is queued
 	wake    chan struct{}
 	finish  chan struct{} // closed when the peer ended its side: flush and FIN
+
+	// lite-06 implicit ids, under the session's mu: each advertised
+	// route's id and the id the next START takes.
+	ids    map[string]uint64
+	nextID uint64
 }
 
 // send queues one announcement when path is under the stream's prefix. It
@@ -463,7 +599,10 @@ func (as *announceServe) send(path string, active bool) error {
 	if !ok {
 		return nil
 	}
-	m := as.announce(suffix, active)
+	m, ok := as.announce(suffix, active)
+	if !ok {
+		return nil
+	}
 	as.mu.Lock()
 	if as.dead {
 		as.mu.Unlock()
@@ -486,16 +625,38 @@ func (as *announceServe) send(path string, active bool) error {
 }
 
 // announce is the announcement of suffix: an active one carries our hop
-// id where the version has no ANNOUNCE_OK to carry it (lite-03/04).
-func (as *announceServe) announce(suffix string, active bool) wire.Announce {
-	if !active {
-		return wire.Announce{Status: wire.StatusEnded, Suffix: suffix}
+// id where the version has no ANNOUNCE_OK to carry it (lite-03/04). On
+// lite-06 an active route takes the stream's next id with a START (a route
+// already advertised gets an UPDATE instead, never a second START) and an
+// ended one is the END of its id; ok is false when there is nothing to
+// send (the END of a route never started). Called under the session's mu.
+func (as *announceServe) announce(suffix string, active bool) (m wire.Announce, ok bool) {
+	if as.v.TypedAnnounce {
+		id, started := as.ids[suffix]
+		switch {
+		case active && started:
+			return wire.Announce{Type: wire.AnnounceUpdate, ID: id}, true
+		case active:
+			if as.ids == nil {
+				as.ids = map[string]uint64{}
+			}
+			as.ids[suffix] = as.nextID
+			as.nextID++
+			return wire.Announce{Type: wire.AnnounceStart, Suffix: suffix}, true
+		case started:
+			delete(as.ids, suffix)
+			return wire.Announce{Type: wire.AnnounceEnd, ID: id}, true
+		}
+		return m, false
 	}
-	m := wire.Announce{Status: wire.StatusActive, Suffix: suffix}
+	if !active {
+		return wire.Announce{Status: wire.StatusEnded, Suffix: suffix}, true
+	}
+	m = wire.Announce{Status: wire.StatusActive, Suffix: suffix}
 	if !as.v.AnnounceOK {
 		m.Hops = []uint64{as.s.hopID}
 	}
-	return m
+	return m, true
 }
 
 var errAnnounceStuck = errors.New("moq: announce stream not read by the peer, reset")
@@ -590,8 +751,9 @@ func (s *Session) serveAnnounce(ctx context.Context, v *wire.Version, str bidiSt
 	}
 	if !v.AnnounceInit {
 		for _, suffix := range init.Suffixes {
-			m := as.announce(suffix, true)
-			b = m.AppendFor(b, v)
+			if m, ok := as.announce(suffix, true); ok {
+				b = m.AppendFor(b, v)
+			}
 		}
 	}
 	// Queued and registered under s.mu, where publications are announced,

@@ -131,12 +131,19 @@ func (rt *remoteTrack) fetch(ctx context.Context, c conn, timescale, seq uint64)
 	if ic, ok := c.(*ietfConn); ok {
 		return rt.fetchIETF(ctx, ic, timescale, seq)
 	}
+	return rt.fetchFrames(ctx, c, timescale, seq, 0, wire.Opt{})
+}
+
+// fetchFrames runs one moq-lite FETCH of group seq, frames from..to
+// (inclusive; to absent = the group's end; a range needs a FrameRange
+// version, lite-06).
+func (rt *remoteTrack) fetchFrames(ctx context.Context, c conn, timescale, seq, from uint64, to wire.Opt) ([]model.Frame, error) {
 	str, err := c.OpenBidi(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("open fetch stream: %w", err)
 	}
-	m := wire.Fetch{Broadcast: rt.rb.path, Track: rt.name, Priority: priorityOf(rt.name), Group: seq}
-	if _, err := str.Write(m.Append(wire.AppendVarint(nil, wire.StreamFetch))); err != nil {
+	m := wire.Fetch{Broadcast: rt.rb.path, Track: rt.name, Priority: priorityOf(rt.name), Group: seq, FrameStart: from, FrameEnd: to}
+	if _, err := str.Write(m.AppendFor(wire.AppendVarint(nil, wire.StreamFetch), connVersion(c))); err != nil {
 		str.CancelRead(CodeCancel)
 		return nil, fmt.Errorf("send FETCH: %w", err)
 	}

@@ -46,6 +46,11 @@ const (
 	CodeUnsupported = 17
 )
 
+// SessionProtocolViolation is the session close code of a protocol
+// violation in the lite-06 registry (which newer relays use on every lite
+// version).
+const SessionProtocolViolation = 0x3
+
 var codeNames = map[uint64]string{
 	0: "cancel", 1: "required extension", 2: "old", 3: "timeout", 4: "transport",
 	5: "decode error", 6: "unauthorized", 9: "version", 10: "unexpected stream",

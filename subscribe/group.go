@@ -18,7 +18,7 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 	var h wire.Group
 	body, err := wire.ReadMessageBuffered(r, 0)
 	if err == nil {
-		err = h.Decode(body)
+		err = h.DecodeFor(body, connVersion(c))
 	}
 	if err = protocolErr(err); err != nil {
 		if _, reset := errors.AsType[*ResetError](err); reset {
@@ -57,6 +57,36 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 		s.log.Debug("moq: group dropped", "track", rt.name, "group", h.Sequence, "err", err)
 		str.CancelRead(CodeCancel)
 		return
+	}
+	// lite-06: the stream starts at frame FrameStart of the group. Frames
+	// the track already has (a cut group) are not written twice; frames
+	// between those and FrameStart are fetched first (the publisher began
+	// the subscription inside the group, or holds only its tail), and a
+	// group whose head cannot be had is dropped rather than recorded
+	// without its keyframe.
+	if h.FrameStart > 0 {
+		have := uint64(skip)
+		if have < h.FrameStart {
+			frames, ferr := rt.fetchFrames(sub.ctx, c, sub.timescale, h.Sequence, have, wire.Some(h.FrameStart-1))
+			if ferr == nil && uint64(len(frames)) != h.FrameStart-have {
+				ferr = fmt.Errorf("%w: FETCH returned %d frames of %d", errNoFetch, len(frames), h.FrameStart-have)
+			}
+			for _, f := range frames {
+				if ferr != nil {
+					break
+				}
+				ferr = g.WriteFrame(f)
+			}
+			if ferr != nil {
+				s.log.Warn("moq: group begins inside, its head could not be fetched: dropped", "track", rt.name, "group", h.Sequence, "frame_start", h.FrameStart, "err", ferr)
+				s.lostGroups.Add(1)
+				str.CancelRead(CodeCancel)
+				g.Close(fmt.Errorf("group %d of %q begins at frame %d: %w", h.Sequence, rt.name, h.FrameStart, ferr))
+				return
+			}
+			have = h.FrameStart
+		}
+		skip = int(have - h.FrameStart)
 	}
 	// The group ends with its subscription: STOP_SENDING wakes the read,
 	// and so does a deadline (a WebTransport stream whose session the peer

@@ -49,7 +49,7 @@ func TestIETFWebTransportLiteStillPreferred(t *testing.T) {
 	defer cancel()
 	client, peer := dialAndAccept(t, ctx, srv, fmt.Sprintf("https://%s/", srv.Addr()), Options{TLSFingerprint: pin, Logger: testLogger(t)})
 	defer client.Close()
-	if client.Version() != "moq-lite-05" || peer.Version() != "moq-lite-05" {
-		t.Fatalf("versions %s / %s, want moq-lite-05", client.Version(), peer.Version())
+	if client.Version() != "moq-lite-06" || peer.Version() != "moq-lite-06" {
+		t.Fatalf("versions %s / %s, want moq-lite-06", client.Version(), peer.Version())
 	}
 }

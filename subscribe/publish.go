@@ -106,14 +106,14 @@ func readRequest(str bidiStream, r *bufio.Reader, m interface{ Decode([]byte) er
 
 // serveTrack answers TRACK with TRACK_INFO, or resets the stream (30 for an
 // unknown broadcast, 13 for an unknown track).
-func (s *Session) serveTrack(str bidiStream, r *bufio.Reader) {
+func (s *Session) serveTrack(v *wire.Version, str bidiStream, r *bufio.Reader) {
 	var req wire.TrackRequest
 	if !readRequest(str, r, &req) || s.publishedTrack(str, req.Broadcast, req.Track) == nil {
 		return
 	}
 	pk := packagingOf(s.publishedBroadcast(req.Broadcast), req.Track)
 	info := wire.TrackInfo{MaxLatency: publishMaxLatency, Timescale: pk.timescale}
-	if _, err := str.Write(info.Append(nil)); err != nil {
+	if _, err := str.Write(info.AppendFor(nil, v)); err != nil {
 		return
 	}
 	str.Close()
@@ -205,6 +205,11 @@ type pubTrack struct {
 	group   sendStream
 	seq     uint64
 	sent    int // frames of group seq the consumer delivered
+	// index is the group-local index of the frame being served (lite-06
+	// frame ranges and GROUP's Frame Start); idxGroup is its group.
+	index    int
+	idxGroup uint64
+	idxSet   bool
 	lastTS  int64
 	hasLast bool // a group was opened
 	buf     []byte
@@ -258,10 +263,23 @@ func (p *pubTrack) serve(cons *model.Consumer) error {
 				}
 				return nil
 			case model.EventFrame:
+				if !p.idxSet || ev.Group != p.idxGroup {
+					p.index, p.idxGroup, p.idxSet = 0, ev.Group, true
+				} else {
+					p.index++
+				}
 				if hasStart && ev.Group < start {
 					continue
 				}
 				if p.sub.End.Valid && ev.Group > p.sub.End.Seq {
+					continue
+				}
+				if !p.inFrameRange(ev.Group, hasStart && p.sub.Start.Valid) {
+					if p.group != nil && ev.Group == p.seq {
+						// Past the frame end: the group's stream is
+						// complete.
+						p.closeGroup(nil)
+					}
 					continue
 				}
 				if err := p.writeFrame(ev); err != nil {
@@ -277,6 +295,16 @@ func (p *pubTrack) serve(cons *model.Consumer) error {
 			return p.ctx.Err()
 		}
 	}
+}
+
+// inFrameRange reports whether the frame at p.index of group seq is inside
+// the subscription's frame range (lite-06): at or after Frame Start in the
+// floor group, at or before Frame End in the end group.
+func (p *pubTrack) inFrameRange(seq uint64, floor bool) bool {
+	if floor && seq == p.sub.Start.Seq && uint64(p.index) < p.sub.FrameStart {
+		return false
+	}
+	return !(p.sub.End.Valid && p.sub.FrameEnd.Valid && seq == p.sub.End.Seq && uint64(p.index) > p.sub.FrameEnd.Seq)
 }
 
 func (p *pubTrack) writeFrame(ev model.Event) error {
@@ -297,8 +325,8 @@ func (p *pubTrack) writeFrame(ev model.Event) error {
 		if err != nil {
 			return err
 		}
-		h := wire.Group{SubscribeID: p.sub.ID, Sequence: ev.Group}
-		if _, err := g.Write(h.Append(wire.AppendVarint(p.buf[:0], wire.UniGroup))); err != nil {
+		h := wire.Group{SubscribeID: p.sub.ID, Sequence: ev.Group, FrameStart: uint64(p.index)}
+		if _, err := g.Write(h.AppendFor(wire.AppendVarint(p.buf[:0], wire.UniGroup), p.v)); err != nil {
 			g.CancelWrite(CodeCancel)
 			return err
 		}
@@ -334,7 +362,13 @@ func (p *pubTrack) writeFrame(ev model.Event) error {
 // it open until it resumes. A group whose frames the consumer did not all
 // deliver is left to the next group, as before.
 func (p *pubTrack) finishGroup(t *model.Track) {
-	if p.group != nil && !p.dropped && groupDone(t, p.seq, uint64(p.sent-1)) {
+	last := uint64(p.sent - 1)
+	if p.idxSet && p.idxGroup == p.seq {
+		// The group-local index of the last frame read: the stream may
+		// have begun inside the group (a frame range, a sync frame).
+		last = uint64(p.index)
+	}
+	if p.group != nil && !p.dropped && groupDone(t, p.seq, last) {
 		p.closeGroup(nil)
 	}
 }
@@ -380,7 +414,7 @@ func (s *Session) servingTrack(broadcast, track string) int {
 // A group still being written is served as its frames arrive.
 func (s *Session) serveFetch(ctx context.Context, v *wire.Version, str bidiStream, r *bufio.Reader) {
 	var req wire.Fetch
-	if !readRequest(str, r, &req) {
+	if !readRequest(str, r, versioned{&req, v}) {
 		return
 	}
 	t := s.publishedTrack(str, req.Broadcast, req.Track)
@@ -410,8 +444,24 @@ func (s *Session) serveFetch(ctx context.Context, v *wire.Version, str bidiStrea
 	pack := packagingOf(s.publishedBroadcast(req.Broadcast), req.Track)
 	var buf []byte
 	var last int64
-	for next := 0; ; {
+	// A frame range (lite-06) starts at FrameStart and stops after
+	// FrameEnd; a group that ends before FrameStart cannot serve it and is
+	// reset (never a shorter run), one that ends before FrameEnd is served
+	// to its end.
+	next := int(min(req.FrameStart, 1<<31))
+	for {
 		frames, finished, err := g.Frames(next)
+		if req.FrameEnd.Valid && uint64(next)+uint64(len(frames)) >= req.FrameEnd.Seq+1 {
+			frames = frames[:max(0, int(req.FrameEnd.Seq+1)-next)]
+			finished, err = true, nil
+		}
+		if finished && len(frames) == 0 && next > 0 && uint64(next) == req.FrameStart {
+			if held, _, _ := g.Frames(0); uint64(len(held)) < req.FrameStart {
+				s.log.Debug("moq: fetch of frames a group does not hold", "track", req.Track, "group", req.Group, "from", req.FrameStart)
+				resetStream(str, CodeNotFound)
+				return
+			}
+		}
 		buf = buf[:0]
 		for _, f := range frames {
 			buf = pack.appendFrame(buf, v, f.Timestamp, last, f.Payload)

@@ -603,7 +603,7 @@ func (s *Session) handleBidi(ctx context.Context, c conn, str bidiStream) {
 	case typ == wire.StreamAnnounce:
 		s.serveAnnounce(ctx, v, str, r)
 	case typ == wire.StreamTrack && v.TrackInfo:
-		s.serveTrack(str, r)
+		s.serveTrack(v, str, r)
 	case typ == wire.StreamSubscribe:
 		s.serveSubscribe(ctx, c, str, r)
 	case typ == wire.StreamProbe && v.ProbeStream:

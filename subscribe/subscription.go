@@ -423,7 +423,7 @@ func (rt *remoteTrack) trackInfo(ctx context.Context, c conn) (wire.TrackInfo, e
 	str.SetReadDeadline(time.Now().Add(rt.rb.s.opts.RequestTimeout))
 	stop := context.AfterFunc(ctx, func() { str.SetReadDeadline(time.Now()) })
 	defer stop()
-	err = readMsg(bufio.NewReader(str), &info)
+	err = readMsg(bufio.NewReader(str), versioned{&info, connVersion(c)})
 	if err != nil {
 		resetStream(str, CodeCancel)
 		if ctx.Err() != nil {
