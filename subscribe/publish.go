@@ -210,9 +210,9 @@ type pubTrack struct {
 	index    int
 	idxGroup uint64
 	idxSet   bool
-	lastTS  int64
-	hasLast bool // a group was opened
-	buf     []byte
+	lastTS   int64
+	hasLast  bool // a group was opened
+	buf      []byte
 }
 
 // begin fixes the first group to send and attaches a consumer to t.
