@@ -268,7 +268,7 @@ func locations(objs []ietf.Object) []string {
 	return out
 }
 
-var ietfPublisherDrafts = []ietf.Version{ietf.Draft14, ietf.Draft16, ietf.Draft20}
+var ietfPublisherDrafts = []ietf.Version{ietf.Draft14, ietf.Draft16, ietf.Draft20, ietf.Draft22}
 
 // TestIETFPublisherHonoursSubscribeFilters: each filter starts (and an
 // absolute range ends) where the drafts say, resolved against the live

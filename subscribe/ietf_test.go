@@ -25,6 +25,8 @@ var ietfLoopbackDrafts = []struct{ name, alpn string }{
 	{"Draft14Legacy", ietf.ALPNLegacy},
 	{"Draft16", "moqt-16"},
 	{"Draft20", "moqt-20"},
+	{"Draft21", "moqt-21"},
+	{"Draft22", "moqt-22"},
 }
 
 // dialIETF dials srv offering only alpn and returns both ends.
@@ -355,7 +357,7 @@ func TestIETFMalformedControlMessageClosesTheSession(t *testing.T) {
 // each draft's ALPN and code, offered after moq-lite in the reference's
 // order.
 func TestIETFVersionsComeFromTheVersionTable(t *testing.T) {
-	want := []string{"moql", "moqt-20", "moqt-19", "moqt-18", "moqt-17", "moqt-16", "moqt-15", "moq-00"}
+	want := []string{"moql", "moqt-22", "moqt-21", "moqt-20", "moqt-19", "moqt-18", "moqt-17", "moqt-16", "moqt-15", "moq-00"}
 	if fmt.Sprint(ietfALPNs) != fmt.Sprint(want) {
 		t.Fatalf("ALPNs %v, want %v", ietfALPNs, want)
 	}

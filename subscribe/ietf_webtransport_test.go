@@ -22,8 +22,9 @@ var ietfWebTransportCases = []struct {
 	{"Draft14NoProtocol", []string{}, []string{"moq-transport-14"}, "moq-transport-14"},
 	{"Draft16", []string{"moqt-16"}, nil, "moq-transport-16"},
 	{"Draft20", []string{"moqt-20"}, nil, "moq-transport-20"},
+	{"Draft22", []string{"moqt-22"}, nil, "moq-transport-22"},
 	// Every version offered, moq-transport only: the first one wins.
-	{"AllDrafts", nil, []string{"moq-transport-20", "moq-transport-19", "moq-transport-14"}, "moq-transport-20"},
+	{"AllDrafts", nil, []string{"moq-transport-22", "moq-transport-21", "moq-transport-20", "moq-transport-14"}, "moq-transport-22"},
 }
 
 // dialIETFWebTransport dials srv over WebTransport offering protos (nil:

@@ -134,7 +134,7 @@ func TestRoundTripsAcrossDrafts(t *testing.T) {
 		&RequestOK{RequestID: 3},
 		&Namespace{Suffix: "x/y"},
 	}
-	for v := Draft14; v <= Draft20; v++ {
+	for v := Draft14; v <= Newest; v++ {
 		for _, m := range msgs {
 			raw := Append(nil, 1, m, v)
 			_, body, err := ReadMessage(bufio.NewReader(bytes.NewReader(raw)), v)
@@ -239,7 +239,7 @@ func TestFetchObjectsRoundTrip(t *testing.T) {
 		payload   string
 	}
 	objs := []obj{{7, 0, []byte{0x10, 0x05}, "a"}, {7, 1, nil, "bb"}, {7, 3, nil, "c"}, {9, 0, []byte{}, "d"}}
-	for v := Draft14; v <= Draft20; v++ {
+	for v := Draft14; v <= Newest; v++ {
 		var b []byte
 		w := FetchObjectWriter{V: v}
 		for _, o := range objs {

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-var fuzzVersions = []Version{Draft14, Draft16, Draft17, Draft20}
+var fuzzVersions = []Version{Draft14, Draft16, Draft17, Draft20, Draft22}
 
 // FuzzMessages decodes arbitrary bodies as every control message in every
 // draft: errors are fine, panics and re-encodings that do not decode are

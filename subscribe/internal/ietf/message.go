@@ -1,6 +1,10 @@
 package ietf
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/moq-export/moq-export/subscribe/internal/wire"
+)
 
 // Control message types.
 const (
@@ -246,8 +250,93 @@ func (f *Filter) decodeFields(d *decoder) {
 	}
 }
 
+// Location Filter Types of draft 22, and how many fields each carries.
+const (
+	locNone          = 0x0
+	locRelativeStart = 0x1
+	locAbsoluteStart = 0x2
+	locAbsoluteEnd   = 0x3
+	locAbsoluteRange = 0x4
+	locNextObject    = 0x5
+)
+
+// typedFieldCount returns the fields a draft-22 Location Filter Type
+// carries, false for a type draft 22 does not define.
+func typedFieldCount(t uint64) (int, bool) {
+	switch t {
+	case locNone, locNextObject:
+		return 0, true
+	case locRelativeStart, locAbsoluteStart, locAbsoluteEnd, locAbsoluteRange:
+		return int(t), true
+	}
+	return 0, false
+}
+
+// appendTyped writes draft 22's form: the type, then its fields. Every
+// draft-20 meaning carries over; "the next object" (two zero fields in
+// draft 20) is its own type, and an open start at {0, 0} is None.
+func (f Filter) appendTyped(e *encoder) {
+	switch f.Type {
+	case FilterNextGroup:
+		e.varint(locRelativeStart)
+		e.varint(0)
+	case FilterRelative:
+		e.varint(locRelativeStart)
+		e.varint(f.Groups)
+	case FilterLargestObject:
+		e.varint(locNextObject)
+	case FilterAbsoluteStart:
+		if f.Start == (Location{}) {
+			e.varint(locNone)
+			return
+		}
+		e.varint(locAbsoluteStart)
+		e.location(f.Start)
+	case FilterAbsoluteRange:
+		e.varint(locAbsoluteEnd)
+		e.location(f.Start)
+		e.varint(f.End - f.Start.Group)
+	}
+}
+
+func (f *Filter) decodeTyped(d *decoder) {
+	t := d.varint()
+	n, ok := typedFieldCount(t)
+	if d.err != nil {
+		return
+	}
+	if !ok {
+		d.fail("location filter type %d", t)
+		return
+	}
+	x := make([]uint64, n)
+	for i := range x {
+		x[i] = d.varint()
+	}
+	switch t {
+	case locNone:
+		*f = Filter{Type: FilterAbsoluteStart}
+	case locRelativeStart:
+		*f = Filter{Type: FilterRelative, Groups: x[0]}
+	case locNextObject:
+		*f = Filter{Type: FilterLargestObject}
+	case locAbsoluteStart:
+		*f = Filter{Type: FilterAbsoluteStart, Start: Location{x[0], x[1]}}
+	default: // an end group, and an end object this package does not keep
+		if x[2] > wire.MaxVarint-x[0] {
+			d.fail("location filter end group overflows")
+			return
+		}
+		*f = Filter{Type: FilterAbsoluteRange, Start: Location{x[0], x[1]}, End: x[0] + x[2]}
+	}
+}
+
 func (f Filter) param(v Version) []byte {
 	e := encoder{v: v}
+	if v.typedFilter() {
+		f.appendTyped(&e)
+		return e.b
+	}
 	if v >= Draft20 {
 		f.appendFields(&e)
 	} else {
@@ -262,7 +351,9 @@ func (f Filter) param(v Version) []byte {
 func decodeFilterParam(b []byte, v Version) (Filter, error) {
 	var f Filter
 	d := decoder{b: b, v: v}
-	if v >= Draft20 {
+	if v.typedFilter() {
+		f.decodeTyped(&d)
+	} else if v >= Draft20 {
 		f.decodeFields(&d)
 	} else {
 		f.decodeTagged(&d)

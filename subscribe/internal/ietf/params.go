@@ -100,9 +100,13 @@ const (
 	kindVarint paramKind = iota
 	kindBytes            // length-prefixed (also locations)
 	kindByte             // one raw byte (u8 and bool of drafts 17+)
+	kindFilter           // draft 22's LOCATION_FILTER: a type and its fields, no length
 )
 
 func messageParamKind(id uint64, v Version) paramKind {
+	if id == ParamSubscriptionFilter && v.typedFilter() {
+		return kindFilter
+	}
 	if v.typedParams() {
 		switch id {
 		case ParamPublisherPriority, ParamForward, ParamSubscriberPriority, ParamGroupOrder:
@@ -158,6 +162,8 @@ func appendParams(e *encoder, p Params, setup bool) {
 			e.varint(x.Value)
 		case kindByte:
 			e.u8(uint8(x.Value))
+		case kindFilter:
+			e.b = append(e.b, x.Bytes...)
 		default:
 			e.bytes(x.Bytes)
 		}
@@ -209,6 +215,8 @@ func decodeParams(d *decoder, setup bool) Params {
 			x.Value = d.varint()
 		case kindByte:
 			x.Value = uint64(d.u8())
+		case kindFilter:
+			x.Bytes = d.typedFilter()
 		default:
 			x.Bytes = d.bytes()
 			if x.Bytes == nil {

@@ -233,6 +233,25 @@ func (d *decoder) namespace() string {
 	return JoinNamespace(parts)
 }
 
+// typedFilter reads a draft-22 LOCATION_FILTER value (a type and the
+// fields it names, no length) and returns its bytes (aliasing the body).
+func (d *decoder) typedFilter() []byte {
+	start := d.b
+	t := d.varint()
+	n, ok := typedFieldCount(t)
+	if d.err == nil && !ok {
+		d.fail("location filter type %d", t)
+	}
+	for range n {
+		d.varint()
+	}
+	if d.err != nil {
+		return nil
+	}
+	used := len(start) - len(d.b)
+	return start[:used:used]
+}
+
 // location reads a Location (group, object).
 func (d *decoder) location() Location {
 	return Location{Group: d.varint(), Object: d.varint()}

@@ -14,7 +14,16 @@ const (
 	Draft18 Version = 0xff000012
 	Draft19 Version = 0xff000013
 	Draft20 Version = 0xff000014
+	// Draft21 is draft 20 on the wire (an editorial draft) under its own
+	// ALPN.
+	Draft21 Version = 0xff000015
+	// Draft22 changes one thing: the LOCATION_FILTER parameter is a
+	// Location Filter Type and exactly its fields, without a length.
+	Draft22 Version = 0xff000016
 )
+
+// Newest is the newest draft this package knows.
+const Newest = Draft22
 
 // ALPNs of the drafts. Draft 14 is also reached through the shared "moql"
 // ALPN (or none over WebTransport), whose CLIENT_SETUP lists versions.
@@ -37,12 +46,12 @@ func (v Version) Number() int { return int(v - 0xff000000) }
 func (v Version) String() string { return fmt.Sprintf("moq-transport-%d", v.Number()) }
 
 // Known reports whether this package knows v.
-func (v Version) Known() bool { return v >= Draft14 && v <= Draft20 }
+func (v Version) Known() bool { return v >= Draft14 && v <= Newest }
 
 // VersionOfALPN returns the draft an ALPN pins ("moql" pins none: its
 // CLIENT_SETUP negotiates).
 func VersionOfALPN(alpn string) (Version, bool) {
-	for v := Draft14; v <= Draft20; v++ {
+	for v := Draft14; v <= Newest; v++ {
 		if v.ALPN() == alpn {
 			return v, true
 		}
@@ -87,3 +96,8 @@ func (v Version) firstObjectBit() bool { return v >= Draft18 }
 // block reads as empty).
 func (v Version) writesTrackProperties() bool { return v >= Draft17 }
 func (v Version) readsTrackProperties() bool  { return v >= Draft16 }
+
+// typedFilter reports whether LOCATION_FILTER is a Location Filter Type and
+// its fields with no length (22+), rather than a length-prefixed field list
+// whose count is its meaning (20-21) or a tagged filter (14-19).
+func (v Version) typedFilter() bool { return v >= Draft22 }

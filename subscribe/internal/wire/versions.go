@@ -163,6 +163,8 @@ var (
 	IETF18 = &Version{Name: "moq-transport-18", Code: 0xff000012, ALPN: "moqt-18", Family: FamilyIETF}
 	IETF19 = &Version{Name: "moq-transport-19", Code: 0xff000013, ALPN: "moqt-19", Family: FamilyIETF}
 	IETF20 = &Version{Name: "moq-transport-20", Code: 0xff000014, ALPN: "moqt-20", Family: FamilyIETF}
+	IETF21 = &Version{Name: "moq-transport-21", Code: 0xff000015, ALPN: "moqt-21", Family: FamilyIETF}
+	IETF22 = &Version{Name: "moq-transport-22", Code: 0xff000016, ALPN: "moqt-22", Family: FamilyIETF}
 )
 
 // Versions lists every version spoken, most preferred first. A client
@@ -177,7 +179,7 @@ var (
 // it changes (with tests of their bytes). Other families (IETF) add their
 // entries here too, with Family set and the moq-lite fields false.
 var Versions = []*Version{Lite06, Lite05, Lite04, Lite03, Lite02, Lite01,
-	IETF20, IETF19, IETF18, IETF17, IETF16, IETF15, IETF14}
+	IETF22, IETF21, IETF20, IETF19, IETF18, IETF17, IETF16, IETF15, IETF14}
 
 // ByALPN returns the version an ALPN (or WebTransport protocol) selects
 // directly, nil for ALPNLegacy, "" and unknown names.

@@ -319,7 +319,7 @@ func TestVersionLookups(t *testing.T) {
 	if ByCode(0xff0dad03) != Lite03 || ByCode(1) != nil {
 		t.Fatal("ByCode")
 	}
-	if got := strings.Join(ALPNs(Versions), ","); got != "moq-lite-06,moq-lite-05,moq-lite-04,moq-lite-03,moql,moqt-20,moqt-19,moqt-18,moqt-17,moqt-16,moqt-15,moq-00" {
+	if got := strings.Join(ALPNs(Versions), ","); got != "moq-lite-06,moq-lite-05,moq-lite-04,moq-lite-03,moql,moqt-22,moqt-21,moqt-20,moqt-19,moqt-18,moqt-17,moqt-16,moqt-15,moq-00" {
 		t.Fatalf("ALPNs = %s", got)
 	}
 	if got := LegacyCodes(Versions); !reflect.DeepEqual(got, []uint64{Lite02.Code, Lite01.Code, IETF14.Code}) {
