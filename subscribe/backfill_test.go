@@ -129,8 +129,9 @@ func TestFetchOfAGroupNotHeldIsResetWithNotFound(t *testing.T) {
 	c, timescale := rt.conn, rt.timescale
 	rt.mu.Unlock()
 	_, err := rt.fetch(ctx, c, timescale, 1000)
-	if !errors.Is(err, errNoFetch) || !isResetCode(err, CodeNotFound) {
-		t.Fatalf("FETCH of group 1000: %v, want errNoFetch with reset 13", err)
+	if !errors.Is(err, errNoFetch) || !isResetCode(err, liteCode(connVersion(c), CodeNotFound)) ||
+		resetMeaningOf(err, connVersion(c).FrameRange) != resetNotFound {
+		t.Fatalf("FETCH of group 1000 (%s): %v, want errNoFetch with reset NOT_FOUND", connVersion(c), err)
 	}
 	frames, err := rt.fetch(ctx, c, timescale, 0)
 	if err != nil {

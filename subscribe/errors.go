@@ -59,9 +59,15 @@ var codeNames = map[uint64]string{
 	18: "encode error", 19: "too many parameters", 20: "invalid role", 21: "unknown ALPN",
 	24: "dropped", 25: "closed", 26: "lagged", 27: "frame too large",
 	29: "timestamp/timescale mismatch", 30: "unroutable", 31: "evicted",
+	// lite-06's own range (also sent on lite-05 by newer relays).
+	0x30: "no capacity", 0x31: "control timeout", 0x32: "group too large", 0x33: "not found",
+	0x34: "old", 0x35: "evicted", 0x36: "unroutable", 0x37: "wrong frame size",
+	0x38: "frame too large", 0x39: "timestamp mismatch",
 }
 
-// CodeName returns the meaning of a moq-lite error code.
+// CodeName returns the meaning of a moq-lite error code in the old
+// registry, or in lite-06's own range (0x30..0x39). Codes below 0x30 that
+// lite-06 renumbered read differently on a lite-06 session.
 func CodeName(code uint64) string {
 	if n, ok := codeNames[code]; ok {
 		return n

@@ -81,7 +81,7 @@ func (s *Session) publishedBroadcast(path string) *model.Broadcast {
 // publishedTrack returns the published track a TRACK or SUBSCRIBE request
 // names, or resets str (30 for an unknown broadcast, 13 for an unknown
 // track) and returns nil.
-func (s *Session) publishedTrack(str bidiStream, broadcast, track string) *model.Track {
+func (s *Session) publishedTrack(v *wire.Version, str bidiStream, broadcast, track string) *model.Track {
 	code := uint64(CodeUnroutable)
 	if b := s.publishedBroadcast(broadcast); b != nil {
 		t, err := b.Track(track)
@@ -90,7 +90,7 @@ func (s *Session) publishedTrack(str bidiStream, broadcast, track string) *model
 		}
 		code = CodeNotFound
 	}
-	resetStream(str, code)
+	resetStream(str, liteCode(v, code))
 	return nil
 }
 
@@ -108,7 +108,7 @@ func readRequest(str bidiStream, r *bufio.Reader, m interface{ Decode([]byte) er
 // unknown broadcast, 13 for an unknown track).
 func (s *Session) serveTrack(v *wire.Version, str bidiStream, r *bufio.Reader) {
 	var req wire.TrackRequest
-	if !readRequest(str, r, &req) || s.publishedTrack(str, req.Broadcast, req.Track) == nil {
+	if !readRequest(str, r, &req) || s.publishedTrack(v, str, req.Broadcast, req.Track) == nil {
 		return
 	}
 	pk := packagingOf(s.publishedBroadcast(req.Broadcast), req.Track)
@@ -129,7 +129,7 @@ func (s *Session) serveSubscribe(ctx context.Context, c conn, str bidiStream, r 
 	if !readRequest(str, r, versioned{&req, v}) {
 		return
 	}
-	t := s.publishedTrack(str, req.Broadcast, req.Track)
+	t := s.publishedTrack(v, str, req.Broadcast, req.Track)
 	if t == nil {
 		return
 	}
@@ -417,14 +417,14 @@ func (s *Session) serveFetch(ctx context.Context, v *wire.Version, str bidiStrea
 	if !readRequest(str, r, versioned{&req, v}) {
 		return
 	}
-	t := s.publishedTrack(str, req.Broadcast, req.Track)
+	t := s.publishedTrack(v, str, req.Broadcast, req.Track)
 	if t == nil {
 		return
 	}
 	g := t.Group(req.Group)
 	if g == nil {
 		s.log.Debug("moq: fetch of a group not held", "track", req.Track, "group", req.Group)
-		resetStream(str, CodeNotFound)
+		resetStream(str, liteCode(v, CodeNotFound))
 		return
 	}
 	// A reset of the subscriber's side cancels the fetch; its FIN does not.
@@ -458,7 +458,7 @@ func (s *Session) serveFetch(ctx context.Context, v *wire.Version, str bidiStrea
 		if finished && len(frames) == 0 && next > 0 && uint64(next) == req.FrameStart {
 			if held, _, _ := g.Frames(0); uint64(len(held)) < req.FrameStart {
 				s.log.Debug("moq: fetch of frames a group does not hold", "track", req.Track, "group", req.Group, "from", req.FrameStart)
-				resetStream(str, CodeNotFound)
+				resetStream(str, liteCode(v, CodeNotFound))
 				return
 			}
 		}

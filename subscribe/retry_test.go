@@ -48,3 +48,84 @@ func TestRetryPolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestRetryPolicyDecidesOnMeaningInBothNumberings: the same refusal
+// decides the same way whether the relay numbered it the old way (a
+// lite-05 session of a pre-0.3 relay) or the lite-06 way (a lite-06
+// session, or a lite-05 session of a newer relay: 0x30 and above).
+func TestRetryPolicyDecidesOnMeaningInBothNumberings(t *testing.T) {
+	const (
+		window = 10 * time.Second
+		pause  = 500 * time.Millisecond
+		wait   = 5 * time.Second
+	)
+	type codes struct{ old, new uint64 }
+	for _, tc := range []struct {
+		name   string
+		code   codes
+		st     retryState
+		action retryAction
+		wait   time.Duration
+	}{
+		{"not found at the first subscription", codes{13, 0x33}, retryState{}, retryEnd, 0},
+		{"not found while resuming", codes{13, 0x33}, retryState{live: true}, retryNow, pause},
+		{"unroutable at the first subscription", codes{30, 0x36}, retryState{}, retryOnAnnounce, wait},
+		{"unroutable while resuming", codes{30, 0x36}, retryState{live: true}, retryNow, pause},
+		{"old group", codes{2, 0x34}, retryState{live: true}, retryNow, 0},
+		{"evicted group", codes{31, 0x35}, retryState{}, retryNow, 0},
+		{"evicted again", codes{31, 0x35}, retryState{refusedFor: time.Second}, retryNow, pause},
+		{"evicted past the window", codes{31, 0x35}, retryState{live: true, refusedFor: window + 1}, retryEnd, 0},
+		{"too far behind", codes{26, 0x5}, retryState{live: true}, retryNow, 0},
+		{"unauthorized while live", codes{6, 6}, retryState{live: true}, retryEnd, 0},
+		{"session closing", codes{25, 0x3}, retryState{live: true}, retryNextConn, 0},
+	} {
+		for _, renumbered := range []bool{false, true} {
+			code := tc.code.old
+			if renumbered {
+				code = tc.code.new
+			}
+			if tc.name == "unauthorized while live" && renumbered {
+				// lite-06 has no stream code for it (0x3b is lite-07):
+				// an unregistered code is never read as unauthorized.
+				continue
+			}
+			t.Run(fmt.Sprintf("%s/code %#x renumbered %v", tc.name, code, renumbered), func(t *testing.T) {
+				st := tc.st
+				st.resumeWindow, st.retryWait, st.announceWait, st.renumbered = window, pause, wait, renumbered
+				err := fmt.Errorf("%w: SUBSCRIBE: %w", ErrRefused, &ResetError{Code: code})
+				action, d := retryPolicy(err, st)
+				if action != tc.action || d != tc.wait {
+					t.Fatalf("retryPolicy = %v after %v, want %v after %v", action, d, tc.action, tc.wait)
+				}
+			})
+		}
+	}
+	// Codes 0x30 and above mean the same on a lite-05 session (newer
+	// relays send them there); codes below 0x30 depend on the session.
+	for _, c := range []struct {
+		code       uint64
+		renumbered bool
+		want       resetMeaning
+	}{
+		{0x33, false, resetNotFound}, {0x36, false, resetUnroutable}, {0x30, false, resetNoCapacity},
+		{0x1, false, resetCancelled}, {0x1, true, resetCancelled}, {0x0, false, resetCancelled},
+		{0x0, true, resetInternal}, {0x2, false, resetOld}, {0x2, true, resetTimeout},
+		{40, false, resetUnknown}, {40, true, resetUnknown}, {13, true, resetUnknown}, {0x3b, true, resetUnknown},
+	} {
+		if got := streamCodeMeaning(c.code, c.renumbered); got != c.want {
+			t.Errorf("code %#x renumbered %v: %v, want %v", c.code, c.renumbered, got, c.want)
+		}
+	}
+	// No capacity: one re-resolution after a pause, then the usual rules.
+	noCap := fmt.Errorf("%w: %w", ErrRefused, &ResetError{Code: 0x30})
+	if a, d := retryPolicy(noCap, retryState{retryWait: pause, resumeWindow: window}); a != retryNow || d != pause {
+		t.Errorf("no capacity: %v after %v", a, d)
+	}
+	if a, _ := retryPolicy(noCap, retryState{retryWait: pause, resumeWindow: window, refusedFor: time.Second}); a != retryEnd {
+		t.Errorf("no capacity again at the first subscription: %v", a)
+	}
+	// moq-transport codes are not read as moq-lite's.
+	if a, _ := retryPolicy(fmt.Errorf("%w: %w", ErrRefused, &ResetError{Code: 30}), retryState{ietf: true, announceWait: wait}); a != retryEnd {
+		t.Errorf("moq-transport reset 30 at the first subscription: %v, want end", a)
+	}
+}

@@ -147,13 +147,17 @@ func (rt *remoteTrack) retry(c conn, err error) bool {
 	st := retryState{
 		live: rt.live, broadcastDone: rt.rb.ctx.Err() != nil, connGone: err != nil && connGone(c, err),
 		resumeWindow: rt.resumeWindow(), retryWait: s.opts.Reconnect.Min, announceWait: s.opts.Reconnect.Max,
+		renumbered: c != nil && connVersion(c).FrameRange,
 	}
+	_, st.ietf = c.(*ietfConn)
 	switch refused := errors.Is(err, ErrRefused); {
-	case refused && rt.live:
+	case refused:
+		// 0 for the first refusal of a run (the policy tells it apart).
 		if rt.refusedSince.IsZero() {
 			rt.refusedSince = time.Now()
+		} else {
+			st.refusedFor = max(time.Since(rt.refusedSince), time.Nanosecond)
 		}
-		st.refusedFor = time.Since(rt.refusedSince)
 	case !refused:
 		// The window counts one run of refusals, not the track's life.
 		rt.refusedSince = time.Time{}

@@ -59,17 +59,28 @@ func TestDraft21IsDraft20OnTheWireUnderItsOwnALPN(t *testing.T) {
 // type, Length 2, fields 0 0) is `01 05` on draft 22, every other byte the
 // same.
 func TestDraft22ChangesOnlyTheLocationFilter(t *testing.T) {
-	m := &Subscribe{RequestID: 2, Namespace: "interop/dial.hang", Track: "video", Priority: 60,
-		GroupOrder: GroupOrderDescending, Forward: true, Filter: Filter{Type: FilterLargestObject}}
-	b20, b22 := body(t, m, Draft20), body(t, m, Draft22)
+	// The parameter list of a SUBSCRIBE asking the next object (the
+	// default filter, which SUBSCRIBE itself leaves out): subscriber
+	// priority 0x20, then LOCATION_FILTER 0x21 delta-coded as 01.
+	params := func(v Version) []byte {
+		e := encoder{v: v}
+		appendParams(&e, Params{{ID: ParamSubscriberPriority, Value: 60},
+			{ID: ParamSubscriptionFilter, Bytes: Filter{Type: FilterLargestObject}.param(v)}}, false)
+		return e.b
+	}
+	b20, b22 := params(Draft20), params(Draft22)
 	want := bytes.Replace(b20, unhexStr(t, "01 02 00 00"), unhexStr(t, "01 05"), 1)
 	if bytes.Equal(want, b20) || !bytes.Equal(b22, want) {
 		t.Fatalf("draft 22 % x, want draft 20 % x with 01 02 00 00 -> 01 05", b22, b20)
 	}
-	var back Subscribe
-	if err := Decode(b22, &back, Draft22); err != nil || back.Filter != m.Filter {
-		t.Fatalf("decoded %+v, %v", back.Filter, err)
+	d := decoder{b: b22, v: Draft22}
+	p := decodeParams(&d, false)
+	fb, _ := p.Bytes(ParamSubscriptionFilter)
+	if f, err := decodeFilterParam(fb, Draft22); d.finish() != nil || err != nil || f.Type != FilterLargestObject {
+		t.Fatalf("decoded %+v, %v, %v", f, err, d.finish())
 	}
+	m := &Subscribe{RequestID: 2, Namespace: "interop/dial.hang", Track: "video", Priority: 60,
+		GroupOrder: GroupOrderDescending, Forward: true}
 	// Relative Start 1: byte-identical in both (every field below 128).
 	m.Filter = Filter{Type: FilterRelative, Groups: 1}
 	if b20, b22 := body(t, m, Draft20), body(t, m, Draft22); !bytes.Equal(b20, b22) {
