@@ -83,6 +83,9 @@ type Options struct {
 	// broadcast's catalog, or for announcements), instead of the notice
 	// logged: the command says it in its own words.
 	OnWait func(Waiting)
+	// OnRefused, when set, is told of a broadcast RecordAll refused at a
+	// limit (err is a *LimitError).
+	OnRefused func(broadcast string, err error)
 	// OnRecording, when set, is called when a recording is started (its
 	// State is StateStarting) and when it ended (StateEnded, Done closed,
 	// Err its outcome): a service keeps the ended ones it wants to show.

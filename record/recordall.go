@@ -65,6 +65,9 @@ func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Durati
 		release, err := r.reserve()
 		if err != nil {
 			r.log.Warn("refused a broadcast", "broadcast", path, "publisher", peerOf(src), "reason", err)
+			if r.opts.OnRefused != nil {
+				r.opts.OnRefused(path, err)
+			}
 			return
 		}
 		running[path] = true

@@ -122,8 +122,13 @@ func (e Env) getenv(key string) string {
 	return e.Getenv(key)
 }
 
-// errInterrupted is the cancellation cause of Ctrl-C and SIGTERM.
-var errInterrupted = errors.New("interrupted")
+// errInterrupted is the cancellation cause of Ctrl-C, errTerminated of
+// SIGTERM (a supervisor stopping a service: exit 0 once the files are
+// finished, even when nothing was recorded).
+var (
+	errInterrupted = errors.New("interrupted")
+	errTerminated  = errors.New("terminated")
+)
 
 // signalLog is the logger of the running command, for what Main says on a
 // signal.
@@ -148,10 +153,19 @@ func Main(args []string) int {
 			log = newLogger(os.Stderr, logText, LevelNotice)
 		}
 		notice(log, fmt.Sprintf("%v: finishing the output (press Ctrl-C again to quit at once)", s))
-		cancel(errInterrupted)
-		<-sigs
-		log.Warn("quitting without finishing the output")
-		os.Exit(ExitInterrupted)
+		if s == syscall.SIGTERM {
+			cancel(errTerminated)
+		} else {
+			cancel(errInterrupted)
+		}
+		select {
+		case <-sigs:
+			log.Warn("quitting without finishing the output")
+			os.Exit(ExitInterrupted)
+		case <-time.After(shutdownBound + 5*time.Second):
+			log.Error(fmt.Sprintf("the output was not finished within %v of %v; quitting", shutdownBound+5*time.Second, s))
+			os.Exit(ExitRuntime)
+		}
 	}()
 	return Execute(ctx, args, Env{
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
@@ -294,6 +308,11 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 			if len(args) == 1 {
 				cfg.URL = args[0]
 			}
+			if cfg.ConfigFile != "" {
+				if err := applyConfig(f, cfg.ConfigFile, cfg); err != nil {
+					return err
+				}
+			}
 			cfg.Format, cfg.formatGiven = Format(format), f.Changed("format")
 			cfg.Video = renditionList(cfg.Video, f.Changed("video"))
 			cfg.Audio = renditionList(cfg.Audio, f.Changed("audio"))
@@ -333,6 +352,7 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 	})
 	f := cmd.Flags()
 	f.SortFlags = false
+	serviceFlags(f, cfg)
 	f.StringVarP(&cfg.Broadcast, "broadcast", "b", "", "broadcast `NAME` to record, relative to the URL path (default: the only one announced)")
 	f.StringVarP(&cfg.Output, "output", "o", "-", "output `PATH` or template, or s3://BUCKET/KEY (a template too); - is stdout")
 	f.BoolVarP(&cfg.Overwrite, "overwrite", "y", false, "overwrite an existing -o file without asking")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/archive"
+	"github.com/moq-export/moq-export/internal/service"
 	"github.com/moq-export/moq-export/objstore"
 	"github.com/moq-export/moq-export/record"
 	"github.com/moq-export/moq-export/subscribe"
@@ -71,8 +72,20 @@ type Config struct {
 
 	formatGiven bool
 	template    Template
-	objectStore bool   // -o is an s3:// URL
-	token       string // from --token-file or MOQ_TOKEN; added to the dialled URL
+	objectStore bool // -o is an s3:// URL
+
+	// The service face (service.go).
+	HTTP              string   // --http
+	HTTPTokenFile     string   // --http-token-file
+	Webhooks          []string // --webhook
+	WebhookSecretFile string   // --webhook-secret-file
+	OnFileFinished    string   // --on-file-finished
+	RetentionAge      days     // --retention-age
+	RetentionSize     byteSize // --retention-size
+	Shard             string   // --shard I/N
+	ConfigFile        string   // --config
+	shard             service.Shard
+	token             string // from --token-file or MOQ_TOKEN; added to the dialled URL
 }
 
 // UsageError is a mistake on the command line: exit code 2.
@@ -96,6 +109,9 @@ func (c *Config) toStdout() bool { return c.Output == "" || c.Output == "-" }
 // Check validates the flags together and fills in what follows from them
 // (the format from the output extension).
 func (c *Config) Check() error {
+	if err := c.checkService(); err != nil {
+		return err
+	}
 	if c.DemoTo != "" {
 		return c.checkDemoTo()
 	}

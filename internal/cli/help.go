@@ -21,6 +21,7 @@ var flagGroups = []struct {
 	{"Archive (-f archive -o DIR writes one; an archive DIR or file:// URL is read)", []string{"retention", "from", "to", "follow", "replay-to"}},
 	{"Limits", []string{"timeout", "max-broadcasts", "max-bytes", "min-free"}},
 	{"Logging", []string{"progress", "verbose", "quiet", "log-format", "json", "summary"}},
+	{serviceGroup.title, serviceGroup.names},
 	{"Built-in demo (no URL)", []string{"demo-codecs", "demo-simulcast", "demo-late", "demo-container", "demo-loops", "demo-to"}},
 }
 

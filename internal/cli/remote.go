@@ -213,6 +213,7 @@ func (a *app) listen(ctx context.Context) error {
 			break
 		}
 		src := newSessionSource(sess)
+		a.sessionOpened(src)
 		remove := a.addSource(src)
 		a.log.Info("publisher connected", "path", sess.Path(), "version", sess.Version())
 		wg.Add(1)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/internal/service"
 	"github.com/moq-export/moq-export/record"
 )
 
@@ -26,6 +27,7 @@ type app struct {
 	log *slog.Logger
 
 	rec *record.Recorder // the recordings
+	svc *service.Service // the service face, when asked for (service.go)
 
 	mu         sync.Mutex
 	sources    map[Source]bool // open sources, for their reconnect counts
@@ -35,7 +37,7 @@ type app struct {
 }
 
 func run(ctx context.Context, cfg *Config, env Env, con *console) error {
-	if cfg.toStdout() && !cfg.List && env.StdoutTerminal {
+	if cfg.toStdout() && !cfg.List && env.StdoutTerminal && !cfg.apiOnly() {
 		return usagef("refusing to write %s media to a terminal: give -o FILE, or pipe into a player (moq-export | ffplay -)", cfg.Format)
 	}
 	a := &app{cfg: cfg, env: env, con: con, log: newLogger(con, cfg.LogFormat, logLevel(cfg.Quiet, cfg.Verbose))}
@@ -46,7 +48,16 @@ func run(ctx context.Context, cfg *Config, env Env, con *console) error {
 	if cfg.List {
 		return a.runList(ctx)
 	}
+	if err := a.newService(); err != nil {
+		return err
+	}
 	if err := a.newRecorder(ctx); err != nil {
+		return err
+	}
+	// The listener outlives the recordings, to answer while they finish.
+	sctx, stopService := context.WithCancel(context.Background())
+	defer stopService()
+	if err := a.startService(sctx); err != nil {
 		return err
 	}
 	rctx, stop := context.WithCancelCause(ctx)
@@ -55,8 +66,14 @@ func run(ctx context.Context, cfg *Config, env Env, con *console) error {
 		t := time.AfterFunc(cfg.Timeout, func() { stop(errTimeout) })
 		defer t.Stop()
 	}
-	err := a.runRecording(rctx)
-	recorded := a.summary(nil).Frames > 0
+	var err error
+	if cfg.apiOnly() {
+		err = a.serveAPIOnly(rctx)
+	} else {
+		err = a.runRecording(rctx)
+	}
+	a.stopService()
+	recorded := a.summary(nil).Frames > 0 || cfg.apiOnly()
 	switch {
 	case context.Cause(rctx) == errTimeout && ctx.Err() == nil && reportable(rctx, err) == nil:
 		if recorded {
@@ -65,7 +82,7 @@ func run(ctx context.Context, cfg *Config, env Env, con *console) error {
 		} else {
 			err = fmt.Errorf("nothing was recorded within --timeout %v", cfg.Timeout)
 		}
-	case ctx.Err() != nil && !recorded && reportable(ctx, err) == nil:
+	case ctx.Err() != nil && !recorded && reportable(ctx, err) == nil && context.Cause(ctx) != errTerminated:
 		err = errNothingRecorded
 	}
 	if rerr := a.report(reportable(ctx, err)); err == nil {
@@ -116,6 +133,7 @@ func (a *app) runRecording(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	a.sessionOpened(src)
 	// Closed before the summary: its reconnects count.
 	defer a.addSource(src)()
 	defer src.Close()
@@ -154,17 +172,24 @@ func (a *app) newRecorder(ctx context.Context) error {
 			return &UsageError{Msg: err.Error()}
 		}
 	}
-	rec, err := record.New(record.Options{
+	opts := record.Options{
 		Output: out, Format: c.Format, Duration: c.Duration, Segment: c.Segment, HLSSegmentDuration: c.HLSSegment, Delay: c.Delay, MaxDelay: cliMaxDelay(c.MaxDelay),
 		Video: c.Video, Audio: c.Audio, KeepTimestamps: c.KeepTimestamps, Wait: c.Wait,
 		Logger: a.log, Origin: a.origin(), OnWait: a.sayWaiting, OnFile: a.fileFinished,
 		MaxRecordings: c.MaxBroadcasts, MaxFileBytes: int64(c.MaxBytes), MinFreeBytes: int64(c.MinFree),
 		ReturnMemoryAfter: returnMemoryAfter,
-	})
+	}
+	if a.svc != nil {
+		a.svc.Hooks(&opts)
+	}
+	rec, err := record.New(opts)
 	if err != nil {
 		return &UsageError{Msg: err.Error()}
 	}
 	a.rec = rec
+	if a.svc != nil {
+		a.svc.Watch(rec)
+	}
 	return nil
 }
 
@@ -385,7 +410,7 @@ func (a *app) record(ctx context.Context, src Source, name string) error {
 // template; with follow > 0 it follows announcements for that long
 // (--record-all --duration), then waits for the recordings to end.
 func (a *app) recordAll(ctx context.Context, src Source, follow time.Duration) error {
-	return a.rec.RecordAllFor(ctx, src, follow)
+	return a.rec.RecordAllFor(ctx, a.cfg.shard.Source(src), follow)
 }
 
 // cliMaxDelay maps --max-delay to record.Options.MaxDelay: 0 there means

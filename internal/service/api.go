@@ -402,7 +402,7 @@ func (s *Service) startOptions(req StartRequest) (record.Options, error) {
 	}
 	opts := s.opts.Base
 	opts.URL, opts.Session, opts.Broadcast, opts.RecordAll = "", nil, "", false
-	opts.OnRecording, opts.OnFile, opts.Progress = nil, nil, nil
+	opts.OnRecording, opts.OnFile, opts.OnRefused, opts.Progress = nil, nil, nil, nil
 	if req.Format != "" {
 		if opts.Format, err = record.ParseFormat(req.Format); err != nil {
 			return record.Options{}, badRequest("format: %v", err)

@@ -109,7 +109,17 @@ func New(opts Options) (*Service, error) {
 func (s *Service) Hooks(o *record.Options) { s.hooksFor(o, nil) }
 
 func (s *Service) hooksFor(o *record.Options, webhooks []string) {
-	onRec, onFile := o.OnRecording, o.OnFile
+	onRec, onFile, onRefused := o.OnRecording, o.OnFile, o.OnRefused
+	o.OnRefused = func(broadcast string, err error) {
+		if onRefused != nil {
+			onRefused(broadcast, err)
+		}
+		reason := "other"
+		if le, ok := errors.AsType[*record.LimitError](err); ok {
+			reason = string(le.Limit)
+		}
+		s.Refused(reason)
+	}
 	o.OnRecording = func(rec *record.Recording) {
 		if onRec != nil {
 			onRec(rec)
