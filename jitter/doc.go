@@ -67,8 +67,11 @@
 // any track, never at a time already written. The other tracks of the
 // broadcast rewind with it: when their own discontinuity lands within 10 s
 // of the same new time they take the same shift, so audio and video stay in
-// sync across the restart; a frame that the shared shift would put before
-// its track's last one is dropped (counted late). A forward gap is kept as
+// sync across the restart. The new timeline starts with its earliest frame
+// whichever track brings it first (video from its keyframe after audio from
+// its newest group): while none of it has left, the shift moves to make
+// room. Only a frame that the shared shift would put before its track's last
+// one, once the new timeline started leaving, is dropped (counted late). A forward gap is kept as
 // it is. Either way the frame leaves with mux.Frame.Discontinuity set, which
 // the muxer acts on.
 package jitter

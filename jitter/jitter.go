@@ -166,8 +166,9 @@ const minKey = math.MinInt64
 // lands near the same new time.
 type rewind struct {
 	n      int   // how many rewinds so far (tracks compare their rewound)
-	raw    int64 // the publisher's timestamp of the first frame after it
+	raw    int64 // the publisher's earliest timestamp after it
 	offset int64 // what every track adds to the new timestamps
+	first  int64 // the key raw got: every key of the new timeline is >= first
 }
 
 // rewindWindow is how far apart, in the publisher's new clock, the first
@@ -354,13 +355,53 @@ func (b *Buffer) rewound(t *track, raw int64) {
 	if (r.n > t.rewound || t.overlapping) && raw >= r.raw-rewindWindow && raw <= r.raw+rewindWindow {
 		// The rewind the other tracks took (or the one this track took,
 		// whose first frames after it overlap its past and are dropped).
+		if raw < r.raw && !t.overlapping && b.released < r.first {
+			// This track starts earlier in the new clock than the one
+			// that set the offset (video from its keyframe, after audio
+			// from its newest group): nothing of the new timeline left
+			// yet, so move it all later, to start with this frame.
+			b.shiftRewind(r.raw - raw)
+		}
 		t.offset, t.rewound = r.offset, r.n
 		return
 	}
 	anchor := max(b.maxKey, b.released, t.lastKey) + max(b.maxFrameDur, int64(time.Millisecond/time.Microsecond))
 	r.n++
-	r.raw, r.offset = raw, anchor-raw
+	r.raw, r.offset, r.first = raw, anchor-raw, anchor
 	t.offset, t.rewound = r.offset, r.n
+}
+
+// shiftRewind moves the newest rewind's timeline d later: the offset, and
+// the buffered frames of the tracks that took it (their keys from
+// rewind.first on; none of them has left yet).
+func (b *Buffer) shiftRewind(d int64) {
+	r := &b.rewind
+	r.raw -= d
+	r.offset += d
+	for _, t := range b.tracks {
+		if t.rewound != r.n {
+			continue
+		}
+		t.offset = r.offset
+		for i := t.head; i < len(t.queue); i++ {
+			if e := &t.queue[i]; e.key >= r.first {
+				e.key += d
+				e.frame.Timestamp += d
+			}
+		}
+		if t.lastKey >= r.first {
+			t.lastKey += d
+		}
+		if t.pendingPos >= 0 {
+			b.pending.fix(t.pendingPos)
+		}
+		if t.waitingPos >= 0 {
+			b.waiting.fix(t.waitingPos)
+		}
+	}
+	if b.maxKey >= r.first {
+		b.maxKey += d
+	}
 }
 
 // skipped records that track t delivered a frame with key that does not

@@ -250,6 +250,49 @@ func TestDiscontinuityShiftsBackwardJumpAndIsReported(t *testing.T) {
 	}
 }
 
+// After a restart, audio comes back from its newest group, video from its
+// keyframe up to a GOP earlier: whichever arrives first, the new timeline
+// starts with the earliest of them, and no video is dropped.
+func TestRestartOffsetFollowsTheEarliestTrackOfTheNewClock(t *testing.T) {
+	const video, audio = 1, 2
+	b := New(Options{Delay: time.Second})
+	b.AddTrack(video, mux.Video)
+	b.AddTrack(audio, mux.Audio)
+	var got []Item
+	for ts := int64(0); ts <= 1000; ts += 20 {
+		if ts%40 == 0 {
+			b.Push(frame(video, ts, ts%200 == 0))
+		}
+		b.Push(frame(audio, ts, true))
+		got = append(got, drain(b)...)
+	}
+	b.PushDiscontinuity(video)
+	b.PushDiscontinuity(audio)
+	// Audio first, from 900 ms of the new clock; then video from its
+	// keyframe at 100 ms.
+	b.Push(frame(audio, 900, true))
+	b.Push(frame(audio, 920, true))
+	for ts := int64(100); ts <= 1000; ts += 40 {
+		b.Push(frame(video, ts, ts == 100))
+	}
+	got = append(got, flushAll(b)...)
+	inOrderCount(t, got, video)
+	first := map[int]int64{}
+	n := map[int]int{}
+	for _, it := range got {
+		if it.Frame.Discontinuity {
+			first[it.Frame.TrackID] = it.Frame.Timestamp
+		}
+		n[it.Frame.TrackID]++
+	}
+	if first[video] != 1040*ms || first[audio] != 1840*ms {
+		t.Fatalf("restarts at video %d ms, audio %d ms; want 1040 and 1840 (800 ms apart, as published)", first[video]/ms, first[audio]/ms)
+	}
+	if st := b.Stats(); st.Dropped != 0 || n[video] != 26+23 {
+		t.Fatalf("stats %+v, %d video frames: want nothing dropped, 49 video frames", st, n[video])
+	}
+}
+
 // A restarted publisher starts every track's clock afresh: the tracks
 // rewind together, by one shared offset, so audio and video stay in sync,
 // and none writes a time it already wrote (the cut group's keyframe at the
@@ -269,9 +312,9 @@ func TestPublisherRestartRewindsEveryTrackByOneOffset(t *testing.T) {
 		b.Push(frame(audio, ts, true))
 		got = append(got, drain(b)...)
 	}
-	// The new publisher's clock: audio starts 60 ms before its first
-	// keyframe (those frames overlap the old audio once shifted), video at
-	// its keyframe, 100 ms: far behind the old clock.
+	// The new publisher's clock: audio starts 60 ms before the video's
+	// first keyframe (at 100 ms: far behind the old clock); video arrives
+	// first and sets the offset, audio moves it to start at its 40 ms.
 	b.PushDiscontinuity(video)
 	b.PushDiscontinuity(audio)
 	b.Push(frame(video, 100, true))
@@ -298,29 +341,43 @@ func TestPublisherRestartRewindsEveryTrackByOneOffset(t *testing.T) {
 			first[f.TrackID] = f.Timestamp
 		}
 	}
-	// The rewind continues 40 ms (the longest frame) after the newest key, 1000.
-	if first[video] != 1040*ms {
-		t.Fatalf("video restarts at %d ms, want 1040", first[video]/ms)
+	// The new timeline starts 40 ms (the longest frame) after the newest
+	// key, 1000, with its earliest frame (audio at 40 ms); video keeps its
+	// 60 ms lead-in.
+	if first[audio] != 1040*ms || first[video] != 1100*ms {
+		t.Fatalf("restarts at audio %d ms, video %d ms; want 1040 and 1100", first[audio]/ms, first[video]/ms)
 	}
-	// Audio takes the same offset (publisher time 100 -> 1040): its frames
-	// at 40 and 60 would land at 980 and 1000, not after its last frame
-	// (1000), so they are dropped and counted; 80 -> 1020 is the first.
-	if first[audio] != 1020*ms {
-		t.Fatalf("audio restarts at %d ms, want 1020 (the video's offset)", first[audio]/ms)
-	}
-	if st := b.Stats(); st.Late != 2 || st.Dropped != 2 {
-		t.Fatalf("stats %+v, want the 2 overlapping audio frames late and dropped", st)
+	if st := b.Stats(); st.Late != 0 || st.Dropped != 0 {
+		t.Fatalf("stats %+v, want nothing late or dropped", st)
 	}
 
 	// The publisher restarts again with the same clock: a new rewind, after
-	// everything written (audio ended at 300 -> 1240), not the old offset.
+	// everything written (both ended at 300 -> 1300), not the old offset.
 	b.PushDiscontinuity(audio)
 	b.PushDiscontinuity(video)
 	b.Push(frame(audio, 100, true))
 	b.Push(frame(video, 100, true))
 	again := flushAll(b)
-	if len(again) != 2 || again[0].Frame.Timestamp != 1280*ms || again[1].Frame.Timestamp != 1280*ms {
-		t.Fatalf("second restart released %v, want audio and video at 1280", timestamps(again))
+	if len(again) != 2 || again[0].Frame.Timestamp != 1340*ms || again[1].Frame.Timestamp != 1340*ms {
+		t.Fatalf("second restart released %v, want audio and video at 1340", timestamps(again))
+	}
+
+	// A third restart whose video has left before the audio comes back
+	// earlier in the new clock: the offset cannot move any more, so the
+	// audio that would go before its last frame (1340) is dropped, counted.
+	b.PushDiscontinuity(video)
+	b.PushDiscontinuity(audio)
+	b.Push(frame(video, 50, true)) // -> 1380
+	third := flushAll(b)
+	b.Push(frame(audio, 0, true))  // -> 1330: dropped
+	b.Push(frame(audio, 10, true)) // -> 1340: dropped
+	b.Push(frame(audio, 60, true)) // -> 1390
+	third = append(third, flushAll(b)...)
+	if ts := timestamps(third); len(ts) != 2 || ts[0] != 1380 || ts[1] != 1390 || !third[1].Frame.Discontinuity {
+		t.Fatalf("third restart released %v, want video 1380 then audio 1390 with its discontinuity", ts)
+	}
+	if st := b.Stats(); st.Late != 2 || st.Dropped != 2 {
+		t.Fatalf("stats %+v, want the 2 overlapping audio frames late and dropped", st)
 	}
 }
 
