@@ -45,7 +45,8 @@ type StatsJSON struct {
 // FileJSON is one file of a recording.
 type FileJSON struct {
 	record.FileInfo
-	URL      string `json:"url,omitempty"`
+	// Href is where /files/ serves it once finished (under the root).
+	Href     string `json:"href,omitempty"`
 	Finished bool   `json:"finished"`
 }
 
@@ -87,7 +88,7 @@ func (s *Service) recordingJSON(e *entry) RecordingJSON {
 		done := rec.State() == record.StateEnded || i < len(files)-1 || !s.isWriting(abs(f.Path))
 		fj := FileJSON{FileInfo: f, Finished: done}
 		if done {
-			fj.URL = s.fileURL(f.Path)
+			fj.Href = s.fileURL(f.Path)
 		}
 		out.Files = append(out.Files, fj)
 	}

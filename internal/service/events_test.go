@@ -138,7 +138,7 @@ func TestWebhooksArriveInOrderSignedAndAfterAnOutage(t *testing.T) {
 			t.Errorf("%s: recording.ended %+v", name, last)
 		}
 		for _, ev := range evs {
-			if ev.Type == service.EventFileFinished && (ev.File == nil || ev.File.Size == 0 || ev.File.Duration < 0.5 || ev.File.URL == "" || ev.Drops == nil) {
+			if ev.Type == service.EventFileFinished && (ev.File == nil || ev.File.Size == 0 || ev.File.Duration < 0.5 || ev.File.Href == "" || ev.Drops == nil) {
 				t.Errorf("%s: file.finished %+v", name, ev.File)
 			}
 		}

@@ -221,7 +221,7 @@ func TestTheAPIRecordsSplitsMarksAndStopsTheDemo(t *testing.T) {
 	}
 	var frames int64
 	for i, f := range rec.Files {
-		if !f.Finished || f.URL == "" {
+		if !f.Finished || f.Href == "" {
 			t.Errorf("file %s not finished after the stop", f.Path)
 		}
 		p := mediatest.Probe(t, f.Path, "-show_chapters")
@@ -279,14 +279,14 @@ func TestTheAPIRecordsSplitsMarksAndStopsTheDemo(t *testing.T) {
 		t.Errorf("sessions_total %v, want the one the start dialled", sessions)
 	}
 	// The finished files are served for the status page's players.
-	resp, err := http.Get(base + rec.Files[0].URL)
+	resp, err := http.Get(base + rec.Files[0].Href)
 	if err != nil {
 		t.Fatal(err)
 	}
 	n, _ := io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 || n != rec.Files[0].Size {
-		t.Errorf("GET %s: %d, %d bytes, want the %d of the file", rec.Files[0].URL, resp.StatusCode, n, rec.Files[0].Size)
+		t.Errorf("GET %s: %d, %d bytes, want the %d of the file", rec.Files[0].Href, resp.StatusCode, n, rec.Files[0].Size)
 	}
 }
 

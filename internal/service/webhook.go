@@ -66,7 +66,8 @@ type EventRecord struct {
 // EventFile is the file of file.opened and file.finished.
 type EventFile struct {
 	Path     string  `json:"path"`
-	URL      string  `json:"url,omitempty"` // under /files/ when it is under the root
+	URL      string  `json:"url,omitempty"`  // the object's URL, for an object store
+	Href     string  `json:"href,omitempty"` // under /files/ when it is under the root
 	Format   string  `json:"format"`
 	Segment  int     `json:"segment"`
 	Size     int64   `json:"size"`
@@ -299,7 +300,8 @@ func (d *dispatcher) close(ctx context.Context) {
 //
 //	MOQ_EXPORT_EVENT      file.finished
 //	MOQ_EXPORT_PATH       the file
-//	MOQ_EXPORT_URL        its URL under /files/ ("" when outside the root)
+//	MOQ_EXPORT_URL        the object's URL (an object store), else ""
+//	MOQ_EXPORT_HREF       its path under /files/ ("" when outside the root)
 //	MOQ_EXPORT_BROADCAST  the broadcast
 //	MOQ_EXPORT_RECORDING  the recording's ID
 //	MOQ_EXPORT_FORMAT     flv, mkv, webm, ts or mp4
@@ -327,6 +329,7 @@ func (s *Service) runHook(ev *Event) {
 		"MOQ_EXPORT_EVENT="+ev.Type,
 		"MOQ_EXPORT_PATH="+f.Path,
 		"MOQ_EXPORT_URL="+f.URL,
+		"MOQ_EXPORT_HREF="+f.Href,
 		"MOQ_EXPORT_BROADCAST="+ev.Recording.Broadcast,
 		"MOQ_EXPORT_RECORDING="+ev.Recording.ID,
 		"MOQ_EXPORT_FORMAT="+f.Format,
@@ -381,7 +384,7 @@ func (s *Service) event(e *entry, typ string, fe *record.FileEvent) *Event {
 	}
 	if fe != nil {
 		f := fe.File
-		ev.File = &EventFile{Path: f.Path, URL: s.fileURL(f.Path), Format: f.Format, Segment: f.Segment, Size: f.Size, Frames: f.Frames, Duration: f.Media}
+		ev.File = &EventFile{Path: f.Path, URL: f.URL, Href: s.fileURL(f.Path), Format: f.Format, Segment: f.Segment, Size: f.Size, Frames: f.Frames, Duration: f.Media}
 		if fe.Err != nil {
 			ev.File.Error = fe.Err.Error()
 		}
