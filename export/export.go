@@ -105,7 +105,7 @@ func New(bc *model.Broadcast, m mux.Muxer, opts Options) *Export {
 	}
 	log := opts.Logger
 	if log == nil {
-		log = slog.Default()
+		log = slog.New(slog.DiscardHandler)
 	}
 	e := &Export{
 		bc: bc, m: m, opts: opts, log: log,

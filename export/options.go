@@ -46,7 +46,7 @@ type Options struct {
 	// Resolve returns the broadcast a rendition's "broadcast" reference
 	// names; nil skips such renditions with a warning.
 	Resolve func(ref string) (*model.Broadcast, error)
-	// Logger receives warnings; nil means slog.Default().
+	// Logger receives warnings; nil logs nothing.
 	Logger *slog.Logger
 	// Now is the wall clock; nil means time.Now.
 	Now func() time.Time

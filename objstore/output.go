@@ -40,7 +40,7 @@ type Options struct {
 	// Overwrite lets a key without placeholders replace an existing
 	// object; templates never overwrite (they add -1, -2, ...).
 	Overwrite bool
-	// Logger receives what happens (default slog.Default()).
+	// Logger receives what happens (default: nothing is logged).
 	Logger *slog.Logger
 }
 
@@ -101,7 +101,7 @@ func Open(ctx context.Context, rawURL string, o Options) (*Output, error) {
 		o.FinishTimeout = 10 * time.Minute
 	}
 	if o.Logger == nil {
-		o.Logger = slog.Default()
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if err := os.MkdirAll(o.SpoolDir, 0o700); err != nil {
 		return nil, fmt.Errorf("objstore: spool directory: %w", err)

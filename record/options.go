@@ -72,8 +72,10 @@ type Options struct {
 	// first announcement. 0 waits until ctx ends; a wait longer than 2 s is
 	// logged at LevelNotice either way.
 	Wait time.Duration
-	// Logger receives what happens (default slog.Default()). Files opened
-	// and finished are logged at Info.
+	// Logger receives what happens; nil logs nothing (a library stays
+	// silent in its host's default logger). Files opened and finished are
+	// logged at Info. Run's session logs to it too unless Dial.Logger is
+	// set.
 	Logger *slog.Logger
 	// OnFile, when set, is called when a file is opened and when it is
 	// finished (closed and playable: upload or index it then). Calls come

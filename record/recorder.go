@@ -72,7 +72,7 @@ func New(opts Options) (*Recorder, error) {
 		return nil, err
 	}
 	if opts.Logger == nil {
-		opts.Logger = slog.Default()
+		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Origin == "" {
 		opts.Origin = "by the source"

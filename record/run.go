@@ -22,6 +22,9 @@ func Run(ctx context.Context, opts Options) ([]FileInfo, error) {
 		}
 		var err error
 		dial := opts.Dial
+		if dial.Logger == nil {
+			dial.Logger = opts.Logger
+		}
 		if _, ok := opts.Output.(*archiveOutput); ok {
 			dial.Objects = true // an archive keeps the objects as received
 		}

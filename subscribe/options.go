@@ -63,7 +63,8 @@ type Options struct {
 	// RolePublisher before publishing through a relay.
 	Role Role
 
-	// Logger receives the session's diagnostics (default slog.Default()).
+	// Logger receives the session's diagnostics (default: none; a library
+	// stays silent unless given a logger).
 	Logger *slog.Logger
 
 	// Reconnect configures reconnects after a dropped connection.
@@ -141,7 +142,7 @@ type ServerOptions struct {
 	// FingerprintHTTP also serves GET /certificate.sha256 over TCP on the
 	// same port, like a development relay, so http:// URLs work.
 	FingerprintHTTP bool
-	// Logger receives diagnostics (default slog.Default()).
+	// Logger receives diagnostics (default: none).
 	Logger *slog.Logger
 	// Publish lists broadcasts published on every accepted session from
 	// its first moment (before Accept returns it).
@@ -201,7 +202,7 @@ func liveness(keepAlive, idle time.Duration) (time.Duration, time.Duration) {
 
 func (o *Options) fill() {
 	if o.Logger == nil {
-		o.Logger = slog.Default()
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.Reconnect.Min <= 0 {
 		o.Reconnect.Min = 250 * time.Millisecond

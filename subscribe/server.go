@@ -52,7 +52,7 @@ func Listen(addr string, opts ServerOptions) (*Server, error) {
 		return nil, errors.New("moq: Listen needs a certificate")
 	}
 	if opts.Logger == nil {
-		opts.Logger = slog.Default()
+		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	versions, err := versionList(opts.Versions)
 	if err != nil {
