@@ -1,8 +1,7 @@
 // Package export is the export engine: it reads a broadcast's catalog and
 // media tracks from package model, orders their frames with package jitter
 // and feeds a mux.Muxer. Run drives one export until it ends; Go does the
-// same in the background and calls back at the end; or a caller drives it
-// step by step (Poll).
+// same in the background and calls back at the end.
 //
 // An export that waits holds no goroutine: Go (and so Run) parks it on its
 // ready set (model.ReadySet.Park), and the next event (media, the catalog,

@@ -113,11 +113,6 @@ func (e *Export) end(err error) {
 	e.done(err)
 }
 
-// Close ends an export driven by Poll as Run ends its own: it writes what
-// is buffered (unless MaxDuration stopped it) and closes the muxer. Later
-// calls return nil.
-func (e *Export) Close() error { return e.finish() }
-
 // finish flushes the jitter buffer into the muxer and closes it. Unless the
 // export was stopped by MaxDuration, everything buffered is written.
 func (e *Export) finish() error {

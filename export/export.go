@@ -89,7 +89,7 @@ type Export struct {
 	media      atomic.Int64
 }
 
-// New returns an export of bc into m. Nothing happens until Run or Poll.
+// New returns an export of bc into m. Nothing happens until Run or Go.
 func New(bc *model.Broadcast, m mux.Muxer, opts Options) *Export {
 	if opts.CatalogTrack == "" {
 		opts.CatalogTrack = catalog.TrackFor(bc.Name())
@@ -142,6 +142,3 @@ func (e *Export) Stats() Stats {
 	s.MediaTime = time.Duration(e.media.Load()) * time.Microsecond
 	return s
 }
-
-// Done reports whether the broadcast ended or MaxDuration was reached.
-func (e *Export) Done() bool { return e.finished }

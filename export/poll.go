@@ -22,18 +22,6 @@ func (e *Export) start() error {
 	return nil
 }
 
-// Poll does whatever work is ready without blocking: it reads the tracks
-// that received something, and writes the frames the jitter buffer releases.
-// A poll that nothing woke returns at once. Poll never waits: the audio
-// backfills of the start gate (see the package doc) run in the background.
-// Such a caller ends the export with Close.
-func (e *Export) Poll() error {
-	if e.started && e.ready.Empty() && e.gate == nil && len(e.fills) == 0 && !e.jitterDue() {
-		return nil
-	}
-	return e.poll()
-}
-
 // gateDue reports whether the start gate's deadline passed.
 func (e *Export) gateDue() bool {
 	return e.gate != nil && !e.opts.Now().Before(e.gate.deadline)
