@@ -44,8 +44,8 @@ func FreeSpace(path string) (int64, error) {
 
 // outputDir is the directory the Output writes under ("" for a stream).
 func (r *Recorder) outputDir() string {
-	if t, ok := r.opts.Output.(interface{ Template() Template }); ok {
-		if d := t.Template().Dir(); d != "" {
+	if t, ok := templateOf(r.opts.Output); ok {
+		if d := t.Dir(); d != "" {
 			return d
 		}
 		return "."

@@ -137,6 +137,9 @@ type stream struct {
 
 func (s *stream) DefaultFormat() Format { return TS }
 
+// Live implements LiveOutput: a player reads a Stream as it is written.
+func (s *stream) Live() bool { return true }
+
 func (s *stream) Check(o Options) error {
 	if o.Segment > 0 {
 		return errors.New("record: Segment writes several files, but a Stream is one: use Files with {n} in the template")
@@ -319,6 +322,9 @@ func NewFileOutput(f *os.File) *FileOutput {
 
 // Name returns the file's path.
 func (o *FileOutput) Name() string { return o.name }
+
+// LocalPath implements LocalFile: the file's path.
+func (o *FileOutput) LocalPath() string { return o.name }
 
 // Size returns the size of the file on disk (after Close: its final size).
 func (o *FileOutput) Size() int64 {

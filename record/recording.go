@@ -16,7 +16,7 @@ import (
 func (r *Recorder) exportOptions() export.Options {
 	// Files wait out a network outage, so the groups a reconnect fetches
 	// are not late; a player on a Stream gets what there is.
-	_, live := r.opts.Output.(*stream)
+	live := live(r.opts.Output)
 	maxDelay := r.opts.MaxDelay
 	switch {
 	case live || maxDelay < 0:
@@ -170,7 +170,7 @@ func (rec *Recording) result(err error) error {
 	}
 	// A session that gave up ends its tracks before it closes their
 	// broadcast with its error: ask the session too.
-	if se, ok := rec.src.(interface{ Err() error }); ok {
+	if se, ok := rec.src.(EndingSource); ok {
 		if serr := se.Err(); serr != nil && !errors.Is(serr, subscribe.ErrClosed) {
 			return fmt.Errorf("broadcast %q ended with its connection: %w (what arrived before is in the output)", name, serr)
 		}
@@ -182,15 +182,15 @@ func (rec *Recording) result(err error) error {
 // gives each output of a recording its own name ({n} or {time}), so that
 // a recording can go on in a next file.
 func (r *Recorder) namesFilesApart() bool {
-	f, ok := r.opts.Output.(*files)
-	return ok && (f.t.Has("n") || f.t.Has("time"))
+	t, ok := templateOf(r.opts.Output)
+	return ok && (t.Has("n") || t.Has("time"))
 }
 
 // numbersFiles reports whether the output is files named with {n}, so
 // that a late track the current file cannot add can start the next one.
 func (r *Recorder) numbersFiles() bool {
-	f, ok := r.opts.Output.(*files)
-	return ok && f.t.Has("n")
+	t, ok := templateOf(r.opts.Output)
+	return ok && t.Has("n")
 }
 
 // countTracks counts the tracks its muxer accepted.

@@ -85,7 +85,7 @@ func (s sessionSource) Peer() string { return s.s.Remote() }
 
 // peerOf names who publishes src's broadcasts, when the source knows.
 func peerOf(src Source) string {
-	if p, ok := src.(interface{ Peer() string }); ok {
+	if p, ok := src.(PeerSource); ok {
 		return p.Peer()
 	}
 	return ""

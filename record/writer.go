@@ -21,8 +21,8 @@ func (r *Recorder) open(rec *Recording, n int) (mux.Muxer, error) {
 		return nil, err
 	}
 	path := ""
-	if fo, ok := f.(*FileOutput); ok {
-		path = fo.Name() // MP4 finishes a real file in place
+	if lf, ok := f.(LocalFile); ok {
+		path = lf.LocalPath() // MP4 finishes a real file in place
 	}
 	cw := &countWriter{w: f}
 	var w io.Writer = cw
@@ -116,7 +116,7 @@ func (o *output) Close() error {
 		info.Media = o.media()
 	}
 	info.Size = o.count.n
-	if sz, ok := o.file.(interface{ Size() int64 }); ok {
+	if sz, ok := o.file.(SizedFile); ok {
 		info.Size = sz.Size()
 	}
 	o.r.mu.Lock()
