@@ -12,8 +12,9 @@
 // flags: Duration, Segment, Video, Audio, KeepTimestamps, Wait, ...) and
 // an Output, then records one broadcast of a Source (Record) or every
 // broadcast the source announces (RecordAll). A Source is a relay session
-// (SessionSource of a subscribe.Dial), the sessions a subscribe.Server
-// accepts, or broadcasts made in process.
+// (SessionSource of a subscribe.Dial), the publishers a subscribe.Server
+// accepts (NewServerSource: what moq-export --listen records;
+// Example_listen), or broadcasts made in process.
 //
 //	sess, err := subscribe.Dial(ctx, "https://relay.example/anon?jwt="+token, subscribe.Options{})
 //	...
