@@ -3,6 +3,7 @@ package hls_test
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -109,3 +110,5 @@ func closedCopy(t testing.TB, d *dirStore) string {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+var errNotExist = fs.ErrNotExist

@@ -202,9 +202,9 @@ func quoted(s string) string {
 
 // multivariant is the multivariant playlist: every video rendition as a
 // variant, once per group of audio renditions of one codec (EXT-X-MEDIA);
-// without video, every audio rendition as a variant. key is what decides
-// whether it changed.
-func (w *Writer) multivariant() ([]byte, string, error) {
+// without video, every audio rendition as a variant; with what it says,
+// to tell whether it changed.
+func (w *Writer) multivariant() ([]byte, mvShape, error) {
 	var video, audio []*renditionState
 	for _, rs := range w.st.Renditions {
 		if len(rs.Segments) == 0 {
@@ -285,13 +285,21 @@ func (w *Writer) multivariant() ([]byte, string, error) {
 		}
 	}
 	if len(m.Variants) == 0 {
-		return nil, "", fmt.Errorf("hls: no rendition has a segment")
+		return nil, mvShape{}, fmt.Errorf("hls: no rendition has a segment")
 	}
 	b, err := m.Marshal()
 	if err != nil {
-		return nil, "", fmt.Errorf("hls: multivariant playlist: %w", err)
+		return nil, mvShape{}, fmt.Errorf("hls: multivariant playlist: %w", err)
 	}
-	return b, string(b), nil
+	var shape mvShape
+	for _, v := range m.Variants {
+		shape.variants += v.URI + " " + strings.Join(v.Codecs, ",") + " " + v.Audio + " " + v.Resolution + "\n"
+		shape.rates = append(shape.rates, v.Bandwidth, *v.AverageBandwidth)
+	}
+	for _, r := range m.Renditions {
+		shape.variants += r.GroupID + " " + r.Name + "\n"
+	}
+	return b, shape, nil
 }
 
 // countIn counts the audio renditions of codec before rs (the first of a

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"time"
 )
 
@@ -68,7 +69,41 @@ func loadState(st Store, name string) (*state, error) {
 	if s.Version != stateVersion {
 		return nil, fmt.Errorf("hls: the package state %s has version %d, not %d: %w", name, s.Version, stateVersion, ErrBadState)
 	}
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("hls: the package state %s is damaged (%v): %w", name, err, ErrBadState)
+	}
 	return &s, nil
+}
+
+// check refuses a state the Writer cannot continue: what it names must be
+// plain names, its indexes in range, its segments in order.
+func (s *state) check() error {
+	ids := map[string]bool{}
+	for _, rs := range s.Renditions {
+		if rs == nil || !plain(rs.ID) || ids[rs.ID] || (rs.Kind != "video" && rs.Kind != "audio") {
+			return errors.New("a rendition without a plain, unique id and a kind")
+		}
+		ids[rs.ID] = true
+		for _, in := range rs.Inits {
+			if !plain(in) {
+				return fmt.Errorf("init segment name %q", in)
+			}
+		}
+		for i, seg := range rs.Segments {
+			if seg.Init < 0 || seg.Init >= len(rs.Inits) || !plain(seg.URI) || seg.Dur <= 0 || seg.Start < 0 || seg.Num < 1 {
+				return fmt.Errorf("%s segment %d", rs.ID, i)
+			}
+			if i > 0 && (seg.Num <= rs.Segments[i-1].Num || seg.Start < rs.Segments[i-1].Start) {
+				return fmt.Errorf("%s segments out of order at %d", rs.ID, i)
+			}
+		}
+	}
+	return nil
+}
+
+// plain reports whether name is a plain file name.
+func plain(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\\\x00") && len(name) <= 255
 }
 
 // ErrBadState means an existing package's state file cannot be read, so

@@ -89,7 +89,7 @@ type Writer struct {
 	discNext bool
 
 	dropped  int64  // frames of followers waiting out a discontinuity
-	mvKey    string // what the multivariant playlist last said
+	mv       mvShape // what the multivariant playlist last said
 	err      error
 	closed   bool
 	segments int
@@ -226,13 +226,11 @@ func (w *Writer) AddTrack(t mux.Track) error {
 		if t.Kind == mux.Audio {
 			prefix = "a"
 		}
-		n := 0
-		for _, rs := range w.st.Renditions {
-			if rs.Kind == t.Kind.String() {
-				n++
-			}
+		id := ""
+		for n := 0; id == "" || w.idTaken(id); n++ {
+			id = fmt.Sprintf("%s%d", prefix, n)
 		}
-		r.rs = &renditionState{ID: fmt.Sprintf("%s%d", prefix, n), Name: t.Name, Kind: t.Kind.String()}
+		r.rs = &renditionState{ID: id, Name: t.Name, Kind: t.Kind.String()}
 		w.st.Renditions = append(w.st.Renditions, r.rs)
 	}
 	r.rs.Width, r.rs.Height, r.rs.Framerate = t.Width, t.Height, t.Framerate
@@ -247,6 +245,16 @@ func (w *Writer) AddTrack(t mux.Track) error {
 	w.rends = append(w.rends, r)
 	w.byID[t.ID] = r
 	return nil
+}
+
+// idTaken reports whether a rendition of the package has file prefix id.
+func (w *Writer) idTaken(id string) bool {
+	for _, rs := range w.st.Renditions {
+		if rs.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // taken reports whether a rendition of this run already continues rs.
@@ -526,17 +534,15 @@ func (r *rendition) frameDur() int64 {
 	return 33_333
 }
 
-// publish writes, in this order, the package state, the rendition's media
-// playlist (all of them when final), the DASH manifest and, once every
-// rendition has a segment (or when final), the multivariant playlist.
+// publish writes the rendition's media playlist (every one when final),
+// after the segment it names; then, once every rendition of the run has
+// written its segment of this boundary (or when final), the package state,
+// the DASH manifest and the multivariant playlist. Writing those once per
+// boundary, not per rendition, halves the files written per segment; a
+// restart after a crash between the two continues from the state, whose
+// last segment may be one before what a playlist named (that segment is
+// then written again).
 func (w *Writer) publish(r *rendition, final bool) error {
-	st, err := json.Marshal(w.st)
-	if err != nil {
-		return w.fail(fmt.Errorf("hls: state: %w", err))
-	}
-	if err := w.opts.Store.WriteFile(w.stateName(), st); err != nil {
-		return w.fail(fmt.Errorf("hls: writing %s: %w", w.stateName(), err))
-	}
 	rends := []*renditionState{}
 	if r != nil {
 		rends = append(rends, r.rs)
@@ -556,6 +562,16 @@ func (w *Writer) publish(r *rendition, final bool) error {
 			return w.fail(fmt.Errorf("hls: writing %s.m3u8: %w", rs.ID, err))
 		}
 	}
+	if !final && !w.boundaryDone(r) {
+		return nil
+	}
+	st, err := json.Marshal(w.st)
+	if err != nil {
+		return w.fail(fmt.Errorf("hls: state: %w", err))
+	}
+	if err := w.opts.Store.WriteFile(w.stateName(), st); err != nil {
+		return w.fail(fmt.Errorf("hls: writing %s: %w", w.stateName(), err))
+	}
 	b, err := w.mpd(final)
 	if err != nil {
 		return w.fail(err)
@@ -563,25 +579,56 @@ func (w *Writer) publish(r *rendition, final bool) error {
 	if err := w.opts.Store.WriteFile(w.MPDName(), b); err != nil {
 		return w.fail(fmt.Errorf("hls: writing %s: %w", w.MPDName(), err))
 	}
-	ready := true
-	for _, o := range w.rends {
-		if !o.removed && len(o.rs.Segments) == 0 {
-			ready = false
-		}
+	b, mv, err := w.multivariant()
+	if err != nil {
+		return w.fail(err)
 	}
-	if ready || final {
-		b, key, err := w.multivariant()
-		if err != nil {
-			return w.fail(err)
+	if final || w.mv.changed(mv) {
+		if err := w.opts.Store.WriteFile(w.opts.Playlist, b); err != nil {
+			return w.fail(fmt.Errorf("hls: writing %s: %w", w.opts.Playlist, err))
 		}
-		if key != w.mvKey {
-			if err := w.opts.Store.WriteFile(w.opts.Playlist, b); err != nil {
-				return w.fail(fmt.Errorf("hls: writing %s: %w", w.opts.Playlist, err))
-			}
-			w.mvKey = key
-		}
+		w.mv = mv
 	}
 	return nil
+}
+
+// boundaryDone reports whether r's segment completed the boundary: every
+// rendition of the run has as many segments (or r leads the slowest by
+// two, which a rendition that stopped sending would otherwise hold back).
+func (w *Writer) boundaryDone(r *rendition) bool {
+	least, n := -1, len(r.rs.Segments)
+	for _, o := range w.rends {
+		if o.removed {
+			continue
+		}
+		if c := len(o.rs.Segments); least < 0 || c < least {
+			least = c
+		}
+	}
+	return least >= 1 && (least >= n || n-least >= 2)
+}
+
+// mvShape is what the multivariant playlist says: its variants, and their
+// bandwidths.
+type mvShape struct {
+	variants string
+	rates    []int
+}
+
+// changed reports whether next differs from what was written: other
+// variants, or a bandwidth off by more than 10%. While recording the
+// measured rates move a little with every segment; Close writes them
+// exactly.
+func (m mvShape) changed(next mvShape) bool {
+	if m.variants != next.variants || len(m.rates) != len(next.rates) {
+		return true
+	}
+	for i, r := range next.rates {
+		if d := r - m.rates[i]; d*10 > m.rates[i] || -d*10 > m.rates[i] {
+			return true
+		}
+	}
+	return false
 }
 
 // Stats returns the frames written, summed over the renditions.
