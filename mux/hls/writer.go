@@ -88,7 +88,7 @@ type Writer struct {
 	nextSeg  int
 	discNext bool
 
-	dropped  int64  // frames of followers waiting out a discontinuity
+	dropped  int64   // frames of followers waiting out a discontinuity
 	mv       mvShape // what the multivariant playlist last said
 	err      error
 	closed   bool
