@@ -260,6 +260,14 @@ func contentType(key string) string {
 		return "video/mp2t"
 	case ".flv":
 		return "video/x-flv"
+	case ".m3u8":
+		return "application/vnd.apple.mpegurl"
+	case ".mpd":
+		return "application/dash+xml"
+	case ".m4s":
+		return "video/iso.segment"
+	case ".json":
+		return "application/json"
 	}
 	return "application/octet-stream"
 }
