@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,7 +16,6 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/catalog"
-	"github.com/moq-export/moq-export/export"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -176,86 +174,3 @@ func fdChild(t *testing.T) {
 	}
 	t.Fatalf("50 files opened under a limit of %d", limit)
 }
-
-// TestReturnMemoryAfterTheStartsStop: with ReturnMemoryAfter the memory
-// is handed back after a run of starts, and again after a later one,
-// and never without the option (no timer is armed at all).
-func TestReturnMemoryAfterTheStartsStop(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		after time.Duration
-	}{{"off", 0}, {"on", time.Millisecond}} {
-		t.Run(tc.name, func(t *testing.T) {
-			out, err := Files(filepath.Join(t.TempDir(), "{broadcast}.mkv"), FileOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := New(Options{Output: out, ReturnMemoryAfter: tc.after, Logger: slog.New(slog.DiscardHandler)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			freed := make(chan struct{}, 10)
-			r.freeMemory = func() { freed <- struct{}{} }
-			wait := func(what string) {
-				t.Helper()
-				select {
-				case <-freed:
-				case <-time.After(10 * time.Second):
-					t.Fatalf("memory not returned %s", what)
-				}
-			}
-			for round := range 2 {
-				for i := range 3 {
-					r.started(fmt.Sprintf("b%d-%d", round, i), new(export.Export))
-				}
-				if tc.after == 0 {
-					r.mu.Lock()
-					armed := r.settle != nil
-					r.mu.Unlock()
-					if armed {
-						t.Fatal("a timer was armed without ReturnMemoryAfter")
-					}
-					continue
-				}
-				wait(fmt.Sprintf("after the starts of round %d", round))
-			}
-		})
-	}
-}
-
-// TestReturnMemorySettlesTheSourcesBetweenTwoCollections: the sources
-// recorded from settle after a first collection (it sizes new goroutines
-// by the waiting recordings) and before the one that returns the memory
-// (with what settling freed); a source no longer recorded from is not
-// asked.
-func TestReturnMemorySettlesTheSourcesBetweenTwoCollections(t *testing.T) {
-	out, err := Files(filepath.Join(t.TempDir(), "{broadcast}.mkv"), FileOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := New(Options{Output: out, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var events []string
-	r.freeMemory = func() { events = append(events, "free") }
-	defer r.recordingFrom(settlingSource{"settle", &events})()
-	r.recordingFrom(settlingSource{"ended source settled", &events})()
-	r.returnMemory()
-	if want := []string{"free", "settle", "free"}; !slices.Equal(events, want) {
-		t.Fatalf("%v, want %v", events, want)
-	}
-}
-
-// settlingSource is a Source that notes its Settle calls.
-type settlingSource struct {
-	name   string
-	events *[]string
-}
-
-func (s settlingSource) Broadcast(string) *model.Broadcast       { return nil }
-func (s settlingSource) Announced(context.Context) (Feed, error) { return nil, ErrSourceClosed }
-func (s settlingSource) Resolve(*model.Broadcast, string) (*model.Broadcast, error) {
-	return nil, nil
-}
-func (s settlingSource) Settle(context.Context) { *s.events = append(*s.events, s.name) }

@@ -107,20 +107,6 @@ type Options struct {
 	// time, not in one burst at the relay. A broadcast that sends no
 	// catalog within 5 s gives its place up and goes on waiting.
 	CatalogFetches int
-	// ReturnMemoryAfter, when set, hands the memory that starting
-	// recordings left behind back to the operating system
-	// (runtime/debug.FreeOSMemory, two garbage collections) once no
-	// recording has started for that long. A fleet that starts many
-	// recordings at once peaks its heap with what their starts allocate
-	// (TLS, catalogs, first groups); the Go runtime returns freed memory
-	// only as a collection lowers its goal, which an idle recorder runs
-	// at most every 2 minutes, and even then keeps 10% above its goal:
-	// 1,000 idle recordings held ~77 MB of such memory. Before, the
-	// sources that can (a subscribe.Session, through SessionSource) park
-	// their subscriptions' waits afresh on the smaller stacks new
-	// goroutines get once the start is over (subscribe.Session.Settle).
-	// The command sets 10 s; 0 leaves it to the runtime.
-	ReturnMemoryAfter time.Duration
 
 	// Limits (limits.go; 0 means none). MaxRecordings bounds the
 	// recordings RecordAll runs at once: a broadcast announced beyond it

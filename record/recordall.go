@@ -22,7 +22,6 @@ func (r *Recorder) RecordAll(ctx context.Context, src Source) error {
 // recordAll is RecordAll following announcements for follow (0: until ctx
 // ends).
 func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Duration) error {
-	defer r.recordingFrom(src)()
 	fctx, stop := ctx, context.CancelFunc(func() {})
 	if follow > 0 {
 		fctx, stop = context.WithTimeout(ctx, follow)

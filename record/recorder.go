@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,14 +32,6 @@ type Recorder struct {
 	tracks []TrackInfo // of the ended recordings
 	// reserved counts the recordings RecordAll runs (MaxRecordings).
 	reserved int
-	// settle fires ReturnMemoryAfter after the newest start; freeMemory
-	// is debug.FreeOSMemory but in tests.
-	settle     *time.Timer
-	freeMemory func()
-	// sources are those Record and RecordAll record from now, by a
-	// number of their own (a Source need not be comparable).
-	sources    map[int]Source
-	nextSource int
 	// recordings are those running (Recordings); nextRecording numbers
 	// them.
 	recordings    map[*Recording]struct{}
@@ -82,8 +73,7 @@ func New(opts Options) (*Recorder, error) {
 	}
 	return &Recorder{opts: opts, log: opts.Logger, active: map[*export.Export]string{},
 		recordings:   map[*Recording]struct{}{},
-		catalogSlots: make(chan struct{}, opts.CatalogFetches), slotHold: catalogSlotHold,
-		freeMemory: debug.FreeOSMemory}, nil
+		catalogSlots: make(chan struct{}, opts.CatalogFetches), slotHold: catalogSlotHold}, nil
 }
 
 // Options returns the options in use (with the defaults New filled in).
@@ -121,14 +111,6 @@ func (r *Recorder) started(name string, ex *export.Export) {
 	r.mu.Lock()
 	r.active[ex] = name
 	r.done.Recorded++
-	if d := r.opts.ReturnMemoryAfter; d > 0 {
-		// One timer for all recordings, pushed back by every start.
-		if r.settle == nil {
-			r.settle = time.AfterFunc(d, r.returnMemory)
-		} else {
-			r.settle.Reset(d)
-		}
-	}
 	r.mu.Unlock()
 }
 

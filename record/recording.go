@@ -34,7 +34,6 @@ func (r *Recorder) exportOptions() export.Options {
 // created it checks that the broadcast has something the selection and
 // the container allow (see Plan).
 func (r *Recorder) Record(ctx context.Context, src Source, path string) error {
-	defer r.recordingFrom(src)()
 	return r.withProgress(ctx, func() error { return r.record(ctx, src, path) })
 }
 
@@ -53,8 +52,7 @@ func (r *Recorder) record(ctx context.Context, src Source, path string) error {
 // its files. Its outcome is Recording.Err once Recording.Done is closed.
 func (r *Recorder) Start(ctx context.Context, src Source, path string) *Recording {
 	rec := r.newRecording(ctx, src, path)
-	release := r.recordingFrom(src)
-	go rec.run(func(error) { release() })
+	go rec.run(func(error) {})
 	return rec
 }
 

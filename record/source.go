@@ -46,9 +46,6 @@ type sessionSource struct{ s *subscribe.Session }
 
 func (s sessionSource) Broadcast(path string) *model.Broadcast { return s.s.Broadcast(path) }
 
-// Settle parks the session's waits afresh (subscribe.Session.Settle).
-func (s sessionSource) Settle(ctx context.Context) { s.s.Settle(ctx) }
-
 func (s sessionSource) Announced(ctx context.Context) (Feed, error) {
 	a, err := s.s.Announced(ctx, "")
 	if err != nil {

@@ -124,7 +124,7 @@ type settler interface {
 // new goroutines then; parked again once the start is over they take the
 // smallest (2 KB instead of 4 for each track of a paused broadcast). A
 // recorder calls it when its recordings stopped starting, before it
-// returns their start's memory to the system (record.Options.ReturnMemoryAfter).
+// returns their start's memory to the system (the command does, internal/cli/memory.go).
 func (s *Session) Settle(ctx context.Context) {
 	var settled sync.WaitGroup
 	s.mu.Lock()

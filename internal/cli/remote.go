@@ -92,7 +92,7 @@ func newSessionSource(s *subscribe.Session) *sessionSource {
 func (s *sessionSource) Reconnects() int64 { return s.s.Reconnects() }
 
 // Settle parks the session's waits afresh when the recordings stopped
-// starting (record.Recorder's ReturnMemoryAfter).
+// starting (memoryReturner).
 func (s *sessionSource) Settle(ctx context.Context) { s.s.Settle(ctx) }
 
 func (s *sessionSource) Version() string { return s.s.Version() }

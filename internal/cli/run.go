@@ -177,7 +177,7 @@ func (a *app) newRecorder(ctx context.Context) error {
 		Video: c.Video, Audio: c.Audio, KeepTimestamps: c.KeepTimestamps, Wait: c.Wait,
 		Logger: a.log, Origin: a.origin(), OnWait: a.sayWaiting, OnFile: a.fileFinished,
 		MaxRecordings: c.MaxBroadcasts, MaxFileBytes: int64(c.MaxBytes), MinFreeBytes: int64(c.MinFree),
-		ReturnMemoryAfter: returnMemoryAfter,
+		OnRecording: a.newMemoryReturner().onRecording,
 	}
 	if a.svc != nil {
 		a.svc.Hooks(&opts)
@@ -195,7 +195,7 @@ func (a *app) newRecorder(ctx context.Context) error {
 
 // returnMemoryAfter is how long after the last recording started the
 // command hands the memory their starts left back to the system
-// (record.Options.ReturnMemoryAfter): a recorder runs for hours, mostly
+// (memoryReturner): a recorder runs for hours, mostly
 // waiting, and a burst of starts should not stay in its RSS.
 const returnMemoryAfter = 10 * time.Second
 
