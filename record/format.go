@@ -100,6 +100,20 @@ func (f Format) Chapters() bool {
 	return ok
 }
 
+// Container is a container of a service's own, recorded like a built-in
+// Format without forking this package (Options.Container): what it
+// carries and how to make its muxer over one output. Options.Format names
+// it in FileInfo and messages.
+type Container struct {
+	// Caps says what the container carries (mux.Caps: the codecs and how
+	// many tracks of each kind); the selection and the check before
+	// recording ask it, as for the built-in formats.
+	Caps mux.Caps
+	// New returns the muxer of one output written to w (an io.WriteSeeker
+	// for a file, so that it can finish the container in place).
+	New func(w io.Writer, o MuxOptions) (mux.Muxer, error)
+}
+
 // MuxOptions are what the command passes to every muxer.
 type MuxOptions struct {
 	// Path is the file the muxer writes, "" for a stream (stdout): MP4

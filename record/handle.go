@@ -228,7 +228,7 @@ func (rec *Recording) Split() error {
 // named name, in the file being written: MKV and WebM as a chapter, MP4 as
 // a Nero chapter (chpl). ErrNoChapters for a format without chapters.
 func (rec *Recording) Chapter(name string) error {
-	if !rec.r.opts.Format.Chapters() {
+	if !rec.r.chapters() {
 		return &ChapterError{Format: rec.r.opts.Format}
 	}
 	rec.mu.Lock()

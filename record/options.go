@@ -36,6 +36,10 @@ type Options struct {
 	// Format is the container. Empty: from the extension of a Files
 	// template; TS for a Stream.
 	Format Format
+	// Container, when set, is the container of Format: a muxer of the
+	// service's own (Format then names it, e.g. "myfmt"), instead of a
+	// built-in one.
+	Container *Container
 	// Duration stops each recording after this much media time (0: when
 	// the broadcast ends). With RecordAll it also ends the following of
 	// announcements after this much wall-clock time.

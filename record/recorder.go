@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/moq-export/moq-export/export"
+	"github.com/moq-export/moq-export/mux"
 )
 
 // Recorder records broadcasts as the Options say: one (Record) or every
@@ -49,10 +51,17 @@ func New(opts Options) (*Recorder, error) {
 	if opts.Format == "" {
 		return nil, fmt.Errorf("record: no Format, and the output does not tell one: end the path in .flv, .mkv, .webm, .ts or .mp4, or set Format")
 	}
-	if _, ok := muxers[opts.Format]; !ok && opts.Format != Archive {
+	if c := opts.Container; c != nil {
+		if c.New == nil {
+			return nil, errors.New("record: Options.Container has no New")
+		}
+		if _, ok := muxers[opts.Format]; ok || opts.Format == Archive {
+			return nil, fmt.Errorf("record: Options.Container needs a Format name of its own, not the built-in %q", opts.Format)
+		}
+	} else if _, ok := muxers[opts.Format]; !ok && opts.Format != Archive {
 		return nil, fmt.Errorf("record: unknown format %q", opts.Format)
 	}
-	if opts.Format.Package() {
+	if opts.Container == nil && opts.Format.Package() {
 		if _, ok := opts.Output.(PackageOutput); !ok {
 			return nil, fmt.Errorf("record: %s writes a directory of files (segments, playlists), not one stream: use Files with a path such as rec/{broadcast}/index.m3u8: %w", opts.Format, ErrPackage)
 		}
@@ -74,6 +83,32 @@ func New(opts Options) (*Recorder, error) {
 	return &Recorder{opts: opts, log: opts.Logger, active: map[*export.Export]string{},
 		recordings:   map[*Recording]struct{}{},
 		catalogSlots: make(chan struct{}, opts.CatalogFetches), slotHold: catalogSlotHold}, nil
+}
+
+// caps is what the recorder's container carries.
+func (r *Recorder) caps() mux.Caps {
+	if c := r.opts.Container; c != nil {
+		return c.Caps
+	}
+	return r.opts.Format.Caps()
+}
+
+// newMuxer returns a muxer of the recorder's container writing to w.
+func (r *Recorder) newMuxer(w io.Writer, o MuxOptions) (mux.Muxer, error) {
+	if c := r.opts.Container; c != nil {
+		return c.New(w, o)
+	}
+	return r.opts.Format.NewMuxer(w, o)
+}
+
+// chapters reports whether the recorder's files can hold chapters.
+func (r *Recorder) chapters() bool {
+	if c := r.opts.Container; c != nil {
+		m, err := c.New(io.Discard, MuxOptions{})
+		_, ok := m.(mux.Chapterer)
+		return err == nil && ok
+	}
+	return r.opts.Format.Chapters()
 }
 
 // Options returns the options in use (with the defaults New filled in).

@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
 	"testing"
 	"time"
 
 	"github.com/moq-export/moq-export/demo"
 	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/mux"
 	"github.com/moq-export/moq-export/record"
 	"github.com/moq-export/moq-export/subscribe"
 )
@@ -91,6 +93,28 @@ func TestServerSourceFollowsEveryPublisher(t *testing.T) {
 		}
 		if a.Active {
 			t.Errorf("after Close: %+v announced", a)
+		}
+	}
+}
+
+// TestAContainerOfOnesOwnNeedsANameAndAFactory: Options.Container is
+// refused without New, or under a built-in format's name.
+func TestAContainerOfOnesOwnNeedsANameAndAFactory(t *testing.T) {
+	t.Parallel()
+	out := record.Stream(io.Discard)
+	newMuxer := func(io.Writer, record.MuxOptions) (mux.Muxer, error) { return nil, nil }
+	for _, c := range []struct {
+		format record.Format
+		c      *record.Container
+		ok     bool
+	}{
+		{"index", &record.Container{New: newMuxer}, true},
+		{"index", &record.Container{}, false},
+		{record.MKV, &record.Container{New: newMuxer}, false},
+	} {
+		_, err := record.New(record.Options{Output: out, Format: c.format, Container: c.c})
+		if (err == nil) != c.ok {
+			t.Errorf("Format %q, Container %+v: %v", c.format, c.c, err)
 		}
 	}
 }

@@ -33,7 +33,7 @@ func (r *Recorder) open(rec *Recording, n int) (mux.Muxer, error) {
 	if rf, ok := f.(RemoteFile); ok {
 		mo.FinishHead = rf.FinishHead
 	}
-	m, err := r.opts.Format.NewMuxer(w, mo)
+	m, err := r.newMuxer(w, mo)
 	if err != nil {
 		f.Close()
 		return nil, err
