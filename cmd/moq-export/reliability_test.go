@@ -550,3 +550,62 @@ func TestNetworkOutageOfFortySecondsIsReportedAndTheRecordingGoesOn(t *testing.T
 		t.Errorf("the progress line says lost %.1fs, the tracks lost at most %v", shown, maxLost)
 	}
 }
+
+// TestPublisherRestartedOnAFreshClockRecordsCleanlyIntoEveryContainer: the
+// publisher is killed with SIGKILL after 3 s and started again 1 s later
+// as a new session whose clock starts afresh (its timestamps go back to
+// about 0), as a restarted process's do. The recording goes on in one
+// file of each container: it decodes without a message (the new timeline
+// never repeats a time the old one wrote: MKV once got "non monotonically
+// increasing dts 180 >= 180" there), no packet time is written twice, and
+// each track has one hole, at the restart.
+func TestPublisherRestartedOnAFreshClockRecordsCleanlyIntoEveryContainer(t *testing.T) {
+	needTools(t, "ffmpeg", "ffprobe")
+	for _, ext := range []string{"mkv", "mp4", "ts", "flv"} {
+		t.Run(ext, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			dir := t.TempDir()
+			certFile, keyFile, pin := publisherCert(t, dir)
+			pub := startPublisher(t, ctx, "127.0.0.1:0", certFile, keyFile, time.Now())
+			file := "out." + ext
+			r := startRecorder(t, ctx, dir, "moql://"+pub.addr+"/", "--tls-fingerprint", pin, "-b", "live",
+				"--duration", "8s", "-o", file, "-v")
+			if r.waitMedia(3*time.Second) == 0 {
+				r.wait()
+				t.Fatalf("no progress past 3 s:\n%s", r.log.String())
+			}
+			if err := pub.cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			pub.cmd.Wait()
+			time.Sleep(time.Second)
+			pub = startPublisher(t, ctx, pub.addr, certFile, keyFile, time.Now())
+			if err := r.wait(); err != nil {
+				t.Fatalf("exit: %v\n%s", err, r.log.String())
+			}
+			log := r.log.String()
+			if !strings.Contains(log, "new timeline") {
+				t.Fatalf("the restart was not seen as a new timeline:\n%s", log)
+			}
+			path := filepath.Join(dir, file)
+			decodeAtFileTimes(t, path)
+			got := packetsByCodec(t, path)
+			if len(got) != 2 {
+				t.Fatalf("streams %v", keys(got))
+			}
+			for codec, sp := range got {
+				pts := slices.Clone(sp.pts)
+				slices.Sort(pts)
+				for i := 1; i < len(pts); i++ {
+					if pts[i] == pts[i-1] {
+						t.Errorf("%s: two packets at %.3f s", codec, pts[i])
+					}
+				}
+				// One hole (the outage), the rest continuous.
+				checkContinuous(t, codec+" apart from the restart", &streamPackets{codec: codec, pts: withoutLargestGap(pts)})
+			}
+		})
+	}
+}
