@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -216,4 +218,79 @@ func TestAStoreOutageLosesNothing(t *testing.T) {
 	if n := sameFrames(t, p, lfiles[0].Path); int64(n) != published.Load() {
 		t.Errorf("%d frames in the object, %d published", n, published.Load())
 	}
+}
+
+// TestAFullSpoolCutsTheRecordingCleanly: while the store is away, parts
+// wait in the spool up to SpoolMax; past it the recording is cut (the
+// reason logged), and what was recorded before becomes a playable object
+// once the store is back.
+func TestAFullSpoolCutsTheRecordingCleanly(t *testing.T) {
+	t.Parallel()
+	s := s3test.Start(t)
+	s.Bucket(t, "rec")
+	var logs syncBuffer
+	out, err := objstore.Open(context.Background(), "s3://rec/full/{broadcast}.mkv?endpoint="+s.Endpoint,
+		objstore.Options{SpoolDir: t.TempDir(), SpoolMax: objstore.DefaultPartSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc := model.NewBroadcast("demo")
+	hold := make(chan struct{})
+	var published atomic.Int64
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go demo.Publish(ctx, bc, demo.Options{Realtime: true, VideoBitrate: 16_000_000, KeepGroups: 1 << 20, Hold: hold, Published: &published})
+	rec, err := record.New(record.Options{Output: out, Format: record.MKV, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for rec.Stats().Tracks < 2 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		close(hold)
+		for rec.Stats().Upload.BytesWritten < objstore.DefaultPartSize+1<<20 {
+			time.Sleep(20 * time.Millisecond)
+		}
+		s.Stop()
+		for rec.Stats().Upload.Cuts == 0 {
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(time.Second) // the cut recording waits for the store to finish
+		s.Restart(t)
+	}()
+	if err := rec.Record(ctx, record.Local(bc), "demo"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "recording cut") || !strings.Contains(logs.String(), "spool full") {
+		t.Errorf("the cut does not say why:\n%s", logs.String())
+	}
+	files := rec.Files()
+	u := rec.Stats().Upload
+	if len(files) != 1 || files[0].Frames == 0 || files[0].Frames >= published.Load() || u.Objects != 1 || u.SpoolBytes != 0 {
+		t.Fatalf("files %+v (published %d so far), upload %+v", files, published.Load(), u)
+	}
+	p := objectFile(t, s, "rec", "full/demo.mkv")
+	mediatest.DecodeClean(t, p)
+	if n := len(mediatest.Probe(t, p).Packets); int64(n) != files[0].Frames {
+		t.Errorf("ffprobe reads %d frames, the recording wrote %d", n, files[0].Frames)
+	}
+	t.Logf("cut after %d frames (%.1f s), %d bytes recorded; %d retries", files[0].Frames, files[0].Media, u.BytesWritten, u.Retries)
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

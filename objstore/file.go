@@ -110,10 +110,12 @@ func (f *file) Cut() error {
 	if e := f.full.Load(); e != nil {
 		return *e
 	}
-	if max := f.o.opts.SpoolMax; max > 0 && f.o.spool.Load() > max {
-		err := fmt.Errorf("%w: %s wait in %s for the store (--spool-max %d): %s is cut here; what was recorded before is uploaded when the store is back", ErrSpoolFull,
-			sizeOf(f.o.spool.Load()), f.o.opts.SpoolDir, max, f.URL())
-		f.full.Store(&err)
+	if max := f.o.opts.SpoolMax; max > 0 && f.o.waiting.Load() > max {
+		err := fmt.Errorf("%w: %w: %s wait in %s for the store, over %s: %s is cut here, what was recorded before goes up when the store is back", record.ErrLimit, ErrSpoolFull,
+			sizeOf(f.o.waiting.Load()), f.o.opts.SpoolDir, sizeOf(max), f.URL())
+		if f.full.CompareAndSwap(nil, &err) {
+			f.o.cuts.Add(1)
+		}
 		return err
 	}
 	return nil
@@ -138,6 +140,7 @@ func (f *file) cutParts() {
 	}
 	n := int32(2 + len(f.man.Parts) + len(f.queue))
 	f.queue = append(f.queue, partRec{N: n, Off: f.cut, Size: f.end - f.cut})
+	f.o.waiting.Add(f.end - f.cut)
 	f.cut = f.end
 	if !f.uploading {
 		f.uploading = true
@@ -164,6 +167,11 @@ func (f *file) upload() {
 			if f.err == nil {
 				f.err = err
 			}
+			// The spool keeps them for Recover; they wait no more.
+			for _, q := range f.queue {
+				f.o.waiting.Add(-q.Size)
+			}
+			f.queue = nil
 			f.mu.Unlock()
 			continue
 		}
@@ -178,6 +186,7 @@ func (f *file) upload() {
 			f.o.log.Debug("cannot release uploaded bytes from the spool", "err", err)
 		}
 		f.o.spool.Add(-p.Size)
+		f.o.waiting.Add(-p.Size)
 	}
 }
 

@@ -24,9 +24,12 @@ type Options struct {
 	// restarted recorder completes objects from (default: moq-export/spool
 	// in the user's cache directory, so it survives a restart).
 	SpoolDir string
-	// SpoolMax bounds the bytes waiting in the spool for the store, over
-	// every object of the Output (default DefaultSpoolMax; negative: no
-	// bound). Past it, recordings are cut (record.RemoteFile.Cut).
+	// SpoolMax bounds the bytes waiting in the spool for the store (parts
+	// cut and not taken yet), over every object of the Output (default
+	// DefaultSpoolMax; negative: no bound). Past it, recordings are cut
+	// (record.RemoteFile.Cut). The head part and the part being filled of
+	// each recording (2 × PartSize) are not counted: they are on disk
+	// whether the store is there or not.
 	SpoolMax int64
 	// PartSize is the size of the parts uploaded while recording (default
 	// DefaultPartSize; at least MinPartSize). The first part waits in the
@@ -59,7 +62,9 @@ type Output struct {
 	st   *store
 	log  *slog.Logger
 
-	spool, written atomic.Int64
+	// spool is what the spool files hold, waiting what of it is cut into
+	// parts the store has not taken yet (what SpoolMax bounds).
+	spool, waiting, written, cuts atomic.Int64
 
 	mu    sync.Mutex
 	names map[string]bool // keys being written by this Output
@@ -244,6 +249,7 @@ func (o *Output) UploadStats() record.UploadStats {
 		SpoolBytes:    max(0, o.spool.Load()),
 		Latency:       time.Duration(o.st.latency.Load()),
 		Failures:      o.st.failures.Load(),
+		Cuts:          o.cuts.Load(),
 	}
 }
 

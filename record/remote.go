@@ -40,6 +40,7 @@ type UploadStats struct {
 	SpoolBytes    int64         `json:"spool_bytes"`    // bytes in the local spool now, not yet in the store
 	Latency       time.Duration `json:"latency_ns"`     // how long the last part took to upload
 	Failures      int64         `json:"failures"`       // objects that could not be finished (kept in the spool)
+	Cuts          int64         `json:"cuts"`           // recordings cut because too much waited for the store
 }
 
 // Uploader is an Output that uploads (an object store); Recorder.Stats

@@ -32,6 +32,9 @@
 #   VERSIONS=moq-transport-17 scripts/bench-fleet.sh   # over an IETF draft instead of moq-lite
 #   PROFILES=dir scripts/bench-fleet.sh   # save the recorder's goroutines, heap and CPU profile
 #                                         # (and the publisher's CPU profile, pub-cpu-*)
+#   OUTPUTS="file s3" scripts/bench-fleet.sh   # also record into an S3 bucket (-o s3://...):
+#       a versitygw (scripts/versitygw.sh) on loopback is the store; "store cpu%" is its CPU.
+#       The frames are counted from the summary and a few objects are decoded, as for files.
 set -euo pipefail
 
 NS=${NS:-1 10 100 1000}
@@ -42,14 +45,17 @@ FORMAT=${FORMAT:-mkv}
 CHECK_FILES=${CHECK_FILES:-3}
 RAMP=${RAMP:-2s} # the broadcasts start one after another over RAMP, as a fleet's do
 VERSIONS=${VERSIONS:-} # the protocol versions the publisher accepts (empty: all, so moq-lite-05)
+OUTPUTS=${OUTPUTS:-file} # file, s3 (an S3 bucket on a loopback versitygw)
 
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 pub_pid=
 rec_pid=
+store_pid=
 cleanup() {
 	[ -n "$rec_pid" ] && kill -9 "$rec_pid" 2>/dev/null || true
 	[ -n "$pub_pid" ] && kill -9 "$pub_pid" 2>/dev/null || true
+	[ -n "$store_pid" ] && kill -9 "$store_pid" 2>/dev/null || true
 	if [ -n "${KEEP:-}" ]; then
 		echo "bench-fleet: kept $tmp" >&2
 	else
@@ -83,14 +89,27 @@ wait_for() {
 		sleep 0.2
 	done
 }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+cpu_ticks() { if [ -n "$1" ]; then awk '{print $14 + $15}' "/proc/$1/stat"; else echo 0; fi; }
 status_kb() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; }
-files_opened() { [ "$(find "$tmp/rec" -type f | wc -l)" -ge "$1" ]; }
+files_opened() { [ "$(find "$tmp/rec" "$tmp/spool" -type f -not -name '*.json' | wc -l)" -ge "$1" ]; }
+# local_path PATH: the file of a summary path (an s3:// object is a file of the store's root).
+local_path() { case $1 in s3://*) echo "$tmp/s3/${1#s3://}" ;; *) echo "$1" ;; esac; }
+if [[ " $OUTPUTS " == *" s3 "* ]]; then
+	versitygw=$(scripts/versitygw.sh)
+	store_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	mkdir -p "$tmp/s3/rec"
+	ROOT_ACCESS_KEY=bench ROOT_SECRET_KEY=benchsecret "$versitygw" --port "127.0.0.1:$store_port" --quiet posix "$tmp/s3" 2>"$tmp/store.log" &
+	store_pid=$!
+	wait_for "the S3 store" 30 bash -c "exec 3<>/dev/tcp/127.0.0.1/$store_port" 2>/dev/null
+	export AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=benchsecret AWS_REGION=us-east-1 AWS_ENDPOINT_URL=http://127.0.0.1:$store_port \
+		AWS_EC2_METADATA_DISABLED=true AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null
+fi
 files_finished() { [ "$(grep -c 'output finished' "$tmp/rec.log" || true)" -ge "$1" ]; }
 have_line() { grep -q "$1" "$2"; }
 
-printf '%-9s %5s  %9s %9s  %9s %8s  %6s %7s %7s  %8s %6s %7s  %8s\n' \
-	mode N "cpu%core" "per-rec" "RSS MB" "per-rec" gorout "per-rec" threads "Mb/s" lost "close s" "pub cpu%"
+printf '%-6s %-9s %5s  %9s %9s  %9s %8s  %6s %7s %7s  %8s %6s %7s  %8s %10s\n' \
+	output mode N "cpu%core" "per-rec" "RSS MB" "per-rec" gorout "per-rec" threads "Mb/s" lost "close s" "pub cpu%" "store cpu%"
+for output in $OUTPUTS; do
 for mode in $MODES; do
 	pubflags=()
 	case $mode in
@@ -100,14 +119,19 @@ for mode in $MODES; do
 	*) echo "bench-fleet: unknown mode $mode (idle, active, active4m, activeNm)" >&2; exit 2 ;;
 	esac
 	for n in $NS; do
-		rm -rf "$tmp/rec" "$tmp/pub.out" "$tmp/rec.log" "$tmp/summary.json"
-		mkdir -p "$tmp/rec"
+		rm -rf "$tmp/rec" "$tmp/spool" "$tmp/pub.out" "$tmp/rec.log" "$tmp/summary.json" "$tmp/s3/rec"/*
+		mkdir -p "$tmp/rec" "$tmp/spool"
+		case $output in
+		file) out="$tmp/rec/{broadcast}.$FORMAT" spool=() ;;
+		s3) out="s3://rec/{broadcast}.$FORMAT" spool=(--spool "$tmp/spool") ;;
+		*) echo "bench-fleet: unknown output $output (file, s3)" >&2; exit 2 ;;
+		esac
 		"$tmp/fleetpub" -n "$n" -ramp "$RAMP" -pprof 127.0.0.1:0 -versions "$VERSIONS" "${pubflags[@]}" >"$tmp/pub.out" 2>"$tmp/pub.err" &
 		pub_pid=$!
 		wait_for "the publisher" 60 have_line moql "$tmp/pub.out"
 		read -r url pin <"$tmp/pub.out"
 		MOQ_EXPORT_PPROF=127.0.0.1:0 "$MOQ_EXPORT" "$url" --tls-fingerprint "$pin" --record-all ${limit_flag:+$limit_flag "$n"} \
-			-o "$tmp/rec/{broadcast}.$FORMAT" --progress never -v --summary "$tmp/summary.json" 2>"$tmp/rec.log" &
+			-o "$out" "${spool[@]}" --progress never -v --summary "$tmp/summary.json" 2>"$tmp/rec.log" &
 		rec_pid=$!
 		wait_for "$n files to open" 300 files_opened "$n"
 		kill -USR1 "$pub_pid"
@@ -115,10 +139,12 @@ for mode in $MODES; do
 		sleep "$WARMUP"
 		c0=$(cpu_ticks "$rec_pid")
 		p0=$(cpu_ticks "$pub_pid")
+		s0=$(cpu_ticks "$store_pid")
 		t0=$(date +%s.%N)
 		sleep "$WINDOW"
 		c1=$(cpu_ticks "$rec_pid")
 		p1=$(cpu_ticks "$pub_pid")
+		s1=$(cpu_ticks "$store_pid")
 		t1=$(date +%s.%N)
 		rss=$(status_kb "$rec_pid" VmRSS)
 		threads=$(status_kb "$rec_pid" Threads)
@@ -160,7 +186,7 @@ for mode in $MODES; do
 		bytes=$(jq '[.files[].size] | add // 0' "$tmp/summary.json")
 		# A few files, decoded: their packets are the frames the summary says.
 		for f in $(jq -r ".files[:$CHECK_FILES][] | \"\(.path)=\(.frames)\"" "$tmp/summary.json"); do
-			path=${f%=*}
+			path=$(local_path "${f%=*}")
 			want=${f##*=}
 			got=$(ffprobe -v error -count_packets -show_entries stream=nb_read_packets -of csv=p=0 "$path" | awk '{n += $1} END {print n}')
 			if [ "$got" != "$want" ]; then
@@ -168,14 +194,16 @@ for mode in $MODES; do
 				exit 1
 			fi
 		done
-		awk -v mode="$mode" -v n="$n" -v c0="$c0" -v c1="$c1" -v p0="$p0" -v p1="$p1" -v t0="$t0" -v t1="$t1" -v tck="$tck" \
+		awk -v output="$output" -v mode="$mode" -v n="$n" -v c0="$c0" -v c1="$c1" -v p0="$p0" -v p1="$p1" -v s0="$s0" -v s1="$s1" -v t0="$t0" -v t1="$t1" -v tck="$tck" \
 			-v rss="$rss" -v g="$goroutines" -v th="$threads" -v pub="$published" -v wr="$written" \
 			-v bytes="$bytes" -v s="$started" -v e="$ended" -v f="$finished" 'BEGIN {
 			cpu = (c1 - c0) / tck / (t1 - t0) * 100
 			gp = (g == "?") ? "?" : sprintf("%.1f", g / n)
 			pcpu = (p1 - p0) / tck / (t1 - t0) * 100
-			printf "%-9s %5d  %8.2f%% %8.4f%%  %9.1f %6.0fKB  %6s %7s %7d  %8.1f %6d %7.1f  %7.2f%%\n",
-				mode, n, cpu, cpu / n, rss / 1024, rss / n, g, gp, th, bytes * 8 / (e - s) / 1e6, pub - wr, f - e, pcpu
+			scpu = (output == "s3") ? sprintf("%9.2f%%", (s1 - s0) / tck / (t1 - t0) * 100) : "-"
+			printf "%-6s %-9s %5d  %8.2f%% %8.4f%%  %9.1f %6.0fKB  %6s %7s %7d  %8.1f %6d %7.1f  %7.2f%% %10s\n",
+				output, mode, n, cpu, cpu / n, rss / 1024, rss / n, g, gp, th, bytes * 8 / (e - s) / 1e6, pub - wr, f - e, pcpu, scpu
 		}'
 	done
+done
 done
