@@ -43,7 +43,11 @@ func childCommand(t *testing.T, what, url, spool string, args ...string) *exec.C
 func recorderChild() int {
 	args := strings.Split(os.Getenv(childEnv), "\n")
 	ctx := context.Background()
-	out, err := objstore.Open(ctx, args[1], objstore.Options{SpoolDir: args[2], Logger: quiet})
+	opts := objstore.Options{SpoolDir: args[2], Logger: quiet}
+	if len(args) > 4 {
+		opts.EarlyHeadAfter, _ = strconv.ParseInt(args[4], 10, 64)
+	}
+	out, err := objstore.Open(ctx, args[1], opts)
 	if err != nil {
 		fmt.Println(err)
 		return 1
@@ -159,7 +163,9 @@ func TestAStoreOutageLosesNothing(t *testing.T) {
 	}
 	s := s3test.Start(t)
 	s.Bucket(t, "rec")
-	out := open(t, s, "s3://rec/outage/{broadcast}.mp4", objstore.Options{})
+	// The head part goes up early too (as past 256 MiB): the finish
+	// replaces it.
+	out := open(t, s, "s3://rec/outage/{broadcast}.mp4", objstore.Options{EarlyHeadAfter: 2 * objstore.DefaultPartSize})
 	bc := model.NewBroadcast("demo")
 	hold := make(chan struct{})
 	var published atomic.Int64
@@ -293,4 +299,67 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// TestARecordingWhoseSpoolIsLostIsCompletedFromTheStore: a recorder
+// killed together with its spool (another machine takes over) leaves an
+// unfinished upload; once its head part went up (EarlyHeadAfter, here 2
+// parts instead of 256 MiB), RecoverStore completes it from the store
+// alone into a playable object holding every part that reached it.
+func TestARecordingWhoseSpoolIsLostIsCompletedFromTheStore(t *testing.T) {
+	t.Parallel()
+	s := s3test.Start(t)
+	s.Bucket(t, "rec")
+	spool := t.TempDir()
+	url := "s3://rec/lost/{broadcast}.mp4?endpoint=" + s.Endpoint
+	cmd := childCommand(t, "record", url, spool, "mp4", strconv.Itoa(2*objstore.DefaultPartSize))
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var media, partsAt float64
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		var parts int
+		if _, err := fmt.Sscanf(sc.Text(), "media %f parts %d", &media, &parts); err != nil {
+			t.Fatalf("child: %s", sc.Text())
+		}
+		if parts >= 3 { // parts 2 and 3, and the head part
+			partsAt = media
+			break
+		}
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if partsAt == 0 {
+		t.Fatal("the child ended before its parts went up")
+	}
+	os.RemoveAll(spool) // the machine is gone
+
+	out := open(t, s, "s3://rec/lost/{broadcast}.mp4", objstore.Options{})
+	got, err := out.RecoverStore(context.Background(), 0)
+	if err != nil || len(got) != 1 || got[0].URL != "s3://rec/lost/demo.mp4" {
+		t.Fatalf("RecoverStore: %+v, %v", got, err)
+	}
+	p := objectFile(t, s, "rec", "lost/demo.mp4")
+	if st, _ := os.Stat(p); st.Size() != got[0].Size || st.Size() < 3*objstore.DefaultPartSize {
+		t.Errorf("object of %d bytes, RecoverStore says %d; 3 parts of %d went up", st.Size(), got[0].Size, objstore.DefaultPartSize)
+	}
+	mediatest.DecodeClean(t, p)
+	last := 0.0
+	for _, pk := range mediatest.Probe(t, p).Packets {
+		if v, err := strconv.ParseFloat(pk.PTSTime, 64); err == nil && v > last {
+			last = v
+		}
+	}
+	t.Logf("killed at %.2f s of media with 3 parts in the store; the object from the store alone reaches %.2f s", media, last)
+	// 3 parts of 8 MiB at 16 Mb/s hold about 12 s.
+	if last < 10 {
+		t.Errorf("the object ends at %.2f s", last)
+	}
+	// Nothing is left to complete.
+	if again, err := out.RecoverStore(context.Background(), 0); err != nil || len(again) != 0 {
+		t.Errorf("second RecoverStore: %+v, %v", again, err)
+	}
 }

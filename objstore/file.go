@@ -42,6 +42,8 @@ type file struct {
 	head      []byte
 	headFrom  int64
 	closed    bool
+	early     bool  // the head part is queued or went up (EarlyHeadAfter)
+	next      int32 // the number of the next part cut
 	full      atomic.Pointer[error]
 	size      int64 // the object's size once finished
 }
@@ -129,7 +131,7 @@ func (f *file) cutParts() {
 		if f.end < ps {
 			return
 		}
-		f.man.HeadEnd, f.cut = f.end, f.end
+		f.man.HeadEnd, f.cut, f.next = f.end, f.end, 2
 		return
 	}
 	if f.end-f.cut < ps {
@@ -138,9 +140,15 @@ func (f *file) cutParts() {
 	if err := f.fo.Flush(); err != nil {
 		return // the write error sticks in fo and ends the recording
 	}
-	n := int32(2 + len(f.man.Parts) + len(f.queue))
+	n := f.next
+	f.next++
 	f.queue = append(f.queue, partRec{N: n, Off: f.cut, Size: f.end - f.cut})
 	f.o.waiting.Add(f.end - f.cut)
+	if after := f.o.opts.EarlyHeadAfter; after > 0 && f.end >= after && !f.early {
+		f.early = true
+		f.queue = append(f.queue, partRec{N: 1, Size: f.man.HeadEnd})
+		f.o.waiting.Add(f.man.HeadEnd)
+	}
 	f.cut = f.end
 	if !f.uploading {
 		f.uploading = true
@@ -176,6 +184,14 @@ func (f *file) upload() {
 			continue
 		}
 		f.queue = f.queue[1:]
+		if p.N == 1 {
+			// The head part, early: it stays in the spool for the finish.
+			f.man.EarlyHead = true
+			err = writeManifest(f.paths.manifest, &f.man)
+			f.mu.Unlock()
+			f.o.waiting.Add(-p.Size)
+			continue
+		}
 		f.man.Parts = append(f.man.Parts, p)
 		err = writeManifest(f.paths.manifest, &f.man)
 		f.mu.Unlock()

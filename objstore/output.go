@@ -36,6 +36,13 @@ type Options struct {
 	// spool until the recording ends, so it is also how much a recording
 	// keeps on disk at the least.
 	PartSize int64
+	// EarlyHeadAfter is the size past which a recording's head part also
+	// goes up while recording (as part 1, in its live form), once, so that
+	// RecoverStore can complete the recording from the store alone if its
+	// recorder and its spool are lost; the finish replaces it. Default
+	// 32 × PartSize (256 MiB): what it adds, at most 1/32 of the
+	// recording, keeps the upload ratio under 1.05. Negative: never.
+	EarlyHeadAfter int64
 	// FinishTimeout bounds how long Close waits for the store to take
 	// what is left (default 10 minutes); the spool keeps what it could
 	// not send.
@@ -101,6 +108,9 @@ func Open(ctx context.Context, rawURL string, o Options) (*Output, error) {
 	}
 	if o.PartSize < MinPartSize {
 		return nil, fmt.Errorf("objstore: PartSize %d is below %d (S3's smallest part is 5 MiB)", o.PartSize, MinPartSize)
+	}
+	if o.EarlyHeadAfter == 0 {
+		o.EarlyHeadAfter = 32 * o.PartSize
 	}
 	if o.FinishTimeout <= 0 {
 		o.FinishTimeout = 10 * time.Minute

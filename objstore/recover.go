@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 )
 
 // Recovered is an object Recover completed.
@@ -92,4 +95,66 @@ func (o *Output) recoverOne(ctx context.Context, id string) (Recovered, error) {
 	o.st.objects.Add(1)
 	paths.remove()
 	return Recovered{URL: o.loc.object(m.Key), Size: size, Finished: m.Closed}, nil
+}
+
+// RecoverStore completes, from the store alone, the unfinished multipart
+// uploads under the key template's literal prefix that took no part for
+// idle (their recorder is gone, with its spool: another machine) and that
+// no manifest of this Output's spool names (Recover completes those). An
+// upload whose head part went up early (recordings past
+// Options.EarlyHeadAfter) becomes a playable object in its live form,
+// holding every part that reached the store (up to the last 8 MiB, or
+// what the store missed, before the recorder died); a TS recording
+// without it becomes the TS from its 8th MiB on. Others cannot be made
+// playable (their header never left the spool) and are left as they are,
+// named in the error. Parts after a missing one are left out.
+func (o *Output) RecoverStore(ctx context.Context, idle time.Duration) ([]Recovered, error) {
+	prefix := o.loc.Key
+	if i := strings.IndexByte(prefix, '{'); i >= 0 {
+		prefix = prefix[:i]
+	}
+	ours := map[string]bool{}
+	names, _ := filepath.Glob(filepath.Join(o.opts.SpoolDir, "*.json"))
+	for _, name := range names {
+		if m, err := readManifest(name); err == nil && m.UploadID != "" {
+			ours[m.UploadID] = true
+		}
+	}
+	ups, err := o.st.unfinished(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	var done []Recovered
+	var errs []error
+	for _, u := range ups {
+		last := u.LastPart
+		if last.IsZero() {
+			last = u.Started
+		}
+		if ours[u.ID] || time.Since(last) < idle || len(u.Parts) == 0 {
+			continue
+		}
+		slices.SortFunc(u.Parts, func(a, b partRec) int { return int(a.N - b.N) })
+		first := u.Parts[0].N
+		if first != 1 && !(first == 2 && strings.EqualFold(path.Ext(u.Key), ".ts")) {
+			errs = append(errs, fmt.Errorf("%s: its head part never reached the store (recordings shorter than %s keep it in their spool): not playable without it; left unfinished", o.loc.object(u.Key), sizeOf(o.opts.EarlyHeadAfter)))
+			continue
+		}
+		parts := u.Parts[:1]
+		size := u.Parts[0].Size
+		for _, p := range u.Parts[1:] {
+			if p.N != parts[len(parts)-1].N+1 {
+				break
+			}
+			parts = append(parts, p)
+			size += p.Size
+		}
+		if err := o.st.complete(ctx, u.Key, u.ID, parts); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		o.st.objects.Add(1)
+		done = append(done, Recovered{URL: o.loc.object(u.Key), Size: size})
+	}
+	return done, errors.Join(errs...)
 }

@@ -34,6 +34,8 @@ type manifest struct {
 	UploadID string    `json:"upload_id,omitempty"`
 	HeadEnd  int64     `json:"head_end"` // part 1 is [0, HeadEnd); 0 until it is cut
 	Parts    []partRec `json:"parts"`    // parts 2, 3, ... the store took, in order
+	// EarlyHead says part 1 went up while recording (Options.EarlyHeadAfter).
+	EarlyHead bool `json:"early_head,omitempty"`
 	// Final is set when the muxer closed: the media file's size, and
 	// where the bytes behind the head file begin (HeadFrom; -1: no head
 	// file, the media file is the object).

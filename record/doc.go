@@ -34,7 +34,11 @@
 //     and the MP4 index are finalized when a recording ends (a plain
 //     bufio.Writer cannot seek, and the container would stay unfinished).
 //     Stream writes one recording to a pipe, flushed every 50 ms. An Output
-//     of one's own (an object store) only needs to hand out Files.
+//     of one's own only needs to hand out Files; package objstore's writes
+//     S3 objects, uploaded while recording (a RemoteFile: the muxers then
+//     finish without rewriting what was uploaded). A URL of a scheme an
+//     Output does not write is refused (SchemeError), never taken for a
+//     path; file:// URLs are paths (LocalPath).
 //   - The check before recording (Recorder.Plan): a selection with nothing
 //     the container can carry is an error naming the cause before any file
 //     is created.

@@ -13,8 +13,10 @@ import (
 )
 
 // Output is where a Recorder's files go. Files and Stream are the two the
-// command uses; a service can write somewhere else (an object store) by
-// implementing it: finalization needs nothing but a File that can Seek.
+// command uses besides objstore.Output (S3); a service can write
+// somewhere else by implementing it: finalization needs nothing but a
+// File that can Seek, or, for a File that uploads while recording, a
+// RemoteFile.
 type Output interface {
 	// Create opens output number n (the segment, from 0) of broadcast,
 	// which starts at start. The broadcast name is untrusted.

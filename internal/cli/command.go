@@ -383,6 +383,7 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 	f.StringVar(&cfg.SpoolDir, "spool", "", "with an s3:// -o, the `DIR` where parts wait for the store and unfinished objects are completed from after a crash (default: moq-export/spool in the user cache directory)")
 	cfg.SpoolMax = objstore.DefaultSpoolMax
 	f.Var(&cfg.SpoolMax, "spool-max", "with an s3:// -o, cut recordings when this `SIZE` waits in the spool for the store")
+	f.DurationVar(&cfg.RecoverUploads, "recover-uploads", 0, "with an s3:// -o, first complete the unfinished uploads under its prefix that took no part for this long (a recorder that died with its spool, on another machine)")
 	f.Var(&cfg.MinFree, "min-free", "refuse new recordings, and finish running ones, when the output disk has less than this `SIZE` free (0: no floor)")
 	f.StringVar(&cfg.AuthKey, "auth-key", "", "with --listen, admit only publishers whose token (?jwt=) verifies with this JWK `FILE` (moq-token / @moq/token format) and allows the broadcast")
 	f.StringVar(&cfg.Progress, "progress", "auto", "progress on stderr: auto (when stderr is a terminal), always or never")

@@ -35,13 +35,14 @@ type Config struct {
 	TLSInsecure    bool
 	TLSCert        string
 	TLSKey         string
-	AuthKey        string   // --auth-key: the JWK publishers' tokens are checked with
-	MaxPublishers  int      // --max-publishers: sessions on --listen at once
-	MaxBroadcasts  int      // --max-broadcasts: --record-all recordings at once
-	MaxBytes       byteSize // --max-bytes: one output file (0: none)
-	MinFree        byteSize // --min-free: free disk below which recordings stop
-	SpoolDir       string   // --spool: where objects wait for the store
-	SpoolMax       byteSize // --spool-max: bytes waiting for the store before recordings are cut
+	AuthKey        string        // --auth-key: the JWK publishers' tokens are checked with
+	MaxPublishers  int           // --max-publishers: sessions on --listen at once
+	MaxBroadcasts  int           // --max-broadcasts: --record-all recordings at once
+	MaxBytes       byteSize      // --max-bytes: one output file (0: none)
+	MinFree        byteSize      // --min-free: free disk below which recordings stop
+	SpoolDir       string        // --spool: where objects wait for the store
+	SpoolMax       byteSize      // --spool-max: bytes waiting for the store before recordings are cut
+	RecoverUploads time.Duration // --recover-uploads: complete other recorders' uploads idle this long (0: no)
 	Progress       string
 	Verbose        int
 	Quiet          bool

@@ -31,5 +31,14 @@ func (a *app) openStore(ctx context.Context) (*objstore.Output, error) {
 	if err != nil {
 		a.log.Warn("some objects in the spool could not be completed; they stay there for the next run", "err", err)
 	}
+	if c.RecoverUploads > 0 {
+		rec, err := out.RecoverStore(ctx, c.RecoverUploads)
+		for _, r := range rec {
+			notice(a.log, fmt.Sprintf("completed %s (%d bytes, as recorded up to its last part) from the parts a recorder that stopped left in the store", r.URL, r.Size))
+		}
+		if err != nil {
+			a.log.Warn("some unfinished uploads could not be completed", "err", err)
+		}
+	}
 	return out, nil
 }
