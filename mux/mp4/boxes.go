@@ -346,6 +346,8 @@ func (w *Writer) moov(finished bool, co64 bool) ([]byte, error) {
 			b.end(trex)
 		}
 		b.end(mvex)
+	} else if start != math.MaxInt64 {
+		w.appendChapters(&b, start)
 	}
 	b.end(moov)
 	return b.b, nil

@@ -109,6 +109,8 @@ type Writer struct {
 	keepTable bool
 
 	stats Counters
+
+	chapters []chapter // asked for by Chapter, listed by the finished moov
 }
 
 type pendingFrame struct {
