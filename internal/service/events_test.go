@@ -328,8 +328,19 @@ func TestThreeShardsRecordEachOf60BroadcastsExactlyOnce(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			if err := r.RecordAll(context.Background(), shard.Source(record.SessionSource(sess))); err != nil {
+			// Bounded: a recording that never gets its media would
+			// otherwise hold the test until its deadline.
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			if err := r.RecordAll(ctx, shard.Source(record.SessionSource(sess))); err != nil {
 				t.Error(err)
+			}
+			if ctx.Err() != nil {
+				for _, f := range r.Files() {
+					if f.Media < 1.9 {
+						t.Errorf("shard %v: %s has %.1f s of media after 60 s", shard, f.Broadcast, f.Media)
+					}
+				}
 			}
 			mu.Lock()
 			defer mu.Unlock()
