@@ -153,6 +153,9 @@ type ServerOptions struct {
 	MaxLatency     time.Duration
 	// ReleaseRead applies to accepted sessions as in Options.
 	ReleaseRead bool
+	// Objects applies to accepted sessions as in Options (a --listen
+	// service that archives).
+	Objects bool
 	// KeepAlive and IdleTimeout find a publisher that vanished, as in
 	// Options (defaults 1s and 3s).
 	KeepAlive   time.Duration

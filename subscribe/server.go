@@ -352,7 +352,7 @@ func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) newSession(path string) *Session {
 	sess := newSession(Options{Logger: s.log, RequestTimeout: s.opts.RequestTimeout, MaxLatency: s.opts.MaxLatency, Versions: s.opts.Versions,
-		ReleaseRead: s.opts.ReleaseRead, strict: s.opts.strict}, path)
+		ReleaseRead: s.opts.ReleaseRead, Objects: s.opts.Objects, strict: s.opts.strict}, path)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

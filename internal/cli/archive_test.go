@@ -4,10 +4,16 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/moq-export/moq-export/demo"
 	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/record"
+	"github.com/moq-export/moq-export/subscribe"
 )
 
 func TestArchiveFlagsSayWhatToDo(t *testing.T) {
@@ -65,5 +71,69 @@ func TestTheCommandArchivesListsAndCutsTheDemo(t *testing.T) {
 	d, err := mediatest.Probe(t, clip).Format.Seconds()
 	if err != nil || d < 1.9 || d > 2.1 {
 		t.Errorf("the clip lasts %v s (%v), want the 2 s from 1 s to 3 s", d, err)
+	}
+}
+
+// TestListenArchivesWhatPublishersSend: --listen -f archive keeps the
+// objects of every publisher's broadcast, which export again.
+func TestListenArchivesWhatPublishersSend(t *testing.T) {
+	mediatest.RequireTools(t, "ffprobe")
+	t.Parallel()
+	dir := t.TempDir()
+	arch := filepath.Join(dir, "arch")
+	cfg := &Config{Listen: "127.0.0.1:0", RecordAll: true, Output: arch, Format: record.Archive, formatGiven: true,
+		Delay: 100 * time.Millisecond, Progress: "never"}
+	if err := cfg.Check(); err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncBuffer
+	a := newTestApp(t, cfg, newConsole(&stderr, false, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- a.listen(ctx) }()
+	var addr, pin string
+	for addr == "" {
+		if m := regexp.MustCompile(`moql://(\S+) .*fingerprint ([0-9a-f]{64})`).FindStringSubmatch(stderr.String()); m != nil {
+			addr, pin = m[1], m[2]
+		} else if ctx.Err() != nil {
+			t.Fatalf("no listening line: %s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	pub, err := subscribe.Dial(ctx, "moql://"+addr+"/", subscribe.Options{Role: subscribe.RolePublisher, TLSFingerprint: pin, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc := model.NewBroadcast("room/alice")
+	published := make(chan error, 1)
+	go func() { published <- demo.Publish(ctx, bc, demo.Options{Realtime: true, Loops: 1}) }()
+	if err := pub.Publish(bc); err != nil {
+		t.Fatal(err)
+	}
+	<-published
+	for a.rec.Stats().Frames < 250 {
+		if ctx.Err() != nil {
+			t.Fatalf("%d frames archived: %s", a.rec.Stats().Frames, stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond) // the final records of the ended broadcast
+	pub.Close()
+	cancel()
+	<-done
+	out := filepath.Join(dir, "alice.mkv")
+	var se bytes.Buffer
+	if code := Execute(context.Background(), []string{arch, "-b", "room/alice", "-o", out, "--progress", "never"}, Env{Stdout: &bytes.Buffer{}, Stderr: &se}); code != ExitOK {
+		t.Fatalf("export: exit %d: %s", code, se.String())
+	}
+	video := 0
+	for _, p := range mediatest.Probe(t, out).Packets {
+		if p.CodecType == "video" {
+			video++
+		}
+	}
+	if video < 110 {
+		t.Errorf("%d video packets exported from what --listen archived, want the demo's ~120", video)
 	}
 }

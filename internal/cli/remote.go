@@ -152,7 +152,7 @@ func (a *app) listen(ctx context.Context) error {
 		return fmt.Errorf("making a self-signed certificate: %w; give one with --tls-cert and --tls-key", err)
 	}
 	opts := subscribe.ServerOptions{Certificates: []tls.Certificate{cert}, Logger: a.log, FingerprintHTTP: pin != "", MaxSessions: a.cfg.MaxPublishers,
-		ReleaseRead: true}
+		ReleaseRead: true, Objects: a.cfg.Format == record.Archive}
 	if a.cfg.AuthKey != "" {
 		if opts.AuthKey, err = token.LoadKey(a.cfg.AuthKey); err != nil {
 			return fmt.Errorf("--auth-key: %w; give the JWK file of the key that signs the publishers' tokens (e.g. made by 'npx @moq/token generate')", err)

@@ -1,0 +1,315 @@
+package archive_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/quic-go/quic-go/quicvarint"
+
+	"github.com/moq-export/moq-export/archive"
+	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/record"
+)
+
+// synth is a track an in-process publisher of objects loops: hang
+// legacy objects (varint timestamp + codec payload), a group per keyframe.
+type synth struct {
+	name   string
+	frames []testmedia.SampleFrame // one loop, in decode order
+	period int64                   // µs per loop
+}
+
+func sampleSynth(t testing.TB, name, sample string) synth {
+	s, err := testmedia.LoadSample(sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return synth{name: name, frames: s.Frames, period: s.Duration()}
+}
+
+// publishObjects fills b with dur of the tracks' media, as objects, and
+// the catalog cat, as fast as the archive writer reads it; then ends b.
+func publishObjects(t testing.TB, b *model.Broadcast, cat []byte, tracks []synth, dur time.Duration) {
+	ct := b.CreateTrack(catalog.TrackName)
+	g, _ := ct.AppendGroup()
+	g.WriteFrame(model.Frame{Payload: cat})
+	g.Close(nil)
+	type state struct {
+		t       *model.Track
+		g       *model.Group
+		i       int
+		loop    int64
+		drained chan struct{}
+	}
+	st := make([]*state, len(tracks))
+	for i, tr := range tracks {
+		s := &state{t: b.CreateTrack(tr.name), drained: make(chan struct{}, 1)}
+		s.t.SetKeepGroups(1 << 20)
+		s.t.HandleDrained(func() {
+			select {
+			case s.drained <- struct{}{}:
+			default:
+			}
+		})
+		st[i] = s
+	}
+	for _, s := range st {
+		for s.t.Consumers() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	end := dur.Microseconds()
+	for now := int64(0); now < end; {
+		now += 2_000_000 // well inside model.MaxLag of what the writer read
+		for k, s := range st {
+			tr := tracks[k]
+			for {
+				f := tr.frames[s.i]
+				ts := s.loop*tr.period + f.Timestamp
+				if ts >= now || ts >= end {
+					break
+				}
+				if f.Keyframe || s.g == nil {
+					if s.g != nil {
+						s.g.Close(nil)
+					}
+					s.g, _ = s.t.AppendGroup()
+				}
+				payload := append(quicvarint.Append(make([]byte, 0, 8+len(f.Payload)), uint64(ts)), f.Payload...)
+				s.g.WriteFrame(model.Frame{Timestamp: ts, Payload: payload})
+				if s.i++; s.i == len(tr.frames) {
+					s.i, s.loop = 0, s.loop+1
+				}
+			}
+		}
+		for _, s := range st {
+			for !s.t.Drained() {
+				select {
+				case <-s.drained:
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
+		}
+	}
+	for _, s := range st {
+		if s.g != nil {
+			s.g.Close(nil)
+		}
+	}
+	b.Close(nil)
+}
+
+// memStore is a Store in memory, for archives too large to sync to disk
+// object by object in a benchmark's setup.
+type memStore struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+func (s *memStore) Put(_ context.Context, k string, b []byte) error {
+	s.mu.Lock()
+	s.m[k] = b
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *memStore) Get(_ context.Context, k string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.m[k]
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", k, os.ErrNotExist)
+	}
+	return b, nil
+}
+
+func (s *memStore) List(_ context.Context, prefix string) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var keys []string
+	for k := range s.m {
+		if strings.HasPrefix(k, prefix) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys, nil
+}
+
+func (s *memStore) Delete(_ context.Context, k string) error {
+	s.mu.Lock()
+	delete(s.m, k)
+	s.mu.Unlock()
+	return nil
+}
+
+// dump writes the store's objects as files of a Dir archive (no syncs).
+func (s *memStore) dump(t testing.TB, dir string) {
+	for k, b := range s.m {
+		p := filepath.Join(dir, filepath.FromSlash(k))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// buildArchive archives dur of tracks (catalog cat) into dir.
+func buildArchive(t testing.TB, dir string, cat []byte, tracks []synth, dur time.Duration) {
+	st := &memStore{m: map[string][]byte{}}
+	b := model.NewBroadcast("demo")
+	prefix, _ := archive.BroadcastPrefix("", "demo")
+	done := make(chan error, 1)
+	go func() { done <- archive.Write(context.Background(), st, prefix, b, archive.WriteOptions{}) }()
+	publishObjects(t, b, cat, tracks, dur)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	st.dump(t, dir)
+}
+
+// hourCatalog is the demo's H.264 as three renditions, and its AAC.
+func hourCatalog(t testing.TB) []byte {
+	c, err := demo.Catalog([]string{"h264", "aac"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := c.Video.Renditions["h264"]
+	delete(c.Video.Renditions, "h264")
+	for _, n := range []string{"v0", "v1", "v2"} {
+		c.Video.Renditions[n] = v
+	}
+	b, err := c.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+var hour struct {
+	once sync.Once
+	dir  string
+	mkv  string // the same media, one rendition, as ffmpeg's input
+}
+
+// hourArchive is an hour of three H.264 renditions and AAC, archived once
+// per benchmark run.
+func hourArchive(b *testing.B) (dir, mkv string) {
+	hour.once.Do(func() {
+		hour.dir, _ = os.MkdirTemp("", "archive-hour-")
+		tracks := []synth{sampleSynth(b, "v0", "h264"), sampleSynth(b, "v1", "h264"), sampleSynth(b, "v2", "h264"), sampleSynth(b, "aac", "aac")}
+		buildArchive(b, hour.dir, hourCatalog(b), tracks, time.Hour)
+		hour.mkv = filepath.Join(hour.dir, "v0.mkv")
+		exportTo(b, hour.dir, hour.mkv, []string{"v0"}, archive.Time{}, archive.Time{})
+	})
+	return hour.dir, hour.mkv
+}
+
+// exportTo records rendition(s) video of the archive's demo (from, to)
+// into path, audio aside.
+func exportTo(t testing.TB, dir, path string, video []string, from, to archive.Time) archive.ReadStats {
+	st, err := archive.Dir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := archive.Open(st, "")
+	src := record.NewArchiveSource(a, record.ArchiveSourceOptions{From: from, To: to})
+	defer src.Close()
+	os.Remove(path)
+	out, err := record.Files(path, record.FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := record.New(record.Options{Output: out, Video: video, Audio: []string{}, Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Record(context.Background(), src, "demo"); err != nil {
+		t.Fatal(err)
+	}
+	return a.Stats()
+}
+
+// BenchmarkExportAnHourOfOneRenditionToMP4 exports one of the three
+// renditions of an hour-long archive into MP4, and reports the time
+// `ffmpeg -c copy` takes to remux the same media (an MKV of it) into MP4.
+func BenchmarkExportAnHourOfOneRenditionToMP4(b *testing.B) {
+	mediatest.RequireTools(b, "ffmpeg")
+	dir, mkv := hourArchive(b)
+	out := filepath.Join(dir, "out.mp4")
+	b.ResetTimer()
+	var st archive.ReadStats
+	for range b.N {
+		st = exportTo(b, dir, out, []string{"v0"}, archive.Time{}, archive.Time{})
+	}
+	b.StopTimer()
+	per := b.Elapsed() / time.Duration(b.N)
+	start := time.Now()
+	ff := filepath.Join(dir, "ffmpeg.mp4")
+	if o, err := exec.Command("ffmpeg", "-nostdin", "-v", "error", "-y", "-i", mkv, "-c", "copy", ff).CombinedOutput(); err != nil {
+		b.Fatalf("ffmpeg: %v %s", err, o)
+	}
+	ffTime := time.Since(start)
+	b.ReportMetric(ffTime.Seconds()/per.Seconds(), "x-ffmpeg-copy")
+	b.ReportMetric(float64(st.Gets), "gets")
+	fi, _ := os.Stat(out)
+	b.ReportMetric(float64(fi.Size())/1e6, "MB-out")
+}
+
+// BenchmarkCutFiveMinutesOfADayLongArchive reads 12:00:00-12:05:00 of a
+// 24-hour archive (small frames: the cost is the index, not the media) and
+// reports the objects read.
+func BenchmarkCutFiveMinutesOfADayLongArchive(b *testing.B) {
+	dir, err := os.MkdirTemp("", "archive-day-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	// 10 fps, a keyframe every 2 s, 100-byte frames.
+	var frames []testmedia.SampleFrame
+	for i := range 20 {
+		frames = append(frames, testmedia.SampleFrame{Timestamp: int64(i) * 100_000, Keyframe: i == 0, Payload: make([]byte, 100)})
+	}
+	cat := []byte(`{"video":{"renditions":{"v":{"codec":"avc1.64001f","codedWidth":64,"codedHeight":64}}}}`)
+	buildArchive(b, dir, cat, []synth{{name: "v", frames: frames, period: 2_000_000}}, 24*time.Hour)
+	st, err := archive.Dir(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	var stats archive.ReadStats
+	var n int
+	for range b.N {
+		a := archive.Open(st, "")
+		rec, err := a.Recording(context.Background(), "demo")
+		if err != nil {
+			b.Fatal(err)
+		}
+		bc, err := rec.Broadcast(context.Background(), archive.ReadOptions{From: (12 * time.Hour).Microseconds(), To: (12*time.Hour + 5*time.Minute).Microseconds()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n = len(collect(context.Background(), b, bc)["v"])
+		stats = a.Stats()
+	}
+	b.ReportMetric(float64(stats.Gets), "gets")
+	b.ReportMetric(float64(stats.Lists), "lists")
+	b.ReportMetric(float64(n), "frames")
+}
+
+func quietLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
