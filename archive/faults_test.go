@@ -254,3 +254,95 @@ func TestAKilledWriterLeavesAllButItsLastSecondsReadable(t *testing.T) {
 		}
 	}
 }
+
+// follow reads broadcast demo of the archive in dir with Follow as a
+// writer adds to it, from its first catalog on, until stop is closed.
+func follow(t *testing.T, dir string, stop <-chan struct{}) map[string][]got {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-stop
+		cancel()
+	}()
+	st, err := archive.Dir(dir)
+	if err != nil {
+		t.Error(err)
+		return nil
+	}
+	var rec *archive.Recording
+	for rec == nil {
+		if rec, err = archive.Open(st, "").Recording(ctx, "demo"); err != nil {
+			rec = nil
+			if ctx.Err() != nil {
+				t.Error("no catalog was archived")
+				return nil
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	b, err := rec.Broadcast(ctx, archive.ReadOptions{Follow: 100 * time.Millisecond})
+	if err != nil {
+		t.Error(err)
+		return nil
+	}
+	w, err := catalog.Watch(b, catalog.WatchOptions{})
+	if err != nil {
+		t.Error(err)
+		return nil
+	}
+	cat, err := w.Next(ctx)
+	w.Close()
+	if err != nil {
+		t.Error(err)
+		return nil
+	}
+	out := map[string][]got{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, r := range cat.Renditions() {
+		tr, err := b.Track(r.Name)
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		c := tr.Subscribe(time.Minute)
+		ready := model.NewReadySet()
+		c.Watch(ready)
+		wg.Go(func() {
+			defer c.Close()
+			var taken []*model.Consumer
+			for {
+				taken = ready.Take(taken[:0])
+				ev, ok := c.Next()
+				if !ok {
+					<-ready.Wakeup()
+					continue
+				}
+				switch ev.Kind {
+				case model.EventFrame:
+					mu.Lock()
+					out[r.Name] = append(out[r.Name], got{ev.Frame.Timestamp, ev.Keyframe, ev.Group, ev.Frame.Payload})
+					mu.Unlock()
+				case model.EventEnd:
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+func TestAFollowerReadsWhatAConcurrentWriterAdds(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	stop := make(chan struct{})
+	followed := make(chan map[string][]got, 1)
+	go func() { followed <- follow(t, dir, stop) }()
+	r := archiveDemoIn(t, dir, catalog.ContainerLegacy, []string{"h264", "aac"})
+	// The last records are committed when the broadcast ends; the
+	// follower looks every 100 ms.
+	time.Sleep(time.Second)
+	close(stop)
+	compare(t, "followed", r.direct, <-followed)
+}

@@ -102,6 +102,13 @@ func (r *Recording) index(ctx context.Context, track string) (*trackIndex, error
 	return ti, nil
 }
 
+// forget drops what is known of track's records (a follower looks again).
+func (r *Recording) forget(track string) {
+	r.mu.Lock()
+	delete(r.tracks, track)
+	r.mu.Unlock()
+}
+
 // toPTS converts media time (µs) to record pts units.
 func (r *Recording) toPTS(us int64) uint64 {
 	if us <= 0 {

@@ -122,6 +122,20 @@ type run struct {
 // time, one loop) on loopback QUIC; one session archives it into a
 // directory while another reads it directly.
 func archiveDemo(t *testing.T, kind catalog.ContainerKind, renditions []string, wo archive.WriteOptions, st func(archive.Store) archive.Store) run {
+	return archiveDemoOver(t, nil, kind, renditions, wo, st)
+}
+
+// archiveDemoIn is archiveDemo into a given directory.
+func archiveDemoIn(t *testing.T, dir string, kind catalog.ContainerKind, renditions []string) run {
+	return archiveDemoAt(t, dir, nil, kind, renditions, archive.WriteOptions{}, nil)
+}
+
+// archiveDemoOver is archiveDemo with the sessions speaking versions.
+func archiveDemoOver(t *testing.T, versions []string, kind catalog.ContainerKind, renditions []string, wo archive.WriteOptions, st func(archive.Store) archive.Store) run {
+	return archiveDemoAt(t, t.TempDir(), versions, kind, renditions, wo, st)
+}
+
+func archiveDemoAt(t *testing.T, dir string, versions []string, kind catalog.ContainerKind, renditions []string, wo archive.WriteOptions, st func(archive.Store) archive.Store) run {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -137,14 +151,13 @@ func archiveDemo(t *testing.T, kind catalog.ContainerKind, renditions []string, 
 	}
 	defer srv.Close()
 	dial := func(objects bool) *subscribe.Session {
-		s, err := subscribe.Dial(ctx, url, subscribe.Options{TLSFingerprint: pin, Objects: objects})
+		s, err := subscribe.Dial(ctx, url, subscribe.Options{TLSFingerprint: pin, Objects: objects, Versions: versions})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
 		return s
 	}
-	dir := t.TempDir()
 	store, err := archive.Dir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -219,16 +232,19 @@ func readBack(t *testing.T, dir string, o archive.ReadOptions) map[string][]got 
 
 func TestAnArchivedDemoReadsBackFrameForFrameInEveryContainer(t *testing.T) {
 	for _, c := range []struct {
+		name       string
+		versions   []string
 		kind       catalog.ContainerKind
 		renditions []string
 	}{
-		{catalog.ContainerLegacy, []string{"h264", "h265", "aac", "opus"}},
-		{catalog.ContainerLOC, []string{"h264", "aac"}},
-		{catalog.ContainerCMAF, []string{"h264", "aac"}},
+		{"legacy", nil, catalog.ContainerLegacy, []string{"h264", "h265", "aac", "opus"}},
+		{"loc", nil, catalog.ContainerLOC, []string{"h264", "aac"}},
+		{"cmaf", nil, catalog.ContainerCMAF, []string{"h264", "aac"}},
+		{"legacy over moq-transport-16", []string{"moq-transport-16"}, catalog.ContainerLegacy, []string{"h264", "aac"}},
 	} {
-		t.Run(string(c.kind), func(t *testing.T) {
+		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			r := archiveDemo(t, c.kind, c.renditions, archive.WriteOptions{}, nil)
+			r := archiveDemoOver(t, c.versions, c.kind, c.renditions, archive.WriteOptions{}, nil)
 			for name, fs := range r.direct {
 				if len(fs) < 50 {
 					t.Fatalf("the direct reading of %s holds %d frames: the run went wrong", name, len(fs))

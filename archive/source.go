@@ -60,6 +60,14 @@ func (r *Recording) Broadcast(ctx context.Context, o ReadOptions) (*model.Broadc
 		o.To = math.MaxInt64
 	}
 	cat, catFrames, err := r.Catalog(ctx, o.From)
+	for err != nil && o.Follow > 0 && errors.Is(err, ErrNoBroadcast) {
+		// A follower of an archive being started waits for its catalog.
+		if serr := sleepUntil(ctx, time.Now().Add(o.Follow)); serr != nil {
+			return nil, err
+		}
+		r.forget(r.catTrack)
+		cat, catFrames, err = r.Catalog(ctx, o.From)
+	}
 	if err != nil {
 		return nil, err
 	}
