@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -193,17 +194,35 @@ func runWriter(dir string) int {
 	}
 	st, _ := archive.Dir(dir)
 	prefix, _ := archive.BroadcastPrefix("", "demo")
-	go archive.Write(ctx, st, prefix, sess.Broadcast("demo"), archive.WriteOptions{})
+	src := sess.Broadcast("demo")
+	go archive.Write(ctx, st, prefix, src, archive.WriteOptions{})
 	for _, n := range []string{"h264", "aac"} {
 		for bc.CreateTrack(n).Consumers() < 1 {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
 	close(hold)
-	start := time.Now()
+	// What the writer has received: the newest frame of each track of
+	// the session it archives.
 	for {
 		time.Sleep(50 * time.Millisecond)
-		fmt.Println("published", time.Since(start).Microseconds())
+		received := int64(-1)
+		for _, n := range []string{"h264", "aac"} {
+			t, err := src.Track(n)
+			if err != nil {
+				continue
+			}
+			newest := int64(-1)
+			if g := t.NewestGroup(); g != nil {
+				if fs, _, _ := g.Frames(0); len(fs) > 0 {
+					newest = fs[len(fs)-1].Timestamp
+				}
+			}
+			if received < 0 || newest < received {
+				received = newest
+			}
+		}
+		fmt.Println("received", received)
 	}
 }
 
@@ -219,14 +238,15 @@ func TestAKilledWriterLeavesAllButItsLastSecondsReadable(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var published int64
+	// received is the media time both tracks reached at the writer.
+	var received int64
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) == 2 && f[0] == "published" {
-			published, _ = strconv.ParseInt(f[1], 10, 64)
+		if len(f) == 2 && f[0] == "received" {
+			received, _ = strconv.ParseInt(f[1], 10, 64)
 		}
-		if published >= 6_500_000 {
+		if received >= 6_500_000 {
 			break
 		}
 	}
@@ -234,8 +254,8 @@ func TestAKilledWriterLeavesAllButItsLastSecondsReadable(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd.Wait()
-	if published < 6_500_000 {
-		t.Fatalf("the writer stopped at %d µs before it was killed: %v", published, sc.Err())
+	if received < 6_500_000 {
+		t.Fatalf("the writer stopped at %d µs before it was killed: %v", received, sc.Err())
 	}
 	back := readBack(t, dir, archive.ReadOptions{})
 	for name, fs := range back {
@@ -244,7 +264,7 @@ func TestAKilledWriterLeavesAllButItsLastSecondsReadable(t *testing.T) {
 		}
 		// Records are cut at least 2 s long at group (1 s) ends: what
 		// the kill loses is the open record, at most that.
-		lost := published - fs[len(fs)-1].ts
+		lost := received - fs[len(fs)-1].ts
 		t.Logf("%s: %d frames readable, the last %.2f s before the kill lost", name, len(fs), float64(lost)/1e6)
 		if lost > 3_300_000 {
 			t.Errorf("%s: the last %.2f s before the kill are lost, want at most one open record (2 s + a group)", name, float64(lost)/1e6)
@@ -257,7 +277,7 @@ func TestAKilledWriterLeavesAllButItsLastSecondsReadable(t *testing.T) {
 
 // follow reads broadcast demo of the archive in dir with Follow as a
 // writer adds to it, from its first catalog on, until stop is closed.
-func follow(t *testing.T, dir string, stop <-chan struct{}) map[string][]got {
+func follow(t *testing.T, dir string, stop <-chan struct{}, followedFrames *atomic.Int64) map[string][]got {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -323,6 +343,7 @@ func follow(t *testing.T, dir string, stop <-chan struct{}) map[string][]got {
 					mu.Lock()
 					out[r.Name] = append(out[r.Name], got{ev.Frame.Timestamp, ev.Keyframe, ev.Group, ev.Frame.Payload})
 					mu.Unlock()
+					followedFrames.Add(1)
 				case model.EventEnd:
 					return
 				}
@@ -338,11 +359,19 @@ func TestAFollowerReadsWhatAConcurrentWriterAdds(t *testing.T) {
 	dir := t.TempDir()
 	stop := make(chan struct{})
 	followed := make(chan map[string][]got, 1)
-	go func() { followed <- follow(t, dir, stop) }()
+	var followedFrames atomic.Int64
+	go func() { followed <- follow(t, dir, stop, &followedFrames) }()
 	r := archiveDemoIn(t, dir, catalog.ContainerLegacy, []string{"h264", "aac"})
 	// The last records are committed when the broadcast ends; the
-	// follower looks every 100 ms.
-	time.Sleep(time.Second)
+	// follower looks every 100 ms: it is stopped once it has read as many
+	// frames as were published (or after 20 s).
+	want := 0
+	for _, fs := range r.direct {
+		want += len(fs)
+	}
+	for deadline := time.Now().Add(20 * time.Second); followedFrames.Load() < int64(want) && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
 	close(stop)
 	compare(t, "followed", r.direct, <-followed)
 }
