@@ -14,8 +14,22 @@ import (
 const (
 	TrackName           = "catalog.json"
 	CompressedTrackName = "catalog.json.z"
-	MSFTrackName        = "catalog"
+	// MSFTrackName is the MSF catalog track (draft-ietf-moq-msf-01, as the
+	// Rust publishers name it).
+	MSFTrackName = "catalog"
+	// MSF00TrackName is the MSF draft-00 catalog track as MediaMTX serves
+	// it.
+	MSF00TrackName = ".catalog"
 )
+
+// IsTrackName reports whether name is one of the catalog track names.
+func IsTrackName(name string) bool {
+	return name == TrackName || name == CompressedTrackName || name == MSFTrackName || name == MSF00TrackName
+}
+
+// IsMSFTrackName reports whether name is an MSF catalog track name, whose
+// frames ParseMSF reads.
+func IsMSFTrackName(name string) bool { return name == MSFTrackName || name == MSF00TrackName }
 
 // Catalog is one snapshot of a broadcast's catalog.
 type Catalog struct {
@@ -110,6 +124,12 @@ type Common struct {
 	// broadcast that carries this rendition's track.
 	Broadcast *string   `json:"broadcast,omitempty"`
 	Timeline  *Timeline `json:"timeline,omitempty"`
+	// Timescale, when set, is the units per second of a loc rendition's
+	// timestamps when a frame names none (LOC Timescale property): an MSF
+	// catalog's clockrate or timescale, or MediaMTX's clocks (ParseMSF).
+	// Hang catalogs carry no such field: their LOC timestamps are
+	// microseconds.
+	Timescale *uint64 `json:"-"`
 }
 
 // ContainerKind returns the rendition's container kind, ContainerLegacy

@@ -203,7 +203,7 @@ func FuzzReader(f *testing.F) {
 	f.Add([]byte(referenceExample), []byte(`{"video":null}`))
 	f.Add([]byte(`{"version":"draft-01","tracks":[{"name":"a","packaging":"legacy","role":"audio","codec":"opus","samplerate":48000,"channelConfig":"2","initData":"T3B1cw=="}]}`), []byte(`[]`))
 	f.Fuzz(func(t *testing.T, snapshot, patch []byte) {
-		for _, track := range []string{TrackName, MSFTrackName, CompressedTrackName} {
+		for _, track := range []string{TrackName, MSFTrackName, MSF00TrackName, CompressedTrackName} {
 			r := NewReader(track)
 			_, _ = r.Frame(0, true, snapshot)
 			_, _ = r.Frame(0, false, patch)

@@ -8,15 +8,28 @@ import (
 	"strings"
 )
 
-// TrackFor returns the catalog track to read for a broadcast: the MSF
-// "catalog" track when the name ends in ".msf", else "catalog.json" (the
-// reference picks the same by name; catalog.json.z is used only when asked
-// for).
-func TrackFor(broadcast string) string {
+// TrackFor returns the catalog track to read first for a broadcast: the
+// MSF "catalog" track when the name ends in ".msf", else "catalog.json"
+// (the reference picks the same by name; catalog.json.z is used only when
+// asked for).
+func TrackFor(broadcast string) string { return TracksFor(broadcast)[0] }
+
+// TracksFor returns the catalog tracks to try for a broadcast, in order,
+// each when the one before ended before its first snapshot:
+//
+//   - "catalog.json", ".catalog", "catalog": hang's catalog (every hang
+//     publisher; the Rust ones publish an MSF "catalog" beside it), then
+//     MSF draft 00's as MediaMTX serves it, then MSF draft 01's;
+//   - for a name ending in ".msf": "catalog", ".catalog", "catalog.json".
+//
+// ".catalog" comes before "catalog" because a server that does not know a
+// track may close the whole session (MediaMTX does): the name a publisher
+// of MSF alone is likeliest to use is asked first.
+func TracksFor(broadcast string) []string {
 	if strings.HasSuffix(broadcast, ".msf") {
-		return MSFTrackName
+		return []string{MSFTrackName, MSF00TrackName, TrackName}
 	}
-	return TrackName
+	return []string{TrackName, MSF00TrackName, MSFTrackName}
 }
 
 // Reader turns the frames of a catalog track into snapshots. Frame 0 of a
@@ -38,7 +51,7 @@ type Reader struct {
 }
 
 // NewReader returns a Reader for the catalog track named track
-// (TrackName, CompressedTrackName or MSFTrackName).
+// (TrackName, CompressedTrackName, MSFTrackName or MSF00TrackName).
 func NewReader(track string) *Reader { return &Reader{track: track} }
 
 // Reset forgets the current group, after a discontinuity of the track.
@@ -95,7 +108,7 @@ func (r *Reader) Frame(group uint64, first bool, payload []byte) (*Catalog, erro
 	// A document the schema refuses stays the base of the group's next
 	// patch, which may mend it.
 	r.doc = doc
-	if r.track == MSFTrackName {
+	if IsMSFTrackName(r.track) {
 		return ParseMSF(doc)
 	}
 	return Parse(doc)

@@ -11,10 +11,10 @@ import (
 
 // WatchOptions configure Watch.
 type WatchOptions struct {
-	// Track forces the catalog track name (TrackName, CompressedTrackName
-	// or MSFTrackName); "" means TrackFor the broadcast's name, and the
-	// other of catalog.json and the MSF "catalog" track when that one ends
-	// without a snapshot (refused: the broadcast carries only the other).
+	// Track forces the catalog track name (TrackName, CompressedTrackName,
+	// MSFTrackName or MSF00TrackName); "" means the names TracksFor the
+	// broadcast's name gives, each tried when the one before is refused or
+	// ends without a snapshot (the broadcast carries another).
 	Track string
 	// Ready, when set, is the ready set woken when the catalog track
 	// receives something: a reader that polls many tracks (the export
@@ -34,9 +34,12 @@ type Watcher struct {
 	log    *slog.Logger
 	reader *Reader
 	track  string
-	// fallback is the catalog track to try when track ends in an error
-	// before its first snapshot ("" once tried, or when Track was forced).
-	fallback string
+	// fallback are the catalog tracks to try, in order, when track ends
+	// in an error before its first snapshot (none when Track was forced).
+	fallback []string
+	// firstErr is the error the first catalog track ended with, the end
+	// when no track of the list gave a snapshot.
+	firstErr error
 
 	// latest is the newest snapshot not returned yet; once returned the
 	// watcher lets it go (its reader owns it), and got says one came.
@@ -50,27 +53,32 @@ type Watcher struct {
 // with any model broadcast: one of a remote peer (package subscribe), or a
 // local one.
 func Watch(b *model.Broadcast, opts WatchOptions) (*Watcher, error) {
-	name := opts.Track
-	if name == "" {
-		name = TrackFor(b.Name())
+	names := []string{opts.Track}
+	if opts.Track == "" {
+		names = TracksFor(b.Name())
 	}
-	t, err := b.Track(name)
-	if err != nil && opts.Track == "" {
-		// The broadcast refuses that catalog track at once (a local one
-		// that has only the other).
-		other := otherCatalog(name)
-		if ot, oerr := b.Track(other); oerr == nil {
-			t, name, err = ot, other, nil
-			opts.Track = other
+	var (
+		t     *model.Track
+		err   error
+		first error
+		name  string
+	)
+	for len(names) > 0 {
+		name, names = names[0], names[1:]
+		// A broadcast may refuse a catalog track at once (a local one
+		// that has another).
+		if t, err = b.Track(name); err == nil {
+			break
+		}
+		if first == nil {
+			first = err
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("catalog of %q: %w", b.Name(), err)
+		return nil, fmt.Errorf("catalog of %q: %w", b.Name(), first)
 	}
-	w := &Watcher{b: b, cons: t.Subscribe(0), ready: opts.Ready, log: opts.Logger, reader: NewReader(name), track: name}
-	if opts.Track == "" {
-		w.fallback = otherCatalog(name)
-	}
+	w := &Watcher{b: b, cons: t.Subscribe(0), ready: opts.Ready, log: opts.Logger, reader: NewReader(name), track: name,
+		fallback: names, firstErr: first}
 	if w.ready == nil {
 		w.ready = model.NewReadySet()
 	}
@@ -80,6 +88,9 @@ func Watch(b *model.Broadcast, opts WatchOptions) (*Watcher, error) {
 	w.cons.Watch(w.ready)
 	return w, nil
 }
+
+// Track returns the name of the catalog track the watcher reads now.
+func (w *Watcher) Track() string { return w.track }
 
 // Poll returns, without waiting, the newest snapshot not returned yet, or
 // nil when there is none. Snapshots overtaken by newer ones are never
@@ -124,10 +135,16 @@ func (w *Watcher) drain() {
 		}
 		switch ev.Kind {
 		case model.EventEnd:
-			if ev.Err != nil && !w.got && w.lastErr == nil && w.fallback != "" && w.switchTrack(ev.Err) {
+			if ev.Err != nil && w.firstErr == nil {
+				w.firstErr = ev.Err
+			}
+			if ev.Err != nil && !w.got && w.lastErr == nil && w.switchTrack(ev.Err) {
 				continue
 			}
 			w.ended = ev.Err
+			if ev.Err != nil && !w.got && w.lastErr == nil {
+				w.ended = w.firstErr
+			}
 			if w.ended == nil {
 				w.ended = io.EOF
 			}
@@ -145,29 +162,24 @@ func (w *Watcher) drain() {
 	}
 }
 
-// otherCatalog returns the catalog track a broadcast carries when it does
-// not carry name: the MSF one for catalog.json and back.
-func otherCatalog(name string) string {
-	if name == MSFTrackName {
-		return TrackName
-	}
-	return MSFTrackName
-}
-
-// switchTrack follows the fallback catalog track after the first one
-// ended with err before any snapshot; false when it cannot be had.
+// switchTrack follows the next catalog track of the fallback list after
+// the current one ended with err before any snapshot; false when none can
+// be had.
 func (w *Watcher) switchTrack(err error) bool {
-	name := w.fallback
-	w.fallback = ""
-	t, terr := w.b.Track(name)
-	if terr != nil {
-		return false
+	for len(w.fallback) > 0 {
+		name := w.fallback[0]
+		w.fallback = w.fallback[1:]
+		t, terr := w.b.Track(name)
+		if terr != nil {
+			continue
+		}
+		w.log.Info("catalog track unavailable, reading another one", "broadcast", w.b.Name(), "track", w.track, "err", err, "instead", name)
+		w.cons.Close()
+		w.cons, w.reader, w.track = t.Subscribe(0), NewReader(name), name
+		w.cons.Watch(w.ready)
+		return true
 	}
-	w.log.Info("catalog track unavailable, reading the other one", "broadcast", w.b.Name(), "track", w.track, "err", err, "instead", name)
-	w.cons.Close()
-	w.cons, w.reader, w.track = t.Subscribe(0), NewReader(name), name
-	w.cons.Watch(w.ready)
-	return true
+	return false
 }
 
 // frame applies one catalog frame.

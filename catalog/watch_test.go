@@ -157,7 +157,8 @@ func TestWatcherPollsWithoutWaitingOnTheCallersReadySet(t *testing.T) {
 // name does not say MSF but that carries only the MSF catalog track (as a
 // non-hang publisher over moq-transport does) is read from it, whether
 // catalog.json is refused at once or ends in an error before any snapshot;
-// and the other way round for a *.msf broadcast with only catalog.json.
+// and the other way round for a *.msf broadcast with only catalog.json;
+// and a broadcast with only MSF draft 00's ".catalog" (MediaMTX).
 func TestWatcherReadsWhicheverCatalogTheBroadcastCarries(t *testing.T) {
 	msf := []byte(`{"version":"draft-01","tracks":[{"name":"v","packaging":"legacy","role":"video","codec":"avc1.640028","width":1280,"height":720}]}`)
 	hang := []byte(`{"video":{"renditions":{"v":{"codec":"avc1.640028","codedWidth":1280,"container":{"kind":"legacy"}}}}}`)
@@ -170,14 +171,21 @@ func TestWatcherReadsWhicheverCatalogTheBroadcastCarries(t *testing.T) {
 		{"MSFOnlyRefusedAtOnce", "live", MSFTrackName, msf, true},
 		{"MSFOnlyEndedInError", "live", MSFTrackName, msf, false},
 		{"HangOnlyUnderAnMSFName", "live.msf", TrackName, hang, false},
+		{"MSF00OnlyEndedInError", "live/test", MSF00TrackName, msf, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := catalogBroadcast(t, c.broadcast, c.carried, [][]byte{c.payload})
-			other := otherCatalog(c.carried)
 			if c.refuseAtOnce {
 				b.HandleRequests(func(name string) (*model.Track, error) { return nil, refused })
 			} else {
-				b.CreateTrack(other).Close(refused)
+				// Every catalog track tried before the carried one ends
+				// in an error.
+				for _, other := range TracksFor(c.broadcast) {
+					if other == c.carried {
+						break
+					}
+					b.CreateTrack(other).Close(refused)
+				}
 			}
 			w, err := Watch(b, WatchOptions{})
 			if err != nil {
@@ -193,10 +201,11 @@ func TestWatcherReadsWhicheverCatalogTheBroadcastCarries(t *testing.T) {
 			}
 		})
 	}
-	// Neither track: the first one's error is the end.
+	// No catalog track: the first one's error is the end.
 	b := model.NewBroadcast("live")
 	b.CreateTrack(TrackName).Close(refused)
-	b.CreateTrack(MSFTrackName).Close(refused)
+	b.CreateTrack(MSF00TrackName).Close(errors.New("second"))
+	b.CreateTrack(MSFTrackName).Close(errors.New("third"))
 	w, err := Watch(b, WatchOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -91,9 +91,6 @@ type Export struct {
 
 // New returns an export of bc into m. Nothing happens until Run or Go.
 func New(bc *model.Broadcast, m mux.Muxer, opts Options) *Export {
-	if opts.CatalogTrack == "" {
-		opts.CatalogTrack = catalog.TrackFor(bc.Name())
-	}
 	if opts.Delay == 0 {
 		opts.Delay = jitter.DefaultDelay
 	}

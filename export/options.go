@@ -12,8 +12,8 @@ import (
 // Options configures an Export. The zero value exports every rendition the
 // muxer accepts with a 500 ms jitter delay.
 type Options struct {
-	// CatalogTrack is the catalog's track name; empty means
-	// catalog.TrackFor the broadcast's name.
+	// CatalogTrack is the catalog's track name; empty means the names
+	// catalog.TracksFor the broadcast's name, in order (catalog.Watch).
 	CatalogTrack string
 	// Delay bounds how long a lagging track holds the output (see package
 	// jitter). Zero means jitter.DefaultDelay.

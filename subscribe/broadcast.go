@@ -15,9 +15,7 @@ import (
 // timestamps come from the wire.
 const kindRaw = "raw"
 
-func isCatalogTrack(name string) bool {
-	return name == catalog.TrackName || name == catalog.CompressedTrackName || name == catalog.MSFTrackName
-}
+func isCatalogTrack(name string) bool { return catalog.IsTrackName(name) }
 
 // remoteBroadcast is a broadcast of the peer that we subscribe to.
 type remoteBroadcast struct {
