@@ -1,6 +1,7 @@
 package subscribe
 
 import (
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -17,12 +18,33 @@ import (
 // (per host:port, for the life of the process) and later connections ask
 // without the request: no namespace discovery, no optional parameters.
 
+// ErrNoDiscovery ends an announcement feed (Announced) on a server that
+// offers no broadcast discovery: it closed the session on
+// SUBSCRIBE_NAMESPACE. Broadcasts must be named there (the URL path, or
+// Session.Broadcast).
+var ErrNoDiscovery = errors.New("moq: the server offers no broadcast discovery")
+
 // serverCompat is what is known about one server.
 type serverCompat struct {
 	noDiscovery   atomic.Bool // SUBSCRIBE_NAMESPACE closes the session
 	minimalParams atomic.Bool // optional SUBSCRIBE parameters close the session
 	saidDiscovery sync.Once
 	saidParams    sync.Once
+
+	mu sync.Mutex
+	// closingTracks are the catalog tracks (broadcast path, track) whose
+	// SUBSCRIBE closed the session: the server does not have them (MediaMTX
+	// closes the session on a track it does not know), so they are refused
+	// here and the catalog watcher tries the next name.
+	closingTracks map[[2]string]bool
+}
+
+// closesOn reports whether SUBSCRIBE of track in broadcast path is known to
+// close the session.
+func (c *serverCompat) closesOn(path, track string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closingTracks[[2]string{path, track}]
 }
 
 // compatByServer holds the servers learnt, by host:port.
@@ -39,19 +61,56 @@ func compatFor(hostport string) *serverCompat {
 type ietfAsked struct {
 	discovery, discoveryAnswered atomic.Bool
 	optional, optionalAnswered   atomic.Bool
+
+	mu sync.Mutex
+	// catalogs are the catalog tracks SUBSCRIBEd without optional
+	// parameters and not answered yet.
+	catalogs map[[2]string]bool
 }
 
-// learn takes what the end of ic, a connection that ended right after its
-// start, says about the server: a request sent and never answered is one
-// it does not support.
+// catalogAsked notes (answered false) or forgets a catalog SUBSCRIBE.
+func (a *ietfAsked) catalogAsked(path, track string, answered bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.catalogs == nil {
+		a.catalogs = map[[2]string]bool{}
+	}
+	if answered {
+		delete(a.catalogs, [2]string{path, track})
+	} else {
+		a.catalogs[[2]string{path, track}] = true
+	}
+}
+
+// learn takes what the end of ic, a connection the peer closed right after
+// its start, says about the server: a request sent and never answered is
+// one it does not support. A catalog SUBSCRIBE without optional
+// parameters left unanswered names a catalog track the server does not
+// have; with optional parameters pending, those are blamed first.
 func (c *serverCompat) learn(ic *ietfConn, log *slog.Logger) {
 	if ic.asked.discovery.Load() && !ic.asked.discoveryAnswered.Load() && !c.noDiscovery.Swap(true) {
 		c.sayNoDiscovery(log)
 	}
-	if ic.asked.optional.Load() && !ic.asked.optionalAnswered.Load() && !c.minimalParams.Swap(true) {
-		c.saidParams.Do(func() {
-			log.Info("moq: the server ended the session after a SUBSCRIBE with optional parameters; subscribing without them from now on")
-		})
+	if ic.asked.optional.Load() && !ic.asked.optionalAnswered.Load() {
+		if !c.minimalParams.Swap(true) {
+			c.saidParams.Do(func() {
+				log.Info("moq: the server ended the session after a SUBSCRIBE with optional parameters; subscribing without them from now on")
+			})
+		}
+		return
+	}
+	ic.asked.mu.Lock()
+	defer ic.asked.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range ic.asked.catalogs {
+		if c.closingTracks == nil {
+			c.closingTracks = map[[2]string]bool{}
+		}
+		if !c.closingTracks[k] {
+			c.closingTracks[k] = true
+			log.Info("moq: the server ended the session after a SUBSCRIBE of a catalog track: it has none of that name", "broadcast", k[0], "track", k[1])
+		}
 	}
 }
 
@@ -68,11 +127,9 @@ func (c *serverCompat) sayNoDiscovery(log *slog.Logger) {
 // listing of broadcasts has nothing to go on.
 func (s *Session) NoDiscovery() bool { return s.compat.noDiscovery.Load() }
 
-// strictPeer makes an accepted moq-transport session behave as MediaMTX
-// does with the requests it does not support: it closes the session (code
-// 0, no reason) on SUBSCRIBE_NAMESPACE and on a SUBSCRIBE that carries
-// any parameter but the authorization token. Tests use it to check that
-// a subscriber records from such a server.
+// strictPeer is ServerOptions.Strict: an accepted moq-transport session
+// behaves as MediaMTX does with the requests it does not support, and
+// counts the sessions it closed.
 type strictPeer struct {
 	// closed counts the sessions it closed, by the request's name.
 	mu     sync.Mutex

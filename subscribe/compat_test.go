@@ -3,6 +3,7 @@ package subscribe
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -70,31 +71,91 @@ func TestAServerThatRefusesOptionalRequestsIsRecorded(t *testing.T) {
 				t.Errorf("%d sessions closed on SUBSCRIBE parameters, want 1", n)
 			}
 
-			// Discovery: one session lost, then remembered.
+			// Discovery: one session lost, then remembered; the feed ends
+			// saying so.
 			if client.NoDiscovery() {
 				t.Fatal("no discovery before anyone asked")
 			}
-			a, err := client.Announced(ctx, "")
-			if err != nil {
-				t.Fatal(err)
+			for i := range 2 {
+				a, err := client.Announced(ctx, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Namespaces the server publishes unasked may come first.
+				var err2 error
+				for err2 == nil {
+					_, err2 = a.Next(ctx)
+				}
+				if !errors.Is(err2, ErrNoDiscovery) {
+					t.Fatalf("feed %d: %v, want ErrNoDiscovery", i, err2)
+				}
+				a.Close()
 			}
-			waitFor(t, "the refusal of discovery", client.NoDiscovery)
-			a.Close()
-			waitFor(t, "a connection", func() bool { return client.currentConn() != nil })
-			reconnects := client.Reconnects()
-			a, err = client.Announced(ctx, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer a.Close()
-			// A SUBSCRIBE_NAMESPACE would have closed the session by now.
-			time.Sleep(300 * time.Millisecond)
-			if client.Reconnects() != reconnects {
-				t.Errorf("the session reconnected after the second Announced")
+			if !client.NoDiscovery() {
+				t.Error("NoDiscovery is false after the server refused discovery")
 			}
 			if n := strict.closes("SUBSCRIBE_NAMESPACE"); n != 1 {
 				t.Errorf("%d sessions closed on SUBSCRIBE_NAMESPACE, want 1", n)
 			}
 		})
+	}
+}
+
+// TestAServerWithOnlyTheMSF00CatalogIsRead: a server that has only
+// MediaMTX's ".catalog" and closes the session on a SUBSCRIBE of a track
+// it does not know (as MediaMTX does with "catalog.json") costs one
+// session for the parameters and one for the unknown name; the watcher
+// then reads ".catalog", and the name is refused locally from then on.
+func TestAServerWithOnlyTheMSF00CatalogIsRead(t *testing.T) {
+	t.Parallel()
+	cert, pin, err := SelfSignedCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := model.NewBroadcast("live/test")
+	ct := b.CreateTrack(catalog.MSF00TrackName)
+	g, _ := ct.AppendGroup()
+	g.WriteFrame(model.Frame{Payload: []byte(`{"version":1,"tracks":[{"name":"0","packaging":"loc","isLive":true,"codec":"avc3.640028","width":1280,"height":720}]}`)})
+	g.Close(nil)
+	b.CreateTrack("0")
+	b.HandleRequests(func(string) (*model.Track, error) { return nil, model.ErrNotFound })
+	strict := &strictPeer{}
+	srv, err := Listen("127.0.0.1:0", ServerOptions{Certificates: []tls.Certificate{cert}, Logger: testLogger(t),
+		Publish: []*model.Broadcast{b}, DisableWebTransport: true, strict: strict})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	opts := Options{TLSFingerprint: pin, Logger: testLogger(t), alpns: []string{"moqt-18"}}
+	opts.Reconnect.Min = 20 * time.Millisecond
+	client, err := Dial(ctx, fmt.Sprintf("moqt://%s/", srv.Addr()), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	for i := range 2 {
+		w, err := catalog.Watch(client.Broadcast("live/test"), catalog.WatchOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := w.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.Track() != catalog.MSF00TrackName || len(c.Video.Renditions) != 1 {
+			t.Fatalf("watch %d: read %q: %+v", i, w.Track(), c)
+		}
+		w.Close()
+	}
+	if n := strict.closes("SUBSCRIBE parameters"); n != 1 {
+		t.Errorf("%d sessions closed on SUBSCRIBE parameters, want 1", n)
+	}
+	if n := strict.closes("unknown track"); n != 1 {
+		t.Errorf("%d sessions closed on an unknown track, want 1 (catalog.json, once)", n)
+	}
+	if n := strict.closes("SUBSCRIBE_NAMESPACE"); n != 0 {
+		t.Errorf("%d sessions closed on SUBSCRIBE_NAMESPACE, want none", n)
 	}
 }

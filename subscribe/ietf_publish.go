@@ -130,8 +130,12 @@ func (s *Session) serveIETFRequest(ic *ietfConn, str bidiStream, r io.Reader, ty
 		return protocolErr(err)
 	}
 	if p := s.opts.strict; p != nil {
-		if what := p.refuses(typ, body, ic.v); what != "" {
-			s.log.Debug("moq: strict peer: closing the session on a request it does not support", "request", what)
+		what := p.refuses(typ, body, ic.v)
+		if m, ok := decodeSubscribe(typ, body, ic.v); ok && what == "" && s.ietfPublishedTrack(strictNamespace(s, m.Namespace), m.Track) == nil {
+			what = "unknown track"
+		}
+		if what != "" {
+			s.log.Debug("moq: strict: closing the session on a request it does not support", "request", what)
 			p.count(what)
 			ic.Close(ietfNoError, "")
 			return nil
@@ -151,6 +155,9 @@ func (s *Session) serveIETFRequest(ic *ietfConn, str bidiStream, r io.Reader, ty
 		if err := ietf.Decode(body, &m, ic.v); err != nil {
 			sv.done()
 			return fmt.Errorf("SUBSCRIBE: %w", protocolErr(err))
+		}
+		if s.opts.strict != nil {
+			m.Namespace = strictNamespace(s, m.Namespace)
 		}
 		s.wg.Go(func() {
 			defer sv.done()
@@ -197,6 +204,20 @@ func (s *Session) serveIETFRequest(ic *ietfConn, str bidiStream, r io.Reader, ty
 		sv.done()
 	}
 	return nil
+}
+
+// strictNamespace is the broadcast a SUBSCRIBE names on a Strict server:
+// as MediaMTX ties a session to the stream its path names, the namespace
+// is taken relative to the session path ("" is the session's stream).
+func strictNamespace(s *Session, ns string) string { return joinPath(s.Path(), ns) }
+
+// decodeSubscribe decodes body when typ is SUBSCRIBE.
+func decodeSubscribe(typ uint64, body []byte, v ietf.Version) (ietf.Subscribe, bool) {
+	var m ietf.Subscribe
+	if typ != ietf.TypeSubscribe || ietf.Decode(body, &m, v) != nil {
+		return m, false
+	}
+	return m, true
 }
 
 // ietfRange is the part of a track a request asks for: objects from

@@ -37,6 +37,11 @@ const ietfAliasWait = 2 * time.Second
 // the subscription's end goes to then.
 func (rt *remoteTrack) subscribeIETF(ctx context.Context, ic *ietfConn, then func(error)) (err error, parked bool) {
 	s := rt.rb.s
+	if isCatalogTrack(rt.name) && s.compat.closesOn(rt.rb.path, rt.name) {
+		// Asked once, it closed the session: the catalog watcher goes on
+		// to another name.
+		return fmt.Errorf("%w: SUBSCRIBE %q/%q: the server closed the session on it before", ErrRefused, rt.rb.path, rt.name), false
+	}
 	req, err := ic.newRequest(ctx, false)
 	if err != nil {
 		return err, false
@@ -60,12 +65,19 @@ func (rt *remoteTrack) subscribeIETF(ctx context.Context, ic *ietfConn, then fun
 	if optional {
 		ic.asked.optional.Store(true)
 	}
+	asksCatalog := !optional && isCatalogTrack(rt.name)
+	if asksCatalog {
+		ic.asked.catalogAsked(rt.rb.path, rt.name, false)
+	}
 	if err := req.send(ietf.TypeSubscribe, &m); err != nil {
 		return is.end(fmt.Errorf("send SUBSCRIBE: %w", err)), false
 	}
 	resp, err := ic.readRequest(ctx, req, s.opts.RequestTimeout)
 	if err == nil && optional {
 		ic.asked.optionalAnswered.Store(true)
+	}
+	if err == nil && asksCatalog {
+		ic.asked.catalogAsked(rt.rb.path, rt.name, true)
 	}
 	if err != nil {
 		if errors.Is(err, errRequestTimeout) || errors.Is(err, errRequestEnded) {
@@ -671,8 +683,9 @@ func (a *Announcements) followIETF(ic *ietfConn) error {
 	ask := a.held
 	a.mu.Unlock()
 	if ask && a.s.compat.noDiscovery.Load() {
-		ask = false
+		// A caller's feed has nothing to follow: it ends, saying why.
 		a.s.compat.sayNoDiscovery(a.s.log)
+		return ErrNoDiscovery
 	}
 	var (
 		req   *ietfRequest

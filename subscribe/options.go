@@ -115,7 +115,7 @@ type Options struct {
 	// WebTransport protocols offered (tests pin one version with it; an
 	// empty non-nil list offers no WebTransport protocol).
 	alpns []string
-	// strict: see ServerOptions.strict (accepted sessions only).
+	// strict: see ServerOptions.Strict (accepted sessions only).
 	strict *strictPeer
 
 	// resumeGrace is the part of a live track's resume window that does
@@ -174,8 +174,15 @@ type ServerOptions struct {
 	// more is closed with CodeTooMany.
 	MaxSessions int
 
-	// strict, when set, makes accepted moq-transport sessions refuse the
-	// requests MediaMTX refuses (tests; see strictPeer).
+	// Strict makes accepted moq-transport sessions behave as MediaMTX
+	// does with requests it does not support: the session is closed (code
+	// 0, no reason) on SUBSCRIBE_NAMESPACE, on a SUBSCRIBE carrying any
+	// parameter but the authorization token, and on a SUBSCRIBE of a track
+	// the broadcast does not have. For testing subscribers against
+	// servers that support less than this package; each such close is
+	// logged at debug level ("strict: closing the session").
+	Strict bool
+	// strict counts the closes of Strict (tests).
 	strict *strictPeer
 
 	// verifyAt, when set, is the time tokens are verified at (tests);

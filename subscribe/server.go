@@ -54,6 +54,9 @@ func Listen(addr string, opts ServerOptions) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.Strict && opts.strict == nil {
+		opts.strict = &strictPeer{}
+	}
 	versions, err := versionList(opts.Versions)
 	if err != nil {
 		return nil, err

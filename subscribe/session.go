@@ -250,7 +250,9 @@ func (s *Session) run(c conn) {
 		} else {
 			st.fail(began)
 			if ic, ok := c.(*ietfConn); ok {
-				s.compat.learn(ic, s.log)
+				if ce, ok := errors.AsType[*CloseError](cause); ok && ce.Remote {
+					s.compat.learn(ic, s.log)
+				}
 			}
 		}
 		delay := st.delay(s.opts.Reconnect, atOnce)

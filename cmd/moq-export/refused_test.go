@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe"
 	"github.com/moq-export/moq-export/token"
 )
@@ -160,3 +162,49 @@ func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
 }
 func (h *lineHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *lineHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestAStreamNamedByTheURLPathIsRecordedFromAServerWithoutDiscovery: a
+// moq-transport server that ties a session to the stream of its path and
+// closes the session on SUBSCRIBE_NAMESPACE and on optional SUBSCRIBE
+// parameters (as MediaMTX does; subscribe.ServerOptions.Strict) records
+// moqt://HOST:PORT/live/test as the stream live/test, and the file
+// decodes; --list says the server offers no discovery.
+func TestAStreamNamedByTheURLPathIsRecordedFromAServerWithoutDiscovery(t *testing.T) {
+	needTools(t, "ffmpeg", "ffprobe")
+	t.Parallel()
+	dir := t.TempDir()
+	cert, pin, err := subscribe.SelfSignedCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	bc := model.NewBroadcast("live/test")
+	go demo.Publish(ctx, bc, demo.Options{Realtime: true})
+	srv, err := subscribe.Listen("127.0.0.1:0", subscribe.ServerOptions{Certificates: []tls.Certificate{cert},
+		Versions: []string{"moq-transport-18"}, Strict: true, Publish: []*model.Broadcast{bc},
+		Logger: slog.New(slog.DiscardHandler), DisableWebTransport: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	url := "moqt://" + srv.Addr().String() + "/live/test"
+
+	r := run(t, dir, url, "--tls-fingerprint", pin, "--list")
+	if r.code != 0 || !strings.Contains(r.stderr, "offers no discovery") {
+		t.Errorf("--list: exit %d\n%s", r.code, r.stderr)
+	}
+	r = run(t, dir, url, "--tls-fingerprint", pin, "-v", "-o", "x.mkv", "--duration", "2s")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	for _, want := range []string{"recording the stream the URL path names", "offers no discovery", "without them from now on"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("the log lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	path := filepath.Join(dir, "x.mkv")
+	decode(t, path)
+	p := probe(t, path)
+	expectFrames(t, p, "h264", 2)
+}

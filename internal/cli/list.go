@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/record"
+	"github.com/moq-export/moq-export/subscribe"
 )
 
 // listWait is how long --list waits for the first announcement.
@@ -26,6 +28,10 @@ func (a *app) list(ctx context.Context, src Source) error {
 	}
 	if a.cfg.Broadcast == "" {
 		names, err := a.announced(ctx, src, listWait, false)
+		if errors.Is(err, subscribe.ErrNoDiscovery) {
+			notice(a.log, "the server offers no discovery of broadcasts, so there is nothing to list: name the stream in the URL path (moqt://HOST:PORT/live/test records the stream live/test) or with -b")
+			return nil
+		}
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/moq-export/moq-export/demo"
 	"github.com/moq-export/moq-export/internal/service"
 	"github.com/moq-export/moq-export/record"
+	"github.com/moq-export/moq-export/subscribe"
 )
 
 // app is one run of the command.
@@ -311,6 +313,15 @@ func (a *app) pickBroadcast(ctx context.Context, src Source) (string, error) {
 		return a.cfg.Broadcast, nil
 	}
 	names, err := a.announced(ctx, src, a.cfg.Wait, true)
+	if errors.Is(err, subscribe.ErrNoDiscovery) {
+		// A server that ties a session to one stream (MediaMTX): the URL
+		// path names it.
+		if p := a.urlPath(); p != "" {
+			a.log.Info("the server offers no discovery; recording the stream the URL path names", "stream", p)
+			return "", nil
+		}
+		return "", fmt.Errorf("the server at %s offers no discovery of broadcasts: name the stream in the URL path (moqt://HOST:PORT/live/test records the stream live/test) or with -b", redactURL(a.cfg.URL))
+	}
 	if err != nil {
 		return "", err
 	}
@@ -326,6 +337,16 @@ func (a *app) pickBroadcast(ctx context.Context, src Source) (string, error) {
 	}
 	return "", usagef("%d broadcasts are announced %s (%s): pick one with -b NAME, or record them all with --record-all -o 'rec/{broadcast}%s'",
 		len(names), a.origin(), strings.Join(names, ", "), a.cfg.Format.Ext())
+}
+
+// urlPath is the path of the URL (no slashes at the ends), "" when it has
+// none.
+func (a *app) urlPath() string {
+	u, err := url.Parse(a.cfg.URL)
+	if err != nil {
+		return ""
+	}
+	return strings.Trim(u.Path, "/")
 }
 
 // origin says where announcements come from, for messages: "under URL"
