@@ -593,19 +593,18 @@ func (w *Writer) publish(r *rendition, final bool) error {
 }
 
 // boundaryDone reports whether r's segment completed the boundary: every
-// rendition of the run has as many segments (or r leads the slowest by
-// two, which a rendition that stopped sending would otherwise hold back).
+// rendition of the run has as many segments, or r is the leader and some
+// rendition lags it by two (one that stopped sending, or never sent, must
+// not hold the state, the MPD and the multivariant playlist back).
 func (w *Writer) boundaryDone(r *rendition) bool {
-	least, n := -1, len(r.rs.Segments)
+	n := len(r.rs.Segments)
+	least := n
 	for _, o := range w.rends {
-		if o.removed {
-			continue
-		}
-		if c := len(o.rs.Segments); least < 0 || c < least {
-			least = c
+		if !o.removed {
+			least = min(least, len(o.rs.Segments))
 		}
 	}
-	return least >= 1 && (least >= n || n-least >= 2)
+	return least >= n || (r == w.leader() && n-least >= 2)
 }
 
 // mvShape is what the multivariant playlist says: its variants, and their

@@ -336,3 +336,25 @@ func TestLateTracksAndMissingStoresAreRefused(t *testing.T) {
 		t.Fatal("a Writer without a Store accepted a track")
 	}
 }
+
+func TestARenditionThatSendsNothingHoldsNoManifestBack(t *testing.T) {
+	t.Parallel()
+	v, a := looped("h264", 0, 3), looped("aac", 1, 3)
+	silent := mediatest.SampleInput("opus", 2)
+	silent.Frames = nil
+	st := newStore(t)
+	w := hls.NewWriter(hls.Options{Store: st})
+	mediatest.Write(t, w, mediatest.Tracks(v, a, silent), mediatest.Interleave(v, a))
+	for _, name := range []string{"index.m3u8", "index.mpd", "index.state.json"} {
+		if _, err := st.ReadFile(name); err != nil {
+			t.Errorf("while a rendition sends nothing, %s is not written: %v", name, err)
+		}
+	}
+	must(t, w.Close())
+	b, err := st.ReadFile("index.m3u8")
+	must(t, err)
+	if strings.Contains(string(b), "opus") || !strings.Contains(string(b), "v0.m3u8") {
+		t.Errorf("multivariant playlist with a silent rendition:\n%s", b)
+	}
+	mediatest.DecodeClean(t, st.path("index.m3u8"))
+}
