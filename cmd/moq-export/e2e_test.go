@@ -350,10 +350,10 @@ func TestListPrintsTheRenditionsAndExits(t *testing.T) {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	want := map[string]string{
-		"h264": "video  avc1.64000d  320x180 30fps  flv,mkv,ts,mp4",
+		"h264": "video  avc1.64000d  320x180 30fps  flv,mkv,ts,mp4,hls/dash",
 		"vp8":  "video  vp8          320x180 30fps  mkv,webm",
-		"aac":  "audio  mp4a.40.2    48000Hz 2ch    flv,mkv,ts,mp4",
-		"flac": "audio  flac         48000Hz 1ch    mkv,mp4",
+		"aac":  "audio  mp4a.40.2    48000Hz 2ch    flv,mkv,ts,mp4,hls/dash",
+		"flac": "audio  flac         48000Hz 1ch    mkv,mp4,hls/dash",
 	}
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	if len(lines) != 5 || !strings.HasPrefix(lines[0], "NAME") {

@@ -385,10 +385,11 @@ func TestListShowsEveryDemoCodecAsJSON(t *testing.T) {
 		got[row.Name] = fmt.Sprintf("%s %v %v", row.Kind, row.Formats, row.EnhancedFLV)
 	}
 	want := map[string]string{
-		"h264": "video [flv mkv ts mp4] false", "h265": "video [flv mkv ts mp4] true", "av1": "video [flv mkv webm mp4] true",
-		"vp8": "video [mkv webm] false", "vp9": "video [flv mkv webm mp4] true",
-		"aac": "audio [flv mkv ts mp4] false", "mp3": "audio [flv mkv ts mp4] false", "opus": "audio [flv mkv webm ts mp4] true",
-		"flac": "audio [mkv mp4] false", "ac3": "audio [mkv ts mp4] false",
+		"h264": "video [flv mkv ts mp4 hls] false", "h265": "video [flv mkv ts mp4 hls] true", "av1": "video [flv mkv webm mp4 hls] true",
+		"vp8": "video [mkv webm] false", "vp9": "video [flv mkv webm mp4 hls] true",
+		"aac": "audio [flv mkv ts mp4 hls] false", "mp3": "audio [flv mkv ts mp4] false", "opus": "audio [flv mkv webm ts mp4 hls] true",
+		"flac": "audio [mkv mp4 hls] false", "ac3": "audio [mkv ts mp4 hls] false",
+		"h264-360p": "video [flv mkv ts mp4 hls] false",
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("--list --json:\n got %v\nwant %v", got, want)
@@ -397,7 +398,7 @@ func TestListShowsEveryDemoCodecAsJSON(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "flv*,mkv,ts") || !strings.Contains(r.stdout, "flv*: Enhanced FLV") || !strings.Contains(r.stdout, "ffmpeg >= 7") {
 		t.Errorf("--list: exit %d, no Enhanced FLV note in\n%s", r.code, r.stdout)
 	}
-	if n := strings.Count(r.stdout, "320x180") + strings.Count(r.stdout, "48000Hz"); n != len(want) {
+	if n := strings.Count(r.stdout, "320x180") + strings.Count(r.stdout, "640x360") + strings.Count(r.stdout, "48000Hz"); n != len(want) {
 		t.Errorf("--list shows %d renditions, want %d:\n%s", n, len(want), r.stdout)
 	}
 }

@@ -122,6 +122,9 @@ func writeRenditions(w io.Writer, cat *catalog.Catalog) error {
 			fs[slices.Index(fs, string(FLV))] += "*"
 			star = true
 		}
+		if i := slices.Index(fs, string(HLS)); i >= 0 {
+			fs[i] = "hls/dash" // one package holds both manifests
+		}
 		formats := strings.Join(fs, ",")
 		if formats == "" {
 			formats = "-"
