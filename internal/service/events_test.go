@@ -377,3 +377,43 @@ func mustFiles(t testing.TB, template string) record.Output {
 
 func itoa(i int) string     { return strconv.Itoa(i) }
 func itoa64(i int64) string { return strconv.FormatInt(i, 10) }
+
+// uploader is an Output that reports upload counters, as an object store
+// does (objstore.Output), over local files.
+type uploader struct {
+	record.Output
+	parts atomic.Int64
+}
+
+func (u *uploader) UploadStats() record.UploadStats {
+	n := u.parts.Add(1)
+	return record.UploadStats{Objects: n, BytesUploaded: 1000 * n, Parts: n, Retries: 2 * n, SpoolBytes: 7 * n,
+		Latency: time.Duration(n) * time.Millisecond, Failures: 3 * n, Cuts: 4 * n}
+}
+
+// TestTheUploadsOfAnObjectStoreAreInTheMetrics: a recorder whose output
+// uploads (record.Uploader) shows its counters as moq_export_upload_*.
+func TestTheUploadsOfAnObjectStoreAreInTheMetrics(t *testing.T) {
+	t.Parallel()
+	s, base := serve(t, service.Options{Root: t.TempDir()})
+	if fams := scrape(t, base); metric(fams, "moq_export_upload_bytes_total") != -1 {
+		t.Error("upload metrics without an object store")
+	}
+	up := &uploader{Output: mustFiles(t, filepath.Join(t.TempDir(), "{broadcast}.ts"))}
+	r, err := record.New(record.Options{Output: up, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Watch(r)
+	fams := scrape(t, base)
+	n := float64(up.parts.Load()) // the scrape's call
+	for name, want := range map[string]float64{
+		"moq_export_upload_bytes_total": 1000 * n, "moq_export_upload_parts_total": n, "moq_export_upload_objects_total": n,
+		"moq_export_upload_retries_total": 2 * n, "moq_export_spool_bytes": 7 * n, "moq_export_upload_latency_seconds": n / 1000,
+		"moq_export_upload_failures_total": 3 * n, "moq_export_upload_cuts_total": 4 * n,
+	} {
+		if got := metric(fams, name); got != want {
+			t.Errorf("%s = %v, the store says %v", name, got, want)
+		}
+	}
+}

@@ -83,6 +83,14 @@ var (
 	descGaps     = prometheus.NewDesc("moq_export_gaps_total", "Gaps in the tracks (groups lost to outages or skipped).", nil, nil)
 	descLost     = prometheus.NewDesc("moq_export_lost_media_seconds_total", "Media time the tracks' gaps skipped, summed.", nil, nil)
 	descReconn   = prometheus.NewDesc("moq_export_reconnects_total", "Reconnects to the relay.", nil, nil)
+	descUpBytes  = prometheus.NewDesc("moq_export_upload_bytes_total", "Bytes an object store took (parts and objects).", nil, nil)
+	descUpParts  = prometheus.NewDesc("moq_export_upload_parts_total", "Parts (and single-request objects) an object store took.", nil, nil)
+	descUpObjs   = prometheus.NewDesc("moq_export_upload_objects_total", "Objects finished in an object store.", nil, nil)
+	descUpRetry  = prometheus.NewDesc("moq_export_upload_retries_total", "Object store requests tried again after a transient failure.", nil, nil)
+	descUpFail   = prometheus.NewDesc("moq_export_upload_failures_total", "Objects that could not be finished (kept in the spool).", nil, nil)
+	descUpCuts   = prometheus.NewDesc("moq_export_upload_cuts_total", "Recordings cut because too much waited in the spool for the store.", nil, nil)
+	descUpLat    = prometheus.NewDesc("moq_export_upload_latency_seconds", "How long the last part took to upload.", nil, nil)
+	descSpool    = prometheus.NewDesc("moq_export_spool_bytes", "Bytes in the local spool, not yet in the object store.", nil, nil)
 	descDiskFree = prometheus.NewDesc("moq_export_disk_free_bytes", "Free bytes on the file system of the output root.", []string{"root"}, nil)
 )
 
@@ -90,7 +98,8 @@ var (
 type recorderCollector struct{ s *Service }
 
 func (c *recorderCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descActive, descFrames, descBytes, descLate, descDropped, descGaps, descLost, descReconn, descDiskFree} {
+	for _, d := range []*prometheus.Desc{descActive, descFrames, descBytes, descLate, descDropped, descGaps, descLost, descReconn, descDiskFree,
+		descUpBytes, descUpParts, descUpObjs, descUpRetry, descUpFail, descUpCuts, descUpLat, descSpool} {
 		ch <- d
 	}
 }
@@ -102,6 +111,8 @@ func (c *recorderCollector) Collect(ch chan<- prometheus.Metric) {
 	active := len(s.byRec)
 	s.mu.Unlock()
 	var st record.Stats
+	var up record.UploadStats
+	uploads := false
 	var late, muxer, gaps int64
 	var lost float64
 	for _, r := range recs {
@@ -109,6 +120,18 @@ func (c *recorderCollector) Collect(ch chan<- prometheus.Metric) {
 		st.Frames += rs.Frames
 		st.Bytes += rs.Bytes
 		st.Late += rs.Late
+		if _, ok := r.Options().Output.(record.Uploader); ok {
+			uploads = true
+			u := rs.Upload
+			up.BytesUploaded += u.BytesUploaded
+			up.Parts += u.Parts
+			up.Objects += u.Objects
+			up.Retries += u.Retries
+			up.Failures += u.Failures
+			up.Cuts += u.Cuts
+			up.SpoolBytes += u.SpoolBytes
+			up.Latency = max(up.Latency, u.Latency)
+		}
 		for _, t := range r.Tracks() {
 			late += t.DroppedLate
 			muxer += t.DroppedByMuxer
@@ -127,6 +150,16 @@ func (c *recorderCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descDropped, float64(muxer), "muxer")
 	counter(descGaps, float64(gaps))
 	counter(descLost, lost)
+	if uploads {
+		counter(descUpBytes, float64(up.BytesUploaded))
+		counter(descUpParts, float64(up.Parts))
+		counter(descUpObjs, float64(up.Objects))
+		counter(descUpRetry, float64(up.Retries))
+		counter(descUpFail, float64(up.Failures))
+		counter(descUpCuts, float64(up.Cuts))
+		ch <- prometheus.MustNewConstMetric(descUpLat, prometheus.GaugeValue, up.Latency.Seconds())
+		ch <- prometheus.MustNewConstMetric(descSpool, prometheus.GaugeValue, float64(up.SpoolBytes))
+	}
 	if s.opts.Reconnects != nil {
 		counter(descReconn, float64(s.opts.Reconnects()))
 	}
