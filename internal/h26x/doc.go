@@ -23,6 +23,10 @@
 //     keyframe (AppendAnnexB, MPEG-TS).
 //   - DTS: decode timestamps in microseconds from PTS in decode order, for
 //     containers that store DTS (MPEG-TS, FLV).
+//   - DetectFraming, Deframer: for a track without a description, tell
+//     Annex B from 4-byte length-prefixed units (MediaMTX sends avc3/hev1
+//     that way) from the payload itself, and turn such a track into Annex
+//     B once; a payload that parses neither way is refused and counted.
 //
 // The root package's Sample.AnnexB turns an embedded AVCC sample into the
 // browser form for tests.
