@@ -211,7 +211,15 @@ var hour struct {
 // per benchmark run.
 func hourArchive(b *testing.B) (dir, mkv string) {
 	hour.once.Do(func() {
-		hour.dir, _ = os.MkdirTemp("", "archive-hour-")
+		// ARCHIVE_BENCH_DIR keeps the hour between runs (profiling).
+		if d := os.Getenv("ARCHIVE_BENCH_DIR"); d != "" {
+			hour.dir, hour.mkv = d, filepath.Join(d, "v0.mkv")
+			if _, err := os.Stat(hour.mkv); err == nil {
+				return
+			}
+		} else {
+			hour.dir, _ = os.MkdirTemp("", "archive-hour-")
+		}
 		tracks := []synth{sampleSynth(b, "v0", "h264"), sampleSynth(b, "v1", "h264"), sampleSynth(b, "v2", "h264"), sampleSynth(b, "aac", "aac")}
 		buildArchive(b, hour.dir, hourCatalog(b), tracks, time.Hour)
 		hour.mkv = filepath.Join(hour.dir, "v0.mkv")
