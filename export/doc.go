@@ -17,7 +17,8 @@
 //
 // Joining live, video starts at its latest keyframe and audio at its newest
 // frame. A start gate holds the first tracks unread until each holds a frame
-// (at most Delay), backfills the audio that starts after the earliest video
+// (at most Delay; MaxDelay where the delay may grow, as for files, so that a
+// first group that comes late on a loaded machine is not dropped), backfills the audio that starts after the earliest video
 // keyframe back to it (model.Track.Backfill, in the background, at most
 // min(Delay, 1 s); a failure only costs the alignment), then reads. Tracks
 // a catalog update adds later are read at once, but audio, which joined at

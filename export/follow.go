@@ -52,7 +52,7 @@ func (e *Export) applyCatalog(cat *catalog.Catalog) error {
 	if len(added) > 0 && !e.gateUsed {
 		e.gateUsed = true
 		if e.opts.Delay > 0 {
-			e.gate = &startGate{tracks: added, waiting: len(added), deadline: e.opts.Now().Add(e.opts.Delay)}
+			e.gate = &startGate{tracks: added, waiting: len(added), deadline: e.opts.Now().Add(e.startWait())}
 			for _, ts := range added {
 				ts.gated = true
 				e.gateCheck(ts)

@@ -39,6 +39,17 @@ func (e *Export) gateCheck(ts *trackState) {
 	}
 }
 
+// startWait is how long the start gate waits for a track's first frame:
+// Delay, or MaxDelay where the delay may grow (files). A track whose first
+// group comes after the others started (a loaded machine, a slow relay)
+// would otherwise find the output past it and lose that group as late.
+func (e *Export) startWait() time.Duration {
+	if e.opts.Delay >= 0 && e.opts.MaxDelay > e.opts.Delay {
+		return e.opts.MaxDelay
+	}
+	return e.opts.Delay
+}
+
 // maxBackfill bounds how long opening the gate waits for backfills.
 const maxBackfill = time.Second
 

@@ -210,3 +210,52 @@ func TestStartGateOpensAfterTheDelayWhenATrackStaysSilent(t *testing.T) {
 		t.Error("backfill asked of a track without a frame")
 	}
 }
+
+// TestStartGateWaitsUpToMaxDelayForALateFirstGroup: where the delay may
+// grow (files), the start waits up to MaxDelay for a track's first frame,
+// so a video group that comes 1.2 s after the audio (a loaded machine) is
+// written whole instead of dropped as late.
+func TestStartGateWaitsUpToMaxDelayForALateFirstGroup(t *testing.T) {
+	bc := model.NewBroadcast("live")
+	cat, _ := demo.Catalog([]string{"h264", "aac"})
+	data, _ := cat.Marshal()
+	g, _ := bc.CreateTrack(catalog.TrackName).AppendGroup()
+	g.WriteFrame(model.Frame{Payload: data})
+	g.Close(nil)
+	video, audio := bc.CreateTrack("h264"), bc.CreateTrack("aac")
+	audio.SetKeepGroups(1000)
+	for seq := uint64(0); seq < 60; seq++ {
+		writeAudioGroup(audio, seq)
+	}
+	now := time.Unix(1000, 0)
+	rec := newRecorder()
+	e := export.New(bc, rec, export.Options{Delay: 500 * time.Millisecond, MaxDelay: 3 * time.Second, Now: func() time.Time { return now }})
+	for range 2 {
+		if err := e.Poll(); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(600 * time.Millisecond)
+	}
+	if len(rec.frames) != 0 {
+		t.Fatalf("%d frames written before the video's first group, within MaxDelay", len(rec.frames))
+	}
+	g, _ = video.AppendGroup()
+	for i := range 30 {
+		g.WriteFrame(model.Frame{Timestamp: int64(i) * 33_333, Payload: []byte{byte(i)}})
+	}
+	g.Close(nil)
+	video.Close(nil)
+	audio.Close(nil)
+	for range 20 {
+		if err := e.Poll(); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(100 * time.Millisecond)
+	}
+	if n := rec.countByName()["h264"]; n != 30 {
+		t.Fatalf("%d video frames written, want the whole first group (30); stats %+v", n, e.Stats())
+	}
+	if n := rec.countByName()["aac"]; n != 60 {
+		t.Fatalf("%d audio frames written, want 60", n)
+	}
+}
