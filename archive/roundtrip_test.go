@@ -240,7 +240,6 @@ func TestAnArchivedDemoReadsBackFrameForFrameInEveryContainer(t *testing.T) {
 		{"legacy", nil, catalog.ContainerLegacy, []string{"h264", "h265", "aac", "opus"}},
 		{"loc", nil, catalog.ContainerLOC, []string{"h264", "aac"}},
 		{"cmaf", nil, catalog.ContainerCMAF, []string{"h264", "aac"}},
-		{"legacy over moq-transport-16", []string{"moq-transport-16"}, catalog.ContainerLegacy, []string{"h264", "aac"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

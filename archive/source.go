@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"math"
 	"sync"
@@ -141,7 +142,9 @@ func (f *feeder) request(name string) (*model.Track, error) {
 			c, video, found = rd.Common().Container, rd.Kind == catalog.KindVideo, true
 		}
 	}
-	if !found || !f.r.Has(context.Background(), name) {
+	// A follower takes a track the catalog lists before its first record
+	// is archived.
+	if !found || !f.r.Has(context.Background(), name) && f.o.Follow <= 0 {
 		return nil, fmt.Errorf("%w: %q in archived broadcast %q", model.ErrNotFound, name, f.r.name)
 	}
 	u, err := subscribe.NewUnpacker(name, c)
@@ -248,6 +251,9 @@ func (f *feeder) run(ctx context.Context) error {
 		for _, ft := range tracks {
 			if !ft.started {
 				if err := f.position(ctx, ft, start); err != nil {
+					if f.o.Follow > 0 && errors.Is(err, fs.ErrNotExist) {
+						continue // not archived yet: looked at again next round
+					}
 					return err
 				}
 			}
@@ -328,7 +334,6 @@ func (f *feeder) starved(tracks []*feedTrack) bool {
 // position puts a track at its start point: video at its keyframe at or
 // before start, other tracks at start.
 func (f *feeder) position(ctx context.Context, ft *feedTrack, start int64) error {
-	ft.started = true
 	var err error
 	if ft.video {
 		var key int64
@@ -347,6 +352,7 @@ func (f *feeder) position(ctx context.Context, ft *feedTrack, start int64) error
 	if err != nil {
 		return err
 	}
+	ft.started = true
 	ft.it.onGap = f.gap(ft.name)
 	return nil
 }
