@@ -222,7 +222,9 @@ func runWriter(dir string) int {
 				received = newest
 			}
 		}
-		fmt.Println("received", received)
+		if _, err := fmt.Println("received", received); err != nil {
+			return 1 // the parent is gone
+		}
 	}
 }
 
@@ -238,6 +240,10 @@ func TestAKilledWriterLeavesAllButItsLastSecondsReadable(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		cmd.Process.Kill() // a test that failed before its kill
+		cmd.Wait()
+	})
 	// received is the media time both tracks reached at the writer.
 	var received int64
 	sc := bufio.NewScanner(out)
