@@ -316,7 +316,7 @@ func TestThreeShardsRecordEachOf60BroadcastsExactlyOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			shard := service.Shard{I: i, N: 3}
-			sess, err := subscribe.Dial(context.Background(), url, subscribe.Options{TLSFingerprint: pin, Logger: quiet, ReleaseRead: true})
+			sess, err := subscribe.Dial(context.Background(), url, subscribe.Options{TLSFingerprint: pin, Logger: quiet})
 			if err != nil {
 				t.Error(err)
 				return
