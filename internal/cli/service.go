@@ -42,7 +42,7 @@ type days time.Duration
 
 func (d *days) String() string {
 	if *d == 0 {
-		return "0s"
+		return "0"
 	}
 	return time.Duration(*d).String()
 }
