@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/moq-export/moq-export/export"
@@ -37,9 +38,10 @@ type Recording struct {
 	ex       *export.Export
 	tracks   *countTracks
 	seg      *segment.Muxer
-	files    []FileInfo // finished, in order
-	current  *FileInfo  // being written
-	chapters []string   // asked for, not yet written (Chapter)
+	files    []FileInfo  // finished, in order
+	current  *FileInfo   // being written
+	chapters []string    // asked for, not yet written (Chapter)
+	asked    atomic.Bool // chapters is not empty: a frame need not lock to know
 	err      error
 	end      time.Time
 	final    Stats       // once ended
@@ -237,12 +239,17 @@ func (rec *Recording) Chapter(name string) error {
 		return ErrNotRecording
 	}
 	rec.chapters = append(rec.chapters, name)
+	rec.asked.Store(true)
 	return nil
 }
 
 // takeChapters returns the chapters asked for since the last call.
 func (rec *Recording) takeChapters() []string {
+	if !rec.asked.Load() {
+		return nil
+	}
 	rec.mu.Lock()
+	rec.asked.Store(false)
 	defer rec.mu.Unlock()
 	c := rec.chapters
 	rec.chapters = nil
