@@ -51,6 +51,7 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 		var ok bool
 		if g, skip, ok = rt.adopt(h.Sequence); ok {
 			err = nil
+			s.log.Debug("moq: completing a cut group", "track", rt.name, "group", h.Sequence, "have", skip)
 		}
 	}
 	if err != nil {
@@ -109,7 +110,7 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 			case err == io.EOF:
 				rt.groupBytes.Store(int64(fr.Slab.Used()))
 				g.Close(nil)
-			case connGone(c, err) || errors.Is(context.Cause(sub.ctx), errConnLost):
+			case connGone(c, err) || errors.Is(context.Cause(sub.ctx), errConnLost) || sessionEndingReset(c, err):
 				// Left open: a resumed subscription completes it.
 				rt.interrupt(h.Sequence, g)
 			case sub.ctx.Err() != nil:
@@ -160,10 +161,25 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 			continue
 		}
 		if err := g.WriteFrame(f); err != nil {
+			s.log.Debug("moq: group closed before its stream ended", "track", rt.name, "group", h.Sequence, "err", err)
 			str.CancelRead(CodeCancel)
 			return
 		}
 	}
+}
+
+// sessionEndingReset reports whether err is a reset of a moq-lite stream
+// whose peer is closing or draining its session: the group is cut, and a
+// resumed subscription completes it.
+func sessionEndingReset(c conn, err error) bool {
+	if _, ok := c.(*ietfConn); ok {
+		return false
+	}
+	switch resetMeaningOf(err, connVersion(c).FrameRange) {
+	case resetSessionClosed, resetGoingAway:
+		return true
+	}
+	return false
 }
 
 // stopGroupRead ends a group stream's reads when its subscription ends.

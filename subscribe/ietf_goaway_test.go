@@ -11,7 +11,8 @@ import (
 	"github.com/moq-export/moq-export/subscribe/internal/ietf"
 )
 
-// TestIETFGoAwayMovesTheSession: a GOAWAY naming another relay moves the
+// TestIETFGoAwayMovesTheSession (moq-transport and moq-lite): a GOAWAY
+// naming another relay moves the
 // session there (the new URI's path is its SETUP Path / CONNECT path), one
 // without a URI back to the same relay; the subscription resumes on the new
 // connection and the old one ends.
@@ -25,6 +26,11 @@ func TestIETFGoAwayMovesTheSession(t *testing.T) {
 		{"Draft14", ietf.ALPNDraft14, "moqt", true},
 		{"Draft20", "moqt-20", "moqt", true},
 		{"Draft20WebTransport", "moqt-20", "https", true},
+		// moq-lite: the new session is dialled before the old one closes.
+		{"Lite06SameRelay", "moq-lite-06", "moql", false},
+		{"Lite06", "moq-lite-06", "moql", true},
+		{"Lite06WebTransport", "moq-lite-06", "https", true},
+		{"Lite05", "moq-lite-05", "moql", true},
 	} {
 		t.Run(d.name, func(t *testing.T) {
 			cert, pin, err := SelfSignedCert()
@@ -65,7 +71,7 @@ func TestIETFGoAwayMovesTheSession(t *testing.T) {
 				next = listen()
 				uri, wantPath = fmt.Sprintf("%s://%s/moved?jwt=new-token", d.scheme, next.Addr()), "moved"
 			}
-			if err := peer.currentConn().(*ietfConn).sendGoAway(uri); err != nil {
+			if err := peer.GoAway(uri); err != nil {
 				t.Fatal(err)
 			}
 			peer2, err := next.Accept(ctx)

@@ -372,3 +372,56 @@ func expectBytes(t *testing.T, r io.Reader, want string) {
 		t.Fatalf("read % x, %v; want %s", got, err, want)
 	}
 }
+
+// TestGoAwayRulesCloseTheSession: a client's GOAWAY naming a URI, and a
+// second GOAWAY, close the session with PROTOCOL_VIOLATION (lite-06
+// §5.1.6); a first empty one does not.
+func TestGoAwayRulesCloseTheSession(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name  string
+		uris  []string
+		fatal bool
+	}{
+		{"one empty GOAWAY", []string{""}, false},
+		{"a client names a URI", []string{"moqt://elsewhere/"}, true},
+		{"a second GOAWAY", []string{"", ""}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv, _ := startVersionServer(t, "lite-06")
+			defer srv.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			conn, err := quic.DialAddr(ctx, srv.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"moq-lite-06"}}, quicConfig(0, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.CloseWithError(0, "")
+			peer, err := srv.Accept(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer peer.Close()
+			for _, uri := range tt.uris {
+				str, err := conn.OpenStreamSync(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				str.Write((&wire.Goaway{URI: uri}).Append([]byte{wire.StreamGoaway}))
+				str.Close()
+			}
+			select {
+			case <-conn.Context().Done():
+				var ae *quic.ApplicationError
+				if !tt.fatal || !errors.As(context.Cause(conn.Context()), &ae) || ae.ErrorCode != SessionProtocolViolation {
+					t.Fatalf("closed with %v", context.Cause(conn.Context()))
+				}
+			case <-time.After(time.Second):
+				if tt.fatal {
+					t.Fatal("the session survived")
+				}
+			}
+		})
+	}
+}

@@ -133,6 +133,7 @@ func (s *Session) serveSubscribe(ctx context.Context, c conn, str bidiStream, r 
 	if t == nil {
 		return
 	}
+	parent := ctx // the connection's: done when the session ends
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// The peer unsubscribes with a FIN (or a reset); updates are read and
@@ -151,7 +152,7 @@ func (s *Session) serveSubscribe(ctx context.Context, c conn, str bidiStream, r 
 	}()
 	defer rwg.Wait()
 
-	p := &pubTrack{s: s, c: c, v: v, ctx: ctx, str: str, sub: req, pack: packagingOf(s.publishedBroadcast(req.Broadcast), req.Track)}
+	p := &pubTrack{s: s, c: c, v: v, ctx: ctx, parent: parent, str: str, sub: req, pack: packagingOf(s.publishedBroadcast(req.Broadcast), req.Track)}
 	cons := p.begin(t)
 	defer cons.Close()
 	if v.SubscribeOK {
@@ -177,8 +178,13 @@ func (s *Session) serveSubscribe(ctx context.Context, c conn, str bidiStream, r 
 	switch {
 	case err == nil:
 		str.Close()
+	case parent.Err() != nil || s.ctx.Err() != nil:
+		// The session is ending (Close, a server that stops): the
+		// subscription is cut, not complete. A FIN would read as the
+		// publisher's end of it.
+		str.CancelWrite(liteCode(v, CodeClosed))
 	case ctx.Err() != nil:
-		// Unsubscribed or the connection is gone: finish our side too.
+		// Unsubscribed: finish our side too.
 		str.Close()
 	default:
 		s.log.Debug("moq: serving subscription", "track", req.Track, "err", err)
@@ -189,13 +195,16 @@ func (s *Session) serveSubscribe(ctx context.Context, c conn, str bidiStream, r 
 
 // pubTrack serves one subscription.
 type pubTrack struct {
-	s    *Session
-	c    conn
-	v    *wire.Version
-	ctx  context.Context
-	str  bidiStream
-	sub  wire.Subscribe
-	pack packaging
+	s   *Session
+	c   conn
+	v   *wire.Version
+	ctx context.Context
+	// parent is the connection's context: done when the session ends
+	// (ctx also ends when the peer unsubscribes).
+	parent context.Context
+	str    bidiStream
+	sub    wire.Subscribe
+	pack   packaging
 
 	first    uint64 // first group to send, when hasFirst
 	hasFirst bool
@@ -292,6 +301,13 @@ func (p *pubTrack) serve(cons *model.Consumer) error {
 		case <-rs.Wakeup():
 			ready = rs.Take(ready[:0])
 		case <-p.ctx.Done():
+			if p.group != nil && p.sessionEnding() {
+				// Cut, not complete: a reset the subscriber reads as
+				// the session closing, so that its resumed
+				// subscription completes the group.
+				p.group.CancelWrite(liteCode(p.v, CodeClosed))
+				p.group = nil
+			}
 			return p.ctx.Err()
 		}
 	}
@@ -306,6 +322,10 @@ func (p *pubTrack) inFrameRange(seq uint64, floor bool) bool {
 	}
 	return !(p.sub.End.Valid && p.sub.FrameEnd.Valid && seq == p.sub.End.Seq && uint64(p.index) > p.sub.FrameEnd.Seq)
 }
+
+// sessionEnding reports whether the subscription ends because its session
+// or connection does (not because the subscriber left).
+func (p *pubTrack) sessionEnding() bool { return p.parent.Err() != nil || p.s.ctx.Err() != nil }
 
 func (p *pubTrack) writeFrame(ev model.Event) error {
 	if p.dropped && ev.Group == p.seq && !ev.Keyframe {

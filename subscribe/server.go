@@ -408,6 +408,30 @@ func (s *Server) Accept(ctx context.Context) (*Session, error) {
 	}
 }
 
+// GoAway sends GOAWAY to every session the server holds, naming uri (the
+// server to move to; "" for this one again, as a relay that restarts
+// says): the peers dial there and move their subscriptions and
+// publications while these sessions still serve, and close them or are
+// closed by Close. A session whose version has no GOAWAY (moq-lite before
+// 04) is skipped. It returns how many sessions were asked.
+func (s *Server) GoAway(uri string) int {
+	s.mu.Lock()
+	sessions := make([]*Session, 0, len(s.sessions))
+	for sess := range s.sessions {
+		sessions = append(sessions, sess)
+	}
+	s.mu.Unlock()
+	n := 0
+	for _, sess := range sessions {
+		if err := sess.GoAway(uri); err != nil {
+			s.log.Debug("moq: GOAWAY not sent", "path", sess.Path(), "err", err)
+			continue
+		}
+		n++
+	}
+	return n
+}
+
 // Close stops listening, closes every accepted session and waits for the
 // server's goroutines.
 func (s *Server) Close() error {

@@ -82,6 +82,11 @@ type Session struct {
 	// once.
 	target    atomic.Pointer[target]
 	movedAway atomic.Bool
+	// nextConn is the connection a moq-lite GOAWAY dialled before the
+	// old one closes (make before break); goawayFrom the connection whose
+	// GOAWAY was read (a second one is a violation). Under mu.
+	nextConn   conn
+	goawayFrom conn
 
 	// Accepted sessions: the query of the client's SETUP Path (where a
 	// raw QUIC client's ?jwt= is) and the Role it declared, under mu;
@@ -266,9 +271,16 @@ func (s *Session) run(c conn) {
 			s.finish(fmt.Errorf("moq: gave up reconnecting after %v: every session ended within %v of its start: %w", b.GiveUp, s.opts.IdleTimeout, cause))
 			return
 		}
-		c = s.redial(&st, delay)
-		if c == nil {
-			return
+		if nc := s.takeNextConn(); moved && nc != nil {
+			c = nc
+		} else {
+			if nc != nil {
+				nc.Close(0, "")
+			}
+			c = s.redial(&st, delay)
+			if c == nil {
+				return
+			}
 		}
 		s.reconnects.Add(1)
 		s.version.Store(connVersion(c))
@@ -381,6 +393,11 @@ func (s *Session) finish(err error) {
 	}
 	s.mu.Unlock()
 	s.cancel()
+	// After the cancel: a GOAWAY's dial that lands later sees it and
+	// closes its connection itself.
+	if nc := s.takeNextConn(); nc != nil {
+		nc.Close(0, "")
+	}
 	for _, rb := range remotes {
 		rb.close(err)
 	}
@@ -613,14 +630,7 @@ func (s *Session) handleBidi(ctx context.Context, c conn, str bidiStream) {
 		str.Close()
 		str.CancelRead(CodeCancel)
 	case typ == wire.StreamGoaway && v.Goaway:
-		body, err := wire.ReadMessage(r, 0)
-		var m wire.Goaway
-		if err == nil {
-			err = m.Decode(body)
-		}
-		s.log.Info("moq: peer sent GOAWAY", "uri_set", m.URI != "", "err", err)
-		str.Close()
-		str.CancelRead(CodeCancel)
+		s.readLiteGoAway(c, str, r)
 	case typ == wire.StreamFetch && v.Fetch:
 		s.serveFetch(ctx, v, str, r)
 	default:

@@ -284,7 +284,10 @@ func (ls *liteSubscription) end(err error) error {
 	// Group streams that stop because the connection is gone are left
 	// open for the resumed subscription (resume.go), also when the
 	// subscribe stream saw the loss before the connection did.
-	if err != nil && connGone(ls.c, err) {
+	// A reset that says the peer's session is ending counts as the loss
+	// it announces.
+	lost := err != nil && (connGone(ls.c, err) || sessionEndingReset(ls.c, err))
+	if lost {
 		ls.sub.cancel(fmt.Errorf("%w: %w", errConnLost, err))
 	} else {
 		ls.sub.cancel(nil)

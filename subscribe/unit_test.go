@@ -314,6 +314,12 @@ func TestLivenessDefaultsAndKeepAliveBelowHalfTheIdleTimeout(t *testing.T) {
 			t.Errorf("quicConfig(%v, %v): keep-alive %v, idle %v", tc.keepAlive, tc.idle, qc.KeepAlivePeriod, qc.MaxIdleTimeout)
 		}
 	}
+	// The defaults keep a connection alive under a relay's 10 s idle
+	// timeout (moq-relay 0.17): a PING well before it, every time.
+	const relayIdleTimeout = 10 * time.Second
+	if k, _ := liveness(0, 0); k > relayIdleTimeout/4 {
+		t.Errorf("default keep-alive %v: not well inside a relay's %v idle timeout", k, relayIdleTimeout)
+	}
 }
 
 // sessionGoneRecv is a group stream whose Read, after its header, blocks

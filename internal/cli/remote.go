@@ -163,6 +163,16 @@ func (a *app) listen(ctx context.Context) error {
 		return fmt.Errorf("listening on %s: %w; pick a free UDP address such as :4443", a.cfg.Listen, err)
 	}
 	defer srv.Close()
+	// Asked to stop with publishers connected: GOAWAY first, so that they
+	// move to wherever they reconnect (this address once a restarted
+	// recorder listens again) instead of learning of it from a dead
+	// connection.
+	stopGoAway := context.AfterFunc(ctx, func() {
+		if n := srv.GoAway(""); n > 0 {
+			a.log.Info("stopping: asked the publishers to reconnect (GOAWAY)", "sessions", n)
+		}
+	})
+	defer stopGoAway()
 	addr := srv.Addr().String()
 	a.mu.Lock()
 	a.listenAddr = addr // the bound port, for messages (--listen 127.0.0.1:0)

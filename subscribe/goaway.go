@@ -1,0 +1,160 @@
+package subscribe
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/moq-export/moq-export/subscribe/internal/wire"
+)
+
+// GOAWAY on moq-lite (lite-04+), make before break.
+//
+// A relay that drains (a deploy, a restart) sends GOAWAY with the URI of
+// the session to move to, or none for "reconnect to me" (the reference
+// relay's drain), then closes the session at its deadline. A dialled
+// session dials the new session first, while the old connection still
+// delivers; once it is up the old connection is closed and the tracks
+// resubscribe on the new one, where the resume machinery (resume.go)
+// completes the groups the switch cut and fetches the ones in between,
+// so a drain loses no frame as long as the new session's relay holds
+// them. A later reconnect keeps using the new URI.
+//
+// The lite-06 rules: only a server sends a non-empty URI, at most 8 KB;
+// one GOAWAY per session; anything else closes the session with
+// PROTOCOL_VIOLATION.
+
+// maxGoawayURI bounds a GOAWAY's New Session URI.
+const maxGoawayURI = 8192
+
+// ErrNoGoaway means GoAway was asked of a session whose protocol version
+// has no GOAWAY (moq-lite before 04).
+var ErrNoGoaway = errors.New("moq: the session's protocol version has no GOAWAY")
+
+// readLiteGoAway handles the GOAWAY stream the peer opened on c.
+func (s *Session) readLiteGoAway(c conn, str bidiStream, r *bufio.Reader) {
+	body, err := wire.ReadMessage(r, maxGoawayURI+8)
+	var m wire.Goaway
+	if err == nil {
+		err = m.Decode(body)
+	}
+	str.CancelRead(CodeCancel)
+	str.Close()
+	switch {
+	case err == nil && len(m.URI) > maxGoawayURI:
+		err = fmt.Errorf("GOAWAY URI of %d bytes", len(m.URI))
+	case err == nil && s.dial == nil && m.URI != "":
+		err = errors.New("GOAWAY from a client names a URI")
+	}
+	if err == nil {
+		s.mu.Lock()
+		if s.goawayFrom == c {
+			err = errors.New("second GOAWAY")
+		}
+		s.goawayFrom = c
+		s.mu.Unlock()
+	}
+	if err != nil {
+		if !connGone(c, err) {
+			s.log.Warn("moq: bad GOAWAY, closing the session", "err", err)
+			c.Close(SessionProtocolViolation, "GOAWAY")
+		}
+		return
+	}
+	if s.dial == nil {
+		// An accepted session cannot move: the peer goes away by itself.
+		s.log.Info("moq: peer sent GOAWAY")
+		return
+	}
+	s.moveAway(c, m.URI)
+}
+
+// moveAway moves a dialled session off c to uri (resolved against the
+// current URL; "" for the same URL): dial there, then close c.
+func (s *Session) moveAway(c conn, uri string) {
+	to := s.target.Load()
+	if uri != "" {
+		next, err := goAwayTarget(to, uri)
+		if err != nil {
+			s.log.Warn("moq: GOAWAY names a session URI we cannot dial; reconnecting to the same one", "err", err)
+		} else {
+			to = next
+			s.target.Store(next)
+		}
+	}
+	s.log.Info("moq: peer sent GOAWAY, moving the session (the new one is dialled before the old one is closed)", "to", redactURL(to.raw))
+	s.movedAway.Store(true)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if !s.opts.Reconnect.Disabled {
+			ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+			nc, err := s.dial(ctx)
+			cancel()
+			if err != nil {
+				s.log.Warn("moq: dialling the session GOAWAY names failed; reconnecting after the old one ends", "err", err)
+			} else {
+				s.mu.Lock()
+				if s.closing || s.ctx.Err() != nil {
+					s.mu.Unlock()
+					nc.Close(0, "")
+				} else {
+					if s.nextConn != nil {
+						s.nextConn.Close(0, "")
+					}
+					s.nextConn = nc
+					s.mu.Unlock()
+				}
+			}
+		}
+		c.Close(0, "going away")
+	}()
+}
+
+// takeNextConn returns the connection a GOAWAY dialled ahead, if any.
+func (s *Session) takeNextConn() conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	nc := s.nextConn
+	s.nextConn = nil
+	return nc
+}
+
+// GoAway asks the peer of the session's current connection to move: to uri
+// (only an accepted session may name one; "" means the same server), with
+// GOAWAY on moq-lite 04+ and moq-transport. The peer reconnects while this
+// end keeps serving until it closes the session or the caller does; a
+// Server drains all its sessions this way in Shutdown.
+func (s *Session) GoAway(uri string) error {
+	if s.dial != nil && uri != "" {
+		return errors.New("moq: only a server names a URI in GOAWAY")
+	}
+	s.mu.Lock()
+	c := s.cur
+	s.mu.Unlock()
+	if c == nil {
+		return ErrClosed
+	}
+	if ic, ok := c.(*ietfConn); ok {
+		return ic.sendGoAway(uri)
+	}
+	if !connVersion(c).Goaway {
+		return ErrNoGoaway
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, s.opts.RequestTimeout)
+	defer cancel()
+	str, err := c.OpenBidi(ctx)
+	if err != nil {
+		return fmt.Errorf("moq: GOAWAY: %w", err)
+	}
+	m := wire.Goaway{URI: uri}
+	if _, err := str.Write(m.Append(wire.AppendVarint(nil, wire.StreamGoaway))); err != nil {
+		str.CancelRead(CodeCancel)
+		return fmt.Errorf("moq: GOAWAY: %w", err)
+	}
+	str.Close()
+	str.CancelRead(CodeCancel)
+	return nil
+}
