@@ -23,6 +23,26 @@
 //		OnFile: func(e record.FileEvent) { if e.Finished { upload(e.File.Path) } }})
 //	err = rec.RecordAll(ctx, record.SessionSource(sess)) // until ctx ends: files finished
 //
+// Each recording is a value a service holds: Recorder.Start returns a
+// *Recording (Record and RecordAll make them too; Recorder.Recordings
+// lists those running, Options.OnRecording tells starts and ends) with its
+// Stats, Files and Tracks, stopped, split into a next file or marked with
+// a chapter alone (Stop, Split, Chapter):
+//
+//	r := rec.Start(ctx, record.SessionSource(sess), "room/alice")
+//	...
+//	r.Split()           // the next file starts at the next keyframe
+//	r.Chapter("Q&A")    // MKV/WebM chapters, MP4 chapter list
+//	r.Stop(); <-r.Done() // its files are finished; r.Err() says how it ended
+//
+// It speaks as a library: its errors are typed with fields (WaitError,
+// SelectionError, RenditionError, FormatError, LimitError, CatalogError,
+// OutOfFilesError) that a command renders in its own words, long waits go
+// to Options.OnWait, and it leaves process-wide state (memory, signals,
+// limits) to the program. Optional capabilities of Outputs, Files and
+// Sources are named interfaces (LiveOutput, TemplatedOutput, LocalFile,
+// SizedFile, EndingSource, PeerSource).
+//
 // What it owns beyond the engine (package export) and the muxers (mux/...):
 //
 //   - Output files. Files names them from a template ({broadcast}, {n},
