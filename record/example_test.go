@@ -143,3 +143,47 @@ func Example_segmentsToUpload() {
 	// upload room_alice-2.mkv
 	// upload room_alice-3.mkv
 }
+
+// Hold one recording as a value: start it, split it into a second file,
+// mark a chapter, stop it alone, and list its finished files.
+func ExampleRecorder_Start() {
+	url, pin, stop := demoRelay("room/alice")
+	defer stop()
+	dir, _ := os.MkdirTemp("", "rec")
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	sess, err := subscribe.Dial(ctx, url, subscribe.Options{TLSFingerprint: pin})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer sess.Close()
+	out, _ := record.Files(filepath.Join(dir, "{broadcast}-{n}.mkv"), record.FileOptions{})
+	rec, err := record.New(record.Options{Output: out, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	r := rec.Start(ctx, record.SessionSource(sess), "room/alice")
+	for r.Stats().Media < time.Second {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := r.Split(); err != nil { // the next file starts at the next keyframe
+		log.Fatal(err)
+	}
+	for len(r.Files()) < 2 {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := r.Chapter("second part"); err != nil {
+		log.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	r.Stop()
+	<-r.Done()
+	fmt.Println(r.State(), r.Err())
+	for _, f := range r.Files() {
+		fmt.Println(filepath.Base(f.Path), f.Frames > 0)
+	}
+	// Output:
+	// ended <nil>
+	// room_alice-0.mkv true
+	// room_alice-1.mkv true
+}
