@@ -124,6 +124,10 @@ type MuxOptions struct {
 	FinishHead     func(head []byte, from int64) error
 	KeepTimestamps bool
 	Logger         *slog.Logger
+	// Compact asks for a finish that adds little to what was written (a
+	// size limit holds the file): MP4 finishes by copy instead of in
+	// place, which would copy its first fragments to the end.
+	Compact bool
 }
 
 // NewMuxer returns a muxer of format f writing to w.

@@ -31,21 +31,25 @@ type Recording struct {
 	cancel context.CancelCauseFunc
 	done   chan struct{}
 
-	mu       sync.Mutex
-	state    State
-	name     string
-	bc       *model.Broadcast
-	ex       *export.Export
-	tracks   *countTracks
-	seg      *segment.Muxer
-	files    []FileInfo  // finished, in order
-	current  *FileInfo   // being written
-	chapters []string    // asked for, not yet written (Chapter)
-	asked    atomic.Bool // chapters is not empty: a frame need not lock to know
-	err      error
-	end      time.Time
-	final    Stats       // once ended
-	trackLog []TrackInfo // once ended
+	mu     sync.Mutex
+	state  State
+	name   string
+	bc     *model.Broadcast
+	ex     *export.Export
+	tracks *countTracks
+	seg    *segment.Muxer
+	out    *output // the output being written (the export's goroutine only)
+	// largestGroup is the estimated size of the largest group written
+	// (MaxFileBytes; the export's goroutine only).
+	largestGroup int64
+	files        []FileInfo  // finished, in order
+	current      *FileInfo   // being written
+	chapters     []string    // asked for, not yet written (Chapter)
+	asked        atomic.Bool // chapters is not empty: a frame need not lock to know
+	err          error
+	end          time.Time
+	final        Stats       // once ended
+	trackLog     []TrackInfo // once ended
 }
 
 // State is where a Recording is in its life.

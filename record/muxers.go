@@ -36,7 +36,7 @@ var muxers = map[Format]muxer{
 		return ts.NewWriter(w, ts.Options{KeepTimestamps: o.KeepTimestamps, Logger: o.Logger})
 	}},
 	MP4: {caps: mp4.Caps, new: func(w io.Writer, o MuxOptions) mux.Muxer {
-		return mp4.NewWriter(w, mp4.Options{Path: o.Path, FinishHead: o.FinishHead, KeepTimestamps: o.KeepTimestamps, Logger: o.Logger})
+		return mp4.NewWriter(w, mp4.Options{Path: o.Path, FinishHead: o.FinishHead, FinishByCopy: o.Compact, KeepTimestamps: o.KeepTimestamps, Logger: o.Logger})
 	}},
 	HLS: {caps: hls.Caps,
 		new: func(io.Writer, MuxOptions) mux.Muxer { return hls.NewWriter(hls.Options{}) },

@@ -114,9 +114,10 @@ type Options struct {
 
 	// Limits (limits.go; 0 means none). MaxRecordings bounds the
 	// recordings RecordAll runs at once: a broadcast announced beyond it
-	// is refused and logged. MaxFileBytes cuts a recording once its
-	// current file (the whole recording, or one segment) reaches that
-	// size. MinFreeBytes refuses new recordings while the output's disk
+	// is refused and logged. MaxFileBytes keeps every file under
+	// that size (checked before each frame, the finish included): with {n}
+	// in a Files template the next file starts at a keyframe (split by
+	// size), otherwise the recording is cut there. MinFreeBytes refuses new recordings while the output's disk
 	// has less free space, and cuts running ones when it falls below
 	// (looked at when a recording starts and every 4 MiB written). A cut
 	// recording is finished and playable, and logged with the reason.

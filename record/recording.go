@@ -137,8 +137,14 @@ func (r *Recorder) prepare(ctx context.Context, rec *Recording) error {
 	split := r.numbersFiles()
 	var seg *segment.Muxer
 	if !r.opts.Format.Package() && (r.opts.Segment > 0 || r.namesFilesApart()) {
-		seg = segment.New(m, segment.Options{Duration: r.opts.Segment, End: r.opts.Duration, SplitForLateTracks: split, Logger: opts.Logger,
-			Next: func(n int) (mux.Muxer, error) { return r.open(rec, n) }})
+		so := segment.Options{Duration: r.opts.Segment, End: r.opts.Duration, SplitForLateTracks: split, Logger: opts.Logger,
+			Next: func(n int) (mux.Muxer, error) { return r.open(rec, n) }}
+		if r.splitsBySize() {
+			// With {n}, MaxFileBytes starts the next file (at a keyframe)
+			// instead of ending the recording: split by size.
+			so.Full = func(f mux.Frame) bool { return rec.out != nil && rec.out.noRoomForGroup(f) }
+		}
+		seg = segment.New(m, so)
 		m = seg
 	}
 	// Count the tracks accepted, for the stats of an ended recording (the

@@ -29,7 +29,7 @@ func (r *Recorder) open(rec *Recording, n int) (mux.Muxer, error) {
 	if s, ok := f.(io.Seeker); ok {
 		w = &countWriteSeeker{countWriter: cw, s: s}
 	}
-	mo := MuxOptions{Path: path, KeepTimestamps: r.opts.KeepTimestamps, Logger: r.log.With("output", f.Name())}
+	mo := MuxOptions{Path: path, KeepTimestamps: r.opts.KeepTimestamps, Logger: r.log.With("output", f.Name()), Compact: r.opts.MaxFileBytes > 0}
 	if rf, ok := f.(RemoteFile); ok {
 		mo.FinishHead = rf.FinishHead
 	}
@@ -47,7 +47,9 @@ func (r *Recorder) open(rec *Recording, n int) (mux.Muxer, error) {
 	if r.opts.OnFile != nil {
 		r.opts.OnFile(FileEvent{File: info, Recording: rec})
 	}
-	return &output{Muxer: m, file: f, count: cw, info: info, r: r, rec: rec, cut: rec.cancel}, nil
+	o := &output{Muxer: m, file: f, count: cw, info: info, r: r, rec: rec, cut: rec.cancel}
+	rec.out = o
+	return o, nil
 }
 
 // output is a muxer with its File under it: closing it finalizes the
@@ -64,6 +66,10 @@ type output struct {
 	last   int64
 	have   bool
 	spans  []trackSpan // per track, for the duration with the last frame
+	// The size limit (limits.go).
+	kinds    []trackKind
+	hasVideo bool
+	size     sizeGuard
 	// cut ends the recording at a limit; checkedAt is the size at the
 	// last look at the free space (limits.go).
 	cut       func(error)
@@ -76,6 +82,8 @@ func (o *output) AddTrack(t mux.Track) error {
 	err := o.Muxer.AddTrack(t)
 	if err == nil {
 		o.spans = append(o.spans, trackSpan{id: t.ID, nominal: nominalFrame(t)})
+		o.kinds = append(o.kinds, trackKind{t.ID, t.Kind})
+		o.hasVideo = o.hasVideo || t.Kind == mux.Video
 	}
 	if err == nil && o.info.Format == string(FLV) && o.info.Segment == 0 && EnhancedFLV(t.Codec) {
 		o.r.log.Warn(fmt.Sprintf("writing %s as Enhanced FLV", t.Codec), "output", o.info.Path, "err", ErrEnhancedFLV)
@@ -84,10 +92,15 @@ func (o *output) AddTrack(t mux.Track) error {
 }
 
 func (o *output) WriteFrame(f mux.Frame) error {
+	if o.sizeCapped(f) {
+		return nil // not written: the file is at its size limit
+	}
 	if names := o.rec.takeChapters(); len(names) > 0 {
 		o.chapters(f.Timestamp, names)
 	}
+	before := o.count.n
 	err := o.Muxer.WriteFrame(f)
+	o.noteSize(f, before)
 	if err == nil {
 		o.frames++
 		if !o.have || f.Timestamp < o.first {

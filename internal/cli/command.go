@@ -379,7 +379,7 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 	cfg.MinFree = defaultMinFree
 	f.IntVar(&cfg.MaxPublishers, "max-publishers", defaultMaxPublishers, "with --listen, refuse publishers beyond this many connected at once (0: no limit)")
 	f.IntVar(&cfg.MaxBroadcasts, "max-broadcasts", defaultMaxBroadcasts, "with --record-all, refuse broadcasts beyond this many recorded at once (0: no limit; by default none when dialing a relay)")
-	f.Var(&cfg.MaxBytes, "max-bytes", "cut a recording (finishing its file) when its file, or its --segment, reaches this `SIZE`, e.g. 20G (default: no limit)")
+	f.Var(&cfg.MaxBytes, "max-bytes", "keep every file under this `SIZE`, e.g. 20G: with {n} in -o the next file starts at a keyframe (split by size), otherwise the recording ends there (default: no limit)")
 	f.StringVar(&cfg.SpoolDir, "spool", "", "with an s3:// -o, the `DIR` where parts wait for the store and unfinished objects are completed from after a crash (default: moq-export/spool in the user cache directory)")
 	cfg.SpoolMax = objstore.DefaultSpoolMax
 	f.Var(&cfg.SpoolMax, "spool-max", "with an s3:// -o, cut recordings when this `SIZE` waits in the spool for the store")

@@ -34,6 +34,11 @@ type Options struct {
 	// mux.Stats.Dropped. Without it such AddTrack calls fail as the
 	// output's do.
 	SplitForLateTracks bool
+	// Full, when set, is asked at each keyframe that may cut, once the
+	// current output holds a frame, whether the output has no room left
+	// for the group this keyframe starts (a size limit): true starts the
+	// next output at this keyframe.
+	Full func(next mux.Frame) bool
 	// Logger says when a late track splits the output; nil logs nothing.
 	Logger *slog.Logger
 }
@@ -132,7 +137,12 @@ func (m *Muxer) WriteFrame(f mux.Frame) error {
 	rel := f.Timestamp - m.origin
 	due := m.opts.Duration > 0 && rel+cutSlack >= m.target && !m.atEnd(rel)
 	asked := m.wrote && m.split.Load()
-	if f.Keyframe && (due || asked || len(m.pending) > 0) && m.cuts(f.TrackID) {
+	cuts := f.Keyframe && m.cuts(f.TrackID)
+	if cuts && !due && !asked && m.wrote && m.opts.Full != nil && m.opts.Full(f) {
+		asked = true
+		m.split.Store(true)
+	}
+	if cuts && (due || asked || len(m.pending) > 0) {
 		if err := m.rotate(); err != nil {
 			return err
 		}
