@@ -61,12 +61,15 @@
 // the header (a rendition a catalog update adds mid-recording) is written
 // into it: Tracks is rewritten in place with the new TrackEntry and the
 // track's blocks follow from there, so the finished file (and any player
-// that opens it from the start) carries it. A live stream cannot grow its
-// Tracks once players read them, a track whose configuration would only
-// come with its first keyframe cannot be described yet, and the room holds
-// about a dozen entries: those AddTrack calls return an error wrapping
-// mux.ErrLateTrack, and the engine and the CLI go on without the track
-// and log a warning.
+// that opens it from the start) carries it. A track whose configuration
+// only comes with its first keyframe (H.264 in Annex B without a
+// description, AV1 without av1C: a browser publisher whose catalog lists
+// its audio first) is described when that keyframe arrives; its frames
+// before it are dropped and counted. A live stream cannot grow its Tracks
+// once players read them, and the room holds about a dozen entries: those
+// AddTrack calls return an error wrapping mux.ErrLateTrack (past the room,
+// a track waiting for its keyframe is dropped then, with a warning), and
+// the engine and the CLI go on without the track and log a warning.
 //
 // # Why part of it is hand-written
 //

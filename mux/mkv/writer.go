@@ -134,6 +134,7 @@ type track struct {
 	psWarned bool
 	removed  bool
 	disabled bool // header written while it still waited: frames are dropped
+	lateWait bool // added after the header, its entry waits for its configuration
 	warned   bool
 
 	// recent holds the last timestamps (µs) since the last discontinuity;
@@ -348,9 +349,25 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 	if t.norm != nil {
 		var ok bool
 		var why string
-		payload, ok, why = t.annexBToAVCC(f.Payload, f.Keyframe, w.started, w.log)
+		payload, ok, why = t.annexBToAVCC(f.Payload, f.Keyframe, w.started && !t.lateWait, w.log)
 		if !ok {
 			w.drop(t, why)
+			return nil
+		}
+	}
+	if w.started && t.lateWait {
+		if !t.ready && !t.configureFromFrame(payload, f.Keyframe) {
+			w.drop(t, "waiting for a keyframe with the codec configuration")
+			return nil
+		}
+		t.ready = true
+		if err := w.placeLate(t); err != nil {
+			if w.out.Err != nil {
+				return w.out.Err
+			}
+			t.disabled = true
+			w.log.Warn("mkv: a late track cannot be added; its frames are dropped", "track", t.ID, "codec", t.Codec, "err", err)
+			w.drop(t, err.Error())
 			return nil
 		}
 	}
@@ -504,19 +521,35 @@ func (w *Writer) tracksElement() ([]byte, error) {
 // addLate adds track t after the header: in a seekable file, Tracks is
 // rewritten with it in the room reserved after it, and its blocks follow
 // from here on (players that read the file from the start know the track;
-// one that already read the header plays on without it). A live stream
-// cannot take it, nor can a track whose configuration would only come with
-// its first keyframe, nor one beyond the room reserved: those wrap
-// mux.ErrLateTrack.
+// one that already read the header plays on without it). A track whose
+// configuration comes with its first keyframe waits for it (placeLate runs
+// then). A live stream cannot take it, nor one beyond the room reserved:
+// those wrap mux.ErrLateTrack.
 func (w *Writer) addLate(t *track) error {
 	switch {
 	case w.ws == nil:
 		return fmt.Errorf("%w (a live stream's Tracks cannot grow)", mux.ErrLateTrack)
-	case !t.ready:
-		return fmt.Errorf("%w (its configuration would come with its first keyframe; the header is written)", mux.ErrLateTrack)
 	case w.docType == "webm" && !webmFamilies[t.family]:
 		return fmt.Errorf("%w (the file is WebM, which cannot carry %s)", mux.ErrLateTrack, t.Codec)
+	case !t.ready:
+		// Its configuration comes with its first keyframe: its entry is
+		// written then (placeLate), its frames before are dropped.
+		t.lateWait = true
+		w.tracks = append(w.tracks, t)
+		w.byID[t.ID] = t
+		return nil
 	}
+	if err := w.placeLate(t); err != nil {
+		return err
+	}
+	w.tracks = append(w.tracks, t)
+	w.byID[t.ID] = t
+	return nil
+}
+
+// placeLate writes the TrackEntry of late track t, whose configuration is
+// known, into the room reserved after Tracks.
+func (w *Writer) placeLate(t *track) error {
 	t.number = uint64(len(w.live) + 1)
 	t.entry.TrackNumber, t.entry.TrackUID = t.number, t.number
 	w.live = append(w.live, t)
@@ -543,8 +576,7 @@ func (w *Writer) addLate(t *track) error {
 	if t.Kind == mux.Video {
 		w.hasVideo = true
 	}
-	w.tracks = append(w.tracks, t)
-	w.byID[t.ID] = t
+	t.lateWait = false
 	return nil
 }
 

@@ -471,6 +471,74 @@ func TestTrackAddedAfterHeaderIsRefusedWithErrLateTrack(t *testing.T) {
 	}
 }
 
+// TestLateTrackWithoutConfigurationJoinsAtItsFirstKeyframe: a video track
+// added after the header whose configuration comes in band (H.264 in
+// Annex B without a description, AV1 without av1C: a browser publisher
+// whose catalog lists its audio first) gets its TrackEntry when its first
+// keyframe brings the configuration; the frames before it are dropped,
+// counted; the file decodes with both tracks whole from there.
+func TestLateTrackWithoutConfigurationJoinsAtItsFirstKeyframe(t *testing.T) {
+	mediatest.RequireTools(t, "ffmpeg", "ffprobe")
+	for _, tc := range []struct{ video, audio, file string }{
+		{"h264-annexb", "aac", "late.mkv"},
+		{"av1", "opus", "late.webm"},
+	} {
+		t.Run(tc.video, func(t *testing.T) {
+			a, v := mediatest.SampleInput(tc.audio, 1), mediatest.SampleInput(tc.video, 2)
+			v.Track.Description = nil
+			f, path := mediatest.CreateFile(t, tc.file)
+			w := NewWriter(f, Options{})
+			if err := w.AddTrack(a.Track); err != nil {
+				t.Fatal(err)
+			}
+			// The audio alone makes the header.
+			for _, fr := range a.Frames[:5] {
+				if err := w.WriteFrame(mux.Frame{TrackID: 1, Timestamp: fr.Timestamp, Keyframe: true, Payload: fr.Payload}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !w.started {
+				t.Fatal("the header waits; this test needs it written")
+			}
+			if err := w.AddTrack(v.Track); err != nil {
+				t.Fatalf("late track without configuration: %v", err)
+			}
+			// The video joins mid-GOP: its frames before the next keyframe
+			// have nothing to decode from.
+			skip := 1
+			for skip < len(v.Frames) && !v.Frames[skip].Keyframe {
+				skip++
+			}
+			if skip == len(v.Frames) {
+				t.Fatalf("%s: one keyframe only", tc.video)
+			}
+			v.Frames = v.Frames[1:]
+			a.Frames = a.Frames[5:]
+			for _, fr := range mediatest.Interleave(a, v) {
+				if err := w.WriteFrame(fr); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got := w.Stats().Dropped; got != int64(skip-1) {
+				t.Errorf("dropped %d frames, want the %d video frames before the keyframe", got, skip-1)
+			}
+			mediatest.DecodeClean(t, path)
+			p := mediatest.Probe(t, path)
+			if len(p.Streams) != 2 {
+				t.Fatalf("%d streams, want 2", len(p.Streams))
+			}
+			for i, want := range []int{len(a.Frames) + 5, len(v.Frames) - (skip - 1)} {
+				if got := len(streamPTS(t, p, i)); got != want {
+					t.Errorf("stream %d: %d packets, want %d", i, got, want)
+				}
+			}
+		})
+	}
+}
+
 // TestTrackAddedWhileHeaderWaitsIsWritten: while a track waits for its
 // configuration the header is not written, so a new track still joins.
 func TestTrackAddedWhileHeaderWaitsIsWritten(t *testing.T) {
