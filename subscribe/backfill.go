@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/hang"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
@@ -88,11 +89,17 @@ func (rt *remoteTrack) backfill(ctx context.Context, target int64) error {
 			if !current {
 				return nil // resubscribed meanwhile: a new timeline
 			}
-			if err := insertGroup(rt.track, s, r.frames); err != nil {
+			switch err := insertGroup(rt.track, s, r.frames); {
+			case errors.Is(err, model.ErrDuplicateGroup):
+				// The subscription opened it meanwhile (its stream
+				// came before its first frame, which OldestGroup
+				// looks at): the older groups are still missing.
+			case err != nil:
 				log.Debug("moq: backfill stopped", "group", s, "err", err)
 				return nil
+			default:
+				added++
 			}
-			added++
 			if ts <= target {
 				log.Debug("moq: backfilled", "groups", added)
 				return nil
@@ -101,7 +108,7 @@ func (rt *remoteTrack) backfill(ctx context.Context, target int64) error {
 		}
 		seq -= uint64(n)
 		// Groups still needed at the pace seen so far.
-		if per := (first - newest) / int64(added); per > 0 {
+		if per := (first - newest) / int64(max(added, 1)); per > 0 {
 			window = int(min((newest-target+per-1)/per, backfillMaxWindow))
 		}
 		window = max(window, 1)
@@ -151,11 +158,9 @@ func (rt *remoteTrack) fetchFrames(ctx context.Context, c conn, timescale, seq, 
 	defer stop()
 	fr := wire.NewFrameReader(bufio.NewReader(str), connVersion(c))
 	var frames []model.Frame
-	var cg *cmafGroup
-	if rt.cmafInit != nil {
-		cg = newCMAFGroup(rt.cmafInit)
-		defer cg.close()
-	}
+	dec := rt.pack.Decoder()
+	dec.Verbatim = rt.rb.s.opts.Objects
+	defer dec.Close()
 	for {
 		payload, err := fr.Next()
 		if err == io.EOF {
@@ -171,26 +176,11 @@ func (rt *remoteTrack) fetchFrames(ctx context.Context, c conn, timescale, seq, 
 			}
 			return nil, fmt.Errorf("FETCH %q/%q group %d: %w", rt.rb.path, rt.name, seq, protocolErr(err))
 		}
-		if cg != nil && !rt.rb.s.opts.Objects {
-			err := cg.write(payload, func(f model.Frame) error {
-				frames = append(frames, f)
-				return nil
-			})
-			if err != nil {
-				resetStream(str, CodeDecode)
-				return nil, fmt.Errorf("FETCH %q/%q group %d: %w", rt.rb.path, rt.name, seq, err)
-			}
-			continue
-		}
-		f, ok, err := decodeFrame(rt.kind, fr.Timestamp, timescale, payload)
-		if err != nil {
+		if err := dec.Decode(hang.Object{Payload: payload, Timestamp: fr.Timestamp, Timescale: timescale}); err != nil {
 			resetStream(str, CodeDecode)
-			return nil, fmt.Errorf("FETCH %q/%q group %d: %w", rt.rb.path, rt.name, seq, err)
+			return nil, fmt.Errorf("FETCH %q/%q group %d: %w", rt.rb.path, rt.name, seq, decodeErr(err))
 		}
-		if rt.rb.s.opts.Objects {
-			f, ok = objectFrame(cg, f, payload), true
-		}
-		if ok {
+		for f, ok := dec.Next(); ok; f, ok = dec.Next() {
 			frames = append(frames, f)
 		}
 	}

@@ -7,13 +7,13 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/internal/hang"
 	"github.com/moq-export/moq-export/model"
-	"github.com/moq-export/moq-export/subscribe/internal/container"
 )
 
 // kindRaw marks tracks without a container: catalog tracks, whose frame
 // timestamps come from the wire.
-const kindRaw = "raw"
+const kindRaw = string(hang.Raw)
 
 func isCatalogTrack(name string) bool { return catalog.IsTrackName(name) }
 
@@ -164,7 +164,7 @@ func (rb *remoteBroadcast) request(name string) (*model.Track, error) {
 		return nil, fmt.Errorf("broadcast %q: %w: the peer's token does not allow publishing it", rb.path, ErrUnauthorized)
 	}
 	kind := rb.knownKind(name)
-	if kind != "" && !decodable(kind) {
+	if kind != "" && !hang.Decodable(kind) {
 		return nil, fmt.Errorf("track %q of %q: %w: %q", name, rb.path, ErrUnsupportedContainer, kind)
 	}
 	rt := &remoteTrack{rb: rb, name: name, track: model.NewTrack(name), kind: kind}
@@ -248,7 +248,7 @@ func (rb *remoteBroadcast) kindOf(name string) (string, error) {
 		return "", context.Cause(rb.ctx)
 	}
 	rb.s.log.Warn("moq: track not in the catalog, assuming the legacy container", "broadcast", rb.path, "track", name)
-	return container.Legacy, nil
+	return string(hang.Legacy), nil
 }
 
 // catalogUpdateGrace is how long a track missing from the catalog waits

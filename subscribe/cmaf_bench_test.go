@@ -11,9 +11,8 @@ import (
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
-	"github.com/moq-export/moq-export/internal/cmaf"
+	"github.com/moq-export/moq-export/internal/hang"
 	"github.com/moq-export/moq-export/model"
-	"github.com/moq-export/moq-export/subscribe/internal/container"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
@@ -45,7 +44,7 @@ func demoStream(b *testing.B, kind catalog.ContainerKind) (map[string][]byte, ma
 			}
 			frames, _, _ := g.Frames(0)
 			for _, f := range frames {
-				buf = pk.appendFrame(buf, wire.Lite05, f.Timestamp, prev, f.Payload)
+				buf = appendFrame(buf, wire.Lite05, pk, f, prev)
 				prev = f.Timestamp
 				counts[r.Name]++
 			}
@@ -57,7 +56,8 @@ func demoStream(b *testing.B, kind catalog.ContainerKind) (map[string][]byte, ma
 
 // BenchmarkReceiveFrame measures what each frame costs between the group
 // stream and the model frames, in the legacy container and in cmaf (the
-// same demo media): reading the FRAME off the stream and demuxing it. The
+// same demo media): reading the FRAME off the stream and decoding it with
+// package hang. The
 // mediacommon sub-benchmark demuxes the same cmaf frames with
 // fmp4.Parts.Unmarshal instead, for the package doc of internal/cmaf.
 // ns/op and allocs/op are per frame.
@@ -71,28 +71,20 @@ func BenchmarkReceiveFrame(b *testing.B) {
 			type track struct {
 				data   []byte
 				frames int
-				cg     *cmafGroup
+				pack   hang.Track
 			}
 			var tracks []track
 			total := 0
 			for _, r := range cat.Renditions() {
 				tk := track{data: streams[r.Name], frames: counts[r.Name]}
-				if tc.kind == catalog.ContainerCMAF {
-					init, err := r.Common().Container.DecodeInit()
-					if err != nil {
-						b.Fatal(err)
-					}
-					in, err := cmaf.ParseInit(init)
-					if err != nil {
-						b.Fatal(err)
-					}
-					tk.cg = newCMAFGroup(in)
+				var err error
+				if tk.pack, err = hang.NewTrack(hang.Kind(tc.kind), r.Common().Container); err != nil {
+					b.Fatal(err)
 				}
 				tracks = append(tracks, tk)
 				total += tk.frames
 			}
 			var n int
-			discard := func(f model.Frame) error { n += len(f.Payload); return nil }
 			br := bytes.NewReader(nil)
 			r := bufio.NewReader(br)
 			b.ReportAllocs()
@@ -102,6 +94,7 @@ func BenchmarkReceiveFrame(b *testing.B) {
 					br.Reset(tk.data)
 					r.Reset(br)
 					fr := wire.FrameReader{R: r}
+					dec := tk.pack.Decoder()
 					for {
 						payload, err := fr.Next()
 						if err == io.EOF {
@@ -110,24 +103,21 @@ func BenchmarkReceiveFrame(b *testing.B) {
 						if err != nil {
 							b.Fatal(err)
 						}
-						switch {
-						case tc.name == "cmaf-mediacommon":
+						if tc.name == "cmaf-mediacommon" {
 							var ps fmp4.Parts
 							if err := ps.Unmarshal(payload); err != nil {
 								b.Fatal(err)
 							}
-						case tk.cg != nil:
-							if err := tk.cg.write(payload, discard); err != nil {
-								b.Fatal(err)
-							}
-						default:
-							f, _, err := decodeFrame(container.Legacy, fr.Timestamp, publishTimescale, payload)
-							if err != nil {
-								b.Fatal(err)
-							}
-							_ = discard(f)
+							continue
+						}
+						if err := dec.Decode(hang.Object{Payload: payload, Timestamp: fr.Timestamp, Timescale: publishTimescale}); err != nil {
+							b.Fatal(err)
+						}
+						for f, ok := dec.Next(); ok; f, ok = dec.Next() {
+							n += len(f.Payload)
 						}
 					}
+					dec.Close()
 					frames += tk.frames
 				}
 			}

@@ -5,11 +5,13 @@
 // package model holds onto the wire).
 //
 // It owns the session logic: transports and TLS, the Setup stream,
-// announcements, track info, subscriptions, group streams, the hang
-// container payloads (legacy and loc), the catalog tracks, reconnects, and a
-// small publisher. The byte layouts of the messages live in
-// subscribe/internal/wire and the hang payload forms in
-// subscribe/internal/container, so each can be tested without a network.
+// announcements, track info, subscriptions, group streams, the catalog
+// tracks, reconnects, and a small publisher. The byte layouts of the
+// messages live in subscribe/internal/wire and subscribe/internal/ietf; what
+// object payloads hold (the hang packagings legacy, loc and cmaf) is
+// package internal/hang's alone, in both directions and for both protocol
+// families: this package hands it objects and takes payloads from it, so
+// each can be tested without a network.
 // quic-go and webtransport-go carry the streams; moq-lite itself has no Go
 // library other than a cgo binding (github.com/moq-dev/moq-go) over the Rust
 // code, which this pure-Go module cannot use, hence the hand-written session.

@@ -17,9 +17,9 @@ import (
 
 	"github.com/quic-go/quic-go"
 
+	"github.com/moq-export/moq-export/internal/hang"
 	"github.com/moq-export/moq-export/internal/udpproxy"
 	"github.com/moq-export/moq-export/model"
-	"github.com/moq-export/moq-export/subscribe/internal/container"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
@@ -150,7 +150,7 @@ func (sub scriptedSub) group(t *testing.T, seq uint64, ts ...int64) *quic.SendSt
 	b := h.Append([]byte{wire.UniGroup})
 	var last int64
 	for _, x := range ts {
-		b = wire.AppendFrame(b, x-last, container.AppendLegacy(nil, x, []byte(fmt.Sprintf("frame@%d", x))))
+		b = wire.AppendFrame(b, x-last, hang.AppendLegacy(nil, x, []byte(fmt.Sprintf("frame@%d", x))))
 		last = x
 	}
 	if _, err := s.Write(b); err != nil {

@@ -8,8 +8,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/hang"
 	"github.com/moq-export/moq-export/model"
-	"github.com/moq-export/moq-export/subscribe/internal/container"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
@@ -98,11 +98,9 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 	// group: a buffer or two per group instead of one per frame.
 	fr := wire.NewFrameReader(r, connVersion(c))
 	fr.Slab, fr.UseSlab = wire.Slab{Hint: int(rt.groupBytes.Load())}, true
-	var cg *cmafGroup
-	if rt.cmafInit != nil {
-		cg = newCMAFGroup(rt.cmafInit)
-		defer cg.close()
-	}
+	dec := rt.pack.Decoder()
+	dec.Verbatim = s.opts.Objects
+	defer dec.Close()
 	for {
 		payload, err := fr.Next()
 		if err != nil {
@@ -131,39 +129,29 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 			}
 			return
 		}
-		if cg != nil && !s.opts.Objects {
-			if err := cg.write(payload, g.WriteFrame); err != nil {
-				if errors.Is(err, model.ErrClosed) {
-					str.CancelRead(CodeCancel)
-					return
-				}
+		if err := dec.Decode(hang.Object{Payload: payload, Timestamp: fr.Timestamp, Timescale: sub.timescale}); err != nil {
+			if errors.Is(err, hang.ErrSkipped) {
 				// A bad fragment is skipped, with the delta frames
 				// that follow it up to a keyframe.
-				s.log.Warn("moq: bad cmaf frame skipped", "track", rt.name, "group", h.Sequence, "err", err)
+				s.log.Warn("moq: bad frame skipped", "track", rt.name, "group", h.Sequence, "err", err)
+				continue
 			}
-			continue
-		}
-		f, ok, err := decodeFrame(rt.kind, fr.Timestamp, sub.timescale, payload)
-		if err != nil {
+			err = decodeErr(err)
 			str.CancelRead(CodeDecode)
 			s.log.Warn("moq: bad frame", "track", rt.name, "group", h.Sequence, "err", err)
 			g.Close(fmt.Errorf("group %d of %q: %w", h.Sequence, rt.name, err))
 			return
 		}
-		if s.opts.Objects && err == nil {
-			f, ok = objectFrame(cg, f, payload), true
-		}
-		if !ok {
-			continue
-		}
-		if skip > 0 {
-			skip--
-			continue
-		}
-		if err := g.WriteFrame(f); err != nil {
-			s.log.Debug("moq: group closed before its stream ended", "track", rt.name, "group", h.Sequence, "err", err)
-			str.CancelRead(CodeCancel)
-			return
+		for f, ok := dec.Next(); ok; f, ok = dec.Next() {
+			if skip > 0 {
+				skip--
+				continue
+			}
+			if err := g.WriteFrame(f); err != nil {
+				s.log.Debug("moq: group closed before its stream ended", "track", rt.name, "group", h.Sequence, "err", err)
+				str.CancelRead(CodeCancel)
+				return
+			}
 		}
 	}
 }
@@ -182,6 +170,15 @@ func sessionEndingReset(c conn, err error) bool {
 	return false
 }
 
+// decodeErr is the error of a payload package hang could not decode: a
+// protocol error (the peer sent what its catalog does not say).
+func decodeErr(err error) error {
+	if errors.Is(err, hang.ErrMalformed) {
+		return fmt.Errorf("%w: %w", ErrProtocol, err)
+	}
+	return err
+}
+
 // stopGroupRead ends a group stream's reads when its subscription ends.
 func stopGroupRead(str recvStream) { stopReading(str, CodeCancel) }
 
@@ -196,34 +193,4 @@ func stopReading(str interface {
 }, code uint64) {
 	str.CancelRead(code)
 	str.SetReadDeadline(time.Now())
-}
-
-// decodable reports whether decodeFrame reads frames of container kind.
-func decodable(kind string) bool {
-	return kind == container.Legacy || kind == container.LOC || kind == container.CMAF || kind == kindRaw
-}
-
-// decodeFrame turns a wire frame into a model frame. ok is false for a
-// marker that carries no sample (an empty legacy or loc payload).
-func decodeFrame(kind string, wireTS int64, timescale uint64, payload []byte) (model.Frame, bool, error) {
-	switch kind {
-	case container.Legacy:
-		ts, codec, err := container.DecodeLegacy(payload)
-		if err != nil {
-			return model.Frame{}, false, err
-		}
-		return model.Frame{Timestamp: ts, Payload: codec}, len(codec) > 0, nil
-	case container.LOC:
-		ts, codec, err := container.DecodeLOC(payload)
-		if err != nil {
-			return model.Frame{}, false, err
-		}
-		return model.Frame{Timestamp: ts, Payload: codec}, len(codec) > 0, nil
-	default:
-		ts, ok := container.RescaleSigned(wireTS, timescale)
-		if !ok {
-			return model.Frame{}, false, fmt.Errorf("%w: timestamp %d at timescale %d", ErrProtocol, wireTS, timescale)
-		}
-		return model.Frame{Timestamp: ts, Payload: payload}, true, nil
-	}
 }

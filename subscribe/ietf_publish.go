@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/hang"
 	"github.com/moq-export/moq-export/model"
-	"github.com/moq-export/moq-export/subscribe/internal/container"
 	"github.com/moq-export/moq-export/subscribe/internal/ietf"
 )
 
@@ -21,8 +21,9 @@ import (
 // SUBSCRIBE_OK (track alias = request id, timescale microseconds) and one
 // subgroup stream per model group from where its filter starts
 // (ietfSubscribeRange), each object carrying its timestamp as the
-// Timestamp extension and the payload as on moq-lite (catalog tracks raw,
-// media in the hang legacy container); PUBLISH_DONE follows the track's
+// Timestamp extension (microseconds) and the payload as on moq-lite, in
+// the packaging the broadcast's catalog declares (package hang: catalog
+// tracks raw, media legacy, loc or cmaf); PUBLISH_DONE follows the track's
 // end (TRACK_ENDED) or the end of an absolute range (SUBSCRIPTION_ENDED).
 // FETCH (standalone, or joining a subscription) gets FETCH_OK and one fetch
 // stream with the objects of the range that the track holds. TRACK_STATUS
@@ -370,7 +371,7 @@ func (s *Session) ietfServeSubscribe(sv *ietfServe, m ietf.Subscribe) {
 	key := servingKey{normPath(m.Namespace), m.Track}
 	s.countServing(key, 1)
 	defer s.countServing(key, -1)
-	w := ietfGroupWriter{sv: sv, raw: isCatalogTrack(m.Track)}
+	w := ietfGroupWriter{sv: sv, pack: packagingOf(s.publishedBroadcast(m.Namespace), m.Track)}
 	status, reason := uint64(ietf.DoneTrackEnded), "track ended"
 	err := w.serve(t, cons, rng)
 	w.close()
@@ -407,7 +408,8 @@ func (s *Session) ietfPublishedTrack(broadcast, track string) *model.Track {
 // ietfGroupWriter sends the groups of one subscription.
 type ietfGroupWriter struct {
 	sv      *ietfServe
-	raw     bool
+	pack    hang.Track
+	payload []byte // the packaged payload of the frame being written
 	group   sendStream
 	seq     uint64
 	last    uint64 // id of the last object written on group
@@ -509,11 +511,8 @@ func (w *ietfGroupWriter) write(ev model.Event, id uint64) error {
 	}
 	w.last = id
 	ts := max(ev.Frame.Timestamp, 0)
-	payload := ev.Frame.Payload
-	if !w.raw {
-		payload = container.AppendLegacy(nil, ts, payload)
-	}
-	b := ietf.AppendObject(w.buf[:0], w.header(true), delta, ietf.AppendTimestampExt(nil, uint64(ts), v), payload, 0, v)
+	w.payload = w.pack.AppendPayload(w.payload[:0], ev.Frame)
+	b := ietf.AppendObject(w.buf[:0], w.header(true), delta, ietf.AppendTimestampExt(nil, uint64(ts), v), w.payload, 0, v)
 	w.buf = b
 	if _, err := w.group.Write(b); err != nil {
 		// The subscriber stopped this group: carry on with the next.
@@ -544,17 +543,18 @@ func (w *ietfGroupWriter) close() {
 // ietfFetchRange resolves a FETCH into its track and range: a standalone
 // fetch names both; a joining fetch takes the track of the subscription
 // it joins and ends at that subscription's Largest Location, starting
-// Offset groups before it (relative) or at group Offset (absolute).
-func (s *Session) ietfFetchRange(sv *ietfServe, m ietf.Fetch) (t *model.Track, name string, r ietfRange, code uint64, reason string) {
+// Offset groups before it (relative) or at group Offset (absolute). ns
+// and name are the broadcast and track.
+func (s *Session) ietfFetchRange(sv *ietfServe, m ietf.Fetch) (t *model.Track, ns, name string, r ietfRange, code uint64, reason string) {
 	if m.Type == ietf.FetchStandalone {
 		t = s.ietfPublishedTrack(m.Namespace, m.Track)
 		if t == nil {
-			return nil, "", r, ietfErrDoesNotExist, "no such track"
+			return nil, "", "", r, ietfErrDoesNotExist, "no such track"
 		}
 		if m.End.Group < m.Start.Group || (m.End.Group == m.Start.Group && m.End.Object != 0 && m.End.Object <= m.Start.Object) {
-			return nil, "", r, ietfErrInvalidRange, "range ends before its start"
+			return nil, "", "", r, ietfErrInvalidRange, "range ends before its start"
 		}
-		return t, m.Track, ietfRange{Start: m.Start, End: m.End.Group, EndObject: m.End.Object, HasEnd: true}, 0, ""
+		return t, m.Namespace, m.Track, ietfRange{Start: m.Start, End: m.End.Group, EndObject: m.End.Object, HasEnd: true}, 0, ""
 	}
 	ic := sv.ic
 	ic.mu.Lock()
@@ -562,16 +562,16 @@ func (s *Session) ietfFetchRange(sv *ietfServe, m ietf.Fetch) (t *model.Track, n
 	var largest *ietf.Location
 	joinable := false
 	if sub != nil {
-		t, name, largest, joinable = sub.track, sub.trackName, sub.largest, sub.joinable
+		t, ns, name, largest, joinable = sub.track, sub.broadcast, sub.trackName, sub.largest, sub.joinable
 	}
 	ic.mu.Unlock()
 	switch {
 	case t == nil:
-		return nil, "", r, ietfErrInvalidJoining, "no such subscription"
+		return nil, "", "", r, ietfErrInvalidJoining, "no such subscription"
 	case !joinable:
-		return nil, "", r, ietfErrInvalidJoining, "the subscription has no Largest Object filter"
+		return nil, "", "", r, ietfErrInvalidJoining, "the subscription has no Largest Object filter"
 	case largest == nil:
-		return nil, "", r, ietfErrInvalidRange, "the track had no objects when subscribed"
+		return nil, "", "", r, ietfErrInvalidRange, "the track had no objects when subscribed"
 	}
 	r = ietfRange{End: largest.Group, EndObject: largest.Object + 1, HasEnd: true}
 	if m.Type == ietf.FetchRelativeJoining {
@@ -579,14 +579,14 @@ func (s *Session) ietfFetchRange(sv *ietfServe, m ietf.Fetch) (t *model.Track, n
 	} else {
 		r.Start.Group = min(m.Offset, largest.Group)
 	}
-	return t, name, r, 0, ""
+	return t, ns, name, r, 0, ""
 }
 
 // ietfServeFetch serves a FETCH: the objects of its range that the track
 // holds, in ascending group order (descending when asked, in draft 14) on
 // one fetch stream; a group still being written is served as it grows.
 func (s *Session) ietfServeFetch(sv *ietfServe, m ietf.Fetch) {
-	t, name, rng, code, reason := s.ietfFetchRange(sv, m)
+	t, ns, name, rng, code, reason := s.ietfFetchRange(sv, m)
 	if t == nil {
 		sv.refuse(ietf.TypeFetch, code, reason)
 		return
@@ -634,7 +634,7 @@ func (s *Session) ietfServeFetch(sv *ietfServe, m ietf.Fetch) {
 	defer cons.Close()
 	rs := model.NewReadySet()
 	cons.Watch(rs)
-	out := fetchWriter{sv: sv, str: str, raw: isCatalogTrack(name), rs: rs,
+	out := fetchWriter{sv: sv, str: str, pack: packagingOf(s.publishedBroadcast(ns), name), rs: rs,
 		fw: ietf.FetchObjectWriter{V: sv.ic.v}}
 	out.buf = ietf.AppendFetchHeader(nil, ietf.FetchHeader{RequestID: sv.id}, sv.ic.v)
 	for i, g := range groups {
@@ -652,12 +652,13 @@ func (s *Session) ietfServeFetch(sv *ietfServe, m ietf.Fetch) {
 
 // fetchWriter writes the objects of a FETCH on its stream.
 type fetchWriter struct {
-	sv  *ietfServe
-	str sendStream
-	raw bool
-	rs  *model.ReadySet
-	fw  ietf.FetchObjectWriter
-	buf []byte
+	sv      *ietfServe
+	str     sendStream
+	pack    hang.Track
+	payload []byte // the packaged payload of the frame being written
+	rs      *model.ReadySet
+	fw      ietf.FetchObjectWriter
+	buf     []byte
 }
 
 // group writes the objects of group g (sequence seq) inside rng, waiting
@@ -673,11 +674,8 @@ func (w *fetchWriter) group(g *model.Group, seq uint64, rng ietfRange) bool {
 				continue
 			}
 			ts := max(f.Timestamp, 0)
-			payload := f.Payload
-			if !w.raw {
-				payload = container.AppendLegacy(nil, ts, payload)
-			}
-			w.buf = w.fw.Append(w.buf, seq, id, ietf.AppendTimestampExt(nil, uint64(ts), v), payload)
+			w.payload = w.pack.AppendPayload(w.payload[:0], f)
+			w.buf = w.fw.Append(w.buf, seq, id, ietf.AppendTimestampExt(nil, uint64(ts), v), w.payload)
 		}
 		next += len(frames)
 		if len(w.buf) > 0 {

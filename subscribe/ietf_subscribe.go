@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/hang"
 	"github.com/moq-export/moq-export/model"
-	"github.com/moq-export/moq-export/subscribe/internal/container"
 	"github.com/moq-export/moq-export/subscribe/internal/ietf"
 )
 
@@ -451,6 +451,9 @@ func (s *Session) readIETFSubgroup(ic *ietfConn, str recvStream, r *bufio.Reader
 	stop := context.AfterFunc(sub.ctx, func() { stopReading(str, CodeCancel) })
 	defer stop()
 	or := ietf.ObjectReader{R: r, V: ic.v, Header: h}
+	dec := rt.pack.Decoder()
+	dec.Verbatim = rt.rb.s.opts.Objects
+	defer dec.Close()
 	var g *model.Group
 	skip := 0 // objects the track already has (a group cut by a lost connection)
 	end := func(err error) {
@@ -515,54 +518,43 @@ func (s *Session) readIETFSubgroup(ic *ietfConn, str recvStream, r *bufio.Reader
 		case ietf.StatusDoesNotExist:
 			continue
 		}
-		f, ok, err := decodeIETFObject(rt.kind, obj, sub.timescale, ic.v)
+		err = decodeIETF(&dec, obj, sub.timescale, ic.v)
+		if errors.Is(err, hang.ErrSkipped) {
+			log.Warn("moq: bad object skipped", "object", obj.ID, "err", err)
+			continue
+		}
 		if err != nil {
+			err = decodeErr(err)
 			str.CancelRead(CodeDecode)
 			log.Warn("moq: bad object", "object", obj.ID, "err", err)
 			end(fmt.Errorf("group %d of %q: %w", h.Group, rt.name, err))
 			return
 		}
-		if rt.rb.s.opts.Objects {
-			f, ok = objectFrame(nil, f, obj.Payload), true
-		}
-		if !ok {
-			continue
-		}
-		if skip > 0 {
-			skip--
-			continue
-		}
-		if err := g.WriteFrame(f); err != nil {
-			str.CancelRead(CodeCancel)
-			return
+		for f, ok := dec.Next(); ok; f, ok = dec.Next() {
+			if skip > 0 {
+				skip--
+				continue
+			}
+			if err := g.WriteFrame(f); err != nil {
+				str.CancelRead(CodeCancel)
+				return
+			}
 		}
 	}
 }
 
-// decodeIETFObject turns an object into a model frame, as decodeFrame
-// does for moq-lite frames; the wire timestamp is the object's Timestamp
-// extension (in the track's timescale unless the object names its own).
-// A LOC rendition whose payload is not a hang LOC payload is taken as the
-// LOC draft lays objects out: the codec payload, with the timestamp in
-// the extension.
-func decodeIETFObject(kind string, obj ietf.Object, timescale uint64, v ietf.Version) (model.Frame, bool, error) {
+// decodeIETF hands an object to dec, package hang's decoder of its
+// group: its payload and its Timestamp extension (in the track's
+// timescale unless the object names its own).
+func decodeIETF(dec *hang.Decoder, obj ietf.Object, timescale uint64, v ietf.Version) error {
 	ts, scale, haveTS, err := ietf.ObjectTimestamp(obj.Extensions, timescale, v)
 	if err != nil {
-		return model.Frame{}, false, fmt.Errorf("%w: object extensions: %w", ErrProtocol, err)
+		return fmt.Errorf("%w: object extensions: %w", ErrProtocol, err)
 	}
 	if ts > math.MaxInt64 {
-		return model.Frame{}, false, fmt.Errorf("%w: object timestamp %d", ErrProtocol, ts)
+		return fmt.Errorf("%w: object timestamp %d", ErrProtocol, ts)
 	}
-	if kind == container.LOC && haveTS {
-		if _, _, err := container.DecodeLOC(obj.Payload); err != nil {
-			us, ok := container.Rescale(ts, scale)
-			if !ok {
-				return model.Frame{}, false, fmt.Errorf("%w: timestamp %d at timescale %d", ErrProtocol, ts, scale)
-			}
-			return model.Frame{Timestamp: us, Payload: obj.Payload}, len(obj.Payload) > 0, nil
-		}
-	}
-	return decodeFrame(kind, int64(ts), scale, obj.Payload)
+	return dec.Decode(hang.Object{Payload: obj.Payload, Timestamp: int64(ts), Timescale: scale, HasTimestamp: haveTS})
 }
 
 // fetchIETF runs one standalone FETCH for group seq on ic and returns its
@@ -627,6 +619,9 @@ func (rt *remoteTrack) fetchIETF(ctx context.Context, ic *ietfConn, timescale, s
 	stop := context.AfterFunc(ctx, func() { data.str.SetReadDeadline(time.Now()) })
 	defer stop()
 	fr := ietf.FetchObjectReader{R: data.r, V: ic.v}
+	dec := rt.pack.Decoder()
+	dec.Verbatim = rt.rb.s.opts.Objects
+	defer dec.Close()
 	var frames []model.Frame
 	for {
 		obj, err := fr.Next()
@@ -646,15 +641,11 @@ func (rt *remoteTrack) fetchIETF(ctx context.Context, ic *ietfConn, timescale, s
 		if obj.Group != seq || obj.Status != ietf.StatusNormal {
 			continue
 		}
-		f, ok, err := decodeIETFObject(rt.kind, obj, timescale, ic.v)
-		if err != nil {
+		if err := decodeIETF(&dec, obj, timescale, ic.v); err != nil {
 			data.str.CancelRead(CodeDecode)
-			return nil, fmt.Errorf("%s: %w", what, err)
+			return nil, fmt.Errorf("%s: %w", what, decodeErr(err))
 		}
-		if rt.rb.s.opts.Objects {
-			f, ok = objectFrame(nil, f, obj.Payload), true
-		}
-		if ok {
+		for f, ok := dec.Next(); ok; f, ok = dec.Next() {
 			frames = append(frames, f)
 		}
 	}

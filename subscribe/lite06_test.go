@@ -17,8 +17,8 @@ import (
 
 	"github.com/quic-go/quic-go"
 
+	"github.com/moq-export/moq-export/internal/hang"
 	"github.com/moq-export/moq-export/model"
-	"github.com/moq-export/moq-export/subscribe/internal/container"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
@@ -304,7 +304,7 @@ func TestLite06ServerWritesThePublishedLayouts(t *testing.T) {
 				t.Logf("group %d: %v", h.Sequence, err)
 				break
 			}
-			_, codec, _ := container.DecodeLegacy(p)
+			_, codec, _ := hang.DecodeLegacy(p)
 			got[h.Sequence] = append(got[h.Sequence], string(codec))
 		}
 	}
@@ -326,7 +326,7 @@ func TestLite06ServerWritesThePublishedLayouts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, codec, _ := container.DecodeLegacy(p)
+		_, codec, _ := hang.DecodeLegacy(p)
 		fetched = append(fetched, string(codec))
 	}
 	if strings.Join(fetched, ",") != "g3/f1,g3/f2" {

@@ -1,87 +1,69 @@
 package subscribe
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/moq-export/moq-export/catalog"
-	"github.com/moq-export/moq-export/internal/cmaf"
+	"github.com/moq-export/moq-export/internal/hang"
 	"github.com/moq-export/moq-export/model"
-	"github.com/moq-export/moq-export/subscribe/internal/container"
 )
 
-// This file is Options.Objects (objects kept as received, for an archive)
-// and its inverse, Unpacker (an archive's objects made into the frames a
-// subscription delivers): the two directions of the same container
-// knowledge as decodeFrame and cmafGroup, kept here so no other package
-// learns the containers.
-
-// objectFrame is the frame Options.Objects delivers for payload: decoded
-// is what decodeFrame made of it (its timestamp is the media time); for a
-// cmaf track (cg set) the first sample's time, the wire time without one.
-func objectFrame(cg *cmafGroup, decoded model.Frame, payload []byte) model.Frame {
-	f := model.Frame{Timestamp: decoded.Timestamp, Payload: payload}
-	if cg != nil {
-		if samples, err := cg.d.Fragment(payload); err == nil && len(samples) > 0 {
-			f.Timestamp = samples[0].Timestamp
-		}
-	}
-	return f
-}
+// This file is the inverse of Options.Objects (objects kept as received,
+// for an archive: hang.Decoder.Verbatim): Unpacker, an archive's objects
+// made into the frames a subscription delivers. Package hang does the
+// decoding both ways.
 
 // Unpacker turns the objects of one track, as Options.Objects delivers
 // them and an archive keeps them, into the frames a subscription without
 // Objects delivers (codec payloads, keyframe flags of CMAF samples). It is
-// used by one goroutine.
+// used by one goroutine. The zero value unpacks a track without container
+// (a catalog track): the payload at the object's time.
 type Unpacker struct {
-	kind string
-	init *cmaf.Init
-	cg   *cmafGroup
+	pack hang.Track
+	set  bool // pack was chosen (the zero value is raw)
+	dec  hang.Decoder
+	open bool // dec is a group's decoder
 }
 
 // NewUnpacker returns the unpacker of track, whose rendition has
 // container c (nil: hang's legacy container; catalog tracks have none).
 func NewUnpacker(track string, c *catalog.Container) (*Unpacker, error) {
-	if isCatalogTrack(track) {
-		return &Unpacker{kind: kindRaw}, nil
+	kind := hang.Legacy
+	switch {
+	case isCatalogTrack(track):
+		kind = hang.Raw
+	case c != nil && c.Kind != "":
+		kind = hang.Kind(c.Kind)
 	}
-	if c == nil {
-		return &Unpacker{kind: container.Legacy}, nil
+	if !hang.Decodable(string(kind)) || kind == hang.Raw && !isCatalogTrack(track) {
+		return nil, fmt.Errorf("track %q: %w %q", track, ErrUnsupportedContainer, kind)
 	}
-	switch c.Kind {
-	case "", catalog.ContainerLegacy:
-		return &Unpacker{kind: container.Legacy}, nil
-	case catalog.ContainerLOC:
-		return &Unpacker{kind: container.LOC}, nil
-	case catalog.ContainerCMAF:
-		b, err := c.DecodeInit()
-		if err != nil {
-			return nil, fmt.Errorf("track %q: %w", track, err)
+	pack, err := hang.NewTrack(kind, c)
+	if err != nil {
+		if errors.Is(err, hang.ErrNoInit) {
+			err = fmt.Errorf("%w: %w", catalog.ErrBadInit, err)
 		}
-		in, err := cmaf.ParseInit(b)
-		if err != nil {
-			return nil, fmt.Errorf("track %q: %w: %w", track, catalog.ErrBadInit, err)
-		}
-		return &Unpacker{kind: container.CMAF, init: in}, nil
+		return nil, fmt.Errorf("track %q: %w", track, err)
 	}
-	return nil, fmt.Errorf("track %q: %w %q", track, ErrUnsupportedContainer, c.Kind)
+	return &Unpacker{pack: pack, set: true}, nil
 }
 
 // Group tells the unpacker that the next object opens a new group.
 func (u *Unpacker) Group() {
-	if u.init == nil {
-		return
+	u.Close()
+	if !u.set {
+		u.pack, _ = hang.NewTrack(hang.Raw, nil)
+		u.set = true
 	}
-	if u.cg != nil {
-		u.cg.close()
-	}
-	u.cg = newCMAFGroup(u.init)
+	u.dec, u.open = u.pack.Decoder(), true
 }
 
 // Close releases the unpacker's demuxer.
 func (u *Unpacker) Close() {
-	if u.cg != nil {
-		u.cg.close()
-		u.cg = nil
+	if u.open {
+		u.dec.Close()
+		u.open = false
 	}
 }
 
@@ -90,18 +72,16 @@ func (u *Unpacker) Close() {
 // which the frames may alias. A marker object (an empty legacy or loc
 // payload) gives none.
 func (u *Unpacker) Unpack(ts int64, payload []byte, emit func(model.Frame) error) error {
-	switch u.kind {
-	case container.CMAF:
-		if u.cg == nil {
-			u.Group()
-		}
-		return u.cg.write(payload, emit)
-	case kindRaw:
-		return emit(model.Frame{Timestamp: ts, Payload: payload})
+	if !u.open {
+		u.Group()
 	}
-	f, ok, err := decodeFrame(u.kind, ts, 1_000_000, payload)
-	if err != nil || !ok {
+	if err := u.dec.Decode(hang.Object{Payload: payload, Timestamp: ts, Timescale: hang.Timescale}); err != nil {
 		return err
 	}
-	return emit(f)
+	for f, ok := u.dec.Next(); ok; f, ok = u.dec.Next() {
+		if err := emit(f); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -2,53 +2,23 @@ package subscribe
 
 import (
 	"github.com/moq-export/moq-export/catalog"
-	"github.com/moq-export/moq-export/internal/cmaf"
+	"github.com/moq-export/moq-export/internal/hang"
 	"github.com/moq-export/moq-export/model"
-	"github.com/moq-export/moq-export/subscribe/internal/container"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
-// packaging is how a published track goes on the wire: the container its
-// model frames are put in and the TRACK_INFO timescale of the wire
-// timestamps. The broadcast's own catalog decides: a rendition it declares
-// "cmaf" carries moof+mdat payloads already (as `moq import fmp4`
-// publishes them), which go out as they are at the init's mdhd timescale;
-// "loc" renditions get the loc container; every other track the legacy
-// one, and catalog tracks none.
-type packaging struct {
-	kind      string // container.Legacy, container.LOC, container.CMAF or kindRaw
-	timescale uint64
-}
-
-// packagingOf reads the catalog that b publishes (catalog.json, if it
-// holds one) for track name.
-func packagingOf(b *model.Broadcast, name string) packaging {
-	p := packaging{kind: container.Legacy, timescale: publishTimescale}
+// packagingOf returns how published track name of b goes on the wire, as
+// package hang reads it from the catalog b publishes (catalog.json, if it
+// holds one): a rendition it declares "cmaf" carries moof+mdat payloads
+// already (as `moq import fmp4` publishes them), which go out as they are
+// at the init's mdhd timescale; "loc" renditions get the loc packaging;
+// every other track the legacy one, and catalog tracks none.
+func packagingOf(b *model.Broadcast, name string) hang.Track {
 	if isCatalogTrack(name) {
-		p.kind = kindRaw
-		return p
+		t, _ := hang.NewTrack(hang.Raw, nil)
+		return t
 	}
-	c := latestCatalog(b)
-	if c == nil {
-		return p
-	}
-	for _, r := range c.Renditions() {
-		if r.Name != name {
-			continue
-		}
-		cm := r.Common()
-		switch cm.ContainerKind() {
-		case catalog.ContainerLOC:
-			p.kind = container.LOC
-		case catalog.ContainerCMAF:
-			if init, err := cm.Container.DecodeInit(); err == nil {
-				if in, err := cmaf.ParseInit(init); err == nil {
-					p.kind, p.timescale = container.CMAF, uint64(in.Timescale)
-				}
-			}
-		}
-	}
-	return p
+	return hang.ForRendition(latestCatalog(b), name)
 }
 
 // latestCatalog returns the newest catalog.json snapshot b holds, or nil.
@@ -83,32 +53,14 @@ func latestCatalog(b *model.Broadcast) *catalog.Catalog {
 	return c
 }
 
-// appendFrame appends one FRAME (on a group or a fetch stream) laid out
-// for v: the timestamp, converted to the track's timescale, as a delta
-// from the previous frame's (both microseconds) where v has frame
-// timestamps, and the payload in the container.
-func (p packaging) appendFrame(b []byte, v *wire.Version, ts, last int64, payload []byte) []byte {
-	switch p.kind {
-	case kindRaw:
-		return wire.AppendFrameFor(b, v, ts-last, payload)
-	case container.CMAF:
-		return wire.AppendFrameFor(b, v, toTimescale(ts, p.timescale)-toTimescale(last, p.timescale), payload)
-	case container.LOC:
-		return wire.AppendFrameFor(b, v, ts-last, container.AppendLOC(nil, ts, payload))
-	}
+// appendFrame appends one FRAME of f (on a group or a fetch stream) laid
+// out for v: the timestamp, in the track's timescale, as a delta from the
+// previous frame's (last, microseconds) where v has frame timestamps, and
+// the payload package hang makes of f.
+func appendFrame(b []byte, v *wire.Version, pk hang.Track, f model.Frame, last int64) []byte {
 	if v.FrameTimestamps {
-		b = wire.AppendVarint(b, wire.Zigzag(ts-last))
+		b = wire.AppendVarint(b, wire.Zigzag(pk.WireTimestamp(f.Timestamp)-pk.WireTimestamp(last)))
 	}
-	b = wire.AppendVarint(b, uint64(container.LegacyLen(ts, payload)))
-	return container.AppendLegacy(b, ts, payload)
-}
-
-// toTimescale converts microseconds to ticks of timescale (rounding
-// down); the subscriber reads CMAF times from the fragment, so the wire
-// timestamp is informative.
-func toTimescale(us int64, timescale uint64) int64 {
-	if timescale == publishTimescale || timescale == 0 {
-		return us
-	}
-	return us/1_000_000*int64(timescale) + us%1_000_000*int64(timescale)/1_000_000
+	b = wire.AppendVarint(b, uint64(pk.PayloadLen(f)))
+	return pk.AppendPayload(b, f)
 }

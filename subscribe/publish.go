@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/hang"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
@@ -112,7 +113,7 @@ func (s *Session) serveTrack(v *wire.Version, str bidiStream, r *bufio.Reader) {
 		return
 	}
 	pk := packagingOf(s.publishedBroadcast(req.Broadcast), req.Track)
-	info := wire.TrackInfo{MaxLatency: publishMaxLatency, Timescale: pk.timescale}
+	info := wire.TrackInfo{MaxLatency: publishMaxLatency, Timescale: pk.Timescale()}
 	if _, err := str.Write(info.AppendFor(nil, v)); err != nil {
 		return
 	}
@@ -204,7 +205,7 @@ type pubTrack struct {
 	parent context.Context
 	str    bidiStream
 	sub    wire.Subscribe
-	pack   packaging
+	pack   hang.Track
 
 	first    uint64 // first group to send, when hasFirst
 	hasFirst bool
@@ -354,7 +355,7 @@ func (p *pubTrack) writeFrame(ev model.Event) error {
 	}
 	p.sent++
 	ts := ev.Frame.Timestamp
-	b := p.pack.appendFrame(p.buf[:0], p.v, ts, p.lastTS, ev.Frame.Payload)
+	b := appendFrame(p.buf[:0], p.v, p.pack, ev.Frame, p.lastTS)
 	p.buf = b
 	p.lastTS = ts
 	if _, err := p.group.Write(b); err != nil {
@@ -484,7 +485,7 @@ func (s *Session) serveFetch(ctx context.Context, v *wire.Version, str bidiStrea
 		}
 		buf = buf[:0]
 		for _, f := range frames {
-			buf = pack.appendFrame(buf, v, f.Timestamp, last, f.Payload)
+			buf = appendFrame(buf, v, pack, f, last)
 			last = f.Timestamp
 		}
 		next += len(frames)

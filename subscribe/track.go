@@ -8,9 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/moq-export/moq-export/internal/cmaf"
+	"github.com/moq-export/moq-export/internal/hang"
 	"github.com/moq-export/moq-export/model"
-	"github.com/moq-export/moq-export/subscribe/internal/container"
 )
 
 // remoteTrack is one subscribed track; it survives reconnects.
@@ -19,8 +18,9 @@ type remoteTrack struct {
 	name  string
 	track *model.Track
 	kind  string
-	// cmafInit is the init of a cmaf track, set before it subscribes.
-	cmafInit *cmaf.Init
+	// pack decodes the track's payloads (package hang), set before it
+	// subscribes.
+	pack hang.Track
 
 	// groupBytes is the payload size of the last group read to its end:
 	// how big the next group's slab starts (readGroup).
@@ -97,20 +97,20 @@ func (rt *remoteTrack) prepare() bool {
 			rt.track.Close(closeReason(err))
 			return false
 		}
-		if !decodable(k) {
+		if !hang.Decodable(k) {
 			log.Warn("moq: unsupported container, track skipped", "broadcast", rt.rb.path, "track", rt.name, "container", k)
 			rt.track.Close(fmt.Errorf("track %q: %w: %q", rt.name, ErrUnsupportedContainer, k))
 			return false
 		}
 		rt.kind = k
 	}
-	if rt.kind == container.CMAF {
-		if err := rt.openCMAF(); err != nil {
-			log.Warn("moq: cmaf track skipped", "broadcast", rt.rb.path, "track", rt.name, "err", err)
-			rt.track.Close(err)
-			return false
-		}
+	pack, err := rt.packaging()
+	if err != nil {
+		log.Warn("moq: "+rt.kind+" track skipped", "broadcast", rt.rb.path, "track", rt.name, "err", err)
+		rt.track.Close(err)
+		return false
 	}
+	rt.pack = pack
 	return true
 }
 

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/hang"
 	"github.com/moq-export/moq-export/model"
-	"github.com/moq-export/moq-export/subscribe/internal/container"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
@@ -148,35 +148,6 @@ func splitEvery(s string, n int) []string {
 	return append(out, s)
 }
 
-func TestDecodeFrameByContainer(t *testing.T) {
-	tests := []struct {
-		name      string
-		kind      string
-		wireTS    int64
-		timescale uint64
-		payload   []byte
-		wantTS    int64
-		wantBytes string
-		ok        bool
-	}{
-		{"LegacyTimestampWins", container.Legacy, 999, 1000, container.AppendLegacy(nil, 1_000_000, []byte("x")), 1_000_000, "x", true},
-		{"LegacyEmptyPayloadIsMarker", container.Legacy, 0, 1000, container.AppendLegacy(nil, 5, nil), 5, "", false},
-		{"LOC", container.LOC, 0, 1000, container.AppendLOC(nil, 42, []byte("y")), 42, "y", true},
-		{"RawUsesWireTimescale", kindRaw, 48000, 48000, []byte("{}"), 1_000_000, "{}", true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f, ok, err := decodeFrame(tt.kind, tt.wireTS, tt.timescale, tt.payload)
-			if err != nil || ok != tt.ok || (ok && (f.Timestamp != tt.wantTS || string(f.Payload) != tt.wantBytes)) {
-				t.Fatalf("%+v %v %v", f, ok, err)
-			}
-		})
-	}
-	if _, _, err := decodeFrame(container.Legacy, 0, 1000, []byte{0x80}); err == nil {
-		t.Fatal("truncated legacy timestamp accepted")
-	}
-}
-
 // TestSessionEndingFromTwoPlacesAtOnceDoesNotPanic: Close and the
 // connection loop may end a session at the same moment.
 func TestSessionEndingFromTwoPlacesAtOnceDoesNotPanic(t *testing.T) {
@@ -214,7 +185,7 @@ func TestGroupArrivingAfterTheDrainIsRefused(t *testing.T) {
 	s := newSession(Options{Logger: testLogger(t)}, "")
 	defer s.cancel()
 	rb := &remoteBroadcast{s: s, path: "b", b: model.NewBroadcast("b")}
-	rt := &remoteTrack{rb: rb, name: "v", track: model.NewTrack("v"), kind: container.Legacy}
+	rt := &remoteTrack{rb: rb, name: "v", track: model.NewTrack("v"), kind: string(hang.Legacy)}
 	sub := &subscription{id: 4, rt: rt, timescale: 1000, arrived: make(chan struct{}, 1)}
 	s.subs[sub.id] = sub
 	sub.drain(context.Background(), 0, 0, true)
@@ -354,7 +325,7 @@ func TestGroupReadEndsWithItsSubscriptionEvenWhenCancelReadDoesNotWakeIt(t *test
 	s := newSession(Options{Logger: testLogger(t)}, "")
 	defer s.cancel()
 	rb := &remoteBroadcast{s: s, path: "b", b: model.NewBroadcast("b")}
-	rt := &remoteTrack{rb: rb, name: "v", track: model.NewTrack("v"), kind: container.Legacy}
+	rt := &remoteTrack{rb: rb, name: "v", track: model.NewTrack("v"), kind: string(hang.Legacy)}
 	sub := &subscription{id: 4, rt: rt, timescale: 1000, arrived: make(chan struct{}, 1), started: make(chan struct{})}
 	sub.ctx, sub.cancel = context.WithCancelCause(context.Background())
 	sub.markStarted()

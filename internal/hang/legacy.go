@@ -1,29 +1,6 @@
-// Package container decodes and encodes the hang frame payload forms that
-// carry their own timestamp: "legacy" (a varint microsecond timestamp before
-// the codec payload) and "loc" (draft-ietf-moq-loc-04 properties before the
-// codec payload). Hand-written: both are a few varints, and no Go library
-// implements either.
-package container
+package hang
 
-import (
-	"errors"
-	"fmt"
-	"math"
-
-	"github.com/moq-export/moq-export/catalog"
-
-	"github.com/moq-export/moq-export/subscribe/internal/wire"
-)
-
-// ErrMalformed means a payload that does not parse.
-var ErrMalformed = errors.New("container: malformed payload")
-
-// Kinds of container, as the catalog names them (catalog.ContainerKind).
-const (
-	Legacy = string(catalog.ContainerLegacy)
-	LOC    = string(catalog.ContainerLOC)
-	CMAF   = string(catalog.ContainerCMAF)
-)
+import "fmt"
 
 // LOC property ids.
 const (
@@ -38,7 +15,7 @@ const maxProperties = 64 << 10
 // DecodeLegacy splits a legacy payload into its timestamp (microseconds)
 // and codec payload. The codec payload aliases p.
 func DecodeLegacy(p []byte) (int64, []byte, error) {
-	ts, n, err := wire.ParseVarint(p)
+	ts, n, err := parseVarint(p)
 	if err != nil {
 		return 0, nil, fmt.Errorf("%w: legacy timestamp: %w", ErrMalformed, err)
 	}
@@ -48,18 +25,18 @@ func DecodeLegacy(p []byte) (int64, []byte, error) {
 // AppendLegacy appends a legacy payload. Negative timestamps are written
 // as 0 (the varint is unsigned).
 func AppendLegacy(b []byte, ts int64, codec []byte) []byte {
-	b = wire.AppendVarint(b, uint64(max(ts, 0)))
+	b = appendVarint(b, uint64(max(ts, 0)))
 	return append(b, codec...)
 }
 
 // LegacyLen returns the size AppendLegacy produces.
-func LegacyLen(ts int64, codec []byte) int { return wire.VarintLen(uint64(max(ts, 0))) + len(codec) }
+func LegacyLen(ts int64, codec []byte) int { return varintLen(uint64(max(ts, 0))) + len(codec) }
 
 // DecodeLOC splits a LOC payload into its timestamp (converted to
 // microseconds from the frame's timescale, microseconds by default) and
 // codec payload. The codec payload aliases p.
 func DecodeLOC(p []byte) (int64, []byte, error) {
-	plen, n, err := wire.ParseVarint(p)
+	plen, n, err := parseVarint(p)
 	if err != nil {
 		return 0, nil, fmt.Errorf("%w: loc properties length: %w", ErrMalformed, err)
 	}
@@ -71,21 +48,21 @@ func DecodeLOC(p []byte) (int64, []byte, error) {
 	var typ, ts, scale uint64
 	var haveTS bool
 	for len(props) > 0 {
-		delta, n, err := wire.ParseVarint(props)
+		delta, n, err := parseVarint(props)
 		if err != nil {
 			return 0, nil, fmt.Errorf("%w: loc property type: %w", ErrMalformed, err)
 		}
 		props = props[n:]
 		typ += delta
 		if typ%2 == 1 {
-			l, n, err := wire.ParseVarint(props)
+			l, n, err := parseVarint(props)
 			if err != nil || l > uint64(len(props)-n) {
 				return 0, nil, fmt.Errorf("%w: loc property %#x length", ErrMalformed, typ)
 			}
 			props = props[n+int(l):]
 			continue
 		}
-		v, n, err := wire.ParseVarint(props)
+		v, n, err := parseVarint(props)
 		if err != nil {
 			return 0, nil, fmt.Errorf("%w: loc property %#x: %w", ErrMalformed, typ, err)
 		}
@@ -110,53 +87,20 @@ func DecodeLOC(p []byte) (int64, []byte, error) {
 	return us, codec, nil
 }
 
+// locPropsLen is the size of the property block AppendLOC writes.
+func locPropsLen(ts int64) int { return varintLen(locTimestamp) + varintLen(uint64(max(ts, 0))) }
+
 // AppendLOC appends a LOC payload with only the timestamp property (in
 // microseconds), as moq-mux writes it.
 func AppendLOC(b []byte, ts int64, codec []byte) []byte {
-	var props []byte
-	props = wire.AppendVarint(props, locTimestamp)
-	props = wire.AppendVarint(props, uint64(max(ts, 0)))
-	b = wire.AppendVarint(b, uint64(len(props)))
-	b = append(b, props...)
+	b = appendVarint(b, uint64(locPropsLen(ts)))
+	b = appendVarint(b, locTimestamp)
+	b = appendVarint(b, uint64(max(ts, 0)))
 	return append(b, codec...)
 }
 
-// Rescale converts v units of 1/scale seconds to microseconds without
-// overflow; ok is false when the result does not fit an int64 or scale is 0.
-func Rescale(v, scale uint64) (int64, bool) {
-	if scale == 0 {
-		return 0, false
-	}
-	if scale == 1_000_000 {
-		if v > math.MaxInt64 {
-			return 0, false
-		}
-		return int64(v), true
-	}
-	whole := v / scale
-	if whole > math.MaxInt64/1_000_000 {
-		return 0, false
-	}
-	rem := v % scale
-	// rem < scale, so rem*1e6 fits unless scale is above ~1.8e13.
-	var frac uint64
-	if rem <= math.MaxUint64/1_000_000 {
-		frac = rem * 1_000_000 / scale
-	} else {
-		frac = uint64(float64(rem) * 1e6 / float64(scale))
-	}
-	// whole*1e6 fits, but the fraction can still push the sum past MaxInt64.
-	if whole*1_000_000 > math.MaxInt64-frac {
-		return 0, false
-	}
-	return int64(whole*1_000_000 + frac), true
-}
-
-// RescaleSigned is Rescale for signed values.
-func RescaleSigned(v int64, scale uint64) (int64, bool) {
-	if v >= 0 {
-		return Rescale(uint64(v), scale)
-	}
-	r, ok := Rescale(uint64(-v), scale)
-	return -r, ok
+// LOCLen returns the size AppendLOC produces.
+func LOCLen(ts int64, codec []byte) int {
+	n := locPropsLen(ts)
+	return varintLen(uint64(n)) + n + len(codec)
 }

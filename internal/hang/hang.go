@@ -1,0 +1,307 @@
+package hang
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/internal/cmaf"
+	"github.com/moq-export/moq-export/model"
+)
+
+// Errors.
+var (
+	// ErrMalformed means a payload that does not parse as its packaging
+	// says.
+	ErrMalformed = errors.New("hang: malformed payload")
+	// ErrSkipped wraps the error of an object whose media is lost while
+	// the group goes on: the Decoder drops the delta frames after it up
+	// to the next keyframe (cmaf, whose fragments say which samples are
+	// keyframes).
+	ErrSkipped = errors.New("hang: object skipped")
+	// ErrNoInit means a cmaf track whose catalog entry has no init.
+	ErrNoInit = errors.New("hang: cmaf track without an init in the catalog")
+)
+
+// Kind is a payload packaging, as the catalog names it
+// (catalog.ContainerKind), or Raw.
+type Kind string
+
+// Kinds.
+const (
+	Legacy = Kind(catalog.ContainerLegacy)
+	LOC    = Kind(catalog.ContainerLOC)
+	CMAF   = Kind(catalog.ContainerCMAF)
+	// Raw is a track without packaging (a catalog track): the payload is
+	// the frame, its time the wire timestamp.
+	Raw Kind = "raw"
+)
+
+// Decodable reports whether a Decoder reads payloads of kind.
+func Decodable(kind string) bool {
+	switch Kind(kind) {
+	case Legacy, LOC, CMAF, Raw:
+		return true
+	}
+	return false
+}
+
+// Timescale is the timescale of wire timestamps unless a track says
+// otherwise: microseconds, as model timestamps are.
+const Timescale = 1_000_000
+
+// Track is how one track's media is packaged in its payloads, for both
+// directions. The zero value is the legacy packaging.
+type Track struct {
+	kind Kind
+	init *cmaf.Init // cmaf
+}
+
+// NewTrack returns the packaging kind; a cmaf track needs the container
+// its catalog entry gives (its init), the others ignore ct.
+func NewTrack(kind Kind, ct *catalog.Container) (Track, error) {
+	if !Decodable(string(kind)) {
+		return Track{}, fmt.Errorf("hang: unknown packaging %q", kind)
+	}
+	t := Track{kind: kind}
+	if kind != CMAF {
+		return t, nil
+	}
+	if ct == nil {
+		return Track{}, ErrNoInit
+	}
+	b, err := ct.DecodeInit()
+	if err != nil {
+		return Track{}, err
+	}
+	if t.init, err = cmaf.ParseInit(b); err != nil {
+		return Track{}, fmt.Errorf("%w: %w", catalog.ErrBadInit, err)
+	}
+	return t, nil
+}
+
+// ForRendition returns the packaging of the rendition named name in c,
+// as a publisher sends it: the rendition's container (a cmaf one whose
+// init does not parse, and a track c does not name, legacy).
+func ForRendition(c *catalog.Catalog, name string) Track {
+	if c == nil {
+		return Track{kind: Legacy}
+	}
+	for _, r := range c.Renditions() {
+		if r.Name != name {
+			continue
+		}
+		cm := r.Common()
+		if t, err := NewTrack(Kind(cm.ContainerKind()), cm.Container); err == nil {
+			return t
+		}
+	}
+	return Track{kind: Legacy}
+}
+
+// Kind returns the packaging's kind.
+func (t Track) Kind() Kind {
+	if t.kind == "" {
+		return Legacy
+	}
+	return t.kind
+}
+
+// Timescale returns the timescale of the track's wire timestamps as a
+// publisher sends them: the init's for cmaf, microseconds otherwise.
+func (t Track) Timescale() uint64 {
+	if t.init != nil && t.init.Timescale > 0 {
+		return uint64(t.init.Timescale)
+	}
+	return Timescale
+}
+
+// WireTimestamp converts a model timestamp (µs) to the track's timescale.
+func (t Track) WireTimestamp(us int64) int64 { return ToTimescale(us, t.Timescale()) }
+
+// PayloadLen returns the size of the payload AppendPayload appends for f.
+func (t Track) PayloadLen(f model.Frame) int {
+	switch t.Kind() {
+	case Legacy:
+		return LegacyLen(f.Timestamp, f.Payload)
+	case LOC:
+		return LOCLen(f.Timestamp, f.Payload)
+	}
+	return len(f.Payload)
+}
+
+// AppendPayload appends the payload of published frame f: its codec
+// payload in the legacy or loc packaging, or (cmaf, raw) f's payload as it
+// is: a published cmaf track's frames hold their moof+mdat already, as
+// `moq import fmp4` publishes them.
+func (t Track) AppendPayload(b []byte, f model.Frame) []byte {
+	switch t.Kind() {
+	case Legacy:
+		return AppendLegacy(b, f.Timestamp, f.Payload)
+	case LOC:
+		return AppendLOC(b, f.Timestamp, f.Payload)
+	}
+	return append(b, f.Payload...)
+}
+
+// Object is one object of a track as the wire hands it over: a moq-lite
+// frame or a moq-transport object.
+type Object struct {
+	Payload []byte
+	// Timestamp is the wire timestamp in units of 1/Timescale s (a
+	// moq-lite frame timestamp, a moq-transport Timestamp extension);
+	// HasTimestamp says the object carried one of its own.
+	Timestamp    int64
+	Timescale    uint64
+	HasTimestamp bool
+}
+
+// demuxers recycles the per-group CMAF demuxers (group streams of one
+// track are read concurrently, each with its own).
+var demuxers = sync.Pool{New: func() any { return new(cmaf.Demuxer) }}
+
+// Decoder turns the objects of one group into model frames: Decode an
+// object, then take its frames with Next. The frames' payloads alias the
+// object's. A Decoder is for one goroutine; Close it when the group ends.
+type Decoder struct {
+	// Verbatim makes each object one frame holding the object's payload
+	// as it came (what an archive keeps), at the object's media time:
+	// the legacy or loc payload's own, the first sample's for cmaf (the
+	// wire time when its fragment does not parse), the wire time for a
+	// raw track. A marker object is a frame too. Unpack with a decoder
+	// without Verbatim.
+	Verbatim bool
+
+	t       *Track
+	demux   *cmaf.Demuxer
+	samples []cmaf.Sample
+	pending model.Frame
+	has     bool
+	// broken is set after a bad cmaf object: its samples are lost, so
+	// delta samples are dropped until a keyframe.
+	broken bool
+}
+
+// Decoder returns a decoder for one group of the track.
+func (t *Track) Decoder() Decoder {
+	d := Decoder{t: t}
+	if t.init != nil {
+		d.demux = demuxers.Get().(*cmaf.Demuxer)
+		d.demux.Reset(t.init)
+	}
+	return d
+}
+
+// Close releases the decoder.
+func (d *Decoder) Close() {
+	if d.demux != nil {
+		d.demux.Reset(nil)
+		demuxers.Put(d.demux)
+		d.demux = nil
+	}
+	d.samples = nil
+}
+
+// Decode reads object o. An error wrapping ErrSkipped lost that object
+// only; any other error means the payload is not what the packaging says
+// (ErrMalformed).
+func (d *Decoder) Decode(o Object) error {
+	d.samples, d.has = nil, false
+	if d.Verbatim {
+		return d.verbatim(o)
+	}
+	switch d.t.Kind() {
+	case Legacy:
+		ts, codec, err := DecodeLegacy(o.Payload)
+		if err != nil {
+			return err
+		}
+		d.pending, d.has = model.Frame{Timestamp: ts, Payload: codec}, len(codec) > 0
+		return nil
+	case LOC:
+		ts, codec, err := DecodeLOC(o.Payload)
+		if err != nil {
+			if !o.HasTimestamp {
+				return err
+			}
+			// The LOC draft's layout on moq-transport: the bare codec
+			// payload, its time in the object's Timestamp extension.
+			codec = o.Payload
+			var ok bool
+			if ts, ok = RescaleSigned(o.Timestamp, o.Timescale); !ok {
+				return fmt.Errorf("%w: timestamp %d at timescale %d", ErrMalformed, o.Timestamp, o.Timescale)
+			}
+		}
+		d.pending, d.has = model.Frame{Timestamp: ts, Payload: codec}, len(codec) > 0
+		return nil
+	case CMAF:
+		if d.demux == nil {
+			return ErrNoInit
+		}
+		samples, err := d.demux.Fragment(o.Payload)
+		if err != nil {
+			d.broken = true
+			return fmt.Errorf("%w: %w: %w", ErrSkipped, ErrMalformed, err)
+		}
+		d.samples = samples
+		return nil
+	}
+	ts, ok := RescaleSigned(o.Timestamp, o.Timescale)
+	if !ok {
+		return fmt.Errorf("%w: timestamp %d at timescale %d", ErrMalformed, o.Timestamp, o.Timescale)
+	}
+	d.pending, d.has = model.Frame{Timestamp: ts, Payload: o.Payload}, true
+	return nil
+}
+
+// verbatim decodes o for its media time only (Verbatim).
+func (d *Decoder) verbatim(o Object) error {
+	f := model.Frame{Payload: o.Payload}
+	switch d.t.Kind() {
+	case CMAF, Raw:
+		ts, ok := RescaleSigned(o.Timestamp, o.Timescale)
+		if !ok {
+			return fmt.Errorf("%w: timestamp %d at timescale %d", ErrMalformed, o.Timestamp, o.Timescale)
+		}
+		f.Timestamp = ts
+		if d.demux != nil {
+			if samples, err := d.demux.Fragment(o.Payload); err == nil && len(samples) > 0 {
+				f.Timestamp = samples[0].Timestamp
+			}
+		}
+	default:
+		d.Verbatim = false
+		err := d.Decode(o)
+		d.Verbatim = true
+		if err != nil {
+			return err
+		}
+		f.Timestamp = d.pending.Timestamp
+	}
+	d.pending, d.has = f, true
+	return nil
+}
+
+// Next returns the next frame of the object Decode read last; false when
+// there is none left (a legacy or loc marker without a sample has none).
+func (d *Decoder) Next() (model.Frame, bool) {
+	if d.has {
+		d.has = false
+		return d.pending, true
+	}
+	for len(d.samples) > 0 {
+		s := d.samples[0]
+		d.samples = d.samples[1:]
+		if d.broken && !s.Keyframe {
+			continue
+		}
+		d.broken = false
+		sync := model.SyncDelta
+		if s.Keyframe {
+			sync = model.SyncKey
+		}
+		return model.Frame{Timestamp: s.Timestamp, Payload: s.Payload, Sync: sync}, true
+	}
+	return model.Frame{}, false
+}
