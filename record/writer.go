@@ -124,7 +124,9 @@ func (o *output) Close() error {
 	}
 	o.r.log.Info("output finished", "path", o.info.Path)
 	info := o.info
-	info.Frames = o.frames
+	// What the container holds: a muxer may still drop a frame it
+	// accepted (MPEG-TS: audio before the video's first keyframe).
+	info.Frames = max(0, o.frames-o.Muxer.Stats().Dropped)
 	if o.have {
 		info.Media = o.media()
 	}
