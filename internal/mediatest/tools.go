@@ -121,6 +121,9 @@ type Packet struct {
 	DTS         *int64 `json:"dts"`
 	PTSTime     string `json:"pts_time"`
 	Flags       string `json:"flags"` // "K" for a keyframe
+	// DataHash is the hash of the packet's bytes, with -show_data_hash
+	// (for example "SHA256:9f86...").
+	DataHash string `json:"data_hash"`
 }
 
 // Format is what ffprobe says about the container.
