@@ -270,12 +270,12 @@ func TestEveryProtocolPackagingContainerRoleAndPathRecordsWhatWasPublished(t *te
 			res := r.record(t, c)
 			// A machine stalled past the timeouts makes a case
 			// record another path than the one it names; such an
-			// attempt is made again (at most twice), never one
+			// attempt is made again (at most four times), never one
 			// whose file is wrong. If the last one still missed its
 			// path, its file is checked all the same, as what
 			// happened allows.
 			why := disturbed(c, res)
-			for attempt := 1; attempt < 3 && why != ""; attempt++ {
+			for attempt := 1; attempt < 5 && why != ""; attempt++ {
 				t.Logf("attempt %d: %s; recording again", attempt, why)
 				res = r.record(t, c)
 				why = disturbed(c, res)
