@@ -8,10 +8,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/moq-export/moq-export/archive"
+	"github.com/moq-export/moq-export/objstore"
 	"github.com/moq-export/moq-export/record"
 	"github.com/moq-export/moq-export/subscribe"
 )
@@ -24,11 +26,13 @@ import (
 // archivePath returns the directory a source URL names when it is an
 // archive: a file:// URL, or a path to an existing directory.
 func archivePath(raw string) (string, bool) {
-	switch record.URLScheme(raw) {
-	case "file":
+	switch scheme := record.URLScheme(raw); {
+	case slices.Contains(objstore.Schemes, scheme):
+		return raw, true // an archive in a bucket
+	case scheme == "file":
 		p, err := record.LocalPath(raw)
 		return p, err == nil
-	case "":
+	case scheme == "":
 		st, err := os.Stat(raw)
 		return raw, err == nil && st.IsDir()
 	}
@@ -89,11 +93,29 @@ func (c *Config) checkArchive() error {
 
 // archiveOutput is the output of -f archive: a directory of objects.
 func archiveOutput(c *Config) (record.Output, error) {
-	st, err := archive.Dir(c.Output)
+	st, err := archiveStore(context.Background(), c.Output)
 	if err != nil {
 		return nil, err
 	}
 	return record.ArchiveOutput(st, record.ArchiveOptions{Retention: c.Retention}), nil
+}
+
+// bucketCheck bounds the first request to a bucket that holds an archive.
+const bucketCheck = 30 * time.Second
+
+// archiveStore is the store an archive location names: a directory, or
+// a bucket prefix (s3://BUCKET/PREFIX, see objstore.ArchiveStore).
+func archiveStore(ctx context.Context, loc string) (archive.Store, error) {
+	if slices.Contains(objstore.Schemes, record.URLScheme(loc)) {
+		cctx, cancel := context.WithTimeout(ctx, bucketCheck)
+		defer cancel()
+		st, err := objstore.ArchiveStore(cctx, loc, nil)
+		if err != nil {
+			return nil, fmt.Errorf("the archive at %s: %w", loc, err)
+		}
+		return st, nil
+	}
+	return archive.Dir(loc)
 }
 
 // archiveSource serves the archive given as the URL.
@@ -102,16 +124,16 @@ type archiveSource struct{ *record.ArchiveSource }
 func (archiveSource) Reconnects() int64 { return 0 }
 func (archiveSource) Version() string   { return "" }
 
-func openArchive(c *Config) (*archive.Archive, error) {
-	st, err := archive.Dir(c.archive)
+func openArchive(ctx context.Context, c *Config) (*archive.Archive, error) {
+	st, err := archiveStore(ctx, c.archive)
 	if err != nil {
 		return nil, err
 	}
 	return archive.Open(st, ""), nil
 }
 
-func openArchiveSource(c *Config, pace bool) (Source, error) {
-	a, err := openArchive(c)
+func openArchiveSource(ctx context.Context, c *Config, pace bool) (Source, error) {
+	a, err := openArchive(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +160,7 @@ type archivedTrack struct {
 // listArchive lists the archive's broadcasts (or the -b one) with their
 // renditions and the time spans held.
 func listArchive(ctx context.Context, c *Config, w io.Writer) error {
-	a, err := openArchive(c)
+	a, err := openArchive(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -213,7 +235,7 @@ func publishReplayTo(ctx context.Context, c *Config, log *slog.Logger) error {
 		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
 		defer cancel()
 	}
-	src, err := openArchiveSource(c, true)
+	src, err := openArchiveSource(ctx, c, true)
 	if err != nil {
 		return err
 	}

@@ -232,7 +232,7 @@ func (a *app) checkOverwrite() error {
 // built-in demo.
 func (a *app) openSource(ctx context.Context) (Source, error) {
 	if a.cfg.archive != "" {
-		return openArchiveSource(a.cfg, false)
+		return openArchiveSource(ctx, a.cfg, false)
 	}
 	if a.cfg.URL == "" {
 		if a.cfg.Broadcast == "" {

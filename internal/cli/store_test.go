@@ -91,3 +91,28 @@ func TestAMissingBucketOrRefusedCredentialsExit1BeforeRecording(t *testing.T) {
 		})
 	}
 }
+
+// TestTheCommandArchivesIntoABucketAndCutsFromIt: -f archive -o
+// s3://BUCKET/PREFIX, then s3://BUCKET/PREFIX as the source of a cut.
+func TestTheCommandArchivesIntoABucketAndCutsFromIt(t *testing.T) {
+	s := s3test.Start(t)
+	s.Bucket(t, "rec")
+	s3Env(t, s)
+	run := func(args ...string) {
+		t.Helper()
+		var stderr bytes.Buffer
+		if code := Execute(context.Background(), args, Env{Stdout: &bytes.Buffer{}, Stderr: &stderr}); code != ExitOK {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr.String())
+		}
+	}
+	run("-f", "archive", "-o", "s3://rec/arch", "--demo-loops", "1", "--progress", "never")
+	if b := s.Object(t, "rec", "arch/demo/catalog%2Ejson/.info"); !strings.Contains(string(b), `"version":2`) {
+		t.Fatalf("the catalog's .info in the bucket: %s", b)
+	}
+	clip := filepath.Join(t.TempDir(), "clip.mkv")
+	run("s3://rec/arch", "-b", "demo", "--from", "1s", "--to", "3s", "-o", clip, "--progress", "never")
+	mediatest.DecodeClean(t, clip)
+	if d, err := mediatest.Probe(t, clip).Format.Seconds(); err != nil || d < 1.9 || d > 2.1 {
+		t.Errorf("the clip from the bucket lasts %v s (%v), want 2 s", d, err)
+	}
+}
