@@ -89,6 +89,15 @@ func (o *Output) recoverOne(ctx context.Context, id string) (Recovered, error) {
 		m.HeadEnd, m.Parts = m.Final, nil
 	}
 	size, err := o.finish(ctx, rf, m, head)
+	var se *StoreError
+	if errors.As(err, &se) && se.Code == "NoSuchUpload" {
+		// Killed after the store completed the object, before the spool
+		// was cleared: the object is there.
+		if ok, xerr := o.st.exists(ctx, m.Key); xerr == nil && ok {
+			paths.remove()
+			return Recovered{URL: o.loc.object(m.Key), Size: m.Final, Finished: m.Closed}, nil
+		}
+	}
 	if err != nil {
 		return Recovered{}, fmt.Errorf("objstore: recover %s: %w", o.loc.object(m.Key), err)
 	}

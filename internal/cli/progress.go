@@ -48,7 +48,10 @@ func FormatProgress(s Snapshot) string {
 	if u := s.Upload; u.BytesWritten > 0 {
 		fmt.Fprintf(&b, "  uploaded %s  spool %s  retries %d", formatBytes(u.BytesUploaded), formatBytes(u.SpoolBytes), u.Retries)
 		if u.Latency > 0 {
-			fmt.Fprintf(&b, "  part %.1fs", u.Latency.Seconds())
+			fmt.Fprintf(&b, "  part %v", u.Latency.Round(time.Millisecond))
+		}
+		if u.Cuts > 0 {
+			fmt.Fprintf(&b, "  cut %d (spool full)", u.Cuts)
 		}
 	}
 	return b.String()
