@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/moq-export/moq-export/record"
 )
 
 func TestFormatProgressShowsEveryCounter(t *testing.T) {
@@ -18,6 +20,11 @@ func TestFormatProgressShowsEveryCounter(t *testing.T) {
 	got = FormatProgress(Snapshot{Media: time.Minute, Recording: 1, Tracks: 2, Lost: 4200 * time.Millisecond, Reconnects: 1})
 	if !strings.HasSuffix(got, "late 0  dropped 0  lost 4.2s  reconnects 1") {
 		t.Errorf("with a gap: %q", got)
+	}
+	got = FormatProgress(Snapshot{Media: time.Minute, Recording: 1, Tracks: 2, Upload: record.UploadStats{BytesWritten: 30e6, BytesUploaded: 25_100_000,
+		SpoolBytes: 9_000_000, Retries: 2, Latency: 412345 * time.Microsecond, Cuts: 1}})
+	if !strings.HasSuffix(got, "reconnects 0  uploaded 25.1 MB  spool 9.0 MB  retries 2  part 412ms  cut 1 (spool full)") {
+		t.Errorf("with an object store: %q", got)
 	}
 	got = FormatProgress(Snapshot{Recording: 3, Tracks: 1})
 	if !strings.HasPrefix(got, "00:00:00.0  3 recording  1 track  0 frames  0 B  - kbit/s") {
