@@ -28,7 +28,9 @@
 // start with a SeekHead that also points at the Cues and an Info with the
 // Duration (followed by a Void). Until Close the file is a valid live-form
 // file, so an interrupted recording stays playable; the CLI routes Ctrl-C
-// to Close.
+// to Close. With Options.KeepSizesUnknown (an output that uploaded what
+// it wrote) Close leaves the Segment and the Clusters of unknown size and
+// rewrites only the head: SeekHead and Info (Duration), Cues appended.
 //
 // A new Cluster starts at every video keyframe (except that audio before
 // the first one shares the first Cluster), after Options.MaxClusterDuration,

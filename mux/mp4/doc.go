@@ -84,6 +84,14 @@
 //     needs its size again in free space while it runs; a stray
 //     ".finishing" file is what a crash during it leaves.
 //
+// An output that cannot rewrite what it wrote (an object store that
+// uploaded it while recording) sets Options.FinishHead instead of Path:
+// Close then hands it the head of the regular MP4 (ftyp, moov, the header
+// of an mdat spanning every byte written after the fragmented header) and
+// the offset those bytes start at; the head followed by them is the
+// finished file, the moof boxes unused bytes inside its mdat. Nothing is
+// read back or moved.
+//
 // Neither form is fsynced, like every output of moq-export. Memory is the
 // sample table only, never the media: about 4 bytes per sample (stsz) plus
 // a few per run of equal durations or offsets, per keyframe and per
