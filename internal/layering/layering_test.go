@@ -1,0 +1,238 @@
+package layering
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/moq-export/moq-export"
+
+// pkg is what `go list -deps -json` says of one package of the module.
+type pkg struct {
+	ImportPath   string
+	Imports      []string // direct, non-test
+	Deps         []string // transitive, non-test
+	TestImports  []string
+	XTestImports []string
+	Standard     bool
+	Module       *struct{ Path string }
+}
+
+// short strips the module path: "mux/flv".
+func short(p string) string { return strings.TrimPrefix(strings.TrimPrefix(p, module), "/") }
+
+func inModule(p string) bool { return p == module || strings.HasPrefix(p, module+"/") }
+
+// load lists every package of the module with its imports, tests' too.
+func load(t *testing.T) map[string]*pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-e", "-json", "-test=false", module+"/...")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go list: %v\n%s", err, errb.String())
+	}
+	pkgs := map[string]*pkg{}
+	dec := json.NewDecoder(&out)
+	for dec.More() {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		pkgs[short(p.ImportPath)] = &p
+	}
+	if len(pkgs) < 20 {
+		t.Fatalf("go list found %d packages of the module", len(pkgs))
+	}
+	return pkgs
+}
+
+// moduleOnly keeps the module's packages of list, shortened.
+func moduleOnly(list []string) []string {
+	var out []string
+	for _, p := range list {
+		if inModule(p) {
+			out = append(out, short(p))
+		}
+	}
+	return out
+}
+
+// under reports whether p is dir or below it.
+func under(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+
+// testSupport are the packages that exist for tests only.
+var testSupport = []string{"internal/mediatest", "internal/browsertest", "internal/cmaf/cmaftest", "internal/allocs", "internal/udpproxy", "internal/s3test"}
+
+// muxers write one container each over the mux contract.
+var muxers = []string{"mux/flv", "mux/mkv", "mux/ts", "mux/mp4"}
+
+// The design note's rules, as far as they hold after the hang packaging
+// moved to internal/hang. Not encoded yet, and why:
+//   - "cmd -> cli -> record -> {export, subscribe, mux} -> catalog -> model
+//     one way": holds in spirit, but catalog imports internal/cmaf (to check
+//     an init) and archive/objstore/service sit beside record; encoded below
+//     only as its parts (model a leaf, export and subscribe apart).
+//   - lite and ietf never import each other: subscribe/internal/ietf
+//     imports subscribe/internal/wire (varints, version table) until the
+//     protocol split moves them (internal/moq/{lite,ietf}).
+//   - only the transport package imports quic-go and webtransport-go: there
+//     is no transport package yet (subscribe holds both transports), and
+//     archive/internal/layout uses quic-go's varint.
+//   - the session core imports neither protocol: no core package yet.
+//   - only internal/hang decodes payloads: the protocol code calls it, but
+//     subscribe still exposes Unpacker (the archive's inverse of
+//     Options.Objects) over it; encoded as "only hang and catalog read
+//     fMP4, only subscribe (the protocol side) and archive use hang".
+var rules = []struct {
+	name  string
+	check func(pkgs map[string]*pkg) []string // violations
+}{
+	{"model imports nothing of the module", func(pkgs map[string]*pkg) []string {
+		return moduleOnly(pkgs["model"].Deps)
+	}},
+	{"export never imports subscribe, nor subscribe export", func(pkgs map[string]*pkg) []string {
+		var bad []string
+		for _, d := range moduleOnly(pkgs["export"].Deps) {
+			if under(d, "subscribe") {
+				bad = append(bad, "export -> "+d)
+			}
+		}
+		for _, d := range moduleOnly(pkgs["subscribe"].Deps) {
+			if under(d, "export") || under(d, "mux") || under(d, "record") || under(d, "jitter") {
+				bad = append(bad, "subscribe -> "+d)
+			}
+		}
+		return bad
+	}},
+	{"muxers import only the mux contract and codec helpers", func(pkgs map[string]*pkg) []string {
+		allowed := []string{"mux", "mux/internal/muxbase", "internal/h26x", "internal/codecconf"}
+		var bad []string
+		for _, m := range muxers {
+			for _, d := range moduleOnly(pkgs[m].Imports) {
+				if !slices.Contains(allowed, d) {
+					bad = append(bad, m+" -> "+d)
+				}
+			}
+		}
+		return bad
+	}},
+	{"only internal/hang and catalog (an init's validity) read fMP4", func(pkgs map[string]*pkg) []string {
+		var bad []string
+		for name, p := range pkgs {
+			if name == "internal/hang" || name == "catalog" || under(name, "internal/cmaf") {
+				continue
+			}
+			if slices.Contains(moduleOnly(p.Imports), "internal/cmaf") {
+				bad = append(bad, name+" -> internal/cmaf")
+			}
+		}
+		return bad
+	}},
+	{"only the protocol side (subscribe) and the archive use internal/hang", func(pkgs map[string]*pkg) []string {
+		var bad []string
+		for name, p := range pkgs {
+			if under(name, "subscribe") || under(name, "archive") || name == "internal/hang" {
+				continue
+			}
+			if slices.Contains(moduleOnly(p.Imports), "internal/hang") {
+				bad = append(bad, name+" -> internal/hang")
+			}
+		}
+		return bad
+	}},
+	{"test support is imported by tests only", func(pkgs map[string]*pkg) []string {
+		var bad []string
+		for name, p := range pkgs {
+			if slices.Contains(testSupport, name) {
+				continue
+			}
+			for _, d := range moduleOnly(p.Deps) {
+				if slices.Contains(testSupport, d) {
+					bad = append(bad, name+" -> "+d)
+				}
+			}
+		}
+		return bad
+	}},
+	{"only internal/browsertest imports chromedp, tests included", func(pkgs map[string]*pkg) []string {
+		var bad []string
+		for name, p := range pkgs {
+			if name == "internal/browsertest" {
+				continue
+			}
+			for _, list := range [][]string{p.Imports, p.TestImports, p.XTestImports} {
+				for _, d := range list {
+					if strings.HasPrefix(d, "github.com/chromedp/") {
+						bad = append(bad, fmt.Sprintf("%s -> %s", name, d))
+					}
+				}
+			}
+		}
+		return bad
+	}},
+}
+
+func TestImportsKeepTheLayeringRules(t *testing.T) {
+	pkgs := load(t)
+	for _, need := range append([]string{"model", "export", "subscribe", "internal/hang", "internal/browsertest"}, muxers...) {
+		if pkgs[need] == nil {
+			t.Fatalf("package %s not listed: the rules name a package that moved; update them", need)
+		}
+	}
+	for _, r := range rules {
+		t.Run(strings.ReplaceAll(r.name, " ", "_"), func(t *testing.T) {
+			bad := r.check(pkgs)
+			slices.Sort(bad)
+			for _, b := range bad {
+				t.Errorf("%s: %s", r.name, b)
+			}
+		})
+	}
+}
+
+// TestEveryRuleCatchesTheImportItForbids feeds each rule a module that
+// breaks it: a rule that cannot fail checks nothing.
+func TestEveryRuleCatchesTheImportItForbids(t *testing.T) {
+	m := func(names ...string) []string {
+		var out []string
+		for _, n := range names {
+			out = append(out, module+"/"+n)
+		}
+		return out
+	}
+	base := func() map[string]*pkg {
+		pkgs := map[string]*pkg{}
+		for _, n := range append([]string{"model", "export", "subscribe", "internal/hang", "internal/browsertest", "catalog"}, muxers...) {
+			pkgs[n] = &pkg{ImportPath: module + "/" + n}
+		}
+		return pkgs
+	}
+	breaks := []func(map[string]*pkg){
+		func(p map[string]*pkg) { p["model"].Deps = m("catalog") },
+		func(p map[string]*pkg) { p["export"].Deps = m("subscribe/internal/wire") },
+		func(p map[string]*pkg) { p["mux/ts"].Imports = m("model") },
+		func(p map[string]*pkg) { p["export"].Imports = m("internal/cmaf") },
+		func(p map[string]*pkg) { p["export"].Imports = m("internal/hang") },
+		func(p map[string]*pkg) { p["catalog"].Deps = m("internal/mediatest") },
+		func(p map[string]*pkg) { p["export"].XTestImports = []string{"github.com/chromedp/chromedp"} },
+	}
+	if len(breaks) != len(rules) {
+		t.Fatalf("%d rules, %d breaks: give each rule one", len(rules), len(breaks))
+	}
+	for i, r := range rules {
+		if bad := r.check(base()); len(bad) > 0 {
+			t.Errorf("%s: a clean module breaks it: %v", r.name, bad)
+		}
+		pkgs := base()
+		breaks[i](pkgs)
+		if bad := r.check(pkgs); len(bad) == 0 {
+			t.Errorf("%s: not caught", r.name)
+		}
+	}
+}
