@@ -143,6 +143,9 @@ func (a *app) newService() error {
 	if c.HTTP == "" && len(c.Webhooks) == 0 && c.OnFileFinished == "" && c.RetentionAge == 0 && c.RetentionSize == 0 {
 		return nil
 	}
+	if c.objectStore && (c.RetentionAge > 0 || c.RetentionSize > 0) {
+		return usagef("--retention-age and --retention-size delete local files: for -o s3://... give the bucket a lifecycle rule instead")
+	}
 	opts := service.Options{Logger: a.log, Webhooks: c.Webhooks, OnFileFinished: c.OnFileFinished,
 		Retention:  service.Retention{Age: time.Duration(c.RetentionAge), Size: int64(c.RetentionSize)},
 		Reconnects: func() int64 { return a.snapshot().Reconnects }, Ready: a.ready}
