@@ -91,6 +91,16 @@ func TestParseAcceptsVariants(t *testing.T) {
 			func(c *Catalog) bool {
 				return c.Video.Renditions["v"].Codec == "vp8" && c.Video.Display.Height == 2 && *c.Video.Rotation == 90
 			}},
+		// The newest hang draft's root sections and rendition fields this
+		// package does not use yet: a root clock, an archive section, text
+		// renditions and data tracks, enabled instead of stalled.
+		{"newest hang root sections", `{"clock":1764547200000,"archive":{"track":"archive","retention":3600},` +
+			`"text":{"renditions":{"en":{"codec":"wvtt"}}},"json":{"tracks":["chat"]},"binary":{"tracks":["x"]},` +
+			`"video":{"renditions":{"v":{"codec":"vp8","enabled":false,"stalled":true}}},` +
+			`"audio":{"renditions":{"a":{"codec":"opus","sampleRate":48000,"numberOfChannels":2,"enabled":true}}}}`,
+			func(c *Catalog) bool {
+				return len(c.Renditions()) == 2 && c.Video.Renditions["v"].Codec == "vp8" && c.Audio.Renditions["a"].SampleRate == 48000
+			}},
 		{"unknown container kind is kept", `{"video":{"renditions":{"v":{"codec":"vp8","container":{"kind":"future"}}}}}`,
 			func(c *Catalog) bool { return c.Video.Renditions["v"].ContainerKind() == "future" }},
 		{"empty", `{}`, func(c *Catalog) bool { return len(c.Renditions()) == 0 }},
