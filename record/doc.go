@@ -59,6 +59,12 @@
 //     finish without rewriting what was uploaded). A URL of a scheme an
 //     Output does not write is refused (SchemeError), never taken for a
 //     path; file:// URLs are paths (LocalPath).
+//   - Packages. The HLS format writes many files per recording (CMAF
+//     segments of every rendition, playlists, a DASH manifest; mux/hls):
+//     through a PackageOutput (Files: a directory whose files are written
+//     to temporary names and renamed, inside an os.Root; objstore: one
+//     object per file), and never to a Stream (ErrPackage). A recording to
+//     a package that exists continues it.
 //   - The check before recording (Recorder.Plan): a selection with nothing
 //     the container can carry is an error naming the cause before any file
 //     is created.
