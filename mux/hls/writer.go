@@ -505,10 +505,13 @@ func (w *Writer) finishSegment(r *rendition, next int64, disc, last bool) error 
 	if disc || last || next <= r.cur.start {
 		end = r.cur.maxPTS + r.frameDur()
 	}
+	// A frame before the package's first (a late one the jitter buffer
+	// passed) is written at 0 by the CMAF writer: so is its segment.
+	start := max(r.cur.start, 0)
 	seg := segmentState{
-		Num: r.cur.num, Init: r.initGen, Start: r.cur.start, Dur: max(end-r.cur.start, 1),
+		Num: r.cur.num, Init: r.initGen, Start: start, Dur: max(end-start, 1),
 		Bytes: int64(len(data)), Disc: r.cur.disc,
-		Date: w.runWall.Add(time.Duration(r.cur.start-w.runStart) * time.Microsecond).UTC(),
+		Date: w.runWall.Add(time.Duration(start-w.runStart) * time.Microsecond).UTC(),
 	}
 	seg.URI = fmt.Sprintf("%s-%05d.m4s", r.rs.ID, seg.Num)
 	if err := w.opts.Store.WriteFile(seg.URI, data); err != nil {
