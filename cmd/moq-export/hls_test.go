@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -134,4 +136,59 @@ func TestHLSToStdoutIsRefusedBeforeRecording(t *testing.T) {
 	if r.code != 2 || !strings.Contains(r.stderr, "stdout cannot hold") {
 		t.Fatalf("-f hls to stdout: exit %d\n%s", r.code, r.stderr)
 	}
+}
+
+// TestAPublisherRestartIsADiscontinuityInThePackage kills the publisher
+// after 3 s of an HLS recording and starts it again on a fresh clock: every
+// media playlist has one EXT-X-DISCONTINUITY, no segment spans the outage,
+// the MPD has a second Period, and ffmpeg plays the package.
+func TestAPublisherRestartIsADiscontinuityInThePackage(t *testing.T) {
+	needTools(t, "ffmpeg", "ffprobe")
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	certFile, keyFile, pin := publisherCert(t, dir)
+	pub := startPublisher(t, ctx, "127.0.0.1:0", certFile, keyFile, time.Now())
+	r := startRecorder(t, ctx, dir, "moql://"+pub.addr+"/", "--tls-fingerprint", pin, "-b", "live",
+		"--duration", "8s", "-o", "pkg/index.m3u8", "--hls-segment-duration", "1s", "-v")
+	if r.waitMedia(3*time.Second) == 0 {
+		r.wait()
+		t.Fatalf("no progress past 3 s:\n%s", r.log.String())
+	}
+	if err := pub.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	pub.cmd.Wait()
+	time.Sleep(time.Second)
+	pub = startPublisher(t, ctx, pub.addr, certFile, keyFile, time.Now())
+	if err := r.wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, r.log.String())
+	}
+	pkg := filepath.Join(dir, "pkg")
+	for _, id := range []string{"v0", "a0"} {
+		b, err := os.ReadFile(filepath.Join(pkg, id+".m3u8"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(b)
+		if strings.Count(text, "#EXT-X-DISCONTINUITY\n") != 1 || !strings.HasSuffix(text, "#EXT-X-ENDLIST\n") {
+			t.Fatalf("%s after a publisher restart:\n%s\n%s", id, text, r.log.String())
+		}
+		for _, l := range strings.Split(text, "\n") {
+			if d, ok := strings.CutPrefix(l, "#EXTINF:"); ok {
+				if sec, _ := strconv.ParseFloat(strings.TrimSuffix(d, ","), 64); sec > 2.5 {
+					t.Errorf("%s: a segment of %.2f s spans the outage:\n%s", id, sec, text)
+				}
+			}
+		}
+	}
+	mpd, err := os.ReadFile(filepath.Join(pkg, "index.mpd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(mpd), "<Period "); n != 2 {
+		t.Errorf("the MPD has %d Periods after a publisher restart, want 2", n)
+	}
+	decodeAll(t, filepath.Join(pkg, "index.m3u8"))
 }
