@@ -40,8 +40,9 @@
 // # While recording, and after
 //
 // A segment is written as a whole file once its successor's first frame
-// arrives (or at Close), then the package state, then its rendition's
-// media playlist, then the DASH manifest and the multivariant playlist:
+// arrives (or at Close), then its rendition's media playlist; once every
+// rendition has its segment of that boundary, the package state, the DASH
+// manifest and the multivariant playlist:
 // through a Store whose writes are atomic (a rename, or one PUT), a player
 // or CDN reading the package live never sees a playlist naming a segment
 // that is not complete. Media playlists are EXT-X-PLAYLIST-TYPE:EVENT and
@@ -66,7 +67,10 @@
 // Stats), so no segment spans the gap.
 //
 // A killed recording leaves a package that plays up to its last complete
-// segment: every file was written whole. A Writer over a Store that holds
+// segment: every file was written whole. The state is written once per
+// boundary, after the playlists; segments a playlist names beyond it (a
+// kill between the two) are taken from the playlists when the package is
+// continued, never written again. A Writer over a Store that holds
 // a package (its state file) continues it: segment numbers go on, the
 // first new segment of each rendition is a discontinuity, the timeline
 // goes on 100 ms after the earlier media, and an init segment is written

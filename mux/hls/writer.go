@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bluenviron/gohlslib/v2/pkg/playlist"
+
 	"github.com/moq-export/moq-export/mux"
 	"github.com/moq-export/moq-export/mux/mp4"
 )
@@ -180,6 +182,9 @@ func (w *Writer) load() error {
 		st = &state{Version: stateVersion}
 	}
 	w.st = st
+	for _, rs := range st.Renditions {
+		w.adopt(rs)
+	}
 	w.firstRun = true
 	for _, rs := range st.Renditions {
 		if n := len(rs.Segments); n > 0 {
@@ -188,6 +193,52 @@ func (w *Writer) load() error {
 		}
 	}
 	return nil
+}
+
+// adopt adds to rs the segments its media playlist names beyond the
+// state: a recording killed after a playlist and before the state (which
+// is written once per boundary) left them complete, and continuing the
+// package must not write them again. Each follows the one before it on the
+// timeline; its size is read back.
+func (w *Writer) adopt(rs *renditionState) {
+	if len(rs.Inits) == 0 {
+		return
+	}
+	b, err := w.opts.Store.ReadFile(rs.ID + ".m3u8")
+	if err != nil {
+		return
+	}
+	var m playlist.Media
+	if m.Unmarshal(b) != nil {
+		return
+	}
+	last := 0
+	if n := len(rs.Segments); n > 0 {
+		last = rs.Segments[n-1].Num
+	}
+	for i, ps := range m.Segments {
+		num := m.MediaSequence + i
+		if num <= last {
+			continue
+		}
+		if !plain(ps.URI) || ps.Duration <= 0 {
+			return
+		}
+		data, err := w.opts.Store.ReadFile(ps.URI)
+		if err != nil {
+			return
+		}
+		seg := segmentState{Num: num, URI: ps.URI, Init: len(rs.Inits) - 1, Dur: ps.Duration.Microseconds(), Bytes: int64(len(data)), Disc: ps.Discontinuity}
+		if n := len(rs.Segments); n > 0 {
+			prev := rs.Segments[n-1]
+			seg.Start, seg.Date = prev.end(), prev.Date.Add(time.Duration(prev.Dur)*time.Microsecond)
+		}
+		if ps.DateTime != nil {
+			seg.Date = ps.DateTime.UTC()
+		}
+		rs.Segments = append(rs.Segments, seg)
+		w.log.Info("hls: a segment the playlist named after the state is kept", "segment", ps.URI)
+	}
 }
 
 // AddTrack adds a rendition. Tracks can be added until the first frame;
@@ -542,9 +593,8 @@ func (r *rendition) frameDur() int64 {
 // written its segment of this boundary (or when final), the package state,
 // the DASH manifest and the multivariant playlist. Writing those once per
 // boundary, not per rendition, halves the files written per segment; a
-// restart after a crash between the two continues from the state, whose
-// last segment may be one before what a playlist named (that segment is
-// then written again).
+// restart after a crash between the two takes the segments the playlists
+// named beyond the state from the playlists (adopt).
 func (w *Writer) publish(r *rendition, final bool) error {
 	rends := []*renditionState{}
 	if r != nil {

@@ -358,3 +358,72 @@ func TestARenditionThatSendsNothingHoldsNoManifestBack(t *testing.T) {
 	}
 	mediatest.DecodeClean(t, st.path("index.m3u8"))
 }
+
+// killedStore passes writes to a dirStore until the n-th write of the
+// package state, which it refuses, with every write after it: a recorder
+// killed between a boundary's playlists and its state.
+type killedStore struct {
+	*dirStore
+	n      int
+	states int
+	dead   bool
+}
+
+func (k *killedStore) WriteFile(name string, data []byte) error {
+	if name == "index.state.json" {
+		k.states++
+		k.dead = k.dead || k.states >= k.n
+	}
+	if k.dead {
+		return os.ErrClosed
+	}
+	return k.dirStore.WriteFile(name, data)
+}
+
+func TestARestartKeepsTheSegmentsPlaylistsNamedAfterTheState(t *testing.T) {
+	t.Parallel()
+	ins := []mediatest.Input{looped("h264", 0, 3), looped("aac", 1, 3)}
+	st := newStore(t)
+	killed := &killedStore{dirStore: st, n: 2}
+	w := hls.NewWriter(hls.Options{Store: killed, SegmentDuration: 2 * time.Second})
+	frames := mediatest.Interleave(ins...)
+	for _, tr := range mediatest.Tracks(ins...) {
+		must(t, w.AddTrack(tr))
+	}
+	for _, f := range frames {
+		if w.WriteFrame(f) != nil {
+			break
+		}
+	}
+	named := map[string][]byte{}
+	for _, id := range []string{"v0", "a0"} {
+		b, err := st.ReadFile(id + ".m3u8")
+		must(t, err)
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasSuffix(l, ".m4s") {
+				named[l], err = st.ReadFile(l)
+				must(t, err)
+			}
+		}
+	}
+	if len(named) != 4 {
+		t.Fatalf("the killed recording's playlists name %d segments, want 2 each", len(named))
+	}
+	w2 := hls.NewWriter(hls.Options{Store: st, SegmentDuration: 2 * time.Second})
+	mediatest.Feed(t, w2, looped("h264", 0, 1), looped("aac", 1, 1))
+	must(t, w2.Close())
+	for name, data := range named {
+		now, err := st.ReadFile(name)
+		must(t, err)
+		if !slices.Equal(now, data) {
+			t.Errorf("the restart rewrote %s, which a playlist named", name)
+		}
+	}
+	s := readState(t, st)
+	for _, r := range s.Renditions {
+		if len(r.Segments) < 4 || r.Segments[2].N != 3 || !r.Segments[2].Disc || r.Segments[1].Disc {
+			t.Errorf("%s after the restart: %+v", r.ID, r.Segments)
+		}
+	}
+	mediatest.DecodeClean(t, st.path("index.m3u8"))
+}
