@@ -71,12 +71,18 @@
 //     (fragmented MP4, MKV and FLV without duration, TS) holding everything
 //     written up to the last flush; one killed after its recording ended
 //     (during the finish) becomes the finished file.
-//   - What a recorder on another machine can do without the spool: the
-//     store holds the parts after the head part (an unfinished multipart
-//     upload, listed under the key's prefix), not the head part, which
-//     never left the spool (uploading it early would upload it twice).
-//     Completing those parts gives the recording from its 8th MiB on,
-//     which plays on its own only as TS. This package does not do that.
+//   - Without the spool (the recorder's machine is gone), RecoverStore,
+//     on any machine, completes the unfinished multipart uploads under the
+//     key's prefix that took no part for a while: the store holds the
+//     parts after the head part, and the head part too once the recording
+//     passed Options.EarlyHeadAfter (256 MiB: it goes up once, early, in
+//     its live form, and the finish replaces it; uploading it sooner would
+//     break the upload ratio of shorter recordings). Such a recording
+//     becomes a playable object (live form) up to its last part, i.e. all
+//     but the last PartSize or less; a TS recording without its head part
+//     becomes the TS from its 8th MiB on; other recordings under 256 MiB
+//     cannot be made playable from the store alone and are left as they
+//     are.
 //
 // # Why aws-sdk-go-v2
 //
