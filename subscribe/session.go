@@ -36,6 +36,8 @@ type Session struct {
 	ctx        context.Context
 	cancel     context.CancelFunc
 	reconnects atomic.Int64
+	// giveUpTest, when not 0, replaces Reconnect.GiveUp (tests).
+	giveUpTest atomic.Int64
 	lostGroups atomic.Uint64 // see LostGroups
 	wg         sync.WaitGroup
 	done       chan struct{}
@@ -267,8 +269,8 @@ func (s *Session) run(c conn) {
 			s.log.Warn("moq: connection lost, reconnecting", "err", cause, "lasted", time.Since(began).Round(time.Millisecond),
 				"failed_in_a_row", st.failures, "retry_in", delay.Round(time.Millisecond))
 		}
-		if b := s.opts.Reconnect; st.failures > 0 && b.GiveUp > 0 && time.Since(st.since) > b.GiveUp {
-			s.finish(fmt.Errorf("moq: gave up reconnecting after %v: every session ended within %v of its start: %w", b.GiveUp, s.opts.IdleTimeout, cause))
+		if giveUp := s.giveUp(); st.failures > 0 && giveUp > 0 && time.Since(st.since) > giveUp {
+			s.finish(fmt.Errorf("moq: gave up reconnecting after %v: every session ended within %v of its start: %w", giveUp, s.opts.IdleTimeout, cause))
 			return
 		}
 		if nc := s.takeNextConn(); moved && nc != nil {
@@ -309,6 +311,14 @@ func (r *retryRun) delay(b Backoff, atOnce bool) time.Duration {
 		return 0
 	}
 	return reconnectDelay(b, max(r.failures-1, 0), false)
+}
+
+// giveUp is Options.Reconnect.GiveUp, or what a test set instead.
+func (s *Session) giveUp() time.Duration {
+	if d := s.giveUpTest.Load(); d != 0 {
+		return time.Duration(d)
+	}
+	return s.opts.Reconnect.GiveUp
 }
 
 // Reconnects returns how many times the session reconnected after losing
@@ -370,8 +380,8 @@ func (s *Session) redial(st *retryRun, delay time.Duration) conn {
 			s.finish(ErrClosed)
 			return nil
 		}
-		if b.GiveUp > 0 && time.Since(start) > b.GiveUp {
-			s.finish(fmt.Errorf("moq: gave up reconnecting after %v: %w", b.GiveUp, err))
+		if giveUp := s.giveUp(); giveUp > 0 && time.Since(start) > giveUp {
+			s.finish(fmt.Errorf("moq: gave up reconnecting after %v: %w", giveUp, err))
 			return nil
 		}
 	}
