@@ -307,7 +307,13 @@ func TestThreeShardsRecordEachOf60BroadcastsExactlyOnce(t *testing.T) {
 	for i := range 60 {
 		all = append(all, "room/"+itoa(i))
 	}
-	url, pin := demoRelay(t, all...)
+	// Audio only, a second each: what is under test is who records which
+	// broadcast. CatalogFetches covers every broadcast of a shard: with
+	// the default 16 for ~20 broadcasts on one session, some recordings
+	// got no media for 60 s (every run under -race, one in ten without),
+	// a starvation of record-all over one session that is not the
+	// shards' (reported, not fixed here).
+	url, pin := demoRelayWith(t, demo.Options{Realtime: true, Renditions: []string{"aac"}}, all...)
 	recorded := map[string]int{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -323,7 +329,7 @@ func TestThreeShardsRecordEachOf60BroadcastsExactlyOnce(t *testing.T) {
 			}
 			defer sess.Close()
 			dir := t.TempDir()
-			r, err := record.New(record.Options{Output: mustFiles(t, filepath.Join(dir, "{broadcast}.ts")), Duration: 2 * time.Second, Logger: quiet})
+			r, err := record.New(record.Options{Output: mustFiles(t, filepath.Join(dir, "{broadcast}.ts")), Duration: time.Second, Logger: quiet, CatalogFetches: 64})
 			if err != nil {
 				t.Error(err)
 				return
@@ -337,7 +343,7 @@ func TestThreeShardsRecordEachOf60BroadcastsExactlyOnce(t *testing.T) {
 			}
 			if ctx.Err() != nil {
 				for _, f := range r.Files() {
-					if f.Media < 1.9 {
+					if f.Media < 0.9 {
 						t.Errorf("shard %v: %s has %.1f s of media after 60 s", shard, f.Broadcast, f.Media)
 					}
 				}

@@ -32,11 +32,17 @@ var quiet = slog.New(slog.DiscardHandler)
 // relay would, until the test ends.
 func demoRelay(t testing.TB, names ...string) (url, pin string) {
 	t.Helper()
+	return demoRelayWith(t, demo.Options{Realtime: true}, names...)
+}
+
+// demoRelayWith is demoRelay with the demo's options.
+func demoRelayWith(t testing.TB, opts demo.Options, names ...string) (url, pin string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var bcs []*model.Broadcast
 	for _, n := range names {
 		b := model.NewBroadcast(n)
-		go demo.Publish(ctx, b, demo.Options{Realtime: true})
+		go demo.Publish(ctx, b, opts)
 		bcs = append(bcs, b)
 	}
 	srv, url, pin, err := subscribe.ServeLoopback(bcs[0], subscribe.ServerOptions{Publish: bcs[1:], Logger: quiet})
