@@ -21,6 +21,11 @@ type TrackStats struct {
 	// came after later ones had left (and, on video, what depended on
 	// them up to the next keyframe).
 	DroppedLate int64
+	// DroppedMalformed counts frames whose payload is not what the
+	// track's codec says (H.264/H.265 NAL unit lengths that do not add
+	// up, an ADTS header on raw AAC), never handed to the muxer, and on
+	// video the frames after one up to the next keyframe.
+	DroppedMalformed int64
 	// DroppedByMuxer counts frames the muxer did not write (mux.Stats
 	// Dropped: frames before a track's configuration arrived, empty
 	// payloads, ...).
@@ -73,6 +78,9 @@ func (a *accounting) gap() {
 // pushFrame pushes f into the jitter buffer, counting what it drops.
 func (e *Export) pushFrame(ts *trackState, f mux.Frame) error {
 	ts.acct.received(f.Timestamp)
+	if !e.checkPayload(ts, f) {
+		return nil
+	}
 	before := e.jit.Stats().Dropped
 	err := e.jit.Push(f)
 	ts.acct.stats.DroppedLate += e.jit.Stats().Dropped - before

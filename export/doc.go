@@ -26,6 +26,14 @@
 // (at most 1 s, while the output waits for it), so that a rendition added
 // mid-recording is there from its first frames.
 //
+// With Options.CheckPayloads (package record always sets it), a frame
+// whose payload is not what its track's codec says (H.264/H.265
+// NAL unit lengths that do not add up and no Annex B either, an ADTS
+// header where raw AAC is expected) never reaches the muxer: it is counted
+// (TrackStats.DroppedMalformed), warned once per track, and on video the
+// frames up to the next keyframe go with it (payload.go; the checks are
+// internal/h26x's and internal/codecconf's).
+//
 // It owns the order of work (catalog, selection, subscriptions, jitter,
 // muxer) and the rendition selection rule (Select); the containers,
 // segmenting (mux/segment) and the network (package subscribe) are not its.

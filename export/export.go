@@ -38,6 +38,11 @@ type trackState struct {
 	// (see startLateFill); filled says the backfill is done.
 	filling bool
 	filled  atomic.Bool
+	// check tests a frame's payload against the codec (payloadCheck);
+	// skipToKey drops video up to a keyframe after a malformed frame.
+	check           func([]byte) error
+	skipToKey       bool
+	warnedMalformed bool
 }
 
 // Export copies one broadcast into one muxer.

@@ -138,6 +138,9 @@ func (e *Export) addRendition(r catalog.Rendition, counts map[mux.Kind]int) (*tr
 		return nil, nil
 	}
 	ts := &trackState{track: t}
+	if e.opts.CheckPayloads {
+		ts.check = payloadCheck(t)
+	}
 	ts.consumer = src.Subscribe(e.opts.Latency)
 	e.byCons[ts.consumer] = ts
 	e.all = append(e.all, ts)

@@ -33,6 +33,12 @@ type Options struct {
 	// groups a reconnect fetches are not late. For files (see
 	// jitter.Options.MediaTimeOnly).
 	MediaTimeOnly bool
+	// CheckPayloads drops every frame whose payload is not what its
+	// track's codec says (H.264/H.265 NAL unit lengths that do not add up,
+	// ADTS on raw AAC; see TrackStats.DroppedMalformed) instead of handing
+	// it to the muxer. Package record always sets it; tests that feed
+	// placeholder payloads leave it off.
+	CheckPayloads bool
 	// Video and Audio name the renditions to export; nil: all the
 	// container carries, empty: none (see Select). A named rendition it
 	// cannot carry is an error.

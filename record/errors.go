@@ -183,3 +183,22 @@ type ChapterError struct{ Format Format }
 func (e *ChapterError) Error() string {
 	return fmt.Sprintf("%s files hold no chapters (mkv, webm and mp4 do)", e.Format)
 }
+
+// ErrMalformed is what a MalformedError matches with errors.Is.
+var ErrMalformed = errors.New("every frame's payload was not what its codec says")
+
+// MalformedError ends a recording that wrote no frame because every
+// payload it received was not what its track's codec says (H.264/H.265
+// NAL unit lengths that do not add up, ADTS where raw AAC is expected):
+// Dropped frames of Broadcast, none written. A recording that wrote some
+// frames counts the others per track instead (TrackInfo.DroppedMalformed).
+type MalformedError struct {
+	Broadcast string
+	Dropped   int64
+}
+
+func (e *MalformedError) Error() string {
+	return fmt.Sprintf("broadcast %q: %v: %d frames dropped, none written", e.Broadcast, ErrMalformed, e.Dropped)
+}
+
+func (e *MalformedError) Is(target error) bool { return target == ErrMalformed }

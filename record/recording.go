@@ -25,7 +25,7 @@ func (r *Recorder) exportOptions() export.Options {
 		maxDelay = DefaultMaxDelay
 	}
 	return export.Options{Delay: r.opts.Delay, MaxDelay: maxDelay, Video: r.opts.Video, Audio: r.opts.Audio, Caps: r.caps(),
-		MediaTimeOnly: !live}
+		MediaTimeOnly: !live, CheckPayloads: true}
 }
 
 // Record records broadcast path of src to the output until the broadcast
@@ -171,6 +171,14 @@ func (rec *Recording) result(err error) error {
 	}
 	if berr := rec.bc.Err(); berr != nil {
 		return fmt.Errorf("broadcast %q ended with an error: %w (what arrived before is in the output)", name, berr)
+	}
+	var written, malformed int64
+	for _, ts := range rec.ex.TrackStats() {
+		written += ts.Written
+		malformed += ts.DroppedMalformed
+	}
+	if written == 0 && malformed > 0 {
+		return &MalformedError{Broadcast: name, Dropped: malformed}
 	}
 	// A session that gave up ends its tracks before it closes their
 	// broadcast with its error: ask the session too.

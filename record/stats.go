@@ -46,20 +46,23 @@ type Stats struct {
 // when a recording was cut short); Lost is the media time its gaps
 // skipped (see export.TrackStats).
 type TrackInfo struct {
-	Broadcast      string  `json:"broadcast"`
-	Track          string  `json:"track"`
-	Kind           string  `json:"kind"`
-	Received       int64   `json:"received"`
-	Written        int64   `json:"written"`
-	DroppedLate    int64   `json:"dropped_late"`
-	DroppedByMuxer int64   `json:"dropped_by_muxer"`
-	Gaps           int64   `json:"gaps"`
-	Lost           float64 `json:"lost_seconds"`
+	Broadcast      string `json:"broadcast"`
+	Track          string `json:"track"`
+	Kind           string `json:"kind"`
+	Received       int64  `json:"received"`
+	Written        int64  `json:"written"`
+	DroppedLate    int64  `json:"dropped_late"`
+	DroppedByMuxer int64  `json:"dropped_by_muxer"`
+	// DroppedMalformed counts frames whose payload was not what the
+	// track's codec says (export.TrackStats.DroppedMalformed).
+	DroppedMalformed int64   `json:"dropped_malformed"`
+	Gaps             int64   `json:"gaps"`
+	Lost             float64 `json:"lost_seconds"`
 }
 
 func trackInfo(broadcast string, ts export.TrackStats) TrackInfo {
 	return TrackInfo{Broadcast: broadcast, Track: ts.Name, Kind: ts.Kind.String(), Received: ts.Received, Written: ts.Written,
-		DroppedLate: ts.DroppedLate, DroppedByMuxer: ts.DroppedByMuxer, Gaps: ts.Gaps, Lost: ts.LostToGaps.Seconds()}
+		DroppedLate: ts.DroppedLate, DroppedByMuxer: ts.DroppedByMuxer, DroppedMalformed: ts.DroppedMalformed, Gaps: ts.Gaps, Lost: ts.LostToGaps.Seconds()}
 }
 
 // Stats sums the counters of every recording, running or ended.
