@@ -65,6 +65,9 @@ var authTransports = []authTransport{
 	{name: "quic-lite-02-legacy-setup", scheme: "moql", opts: Options{Versions: []string{"lite-02"}}},
 	{name: "quic-ietf-draft-14", scheme: "moqt", opts: Options{alpns: []string{ietf.ALPNDraft14}}, ietf: true},
 	{name: "quic-ietf-draft-20", scheme: "moqt", opts: Options{alpns: []string{"moqt-20"}}, ietf: true},
+	// The token only in SETUP's AUTHORIZATION TOKEN parameter, not in the
+	// SETUP Path's query.
+	{name: "quic-ietf-draft-22-token-parameter", scheme: "moqt", opts: Options{alpns: []string{"moqt-22"}, tokenParamOnly: true}, ietf: true},
 	{name: "quic-lite-04", scheme: "moql", opts: Options{Versions: []string{"lite-04"}}, noToken: true},
 }
 

@@ -285,50 +285,61 @@ func (ic *ietfConn) setupStreams(ctx context.Context, params ietf.Params) (ietf.
 // serverHandshake runs the server side of SETUP. For drafts 14-16 it
 // reads CLIENT_SETUP from the first bidi stream; path is the SETUP Path
 // (without query) when the client sent one.
-func (ic *ietfConn) serverHandshake(ctx context.Context) (path string, err error) {
+func (ic *ietfConn) serverHandshake(ctx context.Context) (path, token string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var peer ietf.Params
 	if !ic.v.ControlStream() {
 		if peer, err = ic.setupStreams(ctx, ic.setupParams(ietfSetupParams{})); err != nil {
-			return "", err
+			return "", "", err
 		}
 		p, _ := peer.Bytes(ietf.SetupPath)
-		return string(p), nil
+		return string(p), ic.setupToken(peer), nil
 	}
 	str, err := ic.AcceptBidi(ctx)
 	if err != nil {
-		return "", fmt.Errorf("moq: no control stream: %w", err)
+		return "", "", fmt.Errorf("moq: no control stream: %w", err)
 	}
 	ic.ctrl, ic.ctrlR = str, bufio.NewReader(str)
 	stop := context.AfterFunc(ctx, func() { str.SetReadDeadline(time.Now()) })
 	defer stop()
 	typ, body, err := ietf.ReadMessage(ic.ctrlR, ic.v)
 	if err != nil {
-		return "", fmt.Errorf("moq: read CLIENT_SETUP: %w", protocolErr(err))
+		return "", "", fmt.Errorf("moq: read CLIENT_SETUP: %w", protocolErr(err))
 	}
 	var cs ietf.ClientSetup
 	if typ != ietf.TypeClientSetup {
-		return "", fmt.Errorf("%w: message %#x instead of CLIENT_SETUP", ErrProtocol, typ)
+		return "", "", fmt.Errorf("%w: message %#x instead of CLIENT_SETUP", ErrProtocol, typ)
 	}
 	if err := ietf.Decode(body, &cs, ic.v); err != nil {
-		return "", fmt.Errorf("moq: CLIENT_SETUP: %w", protocolErr(err))
+		return "", "", fmt.Errorf("moq: CLIENT_SETUP: %w", protocolErr(err))
 	}
 	if !containsVersion(cs.Versions, ic.v) {
 		ic.Close(ietfVersionFailed, "no common version")
-		return "", fmt.Errorf("%w: client offers no %v", ErrProtocol, ic.v)
+		return "", "", fmt.Errorf("%w: client offers no %v", ErrProtocol, ic.v)
 	}
 	str.SetReadDeadline(time.Time{})
 	peer = cs.Params
 	ss := ietf.ServerSetup{Version: ic.v, Params: ic.setupParams(ietfSetupParams{})}
 	if err := ic.writeControl(ietf.TypeServerSetup, &ss); err != nil {
-		return "", fmt.Errorf("moq: send SERVER_SETUP: %w", err)
+		return "", "", fmt.Errorf("moq: send SERVER_SETUP: %w", err)
 	}
 	ic.peerLimits(peer)
 	if p, ok := peer.Bytes(ietf.SetupPath); ok {
 		path = string(p)
 	}
-	return path, nil
+	return path, ic.setupToken(peer), nil
+}
+
+// setupToken returns the token of the client's SETUP AUTHORIZATION TOKEN
+// parameter, "" without one.
+func (ic *ietfConn) setupToken(peer ietf.Params) string {
+	b, ok := peer.Bytes(ietf.SetupAuthorizationToken)
+	if !ok {
+		return ""
+	}
+	tok, _ := ietf.ParseToken(b, ic.v)
+	return tok
 }
 
 func containsVersion(vs []ietf.Version, v ietf.Version) bool {

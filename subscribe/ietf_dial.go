@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 
 	"github.com/moq-export/moq-export/subscribe/internal/ietf"
@@ -92,6 +93,9 @@ func (s *Session) ietfDial(ctx context.Context, c conn, v ietf.Version, t *targe
 	p := ietfSetupParams{token: ietfTokenOf(t.raw)}
 	if !c.WebTransport() {
 		p.path, p.authority = t.setupPath, t.raw.Host
+		if s.opts.tokenParamOnly {
+			p.path, _ = splitPathQuery(p.path)
+		}
 	}
 	if err := ic.clientHandshake(ctx, p); err != nil {
 		c.Close(ietfProtocolViolation, "setup failed")
@@ -107,7 +111,7 @@ func (s *Session) ietfDial(ctx context.Context, c conn, v ietf.Version, t *targe
 // request's URL (wt) on WebTransport.
 func (s *Server) acceptIETF(c conn, v ietf.Version, wt *http.Request) {
 	ic := newIETFConn(c, v, false, s.log)
-	path, err := ic.serverHandshake(s.ctx)
+	path, tok, err := ic.serverHandshake(s.ctx)
 	if err != nil {
 		s.log.Debug("moq: moq-transport SETUP", "version", v, "err", err)
 		c.Close(ietfProtocolViolation, "setup failed")
@@ -123,6 +127,15 @@ func (s *Server) acceptIETF(c conn, v ietf.Version, wt *http.Request) {
 		path = wt.URL.Path
 		info = acceptInfo{remote: wt.RemoteAddr, transport: "webtransport", query: wt.URL.RawQuery, version: v.String(),
 			noToken: "a WebTransport client puts ?jwt= in the URL"}
+	}
+	// The SETUP AUTHORIZATION TOKEN parameter is the token when the URL
+	// (SETUP Path or CONNECT) carries none.
+	if q, err := url.ParseQuery(info.query); tok != "" && (err != nil || !q.Has("jwt")) {
+		if err != nil {
+			q = url.Values{}
+		}
+		q.Set("jwt", tok)
+		info.query = q.Encode()
 	}
 	sess := s.newSession(path)
 	sess.start(ic)

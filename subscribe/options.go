@@ -88,6 +88,10 @@ type Options struct {
 	// matters to the relay's scheduler; the model does its own skipping).
 	MaxLatency time.Duration
 
+	// tokenParamOnly (tests): a moq-transport client sends its token in
+	// the SETUP AUTHORIZATION TOKEN parameter only, not in the SETUP Path.
+	tokenParamOnly bool
+
 	// ReleaseRead makes every remote media track drop a frame's payload
 	// once each consumer it has then read it (model.Track.SetReleaseRead),
 	// for a recorder whose export is the tracks' only reader: what it

@@ -136,3 +136,33 @@ func TestLocationFilterValuesPerDraft(t *testing.T) {
 		t.Fatalf("draft 22 SUBSCRIBE % x lacks the unprefixed filter", b)
 	}
 }
+
+// The SETUP AUTHORIZATION TOKEN parameter a client writes reads back as
+// its token (USE_VALUE); other alias types and an empty token carry none.
+func TestSetupTokenParameterReadsBack(t *testing.T) {
+	for _, v := range []Version{Draft14, Draft20, Draft22} {
+		if tok, ok := ParseToken(AppendToken(nil, "a.b.c", v), v); !ok || tok != "a.b.c" {
+			t.Errorf("%v: %q %v", v, tok, ok)
+		}
+		for _, bad := range [][]byte{nil, {0x00, 0x01}, {0x03, 0x00}, {0x02, 0x05}} {
+			if tok, ok := ParseToken(bad, v); ok {
+				t.Errorf("%v % x: token %q", v, bad, tok)
+			}
+		}
+	}
+}
+
+func FuzzParseToken(f *testing.F) {
+	f.Add(uint8(0), AppendToken(nil, "jwt", Draft14))
+	f.Add(uint8(3), AppendToken(nil, "jwt", Draft20))
+	f.Fuzz(func(t *testing.T, sel uint8, b []byte) {
+		v := fuzzVersions[int(sel)%len(fuzzVersions)]
+		tok, ok := ParseToken(b, v)
+		if !ok {
+			return
+		}
+		if again, ok := ParseToken(AppendToken(nil, tok, v), v); !ok || again != tok {
+			t.Fatalf("%v: token %q reads back as %q", v, tok, again)
+		}
+	})
+}

@@ -41,6 +41,21 @@ func AppendToken(b []byte, token string, v Version) []byte {
 	return append(b, token...)
 }
 
+// ParseToken reads the value of an AUTHORIZATION TOKEN parameter that
+// carries a token itself (alias type USE_VALUE): its token type, then the
+// token to the end. Other alias types (registered aliases) carry none.
+func ParseToken(b []byte, v Version) (string, bool) {
+	d := decoder{b: b, v: v}
+	if d.varint() != tokenUseValue || d.err != nil {
+		return "", false
+	}
+	d.varint() // token type: 0, unspecified, for a JWT
+	if d.err != nil || len(d.b) == 0 {
+		return "", false
+	}
+	return string(d.b), true
+}
+
 // Param is one parameter: a varint (even ids, and the u8/bool kinds of
 // drafts 17+) or a byte string (Bytes non-nil).
 type Param struct {
