@@ -55,6 +55,9 @@ var containers = []struct {
 	{"mkv", true, false},
 	{"ts", false, false},
 	{"mp4", true, true},
+	// An HLS package (mux/hls): rec.m3u8 is its multivariant playlist,
+	// which ffmpeg reads with every rendition's CMAF segments.
+	{"m3u8", true, true},
 }
 
 // roles: who opens the connection.
