@@ -267,13 +267,20 @@ func BenchmarkExportAnHourOfOneRenditionToMP4(b *testing.B) {
 	}
 	b.StopTimer()
 	per := b.Elapsed() / time.Duration(b.N)
-	start := time.Now()
+	// ffmpeg's best of three, against our mean.
 	ff := filepath.Join(dir, "ffmpeg.mp4")
-	if o, err := exec.Command("ffmpeg", "-nostdin", "-v", "error", "-y", "-i", mkv, "-c", "copy", ff).CombinedOutput(); err != nil {
-		b.Fatalf("ffmpeg: %v %s", err, o)
+	var ffTime time.Duration
+	for i := range 3 {
+		start := time.Now()
+		if o, err := exec.Command("ffmpeg", "-nostdin", "-v", "error", "-y", "-i", mkv, "-c", "copy", ff).CombinedOutput(); err != nil {
+			b.Fatalf("ffmpeg: %v %s", err, o)
+		}
+		if d := time.Since(start); i == 0 || d < ffTime {
+			ffTime = d
+		}
 	}
-	ffTime := time.Since(start)
 	b.ReportMetric(ffTime.Seconds()/per.Seconds(), "x-ffmpeg-copy")
+	b.ReportMetric(ffTime.Seconds(), "s-ffmpeg")
 	b.ReportMetric(float64(st.Gets), "gets")
 	fi, _ := os.Stat(out)
 	b.ReportMetric(float64(fi.Size())/1e6, "MB-out")

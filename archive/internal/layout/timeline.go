@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"sync"
 )
 
 // syncTrailer ends every sync-flushed DEFLATE frame; the format removes it
@@ -185,6 +186,10 @@ func EncodeGroup(values ...[]byte) ([][]byte, error) {
 	return out, nil
 }
 
+// inflaters recycles DEFLATE readers: a reader of a long range inflates a
+// timeline object per record, and a new reader costs its 32 KB window.
+var inflaters = sync.Pool{New: func() any { return flate.NewReader(bytes.NewReader(nil)) }}
+
 // DecodeGroup inflates the frames of one timeline group and returns the
 // JSON value each frame holds.
 func DecodeGroup(frames [][]byte) ([]json.RawMessage, error) {
@@ -193,8 +198,11 @@ func DecodeGroup(frames [][]byte) ([]json.RawMessage, error) {
 		in.Write(f)
 		in.Write(syncTrailer)
 	}
-	r := flate.NewReader(&in)
-	defer r.Close()
+	r := inflaters.Get().(io.ReadCloser)
+	defer inflaters.Put(r)
+	if err := r.(flate.Resetter).Reset(&in, nil); err != nil {
+		return nil, malformed("timeline", "deflate: %v", err)
+	}
 	out, err := io.ReadAll(io.LimitReader(r, MaxTimelineGroup+1))
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
 		return nil, malformed("timeline", "deflate: %v", err)
