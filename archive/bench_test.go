@@ -290,18 +290,24 @@ func BenchmarkExportAnHourOfOneRenditionToMP4(b *testing.B) {
 // 24-hour archive (small frames: the cost is the index, not the media) and
 // reports the objects read.
 func BenchmarkCutFiveMinutesOfADayLongArchive(b *testing.B) {
-	dir, err := os.MkdirTemp("", "archive-day-")
-	if err != nil {
-		b.Fatal(err)
+	// ARCHIVE_BENCH_DAY_DIR keeps the day between runs.
+	dir := os.Getenv("ARCHIVE_BENCH_DAY_DIR")
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "archive-day-"); err != nil {
+			b.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
 	}
-	defer os.RemoveAll(dir)
 	// 10 fps, a keyframe every 2 s, 100-byte frames.
 	var frames []testmedia.SampleFrame
 	for i := range 20 {
 		frames = append(frames, testmedia.SampleFrame{Timestamp: int64(i) * 100_000, Keyframe: i == 0, Payload: make([]byte, 100)})
 	}
 	cat := []byte(`{"video":{"renditions":{"v":{"codec":"avc1.64001f","codedWidth":64,"codedHeight":64}}}}`)
-	buildArchive(b, dir, cat, []synth{{name: "v", frames: frames, period: 2_000_000}}, 24*time.Hour)
+	if _, err := os.Stat(filepath.Join(dir, "demo")); err != nil {
+		buildArchive(b, dir, cat, []synth{{name: "v", frames: frames, period: 2_000_000}}, 24*time.Hour)
+	}
 	st, err := archive.Dir(dir)
 	if err != nil {
 		b.Fatal(err)
