@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ import (
 // gets nothing. Given Options.Logger, the recording and the session Run
 // dials log there.
 func TestTheLibraryIsSilentUnlessGivenALogger(t *testing.T) {
-	var host bytes.Buffer
+	var host lockedBuffer
 	prevSlog, prevOut, prevFlags := slog.Default(), log.Writer(), log.Flags()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&host, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	log.SetOutput(&host)
@@ -51,7 +52,7 @@ func TestTheLibraryIsSilentUnlessGivenALogger(t *testing.T) {
 		t.Fatalf("no recording: %v", err)
 	}
 
-	var mine bytes.Buffer
+	var mine lockedBuffer
 	out, _ = record.Files(filepath.Join(dir, "b.mkv"), record.FileOptions{})
 	lg := slog.New(slog.NewTextHandler(&mine, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if _, err := record.Run(ctx, record.Options{URL: url, Dial: subscribe.Options{TLSFingerprint: pin}, Broadcast: "live", Output: out, Duration: time.Second, Logger: lg}); err != nil {
@@ -61,3 +62,30 @@ func TestTheLibraryIsSilentUnlessGivenALogger(t *testing.T) {
 		t.Errorf("host got %q; Options.Logger got:\n%s", host.String(), mine.String())
 	}
 }
+
+// lockedBuffer is a bytes.Buffer that goroutines of the recording (a
+// backfill finishing after Run returned) may write while the test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Len()
+}
+
+func (l *lockedBuffer) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return bytes.Clone(l.b.Bytes())
+}
+
+func (l *lockedBuffer) String() string { return string(l.Bytes()) }
