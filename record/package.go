@@ -51,8 +51,9 @@ type Package interface {
 // PackageMuxOptions are what a package format's muxer is given.
 type PackageMuxOptions struct {
 	SegmentDuration time.Duration
-	Start           time.Time
-	Logger          *slog.Logger
+	// Start is the wall clock of the first frame; zero: when it arrives.
+	Start  time.Time
+	Logger *slog.Logger
 }
 
 // CreatePackage opens the package directory of broadcast: the template
@@ -161,7 +162,7 @@ func (r *Recorder) openPackage(rec *Recording, po PackageOutput) (mux.Muxer, err
 	cw := &countWriter{w: pf}
 	pf.count = cw
 	m := muxers[r.opts.Format].pkg(countingPackage{Package: p, count: cw}, PackageMuxOptions{
-		SegmentDuration: r.opts.HLSSegmentDuration, Start: start, Logger: r.log.With("output", p.Name())})
+		SegmentDuration: r.opts.HLSSegmentDuration, Logger: r.log.With("output", p.Name())})
 	info := FileInfo{Path: p.Name(), Broadcast: name, Format: string(r.opts.Format)}
 	r.log.Info("writing", "path", info.Path, "format", r.opts.Format, "broadcast", name)
 	rec.fileOpened(info)
