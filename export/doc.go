@@ -20,7 +20,8 @@
 // (at most Delay; MaxDelay where the delay may grow, as for files, so that a
 // first group that comes late on a loaded machine is not dropped), backfills the audio that starts after the earliest video
 // keyframe back to it (model.Track.Backfill, in the background, at most
-// min(Delay, 1 s); a failure only costs the alignment), then reads. Tracks
+// min(Delay, 1 s), or MaxDelay for files; a failure only costs the
+// alignment), then reads. Tracks
 // a catalog update adds later are read at once, but audio, which joined at
 // its newest frame, is first backfilled back to the newest frame written
 // (at most 1 s, while the output waits for it), so that a rendition added

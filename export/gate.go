@@ -55,12 +55,19 @@ const maxBackfill = time.Second
 
 // startBackfills starts, in the background, the backfill of every gated
 // audio track that starts after the earliest video keyframe K, back to K,
-// and gives them min(Delay, maxBackfill) more before the gate opens. A
-// failed backfill is only logged: that track starts at its first live group.
+// and gives them min(Delay, maxBackfill) more before the gate opens (files:
+// MaxDelay, as startWait). A failed backfill is only logged: that track
+// starts at its first live group.
 func (e *Export) startBackfills() {
 	g := e.gate
 	g.backfilling = true
-	g.deadline = e.opts.Now().Add(min(e.opts.Delay, maxBackfill))
+	wait := min(e.opts.Delay, maxBackfill)
+	if w := e.startWait(); w > e.opts.Delay {
+		// A file can wait: a backfill slowed by a loaded machine still
+		// aligns the audio with the first keyframe.
+		wait = w
+	}
+	g.deadline = e.opts.Now().Add(wait)
 	var k int64
 	haveK := false
 	for _, ts := range g.tracks {
