@@ -129,7 +129,11 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 			}
 			return
 		}
-		if err := dec.Decode(hang.Object{Payload: payload, Timestamp: fr.Timestamp, Timescale: sub.timescale}); err != nil {
+		err = dec.Decode(hang.Object{Payload: payload, Timestamp: fr.Timestamp, Timescale: sub.timescale})
+		if w := dec.Warning(); w != "" {
+			s.log.Warn("moq: "+w, "broadcast", rt.rb.path)
+		}
+		if err != nil {
 			if errors.Is(err, hang.ErrSkipped) {
 				// A bad fragment is skipped, with the delta frames
 				// that follow it up to a keyframe.

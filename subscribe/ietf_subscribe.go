@@ -519,6 +519,9 @@ func (s *Session) readIETFSubgroup(ic *ietfConn, str recvStream, r *bufio.Reader
 			continue
 		}
 		err = decodeIETF(&dec, obj, sub.timescale, ic.v)
+		if w := dec.Warning(); w != "" {
+			log.Warn("moq: " + w)
+		}
 		if errors.Is(err, hang.ErrSkipped) {
 			log.Warn("moq: bad object skipped", "object", obj.ID, "err", err)
 			continue

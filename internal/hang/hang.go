@@ -3,10 +3,12 @@ package hang
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/internal/cmaf"
+	"github.com/moq-export/moq-export/internal/h26x"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -56,6 +58,17 @@ const Timescale = 1_000_000
 type Track struct {
 	kind Kind
 	init *cmaf.Init // cmaf
+	// locScale is the timescale of loc timestamps that name none, from
+	// the catalog (an MSF clockrate/timescale, MediaMTX's clocks); 0:
+	// microseconds. Set, it also says the publisher sends the LOC draft's
+	// layout on moq-transport (bare payload, time in the object).
+	locScale uint64
+	// deframer turns an H.264/H.265 track without a description into
+	// Annex B whichever framing its publisher uses (nil otherwise).
+	deframer *h26x.Deframer
+	// check tells an implausible frame rate once (nil for tracks without
+	// media).
+	check *rateCheck
 }
 
 // NewTrack returns the packaging kind; a cmaf track needs the container
@@ -93,11 +106,44 @@ func ForRendition(c *catalog.Catalog, name string) Track {
 			continue
 		}
 		cm := r.Common()
-		if t, err := NewTrack(Kind(cm.ContainerKind()), cm.Container); err == nil {
-			return t
+		t, err := NewTrack(Kind(cm.ContainerKind()), cm.Container)
+		if err != nil {
+			return Track{kind: Legacy}
 		}
+		if t.kind == LOC && cm.Timescale != nil {
+			t.locScale = *cm.Timescale
+		}
+		if codec, ok := h26x.CodecOf(codecFamily(cm.Codec)); ok && len(cm.Description) == 0 && t.kind != CMAF {
+			t.deframer = h26x.NewDeframer(codec)
+		}
+		if t.kind != CMAF {
+			t.check = newRateCheck(r)
+		}
+		return t
 	}
 	return Track{kind: Legacy}
+}
+
+// codecFamily maps a WebCodecs codec string to "h264" or "h265" for the
+// codecs h26x reads, "" otherwise.
+func codecFamily(codec string) string {
+	family, _, _ := strings.Cut(codec, ".")
+	switch family {
+	case "avc1", "avc3":
+		return "h264"
+	case "hev1", "hvc1":
+		return "h265"
+	}
+	return ""
+}
+
+// Unframed returns how many frames of the track parsed neither as Annex B
+// nor as length-prefixed NAL units and were dropped.
+func (t Track) Unframed() uint64 {
+	if t.deframer == nil {
+		return 0
+	}
+	return t.deframer.Refused.Load()
 }
 
 // Kind returns the packaging's kind.
@@ -181,6 +227,8 @@ type Decoder struct {
 	// broken is set after a bad cmaf object: its samples are lost, so
 	// delta samples are dropped until a keyframe.
 	broken bool
+	// warning is the track's rate warning, until Warning takes it.
+	warning string
 }
 
 // Decoder returns a decoder for one group of the track.
@@ -217,24 +265,29 @@ func (d *Decoder) Decode(o Object) error {
 		if err != nil {
 			return err
 		}
-		d.pending, d.has = model.Frame{Timestamp: ts, Payload: codec}, len(codec) > 0
-		return nil
+		return d.media(model.Frame{Timestamp: ts, Payload: codec})
 	case LOC:
-		ts, codec, err := DecodeLOC(o.Payload)
-		if err != nil {
+		var (
+			ts    int64
+			codec []byte
+			err   error
+		)
+		if d.t.locScale > 0 && o.HasTimestamp {
+			// An MSF publisher (MediaMTX): the LOC draft's layout, its
+			// clock from the catalog unless the object names one.
+			ts, codec, err = d.bareLOC(o)
+		} else if ts, codec, err = DecodeLOCAt(o.Payload, d.t.timescaleOr(Timescale)); err != nil {
 			if !o.HasTimestamp {
 				return err
 			}
 			// The LOC draft's layout on moq-transport: the bare codec
 			// payload, its time in the object's Timestamp extension.
-			codec = o.Payload
-			var ok bool
-			if ts, ok = RescaleSigned(o.Timestamp, o.Timescale); !ok {
-				return fmt.Errorf("%w: timestamp %d at timescale %d", ErrMalformed, o.Timestamp, o.Timescale)
-			}
+			ts, codec, err = d.bareLOC(o)
 		}
-		d.pending, d.has = model.Frame{Timestamp: ts, Payload: codec}, len(codec) > 0
-		return nil
+		if err != nil {
+			return err
+		}
+		return d.media(model.Frame{Timestamp: ts, Payload: codec})
 	case CMAF:
 		if d.demux == nil {
 			return ErrNoInit
@@ -281,6 +334,66 @@ func (d *Decoder) verbatim(o Object) error {
 	}
 	d.pending, d.has = f, true
 	return nil
+}
+
+// bareLOC reads an object in the LOC draft's layout on moq-transport: the
+// bare codec payload, its time in the object's Timestamp extension, in
+// the object's timescale, or the catalog's when the object names none
+// (o.Timescale is then the default, microseconds).
+func (d *Decoder) bareLOC(o Object) (int64, []byte, error) {
+	scale := o.Timescale
+	if scale == Timescale {
+		scale = d.t.timescaleOr(scale)
+	}
+	ts, ok := RescaleSigned(o.Timestamp, scale)
+	if !ok {
+		return 0, nil, fmt.Errorf("%w: timestamp %d at timescale %d", ErrMalformed, o.Timestamp, scale)
+	}
+	return ts, o.Payload, nil
+}
+
+// timescaleOr is the catalog's loc timescale, or def when it has none.
+func (t *Track) timescaleOr(def uint64) uint64 {
+	if t.locScale > 0 {
+		return t.locScale
+	}
+	return def
+}
+
+// media makes f, a legacy or loc frame, the pending one: an empty payload
+// is a marker without a sample; an H.264/H.265 payload of a track without
+// a description comes out in Annex B (a payload that parses neither as
+// Annex B nor as length-prefixed units is skipped: ErrSkipped wrapping
+// h26x.ErrUnframed).
+func (d *Decoder) media(f model.Frame) error {
+	if len(f.Payload) == 0 {
+		d.pending = f // its time, for Verbatim
+		return nil
+	}
+	if d.t.deframer != nil {
+		out, _, err := d.t.deframer.AnnexB(nil, f.Payload)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrSkipped, err)
+		}
+		f.Payload = out
+	}
+	if d.t.check != nil {
+		if w := d.t.check.frame(f.Timestamp); w != "" {
+			d.warning = w
+		}
+	}
+	d.pending, d.has = f, true
+	return nil
+}
+
+// Warning returns, once per track, a warning about its timestamps that an
+// object read by Decode gave rise to ("" when none): a frame rate or
+// frame duration no media has, which means the timescale was guessed
+// wrong.
+func (d *Decoder) Warning() string {
+	w := d.warning
+	d.warning = ""
+	return w
 }
 
 // Next returns the next frame of the object Decode read last; false when

@@ -35,7 +35,11 @@ func LegacyLen(ts int64, codec []byte) int { return varintLen(uint64(max(ts, 0))
 // DecodeLOC splits a LOC payload into its timestamp (converted to
 // microseconds from the frame's timescale, microseconds by default) and
 // codec payload. The codec payload aliases p.
-func DecodeLOC(p []byte) (int64, []byte, error) {
+func DecodeLOC(p []byte) (int64, []byte, error) { return DecodeLOCAt(p, Timescale) }
+
+// DecodeLOCAt is DecodeLOC with defaultScale the timescale of a frame that
+// names none (the track's, from its catalog).
+func DecodeLOCAt(p []byte, defaultScale uint64) (int64, []byte, error) {
 	plen, n, err := parseVarint(p)
 	if err != nil {
 		return 0, nil, fmt.Errorf("%w: loc properties length: %w", ErrMalformed, err)
@@ -78,7 +82,7 @@ func DecodeLOC(p []byte) (int64, []byte, error) {
 		return 0, nil, fmt.Errorf("%w: loc frame without timestamp", ErrMalformed)
 	}
 	if scale == 0 {
-		scale = 1_000_000
+		scale = defaultScale
 	}
 	us, ok := Rescale(ts, scale)
 	if !ok {
