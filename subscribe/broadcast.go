@@ -280,5 +280,6 @@ func (s *Session) learnCatalog(path string, c *catalog.Catalog) {
 		if cm.ContainerKind() == catalog.ContainerCMAF {
 			s.learnInit(bpath, r.Name, cm.Container)
 		}
+		s.learnRendition(bpath, r)
 	}
 }

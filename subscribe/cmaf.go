@@ -25,10 +25,34 @@ func (s *Session) learnInit(path, name string, ct *catalog.Container) {
 	m[name] = ct
 }
 
+// learnRendition records rendition r of broadcast path as the catalog
+// gives it, for its packaging's details (package hang: a loc clock, the
+// framing of H.264 without a description). Called with s.mu held.
+func (s *Session) learnRendition(path string, r catalog.Rendition) {
+	if s.renditions == nil {
+		s.renditions = map[string]map[string]catalog.Rendition{}
+	}
+	m := s.renditions[path]
+	if m == nil {
+		m = map[string]catalog.Rendition{}
+		s.renditions[path] = m
+	}
+	m[r.Name] = r
+}
+
 // packaging returns the decoder setup of the track's container kind (a
-// cmaf track's init from the catalog).
+// cmaf track's init from the catalog), with what the catalog says of the
+// rendition when it is of that kind.
 func (rt *remoteTrack) packaging() (hang.Track, error) {
 	s := rt.rb.s
+	s.mu.Lock()
+	r, ok := s.renditions[rt.rb.path][rt.name]
+	s.mu.Unlock()
+	if ok && string(r.Common().ContainerKind()) == rt.kind {
+		if t, err := hang.OfRendition(r); err == nil {
+			return t, nil
+		}
+	}
 	var ct *catalog.Container
 	if hang.Kind(rt.kind) == hang.CMAF {
 		s.mu.Lock()

@@ -207,6 +207,16 @@ func (s *Session) serveIETFRequest(ic *ietfConn, str bidiStream, r io.Reader, ty
 	return nil
 }
 
+// timestampExt is the extension block of a published object at ts (µs):
+// its Timestamp, in microseconds, or as MediaMTX writes it for a track
+// package hang calls Bare (draft-03's id, the catalog's clock).
+func timestampExt(pk hang.Track, ts int64, v ietf.Version) []byte {
+	if pk.Bare() {
+		return ietf.AppendTimestampExt03(nil, uint64(max(pk.ClockTime(ts), 0)), v)
+	}
+	return ietf.AppendTimestampExt(nil, uint64(ts), v)
+}
+
 // strictNamespace is the broadcast a SUBSCRIBE names on a Strict server:
 // as MediaMTX ties a session to the stream its path names, the namespace
 // is taken relative to the session path ("" is the session's stream).
@@ -512,7 +522,7 @@ func (w *ietfGroupWriter) write(ev model.Event, id uint64) error {
 	w.last = id
 	ts := max(ev.Frame.Timestamp, 0)
 	w.payload = w.pack.AppendPayload(w.payload[:0], ev.Frame)
-	b := ietf.AppendObject(w.buf[:0], w.header(true), delta, ietf.AppendTimestampExt(nil, uint64(ts), v), w.payload, 0, v)
+	b := ietf.AppendObject(w.buf[:0], w.header(true), delta, timestampExt(w.pack, ts, v), w.payload, 0, v)
 	w.buf = b
 	if _, err := w.group.Write(b); err != nil {
 		// The subscriber stopped this group: carry on with the next.
@@ -675,7 +685,7 @@ func (w *fetchWriter) group(g *model.Group, seq uint64, rng ietfRange) bool {
 			}
 			ts := max(f.Timestamp, 0)
 			w.payload = w.pack.AppendPayload(w.payload[:0], f)
-			w.buf = w.fw.Append(w.buf, seq, id, ietf.AppendTimestampExt(nil, uint64(ts), v), w.payload)
+			w.buf = w.fw.Append(w.buf, seq, id, timestampExt(w.pack, ts, v), w.payload)
 		}
 		next += len(frames)
 		if len(w.buf) > 0 {

@@ -21,16 +21,22 @@ func packagingOf(b *model.Broadcast, name string) hang.Track {
 	return hang.ForRendition(latestCatalog(b), name)
 }
 
-// latestCatalog returns the newest catalog.json snapshot b holds, or nil.
+// latestCatalog returns the newest snapshot of the catalog b holds (the
+// first of catalog.TracksFor its name it has), or nil.
 func latestCatalog(b *model.Broadcast) *catalog.Catalog {
-	held := false
-	for _, n := range b.TrackNames() {
-		held = held || n == catalog.TrackName
+	held := ""
+	names := b.TrackNames()
+	for _, want := range catalog.TracksFor(b.Name()) {
+		for _, n := range names {
+			if n == want && held == "" {
+				held = n
+			}
+		}
 	}
-	if !held {
+	if held == "" {
 		return nil // Track would create it
 	}
-	t, err := b.Track(catalog.TrackName)
+	t, err := b.Track(held)
 	if err != nil {
 		return nil
 	}
@@ -46,7 +52,7 @@ func latestCatalog(b *model.Broadcast) *catalog.Catalog {
 	if len(frames) == 0 {
 		return nil
 	}
-	c, err := catalog.Parse(frames[0].Payload)
+	c, err := catalog.NewReader(held).Frame(seq, true, frames[0].Payload)
 	if err != nil {
 		return nil
 	}

@@ -65,6 +65,9 @@ type Session struct {
 	// cmafInits holds the container (init) of cmaf tracks learnt from
 	// catalogs: broadcast path -> track -> container.
 	cmafInits map[string]map[string]*catalog.Container
+	// renditions holds the catalog's renditions: broadcast path -> track
+	// -> rendition (their packaging's details, cmaf.go).
+	renditions map[string]map[string]catalog.Rendition
 
 	// serving counts the subscriptions this session serves as publisher,
 	// servingTracks the same by track; a subscription counts once its

@@ -105,23 +105,35 @@ func ForRendition(c *catalog.Catalog, name string) Track {
 		if r.Name != name {
 			continue
 		}
-		cm := r.Common()
-		t, err := NewTrack(Kind(cm.ContainerKind()), cm.Container)
+		t, err := OfRendition(r)
 		if err != nil {
 			return Track{kind: Legacy}
-		}
-		if t.kind == LOC && cm.Timescale != nil {
-			t.locScale = *cm.Timescale
-		}
-		if codec, ok := h26x.CodecOf(codecFamily(cm.Codec)); ok && len(cm.Description) == 0 && t.kind != CMAF {
-			t.deframer = h26x.NewDeframer(codec)
-		}
-		if t.kind != CMAF {
-			t.check = newRateCheck(r)
 		}
 		return t
 	}
 	return Track{kind: Legacy}
+}
+
+// OfRendition returns the packaging of catalog rendition r: its container
+// (a cmaf one needs its init), the clock of its loc timestamps, the
+// framing check of an H.264/H.265 rendition without a description, and
+// the rate check of its first frames.
+func OfRendition(r catalog.Rendition) (Track, error) {
+	cm := r.Common()
+	t, err := NewTrack(Kind(cm.ContainerKind()), cm.Container)
+	if err != nil {
+		return t, err
+	}
+	if t.kind == LOC && cm.Timescale != nil {
+		t.locScale = *cm.Timescale
+	}
+	if codec, ok := h26x.CodecOf(codecFamily(cm.Codec)); ok && len(cm.Description) == 0 && t.kind != CMAF {
+		t.deframer = h26x.NewDeframer(codec)
+	}
+	if t.kind != CMAF {
+		t.check = newRateCheck(r)
+	}
+	return t, nil
 }
 
 // codecFamily maps a WebCodecs codec string to "h264" or "h265" for the
@@ -166,8 +178,21 @@ func (t Track) Timescale() uint64 {
 // WireTimestamp converts a model timestamp (µs) to the track's timescale.
 func (t Track) WireTimestamp(us int64) int64 { return ToTimescale(us, t.Timescale()) }
 
+// Bare reports whether the track's objects go as MediaMTX sends loc on
+// moq-transport: the bare codec payload, the time in the object's
+// Timestamp extension (draft-03's id) in the catalog's clock (ClockTime).
+// So are published the loc renditions of an MSF catalog with a clock.
+func (t Track) Bare() bool { return t.kind == LOC && t.locScale > 0 }
+
+// ClockTime converts a model timestamp (µs) to the catalog's clock of a
+// Bare track (microseconds for the others).
+func (t Track) ClockTime(us int64) int64 { return ToTimescale(us, t.timescaleOr(Timescale)) }
+
 // PayloadLen returns the size of the payload AppendPayload appends for f.
 func (t Track) PayloadLen(f model.Frame) int {
+	if t.Bare() {
+		return len(f.Payload)
+	}
 	switch t.Kind() {
 	case Legacy:
 		return LegacyLen(f.Timestamp, f.Payload)
@@ -182,6 +207,9 @@ func (t Track) PayloadLen(f model.Frame) int {
 // is: a published cmaf track's frames hold their moof+mdat already, as
 // `moq import fmp4` publishes them.
 func (t Track) AppendPayload(b []byte, f model.Frame) []byte {
+	if t.Bare() {
+		return append(b, f.Payload...)
+	}
 	switch t.Kind() {
 	case Legacy:
 		return AppendLegacy(b, f.Timestamp, f.Payload)

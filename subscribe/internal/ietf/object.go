@@ -269,6 +269,14 @@ func AppendObject(b []byte, h SubgroupHeader, delta uint64, ext, payload []byte,
 	return e.b
 }
 
+// AppendTimestampExt03 appends an extension block holding only the
+// Timestamp property ts under draft-ietf-moq-loc-03's id (0x06), as
+// MediaMTX writes it (in its media clock).
+func AppendTimestampExt03(b []byte, ts uint64, v Version) []byte {
+	b = AppendVarint(b, ExtTimestampLoc3, v)
+	return AppendVarint(b, ts, v)
+}
+
 // AppendTimestampExt appends an extension block holding only the
 // Timestamp property ts (in the track's timescale).
 func AppendTimestampExt(b []byte, ts uint64, v Version) []byte {
