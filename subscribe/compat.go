@@ -28,6 +28,7 @@ var ErrNoDiscovery = errors.New("moq: the server offers no broadcast discovery")
 type serverCompat struct {
 	noDiscovery   atomic.Bool // SUBSCRIBE_NAMESPACE closes the session
 	minimalParams atomic.Bool // optional SUBSCRIBE parameters close the session
+	noFetch       atomic.Bool // FETCH closes the session
 	saidDiscovery sync.Once
 	saidParams    sync.Once
 
@@ -61,6 +62,7 @@ func compatFor(hostport string) *serverCompat {
 type ietfAsked struct {
 	discovery, discoveryAnswered atomic.Bool
 	optional, optionalAnswered   atomic.Bool
+	fetch, fetchAnswered         atomic.Bool
 
 	mu sync.Mutex
 	// catalogs are the catalog tracks SUBSCRIBEd without optional
@@ -86,18 +88,29 @@ func (a *ietfAsked) catalogAsked(path, track string, answered bool) {
 // its start, says about the server: a request sent and never answered is
 // one it does not support. A catalog SUBSCRIBE without optional
 // parameters left unanswered names a catalog track the server does not
-// have; with optional parameters pending, those are blamed first.
-func (c *serverCompat) learn(ic *ietfConn, log *slog.Logger) {
+// have; with optional parameters pending, those are blamed first. A
+// server that refuses optional parameters supports the core of the
+// protocol only: it is not asked to FETCH either (MediaMTX closes the
+// session on FETCH too). It reports whether it learnt something new: the
+// next connection will ask differently.
+func (c *serverCompat) learn(ic *ietfConn, log *slog.Logger) (learnt bool) {
 	if ic.asked.discovery.Load() && !ic.asked.discoveryAnswered.Load() && !c.noDiscovery.Swap(true) {
 		c.sayNoDiscovery(log)
+		learnt = true
+	}
+	if ic.asked.fetch.Load() && !ic.asked.fetchAnswered.Load() && !c.noFetch.Swap(true) {
+		log.Info("moq: the server ended the session after a FETCH: joining live without fetching past groups from now on (the audio may start up to a GOP after the video)")
+		learnt = true
 	}
 	if ic.asked.optional.Load() && !ic.asked.optionalAnswered.Load() {
 		if !c.minimalParams.Swap(true) {
 			c.saidParams.Do(func() {
-				log.Info("moq: the server ended the session after a SUBSCRIBE with optional parameters; subscribing without them from now on")
+				log.Info("moq: the server ended the session after a SUBSCRIBE with optional parameters; subscribing without them, and without FETCH, from now on")
 			})
+			c.noFetch.Store(true)
+			learnt = true
 		}
-		return
+		return learnt
 	}
 	ic.asked.mu.Lock()
 	defer ic.asked.mu.Unlock()
@@ -110,8 +123,10 @@ func (c *serverCompat) learn(ic *ietfConn, log *slog.Logger) {
 		if !c.closingTracks[k] {
 			c.closingTracks[k] = true
 			log.Info("moq: the server ended the session after a SUBSCRIBE of a catalog track: it has none of that name", "broadcast", k[0], "track", k[1])
+			learnt = true
 		}
 	}
+	return learnt
 }
 
 // sayNoDiscovery says once that the server offers no namespace discovery.
@@ -128,8 +143,10 @@ func (c *serverCompat) sayNoDiscovery(log *slog.Logger) {
 func (s *Session) NoDiscovery() bool { return s.compat.noDiscovery.Load() }
 
 // strictPeer is ServerOptions.Strict: an accepted moq-transport session
-// behaves as MediaMTX does with the requests it does not support, and
-// counts the sessions it closed.
+// behaves as MediaMTX does with the requests it does not support (it
+// announces nothing, and closes the session on SUBSCRIBE_NAMESPACE, FETCH,
+// optional SUBSCRIBE parameters and unknown tracks), and counts the
+// sessions it closed.
 type strictPeer struct {
 	// closed counts the sessions it closed, by the request's name.
 	mu     sync.Mutex
@@ -140,6 +157,8 @@ type strictPeer struct {
 // the strict peer refuses, or "".
 func (p *strictPeer) refuses(typ uint64, body []byte, v ietf.Version) string {
 	switch typ {
+	case ietf.TypeFetch:
+		return "FETCH"
 	case ietf.TypeSubscribeNamespace14, ietf.TypeSubscribeNamespace:
 		return "SUBSCRIBE_NAMESPACE"
 	case ietf.TypeSubscribe:

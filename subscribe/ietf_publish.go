@@ -719,6 +719,9 @@ func (w *fetchWriter) group(g *model.Group, seq uint64, rng ietfRange) bool {
 // PUBLISH_NAMESPACE, and withdraws the unpublished ones, until the
 // connection is gone.
 func (s *Session) ietfAnnounce(ic *ietfConn) {
+	if s.opts.strict != nil {
+		return // MediaMTX announces nothing
+	}
 	offered := map[string]*ietfRequest{}
 	defer func() {
 		for _, req := range offered {

@@ -564,6 +564,9 @@ func decodeIETF(dec *hang.Decoder, obj ietf.Object, timescale uint64, v ietf.Ver
 // frames (at least one). A refusal, or a group without frames, is
 // errNoFetch.
 func (rt *remoteTrack) fetchIETF(ctx context.Context, ic *ietfConn, timescale, seq uint64) ([]model.Frame, error) {
+	if rt.rb.s.compat.noFetch.Load() {
+		return nil, fmt.Errorf("%w: the server closes the session on FETCH", errNoFetch)
+	}
 	req, err := ic.newRequest(ctx, false)
 	if err != nil {
 		return nil, err
@@ -575,6 +578,7 @@ func (rt *remoteTrack) fetchIETF(ctx context.Context, ic *ietfConn, timescale, s
 		// End object 0: the whole end group.
 		Start: ietf.Location{Group: seq}, End: ietf.Location{Group: seq},
 	}
+	ic.asked.fetch.Store(true)
 	if err := req.send(ietf.TypeFetch, &m); err != nil {
 		return nil, fmt.Errorf("send FETCH: %w", err)
 	}
@@ -588,6 +592,7 @@ func (rt *remoteTrack) fetchIETF(ctx context.Context, ic *ietfConn, timescale, s
 	for data == nil {
 		select {
 		case resp := <-req.msgs:
+			ic.asked.fetchAnswered.Store(true)
 			switch resp.typ {
 			case ietf.TypeFetchOK:
 				// The request stream may end now; the data stream is

@@ -179,10 +179,10 @@ type ServerOptions struct {
 	MaxSessions int
 
 	// Strict makes accepted moq-transport sessions behave as MediaMTX
-	// does with requests it does not support: the session is closed (code
-	// 0, no reason) on SUBSCRIBE_NAMESPACE, on a SUBSCRIBE carrying any
-	// parameter but the authorization token, and on a SUBSCRIBE of a track
-	// the broadcast does not have. For testing subscribers against
+	// does with requests it does not support: nothing is announced, and
+	// the session is closed (code 0, no reason) on SUBSCRIBE_NAMESPACE, on
+	// FETCH, on a SUBSCRIBE carrying any parameter but the authorization
+	// token, and on a SUBSCRIBE of a track the broadcast does not have. For testing subscribers against
 	// servers that support less than this package; each such close is
 	// logged at debug level ("strict: closing the session").
 	Strict bool

@@ -255,15 +255,22 @@ func (s *Session) run(c conn) {
 		// at least the idle timeout (as one lost to it always has), or
 		// after GOAWAY; one that failed sooner is a failed attempt.
 		atOnce := moved || time.Since(began) >= s.opts.IdleTimeout
-		if atOnce {
-			st = retryRun{}
-		} else {
-			st.fail(began)
-			if ic, ok := c.(*ietfConn); ok {
-				if ce, ok := errors.AsType[*CloseError](cause); ok && ce.Remote {
-					s.compat.learn(ic, s.log)
-				}
+		learnt := false
+		if ic, ok := c.(*ietfConn); ok && !atOnce {
+			if ce, ok := errors.AsType[*CloseError](cause); ok && ce.Remote {
+				learnt = s.compat.learn(ic, s.log)
 			}
+		}
+		switch {
+		case atOnce:
+			st = retryRun{}
+		case learnt:
+			// The server refused a request the next connection will not
+			// make: not a failure, though not at once either (a lesson is
+			// learnt once, so this cannot loop).
+			st = retryRun{}
+		default:
+			st.fail(began)
 		}
 		delay := st.delay(s.opts.Reconnect, atOnce)
 		if moved {

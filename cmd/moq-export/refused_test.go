@@ -198,7 +198,7 @@ func TestAStreamNamedByTheURLPathIsRecordedFromAServerWithoutDiscovery(t *testin
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
-	for _, want := range []string{"recording the stream the URL path names", "offers no discovery", "without them from now on"} {
+	for _, want := range []string{"recording the stream the URL path names", "offers no discovery", "without them, and without FETCH, from now on"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("the log lacks %q:\n%s", want, r.stderr)
 		}
