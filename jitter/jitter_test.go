@@ -250,11 +250,13 @@ func TestDiscontinuityShiftsBackwardJumpAndIsReported(t *testing.T) {
 	}
 }
 
-// After a restart, audio comes back from its newest group, video from its
-// keyframe up to a GOP earlier: whichever arrives first, the new timeline
-// starts with the earliest of them, and no video is dropped.
-func TestRestartOffsetFollowsTheEarliestTrackOfTheNewClock(t *testing.T) {
-	const video, audio = 1, 2
+const video, audio = 1, 2
+
+// secondBeforeARestart returns a Buffer of a video and an audio track that
+// took 1 s of media (video every 40 ms, keyframes every 200, audio every
+// 20 ms; the video group at 1000 was cut after its keyframe), and what
+// left it.
+func secondBeforeARestart() (*Buffer, []Item) {
 	b := New(Options{Delay: time.Second})
 	b.AddTrack(video, mux.Video)
 	b.AddTrack(audio, mux.Audio)
@@ -266,6 +268,14 @@ func TestRestartOffsetFollowsTheEarliestTrackOfTheNewClock(t *testing.T) {
 		b.Push(frame(audio, ts, true))
 		got = append(got, drain(b)...)
 	}
+	return b, got
+}
+
+// After a restart, audio comes back from its newest group, video from its
+// keyframe up to a GOP earlier: whichever arrives first, the new timeline
+// starts with the earliest of them, and no video is dropped.
+func TestRestartOffsetFollowsTheEarliestTrackOfTheNewClock(t *testing.T) {
+	b, got := secondBeforeARestart()
 	b.PushDiscontinuity(video)
 	b.PushDiscontinuity(audio)
 	// Audio first, from 900 ms of the new clock; then video from its
@@ -298,20 +308,7 @@ func TestRestartOffsetFollowsTheEarliestTrackOfTheNewClock(t *testing.T) {
 // and none writes a time it already wrote (the cut group's keyframe at the
 // newest time stays the newest, the new timeline starts a frame after it).
 func TestPublisherRestartRewindsEveryTrackByOneOffset(t *testing.T) {
-	const video, audio = 1, 2
-	b := New(Options{Delay: time.Second})
-	b.AddTrack(video, mux.Video)
-	b.AddTrack(audio, mux.Audio)
-	var got []Item
-	// 1 s of media: video every 40 ms, audio every 20 ms; the video group
-	// at 1000 was cut after its keyframe.
-	for ts := int64(0); ts <= 1000; ts += 20 {
-		if ts%40 == 0 {
-			b.Push(frame(video, ts, ts%200 == 0))
-		}
-		b.Push(frame(audio, ts, true))
-		got = append(got, drain(b)...)
-	}
+	b, got := secondBeforeARestart()
 	// The new publisher's clock: audio starts 60 ms before the video's
 	// first keyframe (at 100 ms: far behind the old clock); video arrives
 	// first and sets the offset, audio moves it to start at its 40 ms.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -145,26 +144,8 @@ func TestHLSToStdoutIsRefusedBeforeRecording(t *testing.T) {
 func TestAPublisherRestartIsADiscontinuityInThePackage(t *testing.T) {
 	needTools(t, "ffmpeg", "ffprobe")
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
 	dir := t.TempDir()
-	certFile, keyFile, pin := publisherCert(t, dir)
-	pub := startPublisher(t, ctx, "127.0.0.1:0", certFile, keyFile, time.Now())
-	r := startRecorder(t, ctx, dir, "moql://"+pub.addr+"/", "--tls-fingerprint", pin, "-b", "live",
-		"--duration", "8s", "-o", "pkg/index.m3u8", "--hls-segment-duration", "1s", "-v")
-	if r.waitMedia(3*time.Second) == 0 {
-		r.wait()
-		t.Fatalf("no progress past 3 s:\n%s", r.log.String())
-	}
-	if err := pub.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	pub.cmd.Wait()
-	time.Sleep(time.Second)
-	pub = startPublisher(t, ctx, pub.addr, certFile, keyFile, time.Now())
-	if err := r.wait(); err != nil {
-		t.Fatalf("exit: %v\n%s", err, r.log.String())
-	}
+	log := recordAcrossAFreshClockRestart(t, dir, "-o", "pkg/index.m3u8", "--hls-segment-duration", "1s")
 	pkg := filepath.Join(dir, "pkg")
 	for _, id := range []string{"v0", "a0"} {
 		b, err := os.ReadFile(filepath.Join(pkg, id+".m3u8"))
@@ -173,7 +154,7 @@ func TestAPublisherRestartIsADiscontinuityInThePackage(t *testing.T) {
 		}
 		text := string(b)
 		if strings.Count(text, "#EXT-X-DISCONTINUITY\n") != 1 || !strings.HasSuffix(text, "#EXT-X-ENDLIST\n") {
-			t.Fatalf("%s after a publisher restart:\n%s\n%s", id, text, r.log.String())
+			t.Fatalf("%s after a publisher restart:\n%s\n%s", id, text, log)
 		}
 		for _, l := range strings.Split(text, "\n") {
 			if d, ok := strings.CutPrefix(l, "#EXTINF:"); ok {

@@ -564,28 +564,9 @@ func TestPublisherRestartedOnAFreshClockRecordsCleanlyIntoEveryContainer(t *test
 	for _, ext := range []string{"mkv", "mp4", "ts", "flv"} {
 		t.Run(ext, func(t *testing.T) {
 			t.Parallel()
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			defer cancel()
 			dir := t.TempDir()
-			certFile, keyFile, pin := publisherCert(t, dir)
-			pub := startPublisher(t, ctx, "127.0.0.1:0", certFile, keyFile, time.Now())
 			file := "out." + ext
-			r := startRecorder(t, ctx, dir, "moql://"+pub.addr+"/", "--tls-fingerprint", pin, "-b", "live",
-				"--duration", "8s", "-o", file, "-v")
-			if r.waitMedia(3*time.Second) == 0 {
-				r.wait()
-				t.Fatalf("no progress past 3 s:\n%s", r.log.String())
-			}
-			if err := pub.cmd.Process.Kill(); err != nil {
-				t.Fatal(err)
-			}
-			pub.cmd.Wait()
-			time.Sleep(time.Second)
-			pub = startPublisher(t, ctx, pub.addr, certFile, keyFile, time.Now())
-			if err := r.wait(); err != nil {
-				t.Fatalf("exit: %v\n%s", err, r.log.String())
-			}
-			log := r.log.String()
+			log := recordAcrossAFreshClockRestart(t, dir, "-o", file)
 			if !strings.Contains(log, "new timeline") {
 				t.Fatalf("the restart was not seen as a new timeline:\n%s", log)
 			}
@@ -608,4 +589,33 @@ func TestPublisherRestartedOnAFreshClockRecordsCleanlyIntoEveryContainer(t *test
 			}
 		})
 	}
+}
+
+// recordAcrossAFreshClockRestart records the test publisher with args
+// (output flags) for 8 s of media in dir; after 3 s the publisher is killed
+// with SIGKILL and started again 1 s later on the same port with a fresh
+// clock (its timestamps start afresh, as a restarted process's do). It
+// returns the recorder's log once it exited 0.
+func recordAcrossAFreshClockRestart(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	certFile, keyFile, pin := publisherCert(t, dir)
+	pub := startPublisher(t, ctx, "127.0.0.1:0", certFile, keyFile, time.Now())
+	r := startRecorder(t, ctx, dir, append([]string{"moql://" + pub.addr + "/", "--tls-fingerprint", pin, "-b", "live",
+		"--duration", "8s", "-v"}, args...)...)
+	if r.waitMedia(3*time.Second) == 0 {
+		r.wait()
+		t.Fatalf("no progress past 3 s:\n%s", r.log.String())
+	}
+	if err := pub.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	pub.cmd.Wait()
+	time.Sleep(time.Second)
+	startPublisher(t, ctx, pub.addr, certFile, keyFile, time.Now())
+	if err := r.wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, r.log.String())
+	}
+	return r.log.String()
 }
