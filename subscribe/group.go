@@ -45,6 +45,7 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 	sub.groupArrived(h.Sequence)
 	sub.waitStarted(h.Sequence)
 	rt := sub.rt
+	rt.waitCutGroups(sub.ctx, h.Sequence)
 	g, err := rt.track.CreateGroup(h.Sequence)
 	skip := 0 // frames the track already has (a group cut by a lost connection)
 	if errors.Is(err, model.ErrDuplicateGroup) {

@@ -89,6 +89,16 @@ func (rt *remoteTrack) releaseAtLive(first uint64) {
 	rt.mu.Lock()
 	gen := rt.holdGen
 	rt.mu.Unlock()
+	// Group first may be one the switch cut, already holding its first
+	// frames: live is a frame of it beyond those (or its end), which only
+	// the new subscription brings. Releasing on those, or on a newer group
+	// that landed first (groups travel newest first), would let the export
+	// move past the rest of the cut group before it arrives.
+	base := 0
+	if g := rt.track.Group(first); g != nil {
+		frames, _, _ := g.Frames(0)
+		base = len(frames)
+	}
 	c := rt.track.Subscribe(0)
 	rs := model.NewReadySet()
 	c.Watch(rs)
@@ -97,6 +107,10 @@ func (rt *remoteTrack) releaseAtLive(first uint64) {
 			if _, ok := c.Next(); !ok {
 				break
 			}
+		}
+		if g := rt.track.Group(first); g != nil {
+			frames, finished, _ := g.Frames(0)
+			return len(frames) > base || finished
 		}
 		g := rt.track.NewestGroup()
 		if g == nil || g.Sequence() < first {
@@ -141,6 +155,38 @@ func (rt *remoteTrack) adopt(seq uint64) (*model.Group, int, bool) {
 	}
 	frames, _, _ := g.Frames(0)
 	return g, len(frames), true
+}
+
+// waitCutGroups holds the group stream of seq until the cut groups older
+// than seq that the resumed subscription completes are complete (or
+// closed), at most the request timeout: a newer group landing first
+// (groups travel newest first) would otherwise let readers move past the
+// rest of a cut group before its live stream brings it.
+func (rt *remoteTrack) waitCutGroups(ctx context.Context, seq uint64) {
+	deadline := time.Now().Add(rt.rb.s.opts.RequestTimeout)
+	for {
+		rt.mu.Lock()
+		pending := false
+		kept := rt.cutBefore[:0]
+		for _, g := range rt.cutBefore {
+			if _, finished, _ := g.Frames(1 << 30); finished {
+				continue
+			}
+			kept = append(kept, g)
+			pending = pending || g.Sequence() < seq
+		}
+		clear(rt.cutBefore[len(kept):])
+		rt.cutBefore = kept
+		rt.mu.Unlock()
+		if !pending || ctx.Err() != nil || time.Now().After(deadline) {
+			return
+		}
+		// Rare (a reconnect that cut a group) and short: a poll.
+		select {
+		case <-ctx.Done():
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 // newTimeline ends the groups the lost connection cut short and starts a
@@ -214,6 +260,7 @@ func (rt *remoteTrack) resume(ctx context.Context, c conn, timescale, first uint
 				rt.adoptable = map[uint64]*model.Group{}
 			}
 			rt.adoptable[seq] = g
+			rt.cutBefore = append(rt.cutBefore, g)
 			rt.mu.Unlock()
 			continue
 		}

@@ -50,8 +50,11 @@ type remoteTrack struct {
 	// model track is held.
 	interrupted map[uint64]*model.Group
 	adoptable   map[uint64]*model.Group
-	holding     bool
-	holdGen     uint64 // counts hold calls, so a late release spares a newer hold
+	// cutBefore are the cut groups a resumed subscription completes on
+	// its live stream; newer groups wait for them (waitCutGroups).
+	cutBefore []*model.Group
+	holding   bool
+	holdGen   uint64 // counts hold calls, so a late release spares a newer hold
 }
 
 var errRestart = errors.New("moq: broadcast restarted")
