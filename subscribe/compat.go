@@ -15,7 +15,7 @@ import (
 // reason) on SUBSCRIBE_NAMESPACE and on any SUBSCRIBE parameter but the
 // authorization token. A session that ends right after such a request,
 // before its answer, is taken as that refusal: the server is remembered
-// (per host:port, for the life of the process) and later connections ask
+// (per host:port and pinned certificate, for the life of the process) and later connections ask
 // without the request: no namespace discovery, no optional parameters.
 
 // ErrNoDiscovery ends an announcement feed (Announced) on a server that
@@ -48,12 +48,13 @@ func (c *serverCompat) closesOn(path, track string) bool {
 	return c.closingTracks[[2]string{path, track}]
 }
 
-// compatByServer holds the servers learnt, by host:port.
+// compatByServer holds the servers learnt, by host:port and pinned
+// certificate fingerprint.
 var compatByServer sync.Map // string -> *serverCompat
 
-// compatFor returns the record of the server at hostport.
-func compatFor(hostport string) *serverCompat {
-	c, _ := compatByServer.LoadOrStore(hostport, &serverCompat{})
+// compatFor returns the record of the server named key.
+func compatFor(key string) *serverCompat {
+	c, _ := compatByServer.LoadOrStore(key, &serverCompat{})
 	return c.(*serverCompat)
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	mrand "math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -156,7 +157,9 @@ func dial(ctx context.Context, rawURL string, opts Options, wrap func(conn) conn
 		return nil, err
 	}
 	s := newSession(opts, t.rootPath())
-	s.compat = compatFor(t.hostport)
+	// A pinned certificate tells servers at one address apart (a test's
+	// servers reuse ports).
+	s.compat = compatFor(t.hostport + "#" + strings.ReplaceAll(strings.ToLower(opts.TLSFingerprint), ":", ""))
 	s.log = s.log.With("url", redactURL(t.raw))
 	s.target.Store(t)
 	s.dial = func(ctx context.Context) (conn, error) {
