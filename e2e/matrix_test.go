@@ -27,10 +27,13 @@ type version struct {
 }
 
 var versions = []version{
-	{name: "moq-lite-05", fetch: true, newest: true},
+	{name: "moq-lite-06", fetch: true, newest: true},
+	{name: "moq-lite-05", fetch: true},
 	{name: "moq-lite-04"},
 	{name: "moq-lite-03"},
-	{name: "moq-transport-20", fetch: true, newest: true},
+	{name: "moq-transport-22", fetch: true, newest: true},
+	{name: "moq-transport-21", fetch: true},
+	{name: "moq-transport-20", fetch: true},
 	{name: "moq-transport-19", fetch: true},
 	{name: "moq-transport-18", fetch: true},
 	{name: "moq-transport-17", fetch: true},
