@@ -62,9 +62,11 @@ func publishLikeMediaMTX(t *testing.T, ctx context.Context, name string) *model.
 						if g != nil {
 							g.Close(nil)
 						}
-						if g, err = tr.AppendGroup(); err != nil {
+						ng, err := tr.AppendGroup()
+						if err != nil {
 							return
 						}
+						g = ng
 					}
 					p := f.Payload
 					if x.s == h264 && f.Keyframe {
