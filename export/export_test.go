@@ -566,3 +566,55 @@ func TestTrackStatsAccountForEveryFrame(t *testing.T) {
 		t.Fatalf("%+v", s)
 	}
 }
+
+// TestMaxDurationEndsAgainstAProducerFasterThanTheReader: a track that
+// another goroutine fills faster than the export reads it (a publisher far
+// ahead, the command's --demo-fast) still ends the recording at
+// MaxDuration: one poll reads a bounded turn of a track, not all there is,
+// which a faster producer never lets run out.
+func TestMaxDurationEndsAgainstAProducerFasterThanTheReader(t *testing.T) {
+	bc := model.NewBroadcast("fast")
+	cat, err := demo.Catalog([]string{"aac"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := cat.Marshal()
+	g, _ := bc.CreateTrack(catalog.TrackName).AppendGroup()
+	g.WriteFrame(model.Frame{Payload: data})
+	g.Close(nil)
+	audio := bc.CreateTrack("aac")
+	// As a remote track the export subscribed: nothing is skipped, every
+	// group is read.
+	audio.SetKeepGroups(1 << 30)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for seq := uint64(0); seq < 3_000_000; seq++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if writeAudioGroup(audio, seq) != nil {
+				return
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	rec := newRecorder()
+	e := export.New(bc, rec, export.Options{MaxDuration: time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := e.Run(ctx); err != nil {
+		t.Fatalf("Run: %v (it did not stop at MaxDuration)", err)
+	}
+	if n := rec.countByName()["aac"]; n < 46 || n > 47 {
+		t.Fatalf("%d audio frames in 1 s, want 47", n)
+	}
+	select {
+	case <-done:
+		t.Fatal("the producer ran out before the export ended: the test proves nothing")
+	default:
+	}
+}

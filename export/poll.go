@@ -146,7 +146,15 @@ func (e *Export) readTrack(ts *trackState) error {
 		e.skipped += n - ts.skipped
 		ts.skipped = n
 	}()
-	for {
+	for read := 0; ; read++ {
+		if read == maxReadTurn {
+			// A producer that fills the track faster than it is read
+			// (a publisher far ahead, --demo-fast) would keep this loop
+			// going past the end of the recording: the output, the
+			// duration and ctx are looked at between turns.
+			ts.consumer.Again()
+			return nil
+		}
 		ev, ok := ts.consumer.Next()
 		if !ok {
 			return nil
@@ -172,6 +180,9 @@ func (e *Export) readTrack(ts *trackState) error {
 		}
 	}
 }
+
+// maxReadTurn bounds the events one poll reads of one track.
+const maxReadTurn = 1024
 
 func (e *Export) endTrack(ts *trackState) {
 	if ts.ended {

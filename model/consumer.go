@@ -92,6 +92,15 @@ func (c *Consumer) wake() {
 	}
 }
 
+// Again puts the consumer back on its ready set's list, for a reader that
+// stops before Next returned false (a bounded turn over a track that
+// another goroutine fills faster than it is read): it is visited again.
+func (c *Consumer) Again() {
+	c.track.mu.Lock()
+	defer c.track.mu.Unlock()
+	c.wake()
+}
+
 // Pending reports whether the consumer is on its ready set's list: its track
 // changed since the reader last took the list.
 func (c *Consumer) Pending() bool { return c.queued.Load() }
