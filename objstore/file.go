@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/units"
 	"github.com/moq-export/moq-export/record"
 )
 
@@ -114,7 +115,7 @@ func (f *file) Cut() error {
 	}
 	if max := f.o.opts.SpoolMax; max > 0 && f.o.waiting.Load() > max {
 		err := fmt.Errorf("%w: %w: %s wait in %s for the store, over %s: %s is cut here, what was recorded before goes up when the store is back", record.ErrLimit, ErrSpoolFull,
-			sizeOf(f.o.waiting.Load()), f.o.opts.SpoolDir, sizeOf(max), f.URL())
+			units.ByteSize(f.o.waiting.Load()), f.o.opts.SpoolDir, units.ByteSize(max), f.URL())
 		if f.full.CompareAndSwap(nil, &err) {
 			f.o.cuts.Add(1)
 		}

@@ -288,17 +288,4 @@ func contentType(key string) string {
 	return "application/octet-stream"
 }
 
-func sizeOf(n int64) string {
-	const k = 1024
-	switch {
-	case n >= k*k*k:
-		return fmt.Sprintf("%.3g GiB", float64(n)/(k*k*k))
-	case n >= k*k:
-		return fmt.Sprintf("%.3g MiB", float64(n)/(k*k))
-	case n >= k:
-		return fmt.Sprintf("%.3g KiB", float64(n)/k)
-	}
-	return fmt.Sprintf("%d B", n)
-}
-
 var _ = errors.New

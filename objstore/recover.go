@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/moq-export/moq-export/internal/units"
 )
 
 // Recovered is an object Recover completed.
@@ -146,7 +148,7 @@ func (o *Output) RecoverStore(ctx context.Context, idle time.Duration) ([]Recove
 		slices.SortFunc(u.Parts, func(a, b partRec) int { return int(a.N - b.N) })
 		first := u.Parts[0].N
 		if first != 1 && !(first == 2 && strings.EqualFold(path.Ext(u.Key), ".ts")) {
-			errs = append(errs, fmt.Errorf("%s: its head part never reached the store (recordings shorter than %s keep it in their spool): not playable without it; left unfinished", o.loc.object(u.Key), sizeOf(o.opts.EarlyHeadAfter)))
+			errs = append(errs, fmt.Errorf("%s: its head part never reached the store (recordings shorter than %s keep it in their spool): not playable without it; left unfinished", o.loc.object(u.Key), units.ByteSize(o.opts.EarlyHeadAfter)))
 			continue
 		}
 		parts := u.Parts[:1]

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/internal/units"
 )
 
 // ErrSelection is what errors about the Video and Audio selection (a
@@ -126,9 +127,9 @@ func (e *LimitError) Error() string {
 	case LimitRecordings:
 		return fmt.Sprintf("%v: %d recordings running, at most %d", ErrLimit, e.Have, e.Max)
 	case LimitFileBytes:
-		return fmt.Sprintf("%v: %s reached %s", ErrLimit, e.Path, byteSize(e.Max))
+		return fmt.Sprintf("%v: %s reached %s", ErrLimit, e.Path, units.ByteSize(e.Max))
 	}
-	return fmt.Sprintf("%v: %s free on the disk of %s, below %s", ErrLimit, byteSize(e.Have), e.Path, byteSize(e.Max))
+	return fmt.Sprintf("%v: %s free on the disk of %s, below %s", ErrLimit, units.ByteSize(e.Have), e.Path, units.ByteSize(e.Max))
 }
 
 func (e *LimitError) Is(target error) bool { return target == ErrLimit }

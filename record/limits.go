@@ -119,20 +119,6 @@ func (o *output) checkOutput() {
 	}
 }
 
-// byteSize formats n for people: 1.5 GiB, 300 MiB, 12 KiB, 512 B.
-func byteSize(n int64) string {
-	const k = 1024
-	switch {
-	case n >= k*k*k:
-		return fmt.Sprintf("%.3g GiB", float64(n)/(k*k*k))
-	case n >= k*k:
-		return fmt.Sprintf("%.3g MiB", float64(n)/(k*k))
-	case n >= k:
-		return fmt.Sprintf("%.3g KiB", float64(n)/k)
-	}
-	return fmt.Sprintf("%d B", n)
-}
-
 // The size limit (Options.MaxFileBytes) is kept before a frame is written,
 // not after: a file never passes it. What writing a frame and then
 // finishing the file would bring the file to is estimated generously

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/units"
 	"github.com/moq-export/moq-export/record"
 )
 
@@ -44,9 +45,9 @@ func describe(err error) string {
 			case record.LimitRecordings:
 				return fmt.Sprintf("%v: %d recordings running, --max-broadcasts is %d", record.ErrLimit, e.Have, e.Max)
 			case record.LimitFileBytes:
-				return fmt.Sprintf("%v: %s reached --max-bytes %s", record.ErrLimit, e.Path, humanSize(e.Max))
+				return fmt.Sprintf("%v: %s reached --max-bytes %s", record.ErrLimit, e.Path, units.ByteSize(e.Max))
 			}
-			return fmt.Sprintf("%v: %s free on the disk of %s, below --min-free %s", record.ErrLimit, humanSize(e.Have), e.Path, humanSize(e.Max))
+			return fmt.Sprintf("%v: %s free on the disk of %s, below --min-free %s", record.ErrLimit, units.ByteSize(e.Have), e.Path, units.ByteSize(e.Max))
 		}),
 		describeAs(func(e *record.OutOfFilesError) string {
 			return e.Error() + "; raise the limit (ulimit -n, systemd LimitNOFILE=) or record fewer broadcasts at once"
@@ -81,20 +82,6 @@ func formatAdvice(broadcast string, others []record.Format) string {
 		return "record with -f " + strings.Join(s, " or -f ")
 	}
 	return "pick other renditions with --video/--audio (see --list -b " + broadcast + ")"
-}
-
-// humanSize formats n for people: 1.5 GiB, 300 MiB, 12 KiB, 512 B.
-func humanSize(n int64) string {
-	const k = 1024
-	switch {
-	case n >= k*k*k:
-		return fmt.Sprintf("%.3g GiB", float64(n)/(k*k*k))
-	case n >= k*k:
-		return fmt.Sprintf("%.3g MiB", float64(n)/(k*k))
-	case n >= k:
-		return fmt.Sprintf("%.3g KiB", float64(n)/k)
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 // waitHint says how long a wait lasts, for notices of a wait: until
