@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/moq-export/moq-export/export"
 	"github.com/moq-export/moq-export/model"
@@ -118,6 +119,9 @@ func (r *Recorder) prepare(ctx context.Context, rec *Recording) error {
 	rec.mu.Unlock()
 	cat, err := r.waitCatalog(ctx, bc)
 	if err != nil {
+		if serr := endedWith(ctx, src); serr != nil {
+			return fmt.Errorf("broadcast %q: %w", name, serr)
+		}
 		return err
 	}
 	if err := r.Plan(name, cat); err != nil {
@@ -189,6 +193,31 @@ func (rec *Recording) result(err error) error {
 	}
 	return nil
 }
+
+// endedWith returns why src ended, when it is an EndingSource that ended
+// with an error: a session refused for good ends its broadcasts' tracks
+// (a catalog wait sees its end, EOF) a moment before it records why, so
+// the wait for that is bounded by endedWithin.
+func endedWith(ctx context.Context, src Source) error {
+	se, ok := src.(EndingSource)
+	if !ok || ctx.Err() != nil {
+		return nil
+	}
+	deadline := time.Now().Add(endedWithin)
+	for {
+		if err := se.Err(); err != nil && !errors.Is(err, subscribe.ErrClosed) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// endedWithin bounds how long a failed catalog wait looks for the reason
+// its source ended.
+const endedWithin = 500 * time.Millisecond
 
 // namesFilesApart reports whether the output is files whose template
 // gives each output of a recording its own name ({n} or {time}), so that
