@@ -171,7 +171,7 @@ func (s *ArchiveSource) Announced(ctx context.Context) (Feed, error) {
 	for i, n := range names {
 		q[i] = Announcement{Path: n, Active: true}
 	}
-	return &archiveFeed{s: s, queue: q}, nil
+	return &queuedFeed{done: s.ctx.Done(), queue: q}, nil
 }
 
 // Resolve refuses references: an archive holds one broadcast per prefix.
@@ -184,24 +184,3 @@ func (s *ArchiveSource) Close() error {
 	s.once.Do(s.cancel)
 	return nil
 }
-
-type archiveFeed struct {
-	s     *ArchiveSource
-	queue []Announcement
-}
-
-func (f *archiveFeed) Next(ctx context.Context) (Announcement, error) {
-	if len(f.queue) > 0 {
-		a := f.queue[0]
-		f.queue = f.queue[1:]
-		return a, nil
-	}
-	select {
-	case <-ctx.Done():
-		return Announcement{}, context.Cause(ctx)
-	case <-f.s.ctx.Done():
-		return Announcement{}, ErrSourceClosed
-	}
-}
-
-func (f *archiveFeed) Close() {}

@@ -45,7 +45,7 @@ func (s *LocalSource) Announced(ctx context.Context) (Feed, error) {
 		q = append(q, Announcement{Path: name, Active: true})
 	}
 	s.mu.Unlock()
-	return &localFeed{s: s, queue: q}, nil
+	return &queuedFeed{done: s.done, queue: q}, nil
 }
 
 func (s *LocalSource) Resolve(b *model.Broadcast, ref string) (*model.Broadcast, error) {
@@ -58,12 +58,15 @@ func (s *LocalSource) Close() error {
 	return nil
 }
 
-type localFeed struct {
-	s     *LocalSource
+// queuedFeed hands out the announcements it was given, then waits until
+// its source is closed (done): the feed of a source whose broadcasts are
+// all known when the feed starts (LocalSource, ArchiveSource).
+type queuedFeed struct {
+	done  <-chan struct{}
 	queue []Announcement
 }
 
-func (f *localFeed) Next(ctx context.Context) (Announcement, error) {
+func (f *queuedFeed) Next(ctx context.Context) (Announcement, error) {
 	if len(f.queue) > 0 {
 		a := f.queue[0]
 		f.queue = f.queue[1:]
@@ -72,9 +75,9 @@ func (f *localFeed) Next(ctx context.Context) (Announcement, error) {
 	select {
 	case <-ctx.Done():
 		return Announcement{}, context.Cause(ctx)
-	case <-f.s.done:
+	case <-f.done:
 		return Announcement{}, ErrSourceClosed
 	}
 }
 
-func (f *localFeed) Close() {}
+func (f *queuedFeed) Close() {}
