@@ -29,6 +29,20 @@ const (
 // token (the token itself is never in the message).
 var ErrUnauthorized = errors.New("moq: unauthorized")
 
+// The reasons ServerOptions.OnRefused is given.
+const (
+	RefusedVersion      = "version"
+	RefusedUnauthorized = "unauthorized"
+	RefusedTooMany      = "too_many_sessions"
+)
+
+// refused tells ServerOptions.OnRefused that a session was refused.
+func (s *Server) refused(reason string) {
+	if s.opts.OnRefused != nil {
+		s.opts.OnRefused(reason)
+	}
+}
+
 // ErrTooManySessions means ServerOptions.MaxSessions sessions were open.
 var ErrTooManySessions = errors.New("moq: too many sessions")
 
@@ -70,6 +84,7 @@ func (s *Server) admit(sess *Session, c conn, info acceptInfo) bool {
 		a, err := s.authorize(sess, info)
 		if err != nil {
 			log.Warn("moq: refused a session", "reason", err)
+			s.refused(RefusedUnauthorized)
 			sess.abort(c, unauthorizedCode(c), "unauthorized", err)
 			return false
 		}
@@ -83,8 +98,9 @@ func (s *Server) admit(sess *Session, c conn, info acceptInfo) bool {
 		}
 	}
 	if !s.count(sess) {
-		err := fmt.Errorf("%w: %d open, --max-publishers is %d", ErrTooManySessions, s.opts.MaxSessions, s.opts.MaxSessions)
+		err := fmt.Errorf("%w: %d open, the most allowed", ErrTooManySessions, s.opts.MaxSessions)
 		log.Warn("moq: refused a session", "reason", err)
+		s.refused(RefusedTooMany)
 		sess.abort(c, CodeTooMany, "too many sessions", err)
 		return false
 	}

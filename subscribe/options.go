@@ -177,6 +177,11 @@ type ServerOptions struct {
 	// MaxSessions bounds the sessions open at once (0: no bound); one
 	// more is closed with CodeTooMany.
 	MaxSessions int
+	// OnRefused, when set, is called for each session the server refuses,
+	// with the reason: RefusedVersion (no common protocol version),
+	// RefusedUnauthorized (the token) or RefusedTooMany (MaxSessions). It
+	// must not block (a service counts them in its metrics).
+	OnRefused func(reason string)
 
 	// Strict makes accepted moq-transport sessions behave as MediaMTX
 	// does with requests it does not support: nothing is announced, and

@@ -233,6 +233,7 @@ func (s *Server) acceptQUIC(qc *quic.Conn, proto string) {
 	}
 	if err != nil {
 		s.log.Info("moq: refused a session", "remote", qc.RemoteAddr().String(), "transport", "quic", "err", err)
+		s.refused(RefusedVersion)
 		qc.CloseWithError(CodeVersion, refusalReason(err))
 		return
 	}
@@ -327,6 +328,7 @@ func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 		if _, err := s.negotiate(c, proto, s.versions); err != nil {
 			s.log.Info("moq: refused a session", "remote", r.RemoteAddr, "transport", "webtransport",
 				"offered", r.Header.Get("WT-Available-Protocols"), "err", err)
+			s.refused(RefusedVersion)
 			ws.CloseWithError(CodeVersion, refusalReason(err))
 			return
 		}

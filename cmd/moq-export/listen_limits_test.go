@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -17,12 +18,22 @@ import (
 // TestListenLimitsPublishersAndBroadcasts: with --max-publishers 1 a second
 // publisher is refused (code 64+429) while the first goes on; with
 // --max-broadcasts 1 the first publisher's second broadcast is refused and
-// the first recorded, playable. Each refusal names who and why.
+// the first recorded, playable. Each refusal names who and why, and
+// /metrics counts both by reason.
 func TestListenLimitsPublishersAndBroadcasts(t *testing.T) {
 	needTools(t, "ffmpeg")
 	t.Parallel()
 	dir := t.TempDir()
-	l := startListener(t, dir, "-v", "--max-publishers", "1", "--max-broadcasts", "1", "--record-all", "-o", "rec/{broadcast}-{n}.mkv", "--duration", "1.5s")
+	l := startListener(t, dir, "-v", "--http", "127.0.0.1:0", "--max-publishers", "1", "--max-broadcasts", "1", "--record-all", "-o", "rec/{broadcast}-{n}.mkv", "--duration", "1.5s")
+	base := ""
+	for _, line := range l.log {
+		if m := regexp.MustCompile(`status page on (http://[0-9.:]+)`).FindStringSubmatch(line); m != nil {
+			base = m[1]
+		}
+	}
+	if base == "" {
+		t.Fatalf("no status page line before the listening line:\n%s", strings.Join(l.log, "\n"))
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	sess := publisher(t, ctx, l.addr, l.pin)
@@ -44,6 +55,12 @@ func TestListenLimitsPublishersAndBroadcasts(t *testing.T) {
 	publishDemo(t, ctx, sess, "bob", demo.Options{})
 	l.waitLine(t, "refused a broadcast", "broadcast=bob", "publisher=127.0.0.1:", "--max-broadcasts is 1")
 	l.waitLine(t, "output finished", "alice-0.mkv")
+	fams := scrapeMetrics(t, base)
+	for reason, want := range map[string]float64{subscribe.RefusedTooMany: 1, "recordings": 1, subscribe.RefusedUnauthorized: 0} {
+		if got := labelled(fams, "moq_export_publishers_refused_total", "reason", reason); got != want {
+			t.Errorf("moq_export_publishers_refused_total{reason=%q} = %v, want %v", reason, got, want)
+		}
+	}
 	l.cmd.Process.Signal(os.Interrupt)
 	if err := l.wait(t, 20*time.Second); err != nil {
 		t.Errorf("exit: %v\n%s", err, strings.Join(l.log, "\n"))

@@ -49,6 +49,19 @@ func value(fams map[string]*dto.MetricFamily, name string) float64 {
 	return m.Gauge.GetValue()
 }
 
+// labelled is the value of name's series whose label is value; 0 when it
+// has none (a counter never incremented is not exported).
+func labelled(fams map[string]*dto.MetricFamily, name, label, value string) float64 {
+	for _, m := range fams[name].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == label && l.GetValue() == value {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
 // TestTheServiceFaceOfTheCommand runs moq-export as a service (flags from
 // a --config file, --record-all of a relay with two broadcasts, --http,
 // a signed --webhook): /metrics is scraped while it records; SIGTERM

@@ -153,6 +153,9 @@ func (a *app) listen(ctx context.Context) error {
 	}
 	opts := subscribe.ServerOptions{Certificates: []tls.Certificate{cert}, Logger: a.log, FingerprintHTTP: pin != "", MaxSessions: a.cfg.MaxPublishers,
 		ReleaseRead: true, Objects: a.cfg.Format == record.Archive}
+	if a.svc != nil {
+		opts.OnRefused = a.svc.Refused // moq_export_publishers_refused_total{reason}
+	}
 	if a.cfg.AuthKey != "" {
 		if opts.AuthKey, err = token.LoadKey(a.cfg.AuthKey); err != nil {
 			return fmt.Errorf("--auth-key: %w; give the JWK file of the key that signs the publishers' tokens (e.g. made by 'npx @moq/token generate')", err)
