@@ -23,6 +23,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -429,4 +430,44 @@ func TestListenWarnsWhenOthersCanPublish(t *testing.T) {
 			t.Errorf("--listen %s: warning %v, want %v; stderr %q", tt.addr, got, tt.warn, errOut.String())
 		}
 	}
+}
+
+// TestSIGTERMDrainsListenPublishersWithGoAway: a supervisor stopping a
+// --listen recorder (SIGTERM) sends every connected publisher GOAWAY, so
+// that it moves to wherever it reconnects instead of meeting a dead
+// connection, finishes the file, and exits 0 within the shutdown bound.
+func TestSIGTERMDrainsListenPublishersWithGoAway(t *testing.T) {
+	needTools(t, "ffmpeg")
+	t.Parallel()
+	dir := t.TempDir()
+	l := startListener(t, dir, "-v", "--record-all", "-o", "rec/{broadcast}.mkv")
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	var pubLog lockedBuffer
+	opts := subscribe.Options{Role: subscribe.RolePublisher, TLSFingerprint: l.pin, Logger: slog.New(slog.NewTextHandler(&pubLog, nil))}
+	opts.Reconnect.Disabled = true // the recorder is gone for good
+	sess, err := subscribe.Dial(ctx, "moql://"+l.addr+"/", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	publishDemo(t, ctx, sess, "alice", demo.Options{})
+	l.waitLine(t, "writing", "alice.mkv")
+	time.Sleep(time.Second) // some media in the file
+	l.cmd.Process.Signal(syscall.SIGTERM)
+	if err := l.wait(t, 25*time.Second); err != nil {
+		t.Fatalf("SIGTERM: %v\n%s", err, strings.Join(l.log, "\n"))
+	}
+	log := strings.Join(l.log, "\n")
+	if !strings.Contains(log, "asked the publishers to reconnect (GOAWAY)") || !strings.Contains(log, "sessions=1") {
+		t.Errorf("the recorder did not say it sent GOAWAY to its one publisher:\n%s", log)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(pubLog.String(), "peer sent GOAWAY") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(pubLog.String(), "peer sent GOAWAY") {
+		t.Errorf("the publisher saw no GOAWAY:\n%s", pubLog.String())
+	}
+	decode(t, filepath.Join(dir, "rec", "alice.mkv"))
 }

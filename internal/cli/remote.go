@@ -170,12 +170,33 @@ func (a *app) listen(ctx context.Context) error {
 	// move to wherever they reconnect (this address once a restarted
 	// recorder listens again) instead of learning of it from a dead
 	// connection.
+	goneAway := make(chan struct{})
 	stopGoAway := context.AfterFunc(ctx, func() {
+		defer close(goneAway)
 		if n := srv.GoAway(""); n > 0 {
 			a.log.Info("stopping: asked the publishers to reconnect (GOAWAY)", "sessions", n)
 		}
 	})
 	defer stopGoAway()
+	// drain, when stopping, lets a publisher read its GOAWAY and leave
+	// before its session is closed under it: closing at once would drop
+	// the GOAWAY unsent with the connection.
+	drain := func(sess *subscribe.Session) {
+		if ctx.Err() == nil {
+			return
+		}
+		t := time.NewTimer(drainWait)
+		defer t.Stop()
+		select {
+		case <-goneAway:
+		case <-t.C:
+			return
+		}
+		select {
+		case <-sess.Done():
+		case <-t.C:
+		}
+	}
 	addr := srv.Addr().String()
 	a.mu.Lock()
 	a.listenAddr = addr // the bound port, for messages (--listen 127.0.0.1:0)
@@ -234,6 +255,7 @@ func (a *app) listen(ctx context.Context) error {
 			defer wg.Done()
 			defer remove()
 			defer src.Close()
+			defer drain(sess)
 			if a.cfg.RecordAll {
 				// --duration bounds each recording; the listener goes on.
 				if err := a.recordAll(actx, src, 0); err != nil && actx.Err() == nil {
@@ -264,6 +286,11 @@ func (a *app) listen(ctx context.Context) error {
 	}
 	return ctx.Err()
 }
+
+// drainWait bounds how long a stopping --listen waits for each publisher
+// to leave after its GOAWAY (it closes its session once it has dialled
+// where it reconnects).
+const drainWait = 2 * time.Second
 
 // loopbackOnly reports whether a listener at addr is reachable from this
 // host only (a loopback IP; not the unspecified address, which is every
