@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -8,11 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/moq-export/moq-export/demo"
 	"github.com/moq-export/moq-export/internal/mediatest"
 	"github.com/moq-export/moq-export/internal/service"
 	dto "github.com/prometheus/client_model/go"
@@ -184,5 +188,52 @@ func TestTheServiceFaceOfTheCommand(t *testing.T) {
 		if len(types) != 4 || types[0] != service.EventRecordingStarted || types[3] != service.EventRecordingEnded {
 			t.Errorf("recording %s: events %v", id, types)
 		}
+	}
+}
+
+// TestTheAPIRecordsFromListen: `moq-export --listen ADDR --http ADDR` with
+// no -o records nothing by itself; a POST with "listen": true records the
+// broadcast a connected publisher announced, and SIGTERM finishes that
+// file (it decodes) and exits 0.
+func TestTheAPIRecordsFromListen(t *testing.T) {
+	needTools(t, "ffmpeg")
+	t.Parallel()
+	dir := t.TempDir()
+	l := startListener(t, dir, "-v", "--http", "127.0.0.1:0")
+	base := ""
+	for _, line := range l.log {
+		if m := regexp.MustCompile(`status page on (http://[0-9.:]+)`).FindStringSubmatch(line); m != nil {
+			base = m[1]
+		}
+	}
+	if base == "" {
+		t.Fatalf("no status page line:\n%s", strings.Join(l.log, "\n"))
+	}
+	l.waitLine(t, "recording only what the API starts from the publishers of --listen")
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	sess := publisher(t, ctx, l.addr, l.pin)
+	publishDemo(t, ctx, sess, "alice", demo.Options{})
+	l.waitLine(t, "publisher announced a broadcast", "broadcast=alice")
+	body, _ := json.Marshal(service.StartRequest{Listen: true, Broadcast: "alice", Output: "rec/{broadcast}.mkv"})
+	resp, err := http.Post(base+"/api/v1/recordings", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("start: %d %s", resp.StatusCode, answer)
+	}
+	l.waitLine(t, "writing", "alice.mkv")
+	time.Sleep(1500 * time.Millisecond)
+	l.cmd.Process.Signal(syscall.SIGTERM)
+	if err := l.wait(t, 30*time.Second); err != nil {
+		t.Fatalf("SIGTERM: %v\n%s", err, strings.Join(l.log, "\n"))
+	}
+	path := filepath.Join(dir, "rec", "alice.mkv")
+	decode(t, path)
+	if files, _ := filepath.Glob(filepath.Join(dir, "rec", "*")); len(files) != 1 {
+		t.Errorf("files %v, want the one the API started", files)
 	}
 }

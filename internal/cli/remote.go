@@ -137,19 +137,19 @@ func serveDemo(ctx context.Context, cfg *Config, con *console, log *slog.Logger)
 	return &closingSource{Source: newSessionSource(sess), stop: stop}, nil
 }
 
-// listen accepts publishers on --listen and records what they announce:
-// every broadcast with --record-all, otherwise the first one (or -b).
-func (a *app) listen(ctx context.Context) error {
+// openServer listens on --listen with the command's certificate, token key
+// and limits, and says where.
+func (a *app) openServer() (*subscribe.Server, error) {
 	var cert tls.Certificate
 	var pin string
 	var err error
 	if a.cfg.TLSCert != "" {
 		cert, err = tls.LoadX509KeyPair(a.cfg.TLSCert, a.cfg.TLSKey)
 		if err != nil {
-			return fmt.Errorf("loading --tls-cert/--tls-key: %w; give PEM files of a certificate and its key", err)
+			return nil, fmt.Errorf("loading --tls-cert/--tls-key: %w; give PEM files of a certificate and its key", err)
 		}
 	} else if cert, pin, err = subscribe.SelfSignedCert(); err != nil {
-		return fmt.Errorf("making a self-signed certificate: %w; give one with --tls-cert and --tls-key", err)
+		return nil, fmt.Errorf("making a self-signed certificate: %w; give one with --tls-cert and --tls-key", err)
 	}
 	opts := subscribe.ServerOptions{Certificates: []tls.Certificate{cert}, Logger: a.log, FingerprintHTTP: pin != "", MaxSessions: a.cfg.MaxPublishers,
 		ReleaseRead: true, Objects: a.cfg.Format == record.Archive}
@@ -158,12 +158,37 @@ func (a *app) listen(ctx context.Context) error {
 	}
 	if a.cfg.AuthKey != "" {
 		if opts.AuthKey, err = token.LoadKey(a.cfg.AuthKey); err != nil {
-			return fmt.Errorf("--auth-key: %w; give the JWK file of the key that signs the publishers' tokens (e.g. made by 'npx @moq/token generate')", err)
+			return nil, fmt.Errorf("--auth-key: %w; give the JWK file of the key that signs the publishers' tokens (e.g. made by 'npx @moq/token generate')", err)
 		}
 	}
 	srv, err := subscribe.Listen(a.cfg.Listen, opts)
 	if err != nil {
-		return fmt.Errorf("listening on %s: %w; pick a free UDP address such as :4443", a.cfg.Listen, err)
+		return nil, fmt.Errorf("listening on %s: %w; pick a free UDP address such as :4443", a.cfg.Listen, err)
+	}
+	addr := srv.Addr().String()
+	a.mu.Lock()
+	a.listenAddr = addr // the bound port, for messages (--listen 127.0.0.1:0)
+	a.mu.Unlock()
+	switch {
+	case opts.AuthKey != nil:
+		a.log.Info("publishers need a token (?jwt=) signed with --auth-key that allows publishing their broadcast", "key", a.cfg.AuthKey, "algorithm", opts.AuthKey.Algorithm())
+	case !loopbackOnly(srv.Addr()):
+		a.log.Warn(fmt.Sprintf("--listen %s is reachable from other hosts and does not authenticate: anyone who reaches it can publish and fill the disk; give --auth-key, or listen on 127.0.0.1 for local publishers", a.cfg.Listen))
+	}
+	if pin != "" {
+		notice(a.log, fmt.Sprintf("listening on moql://%s and https://%s (self-signed certificate, SHA-256 fingerprint %s; publishers pin it, or use http://%s)", addr, addr, pin, addr))
+	} else {
+		notice(a.log, fmt.Sprintf("listening on moql://%s and https://%s (certificate %s, SHA-256 fingerprint %s)", addr, addr, a.cfg.TLSCert, srv.Fingerprint()))
+	}
+	return srv, nil
+}
+
+// listen accepts publishers on --listen and records what they announce:
+// every broadcast with --record-all, otherwise the first one (or -b).
+func (a *app) listen(ctx context.Context) error {
+	srv, err := a.openServer()
+	if err != nil {
+		return err
 	}
 	defer srv.Close()
 	// Asked to stop with publishers connected: GOAWAY first, so that they
@@ -196,21 +221,6 @@ func (a *app) listen(ctx context.Context) error {
 		case <-sess.Done():
 		case <-t.C:
 		}
-	}
-	addr := srv.Addr().String()
-	a.mu.Lock()
-	a.listenAddr = addr // the bound port, for messages (--listen 127.0.0.1:0)
-	a.mu.Unlock()
-	switch {
-	case opts.AuthKey != nil:
-		a.log.Info("publishers need a token (?jwt=) signed with --auth-key that allows publishing their broadcast", "key", a.cfg.AuthKey, "algorithm", opts.AuthKey.Algorithm())
-	case !loopbackOnly(srv.Addr()):
-		a.log.Warn(fmt.Sprintf("--listen %s is reachable from other hosts and does not authenticate: anyone who reaches it can publish and fill the disk; give --auth-key, or listen on 127.0.0.1 for local publishers", a.cfg.Listen))
-	}
-	if pin != "" {
-		notice(a.log, fmt.Sprintf("listening on moql://%s and https://%s (self-signed certificate, SHA-256 fingerprint %s; publishers pin it, or use http://%s)", addr, addr, pin, addr))
-	} else {
-		notice(a.log, fmt.Sprintf("listening on moql://%s and https://%s (certificate %s, SHA-256 fingerprint %s)", addr, addr, a.cfg.TLSCert, srv.Fingerprint()))
 	}
 
 	actx, stop := context.WithCancel(ctx)

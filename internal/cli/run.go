@@ -36,6 +36,8 @@ type app struct {
 	reconnects int64           // of the sources that closed
 	listenAddr string          // the address --listen is bound to
 	waitSaid   bool            // --listen said it waits for announcements
+
+	closeListen func() // closes the API-only --listen, after its recordings
 }
 
 func run(ctx context.Context, cfg *Config, env Env, con *console) error {
@@ -75,6 +77,9 @@ func run(ctx context.Context, cfg *Config, env Env, con *console) error {
 		err = a.runRecording(rctx)
 	}
 	a.stopService()
+	if a.closeListen != nil {
+		a.closeListen()
+	}
 	recorded := a.summary(nil).Frames > 0 || cfg.apiOnly()
 	switch {
 	case context.Cause(rctx) == errTimeout && ctx.Err() == nil && reportable(rctx, err) == nil:

@@ -118,9 +118,10 @@ func (c *Config) checkService() error {
 }
 
 // apiOnly reports whether the command serves the API without a recording
-// of its own: --http with no URL, no --listen and no -o.
+// of its own: --http with no URL and no -o (with --listen, the API records
+// its publishers: "listen": true).
 func (c *Config) apiOnly() bool {
-	return c.HTTP != "" && c.URL == "" && c.Listen == "" && c.toStdout()
+	return c.HTTP != "" && c.URL == "" && c.toStdout() && !c.RecordAll
 }
 
 // readSecret reads a token or key file, trimmed; empty is an error.
@@ -230,8 +231,45 @@ func (a *app) sessionOpened(src Source) {
 // serveAPIOnly waits, serving the API, until ctx ends: the recordings are
 // the ones the API starts.
 func (a *app) serveAPIOnly(ctx context.Context) error {
-	notice(a.log, "no URL, --listen or -o: recording only what the API starts (POST /api/v1/recordings)")
-	<-ctx.Done()
+	if a.cfg.Listen == "" {
+		notice(a.log, "no URL, --listen or -o: recording only what the API starts (POST /api/v1/recordings)")
+		<-ctx.Done()
+		return nil
+	}
+	srv, err := a.openServer()
+	if err != nil {
+		return err
+	}
+	src := record.NewServerSource(srv)
+	// Closed after the API's recordings are finished (run's stopService):
+	// their sessions stay open until then.
+	a.closeListen = func() {
+		src.Close()
+		srv.Close()
+	}
+	feed, err := src.Announced(ctx) // starts accepting
+	if err != nil {
+		return err
+	}
+	defer feed.Close()
+	a.svc.SetListen(src)
+	notice(a.log, "no -o: recording only what the API starts from the publishers of --listen (POST /api/v1/recordings with \"listen\": true)")
+	for {
+		an, err := feed.Next(ctx)
+		if err != nil {
+			break
+		}
+		if an.Active {
+			a.log.Info("publisher announced a broadcast", "broadcast", an.Path)
+		} else {
+			a.log.Info("broadcast ended", "broadcast", an.Path)
+		}
+	}
+	// Stopping: GOAWAY first, so that the publishers move to wherever they
+	// reconnect while the API's recordings are finished.
+	if n := srv.GoAway(""); n > 0 {
+		a.log.Info("stopping: asked the publishers to reconnect (GOAWAY)", "sessions", n)
+	}
 	return nil
 }
 

@@ -123,7 +123,15 @@ func (s *Service) fileURL(path string) string {
 type StartRequest struct {
 	// URL is the relay (https://, http://, moql://, moqt://) to record
 	// from, with its token in the query when it needs one.
-	URL string `json:"url"`
+	URL string `json:"url,omitempty"`
+	// Listen records from the publishers connected to the command's
+	// --listen instead of a relay (URL empty): the broadcast is the path
+	// a publisher announced.
+	Listen bool `json:"listen,omitempty"`
+	// Wait, with Listen, is how long to wait for a publisher to announce
+	// the broadcast ("30s"; default 15s, at most 5m); after it the start
+	// is answered 404.
+	Wait string `json:"wait,omitempty"`
 	// TLSFingerprint pins the relay's certificate (hex SHA-256), for a
 	// relay with a self-signed one.
 	TLSFingerprint string `json:"tls_fingerprint,omitempty"`
@@ -336,24 +344,43 @@ func (s *Service) handleStart(w http.ResponseWriter, r *http.Request) error {
 	if closed {
 		return &requestError{code: http.StatusServiceUnavailable, msg: "the service is shutting down"}
 	}
-	// Dial before anything is created: a relay that cannot be reached
-	// leaves no file behind.
-	dctx, cancel := context.WithTimeout(r.Context(), dialTimeout)
-	defer cancel()
-	sess, err := subscribe.Dial(dctx, req.URL, subscribe.Options{TLSFingerprint: req.TLSFingerprint, Logger: s.log, ReleaseRead: true,
-		Reconnect: subscribe.Backoff{GiveUp: 5 * time.Minute}})
-	if err != nil {
-		return &requestError{code: http.StatusBadGateway, msg: fmt.Sprintf("connecting to %s: %v", subscribe.RedactURL(req.URL), err)}
+	wait := dialTimeout
+	if req.Wait != "" {
+		if wait, err = time.ParseDuration(req.Wait); err != nil || wait <= 0 || wait > 5*time.Minute || !req.Listen {
+			return badRequest("wait %q: with listen, give a duration such as 30s (at most 5m)", req.Wait)
+		}
 	}
-	s.SessionOpened(sess.Version())
+	dctx, cancel := context.WithTimeout(r.Context(), wait)
+	defer cancel()
+	var (
+		src     record.Source
+		release = func() {}
+		from    string
+	)
+	if req.Listen {
+		if src, err = s.listenSource(dctx, req.Broadcast, wait); err != nil {
+			return err
+		}
+		from = "the publisher on --listen"
+	} else {
+		// Dial before anything is created: a relay that cannot be reached
+		// leaves no file behind.
+		sess, err := subscribe.Dial(dctx, req.URL, subscribe.Options{TLSFingerprint: req.TLSFingerprint, Logger: s.log, ReleaseRead: true,
+			Reconnect: subscribe.Backoff{GiveUp: 5 * time.Minute}})
+		if err != nil {
+			return &requestError{code: http.StatusBadGateway, msg: fmt.Sprintf("connecting to %s: %v", subscribe.RedactURL(req.URL), err)}
+		}
+		s.SessionOpened(sess.Version())
+		src, release, from = record.SessionSource(sess), func() { sess.Close() }, subscribe.RedactURL(req.URL)
+	}
 	rec, err := record.New(opts)
 	if err != nil {
-		sess.Close()
+		release()
 		return badRequest("%v", err)
 	}
 	s.Watch(rec)
 	// The recording outlives the request: its context is the service's.
-	started := rec.Start(context.Background(), record.SessionSource(sess), req.Broadcast)
+	started := rec.Start(context.Background(), src, req.Broadcast)
 	s.mu.Lock()
 	e := s.byRec[started]
 	if e == nil { // ended already (refused at once)
@@ -367,9 +394,9 @@ func (s *Service) handleStart(w http.ResponseWriter, r *http.Request) error {
 	s.mu.Unlock()
 	go func() {
 		<-started.Done()
-		sess.Close()
+		release()
 	}()
-	s.log.Info("recording started through the API", "id", e.id, "broadcast", req.Broadcast, "url", subscribe.RedactURL(req.URL))
+	s.log.Info("recording started through the API", "id", e.id, "broadcast", req.Broadcast, "from", from)
 	w.Header().Set("Location", "/api/v1/recordings/"+e.id)
 	s.writeJSON(w, http.StatusCreated, s.recordingJSON(e))
 	return nil
@@ -378,8 +405,14 @@ func (s *Service) handleStart(w http.ResponseWriter, r *http.Request) error {
 // startOptions checks a start request and returns the record options of
 // its recording: every mistake is a 400 before anything is created.
 func (s *Service) startOptions(req StartRequest) (record.Options, error) {
-	if err := checkURL(req.URL); err != nil {
-		return record.Options{}, err
+	switch {
+	case req.Listen && (req.URL != "" || req.TLSFingerprint != ""):
+		return record.Options{}, badRequest("listen records from --listen's publishers: give no url or tls_fingerprint with it")
+	case req.Listen:
+	default:
+		if err := checkURL(req.URL); err != nil {
+			return record.Options{}, err
+		}
 	}
 	if strings.TrimSpace(req.Broadcast) == "" {
 		return record.Options{}, badRequest("broadcast is empty: name the broadcast to record")
@@ -456,7 +489,7 @@ func within(root, path string) bool {
 // checkURL accepts the relay URLs subscribe dials.
 func checkURL(raw string) error {
 	if raw == "" {
-		return badRequest("url is empty: give the relay's URL (https://, http://, moql:// or moqt://)")
+		return badRequest("url is empty: give the relay's URL (https://, http://, moql:// or moqt://), or \"listen\": true to record a publisher of --listen")
 	}
 	u, err := url.Parse(raw)
 	if err != nil {

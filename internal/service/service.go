@@ -64,6 +64,7 @@ type Service struct {
 	ended     []*entry // newest last, at most History
 	recorders []*record.Recorder
 	writing   map[string]int // files being written, by path
+	listen    record.Source  // the command's --listen publishers (SetListen)
 	closed    bool
 }
 

@@ -3,6 +3,7 @@ package service_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -330,6 +332,10 @@ func TestBadRequestsGet4xxWithAMessageAndCreateNothing(t *testing.T) {
 		{"segment without {n}", `{` + good + `, "output": "x.mkv", "segment": "10s"}`, 400, "{n} or {time}"},
 		{"bad webhook", `{` + good + `, "output": "x.mkv", "webhooks": ["file:///etc/passwd"]}`, 400, "webhook"},
 		{"unreachable relay", `{"url": "moql://127.0.0.1:9/x", "broadcast": "b", "output": "{broadcast}.mkv"}`, 502, "connecting to"},
+		{"listen and a URL", `{` + good + `, "listen": true, "output": "x.mkv"}`, 400, "give no url"},
+		{"listen without --listen", `{"listen": true, "broadcast": "b", "output": "x.mkv"}`, 409, "has no --listen"},
+		{"wait without listen", `{` + good + `, "output": "x.mkv", "wait": "5s"}`, 400, "with listen"},
+		{"a wait too long", `{"listen": true, "broadcast": "b", "output": "x.mkv", "wait": "1h"}`, 400, "at most 5m"},
 	} {
 		code, body := call(t, "POST", base+"/api/v1/recordings", tc.body, nil)
 		var e struct{ Error string }
@@ -446,4 +452,85 @@ func names(fs []record.FileInfo) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestTheAPIRecordsAPublisherOfListen: with the publishers of a --listen
+// server as its listen source, a start with "listen": true records the
+// broadcast a publisher announced (a clean file, both tracks, no hole,
+// the API's frame count equal to ffprobe's); one that no publisher
+// announces is answered 404 and creates nothing.
+func TestTheAPIRecordsAPublisherOfListen(t *testing.T) {
+	t.Parallel()
+	cert, pin, err := subscribe.SelfSignedCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := subscribe.Listen("127.0.0.1:0", subscribe.ServerOptions{Certificates: []tls.Certificate{cert}, Logger: quiet, ReleaseRead: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	src := record.NewServerSource(srv)
+	defer src.Close()
+	root := t.TempDir()
+	svc, base := serve(t, service.Options{Root: root})
+	svc.SetListen(src)
+	feed, err := src.Announced(context.Background()) // accepting from now on
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer feed.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	opts := subscribe.Options{Role: subscribe.RolePublisher, TLSFingerprint: pin, Logger: quiet}
+	pub, err := subscribe.Dial(ctx, "moql://"+srv.Addr().String()+"/", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	bc := model.NewBroadcast("alice")
+	go demo.Publish(ctx, bc, demo.Options{Realtime: true})
+	if err := pub.Publish(bc); err != nil {
+		t.Fatal(err)
+	}
+
+	var rec service.RecordingJSON
+	code, body := call(t, "POST", base+"/api/v1/recordings", service.StartRequest{Listen: true, Broadcast: "alice", Output: "{broadcast}.mkv"}, &rec)
+	if code != http.StatusCreated {
+		t.Fatalf("start: %d %s", code, body)
+	}
+	one := base + "/api/v1/recordings/" + rec.ID
+	waitFor(t, "frames", func() bool {
+		call(t, "GET", one, nil, &rec)
+		return rec.Stats.Frames > 90
+	})
+	if code, body := call(t, "DELETE", one, nil, &rec); code != http.StatusOK || rec.Result != "stopped" || len(rec.Files) != 1 {
+		t.Fatalf("stop: %d %s", code, body)
+	}
+	path := rec.Files[0].Path
+	mediatest.DecodeClean(t, path)
+	p := mediatest.Probe(t, path)
+	if int64(len(p.Packets)) != rec.Files[0].Frames || len(p.Streams) != 2 {
+		t.Errorf("%s: %d packets in %d streams, the API says %d frames", path, len(p.Packets), len(p.Streams), rec.Files[0].Frames)
+	}
+	for i := range p.Streams {
+		var ts []float64
+		for _, pk := range p.PacketsOf(i) {
+			v, _ := strconv.ParseFloat(pk.PTSTime, 64)
+			ts = append(ts, v)
+		}
+		slices.Sort(ts)
+		if at, gap := mediatest.LargestGap(ts); gap > 0.1 {
+			t.Errorf("stream %d: a hole of %.3f s at packet %d", i, gap, at)
+		}
+	}
+
+	code, body = call(t, "POST", base+"/api/v1/recordings", service.StartRequest{Listen: true, Broadcast: "nobody", Output: "{broadcast}.mkv", Wait: "1s"}, nil)
+	if code != http.StatusNotFound || !strings.Contains(body, "no publisher on --listen announced") {
+		t.Errorf("a broadcast nobody announces: %d %s", code, body)
+	}
+	if _, err := os.Stat(filepath.Join(root, "nobody.mkv")); err == nil {
+		t.Errorf("a refused start created nobody.mkv")
+	}
 }
