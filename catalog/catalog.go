@@ -130,6 +130,11 @@ type Common struct {
 	// Hang catalogs carry no such field: their LOC timestamps are
 	// microseconds.
 	Timescale *uint64 `json:"-"`
+	// KeysInBitstream says the rendition's groups need not start at a
+	// keyframe (MediaMTX sends each frame as its own group): a reader
+	// takes the key flag from the bitstream (ParseMSF sets it for MSF-00
+	// catalogs). Hang catalogs carry no such field.
+	KeysInBitstream bool `json:"-"`
 }
 
 // ContainerKind returns the rendition's container kind, ContainerLegacy

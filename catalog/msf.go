@@ -91,7 +91,9 @@ const msf00VideoClock = 90_000
 // the description (base64 here, unlike hang's hex). A loc track's
 // timestamp timescale (Common.Timescale) is its clockrate or timescale;
 // in a draft-00 catalog (a numeric version, as MediaMTX writes) without
-// either, MediaMTX's clocks: 90 kHz video, the sample rate for audio.
+// either, MediaMTX's clocks: 90 kHz video, the sample rate for audio. The
+// groups of a draft-00 catalog's legacy/loc tracks are not GOPs (MediaMTX
+// sends a group per frame): Common.KeysInBitstream.
 func ParseMSF(raw []byte) (*Catalog, error) {
 	var m struct {
 		Version      any        `json:"version"`
@@ -135,6 +137,8 @@ func ParseMSF(raw []byte) (*Catalog, error) {
 			}
 			cm.Description = d
 		}
+		// MSF-00 as MediaMTX writes it puts each frame in its own group.
+		cm.KeysInBitstream = draft00 && t.Packaging != ContainerCMAF
 		if t.Packaging == ContainerLOC {
 			scale := uint64(t.ClockRate)
 			if scale == 0 {

@@ -145,9 +145,12 @@ func (c *Consumer) Next() (Event, bool) {
 			c.idx, c.needKey = g.released, true
 		}
 		if c.idx < len(g.frames) {
-			if c.idx == 0 && c.delivered && g.frames[0].Timestamp < c.liveEdge {
+			if c.idx == 0 && c.delivered && g.frames[0].Timestamp < c.liveEdge && g.frames[0].Sync != SyncDelta {
 				// A newer group that starts before what was already
-				// delivered: the publisher rewound.
+				// delivered: the publisher rewound. (A group that opens
+				// with a delta frame is not a new timeline: a publisher
+				// that sends each frame as a group, its B-frames going
+				// back in time.)
 				c.pendingDisc = true
 			}
 			if c.pendingDisc {

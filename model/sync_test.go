@@ -77,3 +77,31 @@ func TestSkippingAStalledGroupWaitsForAKeyframe(t *testing.T) {
 		t.Fatalf("delivered %v", got)
 	}
 }
+
+// TestAGroupPerFrameWithBFramesIsNoRewind: a publisher that sends each
+// frame as its own group (MediaMTX) sends B-frames in groups that start
+// before what was delivered. A group opening with a delta frame is not a
+// new timeline: every frame is delivered, with no discontinuity. A group
+// opening with a keyframe before the delivered ones still is.
+func TestAGroupPerFrameWithBFramesIsNoRewind(t *testing.T) {
+	tr := NewTrack("v")
+	tr.SetKeepGroups(16)
+	c := tr.Subscribe(0)
+	// Decode order I0 P3 B1 B2 P6 B4 B5, one frame per group; then a key
+	// at 2: the publisher restarted on a fresh clock.
+	frames := []Frame{{0, nil, SyncKey}, {3, nil, SyncDelta}, {1, nil, SyncDelta}, {2, nil, SyncDelta},
+		{6, nil, SyncDelta}, {4, nil, SyncDelta}, {5, nil, SyncDelta}, {2, nil, SyncKey}}
+	for i, f := range frames {
+		g, err := tr.CreateGroup(uint64(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.WriteFrame(f); err != nil {
+			t.Fatal(err)
+		}
+		g.Close(nil)
+	}
+	if got, want := frameTimes(events(c)), []int64{0, 3, 1, 2, 6, 4, 5, -1, 2}; !equal(got, want) {
+		t.Fatalf("delivered %v, want %v", got, want)
+	}
+}

@@ -152,6 +152,8 @@ type strictPeer struct {
 	// closed counts the sessions it closed, by the request's name.
 	mu     sync.Mutex
 	closed map[string]int
+	// groupPerFrame is ServerOptions.GroupPerFrame.
+	groupPerFrame bool
 }
 
 // refuses returns the name of a request of type typ (body in draft v)

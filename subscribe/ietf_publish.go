@@ -381,7 +381,8 @@ func (s *Session) ietfServeSubscribe(sv *ietfServe, m ietf.Subscribe) {
 	key := servingKey{normPath(m.Namespace), m.Track}
 	s.countServing(key, 1)
 	defer s.countServing(key, -1)
-	w := ietfGroupWriter{sv: sv, pack: packagingOf(s.publishedBroadcast(m.Namespace), m.Track)}
+	w := ietfGroupWriter{sv: sv, pack: packagingOf(s.publishedBroadcast(m.Namespace), m.Track),
+		perFrame: s.opts.strict != nil && s.opts.strict.groupPerFrame}
 	status, reason := uint64(ietf.DoneTrackEnded), "track ended"
 	err := w.serve(t, cons, rng)
 	w.close()
@@ -425,6 +426,10 @@ type ietfGroupWriter struct {
 	last    uint64 // id of the last object written on group
 	streams uint64
 	buf     []byte
+	// perFrame sends each frame as its own group, ids counting from 0
+	// (ServerOptions.GroupPerFrame); frames counts them.
+	perFrame bool
+	frames   uint64
 }
 
 // serve sends what cons reads within rng until the track ends (nil), the
@@ -503,6 +508,11 @@ func (w *ietfGroupWriter) write(ev model.Event, id uint64) error {
 	// Object ids are deltas: the first on a stream absolute, each later
 	// one the previous plus the delta plus one.
 	delta := id - w.last - 1
+	if w.perFrame {
+		w.close()
+		ev.Group, id = w.frames, 0
+		w.frames++
+	}
 	if w.group == nil || ev.Group != w.seq || ev.Keyframe {
 		w.close()
 		g, err := w.sv.ic.OpenUni(w.sv.ctx)
@@ -527,6 +537,9 @@ func (w *ietfGroupWriter) write(ev model.Event, id uint64) error {
 	if _, err := w.group.Write(b); err != nil {
 		// The subscriber stopped this group: carry on with the next.
 		w.drop()
+	}
+	if w.perFrame {
+		w.close()
 	}
 	return nil
 }

@@ -79,15 +79,21 @@ func (m *mediamtxBroadcast) fill(t *testing.T) {
 
 // TestAMediaMTXLikeServerIsRecordedFrameByFrame: a Strict server publishing
 // a broadcast as MediaMTX does is recorded over drafts 16-19 on raw QUIC
-// and over WebTransport, naming the stream by the URL path: every frame
-// arrives, at its published time (within the 90 kHz and 48 kHz clocks'
-// resolution), H.264 in Annex B with the NAL units published, AAC
-// unchanged.
+// and over WebTransport, naming the stream by the URL path, with its
+// groups as published (GOPs) and as MediaMTX sends them (a group per
+// frame): every frame arrives, at its published time (within the 90 kHz
+// and 48 kHz clocks' resolution), with the published key flag, H.264 in
+// Annex B with the NAL units published, AAC unchanged.
 func TestAMediaMTXLikeServerIsRecordedFrameByFrame(t *testing.T) {
-	for _, tc := range []struct{ name, scheme, alpn string }{
-		{"quic-draft16", "moqt", "moqt-16"}, {"quic-draft17", "moqt", "moqt-17"},
-		{"quic-draft18", "moqt", "moqt-18"}, {"quic-draft19", "moqt", "moqt-19"},
-		{"webtransport-draft18", "https", "moqt-18"},
+	for _, tc := range []struct {
+		name, scheme, alpn string
+		perFrame           bool
+	}{
+		{"quic-draft16", "moqt", "moqt-16", false}, {"quic-draft17", "moqt", "moqt-17", false},
+		{"quic-draft18", "moqt", "moqt-18", false}, {"quic-draft19", "moqt", "moqt-19", false},
+		{"webtransport-draft18", "https", "moqt-18", false},
+		{"quic-draft19-group-per-frame", "moqt", "moqt-19", true},
+		{"webtransport-draft17-group-per-frame", "https", "moqt-17", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -97,7 +103,7 @@ func TestAMediaMTXLikeServerIsRecordedFrameByFrame(t *testing.T) {
 			}
 			m := newMediaMTXBroadcast(t, "live/test")
 			srv, err := Listen("127.0.0.1:0", ServerOptions{Certificates: []tls.Certificate{cert}, Logger: testLogger(t),
-				Publish: []*model.Broadcast{m.b}, Strict: true})
+				Publish: []*model.Broadcast{m.b}, Strict: true, GroupPerFrame: tc.perFrame})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -140,9 +146,11 @@ func TestAMediaMTXLikeServerIsRecordedFrameByFrame(t *testing.T) {
 					t.Fatal(err)
 				}
 				var frames []model.Frame
+				var keys []bool
 				for _, ev := range evs {
 					if ev.Kind == model.EventFrame {
 						frames = append(frames, ev.Frame)
+						keys = append(keys, ev.Keyframe)
 					}
 				}
 				if len(frames) != len(s.Frames) {
@@ -152,6 +160,9 @@ func TestAMediaMTXLikeServerIsRecordedFrameByFrame(t *testing.T) {
 					want := s.Frames[j]
 					if d := f.Timestamp - want.Timestamp; d < -21 || d > 21 {
 						t.Fatalf("%s frame %d at %d µs, published at %d", s.Name, j, f.Timestamp, want.Timestamp)
+					}
+					if keys[j] != (want.Keyframe || s.Kind == "audio") {
+						t.Fatalf("%s frame %d: keyframe %v, published %v", s.Name, j, keys[j], want.Keyframe)
 					}
 					if s.Kind == "audio" {
 						if string(f.Payload) != string(want.Payload) {

@@ -191,6 +191,11 @@ type ServerOptions struct {
 	// servers that support less than this package; each such close is
 	// logged at debug level ("strict: closing the session").
 	Strict bool
+	// GroupPerFrame, with Strict, sends each frame as its own group (one
+	// object, group ids counting from 0 per subscription), as MediaMTX
+	// does: the groups are not GOPs, and a subscriber must take the key
+	// flags from the bitstream.
+	GroupPerFrame bool
 	// strict counts the closes of Strict (tests).
 	strict *strictPeer
 

@@ -57,6 +57,9 @@ func Listen(addr string, opts ServerOptions) (*Server, error) {
 	if opts.Strict && opts.strict == nil {
 		opts.strict = &strictPeer{}
 	}
+	if opts.strict != nil {
+		opts.strict.groupPerFrame = opts.GroupPerFrame
+	}
 	versions, err := versionList(opts.Versions)
 	if err != nil {
 		return nil, err

@@ -107,3 +107,8 @@ func av1Key(p []byte) bool {
 	}
 	return false
 }
+
+// AV1Keyframe reports whether an AV1 temporal unit (low-overhead OBUs, as
+// LOC and legacy payloads carry it too) is a key frame: a sequence header,
+// then a frame header whose frame_type is KEY_FRAME.
+func AV1Keyframe(p []byte) bool { return av1Key(p) }

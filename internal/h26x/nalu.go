@@ -1,6 +1,7 @@
 package h26x
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -104,17 +105,38 @@ func IsAUD(c Codec, nalu []byte) bool {
 // unit types 16-23).
 func IsKeyframe(c Codec, nalus [][]byte) bool {
 	for _, n := range nalus {
-		t := NALUType(c, n)
-		switch c {
-		case H264:
-			if t == int(h264.NALUTypeIDR) {
-				return true
-			}
-		case H265:
-			if t >= int(h265.NALUType_BLA_W_LP) && t <= int(h265.NALUType_RSV_IRAP_VCL23) {
-				return true
-			}
+		if isKeyUnit(c, n) {
+			return true
 		}
+	}
+	return false
+}
+
+// IsKeyframeAnnexB is IsKeyframe for an access unit in Annex B, read in
+// place: a start code never occurs inside a NAL unit (emulation
+// prevention), so each one is followed by a unit's header.
+func IsKeyframeAnnexB(c Codec, p []byte) bool {
+	for {
+		i := bytes.Index(p, startCode)
+		if i < 0 {
+			return false
+		}
+		p = p[i+len(startCode):]
+		if isKeyUnit(c, p) {
+			return true
+		}
+	}
+}
+
+// isKeyUnit reports whether nalu is an H.264 IDR slice or an H.265 IRAP
+// picture's.
+func isKeyUnit(c Codec, nalu []byte) bool {
+	t := NALUType(c, nalu)
+	switch c {
+	case H264:
+		return t == int(h264.NALUTypeIDR)
+	case H265:
+		return t >= int(h265.NALUType_BLA_W_LP) && t <= int(h265.NALUType_RSV_IRAP_VCL23)
 	}
 	return false
 }

@@ -69,6 +69,9 @@ type Track struct {
 	// check tells an implausible frame rate once (nil for tracks without
 	// media).
 	check *rateCheck
+	// keys takes the key flag from the bitstream, for a track whose groups
+	// are not GOPs (nil otherwise: hang's rule).
+	keys *keyframer
 }
 
 // NewTrack returns the packaging kind; a cmaf track needs the container
@@ -116,8 +119,9 @@ func ForRendition(c *catalog.Catalog, name string) Track {
 
 // OfRendition returns the packaging of catalog rendition r: its container
 // (a cmaf one needs its init), the clock of its loc timestamps, the
-// framing check of an H.264/H.265 rendition without a description, and
-// the rate check of its first frames.
+// framing check of an H.264/H.265 rendition without a description, the
+// rate check of its first frames, and the key flags from the bitstream of
+// a rendition whose groups are not GOPs.
 func OfRendition(r catalog.Rendition) (Track, error) {
 	cm := r.Common()
 	t, err := NewTrack(Kind(cm.ContainerKind()), cm.Container)
@@ -132,6 +136,7 @@ func OfRendition(r catalog.Rendition) (Track, error) {
 	}
 	if t.kind != CMAF {
 		t.check = newRateCheck(r)
+		t.keys = newKeyframer(cm)
 	}
 	return t, nil
 }
@@ -358,7 +363,7 @@ func (d *Decoder) verbatim(o Object) error {
 		if err != nil {
 			return err
 		}
-		f.Timestamp = d.pending.Timestamp
+		f.Timestamp, f.Sync = d.pending.Timestamp, d.pending.Sync
 	}
 	d.pending, d.has = f, true
 	return nil
@@ -392,7 +397,8 @@ func (t *Track) timescaleOr(def uint64) uint64 {
 // is a marker without a sample; an H.264/H.265 payload of a track without
 // a description comes out in Annex B (a payload that parses neither as
 // Annex B nor as length-prefixed units is skipped: ErrSkipped wrapping
-// h26x.ErrUnframed).
+// h26x.ErrUnframed); a track whose groups are not GOPs gets its key flag
+// from the bitstream.
 func (d *Decoder) media(f model.Frame) error {
 	if len(f.Payload) == 0 {
 		d.pending = f // its time, for Verbatim
@@ -404,6 +410,9 @@ func (d *Decoder) media(f model.Frame) error {
 			return fmt.Errorf("%w: %w", ErrSkipped, err)
 		}
 		f.Payload = out
+	}
+	if d.t.keys != nil {
+		f.Sync = d.t.keys.sync(f.Payload)
 	}
 	if d.t.check != nil {
 		if w := d.t.check.frame(f.Timestamp); w != "" {

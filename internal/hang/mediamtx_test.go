@@ -202,3 +202,80 @@ func TestAFrameThatParsesNeitherWayIsSkippedAndCounted(t *testing.T) {
 		t.Fatalf("skipped %d, frames %d, unframed %d; want 1, 1, 1", skipped, len(frames), track.Unframed())
 	}
 }
+
+// TestKeyFlagsOfAGroupPerFrameTrackComeFromTheBitstream: MediaMTX sends
+// each frame as its own group, so hang's rule (the first frame of a group
+// is the keyframe) would flag every frame. Under its MSF-00 catalog the
+// key flag comes from the bitstream instead: for H.264 and H.265 sent as
+// MediaMTX sends them (length-prefixed, parameter sets in band, no
+// description), for H.264 with a description, and for AV1, VP8 and VP9,
+// each decoded frame is SyncKey exactly where the source had a keyframe
+// and SyncDelta elsewhere. Under a hang catalog the same objects keep
+// hang's rule (SyncGroup).
+func TestKeyFlagsOfAGroupPerFrameTrackComeFromTheBitstream(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		sample, codec string
+		inBand        bool // parameter sets in band, no description
+	}{
+		{"h264", "avc3.640028", true},
+		{"h265", "hev1.1.6.L93.B0", true},
+		{"h264", "avc1.64000d", false},
+		{"av1", "av01.0.04M.08", false},
+		{"vp8", "vp8", false},
+		{"vp9", "vp09.00.10.08", false},
+	} {
+		t.Run(tc.codec, func(t *testing.T) {
+			s := testmedia.MustLoadSample(tc.sample)
+			entry := fmt.Sprintf(`{"name":"0","packaging":"loc","isLive":true,"codec":%q,"width":%d,"height":%d}`, tc.codec, s.Width, s.Height)
+			var ps [][]byte
+			if tc.inBand {
+				c, _ := h26x.CodecOf(tc.sample)
+				p, _, err := h26x.ParseDecoderConfig(c, s.Description)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ps = p.NALUs()
+			} else if len(s.Description) > 0 {
+				entry = entry[:len(entry)-1] + fmt.Sprintf(`,"initData":%q}`, base64.StdEncoding.EncodeToString(s.Description))
+			}
+			objs := make([]hang.Object, len(s.Frames))
+			keys := 0
+			for i, f := range s.Frames {
+				p := f.Payload
+				if f.Keyframe {
+					keys++
+					if ps != nil {
+						p = append(h26x.AppendAVCC(nil, ps), p...)
+					}
+				}
+				objs[i] = hang.Object{Payload: p, Timestamp: f.Timestamp * 9 / 100, Timescale: hang.Timescale, HasTimestamp: true}
+			}
+			if keys < 2 || keys == len(s.Frames) {
+				t.Fatalf("sample %s has %d keyframes in %d frames: the test needs both kinds", tc.sample, keys, len(s.Frames))
+			}
+			for _, version := range []string{"1", `"draft-01"`} {
+				c, err := catalog.ParseMSF([]byte(`{"version":` + version + `,"tracks":[` + entry + `]}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				frames, _, skipped := decodeAll(t, hang.ForRendition(c, "0"), objs)
+				if skipped > 0 || len(frames) != len(s.Frames) {
+					t.Fatalf("version %s: %d frames (%d skipped), published %d", version, len(frames), skipped, len(s.Frames))
+				}
+				for i, f := range frames {
+					want := model.SyncDelta
+					if s.Frames[i].Keyframe {
+						want = model.SyncKey
+					}
+					if version != "1" {
+						want = model.SyncGroup // MSF-01: groups are GOPs
+					}
+					if f.Sync != want {
+						t.Fatalf("version %s frame %d: sync %d, want %d (source keyframe %v)", version, i, f.Sync, want, s.Frames[i].Keyframe)
+					}
+				}
+			}
+		})
+	}
+}
