@@ -87,10 +87,12 @@ func (e *Export) pushFrame(ts *trackState, f mux.Frame) error {
 	return err
 }
 
-// writeFrame hands f to the muxer, counting what it writes and drops.
-func (e *Export) writeFrame(f mux.Frame) error {
+// writeFrame hands f to the muxer, counting what it writes and drops; it
+// reports whether the muxer wrote f.
+func (e *Export) writeFrame(f mux.Frame) (bool, error) {
 	before := e.m.Stats().Dropped
 	err := e.m.WriteFrame(f)
+	written := err == nil && e.m.Stats().Dropped == before
 	if ts := e.track(f.TrackID); ts != nil && err == nil {
 		if d := e.m.Stats().Dropped - before; d > 0 {
 			ts.acct.stats.DroppedByMuxer += d
@@ -98,7 +100,7 @@ func (e *Export) writeFrame(f mux.Frame) error {
 			ts.acct.stats.Written++
 		}
 	}
-	return err
+	return written, err
 }
 
 // syncTrackStats publishes the per-track counters. Called with statsMu held.

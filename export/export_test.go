@@ -241,6 +241,32 @@ func TestMaxDurationStopsAndFinalizes(t *testing.T) {
 	}
 }
 
+// TestMaxDurationCountsFromTheFirstFrameTheMuxerWrote: a muxer that drops
+// the first frames (a TS file holds audio back until the first video
+// keyframe, which a loaded relay may deliver late) still gets MaxDuration
+// of media, counted from the first frame it wrote; counting from the first
+// frame handed to it ended such recordings empty.
+func TestMaxDurationCountsFromTheFirstFrameTheMuxerWrote(t *testing.T) {
+	bc := publishDemo(t, 4, "h264", "aac")
+	rec := newRecorder()
+	rec.drop = 120 // about 1.5 s of H.264 at 30 fps and AAC at 47 frames/s
+	run(t, bc, rec, export.Options{MaxDuration: 2 * time.Second})
+	if len(rec.frames) == 0 {
+		t.Fatal("nothing written")
+	}
+	first, last := rec.frames[0].Timestamp, rec.frames[0].Timestamp
+	for _, f := range rec.frames {
+		first, last = min(first, f.Timestamp), max(last, f.Timestamp)
+	}
+	if first < time.Second.Microseconds() {
+		t.Fatalf("first written frame at %d us: the muxer did not drop the first second", first)
+	}
+	limit := 2 * time.Second.Microseconds()
+	if last-first >= limit || last-first < limit-50_000 {
+		t.Fatalf("written frames span %d us, want just under the 2 s limit", last-first)
+	}
+}
+
 func TestSegmentsRotateAtVideoKeyframes(t *testing.T) {
 	bc := publishDemo(t, 1, "h264", "aac")
 	first := newRecorder()

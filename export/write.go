@@ -15,13 +15,14 @@ func muxKind(k catalog.Kind) mux.Kind {
 	return mux.Audio
 }
 
-// write hands one released item to the muxer.
+// write hands one released item to the muxer. MaxDuration and the media
+// time count from the first frame the muxer wrote: frames it drops (audio
+// a TS or FLV file holds back until the first video keyframe) are not in
+// the file, and counting from them ended a recording whose video came
+// late with nothing written.
 func (e *Export) write(it jitter.Item) error {
 	f := it.Frame
-	if !e.haveFirst {
-		e.haveFirst, e.firstTS = true, f.Timestamp
-	}
-	if e.opts.MaxDuration > 0 && f.Timestamp-e.firstTS >= e.opts.MaxDuration.Microseconds() {
+	if e.haveFirst && e.opts.MaxDuration > 0 && f.Timestamp-e.firstTS >= e.opts.MaxDuration.Microseconds() {
 		e.finished, e.timeUp = true, true
 		return nil
 	}
@@ -30,8 +31,15 @@ func (e *Export) write(it jitter.Item) error {
 		e.stats.Discontinuities++
 		e.statsMu.Unlock()
 	}
-	if err := e.writeFrame(f); err != nil {
+	written, err := e.writeFrame(f)
+	if err != nil {
 		return fmt.Errorf("export: %w", err)
+	}
+	if !written {
+		return nil
+	}
+	if !e.haveFirst {
+		e.haveFirst, e.firstTS = true, f.Timestamp
 	}
 	e.newest = max(e.newest, f.Timestamp)
 	if d := f.Timestamp - e.firstTS; d > e.media.Load() {
