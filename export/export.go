@@ -82,8 +82,10 @@ type Export struct {
 
 	fills       []lateFill // late audio tracks being backfilled
 	newest      int64      // newest timestamp written
-	firstTS     int64
+	firstTS     int64      // of the first frame the muxer wrote
 	haveFirst   bool
+	firstHanded int64 // of the first frame handed to the muxer
+	haveHanded  bool
 	finished    bool
 	timeUp      bool // stopped by MaxDuration: what is buffered is past the end
 	muxerClosed bool

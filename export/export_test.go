@@ -27,7 +27,8 @@ type recorder struct {
 	refuse  map[string]bool // codec families refused as unsupported
 	late    bool            // refuse tracks after the first frame
 	stats   mux.Stats
-	drop    int // frames to drop (and count as dropped) first
+	drop    int     // frames to drop (and count as dropped) first
+	handed  []int64 // the timestamp of every frame WriteFrame was given
 }
 
 func newRecorder() *recorder {
@@ -52,6 +53,7 @@ func (r *recorder) WriteFrame(f mux.Frame) error {
 	if f.Discontinuity {
 		r.discs = append(r.discs, f.TrackID)
 	}
+	r.handed = append(r.handed, f.Timestamp)
 	if r.drop > 0 {
 		r.drop--
 		r.stats.Dropped++
@@ -264,6 +266,31 @@ func TestMaxDurationCountsFromTheFirstFrameTheMuxerWrote(t *testing.T) {
 	limit := 2 * time.Second.Microseconds()
 	if last-first >= limit || last-first < limit-50_000 {
 		t.Fatalf("written frames span %d us, want just under the 2 s limit", last-first)
+	}
+}
+
+// TestMaxDurationEndsAMuxerThatNeverWrites: a muxer that drops every frame
+// (a TS file whose video never comes) does not hold the export open for as
+// long as the broadcast lasts: it ends once 10 s more than MaxDuration was
+// handed to it.
+func TestMaxDurationEndsAMuxerThatNeverWrites(t *testing.T) {
+	sample := testmedia.MustLoadSample("h264")
+	last := sample.Frames[len(sample.Frames)-1].Timestamp
+	loops := int(14*time.Second.Microseconds()/last) + 1
+	bc := publishDemo(t, loops, "h264", "aac")
+	rec := newRecorder()
+	rec.drop = 1 << 30
+	run(t, bc, rec, export.Options{MaxDuration: time.Second})
+	if len(rec.frames) != 0 || len(rec.handed) == 0 {
+		t.Fatalf("%d frames written, %d handed: want none written", len(rec.frames), len(rec.handed))
+	}
+	first, newest := rec.handed[0], rec.handed[0]
+	for _, ts := range rec.handed {
+		first, newest = min(first, ts), max(newest, ts)
+	}
+	span, bound := newest-first, 11*time.Second.Microseconds()
+	if span >= bound || span < bound-100_000 {
+		t.Fatalf("the muxer was handed %d us of media, want just under MaxDuration + 10 s (%d us) of a %d us broadcast", span, bound, int64(loops)*last)
 	}
 }
 

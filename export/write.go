@@ -2,6 +2,7 @@ package export
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/jitter"
@@ -15,14 +16,27 @@ func muxKind(k catalog.Kind) mux.Kind {
 	return mux.Audio
 }
 
+// maxHeldBack bounds how much media beyond MaxDuration a muxer may drop
+// before its first written frame (audio held for a video keyframe that a
+// loaded relay delivers late) until the export gives up on it.
+const maxHeldBack = 10 * time.Second
+
 // write hands one released item to the muxer. MaxDuration and the media
 // time count from the first frame the muxer wrote: frames it drops (audio
 // a TS or FLV file holds back until the first video keyframe) are not in
 // the file, and counting from them ended a recording whose video came
 // late with nothing written.
+//
+// A muxer that never writes (a TS file whose video never comes) is still
+// bounded: the export ends once maxHeldBack more than MaxDuration has
+// been handed to it.
 func (e *Export) write(it jitter.Item) error {
 	f := it.Frame
-	if e.haveFirst && e.opts.MaxDuration > 0 && f.Timestamp-e.firstTS >= e.opts.MaxDuration.Microseconds() {
+	if !e.haveHanded {
+		e.haveHanded, e.firstHanded = true, f.Timestamp
+	}
+	if max := e.opts.MaxDuration.Microseconds(); max > 0 &&
+		(e.haveFirst && f.Timestamp-e.firstTS >= max || f.Timestamp-e.firstHanded >= max+maxHeldBack.Microseconds()) {
 		e.finished, e.timeUp = true, true
 		return nil
 	}
