@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quic-go/quic-go/quicvarint"
+	"github.com/moq-export/moq-export/internal/varint"
 
 	"github.com/moq-export/moq-export/archive"
 	"github.com/moq-export/moq-export/catalog"
@@ -88,7 +88,7 @@ func publishObjects(t testing.TB, b *model.Broadcast, cat []byte, tracks []synth
 					}
 					s.g, _ = s.t.AppendGroup()
 				}
-				payload := append(quicvarint.Append(make([]byte, 0, 8+len(f.Payload)), uint64(ts)), f.Payload...)
+				payload := append(varint.Append(make([]byte, 0, 8+len(f.Payload)), uint64(ts)), f.Payload...)
 				s.g.WriteFrame(model.Frame{Timestamp: ts, Payload: payload})
 				if s.i++; s.i == len(tr.frames) {
 					s.i, s.loop = 0, s.loop+1

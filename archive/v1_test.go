@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quic-go/quic-go/quicvarint"
+	"github.com/moq-export/moq-export/internal/varint"
 
 	"github.com/moq-export/moq-export/archive"
 	"github.com/moq-export/moq-export/archive/internal/layout"
@@ -67,7 +67,7 @@ func TestAVersionOneArchiveReadsBack(t *testing.T) {
 				seq++
 			}
 			g := &groups[len(groups)-1]
-			payload := append(quicvarint.Append(nil, uint64(f.Timestamp)), f.Payload...)
+			payload := append(varint.Append(nil, uint64(f.Timestamp)), f.Payload...)
 			g.Frames = append(g.Frames, layout.Frame{Timestamp: uint64(f.Timestamp), Payload: payload})
 			want[name] = append(want[name], got{f.Timestamp, len(g.Frames) == 1, g.Sequence, f.Payload})
 		}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/varint"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
@@ -341,7 +342,7 @@ func (a *Announcements) followConn(c conn) error {
 	defer stop()
 	v := connVersion(c)
 	req := wire.AnnounceRequest{Prefix: a.prefix}
-	if _, err := str.Write(req.AppendFor(wire.AppendVarint(nil, wire.StreamAnnounce), v)); err != nil {
+	if _, err := str.Write(req.AppendFor(varint.Append(nil, wire.StreamAnnounce), v)); err != nil {
 		return err
 	}
 	r := bufio.NewReaderSize(str, controlReadBuffer)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/internal/hang"
+	"github.com/moq-export/moq-export/internal/varint"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
@@ -150,7 +151,7 @@ func (rt *remoteTrack) fetchFrames(ctx context.Context, c conn, timescale, seq, 
 		return nil, fmt.Errorf("open fetch stream: %w", err)
 	}
 	m := wire.Fetch{Broadcast: rt.rb.path, Track: rt.name, Priority: priorityOf(rt.name), Group: seq, FrameStart: from, FrameEnd: to}
-	if _, err := str.Write(m.AppendFor(wire.AppendVarint(nil, wire.StreamFetch), connVersion(c))); err != nil {
+	if _, err := str.Write(m.AppendFor(varint.Append(nil, wire.StreamFetch), connVersion(c))); err != nil {
 		str.CancelRead(CodeCancel)
 		return nil, fmt.Errorf("send FETCH: %w", err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/moq-export/moq-export/internal/hang"
 	"github.com/moq-export/moq-export/internal/udpproxy"
+	"github.com/moq-export/moq-export/internal/varint"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
@@ -102,7 +103,7 @@ func (p *scriptedPublisher) serve(c *quic.Conn) {
 			return
 		}
 		r := bufio.NewReader(str)
-		typ, _ := wire.ReadVarint(r)
+		typ, _ := varint.Read(r)
 		body, err := wire.ReadMessage(r, 0)
 		if err != nil {
 			str.CancelWrite(5)
@@ -601,7 +602,7 @@ func TestMalformedSubscribeResponseEndsTrackWithErrProtocol(t *testing.T) {
 		resp []byte
 	}{
 		{"unknown type", []byte{0x07, 0x01, 0x00}},
-		{"too large", wire.AppendVarint([]byte{wire.RespOK}, wire.MaxMessage+1)},
+		{"too large", varint.Append([]byte{wire.RespOK}, wire.MaxMessage+1)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			checkGoroutines(t)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/varint"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
@@ -150,7 +151,7 @@ func (s *Session) GoAway(uri string) error {
 		return fmt.Errorf("moq: GOAWAY: %w", err)
 	}
 	m := wire.Goaway{URI: uri}
-	if _, err := str.Write(m.Append(wire.AppendVarint(nil, wire.StreamGoaway))); err != nil {
+	if _, err := str.Write(m.Append(varint.Append(nil, wire.StreamGoaway))); err != nil {
 		str.CancelRead(CodeCancel)
 		return fmt.Errorf("moq: GOAWAY: %w", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/quic-go/quic-go"
 
 	"github.com/moq-export/moq-export/internal/hang"
+	"github.com/moq-export/moq-export/internal/varint"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
@@ -82,7 +83,7 @@ func acceptBidi(t *testing.T, ctx context.Context, c *quic.Conn, typ uint64) (*q
 		t.Fatal(err)
 	}
 	r := bufio.NewReader(str)
-	got, err := wire.ReadVarint(r)
+	got, err := varint.Read(r)
 	if err != nil || got != typ {
 		t.Fatalf("stream type %d, %v; want %d", got, err, typ)
 	}
@@ -265,7 +266,7 @@ func TestLite06ServerWritesThePublishedLayouts(t *testing.T) {
 	tr := bufio.NewReader(ts)
 	body, err := wire.ReadMessage(tr, 0)
 	var info wire.TrackInfo
-	if err != nil || info.DecodeFor(body, wire.Lite06) != nil || len(body) != 1+wire.VarintLen(publishMaxLatency)+wire.VarintLen(info.Timescale) {
+	if err != nil || info.DecodeFor(body, wire.Lite06) != nil || len(body) != 1+varint.Len(publishMaxLatency)+varint.Len(info.Timescale) {
 		t.Fatalf("TRACK_INFO % x, %v", body, err)
 	}
 
@@ -284,7 +285,7 @@ func TestLite06ServerWritesThePublishedLayouts(t *testing.T) {
 		}
 		u.SetReadDeadline(time.Now().Add(10 * time.Second))
 		ur := bufio.NewReader(u)
-		switch typ, _ := wire.ReadVarint(ur); typ {
+		switch typ, _ := varint.Read(ur); typ {
 		case wire.UniSetup:
 			continue
 		case wire.UniGroup:

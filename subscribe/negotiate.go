@@ -13,6 +13,7 @@ import (
 
 	"github.com/quic-go/quic-go"
 
+	"github.com/moq-export/moq-export/internal/varint"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
@@ -145,13 +146,13 @@ func legacyClientSetup(ctx context.Context, c conn, vs []*wire.Version, setupPat
 	if setupPath != "" {
 		m.Params = append(m.Params, wire.Param{ID: wire.LegacyParamPath, Value: []byte(setupPath)})
 	}
-	if _, err := str.Write(m.Append(wire.AppendVarint(nil, wire.StreamClientSetup))); err != nil {
+	if _, err := str.Write(m.Append(varint.Append(nil, wire.StreamClientSetup))); err != nil {
 		resetStream(str, CodeCancel)
 		return nil, nil, fmt.Errorf("moq: legacy SETUP: %w", err)
 	}
 	r := bufio.NewReader(str)
 	var reply wire.ServerSetup
-	typ, err := wire.ReadVarint(r)
+	typ, err := varint.Read(r)
 	if err == nil && typ != wire.StreamServerSetup {
 		err = fmt.Errorf("%w: legacy SETUP reply of type %#x", ErrProtocol, typ)
 	}
@@ -195,7 +196,7 @@ func legacyServerSetup(ctx context.Context, c conn, vs []*wire.Version) (*wire.V
 	tee := &switchWriter{w: &seen}
 	r := bufio.NewReader(io.TeeReader(str, tee))
 	var m wire.ClientSetup
-	typ, err := wire.ReadVarint(r)
+	typ, err := varint.Read(r)
 	if err == nil && typ != wire.StreamClientSetup {
 		err = fmt.Errorf("%w: first stream of type %#x, want CLIENT_SETUP", ErrProtocol, typ)
 	}
@@ -229,7 +230,7 @@ func legacyServerSetup(ctx context.Context, c conn, vs []*wire.Version) (*wire.V
 		wire.LegacyVarintParam(wire.LegacyParamMaxRequestID, 0),
 		{ID: wire.LegacyParamImplementation, Value: []byte("moq-export")},
 	}}
-	if _, err := str.Write(reply.Append(wire.AppendVarint(nil, wire.StreamServerSetup))); err != nil {
+	if _, err := str.Write(reply.Append(varint.Append(nil, wire.StreamServerSetup))); err != nil {
 		resetStream(str, CodeCancel)
 		return nil, nil, "", fmt.Errorf("moq: legacy SETUP: %w", err)
 	}

@@ -3,6 +3,7 @@ package subscribe
 import (
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/internal/hang"
+	"github.com/moq-export/moq-export/internal/varint"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
@@ -65,8 +66,8 @@ func latestCatalog(b *model.Broadcast) *catalog.Catalog {
 // the payload package hang makes of f.
 func appendFrame(b []byte, v *wire.Version, pk hang.Track, f model.Frame, last int64) []byte {
 	if v.FrameTimestamps {
-		b = wire.AppendVarint(b, wire.Zigzag(pk.WireTimestamp(f.Timestamp)-pk.WireTimestamp(last)))
+		b = varint.Append(b, wire.Zigzag(pk.WireTimestamp(f.Timestamp)-pk.WireTimestamp(last)))
 	}
-	b = wire.AppendVarint(b, uint64(pk.PayloadLen(f)))
+	b = varint.Append(b, uint64(pk.PayloadLen(f)))
 	return pk.AppendPayload(b, f)
 }

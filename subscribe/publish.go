@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/internal/hang"
+	"github.com/moq-export/moq-export/internal/varint"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
@@ -347,7 +348,7 @@ func (p *pubTrack) writeFrame(ev model.Event) error {
 			return err
 		}
 		h := wire.Group{SubscribeID: p.sub.ID, Sequence: ev.Group, FrameStart: uint64(p.index)}
-		if _, err := g.Write(h.AppendFor(wire.AppendVarint(p.buf[:0], wire.UniGroup), p.v)); err != nil {
+		if _, err := g.Write(h.AppendFor(varint.Append(p.buf[:0], wire.UniGroup), p.v)); err != nil {
 			g.CancelWrite(CodeCancel)
 			return err
 		}

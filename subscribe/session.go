@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/internal/varint"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
@@ -523,7 +524,7 @@ func (s *Session) sendSetup(ctx context.Context, c conn) {
 	if err != nil {
 		return
 	}
-	b := wire.AppendVarint(nil, wire.UniSetup)
+	b := varint.Append(nil, wire.UniSetup)
 	if _, err := str.Write(m.Append(b)); err != nil {
 		s.log.Debug("moq: send SETUP", "err", err)
 		str.CancelWrite(CodeCancel)
@@ -586,7 +587,7 @@ func (s *Session) handleUni(ctx context.Context, c conn, str recvStream) {
 		r.Reset(nil)
 		uniReaders.Put(r)
 	}()
-	typ, err := wire.ReadVarint(r)
+	typ, err := varint.Read(r)
 	if err != nil {
 		str.CancelRead(CodeCancel)
 		return
@@ -635,7 +636,7 @@ func (s *Session) readSetup(str recvStream, r *bufio.Reader) {
 
 func (s *Session) handleBidi(ctx context.Context, c conn, str bidiStream) {
 	r := bufio.NewReader(str)
-	typ, err := wire.ReadVarint(r)
+	typ, err := varint.Read(r)
 	if err != nil {
 		resetStream(str, CodeCancel)
 		return

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/varint"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
@@ -325,7 +326,7 @@ func (rt *remoteTrack) sendSubscribe(ctx context.Context, c conn, v *wire.Versio
 			Priority: priorityOf(rt.name), MaxLatency: uint64(s.opts.MaxLatency.Milliseconds()),
 		},
 	}
-	if _, err := str.Write(m.AppendFor(wire.AppendVarint(nil, wire.StreamSubscribe), v)); err != nil {
+	if _, err := str.Write(m.AppendFor(varint.Append(nil, wire.StreamSubscribe), v)); err != nil {
 		str.CancelRead(CodeCancel)
 		return nil, fmt.Errorf("send SUBSCRIBE: %w", err)
 	}
@@ -419,7 +420,7 @@ func (rt *remoteTrack) trackInfo(ctx context.Context, c conn) (wire.TrackInfo, e
 		return info, fmt.Errorf("open track stream: %w", err)
 	}
 	m := wire.TrackRequest{Broadcast: rt.rb.path, Track: rt.name}
-	if _, err := str.Write(m.Append(wire.AppendVarint(nil, wire.StreamTrack))); err != nil {
+	if _, err := str.Write(m.Append(varint.Append(nil, wire.StreamTrack))); err != nil {
 		str.CancelRead(CodeCancel)
 		return info, fmt.Errorf("send TRACK: %w", err)
 	}

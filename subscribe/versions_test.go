@@ -13,6 +13,7 @@ import (
 
 	"github.com/quic-go/quic-go"
 
+	"github.com/moq-export/moq-export/internal/varint"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
@@ -166,7 +167,7 @@ func TestLegacySetupChoosingDraft14GoesToTheIETFSession(t *testing.T) {
 	defer qc.CloseWithError(0, "")
 	str.SetReadDeadline(time.Now().Add(5 * time.Second))
 	r := bufio.NewReader(str)
-	typ, err := wire.ReadVarint(r)
+	typ, err := varint.Read(r)
 	if err != nil || typ != wire.StreamServerSetup {
 		t.Fatalf("reply type %#x, %v", typ, err)
 	}
@@ -193,7 +194,7 @@ func legacyClient(t *testing.T, ctx context.Context, srv *Server, versions ...ui
 		t.Fatal(err)
 	}
 	m := wire.ClientSetup{Versions: versions, Params: []wire.Param{wire.LegacyVarintParam(wire.LegacyParamMaxRequestID, 100)}}
-	if _, err := str.Write(m.Append(wire.AppendVarint(nil, wire.StreamClientSetup))); err != nil {
+	if _, err := str.Write(m.Append(varint.Append(nil, wire.StreamClientSetup))); err != nil {
 		t.Fatal(err)
 	}
 	return qc, str

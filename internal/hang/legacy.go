@@ -1,6 +1,10 @@
 package hang
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/moq-export/moq-export/internal/varint"
+)
 
 // LOC property ids.
 const (
@@ -15,7 +19,7 @@ const maxProperties = 64 << 10
 // DecodeLegacy splits a legacy payload into its timestamp (microseconds)
 // and codec payload. The codec payload aliases p.
 func DecodeLegacy(p []byte) (int64, []byte, error) {
-	ts, n, err := parseVarint(p)
+	ts, n, err := varint.Parse(p)
 	if err != nil {
 		return 0, nil, fmt.Errorf("%w: legacy timestamp: %w", ErrMalformed, err)
 	}
@@ -25,12 +29,12 @@ func DecodeLegacy(p []byte) (int64, []byte, error) {
 // AppendLegacy appends a legacy payload. Negative timestamps are written
 // as 0 (the varint is unsigned).
 func AppendLegacy(b []byte, ts int64, codec []byte) []byte {
-	b = appendVarint(b, uint64(max(ts, 0)))
+	b = varint.Append(b, uint64(max(ts, 0)))
 	return append(b, codec...)
 }
 
 // LegacyLen returns the size AppendLegacy produces.
-func LegacyLen(ts int64, codec []byte) int { return varintLen(uint64(max(ts, 0))) + len(codec) }
+func LegacyLen(ts int64, codec []byte) int { return varint.Len(uint64(max(ts, 0))) + len(codec) }
 
 // DecodeLOC splits a LOC payload into its timestamp (converted to
 // microseconds from the frame's timescale, microseconds by default) and
@@ -40,7 +44,7 @@ func DecodeLOC(p []byte) (int64, []byte, error) { return DecodeLOCAt(p, Timescal
 // DecodeLOCAt is DecodeLOC with defaultScale the timescale of a frame that
 // names none (the track's, from its catalog).
 func DecodeLOCAt(p []byte, defaultScale uint64) (int64, []byte, error) {
-	plen, n, err := parseVarint(p)
+	plen, n, err := varint.Parse(p)
 	if err != nil {
 		return 0, nil, fmt.Errorf("%w: loc properties length: %w", ErrMalformed, err)
 	}
@@ -52,21 +56,21 @@ func DecodeLOCAt(p []byte, defaultScale uint64) (int64, []byte, error) {
 	var typ, ts, scale uint64
 	var haveTS bool
 	for len(props) > 0 {
-		delta, n, err := parseVarint(props)
+		delta, n, err := varint.Parse(props)
 		if err != nil {
 			return 0, nil, fmt.Errorf("%w: loc property type: %w", ErrMalformed, err)
 		}
 		props = props[n:]
 		typ += delta
 		if typ%2 == 1 {
-			l, n, err := parseVarint(props)
+			l, n, err := varint.Parse(props)
 			if err != nil || l > uint64(len(props)-n) {
 				return 0, nil, fmt.Errorf("%w: loc property %#x length", ErrMalformed, typ)
 			}
 			props = props[n+int(l):]
 			continue
 		}
-		v, n, err := parseVarint(props)
+		v, n, err := varint.Parse(props)
 		if err != nil {
 			return 0, nil, fmt.Errorf("%w: loc property %#x: %w", ErrMalformed, typ, err)
 		}
@@ -92,19 +96,19 @@ func DecodeLOCAt(p []byte, defaultScale uint64) (int64, []byte, error) {
 }
 
 // locPropsLen is the size of the property block AppendLOC writes.
-func locPropsLen(ts int64) int { return varintLen(locTimestamp) + varintLen(uint64(max(ts, 0))) }
+func locPropsLen(ts int64) int { return varint.Len(locTimestamp) + varint.Len(uint64(max(ts, 0))) }
 
 // AppendLOC appends a LOC payload with only the timestamp property (in
 // microseconds), as moq-mux writes it.
 func AppendLOC(b []byte, ts int64, codec []byte) []byte {
-	b = appendVarint(b, uint64(locPropsLen(ts)))
-	b = appendVarint(b, locTimestamp)
-	b = appendVarint(b, uint64(max(ts, 0)))
+	b = varint.Append(b, uint64(locPropsLen(ts)))
+	b = varint.Append(b, locTimestamp)
+	b = varint.Append(b, uint64(max(ts, 0)))
 	return append(b, codec...)
 }
 
 // LOCLen returns the size AppendLOC produces.
 func LOCLen(ts int64, codec []byte) int {
 	n := locPropsLen(ts)
-	return varintLen(uint64(n)) + n + len(codec)
+	return varint.Len(uint64(n)) + n + len(codec)
 }

@@ -19,5 +19,5 @@
 // function in choices.go, and nowhere else.
 //
 // Why hand-written: no Go library reads or writes this format; QUIC
-// varints come from quic-go's quicvarint and DEFLATE from compress/flate.
+// varints come from internal/varint and DEFLATE from compress/flate.
 package layout

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/quic-go/quic-go/quicvarint"
+	"github.com/moq-export/moq-export/internal/varint"
 )
 
 // Frame is one stored frame: its timestamp in the track's timescale and
@@ -46,42 +46,42 @@ func AppendSegment(b []byte, s Segment) ([]byte, error) {
 	}
 	switch s.Version {
 	case 0, 2:
-		b = quicvarint.Append(b, 2)
-		b = quicvarint.Append(b, s.FrameStart)
+		b = varint.Append(b, 2)
+		b = varint.Append(b, s.FrameStart)
 	case 1:
 		if s.FrameStart != 0 {
 			return b, fmt.Errorf("%w: a version 1 object has no frame start", ErrVersion)
 		}
-		b = quicvarint.Append(b, 1)
+		b = varint.Append(b, 1)
 	default:
 		return b, fmt.Errorf("%w: segment version %d", ErrVersion, s.Version)
 	}
 	if s.FrameStart > IDMax {
 		return b, malformed("segment", "frame start %d above 2^53-1", s.FrameStart)
 	}
-	b = quicvarint.Append(b, uint64(len(s.Groups)))
+	b = varint.Append(b, uint64(len(s.Groups)))
 	var off uint64
 	for i, g := range s.Groups {
 		if g.Sequence > IDMax {
 			return b, malformed("segment", "group %d above 2^53-1", g.Sequence)
 		}
 		if i == 0 {
-			b = quicvarint.Append(b, g.Sequence)
+			b = varint.Append(b, g.Sequence)
 		} else {
 			prev := s.Groups[i-1].Sequence
 			if g.Sequence <= prev {
 				return b, malformed("segment", "group %d after %d", g.Sequence, prev)
 			}
-			b = quicvarint.Append(b, g.Sequence-prev-1)
+			b = varint.Append(b, g.Sequence-prev-1)
 		}
-		b = quicvarint.Append(b, uint64(len(g.Frames)))
+		b = varint.Append(b, uint64(len(g.Frames)))
 		for _, f := range g.Frames {
 			if f.Timestamp > IDMax {
 				return b, malformed("segment", "timestamp %d above 2^53-1", f.Timestamp)
 			}
-			b = quicvarint.Append(b, f.Timestamp)
-			b = quicvarint.Append(b, off)
-			b = quicvarint.Append(b, uint64(len(f.Payload)))
+			b = varint.Append(b, f.Timestamp)
+			b = varint.Append(b, off)
+			b = varint.Append(b, uint64(len(f.Payload)))
 			off += uint64(len(f.Payload))
 		}
 	}
@@ -101,7 +101,7 @@ type reader struct {
 }
 
 func (r *reader) varint(what string) (uint64, error) {
-	v, n, err := quicvarint.Parse(r.b[r.off:])
+	v, n, err := varint.Parse(r.b[r.off:])
 	if err != nil {
 		return 0, malformed(r.obj, "%s at byte %d: truncated varint", what, r.off)
 	}

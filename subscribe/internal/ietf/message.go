@@ -3,7 +3,7 @@ package ietf
 import (
 	"fmt"
 
-	"github.com/moq-export/moq-export/subscribe/internal/wire"
+	"github.com/moq-export/moq-export/internal/varint"
 )
 
 // Control message types.
@@ -323,7 +323,7 @@ func (f *Filter) decodeTyped(d *decoder) {
 	case locAbsoluteStart:
 		*f = Filter{Type: FilterAbsoluteStart, Start: Location{x[0], x[1]}}
 	default: // an end group, and an end object this package does not keep
-		if x[2] > wire.MaxVarint-x[0] {
+		if x[2] > varint.Max-x[0] {
 			d.fail("location filter end group overflows")
 			return
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/moq-export/moq-export/internal/varint"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
@@ -196,7 +197,7 @@ func (o *ObjectReader) Next() (Object, error) {
 	if o.n == 0 {
 		obj.ID = delta
 	} else {
-		if delta >= wire.MaxVarint-o.prev {
+		if delta >= varint.Max-o.prev {
 			return obj, fmt.Errorf("%w: object id overflows", wire.ErrDecode)
 		}
 		obj.ID = o.prev + delta + 1
@@ -294,7 +295,7 @@ func ObjectTimestamp(ext []byte, defaultScale uint64, v Version) (ts, scale uint
 	for i := 0; len(d.b) > 0 && d.err == nil; i++ {
 		id := d.varint()
 		if v.deltaProperties() && i > 0 {
-			if id > wire.MaxVarint-prev {
+			if id > varint.Max-prev {
 				return 0, 0, false, fmt.Errorf("%w: property type overflows", wire.ErrDecode)
 			}
 			id += prev

@@ -3,7 +3,7 @@ package ietf
 import (
 	"slices"
 
-	"github.com/moq-export/moq-export/subscribe/internal/wire"
+	"github.com/moq-export/moq-export/internal/varint"
 )
 
 // Setup parameter ids (the Setup Options of drafts 17+).
@@ -217,7 +217,7 @@ func decodeParams(d *decoder, setup bool) Params {
 		}
 		id := d.varint()
 		if d.v.deltaParams() {
-			if id > wire.MaxVarint-prev {
+			if id > varint.Max-prev {
 				d.fail("parameter type overflows")
 				return nil
 			}

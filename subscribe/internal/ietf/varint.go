@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/moq-export/moq-export/internal/varint"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
@@ -32,7 +33,7 @@ const (
 // values are clamped (callers never produce them).
 func AppendVarint(b []byte, x uint64, v Version) []byte {
 	if !v.LeadingOnes() {
-		return wire.AppendVarint(b, x)
+		return varint.Append(b, x)
 	}
 	switch {
 	case x < 1<<7:
@@ -101,7 +102,7 @@ func decodeLeadingOnes(b []byte) uint64 {
 // is io.ErrUnexpectedEOF (io.EOF before its first byte).
 func ReadVarint(r io.ByteReader, v Version) (uint64, error) {
 	if !v.LeadingOnes() {
-		return wire.ReadVarint(r)
+		return varint.Read(r)
 	}
 	c, err := r.ReadByte()
 	if err != nil {

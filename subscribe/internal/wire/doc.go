@@ -17,7 +17,7 @@
 // the bytes the reference (@moq/net 0.3.4) writes for every message of
 // every version, which the tests compare both ways.
 //
-// Hand-written because no Go library implements moq-lite; quic-go's
-// quicvarint is not used for parsing so that malformed input is an error
-// value rather than a short read.
+// Hand-written because no Go library implements moq-lite; its QUIC
+// varints come from internal/varint, shared with moq-transport, the
+// payload packagings and the archive.
 package wire

@@ -4,13 +4,15 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+
+	"github.com/moq-export/moq-export/internal/varint"
 )
 
 // AppendFrame appends one FRAME: the zigzag timestamp delta (from the
 // previous frame of the stream, or from 0), the size and the payload.
 func AppendFrame(b []byte, delta int64, payload []byte) []byte {
-	b = AppendVarint(b, Zigzag(delta))
-	b = AppendVarint(b, uint64(len(payload)))
+	b = varint.Append(b, Zigzag(delta))
+	b = varint.Append(b, uint64(len(payload)))
 	return append(b, payload...)
 }
 
@@ -18,9 +20,9 @@ func AppendFrame(b []byte, delta int64, payload []byte) []byte {
 // delta where v has FrameTimestamps, size and payload only otherwise.
 func AppendFrameFor(b []byte, v *Version, delta int64, payload []byte) []byte {
 	if v.FrameTimestamps {
-		b = AppendVarint(b, Zigzag(delta))
+		b = varint.Append(b, Zigzag(delta))
 	}
-	b = AppendVarint(b, uint64(len(payload)))
+	b = varint.Append(b, uint64(len(payload)))
 	return append(b, payload...)
 }
 
@@ -52,11 +54,11 @@ func (f *FrameReader) Next() ([]byte, error) {
 	var z uint64
 	if !f.NoTimestamps {
 		var err error
-		if z, err = ReadVarint(f.R); err != nil {
+		if z, err = varint.Read(f.R); err != nil {
 			return nil, err
 		}
 	}
-	size, err := ReadVarint(f.R)
+	size, err := varint.Read(f.R)
 	if err != nil {
 		if err == io.EOF && !f.NoTimestamps {
 			err = io.ErrUnexpectedEOF

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/moq-export/moq-export/internal/varint"
 )
 
 // The per-version decoders: the first input byte picks the version
@@ -161,7 +163,7 @@ func FuzzLegacySetup(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r := bufio.NewReader(bytes.NewReader(b))
-		typ, err := ReadVarint(r)
+		typ, err := varint.Read(r)
 		if err != nil {
 			return
 		}

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+
+	"github.com/moq-export/moq-export/internal/varint"
 )
 
 // The legacy SETUP exchange (ALPNLegacy, or a WebTransport session without
@@ -44,9 +46,9 @@ type ServerSetup struct {
 
 // Append appends the 16-bit length and the body (without the stream type).
 func (m *ClientSetup) Append(b []byte) []byte {
-	body := AppendVarint(nil, uint64(len(m.Versions)))
+	body := varint.Append(nil, uint64(len(m.Versions)))
 	for _, v := range m.Versions {
-		body = AppendVarint(body, v)
+		body = varint.Append(body, v)
 	}
 	return appendLegacyMessage(b, appendLegacyParams(body, m.Params))
 }
@@ -68,7 +70,7 @@ func (m *ClientSetup) Decode(body []byte) error {
 
 // Append appends the 16-bit length and the body (without the stream type).
 func (m *ServerSetup) Append(b []byte) []byte {
-	return appendLegacyMessage(b, appendLegacyParams(AppendVarint(nil, m.Version), m.Params))
+	return appendLegacyMessage(b, appendLegacyParams(varint.Append(nil, m.Version), m.Params))
 }
 
 // Decode parses a body.
@@ -81,16 +83,16 @@ func (m *ServerSetup) Decode(body []byte) error {
 
 // LegacyVarintParam returns a varint parameter (even id) of the legacy
 // exchange.
-func LegacyVarintParam(id, v uint64) Param { return Param{ID: id, Value: AppendVarint(nil, v)} }
+func LegacyVarintParam(id, v uint64) Param { return Param{ID: id, Value: varint.Append(nil, v)} }
 
 // appendLegacyParams appends count and parameters: an even id's Value is
 // its varint as encoded, an odd id's Value is length-prefixed.
 func appendLegacyParams(b []byte, ps []Param) []byte {
-	b = AppendVarint(b, uint64(len(ps)))
+	b = varint.Append(b, uint64(len(ps)))
 	for _, p := range ps {
-		b = AppendVarint(b, p.ID)
+		b = varint.Append(b, p.ID)
 		if p.ID%2 == 1 {
-			b = AppendVarint(b, uint64(len(p.Value)))
+			b = varint.Append(b, uint64(len(p.Value)))
 		}
 		b = append(b, p.Value...)
 	}
@@ -156,7 +158,7 @@ type SessionInfo struct {
 
 // Append appends the length-prefixed message.
 func (m *SessionInfo) Append(b []byte) []byte {
-	return appendMessage(b, func(b []byte) []byte { return AppendVarint(b, m.Bitrate) })
+	return appendMessage(b, func(b []byte) []byte { return varint.Append(b, m.Bitrate) })
 }
 
 // Decode parses a message body.

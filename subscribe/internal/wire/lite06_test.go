@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/moq-export/moq-export/internal/varint"
 )
 
 // No installable peer speaks final moq-lite-06 (npm's @moq/net 0.3.4 has
@@ -88,7 +90,7 @@ func TestLite06SheetVectorsBothWays(t *testing.T) {
 			want := unhex(t, tt.hex)
 			var got []byte
 			if tt.streamType >= 0 {
-				got = AppendVarint(got, uint64(tt.streamType))
+				got = varint.Append(got, uint64(tt.streamType))
 			}
 			got = tt.msg.AppendFor(got, Lite06)
 			if !bytes.Equal(got, want) {
@@ -96,7 +98,7 @@ func TestLite06SheetVectorsBothWays(t *testing.T) {
 			}
 			r := bufio.NewReader(bytes.NewReader(want))
 			if tt.streamType >= 0 {
-				if typ, err := ReadVarint(r); err != nil || typ != uint64(tt.streamType) {
+				if typ, err := varint.Read(r); err != nil || typ != uint64(tt.streamType) {
 					t.Fatalf("stream type %d, %v", typ, err)
 				}
 			}

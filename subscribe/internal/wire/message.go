@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"unicode/utf8"
+
+	"github.com/moq-export/moq-export/internal/varint"
 )
 
 func validUTF8(b []byte) bool { return utf8.Valid(b) }
@@ -86,7 +88,7 @@ func appendOpt(b []byte, o Opt) []byte {
 	if !o.Valid {
 		return append(b, 0)
 	}
-	return AppendVarint(b, o.Seq+1)
+	return varint.Append(b, o.Seq+1)
 }
 
 // Param is one SETUP parameter.
@@ -102,7 +104,7 @@ type Setup struct {
 
 // SetVarint adds a varint-valued parameter.
 func (s *Setup) SetVarint(id, v uint64) {
-	s.Params = append(s.Params, Param{ID: id, Value: AppendVarint(nil, v)})
+	s.Params = append(s.Params, Param{ID: id, Value: varint.Append(nil, v)})
 }
 
 // SetBytes adds a byte-valued parameter.
@@ -137,10 +139,10 @@ func (s *Setup) Varint(id uint64) (uint64, bool, error) {
 // Append appends the length-prefixed message.
 func (s *Setup) Append(b []byte) []byte {
 	return appendMessage(b, func(b []byte) []byte {
-		b = AppendVarint(b, uint64(len(s.Params)))
+		b = varint.Append(b, uint64(len(s.Params)))
 		for _, p := range s.Params {
-			b = AppendVarint(b, p.ID)
-			b = AppendVarint(b, uint64(len(p.Value)))
+			b = varint.Append(b, p.ID)
+			b = varint.Append(b, uint64(len(p.Value)))
 			b = append(b, p.Value...)
 		}
 		return b
@@ -184,7 +186,7 @@ func (m *AnnounceRequest) AppendFor(b []byte, v *Version) []byte {
 	return appendMessage(b, func(b []byte) []byte {
 		b = appendStr(b, m.Prefix)
 		if v.ExcludeHop {
-			b = AppendVarint(b, m.ExcludeHop)
+			b = varint.Append(b, m.ExcludeHop)
 		}
 		return b
 	})
@@ -210,7 +212,7 @@ type AnnounceInit struct {
 // Append appends the length-prefixed message.
 func (m *AnnounceInit) Append(b []byte) []byte {
 	return appendMessage(b, func(b []byte) []byte {
-		b = AppendVarint(b, uint64(len(m.Suffixes)))
+		b = varint.Append(b, uint64(len(m.Suffixes)))
 		for _, s := range m.Suffixes {
 			b = appendStr(b, s)
 		}
@@ -242,7 +244,7 @@ type AnnounceOK struct {
 // Append appends the length-prefixed message.
 func (m *AnnounceOK) Append(b []byte) []byte {
 	return appendMessage(b, func(b []byte) []byte {
-		return AppendVarint(AppendVarint(b, m.HopID), m.ActiveCount)
+		return varint.Append(varint.Append(b, m.HopID), m.ActiveCount)
 	})
 }
 
@@ -298,32 +300,32 @@ func (m *Announce) Decode(body []byte) error { return m.DecodeFor(body, Lite05) 
 // list (HopIDs), only its length (HopCount), or nothing.
 func (m *Announce) AppendFor(b []byte, v *Version) []byte {
 	if v.TypedAnnounce {
-		b = AppendVarint(b, m.Type)
+		b = varint.Append(b, m.Type)
 		return appendMessage(b, func(b []byte) []byte {
 			switch m.Type {
 			case AnnounceEnd:
-				return AppendVarint(b, m.ID)
+				return varint.Append(b, m.ID)
 			case AnnounceUpdate:
-				b = AppendVarint(b, m.ID)
+				b = varint.Append(b, m.ID)
 			default:
 				b = appendStr(b, m.Suffix)
 			}
-			b = AppendVarint(b, uint64(len(m.Hops)))
+			b = varint.Append(b, uint64(len(m.Hops)))
 			for _, h := range m.Hops {
-				b = AppendVarint(b, h)
+				b = varint.Append(b, h)
 			}
-			return AppendVarint(AppendVarint(b, min(m.Warm, MaxCost)), min(m.Cold, MaxCost))
+			return varint.Append(varint.Append(b, min(m.Warm, MaxCost)), min(m.Cold, MaxCost))
 		})
 	}
 	return appendMessage(b, func(b []byte) []byte {
 		b = append(b, m.Status)
 		b = appendStr(b, m.Suffix)
 		if v.HopCount {
-			b = AppendVarint(b, uint64(len(m.Hops)))
+			b = varint.Append(b, uint64(len(m.Hops)))
 		}
 		if v.HopIDs {
 			for _, h := range m.Hops {
-				b = AppendVarint(b, h)
+				b = varint.Append(b, h)
 			}
 		}
 		return b
@@ -406,7 +408,7 @@ func decodeHops(d *dec, ids bool) []uint64 {
 func ReadAnnounceFor(r ByteReader, v *Version) (Announce, error) {
 	var m Announce
 	if v.TypedAnnounce {
-		typ, err := ReadVarint(r)
+		typ, err := varint.Read(r)
 		if err != nil {
 			return m, err
 		}
@@ -477,8 +479,8 @@ func (m *TrackInfo) AppendFor(b []byte, v *Version) []byte {
 		if v.GroupOrder {
 			b = appendBool(b, m.Ordered)
 		}
-		b = AppendVarint(b, m.MaxLatency)
-		return AppendVarint(b, m.Timescale)
+		b = varint.Append(b, m.MaxLatency)
+		return varint.Append(b, m.Timescale)
 	})
 }
 
@@ -526,7 +528,7 @@ func (p *SubscribeParams) append(b []byte, v *Version) []byte {
 	if v.GroupOrder {
 		b = appendBool(b, p.Ordered)
 	}
-	b = AppendVarint(b, p.MaxLatency)
+	b = varint.Append(b, p.MaxLatency)
 	if !v.FrameRange {
 		b = appendOpt(b, p.Start)
 		return appendOpt(b, p.End)
@@ -535,9 +537,9 @@ func (p *SubscribeParams) append(b []byte, v *Version) []byte {
 	if p.Start.Valid {
 		floor, frame = p.Start.Seq, p.FrameStart
 	}
-	b = AppendVarint(b, floor)
+	b = varint.Append(b, floor)
 	b = appendOpt(b, p.End)
-	b = AppendVarint(b, frame)
+	b = varint.Append(b, frame)
 	if !p.End.Valid {
 		return append(b, 0)
 	}
@@ -587,7 +589,7 @@ func (m *Subscribe) Decode(body []byte) error { return m.DecodeFor(body, Lite05)
 // AppendFor appends the length-prefixed message laid out for v.
 func (m *Subscribe) AppendFor(b []byte, v *Version) []byte {
 	return appendMessage(b, func(b []byte) []byte {
-		b = AppendVarint(b, m.ID)
+		b = varint.Append(b, m.ID)
 		b = appendStr(b, m.Broadcast)
 		b = appendStr(b, m.Track)
 		return m.SubscribeParams.append(b, v)
@@ -686,12 +688,12 @@ func (m *SubscribeResponse) AppendFor(b []byte, v *Version) []byte {
 		return b
 	}
 	if v.TypedResponses {
-		b = AppendVarint(b, typ)
+		b = varint.Append(b, typ)
 	}
 	return appendMessage(b, func(b []byte) []byte {
 		switch m.Type {
 		case RespDrop:
-			return AppendVarint(AppendVarint(AppendVarint(b, m.Start), m.End), m.Code)
+			return varint.Append(varint.Append(varint.Append(b, m.Start), m.End), m.Code)
 		case RespAck:
 			switch {
 			case v.SubscribeRange:
@@ -701,7 +703,7 @@ func (m *SubscribeResponse) AppendFor(b []byte, v *Version) []byte {
 			}
 			return b
 		default:
-			return AppendVarint(b, m.Group)
+			return varint.Append(b, m.Group)
 		}
 	})
 }
@@ -738,7 +740,7 @@ func ReadSubscribeResponseFor(r ByteReader, v *Version) (SubscribeResponse, erro
 	var m SubscribeResponse
 	var typ uint64
 	if v.TypedResponses {
-		t, err := ReadVarint(r)
+		t, err := varint.Read(r)
 		if err != nil {
 			return m, err
 		}
@@ -774,9 +776,9 @@ func (m *Group) Decode(body []byte) error { return m.DecodeFor(body, Lite05) }
 // AppendFor appends the length-prefixed message laid out for v.
 func (m *Group) AppendFor(b []byte, v *Version) []byte {
 	return appendMessage(b, func(b []byte) []byte {
-		b = AppendVarint(AppendVarint(b, m.SubscribeID), m.Sequence)
+		b = varint.Append(varint.Append(b, m.SubscribeID), m.Sequence)
 		if v.FrameRange {
-			b = AppendVarint(b, m.FrameStart)
+			b = varint.Append(b, m.FrameStart)
 		}
 		return b
 	})
@@ -815,9 +817,9 @@ func (m *Fetch) Decode(body []byte) error { return m.DecodeFor(body, Lite05) }
 func (m *Fetch) AppendFor(b []byte, v *Version) []byte {
 	return appendMessage(b, func(b []byte) []byte {
 		b = appendStr(appendStr(b, m.Broadcast), m.Track)
-		b = AppendVarint(append(b, m.Priority), m.Group)
+		b = varint.Append(append(b, m.Priority), m.Group)
 		if v.FrameRange {
-			b = appendOpt(AppendVarint(b, m.FrameStart), m.FrameEnd)
+			b = appendOpt(varint.Append(b, m.FrameStart), m.FrameEnd)
 		}
 		return b
 	})
@@ -858,9 +860,9 @@ func (m *Probe) Decode(body []byte) error { return m.DecodeFor(body, Lite05) }
 // only where v has ProbeRTT).
 func (m *Probe) AppendFor(b []byte, v *Version) []byte {
 	return appendMessage(b, func(b []byte) []byte {
-		b = AppendVarint(b, m.Bitrate)
+		b = varint.Append(b, m.Bitrate)
 		if v.ProbeRTT {
-			b = AppendVarint(b, m.RTT)
+			b = varint.Append(b, m.RTT)
 		}
 		return b
 	})

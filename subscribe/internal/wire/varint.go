@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/moq-export/moq-export/internal/varint"
 )
 
 // Limits applied by the decoders.
 const (
-	// MaxVarint is the largest value a QUIC varint holds.
-	MaxVarint = 1<<62 - 1
 	// MaxMessage bounds the body of one control message.
 	MaxMessage = 64 << 10
 	// MaxFrame bounds one frame payload (the Rust model's limit).
@@ -29,76 +29,14 @@ var (
 	ErrTooLarge = errors.New("wire: message too large")
 )
 
-// VarintLen returns the encoded size of v.
-func VarintLen(v uint64) int {
-	switch {
-	case v < 1<<6:
-		return 1
-	case v < 1<<14:
-		return 2
-	case v < 1<<30:
-		return 4
-	default:
-		return 8
-	}
-}
-
-// AppendVarint appends v in its minimal QUIC varint form. Values above
-// MaxVarint are clamped (callers never produce them).
-func AppendVarint(b []byte, v uint64) []byte {
-	if v > MaxVarint {
-		v = MaxVarint
-	}
-	switch VarintLen(v) {
-	case 1:
-		return append(b, byte(v))
-	case 2:
-		return append(b, byte(v>>8)|0x40, byte(v))
-	case 4:
-		return append(b, byte(v>>24)|0x80, byte(v>>16), byte(v>>8), byte(v))
-	default:
-		return append(b, byte(v>>56)|0xc0, byte(v>>48), byte(v>>40), byte(v>>32),
-			byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
-	}
-}
-
 // ParseVarint decodes a varint (any length form) from the start of b and
-// returns it with the number of bytes used.
+// returns it with the number of bytes used; a truncated one is ErrDecode.
 func ParseVarint(b []byte) (uint64, int, error) {
-	if len(b) == 0 {
-		return 0, 0, fmt.Errorf("%w: truncated varint", ErrDecode)
-	}
-	n := 1 << (b[0] >> 6)
-	if len(b) < n {
-		return 0, 0, fmt.Errorf("%w: truncated varint", ErrDecode)
-	}
-	v := uint64(b[0] & 0x3f)
-	for _, c := range b[1:n] {
-		v = v<<8 | uint64(c)
+	v, n, err := varint.Parse(b)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%w: %w", ErrDecode, err)
 	}
 	return v, n, nil
-}
-
-// ReadVarint reads one varint from r. A clean EOF before the first byte is
-// io.EOF; EOF inside the varint is io.ErrUnexpectedEOF.
-func ReadVarint(r io.ByteReader) (uint64, error) {
-	c, err := r.ReadByte()
-	if err != nil {
-		return 0, err
-	}
-	n := 1 << (c >> 6)
-	v := uint64(c & 0x3f)
-	for i := 1; i < n; i++ {
-		c, err := r.ReadByte()
-		if err != nil {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
-			}
-			return 0, err
-		}
-		v = v<<8 | uint64(c)
-	}
-	return v, nil
 }
 
 // Zigzag maps a signed value to the unsigned form used for frame timestamp
@@ -139,7 +77,7 @@ func readMessageSize(r ByteReader, max int) (int, error) {
 	if max <= 0 {
 		max = MaxMessage
 	}
-	n, err := ReadVarint(r)
+	n, err := varint.Read(r)
 	if err != nil {
 		return 0, err
 	}
@@ -183,14 +121,14 @@ func appendMessage(b []byte, fn func([]byte) []byte) []byte {
 	start := len(b)
 	b = fn(append(b, 0))
 	n := uint64(len(b) - start - 1)
-	l := VarintLen(n)
+	l := varint.Len(n)
 	if l == 1 {
 		b[start] = byte(n)
 		return b
 	}
 	b = append(b, make([]byte, l-1)...)
 	copy(b[start+l:], b[start+1:start+1+int(n)])
-	AppendVarint(b[start:start], n)
+	varint.Append(b[start:start], n)
 	return b
 }
 
@@ -283,7 +221,7 @@ func (d *dec) done() error {
 }
 
 func appendStr(b []byte, s string) []byte {
-	b = AppendVarint(b, uint64(len(s)))
+	b = varint.Append(b, uint64(len(s)))
 	return append(b, s...)
 }
 

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"testing"
+
+	"github.com/moq-export/moq-export/internal/varint"
 )
 
 // TestAppendMessagePrefixesEveryBodyLength builds bodies across the
@@ -13,7 +15,7 @@ import (
 func TestAppendMessagePrefixesEveryBodyLength(t *testing.T) {
 	for _, n := range []int{0, 1, 63, 64, 200, 16383, 16384, 70000} {
 		body := bytes.Repeat([]byte{0x5a}, n)
-		want := append(AppendVarint([]byte("head"), uint64(n)), body...)
+		want := append(varint.Append([]byte("head"), uint64(n)), body...)
 		got := appendMessage([]byte("head"), func(b []byte) []byte { return append(b, body...) })
 		if !bytes.Equal(got, want) {
 			t.Errorf("body of %d bytes: got %d bytes % x..., want % x...", n, len(got), got[:min(len(got), 8)], want[:min(len(want), 8)])

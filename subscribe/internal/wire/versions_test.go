@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/moq-export/moq-export/internal/varint"
 )
 
 // referenceLayout is one line of testdata/reference-layouts.jsonl: the
@@ -204,7 +206,7 @@ func TestReferenceLayouts(t *testing.T) {
 
 func checkLegacySetup(t *testing.T, name string, ref []byte) {
 	r := bufio.NewReader(bytes.NewReader(ref))
-	typ, err := ReadVarint(r)
+	typ, err := varint.Read(r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +230,7 @@ func checkLegacySetup(t *testing.T, name string, ref []byte) {
 		if !reflect.DeepEqual(m, want) {
 			t.Fatalf("decoded %+v, want %+v", m, want)
 		}
-		got = want.Append(AppendVarint(nil, StreamClientSetup))
+		got = want.Append(varint.Append(nil, StreamClientSetup))
 	case "ServerSetup":
 		var m ServerSetup
 		if typ != StreamServerSetup || m.Decode(body) != nil {
@@ -238,7 +240,7 @@ func checkLegacySetup(t *testing.T, name string, ref []byte) {
 		if !reflect.DeepEqual(m, want) {
 			t.Fatalf("decoded %+v, want %+v", m, want)
 		}
-		got = want.Append(AppendVarint(nil, StreamServerSetup))
+		got = want.Append(varint.Append(nil, StreamServerSetup))
 	default:
 		t.Fatalf("unknown legacy message %q", name)
 	}

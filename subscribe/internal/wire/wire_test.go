@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/moq-export/moq-export/internal/varint"
 )
 
 func unhex(t testing.TB, s string) []byte {
@@ -67,7 +69,7 @@ func TestMessagesMatchReferenceBytes(t *testing.T) {
 			want := unhex(t, tt.hex)
 			var got []byte
 			if tt.prefix >= 0 {
-				got = AppendVarint(got, uint64(tt.prefix))
+				got = varint.Append(got, uint64(tt.prefix))
 			}
 			got = tt.msg.Append(got)
 			if !bytes.Equal(got, want) {
@@ -75,7 +77,7 @@ func TestMessagesMatchReferenceBytes(t *testing.T) {
 			}
 			r := bufio.NewReader(bytes.NewReader(want))
 			if tt.prefix >= 0 {
-				typ, err := ReadVarint(r)
+				typ, err := varint.Read(r)
 				if err != nil || typ != uint64(tt.prefix) {
 					t.Fatalf("stream type %d, %v", typ, err)
 				}
@@ -199,10 +201,10 @@ func TestVarintAcceptsNonMinimalForms(t *testing.T) {
 }
 
 func TestVarintRoundTripsAtBoundaries(t *testing.T) {
-	for _, v := range []uint64{0, 63, 64, 16383, 16384, 1<<30 - 1, 1 << 30, MaxVarint} {
-		b := AppendVarint(nil, v)
+	for _, v := range []uint64{0, 63, 64, 16383, 16384, 1<<30 - 1, 1 << 30, varint.Max} {
+		b := varint.Append(nil, v)
 		got, n, err := ParseVarint(b)
-		if err != nil || got != v || n != len(b) || n != VarintLen(v) {
+		if err != nil || got != v || n != len(b) || n != varint.Len(v) {
 			t.Errorf("%d: % x -> %d %d %v", v, b, got, n, err)
 		}
 	}

@@ -1,59 +1,6 @@
 package hang
 
-import (
-	"errors"
-	"math"
-)
-
-// The QUIC variable-length integer (RFC 9000 §16) that legacy and loc
-// payloads use: two bits of length, then 6, 14, 30 or 62 bits of value.
-
-var errVarint = errors.New("truncated varint")
-
-// maxVarint is the largest value a varint holds.
-const maxVarint = 1<<62 - 1
-
-func parseVarint(b []byte) (uint64, int, error) {
-	if len(b) == 0 {
-		return 0, 0, errVarint
-	}
-	n := 1 << (b[0] >> 6)
-	if len(b) < n {
-		return 0, 0, errVarint
-	}
-	v := uint64(b[0] & 0x3f)
-	for _, c := range b[1:n] {
-		v = v<<8 | uint64(c)
-	}
-	return v, n, nil
-}
-
-func varintLen(v uint64) int {
-	switch {
-	case v < 1<<6:
-		return 1
-	case v < 1<<14:
-		return 2
-	case v < 1<<30:
-		return 4
-	default:
-		return 8
-	}
-}
-
-// appendVarint appends v, clamped to maxVarint.
-func appendVarint(b []byte, v uint64) []byte {
-	v = min(v, maxVarint)
-	switch varintLen(v) {
-	case 1:
-		return append(b, byte(v))
-	case 2:
-		return append(b, byte(v>>8)|0x40, byte(v))
-	case 4:
-		return append(b, byte(v>>24)|0x80, byte(v>>16), byte(v>>8), byte(v))
-	}
-	return append(b, byte(v>>56)|0xc0, byte(v>>48), byte(v>>40), byte(v>>32), byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
-}
+import "math"
 
 // Rescale converts v units of 1/scale seconds to microseconds without
 // overflow; ok is false when the result does not fit an int64 or scale is 0.
