@@ -12,7 +12,8 @@
 // package internal/hang's alone, in both directions and for both protocol
 // families: this package hands it objects and takes payloads from it, so
 // each can be tested without a network.
-// quic-go and webtransport-go carry the streams; moq-lite itself has no Go
+// quic-go and webtransport-go carry the streams, behind
+// internal/moq/transport (dialling, listening, URLs, TLS and pinning); moq-lite itself has no Go
 // library other than a cgo binding (github.com/moq-dev/moq-go) over the Rust
 // code, which this pure-Go module cannot use, hence the hand-written session.
 //

@@ -21,8 +21,6 @@ var (
 	// ErrProtocol means the peer broke the protocol (a malformed message,
 	// an unexpected stream).
 	ErrProtocol = errors.New("moq: protocol violation")
-	// ErrUnsupportedURL means a URL scheme Dial does not know.
-	ErrUnsupportedURL = errors.New("moq: unsupported URL")
 	// ErrTruncated means a group stream was stopped before its end: the
 	// publisher ended the subscription but did not finish the stream
 	// within the drain grace period, or the subscription was cancelled.

@@ -85,7 +85,7 @@ func (s *Session) moveAway(c conn, uri string) {
 			s.target.Store(next)
 		}
 	}
-	s.log.Info("moq: peer sent GOAWAY, moving the session (the new one is dialled before the old one is closed)", "to", redactURL(to.raw))
+	s.log.Info("moq: peer sent GOAWAY, moving the session (the new one is dialled before the old one is closed)", "to", to.Redacted())
 	s.movedAway.Store(true)
 	s.wg.Add(1)
 	go func() {

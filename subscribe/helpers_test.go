@@ -15,8 +15,10 @@ import (
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/internal/moq/transport"
 	"github.com/moq-export/moq-export/internal/testmedia"
 	"github.com/moq-export/moq-export/model"
+	"github.com/quic-go/quic-go"
 )
 
 func testLogger(t testing.TB) *slog.Logger {
@@ -280,4 +282,11 @@ func mustSample(t *testing.T, name string) *testmedia.Sample {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// quicConfig is the QUIC configuration our sessions use, for tests that
+// play a raw QUIC peer.
+func quicConfig(keepAlive, idle time.Duration) *quic.Config {
+	keepAlive, idle = liveness(keepAlive, idle)
+	return transport.QUICConfig(keepAlive, idle)
 }

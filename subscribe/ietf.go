@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/moq/transport"
 	"github.com/moq-export/moq-export/subscribe/internal/ietf"
 )
 
@@ -705,7 +706,7 @@ func (s *Session) ietfGoAway(ic *ietfConn, m ietf.GoAway) {
 			s.target.Store(next)
 		}
 	}
-	s.log.Info("moq: peer sent GOAWAY, moving the session", "to", redactURL(to.raw))
+	s.log.Info("moq: peer sent GOAWAY, moving the session", "to", to.Redacted())
 	grace := ietfGoAwayGrace
 	if m.Timeout > 0 {
 		grace = min(grace, time.Duration(m.Timeout)*time.Millisecond)
@@ -726,21 +727,21 @@ func (s *Session) ietfGoAway(ic *ietfConn, m ietf.GoAway) {
 // target. The current URL's jwt goes along only to the same host and
 // port, and only when the new URI carries none: a token is never handed
 // to another server.
-func goAwayTarget(cur *target, uri string) (*target, error) {
+func goAwayTarget(cur *transport.Target, uri string) (*transport.Target, error) {
 	ref, err := url.Parse(uri)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrUnsupportedURL, redactError(err))
+		return nil, fmt.Errorf("%w: %s", ErrUnsupportedURL, transport.RedactError(err))
 	}
-	u := cur.raw.ResolveReference(ref)
-	next, err := parseTarget(u.String())
+	u := cur.URL.ResolveReference(ref)
+	next, err := transport.ParseTarget(u.String())
 	if err != nil {
 		return nil, err
 	}
-	if next.hostport == cur.hostport && !next.raw.Query().Has("jwt") && cur.raw.Query().Has("jwt") {
-		q := next.raw.Query()
-		q.Set("jwt", cur.raw.Query().Get("jwt"))
-		next.raw.RawQuery = q.Encode()
-		if next, err = parseTarget(next.raw.String()); err != nil {
+	if next.HostPort == cur.HostPort && !next.URL.Query().Has("jwt") && cur.URL.Query().Has("jwt") {
+		q := next.URL.Query()
+		q.Set("jwt", cur.URL.Query().Get("jwt"))
+		next.URL.RawQuery = q.Encode()
+		if next, err = transport.ParseTarget(next.URL.String()); err != nil {
 			return nil, err
 		}
 	}

@@ -3,10 +3,10 @@ package subscribe
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"net/url"
 	"slices"
 
+	"github.com/moq-export/moq-export/internal/moq/transport"
 	"github.com/moq-export/moq-export/subscribe/internal/ietf"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
@@ -76,10 +76,7 @@ func ietfProtocol(proto string, vs []*wire.Version) (string, bool) {
 
 // ietfVersionOf reports whether c negotiated a moq-transport draft.
 func ietfVersionOf(c conn) (ietf.Version, bool) {
-	switch x := c.(type) {
-	case *quicConn:
-		return ietfVersionOfALPN(x.alpn)
-	case *wtConn:
+	if x, ok := c.(*netConn); ok {
 		return ietfVersionOfALPN(x.alpn)
 	}
 	return 0, false
@@ -88,18 +85,18 @@ func ietfVersionOf(c conn) (ietf.Version, bool) {
 // ietfDial runs the client SETUP on a raw QUIC connection that negotiated
 // draft v: the URL's path and query go in the Path parameter, its host in
 // Authority, its jwt in the Authorization Token.
-func (s *Session) ietfDial(ctx context.Context, c conn, v ietf.Version, t *target) (conn, error) {
+func (s *Session) ietfDial(ctx context.Context, c conn, v ietf.Version, t *transport.Target) (conn, error) {
 	ic := newIETFConn(c, v, true, s.log)
-	p := ietfSetupParams{token: ietfTokenOf(t.raw)}
+	p := ietfSetupParams{token: ietfTokenOf(t.URL)}
 	if !c.WebTransport() {
-		p.path, p.authority = t.setupPath, t.raw.Host
+		p.path, p.authority = t.SetupPath, t.URL.Host
 		if s.opts.tokenParamOnly {
 			p.path, _ = splitPathQuery(p.path)
 		}
 	}
 	if err := ic.clientHandshake(ctx, p); err != nil {
 		c.Close(ietfProtocolViolation, "setup failed")
-		return nil, fmt.Errorf("moq: %v SETUP with %s: %w", v, t.hostport, err)
+		return nil, fmt.Errorf("moq: %v SETUP with %s: %w", v, t.HostPort, err)
 	}
 	s.log.Debug("moq: moq-transport session", "version", v)
 	return ic, nil
@@ -108,8 +105,8 @@ func (s *Session) ietfDial(ctx context.Context, c conn, v ietf.Version, t *targe
 // acceptIETF runs the server SETUP of a connection that negotiated draft
 // v, admits the session (auth.go) and delivers it. The session root and
 // the token's query are the client's SETUP Path on raw QUIC, the CONNECT
-// request's URL (wt) on WebTransport.
-func (s *Server) acceptIETF(c conn, v ietf.Version, wt *http.Request) {
+// request's URL on WebTransport.
+func (s *Server) acceptIETF(c conn, v ietf.Version, a transport.Accepted) {
 	ic := newIETFConn(c, v, false, s.log)
 	path, tok, err := ic.serverHandshake(s.ctx)
 	if err != nil {
@@ -118,14 +115,11 @@ func (s *Server) acceptIETF(c conn, v ietf.Version, wt *http.Request) {
 		return
 	}
 	path, query := splitPathQuery(path)
-	info := acceptInfo{transport: "quic", query: query, version: v.String(),
+	info := acceptInfo{remote: a.Conn.RemoteAddr(), transport: "quic", query: query, version: v.String(),
 		noToken: "a moq-transport client puts ?jwt= in its SETUP Path"}
-	if q, ok := c.(*quicConn); ok {
-		info.remote = q.c.RemoteAddr().String()
-	}
-	if wt != nil {
-		path = wt.URL.Path
-		info = acceptInfo{remote: wt.RemoteAddr, transport: "webtransport", query: wt.URL.RawQuery, version: v.String(),
+	if a.Conn.WebTransport() {
+		path = a.Path
+		info = acceptInfo{remote: a.Conn.RemoteAddr(), transport: "webtransport", query: a.Query, version: v.String(),
 			noToken: "a WebTransport client puts ?jwt= in the URL"}
 	}
 	// The SETUP AUTHORIZATION TOKEN parameter is the token when the URL

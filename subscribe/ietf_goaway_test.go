@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/moq/transport"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe/internal/ietf"
 )
@@ -113,7 +114,7 @@ func TestIETFGoAwayMovesTheSession(t *testing.T) {
 // resolve against the current one; the current jwt goes along only to the
 // same host and port.
 func TestGoAwayTargetResolvesTheURIAndKeepsTokensAtHome(t *testing.T) {
-	cur, err := parseTarget("moqt://relay.example:4443/room?jwt=old")
+	cur, err := transport.ParseTarget("moqt://relay.example:4443/room?jwt=old")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func TestGoAwayTargetResolvesTheURIAndKeepsTokensAtHome(t *testing.T) {
 			t.Errorf("%s: %v", c.uri, err)
 			continue
 		}
-		if got := next.raw.String(); got != c.want {
+		if got := next.URL.String(); got != c.want {
 			t.Errorf("%s: moves to %s, want %s", c.uri, got, c.want)
 		}
 	}

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/quic-go/quic-go"
-
 	"github.com/moq-export/moq-export/internal/varint"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
@@ -86,32 +84,6 @@ func orNone(proto string) string {
 		return "no protocol"
 	}
 	return fmt.Sprintf("%q", proto)
-}
-
-// negotiateQUIC settles the version of a dialled raw QUIC connection: a
-// moq-lite ALPN is the version; "moql" runs our legacy SETUP offering the
-// moq-lite versions it can choose (lite-02/01), or, when those are not
-// offered, is left to the moq-transport session (draft 14); an IETF ALPN
-// ("moq-00", "moqt-NN") goes to the moq-transport session, which runs its
-// own SETUP (ietfDial).
-func (d *dialer) negotiateQUIC(ctx context.Context, c *quic.Conn) (conn, error) {
-	p := c.ConnectionState().TLS.NegotiatedProtocol
-	qc := &quicConn{c: c}
-	lite := liteVersions(d.versions)
-	if alpn, ok := ietfProtocol(p, d.versions); ok {
-		qc.alpn = alpn
-		return qc, nil
-	}
-	v, legacy, err := selectALPN(p, lite)
-	if err == nil && legacy {
-		v, qc.session, err = legacyClientSetup(ctx, qc, lite, d.target.setupPath)
-	}
-	if err != nil {
-		c.CloseWithError(CodeVersion, "version")
-		return nil, fmt.Errorf("moq: %s: %w", d.target.hostport, err)
-	}
-	qc.version = v
-	return qc, nil
 }
 
 // Version of a moq-transport connection: its draft, as the version table

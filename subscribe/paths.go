@@ -3,6 +3,7 @@ package subscribe
 import (
 	"strings"
 
+	"github.com/moq-export/moq-export/internal/moq/transport"
 	"github.com/moq-export/moq-export/internal/moqpath"
 )
 
@@ -59,3 +60,7 @@ func ResolveBroadcast(catalogBroadcast, ref string) (path string, ok bool) {
 	}
 	return strings.Join(stack, "/"), true
 }
+
+// rootPath returns the session root a dial target names, without slashes
+// at the ends.
+func rootPath(t *transport.Target) string { return normPath(t.URL.Path) }

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/quic-go/webtransport-go"
 )
 
 // ErrPathRefused means the peer closed the session because it refuses the
@@ -120,37 +118,4 @@ func closeCodeName(code uint64, ietf bool) string {
 		return "unknown"
 	}
 	return CodeName(code)
-}
-
-// WebTransport stream reset codes that are not application codes: the
-// HTTP/3 codes webtransport-go cannot map into the application range and
-// reports as "failed to convert stream error N".
-var wtStreamCodeNames = map[uint64]string{
-	uint64(webtransport.WTBufferedStreamRejectedErrorCode): "WebTransport stream rejected: the peer's session is gone",
-	uint64(webtransport.WTSessionGoneErrorCode):            "WebTransport session gone",
-	uint64(webtransport.WTFlowControlErrorCode):            "WebTransport flow control error",
-}
-
-// wtUnmappedReset reports whether err is webtransport-go's report of a
-// stream reset with a code outside the WebTransport application range
-// (its text is the only trace: the code is not wrapped), and returns the
-// code and its meaning in words.
-func wtUnmappedReset(err error) (uint64, string, bool) {
-	if err == nil {
-		return 0, "", false
-	}
-	const marker = "failed to convert stream error "
-	msg := err.Error()
-	i := strings.Index(msg, marker)
-	if i < 0 {
-		return 0, "", false
-	}
-	var code uint64
-	if _, serr := fmt.Sscanf(msg[i+len(marker):], "%d", &code); serr != nil {
-		return 0, "stream reset with a code outside the WebTransport range", true
-	}
-	if n, ok := wtStreamCodeNames[code]; ok {
-		return code, n, true
-	}
-	return code, fmt.Sprintf("stream reset with HTTP/3 code %#x", code), true
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/moq-export/moq-export/internal/moq/transport"
 )
 
 // TestRefusedByTellsRefusalsFromOtherCloses: the session closes that end a
@@ -67,7 +69,7 @@ func TestCloseErrorsSayTheirMeaningInWords(t *testing.T) {
 		t.Errorf("lite 6: %q", got)
 	}
 	raw := fmt.Errorf("stream reset, but failed to convert stream error 966049156: %w", errors.New("error code outside of expected range"))
-	got := mapErr(raw)
+	got := transport.MapError[moqErrors](raw)
 	if re, ok := errors.AsType[*ResetError](got); !ok || re.Code != 966049156 || !strings.Contains(got.Error(), "session is gone") {
 		t.Errorf("unconvertible WebTransport reset: %v", got)
 	}

@@ -2,23 +2,14 @@ package subscribe
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/tls"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"slices"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/quic-go/quic-go"
-	"github.com/quic-go/quic-go/http3"
-	"github.com/quic-go/webtransport-go"
-
+	"github.com/moq-export/moq-export/internal/moq/transport"
 	"github.com/moq-export/moq-export/subscribe/internal/ietf"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
@@ -30,11 +21,7 @@ type Server struct {
 	opts     ServerOptions
 	versions []*wire.Version
 	log      *slog.Logger
-	udp      net.PacketConn
-	tr       *quic.Transport
-	ln       *quic.Listener
-	wt       *webtransport.Server
-	httpSrv  *http.Server
+	ln       *transport.Listener[moqErrors]
 	accepted chan *Session
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -73,69 +60,22 @@ func Listen(addr string, opts ServerOptions) (*Server, error) {
 			}
 		}
 	}
-	// WebTransport negotiates among the same protocols.
-	wtProtos := slices.Clone(protos)
-	if !opts.DisableWebTransport {
-		protos = append(protos, http3.NextProtoH3)
-	}
-	tc := &tls.Config{Certificates: opts.Certificates, NextProtos: protos}
-	// A client offering none of our ALPNs still completes the handshake
-	// with its first one, so that the refusal can say which versions we
-	// speak (a TLS alert cannot).
-	tc.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
-		if len(hello.SupportedProtos) == 0 || slices.ContainsFunc(hello.SupportedProtos, func(p string) bool { return slices.Contains(protos, p) }) {
-			return nil, nil
-		}
-		c := tc.Clone()
-		c.GetConfigForClient = nil
-		c.NextProtos = hello.SupportedProtos[:1]
-		return c, nil
-	}
-	// The socket is ours, not quic-go's, so Close releases the port at
-	// once (a restart on the same port must work).
-	udpAddr, err := net.ResolveUDPAddr("udp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("moq: listen %s: %w", addr, err)
-	}
-	udp, tcp, err := listenSockets(udpAddr, opts.FingerprintHTTP)
-	if err != nil {
-		return nil, fmt.Errorf("moq: listen %s: %w", addr, err)
-	}
-	tr := &quic.Transport{Conn: quicPacketConn(udp)}
-	qc := quicConfig(opts.KeepAlive, opts.IdleTimeout)
-	ln, err := tr.Listen(tc, qc)
-	if err != nil {
-		udp.Close()
-		if tcp != nil {
-			tcp.Close()
-		}
-		return nil, fmt.Errorf("moq: listen %s: %w", addr, err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		opts: opts, versions: versions, log: opts.Logger, udp: udp, tr: tr, ln: ln, accepted: make(chan *Session),
+		opts: opts, versions: versions, log: opts.Logger, accepted: make(chan *Session),
 		ctx: ctx, cancel: cancel, sessions: map[*Session]bool{},
 	}
-	if !opts.DisableWebTransport {
-		mux := http.NewServeMux()
-		s.wt = &webtransport.Server{
-			H3: &http3.Server{Handler: mux, TLSConfig: tc, QUICConfig: qc},
-			// The client's first protocol we speak wins, moq-lite or
-			// moq-transport.
-			ApplicationProtocols: wtProtos,
-			CheckOrigin:          func(*http.Request) bool { return true },
-		}
-		webtransport.ConfigureHTTP3Server(s.wt.H3)
-		mux.HandleFunc("/", s.upgrade)
+	keepAlive, idle := liveness(opts.KeepAlive, opts.IdleTimeout)
+	// WebTransport negotiates among the same protocols; the client's
+	// first one we speak wins, moq-lite or moq-transport.
+	s.ln, err = transport.Listen[moqErrors](addr, transport.ListenConfig{
+		Certificates: opts.Certificates, Protocols: protos, WebTransport: !opts.DisableWebTransport,
+		FingerprintHTTP: opts.FingerprintHTTP, KeepAlive: keepAlive, IdleTimeout: idle,
+	}, s.accept)
+	if err != nil {
+		cancel()
+		return nil, err
 	}
-	if tcp != nil {
-		s.serveFingerprint(tcp)
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.acceptLoop()
-	}()
 	return s, nil
 }
 
@@ -143,108 +83,44 @@ func Listen(addr string, opts ServerOptions) (*Server, error) {
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
 // Fingerprint returns the pin of the server's first certificate.
-func (s *Server) Fingerprint() string {
-	sum := sha256.Sum256(s.opts.Certificates[0].Certificate[0])
-	return hex.EncodeToString(sum[:])
-}
+func (s *Server) Fingerprint() string { return transport.Fingerprint(s.opts.Certificates[0]) }
 
-// listenSockets binds the UDP socket QUIC serves on and, withTCP, the
-// TCP listener of the fingerprint bootstrap on the same port. For port 0
-// the kernel picks a UDP port whose TCP twin may be taken by another
-// program: then another UDP port is tried.
-func listenSockets(addr *net.UDPAddr, withTCP bool) (*net.UDPConn, net.Listener, error) {
-	for attempt := 0; ; attempt++ {
-		udp, err := net.ListenUDP("udp", addr)
-		if err != nil || !withTCP {
-			return udp, nil, err
-		}
-		tcp, err := net.Listen("tcp", udp.LocalAddr().String())
-		if err == nil {
-			return udp, tcp, nil
-		}
-		udp.Close()
-		if addr.Port != 0 || attempt == 20 || !errors.Is(err, syscall.EADDRINUSE) {
-			return nil, nil, fmt.Errorf("fingerprint listener: %w", err)
-		}
+// accept takes a connection the listener accepted to its session.
+func (s *Server) accept(a transport.Accepted) {
+	if a.Conn.WebTransport() {
+		s.acceptWebTransport(a)
+		return
 	}
-}
-
-// serveFingerprint serves the certificate's pin over HTTP on l.
-func (s *Server) serveFingerprint(l net.Listener) {
-	mux := http.NewServeMux()
-	// CORS as on the reference relay (any origin, GET): a page served
-	// from another origin fetches the pin for serverCertificateHashes.
-	mux.HandleFunc("GET /certificate.sha256", func(w http.ResponseWriter, _ *http.Request) {
-		setCORS(w.Header())
-		w.Header().Set("Content-Type", "text/plain")
-		fmt.Fprint(w, s.Fingerprint())
-	})
-	mux.HandleFunc("OPTIONS /certificate.sha256", func(w http.ResponseWriter, r *http.Request) {
-		setCORS(w.Header())
-		if h := r.Header.Get("Access-Control-Request-Headers"); h != "" {
-			w.Header().Set("Access-Control-Allow-Headers", h)
-		}
-		w.Header().Set("Access-Control-Max-Age", "86400")
-		w.WriteHeader(http.StatusNoContent)
-	})
-	s.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		_ = s.httpSrv.Serve(l)
-	}()
-}
-
-func (s *Server) acceptLoop() {
-	for {
-		qc, err := s.ln.Accept(s.ctx)
-		if err != nil {
-			return
-		}
-		proto := qc.ConnectionState().TLS.NegotiatedProtocol
-		if proto == http3.NextProtoH3 && s.wt != nil {
-			s.wg.Add(1)
-			go func() {
-				defer s.wg.Done()
-				_ = s.wt.ServeQUICConn(qc)
-			}()
-			continue
-		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.acceptQUIC(qc, proto)
-		}()
-	}
+	s.acceptQUIC(a)
 }
 
 // acceptQUIC negotiates the version of a raw QUIC connection (its ALPN, or
 // the legacy SETUP under "moql"), admits its session and delivers it.
-func (s *Server) acceptQUIC(qc *quic.Conn, proto string) {
+func (s *Server) acceptQUIC(a transport.Accepted) {
+	proto := a.Conn.Protocol()
 	if v, ok := ietfVersionOfALPN(proto); ok && proto != wire.ALPNLegacy {
-		s.acceptIETF(&quicConn{c: qc, alpn: proto}, v, nil)
+		s.acceptIETF(&netConn{Conn: a.Conn, alpn: proto}, v, a)
 		return
 	}
-	c := &quicConn{c: qc}
+	c := &netConn{Conn: a.Conn}
 	setupPath, err := s.negotiate(c, proto, s.versions)
 	if err == nil && c.version.Family == wire.FamilyIETF {
 		// The legacy SETUP chose moq-transport draft 14: the IETF session
 		// reads the same CLIENT_SETUP again (replayed) and answers it.
 		c.replay, c.session, c.alpn = c.session, nil, wire.ALPNLegacy
-		s.acceptIETF(c, ietf.Draft14, nil)
+		s.acceptIETF(c, ietf.Draft14, a)
 		return
 	}
 	if err != nil {
-		s.log.Info("moq: refused a session", "remote", qc.RemoteAddr().String(), "transport", "quic", "err", err)
-		s.refused(RefusedVersion)
-		qc.CloseWithError(CodeVersion, refusalReason(err))
+		s.log.Info("moq: refused a session", "remote", a.Conn.RemoteAddr(), "transport", "quic", "err", err)
+		a.Conn.Close(CodeVersion, refusalReason(err))
 		return
 	}
 	// The legacy SETUP's Path carries the query (?jwt=) after the path.
 	path, query := splitPathQuery(setupPath)
 	sess := s.newSession(path)
 	sess.start(c)
-	info := acceptInfo{remote: qc.RemoteAddr().String(), transport: "quic", query: query, version: c.version.Name}
+	info := acceptInfo{remote: a.Conn.RemoteAddr(), transport: "quic", query: query, version: c.version.Name}
 	switch {
 	case c.version.SetupStream:
 		// The root (and token) travel in the client's SETUP: wait for it
@@ -282,7 +158,7 @@ func awaitSetup(sess *Session, d time.Duration) {
 // negotiate sets c's version from the negotiated protocol, running the
 // legacy SETUP where it says so; it returns the SETUP path a legacy raw
 // QUIC client sent.
-func (s *Server) negotiate(c conn, proto string, versions []*wire.Version) (string, error) {
+func (s *Server) negotiate(c *netConn, proto string, versions []*wire.Version) (string, error) {
 	v, legacy, err := selectALPN(proto, versions)
 	var session bidiStream
 	var path string
@@ -292,12 +168,7 @@ func (s *Server) negotiate(c conn, proto string, versions []*wire.Version) (stri
 	if err != nil {
 		return "", err
 	}
-	switch x := c.(type) {
-	case *quicConn:
-		x.version, x.session = v, session
-	case *wtConn:
-		x.version, x.session = v, session
-	}
+	c.version, c.session = v, session
 	return path, nil
 }
 
@@ -311,51 +182,43 @@ func refusalReason(err error) string {
 	return r
 }
 
-func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
-	ws, err := s.wt.Upgrade(w, r)
-	if err != nil {
-		s.log.Debug("moq: WebTransport upgrade", "err", err)
-		w.WriteHeader(http.StatusBadRequest)
+// acceptWebTransport negotiates the version of a WebTransport session
+// (its protocol, or the legacy SETUP when it negotiated none), admits its
+// session and delivers it.
+func (s *Server) acceptWebTransport(a transport.Accepted) {
+	c := &netConn{Conn: a.Conn}
+	proto := a.Conn.Protocol()
+	if v, ok := ietfVersionOfALPN(proto); ok && proto != wire.ALPNLegacy {
+		c.alpn = proto
+		s.acceptIETF(c, v, a)
 		return
 	}
-	c := &wtConn{s: ws}
-	proto := ws.SessionState().ApplicationProtocol
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		if v, ok := ietfVersionOfALPN(proto); ok && proto != wire.ALPNLegacy {
-			c.alpn = proto
-			s.acceptIETF(c, v, r)
-			return
-		}
-		if _, err := s.negotiate(c, proto, s.versions); err != nil {
-			s.log.Info("moq: refused a session", "remote", r.RemoteAddr, "transport", "webtransport",
-				"offered", r.Header.Get("WT-Available-Protocols"), "err", err)
-			s.refused(RefusedVersion)
-			ws.CloseWithError(CodeVersion, refusalReason(err))
-			return
-		}
-		if c.version.Family == wire.FamilyIETF {
-			// The legacy SETUP chose draft 14: its session reads the same
-			// CLIENT_SETUP again (replayed) and answers it.
-			c.replay, c.session, c.alpn = c.session, nil, wire.ALPNLegacy
-			s.acceptIETF(c, ietf.Draft14, r)
-			return
-		}
-		sess := s.newSession(r.URL.Path)
-		sess.start(c)
-		if c.version.SetupStream && s.opts.AuthKey != nil {
-			// The token is in the URL, but the Role the token must
-			// allow is in the client's SETUP.
-			awaitSetup(sess, legacySetupTimeout)
-		}
-		info := acceptInfo{remote: r.RemoteAddr, transport: "webtransport", query: r.URL.RawQuery, version: c.version.Name,
-			noToken: "a WebTransport client puts ?jwt= in the URL"}
-		if !s.admit(sess, c, info) {
-			return
-		}
-		s.deliver(sess)
-	}()
+	if _, err := s.negotiate(c, proto, s.versions); err != nil {
+		s.log.Info("moq: refused a session", "remote", a.Conn.RemoteAddr(), "transport", "webtransport",
+			"offered", a.Offered, "err", err)
+		a.Conn.Close(CodeVersion, refusalReason(err))
+		return
+	}
+	if c.version.Family == wire.FamilyIETF {
+		// The legacy SETUP chose draft 14: its session reads the same
+		// CLIENT_SETUP again (replayed) and answers it.
+		c.replay, c.session, c.alpn = c.session, nil, wire.ALPNLegacy
+		s.acceptIETF(c, ietf.Draft14, a)
+		return
+	}
+	sess := s.newSession(a.Path)
+	sess.start(c)
+	if c.version.SetupStream && s.opts.AuthKey != nil {
+		// The token is in the URL, but the Role the token must
+		// allow is in the client's SETUP.
+		awaitSetup(sess, legacySetupTimeout)
+	}
+	info := acceptInfo{remote: a.Conn.RemoteAddr(), transport: "webtransport", query: a.Query, version: c.version.Name,
+		noToken: "a WebTransport client puts ?jwt= in the URL"}
+	if !s.admit(sess, c, info) {
+		return
+	}
+	s.deliver(sess)
 }
 
 func (s *Server) newSession(path string) *Session {
@@ -456,23 +319,6 @@ func (s *Server) Close() error {
 		sess.Close()
 	}
 	err := s.ln.Close()
-	if s.wt != nil {
-		s.wt.Close()
-	}
-	if s.httpSrv != nil {
-		s.httpSrv.Close()
-	}
-	s.tr.Close()
-	if cerr := s.udp.Close(); err == nil {
-		err = cerr
-	}
 	s.wg.Wait()
 	return err
-}
-
-// setCORS allows any origin to GET, as the reference relay's CorsLayer
-// (allow_origin Any, allow_methods GET) does.
-func setCORS(h http.Header) {
-	h.Set("Access-Control-Allow-Origin", "*")
-	h.Set("Access-Control-Allow-Methods", "GET")
 }

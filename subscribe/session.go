@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/internal/moq/transport"
 	"github.com/moq-export/moq-export/internal/varint"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
@@ -87,7 +88,7 @@ type Session struct {
 	// session URI of a GOAWAY (ietfGoAway). movedAway says the current
 	// connection ends because of a GOAWAY: the next one is dialled at
 	// once.
-	target    atomic.Pointer[target]
+	target    atomic.Pointer[transport.Target]
 	movedAway atomic.Bool
 	// nextConn is the connection a moq-lite GOAWAY dialled before the
 	// old one closes (make before break); goawayFrom the connection whose
@@ -149,7 +150,7 @@ func Dial(ctx context.Context, rawURL string, opts Options) (*Session, error) {
 // dial is Dial; wrap, when set, wraps every transport connection (tests use
 // it to inject transport behaviour).
 func dial(ctx context.Context, rawURL string, opts Options, wrap func(conn) conn) (*Session, error) {
-	t, err := parseTarget(rawURL)
+	t, err := transport.ParseTarget(rawURL)
 	if err != nil {
 		return nil, err
 	}
@@ -157,11 +158,11 @@ func dial(ctx context.Context, rawURL string, opts Options, wrap func(conn) conn
 	if err != nil {
 		return nil, err
 	}
-	s := newSession(opts, t.rootPath())
+	s := newSession(opts, rootPath(t))
 	// A pinned certificate tells servers at one address apart (a test's
 	// servers reuse ports).
-	s.compat = compatFor(t.hostport + "#" + strings.ReplaceAll(strings.ToLower(opts.TLSFingerprint), ":", ""))
-	s.log = s.log.With("url", redactURL(t.raw))
+	s.compat = compatFor(t.HostPort + "#" + strings.ReplaceAll(strings.ToLower(opts.TLSFingerprint), ":", ""))
+	s.log = s.log.With("url", t.Redacted())
 	s.target.Store(t)
 	s.dial = func(ctx context.Context) (conn, error) {
 		t := s.target.Load()
@@ -178,7 +179,7 @@ func dial(ctx context.Context, rawURL string, opts Options, wrap func(conn) conn
 		}
 		if !c.WebTransport() {
 			// The root (and token) ride in SETUP on raw QUIC only.
-			return &setupPathConn{conn: c, path: t.setupPath}, nil
+			return &setupPathConn{conn: c, path: t.SetupPath}, nil
 		}
 		return c, nil
 	}
@@ -278,7 +279,7 @@ func (s *Session) run(c conn) {
 		}
 		delay := st.delay(s.opts.Reconnect, atOnce)
 		if moved {
-			s.log.Info("moq: moving the session after GOAWAY", "to", redactURL(s.target.Load().raw))
+			s.log.Info("moq: moving the session after GOAWAY", "to", s.target.Load().Redacted())
 		} else {
 			s.log.Warn("moq: connection lost, reconnecting", "err", cause, "lasted", time.Since(began).Round(time.Millisecond),
 				"failed_in_a_row", st.failures, "retry_in", delay.Round(time.Millisecond))

@@ -3,10 +3,7 @@ package subscribe
 import (
 	"context"
 	"errors"
-	"net"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
@@ -67,35 +64,5 @@ func TestCloseBesideStartIsSafe(t *testing.T) {
 		default:
 			t.Fatal("session not done after Close")
 		}
-	}
-}
-
-// TestListenSocketsNeedsBothTwins: the fingerprint bootstrap serves on the
-// QUIC port's TCP twin; an explicit port whose TCP side is taken is an
-// error that says so, and port 0 finds a port free on both.
-func TestListenSocketsNeedsBothTwins(t *testing.T) {
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer taken.Close()
-	port := taken.Addr().(*net.TCPAddr).Port
-	if udp, tcp, err := listenSockets(&net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port}, true); err == nil {
-		udp.Close()
-		tcp.Close()
-		t.Fatalf("port %d: both sockets bound although its TCP side is taken", port)
-	} else if !errors.Is(err, syscall.EADDRINUSE) || !strings.Contains(err.Error(), "fingerprint") {
-		t.Fatalf("port %d: %v", port, err)
-	}
-	for range 50 {
-		udp, tcp, err := listenSockets(&net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)}, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if u, l := udp.LocalAddr().(*net.UDPAddr).Port, tcp.Addr().(*net.TCPAddr).Port; u != l {
-			t.Errorf("UDP port %d, TCP port %d", u, l)
-		}
-		udp.Close()
-		tcp.Close()
 	}
 }

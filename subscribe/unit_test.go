@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/internal/hang"
+	"github.com/moq-export/moq-export/internal/moq/transport"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
@@ -74,22 +75,22 @@ func TestURLsAreRedactedAndMappedToTransports(t *testing.T) {
 		{"http://localhost:4443/", "http", "localhost:4443", "/", ""},
 	}
 	for _, tt := range tests {
-		tg, err := parseTarget(tt.url)
+		tg, err := transport.ParseTarget(tt.url)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tg.scheme != tt.scheme || tg.hostport != tt.hostport || tg.setupPath != tt.setupPath || tg.rootPath() != tt.root {
-			t.Errorf("%s: %+v root %q", tt.url, tg, tg.rootPath())
+		if tg.Scheme != tt.scheme || tg.HostPort != tt.hostport || tg.SetupPath != tt.setupPath || rootPath(tg) != tt.root {
+			t.Errorf("%s: %+v root %q", tt.url, tg, rootPath(tg))
 		}
-		if r := redactURL(tg.raw); strings.Contains(r, "SECRET") {
+		if r := tg.Redacted(); strings.Contains(r, "SECRET") {
 			t.Errorf("redacted URL leaks the token: %s", r)
 		}
 	}
-	if _, err := parseTarget("ftp://x/"); !errors.Is(err, ErrUnsupportedURL) {
+	if _, err := transport.ParseTarget("ftp://x/"); !errors.Is(err, ErrUnsupportedURL) {
 		t.Fatalf("ftp: %v", err)
 	}
 	ue := &url.Error{Op: "Get", URL: "http://h/x?jwt=SECRET", Err: io.EOF}
-	if strings.Contains(redactError(ue), "SECRET") {
+	if strings.Contains(transport.RedactError(ue), "SECRET") {
 		t.Fatal("redactError leaks the token")
 	}
 }
@@ -129,12 +130,12 @@ func TestFingerprintsAreParsedLeniently(t *testing.T) {
 	b, _ := hex.DecodeString(pin)
 	colons := strings.ToUpper(strings.Join(splitEvery(pin, 2), ":"))
 	for _, s := range []string{pin, colons, " " + pin + "\n"} {
-		got, err := parseFingerprint(s)
+		got, err := transport.ParseFingerprint(s)
 		if err != nil || string(got) != string(b) {
 			t.Errorf("%q: %v", s, err)
 		}
 	}
-	if _, err := parseFingerprint("abcd"); err == nil {
+	if _, err := transport.ParseFingerprint("abcd"); err == nil {
 		t.Fatal("short fingerprint accepted")
 	}
 }

@@ -81,9 +81,6 @@ var muxers = []string{"mux/flv", "mux/mkv", "mux/ts", "mux/mp4"}
 //   - lite and ietf never import each other: subscribe/internal/ietf
 //     imports subscribe/internal/wire (varints, version table) until the
 //     protocol split moves them (internal/moq/{lite,ietf}).
-//   - only the transport package imports quic-go and webtransport-go: there
-//     is no transport package yet (subscribe holds both transports), and
-//     archive/internal/layout uses quic-go's varint.
 //   - the session core imports neither protocol: no core package yet.
 //   - only internal/hang decodes payloads: the protocol code calls it, but
 //     subscribe still exposes Unpacker (the archive's inverse of
@@ -160,6 +157,20 @@ var rules = []struct {
 		}
 		return bad
 	}},
+	{"only internal/moq/transport imports quic-go and webtransport-go (tests may play raw peers)", func(pkgs map[string]*pkg) []string {
+		var bad []string
+		for name, p := range pkgs {
+			if name == "internal/moq/transport" {
+				continue
+			}
+			for _, d := range p.Imports {
+				if strings.HasPrefix(d, "github.com/quic-go/") {
+					bad = append(bad, name+" -> "+d)
+				}
+			}
+		}
+		return bad
+	}},
 	{"only internal/browsertest imports chromedp, tests included", func(pkgs map[string]*pkg) []string {
 		var bad []string
 		for name, p := range pkgs {
@@ -180,7 +191,7 @@ var rules = []struct {
 
 func TestImportsKeepTheLayeringRules(t *testing.T) {
 	pkgs := load(t)
-	for _, need := range append([]string{"model", "export", "subscribe", "internal/hang", "internal/browsertest"}, muxers...) {
+	for _, need := range append([]string{"model", "export", "subscribe", "internal/hang", "internal/browsertest", "internal/moq/transport"}, muxers...) {
 		if pkgs[need] == nil {
 			t.Fatalf("package %s not listed: the rules name a package that moved; update them", need)
 		}
@@ -220,6 +231,7 @@ func TestEveryRuleCatchesTheImportItForbids(t *testing.T) {
 		func(p map[string]*pkg) { p["export"].Imports = m("internal/cmaf") },
 		func(p map[string]*pkg) { p["export"].Imports = m("internal/hang") },
 		func(p map[string]*pkg) { p["catalog"].Deps = m("internal/mediatest") },
+		func(p map[string]*pkg) { p["subscribe"].Imports = []string{"github.com/quic-go/webtransport-go"} },
 		func(p map[string]*pkg) { p["export"].XTestImports = []string{"github.com/chromedp/chromedp"} },
 	}
 	if len(breaks) != len(rules) {

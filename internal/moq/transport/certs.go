@@ -1,4 +1,4 @@
-package subscribe
+package transport
 
 import (
 	"crypto/ecdsa"
@@ -15,11 +15,10 @@ import (
 	"time"
 )
 
-// SelfSignedCert returns an ECDSA P-256 certificate for hosts (default
+// SelfSigned returns an ECDSA P-256 certificate for hosts (default
 // "localhost", "127.0.0.1", "::1"), valid from a day ago for 14 days (the
-// WebTransport pinning limit), and its pin: the lowercase hex SHA-256 of the
-// DER leaf, for Options.TLSFingerprint.
-func SelfSignedCert(hosts ...string) (cert tls.Certificate, fingerprint string, err error) {
+// WebTransport pinning limit), and its pin (Fingerprint).
+func SelfSigned(hosts ...string) (cert tls.Certificate, fingerprint string, err error) {
 	if len(hosts) == 0 {
 		hosts = []string{"localhost", "127.0.0.1", "::1"}
 	}

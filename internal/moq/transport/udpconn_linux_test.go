@@ -1,6 +1,6 @@
 //go:build linux
 
-package subscribe
+package transport
 
 import (
 	"bytes"

@@ -1,0 +1,101 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/webtransport-go"
+)
+
+// mapErr turns quic-go's and webtransport-go's errors of the peer into E's
+// values, keeping io.EOF, deadlines and the rest as they are.
+func mapErr[E Errors](err error) error {
+	if err == nil || err == io.EOF {
+		return err
+	}
+	var e E
+	if se, ok := errors.AsType[*quic.StreamError](err); ok && se.Remote {
+		return e.Reset(uint64(se.ErrorCode), "")
+	}
+	if se, ok := errors.AsType[*webtransport.StreamError](err); ok && se.Remote {
+		return e.Reset(uint64(se.ErrorCode), "")
+	}
+	if ae, ok := errors.AsType[*quic.ApplicationError](err); ok {
+		return e.Closed(uint64(ae.ErrorCode), ae.ErrorMessage, ae.Remote)
+	}
+	if se, ok := errors.AsType[*webtransport.SessionError](err); ok {
+		return e.Closed(uint64(se.ErrorCode), se.Message, se.Remote)
+	}
+	if code, words, ok := wtUnmappedReset(err); ok {
+		// An HTTP/3 code webtransport-go reports only in its text (a
+		// stream the peer rejected because its session is gone, ...).
+		return e.Reset(code, words)
+	}
+	return err
+}
+
+// IsConnErr reports whether err, from a stream or connection call, says
+// that the whole connection (or WebTransport session) is gone rather than
+// one stream.
+func IsConnErr[E Errors](err error) bool {
+	if err == nil {
+		return false
+	}
+	var e E
+	if e.IsClosed(err) {
+		return true
+	}
+	if _, ok := errors.AsType[*quic.TransportError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[*quic.IdleTimeoutError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[*quic.StatelessResetError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[*quic.HandshakeTimeoutError](err); ok {
+		return true
+	}
+	return false
+}
+
+// WebTransport stream reset codes that are not application codes: the
+// HTTP/3 codes webtransport-go cannot map into the application range and
+// reports as "failed to convert stream error N".
+var wtStreamCodeNames = map[uint64]string{
+	uint64(webtransport.WTBufferedStreamRejectedErrorCode): "WebTransport stream rejected: the peer's session is gone",
+	uint64(webtransport.WTSessionGoneErrorCode):            "WebTransport session gone",
+	uint64(webtransport.WTFlowControlErrorCode):            "WebTransport flow control error",
+}
+
+// wtUnmappedReset reports whether err is webtransport-go's report of a
+// stream reset with a code outside the WebTransport application range
+// (its text is the only trace: the code is not wrapped), and returns the
+// code and its meaning in words.
+func wtUnmappedReset(err error) (uint64, string, bool) {
+	if err == nil {
+		return 0, "", false
+	}
+	const marker = "failed to convert stream error "
+	msg := err.Error()
+	i := strings.Index(msg, marker)
+	if i < 0 {
+		return 0, "", false
+	}
+	var code uint64
+	if _, serr := fmt.Sscanf(msg[i+len(marker):], "%d", &code); serr != nil {
+		return 0, "stream reset with a code outside the WebTransport range", true
+	}
+	if n, ok := wtStreamCodeNames[code]; ok {
+		return code, n, true
+	}
+	return code, fmt.Sprintf("stream reset with HTTP/3 code %#x", code), true
+}
+
+// MapError is what the transport makes of err: the peer's resets and
+// closes as E's values, anything else as it is.
+func MapError[E Errors](err error) error { return mapErr[E](err) }

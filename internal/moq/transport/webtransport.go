@@ -1,0 +1,178 @@
+package transport
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+	"github.com/quic-go/webtransport-go"
+)
+
+// wtConn is a WebTransport session.
+type wtConn[E Errors] struct {
+	s *webtransport.Session
+	// remote is the peer's address.
+	remote string
+	// onClose runs after the session is closed (closes a dialled QUIC
+	// connection's transport).
+	onClose func()
+}
+
+func (w *wtConn[E]) OpenBidi(ctx context.Context) (Stream, error) {
+	s, err := w.s.OpenStreamSync(ctx)
+	if err != nil {
+		return nil, mapErr[E](err)
+	}
+	return wtStream[E]{s, w.untilGone(s)}, nil
+}
+
+func (w *wtConn[E]) OpenUni(ctx context.Context) (SendStream, error) {
+	s, err := w.s.OpenUniStreamSync(ctx)
+	if err != nil {
+		return nil, mapErr[E](err)
+	}
+	return wtSend[E]{s}, nil
+}
+
+func (w *wtConn[E]) AcceptBidi(ctx context.Context) (Stream, error) {
+	s, err := w.s.AcceptStream(ctx)
+	if err != nil {
+		return nil, mapErr[E](err)
+	}
+	return wtStream[E]{s, w.untilGone(s)}, nil
+}
+
+func (w *wtConn[E]) AcceptUni(ctx context.Context) (RecvStream, error) {
+	s, err := w.s.AcceptUniStream(ctx)
+	if err != nil {
+		return nil, mapErr[E](err)
+	}
+	return wtRecv[E]{s, w.untilGone(s)}, nil
+}
+
+// untilGone ends a stream's reads when the session is gone. webtransport-go
+// v0.13.0 can leave a Read blocked for good after the session closed: a
+// Read that met the peer's WT_SESSION_GONE reset waits for the session to
+// close the stream, which it no longer does once a CancelRead has taken
+// the stream off its list. A read deadline wakes it. The returned func
+// forgets the stream (called when its reads are over).
+func (w *wtConn[E]) untilGone(s interface{ SetReadDeadline(time.Time) error }) func() bool {
+	return context.AfterFunc(w.s.Context(), func() { _ = s.SetReadDeadline(time.Now()) })
+}
+
+func (w *wtConn[E]) Close(code uint64, reason string) {
+	_ = w.s.CloseWithError(webtransport.SessionErrorCode(code), reason)
+	if w.onClose != nil {
+		w.onClose()
+	}
+}
+func (w *wtConn[E]) Context() context.Context { return w.s.Context() }
+func (w *wtConn[E]) WebTransport() bool       { return true }
+func (w *wtConn[E]) Protocol() string         { return w.s.SessionState().ApplicationProtocol }
+func (w *wtConn[E]) RemoteAddr() string       { return w.remote }
+
+// Cause returns the error the session was closed with (who closed it,
+// with which code): webtransport-go cancels the session's context without
+// a cause, but its stream calls return that error once the session is
+// closed.
+func (w *wtConn[E]) Cause() error {
+	err := context.Cause(w.s.Context())
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) {
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, aerr := w.s.AcceptUniStream(done); aerr != nil && !errors.Is(aerr, context.Canceled) {
+			return mapErr[E](aerr)
+		}
+	}
+	return mapErr[E](err)
+}
+
+type wtStream[E Errors] struct {
+	s    *webtransport.Stream
+	stop func() bool // see untilGone
+}
+
+func (w wtStream[E]) Read(b []byte) (int, error) {
+	n, err := w.s.Read(b)
+	if err != nil {
+		w.stop()
+	}
+	return n, mapErr[E](err)
+}
+func (w wtStream[E]) Write(b []byte) (int, error) {
+	n, err := w.s.Write(b)
+	return n, mapErr[E](err)
+}
+func (w wtStream[E]) Close() error { return w.s.Close() }
+func (w wtStream[E]) CancelRead(code uint64) {
+	w.s.CancelRead(webtransport.StreamErrorCode(code))
+	w.stop()
+}
+func (w wtStream[E]) CancelWrite(code uint64)           { w.s.CancelWrite(webtransport.StreamErrorCode(code)) }
+func (w wtStream[E]) SetReadDeadline(t time.Time) error { return w.s.SetReadDeadline(t) }
+
+type wtSend[E Errors] struct{ s *webtransport.SendStream }
+
+func (w wtSend[E]) Write(b []byte) (int, error) {
+	n, err := w.s.Write(b)
+	return n, mapErr[E](err)
+}
+func (w wtSend[E]) Close() error            { return w.s.Close() }
+func (w wtSend[E]) CancelWrite(code uint64) { w.s.CancelWrite(webtransport.StreamErrorCode(code)) }
+
+type wtRecv[E Errors] struct {
+	s    *webtransport.ReceiveStream
+	stop func() bool // see untilGone
+}
+
+func (w wtRecv[E]) Read(b []byte) (int, error) {
+	n, err := w.s.Read(b)
+	if err != nil {
+		w.stop()
+	}
+	return n, mapErr[E](err)
+}
+func (w wtRecv[E]) CancelRead(code uint64) {
+	w.s.CancelRead(webtransport.StreamErrorCode(code))
+	w.stop()
+}
+func (w wtRecv[E]) SetReadDeadline(t time.Time) error { return w.s.SetReadDeadline(t) }
+
+// DialWebTransport opens a WebTransport session to u (its scheme is
+// replaced by https and its user info dropped), offering protocols
+// (WT-Available-Protocols) and connecting to hostport whatever port u
+// names (a URL without a port reaches the default one). tc is the client
+// TLS configuration (its NextProtos are replaced by h3).
+func DialWebTransport[E Errors](ctx context.Context, u *url.URL, hostport string, tc *tls.Config, protocols []string, keepAlive, idle time.Duration) (Conn, error) {
+	tc = tc.Clone()
+	tc.NextProtos = []string{http3.NextProtoH3}
+	tr := &webtransport.Transport{
+		TLSClientConfig:      tc,
+		QUICConfig:           QUICConfig(keepAlive, idle),
+		ApplicationProtocols: protocols,
+		DialAddr: func(ctx context.Context, _ string, tc *tls.Config, qc *quic.Config) (*quic.Conn, error) {
+			return dialQUIC(ctx, hostport, tc, qc, true)
+		},
+	}
+	cp := *u
+	cp.Scheme = "https"
+	cp.User = nil
+	rsp, s, err := tr.Dial(ctx, cp.String(), http.Header{})
+	if err != nil {
+		tr.Close()
+		if rsp != nil {
+			return nil, fmt.Errorf("moq: WebTransport to %s: status %d: %w", redactURL(&cp), rsp.StatusCode, mapErr[E](err))
+		}
+		return nil, fmt.Errorf("moq: WebTransport to %s: %w", redactURL(&cp), mapErr[E](err))
+	}
+	return &wtConn[E]{s: s, remote: hostport, onClose: func() { tr.Close() }}, nil
+}

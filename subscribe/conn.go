@@ -1,0 +1,118 @@
+package subscribe
+
+import (
+	"context"
+	"errors"
+
+	"github.com/moq-export/moq-export/internal/moq/transport"
+	"github.com/moq-export/moq-export/subscribe/internal/wire"
+)
+
+// The session code's view of a connection: the transport's (raw QUIC or
+// WebTransport, package internal/moq/transport) with what was negotiated
+// on it.
+
+type (
+	recvStream = transport.RecvStream
+	sendStream = transport.SendStream
+	bidiStream = transport.Stream
+)
+
+type conn interface {
+	OpenBidi(ctx context.Context) (bidiStream, error)
+	OpenUni(ctx context.Context) (sendStream, error)
+	AcceptBidi(ctx context.Context) (bidiStream, error)
+	AcceptUni(ctx context.Context) (recvStream, error)
+	Close(code uint64, reason string)
+	// Context is done when the connection is gone; its cause says why.
+	Context() context.Context
+	// WebTransport is true for a WebTransport session (no SETUP Path).
+	WebTransport() bool
+	// Version is the protocol version the connection negotiated (nil:
+	// moq-lite-05, for bare test transports; use connVersion).
+	Version() *wire.Version
+	// SessionStream is the legacy SETUP stream that stays open on
+	// lite-01/02 (nil otherwise).
+	SessionStream() bidiStream
+}
+
+// negotiated is what a connection negotiated, embedded by the transports.
+type negotiated struct {
+	version *wire.Version
+	session bidiStream
+}
+
+func (n *negotiated) Version() *wire.Version    { return n.version }
+func (n *negotiated) SessionStream() bidiStream { return n.session }
+
+// netConn is a transport connection and what the session negotiated on
+// it.
+type netConn struct {
+	transport.Conn
+	// alpn is the negotiated ALPN or WebTransport protocol when it selects
+	// a moq-transport draft ("moql" when the legacy SETUP left draft 14 to
+	// the moq-transport session).
+	alpn string
+	negotiated
+	// replay is a bidi stream already accepted and read by the legacy
+	// SETUP, returned (its bytes replayed) by the next AcceptBidi, before
+	// anything else accepts: the handshake of the session it chose.
+	replay bidiStream
+}
+
+func (c *netConn) AcceptBidi(ctx context.Context) (bidiStream, error) {
+	if r := c.replay; r != nil {
+		c.replay = nil
+		return r, nil
+	}
+	return c.Conn.AcceptBidi(ctx)
+}
+
+// moqErrors makes the transport's reports of the peer this package's
+// ResetError and CloseError.
+type moqErrors struct{}
+
+func (moqErrors) Reset(code uint64, words string) error { return &ResetError{Code: code, words: words} }
+func (moqErrors) Closed(code uint64, reason string, remote bool) error {
+	return &CloseError{Code: code, Reason: reason, Remote: remote}
+}
+func (moqErrors) IsClosed(err error) bool {
+	_, ok := errors.AsType[*CloseError](err)
+	return ok
+}
+
+// isConnErr reports whether err, from a stream or connection call, says
+// that the whole connection (or WebTransport session) is gone rather than
+// one stream.
+func isConnErr(err error) bool { return transport.IsConnErr[moqErrors](err) }
+
+// connCause returns why c is gone.
+func connCause(c conn) error {
+	err := context.Cause(c.Context())
+	if err == nil {
+		return nil
+	}
+	base, isIETF := c, false
+	if ic, ok := c.(*ietfConn); ok {
+		// The transport under a moq-transport session knows how it closed;
+		// its codes are moq-transport's.
+		base, isIETF = ic.conn, true
+	}
+	if nc, ok := base.(*netConn); ok && errors.Is(err, context.Canceled) {
+		if cerr := nc.Cause(); cerr != nil {
+			return markIETF(cerr, isIETF)
+		}
+	}
+	return markIETF(transport.MapError[moqErrors](err), isIETF)
+}
+
+// markIETF returns err with a session close of it named in moq-transport's
+// codes when isIETF (a copy: close errors may be shared).
+func markIETF(err error, isIETF bool) error {
+	if ce, ok := err.(*CloseError); ok && isIETF && !ce.ietf {
+		cp := *ce
+		cp.ietf = true
+		return &cp
+	}
+	return err
+}
