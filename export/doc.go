@@ -25,7 +25,11 @@
 // a catalog update adds later are read at once, but audio, which joined at
 // its newest frame, is first backfilled back to the newest frame written
 // (at most 1 s, while the output waits for it), so that a rendition added
-// mid-recording is there from its first frames.
+// mid-recording is there from its first frames. After a restart of the
+// publisher (model.Event.Restart: a new timeline) the same alignment as at
+// a live join is made again: the audio, back at its newest frame, is
+// backfilled to the first keyframe of the video's new timeline before it
+// is read on (at most what the start gate waits; rejoin.go).
 //
 // With Options.CheckPayloads (package record always sets it), a frame
 // whose payload is not what its track's codec says (H.264/H.265

@@ -38,6 +38,9 @@ type trackState struct {
 	// (see startLateFill); filled says the backfill is done.
 	filling bool
 	filled  atomic.Bool
+	// awaitKey: a video track started a new timeline; its next frame is
+	// the restart key the audio aligns with (see rejoin.go).
+	awaitKey bool
 	// check tests a frame's payload against the codec (payloadCheck);
 	// skipToKey drops video up to a keyframe after a malformed frame.
 	check           func([]byte) error
@@ -80,7 +83,8 @@ type Export struct {
 	live    int    // tracks not ended
 	skipped uint64 // groups the consumers abandoned, summed
 
-	fills       []lateFill // late audio tracks being backfilled
+	fills       []lateFill // late or restarted audio tracks being backfilled
+	restartKey  restartKey // the newest video keyframe that began a new timeline
 	newest      int64      // newest timestamp written
 	firstTS     int64      // of the first frame the muxer wrote
 	haveFirst   bool

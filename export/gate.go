@@ -26,6 +26,10 @@ type startGate struct {
 type lateFill struct {
 	ts     *trackState
 	cancel context.CancelFunc
+	// key, for an audio track rejoining after a restart (startRejoin),
+	// takes the video's restart keyframe time; keyed says it was given.
+	key   chan int64
+	keyed bool
 }
 
 // gateCheck notes whether gated track ts holds a frame now.

@@ -3,6 +3,7 @@ package export_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/moq-export/moq-export/demo"
 	"github.com/moq-export/moq-export/export"
 	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/mux"
 )
 
 const aacFrame = 21_333 // µs, 1024 samples at 48 kHz
@@ -257,5 +259,156 @@ func TestStartGateWaitsUpToMaxDelayForALateFirstGroup(t *testing.T) {
 	}
 	if n := rec.countByName()["aac"]; n != 60 {
 		t.Fatalf("%d audio frames written, want 60", n)
+	}
+}
+
+// TestAudioRestartsAtTheVideoKeyframeAfterAPublisherRestart: a recording
+// joined live (h264 GOP at 1 s, aac backfilled to it) when the publisher
+// restarts: both tracks start a new timeline, the video at its keyframe at
+// 20 s, the audio at its newest frame 600 ms later. The audio is
+// backfilled to the keyframe before it is read on, as at a live join,
+// whichever track's restart is read first; without that, it would start
+// 600 ms after the picture.
+func TestAudioRestartsAtTheVideoKeyframeAfterAPublisherRestart(t *testing.T) {
+	for _, order := range []string{"audio first", "video first", "video rewinds in place"} {
+		t.Run(order, func(t *testing.T) {
+			t.Parallel()
+			var (
+				mu      sync.Mutex
+				targets []int64
+			)
+			nTargets := func() int { mu.Lock(); defer mu.Unlock(); return len(targets) }
+			bc, tracks := liveJoin(t, func(tr *model.Track) func(context.Context, int64) error {
+				return func(ctx context.Context, target int64) error {
+					mu.Lock()
+					targets = append(targets, target)
+					mu.Unlock()
+					seq, ts, ok := tr.OldestGroup()
+					for ok && ts > target && seq > 0 {
+						seq--
+						ts = int64(seq) * aacFrame
+						if err := writeAudioGroup(tr, seq); err != nil {
+							return err
+						}
+					}
+					return nil
+				}
+			})
+			video, audio := tracks[0], tracks[1]
+			rec := newRecorder()
+			e := export.New(bc, rec, export.Options{Delay: 200 * time.Millisecond, MaxDelay: 2 * time.Second})
+			poll := func(until func() bool) {
+				t.Helper()
+				deadline := time.Now().Add(10 * time.Second)
+				for !until() {
+					if err := e.Poll(); err != nil {
+						t.Fatal(err)
+					}
+					if time.Now().After(deadline) {
+						t.Fatal("timed out")
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
+			poll(func() bool { return e.Stats().Frames > 0 })
+			written := len(rec.frames)
+
+			// The restart: the new session's groups, on the same clock
+			// 19 s later. Video's group 0 holds the GOP from 20 s.
+			key := int64(20_000_000)
+			restartVideo := func() {
+				video.Discontinuity()
+				video.SetStart(0)
+				g, _ := video.CreateGroup(0)
+				for i := range 30 {
+					g.WriteFrame(model.Frame{Timestamp: key + int64(i)*33_333, Payload: []byte{byte(i)}})
+				}
+				g.Close(nil)
+			}
+			var liveAudio uint64 // the audio's first live group of the new timeline
+			restartAudio := func() {
+				liveAudio = uint64((key+600_000)/aacFrame) + 1
+				audio.Discontinuity()
+				audio.SetStart(liveAudio)
+				for seq := liveAudio; seq < liveAudio+20; seq++ {
+					writeAudioGroup(audio, seq)
+				}
+			}
+			if order == "video rewinds in place" {
+				// The video's new session went on with the next group
+				// number, taken for the same session: its clock went
+				// back (to 500 ms) without a new timeline.
+				key = 500_000
+				restartVideo = func() {
+					g, _ := video.CreateGroup(2)
+					for i := range 30 {
+						g.WriteFrame(model.Frame{Timestamp: key + int64(i)*33_333, Payload: []byte{byte(i)}})
+					}
+					g.Close(nil)
+				}
+			}
+			if order != "video first" {
+				restartAudio()
+				// Let the export read the audio's restart first.
+				settle := time.Now().Add(50 * time.Millisecond)
+				poll(func() bool { return time.Now().After(settle) })
+				restartVideo()
+			} else {
+				restartVideo()
+				poll(func() bool { return len(rec.frames) > written })
+				restartAudio()
+			}
+			// Until the restart's backfill ran, or long enough to see
+			// that none will.
+			settle := time.Now().Add(time.Second)
+			poll(func() bool { return nTargets() > 1 || time.Now().After(settle) })
+			video.Close(nil)
+			audio.Close(nil)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := e.Run(ctx); err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(targets) != 2 || targets[1] != key {
+				t.Fatalf("backfill targets %v, want the join's and one at the restart keyframe %d", targets, key)
+			}
+			// The first frame of each track after the restart, as the
+			// muxer got it (the jitter buffer may shift the new timeline,
+			// both tracks alike).
+			after := map[string]mux.Frame{}
+			for _, f := range rec.frames {
+				name := rec.tracks[f.TrackID].Name
+				if _, ok := after[name]; !ok && f.Discontinuity {
+					after[name] = f
+				}
+			}
+			v, a := after["h264"], after["aac"]
+			if !v.Discontinuity || !a.Discontinuity {
+				t.Fatalf("no discontinuity on both tracks: %+v", after)
+			}
+			if a.Timestamp > v.Timestamp || v.Timestamp-a.Timestamp >= aacFrame {
+				t.Fatalf("after the restart audio starts at %d, video at %d: want the audio within one frame before the keyframe",
+					a.Timestamp, v.Timestamp)
+			}
+			// And the audio runs on without a hole from there to the
+			// live groups.
+			var prev int64 = -1
+			n := 0
+			for _, f := range rec.frames {
+				if rec.tracks[f.TrackID].Name != "aac" || f.Timestamp < a.Timestamp {
+					continue
+				}
+				if prev >= 0 && (f.Timestamp-prev < aacFrame-1 || f.Timestamp-prev > aacFrame+1) {
+					t.Fatalf("audio after the restart steps from %d to %d", prev, f.Timestamp)
+				}
+				prev = f.Timestamp
+				n++
+			}
+			if want := int(liveAudio+20) - int(key/aacFrame); n != want {
+				t.Fatalf("%d audio frames after the restart, want %d (backfilled to the keyframe, then 20 live)", n, want)
+			}
+		})
 	}
 }

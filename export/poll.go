@@ -164,6 +164,9 @@ func (e *Export) readTrack(ts *trackState) error {
 			if ts.removed {
 				continue
 			}
+			if ts.awaitKey {
+				e.videoRestartKey(ts, ev.Frame)
+			}
 			err := e.pushFrame(ts, mux.Frame{TrackID: ts.track.ID, Timestamp: ev.Frame.Timestamp, Keyframe: ev.Keyframe, Payload: ev.Frame.Payload})
 			if err != nil {
 				return fmt.Errorf("export: %w", err)
@@ -171,6 +174,9 @@ func (e *Export) readTrack(ts *trackState) error {
 		case model.EventDiscontinuity:
 			ts.acct.gap()
 			e.jit.PushDiscontinuity(ts.track.ID)
+			if e.discontinuity(ts, ev.Restart) {
+				return nil // read on once aligned (endLateFills)
+			}
 		case model.EventEnd:
 			if ev.Err != nil {
 				e.log.Warn("track ended with an error", "track", ts.track.Name, "err", ev.Err)

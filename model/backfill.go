@@ -21,8 +21,10 @@ func (t *Track) HandleBackfill(fn func(ctx context.Context, target int64) error)
 // Backfill asks the producer to add the groups that precede the oldest one
 // the track holds, back to the first whose first frame is at or before
 // target (microseconds). A consumer that has not read anything yet starts at
-// the oldest group with a frame, so it sees them; one that has started does
-// not go back. Without a handler (see HandleBackfill) it does nothing and
+// the oldest group with a frame, so it sees them; so does one whose last
+// event was the Restart discontinuity of a new timeline, with no frame of
+// it read yet (a reader aligning a restarted track with the others); one
+// that has started reading does not go back. Without a handler (see HandleBackfill) it does nothing and
 // returns nil.
 func (t *Track) Backfill(ctx context.Context, target int64) error {
 	t.mu.Lock()

@@ -132,3 +132,65 @@ func TestBackfillBelowDroppedGroupsIsReadWithoutAGap(t *testing.T) {
 		t.Fatalf("%d groups skipped", c.Skipped())
 	}
 }
+
+// TestBackfillAfterARestartIsReadBeforeTheGroupTheConsumerWaitsAt: a
+// consumer read the old timeline; the producer restarts (Discontinuity,
+// its new subscription starts at group 50); the consumer reports the
+// restart and stops there, as a reader aligning audio with the video's
+// keyframe does; a backfill then adds groups 40-49 and the consumer reads
+// them first, then group 50 on, without a second discontinuity. Once it
+// read a frame of the new timeline, a later backfill no longer rewinds it.
+func TestBackfillAfterARestartIsReadBeforeTheGroupTheConsumerWaitsAt(t *testing.T) {
+	tr := audioTrack(t, 7, 9)
+	c := tr.Subscribe(time.Second)
+	if got := frameTimes(events(c)); len(got) != 3 {
+		t.Fatalf("old timeline: read %v", got)
+	}
+	tr.Discontinuity()
+	tr.SetStart(50)
+	writeGroup(t, tr, 50, true, 1_000_000)
+	writeGroup(t, tr, 51, true, 1_020_000)
+	ev, ok := c.Next()
+	if !ok || ev.Kind != EventDiscontinuity || !ev.Restart || ev.Group != 50 {
+		t.Fatalf("first event of the new timeline: %+v %v, want a Restart discontinuity at group 50", ev, ok)
+	}
+	tr.HandleBackfill(olderGroups(t, tr))
+	if err := tr.Backfill(context.Background(), 800_000); err != nil {
+		t.Fatal(err)
+	}
+	got := frameTimes(events(c))
+	want := []int64{}
+	for ts := int64(800_000); ts <= 1_020_000; ts += 20_000 {
+		want = append(want, ts)
+	}
+	if !equal(got, want) {
+		t.Fatalf("after the backfill the consumer read %v, want %v", got, want)
+	}
+	// Started now: a second backfill does not take it back.
+	if err := tr.Backfill(context.Background(), 600_000); err != nil {
+		t.Fatal(err)
+	}
+	writeGroup(t, tr, 52, true, 1_040_000)
+	if got := frameTimes(events(c)); !equal(got, []int64{1_040_000}) {
+		t.Fatalf("after a frame of the new timeline was read, a backfill rewound the consumer: %v", got)
+	}
+}
+
+// TestOnlyANewTimelineIsReportedAsARestart: an empty group (hang's
+// discontinuity marker) is a discontinuity without Restart.
+func TestOnlyANewTimelineIsReportedAsARestart(t *testing.T) {
+	tr := NewTrack("a")
+	c := tr.Subscribe(time.Second)
+	writeGroup(t, tr, 0, true, 0)
+	writeGroup(t, tr, 1, true)
+	writeGroup(t, tr, 2, true, 40_000)
+	var discs []Event
+	for _, ev := range events(c) {
+		if ev.Kind == EventDiscontinuity {
+			discs = append(discs, ev)
+		}
+	}
+	if len(discs) != 1 || discs[0].Restart {
+		t.Fatalf("discontinuities %+v, want one without Restart", discs)
+	}
+}

@@ -33,6 +33,12 @@ type Event struct {
 	// Group is the sequence of the frame's group.
 	Group uint64
 	Err   error
+	// Restart is set on the EventDiscontinuity that starts a new timeline
+	// of the producer (Track.Discontinuity: a restarted publisher, a
+	// resume on a new publisher session). Until the consumer delivers the
+	// first frame of that timeline, groups a backfill adds before the one
+	// it waits at are read first (see Track.Backfill).
+	Restart bool
 }
 
 // Consumer reads one track. Next never blocks. A Consumer is used by one
@@ -51,6 +57,10 @@ type Consumer struct {
 	delivered   bool  // liveEdge is meaningful
 	pendingDisc bool
 	endSent     bool
+	// restart: the pending discontinuity is a new timeline (Event.Restart);
+	// fresh: nothing of the current timeline was delivered since one.
+	restart bool
+	fresh   bool
 	// needKey is set while the frames read so far do not lead to the
 	// next one (at the start, after a discontinuity, a skipped or cut
 	// group): frames are dropped until a keyframe. Legacy groups always
@@ -124,7 +134,7 @@ func (c *Consumer) Next() (Event, bool) {
 		c.needKey = true
 		c.liveEdge = minTimestamp
 		if allowed {
-			c.pendingDisc = true
+			c.pendingDisc, c.restart, c.fresh = true, true, true
 		}
 	}
 	for {
@@ -154,11 +164,12 @@ func (c *Consumer) Next() (Event, bool) {
 				c.pendingDisc = true
 			}
 			if c.pendingDisc {
-				c.pendingDisc = false
+				restart := c.restart
+				c.pendingDisc, c.restart = false, false
 				c.liveEdge = minTimestamp
 				c.delivered = false
 				c.needKey = true
-				return Event{Kind: EventDiscontinuity, Group: g.seq}, true
+				return Event{Kind: EventDiscontinuity, Group: g.seq, Restart: restart}, true
 			}
 			f := g.frames[c.idx]
 			key := f.Sync == SyncKey || (f.Sync == SyncGroup && c.idx == 0)
@@ -169,7 +180,7 @@ func (c *Consumer) Next() (Event, bool) {
 			}
 			c.needKey = false
 			ev := Event{Kind: EventFrame, Frame: f, Keyframe: key, Group: g.seq}
-			c.delivered = true
+			c.delivered, c.fresh = true, false
 			if f.Timestamp > c.liveEdge {
 				c.liveEdge = f.Timestamp
 			}

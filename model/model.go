@@ -294,6 +294,14 @@ func (t *Track) CreateGroup(seq uint64) (*Group, error) {
 		// that have not started begin with it.
 		t.start = seq
 	}
+	for _, c := range t.consumers {
+		if c.fresh && c.started && c.epoch == t.epoch && seq < c.cursor {
+			// A reader of a new timeline that has delivered none of it
+			// (it saw the restart, the caller holds it back while older
+			// groups are fetched): it begins with this one too.
+			c.cur, c.idx, c.cursor = nil, 0, seq
+		}
+	}
 	g := &Group{track: t, seq: seq, epoch: t.epoch}
 	t.groups = append(t.groups, nil)
 	copy(t.groups[i+1:], t.groups[i:])

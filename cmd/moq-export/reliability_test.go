@@ -396,8 +396,10 @@ func TestPublisherKilledAndRestartedLosesAtMostTheOutagePlusThreeSeconds(t *test
 	if len(got) != 2 {
 		t.Fatalf("streams %v", keys(got))
 	}
+	holes := map[string]time.Duration{}
 	for codec, sp := range got { // the demo's tracks are named after their codecs
 		hole := largestGap(sp.pts)
+		holes[codec] = hole
 		var reported time.Duration
 		gaps := 0
 		for _, pt := range sum.PerTrack {
@@ -427,6 +429,13 @@ func TestPublisherKilledAndRestartedLosesAtMostTheOutagePlusThreeSeconds(t *test
 	}
 	if !strings.Contains(log, "  lost ") {
 		t.Errorf("the progress line does not say what was lost:\n%s", log)
+	}
+	// The audio picks up at the video's keyframe (it is fetched back to
+	// it, as at a live join), not at its newest frame up to a GOP (1 s)
+	// later: its hole is the video's, give or take where each track's
+	// last frame before the kill was.
+	if v, a := holes["h264"], holes["aac"]; a > v+100*time.Millisecond {
+		t.Errorf("the audio lost %v at the restart, the video %v: the audio did not pick up at the video's keyframe", a, v)
 	}
 }
 
@@ -554,56 +563,87 @@ func TestNetworkOutageOfFortySecondsIsReportedAndTheRecordingGoesOn(t *testing.T
 // TestPublisherRestartedOnAFreshClockRecordsCleanlyIntoEveryContainer: the
 // publisher is killed with SIGKILL after 3 s and started again 1 s later
 // as a new session whose clock starts afresh (its timestamps go back to
-// about 0), as a restarted process's do. The recording goes on in one
-// file of each container: it decodes without a message (the new timeline
-// never repeats a time the old one wrote: MKV once got "non monotonically
-// increasing dts 180 >= 180" there), no packet time is written twice, and
-// each track has one hole, at the restart.
+// about 0), as a restarted process's do. The recording, of one broadcast
+// (-b) or of every one (--record-all), goes on in one file of each
+// container:
+//   - both tracks resume (issue 26 item 0: a recorder once resubscribed
+//     only the catalog and recorded nothing more), each with one hole, at
+//     the restart, and more than a second of media after it;
+//   - the file decodes without a message (the new timeline never repeats
+//     a time the old one wrote: MKV once got "non monotonically increasing
+//     dts 180 >= 180" there), and no packet time is written twice (item 1);
+//   - the audio picks up at the video's keyframe, not at its newest frame
+//     up to a GOP later (item 2): it is backfilled there, as at a live
+//     join.
 func TestPublisherRestartedOnAFreshClockRecordsCleanlyIntoEveryContainer(t *testing.T) {
 	needTools(t, "ffmpeg", "ffprobe")
-	for _, ext := range []string{"mkv", "mp4", "ts", "flv"} {
-		t.Run(ext, func(t *testing.T) {
-			t.Parallel()
-			dir := t.TempDir()
-			file := "out." + ext
-			log := recordAcrossAFreshClockRestart(t, dir, "-o", file)
-			if !strings.Contains(log, "new timeline") {
-				t.Fatalf("the restart was not seen as a new timeline:\n%s", log)
-			}
-			path := filepath.Join(dir, file)
-			decodeAtFileTimes(t, path)
-			got := packetsByCodec(t, path)
-			if len(got) != 2 {
-				t.Fatalf("streams %v", keys(got))
-			}
-			for codec, sp := range got {
-				pts := slices.Clone(sp.pts)
-				slices.Sort(pts)
-				for i := 1; i < len(pts); i++ {
-					if pts[i] == pts[i-1] {
-						t.Errorf("%s: two packets at %.3f s", codec, pts[i])
-					}
+	for _, mode := range []string{"b", "record-all"} {
+		for _, ext := range []string{"mkv", "mp4", "ts", "flv"} {
+			t.Run(mode+"/"+ext, func(t *testing.T) {
+				t.Parallel()
+				dir := t.TempDir()
+				file := "out." + ext
+				args := []string{"-b", "live", "-o", file}
+				if mode == "record-all" {
+					file = filepath.Join("rec", "live."+ext)
+					args = []string{"--record-all", "-o", "rec/{broadcast}." + ext}
 				}
-				// One hole (the outage), the rest continuous.
-				checkContinuous(t, codec+" apart from the restart", &streamPackets{codec: codec, pts: withoutLargestGap(pts)})
-			}
-		})
+				log := recordAcrossAFreshClockRestart(t, dir, args...)
+				if !strings.Contains(log, "new timeline") {
+					t.Fatalf("the restart was not seen as a new timeline:\n%s", log)
+				}
+				path := filepath.Join(dir, file)
+				decodeAtFileTimes(t, path)
+				got := packetsByCodec(t, path)
+				if len(got) != 2 {
+					t.Fatalf("streams %v\n%s", keys(got), log)
+				}
+				holes := map[string]float64{} // each track's largest gap: the restart
+				for codec, sp := range got {
+					pts := slices.Clone(sp.pts)
+					slices.Sort(pts)
+					for i := 1; i < len(pts); i++ {
+						if pts[i] == pts[i-1] {
+							t.Errorf("%s: two packets at %.3f s", codec, pts[i])
+						}
+					}
+					at, gap := mediatest.LargestGap(pts)
+					holes[codec] = gap
+					t.Logf("%s: %d packets over %.2fs, largest gap %.3fs at %.3fs", codec, len(pts), pts[len(pts)-1]-pts[0], gap, pts[max(at-1, 0)])
+					// The kill came after 3 s of the 10 s: a track that
+					// did not resume ends there.
+					if span := pts[len(pts)-1] - pts[0]; span < 7 {
+						t.Errorf("%s spans %.2fs of the 10 s: the track did not resume after the restart\n%s", codec, span, log)
+					}
+					// One hole (the restart), the rest continuous.
+					checkContinuous(t, codec+" apart from the restart", &streamPackets{codec: codec, pts: withoutLargestGap(pts)})
+				}
+				// On a fresh clock the new timeline goes on right after
+				// the old one: the tracks' holes are a few frames, from
+				// where each track's last frame before the kill was. An
+				// audio that picked up at its newest frame instead of the
+				// video's keyframe would add up to a GOP (1 s) to its own.
+				if v, a := holes["h264"], holes["aac"]; a > v+0.1 {
+					t.Errorf("the audio's hole at the restart is %.3fs, the video's %.3fs: the audio did not pick up at the video's keyframe", a, v)
+				}
+			})
+		}
 	}
 }
 
 // recordAcrossAFreshClockRestart records the test publisher with args
-// (output flags) for 8 s of media in dir; after 3 s the publisher is killed
-// with SIGKILL and started again 1 s later on the same port with a fresh
-// clock (its timestamps start afresh, as a restarted process's do). It
-// returns the recorder's log once it exited 0.
+// (selection and output flags) for 10 s of media in dir; after 3 s the
+// publisher is killed with SIGKILL and started again 1 s later on the same
+// port with a fresh clock (its timestamps start afresh, as a restarted
+// process's do). It returns the recorder's log once it exited 0.
 func recordAcrossAFreshClockRestart(t *testing.T, dir string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	certFile, keyFile, pin := publisherCert(t, dir)
 	pub := startPublisher(t, ctx, "127.0.0.1:0", certFile, keyFile, time.Now())
-	r := startRecorder(t, ctx, dir, append([]string{"moql://" + pub.addr + "/", "--tls-fingerprint", pin, "-b", "live",
-		"--duration", "8s", "-v"}, args...)...)
+	r := startRecorder(t, ctx, dir, append([]string{"moql://" + pub.addr + "/", "--tls-fingerprint", pin,
+		"--duration", "10s", "-v"}, args...)...)
 	if r.waitMedia(3*time.Second) == 0 {
 		r.wait()
 		t.Fatalf("no progress past 3 s:\n%s", r.log.String())
