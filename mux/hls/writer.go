@@ -57,8 +57,8 @@ type Options struct {
 // DefaultSegmentDuration is the default Options.SegmentDuration.
 const DefaultSegmentDuration = 4 * time.Second
 
-// Counters details what a Writer did.
-type Counters struct {
+// counters details what a Writer did.
+type counters struct {
 	mux.Stats
 	// Segments counts the media segments written, over all renditions.
 	Segments int
@@ -684,11 +684,12 @@ func (m mvShape) changed(next mvShape) bool {
 }
 
 // Stats returns the frames written, summed over the renditions.
-func (w *Writer) Stats() mux.Stats { return w.Counters().Stats }
+func (w *Writer) Stats() mux.Stats { return w.detail().Stats }
 
-// Counters details what the Writer did so far.
-func (w *Writer) Counters() Counters {
-	var c Counters
+// detail returns what the Writer did so far (tests read it through
+// export_test.go; the API is Stats).
+func (w *Writer) detail() counters {
+	var c counters
 	for _, r := range w.rends {
 		s := r.mw.Stats()
 		c.Frames += s.Frames

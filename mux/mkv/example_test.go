@@ -57,10 +57,10 @@ func Example() {
 	if err := w.Close(); err != nil {
 		log.Fatal(err)
 	}
-	st := w.Counters()
+	st := w.Stats()
 	fmt.Println("seekable:", w.Seekable())
-	fmt.Println("frames:", st.Frames, "clusters:", st.Clusters, "cues:", st.Cues)
+	fmt.Println("frames:", st.Frames, "dropped:", st.Dropped)
 	// Output:
 	// seekable: true
-	// frames: 291 clusters: 3 cues: 3
+	// frames: 291 dropped: 0
 }

@@ -56,12 +56,12 @@ type Options struct {
 	WritingApp string
 }
 
-// Counters details what a Writer did so far. Its mux.Stats is what
+// counters details what a Writer did so far. Its mux.Stats is what
 // Writer.Stats returns: Frames counts the SimpleBlocks written, Bytes their
 // payloads as WriteFrame received them, Dropped the frames not written:
 // frames of a track before the keyframe that carries its configuration,
 // frames of tracks given up on, and empty payloads.
-type Counters struct {
+type counters struct {
 	mux.Stats
 	// Clamped counts frames whose timestamp lay before the start of the
 	// file and were written at 0.
@@ -108,7 +108,7 @@ type Writer struct {
 	cues            []webm.CuePoint
 	endMs           int64 // end of the last frame, ms, for Duration
 
-	stats Counters
+	stats counters
 
 	chapters []chapter // asked for by Chapter, written by finalize
 }
@@ -197,8 +197,9 @@ func (w *Writer) Seekable() bool { return w.ws != nil }
 // Stats implements mux.Muxer.
 func (w *Writer) Stats() mux.Stats { return w.stats.Stats }
 
-// Counters returns the detailed counters so far.
-func (w *Writer) Counters() Counters { return w.stats }
+// detail returns the detailed counters so far (tests read them through
+// export_test.go; the API is Stats).
+func (w *Writer) detail() counters { return w.stats }
 
 // Caps is what Matroska carries: the tracks Supports accepts, any number
 // of each kind.

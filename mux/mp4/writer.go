@@ -56,12 +56,12 @@ type Options struct {
 	FragmentDuration time.Duration
 }
 
-// Counters details what a Writer did so far. Its mux.Stats is what
+// counters details what a Writer did so far. Its mux.Stats is what
 // Stats returns: Frames counts the frames written (or held for the fragment
 // being built), Dropped the frames before a track's first usable keyframe
 // or configuration (and after a discontinuity, until the next keyframe),
 // frames of tracks given up on, malformed or empty frames.
-type Counters struct {
+type counters struct {
 	mux.Stats
 	// Clamped counts frames whose timestamp lay before the start of the
 	// file and were written at 0.
@@ -108,7 +108,7 @@ type Writer struct {
 	// sample table and the fragment positions kept.
 	keepTable bool
 
-	stats Counters
+	stats counters
 
 	chapters []chapter // asked for by Chapter, listed by the finished moov
 }
@@ -232,8 +232,9 @@ func NewWriter(w io.Writer, opts Options) *Writer {
 // Stats returns what was written so far (mux.Muxer).
 func (w *Writer) Stats() mux.Stats { return w.stats.Stats }
 
-// Counters returns the detailed counters so far.
-func (w *Writer) Counters() Counters { return w.stats }
+// detail returns the detailed counters so far (tests read them through
+// export_test.go; the API is Stats).
+func (w *Writer) detail() counters { return w.stats }
 
 // AddTrack adds a track. It fails with an error wrapping mux.ErrLateTrack
 // once the header is written: the moov that players of the fragments (and

@@ -29,7 +29,7 @@
 //     PTS-DTS reserve, with Options.KeepTimestamps the source timestamps
 //     are kept. Values wrap at 33 bits.
 //   - The start: nothing is written until every video track has a
-//     keyframe; audio before that is dropped and counted in Counters. A video
+//     keyframe; audio before that is dropped and counted in Stats().Dropped. A video
 //     track that joins later, or that had a discontinuity, waits for its
 //     next keyframe alone.
 //

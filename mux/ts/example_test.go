@@ -29,9 +29,9 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	st := w.Counters()
-	fmt.Println(st.Frames, "frames,", out.Len()%188 == 0, st.Packets*188 == int64(out.Len()))
-	// Output: 189 frames, true true
+	st := w.Stats()
+	fmt.Println(st.Frames, "frames,", out.Len()%188 == 0)
+	// Output: 189 frames, true
 }
 
 // ExampleWriter_AddTrack shows the error for a codec MPEG-TS cannot carry.

@@ -33,7 +33,7 @@ const (
 
 // ErrBadFrame is wrapped by the error logged for a payload that cannot be
 // parsed (truncated NAL units, oversized AAC frames, empty payloads).
-// WriteFrame skips such a frame, counts it in Counters.Rejected and returns nil,
+// WriteFrame skips such a frame, counts it as dropped (Stats) and returns nil,
 // as the FLV and MKV muxers do: the output stays valid and the recording
 // goes on.
 var ErrBadFrame = errors.New("malformed frame")
@@ -47,10 +47,10 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Counters details what a Writer did with the frames it was given; its
+// counters details what a Writer did with the frames it was given; its
 // mux.Stats (Frames and Bytes per codec access unit, Dropped the sum of the
 // Dropped* counters and Rejected) is what Writer.Stats returns.
-type Counters struct {
+type counters struct {
 	mux.Stats
 	// Packets is the number of 188-byte TS packets written: the output is
 	// Packets*188 bytes.
@@ -112,7 +112,7 @@ type Writer struct {
 	pes pesPacket // reused description of the PES being written
 	buf []byte    // payload scratch for the unit being written
 
-	stats Counters
+	stats counters
 }
 
 // track is the writer's state for one elementary stream.
@@ -185,8 +185,9 @@ func (w *Writer) Stats() mux.Stats {
 	return s
 }
 
-// Counters returns the detailed counters so far.
-func (w *Writer) Counters() Counters {
+// detail returns the detailed counters so far (tests read them through
+// export_test.go; the API is Stats).
+func (w *Writer) detail() counters {
 	c := w.stats
 	c.Stats = w.Stats()
 	return c
