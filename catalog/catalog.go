@@ -35,6 +35,7 @@ func IsMSFTrackName(name string) bool { return name == MSFTrackName || name == M
 type Catalog struct {
 	Video VideoSection `json:"video"`
 	Audio AudioSection `json:"audio"`
+	Text  TextSection  `json:"text,omitzero"`
 }
 
 // VideoSection lists the video renditions by track name.
@@ -239,6 +240,11 @@ func Parse(data []byte) (*Catalog, error) {
 			return nil, &SyntaxError{fmt.Errorf("audio: %w", err)}
 		}
 	}
+	if raw, ok := root["text"]; ok && !isNull(raw) {
+		if err := parseSection(raw, &c.Text, &c.Text.Renditions); err != nil {
+			return nil, &SyntaxError{fmt.Errorf("text: %w", err)}
+		}
+	}
 	c.resolveInits()
 	return c, nil
 }
@@ -282,6 +288,7 @@ type Kind string
 const (
 	KindVideo Kind = "video"
 	KindAudio Kind = "audio"
+	KindText  Kind = "text"
 )
 
 // Rendition is one entry of either section, flattened for callers that treat
@@ -291,17 +298,22 @@ type Rendition struct {
 	Kind  Kind
 	Video *VideoConfig // set when Kind is video
 	Audio *AudioConfig // set when Kind is audio
+	Text  *TextConfig  // set when Kind is text
 }
 
 // Common returns the fields shared by both kinds.
 func (r Rendition) Common() Common {
-	if r.Video != nil {
+	switch {
+	case r.Video != nil:
 		return r.Video.Common
+	case r.Text != nil:
+		return r.Text.Common()
 	}
 	return r.Audio.Common
 }
 
-// Renditions lists every rendition, video first, each kind sorted by name.
+// Renditions lists every rendition, video first, then audio, then text,
+// each kind sorted by name.
 func (c *Catalog) Renditions() []Rendition {
 	var out []Rendition
 	for _, name := range sortedKeys(c.Video.Renditions) {
@@ -311,6 +323,10 @@ func (c *Catalog) Renditions() []Rendition {
 	for _, name := range sortedKeys(c.Audio.Renditions) {
 		a := c.Audio.Renditions[name]
 		out = append(out, Rendition{Name: name, Kind: KindAudio, Audio: &a})
+	}
+	for _, name := range sortedKeys(c.Text.Renditions) {
+		t := c.Text.Renditions[name]
+		out = append(out, Rendition{Name: name, Kind: KindText, Text: &t})
 	}
 	return out
 }

@@ -95,11 +95,13 @@ func TestParseAcceptsVariants(t *testing.T) {
 		// package does not use yet: a root clock, an archive section, text
 		// renditions and data tracks, enabled instead of stalled.
 		{"newest hang root sections", `{"clock":1764547200000,"archive":{"track":"archive","retention":3600},` +
-			`"text":{"renditions":{"en":{"codec":"wvtt"}}},"json":{"tracks":["chat"]},"binary":{"tracks":["x"]},` +
+			`"text":{"renditions":{"en":{"format":"vtt","role":"caption","lang":"en","label":"SDH"}}},"json":{"tracks":["chat"]},"binary":{"tracks":["x"]},` +
 			`"video":{"renditions":{"v":{"codec":"vp8","enabled":false,"stalled":true}}},` +
 			`"audio":{"renditions":{"a":{"codec":"opus","sampleRate":48000,"numberOfChannels":2,"enabled":true}}}}`,
 			func(c *Catalog) bool {
-				return len(c.Renditions()) == 2 && c.Video.Renditions["v"].Codec == "vp8" && c.Audio.Renditions["a"].SampleRate == 48000
+				rs := c.Renditions()
+				return len(rs) == 3 && c.Video.Renditions["v"].Codec == "vp8" && c.Audio.Renditions["a"].SampleRate == 48000 &&
+					rs[2].Kind == KindText && *rs[2].Text == TextConfig{Format: TextVTT, Role: "caption", Lang: "en", Label: "SDH"} && rs[2].Common().Codec == TextVTT
 			}},
 		{"unknown container kind is kept", `{"video":{"renditions":{"v":{"codec":"vp8","container":{"kind":"future"}}}}}`,
 			func(c *Catalog) bool { return c.Video.Renditions["v"].ContainerKind() == "future" }},

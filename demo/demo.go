@@ -182,6 +182,9 @@ func newPlanAt(names []string, kind catalog.ContainerKind, videoBitrate int) (*p
 				return nil, err
 			}
 		}
+		if s.Kind == "text" && kind == catalog.ContainerCMAF {
+			return nil, fmt.Errorf("demo: no cmaf form of the text sample %q (legacy or loc)", s.Name)
+		}
 		p.samples = append(p.samples, s)
 		if kind == catalog.ContainerCMAF {
 			// The tfdt cannot go below zero: every track moves by the
@@ -222,6 +225,11 @@ func newPlanAt(names []string, kind catalog.ContainerKind, videoBitrate int) (*p
 				p.cat.Audio.Renditions = map[string]catalog.AudioConfig{}
 			}
 			p.cat.Audio.Renditions[name] = catalog.AudioConfig{Common: common, SampleRate: uint32(s.SampleRate), NumberOfChannels: uint32(s.Channels)}
+		case "text":
+			if p.cat.Text.Renditions == nil {
+				p.cat.Text.Renditions = map[string]catalog.TextConfig{}
+			}
+			p.cat.Text.Renditions[name] = catalog.TextConfig{Format: s.Codec, Lang: "en", Label: "English", Container: common.Container}
 		default:
 			return nil, fmt.Errorf("demo: sample %q has unknown kind %q", s.Name, s.Kind)
 		}
@@ -233,7 +241,7 @@ func newPlanAt(names []string, kind catalog.ContainerKind, videoBitrate int) (*p
 // from index n on (the late ones).
 func catalogWithout(p *plan, n int) *catalog.Catalog {
 	c := *p.cat
-	c.Video.Renditions, c.Audio.Renditions = nil, nil
+	c.Video.Renditions, c.Audio.Renditions, c.Text.Renditions = nil, nil, nil
 	for _, name := range p.names[:n] {
 		if v, ok := p.cat.Video.Renditions[name]; ok {
 			if c.Video.Renditions == nil {
@@ -246,6 +254,12 @@ func catalogWithout(p *plan, n int) *catalog.Catalog {
 				c.Audio.Renditions = map[string]catalog.AudioConfig{}
 			}
 			c.Audio.Renditions[name] = a
+		}
+		if x, ok := p.cat.Text.Renditions[name]; ok {
+			if c.Text.Renditions == nil {
+				c.Text.Renditions = map[string]catalog.TextConfig{}
+			}
+			c.Text.Renditions[name] = x
 		}
 	}
 	return &c

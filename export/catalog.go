@@ -27,6 +27,9 @@ func TrackFromRendition(r catalog.Rendition, id int) mux.Track {
 		if r.Video.Framerate != nil {
 			t.Framerate = *r.Video.Framerate
 		}
+	} else if r.Text != nil {
+		t.Kind = mux.Text
+		t.Language, t.Label, t.Role = r.Text.Lang, r.Text.Label, r.Text.Role
 	} else {
 		t.Kind = mux.Audio
 		t.SampleRate = int(r.Audio.SampleRate)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/mux"
@@ -48,19 +49,22 @@ func (e *Export) applyCatalog(cat *catalog.Catalog) error {
 			added = append(added, ts)
 		}
 	}
+	// Text tracks are sparse: the start gate and the backfills, which
+	// wait for a track's first frame, leave them out.
+	media := slices.DeleteFunc(slices.Clone(added), func(ts *trackState) bool { return ts.track.Kind == mux.Text })
 	late := e.gateUsed && e.gate == nil
-	if len(added) > 0 && !e.gateUsed {
+	if len(media) > 0 && !e.gateUsed {
 		e.gateUsed = true
 		if e.opts.Delay > 0 {
-			e.gate = &startGate{tracks: added, waiting: len(added), deadline: e.opts.Now().Add(e.startWait())}
-			for _, ts := range added {
+			e.gate = &startGate{tracks: media, waiting: len(media), deadline: e.opts.Now().Add(e.startWait())}
+			for _, ts := range media {
 				ts.gated = true
 				e.gateCheck(ts)
 			}
 		}
 	}
 	if late {
-		for _, ts := range added {
+		for _, ts := range media {
 			e.startLateFill(ts)
 		}
 	}
@@ -71,7 +75,7 @@ func (e *Export) applyCatalog(cat *catalog.Catalog) error {
 			e.endTrack(ts)
 		}
 	}
-	for _, want := range [][]string{e.opts.Video, e.opts.Audio} {
+	for _, want := range [][]string{e.opts.Video, e.opts.Audio, e.opts.Text} {
 		for _, name := range want {
 			if !seen[name] {
 				e.log.Warn("requested rendition is not in the catalog (yet)", "track", name)

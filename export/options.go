@@ -39,10 +39,11 @@ type Options struct {
 	// it to the muxer. Package record always sets it; tests that feed
 	// placeholder payloads leave it off.
 	CheckPayloads bool
-	// Video and Audio name the renditions to export; nil: all the
+	// Video, Audio and Text name the renditions to export; nil: all the
 	// container carries, empty: none (see Select). A named rendition it
-	// cannot carry is an error.
-	Video, Audio []string
+	// cannot carry is an error. Text renditions are recorded where the
+	// container carries them; elsewhere they are skipped with a warning.
+	Video, Audio, Text []string
 	// Caps is what the muxer's container carries (flv.Caps, ...); zero
 	// leaves it to AddTrack.
 	Caps mux.Caps

@@ -167,7 +167,13 @@ func (e *Export) readTrack(ts *trackState) error {
 			if ts.awaitKey {
 				e.videoRestartKey(ts, ev.Frame)
 			}
-			err := e.pushFrame(ts, mux.Frame{TrackID: ts.track.ID, Timestamp: ev.Frame.Timestamp, Keyframe: ev.Keyframe, Payload: ev.Frame.Payload})
+			f := mux.Frame{TrackID: ts.track.ID, Timestamp: ev.Frame.Timestamp, Keyframe: ev.Keyframe, Payload: ev.Frame.Payload}
+			var err error
+			if ts.track.Kind == mux.Text {
+				err = e.pushCues(ts, f)
+			} else {
+				err = e.pushFrame(ts, f)
+			}
 			if err != nil {
 				return fmt.Errorf("export: %w", err)
 			}

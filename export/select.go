@@ -28,8 +28,11 @@ func readable(kind catalog.ContainerKind) bool {
 func Select(r catalog.Rendition, o Options, taken map[mux.Kind]int) error {
 	t := TrackFromRendition(r, 0)
 	want := o.Video
-	if t.Kind == mux.Audio {
+	switch t.Kind {
+	case mux.Audio:
 		want = o.Audio
+	case mux.Text:
+		want = o.Text
 	}
 	named := slices.Contains(want, r.Name)
 	if want != nil && !named {
@@ -54,8 +57,11 @@ func Select(r catalog.Rendition, o Options, taken map[mux.Kind]int) error {
 
 // named reports whether o names rendition r.
 func named(r catalog.Rendition, o Options) bool {
-	if r.Kind == catalog.KindAudio {
+	switch r.Kind {
+	case catalog.KindAudio:
 		return slices.Contains(o.Audio, r.Name)
+	case catalog.KindText:
+		return slices.Contains(o.Text, r.Name)
 	}
 	return slices.Contains(o.Video, r.Name)
 }

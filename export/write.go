@@ -10,8 +10,11 @@ import (
 )
 
 func muxKind(k catalog.Kind) mux.Kind {
-	if k == catalog.KindVideo {
+	switch k {
+	case catalog.KindVideo:
 		return mux.Video
+	case catalog.KindText:
+		return mux.Text
 	}
 	return mux.Audio
 }
@@ -32,6 +35,10 @@ const maxHeldBack = 10 * time.Second
 // been handed to it.
 func (e *Export) write(it jitter.Item) error {
 	f := it.Frame
+	if ts := e.track(f.TrackID); ts != nil && ts.track.Kind == mux.Text && e.beforeMedia(f) {
+		ts.acct.stats.DroppedLate++
+		return nil
+	}
 	if !e.haveHanded {
 		e.haveHanded, e.firstHanded = true, f.Timestamp
 	}

@@ -3,6 +3,7 @@ package jitter
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/moq-export/moq-export/mux"
@@ -98,8 +99,12 @@ type track struct {
 	overlapping bool
 	frameDur    int64 // smallest step between its keys seen (0: none yet)
 	idle        bool
-	ended       bool
-	dropping    bool // video: dropping until the next keyframe
+	// sparse: a text track, whose cues come seconds apart; it never
+	// holds the output back (it is always idle), so the media does not
+	// wait for a cue that may not come.
+	sparse   bool
+	ended    bool
+	dropping bool // video: dropping until the next keyframe
 
 	pushedAt time.Time // when it last pushed a frame (kept with MaxDelay only)
 
@@ -187,6 +192,8 @@ type Buffer struct {
 	opts     Options
 
 	tracks map[int]*track
+	// sparse are the text tracks (see track.sparse), not ended.
+	sparse []*track
 	// pending holds tracks with buffered frames, by their front key.
 	pending trackHeap
 	// waiting holds live tracks that have nothing buffered, by lastKey:
@@ -240,13 +247,20 @@ func New(opts Options) *Buffer {
 }
 
 // AddTrack registers a track. Until its first frame, or until it is
-// declared idle, it holds the output back.
+// declared idle, it holds the output back; a text track (mux.Text) never
+// does: its cues leave in order with the frames that are there, and one
+// that comes after the output passed its time is late.
 func (b *Buffer) AddTrack(id int, kind mux.Kind) error {
 	if _, ok := b.tracks[id]; ok {
 		return fmt.Errorf("jitter: track %d added twice", id)
 	}
 	t := &track{id: id, video: kind == mux.Video, lastKey: minKey, pendingPos: -1, waitingPos: -1}
 	b.tracks[id] = t
+	if kind == mux.Text {
+		t.sparse, t.idle = true, true
+		b.sparse = append(b.sparse, t)
+		return nil
+	}
 	b.waiting.push(t)
 	return nil
 }
@@ -260,6 +274,7 @@ func (b *Buffer) EndTrack(id int) {
 	}
 	t.ended = true
 	b.waiting.remove(t)
+	b.sparse = slices.DeleteFunc(b.sparse, func(s *track) bool { return s == t })
 	if t.buffered() == 0 {
 		delete(b.tracks, id)
 	}
@@ -312,7 +327,7 @@ func (b *Buffer) Push(f mux.Frame) error {
 	if key < b.released {
 		// Late: the output already moved past this frame.
 		b.stats.Late++
-		if b.delay >= 0 && b.maxDelay > b.delay {
+		if b.delay >= 0 && b.maxDelay > b.delay && !t.sparse {
 			// Wait for this track again, with a delay that covers its lag.
 			b.delay = min(b.maxDelay, max(b.delay, b.maxKey-key+b.base))
 		}
@@ -328,14 +343,14 @@ func (b *Buffer) Push(f mux.Frame) error {
 		return nil
 	}
 
-	if d := key - t.lastKey; t.lastKey != minKey && d > 0 && d <= maxFrameStep && (t.frameDur == 0 || d < t.frameDur) {
+	if d := key - t.lastKey; !t.sparse && t.lastKey != minKey && d > 0 && d <= maxFrameStep && (t.frameDur == 0 || d < t.frameDur) {
 		t.frameDur = d
 		b.maxFrameDur = max(b.maxFrameDur, d)
 	}
 	wasEmpty := t.buffered() == 0
 	t.push(entry{frame: f, key: key})
 	t.lastKey = key
-	t.idle = false
+	t.idle = t.sparse
 	b.maxKey = max(b.maxKey, key)
 	if wasEmpty {
 		b.waiting.remove(t)
@@ -412,7 +427,7 @@ func (b *Buffer) skipped(t *track, key int64) {
 	switch {
 	case t.waitingPos >= 0:
 		b.waiting.fix(t.waitingPos)
-	case t.idle && t.buffered() == 0 && b.maxDelay > b.base:
+	case t.idle && !t.sparse && t.buffered() == 0 && b.maxDelay > b.base:
 		t.idle = false
 		b.waiting.push(t)
 	}
@@ -450,9 +465,30 @@ func (b *Buffer) Pop() (Item, bool) {
 			}
 			continue
 		}
+		if b.sparseBefore(key) {
+			b.onPending = true
+			return Item{}, false
+		}
 		return b.release(t), true
 	}
 	return Item{}, false
+}
+
+// sparseBefore reports whether a text track that has data its reader has
+// not pushed yet (Options.Pending) may still push a cue before key: the
+// output waits for it then, though a text track never holds it back
+// otherwise. (A reader that catches up on a backlog reads the media before
+// the cues of the same time.)
+func (b *Buffer) sparseBefore(key int64) bool {
+	if b.opts.Pending == nil {
+		return false
+	}
+	for _, t := range b.sparse {
+		if t.lastKey < key && t.buffered() == 0 && b.opts.Pending(t.id) {
+			return true
+		}
+	}
+	return false
 }
 
 // growForLagging grows the delay (up to MaxDelay) when the track that holds

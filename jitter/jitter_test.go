@@ -829,3 +829,36 @@ func TestQueueOfRepeatedBurstsAllocatesOnce(t *testing.T) {
 		t.Fatalf("%v allocations per burst after the first", n)
 	}
 }
+
+func TestATextTrackNeverHoldsTheOutputButItsCuesLeaveInOrder(t *testing.T) {
+	t.Parallel()
+	for _, mediaOnly := range []bool{false, true} {
+		clock := &fakeClock{t: time.Unix(0, 0)}
+		b := New(Options{Delay: 500 * time.Millisecond, MaxDelay: 5 * time.Second, MediaTimeOnly: mediaOnly, Now: clock.now})
+		b.AddTrack(1, mux.Video)
+		b.AddTrack(2, mux.Text)
+		// Video flows; no cue yet: nothing waits for the text track.
+		b.Push(frame(1, 0, true))
+		b.Push(frame(1, 40, false))
+		if got := drain(b); len(got) != 2 {
+			t.Fatalf("released %v with a silent text track, want both video frames", timestamps(got))
+		}
+		// A cue at 60 ms and video around it leave in timestamp order.
+		b.Push(frame(2, 60, true))
+		b.Push(frame(1, 80, false))
+		got := drain(b)
+		if ts := timestamps(got); len(ts) != 2 || ts[0] != 60 || ts[1] != 80 || got[0].Frame.TrackID != 2 {
+			t.Fatalf("released %v, want the cue at 60 then video at 80", ts)
+		}
+		// A cue after the output passed its time is late, and counted.
+		b.Push(frame(2, 50, true))
+		if got := drain(b); len(got) != 0 || b.Stats().Late != 1 {
+			t.Fatalf("late cue: released %v, late %d", timestamps(got), b.Stats().Late)
+		}
+		// The late cue did not grow the delay: video still leaves at once.
+		b.Push(frame(1, 120, false))
+		if got := drain(b); len(got) != 1 || b.Stats().Delay != 500*time.Millisecond {
+			t.Fatalf("after the late cue released %v with delay %v", timestamps(got), b.Stats().Delay)
+		}
+	}
+}

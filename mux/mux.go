@@ -7,13 +7,16 @@ import (
 	"time"
 )
 
-// Kind says whether a track carries video or audio.
+// Kind says whether a track carries video, audio or text.
 type Kind int
 
 // Track kinds.
 const (
 	Video Kind = iota + 1
 	Audio
+	// Text is a subtitle or caption track: sparse cues, each a Frame with
+	// a Duration. A container that carries no text refuses it in Supports.
+	Text
 )
 
 func (k Kind) String() string {
@@ -22,6 +25,8 @@ func (k Kind) String() string {
 		return "video"
 	case Audio:
 		return "audio"
+	case Text:
+		return "text"
 	}
 	return fmt.Sprintf("kind(%d)", int(k))
 }
@@ -51,11 +56,17 @@ type Track struct {
 	// Jitter is the catalog's jitter (how long a frame may wait at the
 	// publisher): with B-frames it bounds the reorder delay.
 	Jitter time.Duration
+	// Language is the BCP 47 language tag ("en", "pt-BR") and Label a
+	// human-readable name, when the catalog gives them.
+	Language, Label string
+	// Role is a text track's accessibility role: "subtitle" or "caption".
+	Role string
 }
 
 // CodecFamily returns the codec family of a WebCodecs codec string:
 // "h264", "h265", "av1", "vp8", "vp9", "aac", "opus", "flac", "mp3", "mp2",
-// "ac3", "eac3", "pcm", or "" when the string is not recognised.
+// "ac3", "eac3", "pcm", the text formats "webvtt" (hang's "vtt") and
+// "utf8", or "" when the string is not recognised.
 func CodecFamily(codec string) string {
 	c := strings.ToLower(codec)
 	prefix := c
@@ -94,19 +105,26 @@ func CodecFamily(codec string) string {
 		return "eac3"
 	case "pcm":
 		return "pcm"
+	case "vtt", "webvtt", "wvtt":
+		return "webvtt"
+	case "utf8", "text":
+		return "utf8"
 	}
 	return ""
 }
 
 // CodecKind returns the kind of track a codec family (as CodecFamily
 // returns it) belongs to: Video for "h264", "h265", "av1", "vp8" and "vp9",
-// Audio for the other known families, and 0 for "" or an unknown family.
+// Audio for the other known media families, Text for "webvtt" and "utf8",
+// and 0 for "" or an unknown family.
 func CodecKind(family string) Kind {
 	switch family {
 	case "h264", "h265", "av1", "vp8", "vp9":
 		return Video
 	case "aac", "opus", "flac", "mp3", "mp2", "ac3", "eac3", "pcm":
 		return Audio
+	case "webvtt", "utf8":
+		return Text
 	}
 	return 0
 }
@@ -125,10 +143,16 @@ type Frame struct {
 	// reconnect, publisher restart) just before this frame, also when the
 	// muxer then drops the frame.
 	Discontinuity bool
+	// Duration is how long a text cue shows, in microseconds (0 for
+	// video and audio frames, whose duration the next frame gives).
+	Duration int64
 	// Payload is the codec payload as the broadcast carries it: AVCC
 	// length-prefixed NAL units when the track has a Description, Annex B
 	// otherwise (H.264/H.265); raw frames for every other codec (AAC without
-	// ADTS). The muxer must not keep Payload after WriteFrame returns.
+	// ADTS); for a WebVTT track one cue in WebM's block layout (its
+	// identifier, a newline, its settings, a newline, its text), for a
+	// UTF-8 track the text. The muxer must not keep Payload after
+	// WriteFrame returns.
 	Payload []byte
 }
 

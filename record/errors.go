@@ -22,8 +22,8 @@ type SelectionError struct {
 	Broadcast string
 	Kind      catalog.Kind // of the rendition named
 	Name      string       // the rendition named; empty: the selection leaves nothing
-	// Video and Audio are the renditions the broadcast has.
-	Video, Audio []string
+	// Video, Audio and Text are the renditions the broadcast has.
+	Video, Audio, Text []string
 }
 
 func (e *SelectionError) Error() string {
@@ -31,8 +31,11 @@ func (e *SelectionError) Error() string {
 		return fmt.Sprintf("the selection leaves nothing of %q to record: it has video %s, audio %s", e.Broadcast, names(e.Video), names(e.Audio))
 	}
 	have := e.Video
-	if e.Kind == catalog.KindAudio {
+	switch e.Kind {
+	case catalog.KindAudio:
 		have = e.Audio
+	case catalog.KindText:
+		have = e.Text
 	}
 	return fmt.Sprintf("broadcast %q has no %s rendition %q (it has %s)", e.Broadcast, e.Kind, e.Name, names(have))
 }

@@ -64,10 +64,12 @@ type Options struct {
 	// Default DefaultMaxDelay; negative: the delay stays fixed. A Stream
 	// keeps Delay: a player waits for nothing longer.
 	MaxDelay time.Duration
-	// Video and Audio name the renditions to record: nil records every
-	// rendition the container carries (one of each kind for FLV), an empty
-	// list none of that kind.
-	Video, Audio []string
+	// Video, Audio and Text name the renditions to record: nil records
+	// every rendition the container carries (one of each kind for FLV), an
+	// empty list none of that kind. Text (subtitle) renditions go into the
+	// containers that carry them (MKV, WebM, HLS); the others skip them
+	// with a warning.
+	Video, Audio, Text []string
 	// KeepTimestamps keeps the broadcast's timestamps instead of starting
 	// each file at 0.
 	KeepTimestamps bool

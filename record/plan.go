@@ -28,12 +28,12 @@ func (r *Recorder) Plan(name string, cat *catalog.Catalog) error {
 	for _, want := range []struct {
 		kind  catalog.Kind
 		names []string
-	}{{catalog.KindVideo, r.opts.Video}, {catalog.KindAudio, r.opts.Audio}} {
+	}{{catalog.KindVideo, r.opts.Video}, {catalog.KindAudio, r.opts.Audio}, {catalog.KindText, r.opts.Text}} {
 		for _, n := range want.names {
 			rd, ok := byName[n]
 			if !ok || rd.Kind != want.kind {
 				return &SelectionError{Broadcast: name, Kind: want.kind, Name: n,
-					Video: renditionNames(rs, catalog.KindVideo), Audio: renditionNames(rs, catalog.KindAudio)}
+					Video: renditionNames(rs, catalog.KindVideo), Audio: renditionNames(rs, catalog.KindAudio), Text: renditionNames(rs, catalog.KindText)}
 			}
 			if err := export.Select(rd, opts, nil); err != nil {
 				re := &RenditionError{Broadcast: name, Kind: want.kind, Name: n, Format: r.opts.Format, Err: err}
@@ -50,8 +50,13 @@ func (r *Recorder) Plan(name string, cat *catalog.Catalog) error {
 	)
 	for _, rd := range rs {
 		err := export.Select(rd, opts, nil)
-		if err == nil {
+		if err == nil && rd.Kind != catalog.KindText {
 			return nil
+		}
+		if err == nil || rd.Kind == catalog.KindText {
+			// Subtitles alone make no recording; a container without
+			// them skips them.
+			continue
 		}
 		if !errors.Is(err, export.ErrNotSelected) {
 			codecs = append(codecs, rd.Name+" ("+rd.Common().Codec+")")

@@ -25,7 +25,7 @@ func (r *Recorder) exportOptions() export.Options {
 	case maxDelay == 0:
 		maxDelay = DefaultMaxDelay
 	}
-	return export.Options{Delay: r.opts.Delay, MaxDelay: maxDelay, Video: r.opts.Video, Audio: r.opts.Audio, Caps: r.caps(),
+	return export.Options{Delay: r.opts.Delay, MaxDelay: maxDelay, Video: r.opts.Video, Audio: r.opts.Audio, Text: r.opts.Text, Caps: r.caps(),
 		MediaTimeOnly: !live, CheckPayloads: true}
 }
 

@@ -316,6 +316,7 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 			cfg.Format, cfg.formatGiven = Format(format), f.Changed("format")
 			cfg.Video = renditionList(cfg.Video, f.Changed("video"))
 			cfg.Audio = renditionList(cfg.Audio, f.Changed("audio"))
+			cfg.Text = renditionList(cfg.Text, f.Changed("text"))
 			cfg.DemoCodecs = renditionList(cfg.DemoCodecs, true)
 			if cfg.DemoSimulcast {
 				if len(cfg.DemoCodecs) > 0 {
@@ -366,6 +367,7 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 	f.DurationVar(&cfg.MaxDelay, "max-delay", record.DefaultMaxDelay, "files: how far --delay may grow for a track that keeps lagging the others, so it is waited for instead of dropped (0: never grows)")
 	f.StringSliceVar(&cfg.Video, "video", nil, "video rendition(s) to record, repeatable or comma-separated; \"none\" for no video (default: all the container carries, one for FLV)")
 	f.StringSliceVar(&cfg.Audio, "audio", nil, "audio rendition(s) to record, like --video")
+	f.StringSliceVar(&cfg.Text, "text", nil, "subtitle (WebVTT) rendition(s) to record, like --video (default: all, where the container carries them: mkv, webm, hls)")
 	f.BoolVar(&cfg.List, "list", false, "list the broadcasts under the URL (or, with -b, the renditions of one) and exit")
 	f.BoolVar(&cfg.KeepTimestamps, "keep-timestamps", false, "keep the broadcast's timestamps instead of starting the file at 0")
 	f.DurationVar(&cfg.Segment, "segment", 0, "start a new file at the first keyframe after this much media (needs {n} or {time} in -o)")

@@ -29,6 +29,7 @@ type Config struct {
 	Delay          time.Duration
 	MaxDelay       time.Duration
 	Video, Audio   []string // nil: not given (all the container carries)
+	Text           []string // like Video and Audio
 	List           bool
 	KeepTimestamps bool
 	TLSFingerprint string
@@ -329,8 +330,8 @@ func (c *Config) checkDemoTo() error {
 	if err := checkURL(c.DemoTo); err != nil {
 		return usagef("--demo-to: %s", err.Error())
 	}
-	if c.Output != "-" || c.formatGiven || c.RecordAll || c.List || c.Segment > 0 || c.Duration > 0 || c.Video != nil || c.Audio != nil {
-		return usagef("--demo-to publishes the demo and records nothing: drop -o, -f, --segment, --duration, --video, --audio, --record-all and --list (--demo-loops N or --timeout D end it)")
+	if c.Output != "-" || c.formatGiven || c.RecordAll || c.List || c.Segment > 0 || c.Duration > 0 || c.Video != nil || c.Audio != nil || c.Text != nil {
+		return usagef("--demo-to publishes the demo and records nothing: drop -o, -f, --segment, --duration, --video, --audio, --text, --record-all and --list (--demo-loops N or --timeout D end it)")
 	}
 	if c.TokenFile != "" {
 		return usagef("--demo-to takes its token in the URL (?jwt=TOKEN), not --token-file")

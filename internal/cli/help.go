@@ -14,7 +14,7 @@ var flagGroups = []struct {
 	names []string
 }{
 	{"Output", []string{"output", "format", "overwrite", "no-overwrite", "duration", "segment", "hls-segment-duration", "keep-timestamps", "delay", "max-delay"}},
-	{"Selection", []string{"broadcast", "video", "audio", "list", "record-all", "wait"}},
+	{"Selection", []string{"broadcast", "video", "audio", "text", "list", "record-all", "wait"}},
 	{"Connection", []string{"token-file", "tls-fingerprint", "tls-insecure", "reconnect-for"}},
 	{"Listen (accept publishers instead of dialling a relay)", []string{"listen", "tls-cert", "tls-key", "auth-key", "max-publishers"}},
 	{"Object store (-o s3://BUCKET/KEY; credentials and endpoint from AWS_* as the AWS CLI reads them)", []string{"spool", "spool-max", "recover-uploads"}},

@@ -167,6 +167,13 @@ func details(r catalog.Rendition) string {
 			parts = append(parts, fmt.Sprintf("%dch", au.NumberOfChannels))
 		}
 	}
+	if x := r.Text; x != nil {
+		for _, p := range []string{x.Lang, x.Label, x.Role} {
+			if p != "" {
+				parts = append(parts, p)
+			}
+		}
+	}
 	c := r.Common()
 	if c.Bitrate != nil && *c.Bitrate > 0 {
 		parts = append(parts, fmt.Sprintf("%dkbit/s", *c.Bitrate/1000))

@@ -134,7 +134,8 @@ func OfRendition(r catalog.Rendition) (Track, error) {
 	if codec, ok := h26x.CodecOf(codecFamily(cm.Codec)); ok && len(cm.Description) == 0 && t.kind != CMAF {
 		t.deframer = h26x.NewDeframer(codec)
 	}
-	if t.kind != CMAF {
+	if t.kind != CMAF && r.Kind != catalog.KindText {
+		// Cues come when someone speaks: no rate to check.
 		t.check = newRateCheck(r)
 		t.keys = newKeyframer(cm)
 	}

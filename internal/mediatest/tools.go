@@ -88,12 +88,14 @@ func DecodeClean(t testing.TB, path string, extra ...string) {
 	system.DecodeClean(t, path, extra...)
 }
 
-// DecodeClean runs `ffmpeg -v error [extra] -i path -map 0 -f null -`
-// with tl's ffmpeg and fails t when it exits non-zero or prints anything.
+// DecodeClean runs `ffmpeg -v error [extra] -i path -map 0 -c:s copy -f
+// null -` with tl's ffmpeg and fails t when it exits non-zero or prints
+// anything. Subtitle streams are read, not decoded (the null output has no
+// subtitle encoder); Cues checks them.
 func (tl Tools) DecodeClean(t testing.TB, path string, extra ...string) {
 	t.Helper()
 	args := append([]string{"-nostdin", "-v", "error"}, extra...)
-	args = append(args, "-i", path, "-map", "0", "-f", "null", "-")
+	args = append(args, "-i", path, "-map", "0", "-c:s", "copy", "-f", "null", "-")
 	if _, stderr := Run(t, tl.FFmpeg, args...); stderr != "" {
 		t.Fatalf("ffmpeg decode of %s reported errors:\n%s", filepath.Base(path), stderr)
 	}
@@ -103,13 +105,15 @@ func (tl Tools) DecodeClean(t testing.TB, path string, extra ...string) {
 type Stream struct {
 	Index     int    `json:"index"`
 	CodecName string `json:"codec_name"`
-	CodecType string `json:"codec_type"` // "video", "audio"
+	CodecType string `json:"codec_type"` // "video", "audio", "subtitle"
 	ID        string `json:"id"`         // container ID, e.g. an MPEG-TS PID "0x100"
 	Width     int    `json:"width"`
 	Height    int    `json:"height"`
 	Channels  int    `json:"channels"`
 	// NbReadFrames is the number of decoded frames, with -count_frames.
 	NbReadFrames string `json:"nb_read_frames"`
+	// Tags are the stream's tags ("language", "title", ...).
+	Tags map[string]string `json:"tags"`
 }
 
 // Packet is what ffprobe says about one packet. PTS and DTS are in the

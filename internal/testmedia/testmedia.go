@@ -32,7 +32,7 @@ var testdataFS embed.FS
 // Sample is a short recording of one rendition.
 type Sample struct {
 	Name        string        `json:"-"`
-	Kind        string        `json:"kind"` // "video" or "audio"
+	Kind        string        `json:"kind"` // "video", "audio" or "text"
 	Codec       string        `json:"codec"`
 	Description []byte        `json:"description,omitempty"`
 	Width       int           `json:"width,omitempty"`
@@ -81,11 +81,16 @@ func SampleNames() []string {
 			names = append(names, n)
 		}
 	}
+	names = append(names, WebVTTName)
+	sort.Strings(names)
 	return names
 }
 
 // LoadSample returns the embedded sample called name ("h264", "aac", ...).
 func LoadSample(name string) (*Sample, error) {
+	if name == WebVTTName {
+		return webvttSample(), nil
+	}
 	f, err := testdataFS.Open(path.Join("testdata", name+".frames"))
 	if err != nil {
 		return nil, fmt.Errorf("sample %q: %w", name, err)

@@ -13,6 +13,8 @@ import (
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/opus"
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/vp9"
 
+	"golang.org/x/text/language"
+
 	"github.com/moq-export/moq-export/internal/codecconf"
 	"github.com/moq-export/moq-export/internal/h26x"
 	"github.com/moq-export/moq-export/mux"
@@ -36,10 +38,13 @@ var codecIDs = map[string]string{
 	"mp2":  "A_MPEG/L2",
 	"ac3":  "A_AC3",
 	"eac3": "A_EAC3",
+	// WebVTT as WebM defines it (ffmpeg 5.1 and mkvmerge read it; the
+	// newer S_TEXT/WEBVTT is unknown to ffmpeg 5.1).
+	"webvtt": "D_WEBVTT/SUBTITLES",
 }
 
 // webmFamilies are the codecs the WebM profile of Matroska allows.
-var webmFamilies = map[string]bool{"vp8": true, "vp9": true, "av1": true, "opus": true}
+var webmFamilies = map[string]bool{"vp8": true, "vp9": true, "av1": true, "opus": true, "webvtt": true}
 
 // opusSeekPreRoll is the 80 ms of decoding an Opus decoder needs after a
 // seek, in nanoseconds, as the WebM spec asks muxers to declare.
@@ -53,7 +58,10 @@ func (t *track) configure() error {
 	e.CodecID = codecIDs[t.family]
 	e.FlagLacing = 0
 	e.Name = t.Name
-	e.Language = "und"
+	if t.Label != "" {
+		e.Name = t.Label
+	}
+	e.Language, e.LanguageIETF = languages(t.Language)
 	switch t.Kind {
 	case mux.Video:
 		e.TrackType = 1
@@ -61,10 +69,15 @@ func (t *track) configure() error {
 	case mux.Audio:
 		e.TrackType = 2
 		e.Audio = &audio{SamplingFrequency: float64(t.SampleRate), Channels: uint64(t.Channels)}
+	case mux.Text:
+		e.TrackType = 0x11 // subtitle
+		if t.Role == "caption" {
+			e.CodecID = "D_WEBVTT/CAPTIONS"
+		}
 	default:
 		return fmt.Errorf("track %d: unknown kind %v", t.ID, t.Kind)
 	}
-	if isVideo := mux.CodecKind(t.family) == mux.Video; isVideo != (t.Kind == mux.Video) {
+	if k := mux.CodecKind(t.family); (k == mux.Video) != (t.Kind == mux.Video) || (k == mux.Text) != (t.Kind == mux.Text) {
 		return fmt.Errorf("track %d: codec %q does not fit a %v track", t.ID, t.Codec, t.Kind)
 	}
 	desc := bytes.Clone(t.Description)
@@ -181,8 +194,26 @@ func (t *track) configure() error {
 			e.Audio.Channels = 2
 		}
 	}
-	t.ready = t.ready || t.Kind == mux.Audio || (e.Video.PixelWidth > 0 && e.Video.PixelHeight > 0)
+	t.ready = t.ready || t.Kind != mux.Video || (e.Video.PixelWidth > 0 && e.Video.PixelHeight > 0)
 	return nil
+}
+
+// languages returns the Matroska Language (ISO 639-2, which ffmpeg and
+// older players read) and LanguageIETF (BCP 47) of a BCP 47 tag: "und" and
+// nothing when the tag is empty or unknown.
+func languages(tag string) (iso, bcp47 string) {
+	if tag == "" {
+		return "und", ""
+	}
+	t, err := language.Parse(tag)
+	if err != nil {
+		return "und", ""
+	}
+	base, conf := t.Base()
+	if conf == language.No || base.ISO3() == "" {
+		return "und", t.String()
+	}
+	return base.ISO3(), t.String()
 }
 
 // flacPrivate returns the Matroska A_FLAC CodecPrivate ("fLaC" and the

@@ -14,8 +14,12 @@ const (
 	idSegment     = 0x18538067
 	idCluster     = 0x1F43B675
 	idSimpleBlock = 0xA3
-	idTimestamp   = 0xE7 // a Cluster's Timestamp (Timecode)
-	idVoid        = 0xEC
+	// A BlockGroup holds a Block and, for subtitles, its BlockDuration.
+	idBlockGroup    = 0xA0
+	idBlock         = 0xA1
+	idBlockDuration = 0x9B
+	idTimestamp     = 0xE7 // a Cluster's Timestamp (Timecode)
+	idVoid          = 0xEC
 )
 
 // sizeUnknown is the 8-byte EBML data size meaning "unknown": ebml-go writes
@@ -61,6 +65,7 @@ type trackEntry struct {
 	FlagLacing   uint64 `ebml:"FlagLacing"`
 	Name         string `ebml:"Name,omitempty"`
 	Language     string `ebml:"Language,omitempty"`
+	LanguageIETF string `ebml:"LanguageIETF,omitempty"`
 	CodecID      string `ebml:"CodecID"`
 	CodecPrivate []byte `ebml:"CodecPrivate,omitempty"`
 	CodecDelay   uint64 `ebml:"CodecDelay,omitempty"`
@@ -146,6 +151,34 @@ func appendClusterStart(b []byte, ms uint64) []byte {
 	b = append(b, idTimestamp, 0x80|byte(n))
 	for i := n - 1; i >= 0; i-- {
 		b = append(b, byte(ms>>(8*i)))
+	}
+	return b
+}
+
+// appendBlockGroup appends a BlockGroup holding one Block of payload and
+// its BlockDuration (ms): how subtitles carry the time a cue shows.
+func appendBlockGroup(b []byte, track uint64, rel int16, dur uint64, payload []byte) []byte {
+	var tn [8]byte
+	tv := appendVint(tn[:0], track)
+	blockSize := len(tv) + 3 + len(payload)
+	var blk [8]byte
+	blockSizeV := appendVint(blk[:0], uint64(blockSize))
+	n := 1
+	for n < 8 && dur>>(8*n) != 0 {
+		n++
+	}
+	groupSize := 1 + len(blockSizeV) + blockSize + 2 + n
+	b = append(b, idBlockGroup)
+	b = appendVint(b, uint64(groupSize))
+	b = append(b, idBlock)
+	b = append(b, blockSizeV...)
+	b = append(b, tv...)
+	b = binary.BigEndian.AppendUint16(b, uint16(rel))
+	b = append(b, 0) // no lacing
+	b = append(b, payload...)
+	b = append(b, idBlockDuration, 0x80|byte(n))
+	for i := n - 1; i >= 0; i-- {
+		b = append(b, byte(dur>>(8*i)))
 	}
 	return b
 }

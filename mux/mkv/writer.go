@@ -157,8 +157,9 @@ type pendingFrame struct {
 	ts      int64
 	key     bool
 	payload []byte
-	disc    bool // a discontinuity marker for t
-	in      int  // payload bytes as WriteFrame received them
+	disc    bool  // a discontinuity marker for t
+	in      int   // payload bytes as WriteFrame received them
+	dur     int64 // a text cue's duration, µs
 }
 
 var _ mux.Muxer = (*Writer)(nil)
@@ -373,7 +374,7 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 		}
 	}
 	if w.started {
-		return w.writeBlock(t, f.Timestamp, f.Keyframe, payload, len(f.Payload))
+		return w.writeBlock(t, f.Timestamp, f.Keyframe, payload, len(f.Payload), f.Duration)
 	}
 	if !t.ready {
 		if !t.configureFromFrame(payload, f.Keyframe) {
@@ -382,7 +383,7 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 		}
 		t.ready = true
 	}
-	w.pending.Add(pendingFrame{t: t, ts: f.Timestamp, key: f.Keyframe, payload: slices.Clone(payload), in: len(f.Payload)}, f.Timestamp, len(payload))
+	w.pending.Add(pendingFrame{t: t, ts: f.Timestamp, key: f.Keyframe, payload: slices.Clone(payload), in: len(f.Payload), dur: f.Duration}, f.Timestamp, len(payload))
 	return w.maybeStart()
 }
 
@@ -432,7 +433,7 @@ func (w *Writer) start() error {
 			w.discontinuity(p.t)
 			continue
 		}
-		if err := w.writeBlock(p.t, p.ts, p.key, p.payload, p.in); err != nil {
+		if err := w.writeBlock(p.t, p.ts, p.key, p.payload, p.in, p.dur); err != nil {
 			return err
 		}
 	}
@@ -641,7 +642,7 @@ func (w *Writer) msOf(ts int64) (int64, bool) {
 	return clampMs((d + 500) / 1000), true
 }
 
-func (w *Writer) writeBlock(t *track, ts int64, key bool, payload []byte, in int) error {
+func (w *Writer) writeBlock(t *track, ts int64, key bool, payload []byte, in int, dur int64) error {
 	ms, ok := w.msOf(ts)
 	if !ok {
 		w.stats.Clamped++
@@ -680,8 +681,14 @@ func (w *Writer) writeBlock(t *track, ts int64, key bool, payload []byte, in int
 	if video {
 		w.clusterHasVideo = true
 	}
-	b = appendSimpleBlockHeader(b, t.number, int16(rel), key, len(payload))
-	b = append(b, payload...)
+	text := t.Kind == mux.Text
+	if text {
+		// A cue shows for its duration: a BlockGroup with BlockDuration.
+		b = appendBlockGroup(b, t.number, int16(rel), uint64(max(dur+500, 0)/1000), payload)
+	} else {
+		b = appendSimpleBlockHeader(b, t.number, int16(rel), key, len(payload))
+		b = append(b, payload...)
+	}
 	err := w.out.Write(b)
 	if cap(b) <= maxPooledBlock {
 		*buf = b[:0]
@@ -693,6 +700,10 @@ func (w *Writer) writeBlock(t *track, ts int64, key bool, payload []byte, in int
 	w.stats.Frames++
 	w.stats.Bytes += int64(in)
 
+	if text {
+		w.endMs = max(w.endMs, ms+(min(max(dur, 0), 1<<40)+500)/1000)
+		return nil
+	}
 	t.noteTimestamp(ts)
 	w.endMs = max(w.endMs, ms+(min(t.frameDuration(), 1<<40)+500)/1000)
 	return nil

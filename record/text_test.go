@@ -1,0 +1,122 @@
+package record_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/record"
+)
+
+// recordDemo publishes one loop of the demo with renditions, records it
+// into dir/out and returns the path.
+func recordDemo(t *testing.T, renditions []string, out string, opts record.Options) string {
+	t.Helper()
+	bc := model.NewBroadcast("demo")
+	if err := demo.Publish(context.Background(), bc, demo.Options{Renditions: renditions, Loops: 1, KeepGroups: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), out)
+	var err error
+	if opts.Output, err = record.Files(path, record.FileOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	opts.Delay = time.Hour
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	rec, err := record.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Record(context.Background(), record.Local(bc), "demo"); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// origin is where a file of the samples starts: the earliest first
+// timestamp among them.
+func origin(samples ...string) int64 {
+	o := int64(1 << 62)
+	for _, s := range samples {
+		o = min(o, testmedia.MustLoadSample(s).Frames[0].Timestamp)
+	}
+	return o
+}
+
+func TestSubtitlesAreRecordedIntoMKVAndWebMWithTheirPublishedTimesAndText(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ out, video, audio string }{
+		{"demo.mkv", "h264", "aac"},
+		{"demo.webm", "vp9", "opus"},
+	} {
+		t.Run(tc.out, func(t *testing.T) {
+			t.Parallel()
+			path := recordDemo(t, []string{tc.video, tc.audio, testmedia.WebVTTName}, tc.out, record.Options{})
+			mediatest.DecodeClean(t, path)
+			p := mediatest.Probe(t, path)
+			var sub map[string]string
+			for _, s := range p.Streams {
+				if s.CodecType == "subtitle" {
+					sub = s.Tags
+					if s.CodecName != "webvtt" {
+						t.Errorf("subtitle codec %q, want webvtt", s.CodecName)
+					}
+				}
+			}
+			if sub == nil || sub["language"] != "eng" || sub["title"] != "English" {
+				t.Fatalf("ffprobe lists no English subtitle stream: %+v", p.Streams)
+			}
+			mediatest.CheckCues(t, mediatest.Cues(t, path), mediatest.PublishedCues(1, origin(tc.video, tc.audio)))
+			if strings.HasSuffix(tc.out, ".mkv") {
+				out, _ := mediatest.Run(t, "mkvmerge", "-J", path)
+				var m struct {
+					Errors, Warnings []string
+					Tracks           []struct{ Type, Codec string }
+				}
+				if err := json.Unmarshal([]byte(out), &m); err != nil {
+					t.Fatal(err)
+				}
+				if len(m.Errors)+len(m.Warnings) > 0 || len(m.Tracks) != 3 || m.Tracks[2].Type != "subtitles" {
+					t.Fatalf("mkvmerge: %s", out)
+				}
+			}
+		})
+	}
+}
+
+func TestContainersWithoutSubtitlesSkipTheTextRenditionAndSayWhy(t *testing.T) {
+	t.Parallel()
+	for _, out := range []string{"demo.flv", "demo.ts", "demo.mp4"} {
+		t.Run(out, func(t *testing.T) {
+			t.Parallel()
+			var log lockedBuffer
+			logger := slog.New(slog.NewTextHandler(&log, nil))
+			path := recordDemo(t, []string{"h264", "aac", testmedia.WebVTTName}, out, record.Options{Logger: logger})
+			p := mediatest.Probe(t, path)
+			if len(p.Streams) != 2 {
+				t.Fatalf("%d streams, want video and audio", len(p.Streams))
+			}
+			if !strings.Contains(log.String(), "rendition not exported") || !strings.Contains(log.String(), `cannot carry codec \"vtt\"`) {
+				t.Fatalf("no warning names the skipped subtitles:\n%s", log.String())
+			}
+		})
+	}
+}
+
+func TestTextNoneRecordsNoSubtitles(t *testing.T) {
+	t.Parallel()
+	path := recordDemo(t, []string{"h264", "aac", testmedia.WebVTTName}, "demo.mkv", record.Options{Text: []string{}})
+	if p := mediatest.Probe(t, path); len(p.Streams) != 2 {
+		t.Fatalf("%d streams with Text: none, want 2", len(p.Streams))
+	}
+}
