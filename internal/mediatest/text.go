@@ -51,13 +51,13 @@ func PublishedCues(loops int, origin int64) []webvtt.Cue {
 	return out
 }
 
-// TextInput returns the WebVTT sample as track id the way the export
-// engine hands it to a muxer: one frame per cue, in WebM's block layout,
-// with its duration.
-func TextInput(id int) Input {
+// TextInput returns the WebVTT sample, played loops times back to back, as
+// track id the way the export engine hands it to a muxer: one frame per
+// cue, in WebM's block layout, with its duration.
+func TextInput(id, loops int) Input {
 	s := testmedia.MustLoadSample(testmedia.WebVTTName)
 	in := Input{Track: mux.Track{ID: id, Name: s.Name, Kind: mux.Text, Codec: s.Codec, Language: "en", Label: "English"}}
-	for _, c := range PublishedCues(1, 0) {
+	for _, c := range PublishedCues(loops, 0) {
 		in.Frames = append(in.Frames, mux.Frame{TrackID: id, Timestamp: c.Start, Duration: c.End - c.Start, Keyframe: true, Payload: c.AppendBlock(nil)})
 	}
 	return in

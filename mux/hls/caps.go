@@ -13,6 +13,7 @@ import (
 var families = map[string]bool{
 	"h264": true, "h265": true, "av1": true, "vp9": true,
 	"aac": true, "opus": true, "flac": true, "ac3": true, "eac3": true,
+	"webvtt": true, // subtitle playlists of WebVTT segments
 }
 
 // suggestions name a container for the codecs a package cannot carry.
@@ -31,6 +32,9 @@ func Supports(t mux.Track) error {
 	fam := mux.CodecFamily(t.Codec)
 	if !families[fam] {
 		return fmt.Errorf("hls: track %d: %w", t.ID, &mux.UnsupportedCodecError{Container: "hls", Codec: t.Codec, Suggest: suggestions[fam]})
+	}
+	if fam == "webvtt" {
+		return nil
 	}
 	if err := mp4.Supports(t); err != nil {
 		return fmt.Errorf("hls: %w", err)

@@ -25,7 +25,7 @@ type dirStore struct {
 func (d *dirStore) WriteFile(name string, data []byte) error {
 	if strings.HasSuffix(name, ".m3u8") {
 		for _, line := range strings.Split(string(data), "\n") {
-			if strings.HasSuffix(line, ".m4s") || strings.HasSuffix(line, ".m3u8") {
+			if strings.HasSuffix(line, ".m4s") || strings.HasSuffix(line, ".vtt") || strings.HasSuffix(line, ".m3u8") {
 				if _, err := os.Stat(filepath.Join(d.dir, line)); err != nil {
 					d.early = append(d.early, name+" names "+line)
 				}

@@ -51,6 +51,9 @@ func (w *Writer) mpd(final bool) ([]byte, error) {
 	type run struct{ segs []segmentState }
 	var periods [][]*run // [period][rendition]
 	for i, rs := range w.st.Renditions {
+		if rs.Kind == "text" {
+			continue // the subtitles are in the HLS playlists only (see text.go)
+		}
 		k := -1
 		for j, s := range rs.Segments {
 			if j == 0 || s.Disc {

@@ -129,8 +129,10 @@ func (w *Writer) mediaPlaylist(rs *renditionState, final bool) ([]byte, error) {
 		TargetDuration:      w.targetDuration(rs),
 		MediaSequence:       segs[0].Num,
 		PlaylistType:        &typ,
-		Map:                 &playlist.MediaMap{URI: rs.Inits[segs[0].Init]},
 		Endlist:             final,
+	}
+	if len(rs.Inits) > 0 { // text segments are WebVTT files: no init
+		m.Map = &playlist.MediaMap{URI: rs.Inits[segs[0].Init]}
 	}
 	for i, s := range segs {
 		ms := &playlist.MediaSegment{Duration: time.Duration(s.Dur) * time.Microsecond, URI: s.URI, Discontinuity: s.Disc && i > 0}
@@ -148,7 +150,7 @@ func (w *Writer) mediaPlaylist(rs *renditionState, final bool) ([]byte, error) {
 	// codec configuration changed) gets its own EXT-X-MAP, which
 	// gohlslib's Media (one Map) does not write: after the URI line of the
 	// segment before it.
-	for i := 1; i < len(segs); i++ {
+	for i := 1; i < len(segs) && len(rs.Inits) > 0; i++ {
 		if segs[i].Init == segs[i-1].Init {
 			continue
 		}
@@ -205,14 +207,17 @@ func quoted(s string) string {
 // without video, every audio rendition as a variant; with what it says,
 // to tell whether it changed.
 func (w *Writer) multivariant() ([]byte, mvShape, error) {
-	var video, audio []*renditionState
+	var video, audio, text []*renditionState
 	for _, rs := range w.st.Renditions {
 		if len(rs.Segments) == 0 {
 			continue
 		}
-		if rs.Kind == "video" {
+		switch rs.Kind {
+		case "video":
 			video = append(video, rs)
-		} else {
+		case "text":
+			text = append(text, rs)
+		default:
 			audio = append(audio, rs)
 		}
 	}
@@ -235,8 +240,8 @@ func (w *Writer) multivariant() ([]byte, mvShape, error) {
 		peak, avg := rates(rs)
 		g.peak, g.avg = max(g.peak, peak), max(g.avg, avg)
 		r := &playlist.MultivariantRendition{
-			Type: playlist.MultivariantRenditionTypeAudio, GroupID: g.id, Name: quoted(rs.Name),
-			Autoselect: true, Default: countIn(audio, rs.Codecs, rs) == 0,
+			Type: playlist.MultivariantRenditionTypeAudio, GroupID: g.id, Name: renditionName(rs),
+			Language: language(rs.Lang), Autoselect: true, Default: countIn(audio, rs.Codecs, rs) == 0,
 		}
 		if rs.Channels > 0 {
 			ch := strconv.Itoa(rs.Channels)
@@ -248,9 +253,20 @@ func (w *Writer) multivariant() ([]byte, mvShape, error) {
 			m.Renditions = append(m.Renditions, r)
 		}
 	}
+	subs := ""
+	for i, rs := range text {
+		subs = subtitlesGroup
+		uri := rs.ID + ".m3u8"
+		m.Renditions = append(m.Renditions, &playlist.MultivariantRendition{
+			Type: playlist.MultivariantRenditionTypeSubtitles, GroupID: subs, Name: renditionName(rs),
+			Language: language(rs.Lang), Autoselect: true, Default: i == 0, URI: &uri,
+		})
+	}
 	variant := func(rs *renditionState, g *group) *playlist.MultivariantVariant {
 		peak, avg := rates(rs)
-		v := &playlist.MultivariantVariant{URI: rs.ID + ".m3u8", Codecs: []string{rs.Codecs}}
+		// CODECS leaves the WebVTT out: players test CODECS against MSE,
+		// which has no text.
+		v := &playlist.MultivariantVariant{URI: rs.ID + ".m3u8", Codecs: []string{rs.Codecs}, Subtitles: subs}
 		if g != nil {
 			peak, avg = peak+g.peak, avg+g.avg
 			v.Codecs = append(v.Codecs, g.codecs)
@@ -300,6 +316,32 @@ func (w *Writer) multivariant() ([]byte, mvShape, error) {
 		shape.variants += r.GroupID + " " + r.Name + "\n"
 	}
 	return b, shape, nil
+}
+
+// subtitlesGroup is the GROUP-ID of the subtitle renditions.
+const subtitlesGroup = "subs"
+
+// renditionName is the NAME of an EXT-X-MEDIA: the catalog's label, else
+// its track name.
+func renditionName(rs *renditionState) string {
+	if rs.Label != "" {
+		return quoted(rs.Label)
+	}
+	return quoted(rs.Name)
+}
+
+// language is a LANGUAGE attribute: a BCP 47 tag (letters, digits and
+// hyphens), else nothing.
+func language(tag string) string {
+	if tag == "" || len(tag) > 35 {
+		return ""
+	}
+	for _, c := range tag {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+			return ""
+		}
+	}
+	return tag
 }
 
 // countIn counts the audio renditions of codec before rs (the first of a

@@ -22,9 +22,11 @@ type state struct {
 }
 
 type renditionState struct {
-	ID        string         `json:"id"`   // file name prefix: v0, a1, ...
-	Name      string         `json:"name"` // the catalog's track name
-	Kind      string         `json:"kind"` // video or audio
+	ID        string         `json:"id"`              // file name prefix: v0, a1, ...
+	Name      string         `json:"name"`            // the catalog's track name
+	Kind      string         `json:"kind"`            // video, audio or text
+	Lang      string         `json:"lang,omitempty"`  // BCP 47, from the catalog
+	Label     string         `json:"label,omitempty"` // a name for a picker, from the catalog
 	Codecs    string         `json:"codecs"`
 	Width     int            `json:"width,omitempty"`
 	Height    int            `json:"height,omitempty"`
@@ -41,7 +43,7 @@ type renditionState struct {
 type segmentState struct {
 	Num   int       `json:"n"`
 	URI   string    `json:"uri"`
-	Init  int       `json:"init"`  // index into Inits
+	Init  int       `json:"init"`  // index into Inits (text: none)
 	Start int64     `json:"start"` // µs on the package's timeline
 	Dur   int64     `json:"dur"`   // µs
 	Bytes int64     `json:"bytes"`
@@ -80,7 +82,7 @@ func loadState(st Store, name string) (*state, error) {
 func (s *state) check() error {
 	ids := map[string]bool{}
 	for _, rs := range s.Renditions {
-		if rs == nil || !plain(rs.ID) || ids[rs.ID] || (rs.Kind != "video" && rs.Kind != "audio") {
+		if rs == nil || !plain(rs.ID) || ids[rs.ID] || (rs.Kind != "video" && rs.Kind != "audio" && rs.Kind != "text") {
 			return errors.New("a rendition without a plain, unique id and a kind")
 		}
 		ids[rs.ID] = true
@@ -90,7 +92,8 @@ func (s *state) check() error {
 			}
 		}
 		for i, seg := range rs.Segments {
-			if seg.Init < 0 || seg.Init >= len(rs.Inits) || !plain(seg.URI) || seg.Dur <= 0 || seg.Start < 0 || seg.Num < 1 {
+			noInit := rs.Kind == "text" && seg.Init == 0 && len(rs.Inits) == 0
+			if seg.Init < 0 || (seg.Init >= len(rs.Inits) && !noInit) || !plain(seg.URI) || seg.Dur <= 0 || seg.Start < 0 || seg.Num < 1 {
 				return fmt.Errorf("%s segment %d", rs.ID, i)
 			}
 			if i > 0 && (seg.Num <= rs.Segments[i-1].Num || seg.Start < rs.Segments[i-1].Start) {

@@ -125,6 +125,14 @@ type rendition struct {
 	lastPTS    int64
 	minGap     int64
 	removed    bool
+
+	// A text rendition (no CMAF writer, see text.go): the cues of the
+	// segment being built, where it starts, whether the timeline breaks
+	// before it, and what it was given.
+	cues                  []textCue
+	textStart             int64
+	textDisc              bool
+	textFrames, textBytes int64
 }
 
 // sink collects what the CMAF writer writes.
@@ -273,10 +281,7 @@ func (w *Writer) AddTrack(t mux.Track) error {
 		}
 	}
 	if r.rs == nil {
-		prefix := "v"
-		if t.Kind == mux.Audio {
-			prefix = "a"
-		}
+		prefix := map[mux.Kind]string{mux.Video: "v", mux.Audio: "a", mux.Text: "s"}[t.Kind]
 		id := ""
 		for n := 0; id == "" || w.idTaken(id); n++ {
 			id = fmt.Sprintf("%s%d", prefix, n)
@@ -284,8 +289,15 @@ func (w *Writer) AddTrack(t mux.Track) error {
 		r.rs = &renditionState{ID: id, Name: t.Name, Kind: t.Kind.String()}
 		w.st.Renditions = append(w.st.Renditions, r.rs)
 	}
+	r.rs.Lang, r.rs.Label = t.Language, t.Label
 	r.rs.Width, r.rs.Height, r.rs.Framerate = t.Width, t.Height, t.Framerate
 	r.rs.Rate, r.rs.Channels = t.SampleRate, t.Channels
+	if r.isText() {
+		r.rs.Codecs = "wvtt"
+		w.rends = append(w.rends, r)
+		w.byID[t.ID] = r
+		return nil
+	}
 	// Timestamps stay as given: the Writer rebases every rendition onto
 	// one package timeline itself. The fragment length bounds audio
 	// fragments; segment cuts come from BreakFragment.
@@ -332,6 +344,9 @@ func (w *Writer) RemoveTrack(id int) error {
 	if !w.started {
 		return nil
 	}
+	if r.isText() {
+		return w.finishText(r, max(w.mediaEnd(), r.textStart+1), false)
+	}
 	if err := r.mw.Close(); err != nil {
 		return w.fail(fmt.Errorf("hls: %s: %w", r.rs.ID, err))
 	}
@@ -367,6 +382,9 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 		if err := w.start(f); err != nil {
 			return err
 		}
+	}
+	if r.isText() {
+		return w.writeText(r, f)
 	}
 	rel := f.Timestamp - w.origin
 	key := f.Keyframe || r.t.Kind == mux.Audio
@@ -431,6 +449,11 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 			return err
 		}
 		r.cur.disc = r.breakDisc
+		if lead {
+			if err := w.cutText(rel, r.breakDisc); err != nil {
+				return err
+			}
+		}
 	}
 	if !written {
 		return nil
@@ -477,6 +500,7 @@ func (w *Writer) start(f mux.Frame) error {
 	for _, r := range w.rends {
 		r.cur.disc = !w.firstRun
 		r.lastPTS = w.runStart
+		r.textStart, r.textDisc = w.runStart, !w.firstRun
 	}
 	if !w.firstRun {
 		w.log.Info("hls: continuing the package found, after a discontinuity", "playlist", w.opts.Playlist)
@@ -691,6 +715,11 @@ func (w *Writer) Stats() mux.Stats { return w.detail().Stats }
 func (w *Writer) detail() counters {
 	var c counters
 	for _, r := range w.rends {
+		if r.isText() {
+			c.Frames += r.textFrames
+			c.Bytes += r.textBytes
+			continue
+		}
 		s := r.mw.Stats()
 		c.Frames += s.Frames
 		c.Bytes += s.Bytes
@@ -717,7 +746,7 @@ func (w *Writer) Close() error {
 		return nil
 	}
 	for _, r := range w.rends {
-		if r.removed {
+		if r.removed || r.isText() {
 			continue
 		}
 		if err := r.mw.Close(); err != nil {
@@ -727,6 +756,20 @@ func (w *Writer) Close() error {
 			return err
 		}
 		if err := w.finishSegment(r, 0, false, true); err != nil {
+			return err
+		}
+	}
+	// The subtitles end with the media (or with their last cue).
+	end := w.mediaEnd()
+	for _, r := range w.rends {
+		if r.removed || !r.isText() {
+			continue
+		}
+		last := end
+		for _, c := range r.cues {
+			last = max(last, c.End)
+		}
+		if err := w.finishText(r, max(last, r.textStart+1), false); err != nil {
 			return err
 		}
 	}
