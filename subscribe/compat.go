@@ -29,6 +29,11 @@ type serverCompat struct {
 	noDiscovery   atomic.Bool // SUBSCRIBE_NAMESPACE closes the session
 	minimalParams atomic.Bool // optional SUBSCRIBE parameters close the session
 	noFetch       atomic.Bool // FETCH closes the session
+	// layout18: the server speaks draft 18's messages on drafts 16 and
+	// 17, as MediaMTX does (no Required Request ID Delta; on draft 16 its
+	// CLIENT_SETUP carries draft 17's SETUP options, and requests go on
+	// their own streams).
+	layout18      atomic.Bool
 	saidDiscovery sync.Once
 	saidParams    sync.Once
 
@@ -115,6 +120,14 @@ func (c *serverCompat) learn(ic *ietfConn, log *slog.Logger) (learnt bool) {
 	}
 	ic.asked.mu.Lock()
 	defer ic.asked.mu.Unlock()
+	if ic.v == ietf.Draft17 && len(ic.asked.catalogs) > 0 && !c.layout18.Swap(true) {
+		// A draft-17 SUBSCRIBE without optional parameters that closed the
+		// session: its layout first (MediaMTX reads draft 18's, without
+		// the Required Request ID Delta), the track name only if the next
+		// connection, in that layout, is closed on it too.
+		c.sayLayout(ic.v, log)
+		return true
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k := range ic.asked.catalogs {
@@ -128,6 +141,29 @@ func (c *serverCompat) learn(ic *ietfConn, log *slog.Logger) (learnt bool) {
 		}
 	}
 	return learnt
+}
+
+// learnSetup takes what a failed SETUP says about the server: a draft-16
+// server that ends the session (code 0) before its SERVER_SETUP reads
+// draft 17's SETUP options there, as MediaMTX does (and draft 18's
+// messages after it). It reports whether that is new: the dial is worth
+// one more try.
+func (c *serverCompat) learnSetup(err error, log *slog.Logger) bool {
+	se, ok := errors.AsType[*setupError](err)
+	if !ok || se.v != ietf.Draft16 {
+		return false
+	}
+	ce, ok := errors.AsType[*CloseError](err)
+	if !ok || !ce.Remote || ce.Code != 0 || c.layout18.Swap(true) {
+		return false
+	}
+	c.sayLayout(se.v, log)
+	return true
+}
+
+// sayLayout says that the server reads draft 18's messages on draft v.
+func (c *serverCompat) sayLayout(v ietf.Version, log *slog.Logger) {
+	log.Info("moq: the server ended the session on a message of its draft's layout; speaking draft 18's messages to it from now on, as MediaMTX expects", "version", v)
 }
 
 // sayNoDiscovery says once that the server offers no namespace discovery.

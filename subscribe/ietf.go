@@ -146,6 +146,12 @@ type ietfConn struct {
 	goingOff bool              // GOAWAY received
 
 	asked ietfAsked // optional requests made, and their answers (compat.go)
+	// alpnV is the draft the ALPN named when it differs from v: a server
+	// that speaks draft 18's messages on drafts 16 and 17 (MediaMTX;
+	// compat.go). setup16 is then its draft-16 SETUP: CLIENT_SETUP and
+	// SERVER_SETUP with draft 17's options on the first bidi stream.
+	alpnV   ietf.Version
+	setup16 bool
 }
 
 func newIETFConn(c conn, v ietf.Version, client bool, log *slog.Logger) *ietfConn {
@@ -201,6 +207,9 @@ func (ic *ietfConn) clientHandshake(ctx context.Context, p ietfSetupParams) erro
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	params := ic.setupParams(p)
+	if ic.setup16 {
+		return ic.setupBidi16(ctx, params)
+	}
 	if !ic.v.ControlStream() {
 		_, err := ic.setupStreams(ctx, params)
 		return err
@@ -232,6 +241,37 @@ func (ic *ietfConn) clientHandshake(ctx context.Context, p ietfSetupParams) erro
 	}
 	str.SetReadDeadline(time.Time{})
 	ic.peerLimits(ss.Params)
+	return nil
+}
+
+// setupBidi16 runs the client SETUP of draft 16 as MediaMTX reads it: on
+// the first bidi stream, CLIENT_SETUP and SERVER_SETUP carrying draft 17's
+// SETUP options. The stream stays open (MediaMTX reads it to its end);
+// the session then goes on in draft 18's messages (ic.v).
+func (ic *ietfConn) setupBidi16(ctx context.Context, params ietf.Params) error {
+	str, err := ic.OpenBidi(ctx)
+	if err != nil {
+		return fmt.Errorf("moq: open setup stream: %w", err)
+	}
+	if _, err := str.Write(ietf.AppendSetupAs(nil, ietf.TypeClientSetup, &ietf.Setup{Params: params}, ic.v)); err != nil {
+		return fmt.Errorf("moq: send CLIENT_SETUP: %w", err)
+	}
+	r := bufio.NewReader(str)
+	stop := context.AfterFunc(ctx, func() { str.SetReadDeadline(time.Now()) })
+	defer stop()
+	typ, body, err := ietf.ReadMessage(r, ic.v)
+	if err != nil {
+		return fmt.Errorf("moq: read SERVER_SETUP: %w", protocolErr(err))
+	}
+	var m ietf.Setup
+	if typ != ietf.TypeServerSetup {
+		return fmt.Errorf("%w: message %#x instead of SERVER_SETUP", ErrProtocol, typ)
+	}
+	if err := ietf.Decode(body, &m, ic.v); err != nil {
+		return fmt.Errorf("moq: SERVER_SETUP: %w", protocolErr(err))
+	}
+	str.SetReadDeadline(time.Time{})
+	ic.setupOut, ic.ctrlR = str, r
 	return nil
 }
 
@@ -290,6 +330,9 @@ func (ic *ietfConn) serverHandshake(ctx context.Context) (path, token string, er
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var peer ietf.Params
+	if ic.setup16 {
+		return ic.serverSetup16(ctx)
+	}
 	if !ic.v.ControlStream() {
 		if peer, err = ic.setupStreams(ctx, ic.setupParams(ietfSetupParams{})); err != nil {
 			return "", "", err
@@ -330,6 +373,34 @@ func (ic *ietfConn) serverHandshake(ctx context.Context) (path, token string, er
 		path = string(p)
 	}
 	return path, ic.setupToken(peer), nil
+}
+
+// serverSetup16 is the server side of setupBidi16, as a Strict server
+// runs it: a CLIENT_SETUP in draft 16's own layout (a parameter count
+// first) ends the session with code 0, as it does in MediaMTX, whose
+// parser fails on it.
+func (ic *ietfConn) serverSetup16(ctx context.Context) (path, token string, err error) {
+	str, err := ic.AcceptBidi(ctx)
+	if err != nil {
+		return "", "", fmt.Errorf("moq: no setup stream: %w", err)
+	}
+	r := bufio.NewReader(str)
+	stop := context.AfterFunc(ctx, func() { str.SetReadDeadline(time.Now()) })
+	defer stop()
+	typ, body, err := ietf.ReadMessage(r, ic.v)
+	var m ietf.Setup
+	var std ietf.ClientSetup
+	if err != nil || typ != ietf.TypeClientSetup || ietf.Decode(body, &m, ic.v) != nil || ietf.Decode(body, &std, ietf.Draft16) == nil {
+		ic.Close(ietfNoError, "")
+		return "", "", fmt.Errorf("%w: CLIENT_SETUP not in draft 17's SETUP layout", ErrProtocol)
+	}
+	str.SetReadDeadline(time.Time{})
+	if _, err := str.Write(ietf.AppendSetupAs(nil, ietf.TypeServerSetup, &ietf.Setup{}, ic.v)); err != nil {
+		return "", "", fmt.Errorf("moq: send SERVER_SETUP: %w", err)
+	}
+	ic.setupOut, ic.ctrlR = str, r
+	p, _ := m.Params.Bytes(ietf.SetupPath)
+	return string(p), ic.setupToken(m.Params), nil
 }
 
 // setupToken returns the token of the client's SETUP AUTHORIZATION TOKEN

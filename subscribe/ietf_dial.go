@@ -87,6 +87,11 @@ func ietfVersionOf(c conn) (ietf.Version, bool) {
 // Authority, its jwt in the Authorization Token.
 func (s *Session) ietfDial(ctx context.Context, c conn, v ietf.Version, t *transport.Target) (conn, error) {
 	ic := newIETFConn(c, v, true, s.log)
+	if s.compat.layout18.Load() && (v == ietf.Draft16 || v == ietf.Draft17) {
+		// A server known to speak draft 18's messages on this draft.
+		ic = newIETFConn(c, ietf.Draft18, true, s.log)
+		ic.alpnV, ic.setup16 = v, v == ietf.Draft16
+	}
 	p := ietfSetupParams{token: ietfTokenOf(t.URL)}
 	if !c.WebTransport() {
 		p.path, p.authority = t.SetupPath, t.URL.Host
@@ -96,7 +101,7 @@ func (s *Session) ietfDial(ctx context.Context, c conn, v ietf.Version, t *trans
 	}
 	if err := ic.clientHandshake(ctx, p); err != nil {
 		c.Close(ietfProtocolViolation, "setup failed")
-		return nil, fmt.Errorf("moq: %v SETUP with %s: %w", v, t.HostPort, err)
+		return nil, fmt.Errorf("moq: %v SETUP with %s: %w", v, t.HostPort, &setupError{v: v, err: err})
 	}
 	s.log.Debug("moq: moq-transport session", "version", v)
 	return ic, nil
@@ -108,6 +113,11 @@ func (s *Session) ietfDial(ctx context.Context, c conn, v ietf.Version, t *trans
 // request's URL on WebTransport.
 func (s *Server) acceptIETF(c conn, v ietf.Version, a transport.Accepted) {
 	ic := newIETFConn(c, v, false, s.log)
+	if s.opts.strict != nil && (v == ietf.Draft16 || v == ietf.Draft17) {
+		// As MediaMTX: draft 18's messages on drafts 16 and 17.
+		ic = newIETFConn(c, ietf.Draft18, false, s.log)
+		ic.alpnV, ic.setup16 = v, v == ietf.Draft16
+	}
 	path, tok, err := ic.serverHandshake(s.ctx)
 	if err != nil {
 		s.log.Debug("moq: moq-transport SETUP", "version", v, "err", err)
@@ -138,3 +148,12 @@ func (s *Server) acceptIETF(c conn, v ietf.Version, a transport.Accepted) {
 	}
 	s.deliver(sess)
 }
+
+// setupError is a failed moq-transport SETUP of draft v.
+type setupError struct {
+	v   ietf.Version
+	err error
+}
+
+func (e *setupError) Error() string { return e.err.Error() }
+func (e *setupError) Unwrap() error { return e.err }

@@ -132,7 +132,12 @@ func (s *Session) serveIETFRequest(ic *ietfConn, str bidiStream, r io.Reader, ty
 	}
 	if p := s.opts.strict; p != nil {
 		what := p.refuses(typ, body, ic.v)
-		if m, ok := decodeSubscribe(typ, body, ic.v); ok && what == "" && s.ietfPublishedTrack(strictNamespace(s, m.Namespace), m.Track) == nil {
+		m, ok := decodeSubscribe(typ, body, ic.v)
+		switch {
+		case what != "" || typ != ietf.TypeSubscribe:
+		case !ok:
+			what = "malformed SUBSCRIBE" // MediaMTX's parser fails: a close
+		case s.ietfPublishedTrack(strictNamespace(s, m.Namespace), m.Track) == nil:
 			what = "unknown track"
 		}
 		if what != "" {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quic-go/quic-go/http3"
+
 	"github.com/moq-export/moq-export/internal/moq/transport"
 )
 
@@ -72,6 +74,25 @@ func TestCloseErrorsSayTheirMeaningInWords(t *testing.T) {
 	got := transport.MapError[moqErrors](raw)
 	if re, ok := errors.AsType[*ResetError](got); !ok || re.Code != 966049156 || !strings.Contains(got.Error(), "session is gone") {
 		t.Errorf("unconvertible WebTransport reset: %v", got)
+	}
+}
+
+// TestAConnectStreamEndedWithoutACloseCapsuleIsThePeersClose: MediaMTX's
+// webtransport-go (0.12) ends a session's CONNECT stream in a way ours
+// (0.13) reports as a malformed capsule, "H3_DATAGRAM_ERROR (local):
+// unexpected EOF"; read as what it is, the peer's close with code 0, a
+// session ended right after a request it does not support is learnt from
+// (compat.go) instead of retried in vain until the backoff gives up.
+func TestAConnectStreamEndedWithoutACloseCapsuleIsThePeersClose(t *testing.T) {
+	for _, tc := range []struct {
+		msg    string
+		remote bool
+	}{{"unexpected EOF", true}, {"EOF", true}, {"datagram too large", false}} {
+		got := transport.MapError[moqErrors](&http3.Error{ErrorCode: http3.ErrCodeDatagramError, ErrorMessage: tc.msg})
+		ce, ok := errors.AsType[*CloseError](got)
+		if ok != tc.remote || (ok && (!ce.Remote || ce.Code != 0)) {
+			t.Errorf("%q: %#v", tc.msg, got)
+		}
 	}
 }
 

@@ -175,6 +175,21 @@ func dial(ctx context.Context, rawURL string, opts Options, wrap func(conn) conn
 			c = wrap(c)
 		}
 		if v, ok := ietfVersionOf(c); ok {
+			ic, err := s.ietfDial(ctx, c, v, t)
+			if err == nil || !s.compat.learnSetup(err, s.log) {
+				return ic, err
+			}
+			// Once more, in the layout just learnt.
+			if c, err = d.dial(ctx); err != nil {
+				return nil, err
+			}
+			if wrap != nil {
+				c = wrap(c)
+			}
+			if v, ok = ietfVersionOf(c); !ok {
+				c.Close(CodeCancel, "")
+				return nil, fmt.Errorf("moq: %s: the server changed its protocol", t.HostPort)
+			}
 			return s.ietfDial(ctx, c, v, t)
 		}
 		if !c.WebTransport() {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
 	"github.com/quic-go/webtransport-go"
 )
 
@@ -28,6 +29,14 @@ func mapErr[E Errors](err error) error {
 	}
 	if se, ok := errors.AsType[*webtransport.SessionError](err); ok {
 		return e.Closed(uint64(se.ErrorCode), se.Message, se.Remote)
+	}
+	if he, ok := errors.AsType[*http3.Error](err); ok && he.ErrorCode == http3.ErrCodeDatagramError &&
+		(he.ErrorMessage == io.EOF.Error() || he.ErrorMessage == io.ErrUnexpectedEOF.Error()) {
+		// The peer ended the session's CONNECT stream without a whole
+		// WT_CLOSE_SESSION capsule (MediaMTX's webtransport-go 0.12 on
+		// CloseWithError(0, "")): webtransport-go 0.13 reports a
+		// malformed capsule, the spec a close with code 0.
+		return e.Closed(0, "", true)
 	}
 	if code, words, ok := wtUnmappedReset(err); ok {
 		// An HTTP/3 code webtransport-go reports only in its text (a

@@ -142,9 +142,17 @@ func (m *Setup) decode(d *decoder) { m.Params = decodeParams(d, true) }
 // AppendSetupStream appends the start of a drafts 17+ setup stream: the
 // stream type and the SETUP.
 func AppendSetupStream(b []byte, m *Setup, v Version) []byte {
+	return AppendSetupAs(b, TypeSetupStream, m, v)
+}
+
+// AppendSetupAs appends m, a drafts 17+ SETUP, as a message of type typ:
+// MediaMTX's CLIENT_SETUP and SERVER_SETUP on draft 16 are draft 17's
+// SETUP options under the draft-16 types, on the first bidirectional
+// stream.
+func AppendSetupAs(b []byte, typ uint64, m *Setup, v Version) []byte {
 	e := encoder{v: v}
 	m.encode(&e)
-	return AppendMessage(b, TypeSetupStream, e.b, v)
+	return AppendMessage(b, typ, e.b, v)
 }
 
 // Filter kinds of SUBSCRIBE.
