@@ -110,14 +110,14 @@ func TestPeerNotReadingItsAnnounceStreamBlocksNothing(t *testing.T) {
 	defer cancel()
 	stuck, healthy := newPipeBidi("", true), newPipeBidi("", false)
 	for _, str := range []*pipeBidi{stuck, healthy} {
-		wg.Go(func() { s.serveAnnounce(ctx, wire.Lite05, str, bufio.NewReader(str)) })
+		wg.Go(func() { s.pub.serveAnnounce(ctx, wire.Lite05, str, bufio.NewReader(str)) })
 		// Unblocks everything when the test fails early.
 		defer str.CancelWrite(CodeCancel)
 	}
 	waitFor(t, "both announce streams", func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return len(s.annServes) == 2
+		s.pub.mu.Lock()
+		defer s.pub.mu.Unlock()
+		return len(s.pub.annServes) == 2
 	})
 
 	published := make(chan error, 1)
@@ -145,9 +145,9 @@ func TestPeerNotReadingItsAnnounceStreamBlocksNothing(t *testing.T) {
 		return stuck.writeCode.Load()-1 == CodeTimeout && stuck.readCode.Load()-1 == CodeTimeout
 	})
 	waitFor(t, "the stuck stream to be forgotten", func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return len(s.annServes) == 1
+		s.pub.mu.Lock()
+		defer s.pub.mu.Unlock()
+		return len(s.pub.annServes) == 1
 	})
 	if healthy.writeCode.Load() != 0 || healthy.readCode.Load() != 0 {
 		t.Fatal("the healthy stream was reset")

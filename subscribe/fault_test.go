@@ -444,7 +444,7 @@ func TestPublisherRestartOnSamePortResumesSubscription(t *testing.T) {
 		if err := peer.Publish(sb.b); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the aac subscription", func() bool { return peer.servingTrack("live", "aac") >= 1 })
+		waitFor(t, "the aac subscription", func() bool { return peer.pub.servingTrack("live", "aac") >= 1 })
 		return sb
 	}
 	b := client.Broadcast("live")
@@ -538,7 +538,7 @@ func TestTrackRequestedBeforeTheBroadcastExistsWaitsForItsAnnouncement(t *testin
 	if err := peer.Publish(pb); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the subscription", func() bool { return peer.servingTrack("late", "v") == 1 })
+	waitFor(t, "the subscription", func() bool { return peer.pub.servingTrack("late", "v") == 1 })
 	g, _ := src.AppendGroup()
 	g.WriteFrame(model.Frame{Timestamp: 7, Payload: []byte("late frame")})
 	evs := collect(t, ctx, c, 1)

@@ -166,7 +166,7 @@ func subscribeTrack(t *testing.T, opts Options, name string) subscribed {
 		t.Fatal(err)
 	}
 	cons := tr.Subscribe(0)
-	waitFor(t, "the subscription", func() bool { return peer.servingTrack("live", name) == 1 })
+	waitFor(t, "the subscription", func() bool { return peer.pub.servingTrack("live", name) == 1 })
 	return subscribed{ctx: ctx, client: client, pub: pt, track: tr, cons: cons}
 }
 

@@ -633,7 +633,7 @@ func (s *Session) serveIETF(ic *ietfConn) {
 	wg.Go(func() {
 		serveStreams(ctx, ic.AcceptBidi, func(str bidiStream) { s.handleIETFBidi(ic, str) })
 	})
-	wg.Go(func() { s.ietfAnnounce(ic) })
+	wg.Go(func() { s.pub.ietfAnnounce(ic) })
 	select {
 	case <-ctx.Done():
 	case <-s.ctx.Done():
@@ -732,7 +732,7 @@ func (s *Session) ietfControl(ic *ietfConn, typ uint64, body []byte) error {
 		s.ietfGoAway(ic, m)
 	case ietf.TypeSubscribe, ietf.TypeFetch, ietf.TypeSubscribeNamespace14, ietf.TypeTrackStatus, ietf.TypePublish:
 		// Requests of a peer that subscribes to what we publish.
-		return s.serveIETFRequest(ic, nil, nil, typ, body)
+		return s.pub.serveIETFRequest(ic, nil, nil, typ, body)
 	case ietf.TypeUnsubscribe, ietf.TypeFetchCancel:
 		var m ietf.RequestID
 		if err := decode(&m); err != nil {
@@ -839,7 +839,7 @@ func (s *Session) handleIETFBidi(ic *ietfConn, str bidiStream) {
 		return
 	}
 	if typ != ietf.TypePublishNamespace {
-		if err := s.serveIETFRequest(ic, str, r, typ, body); err != nil {
+		if err := s.pub.serveIETFRequest(ic, str, r, typ, body); err != nil {
 			s.log.Warn("moq: request stream", "err", err)
 			resetStream(str, ietfProtocolViolation)
 		}

@@ -125,7 +125,7 @@ func (sv *ietfServe) refuse(reqType, code uint64, reason string) {
 // serveIETFRequest answers one request of the peer (body of type typ),
 // on the control stream or on the request's own stream str (read by r
 // after the request: its end cancels the request).
-func (s *Session) serveIETFRequest(ic *ietfConn, str bidiStream, r io.Reader, typ uint64, body []byte) error {
+func (s *publisher) serveIETFRequest(ic *ietfConn, str bidiStream, r io.Reader, typ uint64, body []byte) error {
 	id, err := ietf.RequestIDOf(body, ic.v)
 	if err != nil {
 		return protocolErr(err)
@@ -225,7 +225,7 @@ func timestampExt(pk hang.Track, ts int64, v ietf.Version) []byte {
 // strictNamespace is the broadcast a SUBSCRIBE names on a Strict server:
 // as MediaMTX ties a session to the stream its path names, the namespace
 // is taken relative to the session path ("" is the session's stream).
-func strictNamespace(s *Session, ns string) string { return joinPath(s.Path(), ns) }
+func strictNamespace(s *publisher, ns string) string { return joinPath(s.root(), ns) }
 
 // decodeSubscribe decodes body when typ is SUBSCRIBE.
 func decodeSubscribe(typ uint64, body []byte, v ietf.Version) (ietf.Subscribe, bool) {
@@ -334,7 +334,7 @@ func ietfSubscribeRange(f ietf.Filter, v ietf.Version, e ietfEdge) ietfRange {
 
 // ietfServeTrackStatus answers TRACK_STATUS with what SUBSCRIBE_OK would
 // say (Largest Object, timescale), or the refusal SUBSCRIBE would get.
-func (s *Session) ietfServeTrackStatus(sv *ietfServe, m ietf.Subscribe) {
+func (s *publisher) ietfServeTrackStatus(sv *ietfServe, m ietf.Subscribe) {
 	t := s.ietfPublishedTrack(m.Namespace, m.Track)
 	if t == nil {
 		sv.refuse(ietf.TypeTrackStatus, ietfErrDoesNotExist, "no such track")
@@ -358,7 +358,7 @@ var errRangeDone = errors.New("the subscription's range was delivered")
 
 // ietfServeSubscribe serves one SUBSCRIBE until the track ends, its range
 // was delivered or the peer unsubscribes.
-func (s *Session) ietfServeSubscribe(sv *ietfServe, m ietf.Subscribe) {
+func (s *publisher) ietfServeSubscribe(sv *ietfServe, m ietf.Subscribe) {
 	t := s.ietfPublishedTrack(m.Namespace, m.Track)
 	if t == nil {
 		sv.refuse(ietf.TypeSubscribe, ietfErrDoesNotExist, "no such track")
@@ -409,7 +409,7 @@ func (s *Session) ietfServeSubscribe(sv *ietfServe, m ietf.Subscribe) {
 
 // ietfPublishedTrack returns a track of a published broadcast, nil when
 // either is unknown.
-func (s *Session) ietfPublishedTrack(broadcast, track string) *model.Track {
+func (s *publisher) ietfPublishedTrack(broadcast, track string) *model.Track {
 	b := s.publishedBroadcast(broadcast)
 	if b == nil {
 		return nil
@@ -573,7 +573,7 @@ func (w *ietfGroupWriter) close() {
 // it joins and ends at that subscription's Largest Location, starting
 // Offset groups before it (relative) or at group Offset (absolute). ns
 // and name are the broadcast and track.
-func (s *Session) ietfFetchRange(sv *ietfServe, m ietf.Fetch) (t *model.Track, ns, name string, r ietfRange, code uint64, reason string) {
+func (s *publisher) ietfFetchRange(sv *ietfServe, m ietf.Fetch) (t *model.Track, ns, name string, r ietfRange, code uint64, reason string) {
 	if m.Type == ietf.FetchStandalone {
 		t = s.ietfPublishedTrack(m.Namespace, m.Track)
 		if t == nil {
@@ -613,7 +613,7 @@ func (s *Session) ietfFetchRange(sv *ietfServe, m ietf.Fetch) (t *model.Track, n
 // ietfServeFetch serves a FETCH: the objects of its range that the track
 // holds, in ascending group order (descending when asked, in draft 14) on
 // one fetch stream; a group still being written is served as it grows.
-func (s *Session) ietfServeFetch(sv *ietfServe, m ietf.Fetch) {
+func (s *publisher) ietfServeFetch(sv *ietfServe, m ietf.Fetch) {
 	t, ns, name, rng, code, reason := s.ietfFetchRange(sv, m)
 	if t == nil {
 		sv.refuse(ietf.TypeFetch, code, reason)
@@ -736,7 +736,7 @@ func (w *fetchWriter) group(g *model.Group, seq uint64, rng ietfRange) bool {
 // ietfAnnounce offers every published broadcast to the peer with
 // PUBLISH_NAMESPACE, and withdraws the unpublished ones, until the
 // connection is gone.
-func (s *Session) ietfAnnounce(ic *ietfConn) {
+func (s *publisher) ietfAnnounce(ic *ietfConn) {
 	if s.opts.strict != nil {
 		return // MediaMTX announces nothing
 	}

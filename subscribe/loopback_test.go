@@ -83,7 +83,7 @@ func checkDeliversEveryFrameOf(t *testing.T, ctx context.Context, client, peer *
 		tracks[s.Name] = tr
 	}
 	// Media tracks plus the catalog.
-	waitFor(t, "subscriptions", func() bool { return peer.serving.Load() == int64(len(sb.samples)+1) })
+	waitFor(t, "subscriptions", func() bool { return peer.pub.serving.Load() == int64(len(sb.samples)+1) })
 	sb.fill(t, 0, true)
 	// Groups travel on parallel streams and arrive in any order; a
 	// consumer that starts early begins at the first group to
@@ -129,7 +129,7 @@ func TestAcceptedSessionRecordsWhatTheClientPublishes(t *testing.T) {
 	// The catalog is subscribed first (to learn the container): wait for
 	// the h264 subscription itself, or the publisher starts it at the
 	// newest group filled so far.
-	waitFor(t, "the h264 subscription", func() bool { return client.servingTrack("cam", "h264") >= 1 })
+	waitFor(t, "the h264 subscription", func() bool { return client.pub.servingTrack("cam", "h264") >= 1 })
 	sb.fill(t, 0, true)
 	waitFor(t, "end of subscriptions", func() bool { return peer.subCount() <= 1 })
 	evs, err := readEvents(ctx, tr.Subscribe(time.Hour), func([]model.Event) bool { return false })
@@ -172,7 +172,7 @@ func BenchmarkLoopbackFrames(b *testing.B) {
 	src := pb.CreateTrack("v")
 	peer.Publish(pb)
 	tr, _ := client.Broadcast("bench").Track("v")
-	for peer.serving.Load() < 1 {
+	for peer.pub.serving.Load() < 1 {
 		time.Sleep(time.Millisecond)
 	}
 	c := tr.Subscribe(time.Hour)
@@ -226,8 +226,8 @@ func TestBroadcastClosedByItsOwnerIsForgotten(t *testing.T) {
 	if _, err := b.Track("v"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the subscription", func() bool { return peer.servingTrack("live", "v") == 1 })
+	waitFor(t, "the subscription", func() bool { return peer.pub.servingTrack("live", "v") == 1 })
 	b.Close(nil)
 	waitFor(t, "a new broadcast for the path", func() bool { return client.Broadcast("live") != b })
-	waitFor(t, "the closed broadcast's subscription to end", func() bool { return peer.servingTrack("live", "v") == 0 })
+	waitFor(t, "the closed broadcast's subscription to end", func() bool { return peer.pub.servingTrack("live", "v") == 0 })
 }

@@ -30,14 +30,14 @@ const publishMaxLatency = 5000
 // frames already, sent as they are at the init's mdhd timescale (as
 // `moq import fmp4` publishes them), "loc" tracks get the loc container,
 // the others the legacy one.
-func (s *Session) Publish(b *model.Broadcast) error {
+func (s *Session) Publish(b *model.Broadcast) error { return s.pub.publish(b) }
+
+func (s *publisher) publish(b *model.Broadcast) error {
 	path := normPath(b.Name())
-	s.mu.Lock()
-	if s.err != nil {
-		err := s.err
-		s.mu.Unlock()
+	if err := s.sessionErr(); err != nil {
 		return err
 	}
+	s.mu.Lock()
 	if _, ok := s.published[path]; ok {
 		s.mu.Unlock()
 		return fmt.Errorf("%w: %q", ErrAlreadyPublished, path)
@@ -60,9 +60,9 @@ func (s *Session) Publish(b *model.Broadcast) error {
 
 // Unpublish stops serving the broadcast at path and announces its end.
 // Subscriptions already running continue until their tracks end.
-func (s *Session) Unpublish(path string) { s.unpublish(normPath(path), nil) }
+func (s *Session) Unpublish(path string) { s.pub.unpublish(normPath(path), nil) }
 
-func (s *Session) unpublish(path string, only *model.Broadcast) {
+func (s *publisher) unpublish(path string, only *model.Broadcast) {
 	s.mu.Lock()
 	b, ok := s.published[path]
 	if !ok || (only != nil && b != only) {
@@ -74,7 +74,7 @@ func (s *Session) unpublish(path string, only *model.Broadcast) {
 	s.mu.Unlock()
 }
 
-func (s *Session) publishedBroadcast(path string) *model.Broadcast {
+func (s *publisher) publishedBroadcast(path string) *model.Broadcast {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.published[normPath(path)]
@@ -83,7 +83,7 @@ func (s *Session) publishedBroadcast(path string) *model.Broadcast {
 // publishedTrack returns the published track a TRACK or SUBSCRIBE request
 // names, or resets str (30 for an unknown broadcast, 13 for an unknown
 // track) and returns nil.
-func (s *Session) publishedTrack(v *wire.Version, str bidiStream, broadcast, track string) *model.Track {
+func (s *publisher) publishedTrack(v *wire.Version, str bidiStream, broadcast, track string) *model.Track {
 	code := uint64(CodeUnroutable)
 	if b := s.publishedBroadcast(broadcast); b != nil {
 		t, err := b.Track(track)
@@ -108,7 +108,7 @@ func readRequest(str bidiStream, r *bufio.Reader, m interface{ Decode([]byte) er
 
 // serveTrack answers TRACK with TRACK_INFO, or resets the stream (30 for an
 // unknown broadcast, 13 for an unknown track).
-func (s *Session) serveTrack(v *wire.Version, str bidiStream, r *bufio.Reader) {
+func (s *publisher) serveTrack(v *wire.Version, str bidiStream, r *bufio.Reader) {
 	var req wire.TrackRequest
 	if !readRequest(str, r, &req) || s.publishedTrack(v, str, req.Broadcast, req.Track) == nil {
 		return
@@ -125,7 +125,7 @@ func (s *Session) serveTrack(v *wire.Version, str bidiStream, r *bufio.Reader) {
 // serveSubscribe serves one SUBSCRIBE: one uni stream per model group,
 // SUBSCRIBE_OK with the first group, SUBSCRIBE_END and FIN when the track
 // ends, FIN when the peer unsubscribes.
-func (s *Session) serveSubscribe(ctx context.Context, c conn, str bidiStream, r *bufio.Reader) {
+func (s *publisher) serveSubscribe(ctx context.Context, c conn, str bidiStream, r *bufio.Reader) {
 	v := connVersion(c)
 	var req wire.Subscribe
 	if !readRequest(str, r, versioned{&req, v}) {
@@ -197,7 +197,7 @@ func (s *Session) serveSubscribe(ctx context.Context, c conn, str bidiStream, r 
 
 // pubTrack serves one subscription.
 type pubTrack struct {
-	s   *Session
+	s   *publisher
 	c   conn
 	v   *wire.Version
 	ctx context.Context
@@ -412,7 +412,7 @@ func (p *pubTrack) closeGroup(err error) {
 type servingKey struct{ broadcast, track string }
 
 // countServing adds d to the served subscriptions of key.
-func (s *Session) countServing(key servingKey, d int) {
+func (s *publisher) countServing(key servingKey, d int) {
 	s.mu.Lock()
 	s.servingTracks[key] += d
 	if s.servingTracks[key] == 0 {
@@ -424,7 +424,7 @@ func (s *Session) countServing(key servingKey, d int) {
 
 // servingTrack returns how many subscriptions to track of broadcast this
 // session serves now, counting those whose start group is fixed.
-func (s *Session) servingTrack(broadcast, track string) int {
+func (s *publisher) servingTrack(broadcast, track string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.servingTracks[servingKey{normPath(broadcast), track}]
@@ -434,7 +434,7 @@ func (s *Session) servingTrack(broadcast, track string) int {
 // track still holds, then FIN; a group it does not hold (never made, or
 // dropped from the track's buffer) is reset with 13, as the reference does.
 // A group still being written is served as its frames arrive.
-func (s *Session) serveFetch(ctx context.Context, v *wire.Version, str bidiStream, r *bufio.Reader) {
+func (s *publisher) serveFetch(ctx context.Context, v *wire.Version, str bidiStream, r *bufio.Reader) {
 	var req wire.Fetch
 	if !readRequest(str, r, versioned{&req, v}) {
 		return

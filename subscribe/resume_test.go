@@ -88,7 +88,7 @@ func newOutageRig(t *testing.T, ctx context.Context, keepGroups int, tweak ...fu
 	// nothing before it serves this one.
 	select {
 	case peer := <-peers:
-		waitFor(t, "the subscription to be served", func() bool { return peer.servingTrack("live", "a") >= 1 })
+		waitFor(t, "the subscription to be served", func() bool { return peer.pub.servingTrack("live", "a") >= 1 })
 	case <-ctx.Done():
 		t.Fatal("no session accepted")
 	}

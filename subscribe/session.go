@@ -17,7 +17,6 @@ import (
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/internal/moq/transport"
 	"github.com/moq-export/moq-export/internal/varint"
-	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
@@ -57,11 +56,7 @@ type Session struct {
 	remotes   map[string]*remoteBroadcast
 	// feeds are the announcement feeds running, which remote broadcasts
 	// follow (see Session.Broadcast).
-	feeds     map[*Announcements]struct{}
-	published map[string]*model.Broadcast
-	// pubChanged is closed and replaced when published changes.
-	pubChanged chan struct{}
-	annServes  map[*announceServe]struct{}
+	feeds map[*Announcements]struct{}
 	// containers holds the container kind of tracks learnt from catalogs:
 	// broadcast path -> track -> kind.
 	containers map[string]map[string]string
@@ -72,11 +67,8 @@ type Session struct {
 	// -> rendition (their packaging's details, cmaf.go).
 	renditions map[string]map[string]catalog.Rendition
 
-	// serving counts the subscriptions this session serves as publisher,
-	// servingTracks the same by track; a subscription counts once its
-	// start group is fixed (tests wait for it before they publish).
-	serving       atomic.Int64
-	servingTracks map[servingKey]int
+	// pub is the session's publishing role (publisher.go).
+	pub *publisher
 
 	// version is the version of the latest connection (Version).
 	version atomic.Pointer[wire.Version]
@@ -111,26 +103,24 @@ type Session struct {
 func newSession(opts Options, path string) *Session {
 	opts.fill()
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Session{
-		opts:          opts,
-		log:           opts.Logger,
-		path:          normPath(path),
-		role:          opts.Role,
-		compat:        &serverCompat{},
-		hopID:         randomID(),
-		ctx:           ctx,
-		cancel:        cancel,
-		done:          make(chan struct{}),
-		changed:       make(chan struct{}),
-		subs:          map[uint64]*subscription{},
-		remotes:       map[string]*remoteBroadcast{},
-		published:     map[string]*model.Broadcast{},
-		pubChanged:    make(chan struct{}),
-		annServes:     map[*announceServe]struct{}{},
-		containers:    map[string]map[string]string{},
-		peerSetup:     make(chan struct{}),
-		servingTracks: map[servingKey]int{},
+	s := &Session{
+		opts:       opts,
+		log:        opts.Logger,
+		path:       normPath(path),
+		role:       opts.Role,
+		compat:     &serverCompat{},
+		hopID:      randomID(),
+		ctx:        ctx,
+		cancel:     cancel,
+		done:       make(chan struct{}),
+		changed:    make(chan struct{}),
+		subs:       map[uint64]*subscription{},
+		remotes:    map[string]*remoteBroadcast{},
+		containers: map[string]map[string]string{},
+		peerSetup:  make(chan struct{}),
 	}
+	s.pub = newPublisher(s)
+	return s
 }
 
 // randomID returns a random id in [1, 2^53), safe for JavaScript peers.
@@ -163,6 +153,7 @@ func dial(ctx context.Context, rawURL string, opts Options, wrap func(conn) conn
 	// servers reuse ports).
 	s.compat = compatFor(t.HostPort + "#" + strings.ReplaceAll(strings.ToLower(opts.TLSFingerprint), ":", ""))
 	s.log = s.log.With("url", t.Redacted())
+	s.pub.log = s.log
 	s.target.Store(t)
 	s.dial = func(ctx context.Context) (conn, error) {
 		t := s.target.Load()
@@ -660,11 +651,11 @@ func (s *Session) handleBidi(ctx context.Context, c conn, str bidiStream) {
 	v := connVersion(c)
 	switch {
 	case typ == wire.StreamAnnounce:
-		s.serveAnnounce(ctx, v, str, r)
+		s.pub.serveAnnounce(ctx, v, str, r)
 	case typ == wire.StreamTrack && v.TrackInfo:
-		s.serveTrack(v, str, r)
+		s.pub.serveTrack(v, str, r)
 	case typ == wire.StreamSubscribe:
-		s.serveSubscribe(ctx, c, str, r)
+		s.pub.serveSubscribe(ctx, c, str, r)
 	case typ == wire.StreamProbe && v.ProbeStream:
 		// No transport statistics to report: FIN at once, as @moq/net does.
 		str.Close()
@@ -672,7 +663,7 @@ func (s *Session) handleBidi(ctx context.Context, c conn, str bidiStream) {
 	case typ == wire.StreamGoaway && v.Goaway:
 		s.readLiteGoAway(c, str, r)
 	case typ == wire.StreamFetch && v.Fetch:
-		s.serveFetch(ctx, v, str, r)
+		s.pub.serveFetch(ctx, v, str, r)
 	default:
 		// Unknown streams: refused, never fatal.
 		s.log.Debug("moq: refusing bidi stream", "type", typ, "version", v.Name)

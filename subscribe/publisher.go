@@ -1,0 +1,55 @@
+package subscribe
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/moq-export/moq-export/model"
+)
+
+// publisher is the publishing role of a session: the broadcasts it
+// serves, the subscriptions and FETCHes it answers (publish.go for
+// moq-lite, ietf_publish.go for moq-transport) and the announce streams
+// that follow what it publishes (publish_announce.go). It knows its
+// session only through what newPublisher hands it, never the Session's
+// fields: the subscriber's state and the publisher's do not share a lock.
+type publisher struct {
+	// ctx is the session's: done when the session ends.
+	ctx context.Context
+	log *slog.Logger
+	// opts are the session's (read only).
+	opts *Options
+	// hopID is the session's id in announcement hop lists.
+	hopID uint64
+	// wg is the session's: Close waits for the serving goroutines.
+	wg *sync.WaitGroup
+	// root returns the session root (Session.Path), sessionErr why the
+	// session ended (nil while it lives).
+	root       func() string
+	sessionErr func() error
+
+	// serving counts the subscriptions served, servingTracks the same by
+	// track; a subscription counts once its start group is fixed (tests
+	// wait for it before they publish).
+	serving atomic.Int64
+
+	mu            sync.Mutex
+	published     map[string]*model.Broadcast
+	pubChanged    chan struct{} // closed and replaced when published changes
+	annServes     map[*announceServe]struct{}
+	servingTracks map[servingKey]int
+}
+
+// newPublisher is the publishing role of s.
+func newPublisher(s *Session) *publisher {
+	return &publisher{
+		ctx: s.ctx, log: s.log, opts: &s.opts, hopID: s.hopID, wg: &s.wg,
+		root: s.Path, sessionErr: s.Err,
+		published:     map[string]*model.Broadcast{},
+		pubChanged:    make(chan struct{}),
+		annServes:     map[*announceServe]struct{}{},
+		servingTracks: map[servingKey]int{},
+	}
+}
