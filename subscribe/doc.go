@@ -83,7 +83,11 @@
 // two peers' idle timeouts, so ours applies whatever the relay's (a
 // quic-go peer raises values below 5 s to 5 s for its own side). The first
 // reconnect after such a loss is made at once, then the backoff applies
-// (Options.Reconnect).
+// (Options.Reconnect). Meanwhile the peer is probed every 0.5-1 s with a
+// datagram any QUIC server answers statelessly (Version Negotiation, no
+// handshake); its answer after a silence triggers the next dial at once,
+// so a long outage costs the outage plus about a second, not the backoff's
+// cap (a 7 s outage behind a 10-30 s backoff: 0.7-0.8 s to reconnect).
 //
 // Broadcast paths are relative to the URL path (the session root), as on
 // the wire.

@@ -25,6 +25,9 @@ const (
 // Backoff configures reconnects. The first attempt after the loss of a
 // connection that lasted at least Options.IdleTimeout is made at once; then the delay
 // before attempt n is a random value in [d/2, d] with d = min(Min*2^n, Max).
+// A peer that was silent and answers the session's probes again cuts the
+// delay short (see the package doc): the cap paces dials to a peer that
+// answers but fails them, not the noticing of a peer's return.
 type Backoff struct {
 	// Min is the first delay (default 250ms).
 	Min time.Duration
@@ -121,6 +124,11 @@ type Options struct {
 	alpns []string
 	// strict: see ServerOptions.Strict (accepted sessions only).
 	strict *strictPeer
+
+	// backoffFrom (tests): a failed redial counts as at least this many
+	// failures in a row, so that a short outage backs off as a long one
+	// would have.
+	backoffFrom int
 
 	// resumeGrace is the part of a live track's resume window that does
 	// not depend on the backoff (default 10s; tests shorten it).

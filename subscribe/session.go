@@ -364,15 +364,18 @@ func reconnectDelay(b Backoff, attempt int, atOnce bool) time.Duration {
 }
 
 // redial dials after delay, and again with the backoff of the run st
-// (which every failed dial lengthens) until a dial succeeds. GiveUp counts
-// from the run's first failure, or from now. It returns nil when the
-// session ended (Close, a refusal or give-up).
+// (which every failed dial lengthens) until a dial succeeds; meanwhile the
+// peer is probed, and its answer after a silence cuts the wait short (see
+// reach.go). GiveUp counts from the run's first failure, or from now. It
+// returns nil when the session ended (Close, a refusal or give-up).
 func (s *Session) redial(st *retryRun, delay time.Duration) conn {
 	b := s.opts.Reconnect
 	start := time.Now()
 	if st.failures > 0 {
 		start = st.since
 	}
+	w := s.watchReach()
+	defer w.close()
 	for attempt := 0; ; attempt++ {
 		t := time.NewTimer(delay)
 		select {
@@ -381,13 +384,19 @@ func (s *Session) redial(st *retryRun, delay time.Duration) conn {
 			s.finish(ErrClosed)
 			return nil
 		case <-t.C:
+		case <-w.back:
+			t.Stop()
 		}
 		began := time.Now()
-		ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
-		c, err := s.dial(ctx)
-		cancel()
+		c, back, err := s.dialWatched(w)
 		if err == nil {
 			return c
+		}
+		if back && s.ctx.Err() == nil {
+			// Begun while the peer was silent: not a failure, and the
+			// next one goes at once.
+			delay = 0
+			continue
 		}
 		if refused, ok := refusedDialing(err); ok {
 			s.log.Warn("moq: the peer refused the session; not reconnecting", "reason", refused.Why, "err", err)
@@ -395,6 +404,7 @@ func (s *Session) redial(st *retryRun, delay time.Duration) conn {
 			return nil
 		}
 		st.fail(began)
+		st.failures = max(st.failures, s.opts.backoffFrom)
 		delay = st.delay(b, false)
 		s.log.Warn("moq: reconnect failed", "attempt", attempt+1, "err", err, "failed_in_a_row", st.failures, "retry_in", delay.Round(time.Millisecond))
 		if s.ctx.Err() != nil {

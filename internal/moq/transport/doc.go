@@ -2,7 +2,8 @@
 // listening on raw QUIC (quic-go) and WebTransport (webtransport-go), the
 // batch-reading UDP socket (udpconn_linux.go), parsing and redacting dial
 // URLs, the client TLS configuration with certificate pinning, the
-// fingerprint bootstrap of development relays, and generated certificates.
+// fingerprint bootstrap of development relays, generated certificates, and
+// the stateless reachability probe a redialling session sends (probe.go).
 // Only this package imports quic-go and webtransport-go
 // (internal/layering checks it).
 //

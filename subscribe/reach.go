@@ -1,0 +1,111 @@
+package subscribe
+
+import (
+	"context"
+	"errors"
+	mrand "math/rand/v2"
+	"time"
+
+	"github.com/moq-export/moq-export/internal/moq/transport"
+)
+
+// Noticing at once that a lost peer answers again.
+//
+// The redial backoff (Options.Reconnect) keeps a fleet of recorders from
+// hammering a relay that is down or refusing them, but after a long
+// outage it has grown to its cap (10 s), and a dial in flight when the
+// network comes back may sit between handshake retransmissions for
+// seconds: a peer's return was noticed up to ~14 s late. So while a redial
+// run lasts, the session also probes its peer every 0.5-1 s (random, so
+// that recorders that lost the same relay spread out) with a datagram any
+// QUIC server answers statelessly (transport.Prober: no handshake, no
+// state, nothing to the relay while it is down). When a probe is answered
+// after one that was not, the wait for the next dial ends and a dial that
+// started while the peer was silent starts afresh. A peer that answers
+// every probe but fails the dials (refusing, overloaded) gives no such
+// edge, so the backoff alone paces those dials.
+
+// probeInterval is the longest time between two probes; each waits a
+// random time in [probeInterval/2, probeInterval].
+const probeInterval = time.Second
+
+// errPeerBack cancels a dial that began while the peer was silent, when it
+// answers again.
+var errPeerBack = errors.New("moq: the peer answers again")
+
+// reachWatch probes the session's peer until stopped; back receives a
+// value each time the peer answers after a probe that went unanswered.
+type reachWatch struct {
+	back chan struct{}
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// watchReach starts probing the current target.
+func (s *Session) watchReach() *reachWatch {
+	ctx, cancel := context.WithCancel(s.ctx)
+	w := &reachWatch{back: make(chan struct{}, 1), stop: cancel, done: make(chan struct{})}
+	hostport := s.target.Load().HostPort
+	go func() {
+		defer close(w.done)
+		p, err := transport.NewProber(hostport)
+		if err != nil {
+			s.log.Debug("moq: cannot probe the peer; redials follow the backoff only", "err", err)
+			return
+		}
+		defer p.Close()
+		silent := false
+		for ctx.Err() == nil {
+			wait := probeInterval/2 + time.Duration(mrand.Int64N(int64(probeInterval/2)+1))
+			began := time.Now()
+			if !p.Probe(ctx, wait) {
+				silent = true
+				continue
+			}
+			if silent {
+				s.log.Info("moq: the peer answers again; reconnecting now")
+				select {
+				case w.back <- struct{}{}:
+				default:
+				}
+			}
+			silent = false
+			timer := time.NewTimer(time.Until(began.Add(wait)))
+			select {
+			case <-ctx.Done():
+			case <-timer.C:
+			}
+			timer.Stop()
+		}
+	}()
+	return w
+}
+
+// close stops the probes and waits for them.
+func (w *reachWatch) close() {
+	w.stop()
+	<-w.done
+}
+
+// dialWatched dials once; a dial still in flight when the peer answers
+// again after a silence is cancelled, and back says so.
+func (s *Session) dialWatched(w *reachWatch) (c conn, back bool, err error) {
+	ctx, cancel := context.WithCancelCause(s.ctx)
+	defer cancel(nil)
+	dctx, cancelTimeout := context.WithTimeout(ctx, 10*time.Second)
+	defer cancelTimeout()
+	stop := make(chan struct{})
+	go func() {
+		select {
+		case <-w.back:
+			cancel(errPeerBack)
+		case <-stop:
+		}
+	}()
+	c, err = s.dial(dctx)
+	close(stop)
+	if err != nil && errors.Is(context.Cause(ctx), errPeerBack) {
+		return nil, true, err
+	}
+	return c, false, err
+}
