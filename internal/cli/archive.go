@@ -222,6 +222,22 @@ func listArchive(ctx context.Context, c *Config, w io.Writer) error {
 	return nil
 }
 
+// replayName is the broadcast a replay serves: -b, or the archive's only
+// one.
+func replayName(ctx context.Context, c *Config, src Source) (string, error) {
+	if c.Broadcast != "" {
+		return c.Broadcast, nil
+	}
+	names, err := src.(archiveSource).ArchiveSource.Names(ctx)
+	if err != nil {
+		return "", err
+	}
+	if len(names) != 1 {
+		return "", usagef("the archive holds %d broadcasts (%s): pick one with -b NAME", len(names), strings.Join(names, ", "))
+	}
+	return names[0], nil
+}
+
 // replayToGrace is how long --replay-to keeps its session open after the
 // replay ended, so the peer receives the last groups.
 const replayToGrace = 3 * time.Second
@@ -240,16 +256,9 @@ func publishReplayTo(ctx context.Context, c *Config, log *slog.Logger) error {
 		return err
 	}
 	defer src.Close()
-	name := c.Broadcast
-	if name == "" {
-		names, err := src.(archiveSource).ArchiveSource.Names(ctx)
-		if err != nil {
-			return err
-		}
-		if len(names) != 1 {
-			return usagef("the archive holds %d broadcasts (%s): pick one with -b NAME", len(names), strings.Join(names, ", "))
-		}
-		name = names[0]
+	name, err := replayName(ctx, c, src)
+	if err != nil {
+		return err
 	}
 	target := redactURL(c.ReplayTo)
 	dctx, dcancel := context.WithTimeout(ctx, dialTimeout)

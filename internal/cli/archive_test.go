@@ -31,6 +31,10 @@ func TestArchiveFlagsSayWhatToDo(t *testing.T) {
 		{[]string{dir, "--from", "3s", "--to", "2s", "-o", "x.mkv"}, "is not after"},
 		{[]string{"--replay-to", "moql://127.0.0.1:1/"}, "publishes an archive"},
 		{[]string{dir, "--replay-to", "moql://127.0.0.1:1/", "-o", "x.mkv"}, "records nothing"},
+		{[]string{dir, "--listen", "127.0.0.1:0"}, "add --replay"},
+		{[]string{dir, "--replay"}, "subscribers of --listen"},
+		{[]string{"--replay", "--listen", "127.0.0.1:0"}, "serves an archive"},
+		{[]string{dir, "--replay", "--listen", "127.0.0.1:0", "-o", "x.mkv"}, "records nothing"},
 	} {
 		_, err := parse(t, tc.args...)
 		if !IsUsageError(err) {
@@ -136,4 +140,67 @@ func TestListenArchivesWhatPublishersSend(t *testing.T) {
 	if video < 110 {
 		t.Errorf("%d video packets exported from what --listen archived, want the demo's ~120", video)
 	}
+}
+
+// TestReplayServesTheArchiveToSubscribersOfListen: ARCHIVE --replay
+// --listen serves the archived broadcast as our server; a recorder that
+// dials it records it back equal, packet for packet, to the archive's
+// export, in real time.
+func TestReplayServesTheArchiveToSubscribersOfListen(t *testing.T) {
+	mediatest.RequireTools(t, "ffmpeg", "ffprobe")
+	t.Parallel()
+	dir := t.TempDir()
+	arch := filepath.Join(dir, "arch")
+	run := func(args ...string) {
+		t.Helper()
+		var stderr bytes.Buffer
+		if code := Execute(context.Background(), args, Env{Stdout: &bytes.Buffer{}, Stderr: &stderr}); code != ExitOK {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr.String())
+		}
+	}
+	run("-f", "archive", "-o", arch, "--demo-loops", "1", "--progress", "never")
+	whole := filepath.Join(dir, "whole.mkv")
+	run(arch, "-b", "demo", "-o", whole, "--progress", "never")
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var stderr syncBuffer
+	served := make(chan int, 1)
+	go func() {
+		served <- Execute(ctx, []string{arch, "--replay", "--listen", "127.0.0.1:0"}, Env{Stdout: &bytes.Buffer{}, Stderr: &stderr})
+	}()
+	var addr, pin string
+	for addr == "" {
+		if m := regexp.MustCompile(`moql://(\S+) .*fingerprint ([0-9a-f]{64})`).FindStringSubmatch(stderr.String()); m != nil {
+			addr, pin = m[1], m[2]
+		} else if ctx.Err() != nil {
+			t.Fatalf("no serving line: %s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	replayed := filepath.Join(dir, "replayed.mkv")
+	start := time.Now()
+	run("moql://"+addr+"/", "--tls-fingerprint", pin, "-b", "demo", "-o", replayed, "--progress", "never")
+	took := time.Since(start)
+	if code := <-served; code != ExitOK {
+		t.Fatalf("--replay exited %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "the replay ended") {
+		t.Errorf("--replay did not say the replay ended: %s", stderr.String())
+	}
+	want, got := mediatest.FrameMD5(t, whole), mediatest.FrameMD5(t, replayed)
+	if len(want) < 250 || len(got) != len(want) {
+		t.Fatalf("%d packets replayed, %d in the archive", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("packet %d differs:\nreplayed %s\narchive  %s", i, got[i], want[i])
+		}
+	}
+	// The demo loop is 4 s of media: a replay in real time takes about
+	// that (an unpaced one takes a fraction of a second).
+	if took < 3*time.Second {
+		t.Errorf("the replay of 4 s of media was recorded in %v: not paced in real time", took)
+	}
+	mediatest.DecodeClean(t, replayed)
 }

@@ -185,6 +185,10 @@ func Execute(ctx context.Context, args []string, env Env) int {
 			runErr = publishReplayTo(ctx, cfg, newLogger(con, cfg.LogFormat, logLevel(cfg.Quiet, cfg.Verbose)))
 			return runErr
 		}
+		if cfg.Replay {
+			runErr = serveReplay(ctx, cfg, newLogger(con, cfg.LogFormat, logLevel(cfg.Quiet, cfg.Verbose)))
+			return runErr
+		}
 		if cfg.DemoTo != "" {
 			runErr = publishDemoTo(ctx, cfg, newLogger(con, cfg.LogFormat, logLevel(cfg.Quiet, cfg.Verbose)))
 			return runErr
@@ -406,6 +410,7 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 	f.StringVar(&cfg.To, "to", "", "reading an archive: end at this media or wall-clock `TIME`")
 	f.DurationVar(&cfg.Follow, "follow", 0, "reading an archive: keep reading the records a concurrent writer adds, looking every `D`")
 	f.StringVar(&cfg.ReplayTo, "replay-to", "", "publish the archived broadcast (-b) in real time from --from into this `URL` (a relay, or a --listen moq-export) instead of recording it")
+	f.BoolVar(&cfg.Replay, "replay", false, "serve the archived broadcast (-b) in real time from --from to the subscribers of --listen (a player, a relay or a recorder dialling in) instead of recording it")
 	f.BoolVar(&cfg.DemoFast, "demo-fast", false, "publish the demo as fast as possible instead of in real time (benchmarks)")
 	_ = f.MarkHidden("demo-fast")
 	return cmd

@@ -68,6 +68,7 @@ type Config struct {
 	From, To       string        // --from, --to: the range of an archive source
 	Follow         time.Duration // --follow: read what a writer adds to the archive, looking every D
 	ReplayTo       string        // --replay-to: publish an archived broadcast into this URL
+	Replay         bool          // --replay: serve an archived broadcast to subscribers of --listen
 
 	archive  string       // the directory of an archive source
 	from, to archive.Time // --from, --to parsed
@@ -123,9 +124,12 @@ func (c *Config) Check() error {
 	if c.ReplayTo != "" {
 		return c.checkReplayTo()
 	}
+	if c.Replay {
+		return c.checkReplay()
+	}
 	if c.archive != "" {
 		if c.Listen != "" {
-			return usagef("an archive URL and --listen exclude each other")
+			return usagef("--listen with an archive serves it to subscribers: add --replay (or record it into a file with -o)")
 		}
 	} else if c.URL != "" {
 		if err := checkURL(c.URL); err != nil {
@@ -317,6 +321,23 @@ func (c *Config) checkReplayTo() error {
 	}
 	if c.Listen != "" || c.Output != "-" || c.formatGiven || c.RecordAll || c.List || c.Segment > 0 || c.Retention > 0 {
 		return usagef("--replay-to publishes the archive and records nothing: drop -o, -f, --segment, --retention, --record-all, --list and --listen")
+	}
+	return c.checkArchive()
+}
+
+// checkReplay checks the flags of --replay, which serves an archived
+// broadcast to the subscribers of --listen and records nothing.
+func (c *Config) checkReplay() error {
+	switch {
+	case c.archive == "":
+		return usagef("--replay serves an archive: give its directory (or file:///dir, s3://BUCKET/PREFIX) as the URL")
+	case c.Listen == "":
+		return usagef("--replay serves the archive to subscribers of --listen ADDR (e.g. --listen 127.0.0.1:4443); to push it into a relay use --replay-to URL")
+	case c.Output != "-" || c.formatGiven || c.RecordAll || c.List || c.Segment > 0 || c.Retention > 0:
+		return usagef("--replay serves the archive and records nothing: drop -o, -f, --segment, --retention, --record-all and --list")
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return usagef("--tls-cert and --tls-key go together: give both, or neither for a self-signed certificate")
 	}
 	return c.checkArchive()
 }

@@ -140,16 +140,9 @@ func serveDemo(ctx context.Context, cfg *Config, con *console, log *slog.Logger)
 // openServer listens on --listen with the command's certificate, token key
 // and limits, and says where.
 func (a *app) openServer() (*subscribe.Server, error) {
-	var cert tls.Certificate
-	var pin string
-	var err error
-	if a.cfg.TLSCert != "" {
-		cert, err = tls.LoadX509KeyPair(a.cfg.TLSCert, a.cfg.TLSKey)
-		if err != nil {
-			return nil, fmt.Errorf("loading --tls-cert/--tls-key: %w; give PEM files of a certificate and its key", err)
-		}
-	} else if cert, pin, err = subscribe.SelfSignedCert(); err != nil {
-		return nil, fmt.Errorf("making a self-signed certificate: %w; give one with --tls-cert and --tls-key", err)
+	cert, pin, err := listenCert(a.cfg)
+	if err != nil {
+		return nil, err
 	}
 	opts := subscribe.ServerOptions{Certificates: []tls.Certificate{cert}, Logger: a.log, FingerprintHTTP: pin != "", MaxSessions: a.cfg.MaxPublishers,
 		ReleaseRead: true, Objects: a.cfg.Format == record.Archive}
@@ -301,6 +294,22 @@ func (a *app) listen(ctx context.Context) error {
 // to leave after its GOAWAY (it closes its session once it has dialled
 // where it reconnects).
 const drainWait = 2 * time.Second
+
+// listenCert is the certificate of --listen: --tls-cert/--tls-key, or a
+// self-signed one whose pin (SHA-256 fingerprint) it returns.
+func listenCert(c *Config) (cert tls.Certificate, pin string, err error) {
+	if c.TLSCert != "" {
+		cert, err = tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
+		if err != nil {
+			return cert, "", fmt.Errorf("loading --tls-cert/--tls-key: %w; give PEM files of a certificate and its key", err)
+		}
+		return cert, "", nil
+	}
+	if cert, pin, err = subscribe.SelfSignedCert(); err != nil {
+		return cert, "", fmt.Errorf("making a self-signed certificate: %w; give one with --tls-cert and --tls-key", err)
+	}
+	return cert, pin, nil
+}
 
 // loopbackOnly reports whether a listener at addr is reachable from this
 // host only (a loopback IP; not the unspecified address, which is every
