@@ -387,6 +387,12 @@ func (f *feeder) fill(ctx context.Context, ft *feedTrack, now int64) error {
 		if ft.g == nil || fr.group != ft.gseq {
 			if ft.g != nil {
 				ft.g.Close(nil)
+				if fr.group > ft.gseq+1 {
+					// Groups the archive never held (the source skipped
+					// them, or its recorder was down): its readers go on
+					// at once instead of waiting for them.
+					ft.t.MarkLost(ft.gseq+1, fr.group)
+				}
 			}
 			g, err := ft.t.CreateGroup(fr.group)
 			if err != nil {

@@ -181,8 +181,13 @@ type trackWriter struct {
 	next     uint64 // sequence of the next record
 	offset   uint64 // oldest retained record
 	kept     []keptRecord
-	minGroup uint64 // groups below were archived before (a resumed prefix)
-	expired  []expiry
+	// A resumed prefix: the frames before resume were archived by an
+	// earlier run, whose newest record starts at group resumeFloor; a
+	// group before that means the source restarted its numbering.
+	resuming    bool
+	resume      layout.Position
+	resumeFloor uint64
+	expired     []expiry
 
 	// The open record.
 	start    layout.Position
@@ -263,20 +268,42 @@ func (tw *trackWriter) frame(group uint64, f model.Frame) error {
 			return err
 		}
 	}
-	if group < tw.minGroup || (tw.haveCur && group < tw.cur) {
-		return fmt.Errorf("track %q group %d after %d: %w", tw.name, group, max(tw.cur, tw.minGroup), ErrSourceRestarted)
+	if tw.haveCur && group < tw.cur {
+		return fmt.Errorf("track %q group %d after %d: %w", tw.name, group, tw.cur, ErrSourceRestarted)
 	}
+	newGroup := !tw.haveCur || group != tw.cur
 	if tw.cat != nil {
-		if c, err := tw.cat.Frame(group, !tw.haveCur || group != tw.cur, f.Payload); err == nil && c != nil {
+		if c, err := tw.cat.Frame(group, newGroup, f.Payload); err == nil && c != nil {
 			tw.w.renditions(c)
 		}
 	}
-	newGroup := !tw.haveCur || group != tw.cur
+	if tw.resuming {
+		idx := tw.idx
+		if newGroup {
+			idx = 0
+		}
+		if group < tw.resume.Group || group == tw.resume.Group && idx < tw.resume.Frame {
+			if group < tw.resumeFloor {
+				return fmt.Errorf("track %q group %d, before the group %d the archive under %s holds: %w", tw.name, group, tw.resumeFloor, tw.w.prefix, ErrSourceRestarted)
+			}
+			// Archived by the earlier run (a relay hands a resumed
+			// subscriber its current group again): skipped.
+			tw.cur, tw.idx, tw.haveCur = group, idx+1, true
+			return nil
+		}
+		tw.resuming = false
+	}
 	if newGroup && len(tw.frames) > 0 {
 		hole := group != tw.cur+1
 		long := f.Timestamp-tw.frames[0].ts >= layout.CutMin.Microseconds()
 		if tw.sparse || hole || long {
-			if err := tw.commit(f.Timestamp, layout.Position{Group: tw.cur + 1}, !hole); err != nil {
+			end := f.Timestamp
+			if hole {
+				// Groups are missing: the record's media ends with its
+				// own frames, not where the next group starts.
+				end = tw.estimatedEnd()
+			}
+			if err := tw.commit(end, layout.Position{Group: tw.cur + 1}, !hole); err != nil {
 				return err
 			}
 		}
@@ -415,9 +442,24 @@ func (tw *trackWriter) recover(ctx context.Context) error {
 	if !ok {
 		return fmt.Errorf("archive: track %q: recovering: timeline object %d lacks its record", tw.name, last)
 	}
-	tw.next, tw.offset, tw.minGroup = last+1, win.Offset, r.End.Group
-	if r.End.Frame > 0 {
-		tw.minGroup = r.End.Group + 1
+	tw.next, tw.offset = last+1, win.Offset
+	tw.resuming, tw.resume, tw.resumeFloor = true, r.End, r.Start.Group
+	if tw.w.o.Retention > 0 {
+		// The DVR window goes on from the records retained: each one's
+		// span, from its own timeline object (a GET each, over a window).
+		for seq := win.Offset; seq <= last; seq++ {
+			rr, ok := recs[seq]
+			if !ok {
+				more, _, err := readTimelineObject(ctx, st, layout.SegmentKey(prefix, tl, seq))
+				if err != nil {
+					continue // expired or lost: nothing to trim
+				}
+				if rr, ok = more[seq]; !ok {
+					continue
+				}
+			}
+			tw.kept = append(tw.kept, keptRecord{seq: seq, pts: int64(rr.PTS) * 1000, end: int64(rr.PTS+rr.Duration) * 1000})
+		}
 	}
 	media, err := st.List(ctx, layout.SegmentsDir(prefix, tw.name))
 	if err != nil {
