@@ -21,7 +21,11 @@
 //     publisher replays in real time (ReadOptions.Pace), following a
 //     concurrent writer (ReadOptions.Follow). Finding the start of a range
 //     costs a bisection over the timeline objects (a GET each), not a
-//     listing of the media.
+//     listing of the media: each track's own timeline (v2), or the
+//     broadcast timeline whose records name each track's group-range
+//     object (v1). A v1 recording without a timeline is the exception:
+//     nothing maps its media time to groups, so each track's objects are
+//     listed (keys only) and bisected by their first frame.
 //
 // Store is the storage contract: Dir implements it on a local directory;
 // an object store implements the same four calls.

@@ -104,8 +104,13 @@ type trackIndex struct {
 	name   string
 	scale  uint64 // the track's .info timescale
 
+	// v1: name is the broadcast's one timeline (not TimelineOf a track),
+	// whose records are segments listing each track's group ranges.
+	v1 bool
+
 	mu          sync.Mutex
 	recs        map[uint64]layout.Record
+	ranges      map[uint64]map[string][]layout.RangeV1 // v1: each segment's tracks
 	missing     map[uint64]bool
 	first, last uint64
 	bounded     bool
@@ -116,32 +121,36 @@ func newTrackIndex(a *Archive, prefix, name string, scale uint64) *trackIndex {
 	return &trackIndex{a: a, prefix: prefix, name: name, scale: scale, recs: map[uint64]layout.Record{}, missing: map[uint64]bool{}}
 }
 
+// newTimelineV1 indexes a v1 recording through its broadcast timeline
+// track tl.
+func newTimelineV1(a *Archive, prefix, tl string) *trackIndex {
+	ti := newTrackIndex(a, prefix, tl, 0)
+	ti.v1, ti.ranges = true, map[uint64]map[string][]layout.RangeV1{}
+	return ti
+}
+
+// timelineKey is the key of the timeline object of record seq.
+func (ti *trackIndex) timelineKey(seq uint64) string {
+	if ti.v1 {
+		return layout.SegmentKey(ti.prefix, ti.name, seq)
+	}
+	return layout.SegmentKey(ti.prefix, layout.TimelineOf(ti.name), seq)
+}
+
+// timelineDir is the prefix of the timeline objects.
+func (ti *trackIndex) timelineDir() string {
+	if ti.v1 {
+		return layout.SegmentsDir(ti.prefix, ti.name)
+	}
+	return layout.SegmentsDir(ti.prefix, layout.TimelineOf(ti.name))
+}
+
 // readTimelineObject reads one timeline object: its groups applied, in
 // order, to a fresh window.
-func readTimelineObject(ctx context.Context, st interface {
-	Get(context.Context, string) ([]byte, error)
-}, key string) (map[uint64]layout.Record, layout.Window, error) {
-	var w layout.Window
-	b, err := st.Get(ctx, key)
+func readTimelineObject(ctx context.Context, st getter, key string) (map[uint64]layout.Record, layout.Window, error) {
+	w, err := readWindow(ctx, st, key)
 	if err != nil {
 		return nil, w, err
-	}
-	seg, err := layout.ParseSegment(b)
-	if err != nil {
-		return nil, w, fmt.Errorf("%s: %w", key, err)
-	}
-	for _, g := range seg.Groups {
-		frames := make([][]byte, len(g.Frames))
-		for i, f := range g.Frames {
-			frames[i] = f.Payload
-		}
-		vals, err := layout.DecodeGroup(frames)
-		if err != nil {
-			return nil, w, fmt.Errorf("%s: %w", key, err)
-		}
-		if err := w.ApplyGroup(vals); err != nil {
-			return nil, w, fmt.Errorf("%s: %w", key, err)
-		}
 	}
 	recs := map[uint64]layout.Record{}
 	for i := w.First; i < w.Next(); i++ {
@@ -156,6 +165,63 @@ func readTimelineObject(ctx context.Context, st interface {
 		recs[i] = r
 	}
 	return recs, w, nil
+}
+
+// getter is the read side of a Store.
+type getter interface {
+	Get(context.Context, string) ([]byte, error)
+}
+
+// readWindow reads one timeline object: its groups applied, in order, to
+// a fresh window.
+func readWindow(ctx context.Context, st getter, key string) (layout.Window, error) {
+	var w layout.Window
+	b, err := st.Get(ctx, key)
+	if err != nil {
+		return w, err
+	}
+	seg, err := layout.ParseSegment(b)
+	if err != nil {
+		return w, fmt.Errorf("%s: %w", key, err)
+	}
+	for _, g := range seg.Groups {
+		frames := make([][]byte, len(g.Frames))
+		for i, f := range g.Frames {
+			frames[i] = f.Payload
+		}
+		vals, err := layout.DecodeGroup(frames)
+		if err != nil {
+			return w, fmt.Errorf("%s: %w", key, err)
+		}
+		if err := w.ApplyGroup(vals); err != nil {
+			return w, fmt.Errorf("%s: %w", key, err)
+		}
+	}
+	return w, nil
+}
+
+// readTimelineV1 reads one object of a v1 broadcast timeline: each
+// segment's record, and the group ranges it lists per track.
+func readTimelineV1(ctx context.Context, st getter, key string) (map[uint64]layout.Record, map[uint64]map[string][]layout.RangeV1, error) {
+	w, err := readWindow(ctx, st, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	recs := map[uint64]layout.Record{}
+	ranges := map[uint64]map[string][]layout.RangeV1{}
+	for i := w.First; i < w.Next(); i++ {
+		raw, _ := w.Record(i)
+		r, err := layout.ParseRecordV1(raw)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", key, err)
+		}
+		if r.Segment != i {
+			return nil, nil, fmt.Errorf("%s: %w", key, &layout.MalformedError{Object: "timeline", Reason: fmt.Sprintf("segment %d at index %d", r.Segment, i)})
+		}
+		recs[i] = layout.Record{Sequence: i, PTS: r.PTS, Duration: r.Duration}
+		ranges[i] = r.Tracks
+	}
+	return recs, ranges, nil
 }
 
 // gettable adapts the archive's counted get.
@@ -175,7 +241,14 @@ func (ti *trackIndex) record(ctx context.Context, seq uint64) (layout.Record, bo
 		return layout.Record{}, false, nil
 	}
 	ti.mu.Unlock()
-	recs, _, err := readTimelineObject(ctx, gettable{ti.a}, layout.SegmentKey(ti.prefix, layout.TimelineOf(ti.name), seq))
+	var recs map[uint64]layout.Record
+	var ranges map[uint64]map[string][]layout.RangeV1
+	var err error
+	if ti.v1 {
+		recs, ranges, err = readTimelineV1(ctx, gettable{ti.a}, ti.timelineKey(seq))
+	} else {
+		recs, _, err = readTimelineObject(ctx, gettable{ti.a}, ti.timelineKey(seq))
+	}
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
 	if errors.Is(err, fs.ErrNotExist) {
@@ -188,6 +261,9 @@ func (ti *trackIndex) record(ctx context.Context, seq uint64) (layout.Record, bo
 	for k, r := range recs {
 		ti.recs[k] = r
 	}
+	for k, rs := range ranges {
+		ti.ranges[k] = rs
+	}
 	r, ok := ti.recs[seq]
 	if !ok {
 		ti.missing[seq] = true
@@ -195,8 +271,16 @@ func (ti *trackIndex) record(ctx context.Context, seq uint64) (layout.Record, bo
 	return r, ok, nil
 }
 
-// forget drops what is known of records from seq on (a follower looks
-// again).
+// rangesV1 returns the group ranges of track in v1 segment seq (read
+// with its record).
+func (ti *trackIndex) rangesV1(seq uint64, track string) []layout.RangeV1 {
+	ti.mu.Lock()
+	defer ti.mu.Unlock()
+	return ti.ranges[seq][track]
+}
+
+// forgetMissing drops what is known of records from seq on (a follower
+// looks again).
 func (ti *trackIndex) forgetMissing() {
 	ti.mu.Lock()
 	clear(ti.missing)
@@ -217,7 +301,7 @@ func (ti *trackIndex) bounds(ctx context.Context) (first, last uint64, ok bool, 
 	if has {
 		first = 0
 	} else {
-		keys, err := ti.a.list(ctx, layout.SegmentsDir(ti.prefix, layout.TimelineOf(ti.name)))
+		keys, err := ti.a.list(ctx, ti.timelineDir())
 		if err != nil {
 			return 0, 0, false, err
 		}

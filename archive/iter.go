@@ -18,7 +18,7 @@ type frameIter struct {
 	scale uint64
 	buf   []storedFrame
 
-	// v2
+	// v2, and v1 through its broadcast timeline (ti.v1)
 	ti  *trackIndex
 	seq uint64
 
@@ -39,14 +39,28 @@ func (r *Recording) frames(ctx context.Context, track string, at int64, _ bool) 
 	}
 	it := &frameIter{r: r, track: track, scale: in.Timescale}
 	if in.Version == 1 {
-		keys, err := r.a.list(ctx, layout.GroupsDir(r.prefix, track))
-		if err != nil {
-			return nil, err
+		// Through the broadcast timeline when there is one (the catalog
+		// is read before it, by listing: its objects are few).
+		if track != r.catTrack {
+			if it.ti, err = r.timelineV1(ctx); err != nil {
+				return nil, err
+			}
 		}
-		it.keys = keys
-		return it, nil
-	}
-	if it.ti, err = r.index(ctx, track); err != nil {
+		if it.ti == nil {
+			// Without a timeline nothing maps media time to groups: the
+			// track's objects are listed (keys only), and the one to
+			// start from is found by a bisection (a GET per probe).
+			keys, err := r.a.list(ctx, layout.GroupsDir(r.prefix, track))
+			if err != nil {
+				return nil, err
+			}
+			it.keys = keys
+			if at > 0 {
+				it.v1Next, err = it.bisectV1(ctx, at)
+			}
+			return it, err
+		}
+	} else if it.ti, err = r.index(ctx, track); err != nil {
 		return nil, err
 	}
 	first, last, ok, err := it.ti.bounds(ctx)
@@ -96,10 +110,20 @@ func (it *frameIter) load(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	it.seq++
-	b, err := it.r.a.get(ctx, layout.SegmentKey(it.r.prefix, it.track, rec.Sequence))
+	key := layout.SegmentKey(it.r.prefix, it.track, rec.Sequence)
+	if it.ti.v1 {
+		// The track's object of the segment, named by the group range
+		// the segment lists for it (none: the track has nothing in it).
+		rs := it.ti.rangesV1(rec.Sequence, it.track)
+		if len(rs) == 0 {
+			return true, nil
+		}
+		key = layout.GroupsKey(it.r.prefix, it.track, rs[len(rs)-1].End, rs[0].Start)
+	}
+	b, err := it.r.a.get(ctx, key)
 	var seg layout.Segment
 	if err == nil {
-		if seg, err = layout.ParseSegment(b); err == nil {
+		if seg, err = layout.ParseSegment(b); err == nil && !it.ti.v1 {
 			err = layout.CheckSpan(seg, rec.Start, rec.End)
 		}
 	}
@@ -109,7 +133,7 @@ func (it *frameIter) load(ctx context.Context) (bool, error) {
 		}
 		// A missing or malformed object is a missing record: the
 		// recording goes on after it.
-		if it.onGap != nil {
+		if it.onGap != nil && !it.ti.v1 {
 			it.onGap(rec, err)
 		}
 		return true, nil
@@ -158,6 +182,41 @@ func (it *frameIter) loadV1(ctx context.Context) (bool, error) {
 	return false, nil
 }
 
+// bisectV1 returns the index of the newest listed v1 object whose first
+// frame is at or before media time at (µs); 0 when none is.
+func (it *frameIter) bisectV1(ctx context.Context, at int64) (int, error) {
+	lo, hi := 0, len(it.keys)-1
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		ts, ok, err := it.firstTS(ctx, mid)
+		if err != nil {
+			return 0, err
+		}
+		if !ok || ts > at {
+			hi = mid - 1
+		} else {
+			lo = mid
+		}
+	}
+	return lo, nil
+}
+
+// firstTS returns the time of the first frame of listed v1 object i.
+func (it *frameIter) firstTS(ctx context.Context, i int) (int64, bool, error) {
+	b, err := it.r.a.get(ctx, it.keys[i])
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	seg, err := layout.ParseSegment(b)
+	if err != nil || len(seg.Groups) == 0 || len(seg.Groups[0].Frames) == 0 {
+		return 0, false, nil
+	}
+	return micros(seg.Groups[0].Frames[0].Timestamp, it.scale), true, nil
+}
+
 // refresh forgets that records past the end were missing, so a follower
 // sees records a writer added since.
 func (it *frameIter) refresh() {
@@ -173,7 +232,7 @@ func (r *Recording) seekKey(ctx context.Context, track string, at int64) (*frame
 	if err != nil {
 		return nil, 0, err
 	}
-	if it.ti == nil { // v1: a scan from the start
+	if it.ti == nil { // v1 without a timeline: a scan from the start
 		var best *storedFrame
 		var all []storedFrame
 		for {

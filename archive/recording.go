@@ -27,6 +27,38 @@ type Recording struct {
 	// archiveScale is the unit of record pts (v2: ms; the catalog's
 	// archive section may say otherwise).
 	archiveScale uint64
+	// v1: the broadcast timeline, found once (nil when it has none).
+	v1Once sync.Once
+	v1TL   *trackIndex
+	v1Err  error
+}
+
+// timelineV1 returns the index of a v1 recording's broadcast timeline:
+// the track its first catalog's archive section names, else
+// layout.TimelineV1; nil when it holds no timeline records (then its
+// media objects are listed).
+func (r *Recording) timelineV1(ctx context.Context) (*trackIndex, error) {
+	r.v1Once.Do(func() {
+		name := layout.TimelineV1
+		_, frames, err := r.Catalog(ctx, 0)
+		if err != nil {
+			r.v1Err = err
+			return
+		}
+		for _, f := range frames {
+			if sec, ok := layout.ParseArchiveSection(f.payload); ok && sec.Track != "" {
+				name = sec.Track
+				r.archiveScale = sec.Timescale
+			}
+		}
+		ti := newTimelineV1(r.a, r.prefix, name)
+		if _, _, ok, err := ti.bounds(ctx); err != nil {
+			r.v1Err = err
+		} else if ok {
+			r.v1TL = ti
+		}
+	})
+	return r.v1TL, r.v1Err
 }
 
 // Recording opens broadcast name: a GET of its catalog track's .info,

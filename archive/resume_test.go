@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quic-go/quic-go/quicvarint"
+	"github.com/moq-export/moq-export/internal/varint"
 
 	"github.com/moq-export/moq-export/archive"
 	"github.com/moq-export/moq-export/catalog"
@@ -58,7 +58,7 @@ func archiveRun(t *testing.T, st archive.Store, groups [][2]int, open bool) erro
 		}
 		for i := range gf[1] {
 			f := resumeFrame(gf[0], i)
-			g.WriteFrame(model.Frame{Timestamp: f.ts, Payload: append(quicvarint.Append(nil, uint64(f.ts)), f.data...)})
+			g.WriteFrame(model.Frame{Timestamp: f.ts, Payload: append(varint.Append(nil, uint64(f.ts)), f.data...)})
 		}
 		if !open || k < len(groups)-1 {
 			g.Close(nil)

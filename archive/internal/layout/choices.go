@@ -39,6 +39,10 @@ const (
 	CutMax = 10 * time.Second
 )
 
+// TimelineV1 is the broadcast timeline a version-1 recording is read
+// through when its catalog names none (the draft's recommended name).
+const TimelineV1 = "timeline.z"
+
 // RetentionGrace is how long expired objects stay after the timeline
 // stopped pointing at them, so readers holding an older timeline finish
 // their GETs (the reference's default).
