@@ -189,6 +189,10 @@ type AudioConfig struct {
 	Common
 	SampleRate       uint32 `json:"sampleRate"`
 	NumberOfChannels uint32 `json:"numberOfChannels"`
+	// Lang (BCP 47) and Label name the rendition for a picker, as text
+	// renditions and MSF tracks do; hang's audio has no such fields yet.
+	Lang  string `json:"lang,omitempty"`
+	Label string `json:"label,omitempty"`
 }
 
 // UnmarshalJSON enforces the required fields.

@@ -32,6 +32,10 @@ type msfTrack struct {
 	InitData  string    `json:"initData"`
 	InitRef   string    `json:"initRef"`
 	Jitter    *float64  `json:"jitter"`
+	// Lang (BCP 47) and Label name an audio or subtitle track for a
+	// picker.
+	Lang  string `json:"lang"`
+	Label string `json:"label"`
 }
 
 // msfNumber is a non-negative integer written as a JSON number or a
@@ -187,7 +191,7 @@ func ParseMSF(raw []byte) (*Catalog, error) {
 			if c.Audio.Renditions == nil {
 				c.Audio.Renditions = map[string]AudioConfig{}
 			}
-			c.Audio.Renditions[t.Name] = AudioConfig{Common: cm, SampleRate: *t.Samplerate, NumberOfChannels: uint32(ch)}
+			c.Audio.Renditions[t.Name] = AudioConfig{Common: cm, SampleRate: *t.Samplerate, NumberOfChannels: uint32(ch), Lang: t.Lang, Label: t.Label}
 		}
 	}
 	c.resolveInits()

@@ -34,6 +34,7 @@ func TrackFromRendition(r catalog.Rendition, id int) mux.Track {
 		t.Kind = mux.Audio
 		t.SampleRate = int(r.Audio.SampleRate)
 		t.Channels = int(r.Audio.NumberOfChannels)
+		t.Language, t.Label = r.Audio.Lang, r.Audio.Label
 	}
 	return t
 }

@@ -232,7 +232,8 @@ func (rec *Recording) Split() error {
 
 // Chapter marks the media time of the next frame written with a chapter
 // named name, in the file being written: MKV and WebM as a chapter, MP4 as
-// a Nero chapter (chpl). A *ChapterError for a format without chapters.
+// a Nero chapter (chpl), an HLS package as an EXT-X-DATERANGE. A
+// *ChapterError for a format without chapters.
 func (rec *Recording) Chapter(name string) error {
 	if !rec.r.chapters() {
 		return &ChapterError{Format: rec.r.opts.Format}

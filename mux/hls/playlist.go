@@ -146,6 +146,7 @@ func (w *Writer) mediaPlaylist(rs *renditionState, final bool) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hls: media playlist %s: %w", rs.ID, err)
 	}
+	b = w.withDateRanges(b, segs[len(segs)-1].end(), final)
 	// A segment whose init differs from the one before it (a restart whose
 	// codec configuration changed) gets its own EXT-X-MAP, which
 	// gohlslib's Media (one Map) does not write: after the URI line of the

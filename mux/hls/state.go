@@ -19,6 +19,7 @@ const stateVersion = 1
 type state struct {
 	Version    int               `json:"version"`
 	Renditions []*renditionState `json:"renditions"`
+	Chapters   []chapterState    `json:"chapters,omitempty"`
 }
 
 type renditionState struct {

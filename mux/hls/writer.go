@@ -90,8 +90,9 @@ type Writer struct {
 	nextSeg  int
 	discNext bool
 
-	dropped  int64   // frames of followers waiting out a discontinuity
-	mv       mvShape // what the multivariant playlist last said
+	early    []pendingChapter // chapters asked for before the first frame
+	dropped  int64            // frames of followers waiting out a discontinuity
+	mv       mvShape          // what the multivariant playlist last said
 	err      error
 	closed   bool
 	segments int
@@ -505,6 +506,10 @@ func (w *Writer) start(f mux.Frame) error {
 	if !w.firstRun {
 		w.log.Info("hls: continuing the package found, after a discontinuity", "playlist", w.opts.Playlist)
 	}
+	for _, c := range w.early {
+		w.addChapter(c.ts-w.origin, c.name)
+	}
+	w.early = nil
 	return nil
 }
 
