@@ -130,6 +130,26 @@ func (d *dirPackage) WriteFile(name string, data []byte) error {
 	return nil
 }
 
+// WriteNewFile writes a segment in place: no playlist names it before it
+// is complete (hls.NewFileStore), so it needs no temporary name and rename.
+func (d *dirPackage) WriteNewFile(name string, data []byte) error {
+	if err := plainName(name); err != nil {
+		return err
+	}
+	f, err := d.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return &WriteError{Path: filepath.Join(d.dir, name), Err: err}
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return &WriteError{Path: filepath.Join(d.dir, name), Err: err}
+	}
+	return nil
+}
+
 func (d *dirPackage) ReadFile(name string) ([]byte, error) {
 	if err := plainName(name); err != nil {
 		return nil, err
@@ -180,6 +200,22 @@ type countingPackage struct {
 
 func (c countingPackage) WriteFile(name string, data []byte) error {
 	err := c.Package.WriteFile(name, data)
+	if err == nil {
+		c.count.n += int64(len(data))
+	}
+	return err
+}
+
+// WriteNewFile writes a file no playlist names yet in place when the
+// package can (hls.NewFileStore), else as WriteFile does.
+func (c countingPackage) WriteNewFile(name string, data []byte) error {
+	nf, ok := c.Package.(interface {
+		WriteNewFile(name string, data []byte) error
+	})
+	if !ok {
+		return c.WriteFile(name, data)
+	}
+	err := nf.WriteNewFile(name, data)
 	if err == nil {
 		c.count.n += int64(len(data))
 	}

@@ -16,8 +16,9 @@ import (
 // counts payload), each output holds 64 s of media (16 passes of the
 // 4 s samples) and is then closed, the close inside the time: "mp4-file"
 // writes a file and finishes it into a regular MP4, "hls" writes a package
-// into a directory (a file per segment, each playlist rewritten by rename
-// after each segment, the state and the MPD too); "hls-memory" keeps the
+// into a directory (a file per segment written in place, each playlist
+// rewritten by rename after each segment, the MPD too, the state every
+// few segments); "hls-memory" keeps the
 // package's files in memory. MOQ_BENCH_DIR=/dev/shm puts both outputs on
 // a tmpfs.
 func BenchmarkPackaging(b *testing.B) {
@@ -106,6 +107,12 @@ func (d renameStore) WriteFile(name string, data []byte) error {
 		return err
 	}
 	return os.Rename(tmp, filepath.Join(string(d), name))
+}
+
+// WriteNewFile writes a segment in place (hls.NewFileStore), as record's
+// directory package does.
+func (d renameStore) WriteNewFile(name string, data []byte) error {
+	return os.WriteFile(filepath.Join(string(d), name), data, 0o644)
 }
 
 func (d renameStore) ReadFile(name string) ([]byte, error) {

@@ -41,11 +41,13 @@
 //
 // A segment is written as a whole file once its successor's first frame
 // arrives (or at Close), then its rendition's media playlist; once every
-// rendition has its segment of that boundary, the package state, the DASH
-// manifest and the multivariant playlist:
-// through a Store whose writes are atomic (a rename, or one PUT), a player
-// or CDN reading the package live never sees a playlist naming a segment
-// that is not complete. Media playlists are EXT-X-PLAYLIST-TYPE:EVENT and
+// rendition has its segment of that boundary, the DASH manifest, the
+// multivariant playlist (when what it says changed) and, every few
+// boundaries or when it holds something new, the package state: through a
+// Store whose writes are atomic (a rename, or one PUT), a player or CDN
+// reading the package live never sees a playlist naming a segment that is
+// not complete. A segment, which no playlist names before it is whole, is
+// written in place where the Store can (NewFileStore: a rename less). Media playlists are EXT-X-PLAYLIST-TYPE:EVENT and
 // the MPD is dynamic while recording; Close writes the last segments and
 // turns them into a VOD (EXT-X-ENDLIST, a static MPD). The multivariant
 // playlist appears once every rendition has a segment; its BANDWIDTH is
@@ -67,10 +69,11 @@
 // Stats), so no segment spans the gap.
 //
 // A killed recording leaves a package that plays up to its last complete
-// segment: every file was written whole. The state is written once per
-// boundary, after the playlists; segments a playlist names beyond it (a
-// kill between the two) are taken from the playlists when the package is
-// continued, never written again. A Writer over a Store that holds
+// segment: every file was written whole. The state is written after the
+// playlists, at the first boundary, when it holds a new rendition, init
+// segment or chapter, and every 8 boundaries; segments a playlist names
+// beyond it are taken from the playlists when the package is continued,
+// never written again. A Writer over a Store that holds
 // a package (its state file) continues it: segment numbers go on, the
 // first new segment of each rendition is a discontinuity, the timeline
 // goes on 100 ms after the earlier media, and an init segment is written

@@ -74,7 +74,7 @@ func (w *Writer) finishText(r *rendition, end int64, disc bool) error {
 		Date: w.runWall.Add(time.Duration(start-w.runStart) * time.Microsecond).UTC(),
 	}
 	seg.URI = fmt.Sprintf("%s-%05d.vtt", r.rs.ID, seg.Num)
-	if err := w.opts.Store.WriteFile(seg.URI, b); err != nil {
+	if err := w.writeNew(seg.URI, b); err != nil {
 		return w.fail(fmt.Errorf("hls: writing %s: %w", seg.URI, err))
 	}
 	r.rs.Segments = append(r.rs.Segments, seg)

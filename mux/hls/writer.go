@@ -32,6 +32,17 @@ type Store interface {
 	ReadFile(name string) ([]byte, error)
 }
 
+// NewFileStore is a Store that can also write a file no reader looks for
+// yet in place, without the temporary name and rename that make WriteFile
+// atomic: the Writer writes each segment and init segment this way, as no
+// playlist names it before it is complete (a file system: a rename less
+// per segment). A file left partial by a crash is named by no playlist,
+// and a continued package writes it again.
+type NewFileStore interface {
+	Store
+	WriteNewFile(name string, data []byte) error
+}
+
 // Options configures a Writer.
 type Options struct {
 	// Store receives the files. Required.
@@ -90,12 +101,16 @@ type Writer struct {
 	nextSeg  int
 	discNext bool
 
-	early    []pendingChapter // chapters asked for before the first frame
-	dropped  int64            // frames of followers waiting out a discontinuity
-	mv       mvShape          // what the multivariant playlist last said
-	err      error
-	closed   bool
-	segments int
+	early []pendingChapter // chapters asked for before the first frame
+	// stateSig is what the state last written held that the playlists
+	// cannot say; sinceState counts the boundaries since (writeState).
+	stateSig   string
+	sinceState int
+	dropped    int64   // frames of followers waiting out a discontinuity
+	mv         mvShape // what the multivariant playlist last said
+	err        error
+	closed     bool
+	segments   int
 }
 
 // rendition is one track: its CMAF writer and segments.
@@ -210,7 +225,7 @@ func (w *Writer) load() error {
 // package must not write them again. Each follows the one before it on the
 // timeline; its size is read back.
 func (w *Writer) adopt(rs *renditionState) {
-	if len(rs.Inits) == 0 {
+	if len(rs.Inits) == 0 && rs.Kind != "text" {
 		return
 	}
 	b, err := w.opts.Store.ReadFile(rs.ID + ".m3u8")
@@ -237,7 +252,7 @@ func (w *Writer) adopt(rs *renditionState) {
 		if err != nil {
 			return
 		}
-		seg := segmentState{Num: num, URI: ps.URI, Init: len(rs.Inits) - 1, Dur: ps.Duration.Microseconds(), Bytes: int64(len(data)), Disc: ps.Discontinuity}
+		seg := segmentState{Num: num, URI: ps.URI, Init: max(len(rs.Inits)-1, 0), Dur: ps.Duration.Microseconds(), Bytes: int64(len(data)), Disc: ps.Discontinuity}
 		if n := len(rs.Segments); n > 0 {
 			prev := rs.Segments[n-1]
 			seg.Start, seg.Date = prev.end(), prev.Date.Add(time.Duration(prev.Dur)*time.Microsecond)
@@ -545,7 +560,7 @@ func (w *Writer) takeInit(r *rendition) error {
 	if k := len(r.rs.Inits); k > 0 {
 		name = fmt.Sprintf("%s-init-%d.mp4", r.rs.ID, k+1)
 	}
-	if err := w.opts.Store.WriteFile(name, init); err != nil {
+	if err := w.writeNew(name, init); err != nil {
 		return w.fail(fmt.Errorf("hls: writing %s: %w", name, err))
 	}
 	r.rs.Inits = append(r.rs.Inits, name)
@@ -594,7 +609,7 @@ func (w *Writer) finishSegment(r *rendition, next int64, disc, last bool) error 
 		Date: w.runWall.Add(time.Duration(start-w.runStart) * time.Microsecond).UTC(),
 	}
 	seg.URI = fmt.Sprintf("%s-%05d.m4s", r.rs.ID, seg.Num)
-	if err := w.opts.Store.WriteFile(seg.URI, data); err != nil {
+	if err := w.writeNew(seg.URI, data); err != nil {
 		return w.fail(fmt.Errorf("hls: writing %s: %w", seg.URI, err))
 	}
 	r.out.b = r.out.b[:0]
@@ -647,12 +662,8 @@ func (w *Writer) publish(r *rendition, final bool) error {
 	if !final && !w.boundaryDone(r) {
 		return nil
 	}
-	st, err := json.Marshal(w.st)
-	if err != nil {
-		return w.fail(fmt.Errorf("hls: state: %w", err))
-	}
-	if err := w.opts.Store.WriteFile(w.stateName(), st); err != nil {
-		return w.fail(fmt.Errorf("hls: writing %s: %w", w.stateName(), err))
+	if err := w.writeState(final); err != nil {
+		return err
 	}
 	b, err := w.mpd(final)
 	if err != nil {
@@ -671,6 +682,44 @@ func (w *Writer) publish(r *rendition, final bool) error {
 		}
 		w.mv = mv
 	}
+	return nil
+}
+
+// writeNew writes a file no playlist names yet: in place when the store
+// can (NewFileStore).
+func (w *Writer) writeNew(name string, data []byte) error {
+	if s, ok := w.opts.Store.(NewFileStore); ok {
+		return s.WriteNewFile(name, data)
+	}
+	return w.opts.Store.WriteFile(name, data)
+}
+
+// stateEvery is how many boundaries may pass between two writes of the
+// package state: a continued package takes the segments the playlists name
+// beyond the state from the playlists (adopt), so the state need not
+// follow every segment.
+const stateEvery = 8
+
+// writeState writes the package state when it is due: when final, when it
+// says something the playlists cannot (a rendition, an init segment, a
+// chapter it did not hold), and at least every stateEvery boundaries.
+func (w *Writer) writeState(final bool) error {
+	sig := fmt.Sprint(len(w.st.Chapters))
+	for _, rs := range w.st.Renditions {
+		sig += fmt.Sprintf(" %s:%d", rs.ID, len(rs.Inits))
+	}
+	w.sinceState++
+	if !final && sig == w.stateSig && w.sinceState < stateEvery {
+		return nil
+	}
+	st, err := json.Marshal(w.st)
+	if err != nil {
+		return w.fail(fmt.Errorf("hls: state: %w", err))
+	}
+	if err := w.opts.Store.WriteFile(w.stateName(), st); err != nil {
+		return w.fail(fmt.Errorf("hls: writing %s: %w", w.stateName(), err))
+	}
+	w.stateSig, w.sinceState = sig, 0
 	return nil
 }
 
