@@ -86,3 +86,22 @@ func TestAudioLanguageAndLabelNameTheAudioRenditions(t *testing.T) {
 		t.Fatalf("no LANGUAGE and NAME on the audio rendition:\n%s", b)
 	}
 }
+
+// TestProgramDateTimeFollowsThePublishersClock: with Options.Clock (a
+// catalog's root clock) EXT-X-PROGRAM-DATE-TIME is the publisher's wall
+// time of the first frame's media time, not the recorder's.
+func TestProgramDateTimeFollowsThePublishersClock(t *testing.T) {
+	t.Parallel()
+	zero := time.Date(2026, 10, 1, 8, 0, 0, 0, time.UTC) // wall time of media time 0
+	ins := []mediatest.Input{looped("h264", 0, 1).Shift(90_000_000), looped("aac", 1, 1).Shift(90_000_000)}
+	st, _ := record(t, hls.Options{Start: time.Unix(0, 0), Clock: func(ts int64) time.Time { return zero.Add(time.Duration(ts) * time.Microsecond) }}, ins...)
+	b, err := os.ReadFile(st.path("v0.m3u8"))
+	must(t, err)
+	first := mediatest.Interleave(ins...)[0].Timestamp
+	want := zero.Add(time.Duration(first) * time.Microsecond)
+	var m playlist.Media
+	must(t, m.Unmarshal(b))
+	if got := m.Segments[0].DateTime; got == nil || !got.Equal(want) {
+		t.Fatalf("EXT-X-PROGRAM-DATE-TIME %v, want %v (the publisher's clock at the first frame)", got, want)
+	}
+}

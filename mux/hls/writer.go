@@ -59,6 +59,11 @@ type Options struct {
 	// EXT-X-PROGRAM-DATE-TIME and the MPD's availabilityStartTime; zero:
 	// Now() when the first frame arrives.
 	Start time.Time
+	// Clock, when set, gives the wall-clock time of a WriteFrame
+	// timestamp (a catalog's root clock, the publisher's wall time of
+	// each media time): EXT-X-PROGRAM-DATE-TIME and the MPD's
+	// availabilityStartTime follow it instead of Start.
+	Clock func(ts int64) time.Time
 	// Now is the wall clock (default time.Now).
 	Now func() time.Time
 	// Logger receives warnings; nil discards them.
@@ -509,6 +514,9 @@ func (w *Writer) start(f mux.Frame) error {
 	w.origin = f.Timestamp - w.runStart
 	w.boundary = w.runStart
 	w.runWall = w.opts.Start
+	if w.opts.Clock != nil {
+		w.runWall = w.opts.Clock(f.Timestamp)
+	}
 	if w.runWall.IsZero() {
 		w.runWall = w.opts.Now()
 	}
