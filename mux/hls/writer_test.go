@@ -364,15 +364,15 @@ func TestARenditionThatSendsNothingHoldsNoManifestBack(t *testing.T) {
 // killed between a boundary's playlists and its state.
 type killedStore struct {
 	*dirStore
-	n      int
-	states int
-	dead   bool
+	n    int // the media segments written before the kill
+	segs int
+	dead bool
 }
 
 func (k *killedStore) WriteFile(name string, data []byte) error {
-	if name == "index.state.json" {
-		k.states++
-		k.dead = k.dead || k.states >= k.n
+	if strings.HasSuffix(name, ".m4s") {
+		k.segs++
+		k.dead = k.dead || k.segs > k.n
 	}
 	if k.dead {
 		return os.ErrClosed
@@ -384,7 +384,7 @@ func TestARestartKeepsTheSegmentsPlaylistsNamedAfterTheState(t *testing.T) {
 	t.Parallel()
 	ins := []mediatest.Input{looped("h264", 0, 3), looped("aac", 1, 3)}
 	st := newStore(t)
-	killed := &killedStore{dirStore: st, n: 2}
+	killed := &killedStore{dirStore: st, n: 4}
 	w := hls.NewWriter(hls.Options{Store: killed, SegmentDuration: 2 * time.Second})
 	frames := mediatest.Interleave(ins...)
 	for _, tr := range mediatest.Tracks(ins...) {
@@ -409,6 +409,13 @@ func TestARestartKeepsTheSegmentsPlaylistsNamedAfterTheState(t *testing.T) {
 	if len(named) != 4 {
 		t.Fatalf("the killed recording's playlists name %d segments, want 2 each", len(named))
 	}
+	// The state, written at the first boundary, names fewer: the second
+	// segment of each rendition is in its playlist only.
+	for _, r := range readState(t, st).Renditions {
+		if len(r.Segments) != 1 {
+			t.Fatalf("the killed recording's state names %d segments of %s, want 1 (the playlists name 2)", len(r.Segments), r.ID)
+		}
+	}
 	w2 := hls.NewWriter(hls.Options{Store: st, SegmentDuration: 2 * time.Second})
 	mediatest.Feed(t, w2, looped("h264", 0, 1), looped("aac", 1, 1))
 	must(t, w2.Close())
@@ -426,4 +433,28 @@ func TestARestartKeepsTheSegmentsPlaylistsNamedAfterTheState(t *testing.T) {
 		}
 	}
 	mediatest.DecodeClean(t, st.path("index.m3u8"))
+}
+
+// TestTheStateIsWrittenEveryFewBoundariesNotEveryOne: a 48 s package of
+// 2 s segments (24 boundaries) writes its state at the first boundary,
+// every 8th and at the end, not at each; every playlist write still
+// follows the segments it names (dirStore.early).
+func TestTheStateIsWrittenEveryFewBoundariesNotEveryOne(t *testing.T) {
+	t.Parallel()
+	st, _ := record(t, hls.Options{SegmentDuration: 2 * time.Second}, looped("h264", 0, 12), looped("aac", 1, 12))
+	states, mpds := 0, 0
+	for _, name := range st.writes {
+		switch name {
+		case "index.state.json":
+			states++
+		case "index.mpd":
+			mpds++
+		}
+	}
+	if mpds < 20 || states < 3 || states > 5 {
+		t.Fatalf("%d state writes and %d MPD writes for 24 boundaries: want the state at the first, every 8th and the last", states, mpds)
+	}
+	if len(st.early) > 0 {
+		t.Fatalf("playlists named files before they were written: %v", st.early)
+	}
 }
