@@ -326,10 +326,10 @@ func (a *Announcements) run() {
 }
 
 // followConn runs one announce stream on c.
-func (a *Announcements) followConn(c conn) error {
-	if ic, ok := c.(*ietfConn); ok {
-		return a.followIETF(ic)
-	}
+func (a *Announcements) followConn(c conn) error { return familyOf(c).followAnnouncements(a) }
+
+// followLite runs one moq-lite announce stream on c.
+func (a *Announcements) followLite(c conn) error {
 	str, err := c.OpenBidi(a.ctx)
 	if err != nil {
 		return err

@@ -136,10 +136,7 @@ func insertGroup(t *model.Track, seq uint64, frames []model.Frame) error {
 // fetch runs one FETCH for group seq on c and returns its frames (at least
 // one). A reset, or a group without frames, is errNoFetch.
 func (rt *remoteTrack) fetch(ctx context.Context, c conn, timescale, seq uint64) ([]model.Frame, error) {
-	if ic, ok := c.(*ietfConn); ok {
-		return rt.fetchIETF(ctx, ic, timescale, seq)
-	}
-	return rt.fetchFrames(ctx, c, timescale, seq, 0, wire.Opt{})
+	return familyOf(c).fetchGroup(ctx, rt, timescale, seq)
 }
 
 // fetchFrames runs one moq-lite FETCH of group seq, frames from..to

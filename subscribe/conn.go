@@ -92,12 +92,10 @@ func connCause(c conn) error {
 	if err == nil {
 		return nil
 	}
-	base, isIETF := c, false
-	if ic, ok := c.(*ietfConn); ok {
-		// The transport under a moq-transport session knows how it closed;
-		// its codes are moq-transport's.
-		base, isIETF = ic.conn, true
-	}
+	// The transport under the family's session knows how it closed; its
+	// codes are the family's.
+	f := familyOf(c)
+	base, isIETF := f.transportConn(), f.ietfCodes()
 	if nc, ok := base.(*netConn); ok && errors.Is(err, context.Canceled) {
 		if cerr := nc.Cause(); cerr != nil {
 			return markIETF(cerr, isIETF)

@@ -138,9 +138,11 @@ func (s *Session) GoAway(uri string) error {
 	if c == nil {
 		return ErrClosed
 	}
-	if ic, ok := c.(*ietfConn); ok {
-		return ic.sendGoAway(uri)
-	}
+	return familyOf(c).goAway(s, uri)
+}
+
+// liteGoAway sends a moq-lite GOAWAY naming uri on c.
+func (s *Session) liteGoAway(c conn, uri string) error {
 	if !connVersion(c).Goaway {
 		return ErrNoGoaway
 	}

@@ -164,16 +164,7 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 // sessionEndingReset reports whether err is a reset of a moq-lite stream
 // whose peer is closing or draining its session: the group is cut, and a
 // resumed subscription completes it.
-func sessionEndingReset(c conn, err error) bool {
-	if _, ok := c.(*ietfConn); ok {
-		return false
-	}
-	switch resetMeaningOf(err, connVersion(c).FrameRange) {
-	case resetSessionClosed, resetGoingAway:
-		return true
-	}
-	return false
-}
+func sessionEndingReset(c conn, err error) bool { return familyOf(c).sessionEndingReset(err) }
 
 // decodeErr is the error of a payload package hang could not decode: a
 // protocol error (the peer sent what its catalog does not say).

@@ -132,15 +132,10 @@ func (s *Session) Settle(ctx context.Context) {
 	for _, sub := range s.subs {
 		subs = append(subs, sub)
 	}
-	ic, _ := s.cur.(*ietfConn)
+	c := s.cur
 	s.mu.Unlock()
-	if ic != nil {
-		// moq-transport subscriptions are routed by track alias.
-		ic.mu.Lock()
-		for _, sub := range ic.aliases {
-			subs = append(subs, sub)
-		}
-		ic.mu.Unlock()
+	if c != nil {
+		subs = append(subs, familyOf(c).routedSubs()...)
 	}
 	for _, sub := range subs {
 		if sub.waits != nil {

@@ -250,8 +250,7 @@ func (s *Session) run(c conn) {
 			return
 		}
 		if s.dial != nil {
-			_, isIETF := c.(*ietfConn)
-			if refused, ok := refusedBy(cause, isIETF); ok {
+			if refused, ok := refusedBy(cause, familyOf(c).ietfCodes()); ok {
 				s.log.Warn("moq: the peer refused the session; not reconnecting", "reason", refused.Why, "err", cause)
 				s.finish(refused)
 				return
@@ -267,9 +266,9 @@ func (s *Session) run(c conn) {
 		// after GOAWAY; one that failed sooner is a failed attempt.
 		atOnce := moved || time.Since(began) >= s.opts.IdleTimeout
 		learnt := false
-		if ic, ok := c.(*ietfConn); ok && !atOnce {
+		if !atOnce {
 			if ce, ok := errors.AsType[*CloseError](cause); ok && ce.Remote {
-				learnt = s.compat.learn(ic, s.log)
+				learnt = familyOf(c).learnCompat(s.compat, s.log)
 			}
 		}
 		switch {
@@ -457,11 +456,7 @@ func (s *Session) serveConn(c conn) {
 	s.changed = make(chan struct{})
 	s.mu.Unlock()
 
-	if ic, ok := c.(*ietfConn); ok {
-		s.serveIETF(ic)
-	} else {
-		s.serveLite(c)
-	}
+	familyOf(c).serveConn(s)
 
 	s.mu.Lock()
 	if s.cur == c {

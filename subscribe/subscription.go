@@ -196,9 +196,11 @@ func (s *Session) unregister(sub *subscription) {
 // subscribe returns parked, and the subscription's end is handed to
 // resumed instead, on the goroutine that read it.
 func (rt *remoteTrack) subscribe(ctx context.Context, cancel context.CancelCauseFunc, c conn, resumed func(error)) (err error, parked bool) {
-	if ic, ok := c.(*ietfConn); ok {
-		return rt.subscribeIETF(ctx, ic, resumed)
-	}
+	return familyOf(c).openSubscription(ctx, cancel, rt, resumed)
+}
+
+// subscribeLite is subscribe on moq-lite.
+func (rt *remoteTrack) subscribeLite(ctx context.Context, cancel context.CancelCauseFunc, c conn, resumed func(error)) (err error, parked bool) {
 	v := connVersion(c)
 	// Without a Track stream (lite-01..04) nothing tells the timescale;
 	// frames carry no wire timestamp there either, so raw tracks get 0.
