@@ -10,7 +10,7 @@ import (
 
 // TestReferenceLayoutsAreCurrent runs src/layouts.ts, which writes every
 // moq-lite message of every version with @moq/net's own encoders, and
-// requires the bytes subscribe/internal/wire's tests check against
+// requires the bytes internal/moq/lite/wire's tests check against
 // (testdata/reference-layouts.jsonl) to be exactly those.
 func TestReferenceLayoutsAreCurrent(t *testing.T) {
 	ref := needReference(t)
@@ -24,7 +24,7 @@ func TestReferenceLayoutsAreCurrent(t *testing.T) {
 	}
 	if !bytes.Equal(out, want) {
 		t.Fatalf("@moq/net writes other bytes than testdata/reference-layouts.jsonl holds; regenerate it with\n"+
-			"  interop/node_modules/.bin/deno run -A interop/dist/layouts.js > subscribe/internal/wire/testdata/reference-layouts.jsonl\n"+
+			"  interop/node_modules/.bin/deno run -A interop/dist/layouts.js > internal/moq/lite/wire/testdata/reference-layouts.jsonl\n"+
 			"and check the differences:\n%s", out)
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/varint"
-	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
 // Announcement is one change in the set of the peer's broadcasts.

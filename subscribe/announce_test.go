@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/model"
-	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
 // pipeBidi is an announce stream of a peer: the request comes from req,

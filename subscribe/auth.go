@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/moq-export/moq-export/subscribe/internal/wire"
+	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/token"
 )
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/moq/ietf"
 	"github.com/moq-export/moq-export/model"
-	"github.com/moq-export/moq-export/subscribe/internal/ietf"
 	"github.com/moq-export/moq-export/token"
 )
 

@@ -3,7 +3,7 @@ package subscribe
 import (
 	"errors"
 
-	"github.com/moq-export/moq-export/subscribe/internal/wire"
+	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 )
 
 // Stream reset codes by meaning. moq-lite has two numberings: the old

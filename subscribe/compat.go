@@ -6,7 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/moq-export/moq-export/subscribe/internal/ietf"
+	"github.com/moq-export/moq-export/internal/moq/ietf"
 )
 
 // What a session learns about a moq-transport server that does not take

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/transport"
-	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
 // The session code's view of a connection: the transport's (raw QUIC or

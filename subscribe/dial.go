@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/transport"
-	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
 // ErrUnsupportedURL means a URL scheme Dial does not know.

@@ -7,7 +7,7 @@
 // It owns the session logic: transports and TLS, the Setup stream,
 // announcements, track info, subscriptions, group streams, the catalog
 // tracks, reconnects, and a small publisher. The byte layouts of the
-// messages live in subscribe/internal/wire and subscribe/internal/ietf; what
+// messages live in internal/moq/lite/wire and internal/moq/ietf; what
 // object payloads hold (the hang packagings legacy, loc and cmaf) is
 // package internal/hang's alone, in both directions and for both protocol
 // families: this package hands it objects and takes payloads from it, so
@@ -46,7 +46,7 @@
 // no FETCH (no backfill of a live join's audio), no frame timestamps (the
 // hang containers carry their own) and no SUBSCRIBE_START; lite-01/02
 // also lack subscribe ranges. The differences themselves live in the
-// version table of subscribe/internal/wire; the session asks its
+// version table of internal/moq/lite/wire; the session asks its
 // capabilities.
 //
 // The default port is 443. TLS uses the system roots unless Options says
@@ -192,7 +192,7 @@
 // between cost little beyond 14 and 20 (their differences are a few
 // fields each, all in the codec package), so all of 14-20 are spoken and
 // each is checked against @moq/net in both roles (package interop). The
-// wire codecs per draft live in subscribe/internal/ietf; the session code
+// wire codecs per draft live in internal/moq/ietf; the session code
 // is ietf*.go. Objects become model groups and frames exactly as
 // moq-lite groups do:
 //

@@ -4,8 +4,8 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/model"
-	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
 // family is the seam between the session code that both protocol families

@@ -18,10 +18,10 @@ import (
 	"github.com/quic-go/quic-go"
 
 	"github.com/moq-export/moq-export/internal/hang"
+	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/udpproxy"
 	"github.com/moq-export/moq-export/internal/varint"
 	"github.com/moq-export/moq-export/model"
-	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
 // scriptedPublisher is a hand-driven moq-lite-05 publisher on raw QUIC, so

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/varint"
-	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
 // GOAWAY on moq-lite (lite-04+), make before break.

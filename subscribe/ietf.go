@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/moq/ietf"
 	"github.com/moq-export/moq-export/internal/moq/transport"
-	"github.com/moq-export/moq-export/subscribe/internal/ietf"
 )
 
 // IETF moq-transport sessions. An ietfConn wraps a transport connection

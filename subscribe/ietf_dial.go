@@ -6,9 +6,9 @@ import (
 	"net/url"
 	"slices"
 
+	"github.com/moq-export/moq-export/internal/moq/ietf"
+	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/transport"
-	"github.com/moq-export/moq-export/subscribe/internal/ietf"
-	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
 // The moq-transport drafts this session speaks, and how they are reached.

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/moq/ietf"
 	"github.com/moq-export/moq-export/internal/moq/transport"
 	"github.com/moq-export/moq-export/model"
-	"github.com/moq-export/moq-export/subscribe/internal/ietf"
 )
 
 // TestIETFGoAwayMovesTheSession (moq-transport and moq-lite): a GOAWAY

@@ -10,7 +10,7 @@ import (
 
 	"github.com/quic-go/quic-go"
 
-	"github.com/moq-export/moq-export/subscribe/internal/ietf"
+	"github.com/moq-export/moq-export/internal/moq/ietf"
 )
 
 // TestIETFDraft15NamespaceEntriesOnTheControlStream: a draft-15 relay that

@@ -11,8 +11,8 @@ import (
 
 	"github.com/quic-go/quic-go"
 
+	"github.com/moq-export/moq-export/internal/moq/ietf"
 	"github.com/moq-export/moq-export/model"
-	"github.com/moq-export/moq-export/subscribe/internal/ietf"
 )
 
 // Our moq-transport publisher against a hand-driven subscriber (ietfPeer)

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/moq/ietf"
 	"github.com/moq-export/moq-export/model"
-	"github.com/moq-export/moq-export/subscribe/internal/ietf"
 )
 
 // TestIETFOutageGapIsFetched: over moq-transport, the network drops

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/internal/hang"
+	"github.com/moq-export/moq-export/internal/moq/ietf"
 	"github.com/moq-export/moq-export/model"
-	"github.com/moq-export/moq-export/subscribe/internal/ietf"
 )
 
 // The subscriber side of a moq-transport session: SUBSCRIBE and its

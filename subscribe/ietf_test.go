@@ -12,8 +12,8 @@ import (
 	"github.com/quic-go/quic-go"
 
 	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/internal/moq/ietf"
 	"github.com/moq-export/moq-export/model"
-	"github.com/moq-export/moq-export/subscribe/internal/ietf"
 )
 
 // The moq-transport loopback tests: our client against our server, one

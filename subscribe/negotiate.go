@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/varint"
-	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
 // Version negotiation, both roles. What is offered and preferred comes from

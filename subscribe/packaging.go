@@ -3,9 +3,9 @@ package subscribe
 import (
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/internal/hang"
+	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/varint"
 	"github.com/moq-export/moq-export/model"
-	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
 // packagingOf returns how published track name of b goes on the wire, as

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/internal/hang"
+	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/varint"
 	"github.com/moq-export/moq-export/model"
-	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
 // publishTimescale is the TRACK_INFO timescale of published tracks

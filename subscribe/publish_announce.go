@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/moq-export/moq-export/subscribe/internal/wire"
+	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 )
 
 // announceQueueMax bounds the announcements queued for one announce stream

@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/moq/ietf"
+	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/transport"
-	"github.com/moq-export/moq-export/subscribe/internal/ietf"
-	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
 // Server accepts moq-lite sessions on one UDP port: raw QUIC (the ALPN of

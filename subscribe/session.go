@@ -15,9 +15,10 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/internal/moq/ietf"
+	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/transport"
 	"github.com/moq-export/moq-export/internal/varint"
-	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
 // Session is one moq-lite session, dialled (Dial, reconnecting) or accepted
@@ -738,10 +739,10 @@ func resetStream(str bidiStream, code uint64) {
 	str.CancelWrite(code)
 }
 
-// protocolErr marks what package wire rejects (malformed bytes, a length
-// beyond its limits) as ErrProtocol; other errors pass unchanged.
+// protocolErr marks what either wire codec rejects (malformed bytes, a
+// length beyond its limits) as ErrProtocol; other errors pass unchanged.
 func protocolErr(err error) error {
-	if errors.Is(err, wire.ErrDecode) || errors.Is(err, wire.ErrTooLarge) {
+	if errors.Is(err, wire.ErrDecode) || errors.Is(err, wire.ErrTooLarge) || errors.Is(err, ietf.ErrDecode) || errors.Is(err, ietf.ErrTooLarge) {
 		return fmt.Errorf("%w: %w", ErrProtocol, err)
 	}
 	return err

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/moq-export/moq-export/subscribe/internal/wire"
+	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 )
 
 // goneConn is a connection that is already gone: every stream call fails

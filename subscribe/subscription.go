@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/varint"
-	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
 // subscription is one SUBSCRIBE on one connection.

@@ -42,7 +42,7 @@ func TestCountSplitsAllocationsByTheCallersModule(t *testing.T) {
 func TestPackageOf(t *testing.T) {
 	for _, tc := range []struct{ fn, want string }{
 		{"github.com/quic-go/quic-go.(*Conn).run", "github.com/quic-go/quic-go"},
-		{"github.com/moq-export/moq-export/subscribe/internal/wire.readN", "github.com/moq-export/moq-export/subscribe/internal/wire"},
+		{"github.com/moq-export/moq-export/internal/moq/lite/wire.readN", "github.com/moq-export/moq-export/internal/moq/lite/wire"},
 		{"github.com/moq-export/moq-export/subscribe.serveStreams[...].func1", "github.com/moq-export/moq-export/subscribe"},
 		{"example.com/a.F[example.com/b/c.T]", "example.com/a"},
 		{"bufio.(*Reader).fill", "bufio"},

@@ -78,10 +78,12 @@ var muxers = []string{"mux/flv", "mux/mkv", "mux/ts", "mux/mp4"}
 //     one way": holds in spirit, but catalog imports internal/cmaf (to check
 //     an init) and archive/objstore/service sit beside record; encoded below
 //     only as its parts (model a leaf, export and subscribe apart).
-//   - lite and ietf never import each other: subscribe/internal/ietf
-//     imports subscribe/internal/wire (varints, version table) until the
-//     protocol split moves them (internal/moq/{lite,ietf}).
-//   - the session core imports neither protocol: no core package yet.
+//   - lite and ietf never import each other: encoded for their wire
+//     codecs (internal/moq/lite, internal/moq/ietf); both sessions still
+//     live in subscribe, behind one seam (subscribe/family.go), until they
+//     move into those packages.
+//   - the session core imports neither protocol: no core package yet (the
+//     shared session code is subscribe's; family.go is its seam).
 //   - only internal/hang decodes payloads: the protocol code calls it, but
 //     subscribe still exposes Unpacker (the archive's inverse of
 //     Options.Objects) over it; encoded as "only hang and catalog read
@@ -171,6 +173,25 @@ var rules = []struct {
 		}
 		return bad
 	}},
+	{"the moq-lite and moq-transport packages never import each other, nor the transport either", func(pkgs map[string]*pkg) []string {
+		var bad []string
+		for name, p := range pkgs {
+			for _, pair := range [][2]string{
+				{"internal/moq/lite", "internal/moq/ietf"}, {"internal/moq/ietf", "internal/moq/lite"},
+				{"internal/moq/transport", "internal/moq/lite"}, {"internal/moq/transport", "internal/moq/ietf"},
+			} {
+				if !under(name, pair[0]) {
+					continue
+				}
+				for _, d := range moduleOnly(p.Deps) {
+					if under(d, pair[1]) {
+						bad = append(bad, name+" -> "+d)
+					}
+				}
+			}
+		}
+		return bad
+	}},
 	{"only internal/browsertest imports chromedp, tests included", func(pkgs map[string]*pkg) []string {
 		var bad []string
 		for name, p := range pkgs {
@@ -191,7 +212,7 @@ var rules = []struct {
 
 func TestImportsKeepTheLayeringRules(t *testing.T) {
 	pkgs := load(t)
-	for _, need := range append([]string{"model", "export", "subscribe", "internal/hang", "internal/browsertest", "internal/moq/transport"}, muxers...) {
+	for _, need := range append([]string{"model", "export", "subscribe", "internal/hang", "internal/browsertest", "internal/moq/transport", "internal/moq/lite/wire", "internal/moq/ietf"}, muxers...) {
 		if pkgs[need] == nil {
 			t.Fatalf("package %s not listed: the rules name a package that moved; update them", need)
 		}
@@ -219,19 +240,20 @@ func TestEveryRuleCatchesTheImportItForbids(t *testing.T) {
 	}
 	base := func() map[string]*pkg {
 		pkgs := map[string]*pkg{}
-		for _, n := range append([]string{"model", "export", "subscribe", "internal/hang", "internal/browsertest", "catalog"}, muxers...) {
+		for _, n := range append([]string{"model", "export", "subscribe", "internal/hang", "internal/browsertest", "catalog", "internal/moq/ietf"}, muxers...) {
 			pkgs[n] = &pkg{ImportPath: module + "/" + n}
 		}
 		return pkgs
 	}
 	breaks := []func(map[string]*pkg){
 		func(p map[string]*pkg) { p["model"].Deps = m("catalog") },
-		func(p map[string]*pkg) { p["export"].Deps = m("subscribe/internal/wire") },
+		func(p map[string]*pkg) { p["export"].Deps = m("subscribe") },
 		func(p map[string]*pkg) { p["mux/ts"].Imports = m("model") },
 		func(p map[string]*pkg) { p["export"].Imports = m("internal/cmaf") },
 		func(p map[string]*pkg) { p["export"].Imports = m("internal/hang") },
 		func(p map[string]*pkg) { p["catalog"].Deps = m("internal/mediatest") },
 		func(p map[string]*pkg) { p["subscribe"].Imports = []string{"github.com/quic-go/webtransport-go"} },
+		func(p map[string]*pkg) { p["internal/moq/ietf"].Deps = m("internal/varint", "internal/moq/lite/wire") },
 		func(p map[string]*pkg) { p["export"].XTestImports = []string{"github.com/chromedp/chromedp"} },
 	}
 	if len(breaks) != len(rules) {

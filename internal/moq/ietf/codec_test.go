@@ -8,8 +8,6 @@ import (
 	"io"
 	"reflect"
 	"testing"
-
-	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
 func mustHex(t *testing.T, s string) []byte {
@@ -52,7 +50,7 @@ func TestLeadingOnesVarintLayout(t *testing.T) {
 	if x, err := ReadVarint(bufio.NewReader(bytes.NewReader(seven)), Draft18); err != nil || x != 1<<48+1 {
 		t.Errorf("7-byte form in draft 18: %d, %v", x, err)
 	}
-	if _, err := ReadVarint(bufio.NewReader(bytes.NewReader(seven)), Draft17); !errors.Is(err, wire.ErrDecode) {
+	if _, err := ReadVarint(bufio.NewReader(bytes.NewReader(seven)), Draft17); !errors.Is(err, ErrDecode) {
 		t.Errorf("7-byte form in draft 17: %v, want ErrDecode", err)
 	}
 	// Drafts 14-16 keep QUIC varints: 300 is 412c, not 812c.
@@ -191,7 +189,7 @@ func TestMalformedMessagesAreDecodeErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := Decode(mustHex(t, tc.body), tc.m, tc.v)
-			if !errors.Is(err, wire.ErrDecode) {
+			if !errors.Is(err, ErrDecode) {
 				t.Fatalf("Decode: %v, want ErrDecode", err)
 			}
 		})
@@ -275,8 +273,8 @@ func TestObjectReaderStopsOnTruncationAndBadStatus(t *testing.T) {
 		want error
 	}{
 		{"truncated payload", "000568656c", io.ErrUnexpectedEOF},
-		{"unknown status", "000009", wire.ErrDecode},
-		{"payload beyond the limit", "00" + "c000000010000000", wire.ErrTooLarge},
+		{"unknown status", "000009", ErrDecode},
+		{"payload beyond the limit", "00" + "c000000010000000", ErrTooLarge},
 	} {
 		r := ObjectReader{R: bufio.NewReader(bytes.NewReader(mustHex(t, tc.hex))), V: Draft14, Header: h}
 		if _, err := r.Next(); !errors.Is(err, tc.want) {

@@ -33,9 +33,10 @@
 //
 // Decoders bound what they allocate by the bytes they were given, so
 // hostile length fields cannot exhaust memory, and return errors wrapping
-// wire.ErrDecode (malformed) or wire.ErrTooLarge (beyond the limits).
+// ErrDecode (malformed) or ErrTooLarge (beyond the limits).
 //
 // Hand-written because no Go library implements moq-transport; the
-// framing is close to moq-lite's (package wire, whose QUIC varint this
-// package reuses) but every message differs.
+// framing is close to moq-lite's (internal/moq/lite/wire, which this
+// package does not import: the two families share only the QUIC varint
+// of internal/varint) but every message differs.
 package ietf

@@ -6,7 +6,6 @@ import (
 	"io"
 
 	"github.com/moq-export/moq-export/internal/varint"
-	"github.com/moq-export/moq-export/subscribe/internal/wire"
 )
 
 // Data stream types other than subgroups.
@@ -73,14 +72,14 @@ func subgroupFlags(t uint64, v Version) (SubgroupHeader, error) {
 	case t >= 0x30 && t <= 0x3f:
 		t -= 0x20
 	default:
-		return h, fmt.Errorf("%w: stream type %#x", wire.ErrDecode, t)
+		return h, fmt.Errorf("%w: stream type %#x", ErrDecode, t)
 	}
 	h.Extensions = t&0x01 != 0
 	h.SubgroupIsFirstObject = t&0x02 != 0
 	h.ExplicitSubgroup = t&0x04 != 0
 	h.EndOfGroup = t&0x08 != 0
 	if h.SubgroupIsFirstObject && h.ExplicitSubgroup {
-		return h, fmt.Errorf("%w: subgroup stream type %#x", wire.ErrDecode, t)
+		return h, fmt.Errorf("%w: subgroup stream type %#x", ErrDecode, t)
 	}
 	return h, nil
 }
@@ -198,7 +197,7 @@ func (o *ObjectReader) Next() (Object, error) {
 		obj.ID = delta
 	} else {
 		if delta >= varint.Max-o.prev {
-			return obj, fmt.Errorf("%w: object id overflows", wire.ErrDecode)
+			return obj, fmt.Errorf("%w: object id overflows", ErrDecode)
 		}
 		obj.ID = o.prev + delta + 1
 	}
@@ -223,7 +222,7 @@ func readBlock(r *bufio.Reader, v Version, limit uint64) ([]byte, error) {
 		return nil, err
 	}
 	if n > limit {
-		return nil, fmt.Errorf("%w: block of %d bytes", wire.ErrTooLarge, n)
+		return nil, fmt.Errorf("%w: block of %d bytes", ErrTooLarge, n)
 	}
 	b := make([]byte, n)
 	if _, err := io.ReadFull(r, b); err != nil {
@@ -249,7 +248,7 @@ func readPayload(r *bufio.Reader, v Version, withStatus bool) ([]byte, uint64, e
 	switch st {
 	case StatusNormal, StatusDoesNotExist, StatusEndOfGroup, StatusEndOfTrack:
 	default:
-		return nil, 0, fmt.Errorf("%w: object status %#x", wire.ErrDecode, st)
+		return nil, 0, fmt.Errorf("%w: object status %#x", ErrDecode, st)
 	}
 	return p, st, nil
 }
@@ -296,7 +295,7 @@ func ObjectTimestamp(ext []byte, defaultScale uint64, v Version) (ts, scale uint
 		id := d.varint()
 		if v.deltaProperties() && i > 0 {
 			if id > varint.Max-prev {
-				return 0, 0, false, fmt.Errorf("%w: property type overflows", wire.ErrDecode)
+				return 0, 0, false, fmt.Errorf("%w: property type overflows", ErrDecode)
 			}
 			id += prev
 		}
@@ -396,7 +395,7 @@ func (f *FetchObjectReader) Next() (Object, error) {
 				}
 				continue
 			}
-			return obj, fmt.Errorf("%w: fetch serialization flags %#x", wire.ErrDecode, flags)
+			return obj, fmt.Errorf("%w: fetch serialization flags %#x", ErrDecode, flags)
 		}
 		first := f.n == 0
 		if flags&fetchGroupID != 0 {
@@ -412,7 +411,7 @@ func (f *FetchObjectReader) Next() (Object, error) {
 				f.group += g + 1
 			}
 		} else if first {
-			return obj, fmt.Errorf("%w: first fetch object without a group id", wire.ErrDecode)
+			return obj, fmt.Errorf("%w: first fetch object without a group id", ErrDecode)
 		}
 		if flags&fetchDatagram == 0 && flags&fetchSubgroupBits == 3 {
 			if f.sub, err = readField(f.R, f.V); err != nil {
@@ -431,7 +430,7 @@ func (f *FetchObjectReader) Next() (Object, error) {
 				f.objID += id
 			}
 		case first:
-			return obj, fmt.Errorf("%w: first fetch object without an object id", wire.ErrDecode)
+			return obj, fmt.Errorf("%w: first fetch object without an object id", ErrDecode)
 		default:
 			f.objID++
 		}

@@ -3,21 +3,30 @@ package ietf
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/moq-export/moq-export/internal/varint"
-	"github.com/moq-export/moq-export/subscribe/internal/wire"
+)
+
+// Errors returned by the decoders. Test with errors.Is.
+var (
+	// ErrDecode means malformed bytes.
+	ErrDecode = errors.New("ietf: decode error")
+	// ErrTooLarge means a length field beyond the limits.
+	ErrTooLarge = errors.New("ietf: message too large")
 )
 
 // Limits applied by the decoders.
 const (
 	// MaxMessage bounds a control message body (its length is a u16).
 	MaxMessage = 1<<16 - 1
-	// MaxObject bounds one object payload.
-	MaxObject = wire.MaxFrame
+	// MaxObject bounds one object payload (as moq-lite bounds a frame:
+	// the reference's limit).
+	MaxObject = 32 << 20
 	// MaxExtensions bounds an object's extension block.
 	MaxExtensions = 64 << 10
 	// MaxParams bounds the parameters of one message.
@@ -110,7 +119,7 @@ func ReadVarint(r io.ByteReader, v Version) (uint64, error) {
 	}
 	n := leadingOnesLen(c, v)
 	if n == 0 {
-		return 0, fmt.Errorf("%w: 7-byte varint in %v", wire.ErrDecode, v)
+		return 0, fmt.Errorf("%w: 7-byte varint in %v", ErrDecode, v)
 	}
 	var buf [9]byte
 	buf[0] = c
@@ -134,7 +143,7 @@ type decoder struct {
 
 func (d *decoder) fail(format string, args ...any) {
 	if d.err == nil {
-		d.err = fmt.Errorf("%w: "+format, append([]any{wire.ErrDecode}, args...)...)
+		d.err = fmt.Errorf("%w: "+format, append([]any{ErrDecode}, args...)...)
 	}
 }
 

@@ -152,7 +152,7 @@ var (
 )
 
 // The moq-transport (IETF) drafts the module speaks (their messages live in
-// subscribe/internal/ietf; only negotiation reads these entries). Draft 14
+// internal/moq/ietf; only negotiation reads these entries). Draft 14
 // has its own ALPN and is also one of the versions the legacy SETUP can
 // choose.
 var (
