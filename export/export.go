@@ -15,14 +15,19 @@ import (
 
 // Stats is a snapshot of an export's counters.
 type Stats struct {
-	Tracks          int           // tracks being exported now
-	Frames          int64         // frames written to the output (the muxer's mux.Stats)
-	Bytes           int64         // payload bytes of those frames (the muxer's mux.Stats)
-	Late            int64         // late frames (dropped or passed)
-	Dropped         int64         // by the jitter buffer or the muxer
-	Skipped         int64         // groups abandoned for newer ones
-	Discontinuities int64         // discontinuities passed to the muxer
-	MediaTime       time.Duration // media time written since the first frame
+	Tracks          int   // tracks being exported now
+	Frames          int64 // frames written to the output (the muxer's mux.Stats)
+	Bytes           int64 // payload bytes of those frames (the muxer's mux.Stats)
+	Late            int64 // late frames (dropped or passed)
+	Dropped         int64 // by the jitter buffer or the muxer
+	Skipped         int64 // groups abandoned for newer ones
+	Discontinuities int64 // discontinuities passed to the muxer
+	// NotExported counts the renditions of the catalog skipped because
+	// the output (or this build) cannot take them, each with a warning:
+	// subtitles in a container without them, a codec it lacks. The ones
+	// the selection leaves out are not counted.
+	NotExported int
+	MediaTime   time.Duration // media time written since the first frame
 }
 
 type trackState struct {

@@ -100,6 +100,9 @@ func (e *Export) addRendition(r catalog.Rendition, counts map[mux.Kind]int) (*tr
 	explicit := named(r, e.opts)
 	skip := func(msg string, args ...any) {
 		e.refused[r.Name] = true
+		e.statsMu.Lock()
+		e.stats.NotExported++
+		e.statsMu.Unlock()
 		e.log.Warn(msg, append([]any{"track", r.Name}, args...)...)
 	}
 	if err := Select(r, e.opts, counts); err != nil {

@@ -118,7 +118,7 @@ func (rec *Recording) finish(err error) {
 // recordingStats are the counters of one recording's export.
 func recordingStats(ex *export.Export, tracks int) Stats {
 	st := ex.Stats()
-	s := Stats{Recorded: 1, Media: st.MediaTime, Tracks: tracks, Frames: st.Frames, Bytes: st.Bytes, Late: st.Late, Dropped: st.Dropped}
+	s := Stats{Recorded: 1, Media: st.MediaTime, Tracks: tracks, Frames: st.Frames, Bytes: st.Bytes, Late: st.Late, Dropped: st.Dropped, Skipped: st.NotExported}
 	for _, ts := range ex.TrackStats() {
 		s.Lost = max(s.Lost, ts.LostToGaps)
 	}

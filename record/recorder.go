@@ -161,6 +161,7 @@ func (r *Recorder) ended(name string, ex *export.Export, tracks int) {
 	r.done.Frames += st.Frames
 	r.done.Bytes += st.Bytes
 	r.done.Late += st.Late
+	r.done.Skipped += st.NotExported
 	r.done.Dropped += st.Dropped
 	r.done.Media = max(r.done.Media, st.MediaTime)
 	r.mu.Unlock()

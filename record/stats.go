@@ -38,7 +38,11 @@ type Stats struct {
 	Late       int64
 	Dropped    int64
 	Lost       time.Duration // the most media time one track lost to gaps (outages)
-	Upload     UploadStats   // an Uploader Output's (an object store): zero otherwise
+	// Skipped counts the renditions not recorded because the format
+	// cannot carry them (subtitles in FLV, TS or MP4; a codec it lacks),
+	// each also logged; the selection's choices are not counted.
+	Skipped int
+	Upload  UploadStats // an Uploader Output's (an object store): zero otherwise
 }
 
 // TrackInfo accounts for the frames of one recorded track: received =
@@ -83,6 +87,7 @@ func (r *Recorder) Stats() Stats {
 		s.Bytes += st.Bytes
 		s.Late += st.Late
 		s.Dropped += st.Dropped
+		s.Skipped += st.NotExported
 		s.Media = max(s.Media, st.MediaTime)
 		for _, ts := range ex.TrackStats() {
 			s.Lost = max(s.Lost, ts.LostToGaps)

@@ -18,7 +18,7 @@ import (
 
 // recordDemo publishes one loop of the demo with renditions, records it
 // into dir/out and returns the path.
-func recordDemo(t *testing.T, renditions []string, out string, opts record.Options) string {
+func recordDemo(t *testing.T, renditions []string, out string, opts record.Options) (string, *record.Recorder) {
 	t.Helper()
 	bc := model.NewBroadcast("demo")
 	if err := demo.Publish(context.Background(), bc, demo.Options{Renditions: renditions, Loops: 1, KeepGroups: 1 << 20}); err != nil {
@@ -40,7 +40,7 @@ func recordDemo(t *testing.T, renditions []string, out string, opts record.Optio
 	if err := rec.Record(context.Background(), record.Local(bc), "demo"); err != nil {
 		t.Fatal(err)
 	}
-	return path
+	return path, rec
 }
 
 // origin is where a file of the samples starts: the earliest first
@@ -61,7 +61,10 @@ func TestSubtitlesAreRecordedIntoMKVAndWebMWithTheirPublishedTimesAndText(t *tes
 	} {
 		t.Run(tc.out, func(t *testing.T) {
 			t.Parallel()
-			path := recordDemo(t, []string{tc.video, tc.audio, testmedia.WebVTTName}, tc.out, record.Options{})
+			path, rec := recordDemo(t, []string{tc.video, tc.audio, testmedia.WebVTTName}, tc.out, record.Options{})
+			if s := rec.Stats(); s.Skipped != 0 || s.Tracks != 3 {
+				t.Errorf("Stats: %d renditions skipped, %d tracks; want all 3 recorded", s.Skipped, s.Tracks)
+			}
 			mediatest.DecodeClean(t, path)
 			p := mediatest.Probe(t, path)
 			var sub map[string]string
@@ -101,7 +104,10 @@ func TestContainersWithoutSubtitlesSkipTheTextRenditionAndSayWhy(t *testing.T) {
 			t.Parallel()
 			var log lockedBuffer
 			logger := slog.New(slog.NewTextHandler(&log, nil))
-			path := recordDemo(t, []string{"h264", "aac", testmedia.WebVTTName}, out, record.Options{Logger: logger})
+			path, rec := recordDemo(t, []string{"h264", "aac", testmedia.WebVTTName}, out, record.Options{Logger: logger})
+			if s := rec.Stats(); s.Skipped != 1 || s.Tracks != 2 {
+				t.Errorf("Stats: %d renditions skipped, %d tracks; want the subtitles skipped and counted", s.Skipped, s.Tracks)
+			}
 			p := mediatest.Probe(t, path)
 			if len(p.Streams) != 2 {
 				t.Fatalf("%d streams, want video and audio", len(p.Streams))
@@ -115,7 +121,10 @@ func TestContainersWithoutSubtitlesSkipTheTextRenditionAndSayWhy(t *testing.T) {
 
 func TestTextNoneRecordsNoSubtitles(t *testing.T) {
 	t.Parallel()
-	path := recordDemo(t, []string{"h264", "aac", testmedia.WebVTTName}, "demo.mkv", record.Options{Text: []string{}})
+	path, rec := recordDemo(t, []string{"h264", "aac", testmedia.WebVTTName}, "demo.mkv", record.Options{Text: []string{}})
+	if s := rec.Stats(); s.Skipped != 0 {
+		t.Errorf("Stats.Skipped %d: a rendition the selection leaves out is not a skip", s.Skipped)
+	}
 	if p := mediatest.Probe(t, path); len(p.Streams) != 2 {
 		t.Fatalf("%d streams with Text: none, want 2", len(p.Streams))
 	}
