@@ -302,7 +302,7 @@ func (c *Consumer) pickGroup() bool {
 	if !c.delivered {
 		from = next.minTS
 	}
-	if c.track.ended || c.newestTS(i)-from >= c.latency {
+	if c.track.ended || c.newestTS(i)-from >= c.latency && !c.heldLocked() {
 		c.skipped++
 		c.needKey = true
 		c.cur, c.idx, c.cursor = next, 0, next.seq
@@ -345,11 +345,17 @@ func (c *Consumer) skipTarget(g *Group) *Group {
 	if len(g.frames) == 0 {
 		newest = c.liveEdge
 	}
-	if c.newestTS(i)-newest >= c.latency {
+	if c.newestTS(i)-newest >= c.latency && !c.heldLocked() {
 		return next
 	}
 	return nil
 }
+
+// heldLocked reports whether the track is held (Track.Hold): its producer
+// is adding the groups a reader waits at, after newer ones that landed
+// first (a resume's burst of group streams), so nothing is skipped as
+// stalled. Called with track.mu held.
+func (c *Consumer) heldLocked() bool { return c.track.holds > 0 && !c.track.ended }
 
 // hasNewer reports whether groups past the cursor remain to be read.
 func (c *Consumer) hasNewer() bool {

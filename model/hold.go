@@ -4,8 +4,9 @@ package model
 // what it adds next (after a reconnect, the groups missed during the
 // outage): until Release, Consumer.Held is true, so a reader that merges
 // tracks (the export's jitter buffer) waits for this track instead of
-// moving past it. Holds nest; each Hold needs one Release. Close releases
-// every hold.
+// moving past it, and a consumer does not skip a missing or open group for
+// newer ones (their data running ahead says nothing of a stall then).
+// Holds nest; each Hold needs one Release. Close releases every hold.
 func (t *Track) Hold() {
 	t.mu.Lock()
 	t.holds++

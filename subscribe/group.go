@@ -55,6 +55,7 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 			s.log.Debug("moq: completing a cut group", "track", rt.name, "group", h.Sequence, "have", skip)
 		}
 	}
+	sub.created(h.Sequence)
 	if err != nil {
 		s.log.Debug("moq: group dropped", "track", rt.name, "group", h.Sequence, "err", err)
 		str.CancelRead(CodeCancel)

@@ -13,10 +13,11 @@ import (
 )
 
 // Bounds of the gap fill after a reconnect: at most this many missed
-// groups are fetched (about 40 s of 47 audio groups a second), this many at
+// groups are fetched (about 87 s of 47 audio groups a second: a minute-long
+// outage of a relay that keeps its groups costs nothing), this many at
 // once, within this time.
 const (
-	resumeMaxGroups = 2048
+	resumeMaxGroups = 4096
 	resumeWindow    = 16
 	resumeTimeout   = 10 * time.Second
 )
@@ -80,12 +81,17 @@ func (rt *remoteTrack) releaseLocked() {
 }
 
 // releaseAtLive ends the hold of a resumed subscription once the track
-// holds a frame of group first or later (where the subscription resumed),
-// or after the request timeout. Until then the export waits for this
+// holds a frame of group first or later (where the subscription resumed)
+// and every group stream that landed while the gap was filled made its
+// group (burstDone), or after the request timeout. Those streams,
+// released together, become groups in any order, and a reader that saw the
+// newest of them before the oldest would skip those as stalled (a
+// second's audio after a blip of a few seconds, with several broadcasts
+// filling at once) were the track not held until all of them are in. Until then the export waits for this
 // track: released earlier, with nothing to read while its first live group
 // is on its way, the track would look idle, the other tracks would run
 // ahead, and its first frames would come late and be dropped.
-func (rt *remoteTrack) releaseAtLive(first uint64) {
+func (rt *remoteTrack) releaseAtLive(first uint64, burstDone func() bool) {
 	rt.mu.Lock()
 	gen := rt.holdGen
 	rt.mu.Unlock()
@@ -107,6 +113,9 @@ func (rt *remoteTrack) releaseAtLive(first uint64) {
 			if _, ok := c.Next(); !ok {
 				break
 			}
+		}
+		if burstDone != nil && !burstDone() {
+			return false
 		}
 		if g := rt.track.Group(first); g != nil {
 			frames, finished, _ := g.Frames(0)

@@ -34,6 +34,10 @@ type subscription struct {
 	// at the group it names and not at whichever stream landed first.
 	started     chan struct{}
 	startedOnce sync.Once
+	// waiting holds the sequences of the group streams waiting for
+	// started whose group is not created yet (under mu): a resume
+	// releases them all at once (see releaseAtLive).
+	waiting map[uint64]bool
 	// gotOK is set at SUBSCRIBE_OK: from then on group streams wait for
 	// started without a bound (a resume fills the gap first).
 	gotOK atomic.Bool
@@ -65,6 +69,12 @@ func (sub *subscription) waitStarted(seq uint64) {
 		return
 	default:
 	}
+	sub.mu.Lock()
+	if sub.waiting == nil {
+		sub.waiting = map[uint64]bool{}
+	}
+	sub.waiting[seq] = true
+	sub.mu.Unlock()
 	log := sub.rt.rb.s.log
 	log.Debug("moq: group landed before SUBSCRIBE_OK, waiting for it", "track", sub.rt.name, "group", seq)
 	t := time.NewTimer(sub.rt.rb.s.opts.RequestTimeout)
@@ -83,6 +93,22 @@ func (sub *subscription) waitStarted(seq uint64) {
 		log.Warn("moq: no SUBSCRIBE_OK before the group streams, reading them anyway", "track", sub.rt.name)
 		sub.markStarted()
 	}
+}
+
+// created notes that the stream of group seq made its model group (or
+// gave up).
+func (sub *subscription) created(seq uint64) {
+	sub.mu.Lock()
+	delete(sub.waiting, seq)
+	sub.mu.Unlock()
+}
+
+// burstDone reports whether every group stream that waited for
+// SUBSCRIBE_OK made its group.
+func (sub *subscription) burstDone() bool {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	return len(sub.waiting) == 0
 }
 
 // groupArrived records group seq.
@@ -171,7 +197,7 @@ func (rt *remoteTrack) attach(c conn, timescale uint64, newTimeline bool) (detac
 	rt.mu.Unlock()
 	if newTimeline {
 		rt.newTimeline()
-		rt.releaseAtLive(0)
+		rt.releaseAtLive(0, nil)
 	}
 	return func() {
 		rt.mu.Lock()
@@ -355,7 +381,7 @@ func (rt *remoteTrack) response(ctx context.Context, c conn, v *wire.Version, su
 			// The groups missed since the connection was lost come
 			// first, or the track starts a new timeline.
 			rt.resume(ctx, c, sub.timescale, st.first)
-			rt.releaseAtLive(st.first)
+			rt.releaseAtLive(st.first, sub.burstDone)
 		} else {
 			// Groups travel on separate streams: the first one may
 			// land after the second. Readers start at the group

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe"
@@ -35,6 +37,11 @@ const publisherEnv = "MOQ_EXPORT_TEST_PUBLISHER"
 // $MOQ_EXPORT_TEST_EPOCH (Unix nanoseconds), as a live encoder's wall
 // clock does: a restarted publisher goes on from the real time, so what a
 // recording lost shows in its packet timestamps.
+//
+// The soak sets more: $MOQ_EXPORT_TEST_BROADCASTS names the broadcasts as
+// NAME=CONTAINER pairs (legacy, loc, cmaf), $MOQ_EXPORT_TEST_VERSIONS the
+// protocol versions accepted, $MOQ_EXPORT_TEST_KEEP how many groups each
+// track keeps for FETCH.
 func publisherMain() int {
 	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, "publisher:", err)
@@ -48,10 +55,22 @@ func publisherMain() int {
 	if err != nil {
 		return fail(err)
 	}
-	b := model.NewBroadcast("live")
-	go demo.Publish(context.Background(), b, demo.Options{Realtime: true, Offset: time.Since(time.Unix(0, epoch))})
+	keep, _ := strconv.Atoi(os.Getenv("MOQ_EXPORT_TEST_KEEP"))
+	offset := time.Since(time.Unix(0, epoch))
+	var bs []*model.Broadcast
+	for _, spec := range strings.Split(cmp.Or(os.Getenv("MOQ_EXPORT_TEST_BROADCASTS"), "live=legacy"), ",") {
+		name, container, _ := strings.Cut(spec, "=")
+		b := model.NewBroadcast(name)
+		go demo.Publish(context.Background(), b, demo.Options{Realtime: true, Offset: offset, KeepGroups: keep,
+			Container: catalog.ContainerKind(container)})
+		bs = append(bs, b)
+	}
+	var versions []string
+	if v := os.Getenv("MOQ_EXPORT_TEST_VERSIONS"); v != "" {
+		versions = strings.Split(v, ",")
+	}
 	srv, err := subscribe.Listen(os.Getenv(publisherEnv), subscribe.ServerOptions{
-		Certificates: []tls.Certificate{cert}, Publish: []*model.Broadcast{b}, Logger: slog.New(slog.DiscardHandler),
+		Certificates: []tls.Certificate{cert}, Publish: bs, Versions: versions, Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		return fail(err)
@@ -95,7 +114,7 @@ type publisherProcess struct {
 
 // startPublisher starts a publisher process on addr (":0" ports pick a
 // free one) and waits until it listens.
-func startPublisher(t *testing.T, ctx context.Context, addr, certFile, keyFile string, epoch time.Time) *publisherProcess {
+func startPublisher(t *testing.T, ctx context.Context, addr, certFile, keyFile string, epoch time.Time, env ...string) *publisherProcess {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -104,6 +123,7 @@ func startPublisher(t *testing.T, ctx context.Context, addr, certFile, keyFile s
 	p := &publisherProcess{cmd: exec.CommandContext(ctx, self)}
 	p.cmd.Env = append(os.Environ(), publisherEnv+"="+addr, "MOQ_EXPORT_TEST_CERT="+certFile, "MOQ_EXPORT_TEST_KEY="+keyFile,
 		"MOQ_EXPORT_TEST_EPOCH="+strconv.FormatInt(epoch.UnixNano(), 10))
+	p.cmd.Env = append(p.cmd.Env, env...)
 	p.cmd.Stderr = &p.log
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {

@@ -1,0 +1,385 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/moq-export/moq-export/internal/udpproxy"
+)
+
+// The chaos soak (issue 26): publishers of several broadcasts (legacy, loc
+// and cmaf), one speaking moq-lite and one IETF moq-transport, each behind
+// a loopback UDP proxy, recorded by --record-all processes into every
+// container (MKV and TS over moq-lite, MP4 and FLV over moq-transport),
+// for MOQ_SOAK_DURATION (default 75 s; scripts/soak.sh runs it for an
+// hour), while faults come one at a time, at random, with calm between
+// them:
+//
+//   - blip: a proxy drops everything for 1-60 s (at most a quarter of the
+//     run); the publisher keeps its groups, so nothing may be lost;
+//   - publisher restart: a publisher is SIGKILLed and started again on its
+//     port 1-5 s later (same clock): the hole is at most the outage + 3 s;
+//   - recorder kill: a recorder is SIGKILLed and started again into new
+//     files; the old ones decode and hold the media up to about a second
+//     before the kill (MP4: its whole fragments, up to 2.5 s);
+//   - disk full: a recorder is restarted with a file size limit that its
+//     files reach within seconds (what a full disk looks like to a
+//     writer); each recording must stop naming the failed write and leave
+//     a file that decodes; then it is restarted without the limit.
+//
+// At the end every file decodes, the table of faults and losses is
+// printed (t.Log, and MOQ_SOAK_TABLE names a file for it), and a loss over
+// its bound fails the test. Losses are measured in the files' own packet
+// times (--keep-timestamps: the publishers' clock, which is wall time since
+// the soak began), so what each fault cost is read from what was recorded.
+
+// soakBroadcasts are the broadcasts each publisher serves.
+const soakBroadcasts = "legacy=legacy,loc=loc,cmaf=cmaf"
+
+type soakPublisher struct {
+	name     string
+	versions string
+	proc     *publisherProcess
+	proxy    *udpproxy.Proxy
+}
+
+type soakRecorder struct {
+	name string
+	ext  string
+	pub  *soakPublisher
+	dir  string
+	runs int // output directories run0, run1, ...
+	cmd  *exec.Cmd
+	log  lockedBuffer
+}
+
+// soakFault is one injected fault and what it cost.
+type soakFault struct {
+	kind   string // blip, publisher restart, recorder kill, disk full
+	target string
+	start  time.Time
+	end    time.Time // the fault over: network back, publisher listening, recorder restarted
+	note   string
+	loss   time.Duration // worst over the tracks it touched
+	bound  time.Duration // -1: none
+	worst  string        // which track
+}
+
+func TestChaosSoak(t *testing.T) {
+	needTools(t, "ffmpeg", "ffprobe", "sh")
+	t.Parallel()
+	duration := 75 * time.Second
+	if v := os.Getenv("MOQ_SOAK_DURATION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("MOQ_SOAK_DURATION: %v", err)
+		}
+		duration = d
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), duration+5*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	certFile, keyFile, pin := publisherCert(t, dir)
+	epoch := time.Now()
+	env := func(p *soakPublisher) []string {
+		e := []string{"MOQ_EXPORT_TEST_BROADCASTS=" + soakBroadcasts, "MOQ_EXPORT_TEST_KEEP=4000"}
+		if p.versions != "" {
+			e = append(e, "MOQ_EXPORT_TEST_VERSIONS="+p.versions)
+		}
+		return e
+	}
+	pubs := []*soakPublisher{{name: "lite"}, {name: "ietf", versions: "moq-transport-22"}}
+	for _, p := range pubs {
+		p.proc = startPublisher(t, ctx, "127.0.0.1:0", certFile, keyFile, epoch, env(p)...)
+		px, err := udpproxy.New(p.proc.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { px.Close() })
+		p.proxy = px
+	}
+	recs := []*soakRecorder{
+		{name: "mkv/lite", ext: "mkv", pub: pubs[0]},
+		{name: "ts/lite", ext: "ts", pub: pubs[0]},
+		{name: "mp4/ietf", ext: "mp4", pub: pubs[1]},
+		{name: "flv/ietf", ext: "flv", pub: pubs[1]},
+	}
+	start := func(r *soakRecorder, limitBlocks int) {
+		t.Helper()
+		out := filepath.Join(r.dir, fmt.Sprintf("run%d", r.runs))
+		r.runs++
+		args := []string{"moql://" + r.pub.proxy.Addr() + "/", "--tls-fingerprint", pin, "--record-all",
+			"--keep-timestamps", "-o", filepath.Join(out, "{broadcast}."+r.ext)}
+		if limitBlocks > 0 {
+			r.cmd = exec.CommandContext(ctx, "sh", append([]string{"-c", fmt.Sprintf(`ulimit -f %d && exec "$0" "$@"`, limitBlocks), binary}, args...)...)
+		} else {
+			r.cmd = exec.CommandContext(ctx, binary, args...)
+		}
+		r.log = lockedBuffer{}
+		r.cmd.Stderr = &r.log
+		if err := r.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range recs {
+		r.dir = filepath.Join(dir, strings.ReplaceAll(r.name, "/", "-"))
+		start(r, 0)
+	}
+	t.Cleanup(func() {
+		for _, r := range recs {
+			if r.cmd.ProcessState == nil {
+				r.cmd.Process.Kill()
+				r.cmd.Wait()
+			}
+		}
+	})
+
+	sleep := func(d time.Duration) {
+		select {
+		case <-ctx.Done():
+		case <-time.After(d):
+		}
+	}
+	rng := rand.New(rand.NewPCG(uint64(epoch.UnixNano()), 26))
+	between := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(rng.Int64N(int64(hi-lo)+1)) }
+	maxBlip := min(60*time.Second, duration/4)
+	var faults []*soakFault
+	deadline := epoch.Add(duration)
+	sleep(8 * time.Second) // every recording under way
+	for kinds := rng.Perm(4); ; kinds = rng.Perm(4) {
+		for _, k := range kinds {
+			if time.Until(deadline) < 12*time.Second {
+				goto done
+			}
+			f := &soakFault{bound: -1}
+			switch k {
+			case 0:
+				p := pubs[rng.IntN(len(pubs))]
+				d := min(between(time.Second, maxBlip), time.Until(deadline)-10*time.Second)
+				f.kind, f.target, f.bound = "blip", p.name, 0
+				f.start = time.Now()
+				p.proxy.Blackhole(true)
+				sleep(d)
+				p.proxy.Blackhole(false)
+				f.end = time.Now()
+			case 1:
+				p := pubs[rng.IntN(len(pubs))]
+				f.kind, f.target = "publisher restart", p.name
+				f.start = time.Now()
+				p.proc.cmd.Process.Kill()
+				p.proc.cmd.Wait()
+				sleep(between(time.Second, 5*time.Second))
+				p.proc = startPublisher(t, ctx, p.proc.addr, certFile, keyFile, epoch, env(p)...)
+				f.end = time.Now()
+				f.bound = f.end.Sub(f.start) + 3*time.Second
+			case 2:
+				r := recs[rng.IntN(len(recs))]
+				f.kind, f.target = "recorder kill", r.name
+				f.bound = 1500 * time.Millisecond
+				if r.ext == "mp4" {
+					f.bound = 2500 * time.Millisecond
+				}
+				f.start = time.Now()
+				r.cmd.Process.Signal(syscall.SIGKILL)
+				r.cmd.Wait()
+				start(r, 0)
+				f.end = time.Now()
+				f.note = fmt.Sprintf("run%d", r.runs-2)
+			case 3:
+				r := recs[rng.IntN(len(recs))]
+				f.kind, f.target = "disk full", r.name
+				f.start = time.Now()
+				r.cmd.Process.Signal(syscall.SIGKILL)
+				r.cmd.Wait()
+				// 200 blocks of 512 bytes: a few seconds of a broadcast.
+				start(r, 200)
+				// Each recording stops at its failed write, naming it;
+				// --record-all goes on with the others (none here), so the
+				// process is stopped once all three have failed.
+				exited := make(chan error, 1)
+				go func(c *exec.Cmd) { exited <- c.Wait() }(r.cmd)
+				failed := func() int { return strings.Count(r.log.String(), "recording failed (broadcast=") }
+				limit := time.Now().Add(30 * time.Second)
+				var err error
+			wait:
+				for {
+					select {
+					case err = <-exited:
+						break wait
+					case <-time.After(200 * time.Millisecond):
+					}
+					if failed() >= 3 || time.Now().After(limit) {
+						r.cmd.Process.Signal(syscall.SIGKILL)
+						err = <-exited
+						break
+					}
+				}
+				f.note = fmt.Sprintf("run%d", r.runs-1)
+				if n := failed(); n < 3 {
+					t.Errorf("disk full on %s: %d recordings said their write failed (%v), want 3\n%s", r.name, n, err, r.log.String())
+				}
+				start(r, 0)
+				f.end = time.Now()
+			}
+			faults = append(faults, f)
+			t.Logf("%6.1fs %s %s for %.1fs %s", f.start.Sub(epoch).Seconds(), f.kind, f.target, f.end.Sub(f.start).Seconds(), f.note)
+			sleep(between(6*time.Second, 12*time.Second)) // calm: the recovery, then steady state
+		}
+	}
+done:
+	sleep(time.Until(deadline))
+	end := time.Now()
+	for _, r := range recs {
+		r.cmd.Process.Signal(os.Interrupt)
+	}
+	for _, r := range recs {
+		if err := r.cmd.Wait(); err != nil {
+			t.Errorf("%s: exit %v at the end\n%s", r.name, err, r.log.String())
+		}
+	}
+
+	// Every file decodes; the packet times of each track of each
+	// broadcast, per recorder, over all its runs.
+	type track struct{ pts []float64 }
+	media := map[string]map[string]*track{}    // recorder -> "broadcast/codec"
+	runEnds := map[string]map[string]float64{} // recorder/runN -> "broadcast/codec" -> last pts
+	files := 0
+	for _, r := range recs {
+		media[r.name] = map[string]*track{}
+		for run := range r.runs {
+			paths, _ := filepath.Glob(filepath.Join(r.dir, fmt.Sprintf("run%d", run), "*."+r.ext))
+			key := fmt.Sprintf("%s/run%d", r.name, run)
+			runEnds[key] = map[string]float64{}
+			for _, path := range paths {
+				files++
+				if run == r.runs-1 {
+					decodeAtFileTimes(t, path)
+				} else {
+					decodeCutShort(t, path)
+				}
+				b := strings.TrimSuffix(filepath.Base(path), "."+r.ext)
+				for codec, sp := range packetsByCodec(t, path) {
+					id := b + "/" + codec
+					if media[r.name][id] == nil {
+						media[r.name][id] = &track{}
+					}
+					media[r.name][id].pts = append(media[r.name][id].pts, sp.pts...)
+					if len(sp.pts) > 0 {
+						runEnds[key][id] = slices.Max(sp.pts)
+					}
+				}
+			}
+		}
+		for id, tr := range media[r.name] {
+			slices.Sort(tr.pts)
+			tr.pts = slices.Compact(tr.pts)
+			if len(tr.pts) == 0 {
+				t.Errorf("%s %s: no packets", r.name, id)
+			}
+		}
+		if len(media[r.name]) != 6 {
+			t.Errorf("%s: tracks %v, want h264 and aac of legacy, loc and cmaf", r.name, mapsKeys(media[r.name]))
+		}
+	}
+	at := func(ts time.Time) float64 { return ts.Sub(epoch).Seconds() }
+	// largestGapIn returns the largest distance between neighbouring
+	// packets of pts that overlaps [from, to].
+	largestGapIn := func(pts []float64, from, to float64) float64 {
+		gap := 0.0
+		for i := 1; i < len(pts); i++ {
+			if pts[i] >= from && pts[i-1] <= to {
+				gap = max(gap, pts[i]-pts[i-1])
+			}
+		}
+		return gap
+	}
+	for _, f := range faults {
+		switch f.kind {
+		case "blip", "publisher restart":
+			for _, r := range recs {
+				if r.pub.name != f.target {
+					continue
+				}
+				for id, tr := range media[r.name] {
+					codec := id[strings.Index(id, "/")+1:]
+					gap := largestGapIn(tr.pts, at(f.start)-1, at(f.end)+5)
+					loss := time.Duration((gap - frameDuration[codec]) * float64(time.Second))
+					if f.kind == "blip" {
+						// Nothing lost: neighbours at most 1.5 frames apart.
+						loss = max(0, time.Duration((gap-1.5*frameDuration[codec])*float64(time.Second)))
+					}
+					if loss >= f.loss {
+						f.loss, f.worst = loss, r.name+" "+id
+					}
+				}
+			}
+		case "recorder kill":
+			for id, last := range runEnds[f.target+"/"+f.note] {
+				loss := time.Duration((at(f.start) - last) * float64(time.Second))
+				if loss >= f.loss {
+					f.loss, f.worst = loss, id
+				}
+			}
+		case "disk full":
+			// Expected to lose what came while the disk was full: reported,
+			// not bounded (the files decoded above).
+			var kept float64
+			for _, last := range runEnds[f.target+"/"+strings.Fields(f.note)[0]] {
+				kept = max(kept, last)
+			}
+			f.loss = f.end.Sub(f.start)
+			f.note += fmt.Sprintf(", wrote up to %.1fs", kept)
+		}
+	}
+
+	var tb strings.Builder
+	fmt.Fprintf(&tb, "chaos soak: %v, %d faults, %d files, every file decoded with ffmpeg\n\n", end.Sub(epoch).Round(time.Second), len(faults), files)
+	fmt.Fprintf(&tb, "| at (s) | fault | target | lasted (s) | lost (s) | bound (s) | held | worst track / note |\n")
+	fmt.Fprintf(&tb, "| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	breaches := 0
+	for _, f := range faults {
+		bound, held := "-", "yes"
+		if f.bound >= 0 {
+			bound = fmt.Sprintf("%.2f", f.bound.Seconds())
+			if f.loss > f.bound {
+				held, breaches = "NO", breaches+1
+			}
+		}
+		what := f.worst
+		if f.note != "" {
+			what = strings.TrimSpace(what + " " + f.note)
+		}
+		fmt.Fprintf(&tb, "| %.1f | %s | %s | %.1f | %.2f | %s | %s | %s |\n", at(f.start), f.kind, f.target,
+			f.end.Sub(f.start).Seconds(), f.loss.Seconds(), bound, held, what)
+	}
+	t.Log("\n" + tb.String())
+	if p := os.Getenv("MOQ_SOAK_TABLE"); p != "" {
+		if err := os.WriteFile(p, []byte(tb.String()), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	if breaches > 0 {
+		t.Errorf("%d faults lost more than their bound", breaches)
+	}
+	if len(faults) < 2 {
+		t.Errorf("only %d faults in %v", len(faults), duration)
+	}
+}
+
+func mapsKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

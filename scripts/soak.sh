@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# soak.sh: the chaos soak of issue 26 for as long as you like.
+#
+# Runs TestChaosSoak (cmd/moq-export/soak_test.go): two publishers (one
+# speaking moq-lite, one IETF moq-transport draft 22) of three broadcasts
+# each (legacy, loc and cmaf packaging), each behind a loopback UDP proxy,
+# recorded by four --record-all processes (MKV and TS over moq-lite, MP4
+# and FLV over moq-transport), while faults come one at a time at random:
+# blackholes of 1-60 s, publisher SIGKILL + restart, recorder SIGKILL +
+# restart, a full disk (a file size limit). At the end every file is
+# decoded with ffmpeg and each fault's loss, read from the files' packet
+# times, is checked against its bound. It prints the table of faults and
+# losses, writes it to TABLE, and exits non-zero on any breach.
+#
+#   scripts/soak.sh                  # one hour
+#   DURATION=5m scripts/soak.sh
+#   DURATION=30m TABLE=/tmp/soak.md scripts/soak.sh
+#
+# Everything stays on loopback; the run stops by itself.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DURATION=${DURATION:-1h}
+TABLE=${TABLE:-$(mktemp -t soak-table.XXXXXX.md)}
+LOG=${TABLE%.md}.log
+echo "soak: $DURATION, table in $TABLE, log in $LOG" >&2
+set +eo pipefail
+MOQ_SOAK_DURATION=$DURATION MOQ_SOAK_TABLE=$TABLE \
+	go test ./cmd/moq-export -run '^TestChaosSoak$' -count=1 -v -timeout 100h 2>&1 |
+	tee "$LOG" | grep --line-buffered -E 'soak_test.go:[0-9]+: +[0-9.]+s |^--- |^(ok|FAIL)'
+status=${PIPESTATUS[0]}
+cat "$TABLE" 2>/dev/null
+exit "$status"
