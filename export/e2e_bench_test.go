@@ -336,7 +336,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 var sendingSide = []string{
 	"export_test.(*pipeline).write",
 	"subscribe.(*pubTrack)",
-	"subscribe.(*Session).serveSubscribe",
+	"subscribe.(*publisher).serveSubscribe",
 }
 
 // perFrame lists the allocations per frame of the packages that make most
