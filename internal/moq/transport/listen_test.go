@@ -12,12 +12,8 @@ import (
 // QUIC port's TCP twin; an explicit port whose TCP side is taken is an
 // error that says so, and port 0 finds a port free on both.
 func TestListenSocketsNeedsBothTwins(t *testing.T) {
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	taken, port := tcpPortWithFreeUDPTwin(t)
 	defer taken.Close()
-	port := taken.Addr().(*net.TCPAddr).Port
 	if udp, tcp, err := listenSockets(&net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port}, true); err == nil {
 		udp.Close()
 		tcp.Close()
@@ -36,4 +32,25 @@ func TestListenSocketsNeedsBothTwins(t *testing.T) {
 		udp.Close()
 		tcp.Close()
 	}
+}
+
+// tcpPortWithFreeUDPTwin takes a TCP port whose UDP twin is free as it
+// returns (the machine is shared: another program may hold the UDP side
+// of the first port the kernel gives).
+func tcpPortWithFreeUDPTwin(t *testing.T) (net.Listener, int) {
+	t.Helper()
+	for range 50 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		if u, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port}); err == nil {
+			u.Close()
+			return l, port
+		}
+		l.Close()
+	}
+	t.Fatal("no TCP port with a free UDP twin in 50 tries")
+	return nil, 0
 }
