@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench-fleet.sh: what a recording costs at fleet scale, end to end over QUIC.
 #
-# For each N, one publisher process (scripts/fleetpub) serves N demo
+# For each N, one publisher process (tools/fleetpub) serves N demo
 # broadcasts (H.264+AAC test media, real time) on loopback QUIC, and one
 # `moq-export URL --record-all` process dials it and records every
 # broadcast to its own MKV file. The media starts once every recording has
@@ -67,7 +67,7 @@ if [ -z "${MOQ_EXPORT:-}" ]; then
 	go build -o "$tmp/moq-export" ./cmd/moq-export
 	MOQ_EXPORT=$tmp/moq-export
 fi
-go build -o "$tmp/fleetpub" ./scripts/fleetpub
+go build -o "$tmp/fleetpub" ./tools/fleetpub
 tck=$(getconf CLK_TCK)
 # --record-all refuses broadcasts beyond --max-broadcasts (default 32):
 # lift it to N where the build has it.

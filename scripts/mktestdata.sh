@@ -16,7 +16,7 @@ enc() { # name ext ffmpeg-args...
 	local name=$1 ext=$2; shift 2
 	ffmpeg -v error -y "$@" "$tmp/$name.$ext"
 	ffprobe -v error -show_streams -show_packets -show_data -of json "$tmp/$name.$ext" >"$tmp/$name.json"
-	go run ./scripts/framedump <"$tmp/$name.json" >"internal/testmedia/testdata/$name.frames"
+	go run ./tools/framedump <"$tmp/$name.json" >"internal/testmedia/testdata/$name.frames"
 }
 
 # H.264 High with B-frames (PTS != DTS), one keyframe a second.

@@ -11,7 +11,7 @@
 // "published FRAMES" (the media frames of all broadcasts); the session stays up for the recorder to finish until a
 // second signal comes.
 //
-//	go run ./scripts/fleetpub -n 100 -pause
+//	go run ./tools/fleetpub -n 100 -pause
 package main
 
 import (
