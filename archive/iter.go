@@ -28,6 +28,33 @@ type frameIter struct {
 
 	// onGap is told of a record whose object is missing or broken.
 	onGap func(rec layout.Record, err error)
+
+	// readAhead fetches the next record's object while the current one
+	// is consumed (the feeder's iterators: reading the store overlaps
+	// the export's writing); ahead is that fetch.
+	readAhead bool
+	ahead     *aheadFetch
+	// until: no read-ahead past a record that ends at or after it (µs;
+	// the range's end).
+	until int64
+}
+
+// aheadFetch is a fetch running ahead: res is set before done closes.
+type aheadFetch struct {
+	seq  uint64
+	done chan struct{}
+	res  *fetched
+}
+
+// fetched is one record's object, read and parsed.
+type fetched struct {
+	seq  uint64
+	rec  layout.Record
+	has  bool // the timeline holds record seq
+	seg  layout.Segment
+	none bool  // v1: the segment holds nothing of the track
+	bad  error // the object is missing or malformed: a gap
+	err  error // reading failed
 }
 
 // frames returns an iterator over track from the record in effect at
@@ -105,41 +132,76 @@ func (it *frameIter) load(ctx context.Context) (bool, error) {
 	if it.ti == nil {
 		return it.loadV1(ctx)
 	}
-	rec, has, err := it.ti.record(ctx, it.seq)
-	if err != nil || !has {
-		return false, err
+	var f *fetched
+	if a := it.ahead; a != nil && a.seq == it.seq {
+		select {
+		case <-a.done:
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+		f = a.res
+	} else {
+		f = it.fetch(ctx, it.seq)
+	}
+	it.ahead = nil
+	if f.err != nil || !f.has {
+		return false, f.err
 	}
 	it.seq++
-	key := layout.SegmentKey(it.r.prefix, it.track, rec.Sequence)
-	if it.ti.v1 {
-		// The track's object of the segment, named by the group range
-		// the segment lists for it (none: the track has nothing in it).
-		rs := it.ti.rangesV1(rec.Sequence, it.track)
-		if len(rs) == 0 {
-			return true, nil
-		}
-		key = layout.GroupsKey(it.r.prefix, it.track, rs[len(rs)-1].End, rs[0].Start)
+	if it.readAhead && (it.until <= 0 || it.r.micros(f.rec.PTS+f.rec.Duration) < it.until) {
+		next := &aheadFetch{seq: it.seq, done: make(chan struct{})}
+		it.ahead = next
+		go func() {
+			next.res = it.fetch(ctx, next.seq)
+			close(next.done)
+		}()
 	}
-	b, err := it.r.a.get(ctx, key)
-	var seg layout.Segment
-	if err == nil {
-		if seg, err = layout.ParseSegment(b); err == nil && !it.ti.v1 {
-			err = layout.CheckSpan(seg, rec.Start, rec.End)
-		}
-	}
-	if err != nil {
+	switch {
+	case f.none:
+	case f.bad != nil:
 		if ctx.Err() != nil {
 			return false, ctx.Err()
 		}
 		// A missing or malformed object is a missing record: the
 		// recording goes on after it.
 		if it.onGap != nil && !it.ti.v1 {
-			it.onGap(rec, err)
+			it.onGap(f.rec, f.bad)
 		}
-		return true, nil
+	default:
+		it.fill(f.seg)
 	}
-	it.fill(seg)
 	return true, nil
+}
+
+// fetch reads record seq's object (v2; v1 through the timeline). It
+// reads only the index (safe for concurrent use) and the store, so it
+// runs ahead of the iterator.
+func (it *frameIter) fetch(ctx context.Context, seq uint64) *fetched {
+	out := &fetched{seq: seq}
+	out.rec, out.has, out.err = it.ti.record(ctx, seq)
+	if out.err != nil || !out.has {
+		return out
+	}
+	rec := out.rec
+	key := layout.SegmentKey(it.r.prefix, it.track, rec.Sequence)
+	if it.ti.v1 {
+		// The track's object of the segment, named by the group range
+		// the segment lists for it (none: the track has nothing in it).
+		rs := it.ti.rangesV1(rec.Sequence, it.track)
+		if len(rs) == 0 {
+			out.none = true
+			return out
+		}
+		key = layout.GroupsKey(it.r.prefix, it.track, rs[len(rs)-1].End, rs[0].Start)
+	}
+	b, err := it.r.a.get(ctx, key)
+	if err == nil {
+		if out.seg, err = layout.ParseSegment(b); err == nil && !it.ti.v1 {
+			err = layout.CheckSpan(out.seg, rec.Start, rec.End)
+		}
+	}
+	out.bad = err
+	return out
 }
 
 func (it *frameIter) fill(seg layout.Segment) {
@@ -223,6 +285,7 @@ func (it *frameIter) refresh() {
 	if it.ti != nil {
 		it.ti.forgetMissing()
 	}
+	it.ahead = nil // it may have found nothing yet
 }
 
 // seekKey returns an iterator positioned at the newest group start (a

@@ -149,6 +149,11 @@ func (r *Recording) toPTS(us int64) uint64 {
 	return uint64(us) / 1000 * r.archiveScale / 1000
 }
 
+// micros converts record pts units to media time (µs).
+func (r *Recording) micros(pts uint64) int64 {
+	return micros(pts, r.archiveScale)
+}
+
 // micros converts a stored timestamp of a track at timescale to µs.
 func micros(ts, scale uint64) int64 {
 	if scale == 1_000_000 || scale == 0 {

@@ -354,6 +354,7 @@ func (f *feeder) position(ctx context.Context, ft *feedTrack, start int64) error
 	}
 	ft.started = true
 	ft.it.onGap = f.gap(ft.name)
+	ft.it.readAhead, ft.it.until = true, f.o.To
 	return nil
 }
 
