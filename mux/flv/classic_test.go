@@ -1,6 +1,7 @@
 package flv
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -196,4 +197,45 @@ func TestChangedSPSMidStreamSendsANewSequenceHeader(t *testing.T) {
 		t.Fatalf("ffmpeg decoded %d frames, %d written", v.frames, len(frames))
 	}
 	checkTimestamps(t, "video", v, frames)
+}
+
+// TestVideoKeepsOneFrameATickWhenAudioStartsFirst writes the H.264 sample
+// with the AAC sample starting a fraction of a frame earlier, as a join
+// whose audio was backfilled to just before the video's keyframe does.
+// FLV times are whole milliseconds, so 30 fps frames (33.3 ms apart) cannot
+// sit exactly on their grid; ffmpeg puts decoded video on a 1/framerate
+// grid counted from the file's first timestamp (the audio's) and, when
+// that start lies about half a frame off the video's grid, saw two frames
+// on one tick every third frame ("non monotonically increasing dts" on
+// decode, both ffmpeg 5.1 and 9) with times floored to the millisecond.
+// Every lead must decode clean with both, and every frame keep its time
+// within a millisecond.
+func TestVideoKeepsOneFrameATickWhenAudioStartsFirst(t *testing.T) {
+	tools := []mediatest.Tools{mediatest.SystemFFmpeg(t), mediatest.NewFFmpeg(t)}
+	v, a := testmedia.MustLoadSample("h264"), testmedia.MustLoadSample("aac")
+	tracks := []mux.Track{mediatest.TrackOf(v, 1), mediatest.TrackOf(a, 2)}
+	// Half a frame is 16.7 ms; 17.3 ms is the lead the e2e matrix met
+	// (the demo's audio and video times differ by multiples of 4/3 ms).
+	for _, lead := range []int64{0, 16_000, 16_667, 17_000, 17_333, 17_667, 50_000} {
+		for _, keep := range []bool{false, true} {
+			t.Run(fmt.Sprintf("Lead%dus/Keep%v", lead, keep), func(t *testing.T) {
+				t.Parallel()
+				const start = 5_000_000
+				// Only the first GOP: the rounding repeats with every frame triple.
+				vin := mediatest.InputOf(v, 1).Shift(start)
+				vin.Frames = vin.Frames[:30]
+				ain := mediatest.InputOf(a, 2).Shift(start - lead)
+				ain.Frames = ain.Frames[:47]
+				frames := mediatest.Interleave(vin, ain)
+				path := writeFile(t, "lead.flv", Options{KeepTimestamps: keep}, tracks, frames)
+				for _, tl := range tools {
+					tl.DecodeClean(t, path)
+				}
+				got := probe(t, tools[0], path)
+				for i, tr := range tracks {
+					checkTimestamps(t, tr.Kind.String(), got[tr.Kind.String()], framesOfTrack(frames, i+1))
+				}
+			})
+		}
+	}
 }

@@ -37,6 +37,15 @@
 // when needed); the composition offset PTS-DTS is signed. AV1 and VP9 carry
 // no composition time: their decode order is their presentation order.
 //
+// Video presentation times are rounded to the millisecond that keeps each
+// frame on its own tick of the 1/framerate grid counted from the file's
+// first timestamp, not simply floored: 30 fps frames are 33.3 ms apart,
+// and floored times put two frames on one tick every third frame when the
+// file starts about half a frame off the video's grid (audio a few ms
+// before the video's keyframe), which ffmpeg, rescaling decoded video to
+// that grid, reports as non-monotonic timestamps. Every time stays within
+// a millisecond of the frame's.
+//
 // A frame marked mux.Frame.Discontinuity keeps the timeline continuous. At
 // the track's next written frame its decode-time estimate restarts, video waits for a keyframe and the
 // sequence header is sent again (the publisher may have restarted with new

@@ -32,6 +32,7 @@ type track struct {
 	maxPTS  int64 // µs, largest presentation time written
 	hasPTS  bool
 	dur     int64 // µs, frame duration estimate
+	grid    frameGrid
 }
 
 func newTrack(t mux.Track, fam string, info codecInfo) (*track, error) {
@@ -150,4 +151,5 @@ func (t *track) restart() {
 	}
 	t.needKey = t.info.kind == mux.Video
 	t.sendConfig = true
+	t.grid = frameGrid{} // the new timeline need not be on the old grid
 }
