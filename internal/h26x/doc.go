@@ -22,7 +22,9 @@
 //     (AppendAVCC, FLV/MKV) or Annex B with ParamSets().NALUs() before each
 //     keyframe (AppendAnnexB, MPEG-TS).
 //   - DTS: decode timestamps in microseconds from PTS in decode order, for
-//     containers that store DTS (MPEG-TS, FLV).
+//     containers that store DTS (MPEG-TS, FLV, MP4). A gap before a
+//     keyframe (frames lost without a discontinuity said) starts the
+//     estimate again there, as Reset does.
 //   - DetectFraming, Deframer: for a track without a description, tell
 //     Annex B from 4-byte length-prefixed units (MediaMTX sends avc3/hev1
 //     that way) from the payload itself, and turn such a track into Annex

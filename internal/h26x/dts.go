@@ -30,6 +30,10 @@ type DTS struct {
 	prev    int64
 	started bool
 	au      [][]byte
+	// maxPTS is the latest PTS since the extractor started, lastPTS the
+	// previous frame's, and step the smallest PTS step between consecutive
+	// frames so far (a frame's duration): what finds a gap (see Next).
+	maxPTS, lastPTS, step int64
 	// Fallbacks counts the frames whose DTS came from the fallback rule.
 	Fallbacks int
 }
@@ -51,6 +55,13 @@ func NewDTS(c Codec, reserve time.Duration) *DTS {
 func (d *DTS) Reset() {
 	d.started = false
 	d.prev = 0
+	d.maxPTS, d.lastPTS, d.step = 0, 0, 0
+	d.restartExtractor()
+}
+
+// restartExtractor gives the extractor a fresh state: the next frame is
+// its first.
+func (d *DTS) restartExtractor() {
 	switch d.codec {
 	case H264:
 		d.e264 = &h264.DTSExtractor{}
@@ -71,7 +82,23 @@ func (d *DTS) Reset() {
 // the last Reset, and not greater than pts unless pts is not above the
 // previous DTS, in which case it is the previous DTS plus one microsecond
 // (the caller should then raise the PTS or drop the frame).
+//
+// Frames missing before a keyframe (groups lost, late frames dropped, a
+// GOP cut short) without a Reset are a gap in the PTS: the keyframe comes
+// later than one frame after the latest PTS so far, by more than the
+// reserve (which bounds the reorder delay, so no keyframe of an unbroken
+// stream does). The picture order count says nothing of the gap, and the
+// extractor would spread it over the frames after it: the keyframe's DTS
+// most of the gap before its PTS, then decode times that crawl back to
+// their PTS in steps no frame rate explains, from which ffmpeg guesses a
+// 240 fps stream and then repeats output timestamps. So the extractor
+// starts again at that keyframe, as after a Reset (the keyframe's DTS is
+// its PTS, later than every DTS so far): what a recording's first GOP
+// gets, and every player reads.
 func (d *DTS) Next(ps ParamSets, nalus [][]byte, pts int64) int64 {
+	if d.started && d.step > 0 && pts-(d.maxPTS+d.step) > d.reserve && IsKeyframe(d.codec, nalus) {
+		d.restartExtractor()
+	}
 	dts, ok := d.extract(ps, nalus, pts)
 	if !ok || dts > pts {
 		d.Fallbacks++
@@ -80,8 +107,16 @@ func (d *DTS) Next(ps ParamSets, nalus [][]byte, pts int64) int64 {
 	if d.started && dts <= d.prev {
 		dts = d.prev + 1
 	}
+	if d.started {
+		if st := pts - d.lastPTS; st > 0 && (d.step == 0 || st < d.step) {
+			d.step = st
+		}
+		d.maxPTS = max(d.maxPTS, pts)
+	} else {
+		d.maxPTS = pts
+	}
 	d.started = true
-	d.prev = dts
+	d.prev, d.lastPTS = dts, pts
 	return dts
 }
 

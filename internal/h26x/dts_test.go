@@ -106,3 +106,60 @@ func TestDTSResetForgetsTheStream(t *testing.T) {
 		t.Errorf("%d fallbacks", d.Fallbacks)
 	}
 }
+
+// TestDTSAfterAGapTrailsPTSAsBeforeIt feeds the samples with frames
+// missing and no Reset, as a recording that lost groups without a word
+// (late frames dropped, a group cut short, whole GOPs missed) hands them
+// on: the next keyframe's DTS must trail its PTS by the stream's reorder
+// delay at most, as at the start of a stream, not by a share of the gap.
+// (Before, the extractor spread the gap over the frames after it: the
+// H.264 keyframe 1.1 s after the last frame got a DTS 0.58 s before its
+// PTS, and ffmpeg 5.1, guessing the frame rate from those decode times,
+// repeated output timestamps of the MP4.)
+func TestDTSAfterAGapTrailsPTSAsBeforeIt(t *testing.T) {
+	for _, vs := range videoSamples(t) {
+		for _, gap := range []struct {
+			name     string
+			from, to int // frames [from, to) of two loops are missing
+		}{
+			{"GOPCutAndNextMissed", 27, 60},
+			{"WholeGOPsMissed", 30, 90},
+			{"GOPCutAndLoopBoundary", 77, 150},
+			{"OneFrameCut", 29, 30},
+		} {
+			t.Run(vs.codec.String()+"/"+gap.name, func(t *testing.T) {
+				s := vs.sample
+				period := s.Duration()
+				n := mustNormalizer(t, vs.codec, s.Description)
+				d := h26x.NewDTS(vs.codec, 0)
+				prev := int64(-1 << 62)
+				for i := range 2 * len(s.Frames) {
+					if i >= gap.from && i < gap.to {
+						continue
+					}
+					f := s.Frames[i%len(s.Frames)]
+					pts := f.Timestamp + int64(i/len(s.Frames))*period
+					units, err := n.Frame(f.Payload)
+					if err != nil {
+						t.Fatal(err)
+					}
+					dts := d.Next(n.ParamSets(), units, pts)
+					if dts <= prev {
+						t.Fatalf("frame %d: DTS %d after %d", i, dts, prev)
+					}
+					if dts > pts {
+						t.Fatalf("frame %d: DTS %d > PTS %d", i, dts, pts)
+					}
+					// As in TestDTSIsStrictlyIncreasingAndNotAbovePTS.
+					if i >= 3 && pts-dts > 4*33334 {
+						t.Fatalf("frame %d (keyframe %v): DTS %d lags PTS %d by %d µs, more than 4 frames", i, f.Keyframe, dts, pts, pts-dts)
+					}
+					prev = dts
+				}
+				if d.Fallbacks != 0 {
+					t.Errorf("%d fallbacks", d.Fallbacks)
+				}
+			})
+		}
+	}
+}

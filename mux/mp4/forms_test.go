@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -246,6 +247,51 @@ func TestDiscontinuityKeepsTheGapWithoutStretchingAFrame(t *testing.T) {
 				t.Errorf("the video frame before the gap lasts %d µs, want one frame (33 ms)", d)
 			}
 		})
+	}
+}
+
+// TestAGapWithoutADiscontinuityKeepsDecodeTimesOnTheFrameGrid loses video
+// frames before a keyframe with no discontinuity said (the tail of a GOP
+// and the next GOP, as a resume whose groups went missing without a word),
+// and the audio of the same time. Before, the DTS estimate spread the gap
+// over the frames after it (the keyframe's DTS 0.58 s before its PTS, then
+// decode times in steps of 37.5 and 45.8 ms): ffprobe guessed 240 fps,
+// and ffmpeg 5.1 put the decoded video on a 27 fps grid and repeated
+// timestamps ("non monotonically increasing dts"). Every form must decode
+// clean, hold the frames that went in, and read as 30 fps.
+func TestAGapWithoutADiscontinuityKeepsDecodeTimesOnTheFrameGrid(t *testing.T) {
+	mediatest.RequireTools(t, "ffmpeg", "ffprobe")
+	for _, gap := range []struct {
+		name     string
+		from, to int // video frames [from, to) of three loops are lost
+	}{
+		{"GOPTailAndNextGOP", 27, 60},
+		{"TwoFramesAndNextGOP", 58, 90},
+		{"GOPTailAndTwoGOPs", 77, 150},
+	} {
+		v := loop(mediatest.SampleInput("h264", 1), 3)
+		a := loop(mediatest.SampleInput("aac", 2), 3)
+		lostFrom, lostTo := v.Frames[gap.from].Timestamp, v.Frames[gap.to].Timestamp
+		v.Frames = slices.Delete(slices.Clone(v.Frames), gap.from, gap.to)
+		a.Frames = slices.DeleteFunc(slices.Clone(a.Frames), func(f mux.Frame) bool {
+			return f.Timestamp >= lostFrom && f.Timestamp < lostTo
+		})
+		ins := []mediatest.Input{v, a}
+		for _, fm := range forms {
+			t.Run(gap.name+"/"+fm.name, func(t *testing.T) {
+				t.Parallel()
+				path := muxFile(t, "gap.mp4", fm.finished, mp4.Options{FinishByCopy: fm.byCopy}, ins...)
+				mediatest.DecodeClean(t, path)
+				p := mediatest.Probe(t, path)
+				for i, in := range ins {
+					checkPackets(t, path, p, i, in, origin(ins...), 1000)
+				}
+				out, _ := mediatest.Run(t, "ffprobe", "-v", "error", "-select_streams", "v", "-show_entries", "stream=r_frame_rate", "-of", "csv=p=0", path)
+				if got := strings.TrimSpace(out); got != "30/1" {
+					t.Errorf("ffprobe guesses the video at %s fps, want 30/1", got)
+				}
+			})
+		}
 	}
 }
 
