@@ -183,7 +183,7 @@ func recordMediaMTX(t *testing.T, c mediamtxCase, addr, pin, file string, logs *
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	opts := subscribe.Options{TLSFingerprint: pin, Versions: []string{c.draft}, Logger: log,
+	opts := subscribe.Options{TLSFingerprint: pin, Versions: []string{c.draft}, Logger: log, ReleaseRead: true,
 		Reconnect: subscribe.Backoff{Min: 20 * time.Millisecond, Max: 100 * time.Millisecond}}
 	sess, err := subscribe.Dial(ctx, c.scheme+"://"+addr+"/live/test", opts)
 	if err != nil {

@@ -376,6 +376,19 @@ func (s *publisher) ietfServeSubscribe(sv *ietfServe, m ietf.Subscribe) {
 	rng := ietfSubscribeRange(m.Filter, sv.ic.v, edge)
 	ok := ietf.SubscribeOK{RequestID: sv.id, TrackAlias: sv.id, GroupOrder: ietf.GroupOrderDescending,
 		Timescale: ietfPublishTimescale, Largest: edge.largest()}
+	if s.opts.strict != nil && s.opts.strict.groupPerFrame {
+		// MediaMTX names no Largest Location (its groups are counted from
+		// 0 per subscription, not the track's), and starts a reader at
+		// the next keyframe, whatever the filter (the catalog it sends
+		// at once).
+		ok.Largest = nil
+		if !isCatalogTrack(m.Track) {
+			rng = ietfRange{}
+			if edge.ok {
+				rng.Start.Group = edge.group + 1
+			}
+		}
+	}
 	sv.ic.mu.Lock()
 	sv.track, sv.broadcast, sv.trackName, sv.largest = t, m.Namespace, m.Track, ok.Largest
 	sv.joinable = m.Filter.Type == ietf.FilterLargestObject

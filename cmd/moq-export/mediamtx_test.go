@@ -6,13 +6,16 @@ import (
 	"encoding/base64"
 	"fmt"
 	"log/slog"
+	"math"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/internal/h26x"
+	"github.com/moq-export/moq-export/internal/mediatest"
 	"github.com/moq-export/moq-export/internal/testmedia"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe"
@@ -85,20 +88,33 @@ func publishLikeMediaMTX(t *testing.T, ctx context.Context, name string) *model.
 // parameters, closing the session on unknown tracks; MSF-00 catalog, LOC in
 // the media clocks, length-prefixed H.264 without a description) is
 // recorded by the command from moqt://HOST:PORT/live/test over drafts
-// 16-19 on raw QUIC and over WebTransport, into every container: each file
-// decodes clean in ffmpeg with 2 s of 30 fps video, and AAC from its first
-// group after the join (no FETCH: up to a GOP after the video) to the end. (The frame-by-frame comparison of the same media is
+// 16-19 on raw QUIC and over WebTransport, into every container, with its
+// groups as GOPs and as MediaMTX sends them (a group per frame): each file
+// decodes clean in ffmpeg with 30 fps video from its first keyframe and
+// AAC from its first group after the join to the end, 2 s in all, and the
+// video's key flags are the sample's (one a second). (The frame-by-frame comparison of the same media is
 // subscribe's TestAMediaMTXLikeServerIsRecordedFrameByFrame and hang's
 // TestMediaMTXMediaIsDecodedToWhatWasPublished.)
 func TestAMediaMTXLikeServerIsRecordedIntoEveryContainer(t *testing.T) {
 	needTools(t, "ffmpeg", "ffprobe")
-	for _, tc := range []struct{ draft, scheme, file string }{
-		{"moq-transport-16", "moqt", "x.mkv"},
-		{"moq-transport-17", "moqt", "x.ts"},
-		{"moq-transport-18", "https", "x.mp4"},
-		{"moq-transport-19", "moqt", "x.flv"},
+	for _, tc := range []struct {
+		draft, scheme, file string
+		perFrame            bool
+	}{
+		{"moq-transport-16", "moqt", "x.mkv", false},
+		{"moq-transport-17", "moqt", "x.ts", false},
+		{"moq-transport-18", "https", "x.mp4", false},
+		{"moq-transport-19", "moqt", "x.flv", false},
+		{"moq-transport-16", "https", "x.mp4", true},
+		{"moq-transport-17", "moqt", "x.mkv", true},
+		{"moq-transport-19", "https", "x.ts", true},
+		{"moq-transport-18", "moqt", "x.flv", true},
 	} {
-		t.Run(tc.draft+"-"+tc.scheme+"-"+tc.file, func(t *testing.T) {
+		name := tc.draft + "-" + tc.scheme + "-" + tc.file
+		if tc.perFrame {
+			name += "-group-per-frame"
+		}
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			cert, pin, err := subscribe.SelfSignedCert()
@@ -109,7 +125,7 @@ func TestAMediaMTXLikeServerIsRecordedIntoEveryContainer(t *testing.T) {
 			defer cancel()
 			bc := publishLikeMediaMTX(t, ctx, "live/test")
 			srv, err := subscribe.Listen("127.0.0.1:0", subscribe.ServerOptions{Certificates: []tls.Certificate{cert},
-				Versions: []string{tc.draft}, Strict: true, Publish: []*model.Broadcast{bc},
+				Versions: []string{tc.draft}, Strict: true, GroupPerFrame: tc.perFrame, Publish: []*model.Broadcast{bc},
 				Logger: slog.New(slog.DiscardHandler)})
 			if err != nil {
 				t.Fatal(err)
@@ -134,15 +150,61 @@ func TestAMediaMTXLikeServerIsRecordedIntoEveryContainer(t *testing.T) {
 					t.Log(r.stderr)
 				}
 			}()
-			expectFrames(t, p, "h264", 2)
 			// Without FETCH the audio starts at the first group after the
 			// join, up to a GOP (1 s) after the video's keyframe; from
-			// there it runs with the video to the end.
+			// there it runs with the video to the end. With a group per
+			// frame the video joins at its next keyframe instead (as a
+			// MediaMTX reader does), up to a GOP after the audio.
 			lag := p.streamStart(t, "aac") - p.streamStart(t, "h264")
-			if lag < -50*time.Millisecond || lag > 1100*time.Millisecond {
+			lo, hi := -50*time.Millisecond, 1100*time.Millisecond
+			if tc.perFrame {
+				lo, hi = -1100*time.Millisecond, 100*time.Millisecond
+			}
+			if lag < lo || lag > hi {
 				t.Errorf("audio starts %v after the video", lag)
 			}
-			expectFrames(t, p, "aac", 2-lag.Seconds())
+			expectFrames(t, p, "h264", 2-max(-lag.Seconds(), 0))
+			expectFrames(t, p, "aac", 2-max(lag.Seconds(), 0))
+			expectKeysOfTheSample(t, path)
 		})
+	}
+}
+
+// expectKeysOfTheSample checks the key flags of the video in path against
+// the h264 sample's, whose keyframes are 1 s apart: the first packet is a
+// keyframe, and the keys are exactly the packets at whole seconds from it
+// (a server that sends each frame as its own group makes each group's
+// first frame look like a keyframe; the flags must come from the
+// bitstream).
+func expectKeysOfTheSample(t *testing.T, path string) {
+	t.Helper()
+	pr := mediatest.Probe(t, path, "-select_streams", "v:0")
+	if len(pr.Packets) == 0 {
+		t.Fatal("no video packets")
+	}
+	var t0 float64
+	keys := 0
+	for i, pk := range pr.Packets {
+		pts, err := strconv.ParseFloat(pk.PTSTime, 64)
+		if err != nil {
+			t.Fatalf("video packet %d: pts_time %q", i, pk.PTSTime)
+		}
+		key := strings.Contains(pk.Flags, "K")
+		if i == 0 {
+			if !key {
+				t.Fatalf("the video starts at a packet that is no keyframe (%q)", pk.Flags)
+			}
+			t0 = pts
+		}
+		_, frac := math.Modf(pts - t0 + 0.5)
+		if onSecond := math.Abs(frac-0.5) < 0.002; key != onSecond {
+			t.Errorf("video packet %d at %.3f s (%.3f s after the first): key flag %v", i, pts, pts-t0, key)
+		}
+		if key {
+			keys++
+		}
+	}
+	if keys < 2 || keys > 3 {
+		t.Errorf("%d keyframes in %d video packets of 2 s, the sample has one a second", keys, len(pr.Packets))
 	}
 }
