@@ -193,7 +193,8 @@ type Buffer struct {
 
 	tracks map[int]*track
 	// sparse are the text tracks (see track.sparse), not ended.
-	sparse []*track
+	sparse   []*track
+	flushing bool // in Flush: nothing waits
 	// pending holds tracks with buffered frames, by their front key.
 	pending trackHeap
 	// waiting holds live tracks that have nothing buffered, by lastKey:
@@ -469,6 +470,9 @@ func (b *Buffer) Pop() (Item, bool) {
 			b.onPending = true
 			return Item{}, false
 		}
+		if b.sparseSlack(key) {
+			return Item{}, false
+		}
 		return b.release(t), true
 	}
 	return Item{}, false
@@ -486,6 +490,36 @@ func (b *Buffer) sparseBefore(key int64) bool {
 	for _, t := range b.sparse {
 		if t.lastKey < key && t.buffered() == 0 && b.opts.Pending(t.id) {
 			return true
+		}
+	}
+	return false
+}
+
+// maxSparseSlack bounds how long, in media time, the output leaves a text
+// track to deliver a cue of the time it releases (sparseSlack).
+const maxSparseSlack = int64(time.Second / time.Microsecond)
+
+// sparseSlack reports whether a frame at key waits for the text tracks:
+// until the newest key pushed is min(Delay, 1 s) past it (or, unless
+// MediaTimeOnly, that much wall time passed), a cue of that time may
+// still come. A cue travels on its own stream and may arrive a moment
+// after the media of its time; without this slack it would find the
+// output past it, late. Flush does not wait.
+func (b *Buffer) sparseSlack(key int64) bool {
+	if b.flushing || b.delay < 0 || len(b.sparse) == 0 {
+		return false
+	}
+	slack := min(b.base, maxSparseSlack)
+	if b.maxKey-key >= slack {
+		return false
+	}
+	for _, t := range b.sparse {
+		if t.lastKey < key {
+			now := b.opts.Now()
+			if b.blockedSince.IsZero() {
+				b.blockedSince = now
+			}
+			return b.opts.MediaTimeOnly || now.Sub(b.blockedSince).Microseconds() < slack
 		}
 	}
 	return false
@@ -556,6 +590,8 @@ func (b *Buffer) release(t *track) Item {
 // false when the buffer is empty. Call it until false at the end of an
 // export.
 func (b *Buffer) Flush() (Item, bool) {
+	b.flushing = true
+	defer func() { b.flushing = false }()
 	if it, ok := b.Pop(); ok {
 		return it, true
 	}

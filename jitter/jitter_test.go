@@ -830,35 +830,50 @@ func TestQueueOfRepeatedBurstsAllocatesOnce(t *testing.T) {
 	}
 }
 
-func TestATextTrackNeverHoldsTheOutputButItsCuesLeaveInOrder(t *testing.T) {
+func TestATextTrackHoldsTheOutputOnlyForItsSlack(t *testing.T) {
 	t.Parallel()
 	for _, mediaOnly := range []bool{false, true} {
 		clock := &fakeClock{t: time.Unix(0, 0)}
 		b := New(Options{Delay: 500 * time.Millisecond, MaxDelay: 5 * time.Second, MediaTimeOnly: mediaOnly, Now: clock.now})
 		b.AddTrack(1, mux.Video)
 		b.AddTrack(2, mux.Text)
-		// Video flows; no cue yet: nothing waits for the text track.
-		b.Push(frame(1, 0, true))
-		b.Push(frame(1, 40, false))
-		if got := drain(b); len(got) != 2 {
-			t.Fatalf("released %v with a silent text track, want both video frames", timestamps(got))
+		// A silent text track holds video for 500 ms of media, no more
+		// (the Delay, up to 1 s), not for the MaxDelay a media track may
+		// grow it to.
+		for ts := int64(0); ts <= 520; ts += 20 {
+			b.Push(frame(1, ts, ts == 0))
 		}
-		// A cue at 60 ms and video around it leave in timestamp order.
+		if got := timestamps(drain(b)); len(got) != 2 || got[1] != 20 {
+			t.Fatalf("media only %v: released %v, want 0 and 20 (500 ms before the newest)", mediaOnly, got)
+		}
+		// A cue of 60 ms that comes after the video of its time, within
+		// the slack, leaves in order.
 		b.Push(frame(2, 60, true))
-		b.Push(frame(1, 80, false))
+		for ts := int64(540); ts <= 1200; ts += 20 {
+			b.Push(frame(1, ts, false))
+		}
 		got := drain(b)
-		if ts := timestamps(got); len(ts) != 2 || ts[0] != 60 || ts[1] != 80 || got[0].Frame.TrackID != 2 {
-			t.Fatalf("released %v, want the cue at 60 then video at 80", ts)
+		if ts := timestamps(got); len(ts) < 4 || ts[0] != 40 || ts[1] != 60 || ts[2] != 60 || got[2].Frame.TrackID != 2 {
+			t.Fatalf("media only %v: released %v, want video 40, video 60, then the cue at 60 (ties go to the lower track) ...", mediaOnly, ts)
 		}
-		// A cue after the output passed its time is late, and counted.
-		b.Push(frame(2, 50, true))
-		if got := drain(b); len(got) != 0 || b.Stats().Late != 1 {
-			t.Fatalf("late cue: released %v, late %d", timestamps(got), b.Stats().Late)
+		// A cue past the slack is late, and counted; it grows no delay.
+		b.Push(frame(2, 100, true))
+		if got := drain(b); len(got) != 0 || b.Stats().Late != 1 || b.Stats().Delay != 500*time.Millisecond {
+			t.Fatalf("media only %v: late cue released %v, late %d, delay %v", mediaOnly, timestamps(got), b.Stats().Late, b.Stats().Delay)
 		}
-		// The late cue did not grow the delay: video still leaves at once.
-		b.Push(frame(1, 120, false))
-		if got := drain(b); len(got) != 1 || b.Stats().Delay != 500*time.Millisecond {
-			t.Fatalf("after the late cue released %v with delay %v", timestamps(got), b.Stats().Delay)
+		// Without media time moving, the wall clock ends the wait (a live
+		// output), unless MediaTimeOnly (a file).
+		b.Push(frame(1, 1220, false))
+		if got := timestamps(drain(b)); len(got) != 1 || got[0] != 720 {
+			t.Fatalf("media only %v: released %v, want 720 (500 ms before the newest)", mediaOnly, got)
+		}
+		clock.t = clock.t.Add(600 * time.Millisecond)
+		if got := drain(b); (len(got) > 0) == mediaOnly {
+			t.Fatalf("media only %v: after 600 ms of wall time released %v", mediaOnly, timestamps(got))
+		}
+		// The end flushes what the slack held.
+		if got := flushAll(b); len(got) == 0 || got[len(got)-1].Frame.Timestamp != 1220*ms {
+			t.Fatalf("media only %v: Flush released %v, want up to 1220", mediaOnly, timestamps(got))
 		}
 	}
 }
