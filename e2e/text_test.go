@@ -77,6 +77,11 @@ func TestTextRenditionsCrossEveryFamilyPackagingAndTheContainersThatCarryThem(t 
 					if err := rec.Record(rctx, record.SessionSource(sess), "text-"+packaging); err != nil {
 						t.Fatal(err)
 					}
+					t.Cleanup(func() {
+						if t.Failed() {
+							t.Logf("tracks: %+v\nlog:\n%s", rec.Tracks(), logs.tail())
+						}
+					})
 					switch container {
 					case "flv":
 						for _, s := range mediatest.Probe(t, path).Streams {

@@ -248,9 +248,10 @@ func New(opts Options) *Buffer {
 }
 
 // AddTrack registers a track. Until its first frame, or until it is
-// declared idle, it holds the output back; a text track (mux.Text) never
-// does: its cues leave in order with the frames that are there, and one
-// that comes after the output passed its time is late.
+// declared idle, it holds the output back; a text track (mux.Text) only
+// for a short slack (see sparseSlack): its cues leave in order with the
+// frames that are there, and one that comes after the output passed its
+// time is late and passed on at once (LatePass, whatever the policy).
 func (b *Buffer) AddTrack(id int, kind mux.Kind) error {
 	if _, ok := b.tracks[id]; ok {
 		return fmt.Errorf("jitter: track %d added twice", id)
@@ -333,7 +334,10 @@ func (b *Buffer) Push(f mux.Frame) error {
 			b.delay = min(b.maxDelay, max(b.delay, b.maxKey-key+b.base))
 		}
 		b.skipped(t, key)
-		if b.opts.Late == LatePass {
+		if b.opts.Late == LatePass || t.sparse {
+			// A late cue is passed whatever the policy: a subtitle a
+			// moment late is worth more than none, and a cue depends on
+			// nothing.
 			b.late = append(b.late, Item{Frame: f, Late: true})
 			return nil
 		}
