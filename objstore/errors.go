@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
-
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/smithy-go"
 )
 
 // ErrNoBucket and ErrAccessDenied are wrapped by a *StoreError for a
@@ -25,9 +23,9 @@ var ErrSpoolFull = errors.New("spool full")
 // StoreError is a request the store failed or refused.
 type StoreError struct {
 	Op     string // "upload part 3", "check bucket", ...
-	Object string // s3://bucket/key
+	Object string // s3://bucket/key, gs://bucket/key, az://container/key
 	Status int    // HTTP status (0: no answer: refused, reset, timed out)
-	Code   string // the S3 error code (NoSuchBucket, AccessDenied, SlowDown...)
+	Code   string // the store's error code (NoSuchBucket, AccessDenied, SlowDown, ContainerNotFound...)
 	Err    error
 }
 
@@ -37,7 +35,14 @@ func (e *StoreError) Error() string {
 	case errors.Is(e, ErrNoBucket):
 		what = ": the bucket does not exist (create it, or check the URL's bucket and endpoint)"
 	case errors.Is(e, ErrAccessDenied):
-		what = ": the store refused the credentials (check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE, and the bucket's policy)"
+		switch {
+		case strings.HasPrefix(e.Object, "gs://"):
+			what = ": the store refused the credentials (check GOOGLE_APPLICATION_CREDENTIALS or `gcloud auth application-default login`, and the bucket's IAM)"
+		case strings.HasPrefix(e.Object, "az"):
+			what = ": the store refused the credentials (check AZURE_STORAGE_CONNECTION_STRING, AZURE_STORAGE_KEY or the identity's role on the container)"
+		default:
+			what = ": the store refused the credentials (check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE, and the bucket's policy)"
+		}
 	}
 	return fmt.Sprintf("%s %s: %v%s", e.Op, e.Object, e.Err, what)
 }
@@ -48,9 +53,10 @@ func (e *StoreError) Unwrap() error { return e.Err }
 func (e *StoreError) Is(target error) bool {
 	switch target {
 	case ErrNoBucket:
-		return e.Code == "NoSuchBucket" || (e.Op == "check bucket" && e.Status == 404)
+		return e.Code == "NoSuchBucket" || e.Code == "ContainerNotFound" || (e.Op == "check bucket" && e.Status == 404)
 	case ErrAccessDenied:
-		return e.Status == 403 || e.Code == "AccessDenied" || e.Code == "InvalidAccessKeyId" || e.Code == "SignatureDoesNotMatch"
+		return e.Status == 401 || e.Status == 403 || e.Code == "AccessDenied" || e.Code == "InvalidAccessKeyId" || e.Code == "SignatureDoesNotMatch" ||
+			e.Code == "AuthenticationFailed" || e.Code == "AuthorizationFailure"
 	}
 	return false
 }
@@ -63,27 +69,10 @@ func (e *StoreError) Permanent() bool {
 	switch {
 	case e.Status == 0, e.Status >= 500, e.Status == 429, e.Status == 408:
 		return false
-	case e.Code == "RequestTimeout" || e.Code == "SlowDown" || e.Code == "InternalError":
+	case e.Code == "RequestTimeout" || e.Code == "SlowDown" || e.Code == "InternalError" || e.Code == "OperationTimedOut" || e.Code == "ServerBusy":
 		return false
 	}
 	return e.Status >= 400
-}
-
-// storeError wraps err of a request as a *StoreError.
-func storeError(op, object string, err error) error {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	se := &StoreError{Op: op, Object: object, Err: err}
-	var re *awshttp.ResponseError
-	if errors.As(err, &re) {
-		se.Status = re.HTTPStatusCode()
-	}
-	var ae smithy.APIError
-	if errors.As(err, &ae) {
-		se.Code = ae.ErrorCode()
-	}
-	return se
 }
 
 // permanent reports whether err cannot be cured by trying again.

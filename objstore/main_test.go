@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/moq-export/moq-export/internal/s3test"
+	"github.com/moq-export/moq-export/internal/storetest"
 )
 
 func TestMain(m *testing.M) {
@@ -21,5 +22,10 @@ func TestMain(m *testing.M) {
 	}
 	os.Unsetenv("AWS_ENDPOINT_URL")
 	os.Unsetenv("AWS_PROFILE")
-	os.Exit(m.Run())
+	// Azurite's account; each test's server is named by ?endpoint=.
+	os.Setenv("AZURE_STORAGE_CONNECTION_STRING", "AccountName="+storetest.AzureAccount+";AccountKey="+storetest.AzureKey)
+	os.Unsetenv("STORAGE_EMULATOR_HOST")
+	code := m.Run()
+	storetest.Stop()
+	os.Exit(code)
 }

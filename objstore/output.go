@@ -61,7 +61,8 @@ const (
 	MinPartSize     = 6 << 20 // S3's 5 MiB, and room for the head of an MP4
 )
 
-// Output is the record.Output that writes objects of an S3 bucket.
+// Output is the record.Output that writes objects of a bucket (S3, GCS)
+// or an Azure container.
 type Output struct {
 	loc  Location
 	tmpl record.Template
@@ -79,7 +80,7 @@ type Output struct {
 
 var _ record.Uploader = (*Output)(nil)
 
-// Open returns the Output for an s3:// URL (see ParseURL): it makes the
+// Open returns the Output for an s3://, gs:// or az:// URL (see ParseURL): it makes the
 // client (credentials and endpoint as newClient says), checks that the
 // bucket exists and takes the credentials (so a missing bucket or refused
 // credentials fail here, before anything is recorded), and makes the
@@ -121,11 +122,11 @@ func Open(ctx context.Context, rawURL string, o Options) (*Output, error) {
 	if err := os.MkdirAll(o.SpoolDir, 0o700); err != nil {
 		return nil, fmt.Errorf("objstore: spool directory: %w", err)
 	}
-	c, err := newClient(ctx, loc)
+	st, err := newStore(ctx, loc, o.Logger)
 	if err != nil {
 		return nil, err
 	}
-	out := &Output{loc: loc, tmpl: t, opts: o, st: &store{c: c, loc: loc, log: o.Logger}, log: o.Logger, names: map[string]bool{}}
+	out := &Output{loc: loc, tmpl: t, opts: o, st: st, log: o.Logger, names: map[string]bool{}}
 	if err := out.st.checkBucket(ctx); err != nil {
 		return nil, err
 	}

@@ -5,13 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path"
 	"strings"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/moq-export/moq-export/record"
 )
@@ -99,24 +96,9 @@ func (p *objPackage) ReadFile(name string) ([]byte, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var data []byte
-	missing := false
-	err = p.o.st.do(ctx, "read", key, func(ctx context.Context) error {
-		out, err := p.o.st.c.GetObject(ctx, &s3.GetObjectInput{Bucket: &p.o.loc.Bucket, Key: &key})
-		if err != nil {
-			var se *StoreError
-			if e := storeError("", "", err); errors.As(e, &se) && se.Status == 404 {
-				missing = true
-				return nil
-			}
-			return err
-		}
-		defer out.Body.Close()
-		data, err = io.ReadAll(out.Body)
-		return err
-	})
-	if missing {
-		return nil, fmt.Errorf("%s: %w", p.o.loc.object(key), fs.ErrNotExist)
+	data, err := p.o.st.get(ctx, key)
+	if errors.Is(err, errNotFound) {
+		return nil, fmt.Errorf("%w: %w", err, fs.ErrNotExist)
 	}
 	return data, err
 }

@@ -92,7 +92,7 @@ func (o *Output) recoverOne(ctx context.Context, id string) (Recovered, error) {
 	}
 	size, err := o.finish(ctx, rf, m, head)
 	var se *StoreError
-	if errors.As(err, &se) && se.Code == "NoSuchUpload" {
+	if errors.As(err, &se) && (se.Code == "NoSuchUpload" || se.Code == "InvalidBlockList" || (o.loc.Scheme == "gs" && se.Status == 404)) {
 		// Killed after the store completed the object, before the spool
 		// was cleared: the object is there.
 		if ok, xerr := o.st.exists(ctx, m.Key); xerr == nil && ok {
@@ -145,6 +145,13 @@ func (o *Output) RecoverStore(ctx context.Context, idle time.Duration) ([]Recove
 		if ours[u.ID] || time.Since(last) < idle || len(u.Parts) == 0 {
 			continue
 		}
+		if o.loc.Scheme == "gs" && o.finishedAfter(ctx, u) {
+			// GCS parts left behind by a finish that completed (an S3
+			// upload goes when it completes; Azure drops the blocks
+			// left out of a commit).
+			_ = o.st.abort(ctx, u.Key, u.ID)
+			continue
+		}
 		slices.SortFunc(u.Parts, func(a, b partRec) int { return int(a.N - b.N) })
 		first := u.Parts[0].N
 		if first != 1 && !(first == 2 && strings.EqualFold(path.Ext(u.Key), ".ts")) {
@@ -168,4 +175,19 @@ func (o *Output) RecoverStore(ctx context.Context, idle time.Duration) ([]Recove
 		done = append(done, Recovered{URL: o.loc.object(u.Key), Size: size})
 	}
 	return done, errors.Join(errs...)
+}
+
+// finishedAfter reports whether the object of u exists and was written
+// after u's last part: the upload was finished.
+func (o *Output) finishedAfter(ctx context.Context, u upload) bool {
+	objs, err := o.st.list(ctx, u.Key)
+	if err != nil {
+		return false
+	}
+	for _, ob := range objs {
+		if ob.Key == u.Key && !ob.Modified.Before(u.LastPart) {
+			return true
+		}
+	}
+	return false
 }

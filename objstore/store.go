@@ -8,16 +8,54 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
+
+// backend is one kind of object store (S3, GCS, Azure Blob) behind the
+// requests the output makes. Each method is one attempt: store.do tries
+// again after transient failures. A multipart upload is the store's own
+// (S3) or made of what it has (GCS: part objects composed at the finish;
+// Azure: blocks staged, then committed): create, uploadPart, complete,
+// abort and uploads keep that difference here.
+type backend interface {
+	// classify reads the HTTP status and the store's error code of err
+	// (0, "" when the store never answered).
+	classify(err error) (status int, code string)
+	checkBucket(ctx context.Context) error
+	exists(ctx context.Context, key string) (bool, error)
+	// create starts an upload of key and returns its id.
+	create(ctx context.Context, key, contentType string) (string, error)
+	// uploadPart stores part n (from 1) and returns what complete needs.
+	uploadPart(ctx context.Context, key, id string, n int32, b *body) (string, error)
+	// complete makes key the parts, in order, and drops what is left of
+	// the upload.
+	complete(ctx context.Context, key, id, contentType string, parts []partRec) error
+	abort(ctx context.Context, key, id string) error
+	put(ctx context.Context, key, contentType string, b *body) error
+	putBytes(ctx context.Context, key string, data []byte) error
+	// get returns errNotFound when there is no such object.
+	get(ctx context.Context, key string) ([]byte, error)
+	// list lists the objects under prefix (never the parts of uploads).
+	list(ctx context.Context, prefix string) ([]objectInfo, error)
+	remove(ctx context.Context, key string) error
+	// uploads lists the unfinished uploads of keys under prefix, with
+	// their parts.
+	uploads(ctx context.Context, prefix string) ([]upload, error)
+}
+
+// objectInfo is an object of a listing.
+type objectInfo struct {
+	Key      string
+	Size     int64
+	Modified time.Time
+}
+
+// errNotFound is what backend.get returns for a missing object.
+var errNotFound = errors.New("no such object")
 
 // store is the bucket of a Location, with the requests the output makes,
 // each tried again after transient failures.
 type store struct {
-	c   *s3.Client
+	b   backend
 	loc Location
 	log *slog.Logger
 
@@ -25,8 +63,36 @@ type store struct {
 	latency                                     atomic.Int64 // ns, the last part's
 }
 
+// newStore makes the client of the location's scheme.
+func newStore(ctx context.Context, loc Location, log *slog.Logger) (*store, error) {
+	var b backend
+	var err error
+	switch loc.Scheme {
+	case "gs":
+		b, err = newGCS(ctx, loc)
+	case "az":
+		b, err = newAzure(ctx, loc)
+	default:
+		b, err = newS3(ctx, loc)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &store{b: b, loc: loc, log: log}, nil
+}
+
 // attemptTimeout bounds one request (a part of 8 MiB needs well under it).
 const attemptTimeout = 2 * time.Minute
+
+// wrap makes err of a request a *StoreError.
+func (s *store) wrap(op, object string, err error) error {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	se := &StoreError{Op: op, Object: object, Err: err}
+	se.Status, se.Code = s.b.classify(err)
+	return se
+}
 
 // do runs fn until it succeeds, fails permanently, or ctx ends; between
 // tries it waits retryWait (backoff with jitter).
@@ -38,7 +104,7 @@ func (s *store) do(ctx context.Context, op, key string, fn func(context.Context)
 		if err == nil {
 			return nil
 		}
-		err = storeError(op, s.loc.object(key), err)
+		err = s.wrap(op, s.loc.object(key), err)
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w (gave up: %v)", err, context.Cause(ctx))
 		}
@@ -59,13 +125,10 @@ func (s *store) do(ctx context.Context, op, key string, fn func(context.Context)
 }
 
 func (s *store) checkBucket(ctx context.Context) error {
-	_, err := s.c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &s.loc.Bucket})
-	if err != nil {
-		err = storeError("check bucket", "s3://"+s.loc.Bucket, err)
-		var se *StoreError
-		if errors.As(err, &se) && se.Status == 404 {
-			se.Code = "NoSuchBucket"
-		}
+	err := s.wrap("check bucket", s.loc.bucketURL(), s.b.checkBucket(ctx))
+	var se *StoreError
+	if errors.As(err, &se) && se.Status == 404 {
+		se.Code = "NoSuchBucket"
 	}
 	return err
 }
@@ -73,14 +136,8 @@ func (s *store) checkBucket(ctx context.Context) error {
 // exists reports whether key names an object.
 func (s *store) exists(ctx context.Context, key string) (bool, error) {
 	var found bool
-	err := s.do(ctx, "look for", key, func(ctx context.Context) error {
-		_, err := s.c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.loc.Bucket, Key: &key})
-		var se *StoreError
-		if e := storeError("", "", err); errors.As(e, &se) && se.Status == 404 {
-			found = false
-			return nil
-		}
-		found = err == nil
+	err := s.do(ctx, "look for", key, func(ctx context.Context) (err error) {
+		found, err = s.b.exists(ctx, key)
 		return err
 	})
 	return found, err
@@ -88,12 +145,8 @@ func (s *store) exists(ctx context.Context, key string) (bool, error) {
 
 func (s *store) create(ctx context.Context, key, contentType string) (string, error) {
 	var id string
-	err := s.do(ctx, "start upload", key, func(ctx context.Context) error {
-		out, err := s.c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &s.loc.Bucket, Key: &key, ContentType: &contentType,
-			Metadata: map[string]string{"moq-export": "recording"}})
-		if err == nil {
-			id = aws.ToString(out.UploadId)
-		}
+	err := s.do(ctx, "start upload", key, func(ctx context.Context) (err error) {
+		id, err = s.b.create(ctx, key, contentType)
 		return err
 	})
 	return id, err
@@ -106,10 +159,9 @@ func (s *store) uploadPart(ctx context.Context, key, id string, n int32, b *body
 			return err
 		}
 		began := time.Now()
-		out, err := s.c.UploadPart(ctx, &s3.UploadPartInput{Bucket: &s.loc.Bucket, Key: &key, UploadId: &id, PartNumber: aws.Int32(n),
-			Body: b, ContentLength: aws.Int64(b.size)})
+		var err error
+		etag, err = s.b.uploadPart(ctx, key, id, n, b)
 		if err == nil {
-			etag = aws.ToString(out.ETag)
 			s.latency.Store(int64(time.Since(began)))
 		}
 		return err
@@ -122,14 +174,8 @@ func (s *store) uploadPart(ctx context.Context, key, id string, n int32, b *body
 }
 
 func (s *store) complete(ctx context.Context, key, id string, parts []partRec) error {
-	cp := make([]types.CompletedPart, len(parts))
-	for i, p := range parts {
-		cp[i] = types.CompletedPart{PartNumber: aws.Int32(p.N), ETag: aws.String(p.ETag)}
-	}
 	return s.do(ctx, "complete", key, func(ctx context.Context) error {
-		_, err := s.c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: &s.loc.Bucket, Key: &key, UploadId: &id,
-			MultipartUpload: &types.CompletedMultipartUpload{Parts: cp}})
-		return err
+		return s.b.complete(ctx, key, id, contentType(key), parts)
 	})
 }
 
@@ -139,7 +185,7 @@ func (s *store) put(ctx context.Context, key, contentType string, b *body) error
 			return err
 		}
 		began := time.Now()
-		_, err := s.c.PutObject(ctx, &s3.PutObjectInput{Bucket: &s.loc.Bucket, Key: &key, Body: b, ContentLength: aws.Int64(b.size), ContentType: &contentType})
+		err := s.b.put(ctx, key, contentType, b)
 		if err == nil {
 			s.latency.Store(int64(time.Since(began)))
 		}
@@ -154,9 +200,38 @@ func (s *store) put(ctx context.Context, key, contentType string, b *body) error
 
 func (s *store) abort(ctx context.Context, key, id string) error {
 	return s.do(ctx, "abort upload", key, func(ctx context.Context) error {
-		_, err := s.c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &s.loc.Bucket, Key: &key, UploadId: &id})
+		return s.b.abort(ctx, key, id)
+	})
+}
+
+// get reads an object; an error wrapping errNotFound when there is none.
+func (s *store) get(ctx context.Context, key string) ([]byte, error) {
+	var data []byte
+	missing := false
+	err := s.do(ctx, "read", key, func(ctx context.Context) (err error) {
+		data, err = s.b.get(ctx, key)
+		if errors.Is(err, errNotFound) {
+			missing, err = true, nil
+		}
 		return err
 	})
+	if err == nil && missing {
+		return nil, fmt.Errorf("%s: %w", s.loc.object(key), errNotFound)
+	}
+	return data, err
+}
+
+func (s *store) list(ctx context.Context, prefix string) ([]objectInfo, error) {
+	var objs []objectInfo
+	err := s.do(ctx, "list", prefix, func(ctx context.Context) (err error) {
+		objs, err = s.b.list(ctx, prefix)
+		return err
+	})
+	return objs, err
+}
+
+func (s *store) remove(ctx context.Context, key string) error {
+	return s.do(ctx, "delete", key, func(ctx context.Context) error { return s.b.remove(ctx, key) })
 }
 
 // upload is an unfinished multipart upload of the bucket.
@@ -170,47 +245,9 @@ type upload struct {
 // unfinished lists the multipart uploads under prefix, with their parts.
 func (s *store) unfinished(ctx context.Context, prefix string) ([]upload, error) {
 	var ups []upload
-	in := &s3.ListMultipartUploadsInput{Bucket: &s.loc.Bucket, Prefix: &prefix}
-	for {
-		var out *s3.ListMultipartUploadsOutput
-		err := s.do(ctx, "list uploads under", prefix, func(ctx context.Context) (err error) {
-			out, err = s.c.ListMultipartUploads(ctx, in)
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-		for _, u := range out.Uploads {
-			ups = append(ups, upload{Key: aws.ToString(u.Key), ID: aws.ToString(u.UploadId), Started: aws.ToTime(u.Initiated)})
-		}
-		if !aws.ToBool(out.IsTruncated) {
-			break
-		}
-		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
-	}
-	for i := range ups {
-		u := &ups[i]
-		in := &s3.ListPartsInput{Bucket: &s.loc.Bucket, Key: &u.Key, UploadId: &u.ID}
-		for {
-			var out *s3.ListPartsOutput
-			err := s.do(ctx, "list parts of", u.Key, func(ctx context.Context) (err error) {
-				out, err = s.c.ListParts(ctx, in)
-				return err
-			})
-			if err != nil {
-				return nil, err
-			}
-			for _, p := range out.Parts {
-				u.Parts = append(u.Parts, partRec{N: aws.ToInt32(p.PartNumber), Size: aws.ToInt64(p.Size), ETag: aws.ToString(p.ETag)})
-				if t := aws.ToTime(p.LastModified); t.After(u.LastPart) {
-					u.LastPart = t
-				}
-			}
-			if !aws.ToBool(out.IsTruncated) {
-				break
-			}
-			in.PartNumberMarker = out.NextPartNumberMarker
-		}
-	}
-	return ups, nil
+	err := s.do(ctx, "list uploads under", prefix, func(ctx context.Context) (err error) {
+		ups, err = s.b.uploads(ctx, prefix)
+		return err
+	})
+	return ups, err
 }

@@ -62,10 +62,18 @@ func TestParseURLTakesBucketKeyAndQueryOverrides(t *testing.T) {
 		want Location
 		err  bool
 	}{
-		{in: "s3://rec/{broadcast}-{time}-{n}.mp4", want: Location{Bucket: "rec", Key: "{broadcast}-{time}-{n}.mp4"}},
+		{in: "s3://rec/{broadcast}-{time}-{n}.mp4", want: Location{Scheme: "s3", given: "s3", Bucket: "rec", Key: "{broadcast}-{time}-{n}.mp4"}},
 		{in: "s3://rec/a/b.mkv?endpoint=http://127.0.0.1:9000&region=eu-west-1&path_style=false",
-			want: Location{Bucket: "rec", Key: "a/b.mkv", Endpoint: "http://127.0.0.1:9000", Region: "eu-west-1", PathStyle: "false"}},
-		{in: "s3://rec/x.ts?s3ForcePathStyle=true", want: Location{Bucket: "rec", Key: "x.ts", PathStyle: "true"}},
+			want: Location{Scheme: "s3", given: "s3", Bucket: "rec", Key: "a/b.mkv", Endpoint: "http://127.0.0.1:9000", Region: "eu-west-1", PathStyle: "false"}},
+		{in: "s3://rec/x.ts?s3ForcePathStyle=true", want: Location{Scheme: "s3", given: "s3", Bucket: "rec", Key: "x.ts", PathStyle: "true"}},
+		{in: "gs://rec/a/{n}.mp4", want: Location{Scheme: "gs", given: "gs", Bucket: "rec", Key: "a/{n}.mp4"}},
+		{in: "gs://rec/x.mp4?endpoint=http://127.0.0.1:4443", want: Location{Scheme: "gs", given: "gs", Bucket: "rec", Key: "x.mp4", Endpoint: "http://127.0.0.1:4443"}},
+		{in: "az://rec/x.mkv", want: Location{Scheme: "az", given: "az", Bucket: "rec", Key: "x.mkv"}},
+		{in: "azblob://rec/x.mkv?endpoint=https://acct.blob.core.windows.net/", want: Location{Scheme: "az", given: "azblob", Bucket: "rec", Key: "x.mkv", Endpoint: "https://acct.blob.core.windows.net/"}},
+		{in: "gs://rec/x.mp4?region=eu", err: true},
+		{in: "az://rec/x.mp4?path_style=true", err: true},
+		{in: "gs://rec", err: true},
+		{in: "ftp://rec/x.mp4", err: true},
 		{in: "s3://rec", err: true},
 		{in: "s3://rec/", err: true},
 		{in: "s3:///x.mp4", err: true},
@@ -73,7 +81,6 @@ func TestParseURLTakesBucketKeyAndQueryOverrides(t *testing.T) {
 		{in: "s3://rec/x.mp4?path_style=maybe", err: true},
 		{in: "s3://rec/x.mp4?secret=1", err: true},
 		{in: "s3://rec/{nope}.mp4", err: true},
-		{in: "gs://rec/x.mp4", err: true},
 	} {
 		got, err := ParseURL(tc.in)
 		if (err != nil) != tc.err || (!tc.err && got != tc.want) {

@@ -1,53 +1,59 @@
 package objstore
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
+	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/moq-export/moq-export/record"
 )
 
-// Schemes are the URL schemes Open writes.
-var Schemes = []string{"s3"}
+// Schemes are the URL schemes Open writes: S3 (and S3-compatible
+// stores), Google Cloud Storage, Azure Blob Storage (az:// and azblob://
+// are the same).
+var Schemes = []string{"s3", "gs", "az", "azblob"}
 
-// Location is a parsed s3:// output URL: the bucket, the object key (a
-// record.Template: {broadcast}, {n}, {time}) and what the query overrides.
+// Location is a parsed object-store output URL: the bucket (an Azure
+// container), the object key (a record.Template: {broadcast}, {n},
+// {time}) and what the query overrides.
 type Location struct {
+	Scheme string // s3, gs or az (azblob:// is az)
 	Bucket string
 	Key    string // the key template, without a leading "/"
-	// From the query (empty: what the environment and the AWS config
-	// files say).
-	Endpoint  string // ?endpoint=http://127.0.0.1:9000
-	Region    string // ?region=eu-west-1
-	PathStyle string // ?path_style=true|false ("": true when an endpoint is set)
+	// From the query (empty: what the environment and the SDK's
+	// configuration say).
+	Endpoint  string // ?endpoint=http://127.0.0.1:9000 (Azure: the account's blob endpoint)
+	Region    string // ?region=eu-west-1 (s3:// only)
+	PathStyle string // ?path_style=true|false (s3:// only; "": true when an endpoint is set)
+
+	given string // the scheme as written (az or azblob)
 }
 
 // ErrURL is wrapped by the refusal of a malformed object-store URL.
 var ErrURL = errors.New("object-store URL")
 
-// ParseURL parses s3://BUCKET/KEY[?endpoint=URL&region=R&path_style=BOOL].
-// The key may hold the placeholders of record.Template. Any other scheme
-// is a *record.SchemeError.
+// ParseURL parses s3://BUCKET/KEY[?endpoint=URL&region=R&path_style=BOOL],
+// gs://BUCKET/KEY[?endpoint=URL] and az://CONTAINER/KEY[?endpoint=URL]
+// (or azblob://). The key may hold the placeholders of record.Template.
+// Any other scheme is a *record.SchemeError.
 func ParseURL(raw string) (Location, error) {
 	scheme := record.URLScheme(raw)
-	if scheme != "s3" {
+	if !slices.Contains(Schemes, scheme) {
 		return Location{}, &record.SchemeError{URL: raw, Scheme: scheme, Known: Schemes}
 	}
-	rest := raw[len("s3://"):]
+	rest := raw[len(scheme)+len("://"):]
 	rest, query, _ := strings.Cut(rest, "?")
 	bucket, key, _ := strings.Cut(rest, "/")
 	if bucket == "" || key == "" || strings.HasSuffix(key, "/") {
-		return Location{}, fmt.Errorf("%w %q: give s3://BUCKET/KEY, e.g. s3://rec/{broadcast}-{time}.mp4", ErrURL, raw)
+		return Location{}, fmt.Errorf("%w %q: give %s://BUCKET/KEY, e.g. %s://rec/{broadcast}-{time}.mp4", ErrURL, raw, scheme, scheme)
 	}
-	l := Location{Bucket: bucket, Key: key}
+	l := Location{Scheme: scheme, Bucket: bucket, Key: key, given: scheme}
+	if scheme == "azblob" {
+		l.Scheme = "az"
+	}
 	q, err := url.ParseQuery(query)
 	if err != nil {
 		return Location{}, fmt.Errorf("%w %q: query: %v", ErrURL, raw, err)
@@ -62,14 +68,24 @@ func ParseURL(raw string) (Location, error) {
 			}
 			l.Endpoint = val
 		case "region":
+			if l.Scheme != "s3" {
+				return Location{}, fmt.Errorf("%w %q: region is for s3:// (known here: endpoint)", ErrURL, raw)
+			}
 			l.Region = val
 		case "path_style", "use_path_style", "s3ForcePathStyle":
+			if l.Scheme != "s3" {
+				return Location{}, fmt.Errorf("%w %q: %s is for s3:// (known here: endpoint)", ErrURL, raw, k)
+			}
 			if _, err := strconv.ParseBool(val); err != nil {
 				return Location{}, fmt.Errorf("%w %q: %s=%q: give true or false", ErrURL, raw, k, val)
 			}
 			l.PathStyle = val
 		default:
-			return Location{}, fmt.Errorf("%w %q: unknown query parameter %q; known: endpoint, region, path_style", ErrURL, raw, k)
+			known := "endpoint, region, path_style"
+			if l.Scheme != "s3" {
+				known = "endpoint"
+			}
+			return Location{}, fmt.Errorf("%w %q: unknown query parameter %q; known: %s", ErrURL, raw, k, known)
 		}
 	}
 	if _, err := record.ParseTemplate(key); err != nil {
@@ -79,46 +95,19 @@ func ParseURL(raw string) (Location, error) {
 }
 
 // String is the URL without its query: s3://BUCKET/KEY.
-func (l Location) String() string { return "s3://" + l.Bucket + "/" + l.Key }
+func (l Location) String() string { return l.object(l.Key) }
 
 // object names one object of the location's bucket.
-func (l Location) object(key string) string { return "s3://" + l.Bucket + "/" + key }
+func (l Location) object(key string) string { return l.bucketURL() + "/" + key }
 
-// newClient makes the S3 client the way the AWS CLI would: credentials
-// from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY(/AWS_SESSION_TOKEN), else
-// AWS_PROFILE's (or the default) profile of ~/.aws/credentials and
-// ~/.aws/config, else SSO, web identity, ECS or EC2 roles; the region from
-// AWS_REGION or the profile (default us-east-1); the endpoint from
-// AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL or the profile's endpoint_url.
-// The URL query overrides endpoint, region and addressing. An endpoint
-// (an S3-compatible store) means path-style addressing unless
-// path_style=false. Checksums are computed and checked only where S3
-// requires them: the SDK's defaults since 2025 break R2, older MinIO and
-// Ceph.
-func newClient(ctx context.Context, l Location) (*s3.Client, error) {
-	var opts []func(*config.LoadOptions) error
-	if l.Region != "" {
-		opts = append(opts, config.WithRegion(l.Region))
+// bucketURL names the bucket: s3://BUCKET.
+func (l Location) bucketURL() string {
+	s := l.given
+	if s == "" {
+		s = l.Scheme
 	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("objstore: AWS configuration: %w", err)
+	if s == "" {
+		s = "s3"
 	}
-	if cfg.Region == "" {
-		cfg.Region = "us-east-1"
-	}
-	endpointSet := l.Endpoint != "" || cfg.BaseEndpoint != nil || os.Getenv("AWS_ENDPOINT_URL_S3") != "" || os.Getenv("AWS_ENDPOINT_URL") != ""
-	pathStyle := endpointSet
-	if l.PathStyle != "" {
-		pathStyle, _ = strconv.ParseBool(l.PathStyle)
-	}
-	return s3.NewFromConfig(cfg, func(o *s3.Options) {
-		if l.Endpoint != "" {
-			o.BaseEndpoint = aws.String(l.Endpoint)
-		}
-		o.UsePathStyle = pathStyle
-		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
-		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
-		o.RetryMaxAttempts = 1 // retries are ours: backoff with jitter, spooling meanwhile
-	}), nil
+	return s + "://" + l.Bucket
 }

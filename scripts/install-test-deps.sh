@@ -25,6 +25,10 @@ scripts/ffmpeg-testing.sh >/dev/null
 # The S3-compatible server (versitygw, built from the Go module proxy into a
 # cache) for the object-store tests of package objstore.
 scripts/versitygw.sh >/dev/null
+# The GCS and Azure emulators (fake-gcs-server from the Go module proxy,
+# Azurite from npm, each into a cache) for the gs:// and az:// tests.
+scripts/fake-gcs-server.sh >/dev/null
+scripts/azurite.sh >/dev/null
 # The reference implementation (@moq/net, @moq/hang under Deno, from npm) for
 # the interop tests of package interop.
 scripts/interop-setup.sh >/dev/null

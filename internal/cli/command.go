@@ -281,7 +281,8 @@ Output templates (-o) may use {broadcast}, {n} (segment number) and {time}
 (UTC start time); broadcast names are made safe and never leave the output
 directory. A plain -o file that exists is not overwritten unless -y says so
 (on a terminal moq-export asks); templates never overwrite. -o
-s3://BUCKET/KEY records into an S3 bucket (docs/object-store.md).
+s3://BUCKET/KEY, gs://BUCKET/KEY or az://CONTAINER/KEY records into an
+object store (docs/object-store.md).
 
 Nothing waits silently: a broadcast that is not announced is waited for with
 a notice (--wait bounds it), --timeout bounds the run, --reconnect-for the
@@ -359,7 +360,7 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 	f.SortFlags = false
 	serviceFlags(f, cfg)
 	f.StringVarP(&cfg.Broadcast, "broadcast", "b", "", "broadcast `NAME` to record, relative to the URL path (default: the only one announced)")
-	f.StringVarP(&cfg.Output, "output", "o", "-", "output `PATH` or template, or s3://BUCKET/KEY (a template too); - is stdout")
+	f.StringVarP(&cfg.Output, "output", "o", "-", "output `PATH` or template, or s3://, gs:// or az://BUCKET/KEY (a template too); - is stdout")
 	f.BoolVarP(&cfg.Overwrite, "overwrite", "y", false, "overwrite an existing -o file without asking")
 	f.BoolVarP(&cfg.NoOverwrite, "no-overwrite", "n", false, "never overwrite an existing -o file: exit with an error instead of asking")
 	f.StringVarP(&format, "format", "f", "", "container: flv, mkv, webm, ts, mp4 or hls (an HLS+DASH package: playlists, CMAF segments, an MPD; default: from the output extension, .m3u8 is hls; ts on stdout), or archive (-o DIR: every track losslessly, in the hang Recording layout)")
@@ -386,10 +387,10 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 	f.IntVar(&cfg.MaxPublishers, "max-publishers", defaultMaxPublishers, "with --listen, refuse publishers beyond this many connected at once (0: no limit)")
 	f.IntVar(&cfg.MaxBroadcasts, "max-broadcasts", defaultMaxBroadcasts, "with --record-all, refuse broadcasts beyond this many recorded at once (0: no limit; by default none when dialing a relay)")
 	f.Var(&cfg.MaxBytes, "max-bytes", "keep every file under this `SIZE`, e.g. 20G: with {n} in -o the next file starts at a keyframe (split by size), otherwise the recording ends there (default: no limit)")
-	f.StringVar(&cfg.SpoolDir, "spool", "", "with an s3:// -o, the `DIR` where parts wait for the store and unfinished objects are completed from after a crash (default: moq-export/spool in the user cache directory)")
+	f.StringVar(&cfg.SpoolDir, "spool", "", "with an object-store -o, the `DIR` where parts wait for the store and unfinished objects are completed from after a crash (default: moq-export/spool in the user cache directory)")
 	cfg.SpoolMax = objstore.DefaultSpoolMax
-	f.Var(&cfg.SpoolMax, "spool-max", "with an s3:// -o, cut recordings when this `SIZE` waits in the spool for the store")
-	f.DurationVar(&cfg.RecoverUploads, "recover-uploads", 0, "with an s3:// -o, first complete the unfinished uploads under its prefix that took no part for this long (a recorder that died with its spool, on another machine)")
+	f.Var(&cfg.SpoolMax, "spool-max", "with an object-store -o, cut recordings when this `SIZE` waits in the spool for the store")
+	f.DurationVar(&cfg.RecoverUploads, "recover-uploads", 0, "with an object-store -o, first complete the unfinished uploads under its prefix that took no part for this long (a recorder that died with its spool, on another machine)")
 	f.Var(&cfg.MinFree, "min-free", "refuse new recordings, and finish running ones, when the output disk has less than this `SIZE` free (0: no floor)")
 	f.StringVar(&cfg.AuthKey, "auth-key", "", "with --listen, admit only publishers whose token (?jwt=) verifies with this JWK `FILE` (moq-token / @moq/token format) and allows the broadcast")
 	f.StringVar(&cfg.Progress, "progress", "auto", "progress on stderr: auto (when stderr is a terminal), always or never")

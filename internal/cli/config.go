@@ -75,7 +75,7 @@ type Config struct {
 
 	formatGiven bool
 	template    Template
-	objectStore bool // -o is an s3:// URL
+	objectStore bool // -o is an object-store URL (s3://, gs://, az://)
 
 	// The service face (service.go).
 	HTTP              string   // --http

@@ -17,7 +17,7 @@ var flagGroups = []struct {
 	{"Selection", []string{"broadcast", "video", "audio", "text", "list", "record-all", "wait"}},
 	{"Connection", []string{"token-file", "tls-fingerprint", "tls-insecure", "reconnect-for"}},
 	{"Listen (accept publishers instead of dialling a relay)", []string{"listen", "tls-cert", "tls-key", "auth-key", "max-publishers"}},
-	{"Object store (-o s3://BUCKET/KEY; credentials and endpoint from AWS_* as the AWS CLI reads them)", []string{"spool", "spool-max", "recover-uploads"}},
+	{"Object store (-o s3://, gs:// or az://BUCKET/KEY; credentials as each cloud's SDK reads them)", []string{"spool", "spool-max", "recover-uploads"}},
 	{"Archive (-f archive -o DIR writes one; an archive DIR or file:// URL is read)", []string{"retention", "from", "to", "follow", "replay-to", "replay"}},
 	{"Limits", []string{"timeout", "max-broadcasts", "max-bytes", "min-free"}},
 	{"Logging", []string{"progress", "verbose", "quiet", "log-format", "json", "summary"}},

@@ -8,7 +8,7 @@ import (
 	"github.com/moq-export/moq-export/objstore"
 )
 
-// openStore opens the s3:// output: the bucket is checked (a missing
+// openStore opens the object-store output: the bucket is checked (a missing
 // bucket or refused credentials end the run here, before anything is
 // recorded), then what a recorder that died left in the spool for this
 // bucket is completed.

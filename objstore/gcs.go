@@ -1,0 +1,291 @@
+package objstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+
+	"cloud.google.com/go/storage"
+	"google.golang.org/api/googleapi"
+	"google.golang.org/api/iterator"
+	"google.golang.org/api/option"
+)
+
+// gcsBackend is a Google Cloud Storage bucket. GCS has no multipart
+// upload of S3's kind: a part is an object of its own, under
+// gcsParts/KEY/ID/NNNNN, and the finish composes the parts into the
+// object server-side (compose takes up to 32 sources a call: more parts
+// are composed 32 at a time into intermediate objects, and those again),
+// then deletes them. Nothing is uploaded twice; an unfinished upload is
+// its part objects, which RecoverStore lists by prefix.
+type gcsBackend struct {
+	c      *storage.Client
+	bucket *storage.BucketHandle
+}
+
+// gcsParts is the prefix of the part objects of unfinished uploads.
+const gcsParts = ".moq-export-parts/"
+
+// gcsCompose is how many sources one compose request takes.
+const gcsCompose = 32
+
+// newGCS makes the client the way Google's SDK does by default:
+// Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS, the
+// file `gcloud auth application-default login` writes, the metadata
+// server of GCE, GKE and Cloud Run); STORAGE_EMULATOR_HOST names an
+// emulator (no credentials). The URL's ?endpoint= overrides the
+// endpoint; a plain-http endpoint is an emulator, without credentials.
+// The SDK's own retries are off: ours spool meanwhile.
+func newGCS(ctx context.Context, l Location) (*gcsBackend, error) {
+	var opts []option.ClientOption
+	if l.Endpoint != "" {
+		u, _ := url.Parse(l.Endpoint)
+		if u.Path == "" || u.Path == "/" {
+			u.Path = "/storage/v1/"
+		}
+		opts = append(opts, option.WithEndpoint(u.String()))
+		if u.Scheme == "http" {
+			opts = append(opts, option.WithoutAuthentication())
+		}
+	}
+	c, err := storage.NewClient(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("objstore: Google Cloud Storage client: %w", err)
+	}
+	c.SetRetry(storage.WithPolicy(storage.RetryNever))
+	return &gcsBackend{c: c, bucket: c.Bucket(l.Bucket)}, nil
+}
+
+func (b *gcsBackend) classify(err error) (status int, code string) {
+	var ge *googleapi.Error
+	if errors.As(err, &ge) {
+		status = ge.Code
+		if len(ge.Errors) > 0 {
+			code = ge.Errors[0].Reason
+		}
+	}
+	switch {
+	case errors.Is(err, storage.ErrBucketNotExist):
+		return 404, "NoSuchBucket"
+	case errors.Is(err, storage.ErrObjectNotExist):
+		return 404, "NoSuchKey"
+	}
+	return status, code
+}
+
+func (b *gcsBackend) checkBucket(ctx context.Context) error {
+	_, err := b.bucket.Attrs(ctx)
+	return err
+}
+
+func (b *gcsBackend) exists(ctx context.Context, key string) (bool, error) {
+	_, err := b.bucket.Object(key).Attrs(ctx)
+	if st, _ := b.classify(err); st == 404 {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// create makes the id only: the parts are objects of their own.
+func (b *gcsBackend) create(context.Context, string, string) (string, error) {
+	var id [8]byte
+	rand.Read(id[:])
+	return hex.EncodeToString(id[:]), nil
+}
+
+// partName names part n of upload id of key.
+func partName(key, id string, n int32) string {
+	return fmt.Sprintf("%s%s/%s/%05d", gcsParts, key, id, n)
+}
+
+func (b *gcsBackend) write(ctx context.Context, name, contentType string, r io.Reader, meta map[string]string) (*storage.ObjectAttrs, error) {
+	w := b.bucket.Object(name).NewWriter(ctx)
+	w.ChunkSize = 0 // one request, the body streamed from the spool
+	w.ContentType = contentType
+	w.Metadata = meta
+	if _, err := io.Copy(w, r); err != nil {
+		w.Close()
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return w.Attrs(), nil
+}
+
+func (b *gcsBackend) uploadPart(ctx context.Context, key, id string, n int32, body *body) (string, error) {
+	a, err := b.write(ctx, partName(key, id, n), "application/octet-stream", body, map[string]string{"moq-export": "part"})
+	if err != nil {
+		return "", err
+	}
+	return strconv.FormatInt(a.Generation, 10), nil
+}
+
+// complete composes the parts into key, 32 at a time, then deletes the
+// part objects and the intermediates.
+func (b *gcsBackend) complete(ctx context.Context, key, id, contentType string, parts []partRec) error {
+	srcs := make([]string, len(parts))
+	for i, p := range parts {
+		srcs[i] = partName(key, id, p.N)
+	}
+	var made []string
+	for level := 0; len(srcs) > gcsCompose; level++ {
+		var next []string
+		for i := 0; i < len(srcs); i += gcsCompose {
+			name := fmt.Sprintf("%s%s/%s/c%d-%05d", gcsParts, key, id, level, i/gcsCompose)
+			if err := b.compose(ctx, name, "application/octet-stream", srcs[i:min(i+gcsCompose, len(srcs))]); err != nil {
+				return err
+			}
+			next = append(next, name)
+		}
+		made = append(made, next...)
+		srcs = next
+	}
+	if err := b.compose(ctx, key, contentType, srcs); err != nil {
+		return err
+	}
+	b.drop(ctx, key, id)
+	return nil
+}
+
+func (b *gcsBackend) compose(ctx context.Context, dst, contentType string, srcs []string) error {
+	hs := make([]*storage.ObjectHandle, len(srcs))
+	for i, s := range srcs {
+		hs[i] = b.bucket.Object(s)
+	}
+	c := b.bucket.Object(dst).ComposerFrom(hs...)
+	c.ContentType = contentType
+	_, err := c.Run(ctx)
+	return err
+}
+
+// drop deletes what is left of upload id of key (its parts and
+// intermediates), best effort: what stays is found by RecoverStore's
+// listing no more once the object exists, and costs only its storage.
+func (b *gcsBackend) drop(ctx context.Context, key, id string) {
+	objs, err := b.listRaw(ctx, gcsParts+key+"/"+id+"/")
+	if err != nil {
+		return
+	}
+	var wg sync.WaitGroup
+	work := make(chan string)
+	for range 8 {
+		wg.Go(func() {
+			for name := range work {
+				b.bucket.Object(name).Delete(ctx)
+			}
+		})
+	}
+	for _, o := range objs {
+		work <- o.Key
+	}
+	close(work)
+	wg.Wait()
+}
+
+func (b *gcsBackend) abort(ctx context.Context, key, id string) error {
+	b.drop(ctx, key, id)
+	return nil
+}
+
+func (b *gcsBackend) put(ctx context.Context, key, contentType string, body *body) error {
+	_, err := b.write(ctx, key, contentType, body, nil)
+	return err
+}
+
+func (b *gcsBackend) putBytes(ctx context.Context, key string, data []byte) error {
+	_, err := b.write(ctx, key, "", strings.NewReader(string(data)), nil)
+	return err
+}
+
+func (b *gcsBackend) get(ctx context.Context, key string) ([]byte, error) {
+	r, err := b.bucket.Object(key).NewReader(ctx)
+	if st, _ := b.classify(err); st == 404 {
+		return nil, errNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return io.ReadAll(r)
+}
+
+func (b *gcsBackend) listRaw(ctx context.Context, prefix string) ([]objectInfo, error) {
+	var objs []objectInfo
+	it := b.bucket.Objects(ctx, &storage.Query{Prefix: prefix})
+	for {
+		a, err := it.Next()
+		if err == iterator.Done {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, objectInfo{Key: a.Name, Size: a.Size, Modified: a.Updated})
+	}
+}
+
+func (b *gcsBackend) list(ctx context.Context, prefix string) ([]objectInfo, error) {
+	objs, err := b.listRaw(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	out := objs[:0]
+	for _, o := range objs {
+		if !strings.HasPrefix(o.Key, gcsParts) {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+func (b *gcsBackend) remove(ctx context.Context, key string) error {
+	err := b.bucket.Object(key).Delete(ctx)
+	if errors.Is(err, storage.ErrObjectNotExist) {
+		return nil
+	}
+	return err
+}
+
+// uploads lists the part objects under the prefix, grouped by upload.
+func (b *gcsBackend) uploads(ctx context.Context, prefix string) ([]upload, error) {
+	objs, err := b.listRaw(ctx, gcsParts+prefix)
+	if err != nil {
+		return nil, err
+	}
+	var ups []upload
+	index := map[string]int{}
+	for _, o := range objs {
+		rest := strings.TrimPrefix(o.Key, gcsParts)
+		dir, num := path.Split(rest)
+		key, id := path.Split(strings.TrimSuffix(dir, "/"))
+		key = strings.TrimSuffix(key, "/")
+		n, err := strconv.ParseInt(num, 10, 32)
+		if err != nil || key == "" || id == "" {
+			continue // an intermediate of a compose, or not ours
+		}
+		i, ok := index[key+"\x00"+id]
+		if !ok {
+			i = len(ups)
+			index[key+"\x00"+id] = i
+			ups = append(ups, upload{Key: key, ID: id, Started: o.Modified})
+		}
+		u := &ups[i]
+		u.Parts = append(u.Parts, partRec{N: int32(n), Size: o.Size})
+		if o.Modified.After(u.LastPart) {
+			u.LastPart = o.Modified
+		}
+		if o.Modified.Before(u.Started) {
+			u.Started = o.Modified
+		}
+	}
+	return ups, nil
+}
