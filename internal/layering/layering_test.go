@@ -67,7 +67,7 @@ func moduleOnly(list []string) []string {
 func under(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
 
 // testSupport are the packages that exist for tests only.
-var testSupport = []string{"internal/mediatest", "internal/browsertest", "internal/cmaf/cmaftest", "internal/allocs", "internal/udpproxy", "internal/s3test"}
+var testSupport = []string{"internal/mediatest", "internal/browsertest", "internal/cmaf/cmaftest", "internal/allocs", "internal/udpproxy", "internal/s3test", "internal/storetest"}
 
 // muxers write one container each over the mux contract.
 var muxers = []string{"mux/flv", "mux/mkv", "mux/ts", "mux/mp4"}
