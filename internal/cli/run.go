@@ -30,6 +30,8 @@ type app struct {
 
 	rec *record.Recorder // the recordings
 	svc *service.Service // the service face, when asked for (service.go)
+	// retStore is the retention's view of an object-store -o (store.go).
+	retStore *storeRetention
 
 	mu         sync.Mutex
 	sources    map[Source]bool // open sources, for their reconnect counts

@@ -24,7 +24,7 @@ func serviceFlags(f *pflag.FlagSet, cfg *Config) {
 	f.StringArrayVar(&cfg.Webhooks, "webhook", nil, "POST every recording and file event as JSON to this `URL` (repeatable)")
 	f.StringVar(&cfg.WebhookSecretFile, "webhook-secret-file", "", "sign the webhooks with HMAC-SHA256 keyed with the secret in `FILE`")
 	f.StringVar(&cfg.OnFileFinished, "on-file-finished", "", "run this shell `COMMAND` for each finished file, the event in MOQ_EXPORT_* variables")
-	f.Var(&cfg.RetentionAge, "retention-age", "delete finished recordings under the output directory older than this `AGE` (e.g. 36h, 7d)")
+	f.Var(&cfg.RetentionAge, "retention-age", "delete finished recordings under the output directory (or object-store key prefix) older than this `AGE` (e.g. 36h, 7d)")
 	f.Var(&cfg.RetentionSize, "retention-size", "delete the oldest finished recordings while those under the output directory hold more than this `SIZE`")
 	f.StringVar(&cfg.Shard, "shard", "", "with --record-all, record only the broadcasts of shard `I/N` (FNV-1a of the name mod N): N recorders split a relay")
 	f.StringVar(&cfg.ConfigFile, "config", "", "read flags from this YAML `FILE` (keys are flag names; flags on the command line win)")
@@ -144,11 +144,14 @@ func (a *app) newService() error {
 	if c.HTTP == "" && len(c.Webhooks) == 0 && c.OnFileFinished == "" && c.RetentionAge == 0 && c.RetentionSize == 0 {
 		return nil
 	}
-	if c.objectStore && (c.RetentionAge > 0 || c.RetentionSize > 0) {
-		return usagef("--retention-age and --retention-size delete local files: for -o s3://... give the bucket a lifecycle rule instead")
+	ret := service.Retention{Age: time.Duration(c.RetentionAge), Size: int64(c.RetentionSize)}
+	if c.objectStore {
+		// The objects under the key's prefix, once the store is open.
+		a.retStore = &storeRetention{}
+		ret.Store = a.retStore
 	}
 	opts := service.Options{Logger: a.log, Webhooks: c.Webhooks, OnFileFinished: c.OnFileFinished,
-		Retention:  service.Retention{Age: time.Duration(c.RetentionAge), Size: int64(c.RetentionSize)},
+		Retention:  ret,
 		Reconnects: func() int64 { return a.snapshot().Reconnects }, Ready: a.ready}
 	if c.HTTPTokenFile != "" {
 		tok, err := readSecret("--http-token-file", c.HTTPTokenFile)

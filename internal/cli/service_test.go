@@ -28,7 +28,6 @@ func TestServiceFlagsAreCheckedBeforeAnythingRuns(t *testing.T) {
 		{[]string{"--webhook", "ftp://x", "-o", "x.mkv"}, "http:// or https://"},
 		{[]string{"--retention-age", "7d"}, "-o directory"},
 		{[]string{"--retention-age", "seven days", "-o", "x.mkv"}, "not an age"},
-		{[]string{"https://relay.example/x", "--retention-age", "7d", "-o", "s3://bucket/{broadcast}.mkv"}, "lifecycle rule"},
 	} {
 		var out, errOut bytes.Buffer
 		code := Execute(context.Background(), tc.args, Env{Stdout: &out, Stderr: &errOut})

@@ -2,9 +2,12 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/service"
 	"github.com/moq-export/moq-export/objstore"
 )
 
@@ -31,6 +34,11 @@ func (a *app) openStore(ctx context.Context) (*objstore.Output, error) {
 	if err != nil {
 		a.log.Warn("some objects in the spool could not be completed; they stay there for the next run", "err", err)
 	}
+	if a.retStore != nil {
+		// The sweep at the start found nothing to list: sweep now.
+		a.retStore.set(out)
+		go a.svc.Sweep(time.Now())
+	}
 	if c.RecoverUploads > 0 {
 		rec, err := out.RecoverStore(ctx, c.RecoverUploads)
 		for _, r := range rec {
@@ -41,4 +49,51 @@ func (a *app) openStore(ctx context.Context) (*objstore.Output, error) {
 		}
 	}
 	return out, nil
+}
+
+// storeRetention is what --retention-age and --retention-size sweep for
+// an object-store -o: the objects under its key's prefix (the service
+// starts before the store is open; until then a sweep lists nothing).
+type storeRetention struct {
+	mu  sync.Mutex
+	out *objstore.Output
+}
+
+func (r *storeRetention) set(out *objstore.Output) {
+	r.mu.Lock()
+	r.out = out
+	r.mu.Unlock()
+}
+
+func (r *storeRetention) get() (*objstore.Output, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.out == nil {
+		return nil, errors.New("the object store is not open yet")
+	}
+	return r.out, nil
+}
+
+func (r *storeRetention) List(ctx context.Context) ([]service.Kept, error) {
+	out, err := r.get()
+	if err != nil {
+		return nil, err
+	}
+	objs, err := out.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	kept := make([]service.Kept, len(objs))
+	for i, o := range objs {
+		kept[i] = service.Kept{Name: o.URL, Size: o.Size, Modified: o.Modified}
+	}
+	return kept, nil
+}
+
+func (r *storeRetention) Delete(ctx context.Context, name string) error {
+	out, err := r.get()
+	if err != nil {
+		return err
+	}
+	return out.Delete(ctx, name)
 }

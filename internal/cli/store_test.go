@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/moq-export/moq-export/internal/mediatest"
 	"github.com/moq-export/moq-export/internal/s3test"
@@ -114,5 +115,49 @@ func TestTheCommandArchivesIntoABucketAndCutsFromIt(t *testing.T) {
 	mediatest.DecodeClean(t, clip)
 	if d, err := mediatest.Probe(t, clip).Format.Seconds(); err != nil || d < 1.9 || d > 2.1 {
 		t.Errorf("the clip from the bucket lasts %v s (%v), want 2 s", d, err)
+	}
+}
+
+// TestRetentionSweepsTheObjectsUnderTheKeysPrefix: --retention-age with
+// an s3:// -o deletes the recordings under the key's prefix older than
+// the age (the run's own object and newer ones stay, as do objects
+// outside the prefix and files that are not recordings), replacing the
+// refusal the flag got before.
+func TestRetentionSweepsTheObjectsUnderTheKeysPrefix(t *testing.T) {
+	s := s3test.Start(t)
+	dir := s.Bucket(t, "rec")
+	s3Env(t, s)
+	old := time.Now().Add(-72 * time.Hour)
+	for _, k := range []string{"ret/old-1.mkv", "ret/sub/old-2.mp4", "ret/notes.txt", "other/old-3.mkv", "ret/new.mkv"} {
+		p := filepath.Join(dir, filepath.FromSlash(k))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(k, "new") {
+			os.Chtimes(p, old, old)
+		}
+	}
+	var stderr syncBuffer // the sweep may log after Execute returns
+	code := Execute(context.Background(), []string{"--duration", "2s", "-o", "s3://rec/ret/{broadcast}-{n}.mkv", "--spool", t.TempDir(), "--retention-age", "2d", "-v"},
+		Env{Stdout: &bytes.Buffer{}, Stderr: &stderr})
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	// The sweep runs beside the recording, from when the store is open;
+	// it logs each deletion once made.
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if l := stderr.String(); strings.Contains(l, "s3://rec/ret/old-1.mkv") && strings.Contains(l, "s3://rec/ret/sub/old-2.mp4") {
+			break
+		}
+	}
+	for k, want := range map[string]bool{"ret/old-1.mkv": false, "ret/sub/old-2.mp4": false, "ret/notes.txt": true, "other/old-3.mkv": true, "ret/new.mkv": true, "ret/demo-0.mkv": true} {
+		_, err := os.Stat(filepath.Join(dir, filepath.FromSlash(k)))
+		if got := err == nil; got != want {
+			t.Errorf("%s: kept %v, want %v\n%s", k, got, want, stderr.String())
+		}
+	}
+	if !strings.Contains(stderr.String(), "retention: deleted") || !strings.Contains(stderr.String(), "s3://rec/ret/old-1.mkv") {
+		t.Errorf("the deletions are not logged:\n%s", stderr.String())
 	}
 }
