@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -55,6 +57,14 @@ func (c cloud) objectFile(t *testing.T, bucket, key string) string {
 	return p
 }
 
+// run is a key prefix of this run of the test: the emulators live as
+// long as the test binary, which -count runs the tests again in.
+func run(t *testing.T) string {
+	var b [4]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:]) + "/"
+}
+
 func openCloud(t *testing.T, url string, o objstore.Options) *objstore.Output {
 	t.Helper()
 	if o.SpoolDir == "" {
@@ -83,14 +93,14 @@ func TestEachFormatRecordedToGCSAndAzureDecodesFromTheObjectsBytes(t *testing.T)
 				t.Run(string(f), func(t *testing.T) {
 					t.Parallel()
 					bc, published := publish(t, nil, 1, 0)
-					spool := t.TempDir()
-					out := openCloud(t, c.url("short", "{broadcast}"+f.Ext()), objstore.Options{SpoolDir: spool})
+					spool, pre := t.TempDir(), run(t)
+					out := openCloud(t, c.url("short", pre+"{broadcast}"+f.Ext()), objstore.Options{SpoolDir: spool})
 					_, files := recordInto(t, context.Background(), out, f, record.Local(bc))
-					want := c.scheme + "://short/demo" + f.Ext()
+					want := c.scheme + "://short/" + pre + "demo" + f.Ext()
 					if len(files) != 1 || files[0].URL != want || files[0].Frames != published {
 						t.Fatalf("files %+v, want %s with %d frames", files, want, published)
 					}
-					p := c.objectFile(t, "short", "demo"+f.Ext())
+					p := c.objectFile(t, "short", pre+"demo"+f.Ext())
 					if st, _ := os.Stat(p); st.Size() != files[0].Size {
 						t.Errorf("object of %d bytes, FileInfo says %d", st.Size(), files[0].Size)
 					}
@@ -125,7 +135,8 @@ func TestLargeRecordingsInGCSAndAzureAreFinishedFromUploadedParts(t *testing.T) 
 				t.Run(string(f), func(t *testing.T) {
 					t.Parallel()
 					bc, published := publish(t, nil, 7, 16_000_000)
-					out := openCloud(t, c.url("large", string(f)+"/{broadcast}"+f.Ext()), objstore.Options{})
+					pre := run(t)
+					out := openCloud(t, c.url("large", pre+"{broadcast}"+f.Ext()), objstore.Options{})
 					rec, files := recordInto(t, context.Background(), out, f, record.Local(bc))
 					local, _ := record.Files(filepath.Join(t.TempDir(), "local"+f.Ext()), record.FileOptions{})
 					_, lfiles := recordInto(t, context.Background(), local, f, record.Local(bc))
@@ -138,7 +149,7 @@ func TestLargeRecordingsInGCSAndAzureAreFinishedFromUploadedParts(t *testing.T) 
 					if ratio > 1.05 || u.Parts < 3 || u.SpoolBytes != 0 || u.Objects != 1 {
 						t.Errorf("upload ratio %.4f (want <= 1.05), %d requests (want parts), %d bytes left in the spool", ratio, u.Parts, u.SpoolBytes)
 					}
-					p := c.objectFile(t, "large", string(f)+"/demo"+f.Ext())
+					p := c.objectFile(t, "large", pre+"demo"+f.Ext())
 					if st, _ := os.Stat(p); st.Size() != files[0].Size {
 						t.Errorf("object of %d bytes, FileInfo says %d", st.Size(), files[0].Size)
 					}
@@ -177,8 +188,8 @@ func TestAGCSOrAzureRecorderKilledAndStartedAgainCompletesItsObject(t *testing.T
 			t.Parallel()
 			c := startCloud(t, ck.kind)
 			c.srv.Bucket(t, "killed")
-			spool := t.TempDir()
-			cmd := childCommand(t, "record", c.url("killed", "{broadcast}.mp4"), spool, "mp4")
+			spool, pre := t.TempDir(), run(t)
+			cmd := childCommand(t, "record", c.url("killed", pre+"{broadcast}.mp4"), spool, "mp4")
 			stdout, _ := cmd.StdoutPipe()
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
@@ -206,12 +217,12 @@ func TestAGCSOrAzureRecorderKilledAndStartedAgainCompletesItsObject(t *testing.T
 			if partsAt < 0 {
 				t.Fatal("the child ended before a part went up")
 			}
-			out := openCloud(t, c.url("killed", "{broadcast}.mp4"), objstore.Options{SpoolDir: spool})
+			out := openCloud(t, c.url("killed", pre+"{broadcast}.mp4"), objstore.Options{SpoolDir: spool})
 			got, err := out.Recover(context.Background())
-			if err != nil || len(got) != 1 || got[0].URL != c.scheme+"://killed/demo.mp4" || got[0].Finished {
+			if err != nil || len(got) != 1 || got[0].URL != c.scheme+"://killed/"+pre+"demo.mp4" || got[0].Finished {
 				t.Fatalf("Recover: %+v, %v", got, err)
 			}
-			p := c.objectFile(t, "killed", "demo.mp4")
+			p := c.objectFile(t, "killed", pre+"demo.mp4")
 			mediatest.DecodeClean(t, p)
 			last := lastPTS(t, p)
 			t.Logf("%s: killed at %.2f s of media (a part had gone up at %.2f s); the recovered object reaches %.2f s", c.scheme, media, partsAt, last)
@@ -248,8 +259,8 @@ func TestAGCSOrAzureRecordingWhoseSpoolIsLostIsCompletedFromTheStore(t *testing.
 			t.Parallel()
 			c := startCloud(t, ck.kind)
 			c.srv.Bucket(t, "lost")
-			spool := t.TempDir()
-			cmd := childCommand(t, "record", c.url("lost", "{broadcast}.mp4"), spool, "mp4", strconv.Itoa(2*objstore.DefaultPartSize))
+			spool, pre := t.TempDir(), run(t)
+			cmd := childCommand(t, "record", c.url("lost", pre+"{broadcast}.mp4"), spool, "mp4", strconv.Itoa(2*objstore.DefaultPartSize))
 			stdout, _ := cmd.StdoutPipe()
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
@@ -274,12 +285,12 @@ func TestAGCSOrAzureRecordingWhoseSpoolIsLostIsCompletedFromTheStore(t *testing.
 				t.Fatal("the child ended before its parts went up")
 			}
 			os.RemoveAll(spool)
-			out := openCloud(t, c.url("lost", "{broadcast}.mp4"), objstore.Options{})
+			out := openCloud(t, c.url("lost", pre+"{broadcast}.mp4"), objstore.Options{})
 			got, err := out.RecoverStore(context.Background(), 0)
-			if err != nil || len(got) != 1 || got[0].URL != c.scheme+"://lost/demo.mp4" {
+			if err != nil || len(got) != 1 || got[0].URL != c.scheme+"://lost/"+pre+"demo.mp4" {
 				t.Fatalf("RecoverStore: %+v, %v", got, err)
 			}
-			p := c.objectFile(t, "lost", "demo.mp4")
+			p := c.objectFile(t, "lost", pre+"demo.mp4")
 			if st, _ := os.Stat(p); st.Size() != got[0].Size || st.Size() < 3*objstore.DefaultPartSize {
 				t.Errorf("object of %d bytes, RecoverStore says %d; 3 parts of %d went up", st.Size(), got[0].Size, objstore.DefaultPartSize)
 			}
@@ -312,7 +323,8 @@ func TestAGCSOrAzureOutageLosesNothing(t *testing.T) {
 			if c.scheme == "az" {
 				endpoint += "/" + storetest.AzureAccount
 			}
-			out := openCloud(t, c.scheme+"://outage/{broadcast}.mp4?endpoint="+endpoint, objstore.Options{EarlyHeadAfter: 2 * objstore.DefaultPartSize})
+			pre := run(t)
+			out := openCloud(t, c.scheme+"://outage/"+pre+"{broadcast}.mp4?endpoint="+endpoint, objstore.Options{EarlyHeadAfter: 2 * objstore.DefaultPartSize})
 			bc := model.NewBroadcast("demo")
 			hold := make(chan struct{})
 			var published atomic.Int64
@@ -364,7 +376,7 @@ func TestAGCSOrAzureOutageLosesNothing(t *testing.T) {
 			}
 			local, _ := record.Files(filepath.Join(t.TempDir(), "local.mp4"), record.FileOptions{})
 			_, lfiles := recordInto(t, context.Background(), local, record.MP4, record.Local(bc))
-			p := c.objectFile(t, "outage", "demo.mp4")
+			p := c.objectFile(t, "outage", pre+"demo.mp4")
 			mediatest.DecodeClean(t, p)
 			if n := sameFrames(t, p, lfiles[0].Path); int64(n) != published.Load() {
 				t.Errorf("%d frames in the object, %d published", n, published.Load())

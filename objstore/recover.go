@@ -2,6 +2,8 @@ package objstore
 
 import (
 	"context"
+	"encoding/binary"
+	"io"
 	"errors"
 	"fmt"
 	"os"
@@ -86,6 +88,12 @@ func (o *Output) recoverOne(ctx context.Context, id string) (Recovered, error) {
 		// Killed while recording: the spool file is the live form up to
 		// its last flush.
 		m.Final, head = st.Size(), nil
+		if strings.EqualFold(path.Ext(m.Key), ".mp4") {
+			// A kill during a write (a fragment is one write) leaves part
+			// of a fragment: the object ends at the last whole one. Every
+			// write ends on a box, and so does every part.
+			m.Final = wholeBoxes(rf, m.end(), m.Final)
+		}
 	}
 	if m.HeadEnd == 0 || m.HeadEnd > m.Final {
 		m.HeadEnd, m.Parts = m.Final, nil
@@ -190,4 +198,30 @@ func (o *Output) finishedAfter(ctx context.Context, u upload) bool {
 		}
 	}
 	return false
+}
+
+// wholeBoxes walks the top-level ISO BMFF boxes of r from off (where a
+// box begins) to size and returns where the last whole one ends.
+func wholeBoxes(r io.ReaderAt, off, size int64) int64 {
+	var h [16]byte
+	for off+8 <= size {
+		if _, err := r.ReadAt(h[:8], off); err != nil {
+			break
+		}
+		n := int64(binary.BigEndian.Uint32(h[:4]))
+		if n == 1 {
+			if off+16 > size {
+				break
+			}
+			if _, err := r.ReadAt(h[8:16], off+8); err != nil {
+				break
+			}
+			n = int64(binary.BigEndian.Uint64(h[8:16]))
+		}
+		if n < 8 || n > size-off {
+			break
+		}
+		off += n
+	}
+	return off
 }

@@ -112,3 +112,29 @@ func TestBodyReadsItsPiecesInOrderAndSeeks(t *testing.T) {
 		t.Error("seek past the end accepted")
 	}
 }
+
+func TestWholeBoxesEndsAtTheLastCompleteTopLevelBox(t *testing.T) {
+	box := func(typ string, n int) []byte {
+		b := make([]byte, n)
+		b[0], b[1], b[2], b[3] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
+		copy(b[4:], typ)
+		return b
+	}
+	large := make([]byte, 40)
+	copy(large, []byte{0, 0, 0, 1, 'm', 'd', 'a', 't', 0, 0, 0, 0, 0, 0, 0, 40})
+	file := append(append(append(box("ftyp", 16), box("moof", 24)...), box("mdat", 100)...), large...)
+	for _, tc := range []struct {
+		from, size, want int64
+	}{
+		{0, int64(len(file)), int64(len(file))},
+		{0, 16 + 24 + 60, 40},         // the mdat is cut
+		{16, 16 + 24 + 100 + 20, 140}, // the 64-bit mdat is cut
+		{16, 16 + 24 + 100 + 12, 140}, // even its header
+		{0, 3, 0},                     // not even a header
+		{16, int64(len(file)), int64(len(file))},
+	} {
+		if got := wholeBoxes(bytes.NewReader(file[:tc.size]), tc.from, tc.size); got != tc.want {
+			t.Errorf("from %d of %d bytes: %d, want %d", tc.from, tc.size, got, tc.want)
+		}
+	}
+}
