@@ -3,9 +3,9 @@ package objstore
 import (
 	"context"
 	"encoding/binary"
-	"io"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
