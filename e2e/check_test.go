@@ -164,7 +164,7 @@ func check(t *testing.T, c matrixCase, res result, disturbed bool) {
 	if len(res.info) == 1 && res.info[0].Frames == 0 {
 		t.Fatal("recorded nothing")
 	}
-	decodeClean(t, c, res.file)
+	mediatest.DecodeClean(t, res.file)
 	pr := mediatest.Probe(t, res.file, "-show_data_hash", "SHA256")
 	if len(res.info) != 1 {
 		t.Fatalf("recorder reported %d files, want 1", len(res.info))
@@ -319,48 +319,6 @@ func check(t *testing.T, c matrixCase, res result, disturbed bool) {
 		if c.role == roleDial && c.version.fetch && !strings.Contains(logs, "moq: fetched the groups missed") {
 			t.Errorf("no resume with FETCH in the log:\n%s", res.logs.tail())
 		}
-	}
-}
-
-// knownBugs are symptoms the matrix found and nobody fixed yet, by the
-// cases they show in: ffmpeg's messages that hold the symptom are logged,
-// not failed; any other message fails the case as ever. Remove an entry
-// with its fix.
-var knownBugs = []struct {
-	container, path string
-	symptom, why    string
-}{
-	{"mp4", pathResume, "non monotonically increasing dts",
-		"mux/mp4 after a gap in H.264 with B-frames (h26x.DTS restarts and puts the keyframe's DTS far before its PTS): ffmpeg 5.1's decoder output repeats timestamps"},
-	{"flv", "", "non monotonically increasing dts",
-		"mux/flv, the first audio tag a few ms before the video's keyframe (a backfilled join): ffmpeg 5.1 now and then repeats the H.264 output timestamps, every third frame (the same file decodes clean with the tags reordered? no; not understood yet)"},
-}
-
-// decodeClean is mediatest.DecodeClean, with the known bugs of c's kind
-// logged instead of failed.
-func decodeClean(t *testing.T, c matrixCase, path string) {
-	t.Helper()
-	var known []string
-	for _, b := range knownBugs {
-		if b.container == c.container && (b.path == "" || b.path == c.path) {
-			known = append(known, b.symptom)
-		}
-	}
-	if len(known) == 0 {
-		mediatest.DecodeClean(t, path)
-		return
-	}
-	_, stderr := mediatest.Run(t, "ffmpeg", "-nostdin", "-v", "error", "-i", path, "-map", "0", "-f", "null", "-")
-	for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
-		if l = strings.TrimSpace(l); l == "" || strings.HasPrefix(l, "Last message repeated") {
-			continue
-		}
-		if slices.ContainsFunc(known, func(s string) bool { return strings.Contains(l, s) }) {
-			t.Logf("known bug (see knownBugs): %s", l)
-			continue
-		}
-		t.Errorf("ffmpeg decode of %s reported errors:\n%s", path, stderr)
-		return
 	}
 }
 

@@ -211,7 +211,7 @@ func recordMediaMTX(t *testing.T, c mediamtxCase, addr, pin, file string, logs *
 // checkMediaMTX checks the file of case c against what was published.
 func checkMediaMTX(t *testing.T, c mediamtxCase, file string, want map[string]mediamtxTrack) {
 	t.Helper()
-	decodeClean(t, matrixCase{container: c.container, path: pathLive}, file)
+	mediatest.DecodeClean(t, file)
 	pr := mediatest.Probe(t, file)
 	if len(pr.Streams) != 2 {
 		t.Fatalf("%d streams, want video and audio", len(pr.Streams))
