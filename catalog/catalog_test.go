@@ -184,6 +184,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(referenceExample))
 	f.Add([]byte(`{"video":[{"track":{"name":"v"},"config":{"codec":"vp8"}}]}`))
 	f.Add([]byte(`{"audio":{"renditions":{"a":{"codec":"opus","sampleRate":1,"numberOfChannels":1,"description":"zz"}}}}`))
+	f.Add([]byte(`{"text":{"renditions":{"s":{"format":"vtt","lang":"en","container":{"kind":"loc"}}}},"audio":{"renditions":{"a":{"codec":"opus","sampleRate":1,"numberOfChannels":1,"lang":"de"}}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Parse(data)
 		if err != nil {

@@ -39,6 +39,7 @@ func FuzzContinuingAPackageFromItsState(f *testing.F) {
 	f.Add([]byte(`{"version":1,"renditions":[{"id":"v0","name":"h264","kind":"video","inits":[],"segments":[{"n":1,"uri":"x","init":3,"start":0,"dur":1}]}]}`))
 	f.Add([]byte(`{"version":1,"renditions":[{"id":"../x","kind":"video"}]}`))
 	f.Add([]byte(`{"version":1,"renditions":[null]}`))
+	f.Add([]byte(`{"version":1,"renditions":[{"id":"s0","name":"subs","kind":"text","codecs":"wvtt","inits":[],"segments":[{"n":1,"uri":"s0-00001.vtt","init":0,"start":0,"dur":4000000}]}],"chapters":[{"id":"chapter-1","start":0,"date":"2026-01-01T00:00:00Z","name":"x"}]}`))
 	frames := mediatest.Interleave(v, a)[:40]
 	f.Fuzz(func(t *testing.T, state []byte) {
 		st := memStore{"index.state.json": state}
