@@ -222,6 +222,12 @@ func (tw *trackWriter) run() error {
 			}
 			switch ev.Kind {
 			case model.EventFrame:
+				if ev.Frame.Marker {
+					// A hang marker of a source that unpacked its
+					// objects: no object of its own (a source that
+					// keeps objects hands markers in as objects).
+					continue
+				}
 				if err := tw.frame(ev.Group, ev.Frame); err != nil {
 					return err
 				}
@@ -245,6 +251,9 @@ func (tw *trackWriter) run() error {
 				ev, ok := c.Next()
 				if !ok || ev.Kind != model.EventFrame {
 					break
+				}
+				if ev.Frame.Marker {
+					continue
 				}
 				if err := tw.frame(ev.Group, ev.Frame); err != nil {
 					return err

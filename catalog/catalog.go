@@ -36,6 +36,16 @@ type Catalog struct {
 	Video VideoSection `json:"video"`
 	Audio AudioSection `json:"audio"`
 	Text  TextSection  `json:"text,omitzero"`
+	// Clock maps media time to wall time (the root "clock"; nil when the
+	// catalog has none, or one hang refuses: see ClockErr).
+	Clock *Clock `json:"clock,omitempty"`
+	// Archive names the broadcast's timelines and recording (root.go).
+	Archive *Archive `json:"archive,omitempty"`
+	// JSON and Binary list the application data tracks: no media.
+	JSON   *DataSection `json:"json,omitempty"`
+	Binary *DataSection `json:"binary,omitempty"`
+
+	clockErr error
 }
 
 // VideoSection lists the video renditions by track name.
@@ -125,6 +135,9 @@ type Common struct {
 	// broadcast that carries this rendition's track.
 	Broadcast *string   `json:"broadcast,omitempty"`
 	Timeline  *Timeline `json:"timeline,omitempty"`
+	// Enabled false says no frames are coming: the rendition is not
+	// selected (until a catalog update enables it again). Absent: true.
+	Enabled *bool `json:"enabled,omitempty"`
 	// Timescale, when set, is the units per second of a loc rendition's
 	// timestamps when a frame names none (LOC Timescale property): an MSF
 	// catalog's clockrate or timescale, or MediaMTX's clocks (ParseMSF).
@@ -137,6 +150,10 @@ type Common struct {
 	// catalogs). Hang catalogs carry no such field.
 	KeysInBitstream bool `json:"-"`
 }
+
+// Disabled reports whether the publisher says no frames are coming
+// (enabled: false).
+func (c Common) Disabled() bool { return c.Enabled != nil && !*c.Enabled }
 
 // ContainerKind returns the rendition's container kind, ContainerLegacy
 // when absent.
@@ -157,7 +174,10 @@ type VideoConfig struct {
 	DisplayAspectHeight *uint32  `json:"displayAspectHeight,omitempty"`
 	Framerate           *float64 `json:"framerate,omitempty"`
 	OptimizeForLatency  *bool    `json:"optimizeForLatency,omitempty"`
-	Stalled             *bool    `json:"stalled,omitempty"`
+	// Stalled is the older drafts' advice to avoid the rendition for
+	// now; hang now says Enabled and asks consumers to ignore it. Kept
+	// as read, used for nothing.
+	Stalled *bool `json:"stalled,omitempty"`
 }
 
 // UnmarshalJSON accepts the older displayRatioWidth/Height names.
@@ -249,6 +269,7 @@ func Parse(data []byte) (*Catalog, error) {
 			return nil, &SyntaxError{fmt.Errorf("text: %w", err)}
 		}
 	}
+	c.parseRoot(root)
 	c.resolveInits()
 	return c, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -81,6 +82,14 @@ type Options struct {
 	// does, and their frames start at LateAfter on the shared clock.
 	Late      []string
 	LateAfter time.Duration
+	// Markers publishes the newest hang draft's empty-payload markers:
+	// every group of a video track ends with an end marker, the exclusive
+	// end of its last frame in decode order (where it stops presenting);
+	// and every second video group, every track puts a discontinuity
+	// marker (a group holding one empty payload) before its next group,
+	// the timeline going on forward. They are no media: Published does
+	// not count them.
+	Markers bool
 }
 
 // KeepMedia is how much of its recent media each demo track keeps by
@@ -277,6 +286,46 @@ type cursor struct {
 	start int64 // timestamp offset of the first loop (a late track's join time)
 	late  bool  // a late track that has not joined yet
 	ended bool
+	// Options.Markers: disc opens the next group with a discontinuity
+	// marker; ends[i], when set, is where frame i stops presenting (a
+	// sample time), for the end marker of a group that frame closes;
+	// shift moves a sample time to the published one.
+	disc     bool
+	ends     []int64
+	shift    int64
+	last     int   // the frame written last, in the loop at lastBase
+	lastBase int64 // (ends only)
+}
+
+// closeGroup closes the open group, with an end marker after its last
+// frame when the cursor writes them.
+func (c *cursor) closeGroup() error {
+	if c.group == nil {
+		return nil
+	}
+	if c.ends != nil {
+		end := c.lastBase + c.ends[c.last]
+		if err := c.group.WriteFrame(model.Frame{Timestamp: end + c.shift, Marker: true}); err != nil {
+			return err
+		}
+	}
+	c.group.Close(nil)
+	c.group = nil
+	return nil
+}
+
+// discontinuity publishes the discontinuity marker at ts (a sample time).
+func (c *cursor) discontinuity(ts int64) error {
+	c.disc = false
+	g, err := c.track.AppendGroup()
+	if err != nil {
+		return err
+	}
+	if err := g.WriteFrame(model.Frame{Timestamp: ts + c.shift, Marker: true}); err != nil {
+		return err
+	}
+	g.Close(nil)
+	return nil
 }
 
 // open creates the cursor's track in b.
@@ -295,9 +344,7 @@ func (c *cursor) end() {
 		return
 	}
 	c.ended = true
-	if c.group != nil {
-		c.group.Close(nil)
-	}
+	c.closeGroup()
 	c.track.Close(nil)
 }
 
@@ -341,7 +388,10 @@ func Publish(ctx context.Context, b *model.Broadcast, opts Options) error {
 	cursors := make([]*cursor, len(p.samples))
 	lateAt := opts.LateAfter.Microseconds()
 	for i, s := range p.samples {
-		cursors[i] = &cursor{s: s}
+		cursors[i] = &cursor{s: s, shift: p.shift + opts.Offset.Microseconds()}
+		if opts.Markers && s.Kind == "video" {
+			cursors[i].ends = presentationEnds(s)
+		}
 		if p.cmaf != nil {
 			cursors[i].cmaf = p.cmaf[i]
 		}
@@ -367,6 +417,7 @@ func Publish(ctx context.Context, b *model.Broadcast, opts Options) error {
 	}
 	start := time.Now()
 	videoGroups := 0
+	markedGroups := 0 // video groups opened, for Markers
 	// One timer paces every frame (a timer per frame cost an allocation
 	// and a timer-heap insert each, for 1,000 broadcasts 77,000 a second).
 	pace := time.NewTimer(time.Hour)
@@ -435,8 +486,20 @@ func Publish(ctx context.Context, b *model.Broadcast, opts Options) error {
 			}
 		}
 		if f.Keyframe || next.group == nil {
-			if next.group != nil {
-				next.group.Close(nil)
+			if err := next.closeGroup(); err != nil {
+				return err
+			}
+			if opts.Markers && next.s.Kind == "video" && f.Keyframe {
+				if markedGroups++; markedGroups%2 == 0 {
+					for _, c := range cursors {
+						c.disc = c.track != nil
+					}
+				}
+			}
+			if next.disc {
+				if err := next.discontinuity(ts); err != nil {
+					return err
+				}
 			}
 			if next.group, err = next.track.AppendGroup(); err != nil {
 				return err
@@ -452,12 +515,34 @@ func Publish(ctx context.Context, b *model.Broadcast, opts Options) error {
 		if err := next.group.WriteFrame(frame); err != nil {
 			return err
 		}
+		next.last, next.lastBase = next.i, next.base
 		if opts.Published != nil {
 			opts.Published.Add(1)
 		}
 		next.i++
 	}
 	return nil
+}
+
+// presentationEnds returns, for each frame of s, where it stops
+// presenting: the next presentation time of the sample, or the sample's
+// end (where its next loop begins) for the last.
+func presentationEnds(s *testmedia.Sample) []int64 {
+	pts := make([]int64, len(s.Frames))
+	for i, f := range s.Frames {
+		pts[i] = f.Timestamp
+	}
+	sorted := slices.Clone(pts)
+	slices.Sort(sorted)
+	ends := make([]int64, len(pts))
+	for i, t := range pts {
+		j, _ := slices.BinarySearch(sorted, t+1)
+		ends[i] = sorted[0] + s.Duration()
+		if j < len(sorted) {
+			ends[i] = sorted[j]
+		}
+	}
+	return ends
 }
 
 // pause closes the open group of every track and waits for ctx: the

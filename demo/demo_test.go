@@ -64,3 +64,77 @@ func TestLateRenditionsJoinByACatalogUpdate(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkersEndEveryVideoGroupAndBreakEveryTrackEverySecondVideoGroup:
+// with Markers, each video group ends with an end marker where its last
+// frame stops presenting, and a discontinuity marker group comes on every
+// track before its first group after every second video group; the media
+// frames are those of the samples, as without.
+func TestMarkersEndEveryVideoGroupAndBreakEveryTrackEverySecondVideoGroup(t *testing.T) {
+	for _, kind := range []catalog.ContainerKind{catalog.ContainerLegacy, catalog.ContainerCMAF} {
+		t.Run(string(kind), func(t *testing.T) {
+			cat, err := demo.CatalogIn(nil, kind)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := model.NewBroadcast("m")
+			cons := map[string]*model.Consumer{}
+			for _, r := range cat.Renditions() {
+				cons[r.Name] = b.CreateTrack(r.Name).Subscribe(0)
+			}
+			if err := demo.Publish(context.Background(), b, demo.Options{Container: kind, Loops: 1, KeepGroups: 1 << 20, Markers: true}); err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range cat.Renditions() {
+				var s *testmedia.Sample
+				for _, n := range demo.DefaultRenditions {
+					if x := testmedia.MustLoadSample(n); x.Codec == r.Common().Codec {
+						s = x
+					}
+				}
+				var frames, ends, discs int
+				var lastPTS []int64 // of the group's frames
+				for ev, ok := cons[r.Name].Next(); ok && ev.Kind != model.EventEnd; ev, ok = cons[r.Name].Next() {
+					switch {
+					case ev.Kind == model.EventDiscontinuity:
+						discs++
+					case ev.Frame.Marker && ev.Keyframe:
+						// the discontinuity marker, before the
+						// EventDiscontinuity it gives
+					case ev.Frame.Marker:
+						ends++
+						// The frame before it stops presenting at the
+						// next presentation time: one frame later (30/s).
+						prev := lastPTS[len(lastPTS)-1]
+						if d := ev.Frame.Timestamp - prev; d < 33_000 || d > 34_000 {
+							t.Fatalf("%s: end marker %d µs after its frame, want one frame", r.Name, d)
+						}
+					default:
+						frames++
+						if ev.Keyframe {
+							lastPTS = lastPTS[:0]
+						}
+						lastPTS = append(lastPTS, ev.Frame.Timestamp)
+						if len(ev.Frame.Payload) == 0 {
+							t.Fatalf("%s: an empty media frame", r.Name)
+						}
+					}
+				}
+				if frames != len(s.Frames) {
+					t.Errorf("%s: %d frames, the sample has %d", r.Name, frames, len(s.Frames))
+				}
+				wantEnds := 0
+				if s.Kind == "video" {
+					for _, f := range s.Frames {
+						if f.Keyframe {
+							wantEnds++
+						}
+					}
+				}
+				if ends != wantEnds || discs != 2 {
+					t.Errorf("%s: %d end markers, %d discontinuities; want %d and 2 (4 video groups)", r.Name, ends, discs, wantEnds)
+				}
+			}
+		})
+	}
+}

@@ -81,9 +81,15 @@ const (
 	// pathResume cuts the network for a while mid-recording: the
 	// recording goes on after it, the missed groups fetched.
 	pathResume = "resume"
+	// pathMarkers joins a broadcast published with hang's empty-payload
+	// markers (demo.Options.Markers): an end marker closes every video
+	// group, and every 2 s each track has a discontinuity marker group.
+	// No marker may reach the file, and every track's timeline breaks
+	// there and goes on.
+	pathMarkers = "markers"
 )
 
-var paths = []string{pathLive, pathFetch, pathResume}
+var paths = []string{pathLive, pathFetch, pathResume, pathMarkers}
 
 // matrixCase is one recording.
 type matrixCase struct {
@@ -94,6 +100,14 @@ type matrixCase struct {
 	rebased   bool
 	role      string
 	path      string
+}
+
+// broadcast is the name of the broadcast the case records.
+func (c matrixCase) broadcast() string {
+	if c.path == pathMarkers {
+		return broadcastName(c.packaging + "-" + pathMarkers)
+	}
+	return broadcastName(c.packaging)
 }
 
 func (c matrixCase) String() string {
@@ -121,6 +135,18 @@ func cases() []matrixCase {
 				for ri := range roles {
 					rows = append(rows, []int{vi, pi, ci, ri, 0})
 				}
+			}
+		}
+	}
+	// The markers path for the newest versions in every packaging and
+	// container: no marker reaches any muxer.
+	for vi, v := range versions {
+		if !v.newest {
+			continue
+		}
+		for pi := range packagings {
+			for ci := range containers {
+				rows = append(rows, []int{vi, pi, ci, 0, slices.Index(paths, pathMarkers)})
 			}
 		}
 	}
@@ -228,6 +254,9 @@ func TestTheMatrixCoversEveryPairOfDimensionValues(t *testing.T) {
 					if !seen[strings.Join([]string{v.name, p, c.name, r, pathLive}, "/")] {
 						t.Errorf("no case %s/%s/%s/%s/live", v.name, p, c.name, r)
 					}
+				}
+				if !seen[strings.Join([]string{v.name, p, c.name, roleDial, pathMarkers}, "/")] {
+					t.Errorf("no case %s/%s/%s/dial/markers", v.name, p, c.name)
 				}
 			}
 		}

@@ -78,8 +78,12 @@ func newRig(t *testing.T) *rig {
 		// a resume on a loaded machine may take seconds, and what it
 		// missed must still be there.
 		go demo.Publish(ctx, b, demo.Options{Realtime: true, Container: catalog.ContainerKind(p), KeepGroups: 1000})
-		r.bcs[p] = b
+		r.bcs[b.Name()] = b
 		pub = append(pub, b)
+		m := model.NewBroadcast(broadcastName(p + "-" + pathMarkers))
+		go demo.Publish(ctx, m, demo.Options{Realtime: true, Container: catalog.ContainerKind(p), KeepGroups: 1000, Markers: true})
+		r.bcs[m.Name()] = m
+		pub = append(pub, m)
 	}
 	r.srv, err = subscribe.Listen("127.0.0.1:0", subscribe.ServerOptions{
 		Certificates: []tls.Certificate{cert}, Publish: pub, DisableWebTransport: true,
@@ -105,6 +109,7 @@ func broadcastName(packaging string) string { return "matrix-" + packaging }
 type result struct {
 	file     string
 	info     []record.FileInfo
+	tracks   []record.TrackInfo
 	logs     *logBuffer
 	began    time.Duration // broadcast time when the recording began (about)
 	outage   time.Duration // 0: none
@@ -175,7 +180,7 @@ func (r *rig) record(t *testing.T, c matrixCase) result {
 			return res
 		}
 		defer pub.Close()
-		if err := pub.Publish(r.bcs[c.packaging]); err != nil {
+		if err := pub.Publish(r.bcs[c.broadcast()]); err != nil {
 			t.Fatal(err)
 		}
 		sess, err := srv.Accept(ctx)
@@ -211,10 +216,10 @@ func (r *rig) record(t *testing.T, c matrixCase) result {
 		t.Fatal(err)
 	}
 	res.began = time.Since(r.started)
-	if err := rec.Record(ctx, src, broadcastName(c.packaging)); err != nil {
+	if err := rec.Record(ctx, src, c.broadcast()); err != nil {
 		res.err = fmt.Errorf("record: %w", err)
 	}
-	res.info = rec.Files()
+	res.info, res.tracks = rec.Files(), rec.Tracks()
 	if dir := os.Getenv("MOQ_E2E_KEEP"); dir != "" {
 		// Keep the file for a look: MOQ_E2E_KEEP=/tmp/m go test ./e2e
 		if b, err := os.ReadFile(res.file); err == nil {

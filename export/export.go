@@ -28,6 +28,9 @@ type Stats struct {
 	// the selection leaves out are not counted.
 	NotExported int
 	MediaTime   time.Duration // media time written since the first frame
+	// DataTracks counts the json and binary data tracks the catalog
+	// listed: no media, not recorded (an archive keeps them).
+	DataTracks int64
 }
 
 type trackState struct {
@@ -84,9 +87,14 @@ type Export struct {
 	byID    []*trackState                   // by mux track ID (nextID counts up); nil: none or forgotten
 	leaving []*trackState                   // ended, not yet removed from the muxer
 	refused map[string]bool                 // renditions the muxer refused, by name
-	nextID  int
-	live    int    // tracks not ended
-	skipped uint64 // groups the consumers abandoned, summed
+	// disabled: renditions said once to be disabled (enabled: false);
+	// dataNoted: data tracks counted in dataTracks.
+	disabled   map[string]bool
+	dataNoted  map[string]bool
+	dataTracks int64
+	nextID     int
+	live       int    // tracks not ended
+	skipped    uint64 // groups the consumers abandoned, summed
 
 	fills       []lateFill // late or restarted audio tracks being backfilled
 	restartKey  restartKey // the newest video keyframe that began a new timeline
@@ -127,6 +135,9 @@ func New(bc *model.Broadcast, m mux.Muxer, opts Options) *Export {
 		tracks:  map[string]*trackState{},
 		refused: map[string]bool{},
 		ctx:     context.Background(),
+
+		disabled:  map[string]bool{},
+		dataNoted: map[string]bool{},
 	}
 	e.jit = jitter.New(jitter.Options{Delay: opts.Delay, MaxDelay: opts.MaxDelay, Late: opts.Late, MediaTimeOnly: opts.MediaTimeOnly, Now: opts.Now, Pending: e.pending})
 	return e

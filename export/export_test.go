@@ -29,6 +29,20 @@ type recorder struct {
 	stats   mux.Stats
 	drop    int     // frames to drop (and count as dropped) first
 	handed  []int64 // the timestamp of every frame WriteFrame was given
+	// ends are the EndFrame calls, each with the number of frames
+	// written before it.
+	ends []frameEnd
+}
+
+type frameEnd struct {
+	id          int
+	end         int64
+	framesSoFar int
+}
+
+func (r *recorder) EndFrame(id int, end int64) error {
+	r.ends = append(r.ends, frameEnd{id, end, len(r.frames)})
+	return nil
 }
 
 func newRecorder() *recorder {
@@ -516,8 +530,11 @@ func TestDiscontinuityReachesTheMuxer(t *testing.T) {
 	bc, audio, e, write := audioExport(t, rec)
 	write(0)
 	write(20_000)
-	empty, _ := audio.AppendGroup() // hang's discontinuity marker
+	empty, _ := audio.AppendGroup() // an empty group means nothing
 	empty.Close(nil)
+	marker, _ := audio.AppendGroup() // hang's discontinuity marker
+	marker.WriteFrame(model.Frame{Timestamp: 40_000, Marker: true})
+	marker.Close(nil)
 	write(5_000_000)
 	audio.Discontinuity() // a reconnect: the publisher's clock restarted
 	write(0)
@@ -669,5 +686,87 @@ func TestMaxDurationEndsAgainstAProducerFasterThanTheReader(t *testing.T) {
 	case <-done:
 		t.Fatal("the producer ran out before the export ended: the test proves nothing")
 	default:
+	}
+}
+
+func TestAnEndMarkerEndsTheVideoFrameBeforeItAndIsNoFrame(t *testing.T) {
+	bc := model.NewBroadcast("d")
+	cat, _ := demo.Catalog([]string{"h264"})
+	data, _ := cat.Marshal()
+	cg, _ := bc.CreateTrack(catalog.TrackName).AppendGroup()
+	cg.WriteFrame(model.Frame{Payload: data})
+	s := testmedia.MustLoadSample("h264")
+	video := bc.CreateTrack(cat.Renditions()[0].Name)
+	g, _ := video.AppendGroup()
+	g.WriteFrame(model.Frame{Timestamp: 0, Payload: s.Frames[0].Payload})
+	g.WriteFrame(model.Frame{Timestamp: 40_000, Payload: s.Frames[1].Payload})
+	g.WriteFrame(model.Frame{Timestamp: 140_000, Marker: true}) // the second frame lasts 100 ms
+	g.Close(nil)
+	bc.Close(nil)
+	rec := newRecorder()
+	run(t, bc, rec, export.Options{})
+	if len(rec.frames) != 2 {
+		t.Fatalf("%d frames reached the muxer, want 2: a marker is no frame", len(rec.frames))
+	}
+	if len(rec.ends) != 1 || rec.ends[0] != (frameEnd{rec.frames[1].TrackID, 140_000, 2}) {
+		t.Fatalf("ends %+v; want the second frame's, at 140 ms, right after it", rec.ends)
+	}
+}
+
+func TestADisabledRenditionIsTakenWhenItIsEnabledAndDataTracksAreCounted(t *testing.T) {
+	bc := model.NewBroadcast("live")
+	catTrack := bc.CreateTrack(catalog.TrackName)
+	publish := func(videoEnabled bool) {
+		cat, err := demo.Catalog([]string{"h264", "aac"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, v := range cat.Video.Renditions {
+			v.Enabled = &videoEnabled
+			cat.Video.Renditions[name] = v
+		}
+		cat.JSON = &catalog.DataSection{Tracks: map[string]catalog.DataTrack{"chat": {Mode: "stream"}}}
+		data, _ := cat.Marshal()
+		g, _ := catTrack.AppendGroup()
+		g.WriteFrame(model.Frame{Payload: data})
+		g.Close(nil)
+	}
+	audio := bc.CreateTrack("aac")
+	video := bc.CreateTrack("h264")
+	rec := newRecorder()
+	e := export.New(bc, rec, export.Options{Delay: 100 * time.Millisecond})
+	writeFrame := func(tr *model.Track, ts int64) {
+		g, _ := tr.AppendGroup()
+		g.WriteFrame(model.Frame{Timestamp: ts, Payload: []byte{1}})
+		g.Close(nil)
+	}
+	publish(false)
+	for ts := int64(0); ts < 300_000; ts += 20_000 {
+		writeFrame(audio, ts)
+		writeFrame(video, ts) // frames a disabled rendition should not have: not taken
+		if err := e.Poll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if counts := rec.countByName(); counts["h264"] != 0 || len(rec.tracks) != 1 {
+		t.Fatalf("while disabled: tracks %v counts %v", rec.tracks, counts)
+	}
+	publish(true)
+	for ts := int64(300_000); ts < 600_000; ts += 20_000 {
+		writeFrame(audio, ts)
+		writeFrame(video, ts)
+		if err := e.Poll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bc.Close(nil)
+	if err := e.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if counts := rec.countByName(); counts["h264"] < 10 || len(rec.tracks) != 2 {
+		t.Fatalf("once enabled: tracks %v counts %v", rec.tracks, counts)
+	}
+	if n := e.Stats().DataTracks; n != 1 {
+		t.Fatalf("%d data tracks counted, the catalog lists 1", n)
 	}
 }

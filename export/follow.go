@@ -68,6 +68,13 @@ func (e *Export) applyCatalog(cat *catalog.Catalog) error {
 			e.startLateFill(ts)
 		}
 	}
+	for _, name := range cat.DataTracks() {
+		if !e.dataNoted[name] {
+			e.dataNoted[name] = true
+			e.dataTracks++
+			e.log.Info("data track not recorded: the catalog lists it as no media", "track", name)
+		}
+	}
 	for name, ts := range e.tracks {
 		if !seen[name] && !ts.ended {
 			e.log.Info("rendition left the catalog", "track", name)
@@ -109,6 +116,12 @@ func (e *Export) addRendition(r catalog.Rendition, counts map[mux.Kind]int) (*tr
 		switch {
 		case errors.Is(err, ErrNotSelected):
 			e.refused[r.Name] = true
+		case errors.Is(err, ErrDisabled):
+			// Not refused: a later catalog that enables it adds it.
+			if !e.disabled[r.Name] {
+				e.disabled[r.Name] = true
+				e.log.Info("rendition disabled by its publisher: taken when it is enabled", "track", r.Name)
+			}
 		case explicit:
 			return nil, fmt.Errorf("export: %w", err)
 		default:

@@ -136,6 +136,7 @@ func (e *Export) syncStats() {
 	e.stats.Frames, e.stats.Bytes = ms.Frames, ms.Bytes
 	e.stats.Late, e.stats.Dropped = js.Late, js.Dropped+ms.Dropped
 	e.stats.Tracks, e.stats.Skipped = e.live, int64(e.skipped)
+	e.stats.DataTracks = e.dataTracks
 	e.syncTrackStats()
 	e.statsMu.Unlock()
 }
@@ -162,6 +163,18 @@ func (e *Export) readTrack(ts *trackState) error {
 		switch ev.Kind {
 		case model.EventFrame:
 			if ts.removed {
+				continue
+			}
+			if ev.Frame.Marker {
+				// hang's markers are no media: one that opens its
+				// group came as a discontinuity already; one after
+				// video frames ends the frame before it (after audio,
+				// it trims the decoded samples, which the containers
+				// here cannot say; after a text cue, it clears it,
+				// which the cue's own end already says: ignored).
+				if !ev.Keyframe && ts.track.Kind == mux.Video {
+					e.jit.PushEnd(ts.track.ID, ev.Frame.Timestamp)
+				}
 				continue
 			}
 			if ts.awaitKey {

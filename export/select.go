@@ -13,6 +13,9 @@ import (
 var (
 	ErrNotSelected    = errors.New("rendition not selected")             // others of its kind are named
 	ErrInputContainer = errors.New("input container cannot be exported") // see catalog.ContainerKind
+	// ErrDisabled: the catalog says enabled: false, no frames are
+	// coming. The rendition is taken once an update enables it.
+	ErrDisabled = errors.New("rendition disabled by its publisher")
 )
 
 // readable reports whether the engine reads renditions packaged in kind.
@@ -23,7 +26,8 @@ func readable(kind catalog.ContainerKind) bool {
 // Select is the one rule for which renditions an export takes: nil when
 // an export with options o takes r while it exports taken[k] tracks of each
 // kind (nil taken: no per-kind limit), else why not (ErrNotSelected,
-// ErrInputContainer, mux.ErrTrackLimit or the Caps.Supports error). The
+// ErrInputContainer, ErrDisabled, mux.ErrTrackLimit or the Caps.Supports
+// error). The
 // engine and the CLI (--list, its check before recording) call it.
 func Select(r catalog.Rendition, o Options, taken map[mux.Kind]int) error {
 	t := TrackFromRendition(r, 0)
@@ -37,6 +41,9 @@ func Select(r catalog.Rendition, o Options, taken map[mux.Kind]int) error {
 	named := slices.Contains(want, r.Name)
 	if want != nil && !named {
 		return fmt.Errorf("%s rendition %q: %w", t.Kind, r.Name, ErrNotSelected)
+	}
+	if r.Common().Disabled() {
+		return fmt.Errorf("%s rendition %q: %w", t.Kind, r.Name, ErrDisabled)
 	}
 	if want == nil && taken != nil {
 		if err := o.Caps.CheckCount(t.Kind, taken[t.Kind]); err != nil {

@@ -35,6 +35,15 @@ const maxHeldBack = 10 * time.Second
 // been handed to it.
 func (e *Export) write(it jitter.Item) error {
 	f := it.Frame
+	if it.End {
+		// hang's end marker of the frame written last on its track.
+		if fe, ok := e.m.(mux.FrameEnder); ok {
+			if err := fe.EndFrame(f.TrackID, f.Timestamp); err != nil {
+				return fmt.Errorf("export: %w", err)
+			}
+		}
+		return nil
+	}
 	if ts := e.track(f.TrackID); ts != nil && ts.track.Kind == mux.Text && e.beforeMedia(f) {
 		ts.acct.stats.DroppedLate++
 		return nil

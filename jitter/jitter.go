@@ -66,6 +66,10 @@ type Item struct {
 	Frame mux.Frame
 	// Late is true for a late frame passed on by LatePass.
 	Late bool
+	// End is true for no frame but where the track's frame released
+	// before it ends (PushEnd), at Frame.Timestamp: it leaves right
+	// after that frame, in order.
+	End bool
 }
 
 // Stats counts what a Buffer did.
@@ -81,6 +85,7 @@ type Stats struct {
 type entry struct {
 	frame mux.Frame
 	key   int64
+	end   bool // a PushEnd
 }
 
 type track struct {
@@ -93,7 +98,10 @@ type track struct {
 	lastKey int64 // key of the newest frame pushed (minKey before any)
 	offset  int64 // added to timestamps after a backward discontinuity
 	disc    bool  // the next frame follows a discontinuity
-	rewound int   // the Buffer.rewind this track's offset follows
+	// tailNewest: the newest frame pushed was kept (not dropped) and no
+	// PushEnd came after it
+	tailNewest bool
+	rewound    int // the Buffer.rewind this track's offset follows
 	// overlapping: the frames after its rewind still fall before its
 	// last frame and are dropped
 	overlapping bool
@@ -290,12 +298,33 @@ func (b *Buffer) PushDiscontinuity(id int) {
 	}
 }
 
+// PushEnd says where the newest frame pushed for track id ends: at ts, on
+// the timeline Push takes (hang's end marker). It leaves as an Item with
+// End right after that frame, whether the frame is still buffered or left
+// already; after a frame that was dropped, or a discontinuity, it is
+// ignored.
+func (b *Buffer) PushEnd(id int, ts int64) {
+	t, ok := b.tracks[id]
+	if !ok || t.ended || t.disc || !t.tailNewest {
+		return
+	}
+	t.tailNewest = false
+	wasEmpty := t.buffered() == 0
+	t.push(entry{frame: mux.Frame{TrackID: id, Timestamp: ts + t.offset}, key: t.lastKey, end: true})
+	if wasEmpty {
+		b.waiting.remove(t)
+		b.pending.push(t)
+	}
+	b.stats.Buffered++
+}
+
 // Push adds the next frame (in decode order) of track f.TrackID.
 func (b *Buffer) Push(f mux.Frame) error {
 	t, ok := b.tracks[f.TrackID]
 	if !ok || t.ended {
 		return fmt.Errorf("jitter: frame for %w %d", mux.ErrUnknownTrack, f.TrackID)
 	}
+	t.tailNewest = false
 	if t.disc {
 		if f.Timestamp+t.offset <= t.lastKey && t.lastKey != minKey {
 			b.rewound(t, f.Timestamp)
@@ -354,6 +383,7 @@ func (b *Buffer) Push(f mux.Frame) error {
 	}
 	wasEmpty := t.buffered() == 0
 	t.push(entry{frame: f, key: key})
+	t.tailNewest = true
 	t.lastKey = key
 	t.idle = t.sparse
 	b.maxKey = max(b.maxKey, key)
@@ -573,7 +603,9 @@ func (b *Buffer) idleWaitingBefore(key int64, honorPending bool) (stillBlocked b
 func (b *Buffer) release(t *track) Item {
 	e := t.pop()
 	b.stats.Buffered--
-	b.stats.Released++
+	if !e.end {
+		b.stats.Released++
+	}
 	b.released = max(b.released, e.key)
 	b.blockedSince = time.Time{}
 	if t.buffered() > 0 {
@@ -587,7 +619,7 @@ func (b *Buffer) release(t *track) Item {
 			b.waiting.push(t)
 		}
 	}
-	return Item{Frame: e.frame}
+	return Item{Frame: e.frame, End: e.end}
 }
 
 // Flush returns the next buffered item regardless of lagging tracks, or

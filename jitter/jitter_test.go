@@ -3,6 +3,7 @@ package jitter
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -877,5 +878,69 @@ func TestATextTrackHoldsTheOutputOnlyForItsSlack(t *testing.T) {
 		if got := flushAll(b); len(got) == 0 || got[len(got)-1].Frame.Timestamp != 1220*ms {
 			t.Fatalf("media only %v: Flush released %v, want up to 1220", mediaOnly, timestamps(got))
 		}
+	}
+}
+
+func TestAnEndLeavesRightAfterTheFrameItEndsOrNotAtAll(t *testing.T) {
+	const end = -1 // an End item in want
+	for _, tc := range []struct {
+		name string
+		push func(b *Buffer)
+		want []int64 // ms of the items of track 1 as they leave; end marks an End item
+		at   int64   // the End item's time, ms
+	}{
+		{"BehindABufferedFrame", func(b *Buffer) {
+			b.Push(frame(1, 0, true))
+			b.Push(frame(1, 33, false))
+			b.PushEnd(1, 133*ms)
+			b.Push(frame(1, 66, false))
+		}, []int64{0, 33, end, 66}, 133},
+		{"AfterAFrameThatLeftAlready", func(b *Buffer) {
+			b.Push(frame(1, 0, true))
+			b.Flush()
+			b.PushEnd(1, 33*ms)
+		}, []int64{end}, 33},
+		{"NotAcrossADiscontinuity", func(b *Buffer) {
+			b.Push(frame(1, 0, true))
+			b.PushDiscontinuity(1)
+			b.PushEnd(1, 33*ms)
+		}, []int64{0}, 0},
+		{"NotAfterADroppedFrame", func(b *Buffer) {
+			b.AddTrack(2, mux.Audio)
+			b.Push(frame(2, 500, true))
+			b.Push(frame(1, 0, true))
+			b.Flush()
+			b.Flush()                   // the output is at 500 ms
+			b.Push(frame(1, 100, true)) // late: dropped
+			b.PushEnd(1, 133*ms)
+		}, nil, 0},
+		{"OnceAfterAFrame", func(b *Buffer) {
+			b.Push(frame(1, 0, true))
+			b.PushEnd(1, 33*ms)
+			b.PushEnd(1, 66*ms)
+		}, []int64{0, end}, 33},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := New(Options{Delay: time.Second})
+			b.AddTrack(1, mux.Video)
+			tc.push(b)
+			var got []int64
+			for _, it := range flushAll(b) {
+				if it.Frame.TrackID != 1 {
+					continue
+				}
+				if it.End {
+					got = append(got, end)
+					if it.Frame.Timestamp != tc.at*ms {
+						t.Errorf("the end at %d µs, want %d ms", it.Frame.Timestamp, tc.at)
+					}
+					continue
+				}
+				got = append(got, it.Frame.Timestamp/ms)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("items %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -43,7 +43,7 @@ func (t *Track) OldestGroup() (seq uint64, timestamp int64, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, g := range t.groups {
-		if len(g.frames) > 0 {
+		if g.media > 0 && !g.frames[0].Marker {
 			return g.seq, g.frames[0].Timestamp, true
 		}
 	}

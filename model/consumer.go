@@ -15,8 +15,9 @@ type EventKind uint8
 const (
 	// EventFrame carries the next frame of the track.
 	EventFrame EventKind = iota + 1
-	// EventDiscontinuity says the timeline broke before the next frame: an
-	// empty group, a rewind of the publisher, or a producer Discontinuity.
+	// EventDiscontinuity says the timeline broke before the next frame: a
+	// group opened by a Marker, a rewind of the publisher, or a producer
+	// Discontinuity.
 	EventDiscontinuity
 	// EventEnd says the track ended; Err says why (nil: a clean end). It is
 	// the last event.
@@ -28,7 +29,9 @@ type Event struct {
 	Kind  EventKind
 	Frame Frame
 	// Keyframe is true for a frame a decoder can start from: the first
-	// frame of a group, unless its producer knew better (Frame.Sync).
+	// frame of a group, unless its producer knew better (Frame.Sync). For
+	// a Frame.Marker it says the marker opens its group (a discontinuity
+	// marker; false: the end of the frame before it).
 	Keyframe bool
 	// Group is the sequence of the frame's group.
 	Group uint64
@@ -155,7 +158,7 @@ func (c *Consumer) Next() (Event, bool) {
 			c.idx, c.needKey = g.released, true
 		}
 		if c.idx < len(g.frames) {
-			if c.idx == 0 && c.delivered && g.frames[0].Timestamp < c.liveEdge && g.frames[0].Sync != SyncDelta {
+			if c.idx == 0 && c.delivered && !g.frames[0].Marker && g.frames[0].Timestamp < c.liveEdge && g.frames[0].Sync != SyncDelta {
 				// A newer group that starts before what was already
 				// delivered: the publisher rewound. (A group that opens
 				// with a delta frame is not a new timeline: a publisher
@@ -172,6 +175,24 @@ func (c *Consumer) Next() (Event, bool) {
 				return Event{Kind: EventDiscontinuity, Group: g.seq, Restart: restart}, true
 			}
 			f := g.frames[c.idx]
+			if f.Marker {
+				// hang's empty-payload marker: delivered as it is
+				// (a relay passes it on, a muxer takes an end from
+				// it), and, opening its group, a discontinuity
+				// before the next group. It leaves the keyframe
+				// state and the live edge alone.
+				c.idx++
+				if c.idx == 1 && c.delivered {
+					c.pendingDisc = true
+				}
+				if c.needKey && c.idx > 1 {
+					continue // it ends a frame that was dropped
+				}
+				if t.releaseRead {
+					t.releaseLocked(g)
+				}
+				return Event{Kind: EventFrame, Frame: f, Keyframe: c.idx == 1, Group: g.seq}, true
+			}
 			key := f.Sync == SyncKey || (f.Sync == SyncGroup && c.idx == 0)
 			c.idx++
 			if !key && c.needKey {
@@ -190,10 +211,8 @@ func (c *Consumer) Next() (Event, bool) {
 			return ev, true
 		}
 		if g.finished {
-			if g.err == nil && len(g.frames) == 0 {
-				// An empty group is hang's discontinuity marker.
-				c.pendingDisc = true
-			}
+			// An empty group means nothing (hang: a discontinuity is a
+			// group holding one empty payload, a Marker).
 			if g.err != nil {
 				c.needKey = true // cut short: the next group may not follow
 			}
@@ -284,7 +303,7 @@ func (c *Consumer) pickGroup() bool {
 	// delivered.
 	var next *Group
 	for _, ng := range gs[i:] {
-		if len(ng.frames) > 0 {
+		if ng.media > 0 {
 			next = ng
 			break
 		}
@@ -316,7 +335,7 @@ func (c *Consumer) pickGroup() bool {
 func (c *Consumer) newestTS(i int) int64 {
 	gs := c.track.groups
 	for j := len(gs) - 1; j >= i; j-- {
-		if len(gs[j].frames) > 0 {
+		if gs[j].media > 0 {
 			return gs[j].maxTS
 		}
 	}
@@ -330,7 +349,7 @@ func (c *Consumer) skipTarget(g *Group) *Group {
 	i := c.groupIndex(g.seq + 1)
 	var next *Group
 	for _, ng := range gs[i:] {
-		if len(ng.frames) > 0 {
+		if ng.media > 0 {
 			next = ng
 			break
 		}
@@ -342,7 +361,7 @@ func (c *Consumer) skipTarget(g *Group) *Group {
 	// side, so the next group's first frames often land before the last
 	// ones of g. Only data running latency past what g got means g stalled.
 	newest := g.maxTS
-	if len(g.frames) == 0 {
+	if g.media == 0 {
 		newest = c.liveEdge
 	}
 	if c.newestTS(i)-newest >= c.latency && !c.heldLocked() {

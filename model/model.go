@@ -22,6 +22,13 @@ type Frame struct {
 	// producer knows it from the bitstream. The zero value is hang's group
 	// rule: the first frame of each group is the keyframe.
 	Sync Sync
+	// Marker says the frame is one of hang's empty-payload markers, not
+	// media (its Payload is empty): opening its group, a discontinuity
+	// (the timeline breaks before the next group); after frames of its
+	// group, the exclusive end of the frame before it, at Timestamp. A
+	// Consumer reports the first kind as EventDiscontinuity too; readers
+	// that write media skip markers, relays pass them on.
+	Marker bool
 }
 
 // Sync is what a producer knows about a frame's independence.
@@ -340,7 +347,7 @@ func (t *Track) pruneLocked() {
 	n := 0
 	for n < extra {
 		g := t.groups[n]
-		if g.seq >= next && (len(g.frames) == 0 || newest-g.maxTS <= lag) {
+		if g.seq >= next && (g.media == 0 || newest-g.maxTS <= lag) {
 			break
 		}
 		n++
@@ -440,6 +447,7 @@ type Group struct {
 	frames   []Frame
 	first    [1]Frame // frames' storage while it holds one (an audio group)
 	released int      // frames before this one have no payload (SetReleaseRead)
+	media    int      // frames that are not markers
 	minTS    int64
 	maxTS    int64
 	finished bool
@@ -457,11 +465,12 @@ func (g *Group) WriteFrame(f Frame) error {
 	if g.finished {
 		return fmt.Errorf("track %q group %d: %w", t.name, g.seq, ErrClosed)
 	}
-	if len(g.frames) == 0 || f.Timestamp < g.minTS {
-		g.minTS = f.Timestamp
-	}
-	if len(g.frames) == 0 || f.Timestamp > g.maxTS {
-		g.maxTS = f.Timestamp
+	if f.Marker {
+		// A marker's time is no media time: it moves no bound.
+	} else if g.media == 0 {
+		g.minTS, g.maxTS = f.Timestamp, f.Timestamp
+	} else {
+		g.minTS, g.maxTS = min(g.minTS, f.Timestamp), max(g.maxTS, f.Timestamp)
 	}
 	if g.frames == nil {
 		// As many as the last group had: one allocation per group
@@ -473,7 +482,10 @@ func (g *Group) WriteFrame(f Frame) error {
 		}
 	}
 	g.frames = append(g.frames, f)
-	t.newestTS = max(t.newestTS, f.Timestamp)
+	if !f.Marker {
+		g.media++
+		t.newestTS = max(t.newestTS, f.Timestamp)
+	}
 	t.wakeLocked()
 	return nil
 }

@@ -151,14 +151,70 @@ func TestAbortedGroupMovesToNextGroup(t *testing.T) {
 	}
 }
 
-func TestEmptyGroupIsADiscontinuity(t *testing.T) {
+func TestAnEmptyGroupMeansNothing(t *testing.T) {
 	tr := NewTrack("a")
 	c := tr.Subscribe(time.Hour)
 	writeGroup(t, tr, 0, true, 0)
 	writeGroup(t, tr, 1, true)
 	writeGroup(t, tr, 2, true, 9000)
-	if got := frameTimes(events(c)); !equal(got, []int64{0, -1, 9000}) {
+	if got := frameTimes(events(c)); !equal(got, []int64{0, 9000}) {
 		t.Fatalf("got %v", got)
+	}
+}
+
+// writeMarker writes hang's empty-payload marker at ts into g.
+func writeMarker(t *testing.T, g *Group, ts int64) {
+	t.Helper()
+	if err := g.WriteFrame(Frame{Timestamp: ts, Marker: true}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAGroupOpenedByAMarkerIsADiscontinuityAndTheMarkerIsDelivered(t *testing.T) {
+	tr := NewTrack("v")
+	c := tr.Subscribe(time.Hour)
+	writeGroup(t, tr, 0, true, 0, 33)
+	g, _ := tr.CreateGroup(1)
+	writeMarker(t, g, 66)
+	g.Close(nil)
+	writeGroup(t, tr, 2, true, 9000, 9033)
+	evs := events(c)
+	if got := frameTimes(evs); !equal(got, []int64{0, 33, 66, -1, 9000, 9033}) {
+		t.Fatalf("got %v", got)
+	}
+	if !evs[2].Frame.Marker || !evs[2].Keyframe || !evs[4].Keyframe || evs[4].Frame.Marker {
+		t.Fatalf("marker %+v, next %+v", evs[2], evs[4])
+	}
+}
+
+func TestAMarkerAfterFramesIsDeliveredAsTheirEndAndMovesNoBound(t *testing.T) {
+	tr := NewTrack("v")
+	c := tr.Subscribe(time.Hour)
+	g := writeGroup(t, tr, 0, false, 0, 33)
+	writeMarker(t, g, 66)
+	g.Close(nil)
+	writeGroup(t, tr, 1, true, 66, 99) // contiguous: no rewind, no discontinuity
+	evs := events(c)
+	if got := frameTimes(evs); !equal(got, []int64{0, 33, 66, 66, 99}) {
+		t.Fatalf("got %v", got)
+	}
+	if !evs[2].Frame.Marker || evs[2].Keyframe || evs[3].Frame.Marker || !evs[3].Keyframe {
+		t.Fatalf("events %+v", evs)
+	}
+	if g.maxTS != 33 {
+		t.Fatalf("group bound %d, want 33: the marker is no media time", g.maxTS)
+	}
+}
+
+func TestAMarkerEndingADroppedFrameIsDroppedWithIt(t *testing.T) {
+	tr := NewTrack("v")
+	c := tr.Subscribe(time.Hour)
+	g, _ := tr.CreateGroup(0)
+	g.WriteFrame(Frame{Timestamp: 0, Payload: []byte{1}, Sync: SyncDelta}) // no keyframe leads to it
+	writeMarker(t, g, 33)
+	g.Close(nil)
+	if got := frameTimes(events(c)); len(got) != 0 {
+		t.Fatalf("got %v, want nothing", got)
 	}
 }
 

@@ -89,8 +89,8 @@ func TestAGroupPerFrameWithBFramesIsNoRewind(t *testing.T) {
 	c := tr.Subscribe(0)
 	// Decode order I0 P3 B1 B2 P6 B4 B5, one frame per group; then a key
 	// at 2: the publisher restarted on a fresh clock.
-	frames := []Frame{{0, nil, SyncKey}, {3, nil, SyncDelta}, {1, nil, SyncDelta}, {2, nil, SyncDelta},
-		{6, nil, SyncDelta}, {4, nil, SyncDelta}, {5, nil, SyncDelta}, {2, nil, SyncKey}}
+	frames := []Frame{{Timestamp: 0, Sync: SyncKey}, {Timestamp: 3, Sync: SyncDelta}, {Timestamp: 1, Sync: SyncDelta}, {Timestamp: 2, Sync: SyncDelta},
+		{Timestamp: 6, Sync: SyncDelta}, {Timestamp: 4, Sync: SyncDelta}, {Timestamp: 5, Sync: SyncDelta}, {Timestamp: 2, Sync: SyncKey}}
 	for i, f := range frames {
 		g, err := tr.CreateGroup(uint64(i))
 		if err != nil {

@@ -176,6 +176,17 @@ type Muxer interface {
 	Close() error
 }
 
+// FrameEnder is a Muxer that keeps frame durations and can be told where
+// a track's frame ends when its publisher says so (hang's end marker):
+// the engine calls EndFrame right after WriteFrame of that frame, before
+// the track's next one. A muxer uses it where no next frame gives the
+// duration: the last frame, the one before a discontinuity.
+type FrameEnder interface {
+	// EndFrame says the frame written last on track id ends at end
+	// (microseconds, on the timeline of WriteFrame).
+	EndFrame(id int, end int64) error
+}
+
 // Chapterer is a Muxer that can mark a point of its output with a named
 // chapter (MKV chapters, MP4 chapter list): the optional capability of the
 // containers that have them.

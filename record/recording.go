@@ -240,6 +240,9 @@ type countTracks struct {
 	n int
 }
 
+// EndFrame passes hang's end marker on (mux.FrameEnder).
+func (c *countTracks) EndFrame(id int, end int64) error { return endFrame(c.Muxer, id, end) }
+
 func (c *countTracks) AddTrack(t mux.Track) error {
 	err := c.Muxer.AddTrack(t)
 	if err == nil {

@@ -117,6 +117,19 @@ func (o *output) WriteFrame(f mux.Frame) error {
 	return err
 }
 
+// EndFrame passes where a track's last frame ends (hang's end marker) to
+// a muxer that keeps frame durations (mux.FrameEnder).
+func (o *output) EndFrame(id int, end int64) error { return endFrame(o.Muxer, id, end) }
+
+// endFrame passes where a track's last frame ends to m when it keeps frame
+// durations (mux.FrameEnder); nothing otherwise.
+func endFrame(m mux.Muxer, id int, end int64) error {
+	if fe, ok := m.(mux.FrameEnder); ok {
+		return fe.EndFrame(id, end)
+	}
+	return nil
+}
+
 func (o *output) Close() error {
 	err := o.Muxer.Close()
 	if cerr := o.file.Close(); err == nil && cerr != nil {

@@ -92,7 +92,8 @@ func (s *Server) admit(sess *Session, c conn, info acceptInfo) bool {
 		sess.auth = a
 		sess.mu.Unlock()
 		log.Info("moq: session authorized", "publish", strings.Join(quoteAll(a.perms.Publish), ","),
-			"subscribe", strings.Join(quoteAll(a.perms.Subscribe), ","), "expires", expiryText(a.expires))
+			"subscribe", strings.Join(quoteAll(a.perms.Subscribe), ","), "publish_patterns", strings.Join(quoteAll(a.perms.PublishPatterns), ","),
+			"subscribe_patterns", strings.Join(quoteAll(a.perms.SubscribePatterns), ","), "expires", expiryText(a.expires))
 		if !a.expires.IsZero() {
 			s.expireAt(sess, c, a.expires, log)
 		}
@@ -161,9 +162,9 @@ func (s *Server) authorize(sess *Session, info acceptInfo) (*sessionAuth, error)
 	sess.mu.Unlock()
 	if roleSet {
 		switch {
-		case role == wire.RolePublisher && len(perms.Publish) == 0:
+		case role == wire.RolePublisher && !perms.Publishes():
 			return nil, fmt.Errorf("%w: the client declared the publisher role, the token grants no publishing here", ErrUnauthorized)
-		case role == wire.RoleSubscriber && len(perms.Subscribe) == 0:
+		case role == wire.RoleSubscriber && !perms.Subscribes():
 			return nil, fmt.Errorf("%w: the client declared the subscriber role, the token grants no subscribing here", ErrUnauthorized)
 		}
 	}

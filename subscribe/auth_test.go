@@ -180,54 +180,64 @@ func TestServerAuthAdmitsWhatTheTokenAllows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jwt, err := key.Sign(token.Claims{Root: "demo", Put: token.Paths{"cam"}, Expires: time.Now().Add(time.Hour).Unix()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tr := range authTransports {
-		if tr.noToken {
-			continue
+	for _, grant := range []struct {
+		name   string
+		claims token.Claims
+	}{
+		{"put", token.Claims{Root: "demo", Put: token.Paths{"cam"}}},
+		// The newer tokens' patterns: "cam" is that broadcast alone.
+		{"publish pattern", token.Claims{Root: "demo", Publish: token.Paths{"cam"}, Subscribe: token.Paths{"nothing-here/**"}}},
+	} {
+		grant.claims.Expires = time.Now().Add(time.Hour).Unix()
+		jwt, err := key.Sign(grant.claims)
+		if err != nil {
+			t.Fatal(err)
 		}
-		t.Run(tr.name, func(t *testing.T) {
-			checkGoroutines(t)
-			logs := &logBuffer{}
-			srv, pin := startAuthServer(t, key, logs, 0)
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			opts := tr.opts
-			opts.TLSFingerprint, opts.Logger, opts.Role = pin, testLogger(t), RolePublisher
-			client, peer := dialAndAccept(t, ctx, srv, fmt.Sprintf("%s://%s/demo?jwt=%s", tr.scheme, srv.Addr(), jwt), opts)
-			defer client.Close()
-			if peer.Path() != "demo" {
-				t.Fatalf("path %q", peer.Path())
+		for _, tr := range authTransports {
+			if tr.noToken {
+				continue
 			}
-			for _, name := range []string{"other", "cam"} {
-				if err := client.Publish(model.NewBroadcast(name)); err != nil {
+			t.Run(grant.name+"/"+tr.name, func(t *testing.T) {
+				checkGoroutines(t)
+				logs := &logBuffer{}
+				srv, pin := startAuthServer(t, key, logs, 0)
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				opts := tr.opts
+				opts.TLSFingerprint, opts.Logger, opts.Role = pin, testLogger(t), RolePublisher
+				client, peer := dialAndAccept(t, ctx, srv, fmt.Sprintf("%s://%s/demo?jwt=%s", tr.scheme, srv.Addr(), jwt), opts)
+				defer client.Close()
+				if peer.Path() != "demo" {
+					t.Fatalf("path %q", peer.Path())
+				}
+				for _, name := range []string{"other", "cam"} {
+					if err := client.Publish(model.NewBroadcast(name)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				ann, err := peer.Announced(ctx, "")
+				if err != nil {
 					t.Fatal(err)
 				}
-			}
-			ann, err := peer.Announced(ctx, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ann.Close()
-			a, err := ann.Next(ctx)
-			if err != nil || a.Path != "cam" || !a.Active {
-				t.Fatalf("announcement %+v %v, want cam", a, err)
-			}
-			waitFor(t, "the refusal of other", func() bool {
-				return strings.Contains(logs.String(), "does not allow publishing it") && strings.Contains(logs.String(), "broadcast=other")
+				defer ann.Close()
+				a, err := ann.Next(ctx)
+				if err != nil || a.Path != "cam" || !a.Active {
+					t.Fatalf("announcement %+v %v, want cam", a, err)
+				}
+				waitFor(t, "the refusal of other", func() bool {
+					return strings.Contains(logs.String(), "does not allow publishing it") && strings.Contains(logs.String(), "broadcast=other")
+				})
+				if got := ann.Active(); !slices.Equal(got, []string{"cam"}) {
+					t.Fatalf("active %q, want only cam", got)
+				}
+				if _, err := peer.Broadcast("other").Track("video"); !errors.Is(err, ErrUnauthorized) {
+					t.Fatalf("a track of a refused broadcast: %v", err)
+				}
+				if strings.Contains(logs.String(), jwt) {
+					t.Fatalf("the server logged the token:\n%s", logs)
+				}
 			})
-			if got := ann.Active(); !slices.Equal(got, []string{"cam"}) {
-				t.Fatalf("active %q, want only cam", got)
-			}
-			if _, err := peer.Broadcast("other").Track("video"); !errors.Is(err, ErrUnauthorized) {
-				t.Fatalf("a track of a refused broadcast: %v", err)
-			}
-			if strings.Contains(logs.String(), jwt) {
-				t.Fatalf("the server logged the token:\n%s", logs)
-			}
-		})
+		}
 	}
 }
 

@@ -174,7 +174,7 @@ func (rt *remoteTrack) fetchFrames(ctx context.Context, c conn, timescale, seq, 
 			}
 			return nil, fmt.Errorf("FETCH %q/%q group %d: %w", rt.rb.path, rt.name, seq, protocolErr(err))
 		}
-		if err := dec.Decode(hang.Object{Payload: payload, Timestamp: fr.Timestamp, Timescale: timescale}); err != nil {
+		if err := dec.Decode(hang.Object{Payload: payload, Timestamp: fr.Timestamp, Timescale: timescale, FrameTime: !fr.NoTimestamps}); err != nil {
 			resetStream(str, CodeDecode)
 			return nil, fmt.Errorf("FETCH %q/%q group %d: %w", rt.rb.path, rt.name, seq, decodeErr(err))
 		}

@@ -131,7 +131,7 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 			}
 			return
 		}
-		err = dec.Decode(hang.Object{Payload: payload, Timestamp: fr.Timestamp, Timescale: sub.timescale})
+		err = dec.Decode(hang.Object{Payload: payload, Timestamp: fr.Timestamp, Timescale: sub.timescale, FrameTime: !fr.NoTimestamps})
 		if w := dec.Warning(); w != "" {
 			s.log.Warn("moq: "+w, "broadcast", rt.rb.path)
 		}

@@ -69,13 +69,13 @@ func (u *Unpacker) Close() {
 
 // Unpack hands emit the frames of one object: ts is its media time in
 // microseconds (Options.Objects' Frame.Timestamp), payload its bytes,
-// which the frames may alias. A marker object (an empty legacy or loc
-// payload) gives none.
+// which the frames may alias; ts is also a cmaf fragment's frame time. A
+// marker object (an empty codec payload) gives a model.Frame.Marker.
 func (u *Unpacker) Unpack(ts int64, payload []byte, emit func(model.Frame) error) error {
 	if !u.open {
 		u.Group()
 	}
-	if err := u.dec.Decode(hang.Object{Payload: payload, Timestamp: ts, Timescale: hang.Timescale}); err != nil {
+	if err := u.dec.Decode(hang.Object{Payload: payload, Timestamp: ts, Timescale: hang.Timescale, FrameTime: true}); err != nil {
 		return err
 	}
 	for f, ok := u.dec.Next(); ok; f, ok = u.dec.Next() {

@@ -2,7 +2,8 @@
 // (moq-dev/moq's moq-token scheme, also minted by the npm package
 // @moq/token): a JWT signed with one key, whose claims name a root path,
 // the paths below it the bearer may publish ("put") and subscribe to
-// ("get"), and an expiry ("exp").
+// ("get"), or the newer tokens' path patterns ("publish", "subscribe":
+// "room/**", "*/chat", an exact "alice"), and an expiry ("exp").
 //
 // It owns three things and nothing else:
 //

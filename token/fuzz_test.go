@@ -69,3 +69,33 @@ func FuzzParseKey(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPattern feeds arbitrary publish/subscribe patterns and paths to the
+// parser and the matcher: never a panic, a pattern without a wildcard
+// matches its own text and reaches every path before it, and "reaches"
+// holds wherever "matches" does.
+func FuzzPattern(f *testing.F) {
+	for _, s := range []string{"", "a", "room/**", "*/chat", "cam-*-hd", "org/**/public", "/a", "a//b", "**/**", "a*b*c", "**"} {
+		f.Add(s, "room/a")
+	}
+	f.Fuzz(func(t *testing.T, text, path string) {
+		p, err := parsePattern(text)
+		if err != nil {
+			if !errors.Is(err, ErrPattern) {
+				t.Fatalf("%q: %v, want ErrPattern", text, err)
+			}
+			return
+		}
+		if !strings.Contains(text, "*") {
+			if !p.matches(text) {
+				t.Fatalf("%q does not match its own text", text)
+			}
+			if i := strings.LastIndexByte(text, '/'); i > 0 && !p.reaches(text[:i]) {
+				t.Fatalf("%q does not reach %q", text, text[:i])
+			}
+		}
+		if p.matches(path) && !p.reaches(path) {
+			t.Fatalf("%q matches %q but does not reach it", text, path)
+		}
+	})
+}

@@ -8,20 +8,46 @@ import (
 
 // Permissions are what a token grants at one connection path: the
 // broadcast paths, relative to that path, under which the bearer may
-// publish and subscribe ("" is everything under it).
+// publish and subscribe ("" is everything under it), from put and get;
+// and the publish and subscribe patterns (as the token writes them,
+// relative to its root) that grant something there.
 type Permissions struct {
 	Publish   []string
 	Subscribe []string
+
+	PublishPatterns   []string
+	SubscribePatterns []string
+
+	at       string    // the connection path
+	pub, sub []pattern // the patterns, anchored at the root
 }
 
 // CanPublish reports whether the bearer may publish the broadcast at path
 // (relative to the connection path).
-func (p Permissions) CanPublish(path string) bool { return underAny(moqpath.Clean(path), p.Publish) }
+func (p Permissions) CanPublish(path string) bool {
+	return underAny(moqpath.Clean(path), p.Publish) || p.matchAny(p.pub, path)
+}
 
 // CanSubscribe reports whether the bearer may subscribe to the broadcast
 // at path (relative to the connection path).
 func (p Permissions) CanSubscribe(path string) bool {
-	return underAny(moqpath.Clean(path), p.Subscribe)
+	return underAny(moqpath.Clean(path), p.Subscribe) || p.matchAny(p.sub, path)
+}
+
+// Publishes reports whether the bearer may publish anything here.
+func (p Permissions) Publishes() bool { return len(p.Publish) > 0 || len(p.pub) > 0 }
+
+// Subscribes reports whether the bearer may subscribe to anything here.
+func (p Permissions) Subscribes() bool { return len(p.Subscribe) > 0 || len(p.sub) > 0 }
+
+func (p Permissions) matchAny(ps []pattern, path string) bool {
+	full := moqpath.Join(p.at, moqpath.Clean(path))
+	for _, pt := range ps {
+		if pt.matches(full) {
+			return true
+		}
+	}
+	return false
 }
 
 func underAny(path string, prefixes []string) bool {
@@ -62,8 +88,24 @@ func (c *Claims) Authorize(path string) (Permissions, error) {
 		}
 		return out
 	}
-	p := Permissions{Publish: scope(c.Put), Subscribe: scope(c.Get)}
-	if len(p.Publish) == 0 && len(p.Subscribe) == 0 {
+	p := Permissions{Publish: scope(c.Put), Subscribe: scope(c.Get), at: target}
+	// Patterns match whole paths: each is anchored at the root and kept
+	// when it matches something at or beneath the connection path.
+	reaching := func(texts []string) (kept []string, ps []pattern) {
+		all, err := parsePatterns(root, texts)
+		if err != nil {
+			return nil, nil // Verify refuses such claims
+		}
+		for i, pt := range all {
+			if pt.reaches(target) {
+				kept, ps = append(kept, texts[i]), append(ps, pt)
+			}
+		}
+		return kept, ps
+	}
+	p.PublishPatterns, p.pub = reaching(c.Publish)
+	p.SubscribePatterns, p.sub = reaching(c.Subscribe)
+	if !p.Publishes() && !p.Subscribes() {
 		return Permissions{}, fmt.Errorf("%w: %q", ErrNoAccess, target)
 	}
 	return p, nil

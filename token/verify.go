@@ -54,9 +54,17 @@ func (p *Paths) UnmarshalJSON(b []byte) error {
 type Claims struct {
 	// Root is the path Put and Get are relative to ("" is the top).
 	Root string `json:"root"`
-	// Put lists what the bearer may publish, Get what it may subscribe to.
+	// Put lists what the bearer may publish, Get what it may subscribe to:
+	// each a path and everything beneath it.
 	Put Paths `json:"put,omitempty"`
 	Get Paths `json:"get,omitempty"`
+	// Publish and Subscribe are the newer tokens' grants, beside or
+	// instead of Put and Get: path patterns relative to Root ("room" is
+	// that broadcast, "room/**" the room and everything beneath it, "*"
+	// one segment, "pre*suf" one segment with that start and end, "**"
+	// any run of segments, at most once).
+	Publish   Paths `json:"publish,omitempty"`
+	Subscribe Paths `json:"subscribe,omitempty"`
 	// Expires and Issued are Unix seconds (0: none).
 	Expires int64 `json:"exp,omitempty"`
 	Issued  int64 `json:"iat,omitempty"`
@@ -115,13 +123,44 @@ func (k *Key) Verify(tok string, now time.Time) (*Claims, error) {
 	if c.Expires != 0 && now.After(time.Unix(c.Expires, 0)) {
 		return nil, fmt.Errorf("%w at %s", ErrExpired, time.Unix(c.Expires, 0).UTC().Format(time.RFC3339))
 	}
-	if len(c.Put) == 0 && len(c.Get) == 0 {
-		return nil, ErrUseless
-	}
-	if k.scope != nil && !(covers(k.scope.Root, k.scope.Put, c.Root, c.Put) && covers(k.scope.Root, k.scope.Get, c.Root, c.Get)) {
-		return nil, ErrScope
+	if err := c.check(k.scope); err != nil {
+		return nil, err
 	}
 	return &c, nil
+}
+
+// check refuses claims that grant nothing (ErrUseless), carry a pattern
+// that does not parse (ErrMalformed wrapping ErrPattern) or grant more
+// than the key's scope (ErrScope): a pattern lies within the scope when
+// the literal segments it starts with do.
+func (c *Claims) check(scope *Scope) error {
+	if len(c.Put) == 0 && len(c.Get) == 0 && len(c.Publish) == 0 && len(c.Subscribe) == 0 {
+		return ErrUseless
+	}
+	pub, err := parsePatterns(c.Root, c.Publish)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	sub, err := parsePatterns(c.Root, c.Subscribe)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	if scope == nil {
+		return nil
+	}
+	if !covers(scope.Root, scope.Put, c.Root, c.Put) || !covers(scope.Root, scope.Get, c.Root, c.Get) ||
+		!covers(scope.Root, scope.Put, "", heads(pub)) || !covers(scope.Root, scope.Get, "", heads(sub)) {
+		return ErrScope
+	}
+	return nil
+}
+
+func heads(ps []pattern) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.head()
+	}
+	return out
 }
 
 // compactJWS reports whether tok has the shape of a compact JWS: three
@@ -152,11 +191,8 @@ func (k *Key) Sign(c Claims) (string, error) {
 	if !k.Private() {
 		return "", fmt.Errorf("%w: this key cannot sign (no private material, or key_ops without sign)", ErrKey)
 	}
-	if len(c.Put) == 0 && len(c.Get) == 0 {
-		return "", ErrUseless
-	}
-	if k.scope != nil && !(covers(k.scope.Root, k.scope.Put, c.Root, c.Put) && covers(k.scope.Root, k.scope.Get, c.Root, c.Get)) {
-		return "", ErrScope
+	if err := c.check(k.scope); err != nil {
+		return "", err
 	}
 	payload, err := json.Marshal(c)
 	if err != nil {

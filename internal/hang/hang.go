@@ -235,6 +235,10 @@ type Object struct {
 	Timestamp    int64
 	Timescale    uint64
 	HasTimestamp bool
+	// FrameTime says Timestamp is the frame timestamp of a moq-lite
+	// version that has them (lite-05 on): hang's frame time, which wins
+	// over a cmaf fragment's tfdt.
+	FrameTime bool
 }
 
 // demuxers recycles the per-group CMAF demuxers (group streams of one
@@ -247,8 +251,9 @@ var demuxers = sync.Pool{New: func() any { return new(cmaf.Demuxer) }}
 type Decoder struct {
 	// Verbatim makes each object one frame holding the object's payload
 	// as it came (what an archive keeps), at the object's media time:
-	// the legacy or loc payload's own, the first sample's for cmaf (the
-	// wire time when its fragment does not parse), the wire time for a
+	// the legacy or loc payload's own, the earliest sample's for cmaf (the
+	// wire time when its fragment does not parse or the object has
+	// FrameTime), the wire time for a
 	// raw track. A marker object is a frame too. Unpack with a decoder
 	// without Verbatim.
 	Verbatim bool
@@ -326,10 +331,19 @@ func (d *Decoder) Decode(o Object) error {
 		if d.demux == nil {
 			return ErrNoInit
 		}
+		if len(o.Payload) == 0 {
+			// The marker (model.Frame.Marker), at the frame's time.
+			ts, _ := RescaleSigned(o.Timestamp, o.Timescale)
+			d.pending, d.has = model.Frame{Timestamp: ts, Marker: true}, true
+			return nil
+		}
 		samples, err := d.demux.Fragment(o.Payload)
 		if err != nil {
 			d.broken = true
 			return fmt.Errorf("%w: %w: %w", ErrSkipped, ErrMalformed, err)
+		}
+		if o.FrameTime && len(samples) > 0 {
+			frameTime(samples, o)
 		}
 		d.samples = samples
 		return nil
@@ -342,6 +356,31 @@ func (d *Decoder) Decode(o Object) error {
 	return nil
 }
 
+// frameTime moves the samples of a cmaf fragment so that the earliest
+// presents at the object's frame time: hang's rule, the frame time wins
+// over tfdt, and the fragment's own times only place its samples relative
+// to the earliest.
+func frameTime(samples []cmaf.Sample, o Object) {
+	at, ok := RescaleSigned(o.Timestamp, o.Timescale)
+	if !ok {
+		return
+	}
+	if shift := at - earliest(samples); shift != 0 {
+		for i := range samples {
+			samples[i].Timestamp += shift
+		}
+	}
+}
+
+// earliest returns the presentation time of a fragment's earliest sample.
+func earliest(samples []cmaf.Sample) int64 {
+	ts := samples[0].Timestamp
+	for _, s := range samples[1:] {
+		ts = min(ts, s.Timestamp)
+	}
+	return ts
+}
+
 // verbatim decodes o for its media time only (Verbatim).
 func (d *Decoder) verbatim(o Object) error {
 	f := model.Frame{Payload: o.Payload}
@@ -352,9 +391,9 @@ func (d *Decoder) verbatim(o Object) error {
 			return fmt.Errorf("%w: timestamp %d at timescale %d", ErrMalformed, o.Timestamp, o.Timescale)
 		}
 		f.Timestamp = ts
-		if d.demux != nil {
+		if d.demux != nil && !o.FrameTime {
 			if samples, err := d.demux.Fragment(o.Payload); err == nil && len(samples) > 0 {
-				f.Timestamp = samples[0].Timestamp
+				f.Timestamp = earliest(samples)
 			}
 		}
 	default:
@@ -395,14 +434,17 @@ func (t *Track) timescaleOr(def uint64) uint64 {
 }
 
 // media makes f, a legacy or loc frame, the pending one: an empty payload
-// is a marker without a sample; an H.264/H.265 payload of a track without
+// is a marker (model.Frame.Marker); an H.264/H.265 payload of a track without
 // a description comes out in Annex B (a payload that parses neither as
 // Annex B nor as length-prefixed units is skipped: ErrSkipped wrapping
 // h26x.ErrUnframed); a track whose groups are not GOPs gets its key flag
 // from the bitstream.
 func (d *Decoder) media(f model.Frame) error {
 	if len(f.Payload) == 0 {
-		d.pending = f // its time, for Verbatim
+		// hang's marker: never handed to a decoder. Opening its group,
+		// a discontinuity; after frames, the exclusive end of the one
+		// before it (model.Frame.Marker).
+		d.pending, d.has = model.Frame{Timestamp: f.Timestamp, Marker: true}, true
 		return nil
 	}
 	if d.t.deframer != nil {

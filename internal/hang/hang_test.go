@@ -20,14 +20,17 @@ func TestDecoderReadsEachPackagingsTimestampAndPayload(t *testing.T) {
 		wantTS    int64
 		wantBytes string
 		ok        bool
+		marker    bool
 	}{
-		{"LegacyTimestampWins", Legacy, Object{Payload: AppendLegacy(nil, 1_000_000, []byte("x")), Timestamp: 999, Timescale: 1000}, 1_000_000, "x", true},
-		{"LegacyEmptyPayloadIsMarker", Legacy, Object{Payload: AppendLegacy(nil, 5, nil), Timescale: 1000}, 5, "", false},
-		{"LOC", LOC, Object{Payload: AppendLOC(nil, 42, []byte("y")), Timescale: 1000}, 42, "y", true},
+		{"LegacyTimestampWins", Legacy, Object{Payload: AppendLegacy(nil, 1_000_000, []byte("x")), Timestamp: 999, Timescale: 1000}, 1_000_000, "x", true, false},
+		{"LegacyEmptyPayloadIsMarker", Legacy, Object{Payload: AppendLegacy(nil, 5, nil), Timescale: 1000}, 5, "", true, true},
+		{"LOCEmptyPayloadIsMarker", LOC, Object{Payload: AppendLOC(nil, 7, nil), Timescale: 1000}, 7, "", true, true},
+		{"RawEmptyPayloadIsData", Raw, Object{Timestamp: 3, Timescale: 1000}, 3000, "", true, false},
+		{"LOC", LOC, Object{Payload: AppendLOC(nil, 42, []byte("y")), Timescale: 1000}, 42, "y", true, false},
 		// The LOC draft on moq-transport: the bare codec payload, its
 		// time in the object's extension.
-		{"LOCDraftLayoutTakesTheExtension", LOC, Object{Payload: []byte{0xff, 0xff}, Timestamp: 90_000, Timescale: 90_000, HasTimestamp: true}, 1_000_000, "\xff\xff", true},
-		{"RawUsesWireTimescale", Raw, Object{Payload: []byte("{}"), Timestamp: 48000, Timescale: 48000}, 1_000_000, "{}", true},
+		{"LOCDraftLayoutTakesTheExtension", LOC, Object{Payload: []byte{0xff, 0xff}, Timestamp: 90_000, Timescale: 90_000, HasTimestamp: true}, 1_000_000, "\xff\xff", true, false},
+		{"RawUsesWireTimescale", Raw, Object{Payload: []byte("{}"), Timestamp: 48000, Timescale: 48000}, 1_000_000, "{}", true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -41,7 +44,7 @@ func TestDecoderReadsEachPackagingsTimestampAndPayload(t *testing.T) {
 				t.Fatal(err)
 			}
 			f, ok := dec.Next()
-			if ok != tt.ok || (ok && (f.Timestamp != tt.wantTS || string(f.Payload) != tt.wantBytes)) {
+			if ok != tt.ok || (ok && (f.Timestamp != tt.wantTS || string(f.Payload) != tt.wantBytes || f.Marker != tt.marker)) {
 				t.Fatalf("%+v %v", f, ok)
 			}
 			if _, more := dec.Next(); more {
@@ -233,6 +236,113 @@ func TestVerbatimKeepsTheObjectAtItsMediaTime(t *testing.T) {
 			}
 			if _, more := dec.Next(); more {
 				t.Fatal("a second frame")
+			}
+		})
+	}
+}
+
+// demoCMAF returns the packaging and the published frames (one moof+mdat
+// each, at their frame time) of one loop of the demo's cmaf h264 track.
+func demoCMAF(t *testing.T) (Track, []model.Frame) {
+	t.Helper()
+	cat, err := demo.CatalogIn([]string{"h264"}, catalog.ContainerCMAF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := cat.Renditions()[0]
+	tr, err := NewTrack(CMAF, r.Common().Container)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := model.NewBroadcast("demo")
+	cons := b.CreateTrack(r.Name).Subscribe(0)
+	if err := demo.Publish(context.Background(), b, demo.Options{Renditions: []string{"h264"}, Container: catalog.ContainerCMAF, Loops: 1, KeepGroups: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	var frames []model.Frame
+	for ev, ok := cons.Next(); ok && ev.Kind != model.EventEnd; ev, ok = cons.Next() {
+		if ev.Kind == model.EventFrame {
+			frames = append(frames, ev.Frame)
+		}
+	}
+	if len(frames) < 2 {
+		t.Fatalf("%d demo frames", len(frames))
+	}
+	return tr, frames
+}
+
+func TestACMAFFramesTimestampWinsOverItsTfdt(t *testing.T) {
+	tr, frames := demoCMAF(t)
+	const moved = 3_000_000 // the frame times say 3 s later than the tfdt
+	for _, tt := range []struct {
+		name      string
+		frameTime bool
+		shift     int64
+	}{
+		{"WithAFrameTime", true, moved},
+		// A moq-lite version without frame timestamps, or moq-transport:
+		// the fragment's own times.
+		{"WithoutOne", false, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dec := tr.Decoder()
+			defer dec.Close()
+			var base int64
+			for i, f := range frames {
+				o := Object{Payload: f.Payload, Timestamp: tr.WireTimestamp(f.Timestamp + moved), Timescale: tr.Timescale(), FrameTime: tt.frameTime}
+				if err := dec.Decode(o); err != nil {
+					t.Fatal(err)
+				}
+				got, ok := dec.Next()
+				if !ok {
+					t.Fatalf("frame %d: no sample", i)
+				}
+				if i == 0 {
+					base = got.Timestamp - f.Timestamp // the tfdt's origin against the frame time
+					if tt.frameTime {
+						base = 0
+					}
+				}
+				if d := got.Timestamp - (f.Timestamp + tt.shift + base); d < -1 || d > 1 {
+					t.Fatalf("frame %d at %d µs, want %d", i, got.Timestamp, f.Timestamp+tt.shift+base)
+				}
+			}
+		})
+	}
+}
+
+func TestAnEmptyCMAFPayloadIsAMarkerAtItsFrameTime(t *testing.T) {
+	tr, _ := demoCMAF(t)
+	dec := tr.Decoder()
+	defer dec.Close()
+	if err := dec.Decode(Object{Timestamp: 90_000, Timescale: 90_000, FrameTime: true}); err != nil {
+		t.Fatal(err)
+	}
+	f, ok := dec.Next()
+	if !ok || !f.Marker || f.Timestamp != 1_000_000 || len(f.Payload) != 0 {
+		t.Fatalf("%+v %v, want a marker at 1 s", f, ok)
+	}
+	if _, more := dec.Next(); more {
+		t.Fatal("a second frame")
+	}
+}
+
+func TestAMarkerIsPublishedAsAnEmptyCodecPayload(t *testing.T) {
+	cmaf, _ := demoCMAF(t)
+	for _, tr := range []Track{{kind: Legacy}, {kind: LOC}, cmaf} {
+		t.Run(string(tr.Kind()), func(t *testing.T) {
+			m := model.Frame{Timestamp: 2_000_000, Marker: true}
+			p := tr.AppendPayload(nil, m)
+			if len(p) != tr.PayloadLen(m) {
+				t.Fatalf("PayloadLen %d, AppendPayload %d bytes", tr.PayloadLen(m), len(p))
+			}
+			dec := tr.Decoder()
+			defer dec.Close()
+			if err := dec.Decode(Object{Payload: p, Timestamp: tr.WireTimestamp(m.Timestamp), Timescale: tr.Timescale(), FrameTime: true}); err != nil {
+				t.Fatal(err)
+			}
+			if f, ok := dec.Next(); !ok || !f.Marker || f.Timestamp != m.Timestamp {
+				t.Fatalf("%+v %v", f, ok)
 			}
 		})
 	}

@@ -36,7 +36,9 @@
 // the first one shares the first Cluster), after Options.MaxClusterDuration,
 // whenever the signed 16-bit block offset would overflow, and at the first
 // block of a frame marked mux.Frame.Discontinuity. No BlockDuration is written and the
-// frame-duration estimate used for Duration never spans a gap.
+// frame-duration estimate used for Duration never spans a gap; a frame
+// whose end its publisher gave (mux.FrameEnder, hang's end marker) ends
+// the Duration there instead.
 //
 // # DocType
 //

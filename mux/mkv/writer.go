@@ -150,11 +150,16 @@ type track struct {
 	// on the millisecond timeline, valid when written.
 	lastTs, lastMs int64
 	written        bool
+	// endMs is where the track's frames end (ms), for Duration: the
+	// newest block's end (estimated, or as EndFrame says) after endBefore,
+	// the end of the blocks before it.
+	endMs, endBefore int64
 }
 
 type pendingFrame struct {
 	t       *track
 	ts      int64
+	end     int64 // EndFrame's, 0: none
 	key     bool
 	payload []byte
 	disc    bool  // a discontinuity marker for t
@@ -436,8 +441,49 @@ func (w *Writer) start() error {
 		if err := w.writeBlock(p.t, p.ts, p.key, p.payload, p.in, p.dur); err != nil {
 			return err
 		}
+		if p.end != 0 {
+			w.setEnd(p.t, p.end)
+		}
 	}
 	return nil
+}
+
+// EndFrame says where the frame written last on track id ends
+// (mux.FrameEnder, hang's end marker): the Duration ends there rather
+// than one estimated frame after it when it is the file's last. Blocks
+// stay SimpleBlocks: the block is written already, so no BlockDuration.
+func (w *Writer) EndFrame(id int, end int64) error {
+	if err := w.out.Usable(); err != nil {
+		return err
+	}
+	t, ok := w.byID[id]
+	if !ok || t.removed {
+		return w.out.UnknownTrack("end of a frame for", id)
+	}
+	if !w.started {
+		if p := w.pending.Last(func(p *pendingFrame) bool { return p.t == t && !p.disc }); p != nil {
+			p.end = end
+		}
+		return nil
+	}
+	w.setEnd(t, end)
+	return nil
+}
+
+// setEnd ends t's newest block at end (µs) for the Duration.
+func (w *Writer) setEnd(t *track, end int64) {
+	if !t.written || end <= t.lastTs {
+		return
+	}
+	ms, ok := w.msOf(end)
+	if !ok {
+		return
+	}
+	t.endMs = max(t.endBefore, ms)
+	w.endMs = 0
+	for _, o := range w.tracks {
+		w.endMs = max(w.endMs, o.endMs)
+	}
 }
 
 func (w *Writer) writeHeader(live []*track) error {
@@ -705,7 +751,9 @@ func (w *Writer) writeBlock(t *track, ts int64, key bool, payload []byte, in int
 		return nil
 	}
 	t.noteTimestamp(ts)
-	w.endMs = max(w.endMs, ms+(min(t.frameDuration(), 1<<40)+500)/1000)
+	t.endBefore = t.endMs
+	t.endMs = max(t.endMs, ms+(min(t.frameDuration(), 1<<40)+500)/1000)
+	w.endMs = max(w.endMs, t.endMs)
 	return nil
 }
 

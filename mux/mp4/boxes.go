@@ -370,7 +370,7 @@ func (t *track) finishedEdits(start int64) []amp4.ElstEntry {
 	skip := t.delay - tab.firstDTS + ticks(start, t.timescale)
 	// Where the presentation ends on the media timeline: the latest
 	// presentation time plus a frame.
-	end := max(t.maxPTS+t.estimate()-tab.firstDTS, tab.mediaDur)
+	end := max(t.maxPTS+t.lastEnd()-tab.firstDTS, tab.mediaDur)
 	var out []amp4.ElstEntry
 	if skip < 0 {
 		out = append(out, amp4.ElstEntry{SegmentDurationV1: toMovie(-skip, t.timescale), MediaTimeV1: -1, MediaRateInteger: 1})

@@ -26,8 +26,10 @@
 // composition offset. A sample's duration is the distance to the
 // next sample of its track, so a track's newest sample waits for its
 // successor and opens the next fragment; across a discontinuity (and for
-// the very last sample) it is the previous duration, so a gap never
-// stretches a frame: the next fragment's tfdt carries the jump.
+// the very last sample) it is the one its publisher gave
+// (mux.Frame.Duration, hang's end marker), else the previous duration, so
+// a gap never stretches a frame: the next fragment's tfdt carries the
+// jump.
 //
 // This is what a pipe gets (Options.Path empty): CMAF-style fragmented MP4
 // that ffplay and mpv play as it arrives (`moq-export -f mp4 | ffplay -`).

@@ -118,6 +118,7 @@ type pendingFrame struct {
 	pts, dts int64
 	key      bool
 	disc     bool
+	end      int64 // EndFrame's, 0: none
 	payload  []byte
 }
 
@@ -154,11 +155,13 @@ type track struct {
 	// delay is the decode delay, in ticks, added to both timelines of a
 	// track with B-frames so that no composition offset is negative; an
 	// edit list takes it off again (see the package doc).
-	delay    int64
-	firstPTS int64 // rebased µs of the first sample
-	maxPTS   int64 // latest presentation time, ticks
-	lastDTS  int64
-	lastDur  int64 // last sample duration not spanning a discontinuity, ticks
+	delay     int64
+	firstPTS  int64 // rebased µs of the first sample
+	maxPTS    int64 // latest presentation time, ticks
+	lastDTS   int64
+	lastDur   int64 // last sample duration not spanning a discontinuity, ticks
+	endDur    int64 // the newest sample's duration as its publisher gave it, ticks (0: none)
+	lastPTSUs int64 // the newest sample's presentation time, µs as written
 
 	pend []sample // samples of the fragment being built
 	// store holds room bytes, where cut puts the moof and the other runs
@@ -475,6 +478,9 @@ func (w *Writer) start() error {
 		if err := w.addSample(p.t, p.pts, p.dts, p.key, p.disc, p.payload); err != nil {
 			return err
 		}
+		if p.end != 0 {
+			p.t.setEnd(p.end)
+		}
 	}
 	return nil
 }
@@ -515,7 +521,7 @@ func (w *Writer) addSample(t *track, ptsUs, dtsUs int64, key, disc bool, payload
 		if n := len(t.pend); n > 0 && !t.pend[n-1].durKnown {
 			fd := d
 			if disc {
-				fd = t.estimate()
+				fd = t.lastEnd()
 			}
 			t.pend[n-1].dur, t.pend[n-1].durKnown = uint32(fd), true
 		}
@@ -541,6 +547,7 @@ func (w *Writer) addSample(t *track, ptsUs, dtsUs int64, key, disc bool, payload
 		w.fragEmpty, w.fragStartUs = false, relUs
 	}
 	t.begun, t.lastDTS = true, dts
+	t.endDur, t.lastPTSUs = 0, ptsUs
 	t.pend = append(t.pend, sample{dts: dts, cto: int32(cto), size: uint32(len(payload)), sync: key})
 	t.store = append(t.store, payload...)
 	w.fragBytes += len(payload)
@@ -550,8 +557,48 @@ func (w *Writer) addSample(t *track, ptsUs, dtsUs int64, key, disc bool, payload
 	return nil
 }
 
+// EndFrame gives the newest sample of track id the duration its publisher
+// said (mux.FrameEnder): the last sample and the one before a
+// discontinuity take it instead of an estimate.
+func (w *Writer) EndFrame(id int, end int64) error {
+	if err := w.out.Usable(); err != nil {
+		return err
+	}
+	t, ok := w.byID[id]
+	if !ok || t.removed {
+		return w.out.UnknownTrack("end of a frame for", id)
+	}
+	if !w.started {
+		// The sample waits with the header: give its pending frame the end.
+		if p := w.pending.Last(func(p *pendingFrame) bool { return p.t == t }); p != nil {
+			p.end = end
+		}
+		return nil
+	}
+	t.setEnd(end)
+	return nil
+}
+
+// setEnd gives the newest sample its publisher's end (µs).
+func (t *track) setEnd(end int64) {
+	if t.begun && end > t.lastPTSUs {
+		t.endDur = max(ticks(end-t.lastPTSUs, t.timescale), 1)
+	}
+}
+
+// lastEnd is the duration, in ticks, of the newest sample when no
+// successor gives it (the last one, the one before a discontinuity): the
+// publisher's (EndFrame) or the estimate.
+func (t *track) lastEnd() int64 {
+	if t.endDur > 0 {
+		return t.endDur
+	}
+	return t.estimate()
+}
+
 // estimate is the duration, in ticks, given to a sample whose successor
-// is unknown or lies across a discontinuity.
+// is unknown or lies across a discontinuity, when its publisher gave
+// none.
 func (t *track) estimate() int64 {
 	if t.lastDur > 0 {
 		return t.lastDur
@@ -575,7 +622,8 @@ func (t *track) closeDuration(final bool) {
 	if !t.begun {
 		return
 	}
-	e := t.estimate()
+	e := t.lastEnd()
+
 	if t.tab.durOpen {
 		t.tab.addDuration(uint32(e))
 	}

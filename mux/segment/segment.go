@@ -166,6 +166,22 @@ func (m *Muxer) WriteFrame(f mux.Frame) error {
 	return m.cur.WriteFrame(f)
 }
 
+// EndFrame passes where a track's last frame ends (hang's end marker) to
+// the current output, when its muxer keeps frame durations
+// (mux.FrameEnder).
+func (m *Muxer) EndFrame(id int, end int64) error {
+	if m.err != nil {
+		return m.err
+	}
+	if m.cur == nil || m.refused[id] || m.isPending(id) {
+		return nil
+	}
+	if fe, ok := m.cur.(mux.FrameEnder); ok {
+		return fe.EndFrame(id, end)
+	}
+	return nil
+}
+
 // Split asks for the next output to start at the next keyframe that may
 // cut (a video keyframe when there is video), once the current output
 // holds a frame. Unlike the other methods it may be called from any

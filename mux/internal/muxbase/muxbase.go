@@ -129,6 +129,17 @@ func (h *Held[T]) DeleteFunc(del func(T) bool) {
 	}
 }
 
+// Last returns the newest entry for which match is true, to be changed in
+// place; nil when there is none.
+func (h *Held[T]) Last(match func(*T) bool) *T {
+	for i := len(h.entries) - 1; i >= 0; i-- {
+		if e := &h.entries[i]; !e.mark && match(&e.v) {
+			return &e.v
+		}
+	}
+	return nil
+}
+
 // Take returns every entry held, in order, and empties h.
 func (h *Held[T]) Take() []T {
 	out := make([]T, len(h.entries))

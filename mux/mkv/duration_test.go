@@ -1,0 +1,47 @@
+package mkv
+
+import (
+	"math"
+	"strconv"
+	"testing"
+
+	"github.com/moq-export/moq-export/internal/mediatest"
+)
+
+// A file whose last frame's end its publisher gave (hang's end marker,
+// mux.FrameEnder) lasts up to that end, not one estimated frame past the
+// last frame; an end given before a later frame changes nothing.
+func TestTheFileEndsWhereItsLastFramesEndMarkerSays(t *testing.T) {
+	t.Parallel()
+	in := mediatest.SampleInput("vp9", 1)
+	n := len(in.Frames)
+	f, path := mediatest.CreateFile(t, "end.webm")
+	w := NewWriter(f, Options{})
+	mediatest.Write(t, w, mediatest.Tracks(in), in.Frames[:n/2])
+	if err := w.EndFrame(1, in.Frames[n/2-1].Timestamp+20_000); err != nil {
+		t.Fatal(err)
+	}
+	for _, fr := range in.Frames[n/2:] {
+		if err := w.WriteFrame(fr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const last = 100_000 // µs, three frames' worth: no estimate gives it
+	if err := w.EndFrame(1, in.Frames[n-1].Timestamp+last); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mediatest.DecodeClean(t, path)
+	p := mediatest.Probe(t, path)
+	pk := p.PacketsOf(0)
+	if len(pk) != n {
+		t.Fatalf("%d packets, wrote %d", len(pk), n)
+	}
+	lastPTS, _ := strconv.ParseFloat(pk[n-1].PTSTime, 64)
+	if d, _ := p.Format.Seconds(); math.Abs(d-(lastPTS+0.1)) > 0.0015 {
+		t.Errorf("file lasts %v s, want %v (the last frame's end)", d, lastPTS+0.1)
+	}
+	mkvmergeClean(t, path)
+}
