@@ -60,7 +60,7 @@
 //
 // # Discontinuities
 //
-// PushDiscontinuity marks a break in one track's timeline (empty group,
+// PushDiscontinuity marks a break in one track's timeline (a marker group,
 // publisher rewind, reconnect). If the track's next frame would go back in
 // time (a restarted publisher starts its clock afresh), the track is shifted
 // forward so it continues one frame duration after the newest key seen on
@@ -74,4 +74,11 @@
 // one, once the new timeline started leaving, is dropped (counted late). A forward gap is kept as
 // it is. Either way the frame leaves with mux.Frame.Discontinuity set, which
 // the muxer acts on.
+//
+// # Ends
+//
+// PushEnd queues where a track's newest frame ends (hang's end marker)
+// right behind that frame: it leaves as an Item with End after the frame,
+// in order, even when the frame left already, so the engine hands it to
+// the muxer before the track's next frame.
 package jitter

@@ -176,13 +176,15 @@ func TestBackfillAfterARestartIsReadBeforeTheGroupTheConsumerWaitsAt(t *testing.
 	}
 }
 
-// TestOnlyANewTimelineIsReportedAsARestart: an empty group (hang's
-// discontinuity marker) is a discontinuity without Restart.
+// TestOnlyANewTimelineIsReportedAsARestart: a group holding one marker
+// (hang's discontinuity marker) is a discontinuity without Restart.
 func TestOnlyANewTimelineIsReportedAsARestart(t *testing.T) {
 	tr := NewTrack("a")
 	c := tr.Subscribe(time.Second)
 	writeGroup(t, tr, 0, true, 0)
-	writeGroup(t, tr, 1, true)
+	g := writeGroup(t, tr, 1, false)
+	writeMarker(t, g, 20_000)
+	g.Close(nil)
 	writeGroup(t, tr, 2, true, 40_000)
 	var discs []Event
 	for _, ev := range events(c) {
