@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/moq-export/moq-export/mux"
 )
@@ -128,6 +129,10 @@ type MuxOptions struct {
 	// size limit holds the file): MP4 finishes by copy instead of in
 	// place, which would copy its first fragments to the end.
 	Compact bool
+	// WallClock maps a frame timestamp (µs) to wall-clock time when the
+	// broadcast's catalog has a clock (catalog.Clock.At), nil otherwise:
+	// MKV's DateUTC and MP4's creation_time are its first frame's.
+	WallClock func(ts int64) time.Time
 }
 
 // NewMuxer returns a muxer of format f writing to w.

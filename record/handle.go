@@ -38,7 +38,10 @@ type Recording struct {
 	ex     *export.Export
 	tracks *countTracks
 	seg    *segment.Muxer
-	out    *output // the output being written (the export's goroutine only)
+	// wall maps media time to wall time: the first catalog's clock (nil
+	// without one). Set before the first output opens.
+	wall func(ts int64) time.Time
+	out  *output // the output being written (the export's goroutine only)
 	// largestGroup is the estimated size of the largest group written
 	// (MaxFileBytes; the export's goroutine only).
 	largestGroup int64

@@ -6,6 +6,7 @@ import (
 	"math"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,7 +18,8 @@ import (
 	"github.com/moq-export/moq-export/record"
 )
 
-// markedBroadcast publishes the vp9 sample with hang's markers: a
+// markedBroadcast publishes the vp9 sample (its catalog with a clock) with
+// hang's markers: a
 // discontinuity marker group between its second and third groups, and an
 // end marker closing the last group 100 ms after its last frame (three
 // frames' worth: no estimate gives it).
@@ -28,6 +30,7 @@ func markedBroadcast(t *testing.T) (*model.Broadcast, *testmedia.Sample) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cat.Clock = &catalog.Clock{Wall: 212976000000000} // PTS 0 at 2026-10-01T00:00:00Z
 	data, _ := cat.Marshal()
 	bc := model.NewBroadcast("marked")
 	cg, _ := bc.CreateTrack(catalog.TrackName).AppendGroup()
@@ -63,7 +66,8 @@ func markedBroadcast(t *testing.T) (*model.Broadcast, *testmedia.Sample) {
 // TestMarkersReachNoFileAndTheEndMarkerEndsIt: a recording of a broadcast
 // with hang's markers holds every media frame and no marker, breaks its
 // timeline at the discontinuity marker, and ends where the end marker says
-// (MKV Duration, MP4 last sample), through the recorder's outputs.
+// (MKV Duration, MP4 last sample), through the recorder's outputs; its
+// catalog clock dates it (MKV DateUTC, MP4 creation_time).
 func TestMarkersReachNoFileAndTheEndMarkerEndsIt(t *testing.T) {
 	for _, tc := range []struct {
 		ext     string
@@ -104,6 +108,12 @@ func TestMarkersReachNoFileAndTheEndMarkerEndsIt(t *testing.T) {
 			want := last - first + 0.1
 			if d, _ := p.Format.Seconds(); math.Abs(d-want) > 0.0015 {
 				t.Errorf("the file lasts %.4f s, want %.4f: up to the end marker", d, want)
+			}
+			// The catalog's clock dates the file: its first frame's wall time.
+			tags, _ := mediatest.Run(t, "ffprobe", "-v", "error", "-show_entries", "format_tags=creation_time", "-of", "default=nw=1:nk=1", path)
+			at := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(s.Frames[0].Timestamp) * time.Microsecond)
+			if got, want := strings.TrimSpace(tags), at.Format("2006-01-02T15:04:05.000000Z"); got != want {
+				t.Errorf("creation_time %q, want %q (the catalog clock's time of the first frame)", got, want)
 			}
 		})
 	}

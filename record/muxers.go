@@ -27,16 +27,16 @@ var muxers = map[Format]muxer{
 		return flv.NewWriter(w, flv.Options{KeepTimestamps: o.KeepTimestamps, Logger: o.Logger})
 	}},
 	MKV: {caps: mkv.Caps, new: func(w io.Writer, o MuxOptions) mux.Muxer {
-		return mkv.NewWriter(w, mkv.Options{DocType: "matroska", KeepSizesUnknown: o.FinishHead != nil, KeepTimestamps: o.KeepTimestamps, Logger: o.Logger})
+		return mkv.NewWriter(w, mkv.Options{DocType: "matroska", KeepSizesUnknown: o.FinishHead != nil, KeepTimestamps: o.KeepTimestamps, Logger: o.Logger, WallClock: o.WallClock})
 	}},
 	WebM: {caps: mkv.WebMCaps, new: func(w io.Writer, o MuxOptions) mux.Muxer {
-		return mkv.NewWriter(w, mkv.Options{DocType: "webm", KeepSizesUnknown: o.FinishHead != nil, KeepTimestamps: o.KeepTimestamps, Logger: o.Logger})
+		return mkv.NewWriter(w, mkv.Options{DocType: "webm", KeepSizesUnknown: o.FinishHead != nil, KeepTimestamps: o.KeepTimestamps, Logger: o.Logger, WallClock: o.WallClock})
 	}},
 	TS: {caps: ts.Caps, new: func(w io.Writer, o MuxOptions) mux.Muxer {
 		return ts.NewWriter(w, ts.Options{KeepTimestamps: o.KeepTimestamps, Logger: o.Logger})
 	}},
 	MP4: {caps: mp4.Caps, new: func(w io.Writer, o MuxOptions) mux.Muxer {
-		return mp4.NewWriter(w, mp4.Options{Path: o.Path, FinishHead: o.FinishHead, FinishByCopy: o.Compact, KeepTimestamps: o.KeepTimestamps, Logger: o.Logger})
+		return mp4.NewWriter(w, mp4.Options{Path: o.Path, FinishHead: o.FinishHead, FinishByCopy: o.Compact, KeepTimestamps: o.KeepTimestamps, Logger: o.Logger, WallClock: o.WallClock})
 	}},
 	HLS: {caps: hls.Caps,
 		new: func(io.Writer, MuxOptions) mux.Muxer { return hls.NewWriter(hls.Options{}) },

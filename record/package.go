@@ -52,8 +52,12 @@ type Package interface {
 type PackageMuxOptions struct {
 	SegmentDuration time.Duration
 	// Start is the wall clock of the first frame; zero: when it arrives.
-	Start  time.Time
-	Logger *slog.Logger
+	Start time.Time
+	// WallClock maps a frame timestamp (µs) to wall-clock time when the
+	// broadcast's catalog has a clock (catalog.Clock.At), nil otherwise:
+	// what EXT-X-PROGRAM-DATE-TIME can follow.
+	WallClock func(ts int64) time.Time
+	Logger    *slog.Logger
 }
 
 // CreatePackage opens the package directory of broadcast: the template
@@ -181,8 +185,11 @@ func (r *Recorder) openPackage(rec *Recording, po PackageOutput) (mux.Muxer, err
 	pf := &packageFile{p: p}
 	cw := &countWriter{w: pf}
 	pf.count = cw
+	rec.mu.Lock()
+	wall := rec.wall
+	rec.mu.Unlock()
 	m := muxers[r.opts.Format].pkg(countingPackage{Package: p, count: cw}, PackageMuxOptions{
-		SegmentDuration: r.opts.HLSSegmentDuration, Logger: r.log.With("output", p.Name())})
+		SegmentDuration: r.opts.HLSSegmentDuration, WallClock: wall, Logger: r.log.With("output", p.Name())})
 	info := FileInfo{Path: p.Name(), Broadcast: name, Format: string(r.opts.Format)}
 	r.log.Info("writing", "path", info.Path, "format", r.opts.Format, "broadcast", name)
 	rec.fileOpened(info)

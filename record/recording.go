@@ -127,6 +127,11 @@ func (r *Recorder) prepare(ctx context.Context, rec *Recording) error {
 	if err := r.Plan(name, cat); err != nil {
 		return err
 	}
+	if cat.Clock != nil {
+		rec.mu.Lock()
+		rec.wall = cat.Clock.At
+		rec.mu.Unlock()
+	}
 	opts := r.exportOptions()
 	opts.MaxDuration = r.opts.Duration
 	opts.Logger = r.log.With("broadcast", name)

@@ -29,7 +29,10 @@ func (r *Recorder) open(rec *Recording, n int) (mux.Muxer, error) {
 	if s, ok := f.(io.Seeker); ok {
 		w = &countWriteSeeker{countWriter: cw, s: s}
 	}
-	mo := MuxOptions{Path: path, KeepTimestamps: r.opts.KeepTimestamps, Logger: r.log.With("output", f.Name()), Compact: r.opts.MaxFileBytes > 0}
+	rec.mu.Lock()
+	wall := rec.wall
+	rec.mu.Unlock()
+	mo := MuxOptions{Path: path, KeepTimestamps: r.opts.KeepTimestamps, Logger: r.log.With("output", f.Name()), Compact: r.opts.MaxFileBytes > 0, WallClock: wall}
 	if rf, ok := f.(RemoteFile); ok {
 		mo.FinishHead = rf.FinishHead
 	}

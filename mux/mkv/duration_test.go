@@ -3,7 +3,9 @@ package mkv
 import (
 	"math"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/moq-export/moq-export/internal/mediatest"
 )
@@ -42,6 +44,29 @@ func TestTheFileEndsWhereItsLastFramesEndMarkerSays(t *testing.T) {
 	lastPTS, _ := strconv.ParseFloat(pk[n-1].PTSTime, 64)
 	if d, _ := p.Format.Seconds(); math.Abs(d-(lastPTS+0.1)) > 0.0015 {
 		t.Errorf("file lasts %v s, want %v (the last frame's end)", d, lastPTS+0.1)
+	}
+	mkvmergeClean(t, path)
+}
+
+// With a wall clock (a catalog's), the Info's DateUTC is the wall-clock
+// time of the first frame, which ffprobe reads as creation_time.
+func TestTheDateIsTheWallClockOfTheFirstFrame(t *testing.T) {
+	t.Parallel()
+	in := mediatest.SampleInput("vp9", 1)
+	for i := range in.Frames {
+		in.Frames[i].Timestamp += 7_000_000 // the broadcast began 7 s before
+	}
+	epoch := time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC) // its PTS 0
+	f, path := mediatest.CreateFile(t, "dated.webm")
+	w := NewWriter(f, Options{WallClock: func(ts int64) time.Time { return epoch.Add(time.Duration(ts) * time.Microsecond) }})
+	mediatest.Feed(t, w, in)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mediatest.DecodeClean(t, path)
+	out, _ := mediatest.Run(t, "ffprobe", "-v", "error", "-show_entries", "format_tags=creation_time", "-of", "default=nw=1:nk=1", path)
+	if got, want := strings.TrimSpace(out), "2026-10-01T12:00:07.000000Z"; got != want {
+		t.Fatalf("creation_time %q, want %q", got, want)
 	}
 	mkvmergeClean(t, path)
 }

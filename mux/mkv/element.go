@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"time"
 
 	"github.com/at-wat/ebml-go"
 	"github.com/at-wat/ebml-go/webm"
@@ -43,10 +44,11 @@ type seekEntry struct {
 }
 
 type segmentInfo struct {
-	TimestampScale uint64  `ebml:"TimecodeScale"`
-	Duration       float64 `ebml:"Duration,omitempty"`
-	MuxingApp      string  `ebml:"MuxingApp"`
-	WritingApp     string  `ebml:"WritingApp"`
+	TimestampScale uint64    `ebml:"TimecodeScale"`
+	Duration       float64   `ebml:"Duration,omitempty"`
+	DateUTC        time.Time `ebml:"DateUTC,omitempty"`
+	MuxingApp      string    `ebml:"MuxingApp"`
+	WritingApp     string    `ebml:"WritingApp"`
 }
 
 // headRegion is the start of the Segment that Close rewrites in place:

@@ -54,6 +54,10 @@ type Options struct {
 	// WritingApp names the program in the Info element; "" means
 	// "moq-export".
 	WritingApp string
+	// WallClock maps a frame timestamp (µs, as WriteFrame takes them) to
+	// wall-clock time: a broadcast's catalog clock. The Info's DateUTC is
+	// then the wall-clock time of the file's first frame. Nil: no DateUTC.
+	WallClock func(ts int64) time.Time
 }
 
 // counters details what a Writer did so far. Its mux.Stats is what
@@ -92,7 +96,8 @@ type Writer struct {
 
 	segData    int64 // offset of the Segment's data (SeekHead) in the file
 	regionSize int
-	tracksPos  int64 // offset of Tracks relative to segData
+	date       time.Time // DateUTC (zero: none), see Options.WallClock
+	tracksPos  int64     // offset of Tracks relative to segData
 	// tracksSpan is how many bytes Tracks and the Void after it occupy: a
 	// seekable file reserves lateTrackRoom there, so that tracks added
 	// after the header can be written into it.
@@ -418,6 +423,9 @@ func (w *Writer) maybeStart() error {
 // buffered so far.
 func (w *Writer) start() error {
 	w.started = true
+	if first, ok := w.pending.First(); ok && w.opts.WallClock != nil {
+		w.date = w.opts.WallClock(first)
+	}
 	var live []*track
 	for _, t := range w.tracks {
 		switch {
@@ -633,7 +641,7 @@ func (w *Writer) placeLate(t *track) error {
 // out; durationMs 0 leaves Duration out.
 func (w *Writer) region(cuesPos int64, durationMs float64) ([]byte, error) {
 	var r headRegion
-	r.Info = segmentInfo{TimestampScale: 1_000_000, Duration: durationMs, MuxingApp: "moq-export mux/mkv (ebml-go)", WritingApp: w.opts.WritingApp}
+	r.Info = segmentInfo{TimestampScale: 1_000_000, Duration: durationMs, DateUTC: w.date, MuxingApp: "moq-export mux/mkv (ebml-go)", WritingApp: w.opts.WritingApp}
 	r.SeekHead.Seek = []seekEntry{
 		{SeekID: ebml.ElementInfo.Bytes()},
 		{SeekID: ebml.ElementTracks.Bytes(), SeekPosition: uint64(w.tracksPos)},

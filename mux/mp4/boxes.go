@@ -279,13 +279,15 @@ func (w *Writer) moov(finished bool, co64 bool) ([]byte, error) {
 		}
 	}
 	if err := b.box(&amp4.Mvhd{
-		FullBox:     amp4.FullBox{Version: 1},
-		Timescale:   movieTimescale,
-		DurationV1:  movieDur,
-		Rate:        0x10000,
-		Volume:      0x100,
-		Matrix:      [9]int32{0x10000, 0, 0, 0, 0x10000, 0, 0, 0, 0x40000000},
-		NextTrackID: uint32(len(w.live) + 1),
+		FullBox:            amp4.FullBox{Version: 1},
+		CreationTimeV1:     w.created,
+		ModificationTimeV1: w.created,
+		Timescale:          movieTimescale,
+		DurationV1:         movieDur,
+		Rate:               0x10000,
+		Volume:             0x100,
+		Matrix:             [9]int32{0x10000, 0, 0, 0, 0x10000, 0, 0, 0, 0x40000000},
+		NextTrackID:        uint32(len(w.live) + 1),
 	}); err != nil {
 		return nil, err
 	}
@@ -295,6 +297,7 @@ func (w *Writer) moov(finished bool, co64 bool) ([]byte, error) {
 		trak := b.start("trak")
 		tkhd := *p.tkhd
 		tkhd.Version = 1
+		tkhd.CreationTimeV1, tkhd.ModificationTimeV1 = w.created, w.created
 		tkhd.DurationV0, tkhd.DurationV1 = 0, t.movieDur
 		if !finished {
 			tkhd.DurationV1 = 0
@@ -310,7 +313,7 @@ func (w *Writer) moov(finished bool, co64 bool) ([]byte, error) {
 			b.end(edts)
 		}
 		mdia := b.start("mdia")
-		mdhd := &amp4.Mdhd{FullBox: amp4.FullBox{Version: 1}, Timescale: t.timescale, Language: [3]byte{'u', 'n', 'd'}}
+		mdhd := &amp4.Mdhd{FullBox: amp4.FullBox{Version: 1}, CreationTimeV1: w.created, ModificationTimeV1: w.created, Timescale: t.timescale, Language: [3]byte{'u', 'n', 'd'}}
 		if finished {
 			mdhd.DurationV1 = uint64(tab.mediaDur)
 		}

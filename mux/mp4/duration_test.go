@@ -2,10 +2,13 @@ package mp4
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	amp4 "github.com/abema/go-mp4"
 
@@ -120,4 +123,35 @@ func sampleDurations(t *testing.T, path string) []uint32 {
 		}
 	}
 	return out
+}
+
+// With a wall clock (a catalog's), the movie's creation_time is the
+// wall-clock time of the first frame, in both forms, as ffprobe reads it.
+func TestTheCreationTimeIsTheWallClockOfTheFirstFrame(t *testing.T) {
+	t.Parallel()
+	epoch := time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC) // the broadcast's PTS 0
+	for _, finished := range []bool{false, true} {
+		t.Run(fmt.Sprint("finished=", finished), func(t *testing.T) {
+			t.Parallel()
+			in := mediatest.SampleInput("vp9", 1)
+			for i := range in.Frames {
+				in.Frames[i].Timestamp += 7_000_000 // the broadcast began 7 s before
+			}
+			f, path := mediatest.CreateFile(t, "dated.mp4")
+			opts := Options{WallClock: func(ts int64) time.Time { return epoch.Add(time.Duration(ts) * time.Microsecond) }}
+			if finished {
+				opts.Path = path
+			}
+			w := NewWriter(f, opts)
+			mediatest.Feed(t, w, in)
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			mediatest.DecodeClean(t, path)
+			out, _ := mediatest.Run(t, "ffprobe", "-v", "error", "-show_entries", "format_tags=creation_time", "-of", "default=nw=1:nk=1", path)
+			if got, want := strings.TrimSpace(out), "2026-10-01T12:00:07.000000Z"; got != want {
+				t.Fatalf("creation_time %q, want %q", got, want)
+			}
+		})
+	}
 }

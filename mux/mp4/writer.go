@@ -54,6 +54,11 @@ type Options struct {
 	// video, fragments are cut at the keyframes of the first video track
 	// and at 4 × FragmentDuration for streams with longer GOPs. 0 means 2s.
 	FragmentDuration time.Duration
+	// WallClock maps a frame timestamp (µs, as WriteFrame takes them) to
+	// wall-clock time: a broadcast's catalog clock. The creation_time of
+	// the movie, its tracks and their media is then the wall-clock time
+	// of the file's first frame. Nil: none (zero).
+	WallClock func(ts int64) time.Time
 }
 
 // counters details what a Writer did so far. Its mux.Stats is what
@@ -111,6 +116,19 @@ type Writer struct {
 	stats counters
 
 	chapters []chapter // asked for by Chapter, listed by the finished moov
+
+	created uint64 // creation_time, seconds since 1904 (0: none); Options.WallClock
+}
+
+// mp4Epoch is where an MP4's times count from.
+var mp4Epoch = time.Date(1904, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// mp4Time is t in seconds since 1904, 0 before then.
+func mp4Time(t time.Time) uint64 {
+	if t.Before(mp4Epoch) {
+		return 0
+	}
+	return uint64(t.Sub(mp4Epoch) / time.Second)
 }
 
 type pendingFrame struct {
@@ -447,13 +465,17 @@ func (w *Writer) start() error {
 	if len(w.live) == 0 {
 		return w.out.Fail(fmt.Errorf("mp4: no track can be written"))
 	}
-	if !w.opts.KeepTimestamps {
-		w.origin = math.MaxInt64
-		for _, p := range pending {
-			if !p.t.disabled {
-				w.origin = min(w.origin, p.pts)
-			}
+	first := int64(math.MaxInt64)
+	for _, p := range pending {
+		if !p.t.disabled {
+			first = min(first, p.pts)
 		}
+	}
+	if !w.opts.KeepTimestamps {
+		w.origin = first
+	}
+	if w.opts.WallClock != nil && first != math.MaxInt64 {
+		w.created = mp4Time(w.opts.WallClock(first))
 	}
 	_, parts, err := initMoov(w.live)
 	if err != nil {

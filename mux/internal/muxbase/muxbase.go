@@ -129,6 +129,10 @@ func (h *Held[T]) DeleteFunc(del func(T) bool) {
 	}
 }
 
+// First returns the earliest timestamp of the frames held, false when
+// none is.
+func (h *Held[T]) First() (int64, bool) { return h.first, h.frames > 0 }
+
 // Last returns the newest entry for which match is true, to be changed in
 // place; nil when there is none.
 func (h *Held[T]) Last(match func(*T) bool) *T {
