@@ -252,8 +252,12 @@ func (p *pubTrack) serve(cons *model.Consumer) error {
 			}
 			switch ev.Kind {
 			case model.EventDiscontinuity:
-				// A new timeline: the start filter belongs to the old one.
-				hasStart = false
+				// A new timeline: the start filter belongs to the old
+				// one. (A marker's discontinuity goes on on the same
+				// timeline: the filter holds.)
+				if ev.Restart {
+					hasStart = false
+				}
 				p.closeGroup(nil)
 			case model.EventEnd:
 				p.closeGroup(nil)
