@@ -55,7 +55,7 @@ type PackageMuxOptions struct {
 	Start time.Time
 	// WallClock maps a frame timestamp (µs) to wall-clock time when the
 	// broadcast's catalog has a clock (catalog.Clock.At), nil otherwise:
-	// what EXT-X-PROGRAM-DATE-TIME can follow.
+	// EXT-X-PROGRAM-DATE-TIME follows it (hls.Options.Clock).
 	WallClock func(ts int64) time.Time
 	Logger    *slog.Logger
 }
