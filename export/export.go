@@ -29,7 +29,7 @@ type Stats struct {
 	NotExported int
 	MediaTime   time.Duration // media time written since the first frame
 	// DataTracks counts the json and binary data tracks the catalog
-	// listed: no media, not recorded (an archive keeps them).
+	// listed: no media, not recorded (nor archived, by -f archive).
 	DataTracks int64
 }
 
