@@ -130,7 +130,9 @@ type feedTrack struct {
 	drained chan struct{}
 	// skipBefore: frames before it are not written (µs).
 	skipBefore int64
-	after      uint64 // catalog: groups up to it were written at the start
+	after      uint64    // catalog: groups up to it were written at the start
+	endBy      time.Time // its end waits for its readers until then
+	graceBy    time.Time // and, paced, until then
 }
 
 func (f *feeder) request(name string) (*model.Track, error) {
@@ -369,13 +371,15 @@ func (f *feeder) fill(ctx context.Context, ft *feedTrack, now int64) error {
 			return err
 		}
 		if !ok {
-			if f.o.Follow <= 0 {
+			if f.o.Follow <= 0 && !f.endLater(ft) {
 				f.end(ft)
 			}
 			return nil
 		}
 		if fr.ts >= f.o.To {
-			f.end(ft)
+			if !f.endLater(ft) {
+				f.end(ft)
+			}
 			return nil
 		}
 		if fr.ts >= now {
@@ -415,6 +419,37 @@ func (f *feeder) fill(ctx context.Context, ft *feedTrack, now int64) error {
 			f.o.Logger.Warn("archive: frame not unpacked", "broadcast", f.r.name, "track", ft.name, "group", fr.group, "err", err)
 		}
 	}
+}
+
+// endWait bounds how long a track's end waits for its readers; a paced
+// replay (served to subscribers over the network) then waits endGrace
+// more, as the reference's own publisher delays its close, for the last
+// group's stream to land before the end does.
+const (
+	endWait  = 2 * time.Second
+	endGrace = 500 * time.Millisecond
+)
+
+// endLater reports whether the end of ft waits: until its readers read
+// its last group (a publisher's subscription then has sent it before it
+// signals the end: a subscriber that stops at that signal, as the
+// reference's does, does not lose the group still in flight), at most
+// endWait, and for a paced replay endGrace after.
+func (f *feeder) endLater(ft *feedTrack) bool {
+	now := time.Now()
+	if ft.endBy.IsZero() {
+		ft.endBy = now.Add(endWait)
+	}
+	if !ft.t.Drained() && now.Before(ft.endBy) {
+		return true
+	}
+	if !f.o.Pace {
+		return false
+	}
+	if ft.graceBy.IsZero() {
+		ft.graceBy = now.Add(endGrace)
+	}
+	return now.Before(ft.graceBy)
 }
 
 // end finishes a track: its last group and the track.

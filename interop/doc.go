@@ -70,7 +70,11 @@
 //     its own subscriber drops group streams arriving after that FIN; two
 //     @moq/net peers lose the last group that way. The publisher here waits
 //     --close-delay-ms (500 by default) before closing; one test sets 0 and
-//     requires our subscriber to keep every group below SUBSCRIBE_END.
+//     requires our subscriber to keep every group below SUBSCRIBE_END. An
+//     archive replay ends a track only once its readers (our publisher's
+//     subscriptions) read its last group, so that group's stream is on its
+//     way before the end; replay_test.go has the reference subscriber
+//     record a replay served on --listen frame for frame.
 //   - Deno 2.9 turns a stream abort into a plain FIN, and an unknown track
 //     gets no answer at all, so refusals are a FIN without TRACK_INFO or the
 //     request timeout.
