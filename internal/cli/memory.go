@@ -28,8 +28,13 @@ type memoryReturner struct {
 	free    func()           // debug.FreeOSMemory but in tests
 	sources func() []settler // the sources recorded from now
 	mu      sync.Mutex
-	timer   *time.Timer
+	timer   resetter
+	// afterFunc is time.AfterFunc but in tests.
+	afterFunc func(time.Duration, func()) resetter
 }
+
+// resetter is the part of a *time.Timer the returner uses.
+type resetter interface{ Reset(time.Duration) bool }
 
 // settler is a source whose waits can be parked afresh.
 type settler interface{ Settle(context.Context) }
@@ -46,7 +51,11 @@ func (m *memoryReturner) started() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.timer == nil {
-		m.timer = time.AfterFunc(m.after, m.run)
+		after := m.afterFunc
+		if after == nil {
+			after = func(d time.Duration, f func()) resetter { return time.AfterFunc(d, f) }
+		}
+		m.timer = after(m.after, m.run)
 		return
 	}
 	m.timer.Reset(m.after)

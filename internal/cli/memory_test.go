@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 )
@@ -12,24 +11,28 @@ import (
 // after a run of starts, and again after a later one; never while starts
 // go on, and never when turned off.
 func TestMemoryIsReturnedAfterTheStartsStop(t *testing.T) {
-	var mu sync.Mutex
 	frees := 0
-	m := &memoryReturner{after: 50 * time.Millisecond, free: func() { mu.Lock(); frees++; mu.Unlock() }, sources: func() []settler { return nil }}
-	count := func() int { mu.Lock(); defer mu.Unlock(); return frees }
+	var fake *fakeTimer
+	m := &memoryReturner{after: 50 * time.Millisecond, free: func() { frees++ }, sources: func() []settler { return nil },
+		afterFunc: func(d time.Duration, f func()) resetter { fake = &fakeTimer{fire: f, d: d}; return fake }}
 	for round := 1; round <= 2; round++ {
 		for range 5 {
 			m.started()
-			time.Sleep(10 * time.Millisecond)
 		}
-		if n := count(); n != 2*(round-1) {
-			t.Fatalf("round %d: memory returned %d times while recordings were starting", round, n)
+		if fake == nil || fake.d != 50*time.Millisecond {
+			t.Fatalf("round %d: no timer of %v armed", round, m.after)
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for count() < 2*round {
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d: memory not returned after the starts", round)
-			}
-			time.Sleep(10 * time.Millisecond)
+		// One timer for every start, pushed back by each start after the
+		// first: it fires only once the starts stop for `after`.
+		if want := 5*round - 1; fake.resets != want {
+			t.Fatalf("round %d: the timer was pushed back %d times, want %d", round, fake.resets, want)
+		}
+		if frees != 2*(round-1) {
+			t.Fatalf("round %d: memory returned %d times while recordings were starting", round, frees)
+		}
+		fake.fire()
+		if frees != 2*round {
+			t.Fatalf("round %d: the timer fired, memory returned %d times, want %d", round, frees, 2*round)
 		}
 	}
 	off := &memoryReturner{free: func() { t.Error("returned with the returner off") }}
@@ -38,6 +41,15 @@ func TestMemoryIsReturnedAfterTheStartsStop(t *testing.T) {
 		t.Error("a timer was armed with the returner off")
 	}
 }
+
+// fakeTimer is a timer the test fires.
+type fakeTimer struct {
+	fire   func()
+	d      time.Duration
+	resets int
+}
+
+func (f *fakeTimer) Reset(d time.Duration) bool { f.d = d; f.resets++; return true }
 
 // TestTheSourcesSettleBetweenTwoCollections: the sources recorded from
 // settle after a first collection (it sizes new goroutines by the waiting
