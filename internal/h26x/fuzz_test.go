@@ -154,3 +154,26 @@ func FuzzNormalizerFrame(f *testing.F) {
 		}
 	})
 }
+
+// FuzzIsKeyframeAnnexB: reading an Annex B access unit in place tells a
+// keyframe exactly when splitting it and looking at its units does.
+func FuzzIsKeyframeAnnexB(f *testing.F) {
+	for _, vs := range videoSamples(f) {
+		for _, fr := range vs.sample.MustAnnexB().Frames[:3] {
+			f.Add(uint8(vs.codec), fr.Payload)
+		}
+	}
+	f.Add(uint8(h26x.H264), []byte{0, 0, 1, 0, 0, 1, 0x65})
+	f.Add(uint8(h26x.H265), []byte{0, 0, 0, 1, 0x26, 0x01, 0xaf})
+	f.Fuzz(func(t *testing.T, c uint8, b []byte) {
+		codec := h26x.Codec(c%2) + h26x.H264
+		got := h26x.IsKeyframeAnnexB(codec, b)
+		units, err := h26x.SplitAnnexB(b)
+		if err != nil {
+			return // no start code first: nothing to compare with
+		}
+		if want := h26x.IsKeyframe(codec, units); got != want {
+			t.Fatalf("IsKeyframeAnnexB %v, IsKeyframe of its units %v (% x)", got, want, b[:min(len(b), 16)])
+		}
+	})
+}

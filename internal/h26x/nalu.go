@@ -136,7 +136,8 @@ func isKeyUnit(c Codec, nalu []byte) bool {
 	case H264:
 		return t == int(h264.NALUTypeIDR)
 	case H265:
-		return t >= int(h265.NALUType_BLA_W_LP) && t <= int(h265.NALUType_RSV_IRAP_VCL23)
+		// nuh_temporal_id_plus1 is never 0 in a valid header.
+		return t >= int(h265.NALUType_BLA_W_LP) && t <= int(h265.NALUType_RSV_IRAP_VCL23) && nalu[1]&0x07 != 0
 	}
 	return false
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/internal/h26x"
 	"github.com/moq-export/moq-export/internal/testmedia"
 	"github.com/moq-export/moq-export/model"
 )
@@ -346,4 +347,20 @@ func TestAMarkerIsPublishedAsAnEmptyCodecPayload(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzKeyframer: the key flag of any payload, in any codec the keyframer
+// reads, is SyncKey or SyncDelta, without a panic.
+func FuzzKeyframer(f *testing.F) {
+	f.Add(uint8(0), []byte{0, 0, 0, 1, 0x65, 0x88})
+	f.Add(uint8(1), []byte{0, 0, 0, 2, 0x65, 0x88})
+	f.Add(uint8(3), []byte{0x0a, 0x0b, 0, 0, 0, 0x24, 0xc4, 0xff, 0xdf, 0x3f, 0xe0, 0x12, 0x12, 0x00})
+	f.Add(uint8(5), []byte{0x82, 0x49, 0x83, 0x42, 0x00})
+	ks := []*keyframer{{codec: h26x.H264}, {codec: h26x.H264, lengthSize: 4}, {codec: h26x.H265, lengthSize: 2},
+		{family: "av1"}, {family: "vp8"}, {family: "vp9"}}
+	f.Fuzz(func(t *testing.T, k uint8, p []byte) {
+		if s := ks[int(k)%len(ks)].sync(p); s != model.SyncKey && s != model.SyncDelta {
+			t.Fatalf("sync %d", s)
+		}
+	})
 }
