@@ -292,11 +292,13 @@ done:
 	}
 	at := func(ts time.Time) float64 { return ts.Sub(epoch).Seconds() }
 	// largestGapIn returns the largest distance between neighbouring
-	// packets of pts that overlaps [from, to].
+	// packets of pts that begins in [from, to]: a hole that began before
+	// the fault (a recorder restarted just before it, still joining) is
+	// not the fault's.
 	largestGapIn := func(pts []float64, from, to float64) float64 {
 		gap := 0.0
 		for i := 1; i < len(pts); i++ {
-			if pts[i] >= from && pts[i-1] <= to {
+			if pts[i-1] >= from && pts[i-1] <= to {
 				gap = max(gap, pts[i]-pts[i-1])
 			}
 		}
