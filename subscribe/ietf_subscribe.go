@@ -128,7 +128,7 @@ func (rt *remoteTrack) subscribeIETF(ctx context.Context, ic *ietfConn, then fun
 		// The groups missed since the connection was lost come first
 		// (FETCH), or the track starts a new timeline.
 		rt.resume(ctx, ic, timescale, ok.Largest.Group)
-		rt.release()
+		rt.releaseAtLive(ok.Largest.Group, sub.burstDone)
 	case ok.Largest != nil:
 		// The publisher starts at the newest group (the reference and this
 		// package from its first object, a publisher that follows the
@@ -445,6 +445,7 @@ func (s *Session) readIETFSubgroup(ic *ietfConn, str recvStream, r *bufio.Reader
 	defer sub.groups.Done()
 	sub.groupArrived(h.Group)
 	sub.waitStarted(h.Group)
+	defer sub.created(h.Group)
 	rt := sub.rt
 	log := s.log.With("track", rt.name, "group", h.Group)
 	// The group ends with its subscription: STOP_SENDING wakes the read.
@@ -503,6 +504,7 @@ func (s *Session) readIETFSubgroup(ic *ietfConn, str recvStream, r *bufio.Reader
 					err = nil
 				}
 			}
+			sub.created(h.Group)
 			if err != nil {
 				g = nil
 				log.Debug("moq: group dropped", "err", err)
