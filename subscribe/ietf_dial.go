@@ -2,9 +2,11 @@ package subscribe
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
+	"time"
 
 	"github.com/moq-export/moq-export/internal/moq/ietf"
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
@@ -100,6 +102,17 @@ func (s *Session) ietfDial(ctx context.Context, c conn, v ietf.Version, t *trans
 		}
 	}
 	if err := ic.clientHandshake(ctx, p); err != nil {
+		if _, closed := errors.AsType[*CloseError](err); !closed {
+			// A read cut by the peer's close can fail first (a deadline,
+			// over WebTransport): the close says why (compat.learnSetup).
+			select {
+			case <-c.Context().Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+			if ce, ok := errors.AsType[*CloseError](connCause(c)); ok {
+				err = fmt.Errorf("%w: %w", err, ce)
+			}
+		}
 		c.Close(ietfProtocolViolation, "setup failed")
 		return nil, fmt.Errorf("moq: %v SETUP with %s: %w", v, t.HostPort, &setupError{v: v, err: err})
 	}
