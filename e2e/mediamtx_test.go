@@ -122,6 +122,7 @@ func publishLikeMediaMTX(t *testing.T, ctx context.Context) (*model.Broadcast, m
 						if g != nil {
 							g.Close(nil)
 						}
+						var err error // this goroutine's own: the two tracks publish at once
 						if g, err = tr.AppendGroup(); err != nil {
 							return
 						}
