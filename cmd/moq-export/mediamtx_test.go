@@ -132,7 +132,14 @@ func TestAMediaMTXLikeServerIsRecordedIntoEveryContainer(t *testing.T) {
 			}
 			defer srv.Close()
 			url := tc.scheme + "://" + srv.Addr().String() + "/live/test"
-			r := run(t, dir, url, "--tls-fingerprint", pin, "-v", "-o", tc.file, "--duration", "2s")
+			args := []string{url, "--tls-fingerprint", pin, "-v", "-o", tc.file, "--duration", "2s"}
+			if tc.perFrame {
+				// Each frame is a stream of its own: a loaded machine that
+				// delays one past --delay costs the video up to a GOP,
+				// which is not what this test is about.
+				args = append(args, "--delay", "4s", "--max-delay", "8s")
+			}
+			r := run(t, dir, args...)
 			if r.code != 0 {
 				t.Fatalf("exit %d\n%s", r.code, r.stderr)
 			}
