@@ -399,6 +399,14 @@ func (rt *remoteTrack) response(ctx context.Context, c conn, v *wire.Version, su
 			st.first, st.haveFirst = resp.Ack.Start.Seq, true
 			rt.track.SetStart(st.first)
 		}
+		if st.resumed {
+			// No FETCH to fill the gap on these versions: the hold the
+			// lost connection took ends once the live groups are in
+			// (every one from 0 when the start is not named), as after
+			// a SUBSCRIBE_OK. A hold never released would keep the
+			// track's reader from ever skipping a group the loss cut.
+			rt.releaseAtLive(st.first, sub.burstDone)
+		}
 		sub.markStarted()
 		s.log.Debug("moq: subscribed", "broadcast", rt.rb.path, "track", rt.name, "version", v.Name)
 	case wire.RespEnd:
