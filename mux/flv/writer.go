@@ -262,6 +262,11 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 		ptsMs = w.videoMs(t, pts)
 		if dts == pts {
 			dtsMs = ptsMs
+		} else if d := w.videoMs(t, dts); d <= ptsMs {
+			// B-frames: decode times lie on the same frame grid, and a
+			// reader rescales them too (two on one tick is the same
+			// "non monotonically increasing dts").
+			dtsMs = d
 		}
 	}
 	if dtsMs < 0 {
