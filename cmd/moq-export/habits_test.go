@@ -398,7 +398,7 @@ func TestListShowsEveryDemoCodecAsJSON(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "flv*,mkv,ts") || !strings.Contains(r.stdout, "flv*: Enhanced FLV") || !strings.Contains(r.stdout, "ffmpeg >= 7") {
 		t.Errorf("--list: exit %d, no Enhanced FLV note in\n%s", r.code, r.stdout)
 	}
-	if n := strings.Count(r.stdout, "320x180") + strings.Count(r.stdout, "640x360") + strings.Count(r.stdout, "48000Hz"); n != len(want) {
+	if n := strings.Count(r.stdout, "320x180") + strings.Count(r.stdout, "640x360") + strings.Count(r.stdout, "48000Hz") + strings.Count(r.stdout, " text "); n != len(want) {
 		t.Errorf("--list shows %d renditions, want %d:\n%s", n, len(want), r.stdout)
 	}
 }
