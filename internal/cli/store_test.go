@@ -161,3 +161,43 @@ func TestRetentionSweepsTheObjectsUnderTheKeysPrefix(t *testing.T) {
 		t.Errorf("the deletions are not logged:\n%s", stderr.String())
 	}
 }
+
+// TestRetentionBySizeDeletesTheOldestObjectsFirst: --retention-size with
+// an s3:// -o deletes the oldest recordings under the key's prefix until
+// those left fit (the run's own, well under 0.5 MB, counts too), and
+// never an object that is not a recording.
+func TestRetentionBySizeDeletesTheOldestObjectsFirst(t *testing.T) {
+	s := s3test.Start(t)
+	dir := s.Bucket(t, "rec")
+	s3Env(t, s)
+	const mb = 1_000_000
+	now := time.Now()
+	for k, age := range map[string]time.Duration{"size/a.mkv": 72 * time.Hour, "size/b.mp4": 48 * time.Hour, "size/c.ts": 24 * time.Hour, "size/notes.txt": 96 * time.Hour} {
+		p := filepath.Join(dir, filepath.FromSlash(k))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, make([]byte, mb), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Chtimes(p, now.Add(-age), now.Add(-age))
+	}
+	var stderr syncBuffer // the sweep may log after Execute returns
+	code := Execute(context.Background(), []string{"--duration", "2s", "-o", "s3://rec/size/{broadcast}-{n}.mkv", "--spool", t.TempDir(), "--retention-size", "2.5MB", "-v"},
+		Env{Stdout: &bytes.Buffer{}, Stderr: &stderr})
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if strings.Contains(stderr.String(), "s3://rec/size/a.mkv") {
+			break
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "size", "demo-0.mkv")); err != nil || fi.Size() >= mb/2 {
+		t.Fatalf("the run's own object: %v (the test's sizes assume under 0.5 MB)", err)
+	}
+	for k, want := range map[string]bool{"size/a.mkv": false, "size/b.mp4": true, "size/c.ts": true, "size/notes.txt": true, "size/demo-0.mkv": true} {
+		_, err := os.Stat(filepath.Join(dir, filepath.FromSlash(k)))
+		if got := err == nil; got != want {
+			t.Errorf("%s: kept %v, want %v\n%s", k, got, want, stderr.String())
+		}
+	}
+}
