@@ -18,7 +18,7 @@ func TestReferenceLayoutsAreCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("layouts.js: %v", err)
 	}
-	want, err := os.ReadFile(filepath.Join("..", "subscribe", "internal", "wire", "testdata", "reference-layouts.jsonl"))
+	want, err := os.ReadFile(filepath.Join("..", "internal", "moq", "lite", "wire", "testdata", "reference-layouts.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
