@@ -356,6 +356,10 @@ func (d *Decoder) Decode(o Object) error {
 	return nil
 }
 
+// frameTimeSlack is how far a frame time may lie from a fragment's own
+// time and still be taken as the same time, rounded (µs).
+const frameTimeSlack = 1000
+
 // frameTime moves the samples of a cmaf fragment so that the earliest
 // presents at the object's frame time: hang's rule, the frame time wins
 // over tfdt, and the fragment's own times only place its samples relative
@@ -365,7 +369,12 @@ func frameTime(samples []cmaf.Sample, o Object) {
 	if !ok {
 		return
 	}
-	if shift := at - earliest(samples); shift != 0 {
+	// A frame time within a millisecond of the fragment's own is the same
+	// time rounded to whole microseconds: tfdt, exact in the track's
+	// timescale, keeps the samples on their grid (an AAC frame is 21333.3
+	// µs; moved by the rounding, an MPEG-TS file's audio left its 90 kHz
+	// grid by two ticks).
+	if shift := at - earliest(samples); shift <= -frameTimeSlack || shift >= frameTimeSlack {
 		for i := range samples {
 			samples[i].Timestamp += shift
 		}
