@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -25,15 +24,7 @@ func TestListenLimitsPublishersAndBroadcasts(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	l := startListener(t, dir, "-v", "--http", "127.0.0.1:0", "--max-publishers", "1", "--max-broadcasts", "1", "--record-all", "-o", "rec/{broadcast}-{n}.mkv", "--duration", "1.5s")
-	base := ""
-	for _, line := range l.log {
-		if m := regexp.MustCompile(`status page on (http://[0-9.:]+)`).FindStringSubmatch(line); m != nil {
-			base = m[1]
-		}
-	}
-	if base == "" {
-		t.Fatalf("no status page line before the listening line:\n%s", strings.Join(l.log, "\n"))
-	}
+	base := statusPage(t, l.log) // logged before the listening line
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	sess := publisher(t, ctx, l.addr, l.pin)

@@ -53,6 +53,21 @@ func value(fams map[string]*dto.MetricFamily, name string) float64 {
 	return m.Gauge.GetValue()
 }
 
+// statusPageLine is the command's notice of its --http address.
+var statusPageLine = regexp.MustCompile(`status page on (http://[0-9.:]+)`)
+
+// statusPage returns the base URL the command's log names for --http.
+func statusPage(t *testing.T, log []string) string {
+	t.Helper()
+	for _, line := range log {
+		if m := statusPageLine.FindStringSubmatch(line); m != nil {
+			return m[1]
+		}
+	}
+	t.Fatalf("no status page line:\n%s", strings.Join(log, "\n"))
+	return ""
+}
+
 // labelled is the value of name's series whose label is value; 0 when it
 // has none (a counter never incremented is not exported).
 func labelled(fams map[string]*dto.MetricFamily, name, label, value string) float64 {
@@ -112,7 +127,7 @@ func TestTheServiceFaceOfTheCommand(t *testing.T) {
 	cmd, errOut := start(t, dir, url, "--tls-fingerprint", pin, "--config", "moq-export.yaml", "--webhook", hook.URL,
 		"--webhook-secret-file", "secret", "--summary", "sum.json")
 	errOut.waitFor(t, "status page on http://")
-	m := regexp.MustCompile(`status page on (http://[0-9.:]+)`).FindStringSubmatch(errOut.String())
+	m := statusPageLine.FindStringSubmatch(errOut.String())
 	mu.Lock()
 	base = m[1]
 	mu.Unlock()
@@ -200,15 +215,7 @@ func TestTheAPIRecordsFromListen(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	l := startListener(t, dir, "-v", "--http", "127.0.0.1:0")
-	base := ""
-	for _, line := range l.log {
-		if m := regexp.MustCompile(`status page on (http://[0-9.:]+)`).FindStringSubmatch(line); m != nil {
-			base = m[1]
-		}
-	}
-	if base == "" {
-		t.Fatalf("no status page line:\n%s", strings.Join(l.log, "\n"))
-	}
+	base := statusPage(t, l.log)
 	l.waitLine(t, "recording only what the API starts from the publishers of --listen")
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
