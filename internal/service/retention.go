@@ -91,8 +91,12 @@ func (s *Service) RunRetention(ctx context.Context) {
 }
 
 // Sweep applies the retention once, as at time now, and returns how many
-// files it deleted.
+// files it deleted. Sweeps run one at a time: two at once would each list
+// what the other is deleting and, counting a file already gone, delete
+// more than the size bound asks.
 func (s *Service) Sweep(now time.Time) int {
+	s.sweepMu.Lock()
+	defer s.sweepMu.Unlock()
 	ret := s.opts.Retention
 	st := ret.Store
 	if st == nil {

@@ -57,6 +57,8 @@ type Service struct {
 	metrics *metrics
 	hooks   *dispatcher
 
+	sweepMu sync.Mutex // one retention sweep at a time
+
 	mu        sync.Mutex
 	nextID    int
 	byRec     map[*record.Recording]*entry
