@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/moq-export/moq-export/catalog"
-	"github.com/moq-export/moq-export/internal/mediatest"
 	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/mux/mkv"
 )

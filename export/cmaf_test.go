@@ -13,8 +13,8 @@ import (
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/export"
-	"github.com/moq-export/moq-export/internal/cmaf/cmaftest"
-	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/internal/testutil/cmaftest"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/mux"
 	"github.com/moq-export/moq-export/mux/flv"

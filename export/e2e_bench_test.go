@@ -18,9 +18,9 @@ import (
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
 	"github.com/moq-export/moq-export/export"
-	"github.com/moq-export/moq-export/internal/allocs"
-	"github.com/moq-export/moq-export/internal/mediatest"
 	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/testutil/allocs"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/mux"
 	"github.com/moq-export/moq-export/mux/mkv"
@@ -284,7 +284,7 @@ func (p *pipeline) drain() { p.waitWritten(p.sent) }
 // producer's model track and our publisher), dep-allocs/frame everyone
 // else's, both sides (quic-go's run loops serve both); counted with every
 // allocation sampled over 600 frames after the timed loop (package
-// internal/allocs).
+// internal/testutil/allocs).
 func BenchmarkEndToEnd(b *testing.B) {
 	for _, media := range []struct {
 		name, sample string
@@ -332,7 +332,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 }
 
 // sendingSide names the functions only the producer and our publisher run
-// (internal/allocs counts what runs through them apart).
+// (internal/testutil/allocs counts what runs through them apart).
 var sendingSide = []string{
 	"export_test.(*pipeline).write",
 	"subscribe.(*pubTrack)",

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moq-export/moq-export/internal/browsertest"
 	"github.com/moq-export/moq-export/internal/cli"
-	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/internal/testutil/browsertest"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 )
 
 // publishPage embeds @moq/publish 0.2.17's element as its README shows,

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moq-export/moq-export/internal/browsertest"
+	"github.com/moq-export/moq-export/internal/testutil/browsertest"
 	"github.com/moq-export/moq-export/subscribe"
 )
 

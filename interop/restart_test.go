@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/internal/cli"
-	"github.com/moq-export/moq-export/internal/mediatest"
 	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 )
 
 // looped repeats every track of m until it spans d: each track on its own

@@ -10,8 +10,8 @@ import (
 
 	"github.com/moq-export/moq-export/archive"
 	"github.com/moq-export/moq-export/demo"
-	"github.com/moq-export/moq-export/internal/mediatest"
-	"github.com/moq-export/moq-export/internal/s3test"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
+	"github.com/moq-export/moq-export/internal/testutil/s3test"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/objstore"
 	"github.com/moq-export/moq-export/record"

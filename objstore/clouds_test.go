@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/demo"
-	"github.com/moq-export/moq-export/internal/mediatest"
-	"github.com/moq-export/moq-export/internal/storetest"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
+	"github.com/moq-export/moq-export/internal/testutil/storetest"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/objstore"
 	"github.com/moq-export/moq-export/record"

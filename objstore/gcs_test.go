@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/moq-export/moq-export/internal/storetest"
+	"github.com/moq-export/moq-export/internal/testutil/storetest"
 )
 
 // TestGCSComposesMoreThan32PartsInRounds: compose takes 32 sources a

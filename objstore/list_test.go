@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/moq-export/moq-export/internal/s3test"
+	"github.com/moq-export/moq-export/internal/testutil/s3test"
 	"github.com/moq-export/moq-export/objstore"
 )
 

@@ -4,8 +4,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/moq-export/moq-export/internal/s3test"
-	"github.com/moq-export/moq-export/internal/storetest"
+	"github.com/moq-export/moq-export/internal/testutil/s3test"
+	"github.com/moq-export/moq-export/internal/testutil/storetest"
 )
 
 func TestMain(m *testing.M) {

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/moq-export/moq-export/demo"
-	"github.com/moq-export/moq-export/internal/mediatest"
-	"github.com/moq-export/moq-export/internal/s3test"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
+	"github.com/moq-export/moq-export/internal/testutil/s3test"
 	"github.com/moq-export/moq-export/objstore"
 	"github.com/moq-export/moq-export/record"
 )

@@ -12,7 +12,7 @@ import (
 	"github.com/moq-export/moq-export/archive"
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
-	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/record"
 	"github.com/moq-export/moq-export/subscribe"

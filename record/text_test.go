@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/demo"
-	"github.com/moq-export/moq-export/internal/mediatest"
 	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/record"
 )

@@ -19,7 +19,7 @@ import (
 
 	"github.com/moq-export/moq-export/internal/hang"
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
-	"github.com/moq-export/moq-export/internal/udpproxy"
+	"github.com/moq-export/moq-export/internal/testutil/udpproxy"
 	"github.com/moq-export/moq-export/internal/varint"
 	"github.com/moq-export/moq-export/model"
 )

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/demo"
-	"github.com/moq-export/moq-export/internal/udpproxy"
+	"github.com/moq-export/moq-export/internal/testutil/udpproxy"
 	"github.com/moq-export/moq-export/model"
 )
 

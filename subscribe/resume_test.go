@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moq-export/moq-export/internal/udpproxy"
+	"github.com/moq-export/moq-export/internal/testutil/udpproxy"
 	"github.com/moq-export/moq-export/model"
 )
 

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moq-export/moq-export/internal/mediatest"
 	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 )
 
 // sameFramesAsSample compares the packets of the stream of kind ("video",

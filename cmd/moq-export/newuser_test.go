@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/demo"
-	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 )
 
 // TestInterruptBeforeTheFirstFrameLeavesAValidFile: a broadcast whose

@@ -22,8 +22,8 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/demo"
-	"github.com/moq-export/moq-export/internal/mediatest"
-	"github.com/moq-export/moq-export/internal/udpproxy"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
+	"github.com/moq-export/moq-export/internal/testutil/udpproxy"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe"
 )

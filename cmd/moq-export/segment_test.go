@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 )
 
 // videoSpan returns the video packets of a file: their count, the first

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/demo"
-	"github.com/moq-export/moq-export/internal/mediatest"
 	"github.com/moq-export/moq-export/internal/service"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	pmodel "github.com/prometheus/common/model"

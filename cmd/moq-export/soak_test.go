@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moq-export/moq-export/internal/udpproxy"
+	"github.com/moq-export/moq-export/internal/testutil/udpproxy"
 )
 
 // The chaos soak (issue 26): publishers of several broadcasts (legacy, loc

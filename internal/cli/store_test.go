@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moq-export/moq-export/internal/mediatest"
-	"github.com/moq-export/moq-export/internal/s3test"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
+	"github.com/moq-export/moq-export/internal/testutil/s3test"
 )
 
 // s3Env sets what the AWS tools read for server s: credentials, region,

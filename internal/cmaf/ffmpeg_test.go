@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/moq-export/moq-export/internal/cmaf"
-	"github.com/moq-export/moq-export/internal/cmaf/cmaftest"
+	"github.com/moq-export/moq-export/internal/testutil/cmaftest"
 )
 
 // TestFFmpegFragmentsDemuxToTheSourcePackets demuxes what `moq import fmp4`

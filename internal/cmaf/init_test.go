@@ -11,7 +11,7 @@ import (
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/opus"
 
 	"github.com/moq-export/moq-export/internal/cmaf"
-	"github.com/moq-export/moq-export/internal/cmaf/cmaftest"
+	"github.com/moq-export/moq-export/internal/testutil/cmaftest"
 )
 
 // inits makes one ffmpeg init per test codec (those named, or all).

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moq-export/moq-export/internal/browsertest"
 	"github.com/moq-export/moq-export/internal/service"
+	"github.com/moq-export/moq-export/internal/testutil/browsertest"
 	"github.com/moq-export/moq-export/record"
 )
 

@@ -4,7 +4,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 )
 
 // BenchmarkMuxFLV muxes sample pairs to io.Discard. One op is one frame:

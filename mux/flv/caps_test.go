@@ -5,7 +5,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/mux"
 )
 

@@ -8,8 +8,8 @@ import (
 	"github.com/bluenviron/gortmplib/pkg/amf0"
 
 	"github.com/moq-export/moq-export/internal/h26x"
-	"github.com/moq-export/moq-export/internal/mediatest"
 	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/mux"
 )
 

@@ -10,8 +10,8 @@ import (
 	goflv "github.com/yutopp/go-flv"
 	"github.com/yutopp/go-flv/tag"
 
-	"github.com/moq-export/moq-export/internal/mediatest"
 	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/mux"
 )
 

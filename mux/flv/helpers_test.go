@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/moq-export/moq-export/internal/mediatest"
 	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/mux"
 )
 

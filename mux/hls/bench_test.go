@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/mux"
 	"github.com/moq-export/moq-export/mux/hls"
 	"github.com/moq-export/moq-export/mux/mp4"

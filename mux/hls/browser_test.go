@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moq-export/moq-export/internal/browsertest"
-	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/internal/testutil/browsertest"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/mux/hls"
 )
 

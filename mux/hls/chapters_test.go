@@ -9,7 +9,7 @@ import (
 
 	"github.com/bluenviron/gohlslib/v2/pkg/playlist"
 
-	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/mux/hls"
 )
 

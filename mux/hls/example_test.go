@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/mux/hls"
 )
 

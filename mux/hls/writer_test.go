@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/mux"
 	"github.com/moq-export/moq-export/mux/hls"
 )

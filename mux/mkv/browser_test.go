@@ -3,8 +3,8 @@ package mkv
 import (
 	"testing"
 
-	"github.com/moq-export/moq-export/internal/browsertest"
-	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/internal/testutil/browsertest"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 )
 
 // TestBrowserPlaysAndSeeksAWebM loads a finalized VP9+Opus WebM over HTTP

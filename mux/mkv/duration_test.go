@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 )
 
 // A file whose last frame's end its publisher gave (hang's end marker,

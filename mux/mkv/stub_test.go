@@ -3,7 +3,7 @@ package mkv
 import (
 	"testing"
 
-	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 )
 
 // TestAFileOfOneFrameHasADuration: before a second frame there is no gap

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 )
 
 // streamPTS returns the sorted presentation times (ms) of one stream's

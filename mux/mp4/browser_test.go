@@ -3,8 +3,8 @@ package mp4_test
 import (
 	"testing"
 
-	"github.com/moq-export/moq-export/internal/browsertest"
-	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/internal/testutil/browsertest"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/mux/mp4"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	amp4 "github.com/abema/go-mp4"
 
-	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 )
 
 // The last sample's duration, and the one before a discontinuity, are the

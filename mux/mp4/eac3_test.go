@@ -3,7 +3,7 @@ package mp4_test
 import (
 	"testing"
 
-	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/mux"
 	"github.com/moq-export/moq-export/mux/mp4"
 )

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/mux"
 	"github.com/moq-export/moq-export/mux/mp4"
 )

@@ -12,7 +12,7 @@ import (
 
 	"github.com/asticode/go-astits"
 
-	"github.com/moq-export/moq-export/internal/mediatest"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/mux"
 	"github.com/moq-export/moq-export/mux/ts"
 )

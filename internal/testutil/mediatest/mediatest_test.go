@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/moq-export/moq-export/internal/mediatest"
 	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/mux"
 )
 
@@ -144,7 +144,7 @@ func TestOnlyTestCodeImportsMediatest(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
 		t.Fatalf("module root not found: %v", err)
 	}
-	const self = "github.com/moq-export/moq-export/internal/mediatest"
+	const self = "github.com/moq-export/moq-export/internal/testutil/mediatest"
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err

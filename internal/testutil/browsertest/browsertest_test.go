@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/moq-export/moq-export/internal/browsertest"
+	"github.com/moq-export/moq-export/internal/testutil/browsertest"
 )
 
 // TestPageEvaluates loads a page from the local server and reads values the
