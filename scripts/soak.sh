@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # soak.sh: the chaos soak of issue 26 for as long as you like.
 #
-# Runs TestChaosSoak (cmd/moq-export/soak_test.go): two publishers (one
+# Runs TestChaosSoak (e2e/binary/soak_test.go): two publishers (one
 # speaking moq-lite, one IETF moq-transport draft 22) of three broadcasts
 # each (legacy, loc and cmaf packaging), each behind a loopback UDP proxy,
 # recorded by four --record-all processes (MKV and TS over moq-lite, MP4
@@ -25,7 +25,7 @@ LOG=${TABLE%.md}.log
 echo "soak: $DURATION, table in $TABLE, log in $LOG" >&2
 set +eo pipefail
 MOQ_SOAK_DURATION=$DURATION MOQ_SOAK_TABLE=$TABLE \
-	go test ./cmd/moq-export -run '^TestChaosSoak$' -count=1 -v -timeout 100h 2>&1 |
+	go test ./e2e/binary -run '^TestChaosSoak$' -count=1 -v -timeout 100h 2>&1 |
 	tee "$LOG" | grep --line-buffered -E 'soak_test.go:[0-9]+: +[0-9.]+s |^--- |^(ok|FAIL)'
 status=${PIPESTATUS[0]}
 cat "$TABLE" 2>/dev/null

@@ -1,4 +1,4 @@
-package main
+package binary
 
 import (
 	"bytes"
@@ -109,7 +109,7 @@ func TestHelpAndVersionAreCommands(t *testing.T) {
 func buildWith(t *testing.T, flags ...string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "moq-export")
-	cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", bin, ".")...)
+	cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", bin, commandPkg)...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build %v: %v\n%s", flags, err, out)
 	}
@@ -145,7 +145,7 @@ func TestVersionNamesTheCommitOfAClone(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(t.TempDir(), "moq-export")
-	if out, err := exec.Command("go", "build", "-buildvcs=true", "-o", bin, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-buildvcs=true", "-o", bin, commandPkg).CombinedOutput(); err != nil {
 		if bytes.Contains(out, []byte("error obtaining VCS status")) {
 			t.Skipf("git cannot be asked here: %s", out)
 		}

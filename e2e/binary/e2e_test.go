@@ -1,4 +1,4 @@
-package main
+package binary
 
 import (
 	"bytes"
@@ -27,6 +27,9 @@ import (
 // The end-to-end tests build the binary once and run it against the
 // built-in demo, checking what it writes with ffmpeg, ffprobe and mkvinfo.
 
+// commandPkg is the command these tests build and run.
+const commandPkg = "github.com/moq-export/moq-export/cmd/moq-export"
+
 var binary string
 
 func TestMain(m *testing.M) {
@@ -40,7 +43,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "moq-export")
-	build := exec.Command("go", "build", "-o", binary, ".")
+	build := exec.Command("go", "build", "-o", binary, commandPkg)
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building moq-export:", err)

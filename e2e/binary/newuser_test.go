@@ -1,4 +1,4 @@
-package main
+package binary
 
 import (
 	"os"
@@ -108,7 +108,7 @@ func TestFFmpegHabitsGetAHint(t *testing.T) {
 func TestVersionExplainsGOFLAGSWithoutBuildVCS(t *testing.T) {
 	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "moq-export")
-	build := exec.Command("go", "build", "-o", bin, ".")
+	build := exec.Command("go", "build", "-o", bin, commandPkg)
 	build.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
