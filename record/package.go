@@ -3,15 +3,14 @@ package record
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/moq-export/moq-export/mux"
+	"github.com/moq-export/moq-export/mux/hls"
 )
 
 // ErrPackage is wrapped by the refusal to write a package format (HLS) to
@@ -83,95 +82,44 @@ func (f *files) CreatePackage(broadcast string, start time.Time) (Package, error
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating the package directory: %w; check the path and its permissions", err)
 	}
-	root, err := os.OpenRoot(dir)
+	st, err := hls.OpenDirStore(dir)
 	if err != nil {
 		return nil, fmt.Errorf("opening the package directory: %w", err)
 	}
-	return &dirPackage{root: root, dir: dir, playlist: playlist}, nil
+	return &dirPackage{st: st, dir: dir, playlist: playlist}, nil
 }
 
-// dirPackage is a package in a directory: each file is written to a
-// hidden temporary name and renamed over its name, through an os.Root so
-// nothing leaves the directory.
+// dirPackage is a package in a directory, written through hls.DirStore
+// (an os.Root, so nothing leaves the directory): a segment in place, a
+// playlist swapped with its earlier version atomically.
 type dirPackage struct {
-	root     *os.Root
+	st       *hls.DirStore
 	dir      string
 	playlist string
-	closed   atomic.Bool
 }
 
 func (d *dirPackage) Playlist() string { return d.playlist }
 func (d *dirPackage) Name() string     { return filepath.Join(d.dir, d.playlist) }
 
-// plainName refuses a name that is not a plain file name.
-func plainName(name string) error {
-	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) || strings.ContainsRune(name, 0) {
-		return fmt.Errorf("record: package file name %q is not a plain name", name)
-	}
-	return nil
-}
-
 func (d *dirPackage) WriteFile(name string, data []byte) error {
-	if err := plainName(name); err != nil {
-		return err
-	}
-	tmp := "." + name + ".tmp"
-	f, err := d.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return &WriteError{Path: filepath.Join(d.dir, name), Err: err}
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = d.root.Rename(tmp, name)
-	}
-	if err != nil {
-		_ = d.root.Remove(tmp)
+	if err := d.st.WriteFile(name, data); err != nil {
 		return &WriteError{Path: filepath.Join(d.dir, name), Err: err}
 	}
 	return nil
 }
 
 // WriteNewFile writes a segment in place: no playlist names it before it
-// is complete (hls.NewFileStore), so it needs no temporary name and rename.
+// is complete (hls.NewFileStore), so it needs no temporary name and swap.
 func (d *dirPackage) WriteNewFile(name string, data []byte) error {
-	if err := plainName(name); err != nil {
-		return err
-	}
-	f, err := d.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return &WriteError{Path: filepath.Join(d.dir, name), Err: err}
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := d.st.WriteNewFile(name, data); err != nil {
 		return &WriteError{Path: filepath.Join(d.dir, name), Err: err}
 	}
 	return nil
 }
 
-func (d *dirPackage) ReadFile(name string) ([]byte, error) {
-	if err := plainName(name); err != nil {
-		return nil, err
-	}
-	f, err := d.root.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(f)
-}
+func (d *dirPackage) ReadFile(name string) ([]byte, error) { return d.st.ReadFile(name) }
 
-func (d *dirPackage) Close() error {
-	if d.closed.Swap(true) {
-		return nil
-	}
-	return d.root.Close()
-}
+func (d *dirPackage) Close() error { return d.st.Close() }
 
 // openPackage opens the package of recording rec with the format's
 // muxer over it, as open does for a file.

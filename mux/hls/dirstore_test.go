@@ -1,0 +1,119 @@
+package hls_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/moq-export/moq-export/mux/hls"
+)
+
+func openDirStore(t *testing.T) (*hls.DirStore, string) {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := hls.OpenDirStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st, dir
+}
+
+func TestDirStoreReplacesAFileWholeEveryTimeAndLeavesNoSpareAfterClose(t *testing.T) {
+	t.Parallel()
+	st, dir := openDirStore(t)
+	// Growing, shrinking and growing again: every read is exactly the
+	// last write, never the tail of a longer earlier version.
+	for i, n := range []int{10, 3000, 100, 5, 4096, 1, 700} {
+		want := bytes.Repeat([]byte{byte('a' + i)}, n)
+		if err := st.WriteFile("v0.m3u8", want); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(dir, "v0.m3u8"))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("write %d (%d bytes): read %d bytes (%v)", i, n, len(got), err)
+		}
+		if got, err := st.ReadFile("v0.m3u8"); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("write %d: ReadFile gave %d bytes (%v)", i, len(got), err)
+		}
+	}
+	if err := st.WriteNewFile("v0-00001.m4s", []byte("segment")); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, " ") != "v0-00001.m4s v0.m3u8" {
+		t.Fatalf("after Close the directory holds %v, want only the package's files", names)
+	}
+}
+
+func TestDirStoreKeepsTheVersionAReaderOpenedWhole(t *testing.T) {
+	t.Parallel()
+	st, dir := openDirStore(t)
+	old := bytes.Repeat([]byte("#EXTINF:4.0,\nv0-00001.m4s\n"), 50)
+	if err := st.WriteFile("v0.m3u8", []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.WriteFile("v0.m3u8", old); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(dir, "v0.m3u8"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := st.WriteFile("v0.m3u8", []byte("#EXTM3U\nnew")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(f)
+	if err != nil || !bytes.Equal(got, old) {
+		t.Fatalf("a reader that opened the file before a write read %q (%v), want the version it opened", got, err)
+	}
+}
+
+func TestDirStoreRefusesNamesOutsideItsDirectory(t *testing.T) {
+	t.Parallel()
+	st, _ := openDirStore(t)
+	for _, name := range []string{"", ".", "..", "../x.m3u8", "a/b.m4s", `a\b`, "x\x00y"} {
+		if err := st.WriteFile(name, []byte("x")); !errors.Is(err, hls.ErrName) {
+			t.Errorf("WriteFile(%q) = %v, want ErrName", name, err)
+		}
+		if err := st.WriteNewFile(name, []byte("x")); !errors.Is(err, hls.ErrName) {
+			t.Errorf("WriteNewFile(%q) = %v, want ErrName", name, err)
+		}
+		if _, err := st.ReadFile(name); !errors.Is(err, hls.ErrName) {
+			t.Errorf("ReadFile(%q) = %v, want ErrName", name, err)
+		}
+	}
+}
+
+func TestDirStoreFollowsNoSymlinkOutOfItsDirectory(t *testing.T) {
+	t.Parallel()
+	st, dir := openDirStore(t)
+	outside := filepath.Join(t.TempDir(), "target")
+	if err := os.WriteFile(outside, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "v0-00001.m4s")); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.WriteNewFile("v0-00001.m4s", []byte("x")); err == nil {
+		t.Error("writing through a symlink that leaves the directory succeeded")
+	}
+	if got, _ := os.ReadFile(outside); string(got) != "keep" {
+		t.Fatalf("the file outside the directory became %q", got)
+	}
+}
