@@ -89,6 +89,10 @@ type Options struct {
 
 	// MaxLatency is sent in SUBSCRIBE (default 0: only the newest group
 	// matters to the relay's scheduler; the model does its own skipping).
+	// On moq-lite-06 it is the Max Age of a live join: the publisher starts
+	// at the oldest group it does not expire, handing back the groups of
+	// up to that age that a join at the newest group would lose (a
+	// resumed subscription asks none: its gap is fetched).
 	MaxLatency time.Duration
 
 	// tokenParamOnly (tests): a moq-transport client sends its token in

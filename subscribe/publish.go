@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sync"
 	"time"
 
@@ -229,11 +230,59 @@ type pubTrack struct {
 // begin fixes the first group to send and attaches a consumer to t.
 func (p *pubTrack) begin(t *model.Track) *model.Consumer {
 	p.first, p.hasFirst = p.sub.Start.Seq, p.sub.Start.Valid
+	if p.v.FrameRange && p.sub.MaxLatency > 0 {
+		// lite-06: a max age hands back the groups it does not expire,
+		// from the floor up.
+		if seq, ok := oldestUnexpired(t, p.sub.Start.Seq, p.sub.MaxLatency); ok {
+			p.first, p.hasFirst = seq, true
+		}
+	}
 	if !p.hasFirst {
 		// Start at the live edge, like the reference publishers.
 		p.first, p.hasFirst = t.LatestGroup()
 	}
 	return t.Subscribe(time.Hour)
+}
+
+// oldestUnexpired returns the oldest group of t at or above floor that a
+// subscriber's max age (ms) does not expire (moq-lite-06 section 6.2): a
+// group's reach is the first timestamp of the next group, its age the
+// newest frame's timestamp minus its reach, and it expires when its age
+// reaches maxAge. The latest group never expires; a group whose successor
+// has no frame yet does not either. Groups the track no longer holds end
+// the walk.
+func oldestUnexpired(t *model.Track, floor, maxAge uint64) (uint64, bool) {
+	latest, ok := t.LatestGroup()
+	if !ok || latest < floor {
+		return 0, false
+	}
+	newest, hasNewest := int64(0), false
+	for seq := latest; ; seq-- {
+		g := t.Group(seq)
+		if g == nil {
+			break
+		}
+		if frames, _, _ := g.Frames(0); len(frames) > 0 {
+			newest, hasNewest = frames[len(frames)-1].Timestamp, true
+			break
+		}
+		if seq == 0 {
+			break
+		}
+	}
+	first := latest
+	for seq := latest; seq > floor; seq-- {
+		g := t.Group(seq - 1)
+		if g == nil || t.Group(seq) == nil {
+			break
+		}
+		if next, _, _ := t.Group(seq).Frames(0); len(next) > 0 && hasNewest &&
+			newest-next[0].Timestamp >= int64(min(maxAge, math.MaxInt64/1000)*1000) {
+			break
+		}
+		first = seq - 1
+	}
+	return first, true
 }
 
 // serve sends what cons reads until the track ends or the subscription is
@@ -475,6 +524,7 @@ func (s *publisher) serveFetch(ctx context.Context, v *wire.Version, str bidiStr
 	// reset (never a shorter run), one that ends before FrameEnd is served
 	// to its end.
 	next := int(min(req.FrameStart, 1<<31))
+	sent, bytes := 0, 0
 	for {
 		frames, finished, err := g.Frames(next)
 		if req.FrameEnd.Valid && uint64(next)+uint64(len(frames)) >= req.FrameEnd.Seq+1 {
@@ -494,6 +544,7 @@ func (s *publisher) serveFetch(ctx context.Context, v *wire.Version, str bidiStr
 			last = f.Timestamp
 		}
 		next += len(frames)
+		sent, bytes = sent+len(frames), bytes+len(buf)
 		if len(buf) > 0 {
 			if _, werr := str.Write(buf); werr != nil {
 				str.CancelRead(CodeCancel)
@@ -507,6 +558,7 @@ func (s *publisher) serveFetch(ctx context.Context, v *wire.Version, str bidiStr
 			}
 			str.Close()
 			str.CancelRead(CodeCancel)
+			s.log.Debug("moq: fetch served", "track", req.Track, "group", req.Group, "from", req.FrameStart, "frames", sent, "bytes", bytes)
 			return
 		}
 		select {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -230,16 +231,21 @@ func (rt *remoteTrack) resume(ctx context.Context, c conn, timescale, first uint
 	// The same publisher session goes on with the same groups: the newest
 	// group we hold must still start with the same frame. A peer that
 	// serves no FETCH leaves only the sequence to go by.
+	// The probe asks from the newest frame we hold: on lite-06 that frame
+	// and the ones we miss are all it carries (a frame range), elsewhere
+	// the whole group is fetched and cut there.
 	var probe []model.Frame
+	probeFrom := 0
 	same := false
 	if newest != nil && first >= newest.Sequence() {
+		have, _, _ := newest.Frames(0)
+		probeFrom = max(0, len(have)-1)
 		pctx, pcancel := context.WithTimeout(ctx, rt.rb.s.opts.RequestTimeout)
 		var err error
-		probe, err = rt.fetch(pctx, c, timescale, newest.Sequence())
+		probe, err = rt.fetchFrom(pctx, c, timescale, newest.Sequence(), probeFrom)
 		pcancel()
-		have, _, _ := newest.Frames(0)
 		if err == nil {
-			same = len(have) > 0 && probe[0].Timestamp == have[0].Timestamp
+			same = len(have) > 0 && len(probe) > 0 && probe[0].Timestamp == have[probeFrom].Timestamp
 		} else {
 			probe = nil
 			same = first > newest.Sequence()
@@ -273,17 +279,20 @@ func (rt *remoteTrack) resume(ctx context.Context, c conn, timescale, first uint
 			rt.mu.Unlock()
 			continue
 		}
-		frames, err := probe, error(nil)
-		if seq != last || probe == nil {
-			frames, err = rt.fetch(ctx, c, timescale, seq)
-		}
+		// Only the frames the cut left out are fetched (lite-06), from
+		// the newest held one when the probe brought them.
 		have, _, _ := g.Frames(0)
-		if err != nil || len(frames) < len(have) {
+		frames, from, err := probe, probeFrom, error(nil)
+		if seq != last || probe == nil {
+			from = len(have)
+			frames, err = rt.fetchFrom(ctx, c, timescale, seq, from)
+		}
+		if err != nil || from+len(frames) < len(have) {
 			log.Info("moq: a group cut by the connection loss cannot be completed", "group", seq, "err", err)
 			g.Close(fmt.Errorf("group %d of %q: %w: the connection was lost", seq, rt.name, ErrTruncated))
 			continue
 		}
-		for _, f := range frames[len(have):] {
+		for _, f := range frames[len(have)-from:] {
 			_ = g.WriteFrame(f)
 		}
 		g.Close(nil)
@@ -323,6 +332,23 @@ func (rt *remoteTrack) resume(ctx context.Context, c conn, timescale, first uint
 		// the gap before the next frame.
 		rt.track.MarkLost(seq, first)
 	}
+}
+
+// fetchFrom returns the frames of past group seq from index from on. On a
+// version with frame ranges (lite-06) the FETCH asks for those frames
+// only; elsewhere the whole group is fetched and cut.
+func (rt *remoteTrack) fetchFrom(ctx context.Context, c conn, timescale, seq uint64, from int) ([]model.Frame, error) {
+	if connVersion(c).FrameRange {
+		return rt.fetchFrames(ctx, c, timescale, seq, uint64(from), wire.Opt{})
+	}
+	frames, err := rt.fetch(ctx, c, timescale, seq)
+	if err != nil {
+		return nil, err
+	}
+	if len(frames) < from {
+		return nil, fmt.Errorf("%w: group %d has %d frames, %d were held", errNoFetch, seq, len(frames), from)
+	}
+	return frames[from:], nil
 }
 
 // LostGroups returns how many groups of the session's subscriptions were

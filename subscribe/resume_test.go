@@ -22,6 +22,7 @@ type outageRig struct {
 	proxy  *udpproxy.Proxy
 	client *Session
 	logs   *logBuffer
+	served *logBuffer // the publisher's log (FETCHes served)
 	c      *model.Consumer
 	open   *model.Group // the publisher's group being written
 	step   int64        // µs between the starts of two groups
@@ -37,7 +38,8 @@ func newOutageRig(t *testing.T, ctx context.Context, keepGroups int, tweak ...fu
 	pb := model.NewBroadcast("live")
 	src := pb.CreateTrack("a")
 	src.SetKeepGroups(keepGroups)
-	srv, err := Listen("127.0.0.1:0", ServerOptions{Certificates: []tls.Certificate{cert}, Logger: testLogger(t),
+	served := &logBuffer{}
+	srv, err := Listen("127.0.0.1:0", ServerOptions{Certificates: []tls.Certificate{cert}, Logger: served.logger(),
 		DisableWebTransport: true, Publish: []*model.Broadcast{pb}})
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +63,7 @@ func newOutageRig(t *testing.T, ctx context.Context, keepGroups int, tweak ...fu
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { px.Close() })
-	r := &outageRig{t: t, ctx: ctx, src: src, proxy: px, logs: &logBuffer{}, step: 100_000}
+	r := &outageRig{t: t, ctx: ctx, src: src, proxy: px, logs: &logBuffer{}, served: served, step: 100_000}
 	opts := Options{TLSFingerprint: pin, Logger: r.logs.logger(),
 		KeepAlive: 100 * time.Millisecond, IdleTimeout: 500 * time.Millisecond,
 		Reconnect: Backoff{Min: 20 * time.Millisecond, Max: 100 * time.Millisecond},
@@ -77,6 +79,7 @@ func newOutageRig(t *testing.T, ctx context.Context, keepGroups int, tweak ...fu
 		r.client.Close()
 		if t.Failed() {
 			t.Log(r.logs.String())
+			t.Log("publisher:\n" + r.served.String())
 		}
 	})
 	tr, err := r.client.Broadcast("live").Track("a")

@@ -244,7 +244,7 @@ func (rt *remoteTrack) subscribeLite(ctx context.Context, cancel context.CancelC
 	ls.sub = rt.register(ctx, cancel, timescale, ls)
 	// A resumed subscription fills the gap at SUBSCRIBE_OK (resume.go).
 	ls.detach = rt.attach(c, timescale, false)
-	ls.str, err = rt.sendSubscribe(ctx, c, v, ls.sub.id)
+	ls.str, err = rt.sendSubscribe(ctx, c, v, ls.sub.id, ls.st.resumed)
 	if err != nil {
 		return ls.end(err), false
 	}
@@ -341,8 +341,10 @@ func (rt *remoteTrack) register(ctx context.Context, cancel context.CancelCauseF
 	return sub
 }
 
-// sendSubscribe opens the subscription's stream and sends SUBSCRIBE.
-func (rt *remoteTrack) sendSubscribe(ctx context.Context, c conn, v *wire.Version, id uint64) (bidiStream, error) {
+// sendSubscribe opens the subscription's stream and sends SUBSCRIBE. A
+// resumed one asks no max age on lite-06, where it would reach back: its
+// gap is FETCHed (resume.go), which needs the live edge in SUBSCRIBE_OK.
+func (rt *remoteTrack) sendSubscribe(ctx context.Context, c conn, v *wire.Version, id uint64, resumed bool) (bidiStream, error) {
 	s := rt.rb.s
 	str, err := c.OpenBidi(ctx)
 	if err != nil {
@@ -353,6 +355,9 @@ func (rt *remoteTrack) sendSubscribe(ctx context.Context, c conn, v *wire.Versio
 		SubscribeParams: wire.SubscribeParams{
 			Priority: priorityOf(rt.name), MaxLatency: uint64(s.opts.MaxLatency.Milliseconds()),
 		},
+	}
+	if resumed && v.FrameRange {
+		m.MaxLatency = 0
 	}
 	if _, err := str.Write(m.AppendFor(varint.Append(nil, wire.StreamSubscribe), v)); err != nil {
 		str.CancelRead(CodeCancel)

@@ -1,0 +1,209 @@
+package subscribe
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moq-export/moq-export/model"
+)
+
+// fetchesServed returns what the publisher's log says it served for each
+// FETCH of group seq: the first frame asked and the frames sent.
+func fetchesServed(log string, seq uint64) (from, frames []int) {
+	re := regexp.MustCompile(fmt.Sprintf(`msg="moq: fetch served" track=a group=%d from=(\d+) frames=(\d+)`, seq))
+	for _, m := range re.FindAllStringSubmatch(log, -1) {
+		f, _ := strconv.Atoi(m[1])
+		n, _ := strconv.Atoi(m[2])
+		from, frames = append(from, f), append(frames, n)
+	}
+	return from, frames
+}
+
+// TestAResumeFetchesOnlyTheFramesAnOutageCutFromAGroup: the client holds
+// the first two of group 1's five frames when the network drops; the
+// publisher finishes group 1 and writes groups 2-5 during the outage. Over
+// lite-06 the resume asks group 1 from its newest held frame (frame 1: its
+// timestamp proves the publisher is the same one) and gets 4 frames, the 3
+// it missed and that one; lite-05 has no frame range and fetches all 5.
+// Either way the client ends with every frame, in order, and nothing lost.
+func TestAResumeFetchesOnlyTheFramesAnOutageCutFromAGroup(t *testing.T) {
+	for _, tc := range []struct {
+		version      string
+		from, frames int // the FETCH of cut group 1
+	}{
+		{version: "lite-06", from: 1, frames: 4},
+		{version: "lite-05", from: 0, frames: 5},
+	} {
+		t.Run(tc.version, func(t *testing.T) {
+			checkGoroutines(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			r := newOutageRig(t, ctx, 1000, func(o *Options) { o.Versions = []string{tc.version} })
+			for i := range 3 {
+				r.frame(0, i)
+			}
+			r.frame(1, 0)
+			r.frame(1, 1)
+			r.readUntil(110_000)
+			r.outage(func() {
+				for i := 2; i < 5; i++ {
+					r.frame(1, i)
+				}
+				for seq := uint64(2); seq < 6; seq++ {
+					for i := range 5 {
+						r.frame(seq, i)
+					}
+				}
+				r.frame(6, 0)
+			})
+			waitFor(t, "the resumed subscription", func() bool { return strings.Contains(r.logs.String(), "fetched the groups missed") })
+			r.frame(6, 1)
+			r.readUntil(610_000)
+			if !strings.Contains(r.logs.String(), " version=moq-"+tc.version) {
+				t.Fatalf("the session did not speak moq-%s", tc.version)
+			}
+
+			var got, want []int64
+			for seq := range int64(7) {
+				n := int64(5)
+				switch seq {
+				case 0:
+					n = 3
+				case 6:
+					n = 2
+				}
+				for i := range n {
+					want = append(want, seq*100_000+i*10_000)
+				}
+			}
+			for _, e := range r.events {
+				if e.Kind != model.EventFrame {
+					t.Fatalf("event %+v in a recording that lost nothing", e)
+				}
+				got = append(got, e.Frame.Timestamp)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("frames\n got %v\nwant %v", got, want)
+			}
+			from, frames := fetchesServed(r.served.String(), 1)
+			if fmt.Sprint(from, frames) != fmt.Sprint([]int{tc.from}, []int{tc.frames}) {
+				t.Fatalf("FETCHes of cut group 1: from %v, frames %v; want one from %d with %d frames", from, frames, tc.from, tc.frames)
+			}
+			for seq := uint64(2); seq < 6; seq++ {
+				if from, frames := fetchesServed(r.served.String(), seq); fmt.Sprint(from, frames) != "[0] [5]" {
+					t.Fatalf("FETCHes of missed group %d: from %v, frames %v; want the whole group once", seq, from, frames)
+				}
+			}
+			if n := r.client.LostGroups(); n != 0 {
+				t.Fatalf("LostGroups() = %d", n)
+			}
+		})
+	}
+}
+
+// TestALiveJoinWithAMaxAgeGetsTheGroupsItDoesNotExpire: the publisher
+// holds groups 0-9 of 100 ms (five frames 10 ms apart; the newest frame
+// at 940 ms). A live join gets the newest group only; over lite-06 a max
+// age of 350 ms hands back every group whose successor began less than
+// 350 ms before that frame, groups 5-8, and then the live one, in order.
+// lite-05 has no max age (its max latency does not reach back): the
+// newest group only.
+func TestALiveJoinWithAMaxAgeGetsTheGroupsItDoesNotExpire(t *testing.T) {
+	for _, tc := range []struct {
+		version string
+		maxAge  time.Duration
+		first   uint64
+	}{
+		{version: "lite-06", maxAge: 350 * time.Millisecond, first: 5},
+		{version: "lite-06", maxAge: 0, first: 9},
+		{version: "lite-06", maxAge: time.Hour, first: 0},
+		{version: "lite-05", maxAge: 350 * time.Millisecond, first: 9},
+	} {
+		t.Run(fmt.Sprintf("%s/%v", tc.version, tc.maxAge), func(t *testing.T) {
+			checkGoroutines(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			pb := model.NewBroadcast("live")
+			src := pb.CreateTrack("a")
+			src.SetKeepGroups(100)
+			var open *model.Group
+			for seq := range uint64(10) {
+				g, err := src.CreateGroup(seq)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range 5 {
+					if err := g.WriteFrame(model.Frame{Timestamp: int64(seq)*100_000 + int64(i)*10_000, Payload: fmt.Appendf(nil, "g%d-f%d", seq, i)}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if seq < 9 {
+					g.Close(nil)
+				}
+				open = g
+			}
+			cert, pin, err := SelfSignedCert()
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv, err := Listen("127.0.0.1:0", ServerOptions{Certificates: []tls.Certificate{cert}, Logger: testLogger(t),
+				DisableWebTransport: true, Publish: []*model.Broadcast{pb}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			go func() {
+				for {
+					if _, err := srv.Accept(context.Background()); err != nil {
+						return
+					}
+				}
+			}()
+			client, err := Dial(ctx, "moql://"+srv.Addr().String()+"/", Options{TLSFingerprint: pin, Logger: testLogger(t), Versions: []string{tc.version},
+				MaxLatency: tc.maxAge, Container: func(string, string) string { return "legacy" }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer client.Close()
+			tr, err := client.Broadcast("live").Track("a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := tr.Subscribe(time.Hour)
+			defer c.Close()
+			// The live frame comes after the subscription is served.
+			waitFor(t, "the first group", func() bool { return tr.NewestGroup() != nil })
+			if err := open.WriteFrame(model.Frame{Timestamp: 950_000, Payload: []byte("g9-f5")}); err != nil {
+				t.Fatal(err)
+			}
+			evs, err := readEvents(ctx, c, func(e []model.Event) bool {
+				last := e[len(e)-1]
+				return last.Kind == model.EventFrame && last.Frame.Timestamp == 950_000
+			})
+			if err != nil {
+				t.Fatalf("%v: %+v", err, evs)
+			}
+			var got, want []int64
+			for _, e := range evs {
+				if e.Kind == model.EventFrame {
+					got = append(got, e.Frame.Timestamp)
+				}
+			}
+			for seq := int64(tc.first); seq < 10; seq++ {
+				for i := range int64(5) {
+					want = append(want, seq*100_000+i*10_000)
+				}
+			}
+			want = append(want, 950_000)
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("frames\n got %v\nwant %v", got, want)
+			}
+		})
+	}
+}
