@@ -238,6 +238,7 @@ func TestAnArchivedDemoReadsBackFrameForFrameInEveryContainer(t *testing.T) {
 		renditions []string
 	}{
 		{"legacy", nil, catalog.ContainerLegacy, []string{"h264", "h265", "aac", "opus"}},
+		{"legacy over moq-transport-16", []string{"moq-transport-16"}, catalog.ContainerLegacy, []string{"h264", "aac"}},
 		{"loc", nil, catalog.ContainerLOC, []string{"h264", "aac"}},
 		{"cmaf", nil, catalog.ContainerCMAF, []string{"h264", "aac"}},
 	} {

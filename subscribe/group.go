@@ -14,7 +14,7 @@ import (
 )
 
 // readGroup turns one group stream into a model group.
-func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufio.Reader) {
+func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufio.Reader, t orderTicket) {
 	var h wire.Group
 	body, err := wire.ReadMessageBuffered(r, 0)
 	if err == nil {
@@ -31,6 +31,7 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 		}
 		return
 	}
+	t.name(h.SubscribeID, h.Sequence)
 	s.mu.Lock()
 	sub := s.subs[h.SubscribeID]
 	if sub != nil {
@@ -46,7 +47,9 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 	sub.waitStarted(h.Sequence)
 	rt := sub.rt
 	rt.waitCutGroups(sub.ctx, h.Sequence)
+	t.wait(sub.ctx)
 	g, err := rt.track.CreateGroup(h.Sequence)
+	t.done()
 	skip := 0 // frames the track already has (a group cut by a lost connection)
 	if errors.Is(err, model.ErrDuplicateGroup) {
 		var ok bool

@@ -628,10 +628,10 @@ func (s *Session) serveIETF(ic *ietfConn) {
 		}
 	})
 	wg.Go(func() {
-		serveStreams(ctx, ic.AcceptUni, func(str recvStream) { s.handleIETFUni(ic, str) })
+		serveStreams(ctx, ic.AcceptUni, &streamOrder{}, func(str recvStream, t orderTicket) { s.handleIETFUni(ic, str, t) })
 	})
 	wg.Go(func() {
-		serveStreams(ctx, ic.AcceptBidi, func(str bidiStream) { s.handleIETFBidi(ic, str) })
+		serveStreams(ctx, ic.AcceptBidi, nil, func(str bidiStream, _ orderTicket) { s.handleIETFBidi(ic, str) })
 	})
 	wg.Go(func() { s.pub.ietfAnnounce(ic) })
 	select {

@@ -396,7 +396,7 @@ func (ic *ietfConn) joinAlias(alias uint64) *subscription {
 
 // handleIETFUni reads one incoming data stream: a subgroup of a
 // subscription or the objects of a fetch.
-func (s *Session) handleIETFUni(ic *ietfConn, str recvStream) {
+func (s *Session) handleIETFUni(ic *ietfConn, str recvStream, t orderTicket) {
 	r := bufio.NewReaderSize(str, groupReadBuffer)
 	typ, err := ietf.ReadVarint(r, ic.v)
 	if err != nil {
@@ -404,6 +404,7 @@ func (s *Session) handleIETFUni(ic *ietfConn, str recvStream) {
 		return
 	}
 	if typ == ietf.StreamFetch {
+		t.done()
 		id, err := ietf.ReadVarint(r, ic.v)
 		if err != nil {
 			str.CancelRead(ietfProtocolViolation)
@@ -431,11 +432,12 @@ func (s *Session) handleIETFUni(ic *ietfConn, str recvStream) {
 		str.CancelRead(ietfProtocolViolation)
 		return
 	}
-	s.readIETFSubgroup(ic, str, r, h)
+	s.readIETFSubgroup(ic, str, r, h, t)
 }
 
 // readIETFSubgroup turns one subgroup stream into a model group.
-func (s *Session) readIETFSubgroup(ic *ietfConn, str recvStream, r *bufio.Reader, h ietf.SubgroupHeader) {
+func (s *Session) readIETFSubgroup(ic *ietfConn, str recvStream, r *bufio.Reader, h ietf.SubgroupHeader, t orderTicket) {
+	t.name(h.TrackAlias, h.Group)
 	sub := ic.joinAlias(h.TrackAlias)
 	if sub == nil {
 		s.log.Debug("moq: data stream for an unknown track alias", "alias", h.TrackAlias)
@@ -498,12 +500,14 @@ func (s *Session) readIETFSubgroup(ic *ietfConn, str recvStream, r *bufio.Reader
 				str.CancelRead(CodeCancel)
 				return
 			}
+			t.wait(sub.ctx)
 			if g, err = rt.track.CreateGroup(h.Group); errors.Is(err, model.ErrDuplicateGroup) {
 				var adopted bool
 				if g, skip, adopted = rt.adopt(h.Group); adopted {
 					err = nil
 				}
 			}
+			t.done()
 			sub.created(h.Group)
 			if err != nil {
 				g = nil

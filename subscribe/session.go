@@ -482,11 +482,11 @@ func (s *Session) serveLite(c conn) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		serveStreams(ctx, c.AcceptUni, func(str recvStream) { s.handleUni(ctx, c, str) })
+		serveStreams(ctx, c.AcceptUni, &streamOrder{}, func(str recvStream, t orderTicket) { s.handleUni(ctx, c, str, t) })
 	}()
 	go func() {
 		defer wg.Done()
-		serveStreams(ctx, c.AcceptBidi, func(str bidiStream) { s.handleBidi(ctx, c, str) })
+		serveStreams(ctx, c.AcceptBidi, nil, func(str bidiStream, _ orderTicket) { s.handleBidi(ctx, c, str) })
 	}()
 	select {
 	case <-ctx.Done():
@@ -552,7 +552,7 @@ func (s *Session) sendSetup(ctx context.Context, c conn) {
 // a read on a stream the peer reset with "session gone" until our side of
 // the session is closed, which may never be signalled to a stream
 // accepted at that moment; a deadline always wakes it.
-func serveStreams[S interface{ SetReadDeadline(time.Time) error }](ctx context.Context, accept func(context.Context) (S, error), handle func(S)) {
+func serveStreams[S interface{ SetReadDeadline(time.Time) error }](ctx context.Context, accept func(context.Context) (S, error), order *streamOrder, handle func(S, orderTicket)) {
 	var wg sync.WaitGroup
 	var stops stopSet[S]
 	defer stops.close()
@@ -564,11 +564,13 @@ func serveStreams[S interface{ SetReadDeadline(time.Time) error }](ctx context.C
 			return
 		}
 		id := stops.add(ctx, str, wake)
+		t := order.take() // in acceptance order, before the goroutine runs
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer stops.remove(id)
-			handle(str)
+			defer t.done()
+			handle(str, t)
 		}()
 	}
 }
@@ -593,7 +595,7 @@ var uniReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, gro
 // 12 MB for nothing.
 const groupReadBuffer = 512
 
-func (s *Session) handleUni(ctx context.Context, c conn, str recvStream) {
+func (s *Session) handleUni(ctx context.Context, c conn, str recvStream, t orderTicket) {
 	r := uniReaders.Get().(*bufio.Reader)
 	r.Reset(str)
 	defer func() {
@@ -605,11 +607,14 @@ func (s *Session) handleUni(ctx context.Context, c conn, str recvStream) {
 		str.CancelRead(CodeCancel)
 		return
 	}
+	if typ != wire.UniGroup {
+		t.done()
+	}
 	switch {
 	case typ == wire.UniSetup && connVersion(c).SetupStream:
 		s.readSetup(str, r)
 	case typ == wire.UniGroup:
-		s.readGroup(ctx, c, str, r)
+		s.readGroup(ctx, c, str, r, t)
 	default:
 		s.log.Debug("moq: unknown uni stream type", "type", typ)
 		str.CancelRead(10)

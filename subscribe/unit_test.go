@@ -193,7 +193,7 @@ func TestGroupArrivingAfterTheDrainIsRefused(t *testing.T) {
 
 	h := wire.Group{SubscribeID: sub.id, Sequence: 0}
 	str := &recordedRecv{Reader: bytes.NewReader(h.Append(nil))}
-	s.readGroup(context.Background(), &lateContextConn{ctx: context.Background()}, str, bufio.NewReader(str))
+	s.readGroup(context.Background(), &lateContextConn{ctx: context.Background()}, str, bufio.NewReader(str), orderTicket{})
 	if got := str.cancelled.Load() - 1; got != CodeNotFound {
 		t.Fatalf("late group stream: CancelRead code %d, want %d", got, CodeNotFound)
 	}
@@ -336,7 +336,7 @@ func TestGroupReadEndsWithItsSubscriptionEvenWhenCancelReadDoesNotWakeIt(t *test
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.readGroup(context.Background(), &lateContextConn{ctx: context.Background()}, str, bufio.NewReader(str))
+		s.readGroup(context.Background(), &lateContextConn{ctx: context.Background()}, str, bufio.NewReader(str), orderTicket{})
 	}()
 	// Before or after the reader reaches the frames: either way the read
 	// must end.
