@@ -23,7 +23,10 @@ type chapterState struct {
 // chapterClass is the CLASS of the chapters' EXT-X-DATERANGE tags.
 const chapterClass = "org.moq-export.chapter"
 
-var _ mux.Chapterer = (*Writer)(nil)
+var (
+	_ mux.Chapterer  = (*Writer)(nil)
+	_ mux.FrameEnder = (*Writer)(nil)
+)
 
 // Chapter marks timestamp ts (µs, on the timeline of WriteFrame) with a
 // chapter called name: an EXT-X-DATERANGE (CLASS "org.moq-export.chapter",

@@ -91,6 +91,11 @@
 //
 // # Timestamps
 //
+// A segment's last sample, where no next frame gives its duration (before
+// a discontinuity, at the end), lasts until the end its publisher said
+// (mux.FrameEnder, hang's end marker), as in mux/mp4, else one frame; so
+// does the segment in the playlists and the MPD.
+//
 // Every rendition is rebased onto one package timeline (the first frame at
 // 0, or the end of the earlier runs): CMAF segments of different
 // renditions of one time carry the same decode times. H.264/H.265 keep

@@ -146,6 +146,12 @@ type rendition struct {
 	lastPTS    int64
 	minGap     int64
 	removed    bool
+	// endAt is where the rendition's newest frame ends (package µs), when
+	// its publisher said (EndFrame); 0: not said. lastWritten is whether
+	// that frame went into the segment (a frame waiting out a
+	// discontinuity does not).
+	endAt       int64
+	lastWritten bool
 
 	// A text rendition (no CMAF writer, see text.go): the cues of the
 	// segment being built, where it starts, whether the timeline breaks
@@ -476,6 +482,9 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 			}
 		}
 	}
+	// The end marker said of the frame before (EndFrame) served the
+	// segment cut above; this frame's is still to come.
+	r.endAt, r.lastWritten = 0, written
 	if !written {
 		return nil
 	}
@@ -488,6 +497,36 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 	}
 	r.lastPTS = rel
 	r.cur.maxPTS = max(r.cur.maxPTS, rel)
+	return nil
+}
+
+// EndFrame gives the frame written last on track id the end its publisher
+// said (mux.FrameEnder, hang's end marker), as MP4 files do: the last
+// sample of a segment before a discontinuity, and of the package, lasts
+// until then instead of an estimate, and so does the segment's
+// duration in the playlists and the MPD.
+func (w *Writer) EndFrame(id int, end int64) error {
+	if w.closed {
+		return mux.ErrClosed
+	}
+	if w.err != nil {
+		return w.err
+	}
+	r, ok := w.byID[id]
+	if !ok || r.removed {
+		return fmt.Errorf("hls: end of a frame for track %d: %w", id, mux.ErrUnknownTrack)
+	}
+	if !w.started || r.isText() || !r.lastWritten {
+		return nil
+	}
+	rel := end - w.origin
+	if rel <= r.lastPTS {
+		return nil
+	}
+	r.endAt = rel
+	if err := r.mw.EndFrame(id, rel); err != nil {
+		return w.fail(fmt.Errorf("hls: %s: %w", r.rs.ID, err))
+	}
 	return nil
 }
 
@@ -607,6 +646,9 @@ func (w *Writer) finishSegment(r *rendition, next int64, disc, last bool) error 
 	end := next
 	if disc || last || next <= r.cur.start {
 		end = r.cur.maxPTS + r.frameDur()
+		if r.endAt > r.cur.maxPTS {
+			end = r.endAt
+		}
 	}
 	// A frame before the package's first (a late one the jitter buffer
 	// passed) is written at 0 by the CMAF writer: so is its segment.
