@@ -1,5 +1,7 @@
 package model
 
+import "math"
+
 // Hold says that the producer is about to add groups that belong before
 // what it adds next (after a reconnect, the groups missed during the
 // outage): until Release, Consumer.Held is true, so a reader that merges
@@ -7,6 +9,7 @@ package model
 // moving past it, and a consumer does not skip a missing or open group for
 // newer ones (their data running ahead says nothing of a stall then).
 // Holds nest; each Hold needs one Release. Close releases every hold.
+// Groups created while the track is held lag (MaxLag) from the Release.
 func (t *Track) Hold() {
 	t.mu.Lock()
 	t.holds++
@@ -19,9 +22,20 @@ func (t *Track) Release() {
 	defer t.mu.Unlock()
 	if t.holds > 0 {
 		t.holds--
+		if t.holds == 0 {
+			for _, g := range t.groups {
+				if g.bornTS == heldBorn {
+					g.bornTS = t.newestTS
+				}
+			}
+		}
 		t.wakeLocked()
 	}
 }
+
+// heldBorn is the Group.bornTS of a group created while its track is held:
+// no lag until the Release.
+const heldBorn = math.MaxInt64
 
 // Held reports whether the consumer's track is held (see Track.Hold) and
 // not ended.

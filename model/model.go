@@ -62,10 +62,21 @@ var (
 // consumers that join late.
 const DefaultKeepGroups = 8
 
-// MaxLag is how far, in media time, a group may lie behind the newest one
-// and still be kept for a consumer that has not read it yet. A consumer
-// that falls further behind loses the older groups (it skips to what is
-// kept). It bounds the memory a stalled reader can hold.
+// MaxLag is how far, in media time, the track's newest frame may move on
+// past a group (past the group's newest frame, or past the newest frame
+// the track held when the group was created, whichever is later) while a
+// consumer has not read the group, before the group is dropped all the
+// same. A consumer that falls further behind loses the older groups (it
+// skips to what is kept). It bounds the memory a stalled reader can hold.
+//
+// A group counts from when its readers could first take it: its creation,
+// or for a group created while the track is held (Hold: a gap being
+// filled after a reconnect, the minute an outage missed fetched in order
+// while the readers wait), the Release. Such groups are as new to their
+// readers as a live one: measured from their own frames, the oldest of a
+// fill longer than MaxLag were dropped as the newer ones went in, before
+// any reader could take them (about 4 s of video lost after every
+// blackhole of over 15 s).
 const MaxLag = 10 * time.Second
 
 // Broadcast is a named set of tracks.
@@ -309,7 +320,10 @@ func (t *Track) CreateGroup(seq uint64) (*Group, error) {
 			c.cur, c.idx, c.cursor = nil, 0, seq
 		}
 	}
-	g := &Group{track: t, seq: seq, epoch: t.epoch}
+	g := &Group{track: t, seq: seq, epoch: t.epoch, bornTS: t.newestTS}
+	if t.holds > 0 {
+		g.bornTS = heldBorn // counts from the Release (MaxLag)
+	}
 	t.groups = append(t.groups, nil)
 	copy(t.groups[i+1:], t.groups[i:])
 	t.groups[i] = g
@@ -347,7 +361,7 @@ func (t *Track) pruneLocked() {
 	n := 0
 	for n < extra {
 		g := t.groups[n]
-		if g.seq >= next && (g.media == 0 || newest-g.maxTS <= lag) {
+		if g.seq >= next && (g.media == 0 || newest-max(g.maxTS, g.bornTS) <= lag) {
 			break
 		}
 		n++
@@ -450,6 +464,7 @@ type Group struct {
 	media    int      // frames that are not markers
 	minTS    int64
 	maxTS    int64
+	bornTS   int64 // the track's newestTS when readers could first take the group, or heldBorn (MaxLag)
 	finished bool
 	err      error
 }

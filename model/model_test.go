@@ -398,6 +398,51 @@ func TestStalledReaderLosesOnlyGroupsBeyondMaxLag(t *testing.T) {
 	}
 }
 
+// TestAGapFilledWhileHeldIsKeptUntilItsReaderTakesIt: after a reconnect
+// the producer holds the track and fills the gap in order, 30 s of 1 s
+// groups, while the reader waits (the export waits for every held track).
+// Measured from their own frames, the oldest groups of the fill lagged the
+// newest by more than MaxLag as the later ones went in and were dropped
+// before the reader could take them (4 s of video lost after every long
+// blackhole). They lag from the Release now; a reader that then stalls
+// past MaxLag still loses them, so the memory bound stays.
+func TestAGapFilledWhileHeldIsKeptUntilItsReaderTakesIt(t *testing.T) {
+	const step = int64(time.Second / time.Microsecond)
+	fill := uint64(3 * MaxLag.Microseconds() / step)
+	setup := func() (*Track, *Consumer) {
+		tr := NewTrack("a")
+		c := tr.Subscribe(time.Hour)
+		writeGroup(t, tr, 0, true, 0)
+		events(c)
+		tr.Hold()
+		for seq := uint64(1); seq <= fill; seq++ {
+			writeGroup(t, tr, seq, true, int64(seq)*step)
+		}
+		tr.Release()
+		return tr, c
+	}
+
+	tr, c := setup()
+	writeGroup(t, tr, fill+1, true, int64(fill+1)*step) // the live edge
+	var want []int64
+	for seq := int64(1); seq <= int64(fill)+1; seq++ {
+		want = append(want, seq*step)
+	}
+	if got := frameTimes(events(c)); !equal(got, want) || c.Skipped() != 0 {
+		t.Fatalf("after the fill the reader got %v (skipped %d), want %v", got, c.Skipped(), want)
+	}
+
+	tr, c = setup()
+	last := fill + uint64(MaxLag.Microseconds()/step) + 2
+	for seq := fill + 1; seq <= last; seq++ {
+		writeGroup(t, tr, seq, true, int64(seq)*step)
+	}
+	got := frameTimes(events(c))
+	if c.Skipped() == 0 || len(got) == 0 || got[0] == step {
+		t.Fatalf("a reader stalled past MaxLag after the release kept the whole fill: %v", got)
+	}
+}
+
 func TestConsumerStartsAtTheAnnouncedFirstGroupEvenWhenALaterOneArrivesFirst(t *testing.T) {
 	tr := NewTrack("a")
 	c := tr.Subscribe(100 * time.Microsecond)
