@@ -80,5 +80,6 @@
 // PushEnd queues where a track's newest frame ends (hang's end marker)
 // right behind that frame: it leaves as an Item with End after the frame,
 // in order, even when the frame left already, so the engine hands it to
-// the muxer before the track's next frame.
+// the muxer before the track's next frame. A frame still buffered when its
+// end comes leaves with that duration in mux.Frame.Duration as well.
 package jitter

@@ -605,6 +605,12 @@ func (b *Buffer) release(t *track) Item {
 	b.stats.Buffered--
 	if !e.end {
 		b.stats.Released++
+		// Its end marker came while it waited: the frame carries its
+		// duration too, for a muxer that writes it with the frame (MKV's
+		// BlockDuration). The End item still follows.
+		if t.buffered() > 0 && t.front().end && e.frame.Duration == 0 && t.front().frame.Timestamp > e.frame.Timestamp {
+			e.frame.Duration = t.front().frame.Timestamp - e.frame.Timestamp
+		}
 	}
 	b.released = max(b.released, e.key)
 	b.blockedSince = time.Time{}

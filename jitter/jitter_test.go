@@ -944,3 +944,46 @@ func TestAnEndLeavesRightAfterTheFrameItEndsOrNotAtAll(t *testing.T) {
 		})
 	}
 }
+
+func TestAFrameStillBufferedWhenItsEndComesCarriesItsDuration(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		push func(b *Buffer)
+		want []int64 // the Duration (ms) of track 1's frames as they leave
+	}{
+		{"TheEndBehindTheBufferedFrame", func(b *Buffer) {
+			b.Push(frame(1, 0, true))
+			b.Push(frame(1, 33, false))
+			b.PushEnd(1, 133*ms)
+			b.Push(frame(1, 166, true))
+		}, []int64{0, 100, 0}},
+		{"TheEndAfterTheFrameLeft", func(b *Buffer) {
+			b.Push(frame(1, 0, true))
+			b.Flush()
+			b.PushEnd(1, 33*ms)
+			b.Push(frame(1, 66, true))
+		}, []int64{0}}, // frame 66 (frame 0 left before its end came)
+		{"NoEnd", func(b *Buffer) {
+			b.Push(frame(1, 0, true))
+			b.Push(frame(1, 33, false))
+		}, []int64{0, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := New(Options{Delay: time.Second})
+			b.AddTrack(1, mux.Video)
+			var got []int64
+			collect := func(items []Item) {
+				for _, it := range items {
+					if it.Frame.TrackID == 1 && !it.End {
+						got = append(got, it.Frame.Duration/ms)
+					}
+				}
+			}
+			tc.push(b)
+			collect(flushAll(b))
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("durations %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -143,8 +143,11 @@ type Frame struct {
 	// reconnect, publisher restart) just before this frame, also when the
 	// muxer then drops the frame.
 	Discontinuity bool
-	// Duration is how long a text cue shows, in microseconds (0 for
-	// video and audio frames, whose duration the next frame gives).
+	// Duration is how long a text cue shows, in microseconds. For video
+	// and audio frames it is 0 (the next frame gives their duration) but
+	// where the publisher's end marker said where the frame ends before it
+	// was written (package jitter sets it; mux.FrameEnder hears it in any
+	// case).
 	Duration int64
 	// Payload is the codec payload as the broadcast carries it: AVCC
 	// length-prefixed NAL units when the track has a Description, Annex B

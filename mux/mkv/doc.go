@@ -35,10 +35,14 @@
 // A new Cluster starts at every video keyframe (except that audio before
 // the first one shares the first Cluster), after Options.MaxClusterDuration,
 // whenever the signed 16-bit block offset would overflow, and at the first
-// block of a frame marked mux.Frame.Discontinuity. No BlockDuration is written and the
-// frame-duration estimate used for Duration never spans a gap; a frame
-// whose end its publisher gave (mux.FrameEnder, hang's end marker) ends
-// the Duration there instead.
+// block of a frame marked mux.Frame.Discontinuity. The frame-duration
+// estimate used for Duration never spans a gap; a frame whose end its
+// publisher gave (mux.FrameEnder, hang's end marker) ends the Duration
+// there instead. Media frames are SimpleBlocks, but a frame that arrives
+// with its duration (mux.Frame.Duration: the end marker came before the
+// frame was written) is a BlockGroup with that BlockDuration, and a
+// ReferenceBlock when it is not a keyframe; text cues are BlockGroups
+// with their duration.
 //
 // # DocType
 //

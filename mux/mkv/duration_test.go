@@ -70,3 +70,51 @@ func TestTheDateIsTheWallClockOfTheFirstFrame(t *testing.T) {
 	}
 	mkvmergeClean(t, path)
 }
+
+// A frame that carries its duration (its end marker came before it was
+// written, mux.Frame.Duration) is a BlockGroup with that BlockDuration:
+// ffprobe gives the packet that duration, a delta frame stays one
+// (ReferenceBlock) and a keyframe stays one, and mkvmerge reads the file
+// clean.
+func TestAFrameThatCarriesItsDurationIsWrittenWithABlockDuration(t *testing.T) {
+	t.Parallel()
+	in := mediatest.SampleInput("vp9", 1)
+	n := len(in.Frames)
+	marked := map[int]int64{n/2 - 1: 20_000, n - 1: 100_000, 0: 15_000} // frame index: µs
+	if in.Frames[n/2-1].Keyframe || !in.Frames[0].Keyframe {
+		t.Fatal("the sample's frame layout changed: want a delta frame before the middle and a keyframe first")
+	}
+	for i, d := range marked {
+		in.Frames[i].Duration = d
+	}
+	path := muxFile(t, "durations.webm", Options{}, in)
+	mediatest.DecodeClean(t, path)
+	p := mediatest.Probe(t, path)
+	pk := p.PacketsOf(0)
+	if len(pk) != n {
+		t.Fatalf("%d packets, wrote %d", len(pk), n)
+	}
+	for i, k := range pk {
+		if key := strings.Contains(k.Flags, "K"); key != in.Frames[i].Keyframe {
+			t.Errorf("packet %d: keyframe %v, wrote %v", i, key, in.Frames[i].Keyframe)
+		}
+		d, ok := marked[i]
+		if !ok {
+			continue
+		}
+		got, err := strconv.ParseFloat(k.DurationTime, 64)
+		if err != nil || math.Abs(got-float64(d)/1e6) > 0.0005 {
+			t.Errorf("packet %d: duration %q, want %v s", i, k.DurationTime, float64(d)/1e6)
+		}
+	}
+	lastPTS, _ := strconv.ParseFloat(pk[n-1].PTSTime, 64)
+	if d, _ := p.Format.Seconds(); math.Abs(d-(lastPTS+0.1)) > 0.0015 {
+		t.Errorf("file lasts %v s, want %v (the last frame's end)", d, lastPTS+0.1)
+	}
+	mkvmergeClean(t, path)
+	// mkvinfo lists the BlockDurations: one per marked frame.
+	out, _ := mediatest.Run(t, "mkvinfo", "-v", path)
+	if got := strings.Count(out, "Block duration:"); got != len(marked) {
+		t.Errorf("mkvinfo lists %d block durations, want %d", got, len(marked))
+	}
+}

@@ -15,12 +15,15 @@ const (
 	idSegment     = 0x18538067
 	idCluster     = 0x1F43B675
 	idSimpleBlock = 0xA3
-	// A BlockGroup holds a Block and, for subtitles, its BlockDuration.
-	idBlockGroup    = 0xA0
-	idBlock         = 0xA1
-	idBlockDuration = 0x9B
-	idTimestamp     = 0xE7 // a Cluster's Timestamp (Timecode)
-	idVoid          = 0xEC
+	// A BlockGroup holds a Block and its BlockDuration (subtitles, and a
+	// frame whose end its publisher marked); ReferenceBlock marks a frame
+	// that is not a keyframe.
+	idBlockGroup     = 0xA0
+	idBlock          = 0xA1
+	idBlockDuration  = 0x9B
+	idReferenceBlock = 0xFB
+	idTimestamp      = 0xE7 // a Cluster's Timestamp (Timecode)
+	idVoid           = 0xEC
 )
 
 // sizeUnknown is the 8-byte EBML data size meaning "unknown": ebml-go writes
@@ -158,8 +161,11 @@ func appendClusterStart(b []byte, ms uint64) []byte {
 }
 
 // appendBlockGroup appends a BlockGroup holding one Block of payload and
-// its BlockDuration (ms): how subtitles carry the time a cue shows.
-func appendBlockGroup(b []byte, track uint64, rel int16, dur uint64, payload []byte) []byte {
+// its BlockDuration (ms): how subtitles carry the time a cue shows, and a
+// frame the time its publisher said it ends. ref, when not 0, is a
+// ReferenceBlock: the time (ms, relative to this block) of the block the
+// frame depends on; a Block without one is a keyframe.
+func appendBlockGroup(b []byte, track uint64, rel int16, dur uint64, ref int64, payload []byte) []byte {
 	var tn [8]byte
 	tv := appendVint(tn[:0], track)
 	blockSize := len(tv) + 3 + len(payload)
@@ -169,7 +175,18 @@ func appendBlockGroup(b []byte, track uint64, rel int16, dur uint64, payload []b
 	for n < 8 && dur>>(8*n) != 0 {
 		n++
 	}
+	// ReferenceBlock is a signed integer in the fewest bytes.
+	rn := 0
+	if ref != 0 {
+		rn = 1
+		for rn < 8 && (ref < -(1<<(8*rn-1)) || ref >= 1<<(8*rn-1)) {
+			rn++
+		}
+	}
 	groupSize := 1 + len(blockSizeV) + blockSize + 2 + n
+	if rn > 0 {
+		groupSize += 2 + rn
+	}
 	b = append(b, idBlockGroup)
 	b = appendVint(b, uint64(groupSize))
 	b = append(b, idBlock)
@@ -181,6 +198,12 @@ func appendBlockGroup(b []byte, track uint64, rel int16, dur uint64, payload []b
 	b = append(b, idBlockDuration, 0x80|byte(n))
 	for i := n - 1; i >= 0; i-- {
 		b = append(b, byte(dur>>(8*i)))
+	}
+	if rn > 0 {
+		b = append(b, idReferenceBlock, 0x80|byte(rn))
+		for i := rn - 1; i >= 0; i-- {
+			b = append(b, byte(ref>>(8*i)))
+		}
 	}
 	return b
 }

@@ -458,8 +458,9 @@ func (w *Writer) start() error {
 
 // EndFrame says where the frame written last on track id ends
 // (mux.FrameEnder, hang's end marker): the Duration ends there rather
-// than one estimated frame after it when it is the file's last. Blocks
-// stay SimpleBlocks: the block is written already, so no BlockDuration.
+// than one estimated frame after it when it is the file's last. The block
+// is written already: it got a BlockDuration only if the frame carried
+// its duration (mux.Frame.Duration) when it was written.
 func (w *Writer) EndFrame(id int, end int64) error {
 	if err := w.out.Usable(); err != nil {
 		return err
@@ -708,6 +709,7 @@ func (w *Writer) writeBlock(t *track, ts int64, key bool, payload []byte, in int
 		// that go back in time (B-frames in decode order) keep theirs.
 		ms = t.lastMs + 1
 	}
+	prevMs, hadPrev := t.lastMs, t.written
 	t.written, t.lastTs, t.lastMs = true, ts, ms
 	video := t.Kind == mux.Video
 	buf := blockBufs.Get().(*[]byte)
@@ -736,9 +738,19 @@ func (w *Writer) writeBlock(t *track, ts int64, key bool, payload []byte, in int
 		w.clusterHasVideo = true
 	}
 	text := t.Kind == mux.Text
-	if text {
-		// A cue shows for its duration: a BlockGroup with BlockDuration.
-		b = appendBlockGroup(b, t.number, int16(rel), uint64(max(dur+500, 0)/1000), payload)
+	durMs := (min(max(dur, 0), 1<<40) + 500) / 1000
+	if text || durMs > 0 {
+		// A cue shows for its duration, and a frame whose end its
+		// publisher marked lasts until then: a BlockGroup with
+		// BlockDuration (a delta frame refers to the block before it).
+		ref := int64(0)
+		if !text && !key {
+			ref = -1
+			if hadPrev && prevMs != ms {
+				ref = prevMs - ms
+			}
+		}
+		b = appendBlockGroup(b, t.number, int16(rel), uint64(durMs), ref, payload)
 	} else {
 		b = appendSimpleBlockHeader(b, t.number, int16(rel), key, len(payload))
 		b = append(b, payload...)
@@ -760,7 +772,11 @@ func (w *Writer) writeBlock(t *track, ts int64, key bool, payload []byte, in int
 	}
 	t.noteTimestamp(ts)
 	t.endBefore = t.endMs
-	t.endMs = max(t.endMs, ms+(min(t.frameDuration(), 1<<40)+500)/1000)
+	if durMs > 0 {
+		t.endMs = max(t.endMs, ms+durMs)
+	} else {
+		t.endMs = max(t.endMs, ms+(min(t.frameDuration(), 1<<40)+500)/1000)
+	}
 	w.endMs = max(w.endMs, t.endMs)
 	return nil
 }

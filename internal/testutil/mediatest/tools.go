@@ -124,7 +124,10 @@ type Packet struct {
 	PTS         *int64 `json:"pts"`
 	DTS         *int64 `json:"dts"`
 	PTSTime     string `json:"pts_time"`
-	Flags       string `json:"flags"` // "K" for a keyframe
+	// DurationTime is the packet's duration in seconds ("" when the
+	// container gives none).
+	DurationTime string `json:"duration_time"`
+	Flags        string `json:"flags"` // "K" for a keyframe
 	// DataHash is the hash of the packet's bytes, with -show_data_hash
 	// (for example "SHA256:9f86...").
 	DataHash string `json:"data_hash"`
