@@ -263,3 +263,87 @@ func TestAnArchivedDemoReadsBackFrameForFrameInEveryContainer(t *testing.T) {
 		})
 	}
 }
+
+// TestAWriterThatSubscribesLateArchivesWhatItsSourceStillHolds: a writer
+// subscribes each track at the source's newest group, one track after the
+// other, so it would lose the first groups of the later ones (AAC, a group
+// per frame: a few frames every run). It asks the source for the groups it
+// holds from before, back to the first video keyframe it archives.
+func TestAWriterThatSubscribesLateArchivesWhatItsSourceStillHolds(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	renditions := []string{"h264", "aac"}
+	bc := model.NewBroadcast("demo")
+	hold := make(chan struct{})
+	pubDone := make(chan error, 1)
+	go func() {
+		pubDone <- demo.Publish(ctx, bc, demo.Options{Renditions: renditions, Loops: 1, Realtime: true, Hold: hold})
+	}()
+	// The whole broadcast, read in process from its first frame.
+	localDone := make(chan map[string][]got, 1)
+	go func() { localDone <- collect(ctx, t, bc) }()
+	for _, name := range renditions {
+		for bc.CreateTrack(name).Consumers() < 1 {
+			if ctx.Err() != nil {
+				t.Fatal("the local reader did not subscribe")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	close(hold)
+	// The writer joins once the source is 5 AAC groups in.
+	aac := bc.CreateTrack("aac")
+	for g := aac.NewestGroup(); g == nil || g.Sequence() < 5; g = aac.NewestGroup() {
+		if ctx.Err() != nil {
+			t.Fatal("the demo published no AAC")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	frames, _, _ := aac.NewestGroup().Frames(0)
+	joined := frames[0].Timestamp
+
+	srv, url, pin, err := subscribe.ServeLoopback(bc, subscribe.ServerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	s, err := subscribe.Dial(ctx, url, subscribe.Options{TLSFingerprint: pin, Objects: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	dir := t.TempDir()
+	store, err := archive.Dir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix, _ := archive.BroadcastPrefix("", "demo")
+	if err := archive.Write(ctx, store, prefix, s.Broadcast("demo"), archive.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-pubDone; err != nil {
+		t.Fatal(err)
+	}
+	local := <-localDone
+	back := readBack(t, dir, archive.ReadOptions{})
+	for _, name := range renditions {
+		if len(back[name]) == 0 {
+			t.Fatalf("%s: nothing archived", name)
+		}
+		// Lossless from where it starts: the end of the local reading.
+		l, b := local[name], back[name]
+		i := 0
+		for i < len(l) && l[i].ts != b[0].ts {
+			i++
+		}
+		compare(t, name+" from its first archived frame", map[string][]got{name: l[i:]}, map[string][]got{name: b})
+	}
+	a, v := back["aac"][0].ts, back["h264"][0].ts
+	t.Logf("joined at AAC %d µs; archived from video %d µs, audio %d µs; %d of %d AAC frames", joined, v, a, len(back["aac"]), len(local["aac"]))
+	if a >= joined {
+		t.Errorf("audio archived from %d µs, where the subscription began (%d µs): nothing from before", a, joined)
+	}
+	if a > v {
+		t.Errorf("audio archived from %d µs, after the first video keyframe (%d µs)", a, v)
+	}
+}

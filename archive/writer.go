@@ -116,6 +116,67 @@ type bcWriter struct {
 	mu      sync.Mutex
 	started map[string]bool
 	errs    []error
+	// firsts are, per round of alignStart, the first timestamps the
+	// media tracks hold; firstsChanged is closed when one is added.
+	firsts        [alignRounds]map[string]int64
+	media         int
+	firstsChanged chan struct{}
+}
+
+// Bounds of alignStart: how long a media track's first group is waited
+// for, how long the first groups of the other media tracks are, and how
+// long the source is given to hand over what it holds from before.
+const (
+	alignFirstWait  = 2 * time.Second
+	alignOthersWait = time.Second
+	alignFillWait   = 5 * time.Second
+	// alignRounds: the first aligns every track with the earliest first
+	// frame; a video track then starts at the keyframe before it, and
+	// the second aligns the others with that keyframe.
+	alignRounds = 2
+)
+
+// startTarget records first, the first timestamp of track name in round,
+// and returns the earliest first timestamp of the broadcast's media tracks
+// in that round, once each started one has its own or alignOthersWait
+// passed.
+func (w *bcWriter) startTarget(ctx context.Context, round int, name string, first int64) int64 {
+	deadline := time.NewTimer(alignOthersWait)
+	defer deadline.Stop()
+	w.mu.Lock()
+	firsts := w.firsts[round]
+	if firsts == nil {
+		firsts = map[string]int64{}
+		w.firsts[round] = firsts
+	}
+	firsts[name] = first
+	if w.firstsChanged != nil {
+		close(w.firstsChanged)
+		w.firstsChanged = nil
+	}
+	for {
+		target := first
+		for _, ts := range firsts {
+			target = min(target, ts)
+		}
+		if len(firsts) >= w.media {
+			w.mu.Unlock()
+			return target
+		}
+		if w.firstsChanged == nil {
+			w.firstsChanged = make(chan struct{})
+		}
+		ch := w.firstsChanged
+		w.mu.Unlock()
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return target
+		case <-ctx.Done():
+			return target
+		}
+		w.mu.Lock()
+	}
 }
 
 func (w *bcWriter) start(name string, sparse bool, cat *catalog.Reader) {
@@ -143,6 +204,7 @@ func (w *bcWriter) start(name string, sparse bool, cat *catalog.Reader) {
 
 // renditions starts the writers of the renditions a catalog lists.
 func (w *bcWriter) renditions(c *catalog.Catalog) {
+	var names []string
 	for _, r := range c.Renditions() {
 		if r.Common().Broadcast != nil {
 			w.o.Logger.Warn("archive: rendition of another broadcast not archived", "broadcast", w.b.Name(), "track", r.Name)
@@ -152,7 +214,18 @@ func (w *bcWriter) renditions(c *catalog.Catalog) {
 			w.o.Logger.Warn("archive: a track named like a timeline is not archived", "broadcast", w.b.Name(), "track", r.Name)
 			continue
 		}
-		w.start(r.Name, false, nil)
+		names = append(names, r.Name)
+	}
+	// Counted before any starts: each aligns its start with all of them.
+	w.mu.Lock()
+	for _, n := range names {
+		if !w.started[n] {
+			w.media++
+		}
+	}
+	w.mu.Unlock()
+	for _, n := range names {
+		w.start(n, false, nil)
 	}
 }
 
@@ -210,6 +283,11 @@ func (tw *trackWriter) run() error {
 	ready := model.NewReadySet()
 	c.Watch(ready)
 	ctx := tw.w.ctx
+	if !tw.sparse {
+		if err := tw.alignStart(ctx); err != nil {
+			return err
+		}
+	}
 	var taken []*model.Consumer
 	for {
 		// Taken off the ready list before reading, so a change that
@@ -262,6 +340,53 @@ func (tw *trackWriter) run() error {
 			return tw.finish()
 		}
 	}
+}
+
+// alignStart, before a media track is read, asks its source for the
+// groups it still holds from before the subscription, back to the
+// earliest first frame of the broadcast's media tracks: a subscription
+// begins at the source's newest group, and the tracks of one broadcast are
+// subscribed one after the other, so the later ones would lose their first
+// groups (a direct recording aligns its audio to the first video keyframe
+// the same way). A source that holds nothing older, or a resumed archive,
+// is read as it comes.
+func (tw *trackWriter) alignStart(ctx context.Context) error {
+	var first int64
+	for wait := time.Now().Add(alignFirstWait); ; {
+		ts, ok := tw.track.OldestTimestamp()
+		if ok {
+			first = ts
+			break
+		}
+		if time.Now().After(wait) || ctx.Err() != nil {
+			return nil
+		}
+		select {
+		case <-time.After(10 * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
+	if err := tw.enroll(); err != nil {
+		return err
+	}
+	if tw.resuming {
+		return nil
+	}
+	fctx, cancel := context.WithTimeout(ctx, alignFillWait)
+	defer cancel()
+	for round := range alignRounds {
+		target := tw.w.startTarget(ctx, round, tw.name, first)
+		if first <= target {
+			continue
+		}
+		if err := tw.track.Backfill(fctx, target); err != nil {
+			tw.w.o.Logger.Debug("archive: the groups before the subscription could not be had", "broadcast", tw.w.b.Name(), "track", tw.name, "err", err)
+		}
+		if ts, ok := tw.track.OldestTimestamp(); ok {
+			first = ts
+		}
+	}
+	return nil
 }
 
 // finish commits the open record: a clean end, no marker object.
