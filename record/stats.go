@@ -39,7 +39,7 @@ type Stats struct {
 	Dropped    int64
 	Lost       time.Duration // the most media time one track lost to gaps (outages)
 	// Skipped counts the renditions not recorded because the format
-	// cannot carry them (subtitles in FLV, TS or MP4; a codec it lacks),
+	// cannot carry them (subtitles in FLV or TS; a codec it lacks),
 	// each also logged; the selection's choices are not counted.
 	Skipped int
 	Upload  UploadStats // an Uploader Output's (an object store): zero otherwise

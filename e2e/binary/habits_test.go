@@ -389,7 +389,7 @@ func TestListShowsEveryDemoCodecAsJSON(t *testing.T) {
 		"vp8": "video [mkv webm] false", "vp9": "video [flv mkv webm mp4 hls] true",
 		"aac": "audio [flv mkv ts mp4 hls] false", "mp3": "audio [flv mkv ts mp4] false", "opus": "audio [flv mkv webm ts mp4 hls] true",
 		"flac": "audio [mkv mp4 hls] false", "ac3": "audio [mkv ts mp4 hls] false",
-		"h264-360p": "video [flv mkv ts mp4 hls] false", "webvtt": "text [mkv webm hls] false",
+		"h264-360p": "video [flv mkv ts mp4 hls] false", "webvtt": "text [mkv webm mp4 hls] false",
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("--list --json:\n got %v\nwant %v", got, want)

@@ -79,7 +79,38 @@ type trakParts struct {
 // initMoov marshals the moov of the fragmented form with mediacommon (one
 // trak per track, mvex with a trex each) and returns it without
 // mediacommon's ftyp, with the parts of each trak the finished moov needs.
-func initMoov(tracks []*track) ([]byte, []trakParts, error) {
+func initMoov(all []*track) ([]byte, []trakParts, error) {
+	// Text tracks are not mediacommon's: their boxes are made here, and
+	// the parts merged back in track order at the end.
+	var tracks []*track
+	for _, t := range all {
+		if !t.isText() {
+			tracks = append(tracks, t)
+		}
+	}
+	if len(tracks) < len(all) {
+		var media []trakParts
+		var moov []byte
+		if len(tracks) > 0 {
+			var err error
+			if moov, media, err = initMoov(tracks); err != nil {
+				return nil, nil, err
+			}
+		}
+		parts := make([]trakParts, 0, len(all))
+		for _, t := range all {
+			if !t.isText() {
+				parts, media = append(parts, media[0]), media[1:]
+				continue
+			}
+			p, err := textParts(t)
+			if err != nil {
+				return nil, nil, err
+			}
+			parts = append(parts, p)
+		}
+		return moov, parts, nil
+	}
 	var init fmp4.Init
 	for _, t := range tracks {
 		init.Tracks = append(init.Tracks, &fmp4.InitTrack{ID: int(t.mp4ID), TimeScale: t.timescale, Codec: t.codec})
@@ -313,7 +344,7 @@ func (w *Writer) moov(finished bool, co64 bool) ([]byte, error) {
 			b.end(edts)
 		}
 		mdia := b.start("mdia")
-		mdhd := &amp4.Mdhd{FullBox: amp4.FullBox{Version: 1}, CreationTimeV1: w.created, ModificationTimeV1: w.created, Timescale: t.timescale, Language: [3]byte{'u', 'n', 'd'}}
+		mdhd := &amp4.Mdhd{FullBox: amp4.FullBox{Version: 1}, CreationTimeV1: w.created, ModificationTimeV1: w.created, Timescale: t.timescale, Language: t.mdhdLanguage()}
 		if finished {
 			mdhd.DurationV1 = uint64(tab.mediaDur)
 		}

@@ -28,6 +28,7 @@ var families = map[string]string{
 	"h264": "avc1", "h265": "hvc1", "av1": "av01", "vp9": "vp09",
 	"aac": "mp4a", "opus": "Opus", "flac": "fLaC", "mp3": "mp4a (.6B)",
 	"ac3": "ac-3", "eac3": "ec-3",
+	"webvtt": "tx3g", "utf8": "tx3g", // text.go
 }
 
 // suggestions name a container for the codecs MP4 cannot carry.
@@ -163,6 +164,8 @@ func (t *track) configure() error {
 		}
 	case "ac3", "eac3":
 		t.frameSamples = 1536
+	case "webvtt", "utf8":
+		t.timescale = textTimescale
 	default:
 		return fmt.Errorf("track %d: %w", t.ID, supportsCodec(t.Track))
 	}

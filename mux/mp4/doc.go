@@ -135,7 +135,8 @@
 //
 // H.264 (avc1), H.265 (hvc1), AV1 (av01), VP9 (vp09), AAC (mp4a), Opus
 // (Opus, mono or stereo), FLAC (fLaC), MP3 (mp4a, object type 0x6B), AC-3
-// (ac-3) and E-AC-3 (ec-3). VP8, MP2 and PCM are refused by Supports with a
+// (ac-3) and E-AC-3 (ec-3); subtitles (mux.Text: webvtt, utf8) as 3GPP
+// timed text (tx3g, see text.go). VP8, MP2 and PCM are refused by Supports with a
 // *mux.UnsupportedCodecError suggesting webm/mkv (VP8) or mkv/ts (MP2).
 // Sample entries whose configuration the catalog lacks wait for the first
 // frame that carries it (SPS/PPS of Annex B H.264/H.265, the AV1 sequence

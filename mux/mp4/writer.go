@@ -180,6 +180,10 @@ type track struct {
 	lastDur   int64 // last sample duration not spanning a discontinuity, ticks
 	endDur    int64 // the newest sample's duration as its publisher gave it, ticks (0: none)
 	lastPTSUs int64 // the newest sample's presentation time, µs as written
+	// cueEnd is where a text track's newest cue ends (µs), when cueSet:
+	// a later cue is preceded by an empty sample from there.
+	cueEnd int64
+	cueSet bool
 
 	pend []sample // samples of the fragment being built
 	// store holds room bytes, where cut puts the moof and the other runs
@@ -327,8 +331,11 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 		w.stats.Dropped++
 		return nil
 	}
-	if t.Kind == mux.Audio {
+	if t.Kind == mux.Audio || t.isText() {
 		f.Keyframe = true
+	}
+	if t.isText() {
+		return w.writeCue(t, f)
 	}
 	if t.keyWait && !f.Keyframe {
 		w.drop(t, "waiting for a keyframe")
@@ -348,7 +355,7 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 			return nil
 		}
 	}
-	if !w.started && t.codec == nil {
+	if !w.started && !t.ready() {
 		if !t.configureFromFrame(payload, f.Keyframe) {
 			w.drop(t, "waiting for a keyframe with the codec configuration")
 			return nil
@@ -418,7 +425,7 @@ func (w *Writer) maybeStart() error {
 		return nil
 	}
 	for _, t := range w.tracks {
-		if !t.removed && t.codec == nil && !w.pending.Over(w.opts.HeaderWait) {
+		if !t.removed && !t.ready() && !w.pending.Over(w.opts.HeaderWait) {
 			return nil
 		}
 	}
@@ -432,7 +439,7 @@ func (w *Writer) start() error {
 	for _, t := range w.tracks {
 		switch {
 		case t.removed:
-		case t.codec == nil:
+		case !t.ready():
 			t.disabled = true
 			w.log.Warn("mp4: track left out of the file: no codec configuration arrived in time", "track", t.ID, "codec", t.Codec)
 		default:
@@ -830,7 +837,7 @@ func (w *Writer) Close() error {
 	if !w.started {
 		ready := false
 		for _, t := range w.tracks {
-			ready = ready || (!t.removed && t.codec != nil)
+			ready = ready || (!t.removed && t.ready())
 		}
 		if !ready {
 			return nil // nothing playable to write

@@ -17,7 +17,13 @@ import (
 func Cues(t testing.TB, path string) []webvtt.Cue {
 	t.Helper()
 	RequireTools(t, system.FFmpeg)
-	stdout, stderr := Run(t, system.FFmpeg, "-v", "error", "-copyts", "-i", path, "-map", "0:s:0", "-f", "webvtt", "-")
+	return system.Cues(t, path)
+}
+
+// Cues is Cues with tl's ffmpeg.
+func (tl Tools) Cues(t testing.TB, path string) []webvtt.Cue {
+	t.Helper()
+	stdout, stderr := Run(t, tl.FFmpeg, "-v", "error", "-copyts", "-i", path, "-map", "0:s:0", "-f", "webvtt", "-")
 	if stderr != "" {
 		t.Fatalf("ffmpeg extracting the subtitles of %s reported errors:\n%s", filepath.Base(path), stderr)
 	}
