@@ -63,7 +63,7 @@ var authTransports = []authTransport{
 	{name: "webtransport-lite-05", scheme: "https", opts: Options{Versions: []string{"lite-05"}}},
 	{name: "quic-lite-05", scheme: "moql", opts: Options{Versions: []string{"lite-05"}}},
 	{name: "quic-lite-02-legacy-setup", scheme: "moql", opts: Options{Versions: []string{"lite-02"}}},
-	{name: "quic-ietf-draft-14", scheme: "moqt", opts: Options{alpns: []string{ietf.ALPNDraft14}}, ietf: true},
+	{name: "quic-ietf-draft-14", scheme: "moqt", opts: Options{alpns: []string{ietf.Draft14.ALPN()}}, ietf: true},
 	{name: "quic-ietf-draft-20", scheme: "moqt", opts: Options{alpns: []string{"moqt-20"}}, ietf: true},
 	// The token only in SETUP's AUTHORIZATION TOKEN parameter, not in the
 	// SETUP Path's query.

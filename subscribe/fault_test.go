@@ -55,7 +55,7 @@ func newScriptedPublisher(t *testing.T) *scriptedPublisher {
 		t.Fatal(err)
 	}
 	tr := &quic.Transport{Conn: udp}
-	ln, err := tr.Listen(&tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{wire.ALPN}}, quicConfig(0, 0))
+	ln, err := tr.Listen(&tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{wire.Lite05.ALPN()}}, quicConfig(0, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

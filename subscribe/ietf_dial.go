@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/moq/transport/alpn"
+
 	"github.com/moq-export/moq-export/internal/moq/ietf"
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/transport"
@@ -30,18 +32,18 @@ func ietfTable() (versions []ietf.Version, alpns []string) {
 			continue
 		}
 		versions = append(versions, ietf.Version(v.Code))
-		if v.LegacySetup && !slices.Contains(alpns, wire.ALPNLegacy) {
-			alpns = append([]string{wire.ALPNLegacy}, alpns...)
+		if v.LegacySetup && !slices.Contains(alpns, alpn.Legacy) {
+			alpns = append([]string{alpn.Legacy}, alpns...)
 		}
-		alpns = append(alpns, v.ALPN)
+		alpns = append(alpns, v.ALPN())
 	}
 	return versions, alpns
 }
 
 // ietfVersionOfALPN returns the draft a negotiated ALPN selects ("moql":
 // the one the legacy SETUP can choose).
-func ietfVersionOfALPN(alpn string) (ietf.Version, bool) {
-	if alpn == wire.ALPNLegacy {
+func ietfVersionOfALPN(proto string) (ietf.Version, bool) {
+	if proto == alpn.Legacy {
 		for _, v := range wire.Versions {
 			if v.Family == wire.FamilyIETF && v.LegacySetup {
 				return ietf.Version(v.Code), true
@@ -49,7 +51,7 @@ func ietfVersionOfALPN(alpn string) (ietf.Version, bool) {
 		}
 		return 0, false
 	}
-	v, ok := ietf.VersionOfALPN(alpn)
+	v, ok := ietf.VersionOfALPN(proto)
 	if !ok || !slices.Contains(ietfVersions, v) {
 		return 0, false
 	}
@@ -63,11 +65,11 @@ func ietfVersionOfALPN(alpn string) (ietf.Version, bool) {
 // 14 but no moq-lite version the legacy SETUP could choose instead (those
 // come first, as in the reference).
 func ietfProtocol(proto string, vs []*wire.Version) (string, bool) {
-	if proto == "" || proto == wire.ALPNLegacy {
+	if proto == "" || proto == alpn.Legacy {
 		if len(wire.LegacyCodes(liteVersions(vs))) > 0 || !slices.Contains(vs, wire.ByCode(uint64(ietf.Draft14))) {
 			return "", false
 		}
-		return wire.ALPNLegacy, true
+		return alpn.Legacy, true
 	}
 	v, ok := ietfVersionOfALPN(proto)
 	if !ok || !slices.Contains(vs, wire.ByCode(uint64(v))) {

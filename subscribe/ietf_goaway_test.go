@@ -22,9 +22,9 @@ func TestIETFGoAwayMovesTheSession(t *testing.T) {
 		name, alpn, scheme string
 		redirect           bool
 	}{
-		{"Draft14SameRelay", ietf.ALPNDraft14, "moqt", false},
+		{"Draft14SameRelay", ietf.Draft14.ALPN(), "moqt", false},
 		{"Draft20SameRelay", "moqt-20", "moqt", false},
-		{"Draft14", ietf.ALPNDraft14, "moqt", true},
+		{"Draft14", ietf.Draft14.ALPN(), "moqt", true},
 		{"Draft20", "moqt-20", "moqt", true},
 		{"Draft20WebTransport", "moqt-20", "https", true},
 		// moq-lite: the new session is dialled before the old one closes.

@@ -17,7 +17,7 @@ import (
 // FETCH (the cut group completed, the missed ones whole) and the client
 // has every frame in order with no discontinuity.
 func TestIETFOutageGapIsFetched(t *testing.T) {
-	for _, alpn := range []string{ietf.ALPNDraft14, "moqt-20"} {
+	for _, alpn := range []string{ietf.Draft14.ALPN(), "moqt-20"} {
 		t.Run(alpn, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()

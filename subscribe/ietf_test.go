@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/moq/transport/alpn"
+
 	"github.com/quic-go/quic-go"
 
 	"github.com/moq-export/moq-export/catalog"
@@ -21,8 +23,8 @@ import (
 // the legacy "moql" version list, the NAMESPACE stream of draft 16, the
 // per-request streams and leading-ones varints of draft 20).
 var ietfLoopbackDrafts = []struct{ name, alpn string }{
-	{"Draft14", ietf.ALPNDraft14},
-	{"Draft14Legacy", ietf.ALPNLegacy},
+	{"Draft14", ietf.Draft14.ALPN()},
+	{"Draft14Legacy", alpn.Legacy},
 	{"Draft16", "moqt-16"},
 	{"Draft20", "moqt-20"},
 	{"Draft21", "moqt-21"},
@@ -30,13 +32,13 @@ var ietfLoopbackDrafts = []struct{ name, alpn string }{
 }
 
 // dialIETF dials srv offering only alpn and returns both ends.
-func dialIETF(t *testing.T, ctx context.Context, srv *Server, pin, alpn, path string, opts Options) (client, peer *Session) {
+func dialIETF(t *testing.T, ctx context.Context, srv *Server, pin, proto, path string, opts Options) (client, peer *Session) {
 	t.Helper()
 	opts.TLSFingerprint = pin
-	opts.alpns = []string{alpn}
+	opts.alpns = []string{proto}
 	// "moql" is the legacy SETUP, where our client would choose moq-lite-02
 	// first: offer only the draft it reaches.
-	if alpn == ietf.ALPNLegacy {
+	if proto == alpn.Legacy {
 		opts.Versions = []string{"moq-transport-14"}
 	}
 	if opts.Logger == nil {
@@ -46,7 +48,7 @@ func dialIETF(t *testing.T, ctx context.Context, srv *Server, pin, alpn, path st
 	t.Cleanup(func() { client.Close() })
 	waitFor(t, "the connection", func() bool { return client.currentConn() != nil })
 	if _, ok := client.currentConn().(*ietfConn); !ok {
-		t.Fatalf("%s: the session does not run moq-transport", alpn)
+		t.Fatalf("%s: the session does not run moq-transport", proto)
 	}
 	return client, peer
 }
@@ -228,7 +230,7 @@ func TestIETFRequestIDsWaitForMaxRequestID(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	client, peer := dialIETF(t, ctx, srv, pin, ietf.ALPNDraft14, "", Options{})
+	client, peer := dialIETF(t, ctx, srv, pin, ietf.Draft14.ALPN(), "", Options{})
 	sb := newSampleBroadcast(t, "demo.hang", "h264", "aac")
 	if err := peer.Publish(sb.b); err != nil {
 		t.Fatal(err)
@@ -308,7 +310,7 @@ func TestIETFMalformedControlMessageClosesTheSession(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	qc := rawIETFClient(t, ctx, srv, ietf.ALPNDraft14)
+	qc := rawIETFClient(t, ctx, srv, ietf.Draft14.ALPN())
 	ctrl, err := qc.OpenStreamSync(ctx)
 	if err != nil {
 		t.Fatal(err)

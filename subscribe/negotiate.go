@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/moq/transport/alpn"
+
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/varint"
 )
@@ -67,7 +69,7 @@ func liteVersions(vs []*wire.Version) []*wire.Version {
 // of vs. legacy is true when the version is still to be chosen by the
 // legacy SETUP exchange.
 func selectALPN(proto string, vs []*wire.Version) (v *wire.Version, legacy bool, err error) {
-	if proto == "" || proto == wire.ALPNLegacy {
+	if proto == "" || proto == alpn.Legacy {
 		if len(wire.LegacyCodes(vs)) == 0 {
 			return nil, false, fmt.Errorf("%w: the peer chose none of %s (it answered %s, which means the legacy SETUP exchange)", ErrVersion, wire.Names(vs), orNone(proto))
 		}
@@ -96,7 +98,7 @@ func (ic *ietfConn) Version() *wire.Version {
 	if v := wire.ByCode(uint64(ic.v)); v != nil {
 		return v
 	}
-	return &wire.Version{Name: ic.v.String(), Code: uint64(ic.v), ALPN: ic.v.ALPN(), Family: wire.FamilyIETF}
+	return &wire.Version{Name: ic.v.String(), Code: uint64(ic.v), Family: wire.FamilyIETF}
 }
 
 // legacySetupTimeout bounds the legacy SETUP exchange.

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/moq/transport/alpn"
+
 	"github.com/moq-export/moq-export/internal/moq/ietf"
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/transport"
@@ -98,7 +100,7 @@ func (s *Server) accept(a transport.Accepted) {
 // the legacy SETUP under "moql"), admits its session and delivers it.
 func (s *Server) acceptQUIC(a transport.Accepted) {
 	proto := a.Conn.Protocol()
-	if v, ok := ietfVersionOfALPN(proto); ok && proto != wire.ALPNLegacy {
+	if v, ok := ietfVersionOfALPN(proto); ok && proto != alpn.Legacy {
 		s.acceptIETF(&netConn{Conn: a.Conn, alpn: proto}, v, a)
 		return
 	}
@@ -107,7 +109,7 @@ func (s *Server) acceptQUIC(a transport.Accepted) {
 	if err == nil && c.version.Family == wire.FamilyIETF {
 		// The legacy SETUP chose moq-transport draft 14: the IETF session
 		// reads the same CLIENT_SETUP again (replayed) and answers it.
-		c.replay, c.session, c.alpn = c.session, nil, wire.ALPNLegacy
+		c.replay, c.session, c.alpn = c.session, nil, alpn.Legacy
 		s.acceptIETF(c, ietf.Draft14, a)
 		return
 	}
@@ -188,7 +190,7 @@ func refusalReason(err error) string {
 func (s *Server) acceptWebTransport(a transport.Accepted) {
 	c := &netConn{Conn: a.Conn}
 	proto := a.Conn.Protocol()
-	if v, ok := ietfVersionOfALPN(proto); ok && proto != wire.ALPNLegacy {
+	if v, ok := ietfVersionOfALPN(proto); ok && proto != alpn.Legacy {
 		c.alpn = proto
 		s.acceptIETF(c, v, a)
 		return
@@ -202,7 +204,7 @@ func (s *Server) acceptWebTransport(a transport.Accepted) {
 	if c.version.Family == wire.FamilyIETF {
 		// The legacy SETUP chose draft 14: its session reads the same
 		// CLIENT_SETUP again (replayed) and answers it.
-		c.replay, c.session, c.alpn = c.session, nil, wire.ALPNLegacy
+		c.replay, c.session, c.alpn = c.session, nil, alpn.Legacy
 		s.acceptIETF(c, ietf.Draft14, a)
 		return
 	}

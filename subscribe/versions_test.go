@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/moq/transport/alpn"
+
 	"github.com/quic-go/quic-go"
 
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
@@ -185,7 +187,7 @@ func TestLegacySetupChoosingDraft14GoesToTheIETFSession(t *testing.T) {
 // versions.
 func legacyClient(t *testing.T, ctx context.Context, srv *Server, versions ...uint64) (*quic.Conn, *quic.Stream) {
 	t.Helper()
-	qc, err := quic.DialAddr(ctx, srv.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{wire.ALPNLegacy}}, quicConfig(0, 0))
+	qc, err := quic.DialAddr(ctx, srv.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{alpn.Legacy}}, quicConfig(0, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -193,6 +193,26 @@ var rules = []struct {
 		}
 		return bad
 	}},
+	{"the wire codecs reach the transport only through its ALPN table, a leaf", func(pkgs map[string]*pkg) []string {
+		var bad []string
+		for name, p := range pkgs {
+			if name == "internal/moq/transport/alpn" {
+				for _, d := range moduleOnly(p.Deps) {
+					bad = append(bad, name+" -> "+d)
+				}
+				continue
+			}
+			if !under(name, "internal/moq/lite") && !under(name, "internal/moq/ietf") {
+				continue
+			}
+			for _, d := range moduleOnly(p.Deps) {
+				if under(d, "internal/moq/transport") && d != "internal/moq/transport/alpn" {
+					bad = append(bad, name+" -> "+d)
+				}
+			}
+		}
+		return bad
+	}},
 	{"only internal/testutil/browsertest imports chromedp, tests included", func(pkgs map[string]*pkg) []string {
 		var bad []string
 		for name, p := range pkgs {
@@ -213,7 +233,7 @@ var rules = []struct {
 
 func TestImportsKeepTheLayeringRules(t *testing.T) {
 	pkgs := load(t)
-	for _, need := range append([]string{"model", "export", "subscribe", "internal/hang", "internal/testutil/browsertest", "internal/moq/transport", "internal/moq/lite/wire", "internal/moq/ietf"}, muxers...) {
+	for _, need := range append([]string{"model", "export", "subscribe", "internal/hang", "internal/testutil/browsertest", "internal/moq/transport", "internal/moq/lite/wire", "internal/moq/ietf", "internal/moq/transport/alpn"}, muxers...) {
 		if pkgs[need] == nil {
 			t.Fatalf("package %s not listed: the rules name a package that moved; update them", need)
 		}
@@ -255,6 +275,7 @@ func TestEveryRuleCatchesTheImportItForbids(t *testing.T) {
 		func(p map[string]*pkg) { p["catalog"].Deps = m("internal/testutil/mediatest") },
 		func(p map[string]*pkg) { p["subscribe"].Imports = []string{"github.com/quic-go/webtransport-go"} },
 		func(p map[string]*pkg) { p["internal/moq/ietf"].Deps = m("internal/varint", "internal/moq/lite/wire") },
+		func(p map[string]*pkg) { p["internal/moq/ietf"].Deps = m("internal/moq/transport/alpn", "internal/moq/transport") },
 		func(p map[string]*pkg) { p["export"].XTestImports = []string{"github.com/chromedp/chromedp"} },
 	}
 	if len(breaks) != len(rules) {

@@ -1,6 +1,10 @@
 package ietf
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/moq-export/moq-export/internal/moq/transport/alpn"
+)
 
 // Version is a moq-transport draft as its SETUP wire code.
 type Version uint32
@@ -25,20 +29,12 @@ const (
 // Newest is the newest draft this package knows.
 const Newest = Draft22
 
-// ALPNs of the drafts. Draft 14 is also reached through the shared "moql"
-// ALPN (or none over WebTransport), whose CLIENT_SETUP lists versions.
-const (
-	ALPNDraft14 = "moq-00"
-	ALPNLegacy  = "moql"
-)
-
-// ALPN returns the TLS ALPN / WebTransport protocol that pins v.
-func (v Version) ALPN() string {
-	if v == Draft14 {
-		return ALPNDraft14
-	}
-	return fmt.Sprintf("moqt-%d", v.Number())
-}
+// ALPN returns the TLS ALPN / WebTransport protocol that pins v, from the
+// transport's one table (internal/moq/transport/alpn); "" for a draft
+// it does not list. Draft 14 is also reached through the shared
+// alpn.Legacy (or none over WebTransport), whose CLIENT_SETUP lists
+// versions.
+func (v Version) ALPN() string { return alpn.Of(uint64(v)) }
 
 // Number returns the draft number (14 for Draft14).
 func (v Version) Number() int { return int(v - 0xff000000) }
@@ -50,11 +46,10 @@ func (v Version) Known() bool { return v >= Draft14 && v <= Newest }
 
 // VersionOfALPN returns the draft an ALPN pins ("moql" pins none: its
 // CLIENT_SETUP negotiates).
-func VersionOfALPN(alpn string) (Version, bool) {
-	for v := Draft14; v <= Newest; v++ {
-		if v.ALPN() == alpn {
-			return v, true
-		}
+func VersionOfALPN(name string) (Version, bool) {
+	code, ok := alpn.CodeOf(name)
+	if v := Version(code); ok && v.Known() {
+		return v, true
 	}
 	return 0, false
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/moq-export/moq-export/internal/moq/transport/alpn"
 	"github.com/moq-export/moq-export/internal/varint"
 )
 
@@ -157,7 +158,7 @@ func FuzzFrameReaderFor(f *testing.F) {
 // length and body, for both messages.
 func FuzzLegacySetup(f *testing.F) {
 	for _, l := range readReferenceLayouts(f) {
-		if l.Version == ALPNLegacy {
+		if l.Version == alpn.Legacy {
 			f.Add(unhex(f, l.Hex))
 		}
 	}

@@ -16,14 +16,9 @@ func validUTF8(b []byte) bool { return utf8.Valid(b) }
 // DecodeFor, which read the version's capability fields. Messages with one
 // layout in every version that has them have Append and Decode only.
 
-// Version names of moq-lite-05 (see Lite05).
-const (
-	// ALPN is the TLS ALPN (raw QUIC) and WebTransport protocol of
-	// moq-lite-05.
-	ALPN = "moq-lite-05"
-	// VersionCode is moq-lite-05's wire code.
-	VersionCode = 0xff0dad05
-)
+// VersionCode is moq-lite-05's wire code (see Lite05; its ALPN is
+// Lite05.ALPN()).
+const VersionCode = 0xff0dad05
 
 // Bidirectional stream types (the first varint on the stream).
 const (

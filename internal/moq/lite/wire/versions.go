@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/moq-export/moq-export/internal/moq/transport/alpn"
 )
 
 // The version table: every protocol version this module speaks, in the
@@ -23,13 +25,6 @@ const (
 	FamilyIETF
 )
 
-// ALPNLegacy is the ALPN (raw QUIC) and WebTransport protocol under which
-// the version is chosen by the legacy bidi SETUP exchange (CLIENT_SETUP
-// 0x20 / SERVER_SETUP 0x21, draft-14 framing) instead of by the ALPN
-// itself. A WebTransport session that negotiated no protocol at all takes
-// the same path.
-const ALPNLegacy = "moql"
-
 // Version is one protocol version: its names, how it is negotiated and what
 // its wire carries. The moq-lite capability fields are false for other
 // families. Values are shared; never modify one.
@@ -38,12 +33,8 @@ type Version struct {
 	Name string
 	// Code is the version's wire code (SETUP version lists, 0xff0dad05).
 	Code uint64
-	// ALPN is the TLS ALPN on raw QUIC and the WebTransport protocol
-	// (WT-Available-Protocols / WT-Protocol) that select the version
-	// directly; "" when only the legacy SETUP reaches it.
-	ALPN string
 	// LegacySetup: the version can be chosen inside the legacy SETUP
-	// exchange (under ALPNLegacy, or a WebTransport session without a
+	// exchange (under alpn.Legacy, or a WebTransport session without a
 	// protocol): lite-01/02, and IETF draft-14.
 	LegacySetup bool
 	// Family says which session implementation speaks it.
@@ -126,18 +117,24 @@ type Version struct {
 
 func (v *Version) String() string { return v.Name }
 
+// ALPN is the TLS ALPN on raw QUIC and the WebTransport protocol
+// (WT-Available-Protocols / WT-Protocol) that select v directly, from the
+// transport's one table (internal/moq/transport/alpn); "" when only the
+// legacy SETUP reaches it.
+func (v *Version) ALPN() string { return alpn.Of(v.Code) }
+
 // The moq-lite versions.
 var (
 	Lite01 = &Version{Name: "moq-lite-01", Code: 0xff0dad01, LegacySetup: true, Family: FamilyLite,
 		SessionStream: true, AnnounceInit: true, SubscribeOK: true, SubscribeOKPriority: true}
 	Lite02 = &Version{Name: "moq-lite-02", Code: 0xff0dad02, LegacySetup: true, Family: FamilyLite,
 		SessionStream: true, AnnounceInit: true, SubscribeOK: true}
-	Lite03 = &Version{Name: "moq-lite-03", Code: 0xff0dad03, ALPN: "moq-lite-03", Family: FamilyLite,
+	Lite03 = &Version{Name: "moq-lite-03", Code: 0xff0dad03, Family: FamilyLite,
 		GroupOrder: true, HopCount: true, SubscribeOK: true, SubscribeRange: true, TypedResponses: true, ProbeStream: true}
-	Lite04 = &Version{Name: "moq-lite-04", Code: 0xff0dad04, ALPN: "moq-lite-04", Family: FamilyLite,
+	Lite04 = &Version{Name: "moq-lite-04", Code: 0xff0dad04, Family: FamilyLite,
 		GroupOrder: true, ExcludeHop: true, HopCount: true, HopIDs: true, SubscribeOK: true, SubscribeRange: true,
 		TypedResponses: true, ProbeStream: true, ProbeRTT: true, Goaway: true}
-	Lite05 = &Version{Name: "moq-lite-05", Code: 0xff0dad05, ALPN: "moq-lite-05", Family: FamilyLite,
+	Lite05 = &Version{Name: "moq-lite-05", Code: 0xff0dad05, Family: FamilyLite,
 		SetupStream: true, AnnounceOK: true, ExcludeHop: true, HopCount: true, HopIDs: true,
 		AnnounceRestart: true, TrackInfo: true, Fetch: true, FrameTimestamps: true,
 		SubscribeRange: true, TypedResponses: true, ProbeStream: true, ProbeRTT: true, Goaway: true,
@@ -145,7 +142,7 @@ var (
 	// Lite06 is final moq-lite-06 (draft-lcurley-moq-lite-06), not the
 	// moq-lite-06-wip of @moq/net 0.3.x, whose bytes differ: never offered
 	// under that name.
-	Lite06 = &Version{Name: "moq-lite-06", Code: 0xff0dad06, ALPN: "moq-lite-06", Family: FamilyLite,
+	Lite06 = &Version{Name: "moq-lite-06", Code: 0xff0dad06, Family: FamilyLite,
 		SetupStream: true, AnnounceOK: true, HopCount: true, HopIDs: true, TypedAnnounce: true,
 		TrackInfo: true, Fetch: true, FrameTimestamps: true, SubscribeRange: true, FrameRange: true,
 		TypedResponses: true, ProbeStream: true, ProbeRTT: true, Goaway: true, Datagrams: true}
@@ -156,20 +153,20 @@ var (
 // has its own ALPN and is also one of the versions the legacy SETUP can
 // choose.
 var (
-	IETF14 = &Version{Name: "moq-transport-14", Code: 0xff00000e, ALPN: "moq-00", LegacySetup: true, Family: FamilyIETF}
-	IETF15 = &Version{Name: "moq-transport-15", Code: 0xff00000f, ALPN: "moqt-15", Family: FamilyIETF}
-	IETF16 = &Version{Name: "moq-transport-16", Code: 0xff000010, ALPN: "moqt-16", Family: FamilyIETF}
-	IETF17 = &Version{Name: "moq-transport-17", Code: 0xff000011, ALPN: "moqt-17", Family: FamilyIETF}
-	IETF18 = &Version{Name: "moq-transport-18", Code: 0xff000012, ALPN: "moqt-18", Family: FamilyIETF}
-	IETF19 = &Version{Name: "moq-transport-19", Code: 0xff000013, ALPN: "moqt-19", Family: FamilyIETF}
-	IETF20 = &Version{Name: "moq-transport-20", Code: 0xff000014, ALPN: "moqt-20", Family: FamilyIETF}
-	IETF21 = &Version{Name: "moq-transport-21", Code: 0xff000015, ALPN: "moqt-21", Family: FamilyIETF}
-	IETF22 = &Version{Name: "moq-transport-22", Code: 0xff000016, ALPN: "moqt-22", Family: FamilyIETF}
+	IETF14 = &Version{Name: "moq-transport-14", Code: 0xff00000e, LegacySetup: true, Family: FamilyIETF}
+	IETF15 = &Version{Name: "moq-transport-15", Code: 0xff00000f, Family: FamilyIETF}
+	IETF16 = &Version{Name: "moq-transport-16", Code: 0xff000010, Family: FamilyIETF}
+	IETF17 = &Version{Name: "moq-transport-17", Code: 0xff000011, Family: FamilyIETF}
+	IETF18 = &Version{Name: "moq-transport-18", Code: 0xff000012, Family: FamilyIETF}
+	IETF19 = &Version{Name: "moq-transport-19", Code: 0xff000013, Family: FamilyIETF}
+	IETF20 = &Version{Name: "moq-transport-20", Code: 0xff000014, Family: FamilyIETF}
+	IETF21 = &Version{Name: "moq-transport-21", Code: 0xff000015, Family: FamilyIETF}
+	IETF22 = &Version{Name: "moq-transport-22", Code: 0xff000016, Family: FamilyIETF}
 )
 
 // Versions lists every version spoken, most preferred first. A client
 // offers them in this order (ALPN list and WT-Available-Protocols, with
-// ALPNLegacy standing for the LegacySetup ones at the place of the first
+// alpn.Legacy standing for the LegacySetup ones at the place of the first
 // of them; then the legacy SETUP's version list); a server prefers them in
 // this order on raw QUIC and takes the first one the client offers on
 // WebTransport, as the reference relay does.
@@ -182,17 +179,13 @@ var Versions = []*Version{Lite06, Lite05, Lite04, Lite03, Lite02, Lite01,
 	IETF22, IETF21, IETF20, IETF19, IETF18, IETF17, IETF16, IETF15, IETF14}
 
 // ByALPN returns the version an ALPN (or WebTransport protocol) selects
-// directly, nil for ALPNLegacy, "" and unknown names.
-func ByALPN(alpn string) *Version {
-	if alpn == "" {
+// directly, nil for alpn.Legacy, "" and unknown names.
+func ByALPN(name string) *Version {
+	code, ok := alpn.CodeOf(name)
+	if !ok {
 		return nil
 	}
-	for _, v := range Versions {
-		if v.ALPN == alpn {
-			return v
-		}
-	}
-	return nil
+	return ByCode(code)
 }
 
 // ByCode returns the version with wire code code, or nil.
@@ -219,12 +212,12 @@ func ByName(name string) *Version {
 }
 
 // ALPNs returns the ALPN tokens that select vs, in order, without
-// duplicates: every version's own ALPN, and ALPNLegacy once, where the
+// duplicates: every version's own ALPN, and alpn.Legacy once, where the
 // first LegacySetup version stands.
 func ALPNs(vs []*Version) []string {
 	var out []string
 	for _, v := range vs {
-		for _, a := range []string{v.ALPN, legacyALPN(v)} {
+		for _, a := range []string{v.ALPN(), legacyALPN(v)} {
 			if a != "" && !slices.Contains(out, a) {
 				out = append(out, a)
 			}
@@ -235,7 +228,7 @@ func ALPNs(vs []*Version) []string {
 
 func legacyALPN(v *Version) string {
 	if v.LegacySetup {
-		return ALPNLegacy
+		return alpn.Legacy
 	}
 	return ""
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/moq-export/moq-export/internal/moq/transport/alpn"
 	"github.com/moq-export/moq-export/internal/varint"
 )
 
@@ -155,7 +156,7 @@ func TestReferenceLayouts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if l.Version == ALPNLegacy {
+			if l.Version == alpn.Legacy {
 				checkLegacySetup(t, l.Message, ref)
 				return
 			}
@@ -315,7 +316,7 @@ func TestVersionLookups(t *testing.T) {
 			t.Errorf("ByName(%q) = %v, want %v", tt.name, got, tt.want)
 		}
 	}
-	if ByALPN("moq-lite-04") != Lite04 || ByALPN(ALPNLegacy) != nil || ByALPN("h3") != nil {
+	if ByALPN("moq-lite-04") != Lite04 || ByALPN(alpn.Legacy) != nil || ByALPN("h3") != nil {
 		t.Fatal("ByALPN")
 	}
 	if ByCode(0xff0dad03) != Lite03 || ByCode(1) != nil {
@@ -323,6 +324,21 @@ func TestVersionLookups(t *testing.T) {
 	}
 	if got := strings.Join(ALPNs(Versions), ","); got != "moq-lite-06,moq-lite-05,moq-lite-04,moq-lite-03,moql,moqt-22,moqt-21,moqt-20,moqt-19,moqt-18,moqt-17,moqt-16,moqt-15,moq-00" {
 		t.Fatalf("ALPNs = %s", got)
+	}
+	var table []string
+	for _, tok := range alpn.Table {
+		table = append(table, tok.Name)
+	}
+	if got := ALPNs(Versions); !reflect.DeepEqual(got, table) {
+		t.Fatalf("the version table offers %q, the transport's ALPN table %q", got, table)
+	}
+	for _, v := range Versions {
+		if v.LegacySetup && v.Family == FamilyLite {
+			continue // reached only through alpn.Legacy
+		}
+		if ByALPN(v.ALPN()) != v {
+			t.Errorf("%s: ALPN %q selects %v", v, v.ALPN(), ByALPN(v.ALPN()))
+		}
 	}
 	if got := LegacyCodes(Versions); !reflect.DeepEqual(got, []uint64{Lite02.Code, Lite01.Code, IETF14.Code}) {
 		t.Fatalf("LegacyCodes = %x", got)

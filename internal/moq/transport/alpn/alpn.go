@@ -1,0 +1,72 @@
+// Package alpn is the one table of the protocol names that select a MoQ
+// version: the TLS ALPN on raw QUIC and the WebTransport protocol
+// (WT-Available-Protocols / WT-Protocol), for both families, moq-lite and
+// IETF moq-transport, in the order a client offers them.
+//
+// It is a leaf under internal/moq/transport (the transport owns
+// negotiation) so that the wire codecs can name their versions' tokens
+// without importing quic-go: internal/moq/lite/wire's version table and
+// internal/moq/ietf's Version.ALPN look their strings up here.
+package alpn
+
+// Legacy is the token under which the version is chosen inside the legacy
+// SETUP exchange (CLIENT_SETUP's version list) rather than by the token
+// itself: moq-lite-01/02 and moq-transport draft 14. A WebTransport session
+// that negotiated no protocol takes the same path.
+const Legacy = "moql"
+
+// Token is one protocol name and the version it pins.
+type Token struct {
+	// Name is the ALPN / WebTransport protocol ("moq-lite-05").
+	Name string
+	// Code is the wire code of the version it pins (0xff0dad05 for
+	// moq-lite-05, 0xff000014 for draft 20); 0 for Legacy, which pins none.
+	Code uint64
+}
+
+// Table lists every token this module speaks, most preferred first: the
+// order a client offers them (the reference's, moq-net 0.3.1+: moq-lite
+// newest first, the legacy SETUP, then moq-transport newest first with
+// draft 14's own "moq-00" last). A new version is one row here at its
+// place and its entry in its family's version table.
+var Table = []Token{
+	{"moq-lite-06", 0xff0dad06},
+	{"moq-lite-05", 0xff0dad05},
+	{"moq-lite-04", 0xff0dad04},
+	{"moq-lite-03", 0xff0dad03},
+	{Legacy, 0},
+	{"moqt-22", 0xff000016},
+	{"moqt-21", 0xff000015},
+	{"moqt-20", 0xff000014},
+	{"moqt-19", 0xff000013},
+	{"moqt-18", 0xff000012},
+	{"moqt-17", 0xff000011},
+	{"moqt-16", 0xff000010},
+	{"moqt-15", 0xff00000f},
+	{"moq-00", 0xff00000e},
+}
+
+// Of returns the token that pins the version with wire code code, "" when
+// none does (moq-lite-01/02 are reached only through Legacy).
+func Of(code uint64) string {
+	if code == 0 {
+		return ""
+	}
+	for _, t := range Table {
+		if t.Code == code {
+			return t.Name
+		}
+	}
+	return ""
+}
+
+// CodeOf returns the wire code of the version name pins; false for
+// Legacy, "" and unknown names.
+func CodeOf(name string) (uint64, bool) {
+	for _, t := range Table {
+		if t.Name == name && t.Code != 0 {
+			return t.Code, true
+		}
+	}
+	return 0, false
+}
