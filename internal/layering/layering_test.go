@@ -275,7 +275,9 @@ func TestEveryRuleCatchesTheImportItForbids(t *testing.T) {
 		func(p map[string]*pkg) { p["catalog"].Deps = m("internal/testutil/mediatest") },
 		func(p map[string]*pkg) { p["subscribe"].Imports = []string{"github.com/quic-go/webtransport-go"} },
 		func(p map[string]*pkg) { p["internal/moq/ietf"].Deps = m("internal/varint", "internal/moq/lite/wire") },
-		func(p map[string]*pkg) { p["internal/moq/ietf"].Deps = m("internal/moq/transport/alpn", "internal/moq/transport") },
+		func(p map[string]*pkg) {
+			p["internal/moq/ietf"].Deps = m("internal/moq/transport/alpn", "internal/moq/transport")
+		},
 		func(p map[string]*pkg) { p["export"].XTestImports = []string{"github.com/chromedp/chromedp"} },
 	}
 	if len(breaks) != len(rules) {
