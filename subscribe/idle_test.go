@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/moq/settle"
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/model"
 )
@@ -184,11 +185,11 @@ func subscriptionGoroutines() (parked, setup int) {
 	return parked, setup
 }
 
-// TestSettleParksTheWaitsAfresh: Session.Settle ends each parked wait's
+// TestSettleParksTheWaitsAfresh: Session.settle ends each parked wait's
 // goroutine and parks the wait on a new one, returning once it did; the
 // subscription goes on as if nothing happened (its next group and its end
-// arrive), also when Settle races the end or a restart of the track (whose
-// wake must not be lost to the deadline Settle clears).
+// arrive), also when settle races the end or a restart of the track (whose
+// wake must not be lost to the deadline settle clears).
 func TestSettleParksTheWaitsAfresh(t *testing.T) {
 	for _, ver := range []string{"lite-05", "moq-transport-14", "moq-transport-17"} {
 		for _, tc := range []string{"alone", "racing the end", "racing a restart"} {
@@ -212,7 +213,11 @@ func settleCase(t *testing.T, ver, tc string) {
 	rt := client.remotes["live"].tracks["v"]
 	client.mu.Unlock()
 	var wg sync.WaitGroup
-	wg.Go(func() { client.Settle(ctx) })
+	wg.Go(func() {
+		if !settle.Session(ctx, client) {
+			t.Error("internal/moq/settle does not know a *Session")
+		}
+	})
 	switch tc {
 	case "racing the end":
 		pt.Close(nil)
@@ -250,10 +255,10 @@ func settleCase(t *testing.T, ver, tc string) {
 		t.Fatal(err)
 	}
 	if end := evs[len(evs)-1]; end.Err != nil {
-		t.Fatalf("track ended with %v after Settle, want a clean end", end.Err)
+		t.Fatalf("track ended with %v after settle, want a clean end", end.Err)
 	}
 	if frameCount(evs) != want {
-		t.Fatalf("%d frames after Settle, want %d", frameCount(evs), want)
+		t.Fatalf("%d frames after settle, want %d", frameCount(evs), want)
 	}
 }
 

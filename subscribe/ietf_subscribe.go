@@ -156,7 +156,7 @@ type ietfSubscription struct {
 	detach func()
 	then   func(error)
 
-	// wake is Settle's: it ends the parked wait, which parks afresh.
+	// wake is settle's: it ends the parked wait, which parks afresh.
 	wake chan struct{}
 	parking
 }
@@ -282,7 +282,7 @@ func (is *ietfSubscription) wait() {
 }
 
 // woken goes on with the subscription after its parked wait ended: with
-// message m, for Settle (settled), or because the request, the attempt or
+// message m, for settle (settled), or because the request, the attempt or
 // the connection ended.
 //
 //go:noinline
@@ -296,7 +296,7 @@ func (is *ietfSubscription) woken(m *ietfMsg, settled bool) {
 		return
 	}
 	if settling != nil {
-		// Settle's wake lost the race: drop it.
+		// settle's wake lost the race: drop it.
 		select {
 		case <-is.wake:
 		default:

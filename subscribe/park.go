@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/moq-export/moq-export/internal/moq/settle"
 )
 
 // How a subscription waits for its publisher's next message: a moq-lite
@@ -25,7 +27,7 @@ import (
 // average depth it saw at its last collection, rounded up to a power of
 // two. During a fleet's start, with every recording busy setting up, that
 // is 4 KB; once the recordings wait, 2 KB. A 4 KB stack is never halved
-// again (the read alone is more than a quarter of 2 KB), so Settle parks
+// again (the read alone is more than a quarter of 2 KB), so settle parks
 // every wait afresh once a start is over.
 
 // park waits for the next response on a new goroutine and returns. The
@@ -49,7 +51,7 @@ func (ls *liteSubscription) wait() {
 //go:noinline
 func (ls *liteSubscription) woken(err error) {
 	if settling := ls.woke(); settling != nil {
-		// Settle woke the wait with a deadline: it must not cut the
+		// settle woke the wait with a deadline: it must not cut the
 		// reads that follow.
 		ls.str.SetReadDeadline(time.Time{})
 		if ls.ctx.Err() != nil {
@@ -73,11 +75,11 @@ func (ls *liteSubscription) settle(settled *sync.WaitGroup) {
 	ls.renew(settled, func() { ls.str.SetReadDeadline(time.Now()) })
 }
 
-// parking is what a subscription's parked wait shares with Settle.
+// parking is what a subscription's parked wait shares with settle.
 type parking struct {
 	mu       sync.Mutex
 	parked   bool            // a goroutine waits in the subscription's wait
-	settling *sync.WaitGroup // Settle woke the wait: Done once it parked again
+	settling *sync.WaitGroup // settle woke the wait: Done once it parked again
 }
 
 // begin marks the wait parked, before its goroutine starts.
@@ -87,7 +89,7 @@ func (p *parking) begin() {
 	p.mu.Unlock()
 }
 
-// woke marks the wait over; it returns the WaitGroup of the Settle that
+// woke marks the wait over; it returns the WaitGroup of the settle that
 // woke it, if one did (or tried to: its wake may have lost the race).
 func (p *parking) woke() *sync.WaitGroup {
 	p.mu.Lock()
@@ -98,7 +100,7 @@ func (p *parking) woke() *sync.WaitGroup {
 	return settling
 }
 
-// renew is Settle's side: a parked wait, not woken yet, is woken with wake
+// renew is settle's side: a parked wait, not woken yet, is woken with wake
 // and counted in settled.
 func (p *parking) renew(settled *sync.WaitGroup, wake func()) {
 	p.mu.Lock()
@@ -111,21 +113,33 @@ func (p *parking) renew(settled *sync.WaitGroup, wake func()) {
 	wake()
 }
 
-// A settler is a subscription whose parked wait Settle can renew.
+// A settler is a subscription whose parked wait settle can renew.
 type settler interface {
 	// settle wakes the parked wait, if there is one, to park it
 	// afresh; settled.Done runs once it did.
 	settle(settled *sync.WaitGroup)
 }
 
-// Settle parks afresh every subscription of the session that waits for its
+// settle parks afresh every subscription of the session that waits for its
 // publisher's next response, and returns once they did (or ctx ended).
 // Waits parked during a busy start took the bigger stacks the runtime gave
 // new goroutines then; parked again once the start is over they take the
 // smallest (2 KB instead of 4 for each track of a paused broadcast). A
-// recorder calls it when its recordings stopped starting, before it
-// returns their start's memory to the system (the command does, internal/cli/memory.go).
-func (s *Session) Settle(ctx context.Context) {
+// recorder does it when its recordings stopped starting, before it
+// returns their start's memory to the system: the command decides when
+// (internal/cli/memory.go), through internal/moq/settle, so it is no
+// public API.
+func init() {
+	settle.Register(func(ctx context.Context, x any) bool {
+		s, ok := x.(*Session)
+		if ok {
+			s.settle(ctx)
+		}
+		return ok
+	})
+}
+
+func (s *Session) settle(ctx context.Context) {
 	var settled sync.WaitGroup
 	s.mu.Lock()
 	subs := make([]*subscription, 0, len(s.subs))

@@ -49,7 +49,7 @@ type subscription struct {
 	// forget, when set, replaces Session.unregister (moq-transport
 	// subscriptions are routed by track alias).
 	forget func()
-	// waits is the SUBSCRIBE whose parked waits Session.Settle parks
+	// waits is the SUBSCRIBE whose parked waits Session.settle parks
 	// afresh (park.go).
 	waits settler
 }

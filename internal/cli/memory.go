@@ -21,7 +21,7 @@ import (
 // collection first (the runtime sizes new goroutines by the stacks it saw
 // then: the waiting recordings', not the start's), then the sessions park
 // their subscriptions' waits afresh on those smaller stacks
-// (subscribe.Session.Settle), then debug.FreeOSMemory returns what that
+// (internal/moq/settle), then debug.FreeOSMemory returns what that
 // freed too.
 type memoryReturner struct {
 	after   time.Duration

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	moqsettle "github.com/moq-export/moq-export/internal/moq/settle"
 	"github.com/moq-export/moq-export/record"
 	"github.com/moq-export/moq-export/subscribe"
 	"github.com/moq-export/moq-export/token"
@@ -92,8 +93,9 @@ func newSessionSource(s *subscribe.Session) *sessionSource {
 func (s *sessionSource) Reconnects() int64 { return s.s.Reconnects() }
 
 // Settle parks the session's waits afresh when the recordings stopped
-// starting (memoryReturner).
-func (s *sessionSource) Settle(ctx context.Context) { s.s.Settle(ctx) }
+// starting (memoryReturner): the command's choice, so reached through
+// internal/moq/settle rather than subscribe's API.
+func (s *sessionSource) Settle(ctx context.Context) { moqsettle.Session(ctx, s.s) }
 
 func (s *sessionSource) Version() string { return s.s.Version() }
 
