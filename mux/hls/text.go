@@ -11,7 +11,8 @@ import (
 // A text rendition (WebVTT subtitles) is a subtitle media playlist of
 // WebVTT segments (s0.m3u8, s0-00001.vtt, ...), cut at the leading
 // rendition's boundaries so segment n covers the same time as the media's:
-// a segment holds the cues that start in it, and every boundary gets one,
+// a segment holds the cues that start in it and those that last into it
+// from an earlier one (repeated, as HLS asks), and every boundary gets one,
 // empty or not, so the playlist covers the whole timeline as HLS asks.
 // Cue times are on the package timeline; X-TIMESTAMP-MAP maps its 0 to
 // the media timestamp where the leading video's presentation starts (see
@@ -66,6 +67,12 @@ func (w *Writer) finishText(r *rendition, end int64, disc bool) error {
 			continue
 		}
 		b = c.AppendCue(b, 0)
+		if c.End > end && !disc {
+			// A cue that lasts past the boundary is repeated in the next
+			// segment, unchanged (RFC 8216 3.5): a player that joins or
+			// seeks there shows it; players that read both keep one.
+			keep = append(keep, c)
+		}
 	}
 	clear(r.cues[len(keep):])
 	r.cues = keep
