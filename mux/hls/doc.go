@@ -20,6 +20,8 @@
 //	index.state.json    what a restart reads to continue the package
 //	v0.m3u8 v0-init.mp4 v0-00001.m4s ...   video rendition 0 (v1, ... the others)
 //	a0.m3u8 a0-init.mp4 a0-00001.m4s ...   audio rendition 0
+//	s0.m3u8 s0-00001.vtt ...               subtitles 0 (WebVTT; a text/vtt
+//	                                       AdaptationSet of the MPD too)
 //
 // File names never come from the network: renditions are numbered by kind
 // in the order the catalog lists them (a restart maps them back by their

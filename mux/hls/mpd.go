@@ -19,7 +19,8 @@ func ticksOf(us int64, ts uint32) int64 {
 
 // mpd is the DASH manifest over the same segments: one Period per run of
 // the timeline without a break (a discontinuity or a restart starts the
-// next), per Period an AdaptationSet per kind and codec, a Representation
+// next), per Period an AdaptationSet per kind and codec (per rendition for
+// audio and subtitles: a choice, not a switch), a Representation
 // per rendition with a SegmentTemplate ($Number$) and its SegmentTimeline.
 // While recording it is dynamic (players poll it); when final, static.
 func (w *Writer) mpd(final bool) ([]byte, error) {
@@ -51,9 +52,6 @@ func (w *Writer) mpd(final bool) ([]byte, error) {
 	type run struct{ segs []segmentState }
 	var periods [][]*run // [period][rendition]
 	for i, rs := range w.st.Renditions {
-		if rs.Kind == "text" {
-			continue // the subtitles are in the HLS playlists only (see text.go)
-		}
 		k := -1
 		for j, s := range rs.Segments {
 			if j == 0 || s.Disc {
@@ -85,8 +83,8 @@ func (w *Writer) mpd(final bool) ([]byte, error) {
 			}
 			rs := w.st.Renditions[i]
 			key := rs.Kind + "/" + rs.Codecs
-			if rs.Kind == "audio" {
-				key += "/" + rs.ID // each audio rendition is a choice, not a switch
+			if rs.Kind == "audio" || rs.Kind == "text" {
+				key += "/" + rs.ID // each audio or text rendition is a choice, not a switch
 			}
 			as := sets[key]
 			if as == nil {
@@ -95,15 +93,28 @@ func (w *Writer) mpd(final bool) ([]byte, error) {
 				as.ContentType = mpd.RFC6838ContentTypeType(rs.Kind)
 				as.MimeType = rs.Kind + "/mp4"
 				as.StartWithSAP = 1
-				if rs.Kind == "audio" {
+				switch rs.Kind {
+				case "audio":
 					as.Labels = []*mpd.LabelType{{Value: rs.Name}}
+				case "text":
+					// The WebVTT segments of the HLS subtitle playlist, as
+					// they are: plain text/vtt segments on the package
+					// timeline, which dash.js reads as it reads the media.
+					as.MimeType, as.StartWithSAP = "text/vtt", 0
+					as.Labels = []*mpd.LabelType{{Value: renditionName(rs)}}
+					as.Roles = []*mpd.DescriptorType{{SchemeIdUri: "urn:mpeg:dash:role:2011", Value: "subtitle"}}
+				}
+				if rs.Kind != "video" && language(rs.Lang) != "" {
+					as.Lang = language(rs.Lang)
 				}
 				sets[key] = as
 				p.AdaptationSets = append(p.AdaptationSets, as)
 			}
 			peak, _ := rates(rs)
 			rep := &mpd.RepresentationType{Id: rs.ID, Bandwidth: uint32(min(max(peak, 1), math.MaxUint32))}
-			rep.Codecs = rs.Codecs
+			if rs.Kind != "text" {
+				rep.Codecs = rs.Codecs // text/vtt needs none ("wvtt" is WebVTT in MP4)
+			}
 			if rs.Kind == "video" {
 				rep.Width, rep.Height = uint32(rs.Width), uint32(rs.Height)
 				if rs.Framerate > 0 {
@@ -120,9 +131,11 @@ func (w *Writer) mpd(final bool) ([]byte, error) {
 			if ts == 0 {
 				ts = 1000
 			}
-			st := &mpd.SegmentTemplateType{
-				Media:          "$RepresentationID$-$Number%05d$.m4s",
-				Initialization: rs.Inits[r.segs[0].Init],
+			st := &mpd.SegmentTemplateType{Media: "$RepresentationID$-$Number%05d$.m4s"}
+			if rs.Kind == "text" {
+				st.Media = "$RepresentationID$-$Number%05d$.vtt"
+			} else {
+				st.Initialization = rs.Inits[r.segs[0].Init]
 			}
 			startNum := uint32(r.segs[0].Num)
 			st.StartNumber = &startNum
