@@ -109,24 +109,31 @@ func (e *CatalogError) Unwrap() error { return e.Err }
 // Limit names one of the limits of Options.
 type Limit string
 
-// The limits (Options MaxRecordings, MaxFileBytes, MinFreeBytes).
+// The limits (Options MaxRecordings, MaxFileBytes, MinFreeBytes, Admit).
 const (
 	LimitRecordings Limit = "recordings"
 	LimitFileBytes  Limit = "file-bytes"
 	LimitFreeBytes  Limit = "free-bytes"
+	LimitOverload   Limit = "overload"
 )
 
 // LimitError is a limit reached: Have against Max (recordings, or bytes),
-// Path the file or directory it is about. It matches ErrLimit.
+// Path the file or directory it is about; for LimitOverload, Err is what
+// Options.Admit said. It matches ErrLimit.
 type LimitError struct {
 	Limit Limit
 	Have  int64
 	Max   int64
 	Path  string
+	Err   error
 }
+
+func (e *LimitError) Unwrap() error { return e.Err }
 
 func (e *LimitError) Error() string {
 	switch e.Limit {
+	case LimitOverload:
+		return fmt.Sprintf("%v: %v", ErrLimit, e.Err)
 	case LimitRecordings:
 		return fmt.Sprintf("%v: %d recordings running, at most %d", ErrLimit, e.Have, e.Max)
 	case LimitFileBytes:

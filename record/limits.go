@@ -78,9 +78,14 @@ func (r *Recorder) freeSpace(path string) (int64, error) {
 	return FreeSpace(path)
 }
 
-// reserve takes a place for a new recording (MaxRecordings) when the disk
-// has room (MinFreeBytes); release gives it back.
+// reserve takes a place for a new recording (MaxRecordings) when Admit
+// lets it and the disk has room (MinFreeBytes); release gives it back.
 func (r *Recorder) reserve() (release func(), err error) {
+	if r.opts.Admit != nil {
+		if err := r.opts.Admit(); err != nil {
+			return nil, &LimitError{Limit: LimitOverload, Err: err}
+		}
+	}
 	if err := r.lowOnSpace(r.outputDir()); err != nil {
 		return nil, err
 	}

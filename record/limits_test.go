@@ -91,6 +91,62 @@ func TestMaxRecordingsRefusesTheBroadcastBeyondIt(t *testing.T) {
 	checkWhole(t, files[0])
 }
 
+// TestAdmitDefersTheBroadcastsAnnouncedWhileItSaysNo: Admit says no to
+// the first broadcast asked about (an overload monitor that just saw the
+// recorder fall behind) and yes afterwards. That broadcast is refused with
+// a LimitError of LimitOverload wrapping Admit's reason, logged and given
+// to OnRefused once, and no file is opened for it then; asked again a
+// second later it is recorded (a local source still holds its start),
+// and the other one is recorded as usual.
+func TestAdmitDefersTheBroadcastsAnnouncedWhileItSaysNo(t *testing.T) {
+	dir := t.TempDir()
+	out, err := record.Files(filepath.Join(dir, "{broadcast}.mkv"), record.FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := errors.New("the recorder is overloaded")
+	var asked atomic.Int32
+	var mu sync.Mutex
+	var refused []string
+	var refusal error
+	logs := &logSink{}
+	src := record.Local(liveDemo("a", 1), liveDemo("b", 1))
+	files := recordAllUntil(t, src, record.Options{Output: out, Logger: slog.New(slog.NewTextHandler(logs, nil)),
+		Admit: func() error {
+			if asked.Add(1) == 1 {
+				return busy
+			}
+			return nil
+		},
+		OnRefused: func(b string, err error) {
+			mu.Lock()
+			refused, refusal = append(refused, b), err
+			mu.Unlock()
+		}}, 2).Files()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(refused) != 1 || len(files) != 2 {
+		t.Fatalf("refused %v, files %+v: want one refusal, then both recorded", refused, files)
+	}
+	le, ok := errors.AsType[*record.LimitError](refusal)
+	if !ok || le.Limit != record.LimitOverload || !errors.Is(refusal, busy) || !errors.Is(refusal, record.ErrLimit) {
+		t.Fatalf("refused with %v (%#v), want a LimitOverload wrapping Admit's error", refusal, le)
+	}
+	if !strings.Contains(logs.String(), "refused a broadcast for now") || !strings.Contains(logs.String(), "broadcast="+refused[0]) ||
+		!strings.Contains(logs.String(), "overloaded") {
+		t.Fatalf("no refusal of %s logged:\n%s", refused[0], logs)
+	}
+	for _, f := range files {
+		mediatest.DecodeClean(t, f.Path)
+		if f.Media < 1 {
+			t.Errorf("%s recorded %.2f s", f.Broadcast, f.Media)
+		}
+	}
+	if n := asked.Load(); n < 3 {
+		t.Errorf("Admit asked %d times, want the second broadcast and the retry of the first", n)
+	}
+}
+
 // checkWhole decodes f and checks that it holds every frame of one demo
 // loop (2-4 s of h264 and aac).
 func checkWhole(t *testing.T, f record.FileInfo) {

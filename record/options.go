@@ -129,6 +129,14 @@ type Options struct {
 	// FreeSpace reports the free bytes of the disk holding a path
 	// (default: the FreeSpace function).
 	FreeSpace func(path string) (int64, error)
+	// Admit, when set, is asked before RecordAll starts a recording: an
+	// error refuses the broadcast for now (a *LimitError of LimitOverload
+	// wrapping it, logged and given to OnRefused once), and RecordAll asks
+	// again every second while the broadcast is announced, starting it
+	// when Admit says yes. The command gives its overload monitor's
+	// check: no new recording while the recorder is too busy to keep the
+	// ones it has.
+	Admit func() error
 }
 
 // DefaultMaxDelay is the default of Options.MaxDelay: a file waits up to

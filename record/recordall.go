@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +20,10 @@ import (
 func (r *Recorder) RecordAll(ctx context.Context, src Source) error {
 	return r.withProgress(ctx, func() error { return r.recordAll(ctx, src, r.opts.Duration) })
 }
+
+// admitRetry is how often RecordAll asks Options.Admit again about the
+// broadcasts it refused.
+var admitRetry = time.Second
 
 // recordAll is RecordAll following announcements for follow (0: until ctx
 // ends).
@@ -53,6 +59,10 @@ func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Durati
 		// writeFailed is the first output write error: that recording
 		// stopped, the others went on, and RecordAll returns it at its end.
 		writeFailed error
+		// deferred are the announced broadcasts Admit refused: tried
+		// again every admitRetry while announced, so that a moment of
+		// overload delays them instead of losing them.
+		deferred = map[string]bool{}
 	)
 	start := func(path string) {
 		mu.Lock()
@@ -63,12 +73,26 @@ func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Durati
 		}
 		release, err := r.reserve()
 		if err != nil {
-			r.log.Warn("refused a broadcast", "broadcast", path, "publisher", peerOf(src), "reason", err)
-			if r.opts.OnRefused != nil {
-				r.opts.OnRefused(path, err)
+			le, _ := errors.AsType[*LimitError](err)
+			overload := le != nil && le.Limit == LimitOverload
+			if !overload || !deferred[path] {
+				if overload {
+					r.log.Warn("refused a broadcast for now; it starts once the recorder catches up", "broadcast", path, "publisher", peerOf(src), "reason", err)
+				} else {
+					r.log.Warn("refused a broadcast", "broadcast", path, "publisher", peerOf(src), "reason", err)
+				}
+				if r.opts.OnRefused != nil {
+					r.opts.OnRefused(path, err)
+				}
+			}
+			if overload {
+				deferred[path] = true
+			} else {
+				delete(deferred, path)
 			}
 			return
 		}
+		delete(deferred, path)
 		running[path] = true
 		wg.Add(1)
 		// Each recording (and each again) is started in a goroutine of
@@ -99,6 +123,28 @@ func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Durati
 		}
 		go launch()
 	}
+	stopRetry, retryDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(retryDone)
+		if r.opts.Admit == nil {
+			return
+		}
+		t := time.NewTicker(admitRetry)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopRetry:
+				return
+			case <-t.C:
+			}
+			mu.Lock()
+			paths := slices.Collect(maps.Keys(deferred))
+			mu.Unlock()
+			for _, p := range paths {
+				start(p)
+			}
+		}
+	}()
 	var ferr error
 	for {
 		nctx := fctx
@@ -117,8 +163,14 @@ func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Durati
 		firstSeen.Store(true)
 		if an.Active {
 			start(an.Path)
+		} else {
+			mu.Lock()
+			delete(deferred, an.Path)
+			mu.Unlock()
 		}
 	}
+	close(stopRetry)
+	<-retryDone // no start after this
 	wg.Wait()
 	if writeFailed != nil {
 		return fmt.Errorf("%w (the other recordings went on)", writeFailed)

@@ -46,6 +46,8 @@ func describe(err error) string {
 				return fmt.Sprintf("%v: %d recordings running, --max-broadcasts is %d", record.ErrLimit, e.Have, e.Max)
 			case record.LimitFileBytes:
 				return fmt.Sprintf("%v: %s reached --max-bytes %s", record.ErrLimit, e.Path, units.ByteSize(e.Max))
+			case record.LimitOverload:
+				return e.Error() + "; record fewer broadcasts per process, or give it more CPU"
 			}
 			return fmt.Sprintf("%v: %s free on the disk of %s, below --min-free %s", record.ErrLimit, units.ByteSize(e.Have), e.Path, units.ByteSize(e.Max))
 		}),

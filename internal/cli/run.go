@@ -16,6 +16,7 @@ import (
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/internal/overload"
 	"github.com/moq-export/moq-export/internal/service"
 	"github.com/moq-export/moq-export/record"
 	"github.com/moq-export/moq-export/subscribe"
@@ -28,8 +29,9 @@ type app struct {
 	con *console
 	log *slog.Logger
 
-	rec *record.Recorder // the recordings
-	svc *service.Service // the service face, when asked for (service.go)
+	rec  *record.Recorder  // the recordings
+	svc  *service.Service  // the service face, when asked for (service.go)
+	load *overload.Monitor // says when the recorder falls behind; refuses new recordings then
 	// retStore is the retention's view of an object-store -o (store.go).
 	retStore *storeRetention
 
@@ -54,6 +56,10 @@ func run(ctx context.Context, cfg *Config, env Env, con *console) error {
 	if cfg.List {
 		return a.runList(ctx)
 	}
+	a.load = overload.New(a.log)
+	lctx, stopLoad := context.WithCancel(context.Background())
+	defer stopLoad()
+	go a.load.Run(lctx)
 	if err := a.newService(); err != nil {
 		return err
 	}
@@ -186,7 +192,7 @@ func (a *app) newRecorder(ctx context.Context) error {
 		Video: c.Video, Audio: c.Audio, Text: c.Text, KeepTimestamps: c.KeepTimestamps, Wait: c.Wait,
 		Logger: a.log, Origin: a.origin(), OnWait: a.sayWaiting, OnFile: a.fileFinished,
 		MaxRecordings: c.MaxBroadcasts, MaxFileBytes: int64(c.MaxBytes), MinFreeBytes: int64(c.MinFree),
-		OnRecording: a.newMemoryReturner().onRecording,
+		OnRecording: a.newMemoryReturner().onRecording, Admit: a.load.Err,
 	}
 	if a.svc != nil {
 		a.svc.Hooks(&opts)

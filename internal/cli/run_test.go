@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/internal/overload"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe"
 )
@@ -103,6 +104,71 @@ func TestRecordAllWritesOneFilePerBroadcast(t *testing.T) {
 	want := []string{filepath.Join(dir, "_._.._x-0.ts"), filepath.Join(dir, "alice-0.ts")}
 	if strings.Join(files, " ") != strings.Join(want, " ") {
 		t.Errorf("files %v, want %v", files, want)
+	}
+}
+
+// TestRecordAllStartsNothingWhileOverloaded: the command's overload
+// monitor, fed samples that put the recorder past half of quic-go's packet
+// queue, logs the overload, and --record-all defers the two broadcasts
+// announced then (no file); fed calm samples for a second's worth, it lets
+// them start, and both are recorded whole.
+func TestRecordAllStartsNothingWhileOverloaded(t *testing.T) {
+	dir := t.TempDir()
+	cfg := &Config{RecordAll: true, Output: filepath.Join(dir, "{broadcast}.ts"), Format: "ts", formatGiven: true,
+		Delay: time.Hour, Progress: "never", URL: "https://relay.example/"}
+	if err := cfg.Check(); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	con := newConsole(&logs, false, nil)
+	a := &app{cfg: cfg, con: con, log: newLogger(con, logText, LevelNotice)}
+	a.load = overload.New(a.log)
+	a.load.Observe(overload.Sample{Rate: 50_000, Wait: 10 * time.Millisecond}) // 500 packets queued
+	if err := a.newRecorder(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var bcs []*model.Broadcast
+	for _, name := range []string{"alice", "bob"} {
+		b := model.NewBroadcast(name)
+		go demo.Publish(ctx, b, demo.Options{Loops: 1, KeepGroups: 1 << 20})
+		bcs = append(bcs, b)
+	}
+	src := newLocalSource(bcs...)
+	done := make(chan error, 1)
+	go func() { done <- a.recordAll(ctx, src, 0) }()
+	waitUntil := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s:\n%s", what, logs.String())
+			}
+		}
+	}
+	waitUntil("no deferral logged", func() bool { return strings.Count(logs.String(), "refused a broadcast for now") == 2 })
+	if !strings.Contains(logs.String(), "overloaded: packets may soon be dropped") {
+		t.Fatalf("the overload was not logged:\n%s", logs.String())
+	}
+	if st := a.rec.Stats(); st.Recordings != 0 || st.Recorded != 0 {
+		t.Fatalf("recordings started while overloaded: %+v", st)
+	}
+	if files, _ := filepath.Glob(filepath.Join(dir, "*")); len(files) != 0 {
+		t.Fatalf("files while overloaded: %v", files)
+	}
+	for range overload.LeaveAfter {
+		a.load.Observe(overload.Sample{Rate: 50_000})
+	}
+	waitUntil("the deferred broadcasts were not recorded", func() bool {
+		st := a.rec.Stats()
+		return st.Recorded == 2 && st.Recordings == 0
+	})
+	if s := a.snapshot(); s.Frames != 2*309 {
+		t.Errorf("%d frames recorded, want 2 x 309", s.Frames)
+	}
+	src.Close()
+	if err := <-done; err != nil {
+		t.Errorf("recordAll: %v", err)
 	}
 }
 

@@ -174,7 +174,9 @@ func (a *app) newService() error {
 		opts.Root = c.template.Dir()
 	}
 	opts.Base = record.Options{Delay: c.Delay, MaxDelay: cliMaxDelay(c.MaxDelay), KeepTimestamps: c.KeepTimestamps, Wait: c.Wait,
-		Logger: a.log, MaxFileBytes: int64(c.MaxBytes), MinFreeBytes: int64(c.MinFree), OnWait: a.sayWaiting, Origin: "by the relay"}
+		Logger: a.log, MaxFileBytes: int64(c.MaxBytes), MinFreeBytes: int64(c.MinFree), OnWait: a.sayWaiting, Origin: "by the relay",
+		Admit: a.load.Err}
+	opts.Load = a.load.State
 	svc, err := service.New(opts)
 	if err != nil {
 		return err

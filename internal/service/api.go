@@ -344,6 +344,9 @@ func (s *Service) handleStart(w http.ResponseWriter, r *http.Request) error {
 	if closed {
 		return &requestError{code: http.StatusServiceUnavailable, msg: "the service is shutting down"}
 	}
+	if err := s.admit(w); err != nil {
+		return err
+	}
 	wait := dialTimeout
 	if req.Wait != "" {
 		if wait, err = time.ParseDuration(req.Wait); err != nil || wait <= 0 || wait > 5*time.Minute || !req.Listen {

@@ -58,6 +58,9 @@ func newMetrics(s *Service) *metrics {
 		f(c)
 	}
 	f(&recorderCollector{s: s})
+	if s.opts.Load != nil {
+		f(loadCollector{s.opts.Load})
+	}
 	f(collectors.NewGoCollector())
 	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, r := range []string{"ok", "stopped", "error"} {

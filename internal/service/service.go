@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"github.com/moq-export/moq-export/internal/overload"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -48,6 +49,9 @@ type Options struct {
 	Reconnects func() int64
 	// History is how many ended recordings the API lists (default 200).
 	History int
+	// Load, when set, is the overload monitor's state, shown in the
+	// metrics (load.go). Base.Admit refuses API starts while it says no.
+	Load func() overload.State
 }
 
 // Service is the HTTP face of a recorder: see the package doc.

@@ -101,7 +101,7 @@ func Listen[E Errors](addr string, cfg ListenConfig, handle func(Accepted)) (*Li
 	qc := QUICConfig(cfg.KeepAlive, cfg.IdleTimeout)
 	ln, err := tr.Listen(tc, qc)
 	if err != nil {
-		udp.Close()
+		tr.Conn.Close() // udp, and its count in ReceivedPackets
 		if tcp != nil {
 			tcp.Close()
 		}
@@ -245,7 +245,7 @@ func (l *Listener[E]) Close() error {
 		l.httpSrv.Close()
 	}
 	l.tr.Close()
-	if cerr := l.udp.Close(); err == nil {
+	if cerr := l.tr.Conn.Close(); err == nil { // udp, and its count in ReceivedPackets
 		err = cerr
 	}
 	l.wg.Wait()

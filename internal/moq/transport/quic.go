@@ -147,12 +147,12 @@ func dialQUIC(ctx context.Context, hostport string, tc *tls.Config, qc *quic.Con
 	c, err := dial(ctx, addr, tc, qc)
 	if err != nil {
 		tr.Close()
-		udp.Close()
+		tr.Conn.Close() // udp, and its count in ReceivedPackets
 		return nil, err
 	}
 	context.AfterFunc(c.Context(), func() {
 		tr.Close()
-		udp.Close()
+		tr.Conn.Close()
 	})
 	return c, nil
 }

@@ -36,7 +36,14 @@ func quicPacketConn(udp *net.UDPConn) net.PacketConn {
 	}
 	c := &batchConn{UDPConn: udp, raw: raw, addrs: map[netip.AddrPort]*net.UDPAddr{}}
 	c.recv = c.recvmmsg
+	c.stat = addSocket()
 	return c
+}
+
+// Close closes the socket and drops it from ReceivedPackets.
+func (c *batchConn) Close() error {
+	removeSocket(c.stat)
+	return c.UDPConn.Close()
 }
 
 // batchConn is a UDP socket with an allocation-free ReadBatch and
@@ -54,6 +61,7 @@ type batchConn struct {
 	// The call in progress, for recv (a method value made once, where a
 	// closure per call would allocate).
 	recv  func(fd uintptr) bool
+	stat  *socketStat // datagrams received (ReceivedPackets)
 	count int
 	flags int
 	n     int
@@ -103,6 +111,7 @@ func (c *batchConn) ReadBatch(ms []ipv4.Message, flags int) (int, error) {
 	if err != nil {
 		return 0, &net.OpError{Op: "read", Net: "udp", Source: c.LocalAddr(), Err: err}
 	}
+	c.stat.packets.Add(uint64(c.n))
 	for i := range c.n {
 		m, h := &ms[i], &c.hdrs[i]
 		m.N, m.NN, m.Flags = int(h.len), int(h.hdr.Controllen), int(h.hdr.Flags)

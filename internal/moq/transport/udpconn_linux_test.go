@@ -134,3 +134,36 @@ func TestBatchConnReportsAClosedSocket(t *testing.T) {
 		t.Fatalf("read on a closed socket: %v", err)
 	}
 }
+
+// TestReceivedPacketsCountsTheDatagramsEachSocketRead: the overload
+// monitor's packet rate comes from these counts. A socket's count is what
+// its ReadBatch returned, and a closed socket is no longer listed.
+func TestReceivedPacketsCountsTheDatagramsEachSocketRead(t *testing.T) {
+	c := listenUDP(t, "127.0.0.1:0")
+	bc := quicPacketConn(c).(*batchConn)
+	count := func() (uint64, bool) {
+		for _, sp := range ReceivedPackets(nil) {
+			if sp.ID == bc.stat.id {
+				return sp.Packets, true
+			}
+		}
+		return 0, false
+	}
+	if n, ok := count(); !ok || n != 0 {
+		t.Fatalf("a new socket: %d packets, listed %v", n, ok)
+	}
+	peer := listenUDP(t, "127.0.0.1:0")
+	for i := range 7 {
+		if _, err := peer.WriteTo([]byte{byte(i)}, c.LocalAddr()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readBatches(t, bc, 7)
+	if n, _ := count(); n != 7 {
+		t.Fatalf("%d packets counted, 7 read", n)
+	}
+	bc.Close()
+	if _, ok := count(); ok {
+		t.Fatal("a closed socket is still listed")
+	}
+}
