@@ -2,7 +2,6 @@ package archive
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -155,8 +154,8 @@ func readTimelineObject(ctx context.Context, st getter, key string) (map[uint64]
 	recs := map[uint64]layout.Record{}
 	for i := w.First; i < w.Next(); i++ {
 		raw, _ := w.Record(i)
-		var r layout.Record
-		if err := json.Unmarshal(raw, &r); err != nil {
+		r, err := layout.ParseRecord(raw)
+		if err != nil {
 			return nil, w, fmt.Errorf("%s: %w", key, err)
 		}
 		if r.Sequence != i {

@@ -29,11 +29,12 @@ type frameIter struct {
 	// onGap is told of a record whose object is missing or broken.
 	onGap func(rec layout.Record, err error)
 
-	// readAhead fetches the next record's object while the current one
+	// readAhead fetches the next records' objects while the current one
 	// is consumed (the feeder's iterators: reading the store overlaps
-	// the export's writing); ahead is that fetch.
+	// the export's writing); ahead are those fetches, of consecutive
+	// records from it.seq on.
 	readAhead bool
-	ahead     *aheadFetch
+	ahead     []*aheadFetch
 	// until: no read-ahead past a record that ends at or after it (µs;
 	// the range's end).
 	until int64
@@ -133,28 +134,27 @@ func (it *frameIter) load(ctx context.Context) (bool, error) {
 		return it.loadV1(ctx)
 	}
 	var f *fetched
-	if a := it.ahead; a != nil && a.seq == it.seq {
+	if len(it.ahead) > 0 && it.ahead[0].seq == it.seq {
+		a := it.ahead[0]
 		select {
 		case <-a.done:
 		case <-ctx.Done():
 			return false, ctx.Err()
 		}
 		f = a.res
+		it.ahead[0] = nil
+		it.ahead = it.ahead[1:]
 	} else {
+		it.ahead = nil
 		f = it.fetch(ctx, it.seq)
 	}
-	it.ahead = nil
 	if f.err != nil || !f.has {
+		it.ahead = nil
 		return false, f.err
 	}
 	it.seq++
-	if it.readAhead && (it.until <= 0 || it.r.micros(f.rec.PTS+f.rec.Duration) < it.until) {
-		next := &aheadFetch{seq: it.seq, done: make(chan struct{})}
-		it.ahead = next
-		go func() {
-			next.res = it.fetch(ctx, next.seq)
-			close(next.done)
-		}()
+	if it.readAhead {
+		it.fetchAhead(ctx, f)
 	}
 	switch {
 	case f.none:
@@ -171,6 +171,34 @@ func (it *frameIter) load(ctx context.Context) (bool, error) {
 		it.fill(f.seg)
 	}
 	return true, nil
+}
+
+// readAheadDepth is how many records a whole-track read fetches ahead:
+// each fetch is a GET or two and a parse, done on another core while the
+// export writes. A range (until) reads one ahead, as far as the range
+// goes.
+const readAheadDepth = 4
+
+// fetchAhead starts the fetches of the records after f, the record just
+// taken: up to readAheadDepth of them, or (a range) the next one while f
+// ends before the range does.
+func (it *frameIter) fetchAhead(ctx context.Context, f *fetched) {
+	depth := readAheadDepth
+	if it.until > 0 {
+		if it.r.micros(f.rec.PTS+f.rec.Duration) >= it.until {
+			return
+		}
+		depth = 1
+	}
+	for len(it.ahead) < depth {
+		seq := it.seq + uint64(len(it.ahead))
+		next := &aheadFetch{seq: seq, done: make(chan struct{})}
+		it.ahead = append(it.ahead, next)
+		go func() {
+			next.res = it.fetch(ctx, seq)
+			close(next.done)
+		}()
+	}
 }
 
 // fetch reads record seq's object (v2; v1 through the timeline). It
@@ -285,7 +313,7 @@ func (it *frameIter) refresh() {
 	if it.ti != nil {
 		it.ti.forgetMissing()
 	}
-	it.ahead = nil // it may have found nothing yet
+	it.ahead = nil // they may have found nothing yet
 }
 
 // seekKey returns an iterator positioned at the newest group start (a

@@ -293,14 +293,19 @@ func TestAWriterThatSubscribesLateArchivesWhatItsSourceStillHolds(t *testing.T) 
 	close(hold)
 	// The writer joins once the source is 5 AAC groups in.
 	aac := bc.CreateTrack("aac")
-	for g := aac.NewestGroup(); g == nil || g.Sequence() < 5; g = aac.NewestGroup() {
+	var joined int64
+	for {
+		if g := aac.NewestGroup(); g != nil && g.Sequence() >= 5 {
+			if frames, _, _ := g.Frames(0); len(frames) > 0 {
+				joined = frames[0].Timestamp
+				break
+			}
+		}
 		if ctx.Err() != nil {
 			t.Fatal("the demo published no AAC")
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	frames, _, _ := aac.NewestGroup().Frames(0)
-	joined := frames[0].Timestamp
 
 	srv, url, pin, err := subscribe.ServeLoopback(bc, subscribe.ServerOptions{})
 	if err != nil {

@@ -2,6 +2,7 @@ package layout
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 )
 
@@ -74,7 +75,16 @@ func FuzzTimelineGroup(f *testing.F) {
 func FuzzRecord(f *testing.F) {
 	f.Add([]byte(`{"sequence":3,"pts":2000,"duration":60,"start":{"group":40},"end":{"group":42}}`))
 	f.Add([]byte(`{"sequence":3,"pts":2000,"duration":60,"start":{"group":40,"frame":1},"end":{"group":42},"keyframe":false,"x":[1]}`))
+	f.Add([]byte(`{"sequence":3,"pts":2000,"duration":60,"start":{"group":40,"frame":0},"end":{"group":40,"frame":7},"keyframe":false}`))
+	f.Add([]byte(`{"sequence":03,"pts":2000,"duration":60,"start":{"group":40},"end":{"group":42}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
+		// The compact form's fast path reads what the general one does.
+		if c, ok := parseCompactRecord(b); ok {
+			var any Record
+			if err := any.unmarshalAny(b); err != nil || !reflect.DeepEqual(c, any) {
+				t.Fatalf("%s: compact %+v, general %+v, %v", b, c, any, err)
+			}
+		}
 		var r Record
 		if json.Unmarshal(b, &r) != nil {
 			return

@@ -68,6 +68,84 @@ func (r Record) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads a v2 record; unknown members go to Extra.
 func (r *Record) UnmarshalJSON(b []byte) error {
+	if c, ok := parseCompactRecord(b); ok {
+		*r = c
+		return nil
+	}
+	return r.unmarshalAny(b)
+}
+
+// ParseRecord reads a v2 record, as UnmarshalJSON does, without
+// encoding/json's scan of the whole value first when it is in the form
+// MarshalJSON writes: a reader of a long range parses one per record.
+func ParseRecord(b []byte) (Record, error) {
+	if c, ok := parseCompactRecord(b); ok {
+		return c, nil
+	}
+	var r Record
+	err := r.unmarshalAny(b)
+	return r, err
+}
+
+// parseCompactRecord reads exactly the form MarshalJSON writes without
+// Extra (members in its order, no spaces, integers without sign, fraction
+// or exponent up to IDMax); ok is false for anything else, which
+// unmarshalAny reads (or refuses) instead.
+func parseCompactRecord(b []byte) (r Record, ok bool) {
+	p := compact{b: b}
+	r.Keyframe = true
+	if !p.lit(`{"sequence":`) || !p.num(&r.Sequence) || !p.lit(`,"pts":`) || !p.num(&r.PTS) ||
+		!p.lit(`,"duration":`) || !p.num(&r.Duration) || !p.lit(`,"start":`) || !p.pos(&r.Start) ||
+		!p.lit(`,"end":`) || !p.pos(&r.End) {
+		return Record{}, false
+	}
+	if p.lit(`,"keyframe":false`) {
+		r.Keyframe = false
+	}
+	if !p.lit(`}`) || len(p.b) != 0 || r.End.Group < r.Start.Group || r.End == r.Start {
+		return Record{}, false
+	}
+	return r, true
+}
+
+// compact consumes the bytes of a compact record.
+type compact struct{ b []byte }
+
+func (c *compact) lit(s string) bool {
+	if len(c.b) < len(s) || string(c.b[:len(s)]) != s {
+		return false
+	}
+	c.b = c.b[len(s):]
+	return true
+}
+
+func (c *compact) num(dst *uint64) bool {
+	n, i := uint64(0), 0
+	for ; i < len(c.b) && c.b[i] >= '0' && c.b[i] <= '9'; i++ {
+		if i == 1 && c.b[0] == '0' || i >= 16 {
+			return false // a leading zero (not JSON), or past IDMax's 16 digits
+		}
+		n = n*10 + uint64(c.b[i]-'0')
+	}
+	if i == 0 || n > IDMax || i < len(c.b) && (c.b[i] == '.' || c.b[i] == 'e' || c.b[i] == 'E') {
+		return false
+	}
+	c.b, *dst = c.b[i:], n
+	return true
+}
+
+func (c *compact) pos(dst *Position) bool {
+	if !c.lit(`{"group":`) || !c.num(&dst.Group) {
+		return false
+	}
+	if c.lit(`,"frame":`) && !c.num(&dst.Frame) {
+		return false
+	}
+	return c.lit(`}`)
+}
+
+// unmarshalAny reads a record in any JSON form.
+func (r *Record) unmarshalAny(b []byte) error {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(b, &m); err != nil {
 		return malformed("record", "%v", err)
