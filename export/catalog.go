@@ -30,6 +30,11 @@ func TrackFromRendition(r catalog.Rendition, id int) mux.Track {
 	} else if r.Text != nil {
 		t.Kind = mux.Text
 		t.Language, t.Label, t.Role = r.Text.Lang, r.Text.Label, r.Text.Role
+		if plainText(r) {
+			// Its cues become WebVTT ones (text.go): a muxer takes them
+			// as WebVTT.
+			t.Codec = catalog.TextVTT
+		}
 	} else {
 		t.Kind = mux.Audio
 		t.SampleRate = int(r.Audio.SampleRate)

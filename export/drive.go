@@ -127,6 +127,11 @@ func (e *Export) finish() error {
 		f.cancel()
 	}
 	var werr error
+	for _, ts := range e.all {
+		if !ts.ended {
+			_ = e.releasePlain(ts, 0)
+		}
+	}
 	for !e.timeUp {
 		it, ok := e.jit.Flush()
 		if !ok {

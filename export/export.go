@@ -54,6 +54,10 @@ type trackState struct {
 	check           func([]byte) error
 	skipToKey       bool
 	warnedMalformed bool
+	// plain: a "utf8" text track, whose cue ends where the next one
+	// begins; held is its newest cue, waiting for that (text.go).
+	plain bool
+	held  *mux.Frame
 }
 
 // Export copies one broadcast into one muxer.

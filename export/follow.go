@@ -157,7 +157,7 @@ func (e *Export) addRendition(r catalog.Rendition, counts map[mux.Kind]int) (*tr
 		skip("rendition not exported: cannot subscribe", "err", err)
 		return nil, nil
 	}
-	ts := &trackState{track: t}
+	ts := &trackState{track: t, plain: plainText(r)}
 	if e.opts.CheckPayloads {
 		ts.check = payloadCheck(t)
 	}

@@ -175,6 +175,12 @@ func (e *Export) readTrack(ts *trackState) error {
 				if !ev.Keyframe && ts.track.Kind == mux.Video {
 					e.jit.PushEnd(ts.track.ID, ev.Frame.Timestamp)
 				}
+				if ts.plain {
+					// It clears a UTF-8 cue: that cue ends here.
+					if err := e.releasePlain(ts, ev.Frame.Timestamp); err != nil {
+						return fmt.Errorf("export: %w", err)
+					}
+				}
 				continue
 			}
 			if ts.awaitKey {
@@ -182,15 +188,21 @@ func (e *Export) readTrack(ts *trackState) error {
 			}
 			f := mux.Frame{TrackID: ts.track.ID, Timestamp: ev.Frame.Timestamp, Keyframe: ev.Keyframe, Payload: ev.Frame.Payload}
 			var err error
-			if ts.track.Kind == mux.Text {
+			switch {
+			case ts.plain:
+				err = e.pushPlainCue(ts, f)
+			case ts.track.Kind == mux.Text:
 				err = e.pushCues(ts, f)
-			} else {
+			default:
 				err = e.pushFrame(ts, f)
 			}
 			if err != nil {
 				return fmt.Errorf("export: %w", err)
 			}
 		case model.EventDiscontinuity:
+			if err := e.releasePlain(ts, 0); err != nil {
+				return fmt.Errorf("export: %w", err)
+			}
 			ts.acct.gap()
 			e.jit.PushDiscontinuity(ts.track.ID)
 			if e.discontinuity(ts, ev.Restart) {
@@ -219,6 +231,7 @@ func (e *Export) endTrack(ts *trackState) {
 		e.gate.waiting--
 	}
 	e.live--
+	_ = e.releasePlain(ts, 0) // a jitter error is the muxer's, seen at its next write
 	e.jit.EndTrack(ts.track.ID)
 	ts.consumer.Close()
 	e.leaving = append(e.leaving, ts)

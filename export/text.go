@@ -2,6 +2,10 @@ package export
 
 import (
 	"errors"
+	"strings"
+	"time"
+
+	"github.com/moq-export/moq-export/catalog"
 
 	"github.com/moq-export/moq-export/internal/webvtt"
 	"github.com/moq-export/moq-export/mux"
@@ -60,4 +64,53 @@ func (e *Export) beforeMedia(f mux.Frame) bool {
 		}
 	}
 	return false
+}
+
+// plainTextLast is how long a UTF-8 cue shows when nothing ends it: the
+// track ended or its timeline broke, or the recording stopped, before the
+// next cue came.
+const plainTextLast = 2 * time.Second
+
+// plainText reports whether r is a "utf8" text rendition: plain text, each
+// cue shown until the next one (or an empty payload, hang's marker) clears
+// it.
+func plainText(r catalog.Rendition) bool {
+	return r.Text != nil && strings.EqualFold(r.Text.Format, catalog.TextUTF8)
+}
+
+// pushPlainCue takes one frame of a UTF-8 text track: the cue before it now
+// ends, at this frame's time, and goes to the jitter buffer; this one, its
+// text as a WebVTT cue's (escaped, in the block layout), waits for the cue
+// or marker that ends it. Waiting makes the cue late by the time to the
+// next one, which the jitter buffer passes on for text (counted late).
+func (e *Export) pushPlainCue(ts *trackState, f mux.Frame) error {
+	if err := e.releasePlain(ts, f.Timestamp); err != nil {
+		return err
+	}
+	text := webvtt.FromPlain(string(f.Payload))
+	if text == "" {
+		return nil // blank: it clears, as an empty payload does
+	}
+	ts.held = &mux.Frame{TrackID: f.TrackID, Timestamp: f.Timestamp, Keyframe: true, Payload: webvtt.Cue{Text: text}.AppendBlock(nil)}
+	return nil
+}
+
+// releasePlain hands the held UTF-8 cue of ts, if any, to the jitter
+// buffer, ending at end (µs; 0 or not after its start: plainTextLast
+// after it).
+func (e *Export) releasePlain(ts *trackState, end int64) error {
+	h := ts.held
+	if h == nil {
+		return nil
+	}
+	ts.held = nil
+	if end <= h.Timestamp {
+		end = h.Timestamp + plainTextLast.Microseconds()
+	}
+	h.Duration = end - h.Timestamp
+	ts.acct.received(h.Timestamp)
+	before := e.jit.Stats().Dropped
+	err := e.jit.Push(*h)
+	ts.acct.stats.DroppedLate += e.jit.Stats().Dropped - before
+	return err
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/moq-export/moq-export/demo"
 	"github.com/moq-export/moq-export/internal/testmedia"
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
+	"github.com/moq-export/moq-export/internal/webvtt"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/record"
 )
@@ -136,5 +137,78 @@ func TestTextNoneRecordsNoSubtitles(t *testing.T) {
 	}
 	if p := mediatest.Probe(t, path); len(p.Streams) != 2 {
 		t.Fatalf("%d streams with Text: none, want 2", len(p.Streams))
+	}
+}
+
+// utf8Cues are the cues the utf8 sample publishes, as WebVTT cues on a file
+// that starts at origin: each shows until the next, the last until the
+// clear; the text as published (ffmpeg resolves the references that carry
+// its markup characters in the WebVTT cues).
+func utf8Cues(origin int64) []webvtt.Cue {
+	var out []webvtt.Cue
+	for i := range testmedia.WebVTTCues {
+		end := int64(i+1) * 1_000_000
+		if i == testmedia.WebVTTCues-1 {
+			end = testmedia.UTF8ClearAt
+		}
+		out = append(out, webvtt.Cue{Start: int64(i)*1_000_000 - origin, End: end - origin, Text: testmedia.UTF8CueText(i)})
+	}
+	return out
+}
+
+// A "utf8" text rendition (plain text, each cue shown until the next or an
+// empty payload clears it) is recorded as WebVTT cues: ffmpeg extracts
+// from MKV, WebM and MP4 the published text, markup characters included,
+// and starts, each ending where the next begins, the last at the clear.
+func TestUTF8CuesAreRecordedAsWebVTTCuesEndingAtTheNext(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ out, video, audio string }{
+		{"utf8.mkv", "h264", "aac"},
+		{"utf8.webm", "vp9", "opus"},
+		{"utf8.mp4", "h264", "aac"},
+	} {
+		t.Run(tc.out, func(t *testing.T) {
+			t.Parallel()
+			path, rec := recordDemo(t, []string{tc.video, tc.audio, testmedia.UTF8Name}, tc.out, record.Options{})
+			if s := rec.Stats(); s.Skipped != 0 || s.Tracks != 3 {
+				t.Errorf("Stats: %d renditions skipped, %d tracks; want all 3 recorded", s.Skipped, s.Tracks)
+			}
+			mediatest.DecodeClean(t, path)
+			p := mediatest.Probe(t, path)
+			subs := 0
+			for _, s := range p.Streams {
+				if s.CodecType == "subtitle" {
+					subs++
+				}
+			}
+			if subs != 1 {
+				t.Fatalf("%d subtitle streams, want 1: %+v", subs, p.Streams)
+			}
+			mediatest.CheckCues(t, mediatest.Cues(t, path), utf8Cues(origin(tc.video, tc.audio)))
+		})
+	}
+}
+
+// A "ttml" text rendition is recorded nowhere: Matroska defines no TTML
+// codec (so ffmpeg reads none), and the MP4 muxer writes no stpp. It is
+// skipped with a warning and counted, and the media is recorded.
+func TestTTMLRenditionsAreSkippedCountedAndNamed(t *testing.T) {
+	t.Parallel()
+	for _, out := range []string{"ttml.mkv", "ttml.mp4"} {
+		t.Run(out, func(t *testing.T) {
+			t.Parallel()
+			var log lockedBuffer
+			logger := slog.New(slog.NewTextHandler(&log, nil))
+			path, rec := recordDemo(t, []string{"h264", "aac", testmedia.TTMLName}, out, record.Options{Logger: logger})
+			if s := rec.Stats(); s.Skipped != 1 || s.Tracks != 2 {
+				t.Errorf("Stats: %d renditions skipped, %d tracks; want the TTML one skipped and counted", s.Skipped, s.Tracks)
+			}
+			if p := mediatest.Probe(t, path); len(p.Streams) != 2 {
+				t.Fatalf("%d streams, want video and audio", len(p.Streams))
+			}
+			if !strings.Contains(log.String(), "rendition not exported") || !strings.Contains(log.String(), "ttml") {
+				t.Fatalf("no warning names the skipped TTML rendition:\n%s", log.String())
+			}
+		})
 	}
 }

@@ -88,8 +88,13 @@ func SampleNames() []string {
 
 // LoadSample returns the embedded sample called name ("h264", "aac", ...).
 func LoadSample(name string) (*Sample, error) {
-	if name == WebVTTName {
+	switch name {
+	case WebVTTName:
 		return webvttSample(), nil
+	case UTF8Name:
+		return utf8Sample(), nil
+	case TTMLName:
+		return ttmlSample(), nil
 	}
 	f, err := testdataFS.Open(path.Join("testdata", name+".frames"))
 	if err != nil {

@@ -22,8 +22,8 @@ import (
 // Why not 'wvtt' (ISO/IEC 14496-30, WebVTT in ISOBMFF): ffmpeg (5.1 and 9)
 // reads a 'wvtt' track as a data stream of unknown codec, so no tool the
 // project checks with can read the cues back. Cue settings (position,
-// alignment) and identifiers are not carried; the cue text is kept as
-// written, markup included.
+// alignment), identifiers and markup (<b>, <v Name>) are not carried; the
+// text is WebVTT's with its character references resolved.
 
 // textTimescale is a text track's timescale: cue times are milliseconds.
 const textTimescale = 1000
@@ -35,7 +35,7 @@ const maxTextSample = 0xffff
 // textSample returns the tx3g sample of a cue in mux's text frame layout
 // (webvtt.Cue.AppendBlock).
 func textSample(payload []byte) []byte {
-	text := webvtt.ParseBlock(payload).Text
+	text := webvtt.Plain(webvtt.ParseBlock(payload).Text)
 	if len(text) > maxTextSample {
 		text = text[:maxTextSample]
 	}
