@@ -1,0 +1,8 @@
+//go:build !unix
+
+package hls_test
+
+import "time"
+
+// cpuTime is not measured here: the benchmark reports 0 CPU time.
+func cpuTime() time.Duration { return 0 }
