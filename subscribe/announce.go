@@ -326,7 +326,7 @@ func (a *Announcements) run() {
 }
 
 // followConn runs one announce stream on c.
-func (a *Announcements) followConn(c conn) error { return familyOf(c).followAnnouncements(a) }
+func (a *Announcements) followConn(c conn) error { return c.family().followAnnouncements(a) }
 
 // followLite runs one moq-lite announce stream on c.
 func (a *Announcements) followLite(c conn) error {

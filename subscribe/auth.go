@@ -243,7 +243,7 @@ func (s *Session) mayServe(path string) bool {
 // unauthorizedCode is the close code of a refused token on c: moq-lite's 6,
 // or moq-transport's UNAUTHORIZED (0x2), which a moq-transport client
 // reads in its own registry.
-func unauthorizedCode(c conn) uint64 { return familyOf(c).unauthorizedCode() }
+func unauthorizedCode(c conn) uint64 { return c.family().unauthorizedCode() }
 
 // abort ends the session and its connection c with a close code the peer
 // sees, and err as Err.

@@ -136,7 +136,7 @@ func insertGroup(t *model.Track, seq uint64, frames []model.Frame) error {
 // fetch runs one FETCH for group seq on c and returns its frames (at least
 // one). A reset, or a group without frames, is errNoFetch.
 func (rt *remoteTrack) fetch(ctx context.Context, c conn, timescale, seq uint64) ([]model.Frame, error) {
-	return familyOf(c).fetchGroup(ctx, rt, timescale, seq)
+	return c.family().fetchGroup(ctx, rt, timescale, seq)
 }
 
 // fetchFrames runs one moq-lite FETCH of group seq, frames from..to

@@ -34,6 +34,10 @@ type conn interface {
 	// SessionStream is the legacy SETUP stream that stays open on
 	// lite-01/02 (nil otherwise).
 	SessionStream() bidiStream
+	// family is the protocol family that speaks on the connection: the
+	// session's seam (family.go). A transport connection speaks moq-lite;
+	// the moq-transport session wraps it and answers for itself.
+	family() family
 }
 
 // negotiated is what a connection negotiated, embedded by the transports.
@@ -59,6 +63,8 @@ type netConn struct {
 	// anything else accepts: the handshake of the session it chose.
 	replay bidiStream
 }
+
+func (c *netConn) family() family { return liteFamily{c} }
 
 func (c *netConn) AcceptBidi(ctx context.Context) (bidiStream, error) {
 	if r := c.replay; r != nil {
@@ -94,7 +100,7 @@ func connCause(c conn) error {
 	}
 	// The transport under the family's session knows how it closed; its
 	// codes are the family's.
-	f := familyOf(c)
+	f := c.family()
 	base, isIETF := f.transportConn(), f.ietfCodes()
 	if nc, ok := base.(*netConn); ok && errors.Is(err, context.Canceled) {
 		if cerr := nc.Cause(); cerr != nil {

@@ -12,9 +12,10 @@ import (
 // share (tracks, the subscription lifecycle, retry and resume, backfill,
 // parking, announcements as a feed, the publisher's bookkeeping) and what
 // a family does its own way on the wire. moq-lite implements it as
-// liteFamily, IETF moq-transport as *ietfConn. The session asks familyOf
-// once per operation, the one place that tells the two apart; a new family
-// is a new implementation, not a new branch at each call site.
+// liteFamily, IETF moq-transport as *ietfConn. A connection carries the
+// family that negotiated it (conn.family): nothing tells the two apart by
+// their type; a new family is a new implementation, not a new branch at
+// each call site.
 type family interface {
 	// serveConn runs the connection's streams for s until it ends.
 	serveConn(s *Session)
@@ -48,14 +49,6 @@ type family interface {
 	routedSubs() []*subscription
 }
 
-// familyOf is the family c speaks.
-func familyOf(c conn) family {
-	if ic, ok := c.(*ietfConn); ok {
-		return ic
-	}
-	return liteFamily{c}
-}
-
 // liteFamily is moq-lite on a connection.
 type liteFamily struct{ c conn }
 
@@ -82,6 +75,9 @@ func (l liteFamily) learnCompat(*serverCompat, *slog.Logger) bool { return false
 func (l liteFamily) routedSubs() []*subscription                  { return nil }
 
 // moq-transport's side of the seam (its implementations are in ietf*.go).
+
+// family: the moq-transport session speaks for its connection.
+func (ic *ietfConn) family() family { return ic }
 
 func (ic *ietfConn) serveConn(s *Session) { s.serveIETF(ic) }
 func (ic *ietfConn) openSubscription(ctx context.Context, _ context.CancelCauseFunc, rt *remoteTrack, resumed func(error)) (error, bool) {

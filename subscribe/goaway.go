@@ -138,7 +138,7 @@ func (s *Session) GoAway(uri string) error {
 	if c == nil {
 		return ErrClosed
 	}
-	return familyOf(c).goAway(s, uri)
+	return c.family().goAway(s, uri)
 }
 
 // liteGoAway sends a moq-lite GOAWAY naming uri on c.

@@ -168,7 +168,7 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 // sessionEndingReset reports whether err is a reset of a moq-lite stream
 // whose peer is closing or draining its session: the group is cut, and a
 // resumed subscription completes it.
-func sessionEndingReset(c conn, err error) bool { return familyOf(c).sessionEndingReset(err) }
+func sessionEndingReset(c conn, err error) bool { return c.family().sessionEndingReset(err) }
 
 // decodeErr is the error of a payload package hang could not decode: a
 // protocol error (the peer sent what its catalog does not say).

@@ -149,7 +149,7 @@ func (s *Session) settle(ctx context.Context) {
 	c := s.cur
 	s.mu.Unlock()
 	if c != nil {
-		subs = append(subs, familyOf(c).routedSubs()...)
+		subs = append(subs, c.family().routedSubs()...)
 	}
 	for _, sub := range subs {
 		if sub.waits != nil {

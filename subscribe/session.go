@@ -209,6 +209,9 @@ type setupPathConn struct {
 	path string
 }
 
+// family: moq-lite, on the marked connection (whose SETUP carries path).
+func (c *setupPathConn) family() family { return liteFamily{c} }
+
 // start runs the session on its first connection.
 func (s *Session) start(c conn) {
 	s.version.Store(connVersion(c))
@@ -251,7 +254,7 @@ func (s *Session) run(c conn) {
 			return
 		}
 		if s.dial != nil {
-			if refused, ok := refusedBy(cause, familyOf(c).ietfCodes()); ok {
+			if refused, ok := refusedBy(cause, c.family().ietfCodes()); ok {
 				s.log.Warn("moq: the peer refused the session; not reconnecting", "reason", refused.Why, "err", cause)
 				s.finish(refused)
 				return
@@ -269,7 +272,7 @@ func (s *Session) run(c conn) {
 		learnt := false
 		if !atOnce {
 			if ce, ok := errors.AsType[*CloseError](cause); ok && ce.Remote {
-				learnt = familyOf(c).learnCompat(s.compat, s.log)
+				learnt = c.family().learnCompat(s.compat, s.log)
 			}
 		}
 		switch {
@@ -457,7 +460,7 @@ func (s *Session) serveConn(c conn) {
 	s.changed = make(chan struct{})
 	s.mu.Unlock()
 
-	familyOf(c).serveConn(s)
+	c.family().serveConn(s)
 
 	s.mu.Lock()
 	if s.cur == c {

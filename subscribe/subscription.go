@@ -222,7 +222,7 @@ func (s *Session) unregister(sub *subscription) {
 // subscribe returns parked, and the subscription's end is handed to
 // resumed instead, on the goroutine that read it.
 func (rt *remoteTrack) subscribe(ctx context.Context, cancel context.CancelCauseFunc, c conn, resumed func(error)) (err error, parked bool) {
-	return familyOf(c).openSubscription(ctx, cancel, rt, resumed)
+	return c.family().openSubscription(ctx, cancel, rt, resumed)
 }
 
 // subscribeLite is subscribe on moq-lite.

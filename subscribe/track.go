@@ -152,7 +152,7 @@ func (rt *remoteTrack) retry(c conn, err error) bool {
 		resumeWindow: rt.resumeWindow(), retryWait: s.opts.Reconnect.Min, announceWait: s.opts.Reconnect.Max,
 		renumbered: c != nil && connVersion(c).FrameRange,
 	}
-	st.ietf = c != nil && familyOf(c).ietfCodes()
+	st.ietf = c != nil && c.family().ietfCodes()
 	switch refused := errors.Is(err, ErrRefused); {
 	case refused:
 		// 0 for the first refusal of a run (the policy tells it apart).
