@@ -104,7 +104,10 @@
 // SUBSCRIBE and turns every group stream into a model group; a group stream
 // that lands before SUBSCRIBE_OK (they travel on different QUIC streams)
 // waits for it, at most Options.RequestTimeout, so that readers start at
-// the group SUBSCRIBE_OK names. With Options.ReleaseRead (a recorder) a
+// the group SUBSCRIBE_OK names; and the group streams of a subscription,
+// each read by its own goroutine, make their model groups in the order
+// the connection accepted them (an older group never after a newer one,
+// which a reader that has not started would begin at). With Options.ReleaseRead (a recorder) a
 // media track drops each frame's payload once every consumer it has read
 // it, so what was written does not stay in memory while the broadcast
 // pauses. Media frames are decoded according to the rendition's container in the broadcast's
