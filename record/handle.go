@@ -41,7 +41,11 @@ type Recording struct {
 	// wall maps media time to wall time: the first catalog's clock (nil
 	// without one). Set before the first output opens.
 	wall func(ts int64) time.Time
-	out  *output // the output being written (the export's goroutine only)
+	// firstTS is the media time of the first frame, when hasFirst: what the
+	// clock dates the first output by (clock.go).
+	firstTS  int64
+	hasFirst bool
+	out      *output // the output being written (the export's goroutine only)
 	// largestGroup is the estimated size of the largest group written
 	// (MaxFileBytes; the export's goroutine only).
 	largestGroup int64

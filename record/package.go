@@ -125,7 +125,7 @@ func (d *dirPackage) Close() error { return d.st.Close() }
 // muxer over it, as open does for a file.
 func (r *Recorder) openPackage(rec *Recording, po PackageOutput) (mux.Muxer, error) {
 	name := rec.name
-	start := time.Now()
+	start := rec.fileStart(0)
 	p, err := po.CreatePackage(name, start)
 	if err != nil {
 		return nil, err
@@ -138,7 +138,7 @@ func (r *Recorder) openPackage(rec *Recording, po PackageOutput) (mux.Muxer, err
 	rec.mu.Unlock()
 	m := muxers[r.opts.Format].pkg(countingPackage{Package: p, count: cw}, PackageMuxOptions{
 		SegmentDuration: r.opts.HLSSegmentDuration, WallClock: wall, Logger: r.log.With("output", p.Name())})
-	info := FileInfo{Path: p.Name(), Broadcast: name, Format: string(r.opts.Format)}
+	info := FileInfo{Path: p.Name(), Broadcast: name, Format: string(r.opts.Format), Start: start.UTC()}
 	r.log.Info("writing", "path", info.Path, "format", r.opts.Format, "broadcast", name)
 	rec.fileOpened(info)
 	if r.opts.OnFile != nil {

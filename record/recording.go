@@ -128,8 +128,10 @@ func (r *Recorder) prepare(ctx context.Context, rec *Recording) error {
 		return err
 	}
 	if cat.Clock != nil {
+		ts, ok := firstTimestamp(ctx, bc, cat, r.clockWait())
 		rec.mu.Lock()
 		rec.wall = cat.Clock.At
+		rec.firstTS, rec.hasFirst = ts, ok
 		rec.mu.Unlock()
 	}
 	opts := r.exportOptions()

@@ -25,6 +25,10 @@ type FileInfo struct {
 	Size      int64   `json:"size"`          // bytes written
 	Frames    int64   `json:"frames"`        // frames written to it
 	Media     float64 `json:"media_seconds"` // from its first frame to the end of its last, in ms
+	// Start is the file's start in UTC, what {time} names: the wall-clock
+	// time of its first frame by the catalog's clock when the broadcast
+	// has one, else the wall clock when the file was opened.
+	Start time.Time `json:"start"`
 }
 
 // Stats sums the counters of a Recorder's recordings, running and ended.

@@ -15,7 +15,8 @@ import (
 
 // Template is an output path with placeholders: {broadcast} (the broadcast
 // name, made safe as one file name), {n} (the segment number, from 0) and
-// {time} (the UTC start time of the file, 20060102T150405Z). The directory
+// {time} (the UTC start time of the file, 20060102T150405Z: by the
+// catalog's clock when the broadcast has one, see FileInfo.Start). The directory
 // part before the first placeholder is the output directory; an expanded
 // path never leaves it.
 type Template struct {

@@ -16,7 +16,8 @@ func (r *Recorder) open(rec *Recording, n int) (mux.Muxer, error) {
 		return r.openPackage(rec, po)
 	}
 	name := rec.name
-	f, err := r.opts.Output.Create(name, n, time.Now())
+	start := rec.fileStart(n)
+	f, err := r.opts.Output.Create(name, n, start)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +42,7 @@ func (r *Recorder) open(rec *Recording, n int) (mux.Muxer, error) {
 		f.Close()
 		return nil, err
 	}
-	info := FileInfo{Path: f.Name(), Broadcast: name, Segment: n, Format: string(r.opts.Format)}
+	info := FileInfo{Path: f.Name(), Broadcast: name, Segment: n, Format: string(r.opts.Format), Start: start.UTC()}
 	if rf, ok := f.(RemoteFile); ok {
 		info.URL = rf.URL()
 	}

@@ -410,16 +410,19 @@ func TestSummaryNamesTheFilesWritten(t *testing.T) {
 	needTools(t, "ffprobe")
 	t.Parallel()
 	dir := t.TempDir()
+	before := time.Now().UTC()
 	r := run(t, dir, "-o", "rec/{broadcast}-{n}.mkv", "--segment", "1s", "--duration", "2.5s", "--summary", "sum.json")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	var sum struct {
+		Start time.Time `json:"start"`
 		Files []struct {
-			Path   string  `json:"path"`
-			Frames int     `json:"frames"`
-			Size   int64   `json:"size"`
-			Media  float64 `json:"media_seconds"`
+			Path   string    `json:"path"`
+			Frames int       `json:"frames"`
+			Size   int64     `json:"size"`
+			Media  float64   `json:"media_seconds"`
+			Start  time.Time `json:"start"`
 		} `json:"files"`
 		Frames     int     `json:"frames"`
 		Media      float64 `json:"media_seconds"`
@@ -436,6 +439,16 @@ func TestSummaryNamesTheFilesWritten(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(dir, "rec", "*.mkv"))
 	if len(sum.Files) != len(files) || len(files) < 3 {
 		t.Fatalf("summary lists %d files, %d on disk (want 3 or more)", len(sum.Files), len(files))
+	}
+	// The demo's catalog has no clock: the files start by the wall clock,
+	// in order, and the recording with the first.
+	if !sum.Start.Equal(sum.Files[0].Start) || sum.Start.Before(before) || sum.Start.After(time.Now()) {
+		t.Errorf("summary start %v, first file's %v; want it between %v and now", sum.Start, sum.Files[0].Start, before)
+	}
+	for i := 1; i < len(sum.Files); i++ {
+		if sum.Files[i].Start.Before(sum.Files[i-1].Start) {
+			t.Errorf("file %d starts %v, before file %d (%v)", i, sum.Files[i].Start, i-1, sum.Files[i-1].Start)
+		}
 	}
 	total := 0
 	for _, f := range sum.Files {

@@ -15,6 +15,10 @@ import (
 // Summary is what a run did, shown when it ends: on stderr for people, as
 // JSON with --json (stderr) or --summary FILE.
 type Summary struct {
+	// Start is when the recording's media began, in UTC: its first file's
+	// start (record.FileInfo.Start, by the catalog's clock when the
+	// broadcast has one); absent without a file.
+	Start     *time.Time        `json:"start,omitempty"`
 	Files     []record.FileInfo `json:"files"`
 	PerTrack  []TrackSummary    `json:"per_track"`
 	Media     float64           `json:"media_seconds"` // the longest recording, ms precision
@@ -64,12 +68,16 @@ func (a *app) summary(err error) Summary {
 	media := s.Media.Seconds()
 	perBroadcast := map[string]float64{}
 	var fileBytes int64
+	var start *time.Time
 	for _, f := range files {
+		if !f.Start.IsZero() && (start == nil || f.Start.Before(*start)) {
+			start = &f.Start
+		}
 		perBroadcast[f.Broadcast] += f.Media
 		media = max(media, perBroadcast[f.Broadcast])
 		fileBytes += f.Size
 	}
-	out := Summary{Files: files, PerTrack: tracks, Media: math.Round(media*1000) / 1000, Tracks: s.Tracks, Frames: s.Frames, Bytes: s.Bytes,
+	out := Summary{Start: start, Files: files, PerTrack: tracks, Media: math.Round(media*1000) / 1000, Tracks: s.Tracks, Frames: s.Frames, Bytes: s.Bytes,
 		FileBytes: fileBytes, Late: s.Late, Dropped: s.Dropped, Reconnects: s.Reconnects}
 	for _, t := range tracks {
 		out.AfterEnd += t.AfterEnd

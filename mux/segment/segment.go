@@ -52,14 +52,18 @@ type Muxer struct {
 	tracks   []mux.Track // added and not removed, in the order added
 	hasVideo bool        // a video track was added
 	n        int         // number of the current output
-	origin   int64       // timestamp of the first frame: the targets count from it
-	target   int64       // the current output ends at the first cut at or after it (µs after origin)
-	started  bool
-	err      error        // sticky: closing or opening an output failed
-	closed   mux.Stats    // of the outputs already closed
-	pending  []mux.Track  // late tracks waiting for the next output
-	refused  map[int]bool // tracks no output takes: their frames are dropped
-	dropped  int64        // frames of pending and refused tracks
+	// nextStart is the first frame's timestamp of the output being
+	// opened, while opening (NextStart).
+	nextStart int64
+	opening   bool
+	origin    int64 // timestamp of the first frame: the targets count from it
+	target    int64 // the current output ends at the first cut at or after it (µs after origin)
+	started   bool
+	err       error        // sticky: closing or opening an output failed
+	closed    mux.Stats    // of the outputs already closed
+	pending   []mux.Track  // late tracks waiting for the next output
+	refused   map[int]bool // tracks no output takes: their frames are dropped
+	dropped   int64        // frames of pending and refused tracks
 	// split asks for the next output at the next keyframe that may cut
 	// (Split); wrote says the current output has a frame.
 	split atomic.Bool
@@ -143,7 +147,7 @@ func (m *Muxer) WriteFrame(f mux.Frame) error {
 		m.split.Store(true)
 	}
 	if cuts && (due || asked || len(m.pending) > 0) {
-		if err := m.rotate(); err != nil {
+		if err := m.rotate(f.Timestamp); err != nil {
 			return err
 		}
 		m.wrote = false
@@ -216,7 +220,9 @@ func (m *Muxer) cuts(id int) bool {
 
 // rotate closes the current output and opens the next with the same
 // tracks.
-func (m *Muxer) rotate() error {
+func (m *Muxer) rotate(ts int64) error {
+	m.nextStart, m.opening = ts, true
+	defer func() { m.opening = false }()
 	if err := m.cur.Close(); err != nil {
 		m.err = fmt.Errorf("segment: closing output %d: %w", m.n, err)
 		return m.err
@@ -270,3 +276,9 @@ func (m *Muxer) Close() error {
 func add(a, b mux.Stats) mux.Stats {
 	return mux.Stats{Frames: a.Frames + b.Frames, Bytes: a.Bytes + b.Bytes, Dropped: a.Dropped + b.Dropped}
 }
+
+// NextStart returns, while Options.Next opens an output, the timestamp (µs)
+// of the frame that output begins with, for a name or date taken from it.
+// It reports false at any other time. Next runs on the goroutine that
+// calls WriteFrame, as NextStart must.
+func (m *Muxer) NextStart() (int64, bool) { return m.nextStart, m.opening }
