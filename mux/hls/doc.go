@@ -46,11 +46,12 @@
 // rendition has its segment of that boundary, the DASH manifest, the
 // multivariant playlist (when what it says changed) and, every few
 // boundaries or when it holds something new, the package state: through a
-// Store whose writes are atomic (a rename, or one PUT), a player or CDN
+// Store whose writes are atomic (DirStore: a swap with a spare copy; an
+// object store: one PUT), a player or CDN
 // reading the package live never sees a playlist naming a segment that is
 // not complete. A segment, which no playlist names before it is whole, is
-// written in place where the Store can (NewFileStore: a rename less). Media playlists are EXT-X-PLAYLIST-TYPE:EVENT and
-// the MPD is dynamic while recording; Close writes the last segments and
+// written in place where the Store can (NewFileStore). Media playlists
+// are EXT-X-PLAYLIST-TYPE:EVENT and the MPD is dynamic while recording; Close writes the last segments and
 // turns them into a VOD (EXT-X-ENDLIST, a static MPD). The multivariant
 // playlist appears once every rendition has a segment; its BANDWIDTH is
 // the largest segment bitrate of the variant's video plus that of its

@@ -2,6 +2,7 @@ package hls_test
 
 import (
 	"fmt"
+	"os"
 	"slices"
 
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
@@ -34,4 +35,48 @@ func ExampleWriter() {
 	slices.Sort(names)
 	fmt.Println(names)
 	// Output: [a0-00001.m4s a0-init.mp4 a0.m3u8 index.m3u8 index.mpd index.state.json v0-00001.m4s v0-init.mp4 v0.m3u8]
+}
+
+// Package into a directory through the store the command uses: segments
+// written in place, playlists swapped in atomically.
+func ExampleOpenDirStore() {
+	dir, err := os.MkdirTemp("", "pkg")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	store, err := hls.OpenDirStore(dir)
+	if err != nil {
+		panic(err)
+	}
+	w := hls.NewWriter(hls.Options{Store: store})
+	v := mediatest.SampleInput("h264", 0)
+	if err := w.AddTrack(v.Track); err != nil {
+		panic(err)
+	}
+	for _, f := range v.Frames {
+		if err := w.WriteFrame(f); err != nil {
+			panic(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		panic(err)
+	}
+	if err := store.Close(); err != nil { // removes the spare copies
+		panic(err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		panic(err)
+	}
+	for _, e := range ents {
+		fmt.Println(e.Name())
+	}
+	// Output:
+	// index.m3u8
+	// index.mpd
+	// index.state.json
+	// v0-00001.m4s
+	// v0-init.mp4
+	// v0.m3u8
 }
