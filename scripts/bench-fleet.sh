@@ -35,7 +35,31 @@
 #   OUTPUTS="file s3" scripts/bench-fleet.sh   # also record into an S3 bucket (-o s3://...):
 #       a versitygw (scripts/versitygw.sh) on loopback is the store; "store cpu%" is its CPU.
 #       The frames are counted from the summary and a few objects are decoded, as for files.
+#   scripts/bench-fleet.sh -n 100 -b 4 -o "file s3"   # the same as NS=100 MODES=active4m OUTPUTS="file s3"
+#   scripts/bench-fleet.sh -n 20 -b 1 -o "file s3"    # a smaller fleet when the machine cannot deliver 100 x 4
+#
+# Delivery: a loaded machine starves the publisher (it falls behind real time) and the recorder
+# alike, and a cost per recording measured then says little. Each row reports "deliv%": the
+# media the recorder wrote (the summary's media_seconds, summed over the files) over the real
+# time the broadcasts ran (each from its start in the ramp to the end), and "pub" and "lost":
+# the frames published and those the recorder did not write. A row with deliv% under
+# MIN_DELIVERY (95) or any frame lost is marked INVALID, and the script then exits 1 after
+# every row. With "file" and "s3" both in OUTPUTS, the last lines give each s3 row's CPU per
+# recording over the file row's of the same mode and N (the 1.25x bound), valid only when both
+# rows are.
 set -euo pipefail
+
+while getopts "n:b:o:h" opt; do
+	case $opt in
+	n) NS=$OPTARG ;;
+	b) MODES=active${OPTARG}m ;;
+	o) OUTPUTS=$OPTARG ;;
+	*)
+		sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
+		exit 2
+		;;
+	esac
+done
 
 NS=${NS:-1 10 100 1000}
 MODES=${MODES:-idle active}
@@ -46,6 +70,13 @@ CHECK_FILES=${CHECK_FILES:-3}
 RAMP=${RAMP:-2s} # the broadcasts start one after another over RAMP, as a fleet's do
 VERSIONS=${VERSIONS:-} # the protocol versions the publisher accepts (empty: all, so moq-lite-05)
 OUTPUTS=${OUTPUTS:-file} # file, s3 (an S3 bucket on a loopback versitygw)
+MIN_DELIVERY=${MIN_DELIVERY:-95} # percent of real time; below it a row is INVALID
+# ramp_s: RAMP in seconds (Go durations in s or ms).
+case $RAMP in
+*ms) ramp_s=$(awk -v v="${RAMP%ms}" 'BEGIN {print v / 1000}') ;;
+*s) ramp_s=${RAMP%s} ;;
+*) echo "bench-fleet: RAMP=$RAMP: give seconds (2s) or milliseconds (500ms)" >&2; exit 2 ;;
+esac
 
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
@@ -105,10 +136,12 @@ if [[ " $OUTPUTS " == *" s3 "* ]]; then
 		AWS_EC2_METADATA_DISABLED=true AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null
 fi
 files_finished() { [ "$(grep -c 'output finished' "$tmp/rec.log" || true)" -ge "$1" ]; }
-have_line() { grep -q "$1" "$2"; }
+have_line() { grep -qs "$1" "$2"; }
 
-printf '%-6s %-9s %5s  %9s %9s  %9s %8s  %6s %7s %7s  %8s %6s %7s  %8s %10s\n' \
-	output mode N "cpu%core" "per-rec" "RSS MB" "per-rec" gorout "per-rec" threads "Mb/s" lost "close s" "pub cpu%" "store cpu%"
+printf '%-6s %-9s %5s  %9s %9s  %9s %8s  %6s %7s %7s  %8s %6s %9s %6s %7s  %8s %10s\n' \
+	output mode N "cpu%core" "per-rec" "RSS MB" "per-rec" gorout "per-rec" threads "Mb/s" deliv% pub lost "close s" "pub cpu%" "store cpu%"
+invalid=0
+declare -A perrec valid
 for output in $OUTPUTS; do
 for mode in $MODES; do
 	pubflags=()
@@ -184,6 +217,7 @@ for mode in $MODES; do
 				awk '$2 != $3 {printf "bench-fleet: %s published %d, recorded %d\n", $1, $2, $3 + 0; if (++k == 5) exit}' >&2
 		fi
 		bytes=$(jq '[.files[].size] | add // 0' "$tmp/summary.json")
+		media=$(jq '[.files[].media_seconds] | add // 0' "$tmp/summary.json")
 		# A few files, decoded: their packets are the frames the summary says.
 		for f in $(jq -r ".files[:$CHECK_FILES][] | \"\(.path)=\(.frames)\"" "$tmp/summary.json"); do
 			path=$(local_path "${f%=*}")
@@ -194,16 +228,42 @@ for mode in $MODES; do
 				exit 1
 			fi
 		done
-		awk -v output="$output" -v mode="$mode" -v n="$n" -v c0="$c0" -v c1="$c1" -v p0="$p0" -v p1="$p1" -v s0="$s0" -v s1="$s1" -v t0="$t0" -v t1="$t1" -v tck="$tck" \
-			-v rss="$rss" -v g="$goroutines" -v th="$threads" -v pub="$published" -v wr="$written" \
+		row=$(awk -v output="$output" -v mode="$mode" -v n="$n" -v c0="$c0" -v c1="$c1" -v p0="$p0" -v p1="$p1" -v s0="$s0" -v s1="$s1" -v t0="$t0" -v t1="$t1" -v tck="$tck" \
+			-v rss="$rss" -v g="$goroutines" -v th="$threads" -v pub="$published" -v wr="$written" -v media="$media" -v ramp="$ramp_s" -v mind="$MIN_DELIVERY" \
 			-v bytes="$bytes" -v s="$started" -v e="$ended" -v f="$finished" 'BEGIN {
 			cpu = (c1 - c0) / tck / (t1 - t0) * 100
 			gp = (g == "?") ? "?" : sprintf("%.1f", g / n)
 			pcpu = (p1 - p0) / tck / (t1 - t0) * 100
 			scpu = (output == "s3") ? sprintf("%9.2f%%", (s1 - s0) / tck / (t1 - t0) * 100) : "-"
-			printf "%-6s %-9s %5d  %8.2f%% %8.4f%%  %9.1f %6.0fKB  %6s %7s %7d  %8.1f %6d %7.1f  %7.2f%% %10s\n",
-				output, mode, n, cpu, cpu / n, rss / 1024, rss / n, g, gp, th, bytes * 8 / (e - s) / 1e6, pub - wr, f - e, pcpu, scpu
-		}'
+			# Broadcast i of n starts ramp*i/n after the first: the real time all ran.
+			real = n * (e - s) - ramp * (n - 1) / 2
+			deliv = real > 0 ? media / real * 100 : 0
+			ok = (deliv >= mind && pub == wr) ? "" : "  INVALID"
+			printf "%-6s %-9s %5d  %8.2f%% %8.4f%%  %9.1f %6.0fKB  %6s %7s %7d  %8.1f %5.1f%% %9d %6d %7.1f  %7.2f%% %10s%s\t%.6f\t%d\n",
+				output, mode, n, cpu, cpu / n, rss / 1024, rss / n, g, gp, th, bytes * 8 / (e - s) / 1e6, deliv, pub, pub - wr, f - e, pcpu, scpu, ok, cpu / n, ok == ""
+		}')
+		IFS=$'\t' read -r line per ok <<<"$row"
+		echo "$line"
+		perrec[$output/$mode/$n]=$per
+		valid[$output/$mode/$n]=$ok
+		[ "$ok" = 1 ] || invalid=1
 	done
 done
 done
+if [[ " $OUTPUTS " == *" s3 "* && " $OUTPUTS " == *" file "* ]]; then
+	for mode in $MODES; do
+		for n in $NS; do
+			f=${perrec[file/$mode/$n]:-} o=${perrec[s3/$mode/$n]:-}
+			[ -n "$f" ] && [ -n "$o" ] || continue
+			note=
+			[ "${valid[file/$mode/$n]}" = 1 ] && [ "${valid[s3/$mode/$n]}" = 1 ] || note=" (INVALID: a row did not deliver)"
+			awk -v m="$mode" -v n="$n" -v f="$f" -v o="$o" -v note="$note" 'BEGIN {
+				printf "s3/file CPU per recording, %s N=%d: %.2fx (bound 1.25x)%s\n", m, n, (f > 0 ? o / f : 0), note
+			}'
+		done
+	done
+fi
+if [ "$invalid" = 1 ]; then
+	echo "bench-fleet: INVALID rows: the machine did not deliver ${MIN_DELIVERY}% of real time or frames were lost; run a smaller fleet (-n, -b) or on a quieter machine" >&2
+	exit 1
+fi
