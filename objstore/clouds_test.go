@@ -6,8 +6,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -305,6 +308,60 @@ func TestAGCSOrAzureRecordingWhoseSpoolIsLostIsCompletedFromTheStore(t *testing.
 			}
 		})
 	}
+}
+
+// TestAGCSOrAzureRecordingUnder256MiBWhoseSpoolIsLostIsCompletedFromItsParts:
+// as for S3, a recording whose head part never left its lost spool
+// becomes its header (GCS: part object 0; Azure: block 0) composed or
+// committed in front of the parts from the second on; nothing of the
+// upload is left (GCS: no part object).
+func TestAGCSOrAzureRecordingUnder256MiBWhoseSpoolIsLostIsCompletedFromItsParts(t *testing.T) {
+	t.Parallel()
+	for _, ck := range []struct{ scheme, kind, format string }{{"gs", "gcs", "mkv"}, {"az", "azure", "mp4"}} {
+		t.Run(ck.scheme, func(t *testing.T) {
+			t.Parallel()
+			c := startCloud(t, ck.kind)
+			c.srv.Bucket(t, "lost")
+			pre := run(t)
+			key := pre + "demo." + ck.format
+			object := recoverLostSpool(t, ck.format, c.url("lost", pre+"{broadcast}."+ck.format),
+				func() *objstore.Output {
+					return openCloud(t, c.url("lost", pre+"{broadcast}."+ck.format), objstore.Options{})
+				},
+				func() string { return c.objectFile(t, "lost", key) })
+			if object != ck.scheme+"://lost/"+key {
+				t.Errorf("recovered %s", object)
+			}
+			if ck.scheme == "gs" {
+				if left := gcsList(t, c, "lost", ".moq-export-parts/"+pre); len(left) != 0 {
+					t.Errorf("left in the store: %v", left)
+				}
+			}
+		})
+	}
+}
+
+// gcsList lists the names under prefix in bucket of the GCS emulator.
+func gcsList(t *testing.T, c cloud, bucket, prefix string) []string {
+	t.Helper()
+	resp, err := http.Get(c.srv.Endpoint + "/storage/v1/b/" + bucket + "/o?prefix=" + url.QueryEscape(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Items []struct {
+			Name string `json:"name"`
+		} `json:"items"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("listing %s: %s, %v", prefix, resp.Status, err)
+	}
+	var names []string
+	for _, it := range list.Items {
+		names = append(names, it.Name)
+	}
+	return names
 }
 
 // TestAGCSOrAzureOutageLosesNothing: the store goes away (refused

@@ -29,8 +29,9 @@
 // writes only. The first PartSize bytes (8 MiB by default) are the head
 // part: they stay in the spool, because the finish rewrites them (the
 // moov of a regular MP4 goes in front; MKV and FLV patch their headers).
-// Every further PartSize bytes, cut where a muxer's write ended, become a
-// part of a multipart upload, sent by an uploader goroutine (one per
+// Every further PartSize bytes, cut before the next sync point (see
+// Failures; TS: where a muxer's write ended), become a part of a
+// multipart upload, sent by an uploader goroutine (one per
 // object while it has parts to send) in order; once the store took a part
 // its range is punched out of the spool file (fallocate), so the spool
 // holds the head part, the parts waiting for the store and the tail: a
@@ -76,16 +77,26 @@
 //     (during the finish) becomes the finished file.
 //   - Without the spool (the recorder's machine is gone), RecoverStore,
 //     on any machine, completes the unfinished multipart uploads under the
-//     key's prefix that took no part for a while: the store holds the
-//     parts after the head part, and the head part too once the recording
-//     passed Options.EarlyHeadAfter (256 MiB: it goes up once, early, in
-//     its live form, and the finish replaces it; uploading it sooner would
-//     break the upload ratio of shorter recordings). Such a recording
-//     becomes a playable object (live form) up to its last part, i.e. all
-//     but the last PartSize or less; a TS recording without its head part
-//     becomes the TS from its 8th MiB on; other recordings under 256 MiB
-//     cannot be made playable from the store alone and are left as they
-//     are.
+//     key's prefix that took no part for a while. Parts are cut before a
+//     sync point (MP4: a fragment, which starts at a video keyframe; MKV:
+//     a Cluster whose first block is a keyframe; FLV: a video keyframe
+//     tag, or any audio tag of a file without video; a part waits up to
+//     2 × PartSize for one), and the file's header (its bytes before the
+//     first media write: ftyp and moov, EBML header to Tracks, FLV header
+//     to the sequence headers; a few KB) goes up with the first part
+//     (again if the muxer rewrote it: a late track): the header followed
+//     by any run of parts from the second on is a file players decode
+//     from its first frame. So every recording becomes a playable object
+//     (live form): from its start when its head part went up too (past
+//     Options.EarlyHeadAfter, 256 MiB: it goes up once, early, and the
+//     finish replaces it; uploading it sooner would break the upload
+//     ratio of shorter recordings), else from its second part on (the
+//     header followed by the parts; S3 cannot put a few KB in front of
+//     parts, so there the parts are completed first and a second upload
+//     puts the header and the first 6 MiB, read back, in front of the
+//     rest, copied in the store: UploadPartCopy). Either way up to the end
+//     of the last part. A TS needs no header: without its head part it
+//     is the TS from its second part on.
 //
 // # Why aws-sdk-go-v2
 //

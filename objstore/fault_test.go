@@ -5,8 +5,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -47,6 +53,10 @@ func recorderChild() int {
 	if len(args) > 4 {
 		opts.EarlyHeadAfter, _ = strconv.ParseInt(args[4], 10, 64)
 	}
+	var local string // also record into this local file, to compare
+	if len(args) > 5 {
+		local = args[5]
+	}
 	out, err := objstore.Open(ctx, args[1], opts)
 	if err != nil {
 		fmt.Println(err)
@@ -58,7 +68,10 @@ func recorderChild() int {
 	}
 	bc := model.NewBroadcast("demo")
 	hold := make(chan struct{})
-	go demo.Publish(ctx, bc, demo.Options{Realtime: true, VideoBitrate: 16_000_000, KeepGroups: 1 << 20, Hold: hold})
+	// SIGTERM ends the broadcast: the recordings then finish.
+	pctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM)
+	defer stop()
+	go demo.Publish(pctx, bc, demo.Options{Realtime: true, VideoBitrate: 16_000_000, KeepGroups: 1 << 20, Hold: hold})
 	rec, err := record.New(record.Options{Output: out, Format: record.Format(args[3]), Logger: quiet})
 	if err != nil {
 		fmt.Println(err)
@@ -75,6 +88,23 @@ func recorderChild() int {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}()
+	if local != "" {
+		files, err := record.Files(local, record.FileOptions{})
+		if err == nil {
+			var lrec *record.Recorder
+			if lrec, err = record.New(record.Options{Output: files, Format: record.Format(args[3]), Logger: quiet}); err == nil {
+				go func() {
+					if err := lrec.Record(ctx, record.Local(bc), "demo"); err == nil {
+						fmt.Println("local finished")
+					}
+				}()
+			}
+		}
+		if err != nil {
+			fmt.Println(err)
+			return 1
+		}
+	}
 	if err := rec.Record(ctx, record.Local(bc), "demo"); err != nil {
 		fmt.Println(err)
 		return 1
@@ -185,7 +215,8 @@ func TestAStoreOutageLosesNothing(t *testing.T) {
 		}
 		close(hold)
 		// Away once the head part is written, back after the outage and
-		// once a whole part waits in the spool behind it.
+		// once a whole part waits in the spool behind it (parts are cut
+		// before a keyframe, at the latest 2 parts past the last cut).
 		for rec.Stats().Upload.BytesWritten < objstore.DefaultPartSize+1<<20 {
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -194,7 +225,7 @@ func TestAStoreOutageLosesNothing(t *testing.T) {
 		for {
 			u := rec.Stats().Upload
 			spoolPeak = max(spoolPeak, u.SpoolBytes)
-			if time.Since(stoppedAt) >= outage && u.SpoolBytes >= 2*objstore.DefaultPartSize {
+			if time.Since(stoppedAt) >= outage && u.SpoolBytes >= 3*objstore.DefaultPartSize {
 				break
 			}
 			time.Sleep(20 * time.Millisecond)
@@ -361,5 +392,253 @@ func TestARecordingWhoseSpoolIsLostIsCompletedFromTheStore(t *testing.T) {
 	// Nothing is left to complete.
 	if again, err := out.RecoverStore(context.Background(), 0); err != nil || len(again) != 0 {
 		t.Errorf("second RecoverStore: %+v, %v", again, err)
+	}
+}
+
+// TestARecordingUnder256MiBWhoseSpoolIsLostIsCompletedFromItsParts: a
+// recorder killed together with its spool before its head part went up
+// (recordings under EarlyHeadAfter keep it in the spool for the finish)
+// leaves an unfinished upload with the file's header beside it;
+// RecoverStore completes it from the store alone into a playable object:
+// the header followed by the parts from the second on. The object holds,
+// frame for frame, what a local recording of the same run holds from the
+// second part's first keyframe to the end of the last part, and nothing
+// of the upload is left in the store.
+func TestARecordingUnder256MiBWhoseSpoolIsLostIsCompletedFromItsParts(t *testing.T) {
+	t.Parallel()
+	s := s3test.Start(t)
+	s.Bucket(t, "rec")
+	for _, format := range []string{"mp4", "mkv", "flv"} {
+		t.Run(format, func(t *testing.T) {
+			t.Parallel()
+			url := "s3://rec/" + format + "/{broadcast}." + format
+			object := recoverLostSpool(t, format, url+"?endpoint="+s.Endpoint,
+				func() *objstore.Output { return open(t, s, url, objstore.Options{}) },
+				func() string { return objectFile(t, s, "rec", format+"/demo."+format) })
+			if object != "s3://rec/"+format+"/demo."+format {
+				t.Errorf("recovered %s", object)
+			}
+			if left, _ := filepath.Glob(filepath.Join(s.Dir, "rec", ".moq-export-parts", format, "*", "*", "*")); len(left) != 0 {
+				t.Errorf("left in the store: %v", left)
+			}
+		})
+	}
+}
+
+// recoverLostSpool records format into url in a child process, kills it
+// with SIGKILL once parts 2 and 3 went up and removes its spool, then
+// completes the upload with RecoverStore on the Output reopen returns,
+// checks the object (fetch writes it to a file) against a local
+// recording of the same run, and returns its URL.
+func recoverLostSpool(t *testing.T, format, url string, reopen func() *objstore.Output, fetch func() string) string {
+	t.Helper()
+	spool := t.TempDir()
+	local := filepath.Join(t.TempDir(), "local."+format)
+	cmd := childCommand(t, "record", url, spool, format, "0", local)
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var media float64
+	parts := 0
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if _, err := fmt.Sscanf(sc.Text(), "media %f parts %d", &media, &parts); err != nil {
+			t.Fatalf("child: %s", sc.Text())
+		}
+		if parts >= 2 { // parts 2 and 3 (the header went up before them)
+			break
+		}
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if parts < 2 {
+		t.Fatal("the child ended before its parts went up")
+	}
+	os.RemoveAll(spool) // the machine is gone
+
+	out := reopen()
+	got, err := out.RecoverStore(context.Background(), 0)
+	if err != nil || len(got) != 1 || !got[0].WithoutHead {
+		t.Fatalf("RecoverStore: %+v, %v", got, err)
+	}
+	p := fetch()
+	if st, _ := os.Stat(p); st.Size() != got[0].Size || st.Size() < 2*objstore.DefaultPartSize {
+		t.Errorf("object of %d bytes, RecoverStore says %d; 2 parts of %d went up", st.Size(), got[0].Size, objstore.DefaultPartSize)
+	}
+	mediatest.DecodeClean(t, p)
+	first, last, n := sameRun(t, p, local)
+	t.Logf("killed at %.2f s of media with 2 parts in the store; the object from the store alone holds %d packets from %.2f s to %.2f s", media, n, first, last)
+	// The head part (8 MiB at 16 Mb/s, about 4.2 s) is left out; 2 parts
+	// of 8 MiB hold about 8.4 s more.
+	if first < 3 || last-first < 7 {
+		t.Errorf("the object holds %.2f s to %.2f s", first, last)
+	}
+	if again, err := out.RecoverStore(context.Background(), 0); err != nil || len(again) != 0 {
+		t.Errorf("second RecoverStore: %+v, %v", again, err)
+	}
+	return got[0].URL
+}
+
+// sameRun checks that every stream of got is a run of the packets of the
+// same stream of want (count, presentation times within 1 ms, key
+// flags), its video beginning at a keyframe, and returns where got's
+// first video packet and its last packet are, and its packet count.
+func sameRun(t *testing.T, got, want string) (first, last float64, n int) {
+	t.Helper()
+	g, w := mediatest.Probe(t, got), mediatest.Probe(t, want)
+	if len(g.Streams) != len(w.Streams) {
+		t.Fatalf("%d streams, the local recording %d", len(g.Streams), len(w.Streams))
+	}
+	pts := func(s string) float64 { v, _ := strconv.ParseFloat(s, 64); return v }
+	for i := range g.Streams {
+		gp, wp := g.PacketsOf(i), w.PacketsOf(i)
+		if len(gp) == 0 {
+			t.Fatalf("stream %d: no packets", i)
+		}
+		j := 0
+		for j < len(wp) && pts(wp[j].PTSTime) < pts(gp[0].PTSTime)-0.0005 {
+			j++
+		}
+		if len(wp)-j < len(gp) {
+			t.Fatalf("stream %d: %d packets from %s s, the local recording %d from there", i, len(gp), gp[0].PTSTime, len(wp)-j)
+		}
+		for k := range gp {
+			a, b := pts(gp[k].PTSTime), pts(wp[j+k].PTSTime)
+			if math.Abs(a-b) > 0.001 || (gp[k].Flags[0] == 'K') != (wp[j+k].Flags[0] == 'K') {
+				t.Fatalf("stream %d packet %d: pts %s flags %s, the local recording %s %s", i, k, gp[k].PTSTime, gp[k].Flags, wp[j+k].PTSTime, wp[j+k].Flags)
+			}
+		}
+		if g.Streams[i].CodecType == "video" {
+			if gp[0].Flags[0] != 'K' {
+				t.Errorf("stream %d begins with a packet that is not a keyframe", i)
+			}
+			first = pts(gp[0].PTSTime)
+		}
+		last = max(last, pts(gp[len(gp)-1].PTSTime))
+		n += len(gp)
+	}
+	return first, last, n
+}
+
+// TestARecorderKilledDuringTheFinishCompletesItOnRestart: the recording
+// ends, and the recorder is killed (SIGKILL) while the store holds its
+// CompleteMultipartUpload: before the store completed the object, or
+// after it did but before the recorder heard back. A recorder started
+// again with the same spool (Recover) makes the finished object (an MP4
+// with its moov in front, an MKV with Cues), equal frame for frame to a
+// local recording of the same run (nothing lost, nothing twice), and
+// leaves no unfinished upload, no header object and an empty spool.
+func TestARecorderKilledDuringTheFinishCompletesItOnRestart(t *testing.T) {
+	t.Parallel()
+	s := s3test.Start(t)
+	s.Bucket(t, "rec")
+	for _, tc := range []struct {
+		name, format string
+		forward      bool // the store completes the object before the kill
+	}{
+		{"mp4 before the store completed", "mp4", false},
+		{"mp4 after the store completed", "mp4", true},
+		{"mkv after the store completed", "mkv", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			arrived, killed := make(chan struct{}, 1), make(chan struct{})
+			target, _ := neturl.Parse(s.Endpoint)
+			rp := httputil.NewSingleHostReverseProxy(target)
+			proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method != http.MethodPost || !r.URL.Query().Has("uploadId") {
+					rp.ServeHTTP(w, r)
+					return
+				}
+				// CompleteMultipartUpload: held until the recorder dies.
+				if tc.forward {
+					rp.ServeHTTP(httptest.NewRecorder(), r)
+				}
+				select {
+				case arrived <- struct{}{}:
+				default:
+				}
+				select {
+				case <-r.Context().Done():
+				case <-killed:
+				}
+			}))
+			defer proxy.Close()
+			var once sync.Once
+			kill := func() { once.Do(func() { close(killed) }) }
+			defer kill()
+			dir := strings.ReplaceAll(tc.name, " ", "-")
+			spool := t.TempDir()
+			local := filepath.Join(t.TempDir(), "local."+tc.format)
+			cmd := childCommand(t, "record", "s3://rec/"+dir+"/{broadcast}."+tc.format+"?endpoint="+proxy.URL, spool, tc.format, "0", local)
+			stdout, _ := cmd.StdoutPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			lines := make(chan string)
+			go func() {
+				sc := bufio.NewScanner(stdout)
+				for sc.Scan() {
+					lines <- sc.Text()
+				}
+				close(lines)
+			}()
+			var media float64
+			for line := range lines {
+				parts := 0
+				if _, err := fmt.Sscanf(line, "media %f parts %d", &media, &parts); err != nil {
+					t.Fatalf("child: %s", line)
+				}
+				if parts >= 2 { // the finish then puts the object together from parts
+					break
+				}
+			}
+			cmd.Process.Signal(syscall.SIGTERM)
+			localDone, held := false, false
+			for !localDone || !held {
+				select {
+				case line, ok := <-lines:
+					if !ok {
+						t.Fatal("the child ended before its finish")
+					}
+					localDone = localDone || line == "local finished"
+				case <-arrived:
+					held = true
+				case <-time.After(2 * time.Minute):
+					t.Fatalf("no finish: local %v, complete %v", localDone, held)
+				}
+			}
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+			kill()
+
+			out := open(t, s, "s3://rec/"+dir+"/{broadcast}."+tc.format, objstore.Options{SpoolDir: spool})
+			got, err := out.Recover(context.Background())
+			if err != nil || len(got) != 1 || !got[0].Finished {
+				t.Fatalf("Recover: %+v, %v", got, err)
+			}
+			p := objectFile(t, s, "rec", dir+"/demo."+tc.format)
+			if tc.format == "mp4" {
+				data, _ := os.ReadFile(p)
+				if boxes := strings.Join(topBoxes(data), " "); !strings.HasPrefix(boxes, "ftyp moov") {
+					t.Errorf("top-level boxes %s, want the moov in front", boxes)
+				}
+			}
+			mediatest.DecodeClean(t, p)
+			n := sameFrames(t, p, local)
+			t.Logf("killed with the finish held at %.2f s of media; the object holds the %d packets of the local recording", media, n)
+			if left, _ := filepath.Glob(filepath.Join(s.Dir, "rec", ".moq-export-parts", dir, "*", "*", "*")); len(left) != 0 {
+				t.Errorf("left in the store: %v", left)
+			}
+			if again, err := out.RecoverStore(context.Background(), 0); err != nil || len(again) != 0 {
+				t.Errorf("unfinished uploads left: %+v, %v", again, err)
+			}
+			if left, _ := os.ReadDir(spool); len(left) != 0 {
+				t.Errorf("left in the spool: %v", left)
+			}
+		})
 	}
 }

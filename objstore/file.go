@@ -47,6 +47,11 @@ type file struct {
 	next      int32 // the number of the next part cut
 	full      atomic.Pointer[error]
 	size      int64 // the object's size once finished
+
+	sniff     sniffer // nil: parts are cut at any write (TS)
+	initEnd   int64   // where the first media write began: [0, initEnd) is the header
+	initDirty bool    // the header was rewritten after it was queued
+	initSent  bool    // the header is queued or went up
 }
 
 // URL names the object.
@@ -75,13 +80,31 @@ func (f *file) Write(p []byte) (int, error) {
 	if f.pos < f.cut && f.pos+int64(len(p)) > f.man.HeadEnd && f.man.HeadEnd > 0 {
 		return 0, fmt.Errorf("%w: %d bytes at %d of %s", ErrRewrite, len(p), f.pos, f.URL())
 	}
+	kind := writeHeader
+	if f.sniff != nil && f.pos == f.end {
+		kind = f.sniff(p)
+		if kind != writeHeader && f.initEnd == 0 {
+			f.initEnd = f.end
+		}
+		if kind == writeSync && f.end-f.cut >= f.o.opts.PartSize {
+			// A part ends before a sync point: the next one begins where
+			// a player can start.
+			f.cutParts()
+		}
+	} else if f.pos < f.initEnd && f.initSent {
+		f.initDirty = true // a header rewritten (a late track): send it again
+	}
 	n, err := f.fo.Write(p)
 	f.pos += int64(n)
 	if f.pos > f.end {
 		f.o.spool.Add(f.pos - f.end)
 		f.o.written.Add(f.pos - f.end)
 		f.end = f.pos
-		f.cutParts()
+		// Without a sync point for two parts (a GOP longer than that),
+		// or without sniffing (TS), a part ends at any write.
+		if f.sniff == nil || f.end-f.cut >= 2*f.o.opts.PartSize {
+			f.cutParts()
+		}
 	}
 	return n, err
 }
@@ -141,6 +164,14 @@ func (f *file) cutParts() {
 	if err := f.fo.Flush(); err != nil {
 		return // the write error sticks in fo and ends the recording
 	}
+	if f.initEnd > 0 && !f.early && (!f.initSent || f.initDirty) {
+		// The header goes up with the first part (and again when it was
+		// rewritten): with it, the parts from the second on make a
+		// playable file without the head part (RecoverStore).
+		f.initSent, f.initDirty = true, false
+		f.queue = append(f.queue, partRec{N: 0, Size: f.initEnd})
+		f.o.waiting.Add(f.initEnd)
+	}
 	n := f.next
 	f.next++
 	f.queue = append(f.queue, partRec{N: n, Off: f.cut, Size: f.end - f.cut})
@@ -185,6 +216,12 @@ func (f *file) upload() {
 			continue
 		}
 		f.queue = f.queue[1:]
+		if p.N == 0 {
+			// The header: it stays in the spool (the head part).
+			f.mu.Unlock()
+			f.o.waiting.Add(-p.Size)
+			continue
+		}
 		if p.N == 1 {
 			// The head part, early: it stays in the spool for the finish.
 			f.man.EarlyHead = true

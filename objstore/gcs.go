@@ -22,7 +22,7 @@ import (
 
 // gcsBackend is a Google Cloud Storage bucket. GCS has no multipart
 // upload of S3's kind: a part is an object of its own, under
-// gcsParts/KEY/ID/NNNNN, and the finish composes the parts into the
+// partsPrefix/KEY/ID/NNNNN, and the finish composes the parts into the
 // object server-side (compose takes up to 32 sources a call: more parts
 // are composed 32 at a time into intermediate objects, and those again),
 // then deletes them. Nothing is uploaded twice; an unfinished upload is
@@ -39,8 +39,10 @@ type gcsBackend struct {
 	bucket string
 }
 
-// gcsParts is the prefix of the part objects of unfinished uploads.
-const gcsParts = ".moq-export-parts/"
+// partsPrefix is the prefix of the part objects of unfinished uploads
+// (GCS), and of the header of an unfinished upload (part 0: S3 keeps it
+// as an object of its own). Listings of the bucket leave them out.
+const partsPrefix = ".moq-export-parts/"
 
 // gcsCompose is how many sources one compose request takes.
 const gcsCompose = 32
@@ -116,7 +118,7 @@ func (b *gcsBackend) create(context.Context, string, string) (string, error) {
 
 // partName names part n of upload id of key.
 func partName(key, id string, n int32) string {
-	return fmt.Sprintf("%s%s/%s/%05d", gcsParts, key, id, n)
+	return fmt.Sprintf("%s%s/%s/%05d", partsPrefix, key, id, n)
 }
 
 // write uploads one object in one request, the body streamed.
@@ -147,7 +149,7 @@ func (b *gcsBackend) complete(ctx context.Context, key, id, contentType string, 
 	for level := 0; len(srcs) > gcsCompose; level++ {
 		var next []string
 		for i := 0; i < len(srcs); i += gcsCompose {
-			name := fmt.Sprintf("%s%s/%s/c%d-%05d", gcsParts, key, id, level, i/gcsCompose)
+			name := fmt.Sprintf("%s%s/%s/c%d-%05d", partsPrefix, key, id, level, i/gcsCompose)
 			if err := b.compose(ctx, name, "application/octet-stream", srcs[i:min(i+gcsCompose, len(srcs))]); err != nil {
 				return err
 			}
@@ -175,7 +177,7 @@ func (b *gcsBackend) compose(ctx context.Context, dst, contentType string, srcs 
 // intermediates), best effort: what stays costs only its storage, and
 // RecoverStore drops it once it sees the object finished after it.
 func (b *gcsBackend) drop(ctx context.Context, key, id string) {
-	objs, err := b.listRaw(ctx, gcsParts+key+"/"+id+"/")
+	objs, err := b.listRaw(ctx, partsPrefix+key+"/"+id+"/")
 	if err != nil {
 		return
 	}
@@ -241,7 +243,7 @@ func (b *gcsBackend) list(ctx context.Context, prefix string) ([]objectInfo, err
 	}
 	out := objs[:0]
 	for _, o := range objs {
-		if !strings.HasPrefix(o.Key, gcsParts) {
+		if !strings.HasPrefix(o.Key, partsPrefix) {
 			out = append(out, o)
 		}
 	}
@@ -258,14 +260,14 @@ func (b *gcsBackend) remove(ctx context.Context, key string) error {
 
 // uploads lists the part objects under the prefix, grouped by upload.
 func (b *gcsBackend) uploads(ctx context.Context, prefix string) ([]upload, error) {
-	objs, err := b.listRaw(ctx, gcsParts+prefix)
+	objs, err := b.listRaw(ctx, partsPrefix+prefix)
 	if err != nil {
 		return nil, err
 	}
 	var ups []upload
 	index := map[string]int{}
 	for _, o := range objs {
-		rest := strings.TrimPrefix(o.Key, gcsParts)
+		rest := strings.TrimPrefix(o.Key, partsPrefix)
 		dir, num := path.Split(rest)
 		key, id := path.Split(strings.TrimSuffix(dir, "/"))
 		key = strings.TrimSuffix(key, "/")

@@ -46,7 +46,7 @@ func TestGCSComposesMoreThan32PartsInRounds(t *testing.T) {
 		t.Errorf("object %q, want %q", got, want.Bytes())
 	}
 	left, err := b.listRaw(ctx, "")
-	if err != nil || len(left) != 1 || strings.HasPrefix(left[0].Key, gcsParts) {
+	if err != nil || len(left) != 1 || strings.HasPrefix(left[0].Key, partsPrefix) {
 		t.Errorf("objects after the finish: %+v, %v", left, err)
 	}
 }

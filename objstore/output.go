@@ -240,6 +240,7 @@ func (o *Output) Create(broadcast string, n int, start time.Time) (record.File, 
 	f := &file{o: o, key: key, paths: paths, fo: record.NewFileOutput(w), rf: rf,
 		man: manifest{Version: manifestVersion, Bucket: o.loc.Bucket, Key: key}}
 	f.idle = sync.NewCond(&f.mu)
+	f.sniff = snifferFor(key)
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	if err := writeManifest(paths.manifest, &f.man); err != nil {
 		f.fo.Close()

@@ -12,8 +12,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/moq-export/moq-export/internal/units"
 )
 
 // Recovered is an object Recover completed.
@@ -25,6 +23,13 @@ type Recovered struct {
 	// (the object is the live form: fragmented MP4, MKV and FLV without
 	// duration, TS, up to the spool's last flush).
 	Finished bool
+	// WithoutHead is true when RecoverStore completed the recording
+	// without its head part (it never left the lost spool: recordings
+	// under Options.EarlyHeadAfter): the object is the file's header
+	// followed by the parts from the second on, so it begins PartSize
+	// or a little more into the recording, at a keyframe (a TS: at its
+	// second part, from its next keyframe).
+	WithoutHead bool
 }
 
 // Recover completes, from the spool, the objects of this Output's bucket
@@ -104,6 +109,9 @@ func (o *Output) recoverOne(ctx context.Context, id string) (Recovered, error) {
 		// Killed after the store completed the object, before the spool
 		// was cleared: the object is there.
 		if ok, xerr := o.st.exists(ctx, m.Key); xerr == nil && ok {
+			// What the finish would have deleted after: the header (S3),
+			// the part objects (GCS).
+			_ = o.st.abort(ctx, m.Key, m.UploadID)
 			paths.remove()
 			return Recovered{URL: o.loc.object(m.Key), Size: m.Final, Finished: m.Closed}, nil
 		}
@@ -119,14 +127,25 @@ func (o *Output) recoverOne(ctx context.Context, id string) (Recovered, error) {
 // RecoverStore completes, from the store alone, the unfinished multipart
 // uploads under the key template's literal prefix that took no part for
 // idle (their recorder is gone, with its spool: another machine) and that
-// no manifest of this Output's spool names (Recover completes those). An
-// upload whose head part went up early (recordings past
-// Options.EarlyHeadAfter) becomes a playable object in its live form,
-// holding every part that reached the store (up to the last 8 MiB, or
-// what the store missed, before the recorder died); a TS recording
-// without it becomes the TS from its 8th MiB on. Others cannot be made
-// playable (their header never left the spool) and are left as they are,
-// named in the error. Parts after a missing one are left out.
+// no manifest of this Output's spool names (Recover completes those).
+// What becomes of an upload:
+//
+//   - its head part went up early (recordings past
+//     Options.EarlyHeadAfter): a playable object in its live form
+//     holding every part that reached the store, from the start;
+//   - otherwise (MP4, MKV/WebM, FLV): the file's header, which went up
+//     with the first part, followed by the parts from the second on: a
+//     playable object in its live form from the second part's first
+//     keyframe (parts are cut before a keyframe) to the end of the last
+//     part; the head part (PartSize, a little more to reach a keyframe)
+//     is lost with the spool (Recovered.WithoutHead);
+//   - a TS without its head part: the TS from its second part on;
+//   - an upload of a header alone (its recording never cut a part, or
+//     its upload was completed before the header was deleted) is
+//     deleted.
+//
+// Parts after a missing one are left out. In every case the tail that
+// was not yet a part (up to PartSize) is lost.
 func (o *Output) RecoverStore(ctx context.Context, idle time.Duration) ([]Recovered, error) {
 	prefix := o.loc.Key
 	if i := strings.IndexByte(prefix, '{'); i >= 0 {
@@ -161,26 +180,46 @@ func (o *Output) RecoverStore(ctx context.Context, idle time.Duration) ([]Recove
 			continue
 		}
 		slices.SortFunc(u.Parts, func(a, b partRec) int { return int(a.N - b.N) })
-		first := u.Parts[0].N
-		if first != 1 && !(first == 2 && strings.EqualFold(path.Ext(u.Key), ".ts")) {
-			errs = append(errs, fmt.Errorf("%s: its head part never reached the store (recordings shorter than %s keep it in their spool): not playable without it; left unfinished", o.loc.object(u.Key), units.ByteSize(o.opts.EarlyHeadAfter)))
+		var header []partRec
+		media := u.Parts
+		if media[0].N == 0 {
+			header, media = media[:1], media[1:]
+		}
+		if len(media) == 0 {
+			// Its header alone: no media reached the store, or what is
+			// left of an upload that was completed or aborted.
+			_ = o.st.abort(ctx, u.Key, u.ID)
 			continue
 		}
-		parts := u.Parts[:1]
-		size := u.Parts[0].Size
-		for _, p := range u.Parts[1:] {
+		first := media[0].N
+		ts := strings.EqualFold(path.Ext(u.Key), ".ts")
+		switch {
+		case first == 1:
+			header = nil // the head part went up (EarlyHeadAfter)
+		case first == 2 && (header != nil || ts):
+		default:
+			errs = append(errs, fmt.Errorf("%s: neither its head part nor its header reached the store: not playable without them; left unfinished", o.loc.object(u.Key)))
+			continue
+		}
+		parts := append(slices.Clone(header), media[0])
+		size := media[0].Size
+		for _, p := range media[1:] {
 			if p.N != parts[len(parts)-1].N+1 {
 				break
 			}
 			parts = append(parts, p)
 			size += p.Size
 		}
+		if header != nil {
+			size += header[0].Size
+		}
 		if err := o.st.complete(ctx, u.Key, u.ID, parts); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		o.st.objects.Add(1)
-		done = append(done, Recovered{URL: o.loc.object(u.Key), Size: size})
+		done = append(done, Recovered{URL: o.loc.object(u.Key), Size: size, WithoutHead: first == 2})
+
 	}
 	return done, errors.Join(errs...)
 }

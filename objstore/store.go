@@ -168,7 +168,9 @@ func (s *store) uploadPart(ctx context.Context, key, id string, n int32, b *body
 	})
 	if err == nil {
 		s.uploaded.Add(b.size)
-		s.parts.Add(1)
+		if n != 0 { // part 0 is the file's header, not a part
+			s.parts.Add(1)
+		}
 	}
 	return etag, err
 }

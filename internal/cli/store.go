@@ -42,7 +42,11 @@ func (a *app) openStore(ctx context.Context) (*objstore.Output, error) {
 	if c.RecoverUploads > 0 {
 		rec, err := out.RecoverStore(ctx, c.RecoverUploads)
 		for _, r := range rec {
-			notice(a.log, fmt.Sprintf("completed %s (%d bytes, as recorded up to its last part) from the parts a recorder that stopped left in the store", r.URL, r.Size))
+			what := "as recorded up to its last part"
+			if r.WithoutHead {
+				what = "its first part never left the lost spool: from its second part's first keyframe up to its last part"
+			}
+			notice(a.log, fmt.Sprintf("completed %s (%d bytes, %s) from the parts a recorder that stopped left in the store", r.URL, r.Size, what))
 		}
 		if err != nil {
 			a.log.Warn("some unfinished uploads could not be completed", "err", err)
