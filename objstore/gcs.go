@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"path"
@@ -15,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"cloud.google.com/go/auth"
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/option"
 	raw "google.golang.org/api/storage/v1"
@@ -92,6 +94,13 @@ func (b *gcsBackend) classify(err error) (status int, code string) {
 		if len(ge.Errors) > 0 {
 			code = ge.Errors[0].Reason
 		}
+	}
+	// The token endpoint refused the credentials (a deleted or revoked
+	// key: 400 invalid_grant; an unknown client: 401): the request never
+	// reached the store, and the credentials are what to check.
+	var ae *auth.Error
+	if errors.As(err, &ae) && ae.Response != nil && ae.Response.StatusCode >= 400 && ae.Response.StatusCode < 500 {
+		status, code = http.StatusUnauthorized, "AccessDenied"
 	}
 	return status, code
 }
