@@ -98,7 +98,7 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 	// and so does a deadline (a WebTransport stream whose session the peer
 	// closed waits in Read for our side to close, which CancelRead does not
 	// end, and Session.Close closes only after its readers returned).
-	defer sub.groupStops.remove(sub.groupStops.add(sub.ctx, str, stopGroupRead))
+	defer sub.groupStops.Remove(sub.groupStops.Add(sub.ctx, str, stopGroupRead))
 	// The group's payloads are cut from a slab sized by the previous
 	// group: a buffer or two per group instead of one per frame.
 	fr := wire.NewFrameReader(r, connVersion(c))

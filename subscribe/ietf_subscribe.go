@@ -320,7 +320,7 @@ func (sub *subscription) waitStreams(ctx context.Context, n uint64) {
 	defer grace.Stop()
 	for {
 		sub.mu.Lock()
-		got := sub.seen.count
+		got := sub.seen.Count()
 		sub.mu.Unlock()
 		if got >= n {
 			return

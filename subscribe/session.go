@@ -17,6 +17,7 @@ import (
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/internal/moq/ietf"
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
+	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/internal/moq/transport"
 	"github.com/moq-export/moq-export/internal/varint"
 )
@@ -557,8 +558,8 @@ func (s *Session) sendSetup(ctx context.Context, c conn) {
 // accepted at that moment; a deadline always wakes it.
 func serveStreams[S interface{ SetReadDeadline(time.Time) error }](ctx context.Context, accept func(context.Context) (S, error), order *streamOrder, handle func(S, orderTicket)) {
 	var wg sync.WaitGroup
-	var stops stopSet[S]
-	defer stops.close()
+	var stops session.StopSet[S]
+	defer stops.Close()
 	defer wg.Wait()
 	wake := wakeRead[S] // a generic func value: made once, not per stream
 	for {
@@ -566,12 +567,12 @@ func serveStreams[S interface{ SetReadDeadline(time.Time) error }](ctx context.C
 		if err != nil {
 			return
 		}
-		id := stops.add(ctx, str, wake)
+		id := stops.Add(ctx, str, wake)
 		t := order.take() // in acceptance order, before the goroutine runs
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer stops.remove(id)
+			defer stops.Remove(id)
 			defer t.done()
 			handle(str, t)
 		}()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
+	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/internal/varint"
 )
 
@@ -26,7 +27,7 @@ type subscription struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	// groupStops ends the group streams' reads when ctx ends.
-	groupStops stopSet[recvStream]
+	groupStops session.StopSet[recvStream]
 
 	// started is closed once SUBSCRIBE_OK fixed the first group (or the
 	// subscription ended without it): group streams that land earlier
@@ -43,8 +44,8 @@ type subscription struct {
 	gotOK atomic.Bool
 
 	mu      sync.Mutex
-	seen    groupWindow   // group sequences received
-	arrived chan struct{} // signalled when a group arrives
+	seen    session.GroupWindow // group sequences received
+	arrived chan struct{}       // signalled when a group arrives
 
 	// forget, when set, replaces Session.unregister (moq-transport
 	// subscriptions are routed by track alias).
@@ -114,7 +115,7 @@ func (sub *subscription) burstDone() bool {
 // groupArrived records group seq.
 func (sub *subscription) groupArrived(seq uint64) {
 	sub.mu.Lock()
-	sub.seen.add(seq)
+	sub.seen.Add(seq)
 	sub.mu.Unlock()
 	select {
 	case sub.arrived <- struct{}{}:
@@ -138,7 +139,7 @@ func (sub *subscription) drain(ctx context.Context, start, end uint64, bounded b
 		if bounded {
 			complete = true
 			for seq := start; seq < end && seq-start < 1<<16; seq++ {
-				if !sub.seen.has(seq) {
+				if !sub.seen.Has(seq) {
 					complete = false
 					break
 				}

@@ -1,16 +1,16 @@
-package subscribe
+package session
 
 import (
 	"context"
 	"sync"
 )
 
-// stopSet stops the streams registered with it when a context ends: one
+// StopSet stops the streams registered with it when a context ends: one
 // context.AfterFunc per context (a connection, a subscription) instead of
 // one per stream, which cost three allocations per group stream (per frame
-// of hang's audio, one group each). Its zero value is ready; the first add
+// of hang's audio, one group each). Its zero value is ready; the first Add
 // fixes the context and the stop function.
-type stopSet[S any] struct {
+type StopSet[S any] struct {
 	mu      sync.Mutex
 	armed   bool // the AfterFunc is registered
 	fired   bool // the context ended: streams added now stop at once
@@ -28,9 +28,9 @@ type stopSlot[S any] struct {
 	used bool
 }
 
-// add registers s until remove(id): when ctx ends, stop(s) runs. After it
-// ended, stop(s) runs at once, before add returns. Each id is removed once.
-func (ss *stopSet[S]) add(ctx context.Context, s S, stop func(S)) (id int) {
+// Add registers s until Remove(id): when ctx ends, stop(s) runs. After it
+// ended, stop(s) runs at once, before Add returns. Each id is removed once.
+func (ss *StopSet[S]) Add(ctx context.Context, s S, stop func(S)) (id int) {
 	ss.mu.Lock()
 	if !ss.armed {
 		ss.armed, ss.stop = true, stop
@@ -53,8 +53,8 @@ func (ss *stopSet[S]) add(ctx context.Context, s S, stop func(S)) (id int) {
 	return i + 1
 }
 
-// remove forgets the stream add registered as id (0: none).
-func (ss *stopSet[S]) remove(id int) {
+// Remove forgets the stream Add registered as id (0: none).
+func (ss *StopSet[S]) Remove(id int) {
 	if id == 0 {
 		return
 	}
@@ -65,7 +65,7 @@ func (ss *stopSet[S]) remove(id int) {
 }
 
 // fire stops every registered stream.
-func (ss *stopSet[S]) fire() {
+func (ss *StopSet[S]) fire() {
 	ss.mu.Lock()
 	ss.fired = true
 	var live []S
@@ -80,8 +80,8 @@ func (ss *stopSet[S]) fire() {
 	}
 }
 
-// close stops watching the context (the streams are not stopped).
-func (ss *stopSet[S]) close() {
+// Close stops watching the context (the streams are not stopped).
+func (ss *StopSet[S]) Close() {
 	ss.mu.Lock()
 	release := ss.release
 	ss.mu.Unlock()

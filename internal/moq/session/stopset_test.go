@@ -1,4 +1,4 @@
-package subscribe
+package session
 
 import (
 	"context"
@@ -12,12 +12,12 @@ import (
 func TestStopSetStopsWhatIsRegisteredWhenItFires(t *testing.T) {
 	var stopped []string
 	stop := func(s string) { stopped = append(stopped, s) }
-	var ss stopSet[string]
+	var ss StopSet[string]
 	ctx := context.Background() // fired by hand below, synchronously
-	a := ss.add(ctx, "a", stop)
-	ss.add(ctx, "b", stop)
-	ss.remove(a)
-	ss.add(ctx, "c", stop)
+	a := ss.Add(ctx, "a", stop)
+	ss.Add(ctx, "b", stop)
+	ss.Remove(a)
+	ss.Add(ctx, "c", stop)
 	if len(stopped) != 0 {
 		t.Fatalf("stopped %v before the context ended", stopped)
 	}
@@ -26,10 +26,10 @@ func TestStopSetStopsWhatIsRegisteredWhenItFires(t *testing.T) {
 	if !slices.Equal(stopped, []string{"b", "c"}) {
 		t.Fatalf("stopped %v, want [b c]", stopped)
 	}
-	if id := ss.add(ctx, "d", stop); id != 0 || stopped[len(stopped)-1] != "d" {
+	if id := ss.Add(ctx, "d", stop); id != 0 || stopped[len(stopped)-1] != "d" {
 		t.Fatalf("a stream added after the end: id %d, stopped %v", id, stopped)
 	}
-	ss.close()
+	ss.Close()
 }
 
 // TestStopSetFiresWhenTheContextEnds, and not after close.
@@ -37,8 +37,8 @@ func TestStopSetFiresWhenTheContextEnds(t *testing.T) {
 	done := make(chan string, 2)
 	stop := func(s string) { done <- s }
 	ctx, cancel := context.WithCancel(context.Background())
-	var ss stopSet[string]
-	ss.add(ctx, "a", stop)
+	var ss StopSet[string]
+	ss.Add(ctx, "a", stop)
 	cancel()
 	if got := <-done; got != "a" {
 		t.Fatalf("stopped %q", got)
@@ -46,11 +46,11 @@ func TestStopSetFiresWhenTheContextEnds(t *testing.T) {
 
 	ctx, cancel = context.WithCancel(context.Background())
 	defer cancel()
-	var closed stopSet[string]
-	closed.add(ctx, "b", stop)
-	closed.close()
+	var closed StopSet[string]
+	closed.Add(ctx, "b", stop)
+	closed.Close()
 	cancel()
-	if id := closed.add(ctx, "c", stop); id == 0 {
+	if id := closed.Add(ctx, "c", stop); id == 0 {
 		t.Fatal("a closed set still fired")
 	}
 	if len(done) != 0 {

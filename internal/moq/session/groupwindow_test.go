@@ -1,9 +1,9 @@
-package subscribe
+package session
 
 import "testing"
 
 func TestGroupWindow(t *testing.T) {
-	const w = groupWindowSize
+	const w = WindowSize
 	tests := []struct {
 		name      string
 		add       []uint64
@@ -22,17 +22,17 @@ func TestGroupWindow(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var gw groupWindow
+			var gw GroupWindow
 			for _, s := range tt.add {
-				gw.add(s)
+				gw.Add(s)
 			}
 			for _, s := range tt.has {
-				if !gw.has(s) {
+				if !gw.Has(s) {
 					t.Errorf("has(%d) = false after %v", s, tt.add)
 				}
 			}
 			for _, s := range tt.not {
-				if gw.has(s) {
+				if gw.Has(s) {
 					t.Errorf("has(%d) = true after %v", s, tt.add)
 				}
 			}
@@ -46,14 +46,14 @@ func TestGroupWindow(t *testing.T) {
 // A long subscription in order: every group inside the window is known
 // one by one, and the window stays the same size.
 func TestGroupWindowLongRun(t *testing.T) {
-	var gw groupWindow
-	for s := uint64(0); s < 100*groupWindowSize; s += 2 {
-		gw.add(s)
-		if !gw.has(s) || (s > 0 && gw.has(s-1)) {
-			t.Fatalf("at %d: has(%d)=%v has(%d)=%v", s, s, gw.has(s), s-1, gw.has(s-1))
+	var gw GroupWindow
+	for s := uint64(0); s < 100*WindowSize; s += 2 {
+		gw.Add(s)
+		if !gw.Has(s) || (s > 0 && gw.Has(s-1)) {
+			t.Fatalf("at %d: has(%d)=%v has(%d)=%v", s, s, gw.Has(s), s-1, gw.Has(s-1))
 		}
 	}
-	if gw.count != 50*groupWindowSize {
+	if gw.count != 50*WindowSize {
 		t.Fatalf("count = %d", gw.count)
 	}
 }
