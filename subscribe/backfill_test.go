@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -130,7 +131,7 @@ func TestFetchOfAGroupNotHeldIsResetWithNotFound(t *testing.T) {
 	rt.mu.Unlock()
 	_, err := rt.fetch(ctx, c, timescale, 1000)
 	if !errors.Is(err, errNoFetch) || !isResetCode(err, liteCode(connVersion(c), CodeNotFound)) ||
-		resetMeaningOf(err, connVersion(c).FrameRange) != resetNotFound {
+		resetMeaningOf(err, connVersion(c).FrameRange) != session.ResetNotFound {
 		t.Fatalf("FETCH of group 1000 (%s): %v, want errNoFetch with reset NOT_FOUND", connVersion(c), err)
 	}
 	frames, err := rt.fetch(ctx, c, timescale, 0)

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
+	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -65,7 +66,7 @@ func (l liteFamily) ietfCodes() bool                            { return false }
 func (l liteFamily) transportConn() conn                        { return l.c }
 func (l liteFamily) sessionEndingReset(err error) bool {
 	switch resetMeaningOf(err, connVersion(l.c).FrameRange) {
-	case resetSessionClosed, resetGoingAway:
+	case session.ResetSessionClosed, session.ResetGoingAway:
 		return true
 	}
 	return false

@@ -3,31 +3,12 @@ package subscribe
 import (
 	"errors"
 	"time"
+
+	"github.com/moq-export/moq-export/internal/moq/session"
 )
 
-// retryAction is what a track does after one subscription attempt ended.
-type retryAction int
-
-const (
-	// retryEnd closes the track: with no error when the publisher ended it
-	// or the broadcast was closed by its owner, with the attempt's error
-	// otherwise.
-	retryEnd retryAction = iota
-	// retryNextConn subscribes again once the session has a new
-	// connection.
-	retryNextConn
-	// retryNow subscribes again after the wait, on the current connection.
-	retryNow
-	// retryOnAnnounce waits for the broadcast's next announcement (at most
-	// the wait), then subscribes again.
-	retryOnAnnounce
-)
-
-func (a retryAction) String() string {
-	return [...]string{"end", "next connection", "again", "on announcement"}[a]
-}
-
-// retryState is what the retry policy knows of a track besides the error.
+// retryState is what the retry policy knows of a track besides the error:
+// the core's session.TrackState, and how the session reads reset codes.
 type retryState struct {
 	live          bool          // the track got TRACK_INFO once: it resumes
 	broadcastDone bool          // the broadcast was closed or ended
@@ -41,59 +22,18 @@ type retryState struct {
 	announceWait time.Duration // longest wait for an announcement
 }
 
-// retryPolicy decides, from the error of one subscription attempt (nil:
-// the publisher ended the track cleanly) and the track's state, what the
-// track does next and how long it waits first. It is pure: the track's run
-// loop keeps the state and does the waiting.
-func retryPolicy(err error, st retryState) (retryAction, time.Duration) {
-	switch {
-	case err == nil, st.broadcastDone:
-		return retryEnd, 0
-	case errors.Is(err, errRestart):
-		return retryNow, 0 // the publisher came back: the same connection is fine
-	case st.connGone:
-		return retryNextConn, 0
-	}
-	// A moq-lite reset decides by what its code means, in either
-	// numbering.
-	meaning := resetUnknown
+// retryPolicy reads the error of one subscription attempt (nil: the
+// publisher ended the track cleanly) into the core's terms and lets the
+// core's policy (session.Retry) decide what the track does next.
+func retryPolicy(err error, st retryState) (session.RetryAction, time.Duration) {
+	a := session.Attempt{Clean: err == nil, Restart: errors.Is(err, errRestart), Refused: errors.Is(err, ErrRefused)}
 	if !st.ietf {
-		meaning = resetMeaningOf(err, st.renumbered)
+		// A moq-lite reset means what its code says, in either
+		// numbering; moq-transport's codes carry nothing the policy reads.
+		a.Reset = resetMeaningOf(err, st.renumbered)
 	}
-	switch meaning {
-	case resetUnauthorized:
-		return retryEnd, 0 // another attempt carries the same token
-	case resetGoingAway, resetSessionClosed:
-		// The peer is draining or closing: the next connection.
-		return retryNextConn, 0
-	case resetOld, resetEvicted, resetTooFarBehind:
-		// What was asked is gone from the relay: subscribe again at
-		// once, from what it holds (a resume marks the gap); again
-		// after a pause while the run of refusals lasts.
-		switch {
-		case st.refusedFor == 0:
-			return retryNow, 0
-		case st.refusedFor <= st.resumeWindow:
-			return retryNow, st.retryWait
-		}
-		return retryEnd, 0
-	case resetNoCapacity:
-		// The one re-resolution a full route allows, after a pause.
-		if st.refusedFor == 0 {
-			return retryNow, st.retryWait
-		}
-	case resetUnroutable:
-		if errors.Is(err, ErrRefused) && !st.live {
-			// The relay has not heard of the broadcast yet: wait for
-			// its announcement (or retry now and then) instead of
-			// giving up.
-			return retryOnAnnounce, st.announceWait
-		}
-	}
-	switch {
-	case errors.Is(err, ErrRefused) && st.live && st.refusedFor <= st.resumeWindow:
-		// The publisher may not be back on the relay yet.
-		return retryNow, st.retryWait
-	}
-	return retryEnd, 0
+	return session.Retry(a, session.TrackState{
+		Live: st.live, BroadcastDone: st.broadcastDone, ConnGone: st.connGone, RefusedFor: st.refusedFor,
+		ResumeWindow: st.resumeWindow, RetryWait: st.retryWait, AnnounceWait: st.announceWait,
+	})
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/moq-export/moq-export/internal/moq/session"
 )
 
 func TestRetryPolicy(t *testing.T) {
@@ -21,23 +23,23 @@ func TestRetryPolicy(t *testing.T) {
 		name   string
 		err    error
 		st     retryState
-		action retryAction
+		action session.RetryAction
 		wait   time.Duration
 	}{
-		{"publisher ended the track", nil, retryState{live: true}, retryEnd, 0},
-		{"broadcast closed by its owner", lost, retryState{broadcastDone: true, connGone: true}, retryEnd, 0},
-		{"broadcast closed beats a refusal", notFound, retryState{live: true, broadcastDone: true}, retryEnd, 0},
-		{"broadcast restarted", fmt.Errorf("attempt: %w", errRestart), retryState{live: true, connGone: true}, retryNow, 0},
-		{"connection lost", lost, retryState{live: true, connGone: true}, retryNextConn, 0},
-		{"connection lost before live", lost, retryState{connGone: true}, retryNextConn, 0},
-		{"not routable yet", unroutable, retryState{}, retryOnAnnounce, wait},
-		{"not routable after being live", unroutable, retryState{live: true, refusedFor: time.Second}, retryNow, pause},
-		{"refused while resuming", notFound, retryState{live: true}, retryNow, pause},
-		{"refused at the end of the window", noInfo, retryState{live: true, refusedFor: window}, retryNow, pause},
-		{"refused past the window", notFound, retryState{live: true, refusedFor: window + time.Millisecond}, retryEnd, 0},
-		{"refused at the first subscription", notFound, retryState{}, retryEnd, 0},
-		{"no TRACK_INFO at the first subscription", noInfo, retryState{}, retryEnd, 0},
-		{"protocol error", fmt.Errorf("subscribe stream: %w", ErrProtocol), retryState{live: true}, retryEnd, 0},
+		{"publisher ended the track", nil, retryState{live: true}, session.RetryEnd, 0},
+		{"broadcast closed by its owner", lost, retryState{broadcastDone: true, connGone: true}, session.RetryEnd, 0},
+		{"broadcast closed beats a refusal", notFound, retryState{live: true, broadcastDone: true}, session.RetryEnd, 0},
+		{"broadcast restarted", fmt.Errorf("attempt: %w", errRestart), retryState{live: true, connGone: true}, session.RetryNow, 0},
+		{"connection lost", lost, retryState{live: true, connGone: true}, session.RetryNextConn, 0},
+		{"connection lost before live", lost, retryState{connGone: true}, session.RetryNextConn, 0},
+		{"not routable yet", unroutable, retryState{}, session.RetryOnAnnounce, wait},
+		{"not routable after being live", unroutable, retryState{live: true, refusedFor: time.Second}, session.RetryNow, pause},
+		{"refused while resuming", notFound, retryState{live: true}, session.RetryNow, pause},
+		{"refused at the end of the window", noInfo, retryState{live: true, refusedFor: window}, session.RetryNow, pause},
+		{"refused past the window", notFound, retryState{live: true, refusedFor: window + time.Millisecond}, session.RetryEnd, 0},
+		{"refused at the first subscription", notFound, retryState{}, session.RetryEnd, 0},
+		{"no TRACK_INFO at the first subscription", noInfo, retryState{}, session.RetryEnd, 0},
+		{"protocol error", fmt.Errorf("subscribe stream: %w", ErrProtocol), retryState{live: true}, session.RetryEnd, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.st.resumeWindow, tc.st.retryWait, tc.st.announceWait = window, pause, wait
@@ -64,20 +66,20 @@ func TestRetryPolicyDecidesOnMeaningInBothNumberings(t *testing.T) {
 		name   string
 		code   codes
 		st     retryState
-		action retryAction
+		action session.RetryAction
 		wait   time.Duration
 	}{
-		{"not found at the first subscription", codes{13, 0x33}, retryState{}, retryEnd, 0},
-		{"not found while resuming", codes{13, 0x33}, retryState{live: true}, retryNow, pause},
-		{"unroutable at the first subscription", codes{30, 0x36}, retryState{}, retryOnAnnounce, wait},
-		{"unroutable while resuming", codes{30, 0x36}, retryState{live: true}, retryNow, pause},
-		{"old group", codes{2, 0x34}, retryState{live: true}, retryNow, 0},
-		{"evicted group", codes{31, 0x35}, retryState{}, retryNow, 0},
-		{"evicted again", codes{31, 0x35}, retryState{refusedFor: time.Second}, retryNow, pause},
-		{"evicted past the window", codes{31, 0x35}, retryState{live: true, refusedFor: window + 1}, retryEnd, 0},
-		{"too far behind", codes{26, 0x5}, retryState{live: true}, retryNow, 0},
-		{"unauthorized while live", codes{6, 6}, retryState{live: true}, retryEnd, 0},
-		{"session closing", codes{25, 0x3}, retryState{live: true}, retryNextConn, 0},
+		{"not found at the first subscription", codes{13, 0x33}, retryState{}, session.RetryEnd, 0},
+		{"not found while resuming", codes{13, 0x33}, retryState{live: true}, session.RetryNow, pause},
+		{"unroutable at the first subscription", codes{30, 0x36}, retryState{}, session.RetryOnAnnounce, wait},
+		{"unroutable while resuming", codes{30, 0x36}, retryState{live: true}, session.RetryNow, pause},
+		{"old group", codes{2, 0x34}, retryState{live: true}, session.RetryNow, 0},
+		{"evicted group", codes{31, 0x35}, retryState{}, session.RetryNow, 0},
+		{"evicted again", codes{31, 0x35}, retryState{refusedFor: time.Second}, session.RetryNow, pause},
+		{"evicted past the window", codes{31, 0x35}, retryState{live: true, refusedFor: window + 1}, session.RetryEnd, 0},
+		{"too far behind", codes{26, 0x5}, retryState{live: true}, session.RetryNow, 0},
+		{"unauthorized while live", codes{6, 6}, retryState{live: true}, session.RetryEnd, 0},
+		{"session closing", codes{25, 0x3}, retryState{live: true}, session.RetryNextConn, 0},
 	} {
 		for _, renumbered := range []bool{false, true} {
 			code := tc.code.old
@@ -105,12 +107,12 @@ func TestRetryPolicyDecidesOnMeaningInBothNumberings(t *testing.T) {
 	for _, c := range []struct {
 		code       uint64
 		renumbered bool
-		want       resetMeaning
+		want       session.Reset
 	}{
-		{0x33, false, resetNotFound}, {0x36, false, resetUnroutable}, {0x30, false, resetNoCapacity},
-		{0x1, false, resetCancelled}, {0x1, true, resetCancelled}, {0x0, false, resetCancelled},
-		{0x0, true, resetInternal}, {0x2, false, resetOld}, {0x2, true, resetTimeout},
-		{40, false, resetUnknown}, {40, true, resetUnknown}, {13, true, resetUnknown}, {0x3b, true, resetUnknown},
+		{0x33, false, session.ResetNotFound}, {0x36, false, session.ResetUnroutable}, {0x30, false, session.ResetNoCapacity},
+		{0x1, false, session.ResetCancelled}, {0x1, true, session.ResetCancelled}, {0x0, false, session.ResetCancelled},
+		{0x0, true, session.ResetInternal}, {0x2, false, session.ResetOld}, {0x2, true, session.ResetTimeout},
+		{40, false, session.ResetUnknown}, {40, true, session.ResetUnknown}, {13, true, session.ResetUnknown}, {0x3b, true, session.ResetUnknown},
 	} {
 		if got := streamCodeMeaning(c.code, c.renumbered); got != c.want {
 			t.Errorf("code %#x renumbered %v: %v, want %v", c.code, c.renumbered, got, c.want)
@@ -118,14 +120,14 @@ func TestRetryPolicyDecidesOnMeaningInBothNumberings(t *testing.T) {
 	}
 	// No capacity: one re-resolution after a pause, then the usual rules.
 	noCap := fmt.Errorf("%w: %w", ErrRefused, &ResetError{Code: 0x30})
-	if a, d := retryPolicy(noCap, retryState{retryWait: pause, resumeWindow: window}); a != retryNow || d != pause {
+	if a, d := retryPolicy(noCap, retryState{retryWait: pause, resumeWindow: window}); a != session.RetryNow || d != pause {
 		t.Errorf("no capacity: %v after %v", a, d)
 	}
-	if a, _ := retryPolicy(noCap, retryState{retryWait: pause, resumeWindow: window, refusedFor: time.Second}); a != retryEnd {
+	if a, _ := retryPolicy(noCap, retryState{retryWait: pause, resumeWindow: window, refusedFor: time.Second}); a != session.RetryEnd {
 		t.Errorf("no capacity again at the first subscription: %v", a)
 	}
 	// moq-transport codes are not read as moq-lite's.
-	if a, _ := retryPolicy(fmt.Errorf("%w: %w", ErrRefused, &ResetError{Code: 30}), retryState{ietf: true, announceWait: wait}); a != retryEnd {
+	if a, _ := retryPolicy(fmt.Errorf("%w: %w", ErrRefused, &ResetError{Code: 30}), retryState{ietf: true, announceWait: wait}); a != session.RetryEnd {
 		t.Errorf("moq-transport reset 30 at the first subscription: %v, want end", a)
 	}
 }

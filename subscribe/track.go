@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/internal/hang"
+	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -168,7 +169,7 @@ func (rt *remoteTrack) retry(c conn, err error) bool {
 	log := s.log.With("broadcast", rt.rb.path, "track", rt.name)
 	action, wait := retryPolicy(err, st)
 	switch action {
-	case retryEnd:
+	case session.RetryEnd:
 		switch {
 		case err == nil:
 			log.Debug("moq: track ended")
@@ -179,13 +180,13 @@ func (rt *remoteTrack) retry(c conn, err error) bool {
 		}
 		rt.track.Close(err)
 		return false
-	case retryNextConn:
+	case session.RetryNextConn:
 		if rt.live {
 			// The export waits for the groups missed meanwhile.
 			rt.hold()
 		}
 		return true // rt.gen stays: the next connection
-	case retryOnAnnounce:
+	case session.RetryOnAnnounce:
 		log.Debug("moq: broadcast not routable yet, waiting for its announcement")
 		rt.rb.mu.Lock()
 		ch := rt.rb.activated
@@ -197,7 +198,7 @@ func (rt *remoteTrack) retry(c conn, err error) bool {
 		case <-rt.rb.ctx.Done():
 		}
 		t.Stop()
-	case retryNow:
+	case session.RetryNow:
 		if wait > 0 {
 			log.Debug("moq: resubscribe refused, retrying", "err", err)
 			if !sleepCtx(rt.rb.ctx, wait) {

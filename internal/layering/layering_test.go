@@ -83,8 +83,9 @@ var muxers = []string{"mux/flv", "mux/mkv", "mux/ts", "mux/mp4"}
 //     codecs (internal/moq/lite, internal/moq/ietf); both sessions still
 //     live in subscribe, behind one seam (subscribe/family.go), until they
 //     move into those packages.
-//   - the session core imports neither protocol: no core package yet (the
-//     shared session code is subscribe's; family.go is its seam).
+//   - the session core imports neither protocol: encoded for
+//     internal/moq/session, which holds the core's first pieces; most of
+//     the shared session code is still subscribe's (family.go its seam).
 //   - only internal/hang decodes payloads: the protocol code calls it, but
 //     subscribe still exposes Unpacker (the archive's inverse of
 //     Options.Objects) over it; encoded as "only hang and catalog read
@@ -111,7 +112,7 @@ var rules = []struct {
 		return bad
 	}},
 	{"muxers import only the mux contract and codec helpers", func(pkgs map[string]*pkg) []string {
-		allowed := []string{"mux", "mux/internal/muxbase", "internal/h26x", "internal/codecconf"}
+		allowed := []string{"mux", "mux/internal/muxbase", "internal/h26x", "internal/codecconf", "internal/webvtt"}
 		var bad []string
 		for _, m := range muxers {
 			for _, d := range moduleOnly(pkgs[m].Imports) {
@@ -193,6 +194,22 @@ var rules = []struct {
 		}
 		return bad
 	}},
+	{"the session core imports neither protocol family, nor the transport, nor subscribe", func(pkgs map[string]*pkg) []string {
+		var bad []string
+		for name, p := range pkgs {
+			if !under(name, "internal/moq/session") {
+				continue
+			}
+			for _, d := range moduleOnly(p.Deps) {
+				for _, no := range []string{"internal/moq/lite", "internal/moq/ietf", "internal/moq/transport", "subscribe"} {
+					if under(d, no) {
+						bad = append(bad, name+" -> "+d)
+					}
+				}
+			}
+		}
+		return bad
+	}},
 	{"the wire codecs reach the transport only through its ALPN table, a leaf", func(pkgs map[string]*pkg) []string {
 		var bad []string
 		for name, p := range pkgs {
@@ -233,7 +250,7 @@ var rules = []struct {
 
 func TestImportsKeepTheLayeringRules(t *testing.T) {
 	pkgs := load(t)
-	for _, need := range append([]string{"model", "export", "subscribe", "internal/hang", "internal/testutil/browsertest", "internal/moq/transport", "internal/moq/lite/wire", "internal/moq/ietf", "internal/moq/transport/alpn"}, muxers...) {
+	for _, need := range append([]string{"model", "export", "subscribe", "internal/hang", "internal/testutil/browsertest", "internal/moq/transport", "internal/moq/lite/wire", "internal/moq/ietf", "internal/moq/transport/alpn", "internal/moq/session"}, muxers...) {
 		if pkgs[need] == nil {
 			t.Fatalf("package %s not listed: the rules name a package that moved; update them", need)
 		}
@@ -261,7 +278,7 @@ func TestEveryRuleCatchesTheImportItForbids(t *testing.T) {
 	}
 	base := func() map[string]*pkg {
 		pkgs := map[string]*pkg{}
-		for _, n := range append([]string{"model", "export", "subscribe", "internal/hang", "internal/testutil/browsertest", "catalog", "internal/moq/ietf"}, muxers...) {
+		for _, n := range append([]string{"model", "export", "subscribe", "internal/hang", "internal/testutil/browsertest", "catalog", "internal/moq/ietf", "internal/moq/session"}, muxers...) {
 			pkgs[n] = &pkg{ImportPath: module + "/" + n}
 		}
 		return pkgs
@@ -275,6 +292,9 @@ func TestEveryRuleCatchesTheImportItForbids(t *testing.T) {
 		func(p map[string]*pkg) { p["catalog"].Deps = m("internal/testutil/mediatest") },
 		func(p map[string]*pkg) { p["subscribe"].Imports = []string{"github.com/quic-go/webtransport-go"} },
 		func(p map[string]*pkg) { p["internal/moq/ietf"].Deps = m("internal/varint", "internal/moq/lite/wire") },
+		func(p map[string]*pkg) {
+			p["internal/moq/session"].Deps = m("internal/varint", "internal/moq/lite/wire")
+		},
 		func(p map[string]*pkg) {
 			p["internal/moq/ietf"].Deps = m("internal/moq/transport/alpn", "internal/moq/transport")
 		},
