@@ -124,8 +124,8 @@ func owner(stack []uintptr) (pkg string, counting bool) {
 
 // The functions whose allocations are the counting's own.
 const (
-	countFunc    = Module + "internal/allocs.Count"
-	snapshotFunc = Module + "internal/allocs.snapshot"
+	countFunc    = Module + "internal/testutil/allocs.Count"
+	snapshotFunc = Module + "internal/testutil/allocs.snapshot"
 )
 
 // packageOf returns the package path of a function name as

@@ -17,8 +17,8 @@ func TestCountSplitsAllocationsByTheCallersModule(t *testing.T) {
 	if c.Own < 100 {
 		t.Fatalf("own %d, want at least the 100 made here (%+v)", c.Own, c)
 	}
-	if got := c.ByPackage[Module+"internal/allocs"]; got != c.Own {
-		t.Errorf("by package %v, want all %d own ones under internal/allocs", c.ByPackage, c.Own)
+	if got := c.ByPackage[Module+"internal/testutil/allocs"]; got != c.Own {
+		t.Errorf("by package %v, want all %d own ones under internal/testutil/allocs", c.ByPackage, c.Own)
 	}
 	c = Count("example.com/elsewhere/", ours)
 	if c.Own != 0 || c.Others < 100 {

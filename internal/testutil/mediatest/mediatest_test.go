@@ -140,7 +140,7 @@ func TestProbeReadsWhatFFmpegWrote(t *testing.T) {
 // TestOnlyTestCodeImportsMediatest keeps this package out of binaries: it
 // imports testing and holds test-only helpers.
 func TestOnlyTestCodeImportsMediatest(t *testing.T) {
-	root := filepath.Join("..", "..")
+	root := filepath.Join("..", "..", "..")
 	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
 		t.Fatalf("module root not found: %v", err)
 	}
