@@ -28,17 +28,19 @@ func fetchesServed(log string, seq uint64) (from, frames []int) {
 // TestAResumeFetchesOnlyTheFramesAnOutageCutFromAGroup: the client holds
 // the first two of group 1's five frames when the network drops; the
 // publisher finishes group 1 and writes groups 2-5 during the outage. Over
-// lite-06 the resume asks group 1 from its newest held frame (frame 1: its
-// timestamp proves the publisher is the same one) and gets 4 frames, the 3
-// it missed and that one; lite-05 has no frame range and fetches all 5.
-// Either way the client ends with every frame, in order, and nothing lost.
+// lite-06 the resumed subscription first fetches group 1's newest held
+// frame (frame 1: its timestamp proves the publisher is the same one and
+// still holds the group), asks from group 1 frame 2 (the publisher starts
+// at its latest group, 6), and fetches group 1 from frame 2: the 3 frames
+// it missed. lite-05 has no frame range and fetches all 5. Either way the
+// client ends with every frame, in order, and nothing lost.
 func TestAResumeFetchesOnlyTheFramesAnOutageCutFromAGroup(t *testing.T) {
 	for _, tc := range []struct {
 		version      string
-		from, frames int // the FETCH of cut group 1
+		from, frames []int // the FETCHes of cut group 1
 	}{
-		{version: "lite-06", from: 1, frames: 4},
-		{version: "lite-05", from: 0, frames: 5},
+		{version: "lite-06", from: []int{1, 2}, frames: []int{1, 3}},
+		{version: "lite-05", from: []int{0}, frames: []int{5}},
 	} {
 		t.Run(tc.version, func(t *testing.T) {
 			checkGoroutines(t)
@@ -92,8 +94,8 @@ func TestAResumeFetchesOnlyTheFramesAnOutageCutFromAGroup(t *testing.T) {
 				t.Fatalf("frames\n got %v\nwant %v", got, want)
 			}
 			from, frames := fetchesServed(r.served.String(), 1)
-			if fmt.Sprint(from, frames) != fmt.Sprint([]int{tc.from}, []int{tc.frames}) {
-				t.Fatalf("FETCHes of cut group 1: from %v, frames %v; want one from %d with %d frames", from, frames, tc.from, tc.frames)
+			if fmt.Sprint(from, frames) != fmt.Sprint(tc.from, tc.frames) {
+				t.Fatalf("FETCHes of cut group 1: from %v, frames %v; want from %v, frames %v", from, frames, tc.from, tc.frames)
 			}
 			for seq := uint64(2); seq < 6; seq++ {
 				if from, frames := fetchesServed(r.served.String(), seq); fmt.Sprint(from, frames) != "[0] [5]" {
@@ -104,6 +106,53 @@ func TestAResumeFetchesOnlyTheFramesAnOutageCutFromAGroup(t *testing.T) {
 				t.Fatalf("LostGroups() = %d", n)
 			}
 		})
+	}
+}
+
+// TestAResumeInsideTheLiveGroupGetsOnlyItsMissingFrames: the network drops
+// while the publisher writes group 1, of which the client holds two frames,
+// and group 1 is still being written when the client resubscribes. Over
+// lite-06 it checks the publisher with one frame (a FETCH of frame 1) and
+// asks from group 1 frame 2: the group's stream brings frames 2 on
+// (GROUP Frame Start 2), nothing of it is sent twice but that one frame,
+// and every frame arrives in order.
+func TestAResumeInsideTheLiveGroupGetsOnlyItsMissingFrames(t *testing.T) {
+	checkGoroutines(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r := newOutageRig(t, ctx, 1000, func(o *Options) { o.Versions = []string{"lite-06"} })
+	for i := range 3 {
+		r.frame(0, i)
+	}
+	r.frame(1, 0)
+	r.frame(1, 1)
+	r.readUntil(110_000)
+	r.outage(func() {
+		r.frame(1, 2)
+		r.frame(1, 3)
+	})
+	r.frame(1, 4)
+	r.readUntil(140_000) // group 1 is the latest group until the client is back
+	r.frame(2, 0)
+	r.readUntil(200_000)
+	var got []int64
+	for _, e := range r.events {
+		if e.Kind != model.EventFrame {
+			t.Fatalf("event %+v in a recording that lost nothing", e)
+		}
+		got = append(got, e.Frame.Timestamp)
+	}
+	if want := "[0 10000 20000 100000 110000 120000 130000 140000 200000]"; fmt.Sprint(got) != want {
+		t.Fatalf("frames\n got %v\nwant %s", got, want)
+	}
+	if from, frames := fetchesServed(r.served.String(), 1); fmt.Sprint(from, frames) != "[1] [1]" {
+		t.Fatalf("FETCHes of group 1: from %v, frames %v; want only the check of frame 1", from, frames)
+	}
+	if !strings.Contains(r.logs.String(), `msg="moq: completing a cut group"`) || !strings.Contains(r.logs.String(), "group=1 have=2 frame_start=2") {
+		t.Fatalf("group 1's stream did not resume at frame 2")
+	}
+	if n := r.client.LostGroups(); n != 0 {
+		t.Fatalf("LostGroups() = %d", n)
 	}
 }
 

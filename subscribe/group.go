@@ -55,7 +55,7 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 		var ok bool
 		if g, skip, ok = rt.adopt(h.Sequence); ok {
 			err = nil
-			s.log.Debug("moq: completing a cut group", "track", rt.name, "group", h.Sequence, "have", skip)
+			s.log.Debug("moq: completing a cut group", "track", rt.name, "group", h.Sequence, "have", skip, "frame_start", h.FrameStart)
 		}
 	}
 	sub.created(h.Sequence)

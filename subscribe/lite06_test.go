@@ -270,10 +270,11 @@ func TestLite06ServerWritesThePublishedLayouts(t *testing.T) {
 		t.Fatalf("TRACK_INFO % x, %v", body, err)
 	}
 
-	// SUBSCRIBE floor (3, 2) end (4, 0).
+	// SUBSCRIBE floor (3, 2) end (4, 0), with a max age that keeps group
+	// 3 (without one the start would be the latest group, 4).
 	ss, _ := conn.OpenStreamSync(ctx)
 	sub := wire.Subscribe{ID: 5, Broadcast: "bbb", Track: "video",
-		SubscribeParams: wire.SubscribeParams{Start: wire.Some(3), FrameStart: 2, End: wire.Some(4), FrameEnd: wire.Some(0)}}
+		SubscribeParams: wire.SubscribeParams{Start: wire.Some(3), FrameStart: 2, End: wire.Some(4), FrameEnd: wire.Some(0), MaxLatency: 60_000}}
 	ss.Write(sub.AppendFor([]byte{wire.StreamSubscribe}, wire.Lite06))
 	expectBytes(t, bufio.NewReader(ss), "00 01 03") // SUBSCRIBE_OK group 3
 	got := map[uint64][]string{}

@@ -230,11 +230,16 @@ type pubTrack struct {
 // begin fixes the first group to send and attaches a consumer to t.
 func (p *pubTrack) begin(t *model.Track) *model.Consumer {
 	p.first, p.hasFirst = p.sub.Start.Seq, p.sub.Start.Valid
-	if p.v.FrameRange && p.sub.MaxLatency > 0 {
-		// lite-06: a max age hands back the groups it does not expire,
-		// from the floor up.
-		if seq, ok := oldestUnexpired(t, p.sub.Start.Seq, p.sub.MaxLatency); ok {
-			p.first, p.hasFirst = seq, true
+	if latest, ok := t.LatestGroup(); p.v.FrameRange && ok && latest >= p.sub.Start.Seq {
+		// lite-06 (section 6.2): Group Start is a floor. The start is the
+		// oldest group at or above it that the max age does not expire:
+		// the latest one without a max age. A floor above the latest
+		// group waits there.
+		p.first, p.hasFirst = latest, true
+		if p.sub.MaxLatency > 0 {
+			if seq, ok := oldestUnexpired(t, p.sub.Start.Seq, p.sub.MaxLatency); ok {
+				p.first = seq
+			}
 		}
 	}
 	if !p.hasFirst {

@@ -42,6 +42,12 @@ const (
 //     were lost;
 //   - sequences that restart are a new publisher session: a new timeline
 //     (model.Track.Discontinuity).
+//
+// On lite-06 (frame ranges) nothing the track holds is sent again but one
+// frame: before resubscribing, a FETCH of the newest held frame of a cut
+// newest group checks the publisher (floorOfCut), and SUBSCRIBE asks from
+// that group's first missing frame; the FETCHes that complete cut groups
+// ask only their missing frames (fetchFrom).
 
 // errConnLost ends a subscription whose connection is gone.
 var errConnLost = errors.New("moq: connection lost")
@@ -226,6 +232,13 @@ func (rt *remoteTrack) resume(ctx context.Context, c conn, timescale, first uint
 	rt.interrupted = nil
 	rt.mu.Unlock()
 	newest := rt.track.NewestGroup()
+	verified := false
+	rt.mu.Lock()
+	if rt.verifiedOK && newest != nil && rt.verified == newest.Sequence() {
+		verified = true
+	}
+	rt.verifiedOK = false
+	rt.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, resumeTimeout)
 	defer cancel()
 	// The same publisher session goes on with the same groups: the newest
@@ -237,12 +250,32 @@ func (rt *remoteTrack) resume(ctx context.Context, c conn, timescale, first uint
 	var probe []model.Frame
 	probeFrom := 0
 	same := false
-	if newest != nil && first >= newest.Sequence() {
+	switch {
+	case newest == nil || first < newest.Sequence():
+	case verified && first == newest.Sequence():
+		// The cut group goes on in the live stream, from its first
+		// missing frame (the floor floorOfCut asked, checked there).
+		same = true
+	case verified:
+		// Checked before SUBSCRIBE: fetch only the frames it misses.
+		have, _, _ := newest.Frames(0)
+		probeFrom = len(have)
+		if p, err := rt.fetchFrom(ctx, c, timescale, newest.Sequence(), probeFrom); err == nil {
+			probe = p
+		}
+		same = true
+	default:
 		have, _, _ := newest.Frames(0)
 		probeFrom = max(0, len(have)-1)
 		pctx, pcancel := context.WithTimeout(ctx, rt.rb.s.opts.RequestTimeout)
 		var err error
-		probe, err = rt.fetchFrom(pctx, c, timescale, newest.Sequence(), probeFrom)
+		if connVersion(c).FrameRange && first == newest.Sequence() {
+			// The live group: its one frame is all the check needs (the
+			// whole of it would be served as it is written).
+			probe, err = rt.fetchFrames(pctx, c, timescale, newest.Sequence(), uint64(probeFrom), wire.Some(uint64(probeFrom)))
+		} else {
+			probe, err = rt.fetchFrom(pctx, c, timescale, newest.Sequence(), probeFrom)
+		}
 		pcancel()
 		if err == nil {
 			same = len(have) > 0 && len(probe) > 0 && probe[0].Timestamp == have[probeFrom].Timestamp
@@ -332,6 +365,46 @@ func (rt *remoteTrack) resume(ctx context.Context, c conn, timescale, first uint
 		// the gap before the next frame.
 		rt.track.MarkLost(seq, first)
 	}
+}
+
+// resumeFloor is where a resumed lite-06 subscription asks to start: frame
+// frame of group group, when ok.
+type resumeFloor struct {
+	group, frame uint64
+	ok           bool
+}
+
+// floorOfCut returns the floor of a resumed lite-06 subscription: the
+// newest group, when the lost connection cut it, at its first frame not
+// received, so that the publisher sends only the rest of it. A FETCH of
+// the frame before that first checks that the publisher still holds the
+// group and is the same one: a floor above a restarted publisher's
+// sequences would wait for a group it may never make. Without that, no
+// floor (the live edge, as on other versions).
+func (rt *remoteTrack) floorOfCut(ctx context.Context, c conn, timescale uint64) resumeFloor {
+	newest := rt.track.NewestGroup()
+	if newest == nil {
+		return resumeFloor{}
+	}
+	seq := newest.Sequence()
+	rt.mu.Lock()
+	_, cut := rt.interrupted[seq]
+	rt.mu.Unlock()
+	have, finished, _ := newest.Frames(0)
+	if !cut || finished || len(have) == 0 {
+		return resumeFloor{}
+	}
+	n := uint64(len(have))
+	pctx, cancel := context.WithTimeout(ctx, rt.rb.s.opts.RequestTimeout)
+	defer cancel()
+	frames, err := rt.fetchFrames(pctx, c, timescale, seq, n-1, wire.Some(n-1))
+	if err != nil || len(frames) != 1 || frames[0].Timestamp != have[n-1].Timestamp {
+		return resumeFloor{}
+	}
+	rt.mu.Lock()
+	rt.verified, rt.verifiedOK = seq, true
+	rt.mu.Unlock()
+	return resumeFloor{group: seq, frame: n, ok: true}
 }
 
 // fetchFrom returns the frames of past group seq from index from on. On a

@@ -245,7 +245,11 @@ func (rt *remoteTrack) subscribeLite(ctx context.Context, cancel context.CancelC
 	ls.sub = rt.register(ctx, cancel, timescale, ls)
 	// A resumed subscription fills the gap at SUBSCRIBE_OK (resume.go).
 	ls.detach = rt.attach(c, timescale, false)
-	ls.str, err = rt.sendSubscribe(ctx, c, v, ls.sub.id, ls.st.resumed)
+	var floor resumeFloor
+	if ls.st.resumed && v.FrameRange {
+		floor = rt.floorOfCut(ctx, c, timescale)
+	}
+	ls.str, err = rt.sendSubscribe(ctx, c, v, ls.sub.id, ls.st.resumed, floor)
 	if err != nil {
 		return ls.end(err), false
 	}
@@ -344,8 +348,9 @@ func (rt *remoteTrack) register(ctx context.Context, cancel context.CancelCauseF
 
 // sendSubscribe opens the subscription's stream and sends SUBSCRIBE. A
 // resumed one asks no max age on lite-06, where it would reach back: its
-// gap is FETCHed (resume.go), which needs the live edge in SUBSCRIBE_OK.
-func (rt *remoteTrack) sendSubscribe(ctx context.Context, c conn, v *wire.Version, id uint64, resumed bool) (bidiStream, error) {
+// gap is FETCHed (resume.go), which needs the live edge in SUBSCRIBE_OK;
+// it asks from floor when there is one (the rest of a cut group).
+func (rt *remoteTrack) sendSubscribe(ctx context.Context, c conn, v *wire.Version, id uint64, resumed bool, floor resumeFloor) (bidiStream, error) {
 	s := rt.rb.s
 	str, err := c.OpenBidi(ctx)
 	if err != nil {
@@ -359,6 +364,9 @@ func (rt *remoteTrack) sendSubscribe(ctx context.Context, c conn, v *wire.Versio
 	}
 	if resumed && v.FrameRange {
 		m.MaxLatency = 0
+		if floor.ok {
+			m.Start, m.FrameStart = wire.Some(floor.group), floor.frame
+		}
 	}
 	if _, err := str.Write(m.AppendFor(varint.Append(nil, wire.StreamSubscribe), v)); err != nil {
 		str.CancelRead(CodeCancel)

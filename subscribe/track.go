@@ -55,7 +55,11 @@ type remoteTrack struct {
 	// its live stream; newer groups wait for them (waitCutGroups).
 	cutBefore []*model.Group
 	holding   bool
-	holdGen   uint64 // counts hold calls, so a late release spares a newer hold
+	// verified is the cut group a resumed lite-06 subscription asked to
+	// continue (floorOfCut), when verifiedOK: resume trusts it.
+	verified   uint64
+	verifiedOK bool
+	holdGen    uint64 // counts hold calls, so a late release spares a newer hold
 }
 
 var errRestart = errors.New("moq: broadcast restarted")
