@@ -2,6 +2,7 @@ package subscribe
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,8 +29,13 @@ type streamOrder struct {
 	// open are the accepted streams that have not created their group
 	// (nor turned out to be no group stream), in acceptance order.
 	open []orderEntry
-	// changed is closed (and replaced) whenever open changes.
-	changed chan struct{}
+	// changed is broadcast whenever open changes (its L is &mu).
+	changed sync.Cond
+	// waiters are the streams waiting on changed; tick broadcasts it
+	// every orderTick while there are any, so that each sees its own
+	// orderWaitMax pass and its context end without a timer of its own.
+	waiters int
+	tick    *time.Timer
 }
 
 type orderEntry struct {
@@ -44,6 +50,14 @@ type orderEntry struct {
 // it. Their headers come with their first packet, so the wait is a
 // goroutine's scheduling at most, unless a packet was lost.
 const orderWaitMax = time.Second
+
+// orderTick is how often waiting streams look at the clock.
+const orderTick = orderWaitMax / 8
+
+// orderSpins is how many times a stream yields to the others before it
+// waits on a channel: the streams it waits for are usually runnable
+// goroutines that only need the processor.
+const orderSpins = 4
 
 // orderTicket is one stream's place in its connection's streamOrder. The
 // zero ticket (a stream read outside serveStreams) orders nothing.
@@ -71,9 +85,8 @@ func (o *streamOrder) take() orderTicket {
 
 // changedLocked wakes the waiters. Called with o.mu held.
 func (o *streamOrder) changedLocked() {
-	if o.changed != nil {
-		close(o.changed)
-		o.changed = nil
+	if o.waiters > 0 {
+		o.changed.Broadcast()
 	}
 }
 
@@ -124,40 +137,56 @@ func (t orderTicket) wait(ctx context.Context) {
 		return
 	}
 	o := t.o
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	hooked := false
-	for {
+	for i := 0; ; i++ {
 		o.mu.Lock()
-		ch, seq, ok := o.blockedLocked(t.n)
+		seq, blocked := o.blockedLocked(t.n)
 		o.mu.Unlock()
-		if !ok {
+		if !blocked {
 			return
 		}
-		if hook := testHookOrderWaiting.Load(); hook != nil && !hooked {
-			hooked = true
+		if hook := testHookOrderWaiting.Load(); hook != nil && i == 0 {
 			(*hook)(seq)
 		}
-		if timer == nil {
-			timer = time.NewTimer(orderWaitMax)
+		if i == orderSpins {
+			break
 		}
-		select {
-		case <-ch:
-		case <-timer.C:
-			return
-		case <-ctx.Done():
+		runtime.Gosched()
+	}
+	start := time.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.changed.L == nil {
+		o.changed.L = &o.mu
+	}
+	o.waiters++
+	defer func() { o.waiters-- }()
+	if o.tick == nil {
+		o.tick = time.AfterFunc(orderTick, o.tock)
+	} else if o.waiters == 1 {
+		o.tick.Reset(orderTick)
+	}
+	for {
+		if _, blocked := o.blockedLocked(t.n); !blocked || ctx.Err() != nil || time.Since(start) >= orderWaitMax {
 			return
 		}
+		o.changed.Wait()
 	}
 }
 
-// blockedLocked reports whether stream n must wait, with the channel that
-// says when to look again and n's group. Called with o.mu held.
-func (o *streamOrder) blockedLocked(n uint64) (<-chan struct{}, uint64, bool) {
+// tock wakes the waiting streams to look at the clock, and comes again
+// while any wait.
+func (o *streamOrder) tock() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.changedLocked()
+	if o.waiters > 0 {
+		o.tick.Reset(orderTick)
+	}
+}
+
+// blockedLocked reports whether stream n must wait, and n's group. Called
+// with o.mu held.
+func (o *streamOrder) blockedLocked(n uint64) (uint64, bool) {
 	var me *orderEntry
 	for i := range o.open {
 		if o.open[i].n == n {
@@ -166,7 +195,7 @@ func (o *streamOrder) blockedLocked(n uint64) (<-chan struct{}, uint64, bool) {
 		}
 	}
 	if me == nil || !me.named {
-		return nil, 0, false
+		return 0, false
 	}
 	var now time.Time
 	for _, e := range o.open {
@@ -179,11 +208,8 @@ func (o *streamOrder) blockedLocked(n uint64) (<-chan struct{}, uint64, bool) {
 			}
 		}
 		if (e.n < n && !e.named) || (e.named && e.key == me.key && e.seq < me.seq) {
-			if o.changed == nil {
-				o.changed = make(chan struct{})
-			}
-			return o.changed, me.seq, true
+			return me.seq, true
 		}
 	}
-	return nil, me.seq, false
+	return me.seq, false
 }
