@@ -16,7 +16,10 @@ import (
 // Bounds of the gap fill after a reconnect: at most this many missed
 // groups are fetched (about 87 s of 47 audio groups a second: a minute-long
 // outage of a relay that keeps its groups costs nothing), this many at
-// once, within this time.
+// once, each such window (and the probe, and each cut group) within this
+// time. The time bounds a stall, not the fill: a minute of audio is 176
+// windows, more than 10 s of round trips on a loaded machine (a 20 s
+// outage under -race lost the last 1.4 s of a fill cut at 10 s).
 const (
 	resumeMaxGroups = 4096
 	resumeWindow    = 16
@@ -239,6 +242,7 @@ func (rt *remoteTrack) resume(ctx context.Context, c conn, timescale, first uint
 	}
 	rt.verifiedOK = false
 	rt.mu.Unlock()
+	fillCtx := ctx
 	ctx, cancel := context.WithTimeout(ctx, resumeTimeout)
 	defer cancel()
 	// The same publisher session goes on with the same groups: the newest
@@ -339,11 +343,13 @@ func (rt *remoteTrack) resume(ctx context.Context, c conn, timescale, first uint
 	for seq < end {
 		n := int(min(uint64(resumeWindow), end-seq))
 		res := make([]fetched, n)
+		wctx, wcancel := context.WithTimeout(fillCtx, resumeTimeout)
 		var wg sync.WaitGroup
 		for i := range n {
-			wg.Go(func() { res[i].frames, res[i].err = rt.fetch(ctx, c, timescale, seq+uint64(i)) })
+			wg.Go(func() { res[i].frames, res[i].err = rt.fetch(wctx, c, timescale, seq+uint64(i)) })
 		}
 		wg.Wait()
+		wcancel()
 		for _, r := range res {
 			if r.err != nil || insertGroup(rt.track, seq, r.frames) != nil {
 				log.Debug("moq: missed group not fetched", "group", seq, "err", r.err)
