@@ -25,12 +25,16 @@ import (
 // Session is one moq-lite session, dialled (Dial, reconnecting) or accepted
 // (Server.Accept). Its methods are safe for concurrent use.
 type Session struct {
-	opts  Options
-	log   *slog.Logger
-	path  string // session root, normalized
-	dial  func(ctx context.Context) (conn, error)
-	role  Role
-	hopID uint64
+	// uniOrder is the group-stream order of the current connection: a
+	// drain asks it whether streams accepted are still making their
+	// groups.
+	uniOrder atomic.Pointer[streamOrder]
+	opts     Options
+	log      *slog.Logger
+	path     string // session root, normalized
+	dial     func(ctx context.Context) (conn, error)
+	role     Role
+	hopID    uint64
 
 	// compat is what is known of the server's support for optional
 	// requests (compat.go); a dialled session shares it with every
@@ -486,7 +490,9 @@ func (s *Session) serveLite(c conn) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		serveStreams(ctx, c.AcceptUni, &streamOrder{}, func(str recvStream, t orderTicket) { s.handleUni(ctx, c, str, t) })
+		order := &streamOrder{}
+		s.uniOrder.Store(order)
+		serveStreams(ctx, c.AcceptUni, order, func(str recvStream, t orderTicket) { s.handleUni(ctx, c, str, t) })
 	}()
 	go func() {
 		defer wg.Done()

@@ -83,6 +83,17 @@ func (o *streamOrder) take() orderTicket {
 	return orderTicket{o: o, n: n}
 }
 
+// pending reports how many streams accepted on the connection have not
+// yet created their group (nor turned out to be no group stream).
+func (o *streamOrder) pending() int {
+	if o == nil {
+		return 0
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.open)
+}
+
 // changedLocked wakes the waiters. Called with o.mu held.
 func (o *streamOrder) changedLocked() {
 	if o.waiters > 0 {
