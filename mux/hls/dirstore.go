@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"sync"
@@ -35,8 +36,9 @@ type DirStore struct {
 	dir  *os.File // the directory, for renameat2
 
 	mu         sync.Mutex
-	spares     map[string]bool // spare names that may exist
-	noExchange bool            // the file system refused an exchange
+	spares     map[string]bool  // spare names that may exist
+	files      map[string]*pair // the open files behind each name WriteFile wrote
+	noExchange bool             // the file system refused an exchange
 	closed     bool
 }
 
@@ -51,7 +53,7 @@ func OpenDirStore(dir string) (*DirStore, error) {
 		root.Close()
 		return nil, err
 	}
-	return &DirStore{root: root, dir: d, spares: map[string]bool{}}, nil
+	return &DirStore{root: root, dir: d, spares: map[string]bool{}, files: map[string]*pair{}}, nil
 }
 
 // ErrName is wrapped by the refusal of a file name that is not a plain
@@ -74,6 +76,11 @@ func (s *DirStore) WriteFile(name string, data []byte) error {
 	defer s.mu.Unlock()
 	spare := "." + name + ".tmp"
 	s.spares[spare] = true
+	if !s.noExchange {
+		if err := s.swapIn(name, spare, data, false); err == nil || !s.noExchange {
+			return err
+		}
+	}
 	// No O_TRUNC: truncating a file to nothing makes ext4 write it out at
 	// close, as a rename over a file does. The spare is overwritten and
 	// cut to the new length.
@@ -89,9 +96,7 @@ func (s *DirStore) WriteFile(name string, data []byte) error {
 		err = cerr
 	}
 	if err == nil {
-		if s.noExchange || !s.exchange(spare, name) {
-			err = s.root.Rename(spare, name)
-		}
+		err = s.root.Rename(spare, name)
 	}
 	if err != nil {
 		_ = s.root.Remove(spare)
@@ -100,15 +105,93 @@ func (s *DirStore) WriteFile(name string, data []byte) error {
 	return nil
 }
 
-// exchange swaps the directory entries a and b, reporting whether it did.
-// It remembers a file system that cannot (b missing is not that: the
-// first write of a file).
-func (s *DirStore) exchange(a, b string) bool {
-	ok, supported := exchangeAt(s.dir, a, b)
-	if !supported {
-		s.noExchange = true
+// pair is the two files behind a name WriteFile swaps: live is the one
+// the name shows (nil before the first write), spare the one under the
+// spare name (nil while there is none); their lengths.
+type pair struct {
+	live, spare       *os.File
+	liveLen, spareLen int64
+}
+
+// swapIn writes data into name's spare file, kept open from the write
+// before, and exchanges it with name: the two files of a name trade
+// places at each write, without an open, a close or (while the file only
+// grows, as an EVENT playlist does) a truncate. It sets s.noExchange and
+// leaves name as it was when the file system cannot exchange.
+func (s *DirStore) swapIn(name, spare string, data []byte, retried bool) error {
+	p := s.files[name]
+	if p == nil {
+		p = &pair{}
+		s.files[name] = p
 	}
-	return ok
+	if p.spare == nil {
+		f, err := s.root.OpenFile(spare, os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			return err
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return err
+		}
+		p.spare, p.spareLen = f, fi.Size()
+	}
+	if _, err := p.spare.WriteAt(data, 0); err != nil {
+		return s.dropSpare(p, spare, err)
+	}
+	if n := int64(len(data)); n < p.spareLen {
+		if err := p.spare.Truncate(n); err != nil {
+			return s.dropSpare(p, spare, err)
+		}
+	}
+	p.spareLen = int64(len(data))
+	ok, supported := exchangeAt(s.dir, spare, name)
+	switch {
+	case ok:
+		p.live, p.spare = p.spare, p.live
+		p.liveLen, p.spareLen = int64(len(data)), p.liveLen
+		return nil
+	case !supported:
+		s.noExchange = true
+		s.closeFiles()
+		return errors.New("hls: no exchange")
+	}
+	// name does not exist: the first write of it (or it was removed).
+	if err := s.root.Rename(spare, name); err != nil {
+		err = s.dropSpare(p, spare, err)
+		if errors.Is(err, fs.ErrNotExist) && !retried {
+			// The spare itself was gone (removed by someone else): once
+			// more with a new one.
+			return s.swapIn(name, spare, data, true)
+		}
+		return err
+	}
+	if p.live != nil {
+		p.live.Close()
+	}
+	p.live, p.liveLen = p.spare, int64(len(data))
+	p.spare, p.spareLen = nil, 0
+	return nil
+}
+
+// dropSpare closes and removes name's spare file after err.
+func (s *DirStore) dropSpare(p *pair, spare string, err error) error {
+	p.spare.Close()
+	p.spare, p.spareLen = nil, 0
+	_ = s.root.Remove(spare)
+	return err
+}
+
+// closeFiles closes the files WriteFile keeps open.
+func (s *DirStore) closeFiles() {
+	for name, p := range s.files {
+		for _, f := range []*os.File{p.live, p.spare} {
+			if f != nil {
+				f.Close()
+			}
+		}
+		delete(s.files, name)
+	}
 }
 
 // WriteNewFile writes a file no reader looks for yet (a segment) in place.
@@ -149,6 +232,7 @@ func (s *DirStore) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.closeFiles()
 	for spare := range s.spares {
 		_ = s.root.Remove(spare)
 	}

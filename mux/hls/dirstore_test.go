@@ -117,3 +117,29 @@ func TestDirStoreFollowsNoSymlinkOutOfItsDirectory(t *testing.T) {
 		t.Fatalf("the file outside the directory became %q", got)
 	}
 }
+
+// TestDirStoreReplacesAnEarlierRunsFileAndOutlivesALostSpare: the store
+// keeps the two files of a name open between writes; a file an earlier
+// run left (a continued package) and a spare someone else removed are
+// still replaced whole.
+func TestDirStoreReplacesAnEarlierRunsFileAndOutlivesALostSpare(t *testing.T) {
+	t.Parallel()
+	st, dir := openDirStore(t)
+	if err := os.WriteFile(filepath.Join(dir, "v0.m3u8"), bytes.Repeat([]byte("old run\n"), 100), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range []int{10, 3000, 100, 5} {
+		if i == 2 {
+			if err := os.Remove(filepath.Join(dir, ".v0.m3u8.tmp")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := bytes.Repeat([]byte{byte('a' + i)}, n)
+		if err := st.WriteFile("v0.m3u8", want); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+		if got, err := os.ReadFile(filepath.Join(dir, "v0.m3u8")); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("write %d (%d bytes): read %d bytes (%v)", i, n, len(got), err)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package hls
 
 import (
-	"fmt"
 	"math"
 	"strconv"
 	"time"
@@ -23,7 +22,14 @@ func ticksOf(us int64, ts uint32) int64 {
 // audio and subtitles: a choice, not a switch), a Representation
 // per rendition with a SegmentTemplate ($Number$) and its SegmentTimeline.
 // While recording it is dynamic (players poll it); when final, static.
-func (w *Writer) mpd(final bool) ([]byte, error) {
+func (w *Writer) mpd(final bool) []byte {
+	b := marshalMPD(w.mpdDoc(final), w.mpdSize+w.mpdSize/8)
+	w.mpdSize = len(b)
+	return b
+}
+
+// mpdDoc builds the MPD (see mpd).
+func (w *Writer) mpdDoc(final bool) *mpd.MPD {
 	m := &mpd.MPD{
 		XMLNs:         "urn:mpeg:dash:schema:mpd:2011",
 		Profiles:      "urn:mpeg:dash:profile:isoff-live:2011",
@@ -161,11 +167,7 @@ func (w *Writer) mpd(final bool) ([]byte, error) {
 		}
 		m.Periods = append(m.Periods, p)
 	}
-	out, err := m.WriteToString("  ", true)
-	if err != nil {
-		return nil, fmt.Errorf("hls: DASH manifest: %w", err)
-	}
-	return []byte(out), nil
+	return m
 }
 
 // dateTime formats t as an xs:dateTime in UTC.

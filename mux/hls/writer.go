@@ -113,6 +113,7 @@ type Writer struct {
 	sinceState int
 	dropped    int64   // frames of followers waiting out a discontinuity
 	mv         mvShape // what the multivariant playlist last said
+	mpdSize    int     // the length of the MPD written last
 	err        error
 	closed     bool
 	segments   int
@@ -715,11 +716,7 @@ func (w *Writer) publish(r *rendition, final bool) error {
 	if err := w.writeState(final); err != nil {
 		return err
 	}
-	b, err := w.mpd(final)
-	if err != nil {
-		return w.fail(err)
-	}
-	if err := w.opts.Store.WriteFile(w.MPDName(), b); err != nil {
+	if err := w.opts.Store.WriteFile(w.MPDName(), w.mpd(final)); err != nil {
 		return w.fail(fmt.Errorf("hls: writing %s: %w", w.MPDName(), err))
 	}
 	b, mv, err := w.multivariant()
