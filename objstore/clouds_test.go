@@ -311,10 +311,12 @@ func TestAGCSOrAzureRecordingWhoseSpoolIsLostIsCompletedFromTheStore(t *testing.
 }
 
 // TestAGCSOrAzureRecordingUnder256MiBWhoseSpoolIsLostIsCompletedFromItsParts:
-// as for S3, a recording whose head part never left its lost spool
-// becomes its header (GCS: part object 0; Azure: block 0) composed or
-// committed in front of the parts from the second on; nothing of the
-// upload is left (GCS: no part object).
+// GCS and Azure join parts of any size, so the head part's media goes up
+// as part 1 with the first part (once: the finish puts a new header in
+// front of it), and a recording whose spool is lost becomes its header
+// (GCS: part object 0; Azure: block 0) composed or committed in front of
+// every part: the recording from its start, frame for frame; nothing of
+// the upload is left (GCS: no part object).
 func TestAGCSOrAzureRecordingUnder256MiBWhoseSpoolIsLostIsCompletedFromItsParts(t *testing.T) {
 	t.Parallel()
 	for _, ck := range []struct{ scheme, kind, format string }{{"gs", "gcs", "mkv"}, {"az", "azure", "mp4"}} {
@@ -324,7 +326,7 @@ func TestAGCSOrAzureRecordingUnder256MiBWhoseSpoolIsLostIsCompletedFromItsParts(
 			c.srv.Bucket(t, "lost")
 			pre := run(t)
 			key := pre + "demo." + ck.format
-			object := recoverLostSpool(t, ck.format, c.url("lost", pre+"{broadcast}."+ck.format),
+			object := recoverLostSpool(t, ck.format, c.url("lost", pre+"{broadcast}."+ck.format), true,
 				func() *objstore.Output {
 					return openCloud(t, c.url("lost", pre+"{broadcast}."+ck.format), objstore.Options{})
 				},

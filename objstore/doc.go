@@ -96,7 +96,12 @@
 //     puts the header and the first 6 MiB, read back, in front of the
 //     rest, copied in the store: UploadPartCopy). Either way up to the end
 //     of the last part. A TS needs no header: without its head part it
-//     is the TS from its second part on.
+//     is the TS from its second part on. GCS and Azure join parts of any
+//     size, so there the head part's media (from the first media write
+//     to HeadEnd) goes up as part 1 with the first part, once: the finish
+//     sends a new header (the finished MP4's head, the patched MKV/FLV
+//     header) as part 0 and keeps part 1, and RecoverStore joins header
+//     and parts from the start of the recording.
 //
 // # Why aws-sdk-go-v2
 //

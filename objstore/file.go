@@ -52,6 +52,11 @@ type file struct {
 	initEnd   int64   // where the first media write began: [0, initEnd) is the header
 	initDirty bool    // the header was rewritten after it was queued
 	initSent  bool    // the header is queued or went up
+	// split: the head part's media, [initEnd, HeadEnd), went up as part 1
+	// (GCS and Azure, which join parts of any size: the finish sends a new
+	// header as part 0 and keeps part 1); splitDirty: a write landed in it
+	// after, so the finish sends the whole head part again.
+	split, splitDirty bool
 }
 
 // URL names the object.
@@ -93,6 +98,15 @@ func (f *file) Write(p []byte) (int, error) {
 		}
 	} else if f.pos < f.initEnd && f.initSent {
 		f.initDirty = true // a header rewritten (a late track): send it again
+	}
+	if f.split && !f.splitDirty && f.pos < f.man.HeadEnd && f.pos+int64(len(p)) > f.initEnd {
+		f.splitDirty = true
+		if f.man.HeadSplit {
+			f.man.HeadSplit = false
+			if err := writeManifest(f.paths.manifest, &f.man); err != nil {
+				return 0, err
+			}
+		}
 	}
 	n, err := f.fo.Write(p)
 	f.pos += int64(n)
@@ -164,13 +178,21 @@ func (f *file) cutParts() {
 	if err := f.fo.Flush(); err != nil {
 		return // the write error sticks in fo and ends the recording
 	}
-	if f.initEnd > 0 && !f.early && (!f.initSent || f.initDirty) {
+	split := f.initEnd > 0 && f.o.loc.Scheme != "s3" // S3 wants 5 MiB in a part
+	if f.initEnd > 0 && (!f.early || split) && (!f.initSent || f.initDirty) {
 		// The header goes up with the first part (and again when it was
 		// rewritten): with it, the parts from the second on make a
 		// playable file without the head part (RecoverStore).
 		f.initSent, f.initDirty = true, false
 		f.queue = append(f.queue, partRec{N: 0, Size: f.initEnd})
 		f.o.waiting.Add(f.initEnd)
+	}
+	if split && !f.early {
+		// The head part's media goes up once, now; the finish puts a new
+		// header (part 0) in front of it.
+		f.early, f.split = true, true
+		f.queue = append(f.queue, partRec{N: 1, Off: f.initEnd, Size: f.man.HeadEnd - f.initEnd})
+		f.o.waiting.Add(f.man.HeadEnd - f.initEnd)
 	}
 	n := f.next
 	f.next++
@@ -223,8 +245,13 @@ func (f *file) upload() {
 			continue
 		}
 		if p.N == 1 {
-			// The head part, early: it stays in the spool for the finish.
-			f.man.EarlyHead = true
+			// The head part (or its media), early: it stays in the spool
+			// for the finish.
+			if p.Off > 0 {
+				f.man.HeadSplit, f.man.InitEnd = !f.splitDirty, p.Off
+			} else {
+				f.man.EarlyHead = true
+			}
 			err = writeManifest(f.paths.manifest, &f.man)
 			f.mu.Unlock()
 			f.o.waiting.Add(-p.Size)
@@ -364,16 +391,28 @@ func (o *Output) finish(ctx context.Context, rf *os.File, m *manifest, head []by
 		}
 		return b.size, nil
 	}
-	b, err := headPart(m.HeadEnd)
-	if err != nil {
-		return 0, err
+	var parts []partRec
+	var size int64
+	if hb, ok := splitHead(m, head, from, section); ok {
+		// The head part's media is part 1 already: a new header in front.
+		etag, err := o.st.uploadPart(ctx, m.Key, m.UploadID, 0, hb)
+		if err != nil {
+			return 0, err
+		}
+		size = hb.size + m.HeadEnd - m.InitEnd
+		parts = append([]partRec{{N: 0, Size: hb.size, ETag: etag}, {N: 1, Off: m.InitEnd, Size: m.HeadEnd - m.InitEnd}}, m.Parts...)
+	} else {
+		b, err := headPart(m.HeadEnd)
+		if err != nil {
+			return 0, err
+		}
+		etag, err := o.st.uploadPart(ctx, m.Key, m.UploadID, 1, b)
+		if err != nil {
+			return 0, err
+		}
+		size = b.size
+		parts = append([]partRec{{N: 1, Size: b.size, ETag: etag}}, m.Parts...)
 	}
-	etag, err := o.st.uploadPart(ctx, m.Key, m.UploadID, 1, b)
-	if err != nil {
-		return 0, err
-	}
-	size := b.size
-	parts := append([]partRec{{N: 1, Size: b.size, ETag: etag}}, m.Parts...)
 	for _, p := range m.Parts {
 		size += p.Size
 	}
@@ -394,4 +433,26 @@ func (o *Output) finish(ctx context.Context, rf *os.File, m *manifest, head []by
 		return 0, err
 	}
 	return size, nil
+}
+
+// splitHead returns the header that goes in front of part 1 when the head
+// part's media went up as part 1 (manifest.HeadSplit): the head of the
+// finished MP4 when it is followed by the bytes from there, else the
+// spool's header (MKV and FLV patched theirs at Close; the live form's
+// after a kill).
+func splitHead(m *manifest, head []byte, from int64, section func(off, end int64) io.ReadSeeker) (*body, bool) {
+	if !m.HeadSplit || m.InitEnd <= 0 || m.InitEnd > m.HeadEnd {
+		return nil, false
+	}
+	var b *body
+	var err error
+	switch {
+	case head == nil:
+		b, err = newBody(section(0, m.InitEnd))
+	case from == m.InitEnd:
+		b, err = newBody(bytes.NewReader(head))
+	default:
+		return nil, false
+	}
+	return b, err == nil
 }

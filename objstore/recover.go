@@ -131,9 +131,11 @@ func (o *Output) recoverOne(ctx context.Context, id string) (Recovered, error) {
 // What becomes of an upload:
 //
 //   - its head part went up early (recordings past
-//     Options.EarlyHeadAfter): a playable object in its live form
-//     holding every part that reached the store, from the start;
-//   - otherwise (MP4, MKV/WebM, FLV): the file's header, which went up
+//     Options.EarlyHeadAfter; on GCS and Azure every recording: there
+//     its media goes up as part 1, behind the header): a playable object
+//     in its live form holding every part that reached the store, from
+//     the start;
+//   - otherwise (S3: MP4, MKV/WebM, FLV): the file's header, which went up
 //     with the first part, followed by the parts from the second on: a
 //     playable object in its live form from the second part's first
 //     keyframe (parts are cut before a keyframe) to the end of the last
@@ -195,7 +197,11 @@ func (o *Output) RecoverStore(ctx context.Context, idle time.Duration) ([]Recove
 		ts := strings.EqualFold(path.Ext(u.Key), ".ts")
 		switch {
 		case first == 1:
-			header = nil // the head part went up (EarlyHeadAfter)
+			if o.loc.Scheme == "s3" {
+				header = nil // the head part went up (EarlyHeadAfter)
+			}
+			// GCS, Azure: part 1 is the head part's media, behind the
+			// header (or, without one, a TS's head part).
 		case first == 2 && (header != nil || ts):
 		default:
 			errs = append(errs, fmt.Errorf("%s: neither its head part nor its header reached the store: not playable without them; left unfinished", o.loc.object(u.Key)))

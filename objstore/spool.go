@@ -36,6 +36,11 @@ type manifest struct {
 	Parts    []partRec `json:"parts"`    // parts 2, 3, ... the store took, in order
 	// EarlyHead says part 1 went up while recording (Options.EarlyHeadAfter).
 	EarlyHead bool `json:"early_head,omitempty"`
+	// HeadSplit says the head part's media, [InitEnd, HeadEnd), went up
+	// as part 1 (GCS, Azure): the finish puts the header in front as
+	// part 0.
+	HeadSplit bool  `json:"head_split,omitempty"`
+	InitEnd   int64 `json:"init_end,omitempty"`
 	// Final is set when the muxer closed: the media file's size, and
 	// where the bytes behind the head file begin (HeadFrom; -1: no head
 	// file, the media file is the object).
