@@ -72,7 +72,8 @@
 //     the same spool (the command does it when it starts), completes every
 //     object whose file is not locked: head part and tail from the spool,
 //     the parts between from the store. The object is then the live form
-//     (fragmented MP4, MKV and FLV without duration, TS) holding everything
+//     (fragmented MP4, MKV without duration, TS; an FLV with the duration
+//     and size its tail gives, i.e. finished) holding everything
 //     written up to the last flush; one killed after its recording ended
 //     (during the finish) becomes the finished file.
 //   - Without the spool (the recorder's machine is gone), RecoverStore,

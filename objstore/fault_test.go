@@ -2,7 +2,9 @@ package objstore_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"math"
@@ -120,7 +122,7 @@ func TestARecorderKilledAndStartedAgainCompletesItsObject(t *testing.T) {
 	t.Parallel()
 	s := s3test.Start(t)
 	s.Bucket(t, "rec")
-	for _, f := range []record.Format{record.MP4, record.MKV} {
+	for _, f := range []record.Format{record.MP4, record.MKV, record.FLV} {
 		t.Run(string(f), func(t *testing.T) {
 			t.Parallel()
 			spool := t.TempDir()
@@ -170,6 +172,14 @@ func TestARecorderKilledAndStartedAgainCompletesItsObject(t *testing.T) {
 				}
 			}
 			t.Logf("%s: killed at %.2f s of media (a part had gone up at %.2f s); the recovered object reaches %.2f s", f, media, partsAt, last)
+			if f == record.FLV {
+				// Its finished form: onMetaData has the duration and size.
+				data, _ := os.ReadFile(p)
+				dur, size := amfNumber(data, "duration"), amfNumber(data, "filesize")
+				if math.Abs(dur-last) > 0.1 || size != float64(len(data)) {
+					t.Errorf("onMetaData: duration %.3f s, filesize %.0f; the last packet is at %.3f s, the object %d bytes", dur, size, last, len(data))
+				}
+			}
 			if last < media-1 {
 				t.Errorf("the recovered object ends at %.2f s, the recorder had written %.2f s", last, media)
 			}
@@ -656,4 +666,15 @@ func TestARecorderKilledDuringTheFinishCompletesItOnRestart(t *testing.T) {
 			}
 		})
 	}
+}
+
+// amfNumber reads the AMF0 number named name in an FLV's onMetaData (-1
+// when there is none).
+func amfNumber(flv []byte, name string) float64 {
+	key := append(append([]byte{0, byte(len(name))}, name...), 0)
+	i := bytes.Index(flv, key)
+	if i < 0 || i+len(key)+8 > len(flv) {
+		return -1
+	}
+	return math.Float64frombits(binary.BigEndian.Uint64(flv[i+len(key):]))
 }

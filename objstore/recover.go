@@ -1,11 +1,13 @@
 package objstore
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -20,8 +22,9 @@ type Recovered struct {
 	Size int64
 	// Finished is true when the recording had ended cleanly (the object
 	// is the finished file); false when its recorder died while recording
-	// (the object is the live form: fragmented MP4, MKV and FLV without
-	// duration, TS, up to the spool's last flush).
+	// (the object is the live form: fragmented MP4, MKV without duration,
+	// TS, up to the spool's last flush; an FLV gets its duration and size
+	// from the spool, which is all its finished form adds).
 	Finished bool
 	// WithoutHead is true when RecoverStore completed the recording
 	// without its head part (it never left the lost spool: recordings
@@ -98,6 +101,11 @@ func (o *Output) recoverOne(ctx context.Context, id string) (Recovered, error) {
 			// of a fragment: the object ends at the last whole one. Every
 			// write ends on a box, and so does every part.
 			m.Final = wholeBoxes(rf, m.end(), m.Final)
+		}
+		if strings.EqualFold(path.Ext(m.Key), ".flv") {
+			// An FLV's finished form is its duration and size in
+			// onMetaData: both are known from the spool.
+			finishFLV(rf, min(m.HeadEnd, m.Final), m.Final)
 		}
 	}
 	if m.HeadEnd == 0 || m.HeadEnd > m.Final {
@@ -269,4 +277,60 @@ func wholeBoxes(r io.ReaderAt, off, size int64) int64 {
 		off += n
 	}
 	return off
+}
+
+// finishFLV writes the duration (from the first audio or video tag's
+// time to the last tag's, the last frame's own duration unknown) and the
+// size of the FLV that is f's first size bytes into its onMetaData, which
+// lies in its first head bytes, as the FLV muxer does at a clean stop.
+// The last tag is found from the PreviousTagSize that ends the file; an
+// FLV it cannot read is left as it is.
+func finishFLV(f *os.File, head, size int64) {
+	if head <= 13 || size < head {
+		return
+	}
+	hb := make([]byte, min(head, 1<<20))
+	if _, err := f.ReadAt(hb, 0); err != nil || string(hb[:3]) != "FLV" {
+		return
+	}
+	tagTime := func(h []byte) int64 {
+		return int64(h[4])<<16 | int64(h[5])<<8 | int64(h[6]) | int64(h[7])<<24
+	}
+	var first int64 = -1
+	for off := int64(binary.BigEndian.Uint32(hb[5:9])) + 4; off+11 <= int64(len(hb)); {
+		t := hb[off:]
+		if t[0] == 8 || t[0] == 9 {
+			first = tagTime(t)
+			break
+		}
+		off += 11 + (int64(t[1])<<16 | int64(t[2])<<8 | int64(t[3])) + 4
+	}
+	var tail [4]byte
+	if first < 0 || size < 15 {
+		return
+	}
+	if _, err := f.ReadAt(tail[:], size-4); err != nil {
+		return
+	}
+	at := size - 4 - int64(binary.BigEndian.Uint32(tail[:]))
+	var th [11]byte
+	if at < 13 {
+		return
+	}
+	if _, err := f.ReadAt(th[:], at); err != nil || th[0] != 8 && th[0] != 9 && th[0] != 18 ||
+		11+(int64(th[1])<<16|int64(th[2])<<8|int64(th[3])) != size-4-at {
+		return
+	}
+	patch := func(name string, v float64) {
+		key := append([]byte{0, byte(len(name))}, name...)
+		i := bytes.Index(hb, append(key, 0)) // the name, then an AMF0 number
+		if i < 0 || int64(i+len(key)+9) > int64(len(hb)) {
+			return
+		}
+		var num [8]byte
+		binary.BigEndian.PutUint64(num[:], math.Float64bits(v))
+		f.WriteAt(num[:], int64(i+len(key)+1))
+	}
+	patch("duration", float64(max(tagTime(th[:])-first, 0))/1000)
+	patch("filesize", float64(size))
 }
