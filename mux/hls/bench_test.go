@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
@@ -27,6 +28,13 @@ import (
 // scripts/bench-hls.sh prints the ratio.
 func BenchmarkPackaging(b *testing.B) {
 	v, a := mediatest.SampleInput("h264", 1), mediatest.SampleInput("aac", 2)
+	// MOQ_BENCH_PASSES sets the passes per output (default 16, 64 s):
+	// 150 (10 minutes) shows whether a boundary costs more as the
+	// package grows.
+	passes := int64(16)
+	if p, err := strconv.Atoi(os.Getenv("MOQ_BENCH_PASSES")); err == nil && p > 0 {
+		passes = int64(p)
+	}
 	n := 0
 	for _, tc := range []struct {
 		name string
@@ -87,7 +95,7 @@ func BenchmarkPackaging(b *testing.B) {
 			for i := 0; b.Loop(); i++ {
 				j := i % len(frames)
 				if j == 0 {
-					if w != nil && pass%16 == 0 {
+					if w != nil && pass%passes == 0 {
 						closeOut()
 					}
 					if w == nil {

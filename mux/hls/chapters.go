@@ -1,7 +1,6 @@
 package hls
 
 import (
-	"bytes"
 	"fmt"
 	"slices"
 	"strconv"
@@ -87,20 +86,4 @@ func (w *Writer) dateRanges(end int64, final bool) []byte {
 		b = fmt.Appendf(b, ",X-TITLE=\"%s\"\n", quoted(c.Name))
 	}
 	return b
-}
-
-// withDateRanges inserts the chapters' EXT-X-DATERANGE tags into media
-// playlist b, before its first segment.
-func (w *Writer) withDateRanges(b []byte, end int64, final bool) []byte {
-	if len(w.st.Chapters) == 0 {
-		return b
-	}
-	at := bytes.Index(b, []byte("\n#EXTINF"))
-	if at < 0 {
-		return b
-	}
-	if pdt := bytes.LastIndex(b[:at+1], []byte("\n#EXT-X-PROGRAM-DATE-TIME")); pdt >= 0 {
-		at = pdt // before the first segment's tags
-	}
-	return slices.Insert(b, at+1, w.dateRanges(end, final)...)
 }

@@ -1,5 +1,15 @@
 package hls
 
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/bluenviron/gohlslib/v2/pkg/playlist"
+)
+
 // Counters and Writer.Counters give the tests the detailed counters.
 type Counters = counters
 
@@ -10,4 +20,82 @@ func (w *Writer) Counters() Counters { return w.detail() }
 // Writer's byte writer (marshalMPD) to.
 func (w *Writer) ReferenceMPD(final bool) (string, error) {
 	return w.mpdDoc(final).WriteToString("  ", true)
+}
+
+// ReferenceMediaPlaylist is rendition id's media playlist as gohlslib's
+// playlist.Media writes it (what the Writer wrote before it rendered its
+// playlists itself): the tests hold the Writer's to it byte for byte.
+func (w *Writer) ReferenceMediaPlaylist(id string, final bool) ([]byte, error) {
+	var rs *renditionState
+	for _, r := range w.st.Renditions {
+		if r.ID == id {
+			rs = r
+		}
+	}
+	if rs == nil {
+		return nil, fmt.Errorf("no rendition %s", id)
+	}
+	typ := playlist.MediaPlaylistTypeEvent
+	if final {
+		typ = playlist.MediaPlaylistTypeVOD
+	}
+	segs := rs.Segments
+	d := w.opts.SegmentDuration.Seconds()
+	for _, s := range rs.Segments {
+		d = max(d, float64(s.Dur)/1e6)
+	}
+	m := playlist.Media{
+		Version:             hlsVersion,
+		IndependentSegments: true,
+		TargetDuration:      max(int(math.Round(d)), 1),
+		MediaSequence:       segs[0].Num,
+		PlaylistType:        &typ,
+		Endlist:             final,
+	}
+	if len(rs.Inits) > 0 {
+		m.Map = &playlist.MediaMap{URI: rs.Inits[segs[0].Init]}
+	}
+	for i, s := range segs {
+		ms := &playlist.MediaSegment{Duration: time.Duration(s.Dur) * time.Microsecond, URI: s.URI, Discontinuity: s.Disc && i > 0}
+		if i == 0 || s.Disc {
+			d := s.Date
+			ms.DateTime = &d
+		}
+		m.Segments = append(m.Segments, ms)
+	}
+	b, err := m.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	b = w.withDateRanges(b, segs[len(segs)-1].end(), final)
+	for i := 1; i < len(segs) && len(rs.Inits) > 0; i++ {
+		if segs[i].Init == segs[i-1].Init {
+			continue
+		}
+		line := "\n" + segs[i-1].URI + "\n"
+		at := bytes.Index(b, []byte(line))
+		if at < 0 {
+			continue
+		}
+		at += len(line)
+		tag := "#EXT-X-MAP:URI=\"" + rs.Inits[segs[i].Init] + "\"\n"
+		b = slices.Insert(b, at, []byte(tag)...)
+	}
+	return b, nil
+}
+
+// withDateRanges inserts the chapters' EXT-X-DATERANGE tags into media
+// playlist b, before its first segment.
+func (w *Writer) withDateRanges(b []byte, end int64, final bool) []byte {
+	if len(w.st.Chapters) == 0 {
+		return b
+	}
+	at := bytes.Index(b, []byte("\n#EXTINF"))
+	if at < 0 {
+		return b
+	}
+	if pdt := bytes.LastIndex(b[:at+1], []byte("\n#EXT-X-PROGRAM-DATE-TIME")); pdt >= 0 {
+		at = pdt // before the first segment's tags
+	}
+	return slices.Insert(b, at+1, w.dateRanges(end, final)...)
 }

@@ -55,28 +55,20 @@ func (w *Writer) mpdDoc(final bool) *mpd.MPD {
 		m.MaxSegmentDuration = mpd.Seconds2DurPtrFloat64(2 * w.opts.SegmentDuration.Seconds())
 	}
 	// Periods: the k-th run of segments without a break, in each rendition.
-	type run struct{ segs []segmentState }
-	var periods [][]*run // [period][rendition]
+	var periods [][]*mpdRun // [period][rendition]
 	for i, rs := range w.st.Renditions {
-		k := -1
-		for j, s := range rs.Segments {
-			if j == 0 || s.Disc {
-				k++
-			}
+		for k, r := range rs.timeline() {
 			for len(periods) <= k {
-				periods = append(periods, make([]*run, len(w.st.Renditions)))
+				periods = append(periods, make([]*mpdRun, len(w.st.Renditions)))
 			}
-			if periods[k][i] == nil {
-				periods[k][i] = &run{}
-			}
-			periods[k][i].segs = append(periods[k][i].segs, s)
+			periods[k][i] = r
 		}
 	}
 	for k, runs := range periods {
 		start := int64(math.MaxInt64)
 		for _, r := range runs {
 			if r != nil {
-				start = min(start, r.segs[0].Start)
+				start = min(start, r.first.Start)
 			}
 		}
 		p := &mpd.Period{Id: "p" + strconv.Itoa(k)}
@@ -141,26 +133,14 @@ func (w *Writer) mpdDoc(final bool) *mpd.MPD {
 			if rs.Kind == "text" {
 				st.Media = "$RepresentationID$-$Number%05d$.vtt"
 			} else {
-				st.Initialization = rs.Inits[r.segs[0].Init]
+				st.Initialization = rs.Inits[r.first.Init]
 			}
-			startNum := uint32(r.segs[0].Num)
+			startNum := uint32(r.first.Num)
 			st.StartNumber = &startNum
 			st.Timescale = &ts
 			pto := uint64(max(ticksOf(start, ts)+rs.Delay, 0))
 			st.PresentationTimeOffset = &pto
-			tl := &mpd.SegmentTimelineType{}
-			var prevEnd int64 = -1
-			for _, s := range r.segs {
-				t0 := ticksOf(s.Start, ts) + rs.Delay
-				d := uint64(max(ticksOf(s.end(), ts)-ticksOf(s.Start, ts), 1))
-				if n := len(tl.S); n > 0 && t0 == prevEnd && tl.S[n-1].D == d {
-					tl.S[n-1].R++
-				} else {
-					t := uint64(max(t0, 0))
-					tl.S = append(tl.S, &mpd.S{T: &t, D: d})
-				}
-				prevEnd = t0 + int64(d)
-			}
+			tl := &mpd.SegmentTimelineType{S: r.s}
 			st.SegmentTimeline = tl
 			rep.SegmentTemplate = st
 			as.Representations = append(as.Representations, rep)
@@ -173,4 +153,46 @@ func (w *Writer) mpdDoc(final bool) *mpd.MPD {
 // dateTime formats t as an xs:dateTime in UTC.
 func dateTime(t time.Time) mpd.DateTime {
 	return mpd.DateTime(t.UTC().Format("2006-01-02T15:04:05.000Z"))
+}
+
+// mpdRun is one run of a rendition's segments without a break of the
+// timeline (a Period's Representation): its first segment and its
+// SegmentTimeline entries.
+type mpdRun struct {
+	first   segmentState
+	s       []*mpd.S
+	prevEnd int64 // ticks where the last entry ends
+}
+
+// timeline returns the rendition's runs (see mpdRun), adding to what it
+// made at the boundary before only the segments since: a boundary's MPD
+// costs no more to build at the thousandth segment than at the first
+// (beyond writing the entries out).
+func (rs *renditionState) timeline() []*mpdRun {
+	c := &rs.out
+	ts := rs.Timescale
+	if ts == 0 {
+		ts = 1000
+	}
+	if c.tlSegs > len(rs.Segments) || c.tlScale != ts || c.tlDelay != rs.Delay {
+		c.runs, c.tlSegs, c.tlScale, c.tlDelay = nil, 0, ts, rs.Delay
+	}
+	for j := c.tlSegs; j < len(rs.Segments); j++ {
+		s := rs.Segments[j]
+		if j == 0 || s.Disc {
+			c.runs = append(c.runs, &mpdRun{first: s, prevEnd: -1})
+		}
+		r := c.runs[len(c.runs)-1]
+		t0 := ticksOf(s.Start, ts) + rs.Delay
+		d := uint64(max(ticksOf(s.end(), ts)-ticksOf(s.Start, ts), 1))
+		if n := len(r.s); n > 0 && t0 == r.prevEnd && r.s[n-1].D == d {
+			r.s[n-1].R++
+		} else {
+			t := uint64(max(t0, 0))
+			r.s = append(r.s, &mpd.S{T: &t, D: d})
+		}
+		r.prevEnd = t0 + int64(d)
+	}
+	c.tlSegs = len(rs.Segments)
+	return c.runs
 }

@@ -14,12 +14,14 @@ import (
 )
 
 // mpdCheckStore holds every MPD the Writer writes to what dash-mpd's own
-// writer makes of the same document.
+// writer makes of the same document, and every media playlist to what
+// gohlslib's writer makes of it, byte for byte.
 type mpdCheckStore struct {
 	*dirStore
-	t       *testing.T
-	w       *hls.Writer
-	checked int
+	t         *testing.T
+	w         *hls.Writer
+	checked   int
+	playlists int
 }
 
 func (s *mpdCheckStore) WriteFile(name string, data []byte) error {
@@ -38,10 +40,19 @@ func (s *mpdCheckStore) WriteFile(name string, data []byte) error {
 		}
 		s.checked++
 	}
+	if id, ok := strings.CutSuffix(name, ".m3u8"); ok && name != "index.m3u8" {
+		s.t.Helper()
+		want, err := s.w.ReferenceMediaPlaylist(id, strings.Contains(string(data), "#EXT-X-ENDLIST"))
+		must(s.t, err)
+		if string(data) != string(want) {
+			s.t.Fatalf("%s written:\n%s\nwant, as gohlslib writes it:\n%s", name, data, want)
+		}
+		s.playlists++
+	}
 	return s.dirStore.WriteFile(name, data)
 }
 
-func TestTheMPDWriterSaysWhatDashMPDSays(t *testing.T) {
+func TestTheManifestWritersSayWhatTheLibrariesSay(t *testing.T) {
 	t.Parallel()
 	odd := looped("aac", 3, 2)
 	odd.Track.Name, odd.Track.Language, odd.Track.Label = `a"<&'>`, "de", "Ünï <\"code\"> & 'x'\x01\t\xff"
@@ -59,22 +70,33 @@ func TestTheMPDWriterSaysWhatDashMPDSays(t *testing.T) {
 		{"audio alone", 1, []mediatest.Input{looped("aac", 1, 3)}, nil},
 		{"a restart", 2, []mediatest.Input{looped("h264", 0, 2), looped("aac", 1, 2)}, nil},
 		{"an outage", 1, []mediatest.Input{v, a}, outage},
+		{"chapters", 1, []mediatest.Input{looped("h264", 0, 3), looped("aac", 1, 3)}, nil},
+		{"a restart with a new picture size", 2, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			st := &mpdCheckStore{dirStore: newStore(t), t: t}
 			now := time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.UTC)
-			for range tc.runs {
+			for run := range tc.runs {
 				st.w = hls.NewWriter(hls.Options{Store: st, Now: func() time.Time { return now }})
-				if tc.frames != nil {
+				if tc.name == "chapters" {
+					must(t, st.w.Chapter(0, "opening"))
+					must(t, st.w.Chapter(5_000_000, `a "second" one`))
+				}
+				switch {
+				case tc.ins == nil:
+					// The same rendition, another codec configuration: a
+					// new init segment, an EXT-X-MAP of its own.
+					mediatest.Feed(t, st.w, renamed(looped([]string{"h264", "h264-360p"}[run], 0, 2), "video"))
+				case tc.frames != nil:
 					mediatest.Write(t, st.w, mediatest.Tracks(tc.ins...), tc.frames)
-				} else {
+				default:
 					mediatest.Feed(t, st.w, tc.ins...)
 				}
 				must(t, st.w.Close())
 			}
-			if st.checked < 3 {
-				t.Fatalf("%d MPDs checked", st.checked)
+			if st.checked < 3 || st.playlists < 3 {
+				t.Fatalf("%d MPDs and %d media playlists checked", st.checked, st.playlists)
 			}
 		})
 	}

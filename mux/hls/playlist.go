@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -105,89 +104,137 @@ func elstMediaTime(b []byte) int64 {
 	return 0
 }
 
+// rendered is what the Writer keeps of a rendition's playlists between
+// boundaries, so that a boundary costs the same at the first segment and
+// the thousandth: the media playlist's segment lines, rendered once each
+// (segments are only ever appended), the longest segment, the sums rates
+// needs, and the MPD's timeline.
+type rendered struct {
+	body       []byte // the lines of Segments[:segs]
+	segs       int
+	longest    int64 // µs, over Segments[:segs]
+	rated      int   // Segments[:rated] are in the sums below
+	peak       int   // bits/s, over the rated segments of at least 1 s
+	bytes, dur int64
+	// The MPD's timeline (mpdRun) of Segments[:tlSegs], in ticks of
+	// tlScale with the edit delay tlDelay.
+	runs    []*mpdRun
+	tlSegs  int
+	tlScale uint32
+	tlDelay int64
+}
+
 // targetDuration is the EXT-X-TARGETDURATION of a rendition: its longest
 // segment, rounded as the spec rounds EXTINF, and at least the target.
 func (w *Writer) targetDuration(rs *renditionState) int {
-	d := w.opts.SegmentDuration.Seconds()
-	for _, s := range rs.Segments {
-		d = max(d, float64(s.Dur)/1e6)
-	}
+	d := max(w.opts.SegmentDuration.Seconds(), float64(rs.out.longest)/1e6)
 	return max(int(math.Round(d)), 1)
 }
 
+// timeRFC3339Millis is how EXT-X-PROGRAM-DATE-TIME is written.
+const timeRFC3339Millis = "2006-01-02T15:04:05.999Z07:00"
+
 // mediaPlaylist is the media playlist of one rendition: EVENT while
-// recording, VOD with ENDLIST when final.
-func (w *Writer) mediaPlaylist(rs *renditionState, final bool) ([]byte, error) {
+// recording, VOD with ENDLIST when final. It is written by hand, as
+// gohlslib's playlist.Media writes it, from the segment lines rendered
+// at earlier boundaries and those of the segments since (re-rendering
+// every segment at every boundary made a boundary cost more the longer
+// the recording; see docs/hls.md, Cost). A test holds it to gohlslib's
+// rendering of the same playlist byte for byte.
+func (w *Writer) mediaPlaylist(rs *renditionState, final bool) []byte {
+	segs := rs.Segments
+	c := &rs.out
+	if c.segs > len(segs) {
+		*c = rendered{}
+	}
+	for i := c.segs; i < len(segs); i++ {
+		s := segs[i]
+		if i > 0 && len(rs.Inits) > 0 && s.Init != segs[i-1].Init {
+			// A restart whose codec configuration changed: the segment
+			// gets its own EXT-X-MAP.
+			c.body = append(c.body, "#EXT-X-MAP:URI=\""...)
+			c.body = append(c.body, rs.Inits[s.Init]...)
+			c.body = append(c.body, "\"\n"...)
+		}
+		if s.Disc && i > 0 {
+			c.body = append(c.body, "#EXT-X-DISCONTINUITY\n"...)
+		}
+		if i == 0 || s.Disc {
+			c.body = append(c.body, "#EXT-X-PROGRAM-DATE-TIME:"...)
+			c.body = s.Date.AppendFormat(c.body, timeRFC3339Millis)
+			c.body = append(c.body, '\n')
+		}
+		c.body = append(c.body, "#EXTINF:"...)
+		c.body = strconv.AppendFloat(c.body, (time.Duration(s.Dur) * time.Microsecond).Seconds(), 'f', 5, 64)
+		c.body = append(c.body, ",\n"...)
+		c.body = append(c.body, s.URI...)
+		c.body = append(c.body, '\n')
+		c.longest = max(c.longest, s.Dur)
+	}
+	c.segs = len(segs)
 	typ := playlist.MediaPlaylistTypeEvent
 	if final {
 		typ = playlist.MediaPlaylistTypeVOD
 	}
-	segs := rs.Segments
-	m := playlist.Media{
-		Version:             hlsVersion,
-		IndependentSegments: true,
-		TargetDuration:      w.targetDuration(rs),
-		MediaSequence:       segs[0].Num,
-		PlaylistType:        &typ,
-		Endlist:             final,
-	}
+	b := make([]byte, 0, len(c.body)+512)
+	b = append(b, "#EXTM3U\n#EXT-X-VERSION:"...)
+	b = strconv.AppendInt(b, hlsVersion, 10)
+	b = append(b, "\n#EXT-X-INDEPENDENT-SEGMENTS\n#EXT-X-TARGETDURATION:"...)
+	b = strconv.AppendInt(b, int64(w.targetDuration(rs)), 10)
+	b = append(b, "\n#EXT-X-MEDIA-SEQUENCE:"...)
+	b = strconv.AppendInt(b, int64(segs[0].Num), 10)
+	b = append(b, "\n#EXT-X-PLAYLIST-TYPE:"...)
+	b = append(b, typ...)
+	b = append(b, '\n')
 	if len(rs.Inits) > 0 { // text segments are WebVTT files: no init
-		m.Map = &playlist.MediaMap{URI: rs.Inits[segs[0].Init]}
+		b = append(b, "#EXT-X-MAP:URI=\""...)
+		b = append(b, rs.Inits[segs[0].Init]...)
+		b = append(b, "\"\n"...)
 	}
-	for i, s := range segs {
-		ms := &playlist.MediaSegment{Duration: time.Duration(s.Dur) * time.Microsecond, URI: s.URI, Discontinuity: s.Disc && i > 0}
-		if i == 0 || s.Disc {
-			d := s.Date
-			ms.DateTime = &d
-		}
-		m.Segments = append(m.Segments, ms)
+	// The chapters go before the first segment's tags.
+	if len(w.st.Chapters) > 0 {
+		b = append(b, w.dateRanges(segs[len(segs)-1].end(), final)...)
 	}
-	b, err := m.Marshal()
-	if err != nil {
-		return nil, fmt.Errorf("hls: media playlist %s: %w", rs.ID, err)
+	b = append(b, c.body...)
+	if final {
+		b = append(b, "#EXT-X-ENDLIST\n"...)
 	}
-	b = w.withDateRanges(b, segs[len(segs)-1].end(), final)
-	// A segment whose init differs from the one before it (a restart whose
-	// codec configuration changed) gets its own EXT-X-MAP, which
-	// gohlslib's Media (one Map) does not write: after the URI line of the
-	// segment before it.
-	for i := 1; i < len(segs) && len(rs.Inits) > 0; i++ {
-		if segs[i].Init == segs[i-1].Init {
-			continue
-		}
-		line := "\n" + segs[i-1].URI + "\n"
-		at := bytes.Index(b, []byte(line))
-		if at < 0 {
-			continue
-		}
-		at += len(line)
-		tag := "#EXT-X-MAP:URI=\"" + rs.Inits[segs[i].Init] + "\"\n"
-		b = slices.Insert(b, at, []byte(tag)...)
-	}
-	return b, nil
+	return b
 }
 
 // rates returns the largest and the average bitrate of a rendition's
-// segments, in bits per second.
+// segments, in bits per second. The sums carry over from the last call
+// (rendered): only the segments since are added.
 func rates(rs *renditionState) (peak, avg int) {
-	var bytes, dur int64
-	for _, s := range rs.Segments {
+	c := &rs.out
+	if c.rated > len(rs.Segments) {
+		c.rated, c.peak, c.bytes, c.dur = 0, 0, 0, 0
+	}
+	for ; c.rated < len(rs.Segments); c.rated++ {
+		s := rs.Segments[c.rated]
 		if s.Dur <= 0 {
 			continue
 		}
 		// A short last segment measures its container overhead more than
 		// its media: the peak is taken over segments of at least a second.
-		if bps := int(float64(s.Bytes*8) / (float64(s.Dur) / 1e6)); bps > peak && (s.Dur >= 1e6 || len(rs.Segments) == 1) {
-			peak = bps
+		if s.Dur >= 1e6 {
+			c.peak = max(c.peak, bitrate(s))
 		}
-		bytes += s.Bytes
-		dur += s.Dur
+		c.bytes += s.Bytes
+		c.dur += s.Dur
 	}
-	if dur > 0 {
-		avg = int(float64(bytes*8) / (float64(dur) / 1e6))
+	peak = c.peak
+	if len(rs.Segments) == 1 && rs.Segments[0].Dur > 0 {
+		peak = max(peak, bitrate(rs.Segments[0]))
+	}
+	if c.dur > 0 {
+		avg = int(float64(c.bytes*8) / (float64(c.dur) / 1e6))
 	}
 	return max(peak, avg), avg
 }
+
+// bitrate is a segment's bits per second.
+func bitrate(s segmentState) int { return int(float64(s.Bytes*8) / (float64(s.Dur) / 1e6)) }
 
 // quoted makes a catalog name fit a quoted-string attribute.
 func quoted(s string) string {

@@ -38,6 +38,8 @@ type renditionState struct {
 	Delay     int64          `json:"delay_ticks,omitempty"` // the edit list's media time (B-frame delay)
 	Inits     []string       `json:"inits"`                 // init segment names, by generation
 	Segments  []segmentState `json:"segments"`
+
+	out rendered // what the Writer rendered of it (not stored)
 }
 
 // segmentState is one complete media segment.

@@ -702,11 +702,7 @@ func (w *Writer) publish(r *rendition, final bool) error {
 		if len(rs.Segments) == 0 {
 			continue
 		}
-		b, err := w.mediaPlaylist(rs, final)
-		if err != nil {
-			return w.fail(err)
-		}
-		if err := w.opts.Store.WriteFile(rs.ID+".m3u8", b); err != nil {
+		if err := w.opts.Store.WriteFile(rs.ID+".m3u8", w.mediaPlaylist(rs, final)); err != nil {
 			return w.fail(fmt.Errorf("hls: writing %s.m3u8: %w", rs.ID, err))
 		}
 	}
