@@ -113,6 +113,19 @@ func (t *track) ready() bool { return t.codec != nil || t.isText() }
 func (w *Writer) writeCue(t *track, f mux.Frame) error {
 	disc := t.discPending
 	t.discPending = false
+	if t.cueSet && f.Timestamp < t.lastPTSUs {
+		// Older than the cue before it (a late one): MP4's samples
+		// follow each other, so it cannot go before.
+		w.drop(t, "a cue older than the one written before it")
+		return nil
+	}
+	if !t.begun && w.started && f.Timestamp > w.firstUs {
+		// The track starts with the file: nothing shows until its first
+		// cue (see textFromStart).
+		if err := w.addText(t, w.firstUs, false, emptyTextSample, 0); err != nil {
+			return err
+		}
+	}
 	if t.cueSet && f.Timestamp > t.cueEnd && !disc {
 		if err := w.addText(t, t.cueEnd, false, emptyTextSample, 0); err != nil {
 			return err
@@ -158,4 +171,23 @@ func (t *track) mdhdLanguage() [3]byte {
 		return und
 	}
 	return [3]byte{iso[0], iso[1], iso[2]}
+}
+
+// textFromStart starts the text tracks that have frames among pending, the
+// frames the header waited for, with an empty sample from the file's start
+// to their first cue, as writeCue does for a text track whose first cue
+// comes later. A text track that started with an empty edit instead ends,
+// in ffmpeg, that edit's length early: it clips the last cue by it.
+func (w *Writer) textFromStart(pending []pendingFrame) {
+	seen := map[*track]bool{}
+	for _, p := range pending {
+		t := p.t
+		if !t.isText() || t.disabled || seen[t] {
+			continue
+		}
+		seen[t] = true
+		if p.pts > w.firstUs {
+			_ = w.addSample(t, w.firstUs, w.firstUs, true, false, emptyTextSample)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package mp4_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
@@ -10,14 +11,21 @@ import (
 // Subtitles go into MP4 as 3GPP timed text (tx3g): in every form ffprobe
 // lists an English mov_text stream, and the cues ffmpeg extracts as WebVTT
 // (Debian's 5.1 and the newer build) have the published text, starts and
-// ends within 1 ms, across the gaps between them; the video beside them
-// still decodes.
+// ends within 1 ms, across the gaps between them, also when the first cue
+// comes after the file's start (the track then starts with an empty
+// sample: after an empty edit, ffmpeg would end the last cue that much
+// early); the video beside them still decodes.
 func TestSubtitlesAreTimedTextWhoseCuesFFmpegExtractsWithTheirTimes(t *testing.T) {
 	t.Parallel()
-	for _, fm := range forms {
-		t.Run(fm.name, func(t *testing.T) {
+	for _, tc := range []struct {
+		form
+		late int64 // µs the cues come after the video's start
+	}{{forms[0], 0}, {forms[1], 0}, {forms[2], 0}, {forms[0], 250_000}, {forms[1], 250_000}, {forms[1], 3_000}, {forms[1], 1_000}} {
+		fm := tc.form
+		t.Run(fmt.Sprint(fm.name, tc.late), func(t *testing.T) {
 			t.Parallel()
-			ins := []mediatest.Input{loop(mediatest.SampleInput("h264", 1), 2), mediatest.TextInput(2, 2)}
+			text := mediatest.TextInput(2, 2).Shift(tc.late)
+			ins := []mediatest.Input{loop(mediatest.SampleInput("h264", 1), 2), text}
 			path := muxFile(t, "subs.mp4", fm.finished, mp4.Options{FinishByCopy: fm.byCopy}, ins...)
 			mediatest.DecodeClean(t, path)
 			p := mediatest.Probe(t, path)
@@ -30,7 +38,7 @@ func TestSubtitlesAreTimedTextWhoseCuesFFmpegExtractsWithTheirTimes(t *testing.T
 			if sub == nil || sub.CodecName != "mov_text" || sub.Tags["language"] != "eng" || sub.Tags["handler_name"] != "English" {
 				t.Fatalf("ffprobe lists no English mov_text stream: %+v", p.Streams)
 			}
-			want := mediatest.PublishedCues(2, origin(ins...))
+			want := mediatest.PublishedCues(2, origin(ins...)-tc.late)
 			got := mediatest.Cues(t, path)
 			if !fm.finished {
 				// ffmpeg 5.1 keeps no sample durations of a fragmented

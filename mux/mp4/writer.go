@@ -99,6 +99,7 @@ type Writer struct {
 	pending muxbase.Held[pendingFrame] // frames while the header waits
 
 	origin      int64 // µs subtracted from every timestamp
+	firstUs     int64 // the first frame's timestamp, µs: where the file starts
 	fragStartUs int64 // rebased µs of the first sample of the fragment being built
 	fragEmpty   bool
 	fragBytes   int
@@ -481,6 +482,8 @@ func (w *Writer) start() error {
 	if !w.opts.KeepTimestamps {
 		w.origin = first
 	}
+	w.firstUs = first
+	w.textFromStart(pending)
 	if w.opts.WallClock != nil && first != math.MaxInt64 {
 		w.created = mp4Time(w.opts.WallClock(first))
 	}
