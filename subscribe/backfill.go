@@ -11,6 +11,7 @@ import (
 
 	"github.com/moq-export/moq-export/internal/hang"
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
+	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/internal/varint"
 	"github.com/moq-export/moq-export/model"
 )
@@ -174,12 +175,9 @@ func (rt *remoteTrack) fetchFrames(ctx context.Context, c conn, timescale, seq, 
 			}
 			return nil, fmt.Errorf("FETCH %q/%q group %d: %w", rt.rb.path, rt.name, seq, protocolErr(err))
 		}
-		if err := dec.Decode(hang.Object{Payload: payload, Timestamp: fr.Timestamp, Timescale: timescale, FrameTime: !fr.NoTimestamps}); err != nil {
+		if frames, err = session.Collect(&dec, hang.Object{Payload: payload, Timestamp: fr.Timestamp, Timescale: timescale, FrameTime: !fr.NoTimestamps}, frames); err != nil {
 			resetStream(str, CodeDecode)
 			return nil, fmt.Errorf("FETCH %q/%q group %d: %w", rt.rb.path, rt.name, seq, decodeErr(err))
-		}
-		for f, ok := dec.Next(); ok; f, ok = dec.Next() {
-			frames = append(frames, f)
 		}
 	}
 	str.Close()

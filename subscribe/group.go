@@ -10,6 +10,7 @@ import (
 
 	"github.com/moq-export/moq-export/internal/hang"
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
+	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -103,9 +104,9 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 	// group: a buffer or two per group instead of one per frame.
 	fr := wire.NewFrameReader(r, connVersion(c))
 	fr.Slab, fr.UseSlab = wire.Slab{Hint: int(rt.groupBytes.Load())}, true
-	dec := rt.pack.Decoder()
-	dec.Verbatim = s.opts.Objects
-	defer dec.Close()
+	pump := session.Pump{Dec: rt.pack.Decoder(), Group: g, Skip: skip, Log: s.log, Track: rt.name, Seq: h.Sequence}
+	pump.Dec.Verbatim = s.opts.Objects
+	defer pump.Dec.Close()
 	for {
 		payload, err := fr.Next()
 		if err != nil {
@@ -134,33 +135,18 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 			}
 			return
 		}
-		err = dec.Decode(hang.Object{Payload: payload, Timestamp: fr.Timestamp, Timescale: sub.timescale, FrameTime: !fr.NoTimestamps})
-		if w := dec.Warning(); w != "" {
-			s.log.Warn("moq: "+w, "broadcast", rt.rb.path)
+		err = pump.Feed(hang.Object{Payload: payload, Timestamp: fr.Timestamp, Timescale: sub.timescale, FrameTime: !fr.NoTimestamps})
+		if errors.Is(err, session.ErrGroupClosed) {
+			s.log.Debug("moq: group closed before its stream ended", "track", rt.name, "group", h.Sequence, "err", err)
+			str.CancelRead(CodeCancel)
+			return
 		}
 		if err != nil {
-			if errors.Is(err, hang.ErrSkipped) {
-				// A bad fragment is skipped, with the delta frames
-				// that follow it up to a keyframe.
-				s.log.Warn("moq: bad frame skipped", "track", rt.name, "group", h.Sequence, "err", err)
-				continue
-			}
 			err = decodeErr(err)
 			str.CancelRead(CodeDecode)
 			s.log.Warn("moq: bad frame", "track", rt.name, "group", h.Sequence, "err", err)
 			g.Close(fmt.Errorf("group %d of %q: %w", h.Sequence, rt.name, err))
 			return
-		}
-		for f, ok := dec.Next(); ok; f, ok = dec.Next() {
-			if skip > 0 {
-				skip--
-				continue
-			}
-			if err := g.WriteFrame(f); err != nil {
-				s.log.Debug("moq: group closed before its stream ended", "track", rt.name, "group", h.Sequence, "err", err)
-				str.CancelRead(CodeCancel)
-				return
-			}
 		}
 	}
 }

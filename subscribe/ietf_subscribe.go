@@ -13,6 +13,7 @@ import (
 
 	"github.com/moq-export/moq-export/internal/hang"
 	"github.com/moq-export/moq-export/internal/moq/ietf"
+	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -454,9 +455,9 @@ func (s *Session) readIETFSubgroup(ic *ietfConn, str recvStream, r *bufio.Reader
 	stop := context.AfterFunc(sub.ctx, func() { stopReading(str, CodeCancel) })
 	defer stop()
 	or := ietf.ObjectReader{R: r, V: ic.v, Header: h}
-	dec := rt.pack.Decoder()
-	dec.Verbatim = rt.rb.s.opts.Objects
-	defer dec.Close()
+	pump := session.Pump{Dec: rt.pack.Decoder(), Log: s.log, Track: rt.name, Seq: h.Group}
+	pump.Dec.Verbatim = rt.rb.s.opts.Objects
+	defer pump.Dec.Close()
 	var g *model.Group
 	skip := 0 // objects the track already has (a group cut by a lost connection)
 	end := func(err error) {
@@ -515,6 +516,7 @@ func (s *Session) readIETFSubgroup(ic *ietfConn, str recvStream, r *bufio.Reader
 				str.CancelRead(CodeCancel)
 				return
 			}
+			pump.Group, pump.Skip = g, skip
 		}
 		switch obj.Status {
 		case ietf.StatusEndOfGroup, ietf.StatusEndOfTrack:
@@ -524,13 +526,13 @@ func (s *Session) readIETFSubgroup(ic *ietfConn, str recvStream, r *bufio.Reader
 		case ietf.StatusDoesNotExist:
 			continue
 		}
-		err = decodeIETF(&dec, obj, sub.timescale, ic.v)
-		if w := dec.Warning(); w != "" {
-			log.Warn("moq: " + w)
+		o, err := ietfObject(obj, sub.timescale, ic.v)
+		if err == nil {
+			err = pump.Feed(o)
 		}
-		if errors.Is(err, hang.ErrSkipped) {
-			log.Warn("moq: bad object skipped", "object", obj.ID, "err", err)
-			continue
+		if errors.Is(err, session.ErrGroupClosed) {
+			str.CancelRead(CodeCancel)
+			return
 		}
 		if err != nil {
 			err = decodeErr(err)
@@ -539,31 +541,21 @@ func (s *Session) readIETFSubgroup(ic *ietfConn, str recvStream, r *bufio.Reader
 			end(fmt.Errorf("group %d of %q: %w", h.Group, rt.name, err))
 			return
 		}
-		for f, ok := dec.Next(); ok; f, ok = dec.Next() {
-			if skip > 0 {
-				skip--
-				continue
-			}
-			if err := g.WriteFrame(f); err != nil {
-				str.CancelRead(CodeCancel)
-				return
-			}
-		}
 	}
 }
 
-// decodeIETF hands an object to dec, package hang's decoder of its
-// group: its payload and its Timestamp extension (in the track's
-// timescale unless the object names its own).
-func decodeIETF(dec *hang.Decoder, obj ietf.Object, timescale uint64, v ietf.Version) error {
+// ietfObject is a moq-transport object as package hang reads it: its
+// payload and its Timestamp extension (in the track's timescale unless
+// the object names its own).
+func ietfObject(obj ietf.Object, timescale uint64, v ietf.Version) (hang.Object, error) {
 	ts, scale, haveTS, err := ietf.ObjectTimestamp(obj.Extensions, timescale, v)
 	if err != nil {
-		return fmt.Errorf("%w: object extensions: %w", ErrProtocol, err)
+		return hang.Object{}, fmt.Errorf("%w: object extensions: %w", ErrProtocol, err)
 	}
 	if ts > math.MaxInt64 {
-		return fmt.Errorf("%w: object timestamp %d", ErrProtocol, ts)
+		return hang.Object{}, fmt.Errorf("%w: object timestamp %d", ErrProtocol, ts)
 	}
-	return dec.Decode(hang.Object{Payload: obj.Payload, Timestamp: int64(ts), Timescale: scale, HasTimestamp: haveTS})
+	return hang.Object{Payload: obj.Payload, Timestamp: int64(ts), Timescale: scale, HasTimestamp: haveTS}, nil
 }
 
 // fetchIETF runs one standalone FETCH for group seq on ic and returns its
@@ -655,12 +647,13 @@ func (rt *remoteTrack) fetchIETF(ctx context.Context, ic *ietfConn, timescale, s
 		if obj.Group != seq || obj.Status != ietf.StatusNormal {
 			continue
 		}
-		if err := decodeIETF(&dec, obj, timescale, ic.v); err != nil {
+		o, err := ietfObject(obj, timescale, ic.v)
+		if err == nil {
+			frames, err = session.Collect(&dec, o, frames)
+		}
+		if err != nil {
 			data.str.CancelRead(CodeDecode)
 			return nil, fmt.Errorf("%s: %w", what, decodeErr(err))
-		}
-		for f, ok := dec.Next(); ok; f, ok = dec.Next() {
-			frames = append(frames, f)
 		}
 	}
 	if len(frames) == 0 {
