@@ -48,18 +48,10 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 	sub.waitStarted(h.Sequence)
 	rt := sub.rt
 	rt.waitCutGroups(sub.ctx, h.Sequence)
-	t.wait(sub.ctx)
-	g, err := rt.track.CreateGroup(h.Sequence)
-	t.done()
-	skip := 0 // frames the track already has (a group cut by a lost connection)
-	if errors.Is(err, model.ErrDuplicateGroup) {
-		var ok bool
-		if g, skip, ok = rt.adopt(h.Sequence); ok {
-			err = nil
-			s.log.Debug("moq: completing a cut group", "track", rt.name, "group", h.Sequence, "have", skip, "frame_start", h.FrameStart)
-		}
+	g, skip, adopted, err := sub.createGroup(h.Sequence, t)
+	if adopted {
+		s.log.Debug("moq: completing a cut group", "track", rt.name, "group", h.Sequence, "have", skip, "frame_start", h.FrameStart)
 	}
-	sub.created(h.Sequence)
 	if err != nil {
 		s.log.Debug("moq: group dropped", "track", rt.name, "group", h.Sequence, "err", err)
 		str.CancelRead(CodeCancel)
@@ -110,29 +102,11 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 	for {
 		payload, err := fr.Next()
 		if err != nil {
-			switch {
-			case err == io.EOF:
+			if err == io.EOF {
 				rt.groupBytes.Store(int64(fr.Slab.Used()))
-				g.Close(nil)
-			case connGone(c, err) || errors.Is(context.Cause(sub.ctx), errConnLost) || sessionEndingReset(c, err):
-				// Left open: a resumed subscription completes it.
-				rt.interrupt(h.Sequence, g)
-			case sub.ctx.Err() != nil:
-				cause := context.Cause(sub.ctx)
-				if !errors.Is(cause, ErrTruncated) {
-					cause = fmt.Errorf("%w: %w", ErrTruncated, cause)
-				}
-				s.log.Debug("moq: group stopped", "track", rt.name, "group", h.Sequence, "err", cause)
-				g.Close(fmt.Errorf("group %d of %q: %w", h.Sequence, rt.name, cause))
-			default:
-				if _, reset := errors.AsType[*ResetError](err); !reset {
-					str.CancelRead(CodeDecode)
-					s.log.Warn("moq: bad group stream", "track", rt.name, "group", h.Sequence, "err", err)
-				} else {
-					s.log.Debug("moq: group reset", "track", rt.name, "group", h.Sequence, "err", err)
-				}
-				g.Close(fmt.Errorf("group %d of %q: %w", h.Sequence, rt.name, protocolErr(err)))
 			}
+			cut := connGone(c, err) || sessionEndingReset(c, err)
+			sub.endGroup(str, g, h.Sequence, err, cut, CodeDecode)
 			return
 		}
 		err = pump.Feed(hang.Object{Payload: payload, Timestamp: fr.Timestamp, Timescale: sub.timescale, FrameTime: !fr.NoTimestamps})
@@ -147,6 +121,66 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 			s.log.Warn("moq: bad frame", "track", rt.name, "group", h.Sequence, "err", err)
 			g.Close(fmt.Errorf("group %d of %q: %w", h.Sequence, rt.name, err))
 			return
+		}
+	}
+}
+
+// createGroup makes group seq of sub's track for the group stream that
+// holds ticket t, in the order the streams were accepted: a new group, or
+// one a lost connection cut, adopted to be completed (skip: the frames it
+// has; adopted says it was one). Both families' group readers open
+// their groups here.
+func (sub *subscription) createGroup(seq uint64, t orderTicket) (g *model.Group, skip int, adopted bool, err error) {
+	rt := sub.rt
+	t.wait(sub.ctx)
+	g, err = rt.track.CreateGroup(seq)
+	t.done()
+	if errors.Is(err, model.ErrDuplicateGroup) {
+		if g, skip, adopted = rt.adopt(seq); adopted {
+			err = nil
+		}
+	}
+	sub.created(seq)
+	return g, skip, adopted, err
+}
+
+// endGroup ends group seq (g; nil when the stream ended before it was
+// made) after its stream's read failed with err: io.EOF completes it; cut
+// (the family says the connection, or the peer's session, went with it)
+// or a lost connection leaves it open for a resumed subscription to
+// complete; the subscription's end truncates it; anything else is a reset
+// or a bad stream, cancelled with the family's badCode. Both families'
+// group readers end their groups here.
+func (sub *subscription) endGroup(str recvStream, g *model.Group, seq uint64, err error, cut bool, badCode uint64) {
+	rt, log := sub.rt, sub.rt.rb.s.log
+	switch {
+	case err == io.EOF:
+		if g != nil {
+			g.Close(nil)
+		}
+	case cut || errors.Is(context.Cause(sub.ctx), errConnLost):
+		if g != nil {
+			// Left open: a resumed subscription completes it.
+			rt.interrupt(seq, g)
+		}
+	case sub.ctx.Err() != nil:
+		cause := context.Cause(sub.ctx)
+		if !errors.Is(cause, ErrTruncated) {
+			cause = fmt.Errorf("%w: %w", ErrTruncated, cause)
+		}
+		log.Debug("moq: group stopped", "track", rt.name, "group", seq, "err", cause)
+		if g != nil {
+			g.Close(fmt.Errorf("group %d of %q: %w", seq, rt.name, cause))
+		}
+	default:
+		if _, reset := errors.AsType[*ResetError](err); !reset {
+			str.CancelRead(badCode)
+			log.Warn("moq: bad group stream", "track", rt.name, "group", seq, "err", err)
+		} else {
+			log.Debug("moq: group reset", "track", rt.name, "group", seq, "err", err)
+		}
+		if g != nil {
+			g.Close(fmt.Errorf("group %d of %q: %w", seq, rt.name, protocolErr(err)))
 		}
 	}
 }

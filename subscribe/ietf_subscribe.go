@@ -468,28 +468,7 @@ func (s *Session) readIETFSubgroup(ic *ietfConn, str recvStream, r *bufio.Reader
 	for {
 		obj, err := or.Next()
 		if err != nil {
-			switch {
-			case err == io.EOF:
-				end(nil)
-			case g != nil && (connGone(ic, err) || errors.Is(context.Cause(sub.ctx), errConnLost)):
-				// Left open: a resumed subscription completes it.
-				rt.interrupt(h.Group, g)
-			case connGone(ic, err):
-			case sub.ctx.Err() != nil:
-				cause := context.Cause(sub.ctx)
-				if !errors.Is(cause, ErrTruncated) {
-					cause = fmt.Errorf("%w: %w", ErrTruncated, cause)
-				}
-				end(fmt.Errorf("group %d of %q: %w", h.Group, rt.name, cause))
-			default:
-				if _, reset := errors.AsType[*ResetError](err); !reset {
-					str.CancelRead(ietfProtocolViolation)
-					log.Warn("moq: bad subgroup stream", "err", err)
-				} else {
-					log.Debug("moq: subgroup reset", "err", err)
-				}
-				end(fmt.Errorf("group %d of %q: %w", h.Group, rt.name, protocolErr(err)))
-			}
+			sub.endGroup(str, g, h.Group, err, connGone(ic, err), ietfProtocolViolation)
 			return
 		}
 		if g == nil {
@@ -501,15 +480,10 @@ func (s *Session) readIETFSubgroup(ic *ietfConn, str recvStream, r *bufio.Reader
 				str.CancelRead(CodeCancel)
 				return
 			}
-			t.wait(sub.ctx)
-			if g, err = rt.track.CreateGroup(h.Group); errors.Is(err, model.ErrDuplicateGroup) {
-				var adopted bool
-				if g, skip, adopted = rt.adopt(h.Group); adopted {
-					err = nil
-				}
+			var adopted bool
+			if g, skip, adopted, err = sub.createGroup(h.Group, t); adopted {
+				log.Debug("moq: completing a cut group", "have", skip)
 			}
-			t.done()
-			sub.created(h.Group)
 			if err != nil {
 				g = nil
 				log.Debug("moq: group dropped", "err", err)
