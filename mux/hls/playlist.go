@@ -254,7 +254,7 @@ func quoted(s string) string {
 // variant, once per group of audio renditions of one codec (EXT-X-MEDIA);
 // without video, every audio rendition as a variant; with what it says,
 // to tell whether it changed.
-func (w *Writer) multivariant() ([]byte, mvShape, error) {
+func (w *Writer) multivariant() (*playlist.Multivariant, mvShape, error) {
 	var video, audio, text []*renditionState
 	for _, rs := range w.st.Renditions {
 		if len(rs.Segments) == 0 {
@@ -351,10 +351,6 @@ func (w *Writer) multivariant() ([]byte, mvShape, error) {
 	if len(m.Variants) == 0 {
 		return nil, mvShape{}, fmt.Errorf("hls: no rendition has a segment")
 	}
-	b, err := m.Marshal()
-	if err != nil {
-		return nil, mvShape{}, fmt.Errorf("hls: multivariant playlist: %w", err)
-	}
 	var shape mvShape
 	for _, v := range m.Variants {
 		shape.variants += v.URI + " " + strings.Join(v.Codecs, ",") + " " + v.Audio + " " + v.Resolution + "\n"
@@ -363,7 +359,7 @@ func (w *Writer) multivariant() ([]byte, mvShape, error) {
 	for _, r := range m.Renditions {
 		shape.variants += r.GroupID + " " + r.Name + "\n"
 	}
-	return b, shape, nil
+	return &m, shape, nil
 }
 
 // subtitlesGroup is the GROUP-ID of the subtitle renditions.

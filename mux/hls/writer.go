@@ -715,11 +715,16 @@ func (w *Writer) publish(r *rendition, final bool) error {
 	if err := w.opts.Store.WriteFile(w.MPDName(), w.mpd(final)); err != nil {
 		return w.fail(fmt.Errorf("hls: writing %s: %w", w.MPDName(), err))
 	}
-	b, mv, err := w.multivariant()
+	m, mv, err := w.multivariant()
 	if err != nil {
 		return w.fail(err)
 	}
 	if final || w.mv.changed(mv) {
+		// Rendered only when written: most boundaries change no variant.
+		b, err := m.Marshal()
+		if err != nil {
+			return w.fail(fmt.Errorf("hls: multivariant playlist: %w", err))
+		}
 		if err := w.opts.Store.WriteFile(w.opts.Playlist, b); err != nil {
 			return w.fail(fmt.Errorf("hls: writing %s: %w", w.opts.Playlist, err))
 		}
