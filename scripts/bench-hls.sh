@@ -3,7 +3,8 @@
 #
 # Builds mux/hls's test binary once and runs BenchmarkPackaging RUNS times
 # (default 7). Each run is one process that packages the same h264+aac
-# media (64 s per output, new outputs, closes inside the time) as an MP4
+# media (64 s per output unless MOQ_BENCH_PASSES says how many 4 s passes,
+# new outputs, closes inside the time) as an MP4
 # file ("mp4-file") and as an HLS+DASH package in a directory ("hls",
 # through hls.DirStore, what -f hls writes); neither fsyncs. It prints
 # each run's wall ns/frame and CPU ns/frame (the process's user+system
@@ -13,6 +14,7 @@
 #   scripts/bench-hls.sh                      # on the disk (a temp dir)
 #   MOQ_BENCH_DIR=/dev/shm scripts/bench-hls.sh   # both on a tmpfs
 #   RUNS=15 FRAMES=80000 scripts/bench-hls.sh
+#   MOQ_BENCH_PASSES=150 FRAMES=200000 scripts/bench-hls.sh   # 10-minute outputs
 #
 # On a shared machine the wall time moves from run to run with the other
 # load; the CPU time much less.

@@ -20,7 +20,10 @@ import (
 // RENAME_EXCHANGE; a rename otherwise): readers see the old file or the
 // new, never a part. The swapped-out old version stays as the spare and
 // is overwritten in place by the next write of NAME, a segment duration
-// later, and removed by Close.
+// later, and removed by Close. The store keeps both files of each NAME
+// open between writes (two descriptors per playlist, the MPD and the
+// state), so a write is a write, the exchange and, only when the file
+// shrinks, a truncate: no open or close.
 //
 // Why not a rename over NAME: on ext4, replacing an existing file by
 // rename writes the new file's data out at once (its auto_da_alloc

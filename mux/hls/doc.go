@@ -108,10 +108,15 @@
 //
 // # What comes from libraries and what is written here
 //
-// gohlslib's pkg/playlist writes the playlists (its Muxer is a live
-// sliding-window server that deletes segments, not a recorder) and
-// pkg/codecparams the CODECS strings; Eyevinn's dash-mpd the MPD's XML.
-// Written here: where to cut, the package state and the restart, and the
-// one thing gohlslib's Media cannot say, an EXT-X-MAP that changes after a
-// restart. No Go DASH packager exists.
+// gohlslib's pkg/playlist writes the multivariant playlist (its Muxer is
+// a live sliding-window server that deletes segments, not a recorder) and
+// pkg/codecparams the CODECS strings; Eyevinn's dash-mpd types hold the
+// MPD. Written here: where to cut, the package state and the restart; the
+// media playlists and the MPD's XML, by plain byte writers, because
+// rendering every segment again at every boundary (gohlslib's Media) and
+// marshalling the MPD by reflection (dash-mpd) were most of what a
+// package cost over an MP4 file, and grew with the recording (tests hold
+// both to those libraries' renderings of the same documents); and an
+// EXT-X-MAP that changes after a restart, which gohlslib's Media cannot
+// say. No Go DASH packager exists.
 package hls
