@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bluenviron/gohlslib/v2/pkg/playlist"
+	"github.com/bluenviron/mediacommon/v2/pkg/formats/fmp4"
 )
 
 // Counters and Writer.Counters give the tests the detailed counters.
@@ -98,4 +99,19 @@ func (w *Writer) withDateRanges(b []byte, end int64, final bool) []byte {
 		at = pdt // before the first segment's tags
 	}
 	return slices.Insert(b, at+1, w.dateRanges(end, final)...)
+}
+
+// InitReadBack says what init segment b holds as reading it back with
+// mediacommon's fmp4.Init does (what the Writer did before it took the
+// sample entry from the CMAF writer): codecs, timescale, width, height.
+func InitReadBack(b []byte) (string, uint32, int, int, error) {
+	var in fmp4.Init
+	if err := in.Unmarshal(bytes.NewReader(b)); err != nil {
+		return "", 0, 0, 0, err
+	}
+	if len(in.Tracks) != 1 {
+		return "", 0, 0, 0, fmt.Errorf("%d tracks", len(in.Tracks))
+	}
+	info, err := describeInit(b, in.Tracks[0].Codec, in.Tracks[0].TimeScale)
+	return info.codecs, info.timescale, info.width, info.height, err
 }

@@ -101,3 +101,39 @@ func TestTheManifestWritersSayWhatTheLibrariesSay(t *testing.T) {
 		})
 	}
 }
+
+// TestTheInitSegmentSaysWhatTheStateRecords: the codec string, timescale
+// and picture size the Writer takes from the CMAF writer's sample entry
+// are what reading the init segment back says, for every codec.
+func TestTheInitSegmentSaysWhatTheStateRecords(t *testing.T) {
+	t.Parallel()
+	for _, pair := range [][2]string{{"h264", "aac"}, {"h265", "opus"}, {"av1", "flac"}, {"vp9", "ac3"}, {"h264-360p", "aac"}} {
+		t.Run(pair[0]+"+"+pair[1], func(t *testing.T) {
+			t.Parallel()
+			st, _ := record(t, hls.Options{}, looped(pair[0], 0, 1), looped(pair[1], 1, 1))
+			b, err := st.ReadFile("index.state.json")
+			must(t, err)
+			var s struct {
+				Renditions []struct {
+					ID, Codecs    string
+					Timescale     uint32
+					Width, Height int
+					Inits         []string
+				}
+			}
+			must(t, jsonUnmarshal(b, &s))
+			if len(s.Renditions) != 2 {
+				t.Fatalf("%d renditions", len(s.Renditions))
+			}
+			for _, r := range s.Renditions {
+				init, err := st.ReadFile(r.Inits[0])
+				must(t, err)
+				codecs, ts, w, h, err := hls.InitReadBack(init)
+				must(t, err)
+				if codecs != r.Codecs || ts != r.Timescale || (w != 0 && (w != r.Width || h != r.Height)) {
+					t.Errorf("%s: the state says %s %d %dx%d, the init segment %s %d %dx%d", r.ID, r.Codecs, r.Timescale, r.Width, r.Height, codecs, ts, w, h)
+				}
+			}
+		})
+	}
+}

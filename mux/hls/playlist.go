@@ -14,7 +14,6 @@ import (
 	"github.com/bluenviron/gohlslib/v2/pkg/playlist"
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/h264"
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/h265"
-	"github.com/bluenviron/mediacommon/v2/pkg/formats/fmp4"
 	"github.com/bluenviron/mediacommon/v2/pkg/formats/mp4/codecs"
 )
 
@@ -31,21 +30,16 @@ type initInfo struct {
 	width, height int
 }
 
-// describeInit reads an init segment back (mediacommon's fmp4.Init): the
-// RFC 6381 codec string (gohlslib's codecparams), the timescale, the edit
-// list's delay and, for H.264/H.265, the picture size.
-func describeInit(init []byte) (initInfo, error) {
-	var in fmp4.Init
-	if err := in.Unmarshal(bytes.NewReader(init)); err != nil {
-		return initInfo{}, err
-	}
-	if len(in.Tracks) != 1 {
-		return initInfo{}, fmt.Errorf("%d tracks in an init segment of one rendition", len(in.Tracks))
-	}
-	t := in.Tracks[0]
-	info := initInfo{timescale: t.TimeScale, delay: elstMediaTime(init)}
+// describeInit says what a rendition's init segment holds, from the
+// codec and timescale its sample entry was made with (mux/mp4's
+// SampleEntry; reading the init back with mediacommon's fmp4.Init, by
+// reflection, cost as much as a segment boundary): the RFC 6381 codec
+// string (gohlslib's codecparams), the timescale, the edit list's delay
+// and, for H.264/H.265, the picture size.
+func describeInit(init []byte, c codecs.Codec, timescale uint32) (initInfo, error) {
+	info := initInfo{timescale: timescale, delay: elstMediaTime(init)}
 	var hc hlscodecs.Codec
-	switch c := t.Codec.(type) {
+	switch c := c.(type) {
 	case *codecs.H264:
 		hc = &hlscodecs.H264{SPS: c.SPS, PPS: c.PPS}
 		var sps h264.SPS
@@ -78,7 +72,7 @@ func describeInit(init []byte) (initInfo, error) {
 		info.codecs = codecparams.Marshal(hc)
 	}
 	if info.codecs == "" {
-		return info, fmt.Errorf("no codec string for %T", t.Codec)
+		return info, fmt.Errorf("no codec string for %T", c)
 	}
 	return info, nil
 }

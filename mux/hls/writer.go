@@ -590,7 +590,11 @@ func (w *Writer) takeInit(r *rendition) error {
 	init := append([]byte(nil), r.out.b[:n]...)
 	r.out.b = r.out.b[:copy(r.out.b, r.out.b[n:])]
 	r.initDone = true
-	info, err := describeInit(init)
+	codec, timescale, ok := r.mw.SampleEntry(r.t.ID)
+	if !ok {
+		return w.fail(fmt.Errorf("hls: %s: the CMAF writer has no sample entry", r.rs.ID))
+	}
+	info, err := describeInit(init, codec, timescale)
 	if err != nil {
 		return w.fail(fmt.Errorf("hls: %s: reading back its init segment: %w", r.rs.ID, err))
 	}

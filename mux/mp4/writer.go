@@ -864,6 +864,18 @@ func (w *Writer) Close() error {
 	return w.finish()
 }
 
+// SampleEntry returns the codec (mediacommon's) and timescale that track
+// id's sample entry in the init segment was made with: what reading the
+// init segment back would say, without parsing it. ok is false before the
+// Writer started and for a track whose entry is not mediacommon's (text).
+func (w *Writer) SampleEntry(id int) (codec codecs.Codec, timescale uint32, ok bool) {
+	t := w.byID[id]
+	if t == nil || t.codec == nil || !w.started {
+		return nil, 0, false
+	}
+	return t.codec, t.timescale, true
+}
+
 // BreakFragment makes the next frame written start a new fragment: the
 // fragments of every frame before it are then written (in the WriteFrame
 // that takes it), each sample with its duration up to its successor. A
