@@ -102,10 +102,15 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 	for {
 		payload, err := fr.Next()
 		if err != nil {
+			// At the end of the stream nothing was cut (and asking would
+			// cost an allocation per group: hang's audio sends a group a
+			// frame).
+			cut := false
 			if err == io.EOF {
 				rt.groupBytes.Store(int64(fr.Slab.Used()))
+			} else {
+				cut = connGone(c, err) || sessionEndingReset(c, err)
 			}
-			cut := connGone(c, err) || sessionEndingReset(c, err)
 			sub.endGroup(str, g, h.Sequence, err, cut, CodeDecode)
 			return
 		}

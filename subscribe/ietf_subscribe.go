@@ -468,7 +468,7 @@ func (s *Session) readIETFSubgroup(ic *ietfConn, str recvStream, r *bufio.Reader
 	for {
 		obj, err := or.Next()
 		if err != nil {
-			sub.endGroup(str, g, h.Group, err, connGone(ic, err), ietfProtocolViolation)
+			sub.endGroup(str, g, h.Group, err, err != io.EOF && connGone(ic, err), ietfProtocolViolation)
 			return
 		}
 		if g == nil {
