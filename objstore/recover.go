@@ -211,6 +211,12 @@ func (o *Output) RecoverStore(ctx context.Context, idle time.Duration) ([]Recove
 			// GCS, Azure: part 1 is the head part's media, behind the
 			// header (or, without one, a TS's head part).
 		case first == 2 && (header != nil || ts):
+		case o.loc.Scheme != "s3" && o.exists(ctx, u.Key):
+			// Parts staged after the object was completed (a request of
+			// the dead recorder that the store finished late): GCS part
+			// objects, Azure blocks no commit will take.
+			_ = o.st.abort(ctx, u.Key, u.ID)
+			continue
 		default:
 			errs = append(errs, fmt.Errorf("%s: neither its head part nor its header reached the store: not playable without them; left unfinished", o.loc.object(u.Key)))
 			continue
@@ -333,4 +339,11 @@ func finishFLV(f *os.File, head, size int64) {
 	}
 	patch("duration", float64(max(tagTime(th[:])-first, 0))/1000)
 	patch("filesize", float64(size))
+}
+
+// exists reports whether key names an object (false when the store cannot
+// say).
+func (o *Output) exists(ctx context.Context, key string) bool {
+	ok, err := o.st.exists(ctx, key)
+	return err == nil && ok
 }
