@@ -561,9 +561,11 @@ func (s *publisher) serveFetch(ctx context.Context, v *wire.Version, str bidiStr
 				resetStream(str, CodeCancel)
 				return
 			}
+			// Logged before the FIN, so that it is there once the
+			// subscriber has the frames.
+			s.log.Debug("moq: fetch served", "track", req.Track, "group", req.Group, "from", req.FrameStart, "frames", sent, "bytes", bytes)
 			str.Close()
 			str.CancelRead(CodeCancel)
-			s.log.Debug("moq: fetch served", "track", req.Track, "group", req.Group, "from", req.FrameStart, "frames", sent, "bytes", bytes)
 			return
 		}
 		select {
