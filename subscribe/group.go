@@ -137,8 +137,9 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 // their groups here.
 func (sub *subscription) createGroup(seq uint64, t orderTicket) (g *model.Group, skip int, adopted bool, err error) {
 	rt := sub.rt
-	t.wait(sub.ctx)
+	t.wait(sub.ctx, &sub.madeGroup)
 	g, err = rt.track.CreateGroup(seq)
+	sub.madeGroup.Store(true)
 	t.done()
 	if errors.Is(err, model.ErrDuplicateGroup) {
 		if g, skip, adopted = rt.adopt(seq); adopted {

@@ -16,10 +16,13 @@ import (
 // later, is behind it and lost (at the start of every subscription whose
 // SUBSCRIBE_OK names no group: an IETF publisher that had nothing yet).
 //
-// A stream takes a ticket when it is accepted. Before it creates its group
-// it waits for every stream accepted earlier to have read its header, and
-// for the streams of the same subscription holding an older group to have
-// created theirs. An older group never waits for a newer one, so the wait
+// A stream takes a ticket when it is accepted. Until its subscription
+// made its first group, a stream waits, before it creates its own, for
+// every stream accepted earlier to have read its header, and for the
+// streams of the same subscription holding an older group to have created
+// theirs. (Later on the order does not matter: a reader that started waits
+// for a missing group; and waiting then would serialize a burst of
+// streams, a frame each for audio, behind the scheduler.) An older group never waits for a newer one, so the wait
 // cannot go round in a circle; it is bounded by orderWaitMax all the same,
 // after which the stream goes on as before, and a stream whose header has
 // not come orderWaitMax after it was accepted holds no one up any more.
@@ -29,13 +32,9 @@ type streamOrder struct {
 	// open are the accepted streams that have not created their group
 	// (nor turned out to be no group stream), in acceptance order.
 	open []orderEntry
-	// changed is broadcast whenever open changes (its L is &mu).
-	changed sync.Cond
-	// waiters are the streams waiting on changed; tick broadcasts it
-	// every orderTick while there are any, so that each sees its own
-	// orderWaitMax pass and its context end without a timer of its own.
-	waiters int
-	tick    *time.Timer
+	// changed is closed (and replaced) whenever open changes while a
+	// stream waits on it.
+	changed chan struct{}
 }
 
 type orderEntry struct {
@@ -50,9 +49,6 @@ type orderEntry struct {
 // it. Their headers come with their first packet, so the wait is a
 // goroutine's scheduling at most, unless a packet was lost.
 const orderWaitMax = time.Second
-
-// orderTick is how often waiting streams look at the clock.
-const orderTick = orderWaitMax / 8
 
 // orderSpins is how many times a stream yields to the others before it
 // waits on a channel: the streams it waits for are usually runnable
@@ -96,8 +92,9 @@ func (o *streamOrder) pending() int {
 
 // changedLocked wakes the waiters. Called with o.mu held.
 func (o *streamOrder) changedLocked() {
-	if o.waiters > 0 {
-		o.changed.Broadcast()
+	if o.changed != nil {
+		close(o.changed)
+		o.changed = nil
 	}
 }
 
@@ -142,13 +139,19 @@ func (t orderTicket) done() {
 
 // wait holds the stream, named earlier, until the streams accepted before
 // it have read their headers and the older groups of its subscription
-// were created, at most orderWaitMax or until ctx ends.
-func (t orderTicket) wait(ctx context.Context) {
-	if t.o == nil {
+// were created, at most orderWaitMax or until ctx ends; or until made, the
+// subscription's first group was created: a reader starts at that group,
+// and the groups after it may come in any order (the reader waits for a
+// missing one, up to its latency).
+func (t orderTicket) wait(ctx context.Context, made *atomic.Bool) {
+	if t.o == nil || made.Load() {
 		return
 	}
 	o := t.o
 	for i := 0; ; i++ {
+		if made.Load() {
+			return
+		}
 		o.mu.Lock()
 		seq, blocked := o.blockedLocked(t.n)
 		o.mu.Unlock()
@@ -163,35 +166,27 @@ func (t orderTicket) wait(ctx context.Context) {
 		}
 		runtime.Gosched()
 	}
-	start := time.Now()
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.changed.L == nil {
-		o.changed.L = &o.mu
-	}
-	o.waiters++
-	defer func() { o.waiters-- }()
-	if o.tick == nil {
-		o.tick = time.AfterFunc(orderTick, o.tock)
-	} else if o.waiters == 1 {
-		o.tick.Reset(orderTick)
-	}
+	timer := time.NewTimer(orderWaitMax)
+	defer timer.Stop()
 	for {
-		if _, blocked := o.blockedLocked(t.n); !blocked || ctx.Err() != nil || time.Since(start) >= orderWaitMax {
+		o.mu.Lock()
+		_, blocked := o.blockedLocked(t.n)
+		if !blocked || made.Load() {
+			o.mu.Unlock()
 			return
 		}
-		o.changed.Wait()
-	}
-}
-
-// tock wakes the waiting streams to look at the clock, and comes again
-// while any wait.
-func (o *streamOrder) tock() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.changedLocked()
-	if o.waiters > 0 {
-		o.tick.Reset(orderTick)
+		if o.changed == nil {
+			o.changed = make(chan struct{})
+		}
+		ch := o.changed
+		o.mu.Unlock()
+		select {
+		case <-ch:
+		case <-timer.C:
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

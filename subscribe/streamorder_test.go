@@ -66,8 +66,10 @@ func TestAGroupWhoseStreamIsReadLateIsNotLostAtTheStartOfASubscription(t *testin
 			release := make(chan struct{})
 			var once sync.Once
 			free := func() { once.Do(func() { close(release) }) }
+			zeroNamed := make(chan struct{})
 			named := func(seq uint64) {
 				if seq == 0 {
+					close(zeroNamed)
 					select {
 					case <-release:
 					case <-time.After(10 * time.Second):
@@ -101,8 +103,17 @@ func TestAGroupWhoseStreamIsReadLateIsNotLostAtTheStartOfASubscription(t *testin
 				}
 				read <- evs
 			}()
+			// Group 0 first; groups 1 and 2 once its stream was read up
+			// to its header (the publisher may open the streams of groups
+			// written at once in any order).
 			const groups = 3
-			sb.fillFrames(t, "aac", 0, 0, groups)
+			sb.fillFrames(t, "aac", 0, 0, 1)
+			select {
+			case <-zeroNamed:
+			case <-ctx.Done():
+				t.Fatal("the stream of group 0 never came")
+			}
+			sb.fillFrames(t, "aac", 0, 1, groups)
 			sb.tracks["aac"].Close(nil)
 			evs := <-read
 			compareFrames(t, "aac", evs, expectedEvents(sb.samples[0], 0)[:groups])

@@ -42,6 +42,9 @@ type subscription struct {
 	// gotOK is set at SUBSCRIBE_OK: from then on group streams wait for
 	// started without a bound (a resume fills the gap first).
 	gotOK atomic.Bool
+	// madeGroup is set once a group stream made its model group: from
+	// then on they no longer wait for each other (streamOrder).
+	madeGroup atomic.Bool
 
 	mu      sync.Mutex
 	seen    session.GroupWindow // group sequences received
