@@ -100,13 +100,27 @@ func (a *ietfAsked) catalogAsked(path, track string, answered bool) {
 // session on FETCH too). It reports whether it learnt something new: the
 // next connection will ask differently.
 func (c *serverCompat) learn(ic *ietfConn, log *slog.Logger) (learnt bool) {
-	if ic.asked.discovery.Load() && !ic.asked.discoveryAnswered.Load() && !c.noDiscovery.Swap(true) {
-		c.sayNoDiscovery(log)
-		learnt = true
+	// explained: a request of this connection that the server may close
+	// the session on was left unanswered, whether or not the lesson is new
+	// (another session to the same server may have learnt it first). The
+	// catalog tracks asked beside it are not blamed then.
+	explained := false
+	if ic.asked.discovery.Load() && !ic.asked.discoveryAnswered.Load() {
+		explained = true
+		if !c.noDiscovery.Swap(true) {
+			c.sayNoDiscovery(log)
+			learnt = true
+		}
 	}
-	if ic.asked.fetch.Load() && !ic.asked.fetchAnswered.Load() && !c.noFetch.Swap(true) {
-		log.Info("moq: the server ended the session after a FETCH: joining live without fetching past groups from now on (the audio may start up to a GOP after the video)")
-		learnt = true
+	if ic.asked.fetch.Load() && !ic.asked.fetchAnswered.Load() {
+		explained = true
+		if !c.noFetch.Swap(true) {
+			log.Info("moq: the server ended the session after a FETCH: joining live without fetching past groups from now on (the audio may start up to a GOP after the video)")
+			learnt = true
+		}
+	}
+	if explained {
+		return learnt
 	}
 	if ic.asked.optional.Load() && !ic.asked.optionalAnswered.Load() {
 		if !c.minimalParams.Swap(true) {
@@ -120,13 +134,18 @@ func (c *serverCompat) learn(ic *ietfConn, log *slog.Logger) (learnt bool) {
 	}
 	ic.asked.mu.Lock()
 	defer ic.asked.mu.Unlock()
-	if ic.v == ietf.Draft17 && len(ic.asked.catalogs) > 0 && !c.layout18.Swap(true) {
+	if ic.v == ietf.Draft17 && len(ic.asked.catalogs) > 0 {
 		// A draft-17 SUBSCRIBE without optional parameters that closed the
 		// session: its layout first (MediaMTX reads draft 18's, without
 		// the Required Request ID Delta), the track name only if the next
-		// connection, in that layout, is closed on it too.
-		c.sayLayout(ic.v, log)
-		return true
+		// connection, in that layout, is closed on it too. (ic.v is
+		// Draft18 on a connection that spoke draft 18's layout; one
+		// dialled before another session learnt it is explained so too.)
+		if !c.layout18.Swap(true) {
+			c.sayLayout(ic.v, log)
+			return true
+		}
+		return learnt
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
