@@ -57,6 +57,51 @@ type file struct {
 	// header as part 0 and keeps part 1); splitDirty: a write landed in it
 	// after, so the finish sends the whole head part again.
 	split, splitDirty bool
+
+	// manMu orders the writes of the spool manifest, which run outside mu
+	// (a rename over the old manifest can take long on a busy disk, and the
+	// muxer's writes wait on mu); manSeq numbers the snapshots taken under
+	// mu, manWritten is the newest one on disk.
+	manMu              sync.Mutex
+	manSeq, manWritten uint64
+}
+
+// manifestSnapshot is f.man as marshalled under mu, numbered.
+type manifestSnapshot struct {
+	seq uint64
+	b   []byte
+	err error
+}
+
+// snapshotManifestLocked takes the manifest to write. Called with f.mu held.
+func (f *file) snapshotManifestLocked() manifestSnapshot {
+	f.manSeq++
+	b, err := marshalManifest(&f.man)
+	return manifestSnapshot{seq: f.manSeq, b: b, err: err}
+}
+
+// writeManifestSnapshot writes s unless a newer snapshot is on disk
+// already. It may run with or without f.mu held.
+func (f *file) writeManifestSnapshot(s manifestSnapshot) error {
+	if s.err != nil {
+		return s.err
+	}
+	f.manMu.Lock()
+	defer f.manMu.Unlock()
+	if s.seq <= f.manWritten {
+		return nil
+	}
+	if err := writeManifestBytes(f.paths.manifest, s.b); err != nil {
+		return err
+	}
+	f.manWritten = s.seq
+	return nil
+}
+
+// saveManifestLocked writes the manifest now. Called with f.mu held, on
+// the rare paths (a rewritten head, the upload's start, Close).
+func (f *file) saveManifestLocked() error {
+	return f.writeManifestSnapshot(f.snapshotManifestLocked())
 }
 
 // URL names the object.
@@ -103,7 +148,7 @@ func (f *file) Write(p []byte) (int, error) {
 		f.splitDirty = true
 		if f.man.HeadSplit {
 			f.man.HeadSplit = false
-			if err := writeManifest(f.paths.manifest, &f.man); err != nil {
+			if err := f.saveManifestLocked(); err != nil {
 				return 0, err
 			}
 		}
@@ -252,15 +297,19 @@ func (f *file) upload() {
 			} else {
 				f.man.EarlyHead = true
 			}
-			err = writeManifest(f.paths.manifest, &f.man)
+			snap := f.snapshotManifestLocked()
 			f.mu.Unlock()
+			if err := f.writeManifestSnapshot(snap); err != nil {
+				f.o.log.Warn("cannot write the spool manifest: a restart could not complete this object", "object", f.URL(), "err", err)
+			}
 			f.o.waiting.Add(-p.Size)
 			continue
 		}
 		f.man.Parts = append(f.man.Parts, p)
-		err = writeManifest(f.paths.manifest, &f.man)
+		snap := f.snapshotManifestLocked()
 		f.mu.Unlock()
-		if err != nil {
+		// Written outside mu: the muxer's writes do not wait for it.
+		if err := f.writeManifestSnapshot(snap); err != nil {
 			f.o.log.Warn("cannot write the spool manifest: a restart could not complete this object", "object", f.URL(), "err", err)
 		}
 		if err := punch(f.rf, p.Off, p.Size); err != nil {
@@ -280,7 +329,7 @@ func (f *file) sendPart(id string, p *partRec) error {
 		}
 		f.mu.Lock()
 		f.man.UploadID = id
-		err = writeManifest(f.paths.manifest, &f.man)
+		err = f.saveManifestLocked()
 		f.mu.Unlock()
 		if err != nil {
 			return err
@@ -323,7 +372,7 @@ func (f *file) Close() error {
 		}
 	}
 	f.man.Closed = true
-	if merr := writeManifest(f.paths.manifest, &f.man); merr != nil && err == nil {
+	if merr := f.saveManifestLocked(); merr != nil && err == nil {
 		err = merr
 	}
 	man := f.man

@@ -68,10 +68,18 @@ func (m *manifest) end() int64 {
 const manifestVersion = 1
 
 func writeManifest(path string, m *manifest) error {
-	b, err := json.Marshal(m)
+	b, err := marshalManifest(m)
 	if err != nil {
 		return err
 	}
+	return writeManifestBytes(path, b)
+}
+
+// marshalManifest is the manifest's bytes on disk.
+func marshalManifest(m *manifest) ([]byte, error) { return json.Marshal(m) }
+
+// writeManifestBytes replaces the manifest at path with b, whole.
+func writeManifestBytes(path string, b []byte) error {
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return err
