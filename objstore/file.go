@@ -99,7 +99,7 @@ func (f *file) writeManifestSnapshot(s manifestSnapshot) error {
 }
 
 // saveManifestLocked writes the manifest now. Called with f.mu held, on
-// the rare paths (a rewritten head, the upload's start, Close).
+// the rare paths (a rewritten head, Close).
 func (f *file) saveManifestLocked() error {
 	return f.writeManifestSnapshot(f.snapshotManifestLocked())
 }
@@ -329,9 +329,9 @@ func (f *file) sendPart(id string, p *partRec) error {
 		}
 		f.mu.Lock()
 		f.man.UploadID = id
-		err = f.saveManifestLocked()
+		snap := f.snapshotManifestLocked()
 		f.mu.Unlock()
-		if err != nil {
+		if err = f.writeManifestSnapshot(snap); err != nil {
 			return err
 		}
 	}

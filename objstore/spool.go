@@ -78,8 +78,14 @@ func writeManifest(path string, m *manifest) error {
 // marshalManifest is the manifest's bytes on disk.
 func marshalManifest(m *manifest) ([]byte, error) { return json.Marshal(m) }
 
+// testHookManifestWrite, when set, runs before each manifest write.
+var testHookManifestWrite func()
+
 // writeManifestBytes replaces the manifest at path with b, whole.
 func writeManifestBytes(path string, b []byte) error {
+	if testHookManifestWrite != nil {
+		testHookManifestWrite()
+	}
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return err
