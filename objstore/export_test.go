@@ -3,6 +3,6 @@ package objstore
 // SetManifestWriteHook makes every spool manifest write call f first, until
 // the returned restore is called.
 func SetManifestWriteHook(f func()) (restore func()) {
-	testHookManifestWrite = f
-	return func() { testHookManifestWrite = nil }
+	testHookManifestWrite.Store(&f)
+	return func() { testHookManifestWrite.Store(nil) }
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -78,13 +79,14 @@ func writeManifest(path string, m *manifest) error {
 // marshalManifest is the manifest's bytes on disk.
 func marshalManifest(m *manifest) ([]byte, error) { return json.Marshal(m) }
 
-// testHookManifestWrite, when set, runs before each manifest write.
-var testHookManifestWrite func()
+// testHookManifestWrite, when set, runs before each manifest write. It is
+// read by uploader goroutines that may outlive the test that set it.
+var testHookManifestWrite atomic.Pointer[func()]
 
 // writeManifestBytes replaces the manifest at path with b, whole.
 func writeManifestBytes(path string, b []byte) error {
-	if testHookManifestWrite != nil {
-		testHookManifestWrite()
+	if hook := testHookManifestWrite.Load(); hook != nil {
+		(*hook)()
 	}
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
