@@ -192,34 +192,7 @@ func TestAGCSOrAzureRecorderKilledAndStartedAgainCompletesItsObject(t *testing.T
 			c := startCloud(t, ck.kind)
 			c.srv.Bucket(t, "killed")
 			spool, pre := t.TempDir(), run(t)
-			cmd := childCommand(t, "record", c.url("killed", pre+"{broadcast}.mp4"), spool, "mp4")
-			stdout, _ := cmd.StdoutPipe()
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer cmd.Process.Kill()
-			var media float64
-			partsAt := -1.0
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				var m float64
-				var parts int
-				if _, err := fmt.Sscanf(sc.Text(), "media %f parts %d", &m, &parts); err != nil {
-					t.Fatalf("child: %s", sc.Text())
-				}
-				media = m
-				if parts >= 1 && partsAt < 0 {
-					partsAt = m
-				}
-				if partsAt >= 0 && m >= partsAt+2 {
-					break
-				}
-			}
-			cmd.Process.Signal(syscall.SIGKILL)
-			cmd.Wait()
-			if partsAt < 0 {
-				t.Fatal("the child ended before a part went up")
-			}
+			media, partsAt := killAfterAPart(t, childCommand(t, "record", c.url("killed", pre+"{broadcast}.mp4"), spool, "mp4"))
 			out := openCloud(t, c.url("killed", pre+"{broadcast}.mp4"), objstore.Options{SpoolDir: spool})
 			got, err := out.Recover(context.Background())
 			if err != nil || len(got) != 1 || got[0].URL != c.scheme+"://killed/"+pre+"demo.mp4" || got[0].Finished {

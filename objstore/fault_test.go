@@ -44,6 +44,41 @@ func childCommand(t *testing.T, what, url, spool string, args ...string) *exec.C
 	return cmd
 }
 
+// killAfterAPart starts cmd, a recording child, reads its progress and
+// SIGKILLs it once a part went up while recording and 2 s more of media
+// were recorded. It returns the media recorded and the media time at
+// which the first part had gone up.
+func killAfterAPart(t *testing.T, cmd *exec.Cmd) (media, partsAt float64) {
+	t.Helper()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	partsAt = -1
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		var m float64
+		var parts int
+		if _, err := fmt.Sscanf(sc.Text(), "media %f parts %d", &m, &parts); err != nil {
+			t.Fatalf("child: %s", sc.Text())
+		}
+		media = m
+		if parts >= 1 && partsAt < 0 {
+			partsAt = m
+		}
+		if partsAt >= 0 && m >= partsAt+2 {
+			break
+		}
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if partsAt < 0 {
+		t.Fatal("the child ended before a part went up")
+	}
+	return media, partsAt
+}
+
 // recorderChild is the child's main: "open URL SPOOL" opens the Output
 // and says how that went; "record URL SPOOL FORMAT" records the realtime
 // demo at 16 Mb/s into it until killed, printing the media time recorded
@@ -127,35 +162,7 @@ func TestARecorderKilledAndStartedAgainCompletesItsObject(t *testing.T) {
 			t.Parallel()
 			spool := t.TempDir()
 			url := "s3://rec/killed/{broadcast}" + f.Ext() + "?endpoint=" + s.Endpoint
-			cmd := childCommand(t, "record", url, spool, string(f))
-			stdout, _ := cmd.StdoutPipe()
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer cmd.Process.Kill()
-			// Kill once a part went up while recording and 2 s more.
-			var media float64
-			var partsAt float64 = -1
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				var m float64
-				var parts int
-				if _, err := fmt.Sscanf(sc.Text(), "media %f parts %d", &m, &parts); err != nil {
-					t.Fatalf("child: %s", sc.Text())
-				}
-				media = m
-				if parts >= 1 && partsAt < 0 {
-					partsAt = m
-				}
-				if partsAt >= 0 && m >= partsAt+2 {
-					break
-				}
-			}
-			cmd.Process.Signal(syscall.SIGKILL)
-			cmd.Wait()
-			if partsAt < 0 {
-				t.Fatal("the child ended before a part went up")
-			}
+			media, partsAt := killAfterAPart(t, childCommand(t, "record", url, spool, string(f)))
 
 			out := open(t, s, "s3://rec/killed/{broadcast}"+f.Ext(), objstore.Options{SpoolDir: spool})
 			got, err := out.Recover(context.Background())
