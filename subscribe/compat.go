@@ -165,18 +165,21 @@ func (c *serverCompat) learn(ic *ietfConn, log *slog.Logger) (learnt bool) {
 // learnSetup takes what a failed SETUP says about the server: a draft-16
 // server that ends the session (code 0) before its SERVER_SETUP reads
 // draft 17's SETUP options there, as MediaMTX does (and draft 18's
-// messages after it). It reports whether that is new: the dial is worth
-// one more try.
+// messages after it). It reports whether the dial is worth one more try:
+// the SETUP went in draft 16's own layout, and the server is now known to
+// read draft 18's (learnt here, or by another session to it meanwhile).
 func (c *serverCompat) learnSetup(err error, log *slog.Logger) bool {
 	se, ok := errors.AsType[*setupError](err)
-	if !ok || se.v != ietf.Draft16 {
+	if !ok || se.v != ietf.Draft16 || se.layout18 {
 		return false
 	}
 	ce, ok := errors.AsType[*CloseError](err)
-	if !ok || !ce.Remote || ce.Code != 0 || c.layout18.Swap(true) {
+	if !ok || !ce.Remote || ce.Code != 0 {
 		return false
 	}
-	c.sayLayout(se.v, log)
+	if !c.layout18.Swap(true) {
+		c.sayLayout(se.v, log)
+	}
 	return true
 }
 

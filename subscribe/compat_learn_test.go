@@ -58,3 +58,34 @@ func TestALessonAnotherSessionLearntFirstStillExplainsTheClose(t *testing.T) {
 		t.Error("a catalog SUBSCRIBE left alone unanswered was not learnt")
 	}
 }
+
+// TestADraft16SetupClosedIsRetriedOnceTheLayoutIsKnown: a draft-16 SETUP
+// in its own layout that the server closes (code 0) is worth one more try
+// in draft 18's layout, also when another session to the server learnt
+// that layout first; a SETUP already in draft 18's layout is not.
+func TestADraft16SetupClosedIsRetriedOnceTheLayoutIsKnown(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	closed := &CloseError{Code: 0, Remote: true}
+	for _, tc := range []struct {
+		name     string
+		known    bool
+		layout18 bool
+		want     bool
+	}{
+		{"the layout learnt here", false, false, true},
+		{"the layout learnt by another session first", true, false, true},
+		{"the SETUP already in draft 18's layout", true, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &serverCompat{}
+			c.layout18.Store(tc.known)
+			err := &setupError{v: ietf.Draft16, layout18: tc.layout18, err: closed}
+			if got := c.learnSetup(err, log); got != tc.want {
+				t.Errorf("learnSetup = %v, want %v", got, tc.want)
+			}
+			if !c.layout18.Load() {
+				t.Error("the layout is not known after")
+			}
+		})
+	}
+}

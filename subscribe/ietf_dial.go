@@ -116,7 +116,7 @@ func (s *Session) ietfDial(ctx context.Context, c conn, v ietf.Version, t *trans
 			}
 		}
 		c.Close(ietfProtocolViolation, "setup failed")
-		return nil, fmt.Errorf("moq: %v SETUP with %s: %w", v, t.HostPort, &setupError{v: v, err: err})
+		return nil, fmt.Errorf("moq: %v SETUP with %s: %w", v, t.HostPort, &setupError{v: v, layout18: ic.v != v, err: err})
 	}
 	s.log.Debug("moq: moq-transport session", "version", v)
 	return ic, nil
@@ -166,8 +166,11 @@ func (s *Server) acceptIETF(c conn, v ietf.Version, a transport.Accepted) {
 
 // setupError is a failed moq-transport SETUP of draft v.
 type setupError struct {
-	v   ietf.Version
-	err error
+	v ietf.Version
+	// layout18: the SETUP was already sent in draft 18's layout (a server
+	// known to read it on this draft).
+	layout18 bool
+	err      error
 }
 
 func (e *setupError) Error() string { return e.err.Error() }
