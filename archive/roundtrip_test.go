@@ -76,6 +76,7 @@ func collect(ctx context.Context, t testing.TB, b *model.Broadcast) map[string][
 			}
 		}()
 	}
+	b.Selected()
 	out := map[string][]got{}
 	for range rs {
 		res := <-ch
@@ -262,6 +263,16 @@ func TestAnArchivedDemoReadsBackFrameForFrameInEveryContainer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAReaderThatSaysItAskedForEveryTrackIsNotKeptWaiting: the reader
+// starts its tracks once the reader says it asked for all of them
+// (collect does, as the export engine does), not after its Settle: here
+// an hour, longer than readBack waits.
+func TestAReaderThatSaysItAskedForEveryTrackIsNotKeptWaiting(t *testing.T) {
+	t.Parallel()
+	r := archiveDemo(t, catalog.ContainerLegacy, []string{"h264", "aac"}, archive.WriteOptions{}, nil)
+	compare(t, "archive", r.direct, readBack(t, r.dir, archive.ReadOptions{Settle: time.Hour}))
 }
 
 // TestAWriterThatSubscribesLateArchivesWhatItsSourceStillHolds: a writer

@@ -30,7 +30,9 @@ type ReadOptions struct {
 	// again every Follow, until ctx ends. 0 ends at what is stored.
 	Follow time.Duration
 	// Settle is how long the reader waits, after the first track is
-	// asked for, for the others of the same selection (default 50 ms).
+	// asked for, for the others of the same selection (default 50 ms),
+	// unless the reader says it asked for all of them
+	// (model.Broadcast.Selected, as the export engine does).
 	Settle time.Duration
 	// Logger receives gaps met. Nil discards.
 	Logger *slog.Logger
@@ -73,7 +75,7 @@ func (r *Recording) Broadcast(ctx context.Context, o ReadOptions) (*model.Broadc
 		return nil, err
 	}
 	b := model.NewBroadcast(r.name)
-	f := &feeder{r: r, o: o, b: b, cat: cat, asked: make(chan struct{}, 1), tracks: map[string]*feedTrack{}}
+	f := &feeder{r: r, o: o, b: b, cat: cat, asked: make(chan struct{}, 1), selected: make(chan struct{}, 1), tracks: map[string]*feedTrack{}}
 	// The catalog in effect at the start, as stored.
 	ct := b.CreateTrack(r.catTrack)
 	var g *model.Group
@@ -92,6 +94,18 @@ func (r *Recording) Broadcast(ctx context.Context, o ReadOptions) (*model.Broadc
 	}
 	f.catGroup = catFrames[0].group
 	b.HandleRequests(f.request)
+	b.HandleSelected(func() {
+		f.mu.Lock()
+		none := len(f.order) == 0
+		f.mu.Unlock()
+		if none {
+			return // a selection without tracks of this broadcast
+		}
+		select {
+		case f.selected <- struct{}{}:
+		default:
+		}
+	})
 	ctx, cancel := context.WithCancelCause(ctx)
 	b.HandleClose(func(err error) { cancel(errors.New("archive: broadcast closed")) })
 	go func() {
@@ -114,6 +128,8 @@ type feeder struct {
 	tracks map[string]*feedTrack
 	order  []*feedTrack
 	asked  chan struct{}
+	// selected: the reader asked for all the tracks it takes.
+	selected chan struct{}
 }
 
 // feedTrack is one track being filled.
@@ -195,8 +211,9 @@ func (f *feeder) gap(track string) func(layout.Record, error) {
 }
 
 func (f *feeder) run(ctx context.Context) error {
-	// Wait for the first track, then a moment for the rest of the same
-	// selection.
+	// Wait for the first track, then for the rest of the same selection:
+	// until the reader says it has them all, or a moment passed without
+	// another.
 	select {
 	case <-f.asked:
 	case <-ctx.Done():
@@ -207,12 +224,15 @@ func (f *feeder) run(ctx context.Context) error {
 		select {
 		case <-f.asked:
 			settle.Reset(f.o.Settle)
+		case <-f.selected:
+			waiting = false
 		case <-settle.C:
 			waiting = false
 		case <-ctx.Done():
 			return ignoreClosed(ctx)
 		}
 	}
+	settle.Stop()
 	// The start: the earliest keyframe at or before From of the video
 	// tracks asked for.
 	start := f.o.From

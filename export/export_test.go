@@ -770,3 +770,32 @@ func TestADisabledRenditionIsTakenWhenItIsEnabledAndDataTracksAreCounted(t *test
 		t.Fatalf("%d data tracks counted, the catalog lists 1", n)
 	}
 }
+
+// TestTheEngineSaysItAskedForEveryTrackOfEachCatalog: after each catalog
+// the engine tells the broadcast (model.Broadcast.Selected) that it asked
+// for every track it takes, once those asks were made, so a source that
+// starts its tracks together (an archive) does not wait for more.
+func TestTheEngineSaysItAskedForEveryTrackOfEachCatalog(t *testing.T) {
+	bc := model.NewBroadcast("live")
+	catTrack := bc.CreateTrack(catalog.TrackName)
+	var asked []string
+	var atSelected [][]string
+	bc.HandleRequests(func(name string) (*model.Track, error) {
+		asked = append(asked, name)
+		return model.NewTrack(name), nil
+	})
+	bc.HandleSelected(func() { atSelected = append(atSelected, slices.Clone(asked)) })
+	e := export.New(bc, newRecorder(), export.Options{Delay: 100 * time.Millisecond})
+	writeCatalog(t, catTrack, "aac")
+	if err := e.Poll(); err != nil {
+		t.Fatal(err)
+	}
+	writeCatalog(t, catTrack, "aac", "h264")
+	if err := e.Poll(); err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{{"aac"}, {"aac", "h264"}}
+	if fmt.Sprint(atSelected) != fmt.Sprint(want) {
+		t.Fatalf("tracks asked for at each Selected: %v, want %v", atSelected, want)
+	}
+}

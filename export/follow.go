@@ -49,6 +49,9 @@ func (e *Export) applyCatalog(cat *catalog.Catalog) error {
 			added = append(added, ts)
 		}
 	}
+	// Every track this catalog brings was asked for: a source that starts
+	// them together (an archive) need not wait for more.
+	e.bc.Selected()
 	// Text tracks are sparse: the start gate and the backfills, which
 	// wait for a track's first frame, leave them out.
 	media := slices.DeleteFunc(slices.Clone(added), func(ts *trackState) bool { return ts.track.Kind == mux.Text })

@@ -87,9 +87,12 @@ type Broadcast struct {
 	tracks  map[string]*Track
 	request func(name string) (*Track, error)
 	onClose func(err error)
-	err     error
-	ended   bool
-	done    chan struct{}
+	// onSelected is told that a reader asked for every track it takes
+	// from the catalog it read (Selected).
+	onSelected func()
+	err        error
+	ended      bool
+	done       chan struct{}
 }
 
 // NewBroadcast returns an empty, live broadcast.
@@ -120,6 +123,27 @@ func (b *Broadcast) HandleRequests(fn func(name string) (*Track, error)) {
 	b.mu.Lock()
 	b.request = fn
 	b.mu.Unlock()
+}
+
+// HandleSelected installs the function Selected calls. A producer that
+// starts every track a reader asks for at one point (an archive's reader
+// starts them at one keyframe) waits for it instead of for a quiet moment
+// after the requests.
+func (b *Broadcast) HandleSelected(fn func()) {
+	b.mu.Lock()
+	b.onSelected = fn
+	b.mu.Unlock()
+}
+
+// Selected tells the producer that a reader asked (Track) for every track
+// it takes from the catalog it just read. A later catalog may bring more.
+func (b *Broadcast) Selected() {
+	b.mu.Lock()
+	fn := b.onSelected
+	b.mu.Unlock()
+	if fn != nil {
+		fn()
+	}
 }
 
 // HandleClose installs the function Close calls, once, after the broadcast
