@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -361,3 +362,80 @@ func processCPU() time.Duration {
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// BenchmarkReadAnHourOfOneRendition is the archive side of the hour's
+// export alone: one of the three renditions read into a model broadcast
+// (timeline and segment objects read and parsed, frames unpacked and
+// written to the model) and taken by one consumer, with nothing muxed.
+// It reports per frame the time, the CPU (user + system, all goroutines)
+// and the allocations.
+func BenchmarkReadAnHourOfOneRendition(b *testing.B) {
+	dir, _ := hourArchive(b)
+	st, err := archive.Dir(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var frames int
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	cpu := processCPU()
+	b.ResetTimer()
+	for range b.N {
+		rec, err := archive.Open(st, "").Recording(ctx, "demo")
+		if err != nil {
+			b.Fatal(err)
+		}
+		bc, err := rec.Broadcast(ctx, archive.ReadOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		frames = countFrames(ctx, b, bc, "v0")
+	}
+	b.StopTimer()
+	cpu = processCPU() - cpu
+	runtime.ReadMemStats(&ms1)
+	n := float64(b.N) * float64(frames)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/frame")
+	b.ReportMetric(float64(cpu.Nanoseconds())/n, "cpu-ns/frame")
+	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/n, "allocs/frame")
+	b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/n, "B/frame")
+	b.ReportMetric(float64(frames), "frames")
+}
+
+// countFrames takes every frame of track name of b until it ends, and
+// returns how many there were.
+func countFrames(ctx context.Context, t testing.TB, b *model.Broadcast, name string) int {
+	tr, err := b.Track(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := tr.Subscribe(time.Minute)
+	defer c.Close()
+	ready := model.NewReadySet()
+	c.Watch(ready)
+	b.Selected()
+	var taken []*model.Consumer
+	n := 0
+	for {
+		taken = ready.Take(taken[:0])
+		ev, ok := c.Next()
+		if !ok {
+			select {
+			case <-ready.Wakeup():
+				continue
+			case <-ctx.Done():
+				t.Fatal(ctx.Err())
+			}
+		}
+		switch ev.Kind {
+		case model.EventFrame:
+			n++
+		case model.EventEnd:
+			if ev.Err != nil {
+				t.Fatal(ev.Err)
+			}
+			return n
+		}
+	}
+}

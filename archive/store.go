@@ -5,12 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Store is where an archive's objects live: a directory (Dir) now, an
@@ -44,7 +46,15 @@ const tmpPrefix = ".tmp-"
 // DirStore is a Store in a local directory: one file per object, written
 // to a temporary file, synced, and linked into place (so a crash leaves
 // either the whole object or none), the directory synced after.
-type DirStore struct{ root string }
+//
+// Get reads the objects it returns into shared chunks of memory (readArena)
+// rather than an allocation each: a reader takes thousands of objects of
+// tens of kilobytes, and each one allocated alone costs the garbage
+// collector more than reading it does.
+type DirStore struct {
+	root  string
+	arena readArena
+}
 
 // Dir returns the store rooted at directory root, creating it.
 func Dir(root string) (*DirStore, error) {
@@ -127,9 +137,79 @@ func (d *DirStore) Get(ctx context.Context, key string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(name)
+	b, err := d.arena.readFile(name)
 	if err != nil {
 		return nil, fmt.Errorf("archive: get %s: %w", key, err)
+	}
+	return b, nil
+}
+
+// readArena hands out the memory objects are read into from chunks of
+// arenaChunk bytes: a chunk is freed when no object read into it is
+// referenced any more, so it holds at most a chunk's worth of memory
+// beyond what the readers keep. It is safe for concurrent use.
+type readArena struct {
+	mu    sync.Mutex
+	chunk []byte
+}
+
+// arenaChunk is the size of a readArena chunk; objects from arenaMin to
+// arenaMax bytes are read into one. A larger one gets its own allocation,
+// and so does a smaller one, which the allocator serves cheaply and which
+// a reader may keep for long (a catalog, a track's .info): it would pin
+// a chunk.
+const (
+	arenaChunk = 1 << 20
+	arenaMin   = 8 << 10
+	arenaMax   = arenaChunk / 4
+)
+
+// take returns n bytes (len n, cap n) no other take returns.
+func (a *readArena) take(n int) []byte {
+	if n < arenaMin || n > arenaMax {
+		return make([]byte, n)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.chunk) < n {
+		a.chunk = make([]byte, arenaChunk)
+	}
+	b := a.chunk[:n:n]
+	a.chunk = a.chunk[n:]
+	return b
+}
+
+// readFile reads the file at name whole, as os.ReadFile does.
+func (a *readArena) readFile(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	size := st.Size()
+	if !st.Mode().IsRegular() || size <= 0 {
+		return io.ReadAll(f)
+	}
+	b := a.take(int(size))
+	if _, err := io.ReadFull(f, b); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			err = fmt.Errorf("%s shrank while read: %w", name, err)
+		}
+		return nil, err
+	}
+	// An object never grows (it is immutable), but a file someone
+	// appends to is read whole all the same.
+	var one [1]byte
+	if n, _ := f.Read(one[:]); n > 0 {
+		rest, err := io.ReadAll(f)
+		if err != nil {
+			return nil, err
+		}
+		return append(append(append([]byte(nil), b...), one[0]), rest...), nil
 	}
 	return b, nil
 }
