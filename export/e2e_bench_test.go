@@ -335,8 +335,9 @@ func BenchmarkEndToEnd(b *testing.B) {
 // (internal/testutil/allocs counts what runs through them apart).
 var sendingSide = []string{
 	"export_test.(*pipeline).write",
-	"subscribe.(*pubTrack)",
+	"subscribe.(*liteSink)",
 	"subscribe.(*publisher).serveSubscribe",
+	"internal/moq/session.Serve",
 }
 
 // perFrame lists the allocations per frame of the packages that make most

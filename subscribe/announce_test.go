@@ -115,9 +115,7 @@ func TestPeerNotReadingItsAnnounceStreamBlocksNothing(t *testing.T) {
 		defer str.CancelWrite(CodeCancel)
 	}
 	waitFor(t, "both announce streams", func() bool {
-		s.pub.mu.Lock()
-		defer s.pub.mu.Unlock()
-		return len(s.pub.annServes) == 2
+		return s.pub.pubs.Followers() == 2
 	})
 
 	published := make(chan error, 1)
@@ -145,9 +143,7 @@ func TestPeerNotReadingItsAnnounceStreamBlocksNothing(t *testing.T) {
 		return stuck.writeCode.Load()-1 == CodeTimeout && stuck.readCode.Load()-1 == CodeTimeout
 	})
 	waitFor(t, "the stuck stream to be forgotten", func() bool {
-		s.pub.mu.Lock()
-		defer s.pub.mu.Unlock()
-		return len(s.pub.annServes) == 1
+		return s.pub.pubs.Followers() == 1
 	})
 	if healthy.writeCode.Load() != 0 || healthy.readCode.Load() != 0 {
 		t.Fatal("the healthy stream was reset")

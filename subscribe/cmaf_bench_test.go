@@ -13,6 +13,7 @@ import (
 	"github.com/moq-export/moq-export/demo"
 	"github.com/moq-export/moq-export/internal/hang"
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
+	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -26,7 +27,7 @@ func demoStream(b *testing.B, kind catalog.ContainerKind) (map[string][]byte, ma
 	if err := demo.Publish(context.Background(), bc, demo.Options{Loops: 1, KeepGroups: 1 << 20, Container: kind}); err != nil {
 		b.Fatal(err)
 	}
-	cat := latestCatalog(bc)
+	cat := session.LatestCatalog(bc)
 	streams, counts := map[string][]byte{}, map[string]int{}
 	for _, r := range cat.Renditions() {
 		tr, err := bc.Track(r.Name)

@@ -44,7 +44,7 @@ func TestEndedAnnouncementLetsTheTracksFinish(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := tr.Subscribe(time.Hour)
-			waitFor(t, "the subscription", func() bool { return peer.pub.serving.Load() >= 1 })
+			waitFor(t, "the subscription", func() bool { return peer.pub.pubs.ServingAll() >= 1 })
 			g, err := src.AppendGroup()
 			if err != nil {
 				t.Fatal(err)

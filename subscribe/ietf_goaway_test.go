@@ -65,7 +65,7 @@ func TestIETFGoAwayMovesTheSession(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the subscription", func() bool { return peer.pub.serving.Load() == 1 })
+			waitFor(t, "the subscription", func() bool { return peer.pub.pubs.ServingAll() == 1 })
 			uri, wantPath := "", "room"
 			next = old
 			if d.redirect {
@@ -85,7 +85,7 @@ func TestIETFGoAwayMovesTheSession(t *testing.T) {
 			if err := peer2.Publish(b); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the resumed subscription", func() bool { return peer2.pub.serving.Load() == 1 })
+			waitFor(t, "the resumed subscription", func() bool { return peer2.pub.pubs.ServingAll() == 1 })
 			select {
 			case <-peer.Done():
 			case <-ctx.Done():

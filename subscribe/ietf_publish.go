@@ -11,6 +11,7 @@ import (
 
 	"github.com/moq-export/moq-export/internal/hang"
 	"github.com/moq-export/moq-export/internal/moq/ietf"
+	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -137,7 +138,7 @@ func (s *publisher) serveIETFRequest(ic *ietfConn, str bidiStream, r io.Reader, 
 		case what != "" || typ != ietf.TypeSubscribe:
 		case !ok:
 			what = "malformed SUBSCRIBE" // MediaMTX's parser fails: a close
-		case s.ietfPublishedTrack(strictNamespace(s, m.Namespace), m.Track) == nil:
+		case !s.pubs.Has(strictNamespace(s, m.Namespace), m.Track):
 			what = "unknown track"
 		}
 		if what != "" {
@@ -246,45 +247,34 @@ type ietfRange struct {
 	HasEnd    bool
 }
 
-// before reports whether object obj of group g lies before the range,
-// after whether it lies past its end.
-func (r ietfRange) before(g, obj uint64) bool {
-	return g < r.Start.Group || (g == r.Start.Group && obj < r.Start.Object)
+// window is the range as the core's subscription window: it ends once
+// delivered.
+func (r ietfRange) window() session.Window {
+	return session.Window{Start: session.Location{Group: r.Start.Group, Frame: r.Start.Object}, HasStart: true,
+		End: r.End, EndFrame: r.EndObject, HasEnd: r.HasEnd, Finite: true}
 }
 
-func (r ietfRange) after(g, obj uint64) bool {
-	return r.HasEnd && (g > r.End || (g == r.End && r.EndObject > 0 && obj >= r.EndObject))
-}
-
-// ietfEdge is a track's live edge: its newest group and how many objects
-// that group holds (none: no group yet).
-type ietfEdge struct {
-	group   uint64
-	objects uint64
-	ok      bool
-}
-
-func edgeOf(t *model.Track) ietfEdge {
-	seq, ok := t.LatestGroup()
-	if !ok {
-		return ietfEdge{}
+// frames is the part of group seq inside the range: from frame from,
+// below frame to (0: to the group's end).
+func (r ietfRange) frames(seq uint64) (from, to uint64) {
+	if seq == r.Start.Group {
+		from = r.Start.Object
 	}
-	e := ietfEdge{group: seq, ok: true}
-	if g := t.Group(seq); g != nil {
-		frames, _, _ := g.Frames(0)
-		e.objects = uint64(len(frames))
+	if r.HasEnd && seq == r.End {
+		to = r.EndObject
 	}
-	return e
+	return from, to
 }
 
-// largest is the edge's Largest Location (nil before any object).
-func (e ietfEdge) largest() *ietf.Location {
-	if !e.ok {
+// largestOf is the Largest Location of a track's live edge (nil before
+// any object).
+func largestOf(e session.Edge) *ietf.Location {
+	if !e.OK {
 		return nil
 	}
-	l := ietf.Location{Group: e.group}
-	if e.objects > 0 {
-		l.Object = e.objects - 1
+	l := ietf.Location{Group: e.Group}
+	if e.Frames > 0 {
+		l.Object = e.Frames - 1
 	}
 	return &l
 }
@@ -303,28 +293,28 @@ func (e ietfEdge) largest() *ietf.Location {
 //     which starts at the newest group as in moq-lite.
 //
 // Before any content, every filter starts at {0, 0}, as the drafts say.
-func ietfSubscribeRange(f ietf.Filter, v ietf.Version, e ietfEdge) ietfRange {
+func ietfSubscribeRange(f ietf.Filter, v ietf.Version, e session.Edge) ietfRange {
 	var r ietfRange
 	switch f.Type {
 	case ietf.FilterLargestObject:
-		if e.ok {
-			r.Start.Group = e.group
+		if e.OK {
+			r.Start.Group = e.Group
 			if v >= ietf.Draft20 {
-				r.Start.Object = e.objects
+				r.Start.Object = e.Frames
 			}
 		}
 	case ietf.FilterNextGroup:
-		if e.ok {
-			r.Start.Group = e.group + 1
+		if e.OK {
+			r.Start.Group = e.Group + 1
 		}
 	case ietf.FilterRelative:
-		if e.ok {
-			r.Start.Group = e.group + 1 - min(f.Groups, e.group+1)
+		if e.OK {
+			r.Start.Group = e.Group + 1 - min(f.Groups, e.Group+1)
 		}
 	case ietf.FilterAbsoluteStart:
 		r.Start = f.Start
-		if f.Start == (ietf.Location{}) && e.ok {
-			r.Start.Group = e.group
+		if f.Start == (ietf.Location{}) && e.OK {
+			r.Start.Group = e.Group
 		}
 	case ietf.FilterAbsoluteRange:
 		r.Start, r.End, r.HasEnd = f.Start, f.End, true
@@ -335,12 +325,12 @@ func ietfSubscribeRange(f ietf.Filter, v ietf.Version, e ietfEdge) ietfRange {
 // ietfServeTrackStatus answers TRACK_STATUS with what SUBSCRIBE_OK would
 // say (Largest Object, timescale), or the refusal SUBSCRIBE would get.
 func (s *publisher) ietfServeTrackStatus(sv *ietfServe, m ietf.Subscribe) {
-	t := s.ietfPublishedTrack(m.Namespace, m.Track)
-	if t == nil {
+	t, _, err := s.pubs.Track(m.Namespace, m.Track)
+	if err != nil {
 		sv.refuse(ietf.TypeTrackStatus, ietfErrDoesNotExist, "no such track")
 		return
 	}
-	largest := edgeOf(t).largest()
+	largest := largestOf(session.EdgeOf(t))
 	if sv.ic.v == ietf.Draft14 {
 		_ = sv.reply(ietf.TypeTrackStatusOK, &ietf.SubscribeOK{RequestID: sv.id,
 			GroupOrder: ietf.GroupOrderDescending, Largest: largest})
@@ -353,14 +343,11 @@ func (s *publisher) ietfServeTrackStatus(sv *ietfServe, m ietf.Subscribe) {
 	_ = sv.reply(ietf.TypeRequestOK, &ok)
 }
 
-// errRangeDone ends a subscription whose absolute range was delivered.
-var errRangeDone = errors.New("the subscription's range was delivered")
-
 // ietfServeSubscribe serves one SUBSCRIBE until the track ends, its range
 // was delivered or the peer unsubscribes.
 func (s *publisher) ietfServeSubscribe(sv *ietfServe, m ietf.Subscribe) {
-	t := s.ietfPublishedTrack(m.Namespace, m.Track)
-	if t == nil {
+	t, pack, err := s.pubs.Track(m.Namespace, m.Track)
+	if err != nil {
 		sv.refuse(ietf.TypeSubscribe, ietfErrDoesNotExist, "no such track")
 		return
 	}
@@ -372,10 +359,10 @@ func (s *publisher) ietfServeSubscribe(sv *ietfServe, m ietf.Subscribe) {
 	// is missed.
 	cons := t.Subscribe(time.Hour)
 	defer cons.Close()
-	edge := edgeOf(t)
+	edge := session.EdgeOf(t)
 	rng := ietfSubscribeRange(m.Filter, sv.ic.v, edge)
 	ok := ietf.SubscribeOK{RequestID: sv.id, TrackAlias: sv.id, GroupOrder: ietf.GroupOrderDescending,
-		Timescale: ietfPublishTimescale, Largest: edge.largest()}
+		Timescale: ietfPublishTimescale, Largest: largestOf(edge)}
 	if s.opts.strict != nil && s.opts.strict.groupPerFrame {
 		// MediaMTX names no Largest Location (its groups are counted from
 		// 0 per subscription, not the track's), and starts a reader at
@@ -384,8 +371,8 @@ func (s *publisher) ietfServeSubscribe(sv *ietfServe, m ietf.Subscribe) {
 		ok.Largest = nil
 		if !isCatalogTrack(m.Track) {
 			rng = ietfRange{}
-			if edge.ok {
-				rng.Start.Group = edge.group + 1
+			if edge.OK {
+				rng.Start.Group = edge.Group + 1
 			}
 		}
 	}
@@ -396,16 +383,16 @@ func (s *publisher) ietfServeSubscribe(sv *ietfServe, m ietf.Subscribe) {
 	if err := sv.reply(ietf.TypeSubscribeOK, &ok); err != nil {
 		return
 	}
-	key := servingKey{normPath(m.Namespace), m.Track}
-	s.countServing(key, 1)
-	defer s.countServing(key, -1)
-	w := ietfGroupWriter{sv: sv, pack: packagingOf(s.publishedBroadcast(m.Namespace), m.Track),
-		perFrame: s.opts.strict != nil && s.opts.strict.groupPerFrame}
+	s.pubs.CountServing(m.Namespace, m.Track, 1)
+	defer s.pubs.CountServing(m.Namespace, m.Track, -1)
+	w := ietfGroupWriter{sv: sv, pack: pack, perFrame: s.opts.strict != nil && s.opts.strict.groupPerFrame}
 	status, reason := uint64(ietf.DoneTrackEnded), "track ended"
-	err := w.serve(t, cons, rng)
-	w.close()
+	// A session that ends cuts nothing here: moq-transport's subscriber
+	// reads the session's close, not a reset code (nil ending: the open
+	// group gets its FIN).
+	_, err = session.Serve(sv.ctx, t, cons, rng.window(), &w, nil)
 	switch {
-	case err == errRangeDone:
+	case err == session.ErrWindowDone:
 		status, reason = ietf.DoneSubscriptionEnded, "range delivered"
 	case err != nil:
 		status, reason = ietf.DoneSubscriptionEnded, "unsubscribed"
@@ -420,21 +407,9 @@ func (s *publisher) ietfServeSubscribe(sv *ietfServe, m ietf.Subscribe) {
 	}
 }
 
-// ietfPublishedTrack returns a track of a published broadcast, nil when
-// either is unknown.
-func (s *publisher) ietfPublishedTrack(broadcast, track string) *model.Track {
-	b := s.publishedBroadcast(broadcast)
-	if b == nil {
-		return nil
-	}
-	t, err := b.Track(track)
-	if err != nil {
-		return nil
-	}
-	return t
-}
-
-// ietfGroupWriter sends the groups of one subscription.
+// ietfGroupWriter writes the groups of one subscription in
+// moq-transport's wire (session.Sink): a subgroup stream per group, its
+// objects carrying their timestamp as an extension.
 type ietfGroupWriter struct {
 	sv      *ietfServe
 	pack    hang.Track
@@ -442,6 +417,7 @@ type ietfGroupWriter struct {
 	group   sendStream
 	seq     uint64
 	last    uint64 // id of the last object written on group
+	fresh   bool   // nothing written on group yet: the next id is absolute
 	streams uint64
 	buf     []byte
 	// perFrame sends each frame as its own group, ids counting from 0
@@ -450,134 +426,80 @@ type ietfGroupWriter struct {
 	frames   uint64
 }
 
-// serve sends what cons reads within rng until the track ends (nil), the
-// range was delivered (errRangeDone) or the subscription is cancelled.
-func (w *ietfGroupWriter) serve(t *model.Track, cons *model.Consumer, rng ietfRange) error {
-	rs := model.NewReadySet()
-	cons.Watch(rs)
-	// The object id of each frame: its place in its group.
-	var cur, id uint64
-	inGroup := false
-	for {
-		for {
-			ev, ok := cons.Next()
-			if !ok {
-				break
-			}
-			switch ev.Kind {
-			case model.EventDiscontinuity:
-				inGroup = false
-				w.close()
-			case model.EventEnd:
-				return nil
-			case model.EventFrame:
-				if inGroup && ev.Group == cur {
-					id++
-				} else {
-					cur, id, inGroup = ev.Group, 0, true
-				}
-				if rng.after(cur, id) {
-					return errRangeDone
-				}
-				if rng.before(cur, id) {
-					continue
-				}
-				if err := w.write(ev, id); err != nil {
-					return err
-				}
-			}
-		}
-		if w.group != nil && groupDone(t, w.seq, w.last) {
-			// The group is complete: FIN its stream now rather than when
-			// the next group starts.
-			w.close()
-		}
-		if rng.HasEnd && inGroup && cur == rng.End && groupDone(t, cur, id) {
-			return errRangeDone
-		}
-		select {
-		case <-rs.Wakeup():
-			rs.Take(nil)
-		case <-w.sv.ctx.Done():
-			return w.sv.ctx.Err()
-		}
-	}
-}
-
-// groupDone reports whether group seq of t is finished with object last
-// as its last one.
-func groupDone(t *model.Track, seq, last uint64) bool {
-	g := t.Group(seq)
-	if g == nil {
-		return false
-	}
-	frames, finished, _ := g.Frames(int(last) + 1)
-	return finished && len(frames) == 0
-}
-
 func (w *ietfGroupWriter) header(first bool) ietf.SubgroupHeader {
 	return ietf.SubgroupHeader{TrackAlias: w.sv.id, Group: w.seq, HasPriority: true,
 		Extensions: true, EndOfGroup: true, FirstObject: first}
 }
 
-// write sends the frame of ev as object id of its group.
-func (w *ietfGroupWriter) write(ev model.Event, id uint64) error {
-	v := w.sv.ic.v
-	// Object ids are deltas: the first on a stream absolute, each later
-	// one the previous plus the delta plus one.
-	delta := id - w.last - 1
+func (w *ietfGroupWriter) OpenGroup(seq, first uint64) error {
 	if w.perFrame {
-		w.close()
-		ev.Group, id = w.frames, 0
-		w.frames++
+		return nil // WriteFrame opens a group per frame
 	}
-	if w.group == nil || ev.Group != w.seq || ev.Keyframe {
-		w.close()
-		g, err := w.sv.ic.OpenUni(w.sv.ctx)
-		if err != nil {
-			return err
-		}
-		w.group, w.seq = g, ev.Group
-		w.streams++
-		// A stream that starts past object 0 (a filter starting
-		// mid-group) says so from draft 18 on.
-		if _, err := g.Write(ietf.AppendSubgroupHeader(w.buf[:0], w.header(id == 0), v)); err != nil {
-			w.drop()
-			return nil
-		}
-		delta = id
+	return w.open(seq, first)
+}
+
+// open opens the subgroup stream of group seq, whose first object is
+// first.
+func (w *ietfGroupWriter) open(seq, first uint64) error {
+	g, err := w.sv.ic.OpenUni(w.sv.ctx)
+	if err != nil {
+		return err
 	}
-	w.last = id
-	ts := max(ev.Frame.Timestamp, 0)
-	w.payload = w.pack.AppendPayload(w.payload[:0], ev.Frame)
-	b := ietf.AppendObject(w.buf[:0], w.header(true), delta, timestampExt(w.pack, ts, v), w.payload, 0, v)
-	w.buf = b
-	if _, err := w.group.Write(b); err != nil {
-		// The subscriber stopped this group: carry on with the next.
-		w.drop()
-	}
-	if w.perFrame {
-		w.close()
+	w.group, w.seq, w.fresh = g, seq, true
+	w.streams++
+	// A stream that starts past object 0 (a filter starting mid-group)
+	// says so from draft 18 on.
+	if _, err := g.Write(ietf.AppendSubgroupHeader(w.buf[:0], w.header(first == 0), w.sv.ic.v)); err != nil {
+		w.CloseGroup(session.GroupFailed)
+		return fmt.Errorf("%w: %w", session.ErrGroupStopped, err)
 	}
 	return nil
 }
 
-// drop abandons the open group stream.
-func (w *ietfGroupWriter) drop() {
-	if w.group != nil {
-		w.group.CancelWrite(CodeCancel)
-		w.group = nil
+// WriteFrame sends f as object id of the open group.
+func (w *ietfGroupWriter) WriteFrame(f model.Frame, id uint64) error {
+	v := w.sv.ic.v
+	if w.perFrame {
+		if err := w.open(w.frames, 0); err != nil {
+			return err
+		}
+		id = 0
+		w.frames++
 	}
+	// Object ids are deltas: the first on a stream absolute, each later
+	// one the previous plus the delta plus one.
+	delta := id - w.last - 1
+	if w.fresh {
+		delta, w.fresh = id, false
+	}
+	w.last = id
+	ts := max(f.Timestamp, 0)
+	w.payload = w.pack.AppendPayload(w.payload[:0], f)
+	b := ietf.AppendObject(w.buf[:0], w.header(true), delta, timestampExt(w.pack, ts, v), w.payload, 0, v)
+	w.buf = b
+	if _, err := w.group.Write(b); err != nil {
+		// The subscriber stopped this group: carry on with the next.
+		return fmt.Errorf("%w: %w", session.ErrGroupStopped, err)
+	}
+	if w.perFrame {
+		w.CloseGroup(session.GroupComplete)
+	}
+	return nil
 }
 
-// close ends the open group with a FIN: its header says the subgroup
+// CloseGroup ends the open group: a FIN, whose header says the subgroup
 // holds the end of the group (an explicit End of Group object after it is
-// what @moq/net 0.3.4 refuses on such a stream).
-func (w *ietfGroupWriter) close() {
+// what @moq/net 0.3.4 refuses on such a stream), also when the session
+// ends; a reset after a failed write.
+func (w *ietfGroupWriter) CloseGroup(how session.GroupEnd) {
 	if w.group == nil {
 		return
 	}
-	w.group.Close()
+	if how == session.GroupFailed {
+		w.group.CancelWrite(CodeCancel)
+	} else {
+		w.group.Close()
+	}
 	w.group = nil
 }
 
@@ -588,8 +510,7 @@ func (w *ietfGroupWriter) close() {
 // and name are the broadcast and track.
 func (s *publisher) ietfFetchRange(sv *ietfServe, m ietf.Fetch) (t *model.Track, ns, name string, r ietfRange, code uint64, reason string) {
 	if m.Type == ietf.FetchStandalone {
-		t = s.ietfPublishedTrack(m.Namespace, m.Track)
-		if t == nil {
+		if t, _, _ = s.pubs.Track(m.Namespace, m.Track); t == nil {
 			return nil, "", "", r, ietfErrDoesNotExist, "no such track"
 		}
 		if m.End.Group < m.Start.Group || (m.End.Group == m.Start.Group && m.End.Object != 0 && m.End.Object <= m.Start.Object) {
@@ -654,7 +575,7 @@ func (s *publisher) ietfServeFetch(sv *ietfServe, m ietf.Fetch) {
 		slices.Reverse(seqs)
 	}
 	end := ietf.Location{Group: rng.End, Object: rng.EndObject}
-	if largest := edgeOf(t).largest(); largest != nil && (largest.Group < end.Group || (largest.Group == end.Group && end.Object == 0)) {
+	if largest := largestOf(session.EdgeOf(t)); largest != nil && (largest.Group < end.Group || (largest.Group == end.Group && end.Object == 0)) {
 		// Beyond what the track holds: {Largest.Group, Largest.Object+1}.
 		end = ietf.Location{Group: largest.Group, Object: largest.Object + 1}
 	}
@@ -675,75 +596,41 @@ func (s *publisher) ietfServeFetch(sv *ietfServe, m ietf.Fetch) {
 	defer cons.Close()
 	rs := model.NewReadySet()
 	cons.Watch(rs)
-	out := fetchWriter{sv: sv, str: str, pack: packagingOf(s.publishedBroadcast(ns), name), rs: rs,
-		fw: ietf.FetchObjectWriter{V: sv.ic.v}}
-	out.buf = ietf.AppendFetchHeader(nil, ietf.FetchHeader{RequestID: sv.id}, sv.ic.v)
+	pack := packagingOf(s.pubs.Broadcast(ns), name)
+	fw := ietf.FetchObjectWriter{V: sv.ic.v}
+	buf := ietf.AppendFetchHeader(nil, ietf.FetchHeader{RequestID: sv.id}, sv.ic.v)
+	var payload []byte
+	var werr error
 	for i, g := range groups {
-		if !out.group(g, seqs[i], rng) {
+		seq := seqs[i]
+		from, to := rng.frames(seq)
+		err := session.ServeGroup(sv.ctx, g, rs, from, to, func(frames []model.Frame, first uint64) error {
+			for j, f := range frames {
+				payload = pack.AppendPayload(payload[:0], f)
+				buf = fw.Append(buf, seq, first+uint64(j), timestampExt(pack, max(f.Timestamp, 0), sv.ic.v), payload)
+			}
+			_, werr = str.Write(buf)
+			buf = buf[:0]
+			return werr
+		})
+		switch {
+		case err == nil || errors.Is(err, session.ErrNotHeld):
+			// A group holding nothing of the range adds no object.
+		case werr != nil:
+			return // the subscriber refused the stream
+		default:
+			// Cancelled, or a group that ended in an error: it cannot
+			// be vouched for.
+			str.CancelWrite(CodeCancel)
 			return
 		}
 	}
-	if len(out.buf) > 0 {
-		if _, err := str.Write(out.buf); err != nil {
+	if len(buf) > 0 {
+		if _, err := str.Write(buf); err != nil {
 			return
 		}
 	}
 	str.Close()
-}
-
-// fetchWriter writes the objects of a FETCH on its stream.
-type fetchWriter struct {
-	sv      *ietfServe
-	str     sendStream
-	pack    hang.Track
-	payload []byte // the packaged payload of the frame being written
-	rs      *model.ReadySet
-	fw      ietf.FetchObjectWriter
-	buf     []byte
-}
-
-// group writes the objects of group g (sequence seq) inside rng, waiting
-// for the rest of a group still being written. It returns false when the
-// fetch was abandoned (cancelled, or the stream refused).
-func (w *fetchWriter) group(g *model.Group, seq uint64, rng ietfRange) bool {
-	v := w.sv.ic.v
-	for next := 0; ; {
-		frames, finished, err := g.Frames(next)
-		for i, f := range frames {
-			id := uint64(next + i)
-			if rng.before(seq, id) || rng.after(seq, id) {
-				continue
-			}
-			ts := max(f.Timestamp, 0)
-			w.payload = w.pack.AppendPayload(w.payload[:0], f)
-			w.buf = w.fw.Append(w.buf, seq, id, timestampExt(w.pack, ts, v), w.payload)
-		}
-		next += len(frames)
-		if len(w.buf) > 0 {
-			if _, werr := w.str.Write(w.buf); werr != nil {
-				return false
-			}
-			w.buf = w.buf[:0]
-		}
-		if finished {
-			if err != nil {
-				// A group that ended in an error cannot be vouched for.
-				w.str.CancelWrite(CodeCancel)
-				return false
-			}
-			return true
-		}
-		if rng.after(seq, uint64(next)) {
-			return true
-		}
-		select {
-		case <-w.rs.Wakeup():
-			w.rs.Take(nil)
-		case <-w.sv.ctx.Done():
-			w.str.CancelWrite(CodeCancel)
-			return false
-		}
-	}
 }
 
 // ietfAnnounce offers every published broadcast to the peer with
@@ -760,13 +647,11 @@ func (s *publisher) ietfAnnounce(ic *ietfConn) {
 		}
 	}()
 	for {
-		s.mu.Lock()
+		paths, ch := s.pubs.Paths()
 		want := map[string]bool{}
-		for p := range s.published {
+		for _, p := range paths {
 			want[p] = true
 		}
-		ch := s.pubChanged
-		s.mu.Unlock()
 		for p := range want {
 			if offered[p] != nil {
 				continue

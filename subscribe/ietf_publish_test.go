@@ -323,7 +323,7 @@ func TestIETFPublisherHonoursSubscribeFilters(t *testing.T) {
 					t.Fatalf("SUBSCRIBE_OK Largest %v, want {5 1}", ok.Largest)
 				}
 				if c.after {
-					waitFor(t, "the subscription", func() bool { return peer.pub.serving.Load() == 1 })
+					waitFor(t, "the subscription", func() bool { return peer.pub.pubs.ServingAll() == 1 })
 					live.WriteFrame(model.Frame{Timestamp: 502, Payload: []byte("5.2")})
 					live.Close(nil)
 					g, _ := tr.AppendGroup()

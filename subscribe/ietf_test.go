@@ -241,7 +241,7 @@ func TestIETFRequestIDsWaitForMaxRequestID(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "three subscriptions on a window of two", func() bool { return peer.pub.serving.Load() == 3 })
+	waitFor(t, "three subscriptions on a window of two", func() bool { return peer.pub.pubs.ServingAll() == 3 })
 	ic := client.currentConn().(*ietfConn)
 	ic.mu.Lock()
 	next, limit := ic.nextID, ic.peerMax

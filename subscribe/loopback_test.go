@@ -83,7 +83,7 @@ func checkDeliversEveryFrameOf(t *testing.T, ctx context.Context, client, peer *
 		tracks[s.Name] = tr
 	}
 	// Media tracks plus the catalog.
-	waitFor(t, "subscriptions", func() bool { return peer.pub.serving.Load() == int64(len(sb.samples)+1) })
+	waitFor(t, "subscriptions", func() bool { return peer.pub.pubs.ServingAll() == int64(len(sb.samples)+1) })
 	sb.fill(t, 0, true)
 	// Groups travel on parallel streams and arrive in any order; a
 	// consumer that starts early begins at the first group to
@@ -172,7 +172,7 @@ func BenchmarkLoopbackFrames(b *testing.B) {
 	src := pb.CreateTrack("v")
 	peer.Publish(pb)
 	tr, _ := client.Broadcast("bench").Track("v")
-	for peer.pub.serving.Load() < 1 {
+	for peer.pub.pubs.ServingAll() < 1 {
 		time.Sleep(time.Millisecond)
 	}
 	c := tr.Subscribe(time.Hour)

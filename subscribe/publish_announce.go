@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"sort"
 	"sync"
 	"time"
 
@@ -33,7 +32,7 @@ type announceServe struct {
 	wake    chan struct{}
 	finish  chan struct{} // closed when the peer ended its side: flush and FIN
 
-	// lite-06 implicit ids, under the publisher's mu: each advertised
+	// lite-06 implicit ids, under the publications' lock: each advertised
 	// route's id and the id the next START takes.
 	ids    map[string]uint64
 	nextID uint64
@@ -76,7 +75,7 @@ func (as *announceServe) send(path string, active bool) error {
 // lite-06 an active route takes the stream's next id with a START (a route
 // already advertised gets an UPDATE instead, never a second START) and an
 // ended one is the END of its id; ok is false when there is nothing to
-// send (the END of a route never started). Called under the publisher's mu.
+// send (the END of a route never started). Called under the publications' lock.
 func (as *announceServe) announce(suffix string, active bool) (m wire.Announce, ok bool) {
 	if as.v.TypedAnnounce {
 		id, started := as.ids[suffix]
@@ -173,65 +172,55 @@ func (s *publisher) serveAnnounce(ctx context.Context, v *wire.Version, str bidi
 	}
 	as := &announceServe{s: s, v: v, prefix: normPath(req.Prefix), str: str,
 		wake: make(chan struct{}, 1), finish: make(chan struct{})}
-	s.mu.Lock()
-	var paths []string
-	for p := range s.published {
-		if _, ok := stripPrefix(p, as.prefix); ok {
-			paths = append(paths, p)
-		}
-	}
-	sort.Strings(paths)
-	// The initial set: ANNOUNCE_OK and announcements (lite-05+),
-	// ANNOUNCE_INIT (lite-01/02), announcements alone (lite-03/04).
-	var b []byte
-	var init wire.AnnounceInit
-	for _, p := range paths {
-		suffix, _ := stripPrefix(p, as.prefix)
-		init.Suffixes = append(init.Suffixes, suffix)
-	}
-	switch {
-	case v.AnnounceOK:
-		ok := wire.AnnounceOK{HopID: s.hopID, ActiveCount: uint64(len(paths))}
-		b = ok.Append(b)
-	case v.AnnounceInit:
-		b = init.Append(b)
-	}
-	if !v.AnnounceInit {
-		for _, suffix := range init.Suffixes {
-			if m, ok := as.announce(suffix, true); ok {
-				b = m.AppendFor(b, v)
+	active := 0
+	// The initial set is queued and the stream follows the publications
+	// in one step, so none slips between the snapshot and the updates.
+	stop := s.pubs.Follow(func(published []string) {
+		var paths []string
+		for _, p := range published {
+			if _, ok := stripPrefix(p, as.prefix); ok {
+				paths = append(paths, p)
 			}
 		}
-	}
-	// Queued and registered under s.mu, where publications are announced,
-	// so none slips between the snapshot and the live updates.
-	as.pending = b
-	s.annServes[as] = struct{}{}
-	s.mu.Unlock()
-	var wg sync.WaitGroup
-	wg.Go(as.writeLoop)
-	defer func() {
-		s.mu.Lock()
-		delete(s.annServes, as)
-		s.mu.Unlock()
-		close(as.finish)
-		wg.Wait()
-	}()
-	s.log.Debug("moq: serving announcements", "prefix", as.prefix, "active", len(paths))
-	// The peer ends the feed by closing its side; nothing else is sent.
-	stop := context.AfterFunc(ctx, func() { stopReading(str, CodeCancel) })
-	defer stop()
-	_, _ = io.Copy(io.Discard, r)
-}
-
-// announceLocked queues a publication change on every announce stream.
-// The caller holds s.mu; nothing here waits for the network.
-func (s *publisher) announceLocked(path string, active bool) {
-	close(s.pubChanged)
-	s.pubChanged = make(chan struct{})
-	for as := range s.annServes {
+		active = len(paths)
+		// The initial set: ANNOUNCE_OK and announcements (lite-05+),
+		// ANNOUNCE_INIT (lite-01/02), announcements alone (lite-03/04).
+		var b []byte
+		var init wire.AnnounceInit
+		for _, p := range paths {
+			suffix, _ := stripPrefix(p, as.prefix)
+			init.Suffixes = append(init.Suffixes, suffix)
+		}
+		switch {
+		case v.AnnounceOK:
+			ok := wire.AnnounceOK{HopID: s.hopID, ActiveCount: uint64(len(paths))}
+			b = ok.Append(b)
+		case v.AnnounceInit:
+			b = init.Append(b)
+		}
+		if !v.AnnounceInit {
+			for _, suffix := range init.Suffixes {
+				if m, ok := as.announce(suffix, true); ok {
+					b = m.AppendFor(b, v)
+				}
+			}
+		}
+		as.pending = b
+	}, func(path string, active bool) {
 		if err := as.send(path, active); err != nil {
 			s.log.Debug("moq: announce", "path", path, "err", err)
 		}
-	}
+	})
+	var wg sync.WaitGroup
+	wg.Go(as.writeLoop)
+	defer func() {
+		stop()
+		close(as.finish)
+		wg.Wait()
+	}()
+	s.log.Debug("moq: serving announcements", "prefix", as.prefix, "active", active)
+	// The peer ends the feed by closing its side; nothing else is sent.
+	stopRead := context.AfterFunc(ctx, func() { stopReading(str, CodeCancel) })
+	defer stopRead()
+	_, _ = io.Copy(io.Discard, r)
 }

@@ -4,17 +4,19 @@ import (
 	"context"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 
-	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/internal/moq/session"
 )
 
 // publisher is the publishing role of a session: the broadcasts it
-// serves, the subscriptions and FETCHes it answers (publish.go for
-// moq-lite, ietf_publish.go for moq-transport) and the announce streams
-// that follow what it publishes (publish_announce.go). It knows its
-// session only through what newPublisher hands it, never the Session's
-// fields: the subscriber's state and the publisher's do not share a lock.
+// serves (session.Publications), the subscriptions and FETCHes it answers
+// (publish.go for moq-lite, ietf_publish.go for moq-transport, each
+// reading its requests and writing its replies and objects in its wire
+// around the core's session.Serve and session.ServeGroup) and the
+// announce streams that follow what it publishes (publish_announce.go).
+// It knows its session only through what newPublisher hands it, never the
+// Session's fields: the subscriber's state and the publisher's do not
+// share a lock.
 type publisher struct {
 	// ctx is the session's: done when the session ends.
 	ctx context.Context
@@ -30,16 +32,10 @@ type publisher struct {
 	root       func() string
 	sessionErr func() error
 
-	// serving counts the subscriptions served, servingTracks the same by
-	// track; a subscription counts once its start group is fixed (tests
-	// wait for it before they publish).
-	serving atomic.Int64
-
-	mu            sync.Mutex
-	published     map[string]*model.Broadcast
-	pubChanged    chan struct{} // closed and replaced when published changes
-	annServes     map[*announceServe]struct{}
-	servingTracks map[servingKey]int
+	// pubs are the broadcasts published, and the subscriptions served
+	// (a subscription counts once its start group is fixed: tests wait
+	// for it before they publish).
+	pubs *session.Publications
 }
 
 // newPublisher is the publishing role of s.
@@ -47,9 +43,12 @@ func newPublisher(s *Session) *publisher {
 	return &publisher{
 		ctx: s.ctx, log: s.log, opts: &s.opts, hopID: s.hopID, wg: &s.wg,
 		root: s.Path, sessionErr: s.Err,
-		published:     map[string]*model.Broadcast{},
-		pubChanged:    make(chan struct{}),
-		annServes:     map[*announceServe]struct{}{},
-		servingTracks: map[servingKey]int{},
+		pubs: session.NewPublications(),
 	}
+}
+
+// servingTrack returns how many subscriptions to track of broadcast this
+// session serves now, counting those whose start group is fixed.
+func (s *publisher) servingTrack(broadcast, track string) int {
+	return s.pubs.Serving(broadcast, track)
 }

@@ -58,7 +58,7 @@ func TestAGroupWhoseStreamIsReadLateIsNotLostAtTheStartOfASubscription(t *testin
 			if err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the subscription", func() bool { return peer.pub.serving.Load() == 2 })
+			waitFor(t, "the subscription", func() bool { return peer.pub.pubs.ServingAll() == 2 })
 
 			// Hold group 0's stream after its header until group 1 was
 			// read or waits for it (at most 10 s: a test that cannot end

@@ -8,6 +8,15 @@
 // after one subscription attempt ended (Retry, deciding on what a refusal
 // means, never on a protocol's code).
 //
+// The publisher's core is here too (publications.go, serve.go): the
+// broadcasts a session publishes and who follows them (Publications), the
+// track a request names and its packaging, the start a subscription takes
+// (OldestUnexpired, EdgeOf), and the two loops both families' publishers
+// run: Serve sends a subscription's groups in order, one stream each,
+// through the family's Sink (its wire: the stream header, an object's
+// layout, its codes), and ServeGroup hands over a past group's frames for
+// a FETCH. A family reads the request in its wire and writes the reply.
+//
 // It imports neither protocol package (internal/layering checks it): a
 // family maps its own codes and reads its own messages into the terms
 // here. The rest of the session (tracks, the subscription lifecycle,

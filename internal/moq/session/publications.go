@@ -1,0 +1,245 @@
+package session
+
+import (
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/internal/hang"
+	"github.com/moq-export/moq-export/internal/moqpath"
+	"github.com/moq-export/moq-export/model"
+)
+
+// The publisher's core, the part of serving our broadcasts that both
+// families do alike: which broadcasts are published (Publications), the
+// track a request names and how its payloads are packaged (Track), the
+// groups a subscription starts from (OldestUnexpired, Edge), the one loop
+// that sends a subscription's groups in order (Serve, through a family's
+// Sink) and the one that sends a past group's frames (ServeGroup). A
+// family reads the request in its wire, calls these, and writes the reply
+// and the objects in its wire.
+
+// Why a request names no published track.
+var (
+	ErrNoBroadcast = errors.New("moq: no such broadcast published")
+	ErrNoTrack     = errors.New("moq: no such track in the published broadcast")
+)
+
+// Publications are the broadcasts a session publishes, by path, with
+// whoever follows their changes (announce streams), and the
+// subscriptions served per track. Safe for concurrent use.
+type Publications struct {
+	serving atomic.Int64
+
+	mu        sync.Mutex
+	published map[string]*model.Broadcast
+	changed   chan struct{} // closed and replaced when published changes
+	followers map[*follower]struct{}
+	tracks    map[servingKey]int
+}
+
+// follower is one Follow registration.
+type follower struct {
+	fn func(path string, active bool)
+}
+
+// servingKey names a served track: broadcast path and track name.
+type servingKey struct{ broadcast, track string }
+
+// NewPublications returns an empty set.
+func NewPublications() *Publications {
+	return &Publications{
+		published: map[string]*model.Broadcast{},
+		changed:   make(chan struct{}),
+		followers: map[*follower]struct{}{},
+		tracks:    map[servingKey]int{},
+	}
+}
+
+// Add publishes b at path (cleaned), and tells the followers. It returns
+// false, changing nothing, when path is published already.
+func (p *Publications) Add(path string, b *model.Broadcast) bool {
+	path = moqpath.Clean(path)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.published[path]; ok {
+		return false
+	}
+	p.published[path] = b
+	p.changedLocked(path, true)
+	return true
+}
+
+// Remove unpublishes path (only when it holds only, if only is not nil),
+// and tells the followers.
+func (p *Publications) Remove(path string, only *model.Broadcast) {
+	path = moqpath.Clean(path)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b, ok := p.published[path]
+	if !ok || (only != nil && b != only) {
+		return
+	}
+	delete(p.published, path)
+	p.changedLocked(path, false)
+}
+
+func (p *Publications) changedLocked(path string, active bool) {
+	close(p.changed)
+	p.changed = make(chan struct{})
+	for f := range p.followers {
+		f.fn(path, active)
+	}
+}
+
+// Broadcast returns the broadcast published at path, or nil.
+func (p *Publications) Broadcast(path string) *model.Broadcast {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.published[moqpath.Clean(path)]
+}
+
+// Track returns the published track a request names and how its payloads
+// go on the wire, or ErrNoBroadcast or ErrNoTrack.
+func (p *Publications) Track(broadcast, track string) (*model.Track, hang.Track, error) {
+	b := p.Broadcast(broadcast)
+	if b == nil {
+		return nil, hang.Track{}, ErrNoBroadcast
+	}
+	t, err := b.Track(track)
+	if err != nil {
+		return nil, hang.Track{}, ErrNoTrack
+	}
+	return t, Packaging(b, track), nil
+}
+
+// Has reports whether a track named track of the broadcast published at
+// broadcast exists, without making its packaging.
+func (p *Publications) Has(broadcast, track string) bool {
+	b := p.Broadcast(broadcast)
+	if b == nil {
+		return false
+	}
+	_, err := b.Track(track)
+	return err == nil
+}
+
+// Paths returns the published paths, sorted, and a channel closed at the
+// next change.
+func (p *Publications) Paths() ([]string, <-chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	paths := make([]string, 0, len(p.published))
+	for path := range p.published {
+		paths = append(paths, path)
+	}
+	slices.Sort(paths)
+	return paths, p.changed
+}
+
+// Follow calls init with the published paths (sorted), then fn with every
+// change (a path published, active, or unpublished), until stop. Both run
+// under the set's lock, so no change slips between the snapshot and the
+// updates; they must not block (queue, never write to the network).
+func (p *Publications) Follow(init func(paths []string), fn func(path string, active bool)) (stop func()) {
+	f := &follower{fn: fn}
+	p.mu.Lock()
+	paths := make([]string, 0, len(p.published))
+	for path := range p.published {
+		paths = append(paths, path)
+	}
+	slices.Sort(paths)
+	init(paths)
+	p.followers[f] = struct{}{}
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		delete(p.followers, f)
+		p.mu.Unlock()
+	}
+}
+
+// Followers returns how many Follow registrations are running (tests).
+func (p *Publications) Followers() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.followers)
+}
+
+// CountServing adds d to the subscriptions served of track of broadcast;
+// a subscription counts once its start group is fixed and its consumer
+// attached (every group appended from then on reaches the subscriber).
+func (p *Publications) CountServing(broadcast, track string, d int) {
+	key := servingKey{moqpath.Clean(broadcast), track}
+	p.mu.Lock()
+	p.tracks[key] += d
+	if p.tracks[key] == 0 {
+		delete(p.tracks, key)
+	}
+	p.mu.Unlock()
+	p.serving.Add(int64(d))
+}
+
+// Serving returns how many subscriptions to track of broadcast are served.
+func (p *Publications) Serving(broadcast, track string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.tracks[servingKey{moqpath.Clean(broadcast), track}]
+}
+
+// ServingAll returns how many subscriptions are served.
+func (p *Publications) ServingAll() int64 { return p.serving.Load() }
+
+// Packaging returns how published track name of b goes on the wire, as
+// package hang reads it from the catalog b publishes (catalog.json, if it
+// holds one): a rendition it declares "cmaf" carries moof+mdat payloads
+// already (as `moq import fmp4` publishes them), which go out as they are
+// at the init's mdhd timescale; "loc" renditions get the loc packaging;
+// every other track the legacy one, and catalog tracks none.
+func Packaging(b *model.Broadcast, name string) hang.Track {
+	if catalog.IsTrackName(name) {
+		t, _ := hang.NewTrack(hang.Raw, nil)
+		return t
+	}
+	return hang.ForRendition(LatestCatalog(b), name)
+}
+
+// LatestCatalog returns the newest snapshot of the catalog b holds (the
+// first of catalog.TracksFor its name it has), or nil.
+func LatestCatalog(b *model.Broadcast) *catalog.Catalog {
+	held := ""
+	names := b.TrackNames()
+	for _, want := range catalog.TracksFor(b.Name()) {
+		for _, n := range names {
+			if n == want && held == "" {
+				held = n
+			}
+		}
+	}
+	if held == "" {
+		return nil // Track would create it
+	}
+	t, err := b.Track(held)
+	if err != nil {
+		return nil
+	}
+	seq, ok := t.LatestGroup()
+	if !ok {
+		return nil
+	}
+	g := t.Group(seq)
+	if g == nil {
+		return nil
+	}
+	frames, _, _ := g.Frames(0)
+	if len(frames) == 0 {
+		return nil
+	}
+	c, err := catalog.NewReader(held).Frame(seq, true, frames[0].Payload)
+	if err != nil {
+		return nil
+	}
+	return c
+}
