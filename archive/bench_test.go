@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -260,9 +261,15 @@ func exportTo(t testing.TB, dir, path string, video []string, from, to archive.T
 // remuxing the same media (an MKV of it) into MP4 right after each export,
 // so that both see the same load: x-ffmpeg-copy is ffmpeg's total time
 // over ours, x-min and x-max the extremes of the pairs' ratios.
+//
+// The collector runs at GOGC 400, as the command sets it for an archive
+// export (internal/cli batchGC), unless GOGC is set.
 func BenchmarkExportAnHourOfOneRenditionToMP4(b *testing.B) {
 	mediatest.RequireTools(b, "ffmpeg")
 	dir, mkv := hourArchive(b)
+	if _, set := os.LookupEnv("GOGC"); !set {
+		defer debug.SetGCPercent(debug.SetGCPercent(400))
+	}
 	out := filepath.Join(dir, "out.mp4")
 	ff := filepath.Join(dir, "ffmpeg.mp4")
 	b.ResetTimer()

@@ -245,6 +245,9 @@ func (a *app) checkOverwrite() error {
 // built-in demo.
 func (a *app) openSource(ctx context.Context) (Source, error) {
 	if a.cfg.archive != "" {
+		if a.cfg.Follow <= 0 {
+			batchGC()
+		}
 		return openArchiveSource(ctx, a.cfg, false)
 	}
 	if a.cfg.URL == "" {
