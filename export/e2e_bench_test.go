@@ -335,8 +335,8 @@ func BenchmarkEndToEnd(b *testing.B) {
 // (internal/testutil/allocs counts what runs through them apart).
 var sendingSide = []string{
 	"export_test.(*pipeline).write",
-	"subscribe.(*liteSink)",
-	"subscribe.(*publisher).serveSubscribe",
+	"litepub.(*liteSink)",
+	"litepub.(*Publisher).ServeSubscribe",
 	"internal/moq/session.Serve",
 }
 

@@ -110,7 +110,7 @@ func TestPeerNotReadingItsAnnounceStreamBlocksNothing(t *testing.T) {
 	defer cancel()
 	stuck, healthy := newPipeBidi("", true), newPipeBidi("", false)
 	for _, str := range []*pipeBidi{stuck, healthy} {
-		wg.Go(func() { s.pub.serveAnnounce(ctx, wire.Lite05, str, bufio.NewReader(str)) })
+		wg.Go(func() { s.pub.lite.ServeAnnounce(ctx, wire.Lite05, str, bufio.NewReader(str)) })
 		// Unblocks everything when the test fails early.
 		defer str.CancelWrite(CodeCancel)
 	}

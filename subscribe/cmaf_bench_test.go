@@ -12,6 +12,7 @@ import (
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
 	"github.com/moq-export/moq-export/internal/hang"
+	"github.com/moq-export/moq-export/internal/moq/lite/litepub"
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/model"
@@ -45,7 +46,7 @@ func demoStream(b *testing.B, kind catalog.ContainerKind) (map[string][]byte, ma
 			}
 			frames, _, _ := g.Frames(0)
 			for _, f := range frames {
-				buf = appendFrame(buf, wire.Lite05, pk, f, prev)
+				buf = litepub.AppendFrame(buf, wire.Lite05, pk, f, prev)
 				prev = f.Timestamp
 				counts[r.Name]++
 			}

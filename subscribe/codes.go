@@ -60,22 +60,6 @@ func resetMeaningOf(err error, renumbered bool) session.Reset {
 	return streamCodeMeaning(re.Code, renumbered)
 }
 
-// renumberedCodes are the lite-06 stream codes of the old codes this
-// package sends.
-var renumberedCodes = map[uint64]uint64{
-	CodeCancel: 0x1, CodeOld: 0x34, CodeTimeout: 0x2, CodeDecode: 0x12, CodeNotFound: 0x33,
-	CodeUnroutable: 0x36, CodeClosed: 0x3,
-}
-
 // liteCode is the stream code this package sends for code (named in the
-// old registry) on a session of version v: renumbered on lite-06 (a
-// FrameRange version), unchanged before, where peers may read the old
-// registry only.
-func liteCode(v *wire.Version, code uint64) uint64 {
-	if v != nil && v.FrameRange {
-		if n, ok := renumberedCodes[code]; ok {
-			return n
-		}
-	}
-	return code
-}
+// old registry) on a session of version v (wire.StreamCode).
+func liteCode(v *wire.Version, code uint64) uint64 { return wire.StreamCode(v, code) }

@@ -18,6 +18,7 @@ import (
 	"github.com/quic-go/quic-go"
 
 	"github.com/moq-export/moq-export/internal/hang"
+	"github.com/moq-export/moq-export/internal/moq/lite/litepub"
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/varint"
 	"github.com/moq-export/moq-export/model"
@@ -266,7 +267,7 @@ func TestLite06ServerWritesThePublishedLayouts(t *testing.T) {
 	tr := bufio.NewReader(ts)
 	body, err := wire.ReadMessage(tr, 0)
 	var info wire.TrackInfo
-	if err != nil || info.DecodeFor(body, wire.Lite06) != nil || len(body) != 1+varint.Len(publishMaxLatency)+varint.Len(info.Timescale) {
+	if err != nil || info.DecodeFor(body, wire.Lite06) != nil || len(body) != 1+varint.Len(litepub.MaxLatency)+varint.Len(info.Timescale) {
 		t.Fatalf("TRACK_INFO % x, %v", body, err)
 	}
 

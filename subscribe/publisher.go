@@ -2,18 +2,26 @@ package subscribe
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 
+	"github.com/moq-export/moq-export/internal/moq/lite/litepub"
 	"github.com/moq-export/moq-export/internal/moq/session"
+	"github.com/moq-export/moq-export/model"
 )
+
+// publishTimescale is the timescale of published tracks (model timestamps
+// are microseconds), except cmaf ones (see package hang).
+const publishTimescale = 1_000_000
 
 // publisher is the publishing role of a session: the broadcasts it
 // serves (session.Publications), the subscriptions and FETCHes it answers
-// (publish.go for moq-lite, ietf_publish.go for moq-transport, each
+// (package litepub for moq-lite, ietf_publish.go for moq-transport, each
 // reading its requests and writing its replies and objects in its wire
 // around the core's session.Serve and session.ServeGroup) and the
-// announce streams that follow what it publishes (publish_announce.go).
+// announce streams that follow what it publishes.
 // It knows its session only through what newPublisher hands it, never the
 // Session's fields: the subscriber's state and the publisher's do not
 // share a lock.
@@ -36,16 +44,67 @@ type publisher struct {
 	// (a subscription counts once its start group is fixed: tests wait
 	// for it before they publish).
 	pubs *session.Publications
+	// lite serves the publications on moq-lite connections.
+	lite *litepub.Publisher
 }
 
 // newPublisher is the publishing role of s.
 func newPublisher(s *Session) *publisher {
-	return &publisher{
+	p := &publisher{
 		ctx: s.ctx, log: s.log, opts: &s.opts, hopID: s.hopID, wg: &s.wg,
 		root: s.Path, sessionErr: s.Err,
 		pubs: session.NewPublications(),
 	}
+	p.lite = &litepub.Publisher{Pubs: p.pubs, Ctx: s.ctx, Log: s.log, HopID: s.hopID,
+		AnnounceTimeout: s.opts.announceTimeout, Stopped: isResetErr}
+	return p
 }
+
+// setLogger makes log the publisher's logger.
+func (s *publisher) setLogger(log *slog.Logger) { s.log, s.lite.Log = log, log }
+
+// isResetErr reports whether err is the peer's reset of a stream.
+func isResetErr(err error) bool {
+	_, ok := errors.AsType[*ResetError](err)
+	return ok
+}
+
+// Publish serves b to the peer under b.Name() (relative to the session
+// root) until b ends or Unpublish. The broadcast is announced on every
+// announce stream the peer has open or opens later. Tracks named like a
+// catalog are sent as they are; every other track in the container its
+// rendition declares in b's catalog.json: "cmaf" tracks hold moof+mdat
+// frames already, sent as they are at the init's mdhd timescale (as
+// `moq import fmp4` publishes them), "loc" tracks get the loc container,
+// the others the legacy one.
+func (s *Session) Publish(b *model.Broadcast) error { return s.pub.publish(b) }
+
+func (s *publisher) publish(b *model.Broadcast) error {
+	path := normPath(b.Name())
+	if err := s.sessionErr(); err != nil {
+		return err
+	}
+	if !s.pubs.Add(path, b) {
+		return fmt.Errorf("%w: %q", ErrAlreadyPublished, path)
+	}
+	s.log.Debug("moq: publishing", "broadcast", path)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		select {
+		case <-b.Done():
+			s.unpublish(path, b)
+		case <-s.ctx.Done():
+		}
+	}()
+	return nil
+}
+
+// Unpublish stops serving the broadcast at path and announces its end.
+// Subscriptions already running continue until their tracks end.
+func (s *Session) Unpublish(path string) { s.pub.unpublish(normPath(path), nil) }
+
+func (s *publisher) unpublish(path string, only *model.Broadcast) { s.pubs.Remove(path, only) }
 
 // servingTrack returns how many subscriptions to track of broadcast this
 // session serves now, counting those whose start group is fixed.

@@ -159,7 +159,7 @@ func dial(ctx context.Context, rawURL string, opts Options, wrap func(conn) conn
 	// servers reuse ports).
 	s.compat = compatFor(t.HostPort + "#" + strings.ReplaceAll(strings.ToLower(opts.TLSFingerprint), ":", ""))
 	s.log = s.log.With("url", t.Redacted())
-	s.pub.log = s.log
+	s.pub.setLogger(s.log)
 	s.target.Store(t)
 	s.dial = func(ctx context.Context) (conn, error) {
 		t := s.target.Load()
@@ -672,11 +672,11 @@ func (s *Session) handleBidi(ctx context.Context, c conn, str bidiStream) {
 	v := connVersion(c)
 	switch {
 	case typ == wire.StreamAnnounce:
-		s.pub.serveAnnounce(ctx, v, str, r)
+		s.pub.lite.ServeAnnounce(ctx, v, str, r)
 	case typ == wire.StreamTrack && v.TrackInfo:
-		s.pub.serveTrack(v, str, r)
+		s.pub.lite.ServeTrack(v, str, r)
 	case typ == wire.StreamSubscribe:
-		s.pub.serveSubscribe(ctx, c, str, r)
+		s.pub.lite.ServeSubscribe(ctx, v, func(ctx context.Context) (session.SendStream, error) { return c.OpenUni(ctx) }, str, r)
 	case typ == wire.StreamProbe && v.ProbeStream:
 		// No transport statistics to report: FIN at once, as @moq/net does.
 		str.Close()
@@ -684,7 +684,7 @@ func (s *Session) handleBidi(ctx context.Context, c conn, str bidiStream) {
 	case typ == wire.StreamGoaway && v.Goaway:
 		s.readLiteGoAway(c, str, r)
 	case typ == wire.StreamFetch && v.Fetch:
-		s.pub.serveFetch(ctx, v, str, r)
+		s.pub.lite.ServeFetch(ctx, v, str, r)
 	default:
 		// Unknown streams: refused, never fatal.
 		s.log.Debug("moq: refusing bidi stream", "type", typ, "version", v.Name)

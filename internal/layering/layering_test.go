@@ -135,10 +135,11 @@ var rules = []struct {
 		}
 		return bad
 	}},
-	{"only the protocol side (subscribe, the session core's pump) and the archive use internal/hang", func(pkgs map[string]*pkg) []string {
+	{"only the protocol side (subscribe, the session core's pump, a family's publisher) and the archive use internal/hang", func(pkgs map[string]*pkg) []string {
 		var bad []string
 		for name, p := range pkgs {
-			if under(name, "subscribe") || under(name, "internal/moq/session") || under(name, "archive") || name == "internal/hang" {
+			if under(name, "subscribe") || under(name, "internal/moq/session") || under(name, "internal/moq/lite/litepub") ||
+				under(name, "archive") || name == "internal/hang" {
 				continue
 			}
 			if slices.Contains(moduleOnly(p.Imports), "internal/hang") {
@@ -210,6 +211,20 @@ var rules = []struct {
 		}
 		return bad
 	}},
+	{"a family's packages never import the public facade (subscribe) they sit behind", func(pkgs map[string]*pkg) []string {
+		var bad []string
+		for name, p := range pkgs {
+			if !under(name, "internal/moq/lite") && !under(name, "internal/moq/ietf") {
+				continue
+			}
+			for _, d := range moduleOnly(p.Deps) {
+				if under(d, "subscribe") {
+					bad = append(bad, name+" -> "+d)
+				}
+			}
+		}
+		return bad
+	}},
 	{"the wire codecs reach the transport only through its ALPN table, a leaf", func(pkgs map[string]*pkg) []string {
 		var bad []string
 		for name, p := range pkgs {
@@ -250,7 +265,7 @@ var rules = []struct {
 
 func TestImportsKeepTheLayeringRules(t *testing.T) {
 	pkgs := load(t)
-	for _, need := range append([]string{"model", "export", "subscribe", "internal/hang", "internal/testutil/browsertest", "internal/moq/transport", "internal/moq/lite/wire", "internal/moq/ietf", "internal/moq/transport/alpn", "internal/moq/session"}, muxers...) {
+	for _, need := range append([]string{"model", "export", "subscribe", "internal/hang", "internal/testutil/browsertest", "internal/moq/transport", "internal/moq/lite/wire", "internal/moq/ietf", "internal/moq/transport/alpn", "internal/moq/session", "internal/moq/lite/litepub"}, muxers...) {
 		if pkgs[need] == nil {
 			t.Fatalf("package %s not listed: the rules name a package that moved; update them", need)
 		}
@@ -278,7 +293,7 @@ func TestEveryRuleCatchesTheImportItForbids(t *testing.T) {
 	}
 	base := func() map[string]*pkg {
 		pkgs := map[string]*pkg{}
-		for _, n := range append([]string{"model", "export", "subscribe", "internal/hang", "internal/testutil/browsertest", "catalog", "internal/moq/ietf", "internal/moq/session"}, muxers...) {
+		for _, n := range append([]string{"model", "export", "subscribe", "internal/hang", "internal/testutil/browsertest", "catalog", "internal/moq/ietf", "internal/moq/session", "internal/moq/lite/litepub"}, muxers...) {
 			pkgs[n] = &pkg{ImportPath: module + "/" + n}
 		}
 		return pkgs
@@ -294,6 +309,9 @@ func TestEveryRuleCatchesTheImportItForbids(t *testing.T) {
 		func(p map[string]*pkg) { p["internal/moq/ietf"].Deps = m("internal/varint", "internal/moq/lite/wire") },
 		func(p map[string]*pkg) {
 			p["internal/moq/session"].Deps = m("internal/varint", "internal/moq/lite/wire")
+		},
+		func(p map[string]*pkg) {
+			p["internal/moq/lite/litepub"].Deps = m("internal/moq/session", "subscribe")
 		},
 		func(p map[string]*pkg) {
 			p["internal/moq/ietf"].Deps = m("internal/moq/transport/alpn", "internal/moq/transport")

@@ -1,4 +1,4 @@
-package subscribe
+package litepub
 
 import (
 	"bufio"
@@ -16,79 +16,71 @@ import (
 	"github.com/moq-export/moq-export/model"
 )
 
-// publishTimescale is the TRACK_INFO timescale of published tracks
-// (model timestamps are microseconds), except cmaf ones (see packaging).
-const publishTimescale = 1_000_000
-
-// publishMaxLatency is the TRACK_INFO max latency (the reference default).
-const publishMaxLatency = 5000
-
-// Publish serves b to the peer under b.Name() (relative to the session
-// root) until b ends or Unpublish. The broadcast is announced on every
-// announce stream the peer has open or opens later. Tracks named like a
-// catalog are sent as they are; every other track in the container its
-// rendition declares in b's catalog.json: "cmaf" tracks hold moof+mdat
-// frames already, sent as they are at the init's mdhd timescale (as
-// `moq import fmp4` publishes them), "loc" tracks get the loc container,
-// the others the legacy one.
-func (s *Session) Publish(b *model.Broadcast) error { return s.pub.publish(b) }
-
-func (s *publisher) publish(b *model.Broadcast) error {
-	path := normPath(b.Name())
-	if err := s.sessionErr(); err != nil {
-		return err
-	}
-	if !s.pubs.Add(path, b) {
-		return fmt.Errorf("%w: %q", ErrAlreadyPublished, path)
-	}
-	s.log.Debug("moq: publishing", "broadcast", path)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		select {
-		case <-b.Done():
-			s.unpublish(path, b)
-		case <-s.ctx.Done():
-		}
-	}()
-	return nil
-}
-
-// Unpublish stops serving the broadcast at path and announces its end.
-// Subscriptions already running continue until their tracks end.
-func (s *Session) Unpublish(path string) { s.pub.unpublish(normPath(path), nil) }
-
-func (s *publisher) unpublish(path string, only *model.Broadcast) { s.pubs.Remove(path, only) }
+// MaxLatency is the TRACK_INFO max latency (the reference default).
+const MaxLatency = 5000
 
 // publishedTrack returns the published track a TRACK, SUBSCRIBE or FETCH
 // request names and its packaging, or resets str (30 for an unknown
 // broadcast, 13 for an unknown track) and returns nil.
-func (s *publisher) publishedTrack(v *wire.Version, str bidiStream, broadcast, track string) (*model.Track, hang.Track) {
-	t, pack, err := s.pubs.Track(broadcast, track)
+func (s *Publisher) publishedTrack(v *wire.Version, str session.Stream, broadcast, track string) (*model.Track, hang.Track) {
+	t, pack, err := s.Pubs.Track(broadcast, track)
 	if err == nil {
 		return t, pack
 	}
-	code := uint64(CodeUnroutable)
+	code := uint64(wire.CodeUnroutable)
 	if errors.Is(err, session.ErrNoTrack) {
-		code = CodeNotFound
+		code = wire.CodeNotFound
 	}
-	resetStream(str, liteCode(v, code))
+	resetStream(str, wire.StreamCode(v, code))
 	return nil, pack
 }
 
 // readRequest reads the request that opens a stream, or resets str with a
 // decode error.
-func readRequest(str bidiStream, r *bufio.Reader, m interface{ Decode([]byte) error }) bool {
+func readRequest(str session.Stream, r *bufio.Reader, m interface{ Decode([]byte) error }) bool {
 	if err := readMsg(r, m); err != nil {
-		resetStream(str, CodeDecode)
+		resetStream(str, wire.CodeDecode)
 		return false
 	}
 	return true
 }
 
-// serveTrack answers TRACK with TRACK_INFO, or resets the stream (30 for an
+// readMsg reads one length-prefixed message into m.
+func readMsg(r *bufio.Reader, m interface{ Decode([]byte) error }) error {
+	body, err := wire.ReadMessage(r, 0)
+	if err == nil {
+		err = m.Decode(body)
+	}
+	return err
+}
+
+// versioned decodes a message laid out for a version, so that readMsg and
+// readRequest take per-version messages too.
+type versioned struct {
+	m interface {
+		DecodeFor([]byte, *wire.Version) error
+	}
+	v *wire.Version
+}
+
+func (x versioned) Decode(body []byte) error { return x.m.DecodeFor(body, x.v) }
+
+// resetStream abandons both directions of str with code.
+func resetStream(str session.Stream, code uint64) {
+	str.CancelRead(code)
+	str.CancelWrite(code)
+}
+
+// stopReading ends str's reading: a STOP_SENDING, and a deadline that
+// wakes a read in progress.
+func stopReading(str session.RecvStream, code uint64) {
+	str.CancelRead(code)
+	str.SetReadDeadline(time.Now())
+}
+
+// ServeTrack answers TRACK with TRACK_INFO, or resets the stream (30 for an
 // unknown broadcast, 13 for an unknown track).
-func (s *publisher) serveTrack(v *wire.Version, str bidiStream, r *bufio.Reader) {
+func (s *Publisher) ServeTrack(v *wire.Version, str session.Stream, r *bufio.Reader) {
 	var req wire.TrackRequest
 	if !readRequest(str, r, &req) {
 		return
@@ -97,20 +89,19 @@ func (s *publisher) serveTrack(v *wire.Version, str bidiStream, r *bufio.Reader)
 	if t == nil {
 		return
 	}
-	info := wire.TrackInfo{MaxLatency: publishMaxLatency, Timescale: pk.Timescale()}
+	info := wire.TrackInfo{MaxLatency: MaxLatency, Timescale: pk.Timescale()}
 	if _, err := str.Write(info.AppendFor(nil, v)); err != nil {
 		return
 	}
 	str.Close()
-	str.CancelRead(CodeCancel)
+	str.CancelRead(wire.CodeCancel)
 }
 
-// serveSubscribe serves one SUBSCRIBE: one uni stream per model group,
+// ServeSubscribe serves one SUBSCRIBE: one uni stream per model group,
 // SUBSCRIBE_OK with the first group, SUBSCRIBE_END and FIN when the track
 // ends, FIN when the peer unsubscribes. The groups go out through the
 // core's session.Serve; liteSink writes them in moq-lite's wire.
-func (s *publisher) serveSubscribe(ctx context.Context, c conn, str bidiStream, r *bufio.Reader) {
-	v := connVersion(c)
+func (s *Publisher) ServeSubscribe(ctx context.Context, v *wire.Version, openUni session.OpenUni, str session.Stream, r *bufio.Reader) {
 	var req wire.Subscribe
 	if !readRequest(str, r, versioned{&req, v}) {
 		return
@@ -138,7 +129,7 @@ func (s *publisher) serveSubscribe(ctx context.Context, c conn, str bidiStream, 
 	}()
 	defer rwg.Wait()
 
-	w := liteWindow(t, v, req)
+	w := window(t, v, req)
 	cons := t.Subscribe(time.Hour)
 	defer cons.Close()
 	if v.SubscribeOK {
@@ -151,16 +142,16 @@ func (s *publisher) serveSubscribe(ctx context.Context, c conn, str bidiStream, 
 			ack.Ack.Start = wire.Some(w.Start.Group)
 		}
 		if _, err := str.Write(ack.AppendFor(nil, v)); err != nil {
-			resetStream(str, CodeCancel)
+			resetStream(str, wire.CodeCancel)
 			return
 		}
 	}
 	// Counted once the start group is fixed and the consumer attached:
 	// every group appended from now on reaches the subscriber.
-	s.pubs.CountServing(req.Broadcast, req.Track, 1)
-	defer s.pubs.CountServing(req.Broadcast, req.Track, -1)
-	sessionEnding := func() bool { return parent.Err() != nil || s.ctx.Err() != nil }
-	sink := &liteSink{c: c, v: v, ctx: ctx, str: str, id: req.ID, pk: pack}
+	s.Pubs.CountServing(req.Broadcast, req.Track, 1)
+	defer s.Pubs.CountServing(req.Broadcast, req.Track, -1)
+	sessionEnding := func() bool { return parent.Err() != nil || s.Ctx.Err() != nil }
+	sink := &liteSink{open: openUni, stopped: s.Stopped, v: v, ctx: ctx, str: str, id: req.ID, pk: pack}
 	served, err := session.Serve(ctx, t, cons, w, sink, sessionEnding)
 	if err == nil {
 		// SUBSCRIBE_END where the version has it (lite-05+); the FIN
@@ -174,7 +165,7 @@ func (s *publisher) serveSubscribe(ctx context.Context, c conn, str bidiStream, 
 			_, err = str.Write(resp.AppendFor(nil, v))
 		}
 		if served.EndErr != nil {
-			s.log.Debug("moq: published track ended with error", "track", req.Track, "err", served.EndErr)
+			s.Log.Debug("moq: published track ended with error", "track", req.Track, "err", served.EndErr)
 		}
 	}
 	switch {
@@ -184,21 +175,21 @@ func (s *publisher) serveSubscribe(ctx context.Context, c conn, str bidiStream, 
 		// The session is ending (Close, a server that stops): the
 		// subscription is cut, not complete. A FIN would read as the
 		// publisher's end of it.
-		str.CancelWrite(liteCode(v, CodeClosed))
+		str.CancelWrite(wire.StreamCode(v, wire.CodeClosed))
 	case ctx.Err() != nil:
 		// Unsubscribed: finish our side too.
 		str.Close()
 	default:
-		s.log.Debug("moq: serving subscription", "track", req.Track, "err", err)
-		str.CancelWrite(CodeCancel)
+		s.Log.Debug("moq: serving subscription", "track", req.Track, "err", err)
+		str.CancelWrite(wire.CodeCancel)
 	}
-	str.CancelRead(CodeCancel)
+	str.CancelRead(wire.CodeCancel)
 }
 
-// liteWindow is the part of t a SUBSCRIBE asks for: from its start group
+// window is the part of t a SUBSCRIBE asks for: from its start group
 // (its Frame Start in it, lite-06), or the live edge without one, through
 // its end group (and Frame End in it).
-func liteWindow(t *model.Track, v *wire.Version, req wire.Subscribe) session.Window {
+func window(t *model.Track, v *wire.Version, req wire.Subscribe) session.Window {
 	first, hasFirst := req.Start.Seq, req.Start.Valid
 	if latest, ok := t.LatestGroup(); v.FrameRange && ok && latest >= req.Start.Seq {
 		// lite-06 (section 6.2): Group Start is a floor. The start is the
@@ -233,15 +224,16 @@ func liteWindow(t *model.Track, v *wire.Version, req wire.Subscribe) session.Win
 // liteSink writes one subscription's groups in moq-lite's wire: a uni
 // stream per group with its GROUP header, then its FRAMEs.
 type liteSink struct {
-	c   conn
-	v   *wire.Version
-	ctx context.Context
-	str bidiStream
-	id  uint64 // the SUBSCRIBE's id
-	pk  hang.Track
+	open    session.OpenUni
+	stopped func(error) bool // see Publisher.Stopped
+	v       *wire.Version
+	ctx     context.Context
+	str     session.Stream
+	id      uint64 // the SUBSCRIBE's id
+	pk      hang.Track
 
 	okSent bool
-	group  sendStream
+	group  session.SendStream
 	lastTS int64
 	buf    []byte
 }
@@ -254,13 +246,13 @@ func (k *liteSink) OpenGroup(seq, first uint64) error {
 		}
 		k.okSent = true
 	}
-	g, err := k.c.OpenUni(k.ctx)
+	g, err := k.open(k.ctx)
 	if err != nil {
 		return err
 	}
 	h := wire.Group{SubscribeID: k.id, Sequence: seq, FrameStart: first}
 	if _, err := g.Write(h.AppendFor(varint.Append(k.buf[:0], wire.UniGroup), k.v)); err != nil {
-		g.CancelWrite(CodeCancel)
+		g.CancelWrite(wire.CodeCancel)
 		return err
 	}
 	k.group, k.lastTS = g, 0
@@ -268,10 +260,10 @@ func (k *liteSink) OpenGroup(seq, first uint64) error {
 }
 
 func (k *liteSink) WriteFrame(f model.Frame, _ uint64) error {
-	k.buf = appendFrame(k.buf[:0], k.v, k.pk, f, k.lastTS)
+	k.buf = AppendFrame(k.buf[:0], k.v, k.pk, f, k.lastTS)
 	k.lastTS = f.Timestamp
 	if _, err := k.group.Write(k.buf); err != nil {
-		if _, stopped := errors.AsType[*ResetError](err); stopped {
+		if k.stopped != nil && k.stopped(err) {
 			// The subscriber stopped this group (STOP_SENDING).
 			return fmt.Errorf("%w: %w", session.ErrGroupStopped, err)
 		}
@@ -287,18 +279,18 @@ func (k *liteSink) CloseGroup(how session.GroupEnd) {
 	case session.GroupCut:
 		// A reset the subscriber reads as the session closing, so that
 		// its resumed subscription completes the group.
-		k.group.CancelWrite(liteCode(k.v, CodeClosed))
+		k.group.CancelWrite(wire.StreamCode(k.v, wire.CodeClosed))
 	default:
-		k.group.CancelWrite(CodeCancel)
+		k.group.CancelWrite(wire.CodeCancel)
 	}
 	k.group = nil
 }
 
-// serveFetch answers FETCH with the frames of one group the published
+// ServeFetch answers FETCH with the frames of one group the published
 // track still holds, then FIN; a group it does not hold (never made, or
 // dropped from the track's buffer) is reset with 13, as the reference does.
 // A group still being written is served as its frames arrive.
-func (s *publisher) serveFetch(ctx context.Context, v *wire.Version, str bidiStream, r *bufio.Reader) {
+func (s *Publisher) ServeFetch(ctx context.Context, v *wire.Version, str session.Stream, r *bufio.Reader) {
 	var req wire.Fetch
 	if !readRequest(str, r, versioned{&req, v}) {
 		return
@@ -309,8 +301,8 @@ func (s *publisher) serveFetch(ctx context.Context, v *wire.Version, str bidiStr
 	}
 	g := t.Group(req.Group)
 	if g == nil {
-		s.log.Debug("moq: fetch of a group not held", "track", req.Track, "group", req.Group)
-		resetStream(str, liteCode(v, CodeNotFound))
+		s.Log.Debug("moq: fetch of a group not held", "track", req.Track, "group", req.Group)
+		resetStream(str, wire.StreamCode(v, wire.CodeNotFound))
 		return
 	}
 	// A reset of the subscriber's side cancels the fetch; its FIN does not.
@@ -342,7 +334,7 @@ func (s *publisher) serveFetch(ctx context.Context, v *wire.Version, str bidiStr
 	err := session.ServeGroup(ctx, g, rs, req.FrameStart, to, func(frames []model.Frame, _ uint64) error {
 		buf = buf[:0]
 		for _, f := range frames {
-			buf = appendFrame(buf, v, pack, f, last)
+			buf = AppendFrame(buf, v, pack, f, last)
 			last = f.Timestamp
 		}
 		sent, bytes = sent+len(frames), bytes+len(buf)
@@ -353,16 +345,28 @@ func (s *publisher) serveFetch(ctx context.Context, v *wire.Version, str bidiStr
 	case err == nil:
 		// Logged before the FIN, so that it is there once the subscriber
 		// has the frames.
-		s.log.Debug("moq: fetch served", "track", req.Track, "group", req.Group, "from", req.FrameStart, "frames", sent, "bytes", bytes)
+		s.Log.Debug("moq: fetch served", "track", req.Track, "group", req.Group, "from", req.FrameStart, "frames", sent, "bytes", bytes)
 		str.Close()
-		str.CancelRead(CodeCancel)
+		str.CancelRead(wire.CodeCancel)
 	case errors.Is(err, session.ErrNotHeld):
-		s.log.Debug("moq: fetch of frames a group does not hold", "track", req.Track, "group", req.Group, "from", req.FrameStart)
-		resetStream(str, liteCode(v, CodeNotFound))
+		s.Log.Debug("moq: fetch of frames a group does not hold", "track", req.Track, "group", req.Group, "from", req.FrameStart)
+		resetStream(str, wire.StreamCode(v, wire.CodeNotFound))
 	case werr != nil:
-		str.CancelRead(CodeCancel)
+		str.CancelRead(wire.CodeCancel)
 	default:
 		// Cancelled, or a group that ended in an error.
-		resetStream(str, CodeCancel)
+		resetStream(str, wire.CodeCancel)
 	}
+}
+
+// AppendFrame appends one FRAME of f (on a group or a fetch stream) laid
+// out for v: the timestamp, in the track's timescale, as a delta from the
+// previous frame's (last, microseconds) where v has frame timestamps, and
+// the payload package hang makes of f.
+func AppendFrame(b []byte, v *wire.Version, pk hang.Track, f model.Frame, last int64) []byte {
+	if v.FrameTimestamps {
+		b = varint.Append(b, wire.Zigzag(pk.WireTimestamp(f.Timestamp)-pk.WireTimestamp(last)))
+	}
+	b = varint.Append(b, uint64(pk.PayloadLen(f)))
+	return pk.AppendPayload(b, f)
 }

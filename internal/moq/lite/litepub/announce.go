@@ -1,4 +1,4 @@
-package subscribe
+package litepub
 
 import (
 	"bufio"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
+	"github.com/moq-export/moq-export/internal/moq/session"
+	"github.com/moq-export/moq-export/internal/moqpath"
 )
 
 // announceQueueMax bounds the announcements queued for one announce stream
@@ -21,10 +23,10 @@ const announceQueueMax = 256 << 10
 // stream: past the queue bound or the write timeout the stream is reset
 // with CodeTimeout.
 type announceServe struct {
-	s      *publisher
+	s      *Publisher
 	v      *wire.Version
 	prefix string
-	str    bidiStream
+	str    session.Stream
 
 	mu      sync.Mutex
 	pending []byte // encoded announcements not written yet
@@ -41,7 +43,7 @@ type announceServe struct {
 // send queues one announcement when path is under the stream's prefix. It
 // never blocks on the network.
 func (as *announceServe) send(path string, active bool) error {
-	suffix, ok := stripPrefix(path, as.prefix)
+	suffix, ok := moqpath.CutPrefix(moqpath.Clean(path), as.prefix)
 	if !ok {
 		return nil
 	}
@@ -100,7 +102,7 @@ func (as *announceServe) announce(suffix string, active bool) (m wire.Announce, 
 	}
 	m = wire.Announce{Status: wire.StatusActive, Suffix: suffix}
 	if !as.v.AnnounceOK {
-		m.Hops = []uint64{as.s.hopID}
+		m.Hops = []uint64{as.s.HopID}
 	}
 	return m, true
 }
@@ -109,8 +111,8 @@ var errAnnounceStuck = errors.New("moq: announce stream not read by the peer, re
 
 // stuck resets the stream of a peer that does not read it.
 func (as *announceServe) stuck(why string) {
-	as.s.log.Warn("moq: peer does not read its announce stream, reset", "prefix", as.prefix, "why", why)
-	resetStream(as.str, CodeTimeout)
+	as.s.Log.Warn("moq: peer does not read its announce stream, reset", "prefix", as.prefix, "why", why)
+	resetStream(as.str, wire.CodeTimeout)
 }
 
 // writeLoop writes what is queued, each write bounded by the session's
@@ -143,7 +145,7 @@ func (as *announceServe) writeLoop() {
 			as.str.Close()
 			return
 		}
-		t := time.AfterFunc(as.s.opts.announceTimeout, func() {
+		t := time.AfterFunc(as.s.AnnounceTimeout, func() {
 			as.mu.Lock()
 			as.dead = true
 			as.mu.Unlock()
@@ -155,30 +157,30 @@ func (as *announceServe) writeLoop() {
 			as.mu.Lock()
 			as.dead = true
 			as.mu.Unlock()
-			as.s.log.Debug("moq: announce stream", "prefix", as.prefix, "err", err)
-			as.str.CancelRead(CodeCancel)
+			as.s.Log.Debug("moq: announce stream", "prefix", as.prefix, "err", err)
+			as.str.CancelRead(wire.CodeCancel)
 			return
 		}
 		spare = out
 	}
 }
 
-// serveAnnounce answers the peer's ANNOUNCE_REQUEST with our published
+// ServeAnnounce answers the peer's ANNOUNCE_REQUEST with our published
 // broadcasts and keeps the stream open for updates.
-func (s *publisher) serveAnnounce(ctx context.Context, v *wire.Version, str bidiStream, r *bufio.Reader) {
+func (s *Publisher) ServeAnnounce(ctx context.Context, v *wire.Version, str session.Stream, r *bufio.Reader) {
 	var req wire.AnnounceRequest
 	if !readRequest(str, r, versioned{&req, v}) {
 		return
 	}
-	as := &announceServe{s: s, v: v, prefix: normPath(req.Prefix), str: str,
+	as := &announceServe{s: s, v: v, prefix: moqpath.Clean(req.Prefix), str: str,
 		wake: make(chan struct{}, 1), finish: make(chan struct{})}
 	active := 0
 	// The initial set is queued and the stream follows the publications
 	// in one step, so none slips between the snapshot and the updates.
-	stop := s.pubs.Follow(func(published []string) {
+	stop := s.Pubs.Follow(func(published []string) {
 		var paths []string
 		for _, p := range published {
-			if _, ok := stripPrefix(p, as.prefix); ok {
+			if _, ok := moqpath.CutPrefix(p, as.prefix); ok {
 				paths = append(paths, p)
 			}
 		}
@@ -188,12 +190,12 @@ func (s *publisher) serveAnnounce(ctx context.Context, v *wire.Version, str bidi
 		var b []byte
 		var init wire.AnnounceInit
 		for _, p := range paths {
-			suffix, _ := stripPrefix(p, as.prefix)
+			suffix, _ := moqpath.CutPrefix(p, as.prefix)
 			init.Suffixes = append(init.Suffixes, suffix)
 		}
 		switch {
 		case v.AnnounceOK:
-			ok := wire.AnnounceOK{HopID: s.hopID, ActiveCount: uint64(len(paths))}
+			ok := wire.AnnounceOK{HopID: s.HopID, ActiveCount: uint64(len(paths))}
 			b = ok.Append(b)
 		case v.AnnounceInit:
 			b = init.Append(b)
@@ -208,7 +210,7 @@ func (s *publisher) serveAnnounce(ctx context.Context, v *wire.Version, str bidi
 		as.pending = b
 	}, func(path string, active bool) {
 		if err := as.send(path, active); err != nil {
-			s.log.Debug("moq: announce", "path", path, "err", err)
+			s.Log.Debug("moq: announce", "path", path, "err", err)
 		}
 	})
 	var wg sync.WaitGroup
@@ -218,9 +220,9 @@ func (s *publisher) serveAnnounce(ctx context.Context, v *wire.Version, str bidi
 		close(as.finish)
 		wg.Wait()
 	}()
-	s.log.Debug("moq: serving announcements", "prefix", as.prefix, "active", active)
+	s.Log.Debug("moq: serving announcements", "prefix", as.prefix, "active", active)
 	// The peer ends the feed by closing its side; nothing else is sent.
-	stopRead := context.AfterFunc(ctx, func() { stopReading(str, CodeCancel) })
+	stopRead := context.AfterFunc(ctx, func() { stopReading(str, wire.CodeCancel) })
 	defer stopRead()
 	_, _ = io.Copy(io.Discard, r)
 }
