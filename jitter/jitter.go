@@ -211,6 +211,13 @@ type Buffer struct {
 	late    []Item // LatePass frames, released before anything else
 	spare   []*track
 
+	// pushedAt is when any track last pushed a frame; quietFrom and
+	// resumedAt bound the newest silence of every track at once that
+	// lasted the delay or more (a network outage the connection survived):
+	// from the last push before it to the first after it. Kept with
+	// MaxDelay only, as track.pushedAt.
+	pushedAt, quietFrom, resumedAt time.Time
+
 	released     int64 // key of the newest frame released (minKey before any)
 	maxKey       int64 // newest key pushed on any track
 	maxFrameDur  int64 // the largest track.frameDur
@@ -344,7 +351,11 @@ func (b *Buffer) Push(f mux.Frame) error {
 	f.Timestamp += t.offset
 	key := max(f.Timestamp, t.lastKey)
 	if b.maxDelay > b.base {
-		t.pushedAt = b.opts.Now()
+		now := b.opts.Now()
+		if !b.pushedAt.IsZero() && now.Sub(b.pushedAt).Microseconds() >= b.delay {
+			b.quietFrom, b.resumedAt = b.pushedAt, now
+		}
+		t.pushedAt, b.pushedAt = now, now
 	}
 
 	if t.video && t.dropping {
@@ -569,12 +580,28 @@ func (b *Buffer) growForLagging(key int64, now time.Time) bool {
 		return false
 	}
 	w := b.waiting.min()
-	if w.lastKey == minKey || now.Sub(w.pushedAt).Microseconds() >= b.delay {
+	if w.lastKey == minKey || now.Sub(b.deliveredAt(w)).Microseconds() >= b.delay {
 		return false // it has not started, or it went silent
 	}
 	b.delay = min(b.maxDelay, max(b.delay, b.maxKey-w.lastKey+b.base))
 	b.blockedSince = now
 	return b.maxKey-key < b.delay
+}
+
+// deliveredAt returns when track t last delivered, for telling a lagging
+// track from a silent one. A track that went quiet with every other one
+// (within the delay of the last push before a silence of them all: a
+// network outage the connection survived) counts from the first push
+// after the silence: its frames come as late as everyone's, in the burst
+// the outage held back, and which track's land first is the network's
+// and the scheduler's choice (after a 1.5 s blackhole the audio's burst
+// ran 0.6 s past the video's last frame before the video's came, and a
+// GOP of video was dropped as late).
+func (b *Buffer) deliveredAt(t *track) time.Time {
+	if t.pushedAt.Before(b.resumedAt) && !t.pushedAt.Before(b.quietFrom.Add(-time.Duration(b.delay)*time.Microsecond)) {
+		return b.resumedAt
+	}
+	return t.pushedAt
 }
 
 // idleWaitingBefore declares idle every waiting track that still holds key

@@ -987,3 +987,96 @@ func TestAFrameStillBufferedWhenItsEndComesCarriesItsDuration(t *testing.T) {
 		})
 	}
 }
+
+// TestATrackThatWentQuietWithEveryOtherIsWaitedForAfterTheSilence: a
+// network outage the connection survives (a blackhole shorter than the idle
+// timeout) silences every track at once; then the frames it held back land
+// in a burst, one track's before the other's. The track whose burst comes
+// second lags, it is not silent: the output waits for it and nothing is
+// late (after a 1.5 s blackhole the audio's burst ran 0.6 s past the
+// video's last frame before the video's came, and the video was declared
+// idle and lost a GOP as late). A track that had stopped before the outage
+// is still silent after it.
+func TestATrackThatWentQuietWithEveryOtherIsWaitedForAfterTheSilence(t *testing.T) {
+	const (
+		outage     = 1500 // ms
+		videoStep  = 33
+		audioStep  = 20
+		outageFrom = 5000
+		end        = 9000
+	)
+	for _, tc := range []struct {
+		name string
+		// videoUntil: the video's last frame before the outage (ms);
+		// videoBack: whether it comes back after it.
+		videoUntil int64
+		videoBack  bool
+		wantIdled  int64
+	}{
+		{name: "both tracks stop with the outage", videoUntil: outageFrom, videoBack: true},
+		{name: "the video had stopped 2 s before it", videoUntil: outageFrom - 2000, wantIdled: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Unix(0, 0)
+			clock := &fakeClock{t: start}
+			b := New(Options{Delay: 500 * time.Millisecond, MaxDelay: 5 * time.Second, MediaTimeOnly: true, Now: clock.now})
+			b.AddTrack(1, mux.Video)
+			b.AddTrack(2, mux.Audio)
+			var out []Item
+			pushed := map[int]int{}
+			push := func(f mux.Frame) {
+				t.Helper()
+				if err := b.Push(f); err != nil {
+					t.Fatal(err)
+				}
+				pushed[f.TrackID]++
+				out = append(out, drain(b)...)
+			}
+			video, audio := int64(0), int64(0)
+			live := func(upto int64) { // both tracks in real time up to upto ms
+				for ; audio < upto; audio += audioStep {
+					clock.t = start.Add(time.Duration(audio) * time.Millisecond)
+					push(frame(2, audio, true))
+					for ; video <= audio && (video < tc.videoUntil || video >= outageFrom && tc.videoBack); video += videoStep {
+						push(frame(1, video, video%990 == 0))
+					}
+					if video >= tc.videoUntil && video < outageFrom {
+						video = outageFrom // it stopped: skip to where it may come back
+					}
+				}
+			}
+			live(outageFrom)
+			// The outage: nothing for 1.5 s of wall time.
+			clock.t = start.Add((outageFrom + outage) * time.Millisecond)
+			out = append(out, drain(b)...)
+			// The burst: the audio the outage held back first, then the
+			// video's, a millisecond apart.
+			for ; audio < outageFrom+outage; audio += audioStep {
+				clock.t = clock.t.Add(100 * time.Microsecond)
+				push(frame(2, audio, true))
+			}
+			if tc.videoBack {
+				for ; video < outageFrom+outage; video += videoStep {
+					clock.t = clock.t.Add(100 * time.Microsecond)
+					push(frame(1, video, video%990 == 0))
+				}
+			}
+			live(end)
+			idled := b.Stats().Idled // before the flush, which idles what waits
+			out = append(out, flushAll(b)...)
+			st := b.Stats()
+			if n := inOrderCount(t, out, 1); n != pushed[1] || st.Late != 0 {
+				t.Fatalf("%d of %d video frames left, %d late (stats %+v)", n, pushed[1], st.Late, st)
+			}
+			if n := inOrderCount(t, out, 2); n != pushed[2] {
+				t.Fatalf("%d of %d audio frames left (stats %+v)", n, pushed[2], st)
+			}
+			if idled != tc.wantIdled {
+				t.Fatalf("idled %d, want %d (stats %+v)", idled, tc.wantIdled, st)
+			}
+			if !tc.videoBack && st.Delay != 500*time.Millisecond {
+				t.Fatalf("the delay grew to %v for a track that had stopped", st.Delay)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"sort"
 	"sync/atomic"
+	"time"
 )
 
 const minTimestamp = math.MinInt64
@@ -70,6 +71,11 @@ type Consumer struct {
 	// open with one; CMAF groups need not.
 	needKey bool
 
+	// stallSince is when the reader, waiting at a missing or open group,
+	// first found newer data running latency past it (zero: it has not,
+	// since it last moved on); see gaveUpLocked.
+	stallSince time.Time
+
 	// Readiness.
 	ready  *ReadySet
 	queued atomic.Bool
@@ -123,6 +129,14 @@ func (c *Consumer) Close() { c.track.unsubscribe(c) }
 
 // Next returns the next event, or false when nothing is available now.
 func (c *Consumer) Next() (Event, bool) {
+	ev, ok := c.next()
+	if ok {
+		c.stallSince = time.Time{}
+	}
+	return ev, ok
+}
+
+func (c *Consumer) next() (Event, bool) {
 	t := c.track
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -255,6 +269,7 @@ func (c *Consumer) pendingDiscAllowed() bool { return c.delivered || c.cursor > 
 
 func (c *Consumer) advance(seq uint64) {
 	c.cur, c.idx, c.cursor = nil, 0, seq
+	c.stallSince = time.Time{}
 }
 
 // groupIndex returns the position of the first group with sequence >= seq.
@@ -321,7 +336,7 @@ func (c *Consumer) pickGroup() bool {
 	if !c.delivered {
 		from = next.minTS
 	}
-	if c.track.ended || c.newestTS(i)-from >= c.latency && !c.heldLocked() {
+	if c.track.ended || c.gaveUpLocked(c.newestTS(i)-from) {
 		c.skipped++
 		c.needKey = true
 		c.cur, c.idx, c.cursor = next, 0, next.seq
@@ -364,10 +379,36 @@ func (c *Consumer) skipTarget(g *Group) *Group {
 	if g.media == 0 {
 		newest = c.liveEdge
 	}
-	if c.newestTS(i)-newest >= c.latency && !c.heldLocked() {
+	if c.gaveUpLocked(c.newestTS(i) - newest) {
 		return next
 	}
 	return nil
+}
+
+// gaveUpLocked reports whether the reader gives up on the group it waits
+// at (missing, or open with nothing more to read), given how far the newer
+// data runs past it in media time: once that is the latency or more, and
+// has been for the latency of wall time, unless the track is held. A
+// group that really stalled makes no progress for that long. The groups
+// a silence held back do not stall: once the connection is back they
+// land at once (a second and more of media within milliseconds, one
+// stream per group, each read by its own goroutine), and a newer group
+// whose goroutine ran first says nothing of an older one whose goroutine
+// has not run yet (a blackhole shorter than the idle timeout lost up to
+// half a second of audio this way, and single frames). Called with
+// track.mu held.
+func (c *Consumer) gaveUpLocked(ahead int64) bool {
+	if ahead < c.latency || c.heldLocked() {
+		return false
+	}
+	if c.latency <= 0 {
+		return true
+	}
+	now := c.track.now()
+	if c.stallSince.IsZero() {
+		c.stallSince = now
+	}
+	return now.Sub(c.stallSince) >= time.Duration(c.latency)*time.Microsecond
 }
 
 // heldLocked reports whether the track is held (Track.Hold): its producer

@@ -6,7 +6,9 @@
 // and write frames; any number of Consumers read a track in group order with
 // the latency-bounded skipping of hang's reference reader (a stalled group is
 // abandoned for a newer one once the newer one is more than the latency
-// ahead; a rewind of the publisher becomes a discontinuity).
+// ahead, and has been for the latency of wall time: the groups a silence
+// held back land at once, in any order, and are not stalled; a rewind of
+// the publisher becomes a discontinuity).
 //
 // Consumers never block and never need a goroutine: a consumer attached to a
 // ReadySet puts itself on the set's ready list (once) whenever its track

@@ -262,6 +262,16 @@ type Track struct {
 	// onDrained is called when a consumer read all there is
 	// (HandleDrained).
 	onDrained func()
+	// clock is the wall clock consumers time a stall with; nil means
+	// time.Now (tests set it).
+	clock func() time.Time
+}
+
+func (t *Track) now() time.Time {
+	if t.clock != nil {
+		return t.clock()
+	}
+	return time.Now()
 }
 
 // maxFrameHint bounds the frame list a group reserves ahead (40 KB).
@@ -453,8 +463,11 @@ func (t *Track) wakeLocked() {
 
 // Subscribe returns a consumer that reads the track from its oldest
 // buffered group that has a frame, skipping a stalled group once newer
-// groups run latency past its newest frame (0: as soon as a newer group has
-// data).
+// groups run latency past its newest frame and have for latency of wall
+// time (0: as soon as a newer group has data). The wall time is counted
+// from when the reader first finds the newer data that far ahead, and
+// the skip happens on a later Next: a live track's next change wakes the
+// reader.
 func (t *Track) Subscribe(latency time.Duration) *Consumer {
 	c := &Consumer{track: t, latency: latency.Microseconds(), liveEdge: minTimestamp, needKey: true}
 	t.mu.Lock()

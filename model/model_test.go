@@ -92,8 +92,22 @@ func TestConsumerReadsGroupsInSequenceAndMarksKeyframes(t *testing.T) {
 	}
 }
 
+// fakeClock is a wall clock that moves only when a test moves it.
+type fakeClock struct{ t time.Time }
+
+func (f *fakeClock) now() time.Time      { return f.t }
+func (f *fakeClock) add(d time.Duration) { f.t = f.t.Add(d) }
+
+// withClock makes tr's consumers time their stalls with a fake clock.
+func withClock(tr *Track) *fakeClock {
+	f := &fakeClock{t: time.Unix(1e9, 0)}
+	tr.clock = f.now
+	return f
+}
+
 func TestConsumerSkipsStalledGroupOnceNewerIsLatencyAhead(t *testing.T) {
 	tr := NewTrack("v")
+	clock := withClock(tr)
 	c := tr.Subscribe(500 * time.Microsecond) // latency in µs of media: 500
 	writeGroup(t, tr, 0, false, 0, 100)       // stalls: never closed
 	if got := frameTimes(events(c)); !equal(got, []int64{0, 100}) {
@@ -108,6 +122,12 @@ func TestConsumerSkipsStalledGroupOnceNewerIsLatencyAhead(t *testing.T) {
 	}
 	g1 := tr.groups[1]
 	g1.WriteFrame(Frame{Timestamp: 600})
+	// Latency ahead, but group 0 has not waited the latency of wall time
+	// yet: its tail may be a goroutine away.
+	if got := events(c); len(got) != 0 {
+		t.Fatalf("skipped as soon as the newer group was latency ahead: %v", frameTimes(got))
+	}
+	clock.add(500 * time.Microsecond)
 	if got := frameTimes(events(c)); !equal(got, []int64{300, 500, 600}) {
 		t.Fatalf("got %v, want the newer group after the skip", got)
 	}
@@ -118,6 +138,7 @@ func TestConsumerSkipsStalledGroupOnceNewerIsLatencyAhead(t *testing.T) {
 
 func TestConsumerWaitsForMissingGroupWithinLatency(t *testing.T) {
 	tr := NewTrack("a")
+	clock := withClock(tr)
 	c := tr.Subscribe(100 * time.Microsecond)
 	writeGroup(t, tr, 0, true, 0)
 	events(c)
@@ -130,10 +151,105 @@ func TestConsumerWaitsForMissingGroupWithinLatency(t *testing.T) {
 		t.Fatalf("got %v", got)
 	}
 	// Now a gap that never fills: group 4 is 100 ahead, so group 3 is
-	// given up.
+	// given up once it has been missing for the latency.
 	writeGroup(t, tr, 4, true, 140)
+	if got := events(c); len(got) != 0 {
+		t.Fatalf("gave up at once on a group that may still arrive: %v", frameTimes(got))
+	}
+	clock.add(100 * time.Microsecond)
 	if got := frameTimes(events(c)); !equal(got, []int64{140}) {
 		t.Fatalf("got %v", got)
+	}
+}
+
+// TestGroupsASilenceHeldBackAreAllReadWhateverOrderTheyLandIn: after a
+// silence shorter than the idle timeout (a blackhole QUIC survives), the
+// groups the publisher made meanwhile land at once, more than the latency
+// of media, each on its own stream read by its own goroutine: a newer
+// group can be created, or an older one's frame or end written, moments
+// after the groups around it. None of them stalled, so none is skipped
+// (the recorder lost single audio frames and up to 0.9 s of audio after
+// a 1.5 s blackhole, in every run). A group that stays missing for the
+// latency of wall time is still given up.
+func TestGroupsASilenceHeldBackAreAllReadWhateverOrderTheyLandIn(t *testing.T) {
+	const latency = 500 * time.Millisecond
+	const frame = 21333 // µs: one AAC frame a group
+	const n = 70        // the groups of a 1.5 s silence
+	for _, tc := range []struct {
+		name string
+		// land makes groups 1..n, calling read as a reader would.
+		land func(t *testing.T, tr *Track, clock *fakeClock, read func())
+	}{
+		{"the newest group lands before the older ones", func(t *testing.T, tr *Track, clock *fakeClock, read func()) {
+			writeGroup(t, tr, n, true, n*frame)
+			read()
+			for seq := uint64(1); seq < n; seq++ {
+				clock.add(time.Millisecond)
+				writeGroup(t, tr, seq, true, int64(seq)*frame)
+				read()
+			}
+		}},
+		{"an older group is created before its frame is written", func(t *testing.T, tr *Track, clock *fakeClock, read func()) {
+			g1, err := tr.CreateGroup(1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			read()
+			for seq := uint64(2); seq <= n; seq++ {
+				writeGroup(t, tr, seq, true, int64(seq)*frame)
+				read()
+			}
+			clock.add(5 * time.Millisecond)
+			g1.WriteFrame(Frame{Timestamp: frame})
+			g1.Close(nil)
+		}},
+		{"an older group's frame is in but not its end, and the next ones are missing", func(t *testing.T, tr *Track, clock *fakeClock, read func()) {
+			g1 := writeGroup(t, tr, 1, false, frame)
+			read()
+			for seq := uint64(4); seq <= n; seq++ {
+				writeGroup(t, tr, seq, true, int64(seq)*frame)
+				read()
+			}
+			clock.add(5 * time.Millisecond)
+			writeGroup(t, tr, 2, true, 2*frame)
+			read()
+			writeGroup(t, tr, 3, true, 3*frame)
+			read()
+			g1.Close(nil)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := NewTrack("a")
+			clock := withClock(tr)
+			c := tr.Subscribe(latency)
+			var got []int64
+			read := func() { got = append(got, frameTimes(events(c))...) }
+			writeGroup(t, tr, 0, true, 0)
+			read()
+			tc.land(t, tr, clock, read)
+			read()
+			var want []int64
+			for seq := range int64(n + 1) {
+				want = append(want, seq*frame)
+			}
+			if !equal(got, want) || c.Skipped() != 0 {
+				t.Fatalf("read %d frames of %d (skipped %d groups): %v", len(got), len(want), c.Skipped(), got)
+			}
+			// A group that stays missing (n+1) while newer data runs latency
+			// past it is given up once it has waited the latency.
+			writeGroup(t, tr, n+30, true, (n+30)*frame)
+			if more := events(c); len(more) != 0 {
+				t.Fatalf("gave up on a missing group at once: %v", frameTimes(more))
+			}
+			clock.add(latency - time.Millisecond)
+			if more := events(c); len(more) != 0 || c.Skipped() != 0 {
+				t.Fatalf("gave up on a missing group before it waited the latency: %v", frameTimes(more))
+			}
+			clock.add(time.Millisecond)
+			if more := frameTimes(events(c)); !equal(more, []int64{(n + 30) * frame}) || c.Skipped() != 1 {
+				t.Fatalf("after the latency: read %v, skipped %d; want the newer group, 1 skip", more, c.Skipped())
+			}
+		})
 	}
 }
 
@@ -459,6 +575,7 @@ func TestConsumerStartsAtTheAnnouncedFirstGroupEvenWhenALaterOneArrivesFirst(t *
 
 func TestConsumerGivesUpOnAnAnnouncedFirstGroupThatNeverComes(t *testing.T) {
 	tr := NewTrack("a")
+	clock := withClock(tr)
 	c := tr.Subscribe(100 * time.Microsecond)
 	tr.SetStart(5)
 	writeGroup(t, tr, 6, true, 20)
@@ -467,6 +584,10 @@ func TestConsumerGivesUpOnAnAnnouncedFirstGroupThatNeverComes(t *testing.T) {
 		t.Fatalf("gave up before the newer groups spanned the latency: %v", frameTimes(got))
 	}
 	writeGroup(t, tr, 8, true, 120)
+	if got := events(c); len(got) != 0 {
+		t.Fatalf("gave up before the first group was missing for the latency: %v", frameTimes(got))
+	}
+	clock.add(100 * time.Microsecond)
 	if got := frameTimes(events(c)); !equal(got, []int64{20, 60, 120}) {
 		t.Fatalf("got %v", got)
 	}
