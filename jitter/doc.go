@@ -56,7 +56,11 @@
 // Frames dropped while a video track waits for its next keyframe still
 // count as the track delivering. A silent track (nothing pushed for the
 // current delay of wall time) is declared idle as before, and the delay
-// does not grow for it.
+// does not grow for it. A track that went quiet with every other track
+// (a silence of them all of the delay or more: a network outage the
+// connection survived) counts its silence from the first push after it:
+// the frames the outage held back land in a burst, one track's before
+// another's, and the one that comes second lags, it is not silent.
 //
 // # Discontinuities
 //
