@@ -296,7 +296,15 @@ func TestAudioRestartsAtTheVideoKeyframeAfterAPublisherRestart(t *testing.T) {
 			})
 			video, audio := tracks[0], tracks[1]
 			rec := newRecorder()
-			e := export.New(bc, rec, export.Options{Delay: 200 * time.Millisecond, MaxDelay: 2 * time.Second})
+			// The wall clock stands still: the restarts of both tracks
+			// come within the jitter delay of each other however slowly
+			// this test runs, as a restarted publisher's tracks do (a
+			// silent audio track would otherwise let the video run on
+			// after 200 ms of wall time, and the audio's backfill would
+			// come late).
+			frozen := time.Now()
+			e := export.New(bc, rec, export.Options{Delay: 200 * time.Millisecond, MaxDelay: 2 * time.Second,
+				Now: func() time.Time { return frozen }})
 			poll := func(until func() bool) {
 				t.Helper()
 				deadline := time.Now().Add(10 * time.Second)
@@ -312,6 +320,10 @@ func TestAudioRestartsAtTheVideoKeyframeAfterAPublisherRestart(t *testing.T) {
 			}
 			poll(func() bool { return e.Stats().Frames > 0 })
 			written := len(rec.frames)
+			// A loaded machine may deschedule this test for longer than
+			// the delay here: the frozen clock makes it nothing to the
+			// export (the video-first case failed this way before).
+			time.Sleep(250 * time.Millisecond)
 
 			// The restart: the new session's groups, on the same clock
 			// 19 s later. Video's group 0 holds the GOP from 20 s.
