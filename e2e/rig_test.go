@@ -251,9 +251,23 @@ func (l *logBuffer) String() string {
 	return l.buf.String()
 }
 
-// tail returns the last lines of the log, for failure messages.
+// tail returns the last lines of the log, for failure messages, without
+// the groups dropped once a track had closed: they come in bursts of
+// hundreds at the end of a recording and would hide what went before.
 func (l *logBuffer) tail() string {
-	s := l.String()
+	var b strings.Builder
+	dropped := 0
+	for line := range strings.Lines(l.String()) {
+		if strings.Contains(line, `msg="moq: group dropped"`) && strings.Contains(line, "model: closed") {
+			dropped++
+			continue
+		}
+		b.WriteString(line)
+	}
+	if dropped > 0 {
+		fmt.Fprintf(&b, "(and %d groups dropped because their track had closed)\n", dropped)
+	}
+	s := b.String()
 	if len(s) > 6000 {
 		s = "...\n" + s[len(s)-6000:]
 	}
