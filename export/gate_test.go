@@ -276,13 +276,19 @@ func TestAudioRestartsAtTheVideoKeyframeAfterAPublisherRestart(t *testing.T) {
 			var (
 				mu      sync.Mutex
 				targets []int64
+				filled  int // backfills that returned
 			)
-			nTargets := func() int { mu.Lock(); defer mu.Unlock(); return len(targets) }
+			nFilled := func() int { mu.Lock(); defer mu.Unlock(); return filled }
 			bc, tracks := liveJoin(t, func(tr *model.Track) func(context.Context, int64) error {
 				return func(ctx context.Context, target int64) error {
 					mu.Lock()
 					targets = append(targets, target)
 					mu.Unlock()
+					defer func() {
+						mu.Lock()
+						filled++
+						mu.Unlock()
+					}()
 					seq, ts, ok := tr.OldestGroup()
 					for ok && ts > target && seq > 0 {
 						seq--
@@ -370,10 +376,12 @@ func TestAudioRestartsAtTheVideoKeyframeAfterAPublisherRestart(t *testing.T) {
 				poll(func() bool { return len(rec.frames) > written })
 				restartAudio()
 			}
-			// Until the restart's backfill ran, or long enough to see
+			// Until the restart's backfill returned (closing the track
+			// before would cut it short: under -race on a loaded machine
+			// it once stopped 8 groups short), or long enough to see
 			// that none will.
 			settle := time.Now().Add(time.Second)
-			poll(func() bool { return nTargets() > 1 || time.Now().After(settle) })
+			poll(func() bool { return nFilled() > 1 || time.Now().After(settle) })
 			video.Close(nil)
 			audio.Close(nil)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
