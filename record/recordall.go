@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -24,6 +25,29 @@ func (r *Recorder) RecordAll(ctx context.Context, src Source) error {
 // admitRetry is how often RecordAll asks Options.Admit again about the
 // broadcasts it refused.
 var admitRetry = time.Second
+
+// Restarting a recording a failed write ended (a full disk). The first
+// restart comes writeRetryMin after the failure, each next one after twice
+// the wait before (at most writeRetryMax), and only once the output's disk
+// has writeRetryFree bytes free (or Options.MinFreeBytes, when more): a
+// disk that is still full costs a look at its free space, not a new file.
+// A recording that ran writeRetryMax before it failed starts the waits
+// afresh.
+var (
+	writeRetryMin  = 2 * time.Second
+	writeRetryMax  = time.Minute
+	writeRetryFree = int64(16 << 20)
+)
+
+// writeRetry is the restart of a recording a failed write ended.
+type writeRetry struct {
+	attempt int // restarts so far in this run of failures
+	wait    time.Duration
+	due     time.Time // not before
+	dir     string    // where the failed file was, for its free space
+	noted   bool      // the wait for free space was logged
+	waiting bool      // for due and room; false once restarted
+}
 
 // recordAll is RecordAll following announcements for follow (0: until ctx
 // ends).
@@ -56,20 +80,31 @@ func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Durati
 		mu      sync.Mutex
 		running = map[string]bool{}
 		again   = map[string]bool{} // restarted while its recording ran
-		// writeFailed is the first output write error: that recording
-		// stopped, the others went on, and RecordAll returns it at its end.
-		writeFailed error
+		// failOrder are the broadcasts a failed write ended a recording
+		// of, in that order: RecordAll returns the first such error no
+		// restart recovered (unrecovered) at its end.
+		failOrder []string
 		// deferred are the announced broadcasts Admit refused: tried
 		// again every admitRetry while announced, so that a moment of
 		// overload delays them instead of losing them.
 		deferred = map[string]bool{}
+		// announced are the broadcasts the source announces now; retries
+		// are the recordings a failed write ended, restarted into new
+		// files once the disk has room again (writeRetry), while their
+		// broadcast is announced; unrecovered holds the write error of
+		// each whose last recording ended by it.
+		announced   = map[string]bool{}
+		retries     = map[string]*writeRetry{}
+		unrecovered = map[string]error{}
 	)
-	start := func(path string) {
+	// start starts the recording of path, or notes to start it again
+	// after the one running; it reports whether it did either.
+	start := func(path string) bool {
 		mu.Lock()
 		defer mu.Unlock()
 		if running[path] {
 			again[path] = true
-			return
+			return true
 		}
 		release, err := r.reserve()
 		if err != nil {
@@ -90,7 +125,7 @@ func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Durati
 			} else {
 				delete(deferred, path)
 			}
-			return
+			return false
 		}
 		delete(deferred, path)
 		running[path] = true
@@ -101,13 +136,34 @@ func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Durati
 		var launch func()
 		launch = func() {
 			r.log.Info("recording", "broadcast", path)
+			began := time.Now()
 			r.newRecording(ctx, src, path).run(func(err error) {
 				if err != nil && ctx.Err() == nil {
 					r.log.Error("recording failed", "broadcast", path, "err", err)
 				}
 				mu.Lock()
-				if _, ok := errors.AsType[*WriteError](err); ok && writeFailed == nil {
-					writeFailed = err
+				if we, ok := errors.AsType[*WriteError](err); ok {
+					if _, seen := unrecovered[path]; !seen {
+						failOrder = append(failOrder, path)
+					}
+					unrecovered[path] = err
+					if ctx.Err() == nil && fctx.Err() == nil && !again[path] {
+						rt := retries[path]
+						if rt == nil || time.Since(began) >= writeRetryMax {
+							rt = &writeRetry{wait: writeRetryMin}
+							retries[path] = rt
+						} else {
+							rt.wait = min(2*rt.wait, writeRetryMax)
+						}
+						rt.due, rt.dir, rt.noted, rt.waiting = time.Now().Add(rt.wait), filepath.Dir(we.Path), false, true
+						r.log.Warn("a failed write ended the recording; it starts again in new files once the disk has room",
+							"broadcast", path, "in", rt.wait.Round(time.Millisecond), "restarts", rt.attempt)
+					}
+				} else {
+					// Not a failed write: nothing to restart, and the
+					// restart, if this was one, recorded.
+					delete(unrecovered, path)
+					delete(retries, path)
 				}
 				if again[path] && ctx.Err() == nil {
 					delete(again, path)
@@ -122,14 +178,51 @@ func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Durati
 			})
 		}
 		go launch()
+		return true
+	}
+	// restartDue starts the recordings a failed write ended whose wait is
+	// over, if their broadcast is still announced and the disk has room.
+	restartDue := func() {
+		mu.Lock()
+		var due []string
+		for p, rt := range retries {
+			switch {
+			case !announced[p]:
+				delete(retries, p)
+			case rt.waiting && !running[p] && time.Now().After(rt.due) && r.roomToRetry(p, rt):
+				due = append(due, p)
+			}
+		}
+		mu.Unlock()
+		for _, p := range due {
+			mu.Lock()
+			rt := retries[p]
+			if rt == nil || !rt.waiting || running[p] {
+				mu.Unlock()
+				continue
+			}
+			rt.waiting = false
+			mu.Unlock()
+			if !start(p) {
+				// Refused (a limit): tried again after another wait.
+				mu.Lock()
+				rt.wait = min(2*rt.wait, writeRetryMax)
+				rt.due, rt.waiting = time.Now().Add(rt.wait), true
+				mu.Unlock()
+				continue
+			}
+			mu.Lock()
+			rt.attempt++
+			n := rt.attempt
+			mu.Unlock()
+			r.restarts.Add(1)
+			r.log.Warn("restarting a recording a failed write ended", "broadcast", p, "restart", n)
+		}
 	}
 	stopRetry, retryDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(retryDone)
-		if r.opts.Admit == nil {
-			return
-		}
-		t := time.NewTicker(admitRetry)
+		t := time.NewTicker(min(admitRetry, writeRetryMin/2))
 		defer t.Stop()
 		for {
 			select {
@@ -137,12 +230,15 @@ func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Durati
 				return
 			case <-t.C:
 			}
-			mu.Lock()
-			paths := slices.Collect(maps.Keys(deferred))
-			mu.Unlock()
-			for _, p := range paths {
-				start(p)
+			if r.opts.Admit != nil {
+				mu.Lock()
+				paths := slices.Collect(maps.Keys(deferred))
+				mu.Unlock()
+				for _, p := range paths {
+					start(p)
+				}
 			}
+			restartDue()
 		}
 	}()
 	var ferr error
@@ -161,19 +257,29 @@ func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Durati
 			break
 		}
 		firstSeen.Store(true)
+		mu.Lock()
+		if an.Active {
+			announced[an.Path] = true
+			delete(retries, an.Path) // announced anew: it starts now
+		} else {
+			delete(announced, an.Path)
+			delete(deferred, an.Path)
+			delete(retries, an.Path)
+		}
+		mu.Unlock()
 		if an.Active {
 			start(an.Path)
-		} else {
-			mu.Lock()
-			delete(deferred, an.Path)
-			mu.Unlock()
 		}
 	}
 	close(stopRetry)
 	<-retryDone // no start after this
 	wg.Wait()
-	if writeFailed != nil {
-		return fmt.Errorf("%w (the other recordings went on)", writeFailed)
+	for _, p := range failOrder {
+		// The first recording a failed write ended that no restart
+		// recovered.
+		if err := unrecovered[p]; err != nil {
+			return fmt.Errorf("%w (the other recordings went on)", err)
+		}
 	}
 	if ferr != nil && waitCtx.Err() != nil && fctx.Err() == nil {
 		return ferr
@@ -189,4 +295,21 @@ func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Durati
 // uses 0.
 func (r *Recorder) RecordAllFor(ctx context.Context, src Source, follow time.Duration) error {
 	return r.withProgress(ctx, func() error { return r.recordAll(ctx, src, follow) })
+}
+
+// roomToRetry reports whether the disk of a recording a failed write ended
+// has room again (writeRetry). A disk whose free space cannot be read is
+// tried.
+func (r *Recorder) roomToRetry(path string, rt *writeRetry) bool {
+	need := max(writeRetryFree, r.opts.MinFreeBytes)
+	free, err := r.freeSpace(rt.dir)
+	if err != nil || free >= need {
+		return true
+	}
+	if !rt.noted {
+		rt.noted = true
+		r.log.Warn("waiting for free space to restart a recording a failed write ended", "broadcast", path,
+			"free", free, "need", need)
+	}
+	return false
 }

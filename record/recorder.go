@@ -26,6 +26,9 @@ type Recorder struct {
 	catalogSlots chan struct{}
 	slotHold     time.Duration
 	slotWaiters  atomic.Int64 // waiting for a place now
+	// restarts counts the recordings RecordAll restarted after a failed
+	// write ended them (Stats.Restarted).
+	restarts atomic.Int64
 
 	mu     sync.Mutex
 	active map[*export.Export]string // running recordings: their broadcast

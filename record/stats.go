@@ -46,7 +46,10 @@ type Stats struct {
 	// cannot carry them (subtitles in FLV or TS; a codec it lacks),
 	// each also logged; the selection's choices are not counted.
 	Skipped int
-	Upload  UploadStats // an Uploader Output's (an object store): zero otherwise
+	// Restarted counts the recordings RecordAll started again, into new
+	// files, after a failed write (a full disk) ended them.
+	Restarted int
+	Upload    UploadStats // an Uploader Output's (an object store): zero otherwise
 }
 
 // TrackInfo accounts for the frames of one recorded track: received =
@@ -100,6 +103,7 @@ func (r *Recorder) Stats() Stats {
 	if u, ok := r.opts.Output.(Uploader); ok {
 		s.Upload = u.UploadStats()
 	}
+	s.Restarted = int(r.restarts.Load())
 	return s
 }
 

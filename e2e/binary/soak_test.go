@@ -8,12 +8,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/moq-export/moq-export/internal/testutil/udpproxy"
+	"golang.org/x/sys/unix"
 )
 
 // The chaos soak (issue 26): publishers of several broadcasts (legacy, loc
@@ -35,7 +37,9 @@ import (
 //   - disk full: a recorder is restarted with a file size limit that its
 //     files reach within seconds (what a full disk looks like to a
 //     writer); each recording must stop naming the failed write and leave
-//     a file that decodes; then it is restarted without the limit.
+//     a file that decodes; then the limit is lifted (the disk has room
+//     again) and --record-all must start each recording again by itself,
+//     into new files: the hole is at most the fault plus 3 s.
 //
 // At the end every file decodes, the table of faults and losses is
 // printed (t.Log, and MOQ_SOAK_TABLE names a file for it), and a loss over
@@ -121,7 +125,8 @@ func TestChaosSoak(t *testing.T) {
 		args := []string{"moql://" + r.pub.proxy.Addr() + "/", "--tls-fingerprint", pin, "--record-all",
 			"--keep-timestamps", "-o", filepath.Join(out, "{broadcast}."+r.ext)}
 		if limitBlocks > 0 {
-			r.cmd = exec.CommandContext(ctx, "sh", append([]string{"-c", fmt.Sprintf(`ulimit -f %d && exec "$0" "$@"`, limitBlocks), binary}, args...)...)
+			// The soft limit only, so that it can be lifted again.
+			r.cmd = exec.CommandContext(ctx, "sh", append([]string{"-c", fmt.Sprintf(`ulimit -S -f %d && exec "$0" "$@"`, limitBlocks), binary}, args...)...)
 		} else {
 			r.cmd = exec.CommandContext(ctx, binary, args...)
 		}
@@ -223,32 +228,27 @@ func TestChaosSoak(t *testing.T) {
 				// 200 blocks of 512 bytes: a few seconds of a broadcast.
 				start(r, 200)
 				// Each recording stops at its failed write, naming it;
-				// --record-all goes on with the others (none here), so the
-				// process is stopped once all three have failed.
-				exited := make(chan error, 1)
-				go func(c *exec.Cmd) { exited <- c.Wait() }(r.cmd)
-				failed := func() int { return strings.Count(r.log.String(), "recording failed (broadcast=") }
-				limit := time.Now().Add(30 * time.Second)
-				var err error
-			wait:
-				for {
-					select {
-					case err = <-exited:
-						break wait
-					case <-time.After(200 * time.Millisecond):
-					}
-					if failed() >= 3 || time.Now().After(limit) {
-						r.cmd.Process.Signal(syscall.SIGKILL)
-						err = <-exited
-						break
-					}
-				}
+				// once all three have, the disk has room again (the limit
+				// is lifted) and --record-all starts each again into new
+				// files by itself.
 				f.note = fmt.Sprintf("run%d", r.runs-1)
-				if n := failed(); n < 3 {
-					t.Errorf("disk full on %s: %d recordings said their write failed (%v), want 3\n%s", r.name, n, err, r.log.String())
+				if !waitForBroadcasts(ctx, r, 0, "recording failed (broadcast=") {
+					t.Errorf("disk full on %s: not every recording said its write failed\n%s", r.name, r.log.String())
 				}
-				start(r, 0)
+				lifted := len(r.log.String())
+				var lim unix.Rlimit
+				if err := unix.Prlimit(r.cmd.Process.Pid, unix.RLIMIT_FSIZE, nil, &lim); err != nil {
+					t.Fatalf("reading the file size limit: %v", err)
+				}
+				lim.Cur = lim.Max
+				if err := unix.Prlimit(r.cmd.Process.Pid, unix.RLIMIT_FSIZE, &lim, nil); err != nil {
+					t.Fatalf("lifting the file size limit: %v", err)
+				}
+				if !waitForBroadcasts(ctx, r, lifted, "restarting a recording a failed write ended (broadcast=") {
+					t.Errorf("disk full on %s: not every recording was restarted once the disk had room\n%s", r.name, r.log.String())
+				}
 				f.end = time.Now()
+				f.bound = f.end.Sub(f.start) + 3*time.Second
 			}
 			faults = append(faults, f)
 			t.Logf("%6.1fs %s %s for %.1fs %s", f.start.Sub(epoch).Seconds(), f.kind, f.target, f.end.Sub(f.start).Seconds(), f.note)
@@ -281,12 +281,15 @@ done:
 			runEnds[key] = map[string]float64{}
 			for _, path := range paths {
 				files++
-				if run == r.runs-1 {
+				if run == r.runs-1 && !hasSuccessor(path) {
 					decodeAtFileTimes(t, path)
 				} else {
+					// Killed, or ended by a failed write (a full disk)
+					// and recorded on in the next file.
 					decodeCutShort(t, path)
 				}
-				b := strings.TrimSuffix(filepath.Base(path), "."+r.ext)
+				// NAME.ext, then NAME-1.ext, ... after a restart.
+				b, _ := splitSuccessor(strings.TrimSuffix(filepath.Base(path), "."+r.ext))
 				for codec, sp := range packetsByCodec(t, path) {
 					id := b + "/" + codec
 					if media[r.name][id] == nil {
@@ -352,14 +355,20 @@ done:
 				}
 			}
 		case "disk full":
-			// Expected to lose what came while the disk was full: reported,
-			// not bounded (the files decoded above).
-			var kept float64
-			for _, last := range runEnds[f.target+"/"+strings.Fields(f.note)[0]] {
-				kept = max(kept, last)
+			// What came from the kill that put the limit on to the
+			// restarts once it was lifted: at most that plus 3 s.
+			for _, r := range recs {
+				if r.name != f.target {
+					continue
+				}
+				for id, tr := range media[r.name] {
+					codec := id[strings.Index(id, "/")+1:]
+					gap := largestGapIn(tr.pts, at(f.start)-3, at(f.end)+5)
+					if loss := time.Duration((gap - frameDuration[codec]) * float64(time.Second)); loss >= f.loss {
+						f.loss, f.worst = loss, id
+					}
+				}
 			}
-			f.loss = f.end.Sub(f.start)
-			f.note += fmt.Sprintf(", wrote up to %.1fs", kept)
 		}
 	}
 
@@ -404,4 +413,47 @@ func mapsKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// waitForBroadcasts waits (up to 30 s) until r's log, after its first
+// from bytes, has a line starting with prefix for each of the soak's
+// broadcasts; it reports whether it did.
+func waitForBroadcasts(ctx context.Context, r *soakRecorder, from int, prefix string) bool {
+	limit := time.Now().Add(30 * time.Second)
+	for {
+		seen := map[string]bool{}
+		log := r.log.String()[from:]
+		for _, line := range strings.Split(log, "\n") {
+			if _, rest, ok := strings.Cut(line, prefix); ok {
+				b, _, _ := strings.Cut(rest, " ")
+				seen[strings.TrimSuffix(b, ")")] = true
+			}
+		}
+		if len(seen) >= 3 {
+			return true
+		}
+		if time.Now().After(limit) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// hasSuccessor reports whether the recording of path went on in a next
+// file of its run: NAME-1.ext after NAME.ext, NAME-3.ext after NAME-2.ext.
+func hasSuccessor(path string) bool {
+	ext := filepath.Ext(path)
+	base, n := splitSuccessor(strings.TrimSuffix(path, ext))
+	_, err := os.Stat(fmt.Sprintf("%s-%d%s", base, n+1, ext))
+	return err == nil
+}
+
+// splitSuccessor splits NAME-N into NAME and N (NAME alone: 0).
+func splitSuccessor(name string) (string, int) {
+	if i := strings.LastIndex(name, "-"); i >= 0 {
+		if v, err := strconv.Atoi(name[i+1:]); err == nil && v > 0 {
+			return name[:i], v
+		}
+	}
+	return name, 0
 }

@@ -32,6 +32,9 @@ type Summary struct {
 	// (--duration, a limit, Ctrl-C) that were not written.
 	AfterEnd   int64 `json:"after_end"`
 	Reconnects int64 `json:"reconnects"`
+	// Restarted counts the recordings --record-all started again, in new
+	// files, after a failed write (a full disk) had ended them.
+	Restarted int `json:"restarted,omitempty"`
 	// Upload is the object store's accounting (-o s3://...).
 	Upload *record.UploadStats `json:"upload,omitempty"`
 	Error  string              `json:"error,omitempty"`
@@ -81,6 +84,9 @@ func (a *app) summary(err error) Summary {
 		FileBytes: fileBytes, Late: s.Late, Dropped: s.Dropped, Reconnects: s.Reconnects}
 	for _, t := range tracks {
 		out.AfterEnd += t.AfterEnd
+	}
+	if a.rec != nil {
+		out.Restarted = a.rec.Stats().Restarted
 	}
 	if s.Upload.BytesWritten > 0 {
 		u := s.Upload
@@ -178,6 +184,9 @@ func (a *app) report(err error) error {
 		msg += fmt.Sprintf(", %s after the end not written", count(s.AfterEnd, "frame", "frames"))
 	}
 	msg += fmt.Sprintf(", reconnects %d", s.Reconnects)
+	if s.Restarted > 0 {
+		msg += fmt.Sprintf(", %s after a failed write", count(int64(s.Restarted), "recording restarted", "recordings restarted"))
+	}
 	a.event(LevelNotice, msg, "duration", s.Media, "files", len(s.Files), "tracks", s.Tracks, "frames", s.Frames, "bytes", s.Bytes,
 		"file_bytes", s.FileBytes, "late", s.Late, "dropped", s.Dropped, "after_end", s.AfterEnd, "reconnects", s.Reconnects)
 	return nil

@@ -1,0 +1,202 @@
+package record_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
+	"github.com/moq-export/moq-export/record"
+)
+
+// fullDisk is an Output whose disk fills up once its files hold fillAt
+// bytes: every write then fails with ENOSPC (a *record.WriteError, as a
+// file's would) until free is called. Its free space, as Options.FreeSpace
+// asks it, is low meanwhile.
+type fullDisk struct {
+	record.Output
+	fillAt  int64
+	written atomic.Int64
+	filled  atomic.Bool // once
+	full    atomic.Bool
+	mu      sync.Mutex
+	failed  map[string]bool // broadcasts whose write failed
+	asked   int             // free space asked while full
+}
+
+func (d *fullDisk) Create(broadcast string, n int, start time.Time) (record.File, error) {
+	f, err := d.Output.Create(broadcast, n, start)
+	if err != nil {
+		return nil, err
+	}
+	return &fillingFile{File: f, d: d, broadcast: broadcast}, nil
+}
+
+func (d *fullDisk) freeSpace(string) (int64, error) {
+	if d.full.Load() {
+		d.mu.Lock()
+		d.asked++
+		d.mu.Unlock()
+		return 1 << 20, nil
+	}
+	return 100 << 30, nil
+}
+
+// state returns the broadcasts whose write failed and how often the free
+// space was asked while full.
+func (d *fullDisk) state() (failed []string, asked int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for b := range d.failed {
+		failed = append(failed, b)
+	}
+	slices.Sort(failed)
+	return failed, d.asked
+}
+
+type fillingFile struct {
+	record.File
+	d         *fullDisk
+	broadcast string
+}
+
+func (f *fillingFile) Write(p []byte) (int, error) {
+	if f.d.written.Add(int64(len(p))) >= f.d.fillAt && f.d.filled.CompareAndSwap(false, true) {
+		f.d.full.Store(true)
+	}
+	if f.d.full.Load() {
+		f.d.mu.Lock()
+		f.d.failed[f.broadcast] = true
+		f.d.mu.Unlock()
+		return 0, &record.WriteError{Path: f.Name(), Err: syscall.ENOSPC}
+	}
+	return f.File.Write(p)
+}
+
+func (f *fillingFile) Seek(offset int64, whence int) (int64, error) {
+	if f.d.full.Load() {
+		return 0, &record.WriteError{Path: f.Name(), Err: syscall.ENOSPC}
+	}
+	return f.File.(io.Seeker).Seek(offset, whence)
+}
+
+// TestRecordAllRestartsTheRecordingsAFullDiskEndedOnceItHasRoom: two
+// broadcasts are recorded when the disk fills up. Each recording stops at
+// its failed write (its file decodes); RecordAll waits until the disk has
+// room again (no new file while it is full: it asks the free space), then
+// starts each again into a new file, which records the rest of the
+// broadcast. The restarts are logged and counted, and RecordAll, every
+// failure recovered, returns no error.
+func TestRecordAllRestartsTheRecordingsAFullDiskEndedOnceItHasRoom(t *testing.T) {
+	t.Parallel()
+	defer record.SetWriteRetry(100*time.Millisecond, time.Second, 16<<20)()
+	dir := t.TempDir()
+	files, err := record.Files(filepath.Join(dir, "{broadcast}.mkv"), record.FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	disk := &fullDisk{Output: files, fillAt: 96 << 10, failed: map[string]bool{}}
+	logs := &logSink{}
+	src := record.Local(liveDemo("a", 1), liveDemo("b", 1))
+	var finished atomic.Int32
+	rec, err := record.New(record.Options{Output: disk, FreeSpace: disk.freeSpace, KeepTimestamps: true,
+		Logger: slog.New(slog.NewTextHandler(logs, nil)),
+		OnFile: func(e record.FileEvent) {
+			if e.Finished && finished.Add(1) == 4 {
+				src.Close()
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- rec.RecordAll(context.Background(), src) }()
+	// The disk has room again once both recordings failed and each
+	// restart found it full at least once.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		failed, asked := disk.state()
+		if len(failed) == 2 && asked >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("failed %v, free space asked %d times while full\n%s", failed, asked, logs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := rec.Stats().Restarted; n != 0 {
+		t.Fatalf("%d restarts while the disk was full", n)
+	}
+	disk.full.Store(false)
+	select {
+	case err := <-done:
+		if err != nil && !errors.Is(err, record.ErrSourceClosed) {
+			t.Fatalf("RecordAll: %v\n%s", err, logs)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("RecordAll did not end\n%s", logs)
+	}
+	if n := rec.Stats().Restarted; n != 2 {
+		t.Errorf("Stats.Restarted %d, want 2", n)
+	}
+	byBroadcast := map[string][]record.FileInfo{}
+	for _, f := range rec.Files() {
+		byBroadcast[f.Broadcast] = append(byBroadcast[f.Broadcast], f)
+	}
+	for _, b := range []string{"a", "b"} {
+		fs := byBroadcast[b]
+		if len(fs) != 2 {
+			t.Fatalf("%s: files %+v, want the one the full disk ended and its restart", b, fs)
+		}
+		if want := []string{b + ".mkv", b + "-1.mkv"}; filepath.Base(fs[0].Path) != want[0] || filepath.Base(fs[1].Path) != want[1] {
+			t.Errorf("%s: files %s and %s, want %v", b, fs[0].Path, fs[1].Path, want)
+		}
+		var last float64
+		for i, f := range fs {
+			mediatest.DecodeClean(t, f.Path)
+			p := mediatest.Probe(t, f.Path)
+			if int64(len(p.Packets)) != f.Frames || f.Frames == 0 {
+				t.Errorf("%s: %d packets, %d frames written", f.Path, len(p.Packets), f.Frames)
+			}
+			first, end := packetSpan(t, p)
+			t.Logf("%s: %d frames, %.3f-%.3f s", filepath.Base(f.Path), f.Frames, first, end)
+			if i == 1 && end < last+1 {
+				t.Errorf("%s ends at %.3f s, not past the end of the file the full disk ended (%.3f s)", f.Path, end, last)
+			}
+			last = end
+		}
+	}
+	log := logs.String()
+	for _, want := range []string{"a failed write ended the recording", "waiting for free space", "restarting a recording a failed write ended"} {
+		if strings.Count(log, want) < 2 {
+			t.Errorf("the log says %q %d times, want once per broadcast:\n%s", want, strings.Count(log, want), log)
+		}
+	}
+}
+
+// packetSpan returns the first and the last packet time of p, in seconds.
+func packetSpan(t *testing.T, p mediatest.ProbeResult) (first, last float64) {
+	t.Helper()
+	first = -1
+	for _, pk := range p.Packets {
+		v, err := strconv.ParseFloat(pk.PTSTime, 64)
+		if err != nil {
+			t.Fatalf("packet time %q: %v", pk.PTSTime, err)
+		}
+		if first < 0 || v < first {
+			first = v
+		}
+		last = max(last, v)
+	}
+	return first, last
+}
