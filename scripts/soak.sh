@@ -15,6 +15,7 @@
 #   scripts/soak.sh                  # one hour
 #   DURATION=5m scripts/soak.sh
 #   DURATION=30m TABLE=/tmp/soak.md scripts/soak.sh
+#   LOGS=/tmp/soak-logs scripts/soak.sh   # keep each recorder run's log
 #
 # Everything stays on loopback; the run stops by itself.
 set -euo pipefail
@@ -22,9 +23,11 @@ cd "$(dirname "$0")/.."
 DURATION=${DURATION:-1h}
 TABLE=${TABLE:-$(mktemp -t soak-table.XXXXXX.md)}
 LOG=${TABLE%.md}.log
-echo "soak: $DURATION, table in $TABLE, log in $LOG" >&2
+LOGS=${LOGS:-${TABLE%.md}.recorders}
+mkdir -p "$LOGS"
+echo "soak: $DURATION, table in $TABLE, log in $LOG, recorder logs in $LOGS" >&2
 set +eo pipefail
-MOQ_SOAK_DURATION=$DURATION MOQ_SOAK_TABLE=$TABLE \
+MOQ_SOAK_DURATION=$DURATION MOQ_SOAK_TABLE=$TABLE MOQ_SOAK_LOGS=$LOGS \
 	go test ./e2e/binary -run '^TestChaosSoak$' -count=1 -v -timeout 100h 2>&1 |
 	tee "$LOG" | grep --line-buffered -E 'soak_test.go:[0-9]+: +[0-9.]+s |^--- |^(ok|FAIL)'
 status=${PIPESTATUS[0]}

@@ -23,8 +23,8 @@ import (
 // a loopback UDP proxy, recorded by --record-all processes into every
 // container (MKV and TS over moq-lite, MP4 and FLV over moq-transport),
 // for MOQ_SOAK_DURATION (default 75 s; scripts/soak.sh runs it for an
-// hour), while faults come one at a time, at random, with calm between
-// them:
+// hour; MOQ_SOAK_LOGS names a directory for each recorder run's log),
+// while faults come one at a time, at random, with calm between them:
 //
 //   - blip: a proxy drops everything for 1-60 s (at most a tenth of the
 //     run); the publisher keeps its groups, so nothing may be lost;
@@ -130,6 +130,7 @@ func TestChaosSoak(t *testing.T) {
 		} else {
 			r.cmd = exec.CommandContext(ctx, binary, args...)
 		}
+		keepLog(t, r, r.runs-2) // the run before this one
 		r.log = lockedBuffer{}
 		r.cmd.Stderr = &r.log
 		if err := r.cmd.Start(); err != nil {
@@ -265,6 +266,7 @@ done:
 		if err := r.cmd.Wait(); err != nil {
 			t.Errorf("%s: exit %v at the end\n%s", r.name, err, r.log.String())
 		}
+		keepLog(t, r, r.runs-1)
 	}
 
 	// Every file decodes; the packet times of each track of each
@@ -456,4 +458,17 @@ func splitSuccessor(name string) (string, int) {
 		}
 	}
 	return name, 0
+}
+
+// keepLog writes r's log, that of its run number run, to MOQ_SOAK_LOGS,
+// if set.
+func keepLog(t *testing.T, r *soakRecorder, run int) {
+	dir := os.Getenv("MOQ_SOAK_LOGS")
+	if dir == "" || run < 0 {
+		return
+	}
+	name := fmt.Sprintf("%s-run%d.log", strings.ReplaceAll(r.name, "/", "-"), run)
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(r.log.String()), 0o644); err != nil {
+		t.Error(err)
+	}
 }
