@@ -110,6 +110,9 @@ func (r *Recording) Broadcast(ctx context.Context, o ReadOptions) (*model.Broadc
 	b.HandleClose(func(err error) { cancel(errors.New("archive: broadcast closed")) })
 	go func() {
 		err := f.run(ctx)
+		if f.poll != nil {
+			f.poll.Stop()
+		}
 		cancel(nil)
 		b.Close(err)
 	}()
@@ -130,6 +133,8 @@ type feeder struct {
 	asked  chan struct{}
 	// selected: the reader asked for all the tracks it takes.
 	selected chan struct{}
+	// poll is waitRead's timer (the run goroutine's alone).
+	poll *time.Timer
 }
 
 // feedTrack is one track being filled.
@@ -191,11 +196,11 @@ func (f *feeder) request(name string) (*model.Track, error) {
 	return t, nil
 }
 
-// pending returns the tracks asked for, in order.
-func (f *feeder) pending() []*feedTrack {
+// pending appends the tracks asked for, in order, to dst.
+func (f *feeder) pending(dst []*feedTrack) []*feedTrack {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]*feedTrack(nil), f.order...)
+	return append(dst, f.order...)
 }
 
 func (f *feeder) gap(track string) func(layout.Record, error) {
@@ -238,7 +243,7 @@ func (f *feeder) run(ctx context.Context) error {
 	start := f.o.From
 	if f.o.From > 0 {
 		start = math.MaxInt64
-		for _, ft := range f.pending() {
+		for _, ft := range f.pending(nil) {
 			if !ft.video {
 				continue
 			}
@@ -260,6 +265,7 @@ func (f *feeder) run(ctx context.Context) error {
 		catTrack.unpack = u
 	}
 	wallStart := time.Now()
+	var tracks []*feedTrack
 	for now := start; ; {
 		now = min(now+int64(f.step()/time.Microsecond), f.o.To)
 		if f.o.Pace {
@@ -268,7 +274,7 @@ func (f *feeder) run(ctx context.Context) error {
 				return ignoreClosed(ctx)
 			}
 		}
-		tracks := append(f.pending(), catTrack)
+		tracks = append(f.pending(tracks[:0]), catTrack)
 		live := 0
 		for _, ft := range tracks {
 			if !ft.started {
@@ -484,12 +490,20 @@ func (f *feeder) end(ft *feedTrack) {
 }
 
 // waitRead waits until the readers of every track have read what it holds.
+// A drained track signals; the feeder also looks again every 100 ms, on
+// one timer it keeps (an hour read as fast as it is taken waits some ten
+// thousand times).
 func (f *feeder) waitRead(ctx context.Context, tracks []*feedTrack) error {
 	for _, ft := range tracks {
 		for !ft.t.Drained() {
+			if f.poll == nil {
+				f.poll = time.NewTimer(readPoll)
+			} else {
+				f.poll.Reset(readPoll)
+			}
 			select {
 			case <-ft.drained:
-			case <-time.After(100 * time.Millisecond):
+			case <-f.poll.C:
 			case <-ctx.Done():
 				return ctx.Err()
 			}
@@ -497,3 +511,6 @@ func (f *feeder) waitRead(ctx context.Context, tracks []*feedTrack) error {
 	}
 	return nil
 }
+
+// readPoll is how often waitRead looks again without a signal.
+const readPoll = 100 * time.Millisecond
