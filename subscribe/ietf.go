@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/internal/moq/ietf"
+	"github.com/moq-export/moq-export/internal/moq/ietf/ietfpub"
 	"github.com/moq-export/moq-export/internal/moq/transport"
 )
 
@@ -133,17 +134,20 @@ type ietfConn struct {
 
 	mu       sync.Mutex
 	nextID   uint64
-	peerMax  uint64                // request ids below it are ours to use
-	maxCh    chan struct{}         // closed and replaced when peerMax grows
-	granted  uint64                // the limit we granted the peer
-	window   uint64                // ids granted at a time
-	serves   map[uint64]*ietfServe // the peer's requests we serve (drafts 14-16)
+	peerMax  uint64        // request ids below it are ours to use
+	maxCh    chan struct{} // closed and replaced when peerMax grows
+	granted  uint64        // the limit we granted the peer
+	window   uint64        // ids granted at a time
 	reqs     map[uint64]*ietfRequest
 	aliases  map[uint64]*subscription
 	aliasCh  chan struct{}     // closed and replaced when aliases grows
 	peerNS   map[string]uint64 // namespaces the peer published -> request id
 	nsCh     chan struct{}     // closed and replaced when peerNS changes
 	goingOff bool              // GOAWAY received
+
+	// served are the peer's requests we serve (package ietfpub), set
+	// before the connection is served.
+	served *ietfpub.Served
 
 	asked ietfAsked // optional requests made, and their answers (compat.go)
 	// alpnV is the draft the ALPN named when it differs from v: a server
@@ -160,7 +164,6 @@ func newIETFConn(c conn, v ietf.Version, client bool, log *slog.Logger) *ietfCon
 		reqs: map[uint64]*ietfRequest{}, aliases: map[uint64]*subscription{},
 		peerNS: map[string]uint64{}, maxCh: make(chan struct{}), aliasCh: make(chan struct{}),
 		nsCh: make(chan struct{}), granted: ietfRequestWindow, window: ietfRequestWindow,
-		serves: map[uint64]*ietfServe{},
 	}
 	if !client {
 		ic.nextID = 1 // clients use even request ids, servers odd
@@ -614,6 +617,7 @@ var errGoingAway = &CloseError{Code: ietfNoError, Reason: "peer sent GOAWAY", Re
 // the peer's setup stream for GOAWAY) and the incoming data streams.
 func (s *Session) serveIETF(ic *ietfConn) {
 	ctx := ic.Context()
+	ic.served = s.pub.ietf.On(ietfPubConn{ic})
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		err := s.ietfControlLoop(ic)
@@ -633,7 +637,7 @@ func (s *Session) serveIETF(ic *ietfConn) {
 	wg.Go(func() {
 		serveStreams(ctx, ic.AcceptBidi, nil, func(str bidiStream, _ orderTicket) { s.handleIETFBidi(ic, str) })
 	})
-	wg.Go(func() { s.pub.ietfAnnounce(ic) })
+	wg.Go(ic.served.Announce)
 	select {
 	case <-ctx.Done():
 	case <-s.ctx.Done():
@@ -732,13 +736,13 @@ func (s *Session) ietfControl(ic *ietfConn, typ uint64, body []byte) error {
 		s.ietfGoAway(ic, m)
 	case ietf.TypeSubscribe, ietf.TypeFetch, ietf.TypeSubscribeNamespace14, ietf.TypeTrackStatus, ietf.TypePublish:
 		// Requests of a peer that subscribes to what we publish.
-		return s.pub.serveIETFRequest(ic, nil, nil, typ, body)
+		return protocolErr(ic.served.Request(nil, nil, typ, body))
 	case ietf.TypeUnsubscribe, ietf.TypeFetchCancel:
 		var m ietf.RequestID
 		if err := decode(&m); err != nil {
 			return err
 		}
-		ic.cancelServe(m.ID)
+		ic.served.Cancel(m.ID)
 	case ietf.TypeUnsubscribeNamespace, ietf.TypePublishNamespaceCancel, ietf.TypeRequestUpdate:
 		// Nothing to undo: SUBSCRIBE_NAMESPACE changed nothing, a refused
 		// PUBLISH_NAMESPACE stays offered, updates are not followed.
@@ -839,7 +843,7 @@ func (s *Session) handleIETFBidi(ic *ietfConn, str bidiStream) {
 		return
 	}
 	if typ != ietf.TypePublishNamespace {
-		if err := s.pub.serveIETFRequest(ic, str, r, typ, body); err != nil {
+		if err := ic.served.Request(str, r, typ, body); err != nil {
 			s.log.Warn("moq: request stream", "err", err)
 			resetStream(str, ietfProtocolViolation)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/quic-go/quic-go"
 
 	"github.com/moq-export/moq-export/internal/moq/ietf"
+	"github.com/moq-export/moq-export/internal/moq/ietf/ietfpub"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -456,10 +457,10 @@ func TestIETFPublisherServesFetchRanges(t *testing.T) {
 				}
 			}
 			refusal("not held", ietf.Fetch{Type: ietf.FetchStandalone, Namespace: "live", Track: "t",
-				Start: ietf.Location{Group: 10}, End: ietf.Location{Group: 12}}, ietfErrNoObjects)
+				Start: ietf.Location{Group: 10}, End: ietf.Location{Group: 12}}, ietfpub.ErrNoObjects)
 			refusal("unknown broadcast", ietf.Fetch{Type: ietf.FetchStandalone, Namespace: "nobody", Track: "t",
-				End: ietf.Location{Group: 1}}, ietfErrDoesNotExist)
-			refusal("unknown subscription", ietf.Fetch{Type: ietf.FetchAbsoluteJoining, Joining: 999, Offset: 1}, ietfErrInvalidJoining)
+				End: ietf.Location{Group: 1}}, ietfpub.ErrDoesNotExist)
+			refusal("unknown subscription", ietf.Fetch{Type: ietf.FetchAbsoluteJoining, Joining: 999, Offset: 1}, ietfpub.ErrInvalidJoining)
 		})
 	}
 }
@@ -510,7 +511,7 @@ func TestIETFPublisherAnswersTrackStatusAndRefusesPublish(t *testing.T) {
 			}
 			var re ietf.RequestError
 			p.decode(body, &re)
-			if re.Code != ietfErrDoesNotExist {
+			if re.Code != ietfpub.ErrDoesNotExist {
 				t.Fatalf("code %d, want TRACK_DOES_NOT_EXIST", re.Code)
 			}
 			// PUBLISH: only its request id is read before the refusal.
@@ -524,7 +525,7 @@ func TestIETFPublisherAnswersTrackStatusAndRefusesPublish(t *testing.T) {
 				t.Fatalf("PUBLISH answered %#x, want %#x", typ, wantType)
 			}
 			p.decode(body, &re)
-			if re.Code != ietfErrNotSupported {
+			if re.Code != ietfpub.ErrNotSupported {
 				t.Fatalf("PUBLISH refused with %d, want NOT_SUPPORTED", re.Code)
 			}
 		})

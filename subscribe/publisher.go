@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/moq-export/moq-export/internal/moq/ietf/ietfpub"
 	"github.com/moq-export/moq-export/internal/moq/lite/litepub"
 	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/model"
@@ -18,7 +19,7 @@ const publishTimescale = 1_000_000
 
 // publisher is the publishing role of a session: the broadcasts it
 // serves (session.Publications), the subscriptions and FETCHes it answers
-// (package litepub for moq-lite, ietf_publish.go for moq-transport, each
+// (package litepub for moq-lite, package ietfpub for moq-transport, each
 // reading its requests and writing its replies and objects in its wire
 // around the core's session.Serve and session.ServeGroup) and the
 // announce streams that follow what it publishes.
@@ -44,8 +45,10 @@ type publisher struct {
 	// (a subscription counts once its start group is fixed: tests wait
 	// for it before they publish).
 	pubs *session.Publications
-	// lite serves the publications on moq-lite connections.
+	// lite serves the publications on moq-lite connections, ietf on
+	// moq-transport ones.
 	lite *litepub.Publisher
+	ietf *ietfpub.Publisher
 }
 
 // newPublisher is the publishing role of s.
@@ -57,11 +60,15 @@ func newPublisher(s *Session) *publisher {
 	}
 	p.lite = &litepub.Publisher{Pubs: p.pubs, Ctx: s.ctx, Log: s.log, HopID: s.hopID,
 		AnnounceTimeout: s.opts.announceTimeout, Stopped: isResetErr}
+	p.ietf = &ietfpub.Publisher{Pubs: p.pubs, Log: s.log, Go: s.wg.Go, Root: s.Path}
+	if s.opts.strict != nil {
+		p.ietf.Strict = strictServer{s.opts.strict}
+	}
 	return p
 }
 
 // setLogger makes log the publisher's logger.
-func (s *publisher) setLogger(log *slog.Logger) { s.log, s.lite.Log = log, log }
+func (s *publisher) setLogger(log *slog.Logger) { s.log, s.lite.Log, s.ietf.Log = log, log, log }
 
 // isResetErr reports whether err is the peer's reset of a stream.
 func isResetErr(err error) bool {

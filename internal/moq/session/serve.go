@@ -140,6 +140,7 @@ func Serve(ctx context.Context, t *model.Track, cons *model.Consumer, w Window, 
 	}
 	rs := model.NewReadySet()
 	cons.Watch(rs)
+	var ready []*model.Consumer // reused: Take into nil allocates per wake-up
 	for {
 		for ev, ok := cons.Next(); ok; ev, ok = cons.Next() {
 			switch ev.Kind {
@@ -207,7 +208,7 @@ func Serve(ctx context.Context, t *model.Track, cons *model.Consumer, w Window, 
 		}
 		select {
 		case <-rs.Wakeup():
-			rs.Take(nil)
+			ready = rs.Take(ready[:0])
 		case <-ctx.Done():
 			if open && ending != nil && ending() {
 				closeGroup(GroupCut)
@@ -302,6 +303,7 @@ func OldestUnexpired(t *model.Track, floor, maxAge uint64) (uint64, bool) {
 // track changes (a Consumer's ReadySet).
 func ServeGroup(ctx context.Context, g *model.Group, wake *model.ReadySet, from, to uint64, emit func(frames []model.Frame, first uint64) error) error {
 	next := uint64(min(from, math.MaxInt32))
+	var ready []*model.Consumer
 	for {
 		frames, finished, err := g.Frames(int(next))
 		if to > 0 && next+uint64(len(frames)) >= to {
@@ -327,7 +329,7 @@ func ServeGroup(ctx context.Context, g *model.Group, wake *model.ReadySet, from,
 		}
 		select {
 		case <-wake.Wakeup():
-			wake.Take(nil)
+			ready = wake.Take(ready[:0])
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -1,4 +1,4 @@
-package subscribe
+package ietfpub
 
 import (
 	"context"
@@ -9,9 +9,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/internal/hang"
 	"github.com/moq-export/moq-export/internal/moq/ietf"
 	"github.com/moq-export/moq-export/internal/moq/session"
+	"github.com/moq-export/moq-export/internal/moqpath"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -21,7 +23,7 @@ import (
 // SUBSCRIBE_NAMESPACE is answered OK and changes nothing). SUBSCRIBE gets
 // SUBSCRIBE_OK (track alias = request id, timescale microseconds) and one
 // subgroup stream per model group from where its filter starts
-// (ietfSubscribeRange), each object carrying its timestamp as the
+// (subscribeRange), each object carrying its timestamp as the
 // Timestamp extension (microseconds) and the payload as on moq-lite, in
 // the packaging the broadcast's catalog declares (package hang: catalog
 // tracks raw, media legacy, loc or cmaf); PUBLISH_DONE follows the track's
@@ -33,31 +35,31 @@ import (
 // and the reference relay's subscriber refuse it: Publish offers
 // namespaces, it does not push tracks.
 
-// ietfPublishTimescale is the timescale of published tracks.
-const ietfPublishTimescale = 1_000_000
+// Timescale is the timescale of published tracks.
+const Timescale = 1_000_000
 
 // Request error codes this publisher sends.
 const (
-	ietfErrNotSupported   = 0x3
-	ietfErrDoesNotExist   = 0x4
-	ietfErrInvalidRange   = 0x5
-	ietfErrNoObjects      = 0x6 // FETCH
-	ietfErrInvalidJoining = 0x7 // FETCH
+	ErrNotSupported   = 0x3
+	ErrDoesNotExist   = 0x4
+	ErrInvalidRange   = 0x5
+	ErrNoObjects      = 0x6 // FETCH
+	ErrInvalidJoining = 0x7 // FETCH
 )
 
-// ietfServe is one request the peer made of us: answered on the control
+// serve is one request the peer made of us: answered on the control
 // stream (drafts 14-16) or on the request's own stream (str), cancelled
 // by UNSUBSCRIBE / FETCH_CANCEL or the end of that stream.
-type ietfServe struct {
-	ic     *ietfConn
+type serve struct {
+	sd     *Served
 	id     uint64
-	str    bidiStream
+	str    session.Stream
 	wmu    sync.Mutex
 	ctx    context.Context
 	cancel context.CancelFunc
 
 	// What a served SUBSCRIBE answered, for the FETCHes that join it
-	// (under ic.mu): its track, and its Largest Location (nil: none).
+	// (under sd.mu): its track, and its Largest Location (nil: none).
 	track     *model.Track
 	broadcast string
 	trackName string
@@ -65,50 +67,59 @@ type ietfServe struct {
 	joinable  bool // the SUBSCRIBE_OK went out with a Largest Object filter
 }
 
-func (ic *ietfConn) newServe(id uint64, str bidiStream) *ietfServe {
-	sv := &ietfServe{ic: ic, id: id, str: str}
-	sv.ctx, sv.cancel = context.WithCancel(ic.Context())
+func (sd *Served) newServe(id uint64, str session.Stream) *serve {
+	sv := &serve{sd: sd, id: id, str: str}
+	sv.ctx, sv.cancel = context.WithCancel(sd.c.Context())
 	// Every request is found by its id: UNSUBSCRIBE and FETCH_CANCEL name
 	// control-stream requests, joining fetches any subscription.
-	ic.mu.Lock()
-	ic.serves[id] = sv
-	ic.mu.Unlock()
+	sd.mu.Lock()
+	sd.serves[id] = sv
+	sd.mu.Unlock()
 	return sv
 }
 
 // done forgets sv.
-func (sv *ietfServe) done() {
+func (sv *serve) done() {
 	sv.cancel()
-	sv.ic.mu.Lock()
-	if sv.ic.serves[sv.id] == sv {
-		delete(sv.ic.serves, sv.id)
+	sv.sd.mu.Lock()
+	if sv.sd.serves[sv.id] == sv {
+		delete(sv.sd.serves, sv.id)
 	}
-	sv.ic.mu.Unlock()
+	sv.sd.mu.Unlock()
 	if sv.str != nil {
 		sv.str.Close()
-		sv.str.CancelRead(CodeCancel)
+		sv.str.CancelRead(codeCancel)
 	}
 }
 
-// cancelServe cancels the served request id (UNSUBSCRIBE, FETCH_CANCEL).
-func (ic *ietfConn) cancelServe(id uint64) {
-	ic.mu.Lock()
-	sv := ic.serves[id]
-	ic.mu.Unlock()
+// Cancel cancels the served request id (UNSUBSCRIBE, FETCH_CANCEL).
+func (sd *Served) Cancel(id uint64) {
+	sd.mu.Lock()
+	sv := sd.serves[id]
+	sd.mu.Unlock()
 	if sv != nil {
 		sv.cancel()
 	}
 }
 
-func (sv *ietfServe) reply(typ uint64, m ietf.Message) error {
-	return sv.ic.writeOn(sv.str, &sv.wmu, typ, m)
+// reply sends one message of the request: on its own stream, or the
+// control stream.
+func (sv *serve) reply(typ uint64, m ietf.Message) error {
+	if sv.str == nil {
+		return sv.sd.c.WriteControl(typ, m)
+	}
+	b := ietf.Append(nil, typ, m, sv.sd.v)
+	sv.wmu.Lock()
+	defer sv.wmu.Unlock()
+	_, err := sv.str.Write(b)
+	return err
 }
 
 // refuse answers with the refusal of typ's request (draft 14 has one type
 // per request; later drafts REQUEST_ERROR).
-func (sv *ietfServe) refuse(reqType, code uint64, reason string) {
+func (sv *serve) refuse(reqType, code uint64, reason string) {
 	typ := uint64(ietf.TypeRequestError)
-	if sv.ic.v == ietf.Draft14 {
+	if sv.sd.v == ietf.Draft14 {
 		switch reqType {
 		case ietf.TypeFetch:
 			typ = ietf.TypeFetchError
@@ -123,35 +134,37 @@ func (sv *ietfServe) refuse(reqType, code uint64, reason string) {
 	_ = sv.reply(typ, &ietf.RequestError{RequestID: sv.id, Code: code, Reason: reason})
 }
 
-// serveIETFRequest answers one request of the peer (body of type typ),
-// on the control stream or on the request's own stream str (read by r
-// after the request: its end cancels the request).
-func (s *publisher) serveIETFRequest(ic *ietfConn, str bidiStream, r io.Reader, typ uint64, body []byte) error {
-	id, err := ietf.RequestIDOf(body, ic.v)
+// Request answers one request of the peer (body of type typ), on the
+// control stream (str nil) or on the request's own stream str (read by r
+// after the request: its end cancels the request). An error (wrapping
+// the codec's, for a malformed request) ends the session.
+func (sd *Served) Request(str session.Stream, r io.Reader, typ uint64, body []byte) error {
+	s, v := sd.p, sd.v
+	id, err := ietf.RequestIDOf(body, v)
 	if err != nil {
-		return protocolErr(err)
+		return err
 	}
-	if p := s.opts.strict; p != nil {
-		what := p.refuses(typ, body, ic.v)
-		m, ok := decodeSubscribe(typ, body, ic.v)
+	if p := s.Strict; p != nil {
+		what := p.Refuses(typ, body, v)
+		m, ok := decodeSubscribe(typ, body, v)
 		switch {
 		case what != "" || typ != ietf.TypeSubscribe:
 		case !ok:
 			what = "malformed SUBSCRIBE" // MediaMTX's parser fails: a close
-		case !s.pubs.Has(strictNamespace(s, m.Namespace), m.Track):
+		case !s.Pubs.Has(strictNamespace(s, m.Namespace), m.Track):
 			what = "unknown track"
 		}
 		if what != "" {
-			s.log.Debug("moq: strict: closing the session on a request it does not support", "request", what)
-			p.count(what)
-			ic.Close(ietfNoError, "")
+			s.Log.Debug("moq: strict: closing the session on a request it does not support", "request", what)
+			p.Count(what)
+			sd.c.Close(codeNoError, "")
 			return nil
 		}
 	}
-	ic.grant(id)
-	sv := ic.newServe(id, str)
+	sd.c.Grant(id)
+	sv := sd.newServe(id, str)
 	if str != nil {
-		s.wg.Go(func() {
+		s.Go(func() {
 			_, _ = io.Copy(io.Discard, r)
 			sv.cancel()
 		})
@@ -159,40 +172,40 @@ func (s *publisher) serveIETFRequest(ic *ietfConn, str bidiStream, r io.Reader, 
 	switch typ {
 	case ietf.TypeSubscribe:
 		var m ietf.Subscribe
-		if err := ietf.Decode(body, &m, ic.v); err != nil {
+		if err := ietf.Decode(body, &m, v); err != nil {
 			sv.done()
-			return fmt.Errorf("SUBSCRIBE: %w", protocolErr(err))
+			return fmt.Errorf("SUBSCRIBE: %w", err)
 		}
-		if s.opts.strict != nil {
+		if s.Strict != nil {
 			m.Namespace = strictNamespace(s, m.Namespace)
 		}
-		s.wg.Go(func() {
+		s.Go(func() {
 			defer sv.done()
-			s.ietfServeSubscribe(sv, m)
+			s.serveSubscribe(sv, m)
 		})
 	case ietf.TypeFetch:
 		var m ietf.Fetch
-		if err := ietf.Decode(body, &m, ic.v); err != nil {
+		if err := ietf.Decode(body, &m, v); err != nil {
 			sv.done()
-			return fmt.Errorf("FETCH: %w", protocolErr(err))
+			return fmt.Errorf("FETCH: %w", err)
 		}
-		s.wg.Go(func() {
+		s.Go(func() {
 			defer sv.done()
-			s.ietfServeFetch(sv, m)
+			s.serveFetch(sv, m)
 		})
 	case ietf.TypeTrackStatus:
 		// SUBSCRIBE's layout in every draft.
 		var m ietf.Subscribe
-		if err := ietf.Decode(body, &m, ic.v); err != nil {
+		if err := ietf.Decode(body, &m, v); err != nil {
 			sv.done()
-			return fmt.Errorf("TRACK_STATUS: %w", protocolErr(err))
+			return fmt.Errorf("TRACK_STATUS: %w", err)
 		}
-		s.ietfServeTrackStatus(sv, m)
+		s.serveTrackStatus(sv, m)
 		sv.done()
 	case ietf.TypeSubscribeNamespace14, ietf.TypeSubscribeNamespace:
 		// Every broadcast is offered with PUBLISH_NAMESPACE already.
 		ok := uint64(ietf.TypeRequestOK)
-		if ic.v == ietf.Draft14 {
+		if v == ietf.Draft14 {
 			ok = ietf.TypeSubscribeNamespaceOK
 		}
 		err := sv.reply(ok, &ietf.RequestOK{RequestID: id})
@@ -201,13 +214,13 @@ func (s *publisher) serveIETFRequest(ic *ietfConn, str bidiStream, r io.Reader, 
 			return err
 		}
 		// Held until the peer ends its stream.
-		s.wg.Go(func() {
+		s.Go(func() {
 			defer sv.done()
 			<-sv.ctx.Done()
 		})
 	default:
-		s.log.Debug("moq: refusing a request", "type", typ)
-		sv.refuse(typ, ietfErrNotSupported, "not supported")
+		s.Log.Debug("moq: refusing a request", "type", typ)
+		sv.refuse(typ, ErrNotSupported, "not supported")
 		sv.done()
 	}
 	return nil
@@ -226,7 +239,9 @@ func timestampExt(pk hang.Track, ts int64, v ietf.Version) []byte {
 // strictNamespace is the broadcast a SUBSCRIBE names on a Strict server:
 // as MediaMTX ties a session to the stream its path names, the namespace
 // is taken relative to the session path ("" is the session's stream).
-func strictNamespace(s *publisher, ns string) string { return joinPath(s.root(), ns) }
+func strictNamespace(s *Publisher, ns string) string {
+	return moqpath.Join(moqpath.Clean(s.Root()), moqpath.Clean(ns))
+}
 
 // decodeSubscribe decodes body when typ is SUBSCRIBE.
 func decodeSubscribe(typ uint64, body []byte, v ietf.Version) (ietf.Subscribe, bool) {
@@ -237,10 +252,10 @@ func decodeSubscribe(typ uint64, body []byte, v ietf.Version) (ietf.Subscribe, b
 	return m, true
 }
 
-// ietfRange is the part of a track a request asks for: objects from
+// trackRange is the part of a track a request asks for: objects from
 // Start on; through group End (inclusive) when HasEnd, and in that group
 // below EndObject when it is not 0.
-type ietfRange struct {
+type trackRange struct {
 	Start     ietf.Location
 	End       uint64
 	EndObject uint64
@@ -249,14 +264,14 @@ type ietfRange struct {
 
 // window is the range as the core's subscription window: it ends once
 // delivered.
-func (r ietfRange) window() session.Window {
+func (r trackRange) window() session.Window {
 	return session.Window{Start: session.Location{Group: r.Start.Group, Frame: r.Start.Object}, HasStart: true,
 		End: r.End, EndFrame: r.EndObject, HasEnd: r.HasEnd, Finite: true}
 }
 
 // frames is the part of group seq inside the range: from frame from,
 // below frame to (0: to the group's end).
-func (r ietfRange) frames(seq uint64) (from, to uint64) {
+func (r trackRange) frames(seq uint64) (from, to uint64) {
 	if seq == r.Start.Group {
 		from = r.Start.Object
 	}
@@ -279,7 +294,7 @@ func largestOf(e session.Edge) *ietf.Location {
 	return &l
 }
 
-// ietfSubscribeRange resolves a SUBSCRIBE filter against the live edge:
+// subscribeRange resolves a SUBSCRIBE filter against the live edge:
 //
 //   - Largest Object: the start of the newest group in drafts 14-19, as the
 //     reference relay and @moq/net serve it (the draft's {Largest.Group,
@@ -293,8 +308,8 @@ func largestOf(e session.Edge) *ietf.Location {
 //     which starts at the newest group as in moq-lite.
 //
 // Before any content, every filter starts at {0, 0}, as the drafts say.
-func ietfSubscribeRange(f ietf.Filter, v ietf.Version, e session.Edge) ietfRange {
-	var r ietfRange
+func subscribeRange(f ietf.Filter, v ietf.Version, e session.Edge) trackRange {
+	var r trackRange
 	switch f.Type {
 	case ietf.FilterLargestObject:
 		if e.OK {
@@ -322,37 +337,37 @@ func ietfSubscribeRange(f ietf.Filter, v ietf.Version, e session.Edge) ietfRange
 	return r
 }
 
-// ietfServeTrackStatus answers TRACK_STATUS with what SUBSCRIBE_OK would
+// serveTrackStatus answers TRACK_STATUS with what SUBSCRIBE_OK would
 // say (Largest Object, timescale), or the refusal SUBSCRIBE would get.
-func (s *publisher) ietfServeTrackStatus(sv *ietfServe, m ietf.Subscribe) {
-	t, _, err := s.pubs.Track(m.Namespace, m.Track)
+func (s *Publisher) serveTrackStatus(sv *serve, m ietf.Subscribe) {
+	t, _, err := s.Pubs.Track(m.Namespace, m.Track)
 	if err != nil {
-		sv.refuse(ietf.TypeTrackStatus, ietfErrDoesNotExist, "no such track")
+		sv.refuse(ietf.TypeTrackStatus, ErrDoesNotExist, "no such track")
 		return
 	}
 	largest := largestOf(session.EdgeOf(t))
-	if sv.ic.v == ietf.Draft14 {
+	if sv.sd.v == ietf.Draft14 {
 		_ = sv.reply(ietf.TypeTrackStatusOK, &ietf.SubscribeOK{RequestID: sv.id,
 			GroupOrder: ietf.GroupOrderDescending, Largest: largest})
 		return
 	}
 	ok := ietf.RequestOK{RequestID: sv.id}
 	if largest != nil {
-		ok.Params.SetBytes(ietf.ParamLargestObject, ietf.AppendLocation(nil, *largest, sv.ic.v))
+		ok.Params.SetBytes(ietf.ParamLargestObject, ietf.AppendLocation(nil, *largest, sv.sd.v))
 	}
 	_ = sv.reply(ietf.TypeRequestOK, &ok)
 }
 
-// ietfServeSubscribe serves one SUBSCRIBE until the track ends, its range
+// serveSubscribe serves one SUBSCRIBE until the track ends, its range
 // was delivered or the peer unsubscribes.
-func (s *publisher) ietfServeSubscribe(sv *ietfServe, m ietf.Subscribe) {
-	t, pack, err := s.pubs.Track(m.Namespace, m.Track)
+func (s *Publisher) serveSubscribe(sv *serve, m ietf.Subscribe) {
+	t, pack, err := s.Pubs.Track(m.Namespace, m.Track)
 	if err != nil {
-		sv.refuse(ietf.TypeSubscribe, ietfErrDoesNotExist, "no such track")
+		sv.refuse(ietf.TypeSubscribe, ErrDoesNotExist, "no such track")
 		return
 	}
 	if m.Filter.Type == ietf.FilterAbsoluteRange && m.Filter.End < m.Filter.Start.Group {
-		sv.refuse(ietf.TypeSubscribe, ietfErrInvalidRange, "range ends before its start")
+		sv.refuse(ietf.TypeSubscribe, ErrInvalidRange, "range ends before its start")
 		return
 	}
 	// Subscribed before the edge is read: nothing published in between
@@ -360,32 +375,33 @@ func (s *publisher) ietfServeSubscribe(sv *ietfServe, m ietf.Subscribe) {
 	cons := t.Subscribe(time.Hour)
 	defer cons.Close()
 	edge := session.EdgeOf(t)
-	rng := ietfSubscribeRange(m.Filter, sv.ic.v, edge)
+	rng := subscribeRange(m.Filter, sv.sd.v, edge)
 	ok := ietf.SubscribeOK{RequestID: sv.id, TrackAlias: sv.id, GroupOrder: ietf.GroupOrderDescending,
-		Timescale: ietfPublishTimescale, Largest: largestOf(edge)}
-	if s.opts.strict != nil && s.opts.strict.groupPerFrame {
+		Timescale: Timescale, Largest: largestOf(edge)}
+	perFrame := s.Strict != nil && s.Strict.GroupPerFrame()
+	if perFrame {
 		// MediaMTX names no Largest Location (its groups are counted from
 		// 0 per subscription, not the track's), and starts a reader at
 		// the next keyframe, whatever the filter (the catalog it sends
 		// at once).
 		ok.Largest = nil
-		if !isCatalogTrack(m.Track) {
-			rng = ietfRange{}
+		if !catalog.IsTrackName(m.Track) {
+			rng = trackRange{}
 			if edge.OK {
 				rng.Start.Group = edge.Group + 1
 			}
 		}
 	}
-	sv.ic.mu.Lock()
+	sv.sd.mu.Lock()
 	sv.track, sv.broadcast, sv.trackName, sv.largest = t, m.Namespace, m.Track, ok.Largest
 	sv.joinable = m.Filter.Type == ietf.FilterLargestObject
-	sv.ic.mu.Unlock()
+	sv.sd.mu.Unlock()
 	if err := sv.reply(ietf.TypeSubscribeOK, &ok); err != nil {
 		return
 	}
-	s.pubs.CountServing(m.Namespace, m.Track, 1)
-	defer s.pubs.CountServing(m.Namespace, m.Track, -1)
-	w := ietfGroupWriter{sv: sv, pack: pack, perFrame: s.opts.strict != nil && s.opts.strict.groupPerFrame}
+	s.Pubs.CountServing(m.Namespace, m.Track, 1)
+	defer s.Pubs.CountServing(m.Namespace, m.Track, -1)
+	w := groupWriter{sv: sv, pack: pack, perFrame: perFrame}
 	status, reason := uint64(ietf.DoneTrackEnded), "track ended"
 	// A session that ends cuts nothing here: moq-transport's subscriber
 	// reads the session's close, not a reset code (nil ending: the open
@@ -398,23 +414,23 @@ func (s *publisher) ietfServeSubscribe(sv *ietfServe, m ietf.Subscribe) {
 		status, reason = ietf.DoneSubscriptionEnded, "unsubscribed"
 		if sv.ctx.Err() == nil {
 			status, reason = ietf.DoneInternalError, "internal error"
-			s.log.Debug("moq: serving subscription", "track", m.Track, "err", err)
+			s.Log.Debug("moq: serving subscription", "track", m.Track, "err", err)
 		}
 	}
-	if sv.ic.Context().Err() == nil {
+	if sv.sd.c.Context().Err() == nil {
 		_ = sv.reply(ietf.TypePublishDone, &ietf.PublishDone{RequestID: sv.id, Status: status,
 			StreamCount: w.streams, Reason: reason})
 	}
 }
 
-// ietfGroupWriter writes the groups of one subscription in
+// groupWriter writes the groups of one subscription in
 // moq-transport's wire (session.Sink): a subgroup stream per group, its
 // objects carrying their timestamp as an extension.
-type ietfGroupWriter struct {
-	sv      *ietfServe
+type groupWriter struct {
+	sv      *serve
 	pack    hang.Track
 	payload []byte // the packaged payload of the frame being written
-	group   sendStream
+	group   session.SendStream
 	seq     uint64
 	last    uint64 // id of the last object written on group
 	fresh   bool   // nothing written on group yet: the next id is absolute
@@ -426,12 +442,12 @@ type ietfGroupWriter struct {
 	frames   uint64
 }
 
-func (w *ietfGroupWriter) header(first bool) ietf.SubgroupHeader {
+func (w *groupWriter) header(first bool) ietf.SubgroupHeader {
 	return ietf.SubgroupHeader{TrackAlias: w.sv.id, Group: w.seq, HasPriority: true,
 		Extensions: true, EndOfGroup: true, FirstObject: first}
 }
 
-func (w *ietfGroupWriter) OpenGroup(seq, first uint64) error {
+func (w *groupWriter) OpenGroup(seq, first uint64) error {
 	if w.perFrame {
 		return nil // WriteFrame opens a group per frame
 	}
@@ -440,8 +456,8 @@ func (w *ietfGroupWriter) OpenGroup(seq, first uint64) error {
 
 // open opens the subgroup stream of group seq, whose first object is
 // first.
-func (w *ietfGroupWriter) open(seq, first uint64) error {
-	g, err := w.sv.ic.OpenUni(w.sv.ctx)
+func (w *groupWriter) open(seq, first uint64) error {
+	g, err := w.sv.sd.c.OpenUni(w.sv.ctx)
 	if err != nil {
 		return err
 	}
@@ -449,7 +465,7 @@ func (w *ietfGroupWriter) open(seq, first uint64) error {
 	w.streams++
 	// A stream that starts past object 0 (a filter starting mid-group)
 	// says so from draft 18 on.
-	if _, err := g.Write(ietf.AppendSubgroupHeader(w.buf[:0], w.header(first == 0), w.sv.ic.v)); err != nil {
+	if _, err := g.Write(ietf.AppendSubgroupHeader(w.buf[:0], w.header(first == 0), w.sv.sd.v)); err != nil {
 		w.CloseGroup(session.GroupFailed)
 		return fmt.Errorf("%w: %w", session.ErrGroupStopped, err)
 	}
@@ -457,8 +473,8 @@ func (w *ietfGroupWriter) open(seq, first uint64) error {
 }
 
 // WriteFrame sends f as object id of the open group.
-func (w *ietfGroupWriter) WriteFrame(f model.Frame, id uint64) error {
-	v := w.sv.ic.v
+func (w *groupWriter) WriteFrame(f model.Frame, id uint64) error {
+	v := w.sv.sd.v
 	if w.perFrame {
 		if err := w.open(w.frames, 0); err != nil {
 			return err
@@ -491,51 +507,51 @@ func (w *ietfGroupWriter) WriteFrame(f model.Frame, id uint64) error {
 // holds the end of the group (an explicit End of Group object after it is
 // what @moq/net 0.3.4 refuses on such a stream), also when the session
 // ends; a reset after a failed write.
-func (w *ietfGroupWriter) CloseGroup(how session.GroupEnd) {
+func (w *groupWriter) CloseGroup(how session.GroupEnd) {
 	if w.group == nil {
 		return
 	}
 	if how == session.GroupFailed {
-		w.group.CancelWrite(CodeCancel)
+		w.group.CancelWrite(codeCancel)
 	} else {
 		w.group.Close()
 	}
 	w.group = nil
 }
 
-// ietfFetchRange resolves a FETCH into its track and range: a standalone
+// fetchRange resolves a FETCH into its track and range: a standalone
 // fetch names both; a joining fetch takes the track of the subscription
 // it joins and ends at that subscription's Largest Location, starting
 // Offset groups before it (relative) or at group Offset (absolute). ns
 // and name are the broadcast and track.
-func (s *publisher) ietfFetchRange(sv *ietfServe, m ietf.Fetch) (t *model.Track, ns, name string, r ietfRange, code uint64, reason string) {
+func (s *Publisher) fetchRange(sv *serve, m ietf.Fetch) (t *model.Track, ns, name string, r trackRange, code uint64, reason string) {
 	if m.Type == ietf.FetchStandalone {
-		if t, _, _ = s.pubs.Track(m.Namespace, m.Track); t == nil {
-			return nil, "", "", r, ietfErrDoesNotExist, "no such track"
+		if t, _, _ = s.Pubs.Track(m.Namespace, m.Track); t == nil {
+			return nil, "", "", r, ErrDoesNotExist, "no such track"
 		}
 		if m.End.Group < m.Start.Group || (m.End.Group == m.Start.Group && m.End.Object != 0 && m.End.Object <= m.Start.Object) {
-			return nil, "", "", r, ietfErrInvalidRange, "range ends before its start"
+			return nil, "", "", r, ErrInvalidRange, "range ends before its start"
 		}
-		return t, m.Namespace, m.Track, ietfRange{Start: m.Start, End: m.End.Group, EndObject: m.End.Object, HasEnd: true}, 0, ""
+		return t, m.Namespace, m.Track, trackRange{Start: m.Start, End: m.End.Group, EndObject: m.End.Object, HasEnd: true}, 0, ""
 	}
-	ic := sv.ic
-	ic.mu.Lock()
-	sub := ic.serves[m.Joining]
+	sd := sv.sd
+	sd.mu.Lock()
+	sub := sd.serves[m.Joining]
 	var largest *ietf.Location
 	joinable := false
 	if sub != nil {
 		t, ns, name, largest, joinable = sub.track, sub.broadcast, sub.trackName, sub.largest, sub.joinable
 	}
-	ic.mu.Unlock()
+	sd.mu.Unlock()
 	switch {
 	case t == nil:
-		return nil, "", "", r, ietfErrInvalidJoining, "no such subscription"
+		return nil, "", "", r, ErrInvalidJoining, "no such subscription"
 	case !joinable:
-		return nil, "", "", r, ietfErrInvalidJoining, "the subscription has no Largest Object filter"
+		return nil, "", "", r, ErrInvalidJoining, "the subscription has no Largest Object filter"
 	case largest == nil:
-		return nil, "", "", r, ietfErrInvalidRange, "the track had no objects when subscribed"
+		return nil, "", "", r, ErrInvalidRange, "the track had no objects when subscribed"
 	}
-	r = ietfRange{End: largest.Group, EndObject: largest.Object + 1, HasEnd: true}
+	r = trackRange{End: largest.Group, EndObject: largest.Object + 1, HasEnd: true}
 	if m.Type == ietf.FetchRelativeJoining {
 		r.Start.Group = largest.Group - min(m.Offset, largest.Group)
 	} else {
@@ -544,11 +560,11 @@ func (s *publisher) ietfFetchRange(sv *ietfServe, m ietf.Fetch) (t *model.Track,
 	return t, ns, name, r, 0, ""
 }
 
-// ietfServeFetch serves a FETCH: the objects of its range that the track
+// serveFetch serves a FETCH: the objects of its range that the track
 // holds, in ascending group order (descending when asked, in draft 14) on
 // one fetch stream; a group still being written is served as it grows.
-func (s *publisher) ietfServeFetch(sv *ietfServe, m ietf.Fetch) {
-	t, ns, name, rng, code, reason := s.ietfFetchRange(sv, m)
+func (s *Publisher) serveFetch(sv *serve, m ietf.Fetch) {
+	t, ns, name, rng, code, reason := s.fetchRange(sv, m)
 	if t == nil {
 		sv.refuse(ietf.TypeFetch, code, reason)
 		return
@@ -564,10 +580,11 @@ func (s *publisher) ietfServeFetch(sv *ietfServe, m ietf.Fetch) {
 		}
 	}
 	if len(groups) == 0 {
-		sv.refuse(ietf.TypeFetch, ietfErrNoObjects, "no group of the range is held")
+		sv.refuse(ietf.TypeFetch, ErrNoObjects, "no group of the range is held")
 		return
 	}
-	descending := m.GroupOrder == ietf.GroupOrderDescending && sv.ic.v == ietf.Draft14
+	v := sv.sd.v
+	descending := m.GroupOrder == ietf.GroupOrderDescending && v == ietf.Draft14
 	if descending {
 		// Draft 14 only: later drafts' fetch objects carry their group as
 		// a delta that @moq/net (and the codec) read as ascending.
@@ -586,7 +603,7 @@ func (s *publisher) ietfServeFetch(sv *ietfServe, m ietf.Fetch) {
 	if err := sv.reply(ietf.TypeFetchOK, &ok); err != nil {
 		return
 	}
-	str, err := sv.ic.OpenUni(sv.ctx)
+	str, err := sv.sd.c.OpenUni(sv.ctx)
 	if err != nil {
 		return
 	}
@@ -596,9 +613,9 @@ func (s *publisher) ietfServeFetch(sv *ietfServe, m ietf.Fetch) {
 	defer cons.Close()
 	rs := model.NewReadySet()
 	cons.Watch(rs)
-	pack := packagingOf(s.pubs.Broadcast(ns), name)
-	fw := ietf.FetchObjectWriter{V: sv.ic.v}
-	buf := ietf.AppendFetchHeader(nil, ietf.FetchHeader{RequestID: sv.id}, sv.ic.v)
+	pack := session.Packaging(s.Pubs.Broadcast(ns), name)
+	fw := ietf.FetchObjectWriter{V: v}
+	buf := ietf.AppendFetchHeader(nil, ietf.FetchHeader{RequestID: sv.id}, v)
 	var payload []byte
 	var werr error
 	for i, g := range groups {
@@ -607,7 +624,7 @@ func (s *publisher) ietfServeFetch(sv *ietfServe, m ietf.Fetch) {
 		err := session.ServeGroup(sv.ctx, g, rs, from, to, func(frames []model.Frame, first uint64) error {
 			for j, f := range frames {
 				payload = pack.AppendPayload(payload[:0], f)
-				buf = fw.Append(buf, seq, first+uint64(j), timestampExt(pack, max(f.Timestamp, 0), sv.ic.v), payload)
+				buf = fw.Append(buf, seq, first+uint64(j), timestampExt(pack, max(f.Timestamp, 0), v), payload)
 			}
 			_, werr = str.Write(buf)
 			buf = buf[:0]
@@ -621,7 +638,7 @@ func (s *publisher) ietfServeFetch(sv *ietfServe, m ietf.Fetch) {
 		default:
 			// Cancelled, or a group that ended in an error: it cannot
 			// be vouched for.
-			str.CancelWrite(CodeCancel)
+			str.CancelWrite(codeCancel)
 			return
 		}
 	}
@@ -633,21 +650,21 @@ func (s *publisher) ietfServeFetch(sv *ietfServe, m ietf.Fetch) {
 	str.Close()
 }
 
-// ietfAnnounce offers every published broadcast to the peer with
+// Announce offers every published broadcast to the peer with
 // PUBLISH_NAMESPACE, and withdraws the unpublished ones, until the
 // connection is gone.
-func (s *publisher) ietfAnnounce(ic *ietfConn) {
-	if s.opts.strict != nil {
+func (sd *Served) Announce() {
+	if sd.p.Strict != nil {
 		return // MediaMTX announces nothing
 	}
-	offered := map[string]*ietfRequest{}
+	offered := map[string]func(withdraw bool){}
 	defer func() {
-		for _, req := range offered {
-			ic.endRequest(req)
+		for _, end := range offered {
+			end(false)
 		}
 	}()
 	for {
-		paths, ch := s.pubs.Paths()
+		paths, ch := sd.p.Pubs.Paths()
 		want := map[string]bool{}
 		for _, p := range paths {
 			want[p] = true
@@ -656,30 +673,22 @@ func (s *publisher) ietfAnnounce(ic *ietfConn) {
 			if offered[p] != nil {
 				continue
 			}
-			req, err := ic.newRequest(ic.Context(), false)
+			end, err := sd.c.Offer(p)
 			if err != nil {
 				return
 			}
-			if err := req.send(ietf.TypePublishNamespace, &ietf.PublishNamespace{RequestID: req.id, Namespace: p}); err != nil {
-				ic.endRequest(req)
-				return
-			}
-			offered[p] = req
+			offered[p] = end
 		}
-		for p, req := range offered {
+		for p, end := range offered {
 			if want[p] {
 				continue
 			}
-			if req.str == nil {
-				m := ietf.PublishNamespaceDone{Namespace: p, RequestID: req.id}
-				_ = ic.writeControl(ietf.TypePublishNamespaceDone, &m)
-			}
-			ic.endRequest(req)
+			end(true)
 			delete(offered, p)
 		}
 		select {
 		case <-ch:
-		case <-ic.Context().Done():
+		case <-sd.c.Context().Done():
 			return
 		}
 	}
