@@ -11,7 +11,7 @@ import (
 	"github.com/moq-export/moq-export/internal/varint"
 )
 
-// GOAWAY on moq-lite (lite-04+), make before break.
+// GOAWAY on moq-lite (lite-04+) and moq-transport, make before break.
 //
 // A relay that drains (a deploy, a restart) sends GOAWAY with the URI of
 // the session to move to, or none for "reconnect to me" (the reference
@@ -64,17 +64,21 @@ func (s *Session) readLiteGoAway(c conn, str bidiStream, r *bufio.Reader) {
 		}
 		return
 	}
+	s.moveAway(c, m.URI, 0)
+}
+
+// moveAway handles the peer's GOAWAY on c, for both families. An accepted
+// session cannot move: the peer goes away by itself. A dialled session
+// moves to uri (resolved against the current URL; "" for the same URL):
+// it dials there first, while c still delivers (make before break), and
+// closes c once that dial is done and grace has passed; its tracks
+// resubscribe on the new connection, where the resume machinery
+// (resume.go) completes the groups the switch cut.
+func (s *Session) moveAway(c conn, uri string, grace time.Duration) {
 	if s.dial == nil {
-		// An accepted session cannot move: the peer goes away by itself.
 		s.log.Info("moq: peer sent GOAWAY")
 		return
 	}
-	s.moveAway(c, m.URI)
-}
-
-// moveAway moves a dialled session off c to uri (resolved against the
-// current URL; "" for the same URL): dial there, then close c.
-func (s *Session) moveAway(c conn, uri string) {
 	to := s.target.Load()
 	if uri != "" {
 		next, err := goAwayTarget(to, uri)
@@ -90,6 +94,8 @@ func (s *Session) moveAway(c conn, uri string) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		wait := time.NewTimer(grace)
+		defer wait.Stop()
 		if !s.opts.Reconnect.Disabled {
 			ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
 			nc, err := s.dial(ctx)
@@ -109,6 +115,10 @@ func (s *Session) moveAway(c conn, uri string) {
 					s.mu.Unlock()
 				}
 			}
+		}
+		select {
+		case <-wait.C:
+		case <-c.Context().Done():
 		}
 		c.Close(0, "going away")
 	}()

@@ -618,8 +618,7 @@ var errGoingAway = &CloseError{Code: ietfNoError, Reason: "peer sent GOAWAY", Re
 func (s *Session) serveIETF(ic *ietfConn) {
 	ctx := ic.Context()
 	ic.served = s.pub.ietf.On(ietfPubConn{ic})
-	var wg sync.WaitGroup
-	wg.Go(func() {
+	control := func() {
 		err := s.ietfControlLoop(ic)
 		if ctx.Err() == nil {
 			if errors.Is(err, ErrProtocol) {
@@ -630,20 +629,11 @@ func (s *Session) serveIETF(ic *ietfConn) {
 				ic.Close(ietfNoError, "")
 			}
 		}
-	})
-	wg.Go(func() {
-		serveStreams(ctx, ic.AcceptUni, &streamOrder{}, func(str recvStream, t orderTicket) { s.handleIETFUni(ic, str, t) })
-	})
-	wg.Go(func() {
-		serveStreams(ctx, ic.AcceptBidi, nil, func(str bidiStream, _ orderTicket) { s.handleIETFBidi(ic, str) })
-	})
-	wg.Go(ic.served.Announce)
-	select {
-	case <-ctx.Done():
-	case <-s.ctx.Done():
-		ic.Close(ietfNoError, "")
 	}
-	wg.Wait()
+	s.serveLoops(ic, ietfNoError,
+		func(str recvStream, t orderTicket) { s.handleIETFUni(ic, str, t) },
+		func(str bidiStream) { s.handleIETFBidi(ic, str) },
+		control, ic.served.Announce)
 }
 
 // ietfControlLoop reads the control stream until it fails.
@@ -758,44 +748,18 @@ func (s *Session) ietfControl(ic *ietfConn, typ uint64, body []byte) error {
 const ietfGoAwayGrace = time.Second
 
 // ietfGoAway handles GOAWAY: no new requests on this connection, and a
-// dialled session moves, once the subscriptions had a moment to finish,
-// to the New Session URI (resolved against the current URL) or, without
-// one, back to the same URL; its subscriptions resume there.
+// dialled session moves (moveAway), the connection staying up to
+// ietfGoAwayGrace (less when the GOAWAY asks) for the subscriptions'
+// groups in flight to finish.
 func (s *Session) ietfGoAway(ic *ietfConn, m ietf.GoAway) {
 	ic.mu.Lock()
 	ic.goingOff = true
 	ic.mu.Unlock()
-	if s.dial == nil {
-		// An accepted session cannot move: the peer's own GOAWAY ends it
-		// when it closes.
-		s.log.Info("moq: peer sent GOAWAY")
-		return
-	}
-	to := s.target.Load()
-	if m.URI != "" {
-		next, err := goAwayTarget(to, m.URI)
-		if err != nil {
-			s.log.Warn("moq: GOAWAY names a session URI we cannot dial; reconnecting to the same one", "err", err)
-		} else {
-			to = next
-			s.target.Store(next)
-		}
-	}
-	s.log.Info("moq: peer sent GOAWAY, moving the session", "to", to.Redacted())
 	grace := ietfGoAwayGrace
 	if m.Timeout > 0 {
 		grace = min(grace, time.Duration(m.Timeout)*time.Millisecond)
 	}
-	s.movedAway.Store(true)
-	go func() {
-		t := time.NewTimer(grace)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			ic.Close(ietfNoError, "going away")
-		case <-ic.Context().Done():
-		}
-	}()
+	s.moveAway(ic, m.URI, grace)
 }
 
 // goAwayTarget resolves a GOAWAY's New Session URI against the current

@@ -480,28 +480,39 @@ func (s *Session) serveConn(c conn) {
 func (s *Session) serveLite(c conn) {
 	ctx := c.Context()
 	s.logNegotiated(c)
-	var wg sync.WaitGroup
+	var loops []func()
 	if connVersion(c).SetupStream {
-		wg.Go(func() { s.sendSetup(ctx, c) })
+		loops = append(loops, func() { s.sendSetup(ctx, c) })
 	}
 	if str := c.SessionStream(); str != nil {
-		wg.Go(func() { s.serveSessionStream(ctx, c, str) })
+		loops = append(loops, func() { s.serveSessionStream(ctx, c, str) })
 	}
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		order := &streamOrder{}
-		s.uniOrder.Store(order)
-		serveStreams(ctx, c.AcceptUni, order, func(str recvStream, t orderTicket) { s.handleUni(ctx, c, str, t) })
-	}()
-	go func() {
-		defer wg.Done()
-		serveStreams(ctx, c.AcceptBidi, nil, func(str bidiStream, _ orderTicket) { s.handleBidi(ctx, c, str) })
-	}()
+	s.serveLoops(c, CodeCancel,
+		func(str recvStream, t orderTicket) { s.handleUni(ctx, c, str, t) },
+		func(str bidiStream) { s.handleBidi(ctx, c, str) }, loops...)
+}
+
+// serveLoops serves connection c of either family until it is gone: the
+// uni streams the peer opens (in acceptance order, which a drain asks),
+// its bidi streams, and the family's own loops (its SETUP or control
+// stream, announcing what we publish). When the session ends first, c is
+// closed with code.
+func (s *Session) serveLoops(c conn, code uint64, uni func(recvStream, orderTicket), bidi func(bidiStream), loops ...func()) {
+	ctx := c.Context()
+	var wg sync.WaitGroup
+	for _, loop := range loops {
+		wg.Go(loop)
+	}
+	order := &streamOrder{}
+	s.uniOrder.Store(order)
+	wg.Go(func() { serveStreams(ctx, c.AcceptUni, order, uni) })
+	wg.Go(func() {
+		serveStreams(ctx, c.AcceptBidi, nil, func(str bidiStream, _ orderTicket) { bidi(str) })
+	})
 	select {
 	case <-ctx.Done():
 	case <-s.ctx.Done():
-		c.Close(CodeCancel, "")
+		c.Close(code, "")
 	}
 	wg.Wait()
 }
