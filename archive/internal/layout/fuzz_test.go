@@ -1,6 +1,7 @@
 package layout
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -112,5 +113,38 @@ func FuzzNames(f *testing.F) {
 		_, _, _ = ParseGroupsName(groups)
 		_, _ = ParseArchiveSection([]byte(enc))
 		_, _ = ParseClock([]byte(enc))
+	})
+}
+
+func FuzzCheckpoint(f *testing.F) {
+	rec := []byte(`{"sequence":183,"pts":486999,"duration":3000,"start":{"group":487},"end":{"group":490}}`)
+	f.Add(MarshalCheckpoint(0, 183, rec))
+	f.Add(MarshalCheckpoint(5, 5, rec, []byte(`{"sequence":184,"pts":489999,"duration":3000,"start":{"group":490,"frame":2},"end":{"group":493},"keyframe":false}`)))
+	f.Add(MarshalCheckpoint(0, 0))
+	f.Add([]byte(`{"offset":0,"start":01,"records":[]}`))
+	f.Add([]byte(` {"offset":0,"records":[{}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		// The writer's form's fast path reads what encoding/json does.
+		if c, ok := parseCompactCheckpoint(b); ok {
+			var g Checkpoint
+			if err := json.Unmarshal(b, &g); err != nil || g.Records == nil {
+				t.Fatalf("%s: the fast path took what encoding/json refuses: %v", b, err)
+			}
+			if c.Offset != g.Offset || (c.Start == nil) != (g.Start == nil) || c.Start != nil && *c.Start != *g.Start || len(c.Records) != len(g.Records) {
+				t.Fatalf("%s: fast %+v, general %+v", b, c, g)
+			}
+			for i := range c.Records {
+				if !bytes.Equal(c.Records[i], g.Records[i]) {
+					t.Fatalf("%s: record %d: fast %s, general %s", b, i, c.Records[i], g.Records[i])
+				}
+			}
+		}
+		// One frame's value, as the decoder splits it.
+		if v := trimJSONSpace(b); json.Valid(v) {
+			vals, err := splitValues(b, 1)
+			if err != nil || len(vals) != 1 || !bytes.Equal(vals[0], v) {
+				t.Fatalf("%q: one value %q, the decoder %q, %v", b, v, vals, err)
+			}
+		}
 	})
 }

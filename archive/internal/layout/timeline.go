@@ -93,19 +93,63 @@ func ParseRecord(b []byte) (Record, error) {
 // unmarshalAny reads (or refuses) instead.
 func parseCompactRecord(b []byte) (r Record, ok bool) {
 	p := compact{b: b}
-	r.Keyframe = true
-	if !p.lit(`{"sequence":`) || !p.num(&r.Sequence) || !p.lit(`,"pts":`) || !p.num(&r.PTS) ||
-		!p.lit(`,"duration":`) || !p.num(&r.Duration) || !p.lit(`,"start":`) || !p.pos(&r.Start) ||
-		!p.lit(`,"end":`) || !p.pos(&r.End) {
-		return Record{}, false
-	}
-	if p.lit(`,"keyframe":false`) {
-		r.Keyframe = false
-	}
-	if !p.lit(`}`) || len(p.b) != 0 || r.End.Group < r.Start.Group || r.End == r.Start {
+	if !p.record(&r) || len(p.b) != 0 {
 		return Record{}, false
 	}
 	return r, true
+}
+
+// record consumes one record in the compact form.
+func (c *compact) record(r *Record) bool {
+	*r = Record{Keyframe: true}
+	if !c.lit(`{"sequence":`) || !c.num(&r.Sequence) || !c.lit(`,"pts":`) || !c.num(&r.PTS) ||
+		!c.lit(`,"duration":`) || !c.num(&r.Duration) || !c.lit(`,"start":`) || !c.pos(&r.Start) ||
+		!c.lit(`,"end":`) || !c.pos(&r.End) {
+		return false
+	}
+	if c.lit(`,"keyframe":false`) {
+		r.Keyframe = false
+	}
+	return c.lit(`}`) && r.End.Group >= r.Start.Group && r.End != r.Start
+}
+
+// parseCompactCheckpoint reads a checkpoint in the form this package's
+// writer makes (MarshalCheckpoint of compact records: no spaces, keys in
+// that order) without encoding/json, as parseCompactRecord reads a
+// record: a reader of a long range reads a timeline object per record,
+// each a checkpoint. ok is false for any other form, which the general
+// path reads (FuzzCheckpoint holds the two to the same result).
+func parseCompactCheckpoint(b []byte) (cp Checkpoint, ok bool) {
+	p := compact{b: b}
+	if !p.lit(`{"offset":`) || !p.num(&cp.Offset) {
+		return Checkpoint{}, false
+	}
+	if p.lit(`,"start":`) {
+		var start uint64
+		if !p.num(&start) {
+			return Checkpoint{}, false
+		}
+		cp.Start = &start
+	}
+	if !p.lit(`,"records":[`) {
+		return Checkpoint{}, false
+	}
+	cp.Records = make([]json.RawMessage, 0, 1)
+	for first := true; !p.lit(`]`); first = false {
+		if !first && !p.lit(`,`) {
+			return Checkpoint{}, false
+		}
+		at := p.b
+		var r Record
+		if !p.record(&r) {
+			return Checkpoint{}, false
+		}
+		cp.Records = append(cp.Records, at[:len(at)-len(p.b)])
+	}
+	if !p.lit(`}`) || len(p.b) != 0 {
+		return Checkpoint{}, false
+	}
+	return cp, true
 }
 
 // compact consumes the bytes of a compact record.
@@ -288,8 +332,20 @@ func DecodeGroup(frames [][]byte) ([]json.RawMessage, error) {
 	if len(out) > MaxTimelineGroup {
 		return nil, malformed("timeline", "group inflates past %d bytes", MaxTimelineGroup)
 	}
+	if len(frames) == 1 {
+		// One frame (a writer's group per record): one value, which
+		// json.Valid checks without the decoder's allocations.
+		if v := trimJSONSpace(out); json.Valid(v) {
+			return []json.RawMessage{v}, nil
+		}
+	}
+	return splitValues(out, len(frames))
+}
+
+// splitValues returns the n JSON values out holds, one after the other.
+func splitValues(out []byte, n int) ([]json.RawMessage, error) {
 	d := json.NewDecoder(bytes.NewReader(out))
-	vals := make([]json.RawMessage, 0, len(frames))
+	vals := make([]json.RawMessage, 0, n)
 	for d.More() {
 		var v json.RawMessage
 		if err := d.Decode(&v); err != nil {
@@ -297,8 +353,8 @@ func DecodeGroup(frames [][]byte) ([]json.RawMessage, error) {
 		}
 		vals = append(vals, v)
 	}
-	if len(vals) != len(frames) {
-		return nil, malformed("timeline", "%d frames hold %d values", len(frames), len(vals))
+	if len(vals) != n {
+		return nil, malformed("timeline", "%d frames hold %d values", n, len(vals))
 	}
 	return vals, nil
 }
@@ -357,9 +413,11 @@ func (w *Window) ApplyGroup(values []json.RawMessage) error {
 	if len(values) == 0 {
 		return nil
 	}
-	var cp Checkpoint
-	if err := json.Unmarshal(values[0], &cp); err != nil || cp.Records == nil {
-		return malformed("timeline", "first frame of a group is not a checkpoint")
+	cp, ok := parseCompactCheckpoint(values[0])
+	if !ok {
+		if err := json.Unmarshal(values[0], &cp); err != nil || cp.Records == nil {
+			return malformed("timeline", "first frame of a group is not a checkpoint")
+		}
 	}
 	start := cp.Offset
 	if cp.Start != nil {
@@ -416,4 +474,16 @@ func (w *Window) ApplyGroup(values []json.RawMessage) error {
 		}
 	}
 	return nil
+}
+
+// trimJSONSpace cuts JSON's whitespace from both ends of b.
+func trimJSONSpace(b []byte) []byte {
+	isSpace := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+	for len(b) > 0 && isSpace(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && isSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
 }
