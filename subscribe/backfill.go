@@ -27,7 +27,7 @@ const (
 )
 
 // errNoFetch means the peer refused a FETCH or the group has no frame.
-var errNoFetch = errors.New("moq: group not available")
+var errNoFetch = session.ErrNoFetch
 
 // fetched is one group a FETCH returned.
 type fetched struct {
@@ -137,53 +137,89 @@ func insertGroup(t *model.Track, seq uint64, frames []model.Frame) error {
 // fetch runs one FETCH for group seq on c and returns its frames (at least
 // one). A reset, or a group without frames, is errNoFetch.
 func (rt *remoteTrack) fetch(ctx context.Context, c conn, timescale, seq uint64) ([]model.Frame, error) {
-	return c.family().fetchGroup(ctx, rt, timescale, seq)
+	return rt.fetchRange(ctx, c, timescale, session.FetchRange{Group: seq})
 }
 
-// fetchFrames runs one moq-lite FETCH of group seq, frames from..to
-// (inclusive; to absent = the group's end; a range needs a FrameRange
-// version, lite-06).
+// fetchFrames runs one FETCH of group seq, frames from..to (inclusive; to
+// absent = the group's end; a range needs a FrameRange version, lite-06).
 func (rt *remoteTrack) fetchFrames(ctx context.Context, c conn, timescale, seq, from uint64, to wire.Opt) ([]model.Frame, error) {
-	str, err := c.OpenBidi(ctx)
+	return rt.fetchRange(ctx, c, timescale, session.FetchRange{Group: seq, From: from, To: to.Seq, HasTo: to.Valid})
+}
+
+// fetchRange runs one FETCH of r on c: c's family sends it and waits for
+// the answer in its own wire, the core (session.Fetch) reads the reply
+// into frames through the track's decoder.
+func (rt *remoteTrack) fetchRange(ctx context.Context, c conn, timescale uint64, r session.FetchRange) ([]model.Frame, error) {
+	what := fmt.Sprintf("FETCH %q/%q group %d", rt.rb.path, rt.name, r.Group)
+	reply, err := c.family().openFetch(ctx, rt, timescale, r, what)
 	if err != nil {
-		return nil, fmt.Errorf("open fetch stream: %w", err)
+		return nil, err
 	}
-	m := wire.Fetch{Broadcast: rt.rb.path, Track: rt.name, Priority: priorityOf(rt.name), Group: seq, FrameStart: from, FrameEnd: to}
-	if _, err := str.Write(m.AppendFor(varint.Append(nil, wire.StreamFetch), connVersion(c))); err != nil {
-		str.CancelRead(CodeCancel)
-		return nil, fmt.Errorf("send FETCH: %w", err)
-	}
-	stop := context.AfterFunc(ctx, func() { str.SetReadDeadline(time.Now()) })
-	defer stop()
-	fr := wire.NewFrameReader(bufio.NewReader(str), connVersion(c))
-	var frames []model.Frame
 	dec := rt.pack.Decoder()
 	dec.Verbatim = rt.rb.s.opts.Objects
 	defer dec.Close()
-	for {
-		payload, err := fr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			resetStream(str, CodeCancel)
-			if ctx.Err() != nil {
-				return nil, context.Cause(ctx)
-			}
-			if re, ok := errors.AsType[*ResetError](err); ok {
-				return nil, fmt.Errorf("%w: FETCH %q/%q group %d: %w", errNoFetch, rt.rb.path, rt.name, seq, re)
-			}
-			return nil, fmt.Errorf("FETCH %q/%q group %d: %w", rt.rb.path, rt.name, seq, protocolErr(err))
-		}
-		if frames, err = session.Collect(&dec, hang.Object{Payload: payload, Timestamp: fr.Timestamp, Timescale: timescale, FrameTime: !fr.NoTimestamps}, frames); err != nil {
-			resetStream(str, CodeDecode)
-			return nil, fmt.Errorf("FETCH %q/%q group %d: %w", rt.rb.path, rt.name, seq, decodeErr(err))
-		}
+	frames, err := session.Fetch(ctx, reply, &dec, what)
+	return frames, decodeErr(err)
+}
+
+// fetchReadErr is how a FETCH reply's read error reaches the core: a
+// reset is the peer withdrawing it (errNoFetch), bytes either codec
+// rejects are ErrProtocol.
+func fetchReadErr(err error) error {
+	if err == io.EOF {
+		return err
 	}
-	str.Close()
-	str.CancelRead(CodeCancel)
-	if len(frames) == 0 {
-		return nil, fmt.Errorf("%w: group %d of %q is empty", errNoFetch, seq, rt.name)
+	if re, ok := errors.AsType[*ResetError](err); ok {
+		return fmt.Errorf("%w: %w", errNoFetch, re)
 	}
-	return frames, nil
+	return protocolErr(err)
+}
+
+// openFetch sends a moq-lite FETCH of r on its own stream; the frames
+// that answer it are the reply.
+func (l liteFamily) openFetch(ctx context.Context, rt *remoteTrack, timescale uint64, r session.FetchRange, _ string) (session.FetchReply, error) {
+	str, err := l.c.OpenBidi(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open fetch stream: %w", err)
+	}
+	v := connVersion(l.c)
+	m := wire.Fetch{Broadcast: rt.rb.path, Track: rt.name, Priority: priorityOf(rt.name), Group: r.Group, FrameStart: r.From}
+	if r.HasTo {
+		m.FrameEnd = wire.Some(r.To)
+	}
+	if _, err := str.Write(m.AppendFor(varint.Append(nil, wire.StreamFetch), v)); err != nil {
+		str.CancelRead(CodeCancel)
+		return nil, fmt.Errorf("send FETCH: %w", err)
+	}
+	return &liteFetchReply{str: str, fr: wire.NewFrameReader(bufio.NewReader(str), v), timescale: timescale}, nil
+}
+
+// liteFetchReply is a moq-lite FETCH's answer: the group's frames on the
+// request's stream.
+type liteFetchReply struct {
+	str       bidiStream
+	fr        *wire.FrameReader
+	timescale uint64
+}
+
+func (f *liteFetchReply) Next() (hang.Object, bool, error) {
+	payload, err := f.fr.Next()
+	if err != nil {
+		return hang.Object{}, false, fetchReadErr(err)
+	}
+	return hang.Object{Payload: payload, Timestamp: f.fr.Timestamp, Timescale: f.timescale, FrameTime: !f.fr.NoTimestamps}, false, nil
+}
+
+func (f *liteFetchReply) Interrupt() { f.str.SetReadDeadline(time.Now()) }
+
+func (f *liteFetchReply) End(err error, bad bool) {
+	switch {
+	case err == nil:
+		f.str.Close()
+		f.str.CancelRead(CodeCancel)
+	case bad:
+		resetStream(f.str, CodeDecode)
+	default:
+		resetStream(f.str, CodeCancel)
+	}
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/session"
-	"github.com/moq-export/moq-export/model"
 )
 
 // family is the seam between the session code that both protocol families
@@ -23,9 +21,10 @@ type family interface {
 	// openSubscription runs one subscription of rt until it ends (see
 	// remoteTrack.subscribe for the contract of parked).
 	openSubscription(ctx context.Context, cancel context.CancelCauseFunc, rt *remoteTrack, resumed func(error)) (err error, parked bool)
-	// fetchGroup reads past group seq of rt (at least one frame, or
-	// errNoFetch).
-	fetchGroup(ctx context.Context, rt *remoteTrack, timescale, seq uint64) ([]model.Frame, error)
+	// openFetch sends a FETCH of r for rt in the family's wire and
+	// returns its answer once the peer took it (a refusal: errNoFetch);
+	// what names the request in errors. session.Fetch reads the reply.
+	openFetch(ctx context.Context, rt *remoteTrack, timescale uint64, r session.FetchRange, what string) (session.FetchReply, error)
 	// followAnnouncements runs one announce stream for a.
 	followAnnouncements(a *Announcements) error
 	// goAway asks the peer to move to uri (a server's GOAWAY).
@@ -57,9 +56,6 @@ func (l liteFamily) serveConn(s *Session) { s.serveLite(l.c) }
 func (l liteFamily) openSubscription(ctx context.Context, cancel context.CancelCauseFunc, rt *remoteTrack, resumed func(error)) (error, bool) {
 	return rt.subscribeLite(ctx, cancel, l.c, resumed)
 }
-func (l liteFamily) fetchGroup(ctx context.Context, rt *remoteTrack, timescale, seq uint64) ([]model.Frame, error) {
-	return rt.fetchFrames(ctx, l.c, timescale, seq, 0, wire.Opt{})
-}
 func (l liteFamily) followAnnouncements(a *Announcements) error { return a.followLite(l.c) }
 func (l liteFamily) goAway(s *Session, uri string) error        { return s.liteGoAway(l.c, uri) }
 func (l liteFamily) ietfCodes() bool                            { return false }
@@ -83,9 +79,6 @@ func (ic *ietfConn) family() family { return ic }
 func (ic *ietfConn) serveConn(s *Session) { s.serveIETF(ic) }
 func (ic *ietfConn) openSubscription(ctx context.Context, _ context.CancelCauseFunc, rt *remoteTrack, resumed func(error)) (error, bool) {
 	return rt.subscribeIETF(ctx, ic, resumed)
-}
-func (ic *ietfConn) fetchGroup(ctx context.Context, rt *remoteTrack, timescale, seq uint64) ([]model.Frame, error) {
-	return rt.fetchIETF(ctx, ic, timescale, seq)
 }
 func (ic *ietfConn) followAnnouncements(a *Announcements) error { return a.followIETF(ic) }
 func (ic *ietfConn) goAway(_ *Session, uri string) error        { return ic.sendGoAway(uri) }

@@ -532,10 +532,10 @@ func ietfObject(obj ietf.Object, timescale uint64, v ietf.Version) (hang.Object,
 	return hang.Object{Payload: obj.Payload, Timestamp: int64(ts), Timescale: scale, HasTimestamp: haveTS}, nil
 }
 
-// fetchIETF runs one standalone FETCH for group seq on ic and returns its
-// frames (at least one). A refusal, or a group without frames, is
-// errNoFetch.
-func (rt *remoteTrack) fetchIETF(ctx context.Context, ic *ietfConn, timescale, seq uint64) ([]model.Frame, error) {
+// openFetch sends a standalone FETCH of r's group on ic and waits for its
+// data stream, which races FETCH_OK: that stream is the reply. A refusal
+// is errNoFetch. moq-transport asks whole groups (r names no frames).
+func (ic *ietfConn) openFetch(ctx context.Context, rt *remoteTrack, timescale uint64, r session.FetchRange, what string) (_ session.FetchReply, err error) {
 	if rt.rb.s.compat.noFetch.Load() {
 		return nil, fmt.Errorf("%w: the server closes the session on FETCH", errNoFetch)
 	}
@@ -543,18 +543,21 @@ func (rt *remoteTrack) fetchIETF(ctx context.Context, ic *ietfConn, timescale, s
 	if err != nil {
 		return nil, err
 	}
-	defer ic.endRequest(req)
+	defer func() {
+		if err != nil {
+			ic.endRequest(req)
+		}
+	}()
 	m := ietf.Fetch{
 		RequestID: req.id, Priority: priorityOf(rt.name), GroupOrder: ietf.GroupOrderAscending,
 		Type: ietf.FetchStandalone, Namespace: rt.rb.path, Track: rt.name,
 		// End object 0: the whole end group.
-		Start: ietf.Location{Group: seq}, End: ietf.Location{Group: seq},
+		Start: ietf.Location{Group: r.Group}, End: ietf.Location{Group: r.Group},
 	}
 	ic.asked.fetch.Store(true)
 	if err := req.send(ietf.TypeFetch, &m); err != nil {
 		return nil, fmt.Errorf("send FETCH: %w", err)
 	}
-	what := fmt.Sprintf("FETCH %q/%q group %d", rt.rb.path, rt.name, seq)
 	cancel := func() { req.cancel(ietf.TypeFetchCancel) }
 	// FETCH_OK and the data stream race each other.
 	t := time.NewTimer(rt.rb.s.opts.RequestTimeout)
@@ -596,44 +599,45 @@ func (rt *remoteTrack) fetchIETF(ctx context.Context, ic *ietfConn, timescale, s
 			return nil, connCause(ic)
 		}
 	}
-	stop := context.AfterFunc(ctx, func() { data.str.SetReadDeadline(time.Now()) })
-	defer stop()
-	fr := ietf.FetchObjectReader{R: data.r, V: ic.v}
-	dec := rt.pack.Decoder()
-	dec.Verbatim = rt.rb.s.opts.Objects
-	defer dec.Close()
-	var frames []model.Frame
-	for {
-		obj, err := fr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			data.str.CancelRead(CodeCancel)
-			if ctx.Err() != nil {
-				return nil, context.Cause(ctx)
-			}
-			if re, ok := errors.AsType[*ResetError](err); ok {
-				return nil, fmt.Errorf("%w: %s: %w", errNoFetch, what, re)
-			}
-			return nil, fmt.Errorf("%s: %w", what, protocolErr(err))
-		}
-		if obj.Group != seq || obj.Status != ietf.StatusNormal {
-			continue
-		}
-		o, err := ietfObject(obj, timescale, ic.v)
-		if err == nil {
-			frames, err = session.Collect(&dec, o, frames)
-		}
-		if err != nil {
-			data.str.CancelRead(CodeDecode)
-			return nil, fmt.Errorf("%s: %w", what, decodeErr(err))
-		}
+	return &ietfFetchReply{ic: ic, req: req, data: data, fr: ietf.FetchObjectReader{R: data.r, V: ic.v},
+		group: r.Group, timescale: timescale}, nil
+}
+
+// ietfFetchReply is a moq-transport FETCH's answer: the objects on its
+// data stream.
+type ietfFetchReply struct {
+	ic               *ietfConn
+	req              *ietfRequest
+	data             *ietfData
+	fr               ietf.FetchObjectReader
+	group, timescale uint64
+	bad              bool // an object's extensions did not parse
+}
+
+func (f *ietfFetchReply) Next() (hang.Object, bool, error) {
+	obj, err := f.fr.Next()
+	if err != nil {
+		return hang.Object{}, false, fetchReadErr(err)
 	}
-	if len(frames) == 0 {
-		return nil, fmt.Errorf("%w: group %d of %q is empty", errNoFetch, seq, rt.name)
+	if obj.Group != f.group || obj.Status != ietf.StatusNormal {
+		return hang.Object{}, true, nil
 	}
-	return frames, nil
+	o, err := ietfObject(obj, f.timescale, f.ic.v)
+	f.bad = err != nil
+	return o, false, err
+}
+
+func (f *ietfFetchReply) Interrupt() { f.data.str.SetReadDeadline(time.Now()) }
+
+func (f *ietfFetchReply) End(err error, bad bool) {
+	switch {
+	case err == nil:
+	case bad || f.bad:
+		f.data.str.CancelRead(CodeDecode)
+	default:
+		f.data.str.CancelRead(CodeCancel)
+	}
+	f.ic.endRequest(f.req)
 }
 
 // followIETF runs one announcement feed on ic: SUBSCRIBE_NAMESPACE for
