@@ -18,9 +18,9 @@ import (
 type family interface {
 	// serveConn runs the connection's streams for s until it ends.
 	serveConn(s *Session)
-	// openSubscription runs one subscription of rt until it ends (see
-	// remoteTrack.subscribe for the contract of parked).
-	openSubscription(ctx context.Context, cancel context.CancelCauseFunc, rt *remoteTrack, resumed func(error)) (err error, parked bool)
+	// newSubscription is one subscription of rt in the family's wire
+	// (trackSubscription runs it).
+	newSubscription(ctx context.Context, rt *remoteTrack) subscribeWire
 	// openFetch sends a FETCH of r for rt in the family's wire and
 	// returns its answer once the peer took it (a refusal: errNoFetch);
 	// what names the request in errors. session.Fetch reads the reply.
@@ -52,10 +52,7 @@ type family interface {
 // liteFamily is moq-lite on a connection.
 type liteFamily struct{ c conn }
 
-func (l liteFamily) serveConn(s *Session) { s.serveLite(l.c) }
-func (l liteFamily) openSubscription(ctx context.Context, cancel context.CancelCauseFunc, rt *remoteTrack, resumed func(error)) (error, bool) {
-	return rt.subscribeLite(ctx, cancel, l.c, resumed)
-}
+func (l liteFamily) serveConn(s *Session)                       { s.serveLite(l.c) }
 func (l liteFamily) followAnnouncements(a *Announcements) error { return a.followLite(l.c) }
 func (l liteFamily) goAway(s *Session, uri string) error        { return s.liteGoAway(l.c, uri) }
 func (l liteFamily) ietfCodes() bool                            { return false }
@@ -76,10 +73,7 @@ func (l liteFamily) routedSubs() []*subscription                  { return nil }
 // family: the moq-transport session speaks for its connection.
 func (ic *ietfConn) family() family { return ic }
 
-func (ic *ietfConn) serveConn(s *Session) { s.serveIETF(ic) }
-func (ic *ietfConn) openSubscription(ctx context.Context, _ context.CancelCauseFunc, rt *remoteTrack, resumed func(error)) (error, bool) {
-	return rt.subscribeIETF(ctx, ic, resumed)
-}
+func (ic *ietfConn) serveConn(s *Session)                       { s.serveIETF(ic) }
 func (ic *ietfConn) followAnnouncements(a *Announcements) error { return a.followIETF(ic) }
 func (ic *ietfConn) goAway(_ *Session, uri string) error        { return ic.sendGoAway(uri) }
 func (ic *ietfConn) ietfCodes() bool                            { return true }

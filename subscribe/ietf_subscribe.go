@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/moq-export/moq-export/internal/hang"
@@ -31,23 +30,45 @@ const ietfDefaultTimescale = 1_000_000
 // the control stream).
 const ietfAliasWait = 2 * time.Second
 
-// subscribeIETF runs one SUBSCRIBE on ic until the subscription ends: nil
-// when the publisher ended it (PUBLISH_DONE, track or subscription
-// ended), an error otherwise. Once subscribed it parks between messages
-// as a moq-lite subscription does (park.go): then it returns parked, and
-// the subscription's end goes to then.
-func (rt *remoteTrack) subscribeIETF(ctx context.Context, ic *ietfConn, then func(error)) (err error, parked bool) {
+// An ietfSubscription is one moq-transport SUBSCRIBE in its wire: the
+// request and its SUBSCRIBE_OK, then the messages that come through the
+// request (req.msgs, req.ended) until PUBLISH_DONE; its subgroup streams
+// are routed by track alias (trackSubscription runs the rest).
+type ietfSubscription struct {
+	rt  *remoteTrack
+	ctx context.Context
+	ic  *ietfConn
+	req *ietfRequest // nil before the request was made
+	ok  ietf.SubscribeOK
+	// startPending: the start SUBSCRIBE_OK gave is still to be told.
+	startPending bool
+	// pending is a message the parked wait took.
+	pending *ietfMsg
+
+	// wakeCh is settle's: it ends the parked wait, which parks afresh.
+	wakeCh chan struct{}
+}
+
+func (ic *ietfConn) newSubscription(ctx context.Context, rt *remoteTrack) subscribeWire {
+	return &ietfSubscription{rt: rt, ctx: ctx, ic: ic, wakeCh: make(chan struct{}, 1)}
+}
+
+// accept sends SUBSCRIBE and waits for SUBSCRIBE_OK, which names the
+// timescale (drafts 17+) and the newest group. A SUBSCRIBE_ERROR, a
+// request that ends or times out unanswered, or a reset refuses it.
+func (is *ietfSubscription) accept(ctx context.Context) (uint64, bool, error) {
+	rt, ic := is.rt, is.ic
 	s := rt.rb.s
 	if isCatalogTrack(rt.name) && s.compat.closesOn(rt.rb.path, rt.name) {
 		// Asked once, it closed the session: the catalog watcher goes on
 		// to another name.
-		return fmt.Errorf("%w: SUBSCRIBE %q/%q: the server closed the session on it before", ErrRefused, rt.rb.path, rt.name), false
+		return 0, false, fmt.Errorf("%w: SUBSCRIBE %q/%q: the server closed the session on it before", ErrRefused, rt.rb.path, rt.name)
 	}
 	req, err := ic.newRequest(ctx, false)
 	if err != nil {
-		return err, false
+		return 0, false, err
 	}
-	is := &ietfSubscription{rt: rt, ctx: ctx, ic: ic, req: req, then: then, wake: make(chan struct{}, 1)}
+	is.req = req
 	filter := ietf.Filter{Type: ietf.FilterLargestObject}
 	if ic.v >= ietf.Draft20 {
 		// The start of the current group.
@@ -71,7 +92,7 @@ func (rt *remoteTrack) subscribeIETF(ctx context.Context, ic *ietfConn, then fun
 		ic.asked.catalogAsked(rt.rb.path, rt.name, false)
 	}
 	if err := req.send(ietf.TypeSubscribe, &m); err != nil {
-		return is.end(fmt.Errorf("send SUBSCRIBE: %w", err)), false
+		return 0, false, fmt.Errorf("send SUBSCRIBE: %w", err)
 	}
 	resp, err := ic.readRequest(ctx, req, s.opts.RequestTimeout)
 	if err == nil && optional {
@@ -83,236 +104,158 @@ func (rt *remoteTrack) subscribeIETF(ctx context.Context, ic *ietfConn, then fun
 	if err != nil {
 		if errors.Is(err, errRequestTimeout) || errors.Is(err, errRequestEnded) {
 			req.cancel(ietf.TypeUnsubscribe)
-			return is.end(fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", ErrRefused, rt.rb.path, rt.name, err)), false
+			return 0, false, fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", ErrRefused, rt.rb.path, rt.name, err)
 		}
 		if _, reset := errors.AsType[*ResetError](err); reset && !connGone(ic, err) {
-			return is.end(fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", ErrRefused, rt.rb.path, rt.name, err)), false
+			return 0, false, fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", ErrRefused, rt.rb.path, rt.name, err)
 		}
-		return is.end(err), false
+		return 0, false, err
 	}
-	var ok ietf.SubscribeOK
 	switch resp.typ {
 	case ietf.TypeSubscribeOK:
-		if err := ietf.Decode(resp.body, &ok, ic.v); err != nil {
-			return is.end(fmt.Errorf("SUBSCRIBE_OK: %w", protocolErr(err))), false
+		if err := ietf.Decode(resp.body, &is.ok, ic.v); err != nil {
+			return 0, false, fmt.Errorf("SUBSCRIBE_OK: %w", protocolErr(err))
 		}
 	case ietf.TypeRequestError:
 		var re ietf.RequestError
 		if err := ietf.Decode(resp.body, &re, ic.v); err != nil {
-			return is.end(fmt.Errorf("SUBSCRIBE_ERROR: %w", protocolErr(err))), false
+			return 0, false, fmt.Errorf("SUBSCRIBE_ERROR: %w", protocolErr(err))
 		}
-		return is.end(fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", ErrRefused, rt.rb.path, rt.name, &re)), false
+		return 0, false, fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", ErrRefused, rt.rb.path, rt.name, &re)
 	default:
-		return is.end(fmt.Errorf("%w: message %#x answers SUBSCRIBE", ErrProtocol, resp.typ)), false
+		return 0, false, fmt.Errorf("%w: message %#x answers SUBSCRIBE", ErrProtocol, resp.typ)
 	}
-	timescale := ok.Timescale
-	if timescale == 0 {
-		timescale = ietfDefaultTimescale
+	is.startPending = true
+	s.log.Debug("moq: SUBSCRIBE_OK", "broadcast", rt.rb.path, "track", rt.name, "alias", is.ok.TrackAlias, "version", ic.v)
+	if is.ok.Timescale == 0 {
+		return ietfDefaultTimescale, true, nil
 	}
-	resumed := rt.live
-	rt.live = true
-	sub := &subscription{id: req.id, rt: rt, timescale: timescale, waits: is,
-		arrived: make(chan struct{}, 1), started: make(chan struct{})}
-	// SUBSCRIBE_OK came first: subgroup streams wait for their alias, and
-	// then (a resumed subscription) for the gap fill.
-	sub.gotOK.Store(true)
-	sub.ctx, sub.cancel = context.WithCancelCause(ctx)
-	sub.forget = func() { ic.forgetAlias(ok.TrackAlias, sub) }
-	is.sub = sub
-	if err := ic.addAlias(ok.TrackAlias, sub); err != nil {
-		req.cancel(ietf.TypeUnsubscribe)
-		return is.end(err), false
-	}
-	is.detach = rt.attach(ic, timescale, resumed && ok.Largest == nil)
-	switch {
-	case resumed && ok.Largest != nil:
-		// The groups missed since the connection was lost come first
-		// (FETCH), or the track starts a new timeline.
-		rt.resume(ctx, ic, timescale, ok.Largest.Group)
-		rt.releaseAtLive(ok.Largest.Group, sub.burstDone)
-	case ok.Largest != nil:
-		// The publisher starts at the newest group (the reference and this
-		// package from its first object, a publisher that follows the
-		// filter to the letter after Largest, so that group is skipped as
-		// partial and costs a consumer's latency at most): readers start
-		// there, not at whichever stream lands first.
-		rt.track.SetStart(ok.Largest.Group)
-	}
-	sub.markStarted()
-	s.log.Debug("moq: subscribed", "broadcast", rt.rb.path, "track", rt.name, "alias", ok.TrackAlias, "version", ic.v)
-	return is.messages(nil)
+	return is.ok.Timescale, true, nil
 }
 
-// An ietfSubscription is one moq-transport SUBSCRIBE, from the request to
-// its end. Its messages after SUBSCRIBE_OK come through its request
-// (req.msgs, req.ended); between them it parks, as a moq-lite
-// subscription does (park.go).
-type ietfSubscription struct {
-	rt  *remoteTrack
-	ctx context.Context
-	ic  *ietfConn
-	req *ietfRequest
-	sub *subscription // nil before SUBSCRIBE_OK
-	// detach undoes rt.attach; then takes the end once parked.
-	detach func()
-	then   func(error)
-
-	// wake is settle's: it ends the parked wait, which parks afresh.
-	wake chan struct{}
-	parking
-}
-
-// messages reads the subscription's messages, m being one the parked
-// wait took already. It returns the subscription's end, or parked once
-// none is waiting.
-func (is *ietfSubscription) messages(m *ietfMsg) (err error, parked bool) {
-	s := is.rt.rb.s
-	for {
-		var msg ietfMsg
-		switch {
-		case m != nil:
-			msg, m = *m, nil
-		case is.quiet():
-			is.park()
-			return nil, true
-		default:
-			if msg, err = is.ic.readRequest(is.ctx, is.req, 0); err != nil {
-				return is.end(is.failed(err)), false
-			}
-		}
-		if msg.typ != ietf.TypePublishDone {
-			s.log.Debug("moq: unexpected message for a subscription", "type", msg.typ)
-			continue
-		}
-		return is.end(is.done(msg)), false
+// route routes the subgroup streams of the track alias SUBSCRIBE_OK named
+// to sub.
+func (is *ietfSubscription) route(sub *subscription) error {
+	sub.id = is.req.id
+	if err := is.ic.addAlias(is.ok.TrackAlias, sub); err != nil {
+		is.req.cancel(ietf.TypeUnsubscribe)
+		return err
 	}
+	return nil
 }
 
-// quiet reports whether nothing is waiting to be read: no message, no end
-// of the request, the attempt or the connection.
-func (is *ietfSubscription) quiet() bool {
+func (is *ietfSubscription) unroute(sub *subscription) { is.ic.forgetAlias(is.ok.TrackAlias, sub) }
+
+// request: SUBSCRIBE went out in accept.
+func (is *ietfSubscription) request(context.Context, *subscription, bool) error { return nil }
+
+// ready reports whether a message, or the end of the request, the attempt
+// or the connection, is waiting.
+func (is *ietfSubscription) ready() bool {
+	if is.startPending || is.pending != nil {
+		return true
+	}
 	select {
 	case <-is.req.ended:
-		return false
+		return true
 	default:
 	}
-	return len(is.req.msgs) == 0 && is.ctx.Err() == nil && is.ic.Context().Err() == nil
+	return len(is.req.msgs) > 0 || is.ctx.Err() != nil || is.ic.Context().Err() != nil
 }
 
-// failed is how the subscription ends when reading its messages failed
-// with err.
-func (is *ietfSubscription) failed(err error) error {
-	switch {
-	case is.ctx.Err() != nil:
-		is.req.cancel(ietf.TypeUnsubscribe)
-		return context.Cause(is.ctx)
-	case errors.Is(err, errRequestEnded) && !connGone(is.ic, err):
-		// The publisher closed the request stream without PUBLISH_DONE:
-		// the subscription is over all the same.
-		is.sub.drain(is.ctx, 0, 0, false)
-		return nil
+// next tells the start SUBSCRIBE_OK gave first, then reads the request's
+// messages: PUBLISH_DONE, or the request's end without it, is the
+// publisher's end.
+func (is *ietfSubscription) next() (subEvent, error) {
+	if is.startPending {
+		is.startPending = false
+		if l := is.ok.Largest; l != nil {
+			// The publisher starts at the newest group (the reference
+			// and this package from its first object, a publisher that
+			// follows the filter to the letter after Largest, so that
+			// group is skipped as partial and costs a consumer's
+			// latency at most).
+			return subEvent{kind: evStart, start: startNamed, group: l.Group}, nil
+		}
+		return subEvent{kind: evStart, start: startUnnamed}, nil
 	}
-	return connLoss(is.ic, err)
-}
-
-// done is how the subscription ends with PUBLISH_DONE msg.
-func (is *ietfSubscription) done(msg ietfMsg) error {
-	rt, ic := is.rt, is.ic
+	var msg ietfMsg
+	if is.pending != nil {
+		msg, is.pending = *is.pending, nil
+	} else {
+		var err error
+		if msg, err = is.ic.readRequest(is.ctx, is.req, 0); err != nil {
+			if errors.Is(err, errRequestEnded) && is.ctx.Err() == nil && !connGone(is.ic, err) {
+				// The publisher closed the request stream without
+				// PUBLISH_DONE: the subscription is over all the same.
+				return subEvent{kind: evDone}, nil
+			}
+			return subEvent{}, err
+		}
+	}
+	if msg.typ != ietf.TypePublishDone {
+		is.rt.rb.s.log.Debug("moq: unexpected message for a subscription", "type", msg.typ)
+		return subEvent{}, nil
+	}
 	var done ietf.PublishDone
-	if err := ietf.Decode(msg.body, &done, ic.v); err != nil {
-		return fmt.Errorf("PUBLISH_DONE: %w", protocolErr(err))
+	if err := ietf.Decode(msg.body, &done, is.ic.v); err != nil {
+		return subEvent{}, fmt.Errorf("PUBLISH_DONE: %w", protocolErr(err))
 	}
+	rt := is.rt
 	rt.rb.s.log.Debug("moq: subscription done", "broadcast", rt.rb.path, "track", rt.name,
 		"status", done.Status, "streams", done.StreamCount)
 	// The group streams may still be on their way: all StreamCount of
 	// them when the publisher counted, then as for moq-lite.
-	is.sub.waitStreams(is.ctx, done.StreamCount)
-	is.sub.drain(is.ctx, 0, 0, false)
+	ev := subEvent{kind: evDone, streams: done.StreamCount}
 	switch done.Status {
 	case ietf.DoneTrackEnded, ietf.DoneSubscriptionEnded:
-		return nil
 	case ietf.DoneGoingAway:
-		return errGoingAway
+		ev.err = errGoingAway
 	default:
-		return fmt.Errorf("moq: publisher ended %q/%q: status %d: %q", rt.rb.path, rt.name, done.Status, done.Reason)
+		ev.err = fmt.Errorf("moq: publisher ended %q/%q: status %d: %q", rt.rb.path, rt.name, done.Status, done.Reason)
+	}
+	return ev, nil
+}
+
+func (is *ietfSubscription) failed(err error, _ bool) error { return connLoss(is.ic, err) }
+
+func (is *ietfSubscription) cancel() { is.req.cancel(ietf.TypeUnsubscribe) }
+
+func (is *ietfSubscription) release(error, bool) {
+	if is.req != nil {
+		is.ic.endRequest(is.req)
 	}
 }
 
-// end undoes what subscribeIETF set up once the subscription ended with
-// err, and returns err.
-func (is *ietfSubscription) end(err error) error {
-	if is.detach != nil {
-		is.detach()
-	}
-	if sub := is.sub; sub != nil {
-		// Group streams that stop because the connection is gone are
-		// left open for the resumed subscription (resume.go).
-		if err != nil && connGone(is.ic, err) {
-			sub.cancel(fmt.Errorf("%w: %w", errConnLost, err))
-		} else {
-			sub.cancel(nil)
-		}
-		sub.forget()
-		sub.markStarted()
-	}
-	is.ic.endRequest(is.req)
-	return err
-}
-
-// park waits for the next message on a new goroutine and returns; the
-// caller must not touch the subscription afterwards.
-func (is *ietfSubscription) park() {
-	is.begin()
-	go is.wait()
-}
-
-// wait is the parked goroutine (see park.go).
-func (is *ietfSubscription) wait() {
+// wait is the parked goroutine's: for the request's next message or end,
+// the attempt's or the connection's end, or settle's wake.
+func (is *ietfSubscription) wait() (woken bool) {
 	select {
 	case m := <-is.req.msgs:
-		is.woken(&m, false)
+		is.pending = &m
 	case <-is.req.ended:
-		is.woken(nil, false)
 	case <-is.ctx.Done():
-		is.woken(nil, false)
 	case <-is.ic.Context().Done():
-		is.woken(nil, false)
-	case <-is.wake:
-		is.woken(nil, true)
+	case <-is.wakeCh:
+		return true
 	}
+	return false
 }
 
-// woken goes on with the subscription after its parked wait ended: with
-// message m, for settle (settled), or because the request, the attempt or
-// the connection ended.
-//
-//go:noinline
-func (is *ietfSubscription) woken(m *ietfMsg, settled bool) {
-	settling := is.woke()
-	if settled {
-		is.park() // afresh; this goroutine ends
-		if settling != nil {
-			settling.Done()
-		}
-		return
+// resettle: a wait settle's wake ended parks afresh; a wake that lost the
+// race to a message is dropped.
+func (is *ietfSubscription) resettle(woken bool) bool {
+	if woken {
+		return true
 	}
-	if settling != nil {
-		// settle's wake lost the race: drop it.
-		select {
-		case <-is.wake:
-		default:
-		}
-		settling.Done()
+	select {
+	case <-is.wakeCh:
+	default:
 	}
-	if err, parked := is.messages(m); !parked {
-		is.then(err)
-	}
+	return false
 }
 
-// settle wakes the parked wait through wake (see settler).
-func (is *ietfSubscription) settle(settled *sync.WaitGroup) {
-	is.renew(settled, func() { is.wake <- struct{}{} })
-}
+func (is *ietfSubscription) wake() { is.wakeCh <- struct{}{} }
 
 // waitStreams waits, at most the drain grace period, until n subgroup
 // streams of sub have arrived (one per group, as hang publishers write).

@@ -3,7 +3,6 @@ package subscribe
 import (
 	"context"
 	"sync"
-	"time"
 
 	"github.com/moq-export/moq-export/internal/moq/settle"
 )
@@ -29,51 +28,6 @@ import (
 // is 4 KB; once the recordings wait, 2 KB. A 4 KB stack is never halved
 // again (the read alone is more than a quarter of 2 KB), so settle parks
 // every wait afresh once a start is over.
-
-// park waits for the next response on a new goroutine and returns. The
-// caller must not touch the subscription afterwards: the response may
-// already be read.
-func (ls *liteSubscription) park() {
-	ls.begin()
-	go ls.wait()
-}
-
-// wait is the parked goroutine: the read is all it does before the
-// response wakes it, so its stack stays the one it started with.
-func (ls *liteSubscription) wait() {
-	_, err := ls.r.Peek(1)
-	ls.woken(err)
-}
-
-// woken goes on with the subscription after its parked wait ended with err
-// (nil: a response is buffered), and with the track once it ends.
-//
-//go:noinline
-func (ls *liteSubscription) woken(err error) {
-	if settling := ls.woke(); settling != nil {
-		// settle woke the wait with a deadline: it must not cut the
-		// reads that follow.
-		ls.str.SetReadDeadline(time.Time{})
-		if ls.ctx.Err() != nil {
-			// The cancellation's own deadline may be the one just
-			// cleared: set it again.
-			ls.str.SetReadDeadline(time.Now())
-		} else if isTimeout(err) {
-			ls.park() // afresh; this goroutine ends
-			settling.Done()
-			return
-		}
-		settling.Done()
-	}
-	if err, parked := ls.readResponses(err); !parked {
-		ls.then(err)
-	}
-}
-
-// settle wakes the parked read with a deadline (see settler).
-func (ls *liteSubscription) settle(settled *sync.WaitGroup) {
-	ls.renew(settled, func() { ls.str.SetReadDeadline(time.Now()) })
-}
 
 // parking is what a subscription's parked wait shares with settle.
 type parking struct {

@@ -50,10 +50,10 @@ type subscription struct {
 	seen    session.GroupWindow // group sequences received
 	arrived chan struct{}       // signalled when a group arrives
 
-	// forget, when set, replaces Session.unregister (moq-transport
-	// subscriptions are routed by track alias).
-	forget func()
-	// waits is the SUBSCRIBE whose parked waits Session.settle parks
+	// router routes the subscription's group streams (the family's
+	// subscribeWire): the drain stops it before it waits for the last.
+	router interface{ unroute(*subscription) }
+	// waits is the subscription whose parked waits Session.settle parks
 	// afresh (park.go).
 	waits settler
 }
@@ -184,11 +184,7 @@ func (sub *subscription) drain(ctx context.Context, start, end uint64, bounded b
 		}
 		break
 	}
-	if sub.forget != nil {
-		sub.forget()
-	} else {
-		sub.rt.rb.s.unregister(sub)
-	}
+	sub.router.unroute(sub)
 	done := make(chan struct{})
 	go func() {
 		sub.groups.Wait()
@@ -208,19 +204,12 @@ func (sub *subscription) drain(ctx context.Context, start, end uint64, bounded b
 }
 
 // attach records c and timescale as the track's current subscription
-// (backfills FETCH on it) and returns the detach to defer. With
-// newTimeline (a resumed subscription that does not fill the gap) the track
-// starts a new timeline: its cut groups end, it gets a discontinuity, and
-// its hold ends.
-func (rt *remoteTrack) attach(c conn, timescale uint64, newTimeline bool) (detach func()) {
+// (backfills FETCH on it) and returns the detach to defer.
+func (rt *remoteTrack) attach(c conn, timescale uint64) (detach func()) {
 	rt.mu.Lock()
 	rt.conn, rt.timescale = c, timescale
 	rt.subGen++
 	rt.mu.Unlock()
-	if newTimeline {
-		rt.newTimeline()
-		rt.releaseAtLive(0, nil)
-	}
 	return func() {
 		rt.mu.Lock()
 		rt.conn = nil
@@ -238,134 +227,154 @@ func (s *Session) unregister(sub *subscription) {
 	s.mu.Unlock()
 }
 
-// subscribe runs TRACK and SUBSCRIBE on c until the subscription ends:
-// nil for a clean end by the publisher, an error otherwise. A moq-lite
-// subscription parks between responses (liteSubscription.park): then
-// subscribe returns parked, and the subscription's end is handed to
-// resumed instead, on the goroutine that read it.
-func (rt *remoteTrack) subscribe(ctx context.Context, cancel context.CancelCauseFunc, c conn, resumed func(error)) (err error, parked bool) {
-	return c.family().openSubscription(ctx, cancel, rt, resumed)
-}
-
-// subscribeLite is subscribe on moq-lite.
-func (rt *remoteTrack) subscribeLite(ctx context.Context, cancel context.CancelCauseFunc, c conn, resumed func(error)) (err error, parked bool) {
-	v := connVersion(c)
-	// Without a Track stream (lite-01..04) nothing tells the timescale;
-	// frames carry no wire timestamp there either, so raw tracks get 0.
-	timescale := uint64(publishTimescale)
-	if v.TrackInfo {
-		info, err := rt.trackInfo(ctx, c)
-		if err != nil {
-			return err, false
-		}
-		timescale = info.Timescale
-	}
-	ls := &liteSubscription{rt: rt, ctx: ctx, c: c, v: v, then: resumed,
-		st: subscribeState{resumed: rt.live}}
-	rt.live = true
-	ls.sub = rt.register(ctx, cancel, timescale, ls)
-	// A resumed subscription fills the gap at SUBSCRIBE_OK (resume.go).
-	ls.detach = rt.attach(c, timescale, false)
-	var floor resumeFloor
-	if ls.st.resumed && v.FrameRange {
-		floor = rt.floorOfCut(ctx, c, timescale)
-	}
-	ls.str, err = rt.sendSubscribe(ctx, c, v, ls.sub.id, ls.st.resumed, floor)
-	if err != nil {
-		return ls.end(err), false
-	}
-	// Unsubscribe with a FIN when the attempt is cancelled (the @moq/net
-	// publisher only stops on a FIN).
-	str := ls.str
-	ls.stopCancel = context.AfterFunc(ctx, func() {
-		str.Close()
-		str.SetReadDeadline(time.Now())
-	})
-	ls.r = bufio.NewReaderSize(str, subscribeReadBuffer)
-	return ls.readResponses(nil)
-}
-
-// A liteSubscription is one moq-lite SUBSCRIBE on its stream, from the
-// request to its end.
-//
-// Between responses it parks (park.go).
+// A liteSubscription is one moq-lite SUBSCRIBE in its wire: TRACK and
+// TRACK_INFO first (lite-05+), then SUBSCRIBE on its own stream and the
+// publisher's responses on it (trackSubscription runs the rest).
 type liteSubscription struct {
 	rt  *remoteTrack
 	ctx context.Context
 	c   conn
 	v   *wire.Version
-	sub *subscription
 	str bidiStream
 	r   *bufio.Reader
-	st  subscribeState
-	// then takes the subscription's end once it parked.
-	then func(error)
-	// detach and stopCancel undo what subscribe set up.
-	detach     func()
+	// waitErr is what the parked wait's read failed with.
+	waitErr error
+	// stopCancel undoes the FIN the attempt's end sends.
 	stopCancel func() bool
-
-	parking
 }
 
-// readResponses reads and applies the subscription's responses, waitErr
-// being what the parked wait for the next one failed with. It returns the
-// subscription's end, or parked once none is buffered.
-func (ls *liteSubscription) readResponses(waitErr error) (err error, parked bool) {
-	for {
-		var resp wire.SubscribeResponse
-		err := waitErr
-		if err == nil && ls.r.Buffered() == 0 {
-			ls.park()
-			return nil, true
-		}
-		if err == nil {
-			resp, err = wire.ReadSubscribeResponseFor(ls.r, ls.v)
-		}
-		if err != nil {
-			return ls.end(ls.rt.responsesEnded(ls.ctx, ls.c, ls.sub, ls.str, &ls.st, err)), false
-		}
-		ls.rt.response(ls.ctx, ls.c, ls.v, ls.sub, &ls.st, &resp)
+func (l liteFamily) newSubscription(ctx context.Context, rt *remoteTrack) subscribeWire {
+	return &liteSubscription{rt: rt, ctx: ctx, c: l.c, v: connVersion(l.c)}
+}
+
+// accept: without a Track stream (lite-01..04) nothing tells the
+// timescale; frames carry no wire timestamp there either, so raw tracks
+// get 0.
+func (ls *liteSubscription) accept(ctx context.Context) (uint64, bool, error) {
+	if !ls.v.TrackInfo {
+		return publishTimescale, false, nil
 	}
+	info, err := ls.rt.trackInfo(ctx, ls.c)
+	return info.Timescale, false, err
 }
 
-// end undoes what subscribe set up once the subscription ended with err,
-// and returns err.
-func (ls *liteSubscription) end(err error) error {
+// route registers sub with the session: group streams name its id.
+func (ls *liteSubscription) route(sub *subscription) error {
+	s := ls.rt.rb.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sub.id = s.nextSubID
+	s.nextSubID++
+	s.subs[sub.id] = sub
+	return nil
+}
+
+func (ls *liteSubscription) unroute(sub *subscription) { ls.rt.rb.s.unregister(sub) }
+
+// request sends SUBSCRIBE; a resumed lite-06 subscription asks from the
+// rest of a cut group when it has one (floorOfCut).
+func (ls *liteSubscription) request(ctx context.Context, sub *subscription, resumed bool) error {
+	var floor resumeFloor
+	if resumed && ls.v.FrameRange {
+		floor = ls.rt.floorOfCut(ctx, ls.c, sub.timescale)
+	}
+	str, err := ls.rt.sendSubscribe(ctx, ls.c, ls.v, sub.id, resumed, floor)
+	if err != nil {
+		return err
+	}
+	ls.str = str
+	// Unsubscribe with a FIN when the attempt is cancelled (the @moq/net
+	// publisher only stops on a FIN).
+	ls.stopCancel = context.AfterFunc(ctx, func() {
+		str.Close()
+		str.SetReadDeadline(time.Now())
+	})
+	ls.r = bufio.NewReaderSize(str, subscribeReadBuffer)
+	return nil
+}
+
+func (ls *liteSubscription) ready() bool { return ls.waitErr != nil || ls.r.Buffered() > 0 }
+
+// next reads one response: the end of the stream is the publisher's
+// (every group accounted for).
+func (ls *liteSubscription) next() (subEvent, error) {
+	err := ls.waitErr
+	ls.waitErr = nil
+	var resp wire.SubscribeResponse
+	if err == nil {
+		resp, err = wire.ReadSubscribeResponseFor(ls.r, ls.v)
+	}
+	if err == io.EOF && ls.ctx.Err() == nil && ls.c.Context().Err() == nil {
+		return subEvent{kind: evDone}, nil
+	}
+	if err != nil {
+		return subEvent{}, err
+	}
+	switch resp.Type {
+	case wire.RespOK:
+		return subEvent{kind: evStart, start: startNamed, group: resp.Group}, nil
+	case wire.RespAck:
+		// lite-01..04: accepted.
+		return subEvent{kind: evStart, start: startAck, group: resp.Ack.Start.Seq, named: resp.Ack.Start.Valid}, nil
+	case wire.RespEnd:
+		return subEvent{kind: evEnd, group: resp.Group}, nil
+	case wire.RespDrop:
+		ls.rt.rb.s.log.Debug("moq: groups dropped", "broadcast", ls.rt.rb.path, "track", ls.rt.name,
+			"start", resp.Start, "end", resp.End, "code", resp.Code)
+	}
+	return subEvent{}, nil
+}
+
+// failed: a reset refuses the subscription until it started and ends it
+// after; anything else is a bad stream.
+func (ls *liteSubscription) failed(err error, started bool) error {
+	if re, ok := errors.AsType[*ResetError](err); ok {
+		ls.str.CancelWrite(CodeCancel)
+		if !started {
+			return fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", ErrRefused, ls.rt.rb.path, ls.rt.name, re)
+		}
+		return re
+	}
+	resetStream(ls.str, CodeDecode)
+	return fmt.Errorf("subscribe stream: %w", protocolErr(err))
+}
+
+func (ls *liteSubscription) cancel() { ls.str.CancelRead(CodeCancel) }
+
+func (ls *liteSubscription) release(_ error, done bool) {
 	if ls.stopCancel != nil {
 		ls.stopCancel()
 	}
-	ls.detach()
-	ls.sub.markStarted()
-	// Group streams that stop because the connection is gone are left
-	// open for the resumed subscription (resume.go), also when the
-	// subscribe stream saw the loss before the connection did.
-	// A reset that says the peer's session is ending counts as the loss
-	// it announces.
-	lost := err != nil && (connGone(ls.c, err) || sessionEndingReset(ls.c, err))
-	if lost {
-		ls.sub.cancel(fmt.Errorf("%w: %w", errConnLost, err))
-	} else {
-		ls.sub.cancel(nil)
+	if done {
+		ls.str.Close()
 	}
-	ls.rt.rb.s.unregister(ls.sub)
-	return err
 }
 
-// register makes a subscription of the track, reading group streams for it
-// from now on. It ends with ctx, the attempt's context, and ends it with
-// cancel (a drain that gives up): one context per attempt instead of a
-// child context for the subscription, which cost ~400 B per track.
-func (rt *remoteTrack) register(ctx context.Context, cancel context.CancelCauseFunc, timescale uint64, waits settler) *subscription {
-	s := rt.rb.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	id := s.nextSubID
-	s.nextSubID++
-	sub := &subscription{id: id, rt: rt, timescale: timescale, ctx: ctx, cancel: cancel, waits: waits,
-		arrived: make(chan struct{}, 1), started: make(chan struct{})}
-	s.subs[id] = sub
-	return sub
+// wait peeks at the stream: the read is all the parked goroutine does.
+func (ls *liteSubscription) wait() bool {
+	_, ls.waitErr = ls.r.Peek(1)
+	return false
 }
+
+// resettle: settle woke the wait with a deadline, which must not cut the
+// reads that follow; a wait it cut parks afresh.
+func (ls *liteSubscription) resettle(bool) bool {
+	ls.str.SetReadDeadline(time.Time{})
+	if ls.ctx.Err() != nil {
+		// The cancellation's own deadline may be the one just
+		// cleared: set it again.
+		ls.str.SetReadDeadline(time.Now())
+		return false
+	}
+	if isTimeout(ls.waitErr) {
+		ls.waitErr = nil
+		return true
+	}
+	return false
+}
+
+// wake is settle's: a deadline ends the parked read.
+func (ls *liteSubscription) wake() { ls.str.SetReadDeadline(time.Now()) }
 
 // sendSubscribe opens the subscription's stream and sends SUBSCRIBE. A
 // resumed one asks no max age on lite-06, where it would reach back: its
@@ -394,92 +403,6 @@ func (rt *remoteTrack) sendSubscribe(ctx context.Context, c conn, v *wire.Versio
 		return nil, fmt.Errorf("send SUBSCRIBE: %w", err)
 	}
 	return str, nil
-}
-
-// subscribeState is what readResponses learnt of a subscription so far.
-type subscribeState struct {
-	started            bool
-	first, end         uint64
-	haveFirst, haveEnd bool
-	resumed            bool
-}
-
-// response applies one response of the subscription.
-func (rt *remoteTrack) response(ctx context.Context, c conn, v *wire.Version, sub *subscription, st *subscribeState, resp *wire.SubscribeResponse) {
-	s := rt.rb.s
-	switch resp.Type {
-	case wire.RespOK:
-		st.started = true
-		st.first, st.haveFirst = resp.Group, true
-		sub.gotOK.Store(true)
-		if st.resumed {
-			// The groups missed since the connection was lost come
-			// first, or the track starts a new timeline.
-			rt.resume(ctx, c, sub.timescale, st.first)
-			rt.releaseAtLive(st.first, sub.burstDone)
-		} else {
-			// Groups travel on separate streams: the first one may
-			// land after the second. Readers start at the group
-			// named here.
-			rt.track.SetStart(resp.Group)
-		}
-		sub.markStarted()
-		s.log.Debug("moq: subscribed", "broadcast", rt.rb.path, "track", rt.name, "group", resp.Group)
-	case wire.RespAck:
-		// lite-01..04: accepted. The reference names no start group
-		// here (it sends none; our publisher does when it knows it),
-		// so readers start where the first group lands otherwise.
-		st.started = true
-		if resp.Ack.Start.Valid {
-			st.first, st.haveFirst = resp.Ack.Start.Seq, true
-			rt.track.SetStart(st.first)
-		}
-		if st.resumed {
-			// No FETCH to fill the gap on these versions: the hold the
-			// lost connection took ends once the live groups are in
-			// (every one from 0 when the start is not named), as after
-			// a SUBSCRIBE_OK. A hold never released would keep the
-			// track's reader from ever skipping a group the loss cut.
-			rt.releaseAtLive(st.first, sub.burstDone)
-		}
-		sub.markStarted()
-		s.log.Debug("moq: subscribed", "broadcast", rt.rb.path, "track", rt.name, "version", v.Name)
-	case wire.RespEnd:
-		st.end, st.haveEnd = resp.Group, true
-		s.log.Debug("moq: subscription end announced", "broadcast", rt.rb.path, "track", rt.name, "end", resp.Group)
-	case wire.RespDrop:
-		s.log.Debug("moq: groups dropped", "broadcast", rt.rb.path, "track", rt.name,
-			"start", resp.Start, "end", resp.End, "code", resp.Code)
-	}
-}
-
-// responsesEnded is how the subscription ends when reading its responses
-// failed with err.
-func (rt *remoteTrack) responsesEnded(ctx context.Context, c conn, sub *subscription, str bidiStream, st *subscribeState, err error) error {
-	if ctx.Err() != nil {
-		str.CancelRead(CodeCancel)
-		return context.Cause(ctx)
-	}
-	if connGone(c, err) {
-		return connLoss(c, err)
-	}
-	if err == io.EOF {
-		// The publisher accounted for every group: wait for the
-		// streams still on their way.
-		sub.markStarted()
-		sub.drain(ctx, st.first, st.end, st.haveFirst && st.haveEnd)
-		str.Close()
-		return nil
-	}
-	if re, ok := errors.AsType[*ResetError](err); ok {
-		str.CancelWrite(CodeCancel)
-		if !st.started {
-			return fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", ErrRefused, rt.rb.path, rt.name, re)
-		}
-		return re
-	}
-	resetStream(str, CodeDecode)
-	return fmt.Errorf("subscribe stream: %w", protocolErr(err))
 }
 
 // trackInfo sends TRACK and reads TRACK_INFO, bounded by the request

@@ -187,7 +187,7 @@ func TestGroupArrivingAfterTheDrainIsRefused(t *testing.T) {
 	defer s.cancel()
 	rb := &remoteBroadcast{s: s, path: "b", b: model.NewBroadcast("b")}
 	rt := &remoteTrack{rb: rb, name: "v", track: model.NewTrack("v"), kind: string(hang.Legacy)}
-	sub := &subscription{id: 4, rt: rt, timescale: 1000, arrived: make(chan struct{}, 1)}
+	sub := &subscription{id: 4, rt: rt, timescale: 1000, arrived: make(chan struct{}, 1), router: &liteSubscription{rt: rt}}
 	s.subs[sub.id] = sub
 	sub.drain(context.Background(), 0, 0, true)
 
@@ -327,7 +327,7 @@ func TestGroupReadEndsWithItsSubscriptionEvenWhenCancelReadDoesNotWakeIt(t *test
 	defer s.cancel()
 	rb := &remoteBroadcast{s: s, path: "b", b: model.NewBroadcast("b")}
 	rt := &remoteTrack{rb: rb, name: "v", track: model.NewTrack("v"), kind: string(hang.Legacy)}
-	sub := &subscription{id: 4, rt: rt, timescale: 1000, arrived: make(chan struct{}, 1), started: make(chan struct{})}
+	sub := &subscription{id: 4, rt: rt, timescale: 1000, arrived: make(chan struct{}, 1), started: make(chan struct{}), router: &liteSubscription{rt: rt}}
 	sub.ctx, sub.cancel = context.WithCancelCause(context.Background())
 	sub.markStarted()
 	s.subs[sub.id] = sub
