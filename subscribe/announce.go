@@ -515,40 +515,58 @@ func (ar *announceRoutes) apply(m wire.Announce) (string, bool, error) {
 	}
 }
 
-// diff reports the initial set of an announce stream: the paths the
-// caller saw active on an earlier connection that are not in it as ended,
-// the new ones as active.
+// diff reports the initial set of a moq-lite announce stream (see
+// reconcile).
 func (a *Announcements) diff(initial []wire.Announce) {
-	snapshot := map[string]bool{}
-	var order []string
+	var active []string
+	seen := map[string]bool{}
 	for _, m := range initial {
 		p := joinPath(a.prefix, m.Suffix)
 		if m.Status == wire.StatusEnded {
-			delete(snapshot, p)
+			seen[p] = false
 			continue
 		}
-		if !snapshot[p] {
-			order = append(order, p)
+		if _, dup := seen[p]; !dup {
+			active = append(active, p)
 		}
-		snapshot[p] = true
+		seen[p] = true
+	}
+	live := active[:0]
+	for _, p := range active {
+		if seen[p] {
+			live = append(live, p)
+		}
+	}
+	a.reconcile(live, true)
+}
+
+// reconcile reports a set of paths the peer has active now (an announce
+// stream's initial set, a moq-transport session's namespaces) against
+// what the feed reported so far: the paths gone from it as ended (made
+// up when madeUp: the peer did not say so, it is the set's first report
+// on a new connection), the new ones as active, in the order given. Both
+// families' feeds report their sets here.
+func (a *Announcements) reconcile(active []string, madeUp bool) {
+	set := make(map[string]bool, len(active))
+	for _, p := range active {
+		set[p] = true
 	}
 	a.mu.Lock()
-	var gone []string
+	var gone, fresh []string
 	for p := range a.active {
-		if !snapshot[p] {
+		if !set[p] {
 			gone = append(gone, p)
 		}
 	}
-	var fresh []string
-	for _, p := range order {
-		if snapshot[p] && !a.active[p] {
+	for _, p := range active {
+		if !a.active[p] {
 			fresh = append(fresh, p)
 		}
 	}
 	a.mu.Unlock()
 	sort.Strings(gone)
 	for _, p := range gone {
-		a.push(Announcement{Path: p, diff: true})
+		a.push(Announcement{Path: p, diff: madeUp})
 	}
 	for _, p := range fresh {
 		a.push(Announcement{Path: p, Active: true})

@@ -642,40 +642,23 @@ func (a *Announcements) followIETF(ic *ietfConn) error {
 			return connCause(ic)
 		}
 		ic.mu.Lock()
-		snapshot := map[string]bool{}
+		var active []string
 		for p := range ic.peerNS {
 			if _, ok := stripPrefix(p, a.prefix); ok {
-				snapshot[p] = true
+				active = append(active, p)
 			}
 		}
 		for p := range entries {
-			snapshot[p] = true
+			if _, dup := ic.peerNS[p]; !dup {
+				active = append(active, p)
+			}
 		}
 		ch := ic.nsCh
 		ic.mu.Unlock()
-		a.mu.Lock()
-		var gone, fresh []string
-		for p := range a.active {
-			if !snapshot[p] {
-				gone = append(gone, p)
-			}
-		}
-		for p := range snapshot {
-			if !a.active[p] {
-				fresh = append(fresh, p)
-			}
-		}
-		a.mu.Unlock()
-		sort.Strings(gone)
-		sort.Strings(fresh)
-		for _, p := range gone {
-			// Gone since an earlier connection: made up (diff); gone on
-			// this one: PUBLISH_NAMESPACE_DONE, the broadcast ended.
-			a.push(Announcement{Path: p, diff: first})
-		}
-		for _, p := range fresh {
-			a.push(Announcement{Path: p, Active: true})
-		}
+		sort.Strings(active)
+		// Gone since an earlier connection: made up; gone on this one:
+		// PUBLISH_NAMESPACE_DONE, the broadcast ended.
+		a.reconcile(active, first)
 		first = false
 		select {
 		case <-ch:
