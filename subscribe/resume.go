@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
+	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -342,17 +343,17 @@ func (rt *remoteTrack) resume(ctx context.Context, c conn, timescale, first uint
 	seq := from
 	for seq < end {
 		n := int(min(uint64(resumeWindow), end-seq))
-		res := make([]fetched, n)
+		res := make([]session.Fetched, n)
 		wctx, wcancel := context.WithTimeout(fillCtx, resumeTimeout)
 		var wg sync.WaitGroup
 		for i := range n {
-			wg.Go(func() { res[i].frames, res[i].err = rt.fetch(wctx, c, timescale, seq+uint64(i)) })
+			wg.Go(func() { res[i].Frames, res[i].Err = rt.fetch(wctx, c, timescale, seq+uint64(i)) })
 		}
 		wg.Wait()
 		wcancel()
 		for _, r := range res {
-			if r.err != nil || insertGroup(rt.track, seq, r.frames) != nil {
-				log.Debug("moq: missed group not fetched", "group", seq, "err", r.err)
+			if r.Err != nil || session.InsertGroup(rt.track, seq, r.Frames) != nil {
+				log.Debug("moq: missed group not fetched", "group", seq, "err", r.Err)
 				end = seq
 				break
 			}
