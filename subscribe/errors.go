@@ -3,6 +3,8 @@ package subscribe
 import (
 	"errors"
 	"fmt"
+
+	"github.com/moq-export/moq-export/internal/moq/session"
 )
 
 // Errors reported by the package. Test with errors.Is.
@@ -24,7 +26,7 @@ var (
 	// ErrTruncated means a group stream was stopped before its end: the
 	// publisher ended the subscription but did not finish the stream
 	// within the drain grace period, or the subscription was cancelled.
-	ErrTruncated = errors.New("moq: group truncated")
+	ErrTruncated = session.ErrTruncated
 	// ErrAlreadyPublished means Publish was called twice for one path.
 	ErrAlreadyPublished = errors.New("moq: broadcast already published")
 )

@@ -19,8 +19,8 @@ type family interface {
 	// serveConn runs the connection's streams for s until it ends.
 	serveConn(s *Session)
 	// newSubscription is one subscription of rt in the family's wire
-	// (trackSubscription runs it).
-	newSubscription(ctx context.Context, rt *remoteTrack) subscribeWire
+	// (session.Subscribe runs it).
+	newSubscription(ctx context.Context, rt *remoteTrack) subscriptionWire
 	// openFetch sends a FETCH of r for rt in the family's wire and
 	// returns its answer once the peer took it (a refusal: errNoFetch);
 	// what names the request in errors. session.Fetch reads the reply.

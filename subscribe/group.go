@@ -36,18 +36,18 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 	s.mu.Lock()
 	sub := s.subs[h.SubscribeID]
 	if sub != nil {
-		sub.groups.Add(1)
+		sub.Groups.Add(1)
 	}
 	s.mu.Unlock()
 	if sub == nil {
 		str.CancelRead(CodeNotFound)
 		return
 	}
-	defer sub.groups.Done()
-	sub.groupArrived(h.Sequence)
-	sub.waitStarted(h.Sequence)
+	defer sub.Groups.Done()
+	sub.GroupArrived(h.Sequence)
+	sub.WaitStarted(h.Sequence)
 	rt := sub.rt
-	rt.waitCutGroups(sub.ctx, h.Sequence)
+	rt.waitCutGroups(sub.Ctx, h.Sequence)
 	g, skip, adopted, err := sub.createGroup(h.Sequence, t)
 	if adopted {
 		s.log.Debug("moq: completing a cut group", "track", rt.name, "group", h.Sequence, "have", skip, "frame_start", h.FrameStart)
@@ -66,7 +66,7 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 	if h.FrameStart > 0 {
 		have := uint64(skip)
 		if have < h.FrameStart {
-			frames, ferr := rt.fetchFrames(sub.ctx, c, sub.timescale, h.Sequence, have, wire.Some(h.FrameStart-1))
+			frames, ferr := rt.fetchFrames(sub.Ctx, c, sub.Timescale, h.Sequence, have, wire.Some(h.FrameStart-1))
 			if ferr == nil && uint64(len(frames)) != h.FrameStart-have {
 				ferr = fmt.Errorf("%w: FETCH returned %d frames of %d", errNoFetch, len(frames), h.FrameStart-have)
 			}
@@ -91,7 +91,7 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 	// and so does a deadline (a WebTransport stream whose session the peer
 	// closed waits in Read for our side to close, which CancelRead does not
 	// end, and Session.Close closes only after its readers returned).
-	defer sub.groupStops.Remove(sub.groupStops.Add(sub.ctx, str, stopGroupRead))
+	defer sub.groupStops.Remove(sub.groupStops.Add(sub.Ctx, str, stopGroupRead))
 	// The group's payloads are cut from a slab sized by the previous
 	// group: a buffer or two per group instead of one per frame.
 	fr := wire.NewFrameReader(r, connVersion(c))
@@ -114,7 +114,7 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 			sub.endGroup(str, g, h.Sequence, err, cut, CodeDecode)
 			return
 		}
-		err = pump.Feed(hang.Object{Payload: payload, Timestamp: fr.Timestamp, Timescale: sub.timescale, FrameTime: !fr.NoTimestamps})
+		err = pump.Feed(hang.Object{Payload: payload, Timestamp: fr.Timestamp, Timescale: sub.Timescale, FrameTime: !fr.NoTimestamps})
 		if errors.Is(err, session.ErrGroupClosed) {
 			s.log.Debug("moq: group closed before its stream ended", "track", rt.name, "group", h.Sequence, "err", err)
 			str.CancelRead(CodeCancel)
@@ -137,16 +137,16 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 // their groups here.
 func (sub *subscription) createGroup(seq uint64, t orderTicket) (g *model.Group, skip int, adopted bool, err error) {
 	rt := sub.rt
-	t.wait(sub.ctx, &sub.madeGroup)
+	t.wait(sub.Ctx, &sub.MadeGroup)
 	g, err = rt.track.CreateGroup(seq)
-	sub.madeGroup.Store(true)
+	sub.MadeGroup.Store(true)
 	t.done()
 	if errors.Is(err, model.ErrDuplicateGroup) {
 		if g, skip, adopted = rt.adopt(seq); adopted {
 			err = nil
 		}
 	}
-	sub.created(seq)
+	sub.Created(seq)
 	return g, skip, adopted, err
 }
 
@@ -164,13 +164,13 @@ func (sub *subscription) endGroup(str recvStream, g *model.Group, seq uint64, er
 		if g != nil {
 			g.Close(nil)
 		}
-	case cut || errors.Is(context.Cause(sub.ctx), errConnLost):
+	case cut || errors.Is(context.Cause(sub.Ctx), errConnLost):
 		if g != nil {
 			// Left open: a resumed subscription completes it.
 			rt.interrupt(seq, g)
 		}
-	case sub.ctx.Err() != nil:
-		cause := context.Cause(sub.ctx)
+	case sub.Ctx.Err() != nil:
+		cause := context.Cause(sub.Ctx)
 		if !errors.Is(cause, ErrTruncated) {
 			cause = fmt.Errorf("%w: %w", ErrTruncated, cause)
 		}

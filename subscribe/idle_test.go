@@ -103,8 +103,8 @@ func TestReleaseReadDropsWhatTheRecorderRead(t *testing.T) {
 
 // TestIdleSubscriptionParksOnAShallowGoroutine: once subscribed, a track
 // whose publisher sends nothing waits for its next response on a goroutine
-// that did nothing but the wait (liteSubscription.wait, or
-// ietfSubscription.wait for moq-transport), and no goroutine
+// that did nothing but the wait (the core's run.wait over liteSubscription.Wait,
+// or ietfSubscription.Wait for moq-transport), and no goroutine
 // of the setup (the track's run, its attempt, SUBSCRIBE) is left waiting
 // with the stack it grew. When the publisher ends the track, the parked
 // subscription goes on and ends it.
@@ -173,12 +173,19 @@ func subscribeTrack(t *testing.T, opts Options, name string) subscribed {
 
 // subscriptionGoroutines counts the goroutines parked in a subscription's
 // wait with nothing of the setup below, and those inside a track's run.
+// The frames of a parked subscription's goroutine (session.Subscribe's
+// run, whatever its family): the wait, and the wake that goes on.
+const (
+	parkedWaitFrame = "session.(*run[...]).wait("
+	wokenFrame      = "session.(*run[...]).woken("
+)
+
 func subscriptionGoroutines() (parked, setup int) {
 	for _, g := range mediatest.Goroutines() {
 		switch {
 		case strings.Contains(g, "(*remoteTrack).run(") || strings.Contains(g, "(*remoteTrack).attempt("):
 			setup++
-		case strings.Contains(g, "Subscription).wait("):
+		case strings.Contains(g, parkedWaitFrame):
 			parked++
 		}
 	}
@@ -267,7 +274,7 @@ func settleCase(t *testing.T, ver, tc string) {
 func parkedWaits() []string {
 	var ids []string
 	for _, g := range mediatest.Goroutines() {
-		if strings.Contains(g, "Subscription).wait(") && !strings.Contains(g, "Subscription).woken(") {
+		if strings.Contains(g, parkedWaitFrame) && !strings.Contains(g, wokenFrame) {
 			ids = append(ids, strings.Fields(g)[1])
 		}
 	}

@@ -31,11 +31,11 @@ const ietfDefaultTimescale = 1_000_000
 const ietfAliasWait = 2 * time.Second
 
 // An ietfSubscription is one moq-transport SUBSCRIBE in its wire: the
-// request and its SUBSCRIBE_OK, then the messages that come through the
-// request (req.msgs, req.ended) until PUBLISH_DONE; its subgroup streams
-// are routed by track alias (trackSubscription runs the rest).
+// Request and its SUBSCRIBE_OK, then the messages that come through the
+// Request (req.msgs, req.ended) until PUBLISH_DONE; its subgroup streams
+// are routed by track alias (session.Subscribe runs the rest).
 type ietfSubscription struct {
-	rt  *remoteTrack
+	attemptTrack
 	ctx context.Context
 	ic  *ietfConn
 	req *ietfRequest // nil before the request was made
@@ -49,14 +49,14 @@ type ietfSubscription struct {
 	wakeCh chan struct{}
 }
 
-func (ic *ietfConn) newSubscription(ctx context.Context, rt *remoteTrack) subscribeWire {
-	return &ietfSubscription{rt: rt, ctx: ctx, ic: ic, wakeCh: make(chan struct{}, 1)}
+func (ic *ietfConn) newSubscription(ctx context.Context, rt *remoteTrack) subscriptionWire {
+	return &ietfSubscription{attemptTrack: attemptTrack{rt: rt, c: ic}, ctx: ctx, ic: ic, wakeCh: make(chan struct{}, 1)}
 }
 
-// accept sends SUBSCRIBE and waits for SUBSCRIBE_OK, which names the
+// Accept sends SUBSCRIBE and waits for SUBSCRIBE_OK, which names the
 // timescale (drafts 17+) and the newest group. A SUBSCRIBE_ERROR, a
-// request that ends or times out unanswered, or a reset refuses it.
-func (is *ietfSubscription) accept(ctx context.Context) (uint64, bool, error) {
+// Request that ends or times out unanswered, or a reset refuses it.
+func (is *ietfSubscription) Accept(ctx context.Context) (uint64, bool, error) {
 	rt, ic := is.rt, is.ic
 	s := rt.rb.s
 	if isCatalogTrack(rt.name) && s.compat.closesOn(rt.rb.path, rt.name) {
@@ -133,10 +133,10 @@ func (is *ietfSubscription) accept(ctx context.Context) (uint64, bool, error) {
 	return is.ok.Timescale, true, nil
 }
 
-// route routes the subgroup streams of the track alias SUBSCRIBE_OK named
+// Route routes the subgroup streams of the track alias SUBSCRIBE_OK named
 // to sub.
-func (is *ietfSubscription) route(sub *subscription) error {
-	sub.id = is.req.id
+func (is *ietfSubscription) Route(sub *subscription) error {
+	sub.ID, sub.router = is.req.id, is
 	if err := is.ic.addAlias(is.ok.TrackAlias, sub); err != nil {
 		is.req.cancel(ietf.TypeUnsubscribe)
 		return err
@@ -144,14 +144,14 @@ func (is *ietfSubscription) route(sub *subscription) error {
 	return nil
 }
 
-func (is *ietfSubscription) unroute(sub *subscription) { is.ic.forgetAlias(is.ok.TrackAlias, sub) }
+func (is *ietfSubscription) Unroute(sub *subscription) { is.ic.forgetAlias(is.ok.TrackAlias, sub) }
 
 // request: SUBSCRIBE went out in accept.
-func (is *ietfSubscription) request(context.Context, *subscription, bool) error { return nil }
+func (is *ietfSubscription) Request(context.Context, *subscription, bool) error { return nil }
 
-// ready reports whether a message, or the end of the request, the attempt
+// Ready reports whether a message, or the end of the request, the attempt
 // or the connection, is waiting.
-func (is *ietfSubscription) ready() bool {
+func (is *ietfSubscription) Ready() bool {
 	if is.startPending || is.pending != nil {
 		return true
 	}
@@ -163,10 +163,10 @@ func (is *ietfSubscription) ready() bool {
 	return len(is.req.msgs) > 0 || is.ctx.Err() != nil || is.ic.Context().Err() != nil
 }
 
-// next tells the start SUBSCRIBE_OK gave first, then reads the request's
+// Next tells the start SUBSCRIBE_OK gave first, then reads the request's
 // messages: PUBLISH_DONE, or the request's end without it, is the
 // publisher's end.
-func (is *ietfSubscription) next() (subEvent, error) {
+func (is *ietfSubscription) Next() (session.Event, error) {
 	if is.startPending {
 		is.startPending = false
 		if l := is.ok.Largest; l != nil {
@@ -175,9 +175,9 @@ func (is *ietfSubscription) next() (subEvent, error) {
 			// follows the filter to the letter after Largest, so that
 			// group is skipped as partial and costs a consumer's
 			// latency at most).
-			return subEvent{kind: evStart, start: startNamed, group: l.Group}, nil
+			return session.Event{Kind: session.EventStart, Start: session.StartNamed, Group: l.Group}, nil
 		}
-		return subEvent{kind: evStart, start: startUnnamed}, nil
+		return session.Event{Kind: session.EventStart, Start: session.StartUnnamed}, nil
 	}
 	var msg ietfMsg
 	if is.pending != nil {
@@ -188,48 +188,48 @@ func (is *ietfSubscription) next() (subEvent, error) {
 			if errors.Is(err, errRequestEnded) && is.ctx.Err() == nil && !connGone(is.ic, err) {
 				// The publisher closed the request stream without
 				// PUBLISH_DONE: the subscription is over all the same.
-				return subEvent{kind: evDone}, nil
+				return session.Event{Kind: session.EventDone}, nil
 			}
-			return subEvent{}, err
+			return session.Event{}, err
 		}
 	}
 	if msg.typ != ietf.TypePublishDone {
 		is.rt.rb.s.log.Debug("moq: unexpected message for a subscription", "type", msg.typ)
-		return subEvent{}, nil
+		return session.Event{}, nil
 	}
 	var done ietf.PublishDone
 	if err := ietf.Decode(msg.body, &done, is.ic.v); err != nil {
-		return subEvent{}, fmt.Errorf("PUBLISH_DONE: %w", protocolErr(err))
+		return session.Event{}, fmt.Errorf("PUBLISH_DONE: %w", protocolErr(err))
 	}
 	rt := is.rt
 	rt.rb.s.log.Debug("moq: subscription done", "broadcast", rt.rb.path, "track", rt.name,
 		"status", done.Status, "streams", done.StreamCount)
 	// The group streams may still be on their way: all StreamCount of
 	// them when the publisher counted, then as for moq-lite.
-	ev := subEvent{kind: evDone, streams: done.StreamCount}
+	ev := session.Event{Kind: session.EventDone, Streams: done.StreamCount}
 	switch done.Status {
 	case ietf.DoneTrackEnded, ietf.DoneSubscriptionEnded:
 	case ietf.DoneGoingAway:
-		ev.err = errGoingAway
+		ev.Err = errGoingAway
 	default:
-		ev.err = fmt.Errorf("moq: publisher ended %q/%q: status %d: %q", rt.rb.path, rt.name, done.Status, done.Reason)
+		ev.Err = fmt.Errorf("moq: publisher ended %q/%q: status %d: %q", rt.rb.path, rt.name, done.Status, done.Reason)
 	}
 	return ev, nil
 }
 
-func (is *ietfSubscription) failed(err error, _ bool) error { return connLoss(is.ic, err) }
+func (is *ietfSubscription) Failed(err error, _ bool) error { return connLoss(is.ic, err) }
 
-func (is *ietfSubscription) cancel() { is.req.cancel(ietf.TypeUnsubscribe) }
+func (is *ietfSubscription) Cancel() { is.req.cancel(ietf.TypeUnsubscribe) }
 
-func (is *ietfSubscription) release(error, bool) {
+func (is *ietfSubscription) Release(error, bool) {
 	if is.req != nil {
 		is.ic.endRequest(is.req)
 	}
 }
 
-// wait is the parked goroutine's: for the request's next message or end,
+// Wait is the parked goroutine's: for the request's next message or end,
 // the attempt's or the connection's end, or settle's wake.
-func (is *ietfSubscription) wait() (woken bool) {
+func (is *ietfSubscription) Wait() (woken bool) {
 	select {
 	case m := <-is.req.msgs:
 		is.pending = &m
@@ -244,7 +244,7 @@ func (is *ietfSubscription) wait() (woken bool) {
 
 // resettle: a wait settle's wake ended parks afresh; a wake that lost the
 // race to a message is dropped.
-func (is *ietfSubscription) resettle(woken bool) bool {
+func (is *ietfSubscription) Resettle(woken bool) bool {
 	if woken {
 		return true
 	}
@@ -255,29 +255,7 @@ func (is *ietfSubscription) resettle(woken bool) bool {
 	return false
 }
 
-func (is *ietfSubscription) wake() { is.wakeCh <- struct{}{} }
-
-// waitStreams waits, at most the drain grace period, until n subgroup
-// streams of sub have arrived (one per group, as hang publishers write).
-func (sub *subscription) waitStreams(ctx context.Context, n uint64) {
-	grace := time.NewTimer(sub.rt.rb.s.opts.drainGrace)
-	defer grace.Stop()
-	for {
-		sub.mu.Lock()
-		got := sub.seen.Count()
-		sub.mu.Unlock()
-		if got >= n {
-			return
-		}
-		select {
-		case <-sub.arrived:
-		case <-grace.C:
-			return
-		case <-ctx.Done():
-			return
-		}
-	}
-}
+func (is *ietfSubscription) Wake() { is.wakeCh <- struct{}{} }
 
 // cancel withdraws req: with message typ (UNSUBSCRIBE, FETCH_CANCEL,
 // UNSUBSCRIBE_NAMESPACE) on the control stream, by closing the request's
@@ -304,7 +282,7 @@ func (ic *ietfConn) addAlias(alias uint64, sub *subscription) error {
 }
 
 // forgetAlias stops routing alias to sub: later streams are refused, and
-// none joins sub.groups after this returns.
+// none joins sub.Groups after this returns.
 func (ic *ietfConn) forgetAlias(alias uint64, sub *subscription) {
 	ic.mu.Lock()
 	if ic.aliases[alias] == sub {
@@ -322,7 +300,7 @@ func (ic *ietfConn) joinAlias(alias uint64) *subscription {
 		ic.mu.Lock()
 		sub, ch := ic.aliases[alias], ic.aliasCh
 		if sub != nil {
-			sub.groups.Add(1)
+			sub.Groups.Add(1)
 		}
 		ic.mu.Unlock()
 		if sub != nil {
@@ -388,14 +366,14 @@ func (s *Session) readIETFSubgroup(ic *ietfConn, str recvStream, r *bufio.Reader
 		str.CancelRead(CodeCancel)
 		return
 	}
-	defer sub.groups.Done()
-	sub.groupArrived(h.Group)
-	sub.waitStarted(h.Group)
-	defer sub.created(h.Group)
+	defer sub.Groups.Done()
+	sub.GroupArrived(h.Group)
+	sub.WaitStarted(h.Group)
+	defer sub.Created(h.Group)
 	rt := sub.rt
 	log := s.log.With("track", rt.name, "group", h.Group)
 	// The group ends with its subscription: STOP_SENDING wakes the read.
-	stop := context.AfterFunc(sub.ctx, func() { stopReading(str, CodeCancel) })
+	stop := context.AfterFunc(sub.Ctx, func() { stopReading(str, CodeCancel) })
 	defer stop()
 	or := ietf.ObjectReader{R: r, V: ic.v, Header: h}
 	pump := session.Pump{Dec: rt.pack.Decoder(), Log: s.log, Track: rt.name, Seq: h.Group}
@@ -443,7 +421,7 @@ func (s *Session) readIETFSubgroup(ic *ietfConn, str recvStream, r *bufio.Reader
 		case ietf.StatusDoesNotExist:
 			continue
 		}
-		o, err := ietfObject(obj, sub.timescale, ic.v)
+		o, err := ietfObject(obj, sub.Timescale, ic.v)
 		if err == nil {
 			err = pump.Feed(o)
 		}

@@ -106,8 +106,8 @@ func (s *Session) settle(ctx context.Context) {
 		subs = append(subs, c.family().routedSubs()...)
 	}
 	for _, sub := range subs {
-		if sub.waits != nil {
-			sub.waits.settle(&settled)
+		if sub.Waits != nil {
+			sub.Waits.Settle(&settled)
 		}
 	}
 	done := make(chan struct{})

@@ -2,7 +2,6 @@ package subscribe
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -54,7 +53,7 @@ const (
 // ask only their missing frames (fetchFrom).
 
 // errConnLost ends a subscription whose connection is gone.
-var errConnLost = errors.New("moq: connection lost")
+var errConnLost = session.ErrConnLost
 
 // interrupt keeps group g, cut short by the loss of the connection, open
 // for the resumed subscription to complete.

@@ -6,8 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
-	"sync/atomic"
+	"log/slog"
 	"time"
 
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
@@ -15,193 +14,82 @@ import (
 	"github.com/moq-export/moq-export/internal/varint"
 )
 
-// subscription is one SUBSCRIBE on one connection.
+// subscription is one subscription of a track on one connection: the
+// core's (session.Subscription: its group streams, its start, its drain)
+// with the track its group readers feed.
 type subscription struct {
-	id        uint64
-	rt        *remoteTrack
-	timescale uint64
-	groups    sync.WaitGroup
-	// ctx is the subscription attempt's: it ends with the attempt, or
-	// when the drain gives up on the group streams still open (cancel);
-	// group readers stop reading then.
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	// groupStops ends the group streams' reads when ctx ends.
+	session.Subscription
+	rt *remoteTrack
+	// groupStops ends the group streams' reads when Ctx ends.
 	groupStops session.StopSet[recvStream]
-
-	// started is closed once SUBSCRIBE_OK fixed the first group (or the
-	// subscription ended without it): group streams that land earlier
-	// wait for it before they become model groups, so that readers start
-	// at the group it names and not at whichever stream landed first.
-	started     chan struct{}
-	startedOnce sync.Once
-	// waiting holds the sequences of the group streams waiting for
-	// started whose group is not created yet (under mu): a resume
-	// releases them all at once (see releaseAtLive).
-	waiting map[uint64]bool
-	// gotOK is set at SUBSCRIBE_OK: from then on group streams wait for
-	// started without a bound (a resume fills the gap first).
-	gotOK atomic.Bool
-	// madeGroup is set once a group stream made its model group: from
-	// then on they no longer wait for each other (streamOrder).
-	madeGroup atomic.Bool
-
-	mu      sync.Mutex
-	seen    session.GroupWindow // group sequences received
-	arrived chan struct{}       // signalled when a group arrives
-
-	// router routes the subscription's group streams (the family's
-	// subscribeWire): the drain stops it before it waits for the last.
-	router interface{ unroute(*subscription) }
-	// waits is the subscription whose parked waits Session.settle parks
-	// afresh (park.go).
-	waits settler
+	// router routes the subscription's group streams (its family's
+	// wire): Unroute stops it.
+	router session.Wire[*subscription]
 }
 
-// markStarted releases the group streams waiting for SUBSCRIBE_OK.
-func (sub *subscription) markStarted() {
-	sub.startedOnce.Do(func() { close(sub.started) })
+// The subscription is its core's host (session.Host).
+
+func (sub *subscription) Logger() *slog.Logger { return sub.rt.rb.s.log }
+func (sub *subscription) Names() (broadcast, track string) {
+	return sub.rt.rb.path, sub.rt.name
+}
+func (sub *subscription) Timeouts() (request, drainGrace time.Duration) {
+	return sub.rt.rb.s.opts.RequestTimeout, sub.rt.rb.s.opts.drainGrace
+}
+func (sub *subscription) PendingStreams() int { return sub.rt.rb.s.uniOrder.Load().pending() }
+func (sub *subscription) Unroute()            { sub.router.Unroute(sub) }
+
+// subscriptionWire is one subscription attempt in a family's wire, with
+// the track's side of it (attemptTrack): what session.Subscribe runs.
+type subscriptionWire interface {
+	session.Track[*subscription]
+	session.Wire[*subscription]
 }
 
-// waitStarted holds a group stream that landed before SUBSCRIBE_OK until
-// the start group is known. A publisher sends SUBSCRIBE_OK no later than
-// its first group, but on another stream, so the group may be read first;
-// a peer that never sends it is waited for at most the request timeout.
-func (sub *subscription) waitStarted(seq uint64) {
-	select {
-	case <-sub.started:
-		return
-	default:
-	}
-	sub.mu.Lock()
-	if sub.waiting == nil {
-		sub.waiting = map[uint64]bool{}
-	}
-	sub.waiting[seq] = true
-	sub.mu.Unlock()
-	log := sub.rt.rb.s.log
-	log.Debug("moq: group landed before SUBSCRIBE_OK, waiting for it", "track", sub.rt.name, "group", seq)
-	t := time.NewTimer(sub.rt.rb.s.opts.RequestTimeout)
-	defer t.Stop()
-	select {
-	case <-sub.started:
-	case <-sub.ctx.Done():
-	case <-t.C:
-		if sub.gotOK.Load() {
-			select {
-			case <-sub.started:
-			case <-sub.ctx.Done():
-			}
-			return
-		}
-		log.Warn("moq: no SUBSCRIBE_OK before the group streams, reading them anyway", "track", sub.rt.name)
-		sub.markStarted()
-	}
+// subscribe runs one subscription of rt on c until it ends (see
+// session.Subscribe): nil for a clean end by the publisher, an error
+// otherwise; parked while it waits for the publisher's next message, its
+// end then going to resumed.
+func (rt *remoteTrack) subscribe(ctx context.Context, cancel context.CancelCauseFunc, c conn, resumed func(error)) (err error, parked bool) {
+	w := c.family().newSubscription(ctx, rt)
+	return session.Subscribe(ctx, cancel, w, w, resumed)
 }
 
-// created notes that the stream of group seq made its model group (or
-// gave up).
-func (sub *subscription) created(seq uint64) {
-	sub.mu.Lock()
-	delete(sub.waiting, seq)
-	sub.mu.Unlock()
+// attemptTrack is the track's side of one subscription attempt (rt on c),
+// as the core's lifecycle sees it (session.Track); both families' wires
+// embed it.
+type attemptTrack struct {
+	rt *remoteTrack
+	c  conn
 }
 
-// burstDone reports whether every group stream that waited for
-// SUBSCRIBE_OK made its group.
-func (sub *subscription) burstDone() bool {
-	sub.mu.Lock()
-	defer sub.mu.Unlock()
-	return len(sub.waiting) == 0
+func (a attemptTrack) GoLive() bool {
+	was := a.rt.live
+	a.rt.live = true
+	return was
 }
 
-// groupArrived records group seq.
-func (sub *subscription) groupArrived(seq uint64) {
-	sub.mu.Lock()
-	sub.seen.Add(seq)
-	sub.mu.Unlock()
-	select {
-	case sub.arrived <- struct{}{}:
-	default:
-	}
+func (a attemptTrack) NewSubscription(ctx context.Context, cancel context.CancelCauseFunc, timescale uint64, waits session.Settler) (*subscription, *session.Subscription) {
+	sub := &subscription{rt: a.rt}
+	sub.Timescale, sub.Ctx, sub.Cancel, sub.Host, sub.Waits = timescale, ctx, cancel, sub, waits
+	sub.Init()
+	return sub, &sub.Subscription
 }
 
-// drainQuiet is how long a drain without the subscription's bounds (moq-lite
-// before 05 announces no end group) waits for another group stream: silence
-// is the only sign that the last one came. Group streams sent before the
-// publisher's FIN are in this side's QUIC stack by then, but being accepted
-// takes a goroutine's scheduling: at 100 ms, TestEveryVersionInBothRoles
-// lost whole groups on moq-lite-01..04 in most -race runs at load 25 (the
-// streams came after the subscription was gone), and none in six runs at
-// 1 s. The cost is a track end that many seconds later on those versions;
-// streams already accepted and not yet made into groups extend the wait
-// (see drain), and the drain grace bounds it.
-const drainQuiet = time.Second
-
-// drain waits, after the publisher's FIN, for the group streams still in
-// flight: every group in [start, end) when both are known, otherwise until
-// no new group arrived for a short while. Then it unregisters the
-// subscription, so that no group stream joins the wait for those already
-// reading, and waits for those. The whole wait is bounded by the drain
-// grace period: group streams still open then get STOP_SENDING and their
-// model groups end as truncated (ErrTruncated).
-func (sub *subscription) drain(ctx context.Context, start, end uint64, bounded bool) {
-	grace, stop := context.WithTimeout(ctx, sub.rt.rb.s.opts.drainGrace)
-	defer stop()
-	for {
-		sub.mu.Lock()
-		complete := false
-		if bounded {
-			complete = true
-			for seq := start; seq < end && seq-start < 1<<16; seq++ {
-				if !sub.seen.Has(seq) {
-					complete = false
-					break
-				}
-			}
-		}
-		sub.mu.Unlock()
-		if complete {
-			break
-		}
-		quiet := time.NewTimer(drainQuiet)
-		if bounded {
-			quiet.Stop()
-		}
-		select {
-		case <-sub.arrived:
-			quiet.Stop()
-			continue
-		case <-quiet.C:
-			// Streams accepted but not yet made into groups may be
-			// this subscription's: a quiet spell is only one while
-			// the connection has none.
-			if sub.rt.rb.s.uniOrder.Load().pending() > 0 {
-				continue
-			}
-		case <-grace.Done():
-			quiet.Stop()
-		}
-		break
-	}
-	sub.router.unroute(sub)
-	done := make(chan struct{})
-	go func() {
-		sub.groups.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return
-	case <-grace.Done():
-	}
-	if ctx.Err() == nil {
-		sub.rt.rb.s.log.Warn("moq: group streams still open after the subscription ended, stopped",
-			"broadcast", sub.rt.rb.path, "track", sub.rt.name)
-	}
-	sub.cancel(fmt.Errorf("%w: stream still open %v after the subscription ended", ErrTruncated, sub.rt.rb.s.opts.drainGrace))
-	<-done
+func (a attemptTrack) Attach(timescale uint64) func() { return a.rt.attach(a.c, timescale) }
+func (a attemptTrack) Start(first uint64)             { a.rt.track.SetStart(first) }
+func (a attemptTrack) Resume(ctx context.Context, timescale, first uint64) {
+	a.rt.resume(ctx, a.c, timescale, first)
 }
+func (a attemptTrack) ReleaseAtLive(first uint64, burstDone func() bool) {
+	a.rt.releaseAtLive(first, burstDone)
+}
+func (a attemptTrack) NewTimeline()            { a.rt.newTimeline() }
+func (a attemptTrack) Gone(err error) bool     { return connGone(a.c, err) }
+func (a attemptTrack) Loss(err error) error    { return connLoss(a.c, err) }
+func (a attemptTrack) Cut(err error) bool      { return connGone(a.c, err) || sessionEndingReset(a.c, err) }
+func (a attemptTrack) Logger() *slog.Logger    { return a.rt.rb.s.log }
+func (a attemptTrack) Names() (string, string) { return a.rt.rb.path, a.rt.name }
 
 // attach records c and timescale as the track's current subscription
 // (backfills FETCH on it) and returns the detach to defer.
@@ -221,19 +109,18 @@ func (rt *remoteTrack) attach(c conn, timescale uint64) (detach func()) {
 // refused from now on.
 func (s *Session) unregister(sub *subscription) {
 	s.mu.Lock()
-	if s.subs[sub.id] == sub {
-		delete(s.subs, sub.id)
+	if s.subs[sub.ID] == sub {
+		delete(s.subs, sub.ID)
 	}
 	s.mu.Unlock()
 }
 
 // A liteSubscription is one moq-lite SUBSCRIBE in its wire: TRACK and
 // TRACK_INFO first (lite-05+), then SUBSCRIBE on its own stream and the
-// publisher's responses on it (trackSubscription runs the rest).
+// publisher's responses on it (session.Subscribe runs the rest).
 type liteSubscription struct {
-	rt  *remoteTrack
+	attemptTrack
 	ctx context.Context
-	c   conn
 	v   *wire.Version
 	str bidiStream
 	r   *bufio.Reader
@@ -243,14 +130,14 @@ type liteSubscription struct {
 	stopCancel func() bool
 }
 
-func (l liteFamily) newSubscription(ctx context.Context, rt *remoteTrack) subscribeWire {
-	return &liteSubscription{rt: rt, ctx: ctx, c: l.c, v: connVersion(l.c)}
+func (l liteFamily) newSubscription(ctx context.Context, rt *remoteTrack) subscriptionWire {
+	return &liteSubscription{attemptTrack: attemptTrack{rt: rt, c: l.c}, ctx: ctx, v: connVersion(l.c)}
 }
 
-// accept: without a Track stream (lite-01..04) nothing tells the
+// Accept: without a Track stream (lite-01..04) nothing tells the
 // timescale; frames carry no wire timestamp there either, so raw tracks
 // get 0.
-func (ls *liteSubscription) accept(ctx context.Context) (uint64, bool, error) {
+func (ls *liteSubscription) Accept(ctx context.Context) (uint64, bool, error) {
 	if !ls.v.TrackInfo {
 		return publishTimescale, false, nil
 	}
@@ -258,27 +145,27 @@ func (ls *liteSubscription) accept(ctx context.Context) (uint64, bool, error) {
 	return info.Timescale, false, err
 }
 
-// route registers sub with the session: group streams name its id.
-func (ls *liteSubscription) route(sub *subscription) error {
+// Route registers sub with the session: group streams name its id.
+func (ls *liteSubscription) Route(sub *subscription) error {
 	s := ls.rt.rb.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sub.id = s.nextSubID
+	sub.ID, sub.router = s.nextSubID, ls
 	s.nextSubID++
-	s.subs[sub.id] = sub
+	s.subs[sub.ID] = sub
 	return nil
 }
 
-func (ls *liteSubscription) unroute(sub *subscription) { ls.rt.rb.s.unregister(sub) }
+func (ls *liteSubscription) Unroute(sub *subscription) { ls.rt.rb.s.unregister(sub) }
 
-// request sends SUBSCRIBE; a resumed lite-06 subscription asks from the
+// Request sends SUBSCRIBE; a resumed lite-06 subscription asks from the
 // rest of a cut group when it has one (floorOfCut).
-func (ls *liteSubscription) request(ctx context.Context, sub *subscription, resumed bool) error {
+func (ls *liteSubscription) Request(ctx context.Context, sub *subscription, resumed bool) error {
 	var floor resumeFloor
 	if resumed && ls.v.FrameRange {
-		floor = ls.rt.floorOfCut(ctx, ls.c, sub.timescale)
+		floor = ls.rt.floorOfCut(ctx, ls.c, sub.Timescale)
 	}
-	str, err := ls.rt.sendSubscribe(ctx, ls.c, ls.v, sub.id, resumed, floor)
+	str, err := ls.rt.sendSubscribe(ctx, ls.c, ls.v, sub.ID, resumed, floor)
 	if err != nil {
 		return err
 	}
@@ -293,11 +180,11 @@ func (ls *liteSubscription) request(ctx context.Context, sub *subscription, resu
 	return nil
 }
 
-func (ls *liteSubscription) ready() bool { return ls.waitErr != nil || ls.r.Buffered() > 0 }
+func (ls *liteSubscription) Ready() bool { return ls.waitErr != nil || ls.r.Buffered() > 0 }
 
-// next reads one response: the end of the stream is the publisher's
+// Next reads one response: the end of the stream is the publisher's
 // (every group accounted for).
-func (ls *liteSubscription) next() (subEvent, error) {
+func (ls *liteSubscription) Next() (session.Event, error) {
 	err := ls.waitErr
 	ls.waitErr = nil
 	var resp wire.SubscribeResponse
@@ -305,29 +192,29 @@ func (ls *liteSubscription) next() (subEvent, error) {
 		resp, err = wire.ReadSubscribeResponseFor(ls.r, ls.v)
 	}
 	if err == io.EOF && ls.ctx.Err() == nil && ls.c.Context().Err() == nil {
-		return subEvent{kind: evDone}, nil
+		return session.Event{Kind: session.EventDone}, nil
 	}
 	if err != nil {
-		return subEvent{}, err
+		return session.Event{}, err
 	}
 	switch resp.Type {
 	case wire.RespOK:
-		return subEvent{kind: evStart, start: startNamed, group: resp.Group}, nil
+		return session.Event{Kind: session.EventStart, Start: session.StartNamed, Group: resp.Group}, nil
 	case wire.RespAck:
 		// lite-01..04: accepted.
-		return subEvent{kind: evStart, start: startAck, group: resp.Ack.Start.Seq, named: resp.Ack.Start.Valid}, nil
+		return session.Event{Kind: session.EventStart, Start: session.StartAck, Group: resp.Ack.Start.Seq, Named: resp.Ack.Start.Valid}, nil
 	case wire.RespEnd:
-		return subEvent{kind: evEnd, group: resp.Group}, nil
+		return session.Event{Kind: session.EventEnd, Group: resp.Group}, nil
 	case wire.RespDrop:
 		ls.rt.rb.s.log.Debug("moq: groups dropped", "broadcast", ls.rt.rb.path, "track", ls.rt.name,
 			"start", resp.Start, "end", resp.End, "code", resp.Code)
 	}
-	return subEvent{}, nil
+	return session.Event{}, nil
 }
 
-// failed: a reset refuses the subscription until it started and ends it
+// Failed: a reset refuses the subscription until it started and ends it
 // after; anything else is a bad stream.
-func (ls *liteSubscription) failed(err error, started bool) error {
+func (ls *liteSubscription) Failed(err error, started bool) error {
 	if re, ok := errors.AsType[*ResetError](err); ok {
 		ls.str.CancelWrite(CodeCancel)
 		if !started {
@@ -339,9 +226,9 @@ func (ls *liteSubscription) failed(err error, started bool) error {
 	return fmt.Errorf("subscribe stream: %w", protocolErr(err))
 }
 
-func (ls *liteSubscription) cancel() { ls.str.CancelRead(CodeCancel) }
+func (ls *liteSubscription) Cancel() { ls.str.CancelRead(CodeCancel) }
 
-func (ls *liteSubscription) release(_ error, done bool) {
+func (ls *liteSubscription) Release(_ error, done bool) {
 	if ls.stopCancel != nil {
 		ls.stopCancel()
 	}
@@ -350,15 +237,15 @@ func (ls *liteSubscription) release(_ error, done bool) {
 	}
 }
 
-// wait peeks at the stream: the read is all the parked goroutine does.
-func (ls *liteSubscription) wait() bool {
+// Wait peeks at the stream: the read is all the parked goroutine does.
+func (ls *liteSubscription) Wait() bool {
 	_, ls.waitErr = ls.r.Peek(1)
 	return false
 }
 
-// resettle: settle woke the wait with a deadline, which must not cut the
+// Resettle: settle woke the wait with a deadline, which must not cut the
 // reads that follow; a wait it cut parks afresh.
-func (ls *liteSubscription) resettle(bool) bool {
+func (ls *liteSubscription) Resettle(bool) bool {
 	ls.str.SetReadDeadline(time.Time{})
 	if ls.ctx.Err() != nil {
 		// The cancellation's own deadline may be the one just
@@ -373,8 +260,8 @@ func (ls *liteSubscription) resettle(bool) bool {
 	return false
 }
 
-// wake is settle's: a deadline ends the parked read.
-func (ls *liteSubscription) wake() { ls.str.SetReadDeadline(time.Now()) }
+// Wake is settle's: a deadline ends the parked read.
+func (ls *liteSubscription) Wake() { ls.str.SetReadDeadline(time.Now()) }
 
 // sendSubscribe opens the subscription's stream and sends SUBSCRIBE. A
 // resumed one asks no max age on lite-06, where it would reach back: its

@@ -187,11 +187,11 @@ func TestGroupArrivingAfterTheDrainIsRefused(t *testing.T) {
 	defer s.cancel()
 	rb := &remoteBroadcast{s: s, path: "b", b: model.NewBroadcast("b")}
 	rt := &remoteTrack{rb: rb, name: "v", track: model.NewTrack("v"), kind: string(hang.Legacy)}
-	sub := &subscription{id: 4, rt: rt, timescale: 1000, arrived: make(chan struct{}, 1), router: &liteSubscription{rt: rt}}
-	s.subs[sub.id] = sub
-	sub.drain(context.Background(), 0, 0, true)
+	sub := testSubscription(rt, 4)
+	s.subs[sub.ID] = sub
+	sub.Drain(context.Background(), 0, 0, true)
 
-	h := wire.Group{SubscribeID: sub.id, Sequence: 0}
+	h := wire.Group{SubscribeID: sub.ID, Sequence: 0}
 	str := &recordedRecv{Reader: bytes.NewReader(h.Append(nil))}
 	s.readGroup(context.Background(), &lateContextConn{ctx: context.Background()}, str, bufio.NewReader(str), orderTicket{})
 	if got := str.cancelled.Load() - 1; got != CodeNotFound {
@@ -327,11 +327,10 @@ func TestGroupReadEndsWithItsSubscriptionEvenWhenCancelReadDoesNotWakeIt(t *test
 	defer s.cancel()
 	rb := &remoteBroadcast{s: s, path: "b", b: model.NewBroadcast("b")}
 	rt := &remoteTrack{rb: rb, name: "v", track: model.NewTrack("v"), kind: string(hang.Legacy)}
-	sub := &subscription{id: 4, rt: rt, timescale: 1000, arrived: make(chan struct{}, 1), started: make(chan struct{}), router: &liteSubscription{rt: rt}}
-	sub.ctx, sub.cancel = context.WithCancelCause(context.Background())
-	sub.markStarted()
-	s.subs[sub.id] = sub
-	h := wire.Group{SubscribeID: sub.id, Sequence: 0}
+	sub := testSubscription(rt, 4)
+	sub.MarkStarted()
+	s.subs[sub.ID] = sub
+	h := wire.Group{SubscribeID: sub.ID, Sequence: 0}
 	str := &sessionGoneRecv{header: h.Append(nil), deadline: make(chan struct{})}
 	done := make(chan struct{})
 	go func() {
@@ -340,7 +339,7 @@ func TestGroupReadEndsWithItsSubscriptionEvenWhenCancelReadDoesNotWakeIt(t *test
 	}()
 	// Before or after the reader reaches the frames: either way the read
 	// must end.
-	sub.cancel(errors.New("subscription over"))
+	sub.Cancel(errors.New("subscription over"))
 	select {
 	case <-done:
 	case <-time.After(20 * time.Second):
@@ -368,4 +367,14 @@ func TestStopReadingEndsAReadCancelReadDoesNotWake(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the read outlived stopReading")
 	}
+}
+
+// testSubscription is a moq-lite subscription of rt with id, timescale
+// 1000, as a subscription attempt makes it (not registered).
+func testSubscription(rt *remoteTrack, id uint64) *subscription {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	ls := &liteSubscription{attemptTrack: attemptTrack{rt: rt}}
+	sub, _ := ls.NewSubscription(ctx, cancel, 1000, nil)
+	sub.ID, sub.router = id, ls
+	return sub
 }
