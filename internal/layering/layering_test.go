@@ -84,8 +84,10 @@ var muxers = []string{"mux/flv", "mux/mkv", "mux/ts", "mux/mp4"}
 //     live in subscribe, behind one seam (subscribe/family.go), until they
 //     move into those packages.
 //   - the session core imports neither protocol: encoded for
-//     internal/moq/session, which holds the core's first pieces; most of
-//     the shared session code is still subscribe's (family.go its seam).
+//     internal/moq/session, which holds the pump, the subscription and its
+//     lifecycle (generic over the session's subscription, so it names no
+//     family), FETCH, backfill and the publisher's loops; the tracks and
+//     each family's wire are still subscribe's (family.go its seam).
 //   - only internal/hang decodes payloads: the protocol code calls it, but
 //     subscribe still exposes Unpacker (the archive's inverse of
 //     Options.Objects) over it; encoded as "only hang and catalog read
