@@ -165,6 +165,9 @@ func referenceRestart(t *testing.T, ref *reference, mode, ext string) {
 				pts = append(pts, v)
 			}
 		}
+		// A stream cut in decode order may lack, with B-frames, frames up
+		// to this far before the last one it holds (the cut's, not a loss).
+		reorder := mediatest.Reorder(pts)
 		slices.Sort(pts)
 		at, gap := mediatest.LargestGap(pts)
 		hole := time.Duration(gap * float64(time.Second))
@@ -184,6 +187,9 @@ func referenceRestart(t *testing.T, ref *reference, mode, ext string) {
 			t.Errorf("%s: the recording reports %v lost in %d gaps, the file has one hole of %v", track, reported, gaps, hole)
 		}
 		for i := 1; i < len(pts); i++ {
+			if i < at && pts[at-1]-pts[i-1] <= reorder+frame[track]/2 {
+				continue // within the cut's reorder window (x264's I P B B cut after the first B)
+			}
 			if i != at && pts[i]-pts[i-1] > 1.5*frame[track] {
 				t.Errorf("%s: another hole of %.3fs at %.3fs", track, pts[i]-pts[i-1], pts[i-1])
 			}

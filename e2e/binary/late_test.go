@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 )
 
 // runSummary is what --summary writes, as far as these tests read it.
@@ -56,8 +58,12 @@ func (s runSummary) written(track string) int {
 // the sorted timestamps (s) and keyframe flags of its packets in pts order.
 type streamPackets struct {
 	codec string
-	pts   []float64
-	key   []bool // in file order
+	pts   []float64 // sorted
+	key   []bool    // in file order
+	// keyPts are the keyframes' times, sorted; reorder is
+	// mediatest.Reorder of the times in file order (B-frames).
+	keyPts  []float64
+	reorder float64
 }
 
 // packetsByCodec reads every packet of path with ffprobe, by codec name.
@@ -96,9 +102,14 @@ func packetsByCodec(t *testing.T, path string) map[string]*streamPackets {
 		}
 		sp.pts = append(sp.pts, v)
 		sp.key = append(sp.key, strings.Contains(pk.Flags, "K"))
+		if strings.Contains(pk.Flags, "K") {
+			sp.keyPts = append(sp.keyPts, v)
+		}
 	}
 	for _, sp := range byCodec {
+		sp.reorder = mediatest.Reorder(sp.pts)
 		slices.Sort(sp.pts)
+		slices.Sort(sp.keyPts)
 	}
 	return byCodec
 }

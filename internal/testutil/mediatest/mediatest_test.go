@@ -187,3 +187,20 @@ func TestLargestGapFindsTheHole(t *testing.T) {
 		}
 	}
 }
+
+func TestReorderIsHowFarBeforeTheLastFrameACutCanLeaveAHole(t *testing.T) {
+	for _, tc := range []struct {
+		ts   []float64
+		want float64
+	}{
+		{nil, 0},
+		{[]float64{0, 1, 2, 3}, 0},
+		// I P B B, as x264 stores them: the P shown after the two Bs.
+		{[]float64{0, 3, 1, 2, 6, 4, 5}, 2},
+		{[]float64{0, 2, 1, 3}, 1},
+	} {
+		if got := mediatest.Reorder(tc.ts); got != tc.want {
+			t.Errorf("mediatest.Reorder(%v) = %v, want %v", tc.ts, got, tc.want)
+		}
+	}
+}

@@ -172,6 +172,25 @@ func LargestGap(ts []float64) (at int, gap float64) {
 	return at, gap
 }
 
+// Reorder returns, of a stream's packet times in file (decode) order, the
+// largest distance by which a packet's time lies past that of a later
+// packet: with B-frames, a P-frame is stored before the frames shown
+// before it. A stream cut in decode order (a lost connection) can
+// therefore lack frames up to this far before the last one it holds,
+// without any frame being lost but at the cut. 0 without reordering.
+func Reorder(ts []float64) float64 {
+	var d float64
+	if len(ts) == 0 {
+		return 0
+	}
+	low := ts[len(ts)-1] // the lowest time from i on
+	for i := len(ts) - 2; i >= 0; i-- {
+		d = max(d, ts[i]-low)
+		low = min(low, ts[i])
+	}
+	return d
+}
+
 // PacketsOf returns the packets of the stream with index i, in file order.
 func (r ProbeResult) PacketsOf(i int) []Packet {
 	var out []Packet
