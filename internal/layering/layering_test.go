@@ -79,10 +79,11 @@ var muxers = []string{"mux/flv", "mux/mkv", "mux/ts", "mux/mp4"}
 //     one way": holds in spirit, but catalog imports internal/cmaf (to check
 //     an init) and archive/objstore/service sit beside record; encoded below
 //     only as its parts (model a leaf, export and subscribe apart).
-//   - lite and ietf never import each other: encoded for their wire
-//     codecs (internal/moq/lite, internal/moq/ietf); both sessions still
-//     live in subscribe, behind one seam (subscribe/family.go), until they
-//     move into those packages.
+//   - lite and ietf never import each other: encoded for everything under
+//     internal/moq/lite and internal/moq/ietf (their wire codecs and their
+//     publishers, litepub and ietfpub, which import the core and never
+//     subscribe); both subscriber sessions still live in subscribe, behind
+//     one seam (subscribe/family.go), until they move into those packages.
 //   - the session core imports neither protocol: encoded for
 //     internal/moq/session, which holds the pump, the subscription and its
 //     lifecycle (generic over the session's subscription, so it names no
@@ -91,7 +92,9 @@ var muxers = []string{"mux/flv", "mux/mkv", "mux/ts", "mux/mp4"}
 //   - only internal/hang decodes payloads: the protocol code calls it, but
 //     subscribe still exposes Unpacker (the archive's inverse of
 //     Options.Objects) over it; encoded as "only hang and catalog read
-//     fMP4, only subscribe (the protocol side) and archive use hang".
+//     fMP4, only the protocol side (subscribe, the core, the two
+//     publishers, which encode what they send with it) and archive use
+//     hang".
 var rules = []struct {
 	name  string
 	check func(pkgs map[string]*pkg) []string // violations
