@@ -35,7 +35,7 @@ func demoStream(b *testing.B, kind catalog.ContainerKind) (map[string][]byte, ma
 		if err != nil {
 			b.Fatal(err)
 		}
-		pk := packagingOf(bc, r.Name)
+		pk := session.Packaging(bc, r.Name)
 		last, _ := tr.LatestGroup()
 		var buf []byte
 		var prev int64
