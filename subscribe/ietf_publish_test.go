@@ -457,10 +457,10 @@ func TestIETFPublisherServesFetchRanges(t *testing.T) {
 				}
 			}
 			refusal("not held", ietf.Fetch{Type: ietf.FetchStandalone, Namespace: "live", Track: "t",
-				Start: ietf.Location{Group: 10}, End: ietf.Location{Group: 12}}, ietfpub.ErrNoObjects)
+				Start: ietf.Location{Group: 10}, End: ietf.Location{Group: 12}}, ietfpub.CodeNoObjects)
 			refusal("unknown broadcast", ietf.Fetch{Type: ietf.FetchStandalone, Namespace: "nobody", Track: "t",
-				End: ietf.Location{Group: 1}}, ietfpub.ErrDoesNotExist)
-			refusal("unknown subscription", ietf.Fetch{Type: ietf.FetchAbsoluteJoining, Joining: 999, Offset: 1}, ietfpub.ErrInvalidJoining)
+				End: ietf.Location{Group: 1}}, ietfpub.CodeDoesNotExist)
+			refusal("unknown subscription", ietf.Fetch{Type: ietf.FetchAbsoluteJoining, Joining: 999, Offset: 1}, ietfpub.CodeInvalidJoining)
 		})
 	}
 }
@@ -511,7 +511,7 @@ func TestIETFPublisherAnswersTrackStatusAndRefusesPublish(t *testing.T) {
 			}
 			var re ietf.RequestError
 			p.decode(body, &re)
-			if re.Code != ietfpub.ErrDoesNotExist {
+			if re.Code != ietfpub.CodeDoesNotExist {
 				t.Fatalf("code %d, want TRACK_DOES_NOT_EXIST", re.Code)
 			}
 			// PUBLISH: only its request id is read before the refusal.
@@ -525,7 +525,7 @@ func TestIETFPublisherAnswersTrackStatusAndRefusesPublish(t *testing.T) {
 				t.Fatalf("PUBLISH answered %#x, want %#x", typ, wantType)
 			}
 			p.decode(body, &re)
-			if re.Code != ietfpub.ErrNotSupported {
+			if re.Code != ietfpub.CodeNotSupported {
 				t.Fatalf("PUBLISH refused with %d, want NOT_SUPPORTED", re.Code)
 			}
 		})

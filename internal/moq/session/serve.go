@@ -200,10 +200,10 @@ func Serve(ctx context.Context, t *model.Track, cons *model.Consumer, w Window, 
 				}
 			}
 		}
-		if open && !dropped && GroupDone(t, seq, last) {
+		if open && !dropped && groupDone(t, seq, last) {
 			closeGroup(GroupComplete)
 		}
-		if w.Finite && w.HasEnd && idxSet && idxGroup == w.End && GroupDone(t, w.End, index) {
+		if w.Finite && w.HasEnd && idxSet && idxGroup == w.End && groupDone(t, w.End, index) {
 			return res, ErrWindowDone
 		}
 		select {
@@ -218,9 +218,9 @@ func Serve(ctx context.Context, t *model.Track, cons *model.Consumer, w Window, 
 	}
 }
 
-// GroupDone reports whether group seq of t is finished with frame index
+// groupDone reports whether group seq of t is finished with frame index
 // last as its last one.
-func GroupDone(t *model.Track, seq, last uint64) bool {
+func groupDone(t *model.Track, seq, last uint64) bool {
 	g := t.Group(seq)
 	if g == nil {
 		return false

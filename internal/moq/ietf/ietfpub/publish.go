@@ -35,16 +35,17 @@ import (
 // and the reference relay's subscriber refuse it: Publish offers
 // namespaces, it does not push tracks.
 
-// Timescale is the timescale of published tracks.
-const Timescale = 1_000_000
+// timescale is the timescale of published tracks.
+const timescale = 1_000_000
 
-// Request error codes this publisher sends.
+// Request error codes this publisher sends (REQUEST_ERROR and the
+// refusals of draft 14).
 const (
-	ErrNotSupported   = 0x3
-	ErrDoesNotExist   = 0x4
-	ErrInvalidRange   = 0x5
-	ErrNoObjects      = 0x6 // FETCH
-	ErrInvalidJoining = 0x7 // FETCH
+	CodeNotSupported   = 0x3
+	CodeDoesNotExist   = 0x4
+	CodeInvalidRange   = 0x5
+	CodeNoObjects      = 0x6 // FETCH
+	CodeInvalidJoining = 0x7 // FETCH
 )
 
 // serve is one request the peer made of us: answered on the control
@@ -220,7 +221,7 @@ func (sd *Served) Request(str session.Stream, r io.Reader, typ uint64, body []by
 		})
 	default:
 		s.Log.Debug("moq: refusing a request", "type", typ)
-		sv.refuse(typ, ErrNotSupported, "not supported")
+		sv.refuse(typ, CodeNotSupported, "not supported")
 		sv.done()
 	}
 	return nil
@@ -342,7 +343,7 @@ func subscribeRange(f ietf.Filter, v ietf.Version, e session.Edge) trackRange {
 func (s *Publisher) serveTrackStatus(sv *serve, m ietf.Subscribe) {
 	t, _, err := s.Pubs.Track(m.Namespace, m.Track)
 	if err != nil {
-		sv.refuse(ietf.TypeTrackStatus, ErrDoesNotExist, "no such track")
+		sv.refuse(ietf.TypeTrackStatus, CodeDoesNotExist, "no such track")
 		return
 	}
 	largest := largestOf(session.EdgeOf(t))
@@ -363,11 +364,11 @@ func (s *Publisher) serveTrackStatus(sv *serve, m ietf.Subscribe) {
 func (s *Publisher) serveSubscribe(sv *serve, m ietf.Subscribe) {
 	t, pack, err := s.Pubs.Track(m.Namespace, m.Track)
 	if err != nil {
-		sv.refuse(ietf.TypeSubscribe, ErrDoesNotExist, "no such track")
+		sv.refuse(ietf.TypeSubscribe, CodeDoesNotExist, "no such track")
 		return
 	}
 	if m.Filter.Type == ietf.FilterAbsoluteRange && m.Filter.End < m.Filter.Start.Group {
-		sv.refuse(ietf.TypeSubscribe, ErrInvalidRange, "range ends before its start")
+		sv.refuse(ietf.TypeSubscribe, CodeInvalidRange, "range ends before its start")
 		return
 	}
 	// Subscribed before the edge is read: nothing published in between
@@ -377,7 +378,7 @@ func (s *Publisher) serveSubscribe(sv *serve, m ietf.Subscribe) {
 	edge := session.EdgeOf(t)
 	rng := subscribeRange(m.Filter, sv.sd.v, edge)
 	ok := ietf.SubscribeOK{RequestID: sv.id, TrackAlias: sv.id, GroupOrder: ietf.GroupOrderDescending,
-		Timescale: Timescale, Largest: largestOf(edge)}
+		Timescale: timescale, Largest: largestOf(edge)}
 	perFrame := s.Strict != nil && s.Strict.GroupPerFrame()
 	if perFrame {
 		// MediaMTX names no Largest Location (its groups are counted from
@@ -527,10 +528,10 @@ func (w *groupWriter) CloseGroup(how session.GroupEnd) {
 func (s *Publisher) fetchRange(sv *serve, m ietf.Fetch) (t *model.Track, ns, name string, r trackRange, code uint64, reason string) {
 	if m.Type == ietf.FetchStandalone {
 		if t, _, _ = s.Pubs.Track(m.Namespace, m.Track); t == nil {
-			return nil, "", "", r, ErrDoesNotExist, "no such track"
+			return nil, "", "", r, CodeDoesNotExist, "no such track"
 		}
 		if m.End.Group < m.Start.Group || (m.End.Group == m.Start.Group && m.End.Object != 0 && m.End.Object <= m.Start.Object) {
-			return nil, "", "", r, ErrInvalidRange, "range ends before its start"
+			return nil, "", "", r, CodeInvalidRange, "range ends before its start"
 		}
 		return t, m.Namespace, m.Track, trackRange{Start: m.Start, End: m.End.Group, EndObject: m.End.Object, HasEnd: true}, 0, ""
 	}
@@ -545,11 +546,11 @@ func (s *Publisher) fetchRange(sv *serve, m ietf.Fetch) (t *model.Track, ns, nam
 	sd.mu.Unlock()
 	switch {
 	case t == nil:
-		return nil, "", "", r, ErrInvalidJoining, "no such subscription"
+		return nil, "", "", r, CodeInvalidJoining, "no such subscription"
 	case !joinable:
-		return nil, "", "", r, ErrInvalidJoining, "the subscription has no Largest Object filter"
+		return nil, "", "", r, CodeInvalidJoining, "the subscription has no Largest Object filter"
 	case largest == nil:
-		return nil, "", "", r, ErrInvalidRange, "the track had no objects when subscribed"
+		return nil, "", "", r, CodeInvalidRange, "the track had no objects when subscribed"
 	}
 	r = trackRange{End: largest.Group, EndObject: largest.Object + 1, HasEnd: true}
 	if m.Type == ietf.FetchRelativeJoining {
@@ -580,7 +581,7 @@ func (s *Publisher) serveFetch(sv *serve, m ietf.Fetch) {
 		}
 	}
 	if len(groups) == 0 {
-		sv.refuse(ietf.TypeFetch, ErrNoObjects, "no group of the range is held")
+		sv.refuse(ietf.TypeFetch, CodeNoObjects, "no group of the range is held")
 		return
 	}
 	v := sv.sd.v
