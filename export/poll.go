@@ -142,11 +142,6 @@ func (e *Export) syncStats() {
 }
 
 func (e *Export) readTrack(ts *trackState) error {
-	defer func() {
-		n := ts.consumer.Skipped()
-		e.skipped += n - ts.skipped
-		ts.skipped = n
-	}()
 	for read := 0; ; read++ {
 		if read == maxReadTurn {
 			// A producer that fills the track faster than it is read
@@ -157,6 +152,7 @@ func (e *Export) readTrack(ts *trackState) error {
 			return nil
 		}
 		ev, ok := ts.consumer.Next()
+		e.noteSkips(ts)
 		if !ok {
 			return nil
 		}
@@ -216,6 +212,29 @@ func (e *Export) readTrack(ts *trackState) error {
 			return nil
 		}
 	}
+}
+
+// noteSkips counts the groups ts's consumer gave up on since the last
+// look (a group that did not come, or stalled, within the latency while
+// newer ones had data; or one dropped unread past model.MaxLag): after
+// the track's first frame, each is a gap in the track, measured by the
+// next frame, and logged. Uncounted, such a skip was a silent loss: a
+// whole GOP of video missing from a file whose summary said "late 0,
+// dropped 0".
+func (e *Export) noteSkips(ts *trackState) {
+	n := ts.consumer.Skipped()
+	if n == ts.skipped {
+		return
+	}
+	skipped := n - ts.skipped
+	e.skipped += skipped
+	ts.skipped = n
+	if !ts.acct.haveNewest {
+		return // before its first frame: where it starts, no hole
+	}
+	e.log.Warn("groups skipped: they did not come while newer ones did; a gap in the recording",
+		"track", ts.track.Name, "groups", skipped)
+	ts.acct.gap()
 }
 
 // maxReadTurn bounds the events one poll reads of one track.
