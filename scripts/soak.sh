@@ -16,6 +16,7 @@
 #   DURATION=5m scripts/soak.sh
 #   DURATION=30m TABLE=/tmp/soak.md scripts/soak.sh
 #   LOGS=/tmp/soak-logs scripts/soak.sh   # keep each recorder run's log
+#   KEEP=/tmp/soak-files scripts/soak.sh   # keep the recordings too
 #
 # Everything stays on loopback; the run stops by itself.
 set -euo pipefail
@@ -27,7 +28,7 @@ LOGS=${LOGS:-${TABLE%.md}.recorders}
 mkdir -p "$LOGS"
 echo "soak: $DURATION, table in $TABLE, log in $LOG, recorder logs in $LOGS" >&2
 set +eo pipefail
-MOQ_SOAK_DURATION=$DURATION MOQ_SOAK_TABLE=$TABLE MOQ_SOAK_LOGS=$LOGS \
+MOQ_SOAK_DURATION=$DURATION MOQ_SOAK_TABLE=$TABLE MOQ_SOAK_LOGS=$LOGS MOQ_SOAK_KEEP=${KEEP:-} \
 	go test ./e2e/binary -run '^TestChaosSoak$' -count=1 -v -timeout 100h 2>&1 |
 	tee "$LOG" | grep --line-buffered -E 'soak_test.go:[0-9]+: +[0-9.]+s |^--- |^(ok|FAIL)'
 status=${PIPESTATUS[0]}

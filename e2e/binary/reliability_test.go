@@ -764,7 +764,13 @@ func blipUnderRecordAll(t *testing.T, versions string, outage time.Duration) {
 			pts := slices.Clone(sp.pts)
 			slices.Sort(pts)
 			spans[codec] = pts[len(pts)-1] - pts[0]
-			checkContinuous(t, b, &streamPackets{codec: codec, pts: pts})
+			// Up to the last second: the interrupt that ends the
+			// recording, seconds after the outage, cuts the group
+			// streams in flight, and a newer group's first frames may
+			// have come before an older one's last (1 run in 40 left
+			// out two video frames there).
+			end, _ := slices.BinarySearch(pts, pts[len(pts)-1]-1)
+			checkContinuous(t, b, &streamPackets{codec: codec, pts: pts[:end]})
 		}
 		// The file covers the outage and the seconds around it, audio as
 		// far as video.

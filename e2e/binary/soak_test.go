@@ -46,6 +46,7 @@ import (
 // its bound fails the test. Losses are measured in the files' own packet
 // times (--keep-timestamps: the publishers' clock, which is wall time since
 // the soak began), so what each fault cost is read from what was recorded.
+// MOQ_SOAK_KEEP names a directory where the recordings stay.
 
 // soakBroadcasts are the broadcasts each publisher serves.
 const soakBroadcasts = "legacy=legacy,loc=loc,cmaf=cmaf"
@@ -93,6 +94,13 @@ func TestChaosSoak(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), duration+5*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
+	if keep := os.Getenv("MOQ_SOAK_KEEP"); keep != "" {
+		// The recordings stay there for a look after the run.
+		dir = keep
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	certFile, keyFile, pin := publisherCert(t, dir)
 	epoch := time.Now()
 	env := func(p *soakPublisher) []string {
@@ -123,7 +131,7 @@ func TestChaosSoak(t *testing.T) {
 		out := filepath.Join(r.dir, fmt.Sprintf("run%d", r.runs))
 		r.runs++
 		args := []string{"moql://" + r.pub.proxy.Addr() + "/", "--tls-fingerprint", pin, "--record-all",
-			"--keep-timestamps", "-o", filepath.Join(out, "{broadcast}."+r.ext)}
+			"--keep-timestamps", "-v", "-o", filepath.Join(out, "{broadcast}."+r.ext)}
 		if limitBlocks > 0 {
 			// The soft limit only, so that it can be lifted again.
 			r.cmd = exec.CommandContext(ctx, "sh", append([]string{"-c", fmt.Sprintf(`ulimit -S -f %d && exec "$0" "$@"`, limitBlocks), binary}, args...)...)
