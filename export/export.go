@@ -46,6 +46,8 @@ type trackState struct {
 	// (see startLateFill); filled says the backfill is done.
 	filling bool
 	filled  atomic.Bool
+	// aligning mirrors filling for TrackState (another goroutine).
+	aligning atomic.Bool
 	// awaitKey: a video track started a new timeline; its next frame is
 	// the restart key the audio aligns with (see rejoin.go).
 	awaitKey bool
@@ -113,8 +115,11 @@ type Export struct {
 
 	statsMu    sync.Mutex
 	trackStats []TrackStats // published by syncStats, under statsMu
-	stats      Stats
-	media      atomic.Int64
+	// reading are the tracks read, by rendition name, for TrackState;
+	// under statsMu.
+	reading map[string]*trackState
+	stats   Stats
+	media   atomic.Int64
 }
 
 // New returns an export of bc into m. Nothing happens until Run or Go.

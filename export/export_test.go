@@ -799,3 +799,27 @@ func TestTheEngineSaysItAskedForEveryTrackOfEachCatalog(t *testing.T) {
 		t.Fatalf("tracks asked for at each Selected: %v, want %v", atSelected, want)
 	}
 }
+
+// TestTrackStateSaysWhatTheSourceHoldsAndWhereTheReaderIs: the state a
+// recorder logs for a track that stopped alone is that of the track the
+// export reads (its groups and its reader), for a rendition it exports.
+func TestTrackStateSaysWhatTheSourceHoldsAndWhereTheReaderIs(t *testing.T) {
+	bc := model.NewBroadcast("demo")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go demo.Publish(ctx, bc, demo.Options{Renditions: []string{"h264", "aac"}, Pause: true})
+	rec := newRecorder()
+	e := export.New(bc, rec, export.Options{})
+	for deadline := time.Now().Add(10 * time.Second); len(rec.frames) == 0; time.Sleep(time.Millisecond) {
+		if err := e.Poll(); err != nil || time.Now().After(deadline) {
+			t.Fatalf("no frame written: %v", err)
+		}
+	}
+	st, ok := e.TrackState("h264")
+	if !ok || st.Groups == 0 || st.Ended || st.Aligning || len(st.Readers) != 1 || !st.Readers[0].Started || st.Readers[0].Cursor < st.Oldest {
+		t.Fatalf("h264: %+v, %v", st, ok)
+	}
+	if _, ok := e.TrackState("vp9"); ok {
+		t.Fatal("a state for a rendition the export does not read")
+	}
+}

@@ -172,6 +172,12 @@ func (e *Export) addRendition(r catalog.Rendition, counts map[mux.Kind]int) (*tr
 	}
 	e.byID[t.ID] = ts
 	e.tracks[r.Name] = ts
+	e.statsMu.Lock()
+	if e.reading == nil {
+		e.reading = map[string]*trackState{}
+	}
+	e.reading[r.Name] = ts
+	e.statsMu.Unlock()
 	if err := e.jit.AddTrack(t.ID, t.Kind); err != nil {
 		return nil, err
 	}

@@ -122,6 +122,7 @@ func (e *Export) startLateFill(ts *trackState) {
 	t, target := ts.consumer.Track(), e.newest
 	ctx, cancel := context.WithTimeout(e.ctx, maxBackfill)
 	ts.filling = true
+	ts.aligning.Store(true)
 	e.fills = append(e.fills, lateFill{ts: ts, cancel: cancel})
 	name := ts.track.Name
 	go func() {
@@ -143,6 +144,7 @@ func (e *Export) endLateFills() error {
 		}
 		f.cancel()
 		f.ts.filling = false
+		f.ts.aligning.Store(false)
 		if !f.ts.ended {
 			if err := e.readTrack(f.ts); err != nil {
 				return err

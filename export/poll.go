@@ -123,6 +123,11 @@ func (e *Export) forget(ts *trackState) {
 	if e.tracks[ts.track.Name] == ts {
 		delete(e.tracks, ts.track.Name)
 	}
+	e.statsMu.Lock()
+	if e.reading[ts.track.Name] == ts {
+		delete(e.reading, ts.track.Name)
+	}
+	e.statsMu.Unlock()
 	e.all = slices.DeleteFunc(e.all, func(o *trackState) bool { return o == ts })
 }
 

@@ -99,6 +99,7 @@ func (e *Export) startRejoin(ts *trackState) {
 	ctx, cancel := context.WithTimeout(e.ctx, e.startWait())
 	key := make(chan int64, 1)
 	ts.filling = true
+	ts.aligning.Store(true)
 	ts.filled.Store(false)
 	e.fills = append(e.fills, lateFill{ts: ts, cancel: cancel, key: key})
 	e.offerKey(&e.fills[len(e.fills)-1])

@@ -170,8 +170,19 @@ func (r *Recorder) ended(name string, ex *export.Export, tracks int) {
 	r.mu.Unlock()
 }
 
-// withProgress runs fn, calling Options.Progress meanwhile.
+// withProgress runs fn, calling Options.Progress meanwhile, and logs the
+// tracks that stop alone (see watchSilence).
 func (r *Recorder) withProgress(ctx context.Context, fn func() error) error {
+	wctx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		r.watchSilence(wctx)
+	}()
+	defer func() {
+		stopWatch()
+		<-watched
+	}()
 	if r.opts.Progress == nil {
 		return fn()
 	}
