@@ -8,9 +8,10 @@ import (
 )
 
 // family is the seam between the session code that both protocol families
-// share (tracks, the subscription lifecycle, retry and resume, backfill,
-// parking, announcements as a feed, the publisher's bookkeeping) and what
-// a family does its own way on the wire. moq-lite implements it as
+// share (tracks, retry and resume, announcements as a feed, the
+// publisher's bookkeeping here; the subscription lifecycle, parking,
+// FETCH replies and backfill in internal/moq/session) and what a family
+// does its own way on the wire. moq-lite implements it as
 // liteFamily, IETF moq-transport as *ietfConn. A connection carries the
 // family that negotiated it (conn.family): nothing tells the two apart by
 // their type; a new family is a new implementation, not a new branch at

@@ -37,7 +37,7 @@ const (
 //     publisher session: the groups in between are FETCHed and inserted in
 //     order, the cut groups are completed (FETCH for the older ones, the
 //     live stream for the one SUBSCRIBE_OK names), and the live groups wait
-//     until that is done (see subscription.waitStarted); nothing is lost
+//     until that is done (see session.Subscription.WaitStarted); nothing is lost
 //     while the relay still holds the groups;
 //   - a group the relay no longer serves ends the fill: it and the groups
 //     after it up to the live ones are marked lost (model.Track.MarkLost),

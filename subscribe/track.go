@@ -84,7 +84,7 @@ func (rt *remoteTrack) resumeWindow() time.Duration {
 //
 // The run is one thread of control but not always one goroutine: a
 // subscription that waits for its publisher's next response parks
-// (liteSubscription.park), and the goroutine that the response wakes goes
+// (session.Subscribe parks it), and the goroutine that the response wakes goes
 // on with the run, to its end or to the next park. An idle recording's
 // track then costs one shallow goroutine, not one that went deep.
 func (rt *remoteTrack) run() {
