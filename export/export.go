@@ -129,6 +129,11 @@ func New(bc *model.Broadcast, m mux.Muxer, opts Options) *Export {
 	}
 	if opts.Latency == 0 {
 		opts.Latency = max(opts.Delay, 0)
+		if opts.MediaTimeOnly && opts.MaxDelay > opts.Latency {
+			// A file waits for a group on its way as long as for a
+			// lagging track (see Consumer.Waiting and pending).
+			opts.Latency = opts.MaxDelay
+		}
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -153,10 +158,17 @@ func New(bc *model.Broadcast, m mux.Muxer, opts Options) *Export {
 }
 
 // pending reports whether track id has data its consumer has not read yet,
-// or is held by its producer (missed groups are on their way).
+// is held by its producer (missed groups are on their way), or waits, for
+// less than its latency, at a group that has not come while newer ones
+// did (Consumer.Waiting): its next frames are on their way, and the
+// jitter buffer does not run the other tracks past them. Under load, a
+// group's stream can land a second after the next one's (its goroutine
+// not run, a packet dropped from quic-go's full queue and sent again);
+// the reader gave up on it at the Delay, and the file lost a GOP of video
+// or a run of audio frames that did come.
 func (e *Export) pending(id int) bool {
 	ts := e.track(id)
-	return ts != nil && (ts.consumer.Pending() || ts.consumer.Held() || ts.filling)
+	return ts != nil && (ts.consumer.Pending() || ts.consumer.Held() || ts.filling || ts.consumer.Waiting())
 }
 
 // track returns the state of the track with mux ID id, or nil.

@@ -23,7 +23,9 @@ type Options struct {
 	// then on (jitter.Options.MaxDelay). Zero: Delay stays fixed.
 	MaxDelay time.Duration
 	// Latency is how far a newer group must be ahead before a track gives up
-	// on a stalled group (see model.Track.Subscribe). Zero means Delay.
+	// on a stalled group (see model.Track.Subscribe). Zero means Delay, or
+	// MaxDelay when it is longer and MediaTimeOnly is set (a file waits
+	// for a group on its way, as for a track that lags).
 	Latency time.Duration
 	// Late is the policy for frames that arrive after later ones left.
 	Late jitter.LatePolicy

@@ -75,6 +75,10 @@ type Consumer struct {
 	// first found newer data running latency past it (zero: it has not,
 	// since it last moved on); see gaveUpLocked.
 	stallSince time.Time
+	// waitSince is when Waiting first found the reader at a missing or
+	// open group with newer data after it (zero: not since it last moved
+	// on).
+	waitSince time.Time
 
 	// Readiness.
 	ready  *ReadySet
@@ -124,6 +128,48 @@ func (c *Consumer) Again() {
 // changed since the reader last took the list.
 func (c *Consumer) Pending() bool { return c.queued.Load() }
 
+// Waiting reports whether the reader waits at a group that has not come,
+// or is open with nothing more to read, while newer groups of the track
+// hold data, and has waited for less than its latency of wall time: the
+// group is on its way (a stream its goroutine has not read yet, a packet
+// being retransmitted) and the reader delivers it, then the newer ones,
+// when it comes, or gives up on it within its latency (Skipped). A merge
+// of tracks (the export's jitter buffer) waits for such a track as for
+// one with data not read yet, instead of taking it for a silent one and
+// running the other tracks past the frames it is about to deliver, which
+// would then come late and be dropped.
+func (c *Consumer) Waiting() bool {
+	t := c.track
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended || c.endSent || c.epoch != t.epoch || !c.started || c.latency <= 0 {
+		return false
+	}
+	gs := t.groups
+	i := c.groupIndex(c.cursor)
+	if i < len(gs) && gs[i].seq == c.cursor {
+		if g := gs[i]; g.finished || c.readIn(g) < len(g.frames) {
+			return false // it has more to read, or moves on
+		}
+		i++
+	}
+	newer := false
+	for _, g := range gs[i:] {
+		if g.media > 0 {
+			newer = true
+			break
+		}
+	}
+	if !newer {
+		return false
+	}
+	now := t.now()
+	if c.waitSince.IsZero() {
+		c.waitSince = now
+	}
+	return now.Sub(c.waitSince) < time.Duration(c.latency)*time.Microsecond
+}
+
 // Close detaches the consumer from its track.
 func (c *Consumer) Close() { c.track.unsubscribe(c) }
 
@@ -131,7 +177,7 @@ func (c *Consumer) Close() { c.track.unsubscribe(c) }
 func (c *Consumer) Next() (Event, bool) {
 	ev, ok := c.next()
 	if ok {
-		c.stallSince = time.Time{}
+		c.stallSince, c.waitSince = time.Time{}, time.Time{}
 	}
 	return ev, ok
 }
@@ -269,7 +315,7 @@ func (c *Consumer) pendingDiscAllowed() bool { return c.delivered || c.cursor > 
 
 func (c *Consumer) advance(seq uint64) {
 	c.cur, c.idx, c.cursor = nil, 0, seq
-	c.stallSince = time.Time{}
+	c.stallSince, c.waitSince = time.Time{}, time.Time{}
 }
 
 // groupIndex returns the position of the first group with sequence >= seq.
