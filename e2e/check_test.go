@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -165,6 +167,14 @@ func check(t *testing.T, c matrixCase, res result, disturbed bool) {
 		t.Fatal("recorded nothing")
 	}
 	mediatest.DecodeClean(t, res.file)
+	if c.container == "m3u8" {
+		// A directory's package layout: each rendition one media file,
+		// its segments byte ranges of it (mux/hls, hls.RangeStore).
+		v0, err := os.ReadFile(filepath.Join(filepath.Dir(res.file), "v0.m3u8"))
+		if err != nil || !strings.Contains(string(v0), "#EXT-X-BYTERANGE:") || !strings.Contains(string(v0), "\nv0.mp4\n") {
+			t.Errorf("the package's v0.m3u8 names no byte range of v0.mp4 (%v):\n%s", err, v0)
+		}
+	}
 	pr := mediatest.Probe(t, res.file, "-show_data_hash", "SHA256")
 	if len(res.info) != 1 {
 		t.Fatalf("recorder reported %d files, want 1", len(res.info))

@@ -41,6 +41,6 @@ var muxers = map[Format]muxer{
 	HLS: {caps: hls.Caps,
 		new: func(io.Writer, MuxOptions) mux.Muxer { return hls.NewWriter(hls.Options{}) },
 		pkg: func(p Package, o PackageMuxOptions) mux.Muxer {
-			return hls.NewWriter(hls.Options{Store: p, Playlist: p.Playlist(), SegmentDuration: o.SegmentDuration, Start: o.Start, Clock: o.WallClock, Logger: o.Logger})
+			return hls.NewWriter(hls.Options{Store: p, Playlist: p.Playlist(), SegmentDuration: o.SegmentDuration, SegmentFiles: o.SegmentFiles, Start: o.Start, Clock: o.WallClock, Logger: o.Logger})
 		}},
 }

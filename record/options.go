@@ -54,6 +54,12 @@ type Options struct {
 	// package (Format HLS), cut at keyframes (default 4s). HLS cuts its
 	// own segments: Segment does not apply to it.
 	HLSSegmentDuration time.Duration
+	// HLSSegmentFiles writes each segment of an HLS package as a file of
+	// its own, even into a directory, where each rendition is otherwise
+	// one media file whose segments the playlists name by byte range
+	// (hls.Options.SegmentFiles). An object store always gets a file per
+	// segment.
+	HLSSegmentFiles bool
 	// Delay bounds how long a lagging track may hold the output back
 	// (default 500ms).
 	Delay time.Duration

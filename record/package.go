@@ -57,6 +57,9 @@ type PackageMuxOptions struct {
 	// EXT-X-PROGRAM-DATE-TIME follows it (hls.Options.Clock).
 	WallClock func(ts int64) time.Time
 	Logger    *slog.Logger
+	// SegmentFiles: a file per segment even where the package's files
+	// can grow (Options.HLSSegmentFiles).
+	SegmentFiles bool
 }
 
 // CreatePackage opens the package directory of broadcast: the template
@@ -119,6 +122,27 @@ func (d *dirPackage) WriteNewFile(name string, data []byte) error {
 
 func (d *dirPackage) ReadFile(name string) ([]byte, error) { return d.st.ReadFile(name) }
 
+// WriteRange, TruncateRange and ReadRange make a directory package an
+// hls.RangeStore: each rendition one media file, its segments appended
+// and named by byte range.
+func (d *dirPackage) WriteRange(name string, off int64, data []byte) error {
+	if err := d.st.WriteRange(name, off, data); err != nil {
+		return &WriteError{Path: filepath.Join(d.dir, name), Err: err}
+	}
+	return nil
+}
+
+func (d *dirPackage) TruncateRange(name string, size int64) error {
+	if err := d.st.TruncateRange(name, size); err != nil {
+		return &WriteError{Path: filepath.Join(d.dir, name), Err: err}
+	}
+	return nil
+}
+
+func (d *dirPackage) ReadRange(name string, off int64, n int) ([]byte, error) {
+	return d.st.ReadRange(name, off, n)
+}
+
 func (d *dirPackage) Close() error { return d.st.Close() }
 
 // openPackage opens the package of recording rec with the format's
@@ -136,8 +160,12 @@ func (r *Recorder) openPackage(rec *Recording, po PackageOutput) (mux.Muxer, err
 	rec.mu.Lock()
 	wall := rec.wall
 	rec.mu.Unlock()
-	m := muxers[r.opts.Format].pkg(countingPackage{Package: p, count: cw}, PackageMuxOptions{
-		SegmentDuration: r.opts.HLSSegmentDuration, WallClock: wall, Logger: r.log.With("output", p.Name())})
+	var store Package = countingPackage{Package: p, count: cw}
+	if rp, ok := p.(rangePackage); ok {
+		store = countingRangePackage{countingPackage: countingPackage{Package: p, count: cw}, r: rp}
+	}
+	m := muxers[r.opts.Format].pkg(store, PackageMuxOptions{
+		SegmentDuration: r.opts.HLSSegmentDuration, SegmentFiles: r.opts.HLSSegmentFiles, WallClock: wall, Logger: r.log.With("output", p.Name())})
 	info := FileInfo{Path: p.Name(), Broadcast: name, Format: string(r.opts.Format), Start: start.UTC()}
 	r.log.Info("writing", "path", info.Path, "format", r.opts.Format, "broadcast", name)
 	rec.fileOpened(info)
@@ -175,6 +203,37 @@ func (c countingPackage) WriteNewFile(name string, data []byte) error {
 		c.count.n += int64(len(data))
 	}
 	return err
+}
+
+// rangePackage is a Package whose files can grow in place
+// (hls.RangeStore): a directory.
+type rangePackage interface {
+	WriteRange(name string, off int64, data []byte) error
+	TruncateRange(name string, size int64) error
+	ReadRange(name string, off int64, n int) ([]byte, error)
+}
+
+// countingRangePackage is a countingPackage over a rangePackage, which
+// counts the bytes written into its media files too.
+type countingRangePackage struct {
+	countingPackage
+	r rangePackage
+}
+
+func (c countingRangePackage) WriteRange(name string, off int64, data []byte) error {
+	err := c.r.WriteRange(name, off, data)
+	if err == nil {
+		c.count.n += int64(len(data))
+	}
+	return err
+}
+
+func (c countingRangePackage) TruncateRange(name string, size int64) error {
+	return c.r.TruncateRange(name, size)
+}
+
+func (c countingRangePackage) ReadRange(name string, off int64, n int) ([]byte, error) {
+	return c.r.ReadRange(name, off, n)
 }
 
 // packageFile is a package seen as the File of a recording's output:

@@ -2,6 +2,9 @@ package binary
 
 import (
 	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +15,9 @@ import (
 	"time"
 )
 
-// segmentsOf returns the segment names a media playlist lists, in order.
+// segmentsOf returns the segments a media playlist lists, in order: a
+// file name, or in the byte-range layout (a directory's default)
+// "FILE@OFFSET+LENGTH".
 func segmentsOf(t *testing.T, path string) []string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -20,12 +25,44 @@ func segmentsOf(t *testing.T, path string) []string {
 		t.Fatal(err)
 	}
 	var out []string
+	rng := ""
 	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasSuffix(l, ".m4s") {
-			out = append(out, l)
+		if r, ok := strings.CutPrefix(l, "#EXT-X-BYTERANGE:"); ok {
+			n, off, _ := strings.Cut(r, "@")
+			rng = "@" + off + "+" + n
+		}
+		if strings.HasSuffix(l, ".m4s") || (strings.HasSuffix(l, ".mp4") && !strings.HasPrefix(l, "#")) {
+			out = append(out, l+rng)
+			rng = ""
 		}
 	}
 	return out
+}
+
+// segmentBytes reads segment seg (segmentsOf) of the package in dir.
+func segmentBytes(dir, seg string) ([]byte, error) {
+	name, rng, ok := strings.Cut(seg, "@")
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil || !ok {
+		return b, err
+	}
+	o, n, _ := strings.Cut(rng, "+")
+	off, _ := strconv.Atoi(o)
+	size, _ := strconv.Atoi(n)
+	if off+size > len(b) {
+		return nil, fmt.Errorf("%s holds %d bytes, not %s", name, len(b), seg)
+	}
+	return b[off : off+size], nil
+}
+
+// overHTTP serves dir over HTTP on loopback for the test and returns the
+// URL of its file name: ffmpeg 5.1's DASH reader reads the byte ranges
+// of an MPD only from an HTTP server.
+func overHTTP(t *testing.T, dir, name string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/" + name
 }
 
 // decodeAll runs every stream of path through ffmpeg's decoders, which
@@ -84,7 +121,7 @@ func TestKilledHLSRecordingPlaysAndARestartContinuesIt(t *testing.T) {
 			t.Fatalf("%s.m3u8 of a killed recording:\n%s", id, b)
 		}
 		for _, s := range segmentsOf(t, pl) {
-			data, err := os.ReadFile(filepath.Join(pkg, s))
+			data, err := segmentBytes(pkg, s)
 			if err != nil {
 				t.Fatalf("%s names %s, which the killed recording did not leave: %v", id, s, err)
 			}
@@ -115,7 +152,7 @@ func TestKilledHLSRecordingPlaysAndARestartContinuesIt(t *testing.T) {
 		for _, s := range segs {
 			if old, ok := before[s]; ok {
 				kept = append(kept, s)
-				if now, _ := os.ReadFile(filepath.Join(pkg, s)); !bytes.Equal(now, old) {
+				if now, _ := segmentBytes(pkg, s); !bytes.Equal(now, old) {
 					t.Errorf("the restart rewrote %s", s)
 				}
 			}
@@ -123,9 +160,22 @@ func TestKilledHLSRecordingPlaysAndARestartContinuesIt(t *testing.T) {
 		if len(kept) == 0 || !slices.Equal(kept, segs[:len(kept)]) || len(segs) <= len(kept) {
 			t.Errorf("%s: segments %v after the restart, the killed recording's %d first", id, segs, len(kept))
 		}
+		// The media file holds what its playlist names and no more: the
+		// restart cut off whatever the killed recording wrote after it.
+		last := segs[len(segs)-1]
+		name, rng, ranged := strings.Cut(last, "@")
+		if !ranged {
+			t.Fatalf("%s: segment %s is not a byte range of the rendition's media file (a directory's layout)", id, last)
+		}
+		o, n, _ := strings.Cut(rng, "+")
+		off, _ := strconv.ParseInt(o, 10, 64)
+		size, _ := strconv.ParseInt(n, 10, 64)
+		if fi, err := os.Stat(filepath.Join(pkg, name)); err != nil || fi.Size() != off+size {
+			t.Errorf("%s after the restart: %v, its playlist names %d bytes", name, err, off+size)
+		}
 	}
 	decodeAll(t, filepath.Join(pkg, "index.m3u8"))
-	decodeAll(t, filepath.Join(pkg, "index.mpd"))
+	decodeAll(t, overHTTP(t, pkg, "index.mpd"))
 }
 
 // TestHLSToStdoutIsRefusedBeforeRecording: a package is many files.
@@ -145,12 +195,17 @@ func TestAPublisherRestartIsADiscontinuityInThePackage(t *testing.T) {
 	needTools(t, "ffmpeg", "ffprobe")
 	t.Parallel()
 	dir := t.TempDir()
-	log := recordAcrossAFreshClockRestart(t, dir, "-o", "pkg/index.m3u8", "--hls-segment-duration", "1s")
+	// A file per segment (--hls-segment-files), the layout an object
+	// store gets: the killed-recording test above covers the byte ranges.
+	log := recordAcrossAFreshClockRestart(t, dir, "-o", "pkg/index.m3u8", "--hls-segment-duration", "1s", "--hls-segment-files")
 	pkg := filepath.Join(dir, "pkg")
 	for _, id := range []string{"v0", "a0"} {
 		b, err := os.ReadFile(filepath.Join(pkg, id+".m3u8"))
 		if err != nil {
 			t.Fatal(err)
+		}
+		if segs := segmentsOf(t, filepath.Join(pkg, id+".m3u8")); len(segs) < 2 || strings.Contains(segs[0], "@") || !strings.HasSuffix(segs[0], ".m4s") {
+			t.Errorf("%s with --hls-segment-files: segments %v, want files", id, segs)
 		}
 		text := string(b)
 		if strings.Count(text, "#EXT-X-DISCONTINUITY\n") != 1 || !strings.HasSuffix(text, "#EXT-X-ENDLIST\n") {

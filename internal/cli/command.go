@@ -401,6 +401,7 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 	f.StringVar(&cfg.LogFormat, "log-format", logText, "stderr format: text (for people) or json (one object per line, for services)")
 	f.BoolVar(&cfg.DemoSimulcast, "demo-simulcast", false, "the built-in demo publishes two video renditions (H.264 640x360 and 320x180) and two audio renditions (AAC), as a simulcast broadcast; with -f hls each is a variant")
 	f.DurationVar(&cfg.HLSSegment, "hls-segment-duration", 0, "-f hls: target segment length, cut at the keyframes at or after it (default 4s)")
+	f.BoolVar(&cfg.HLSSegmentFiles, "hls-segment-files", false, "-f hls into a directory: a file per segment instead of one media file per rendition named by byte range")
 	f.StringSliceVar(&cfg.DemoCodecs, "demo-codecs", nil, "test codecs of the built-in demo (default h264,aac; also h265, av1, vp8, vp9, opus, mp3, flac, ac3)")
 	f.StringSliceVar(&cfg.DemoLate, "demo-late", nil, "test codecs the demo adds by a catalog update after 2 s of media (a rendition added mid-recording, e.g. aac with --demo-codecs h264)")
 	f.StringVar(&cfg.DemoContainer, "demo-container", "", "how the built-in demo packages its frames: legacy (default), loc, or cmaf (as 'moq import fmp4' publishes ffmpeg's fMP4)")

@@ -18,57 +18,58 @@ import (
 
 // Config is the parsed command line.
 type Config struct {
-	URL            string
-	Broadcast      string
-	Output         string
-	Overwrite      bool   // -y: overwrite an existing -o file
-	NoOverwrite    bool   // -n: never overwrite, never ask
-	TokenFile      string // --token-file
-	Format         Format // after Check: never empty
-	Duration       time.Duration
-	Delay          time.Duration
-	MaxDelay       time.Duration
-	Video, Audio   []string // nil: not given (all the container carries)
-	Text           []string // like Video and Audio
-	List           bool
-	KeepTimestamps bool
-	TLSFingerprint string
-	TLSInsecure    bool
-	TLSCert        string
-	TLSKey         string
-	AuthKey        string        // --auth-key: the JWK publishers' tokens are checked with
-	MaxPublishers  int           // --max-publishers: sessions on --listen at once
-	MaxBroadcasts  int           // --max-broadcasts: --record-all recordings at once
-	MaxBytes       byteSize      // --max-bytes: one output file (0: none)
-	MinFree        byteSize      // --min-free: free disk below which recordings stop
-	SpoolDir       string        // --spool: where objects wait for the store
-	SpoolMax       byteSize      // --spool-max: bytes waiting for the store before recordings are cut
-	RecoverUploads time.Duration // --recover-uploads: complete other recorders' uploads idle this long (0: no)
-	Progress       string
-	Verbose        int
-	Quiet          bool
-	JSON           bool   // --json: --list and the summary as JSON
-	SummaryFile    string // --summary FILE: the JSON summary
-	LogFormat      string // text or json
-	Segment        time.Duration
-	Listen         string
-	Wait           time.Duration // --wait: for a broadcast to be announced (0: until Ctrl-C)
-	Timeout        time.Duration // --timeout: wall-clock bound of the run (0: none)
-	ReconnectFor   time.Duration // --reconnect-for: give up reconnecting after this long (0: never)
-	RecordAll      bool
-	DemoCodecs     []string
-	DemoSimulcast  bool          // --demo-simulcast: demo.Simulcast's renditions
-	HLSSegment     time.Duration // --hls-segment-duration
-	DemoLoops      int
-	DemoFast       bool // hidden: publish the demo as fast as possible (benchmarks)
-	DemoContainer  string
-	DemoLate       []string      // test codecs a catalog update adds after DemoLateAfter
-	DemoTo         string        // --demo-to: publish the demo into this URL instead of recording
-	Retention      time.Duration // --retention: the DVR window of -f archive (0: keep all)
-	From, To       string        // --from, --to: the range of an archive source
-	Follow         time.Duration // --follow: read what a writer adds to the archive, looking every D
-	ReplayTo       string        // --replay-to: publish an archived broadcast into this URL
-	Replay         bool          // --replay: serve an archived broadcast to subscribers of --listen
+	URL             string
+	Broadcast       string
+	Output          string
+	Overwrite       bool   // -y: overwrite an existing -o file
+	NoOverwrite     bool   // -n: never overwrite, never ask
+	TokenFile       string // --token-file
+	Format          Format // after Check: never empty
+	Duration        time.Duration
+	Delay           time.Duration
+	MaxDelay        time.Duration
+	Video, Audio    []string // nil: not given (all the container carries)
+	Text            []string // like Video and Audio
+	List            bool
+	KeepTimestamps  bool
+	TLSFingerprint  string
+	TLSInsecure     bool
+	TLSCert         string
+	TLSKey          string
+	AuthKey         string        // --auth-key: the JWK publishers' tokens are checked with
+	MaxPublishers   int           // --max-publishers: sessions on --listen at once
+	MaxBroadcasts   int           // --max-broadcasts: --record-all recordings at once
+	MaxBytes        byteSize      // --max-bytes: one output file (0: none)
+	MinFree         byteSize      // --min-free: free disk below which recordings stop
+	SpoolDir        string        // --spool: where objects wait for the store
+	SpoolMax        byteSize      // --spool-max: bytes waiting for the store before recordings are cut
+	RecoverUploads  time.Duration // --recover-uploads: complete other recorders' uploads idle this long (0: no)
+	Progress        string
+	Verbose         int
+	Quiet           bool
+	JSON            bool   // --json: --list and the summary as JSON
+	SummaryFile     string // --summary FILE: the JSON summary
+	LogFormat       string // text or json
+	Segment         time.Duration
+	Listen          string
+	Wait            time.Duration // --wait: for a broadcast to be announced (0: until Ctrl-C)
+	Timeout         time.Duration // --timeout: wall-clock bound of the run (0: none)
+	ReconnectFor    time.Duration // --reconnect-for: give up reconnecting after this long (0: never)
+	RecordAll       bool
+	DemoCodecs      []string
+	DemoSimulcast   bool          // --demo-simulcast: demo.Simulcast's renditions
+	HLSSegment      time.Duration // --hls-segment-duration
+	HLSSegmentFiles bool          // --hls-segment-files
+	DemoLoops       int
+	DemoFast        bool // hidden: publish the demo as fast as possible (benchmarks)
+	DemoContainer   string
+	DemoLate        []string      // test codecs a catalog update adds after DemoLateAfter
+	DemoTo          string        // --demo-to: publish the demo into this URL instead of recording
+	Retention       time.Duration // --retention: the DVR window of -f archive (0: keep all)
+	From, To        string        // --from, --to: the range of an archive source
+	Follow          time.Duration // --follow: read what a writer adds to the archive, looking every D
+	ReplayTo        string        // --replay-to: publish an archived broadcast into this URL
+	Replay          bool          // --replay: serve an archived broadcast to subscribers of --listen
 
 	archive  string       // the directory of an archive source
 	from, to archive.Time // --from, --to parsed
@@ -282,6 +283,8 @@ func (c *Config) Check() error {
 		}
 	} else if c.HLSSegment > 0 {
 		return usagef("--hls-segment-duration is for -f hls; the other formats cut files with --segment")
+	} else if c.HLSSegmentFiles {
+		return usagef("--hls-segment-files is for -f hls")
 	}
 
 	if c.toStdout() {

@@ -90,6 +90,7 @@ func TestUsageErrorsSayWhatToDo(t *testing.T) {
 		{[]string{"-f", "hls"}, "stdout cannot hold"},
 		{[]string{"-o", "rec/x.m3u8", "--segment", "10s"}, "--hls-segment-duration"},
 		{[]string{"-o", "x.mkv", "--hls-segment-duration", "2s"}, "is for -f hls"},
+		{[]string{"-o", "x.mp4", "--hls-segment-files"}, "--hls-segment-files is for -f hls"},
 		{[]string{"a", "b"}, "at most one URL"},
 		{[]string{"relay.example/x"}, "no scheme"},
 		{[]string{"ftp://relay.example/x"}, "unsupported URL scheme"},

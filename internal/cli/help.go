@@ -13,7 +13,7 @@ var flagGroups = []struct {
 	title string
 	names []string
 }{
-	{"Output", []string{"output", "format", "overwrite", "no-overwrite", "duration", "segment", "hls-segment-duration", "keep-timestamps", "delay", "max-delay"}},
+	{"Output", []string{"output", "format", "overwrite", "no-overwrite", "duration", "segment", "hls-segment-duration", "hls-segment-files", "keep-timestamps", "delay", "max-delay"}},
 	{"Selection", []string{"broadcast", "video", "audio", "text", "list", "record-all", "wait"}},
 	{"Connection", []string{"token-file", "tls-fingerprint", "tls-insecure", "reconnect-for"}},
 	{"Listen (accept publishers instead of dialling a relay)", []string{"listen", "tls-cert", "tls-key", "auth-key", "max-publishers"}},

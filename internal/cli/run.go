@@ -188,7 +188,7 @@ func (a *app) newRecorder(ctx context.Context) error {
 		}
 	}
 	opts := record.Options{
-		Output: out, Format: c.Format, Duration: c.Duration, Segment: c.Segment, HLSSegmentDuration: c.HLSSegment, Delay: c.Delay, MaxDelay: cliMaxDelay(c.MaxDelay),
+		Output: out, Format: c.Format, Duration: c.Duration, Segment: c.Segment, HLSSegmentDuration: c.HLSSegment, HLSSegmentFiles: c.HLSSegmentFiles, Delay: c.Delay, MaxDelay: cliMaxDelay(c.MaxDelay),
 		Video: c.Video, Audio: c.Audio, Text: c.Text, KeepTimestamps: c.KeepTimestamps, Wait: c.Wait,
 		Logger: a.log, Origin: a.origin(), OnWait: a.sayWaiting, OnFile: a.fileFinished,
 		MaxRecordings: c.MaxBroadcasts, MaxFileBytes: int64(c.MaxBytes), MinFreeBytes: int64(c.MinFree),

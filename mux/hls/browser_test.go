@@ -56,7 +56,12 @@ func serve(t *testing.T, dir string) *browsertest.Browser {
 	return b
 }
 
-// hlsPlay is the JavaScript that plays /pkg/index.m3u8 with hls.js: until
+// freshVideo replaces the page's <video> with a new one, for a second
+// package played in the same browser.
+const freshVideo = `(() => { const v = document.createElement('video'); v.muted = true; v.playsInline = true; v.width = 320; document.getElementById('v').replaceWith(v); v.id = 'v'; return true; })()`
+
+// hlsPlay is the JavaScript that plays /pkg/index.m3u8 with hls.js (or
+// the playlist the second argument names): until
 // 1 s of media played, then (when switchTo >= 0) forces level switchTo
 // and waits for a fragment of it to play, then seeks 1.5 s before the end
 // and waits for the end. It returns what happened.
@@ -82,7 +87,7 @@ const hlsPlay = `new Promise((resolve, reject) => {
     out.frames = v.getVideoPlaybackQuality().totalVideoFrames;
     resolve(out);
   });
-  hls.loadSource('/pkg/index.m3u8');
+  hls.loadSource('/pkg/%s');
   hls.attachMedia(v);
 })`
 
@@ -108,29 +113,52 @@ func TestChromiumPlaysThePackageWithHLSJSAndSwitchesVariants(t *testing.T) {
 		renamed(looped("aac", 2, 3), "main"),
 		renamed(looped("aac", 3, 3), "alt"),
 	}
+	// The package in both layouts: byte ranges of one media file per
+	// rendition (a directory's), and in files/ a file per segment (an
+	// object store's), played one after the other in one browser.
 	st, _ := record(t, hls.Options{}, ins...)
+	files := &dirStore{dir: st.path("files")}
+	must(t, os.Mkdir(files.dir, 0o755))
+	w := hls.NewWriter(hls.Options{Store: files, SegmentFiles: true})
+	mediatest.Feed(t, w, ins...)
+	must(t, w.Close())
 	b := serve(t, st.dir)
-	var r playResult
-	if err := b.Eval(fmt.Sprintf(hlsPlay, 1), &r); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("hls.js: %+v", r)
-	if r.Levels != 2 || r.Switched != 1 || !r.Ended || r.Frames == 0 {
-		t.Fatalf("hls.js played %+v: want 2 levels, a switch to level 1, the end and decoded frames", r)
-	}
-	if want := 12.0; r.Duration < want-0.2 || r.Duration > want+0.3 {
-		t.Errorf("hls.js duration %.3f s, the package holds %.1f s", r.Duration, want)
+	for _, pl := range []string{"index.m3u8", "files/index.m3u8"} {
+		var r playResult
+		if err := b.Eval(freshVideo, new(bool)); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Eval(fmt.Sprintf(hlsPlay, 1, pl), &r); err != nil {
+			t.Fatalf("%s: %v", pl, err)
+		}
+		t.Logf("hls.js, %s: %+v", pl, r)
+		if r.Levels != 2 || r.Switched != 1 || !r.Ended || r.Frames == 0 {
+			t.Fatalf("hls.js played %s: %+v: want 2 levels, a switch to level 1, the end and decoded frames", pl, r)
+		}
+		if want := 12.0; r.Duration < want-0.2 || r.Duration > want+0.3 {
+			t.Errorf("hls.js duration of %s %.3f s, the package holds %.1f s", pl, r.Duration, want)
+		}
 	}
 }
 
-// TestChromiumPlaysTheMPDWithDashJS plays the same package's DASH manifest
-// with dash.js, through a seek to its end.
+// TestChromiumPlaysTheMPDWithDashJS plays a package's DASH manifest with
+// dash.js, through a seek to its end, in both layouts (a SegmentList of
+// byte ranges; a SegmentTemplate of files).
 func TestChromiumPlaysTheMPDWithDashJS(t *testing.T) {
 	ins := []mediatest.Input{looped("h264", 0, 2), looped("aac", 1, 2)}
 	st, _ := record(t, hls.Options{}, ins...)
+	files := &dirStore{dir: st.path("files")}
+	must(t, os.Mkdir(files.dir, 0o755))
+	w := hls.NewWriter(hls.Options{Store: files, SegmentFiles: true})
+	mediatest.Feed(t, w, ins...)
+	must(t, w.Close())
 	b := serve(t, st.dir)
-	var r playResult
-	err := b.Eval(`new Promise((resolve, reject) => {
+	for _, mpd := range []string{"index.mpd", "files/index.mpd"} {
+		if err := b.Eval(freshVideo, new(bool)); err != nil {
+			t.Fatal(err)
+		}
+		var r playResult
+		err := b.Eval(`new Promise((resolve, reject) => {
   const v = document.getElementById('v');
   const out = {ended: false, duration: 0, frames: 0, errors: []};
   setTimeout(() => reject(new Error('timeout ' + JSON.stringify(out))), 45000);
@@ -148,14 +176,15 @@ func TestChromiumPlaysTheMPDWithDashJS(t *testing.T) {
     if (out.ended) { clearInterval(watch); return; }
     if (seeked && (v.ended || (v.paused && v.duration > 0 && v.duration - v.currentTime < 0.05))) { clearInterval(watch); end('position'); }
   }, 500);
-  p.initialize(v, '/pkg/index.mpd', true);
+  p.initialize(v, '/pkg/`+mpd+`', true);
 })`, &r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("dash.js: %+v", r)
-	if !r.Ended || r.Frames == 0 || r.Duration < 7.8 || r.Duration > 8.3 {
-		t.Fatalf("dash.js played %+v: want the 8 s package to its end", r)
+		if err != nil {
+			t.Fatalf("%s: %v", mpd, err)
+		}
+		t.Logf("dash.js, %s: %+v", mpd, r)
+		if !r.Ended || r.Frames == 0 || r.Duration < 7.8 || r.Duration > 8.3 {
+			t.Fatalf("dash.js played %s: %+v: want the 8 s package to its end", mpd, r)
+		}
 	}
 }
 
@@ -225,7 +254,7 @@ func TestChromiumDecodesTheseCodecsFromThePackage(t *testing.T) {
 			st, _ := record(t, hls.Options{}, vin, ain)
 			b := serve(t, st.dir)
 			var r playResult
-			if err := b.Eval(fmt.Sprintf(hlsPlay, -1), &r); err != nil {
+			if err := b.Eval(fmt.Sprintf(hlsPlay, -1, "index.m3u8"), &r); err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("%s+%s in hls.js: %+v", tc.video, tc.audio, r)

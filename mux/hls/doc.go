@@ -13,15 +13,29 @@
 //
 // # Layout
 //
-// With the default names (Options.Playlist "index.m3u8"):
+// With the default names (Options.Playlist "index.m3u8"), over a Store
+// whose files can grow (RangeStore: DirStore, a directory):
 //
 //	index.m3u8          multivariant playlist
 //	index.mpd           DASH manifest over the same segments
 //	index.state.json    what a restart reads to continue the package
-//	v0.m3u8 v0-init.mp4 v0-00001.m4s ...   video rendition 0 (v1, ... the others)
-//	a0.m3u8 a0-init.mp4 a0-00001.m4s ...   audio rendition 0
+//	v0.m3u8 v0.mp4      video rendition 0 (v1, ... the others): one media
+//	                    file, its init segment then its segments, each
+//	                    named by byte range (EXT-X-MAP with BYTERANGE,
+//	                    EXT-X-BYTERANGE; a DASH SegmentList of mediaRange)
+//	a0.m3u8 a0.mp4      audio rendition 0
 //	s0.m3u8 s0-00001.vtt ...               subtitles 0 (WebVTT; a text/vtt
 //	                                       AdaptationSet of the MPD too)
+//
+// Over a Store that writes whole files only (an object store, whose
+// objects cannot be appended to), or with Options.SegmentFiles, each
+// segment is a file of its own: v0-init.mp4, v0-00001.m4s, ... (a DASH
+// SegmentTemplate). Byte ranges are the default where they can be: two
+// files per rendition instead of one per segment, which is what a file
+// system charges for (creating a file costs ext4 about as much as all the
+// rest of a segment's packaging) and what CDNs cache well; a rendition's
+// media file is also a fragmented MP4 that plays on its own. A continued
+// package keeps each rendition's layout.
 //
 // File names never come from the network: renditions are numbered by kind
 // in the order the catalog lists them (a restart maps them back by their
@@ -41,8 +55,9 @@
 //
 // # While recording, and after
 //
-// A segment is written as a whole file once its successor's first frame
-// arrives (or at Close), then its rendition's media playlist; once every
+// A segment is written once its successor's first frame arrives (or at
+// Close), appended to its rendition's media file or as a whole file,
+// then its rendition's media playlist; once every
 // rendition has its segment of that boundary, the DASH manifest, the
 // multivariant playlist (when what it says changed) and, every few
 // boundaries or when it holds something new, the package state: through a
@@ -72,7 +87,10 @@
 // Stats), so no segment spans the gap.
 //
 // A killed recording leaves a package that plays up to its last complete
-// segment: every file was written whole. The state is written after the
+// segment: no playlist names a byte before it is written. A media file
+// may hold more (part of a segment being appended when the process was
+// killed): the Writer that continues the package cuts it back to the end
+// of the last segment its playlist names before it appends. The state is written after the
 // playlists, at the first boundary, when it holds a new rendition, init
 // segment or chapter, and every 8 boundaries; segments a playlist names
 // beyond it are taken from the playlists when the package is continued,
@@ -80,8 +98,8 @@
 // a package (its state file) continues it: segment numbers go on, the
 // first new segment of each rendition is a discontinuity, the timeline
 // goes on 100 ms after the earlier media, and an init segment is written
-// again (v0-init-2.mp4, its own EXT-X-MAP) only when the configuration
-// changed.
+// again (appended to v0.mp4, or v0-init-2.mp4; its own EXT-X-MAP) only
+// when the configuration changed.
 //
 // # Codecs
 //

@@ -37,8 +37,9 @@ func ExampleWriter() {
 	// Output: [a0-00001.m4s a0-init.mp4 a0.m3u8 index.m3u8 index.mpd index.state.json v0-00001.m4s v0-init.mp4 v0.m3u8]
 }
 
-// Package into a directory through the store the command uses: segments
-// written in place, playlists swapped in atomically.
+// Package into a directory through the store the command uses: each
+// rendition one media file (its init segment, then its segments, named
+// by byte range), playlists swapped in atomically.
 func ExampleOpenDirStore() {
 	dir, err := os.MkdirTemp("", "pkg")
 	if err != nil {
@@ -76,7 +77,6 @@ func ExampleOpenDirStore() {
 	// index.m3u8
 	// index.mpd
 	// index.state.json
-	// v0-00001.m4s
-	// v0-init.mp4
 	// v0.m3u8
+	// v0.mp4
 }

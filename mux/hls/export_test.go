@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"time"
 
@@ -53,11 +54,23 @@ func (w *Writer) ReferenceMediaPlaylist(id string, final bool) ([]byte, error) {
 		PlaylistType:        &typ,
 		Endlist:             final,
 	}
+	mapOf := func(k int) *playlist.MediaMap {
+		mm := &playlist.MediaMap{URI: rs.Inits[k]}
+		if rs.Media != "" {
+			n, off := uint64(rs.InitRanges[k].Len), uint64(rs.InitRanges[k].Off)
+			mm.ByteRangeLength, mm.ByteRangeStart = &n, &off
+		}
+		return mm
+	}
 	if len(rs.Inits) > 0 {
-		m.Map = &playlist.MediaMap{URI: rs.Inits[segs[0].Init]}
+		m.Map = mapOf(segs[0].Init)
 	}
 	for i, s := range segs {
 		ms := &playlist.MediaSegment{Duration: time.Duration(s.Dur) * time.Microsecond, URI: s.URI, Discontinuity: s.Disc && i > 0}
+		if rs.Media != "" {
+			n, off := uint64(s.Bytes), uint64(s.Off)
+			ms.ByteRangeLength, ms.ByteRangeStart = &n, &off
+		}
 		if i == 0 || s.Disc {
 			d := s.Date
 			ms.DateTime = &d
@@ -74,16 +87,29 @@ func (w *Writer) ReferenceMediaPlaylist(id string, final bool) ([]byte, error) {
 			continue
 		}
 		line := "\n" + segs[i-1].URI + "\n"
+		if rs.Media != "" {
+			line = fmt.Sprintf("\n#EXT-X-BYTERANGE:%d@%d\n%s\n", segs[i-1].Bytes, segs[i-1].Off, segs[i-1].URI)
+		}
 		at := bytes.Index(b, []byte(line))
 		if at < 0 {
 			continue
 		}
 		at += len(line)
-		tag := "#EXT-X-MAP:URI=\"" + rs.Inits[segs[i].Init] + "\"\n"
-		b = slices.Insert(b, at, []byte(tag)...)
+		mm, err := (&playlist.Media{Map: mapOf(segs[i].Init)}).Marshal()
+		if err != nil {
+			return nil, err
+		}
+		tag := mm[bytes.Index(mm, []byte("#EXT-X-MAP")):]
+		tag = tag[:bytes.IndexByte(tag, '\n')+1]
+		b = slices.Insert(b, at, tag...)
 	}
-	return b, nil
+	// gohlslib writes an EXT-X-MAP's BYTERANGE unquoted; RFC 8216 4.3.2.5
+	// makes it a quoted-string, as the Writer writes it (gohlslib, hls.js
+	// and ffmpeg read both).
+	return quoteMapRanges.ReplaceAll(b, []byte(`BYTERANGE="$1"`)), nil
 }
+
+var quoteMapRanges = regexp.MustCompile(`BYTERANGE=(\d+@\d+)`)
 
 // withDateRanges inserts the chapters' EXT-X-DATERANGE tags into media
 // playlist b, before its first segment.

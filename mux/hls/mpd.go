@@ -129,6 +129,22 @@ func (w *Writer) mpdDoc(final bool) *mpd.MPD {
 			if ts == 0 {
 				ts = 1000
 			}
+			if rs.Media != "" {
+				// One media file: its init segment and segments by byte
+				// range (a SegmentList of mediaRanges, with the timeline).
+				sl := &mpd.SegmentListType{SegmentURL: r.urls}
+				ir := rs.InitRanges[r.first.Init]
+				sl.Initialization = &mpd.URLType{SourceURL: mpd.AnyURI(rs.Media), Range: dashRange(ir.Off, ir.Len)}
+				// No startNumber: the list numbers nothing, and ffmpeg
+				// would take it as the index of the list's first entry.
+				sl.Timescale = &ts
+				pto := uint64(max(ticksOf(start, ts)+rs.Delay, 0))
+				sl.PresentationTimeOffset = &pto
+				sl.SegmentTimeline = &mpd.SegmentTimelineType{S: r.s}
+				rep.SegmentList = sl
+				as.Representations = append(as.Representations, rep)
+				continue
+			}
 			st := &mpd.SegmentTemplateType{Media: "$RepresentationID$-$Number%05d$.m4s"}
 			if rs.Kind == "text" {
 				st.Media = "$RepresentationID$-$Number%05d$.vtt"
@@ -150,6 +166,11 @@ func (w *Writer) mpdDoc(final bool) *mpd.MPD {
 	return m
 }
 
+// dashRange is a DASH byte range (RFC 7233: first-last, inclusive).
+func dashRange(off, n int64) string {
+	return strconv.FormatInt(off, 10) + "-" + strconv.FormatInt(off+n-1, 10)
+}
+
 // dateTime formats t as an xs:dateTime in UTC.
 func dateTime(t time.Time) mpd.DateTime {
 	return mpd.DateTime(t.UTC().Format("2006-01-02T15:04:05.000Z"))
@@ -161,7 +182,8 @@ func dateTime(t time.Time) mpd.DateTime {
 type mpdRun struct {
 	first   segmentState
 	s       []*mpd.S
-	prevEnd int64 // ticks where the last entry ends
+	urls    []*mpd.SegmentURLType // a ranged rendition's segments (SegmentList)
+	prevEnd int64                 // ticks where the last entry ends
 }
 
 // timeline returns the rendition's runs (see mpdRun), adding to what it
@@ -185,13 +207,19 @@ func (rs *renditionState) timeline() []*mpdRun {
 		r := c.runs[len(c.runs)-1]
 		t0 := ticksOf(s.Start, ts) + rs.Delay
 		d := uint64(max(ticksOf(s.end(), ts)-ticksOf(s.Start, ts), 1))
-		if n := len(r.s); n > 0 && t0 == r.prevEnd && r.s[n-1].D == d {
+		// A ranged rendition gets an S per segment: dash.js takes the
+		// SegmentURL of the S element, not of the segment, a repeat
+		// (r) counting once.
+		if n := len(r.s); n > 0 && t0 == r.prevEnd && r.s[n-1].D == d && rs.Media == "" {
 			r.s[n-1].R++
 		} else {
 			t := uint64(max(t0, 0))
 			r.s = append(r.s, &mpd.S{T: &t, D: d})
 		}
 		r.prevEnd = t0 + int64(d)
+		if rs.Media != "" {
+			r.urls = append(r.urls, &mpd.SegmentURLType{Media: mpd.AnyURI(s.URI), MediaRange: mpd.SingleRFC7233RangeType(dashRange(s.Off, s.Bytes))})
+		}
 	}
 	c.tlSegs = len(rs.Segments)
 	return c.runs

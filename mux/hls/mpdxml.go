@@ -90,40 +90,75 @@ func representation(b []byte, rep *mpd.RepresentationType) []byte {
 	for _, c := range rep.AudioChannelConfigurations {
 		b = descriptor(b, "        ", "AudioChannelConfiguration", c)
 	}
+	if sl := rep.SegmentList; sl != nil {
+		b = append(b, "        <SegmentList"...)
+		b = multipleBaseAttrs(b, &sl.MultipleSegmentBaseType)
+		b = append(b, ">\n"...)
+		if in := sl.Initialization; in != nil {
+			b = append(b, "          <Initialization"...)
+			b = attr(b, "sourceURL", string(in.SourceURL))
+			b = attr(b, "range", in.Range)
+			b = append(b, "></Initialization>\n"...)
+		}
+		if sl.SegmentTimeline != nil {
+			b = timeline(b, sl.SegmentTimeline)
+		}
+		for _, u := range sl.SegmentURL {
+			b = append(b, "          <SegmentURL"...)
+			b = attr(b, "media", string(u.Media))
+			b = attr(b, "mediaRange", string(u.MediaRange))
+			b = append(b, "></SegmentURL>\n"...)
+		}
+		b = append(b, "        </SegmentList>\n"...)
+	}
 	if st := rep.SegmentTemplate; st != nil {
 		b = append(b, "        <SegmentTemplate"...)
 		b = attr(b, "media", st.Media)
 		b = attr(b, "initialization", st.Initialization)
-		if st.StartNumber != nil {
-			b = uintAttr(b, "startNumber", uint64(*st.StartNumber))
-		}
-		if st.Timescale != nil {
-			b = uintAttr(b, "timescale", uint64(*st.Timescale))
-		}
-		if st.PresentationTimeOffset != nil {
-			b = uintAttr(b, "presentationTimeOffset", *st.PresentationTimeOffset)
-		}
+		b = multipleBaseAttrs(b, &st.MultipleSegmentBaseType)
 		if st.SegmentTimeline == nil {
 			b = append(b, "></SegmentTemplate>\n"...)
 		} else {
-			b = append(b, ">\n          <SegmentTimeline>\n"...)
-			for _, s := range st.SegmentTimeline.S {
-				b = append(b, "            <S"...)
-				if s.T != nil {
-					b = uintAttr(b, "t", *s.T)
-				}
-				b = uintAttr(b, "d", s.D)
-				if s.R != 0 {
-					b = append(b, ` r="`...)
-					b = strconv.AppendInt(b, int64(s.R), 10)
-					b = append(b, '"')
-				}
-				b = append(b, "></S>\n"...)
-			}
-			b = append(b, "          </SegmentTimeline>\n        </SegmentTemplate>\n"...)
+			b = append(b, ">\n"...)
+			b = timeline(b, st.SegmentTimeline)
+			b = append(b, "        </SegmentTemplate>\n"...)
 		}
 	}
 	return append(b, "      </Representation>\n"...)
+}
+
+// multipleBaseAttrs writes the attributes the Writer sets of a
+// SegmentTemplate or SegmentList.
+func multipleBaseAttrs(b []byte, m *mpd.MultipleSegmentBaseType) []byte {
+	if m.StartNumber != nil {
+		b = uintAttr(b, "startNumber", uint64(*m.StartNumber))
+	}
+	if m.Timescale != nil {
+		b = uintAttr(b, "timescale", uint64(*m.Timescale))
+	}
+	if m.PresentationTimeOffset != nil {
+		b = uintAttr(b, "presentationTimeOffset", *m.PresentationTimeOffset)
+	}
+	return b
+}
+
+// timeline writes a SegmentTimeline element.
+func timeline(b []byte, tl *mpd.SegmentTimelineType) []byte {
+	b = append(b, "          <SegmentTimeline>\n"...)
+	for _, s := range tl.S {
+		b = append(b, "            <S"...)
+		if s.T != nil {
+			b = uintAttr(b, "t", *s.T)
+		}
+		b = uintAttr(b, "d", s.D)
+		if s.R != 0 {
+			b = append(b, ` r="`...)
+			b = strconv.AppendInt(b, int64(s.R), 10)
+			b = append(b, '"')
+		}
+		b = append(b, "></S>\n"...)
+	}
+	return append(b, "          </SegmentTimeline>\n"...)
 }
 
 // descriptor writes a DescriptorType element.

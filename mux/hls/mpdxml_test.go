@@ -73,32 +73,34 @@ func TestTheManifestWritersSayWhatTheLibrariesSay(t *testing.T) {
 		{"chapters", 1, []mediatest.Input{looped("h264", 0, 3), looped("aac", 1, 3)}, nil},
 		{"a restart with a new picture size", 2, nil, nil},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			st := &mpdCheckStore{dirStore: newStore(t), t: t}
-			now := time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.UTC)
-			for run := range tc.runs {
-				st.w = hls.NewWriter(hls.Options{Store: st, Now: func() time.Time { return now }})
-				if tc.name == "chapters" {
-					must(t, st.w.Chapter(0, "opening"))
-					must(t, st.w.Chapter(5_000_000, `a "second" one`))
+		for _, layout := range layouts {
+			t.Run(layout.name+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				st := &mpdCheckStore{dirStore: newStore(t), t: t}
+				now := time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.UTC)
+				for run := range tc.runs {
+					st.w = hls.NewWriter(hls.Options{Store: st, Now: func() time.Time { return now }, SegmentFiles: layout.files})
+					if tc.name == "chapters" {
+						must(t, st.w.Chapter(0, "opening"))
+						must(t, st.w.Chapter(5_000_000, `a "second" one`))
+					}
+					switch {
+					case tc.ins == nil:
+						// The same rendition, another codec configuration: a
+						// new init segment, an EXT-X-MAP of its own.
+						mediatest.Feed(t, st.w, renamed(looped([]string{"h264", "h264-360p"}[run], 0, 2), "video"))
+					case tc.frames != nil:
+						mediatest.Write(t, st.w, mediatest.Tracks(tc.ins...), tc.frames)
+					default:
+						mediatest.Feed(t, st.w, tc.ins...)
+					}
+					must(t, st.w.Close())
 				}
-				switch {
-				case tc.ins == nil:
-					// The same rendition, another codec configuration: a
-					// new init segment, an EXT-X-MAP of its own.
-					mediatest.Feed(t, st.w, renamed(looped([]string{"h264", "h264-360p"}[run], 0, 2), "video"))
-				case tc.frames != nil:
-					mediatest.Write(t, st.w, mediatest.Tracks(tc.ins...), tc.frames)
-				default:
-					mediatest.Feed(t, st.w, tc.ins...)
+				if st.checked < 3 || st.playlists < 3 {
+					t.Fatalf("%d MPDs and %d media playlists checked", st.checked, st.playlists)
 				}
-				must(t, st.w.Close())
-			}
-			if st.checked < 3 || st.playlists < 3 {
-				t.Fatalf("%d MPDs and %d media playlists checked", st.checked, st.playlists)
-			}
-		})
+			})
+		}
 	}
 }
 

@@ -146,9 +146,7 @@ func (w *Writer) mediaPlaylist(rs *renditionState, final bool) []byte {
 		if i > 0 && len(rs.Inits) > 0 && s.Init != segs[i-1].Init {
 			// A restart whose codec configuration changed: the segment
 			// gets its own EXT-X-MAP.
-			c.body = append(c.body, "#EXT-X-MAP:URI=\""...)
-			c.body = append(c.body, rs.Inits[s.Init]...)
-			c.body = append(c.body, "\"\n"...)
+			c.body = appendMap(c.body, rs, s.Init)
 		}
 		if s.Disc && i > 0 {
 			c.body = append(c.body, "#EXT-X-DISCONTINUITY\n"...)
@@ -161,6 +159,11 @@ func (w *Writer) mediaPlaylist(rs *renditionState, final bool) []byte {
 		c.body = append(c.body, "#EXTINF:"...)
 		c.body = strconv.AppendFloat(c.body, (time.Duration(s.Dur) * time.Microsecond).Seconds(), 'f', 5, 64)
 		c.body = append(c.body, ",\n"...)
+		if rs.Media != "" {
+			c.body = append(c.body, "#EXT-X-BYTERANGE:"...)
+			c.body = appendRange(c.body, s.Bytes, s.Off)
+			c.body = append(c.body, '\n')
+		}
 		c.body = append(c.body, s.URI...)
 		c.body = append(c.body, '\n')
 		c.longest = max(c.longest, s.Dur)
@@ -181,9 +184,7 @@ func (w *Writer) mediaPlaylist(rs *renditionState, final bool) []byte {
 	b = append(b, typ...)
 	b = append(b, '\n')
 	if len(rs.Inits) > 0 { // text segments are WebVTT files: no init
-		b = append(b, "#EXT-X-MAP:URI=\""...)
-		b = append(b, rs.Inits[segs[0].Init]...)
-		b = append(b, "\"\n"...)
+		b = appendMap(b, rs, segs[0].Init)
 	}
 	// The chapters go before the first segment's tags.
 	if len(w.st.Chapters) > 0 {
@@ -194,6 +195,28 @@ func (w *Writer) mediaPlaylist(rs *renditionState, final bool) []byte {
 		b = append(b, "#EXT-X-ENDLIST\n"...)
 	}
 	return b
+}
+
+// appendMap appends the EXT-X-MAP of init segment generation k of rs: a
+// file of its own, or a BYTERANGE of the rendition's media file (quoted,
+// as RFC 8216 4.3.2.5 asks).
+func appendMap(b []byte, rs *renditionState, k int) []byte {
+	b = append(b, "#EXT-X-MAP:URI=\""...)
+	b = append(b, rs.Inits[k]...)
+	b = append(b, '"')
+	if rs.Media != "" && k < len(rs.InitRanges) {
+		b = append(b, ",BYTERANGE=\""...)
+		b = appendRange(b, rs.InitRanges[k].Len, rs.InitRanges[k].Off)
+		b = append(b, '"')
+	}
+	return append(b, '\n')
+}
+
+// appendRange appends an HLS byte range, length@offset.
+func appendRange(b []byte, n, off int64) []byte {
+	b = strconv.AppendInt(b, n, 10)
+	b = append(b, '@')
+	return strconv.AppendInt(b, off, 10)
 }
 
 // rates returns the largest and the average bitrate of a rendition's

@@ -38,6 +38,12 @@ type renditionState struct {
 	Delay     int64          `json:"delay_ticks,omitempty"` // the edit list's media time (B-frame delay)
 	Inits     []string       `json:"inits"`                 // init segment names, by generation
 	Segments  []segmentState `json:"segments"`
+	// Media, when set, is the one file that holds the rendition (a
+	// RangeStore's layout): every init segment (InitRanges, by
+	// generation) and segment (segmentState.Off, Bytes) is a byte range
+	// of it, and Inits and every segment's URI name it.
+	Media      string      `json:"media,omitempty"`
+	InitRanges []byteRange `json:"init_ranges,omitempty"`
 
 	out rendered // what the Writer rendered of it (not stored)
 }
@@ -51,7 +57,28 @@ type segmentState struct {
 	Dur   int64     `json:"dur"`   // µs
 	Bytes int64     `json:"bytes"`
 	Disc  bool      `json:"disc,omitempty"` // the timeline breaks before it
+	Off   int64     `json:"off,omitempty"`  // where it starts in renditionState.Media
 	Date  time.Time `json:"date"`           // wall clock of Start
+}
+
+// byteRange is a range of a rendition's media file.
+type byteRange struct {
+	Off int64 `json:"off"`
+	Len int64 `json:"len"`
+}
+
+// fileEnd is the length of a ranged rendition's media file that its
+// state names: its last init segment or segment, whichever ends later
+// (they are written one after the other).
+func (rs *renditionState) fileEnd() int64 {
+	end := int64(0)
+	if n := len(rs.InitRanges); n > 0 {
+		end = rs.InitRanges[n-1].Off + rs.InitRanges[n-1].Len
+	}
+	if n := len(rs.Segments); n > 0 {
+		end = max(end, rs.Segments[n-1].Off+rs.Segments[n-1].Bytes)
+	}
+	return end
 }
 
 // end is where the segment's media ends on the package's timeline.
@@ -92,6 +119,23 @@ func (s *state) check() error {
 		for _, in := range rs.Inits {
 			if !plain(in) {
 				return fmt.Errorf("init segment name %q", in)
+			}
+		}
+		if rs.Media != "" {
+			if !plain(rs.Media) || rs.Kind == "text" || len(rs.InitRanges) != len(rs.Inits) {
+				return fmt.Errorf("%s: media file %q with %d init ranges for %d inits", rs.ID, rs.Media, len(rs.InitRanges), len(rs.Inits))
+			}
+			end := int64(0)
+			for _, r := range rs.InitRanges {
+				if r.Off < end || r.Len <= 0 {
+					return fmt.Errorf("%s: init range %d+%d", rs.ID, r.Off, r.Len)
+				}
+				end = r.Off + r.Len
+			}
+			for i, seg := range rs.Segments {
+				if seg.URI != rs.Media || seg.Off < 0 || seg.Bytes <= 0 || (i > 0 && seg.Off < rs.Segments[i-1].Off+rs.Segments[i-1].Bytes) {
+					return fmt.Errorf("%s segment %d: range %d+%d of %q", rs.ID, i, seg.Off, seg.Bytes, seg.URI)
+				}
 			}
 		}
 		for i, seg := range rs.Segments {

@@ -43,6 +43,28 @@ type NewFileStore interface {
 	WriteNewFile(name string, data []byte) error
 }
 
+// RangeStore is a Store whose files can also grow in place: the Writer
+// then keeps each audio and video rendition in one media file (v0.mp4:
+// its init segment, then its segments one after another) and names each
+// segment by its byte range (EXT-X-BYTERANGE, an EXT-X-MAP with
+// BYTERANGE, a DASH SegmentList with mediaRange), unless
+// Options.SegmentFiles. A file system can (DirStore); an object store,
+// whose objects are written whole, cannot.
+type RangeStore interface {
+	Store
+	// WriteRange writes data at offset off of file name, creating it. A
+	// reader may see the bytes before the call returns: the Writer names
+	// none of them in a playlist before.
+	WriteRange(name string, off int64, data []byte) error
+	// TruncateRange cuts file name to size bytes; an error when it holds
+	// fewer (it is never made longer). A continued package cuts what a
+	// killed recording wrote past the last segment its playlist names.
+	TruncateRange(name string, size int64) error
+	// ReadRange returns n bytes of file name from offset off; an error
+	// when the file holds fewer.
+	ReadRange(name string, off int64, n int) ([]byte, error)
+}
+
 // Options configures a Writer.
 type Options struct {
 	// Store receives the files. Required.
@@ -68,6 +90,12 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives warnings; nil discards them.
 	Logger *slog.Logger
+	// SegmentFiles writes each segment and init segment as a file of its
+	// own (v0-init.mp4, v0-00001.m4s, ...) even when the Store is a
+	// RangeStore, whose renditions are otherwise one media file each,
+	// segments named by byte range. A rendition continued from an
+	// earlier run keeps the layout it was started with.
+	SegmentFiles bool
 }
 
 // DefaultSegmentDuration is the default Options.SegmentDuration.
@@ -221,12 +249,36 @@ func (w *Writer) load() error {
 	for _, rs := range st.Renditions {
 		w.adopt(rs)
 	}
+	for _, rs := range st.Renditions {
+		if err := w.cutMedia(rs); err != nil {
+			return w.fail(err)
+		}
+	}
 	w.firstRun = true
 	for _, rs := range st.Renditions {
 		if n := len(rs.Segments); n > 0 {
 			w.firstRun = false
 			w.resumeEnd = max(w.resumeEnd, rs.Segments[n-1].end())
 		}
+	}
+	return nil
+}
+
+// cutMedia cuts a ranged rendition's media file back to what the
+// package names (its state, and the segments adopt took from its
+// playlist): a killed recording may have written part of a segment, or a
+// whole one no playlist named yet, after it, and the run that continues
+// the package appends there.
+func (w *Writer) cutMedia(rs *renditionState) error {
+	if rs.Media == "" || len(rs.InitRanges) == 0 {
+		return nil
+	}
+	rst, ok := w.opts.Store.(RangeStore)
+	if !ok {
+		return fmt.Errorf("hls: rendition %s of the package is one media file with byte ranges, which this store cannot append to: %w", rs.ID, ErrBadState)
+	}
+	if err := rst.TruncateRange(rs.Media, rs.fileEnd()); err != nil {
+		return fmt.Errorf("hls: cutting %s back to the %d bytes its playlist names: %w", rs.Media, rs.fileEnd(), err)
 	}
 	return nil
 }
@@ -260,11 +312,30 @@ func (w *Writer) adopt(rs *renditionState) {
 		if !plain(ps.URI) || ps.Duration <= 0 {
 			return
 		}
-		data, err := w.opts.Store.ReadFile(ps.URI)
-		if err != nil {
-			return
+		seg := segmentState{Num: num, URI: ps.URI, Init: max(len(rs.Inits)-1, 0), Dur: ps.Duration.Microseconds(), Disc: ps.Discontinuity}
+		if rs.Media != "" {
+			// A byte range of the media file, which must hold it whole.
+			rst, ok := w.opts.Store.(RangeStore)
+			if !ok || ps.URI != rs.Media || ps.ByteRangeLength == nil || *ps.ByteRangeLength == 0 {
+				return
+			}
+			seg.Off, seg.Bytes = rs.fileEnd(), int64(*ps.ByteRangeLength)
+			if ps.ByteRangeStart != nil {
+				seg.Off = int64(*ps.ByteRangeStart)
+			}
+			if seg.Off < rs.fileEnd() {
+				return
+			}
+			if _, err := rst.ReadRange(rs.Media, seg.Off+seg.Bytes-1, 1); err != nil {
+				return
+			}
+		} else {
+			data, err := w.opts.Store.ReadFile(ps.URI)
+			if err != nil {
+				return
+			}
+			seg.Bytes = int64(len(data))
 		}
-		seg := segmentState{Num: num, URI: ps.URI, Init: max(len(rs.Inits)-1, 0), Dur: ps.Duration.Microseconds(), Bytes: int64(len(data)), Disc: ps.Discontinuity}
 		if n := len(rs.Segments); n > 0 {
 			prev := rs.Segments[n-1]
 			seg.Start, seg.Date = prev.end(), prev.Date.Add(time.Duration(prev.Dur)*time.Microsecond)
@@ -315,7 +386,16 @@ func (w *Writer) AddTrack(t mux.Track) error {
 			id = fmt.Sprintf("%s%d", prefix, n)
 		}
 		r.rs = &renditionState{ID: id, Name: t.Name, Kind: t.Kind.String()}
+		if _, ok := w.opts.Store.(RangeStore); ok && !w.opts.SegmentFiles && t.Kind != mux.Text {
+			r.rs.Media = id + ".mp4"
+		}
 		w.st.Renditions = append(w.st.Renditions, r.rs)
+	}
+	if _, ok := w.opts.Store.(RangeStore); !ok && r.rs.Media != "" {
+		if len(r.rs.InitRanges) > 0 {
+			return fmt.Errorf("hls: rendition %s of the package is one media file with byte ranges, which this store cannot append to: %w", r.rs.ID, ErrBadState)
+		}
+		r.rs.Media = "" // nothing written yet: one file per segment
 	}
 	r.rs.Lang, r.rs.Label = t.Language, t.Label
 	r.rs.Width, r.rs.Height, r.rs.Framerate = t.Width, t.Height, t.Framerate
@@ -603,10 +683,21 @@ func (w *Writer) takeInit(r *rendition) error {
 		r.rs.Width, r.rs.Height = info.width, info.height
 	}
 	if k := len(r.rs.Inits); k > 0 {
-		if old, err := w.opts.Store.ReadFile(r.rs.Inits[k-1]); err == nil && bytes.Equal(old, init) {
+		if old, err := w.readInit(r.rs, k-1); err == nil && bytes.Equal(old, init) {
 			r.initGen = k - 1
 			return nil
 		}
+	}
+	if r.rs.Media != "" {
+		// The init segment goes into the media file, after what it holds.
+		ir := byteRange{Off: r.rs.fileEnd(), Len: int64(len(init))}
+		if err := w.opts.Store.(RangeStore).WriteRange(r.rs.Media, ir.Off, init); err != nil {
+			return w.fail(fmt.Errorf("hls: writing the init segment into %s: %w", r.rs.Media, err))
+		}
+		r.rs.Inits = append(r.rs.Inits, r.rs.Media)
+		r.rs.InitRanges = append(r.rs.InitRanges, ir)
+		r.initGen = len(r.rs.Inits) - 1
+		return nil
 	}
 	name := r.rs.ID + "-init.mp4"
 	if k := len(r.rs.Inits); k > 0 {
@@ -618,6 +709,19 @@ func (w *Writer) takeInit(r *rendition) error {
 	r.rs.Inits = append(r.rs.Inits, name)
 	r.initGen = len(r.rs.Inits) - 1
 	return nil
+}
+
+// readInit reads back init segment generation k of rs.
+func (w *Writer) readInit(rs *renditionState, k int) ([]byte, error) {
+	if rs.Media == "" {
+		return w.opts.Store.ReadFile(rs.Inits[k])
+	}
+	rst, ok := w.opts.Store.(RangeStore)
+	if !ok {
+		return nil, fmt.Errorf("hls: %s: the store cannot read a range", rs.Media)
+	}
+	ir := rs.InitRanges[k]
+	return rst.ReadRange(rs.Media, ir.Off, int(ir.Len))
 }
 
 // initLen returns the length of the leading ftyp and moov boxes of b, 0
@@ -663,9 +767,17 @@ func (w *Writer) finishSegment(r *rendition, next int64, disc, last bool) error 
 		Bytes: int64(len(data)), Disc: r.cur.disc,
 		Date: w.runWall.Add(time.Duration(start-w.runStart) * time.Microsecond).UTC(),
 	}
-	seg.URI = fmt.Sprintf("%s-%05d.m4s", r.rs.ID, seg.Num)
-	if err := w.writeNew(seg.URI, data); err != nil {
-		return w.fail(fmt.Errorf("hls: writing %s: %w", seg.URI, err))
+	if r.rs.Media != "" {
+		// Appended to the rendition's media file, named by its range.
+		seg.URI, seg.Off = r.rs.Media, r.rs.fileEnd()
+		if err := w.opts.Store.(RangeStore).WriteRange(seg.URI, seg.Off, data); err != nil {
+			return w.fail(fmt.Errorf("hls: writing segment %d into %s: %w", seg.Num, seg.URI, err))
+		}
+	} else {
+		seg.URI = fmt.Sprintf("%s-%05d.m4s", r.rs.ID, seg.Num)
+		if err := w.writeNew(seg.URI, data); err != nil {
+			return w.fail(fmt.Errorf("hls: writing %s: %w", seg.URI, err))
+		}
 	}
 	r.out.b = r.out.b[:0]
 	r.cur.has, r.cur.disc = false, false

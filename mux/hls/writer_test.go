@@ -2,6 +2,7 @@ package hls_test
 
 import (
 	"encoding/json"
+	"maps"
 	"math"
 	"os"
 	"regexp"
@@ -90,18 +91,27 @@ func firstTimestamp(ins ...mediatest.Input) int64 {
 
 func TestEveryRenditionPlaysInFFmpegWithEveryFramePublished(t *testing.T) {
 	t.Parallel()
-	ins := fourRenditions()
-	st, _ := record(t, hls.Options{}, ins...)
-	mediatest.DecodeClean(t, st.path("index.m3u8"))
-	mediatest.DecodeClean(t, st.path("index.mpd"))
-	origin := firstTimestamp(ins...)
-	probe := mediatest.Probe(t, st.path("index.m3u8"))
-	if len(probe.Streams) < 4 {
-		t.Fatalf("the multivariant playlist shows %d streams, want every rendition", len(probe.Streams))
-	}
-	for i, id := range []string{"v0", "v1", "a0", "a1"} {
-		mediatest.DecodeClean(t, st.path(id+".m3u8"))
-		checkPackets(t, st.path(id+".m3u8"), ins[i], origin)
+	for _, layout := range layouts {
+		t.Run(layout.name, func(t *testing.T) {
+			t.Parallel()
+			ins := fourRenditions()
+			st, _ := record(t, hls.Options{SegmentFiles: layout.files}, ins...)
+			mediatest.DecodeClean(t, st.path("index.m3u8"))
+			mediatest.DecodeClean(t, overHTTP(t, st, "index.mpd"))
+			origin := firstTimestamp(ins...)
+			probe := mediatest.Probe(t, st.path("index.m3u8"))
+			if len(probe.Streams) < 4 {
+				t.Fatalf("the multivariant playlist shows %d streams, want every rendition", len(probe.Streams))
+			}
+			for i, id := range []string{"v0", "v1", "a0", "a1"} {
+				mediatest.DecodeClean(t, st.path(id+".m3u8"))
+				checkPackets(t, st.path(id+".m3u8"), ins[i], origin)
+			}
+			// One media file per rendition, or a file per segment.
+			if _, err := os.Stat(st.path("v0.mp4")); (err == nil) == layout.files {
+				t.Errorf("v0.mp4 with SegmentFiles %v: %v", layout.files, err)
+			}
+		})
 	}
 }
 
@@ -124,14 +134,10 @@ func TestTheMultivariantPlaylistMeasuresEveryVariant(t *testing.T) {
 	}
 	// The bitrate of each variant: its video's and its audio's bytes over
 	// their media time.
-	size := func(prefix string) int64 {
+	size := func(id string) int64 {
 		var n int64
-		ents, _ := os.ReadDir(st.dir)
-		for _, e := range ents {
-			if strings.HasPrefix(e.Name(), prefix+"-0") {
-				fi, _ := e.Info()
-				n += fi.Size()
-			}
+		for _, b := range segmentBytes(t, st, id) {
+			n += int64(len(b))
 		}
 		return n
 	}
@@ -205,9 +211,18 @@ func TestSegmentsStartAtKeyframesNearTheTargetAlignedAcrossRenditions(t *testing
 
 func TestWhileRecordingEveryPlaylistIsAnEventNamingOnlyWrittenSegments(t *testing.T) {
 	t.Parallel()
+	for _, layout := range layouts {
+		t.Run(layout.name, func(t *testing.T) {
+			t.Parallel()
+			whileRecording(t, layout.files)
+		})
+	}
+}
+
+func whileRecording(t *testing.T, files bool) {
 	ins := fourRenditions()
 	st := newStore(t)
-	w := hls.NewWriter(hls.Options{Store: st})
+	w := hls.NewWriter(hls.Options{Store: st, SegmentFiles: files})
 	frames := mediatest.Interleave(ins...)
 	for _, tr := range mediatest.Tracks(ins...) {
 		must(t, w.AddTrack(tr))
@@ -245,10 +260,19 @@ func TestWhileRecordingEveryPlaylistIsAnEventNamingOnlyWrittenSegments(t *testin
 
 func TestARestartContinuesThePackageAfterADiscontinuity(t *testing.T) {
 	t.Parallel()
+	for _, layout := range layouts {
+		t.Run(layout.name, func(t *testing.T) {
+			t.Parallel()
+			restartContinues(t, layout.files)
+		})
+	}
+}
+
+func restartContinues(t *testing.T, files bool) {
 	ins := []mediatest.Input{looped("h264", 0, 2), looped("aac", 1, 2)}
 	st := newStore(t)
 	for run := range 2 {
-		w := hls.NewWriter(hls.Options{Store: st})
+		w := hls.NewWriter(hls.Options{Store: st, SegmentFiles: files})
 		mediatest.Feed(t, w, ins...)
 		must(t, w.Close())
 		if c := w.Counters(); c.Continued != (run == 1) {
@@ -359,8 +383,8 @@ func TestARenditionThatSendsNothingHoldsNoManifestBack(t *testing.T) {
 	mediatest.DecodeClean(t, st.path("index.m3u8"))
 }
 
-// killedStore passes writes to a dirStore until the n-th write of the
-// package state, which it refuses, with every write after it: a recorder
+// killedStore passes writes to a dirStore until the n-th media segment
+// is written, which it refuses, with every write after it: a recorder
 // killed between a boundary's playlists and its state.
 type killedStore struct {
 	*dirStore
@@ -380,59 +404,131 @@ func (k *killedStore) WriteFile(name string, data []byte) error {
 	return k.dirStore.WriteFile(name, data)
 }
 
+func (k *killedStore) WriteRange(name string, off int64, data []byte) error {
+	if off > 0 { // a segment, after the init segment at 0
+		k.segs++
+		k.dead = k.dead || k.segs > k.n
+	}
+	if k.dead {
+		return os.ErrClosed
+	}
+	return k.dirStore.WriteRange(name, off, data)
+}
+
 func TestARestartKeepsTheSegmentsPlaylistsNamedAfterTheState(t *testing.T) {
+	t.Parallel()
+	for _, layout := range layouts {
+		t.Run(layout.name, func(t *testing.T) {
+			t.Parallel()
+			ins := []mediatest.Input{looped("h264", 0, 3), looped("aac", 1, 3)}
+			st := newStore(t)
+			killed := &killedStore{dirStore: st, n: 4}
+			opts := hls.Options{SegmentDuration: 2 * time.Second, SegmentFiles: layout.files}
+			opts.Store = killed
+			w := hls.NewWriter(opts)
+			frames := mediatest.Interleave(ins...)
+			for _, tr := range mediatest.Tracks(ins...) {
+				must(t, w.AddTrack(tr))
+			}
+			for _, f := range frames {
+				if w.WriteFrame(f) != nil {
+					break
+				}
+			}
+			named := map[string][]byte{}
+			for _, id := range []string{"v0", "a0"} {
+				maps.Copy(named, segmentBytes(t, st, id))
+			}
+			if len(named) != 4 {
+				t.Fatalf("the killed recording's playlists name %d segments, want 2 each", len(named))
+			}
+			// The state, written at the first boundary, names fewer: the
+			// second segment of each rendition is in its playlist only.
+			for _, r := range readState(t, st).Renditions {
+				if len(r.Segments) != 1 {
+					t.Fatalf("the killed recording's state names %d segments of %s, want 1 (the playlists name 2)", len(r.Segments), r.ID)
+				}
+			}
+			opts.Store = st
+			w2 := hls.NewWriter(opts)
+			mediatest.Feed(t, w2, looped("h264", 0, 1), looped("aac", 1, 1))
+			must(t, w2.Close())
+			now := map[string][]byte{}
+			for _, id := range []string{"v0", "a0"} {
+				maps.Copy(now, segmentBytes(t, st, id))
+			}
+			for name, data := range named {
+				if !slices.Equal(now[name], data) {
+					t.Errorf("the restart rewrote %s, which a playlist named", name)
+				}
+			}
+			s := readState(t, st)
+			for _, r := range s.Renditions {
+				if len(r.Segments) < 4 || r.Segments[2].N != 3 || !r.Segments[2].Disc || r.Segments[1].Disc {
+					t.Errorf("%s after the restart: %+v", r.ID, r.Segments)
+				}
+			}
+			mediatest.DecodeClean(t, st.path("index.m3u8"))
+		})
+	}
+}
+
+// TestARestartCutsWhatAKilledRecordingWrotePastItsPlaylist: a recording
+// killed while it appended a segment leaves bytes in the media file that
+// no playlist names; the run that continues the package cuts them off
+// before it appends, so the package plays every frame of both runs and
+// the file holds exactly what its playlist names.
+func TestARestartCutsWhatAKilledRecordingWrotePastItsPlaylist(t *testing.T) {
 	t.Parallel()
 	ins := []mediatest.Input{looped("h264", 0, 3), looped("aac", 1, 3)}
 	st := newStore(t)
-	killed := &killedStore{dirStore: st, n: 4}
-	w := hls.NewWriter(hls.Options{Store: killed, SegmentDuration: 2 * time.Second})
+	w := hls.NewWriter(hls.Options{Store: st, SegmentDuration: 2 * time.Second})
 	frames := mediatest.Interleave(ins...)
 	for _, tr := range mediatest.Tracks(ins...) {
 		must(t, w.AddTrack(tr))
 	}
-	for _, f := range frames {
-		if w.WriteFrame(f) != nil {
-			break
-		}
+	for _, f := range frames[:len(frames)*2/3] {
+		must(t, w.WriteFrame(f))
 	}
-	named := map[string][]byte{}
+	// Killed: no Close. What the playlists name plays.
+	before := map[string]int{}
+	closed := closedCopy(t, st)
 	for _, id := range []string{"v0", "a0"} {
-		b, err := st.ReadFile(id + ".m3u8")
+		before[id] = len(mediatest.Probe(t, st.path("closed-"+id+".m3u8")).Packets)
+	}
+	mediatest.DecodeClean(t, closed)
+	// A partial segment after what they name: part of a moof.
+	for _, id := range []string{"v0", "a0"} {
+		f, err := os.OpenFile(st.path(id+".mp4"), os.O_WRONLY|os.O_APPEND, 0)
 		must(t, err)
-		for _, l := range strings.Split(string(b), "\n") {
-			if strings.HasSuffix(l, ".m4s") {
-				named[l], err = st.ReadFile(l)
-				must(t, err)
-			}
-		}
-	}
-	if len(named) != 4 {
-		t.Fatalf("the killed recording's playlists name %d segments, want 2 each", len(named))
-	}
-	// The state, written at the first boundary, names fewer: the second
-	// segment of each rendition is in its playlist only.
-	for _, r := range readState(t, st).Renditions {
-		if len(r.Segments) != 1 {
-			t.Fatalf("the killed recording's state names %d segments of %s, want 1 (the playlists name 2)", len(r.Segments), r.ID)
-		}
+		_, err = f.Write([]byte("\x00\x00\x10\x00moof\x00\x00\x00\x10mfhd partial"))
+		must(t, err)
+		must(t, f.Close())
 	}
 	w2 := hls.NewWriter(hls.Options{Store: st, SegmentDuration: 2 * time.Second})
-	mediatest.Feed(t, w2, looped("h264", 0, 1), looped("aac", 1, 1))
+	mediatest.Feed(t, w2, ins...)
 	must(t, w2.Close())
-	for name, data := range named {
-		now, err := st.ReadFile(name)
-		must(t, err)
-		if !slices.Equal(now, data) {
-			t.Errorf("the restart rewrote %s, which a playlist named", name)
-		}
-	}
-	s := readState(t, st)
-	for _, r := range s.Renditions {
-		if len(r.Segments) < 4 || r.Segments[2].N != 3 || !r.Segments[2].Disc || r.Segments[1].Disc {
-			t.Errorf("%s after the restart: %+v", r.ID, r.Segments)
-		}
+	if len(st.early) > 0 {
+		t.Fatalf("playlists named bytes before they were written: %v", st.early)
 	}
 	mediatest.DecodeClean(t, st.path("index.m3u8"))
+	mediatest.DecodeClean(t, overHTTP(t, st, "index.mpd"))
+	for i, id := range []string{"v0", "a0"} {
+		if n, want := len(mediatest.Probe(t, st.path(id+".m3u8")).Packets), before[id]+len(ins[i].Frames); n != want {
+			t.Errorf("%s: %d packets, want %d named before the kill and %d of the restart", id, n, before[id], len(ins[i].Frames))
+		}
+		b, err := st.ReadFile(id + ".m3u8")
+		must(t, err)
+		m := byteRangeRE.FindAllStringSubmatch(string(b), -1)
+		last := m[len(m)-1]
+		n, _ := strconv.ParseInt(last[1], 10, 64)
+		off, _ := strconv.ParseInt(last[2], 10, 64)
+		fi, err := os.Stat(st.path(id + ".mp4"))
+		must(t, err)
+		if fi.Size() != off+n {
+			t.Errorf("%s.mp4 holds %d bytes, its playlist names %d", id, fi.Size(), off+n)
+		}
+	}
 }
 
 // TestTheStateIsWrittenEveryFewBoundariesNotEveryOne: a 48 s package of
