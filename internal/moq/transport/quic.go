@@ -19,14 +19,31 @@ import (
 // limit, which only grants credit.
 const maxIncomingStreams = 1 << 16
 
+// connReceiveWindow is the connection-level flow-control window a peer
+// may fill with data this side has not read (quic-go's default starts at
+// 768 KB and only grows as data is read). A resumed subscription holds
+// the live group streams that land while its gap is filled unread until
+// the fill is done (subscription.waitStarted): after a 20 s blackhole,
+// 20 s and more of every audio track of the connection (~1 MB for three
+// broadcasts). At 768 KB that spent the whole window and stalled every
+// other stream of the connection, the live video of the broadcasts whose
+// fill was done too: it came seconds late, after the audio, and was
+// dropped as late (6 s of video), or a group of it given up on. 16 MB
+// holds minutes of such audio; it is credit, not memory, until a peer
+// sends data nobody reads.
+const connReceiveWindow = 16 << 20
+
 // QUICConfig is the QUIC configuration of every connection: many incoming
-// streams (see maxIncomingStreams), the keep-alive period and idle timeout
+// streams (see maxIncomingStreams), a connection window that streams held
+// unread do not use up (connReceiveWindow), the keep-alive period and idle timeout
 // that find a dead peer (the caller's defaults apply before), and what
 // WebTransport needs. Tests that play a raw QUIC peer use it too.
 func QUICConfig(keepAlive, idle time.Duration) *quic.Config {
 	return &quic.Config{
 		MaxIncomingStreams:               maxIncomingStreams,
 		MaxIncomingUniStreams:            maxIncomingStreams,
+		InitialConnectionReceiveWindow:   connReceiveWindow,
+		MaxConnectionReceiveWindow:       connReceiveWindow,
 		KeepAlivePeriod:                  keepAlive,
 		MaxIdleTimeout:                   idle,
 		HandshakeIdleTimeout:             5 * time.Second,
