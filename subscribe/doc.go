@@ -149,9 +149,12 @@
 // nothing; a write stuck for 10 s resets it with 3), TRACK gets TRACK_INFO
 // with timescale 1000000 (microseconds), and SUBSCRIBE gets one uni stream
 // per model group; FETCH gets the frames of one group the model track
-// still holds, or a reset with 13. Tracks named like a catalog are sent raw; every other
-// track is sent in the hang legacy container (varint microsecond timestamp
-// before the codec payload).
+// still holds, or a reset with 13. Tracks named like a catalog are sent
+// raw; every other track in the packaging its rendition declares in the
+// broadcast's catalog (see Session.Publish): cmaf as it is, loc, or the
+// hang legacy container (varint microsecond timestamp before the codec
+// payload). Over moq-transport the same broadcasts are offered with
+// PUBLISH_NAMESPACE and served to SUBSCRIBE, FETCH and TRACK_STATUS.
 //
 // # Server
 //
