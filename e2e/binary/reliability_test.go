@@ -722,14 +722,23 @@ func blipUnderRecordAll(t *testing.T, versions string, outage time.Duration) {
 	defer px.Close()
 	r := startRecorder(t, ctx, dir, "moql://"+px.Addr()+"/", "--tls-fingerprint", pin, "--record-all",
 		"-o", "rec/{broadcast}.mkv", "-v")
-	time.Sleep(6 * time.Second)
+	// The outage comes once every recording is well under way (a loaded
+	// machine under -race may take seconds to start them).
+	at := r.waitMedia(5 * time.Second)
+	if at == 0 {
+		t.Fatalf("no progress past 5 s:\n%s", r.log.String())
+	}
 	px.Blackhole(true)
 	time.Sleep(outage) // the outage itself
 	px.Blackhole(false)
 	// The six tracks fill their gaps (20 s of audio is 940 groups, which
 	// takes seconds on a loaded machine under -race), then the recording
 	// runs a few seconds past them before it is stopped. An outage under
-	// the idle timeout has no gap to fill: QUIC brings what it held back.
+	// the idle timeout has no gap to fill: QUIC brings what it held back,
+	// and the recording runs 4 s of media past it.
+	if outage <= 3*time.Second && r.waitMedia(at+outage+4*time.Second) == 0 {
+		t.Fatalf("no progress past the outage:\n%s", r.log.String())
+	}
 	for deadline := time.Now().Add(60 * time.Second); outage > 3*time.Second; time.Sleep(100 * time.Millisecond) {
 		log := r.log.String()
 		if strings.Count(log, "fetched the groups missed")+strings.Count(log, "no longer served") >= 6 {
@@ -739,7 +748,9 @@ func blipUnderRecordAll(t *testing.T, versions string, outage time.Duration) {
 			t.Fatalf("the tracks did not fill the outage within 60 s:\n%s", log)
 		}
 	}
-	time.Sleep(4 * time.Second)
+	if outage > 3*time.Second {
+		time.Sleep(4 * time.Second)
+	}
 	if err := r.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
