@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -26,7 +25,8 @@ func (r *Recorder) RecordAll(ctx context.Context, src Source) error {
 // broadcasts it refused.
 var admitRetry = time.Second
 
-// Restarting a recording a failed write ended (a full disk). The first
+// Restarting a recording a full disk ended: by a failed write, or first
+// by the MinFreeBytes cut (see recordAll). The first
 // restart comes writeRetryMin after the failure, each next one after twice
 // the wait before (at most writeRetryMax), and only once the output's disk
 // has writeRetryFree bytes free (or Options.MinFreeBytes, when more): a
@@ -39,7 +39,7 @@ var (
 	writeRetryFree = int64(16 << 20)
 )
 
-// writeRetry is the restart of a recording a failed write ended.
+// writeRetry is the restart of a recording a full disk ended.
 type writeRetry struct {
 	attempt int // restarts so far in this run of failures
 	wait    time.Duration
@@ -89,7 +89,7 @@ func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Durati
 		// overload delays them instead of losing them.
 		deferred = map[string]bool{}
 		// announced are the broadcasts the source announces now; retries
-		// are the recordings a failed write ended, restarted into new
+		// are the recordings a full disk ended, restarted into new
 		// files once the disk has room again (writeRetry), while their
 		// broadcast is announced; unrecovered holds the write error of
 		// each whose last recording ended by it.
@@ -137,16 +137,28 @@ func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Durati
 		launch = func() {
 			r.log.Info("recording", "broadcast", path)
 			began := time.Now()
-			r.newRecording(ctx, src, path).run(func(err error) {
+			rc := r.newRecording(ctx, src, path)
+			rc.run(func(err error) {
 				if err != nil && ctx.Err() == nil {
 					r.log.Error("recording failed", "broadcast", path, "err", err)
 				}
 				mu.Lock()
-				if we, ok := errors.AsType[*WriteError](err); ok {
+				// A full disk ends a recording by a failed write, or first
+				// (--min-free) by a cut when the free space fell below
+				// Options.MinFreeBytes: either is restarted once the disk
+				// has room again.
+				full := ""
+				we, failedWrite := errors.AsType[*WriteError](err)
+				if failedWrite {
+					full = we.Path
 					if _, seen := unrecovered[path]; !seen {
 						failOrder = append(failOrder, path)
 					}
 					unrecovered[path] = err
+				} else if le, ok := errors.AsType[*LimitError](context.Cause(rc.ctx)); ok && le.Limit == LimitFreeBytes {
+					full = le.Path
+				}
+				if full != "" {
 					if ctx.Err() == nil && fctx.Err() == nil && !again[path] {
 						rt := retries[path]
 						if rt == nil || time.Since(began) >= writeRetryMax {
@@ -155,12 +167,12 @@ func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Durati
 						} else {
 							rt.wait = min(2*rt.wait, writeRetryMax)
 						}
-						rt.due, rt.dir, rt.noted, rt.waiting = time.Now().Add(rt.wait), filepath.Dir(we.Path), false, true
-						r.log.Warn("a failed write ended the recording; it starts again in new files once the disk has room",
+						rt.due, rt.dir, rt.noted, rt.waiting = time.Now().Add(rt.wait), full, false, true
+						r.log.Warn("a full disk ended the recording; it starts again in new files once the disk has room",
 							"broadcast", path, "in", rt.wait.Round(time.Millisecond), "restarts", rt.attempt)
 					}
 				} else {
-					// Not a failed write: nothing to restart, and the
+					// Not a full disk: nothing to restart, and the
 					// restart, if this was one, recorded.
 					delete(unrecovered, path)
 					delete(retries, path)
@@ -180,7 +192,7 @@ func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Durati
 		go launch()
 		return true
 	}
-	// restartDue starts the recordings a failed write ended whose wait is
+	// restartDue starts the recordings a full disk ended whose wait is
 	// over, if their broadcast is still announced and the disk has room.
 	restartDue := func() {
 		mu.Lock()
@@ -216,7 +228,7 @@ func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Durati
 			n := rt.attempt
 			mu.Unlock()
 			r.restarts.Add(1)
-			r.log.Warn("restarting a recording a failed write ended", "broadcast", p, "restart", n)
+			r.log.Warn("restarting a recording a full disk ended", "broadcast", p, "restart", n)
 		}
 	}
 	stopRetry, retryDone := make(chan struct{}), make(chan struct{})
@@ -297,7 +309,7 @@ func (r *Recorder) RecordAllFor(ctx context.Context, src Source, follow time.Dur
 	return r.withProgress(ctx, func() error { return r.recordAll(ctx, src, follow) })
 }
 
-// roomToRetry reports whether the disk of a recording a failed write ended
+// roomToRetry reports whether the disk of a recording a full disk ended
 // has room again (writeRetry). A disk whose free space cannot be read is
 // tried.
 func (r *Recorder) roomToRetry(path string, rt *writeRetry) bool {
@@ -308,7 +320,7 @@ func (r *Recorder) roomToRetry(path string, rt *writeRetry) bool {
 	}
 	if !rt.noted {
 		rt.noted = true
-		r.log.Warn("waiting for free space to restart a recording a failed write ended", "broadcast", path,
+		r.log.Warn("waiting for free space to restart a recording a full disk ended", "broadcast", path,
 			"free", free, "need", need)
 	}
 	return false

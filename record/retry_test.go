@@ -98,7 +98,7 @@ func (f *fillingFile) Seek(offset int64, whence int) (int64, error) {
 // broadcast. The restarts are logged and counted, and RecordAll, every
 // failure recovered, returns no error.
 func TestRecordAllRestartsTheRecordingsAFullDiskEndedOnceItHasRoom(t *testing.T) {
-	t.Parallel()
+	// Not parallel: SetWriteRetry changes what every RecordAll reads.
 	defer record.SetWriteRetry(100*time.Millisecond, time.Second, 16<<20)()
 	dir := t.TempDir()
 	files, err := record.Files(filepath.Join(dir, "{broadcast}.mkv"), record.FileOptions{})
@@ -177,7 +177,7 @@ func TestRecordAllRestartsTheRecordingsAFullDiskEndedOnceItHasRoom(t *testing.T)
 		}
 	}
 	log := logs.String()
-	for _, want := range []string{"a failed write ended the recording", "waiting for free space", "restarting a recording a failed write ended"} {
+	for _, want := range []string{"a full disk ended the recording", "waiting for free space", "restarting a recording a full disk ended"} {
 		if strings.Count(log, want) < 2 {
 			t.Errorf("the log says %q %d times, want once per broadcast:\n%s", want, strings.Count(log, want), log)
 		}
@@ -199,4 +199,79 @@ func packetSpan(t *testing.T, p mediatest.ProbeResult) (first, last float64) {
 		last = max(last, v)
 	}
 	return first, last
+}
+
+// TestRecordAllRestartsARecordingMinFreeBytesCutOnceTheDiskHasRoom: with
+// MinFreeBytes (the command's --min-free, 1 GiB by default) a filling disk
+// cuts the recording before a write fails; RecordAll starts it again in a
+// new file once the free space is back above the floor, and not before.
+func TestRecordAllRestartsARecordingMinFreeBytesCutOnceTheDiskHasRoom(t *testing.T) {
+	defer record.SetFreeCheckEvery(16 << 10)()
+	defer record.SetWriteRetry(100*time.Millisecond, time.Second, 16<<20)()
+	dir := t.TempDir()
+	out, err := record.Files(filepath.Join(dir, "{broadcast}.mkv"), record.FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var filled, low atomic.Bool
+	free := func(string) (int64, error) {
+		if low.Load() {
+			return 100 << 20, nil
+		}
+		return 100 << 30, nil
+	}
+	logs := &logSink{}
+	src := record.Local(liveDemo("a", 2))
+	var finished atomic.Int32
+	rec, err := record.New(record.Options{Output: out, MinFreeBytes: 1 << 30, FreeSpace: free,
+		Logger: slog.New(slog.NewTextHandler(logs, nil)),
+		OnFile: func(e record.FileEvent) {
+			if !e.Finished && filled.CompareAndSwap(false, true) {
+				low.Store(true) // the disk fills up once the first file is open
+			}
+			if e.Finished && finished.Add(1) == 2 {
+				src.Close()
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- rec.RecordAll(context.Background(), src) }()
+	// Room again once the restart found the disk still below the floor.
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(logs.String(), "waiting for free space") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no wait for free space:\n%s", logs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := rec.Stats().Restarted; n != 0 {
+		t.Fatalf("%d restarts below the floor", n)
+	}
+	low.Store(false)
+	select {
+	case err := <-done:
+		if err != nil && !errors.Is(err, record.ErrSourceClosed) {
+			t.Fatalf("RecordAll: %v\n%s", err, logs)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("RecordAll did not end\n%s", logs)
+	}
+	files := rec.Files()
+	if len(files) != 2 || filepath.Base(files[0].Path) != "a.mkv" || filepath.Base(files[1].Path) != "a-1.mkv" {
+		t.Fatalf("files %+v, want a.mkv (cut) and a-1.mkv\n%s", files, logs)
+	}
+	for _, f := range files {
+		mediatest.DecodeClean(t, f.Path)
+		if p := mediatest.Probe(t, f.Path); int64(len(p.Packets)) != f.Frames || f.Frames == 0 {
+			t.Errorf("%s: %d packets, %d frames written", f.Path, len(p.Packets), f.Frames)
+		}
+	}
+	if n := rec.Stats().Restarted; n != 1 {
+		t.Errorf("Stats.Restarted %d, want 1", n)
+	}
+	if log := logs.String(); !strings.Contains(log, "recording cut") || !strings.Contains(log, "restarting a recording a full disk ended") {
+		t.Errorf("log:\n%s", log)
+	}
 }

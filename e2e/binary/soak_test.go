@@ -249,7 +249,7 @@ func TestChaosSoak(t *testing.T) {
 				if err := unix.Prlimit(r.cmd.Process.Pid, unix.RLIMIT_FSIZE, &lim, nil); err != nil {
 					t.Fatalf("lifting the file size limit: %v", err)
 				}
-				if !waitForBroadcasts(ctx, r, lifted, "restarting a recording a failed write ended (broadcast=") {
+				if !waitForBroadcasts(ctx, r, lifted, "restarting a recording a full disk ended (broadcast=") {
 					t.Errorf("disk full on %s: not every recording was restarted once the disk had room\n%s", r.name, r.log.String())
 				}
 				f.end = time.Now()
