@@ -130,10 +130,12 @@ func (c *Consumer) Pending() bool { return c.queued.Load() }
 
 // Waiting reports whether the reader waits at a group that has not come,
 // or is open with nothing more to read, while newer groups of the track
-// hold data, and has waited for less than its latency of wall time: the
-// group is on its way (a stream its goroutine has not read yet, a packet
-// being retransmitted) and the reader delivers it, then the newer ones,
-// when it comes, or gives up on it within its latency (Skipped). A merge
+// hold data, and has waited for less than waitSpan latencies of wall
+// time: the group is on its way (a stream its goroutine has not read yet,
+// a packet being retransmitted) and the reader delivers it, then the
+// newer ones, when it comes, or gives up on it (Skipped) once the newer
+// data ran its latency past it and has for its latency of wall time,
+// about two latencies on a live track. A merge
 // of tracks (the export's jitter buffer) waits for such a track as for
 // one with data not read yet, instead of taking it for a silent one and
 // running the other tracks past the frames it is about to deliver, which
@@ -167,8 +169,15 @@ func (c *Consumer) Waiting() bool {
 	if c.waitSince.IsZero() {
 		c.waitSince = now
 	}
-	return now.Sub(c.waitSince) < time.Duration(c.latency)*time.Microsecond
+	return now.Sub(c.waitSince) < waitSpan*time.Duration(c.latency)*time.Microsecond
 }
+
+// waitSpan bounds Waiting, in latencies: past the two a live track takes
+// to give a group up, with room to spare, so that a merge waiting for the
+// track does not run the others past it just before it gives up (its next
+// frames would come late), yet a track whose newer data stops short of
+// its latency ahead does not hold a merge back for ever.
+const waitSpan = 3
 
 // Close detaches the consumer from its track.
 func (c *Consumer) Close() { c.track.unsubscribe(c) }

@@ -7,8 +7,9 @@ import (
 
 // TestAReaderWaitsAtAGroupOnItsWayForItsLatency: Waiting says a reader is
 // held up by a group that has not come (or is open, read up) while newer
-// ones hold data, for its latency of wall time; a reader with something
-// to read, at the newest group, or past its latency is not waiting.
+// ones hold data, for waitSpan latencies of wall time (a live track gives
+// the group up after about two); a reader with something to read, at the
+// newest group, or past that is not waiting.
 func TestAReaderWaitsAtAGroupOnItsWayForItsLatency(t *testing.T) {
 	const latency = time.Second
 	frame := func(g *Group, ts int64) {
@@ -21,7 +22,8 @@ func TestAReaderWaitsAtAGroupOnItsWayForItsLatency(t *testing.T) {
 		// land adds groups after group 0 (at 0 us, read whole).
 		land  func(tr *Track)
 		reads int // frames read after land
-		// want is Waiting at once, then after latency-1ms and latency.
+		// want is Waiting at once, then after waitSpan latencies less a
+		// millisecond, and after waitSpan latencies.
 		want [3]bool
 	}{
 		{"a missing group with newer ones after it", func(tr *Track) {
@@ -63,7 +65,7 @@ func TestAReaderWaitsAtAGroupOnItsWayForItsLatency(t *testing.T) {
 				}
 			}
 			got := [3]bool{c.Waiting()}
-			clock.add(latency - time.Millisecond)
+			clock.add(waitSpan*latency - time.Millisecond)
 			got[1] = c.Waiting()
 			clock.add(time.Millisecond)
 			got[2] = c.Waiting()
@@ -108,5 +110,47 @@ func TestAReaderThatReadsOnIsNotWaitingAnyMore(t *testing.T) {
 	clock.add(900 * time.Millisecond)
 	if !c.Waiting() {
 		t.Fatal("the wait at group 3 did not start afresh")
+	}
+}
+
+// TestALiveTrackGivesUpAGroupWhileItStillSaysItWaits: on a live track the
+// reader gives a missing group up once the newer data ran its latency past
+// it and has for its latency of wall time; until then Waiting holds, so a
+// merge that waited for the track never runs the others past it just
+// before it delivers again (its next frames would come late).
+func TestALiveTrackGivesUpAGroupWhileItStillSaysItWaits(t *testing.T) {
+	const latency = 500 * time.Millisecond
+	tr := NewTrack("a")
+	clock := withClock(tr)
+	c := tr.Subscribe(latency)
+	add := func(seq uint64) {
+		g, _ := tr.CreateGroup(seq)
+		g.WriteFrame(Frame{Timestamp: int64(seq) * 20_000, Sync: SyncKey})
+		g.Close(nil)
+	}
+	add(0)
+	c.Next()
+	c.Next()
+	// Group 1 never comes; the track goes on live, a group every 20 ms.
+	for seq := uint64(2); ; seq++ {
+		if seq > 500 {
+			t.Fatal("group 1 was never given up")
+		}
+		add(seq)
+		waiting := c.Waiting()
+		ev, ok := c.Next()
+		if c.Skipped() > 0 {
+			if !ok || ev.Group != 2 {
+				t.Fatalf("after the skip: %+v %v", ev, ok)
+			}
+			if !waiting {
+				t.Fatalf("gave group 1 up at group %d, after Waiting had ended", seq)
+			}
+			return
+		}
+		if !waiting {
+			t.Fatalf("not waiting at group %d with group 1 missing", seq)
+		}
+		clock.add(20 * time.Millisecond)
 	}
 }
