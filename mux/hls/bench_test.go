@@ -20,8 +20,9 @@ import (
 // is new (a new file, a new package directory), as a recording's is;
 // removing them is outside the time. "mp4-file" writes a file and
 // finishes it into a regular MP4; "hls" writes a package into a directory
-// through hls.DirStore, what the command writes (a file per segment in
-// place, each playlist, the MPD and the state swapped in atomically);
+// through hls.DirStore, what the command writes (one media file per
+// rendition, segments appended; each playlist, the MPD and the state
+// swapped in atomically);
 // "hls-memory" keeps the package's files in memory. Neither output
 // fsyncs. Besides the wall time per frame, cpu-ns/op is the process's CPU
 // time per frame. MOQ_BENCH_DIR=/dev/shm puts both outputs on a tmpfs;

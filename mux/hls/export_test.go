@@ -21,7 +21,7 @@ func (w *Writer) Counters() Counters { return w.detail() }
 // (reflection) writer writes the same document: what the tests hold the
 // Writer's byte writer (marshalMPD) to.
 func (w *Writer) ReferenceMPD(final bool) (string, error) {
-	return w.mpdDoc(final).WriteToString("  ", true)
+	return w.mpdDoc(final, nil).WriteToString("  ", true)
 }
 
 // ReferenceMediaPlaylist is rendition id's media playlist as gohlslib's

@@ -23,13 +23,15 @@ func ticksOf(us int64, ts uint32) int64 {
 // per rendition with a SegmentTemplate ($Number$) and its SegmentTimeline.
 // While recording it is dynamic (players poll it); when final, static.
 func (w *Writer) mpd(final bool) []byte {
-	b := marshalMPD(w.mpdDoc(final), w.mpdSize+w.mpdSize/8)
+	lists := map[*mpd.SegmentListType]*mpdRun{}
+	b := marshalMPD(w.mpdDoc(final, lists), w.mpdSize+w.mpdSize/8, lists)
 	w.mpdSize = len(b)
 	return b
 }
 
-// mpdDoc builds the MPD (see mpd).
-func (w *Writer) mpdDoc(final bool) *mpd.MPD {
+// mpdDoc builds the MPD (see mpd); lists, when not nil, gets the run
+// behind each SegmentList, whose lines marshalMPD takes as rendered.
+func (w *Writer) mpdDoc(final bool, lists map[*mpd.SegmentListType]*mpdRun) *mpd.MPD {
 	m := &mpd.MPD{
 		XMLNs:         "urn:mpeg:dash:schema:mpd:2011",
 		Profiles:      "urn:mpeg:dash:profile:isoff-live:2011",
@@ -142,6 +144,9 @@ func (w *Writer) mpdDoc(final bool) *mpd.MPD {
 				sl.PresentationTimeOffset = &pto
 				sl.SegmentTimeline = &mpd.SegmentTimelineType{S: r.s}
 				rep.SegmentList = sl
+				if lists != nil {
+					lists[sl] = r
+				}
 				as.Representations = append(as.Representations, rep)
 				continue
 			}
@@ -180,10 +185,15 @@ func dateTime(t time.Time) mpd.DateTime {
 // timeline (a Period's Representation): its first segment and its
 // SegmentTimeline entries.
 type mpdRun struct {
-	first   segmentState
-	s       []*mpd.S
-	urls    []*mpd.SegmentURLType // a ranged rendition's segments (SegmentList)
-	prevEnd int64                 // ticks where the last entry ends
+	first segmentState
+	s     []*mpd.S
+	urls  []*mpd.SegmentURLType // a ranged rendition's segments (SegmentList)
+	// A ranged rendition's S and SegmentURL elements, rendered once each
+	// as marshalMPD writes them: the list grows by a segment a boundary,
+	// and rendering it all again at each made a boundary cost more the
+	// longer the recording.
+	sXML, urlXML []byte
+	prevEnd      int64 // ticks where the last entry ends
 }
 
 // timeline returns the rendition's runs (see mpdRun), adding to what it
@@ -218,7 +228,10 @@ func (rs *renditionState) timeline() []*mpdRun {
 		}
 		r.prevEnd = t0 + int64(d)
 		if rs.Media != "" {
-			r.urls = append(r.urls, &mpd.SegmentURLType{Media: mpd.AnyURI(s.URI), MediaRange: mpd.SingleRFC7233RangeType(dashRange(s.Off, s.Bytes))})
+			u := &mpd.SegmentURLType{Media: mpd.AnyURI(s.URI), MediaRange: mpd.SingleRFC7233RangeType(dashRange(s.Off, s.Bytes))}
+			r.urls = append(r.urls, u)
+			r.sXML = appendS(r.sXML, r.s[len(r.s)-1])
+			r.urlXML = appendSegmentURL(r.urlXML, u)
 		}
 	}
 	c.tlSegs = len(rs.Segments)

@@ -16,7 +16,10 @@ import (
 // docs/hls.md, Cost). A test (TestTheMPDWriterSaysWhatDashMPDSays) checks
 // that dash-mpd reads back from it what it reads back from WriteToString
 // for every package shape the Writer makes.
-func marshalMPD(m *mpd.MPD, size int) []byte {
+//
+// lists holds, for a SegmentList, the run whose S and SegmentURL elements
+// were rendered already (mpdRun): they are copied, not rendered again.
+func marshalMPD(m *mpd.MPD, size int, lists map[*mpd.SegmentListType]*mpdRun) []byte {
 	b := make([]byte, 0, size)
 	b = append(b, xml.Header...)
 	b = append(b, "<MPD"...)
@@ -61,7 +64,7 @@ func marshalMPD(m *mpd.MPD, size int) []byte {
 				b = append(b, "</Label>\n"...)
 			}
 			for _, rep := range as.Representations {
-				b = representation(b, rep)
+				b = representation(b, rep, lists)
 			}
 			b = append(b, "    </AdaptationSet>\n"...)
 		}
@@ -71,7 +74,7 @@ func marshalMPD(m *mpd.MPD, size int) []byte {
 }
 
 // representation writes one Representation element.
-func representation(b []byte, rep *mpd.RepresentationType) []byte {
+func representation(b []byte, rep *mpd.RepresentationType, lists map[*mpd.SegmentListType]*mpdRun) []byte {
 	b = append(b, "      <Representation"...)
 	b = attr(b, "id", rep.Id)
 	b = uintAttr(b, "bandwidth", uint64(rep.Bandwidth))
@@ -100,14 +103,18 @@ func representation(b []byte, rep *mpd.RepresentationType) []byte {
 			b = attr(b, "range", in.Range)
 			b = append(b, "></Initialization>\n"...)
 		}
-		if sl.SegmentTimeline != nil {
-			b = timeline(b, sl.SegmentTimeline)
-		}
-		for _, u := range sl.SegmentURL {
-			b = append(b, "          <SegmentURL"...)
-			b = attr(b, "media", string(u.Media))
-			b = attr(b, "mediaRange", string(u.MediaRange))
-			b = append(b, "></SegmentURL>\n"...)
+		if r := lists[sl]; r != nil && len(r.s) == len(sl.SegmentTimeline.S) && len(r.urls) == len(sl.SegmentURL) {
+			b = append(b, "          <SegmentTimeline>\n"...)
+			b = append(b, r.sXML...)
+			b = append(b, "          </SegmentTimeline>\n"...)
+			b = append(b, r.urlXML...)
+		} else {
+			if sl.SegmentTimeline != nil {
+				b = timeline(b, sl.SegmentTimeline)
+			}
+			for _, u := range sl.SegmentURL {
+				b = appendSegmentURL(b, u)
+			}
 		}
 		b = append(b, "        </SegmentList>\n"...)
 	}
@@ -146,19 +153,32 @@ func multipleBaseAttrs(b []byte, m *mpd.MultipleSegmentBaseType) []byte {
 func timeline(b []byte, tl *mpd.SegmentTimelineType) []byte {
 	b = append(b, "          <SegmentTimeline>\n"...)
 	for _, s := range tl.S {
-		b = append(b, "            <S"...)
-		if s.T != nil {
-			b = uintAttr(b, "t", *s.T)
-		}
-		b = uintAttr(b, "d", s.D)
-		if s.R != 0 {
-			b = append(b, ` r="`...)
-			b = strconv.AppendInt(b, int64(s.R), 10)
-			b = append(b, '"')
-		}
-		b = append(b, "></S>\n"...)
+		b = appendS(b, s)
 	}
 	return append(b, "          </SegmentTimeline>\n"...)
+}
+
+// appendS writes one S element of a SegmentTimeline.
+func appendS(b []byte, s *mpd.S) []byte {
+	b = append(b, "            <S"...)
+	if s.T != nil {
+		b = uintAttr(b, "t", *s.T)
+	}
+	b = uintAttr(b, "d", s.D)
+	if s.R != 0 {
+		b = append(b, ` r="`...)
+		b = strconv.AppendInt(b, int64(s.R), 10)
+		b = append(b, '"')
+	}
+	return append(b, "></S>\n"...)
+}
+
+// appendSegmentURL writes one SegmentURL element.
+func appendSegmentURL(b []byte, u *mpd.SegmentURLType) []byte {
+	b = append(b, "          <SegmentURL"...)
+	b = attr(b, "media", string(u.Media))
+	b = attr(b, "mediaRange", string(u.MediaRange))
+	return append(b, "></SegmentURL>\n"...)
 }
 
 // descriptor writes a DescriptorType element.
