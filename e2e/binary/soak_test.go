@@ -303,7 +303,9 @@ done:
 					}
 					media[r.name][id].pts = append(media[r.name][id].pts, sp.pts...)
 					if len(sp.pts) > 0 {
-						runEnds[key][id] = slices.Max(sp.pts)
+						// The newest over the run's files: a recording a
+						// full disk ended goes on in NAME-1.ext.
+						runEnds[key][id] = max(runEnds[key][id], slices.Max(sp.pts))
 					}
 				}
 			}
