@@ -27,52 +27,9 @@ import (
 // two. During a fleet's start, with every recording busy setting up, that
 // is 4 KB; once the recordings wait, 2 KB. A 4 KB stack is never halved
 // again (the read alone is more than a quarter of 2 KB), so settle parks
-// every wait afresh once a start is over.
-
-// parking is what a subscription's parked wait shares with settle.
-type parking struct {
-	mu       sync.Mutex
-	parked   bool            // a goroutine waits in the subscription's wait
-	settling *sync.WaitGroup // settle woke the wait: Done once it parked again
-}
-
-// begin marks the wait parked, before its goroutine starts.
-func (p *parking) begin() {
-	p.mu.Lock()
-	p.parked = true
-	p.mu.Unlock()
-}
-
-// woke marks the wait over; it returns the WaitGroup of the settle that
-// woke it, if one did (or tried to: its wake may have lost the race).
-func (p *parking) woke() *sync.WaitGroup {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.parked = false
-	settling := p.settling
-	p.settling = nil
-	return settling
-}
-
-// renew is settle's side: a parked wait, not woken yet, is woken with wake
-// and counted in settled.
-func (p *parking) renew(settled *sync.WaitGroup, wake func()) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.parked || p.settling != nil {
-		return
-	}
-	settled.Add(1)
-	p.settling = settled
-	wake()
-}
-
-// A settler is a subscription whose parked wait settle can renew.
-type settler interface {
-	// settle wakes the parked wait, if there is one, to park it
-	// afresh; settled.Done runs once it did.
-	settle(settled *sync.WaitGroup)
-}
+// every wait afresh once a start is over. The parked wait itself is the
+// session core's (internal/moq/session: parking, Settler); a session's
+// settle here reaches it through each subscription's Waits.
 
 // settle parks afresh every subscription of the session that waits for its
 // publisher's next response, and returns once they did (or ctx ended).
