@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/moq-export/moq-export/internal/moq/session"
 	"io"
 	"sort"
 	"sync"
@@ -336,7 +337,7 @@ func (a *Announcements) followLite(c conn) error {
 	}
 	stop := context.AfterFunc(a.ctx, func() {
 		str.Close()
-		stopReading(str, CodeCancel)
+		session.StopReading(str, CodeCancel)
 	})
 	defer stop()
 	v := connVersion(c)

@@ -12,65 +12,10 @@ import (
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/internal/varint"
-	"github.com/moq-export/moq-export/model"
 )
 
 // errNoFetch means the peer refused a FETCH or the group has no frame.
 var errNoFetch = session.ErrNoFetch
-
-// backfill is the model.Track backfill handler of a subscribed track: the
-// core's (session.Backfill) over FETCHes on the track's current
-// subscription. It returns nil: a backfill stops quietly.
-func (rt *remoteTrack) backfill(ctx context.Context, target int64) error {
-	rt.mu.Lock()
-	c, timescale, gen := rt.conn, rt.timescale, rt.subGen
-	rt.mu.Unlock()
-	if c == nil {
-		return nil
-	}
-	if v := connVersion(c); v.Family == wire.FamilyLite && !v.Fetch {
-		// Said once per connection at Info (logNegotiated).
-		rt.rb.s.log.Debug("moq: no backfill: the protocol version has no FETCH", "track", rt.name, "version", connVersion(c).Name)
-		return nil
-	}
-	session.Backfill(ctx, rt.track, target,
-		func(ctx context.Context, seq uint64) ([]model.Frame, error) { return rt.fetch(ctx, c, timescale, seq) },
-		func() bool {
-			rt.mu.Lock()
-			defer rt.mu.Unlock()
-			return rt.subGen == gen && rt.conn == c
-		},
-		rt.rb.s.log.With("broadcast", rt.rb.path, "track", rt.name))
-	return nil
-}
-
-// fetch runs one FETCH for group seq on c and returns its frames (at least
-// one). A reset, or a group without frames, is errNoFetch.
-func (rt *remoteTrack) fetch(ctx context.Context, c conn, timescale, seq uint64) ([]model.Frame, error) {
-	return rt.fetchRange(ctx, c, timescale, session.FetchRange{Group: seq})
-}
-
-// fetchFrames runs one FETCH of group seq, frames from..to (inclusive; to
-// absent = the group's end; a range needs a FrameRange version, lite-06).
-func (rt *remoteTrack) fetchFrames(ctx context.Context, c conn, timescale, seq, from uint64, to wire.Opt) ([]model.Frame, error) {
-	return rt.fetchRange(ctx, c, timescale, session.FetchRange{Group: seq, From: from, To: to.Seq, HasTo: to.Valid})
-}
-
-// fetchRange runs one FETCH of r on c: c's family sends it and waits for
-// the answer in its own wire, the core (session.Fetch) reads the reply
-// into frames through the track's decoder.
-func (rt *remoteTrack) fetchRange(ctx context.Context, c conn, timescale uint64, r session.FetchRange) ([]model.Frame, error) {
-	what := fmt.Sprintf("FETCH %q/%q group %d", rt.rb.path, rt.name, r.Group)
-	reply, err := c.family().openFetch(ctx, rt, timescale, r, what)
-	if err != nil {
-		return nil, err
-	}
-	dec := rt.pack.Decoder()
-	dec.Verbatim = rt.rb.s.opts.Objects
-	defer dec.Close()
-	frames, err := session.Fetch(ctx, reply, &dec, what)
-	return frames, decodeErr(err)
-}
 
 // fetchReadErr is how a FETCH reply's read error reaches the core: a
 // reset is the peer withdrawing it (errNoFetch), bytes either codec
@@ -87,13 +32,13 @@ func fetchReadErr(err error) error {
 
 // openFetch sends a moq-lite FETCH of r on its own stream; the frames
 // that answer it are the reply.
-func (l liteFamily) openFetch(ctx context.Context, rt *remoteTrack, timescale uint64, r session.FetchRange, _ string) (session.FetchReply, error) {
+func (l liteFamily) OpenFetch(ctx context.Context, rt *session.Remote, timescale uint64, r session.FetchRange, _ string) (session.FetchReply, error) {
 	str, err := l.c.OpenBidi(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("open fetch stream: %w", err)
 	}
 	v := connVersion(l.c)
-	m := wire.Fetch{Broadcast: rt.rb.path, Track: rt.name, Priority: priorityOf(rt.name), Group: r.Group, FrameStart: r.From}
+	m := wire.Fetch{Broadcast: rt.Broadcast, Track: rt.Name, Priority: priorityOf(rt.Name), Group: r.Group, FrameStart: r.From}
 	if r.HasTo {
 		m.FrameEnd = wire.Some(r.To)
 	}

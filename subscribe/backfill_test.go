@@ -126,15 +126,14 @@ func TestFetchOfAGroupNotHeldIsResetWithNotFound(t *testing.T) {
 	client.mu.Lock()
 	rt := client.remotes["live"].tracks["h264"]
 	client.mu.Unlock()
-	rt.mu.Lock()
-	c, timescale := rt.conn, rt.timescale
-	rt.mu.Unlock()
-	_, err := rt.fetch(ctx, c, timescale, 1000)
+	f, timescale, _ := rt.Current()
+	c := f.(liteFamily).c
+	_, err := rt.Fetch(ctx, f, timescale, 1000)
 	if !errors.Is(err, errNoFetch) || !isResetCode(err, liteCode(connVersion(c), CodeNotFound)) ||
 		resetMeaningOf(err, connVersion(c).FrameRange) != session.ResetNotFound {
 		t.Fatalf("FETCH of group 1000 (%s): %v, want errNoFetch with reset NOT_FOUND", connVersion(c), err)
 	}
-	frames, err := rt.fetch(ctx, c, timescale, 0)
+	frames, err := rt.Fetch(ctx, f, timescale, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

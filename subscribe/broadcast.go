@@ -8,6 +8,7 @@ import (
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/internal/hang"
+	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -31,7 +32,7 @@ type remoteBroadcast struct {
 
 	mu        sync.Mutex
 	activated chan struct{} // closed and replaced on each active announcement
-	tracks    map[string]*remoteTrack
+	tracks    map[string]*session.Remote
 	ending    bool           // announced ended: no new tracks
 	runs      sync.WaitGroup // the tracks' run goroutines
 }
@@ -57,7 +58,7 @@ func (s *Session) Broadcast(path string) *model.Broadcast {
 	ctx, cancel := context.WithCancelCause(s.ctx)
 	rb := &remoteBroadcast{
 		s: s, path: path, b: model.NewBroadcast(path), ctx: ctx, cancel: cancel,
-		tracks: map[string]*remoteTrack{}, activated: make(chan struct{}),
+		tracks: map[string]*session.Remote{}, activated: make(chan struct{}),
 	}
 	rb.b.HandleRequests(rb.request)
 	s.remotes[path] = rb
@@ -91,7 +92,7 @@ func (rb *remoteBroadcast) announced(a Announcement) {
 		rb.s.log.Info("moq: broadcast restarted, resubscribing", "broadcast", rb.path)
 		rb.mu.Lock()
 		for _, rt := range rb.tracks {
-			rt.restart()
+			rt.Restart()
 		}
 		rb.mu.Unlock()
 	}
@@ -155,7 +156,7 @@ func (rb *remoteBroadcast) request(name string) (*model.Track, error) {
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
 	if rt, ok := rb.tracks[name]; ok {
-		return rt.track, nil
+		return rt.Track, nil
 	}
 	if rb.ctx.Err() != nil || rb.ending {
 		return nil, fmt.Errorf("broadcast %q: %w", rb.path, model.ErrClosed)
@@ -167,28 +168,38 @@ func (rb *remoteBroadcast) request(name string) (*model.Track, error) {
 	if kind != "" && !hang.Decodable(kind) {
 		return nil, fmt.Errorf("track %q of %q: %w: %q", name, rb.path, ErrUnsupportedContainer, kind)
 	}
-	rt := &remoteTrack{rb: rb, name: name, track: model.NewTrack(name), kind: kind}
+	rt := &session.Remote{Host: rb, Broadcast: rb.path, Name: name, Track: model.NewTrack(name)}
 	// Of the groups its consumers have all read, a subscribed track keeps
 	// only the newest: its consumers asked for it before its first group,
 	// and one that joins later starts at the newest group, as a live
 	// joiner does. The model's default of 8 held ~8 s of video per
 	// recording (4 MB at 4 Mb/s). SetKeepGroups on the track changes it.
-	rt.track.SetKeepGroups(1)
+	rt.Track.SetKeepGroups(1)
 	rb.tracks[name] = rt
 	if !isCatalogTrack(name) {
-		rt.track.HandleBackfill(rt.backfill)
+		rt.Track.HandleBackfill(rt.Backfill)
 		// Not for catalog tracks: their readers come one after another
 		// (record's first catalog, then the export's).
-		rt.track.SetReleaseRead(rb.s.opts.ReleaseRead)
+		rt.Track.SetReleaseRead(rb.s.opts.ReleaseRead)
 	}
 	rb.s.wg.Add(1)
 	rb.runs.Add(1)
-	rt.exit = func() {
+	rt.Exit = func() {
 		rb.runs.Done()
 		rb.s.wg.Done()
 	}
-	go rt.run()
-	return rt.track, nil
+	go rb.run(rt, kind)
+	return rt.Track, nil
+}
+
+// run learns track rt's container (kind when known already), then runs
+// the track until it ends (session.Remote.Run).
+func (rb *remoteBroadcast) run(rt *session.Remote, kind string) {
+	if !rb.prepare(rt, kind) {
+		rt.Exit()
+		return
+	}
+	rt.Run()
 }
 
 // knownKind returns the container of track name if it is known without

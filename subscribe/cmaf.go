@@ -43,28 +43,28 @@ func (s *Session) learnRendition(path string, r catalog.Rendition) {
 // packaging returns the decoder setup of the track's container kind (a
 // cmaf track's init from the catalog), with what the catalog says of the
 // rendition when it is of that kind.
-func (rt *remoteTrack) packaging() (hang.Track, error) {
-	s := rt.rb.s
+func (rb *remoteBroadcast) packaging(name, kind string) (hang.Track, error) {
+	s := rb.s
 	s.mu.Lock()
-	r, ok := s.renditions[rt.rb.path][rt.name]
+	r, ok := s.renditions[rb.path][name]
 	s.mu.Unlock()
-	if ok && string(r.Common().ContainerKind()) == rt.kind {
+	if ok && string(r.Common().ContainerKind()) == kind {
 		if t, err := hang.OfRendition(r); err == nil {
 			return t, nil
 		}
 	}
 	var ct *catalog.Container
-	if hang.Kind(rt.kind) == hang.CMAF {
+	if hang.Kind(kind) == hang.CMAF {
 		s.mu.Lock()
-		ct = s.cmafInits[rt.rb.path][rt.name]
+		ct = s.cmafInits[rb.path][name]
 		s.mu.Unlock()
 	}
-	t, err := hang.NewTrack(hang.Kind(rt.kind), ct)
+	t, err := hang.NewTrack(hang.Kind(kind), ct)
 	switch {
 	case errors.Is(err, hang.ErrNoInit):
-		return t, fmt.Errorf("track %q: %w: %w", rt.name, ErrUnsupportedContainer, err)
+		return t, fmt.Errorf("track %q: %w: %w", name, ErrUnsupportedContainer, err)
 	case err != nil:
-		return t, fmt.Errorf("track %q: %w", rt.name, err)
+		return t, fmt.Errorf("track %q: %w", name, err)
 	}
 	return t, nil
 }

@@ -15,14 +15,14 @@ var (
 	// ErrRefused means the peer refused a TRACK or SUBSCRIBE request (a
 	// reset, a FIN without an answer, or no answer within the request
 	// timeout).
-	ErrRefused = errors.New("moq: request refused")
+	ErrRefused = session.ErrRefused
 	// ErrUnsupportedContainer means a rendition uses a container this
 	// package cannot decode (an unknown kind), or a cmaf track with no init
 	// in the catalog.
 	ErrUnsupportedContainer = errors.New("moq: unsupported container")
 	// ErrProtocol means the peer broke the protocol (a malformed message,
 	// an unexpected stream).
-	ErrProtocol = errors.New("moq: protocol violation")
+	ErrProtocol = session.ErrProtocol
 	// ErrTruncated means a group stream was stopped before its end: the
 	// publisher ended the subscription but did not finish the stream
 	// within the drain grace period, or the subscription was cancelled.

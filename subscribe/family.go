@@ -8,24 +8,19 @@ import (
 )
 
 // family is the seam between the session code that both protocol families
-// share (tracks, retry and resume, announcements as a feed, the
-// publisher's bookkeeping here; the subscription lifecycle, parking,
-// FETCH replies and backfill in internal/moq/session) and what a family
-// does its own way on the wire. moq-lite implements it as
+// share and what a family does its own way on the wire. Its subscriber
+// half is the session core's (session.Family: subscribing a track,
+// FETCH, reading a reset's meaning for the retry policy); the rest is the
+// session's: serving the connection, following announcements, GOAWAY,
+// the codes the session's close reads in. moq-lite implements it as
 // liteFamily, IETF moq-transport as *ietfConn. A connection carries the
 // family that negotiated it (conn.family): nothing tells the two apart by
 // their type; a new family is a new implementation, not a new branch at
 // each call site.
 type family interface {
+	session.Family
 	// serveConn runs the connection's streams for s until it ends.
 	serveConn(s *Session)
-	// newSubscription is one subscription of rt in the family's wire
-	// (session.Subscribe runs it).
-	newSubscription(ctx context.Context, rt *remoteTrack) subscriptionWire
-	// openFetch sends a FETCH of r for rt in the family's wire and
-	// returns its answer once the peer took it (a refusal: errNoFetch);
-	// what names the request in errors. session.Fetch reads the reply.
-	openFetch(ctx context.Context, rt *remoteTrack, timescale uint64, r session.FetchRange, what string) (session.FetchReply, error)
 	// followAnnouncements runs one announce stream for a.
 	followAnnouncements(a *Announcements) error
 	// goAway asks the peer to move to uri (a server's GOAWAY).
@@ -35,10 +30,6 @@ type family interface {
 	ietfCodes() bool
 	// transportConn is the connection under the family's session.
 	transportConn() conn
-	// sessionEndingReset reports whether a group stream's reset says the
-	// peer is closing or draining the session (the group is cut, and a
-	// resumed subscription completes it).
-	sessionEndingReset(err error) bool
 	// unauthorizedCode is the close code of a refused token.
 	unauthorizedCode() uint64
 	// learnCompat records what a server that closed the session right
@@ -47,7 +38,7 @@ type family interface {
 	learnCompat(c *serverCompat, log *slog.Logger) bool
 	// routedSubs are the subscriptions the family routes itself (not in
 	// Session.subs).
-	routedSubs() []*subscription
+	routedSubs() []*session.Sub
 }
 
 // liteFamily is moq-lite on a connection.
@@ -58,16 +49,35 @@ func (l liteFamily) followAnnouncements(a *Announcements) error { return a.follo
 func (l liteFamily) goAway(s *Session, uri string) error        { return s.liteGoAway(l.c, uri) }
 func (l liteFamily) ietfCodes() bool                            { return false }
 func (l liteFamily) transportConn() conn                        { return l.c }
-func (l liteFamily) sessionEndingReset(err error) bool {
+func (l liteFamily) unauthorizedCode() uint64                   { return CodeUnauthorized }
+func (l liteFamily) learnCompat(*serverCompat, *slog.Logger) bool {
+	return false
+}
+func (l liteFamily) routedSubs() []*session.Sub { return nil }
+
+// moq-lite's side of the core's seam (session.Family).
+
+func (l liteFamily) Context() context.Context { return l.c.Context() }
+func (l liteFamily) Cause() error             { return connCause(l.c) }
+func (l liteFamily) Gone(err error) bool      { return connGone(l.c, err) }
+func (l liteFamily) Loss(err error) error     { return connLoss(l.c, err) }
+func (l liteFamily) FrameRanges() bool        { return connVersion(l.c).FrameRange }
+func (l liteFamily) Fetches() bool            { return connVersion(l.c).Fetch }
+func (l liteFamily) VersionName() string      { return connVersion(l.c).Name }
+
+// RetryReset: a moq-lite reset means what its code says, in either
+// numbering.
+func (l liteFamily) RetryReset(err error) session.Reset {
+	return resetMeaningOf(err, connVersion(l.c).FrameRange)
+}
+
+func (l liteFamily) SessionEndingReset(err error) bool {
 	switch resetMeaningOf(err, connVersion(l.c).FrameRange) {
 	case session.ResetSessionClosed, session.ResetGoingAway:
 		return true
 	}
 	return false
 }
-func (l liteFamily) unauthorizedCode() uint64                     { return CodeUnauthorized }
-func (l liteFamily) learnCompat(*serverCompat, *slog.Logger) bool { return false }
-func (l liteFamily) routedSubs() []*subscription                  { return nil }
 
 // moq-transport's side of the seam (its implementations are in ietf*.go).
 
@@ -79,22 +89,32 @@ func (ic *ietfConn) followAnnouncements(a *Announcements) error { return a.follo
 func (ic *ietfConn) goAway(_ *Session, uri string) error        { return ic.sendGoAway(uri) }
 func (ic *ietfConn) ietfCodes() bool                            { return true }
 func (ic *ietfConn) transportConn() conn                        { return ic.conn }
-
-// sessionEndingReset: moq-transport names no reset code for a closing
-// session; its end arrives as the session's close.
-func (ic *ietfConn) sessionEndingReset(error) bool { return false }
-func (ic *ietfConn) unauthorizedCode() uint64      { return ietfUnauthorized }
+func (ic *ietfConn) unauthorizedCode() uint64                   { return ietfUnauthorized }
 func (ic *ietfConn) learnCompat(c *serverCompat, log *slog.Logger) bool {
 	return c.learn(ic, log)
 }
 
 // routedSubs: moq-transport subscriptions are routed by track alias.
-func (ic *ietfConn) routedSubs() []*subscription {
+func (ic *ietfConn) routedSubs() []*session.Sub {
 	ic.mu.Lock()
 	defer ic.mu.Unlock()
-	subs := make([]*subscription, 0, len(ic.aliases))
+	subs := make([]*session.Sub, 0, len(ic.aliases))
 	for _, sub := range ic.aliases {
 		subs = append(subs, sub)
 	}
 	return subs
 }
+
+func (ic *ietfConn) Cause() error         { return connCause(ic) }
+func (ic *ietfConn) Gone(err error) bool  { return connGone(ic, err) }
+func (ic *ietfConn) Loss(err error) error { return connLoss(ic, err) }
+func (ic *ietfConn) FrameRanges() bool    { return false }
+func (ic *ietfConn) Fetches() bool        { return true }
+func (ic *ietfConn) VersionName() string  { return ic.Version().Name }
+
+// RetryReset: moq-transport's codes carry nothing the policy reads.
+func (ic *ietfConn) RetryReset(error) session.Reset { return session.ResetUnknown }
+
+// SessionEndingReset: moq-transport names no reset code for a closing
+// session; its end arrives as the session's close.
+func (ic *ietfConn) SessionEndingReset(error) bool { return false }

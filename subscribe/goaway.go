@@ -18,7 +18,7 @@ import (
 // relay's drain), then closes the session at its deadline. A dialled
 // session dials the new session first, while the old connection still
 // delivers; once it is up the old connection is closed and the tracks
-// resubscribe on the new one, where the resume machinery (resume.go)
+// resubscribe on the new one, where the resume machinery (session.Remote)
 // completes the groups the switch cut and fetches the ones in between,
 // so a drain loses no frame as long as the new session's relay holds
 // them. A later reconnect keeps using the new URI.
@@ -73,7 +73,7 @@ func (s *Session) readLiteGoAway(c conn, str bidiStream, r *bufio.Reader) {
 // it dials there first, while c still delivers (make before break), and
 // closes c once that dial is done and grace has passed; its tracks
 // resubscribe on the new connection, where the resume machinery
-// (resume.go) completes the groups the switch cut.
+// (session.Remote) completes the groups the switch cut.
 func (s *Session) moveAway(c conn, uri string, grace time.Duration) {
 	if s.dial == nil {
 		s.log.Info("moq: peer sent GOAWAY")

@@ -6,16 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/moq-export/moq-export/internal/hang"
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/session"
-	"github.com/moq-export/moq-export/model"
 )
 
 // readGroup turns one group stream into a model group.
-func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufio.Reader, t orderTicket) {
+func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufio.Reader, t session.OrderTicket) {
 	var h wire.Group
 	body, err := wire.ReadMessageBuffered(r, 0)
 	if err == nil {
@@ -32,7 +30,7 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 		}
 		return
 	}
-	t.name(h.SubscribeID, h.Sequence)
+	t.Name(h.SubscribeID, h.Sequence)
 	s.mu.Lock()
 	sub := s.subs[h.SubscribeID]
 	if sub != nil {
@@ -46,14 +44,14 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 	defer sub.Groups.Done()
 	sub.GroupArrived(h.Sequence)
 	sub.WaitStarted(h.Sequence)
-	rt := sub.rt
-	rt.waitCutGroups(sub.Ctx, h.Sequence)
-	g, skip, adopted, err := sub.createGroup(h.Sequence, t)
+	rt := sub.Remote
+	rt.WaitCutGroups(sub.Ctx, h.Sequence)
+	g, skip, adopted, err := sub.CreateGroup(h.Sequence, t)
 	if adopted {
-		s.log.Debug("moq: completing a cut group", "track", rt.name, "group", h.Sequence, "have", skip, "frame_start", h.FrameStart)
+		s.log.Debug("moq: completing a cut group", "track", rt.Name, "group", h.Sequence, "have", skip, "frame_start", h.FrameStart)
 	}
 	if err != nil {
-		s.log.Debug("moq: group dropped", "track", rt.name, "group", h.Sequence, "err", err)
+		s.log.Debug("moq: group dropped", "track", rt.Name, "group", h.Sequence, "err", err)
 		str.CancelRead(CodeCancel)
 		return
 	}
@@ -66,9 +64,9 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 	if h.FrameStart > 0 {
 		have := uint64(skip)
 		if have < h.FrameStart {
-			frames, ferr := rt.fetchFrames(sub.Ctx, c, sub.Timescale, h.Sequence, have, wire.Some(h.FrameStart-1))
+			frames, ferr := rt.FetchFrames(sub.Ctx, c.family(), sub.Timescale, h.Sequence, have, h.FrameStart-1, true)
 			if ferr == nil && uint64(len(frames)) != h.FrameStart-have {
-				ferr = fmt.Errorf("%w: FETCH returned %d frames of %d", errNoFetch, len(frames), h.FrameStart-have)
+				ferr = fmt.Errorf("%w: FETCH returned %d frames of %d", session.ErrNoFetch, len(frames), h.FrameStart-have)
 			}
 			for _, f := range frames {
 				if ferr != nil {
@@ -77,10 +75,10 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 				ferr = g.WriteFrame(f)
 			}
 			if ferr != nil {
-				s.log.Warn("moq: group begins inside, its head could not be fetched: dropped", "track", rt.name, "group", h.Sequence, "frame_start", h.FrameStart, "err", ferr)
+				s.log.Warn("moq: group begins inside, its head could not be fetched: dropped", "track", rt.Name, "group", h.Sequence, "frame_start", h.FrameStart, "err", ferr)
 				s.lostGroups.Add(1)
 				str.CancelRead(CodeCancel)
-				g.Close(fmt.Errorf("group %d of %q begins at frame %d: %w", h.Sequence, rt.name, h.FrameStart, ferr))
+				g.Close(fmt.Errorf("group %d of %q begins at frame %d: %w", h.Sequence, rt.Name, h.FrameStart, ferr))
 				return
 			}
 			have = h.FrameStart
@@ -91,12 +89,12 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 	// and so does a deadline (a WebTransport stream whose session the peer
 	// closed waits in Read for our side to close, which CancelRead does not
 	// end, and Session.Close closes only after its readers returned).
-	defer sub.groupStops.Remove(sub.groupStops.Add(sub.Ctx, str, stopGroupRead))
+	defer sub.GroupStops.Remove(sub.GroupStops.Add(sub.Ctx, str, stopGroupRead))
 	// The group's payloads are cut from a slab sized by the previous
 	// group: a buffer or two per group instead of one per frame.
 	fr := wire.NewFrameReader(r, connVersion(c))
-	fr.Slab, fr.UseSlab = wire.Slab{Hint: int(rt.groupBytes.Load())}, true
-	pump := session.Pump{Dec: rt.pack.Decoder(), Group: g, Skip: skip, Log: s.log, Track: rt.name, Seq: h.Sequence}
+	fr.Slab, fr.UseSlab = wire.Slab{Hint: int(rt.GroupBytes.Load())}, true
+	pump := session.Pump{Dec: rt.Pack.Decoder(), Group: g, Skip: skip, Log: s.log, Track: rt.Name, Seq: h.Sequence}
 	pump.Dec.Verbatim = s.opts.Objects
 	defer pump.Dec.Close()
 	for {
@@ -107,116 +105,29 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 			// frame).
 			cut := false
 			if err == io.EOF {
-				rt.groupBytes.Store(int64(fr.Slab.Used()))
+				rt.GroupBytes.Store(int64(fr.Slab.Used()))
 			} else {
-				cut = connGone(c, err) || sessionEndingReset(c, err)
+				cut = connGone(c, err) || c.family().SessionEndingReset(err)
 			}
-			sub.endGroup(str, g, h.Sequence, err, cut, CodeDecode)
+			_, reset := errors.AsType[*ResetError](err)
+			sub.EndGroup(str, g, h.Sequence, protocolErr(err), cut, reset, CodeDecode)
 			return
 		}
 		err = pump.Feed(hang.Object{Payload: payload, Timestamp: fr.Timestamp, Timescale: sub.Timescale, FrameTime: !fr.NoTimestamps})
 		if errors.Is(err, session.ErrGroupClosed) {
-			s.log.Debug("moq: group closed before its stream ended", "track", rt.name, "group", h.Sequence, "err", err)
+			s.log.Debug("moq: group closed before its stream ended", "track", rt.Name, "group", h.Sequence, "err", err)
 			str.CancelRead(CodeCancel)
 			return
 		}
 		if err != nil {
-			err = decodeErr(err)
+			err = session.DecodeErr(err)
 			str.CancelRead(CodeDecode)
-			s.log.Warn("moq: bad frame", "track", rt.name, "group", h.Sequence, "err", err)
-			g.Close(fmt.Errorf("group %d of %q: %w", h.Sequence, rt.name, err))
+			s.log.Warn("moq: bad frame", "track", rt.Name, "group", h.Sequence, "err", err)
+			g.Close(fmt.Errorf("group %d of %q: %w", h.Sequence, rt.Name, err))
 			return
 		}
 	}
 }
 
-// createGroup makes group seq of sub's track for the group stream that
-// holds ticket t, in the order the streams were accepted: a new group, or
-// one a lost connection cut, adopted to be completed (skip: the frames it
-// has; adopted says it was one). Both families' group readers open
-// their groups here.
-func (sub *subscription) createGroup(seq uint64, t orderTicket) (g *model.Group, skip int, adopted bool, err error) {
-	rt := sub.rt
-	t.wait(sub.Ctx, &sub.MadeGroup)
-	g, err = rt.track.CreateGroup(seq)
-	sub.MadeGroup.Store(true)
-	t.done()
-	if errors.Is(err, model.ErrDuplicateGroup) {
-		if g, skip, adopted = rt.adopt(seq); adopted {
-			err = nil
-		}
-	}
-	sub.Created(seq)
-	return g, skip, adopted, err
-}
-
-// endGroup ends group seq (g; nil when the stream ended before it was
-// made) after its stream's read failed with err: io.EOF completes it; cut
-// (the family says the connection, or the peer's session, went with it)
-// or a lost connection leaves it open for a resumed subscription to
-// complete; the subscription's end truncates it; anything else is a reset
-// or a bad stream, cancelled with the family's badCode. Both families'
-// group readers end their groups here.
-func (sub *subscription) endGroup(str recvStream, g *model.Group, seq uint64, err error, cut bool, badCode uint64) {
-	rt, log := sub.rt, sub.rt.rb.s.log
-	switch {
-	case err == io.EOF:
-		if g != nil {
-			g.Close(nil)
-		}
-	case cut || errors.Is(context.Cause(sub.Ctx), errConnLost):
-		if g != nil {
-			// Left open: a resumed subscription completes it.
-			rt.interrupt(seq, g)
-		}
-	case sub.Ctx.Err() != nil:
-		cause := context.Cause(sub.Ctx)
-		if !errors.Is(cause, ErrTruncated) {
-			cause = fmt.Errorf("%w: %w", ErrTruncated, cause)
-		}
-		log.Debug("moq: group stopped", "track", rt.name, "group", seq, "err", cause)
-		if g != nil {
-			g.Close(fmt.Errorf("group %d of %q: %w", seq, rt.name, cause))
-		}
-	default:
-		if _, reset := errors.AsType[*ResetError](err); !reset {
-			str.CancelRead(badCode)
-			log.Warn("moq: bad group stream", "track", rt.name, "group", seq, "err", err)
-		} else {
-			log.Debug("moq: group reset", "track", rt.name, "group", seq, "err", err)
-		}
-		if g != nil {
-			g.Close(fmt.Errorf("group %d of %q: %w", seq, rt.name, protocolErr(err)))
-		}
-	}
-}
-
-// sessionEndingReset reports whether err is a reset of a moq-lite stream
-// whose peer is closing or draining its session: the group is cut, and a
-// resumed subscription completes it.
-func sessionEndingReset(c conn, err error) bool { return c.family().sessionEndingReset(err) }
-
-// decodeErr is the error of a payload package hang could not decode: a
-// protocol error (the peer sent what its catalog does not say).
-func decodeErr(err error) error {
-	if errors.Is(err, hang.ErrMalformed) {
-		return fmt.Errorf("%w: %w", ErrProtocol, err)
-	}
-	return err
-}
-
 // stopGroupRead ends a group stream's reads when its subscription ends.
-func stopGroupRead(str recvStream) { stopReading(str, CodeCancel) }
-
-// stopReading ends the reads of str, which another goroutine may be
-// blocked in: CancelRead with code, and a read deadline now. A
-// webtransport-go stream that met the peer's "session gone" reset waits in
-// Read for its session to close it, which CancelRead stops (it takes the
-// stream off the session's list) and a deadline always ends.
-func stopReading(str interface {
-	CancelRead(uint64)
-	SetReadDeadline(time.Time) error
-}, code uint64) {
-	str.CancelRead(code)
-	str.SetReadDeadline(time.Now())
-}
+func stopGroupRead(str session.RecvStream) { session.StopReading(str, CodeCancel) }

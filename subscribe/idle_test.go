@@ -183,7 +183,7 @@ const (
 func subscriptionGoroutines() (parked, setup int) {
 	for _, g := range mediatest.Goroutines() {
 		switch {
-		case strings.Contains(g, "(*remoteTrack).run(") || strings.Contains(g, "(*remoteTrack).attempt("):
+		case strings.Contains(g, "(*remoteBroadcast).run(") || strings.Contains(g, "session.(*Remote).attempt("):
 			setup++
 		case strings.Contains(g, parkedWaitFrame):
 			parked++
@@ -229,7 +229,7 @@ func settleCase(t *testing.T, ver, tc string) {
 	case "racing the end":
 		pt.Close(nil)
 	case "racing a restart":
-		rt.restart()
+		rt.Restart()
 	}
 	wg.Wait()
 	switch tc {
@@ -241,9 +241,8 @@ func settleCase(t *testing.T, ver, tc string) {
 		})
 	case "racing a restart":
 		waitFor(t, "the track subscribed again", func() bool {
-			rt.mu.Lock()
-			defer rt.mu.Unlock()
-			return rt.subGen == 2 && rt.conn != nil
+			c, _, gen := rt.Current()
+			return gen == 2 && c != nil
 		})
 		waitFor(t, "the new subscription's wait", func() bool { return len(parkedWaits()) == 1 })
 	}

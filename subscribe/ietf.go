@@ -13,6 +13,7 @@ import (
 
 	"github.com/moq-export/moq-export/internal/moq/ietf"
 	"github.com/moq-export/moq-export/internal/moq/ietf/ietfpub"
+	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/internal/moq/transport"
 )
 
@@ -87,7 +88,7 @@ func (ic *ietfConn) writeOn(str bidiStream, mu *sync.Mutex, typ uint64, m ietf.M
 func (req *ietfRequest) closeStream() {
 	if req.str != nil {
 		req.str.Close()
-		stopReading(req.str, CodeCancel)
+		session.StopReading(req.str, CodeCancel)
 	}
 }
 
@@ -139,7 +140,7 @@ type ietfConn struct {
 	granted  uint64        // the limit we granted the peer
 	window   uint64        // ids granted at a time
 	reqs     map[uint64]*ietfRequest
-	aliases  map[uint64]*subscription
+	aliases  map[uint64]*session.Sub
 	aliasCh  chan struct{}     // closed and replaced when aliases grows
 	peerNS   map[string]uint64 // namespaces the peer published -> request id
 	nsCh     chan struct{}     // closed and replaced when peerNS changes
@@ -161,7 +162,7 @@ type ietfConn struct {
 func newIETFConn(c conn, v ietf.Version, client bool, log *slog.Logger) *ietfConn {
 	ic := &ietfConn{
 		conn: c, v: v, client: client, log: log,
-		reqs: map[uint64]*ietfRequest{}, aliases: map[uint64]*subscription{},
+		reqs: map[uint64]*ietfRequest{}, aliases: map[uint64]*session.Sub{},
 		peerNS: map[string]uint64{}, maxCh: make(chan struct{}), aliasCh: make(chan struct{}),
 		nsCh: make(chan struct{}), granted: ietfRequestWindow, window: ietfRequestWindow,
 	}
@@ -631,7 +632,7 @@ func (s *Session) serveIETF(ic *ietfConn) {
 		}
 	}
 	s.serveLoops(ic, ietfNoError,
-		func(str recvStream, t orderTicket) { s.handleIETFUni(ic, str, t) },
+		func(str recvStream, t session.OrderTicket) { s.handleIETFUni(ic, str, t) },
 		func(str bidiStream) { s.handleIETFBidi(ic, str) },
 		control, ic.served.Announce)
 }

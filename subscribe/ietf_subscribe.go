@@ -35,7 +35,7 @@ const ietfAliasWait = 2 * time.Second
 // Request (req.msgs, req.ended) until PUBLISH_DONE; its subgroup streams
 // are routed by track alias (session.Subscribe runs the rest).
 type ietfSubscription struct {
-	attemptTrack
+	session.AttemptTrack
 	ctx context.Context
 	ic  *ietfConn
 	req *ietfRequest // nil before the request was made
@@ -49,20 +49,20 @@ type ietfSubscription struct {
 	wakeCh chan struct{}
 }
 
-func (ic *ietfConn) newSubscription(ctx context.Context, rt *remoteTrack) subscriptionWire {
-	return &ietfSubscription{attemptTrack: attemptTrack{rt: rt, c: ic}, ctx: ctx, ic: ic, wakeCh: make(chan struct{}, 1)}
+func (ic *ietfConn) NewSubscription(ctx context.Context, rt *session.Remote) session.SubscriptionWire {
+	return &ietfSubscription{AttemptTrack: session.AttemptTrack{R: rt, C: ic}, ctx: ctx, ic: ic, wakeCh: make(chan struct{}, 1)}
 }
 
 // Accept sends SUBSCRIBE and waits for SUBSCRIBE_OK, which names the
 // timescale (drafts 17+) and the newest group. A SUBSCRIBE_ERROR, a
 // Request that ends or times out unanswered, or a reset refuses it.
 func (is *ietfSubscription) Accept(ctx context.Context) (uint64, bool, error) {
-	rt, ic := is.rt, is.ic
-	s := rt.rb.s
-	if isCatalogTrack(rt.name) && s.compat.closesOn(rt.rb.path, rt.name) {
+	rt, ic := is.R, is.ic
+	s := sessionOf(rt)
+	if isCatalogTrack(rt.Name) && s.compat.closesOn(rt.Broadcast, rt.Name) {
 		// Asked once, it closed the session: the catalog watcher goes on
 		// to another name.
-		return 0, false, fmt.Errorf("%w: SUBSCRIBE %q/%q: the server closed the session on it before", ErrRefused, rt.rb.path, rt.name)
+		return 0, false, fmt.Errorf("%w: SUBSCRIBE %q/%q: the server closed the session on it before", ErrRefused, rt.Broadcast, rt.Name)
 	}
 	req, err := ic.newRequest(ctx, false)
 	if err != nil {
@@ -75,7 +75,7 @@ func (is *ietfSubscription) Accept(ctx context.Context) (uint64, bool, error) {
 		filter = ietf.Filter{Type: ietf.FilterRelative, Groups: 1}
 	}
 	m := ietf.Subscribe{
-		RequestID: req.id, Namespace: rt.rb.path, Track: rt.name, Priority: priorityOf(rt.name),
+		RequestID: req.id, Namespace: rt.Broadcast, Track: rt.Name, Priority: priorityOf(rt.Name),
 		GroupOrder: ietf.DefaultGroupOrder, Forward: true, Filter: filter,
 	}
 	if s.compat.minimalParams.Load() {
@@ -87,9 +87,9 @@ func (is *ietfSubscription) Accept(ctx context.Context) (uint64, bool, error) {
 	if optional {
 		ic.asked.optional.Store(true)
 	}
-	asksCatalog := !optional && isCatalogTrack(rt.name)
+	asksCatalog := !optional && isCatalogTrack(rt.Name)
 	if asksCatalog {
-		ic.asked.catalogAsked(rt.rb.path, rt.name, false)
+		ic.asked.catalogAsked(rt.Broadcast, rt.Name, false)
 	}
 	if err := req.send(ietf.TypeSubscribe, &m); err != nil {
 		return 0, false, fmt.Errorf("send SUBSCRIBE: %w", err)
@@ -99,15 +99,15 @@ func (is *ietfSubscription) Accept(ctx context.Context) (uint64, bool, error) {
 		ic.asked.optionalAnswered.Store(true)
 	}
 	if err == nil && asksCatalog {
-		ic.asked.catalogAsked(rt.rb.path, rt.name, true)
+		ic.asked.catalogAsked(rt.Broadcast, rt.Name, true)
 	}
 	if err != nil {
 		if errors.Is(err, errRequestTimeout) || errors.Is(err, errRequestEnded) {
 			req.cancel(ietf.TypeUnsubscribe)
-			return 0, false, fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", ErrRefused, rt.rb.path, rt.name, err)
+			return 0, false, fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", ErrRefused, rt.Broadcast, rt.Name, err)
 		}
 		if _, reset := errors.AsType[*ResetError](err); reset && !connGone(ic, err) {
-			return 0, false, fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", ErrRefused, rt.rb.path, rt.name, err)
+			return 0, false, fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", ErrRefused, rt.Broadcast, rt.Name, err)
 		}
 		return 0, false, err
 	}
@@ -121,12 +121,12 @@ func (is *ietfSubscription) Accept(ctx context.Context) (uint64, bool, error) {
 		if err := ietf.Decode(resp.body, &re, ic.v); err != nil {
 			return 0, false, fmt.Errorf("SUBSCRIBE_ERROR: %w", protocolErr(err))
 		}
-		return 0, false, fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", ErrRefused, rt.rb.path, rt.name, &re)
+		return 0, false, fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", ErrRefused, rt.Broadcast, rt.Name, &re)
 	default:
 		return 0, false, fmt.Errorf("%w: message %#x answers SUBSCRIBE", ErrProtocol, resp.typ)
 	}
 	is.startPending = true
-	s.log.Debug("moq: SUBSCRIBE_OK", "broadcast", rt.rb.path, "track", rt.name, "alias", is.ok.TrackAlias, "version", ic.v)
+	s.log.Debug("moq: SUBSCRIBE_OK", "broadcast", rt.Broadcast, "track", rt.Name, "alias", is.ok.TrackAlias, "version", ic.v)
 	if is.ok.Timescale == 0 {
 		return ietfDefaultTimescale, true, nil
 	}
@@ -135,8 +135,8 @@ func (is *ietfSubscription) Accept(ctx context.Context) (uint64, bool, error) {
 
 // Route routes the subgroup streams of the track alias SUBSCRIBE_OK named
 // to sub.
-func (is *ietfSubscription) Route(sub *subscription) error {
-	sub.ID, sub.router = is.req.id, is
+func (is *ietfSubscription) Route(sub *session.Sub) error {
+	sub.ID, sub.Router = is.req.id, is
 	if err := is.ic.addAlias(is.ok.TrackAlias, sub); err != nil {
 		is.req.cancel(ietf.TypeUnsubscribe)
 		return err
@@ -144,10 +144,10 @@ func (is *ietfSubscription) Route(sub *subscription) error {
 	return nil
 }
 
-func (is *ietfSubscription) Unroute(sub *subscription) { is.ic.forgetAlias(is.ok.TrackAlias, sub) }
+func (is *ietfSubscription) Unroute(sub *session.Sub) { is.ic.forgetAlias(is.ok.TrackAlias, sub) }
 
 // request: SUBSCRIBE went out in accept.
-func (is *ietfSubscription) Request(context.Context, *subscription, bool) error { return nil }
+func (is *ietfSubscription) Request(context.Context, *session.Sub, bool) error { return nil }
 
 // Ready reports whether a message, or the end of the request, the attempt
 // or the connection, is waiting.
@@ -194,15 +194,15 @@ func (is *ietfSubscription) Next() (session.Event, error) {
 		}
 	}
 	if msg.typ != ietf.TypePublishDone {
-		is.rt.rb.s.log.Debug("moq: unexpected message for a subscription", "type", msg.typ)
+		is.ic.log.Debug("moq: unexpected message for a subscription", "type", msg.typ)
 		return session.Event{}, nil
 	}
 	var done ietf.PublishDone
 	if err := ietf.Decode(msg.body, &done, is.ic.v); err != nil {
 		return session.Event{}, fmt.Errorf("PUBLISH_DONE: %w", protocolErr(err))
 	}
-	rt := is.rt
-	rt.rb.s.log.Debug("moq: subscription done", "broadcast", rt.rb.path, "track", rt.name,
+	rt := is.R
+	is.ic.log.Debug("moq: subscription done", "broadcast", rt.Broadcast, "track", rt.Name,
 		"status", done.Status, "streams", done.StreamCount)
 	// The group streams may still be on their way: all StreamCount of
 	// them when the publisher counted, then as for moq-lite.
@@ -212,7 +212,7 @@ func (is *ietfSubscription) Next() (session.Event, error) {
 	case ietf.DoneGoingAway:
 		ev.Err = errGoingAway
 	default:
-		ev.Err = fmt.Errorf("moq: publisher ended %q/%q: status %d: %q", rt.rb.path, rt.name, done.Status, done.Reason)
+		ev.Err = fmt.Errorf("moq: publisher ended %q/%q: status %d: %q", rt.Broadcast, rt.Name, done.Status, done.Reason)
 	}
 	return ev, nil
 }
@@ -269,7 +269,7 @@ func (req *ietfRequest) cancel(typ uint64) {
 }
 
 // addAlias routes subgroup streams of alias to sub.
-func (ic *ietfConn) addAlias(alias uint64, sub *subscription) error {
+func (ic *ietfConn) addAlias(alias uint64, sub *session.Sub) error {
 	ic.mu.Lock()
 	defer ic.mu.Unlock()
 	if _, dup := ic.aliases[alias]; dup {
@@ -283,7 +283,7 @@ func (ic *ietfConn) addAlias(alias uint64, sub *subscription) error {
 
 // forgetAlias stops routing alias to sub: later streams are refused, and
 // none joins sub.Groups after this returns.
-func (ic *ietfConn) forgetAlias(alias uint64, sub *subscription) {
+func (ic *ietfConn) forgetAlias(alias uint64, sub *session.Sub) {
 	ic.mu.Lock()
 	if ic.aliases[alias] == sub {
 		delete(ic.aliases, alias)
@@ -293,7 +293,7 @@ func (ic *ietfConn) forgetAlias(alias uint64, sub *subscription) {
 
 // joinAlias returns the subscription of alias, waiting a little for its
 // SUBSCRIBE_OK, and counts the caller in its group streams.
-func (ic *ietfConn) joinAlias(alias uint64) *subscription {
+func (ic *ietfConn) joinAlias(alias uint64) *session.Sub {
 	t := time.NewTimer(ietfAliasWait)
 	defer t.Stop()
 	for {
@@ -318,7 +318,7 @@ func (ic *ietfConn) joinAlias(alias uint64) *subscription {
 
 // handleIETFUni reads one incoming data stream: a subgroup of a
 // subscription or the objects of a fetch.
-func (s *Session) handleIETFUni(ic *ietfConn, str recvStream, t orderTicket) {
+func (s *Session) handleIETFUni(ic *ietfConn, str recvStream, t session.OrderTicket) {
 	r := bufio.NewReaderSize(str, groupReadBuffer)
 	typ, err := ietf.ReadVarint(r, ic.v)
 	if err != nil {
@@ -326,7 +326,7 @@ func (s *Session) handleIETFUni(ic *ietfConn, str recvStream, t orderTicket) {
 		return
 	}
 	if typ == ietf.StreamFetch {
-		t.done()
+		t.Done()
 		id, err := ietf.ReadVarint(r, ic.v)
 		if err != nil {
 			str.CancelRead(ietfProtocolViolation)
@@ -358,8 +358,8 @@ func (s *Session) handleIETFUni(ic *ietfConn, str recvStream, t orderTicket) {
 }
 
 // readIETFSubgroup turns one subgroup stream into a model group.
-func (s *Session) readIETFSubgroup(ic *ietfConn, str recvStream, r *bufio.Reader, h ietf.SubgroupHeader, t orderTicket) {
-	t.name(h.TrackAlias, h.Group)
+func (s *Session) readIETFSubgroup(ic *ietfConn, str recvStream, r *bufio.Reader, h ietf.SubgroupHeader, t session.OrderTicket) {
+	t.Name(h.TrackAlias, h.Group)
 	sub := ic.joinAlias(h.TrackAlias)
 	if sub == nil {
 		s.log.Debug("moq: data stream for an unknown track alias", "alias", h.TrackAlias)
@@ -370,14 +370,14 @@ func (s *Session) readIETFSubgroup(ic *ietfConn, str recvStream, r *bufio.Reader
 	sub.GroupArrived(h.Group)
 	sub.WaitStarted(h.Group)
 	defer sub.Created(h.Group)
-	rt := sub.rt
-	log := s.log.With("track", rt.name, "group", h.Group)
+	rt := sub.Remote
+	log := s.log.With("track", rt.Name, "group", h.Group)
 	// The group ends with its subscription: STOP_SENDING wakes the read.
-	stop := context.AfterFunc(sub.Ctx, func() { stopReading(str, CodeCancel) })
+	stop := context.AfterFunc(sub.Ctx, func() { session.StopReading(str, CodeCancel) })
 	defer stop()
 	or := ietf.ObjectReader{R: r, V: ic.v, Header: h}
-	pump := session.Pump{Dec: rt.pack.Decoder(), Log: s.log, Track: rt.name, Seq: h.Group}
-	pump.Dec.Verbatim = rt.rb.s.opts.Objects
+	pump := session.Pump{Dec: rt.Pack.Decoder(), Log: s.log, Track: rt.Name, Seq: h.Group}
+	pump.Dec.Verbatim = s.opts.Objects
 	defer pump.Dec.Close()
 	var g *model.Group
 	skip := 0 // objects the track already has (a group cut by a lost connection)
@@ -389,7 +389,8 @@ func (s *Session) readIETFSubgroup(ic *ietfConn, str recvStream, r *bufio.Reader
 	for {
 		obj, err := or.Next()
 		if err != nil {
-			sub.endGroup(str, g, h.Group, err, err != io.EOF && connGone(ic, err), ietfProtocolViolation)
+			_, reset := errors.AsType[*ResetError](err)
+			sub.EndGroup(str, g, h.Group, protocolErr(err), err != io.EOF && connGone(ic, err), reset, ietfProtocolViolation)
 			return
 		}
 		if g == nil {
@@ -402,7 +403,7 @@ func (s *Session) readIETFSubgroup(ic *ietfConn, str recvStream, r *bufio.Reader
 				return
 			}
 			var adopted bool
-			if g, skip, adopted, err = sub.createGroup(h.Group, t); adopted {
+			if g, skip, adopted, err = sub.CreateGroup(h.Group, t); adopted {
 				log.Debug("moq: completing a cut group", "have", skip)
 			}
 			if err != nil {
@@ -430,10 +431,10 @@ func (s *Session) readIETFSubgroup(ic *ietfConn, str recvStream, r *bufio.Reader
 			return
 		}
 		if err != nil {
-			err = decodeErr(err)
+			err = session.DecodeErr(err)
 			str.CancelRead(CodeDecode)
 			log.Warn("moq: bad object", "object", obj.ID, "err", err)
-			end(fmt.Errorf("group %d of %q: %w", h.Group, rt.name, err))
+			end(fmt.Errorf("group %d of %q: %w", h.Group, rt.Name, err))
 			return
 		}
 	}
@@ -456,8 +457,8 @@ func ietfObject(obj ietf.Object, timescale uint64, v ietf.Version) (hang.Object,
 // openFetch sends a standalone FETCH of r's group on ic and waits for its
 // data stream, which races FETCH_OK: that stream is the reply. A refusal
 // is errNoFetch. moq-transport asks whole groups (r names no frames).
-func (ic *ietfConn) openFetch(ctx context.Context, rt *remoteTrack, timescale uint64, r session.FetchRange, what string) (_ session.FetchReply, err error) {
-	if rt.rb.s.compat.noFetch.Load() {
+func (ic *ietfConn) OpenFetch(ctx context.Context, rt *session.Remote, timescale uint64, r session.FetchRange, what string) (_ session.FetchReply, err error) {
+	if sessionOf(rt).compat.noFetch.Load() {
 		return nil, fmt.Errorf("%w: the server closes the session on FETCH", errNoFetch)
 	}
 	req, err := ic.newRequest(ctx, false)
@@ -470,8 +471,8 @@ func (ic *ietfConn) openFetch(ctx context.Context, rt *remoteTrack, timescale ui
 		}
 	}()
 	m := ietf.Fetch{
-		RequestID: req.id, Priority: priorityOf(rt.name), GroupOrder: ietf.GroupOrderAscending,
-		Type: ietf.FetchStandalone, Namespace: rt.rb.path, Track: rt.name,
+		RequestID: req.id, Priority: priorityOf(rt.Name), GroupOrder: ietf.GroupOrderAscending,
+		Type: ietf.FetchStandalone, Namespace: rt.Broadcast, Track: rt.Name,
 		// End object 0: the whole end group.
 		Start: ietf.Location{Group: r.Group}, End: ietf.Location{Group: r.Group},
 	}
@@ -481,7 +482,7 @@ func (ic *ietfConn) openFetch(ctx context.Context, rt *remoteTrack, timescale ui
 	}
 	cancel := func() { req.cancel(ietf.TypeFetchCancel) }
 	// FETCH_OK and the data stream race each other.
-	t := time.NewTimer(rt.rb.s.opts.RequestTimeout)
+	t := time.NewTimer(rt.Host.Config().RequestTimeout)
 	defer t.Stop()
 	var data *ietfData
 	ended := req.ended

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/moq-export/moq-export/internal/moq/session"
 	"io"
 	"slices"
 	"strings"
@@ -284,7 +285,7 @@ func connVersion(c conn) *wire.Version {
 // session stream until it ends; its end ends the connection, as in the
 // reference.
 func (s *Session) serveSessionStream(ctx context.Context, c conn, str bidiStream) {
-	stop := context.AfterFunc(ctx, func() { stopReading(str, CodeCancel) })
+	stop := context.AfterFunc(ctx, func() { session.StopReading(str, CodeCancel) })
 	defer stop()
 	r, ok := str.(*bufferedStream)
 	if !ok {

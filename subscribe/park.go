@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/internal/moq/settle"
 )
 
@@ -53,7 +54,7 @@ func init() {
 func (s *Session) settle(ctx context.Context) {
 	var settled sync.WaitGroup
 	s.mu.Lock()
-	subs := make([]*subscription, 0, len(s.subs))
+	subs := make([]*session.Sub, 0, len(s.subs))
 	for _, sub := range s.subs {
 		subs = append(subs, sub)
 	}

@@ -9,6 +9,31 @@ import (
 	"github.com/moq-export/moq-export/internal/moq/session"
 )
 
+// retryState is what the retry policy knows of a track besides the error
+// (session.TrackState), and how the connection's family reads its resets.
+type retryState struct {
+	live, broadcastDone, connGone bool
+	refusedFor                    time.Duration
+	renumbered                    bool // a moq-lite session in lite-06's numbering
+	ietf                          bool // a moq-transport session
+	resumeWindow, retryWait       time.Duration
+	announceWait                  time.Duration
+}
+
+// retryPolicy is what a track's run decides after an attempt that ended
+// with err (session.Remote's retry): the family reads the reset
+// (liteFamily's and ietfConn's RetryReset), the core decides.
+func retryPolicy(err error, st retryState) (session.RetryAction, time.Duration) {
+	reset := resetMeaningOf(err, st.renumbered)
+	if st.ietf {
+		reset = (&ietfConn{}).RetryReset(err)
+	}
+	return session.Retry(session.AttemptOf(err, reset), session.TrackState{
+		Live: st.live, BroadcastDone: st.broadcastDone, ConnGone: st.connGone, RefusedFor: st.refusedFor,
+		ResumeWindow: st.resumeWindow, RetryWait: st.retryWait, AnnounceWait: st.announceWait,
+	})
+}
+
 func TestRetryPolicy(t *testing.T) {
 	const (
 		window = 10 * time.Second
@@ -29,7 +54,7 @@ func TestRetryPolicy(t *testing.T) {
 		{"publisher ended the track", nil, retryState{live: true}, session.RetryEnd, 0},
 		{"broadcast closed by its owner", lost, retryState{broadcastDone: true, connGone: true}, session.RetryEnd, 0},
 		{"broadcast closed beats a refusal", notFound, retryState{live: true, broadcastDone: true}, session.RetryEnd, 0},
-		{"broadcast restarted", fmt.Errorf("attempt: %w", errRestart), retryState{live: true, connGone: true}, session.RetryNow, 0},
+		{"broadcast restarted", fmt.Errorf("attempt: %w", session.ErrRestart), retryState{live: true, connGone: true}, session.RetryNow, 0},
 		{"connection lost", lost, retryState{live: true, connGone: true}, session.RetryNextConn, 0},
 		{"connection lost before live", lost, retryState{connGone: true}, session.RetryNextConn, 0},
 		{"not routable yet", unroutable, retryState{}, session.RetryOnAnnounce, wait},

@@ -28,13 +28,15 @@ type Session struct {
 	// uniOrder is the group-stream order of the current connection: a
 	// drain asks it whether streams accepted are still making their
 	// groups.
-	uniOrder atomic.Pointer[streamOrder]
+	uniOrder atomic.Pointer[session.StreamOrder]
 	opts     Options
-	log      *slog.Logger
-	path     string // session root, normalized
-	dial     func(ctx context.Context) (conn, error)
-	role     Role
-	hopID    uint64
+	// remoteCfg is what opts say to the subscribed tracks.
+	remoteCfg session.RemoteConfig
+	log       *slog.Logger
+	path      string // session root, normalized
+	dial      func(ctx context.Context) (conn, error)
+	role      Role
+	hopID     uint64
 
 	// compat is what is known of the server's support for optional
 	// requests (compat.go); a dialled session shares it with every
@@ -58,7 +60,7 @@ type Session struct {
 	changed   chan struct{} // closed when cur changes
 	err       error
 	nextSubID uint64
-	subs      map[uint64]*subscription
+	subs      map[uint64]*session.Sub
 	remotes   map[string]*remoteBroadcast
 	// feeds are the announcement feeds running, which remote broadcasts
 	// follow (see Session.Broadcast).
@@ -120,10 +122,14 @@ func newSession(opts Options, path string) *Session {
 		cancel:     cancel,
 		done:       make(chan struct{}),
 		changed:    make(chan struct{}),
-		subs:       map[uint64]*subscription{},
+		subs:       map[uint64]*session.Sub{},
 		remotes:    map[string]*remoteBroadcast{},
 		containers: map[string]map[string]string{},
 		peerSetup:  make(chan struct{}),
+	}
+	s.remoteCfg = session.RemoteConfig{
+		RequestTimeout: opts.RequestTimeout, DrainGrace: opts.drainGrace, ReconnectMin: opts.Reconnect.Min,
+		ReconnectMax: opts.Reconnect.Max, ResumeGrace: opts.resumeGrace, Objects: opts.Objects,
 	}
 	s.pub = newPublisher(s)
 	return s
@@ -488,7 +494,7 @@ func (s *Session) serveLite(c conn) {
 		loops = append(loops, func() { s.serveSessionStream(ctx, c, str) })
 	}
 	s.serveLoops(c, CodeCancel,
-		func(str recvStream, t orderTicket) { s.handleUni(ctx, c, str, t) },
+		func(str recvStream, t session.OrderTicket) { s.handleUni(ctx, c, str, t) },
 		func(str bidiStream) { s.handleBidi(ctx, c, str) }, loops...)
 }
 
@@ -497,17 +503,17 @@ func (s *Session) serveLite(c conn) {
 // its bidi streams, and the family's own loops (its SETUP or control
 // stream, announcing what we publish). When the session ends first, c is
 // closed with code.
-func (s *Session) serveLoops(c conn, code uint64, uni func(recvStream, orderTicket), bidi func(bidiStream), loops ...func()) {
+func (s *Session) serveLoops(c conn, code uint64, uni func(recvStream, session.OrderTicket), bidi func(bidiStream), loops ...func()) {
 	ctx := c.Context()
 	var wg sync.WaitGroup
 	for _, loop := range loops {
 		wg.Go(loop)
 	}
-	order := &streamOrder{}
+	order := &session.StreamOrder{}
 	s.uniOrder.Store(order)
-	wg.Go(func() { serveStreams(ctx, c.AcceptUni, order, uni) })
+	wg.Go(func() { session.ServeStreams(ctx, c.AcceptUni, order, uni) })
 	wg.Go(func() {
-		serveStreams(ctx, c.AcceptBidi, nil, func(str bidiStream, _ orderTicket) { bidi(str) })
+		session.ServeStreams(ctx, c.AcceptBidi, nil, func(str bidiStream, _ session.OrderTicket) { bidi(str) })
 	})
 	select {
 	case <-ctx.Done():
@@ -567,40 +573,6 @@ func (s *Session) sendSetup(ctx context.Context, c conn) {
 	str.Close()
 }
 
-// serveStreams accepts streams with accept until it fails, handles each on
-// its own goroutine and returns once every handler has. When ctx (the
-// connection's) ends, every stream's reads end too: webtransport-go holds
-// a read on a stream the peer reset with "session gone" until our side of
-// the session is closed, which may never be signalled to a stream
-// accepted at that moment; a deadline always wakes it.
-func serveStreams[S interface{ SetReadDeadline(time.Time) error }](ctx context.Context, accept func(context.Context) (S, error), order *streamOrder, handle func(S, orderTicket)) {
-	var wg sync.WaitGroup
-	var stops session.StopSet[S]
-	defer stops.Close()
-	defer wg.Wait()
-	wake := wakeRead[S] // a generic func value: made once, not per stream
-	for {
-		str, err := accept(ctx)
-		if err != nil {
-			return
-		}
-		id := stops.Add(ctx, str, wake)
-		t := order.take() // in acceptance order, before the goroutine runs
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer stops.Remove(id)
-			defer t.done()
-			handle(str, t)
-		}()
-	}
-}
-
-// wakeRead ends a stream's pending and future reads.
-func wakeRead[S interface{ SetReadDeadline(time.Time) error }](str S) {
-	str.SetReadDeadline(time.Now())
-}
-
 // uniReaders are the buffered readers of uni streams, reused: a group
 // stream (one per frame of hang's audio) would allocate one otherwise. A
 // reader goes back when its handler returned; what was read from it was
@@ -616,7 +588,7 @@ var uniReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, gro
 // 12 MB for nothing.
 const groupReadBuffer = 512
 
-func (s *Session) handleUni(ctx context.Context, c conn, str recvStream, t orderTicket) {
+func (s *Session) handleUni(ctx context.Context, c conn, str recvStream, t session.OrderTicket) {
 	r := uniReaders.Get().(*bufio.Reader)
 	r.Reset(str)
 	defer func() {
@@ -629,7 +601,7 @@ func (s *Session) handleUni(ctx context.Context, c conn, str recvStream, t order
 		return
 	}
 	if typ != wire.UniGroup {
-		t.done()
+		t.Done()
 	}
 	switch {
 	case typ == wire.UniSetup && connVersion(c).SetupStream:
@@ -790,4 +762,4 @@ func connLoss(c conn, err error) error {
 	return err
 }
 
-var errStopped = errors.New("moq: stopped")
+var errStopped = session.ErrStopped

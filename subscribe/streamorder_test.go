@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -82,10 +83,10 @@ func TestAGroupWhoseStreamIsReadLateIsNotLostAtTheStartOfASubscription(t *testin
 					free()
 				}
 			}
-			testHookGroupNamed.Store(&named)
-			testHookOrderWaiting.Store(&waiting)
-			defer testHookGroupNamed.Store(nil)
-			defer testHookOrderWaiting.Store(nil)
+			session.HookGroupNamed.Store(&named)
+			session.HookOrderWaiting.Store(&waiting)
+			defer session.HookGroupNamed.Store(nil)
+			defer session.HookOrderWaiting.Store(nil)
 			defer free()
 
 			c := tr.Subscribe(time.Hour)

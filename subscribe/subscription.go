@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"time"
 
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
@@ -14,100 +13,9 @@ import (
 	"github.com/moq-export/moq-export/internal/varint"
 )
 
-// subscription is one subscription of a track on one connection: the
-// core's (session.Subscription: its group streams, its start, its drain)
-// with the track its group readers feed.
-type subscription struct {
-	session.Subscription
-	rt *remoteTrack
-	// groupStops ends the group streams' reads when Ctx ends.
-	groupStops session.StopSet[recvStream]
-	// router routes the subscription's group streams (its family's
-	// wire): Unroute stops it.
-	router session.Wire[*subscription]
-}
-
-// The subscription is its core's host (session.Host).
-
-func (sub *subscription) Logger() *slog.Logger { return sub.rt.rb.s.log }
-func (sub *subscription) Names() (broadcast, track string) {
-	return sub.rt.rb.path, sub.rt.name
-}
-func (sub *subscription) Timeouts() (request, drainGrace time.Duration) {
-	return sub.rt.rb.s.opts.RequestTimeout, sub.rt.rb.s.opts.drainGrace
-}
-func (sub *subscription) PendingStreams() int { return sub.rt.rb.s.uniOrder.Load().pending() }
-func (sub *subscription) Unroute()            { sub.router.Unroute(sub) }
-
-// subscriptionWire is one subscription attempt in a family's wire, with
-// the track's side of it (attemptTrack): what session.Subscribe runs.
-type subscriptionWire interface {
-	session.Track[*subscription]
-	session.Wire[*subscription]
-}
-
-// subscribe runs one subscription of rt on c until it ends (see
-// session.Subscribe): nil for a clean end by the publisher, an error
-// otherwise; parked while it waits for the publisher's next message, its
-// end then going to resumed.
-func (rt *remoteTrack) subscribe(ctx context.Context, cancel context.CancelCauseFunc, c conn, resumed func(error)) (err error, parked bool) {
-	w := c.family().newSubscription(ctx, rt)
-	return session.Subscribe(ctx, cancel, w, w, resumed)
-}
-
-// attemptTrack is the track's side of one subscription attempt (rt on c),
-// as the core's lifecycle sees it (session.Track); both families' wires
-// embed it.
-type attemptTrack struct {
-	rt *remoteTrack
-	c  conn
-}
-
-func (a attemptTrack) GoLive() bool {
-	was := a.rt.live
-	a.rt.live = true
-	return was
-}
-
-func (a attemptTrack) NewSubscription(ctx context.Context, cancel context.CancelCauseFunc, timescale uint64, waits session.Settler) (*subscription, *session.Subscription) {
-	sub := &subscription{rt: a.rt}
-	sub.Timescale, sub.Ctx, sub.Cancel, sub.Host, sub.Waits = timescale, ctx, cancel, sub, waits
-	sub.Init()
-	return sub, &sub.Subscription
-}
-
-func (a attemptTrack) Attach(timescale uint64) func() { return a.rt.attach(a.c, timescale) }
-func (a attemptTrack) Start(first uint64)             { a.rt.track.SetStart(first) }
-func (a attemptTrack) Resume(ctx context.Context, timescale, first uint64) {
-	a.rt.resume(ctx, a.c, timescale, first)
-}
-func (a attemptTrack) ReleaseAtLive(first uint64, burstDone func() bool) {
-	a.rt.releaseAtLive(first, burstDone)
-}
-func (a attemptTrack) NewTimeline()            { a.rt.newTimeline() }
-func (a attemptTrack) Gone(err error) bool     { return connGone(a.c, err) }
-func (a attemptTrack) Loss(err error) error    { return connLoss(a.c, err) }
-func (a attemptTrack) Cut(err error) bool      { return connGone(a.c, err) || sessionEndingReset(a.c, err) }
-func (a attemptTrack) Logger() *slog.Logger    { return a.rt.rb.s.log }
-func (a attemptTrack) Names() (string, string) { return a.rt.rb.path, a.rt.name }
-
-// attach records c and timescale as the track's current subscription
-// (backfills FETCH on it) and returns the detach to defer.
-func (rt *remoteTrack) attach(c conn, timescale uint64) (detach func()) {
-	rt.mu.Lock()
-	rt.conn, rt.timescale = c, timescale
-	rt.subGen++
-	rt.mu.Unlock()
-	return func() {
-		rt.mu.Lock()
-		rt.conn = nil
-		rt.mu.Unlock()
-	}
-}
-
 // unregister removes sub from the session: group streams for it are
 // refused from now on.
-func (s *Session) unregister(sub *subscription) {
+func (s *Session) unregister(sub *session.Sub) {
 	s.mu.Lock()
 	if s.subs[sub.ID] == sub {
 		delete(s.subs, sub.ID)
@@ -119,7 +27,9 @@ func (s *Session) unregister(sub *subscription) {
 // TRACK_INFO first (lite-05+), then SUBSCRIBE on its own stream and the
 // publisher's responses on it (session.Subscribe runs the rest).
 type liteSubscription struct {
-	attemptTrack
+	session.AttemptTrack
+	s   *Session
+	c   conn
 	ctx context.Context
 	v   *wire.Version
 	str bidiStream
@@ -130,8 +40,8 @@ type liteSubscription struct {
 	stopCancel func() bool
 }
 
-func (l liteFamily) newSubscription(ctx context.Context, rt *remoteTrack) subscriptionWire {
-	return &liteSubscription{attemptTrack: attemptTrack{rt: rt, c: l.c}, ctx: ctx, v: connVersion(l.c)}
+func (l liteFamily) NewSubscription(ctx context.Context, rt *session.Remote) session.SubscriptionWire {
+	return &liteSubscription{AttemptTrack: session.AttemptTrack{R: rt, C: l}, s: sessionOf(rt), c: l.c, ctx: ctx, v: connVersion(l.c)}
 }
 
 // Accept: without a Track stream (lite-01..04) nothing tells the
@@ -141,31 +51,31 @@ func (ls *liteSubscription) Accept(ctx context.Context) (uint64, bool, error) {
 	if !ls.v.TrackInfo {
 		return publishTimescale, false, nil
 	}
-	info, err := ls.rt.trackInfo(ctx, ls.c)
+	info, err := ls.trackInfo(ctx)
 	return info.Timescale, false, err
 }
 
 // Route registers sub with the session: group streams name its id.
-func (ls *liteSubscription) Route(sub *subscription) error {
-	s := ls.rt.rb.s
+func (ls *liteSubscription) Route(sub *session.Sub) error {
+	s := ls.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sub.ID, sub.router = s.nextSubID, ls
+	sub.ID, sub.Router = s.nextSubID, ls
 	s.nextSubID++
 	s.subs[sub.ID] = sub
 	return nil
 }
 
-func (ls *liteSubscription) Unroute(sub *subscription) { ls.rt.rb.s.unregister(sub) }
+func (ls *liteSubscription) Unroute(sub *session.Sub) { ls.s.unregister(sub) }
 
 // Request sends SUBSCRIBE; a resumed lite-06 subscription asks from the
-// rest of a cut group when it has one (floorOfCut).
-func (ls *liteSubscription) Request(ctx context.Context, sub *subscription, resumed bool) error {
-	var floor resumeFloor
+// rest of a cut group when it has one (session.Remote.FloorOfCut).
+func (ls *liteSubscription) Request(ctx context.Context, sub *session.Sub, resumed bool) error {
+	var floor session.ResumeFloor
 	if resumed && ls.v.FrameRange {
-		floor = ls.rt.floorOfCut(ctx, ls.c, sub.Timescale)
+		floor = ls.R.FloorOfCut(ctx, ls.C, sub.Timescale)
 	}
-	str, err := ls.rt.sendSubscribe(ctx, ls.c, ls.v, sub.ID, resumed, floor)
+	str, err := ls.sendSubscribe(ctx, sub.ID, resumed, floor)
 	if err != nil {
 		return err
 	}
@@ -206,7 +116,7 @@ func (ls *liteSubscription) Next() (session.Event, error) {
 	case wire.RespEnd:
 		return session.Event{Kind: session.EventEnd, Group: resp.Group}, nil
 	case wire.RespDrop:
-		ls.rt.rb.s.log.Debug("moq: groups dropped", "broadcast", ls.rt.rb.path, "track", ls.rt.name,
+		ls.s.log.Debug("moq: groups dropped", "broadcast", ls.R.Broadcast, "track", ls.R.Name,
 			"start", resp.Start, "end", resp.End, "code", resp.Code)
 	}
 	return session.Event{}, nil
@@ -218,7 +128,7 @@ func (ls *liteSubscription) Failed(err error, started bool) error {
 	if re, ok := errors.AsType[*ResetError](err); ok {
 		ls.str.CancelWrite(CodeCancel)
 		if !started {
-			return fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", ErrRefused, ls.rt.rb.path, ls.rt.name, re)
+			return fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", ErrRefused, ls.R.Broadcast, ls.R.Name, re)
 		}
 		return re
 	}
@@ -265,24 +175,24 @@ func (ls *liteSubscription) Wake() { ls.str.SetReadDeadline(time.Now()) }
 
 // sendSubscribe opens the subscription's stream and sends SUBSCRIBE. A
 // resumed one asks no max age on lite-06, where it would reach back: its
-// gap is FETCHed (resume.go), which needs the live edge in SUBSCRIBE_OK;
+// gap is FETCHed (session.Remote's resume), which needs the live edge in SUBSCRIBE_OK;
 // it asks from floor when there is one (the rest of a cut group).
-func (rt *remoteTrack) sendSubscribe(ctx context.Context, c conn, v *wire.Version, id uint64, resumed bool, floor resumeFloor) (bidiStream, error) {
-	s := rt.rb.s
-	str, err := c.OpenBidi(ctx)
+func (ls *liteSubscription) sendSubscribe(ctx context.Context, id uint64, resumed bool, floor session.ResumeFloor) (bidiStream, error) {
+	s, rt, v := ls.s, ls.R, ls.v
+	str, err := ls.c.OpenBidi(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("open subscribe stream: %w", err)
 	}
 	m := wire.Subscribe{
-		ID: id, Broadcast: rt.rb.path, Track: rt.name,
+		ID: id, Broadcast: rt.Broadcast, Track: rt.Name,
 		SubscribeParams: wire.SubscribeParams{
-			Priority: priorityOf(rt.name), MaxLatency: uint64(s.opts.MaxLatency.Milliseconds()),
+			Priority: priorityOf(rt.Name), MaxLatency: uint64(s.opts.MaxLatency.Milliseconds()),
 		},
 	}
 	if resumed && v.FrameRange {
 		m.MaxLatency = 0
-		if floor.ok {
-			m.Start, m.FrameStart = wire.Some(floor.group), floor.frame
+		if floor.OK {
+			m.Start, m.FrameStart = wire.Some(floor.Group), floor.Frame
 		}
 	}
 	if _, err := str.Write(m.AppendFor(varint.Append(nil, wire.StreamSubscribe), v)); err != nil {
@@ -294,18 +204,19 @@ func (rt *remoteTrack) sendSubscribe(ctx context.Context, c conn, v *wire.Versio
 
 // trackInfo sends TRACK and reads TRACK_INFO, bounded by the request
 // timeout (a @moq/net publisher never answers for an unknown track).
-func (rt *remoteTrack) trackInfo(ctx context.Context, c conn) (wire.TrackInfo, error) {
+func (ls *liteSubscription) trackInfo(ctx context.Context) (wire.TrackInfo, error) {
+	rt, c := ls.R, ls.c
 	var info wire.TrackInfo
 	str, err := c.OpenBidi(ctx)
 	if err != nil {
 		return info, fmt.Errorf("open track stream: %w", err)
 	}
-	m := wire.TrackRequest{Broadcast: rt.rb.path, Track: rt.name}
+	m := wire.TrackRequest{Broadcast: rt.Broadcast, Track: rt.Name}
 	if _, err := str.Write(m.Append(varint.Append(nil, wire.StreamTrack))); err != nil {
 		str.CancelRead(CodeCancel)
 		return info, fmt.Errorf("send TRACK: %w", err)
 	}
-	str.SetReadDeadline(time.Now().Add(rt.rb.s.opts.RequestTimeout))
+	str.SetReadDeadline(time.Now().Add(ls.s.opts.RequestTimeout))
 	stop := context.AfterFunc(ctx, func() { str.SetReadDeadline(time.Now()) })
 	defer stop()
 	err = readMsg(bufio.NewReader(str), versioned{&info, connVersion(c)})
@@ -315,14 +226,14 @@ func (rt *remoteTrack) trackInfo(ctx context.Context, c conn) (wire.TrackInfo, e
 			return info, context.Cause(ctx)
 		}
 		if errors.Is(err, ErrProtocol) {
-			return info, fmt.Errorf("TRACK_INFO %q/%q: %w", rt.rb.path, rt.name, err)
+			return info, fmt.Errorf("TRACK_INFO %q/%q: %w", rt.Broadcast, rt.Name, err)
 		}
 		if err == io.EOF {
 			err = errors.New("FIN without TRACK_INFO")
 		} else if isTimeout(err) {
 			err = errors.New("no TRACK_INFO within the request timeout")
 		}
-		return info, fmt.Errorf("%w: TRACK %q/%q: %w", ErrRefused, rt.rb.path, rt.name, err)
+		return info, fmt.Errorf("%w: TRACK %q/%q: %w", ErrRefused, rt.Broadcast, rt.Name, err)
 	}
 	str.Close()
 	str.CancelRead(CodeCancel)

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moq-export/moq-export/internal/hang"
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
+	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/internal/moq/transport"
 	"github.com/moq-export/moq-export/model"
 )
@@ -186,14 +186,14 @@ func TestGroupArrivingAfterTheDrainIsRefused(t *testing.T) {
 	s := newSession(Options{Logger: testLogger(t)}, "")
 	defer s.cancel()
 	rb := &remoteBroadcast{s: s, path: "b", b: model.NewBroadcast("b")}
-	rt := &remoteTrack{rb: rb, name: "v", track: model.NewTrack("v"), kind: string(hang.Legacy)}
+	rt := &session.Remote{Host: rb, Broadcast: rb.path, Name: "v", Track: model.NewTrack("v")}
 	sub := testSubscription(rt, 4)
 	s.subs[sub.ID] = sub
 	sub.Drain(context.Background(), 0, 0, true)
 
 	h := wire.Group{SubscribeID: sub.ID, Sequence: 0}
 	str := &recordedRecv{Reader: bytes.NewReader(h.Append(nil))}
-	s.readGroup(context.Background(), &lateContextConn{ctx: context.Background()}, str, bufio.NewReader(str), orderTicket{})
+	s.readGroup(context.Background(), &lateContextConn{ctx: context.Background()}, str, bufio.NewReader(str), session.OrderTicket{})
 	if got := str.cancelled.Load() - 1; got != CodeNotFound {
 		t.Fatalf("late group stream: CancelRead code %d, want %d", got, CodeNotFound)
 	}
@@ -208,10 +208,10 @@ func TestTrackOfAnEndedBroadcastEndsCleanly(t *testing.T) {
 		ctx, cancel := context.WithCancelCause(s.ctx)
 		cancel(errStopped)
 		rb := &remoteBroadcast{s: s, path: "b", b: model.NewBroadcast("b"), ctx: ctx, cancel: cancel,
-			tracks: map[string]*remoteTrack{}, activated: make(chan struct{})}
-		rt := &remoteTrack{rb: rb, name: "v", track: model.NewTrack("v"), exit: func() {}}
-		c := rt.track.Subscribe(0)
-		rt.run()
+			tracks: map[string]*session.Remote{}, activated: make(chan struct{})}
+		rt := &session.Remote{Host: rb, Broadcast: rb.path, Name: "v", Track: model.NewTrack("v"), Exit: func() {}}
+		c := rt.Track.Subscribe(0)
+		rb.run(rt, "")
 		ev, ok := c.Next()
 		if !ok || ev.Kind != model.EventEnd || ev.Err != nil {
 			t.Fatalf("track of an ended broadcast: %+v %v", ev, ok)
@@ -326,7 +326,7 @@ func TestGroupReadEndsWithItsSubscriptionEvenWhenCancelReadDoesNotWakeIt(t *test
 	s := newSession(Options{Logger: testLogger(t)}, "")
 	defer s.cancel()
 	rb := &remoteBroadcast{s: s, path: "b", b: model.NewBroadcast("b")}
-	rt := &remoteTrack{rb: rb, name: "v", track: model.NewTrack("v"), kind: string(hang.Legacy)}
+	rt := &session.Remote{Host: rb, Broadcast: rb.path, Name: "v", Track: model.NewTrack("v")}
 	sub := testSubscription(rt, 4)
 	sub.MarkStarted()
 	s.subs[sub.ID] = sub
@@ -335,7 +335,7 @@ func TestGroupReadEndsWithItsSubscriptionEvenWhenCancelReadDoesNotWakeIt(t *test
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.readGroup(context.Background(), &lateContextConn{ctx: context.Background()}, str, bufio.NewReader(str), orderTicket{})
+		s.readGroup(context.Background(), &lateContextConn{ctx: context.Background()}, str, bufio.NewReader(str), session.OrderTicket{})
 	}()
 	// Before or after the reader reaches the frames: either way the read
 	// must end.
@@ -347,7 +347,7 @@ func TestGroupReadEndsWithItsSubscriptionEvenWhenCancelReadDoesNotWakeIt(t *test
 	}
 }
 
-// TestStopReadingEndsAReadCancelReadDoesNotWake: stopReading, which every
+// TestStopReadingEndsAReadCancelReadDoesNotWake: session.StopReading, which every
 // stop of a blocked reader (announce feeds, session streams, moq-transport
 // requests and subgroups) goes through, ends a read that CancelRead alone
 // leaves blocked (a WebTransport stream the peer's session closed under).
@@ -358,7 +358,7 @@ func TestStopReadingEndsAReadCancelReadDoesNotWake(t *testing.T) {
 		_, err := str.Read(make([]byte, 8))
 		done <- err
 	}()
-	stopReading(str, CodeCancel)
+	session.StopReading(str, CodeCancel)
 	select {
 	case err := <-done:
 		if !errors.Is(err, os.ErrDeadlineExceeded) {
@@ -371,10 +371,10 @@ func TestStopReadingEndsAReadCancelReadDoesNotWake(t *testing.T) {
 
 // testSubscription is a moq-lite subscription of rt with id, timescale
 // 1000, as a subscription attempt makes it (not registered).
-func testSubscription(rt *remoteTrack, id uint64) *subscription {
+func testSubscription(rt *session.Remote, id uint64) *session.Sub {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	ls := &liteSubscription{attemptTrack: attemptTrack{rt: rt}}
+	ls := &liteSubscription{AttemptTrack: session.AttemptTrack{R: rt}, s: sessionOf(rt)}
 	sub, _ := ls.NewSubscription(ctx, cancel, 1000, nil)
-	sub.ID, sub.router = id, ls
+	sub.ID, sub.Router = id, ls
 	return sub
 }

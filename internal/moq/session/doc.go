@@ -17,25 +17,28 @@
 // layout, its codes), and ServeGroup hands over a past group's frames for
 // a FETCH. A family reads the request in its wire and writes the reply.
 //
-// The subscriber's core is here as well: one subscription attempt's
-// lifecycle (Subscribe: the track goes live once accepted, its group
-// streams are routed to it, the start the publisher names starts the
-// track or fills the gap after a lost connection, the publisher's end
+// The subscriber's core is here as well. A subscribed track is a Remote:
+// it outlives its subscriptions and connections, and its run (Run)
+// subscribes it on the session's current connection, lets the retry
+// policy decide after each attempt, waits out a lost connection, fills
+// the gap it left (FETCH of the missed groups, completion of the groups it
+// cut, a new timeline when the publisher restarted) and serves backfills.
+// One subscription attempt's lifecycle is Subscribe (the track goes live
+// once accepted, its group streams are routed to it, the start the
+// publisher names starts the track or fills the gap, the publisher's end
 // drains the group streams, the end undoes it all, and between messages
-// the wait parks on a shallow goroutine that a Settler renews), run
-// against two seams the core owns and package subscribe implements: Track
-// (the side of a track that outlives a subscription) and Wire (what a
-// family asks and reads, how it routes group streams, how its parked wait
-// waits). The state the group readers of both families share is
-// Subscription (the start, the groups that arrived, the drain); a FETCH's
-// reply becomes frames in Fetch (the family sends the request and waits
-// for its answer, FetchReply), and a track's past is filled by Backfill.
+// the wait parks on a shallow goroutine that a Settler renews). The state
+// the group readers of both families share is Sub (a Subscription with
+// its track): a group stream waits for the start and for the streams
+// accepted before it (StreamOrder, ServeStreams), makes its group
+// (CreateGroup, adopting one a lost connection cut) and ends it
+// (EndGroup); a FETCH's reply becomes frames in Fetch.
 //
-// It imports neither protocol package (internal/layering checks it): a
-// family maps its own codes and reads its own messages into the terms
-// here. What is still package subscribe's, behind its family seam
-// (subscribe/family.go): the tracks themselves (remoteTrack: its run and
-// retries, resume and gap fill), the group readers around the pump, and
-// each family's wire; it moves here piece by piece, each piece written
-// once for both families.
+// The seams the core owns and the families implement: Family (what a
+// protocol does for the core on one connection: a subscription attempt's
+// Wire, a FETCH, what its errors and resets mean), RemoteHost (what a
+// track needs of its session and broadcast; package subscribe's
+// broadcast). It imports neither protocol package (internal/layering
+// checks it): a family maps its own codes and reads its own messages into
+// the terms here.
 package session

@@ -1,4 +1,4 @@
-package subscribe
+package session
 
 import (
 	"context"
@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/moq-export/moq-export/internal/moq/lite/wire"
-	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -37,7 +35,7 @@ const (
 //     publisher session: the groups in between are FETCHed and inserted in
 //     order, the cut groups are completed (FETCH for the older ones, the
 //     live stream for the one SUBSCRIBE_OK names), and the live groups wait
-//     until that is done (see session.Subscription.WaitStarted); nothing is lost
+//     until that is done (see Subscription.WaitStarted); nothing is lost
 //     while the relay still holds the groups;
 //   - a group the relay no longer serves ends the fill: it and the groups
 //     after it up to the live ones are marked lost (model.Track.MarkLost),
@@ -48,16 +46,13 @@ const (
 //
 // On lite-06 (frame ranges) nothing the track holds is sent again but one
 // frame: before resubscribing, a FETCH of the newest held frame of a cut
-// newest group checks the publisher (floorOfCut), and SUBSCRIBE asks from
+// newest group checks the publisher (FloorOfCut), and SUBSCRIBE asks from
 // that group's first missing frame; the FETCHes that complete cut groups
 // ask only their missing frames (fetchFrom).
 
-// errConnLost ends a subscription whose connection is gone.
-var errConnLost = session.ErrConnLost
-
 // interrupt keeps group g, cut short by the loss of the connection, open
 // for the resumed subscription to complete.
-func (rt *remoteTrack) interrupt(seq uint64, g *model.Group) {
+func (rt *Remote) interrupt(seq uint64, g *model.Group) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	if rt.interrupted == nil {
@@ -67,26 +62,26 @@ func (rt *remoteTrack) interrupt(seq uint64, g *model.Group) {
 }
 
 // hold holds the track (once) until release.
-func (rt *remoteTrack) hold() {
+func (rt *Remote) hold() {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	rt.holdGen++
 	if !rt.holding {
 		rt.holding = true
-		rt.track.Hold()
+		rt.Track.Hold()
 	}
 }
 
-func (rt *remoteTrack) release() {
+func (rt *Remote) release() {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	rt.releaseLocked()
 }
 
-func (rt *remoteTrack) releaseLocked() {
+func (rt *Remote) releaseLocked() {
 	if rt.holding {
 		rt.holding = false
-		rt.track.Release()
+		rt.Track.Release()
 	}
 }
 
@@ -101,7 +96,7 @@ func (rt *remoteTrack) releaseLocked() {
 // track: released earlier, with nothing to read while its first live group
 // is on its way, the track would look idle, the other tracks would run
 // ahead, and its first frames would come late and be dropped.
-func (rt *remoteTrack) releaseAtLive(first uint64, burstDone func() bool) {
+func (rt *Remote) releaseAtLive(first uint64, burstDone func() bool) {
 	rt.mu.Lock()
 	gen := rt.holdGen
 	rt.mu.Unlock()
@@ -111,11 +106,11 @@ func (rt *remoteTrack) releaseAtLive(first uint64, burstDone func() bool) {
 	// that landed first (groups travel newest first), would let the export
 	// move past the rest of the cut group before it arrives.
 	base := 0
-	if g := rt.track.Group(first); g != nil {
+	if g := rt.Track.Group(first); g != nil {
 		frames, _, _ := g.Frames(0)
 		base = len(frames)
 	}
-	c := rt.track.Subscribe(0)
+	c := rt.Track.Subscribe(0)
 	rs := model.NewReadySet()
 	c.Watch(rs)
 	live := func() bool {
@@ -127,30 +122,27 @@ func (rt *remoteTrack) releaseAtLive(first uint64, burstDone func() bool) {
 		if burstDone != nil && !burstDone() {
 			return false
 		}
-		if g := rt.track.Group(first); g != nil {
+		if g := rt.Track.Group(first); g != nil {
 			frames, finished, _ := g.Frames(0)
 			return len(frames) > base || finished
 		}
-		g := rt.track.NewestGroup()
+		g := rt.Track.NewestGroup()
 		if g == nil || g.Sequence() < first {
 			return false
 		}
 		frames, _, _ := g.Frames(0)
 		return len(frames) > 0
 	}
-	s := rt.rb.s
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
+	rt.Host.Go(func() {
 		defer c.Close()
-		t := time.NewTimer(s.opts.RequestTimeout)
+		t := time.NewTimer(rt.Host.Config().RequestTimeout)
 		defer t.Stop()
 		for !live() {
 			select {
 			case <-rs.Wakeup():
 				continue
 			case <-t.C:
-			case <-rt.rb.ctx.Done():
+			case <-rt.Host.Context().Done():
 			}
 			break
 		}
@@ -159,12 +151,12 @@ func (rt *remoteTrack) releaseAtLive(first uint64, burstDone func() bool) {
 		if rt.holdGen == gen { // not held again by a later loss
 			rt.releaseLocked()
 		}
-	}()
+	})
 }
 
 // adopt returns the cut group seq that the live subscription delivers
 // again, and how many of its frames the track already has.
-func (rt *remoteTrack) adopt(seq uint64) (*model.Group, int, bool) {
+func (rt *Remote) adopt(seq uint64) (*model.Group, int, bool) {
 	rt.mu.Lock()
 	g, ok := rt.adoptable[seq]
 	delete(rt.adoptable, seq)
@@ -176,13 +168,13 @@ func (rt *remoteTrack) adopt(seq uint64) (*model.Group, int, bool) {
 	return g, len(frames), true
 }
 
-// waitCutGroups holds the group stream of seq until the cut groups older
+// WaitCutGroups holds the group stream of seq until the cut groups older
 // than seq that the resumed subscription completes are complete (or
 // closed), at most the request timeout: a newer group landing first
 // (groups travel newest first) would otherwise let readers move past the
 // rest of a cut group before its live stream brings it.
-func (rt *remoteTrack) waitCutGroups(ctx context.Context, seq uint64) {
-	deadline := time.Now().Add(rt.rb.s.opts.RequestTimeout)
+func (rt *Remote) WaitCutGroups(ctx context.Context, seq uint64) {
+	deadline := time.Now().Add(rt.Host.Config().RequestTimeout)
 	for {
 		rt.mu.Lock()
 		pending := false
@@ -211,30 +203,30 @@ func (rt *remoteTrack) waitCutGroups(ctx context.Context, seq uint64) {
 // newTimeline ends the groups the lost connection cut short and starts a
 // new timeline on the track; a gap after something was received counts as
 // lost (its size is unknown).
-func (rt *remoteTrack) newTimeline() {
+func (rt *Remote) newTimeline() {
 	rt.mu.Lock()
 	cut := rt.interrupted
 	rt.interrupted = nil
 	rt.mu.Unlock()
 	for seq, g := range cut {
-		g.Close(fmt.Errorf("group %d of %q: %w: the connection was lost", seq, rt.name, ErrTruncated))
+		g.Close(fmt.Errorf("group %d of %q: %w: the connection was lost", seq, rt.Name, ErrTruncated))
 	}
-	if rt.track.NewestGroup() != nil {
-		rt.rb.s.lostGroups.Add(1)
+	if rt.Track.NewestGroup() != nil {
+		rt.Host.AddLost(1)
 	}
-	rt.track.Discontinuity()
+	rt.Track.Discontinuity()
 }
 
 // resume fills the gap between what the track received before the
 // connection was lost and group first, where the resumed subscription
 // starts (see above). It returns when the missed groups are in the track.
-func (rt *remoteTrack) resume(ctx context.Context, c conn, timescale, first uint64) {
-	log := rt.rb.s.log.With("broadcast", rt.rb.path, "track", rt.name)
+func (rt *Remote) resume(ctx context.Context, c Family, timescale, first uint64) {
+	log := rt.logger()
 	rt.mu.Lock()
 	cut := rt.interrupted
 	rt.interrupted = nil
 	rt.mu.Unlock()
-	newest := rt.track.NewestGroup()
+	newest := rt.Track.NewestGroup()
 	verified := false
 	rt.mu.Lock()
 	if rt.verifiedOK && newest != nil && rt.verified == newest.Sequence() {
@@ -258,7 +250,7 @@ func (rt *remoteTrack) resume(ctx context.Context, c conn, timescale, first uint
 	case newest == nil || first < newest.Sequence():
 	case verified && first == newest.Sequence():
 		// The cut group goes on in the live stream, from its first
-		// missing frame (the floor floorOfCut asked, checked there).
+		// missing frame (the floor FloorOfCut asked, checked there).
 		same = true
 	case verified:
 		// Checked before SUBSCRIBE: fetch only the frames it misses.
@@ -271,12 +263,12 @@ func (rt *remoteTrack) resume(ctx context.Context, c conn, timescale, first uint
 	default:
 		have, _, _ := newest.Frames(0)
 		probeFrom = max(0, len(have)-1)
-		pctx, pcancel := context.WithTimeout(ctx, rt.rb.s.opts.RequestTimeout)
+		pctx, pcancel := context.WithTimeout(ctx, rt.Host.Config().RequestTimeout)
 		var err error
-		if connVersion(c).FrameRange && first == newest.Sequence() {
+		if c.FrameRanges() && first == newest.Sequence() {
 			// The live group: its one frame is all the check needs (the
 			// whole of it would be served as it is written).
-			probe, err = rt.fetchFrames(pctx, c, timescale, newest.Sequence(), uint64(probeFrom), wire.Some(uint64(probeFrom)))
+			probe, err = rt.FetchFrames(pctx, c, timescale, newest.Sequence(), uint64(probeFrom), uint64(probeFrom), true)
 		} else {
 			probe, err = rt.fetchFrom(pctx, c, timescale, newest.Sequence(), probeFrom)
 		}
@@ -297,7 +289,7 @@ func (rt *remoteTrack) resume(ctx context.Context, c conn, timescale, first uint
 				"last", newest.Sequence(), "first", first)
 		}
 		rt.newTimeline()
-		rt.track.SetStart(first)
+		rt.Track.SetStart(first)
 		return
 	}
 	last := newest.Sequence()
@@ -326,7 +318,7 @@ func (rt *remoteTrack) resume(ctx context.Context, c conn, timescale, first uint
 		}
 		if err != nil || from+len(frames) < len(have) {
 			log.Info("moq: a group cut by the connection loss cannot be completed", "group", seq, "err", err)
-			g.Close(fmt.Errorf("group %d of %q: %w: the connection was lost", seq, rt.name, ErrTruncated))
+			g.Close(fmt.Errorf("group %d of %q: %w: the connection was lost", seq, rt.Name, ErrTruncated))
 			continue
 		}
 		for _, f := range frames[len(have)-from:] {
@@ -342,16 +334,16 @@ func (rt *remoteTrack) resume(ctx context.Context, c conn, timescale, first uint
 	seq := from
 	for seq < end {
 		n := int(min(uint64(resumeWindow), end-seq))
-		res := make([]session.Fetched, n)
+		res := make([]Fetched, n)
 		wctx, wcancel := context.WithTimeout(fillCtx, resumeTimeout)
 		var wg sync.WaitGroup
 		for i := range n {
-			wg.Go(func() { res[i].Frames, res[i].Err = rt.fetch(wctx, c, timescale, seq+uint64(i)) })
+			wg.Go(func() { res[i].Frames, res[i].Err = rt.Fetch(wctx, c, timescale, seq+uint64(i)) })
 		}
 		wg.Wait()
 		wcancel()
 		for _, r := range res {
-			if r.Err != nil || session.InsertGroup(rt.track, seq, r.Frames) != nil {
+			if r.Err != nil || InsertGroup(rt.Track, seq, r.Frames) != nil {
 				log.Debug("moq: missed group not fetched", "group", seq, "err", r.Err)
 				end = seq
 				break
@@ -364,33 +356,33 @@ func (rt *remoteTrack) resume(ctx context.Context, c conn, timescale, first uint
 	}
 	if seq < first {
 		lost := first - seq
-		rt.rb.s.lostGroups.Add(lost)
+		rt.Host.AddLost(lost)
 		log.Warn("moq: groups missed while the connection was down are no longer served: a gap in the recording",
 			"groups", lost, "from", seq, "to", first-1)
 		// Readers go on at first without waiting for these, and report
 		// the gap before the next frame.
-		rt.track.MarkLost(seq, first)
+		rt.Track.MarkLost(seq, first)
 	}
 }
 
-// resumeFloor is where a resumed lite-06 subscription asks to start: frame
+// ResumeFloor is where a resumed lite-06 subscription asks to start: frame
 // frame of group group, when ok.
-type resumeFloor struct {
-	group, frame uint64
-	ok           bool
+type ResumeFloor struct {
+	Group, Frame uint64
+	OK           bool
 }
 
-// floorOfCut returns the floor of a resumed lite-06 subscription: the
+// FloorOfCut returns the floor of a resumed lite-06 subscription: the
 // newest group, when the lost connection cut it, at its first frame not
 // received, so that the publisher sends only the rest of it. A FETCH of
 // the frame before that first checks that the publisher still holds the
 // group and is the same one: a floor above a restarted publisher's
 // sequences would wait for a group it may never make. Without that, no
 // floor (the live edge, as on other versions).
-func (rt *remoteTrack) floorOfCut(ctx context.Context, c conn, timescale uint64) resumeFloor {
-	newest := rt.track.NewestGroup()
+func (rt *Remote) FloorOfCut(ctx context.Context, c Family, timescale uint64) ResumeFloor {
+	newest := rt.Track.NewestGroup()
 	if newest == nil {
-		return resumeFloor{}
+		return ResumeFloor{}
 	}
 	seq := newest.Sequence()
 	rt.mu.Lock()
@@ -398,40 +390,34 @@ func (rt *remoteTrack) floorOfCut(ctx context.Context, c conn, timescale uint64)
 	rt.mu.Unlock()
 	have, finished, _ := newest.Frames(0)
 	if !cut || finished || len(have) == 0 {
-		return resumeFloor{}
+		return ResumeFloor{}
 	}
 	n := uint64(len(have))
-	pctx, cancel := context.WithTimeout(ctx, rt.rb.s.opts.RequestTimeout)
+	pctx, cancel := context.WithTimeout(ctx, rt.Host.Config().RequestTimeout)
 	defer cancel()
-	frames, err := rt.fetchFrames(pctx, c, timescale, seq, n-1, wire.Some(n-1))
+	frames, err := rt.FetchFrames(pctx, c, timescale, seq, n-1, n-1, true)
 	if err != nil || len(frames) != 1 || frames[0].Timestamp != have[n-1].Timestamp {
-		return resumeFloor{}
+		return ResumeFloor{}
 	}
 	rt.mu.Lock()
 	rt.verified, rt.verifiedOK = seq, true
 	rt.mu.Unlock()
-	return resumeFloor{group: seq, frame: n, ok: true}
+	return ResumeFloor{Group: seq, Frame: n, OK: true}
 }
 
 // fetchFrom returns the frames of past group seq from index from on. On a
 // version with frame ranges (lite-06) the FETCH asks for those frames
 // only; elsewhere the whole group is fetched and cut.
-func (rt *remoteTrack) fetchFrom(ctx context.Context, c conn, timescale, seq uint64, from int) ([]model.Frame, error) {
-	if connVersion(c).FrameRange {
-		return rt.fetchFrames(ctx, c, timescale, seq, uint64(from), wire.Opt{})
+func (rt *Remote) fetchFrom(ctx context.Context, c Family, timescale, seq uint64, from int) ([]model.Frame, error) {
+	if c.FrameRanges() {
+		return rt.FetchFrames(ctx, c, timescale, seq, uint64(from), 0, false)
 	}
-	frames, err := rt.fetch(ctx, c, timescale, seq)
+	frames, err := rt.Fetch(ctx, c, timescale, seq)
 	if err != nil {
 		return nil, err
 	}
 	if len(frames) < from {
-		return nil, fmt.Errorf("%w: group %d has %d frames, %d were held", errNoFetch, seq, len(frames), from)
+		return nil, fmt.Errorf("%w: group %d has %d frames, %d were held", ErrNoFetch, seq, len(frames), from)
 	}
 	return frames[from:], nil
 }
-
-// LostGroups returns how many groups of the session's subscriptions were
-// lost to connection outages: missed groups the peer no longer served
-// after a reconnect, and one for each resume on a restarted publisher
-// session (whose missed groups cannot be counted). Safe for concurrent use.
-func (s *Session) LostGroups() uint64 { return s.lostGroups.Load() }

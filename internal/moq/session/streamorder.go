@@ -1,4 +1,4 @@
-package subscribe
+package session
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// streamOrder makes the group streams of one connection create their model
+// StreamOrder makes the group streams of one connection create their model
 // groups in order within a subscription. Each uni stream is read by its own
 // goroutine, so the stream of group 1 can reach its model group before the
 // stream of group 0, accepted just before it, has read its header; a reader
@@ -26,7 +26,7 @@ import (
 // cannot go round in a circle; it is bounded by orderWaitMax all the same,
 // after which the stream goes on as before, and a stream whose header has
 // not come orderWaitMax after it was accepted holds no one up any more.
-type streamOrder struct {
+type StreamOrder struct {
 	mu   sync.Mutex
 	next uint64
 	// open are the accepted streams that have not created their group
@@ -55,33 +55,33 @@ const orderWaitMax = time.Second
 // goroutines that only need the processor.
 const orderSpins = 4
 
-// orderTicket is one stream's place in its connection's streamOrder. The
-// zero ticket (a stream read outside serveStreams) orders nothing.
-type orderTicket struct {
-	o *streamOrder
+// OrderTicket is one stream's place in its connection's StreamOrder. The
+// zero ticket (a stream read outside ServeStreams) orders nothing.
+type OrderTicket struct {
+	o *StreamOrder
 	n uint64
 }
 
-// Test hooks: testHookGroupNamed runs when a group stream has read its
-// header, testHookOrderWaiting when it starts waiting for an older group.
-var testHookGroupNamed, testHookOrderWaiting atomic.Pointer[func(seq uint64)]
+// Test hooks: HookGroupNamed runs when a group stream has read its
+// header, HookOrderWaiting when it starts waiting for an older group.
+var HookGroupNamed, HookOrderWaiting atomic.Pointer[func(seq uint64)]
 
-// take gives a stream just accepted its ticket.
-func (o *streamOrder) take() orderTicket {
+// Take gives a stream just accepted its ticket.
+func (o *StreamOrder) Take() OrderTicket {
 	if o == nil {
-		return orderTicket{}
+		return OrderTicket{}
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	n := o.next
 	o.next++
 	o.open = append(o.open, orderEntry{n: n, at: time.Now()})
-	return orderTicket{o: o, n: n}
+	return OrderTicket{o: o, n: n}
 }
 
-// pending reports how many streams accepted on the connection have not
+// Pending reports how many streams accepted on the connection have not
 // yet created their group (nor turned out to be no group stream).
-func (o *streamOrder) pending() int {
+func (o *StreamOrder) Pending() int {
 	if o == nil {
 		return 0
 	}
@@ -91,17 +91,17 @@ func (o *streamOrder) pending() int {
 }
 
 // changedLocked wakes the waiters. Called with o.mu held.
-func (o *streamOrder) changedLocked() {
+func (o *StreamOrder) changedLocked() {
 	if o.changed != nil {
 		close(o.changed)
 		o.changed = nil
 	}
 }
 
-// name records that the stream's header names group seq of subscription
+// Name records that the stream's header names group seq of subscription
 // key.
-func (t orderTicket) name(key, seq uint64) {
-	if hook := testHookGroupNamed.Load(); hook != nil {
+func (t OrderTicket) Name(key, seq uint64) {
+	if hook := HookGroupNamed.Load(); hook != nil {
 		defer (*hook)(seq)
 	}
 	if t.o == nil {
@@ -119,9 +119,9 @@ func (t orderTicket) name(key, seq uint64) {
 	}
 }
 
-// done takes the stream out of the order: it created its group, gave up,
+// Done takes the stream out of the order: it created its group, gave up,
 // or is no group stream. Calling it again does nothing.
-func (t orderTicket) done() {
+func (t OrderTicket) Done() {
 	if t.o == nil {
 		return
 	}
@@ -137,13 +137,13 @@ func (t orderTicket) done() {
 	}
 }
 
-// wait holds the stream, named earlier, until the streams accepted before
+// Wait holds the stream, named earlier, until the streams accepted before
 // it have read their headers and the older groups of its subscription
 // were created, at most orderWaitMax or until ctx ends; or until made, the
 // subscription's first group was created: a reader starts at that group,
 // and the groups after it may come in any order (the reader waits for a
 // missing one, up to its latency).
-func (t orderTicket) wait(ctx context.Context, made *atomic.Bool) {
+func (t OrderTicket) Wait(ctx context.Context, made *atomic.Bool) {
 	if t.o == nil || made.Load() {
 		return
 	}
@@ -158,7 +158,7 @@ func (t orderTicket) wait(ctx context.Context, made *atomic.Bool) {
 		if !blocked {
 			return
 		}
-		if hook := testHookOrderWaiting.Load(); hook != nil && i == 0 {
+		if hook := HookOrderWaiting.Load(); hook != nil && i == 0 {
 			(*hook)(seq)
 		}
 		if i == orderSpins {
@@ -192,7 +192,7 @@ func (t orderTicket) wait(ctx context.Context, made *atomic.Bool) {
 
 // blockedLocked reports whether stream n must wait, and n's group. Called
 // with o.mu held.
-func (o *streamOrder) blockedLocked(n uint64) (uint64, bool) {
+func (o *StreamOrder) blockedLocked(n uint64) (uint64, bool) {
 	var me *orderEntry
 	for i := range o.open {
 		if o.open[i].n == n {
@@ -218,4 +218,38 @@ func (o *streamOrder) blockedLocked(n uint64) (uint64, bool) {
 		}
 	}
 	return me.seq, false
+}
+
+// ServeStreams accepts streams with accept until it fails, handles each on
+// its own goroutine and returns once every handler has. When ctx (the
+// connection's) ends, every stream's reads end too: webtransport-go holds
+// a read on a stream the peer reset with "session gone" until our side of
+// the session is closed, which may never be signalled to a stream
+// accepted at that moment; a deadline always wakes it.
+func ServeStreams[S interface{ SetReadDeadline(time.Time) error }](ctx context.Context, accept func(context.Context) (S, error), order *StreamOrder, handle func(S, OrderTicket)) {
+	var wg sync.WaitGroup
+	var stops StopSet[S]
+	defer stops.Close()
+	defer wg.Wait()
+	wake := wakeRead[S] // a generic func value: made once, not per stream
+	for {
+		str, err := accept(ctx)
+		if err != nil {
+			return
+		}
+		id := stops.Add(ctx, str, wake)
+		t := order.Take() // in acceptance order, before the goroutine runs
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer stops.Remove(id)
+			defer t.Done()
+			handle(str, t)
+		}()
+	}
+}
+
+// wakeRead ends a stream's pending and future reads.
+func wakeRead[S interface{ SetReadDeadline(time.Time) error }](str S) {
+	str.SetReadDeadline(time.Now())
 }
