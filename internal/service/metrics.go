@@ -86,6 +86,7 @@ var (
 	descGaps     = prometheus.NewDesc("moq_export_gaps_total", "Gaps in the tracks (groups lost to outages or skipped).", nil, nil)
 	descLost     = prometheus.NewDesc("moq_export_lost_media_seconds_total", "Media time the tracks' gaps skipped, summed.", nil, nil)
 	descReconn   = prometheus.NewDesc("moq_export_reconnects_total", "Reconnects to the relay.", nil, nil)
+	descRestart  = prometheus.NewDesc("moq_export_recordings_restarted_total", "Recordings a full disk ended that --record-all started again, into new files.", nil, nil)
 	descUpBytes  = prometheus.NewDesc("moq_export_upload_bytes_total", "Bytes an object store took (parts and objects).", nil, nil)
 	descUpParts  = prometheus.NewDesc("moq_export_upload_parts_total", "Parts (and single-request objects) an object store took.", nil, nil)
 	descUpObjs   = prometheus.NewDesc("moq_export_upload_objects_total", "Objects finished in an object store.", nil, nil)
@@ -101,7 +102,7 @@ var (
 type recorderCollector struct{ s *Service }
 
 func (c *recorderCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descActive, descFrames, descBytes, descLate, descDropped, descGaps, descLost, descReconn, descDiskFree,
+	for _, d := range []*prometheus.Desc{descActive, descFrames, descBytes, descLate, descDropped, descGaps, descLost, descReconn, descRestart, descDiskFree,
 		descUpBytes, descUpParts, descUpObjs, descUpRetry, descUpFail, descUpCuts, descUpLat, descSpool} {
 		ch <- d
 	}
@@ -123,6 +124,7 @@ func (c *recorderCollector) Collect(ch chan<- prometheus.Metric) {
 		st.Frames += rs.Frames
 		st.Bytes += rs.Bytes
 		st.Late += rs.Late
+		st.Restarted += rs.Restarted
 		if _, ok := r.Options().Output.(record.Uploader); ok {
 			uploads = true
 			u := rs.Upload
@@ -153,6 +155,7 @@ func (c *recorderCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descDropped, float64(muxer), "muxer")
 	counter(descGaps, float64(gaps))
 	counter(descLost, lost)
+	counter(descRestart, float64(st.Restarted))
 	if uploads {
 		counter(descUpBytes, float64(up.BytesUploaded))
 		counter(descUpParts, float64(up.Parts))
