@@ -134,8 +134,13 @@ func (e *Export) startLateFill(ts *trackState) {
 	}()
 }
 
-// endLateFills reads the late tracks whose backfill is done.
+// endLateFills reads the late tracks whose backfill is done. The fills
+// still running are kept before any track is read: a read can start a
+// new fill (an audio track's next event is a publisher's restart, which
+// came while its backfill ran), which goes on the list, not lost with
+// the ones that ended.
 func (e *Export) endLateFills() error {
+	var done []*trackState
 	keep := e.fills[:0]
 	for _, f := range e.fills {
 		if !f.ts.filled.Load() {
@@ -146,13 +151,19 @@ func (e *Export) endLateFills() error {
 		f.ts.filling = false
 		f.ts.aligning.Store(false)
 		if !f.ts.ended {
-			if err := e.readTrack(f.ts); err != nil {
-				return err
-			}
+			done = append(done, f.ts)
 		}
 	}
 	clear(e.fills[len(keep):])
 	e.fills = keep
+	for _, ts := range done {
+		if ts.filling || ts.ended {
+			continue
+		}
+		if err := e.readTrack(ts); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
