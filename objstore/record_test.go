@@ -247,6 +247,15 @@ func TestAMissingBucketOrRefusedCredentialsFailAtOpen(t *testing.T) {
 	if !bytes.Contains(b, []byte("StatusCode: 403")) || !bytes.Contains(b, []byte("refused the credentials")) {
 		t.Errorf("wrong secret (AWS_PROFILE): %s", b)
 	}
+	// Access denied: valid credentials of an account the bucket does not
+	// allow (versitygw answers 403 AccessDenied).
+	s.User(t, "alice", "alicesecret")
+	cmd = childCommand(t, "open", "s3://rec/x.mp4?endpoint="+s.Endpoint, spool)
+	cmd.Env = append(cmd.Env, "AWS_ACCESS_KEY_ID=alice", "AWS_SECRET_ACCESS_KEY=alicesecret", "AWS_PROFILE=")
+	b, _ = cmd.CombinedOutput()
+	if !bytes.Contains(b, []byte("StatusCode: 403")) || !bytes.Contains(b, []byte("refused the credentials")) {
+		t.Errorf("an account the bucket does not allow: %s", b)
+	}
 	if left, _ := os.ReadDir(spool); len(left) != 0 {
 		t.Errorf("the spool got %d files", len(left))
 	}

@@ -65,14 +65,18 @@ func TestTheDemoRecordedToS3IsAFinishedObjectWithItsURLInTheSummary(t *testing.T
 func TestAMissingBucketOrRefusedCredentialsExit1BeforeRecording(t *testing.T) {
 	s := s3test.Start(t)
 	s.Bucket(t, "rec")
+	s.User(t, "alice", "alicesecret")
 	s3Env(t, s)
 	for _, tc := range []struct {
-		name, url, secret, says string
+		name, url, access, secret, says string
 	}{
-		{"missing bucket", "s3://nope/x.mp4", s3test.SecretKey, "the bucket does not exist"},
-		{"refused credentials", "s3://rec/x.mp4", "wrong", "the store refused the credentials"},
+		{"missing bucket", "s3://nope/x.mp4", s3test.AccessKey, s3test.SecretKey, "the bucket does not exist"},
+		{"refused credentials", "s3://rec/x.mp4", s3test.AccessKey, "wrong", "the store refused the credentials"},
+		// Valid credentials of an account the bucket does not allow.
+		{"access denied", "s3://rec/x.mp4", "alice", "alicesecret", "the store refused the credentials"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("AWS_ACCESS_KEY_ID", tc.access)
 			t.Setenv("AWS_SECRET_ACCESS_KEY", tc.secret)
 			spool := t.TempDir()
 			var stderr bytes.Buffer

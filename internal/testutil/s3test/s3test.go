@@ -1,7 +1,8 @@
 // Package s3test runs a real S3-compatible server for tests: versitygw
 // (Apache-2.0, a gateway that keeps each object as a plain file under a
 // directory), on a loopback port, with the access key "test" and the
-// secret "testsecret". scripts/versitygw.sh builds it (pinned, from the
+// secret "testsecret" (its root account), and versitygw's own IAM, where
+// User adds an account that owns no bucket (access denied). scripts/versitygw.sh builds it (pinned, from the
 // Go module proxy) into a cache; install-test-deps.sh runs that script.
 //
 // A test asks for a Server with Start; without versitygw it is skipped,
@@ -48,6 +49,7 @@ type Server struct {
 
 	bin  string
 	addr string
+	iam  string // versitygw's IAM directory (its accounts)
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{}
@@ -86,7 +88,7 @@ func Start(t testing.TB) *Server {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	s := &Server{Endpoint: "http://" + addr, Dir: t.TempDir(), bin: bin, addr: addr}
+	s := &Server{Endpoint: "http://" + addr, Dir: t.TempDir(), bin: bin, addr: addr, iam: t.TempDir()}
 	if err := s.start(); err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +99,7 @@ func Start(t testing.TB) *Server {
 func (s *Server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cmd := exec.Command(s.bin, "--port", s.addr, "--quiet", "posix", s.Dir)
+	cmd := exec.Command(s.bin, "--port", s.addr, "--iam-dir", s.iam, "--quiet", "posix", s.Dir)
 	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+AccessKey, "ROOT_SECRET_KEY="+SecretKey)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -144,6 +146,18 @@ func (s *Server) Restart(t testing.TB) {
 	t.Helper()
 	if err := s.start(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// User adds an account with the role "user" to the server's IAM: its
+// credentials are valid, but it owns no bucket, so the buckets made with
+// Bucket answer its requests with 403 AccessDenied.
+func (s *Server) User(t testing.TB, access, secret string) {
+	t.Helper()
+	out, err := exec.Command(s.bin, "admin", "--access", AccessKey, "--secret", SecretKey, "--endpoint-url", s.Endpoint,
+		"create-user", "--access", access, "--secret", secret, "--role", "user").CombinedOutput()
+	if err != nil {
+		t.Fatalf("s3test: create-user %s: %v: %s", access, err, out)
 	}
 }
 

@@ -48,6 +48,8 @@ func TestLite06SheetVectorsBothWays(t *testing.T) {
 				s.SetVarint(ParamOrigin, 12345)
 				return s
 			}()}, func() versionedMessage { return plain{&Setup{}} }},
+		{"SETUP empty", "DERIVED (SOURCED layout: an empty parameter list)", "01 01 00", UniSetup,
+			plain{&Setup{}}, func() versionedMessage { return plain{&Setup{}} }},
 		{"ANNOUNCE_REQUEST empty prefix", "DERIVED", "01 01 00", StreamAnnounce,
 			&AnnounceRequest{}, func() versionedMessage { return &AnnounceRequest{} }},
 		{"ANNOUNCE_REQUEST room", "DERIVED", "01 05 04 72 6f 6f 6d", StreamAnnounce,
