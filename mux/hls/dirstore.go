@@ -43,6 +43,7 @@ import (
 type DirStore struct {
 	root *os.Root
 	dir  *os.File // the directory, for renameat2
+	fd   int      // dir's descriptor where the *at calls are used, else -1
 
 	mu         sync.Mutex
 	spares     map[string]bool     // spare names that may exist
@@ -63,7 +64,24 @@ func OpenDirStore(dir string) (*DirStore, error) {
 		root.Close()
 		return nil, err
 	}
-	return &DirStore{root: root, dir: d, spares: map[string]bool{}, files: map[string]*pair{}, media: map[string]*os.File{}}, nil
+	return &DirStore{root: root, dir: d, fd: dirFD(d), spares: map[string]bool{}, files: map[string]*pair{}, media: map[string]*os.File{}}, nil
+}
+
+// open opens name for reading and writing, creating it; when excl, only
+// if it does not exist yet (created false, no file, when it does).
+func (s *DirStore) open(name string, excl bool) (f *os.File, created bool, err error) {
+	if s.fd >= 0 {
+		return openAt(s.fd, name, os.O_RDWR|os.O_CREATE, excl)
+	}
+	flag := os.O_RDWR | os.O_CREATE
+	if excl {
+		flag |= os.O_EXCL
+	}
+	f, err = s.root.OpenFile(name, flag, 0o644)
+	if excl && errors.Is(err, fs.ErrExist) {
+		return nil, false, nil
+	}
+	return f, err == nil, err
 }
 
 // ErrName is wrapped by the refusal of a file name that is not a plain
@@ -135,16 +153,24 @@ func (s *DirStore) swapIn(name, spare string, data []byte, retried bool) error {
 		s.files[name] = p
 	}
 	if p.spare == nil {
-		f, err := s.root.OpenFile(spare, os.O_RDWR|os.O_CREATE, 0o644)
+		// A new spare is empty; one an earlier run left is measured.
+		f, created, err := s.open(spare, true)
+		if err == nil && !created {
+			f, _, err = s.open(spare, false)
+		}
 		if err != nil {
 			return err
 		}
-		fi, err := f.Stat()
-		if err != nil {
-			f.Close()
-			return err
+		p.spare, p.spareLen = f, 0
+		if !created {
+			fi, err := f.Stat()
+			if err != nil {
+				f.Close()
+				p.spare = nil
+				return err
+			}
+			p.spareLen = fi.Size()
 		}
-		p.spare, p.spareLen = f, fi.Size()
 	}
 	if _, err := p.spare.WriteAt(data, 0); err != nil {
 		return s.dropSpare(p, spare, err)
@@ -155,7 +181,26 @@ func (s *DirStore) swapIn(name, spare string, data []byte, retried bool) error {
 		}
 	}
 	p.spareLen = int64(len(data))
-	ok, supported := exchangeAt(s.dir, spare, name)
+	if p.live == nil {
+		// Most likely the first write of name: placed in one call unless
+		// an earlier run left it.
+		ok, taken, supported, err := placeAt(s.fd, spare, name)
+		switch {
+		case ok:
+			p.live, p.liveLen = p.spare, int64(len(data))
+			p.spare, p.spareLen = nil, 0
+			return nil
+		case err != nil:
+			err = s.dropSpare(p, spare, err)
+			if errors.Is(err, fs.ErrNotExist) && !retried {
+				return s.swapIn(name, spare, data, true)
+			}
+			return err
+		case taken || !supported:
+			// Exchanged with what the earlier run left, below.
+		}
+	}
+	ok, supported := exchangeAt(s.fd, spare, name)
 	switch {
 	case ok:
 		p.live, p.spare = p.spare, p.live
@@ -232,7 +277,7 @@ func (s *DirStore) mediaFile(name string) (*os.File, error) {
 	if f := s.media[name]; f != nil {
 		return f, nil
 	}
-	f, err := s.root.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+	f, _, err := s.open(name, false)
 	if err != nil {
 		return nil, err
 	}

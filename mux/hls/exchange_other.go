@@ -4,5 +4,17 @@ package hls
 
 import "os"
 
+// dirFD: the *at calls below are Linux's; elsewhere the store goes
+// through its os.Root.
+func dirFD(*os.File) int { return -1 }
+
 // exchangeAt is Linux's renameat2 exchange; elsewhere WriteFile renames.
-func exchangeAt(*os.File, string, string) (ok, supported bool) { return false, false }
+func exchangeAt(int, string, string) (ok, supported bool) { return false, false }
+
+// placeAt is Linux's renameat2 without replacing; elsewhere unsupported.
+func placeAt(int, string, string) (ok, taken, supported bool, err error) {
+	return false, false, false, nil
+}
+
+// openAt is not used where dirFD is -1.
+func openAt(int, string, int, bool) (*os.File, bool, error) { return nil, false, os.ErrInvalid }

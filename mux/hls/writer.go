@@ -144,6 +144,7 @@ type Writer struct {
 	mpdSize    int     // the length of the MPD written last
 	err        error
 	closed     bool
+	closing    bool // Close writes the last segments: publish waits for the final one
 	segments   int
 }
 
@@ -191,10 +192,42 @@ type rendition struct {
 	textFrames, textBytes int64
 }
 
-// sink collects what the CMAF writer writes.
-type sink struct{ b []byte }
+// sink takes what the CMAF writer writes: into b, or, once a ranged
+// rendition's init segment is taken (direct), straight into its media
+// file after what the package names, the segment being built from off,
+// n bytes of it so far. No playlist names those bytes before the segment
+// is complete, as when the segment was written whole at its end; and the
+// segment is neither copied in memory nor held in a buffer its size.
+type sink struct {
+	b []byte
 
-func (s *sink) Write(p []byte) (int, error) { s.b = append(s.b, p...); return len(p), nil }
+	to   RangeStore // nil: into b
+	name string
+	off  int64
+	n    int64
+}
+
+func (s *sink) Write(p []byte) (int, error) {
+	if s.to == nil {
+		s.b = append(s.b, p...)
+		return len(p), nil
+	}
+	if err := s.to.WriteRange(s.name, s.off+s.n, p); err != nil {
+		return 0, err
+	}
+	s.n += int64(len(p))
+	return len(p), nil
+}
+
+// direct sends what the CMAF writer writes next into r's media file, when
+// r is ranged and nothing is held in b.
+func (r *rendition) direct(st Store) {
+	rst, ok := st.(RangeStore)
+	if !ok || r.rs.Media == "" || len(r.out.b) > 0 || r.out.to != nil {
+		return
+	}
+	r.out.to, r.out.name, r.out.off, r.out.n = rst, r.rs.Media, r.rs.fileEnd(), 0
+}
 
 // NewWriter returns a Writer that stores a package through opts.Store.
 func NewWriter(opts Options) *Writer {
@@ -658,11 +691,20 @@ func (w *Writer) start(f mux.Frame) error {
 
 // takeInit stores the rendition's init segment (ftyp and moov) once the
 // CMAF writer wrote it: a new generation only when it differs from the
-// last one stored.
+// last one stored. The segments after it go straight into a ranged
+// rendition's media file (sink).
 func (w *Writer) takeInit(r *rendition) error {
 	if r.initDone || !r.mw.Started() {
 		return nil
 	}
+	err := w.storeInit(r)
+	if err == nil && r.initDone {
+		r.direct(w.opts.Store)
+	}
+	return err
+}
+
+func (w *Writer) storeInit(r *rendition) error {
 	n := initLen(r.out.b)
 	if n == 0 {
 		return nil
@@ -748,8 +790,16 @@ func initLen(b []byte) int {
 // its newest presentation time. Then the playlists that name it.
 func (w *Writer) finishSegment(r *rendition, next int64, disc, last bool) error {
 	data := r.out.b
-	if !r.cur.has || len(data) == 0 {
+	size := int64(len(data)) + r.out.n // one of them is 0
+	if !r.cur.has || size == 0 {
 		r.out.b = r.out.b[:0]
+		if r.out.n > 0 {
+			// Bytes of no segment, past what the package names: cut.
+			r.out.n = 0
+			if err := r.out.to.TruncateRange(r.out.name, r.out.off); err != nil {
+				return w.fail(fmt.Errorf("hls: %s: %w", r.out.name, err))
+			}
+		}
 		return nil
 	}
 	end := next
@@ -764,14 +814,18 @@ func (w *Writer) finishSegment(r *rendition, next int64, disc, last bool) error 
 	start := max(r.cur.start, 0)
 	seg := segmentState{
 		Num: r.cur.num, Init: r.initGen, Start: start, Dur: max(end-start, 1),
-		Bytes: int64(len(data)), Disc: r.cur.disc,
+		Bytes: size, Disc: r.cur.disc,
 		Date: w.runWall.Add(time.Duration(start-w.runStart) * time.Microsecond).UTC(),
 	}
 	if r.rs.Media != "" {
 		// Appended to the rendition's media file, named by its range.
 		seg.URI, seg.Off = r.rs.Media, r.rs.fileEnd()
-		if err := w.opts.Store.(RangeStore).WriteRange(seg.URI, seg.Off, data); err != nil {
-			return w.fail(fmt.Errorf("hls: writing segment %d into %s: %w", seg.Num, seg.URI, err))
+		if r.out.to == nil {
+			if err := w.opts.Store.(RangeStore).WriteRange(seg.URI, seg.Off, data); err != nil {
+				return w.fail(fmt.Errorf("hls: writing segment %d into %s: %w", seg.Num, seg.URI, err))
+			}
+		} else if seg.Off != r.out.off {
+			return w.fail(fmt.Errorf("hls: segment %d of %s was written at %d, its range starts at %d", seg.Num, seg.URI, r.out.off, seg.Off))
 		}
 	} else {
 		seg.URI = fmt.Sprintf("%s-%05d.m4s", r.rs.ID, seg.Num)
@@ -782,6 +836,7 @@ func (w *Writer) finishSegment(r *rendition, next int64, disc, last bool) error 
 	r.out.b = r.out.b[:0]
 	r.cur.has, r.cur.disc = false, false
 	r.rs.Segments = append(r.rs.Segments, seg)
+	r.out.off, r.out.n = r.rs.fileEnd(), 0
 	w.segments++
 	return w.publish(r, false)
 }
@@ -807,6 +862,9 @@ func (r *rendition) frameDur() int64 {
 // restart after a crash between the two takes the segments the playlists
 // named beyond the state from the playlists (adopt).
 func (w *Writer) publish(r *rendition, final bool) error {
+	if w.closing && !final {
+		return nil // Close publishes everything once, final
+	}
 	rends := []*renditionState{}
 	if r != nil {
 		rends = append(rends, r.rs)
@@ -963,6 +1021,11 @@ func (w *Writer) Close() error {
 	if !w.started {
 		return nil
 	}
+	// Every rendition's last segment first, then each playlist, the MPD
+	// and the state once, final: publishing each last segment on its own
+	// wrote every file twice within the close (a segment a playlist does
+	// not name yet is cut by a restart, as after any kill).
+	w.closing = true
 	for _, r := range w.rends {
 		if r.removed || r.isText() {
 			continue

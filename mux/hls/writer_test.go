@@ -384,17 +384,21 @@ func TestARenditionThatSendsNothingHoldsNoManifestBack(t *testing.T) {
 }
 
 // killedStore passes writes to a dirStore until the n-th media segment
-// is written, which it refuses, with every write after it: a recorder
-// killed between a boundary's playlists and its state.
+// is complete, then refuses the next and every write after it: a
+// recorder killed between a boundary's playlists and its state. A
+// segment file is complete when written; a segment appended to its
+// media file (ranged), which may take several writes, when its media
+// playlist is written.
 type killedStore struct {
 	*dirStore
-	n    int // the media segments written before the kill
-	segs int
-	dead bool
+	n      int // the media segments written before the kill
+	ranged bool
+	segs   int
+	dead   bool
 }
 
 func (k *killedStore) WriteFile(name string, data []byte) error {
-	if strings.HasSuffix(name, ".m4s") {
+	if strings.HasSuffix(name, ".m4s") || (k.ranged && (name == "v0.m3u8" || name == "a0.m3u8")) {
 		k.segs++
 		k.dead = k.dead || k.segs > k.n
 	}
@@ -405,10 +409,6 @@ func (k *killedStore) WriteFile(name string, data []byte) error {
 }
 
 func (k *killedStore) WriteRange(name string, off int64, data []byte) error {
-	if off > 0 { // a segment, after the init segment at 0
-		k.segs++
-		k.dead = k.dead || k.segs > k.n
-	}
 	if k.dead {
 		return os.ErrClosed
 	}
@@ -422,7 +422,7 @@ func TestARestartKeepsTheSegmentsPlaylistsNamedAfterTheState(t *testing.T) {
 			t.Parallel()
 			ins := []mediatest.Input{looped("h264", 0, 3), looped("aac", 1, 3)}
 			st := newStore(t)
-			killed := &killedStore{dirStore: st, n: 4}
+			killed := &killedStore{dirStore: st, n: 4, ranged: !layout.files}
 			opts := hls.Options{SegmentDuration: 2 * time.Second, SegmentFiles: layout.files}
 			opts.Store = killed
 			w := hls.NewWriter(opts)
