@@ -53,6 +53,12 @@ func (c *serverCompat) closesOn(path, track string) bool {
 	return c.closingTracks[[2]string{path, track}]
 }
 
+// What package ietfsub asks of it (ietfsub.Compat).
+
+func (c *serverCompat) ClosesOn(path, track string) bool { return c.closesOn(path, track) }
+func (c *serverCompat) MinimalParams() bool              { return c.minimalParams.Load() }
+func (c *serverCompat) NoFetch() bool                    { return c.noFetch.Load() }
+
 // compatByServer holds the servers learnt, by host:port and pinned
 // certificate fingerprint.
 var compatByServer sync.Map // string -> *serverCompat
@@ -61,33 +67,6 @@ var compatByServer sync.Map // string -> *serverCompat
 func compatFor(key string) *serverCompat {
 	c, _ := compatByServer.LoadOrStore(key, &serverCompat{})
 	return c.(*serverCompat)
-}
-
-// ietfAsked notes, on one connection, the optional requests made and
-// whether an answer came.
-type ietfAsked struct {
-	discovery, discoveryAnswered atomic.Bool
-	optional, optionalAnswered   atomic.Bool
-	fetch, fetchAnswered         atomic.Bool
-
-	mu sync.Mutex
-	// catalogs are the catalog tracks SUBSCRIBEd without optional
-	// parameters and not answered yet.
-	catalogs map[[2]string]bool
-}
-
-// catalogAsked notes (answered false) or forgets a catalog SUBSCRIBE.
-func (a *ietfAsked) catalogAsked(path, track string, answered bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.catalogs == nil {
-		a.catalogs = map[[2]string]bool{}
-	}
-	if answered {
-		delete(a.catalogs, [2]string{path, track})
-	} else {
-		a.catalogs[[2]string{path, track}] = true
-	}
 }
 
 // learn takes what the end of ic, a connection the peer closed right after
@@ -105,14 +84,15 @@ func (c *serverCompat) learn(ic *ietfConn, log *slog.Logger) (learnt bool) {
 	// (another session to the same server may have learnt it first). The
 	// catalog tracks asked beside it are not blamed then.
 	explained := false
-	if ic.asked.discovery.Load() && !ic.asked.discoveryAnswered.Load() {
+	asked := &ic.ss.Asked
+	if asked.Discovery.Load() && !asked.DiscoveryAnswered.Load() {
 		explained = true
 		if !c.noDiscovery.Swap(true) {
 			c.sayNoDiscovery(log)
 			learnt = true
 		}
 	}
-	if ic.asked.fetch.Load() && !ic.asked.fetchAnswered.Load() {
+	if asked.Fetch.Load() && !asked.FetchAnswered.Load() {
 		explained = true
 		if !c.noFetch.Swap(true) {
 			log.Info("moq: the server ended the session after a FETCH: joining live without fetching past groups from now on (the audio may start up to a GOP after the video)")
@@ -122,7 +102,7 @@ func (c *serverCompat) learn(ic *ietfConn, log *slog.Logger) (learnt bool) {
 	if explained {
 		return learnt
 	}
-	if ic.asked.optional.Load() && !ic.asked.optionalAnswered.Load() {
+	if asked.Optional.Load() && !asked.OptionalAnswered.Load() {
 		if !c.minimalParams.Swap(true) {
 			c.saidParams.Do(func() {
 				log.Info("moq: the server ended the session after a SUBSCRIBE with optional parameters; subscribing without them, and without FETCH, from now on")
@@ -132,9 +112,8 @@ func (c *serverCompat) learn(ic *ietfConn, log *slog.Logger) (learnt bool) {
 		}
 		return learnt
 	}
-	ic.asked.mu.Lock()
-	defer ic.asked.mu.Unlock()
-	if ic.v == ietf.Draft17 && len(ic.asked.catalogs) > 0 {
+	catalogs := asked.Catalogs()
+	if ic.v == ietf.Draft17 && len(catalogs) > 0 {
 		// A draft-17 SUBSCRIBE without optional parameters that closed the
 		// session: its layout first (MediaMTX reads draft 18's, without
 		// the Required Request ID Delta), the track name only if the next
@@ -149,7 +128,7 @@ func (c *serverCompat) learn(ic *ietfConn, log *slog.Logger) (learnt bool) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for k := range ic.asked.catalogs {
+	for _, k := range catalogs {
 		if c.closingTracks == nil {
 			c.closingTracks = map[[2]string]bool{}
 		}

@@ -23,25 +23,25 @@ func TestALessonAnotherSessionLearntFirstStillExplainsTheClose(t *testing.T) {
 		known func(c *serverCompat)
 	}{
 		{"discovery unanswered, no discovery already known", ietf.Draft18,
-			func(ic *ietfConn) { ic.asked.discovery.Store(true) },
+			func(ic *ietfConn) { ic.ss.Asked.Discovery.Store(true) },
 			func(c *serverCompat) { c.noDiscovery.Store(true) }},
 		{"fetch unanswered, no fetch already known", ietf.Draft18,
-			func(ic *ietfConn) { ic.asked.fetch.Store(true) },
+			func(ic *ietfConn) { ic.ss.Asked.Fetch.Store(true) },
 			func(c *serverCompat) { c.noFetch.Store(true) }},
 		{"draft 17's layout, draft 18's already known", ietf.Draft17,
 			func(*ietfConn) {},
 			func(c *serverCompat) { c.layout18.Store(true) }},
 		{"optional parameters unanswered, minimal already known", ietf.Draft18,
-			func(ic *ietfConn) { ic.asked.optional.Store(true) },
+			func(ic *ietfConn) { ic.ss.Asked.Optional.Store(true) },
 			func(c *serverCompat) { c.minimalParams.Store(true) }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &serverCompat{}
 			tc.known(c)
-			ic := newIETFConn(nil, tc.v, true, log)
+			ic := newIETFConn(nil, tc.v, false, true, log, nil)
 			tc.ask(ic)
-			ic.asked.catalogAsked("", ".catalog", false)
+			ic.ss.Asked.CatalogAsked("", ".catalog", false)
 			if c.learn(ic, log) {
 				t.Error("learnt something new from a lesson already known")
 			}
@@ -52,8 +52,8 @@ func TestALessonAnotherSessionLearntFirstStillExplainsTheClose(t *testing.T) {
 	}
 	// Alone, an unanswered catalog SUBSCRIBE is what closed the session.
 	c := &serverCompat{}
-	ic := newIETFConn(nil, ietf.Draft18, true, log)
-	ic.asked.catalogAsked("", "catalog.json", false)
+	ic := newIETFConn(nil, ietf.Draft18, false, true, log, nil)
+	ic.ss.Asked.CatalogAsked("", "catalog.json", false)
 	if !c.learn(ic, log) || !c.closesOn("", "catalog.json") {
 		t.Error("a catalog SUBSCRIBE left alone unanswered was not learnt")
 	}

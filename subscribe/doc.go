@@ -198,8 +198,8 @@
 // between cost little beyond 14 and 20 (their differences are a few
 // fields each, all in the codec package), so all of 14-20 are spoken and
 // each is checked against @moq/net in both roles (package interop). The
-// wire codecs per draft live in internal/moq/ietf; the session code
-// is ietf*.go. Objects become model groups and frames exactly as
+// wire codecs per draft live in internal/moq/ietf; the session and
+// its subscriptions in internal/moq/ietf/ietfsub. Objects become model groups and frames exactly as
 // moq-lite groups do:
 //
 //   - SETUP carries the URL path and query (Path), host (Authority), the

@@ -86,7 +86,7 @@ func (ic *ietfConn) family() family { return ic }
 
 func (ic *ietfConn) serveConn(s *Session)                       { s.serveIETF(ic) }
 func (ic *ietfConn) followAnnouncements(a *Announcements) error { return a.followIETF(ic) }
-func (ic *ietfConn) goAway(_ *Session, uri string) error        { return ic.sendGoAway(uri) }
+func (ic *ietfConn) goAway(_ *Session, uri string) error        { return ic.ss.SendGoAway(uri) }
 func (ic *ietfConn) ietfCodes() bool                            { return true }
 func (ic *ietfConn) transportConn() conn                        { return ic.conn }
 func (ic *ietfConn) unauthorizedCode() uint64                   { return ietfUnauthorized }
@@ -95,14 +95,14 @@ func (ic *ietfConn) learnCompat(c *serverCompat, log *slog.Logger) bool {
 }
 
 // routedSubs: moq-transport subscriptions are routed by track alias.
-func (ic *ietfConn) routedSubs() []*session.Sub {
-	ic.mu.Lock()
-	defer ic.mu.Unlock()
-	subs := make([]*session.Sub, 0, len(ic.aliases))
-	for _, sub := range ic.aliases {
-		subs = append(subs, sub)
-	}
-	return subs
+func (ic *ietfConn) routedSubs() []*session.Sub { return ic.ss.Routed() }
+
+// NewSubscription and OpenFetch are package ietfsub's.
+func (ic *ietfConn) NewSubscription(ctx context.Context, rt *session.Remote) session.SubscriptionWire {
+	return ic.ss.NewSubscription(ctx, ic, rt)
+}
+func (ic *ietfConn) OpenFetch(ctx context.Context, rt *session.Remote, timescale uint64, r session.FetchRange, what string) (session.FetchReply, error) {
+	return ic.ss.OpenFetch(ctx, rt, timescale, r, what)
 }
 
 func (ic *ietfConn) Cause() error         { return connCause(ic) }

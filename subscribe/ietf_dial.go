@@ -11,6 +11,7 @@ import (
 	"github.com/moq-export/moq-export/internal/moq/transport/alpn"
 
 	"github.com/moq-export/moq-export/internal/moq/ietf"
+	"github.com/moq-export/moq-export/internal/moq/ietf/ietfsub"
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/transport"
 )
@@ -90,20 +91,17 @@ func ietfVersionOf(c conn) (ietf.Version, bool) {
 // draft v: the URL's path and query go in the Path parameter, its host in
 // Authority, its jwt in the Authorization Token.
 func (s *Session) ietfDial(ctx context.Context, c conn, v ietf.Version, t *transport.Target) (conn, error) {
-	ic := newIETFConn(c, v, true, s.log)
-	if s.compat.layout18.Load() && (v == ietf.Draft16 || v == ietf.Draft17) {
-		// A server known to speak draft 18's messages on this draft.
-		ic = newIETFConn(c, ietf.Draft18, true, s.log)
-		ic.alpnV, ic.setup16 = v, v == ietf.Draft16
-	}
-	p := ietfSetupParams{token: ietfTokenOf(t.URL)}
+	// A server known to speak draft 18's messages on drafts 16 and 17
+	// (MediaMTX) gets them.
+	ic := newIETFConn(c, v, s.compat.layout18.Load(), true, s.log, s.compat)
+	p := ietfsub.SetupParams{Token: ietfTokenOf(t.URL)}
 	if !c.WebTransport() {
-		p.path, p.authority = t.SetupPath, t.URL.Host
+		p.Path, p.Authority = t.SetupPath, t.URL.Host
 		if s.opts.tokenParamOnly {
-			p.path, _ = splitPathQuery(p.path)
+			p.Path, _ = splitPathQuery(p.Path)
 		}
 	}
-	if err := ic.clientHandshake(ctx, p); err != nil {
+	if err := ic.ss.ClientHandshake(ctx, p); err != nil {
 		if _, closed := errors.AsType[*CloseError](err); !closed {
 			// A read cut by the peer's close can fail first (a deadline,
 			// over WebTransport): the close says why (compat.learnSetup).
@@ -127,13 +125,10 @@ func (s *Session) ietfDial(ctx context.Context, c conn, v ietf.Version, t *trans
 // the token's query are the client's SETUP Path on raw QUIC, the CONNECT
 // request's URL on WebTransport.
 func (s *Server) acceptIETF(c conn, v ietf.Version, a transport.Accepted) {
-	ic := newIETFConn(c, v, false, s.log)
-	if s.opts.strict != nil && (v == ietf.Draft16 || v == ietf.Draft17) {
-		// As MediaMTX: draft 18's messages on drafts 16 and 17.
-		ic = newIETFConn(c, ietf.Draft18, false, s.log)
-		ic.alpnV, ic.setup16 = v, v == ietf.Draft16
-	}
-	path, tok, err := ic.serverHandshake(s.ctx)
+	// A strict server speaks draft 18's messages on drafts 16 and 17, as
+	// MediaMTX does.
+	ic := newIETFConn(c, v, s.opts.strict != nil, false, s.log, nil)
+	path, tok, err := ic.ss.ServerHandshake(s.ctx)
 	if err != nil {
 		s.log.Debug("moq: moq-transport SETUP", "version", v, "err", err)
 		c.Close(ietfProtocolViolation, "setup failed")

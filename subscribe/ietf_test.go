@@ -60,9 +60,7 @@ func (s *Session) ietfSubscriptions() int {
 	if !ok {
 		return 0
 	}
-	ic.mu.Lock()
-	defer ic.mu.Unlock()
-	return len(ic.aliases)
+	return len(ic.ss.Routed())
 }
 
 // currentConn returns the session's connection (nil between connections).
@@ -243,9 +241,7 @@ func TestIETFRequestIDsWaitForMaxRequestID(t *testing.T) {
 	}
 	waitFor(t, "three subscriptions on a window of two", func() bool { return peer.pub.pubs.ServingAll() == 3 })
 	ic := client.currentConn().(*ietfConn)
-	ic.mu.Lock()
-	next, limit := ic.nextID, ic.peerMax
-	ic.mu.Unlock()
+	next, limit := ic.ss.RequestIDs()
 	if next < 6 || limit <= 4 {
 		t.Fatalf("next request id %d, limit %d: want ids past the first window", next, limit)
 	}

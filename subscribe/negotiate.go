@@ -92,9 +92,9 @@ func orNone(proto string) string {
 // Version of a moq-transport connection: its draft, as the version table
 // names it when it is there.
 func (ic *ietfConn) Version() *wire.Version {
-	if ic.alpnV != 0 {
+	if a := ic.ss.ALPNDraft(); a != 0 {
 		// The draft negotiated, spoken in draft 18's messages (MediaMTX).
-		return wire.ByCode(uint64(ic.alpnV))
+		return wire.ByCode(uint64(a))
 	}
 	if v := wire.ByCode(uint64(ic.v)); v != nil {
 		return v

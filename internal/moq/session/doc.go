@@ -38,7 +38,9 @@
 // protocol does for the core on one connection: a subscription attempt's
 // Wire, a FETCH, what its errors and resets mean), RemoteHost (what a
 // track needs of its session and broadcast; package subscribe's
-// broadcast). It imports neither protocol package (internal/layering
+// broadcast), and Conn (a connection as a family's session sees it, which
+// the facade adapts its transport's to: moq-transport's session, package
+// ietfsub, runs on one). It imports neither protocol package (internal/layering
 // checks it): a family maps its own codes and reads its own messages into
 // the terms here.
 package session

@@ -1,0 +1,614 @@
+package ietfsub
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/internal/hang"
+	"github.com/moq-export/moq-export/internal/moq/ietf"
+	"github.com/moq-export/moq-export/internal/moq/session"
+	"github.com/moq-export/moq-export/model"
+)
+
+// The subscriber side of a moq-transport session: SUBSCRIBE and its
+// subgroup streams, FETCH for backfills (the core's session.Family, which
+// the facade's connection forwards here).
+
+// defaultTimescale is the timescale of object timestamps when the track
+// declared none (drafts before 17 have no Track Properties): the hang
+// containers carry their own microsecond timestamps, so only catalog
+// tracks read it.
+const defaultTimescale = 1_000_000
+
+// aliasWait bounds how long a subgroup stream waits for the SUBSCRIBE_OK
+// that names its track alias (the data stream may overtake the control
+// stream).
+const aliasWait = 2 * time.Second
+
+// groupReadBuffer is the read buffer of a data stream: headers and small
+// objects (an AAC frame is a few hundred bytes); a larger payload is read
+// through it. A reader is held as long as its stream is open (a paused
+// broadcast's open groups), so bufio's 4 KB default would cost a recorder
+// of many idle broadcasts for nothing.
+const groupReadBuffer = 512
+
+// Compat is what the facade knows of the server a dialled session talks
+// to: the requests it closes the session on (MediaMTX's).
+type Compat interface {
+	// ClosesOn reports whether SUBSCRIBE of track in broadcast path is
+	// known to close the session.
+	ClosesOn(path, track string) bool
+	// MinimalParams: optional SUBSCRIBE parameters close the session.
+	MinimalParams() bool
+	// NoFetch: FETCH closes the session.
+	NoFetch() bool
+}
+
+// noCompat knows nothing of the server (an accepted session).
+type noCompat struct{}
+
+func (noCompat) ClosesOn(string, string) bool { return false }
+func (noCompat) MinimalParams() bool          { return false }
+func (noCompat) NoFetch() bool                { return false }
+
+// subscription is one moq-transport SUBSCRIBE in its wire: the request
+// and its SUBSCRIBE_OK, then the messages that come through the request
+// until PUBLISH_DONE; its subgroup streams are routed by track alias
+// (session.Subscribe runs the rest).
+type subscription struct {
+	session.AttemptTrack
+	ctx context.Context
+	s   *Session
+	req *request // nil before the request was made
+	ok  ietf.SubscribeOK
+	// startPending: the start SUBSCRIBE_OK gave is still to be told.
+	startPending bool
+	// pending is a message the parked wait took.
+	pending *message
+
+	// wakeCh is settle's: it ends the parked wait, which parks afresh.
+	wakeCh chan struct{}
+}
+
+// NewSubscription is one subscription attempt of t on the session, whose
+// connection the core knows as f (session.Family.NewSubscription).
+func (s *Session) NewSubscription(ctx context.Context, f session.Family, t *session.Remote) session.SubscriptionWire {
+	return &subscription{AttemptTrack: session.AttemptTrack{R: t, C: f}, ctx: ctx, s: s, wakeCh: make(chan struct{}, 1)}
+}
+
+// priorityOf is the hang default: catalog 100, audio 80, video 60.
+// Without the catalog's kind at hand, media tracks get 60.
+func priorityOf(name string) uint8 {
+	if catalog.IsTrackName(name) {
+		return 100
+	}
+	return 60
+}
+
+// Accept sends SUBSCRIBE and waits for SUBSCRIBE_OK, which names the
+// timescale (drafts 17+) and the newest group. A SUBSCRIBE_ERROR, a
+// request that ends or times out unanswered, or a reset refuses it.
+func (is *subscription) Accept(ctx context.Context) (uint64, bool, error) {
+	rt, s := is.R, is.s
+	if catalog.IsTrackName(rt.Name) && s.compat.ClosesOn(rt.Broadcast, rt.Name) {
+		// Asked once, it closed the session: the catalog watcher goes on
+		// to another name.
+		return 0, false, fmt.Errorf("%w: SUBSCRIBE %q/%q: the server closed the session on it before", session.ErrRefused, rt.Broadcast, rt.Name)
+	}
+	req, err := s.newRequest(ctx, false)
+	if err != nil {
+		return 0, false, err
+	}
+	is.req = req
+	filter := ietf.Filter{Type: ietf.FilterLargestObject}
+	if s.v >= ietf.Draft20 {
+		// The start of the current group.
+		filter = ietf.Filter{Type: ietf.FilterRelative, Groups: 1}
+	}
+	m := ietf.Subscribe{
+		RequestID: req.id, Namespace: rt.Broadcast, Track: rt.Name, Priority: priorityOf(rt.Name),
+		GroupOrder: ietf.DefaultGroupOrder, Forward: true, Filter: filter,
+	}
+	if s.compat.MinimalParams() {
+		// The server closes the session on optional parameters: ask for
+		// the defaults, which travel as none.
+		m.Priority, m.Filter = ietf.DefaultSubscriberPriority, ietf.DefaultFilter
+	}
+	optional := s.v != ietf.Draft14 && len(m.OptionalParams(s.v)) > 0
+	if optional {
+		s.Asked.Optional.Store(true)
+	}
+	asksCatalog := !optional && catalog.IsTrackName(rt.Name)
+	if asksCatalog {
+		s.Asked.CatalogAsked(rt.Broadcast, rt.Name, false)
+	}
+	if err := req.send(ietf.TypeSubscribe, &m); err != nil {
+		return 0, false, fmt.Errorf("send SUBSCRIBE: %w", err)
+	}
+	resp, err := s.readRequest(ctx, req, rt.Host.Config().RequestTimeout)
+	if err == nil && optional {
+		s.Asked.OptionalAnswered.Store(true)
+	}
+	if err == nil && asksCatalog {
+		s.Asked.CatalogAsked(rt.Broadcast, rt.Name, true)
+	}
+	if err != nil {
+		if errors.Is(err, errRequestTimeout) || errors.Is(err, errRequestEnded) {
+			req.cancel(ietf.TypeUnsubscribe)
+			return 0, false, fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", session.ErrRefused, rt.Broadcast, rt.Name, err)
+		}
+		if s.c.IsReset(err) && !s.c.Gone(err) {
+			return 0, false, fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", session.ErrRefused, rt.Broadcast, rt.Name, err)
+		}
+		return 0, false, err
+	}
+	switch resp.typ {
+	case ietf.TypeSubscribeOK:
+		if err := ietf.Decode(resp.body, &is.ok, s.v); err != nil {
+			return 0, false, fmt.Errorf("SUBSCRIBE_OK: %w", protocolErr(err))
+		}
+	case ietf.TypeRequestError:
+		var re ietf.RequestError
+		if err := ietf.Decode(resp.body, &re, s.v); err != nil {
+			return 0, false, fmt.Errorf("SUBSCRIBE_ERROR: %w", protocolErr(err))
+		}
+		return 0, false, fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", session.ErrRefused, rt.Broadcast, rt.Name, &re)
+	default:
+		return 0, false, fmt.Errorf("%w: message %#x answers SUBSCRIBE", session.ErrProtocol, resp.typ)
+	}
+	is.startPending = true
+	s.log.Debug("moq: SUBSCRIBE_OK", "broadcast", rt.Broadcast, "track", rt.Name, "alias", is.ok.TrackAlias, "version", s.v)
+	if is.ok.Timescale == 0 {
+		return defaultTimescale, true, nil
+	}
+	return is.ok.Timescale, true, nil
+}
+
+// Route routes the subgroup streams of the track alias SUBSCRIBE_OK named
+// to sub.
+func (is *subscription) Route(sub *session.Sub) error {
+	sub.ID, sub.Router = is.req.id, is
+	if err := is.s.addAlias(is.ok.TrackAlias, sub); err != nil {
+		is.req.cancel(ietf.TypeUnsubscribe)
+		return err
+	}
+	return nil
+}
+
+func (is *subscription) Unroute(sub *session.Sub) { is.s.forgetAlias(is.ok.TrackAlias, sub) }
+
+// Request: SUBSCRIBE went out in Accept.
+func (is *subscription) Request(context.Context, *session.Sub, bool) error { return nil }
+
+// Ready reports whether a message, or the end of the request, the attempt
+// or the connection, is waiting.
+func (is *subscription) Ready() bool {
+	if is.startPending || is.pending != nil {
+		return true
+	}
+	select {
+	case <-is.req.ended:
+		return true
+	default:
+	}
+	return len(is.req.msgs) > 0 || is.ctx.Err() != nil || is.s.Context().Err() != nil
+}
+
+// Next tells the start SUBSCRIBE_OK gave first, then reads the request's
+// messages: PUBLISH_DONE, or the request's end without it, is the
+// publisher's end.
+func (is *subscription) Next() (session.Event, error) {
+	if is.startPending {
+		is.startPending = false
+		if l := is.ok.Largest; l != nil {
+			// The publisher starts at the newest group (the reference
+			// and our publisher from its first object, a publisher that
+			// follows the filter to the letter after Largest, so that
+			// group is skipped as partial and costs a consumer's
+			// latency at most).
+			return session.Event{Kind: session.EventStart, Start: session.StartNamed, Group: l.Group}, nil
+		}
+		return session.Event{Kind: session.EventStart, Start: session.StartUnnamed}, nil
+	}
+	var msg message
+	if is.pending != nil {
+		msg, is.pending = *is.pending, nil
+	} else {
+		var err error
+		if msg, err = is.s.readRequest(is.ctx, is.req, 0); err != nil {
+			if errors.Is(err, errRequestEnded) && is.ctx.Err() == nil && !is.s.c.Gone(err) {
+				// The publisher closed the request stream without
+				// PUBLISH_DONE: the subscription is over all the same.
+				return session.Event{Kind: session.EventDone}, nil
+			}
+			return session.Event{}, err
+		}
+	}
+	rt := is.R
+	if msg.typ != ietf.TypePublishDone {
+		is.s.log.Debug("moq: unexpected message for a subscription", "type", msg.typ)
+		return session.Event{}, nil
+	}
+	var done ietf.PublishDone
+	if err := ietf.Decode(msg.body, &done, is.s.v); err != nil {
+		return session.Event{}, fmt.Errorf("PUBLISH_DONE: %w", protocolErr(err))
+	}
+	is.s.log.Debug("moq: subscription done", "broadcast", rt.Broadcast, "track", rt.Name,
+		"status", done.Status, "streams", done.StreamCount)
+	// The group streams may still be on their way: all StreamCount of
+	// them when the publisher counted, then as for moq-lite.
+	ev := session.Event{Kind: session.EventDone, Streams: done.StreamCount}
+	switch done.Status {
+	case ietf.DoneTrackEnded, ietf.DoneSubscriptionEnded:
+	case ietf.DoneGoingAway:
+		ev.Err = is.s.goingAway
+	default:
+		ev.Err = fmt.Errorf("moq: publisher ended %q/%q: status %d: %q", rt.Broadcast, rt.Name, done.Status, done.Reason)
+	}
+	return ev, nil
+}
+
+func (is *subscription) Failed(err error, _ bool) error { return is.s.loss(err) }
+
+func (is *subscription) Cancel() { is.req.cancel(ietf.TypeUnsubscribe) }
+
+func (is *subscription) Release(error, bool) {
+	if is.req != nil {
+		is.s.endRequest(is.req)
+	}
+}
+
+// Wait is the parked goroutine's: for the request's next message or end,
+// the attempt's or the connection's end, or settle's wake.
+func (is *subscription) Wait() (woken bool) {
+	select {
+	case m := <-is.req.msgs:
+		is.pending = &m
+	case <-is.req.ended:
+	case <-is.ctx.Done():
+	case <-is.s.Context().Done():
+	case <-is.wakeCh:
+		return true
+	}
+	return false
+}
+
+// Resettle: a wait settle's wake ended parks afresh; a wake that lost the
+// race to a message is dropped.
+func (is *subscription) Resettle(woken bool) bool {
+	if woken {
+		return true
+	}
+	select {
+	case <-is.wakeCh:
+	default:
+	}
+	return false
+}
+
+func (is *subscription) Wake() { is.wakeCh <- struct{}{} }
+
+// loss returns why the connection is gone: its cause once it is there,
+// otherwise err (the stream error that reported the loss first).
+func (s *Session) loss(err error) error {
+	if cause := s.c.Cause(); cause != nil {
+		return cause
+	}
+	return err
+}
+
+// addAlias routes subgroup streams of alias to sub.
+func (s *Session) addAlias(alias uint64, sub *session.Sub) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.aliases[alias]; dup {
+		return fmt.Errorf("%w: track alias %d already in use", session.ErrProtocol, alias)
+	}
+	s.aliases[alias] = sub
+	close(s.aliasCh)
+	s.aliasCh = make(chan struct{})
+	return nil
+}
+
+// forgetAlias stops routing alias to sub: later streams are refused, and
+// none joins sub.Groups after this returns.
+func (s *Session) forgetAlias(alias uint64, sub *session.Sub) {
+	s.mu.Lock()
+	if s.aliases[alias] == sub {
+		delete(s.aliases, alias)
+	}
+	s.mu.Unlock()
+}
+
+// Routed returns the subscriptions whose subgroup streams the session
+// routes (by track alias).
+func (s *Session) Routed() []*session.Sub {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	subs := make([]*session.Sub, 0, len(s.aliases))
+	for _, sub := range s.aliases {
+		subs = append(subs, sub)
+	}
+	return subs
+}
+
+// joinAlias returns the subscription of alias, waiting a little for its
+// SUBSCRIBE_OK, and counts the caller in its group streams.
+func (s *Session) joinAlias(alias uint64) *session.Sub {
+	t := time.NewTimer(aliasWait)
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		sub, ch := s.aliases[alias], s.aliasCh
+		if sub != nil {
+			sub.Groups.Add(1)
+		}
+		s.mu.Unlock()
+		if sub != nil {
+			return sub
+		}
+		select {
+		case <-ch:
+		case <-t.C:
+			return nil
+		case <-s.Context().Done():
+			return nil
+		}
+	}
+}
+
+// HandleUni reads one incoming data stream: a subgroup of a subscription
+// or the objects of a fetch. t is its place in the order the streams were
+// accepted.
+func (s *Session) HandleUni(str session.RecvStream, t session.OrderTicket) {
+	r := bufio.NewReaderSize(str, groupReadBuffer)
+	typ, err := ietf.ReadVarint(r, s.v)
+	if err != nil {
+		str.CancelRead(codeCancel)
+		return
+	}
+	if typ == ietf.StreamFetch {
+		t.Done()
+		id, err := ietf.ReadVarint(r, s.v)
+		if err != nil {
+			str.CancelRead(CodeProtocolViolation)
+			return
+		}
+		s.routeData(id, str, r)
+		return
+	}
+	h, err := ietf.ReadSubgroupHeader(r, typ, s.v)
+	if err != nil {
+		if !s.c.Gone(err) {
+			s.log.Warn("moq: bad data stream header", "type", typ, "err", err)
+		}
+		str.CancelRead(CodeProtocolViolation)
+		return
+	}
+	s.readSubgroup(str, r, h, t)
+}
+
+// readSubgroup turns one subgroup stream into a model group.
+func (s *Session) readSubgroup(str session.RecvStream, r *bufio.Reader, h ietf.SubgroupHeader, t session.OrderTicket) {
+	t.Name(h.TrackAlias, h.Group)
+	sub := s.joinAlias(h.TrackAlias)
+	if sub == nil {
+		s.log.Debug("moq: data stream for an unknown track alias", "alias", h.TrackAlias)
+		str.CancelRead(codeCancel)
+		return
+	}
+	defer sub.Groups.Done()
+	sub.GroupArrived(h.Group)
+	sub.WaitStarted(h.Group)
+	defer sub.Created(h.Group)
+	rt := sub.Remote
+	log := s.log.With("track", rt.Name, "group", h.Group)
+	// The group ends with its subscription: STOP_SENDING wakes the read.
+	stop := context.AfterFunc(sub.Ctx, func() { session.StopReading(str, codeCancel) })
+	defer stop()
+	or := ietf.ObjectReader{R: r, V: s.v, Header: h}
+	pump := session.Pump{Dec: rt.Pack.Decoder(), Log: s.log, Track: rt.Name, Seq: h.Group}
+	pump.Dec.Verbatim = rt.Host.Config().Objects
+	defer pump.Dec.Close()
+	var g *model.Group
+	end := func(err error) {
+		if g != nil {
+			g.Close(err)
+		}
+	}
+	for {
+		obj, err := or.Next()
+		if err != nil {
+			cut := err != io.EOF && s.c.Gone(err)
+			sub.EndGroup(str, g, h.Group, protocolErr(err), cut, s.c.IsReset(err), CodeProtocolViolation)
+			return
+		}
+		if g == nil {
+			// A subscription that joined mid-group (or a stream that does
+			// not start at the group's first object) cannot be decoded
+			// from its start: skip that group.
+			if !h.FirstObject || obj.ID != 0 || h.Subgroup != 0 {
+				log.Debug("moq: group joined past its start, skipped", "object", obj.ID, "subgroup", h.Subgroup)
+				str.CancelRead(codeCancel)
+				return
+			}
+			var adopted bool
+			var skip int
+			if g, skip, adopted, err = sub.CreateGroup(h.Group, t); adopted {
+				log.Debug("moq: completing a cut group", "have", skip)
+			}
+			if err != nil {
+				g = nil
+				log.Debug("moq: group dropped", "err", err)
+				str.CancelRead(codeCancel)
+				return
+			}
+			pump.Group, pump.Skip = g, skip
+		}
+		switch obj.Status {
+		case ietf.StatusEndOfGroup, ietf.StatusEndOfTrack:
+			end(nil)
+			str.CancelRead(codeCancel)
+			return
+		case ietf.StatusDoesNotExist:
+			continue
+		}
+		o, err := object(obj, sub.Timescale, s.v)
+		if err == nil {
+			err = pump.Feed(o)
+		}
+		if errors.Is(err, session.ErrGroupClosed) {
+			str.CancelRead(codeCancel)
+			return
+		}
+		if err != nil {
+			err = session.DecodeErr(err)
+			str.CancelRead(codeDecode)
+			log.Warn("moq: bad object", "object", obj.ID, "err", err)
+			end(fmt.Errorf("group %d of %q: %w", h.Group, rt.Name, err))
+			return
+		}
+	}
+}
+
+// object is a moq-transport object as package hang reads it: its payload
+// and its Timestamp extension (in the track's timescale unless the object
+// names its own).
+func object(obj ietf.Object, timescale uint64, v ietf.Version) (hang.Object, error) {
+	ts, scale, haveTS, err := ietf.ObjectTimestamp(obj.Extensions, timescale, v)
+	if err != nil {
+		return hang.Object{}, fmt.Errorf("%w: object extensions: %w", session.ErrProtocol, err)
+	}
+	if ts > math.MaxInt64 {
+		return hang.Object{}, fmt.Errorf("%w: object timestamp %d", session.ErrProtocol, ts)
+	}
+	return hang.Object{Payload: obj.Payload, Timestamp: int64(ts), Timescale: scale, HasTimestamp: haveTS}, nil
+}
+
+// OpenFetch sends a standalone FETCH of r's group and waits for its data
+// stream, which races FETCH_OK: that stream is the reply. A refusal is
+// session.ErrNoFetch. moq-transport asks whole groups (r names no
+// frames).
+func (s *Session) OpenFetch(ctx context.Context, rt *session.Remote, timescale uint64, r session.FetchRange, what string) (_ session.FetchReply, err error) {
+	if s.compat.NoFetch() {
+		return nil, fmt.Errorf("%w: the server closes the session on FETCH", session.ErrNoFetch)
+	}
+	req, err := s.newRequest(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			s.endRequest(req)
+		}
+	}()
+	m := ietf.Fetch{
+		RequestID: req.id, Priority: priorityOf(rt.Name), GroupOrder: ietf.GroupOrderAscending,
+		Type: ietf.FetchStandalone, Namespace: rt.Broadcast, Track: rt.Name,
+		// End object 0: the whole end group.
+		Start: ietf.Location{Group: r.Group}, End: ietf.Location{Group: r.Group},
+	}
+	s.Asked.Fetch.Store(true)
+	if err := req.send(ietf.TypeFetch, &m); err != nil {
+		return nil, fmt.Errorf("send FETCH: %w", err)
+	}
+	cancel := func() { req.cancel(ietf.TypeFetchCancel) }
+	// FETCH_OK and the data stream race each other.
+	t := time.NewTimer(rt.Host.Config().RequestTimeout)
+	defer t.Stop()
+	var data *dataStream
+	ended := req.ended
+	for data == nil {
+		select {
+		case resp := <-req.msgs:
+			s.Asked.FetchAnswered.Store(true)
+			switch resp.typ {
+			case ietf.TypeFetchOK:
+				// The request stream may end now; the data stream is
+				// still to come.
+				ended = nil
+			case ietf.TypeFetchError, ietf.TypeRequestError:
+				var re ietf.RequestError
+				_ = ietf.Decode(resp.body, &re, s.v)
+				return nil, fmt.Errorf("%w: %s: %w", session.ErrNoFetch, what, &re)
+			}
+		case data = <-req.data:
+		case <-ended:
+			select {
+			case resp := <-req.msgs:
+				if resp.typ == ietf.TypeFetchOK {
+					ended = nil
+					continue
+				}
+			default:
+			}
+			return nil, fmt.Errorf("%w: %s: %w", session.ErrNoFetch, what, errRequestEnded)
+		case <-t.C:
+			cancel()
+			return nil, fmt.Errorf("%w: %s: %w", session.ErrNoFetch, what, errRequestTimeout)
+		case <-ctx.Done():
+			cancel()
+			return nil, context.Cause(ctx)
+		case <-s.Context().Done():
+			return nil, s.c.Cause()
+		}
+	}
+	return &fetchReply{s: s, req: req, data: data, fr: ietf.FetchObjectReader{R: data.r, V: s.v},
+		group: r.Group, timescale: timescale}, nil
+}
+
+// fetchReply is a moq-transport FETCH's answer: the objects on its data
+// stream.
+type fetchReply struct {
+	s                *Session
+	req              *request
+	data             *dataStream
+	fr               ietf.FetchObjectReader
+	group, timescale uint64
+	bad              bool // an object's extensions did not parse
+}
+
+func (f *fetchReply) Next() (hang.Object, bool, error) {
+	obj, err := f.fr.Next()
+	if err != nil {
+		return hang.Object{}, false, f.readErr(err)
+	}
+	if obj.Group != f.group || obj.Status != ietf.StatusNormal {
+		return hang.Object{}, true, nil
+	}
+	o, err := object(obj, f.timescale, f.s.v)
+	f.bad = err != nil
+	return o, false, err
+}
+
+// readErr is how a reply's read error reaches the core: a reset is the
+// peer withdrawing it (ErrNoFetch), bytes the codec rejects are
+// ErrProtocol.
+func (f *fetchReply) readErr(err error) error {
+	if err == io.EOF {
+		return err
+	}
+	if f.s.c.IsReset(err) {
+		return fmt.Errorf("%w: %w", session.ErrNoFetch, err)
+	}
+	return protocolErr(err)
+}
+
+func (f *fetchReply) Interrupt() { f.data.str.SetReadDeadline(time.Now()) }
+
+func (f *fetchReply) End(err error, bad bool) {
+	switch {
+	case err == nil:
+	case bad || f.bad:
+		f.data.str.CancelRead(codeDecode)
+	default:
+		f.data.str.CancelRead(codeCancel)
+	}
+	f.s.endRequest(f.req)
+}

@@ -1,0 +1,38 @@
+package session
+
+import (
+	"context"
+)
+
+// Conn is a connection as a family's session sees it: the transport's (raw
+// QUIC or WebTransport) streams in the core's stream types, and its end in
+// the facade's errors. The facade adapts its connections to it, so a
+// family never imports the transport.
+type Conn interface {
+	OpenBidi(ctx context.Context) (Stream, error)
+	OpenUni(ctx context.Context) (SendStream, error)
+	AcceptBidi(ctx context.Context) (Stream, error)
+	AcceptUni(ctx context.Context) (RecvStream, error)
+	// Close closes the connection with an application code and reason.
+	Close(code uint64, reason string)
+	// Context is done when the connection is gone.
+	Context() context.Context
+	// WebTransport is true for a WebTransport session (no SETUP Path).
+	WebTransport() bool
+	// Cause is why the connection is gone, in the family's codes (nil
+	// while it lives).
+	Cause() error
+	// Gone reports whether the connection is gone, judging by its
+	// context and by err, the error of an operation on it: the streams of
+	// a closed connection can fail before its context ends.
+	Gone(err error) bool
+	// IsReset reports whether err, from a stream, is the peer's reset
+	// (RESET_STREAM or STOP_SENDING) of that stream alone.
+	IsReset(err error) bool
+}
+
+// ResetStream abandons both directions of str with code.
+func ResetStream(str Stream, code uint64) {
+	str.CancelRead(code)
+	str.CancelWrite(code)
+}
