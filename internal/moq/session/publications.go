@@ -38,6 +38,25 @@ type Publications struct {
 	changed   chan struct{} // closed and replaced when published changes
 	followers map[*follower]struct{}
 	tracks    map[servingKey]int
+	catalogs  map[*model.Broadcast]*parsedCatalog // of the published broadcasts
+}
+
+// parsedCatalog is a published broadcast's newest catalog as read once,
+// with the packagings of its tracks made from it as they were asked for.
+//
+// Every request a family serves asks for its track's packaging, and each
+// FETCH names one group: the gap fill after a 50 s blackhole is about
+// 2,400 FETCHes of each audio track. Read afresh for each (the catalog's
+// JSON, and the init of every cmaf rendition through go-mp4's reflection,
+// twice per moq-transport FETCH), a cmaf broadcast's catalog took three
+// quarters of the publisher's CPU while it served a fill, and the fill of
+// its audio ran 15-25 s past the network's return on a loaded machine:
+// long enough for the chaos soak's next fault (the recorder killed, the
+// publisher restarted) to cut it, and the rest of the outage was lost.
+type parsedCatalog struct {
+	group *model.Group // the catalog group it was read from
+	cat   *catalog.Catalog
+	packs map[string]hang.Track
 }
 
 // follower is one Follow registration.
@@ -55,6 +74,7 @@ func NewPublications() *Publications {
 		changed:   make(chan struct{}),
 		followers: map[*follower]struct{}{},
 		tracks:    map[servingKey]int{},
+		catalogs:  map[*model.Broadcast]*parsedCatalog{},
 	}
 }
 
@@ -83,6 +103,7 @@ func (p *Publications) Remove(path string, only *model.Broadcast) {
 		return
 	}
 	delete(p.published, path)
+	delete(p.catalogs, b)
 	p.changedLocked(path, false)
 }
 
@@ -112,7 +133,63 @@ func (p *Publications) Track(broadcast, track string) (*model.Track, hang.Track,
 	if err != nil {
 		return nil, hang.Track{}, ErrNoTrack
 	}
-	return t, Packaging(b, track), nil
+	return t, p.packaging(broadcast, b, track), nil
+}
+
+// Packaging returns how track of the broadcast published at broadcast goes
+// on the wire (see the function Packaging), from the broadcast's newest
+// catalog, read once for all the requests until it changes. A path not
+// published gets the legacy packaging.
+func (p *Publications) Packaging(broadcast, track string) hang.Track {
+	b := p.Broadcast(broadcast)
+	if b == nil {
+		return hang.ForRendition(nil, track)
+	}
+	return p.packaging(broadcast, b, track)
+}
+
+// packaging is Packaging of b, published at path.
+func (p *Publications) packaging(path string, b *model.Broadcast, name string) hang.Track {
+	if catalog.IsTrackName(name) {
+		return Packaging(b, name)
+	}
+	g, held, seq, payload := latestCatalogFrame(b)
+	if g == nil {
+		return hang.ForRendition(nil, name)
+	}
+	p.mu.Lock()
+	e := p.catalogs[b]
+	if e != nil && e.group == g {
+		if t, ok := e.packs[name]; ok {
+			p.mu.Unlock()
+			return t
+		}
+	}
+	p.mu.Unlock()
+	if e == nil || e.group != g {
+		// Read outside the lock; a request that races this one at a
+		// catalog change reads it too, and one of them is kept.
+		c, err := catalog.NewReader(held).Frame(seq, true, payload)
+		if err != nil {
+			c = nil
+		}
+		e = &parsedCatalog{group: g, cat: c, packs: map[string]hang.Track{}}
+	}
+	t := hang.ForRendition(e.cat, name)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.published[moqpath.Clean(path)] != b {
+		return t // unpublished meanwhile: nothing to keep
+	}
+	// A request that read an older catalog stores it last at worst: the
+	// next request sees a newer group and reads that.
+	if cur := p.catalogs[b]; cur != nil && cur.group == g {
+		e = cur
+	} else {
+		p.catalogs[b] = e
+	}
+	e.packs[name] = t
+	return t
 }
 
 // Has reports whether a track named track of the broadcast published at
@@ -209,7 +286,22 @@ func Packaging(b *model.Broadcast, name string) hang.Track {
 // LatestCatalog returns the newest snapshot of the catalog b holds (the
 // first of catalog.TracksFor its name it has), or nil.
 func LatestCatalog(b *model.Broadcast) *catalog.Catalog {
-	held := ""
+	g, held, seq, payload := latestCatalogFrame(b)
+	if g == nil {
+		return nil
+	}
+	c, err := catalog.NewReader(held).Frame(seq, true, payload)
+	if err != nil {
+		return nil
+	}
+	return c
+}
+
+// latestCatalogFrame returns the newest group of the catalog track b holds
+// (the first of catalog.TracksFor its name it has), that track's name, the
+// group's sequence and its first frame's payload; a nil group when there
+// is none, or it holds no frame yet.
+func latestCatalogFrame(b *model.Broadcast) (g *model.Group, held string, seq uint64, payload []byte) {
 	names := b.TrackNames()
 	for _, want := range catalog.TracksFor(b.Name()) {
 		for _, n := range names {
@@ -219,27 +311,22 @@ func LatestCatalog(b *model.Broadcast) *catalog.Catalog {
 		}
 	}
 	if held == "" {
-		return nil // Track would create it
+		return nil, "", 0, nil // Track would create it
 	}
 	t, err := b.Track(held)
 	if err != nil {
-		return nil
+		return nil, "", 0, nil
 	}
 	seq, ok := t.LatestGroup()
 	if !ok {
-		return nil
+		return nil, "", 0, nil
 	}
-	g := t.Group(seq)
-	if g == nil {
-		return nil
+	if g = t.Group(seq); g == nil {
+		return nil, "", 0, nil
 	}
 	frames, _, _ := g.Frames(0)
 	if len(frames) == 0 {
-		return nil
+		return nil, "", 0, nil
 	}
-	c, err := catalog.NewReader(held).Frame(seq, true, frames[0].Payload)
-	if err != nil {
-		return nil
-	}
-	return c
+	return g, held, seq, frames[0].Payload
 }

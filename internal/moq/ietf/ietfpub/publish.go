@@ -614,7 +614,7 @@ func (s *Publisher) serveFetch(sv *serve, m ietf.Fetch) {
 	defer cons.Close()
 	rs := model.NewReadySet()
 	cons.Watch(rs)
-	pack := session.Packaging(s.Pubs.Broadcast(ns), name)
+	pack := s.Pubs.Packaging(ns, name)
 	fw := ietf.FetchObjectWriter{V: v}
 	buf := ietf.AppendFetchHeader(nil, ietf.FetchHeader{RequestID: sv.id}, v)
 	var payload []byte

@@ -1,0 +1,128 @@
+package session
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/internal/hang"
+	"github.com/moq-export/moq-export/model"
+)
+
+// cmafBroadcast publishes, as path in a new Publications, a broadcast
+// whose catalog is the demo's in cmaf packaging (it holds each rendition's
+// init), with its tracks.
+func cmafBroadcast(t *testing.T, path string) (*Publications, *model.Broadcast) {
+	t.Helper()
+	b := model.NewBroadcast(path)
+	c, err := demo.CatalogIn(demo.DefaultRenditions, catalog.ContainerCMAF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range c.Renditions() {
+		b.CreateTrack(r.Name)
+	}
+	writeCatalog(t, b, c)
+	p := NewPublications()
+	p.Add(path, b)
+	return p, b
+}
+
+// writeCatalog publishes c as the newest group of b's catalog track.
+func writeCatalog(t *testing.T, b *model.Broadcast, c *catalog.Catalog) {
+	t.Helper()
+	data, err := c.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, err := b.Track(catalog.TrackName)
+	if err != nil {
+		ct = b.CreateTrack(catalog.TrackName)
+	}
+	g, err := ct.AppendGroup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.WriteFrame(model.Frame{Payload: data}); err != nil {
+		t.Fatal(err)
+	}
+	g.Close(nil)
+}
+
+// TestATrackServedOverAndOverReadsItsCatalogOnlyWhenItChanges: every
+// request a family serves asks for its track's packaging, and a gap fill
+// after a long blackhole is thousands of one-group FETCHes. The catalog
+// (its JSON, and each cmaf rendition's init) is read once per catalog
+// group, not per request: read each time, a cmaf broadcast's catalog took
+// three quarters of the publisher's CPU during a fill (thousands of
+// allocations a request), and the fill of a 45-60 s outage ran on long
+// after the network came back, until the chaos soak's next fault cut it.
+// A catalog update is read as soon as it is the newest.
+func TestATrackServedOverAndOverReadsItsCatalogOnlyWhenItChanges(t *testing.T) {
+	p, b := cmafBroadcast(t, "cmaf")
+	tr, pack, err := p.Track("cmaf", "1.m4s")
+	if err != nil || tr == nil {
+		t.Fatalf("Track: %v", err)
+	}
+	if pack.Kind() != hang.CMAF {
+		t.Fatalf("packaging %q, want cmaf", pack.Kind())
+	}
+	if got := p.Packaging("cmaf", "1.m4s"); got.Kind() != hang.CMAF || got.Timescale() != pack.Timescale() {
+		t.Fatalf("Packaging: %q at %d, Track said %q at %d", got.Kind(), got.Timescale(), pack.Kind(), pack.Timescale())
+	}
+	// Served again: no catalog read (a read is thousands of allocations;
+	// finding the catalog group is a few).
+	if n := testing.AllocsPerRun(200, func() { p.Track("cmaf", "1.m4s") }); n > 8 {
+		t.Errorf("Track allocates %.0f times a request: the catalog is read again", n)
+	}
+	if n := testing.AllocsPerRun(200, func() { p.Packaging("cmaf", "0.m4s") }); n > 8 {
+		t.Errorf("Packaging allocates %.0f times a request: the catalog is read again", n)
+	}
+
+	// A catalog update that no longer lists 1.m4s (the loc renditions'
+	// names): its packaging is the default one from then on.
+	loc, err := demo.CatalogIn(demo.DefaultRenditions, catalog.ContainerLOC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeCatalog(t, b, loc)
+	if got := p.Packaging("cmaf", "1.m4s"); got.Kind() != hang.Legacy {
+		t.Errorf("after a catalog update without it, 1.m4s is packaged %q, want legacy", got.Kind())
+	}
+
+	// Unpublished: its catalog is not kept.
+	p.Remove("cmaf", nil)
+	p.mu.Lock()
+	kept := len(p.catalogs)
+	p.mu.Unlock()
+	if kept != 0 {
+		t.Errorf("%d catalogs kept after the broadcast was unpublished", kept)
+	}
+	if got := p.Packaging("cmaf", "1.m4s"); got.Kind() != hang.Legacy {
+		t.Errorf("an unpublished path's packaging is %q, want legacy", got.Kind())
+	}
+}
+
+// TestPackagingsAskedTogetherAllComeFromTheCatalog: requests of several
+// tracks at once, on a catalog not read yet, each get their own
+// rendition's packaging (run with -race).
+func TestPackagingsAskedTogetherAllComeFromTheCatalog(t *testing.T) {
+	p, _ := cmafBroadcast(t, "cmaf")
+	var wg sync.WaitGroup
+	for range 8 {
+		for _, name := range []string{"0.m4s", "1.m4s"} {
+			wg.Go(func() {
+				if got := p.Packaging("cmaf", name); got.Kind() != hang.CMAF {
+					t.Errorf("%s packaged %q, want cmaf", name, got.Kind())
+				}
+			})
+		}
+	}
+	wg.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e := p.catalogs[p.published["cmaf"]]; e == nil || len(e.packs) != 2 {
+		t.Errorf("kept %+v, want the catalog with both packagings", e)
+	}
+}
