@@ -163,7 +163,7 @@ func (namedStream) Name() string { return "-" }
 
 // outputBufferSize is how much a file output gathers before a write: muxers
 // write one frame (or one 188-byte TS packet) at a time.
-const outputBufferSize = 256 << 10
+const outputBufferSize = 1 << 20
 
 // fileFlushInterval bounds how long written media may sit in a file
 // output's buffer: a recorder killed with SIGKILL (or a machine that loses

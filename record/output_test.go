@@ -192,3 +192,36 @@ func TestIdleOutputArmsNoTimer(t *testing.T) {
 		t.Error("a write after finish armed a flush")
 	}
 }
+
+// TestAMuxersFlushLeavesAFileOutputToWriteInLargeBlocks: MP4 asks for a
+// flush after each fragment (for a bufio.Writer, which would split it); a
+// file output passes on whole Writes anyway, so the flush must not reach
+// it: a write per fragment (tens of kB) costs the kernel about twice what
+// megabyte writes do (BenchmarkExportAnHourOfOneRenditionToMP4).
+func TestAMuxersFlushLeavesAFileOutputToWriteInLargeBlocks(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "x")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The file output's own flush timer is kept out of the way.
+	o := &FileOutput{flushingWriter: newFlushingWriter(appendOrUndo{f}, outputBufferSize, time.Hour), f: f, name: p}
+	cw := &countWriter{w: o}
+	for i := range 3 {
+		if _, err := cw.Write(bytes.Repeat([]byte{byte('a' + i)}, 60<<10)); err != nil {
+			t.Fatal(err)
+		}
+		if err := cw.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, err := os.Stat(p); err != nil || st.Size() != 0 {
+		t.Fatalf("after three fragments and their flushes the file holds %d bytes (%v), want them still buffered", st.Size(), err)
+	}
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p); len(b) != 3*60<<10 || b[0] != 'a' || b[len(b)-1] != 'c' {
+		t.Fatalf("file holds %d bytes, want the three fragments", len(b))
+	}
+}
