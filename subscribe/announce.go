@@ -1,17 +1,11 @@
 package subscribe
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
-	"github.com/moq-export/moq-export/internal/moq/session"
 	"io"
 	"sort"
 	"sync"
-
-	"github.com/moq-export/moq-export/internal/moq/lite/wire"
-	"github.com/moq-export/moq-export/internal/varint"
 )
 
 // Announcement is one change in the set of the peer's broadcasts.
@@ -327,219 +321,15 @@ func (a *Announcements) run() {
 }
 
 // followConn runs one announce stream on c.
-func (a *Announcements) followConn(c conn) error { return c.family().followAnnouncements(a) }
+func (a *Announcements) followConn(c conn) error { return a.s.familyOf(c).followAnnouncements(a) }
 
-// followLite runs one moq-lite announce stream on c.
-func (a *Announcements) followLite(c conn) error {
-	str, err := c.OpenBidi(a.ctx)
-	if err != nil {
-		return err
-	}
-	stop := context.AfterFunc(a.ctx, func() {
-		str.Close()
-		session.StopReading(str, CodeCancel)
-	})
-	defer stop()
-	v := connVersion(c)
-	req := wire.AnnounceRequest{Prefix: a.prefix}
-	if _, err := str.Write(req.AppendFor(varint.Append(nil, wire.StreamAnnounce), v)); err != nil {
-		return err
-	}
-	r := bufio.NewReaderSize(str, controlReadBuffer)
-	// The initial set: ANNOUNCE_OK's count of announcements (lite-05+) or
-	// ANNOUNCE_INIT's list (lite-01/02). lite-03/04 mark no end of it, so
-	// there is nothing to diff with after a reconnect.
-	var initial []wire.Announce
-	if v.TypedAnnounce {
-		return a.followTyped(c, str, r, v)
-	}
-	switch {
-	case v.AnnounceOK:
-		var ok wire.AnnounceOK
-		if err := readMsg(r, &ok); err != nil {
-			resetStream(str, CodeCancel)
-			return fmt.Errorf("ANNOUNCE_OK: %w", err)
-		}
-		for i := uint64(0); i < ok.ActiveCount; i++ {
-			var m wire.Announce
-			if err := readMsg(r, versioned{&m, v}); err != nil {
-				return a.streamErr(str, err)
-			}
-			initial = append(initial, m)
-		}
-		a.diff(initial)
-	case v.AnnounceInit:
-		var init wire.AnnounceInit
-		if err := readMsg(r, &init); err != nil {
-			resetStream(str, CodeCancel)
-			return fmt.Errorf("ANNOUNCE_INIT: %w", err)
-		}
-		for _, suffix := range init.Suffixes {
-			initial = append(initial, wire.Announce{Status: wire.StatusActive, Suffix: suffix})
-		}
-		a.diff(initial)
-	}
-	for {
-		var m wire.Announce
-		if err := readMsg(r, versioned{&m, v}); err != nil {
-			return a.streamErr(str, err)
-		}
-		a.push(Announcement{Path: joinPath(a.prefix, m.Suffix), Active: m.Status != wire.StatusEnded})
-	}
-}
+// liteFeed is a feed as package litesub's announce stream fills it.
+type liteFeed struct{ a *Announcements }
 
-// followTyped reads a lite-06 announce reply: ANNOUNCE_OK, then typed
-// announcements whose ids are implicit (every START takes the stream's
-// next one). The first ActiveCount STARTs are the initial set. An END or
-// UPDATE of an id never assigned or already retired, a START for a route
-// already advertised on the stream, or a malformed announcement closes the
-// session with PROTOCOL_VIOLATION, as the text requires; an unknown
-// announcement type is skipped.
-func (a *Announcements) followTyped(c conn, str bidiStream, r *bufio.Reader, v *wire.Version) error {
-	var ok wire.AnnounceOK
-	if err := readMsg(r, &ok); err != nil {
-		if errors.Is(err, ErrProtocol) {
-			return a.violation(c, str, fmt.Errorf("ANNOUNCE_OK: %w", err))
-		}
-		resetStream(str, CodeCancel)
-		return fmt.Errorf("ANNOUNCE_OK: %w", err)
-	}
-	routes := announceRoutes{ids: map[uint64]string{}, active: map[string]bool{}}
-	var initial []wire.Announce
-	for uint64(len(initial)) < ok.ActiveCount {
-		m, err := wire.ReadAnnounceFor(r, v)
-		if errors.Is(err, wire.ErrUnknownAnnounce) {
-			continue
-		}
-		if err != nil {
-			return a.typedErr(c, str, err)
-		}
-		suffix, _, err := routes.apply(m)
-		if err != nil {
-			return a.violation(c, str, err)
-		}
-		// An END or UPDATE inside the initial set changes it; only
-		// STARTs are counted.
-		if m.Type == wire.AnnounceStart {
-			initial = append(initial, wire.Announce{Status: wire.StatusActive, Suffix: suffix})
-		}
-	}
-	// Routes ended inside the initial set are not in it.
-	var live []wire.Announce
-	for _, m := range initial {
-		if routes.active[m.Suffix] {
-			live = append(live, m)
-		}
-	}
-	a.diff(live)
-	for {
-		m, err := wire.ReadAnnounceFor(r, v)
-		if errors.Is(err, wire.ErrUnknownAnnounce) {
-			continue
-		}
-		if err != nil {
-			return a.typedErr(c, str, err)
-		}
-		suffix, active, err := routes.apply(m)
-		if err != nil {
-			return a.violation(c, str, err)
-		}
-		if m.Type == wire.AnnounceUpdate {
-			// New hops or costs for a live route: in-flight
-			// subscriptions are undisturbed, and so is the feed.
-			continue
-		}
-		a.push(Announcement{Path: joinPath(a.prefix, suffix), Active: active})
-	}
-}
-
-// typedErr is how a lite-06 announce stream ends after a read error: a
-// malformed announcement is a session violation, anything else ends the
-// stream as before.
-func (a *Announcements) typedErr(c conn, str bidiStream, err error) error {
-	err = protocolErr(err)
-	if errors.Is(err, ErrProtocol) {
-		return a.violation(c, str, err)
-	}
-	return a.streamErr(str, err)
-}
-
-// violation closes the session's connection with PROTOCOL_VIOLATION (the
-// lite-06 rule for a malformed or inconsistent announcement); the session
-// reconnects as after any loss.
-func (a *Announcements) violation(c conn, str bidiStream, err error) error {
-	err = fmt.Errorf("%w: announce stream for %q: %w", ErrProtocol, a.prefix, err)
-	a.s.log.Warn("moq: peer broke the announce rules, closing the session", "err", err)
-	resetStream(str, CodeDecode)
-	c.Close(SessionProtocolViolation, "announce protocol violation")
-	return err
-}
-
-// announceRoutes is the per-stream bookkeeping of lite-06's implicit
-// announce ids: the next id a START takes, each live id's route, and the
-// routes advertised now.
-type announceRoutes struct {
-	next   uint64
-	ids    map[uint64]string // live id -> route suffix
-	active map[string]bool   // route suffixes advertised now
-}
-
-// errAnnounceRule is a lite-06 announce stream that breaks the id rules.
-var errAnnounceRule = errors.New("announcement breaks the id rules")
-
-// apply records one announcement and returns its route suffix and whether
-// the route is active after it.
-func (ar *announceRoutes) apply(m wire.Announce) (string, bool, error) {
-	switch m.Type {
-	case wire.AnnounceStart:
-		if ar.active[m.Suffix] {
-			return "", false, fmt.Errorf("%w: START for route %q already advertised", errAnnounceRule, m.Suffix)
-		}
-		ar.ids[ar.next] = m.Suffix
-		ar.active[m.Suffix] = true
-		ar.next++
-		return m.Suffix, true, nil
-	case wire.AnnounceEnd:
-		suffix, ok := ar.ids[m.ID]
-		if !ok {
-			return "", false, fmt.Errorf("%w: END of id %d, never assigned or retired", errAnnounceRule, m.ID)
-		}
-		delete(ar.ids, m.ID)
-		delete(ar.active, suffix)
-		return suffix, false, nil
-	default: // wire.AnnounceUpdate
-		suffix, ok := ar.ids[m.ID]
-		if !ok {
-			return "", false, fmt.Errorf("%w: UPDATE of id %d, never assigned or retired", errAnnounceRule, m.ID)
-		}
-		return suffix, true, nil
-	}
-}
-
-// diff reports the initial set of a moq-lite announce stream (see
-// reconcile).
-func (a *Announcements) diff(initial []wire.Announce) {
-	var active []string
-	seen := map[string]bool{}
-	for _, m := range initial {
-		p := joinPath(a.prefix, m.Suffix)
-		if m.Status == wire.StatusEnded {
-			seen[p] = false
-			continue
-		}
-		if _, dup := seen[p]; !dup {
-			active = append(active, p)
-		}
-		seen[p] = true
-	}
-	live := active[:0]
-	for _, p := range active {
-		if seen[p] {
-			live = append(live, p)
-		}
-	}
-	a.reconcile(live, true)
-}
+func (f liteFeed) Prefix() string                         { return f.a.prefix }
+func (f liteFeed) Context() context.Context               { return f.a.ctx }
+func (f liteFeed) Reconcile(active []string, madeUp bool) { f.a.reconcile(active, madeUp) }
+func (f liteFeed) Push(path string, active bool)          { f.a.push(Announcement{Path: path, Active: active}) }
 
 // reconcile reports a set of paths the peer has active now (an announce
 // stream's initial set, a moq-transport session's namespaces) against
@@ -572,14 +362,4 @@ func (a *Announcements) reconcile(active []string, madeUp bool) {
 	for _, p := range fresh {
 		a.push(Announcement{Path: p, Active: true})
 	}
-}
-
-func (a *Announcements) streamErr(str bidiStream, err error) error {
-	if errors.Is(err, ErrProtocol) {
-		resetStream(str, CodeDecode)
-	} else {
-		str.CancelRead(CodeCancel)
-		str.Close()
-	}
-	return err
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -77,13 +78,13 @@ func (p *pipeBidi) announced(t *testing.T) (wire.AnnounceOK, []wire.Announce) {
 	r := bufio.NewReader(bytes.NewReader(bytes.Clone(p.out.Bytes())))
 	p.mu.Unlock()
 	var ok wire.AnnounceOK
-	if err := readMsg(r, &ok); err != nil {
+	if err := litesub.ReadMessage(r, &ok); err != nil {
 		return ok, nil
 	}
 	var out []wire.Announce
 	for {
 		var m wire.Announce
-		if err := readMsg(r, &m); err != nil {
+		if err := litesub.ReadMessage(r, &m); err != nil {
 			return ok, out
 		}
 		out = append(out, m)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
+	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"testing"
 	"time"
 
@@ -127,11 +129,11 @@ func TestFetchOfAGroupNotHeldIsResetWithNotFound(t *testing.T) {
 	rt := client.remotes["live"].tracks["h264"]
 	client.mu.Unlock()
 	f, timescale, _ := rt.Current()
-	c := f.(liteFamily).c
+	l := f.(litesub.Conn)
 	_, err := rt.Fetch(ctx, f, timescale, 1000)
-	if !errors.Is(err, errNoFetch) || !isResetCode(err, liteCode(connVersion(c), CodeNotFound)) ||
-		resetMeaningOf(err, connVersion(c).FrameRange) != session.ResetNotFound {
-		t.Fatalf("FETCH of group 1000 (%s): %v, want errNoFetch with reset NOT_FOUND", connVersion(c), err)
+	if !errors.Is(err, session.ErrNoFetch) || !isResetCode(err, wire.StreamCode(l.V, CodeNotFound)) ||
+		l.RetryReset(err) != session.ResetNotFound {
+		t.Fatalf("FETCH of group 1000 (%s): %v, want errNoFetch with reset NOT_FOUND", l.V, err)
 	}
 	frames, err := rt.Fetch(ctx, f, timescale, 0)
 	if err != nil {
@@ -146,4 +148,9 @@ func TestFetchOfAGroupNotHeldIsResetWithNotFound(t *testing.T) {
 			t.Fatalf("frame %d: ts %d, %d bytes; want ts %d, %d bytes", i, f.Timestamp, len(f.Payload), s.Frames[i].Timestamp, len(s.Frames[i].Payload))
 		}
 	}
+}
+
+func isResetCode(err error, code uint64) bool {
+	re, ok := errors.AsType[*ResetError](err)
+	return ok && re.Code == code
 }

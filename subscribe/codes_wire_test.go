@@ -1,6 +1,7 @@
 package subscribe
 
 import (
+	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
 	"testing"
 
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
@@ -20,7 +21,10 @@ func TestThePublicCodesAreTheWiresCodes(t *testing.T) {
 			t.Errorf("%s: subscribe says %d, the wire %d", c.name, c.public, c.wire)
 		}
 	}
-	if liteCode(wire.Lite06, CodeNotFound) != 0x33 || liteCode(wire.Lite05, CodeNotFound) != CodeNotFound {
+	if SessionProtocolViolation != litesub.SessionProtocolViolation {
+		t.Errorf("protocol violation: subscribe says %d, litesub closes with %d", SessionProtocolViolation, litesub.SessionProtocolViolation)
+	}
+	if wire.StreamCode(wire.Lite06, CodeNotFound) != 0x33 || wire.StreamCode(wire.Lite05, CodeNotFound) != CodeNotFound {
 		t.Error("not found is renumbered on lite-06 only")
 	}
 }

@@ -3,6 +3,7 @@ package subscribe
 import (
 	"context"
 	"errors"
+	"github.com/moq-export/moq-export/internal/moq/session"
 
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/transport"
@@ -64,7 +65,7 @@ type netConn struct {
 	replay bidiStream
 }
 
-func (c *netConn) family() family { return liteFamily{c} }
+func (c *netConn) family() family { return newLiteFamily(c) }
 
 func (c *netConn) AcceptBidi(ctx context.Context) (bidiStream, error) {
 	if r := c.replay; r != nil {
@@ -120,3 +121,59 @@ func markIETF(err error, isIETF bool) error {
 	}
 	return err
 }
+
+// coreConn is a transport connection as a family's package sees it
+// (session.Conn): its streams in the core's types, its end in this
+// package's errors.
+type coreConn struct{ c conn }
+
+func (t coreConn) OpenBidi(ctx context.Context) (session.Stream, error) {
+	str, err := t.c.OpenBidi(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return str, nil
+}
+
+func (t coreConn) OpenUni(ctx context.Context) (session.SendStream, error) {
+	str, err := t.c.OpenUni(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return str, nil
+}
+
+func (t coreConn) AcceptBidi(ctx context.Context) (session.Stream, error) {
+	str, err := t.c.AcceptBidi(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return str, nil
+}
+
+func (t coreConn) AcceptUni(ctx context.Context) (session.RecvStream, error) {
+	str, err := t.c.AcceptUni(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return str, nil
+}
+
+func (t coreConn) Close(code uint64, reason string) { t.c.Close(code, reason) }
+func (t coreConn) Context() context.Context         { return t.c.Context() }
+func (t coreConn) WebTransport() bool               { return t.c.WebTransport() }
+func (t coreConn) Cause() error                     { return connCause(t.c) }
+func (t coreConn) Gone(err error) bool              { return connGone(t.c, err) }
+func (t coreConn) IsReset(err error) bool           { _, ok := resetCode(err); return ok }
+
+// resetCode reads the code of the peer's stream reset out of err.
+func resetCode(err error) (uint64, bool) {
+	re, ok := errors.AsType[*ResetError](err)
+	if !ok {
+		return 0, false
+	}
+	return re.Code, true
+}
+
+// familyOf is the family of c bound to the session.
+func (s *Session) familyOf(c conn) family { return c.family().bind(s) }

@@ -2,6 +2,7 @@ package subscribe
 
 import (
 	"context"
+	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
 	"log/slog"
 
 	"github.com/moq-export/moq-export/internal/moq/session"
@@ -37,47 +38,49 @@ type family interface {
 	// was learnt.
 	learnCompat(c *serverCompat, log *slog.Logger) bool
 	// routedSubs are the subscriptions the family routes itself (not in
-	// Session.subs).
+	// the session's moq-lite routes).
 	routedSubs() []*session.Sub
+	// bind is the family bound to session s (what the core and the
+	// family's package use).
+	bind(s *Session) family
 }
 
-// liteFamily is moq-lite on a connection.
-type liteFamily struct{ c conn }
+// liteFamily is moq-lite on a connection: package litesub's (the
+// subscriber's wire, the core's seam), with what the session does on it.
+// The family a connection carries (conn.family) is unbound; the session
+// binds it to itself (Session.familyOf) before the core or litesub use it.
+type liteFamily struct {
+	litesub.Conn
+	c conn
+}
 
-func (l liteFamily) serveConn(s *Session)                       { s.serveLite(l.c) }
-func (l liteFamily) followAnnouncements(a *Announcements) error { return a.followLite(l.c) }
-func (l liteFamily) goAway(s *Session, uri string) error        { return s.liteGoAway(l.c, uri) }
-func (l liteFamily) ietfCodes() bool                            { return false }
-func (l liteFamily) transportConn() conn                        { return l.c }
-func (l liteFamily) unauthorizedCode() uint64                   { return CodeUnauthorized }
+// newLiteFamily is moq-lite on c, not bound to a session yet.
+func newLiteFamily(c conn) liteFamily {
+	return liteFamily{Conn: litesub.NewConn(nil, coreConn{c}, c.Version()), c: c}
+}
+
+func (l liteFamily) bind(s *Session) family {
+	l.S = &s.lite
+	return l
+}
+
+func (l liteFamily) serveConn(s *Session) {
+	l.S = &s.lite
+	s.serveLite(l)
+}
+func (l liteFamily) followAnnouncements(a *Announcements) error { return l.Follow(liteFeed{a}) }
+func (l liteFamily) goAway(s *Session, uri string) error {
+	ctx, cancel := context.WithTimeout(s.ctx, s.opts.RequestTimeout)
+	defer cancel()
+	return l.SendGoAway(ctx, uri)
+}
+func (l liteFamily) ietfCodes() bool          { return false }
+func (l liteFamily) transportConn() conn      { return l.c }
+func (l liteFamily) unauthorizedCode() uint64 { return CodeUnauthorized }
 func (l liteFamily) learnCompat(*serverCompat, *slog.Logger) bool {
 	return false
 }
 func (l liteFamily) routedSubs() []*session.Sub { return nil }
-
-// moq-lite's side of the core's seam (session.Family).
-
-func (l liteFamily) Context() context.Context { return l.c.Context() }
-func (l liteFamily) Cause() error             { return connCause(l.c) }
-func (l liteFamily) Gone(err error) bool      { return connGone(l.c, err) }
-func (l liteFamily) Loss(err error) error     { return connLoss(l.c, err) }
-func (l liteFamily) FrameRanges() bool        { return connVersion(l.c).FrameRange }
-func (l liteFamily) Fetches() bool            { return connVersion(l.c).Fetch }
-func (l liteFamily) VersionName() string      { return connVersion(l.c).Name }
-
-// RetryReset: a moq-lite reset means what its code says, in either
-// numbering.
-func (l liteFamily) RetryReset(err error) session.Reset {
-	return resetMeaningOf(err, connVersion(l.c).FrameRange)
-}
-
-func (l liteFamily) SessionEndingReset(err error) bool {
-	switch resetMeaningOf(err, connVersion(l.c).FrameRange) {
-	case session.ResetSessionClosed, session.ResetGoingAway:
-		return true
-	}
-	return false
-}
 
 // moq-transport's side of the seam (its implementations are in ietf*.go).
 
@@ -90,6 +93,7 @@ func (ic *ietfConn) goAway(_ *Session, uri string) error        { return ic.ss.S
 func (ic *ietfConn) ietfCodes() bool                            { return true }
 func (ic *ietfConn) transportConn() conn                        { return ic.conn }
 func (ic *ietfConn) unauthorizedCode() uint64                   { return ietfUnauthorized }
+func (ic *ietfConn) bind(*Session) family                       { return ic }
 func (ic *ietfConn) learnCompat(c *serverCompat, log *slog.Logger) bool {
 	return c.learn(ic, log)
 }

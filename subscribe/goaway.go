@@ -1,14 +1,10 @@
 package subscribe
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"fmt"
+	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
 	"time"
-
-	"github.com/moq-export/moq-export/internal/moq/lite/wire"
-	"github.com/moq-export/moq-export/internal/varint"
 )
 
 // GOAWAY on moq-lite (lite-04+) and moq-transport, make before break.
@@ -23,48 +19,22 @@ import (
 // so a drain loses no frame as long as the new session's relay holds
 // them. A later reconnect keeps using the new URI.
 //
-// The lite-06 rules: only a server sends a non-empty URI, at most 8 KB;
-// one GOAWAY per session; anything else closes the session with
-// PROTOCOL_VIOLATION.
-
-// maxGoawayURI bounds a GOAWAY's New Session URI.
-const maxGoawayURI = 8192
-
 // ErrNoGoaway means GoAway was asked of a session whose protocol version
 // has no GOAWAY (moq-lite before 04).
-var ErrNoGoaway = errors.New("moq: the session's protocol version has no GOAWAY")
+var ErrNoGoaway = litesub.ErrNoGoaway
 
-// readLiteGoAway handles the GOAWAY stream the peer opened on c.
-func (s *Session) readLiteGoAway(c conn, str bidiStream, r *bufio.Reader) {
-	body, err := wire.ReadMessage(r, maxGoawayURI+8)
-	var m wire.Goaway
-	if err == nil {
-		err = m.Decode(body)
+// liteGoAway handles a valid moq-lite GOAWAY the peer sent on c (package
+// litesub read it): a second one on the connection is a violation.
+func (s *Session) liteGoAway(c conn, uri string) error {
+	s.mu.Lock()
+	second := s.goawayFrom == c
+	s.goawayFrom = c
+	s.mu.Unlock()
+	if second {
+		return errors.New("second GOAWAY")
 	}
-	str.CancelRead(CodeCancel)
-	str.Close()
-	switch {
-	case err == nil && len(m.URI) > maxGoawayURI:
-		err = fmt.Errorf("GOAWAY URI of %d bytes", len(m.URI))
-	case err == nil && s.dial == nil && m.URI != "":
-		err = errors.New("GOAWAY from a client names a URI")
-	}
-	if err == nil {
-		s.mu.Lock()
-		if s.goawayFrom == c {
-			err = errors.New("second GOAWAY")
-		}
-		s.goawayFrom = c
-		s.mu.Unlock()
-	}
-	if err != nil {
-		if !connGone(c, err) {
-			s.log.Warn("moq: bad GOAWAY, closing the session", "err", err)
-			c.Close(SessionProtocolViolation, "GOAWAY")
-		}
-		return
-	}
-	s.moveAway(c, m.URI, 0)
+	s.moveAway(c, uri, 0)
+	return nil
 }
 
 // moveAway handles the peer's GOAWAY on c, for both families. An accepted
@@ -149,25 +119,4 @@ func (s *Session) GoAway(uri string) error {
 		return ErrClosed
 	}
 	return c.family().goAway(s, uri)
-}
-
-// liteGoAway sends a moq-lite GOAWAY naming uri on c.
-func (s *Session) liteGoAway(c conn, uri string) error {
-	if !connVersion(c).Goaway {
-		return ErrNoGoaway
-	}
-	ctx, cancel := context.WithTimeout(s.ctx, s.opts.RequestTimeout)
-	defer cancel()
-	str, err := c.OpenBidi(ctx)
-	if err != nil {
-		return fmt.Errorf("moq: GOAWAY: %w", err)
-	}
-	m := wire.Goaway{URI: uri}
-	if _, err := str.Write(m.Append(varint.Append(nil, wire.StreamGoaway))); err != nil {
-		str.CancelRead(CodeCancel)
-		return fmt.Errorf("moq: GOAWAY: %w", err)
-	}
-	str.Close()
-	str.CancelRead(CodeCancel)
-	return nil
 }

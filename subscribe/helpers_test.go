@@ -269,11 +269,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 var _ = strings.Contains
 
 // subCount returns the number of live subscriptions of s.
-func (s *Session) subCount() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.subs)
-}
+func (s *Session) subCount() int { return s.lite.Routed() }
 
 func mustSample(t *testing.T, name string) *testmedia.Sample {
 	t.Helper()

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
 	"github.com/moq-export/moq-export/internal/moq/session"
 	"io"
 	"slices"
@@ -293,7 +294,7 @@ func (s *Session) serveSessionStream(ctx context.Context, c conn, str bidiStream
 	}
 	for {
 		var m wire.SessionInfo
-		err := readMsg(r.r, &m)
+		err := litesub.ReadMessage(r.r, &m)
 		if err != nil {
 			if ctx.Err() == nil && !connGone(c, err) {
 				if err == io.EOF {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 
-	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/internal/moq/settle"
 )
 
@@ -53,11 +52,8 @@ func init() {
 
 func (s *Session) settle(ctx context.Context) {
 	var settled sync.WaitGroup
+	subs := s.lite.Subs()
 	s.mu.Lock()
-	subs := make([]*session.Sub, 0, len(s.subs))
-	for _, sub := range s.subs {
-		subs = append(subs, sub)
-	}
 	c := s.cur
 	s.mu.Unlock()
 	if c != nil {

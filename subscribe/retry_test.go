@@ -3,6 +3,7 @@ package subscribe
 import (
 	"errors"
 	"fmt"
+	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
 	"testing"
 	"time"
 
@@ -22,9 +23,9 @@ type retryState struct {
 
 // retryPolicy is what a track's run decides after an attempt that ended
 // with err (session.Remote's retry): the family reads the reset
-// (liteFamily's and ietfConn's RetryReset), the core decides.
+// (litesub's and ietfConn's RetryReset), the core decides.
 func retryPolicy(err error, st retryState) (session.RetryAction, time.Duration) {
-	reset := resetMeaningOf(err, st.renumbered)
+	reset := (&litesub.Session{ResetCode: resetCode}).ResetMeaning(err, st.renumbered)
 	if st.ietf {
 		reset = (&ietfConn{}).RetryReset(err)
 	}
@@ -125,22 +126,6 @@ func TestRetryPolicyDecidesOnMeaningInBothNumberings(t *testing.T) {
 					t.Fatalf("retryPolicy = %v after %v, want %v after %v", action, d, tc.action, tc.wait)
 				}
 			})
-		}
-	}
-	// Codes 0x30 and above mean the same on a lite-05 session (newer
-	// relays send them there); codes below 0x30 depend on the session.
-	for _, c := range []struct {
-		code       uint64
-		renumbered bool
-		want       session.Reset
-	}{
-		{0x33, false, session.ResetNotFound}, {0x36, false, session.ResetUnroutable}, {0x30, false, session.ResetNoCapacity},
-		{0x1, false, session.ResetCancelled}, {0x1, true, session.ResetCancelled}, {0x0, false, session.ResetCancelled},
-		{0x0, true, session.ResetInternal}, {0x2, false, session.ResetOld}, {0x2, true, session.ResetTimeout},
-		{40, false, session.ResetUnknown}, {40, true, session.ResetUnknown}, {13, true, session.ResetUnknown}, {0x3b, true, session.ResetUnknown},
-	} {
-		if got := streamCodeMeaning(c.code, c.renumbered); got != c.want {
-			t.Errorf("code %#x renumbered %v: %v, want %v", c.code, c.renumbered, got, c.want)
 		}
 	}
 	// No capacity: one re-resolution after a pause, then the usual rules.

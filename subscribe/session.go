@@ -1,12 +1,12 @@
 package subscribe
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
 	"log/slog"
 	mrand "math/rand/v2"
 	"strings"
@@ -53,15 +53,16 @@ type Session struct {
 	done       chan struct{}
 	doneOnce   sync.Once
 
-	mu        sync.Mutex
-	closing   bool // Close was called: start runs nothing
-	cur       conn
-	gen       uint64
-	changed   chan struct{} // closed when cur changes
-	err       error
-	nextSubID uint64
-	subs      map[uint64]*session.Sub
-	remotes   map[string]*remoteBroadcast
+	mu      sync.Mutex
+	closing bool // Close was called: start runs nothing
+	cur     conn
+	gen     uint64
+	changed chan struct{} // closed when cur changes
+	err     error
+	// lite is the moq-lite subscriber's state across connections: the
+	// subscriptions its group streams are routed to.
+	lite    litesub.Session
+	remotes map[string]*remoteBroadcast
 	// feeds are the announcement feeds running, which remote broadcasts
 	// follow (see Session.Broadcast).
 	feeds map[*Announcements]struct{}
@@ -122,7 +123,6 @@ func newSession(opts Options, path string) *Session {
 		cancel:     cancel,
 		done:       make(chan struct{}),
 		changed:    make(chan struct{}),
-		subs:       map[uint64]*session.Sub{},
 		remotes:    map[string]*remoteBroadcast{},
 		containers: map[string]map[string]string{},
 		peerSetup:  make(chan struct{}),
@@ -131,6 +131,7 @@ func newSession(opts Options, path string) *Session {
 		RequestTimeout: opts.RequestTimeout, DrainGrace: opts.drainGrace, ReconnectMin: opts.Reconnect.Min,
 		ReconnectMax: opts.Reconnect.Max, ResumeGrace: opts.resumeGrace, Objects: opts.Objects,
 	}
+	s.lite = litesub.Session{Log: s.log, RequestTimeout: opts.RequestTimeout, MaxLatency: opts.MaxLatency, ResetCode: resetCode}
 	s.pub = newPublisher(s)
 	return s
 }
@@ -166,6 +167,7 @@ func dial(ctx context.Context, rawURL string, opts Options, wrap func(conn) conn
 	s.compat = compatFor(t.HostPort + "#" + strings.ReplaceAll(strings.ToLower(opts.TLSFingerprint), ":", ""))
 	s.log = s.log.With("url", t.Redacted())
 	s.pub.setLogger(s.log)
+	s.lite.Log = s.log
 	s.target.Store(t)
 	s.dial = func(ctx context.Context) (conn, error) {
 		t := s.target.Load()
@@ -221,7 +223,7 @@ type setupPathConn struct {
 }
 
 // family: moq-lite, on the marked connection (whose SETUP carries path).
-func (c *setupPathConn) family() family { return liteFamily{c} }
+func (c *setupPathConn) family() family { return newLiteFamily(c) }
 
 // start runs the session on its first connection.
 func (s *Session) start(c conn) {
@@ -482,10 +484,16 @@ func (s *Session) serveConn(c conn) {
 	s.mu.Unlock()
 }
 
-// serveLite serves a moq-lite connection until it is gone.
-func (s *Session) serveLite(c conn) {
+// serveLite serves a moq-lite connection until it is gone: package
+// litesub reads the peer's streams, SETUP and GOAWAY go to the session.
+func (s *Session) serveLite(l liteFamily) {
+	c := l.c
 	ctx := c.Context()
 	s.logNegotiated(c)
+	peer := &litesub.Peer{
+		Setup: s.readSetup, Client: s.dial != nil, Pub: s.pub.lite,
+		GoAway: func(uri string) error { return s.liteGoAway(c, uri) },
+	}
 	var loops []func()
 	if connVersion(c).SetupStream {
 		loops = append(loops, func() { s.sendSetup(ctx, c) })
@@ -494,8 +502,8 @@ func (s *Session) serveLite(c conn) {
 		loops = append(loops, func() { s.serveSessionStream(ctx, c, str) })
 	}
 	s.serveLoops(c, CodeCancel,
-		func(str recvStream, t session.OrderTicket) { s.handleUni(ctx, c, str, t) },
-		func(str bidiStream) { s.handleBidi(ctx, c, str) }, loops...)
+		func(str recvStream, t session.OrderTicket) { l.HandleUni(str, t, peer) },
+		func(str bidiStream) { l.HandleBidi(ctx, str, peer) }, loops...)
 }
 
 // serveLoops serves connection c of either family until it is gone: the
@@ -573,60 +581,9 @@ func (s *Session) sendSetup(ctx context.Context, c conn) {
 	str.Close()
 }
 
-// uniReaders are the buffered readers of uni streams, reused: a group
-// stream (one per frame of hang's audio) would allocate one otherwise. A
-// reader goes back when its handler returned; what was read from it was
-// copied out (wire.FrameReader's payloads, decoded messages).
-var uniReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, groupReadBuffer) }}
-
-// groupReadBuffer is the read buffer of a uni (group) stream. It holds
-// headers and small frames (an AAC frame is a few hundred bytes); a payload
-// at least as big is read by bufio straight into its slab, so a larger
-// buffer would buy no fewer reads for video. A reader is held for as long
-// as its stream is open: a paused broadcast's open groups, one per track,
-// so bufio's 4 KB default would cost a recorder of 1,000 idle broadcasts
-// 12 MB for nothing.
-const groupReadBuffer = 512
-
-func (s *Session) handleUni(ctx context.Context, c conn, str recvStream, t session.OrderTicket) {
-	r := uniReaders.Get().(*bufio.Reader)
-	r.Reset(str)
-	defer func() {
-		r.Reset(nil)
-		uniReaders.Put(r)
-	}()
-	typ, err := varint.Read(r)
-	if err != nil {
-		str.CancelRead(CodeCancel)
-		return
-	}
-	if typ != wire.UniGroup {
-		t.Done()
-	}
-	switch {
-	case typ == wire.UniSetup && connVersion(c).SetupStream:
-		s.readSetup(str, r)
-	case typ == wire.UniGroup:
-		s.readGroup(ctx, c, str, r, t)
-	default:
-		s.log.Debug("moq: unknown uni stream type", "type", typ)
-		str.CancelRead(10)
-	}
-}
-
-func (s *Session) readSetup(str recvStream, r *bufio.Reader) {
-	body, err := wire.ReadMessage(r, 0)
-	if err != nil {
-		s.log.Warn("moq: peer SETUP", "err", err)
-		str.CancelRead(CodeDecode)
-		return
-	}
-	var m wire.Setup
-	if err := m.Decode(body); err != nil {
-		s.log.Warn("moq: peer SETUP", "err", err)
-		str.CancelRead(CodeDecode)
-		return
-	}
+// readSetup takes the peer's moq-lite SETUP: an accepted session's root
+// and query (raw QUIC) and the Role the client declared.
+func (s *Session) readSetup(m *wire.Setup) {
 	if s.dial == nil {
 		s.mu.Lock()
 		if p, ok := m.Bytes(wire.ParamPath); ok {
@@ -638,41 +595,7 @@ func (s *Session) readSetup(str recvStream, r *bufio.Reader) {
 		}
 		s.mu.Unlock()
 	}
-	probe, _, _ := m.Varint(wire.ParamProbe)
-	s.log.Debug("moq: peer SETUP", "params", len(m.Params), "probe", probe)
 	s.setupOnce.Do(func() { close(s.peerSetup) })
-	// Stop reading: the peer may or may not FIN.
-	str.CancelRead(CodeCancel)
-}
-
-func (s *Session) handleBidi(ctx context.Context, c conn, str bidiStream) {
-	r := bufio.NewReader(str)
-	typ, err := varint.Read(r)
-	if err != nil {
-		resetStream(str, CodeCancel)
-		return
-	}
-	v := connVersion(c)
-	switch {
-	case typ == wire.StreamAnnounce:
-		s.pub.lite.ServeAnnounce(ctx, v, str, r)
-	case typ == wire.StreamTrack && v.TrackInfo:
-		s.pub.lite.ServeTrack(v, str, r)
-	case typ == wire.StreamSubscribe:
-		s.pub.lite.ServeSubscribe(ctx, v, func(ctx context.Context) (session.SendStream, error) { return c.OpenUni(ctx) }, str, r)
-	case typ == wire.StreamProbe && v.ProbeStream:
-		// No transport statistics to report: FIN at once, as @moq/net does.
-		str.Close()
-		str.CancelRead(CodeCancel)
-	case typ == wire.StreamGoaway && v.Goaway:
-		s.readLiteGoAway(c, str, r)
-	case typ == wire.StreamFetch && v.Fetch:
-		s.pub.lite.ServeFetch(ctx, v, str, r)
-	default:
-		// Unknown streams: refused, never fatal.
-		s.log.Debug("moq: refusing bidi stream", "type", typ, "version", v.Name)
-		resetStream(str, 10)
-	}
 }
 
 // Path returns the session root as the client requested it: the URL path
@@ -710,26 +633,6 @@ func (s *Session) Close() error {
 	s.wg.Wait()
 	return nil
 }
-
-// readMsg reads one length-prefixed message into m.
-func readMsg(r *bufio.Reader, m interface{ Decode([]byte) error }) error {
-	body, err := wire.ReadMessage(r, 0)
-	if err == nil {
-		err = m.Decode(body)
-	}
-	return protocolErr(err)
-}
-
-// versioned decodes a message laid out for a version, so that readMsg and
-// readRequest take per-version messages too.
-type versioned struct {
-	m interface {
-		DecodeFor([]byte, *wire.Version) error
-	}
-	v *wire.Version
-}
-
-func (x versioned) Decode(body []byte) error { return x.m.DecodeFor(body, x.v) }
 
 // resetStream abandons both directions of str with code.
 func resetStream(str bidiStream, code uint64) {

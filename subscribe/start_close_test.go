@@ -33,7 +33,7 @@ func (c *goneConn) Context() context.Context                       { return c.ct
 func (c *goneConn) WebTransport() bool                             { return false }
 func (c *goneConn) Version() *wire.Version                         { return nil }
 func (c *goneConn) SessionStream() bidiStream                      { return nil }
-func (c *goneConn) family() family                                 { return liteFamily{c} }
+func (c *goneConn) family() family                                 { return newLiteFamily(c) }
 func (c *goneConn) Close(uint64, string) {
 	c.mu.Lock()
 	c.closed++

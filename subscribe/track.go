@@ -2,7 +2,6 @@ package subscribe
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 
@@ -62,12 +61,7 @@ func (rb *remoteBroadcast) WaitConn(ctx context.Context, prev uint64) (session.F
 	if err != nil {
 		return nil, 0, err
 	}
-	return c.family(), gen, nil
-}
-
-func isResetCode(err error, code uint64) bool {
-	re, ok := errors.AsType[*ResetError](err)
-	return ok && re.Code == code
+	return rb.s.familyOf(c), gen, nil
 }
 
 // LostGroups returns how many groups of the session's subscriptions were
@@ -75,6 +69,3 @@ func isResetCode(err error, code uint64) bool {
 // after a reconnect, and one for each resume on a restarted publisher
 // session (whose missed groups cannot be counted). Safe for concurrent use.
 func (s *Session) LostGroups() uint64 { return s.lostGroups.Load() }
-
-// sessionOf is the session of track rt, whose host is its broadcast.
-func sessionOf(rt *session.Remote) *Session { return rt.Host.(*remoteBroadcast).s }

@@ -187,13 +187,14 @@ func TestGroupArrivingAfterTheDrainIsRefused(t *testing.T) {
 	defer s.cancel()
 	rb := &remoteBroadcast{s: s, path: "b", b: model.NewBroadcast("b")}
 	rt := &session.Remote{Host: rb, Broadcast: rb.path, Name: "v", Track: model.NewTrack("v")}
-	sub := testSubscription(rt, 4)
-	s.subs[sub.ID] = sub
+	l := s.familyOf(&lateContextConn{ctx: context.Background()}).(liteFamily)
+	sub := testSubscription(l, rt, 4)
+	s.lite.Add(sub)
 	sub.Drain(context.Background(), 0, 0, true)
 
 	h := wire.Group{SubscribeID: sub.ID, Sequence: 0}
 	str := &recordedRecv{Reader: bytes.NewReader(h.Append(nil))}
-	s.readGroup(context.Background(), &lateContextConn{ctx: context.Background()}, str, bufio.NewReader(str), session.OrderTicket{})
+	l.ReadGroup(str, bufio.NewReader(str), session.OrderTicket{})
 	if got := str.cancelled.Load() - 1; got != CodeNotFound {
 		t.Fatalf("late group stream: CancelRead code %d, want %d", got, CodeNotFound)
 	}
@@ -327,15 +328,16 @@ func TestGroupReadEndsWithItsSubscriptionEvenWhenCancelReadDoesNotWakeIt(t *test
 	defer s.cancel()
 	rb := &remoteBroadcast{s: s, path: "b", b: model.NewBroadcast("b")}
 	rt := &session.Remote{Host: rb, Broadcast: rb.path, Name: "v", Track: model.NewTrack("v")}
-	sub := testSubscription(rt, 4)
+	l := s.familyOf(&lateContextConn{ctx: context.Background()}).(liteFamily)
+	sub := testSubscription(l, rt, 4)
 	sub.MarkStarted()
-	s.subs[sub.ID] = sub
+	s.lite.Add(sub)
 	h := wire.Group{SubscribeID: sub.ID, Sequence: 0}
 	str := &sessionGoneRecv{header: h.Append(nil), deadline: make(chan struct{})}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.readGroup(context.Background(), &lateContextConn{ctx: context.Background()}, str, bufio.NewReader(str), session.OrderTicket{})
+		l.ReadGroup(str, bufio.NewReader(str), session.OrderTicket{})
 	}()
 	// Before or after the reader reaches the frames: either way the read
 	// must end.
@@ -369,12 +371,12 @@ func TestStopReadingEndsAReadCancelReadDoesNotWake(t *testing.T) {
 	}
 }
 
-// testSubscription is a moq-lite subscription of rt with id, timescale
-// 1000, as a subscription attempt makes it (not registered).
-func testSubscription(rt *session.Remote, id uint64) *session.Sub {
+// testSubscription is a moq-lite subscription of rt on l with id,
+// timescale 1000, as a subscription attempt makes it (not registered).
+func testSubscription(l liteFamily, rt *session.Remote, id uint64) *session.Sub {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	ls := &liteSubscription{AttemptTrack: session.AttemptTrack{R: rt}, s: sessionOf(rt)}
-	sub, _ := ls.NewSubscription(ctx, cancel, 1000, nil)
-	sub.ID, sub.Router = id, ls
+	w := l.NewSubscription(ctx, rt)
+	sub, _ := w.NewSubscription(ctx, cancel, 1000, nil)
+	sub.ID, sub.Router = id, w
 	return sub
 }

@@ -81,15 +81,14 @@ var muxers = []string{"mux/flv", "mux/mkv", "mux/ts", "mux/mp4"}
 //     only as its parts (model a leaf, export and subscribe apart).
 //   - lite and ietf never import each other: encoded for everything under
 //     internal/moq/lite and internal/moq/ietf (their wire codecs, their
-//     publishers litepub and ietfpub, and moq-transport's session and
-//     subscriber ietfsub, which import the core and never subscribe);
-//     moq-lite's subscriber session still lives in subscribe, behind the
-//     core's Family seam, until it moves into its package.
+//     publishers litepub and ietfpub, and the subscribers litesub and
+//     ietfsub (moq-transport's with its session), which import the core
+//     and never subscribe).
 //   - the session core imports neither protocol: encoded for
-//     internal/moq/session, which holds the pump, the subscription and its
-//     lifecycle (generic over the session's subscription, so it names no
-//     family), FETCH, backfill and the publisher's loops; the tracks and
-//     each family's wire are still subscribe's (family.go its seam).
+//     internal/moq/session, which holds the subscribed tracks (their run,
+//     retries, resume and gap fill), the subscription and its lifecycle,
+//     the group pump and the group streams' order, FETCH, backfill and the
+//     publisher's loops; each family implements its seam (session.Family).
 //   - only internal/hang decodes payloads: the protocol code calls it, but
 //     subscribe still exposes Unpacker (the archive's inverse of
 //     Options.Objects) over it; encoded as "only hang and catalog read
@@ -218,7 +217,7 @@ var rules = []struct {
 		}
 		return bad
 	}},
-	{"a family's packages never import the public facade (subscribe) they sit behind", func(pkgs map[string]*pkg) []string {
+	{"a family's packages (its wire, publisher and subscriber) never import the public facade (subscribe) they sit behind", func(pkgs map[string]*pkg) []string {
 		var bad []string
 		for name, p := range pkgs {
 			if !under(name, "internal/moq/lite") && !under(name, "internal/moq/ietf") {
@@ -272,7 +271,7 @@ var rules = []struct {
 
 func TestImportsKeepTheLayeringRules(t *testing.T) {
 	pkgs := load(t)
-	for _, need := range append([]string{"model", "export", "subscribe", "internal/hang", "internal/testutil/browsertest", "internal/moq/transport", "internal/moq/lite/wire", "internal/moq/ietf", "internal/moq/transport/alpn", "internal/moq/session", "internal/moq/lite/litepub", "internal/moq/ietf/ietfpub", "internal/moq/ietf/ietfsub"}, muxers...) {
+	for _, need := range append([]string{"model", "export", "subscribe", "internal/hang", "internal/testutil/browsertest", "internal/moq/transport", "internal/moq/lite/wire", "internal/moq/ietf", "internal/moq/transport/alpn", "internal/moq/session", "internal/moq/lite/litepub", "internal/moq/ietf/ietfpub", "internal/moq/ietf/ietfsub", "internal/moq/lite/litesub"}, muxers...) {
 		if pkgs[need] == nil {
 			t.Fatalf("package %s not listed: the rules name a package that moved; update them", need)
 		}
@@ -300,7 +299,7 @@ func TestEveryRuleCatchesTheImportItForbids(t *testing.T) {
 	}
 	base := func() map[string]*pkg {
 		pkgs := map[string]*pkg{}
-		for _, n := range append([]string{"model", "export", "subscribe", "internal/hang", "internal/testutil/browsertest", "catalog", "internal/moq/ietf", "internal/moq/session", "internal/moq/lite/litepub"}, muxers...) {
+		for _, n := range append([]string{"model", "export", "subscribe", "internal/hang", "internal/testutil/browsertest", "catalog", "internal/moq/ietf", "internal/moq/session", "internal/moq/lite/litepub", "internal/moq/lite/litesub"}, muxers...) {
 			pkgs[n] = &pkg{ImportPath: module + "/" + n}
 		}
 		return pkgs
@@ -318,7 +317,7 @@ func TestEveryRuleCatchesTheImportItForbids(t *testing.T) {
 			p["internal/moq/session"].Deps = m("internal/varint", "internal/moq/lite/wire")
 		},
 		func(p map[string]*pkg) {
-			p["internal/moq/lite/litepub"].Deps = m("internal/moq/session", "subscribe")
+			p["internal/moq/lite/litesub"].Deps = m("internal/moq/session", "internal/moq/lite/litepub", "subscribe")
 		},
 		func(p map[string]*pkg) {
 			p["internal/moq/ietf"].Deps = m("internal/moq/transport/alpn", "internal/moq/transport")

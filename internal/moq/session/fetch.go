@@ -80,3 +80,16 @@ func Fetch(ctx context.Context, reply FetchReply, dec *hang.Decoder, what string
 	}
 	return frames, nil
 }
+
+// FetchReadErr is how a FETCH reply's read error reaches Fetch: a reset
+// of the reply (reset) is the peer withdrawing it (ErrNoFetch); anything
+// else as the family marked it (bytes its codec rejects: ErrProtocol).
+func FetchReadErr(err error, reset bool) error {
+	if err == io.EOF {
+		return err
+	}
+	if reset {
+		return fmt.Errorf("%w: %w", ErrNoFetch, err)
+	}
+	return err
+}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/internal/hang"
 	"github.com/moq-export/moq-export/model"
 )
@@ -397,3 +398,13 @@ func (a AttemptTrack) Loss(err error) error    { return a.C.Loss(err) }
 func (a AttemptTrack) Cut(err error) bool      { return a.C.Gone(err) || a.C.SessionEndingReset(err) }
 func (a AttemptTrack) Logger() *slog.Logger    { return a.R.Host.Logger() }
 func (a AttemptTrack) Names() (string, string) { return a.R.Broadcast, a.R.Name }
+
+// Priority is a track's subscriber priority, the hang default: catalog
+// 100, audio 80, video 60. Without the catalog's kind at hand, media
+// tracks get 60.
+func Priority(name string) uint8 {
+	if catalog.IsTrackName(name) {
+		return 100
+	}
+	return 60
+}

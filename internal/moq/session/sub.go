@@ -121,3 +121,25 @@ func StopReading(str interface {
 	str.CancelRead(code)
 	str.SetReadDeadline(time.Now())
 }
+
+// ControlReadBuffer is the read buffer of an announce feed's stream: its
+// messages are a few bytes to a few hundred. A longer message is read
+// through it all the same.
+const ControlReadBuffer = 512
+
+// RequestReadBuffer is the read buffer of a subscription's stream (and
+// of a moq-transport request's, or a PUBLISH_NAMESPACE's), which carries a
+// response or two of a few bytes each: a recorder of 1,000 broadcasts
+// holds 3,000 such streams open, so bufio's 4 KB default would cost 12 MB
+// for nothing (512 B: 1.5 MB). A longer message is read through it all
+// the same (wire.ReadMessage and ietf.ReadMessage copy the body out).
+const RequestReadBuffer = 32
+
+// GroupReadBuffer is the read buffer of a uni (group) stream. It holds
+// headers and small frames (an AAC frame is a few hundred bytes); a payload
+// at least as big is read by bufio straight into its slab, so a larger
+// buffer would buy no fewer reads for video. A reader is held for as long
+// as its stream is open: a paused broadcast's open groups, one per track,
+// so bufio's 4 KB default would cost a recorder of 1,000 idle broadcasts
+// 12 MB for nothing.
+const GroupReadBuffer = 512

@@ -1,9 +1,6 @@
-package subscribe
+package litesub
 
 import (
-	"errors"
-
-	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/session"
 )
 
@@ -35,12 +32,12 @@ var liteStreamCodesOld = map[uint64]session.Reset{
 	29: session.ResetMalformed, 30: session.ResetUnroutable, 31: session.ResetEvicted,
 }
 
-// streamCodeMeaning reads a stream reset code: through the lite-06 table
+// CodeMeaning reads a stream reset code: through the lite-06 table
 // on a session that speaks it (renumbered), through the old table below
 // 0x30 otherwise, and through the lite-06 table at 0x30 and above on every
 // version. 32..47 (reserved; provisional values of pre-0.3 relays) and
 // unregistered codes are unknown: "unauthorized" is never inferred.
-func streamCodeMeaning(code uint64, renumbered bool) session.Reset {
+func CodeMeaning(code uint64, renumbered bool) session.Reset {
 	if renumbered || code >= 0x30 {
 		if code >= 32 && code < 48 {
 			return session.ResetUnknown
@@ -49,17 +46,3 @@ func streamCodeMeaning(code uint64, renumbered bool) session.Reset {
 	}
 	return liteStreamCodesOld[code]
 }
-
-// resetMeaningOf returns the meaning of the stream reset err carries
-// (session.ResetUnknown when it carries none).
-func resetMeaningOf(err error, renumbered bool) session.Reset {
-	re, ok := errors.AsType[*ResetError](err)
-	if !ok {
-		return session.ResetUnknown
-	}
-	return streamCodeMeaning(re.Code, renumbered)
-}
-
-// liteCode is the stream code this package sends for code (named in the
-// old registry) on a session of version v (wire.StreamCode).
-func liteCode(v *wire.Version, code uint64) uint64 { return wire.StreamCode(v, code) }

@@ -1,4 +1,4 @@
-package subscribe
+package litesub
 
 import (
 	"bufio"
@@ -13,26 +13,21 @@ import (
 	"github.com/moq-export/moq-export/internal/varint"
 )
 
-// unregister removes sub from the session: group streams for it are
-// refused from now on.
-func (s *Session) unregister(sub *session.Sub) {
-	s.mu.Lock()
-	if s.subs[sub.ID] == sub {
-		delete(s.subs, sub.ID)
-	}
-	s.mu.Unlock()
-}
+// DefaultTimescale is a track's timescale where nothing tells it
+// (lite-01..04 have no TRACK_INFO): microseconds, as hang's containers
+// carry their own timestamps.
+const DefaultTimescale = 1_000_000
 
-// A liteSubscription is one moq-lite SUBSCRIBE in its wire: TRACK and
+// A subscription is one moq-lite SUBSCRIBE in its wire: TRACK and
 // TRACK_INFO first (lite-05+), then SUBSCRIBE on its own stream and the
 // publisher's responses on it (session.Subscribe runs the rest).
-type liteSubscription struct {
+type subscription struct {
 	session.AttemptTrack
 	s   *Session
-	c   conn
+	c   session.Conn
 	ctx context.Context
 	v   *wire.Version
-	str bidiStream
+	str session.Stream
 	r   *bufio.Reader
 	// waitErr is what the parked wait's read failed with.
 	waitErr error
@@ -40,37 +35,35 @@ type liteSubscription struct {
 	stopCancel func() bool
 }
 
-func (l liteFamily) NewSubscription(ctx context.Context, rt *session.Remote) session.SubscriptionWire {
-	return &liteSubscription{AttemptTrack: session.AttemptTrack{R: rt, C: l}, s: sessionOf(rt), c: l.c, ctx: ctx, v: connVersion(l.c)}
+// NewSubscription is one subscription attempt of rt on the connection
+// (session.Subscribe runs it).
+func (c Conn) NewSubscription(ctx context.Context, rt *session.Remote) session.SubscriptionWire {
+	return &subscription{AttemptTrack: session.AttemptTrack{R: rt, C: c}, s: c.S, c: c.C, ctx: ctx, v: c.V}
 }
 
 // Accept: without a Track stream (lite-01..04) nothing tells the
 // timescale; frames carry no wire timestamp there either, so raw tracks
 // get 0.
-func (ls *liteSubscription) Accept(ctx context.Context) (uint64, bool, error) {
+func (ls *subscription) Accept(ctx context.Context) (uint64, bool, error) {
 	if !ls.v.TrackInfo {
-		return publishTimescale, false, nil
+		return DefaultTimescale, false, nil
 	}
 	info, err := ls.trackInfo(ctx)
 	return info.Timescale, false, err
 }
 
 // Route registers sub with the session: group streams name its id.
-func (ls *liteSubscription) Route(sub *session.Sub) error {
-	s := ls.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sub.ID, sub.Router = s.nextSubID, ls
-	s.nextSubID++
-	s.subs[sub.ID] = sub
+func (ls *subscription) Route(sub *session.Sub) error {
+	sub.Router = ls
+	ls.s.route(sub)
 	return nil
 }
 
-func (ls *liteSubscription) Unroute(sub *session.Sub) { ls.s.unregister(sub) }
+func (ls *subscription) Unroute(sub *session.Sub) { ls.s.Unroute(sub) }
 
 // Request sends SUBSCRIBE; a resumed lite-06 subscription asks from the
 // rest of a cut group when it has one (session.Remote.FloorOfCut).
-func (ls *liteSubscription) Request(ctx context.Context, sub *session.Sub, resumed bool) error {
+func (ls *subscription) Request(ctx context.Context, sub *session.Sub, resumed bool) error {
 	var floor session.ResumeFloor
 	if resumed && ls.v.FrameRange {
 		floor = ls.R.FloorOfCut(ctx, ls.C, sub.Timescale)
@@ -86,15 +79,15 @@ func (ls *liteSubscription) Request(ctx context.Context, sub *session.Sub, resum
 		str.Close()
 		str.SetReadDeadline(time.Now())
 	})
-	ls.r = bufio.NewReaderSize(str, subscribeReadBuffer)
+	ls.r = bufio.NewReaderSize(str, session.RequestReadBuffer)
 	return nil
 }
 
-func (ls *liteSubscription) Ready() bool { return ls.waitErr != nil || ls.r.Buffered() > 0 }
+func (ls *subscription) Ready() bool { return ls.waitErr != nil || ls.r.Buffered() > 0 }
 
 // Next reads one response: the end of the stream is the publisher's
 // (every group accounted for).
-func (ls *liteSubscription) Next() (session.Event, error) {
+func (ls *subscription) Next() (session.Event, error) {
 	err := ls.waitErr
 	ls.waitErr = nil
 	var resp wire.SubscribeResponse
@@ -116,7 +109,7 @@ func (ls *liteSubscription) Next() (session.Event, error) {
 	case wire.RespEnd:
 		return session.Event{Kind: session.EventEnd, Group: resp.Group}, nil
 	case wire.RespDrop:
-		ls.s.log.Debug("moq: groups dropped", "broadcast", ls.R.Broadcast, "track", ls.R.Name,
+		ls.s.Log.Debug("moq: groups dropped", "broadcast", ls.R.Broadcast, "track", ls.R.Name,
 			"start", resp.Start, "end", resp.End, "code", resp.Code)
 	}
 	return session.Event{}, nil
@@ -124,21 +117,21 @@ func (ls *liteSubscription) Next() (session.Event, error) {
 
 // Failed: a reset refuses the subscription until it started and ends it
 // after; anything else is a bad stream.
-func (ls *liteSubscription) Failed(err error, started bool) error {
-	if re, ok := errors.AsType[*ResetError](err); ok {
-		ls.str.CancelWrite(CodeCancel)
+func (ls *subscription) Failed(err error, started bool) error {
+	if ls.s.isReset(err) {
+		ls.str.CancelWrite(wire.CodeCancel)
 		if !started {
-			return fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", ErrRefused, ls.R.Broadcast, ls.R.Name, re)
+			return fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", session.ErrRefused, ls.R.Broadcast, ls.R.Name, err)
 		}
-		return re
+		return err
 	}
-	resetStream(ls.str, CodeDecode)
-	return fmt.Errorf("subscribe stream: %w", protocolErr(err))
+	session.ResetStream(ls.str, wire.CodeDecode)
+	return fmt.Errorf("subscribe stream: %w", ProtocolErr(err))
 }
 
-func (ls *liteSubscription) Cancel() { ls.str.CancelRead(CodeCancel) }
+func (ls *subscription) Cancel() { ls.str.CancelRead(wire.CodeCancel) }
 
-func (ls *liteSubscription) Release(_ error, done bool) {
+func (ls *subscription) Release(_ error, done bool) {
 	if ls.stopCancel != nil {
 		ls.stopCancel()
 	}
@@ -148,14 +141,14 @@ func (ls *liteSubscription) Release(_ error, done bool) {
 }
 
 // Wait peeks at the stream: the read is all the parked goroutine does.
-func (ls *liteSubscription) Wait() bool {
+func (ls *subscription) Wait() bool {
 	_, ls.waitErr = ls.r.Peek(1)
 	return false
 }
 
 // Resettle: settle woke the wait with a deadline, which must not cut the
 // reads that follow; a wait it cut parks afresh.
-func (ls *liteSubscription) Resettle(bool) bool {
+func (ls *subscription) Resettle(bool) bool {
 	ls.str.SetReadDeadline(time.Time{})
 	if ls.ctx.Err() != nil {
 		// The cancellation's own deadline may be the one just
@@ -171,13 +164,13 @@ func (ls *liteSubscription) Resettle(bool) bool {
 }
 
 // Wake is settle's: a deadline ends the parked read.
-func (ls *liteSubscription) Wake() { ls.str.SetReadDeadline(time.Now()) }
+func (ls *subscription) Wake() { ls.str.SetReadDeadline(time.Now()) }
 
 // sendSubscribe opens the subscription's stream and sends SUBSCRIBE. A
 // resumed one asks no max age on lite-06, where it would reach back: its
 // gap is FETCHed (session.Remote's resume), which needs the live edge in SUBSCRIBE_OK;
 // it asks from floor when there is one (the rest of a cut group).
-func (ls *liteSubscription) sendSubscribe(ctx context.Context, id uint64, resumed bool, floor session.ResumeFloor) (bidiStream, error) {
+func (ls *subscription) sendSubscribe(ctx context.Context, id uint64, resumed bool, floor session.ResumeFloor) (session.Stream, error) {
 	s, rt, v := ls.s, ls.R, ls.v
 	str, err := ls.c.OpenBidi(ctx)
 	if err != nil {
@@ -186,7 +179,7 @@ func (ls *liteSubscription) sendSubscribe(ctx context.Context, id uint64, resume
 	m := wire.Subscribe{
 		ID: id, Broadcast: rt.Broadcast, Track: rt.Name,
 		SubscribeParams: wire.SubscribeParams{
-			Priority: priorityOf(rt.Name), MaxLatency: uint64(s.opts.MaxLatency.Milliseconds()),
+			Priority: session.Priority(rt.Name), MaxLatency: uint64(s.MaxLatency.Milliseconds()),
 		},
 	}
 	if resumed && v.FrameRange {
@@ -196,7 +189,7 @@ func (ls *liteSubscription) sendSubscribe(ctx context.Context, id uint64, resume
 		}
 	}
 	if _, err := str.Write(m.AppendFor(varint.Append(nil, wire.StreamSubscribe), v)); err != nil {
-		str.CancelRead(CodeCancel)
+		str.CancelRead(wire.CodeCancel)
 		return nil, fmt.Errorf("send SUBSCRIBE: %w", err)
 	}
 	return str, nil
@@ -204,7 +197,7 @@ func (ls *liteSubscription) sendSubscribe(ctx context.Context, id uint64, resume
 
 // trackInfo sends TRACK and reads TRACK_INFO, bounded by the request
 // timeout (a @moq/net publisher never answers for an unknown track).
-func (ls *liteSubscription) trackInfo(ctx context.Context) (wire.TrackInfo, error) {
+func (ls *subscription) trackInfo(ctx context.Context) (wire.TrackInfo, error) {
 	rt, c := ls.R, ls.c
 	var info wire.TrackInfo
 	str, err := c.OpenBidi(ctx)
@@ -213,19 +206,19 @@ func (ls *liteSubscription) trackInfo(ctx context.Context) (wire.TrackInfo, erro
 	}
 	m := wire.TrackRequest{Broadcast: rt.Broadcast, Track: rt.Name}
 	if _, err := str.Write(m.Append(varint.Append(nil, wire.StreamTrack))); err != nil {
-		str.CancelRead(CodeCancel)
+		str.CancelRead(wire.CodeCancel)
 		return info, fmt.Errorf("send TRACK: %w", err)
 	}
-	str.SetReadDeadline(time.Now().Add(ls.s.opts.RequestTimeout))
+	str.SetReadDeadline(time.Now().Add(ls.s.RequestTimeout))
 	stop := context.AfterFunc(ctx, func() { str.SetReadDeadline(time.Now()) })
 	defer stop()
-	err = readMsg(bufio.NewReader(str), versioned{&info, connVersion(c)})
+	err = ReadMessage(bufio.NewReader(str), versioned{&info, ls.v})
 	if err != nil {
-		resetStream(str, CodeCancel)
+		session.ResetStream(str, wire.CodeCancel)
 		if ctx.Err() != nil {
 			return info, context.Cause(ctx)
 		}
-		if errors.Is(err, ErrProtocol) {
+		if errors.Is(err, session.ErrProtocol) {
 			return info, fmt.Errorf("TRACK_INFO %q/%q: %w", rt.Broadcast, rt.Name, err)
 		}
 		if err == io.EOF {
@@ -233,36 +226,9 @@ func (ls *liteSubscription) trackInfo(ctx context.Context) (wire.TrackInfo, erro
 		} else if isTimeout(err) {
 			err = errors.New("no TRACK_INFO within the request timeout")
 		}
-		return info, fmt.Errorf("%w: TRACK %q/%q: %w", ErrRefused, rt.Broadcast, rt.Name, err)
+		return info, fmt.Errorf("%w: TRACK %q/%q: %w", session.ErrRefused, rt.Broadcast, rt.Name, err)
 	}
 	str.Close()
-	str.CancelRead(CodeCancel)
+	str.CancelRead(wire.CodeCancel)
 	return info, nil
 }
-
-func isTimeout(err error) bool {
-	var te interface{ Timeout() bool }
-	return errors.As(err, &te) && te.Timeout()
-}
-
-// priorityOf is the hang default: catalog 100, audio 80, video 60. Without
-// the catalog's kind at hand, media tracks get 60.
-func priorityOf(name string) uint8 {
-	if isCatalogTrack(name) {
-		return 100
-	}
-	return 60
-}
-
-// controlReadBuffer is the read buffer of an announce feed's stream: its
-// messages are a few bytes to a few hundred. A longer message is read
-// through it all the same.
-const controlReadBuffer = 512
-
-// subscribeReadBuffer is the read buffer of a subscription's stream (and
-// of a moq-transport request's, or a PUBLISH_NAMESPACE's), which carries a
-// response or two of a few bytes each: a recorder of 1,000 broadcasts
-// holds 3,000 such streams open, so bufio's 4 KB default would cost 12 MB
-// for nothing (512 B: 1.5 MB). A longer message is read through it all
-// the same (wire.ReadMessage and ietf.ReadMessage copy the body out).
-const subscribeReadBuffer = 32

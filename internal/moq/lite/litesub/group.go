@@ -1,8 +1,7 @@
-package subscribe
+package litesub
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,33 +11,30 @@ import (
 	"github.com/moq-export/moq-export/internal/moq/session"
 )
 
-// readGroup turns one group stream into a model group.
-func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufio.Reader, t session.OrderTicket) {
+// ReadGroup turns one group stream (str, read through r past its type)
+// into a model group of the subscription its header names.
+func (c Conn) ReadGroup(str session.RecvStream, r *bufio.Reader, t session.OrderTicket) {
+	s := c.S
 	var h wire.Group
 	body, err := wire.ReadMessageBuffered(r, 0)
 	if err == nil {
-		err = h.DecodeFor(body, connVersion(c))
+		err = h.DecodeFor(body, c.V)
 	}
-	if err = protocolErr(err); err != nil {
-		if _, reset := errors.AsType[*ResetError](err); reset {
-			s.log.Debug("moq: group reset before its header", "err", err)
+	if err = ProtocolErr(err); err != nil {
+		if s.isReset(err) {
+			s.Log.Debug("moq: group reset before its header", "err", err)
 			return
 		}
-		str.CancelRead(CodeDecode)
-		if !connGone(c, err) {
-			s.log.Warn("moq: bad group header", "err", err)
+		str.CancelRead(wire.CodeDecode)
+		if !c.C.Gone(err) {
+			s.Log.Warn("moq: bad group header", "err", err)
 		}
 		return
 	}
 	t.Name(h.SubscribeID, h.Sequence)
-	s.mu.Lock()
-	sub := s.subs[h.SubscribeID]
-	if sub != nil {
-		sub.Groups.Add(1)
-	}
-	s.mu.Unlock()
+	sub := s.join(h.SubscribeID)
 	if sub == nil {
-		str.CancelRead(CodeNotFound)
+		str.CancelRead(wire.CodeNotFound)
 		return
 	}
 	defer sub.Groups.Done()
@@ -48,11 +44,11 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 	rt.WaitCutGroups(sub.Ctx, h.Sequence)
 	g, skip, adopted, err := sub.CreateGroup(h.Sequence, t)
 	if adopted {
-		s.log.Debug("moq: completing a cut group", "track", rt.Name, "group", h.Sequence, "have", skip, "frame_start", h.FrameStart)
+		s.Log.Debug("moq: completing a cut group", "track", rt.Name, "group", h.Sequence, "have", skip, "frame_start", h.FrameStart)
 	}
 	if err != nil {
-		s.log.Debug("moq: group dropped", "track", rt.Name, "group", h.Sequence, "err", err)
-		str.CancelRead(CodeCancel)
+		s.Log.Debug("moq: group dropped", "track", rt.Name, "group", h.Sequence, "err", err)
+		str.CancelRead(wire.CodeCancel)
 		return
 	}
 	// lite-06: the stream starts at frame FrameStart of the group. Frames
@@ -64,7 +60,7 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 	if h.FrameStart > 0 {
 		have := uint64(skip)
 		if have < h.FrameStart {
-			frames, ferr := rt.FetchFrames(sub.Ctx, c.family(), sub.Timescale, h.Sequence, have, h.FrameStart-1, true)
+			frames, ferr := rt.FetchFrames(sub.Ctx, c, sub.Timescale, h.Sequence, have, h.FrameStart-1, true)
 			if ferr == nil && uint64(len(frames)) != h.FrameStart-have {
 				ferr = fmt.Errorf("%w: FETCH returned %d frames of %d", session.ErrNoFetch, len(frames), h.FrameStart-have)
 			}
@@ -75,9 +71,9 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 				ferr = g.WriteFrame(f)
 			}
 			if ferr != nil {
-				s.log.Warn("moq: group begins inside, its head could not be fetched: dropped", "track", rt.Name, "group", h.Sequence, "frame_start", h.FrameStart, "err", ferr)
-				s.lostGroups.Add(1)
-				str.CancelRead(CodeCancel)
+				s.Log.Warn("moq: group begins inside, its head could not be fetched: dropped", "track", rt.Name, "group", h.Sequence, "frame_start", h.FrameStart, "err", ferr)
+				rt.Host.AddLost(1)
+				str.CancelRead(wire.CodeCancel)
 				g.Close(fmt.Errorf("group %d of %q begins at frame %d: %w", h.Sequence, rt.Name, h.FrameStart, ferr))
 				return
 			}
@@ -92,10 +88,10 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 	defer sub.GroupStops.Remove(sub.GroupStops.Add(sub.Ctx, str, stopGroupRead))
 	// The group's payloads are cut from a slab sized by the previous
 	// group: a buffer or two per group instead of one per frame.
-	fr := wire.NewFrameReader(r, connVersion(c))
+	fr := wire.NewFrameReader(r, c.V)
 	fr.Slab, fr.UseSlab = wire.Slab{Hint: int(rt.GroupBytes.Load())}, true
-	pump := session.Pump{Dec: rt.Pack.Decoder(), Group: g, Skip: skip, Log: s.log, Track: rt.Name, Seq: h.Sequence}
-	pump.Dec.Verbatim = s.opts.Objects
+	pump := session.Pump{Dec: rt.Pack.Decoder(), Group: g, Skip: skip, Log: s.Log, Track: rt.Name, Seq: h.Sequence}
+	pump.Dec.Verbatim = rt.Host.Config().Objects
 	defer pump.Dec.Close()
 	for {
 		payload, err := fr.Next()
@@ -103,26 +99,25 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 			// At the end of the stream nothing was cut (and asking would
 			// cost an allocation per group: hang's audio sends a group a
 			// frame).
-			cut := false
+			cut, reset := false, false
 			if err == io.EOF {
 				rt.GroupBytes.Store(int64(fr.Slab.Used()))
 			} else {
-				cut = connGone(c, err) || c.family().SessionEndingReset(err)
+				cut, reset = c.C.Gone(err) || c.SessionEndingReset(err), s.isReset(err)
 			}
-			_, reset := errors.AsType[*ResetError](err)
-			sub.EndGroup(str, g, h.Sequence, protocolErr(err), cut, reset, CodeDecode)
+			sub.EndGroup(str, g, h.Sequence, ProtocolErr(err), cut, reset, wire.CodeDecode)
 			return
 		}
 		err = pump.Feed(hang.Object{Payload: payload, Timestamp: fr.Timestamp, Timescale: sub.Timescale, FrameTime: !fr.NoTimestamps})
 		if errors.Is(err, session.ErrGroupClosed) {
-			s.log.Debug("moq: group closed before its stream ended", "track", rt.Name, "group", h.Sequence, "err", err)
-			str.CancelRead(CodeCancel)
+			s.Log.Debug("moq: group closed before its stream ended", "track", rt.Name, "group", h.Sequence, "err", err)
+			str.CancelRead(wire.CodeCancel)
 			return
 		}
 		if err != nil {
 			err = session.DecodeErr(err)
-			str.CancelRead(CodeDecode)
-			s.log.Warn("moq: bad frame", "track", rt.Name, "group", h.Sequence, "err", err)
+			str.CancelRead(wire.CodeDecode)
+			s.Log.Warn("moq: bad frame", "track", rt.Name, "group", h.Sequence, "err", err)
 			g.Close(fmt.Errorf("group %d of %q: %w", h.Sequence, rt.Name, err))
 			return
 		}
@@ -130,4 +125,4 @@ func (s *Session) readGroup(ctx context.Context, c conn, str recvStream, r *bufi
 }
 
 // stopGroupRead ends a group stream's reads when its subscription ends.
-func stopGroupRead(str session.RecvStream) { session.StopReading(str, CodeCancel) }
+func stopGroupRead(str session.RecvStream) { session.StopReading(str, wire.CodeCancel) }

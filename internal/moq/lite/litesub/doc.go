@@ -1,0 +1,21 @@
+// Package litesub is our moq-lite subscriber's wire: on a connection that
+// negotiated moq-lite (lite-01..06) it asks for a track (TRACK and
+// TRACK_INFO, SUBSCRIBE) and reads the publisher's answers, reads the
+// group streams into the track's model groups, FETCHes past groups and
+// frame ranges, follows announcements (ANNOUNCE_PLEASE and its replies,
+// lite-06's typed announcements), reads the peer's SETUP and GOAWAY and
+// sends our GOAWAY. What both families' subscribers share is the session
+// core's (package internal/moq/session): the subscribed track and its run
+// (session.Remote: retries, resume and gap fill, backfill), one
+// subscription's lifecycle (session.Subscribe, over this package's Wire),
+// the order group streams make their groups in, and the group pump.
+//
+// A Conn is moq-lite on one connection, as the core sees it
+// (session.Family); a Session is what the subscriber keeps across its
+// connections (the subscriptions its group streams are routed to). It
+// imports neither moq-transport's packages nor the transport: it works on
+// the core's connection and stream interfaces (session.Conn). Package
+// subscribe, the public facade, hands it its moq-lite connections and
+// routes a connection's streams here; the peer's requests to publish go
+// to the publisher's wire (package litepub).
+package litesub
