@@ -1,7 +1,6 @@
 package subscribe
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -49,7 +48,7 @@ func newIETFConn(c conn, v ietf.Version, layout18, client bool, log *slog.Logger
 	if compat != nil {
 		cfg.Compat = compat
 	}
-	ic.ss = ietfsub.New(ietfTransport{c}, cfg)
+	ic.ss = ietfsub.New(ietfTransport{coreConn{c}}, cfg)
 	ic.v = ic.ss.Draft()
 	return ic
 }
@@ -57,49 +56,9 @@ func newIETFConn(c conn, v ietf.Version, layout18, client bool, log *slog.Logger
 // ietfTransport is the transport connection under a moq-transport
 // session, as package ietfsub sees it (session.Conn): its end named in
 // moq-transport's codes.
-type ietfTransport struct{ c conn }
+type ietfTransport struct{ coreConn }
 
-func (t ietfTransport) OpenBidi(ctx context.Context) (session.Stream, error) {
-	str, err := t.c.OpenBidi(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return str, nil
-}
-
-func (t ietfTransport) OpenUni(ctx context.Context) (session.SendStream, error) {
-	str, err := t.c.OpenUni(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return str, nil
-}
-
-func (t ietfTransport) AcceptBidi(ctx context.Context) (session.Stream, error) {
-	str, err := t.c.AcceptBidi(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return str, nil
-}
-
-func (t ietfTransport) AcceptUni(ctx context.Context) (session.RecvStream, error) {
-	str, err := t.c.AcceptUni(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return str, nil
-}
-
-func (t ietfTransport) Close(code uint64, reason string) { t.c.Close(code, reason) }
-func (t ietfTransport) Context() context.Context         { return t.c.Context() }
-func (t ietfTransport) WebTransport() bool               { return t.c.WebTransport() }
-func (t ietfTransport) Cause() error                     { return markIETF(connCause(t.c), true) }
-func (t ietfTransport) Gone(err error) bool              { return connGone(t.c, err) }
-func (t ietfTransport) IsReset(err error) bool {
-	_, ok := errors.AsType[*ResetError](err)
-	return ok
-}
+func (t ietfTransport) Cause() error { return markIETF(connCause(t.c), true) }
 
 // ietfTokenOf returns the jwt query parameter of a URL (the token the
 // reference relays read), "" without one.

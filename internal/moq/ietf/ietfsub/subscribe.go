@@ -31,13 +31,6 @@ const defaultTimescale = 1_000_000
 // stream).
 const aliasWait = 2 * time.Second
 
-// groupReadBuffer is the read buffer of a data stream: headers and small
-// objects (an AAC frame is a few hundred bytes); a larger payload is read
-// through it. A reader is held as long as its stream is open (a paused
-// broadcast's open groups), so bufio's 4 KB default would cost a recorder
-// of many idle broadcasts for nothing.
-const groupReadBuffer = 512
-
 // Compat is what the facade knows of the server a dialled session talks
 // to: the requests it closes the session on (MediaMTX's).
 type Compat interface {
@@ -82,15 +75,6 @@ func (s *Session) NewSubscription(ctx context.Context, f session.Family, t *sess
 	return &subscription{AttemptTrack: session.AttemptTrack{R: t, C: f}, ctx: ctx, s: s, wakeCh: make(chan struct{}, 1)}
 }
 
-// priorityOf is the hang default: catalog 100, audio 80, video 60.
-// Without the catalog's kind at hand, media tracks get 60.
-func priorityOf(name string) uint8 {
-	if catalog.IsTrackName(name) {
-		return 100
-	}
-	return 60
-}
-
 // Accept sends SUBSCRIBE and waits for SUBSCRIBE_OK, which names the
 // timescale (drafts 17+) and the newest group. A SUBSCRIBE_ERROR, a
 // request that ends or times out unanswered, or a reset refuses it.
@@ -112,7 +96,7 @@ func (is *subscription) Accept(ctx context.Context) (uint64, bool, error) {
 		filter = ietf.Filter{Type: ietf.FilterRelative, Groups: 1}
 	}
 	m := ietf.Subscribe{
-		RequestID: req.id, Namespace: rt.Broadcast, Track: rt.Name, Priority: priorityOf(rt.Name),
+		RequestID: req.id, Namespace: rt.Broadcast, Track: rt.Name, Priority: session.Priority(rt.Name),
 		GroupOrder: ietf.DefaultGroupOrder, Forward: true, Filter: filter,
 	}
 	if s.compat.MinimalParams() {
@@ -367,7 +351,7 @@ func (s *Session) joinAlias(alias uint64) *session.Sub {
 // or the objects of a fetch. t is its place in the order the streams were
 // accepted.
 func (s *Session) HandleUni(str session.RecvStream, t session.OrderTicket) {
-	r := bufio.NewReaderSize(str, groupReadBuffer)
+	r := bufio.NewReaderSize(str, session.GroupReadBuffer)
 	typ, err := ietf.ReadVarint(r, s.v)
 	if err != nil {
 		str.CancelRead(codeCancel)
@@ -509,7 +493,7 @@ func (s *Session) OpenFetch(ctx context.Context, rt *session.Remote, timescale u
 		}
 	}()
 	m := ietf.Fetch{
-		RequestID: req.id, Priority: priorityOf(rt.Name), GroupOrder: ietf.GroupOrderAscending,
+		RequestID: req.id, Priority: session.Priority(rt.Name), GroupOrder: ietf.GroupOrderAscending,
 		Type: ietf.FetchStandalone, Namespace: rt.Broadcast, Track: rt.Name,
 		// End object 0: the whole end group.
 		Start: ietf.Location{Group: r.Group}, End: ietf.Location{Group: r.Group},
