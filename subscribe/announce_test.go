@@ -5,13 +5,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
 	"io"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/model"
 )

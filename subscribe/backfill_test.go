@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
-	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"testing"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
+	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/model"
 )

@@ -1,9 +1,9 @@
 package subscribe
 
 import (
-	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
 	"testing"
 
+	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 )
 

@@ -3,9 +3,9 @@ package subscribe
 import (
 	"context"
 	"errors"
-	"github.com/moq-export/moq-export/internal/moq/session"
 
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
+	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/internal/moq/transport"
 )
 

@@ -2,9 +2,9 @@ package subscribe
 
 import (
 	"context"
-	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
 	"log/slog"
 
+	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
 	"github.com/moq-export/moq-export/internal/moq/session"
 )
 

@@ -15,13 +15,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quic-go/quic-go"
-
 	"github.com/moq-export/moq-export/internal/hang"
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/testutil/udpproxy"
 	"github.com/moq-export/moq-export/internal/varint"
 	"github.com/moq-export/moq-export/model"
+	"github.com/quic-go/quic-go"
 )
 
 // scriptedPublisher is a hand-driven moq-lite-05 publisher on raw QUIC, so

@@ -3,8 +3,9 @@ package subscribe
 import (
 	"context"
 	"errors"
-	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
 	"time"
+
+	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
 )
 
 // GOAWAY on moq-lite (lite-04+) and moq-transport, make before break.
@@ -18,7 +19,7 @@ import (
 // completes the groups the switch cut and fetches the ones in between,
 // so a drain loses no frame as long as the new session's relay holds
 // them. A later reconnect keeps using the new URI.
-//
+
 // ErrNoGoaway means GoAway was asked of a session whose protocol version
 // has no GOAWAY (moq-lite before 04).
 var ErrNoGoaway = litesub.ErrNoGoaway

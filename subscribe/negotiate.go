@@ -6,16 +6,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
-	"github.com/moq-export/moq-export/internal/moq/session"
 	"io"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/moq-export/moq-export/internal/moq/transport/alpn"
-
+	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
+	"github.com/moq-export/moq-export/internal/moq/session"
+	"github.com/moq-export/moq-export/internal/moq/transport/alpn"
 	"github.com/moq-export/moq-export/internal/varint"
 )
 

@@ -3,10 +3,10 @@ package subscribe
 import (
 	"errors"
 	"fmt"
-	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
 	"testing"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
 	"github.com/moq-export/moq-export/internal/moq/session"
 )
 

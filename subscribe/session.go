@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
 	"log/slog"
 	mrand "math/rand/v2"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/internal/moq/ietf"
+	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/internal/moq/transport"
