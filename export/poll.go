@@ -37,6 +37,7 @@ func (e *Export) poll() error {
 		return err
 	}
 	e.scratch = e.ready.Take(e.scratch[:0])
+	read := false
 	for _, c := range e.scratch {
 		ts, ok := e.byCons[c]
 		if !ok { // the catalog's (or a track forgotten since: costs nothing)
@@ -52,11 +53,22 @@ func (e *Export) poll() error {
 		if ts.filling {
 			continue
 		}
+		read = true
 		if err := e.readTrack(ts); err != nil {
 			return err
 		}
 	}
 	clear(e.scratch)
+	if read {
+		// A catalog update the publisher wrote before the frames just
+		// read, while they were being read (after this poll took its
+		// list), is applied before they leave: a rendition it adds is
+		// then in the muxer before the keyframe at which it joins (FLV
+		// and MP4 start the next file there), not a GOP later.
+		if err := e.readCatalog(); err != nil {
+			return err
+		}
+	}
 	if len(e.fills) > 0 {
 		if err := e.endLateFills(); err != nil {
 			return err
