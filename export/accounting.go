@@ -8,7 +8,8 @@ import (
 
 // TrackStats accounts for the frames of one track: every frame received is
 // written, dropped late, dropped by the muxer, or still buffered; what never
-// arrived shows as gaps.
+// arrived shows as gaps, and what arrived with no keyframe before it as
+// DroppedNoKeyframe.
 type TrackStats struct {
 	ID   int
 	Name string
@@ -36,6 +37,12 @@ type TrackStats struct {
 	// first frame after each break lies past the newest one before it.
 	Gaps       int64
 	LostToGaps time.Duration
+	// DroppedNoKeyframe counts frames the track's reader dropped before
+	// they were received (not in Received): no keyframe led to them (a
+	// group that opens with a delta frame, read first or after a gap or
+	// a group cut short; model.Consumer.Dropped). A decoder could not
+	// have shown them.
+	DroppedNoKeyframe int64
 }
 
 // TrackStats returns the accounting of every track the export took,
@@ -109,6 +116,7 @@ func (e *Export) syncTrackStats() {
 	for _, ts := range e.all {
 		s := ts.acct.stats
 		s.ID, s.Name, s.Kind = ts.track.ID, ts.track.Name, ts.track.Kind
+		s.DroppedNoKeyframe = int64(ts.consumer.Dropped())
 		e.trackStats = append(e.trackStats, s)
 	}
 }

@@ -69,11 +69,15 @@ type TrackInfo struct {
 	DroppedMalformed int64   `json:"dropped_malformed"`
 	Gaps             int64   `json:"gaps"`
 	Lost             float64 `json:"lost_seconds"`
+	// DroppedNoKeyframe counts frames dropped before they were received:
+	// no keyframe led to them (export.TrackStats.DroppedNoKeyframe).
+	DroppedNoKeyframe int64 `json:"dropped_no_keyframe"`
 }
 
 func trackInfo(broadcast string, ts export.TrackStats) TrackInfo {
 	return TrackInfo{Broadcast: broadcast, Track: ts.Name, Kind: ts.Kind.String(), Received: ts.Received, Written: ts.Written,
-		DroppedLate: ts.DroppedLate, DroppedByMuxer: ts.DroppedByMuxer, DroppedMalformed: ts.DroppedMalformed, Gaps: ts.Gaps, Lost: ts.LostToGaps.Seconds()}
+		DroppedLate: ts.DroppedLate, DroppedByMuxer: ts.DroppedByMuxer, DroppedMalformed: ts.DroppedMalformed, Gaps: ts.Gaps, Lost: ts.LostToGaps.Seconds(),
+		DroppedNoKeyframe: ts.DroppedNoKeyframe}
 }
 
 // Stats sums the counters of every recording, running or ended.

@@ -82,7 +82,7 @@ var (
 	descFrames   = prometheus.NewDesc("moq_export_frames_written_total", "Frames written to the outputs.", nil, nil)
 	descBytes    = prometheus.NewDesc("moq_export_bytes_written_total", "Media payload bytes written to the outputs.", nil, nil)
 	descLate     = prometheus.NewDesc("moq_export_frames_late_total", "Frames that arrived after the jitter delay (dropped or passed).", nil, nil)
-	descDropped  = prometheus.NewDesc("moq_export_frames_dropped_total", "Frames not written, by reason: late (past the jitter delay), muxer (the container refused them).", []string{"reason"}, nil)
+	descDropped  = prometheus.NewDesc("moq_export_frames_dropped_total", "Frames not written, by reason: late (past the jitter delay), muxer (the container refused them), no_keyframe (no keyframe led to them: a group that opens with a delta frame, read first or after a gap).", []string{"reason"}, nil)
 	descGaps     = prometheus.NewDesc("moq_export_gaps_total", "Gaps in the tracks (groups lost to outages or skipped).", nil, nil)
 	descLost     = prometheus.NewDesc("moq_export_lost_media_seconds_total", "Media time the tracks' gaps skipped, summed.", nil, nil)
 	descReconn   = prometheus.NewDesc("moq_export_reconnects_total", "Reconnects to the relay.", nil, nil)
@@ -117,7 +117,7 @@ func (c *recorderCollector) Collect(ch chan<- prometheus.Metric) {
 	var st record.Stats
 	var up record.UploadStats
 	uploads := false
-	var late, muxer, gaps int64
+	var late, muxer, noKey, gaps int64
 	var lost float64
 	for _, r := range recs {
 		rs := r.Stats()
@@ -140,6 +140,7 @@ func (c *recorderCollector) Collect(ch chan<- prometheus.Metric) {
 		for _, t := range r.Tracks() {
 			late += t.DroppedLate
 			muxer += t.DroppedByMuxer
+			noKey += t.DroppedNoKeyframe
 			gaps += t.Gaps
 			lost += t.Lost
 		}
@@ -153,6 +154,7 @@ func (c *recorderCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descLate, float64(st.Late))
 	counter(descDropped, float64(late), "late")
 	counter(descDropped, float64(muxer), "muxer")
+	counter(descDropped, float64(noKey), "no_keyframe")
 	counter(descGaps, float64(gaps))
 	counter(descLost, lost)
 	counter(descRestart, float64(st.Restarted))
