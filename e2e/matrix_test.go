@@ -22,8 +22,13 @@ type version struct {
 	// allow.
 	fetch bool
 	// newest marks the newest version of its family: it gets the full
-	// product of packagings, containers and roles.
+	// product of packagings, containers, roles and transports.
 	newest bool
+	// connections: the version is recorded in both roles over both
+	// transports (a version whose negotiation is new, such as draft 21,
+	// which is draft 20 on the wire under its own ALPN and
+	// WebTransport protocol).
+	connections bool
 }
 
 var versions = []version{
@@ -32,7 +37,7 @@ var versions = []version{
 	{name: "moq-lite-04"},
 	{name: "moq-lite-03"},
 	{name: "moq-transport-22", fetch: true, newest: true},
-	{name: "moq-transport-21", fetch: true},
+	{name: "moq-transport-21", fetch: true, connections: true},
 	{name: "moq-transport-20", fetch: true},
 	{name: "moq-transport-19", fetch: true},
 	{name: "moq-transport-18", fetch: true},
@@ -91,6 +96,24 @@ const (
 
 var paths = []string{pathLive, pathFetch, pathResume, pathMarkers}
 
+// transports: what carries the session. Raw QUIC (moql://), negotiated by
+// ALPN, and WebTransport over HTTP/3 (https://), negotiated by
+// WT-Available-Protocols, are separate code paths in both roles.
+const (
+	transportQUIC         = "quic"
+	transportWebTransport = "webtransport"
+)
+
+var transports = []string{transportQUIC, transportWebTransport}
+
+// scheme is the URL scheme that dials over transport.
+func scheme(transport string) string {
+	if transport == transportWebTransport {
+		return "https"
+	}
+	return "moql"
+}
+
 // matrixCase is one recording.
 type matrixCase struct {
 	version   version
@@ -100,6 +123,7 @@ type matrixCase struct {
 	rebased   bool
 	role      string
 	path      string
+	transport string
 }
 
 // broadcast is the name of the broadcast the case records.
@@ -110,15 +134,21 @@ func (c matrixCase) broadcast() string {
 	return broadcastName(c.packaging)
 }
 
+// String names the case; a raw QUIC case keeps the name it had before
+// the transport was a dimension.
 func (c matrixCase) String() string {
-	return strings.Join([]string{c.version.name, c.packaging, c.container, c.role, c.path}, "/")
+	name := strings.Join([]string{c.version.name, c.packaging, c.container, c.role, c.path}, "/")
+	if c.transport != transportQUIC {
+		name += "/" + c.transport
+	}
+	return name
 }
 
 // cases returns the matrix: the full product for the newest versions
-// (live), then cases added until every pair of values of two dimensions
-// occurs in some case.
+// (live, over both transports), then cases added until every pair of
+// values of two dimensions occurs in some case.
 func cases() []matrixCase {
-	dims := [][]string{nil, packagings, nil, roles, paths}
+	dims := [][]string{nil, packagings, nil, roles, paths, transports}
 	for _, v := range versions {
 		dims[0] = append(dims[0], v.name)
 	}
@@ -133,7 +163,9 @@ func cases() []matrixCase {
 		for pi := range packagings {
 			for ci := range containers {
 				for ri := range roles {
-					rows = append(rows, []int{vi, pi, ci, ri, 0})
+					for ti := range transports {
+						rows = append(rows, []int{vi, pi, ci, ri, 0, ti})
+					}
 				}
 			}
 		}
@@ -146,7 +178,19 @@ func cases() []matrixCase {
 		}
 		for pi := range packagings {
 			for ci := range containers {
-				rows = append(rows, []int{vi, pi, ci, 0, slices.Index(paths, pathMarkers)})
+				rows = append(rows, []int{vi, pi, ci, 0, slices.Index(paths, pathMarkers), 0})
+			}
+		}
+	}
+	// Both roles over both transports for the versions that ask for it.
+	for vi, v := range versions {
+		if !v.connections || v.newest {
+			continue
+		}
+		for ri := range roles {
+			for ti := range transports {
+				k := ri*len(transports) + ti
+				rows = append(rows, []int{vi, k % len(packagings), k % len(containers), ri, 0, ti})
 			}
 		}
 	}
@@ -157,7 +201,7 @@ func cases() []matrixCase {
 			version: versions[r[0]], packaging: packagings[r[1]],
 			container: containers[r[2]].name, keepBytes: containers[r[2]].keepBytes,
 			rebased: containers[r[2]].rebased,
-			role:    roles[r[3]], path: paths[r[4]],
+			role:    roles[r[3]], path: paths[r[4]], transport: transports[r[5]],
 		})
 	}
 	return out
@@ -234,7 +278,8 @@ func pairwise(dims [][]string, seed [][]int) [][]int {
 }
 
 // TestTheMatrixCoversEveryPairOfDimensionValues checks the case list
-// itself: the full product for the newest versions, and every pair.
+// itself: the full product for the newest versions, both roles over both
+// transports where a version asks for it, and every pair.
 func TestTheMatrixCoversEveryPairOfDimensionValues(t *testing.T) {
 	cs := cases()
 	seen := map[string]bool{}
@@ -251,8 +296,11 @@ func TestTheMatrixCoversEveryPairOfDimensionValues(t *testing.T) {
 		for _, p := range packagings {
 			for _, c := range containers {
 				for _, r := range roles {
-					if !seen[strings.Join([]string{v.name, p, c.name, r, pathLive}, "/")] {
-						t.Errorf("no case %s/%s/%s/%s/live", v.name, p, c.name, r)
+					for _, tr := range transports {
+						name := matrixCase{version: v, packaging: p, container: c.name, role: r, path: pathLive, transport: tr}.String()
+						if !seen[name] {
+							t.Errorf("no case %s", name)
+						}
 					}
 				}
 				if !seen[strings.Join([]string{v.name, p, c.name, roleDial, pathMarkers}, "/")] {
@@ -261,8 +309,24 @@ func TestTheMatrixCoversEveryPairOfDimensionValues(t *testing.T) {
 			}
 		}
 	}
+	connections := map[string]bool{}
+	for _, c := range cs {
+		connections[c.version.name+" "+c.role+" "+c.transport] = true
+	}
+	for _, v := range versions {
+		if !v.newest && !v.connections {
+			continue
+		}
+		for _, r := range roles {
+			for _, tr := range transports {
+				if !connections[v.name+" "+r+" "+tr] {
+					t.Errorf("no case of %s with role %s over %s", v.name, r, tr)
+				}
+			}
+		}
+	}
 	values := func(c matrixCase) []string {
-		return []string{c.version.name, c.packaging, c.container, c.role, c.path}
+		return []string{c.version.name, c.packaging, c.container, c.role, c.path, c.transport}
 	}
 	pairs := map[string]bool{}
 	for _, c := range cs {
@@ -273,7 +337,7 @@ func TestTheMatrixCoversEveryPairOfDimensionValues(t *testing.T) {
 			}
 		}
 	}
-	dims := [][]string{nil, packagings, nil, roles, paths}
+	dims := [][]string{nil, packagings, nil, roles, paths, transports}
 	for _, v := range versions {
 		dims[0] = append(dims[0], v.name)
 	}

@@ -86,7 +86,7 @@ func newRig(t *testing.T) *rig {
 		pub = append(pub, m)
 	}
 	r.srv, err = subscribe.Listen("127.0.0.1:0", subscribe.ServerOptions{
-		Certificates: []tls.Certificate{cert}, Publish: pub, DisableWebTransport: true,
+		Certificates: []tls.Certificate{cert}, Publish: pub,
 		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
@@ -118,9 +118,9 @@ type result struct {
 	err      error         // connecting or recording failed
 }
 
-// record runs case c: connects as c.role says, records c.packaging's
-// broadcast over c.version into c.container, cutting the network mid-way
-// on the resume path.
+// record runs case c: connects as c.role says over c.transport, records
+// c.packaging's broadcast over c.version into c.container, cutting the
+// network mid-way on the resume path.
 func (r *rig) record(t *testing.T, c matrixCase) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -155,7 +155,7 @@ func (r *rig) record(t *testing.T, c matrixCase) result {
 	}
 	switch c.role {
 	case roleDial:
-		sess, err := subscribe.Dial(ctx, "moql://"+via(r.srv.Addr().String())+"/", opts)
+		sess, err := subscribe.Dial(ctx, scheme(c.transport)+"://"+via(r.srv.Addr().String())+"/", opts)
 		if err != nil {
 			res.err = fmt.Errorf("dial: %w", err)
 			return res
@@ -163,7 +163,8 @@ func (r *rig) record(t *testing.T, c matrixCase) result {
 		defer sess.Close()
 		src = record.SessionSource(sess)
 	case roleAccept:
-		so := subscribe.ServerOptions{Certificates: []tls.Certificate{r.cert}, DisableWebTransport: true, Logger: log}
+		so := subscribe.ServerOptions{Certificates: []tls.Certificate{r.cert}, Logger: log,
+			DisableWebTransport: c.transport != transportWebTransport}
 		if idle > 0 {
 			so.KeepAlive, so.IdleTimeout = 100*time.Millisecond, idle
 		}
@@ -174,7 +175,7 @@ func (r *rig) record(t *testing.T, c matrixCase) result {
 		defer srv.Close()
 		po := opts
 		po.Role, po.Logger = subscribe.RolePublisher, slog.New(slog.DiscardHandler)
-		pub, err := subscribe.Dial(ctx, "moql://"+via(srv.Addr().String())+"/", po)
+		pub, err := subscribe.Dial(ctx, scheme(c.transport)+"://"+via(srv.Addr().String())+"/", po)
 		if err != nil {
 			res.err = fmt.Errorf("publisher dial: %w", err)
 			return res
