@@ -35,7 +35,7 @@ func demoStream(b *testing.B, kind catalog.ContainerKind) (map[string][]byte, ma
 		if err != nil {
 			b.Fatal(err)
 		}
-		pk := session.Packaging(bc, r.Name)
+		enc := session.EncoderOf(bc, r.Name)
 		last, _ := tr.LatestGroup()
 		var buf []byte
 		var prev int64
@@ -46,8 +46,9 @@ func demoStream(b *testing.B, kind catalog.ContainerKind) (map[string][]byte, ma
 			}
 			frames, _, _ := g.Frames(0)
 			for _, f := range frames {
-				buf = litepub.AppendFrame(buf, wire.Lite05, pk, f, prev)
-				prev = f.Timestamp
+				o := enc.Object(f)
+				buf = litepub.AppendFrame(buf, wire.Lite05, o, prev)
+				prev = o.Track
 				counts[r.Name]++
 			}
 		}

@@ -122,30 +122,30 @@ func (p *Publications) Broadcast(path string) *model.Broadcast {
 	return p.published[moqpath.Clean(path)]
 }
 
-// Track returns the published track a request names and how its payloads
-// go on the wire, or ErrNoBroadcast or ErrNoTrack.
-func (p *Publications) Track(broadcast, track string) (*model.Track, hang.Track, error) {
+// Track returns the published track a request names and the encoder of
+// its payloads, or ErrNoBroadcast or ErrNoTrack.
+func (p *Publications) Track(broadcast, track string) (*model.Track, Encoder, error) {
 	b := p.Broadcast(broadcast)
 	if b == nil {
-		return nil, hang.Track{}, ErrNoBroadcast
+		return nil, Encoder{}, ErrNoBroadcast
 	}
 	t, err := b.Track(track)
 	if err != nil {
-		return nil, hang.Track{}, ErrNoTrack
+		return nil, Encoder{}, ErrNoTrack
 	}
-	return t, p.packaging(broadcast, b, track), nil
+	return t, Encoder{pk: p.packaging(broadcast, b, track)}, nil
 }
 
-// Packaging returns how track of the broadcast published at broadcast goes
-// on the wire (see the function Packaging), from the broadcast's newest
-// catalog, read once for all the requests until it changes. A path not
-// published gets the legacy packaging.
-func (p *Publications) Packaging(broadcast, track string) hang.Track {
+// Encoder returns the encoder of track of the broadcast published at
+// broadcast: its packaging (see the function Packaging) from the
+// broadcast's newest catalog, read once for all the requests until it
+// changes. A path not published gets the legacy packaging.
+func (p *Publications) Encoder(broadcast, track string) Encoder {
 	b := p.Broadcast(broadcast)
 	if b == nil {
-		return hang.ForRendition(nil, track)
+		return Encoder{pk: hang.ForRendition(nil, track)}
 	}
-	return p.packaging(broadcast, b, track)
+	return Encoder{pk: p.packaging(broadcast, b, track)}
 }
 
 // packaging is Packaging of b, published at path.

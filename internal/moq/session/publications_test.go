@@ -65,19 +65,19 @@ func TestATrackServedOverAndOverReadsItsCatalogOnlyWhenItChanges(t *testing.T) {
 	if err != nil || tr == nil {
 		t.Fatalf("Track: %v", err)
 	}
-	if pack.Kind() != hang.CMAF {
-		t.Fatalf("packaging %q, want cmaf", pack.Kind())
+	if pack.pk.Kind() != hang.CMAF {
+		t.Fatalf("packaging %q, want cmaf", pack.pk.Kind())
 	}
-	if got := p.Packaging("cmaf", "1.m4s"); got.Kind() != hang.CMAF || got.Timescale() != pack.Timescale() {
-		t.Fatalf("Packaging: %q at %d, Track said %q at %d", got.Kind(), got.Timescale(), pack.Kind(), pack.Timescale())
+	if got := p.Encoder("cmaf", "1.m4s").pk; got.Kind() != hang.CMAF || got.Timescale() != pack.pk.Timescale() {
+		t.Fatalf("Encoder: %q at %d, Track said %q at %d", got.Kind(), got.Timescale(), pack.pk.Kind(), pack.pk.Timescale())
 	}
 	// Served again: no catalog read (a read is thousands of allocations;
 	// finding the catalog group is a few).
 	if n := testing.AllocsPerRun(200, func() { p.Track("cmaf", "1.m4s") }); n > 8 {
 		t.Errorf("Track allocates %.0f times a request: the catalog is read again", n)
 	}
-	if n := testing.AllocsPerRun(200, func() { p.Packaging("cmaf", "0.m4s") }); n > 8 {
-		t.Errorf("Packaging allocates %.0f times a request: the catalog is read again", n)
+	if n := testing.AllocsPerRun(200, func() { p.Encoder("cmaf", "0.m4s") }); n > 8 {
+		t.Errorf("Encoder allocates %.0f times a request: the catalog is read again", n)
 	}
 
 	// A catalog update that no longer lists 1.m4s (the loc renditions'
@@ -87,7 +87,7 @@ func TestATrackServedOverAndOverReadsItsCatalogOnlyWhenItChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeCatalog(t, b, loc)
-	if got := p.Packaging("cmaf", "1.m4s"); got.Kind() != hang.Legacy {
+	if got := p.Encoder("cmaf", "1.m4s").pk; got.Kind() != hang.Legacy {
 		t.Errorf("after a catalog update without it, 1.m4s is packaged %q, want legacy", got.Kind())
 	}
 
@@ -99,7 +99,7 @@ func TestATrackServedOverAndOverReadsItsCatalogOnlyWhenItChanges(t *testing.T) {
 	if kept != 0 {
 		t.Errorf("%d catalogs kept after the broadcast was unpublished", kept)
 	}
-	if got := p.Packaging("cmaf", "1.m4s"); got.Kind() != hang.Legacy {
+	if got := p.Encoder("cmaf", "1.m4s").pk; got.Kind() != hang.Legacy {
 		t.Errorf("an unpublished path's packaging is %q, want legacy", got.Kind())
 	}
 }
@@ -113,7 +113,7 @@ func TestPackagingsAskedTogetherAllComeFromTheCatalog(t *testing.T) {
 	for range 8 {
 		for _, name := range []string{"0.m4s", "1.m4s"} {
 			wg.Go(func() {
-				if got := p.Packaging("cmaf", name); got.Kind() != hang.CMAF {
+				if got := p.Encoder("cmaf", name).pk; got.Kind() != hang.CMAF {
 					t.Errorf("%s packaged %q, want cmaf", name, got.Kind())
 				}
 			})

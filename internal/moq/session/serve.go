@@ -49,11 +49,11 @@ type Sink interface {
 	// wrapping ErrGroupStopped skips the group, any other ends the
 	// subscription.
 	OpenGroup(seq, first uint64) error
-	// WriteFrame sends f, frame index of the open group. An error
+	// WriteObject sends o, frame index of the open group. An error
 	// wrapping ErrGroupStopped skips the rest of the group; any other
 	// ends the subscription. Serve ends the group (GroupFailed) either
 	// way.
-	WriteFrame(f model.Frame, index uint64) error
+	WriteObject(o Object, index uint64) error
 	// CloseGroup ends the open group's stream.
 	CloseGroup(how GroupEnd)
 }
@@ -100,7 +100,7 @@ type Served struct {
 }
 
 // Serve sends what cons reads of t inside w through sink, in order, each
-// model group on a stream of its own (a new one at a keyframe), until the
+// frame packaged by enc, each model group on a stream of its own (a new one at a keyframe), until the
 // track ends (nil), a Finite window was delivered (ErrWindowDone), ctx
 // ends (its error) or the sink fails (its error). A group's stream ends
 // as soon as the group is finished and all of it was sent, not when the
@@ -108,7 +108,7 @@ type Served struct {
 // paused broadcast holds no stream open. When ctx ends and ending reports
 // that the session is ending (not the subscriber leaving), the open group
 // is cut (GroupCut) rather than completed.
-func Serve(ctx context.Context, t *model.Track, cons *model.Consumer, w Window, sink Sink, ending func() bool) (Served, error) {
+func Serve(ctx context.Context, t *model.Track, cons *model.Consumer, w Window, enc *Encoder, sink Sink, ending func() bool) (Served, error) {
 	var (
 		res     Served
 		seq     uint64 // the group of the open (or stopped) stream
@@ -192,7 +192,7 @@ func Serve(ctx context.Context, t *model.Track, cons *model.Consumer, w Window, 
 					open, res.Last, res.Opened = true, seq, true
 				}
 				last = index
-				if err := sink.WriteFrame(ev.Frame, index); err != nil {
+				if err := sink.WriteObject(enc.Object(ev.Frame), index); err != nil {
 					closeGroup(GroupFailed)
 					if err := failed(err); err != nil {
 						return res, err
@@ -294,14 +294,15 @@ func OldestUnexpired(t *model.Track, floor, maxAge uint64) (uint64, bool) {
 }
 
 // ServeGroup hands emit the frames of group g from index from on, below
-// index to (0: to the group's end), batch by batch as the group is
-// written (first is the index of the batch's first frame), until the
-// group or the range is complete (nil). It returns ErrGroupFailed
+// index to (0: to the group's end), packaged by enc, one object at a time
+// (index is its frame's) as the group is written, batchEnd set on the
+// last object of what the group holds so far, until the group or the
+// range is complete (nil). It returns ErrGroupFailed
 // (wrapping the group's error) for a group that ended in an error,
 // ErrNotHeld when the finished group holds fewer than from frames, ctx's
 // error when it ends first, and emit's error. wake is woken when the
 // track changes (a Consumer's ReadySet).
-func ServeGroup(ctx context.Context, g *model.Group, wake *model.ReadySet, from, to uint64, emit func(frames []model.Frame, first uint64) error) error {
+func ServeGroup(ctx context.Context, g *model.Group, wake *model.ReadySet, from, to uint64, enc *Encoder, emit func(o Object, index uint64, batchEnd bool) error) error {
 	next := uint64(min(from, math.MaxInt32))
 	var ready []*model.Consumer
 	for {
@@ -315,12 +316,12 @@ func ServeGroup(ctx context.Context, g *model.Group, wake *model.ReadySet, from,
 				return ErrNotHeld
 			}
 		}
-		if len(frames) > 0 {
-			if err := emit(frames, next); err != nil {
+		for i, f := range frames {
+			if err := emit(enc.Object(f), next+uint64(i), i == len(frames)-1); err != nil {
 				return err
 			}
-			next += uint64(len(frames))
 		}
+		next += uint64(len(frames))
 		if finished {
 			if err != nil {
 				return fmt.Errorf("%w: %w", ErrGroupFailed, err)

@@ -36,9 +36,9 @@ func (k *logSink) OpenGroup(seq, first uint64) error {
 	return k.fail[name]
 }
 
-func (k *logSink) WriteFrame(f model.Frame, index uint64) error {
-	name := fmt.Sprintf("%d.%d", f.Timestamp/1000, index)
-	if f.Timestamp%1000 != int64(index) {
+func (k *logSink) WriteObject(o Object, index uint64) error {
+	name := fmt.Sprintf("%d.%d", o.Micros/1000, index)
+	if o.Micros%1000 != int64(index) {
 		name += "(wrong index)"
 	}
 	k.add(name)
@@ -121,7 +121,7 @@ func TestServeSendsEachGroupOnItsOwnStreamInsideTheWindow(t *testing.T) {
 			writeGroups(t, tr, tt.sizes, false)
 			tr.Close(nil)
 			sink := &logSink{fail: tt.fail}
-			_, err := Serve(context.Background(), tr, cons, tt.window, sink, nil)
+			_, err := Serve(context.Background(), tr, cons, tt.window, &Encoder{}, sink, nil)
 			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)
 			}
@@ -139,7 +139,7 @@ func TestServeReportsTheLastGroupOpenedAndTheTracksEnd(t *testing.T) {
 	writeGroups(t, tr, []int{1, 1, 1}, false)
 	ended := errors.New("publisher gone")
 	tr.Close(ended)
-	res, err := Serve(context.Background(), tr, cons, Window{Start: Location{Group: 1}, HasStart: true}, &logSink{}, nil)
+	res, err := Serve(context.Background(), tr, cons, Window{Start: Location{Group: 1}, HasStart: true}, &Encoder{}, &logSink{}, nil)
 	if err != nil || !res.Opened || res.Last != 2 || !errors.Is(res.EndErr, ended) {
 		t.Fatalf("Serve = %+v, %v", res, err)
 	}
@@ -158,7 +158,7 @@ func TestServeCutsTheOpenGroupOnlyWhenTheSessionEnds(t *testing.T) {
 			sink := &logSink{wrote: make(chan struct{}, 8)}
 			done := make(chan error, 1)
 			go func() {
-				_, err := Serve(ctx, tr, cons, Window{}, sink, func() bool { return ending })
+				_, err := Serve(ctx, tr, cons, Window{}, &Encoder{}, sink, func() bool { return ending })
 				done <- err
 			}()
 			<-sink.wrote
@@ -189,7 +189,7 @@ func TestServeEndsAGroupsStreamWhenTheGroupIsFinished(t *testing.T) {
 	sink := &logSink{wrote: make(chan struct{}, 8)}
 	done := make(chan error, 1)
 	go func() {
-		_, err := Serve(context.Background(), tr, cons, Window{}, sink, nil)
+		_, err := Serve(context.Background(), tr, cons, Window{}, &Encoder{}, sink, nil)
 		done <- err
 	}()
 	<-sink.wrote
@@ -219,7 +219,7 @@ func TestServeDropsTheStartAtANewTimeline(t *testing.T) {
 	sink := &logSink{wrote: make(chan struct{}, 8)}
 	done := make(chan error, 1)
 	go func() {
-		_, err := Serve(context.Background(), tr, cons, Window{Start: Location{Group: 2}, HasStart: true}, sink, nil)
+		_, err := Serve(context.Background(), tr, cons, Window{Start: Location{Group: 2}, HasStart: true}, &Encoder{}, sink, nil)
 		done <- err
 	}()
 	<-sink.wrote // group 2's frame
@@ -263,13 +263,11 @@ func TestServeGroupHandsOverTheAskedFramesAsTheGroupGrows(t *testing.T) {
 				g.Close(nil)
 			}
 			var got []uint64
-			err := ServeGroup(context.Background(), g, model.NewReadySet(), tt.from, tt.to, func(frames []model.Frame, first uint64) error {
-				for i, f := range frames {
-					if f.Timestamp != int64(first)+int64(i) {
-						t.Errorf("frame %d handed over as index %d", f.Timestamp, first+uint64(i))
-					}
-					got = append(got, first+uint64(i))
+			err := ServeGroup(context.Background(), g, model.NewReadySet(), tt.from, tt.to, &Encoder{}, func(o Object, index uint64, _ bool) error {
+				if o.Micros != int64(index) {
+					t.Errorf("frame %d handed over as index %d", o.Micros, index)
 				}
+				got = append(got, index)
 				return nil
 			})
 			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
@@ -293,10 +291,8 @@ func TestServeGroupWaitsForTheRestOfAGroupAndReportsItsFailure(t *testing.T) {
 	handed := make(chan uint64, 4)
 	done := make(chan error, 1)
 	go func() {
-		done <- ServeGroup(context.Background(), g, rs, 0, 0, func(frames []model.Frame, first uint64) error {
-			for i := range frames {
-				handed <- first + uint64(i)
-			}
+		done <- ServeGroup(context.Background(), g, rs, 0, 0, &Encoder{}, func(_ Object, index uint64, _ bool) error {
+			handed <- index
 			return nil
 		})
 	}()

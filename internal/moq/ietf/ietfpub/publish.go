@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/catalog"
-	"github.com/moq-export/moq-export/internal/hang"
 	"github.com/moq-export/moq-export/internal/moq/ietf"
 	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/internal/moqpath"
@@ -227,14 +226,14 @@ func (sd *Served) Request(str session.Stream, r io.Reader, typ uint64, body []by
 	return nil
 }
 
-// timestampExt is the extension block of a published object at ts (µs):
-// its Timestamp, in microseconds, or as MediaMTX writes it for a track
-// package hang calls Bare (draft-03's id, the catalog's clock).
-func timestampExt(pk hang.Track, ts int64, v ietf.Version) []byte {
-	if pk.Bare() {
-		return ietf.AppendTimestampExt03(nil, uint64(max(pk.ClockTime(ts), 0)), v)
+// timestampExt is the extension block of published object o: its
+// Timestamp, in microseconds, or as MediaMTX writes it for a Bare track
+// (draft-03's id, the catalog's clock).
+func timestampExt(o session.Object, bare bool, v ietf.Version) []byte {
+	if bare {
+		return ietf.AppendTimestampExt03(nil, uint64(o.Clock), v)
 	}
-	return ietf.AppendTimestampExt(nil, uint64(ts), v)
+	return ietf.AppendTimestampExt(nil, uint64(o.Micros), v)
 }
 
 // strictNamespace is the broadcast a SUBSCRIBE names on a Strict server:
@@ -362,7 +361,7 @@ func (s *Publisher) serveTrackStatus(sv *serve, m ietf.Subscribe) {
 // serveSubscribe serves one SUBSCRIBE until the track ends, its range
 // was delivered or the peer unsubscribes.
 func (s *Publisher) serveSubscribe(sv *serve, m ietf.Subscribe) {
-	t, pack, err := s.Pubs.Track(m.Namespace, m.Track)
+	t, enc, err := s.Pubs.Track(m.Namespace, m.Track)
 	if err != nil {
 		sv.refuse(ietf.TypeSubscribe, CodeDoesNotExist, "no such track")
 		return
@@ -402,12 +401,12 @@ func (s *Publisher) serveSubscribe(sv *serve, m ietf.Subscribe) {
 	}
 	s.Pubs.CountServing(m.Namespace, m.Track, 1)
 	defer s.Pubs.CountServing(m.Namespace, m.Track, -1)
-	w := groupWriter{sv: sv, pack: pack, perFrame: perFrame}
+	w := groupWriter{sv: sv, bare: enc.Bare(), perFrame: perFrame}
 	status, reason := uint64(ietf.DoneTrackEnded), "track ended"
 	// A session that ends cuts nothing here: moq-transport's subscriber
 	// reads the session's close, not a reset code (nil ending: the open
 	// group gets its FIN).
-	_, err = session.Serve(sv.ctx, t, cons, rng.window(), &w, nil)
+	_, err = session.Serve(sv.ctx, t, cons, rng.window(), &enc, &w, nil)
 	switch {
 	case err == session.ErrWindowDone:
 		status, reason = ietf.DoneSubscriptionEnded, "range delivered"
@@ -429,8 +428,7 @@ func (s *Publisher) serveSubscribe(sv *serve, m ietf.Subscribe) {
 // objects carrying their timestamp as an extension.
 type groupWriter struct {
 	sv      *serve
-	pack    hang.Track
-	payload []byte // the packaged payload of the frame being written
+	bare    bool // the objects' time as MediaMTX writes a Bare track's
 	group   session.SendStream
 	seq     uint64
 	last    uint64 // id of the last object written on group
@@ -473,8 +471,8 @@ func (w *groupWriter) open(seq, first uint64) error {
 	return nil
 }
 
-// WriteFrame sends f as object id of the open group.
-func (w *groupWriter) WriteFrame(f model.Frame, id uint64) error {
+// WriteObject sends o as object id of the open group.
+func (w *groupWriter) WriteObject(o session.Object, id uint64) error {
 	v := w.sv.sd.v
 	if w.perFrame {
 		if err := w.open(w.frames, 0); err != nil {
@@ -490,9 +488,7 @@ func (w *groupWriter) WriteFrame(f model.Frame, id uint64) error {
 		delta, w.fresh = id, false
 	}
 	w.last = id
-	ts := max(f.Timestamp, 0)
-	w.payload = w.pack.AppendPayload(w.payload[:0], f)
-	b := ietf.AppendObject(w.buf[:0], w.header(true), delta, timestampExt(w.pack, ts, v), w.payload, 0, v)
+	b := ietf.AppendObject(w.buf[:0], w.header(true), delta, timestampExt(o, w.bare, v), o.Payload, 0, v)
 	w.buf = b
 	if _, err := w.group.Write(b); err != nil {
 		// The subscriber stopped this group: carry on with the next.
@@ -614,18 +610,18 @@ func (s *Publisher) serveFetch(sv *serve, m ietf.Fetch) {
 	defer cons.Close()
 	rs := model.NewReadySet()
 	cons.Watch(rs)
-	pack := s.Pubs.Packaging(ns, name)
+	enc := s.Pubs.Encoder(ns, name)
+	bare := enc.Bare()
 	fw := ietf.FetchObjectWriter{V: v}
 	buf := ietf.AppendFetchHeader(nil, ietf.FetchHeader{RequestID: sv.id}, v)
-	var payload []byte
 	var werr error
 	for i, g := range groups {
 		seq := seqs[i]
 		from, to := rng.frames(seq)
-		err := session.ServeGroup(sv.ctx, g, rs, from, to, func(frames []model.Frame, first uint64) error {
-			for j, f := range frames {
-				payload = pack.AppendPayload(payload[:0], f)
-				buf = fw.Append(buf, seq, first+uint64(j), timestampExt(pack, max(f.Timestamp, 0), v), payload)
+		err := session.ServeGroup(sv.ctx, g, rs, from, to, &enc, func(o session.Object, index uint64, batchEnd bool) error {
+			buf = fw.Append(buf, seq, index, timestampExt(o, bare, v), o.Payload)
+			if !batchEnd {
+				return nil
 			}
 			_, werr = str.Write(buf)
 			buf = buf[:0]

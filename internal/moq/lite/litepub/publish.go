@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/moq-export/moq-export/internal/hang"
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/internal/varint"
@@ -20,19 +19,19 @@ import (
 const MaxLatency = 5000
 
 // publishedTrack returns the published track a TRACK, SUBSCRIBE or FETCH
-// request names and its packaging, or resets str (30 for an unknown
-// broadcast, 13 for an unknown track) and returns nil.
-func (s *Publisher) publishedTrack(v *wire.Version, str session.Stream, broadcast, track string) (*model.Track, hang.Track) {
-	t, pack, err := s.Pubs.Track(broadcast, track)
+// request names and the encoder of its payloads, or resets str (30 for an
+// unknown broadcast, 13 for an unknown track) and returns nil.
+func (s *Publisher) publishedTrack(v *wire.Version, str session.Stream, broadcast, track string) (*model.Track, session.Encoder) {
+	t, enc, err := s.Pubs.Track(broadcast, track)
 	if err == nil {
-		return t, pack
+		return t, enc
 	}
 	code := uint64(wire.CodeUnroutable)
 	if errors.Is(err, session.ErrNoTrack) {
 		code = wire.CodeNotFound
 	}
 	resetStream(str, wire.StreamCode(v, code))
-	return nil, pack
+	return nil, enc
 }
 
 // readRequest reads the request that opens a stream, or resets str with a
@@ -85,11 +84,11 @@ func (s *Publisher) ServeTrack(v *wire.Version, str session.Stream, r *bufio.Rea
 	if !readRequest(str, r, &req) {
 		return
 	}
-	t, pk := s.publishedTrack(v, str, req.Broadcast, req.Track)
+	t, enc := s.publishedTrack(v, str, req.Broadcast, req.Track)
 	if t == nil {
 		return
 	}
-	info := wire.TrackInfo{MaxLatency: MaxLatency, Timescale: pk.Timescale()}
+	info := wire.TrackInfo{MaxLatency: MaxLatency, Timescale: enc.Timescale()}
 	if _, err := str.Write(info.AppendFor(nil, v)); err != nil {
 		return
 	}
@@ -106,7 +105,7 @@ func (s *Publisher) ServeSubscribe(ctx context.Context, v *wire.Version, openUni
 	if !readRequest(str, r, versioned{&req, v}) {
 		return
 	}
-	t, pack := s.publishedTrack(v, str, req.Broadcast, req.Track)
+	t, enc := s.publishedTrack(v, str, req.Broadcast, req.Track)
 	if t == nil {
 		return
 	}
@@ -151,8 +150,8 @@ func (s *Publisher) ServeSubscribe(ctx context.Context, v *wire.Version, openUni
 	s.Pubs.CountServing(req.Broadcast, req.Track, 1)
 	defer s.Pubs.CountServing(req.Broadcast, req.Track, -1)
 	sessionEnding := func() bool { return parent.Err() != nil || s.Ctx.Err() != nil }
-	sink := &liteSink{open: openUni, stopped: s.Stopped, v: v, ctx: ctx, str: str, id: req.ID, pk: pack}
-	served, err := session.Serve(ctx, t, cons, w, sink, sessionEnding)
+	sink := &liteSink{open: openUni, stopped: s.Stopped, v: v, ctx: ctx, str: str, id: req.ID}
+	served, err := session.Serve(ctx, t, cons, w, &enc, sink, sessionEnding)
 	if err == nil {
 		// SUBSCRIBE_END where the version has it (lite-05+); the FIN
 		// alone ends the subscription before.
@@ -230,11 +229,10 @@ type liteSink struct {
 	ctx     context.Context
 	str     session.Stream
 	id      uint64 // the SUBSCRIBE's id
-	pk      hang.Track
 
 	okSent bool
 	group  session.SendStream
-	lastTS int64
+	last   int64 // the previous frame's wire timestamp on the group
 	buf    []byte
 }
 
@@ -255,13 +253,13 @@ func (k *liteSink) OpenGroup(seq, first uint64) error {
 		g.CancelWrite(wire.CodeCancel)
 		return err
 	}
-	k.group, k.lastTS = g, 0
+	k.group, k.last = g, 0
 	return nil
 }
 
-func (k *liteSink) WriteFrame(f model.Frame, _ uint64) error {
-	k.buf = AppendFrame(k.buf[:0], k.v, k.pk, f, k.lastTS)
-	k.lastTS = f.Timestamp
+func (k *liteSink) WriteObject(o session.Object, _ uint64) error {
+	k.buf = AppendFrame(k.buf[:0], k.v, o, k.last)
+	k.last = o.Track
 	if _, err := k.group.Write(k.buf); err != nil {
 		if k.stopped != nil && k.stopped(err) {
 			// The subscriber stopped this group (STOP_SENDING).
@@ -295,7 +293,7 @@ func (s *Publisher) ServeFetch(ctx context.Context, v *wire.Version, str session
 	if !readRequest(str, r, versioned{&req, v}) {
 		return
 	}
-	t, pack := s.publishedTrack(v, str, req.Broadcast, req.Track)
+	t, enc := s.publishedTrack(v, str, req.Broadcast, req.Track)
 	if t == nil {
 		return
 	}
@@ -331,14 +329,16 @@ func (s *Publisher) ServeFetch(ctx context.Context, v *wire.Version, str session
 	var last int64
 	var werr error
 	sent, bytes := 0, 0
-	err := session.ServeGroup(ctx, g, rs, req.FrameStart, to, func(frames []model.Frame, _ uint64) error {
-		buf = buf[:0]
-		for _, f := range frames {
-			buf = AppendFrame(buf, v, pack, f, last)
-			last = f.Timestamp
+	err := session.ServeGroup(ctx, g, rs, req.FrameStart, to, &enc, func(o session.Object, _ uint64, batchEnd bool) error {
+		buf = AppendFrame(buf, v, o, last)
+		last = o.Track
+		sent++
+		if !batchEnd {
+			return nil
 		}
-		sent, bytes = sent+len(frames), bytes+len(buf)
+		bytes += len(buf)
 		_, werr = str.Write(buf)
+		buf = buf[:0]
 		return werr
 	})
 	switch {
@@ -359,14 +359,14 @@ func (s *Publisher) ServeFetch(ctx context.Context, v *wire.Version, str session
 	}
 }
 
-// AppendFrame appends one FRAME of f (on a group or a fetch stream) laid
+// AppendFrame appends one FRAME of o (on a group or a fetch stream) laid
 // out for v: the timestamp, in the track's timescale, as a delta from the
-// previous frame's (last, microseconds) where v has frame timestamps, and
-// the payload package hang makes of f.
-func AppendFrame(b []byte, v *wire.Version, pk hang.Track, f model.Frame, last int64) []byte {
+// previous frame's (last, in that timescale) where v has frame
+// timestamps, and o's payload.
+func AppendFrame(b []byte, v *wire.Version, o session.Object, last int64) []byte {
 	if v.FrameTimestamps {
-		b = varint.Append(b, wire.Zigzag(pk.WireTimestamp(f.Timestamp)-pk.WireTimestamp(last)))
+		b = varint.Append(b, wire.Zigzag(o.Track-last))
 	}
-	b = varint.Append(b, uint64(pk.PayloadLen(f)))
-	return pk.AppendPayload(b, f)
+	b = varint.Append(b, uint64(len(o.Payload)))
+	return append(b, o.Payload...)
 }
