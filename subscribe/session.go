@@ -519,9 +519,9 @@ func (s *Session) serveLoops(c conn, code uint64, uni func(recvStream, session.O
 	}
 	order := &session.StreamOrder{}
 	s.uniOrder.Store(order)
-	wg.Go(func() { session.ServeStreams(ctx, c.AcceptUni, order, uni) })
+	wg.Go(func() { session.AcceptStreams(ctx, c.AcceptUni, order, uni) })
 	wg.Go(func() {
-		session.ServeStreams(ctx, c.AcceptBidi, nil, func(str bidiStream, _ session.OrderTicket) { bidi(str) })
+		session.AcceptStreams(ctx, c.AcceptBidi, nil, func(str bidiStream, _ session.OrderTicket) { bidi(str) })
 	})
 	select {
 	case <-ctx.Done():

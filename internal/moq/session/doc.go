@@ -30,7 +30,7 @@
 // the wait parks on a shallow goroutine that a Settler renews). The state
 // the group readers of both families share is Sub (a Subscription with
 // its track): a group stream waits for the start and for the streams
-// accepted before it (StreamOrder, ServeStreams), makes its group
+// accepted before it (StreamOrder, AcceptStreams), makes its group
 // (CreateGroup, adopting one a lost connection cut) and ends it
 // (EndGroup); a FETCH's reply becomes frames in Fetch.
 //

@@ -56,7 +56,7 @@ const orderWaitMax = time.Second
 const orderSpins = 4
 
 // OrderTicket is one stream's place in its connection's StreamOrder. The
-// zero ticket (a stream read outside ServeStreams) orders nothing.
+// zero ticket (a stream read outside AcceptStreams) orders nothing.
 type OrderTicket struct {
 	o *StreamOrder
 	n uint64
@@ -220,13 +220,13 @@ func (o *StreamOrder) blockedLocked(n uint64) (uint64, bool) {
 	return me.seq, false
 }
 
-// ServeStreams accepts streams with accept until it fails, handles each on
+// AcceptStreams accepts streams with accept until it fails, handles each on
 // its own goroutine and returns once every handler has. When ctx (the
 // connection's) ends, every stream's reads end too: webtransport-go holds
 // a read on a stream the peer reset with "session gone" until our side of
 // the session is closed, which may never be signalled to a stream
 // accepted at that moment; a deadline always wakes it.
-func ServeStreams[S interface{ SetReadDeadline(time.Time) error }](ctx context.Context, accept func(context.Context) (S, error), order *StreamOrder, handle func(S, OrderTicket)) {
+func AcceptStreams[S interface{ SetReadDeadline(time.Time) error }](ctx context.Context, accept func(context.Context) (S, error), order *StreamOrder, handle func(S, OrderTicket)) {
 	var wg sync.WaitGroup
 	var stops StopSet[S]
 	defer stops.Close()
