@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/moq-export/moq-export/catalog"
-	"github.com/moq-export/moq-export/demo"
 	"github.com/moq-export/moq-export/export"
 	"github.com/moq-export/moq-export/model"
 )
@@ -19,19 +18,12 @@ import (
 func TestFramesNoKeyframeLedToAreCountedOnTheirTrack(t *testing.T) {
 	t.Parallel()
 	bc := model.NewBroadcast("delta")
-	cat, err := demo.Catalog([]string{"h264"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, _ := cat.Marshal()
 	ct := bc.CreateTrack(catalog.TrackName)
-	g, _ := ct.AppendGroup()
-	g.WriteFrame(model.Frame{Payload: data})
-	g.Close(nil)
+	writeCatalog(t, ct, "h264")
 	ct.Close(nil)
 	video := bc.CreateTrack("h264")
 	video.SetKeepGroups(100)
-	g, _ = video.CreateGroup(0)
+	g, _ := video.CreateGroup(0)
 	for i := range 10 {
 		sync := model.SyncDelta
 		if i == 3 {

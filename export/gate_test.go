@@ -3,6 +3,7 @@ package export_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -24,21 +25,14 @@ const aacFrame = 21_333 // µs, 1024 samples at 48 kHz
 func liveJoin(t *testing.T, backfill func(tr *model.Track) func(context.Context, int64) error) (*model.Broadcast, []*model.Track) {
 	t.Helper()
 	bc := model.NewBroadcast("live")
-	cat, err := demo.Catalog([]string{"h264", "aac"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, _ := cat.Marshal()
 	ct := bc.CreateTrack(catalog.TrackName)
-	g, _ := ct.AppendGroup()
-	g.WriteFrame(model.Frame{Payload: data})
-	g.Close(nil)
+	writeCatalog(t, ct, "h264", "aac")
 	ct.Close(nil)
 	video, audio := bc.CreateTrack("h264"), bc.CreateTrack("aac")
 	// A remote track is subscribed by the export itself, so nothing it
 	// received is dropped before the export's consumer is there.
 	audio.SetKeepGroups(1000)
-	g, _ = video.CreateGroup(1)
+	g, _ := video.CreateGroup(1)
 	for i := range 30 {
 		g.WriteFrame(model.Frame{Timestamp: 1_000_000 + int64(i)*33_333, Payload: []byte{byte(i)}})
 	}
@@ -89,6 +83,56 @@ func writeAudioGroup(tr *model.Track, seq uint64) error {
 	return nil
 }
 
+// pollUntil polls e until until holds, for up to 10 s; state says what
+// the test sees when it times out.
+func pollUntil(t *testing.T, e *export.Export, what string, until func() bool, state func() string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !until() {
+		if err := e.Poll(); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s: %s", what, state())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// audioRun checks that the audio written from from on steps one AAC
+// frame at a time (what comes after a restart), and returns its frames.
+func (r *recorder) audioRun(t *testing.T, from int64) int {
+	t.Helper()
+	var prev int64 = -1
+	n := 0
+	for _, f := range r.frames {
+		if r.tracks[f.TrackID].Name != "aac" || f.Timestamp < from {
+			continue
+		}
+		if prev >= 0 && (f.Timestamp-prev < aacFrame-1 || f.Timestamp-prev > aacFrame+1) {
+			t.Fatalf("audio after the restart steps from %d to %d", prev, f.Timestamp)
+		}
+		prev = f.Timestamp
+		n++
+	}
+	return n
+}
+
+// backfillAudio writes the aac groups (one frame each) before the oldest
+// one tr holds, back to the one at or before target: a backfill handler's
+// work.
+func backfillAudio(tr *model.Track, target int64) error {
+	seq, ts, ok := tr.OldestGroup()
+	for ok && ts > target && seq > 0 {
+		seq--
+		ts = int64(seq) * aacFrame
+		if err := writeAudioGroup(tr, seq); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // firstTimestamps returns the first timestamp written per track name.
 func (r *recorder) firstTimestamps() map[string]int64 {
 	out := map[string]int64{}
@@ -106,15 +150,7 @@ func TestStartGateBackfillsAudioToTheFirstVideoKeyframe(t *testing.T) {
 	bc, tracks := liveJoin(t, func(tr *model.Track) func(context.Context, int64) error {
 		return func(ctx context.Context, target int64) error {
 			targets = append(targets, target)
-			seq, ts, _ := tr.OldestGroup()
-			for ts > target && seq > 0 {
-				seq--
-				ts = int64(seq) * aacFrame
-				if err := writeAudioGroup(tr, seq); err != nil {
-					return err
-				}
-			}
-			return nil
+			return backfillAudio(tr, target)
 		}
 	})
 	rec := newRecorder()
@@ -289,15 +325,7 @@ func TestAudioRestartsAtTheVideoKeyframeAfterAPublisherRestart(t *testing.T) {
 						filled++
 						mu.Unlock()
 					}()
-					seq, ts, ok := tr.OldestGroup()
-					for ok && ts > target && seq > 0 {
-						seq--
-						ts = int64(seq) * aacFrame
-						if err := writeAudioGroup(tr, seq); err != nil {
-							return err
-						}
-					}
-					return nil
+					return backfillAudio(tr, target)
 				}
 			})
 			video, audio := tracks[0], tracks[1]
@@ -313,16 +341,7 @@ func TestAudioRestartsAtTheVideoKeyframeAfterAPublisherRestart(t *testing.T) {
 				Now: func() time.Time { return frozen }})
 			poll := func(until func() bool) {
 				t.Helper()
-				deadline := time.Now().Add(10 * time.Second)
-				for !until() {
-					if err := e.Poll(); err != nil {
-						t.Fatal(err)
-					}
-					if time.Now().After(deadline) {
-						t.Fatal("timed out")
-					}
-					time.Sleep(time.Millisecond)
-				}
+				pollUntil(t, e, "the restart", until, func() string { return fmt.Sprint(rec.countByName()) })
 			}
 			poll(func() bool { return e.Stats().Frames > 0 })
 			written := len(rec.frames)
@@ -414,18 +433,7 @@ func TestAudioRestartsAtTheVideoKeyframeAfterAPublisherRestart(t *testing.T) {
 			}
 			// And the audio runs on without a hole from there to the
 			// live groups.
-			var prev int64 = -1
-			n := 0
-			for _, f := range rec.frames {
-				if rec.tracks[f.TrackID].Name != "aac" || f.Timestamp < a.Timestamp {
-					continue
-				}
-				if prev >= 0 && (f.Timestamp-prev < aacFrame-1 || f.Timestamp-prev > aacFrame+1) {
-					t.Fatalf("audio after the restart steps from %d to %d", prev, f.Timestamp)
-				}
-				prev = f.Timestamp
-				n++
-			}
+			n := rec.audioRun(t, a.Timestamp)
 			if want := int(liveAudio+20) - int(key/aacFrame); n != want {
 				t.Fatalf("%d audio frames after the restart, want %d (backfilled to the keyframe, then 20 live)", n, want)
 			}

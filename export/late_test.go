@@ -1,11 +1,11 @@
 package export_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/moq-export/moq-export/catalog"
-	"github.com/moq-export/moq-export/demo"
 	"github.com/moq-export/moq-export/export"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/mux"
@@ -37,17 +37,7 @@ func TestARenditionAddedWhileTheVideoIsReadJoinsAtItsKeyframe(t *testing.T) {
 	t.Parallel()
 	bc := model.NewBroadcast("late")
 	ct := bc.CreateTrack(catalog.TrackName)
-	writeCatalog := func(names ...string) {
-		cat, err := demo.Catalog(names)
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, _ := cat.Marshal()
-		g, _ := ct.AppendGroup()
-		g.WriteFrame(model.Frame{Payload: data})
-		g.Close(nil)
-	}
-	writeCatalog("h264")
+	writeCatalog(t, ct, "h264")
 	video := bc.CreateTrack("h264")
 	const step = 33_333
 	gop := func(seq uint64, frames int) *model.Group {
@@ -74,21 +64,14 @@ func TestARenditionAddedWhileTheVideoIsReadJoinsAtItsKeyframe(t *testing.T) {
 	e := export.New(bc, rec, export.Options{Delay: 500 * time.Millisecond, MaxDelay: 5 * time.Second, Now: now})
 	poll := func(what string, until func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !until() {
-			if err := e.Poll(); err != nil {
-				t.Fatal(err)
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s: written %v, tracks added at %v", what, rec.countByName(), rec.addedAt)
-			}
-			time.Sleep(time.Millisecond)
-		}
+		pollUntil(t, e, what, until, func() string {
+			return fmt.Sprintf("written %v, tracks added at %v", rec.countByName(), rec.addedAt)
+		})
 	}
 	poll("the first 59 video frames", func() bool { return len(rec.frames) == 59 })
 	audio := bc.CreateTrack("aac")
 	publish = func() {
-		writeCatalog("h264", "aac")
+		writeCatalog(t, ct, "h264", "aac")
 		g1.Close(nil)
 		gop(2, 30).Close(nil)
 		for seq := uint64(0); seq < 50; seq++ {

@@ -3,6 +3,7 @@ package export_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -62,15 +63,7 @@ func TestAudioResumesAfterARestartThatLandsWhileItsRejoinBackfillRuns(t *testing
 				liveAudio2 = restart(key2)
 				return errors.New("session lost")
 			}
-			seq, ts, ok := tr.OldestGroup()
-			for ok && ts > target && seq > 0 {
-				seq--
-				ts = int64(seq) * aacFrame
-				if err := writeAudioGroup(tr, seq); err != nil {
-					return err
-				}
-			}
-			return nil
+			return backfillAudio(tr, target)
 		}
 	})
 	video, audio = tracks[0], tracks[1]
@@ -83,18 +76,11 @@ func TestAudioResumesAfterARestartThatLandsWhileItsRejoinBackfillRuns(t *testing
 		Now: func() time.Time { return frozen }})
 	poll := func(what string, until func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !until() {
-			if err := e.Poll(); err != nil {
-				t.Fatal(err)
-			}
-			if time.Now().After(deadline) {
-				mu.Lock()
-				defer mu.Unlock()
-				t.Fatalf("timed out waiting for %s: backfill targets %v, written %v", what, targets, rec.countByName())
-			}
-			time.Sleep(time.Millisecond)
-		}
+		pollUntil(t, e, what, until, func() string {
+			mu.Lock()
+			defer mu.Unlock()
+			return fmt.Sprintf("backfill targets %v, written %v", targets, rec.countByName())
+		})
 	}
 	poll("the live join", func() bool { return e.Stats().Frames > 0 })
 	restart(key1)
@@ -123,19 +109,7 @@ func TestAudioResumesAfterARestartThatLandsWhileItsRejoinBackfillRuns(t *testing
 	}
 	// After the second restart the audio starts within a frame before the
 	// keyframe and runs on without a hole.
-	var prev int64 = -1
-	n := 0
-	for _, f := range rec.frames {
-		if rec.tracks[f.TrackID].Name != "aac" || f.Timestamp < key2-aacFrame {
-			continue
-		}
-		if prev >= 0 && (f.Timestamp-prev < aacFrame-1 || f.Timestamp-prev > aacFrame+1) {
-			t.Fatalf("audio after the second restart steps from %d to %d", prev, f.Timestamp)
-		}
-		prev = f.Timestamp
-		n++
-	}
-	if want := int(liveAudio2+20) - int(key2/aacFrame); n != want {
+	if n, want := rec.audioRun(t, key2-aacFrame), int(liveAudio2+20)-int(key2/aacFrame); n != want {
 		t.Fatalf("%d audio frames after the second restart, want %d (backfilled to its keyframe, then 20 live)", n, want)
 	}
 }
