@@ -27,31 +27,40 @@ import (
 // ffmpeg decodes without a message, with every frame.
 func TestReferenceCMAFPublisherRecordsEveryFrame(t *testing.T) {
 	ref := needReference(t)
-	recordReferenceCMAF(t, ref, "", nil)
+	recordReferenceIn(t, ref, catalog.ContainerCMAF, "", nil)
 }
 
-// TestReferenceCMAFPublisherOverIETFDraftsRecordsEveryFrame is the same
-// over moq-transport drafts 14, 18 and 20: the CMAF broadcast an IETF relay
+// TestReferenceCMAFAndLOCPublishersOverIETFDraftsRecordEveryFrame is the
+// same over moq-transport drafts 14, 18 and 20, for the reference's CMAF
+// and its LOC (Container.Loc, @moq/loc: a property block with the
+// timestamp before each codec payload): the broadcasts an IETF relay
 // carries (the garbage files: the IETF read path never unpacked
-// CMAF) decodes clean, frame for frame. (@moq/hang 0.3.5 has no LOC
-// encoder, so the reference publishes no loc broadcast; the matrix test in
-// e2e covers loc over every draft with our own publisher.)
-func TestReferenceCMAFPublisherOverIETFDraftsRecordsEveryFrame(t *testing.T) {
+// CMAF) decode clean, frame for frame.
+func TestReferenceCMAFAndLOCPublishersOverIETFDraftsRecordEveryFrame(t *testing.T) {
 	t.Parallel()
 	ref := needReference(t)
-	for _, d := range ietfDraftsNamed("Draft14", "Draft18", "Draft20") {
-		t.Run(d.name, func(t *testing.T) {
-			t.Parallel()
-			recordReferenceCMAF(t, ref, d.version, []string{d.version}, "--alpn", d.alpn)
-		})
+	for _, container := range []catalog.ContainerKind{catalog.ContainerCMAF, catalog.ContainerLOC} {
+		for _, d := range ietfDraftsNamed("Draft14", "Draft18", "Draft20") {
+			t.Run(string(container)+"/"+d.name, func(t *testing.T) {
+				t.Parallel()
+				recordReferenceIn(t, ref, container, d.version, []string{d.version}, "--alpn", d.alpn)
+			})
+		}
 	}
 }
 
-// recordReferenceCMAF has the reference publish the samples in CMAF (with
-// flags added to its own), records them over our session pinned to
-// versions (nil: any; want: the version it must run, "": any) and checks
-// the frames and the Matroska file.
-func recordReferenceCMAF(t *testing.T, ref *reference, want string, versions []string, flags ...string) {
+// TestReferenceLOCPublisherRecordsEveryFrame: the reference's LOC over
+// moq-lite, as its CMAF above.
+func TestReferenceLOCPublisherRecordsEveryFrame(t *testing.T) {
+	ref := needReference(t)
+	recordReferenceIn(t, ref, catalog.ContainerLOC, "", nil)
+}
+
+// recordReferenceIn has the reference publish the samples in container
+// (cmaf or loc; with flags added to its own), records them over our
+// session pinned to versions (nil: any; want: the version it must run,
+// "": any) and checks the frames and the Matroska file.
+func recordReferenceIn(t *testing.T, ref *reference, container catalog.ContainerKind, want string, versions []string, flags ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	// One audio frame per group: CMAF marks every audio sample a
@@ -59,7 +68,7 @@ func recordReferenceCMAF(t *testing.T, ref *reference, want string, versions []s
 	m := sampleBroadcast("interop/cmaf.hang", 1)
 	_, cert := ourCert(t)
 	pub := ref.start(ctx, t, "publish", append([]string{"--manifest", m.write(t), "--listen", "127.0.0.1:0",
-		"--cert", cert.certFile, "--key", cert.keyFile, "--speed", "2", "--container", "cmaf"}, flags...)...)
+		"--cert", cert.certFile, "--key", cert.keyFile, "--speed", "2", "--container", string(container)}, flags...)...)
 	port := pub.expect(ctx, "listening", nil).Port
 	sess, err := subscribe.Dial(ctx, fmt.Sprintf("moql://127.0.0.1:%d/", port), subscribe.Options{
 		TLSFingerprint: cert.fingerprint,
@@ -76,7 +85,7 @@ func recordReferenceCMAF(t *testing.T, ref *reference, want string, versions []s
 	waitAnnounced(ctx, t, sess, m.Broadcast)
 	bc := sess.Broadcast(m.Broadcast)
 
-	path := filepath.Join(t.TempDir(), "cmaf.mkv")
+	path := filepath.Join(t.TempDir(), string(container)+".mkv")
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +100,7 @@ func recordReferenceCMAF(t *testing.T, ref *reference, want string, versions []s
 	pubDone := collectPublished(ctx, pub)
 	cat, got := recordBroadcast(ctx, t, bc)
 	for _, r := range cat.Renditions() {
-		if r.Common().ContainerKind() != catalog.ContainerCMAF || r.Common().InitErr() != nil {
+		if r.Common().ContainerKind() != container || r.Common().InitErr() != nil {
 			t.Errorf("rendition %s: container %q, init error %v", r.Name, r.Common().ContainerKind(), r.Common().InitErr())
 		}
 	}

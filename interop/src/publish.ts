@@ -2,7 +2,9 @@
 // @moq/net 0.3.4 and @moq/hang 0.3.5 (catalog.json + legacy container, or with
 // --container cmaf hang's own CMAF encoder: init segments from
 // createVideoInitSegment/createAudioInitSegment in the catalog, one
-// encodeDataSegment moof+mdat per frame) from a manifest the Go test wrote,
+// encodeDataSegment moof+mdat per frame; with --container loc hang's LOC
+// producer, @moq/loc: a property block with the timestamp before each
+// frame's codec payload) from a manifest the Go test wrote,
 // over raw QUIC (or --webtransport), as server (--listen) or client
 // (--connect). See doc.go for the manifest and the events it prints; the
 // publishing itself is publisher.ts.

@@ -44,6 +44,9 @@ export async function publishManifest(
 
   // The catalog, validated (and defaulted) by hang's own schema.
   const cmaf = flags.container === "cmaf";
+  // LOC: hang's LOC producer (@moq/loc), a group per keyframe, as the
+  // legacy one.
+  const loc = flags.container === "loc";
   const raw: Record<string, { renditions: Record<string, unknown> }> = {};
   for (const t of manifest.tracks) {
     raw[t.kind] ??= { renditions: {} };
@@ -55,6 +58,8 @@ export async function publishManifest(
         ? Container.Cmaf.createVideoInitSegment(config)
         : Container.Cmaf.createAudioInitSegment(config);
       container = { kind: "cmaf", init: base64(init) };
+    } else if (loc) {
+      container = { kind: "loc" };
     }
     raw[t.kind].renditions[t.name] = { ...t.config, container };
   }
@@ -75,7 +80,7 @@ export async function publishManifest(
       return group;
     };
     // deno-lint-ignore no-explicit-any
-    const legacy = new Container.Legacy.Producer(track as any);
+    const legacy = loc ? new Container.Loc.Producer(track as any) : new Container.Legacy.Producer(track as any);
     // CMAF: one moof+mdat per frame (hang's encoder, timescale µs as its
     // init says), a group per keyframe, as a hang CMAF producer writes them.
     let group: ReturnType<typeof track.appendGroup> | undefined;
