@@ -2,6 +2,7 @@ package hls
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"regexp"
@@ -16,6 +17,10 @@ import (
 type Counters = counters
 
 func (w *Writer) Counters() Counters { return w.detail() }
+
+// ReferenceState is the package state as encoding/json writes it: what
+// the tests hold the Writer's (state.marshal) to.
+func (w *Writer) ReferenceState() ([]byte, error) { return json.Marshal(w.st) }
 
 // ReferenceMPD is the MPD the Writer would write now, as dash-mpd's own
 // (reflection) writer writes the same document: what the tests hold the

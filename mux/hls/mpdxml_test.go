@@ -14,14 +14,16 @@ import (
 )
 
 // mpdCheckStore holds every MPD the Writer writes to what dash-mpd's own
-// writer makes of the same document, and every media playlist to what
-// gohlslib's writer makes of it, byte for byte.
+// writer makes of the same document, every media playlist to what
+// gohlslib's writer makes of it, and every state to what encoding/json
+// makes of it, byte for byte.
 type mpdCheckStore struct {
 	*dirStore
 	t         *testing.T
 	w         *hls.Writer
 	checked   int
 	playlists int
+	states    int
 }
 
 func (s *mpdCheckStore) WriteFile(name string, data []byte) error {
@@ -39,6 +41,15 @@ func (s *mpdCheckStore) WriteFile(name string, data []byte) error {
 			s.t.Fatalf("the MPD written says other than dash-mpd's writer:\n%s\nwant:\n%s", data, ref)
 		}
 		s.checked++
+	}
+	if name == "index.state.json" {
+		s.t.Helper()
+		want, err := s.w.ReferenceState()
+		must(s.t, err)
+		if string(data) != string(want) {
+			s.t.Fatalf("the state written:\n%s\nwant, as encoding/json writes it:\n%s", data, want)
+		}
+		s.states++
 	}
 	if id, ok := strings.CutSuffix(name, ".m3u8"); ok && name != "index.m3u8" {
 		s.t.Helper()
@@ -96,8 +107,8 @@ func TestTheManifestWritersSayWhatTheLibrariesSay(t *testing.T) {
 					}
 					must(t, st.w.Close())
 				}
-				if st.checked < 2 || st.playlists < 3 {
-					t.Fatalf("%d MPDs and %d media playlists checked", st.checked, st.playlists)
+				if st.checked < 2 || st.playlists < 3 || st.states < 2 {
+					t.Fatalf("%d MPDs, %d media playlists and %d states checked", st.checked, st.playlists, st.states)
 				}
 			})
 		}

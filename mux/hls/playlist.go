@@ -116,6 +116,10 @@ type rendered struct {
 	tlSegs  int
 	tlScale uint32
 	tlDelay int64
+	// The state's JSON of Segments[:stateSegs], comma-separated
+	// (state.marshal).
+	stateJSON []byte
+	stateSegs int
 }
 
 // targetDuration is the EXT-X-TARGETDURATION of a rendition: its longest

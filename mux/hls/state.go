@@ -1,10 +1,12 @@
 package hls
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -59,6 +61,86 @@ type segmentState struct {
 	Disc  bool      `json:"disc,omitempty"` // the timeline breaks before it
 	Off   int64     `json:"off,omitempty"`  // where it starts in renditionState.Media
 	Date  time.Time `json:"date"`           // wall clock of Start
+}
+
+// marshal renders the state as json.Marshal does, each segment once: a
+// write copies the segments earlier writes rendered (rendered.stateSegs)
+// and renders only those since, so it costs about the same at the
+// thousandth segment as at the first (encoding/json rendered every
+// segment at every write). A test holds it to json.Marshal byte for
+// byte.
+func (s *state) marshal() ([]byte, error) {
+	b := append(make([]byte, 0, 256), `{"version":`...)
+	b = strconv.AppendInt(b, int64(s.Version), 10)
+	b = append(b, `,"renditions":`...)
+	if s.Renditions == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i, rs := range s.Renditions {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = rs.appendJSON(b); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, ']')
+	}
+	if len(s.Chapters) > 0 {
+		c, err := json.Marshal(s.Chapters)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, `,"chapters":`...)
+		b = append(b, c...)
+	}
+	return append(b, '}'), nil
+}
+
+// segmentsKey is where a rendition's JSON without its segments says so;
+// it cannot be inside a JSON string, whose quotes are escaped.
+var segmentsKey = []byte(`"segments":null`)
+
+// appendJSON appends rs as json.Marshal writes it: its other fields
+// rendered by encoding/json, its segments from what earlier writes
+// rendered of them.
+func (rs *renditionState) appendJSON(b []byte) ([]byte, error) {
+	head := *rs
+	head.Segments = nil
+	h, err := json.Marshal(&head)
+	if err != nil {
+		return nil, err
+	}
+	at := bytes.Index(h, segmentsKey)
+	if at < 0 {
+		return nil, errors.New("hls: state: no segments key")
+	}
+	b = append(b, h[:at]...)
+	b = append(b, `"segments":`...)
+	if rs.Segments == nil {
+		b = append(b, "null"...)
+	} else {
+		c := &rs.out
+		if c.stateSegs > len(rs.Segments) {
+			c.stateJSON, c.stateSegs = c.stateJSON[:0], 0
+		}
+		for ; c.stateSegs < len(rs.Segments); c.stateSegs++ {
+			seg, err := json.Marshal(rs.Segments[c.stateSegs])
+			if err != nil {
+				return nil, err
+			}
+			if c.stateSegs > 0 {
+				c.stateJSON = append(c.stateJSON, ',')
+			}
+			c.stateJSON = append(c.stateJSON, seg...)
+		}
+		b = append(b, '[')
+		b = append(b, c.stateJSON...)
+		b = append(b, ']')
+	}
+	return append(b, h[at+len(segmentsKey):]...), nil
 }
 
 // byteRange is a range of a rendition's media file.

@@ -3,7 +3,6 @@ package hls
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -934,7 +933,7 @@ func (w *Writer) writeState(final bool) error {
 	if !final && sig == w.stateSig && w.sinceState < stateEvery {
 		return nil
 	}
-	st, err := json.Marshal(w.st)
+	st, err := w.st.marshal()
 	if err != nil {
 		return w.fail(fmt.Errorf("hls: state: %w", err))
 	}
