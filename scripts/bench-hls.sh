@@ -18,6 +18,15 @@
 #   RUNS=15 FRAMES=80000 scripts/bench-hls.sh
 #   MOQ_BENCH_PASSES=150 FRAMES=200000 scripts/bench-hls.sh   # 10-minute outputs
 #   BIN=/path/to/hls.test scripts/bench-hls.sh    # a test binary built before
+#   KEEP=1 scripts/bench-hls.sh                   # outputs removed at the end only
+#
+# KEEP=1 leaves each run's outputs until the script ends (MOQ_BENCH_KEEP),
+# instead of removing them when the run ends: on an ext4 without a
+# journal (this project's machines) a new inode is allocated past every
+# inode of its block group freed in the last minute or more (six while
+# its inode table block is dirty), so the removals of one run make the
+# file creations of the next cost more, HLS's 13 new inodes a package
+# 13 times more than MP4's one (docs/hls.md, Cost).
 #
 # On a shared machine the wall time moves from run to run with the other
 # load; the CPU time much less.
@@ -26,7 +35,8 @@ cd "$(dirname "$0")/.."
 RUNS=${RUNS:-7}
 FRAMES=${FRAMES:-40000}
 bin=$(mktemp -d)
-trap 'rm -rf "$bin"' EXIT
+keep=()
+trap 'rm -rf "$bin" "${keep[@]}"' EXIT
 if [ -n "${BIN:-}" ]; then
 	cp "$BIN" "$bin/hls.test"
 else
@@ -36,12 +46,19 @@ if [ -z "${DIRS:-}" ]; then
 	DIRS="disk"
 	[ -d /dev/shm ] && DIRS="$DIRS /dev/shm"
 fi
-declare -A wall cpu
+declare -A wall cpu parent
+if [ -n "${KEEP:-}" ]; then
+	for d in $DIRS; do
+		if [ "$d" = disk ]; then parent[$d]=$(mktemp -d); else parent[$d]=$(mktemp -d "$d/bench-hls.XXXXXX"); fi
+		keep+=("${parent[$d]}")
+	done
+fi
 printf '%-9s %-4s %12s %12s %7s %12s %12s %7s\n' where run 'mp4 ns' 'hls ns' ratio 'mp4 cpu-ns' 'hls cpu-ns' ratio
 for i in $(seq "$RUNS"); do
 	for d in $DIRS; do
 		env=()
 		[ "$d" != disk ] && env=(MOQ_BENCH_DIR="$d")
+		[ -n "${KEEP:-}" ] && env=(MOQ_BENCH_DIR="${parent[$d]}" MOQ_BENCH_KEEP=1)
 		out=$(cd "$bin" && env "${env[@]}" ./hls.test -test.run '^$' -test.bench 'BenchmarkPackaging/(mp4-file|hls)$' -test.benchtime "${FRAMES}x")
 		read -r mw mc < <(awk '/BenchmarkPackaging\/mp4-file/ {for (i = 1; i <= NF; i++) {if ($i == "ns/op") w = $(i-1); if ($i == "cpu-ns/op") c = $(i-1)}; print w, c}' <<<"$out")
 		read -r hw hc < <(awk '/BenchmarkPackaging\/hls-/ {for (i = 1; i <= NF; i++) {if ($i == "ns/op") w = $(i-1); if ($i == "cpu-ns/op") c = $(i-1)}; print w, c}' <<<"$out")

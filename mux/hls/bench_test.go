@@ -25,7 +25,9 @@ import (
 // swapped in atomically);
 // "hls-memory" keeps the package's files in memory. Neither output
 // fsyncs. Besides the wall time per frame, cpu-ns/op is the process's CPU
-// time per frame. MOQ_BENCH_DIR=/dev/shm puts both outputs on a tmpfs;
+// time per frame, sys-ns/op the kernel's part of it. MOQ_BENCH_DIR=/dev/shm
+// puts both outputs on a tmpfs; MOQ_BENCH_KEEP=1 leaves them in place
+// (scripts/bench-hls.sh KEEP=1 removes them at its end);
 // scripts/bench-hls.sh prints the ratio.
 func BenchmarkPackaging(b *testing.B) {
 	v, a := mediatest.SampleInput("h264", 1), mediatest.SampleInput("aac", 2)
@@ -79,7 +81,9 @@ func BenchmarkPackaging(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer os.RemoveAll(dir)
+			if os.Getenv("MOQ_BENCH_KEEP") == "" {
+				defer os.RemoveAll(dir)
+			}
 			var w mux.Muxer
 			var done func()
 			closeOut := func() {
