@@ -110,12 +110,9 @@ func (t OrderTicket) Name(key, seq uint64) {
 	o := t.o
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for i := range o.open {
-		if o.open[i].n == t.n {
-			o.open[i].named, o.open[i].key, o.open[i].seq = true, key, seq
-			o.changedLocked()
-			return
-		}
+	if i := o.indexLocked(t.n); i >= 0 {
+		o.open[i].named, o.open[i].key, o.open[i].seq = true, key, seq
+		o.changedLocked()
 	}
 }
 
@@ -128,12 +125,9 @@ func (t OrderTicket) Done() {
 	o := t.o
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for i := range o.open {
-		if o.open[i].n == t.n {
-			o.open = append(o.open[:i], o.open[i+1:]...)
-			o.changedLocked()
-			return
-		}
+	if i := o.indexLocked(t.n); i >= 0 {
+		o.open = append(o.open[:i], o.open[i+1:]...)
+		o.changedLocked()
 	}
 }
 
@@ -190,19 +184,25 @@ func (t OrderTicket) Wait(ctx context.Context, made *atomic.Bool) {
 	}
 }
 
+// indexLocked is the index of stream n in o.open, or -1 when n is not
+// open. Called with o.mu held.
+func (o *StreamOrder) indexLocked(n uint64) int {
+	for i := range o.open {
+		if o.open[i].n == n {
+			return i
+		}
+	}
+	return -1
+}
+
 // blockedLocked reports whether stream n must wait, and n's group. Called
 // with o.mu held.
 func (o *StreamOrder) blockedLocked(n uint64) (uint64, bool) {
-	var me *orderEntry
-	for i := range o.open {
-		if o.open[i].n == n {
-			me = &o.open[i]
-			break
-		}
-	}
-	if me == nil || !me.named {
+	i := o.indexLocked(n)
+	if i < 0 || !o.open[i].named {
 		return 0, false
 	}
+	me := &o.open[i]
 	var now time.Time
 	for _, e := range o.open {
 		if e.n < n && !e.named {
