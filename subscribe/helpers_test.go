@@ -269,7 +269,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 var _ = strings.Contains
 
 // subCount returns the number of live subscriptions of s.
-func (s *Session) subCount() int { return s.lite.Routed() }
+func (s *Session) subCount() int { return len(s.lite.Routed()) }
 
 func mustSample(t *testing.T, name string) *testmedia.Sample {
 	t.Helper()

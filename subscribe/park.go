@@ -52,7 +52,7 @@ func init() {
 
 func (s *Session) settle(ctx context.Context) {
 	var settled sync.WaitGroup
-	subs := s.lite.Subs()
+	subs := s.lite.Routed()
 	s.mu.Lock()
 	c := s.cur
 	s.mu.Unlock()

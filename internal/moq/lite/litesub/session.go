@@ -71,8 +71,9 @@ func (s *Session) join(id uint64) *session.Sub {
 	return sub
 }
 
-// Subs returns the subscriptions routed now.
-func (s *Session) Subs() []*session.Sub {
+// Routed returns the subscriptions whose group streams the session routes
+// now (by subscribe id), as ietfsub's Routed does by track alias.
+func (s *Session) Routed() []*session.Sub {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	subs := make([]*session.Sub, 0, len(s.subs))
@@ -91,13 +92,6 @@ func (s *Session) Add(sub *session.Sub) {
 		s.subs = map[uint64]*session.Sub{}
 	}
 	s.subs[sub.ID] = sub
-}
-
-// Routed counts the subscriptions routed now.
-func (s *Session) Routed() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.subs)
 }
 
 // isReset reports whether err is a stream reset by the peer.
