@@ -48,6 +48,37 @@ import (
 // the soak began), so what each fault cost is read from what was recorded.
 // MOQ_SOAK_KEEP names a directory where the recordings stay.
 
+// soakTouches says whether fault f can cost recorder r media.
+func soakTouches(f *soakFault, r *soakRecorder) bool {
+	if f.kind == "blip" || f.kind == "publisher restart" {
+		return r.pub.name == f.target
+	}
+	return r.name == f.target
+}
+
+// soakWindowEnd is where the search for the hole of faults[i] in r's
+// files ends, in seconds since epoch: 5 s after the fault (the recovery),
+// but never into the next fault that touches r. A recorder kill's or a
+// full disk's hole begins up to its bound (3 s) before the kill, since the
+// recorder writes behind live, so the window stops that much earlier; it
+// never ends before the fault itself has.
+func soakWindowEnd(faults []*soakFault, i int, r *soakRecorder, epoch time.Time) float64 {
+	at := func(ts time.Time) float64 { return ts.Sub(epoch).Seconds() }
+	f := faults[i]
+	end := at(f.end) + 5
+	for _, n := range faults[i+1:] {
+		if !soakTouches(n, r) {
+			continue
+		}
+		next := at(n.start)
+		if n.kind == "recorder kill" || n.kind == "disk full" {
+			next -= 3
+		}
+		return max(at(f.end), min(end, next))
+	}
+	return end
+}
+
 // soakBroadcasts are the broadcasts each publisher serves.
 const soakBroadcasts = "legacy=legacy,loc=loc,cmaf=cmaf"
 
@@ -335,7 +366,7 @@ done:
 		}
 		return gap
 	}
-	for _, f := range faults {
+	for i, f := range faults {
 		switch f.kind {
 		case "blip", "publisher restart":
 			for _, r := range recs {
@@ -344,7 +375,7 @@ done:
 				}
 				for id, tr := range media[r.name] {
 					codec := id[strings.Index(id, "/")+1:]
-					gap := largestGapIn(tr.pts, at(f.start)-1, at(f.end)+5)
+					gap := largestGapIn(tr.pts, at(f.start)-1, soakWindowEnd(faults, i, r, epoch))
 					loss := time.Duration((gap - frameDuration[codec]) * float64(time.Second))
 					if f.kind == "blip" {
 						// Nothing lost: neighbours at most 1.5 frames apart.
@@ -371,7 +402,7 @@ done:
 				}
 				for id, tr := range media[r.name] {
 					codec := id[strings.Index(id, "/")+1:]
-					gap := largestGapIn(tr.pts, at(f.start)-3, at(f.end)+5)
+					gap := largestGapIn(tr.pts, at(f.start)-3, soakWindowEnd(faults, i, r, epoch))
 					if loss := time.Duration((gap - frameDuration[codec]) * float64(time.Second)); loss >= f.loss {
 						f.loss, f.worst = loss, id
 					}
