@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/transport"
 )
@@ -95,9 +96,9 @@ func (d *dialer) negotiateQUIC(ctx context.Context, c transport.Conn) (conn, err
 		qc.alpn = alpn
 		return qc, nil
 	}
-	v, legacy, err := selectALPN(p, lite)
+	v, legacy, err := litesub.SelectALPN(p, lite)
 	if err == nil && legacy {
-		v, qc.session, err = legacyClientSetup(ctx, qc, lite, d.target.SetupPath)
+		v, qc.session, err = litesub.ClientSetup(ctx, coreConn{qc}, lite, d.target.SetupPath)
 	}
 	if err != nil {
 		c.Close(CodeVersion, "version")
@@ -132,9 +133,9 @@ func (d *dialer) dialWebTransport(ctx context.Context, pin string) (conn, error)
 		wc.alpn = p
 		return wc, nil
 	}
-	v, legacy, err := selectALPN(proto, lite)
+	v, legacy, err := litesub.SelectALPN(proto, lite)
 	if err == nil && legacy {
-		v, wc.session, err = legacyClientSetup(ctx, wc, lite, "")
+		v, wc.session, err = litesub.ClientSetup(ctx, coreConn{wc}, lite, "")
 	}
 	if err != nil {
 		wc.Close(CodeVersion, "version")

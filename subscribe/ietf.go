@@ -9,6 +9,7 @@ import (
 
 	"github.com/moq-export/moq-export/internal/moq/ietf"
 	"github.com/moq-export/moq-export/internal/moq/ietf/ietfsub"
+	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/internal/moq/transport"
 )
@@ -51,6 +52,19 @@ func newIETFConn(c conn, v ietf.Version, layout18, client bool, log *slog.Logger
 	ic.ss = ietfsub.New(ietfTransport{coreConn{c}}, cfg)
 	ic.v = ic.ss.Draft()
 	return ic
+}
+
+// Version of a moq-transport connection: its draft, as the version table
+// names it when it is there.
+func (ic *ietfConn) Version() *wire.Version {
+	if a := ic.ss.ALPNDraft(); a != 0 {
+		// The draft negotiated, spoken in draft 18's messages (MediaMTX).
+		return wire.ByCode(uint64(a))
+	}
+	if v := wire.ByCode(uint64(ic.v)); v != nil {
+		return v
+	}
+	return &wire.Version{Name: ic.v.String(), Code: uint64(ic.v), Family: wire.FamilyIETF}
 }
 
 // ietfTransport is the transport connection under a moq-transport

@@ -12,7 +12,9 @@ import (
 	"github.com/moq-export/moq-export/internal/moq/transport/alpn"
 
 	"github.com/moq-export/moq-export/internal/moq/ietf"
+	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
+	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/internal/moq/transport"
 )
 
@@ -130,7 +132,7 @@ func (s *Server) acceptQUIC(a transport.Accepted) {
 		// the token must be checked).
 		wait := 2 * time.Second
 		if s.opts.AuthKey != nil {
-			wait = legacySetupTimeout
+			wait = litesub.SetupTimeout
 		}
 		awaitSetup(sess, wait)
 		sess.mu.Lock()
@@ -161,11 +163,11 @@ func awaitSetup(sess *Session, d time.Duration) {
 // legacy SETUP where it says so; it returns the SETUP path a legacy raw
 // QUIC client sent.
 func (s *Server) negotiate(c *netConn, proto string, versions []*wire.Version) (string, error) {
-	v, legacy, err := selectALPN(proto, versions)
-	var session bidiStream
+	v, legacy, err := litesub.SelectALPN(proto, versions)
+	var session session.Stream
 	var path string
 	if err == nil && legacy {
-		v, session, path, err = legacyServerSetup(s.ctx, c, versions)
+		v, session, path, err = litesub.ServerSetup(s.ctx, coreConn{c}, versions)
 	}
 	if err != nil {
 		return "", err
@@ -213,7 +215,7 @@ func (s *Server) acceptWebTransport(a transport.Accepted) {
 	if c.version.SetupStream && s.opts.AuthKey != nil {
 		// The token is in the URL, but the Role the token must
 		// allow is in the client's SETUP.
-		awaitSetup(sess, legacySetupTimeout)
+		awaitSetup(sess, litesub.SetupTimeout)
 	}
 	info := acceptInfo{remote: a.Conn.RemoteAddr(), transport: "webtransport", query: a.Query, version: c.version.Name,
 		noToken: "a WebTransport client puts ?jwt= in the URL"}

@@ -19,7 +19,6 @@ import (
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/internal/moq/transport"
-	"github.com/moq-export/moq-export/internal/varint"
 )
 
 // Session is one moq-lite session, dialled (Dial, reconnecting) or accepted
@@ -496,10 +495,10 @@ func (s *Session) serveLite(l liteFamily) {
 	}
 	var loops []func()
 	if connVersion(c).SetupStream {
-		loops = append(loops, func() { s.sendSetup(ctx, c) })
+		loops = append(loops, func() { litesub.SendSetup(ctx, l.C, s.ourSetup(c), s.log) })
 	}
 	if str := c.SessionStream(); str != nil {
-		loops = append(loops, func() { s.serveSessionStream(ctx, c, str) })
+		loops = append(loops, func() { litesub.ServeSessionStream(ctx, l.C, str, s.log) })
 	}
 	s.serveLoops(c, CodeCancel,
 		func(str recvStream, t session.OrderTicket) { l.HandleUni(str, t, peer) },
@@ -553,45 +552,38 @@ func (s *Session) waitConn(ctx context.Context, prev uint64) (conn, uint64, erro
 	}
 }
 
-func (s *Session) sendSetup(ctx context.Context, c conn) {
-	var m wire.Setup
+// ourSetup is what our moq-lite SETUP on c says: a raw QUIC client's
+// root (and token), the role a client declares.
+func (s *Session) ourSetup(c conn) litesub.Setup {
+	var m litesub.Setup
 	if pc, ok := c.(*setupPathConn); ok {
-		m.SetBytes(wire.ParamPath, []byte(pc.path))
+		m.Path, m.HasPath = pc.path, true
 	}
 	if s.dial != nil {
+		m.HasRole = true
 		switch s.role {
 		case RolePublisher:
-			m.SetVarint(wire.ParamRole, wire.RolePublisher)
+			m.Role = wire.RolePublisher
 		case RoleBoth:
-			m.SetVarint(wire.ParamRole, wire.RoleBoth)
+			m.Role = wire.RoleBoth
 		default:
-			m.SetVarint(wire.ParamRole, wire.RoleSubscriber)
+			m.Role = wire.RoleSubscriber
 		}
 	}
-	str, err := c.OpenUni(ctx)
-	if err != nil {
-		return
-	}
-	b := varint.Append(nil, wire.UniSetup)
-	if _, err := str.Write(m.Append(b)); err != nil {
-		s.log.Debug("moq: send SETUP", "err", err)
-		str.CancelWrite(CodeCancel)
-		return
-	}
-	str.Close()
+	return m
 }
 
 // readSetup takes the peer's moq-lite SETUP: an accepted session's root
 // and query (raw QUIC) and the Role the client declared.
-func (s *Session) readSetup(m *wire.Setup) {
+func (s *Session) readSetup(m litesub.Setup) {
 	if s.dial == nil {
 		s.mu.Lock()
-		if p, ok := m.Bytes(wire.ParamPath); ok {
-			path, query := splitPathQuery(string(p))
+		if m.HasPath {
+			path, query := splitPathQuery(m.Path)
 			s.path, s.setupQuery = normPath(path), query
 		}
-		if role, ok, err := m.Varint(wire.ParamRole); ok && err == nil {
-			s.peerRole, s.peerRoleSet = role, true
+		if m.HasRole {
+			s.peerRole, s.peerRoleSet = m.Role, true
 		}
 		s.mu.Unlock()
 	}

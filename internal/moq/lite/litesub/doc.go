@@ -4,7 +4,10 @@
 // group streams into the track's model groups, FETCHes past groups and
 // frame ranges, follows announcements (ANNOUNCE_PLEASE and its replies,
 // lite-06's typed announcements), reads the peer's SETUP and GOAWAY and
-// sends our GOAWAY. What both families' subscribers share is the session
+// sends our GOAWAY. It also negotiates moq-lite's version once the facade
+// chose the family: the version an ALPN names, the legacy SETUP
+// (CLIENT_SETUP / SERVER_SETUP) and the session stream lite-01/02 keep
+// open, and our SETUP. What both families' subscribers share is the session
 // core's (package internal/moq/session): the subscribed track and its run
 // (session.Remote: retries, resume and gap fill, backfill), one
 // subscription's lifecycle (session.Subscribe, over this package's Wire),

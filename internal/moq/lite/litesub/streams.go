@@ -25,8 +25,8 @@ var uniReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, ses
 
 // Peer is what the session does with what the peer's own streams say.
 type Peer struct {
-	// Setup takes the peer's SETUP (lite-03+ SETUP stream).
-	Setup func(m *wire.Setup)
+	// Setup takes what the peer's SETUP says (lite-03+ SETUP stream).
+	Setup func(m Setup)
 	// GoAway takes the peer's valid GOAWAY naming uri; an error (a
 	// second GOAWAY on the connection) is a violation that closes it.
 	GoAway func(uri string) error
@@ -80,7 +80,7 @@ func (c Conn) readSetup(str session.RecvStream, r *bufio.Reader, p *Peer) {
 	}
 	probe, _, _ := m.Varint(wire.ParamProbe)
 	log.Debug("moq: peer SETUP", "params", len(m.Params), "probe", probe)
-	p.Setup(&m)
+	p.Setup(setupOf(&m))
 	// Stop reading: the peer may or may not FIN.
 	str.CancelRead(wire.CodeCancel)
 }

@@ -1,0 +1,302 @@
+package litesub
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/moq-export/moq-export/internal/moq/lite/wire"
+	"github.com/moq-export/moq-export/internal/moq/session"
+	"github.com/moq-export/moq-export/internal/moq/transport/alpn"
+	"github.com/moq-export/moq-export/internal/varint"
+)
+
+// moq-lite's version negotiation and SETUP, both roles: the version a
+// negotiated ALPN or WebTransport protocol names (SelectALPN), the legacy
+// SETUP (CLIENT_SETUP / SERVER_SETUP) when the ALPN is "moql" or a
+// WebTransport session negotiated no protocol (ClientSetup, ServerSetup),
+// the session stream lite-01/02 keep open after it (ServeSessionStream),
+// and our SETUP on the lite-03+ SETUP stream (SendSetup). Which family a
+// connection speaks is the facade's choice; this is what moq-lite does
+// once it is chosen.
+
+// ErrVersion means the peer offered or chose no version this package
+// speaks (or none of those the caller allows). (Package subscribe names
+// it as its own ErrVersion.)
+var ErrVersion = errors.New("moq: no common protocol version")
+
+// CodeVersion is the moq-lite error code for a version mismatch.
+const CodeVersion = 9
+
+// SetupTimeout bounds the legacy SETUP exchange, and how long a server
+// waits for a client's SETUP it must read before admitting the session.
+const SetupTimeout = 10 * time.Second
+
+// SelectALPN maps a negotiated ALPN or WebTransport protocol to a version
+// of vs. legacy is true when the version is still to be chosen by the
+// legacy SETUP exchange.
+func SelectALPN(proto string, vs []*wire.Version) (v *wire.Version, legacy bool, err error) {
+	if proto == "" || proto == alpn.Legacy {
+		if len(wire.LegacyCodes(vs)) == 0 {
+			return nil, false, fmt.Errorf("%w: the peer chose none of %s (it answered %s, which means the legacy SETUP exchange)", ErrVersion, wire.Names(vs), orNone(proto))
+		}
+		return nil, true, nil
+	}
+	if v := wire.ByALPN(proto); v != nil && slices.Contains(vs, v) {
+		return v, false, nil
+	}
+	return nil, false, fmt.Errorf("%w: %q negotiated; this session speaks %s", ErrVersion, proto, wire.Names(vs))
+}
+
+func orNone(proto string) string {
+	if proto == "" {
+		return "no protocol"
+	}
+	return fmt.Sprintf("%q", proto)
+}
+
+// ClientSetup runs the client half of the legacy SETUP on c: it offers
+// the legacy versions of vs (and setupPath, the SETUP path on raw QUIC)
+// and returns the version the server chose and the session stream, which
+// stays open for lite-01/02.
+func ClientSetup(ctx context.Context, c session.Conn, vs []*wire.Version, setupPath string) (*wire.Version, session.Stream, error) {
+	ctx, cancel := context.WithTimeout(ctx, SetupTimeout)
+	defer cancel()
+	str, err := c.OpenBidi(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("moq: legacy SETUP: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() { str.SetReadDeadline(time.Now()) })
+	defer stop()
+	m := wire.ClientSetup{Versions: wire.LegacyCodes(vs), Params: []wire.Param{
+		wire.LegacyVarintParam(wire.LegacyParamMaxRequestID, 0),
+		{ID: wire.LegacyParamImplementation, Value: []byte("moq-export")},
+	}}
+	if setupPath != "" {
+		m.Params = append(m.Params, wire.Param{ID: wire.LegacyParamPath, Value: []byte(setupPath)})
+	}
+	if _, err := str.Write(m.Append(varint.Append(nil, wire.StreamClientSetup))); err != nil {
+		session.ResetStream(str, wire.CodeCancel)
+		return nil, nil, fmt.Errorf("moq: legacy SETUP: %w", err)
+	}
+	r := bufio.NewReader(str)
+	var reply wire.ServerSetup
+	typ, err := varint.Read(r)
+	if err == nil && typ != wire.StreamServerSetup {
+		err = fmt.Errorf("%w: legacy SETUP reply of type %#x", session.ErrProtocol, typ)
+	}
+	var body []byte
+	if err == nil {
+		body, err = wire.ReadLegacyMessage(r)
+	}
+	if err == nil {
+		err = ProtocolErr(reply.Decode(body))
+	}
+	if err != nil {
+		session.ResetStream(str, wire.CodeCancel)
+		return nil, nil, fmt.Errorf("moq: legacy SETUP: %w", err)
+	}
+	v := wire.ByCode(reply.Version)
+	if v == nil || !slices.Contains(vs, v) || !v.LegacySetup {
+		session.ResetStream(str, CodeVersion)
+		return nil, nil, fmt.Errorf("%w: the server chose version %#x in the legacy SETUP; offered %s", ErrVersion, reply.Version, wire.Names(legacyOnly(vs)))
+	}
+	return v, &bufferedStream{Stream: str, r: r}, nil
+}
+
+// ServerSetup runs the server half of the legacy SETUP on c: it reads
+// CLIENT_SETUP from the client's first bidi stream and takes the first
+// offered version that vs has (the client's preference, as the
+// reference). For a moq-lite version it answers SERVER_SETUP and returns
+// the version, the session stream and the SETUP path (raw QUIC clients).
+// For a moq-transport version it answers nothing and returns the stream
+// with what was read from it to be replayed, for that session's own
+// handshake.
+func ServerSetup(ctx context.Context, c session.Conn, vs []*wire.Version) (*wire.Version, session.Stream, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, SetupTimeout)
+	defer cancel()
+	str, err := c.AcceptBidi(ctx)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("moq: legacy SETUP: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() { str.SetReadDeadline(time.Now()) })
+	defer stop()
+	var seen bytes.Buffer
+	tee := &switchWriter{w: &seen}
+	r := bufio.NewReader(io.TeeReader(str, tee))
+	var m wire.ClientSetup
+	typ, err := varint.Read(r)
+	if err == nil && typ != wire.StreamClientSetup {
+		err = fmt.Errorf("%w: first stream of type %#x, want CLIENT_SETUP", session.ErrProtocol, typ)
+	}
+	var body []byte
+	if err == nil {
+		body, err = wire.ReadLegacyMessage(r)
+	}
+	if err == nil {
+		err = ProtocolErr(m.Decode(body))
+	}
+	if err != nil {
+		session.ResetStream(str, wire.CodeDecode)
+		return nil, nil, "", fmt.Errorf("moq: legacy SETUP: %w", err)
+	}
+	var chosen *wire.Version
+	for _, code := range m.Versions {
+		if v := wire.ByCode(code); v != nil && v.LegacySetup && slices.Contains(vs, v) {
+			chosen = v
+			break
+		}
+	}
+	if chosen == nil {
+		session.ResetStream(str, CodeVersion)
+		return nil, nil, "", fmt.Errorf("%w: the client offered %s in the legacy SETUP; this server speaks %s", ErrVersion, codeList(m.Versions), wire.Names(vs))
+	}
+	if chosen.Family != wire.FamilyLite {
+		str.SetReadDeadline(time.Time{})
+		return chosen, &replayStream{Stream: str, r: io.MultiReader(bytes.NewReader(seen.Bytes()), str)}, "", nil
+	}
+	reply := wire.ServerSetup{Version: chosen.Code, Params: []wire.Param{
+		wire.LegacyVarintParam(wire.LegacyParamMaxRequestID, 0),
+		{ID: wire.LegacyParamImplementation, Value: []byte("moq-export")},
+	}}
+	if _, err := str.Write(reply.Append(varint.Append(nil, wire.StreamServerSetup))); err != nil {
+		session.ResetStream(str, wire.CodeCancel)
+		return nil, nil, "", fmt.Errorf("moq: legacy SETUP: %w", err)
+	}
+	var path string
+	for _, p := range m.Params {
+		if p.ID == wire.LegacyParamPath {
+			path = string(p.Value)
+		}
+	}
+	// The session stream goes on through r (what bufio read ahead stays
+	// there); nothing more is kept for a replay.
+	tee.w = io.Discard
+	return chosen, &bufferedStream{Stream: str, r: r}, path, nil
+}
+
+// switchWriter writes to w, which the owner may replace between writes.
+type switchWriter struct{ w io.Writer }
+
+func (s *switchWriter) Write(p []byte) (int, error) { return s.w.Write(p) }
+
+// replayStream reads r (bytes already read from the stream, then the
+// stream) instead of the stream.
+type replayStream struct {
+	session.Stream
+	r io.Reader
+}
+
+func (s *replayStream) Read(p []byte) (int, error) { return s.r.Read(p) }
+
+// bufferedStream is a stream whose first bytes went through r.
+type bufferedStream struct {
+	session.Stream
+	r *bufio.Reader
+}
+
+func (b *bufferedStream) Read(p []byte) (int, error) { return b.r.Read(p) }
+
+func legacyOnly(vs []*wire.Version) []*wire.Version {
+	var out []*wire.Version
+	for _, v := range vs {
+		if v.LegacySetup {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func codeList(codes []uint64) string {
+	parts := make([]string, len(codes))
+	for i, c := range codes {
+		if v := wire.ByCode(c); v != nil {
+			parts[i] = v.Name
+		} else {
+			parts[i] = fmt.Sprintf("%#x", c)
+		}
+	}
+	if len(parts) == 0 {
+		return "no version"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ServeSessionStream reads the peer's SESSION_INFO messages on the legacy
+// session stream str of c (lite-01/02) until it ends; its end ends the
+// connection, as in the reference.
+func ServeSessionStream(ctx context.Context, c session.Conn, str session.Stream, log *slog.Logger) {
+	stop := context.AfterFunc(ctx, func() { session.StopReading(str, wire.CodeCancel) })
+	defer stop()
+	r, ok := str.(*bufferedStream)
+	if !ok {
+		r = &bufferedStream{Stream: str, r: bufio.NewReader(str)}
+	}
+	for {
+		var m wire.SessionInfo
+		err := ReadMessage(r.r, &m)
+		if err != nil {
+			if ctx.Err() == nil && !c.Gone(err) {
+				if err == io.EOF {
+					log.Debug("moq: peer closed the session stream")
+				} else {
+					log.Debug("moq: session stream", "err", err)
+				}
+				c.Close(wire.CodeCancel, "session stream closed")
+			}
+			return
+		}
+		log.Debug("moq: peer SESSION_INFO", "bitrate", m.Bitrate)
+	}
+}
+
+// Setup is what a SETUP says of its session: the root and query a raw
+// QUIC client asks for, and the role a client declares (wire.RoleBoth,
+// RolePublisher, RoleSubscriber).
+type Setup struct {
+	Path    string
+	HasPath bool
+	Role    uint64
+	HasRole bool
+}
+
+// SendSetup sends our SETUP saying m on a SETUP stream (lite-03+).
+func SendSetup(ctx context.Context, c session.Conn, m Setup, log *slog.Logger) {
+	var w wire.Setup
+	if m.HasPath {
+		w.SetBytes(wire.ParamPath, []byte(m.Path))
+	}
+	if m.HasRole {
+		w.SetVarint(wire.ParamRole, m.Role)
+	}
+	str, err := c.OpenUni(ctx)
+	if err != nil {
+		return
+	}
+	b := varint.Append(nil, wire.UniSetup)
+	if _, err := str.Write(w.Append(b)); err != nil {
+		log.Debug("moq: send SETUP", "err", err)
+		str.CancelWrite(wire.CodeCancel)
+		return
+	}
+	str.Close()
+}
+
+// setupOf is what the peer's SETUP m says.
+func setupOf(m *wire.Setup) Setup {
+	var s Setup
+	if p, ok := m.Bytes(wire.ParamPath); ok {
+		s.Path, s.HasPath = string(p), true
+	}
+	if role, ok, err := m.Varint(wire.ParamRole); ok && err == nil {
+		s.Role, s.HasRole = role, true
+	}
+	return s
+}
