@@ -28,7 +28,11 @@ import (
 // time per frame, sys-ns/op the kernel's part of it. MOQ_BENCH_DIR=/dev/shm
 // puts both outputs on a tmpfs; MOQ_BENCH_KEEP=1 leaves them in place
 // (scripts/bench-hls.sh KEEP=1 removes them at its end);
-// scripts/bench-hls.sh prints the ratio.
+// scripts/bench-hls.sh prints the ratio. outputs is how many outputs the
+// run made (the last may be shorter) and frames/output how many frames a
+// whole one holds: the script runs outputs of several lengths and
+// separates what a frame costs from what an output costs once (creating
+// its files, finishing it), which a file system sets (docs/hls.md, Cost).
 func BenchmarkPackaging(b *testing.B) {
 	v, a := mediatest.SampleInput("h264", 1), mediatest.SampleInput("aac", 2)
 	// MOQ_BENCH_PASSES sets the passes per output (default 16, 64 s):
@@ -95,7 +99,7 @@ func BenchmarkPackaging(b *testing.B) {
 			}
 			b.SetBytes(mediatest.MeanPayload(frames))
 			b.ReportAllocs()
-			pass := int64(0)
+			pass, outputs := int64(0), 0
 			cpu0, sys0 := cpuTime(), sysTime()
 			for i := 0; b.Loop(); i++ {
 				j := i % len(frames)
@@ -105,6 +109,7 @@ func BenchmarkPackaging(b *testing.B) {
 					}
 					if w == nil {
 						w, done = tc.open(dir)
+						outputs++
 						mediatest.Write(b, w, mediatest.Tracks(v, a), nil)
 					}
 					pass++
@@ -123,6 +128,8 @@ func BenchmarkPackaging(b *testing.B) {
 			// by other work on a shared machine.
 			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 			b.ReportMetric(float64(sysTime()-sys0)/float64(b.N), "sys-ns/op")
+			b.ReportMetric(float64(outputs), "outputs")
+			b.ReportMetric(float64(passes*int64(len(frames))), "frames/output")
 		})
 	}
 }
