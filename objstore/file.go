@@ -182,6 +182,12 @@ func (f *file) Seek(offset int64, whence int) (int64, error) {
 // Flush writes what is buffered to the spool.
 func (f *file) Flush() error { return f.fo.Flush() }
 
+// FlushesItself implements record.SelfFlushingFile: the spool is a file
+// output (written in blocks up to 1 MB, within 500 ms of a write), and a
+// part is flushed before it is cut, so a muxer's flush after each MP4
+// fragment would only cut the spool's writes to the fragment's size.
+func (f *file) FlushesItself() bool { return true }
+
 // FinishHead keeps the head of the finished MP4 for Close.
 func (f *file) FinishHead(head []byte, from int64) error {
 	f.mu.Lock()

@@ -264,3 +264,57 @@ func TestAMissingBucketOrRefusedCredentialsFailAtOpen(t *testing.T) {
 	}
 	_ = fmt.Sprint
 }
+
+// TestTheSpoolFileFlushesItselfSoAMuxersFlushesPassItBy: an object's
+// spool file says it flushes itself (record.SelfFlushingFile), so the
+// recorder does not pass it the MP4 muxer's flush after every fragment,
+// which cut its writes to a fragment's size; and it does flush itself:
+// fragments written sit in its buffer, then reach the spool within 500 ms
+// without a Flush.
+func TestTheSpoolFileFlushesItselfSoAMuxersFlushesPassItBy(t *testing.T) {
+	t.Parallel()
+	s := s3test.Start(t)
+	s.Bucket(t, "rec")
+	spool := t.TempDir()
+	out := open(t, s, "s3://rec/self/{broadcast}.mp4", objstore.Options{SpoolDir: spool})
+	f, err := out.Create("demo", 0, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf, ok := f.(record.SelfFlushingFile)
+	if !ok || !sf.FlushesItself() {
+		t.Fatalf("the spool file (%T) does not say it flushes itself", f)
+	}
+	for i := range 3 {
+		if _, err := f.Write(bytes.Repeat([]byte{byte('a' + i)}, 60<<10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spooled := func() int64 {
+		ms, _ := filepath.Glob(filepath.Join(spool, "*.media"))
+		if len(ms) != 1 {
+			t.Fatalf("spool holds %d media files, want 1", len(ms))
+		}
+		st, err := os.Stat(ms[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Size()
+	}
+	if n := spooled(); n == 3*60<<10 {
+		t.Logf("the spool had the fragments at once (a slow machine can reach the 500 ms flush here)")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for spooled() != 3*60<<10 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the spool holds %d bytes 10 s after the writes, want all %d flushed without a Flush", spooled(), 3*60<<10)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if b := s.Object(t, "rec", "self/demo.mp4"); len(b) != 3*60<<10 || b[0] != 'a' || b[len(b)-1] != 'c' {
+		t.Fatalf("the object holds %d bytes, want the three fragments", len(b))
+	}
+}

@@ -57,43 +57,26 @@ func (a *archiveOutput) Check(o Options) error {
 	return nil
 }
 
-// recordArchive archives the recording's broadcast until it ends or ctx
-// does.
-func (r *Recorder) recordArchive(ctx context.Context, rec *Recording, ao *archiveOutput) error {
-	bc := rec.src.Broadcast(rec.path)
-	name := bc.Name()
-	rec.mu.Lock()
-	rec.bc, rec.name, rec.state = bc, name, StateRecording
-	rec.mu.Unlock()
-	prefix, err := archive.BroadcastPrefix("", name)
+// Objects implements BroadcastOutput: an archive keeps the objects as
+// received.
+func (a *archiveOutput) Objects() bool { return true }
+
+// WriteBroadcast implements BroadcastOutput: it archives every track of
+// the broadcast under its own prefix until it ends or ctx does.
+func (a *archiveOutput) WriteBroadcast(ctx context.Context, w BroadcastWrite) error {
+	prefix, err := archive.BroadcastPrefix("", w.Name)
 	if err != nil {
 		return err
 	}
-	if d := r.opts.Duration; d > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d)
-		defer cancel()
-	}
-	r.mu.Lock()
-	r.done.Recorded++
-	r.mu.Unlock()
-	r.log.Info("archiving", "broadcast", name, "prefix", prefix)
-	err = archive.Write(ctx, ao.st, prefix, bc, archive.WriteOptions{Retention: ao.o.Retention, Grace: ao.o.Grace,
-		Logger: r.log.With("broadcast", name), OnRecord: func(e archive.RecordEvent) {
-			if e.Gap {
-				return
+	w.Logger.Info("archiving", "broadcast", w.Name, "prefix", prefix)
+	err = archive.Write(ctx, a.st, prefix, w.Broadcast, archive.WriteOptions{Retention: a.o.Retention, Grace: a.o.Grace,
+		Logger: w.Logger.With("broadcast", w.Name), OnRecord: func(e archive.RecordEvent) {
+			if !e.Gap {
+				w.Wrote(e.Frames, e.Bytes, time.Duration(e.End)*time.Microsecond)
 			}
-			r.mu.Lock()
-			r.done.Frames += int64(e.Frames)
-			r.done.Bytes += e.Bytes
-			r.done.Media = max(r.done.Media, time.Duration(e.End)*time.Microsecond)
-			r.mu.Unlock()
 		}})
 	if err != nil {
-		return fmt.Errorf("archiving %q: %w", name, err)
-	}
-	if berr := bc.Err(); berr != nil {
-		return fmt.Errorf("broadcast %q ended with an error: %w (what arrived before is archived)", name, berr)
+		return fmt.Errorf("archiving %q: %w", w.Name, err)
 	}
 	return nil
 }

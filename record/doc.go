@@ -40,8 +40,12 @@
 // OutOfFilesError) that a command renders in its own words, long waits go
 // to Options.OnWait, and it leaves process-wide state (memory, signals,
 // limits) to the program. Optional capabilities of Outputs, Files and
-// Sources are named interfaces (LiveOutput, TemplatedOutput, LocalFile,
-// SizedFile, EndingSource, PeerSource).
+// Sources are named interfaces, never concrete types: LiveOutput,
+// TemplatedOutput, PackageOutput, BroadcastOutput (takes the broadcast
+// whole: ArchiveOutput), LocalFile, SizedFile, RemoteFile,
+// SelfFlushingFile (gets no muxer flush: FileOutput, the object store's
+// spool), EndingSource, PeerSource; an Output of one's own has them by
+// having the methods.
 //
 // What it owns beyond the engine (package export) and the muxers (mux/...):
 //

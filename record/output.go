@@ -328,6 +328,11 @@ func (o *FileOutput) Name() string { return o.name }
 // LocalPath implements LocalFile: the file's path.
 func (o *FileOutput) LocalPath() string { return o.name }
 
+// FlushesItself implements SelfFlushingFile: what is written goes to the
+// file in blocks up to 1 MB, within 500 ms of its write, so a muxer's
+// flushes are not passed on.
+func (o *FileOutput) FlushesItself() bool { return true }
+
 // Size returns the size of the file on disk (after Close: its final size).
 func (o *FileOutput) Size() int64 {
 	st, err := os.Stat(o.name)

@@ -51,27 +51,7 @@ func New(opts Options) (*Recorder, error) {
 	if opts.Format == "" {
 		opts.Format = opts.Output.DefaultFormat()
 	}
-	if opts.Format == "" {
-		return nil, fmt.Errorf("record: no Format, and the output does not tell one: end the path in .flv, .mkv, .webm, .ts or .mp4, or set Format")
-	}
-	if c := opts.Container; c != nil {
-		if c.New == nil {
-			return nil, errors.New("record: Options.Container has no New")
-		}
-		if _, ok := muxers[opts.Format]; ok || opts.Format == Archive {
-			return nil, fmt.Errorf("record: Options.Container needs a Format name of its own, not the built-in %q", opts.Format)
-		}
-	} else if _, ok := muxers[opts.Format]; !ok && opts.Format != Archive {
-		return nil, fmt.Errorf("record: unknown format %q", opts.Format)
-	}
-	if opts.Container == nil && opts.Format.Package() {
-		if _, ok := opts.Output.(PackageOutput); !ok {
-			return nil, fmt.Errorf("record: %s writes a directory of files (segments, playlists), not one stream: use Files with a path such as rec/{broadcast}/index.m3u8: %w", opts.Format, ErrPackage)
-		}
-		if opts.Segment > 0 {
-			return nil, fmt.Errorf("record: %s cuts its own segments: set HLSSegmentDuration, not Segment: %w", opts.Format, ErrPackage)
-		}
-	} else if err := opts.Output.Check(opts); err != nil {
+	if err := checkFormat(opts); err != nil {
 		return nil, err
 	}
 	if opts.Logger == nil {
@@ -210,4 +190,36 @@ func (r *Recorder) withProgress(ctx context.Context, fn func() error) error {
 	<-done
 	r.opts.Progress(r.Stats())
 	return err
+}
+
+// checkFormat checks that the output takes the format: a BroadcastOutput
+// writes no container, and its Check judges the Format (Archive's, or
+// none); the others need a container of the format table or
+// Options.Container, and a package (HLS/DASH) a PackageOutput.
+func checkFormat(opts Options) error {
+	if _, whole := opts.Output.(BroadcastOutput); whole {
+		return opts.Output.Check(opts)
+	}
+	_, builtIn := muxers[opts.Format]
+	switch c := opts.Container; {
+	case opts.Format == "":
+		return fmt.Errorf("record: no Format, and the output does not tell one: end the path in .flv, .mkv, .webm, .ts or .mp4, or set Format")
+	case c != nil && c.New == nil:
+		return errors.New("record: Options.Container has no New")
+	case c != nil && (builtIn || opts.Format == Archive):
+		return fmt.Errorf("record: Options.Container needs a Format name of its own, not the built-in %q", opts.Format)
+	case c == nil && opts.Format == Archive:
+		return fmt.Errorf("record: Format %q is written by an ArchiveOutput", Archive)
+	case c == nil && !builtIn:
+		return fmt.Errorf("record: unknown format %q", opts.Format)
+	case c == nil && opts.Format.Package():
+		if _, ok := opts.Output.(PackageOutput); !ok {
+			return fmt.Errorf("record: %s writes a directory of files (segments, playlists), not one stream: use Files with a path such as rec/{broadcast}/index.m3u8: %w", opts.Format, ErrPackage)
+		}
+		if opts.Segment > 0 {
+			return fmt.Errorf("record: %s cuts its own segments: set HLSSegmentDuration, not Segment: %w", opts.Format, ErrPackage)
+		}
+		return nil
+	}
+	return opts.Output.Check(opts)
 }

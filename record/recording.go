@@ -95,8 +95,8 @@ func (rec *Recording) run(done func(error)) {
 		rec.cancel(nil)
 		finish(err)
 	}
-	if ao, ok := r.opts.Output.(*archiveOutput); ok {
-		end(r.recordArchive(rctx, rec, ao))
+	if bo, ok := r.opts.Output.(BroadcastOutput); ok {
+		end(r.writeBroadcast(rctx, rec, bo))
 		return
 	}
 	err := r.prepare(rctx, rec)
@@ -256,4 +256,42 @@ func (c *countTracks) AddTrack(t mux.Track) error {
 		c.n++
 	}
 	return err
+}
+
+// writeBroadcast hands the recording's broadcast to a BroadcastOutput
+// until it ends or ctx does (Duration ends it too).
+func (r *Recorder) writeBroadcast(ctx context.Context, rec *Recording, out BroadcastOutput) error {
+	bc := rec.src.Broadcast(rec.path)
+	name := bc.Name()
+	rec.mu.Lock()
+	rec.bc, rec.name, rec.state = bc, name, StateRecording
+	rec.mu.Unlock()
+	if d := r.opts.Duration; d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	r.mu.Lock()
+	r.done.Recorded++
+	r.mu.Unlock()
+	err := out.WriteBroadcast(ctx, BroadcastWrite{Name: name, Broadcast: bc, Logger: r.log,
+		Wrote: func(frames int, bytes int64, end time.Duration) {
+			r.mu.Lock()
+			r.done.Frames += int64(frames)
+			r.done.Bytes += bytes
+			r.done.Media = max(r.done.Media, end)
+			r.mu.Unlock()
+			rec.mu.Lock() // the recording's own Stats
+			rec.final.Frames += int64(frames)
+			rec.final.Bytes += bytes
+			rec.final.Media = max(rec.final.Media, end)
+			rec.mu.Unlock()
+		}})
+	if err != nil {
+		return err
+	}
+	if berr := bc.Err(); berr != nil {
+		return fmt.Errorf("broadcast %q ended with an error: %w (what arrived before is in the output)", name, berr)
+	}
+	return nil
 }

@@ -25,7 +25,7 @@ func Run(ctx context.Context, opts Options) ([]FileInfo, error) {
 		if dial.Logger == nil {
 			dial.Logger = opts.Logger
 		}
-		if _, ok := opts.Output.(*archiveOutput); ok {
+		if wantsObjects(opts.Output) {
 			dial.Objects = true // an archive keeps the objects as received
 		}
 		if sess, err = subscribe.Dial(ctx, opts.URL, dial); err != nil {

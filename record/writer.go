@@ -254,13 +254,14 @@ func (c *countWriter) Write(p []byte) (int, error) {
 }
 
 // Flush passes a muxer's Flush on (MP4 asks for one after each fragment),
-// when the output has one, except to a FileOutput: it already passes on
-// only whole Writes and flushes within fileFlushInterval, and a flush per
-// fragment would cut its writes to the fragment's size (tens of kB for
-// 2 s of video), which costs the kernel about twice the CPU of writes of
-// a quarter megabyte or more (page cache folios; BenchmarkExportAnHour).
+// when the output has one, except to a SelfFlushingFile (FileOutput, the
+// object store's spool): it sends its writes on in large blocks by itself,
+// and a flush per fragment would cut them to the fragment's size (tens of
+// kB for 2 s of video), which costs the kernel about twice the CPU of
+// writes of a quarter megabyte or more (page cache folios;
+// BenchmarkExportAnHour).
 func (c *countWriter) Flush() error {
-	if _, ok := c.w.(*FileOutput); ok {
+	if flushesItself(c.w) {
 		return nil
 	}
 	if f, ok := c.w.(interface{ Flush() error }); ok {

@@ -216,7 +216,7 @@ func (a *app) ready() error {
 		return errors.New("not connected to the relay yet")
 	}
 	for src := range a.sources {
-		if e, ok := src.(interface{ Err() error }); ok && e.Err() != nil {
+		if e, ok := src.(record.EndingSource); ok && e.Err() != nil {
 			return fmt.Errorf("the relay session ended: %v", e.Err())
 		}
 	}
@@ -228,9 +228,7 @@ func (a *app) sessionOpened(src Source) {
 	if a.svc == nil {
 		return
 	}
-	if v, ok := src.(interface{ Version() string }); ok {
-		a.svc.SessionOpened(v.Version())
-	}
+	a.svc.SessionOpened(src.Version())
 }
 
 // serveAPIOnly waits, serving the API, until ctx ends: the recordings are

@@ -90,14 +90,14 @@ func (f shardFeed) Next(ctx context.Context) (record.Announcement, error) {
 // Err and Peer pass the filtered source's on (record asks a source that
 // has them why it ended and who publishes).
 func (s shardSource) Err() error {
-	if e, ok := s.Source.(interface{ Err() error }); ok {
+	if e, ok := s.Source.(record.EndingSource); ok {
 		return e.Err()
 	}
 	return nil
 }
 
 func (s shardSource) Peer() string {
-	if p, ok := s.Source.(interface{ Peer() string }); ok {
+	if p, ok := s.Source.(record.PeerSource); ok {
 		return p.Peer()
 	}
 	return ""
