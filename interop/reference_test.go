@@ -9,8 +9,9 @@ import (
 )
 
 // recordReference collects the "catalog", "track" (TRACK_INFO) and "frame" events of a reference subscriber
-// until its "done" event, grouped per track and sorted into publish order.
-func recordReference(ctx context.Context, t *testing.T, sub *refProcess) (catalogJSON string, frames map[string][]expectedFrame, tracks []event) {
+// until its "done" event, grouped per track and sorted into publish order. received, when not nil, is
+// called with the frames so far (in arrival order) after each frame.
+func recordReference(ctx context.Context, t *testing.T, sub *refProcess, received func(map[string][]expectedFrame)) (catalogJSON string, frames map[string][]expectedFrame, tracks []event) {
 	t.Helper()
 	frames = map[string][]expectedFrame{}
 	for {
@@ -28,6 +29,9 @@ func recordReference(ctx context.Context, t *testing.T, sub *refProcess) (catalo
 			frames[ev.Track] = append(frames[ev.Track], expectedFrame{
 				Group: ev.Group, Index: ev.Index, TS: ev.TS, Keyframe: ev.Index == 0, Payload: ev.Data,
 			})
+			if received != nil {
+				received(frames)
+			}
 		case "timeout":
 			t.Errorf("reference subscriber timed out: %s", ev.raw)
 		case "done":
@@ -68,7 +72,7 @@ func TestReferenceLoopbackDeliversEveryFrame(t *testing.T) {
 	})
 	want := m.expected(t, groups)
 
-	gotCatalog, got, _ := recordReference(ctx, t, sub)
+	gotCatalog, got, _ := recordReference(ctx, t, sub, nil)
 	if !jsonEqual(t, gotCatalog, published) {
 		t.Errorf("catalog received %s, published %s", gotCatalog, published)
 	}

@@ -78,7 +78,7 @@ func TestReferenceSubscriberRecordsAnArchiveReplayedOnListen(t *testing.T) {
 	}
 	sub := ref.start(ctx, t, "subscribe", "--connect", addr, "--ca", cert.certFile, "--server-name", "localhost",
 		"--broadcast", "demo", "--start-group", "0", "--max-ms", "40000")
-	_, got, _ := recordReference(ctx, t, sub)
+	_, got, _ := recordReference(ctx, t, sub, nil)
 	sub.wait(ctx)
 	if code := <-done; code != cli.ExitOK {
 		t.Errorf("--replay exited %d: %s", code, served.String())
