@@ -41,7 +41,10 @@ const publisherEnv = "MOQ_EXPORT_TEST_PUBLISHER"
 // The soak sets more: $MOQ_EXPORT_TEST_BROADCASTS names the broadcasts as
 // NAME=CONTAINER pairs (legacy, loc, cmaf), $MOQ_EXPORT_TEST_VERSIONS the
 // protocol versions accepted, $MOQ_EXPORT_TEST_KEEP how many groups each
-// track keeps for FETCH.
+// track keeps for FETCH. $MOQ_EXPORT_TEST_HOLD holds the media back until
+// every track of every broadcast has a subscriber, as tools/fleetpub does,
+// and prints "subscribed BROADCAST/TRACK" on stderr as each track gets its
+// first: a recorder that does not subscribe a track gets no media at all.
 func publisherMain() int {
 	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, "publisher:", err)
@@ -57,13 +60,20 @@ func publisherMain() int {
 	}
 	keep, _ := strconv.Atoi(os.Getenv("MOQ_EXPORT_TEST_KEEP"))
 	offset := time.Since(time.Unix(0, epoch))
+	var hold chan struct{}
+	if os.Getenv("MOQ_EXPORT_TEST_HOLD") != "" {
+		hold = make(chan struct{})
+	}
 	var bs []*model.Broadcast
 	for _, spec := range strings.Split(cmp.Or(os.Getenv("MOQ_EXPORT_TEST_BROADCASTS"), "live=legacy"), ",") {
 		name, container, _ := strings.Cut(spec, "=")
 		b := model.NewBroadcast(name)
 		go demo.Publish(context.Background(), b, demo.Options{Realtime: true, Offset: offset, KeepGroups: keep,
-			Container: catalog.ContainerKind(container)})
+			Container: catalog.ContainerKind(container), Hold: hold})
 		bs = append(bs, b)
+	}
+	if hold != nil {
+		go holdUntilSubscribed(bs, hold)
 	}
 	var versions []string
 	if v := os.Getenv("MOQ_EXPORT_TEST_VERSIONS"); v != "" {
@@ -80,6 +90,36 @@ func publisherMain() int {
 		if _, err := srv.Accept(context.Background()); err != nil {
 			return fail(err)
 		}
+	}
+}
+
+// holdUntilSubscribed closes hold once every track of every broadcast in bs
+// has a subscriber (the catalog track and the media tracks the demo creates
+// right after it), printing each track as it gets its first.
+func holdUntilSubscribed(bs []*model.Broadcast, hold chan struct{}) {
+	defer close(hold)
+	seen := map[string]bool{}
+	for {
+		all := true
+		for _, b := range bs {
+			names := b.TrackNames()
+			all = all && len(names) > 1
+			for _, name := range names {
+				t, err := b.Track(name)
+				if err != nil || t.Consumers() == 0 {
+					all = false
+					continue
+				}
+				if id := b.Name() + "/" + name; !seen[id] {
+					seen[id] = true
+					fmt.Fprintln(os.Stderr, "subscribed", id)
+				}
+			}
+		}
+		if all {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
