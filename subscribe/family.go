@@ -113,6 +113,7 @@ func (ic *ietfConn) Cause() error         { return connCause(ic) }
 func (ic *ietfConn) Gone(err error) bool  { return connGone(ic, err) }
 func (ic *ietfConn) Loss(err error) error { return connLoss(ic, err) }
 func (ic *ietfConn) FrameRanges() bool    { return false }
+func (ic *ietfConn) GroupRanges() bool    { return true }
 func (ic *ietfConn) Fetches() bool        { return true }
 func (ic *ietfConn) VersionName() string  { return ic.Version().Name }
 

@@ -163,12 +163,28 @@ func (sub scriptedSub) group(t *testing.T, seq uint64, ts ...int64) *quic.SendSt
 type logBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
+	// gate, when set, sees each line before it is written and may hold
+	// it: the goroutine that logs waits there (setGate).
+	gate func(line []byte)
 }
 
 func (l *logBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
+	gate := l.gate
+	l.mu.Unlock()
+	if gate != nil {
+		gate(p)
+	}
+	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
+}
+
+// setGate sets l's gate (nil: none).
+func (l *logBuffer) setGate(gate func(line []byte)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.gate = gate
 }
 
 // logger returns a debug-level logger writing to l.

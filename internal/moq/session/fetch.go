@@ -18,22 +18,25 @@ var ErrNoFetch = errors.New("moq: group not available")
 // FetchRange is what one FETCH asks for: group Group, its frames From..To
 // (inclusive; HasTo false: to the group's end). Only a family whose
 // version can ask a frame range (moq-lite-06) is given one with From > 0
-// or HasTo; the others are asked for whole groups.
+// or HasTo; the others are asked for whole groups. Groups above 1 asks
+// that many whole groups from Group on (a family whose FETCH names a range
+// of groups, moq-transport: Family.GroupRanges); 0 is one.
 type FetchRange struct {
 	Group, From, To uint64
 	HasTo           bool
+	Groups          uint64
 }
 
 // A FetchReply is a FETCH's answer as a family reads it off its wire,
 // once the peer took the request: each family sends the request and waits
 // for the answer in its own messages, and hands the core the objects.
 type FetchReply interface {
-	// Next returns the reply's next object; skip says it is not one of
-	// the group asked (a moq-transport status object, another group's).
-	// io.EOF at the reply's end. Another error says why the reply broke:
+	// Next returns the reply's next object and its group; skip says it
+	// is not one of the groups asked (a moq-transport status object,
+	// another group's). io.EOF at the reply's end. Another error says why the reply broke:
 	// one wrapping ErrNoFetch when the peer withdrew it (a reset), a
 	// protocol error otherwise.
-	Next() (obj hang.Object, skip bool, err error)
+	Next() (obj hang.Object, group uint64, skip bool, err error)
 	// Interrupt wakes a Next blocked in a read (the FETCH's context
 	// ended); it may run on another goroutine.
 	Interrupt()
@@ -51,34 +54,92 @@ type FetchReply interface {
 // (hang.ErrMalformed) for a payload that is not what the catalog says, or
 // the family's protocol error.
 func Fetch(ctx context.Context, reply FetchReply, dec *hang.Decoder, what string) ([]model.Frame, error) {
-	stop := context.AfterFunc(ctx, reply.Interrupt)
-	defer stop()
 	var frames []model.Frame
-	for {
-		obj, skip, err := reply.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			reply.End(err, false)
-			if ctx.Err() != nil {
-				return nil, context.Cause(ctx)
-			}
-			return nil, fmt.Errorf("%s: %w", what, err)
-		}
-		if skip {
-			continue
-		}
-		if frames, err = Collect(dec, obj, frames); err != nil {
-			reply.End(err, true)
-			return nil, fmt.Errorf("%s: %w", what, err)
-		}
+	err := readReply(ctx, reply, what, func(_ uint64, obj hang.Object) (err error) {
+		frames, err = Collect(dec, obj, frames)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	reply.End(nil, false)
 	if len(frames) == 0 {
 		return nil, fmt.Errorf("%w: %s: no frame", ErrNoFetch, what)
 	}
 	return frames, nil
+}
+
+// FetchGroups reads reply, the answer to the FETCH named what of the n
+// groups from first on, into one Fetched per group, in order, each group
+// decoded by a decoder of its own (decoder makes one; FetchGroups closes
+// it). The objects come in ascending group order: a group is whole once an
+// object of a later group came or the reply ended. A group the reply did
+// not carry is ErrNoFetch (a publisher that no longer holds it); when the
+// reply broke (Fetch's errors), the group it broke in and those after it
+// carry that error, and the groups before it their frames.
+func FetchGroups(ctx context.Context, reply FetchReply, decoder func() hang.Decoder, first uint64, n int, what string) []Fetched {
+	res := make([]Fetched, n)
+	cur := -1
+	var dec hang.Decoder
+	defer func() {
+		if cur >= 0 {
+			dec.Close()
+		}
+	}()
+	err := readReply(ctx, reply, what, func(group uint64, obj hang.Object) error {
+		if group < first || group-first >= uint64(n) {
+			return nil // the family passes only what was asked; nothing else counts
+		}
+		i := int(group - first)
+		switch {
+		case i < cur:
+			return fmt.Errorf("%w: group %d after group %d in an ascending FETCH", ErrProtocol, group, first+uint64(cur))
+		case i > cur:
+			if cur >= 0 {
+				dec.Close()
+			}
+			dec, cur = decoder(), i
+		}
+		var err error
+		res[i].Frames, err = Collect(&dec, obj, res[i].Frames)
+		return err
+	})
+	for i := range res {
+		switch {
+		case err != nil && i >= cur:
+			res[i] = Fetched{Err: err}
+		case len(res[i].Frames) == 0:
+			res[i].Err = fmt.Errorf("%w: %s: no frame of group %d", ErrNoFetch, what, first+uint64(i))
+		}
+	}
+	return res
+}
+
+// readReply reads reply to its end, handing each object of the groups
+// asked to each; an error of each ends the reply as a bad stream.
+func readReply(ctx context.Context, reply FetchReply, what string, each func(group uint64, obj hang.Object) error) error {
+	stop := context.AfterFunc(ctx, reply.Interrupt)
+	defer stop()
+	for {
+		obj, group, skip, err := reply.Next()
+		if err == io.EOF {
+			reply.End(nil, false)
+			return nil
+		}
+		if err != nil {
+			reply.End(err, false)
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if skip {
+			continue
+		}
+		if err := each(group, obj); err != nil {
+			reply.End(err, true)
+			return fmt.Errorf("%s: %w", what, err)
+		}
+	}
 }
 
 // FetchReadErr is how a FETCH reply's read error reaches Fetch: a reset

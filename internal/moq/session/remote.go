@@ -66,8 +66,10 @@ type Family interface {
 	// (ResetUnknown where the family's codes carry nothing it reads).
 	RetryReset(err error) Reset
 	// FrameRanges reports whether FETCH and SUBSCRIBE name frame ranges
-	// (lite-06); Fetches whether the version has FETCH at all.
+	// (lite-06), GroupRanges whether one FETCH names a range of groups
+	// (moq-transport), Fetches whether the version has FETCH at all.
 	FrameRanges() bool
+	GroupRanges() bool
 	Fetches() bool
 	// VersionName names the connection's version, for log lines.
 	VersionName() string
@@ -170,6 +172,11 @@ type Remote struct {
 	verified   uint64
 	verifiedOK bool
 	holdGen    uint64 // counts hold calls, so a late release spares a newer hold
+	// fillPending: the loss of the connection cut the gap fill, and the
+	// groups from fillFrom on that the track lacks are still to fetch
+	// (the next resume does); the track stays held until then.
+	fillPending bool
+	fillFrom    uint64
 }
 
 // Restart ends the current subscription attempt (the broadcast

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/moq-export/moq-export/internal/hang"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -44,6 +45,26 @@ func (rt *Remote) FetchFrames(ctx context.Context, c Family, timescale, seq, fro
 	return rt.fetchRange(ctx, c, timescale, FetchRange{Group: seq, From: from, To: to, HasTo: hasTo})
 }
 
+// FetchGroups runs one FETCH of the n groups from seq on (n > 1 needs
+// Family.GroupRanges) and returns each group's frames, or why not (see
+// FetchGroups).
+func (rt *Remote) FetchGroups(ctx context.Context, c Family, timescale, seq uint64, n int) []Fetched {
+	what := fmt.Sprintf("FETCH %q/%q groups %d-%d", rt.Broadcast, rt.Name, seq, seq+uint64(n)-1)
+	reply, err := c.OpenFetch(ctx, rt, timescale, FetchRange{Group: seq, Groups: uint64(n)}, what)
+	res := make([]Fetched, n)
+	if err != nil {
+		for i := range res {
+			res[i].Err = err
+		}
+		return res
+	}
+	res = FetchGroups(ctx, reply, rt.decoder, seq, n, what)
+	for i := range res {
+		res[i].Err = DecodeErr(res[i].Err)
+	}
+	return res
+}
+
 // fetchRange runs one FETCH of r on c: c's family sends it and waits for
 // the answer in its own wire, Fetch reads the reply into frames through
 // the track's decoder.
@@ -53,9 +74,15 @@ func (rt *Remote) fetchRange(ctx context.Context, c Family, timescale uint64, r 
 	if err != nil {
 		return nil, err
 	}
-	dec := rt.Pack.Decoder()
-	dec.Verbatim = rt.Host.Config().Objects
+	dec := rt.decoder()
 	defer dec.Close()
 	frames, err := Fetch(ctx, reply, &dec, what)
 	return frames, DecodeErr(err)
+}
+
+// decoder is a decoder of one of the track's groups.
+func (rt *Remote) decoder() hang.Decoder {
+	dec := rt.Pack.Decoder()
+	dec.Verbatim = rt.Host.Config().Objects
+	return dec
 }

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -22,6 +23,12 @@ const (
 	resumeMaxGroups = 4096
 	resumeWindow    = 16
 	resumeTimeout   = 10 * time.Second
+	// Where one FETCH names a range of groups (moq-transport), it asks at
+	// most resumeRange of them, and resumeRangeWindow such FETCHes run at
+	// once: a minute of 47 audio groups a second is 45 requests, not
+	// 2,820 (the reconnect's burst of streams overloaded a recorder).
+	resumeRange       = 64
+	resumeRangeWindow = 4
 )
 
 // Filling the gap a lost connection left.
@@ -33,14 +40,18 @@ const (
 //
 //   - sequences that go on from the last group received are the same
 //     publisher session: the groups in between are FETCHed and inserted in
-//     order, the cut groups are completed (FETCH for the older ones, the
-//     live stream for the one SUBSCRIBE_OK names), and the live groups wait
-//     until that is done (see Subscription.WaitStarted); nothing is lost
-//     while the relay still holds the groups;
+//     order (a FETCH per run of groups on moq-transport, per group on
+//     moq-lite), the cut groups are completed (FETCH for the older ones,
+//     the live stream for the one SUBSCRIBE_OK names), and the live groups
+//     wait until that is done (see Subscription.WaitStarted); nothing is
+//     lost while the relay still holds the groups;
 //   - a group the relay no longer serves ends the fill: it and the groups
 //     after it up to the live ones are marked lost (model.Track.MarkLost),
 //     so readers see one discontinuity, and the log says how many groups
 //     were lost;
+//   - a fill that the loss of this connection cuts loses nothing: the
+//     groups still missing stay so, the track stays held, and the next
+//     connection's resume fetches them with its own gap (fill);
 //   - sequences that restart are a new publisher session: a new timeline
 //     (model.Track.Discontinuity).
 //
@@ -98,8 +109,13 @@ func (rt *Remote) releaseLocked() {
 // ahead, and its first frames would come late and be dropped.
 func (rt *Remote) releaseAtLive(first uint64, burstDone func() bool) {
 	rt.mu.Lock()
-	gen := rt.holdGen
+	gen, cut := rt.holdGen, rt.fillPending
 	rt.mu.Unlock()
+	if cut {
+		// The loss of the connection cut the fill: the track stays held
+		// for the next connection's resume, which fills the rest.
+		return
+	}
 	// Group first may be one the switch cut, already holding its first
 	// frames: live is a frame of it beyond those (or its end), which only
 	// the new subscription brings. Releasing on those, or on a newer group
@@ -207,6 +223,7 @@ func (rt *Remote) newTimeline() {
 	rt.mu.Lock()
 	cut := rt.interrupted
 	rt.interrupted = nil
+	rt.fillPending = false
 	rt.mu.Unlock()
 	for seq, g := range cut {
 		g.Close(fmt.Errorf("group %d of %q: %w: the connection was lost", seq, rt.Name, ErrTruncated))
@@ -225,6 +242,10 @@ func (rt *Remote) resume(ctx context.Context, c Family, timescale, first uint64)
 	rt.mu.Lock()
 	cut := rt.interrupted
 	rt.interrupted = nil
+	// The groups from pendingFrom on that a fill cut by the last loss
+	// left missing.
+	pending, pendingFrom := rt.fillPending, rt.fillFrom
+	rt.fillPending = false
 	rt.mu.Unlock()
 	newest := rt.Track.NewestGroup()
 	verified := false
@@ -316,6 +337,10 @@ func (rt *Remote) resume(ctx context.Context, c Family, timescale, first uint64)
 			from = len(have)
 			frames, err = rt.fetchFrom(ctx, c, timescale, seq, from)
 		}
+		if err != nil && (fillCtx.Err() != nil || c.Context().Err() != nil || c.Gone(err)) {
+			rt.interrupt(seq, g) // lost again: the next connection completes it
+			continue
+		}
 		if err != nil || from+len(frames) < len(have) {
 			log.Info("moq: a group cut by the connection loss cannot be completed", "group", seq, "err", err)
 			g.Close(fmt.Errorf("group %d of %q: %w: the connection was lost", seq, rt.Name, ErrTruncated))
@@ -327,42 +352,156 @@ func (rt *Remote) resume(ctx context.Context, c Family, timescale, first uint64)
 		g.Close(nil)
 	}
 
-	// The groups never received: FETCH them, oldest first, a window at
-	// a time, and insert them in order.
+	// The groups never received, and those a fill that the loss of the
+	// last connection cut left missing: FETCH them, oldest first, a
+	// window at a time, and insert them in order.
 	from := last + 1
-	end := min(first, from+resumeMaxGroups)
-	seq := from
-	for seq < end {
-		n := int(min(uint64(resumeWindow), end-seq))
-		res := make([]Fetched, n)
-		wctx, wcancel := context.WithTimeout(fillCtx, resumeTimeout)
+	if pending && pendingFrom < from {
+		from = pendingFrom
+	}
+	rt.fill(fillCtx, c, timescale, from, first)
+}
+
+// fill fetches the groups of [from, first) the track does not hold, in
+// runs of consecutive groups: one FETCH per run of up to resumeRange groups
+// where the family's FETCH names a range of groups (moq-transport), one per
+// group otherwise, at most resumeWindow FETCHes at once. Each group is
+// inserted as it comes, oldest first. A group not served ends the fill:
+// the rest is lost (model.Track.MarkLost). A fill that the loss of the
+// connection cuts loses nothing: the track stays held (releaseAtLive) and
+// the next connection's resume goes on from the first group still missing.
+func (rt *Remote) fill(ctx context.Context, c Family, timescale, from, first uint64) {
+	log := rt.logger()
+	span, window := uint64(1), resumeWindow
+	if c.GroupRanges() {
+		span, window = resumeRange, resumeRangeWindow
+	}
+	runs := rt.missing(from, first, resumeMaxGroups)
+	reqs := splitRuns(runs, span)
+	fetched := 0
+	var failed error
+	for len(reqs) > 0 && failed == nil {
+		batch := reqs[:min(window, len(reqs))]
+		reqs = reqs[len(batch):]
+		res := make([][]Fetched, len(batch))
+		wctx, wcancel := context.WithTimeout(ctx, resumeTimeout)
 		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() { res[i].Frames, res[i].Err = rt.Fetch(wctx, c, timescale, seq+uint64(i)) })
+		for i, r := range batch {
+			wg.Go(func() {
+				if r.to-r.from == 1 {
+					f := Fetched{}
+					f.Frames, f.Err = rt.Fetch(wctx, c, timescale, r.from)
+					res[i] = []Fetched{f}
+					return
+				}
+				res[i] = rt.FetchGroups(wctx, c, timescale, r.from, int(r.to-r.from))
+			})
 		}
 		wg.Wait()
 		wcancel()
-		for _, r := range res {
-			if r.Err != nil || InsertGroup(rt.Track, seq, r.Frames) != nil {
-				log.Debug("moq: missed group not fetched", "group", seq, "err", r.Err)
-				end = seq
-				break
+	insert:
+		for i, r := range batch {
+			for j, f := range res[i] {
+				seq := r.from + uint64(j)
+				err := f.Err
+				if err == nil {
+					if err = InsertGroup(rt.Track, seq, f.Frames); errors.Is(err, model.ErrDuplicateGroup) {
+						err = nil // came meanwhile
+					}
+				}
+				if err != nil {
+					log.Debug("moq: missed group not fetched", "group", seq, "err", err)
+					failed, from = err, seq
+					break insert
+				}
+				fetched++
 			}
-			seq++
 		}
 	}
-	if fetchedN := seq - from; fetchedN > 0 {
-		log.Info("moq: fetched the groups missed while the connection was down", "groups", fetchedN)
+	if fetched > 0 {
+		log.Info("moq: fetched the groups missed while the connection was down", "groups", fetched)
 	}
-	if seq < first {
-		lost := first - seq
-		rt.Host.AddLost(lost)
+	if failed == nil {
+		if len(runs) == 0 {
+			return
+		}
+		// What resumeMaxGroups left out is lost without asking.
+		from = runs[len(runs)-1].to
+	}
+	if failed != nil && (ctx.Err() != nil || c.Context().Err() != nil || c.Gone(failed)) {
+		rt.mu.Lock()
+		rt.fillPending, rt.fillFrom = true, from
+		rt.mu.Unlock()
+		log.Info("moq: the connection was lost while the missed groups were fetched: the next connection goes on with them",
+			"from", from, "to", first-1)
+		return
+	}
+	lost := rt.missing(from, first, 0)
+	var n uint64
+	for _, r := range lost {
+		n += r.to - r.from
+		// Readers go on after these without waiting for them, and
+		// report the gap before the next frame.
+		rt.Track.MarkLost(r.from, r.to)
+	}
+	if n > 0 {
+		rt.Host.AddLost(n)
 		log.Warn("moq: groups missed while the connection was down are no longer served: a gap in the recording",
-			"groups", lost, "from", seq, "to", first-1)
-		// Readers go on at first without waiting for these, and report
-		// the gap before the next frame.
-		rt.Track.MarkLost(seq, first)
+			"groups", n, "from", from, "to", first-1)
 	}
+}
+
+// seqRun is the group sequences [from, to).
+type seqRun struct{ from, to uint64 }
+
+// missing returns the runs of the group sequences in [from, to) that the
+// track does not hold, oldest first, at most limit groups in all (0: no
+// limit). Groups past the newest one held are all missing.
+func (rt *Remote) missing(from, to uint64, limit uint64) []seqRun {
+	var runs []seqRun
+	held := uint64(0) // the sequences up to held-1 may be held
+	if g := rt.Track.NewestGroup(); g != nil {
+		held = g.Sequence() + 1
+	}
+	n := uint64(0)
+	for seq := from; seq < to && (limit == 0 || n < limit); {
+		if seq < held && rt.Track.Group(seq) != nil {
+			seq++
+			continue
+		}
+		end := to
+		if seq < held {
+			end = seq + 1
+			for end < min(held, to) && rt.Track.Group(end) == nil {
+				end++
+			}
+			if end == held {
+				end = to
+			}
+		}
+		if limit > 0 {
+			end = min(end, seq+(limit-n))
+		}
+		if k := len(runs); k > 0 && runs[k-1].to == seq {
+			runs[k-1].to = end
+		} else {
+			runs = append(runs, seqRun{seq, end})
+		}
+		n += end - seq
+		seq = end
+	}
+	return runs
+}
+
+// splitRuns cuts runs into runs of at most span sequences.
+func splitRuns(runs []seqRun, span uint64) []seqRun {
+	var out []seqRun
+	for _, r := range runs {
+		for s := r.from; s < r.to; s += min(span, r.to-s) {
+			out = append(out, seqRun{s, s + min(span, r.to-s)})
+		}
+	}
+	return out
 }
 
 // ResumeFloor is where a resumed lite-06 subscription asks to start: frame

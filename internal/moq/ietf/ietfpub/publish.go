@@ -615,10 +615,12 @@ func (s *Publisher) serveFetch(sv *serve, m ietf.Fetch) {
 	fw := ietf.FetchObjectWriter{V: v}
 	buf := ietf.AppendFetchHeader(nil, ietf.FetchHeader{RequestID: sv.id}, v)
 	var werr error
+	objects := 0
 	for i, g := range groups {
 		seq := seqs[i]
 		from, to := rng.frames(seq)
 		err := session.ServeGroup(sv.ctx, g, rs, from, to, &enc, func(o session.Object, index uint64, batchEnd bool) error {
+			objects++
 			buf = fw.Append(buf, seq, index, timestampExt(o, bare, v), o.Payload)
 			if !batchEnd {
 				return nil
@@ -644,6 +646,9 @@ func (s *Publisher) serveFetch(sv *serve, m ietf.Fetch) {
 			return
 		}
 	}
+	// Logged before the FIN, so that it is there once the subscriber has
+	// the objects.
+	s.Log.Debug("moq: fetch served", "track", name, "first", seqs[0], "last", seqs[len(seqs)-1], "groups", len(groups), "objects", objects)
 	str.Close()
 }
 

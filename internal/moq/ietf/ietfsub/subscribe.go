@@ -475,10 +475,12 @@ func object(obj ietf.Object, timescale uint64, v ietf.Version) (hang.Object, err
 	return hang.Object{Payload: obj.Payload, Timestamp: int64(ts), Timescale: scale, HasTimestamp: haveTS}, nil
 }
 
-// OpenFetch sends a standalone FETCH of r's group and waits for its data
+// OpenFetch sends a standalone FETCH of r's groups and waits for its data
 // stream, which races FETCH_OK: that stream is the reply. A refusal is
 // session.ErrNoFetch. moq-transport asks whole groups (r names no
-// frames).
+// frames): one, or the run of r.Groups from r.Group on (Start {Group, 0},
+// End {last group, 0}: End Object 0 is the whole end group, in every
+// draft's FETCH).
 func (s *Session) OpenFetch(ctx context.Context, rt *session.Remote, timescale uint64, r session.FetchRange, what string) (_ session.FetchReply, err error) {
 	if s.compat.NoFetch() {
 		return nil, fmt.Errorf("%w: the server closes the session on FETCH", session.ErrNoFetch)
@@ -492,11 +494,12 @@ func (s *Session) OpenFetch(ctx context.Context, rt *session.Remote, timescale u
 			s.endRequest(req)
 		}
 	}()
+	last := r.Group + max(r.Groups, 1) - 1
 	m := ietf.Fetch{
 		RequestID: req.id, Priority: session.Priority(rt.Name), GroupOrder: ietf.GroupOrderAscending,
 		Type: ietf.FetchStandalone, Namespace: rt.Broadcast, Track: rt.Name,
 		// End object 0: the whole end group.
-		Start: ietf.Location{Group: r.Group}, End: ietf.Location{Group: r.Group},
+		Start: ietf.Location{Group: r.Group}, End: ietf.Location{Group: last},
 	}
 	s.Asked.Fetch.Store(true)
 	if err := req.send(ietf.TypeFetch, &m); err != nil {
@@ -532,7 +535,13 @@ func (s *Session) OpenFetch(ctx context.Context, rt *session.Remote, timescale u
 				}
 			default:
 			}
-			return nil, fmt.Errorf("%w: %s: %w", session.ErrNoFetch, what, errRequestEnded)
+			// A stream that broke says why (the connection's loss, as
+			// the stream saw it before the session did).
+			why := errRequestEnded
+			if req.endErr != nil && req.endErr != io.EOF {
+				why = req.endErr
+			}
+			return nil, fmt.Errorf("%w: %s: %w", session.ErrNoFetch, what, why)
 		case <-t.C:
 			cancel()
 			return nil, fmt.Errorf("%w: %s: %w", session.ErrNoFetch, what, errRequestTimeout)
@@ -544,31 +553,32 @@ func (s *Session) OpenFetch(ctx context.Context, rt *session.Remote, timescale u
 		}
 	}
 	return &fetchReply{s: s, req: req, data: data, fr: ietf.FetchObjectReader{R: data.r, V: s.v},
-		group: r.Group, timescale: timescale}, nil
+		group: r.Group, last: last, timescale: timescale}, nil
 }
 
 // fetchReply is a moq-transport FETCH's answer: the objects on its data
 // stream.
 type fetchReply struct {
-	s                *Session
-	req              *request
-	data             *dataStream
-	fr               ietf.FetchObjectReader
-	group, timescale uint64
-	bad              bool // an object's extensions did not parse
+	s           *Session
+	req         *request
+	data        *dataStream
+	fr          ietf.FetchObjectReader
+	group, last uint64 // the groups asked
+	timescale   uint64
+	bad         bool // an object's extensions did not parse
 }
 
-func (f *fetchReply) Next() (hang.Object, bool, error) {
+func (f *fetchReply) Next() (hang.Object, uint64, bool, error) {
 	obj, err := f.fr.Next()
 	if err != nil {
-		return hang.Object{}, false, f.readErr(err)
+		return hang.Object{}, 0, false, f.readErr(err)
 	}
-	if obj.Group != f.group || obj.Status != ietf.StatusNormal {
-		return hang.Object{}, true, nil
+	if obj.Group < f.group || obj.Group > f.last || obj.Status != ietf.StatusNormal {
+		return hang.Object{}, obj.Group, true, nil
 	}
 	o, err := object(obj, f.timescale, f.s.v)
 	f.bad = err != nil
-	return o, false, err
+	return o, obj.Group, false, err
 }
 
 // readErr is how a reply's read error reaches the core: a reset is the

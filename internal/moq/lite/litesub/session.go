@@ -122,6 +122,7 @@ func (c Conn) Context() context.Context { return c.C.Context() }
 func (c Conn) Cause() error             { return c.C.Cause() }
 func (c Conn) Gone(err error) bool      { return c.C.Gone(err) }
 func (c Conn) FrameRanges() bool        { return c.V.FrameRange }
+func (c Conn) GroupRanges() bool        { return false } // a moq-lite FETCH is one group
 func (c Conn) Fetches() bool            { return c.V.Fetch }
 func (c Conn) VersionName() string      { return c.V.Name }
 
