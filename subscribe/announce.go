@@ -63,8 +63,8 @@ func (s *Session) Announced(ctx context.Context, prefix string) (*Announcements,
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.err != nil {
-		return nil, s.err
+	if err := s.links.Err(); err != nil {
+		return nil, err
 	}
 	a := s.newFeedLocked(prefix, true)
 	s.startFeedLocked(a)
@@ -275,10 +275,8 @@ func (a *Announcements) end(err error) {
 // session's own end (a refusal, giving up reconnecting) when it is over,
 // ErrClosed otherwise.
 func (s *Session) endErr() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err != nil {
-		return s.err
+	if err := s.links.Err(); err != nil {
+		return err
 	}
 	return ErrClosed
 }
@@ -287,18 +285,18 @@ func (a *Announcements) run() {
 	defer a.cancel()
 	var gen uint64
 	for {
-		c, g, err := a.s.waitConn(a.ctx, gen)
+		f, g, err := a.s.links.WaitConn(a.ctx, gen)
 		if err != nil {
 			a.end(a.s.endErr())
 			return
 		}
 		gen = g
-		err = a.followConn(c)
+		err = f.followAnnouncements(a)
 		if a.ctx.Err() != nil {
 			a.end(a.s.endErr())
 			return
 		}
-		if connGone(c, err) {
+		if f.Gone(err) {
 			continue
 		}
 		// The peer ended the feed: its broadcasts are gone.
@@ -319,9 +317,6 @@ func (a *Announcements) run() {
 		return
 	}
 }
-
-// followConn runs one announce stream on c.
-func (a *Announcements) followConn(c conn) error { return a.s.familyOf(c).followAnnouncements(a) }
 
 // liteFeed is a feed as package litesub's announce stream fills it.
 type liteFeed struct{ a *Announcements }

@@ -75,7 +75,7 @@ func splitPathQuery(p string) (path, query string) {
 // something at the session path (and what its SETUP Role declares), and
 // MaxSessions must not be reached. A refused session is closed with the
 // reference's code and logged with who and why; admit returns false.
-func (s *Server) admit(sess *Session, c conn, info acceptInfo) bool {
+func (s *Server) admit(sess *Session, c family, info acceptInfo) bool {
 	sess.mu.Lock()
 	sess.remote = info.remote
 	sess.mu.Unlock()
@@ -85,7 +85,7 @@ func (s *Server) admit(sess *Session, c conn, info acceptInfo) bool {
 		if err != nil {
 			log.Warn("moq: refused a session", "reason", err)
 			s.refused(RefusedUnauthorized)
-			sess.abort(c, unauthorizedCode(c), "unauthorized", err)
+			sess.abort(c, c.unauthorizedCode(), "unauthorized", err)
 			return false
 		}
 		sess.mu.Lock()
@@ -173,7 +173,7 @@ func (s *Server) authorize(sess *Session, info acceptInfo) (*sessionAuth, error)
 
 // expireAt closes sess with code 6 when its token expires, as the
 // reference relay does.
-func (s *Server) expireAt(sess *Session, c conn, at time.Time, log interface{ Info(string, ...any) }) {
+func (s *Server) expireAt(sess *Session, c family, at time.Time, log interface{ Info(string, ...any) }) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -182,7 +182,7 @@ func (s *Server) expireAt(sess *Session, c conn, at time.Time, log interface{ In
 		select {
 		case <-t.C:
 			log.Info("moq: token expired, closing the session")
-			sess.abort(c, unauthorizedCode(c), "token expired", fmt.Errorf("%w: %w", ErrUnauthorized, token.ErrExpired))
+			sess.abort(c, c.unauthorizedCode(), "token expired", fmt.Errorf("%w: %w", ErrUnauthorized, token.ErrExpired))
 		case <-sess.done:
 		case <-s.ctx.Done():
 		}
@@ -240,19 +240,10 @@ func (s *Session) mayServe(path string) bool {
 	return !required || a != nil && a.perms.CanSubscribe(path)
 }
 
-// unauthorizedCode is the close code of a refused token on c: moq-lite's 6,
-// or moq-transport's UNAUTHORIZED (0x2), which a moq-transport client
-// reads in its own registry.
-func unauthorizedCode(c conn) uint64 { return c.family().unauthorizedCode() }
-
 // abort ends the session and its connection c with a close code the peer
-// sees, and err as Err.
-func (s *Session) abort(c conn, code uint64, reason string, err error) {
-	s.mu.Lock()
-	if s.err == nil {
-		s.err = err
-	}
-	s.mu.Unlock()
+// sees (a refused token: the family's unauthorizedCode), and err as Err.
+func (s *Session) abort(c family, code uint64, reason string, err error) {
+	s.links.End(err)
 	c.Close(code, reason)
 	s.cancel()
 	s.finish(err)

@@ -62,8 +62,7 @@ func (s *Session) Broadcast(path string) *model.Broadcast {
 	}
 	rb.b.HandleRequests(rb.request)
 	s.remotes[path] = rb
-	if s.err != nil {
-		err := s.err
+	if err := s.links.Err(); err != nil {
 		go rb.close(err)
 		return rb.b
 	}

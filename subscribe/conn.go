@@ -30,15 +30,11 @@ type conn interface {
 	// WebTransport is true for a WebTransport session (no SETUP Path).
 	WebTransport() bool
 	// Version is the protocol version the connection negotiated (nil:
-	// moq-lite-05, for bare test transports; use connVersion).
+	// moq-lite-05, for bare test transports; the family says which).
 	Version() *wire.Version
 	// SessionStream is the legacy SETUP stream that stays open on
 	// lite-01/02 (nil otherwise).
 	SessionStream() bidiStream
-	// family is the protocol family that speaks on the connection: the
-	// session's seam (family.go). A transport connection speaks moq-lite;
-	// the moq-transport session wraps it and answers for itself.
-	family() family
 }
 
 // negotiated is what a connection negotiated, embedded by the transports.
@@ -64,8 +60,6 @@ type netConn struct {
 	// anything else accepts: the handshake of the session it chose.
 	replay bidiStream
 }
-
-func (c *netConn) family() family { return newLiteFamily(c) }
 
 func (c *netConn) AcceptBidi(ctx context.Context) (bidiStream, error) {
 	if r := c.replay; r != nil {
@@ -93,22 +87,19 @@ func (moqErrors) IsClosed(err error) bool {
 // one stream.
 func isConnErr(err error) bool { return transport.IsConnErr[moqErrors](err) }
 
-// connCause returns why c is gone.
-func connCause(c conn) error {
+// transportCause returns why c, a transport connection, is gone, in
+// moq-lite's codes (a moq-transport session marks its own: markIETF).
+func transportCause(c conn) error {
 	err := context.Cause(c.Context())
 	if err == nil {
 		return nil
 	}
-	// The transport under the family's session knows how it closed; its
-	// codes are the family's.
-	f := c.family()
-	base, isIETF := f.transportConn(), f.ietfCodes()
-	if nc, ok := base.(*netConn); ok && errors.Is(err, context.Canceled) {
+	if nc, ok := c.(*netConn); ok && errors.Is(err, context.Canceled) {
 		if cerr := nc.Cause(); cerr != nil {
-			return markIETF(cerr, isIETF)
+			return cerr
 		}
 	}
-	return markIETF(transport.MapError[moqErrors](err), isIETF)
+	return transport.MapError[moqErrors](err)
 }
 
 // markIETF returns err with a session close of it named in moq-transport's
@@ -162,7 +153,7 @@ func (t coreConn) AcceptUni(ctx context.Context) (session.RecvStream, error) {
 func (t coreConn) Close(code uint64, reason string) { t.c.Close(code, reason) }
 func (t coreConn) Context() context.Context         { return t.c.Context() }
 func (t coreConn) WebTransport() bool               { return t.c.WebTransport() }
-func (t coreConn) Cause() error                     { return connCause(t.c) }
+func (t coreConn) Cause() error                     { return transportCause(t.c) }
 func (t coreConn) Gone(err error) bool              { return connGone(t.c, err) }
 func (t coreConn) IsReset(err error) bool           { _, ok := resetCode(err); return ok }
 
@@ -174,6 +165,3 @@ func resetCode(err error) (uint64, bool) {
 	}
 	return re.Code, true
 }
-
-// familyOf is the family of c bound to the session.
-func (s *Session) familyOf(c conn) family { return c.family().bind(s) }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
+	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/session"
 )
 
@@ -14,12 +15,20 @@ import (
 // FETCH, reading a reset's meaning for the retry policy); the rest is the
 // session's: serving the connection, following announcements, GOAWAY,
 // the codes the session's close reads in. moq-lite implements it as
-// liteFamily, IETF moq-transport as *ietfConn. A connection carries the
-// family that negotiated it (conn.family): nothing tells the two apart by
-// their type; a new family is a new implementation, not a new branch at
-// each call site.
+// liteFamily, IETF moq-transport as *ietfConn. A session holds each of its
+// connections as the family that negotiated it, made whole for that
+// session when the connection is (Session.newLite, newIETFConn): nothing
+// tells the two apart by their type; a new family is a new
+// implementation, not a new branch at each call site.
 type family interface {
 	session.Family
+	// Close closes the connection with an application code and reason.
+	Close(code uint64, reason string)
+	// Version is the protocol version the connection negotiated.
+	Version() *wire.Version
+	// Routed are the subscriptions whose group streams the connection
+	// routes now (the core's session.Routes, by the family's key).
+	Routed() []*session.Sub
 	// serveConn runs the connection's streams for s until it ends.
 	serveConn(s *Session)
 	// followAnnouncements runs one announce stream for a.
@@ -29,45 +38,34 @@ type family interface {
 	// ietfCodes says the connection's close and reset codes are
 	// moq-transport's registry, not moq-lite's.
 	ietfCodes() bool
-	// transportConn is the connection under the family's session.
-	transportConn() conn
 	// unauthorizedCode is the close code of a refused token.
 	unauthorizedCode() uint64
 	// learnCompat records what a server that closed the session right
 	// after a request showed it does not support; true when something new
 	// was learnt.
 	learnCompat(c *serverCompat, log *slog.Logger) bool
-	// routedSubs are the subscriptions the family routes itself (not in
-	// the session's moq-lite routes).
-	routedSubs() []*session.Sub
-	// bind is the family bound to session s (what the core and the
-	// family's package use).
-	bind(s *Session) family
 }
 
 // liteFamily is moq-lite on a connection: package litesub's (the
 // subscriber's wire, the core's seam), with what the session does on it.
-// The family a connection carries (conn.family) is unbound; the session
-// binds it to itself (Session.familyOf) before the core or litesub use it.
 type liteFamily struct {
 	litesub.Conn
 	c conn
+	// setupPath is the root (and token) a raw QUIC client's SETUP
+	// carries (nil: none, on WebTransport and accepted connections).
+	setupPath *string
 }
 
-// newLiteFamily is moq-lite on c, not bound to a session yet.
-func newLiteFamily(c conn) liteFamily {
-	return liteFamily{Conn: litesub.NewConn(nil, coreConn{c}, c.Version()), c: c}
+// newLite is moq-lite on c for s, which dialled it (setupPath: the SETUP
+// Path of a raw QUIC client) or accepted it (nil).
+func (s *Session) newLite(c conn, setupPath *string) liteFamily {
+	cfg := &litesub.Config{Log: s.log, RequestTimeout: s.opts.RequestTimeout, MaxLatency: s.opts.MaxLatency, ResetCode: resetCode}
+	return liteFamily{Conn: litesub.NewConn(cfg, coreConn{c}, c.Version()), c: c, setupPath: setupPath}
 }
 
-func (l liteFamily) bind(s *Session) family {
-	l.S = &s.lite
-	return l
-}
-
-func (l liteFamily) serveConn(s *Session) {
-	l.S = &s.lite
-	s.serveLite(l)
-}
+func (l liteFamily) Close(code uint64, reason string)           { l.c.Close(code, reason) }
+func (l liteFamily) Version() *wire.Version                     { return l.V }
+func (l liteFamily) serveConn(s *Session)                       { s.serveLite(l) }
 func (l liteFamily) followAnnouncements(a *Announcements) error { return l.Follow(liteFeed{a}) }
 func (l liteFamily) goAway(s *Session, uri string) error {
 	ctx, cancel := context.WithTimeout(s.ctx, s.opts.RequestTimeout)
@@ -75,31 +73,24 @@ func (l liteFamily) goAway(s *Session, uri string) error {
 	return l.SendGoAway(ctx, uri)
 }
 func (l liteFamily) ietfCodes() bool          { return false }
-func (l liteFamily) transportConn() conn      { return l.c }
 func (l liteFamily) unauthorizedCode() uint64 { return CodeUnauthorized }
 func (l liteFamily) learnCompat(*serverCompat, *slog.Logger) bool {
 	return false
 }
-func (l liteFamily) routedSubs() []*session.Sub { return nil }
 
 // moq-transport's side of the seam (its implementations are in ietf*.go).
-
-// family: the moq-transport session speaks for its connection.
-func (ic *ietfConn) family() family { return ic }
 
 func (ic *ietfConn) serveConn(s *Session)                       { s.serveIETF(ic) }
 func (ic *ietfConn) followAnnouncements(a *Announcements) error { return a.followIETF(ic) }
 func (ic *ietfConn) goAway(_ *Session, uri string) error        { return ic.ss.SendGoAway(uri) }
 func (ic *ietfConn) ietfCodes() bool                            { return true }
-func (ic *ietfConn) transportConn() conn                        { return ic.conn }
 func (ic *ietfConn) unauthorizedCode() uint64                   { return ietfUnauthorized }
-func (ic *ietfConn) bind(*Session) family                       { return ic }
 func (ic *ietfConn) learnCompat(c *serverCompat, log *slog.Logger) bool {
 	return c.learn(ic, log)
 }
 
-// routedSubs: moq-transport subscriptions are routed by track alias.
-func (ic *ietfConn) routedSubs() []*session.Sub { return ic.ss.Routed() }
+// Routed: moq-transport subscriptions are routed by track alias.
+func (ic *ietfConn) Routed() []*session.Sub { return ic.ss.Routed() }
 
 // NewSubscription and OpenFetch are package ietfsub's.
 func (ic *ietfConn) NewSubscription(ctx context.Context, rt *session.Remote) session.SubscriptionWire {
@@ -109,7 +100,7 @@ func (ic *ietfConn) OpenFetch(ctx context.Context, rt *session.Remote, timescale
 	return ic.ss.OpenFetch(ctx, rt, timescale, r, what)
 }
 
-func (ic *ietfConn) Cause() error         { return connCause(ic) }
+func (ic *ietfConn) Cause() error         { return markIETF(transportCause(ic.conn), true) }
 func (ic *ietfConn) Gone(err error) bool  { return connGone(ic, err) }
 func (ic *ietfConn) Loss(err error) error { return connLoss(ic, err) }
 func (ic *ietfConn) FrameRanges() bool    { return false }

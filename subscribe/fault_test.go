@@ -313,9 +313,6 @@ type lateContextConn struct {
 
 func (c *lateContextConn) Context() context.Context { return c.ctx }
 
-// family: moq-lite on the wrapper, so the session sees the late context.
-func (c *lateContextConn) family() family { return newLiteFamily(c) }
-
 // Version is moq-lite-05's (nil) when the fake wraps no transport.
 func (c *lateContextConn) Version() *wire.Version {
 	if c.conn == nil {

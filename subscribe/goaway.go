@@ -1,7 +1,6 @@
 package subscribe
 
 import (
-	"context"
 	"errors"
 	"time"
 
@@ -24,29 +23,29 @@ import (
 // has no GOAWAY (moq-lite before 04).
 var ErrNoGoaway = litesub.ErrNoGoaway
 
-// liteGoAway handles a valid moq-lite GOAWAY the peer sent on c (package
+// liteGoAway handles a valid moq-lite GOAWAY the peer sent on l (package
 // litesub read it): a second one on the connection is a violation.
-func (s *Session) liteGoAway(c conn, uri string) error {
+func (s *Session) liteGoAway(l liteFamily, uri string) error {
 	s.mu.Lock()
-	second := s.goawayFrom == c
-	s.goawayFrom = c
+	second := s.goawayFrom == l.c
+	s.goawayFrom = l.c
 	s.mu.Unlock()
 	if second {
 		return errors.New("second GOAWAY")
 	}
-	s.moveAway(c, uri, 0)
+	s.moveAway(l, uri, 0)
 	return nil
 }
 
-// moveAway handles the peer's GOAWAY on c, for both families. An accepted
+// moveAway handles the peer's GOAWAY on f, for both families. An accepted
 // session cannot move: the peer goes away by itself. A dialled session
 // moves to uri (resolved against the current URL; "" for the same URL):
-// it dials there first, while c still delivers (make before break), and
-// closes c once that dial is done and grace has passed; its tracks
-// resubscribe on the new connection, where the resume machinery
+// the core's links dial there first, while f still delivers (make before
+// break), and close f once that dial is done and grace has passed; its
+// tracks resubscribe on the new connection, where the resume machinery
 // (session.Remote) completes the groups the switch cut.
-func (s *Session) moveAway(c conn, uri string, grace time.Duration) {
-	if s.dial == nil {
+func (s *Session) moveAway(f family, uri string, grace time.Duration) {
+	if !s.dialled {
 		s.log.Info("moq: peer sent GOAWAY")
 		return
 	}
@@ -61,47 +60,7 @@ func (s *Session) moveAway(c conn, uri string, grace time.Duration) {
 		}
 	}
 	s.log.Info("moq: peer sent GOAWAY, moving the session (the new one is dialled before the old one is closed)", "to", to.Redacted())
-	s.movedAway.Store(true)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		wait := time.NewTimer(grace)
-		defer wait.Stop()
-		if !s.opts.Reconnect.Disabled {
-			ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
-			nc, err := s.dial(ctx)
-			cancel()
-			if err != nil {
-				s.log.Warn("moq: dialling the session GOAWAY names failed; reconnecting after the old one ends", "err", err)
-			} else {
-				s.mu.Lock()
-				if s.closing || s.ctx.Err() != nil {
-					s.mu.Unlock()
-					nc.Close(0, "")
-				} else {
-					if s.nextConn != nil {
-						s.nextConn.Close(0, "")
-					}
-					s.nextConn = nc
-					s.mu.Unlock()
-				}
-			}
-		}
-		select {
-		case <-wait.C:
-		case <-c.Context().Done():
-		}
-		c.Close(0, "going away")
-	}()
-}
-
-// takeNextConn returns the connection a GOAWAY dialled ahead, if any.
-func (s *Session) takeNextConn() conn {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	nc := s.nextConn
-	s.nextConn = nil
-	return nc
+	s.links.MoveAway(s.ctx, f, grace)
 }
 
 // GoAway asks the peer of the session's current connection to move: to uri
@@ -110,14 +69,12 @@ func (s *Session) takeNextConn() conn {
 // end keeps serving until it closes the session or the caller does; a
 // Server drains all its sessions this way in Shutdown.
 func (s *Session) GoAway(uri string) error {
-	if s.dial != nil && uri != "" {
+	if s.dialled && uri != "" {
 		return errors.New("moq: only a server names a URI in GOAWAY")
 	}
-	s.mu.Lock()
-	c := s.cur
-	s.mu.Unlock()
-	if c == nil {
+	f, ok := s.links.Current()
+	if !ok {
 		return ErrClosed
 	}
-	return c.family().goAway(s, uri)
+	return f.goAway(s, uri)
 }

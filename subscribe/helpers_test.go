@@ -268,8 +268,15 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 var _ = strings.Contains
 
-// subCount returns the number of live subscriptions of s.
-func (s *Session) subCount() int { return len(s.lite.Routed()) }
+// subCount returns the number of live subscriptions of s's current
+// connection.
+func (s *Session) subCount() int {
+	f, ok := s.links.Current()
+	if !ok {
+		return 0
+	}
+	return len(f.Routed())
+}
 
 func mustSample(t *testing.T, name string) *testmedia.Sample {
 	t.Helper()

@@ -72,7 +72,7 @@ func (ic *ietfConn) Version() *wire.Version {
 // moq-transport's codes.
 type ietfTransport struct{ coreConn }
 
-func (t ietfTransport) Cause() error { return markIETF(connCause(t.c), true) }
+func (t ietfTransport) Cause() error { return markIETF(transportCause(t.c), true) }
 
 // ietfTokenOf returns the jwt query parameter of a URL (the token the
 // reference relays read), "" without one.

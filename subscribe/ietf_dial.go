@@ -90,7 +90,7 @@ func ietfVersionOf(c conn) (ietf.Version, bool) {
 // ietfDial runs the client SETUP on a raw QUIC connection that negotiated
 // draft v: the URL's path and query go in the Path parameter, its host in
 // Authority, its jwt in the Authorization Token.
-func (s *Session) ietfDial(ctx context.Context, c conn, v ietf.Version, t *transport.Target) (conn, error) {
+func (s *Session) ietfDial(ctx context.Context, c conn, v ietf.Version, t *transport.Target) (*ietfConn, error) {
 	// A server known to speak draft 18's messages on drafts 16 and 17
 	// (MediaMTX) gets them.
 	ic := newIETFConn(c, v, s.compat.layout18.Load(), true, s.log, s.compat)
@@ -109,7 +109,7 @@ func (s *Session) ietfDial(ctx context.Context, c conn, v ietf.Version, t *trans
 			case <-c.Context().Done():
 			case <-time.After(200 * time.Millisecond):
 			}
-			if ce, ok := errors.AsType[*CloseError](connCause(c)); ok {
+			if ce, ok := errors.AsType[*CloseError](transportCause(c)); ok {
 				err = fmt.Errorf("%w: %w", err, ce)
 			}
 		}

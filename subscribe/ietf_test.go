@@ -47,7 +47,7 @@ func dialIETF(t *testing.T, ctx context.Context, srv *Server, pin, proto, path s
 	client, peer = dialAndAccept(t, ctx, srv, fmt.Sprintf("moqt://%s/%s", srv.Addr(), path), opts)
 	t.Cleanup(func() { client.Close() })
 	waitFor(t, "the connection", func() bool { return client.currentConn() != nil })
-	if _, ok := client.currentConn().(*ietfConn); !ok {
+	if f := client.currentConn(); f == nil || !f.ietfCodes() {
 		t.Fatalf("%s: the session does not run moq-transport", proto)
 	}
 	return client, peer
@@ -56,18 +56,17 @@ func dialIETF(t *testing.T, ctx context.Context, srv *Server, pin, proto, path s
 // ietfSubscriptions returns the number of live moq-transport
 // subscriptions of s.
 func (s *Session) ietfSubscriptions() int {
-	ic, ok := s.currentConn().(*ietfConn)
-	if !ok {
+	f := s.currentConn()
+	if f == nil || !f.ietfCodes() {
 		return 0
 	}
-	return len(ic.ss.Routed())
+	return len(f.Routed())
 }
 
 // currentConn returns the session's connection (nil between connections).
-func (s *Session) currentConn() conn {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cur
+func (s *Session) currentConn() family {
+	f, _ := s.links.Current()
+	return f
 }
 
 // TestIETFLoopbackDeliversEveryFrameUnchanged: every draft shape over raw

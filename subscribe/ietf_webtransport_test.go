@@ -35,7 +35,7 @@ func dialIETFWebTransport(t *testing.T, ctx context.Context, srv *Server, pin st
 	client, peer = dialAndAccept(t, ctx, srv, fmt.Sprintf("https://%s/%s", srv.Addr(), path), opts)
 	t.Cleanup(func() { client.Close() })
 	waitFor(t, "the connection", func() bool { return client.currentConn() != nil })
-	if _, ok := client.currentConn().(*ietfConn); !ok {
+	if f := client.currentConn(); f == nil || !f.ietfCodes() {
 		t.Fatalf("%v: the session does not run moq-transport", protos)
 	}
 	return client, peer

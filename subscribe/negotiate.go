@@ -58,19 +58,9 @@ func liteVersions(vs []*wire.Version) []*wire.Version {
 	return out
 }
 
-// connVersion returns the version c negotiated (moq-lite-05 for a
-// connection that did not say, such as a test's bare transport).
-func connVersion(c conn) *wire.Version {
-	if v := c.Version(); v != nil {
-		return v
-	}
-	return wire.Lite05
-}
-
-// logNegotiated says which version a connection speaks and, at Info, what
-// that version cannot carry.
-func (s *Session) logNegotiated(c conn) {
-	v := connVersion(c)
+// logNegotiated says which version a connection speaks (v) and, at Info,
+// what that version cannot carry.
+func (s *Session) logNegotiated(v *wire.Version) {
 	if lacks := v.Lacks(); len(lacks) > 0 {
 		s.log.Info("moq: negotiated an older protocol version", "version", v.Name, "lost", strings.Join(lacks, "; "))
 		return

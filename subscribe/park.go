@@ -52,14 +52,11 @@ func init() {
 
 func (s *Session) settle(ctx context.Context) {
 	var settled sync.WaitGroup
-	subs := s.lite.Routed()
-	s.mu.Lock()
-	c := s.cur
-	s.mu.Unlock()
-	if c != nil {
-		subs = append(subs, c.family().routedSubs()...)
+	f, ok := s.links.Current()
+	if !ok {
+		return
 	}
-	for _, sub := range subs {
+	for _, sub := range f.Routed() {
 		if sub.Waits != nil {
 			sub.Waits.Settle(&settled)
 		}

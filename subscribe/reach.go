@@ -2,7 +2,6 @@ package subscribe
 
 import (
 	"context"
-	"errors"
 	mrand "math/rand/v2"
 	"time"
 
@@ -29,25 +28,15 @@ import (
 // random time in [probeInterval/2, probeInterval].
 const probeInterval = time.Second
 
-// errPeerBack cancels a dial that began while the peer was silent, when it
-// answers again.
-var errPeerBack = errors.New("moq: the peer answers again")
-
-// reachWatch probes the session's peer until stopped; back receives a
-// value each time the peer answers after a probe that went unanswered.
-type reachWatch struct {
-	back chan struct{}
-	stop context.CancelFunc
-	done chan struct{}
-}
-
-// watchReach starts probing the current target.
-func (s *Session) watchReach() *reachWatch {
-	ctx, cancel := context.WithCancel(s.ctx)
-	w := &reachWatch{back: make(chan struct{}, 1), stop: cancel, done: make(chan struct{})}
+// watchReach probes the current target until stop (the core's redial
+// loop runs it while a redial run lasts): back receives a value each time
+// the peer answers after a probe that went unanswered.
+func (s *Session) watchReach(ctx context.Context) (back <-chan struct{}, stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	ch, done := make(chan struct{}, 1), make(chan struct{})
 	hostport := s.target.Load().HostPort
 	go func() {
-		defer close(w.done)
+		defer close(done)
 		p, err := transport.NewProber(hostport)
 		if err != nil {
 			s.log.Debug("moq: cannot probe the peer; redials follow the backoff only", "err", err)
@@ -65,7 +54,7 @@ func (s *Session) watchReach() *reachWatch {
 			if silent {
 				s.log.Info("moq: the peer answers again; reconnecting now")
 				select {
-				case w.back <- struct{}{}:
+				case ch <- struct{}{}:
 				default:
 				}
 			}
@@ -78,34 +67,8 @@ func (s *Session) watchReach() *reachWatch {
 			timer.Stop()
 		}
 	}()
-	return w
-}
-
-// close stops the probes and waits for them.
-func (w *reachWatch) close() {
-	w.stop()
-	<-w.done
-}
-
-// dialWatched dials once; a dial still in flight when the peer answers
-// again after a silence is cancelled, and back says so.
-func (s *Session) dialWatched(w *reachWatch) (c conn, back bool, err error) {
-	ctx, cancel := context.WithCancelCause(s.ctx)
-	defer cancel(nil)
-	dctx, cancelTimeout := context.WithTimeout(ctx, 10*time.Second)
-	defer cancelTimeout()
-	stop := make(chan struct{})
-	go func() {
-		select {
-		case <-w.back:
-			cancel(errPeerBack)
-		case <-stop:
-		}
-	}()
-	c, err = s.dial(dctx)
-	close(stop)
-	if err != nil && errors.Is(context.Cause(ctx), errPeerBack) {
-		return nil, true, err
+	return ch, func() {
+		cancel()
+		<-done
 	}
-	return c, false, err
 }

@@ -25,7 +25,7 @@ type retryState struct {
 // with err (session.Remote's retry): the family reads the reset
 // (litesub's and ietfConn's RetryReset), the core decides.
 func retryPolicy(err error, st retryState) (session.RetryAction, time.Duration) {
-	reset := (&litesub.Session{ResetCode: resetCode}).ResetMeaning(err, st.renumbered)
+	reset := (&litesub.Config{ResetCode: resetCode}).ResetMeaning(err, st.renumbered)
 	if st.ietf {
 		reset = (&ietfConn{}).RetryReset(err)
 	}

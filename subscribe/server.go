@@ -123,7 +123,8 @@ func (s *Server) acceptQUIC(a transport.Accepted) {
 	// The legacy SETUP's Path carries the query (?jwt=) after the path.
 	path, query := splitPathQuery(setupPath)
 	sess := s.newSession(path)
-	sess.start(c)
+	f := sess.newLite(c, nil)
+	sess.start(f)
 	info := acceptInfo{remote: a.Conn.RemoteAddr(), transport: "quic", query: query, version: c.version.Name}
 	switch {
 	case c.version.SetupStream:
@@ -142,7 +143,7 @@ func (s *Server) acceptQUIC(a transport.Accepted) {
 	case !c.version.LegacySetup:
 		info.noToken = c.version.Name + " over raw QUIC has no SETUP to carry a token: use moq-lite-05 or WebTransport"
 	}
-	if !s.admit(sess, c, info) {
+	if !s.admit(sess, f, info) {
 		return
 	}
 	s.deliver(sess)
@@ -211,7 +212,8 @@ func (s *Server) acceptWebTransport(a transport.Accepted) {
 		return
 	}
 	sess := s.newSession(a.Path)
-	sess.start(c)
+	f := sess.newLite(c, nil)
+	sess.start(f)
 	if c.version.SetupStream && s.opts.AuthKey != nil {
 		// The token is in the URL, but the Role the token must
 		// allow is in the client's SETUP.
@@ -219,7 +221,7 @@ func (s *Server) acceptWebTransport(a transport.Accepted) {
 	}
 	info := acceptInfo{remote: a.Conn.RemoteAddr(), transport: "webtransport", query: a.Query, version: c.version.Name,
 		noToken: "a WebTransport client puts ?jwt= in the URL"}
-	if !s.admit(sess, c, info) {
+	if !s.admit(sess, f, info) {
 		return
 	}
 	s.deliver(sess)

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	mrand "math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,18 +32,22 @@ type Session struct {
 	remoteCfg session.RemoteConfig
 	log       *slog.Logger
 	path      string // session root, normalized
-	dial      func(ctx context.Context) (conn, error)
-	role      Role
-	hopID     uint64
+	// dialled: the session was dialled (it reconnects); else accepted.
+	dialled bool
+	role    Role
+	hopID   uint64
+	// links are the session's connections, each with the family that
+	// speaks on it: the current one, the next, and the reconnect loop
+	// (the core's).
+	links session.Links[family]
 
 	// compat is what is known of the server's support for optional
 	// requests (compat.go); a dialled session shares it with every
 	// session to the same host:port.
 	compat *serverCompat
 
-	ctx        context.Context
-	cancel     context.CancelFunc
-	reconnects atomic.Int64
+	ctx    context.Context
+	cancel context.CancelFunc
 	// giveUpTest, when not 0, replaces Reconnect.GiveUp (tests).
 	giveUpTest atomic.Int64
 	lostGroups atomic.Uint64 // see LostGroups
@@ -53,14 +56,6 @@ type Session struct {
 	doneOnce   sync.Once
 
 	mu      sync.Mutex
-	closing bool // Close was called: start runs nothing
-	cur     conn
-	gen     uint64
-	changed chan struct{} // closed when cur changes
-	err     error
-	// lite is the moq-lite subscriber's state across connections: the
-	// subscriptions its group streams are routed to.
-	lite    litesub.Session
 	remotes map[string]*remoteBroadcast
 	// feeds are the announcement feeds running, which remote broadcasts
 	// follow (see Session.Broadcast).
@@ -85,15 +80,10 @@ type Session struct {
 	setupOnce sync.Once
 
 	// target is what a dialled session dials: the Dial URL, or the new
-	// session URI of a GOAWAY (ietfGoAway). movedAway says the current
-	// connection ends because of a GOAWAY: the next one is dialled at
-	// once.
-	target    atomic.Pointer[transport.Target]
-	movedAway atomic.Bool
-	// nextConn is the connection a moq-lite GOAWAY dialled before the
-	// old one closes (make before break); goawayFrom the connection whose
-	// GOAWAY was read (a second one is a violation). Under mu.
-	nextConn   conn
+	// session URI of a GOAWAY.
+	target atomic.Pointer[transport.Target]
+	// goawayFrom is the connection whose moq-lite GOAWAY was read (a
+	// second one is a violation). Under mu.
 	goawayFrom conn
 
 	// Accepted sessions: the query of the client's SETUP Path (where a
@@ -121,7 +111,6 @@ func newSession(opts Options, path string) *Session {
 		ctx:        ctx,
 		cancel:     cancel,
 		done:       make(chan struct{}),
-		changed:    make(chan struct{}),
 		remotes:    map[string]*remoteBroadcast{},
 		containers: map[string]map[string]string{},
 		peerSetup:  make(chan struct{}),
@@ -130,9 +119,43 @@ func newSession(opts Options, path string) *Session {
 		RequestTimeout: opts.RequestTimeout, DrainGrace: opts.drainGrace, ReconnectMin: opts.Reconnect.Min,
 		ReconnectMax: opts.Reconnect.Max, ResumeGrace: opts.resumeGrace, Objects: opts.Objects,
 	}
-	s.lite = litesub.Session{Log: s.log, RequestTimeout: opts.RequestTimeout, MaxLatency: opts.MaxLatency, ResetCode: resetCode}
+	s.links = session.Links[family]{
+		Log: s.log, IdleTimeout: opts.IdleTimeout, BackoffFrom: opts.backoffFrom, Closed: ErrClosed,
+		Backoff: session.Backoff{Min: opts.Reconnect.Min, Max: opts.Reconnect.Max, GiveUp: opts.Reconnect.GiveUp, Disabled: opts.Reconnect.Disabled},
+		GiveUp:  s.giveUp, Serve: s.serveConn, Finish: s.finish, Go: s.wg.Go,
+		Target: func() string { return s.target.Load().Redacted() },
+		Refused: func(f family, cause error) (error, bool) {
+			r, ok := refusedBy(cause, f.ietfCodes())
+			return s.refused(r, ok, cause)
+		},
+		RefusedDial: func(err error) (error, bool) { r, ok := refusedDialing(err); return s.refused(r, ok, err) },
+		Learn: func(f family, cause error) bool {
+			ce, ok := errors.AsType[*CloseError](cause)
+			return ok && ce.Remote && f.learnCompat(s.compat, s.log)
+		},
+		Probe: s.watchReach,
+		Reconnected: func(f family) {
+			s.version.Store(f.Version())
+			s.log.Info("moq: reconnected", "version", f.Version().Name)
+		},
+	}
 	s.pub = newPublisher(s)
 	return s
+}
+
+// refused logs a refusal of the session (r, when ok), which it ends with.
+func (s *Session) refused(r *RefusedError, ok bool, err error) (error, bool) {
+	if !ok {
+		return nil, false
+	}
+	s.log.Warn("moq: the peer refused the session; not reconnecting", "reason", r.Why, "err", err)
+	return r, true
+}
+
+// setLogger makes log the session's logger.
+func (s *Session) setLogger(log *slog.Logger) {
+	s.log, s.links.Log = log, log
+	s.pub.setLogger(log)
 }
 
 // randomID returns a random id in [1, 2^53), safe for JavaScript peers.
@@ -164,11 +187,10 @@ func dial(ctx context.Context, rawURL string, opts Options, wrap func(conn) conn
 	// A pinned certificate tells servers at one address apart (a test's
 	// servers reuse ports).
 	s.compat = compatFor(t.HostPort + "#" + strings.ReplaceAll(strings.ToLower(opts.TLSFingerprint), ":", ""))
-	s.log = s.log.With("url", t.Redacted())
-	s.pub.setLogger(s.log)
-	s.lite.Log = s.log
+	s.setLogger(s.log.With("url", t.Redacted()))
 	s.target.Store(t)
-	s.dial = func(ctx context.Context) (conn, error) {
+	s.dialled = true
+	s.links.Dial = func(ctx context.Context) (family, error) {
 		t := s.target.Load()
 		d := &dialer{opts: &s.opts, target: t, versions: versions}
 		c, err := d.dial(ctx)
@@ -181,7 +203,7 @@ func dial(ctx context.Context, rawURL string, opts Options, wrap func(conn) conn
 		if v, ok := ietfVersionOf(c); ok {
 			ic, err := s.ietfDial(ctx, c, v, t)
 			if err == nil || !s.compat.learnSetup(err, s.log) {
-				return ic, err
+				return familyOrNil(ic, err)
 			}
 			// Once more, in the layout just learnt.
 			if c, err = d.dial(ctx); err != nil {
@@ -194,15 +216,15 @@ func dial(ctx context.Context, rawURL string, opts Options, wrap func(conn) conn
 				c.Close(CodeCancel, "")
 				return nil, fmt.Errorf("moq: %s: the server changed its protocol", t.HostPort)
 			}
-			return s.ietfDial(ctx, c, v, t)
+			return familyOrNil(s.ietfDial(ctx, c, v, t))
 		}
 		if !c.WebTransport() {
 			// The root (and token) ride in SETUP on raw QUIC only.
-			return &setupPathConn{conn: c, path: t.SetupPath}, nil
+			return s.newLite(c, &t.SetupPath), nil
 		}
-		return c, nil
+		return s.newLite(c, nil), nil
 	}
-	c, err := s.dial(ctx)
+	c, err := s.links.Dial(ctx)
 	if err != nil {
 		s.cancel()
 		if refused, ok := refusedDialing(err); ok {
@@ -210,143 +232,27 @@ func dial(ctx context.Context, rawURL string, opts Options, wrap func(conn) conn
 		}
 		return nil, err
 	}
-	s.log.Debug("moq: connected", "version", connVersion(c).Name)
+	s.log.Debug("moq: connected", "version", c.Version().Name)
 	s.start(c)
 	return s, nil
 }
 
-// setupPathConn marks a raw QUIC client connection with its SETUP Path.
-type setupPathConn struct {
-	conn
-	path string
-}
-
-// family: moq-lite, on the marked connection (whose SETUP carries path).
-func (c *setupPathConn) family() family { return newLiteFamily(c) }
-
-// start runs the session on its first connection.
-func (s *Session) start(c conn) {
-	s.version.Store(connVersion(c))
-	// A server registers a session before it starts it, so a Server.Close
-	// can reach Close first: then the connection is closed here instead,
-	// and Close's wg.Wait never runs beside this Add.
-	s.mu.Lock()
-	if s.closing {
-		s.mu.Unlock()
-		c.Close(CodeCancel, "")
-		return
+// familyOrNil is a moq-transport dial's connection as a family (a nil
+// *ietfConn is no family).
+func familyOrNil(ic *ietfConn, err error) (family, error) {
+	if err != nil {
+		return nil, err
 	}
-	s.wg.Add(1)
-	s.mu.Unlock()
-	go func() {
-		defer s.wg.Done()
-		s.run(c)
-	}()
+	return ic, nil
 }
 
-// run serves connections until the session ends.
-//
-// A connection the peer closed with a refusal that retrying cannot fix
-// (refusedBy: a refused token, a protocol violation, no common version, a
-// refused path) ends the session with a *RefusedError. A connection that
-// ended sooner than the idle timeout after its SETUP (a server that takes
-// the session and drops it at once) counts as a failed attempt, as a
-// failed dial does: the backoff keeps growing over such a run of
-// failures, and GiveUp counts from its first one, so that a server that
-// closes every session right after SETUP is not redialled in a tight
-// loop forever.
-func (s *Session) run(c conn) {
-	var st retryRun
-	for {
-		began := time.Now()
-		s.serveConn(c)
-		cause := connCause(c)
-		if s.ctx.Err() != nil {
-			s.finish(ErrClosed)
-			return
-		}
-		if s.dial != nil {
-			if refused, ok := refusedBy(cause, c.family().ietfCodes()); ok {
-				s.log.Warn("moq: the peer refused the session; not reconnecting", "reason", refused.Why, "err", cause)
-				s.finish(refused)
-				return
-			}
-		}
-		if s.dial == nil || s.opts.Reconnect.Disabled {
-			s.finish(cause)
-			return
-		}
-		moved := s.movedAway.Swap(false)
-		// The first reconnect follows at once when the connection lasted
-		// at least the idle timeout (as one lost to it always has), or
-		// after GOAWAY; one that failed sooner is a failed attempt.
-		atOnce := moved || time.Since(began) >= s.opts.IdleTimeout
-		learnt := false
-		if !atOnce {
-			if ce, ok := errors.AsType[*CloseError](cause); ok && ce.Remote {
-				learnt = c.family().learnCompat(s.compat, s.log)
-			}
-		}
-		switch {
-		case atOnce:
-			st = retryRun{}
-		case learnt:
-			// The server refused a request the next connection will not
-			// make: not a failure, though not at once either (a lesson is
-			// learnt once, so this cannot loop).
-			st = retryRun{}
-		default:
-			st.fail(began)
-		}
-		delay := st.delay(s.opts.Reconnect, atOnce)
-		if moved {
-			s.log.Info("moq: moving the session after GOAWAY", "to", s.target.Load().Redacted())
-		} else {
-			s.log.Warn("moq: connection lost, reconnecting", "err", cause, "lasted", time.Since(began).Round(time.Millisecond),
-				"failed_in_a_row", st.failures, "retry_in", delay.Round(time.Millisecond))
-		}
-		if giveUp := s.giveUp(); st.failures > 0 && giveUp > 0 && time.Since(st.since) > giveUp {
-			s.finish(fmt.Errorf("moq: gave up reconnecting after %v: every session ended within %v of its start: %w", giveUp, s.opts.IdleTimeout, cause))
-			return
-		}
-		if nc := s.takeNextConn(); moved && nc != nil {
-			c = nc
-		} else {
-			if nc != nil {
-				nc.Close(0, "")
-			}
-			c = s.redial(&st, delay)
-			if c == nil {
-				return
-			}
-		}
-		s.reconnects.Add(1)
-		s.version.Store(connVersion(c))
-		s.log.Info("moq: reconnected", "version", connVersion(c).Name)
-	}
-}
-
-// retryRun is a run of failed attempts in a row: dials that failed and
-// connections that ended right after their SETUP.
-type retryRun struct {
-	failures int
-	since    time.Time // when the first of them began
-}
-
-func (r *retryRun) fail(began time.Time) {
-	if r.failures == 0 {
-		r.since = began
-	}
-	r.failures++
-}
-
-// delay is the wait before the next attempt: none after a connection that
-// lasted (atOnce), then the backoff at the run's length.
-func (r *retryRun) delay(b Backoff, atOnce bool) time.Duration {
-	if atOnce && r.failures == 0 {
-		return 0
-	}
-	return reconnectDelay(b, max(r.failures-1, 0), false)
+// start runs the session on its first connection f, and what replaces
+// it, until the session ends. A server registers a session before it
+// starts it, so a Server.Close can reach Close first: then f is closed
+// here instead.
+func (s *Session) start(f family) {
+	s.version.Store(f.Version())
+	s.links.Start(s.ctx, f)
 }
 
 // giveUp is Options.Reconnect.GiveUp, or what a test set instead.
@@ -359,101 +265,22 @@ func (s *Session) giveUp() time.Duration {
 
 // Reconnects returns how many times the session reconnected after losing
 // its connection. Safe for concurrent use.
-func (s *Session) Reconnects() int64 { return s.reconnects.Load() }
-
-// reconnectDelay is the wait before reconnect attempt n (from 0): none for
-// the first one when at once is set, then a jittered exponential backoff,
-// a random value in [d/2, d] with d = min(Min*2^k, Max).
-func reconnectDelay(b Backoff, attempt int, atOnce bool) time.Duration {
-	if atOnce {
-		if attempt == 0 {
-			return 0
-		}
-		attempt--
-	}
-	d := b.Min << min(attempt, 20)
-	if d > b.Max || d <= 0 {
-		d = b.Max
-	}
-	return d/2 + time.Duration(mrand.Int64N(int64(d/2)+1))
-}
-
-// redial dials after delay, and again with the backoff of the run st
-// (which every failed dial lengthens) until a dial succeeds; meanwhile the
-// peer is probed, and its answer after a silence cuts the wait short (see
-// reach.go). GiveUp counts from the run's first failure, or from now. It
-// returns nil when the session ended (Close, a refusal or give-up).
-func (s *Session) redial(st *retryRun, delay time.Duration) conn {
-	b := s.opts.Reconnect
-	start := time.Now()
-	if st.failures > 0 {
-		start = st.since
-	}
-	w := s.watchReach()
-	defer w.close()
-	for attempt := 0; ; attempt++ {
-		t := time.NewTimer(delay)
-		select {
-		case <-s.ctx.Done():
-			t.Stop()
-			s.finish(ErrClosed)
-			return nil
-		case <-t.C:
-		case <-w.back:
-			t.Stop()
-		}
-		began := time.Now()
-		c, back, err := s.dialWatched(w)
-		if err == nil {
-			return c
-		}
-		if back && s.ctx.Err() == nil {
-			// Begun while the peer was silent: not a failure, and the
-			// next one goes at once.
-			delay = 0
-			continue
-		}
-		if refused, ok := refusedDialing(err); ok {
-			s.log.Warn("moq: the peer refused the session; not reconnecting", "reason", refused.Why, "err", err)
-			s.finish(refused)
-			return nil
-		}
-		st.fail(began)
-		st.failures = max(st.failures, s.opts.backoffFrom)
-		delay = st.delay(b, false)
-		s.log.Warn("moq: reconnect failed", "attempt", attempt+1, "err", err, "failed_in_a_row", st.failures, "retry_in", delay.Round(time.Millisecond))
-		if s.ctx.Err() != nil {
-			s.finish(ErrClosed)
-			return nil
-		}
-		if giveUp := s.giveUp(); giveUp > 0 && time.Since(start) > giveUp {
-			s.finish(fmt.Errorf("moq: gave up reconnecting after %v: %w", giveUp, err))
-			return nil
-		}
-	}
-}
+func (s *Session) Reconnects() int64 { return s.links.Reconnects() }
 
 // finish ends the session for good with err.
 func (s *Session) finish(err error) {
+	// Before the remotes are taken: a broadcast made later sees the end
+	// (Session.Broadcast) and closes itself. The connection a GOAWAY
+	// dialled ahead is closed here too; one that lands later sees the end
+	// and closes itself.
+	err = s.links.End(err)
 	s.mu.Lock()
-	if s.err == nil {
-		s.err = err
-	}
-	if s.err == nil {
-		s.err = ErrClosed
-	}
-	err = s.err
 	remotes := make([]*remoteBroadcast, 0, len(s.remotes))
 	for _, rb := range s.remotes {
 		remotes = append(remotes, rb)
 	}
 	s.mu.Unlock()
 	s.cancel()
-	// After the cancel: a GOAWAY's dial that lands later sees it and
-	// closes its connection itself.
-	if nc := s.takeNextConn(); nc != nil {
-		nc.Close(0, "")
-	}
 	for _, rb := range remotes {
 		rb.close(err)
 	}
@@ -462,40 +289,23 @@ func (s *Session) finish(err error) {
 	s.doneOnce.Do(func() { close(s.done) })
 }
 
-// serveConn installs c as the current connection, serves its incoming
-// streams and returns when it is gone.
-func (s *Session) serveConn(c conn) {
-	s.mu.Lock()
-	s.cur = c
-	s.gen++
-	close(s.changed)
-	s.changed = make(chan struct{})
-	s.mu.Unlock()
-
-	c.family().serveConn(s)
-
-	s.mu.Lock()
-	if s.cur == c {
-		s.cur = nil
-		close(s.changed)
-		s.changed = make(chan struct{})
-	}
-	s.mu.Unlock()
-}
+// serveConn serves the incoming streams of f, the current connection,
+// until it is gone.
+func (s *Session) serveConn(f family) { f.serveConn(s) }
 
 // serveLite serves a moq-lite connection until it is gone: package
 // litesub reads the peer's streams, SETUP and GOAWAY go to the session.
 func (s *Session) serveLite(l liteFamily) {
 	c := l.c
 	ctx := c.Context()
-	s.logNegotiated(c)
+	s.logNegotiated(l.V)
 	peer := &litesub.Peer{
-		Setup: s.readSetup, Client: s.dial != nil, Pub: s.pub.lite,
-		GoAway: func(uri string) error { return s.liteGoAway(c, uri) },
+		Setup: s.readSetup, Client: s.dialled, Pub: s.pub.lite,
+		GoAway: func(uri string) error { return s.liteGoAway(l, uri) },
 	}
 	var loops []func()
-	if connVersion(c).SetupStream {
-		loops = append(loops, func() { litesub.SendSetup(ctx, l.C, s.ourSetup(c), s.log) })
+	if l.V.SetupStream {
+		loops = append(loops, func() { litesub.SendSetup(ctx, l.C, s.ourSetup(l), s.log) })
 	}
 	if str := c.SessionStream(); str != nil {
 		loops = append(loops, func() { litesub.ServeSessionStream(ctx, l.C, str, s.log) })
@@ -530,36 +340,14 @@ func (s *Session) serveLoops(c conn, code uint64, uni func(recvStream, session.O
 	wg.Wait()
 }
 
-// waitConn returns the current connection once it differs from generation
-// prev, waiting for a (re)connect.
-func (s *Session) waitConn(ctx context.Context, prev uint64) (conn, uint64, error) {
-	for {
-		s.mu.Lock()
-		c, gen, ch, err := s.cur, s.gen, s.changed, s.err
-		s.mu.Unlock()
-		if err != nil {
-			return nil, 0, err
-		}
-		if c != nil && gen != prev && c.Context().Err() == nil {
-			return c, gen, nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return nil, 0, context.Cause(ctx)
-		case <-s.done:
-		}
-	}
-}
-
 // ourSetup is what our moq-lite SETUP on c says: a raw QUIC client's
 // root (and token), the role a client declares.
-func (s *Session) ourSetup(c conn) litesub.Setup {
+func (s *Session) ourSetup(l liteFamily) litesub.Setup {
 	var m litesub.Setup
-	if pc, ok := c.(*setupPathConn); ok {
-		m.Path, m.HasPath = pc.path, true
+	if l.setupPath != nil {
+		m.Path, m.HasPath = *l.setupPath, true
 	}
-	if s.dial != nil {
+	if s.dialled {
 		m.HasRole = true
 		switch s.role {
 		case RolePublisher:
@@ -576,7 +364,7 @@ func (s *Session) ourSetup(c conn) litesub.Setup {
 // readSetup takes the peer's moq-lite SETUP: an accepted session's root
 // and query (raw QUIC) and the Role the client declared.
 func (s *Session) readSetup(m litesub.Setup) {
-	if s.dial == nil {
+	if !s.dialled {
 		s.mu.Lock()
 		if m.HasPath {
 			path, query := splitPathQuery(m.Path)
@@ -604,22 +392,15 @@ func (s *Session) Done() <-chan struct{} { return s.done }
 
 // Err returns why the session ended (nil while running; ErrClosed after
 // Close).
-func (s *Session) Err() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.err
-}
+func (s *Session) Err() error { return s.links.Err() }
 
 // Close ends the session (code 0), its subscriptions (their tracks end with
 // ErrClosed) and its publications, and waits for its goroutines.
 func (s *Session) Close() error {
-	s.mu.Lock()
-	s.closing = true
-	c := s.cur
-	s.mu.Unlock()
+	f, ok := s.links.Shut()
 	s.cancel()
-	if c != nil {
-		c.Close(CodeCancel, "")
+	if ok {
+		f.Close(CodeCancel, "")
 	}
 	s.finish(ErrClosed)
 	s.wg.Wait()
@@ -650,8 +431,8 @@ func connGone(c conn, err error) bool { return c.Context().Err() != nil || isCon
 
 // connLoss returns why c is gone: the context's cause once it is there,
 // otherwise err (the stream error that reported the loss first).
-func connLoss(c conn, err error) error {
-	if cause := connCause(c); cause != nil {
+func connLoss(c session.Family, err error) error {
+	if cause := c.Cause(); cause != nil {
 		return cause
 	}
 	return err

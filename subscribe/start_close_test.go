@@ -33,7 +33,6 @@ func (c *goneConn) Context() context.Context                       { return c.ct
 func (c *goneConn) WebTransport() bool                             { return false }
 func (c *goneConn) Version() *wire.Version                         { return nil }
 func (c *goneConn) SessionStream() bidiStream                      { return nil }
-func (c *goneConn) family() family                                 { return newLiteFamily(c) }
 func (c *goneConn) Close(uint64, string) {
 	c.mu.Lock()
 	c.closed++
@@ -53,7 +52,7 @@ func TestCloseBesideStartIsSafe(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sess.start(c)
+			sess.start(sess.newLite(c, nil))
 		}()
 		if err := sess.Close(); err != nil {
 			t.Fatal(err)

@@ -57,11 +57,11 @@ func (rb *remoteBroadcast) Activated() <-chan struct{} {
 // WaitConn returns the family of the session's current connection once
 // its generation differs from prev.
 func (rb *remoteBroadcast) WaitConn(ctx context.Context, prev uint64) (session.Family, uint64, error) {
-	c, gen, err := rb.s.waitConn(ctx, prev)
+	f, gen, err := rb.s.links.WaitConn(ctx, prev)
 	if err != nil {
 		return nil, 0, err
 	}
-	return rb.s.familyOf(c), gen, nil
+	return f, gen, nil
 }
 
 // LostGroups returns how many groups of the session's subscriptions were

@@ -187,9 +187,9 @@ func TestGroupArrivingAfterTheDrainIsRefused(t *testing.T) {
 	defer s.cancel()
 	rb := &remoteBroadcast{s: s, path: "b", b: model.NewBroadcast("b")}
 	rt := &session.Remote{Host: rb, Broadcast: rb.path, Name: "v", Track: model.NewTrack("v")}
-	l := s.familyOf(&lateContextConn{ctx: context.Background()}).(liteFamily)
+	l := s.newLite(&lateContextConn{ctx: context.Background()}, nil)
 	sub := testSubscription(l, rt, 4)
-	s.lite.Add(sub)
+	l.Route(sub)
 	sub.Drain(context.Background(), 0, 0, true)
 
 	h := wire.Group{SubscribeID: sub.ID, Sequence: 0}
@@ -241,30 +241,6 @@ func TestRedactURLHidesEveryCredential(t *testing.T) {
 	}
 	if got := RedactURL("https://relay.example/anon?room=a"); got != "https://relay.example/anon?room=a" {
 		t.Errorf("a URL without credentials changed: %q", got)
-	}
-}
-
-func TestReconnectDelayIsZeroFirstAfterASteadyConnectionThenBacksOff(t *testing.T) {
-	b := Backoff{Min: 100 * time.Millisecond, Max: time.Second}
-	for _, tc := range []struct {
-		name     string
-		attempt  int
-		atOnce   bool
-		min, max time.Duration
-	}{
-		{"first after a steady connection", 0, true, 0, 0},
-		{"second after a steady connection", 1, true, 50 * time.Millisecond, 100 * time.Millisecond},
-		{"third after a steady connection", 2, true, 100 * time.Millisecond, 200 * time.Millisecond},
-		{"first after a short-lived connection", 0, false, 50 * time.Millisecond, 100 * time.Millisecond},
-		{"capped", 30, true, 500 * time.Millisecond, time.Second},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			for range 100 {
-				if d := reconnectDelay(b, tc.attempt, tc.atOnce); d < tc.min || d > tc.max {
-					t.Fatalf("delay %v, want within [%v, %v]", d, tc.min, tc.max)
-				}
-			}
-		})
 	}
 }
 
@@ -328,10 +304,10 @@ func TestGroupReadEndsWithItsSubscriptionEvenWhenCancelReadDoesNotWakeIt(t *test
 	defer s.cancel()
 	rb := &remoteBroadcast{s: s, path: "b", b: model.NewBroadcast("b")}
 	rt := &session.Remote{Host: rb, Broadcast: rb.path, Name: "v", Track: model.NewTrack("v")}
-	l := s.familyOf(&lateContextConn{ctx: context.Background()}).(liteFamily)
+	l := s.newLite(&lateContextConn{ctx: context.Background()}, nil)
 	sub := testSubscription(l, rt, 4)
 	sub.MarkStarted()
-	s.lite.Add(sub)
+	l.Route(sub)
 	h := wire.Group{SubscribeID: sub.ID, Sequence: 0}
 	str := &sessionGoneRecv{header: h.Append(nil), deadline: make(chan struct{})}
 	done := make(chan struct{})

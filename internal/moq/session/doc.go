@@ -32,7 +32,18 @@
 // its track): a group stream waits for the start and for the streams
 // accepted before it (StreamOrder, AcceptStreams), makes its group
 // (CreateGroup, adopting one a lost connection cut) and ends it
-// (EndGroup); a FETCH's reply becomes frames in Fetch.
+// (EndGroup); a FETCH's reply becomes frames in Fetch. The subscriptions
+// a connection's group streams name are in one routing table, Routes, by
+// the family's key (moq-lite's subscribe id, moq-transport's track
+// alias).
+//
+// A session's connections are Links: the one served now (which tracks
+// wait for), the one a GOAWAY dialled ahead (make before break), and the
+// loop that replaces a lost one: at once after a connection that lasted,
+// with a jittered backoff (Backoff) over a run of failures, cut short
+// when a probe says a silent peer answers again, until the session is
+// closed, refused or gives up. What a connection's end means (a refusal,
+// a lesson about the server) the facade says through Links' hooks.
 //
 // The seams the core owns and the families implement: Family (what a
 // protocol does for the core on one connection: a subscription attempt's

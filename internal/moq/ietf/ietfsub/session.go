@@ -91,11 +91,13 @@ type Session struct {
 	granted  uint64        // the limit we granted the peer
 	window   uint64        // ids granted at a time
 	reqs     map[uint64]*request
-	aliases  map[uint64]*session.Sub
-	aliasCh  chan struct{}     // closed and replaced when aliases grows
 	peerNS   map[string]uint64 // namespaces the peer published -> request id
 	nsCh     chan struct{}     // closed and replaced when peerNS changes
 	goingOff bool              // GOAWAY received
+
+	// routes are the subscriptions the subgroup streams name, by track
+	// alias.
+	routes session.Routes
 
 	// served are the peer's requests we serve (package ietfpub), set
 	// before the connection is served.
@@ -118,7 +120,7 @@ func New(c session.Conn, cfg Config) *Session {
 	v := cfg.Draft
 	s := &Session{
 		c: c, v: v, client: cfg.Client, log: cfg.Log, goingAway: cfg.GoingAway, compat: cfg.Compat,
-		reqs: map[uint64]*request{}, aliases: map[uint64]*session.Sub{}, aliasCh: make(chan struct{}),
+		reqs:   map[uint64]*request{},
 		peerNS: map[string]uint64{}, maxCh: make(chan struct{}), nsCh: make(chan struct{}),
 		granted: cfg.Window, window: cfg.Window,
 	}

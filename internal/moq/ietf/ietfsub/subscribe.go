@@ -165,7 +165,7 @@ func (is *subscription) Route(sub *session.Sub) error {
 	return nil
 }
 
-func (is *subscription) Unroute(sub *session.Sub) { is.s.forgetAlias(is.ok.TrackAlias, sub) }
+func (is *subscription) Unroute(sub *session.Sub) { is.s.routes.Remove(is.ok.TrackAlias, sub) }
 
 // Request: SUBSCRIBE went out in Accept.
 func (is *subscription) Request(context.Context, *session.Sub, bool) error { return nil }
@@ -289,63 +289,15 @@ func (s *Session) loss(err error) error {
 
 // addAlias routes subgroup streams of alias to sub.
 func (s *Session) addAlias(alias uint64, sub *session.Sub) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, dup := s.aliases[alias]; dup {
+	if !s.routes.Add(alias, sub) {
 		return fmt.Errorf("%w: track alias %d already in use", session.ErrProtocol, alias)
 	}
-	s.aliases[alias] = sub
-	close(s.aliasCh)
-	s.aliasCh = make(chan struct{})
 	return nil
-}
-
-// forgetAlias stops routing alias to sub: later streams are refused, and
-// none joins sub.Groups after this returns.
-func (s *Session) forgetAlias(alias uint64, sub *session.Sub) {
-	s.mu.Lock()
-	if s.aliases[alias] == sub {
-		delete(s.aliases, alias)
-	}
-	s.mu.Unlock()
 }
 
 // Routed returns the subscriptions whose subgroup streams the session
 // routes (by track alias).
-func (s *Session) Routed() []*session.Sub {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	subs := make([]*session.Sub, 0, len(s.aliases))
-	for _, sub := range s.aliases {
-		subs = append(subs, sub)
-	}
-	return subs
-}
-
-// joinAlias returns the subscription of alias, waiting a little for its
-// SUBSCRIBE_OK, and counts the caller in its group streams.
-func (s *Session) joinAlias(alias uint64) *session.Sub {
-	t := time.NewTimer(aliasWait)
-	defer t.Stop()
-	for {
-		s.mu.Lock()
-		sub, ch := s.aliases[alias], s.aliasCh
-		if sub != nil {
-			sub.Groups.Add(1)
-		}
-		s.mu.Unlock()
-		if sub != nil {
-			return sub
-		}
-		select {
-		case <-ch:
-		case <-t.C:
-			return nil
-		case <-s.Context().Done():
-			return nil
-		}
-	}
-}
+func (s *Session) Routed() []*session.Sub { return s.routes.Routed() }
 
 // HandleUni reads one incoming data stream: a subgroup of a subscription
 // or the objects of a fetch. t is its place in the order the streams were
@@ -381,7 +333,7 @@ func (s *Session) HandleUni(str session.RecvStream, t session.OrderTicket) {
 // readSubgroup turns one subgroup stream into a model group.
 func (s *Session) readSubgroup(str session.RecvStream, r *bufio.Reader, h ietf.SubgroupHeader, t session.OrderTicket) {
 	t.Name(h.TrackAlias, h.Group)
-	sub := s.joinAlias(h.TrackAlias)
+	sub := s.routes.Await(s.Context(), h.TrackAlias, aliasWait)
 	if sub == nil {
 		s.log.Debug("moq: data stream for an unknown track alias", "alias", h.TrackAlias)
 		str.CancelRead(codeCancel)

@@ -14,8 +14,9 @@
 // the order group streams make their groups in, and the group pump.
 //
 // A Conn is moq-lite on one connection, as the core sees it
-// (session.Family); a Session is what the subscriber keeps across its
-// connections (the subscriptions its group streams are routed to). It
+// (session.Family), made with its Config; its Session is the subscriber's
+// state on that connection (the subscriptions its group streams name, in
+// the core's session.Routes by subscribe id). It
 // imports neither moq-transport's packages nor the transport: it works on
 // the core's connection and stream interfaces (session.Conn). Package
 // subscribe, the public facade, hands it its moq-lite connections and

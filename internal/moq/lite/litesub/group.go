@@ -32,7 +32,7 @@ func (c Conn) ReadGroup(str session.RecvStream, r *bufio.Reader, t session.Order
 		return
 	}
 	t.Name(h.SubscribeID, h.Sequence)
-	sub := s.join(h.SubscribeID)
+	sub := s.routes.Join(h.SubscribeID)
 	if sub == nil {
 		str.CancelRead(wire.CodeNotFound)
 		return

@@ -18,10 +18,9 @@ import (
 // version).
 const SessionProtocolViolation = 0x3
 
-// Session is a moq-lite subscriber's state across its connections: the
-// subscriptions the group streams name, by subscribe id. Its exported
-// fields are set once, before it is used.
-type Session struct {
+// Config is how moq-lite's subscriber speaks: set once, before its first
+// connection, and shared by them.
+type Config struct {
 	Log *slog.Logger
 	// RequestTimeout bounds a TRACK's answer and our GOAWAY's sending.
 	RequestTimeout time.Duration
@@ -31,78 +30,41 @@ type Session struct {
 	// false when err is none (the facade's errors name the peer's
 	// resets).
 	ResetCode func(err error) (code uint64, ok bool)
+}
+
+// Session is moq-lite's subscriber on one connection: its Config and the
+// subscriptions the connection's group streams name, by subscribe id (in
+// the core's routing table, as moq-transport's by track alias).
+type Session struct {
+	*Config
 
 	mu     sync.Mutex
 	nextID uint64
-	subs   map[uint64]*session.Sub
+	routes session.Routes
 }
 
 // route registers sub under the next subscribe id.
 func (s *Session) route(sub *session.Sub) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.subs == nil {
-		s.subs = map[uint64]*session.Sub{}
-	}
 	sub.ID = s.nextID
 	s.nextID++
-	s.subs[sub.ID] = sub
+	s.mu.Unlock()
+	s.routes.Add(sub.ID, sub)
 }
 
 // Unroute removes sub: group streams naming its id are refused from now
 // on.
-func (s *Session) Unroute(sub *session.Sub) {
-	s.mu.Lock()
-	if s.subs[sub.ID] == sub {
-		delete(s.subs, sub.ID)
-	}
-	s.mu.Unlock()
-}
-
-// join returns the subscription of id, counting the caller in its group
-// streams (nil: none).
-func (s *Session) join(id uint64) *session.Sub {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sub := s.subs[id]
-	if sub != nil {
-		sub.Groups.Add(1)
-	}
-	return sub
-}
-
-// Routed returns the subscriptions whose group streams the session routes
-// now (by subscribe id), as ietfsub's Routed does by track alias.
-func (s *Session) Routed() []*session.Sub {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	subs := make([]*session.Sub, 0, len(s.subs))
-	for _, sub := range s.subs {
-		subs = append(subs, sub)
-	}
-	return subs
-}
-
-// Add registers sub under its own id, as a subscription attempt would
-// (tests).
-func (s *Session) Add(sub *session.Sub) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.subs == nil {
-		s.subs = map[uint64]*session.Sub{}
-	}
-	s.subs[sub.ID] = sub
-}
+func (s *Session) Unroute(sub *session.Sub) { s.routes.Remove(sub.ID, sub) }
 
 // isReset reports whether err is a stream reset by the peer.
-func (s *Session) isReset(err error) bool {
+func (s *Config) isReset(err error) bool {
 	_, ok := s.ResetCode(err)
 	return ok
 }
 
-// Conn is moq-lite on one connection (C, which negotiated V) for session
-// S: the subscriber core's view of it (session.Family). Values of one
-// connection compare equal.
+// Conn is moq-lite on one connection (C, which negotiated V) with its
+// subscriber's state S: the subscriber core's view of it
+// (session.Family). Values of one connection compare equal.
 type Conn struct {
 	S *Session
 	C session.Conn
@@ -110,13 +72,21 @@ type Conn struct {
 }
 
 // NewConn is moq-lite on c, which negotiated v (nil: moq-lite-05, as a
-// bare test transport).
-func NewConn(s *Session, c session.Conn, v *wire.Version) Conn {
+// bare test transport), speaking as cfg says.
+func NewConn(cfg *Config, c session.Conn, v *wire.Version) Conn {
 	if v == nil {
 		v = wire.Lite05
 	}
-	return Conn{S: s, C: c, V: v}
+	return Conn{S: &Session{Config: cfg}, C: c, V: v}
 }
+
+// Routed returns the subscriptions whose group streams the connection
+// routes now (by subscribe id).
+func (c Conn) Routed() []*session.Sub { return c.S.routes.Routed() }
+
+// Route registers sub under its own id, as a subscription attempt would
+// (tests).
+func (c Conn) Route(sub *session.Sub) { c.S.routes.Add(sub.ID, sub) }
 
 func (c Conn) Context() context.Context { return c.C.Context() }
 func (c Conn) Cause() error             { return c.C.Cause() }
@@ -152,7 +122,7 @@ func (c Conn) SessionEndingReset(err error) bool {
 // ResetMeaning returns the meaning of the stream reset err carries
 // (session.ResetUnknown when it carries none), in lite-06's numbering when
 // renumbered.
-func (s *Session) ResetMeaning(err error, renumbered bool) session.Reset {
+func (s *Config) ResetMeaning(err error, renumbered bool) session.Reset {
 	code, ok := s.ResetCode(err)
 	if !ok {
 		return session.ResetUnknown

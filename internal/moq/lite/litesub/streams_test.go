@@ -22,8 +22,8 @@ type resetErr struct{ code uint64 }
 
 func (e *resetErr) Error() string { return "reset" }
 
-func testSession() *Session {
-	return &Session{Log: slog.New(slog.DiscardHandler), RequestTimeout: time.Second, ResetCode: func(err error) (uint64, bool) {
+func testConfig() *Config {
+	return &Config{Log: slog.New(slog.DiscardHandler), RequestTimeout: time.Second, ResetCode: func(err error) (uint64, bool) {
 		if re, ok := errors.AsType[*resetErr](err); ok {
 			return re.code, true
 		}
@@ -91,7 +91,7 @@ func TestGoAwayIsTakenOnceAndOnlyAsTheRulesAllow(t *testing.T) {
 			}}
 			m := wire.Goaway{URI: tc.uri}
 			str := &stream{Reader: bytes.NewReader(m.Append(nil))}
-			NewConn(testSession(), c, wire.Lite06).readGoAway(str, bufio.NewReader(str), p)
+			NewConn(testConfig(), c, wire.Lite06).readGoAway(str, bufio.NewReader(str), p)
 			if taken := len(got) == 1 && got[0] == tc.uri; taken != tc.taken {
 				t.Errorf("the session got %q, want it taken: %v", got, tc.taken)
 			}
@@ -125,7 +125,7 @@ func TestAGroupStreamIsRefusedUnlessItsHeaderNamesARoutedSubscription(t *testing
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			str := &stream{Reader: tc.in}
-			NewConn(testSession(), &fakeConn{}, tc.v).ReadGroup(str, bufio.NewReader(str), session.OrderTicket{})
+			NewConn(testConfig(), &fakeConn{}, tc.v).ReadGroup(str, bufio.NewReader(str), session.OrderTicket{})
 			if !slices.Equal(str.cancelled, tc.cancel) {
 				t.Errorf("CancelRead codes %v, want %v", str.cancelled, tc.cancel)
 			}

@@ -1,0 +1,198 @@
+package layering
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The seam rules read the source, not the imports: the facade and the
+// session core reach a protocol family only through the seam (package
+// subscribe's family, the core's session.Family), never by asking which
+// family a value is, and the facade's Session keeps no family's state.
+
+// familyPkgs are the protocol families' session packages, whose state a
+// Session must not hold.
+var familyPkgs = []string{module + "/internal/moq/lite/litesub", module + "/internal/moq/ietf/ietfsub"}
+
+// concreteFamily matches the name of a type that is one family's own: the
+// facade's implementations (liteFamily, ietfConn) and anything named
+// after a family.
+var concreteFamily = regexp.MustCompile(`(?i)lite|ietf`)
+
+// seamViolations returns the type assertions and type switches of file f
+// that name a family's concrete type (by name, or from a family's
+// package), and the fields of a struct type named Session whose type comes
+// from a family's session package.
+func seamViolations(fset *token.FileSet, f *ast.File) []string {
+	// imported: local package name -> import path.
+	imported := map[string]string{}
+	for _, im := range f.Imports {
+		p, _ := strconv.Unquote(im.Path.Value)
+		name := p[strings.LastIndex(p, "/")+1:]
+		if im.Name != nil {
+			name = im.Name.Name
+		}
+		imported[name] = p
+	}
+	fromFamily := func(e ast.Expr, pkgs []string) bool {
+		sel, ok := e.(*ast.SelectorExpr)
+		if !ok {
+			return false
+		}
+		id, ok := sel.X.(*ast.Ident)
+		return ok && slices.Contains(pkgs, imported[id.Name])
+	}
+	familyPrefixes := []string{module + "/internal/moq/lite", module + "/internal/moq/ietf"}
+	names := func(e ast.Expr) bool {
+		found := false
+		ast.Inspect(e, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.Ident:
+				if concreteFamily.MatchString(n.Name) {
+					found = true
+				}
+			case *ast.SelectorExpr:
+				if id, ok := n.X.(*ast.Ident); ok {
+					for _, p := range familyPrefixes {
+						if strings.HasPrefix(imported[id.Name], p) {
+							found = true
+						}
+					}
+				}
+				return false
+			}
+			return true
+		})
+		return found
+	}
+	var bad []string
+	at := func(n ast.Node, what string) {
+		bad = append(bad, fmt.Sprintf("%s: %s", fset.Position(n.Pos()), what))
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.TypeAssertExpr:
+			if n.Type != nil && names(n.Type) {
+				at(n, "a type assertion to a family's concrete type")
+			}
+		case *ast.TypeSwitchStmt:
+			for _, c := range n.Body.List {
+				for _, e := range c.(*ast.CaseClause).List {
+					if names(e) {
+						at(e, "a type switch on a family's concrete type")
+					}
+				}
+			}
+		case *ast.TypeSpec:
+			st, ok := n.Type.(*ast.StructType)
+			if !ok || n.Name.Name != "Session" {
+				return true
+			}
+			for _, fld := range st.Fields.List {
+				hit := false
+				ast.Inspect(fld.Type, func(m ast.Node) bool {
+					if e, ok := m.(ast.Expr); ok && fromFamily(e, familyPkgs) {
+						hit = true
+					}
+					return !hit
+				})
+				if hit {
+					at(fld, "a Session field holding a family's session state")
+				}
+			}
+		}
+		return true
+	})
+	return bad
+}
+
+// sourceFiles parses the non-test Go files of dir.
+func sourceFiles(t *testing.T, fset *token.FileSet, dir string) []*ast.File {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []*ast.File
+	for _, p := range paths {
+		if strings.HasSuffix(p, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, p, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	if len(files) == 0 {
+		t.Fatalf("no Go files in %s: the seam rules name a package that moved; update them", dir)
+	}
+	return files
+}
+
+// TestTheFacadeAndTheCoreReachAFamilyOnlyThroughTheSeam: subscribe and
+// the session core never ask which family a value is (no type assertion
+// or switch to liteFamily, *ietfConn or a family package's type), and
+// subscribe's Session holds no family's session state (moq-lite's routing
+// table once sat there as s.lite, beside moq-transport's behind the seam).
+func TestTheFacadeAndTheCoreReachAFamilyOnlyThroughTheSeam(t *testing.T) {
+	root := filepath.Join("..", "..")
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("module root not found from the test's directory: %v", err)
+	}
+	fset := token.NewFileSet()
+	for _, dir := range []string{"subscribe", "internal/moq/session"} {
+		for _, f := range sourceFiles(t, fset, filepath.Join(root, dir)) {
+			for _, b := range seamViolations(fset, f) {
+				t.Error(b)
+			}
+		}
+	}
+}
+
+// TestTheSeamRulesCatchWhatTheyForbid feeds the rules source that breaks
+// each of them: a rule that cannot fail checks nothing.
+func TestTheSeamRulesCatchWhatTheyForbid(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		want      int
+	}{
+		{"clean", `package subscribe
+import "github.com/moq-export/moq-export/internal/moq/session"
+type Session struct{ links session.Links[family] }
+func f(x any) { _ = x.(family); switch x.(type) { case error: } }`, 0},
+		{"an assertion to the facade's moq-transport type", `package subscribe
+func f(c conn) { _ = c.(*ietfConn) }`, 1},
+		{"a type switch on the facade's moq-lite type", `package subscribe
+func f(c any) { switch c.(type) { case liteFamily, error: } }`, 1},
+		{"an assertion to a family package's type", `package subscribe
+import "github.com/moq-export/moq-export/internal/moq/ietf/ietfsub"
+func f(c any) { _, _ = c.(*ietfsub.Session) }`, 1},
+		{"a Session field holding moq-lite's state", `package subscribe
+import "github.com/moq-export/moq-export/internal/moq/lite/litesub"
+type Session struct{ lite litesub.Session; n int }`, 1},
+		{"a Session field holding moq-transport's state by pointer", `package subscribe
+import x "github.com/moq-export/moq-export/internal/moq/ietf/ietfsub"
+type Session struct{ m map[string]*x.Session }`, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, "x.go", tc.src, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := seamViolations(fset, f); len(got) != tc.want {
+				t.Errorf("%d violations %v, want %d", len(got), got, tc.want)
+			}
+		})
+	}
+}

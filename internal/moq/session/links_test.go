@@ -1,0 +1,109 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestReconnectDelayIsZeroFirstAfterASteadyConnectionThenBacksOff(t *testing.T) {
+	b := Backoff{Min: 100 * time.Millisecond, Max: time.Second}
+	for _, tc := range []struct {
+		name     string
+		attempt  int
+		atOnce   bool
+		min, max time.Duration
+	}{
+		{"first after a steady connection", 0, true, 0, 0},
+		{"second after a steady connection", 1, true, 50 * time.Millisecond, 100 * time.Millisecond},
+		{"third after a steady connection", 2, true, 100 * time.Millisecond, 200 * time.Millisecond},
+		{"first after a short-lived connection", 0, false, 50 * time.Millisecond, 100 * time.Millisecond},
+		{"capped", 30, true, 500 * time.Millisecond, time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for range 100 {
+				if d := b.Delay(tc.attempt, tc.atOnce); d < tc.min || d > tc.max {
+					t.Fatalf("delay %v, want within [%v, %v]", d, tc.min, tc.max)
+				}
+			}
+		})
+	}
+}
+
+// link is a connection for the loop's tests.
+type link struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	closed atomic.Int32
+}
+
+func newLink() *link {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &link{ctx: ctx, cancel: cancel}
+}
+
+func (l *link) Context() context.Context { return l.ctx }
+func (l *link) Cause() error             { return context.Cause(l.ctx) }
+func (l *link) Close(uint64, string)     { l.closed.Add(1); l.cancel() }
+
+// testLinks are the links of an accepted session (no Dial): it ends with
+// its connection.
+func testLinks(wg *sync.WaitGroup) *Links[*link] {
+	k := &Links[*link]{Log: slog.New(slog.DiscardHandler), Closed: errors.New("closed"), Go: wg.Go}
+	k.Serve = func(l *link) { <-l.ctx.Done() }
+	k.Finish = func(err error) { k.End(err) }
+	return k
+}
+
+func TestAConnectionStartedAfterShutIsClosedAndNeverServed(t *testing.T) {
+	var wg sync.WaitGroup
+	k := testLinks(&wg)
+	k.Shut()
+	l := newLink()
+	if k.Start(context.Background(), l) {
+		t.Fatal("Start after Shut served the connection")
+	}
+	if l.closed.Load() != 1 {
+		t.Fatalf("the connection was closed %d times, want 1", l.closed.Load())
+	}
+	wg.Wait()
+}
+
+func TestWaitConnGetsEachNewConnectionAndThenTheSessionsEnd(t *testing.T) {
+	var wg sync.WaitGroup
+	k := testLinks(&wg)
+	l := newLink()
+	if !k.Start(context.Background(), l) {
+		t.Fatal("Start refused")
+	}
+	got, gen, err := k.WaitConn(context.Background(), 0)
+	if err != nil || got != l || gen == 0 {
+		t.Fatalf("WaitConn = %v, %d, %v; want the connection started", got, gen, err)
+	}
+	// The same generation again waits for the next connection: an
+	// accepted session has none, so it gets the session's end.
+	ended := make(chan error, 1)
+	go func() {
+		_, _, err := k.WaitConn(context.Background(), gen)
+		ended <- err
+	}()
+	cause := errors.New("peer gone")
+	l.cancel()
+	k.End(cause)
+	select {
+	case err := <-ended:
+		if !errors.Is(err, cause) {
+			t.Fatalf("WaitConn after the end: %v, want %v", err, cause)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("WaitConn outlived the session")
+	}
+	wg.Wait()
+	if err := k.End(errors.New("later")); !errors.Is(err, cause) {
+		t.Fatalf("a later End replaced the first error: %v", err)
+	}
+}
