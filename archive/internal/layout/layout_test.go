@@ -284,6 +284,39 @@ func TestSpansAreCheckedAgainstTheirRecord(t *testing.T) {
 	}
 }
 
+func TestASegmentContinuesTheRecordBeforeOnlyWhereItsSpanWouldStart(t *testing.T) {
+	split := Segment{Version: 2, FrameStart: 3, Groups: []Group{
+		{Sequence: 7, Frames: []Frame{{1100, []byte("A")}, {1133, []byte("BB")}}},
+		{Sequence: 8, Frames: []Frame{{1166, []byte("C")}}},
+	}}
+	alone := Segment{Version: 2, FrameStart: 3, Groups: []Group{{Sequence: 7, Frames: []Frame{{1100, []byte("A")}}}}}
+	if got, want := Last(split), (Position{8, 1}); got != want {
+		t.Errorf("Last of the split example = %v, want %v", got, want)
+	}
+	if got, want := Last(alone), (Position{7, 4}); got != want {
+		t.Errorf("Last of a group split at both ends = %v, want %v", got, want)
+	}
+	for _, c := range []struct {
+		name string
+		seg  Segment
+		prev Position
+		ok   bool
+	}{
+		{"the next group from its first frame", audio(2), Position{39, 5}, true},
+		{"the rest of the group the record before ended in", split, Position{7, 3}, true},
+		{"a group later: a hole", audio(2), Position{38, 5}, false},
+		{"the same group again from its start", audio(2), Position{40, 5}, false},
+		{"the rest of a group from the wrong frame", split, Position{7, 2}, false},
+		{"the next group from a later frame", split, Position{6, 9}, false},
+		{"an earlier group", audio(2), Position{41, 0}, false},
+		{"a hole inside", xyz(2), Position{4, 1}, false},
+	} {
+		if got := Continues(c.seg, c.prev); got != c.ok {
+			t.Errorf("%s: Continues = %v, want %v", c.name, got, c.ok)
+		}
+	}
+}
+
 func TestRecordsMatchTheSheet(t *testing.T) {
 	const derived = `{"sequence":3,"pts":2000,"duration":60,"start":{"group":40},"end":{"group":42}}`
 	r := Record{Sequence: 3, PTS: 2000, Duration: 60, Start: Position{40, 0}, End: Position{42, 0}, Keyframe: true}

@@ -218,11 +218,27 @@ func ParseSegment(b []byte) (Segment, error) {
 // exactly the frames of its record's span [start, end), its groups
 // consecutive and none empty.
 func CheckSpan(s Segment, start, end Position) error {
-	if len(s.Groups) == 0 {
-		return ErrEmpty
+	if err := checkInside(s); err != nil {
+		return err
 	}
 	if s.Groups[0].Sequence != start.Group || s.FrameStart != start.Frame {
 		return malformed("segment", "starts at %d/%d, record starts at %d/%d", s.Groups[0].Sequence, s.FrameStart, start.Group, start.Frame)
+	}
+	last := Last(s)
+	switch {
+	case end.Frame == 0 && last.Group+1 == end.Group:
+		return nil
+	case end.Frame > 0 && last.Group == end.Group && last.Frame == end.Frame:
+		return nil
+	}
+	return malformed("segment", "ends at %d/%d, record ends at %d/%d", last.Group, last.Frame, end.Group, end.Frame)
+}
+
+// checkInside checks the part of the span rule a segment can be held to
+// alone: its groups consecutive and none empty.
+func checkInside(s Segment) error {
+	if len(s.Groups) == 0 {
+		return ErrEmpty
 	}
 	for i, g := range s.Groups {
 		if len(g.Frames) == 0 {
@@ -232,16 +248,35 @@ func CheckSpan(s Segment, start, end Position) error {
 			return malformed("segment", "group %d after %d: a hole inside a record", g.Sequence, s.Groups[i-1].Sequence)
 		}
 	}
-	last := s.Groups[len(s.Groups)-1]
-	var n uint64 = uint64(len(last.Frames))
+	return nil
+}
+
+// Last returns where a v2 segment (of at least one group) ends: its last
+// group, and how many of that group's frames the track's records hold up
+// to and including this one (the frame index after its last frame).
+func Last(s Segment) Position {
+	g := s.Groups[len(s.Groups)-1]
+	n := uint64(len(g.Frames))
 	if len(s.Groups) == 1 {
 		n += s.FrameStart
 	}
-	switch {
-	case end.Frame == 0 && last.Sequence+1 == end.Group:
-		return nil
-	case end.Frame > 0 && last.Sequence == end.Group && n == end.Frame:
-		return nil
+	return Position{Group: g.Sequence, Frame: n}
+}
+
+// Continues reports whether s, a v2 segment, holds the track's record
+// that comes right after one that ended at prev (Last of its segment),
+// by the span rule: it starts either in prev's group at the frame after
+// prev's last, or at frame 0 of the next group, and its groups are
+// consecutive and none empty. That is the span rule's record after
+// prev's where the track has no hole: a reader that read the previous
+// record needs the timeline's record only for a segment that does not
+// continue (a hole in the track, or an object other than its record
+// says).
+func Continues(s Segment, prev Position) bool {
+	if checkInside(s) != nil {
+		return false
 	}
-	return malformed("segment", "ends at %d/%d, record ends at %d/%d", last.Sequence, n, end.Group, end.Frame)
+	first := s.Groups[0].Sequence
+	return first == prev.Group && s.FrameStart == prev.Frame && s.FrameStart > 0 ||
+		first == prev.Group+1 && s.FrameStart == 0
 }

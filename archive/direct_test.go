@@ -1,0 +1,181 @@
+package archive_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moq-export/moq-export/archive"
+	"github.com/moq-export/moq-export/archive/internal/layout"
+)
+
+// synthArchive archives dur of the H.264 and AAC samples as tracks "v"
+// and "a" into a new directory, fast (no real time), and returns it with
+// the number of records of "v".
+func synthArchive(t *testing.T, dur time.Duration) (string, int) {
+	t.Helper()
+	dir := t.TempDir()
+	cat := []byte(`{"video":{"renditions":{"v":{"codec":"avc1.64001f","codedWidth":1280,"codedHeight":720}}},"audio":{"renditions":{"a":{"codec":"mp4a.40.2","sampleRate":48000,"numberOfChannels":2}}}}`)
+	buildArchive(t, dir, cat, []synth{sampleSynth(t, "v", "h264"), sampleSynth(t, "a", "aac")}, dur)
+	ents, err := os.ReadDir(filepath.Join(dir, "demo", "v", "segments"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, len(ents)
+}
+
+// readWatched reads the whole of the archive in dir and returns the
+// frames and the keys read.
+func readWatched(t *testing.T, dir string) (map[string][]got, []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	d, err := archive.Dir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &watched{Store: d}
+	rec, err := archive.Open(st, "").Recording(ctx, "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := rec.Broadcast(ctx, archive.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames := collect(ctx, t, b)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return frames, append([]string(nil), st.gets...)
+}
+
+// TestAWholeTrackIsReadWithoutATimelineObjectPerRecord: reading a track
+// from its start takes each segment object once and its timeline only to
+// find the first and last records (a few probes), not a timeline object
+// per record: the segments that continue each other need no record to
+// check them against.
+func TestAWholeTrackIsReadWithoutATimelineObjectPerRecord(t *testing.T) {
+	t.Parallel()
+	dir, records := synthArchive(t, 3*time.Minute)
+	if records < 40 {
+		t.Fatalf("%d records of v: the test proves nothing", records)
+	}
+	_, gets := readWatched(t, dir)
+	seen := map[string]int{}
+	timeline := 0
+	for _, k := range gets {
+		seen[k]++
+		if strings.HasPrefix(k, "demo/v%2Etimeline%2Ez/") {
+			timeline++
+		}
+	}
+	for i := range records {
+		if k := layout.SegmentKey("demo", "v", uint64(i)); seen[k] != 1 {
+			t.Errorf("%s read %d times, want once", k, seen[k])
+		}
+	}
+	// Record 0, the doubling probes and the bisection for the last: about
+	// 2 log2(records) objects.
+	if limit := 2*bitLen(records) + 2; timeline > limit {
+		t.Errorf("read %d timeline objects of v for %d records, want at most %d", timeline, records, limit)
+	}
+	t.Logf("%d records of v: %d timeline objects read", records, timeline)
+}
+
+func bitLen(n int) int {
+	b := 0
+	for ; n > 0; n >>= 1 {
+		b++
+	}
+	return b
+}
+
+// TestASegmentThatDoesNotContinueItsPredecessorIsCheckedAgainstItsRecord:
+// a segment read without its timeline record is taken only when it starts
+// where the one before ended. A missing one, or one holding another
+// record's frames (a valid object in the wrong place), is looked up in
+// the timeline: a gap of that record's frames, the rest intact, never
+// frames twice.
+func TestASegmentThatDoesNotContinueItsPredecessorIsCheckedAgainstItsRecord(t *testing.T) {
+	t.Parallel()
+	dir, records := synthArchive(t, time.Minute)
+	if records < 10 {
+		t.Fatalf("%d records of v: the test proves nothing", records)
+	}
+	whole, _ := readWatched(t, dir)
+	seg := func(i int) string {
+		return filepath.Join(dir, filepath.FromSlash(layout.SegmentKey("demo", "v", uint64(i))))
+	}
+	framesOf := func(i int) []int64 {
+		b, err := os.ReadFile(seg(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := layout.ParseSegment(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ts []int64
+		for _, g := range s.Groups {
+			for _, f := range g.Frames {
+				ts = append(ts, int64(f.Timestamp))
+			}
+		}
+		return ts
+	}
+	for _, c := range []struct {
+		name  string
+		spoil func(i int)
+	}{
+		{"missing", func(i int) {
+			if err := os.Remove(seg(i)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"another record's", func(i int) {
+			b, err := os.ReadFile(seg(i + 2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(seg(i)); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(seg(i), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			const i = 4
+			lost := map[int64]bool{}
+			for _, ts := range framesOf(i) {
+				lost[ts] = true
+			}
+			restore, err := os.ReadFile(seg(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.spoil(i)
+			back, _ := readWatched(t, dir)
+			os.Remove(seg(i))
+			if err := os.WriteFile(seg(i), restore, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var want []got
+			for _, f := range whole["v"] {
+				if !lost[f.ts] {
+					want = append(want, f)
+				}
+			}
+			if len(want) == len(whole["v"]) {
+				t.Fatal("record 4 holds no frame of the reading: the test proves nothing")
+			}
+			// The records hold whole groups (a keyframe each 2 s): what
+			// follows the gap starts a group.
+			compare(t, c.name, map[string][]got{"v": want, "a": whole["a"]}, back)
+		})
+	}
+}
