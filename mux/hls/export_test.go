@@ -18,6 +18,14 @@ type Counters = counters
 
 func (w *Writer) Counters() Counters { return w.detail() }
 
+// Created is how many files WriteFile created: each name's first version
+// and the spares its swaps go through.
+func (s *DirStore) Created() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.created
+}
+
 // ReferenceState is the package state as encoding/json writes it: what
 // the tests hold the Writer's (state.marshal) to.
 func (w *Writer) ReferenceState() ([]byte, error) { return json.Marshal(w.st) }

@@ -251,7 +251,11 @@ func (w *Writer) base() string { return strings.TrimSuffix(w.opts.Playlist, path
 // MPDName is the name of the DASH manifest.
 func (w *Writer) MPDName() string { return w.base() + ".mpd" }
 
-func (w *Writer) stateName() string { return w.base() + ".state.json" }
+func (w *Writer) stateName() string { return w.base() + stateSuffix }
+
+// stateSuffix ends the package state's name. No player reads the state,
+// so DirStore may give its old versions to other names (DirStore.free).
+const stateSuffix = ".state.json"
 
 // fail makes err sticky.
 func (w *Writer) fail(err error) error {
