@@ -24,9 +24,8 @@ func ticksOf(us int64, ts uint32) int64 {
 // While recording it is dynamic (players poll it); when final, static.
 func (w *Writer) mpd(final bool) []byte {
 	lists := map[*mpd.SegmentListType]*mpdRun{}
-	b := marshalMPD(w.mpdDoc(final, lists), w.mpdSize+w.mpdSize/8, lists)
-	w.mpdSize = len(b)
-	return b
+	w.mpdBuf = marshalMPD(w.mpdBuf[:0], w.mpdDoc(final, lists), lists)
+	return w.mpdBuf
 }
 
 // mpdDoc builds the MPD (see mpd); lists, when not nil, gets the run

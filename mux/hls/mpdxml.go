@@ -19,8 +19,7 @@ import (
 //
 // lists holds, for a SegmentList, the run whose S and SegmentURL elements
 // were rendered already (mpdRun): they are copied, not rendered again.
-func marshalMPD(m *mpd.MPD, size int, lists map[*mpd.SegmentListType]*mpdRun) []byte {
-	b := make([]byte, 0, size)
+func marshalMPD(b []byte, m *mpd.MPD, lists map[*mpd.SegmentListType]*mpdRun) []byte {
 	b = append(b, xml.Header...)
 	b = append(b, "<MPD"...)
 	b = attr(b, "xmlns", m.XMLNs)

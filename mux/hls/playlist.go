@@ -120,6 +120,10 @@ type rendered struct {
 	// (state.marshal).
 	stateJSON []byte
 	stateSegs int
+	// The media playlist written last: its buffer, written over at the
+	// next boundary (Store.WriteFile keeps no data), so a boundary does
+	// not allocate the playlist anew (as large as the recording is long).
+	file []byte
 }
 
 // targetDuration is the EXT-X-TARGETDURATION of a rendition: its longest
@@ -177,8 +181,7 @@ func (w *Writer) mediaPlaylist(rs *renditionState, final bool) []byte {
 	if final {
 		typ = playlist.MediaPlaylistTypeVOD
 	}
-	b := make([]byte, 0, len(c.body)+512)
-	b = append(b, "#EXTM3U\n#EXT-X-VERSION:"...)
+	b := append(c.file[:0], "#EXTM3U\n#EXT-X-VERSION:"...)
 	b = strconv.AppendInt(b, hlsVersion, 10)
 	b = append(b, "\n#EXT-X-INDEPENDENT-SEGMENTS\n#EXT-X-TARGETDURATION:"...)
 	b = strconv.AppendInt(b, int64(w.targetDuration(rs)), 10)
@@ -198,6 +201,7 @@ func (w *Writer) mediaPlaylist(rs *renditionState, final bool) []byte {
 	if final {
 		b = append(b, "#EXT-X-ENDLIST\n"...)
 	}
+	c.file = b
 	return b
 }
 

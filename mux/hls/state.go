@@ -69,8 +69,8 @@ type segmentState struct {
 // thousandth segment as at the first (encoding/json rendered every
 // segment at every write). A test holds it to json.Marshal byte for
 // byte.
-func (s *state) marshal() ([]byte, error) {
-	b := append(make([]byte, 0, 256), `{"version":`...)
+func (s *state) marshal(b []byte) ([]byte, error) {
+	b = append(b, `{"version":`...)
 	b = strconv.AppendInt(b, int64(s.Version), 10)
 	b = append(b, `,"renditions":`...)
 	if s.Renditions == nil {

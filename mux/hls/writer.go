@@ -23,7 +23,10 @@ type Store interface {
 	// WriteFile stores a complete file atomically: a reader sees the old
 	// content or the new one, never a part (rename on a file system, one
 	// PUT on an object store). Files are written in the order a player
-	// needs them (a segment before the playlist that names it).
+	// needs them (a segment before the playlist that names it). Like
+	// io.Writer's Write, it keeps no reference to data once it returns:
+	// the Writer renders the next version of a playlist, the MPD or the
+	// state into the same buffer.
 	WriteFile(name string, data []byte) error
 	// ReadFile returns a file written before (the package state, when a
 	// recording continues a package); an error wrapping fs.ErrNotExist
@@ -140,11 +143,14 @@ type Writer struct {
 	sinceState int
 	dropped    int64   // frames of followers waiting out a discontinuity
 	mv         mvShape // what the multivariant playlist last said
-	mpdSize    int     // the length of the MPD written last
-	err        error
-	closed     bool
-	closing    bool // Close writes the last segments: publish waits for the final one
-	segments   int
+	// The MPD and the state written last: their buffers, written over at
+	// the next write (Store.WriteFile keeps no data), as both grow with
+	// the recording.
+	mpdBuf, stateBuf []byte
+	err              error
+	closed           bool
+	closing          bool // Close writes the last segments: publish waits for the final one
+	segments         int
 }
 
 // rendition is one track: its CMAF writer and segments.
@@ -937,10 +943,11 @@ func (w *Writer) writeState(final bool) error {
 	if !final && sig == w.stateSig && w.sinceState < stateEvery {
 		return nil
 	}
-	st, err := w.st.marshal()
+	st, err := w.st.marshal(w.stateBuf[:0])
 	if err != nil {
 		return w.fail(fmt.Errorf("hls: state: %w", err))
 	}
+	w.stateBuf = st
 	if err := w.opts.Store.WriteFile(w.stateName(), st); err != nil {
 		return w.fail(fmt.Errorf("hls: writing %s: %w", w.stateName(), err))
 	}
