@@ -87,6 +87,9 @@ func fuzzConfig(f *testing.F, c h26x.Codec) {
 			t.Fatalf("lengthSize %d", lengthSize)
 		}
 		checkUnits(t, b, ps.NALUs(), 2)
+		if fps := h26x.FrameRate(c, ps); fps < 0 || fps != fps {
+			t.Fatalf("frame rate %v", fps)
+		}
 		// Whatever parses either builds into a record that parses back to
 		// the same sets, or is rejected with an error.
 		built, err := h26x.BuildDecoderConfig(c, ps)

@@ -44,7 +44,9 @@
 // file starts about half a frame off the video's grid (audio a few ms
 // before the video's keyframe), which ffmpeg, rescaling decoded video to
 // that grid, reports as non-monotonic timestamps. Every time stays within
-// a millisecond of the frame's.
+// a millisecond of the frame's. The grid's rate is the catalog's
+// framerate, else the one the H.264/H.265 SPS declares, else the one the
+// frames show (muxbase.FrameGrid).
 //
 // A frame marked mux.Frame.Discontinuity keeps the timeline continuous. At
 // the track's next written frame its decode-time estimate restarts, video waits for a keyframe and the

@@ -6,6 +6,7 @@ import (
 
 	"github.com/moq-export/moq-export/internal/h26x"
 	"github.com/moq-export/moq-export/mux"
+	"github.com/moq-export/moq-export/mux/internal/muxbase"
 )
 
 // track is one bound track and its per-track state.
@@ -32,7 +33,10 @@ type track struct {
 	maxPTS  int64 // µs, largest presentation time written
 	hasPTS  bool
 	dur     int64 // µs, frame duration estimate
-	grid    frameGrid
+	grid    muxbase.FrameGrid
+	// spsRate is the frame rate the SPS declares (0: none), the grid's
+	// rate when the catalog gives none.
+	spsRate float64
 }
 
 func newTrack(t mux.Track, fam string, info codecInfo) (*track, error) {
@@ -56,6 +60,7 @@ func newTrack(t mux.Track, fam string, info codecInfo) (*track, error) {
 			}
 		}
 		tr.config = tr.currentConfig()
+		tr.spsRate = h26x.FrameRate(c, tr.norm.ParamSets())
 		tr.dts = h26x.NewDTS(c, t.Jitter)
 	}
 	return tr, nil
@@ -99,6 +104,7 @@ func (t *track) prepare(f *mux.Frame, pts int64) ([]byte, int64, error) {
 	if t.norm.ConfigChanged() {
 		t.config = t.currentConfig()
 		t.sendConfig = t.config != nil
+		t.spsRate = h26x.FrameRate(t.norm.Codec(), t.norm.ParamSets())
 	}
 	if err != nil {
 		return nil, 0, err
@@ -151,5 +157,5 @@ func (t *track) restart() {
 	}
 	t.needKey = t.info.kind == mux.Video
 	t.sendConfig = true
-	t.grid = frameGrid{} // the new timeline need not be on the old grid
+	t.grid.Reset() // the new timeline need not be on the old grid
 }

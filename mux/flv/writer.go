@@ -259,6 +259,7 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 	}
 	ptsMs, dtsMs := floorMs(pts), floorMs(dts)
 	if t.info.kind == mux.Video {
+		t.grid.Note(pts)
 		ptsMs = w.videoMs(t, pts)
 		if dts == pts {
 			dtsMs = ptsMs
@@ -308,57 +309,21 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 }
 
 // videoMs returns the tag time, in ms on the output timeline, of a video
-// frame presented at pts (µs). FLV times are whole milliseconds, so frames
-// at 30 fps (33.3 ms apart) cannot all sit on their frame grid: floored,
-// each lands 0, 1/3 or 2/3 ms early. A reader that puts decoded video on a
-// 1/framerate grid counted from the file's first timestamp (ffmpeg rescales
-// to that grid, rounding to nearest) then finds two frames on one tick every
-// third frame whenever the file starts about half a frame off the video's
-// grid: the audio starting ~17 ms before the video's keyframe, as a
-// backfilled join does. So the track's first frame fixes its tick on that
-// grid (where its exact time falls), each later frame's tick is that plus
-// the frames between them, and of the two milliseconds around pts the one
-// on that tick is taken: every frame keeps its own tick and its time within
-// a millisecond.
+// frame presented (or, for a B-frame's decode time, decoded) at pts (µs):
+// floored, or the next millisecond where that keeps the frame on its own
+// tick of the 1/framerate grid a reader counts from the file's first
+// timestamp (muxbase.FrameGrid says why).
 func (w *Writer) videoMs(t *track, pts int64) int64 {
 	lo := floorMs(pts)
+	start := lo // the file starts with this frame
+	if w.haveStart {
+		start = min(w.startMs, lo)
+	}
 	fps := t.Framerate
-	if fps <= 0 && t.dur > 0 {
-		fps = 1e6 / float64(t.dur)
+	if fps <= 0 {
+		fps = t.spsRate
 	}
-	g := &t.grid
-	if fps <= 0 || fps > 1000 {
-		return lo
-	}
-	if !g.set {
-		start := lo // the file starts with this frame
-		if w.haveStart {
-			start = min(w.startMs, lo)
-		}
-		*g = frameGrid{set: true, startMs: start, pts: pts, fps: fps}
-		g.tick = int64(math.Round(float64(pts-start*1000) * fps / 1e6))
-	}
-	want := g.tick + int64(math.Round(float64(pts-g.pts)*g.fps/1e6))
-	if g.tickOf(lo) != want && g.tickOf(lo+1) == want {
-		return lo + 1
-	}
-	return lo
-}
-
-// frameGrid is where a video track's frames lie on the 1/framerate grid
-// counted from the file's start (see videoMs).
-type frameGrid struct {
-	set     bool
-	startMs int64   // the file's first timestamp when the grid was fixed
-	pts     int64   // µs, the frame that fixed it
-	tick    int64   // that frame's tick
-	fps     float64 // the grid's rate
-}
-
-// tickOf returns the grid tick of a tag time, rounded to nearest (half away
-// from zero), as ffmpeg's rescaling rounds.
-func (g *frameGrid) tickOf(ms int64) int64 {
-	return int64(math.Round(float64(ms-g.startMs) * g.fps / 1000))
+	return t.grid.Place(pts, lo, fps, start)
 }
 
 // applyDiscontinuity restarts t at a broken timeline (mux.Frame.Discontinuity):

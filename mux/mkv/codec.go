@@ -102,6 +102,7 @@ func (t *track) configure() error {
 		if e.Video.PixelWidth == 0 || e.Video.PixelHeight == 0 {
 			t.sizeFromSPS(ps)
 		}
+		t.spsRate = h26x.FrameRate(c, ps)
 		// A missing size is not worth holding the header for: the
 		// decoder takes it from the SPS.
 		t.ready = true
@@ -377,6 +378,7 @@ func (t *track) annexBToAVCC(payload []byte, keyframe bool, started bool, log *s
 		if t.entry.Video.PixelWidth == 0 || t.entry.Video.PixelHeight == 0 {
 			t.sizeFromSPS(t.norm.ParamSets())
 		}
+		t.spsRate = h26x.FrameRate(t.norm.Codec(), t.norm.ParamSets())
 		t.ready = true
 	} else if changed && cfg != nil && !bytes.Equal(cfg, t.entry.CodecPrivate) && !t.psWarned {
 		t.psWarned = true

@@ -6,7 +6,9 @@
 // The container layout, the mapping of catalog tracks to TrackEntries
 // (CodecID, CodecPrivate, geometry, Opus CodecDelay/SeekPreRoll), the
 // timeline (timestamps in µs become a millisecond Matroska timeline rebased
-// to 0 unless Options.KeepTimestamps), Cluster placement, Cues and the
+// to 0 unless Options.KeepTimestamps; a video frame goes to the millisecond
+// around its time that keeps it on its own tick of the 1/framerate grid a
+// reader counts from the file's start, see below), Cluster placement, Cues and the
 // finalization of seekable output. Codec records are parsed with mediacommon
 // and the codec payloads are passed through untouched (H.264/H.265 given as
 // Annex B are converted to length-prefixed NAL units by internal/h26x).
@@ -43,6 +45,20 @@
 // frame was written) is a BlockGroup with that BlockDuration, and a
 // ReferenceBlock when it is not a keyframe; text cues are BlockGroups
 // with their duration.
+//
+// # Video times on the millisecond timeline
+//
+// 30 fps frames are 33.3 ms apart, so on whole milliseconds they lie 33, 33
+// and 34 ms apart, each up to half a millisecond off its time. ffmpeg
+// decodes video onto a 1/framerate grid counted from the file's start (the
+// earliest block, usually the audio's; ffmpeg 5.1 counts Opus its
+// CodecDelay earlier, ffmpeg 9 does not) and, when that start lies about
+// half a frame off the video's grid, found two frames on one tick every
+// third frame ("non monotonically increasing dts to muxer ... 5 >= 5").
+// So of the two milliseconds around a video frame's time the Writer takes
+// the one on the frame's own tick of each reader's grid
+// (muxbase.FrameGrid), at the catalog's framerate, else the one the
+// H.264/H.265 SPS declares, else the one the frames show.
 //
 // # DocType
 //

@@ -93,6 +93,13 @@ type Writer struct {
 
 	originSet bool
 	origin    int64 // µs subtracted from every timestamp
+	// starts are where readers see the file start (ms): the earliest
+	// block time written, and the same less each track's CodecDelay
+	// (ffmpeg 5.1 shows Opus that much earlier, ffmpeg 9 does not). Video
+	// frames are placed on the 1/framerate grids counted from them (see
+	// writeBlock).
+	starts    [2]int64
+	haveStart bool
 
 	segData    int64 // offset of the Segment's data (SeekHead) in the file
 	regionSize int
@@ -150,6 +157,13 @@ type track struct {
 	recent   [16]int64
 	nrecent  int
 	minDelta int64
+
+	// grid places video frames on the ticks a reader's 1/framerate grid
+	// gives them (see writeBlock), at the catalog's framerate, else the
+	// one the SPS declares (spsRate, 0 when none), else the one the
+	// frames show.
+	grid    muxbase.FrameGrid
+	spsRate float64
 
 	// lastTs and lastMs are the previous block's timestamp (µs) and time
 	// on the millisecond timeline, valid when written.
@@ -318,7 +332,7 @@ func (w *Writer) RemoveTrack(id int) error {
 
 // markDiscontinuity applies mux.Frame.Discontinuity of a frame of t: the
 // next block starts a new Cluster and the gap stays out of the track's
-// frame-duration estimate. Before the header the mark waits in pending,
+// frame-duration estimate or the frame grid. Before the header the mark waits in pending,
 // in order with the frames.
 func (w *Writer) markDiscontinuity(t *track) {
 	if !w.started {
@@ -332,6 +346,7 @@ func (w *Writer) discontinuity(t *track) {
 	w.breakCluster = true
 	t.nrecent = 0
 	t.written = false
+	t.grid.Reset() // the new timeline need not lie on the old grid
 }
 
 // WriteFrame writes one frame as a SimpleBlock. Frames of a track that waits
@@ -702,6 +717,26 @@ func (w *Writer) writeBlock(t *track, ts int64, key bool, payload []byte, in int
 	if !ok {
 		w.stats.Clamped++
 	}
+	video := t.Kind == mux.Video
+	if rel := ts - w.origin; video && ok && rel <= maxGridUs {
+		// Milliseconds put 30 fps frames 33, 33 and 34 ms apart; a
+		// reader that decodes onto a 1/framerate grid counted from the
+		// file's start must find each on its own tick (muxbase.FrameGrid).
+		starts := [2]int64{ms, ms}
+		if w.haveStart {
+			starts = [2]int64{min(w.starts[0], ms), min(w.starts[1], ms)}
+		}
+		fps := t.Framerate
+		if fps <= 0 {
+			fps = t.spsRate
+		}
+		t.grid.Note(rel)
+		if starts[0] == starts[1] {
+			ms = t.grid.Place(rel, ms, fps, starts[0])
+		} else {
+			ms = t.grid.Place(rel, ms, fps, starts[0], starts[1])
+		}
+	}
 	if t.written && ts >= t.lastTs && ms <= t.lastMs {
 		// Two frames less than a millisecond apart (a camera's jittered
 		// capture times) would share a timestamp, which players take for a
@@ -711,7 +746,13 @@ func (w *Writer) writeBlock(t *track, ts int64, key bool, payload []byte, in int
 	}
 	prevMs, hadPrev := t.lastMs, t.written
 	t.written, t.lastTs, t.lastMs = true, ts, ms
-	video := t.Kind == mux.Video
+	if t.Kind != mux.Text {
+		delayed := ms - codecDelayMs(t.entry.CodecDelay)
+		if !w.haveStart {
+			w.starts, w.haveStart = [2]int64{ms, delayed}, true
+		}
+		w.starts = [2]int64{min(w.starts[0], ms), min(w.starts[1], delayed)}
+	}
 	buf := blockBufs.Get().(*[]byte)
 	b := (*buf)[:0]
 	rel := ms - w.clusterTs
@@ -779,6 +820,16 @@ func (w *Writer) writeBlock(t *track, ts int64, key bool, payload []byte, in int
 	}
 	w.endMs = max(w.endMs, t.endMs)
 	return nil
+}
+
+// maxGridUs bounds the times (µs after the origin) whose video frames are
+// placed on the frame grid: 2^53 µs keeps them exact as float64.
+const maxGridUs = 1 << 53
+
+// codecDelayMs is a CodecDelay (ns) as ffmpeg's Matroska reader subtracts
+// it from the track's block times: in ms, rounded half away from zero.
+func codecDelayMs(ns uint64) int64 {
+	return int64(min(ns, 1<<62)+500_000) / 1_000_000
 }
 
 // frameDuration is the duration (µs) the last frame is given in Duration:

@@ -899,6 +899,62 @@ func TestFramesLessThanAMillisecondApartKeepDistinctTimes(t *testing.T) {
 	}
 }
 
+// TestVideoKeepsOneFrameATickWhenAudioStartsFirst writes the H.264 sample
+// (B-frames) with an audio sample starting a fraction of a frame, or frames
+// and a fraction, before the video's keyframe, as a join whose audio came
+// first does. On Matroska's millisecond timeline 30 fps frames lie 33, 33
+// and 34 ms apart, each up to half a millisecond off its time; ffmpeg
+// decodes video onto a 1/framerate grid counted from the file's start (the
+// audio's first block, less Opus's CodecDelay) and, with that start about
+// half a frame off the video's grid, found two frames on one tick every
+// third frame ("non monotonically increasing dts to muxer in stream 0: 5
+// >= 5": the e2e matrix over WebTransport, the MediaMTX rows). Each lead
+// must decode clean with both ffmpegs, with the catalog's framerate and
+// without one (estimated from the frames), rebased and with the kept
+// times, and every video frame keep its time within a millisecond.
+func TestVideoKeepsOneFrameATickWhenAudioStartsFirst(t *testing.T) {
+	tools := []mediatest.Tools{mediatest.SystemFFmpeg(t), mediatest.NewFFmpeg(t)}
+	v := mediatest.LoadSample("h264")
+	// 16.25-17 ms and 83 ms (2.5 frames) put the start half a frame off
+	// the grid; 0, 16 and 50 ms do not.
+	for _, audio := range []string{"aac", "opus"} {
+		for _, lead := range []int64{0, 16_000, 16_250, 16_500, 16_667, 17_000, 50_000, 83_000} {
+			for _, keep := range []bool{false, true} {
+				for _, rate := range []float64{v.Framerate, 0} {
+					name := fmt.Sprintf("%s/Lead%dus/Keep%v/Framerate%v", audio, lead, keep, rate)
+					t.Run(name, func(t *testing.T) {
+						t.Parallel()
+						const start = 5_000_000
+						vin := mediatest.InputOf(v, 1).Shift(start)
+						vin.Track.Framerate = rate
+						vin.Frames = vin.Frames[:30] // the rounding repeats with every frame triple
+						ain := mediatest.SampleInput(audio, 2).Shift(start - lead)
+						ain.Frames = ain.Frames[:len(ain.Frames)/4]
+						path := muxFile(t, "lead.mkv", Options{KeepTimestamps: keep}, vin, ain)
+						for _, tl := range tools {
+							tl.DecodeClean(t, path)
+						}
+						origin := int64(0)
+						if !keep {
+							origin = min(vin.Frames[0].Timestamp, ain.Frames[0].Timestamp)
+						}
+						got := streamPTS(t, tools[0].Probe(t, path), 0)
+						want := expectedPTS(vin, origin)
+						if len(got) != len(want) {
+							t.Fatalf("%d video packets, wrote %d", len(got), len(want))
+						}
+						for i := range got {
+							if d := got[i] - want[i]; d < -1 || d > 1 {
+								t.Errorf("video frame %d at %d ms, its time is %d ms", i, got[i], want[i])
+							}
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
 // TestWriterHoldsNoFrameBetweenWrites: once a frame is written, the
 // Writer keeps no copy of it (a recording that waits for media holds no
 // buffer the size of its largest frame), and the file still holds it
