@@ -247,7 +247,10 @@ func (rt *Remote) resume(ctx context.Context, c Family, timescale, first uint64)
 	pending, pendingFrom := rt.fillPending, rt.fillFrom
 	rt.fillPending = false
 	rt.mu.Unlock()
-	newest := rt.Track.NewestGroup()
+	newest := rt.newestWithFrames()
+	if newest == nil {
+		newest = rt.Track.NewestGroup()
+	}
 	verified := false
 	rt.mu.Lock()
 	if rt.verifiedOK && newest != nil && rt.verified == newest.Sequence() {
@@ -283,7 +286,14 @@ func (rt *Remote) resume(ctx context.Context, c Family, timescale, first uint64)
 		same = true
 	default:
 		have, _, _ := newest.Frames(0)
-		probeFrom = max(0, len(have)-1)
+		if len(have) == 0 {
+			// Nothing to compare (the track holds only groups the loss
+			// cut before their first frame; older ones were read and
+			// dropped): the sequence goes by, as without FETCH.
+			same = first > newest.Sequence()
+			break
+		}
+		probeFrom = len(have) - 1
 		pctx, pcancel := context.WithTimeout(ctx, rt.Host.Config().RequestTimeout)
 		var err error
 		if c.FrameRanges() && first == newest.Sequence() {
@@ -502,6 +512,30 @@ func splitRuns(runs []seqRun, span uint64) []seqRun {
 		}
 	}
 	return out
+}
+
+// newestWithFrames returns the newest group of the track that holds a
+// frame, nil when none does (within resumeMaxGroups of the newest group).
+// A group stream that the loss of a connection cut before its first frame
+// made a group without one: it cannot tell whether the publisher is the
+// same, and it is completed with the others the loss cut.
+func (rt *Remote) newestWithFrames() *model.Group {
+	g := rt.Track.NewestGroup()
+	if g == nil {
+		return nil
+	}
+	top := g.Sequence()
+	for seq := top; top-seq < resumeMaxGroups; seq-- {
+		if g := rt.Track.Group(seq); g != nil {
+			if frames, _, _ := g.Frames(0); len(frames) > 0 {
+				return g
+			}
+		}
+		if seq == 0 {
+			break
+		}
+	}
+	return nil
 }
 
 // ResumeFloor is where a resumed lite-06 subscription asks to start: frame
