@@ -150,12 +150,12 @@ func (t coreConn) AcceptUni(ctx context.Context) (session.RecvStream, error) {
 	return str, nil
 }
 
-func (t coreConn) Close(code uint64, reason string) { t.c.Close(code, reason) }
-func (t coreConn) Context() context.Context         { return t.c.Context() }
-func (t coreConn) WebTransport() bool               { return t.c.WebTransport() }
-func (t coreConn) Cause() error                     { return transportCause(t.c) }
-func (t coreConn) Gone(err error) bool              { return connGone(t.c, err) }
-func (t coreConn) IsReset(err error) bool           { _, ok := resetCode(err); return ok }
+func (t coreConn) Close(code uint64, reason string)   { t.c.Close(code, reason) }
+func (t coreConn) Context() context.Context           { return t.c.Context() }
+func (t coreConn) WebTransport() bool                 { return t.c.WebTransport() }
+func (t coreConn) Cause() error                       { return transportCause(t.c) }
+func (t coreConn) Gone(err error) bool                { return connGone(t.c, err) }
+func (t coreConn) ResetCode(err error) (uint64, bool) { return resetCode(err) }
 
 // resetCode reads the code of the peer's stream reset out of err.
 func resetCode(err error) (uint64, bool) {

@@ -59,7 +59,7 @@ type liteFamily struct {
 // newLite is moq-lite on c for s, which dialled it (setupPath: the SETUP
 // Path of a raw QUIC client) or accepted it (nil).
 func (s *Session) newLite(c conn, setupPath *string) liteFamily {
-	cfg := &litesub.Config{Log: s.log, RequestTimeout: s.opts.RequestTimeout, MaxLatency: s.opts.MaxLatency, ResetCode: resetCode}
+	cfg := &litesub.Config{Log: s.log, RequestTimeout: s.opts.RequestTimeout, MaxLatency: s.opts.MaxLatency}
 	return liteFamily{Conn: litesub.NewConn(cfg, coreConn{c}, c.Version()), c: c, setupPath: setupPath}
 }
 

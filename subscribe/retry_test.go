@@ -25,7 +25,10 @@ type retryState struct {
 // with err (session.Remote's retry): the family reads the reset
 // (litesub's and ietfConn's RetryReset), the core decides.
 func retryPolicy(err error, st retryState) (session.RetryAction, time.Duration) {
-	reset := (&litesub.Config{ResetCode: resetCode}).ResetMeaning(err, st.renumbered)
+	reset := session.ResetUnknown
+	if code, ok := resetCode(err); ok {
+		reset = litesub.CodeMeaning(code, st.renumbered)
+	}
 	if st.ietf {
 		reset = (&ietfConn{}).RetryReset(err)
 	}

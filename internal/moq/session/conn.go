@@ -26,9 +26,10 @@ type Conn interface {
 	// context and by err, the error of an operation on it: the streams of
 	// a closed connection can fail before its context ends.
 	Gone(err error) bool
-	// IsReset reports whether err, from a stream, is the peer's reset
-	// (RESET_STREAM or STOP_SENDING) of that stream alone.
-	IsReset(err error) bool
+	// ResetCode reads the code of the peer's reset (RESET_STREAM or
+	// STOP_SENDING) of one stream out of err, the error of an operation
+	// on that stream; ok is false when err is no such reset.
+	ResetCode(err error) (code uint64, ok bool)
 }
 
 // ResetStream abandons both directions of str with code.

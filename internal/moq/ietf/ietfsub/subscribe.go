@@ -127,7 +127,7 @@ func (is *subscription) Accept(ctx context.Context) (uint64, bool, error) {
 			req.cancel(ietf.TypeUnsubscribe)
 			return 0, false, fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", session.ErrRefused, rt.Broadcast, rt.Name, err)
 		}
-		if s.c.IsReset(err) && !s.c.Gone(err) {
+		if s.isReset(err) && !s.c.Gone(err) {
 			return 0, false, fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", session.ErrRefused, rt.Broadcast, rt.Name, err)
 		}
 		return 0, false, err
@@ -295,6 +295,12 @@ func (s *Session) addAlias(alias uint64, sub *session.Sub) error {
 	return nil
 }
 
+// isReset reports whether err is the peer's reset of one stream.
+func (s *Session) isReset(err error) bool {
+	_, ok := s.c.ResetCode(err)
+	return ok
+}
+
 // Routed returns the subscriptions whose subgroup streams the session
 // routes (by track alias).
 func (s *Session) Routed() []*session.Sub { return s.routes.Routed() }
@@ -362,7 +368,7 @@ func (s *Session) readSubgroup(str session.RecvStream, r *bufio.Reader, h ietf.S
 		obj, err := or.Next()
 		if err != nil {
 			cut := err != io.EOF && s.c.Gone(err)
-			sub.EndGroup(str, g, h.Group, protocolErr(err), cut, s.c.IsReset(err), CodeProtocolViolation)
+			sub.EndGroup(str, g, h.Group, protocolErr(err), cut, s.isReset(err), CodeProtocolViolation)
 			return
 		}
 		if g == nil {
@@ -540,7 +546,7 @@ func (f *fetchReply) readErr(err error) error {
 	if err == io.EOF {
 		return err
 	}
-	if f.s.c.IsReset(err) {
+	if f.s.isReset(err) {
 		return fmt.Errorf("%w: %w", session.ErrNoFetch, err)
 	}
 	return protocolErr(err)

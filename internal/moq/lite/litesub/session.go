@@ -26,10 +26,6 @@ type Config struct {
 	RequestTimeout time.Duration
 	// MaxLatency is what SUBSCRIBE asks as its max latency.
 	MaxLatency time.Duration
-	// ResetCode returns the code of the stream reset err reports, ok
-	// false when err is none (the facade's errors name the peer's
-	// resets).
-	ResetCode func(err error) (code uint64, ok bool)
 }
 
 // Session is moq-lite's subscriber on one connection: its Config and the
@@ -37,6 +33,7 @@ type Config struct {
 // the core's routing table, as moq-transport's by track alias).
 type Session struct {
 	*Config
+	c session.Conn
 
 	mu     sync.Mutex
 	nextID uint64
@@ -57,8 +54,8 @@ func (s *Session) route(sub *session.Sub) {
 func (s *Session) Unroute(sub *session.Sub) { s.routes.Remove(sub.ID, sub) }
 
 // isReset reports whether err is a stream reset by the peer.
-func (s *Config) isReset(err error) bool {
-	_, ok := s.ResetCode(err)
+func (s *Session) isReset(err error) bool {
+	_, ok := s.c.ResetCode(err)
 	return ok
 }
 
@@ -77,7 +74,7 @@ func NewConn(cfg *Config, c session.Conn, v *wire.Version) Conn {
 	if v == nil {
 		v = wire.Lite05
 	}
-	return Conn{S: &Session{Config: cfg}, C: c, V: v}
+	return Conn{S: &Session{Config: cfg, c: c}, C: c, V: v}
 }
 
 // Routed returns the subscriptions whose group streams the connection
@@ -122,8 +119,8 @@ func (c Conn) SessionEndingReset(err error) bool {
 // ResetMeaning returns the meaning of the stream reset err carries
 // (session.ResetUnknown when it carries none), in lite-06's numbering when
 // renumbered.
-func (s *Config) ResetMeaning(err error, renumbered bool) session.Reset {
-	code, ok := s.ResetCode(err)
+func (s *Session) ResetMeaning(err error, renumbered bool) session.Reset {
+	code, ok := s.c.ResetCode(err)
 	if !ok {
 		return session.ResetUnknown
 	}

@@ -23,12 +23,7 @@ type resetErr struct{ code uint64 }
 func (e *resetErr) Error() string { return "reset" }
 
 func testConfig() *Config {
-	return &Config{Log: slog.New(slog.DiscardHandler), RequestTimeout: time.Second, ResetCode: func(err error) (uint64, bool) {
-		if re, ok := errors.AsType[*resetErr](err); ok {
-			return re.code, true
-		}
-		return 0, false
-	}}
+	return &Config{Log: slog.New(slog.DiscardHandler), RequestTimeout: time.Second}
 }
 
 // fakeConn is a connection that only records how it was closed.
@@ -46,6 +41,14 @@ func (c *fakeConn) Close(code uint64, _ string) {
 func (c *fakeConn) Context() context.Context { return context.Background() }
 func (c *fakeConn) Gone(error) bool          { return false }
 func (c *fakeConn) Cause() error             { return nil }
+
+// ResetCode: a reset is a resetErr.
+func (c *fakeConn) ResetCode(err error) (uint64, bool) {
+	if re, ok := errors.AsType[*resetErr](err); ok {
+		return re.code, true
+	}
+	return 0, false
+}
 
 // stream is a peer's stream holding in, recording what this end does.
 type stream struct {
