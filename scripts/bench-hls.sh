@@ -25,7 +25,7 @@
 #   scripts/bench-hls.sh                          # disk and /dev/shm
 #   DIRS=/dev/shm scripts/bench-hls.sh            # one place (or several)
 #   RUNS=15 OUTPUTS=12 scripts/bench-hls.sh
-#   LONG=900 scripts/bench-hls.sh                 # also 1-hour outputs, not fitted
+#   LONG=900 scripts/bench-hls.sh                 # also 1-hour outputs (LONG_OUTPUTS, default 2), not fitted
 #   BIN=/path/to/hls.test scripts/bench-hls.sh    # a test binary built before
 #   KEEP=1 scripts/bench-hls.sh                   # outputs removed at the end only
 #
@@ -45,6 +45,7 @@ RUNS=${RUNS:-7}
 OUTPUTS=${OUTPUTS:-8}
 LENGTHS=${LENGTHS:-"16 150"}
 LONG=${LONG:-}
+LONG_OUTPUTS=${LONG_OUTPUTS:-2}
 bin=$(mktemp -d)
 keep=()
 trap 'rm -rf "$bin" "${keep[@]}"' EXIT
@@ -80,7 +81,9 @@ for i in $(seq "$RUNS"); do
 			env=(MOQ_BENCH_PASSES="$p")
 			[ "$d" != disk ] && env+=(MOQ_BENCH_DIR="$d")
 			[ -n "${KEEP:-}" ] && env+=(MOQ_BENCH_DIR="${parent[$d]}" MOQ_BENCH_KEEP=1)
-			frames=$((OUTPUTS * p * pass))
+			n=$OUTPUTS
+			[[ " $LONG " == *" $p "* ]] && n=$LONG_OUTPUTS
+			frames=$((n * p * pass))
 			out=$(cd "$bin" && env "${env[@]}" ./hls.test -test.run '^$' -test.bench 'BenchmarkPackaging/(mp4-file|hls)$' -test.benchtime "${frames}x")
 			line=$(awk -v d="$d" -v i="$i" -v p="$p" -v n="$frames" '
 				/BenchmarkPackaging\/(mp4-file|hls)-/ {
