@@ -24,6 +24,20 @@ func openDirStore(t *testing.T) (*hls.DirStore, string) {
 	return st, dir
 }
 
+// dirNames lists dir's entries, space-separated, in name order.
+func dirNames(t *testing.T, dir string) string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return strings.Join(names, " ")
+}
+
 func TestDirStoreReplacesAFileWholeEveryTimeAndLeavesNoSpareAfterClose(t *testing.T) {
 	t.Parallel()
 	st, dir := openDirStore(t)
@@ -48,16 +62,8 @@ func TestDirStoreReplacesAFileWholeEveryTimeAndLeavesNoSpareAfterClose(t *testin
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
-	if strings.Join(names, " ") != "v0-00001.m4s v0.m3u8" {
-		t.Fatalf("after Close the directory holds %v, want only the package's files", names)
+	if got, want := dirNames(t, dir), "v0-00001.m4s v0.m3u8"; got != want {
+		t.Fatalf("after Close the directory holds %s, want only the package's files %s", got, want)
 	}
 }
 
@@ -182,16 +188,8 @@ func TestDirStoreGivesTheStatesOldVersionToANameThatNeedsASpare(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
-	if strings.Join(names, " ") != "index.m3u8 index.state.json" {
-		t.Fatalf("after Close the directory holds %v, want only the package's files", names)
+	if got, want := dirNames(t, dir), "index.m3u8 index.state.json"; got != want {
+		t.Fatalf("after Close the directory holds %s, want only the package's files %s", got, want)
 	}
 }
 
@@ -215,15 +213,7 @@ func TestAPackageCreatesElevenFilesInItsDirectory(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
-	if want := "a0.m3u8 a0.mp4 index.m3u8 index.mpd index.state.json v0.m3u8 v0.mp4"; strings.Join(names, " ") != want {
-		t.Fatalf("after Close the directory holds %v, want %s", names, want)
+	if got, want := dirNames(t, dir), "a0.m3u8 a0.mp4 index.m3u8 index.mpd index.state.json v0.m3u8 v0.mp4"; got != want {
+		t.Fatalf("after Close the directory holds %s, want %s", got, want)
 	}
 }
