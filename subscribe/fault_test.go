@@ -526,6 +526,52 @@ func TestPublisherRestartOnSamePortResumesSubscription(t *testing.T) {
 	}
 }
 
+// TestAClosingServerSetsUpNoNewSession: while Server.Close closes its
+// sessions, a client that dials the server gets no session. The listener
+// took new connections until the sessions were closed, and a client that
+// reconnected at once (a publisher restarted on its port) landed on the
+// server going away: a session closed right after its SETUP, one reconnect
+// more (TestPublisherRestartOnSamePortResumesSubscription failed once
+// under -race with Reconnects() = 2; with Close slowed by 300 ms, 5).
+func TestAClosingServerSetsUpNoNewSession(t *testing.T) {
+	checkGoroutines(t)
+	cert, pin, err := SelfSignedCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := Listen("127.0.0.1:0", ServerOptions{Certificates: []tls.Certificate{cert}, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := srv.Addr().String()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	first, err := Dial(ctx, "moql://"+addr+"/", Options{TLSFingerprint: pin, Logger: testLogger(t), Reconnect: Backoff{Disabled: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	if _, err := srv.Accept(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv.sessionsClosed = func() {
+		dctx, dcancel := context.WithTimeout(ctx, time.Second)
+		defer dcancel()
+		if s, err := Dial(dctx, "moql://"+addr+"/", Options{TLSFingerprint: pin, Logger: testLogger(t), Reconnect: Backoff{Disabled: true}}); err == nil {
+			s.Close()
+			t.Errorf("a session was set up with a server closing its sessions")
+		}
+	}
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-first.Done():
+	case <-ctx.Done():
+		t.Fatal("the session the server had is still up after Close")
+	}
+}
+
 // TestTrackRequestedBeforeTheBroadcastExistsWaitsForItsAnnouncement: a
 // recorder may start before the publisher; an unroutable refusal (30) is
 // retried once the broadcast is announced.

@@ -35,6 +35,8 @@ type Server struct {
 	sessions map[*Session]bool // true once counted in admitted
 	admitted int               // sessions admitted and not ended (MaxSessions)
 	closed   bool
+
+	sessionsClosed func() // tests: runs in Close between the sessions' close and the listener's
 }
 
 // Listen starts accepting sessions on addr (host:port, UDP).
@@ -321,10 +323,20 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	s.cancel()
+	// No new connection first: closing the sessions can take a while (a
+	// session waits for its goroutines), and a client that reconnects
+	// meanwhile would get a session closed right after its SETUP, one
+	// failed attempt or reconnect more per dial.
+	err := s.ln.StopAccepting()
 	for _, sess := range sessions {
 		sess.Close()
 	}
-	err := s.ln.Close()
+	if s.sessionsClosed != nil {
+		s.sessionsClosed()
+	}
+	if cerr := s.ln.Close(); err == nil {
+		err = cerr
+	}
 	s.wg.Wait()
 	return err
 }

@@ -61,6 +61,8 @@ type Listener[E Errors] struct {
 	ctx         context.Context
 	cancel      context.CancelFunc
 	wg          sync.WaitGroup
+	stop        sync.Once // StopAccepting
+	stopErr     error
 }
 
 // Listen starts accepting on addr (host:port, UDP). handle runs in a
@@ -233,11 +235,21 @@ func (l *Listener[E]) upgrade(w http.ResponseWriter, r *http.Request) {
 	}()
 }
 
+// StopAccepting stops taking new connections (a handshake under way is
+// refused) and leaves those accepted running, so that a server that is
+// closing can close its sessions cleanly without a client that reconnects
+// at once landing on it meanwhile (each such connection would be closed
+// right after its SETUP). Close does it too.
+func (l *Listener[E]) StopAccepting() error {
+	l.stop.Do(func() { l.stopErr = l.ln.Close() })
+	return l.stopErr
+}
+
 // Close stops listening, closes the socket and waits for the handlers,
 // which must return once the connections they hold are closed.
 func (l *Listener[E]) Close() error {
 	l.cancel()
-	err := l.ln.Close()
+	err := l.StopAccepting()
 	if l.wt != nil {
 		l.wt.Close()
 	}
