@@ -403,43 +403,45 @@ func TestSegmentsAreSeparateDecodableFiles(t *testing.T) {
 	}
 }
 
-// recordUntilSignal records the demo to file for 2.5 s, then sends sig:
-// the command must exit 0 within 10 s. It returns the file's path.
-func recordUntilSignal(t *testing.T, file string, sig os.Signal) string {
+// recordUntilSignal records the demo into file in a new directory and
+// sends sig once the progress line says 2 s of media were written (on a
+// loaded machine the recording may start seconds after the process did:
+// a fixed 2.5 s wait once gave a 0.94 s file). It returns the file's path
+// and the media span the file must hold: from what was written at the
+// signal to that plus the media the exit let through, at real time.
+func recordUntilSignal(t *testing.T, file string, sig os.Signal) (path string, low, high time.Duration) {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
 	dir := t.TempDir()
-	cmd := exec.Command(binary, "-o", file)
-	cmd.Dir = dir
-	var errOut bytes.Buffer
-	cmd.Stderr = &errOut
-	if err := cmd.Start(); err != nil {
+	r := startRecorder(t, ctx, dir, "-o", file)
+	at := r.waitMedia(2 * time.Second)
+	if at == 0 {
+		r.wait()
+		t.Fatalf("no progress past 2 s:\n%s", r.log.String())
+	}
+	signalled := time.Now()
+	if err := r.cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2500 * time.Millisecond)
-	if err := cmd.Process.Signal(sig); err != nil {
-		t.Fatal(err)
+	if err := r.wait(); err != nil {
+		t.Fatalf("exit after %v: %v\n%s", sig, err, r.log.String())
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit after %v: %v\n%s", sig, err, errOut.String())
-		}
-	case <-time.After(10 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("no exit 10s after %v", sig)
+	took := time.Since(signalled)
+	if took > 10*time.Second {
+		t.Errorf("exit %v after %v", took, sig)
 	}
-	return filepath.Join(dir, file)
+	// The progress line is up to its interval (500 ms) behind the file.
+	return filepath.Join(dir, file), at - 100*time.Millisecond, at + took + time.Second
 }
 
 func TestInterruptFinalizesTheMKV(t *testing.T) {
 	needTools(t, "ffprobe", "mkvinfo")
 	t.Parallel()
-	path := recordUntilSignal(t, "live.mkv", os.Interrupt)
+	path, low, high := recordUntilSignal(t, "live.mkv", os.Interrupt)
 	p := probe(t, path)
-	if d := p.duration(t); d < 1500*time.Millisecond || d > 3*time.Second {
-		t.Errorf("duration %v, want about 2s", d)
+	if d := p.duration(t); d < low || d > high {
+		t.Errorf("duration %v, want %v-%v (what was written at the signal, and after it until the exit)", d, low, high)
 	}
 	out, err := exec.Command("mkvinfo", "--all", path).Output()
 	if err != nil {
@@ -457,10 +459,10 @@ func TestInterruptFinalizesTheMKV(t *testing.T) {
 func TestSIGTERMFinalizesTheFLV(t *testing.T) {
 	needTools(t, "ffmpeg", "ffprobe")
 	t.Parallel()
-	path := recordUntilSignal(t, "live.flv", syscall.SIGTERM)
+	path, low, high := recordUntilSignal(t, "live.flv", syscall.SIGTERM)
 	meta := flvMetaDuration(t, path)
-	if meta < 1.5 || meta > 3 {
-		t.Errorf("onMetaData duration %.3fs, want about 2.5s: the file was not finalized", meta)
+	if meta < low.Seconds() || meta > high.Seconds() {
+		t.Errorf("onMetaData duration %.3fs, want %v-%v: the file was not finalized", meta, low, high)
 	}
 	p := probe(t, path)
 	if d := p.duration(t).Seconds(); d < meta-0.1 || d > meta+0.1 {
@@ -547,7 +549,18 @@ func TestClosedStdoutEndsCleanly(t *testing.T) {
 		cmd.Process.Kill()
 		t.Fatal("still running 10s after the reader left")
 	}
-	if s := errOut.String(); strings.Contains(s, "goroutine") || strings.Contains(s, "panic") || strings.Count(s, "\n") > 2 {
+	// The demo's note and the summary; a track's line too when a frame
+	// was in flight as the pipe closed ("dropped by the muxer 1, after the
+	// end 1", seen under load), which is the recording's account, not an
+	// error.
+	s := errOut.String()
+	other := 0
+	for _, line := range strings.Split(strings.TrimSpace(s), "\n") {
+		if !strings.HasPrefix(line, "moq-export: track ") {
+			other++
+		}
+	}
+	if strings.Contains(s, "goroutine") || strings.Contains(s, "panic") || other > 2 {
 		t.Errorf("stderr after a closed pipe:\n%s", s)
 	}
 }

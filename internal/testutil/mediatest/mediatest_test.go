@@ -204,3 +204,26 @@ func TestReorderIsHowFarBeforeTheLastFrameACutCanLeaveAHole(t *testing.T) {
 		}
 	}
 }
+
+func TestLeftOutByTheCutExemptsOnlyFramesWithinTheReorderBeforeTheCut(t *testing.T) {
+	// Frames 1 s apart, sorted; the cut is the frame before the largest
+	// gap (at 3, the frame at 10 resumes after it).
+	for _, tc := range []struct {
+		name    string
+		ts      []float64
+		i, at   int
+		reorder float64
+		want    bool
+	}{
+		{"both B-frames before the cut's P left out", []float64{0, 1, 4, 10}, 2, 3, 2, true},
+		{"the second B-frame left out", []float64{0, 1, 2, 4, 10}, 3, 4, 2, true},
+		{"a frame lost before the reorder window", []float64{0, 2, 3, 4, 10}, 1, 4, 2, false},
+		{"a frame lost without reordering", []float64{0, 1, 3, 10}, 2, 3, 0, false},
+		{"the cut itself", []float64{0, 1, 2, 10}, 3, 3, 2, false},
+		{"after the cut", []float64{0, 1, 10, 12}, 3, 2, 2, false},
+	} {
+		if got := mediatest.LeftOutByTheCut(tc.ts, tc.i, tc.at, tc.reorder, 1); got != tc.want {
+			t.Errorf("%s: mediatest.LeftOutByTheCut(%v, %d, %d, %v, 1) = %v, want %v", tc.name, tc.ts, tc.i, tc.at, tc.reorder, got, tc.want)
+		}
+	}
+}

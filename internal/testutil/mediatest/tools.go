@@ -191,6 +191,16 @@ func Reorder(ts []float64) float64 {
 	return d
 }
 
+// LeftOutByTheCut reports whether the hole between ts[i-1] and ts[i] (ts
+// sorted, d the frame duration) lies before the cut ts[at-1] (the last
+// time before the stream's largest gap) and holds only frames that a cut
+// in decode order leaves out: each within reorder (Reorder) of the cut,
+// give or take half a frame. x264's I P B B cut right after the P leaves
+// both B-frames out: a hole of three frame durations ending at the cut.
+func LeftOutByTheCut(ts []float64, i, at int, reorder, d float64) bool {
+	return i < at && ts[at-1]-(ts[i-1]+d) <= reorder+d/2
+}
+
 // PacketsOf returns the packets of the stream with index i, in file order.
 func (r ProbeResult) PacketsOf(i int) []Packet {
 	var out []Packet
