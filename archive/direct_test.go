@@ -10,6 +10,7 @@ import (
 
 	"github.com/moq-export/moq-export/archive"
 	"github.com/moq-export/moq-export/archive/internal/layout"
+	"github.com/moq-export/moq-export/model"
 )
 
 // synthArchive archives dur of the H.264 and AAC samples as tracks "v"
@@ -177,5 +178,61 @@ func TestASegmentThatDoesNotContinueItsPredecessorIsCheckedAgainstItsRecord(t *t
 			// follows the gap starts a group.
 			compare(t, c.name, map[string][]got{"v": want, "a": whole["a"]}, back)
 		})
+	}
+}
+
+// TestAnUnpacedReadWritesThePartAfterTheOneItsReadersAreIn: the reader
+// writes a track part by part, each next one once the readers reached
+// the one before, not once they read it all: a reader that took only
+// the first frame finds the second part written, so that the export
+// reading one part never waits for the next.
+func TestAnUnpacedReadWritesThePartAfterTheOneItsReadersAreIn(t *testing.T) {
+	t.Parallel()
+	dir, _ := synthArchive(t, time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	d, err := archive.Dir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := archive.Open(d, "").Recording(ctx, "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := rec.Broadcast(ctx, archive.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(nil)
+	tr, err := b.Track("v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := tr.Subscribe(time.Minute)
+	defer c.Close()
+	b.Selected()
+	for {
+		if ev, ok := c.Next(); ok {
+			if ev.Kind != model.EventFrame {
+				t.Fatalf("first event %+v", ev)
+			}
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("no first frame")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	part := archive.FeedStep.Microseconds()
+	for tr.State().NewestTimestamp < part {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the track holds frames up to %d µs while its reader is in the first part: the second (from %d µs) was never written", tr.State().NewestTimestamp, part)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if n := tr.State().NewestTimestamp; n >= 2*part {
+		t.Errorf("the track holds frames up to %d µs while its reader is in the first part: more than two parts of %d µs", n, part)
 	}
 }

@@ -38,10 +38,15 @@ type ReadOptions struct {
 	Logger *slog.Logger
 }
 
-// step is how far ahead of what the readers consumed an unpaced replay
-// writes (well inside model.MaxLag); paceStep is a paced replay's tick.
+// step is the part of each track an unpaced replay writes at once: the
+// next part is written while the readers read the one before (they
+// reached it: model.Track.ReadTo), so they hold at most two parts unread,
+// well inside model.MaxLag, and find the next one written when they
+// finish one (an hour's export hands over 1,200 parts, each a batch per
+// group: one wakeup, not one per frame). paceStep is a paced replay's
+// tick.
 const (
-	step     = time.Second
+	step     = 3 * time.Second
 	paceStep = 20 * time.Millisecond
 )
 
@@ -154,6 +159,26 @@ type feedTrack struct {
 	after      uint64    // catalog: groups up to it were written at the start
 	endBy      time.Time // its end waits for its readers until then
 	graceBy    time.Time // and, paced, until then
+	// batch holds the frames unpacked for the open group g, written
+	// to it at once (flush): its readers take them in one turn.
+	batch []model.Frame
+	stage func(model.Frame) error
+}
+
+// flush writes the frames staged for the open group; false when the
+// track was closed (its readers left).
+func (ft *feedTrack) flush() bool {
+	if len(ft.batch) == 0 {
+		return true
+	}
+	err := ft.g.WriteFrames(ft.batch)
+	clear(ft.batch)
+	ft.batch = ft.batch[:0]
+	if errors.Is(err, model.ErrClosed) {
+		ft.done = true
+		return false
+	}
+	return true
 }
 
 func (f *feeder) request(name string) (*model.Track, error) {
@@ -296,7 +321,9 @@ func (f *feeder) run(ctx context.Context) error {
 			return nil
 		}
 		if !f.o.Pace {
-			if err := f.waitRead(ctx, tracks); err != nil {
+			// The readers read the part just written while the next
+			// is: wait until they reached it, not until they read it.
+			if err := f.waitRead(ctx, tracks, now-int64(f.step()/time.Microsecond)); err != nil {
 				return ignoreClosed(ctx)
 			}
 		}
@@ -391,6 +418,22 @@ func (f *feeder) fill(ctx context.Context, ft *feedTrack, now int64) error {
 	if ft.done || ft.it == nil {
 		return nil
 	}
+	if ft.stage == nil {
+		ft.stage = func(fr model.Frame) error {
+			ft.batch = append(ft.batch, fr)
+			return nil
+		}
+	}
+	err := f.fillStaged(ctx, ft, now)
+	if ft.g != nil {
+		ft.flush()
+	}
+	return err
+}
+
+// fillStaged stages the track's frames before media time now, writing
+// each group's as it ends.
+func (f *feeder) fillStaged(ctx context.Context, ft *feedTrack, now int64) error {
 	for {
 		fr, ok, err := ft.it.peek(ctx)
 		if err != nil {
@@ -417,6 +460,9 @@ func (f *feeder) fill(ctx context.Context, ft *feedTrack, now int64) error {
 		}
 		if ft.g == nil || fr.group != ft.gseq {
 			if ft.g != nil {
+				if !ft.flush() {
+					return nil
+				}
 				ft.g.Close(nil)
 				if fr.group > ft.gseq+1 {
 					// Groups the archive never held (the source skipped
@@ -436,12 +482,7 @@ func (f *feeder) fill(ctx context.Context, ft *feedTrack, now int64) error {
 			ft.g, ft.gseq = g, fr.group
 			ft.unpack.Group()
 		}
-		err = ft.unpack.Unpack(fr.ts, fr.payload, ft.g.WriteFrame)
-		if errors.Is(err, model.ErrClosed) {
-			ft.done = true
-			return nil
-		}
-		if err != nil {
+		if err := ft.unpack.Unpack(fr.ts, fr.payload, ft.stage); err != nil {
 			f.o.Logger.Warn("archive: frame not unpacked", "broadcast", f.r.name, "track", ft.name, "group", fr.group, "err", err)
 		}
 	}
@@ -481,6 +522,7 @@ func (f *feeder) endLater(ft *feedTrack) bool {
 // end finishes a track: its last group and the track.
 func (f *feeder) end(ft *feedTrack) {
 	if ft.g != nil {
+		ft.flush()
 		ft.g.Close(nil)
 		ft.g = nil
 	}
@@ -489,13 +531,14 @@ func (f *feeder) end(ft *feedTrack) {
 	ft.t.Close(nil)
 }
 
-// waitRead waits until the readers of every track have read what it holds.
-// A drained track signals; the feeder also looks again every 100 ms, on
-// one timer it keeps (an hour read as fast as it is taken waits some ten
-// thousand times).
-func (f *feeder) waitRead(ctx context.Context, tracks []*feedTrack) error {
+// waitRead waits until the readers of every track have taken a frame at or
+// after media time to, or read all it holds (model.Track.ReadTo). The
+// track signals; the feeder also looks again every 100 ms, on one timer
+// it keeps (an hour read as fast as it is taken waits some thousand
+// times).
+func (f *feeder) waitRead(ctx context.Context, tracks []*feedTrack, to int64) error {
 	for _, ft := range tracks {
-		for !ft.t.Drained() {
+		for !ft.t.ReadTo(to) {
 			if f.poll == nil {
 				f.poll = time.NewTimer(readPoll)
 			} else {

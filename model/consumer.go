@@ -7,7 +7,10 @@ import (
 	"time"
 )
 
-const minTimestamp = math.MinInt64
+const (
+	minTimestamp = math.MinInt64
+	maxTimestamp = math.MaxInt64
+)
 
 // EventKind says what a consumer Event carries.
 type EventKind uint8
@@ -274,6 +277,7 @@ func (c *Consumer) next() (Event, bool) {
 			if f.Timestamp > c.liveEdge {
 				c.liveEdge = f.Timestamp
 			}
+			t.readLocked(f.Timestamp)
 			if t.releaseRead {
 				t.releaseLocked(g)
 			}

@@ -15,6 +15,18 @@ func (t *Track) HandleDrained(fn func()) {
 // Drained reports whether every consumer of the track has read all the
 // track holds (true without consumers).
 func (t *Track) Drained() bool {
+	return t.ReadTo(maxTimestamp)
+}
+
+// ReadTo reports whether every consumer of the track has taken a frame at
+// or after media time ts (µs) since its timeline last began, or has read
+// all the track holds (true without consumers). When it reports false,
+// the handler HandleDrained installed is also called the next time a
+// consumer takes a frame at or after ts: a producer that stays a part
+// ahead of its readers (an archive read as fast as it is taken) writes
+// the next part once they reached the one before, so that they never
+// wait for it.
+func (t *Track) ReadTo(ts int64) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(t.groups) == 0 {
@@ -22,11 +34,24 @@ func (t *Track) Drained() bool {
 	}
 	g := t.groups[len(t.groups)-1]
 	for _, c := range t.consumers {
-		if c.epoch != t.epoch || !c.started || c.readIn(g) < len(g.frames) {
-			return false
+		if c.epoch == t.epoch && c.started && (c.delivered && c.liveEdge >= ts || c.readIn(g) >= len(g.frames)) {
+			continue
 		}
+		if ts < maxTimestamp {
+			t.readMark, t.readMarkSet = ts, true
+		}
+		return false
 	}
 	return true
+}
+
+// readLocked tells the producer, when a ReadTo waits for it, that a
+// consumer took a frame at or after its mark. Called with t.mu held.
+func (t *Track) readLocked(ts int64) {
+	if t.readMarkSet && ts >= t.readMark {
+		t.readMarkSet = false
+		t.drainedLocked()
+	}
 }
 
 // drainedLocked tells the producer a consumer read all there is. Called

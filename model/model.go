@@ -262,6 +262,11 @@ type Track struct {
 	// onDrained is called when a consumer read all there is
 	// (HandleDrained).
 	onDrained func()
+	// readMark is the media time a ReadTo that reported false waits for
+	// (readMarkSet): a consumer taking a frame at or after it calls
+	// onDrained.
+	readMark    int64
+	readMarkSet bool
 	// clock is the wall clock consumers time a stall with; nil means
 	// time.Now (tests set it).
 	clock func() time.Time
@@ -517,6 +522,38 @@ func (g *Group) WriteFrame(f Frame) error {
 	if g.finished {
 		return fmt.Errorf("track %q group %d: %w", t.name, g.seq, ErrClosed)
 	}
+	g.appendLocked(f)
+	t.wakeLocked()
+	return nil
+}
+
+// WriteFrames appends frames in order, as WriteFrame each would, waking the
+// consumers once: a producer that has many at once (an archive replayed as
+// fast as it is read) hands them over as one change, which a reader takes
+// in one turn.
+func (g *Group) WriteFrames(fs []Frame) error {
+	if len(fs) == 0 {
+		return nil
+	}
+	t := g.track
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if g.finished {
+		return fmt.Errorf("track %q group %d: %w", t.name, g.seq, ErrClosed)
+	}
+	if g.frames == nil && t.groupFrames < len(fs) {
+		g.frames = make([]Frame, 0, len(fs))
+	}
+	for _, f := range fs {
+		g.appendLocked(f)
+	}
+	t.wakeLocked()
+	return nil
+}
+
+// appendLocked appends f to the group. Called with the track's lock held.
+func (g *Group) appendLocked(f Frame) {
+	t := g.track
 	if f.Marker {
 		// A marker's time is no media time: it moves no bound.
 	} else if g.media == 0 {
@@ -538,8 +575,6 @@ func (g *Group) WriteFrame(f Frame) error {
 		g.media++
 		t.newestTS = max(t.newestTS, f.Timestamp)
 	}
-	t.wakeLocked()
-	return nil
 }
 
 // Close finishes the group. err nil means complete (a FIN); otherwise the
