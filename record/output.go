@@ -193,6 +193,14 @@ type flushingWriter struct {
 	timer    *time.Timer // nil until the first write
 	armed    bool        // the timer will fire
 	finished bool
+	// behind makes a full buffer go out on a goroutine of its own while
+	// the next one fills (writeBehindLocked); inflight is closed when
+	// that write ended, having set behindErr and returned its buffer
+	// (done).
+	behind    bool
+	inflight  chan struct{}
+	behindErr error
+	done      []byte
 }
 
 // firstBufferSize is the buffer a writer starts with; it grows by need.
@@ -205,8 +213,8 @@ func newFlushingWriter(w io.Writer, size int, interval time.Duration) *flushingW
 // flushLocked writes what is buffered. What a failed write left behind is
 // dropped: the error sticks, and nothing is written after it.
 func (o *flushingWriter) flushLocked() error {
-	if o.err != nil {
-		return o.err
+	if err := o.waitLocked(); err != nil {
+		return err
 	}
 	if len(o.buf) == 0 {
 		return nil
@@ -215,6 +223,39 @@ func (o *flushingWriter) flushLocked() error {
 	o.buf = o.buf[:0]
 	o.err = err
 	return err
+}
+
+// waitLocked waits for the write behind, if one runs, and returns the
+// sticky error.
+func (o *flushingWriter) waitLocked() error {
+	if o.inflight != nil {
+		<-o.inflight
+		o.inflight = nil
+		if o.err == nil {
+			o.err = o.behindErr
+		}
+	}
+	return o.err
+}
+
+// writeBehindLocked hands the full buffer to a goroutine that writes it,
+// and fills the buffer it wrote last meanwhile: the writer of the media
+// (a muxer on the export's goroutine) does not wait for the system call,
+// which goes on beside it on another core. One write is behind at most.
+func (o *flushingWriter) writeBehindLocked() error {
+	if err := o.waitLocked(); err != nil {
+		return err
+	}
+	full := o.buf
+	o.buf, o.done = o.done[:0], nil
+	done := make(chan struct{})
+	o.inflight = done
+	go func() {
+		_, o.behindErr = o.w.Write(full)
+		o.done = full
+		close(done)
+	}()
+	return nil
 }
 
 // armLocked starts the flush timer when something is buffered and no flush
@@ -248,7 +289,7 @@ func (o *flushingWriter) timedFlush() {
 		return
 	}
 	o.armed = false
-	o.buf = nil
+	o.buf, o.done = nil, nil
 }
 
 // Write buffers p. What reaches the file always ends where a Write ended
@@ -262,11 +303,18 @@ func (o *flushingWriter) Write(p []byte) (int, error) {
 		return 0, o.err
 	}
 	if len(o.buf) > 0 && len(p) > o.size-len(o.buf) {
-		if err := o.flushLocked(); err != nil {
+		flush := o.flushLocked
+		if o.behind {
+			flush = o.writeBehindLocked
+		}
+		if err := flush(); err != nil {
 			return 0, err
 		}
 	}
 	if len(p) >= o.size {
+		if err := o.waitLocked(); err != nil {
+			return 0, err
+		}
 		n, err := o.w.Write(p)
 		o.err = err
 		return n, err
@@ -301,7 +349,7 @@ func (o *flushingWriter) finish() error {
 		o.timer.Stop() // a flush already running finds finished set
 	}
 	err := o.flushLocked()
-	o.buf = nil
+	o.buf, o.done = nil, nil
 	return err
 }
 
@@ -319,7 +367,9 @@ type FileOutput struct {
 
 // NewFileOutput returns the buffered output over f; Close closes f.
 func NewFileOutput(f *os.File) *FileOutput {
-	return &FileOutput{flushingWriter: newFlushingWriter(appendOrUndo{f}, outputBufferSize, fileFlushInterval), f: f, name: f.Name()}
+	w := newFlushingWriter(appendOrUndo{f}, outputBufferSize, fileFlushInterval)
+	w.behind = true
+	return &FileOutput{flushingWriter: w, f: f, name: f.Name()}
 }
 
 // Name returns the file's path.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -100,6 +101,9 @@ func TestFileOutputFlushesWithinTheIntervalAndAtWriteBoundaries(t *testing.T) {
 	// A write that does not fit sends what is buffered first, whole.
 	o.Write(bytes.Repeat([]byte("a"), outputBufferSize-100))
 	o.Write(bytes.Repeat([]byte("b"), 200))
+	o.mu.Lock()
+	o.waitLocked() // the a's go out behind the b's buffering
+	o.mu.Unlock()
 	if got := size(); got != 5+outputBufferSize-100 {
 		t.Fatalf("file is %d bytes, want %d: a write was split", got, 5+outputBufferSize-100)
 	}
@@ -223,5 +227,88 @@ func TestAMuxersFlushLeavesAFileOutputToWriteInLargeBlocks(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(p); len(b) != 3*60<<10 || b[0] != 'a' || b[len(b)-1] != 'c' {
 		t.Fatalf("file holds %d bytes, want the three fragments", len(b))
+	}
+}
+
+// gatedWriter holds each Write until gate lets it go, keeping what was
+// written; fail makes a write fail.
+type gatedWriter struct {
+	gate    chan struct{}
+	entered chan struct{}
+	mu      sync.Mutex
+	written bytes.Buffer
+	fail    error
+}
+
+func (g *gatedWriter) Write(p []byte) (int, error) {
+	g.entered <- struct{}{}
+	<-g.gate
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.fail != nil {
+		return 0, g.fail
+	}
+	return g.written.Write(p)
+}
+
+// TestAFullFileBufferIsWrittenBehindWhileTheNextFills: a file output's
+// full buffer goes to the file on a goroutine of its own, and the writer
+// of the media goes on filling the next one meanwhile (the export and the
+// system call on two cores); whole Writes still reach the file in order,
+// one write behind at most, and a failed write behind sticks as any.
+func TestAFullFileBufferIsWrittenBehindWhileTheNextFills(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		g := &gatedWriter{gate: make(chan struct{}), entered: make(chan struct{}, 4)}
+		o := newFlushingWriter(g, 64, time.Hour)
+		o.behind = true
+		a, b, c := bytes.Repeat([]byte("a"), 40), bytes.Repeat([]byte("b"), 40), bytes.Repeat([]byte("c"), 40)
+		o.Write(a)
+		returned := make(chan error, 1)
+		go func() {
+			_, err := o.Write(b) // a does not fit with b: a goes behind
+			returned <- err
+		}()
+		<-g.entered // a's write runs, and is held
+		select {
+		case err := <-returned:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the write of b waited for the file to take a")
+		}
+		if fail {
+			g.mu.Lock()
+			g.fail = syscall.ENOSPC
+			g.mu.Unlock()
+		}
+		g.gate <- struct{}{} // a's write ends
+		go func() {
+			_, err := o.Write(c) // waits for a, then b goes behind
+			returned <- err
+		}()
+		if fail {
+			if err := <-returned; !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("a write after the write behind failed: %v", err)
+			}
+			if err := o.finish(); !errors.Is(err, syscall.ENOSPC) || g.written.Len() != 0 {
+				t.Fatalf("finish: %v, %d bytes written after the failure", err, g.written.Len())
+			}
+			continue
+		}
+		<-g.entered
+		g.gate <- struct{}{} // b's write
+		if err := <-returned; err != nil {
+			t.Fatal(err)
+		}
+		go func() { returned <- o.finish() }()
+		<-g.entered
+		g.gate <- struct{}{} // c's, by finish
+		if err := <-returned; err != nil {
+			t.Fatal(err)
+		}
+		if want := string(a) + string(b) + string(c); g.written.String() != want {
+			t.Fatalf("written %q, want %q", g.written.String(), want)
+		}
 	}
 }
