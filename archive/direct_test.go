@@ -10,7 +10,9 @@ import (
 
 	"github.com/moq-export/moq-export/archive"
 	"github.com/moq-export/moq-export/archive/internal/layout"
+	"github.com/moq-export/moq-export/demo"
 	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/record"
 )
 
 // synthArchive archives dur of the H.264 and AAC samples as tracks "v"
@@ -19,7 +21,17 @@ import (
 func synthArchive(t *testing.T, dur time.Duration) (string, int) {
 	t.Helper()
 	dir := t.TempDir()
-	cat := []byte(`{"video":{"renditions":{"v":{"codec":"avc1.64001f","codedWidth":1280,"codedHeight":720}}},"audio":{"renditions":{"a":{"codec":"mp4a.40.2","sampleRate":48000,"numberOfChannels":2}}}}`)
+	c, err := demo.Catalog([]string{"h264", "aac"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Video.Renditions["v"], c.Audio.Renditions["a"] = c.Video.Renditions["h264"], c.Audio.Renditions["aac"]
+	delete(c.Video.Renditions, "h264")
+	delete(c.Audio.Renditions, "aac")
+	cat, err := c.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
 	buildArchive(t, dir, cat, []synth{sampleSynth(t, "v", "h264"), sampleSynth(t, "a", "aac")}, dur)
 	ents, err := os.ReadDir(filepath.Join(dir, "demo", "v", "segments"))
 	if err != nil {
@@ -234,5 +246,36 @@ func TestAnUnpacedReadWritesThePartAfterTheOneItsReadersAreIn(t *testing.T) {
 	}
 	if n := tr.State().NewestTimestamp; n >= 2*part {
 		t.Errorf("the track holds frames up to %d µs while its reader is in the first part: more than two parts of %d µs", n, part)
+	}
+}
+
+// TestAVideoAndAudioExportOfAnArchiveWritesEveryFrame: the reader writes
+// the tracks part by part, ahead of the export, each part in slices
+// track after track; the export of both (MKV, the recorder's delay
+// options as the command's) takes every frame of the archive, none late.
+func TestAVideoAndAudioExportOfAnArchiveWritesEveryFrame(t *testing.T) {
+	t.Parallel()
+	dir, _ := synthArchive(t, 30*time.Second)
+	whole, _ := readWatched(t, dir)
+	st, err := archive.Dir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := record.NewArchiveSource(archive.Open(st, ""), record.ArchiveSourceOptions{})
+	defer src.Close()
+	out, err := record.Files(filepath.Join(t.TempDir(), "out.mkv"), record.FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := record.New(record.Options{Output: out, Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Record(context.Background(), src, "demo"); err != nil {
+		t.Fatal(err)
+	}
+	s := rec.Stats()
+	if want := int64(len(whole["v"]) + len(whole["a"])); s.Frames != want || s.Late != 0 || s.Dropped != 0 {
+		t.Errorf("wrote %d frames (late %d, dropped %d), want all %d of the archive", s.Frames, s.Late, s.Dropped, want)
 	}
 }

@@ -43,10 +43,13 @@ type ReadOptions struct {
 // reached it: model.Track.ReadTo), so they hold at most two parts unread,
 // well inside model.MaxLag, and find the next one written when they
 // finish one (an hour's export hands over 1,200 parts, each a batch per
-// group: one wakeup, not one per frame). paceStep is a paced replay's
+// group: one wakeup, not one per frame). A part goes in slices of a
+// second, track after track, as the parts of a second did before: no
+// track is more than that ahead of another. paceStep is a paced replay's
 // tick.
 const (
 	step     = 3 * time.Second
+	slice    = time.Second
 	paceStep = 20 * time.Millisecond
 )
 
@@ -291,6 +294,7 @@ func (f *feeder) run(ctx context.Context) error {
 	}
 	wallStart := time.Now()
 	var tracks []*feedTrack
+	written := start // the tracks are written up to it
 	for now := start; ; {
 		now = min(now+int64(f.step()/time.Microsecond), f.o.To)
 		if f.o.Pace {
@@ -300,7 +304,6 @@ func (f *feeder) run(ctx context.Context) error {
 			}
 		}
 		tracks = append(f.pending(tracks[:0]), catTrack)
-		live := 0
 		for _, ft := range tracks {
 			if !ft.started {
 				if err := f.position(ctx, ft, start); err != nil {
@@ -310,10 +313,27 @@ func (f *feeder) run(ctx context.Context) error {
 					return err
 				}
 			}
-			if err := f.fill(ctx, ft, now); err != nil {
-				return err
+		}
+		// The part goes in slices, track after track, so that no track
+		// runs more than a slice ahead of another (the export's jitter
+		// buffer waits for a lagging track only so long).
+		for to := written; ; {
+			to = min(to+slice.Microseconds(), now)
+			for _, ft := range tracks {
+				if ft.started {
+					if err := f.fill(ctx, ft, to); err != nil {
+						return err
+					}
+				}
 			}
-			if !ft.done && ft != catTrack {
+			if to >= now {
+				break
+			}
+		}
+		written = now
+		live := 0
+		for _, ft := range tracks {
+			if ft.started && !ft.done && ft != catTrack {
 				live++
 			}
 		}
