@@ -584,9 +584,10 @@ func TestNetworkOutageOfFortySecondsIsReportedAndTheRecordingGoesOn(t *testing.T
 // about 0), as a restarted process's do. The recording, of one broadcast
 // (-b) or of every one (--record-all), goes on in one file of each
 // container:
-//   - both tracks resume (issue 26 item 0: a recorder once resubscribed
-//     only the catalog and recorded nothing more), each with one hole, at
-//     the restart, and more than a second of media after it;
+//   - the restarted publisher sees every track subscribed again (issue 26
+//     item 0: a recorder once resubscribed only the catalog and recorded
+//     nothing more), and both tracks resume, each with one hole, at the
+//     restart, and more than a second of media after it;
 //   - the file decodes without a message (the new timeline never repeats
 //     a time the old one wrote: MKV once got "non monotonically increasing
 //     dts 180 >= 180" there), and no packet time is written twice (item 1);
@@ -653,7 +654,12 @@ func TestPublisherRestartedOnAFreshClockRecordsCleanlyIntoEveryContainer(t *test
 // (selection and output flags) for 10 s of media in dir; after 3 s the
 // publisher is killed with SIGKILL and started again 1 s later on the same
 // port with a fresh clock (its timestamps start afresh, as a restarted
-// process's do). It returns the recorder's log once it exited 0.
+// process's do). The new publisher holds its media until every track is
+// subscribed, as tools/fleetpub does: it must see the catalog and both
+// media tracks subscribed again (issue 26 item 0: a recorder once
+// resubscribed only the catalog, "model: duplicate group" for its group 0,
+// and recorded nothing more). It returns the recorder's log once it
+// exited 0.
 func recordAcrossAFreshClockRestart(t *testing.T, dir string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -671,7 +677,29 @@ func recordAcrossAFreshClockRestart(t *testing.T, dir string, args ...string) st
 	}
 	pub.cmd.Wait()
 	time.Sleep(time.Second)
-	startPublisher(t, ctx, pub.addr, certFile, keyFile, time.Now())
+	pub = startPublisher(t, ctx, pub.addr, certFile, keyFile, time.Now(), "MOQ_EXPORT_TEST_HOLD=1")
+	// The recorder finds the dead connection by its idle timeout (3 s),
+	// reconnects and resubscribes; on a loaded machine that may take
+	// several seconds more.
+	want := []string{"live/aac", "live/catalog.json", "live/h264"}
+	var got []string
+	for deadline := time.Now().Add(45 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		got = got[:0]
+		for _, line := range strings.Split(pub.log.String(), "\n") {
+			if id, ok := strings.CutPrefix(line, "subscribed "); ok {
+				got = append(got, id)
+			}
+		}
+		if len(got) == len(want) || time.Now().After(deadline) {
+			break
+		}
+	}
+	if slices.Sort(got); !slices.Equal(got, want) {
+		r.cmd.Process.Kill()
+		r.wait()
+		t.Fatalf("the restarted publisher saw %v subscribed, want %v: the recorder did not resubscribe every track\n%s",
+			got, want, r.log.String())
+	}
 	if err := r.wait(); err != nil {
 		t.Fatalf("exit: %v\n%s", err, r.log.String())
 	}
