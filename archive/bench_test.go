@@ -21,7 +21,7 @@ import (
 	"github.com/moq-export/moq-export/archive"
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/record"
@@ -31,12 +31,12 @@ import (
 // legacy objects (varint timestamp + codec payload), a group per keyframe.
 type synth struct {
 	name   string
-	frames []testmedia.SampleFrame // one loop, in decode order
-	period int64                   // µs per loop
+	frames []samples.SampleFrame // one loop, in decode order
+	period int64                 // µs per loop
 }
 
 func sampleSynth(t testing.TB, name, sample string) synth {
-	s, err := testmedia.LoadSample(sample)
+	s, err := samples.LoadSample(sample)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,9 +322,9 @@ func BenchmarkCutFiveMinutesOfADayLongArchive(b *testing.B) {
 		defer os.RemoveAll(dir)
 	}
 	// 10 fps, a keyframe every 2 s, 100-byte frames.
-	var frames []testmedia.SampleFrame
+	var frames []samples.SampleFrame
 	for i := range 20 {
-		frames = append(frames, testmedia.SampleFrame{Timestamp: int64(i) * 100_000, Keyframe: i == 0, Payload: make([]byte, 100)})
+		frames = append(frames, samples.SampleFrame{Timestamp: int64(i) * 100_000, Keyframe: i == 0, Payload: make([]byte, 100)})
 	}
 	cat := []byte(`{"video":{"renditions":{"v":{"codec":"avc1.64001f","codedWidth":64,"codedHeight":64}}}}`)
 	if _, err := os.Stat(filepath.Join(dir, "demo")); err != nil {

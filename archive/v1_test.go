@@ -16,7 +16,7 @@ import (
 	"github.com/moq-export/moq-export/archive"
 	"github.com/moq-export/moq-export/archive/internal/layout"
 	"github.com/moq-export/moq-export/demo"
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/samples"
 )
 
 // v1Segment is the length of the aligned segments of the v1 fixtures,
@@ -52,7 +52,7 @@ func v1Archive(t *testing.T, st archive.Store, timeline bool) (map[string][]got,
 	// segments[n][track] = the groups of segment n.
 	segments := map[int]map[string][]layout.Group{}
 	for _, name := range []string{"h264", "aac"} {
-		s, err := testmedia.LoadSample(name)
+		s, err := samples.LoadSample(name)
 		if err != nil {
 			t.Fatal(err)
 		}

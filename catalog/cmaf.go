@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/moq-export/moq-export/internal/cmaf"
+	"github.com/moq-export/moq-export/internal/format/cmaf"
 )
 
 // ErrBadInit means a cmaf rendition whose init segment is missing or does

@@ -9,7 +9,7 @@
 // (Watch, on package model: the newest snapshot, never an overtaken one),
 // and for "cmaf" renditions what their init segment says that the
 // rendition leaves out (the codec configuration record, size, rate,
-// channels; read by package internal/cmaf). A cmaf rendition without a
+// channels; read by package internal/format/cmaf). A cmaf rendition without a
 // readable init stays listed, with Common.InitErr saying why, instead of
 // failing the whole catalog as the reference does. It does no networking:
 // package subscribe feeds the model broadcast.

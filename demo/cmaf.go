@@ -11,8 +11,8 @@ import (
 	"github.com/bluenviron/mediacommon/v2/pkg/formats/fmp4/seekablebuffer"
 	"github.com/bluenviron/mediacommon/v2/pkg/formats/mp4/codecs"
 
-	"github.com/moq-export/moq-export/internal/h26x"
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/codec/h26x"
+	"github.com/moq-export/moq-export/internal/samples"
 )
 
 // videoTimescale is the mdhd timescale of the demo's CMAF video tracks:
@@ -37,7 +37,7 @@ type cmafTrack struct {
 // newCMAFTrack builds the init of sample s and its decode times. shift is
 // added to every timestamp (the tfdt cannot go below zero, while a
 // B-frame stream decodes before it presents).
-func newCMAFTrack(s *testmedia.Sample, shift int64) (*cmafTrack, error) {
+func newCMAFTrack(s *samples.Sample, shift int64) (*cmafTrack, error) {
 	c, err := cmafCodec(s)
 	if err != nil {
 		return nil, err
@@ -63,7 +63,7 @@ func newCMAFTrack(s *testmedia.Sample, shift int64) (*cmafTrack, error) {
 // µs with shift added: the presentation times in order, moved back by the
 // stream's reorder delay, so that no frame decodes after it presents. The
 // last frame lasts until the first one of the next loop.
-func decodeTimes(s *testmedia.Sample, shift int64) (dts, dur []int64) {
+func decodeTimes(s *samples.Sample, shift int64) (dts, dur []int64) {
 	pts := make([]int64, len(s.Frames))
 	for i, f := range s.Frames {
 		pts[i] = f.Timestamp
@@ -90,7 +90,7 @@ func decodeTimes(s *testmedia.Sample, shift int64) (dts, dur []int64) {
 }
 
 // reorderDelay returns how far sample s decodes before it presents.
-func reorderDelay(s *testmedia.Sample) int64 {
+func reorderDelay(s *samples.Sample) int64 {
 	dts, _ := decodeTimes(s, 0)
 	if len(dts) == 0 || dts[0] >= 0 {
 		return 0
@@ -105,7 +105,7 @@ func (t *cmafTrack) ticks(us int64) int64 {
 
 // fragment returns the moof+mdat of frame i of a loop that starts at base
 // µs; pts is its presentation time (µs, shift included).
-func (t *cmafTrack) fragment(f testmedia.SampleFrame, i int, base, pts int64) ([]byte, error) {
+func (t *cmafTrack) fragment(f samples.SampleFrame, i int, base, pts int64) ([]byte, error) {
 	dts := t.ticks(base + t.dts[i])
 	next := t.ticks(base + t.dts[i] + t.dur[i])
 	t.seq++
@@ -129,7 +129,7 @@ func (t *cmafTrack) fragment(f testmedia.SampleFrame, i int, base, pts int64) ([
 // init segment. mediacommon has no VP8 or AC-3 sample entry writer from
 // our data (AC-3 needs fields of the bitstream's own header), so those
 // samples have no CMAF form in the demo.
-func cmafCodec(s *testmedia.Sample) (codecs.Codec, error) {
+func cmafCodec(s *samples.Sample) (codecs.Codec, error) {
 	switch s.Name {
 	case "h264":
 		ps, _, err := h26x.ParseAVCDecoderConfig(s.Description)

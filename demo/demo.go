@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/catalog"
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -26,7 +26,7 @@ var Simulcast = []string{"360p=h264-360p", "180p=h264", "main=aac", "alt=aac"}
 
 // Options configures a demo broadcast.
 type Options struct {
-	// Renditions names the samples to publish (see testmedia.SampleNames);
+	// Renditions names the samples to publish (see samples.SampleNames);
 	// each becomes a track of the same name, or of NAME for NAME=SAMPLE
 	// (one sample twice under two names). Empty means DefaultRenditions.
 	Renditions []string
@@ -99,7 +99,7 @@ type Options struct {
 const KeepMedia = 3 * time.Second
 
 // keepGroups returns how many groups of sample s span KeepMedia.
-func keepGroups(s *testmedia.Sample) int {
+func keepGroups(s *samples.Sample) int {
 	groups := 0
 	for _, f := range s.Frames {
 		if f.Keyframe {
@@ -120,7 +120,7 @@ func Catalog(names []string) (*catalog.Catalog, error) {
 // them but VP8 and AC-3 in cmaf), sorted.
 func SamplesIn(kind catalog.ContainerKind) []string {
 	var out []string
-	for _, n := range testmedia.SampleNames() {
+	for _, n := range samples.SampleNames() {
 		if _, err := newPlan([]string{n}, kind); err == nil {
 			out = append(out, n)
 		}
@@ -142,7 +142,7 @@ func CatalogIn(names []string, kind catalog.ContainerKind) (*catalog.Catalog, er
 // track name and (cmaf) the packaging.
 type plan struct {
 	cat     *catalog.Catalog
-	samples []*testmedia.Sample
+	samples []*samples.Sample
 	names   []string     // track name per sample
 	cmaf    []*cmafTrack // per sample, cmaf only
 	shift   int64        // µs added to every timestamp (cmaf)
@@ -171,9 +171,9 @@ func newPlanAt(names []string, kind catalog.ContainerKind, videoBitrate int) (*p
 		if !alias {
 			sample = name
 		}
-		s, err := testmedia.LoadSample(sample)
+		s, err := samples.LoadSample(sample)
 		if err != nil {
-			return nil, fmt.Errorf("demo: %w (have %v)", err, testmedia.SampleNames())
+			return nil, fmt.Errorf("demo: %w (have %v)", err, samples.SampleNames())
 		}
 		if alias {
 			if track == "" || strings.ContainsAny(track, "/=") {
@@ -276,7 +276,7 @@ func catalogWithout(p *plan, n int) *catalog.Catalog {
 
 // cursor is where one track of the demo is in its sample.
 type cursor struct {
-	s     *testmedia.Sample
+	s     *samples.Sample
 	cmaf  *cmafTrack // nil unless the track is cmaf
 	track *model.Track
 	group *model.Group
@@ -527,7 +527,7 @@ func Publish(ctx context.Context, b *model.Broadcast, opts Options) error {
 // presentationEnds returns, for each frame of s, where it stops
 // presenting: the next presentation time of the sample, or the sample's
 // end (where its next loop begins) for the last.
-func presentationEnds(s *testmedia.Sample) []int64 {
+func presentationEnds(s *samples.Sample) []int64 {
 	pts := make([]int64, len(s.Frames))
 	for i, f := range s.Frames {
 		pts[i] = f.Timestamp

@@ -8,7 +8,7 @@ import (
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -47,7 +47,7 @@ func TestLateRenditionsJoinByACatalogUpdate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	aac := testmedia.MustLoadSample("aac")
+	aac := samples.MustLoadSample("aac")
 	var got []int64
 	for seq := uint64(0); audio.Group(seq) != nil; seq++ {
 		frames, _, _ := audio.Group(seq).Frames(0)
@@ -86,9 +86,9 @@ func TestMarkersEndEveryVideoGroupAndBreakEveryTrackEverySecondVideoGroup(t *tes
 				t.Fatal(err)
 			}
 			for _, r := range cat.Renditions() {
-				var s *testmedia.Sample
+				var s *samples.Sample
 				for _, n := range demo.DefaultRenditions {
-					if x := testmedia.MustLoadSample(n); x.Codec == r.Common().Codec {
+					if x := samples.MustLoadSample(n); x.Codec == r.Common().Codec {
 						s = x
 					}
 				}

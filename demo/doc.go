@@ -1,5 +1,5 @@
 // Package demo publishes the sample media embedded in the module (see
-// internal/testmedia) as a live hang broadcast into package
+// internal/samples) as a live hang broadcast into package
 // model: a catalog.json track and one track per rendition in the legacy,
 // loc or cmaf container (cmaf shaped as `moq import fmp4` publishes
 // ffmpeg's fragmented MP4, the init segment and fragments written with

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/moq-export/moq-export/catalog"
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/mux/mkv"
@@ -50,7 +50,7 @@ func (r *reader) next() (model.Frame, bool) {
 
 // secondKeyframe returns the timestamp of the second keyframe of s and how
 // many frames come before it.
-func secondKeyframe(s *testmedia.Sample) (int64, int) {
+func secondKeyframe(s *samples.Sample) (int64, int) {
 	seen := 0
 	for i, f := range s.Frames {
 		if f.Keyframe {
@@ -91,7 +91,7 @@ func TestHoldAndPause(t *testing.T) {
 	// Paused: exactly the first video group, and the audio before its end
 	// (one clock: the next frame across tracks is the earliest), then
 	// nothing until ctx ends; then the tracks end cleanly.
-	end, want := secondKeyframe(testmedia.MustLoadSample("h264"))
+	end, want := secondKeyframe(samples.MustLoadSample("h264"))
 	for range want {
 		if _, ok := video.next(); !ok {
 			t.Fatal("video ended before its first group was published")
@@ -122,7 +122,7 @@ func TestHoldAndPause(t *testing.T) {
 
 func TestVideoBitratePadsFramesThatStillDecode(t *testing.T) {
 	const bitrate = 4_000_000
-	s, err := paddedSample(testmedia.MustLoadSample("h264"), bitrate)
+	s, err := paddedSample(samples.MustLoadSample("h264"), bitrate)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestVideoBitratePadsFramesThatStillDecode(t *testing.T) {
 	if got := float64(bytes) * 8 / (float64(s.Duration()) / 1e6); got < bitrate || got > bitrate*1.1 {
 		t.Errorf("padded to %.0f b/s, want %d to 10%% above", got, bitrate)
 	}
-	if again, _ := paddedSample(testmedia.MustLoadSample("h264"), bitrate); again != s {
+	if again, _ := paddedSample(samples.MustLoadSample("h264"), bitrate); again != s {
 		t.Error("a second broadcast at the same bitrate got its own copy")
 	}
 	f, path := mediatest.CreateFile(t, "padded.mkv")
@@ -146,7 +146,7 @@ func TestVideoBitratePadsFramesThatStillDecode(t *testing.T) {
 	if n := len(mediatest.Probe(t, path).PacketsOf(0)); n != len(s.Frames) {
 		t.Errorf("ffprobe reads %d packets, want %d", n, len(s.Frames))
 	}
-	if _, err := paddedSample(testmedia.MustLoadSample("vp9"), bitrate); err == nil {
+	if _, err := paddedSample(samples.MustLoadSample("vp9"), bitrate); err == nil {
 		t.Error("VP9 was padded with an H.264 filler")
 	}
 	if _, err := newPlanAt(nil, catalog.ContainerCMAF, bitrate); err == nil {

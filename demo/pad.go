@@ -7,12 +7,12 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/samples"
 )
 
 // padded caches the padded samples by name and bitrate: a benchmark
 // publishing a thousand broadcasts at 4 Mb/s shares one copy.
-var padded sync.Map // paddedKey -> *testmedia.Sample
+var padded sync.Map // paddedKey -> *samples.Sample
 
 type paddedKey struct {
 	name    string
@@ -23,10 +23,10 @@ type paddedKey struct {
 // with a filler-data NAL unit (H.264 type 12, H.265 type 38; decoders skip
 // them) to bitrate bits per second on average; frames already larger stay
 // as they are. The payloads are AVCC/HVCC with 4-byte lengths.
-func paddedSample(s *testmedia.Sample, bitrate int) (*testmedia.Sample, error) {
+func paddedSample(s *samples.Sample, bitrate int) (*samples.Sample, error) {
 	key := paddedKey{s.Name, bitrate}
 	if p, ok := padded.Load(key); ok {
-		return p.(*testmedia.Sample), nil
+		return p.(*samples.Sample), nil
 	}
 	var header []byte
 	switch {
@@ -42,7 +42,7 @@ func paddedSample(s *testmedia.Sample, bitrate int) (*testmedia.Sample, error) {
 	}
 	target := int(math.Ceil(float64(bitrate) / 8 / s.Framerate))
 	out := *s
-	out.Frames = make([]testmedia.SampleFrame, len(s.Frames))
+	out.Frames = make([]samples.SampleFrame, len(s.Frames))
 	for i, f := range s.Frames {
 		out.Frames[i] = f
 		// length, header, at least one 0xFF and the stop bit
@@ -60,5 +60,5 @@ func paddedSample(s *testmedia.Sample, bitrate int) (*testmedia.Sample, error) {
 		out.Frames[i].Payload = append(p, 0x80)
 	}
 	p, _ := padded.LoadOrStore(key, &out)
-	return p.(*testmedia.Sample), nil
+	return p.(*samples.Sample), nil
 }

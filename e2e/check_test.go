@@ -17,7 +17,7 @@ import (
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/model"
 )
@@ -31,7 +31,7 @@ const ptsTolerance = 1000 // µs
 // source sample's frames (decode order) at the times the broadcast gives
 // them. Loop k of frame i is at ts[i] + k*period.
 type published struct {
-	sample *testmedia.Sample
+	sample *samples.Sample
 	ts     []int64 // µs, per frame, loop 0
 	period int64
 	hashes []string // "SHA256:<hex>" of each frame's payload
@@ -116,9 +116,9 @@ func publishedFrames(t *testing.T) map[string]map[string]*published {
 }
 
 // sampleOf returns the demo sample of codec (a catalog codec string).
-func sampleOf(codec string) *testmedia.Sample {
+func sampleOf(codec string) *samples.Sample {
 	for _, n := range demo.DefaultRenditions {
-		s := testmedia.MustLoadSample(n)
+		s := samples.MustLoadSample(n)
 		if s.Codec == codec {
 			return s
 		}

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/catalog"
-	"github.com/moq-export/moq-export/internal/h26x"
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/codec/h26x"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/record"
@@ -63,7 +63,7 @@ func mediamtxCases() []mediamtxCase {
 // mediamtxTrack is what the profile's server publishes on one track: the
 // sample's frames (decode order) at their times, looped every period.
 type mediamtxTrack struct {
-	sample *testmedia.Sample
+	sample *samples.Sample
 	period int64 // µs
 }
 
@@ -88,7 +88,7 @@ func (m mediamtxTrack) locate(pts int64) (loop int64, index int, ok bool) {
 // and "1" (audio).
 func publishLikeMediaMTX(t *testing.T, ctx context.Context) (*model.Broadcast, map[string]mediamtxTrack) {
 	t.Helper()
-	h264, aac := testmedia.MustLoadSample("h264"), testmedia.MustLoadSample("aac")
+	h264, aac := samples.MustLoadSample("h264"), samples.MustLoadSample("aac")
 	ps, _, err := h26x.ParseAVCDecoderConfig(h264.Description)
 	if err != nil {
 		t.Fatal(err)

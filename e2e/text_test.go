@@ -11,9 +11,9 @@ import (
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/format/webvtt"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
-	"github.com/moq-export/moq-export/internal/webvtt"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/record"
 	"github.com/moq-export/moq-export/subscribe"
@@ -36,7 +36,7 @@ func TestTextRenditionsCrossEveryFamilyPackagingAndTheContainersThatCarryThem(t 
 	var pub []*model.Broadcast
 	for _, p := range []string{"legacy", "loc"} {
 		b := model.NewBroadcast("text-" + p)
-		go demo.Publish(ctx, b, demo.Options{Renditions: []string{"h264", "aac", testmedia.WebVTTName}, Realtime: true, Container: catalog.ContainerKind(p), KeepGroups: 1000})
+		go demo.Publish(ctx, b, demo.Options{Renditions: []string{"h264", "aac", samples.WebVTTName}, Realtime: true, Container: catalog.ContainerKind(p), KeepGroups: 1000})
 		pub = append(pub, b)
 	}
 	srv, err := subscribe.Listen("127.0.0.1:0", subscribe.ServerOptions{Certificates: []tls.Certificate{cert}, Publish: pub, DisableWebTransport: true, Logger: slog.New(slog.DiscardHandler)})
@@ -114,8 +114,8 @@ func checkLiveCues(t *testing.T, cues []webvtt.Cue, absolute bool) {
 		t.Fatalf("%d cues in 3.5 s of one cue a second: %+v", len(cues), cues)
 	}
 	text := func(c webvtt.Cue) int {
-		for i := range testmedia.WebVTTCues {
-			if c.Text == testmedia.WebVTTCueText(i) {
+		for i := range samples.WebVTTCues {
+			if c.Text == samples.WebVTTCueText(i) {
 				return i
 			}
 		}
@@ -124,18 +124,18 @@ func checkLiveCues(t *testing.T, cues []webvtt.Cue, absolute bool) {
 	}
 	near := func(a, b int64) bool { return a-b <= 1000 && b-a <= 1000 }
 	for i, c := range cues {
-		if !near(c.End-c.Start, testmedia.WebVTTCueDuration) {
-			t.Fatalf("cue %d lasts %d µs, published %d", i, c.End-c.Start, testmedia.WebVTTCueDuration)
+		if !near(c.End-c.Start, samples.WebVTTCueDuration) {
+			t.Fatalf("cue %d lasts %d µs, published %d", i, c.End-c.Start, samples.WebVTTCueDuration)
 		}
 		n := text(c)
 		if absolute {
 			sec := (c.Start + 500_000) / 1_000_000
-			if !near(c.Start, sec*1_000_000) || int(sec%testmedia.WebVTTCues) != n {
+			if !near(c.Start, sec*1_000_000) || int(sec%samples.WebVTTCues) != n {
 				t.Fatalf("cue %d %q at %s: published at %d s of a loop", i, c.Text, webvtt.FormatTime(c.Start), n)
 			}
 		}
 		if i > 0 {
-			if prev := cues[i-1]; !near(c.Start-prev.Start, 1_000_000) || n != (text(prev)+1)%testmedia.WebVTTCues {
+			if prev := cues[i-1]; !near(c.Start-prev.Start, 1_000_000) || n != (text(prev)+1)%samples.WebVTTCues {
 				t.Fatalf("cues %d and %d: %s %q then %s %q, published a second apart in order", i-1, i, webvtt.FormatTime(prev.Start), prev.Text, webvtt.FormatTime(c.Start), c.Text)
 			}
 		}

@@ -37,7 +37,7 @@
 // header where raw AAC is expected) never reaches the muxer: it is counted
 // (TrackStats.DroppedMalformed), warned once per track, and on video the
 // frames up to the next keyframe go with it (payload.go; the checks are
-// internal/h26x's and internal/codecconf's).
+// internal/codec/h26x's and internal/codec/codecconf's).
 //
 // It owns the order of work (catalog, selection, subscriptions, jitter,
 // muxer) and the rendition selection rule (Select); the containers,

@@ -18,7 +18,7 @@ import (
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
 	"github.com/moq-export/moq-export/export"
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/internal/testutil/allocs"
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/model"
@@ -78,7 +78,7 @@ func syntheticH264(size int) []e2eFrame {
 }
 
 // sampleFrames returns the embedded H.264 sample's frames.
-func sampleFrames(s *testmedia.Sample) []e2eFrame {
+func sampleFrames(s *samples.Sample) []e2eFrame {
 	out := make([]e2eFrame, len(s.Frames))
 	for i, f := range s.Frames {
 		out[i] = e2eFrame{ts: f.Timestamp, keyframe: f.Keyframe, payload: f.Payload}

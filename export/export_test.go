@@ -11,7 +11,7 @@ import (
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
 	"github.com/moq-export/moq-export/export"
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/mux"
 	"github.com/moq-export/moq-export/mux/segment"
@@ -120,7 +120,7 @@ func TestExportWritesEveryFrameInTimestampOrder(t *testing.T) {
 	}
 	got := rec.countByName()
 	for _, name := range []string{"h264", "aac", "opus"} {
-		want := 2 * len(testmedia.MustLoadSample(name).Frames)
+		want := 2 * len(samples.MustLoadSample(name).Frames)
 		if got[name] != want {
 			t.Errorf("%s: %d frames written, want %d", name, got[name], want)
 		}
@@ -163,7 +163,7 @@ func TestKeyframesStartEveryGroup(t *testing.T) {
 	bc := publishDemo(t, 1, "h264")
 	rec := newRecorder()
 	run(t, bc, rec, export.Options{})
-	s := testmedia.MustLoadSample("h264")
+	s := samples.MustLoadSample("h264")
 	for i, f := range rec.frames {
 		if f.Keyframe != s.Frames[i].Keyframe {
 			t.Fatalf("frame %d: keyframe %v, want %v", i, f.Keyframe, s.Frames[i].Keyframe)
@@ -201,7 +201,7 @@ func TestRenditionSelection(t *testing.T) {
 			}
 			counts := rec.countByName()
 			for name := range tc.want {
-				if counts[name] != len(testmedia.MustLoadSample(name).Frames) {
+				if counts[name] != len(samples.MustLoadSample(name).Frames) {
 					t.Errorf("%s: %d frames", name, counts[name])
 				}
 			}
@@ -288,7 +288,7 @@ func TestMaxDurationCountsFromTheFirstFrameTheMuxerWrote(t *testing.T) {
 // long as the broadcast lasts: it ends once 10 s more than MaxDuration was
 // handed to it.
 func TestMaxDurationEndsAMuxerThatNeverWrites(t *testing.T) {
-	sample := testmedia.MustLoadSample("h264")
+	sample := samples.MustLoadSample("h264")
 	last := sample.Frames[len(sample.Frames)-1].Timestamp
 	loops := int(14*time.Second.Microseconds()/last) + 1
 	bc := publishDemo(t, loops, "h264", "aac")
@@ -350,7 +350,7 @@ func TestSegmentsRotateAtVideoKeyframes(t *testing.T) {
 		}
 		total += len(r.frames)
 	}
-	want := len(testmedia.MustLoadSample("h264").Frames) + len(testmedia.MustLoadSample("aac").Frames)
+	want := len(samples.MustLoadSample("h264").Frames) + len(samples.MustLoadSample("aac").Frames)
 	if total != want {
 		t.Fatalf("%d frames over all segments, want %d", total, want)
 	}
@@ -412,7 +412,7 @@ func TestCloseFinishesAPolledExport(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(testmedia.MustLoadSample("aac").Frames); len(rec.frames) != n || !rec.closed {
+	if n := len(samples.MustLoadSample("aac").Frames); len(rec.frames) != n || !rec.closed {
 		t.Fatalf("%d frames written (closed %v), want %d", len(rec.frames), rec.closed, n)
 	}
 	rec.closed = false
@@ -695,7 +695,7 @@ func TestAnEndMarkerEndsTheVideoFrameBeforeItAndIsNoFrame(t *testing.T) {
 	data, _ := cat.Marshal()
 	cg, _ := bc.CreateTrack(catalog.TrackName).AppendGroup()
 	cg.WriteFrame(model.Frame{Payload: data})
-	s := testmedia.MustLoadSample("h264")
+	s := samples.MustLoadSample("h264")
 	video := bc.CreateTrack(cat.Renditions()[0].Name)
 	g, _ := video.AppendGroup()
 	g.WriteFrame(model.Frame{Timestamp: 0, Payload: s.Frames[0].Payload})

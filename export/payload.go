@@ -3,8 +3,8 @@ package export
 import (
 	"errors"
 
-	"github.com/moq-export/moq-export/internal/codecconf"
-	"github.com/moq-export/moq-export/internal/h26x"
+	"github.com/moq-export/moq-export/internal/codec/codecconf"
+	"github.com/moq-export/moq-export/internal/codec/h26x"
 	"github.com/moq-export/moq-export/mux"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/moq-export/moq-export/catalog"
 
-	"github.com/moq-export/moq-export/internal/webvtt"
+	"github.com/moq-export/moq-export/internal/format/webvtt"
 	"github.com/moq-export/moq-export/mux"
 )
 

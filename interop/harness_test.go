@@ -24,7 +24,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/samples"
 )
 
 // setupHint is what a skipped or failed test tells the reader to run.
@@ -347,8 +347,8 @@ type manifest struct {
 // frame, as the browser and Rust publishers do). Send times follow decode
 // order for video and the timestamp for audio.
 func sampleBroadcast(name string, audioGroup int) *manifest {
-	v := testmedia.MustLoadSample("h264")
-	a := testmedia.MustLoadSample("aac")
+	v := samples.MustLoadSample("h264")
+	a := samples.MustLoadSample("aac")
 	video := manifestTrack{Name: "video", Kind: "video", Config: map[string]any{
 		"codec":       v.Codec,
 		"description": hex.EncodeToString(v.Description),

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/internal/cli"
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 )
 
@@ -156,7 +156,7 @@ func referenceRestart(t *testing.T, ref *reference, mode, ext string) {
 	if len(p.Streams) != 2 {
 		t.Fatalf("%d streams", len(p.Streams))
 	}
-	frame := map[string]float64{"video": 1 / testmedia.MustLoadSample("h264").Framerate, "audio": 1024.0 / 48000}
+	frame := map[string]float64{"video": 1 / samples.MustLoadSample("h264").Framerate, "audio": 1024.0 / 48000}
 	for _, s := range p.Streams {
 		track := s.CodecType // the tracks are named "video" and "audio"
 		var pts []float64

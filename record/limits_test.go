@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/moq-export/moq-export/demo"
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/record"
@@ -184,7 +184,7 @@ func TestMaxFileBytesCutsTheRecordingThatReachesIt(t *testing.T) {
 				t.Errorf("big: %d bytes, want just under %d", f.Size, limit)
 			}
 			// Cut: fewer frames than one loop of both samples.
-			all := len(testmedia.MustLoadSample("h264").Frames) + len(testmedia.MustLoadSample("aac").Frames)
+			all := len(samples.MustLoadSample("h264").Frames) + len(samples.MustLoadSample("aac").Frames)
 			if p := mediatest.Probe(t, f.Path); int64(len(p.Packets)) != f.Frames || f.Frames >= int64(all)*3/4 {
 				t.Errorf("big: %d packets, %d frames written of %d", len(p.Packets), f.Frames, all)
 			}

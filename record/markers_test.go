@@ -12,7 +12,7 @@ import (
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/record"
@@ -23,9 +23,9 @@ import (
 // discontinuity marker group between its second and third groups, and an
 // end marker closing the last group 100 ms after its last frame (three
 // frames' worth: no estimate gives it).
-func markedBroadcast(t *testing.T) (*model.Broadcast, *testmedia.Sample) {
+func markedBroadcast(t *testing.T) (*model.Broadcast, *samples.Sample) {
 	t.Helper()
-	s := testmedia.MustLoadSample("vp9")
+	s := samples.MustLoadSample("vp9")
 	cat, err := demo.Catalog([]string{"vp9"})
 	if err != nil {
 		t.Fatal(err)

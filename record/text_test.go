@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/demo"
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/format/webvtt"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
-	"github.com/moq-export/moq-export/internal/webvtt"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/record"
 )
@@ -46,10 +46,10 @@ func recordDemo(t *testing.T, renditions []string, out string, opts record.Optio
 
 // origin is where a file of the samples starts: the earliest first
 // timestamp among them.
-func origin(samples ...string) int64 {
+func origin(names ...string) int64 {
 	o := int64(1 << 62)
-	for _, s := range samples {
-		o = min(o, testmedia.MustLoadSample(s).Frames[0].Timestamp)
+	for _, s := range names {
+		o = min(o, samples.MustLoadSample(s).Frames[0].Timestamp)
 	}
 	return o
 }
@@ -63,7 +63,7 @@ func TestSubtitlesAreRecordedIntoMKVAndWebMWithTheirPublishedTimesAndText(t *tes
 	} {
 		t.Run(tc.out, func(t *testing.T) {
 			t.Parallel()
-			path, rec := recordDemo(t, []string{tc.video, tc.audio, testmedia.WebVTTName}, tc.out, record.Options{})
+			path, rec := recordDemo(t, []string{tc.video, tc.audio, samples.WebVTTName}, tc.out, record.Options{})
 			if s := rec.Stats(); s.Skipped != 0 || s.Tracks != 3 {
 				t.Errorf("Stats: %d renditions skipped, %d tracks; want all 3 recorded", s.Skipped, s.Tracks)
 			}
@@ -114,7 +114,7 @@ func TestContainersWithoutSubtitlesSkipTheTextRenditionAndSayWhy(t *testing.T) {
 			t.Parallel()
 			var log lockedBuffer
 			logger := slog.New(slog.NewTextHandler(&log, nil))
-			path, rec := recordDemo(t, []string{"h264", "aac", testmedia.WebVTTName}, out, record.Options{Logger: logger})
+			path, rec := recordDemo(t, []string{"h264", "aac", samples.WebVTTName}, out, record.Options{Logger: logger})
 			if s := rec.Stats(); s.Skipped != 1 || s.Tracks != 2 {
 				t.Errorf("Stats: %d renditions skipped, %d tracks; want the subtitles skipped and counted", s.Skipped, s.Tracks)
 			}
@@ -131,7 +131,7 @@ func TestContainersWithoutSubtitlesSkipTheTextRenditionAndSayWhy(t *testing.T) {
 
 func TestTextNoneRecordsNoSubtitles(t *testing.T) {
 	t.Parallel()
-	path, rec := recordDemo(t, []string{"h264", "aac", testmedia.WebVTTName}, "demo.mkv", record.Options{Text: []string{}})
+	path, rec := recordDemo(t, []string{"h264", "aac", samples.WebVTTName}, "demo.mkv", record.Options{Text: []string{}})
 	if s := rec.Stats(); s.Skipped != 0 {
 		t.Errorf("Stats.Skipped %d: a rendition the selection leaves out is not a skip", s.Skipped)
 	}
@@ -146,12 +146,12 @@ func TestTextNoneRecordsNoSubtitles(t *testing.T) {
 // its markup characters in the WebVTT cues).
 func utf8Cues(origin int64) []webvtt.Cue {
 	var out []webvtt.Cue
-	for i := range testmedia.WebVTTCues {
+	for i := range samples.WebVTTCues {
 		end := int64(i+1) * 1_000_000
-		if i == testmedia.WebVTTCues-1 {
-			end = testmedia.UTF8ClearAt
+		if i == samples.WebVTTCues-1 {
+			end = samples.UTF8ClearAt
 		}
-		out = append(out, webvtt.Cue{Start: int64(i)*1_000_000 - origin, End: end - origin, Text: testmedia.UTF8CueText(i)})
+		out = append(out, webvtt.Cue{Start: int64(i)*1_000_000 - origin, End: end - origin, Text: samples.UTF8CueText(i)})
 	}
 	return out
 }
@@ -169,7 +169,7 @@ func TestUTF8CuesAreRecordedAsWebVTTCuesEndingAtTheNext(t *testing.T) {
 	} {
 		t.Run(tc.out, func(t *testing.T) {
 			t.Parallel()
-			path, rec := recordDemo(t, []string{tc.video, tc.audio, testmedia.UTF8Name}, tc.out, record.Options{})
+			path, rec := recordDemo(t, []string{tc.video, tc.audio, samples.UTF8Name}, tc.out, record.Options{})
 			if s := rec.Stats(); s.Skipped != 0 || s.Tracks != 3 {
 				t.Errorf("Stats: %d renditions skipped, %d tracks; want all 3 recorded", s.Skipped, s.Tracks)
 			}
@@ -199,7 +199,7 @@ func TestTTMLRenditionsAreSkippedCountedAndNamed(t *testing.T) {
 			t.Parallel()
 			var log lockedBuffer
 			logger := slog.New(slog.NewTextHandler(&log, nil))
-			path, rec := recordDemo(t, []string{"h264", "aac", testmedia.TTMLName}, out, record.Options{Logger: logger})
+			path, rec := recordDemo(t, []string{"h264", "aac", samples.TTMLName}, out, record.Options{Logger: logger})
 			if s := rec.Stats(); s.Skipped != 1 || s.Tracks != 2 {
 				t.Errorf("Stats: %d renditions skipped, %d tracks; want the TTML one skipped and counted", s.Skipped, s.Tracks)
 			}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Regenerates internal/testmedia/testdata/*.frames: a few seconds of real
+# Regenerates internal/samples/testdata/*.frames: a few seconds of real
 # encoded media per codec, made from ffmpeg's lavfi test sources, stored as
-# frame dumps (see internal/testmedia) so tests and the built-in demo need no
+# frame dumps (see internal/samples) so tests and the built-in demo need no
 # ffmpeg at run time.
 # Needs ffmpeg/ffprobe (Debian 12: libx264, libx265, libaom, libvpx, libopus,
 # libmp3lame). Run from the repository root: scripts/mktestdata.sh
@@ -16,7 +16,7 @@ enc() { # name ext ffmpeg-args...
 	local name=$1 ext=$2; shift 2
 	ffmpeg -v error -y "$@" "$tmp/$name.$ext"
 	ffprobe -v error -show_streams -show_packets -show_data -of json "$tmp/$name.$ext" >"$tmp/$name.json"
-	go run ./tools/framedump <"$tmp/$name.json" >"internal/testmedia/testdata/$name.frames"
+	go run ./tools/framedump <"$tmp/$name.json" >"internal/samples/testdata/$name.frames"
 }
 
 # H.264 High with B-frames (PTS != DTS), one keyframe a second.
@@ -33,4 +33,4 @@ enc opus webm $A -c:a libopus -b:a 48k
 enc mp3 mp3 $A -c:a libmp3lame -b:a 64k
 enc flac mkv $A -t 2 -ac 1 -c:a flac
 enc ac3 mkv $A -t 2 -c:a ac3 -b:a 96k
-ls -l internal/testmedia/testdata
+ls -l internal/samples/testdata

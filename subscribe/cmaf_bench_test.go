@@ -62,7 +62,7 @@ func demoStream(b *testing.B, kind catalog.ContainerKind) (map[string][]byte, ma
 // same demo media): reading the FRAME off the stream and decoding it with
 // package hang. The
 // mediacommon sub-benchmark demuxes the same cmaf frames with
-// fmp4.Parts.Unmarshal instead, for the package doc of internal/cmaf.
+// fmp4.Parts.Unmarshal instead, for the package doc of internal/format/cmaf.
 // ns/op and allocs/op are per frame.
 func BenchmarkReceiveFrame(b *testing.B) {
 	for _, tc := range []struct {

@@ -114,7 +114,7 @@
 // catalog (read automatically when needed): "legacy" and "loc" frames become
 // model frames with the codec payload and the timestamp in microseconds;
 // each "cmaf" frame (one or more moof+mdat, read with the catalog's init by
-// package internal/cmaf) becomes one model frame per sample, with the
+// package internal/format/cmaf) becomes one model frame per sample, with the
 // sample's presentation time in microseconds and model.Frame.Sync from the
 // bitstream (a bad fragment is logged and skipped with the delta frames
 // after it; a cmaf rendition without a readable init ends its track with

@@ -16,7 +16,7 @@ import (
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
 	"github.com/moq-export/moq-export/internal/moq/transport"
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/model"
 	"github.com/quic-go/quic-go"
 )
@@ -98,7 +98,7 @@ func expectAnnounced(t *testing.T, ctx context.Context, s *Session, path string)
 // tracks that keep every group; fill writes the sample frames.
 type sampleBroadcast struct {
 	b       *model.Broadcast
-	samples []*testmedia.Sample
+	samples []*samples.Sample
 	tracks  map[string]*model.Track
 }
 
@@ -111,20 +111,20 @@ func newSampleBroadcast(t *testing.T, name string, renditions ...string) *sample
 	if len(renditions) == 0 {
 		renditions = demo.DefaultRenditions
 	}
-	var samples []*testmedia.Sample
+	var loaded []*samples.Sample
 	for _, name := range renditions {
-		samples = append(samples, testmedia.MustLoadSample(name))
+		loaded = append(loaded, samples.MustLoadSample(name))
 	}
 	data, err := cat.Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb := &sampleBroadcast{b: model.NewBroadcast(name), samples: samples, tracks: map[string]*model.Track{}}
+	sb := &sampleBroadcast{b: model.NewBroadcast(name), samples: loaded, tracks: map[string]*model.Track{}}
 	ct := sb.b.CreateTrack(catalog.TrackName)
 	g, _ := ct.AppendGroup()
 	g.WriteFrame(model.Frame{Payload: data})
 	g.Close(nil)
-	for _, s := range samples {
+	for _, s := range loaded {
 		tr := sb.b.CreateTrack(s.Name)
 		tr.SetKeepGroups(100000)
 		sb.tracks[s.Name] = tr
@@ -147,7 +147,7 @@ func (sb *sampleBroadcast) fill(t *testing.T, offset int64, end bool) {
 // timestamps), a new group at each keyframe; from must be a keyframe (or 0).
 func (sb *sampleBroadcast) fillFrames(t *testing.T, name string, offset int64, from, to int) {
 	t.Helper()
-	var s *testmedia.Sample
+	var s *samples.Sample
 	for _, x := range sb.samples {
 		if x.Name == name {
 			s = x
@@ -179,7 +179,7 @@ func (sb *sampleBroadcast) fillFrames(t *testing.T, name string, offset int64, f
 }
 
 // expected returns the frames a subscriber must see for sample s.
-func expectedEvents(s *testmedia.Sample, offset int64) []model.Event {
+func expectedEvents(s *samples.Sample, offset int64) []model.Event {
 	var out []model.Event
 	seq := uint64(0)
 	for i, f := range s.Frames {
@@ -278,9 +278,9 @@ func (s *Session) subCount() int {
 	return len(f.Routed())
 }
 
-func mustSample(t *testing.T, name string) *testmedia.Sample {
+func mustSample(t *testing.T, name string) *samples.Sample {
 	t.Helper()
-	s, err := testmedia.LoadSample(name)
+	s, err := samples.LoadSample(name)
 	if err != nil {
 		t.Fatal(err)
 	}

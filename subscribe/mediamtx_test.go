@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/catalog"
-	"github.com/moq-export/moq-export/internal/h26x"
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/codec/h26x"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -22,7 +22,7 @@ import (
 // Bare: the bare payload, the time in the object in the media clock).
 type mediamtxBroadcast struct {
 	b          *model.Broadcast
-	h264, aac  *testmedia.Sample
+	h264, aac  *samples.Sample
 	video, aud *model.Track
 }
 
@@ -53,7 +53,7 @@ func (m *mediamtxBroadcast) fill(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, x := range []struct {
-		s  *testmedia.Sample
+		s  *samples.Sample
 		tr *model.Track
 	}{{m.h264, m.video}, {m.aac, m.aud}} {
 		var g *model.Group
@@ -142,7 +142,7 @@ func TestAMediaMTXLikeServerIsRecordedFrameByFrame(t *testing.T) {
 			// Groups travel on parallel streams: read once the tracks
 			// ended, to see them all in order.
 			waitFor(t, "the end of the tracks", func() bool { return client.ietfSubscriptions() == 1 })
-			for i, s := range []*testmedia.Sample{m.h264, m.aac} {
+			for i, s := range []*samples.Sample{m.h264, m.aac} {
 				evs, err := readEvents(ctx, tracks[i].Subscribe(time.Hour), func(evs []model.Event) bool { return frameCount(evs) >= len(s.Frames) })
 				if err != nil {
 					t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 )
 
@@ -29,7 +29,7 @@ func sameFramesAsSample(t *testing.T, path, kind, sample string, want int) {
 			pkts = p.PacketsOf(s.Index)
 		}
 	}
-	frames := testmedia.MustLoadSample(sample).Frames
+	frames := samples.MustLoadSample(sample).Frames
 	if want > 0 && want < len(frames) {
 		frames = frames[len(frames)-want:]
 	}
@@ -39,7 +39,7 @@ func sameFramesAsSample(t *testing.T, path, kind, sample string, want int) {
 	// File order is decode order; compare in presentation order.
 	slices.SortFunc(pkts, func(a, b mediatest.Packet) int { return strings.Compare(pad(a.PTSTime), pad(b.PTSTime)) })
 	pub := slices.Clone(frames)
-	slices.SortFunc(pub, func(a, b testmedia.SampleFrame) int { return int(a.Timestamp - b.Timestamp) })
+	slices.SortFunc(pub, func(a, b samples.SampleFrame) int { return int(a.Timestamp - b.Timestamp) })
 	first, _ := strconv.ParseFloat(pkts[0].PTSTime, 64)
 	for i, pk := range pkts {
 		got, err := strconv.ParseFloat(pk.PTSTime, 64)
@@ -85,7 +85,7 @@ func TestTheDemoPublishesIntoListen(t *testing.T) {
 	// -b names the broadcast, so the listener subscribes the moment it is
 	// announced, before its first frame: every video frame is recorded.
 	sameFramesAsSample(t, path, "video", "h264", 0)
-	if n := probe(t, path).frames(t, "aac"); n < len(testmedia.MustLoadSample("aac").Frames)-47 {
+	if n := probe(t, path).frames(t, "aac"); n < len(samples.MustLoadSample("aac").Frames)-47 {
 		t.Errorf("aac: %d frames", n)
 	}
 }

@@ -29,7 +29,7 @@ import (
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe"
 )
@@ -214,7 +214,7 @@ func TestListenWithoutRecordAllRecordsTheFirstBroadcastUntilItEnds(t *testing.T)
 	expectFrames(t, p, "h264", 4)
 	// Audio joins live at its newest frame, after the 300 ms the command
 	// waits for more announcements when no -b names the broadcast.
-	if n, all := p.frames(t, "aac"), len(testmedia.MustLoadSample("aac").Frames); n < all-47 || n > all {
+	if n, all := p.frames(t, "aac"), len(samples.MustLoadSample("aac").Frames); n < all-47 || n > all {
 		t.Errorf("aac: %d frames, want the %d of the broadcast less at most 1s", n, all)
 	}
 	if d := p.duration(t); d < 3800*time.Millisecond || d > 4200*time.Millisecond {
@@ -232,7 +232,7 @@ func msfCatalog(t *testing.T, names ...string) []byte {
 	t.Helper()
 	var tracks []map[string]any
 	for _, name := range names {
-		s := testmedia.MustLoadSample(name)
+		s := samples.MustLoadSample(name)
 		tr := map[string]any{"name": name, "packaging": "legacy", "role": s.Kind, "codec": s.Codec,
 			"initData": base64.StdEncoding.EncodeToString(s.Description)}
 		if s.Kind == "video" {

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/catalog"
-	"github.com/moq-export/moq-export/internal/h26x"
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/codec/h26x"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe"
@@ -29,7 +29,7 @@ import (
 // sends its loc renditions bare, the time in the media clocks.
 func publishLikeMediaMTX(t *testing.T, ctx context.Context, name string) *model.Broadcast {
 	t.Helper()
-	h264, aac := testmedia.MustLoadSample("h264"), testmedia.MustLoadSample("aac")
+	h264, aac := samples.MustLoadSample("h264"), samples.MustLoadSample("aac")
 	ps, _, err := h26x.ParseAVCDecoderConfig(h264.Description)
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +46,7 @@ func publishLikeMediaMTX(t *testing.T, ctx context.Context, name string) *model.
 	b.HandleRequests(func(string) (*model.Track, error) { return nil, model.ErrNotFound })
 	start := time.Now()
 	for _, x := range []struct {
-		s    *testmedia.Sample
+		s    *samples.Sample
 		name string
 	}{{h264, "0"}, {aac, "1"}} {
 		tr := b.CreateTrack(x.name)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe"
 )
@@ -34,7 +34,7 @@ func checkDemoCodecs(names, late []string, container string) error {
 		names []string
 	}{{"--demo-codecs", names}, {"--demo-late", late}} {
 		if _, err := demo.Catalog(l.names); err != nil {
-			return usagef("%s %s: unknown test codec; pick from %s", l.flag, strings.Join(l.names, ","), strings.Join(testmedia.SampleNames(), ", "))
+			return usagef("%s %s: unknown test codec; pick from %s", l.flag, strings.Join(l.names, ","), strings.Join(samples.SampleNames(), ", "))
 		}
 	}
 	if len(names) == 0 {

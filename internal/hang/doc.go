@@ -15,6 +15,6 @@
 // ask it for the timescale of the wire timestamps (Track.Timescale).
 //
 // Hand-written: legacy and loc are a few varints that no Go library
-// implements; fMP4 parsing is package internal/cmaf's, which this package
+// implements; fMP4 parsing is package internal/format/cmaf's, which this package
 // drives.
 package hang

@@ -8,8 +8,8 @@ import (
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
-	"github.com/moq-export/moq-export/internal/h26x"
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/codec/h26x"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -116,9 +116,9 @@ func TestEveryPackagingRoundTripsTheDemoFrameForFrame(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var sample *testmedia.Sample
+				var sample *samples.Sample
 				for _, n := range demo.DefaultRenditions {
-					if s := testmedia.MustLoadSample(n); s.Codec == r.Common().Codec {
+					if s := samples.MustLoadSample(n); s.Codec == r.Common().Codec {
 						sample = s
 					}
 				}

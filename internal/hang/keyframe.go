@@ -7,8 +7,8 @@ import (
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/vp9"
 
 	"github.com/moq-export/moq-export/catalog"
-	"github.com/moq-export/moq-export/internal/cmaf"
-	"github.com/moq-export/moq-export/internal/h26x"
+	"github.com/moq-export/moq-export/internal/codec/h26x"
+	"github.com/moq-export/moq-export/internal/format/cmaf"
 	"github.com/moq-export/moq-export/model"
 )
 

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/moq-export/moq-export/catalog"
-	"github.com/moq-export/moq-export/internal/h26x"
+	"github.com/moq-export/moq-export/internal/codec/h26x"
 	"github.com/moq-export/moq-export/internal/hang"
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/mux"
@@ -24,7 +24,7 @@ import (
 // keyframe, the timestamp in the object's extension in clock units per
 // second (90 kHz video, the sample rate for audio), the object naming no
 // timescale (the subscriber's default, microseconds, reaches the decoder).
-func mediamtxObjects(t *testing.T, s *testmedia.Sample, clock uint64) []hang.Object {
+func mediamtxObjects(t *testing.T, s *samples.Sample, clock uint64) []hang.Object {
 	t.Helper()
 	var ps [][]byte
 	if s.Kind == "video" {
@@ -48,7 +48,7 @@ func mediamtxObjects(t *testing.T, s *testmedia.Sample, clock uint64) []hang.Obj
 
 // mediamtxCatalog is the MSF-00 catalog MediaMTX serves for H.264 and
 // AAC; version is its "version" value (MediaMTX writes the number 1).
-func mediamtxCatalog(t *testing.T, aac *testmedia.Sample, version string) *catalog.Catalog {
+func mediamtxCatalog(t *testing.T, aac *samples.Sample, version string) *catalog.Catalog {
 	t.Helper()
 	doc := fmt.Sprintf(`{"version":%s,"tracks":[`+
 		`{"name":"0","packaging":"loc","isLive":true,"codec":"avc3.640028","width":1280,"height":720},`+
@@ -93,7 +93,7 @@ func decodeAll(t *testing.T, track hang.Track, objs []hang.Object) (frames []mod
 // no warning. Recorded into Matroska, ffprobe finds every frame at its
 // time with its key flag, and ffmpeg decodes the file clean.
 func TestMediaMTXMediaIsDecodedToWhatWasPublished(t *testing.T) {
-	h264, aac := testmedia.MustLoadSample("h264"), testmedia.MustLoadSample("aac")
+	h264, aac := samples.MustLoadSample("h264"), samples.MustLoadSample("aac")
 	c := mediamtxCatalog(t, aac, "1")
 	video, audio := hang.ForRendition(c, "0"), hang.ForRendition(c, "1")
 	vf, vw, vs := decodeAll(t, video, mediamtxObjects(t, h264, 90_000))
@@ -154,7 +154,7 @@ func TestMediaMTXMediaIsDecodedToWhatWasPublished(t *testing.T) {
 	}
 	mediatest.DecodeClean(t, path)
 	p := mediatest.Probe(t, path)
-	for i, s := range []*testmedia.Sample{h264, aac} {
+	for i, s := range []*samples.Sample{h264, aac} {
 		pk := p.PacketsOf(i)
 		if len(pk) != len(s.Frames) {
 			t.Fatalf("stream %d: %d packets, published %d", i, len(pk), len(s.Frames))
@@ -176,7 +176,7 @@ func TestMediaMTXMediaIsDecodedToWhatWasPublished(t *testing.T) {
 // too fast for video and 48 kHz audio frames 21 ms apart read as 1 ms;
 // the rate check says so once per track.
 func TestATimescaleReadWrongIsWarned(t *testing.T) {
-	h264, aac := testmedia.MustLoadSample("h264"), testmedia.MustLoadSample("aac")
+	h264, aac := samples.MustLoadSample("h264"), samples.MustLoadSample("aac")
 	c := mediamtxCatalog(t, aac, `"draft-01"`)
 	_, vw, _ := decodeAll(t, hang.ForRendition(c, "0"), mediamtxObjects(t, h264, 90_000))
 	if len(vw) != 1 {
@@ -192,7 +192,7 @@ func TestATimescaleReadWrongIsWarned(t *testing.T) {
 // description-less H.264 track that is neither Annex B nor
 // length-prefixed is skipped (ErrSkipped) and counted, never passed on.
 func TestAFrameThatParsesNeitherWayIsSkippedAndCounted(t *testing.T) {
-	aac := testmedia.MustLoadSample("aac")
+	aac := samples.MustLoadSample("aac")
 	track := hang.ForRendition(mediamtxCatalog(t, aac, "1"), "0")
 	frames, _, skipped := decodeAll(t, track, []hang.Object{
 		{Payload: []byte{0x12, 0x34, 0x56, 0x78, 0x9a}, Timestamp: 0, Timescale: hang.Timescale, HasTimestamp: true},
@@ -226,7 +226,7 @@ func TestKeyFlagsOfAGroupPerFrameTrackComeFromTheBitstream(t *testing.T) {
 		{"vp9", "vp09.00.10.08", false},
 	} {
 		t.Run(tc.codec, func(t *testing.T) {
-			s := testmedia.MustLoadSample(tc.sample)
+			s := samples.MustLoadSample(tc.sample)
 			entry := fmt.Sprintf(`{"name":"0","packaging":"loc","isLive":true,"codec":%q,"width":%d,"height":%d}`, tc.codec, s.Width, s.Height)
 			var ps [][]byte
 			if tc.inBand {

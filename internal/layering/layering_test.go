@@ -76,9 +76,9 @@ var muxers = []string{"mux/flv", "mux/mkv", "mux/ts", "mux/mp4"}
 // The design note's rules, as far as they hold after the hang packaging
 // moved to internal/hang. Not encoded yet, and why:
 //   - "cmd -> cli -> record -> {export, subscribe, mux} -> catalog -> model
-//     one way": holds in spirit, but catalog imports internal/cmaf (to check
-//     an init) and archive/objstore/service sit beside record; encoded below
-//     only as its parts (model a leaf, export and subscribe apart).
+//     one way": encoded over those tiers (jitter beside export); packages
+//     beside them (archive, objstore, internal/service beside record; the
+//     internal helpers, which catalog's init check uses) are not ranked.
 //   - lite and ietf never import each other: encoded for everything under
 //     internal/moq/lite and internal/moq/ietf (their wire codecs, their
 //     publishers litepub and ietfpub, and the subscribers litesub and
@@ -95,10 +95,96 @@ var muxers = []string{"mux/flv", "mux/mkv", "mux/ts", "mux/mp4"}
 //     fMP4, only the protocol side (subscribe, the core, whose publish
 //     pump encodes what our publishers send with it, and the families'
 //     subscribers, which hand it hang.Objects) and archive use hang".
+// tiers ranks the packages of the design note's one-way chain: a package
+// never depends on one of a higher tier.
+var tiers = []struct {
+	tier int
+	pkgs []string // a name covers the packages under it
+}{
+	{0, []string{"model"}},
+	{1, []string{"catalog"}},
+	{2, []string{"export", "jitter", "subscribe", "mux"}},
+	{3, []string{"record"}},
+	{4, []string{"internal/cli"}},
+	{5, []string{"cmd"}},
+}
+
+// tierOf is the tier of package name, or -1.
+func tierOf(name string) int {
+	for _, t := range tiers {
+		for _, p := range t.pkgs {
+			if under(name, p) {
+				return t.tier
+			}
+		}
+	}
+	return -1
+}
+
+// processWide are the standard packages that change the whole process
+// (debug.FreeOSMemory, SetGCPercent, SetMemoryLimit; signal.Notify):
+// design rule 6 leaves them to the command.
+var processWide = []string{"runtime/debug", "os/signal"}
+
+// theCommand reports whether a package is the command or a program of
+// its own, which may change the process: internal/cli, cmd, tools.
+func theCommand(name string) bool {
+	return under(name, "internal/cli") || under(name, "cmd") || under(name, "tools")
+}
+
+// internalKinds are the folders directly under internal/, by kind (design
+// note, #25 item 5): codec and format helpers, the packaging owner, the
+// embedded samples, the wire side, the command, small leaves, and test
+// support apart. A helper goes into its kind's folder, not loose here.
+var internalKinds = []string{
+	"internal/codec", "internal/format", "internal/hang", "internal/samples", "internal/moq",
+	"internal/cli", "internal/service", "internal/varint", "internal/units", "internal/moqpath",
+	"internal/overload", "internal/testutil", "internal/layering",
+}
+
 var rules = []struct {
 	name  string
 	check func(pkgs map[string]*pkg) []string // violations
 }{
+	{"internal/ is sorted by kind: every package under it is in one of the kinds' folders", func(pkgs map[string]*pkg) []string {
+		var bad []string
+		for name := range pkgs {
+			if !under(name, "internal") || slices.ContainsFunc(internalKinds, func(k string) bool { return under(name, k) }) {
+				continue
+			}
+			bad = append(bad, name+" is loose under internal/")
+		}
+		return bad
+	}},
+	{"imports run one way: cmd -> internal/cli -> record -> {export, jitter, subscribe, mux} -> catalog -> model", func(pkgs map[string]*pkg) []string {
+		var bad []string
+		for name, p := range pkgs {
+			tn := tierOf(name)
+			if tn < 0 {
+				continue
+			}
+			for _, d := range moduleOnly(p.Deps) {
+				if td := tierOf(d); td > tn {
+					bad = append(bad, name+" -> "+d)
+				}
+			}
+		}
+		return bad
+	}},
+	{"libraries leave process-wide state alone: only the command (internal/cli, cmd, tools) imports runtime/debug or os/signal", func(pkgs map[string]*pkg) []string {
+		var bad []string
+		for name, p := range pkgs {
+			if theCommand(name) || testSupport(name) {
+				continue
+			}
+			for _, d := range p.Imports {
+				if slices.Contains(processWide, d) {
+					bad = append(bad, name+" -> "+d)
+				}
+			}
+		}
+		return bad
+	}},
 	{"model imports nothing of the module", func(pkgs map[string]*pkg) []string {
 		return moduleOnly(pkgs["model"].Deps)
 	}},
@@ -117,7 +203,7 @@ var rules = []struct {
 		return bad
 	}},
 	{"muxers import only the mux contract and codec helpers", func(pkgs map[string]*pkg) []string {
-		allowed := []string{"mux", "mux/internal/muxbase", "internal/h26x", "internal/codecconf", "internal/webvtt"}
+		allowed := []string{"mux", "mux/internal/muxbase", "internal/codec/h26x", "internal/codec/codecconf", "internal/format/webvtt"}
 		var bad []string
 		for _, m := range muxers {
 			for _, d := range moduleOnly(pkgs[m].Imports) {
@@ -131,11 +217,11 @@ var rules = []struct {
 	{"only internal/hang and catalog (an init's validity) read fMP4 (test support may build it)", func(pkgs map[string]*pkg) []string {
 		var bad []string
 		for name, p := range pkgs {
-			if name == "internal/hang" || name == "catalog" || under(name, "internal/cmaf") || testSupport(name) {
+			if name == "internal/hang" || name == "catalog" || under(name, "internal/format/cmaf") || testSupport(name) {
 				continue
 			}
-			if slices.Contains(moduleOnly(p.Imports), "internal/cmaf") {
-				bad = append(bad, name+" -> internal/cmaf")
+			if slices.Contains(moduleOnly(p.Imports), "internal/format/cmaf") {
+				bad = append(bad, name+" -> internal/format/cmaf")
 			}
 		}
 		return bad
@@ -271,7 +357,7 @@ var rules = []struct {
 
 func TestImportsKeepTheLayeringRules(t *testing.T) {
 	pkgs := load(t)
-	for _, need := range append([]string{"model", "export", "subscribe", "internal/hang", "internal/testutil/browsertest", "internal/moq/transport", "internal/moq/lite/wire", "internal/moq/ietf", "internal/moq/transport/alpn", "internal/moq/session", "internal/moq/lite/litepub", "internal/moq/ietf/ietfpub", "internal/moq/ietf/ietfsub", "internal/moq/lite/litesub"}, muxers...) {
+	for _, need := range append([]string{"model", "catalog", "record", "internal/cli", "cmd/moq-export", "internal/samples", "internal/codec/h26x", "internal/codec/codecconf", "internal/format/cmaf", "internal/format/webvtt", "export", "subscribe", "internal/hang", "internal/testutil/browsertest", "internal/moq/transport", "internal/moq/lite/wire", "internal/moq/ietf", "internal/moq/transport/alpn", "internal/moq/session", "internal/moq/lite/litepub", "internal/moq/ietf/ietfpub", "internal/moq/ietf/ietfsub", "internal/moq/lite/litesub"}, muxers...) {
 		if pkgs[need] == nil {
 			t.Fatalf("package %s not listed: the rules name a package that moved; update them", need)
 		}
@@ -305,10 +391,13 @@ func TestEveryRuleCatchesTheImportItForbids(t *testing.T) {
 		return pkgs
 	}
 	breaks := []func(map[string]*pkg){
+		func(p map[string]*pkg) { p["internal/h26x"] = &pkg{ImportPath: module + "/internal/h26x"} },
+		func(p map[string]*pkg) { p["catalog"].Deps = m("model", "mux") },
+		func(p map[string]*pkg) { p["export"].Imports = []string{"runtime/debug"} },
 		func(p map[string]*pkg) { p["model"].Deps = m("catalog") },
 		func(p map[string]*pkg) { p["export"].Deps = m("subscribe") },
 		func(p map[string]*pkg) { p["mux/ts"].Imports = m("model") },
-		func(p map[string]*pkg) { p["export"].Imports = m("internal/cmaf") },
+		func(p map[string]*pkg) { p["export"].Imports = m("internal/format/cmaf") },
 		func(p map[string]*pkg) { p["export"].Imports = m("internal/hang") },
 		func(p map[string]*pkg) { p["catalog"].Deps = m("internal/testutil/mediatest") },
 		func(p map[string]*pkg) { p["subscribe"].Imports = []string{"github.com/quic-go/webtransport-go"} },

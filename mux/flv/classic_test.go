@@ -7,8 +7,8 @@ import (
 
 	"github.com/bluenviron/gortmplib/pkg/amf0"
 
-	"github.com/moq-export/moq-export/internal/h26x"
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/codec/h26x"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/mux"
 )
@@ -45,7 +45,7 @@ func TestClassicCodecsDecodeCleanWithSystemFFmpeg(t *testing.T) {
 // ffprobe's decode order is monotonic while presentation order differs.
 func TestBFramesGetCompositionTimes(t *testing.T) {
 	tl := mediatest.SystemFFmpeg(t)
-	s := testmedia.MustLoadSample("h264")
+	s := samples.MustLoadSample("h264")
 	frames := interleave(0, s)
 	path := writeFile(t, "b.flv", Options{}, []mux.Track{mediatest.TrackOf(s, 1)}, frames)
 	v := probe(t, tl, path)["video"]
@@ -74,7 +74,7 @@ func TestBFramesGetCompositionTimes(t *testing.T) {
 // onMetaData in a file, and leaves duration 0 on a stream that cannot seek.
 func TestSeekableOutputGetsDurationAndFilesize(t *testing.T) {
 	tl := mediatest.SystemFFmpeg(t)
-	v, a := testmedia.MustLoadSample("h264"), testmedia.MustLoadSample("aac")
+	v, a := samples.MustLoadSample("h264"), samples.MustLoadSample("aac")
 	frames := interleave(0, v, a)
 	tracks := []mux.Track{mediatest.TrackOf(v, 1), mediatest.TrackOf(a, 2)}
 	path := writeFile(t, "seek.flv", Options{}, tracks, frames)
@@ -215,7 +215,7 @@ func TestChangedSPSMidStreamSendsANewSequenceHeader(t *testing.T) {
 // a half (a live join whose audio came first: "5 >= 5" in the e2e rows).
 func TestVideoKeepsOneFrameATickWhenAudioStartsFirst(t *testing.T) {
 	tools := []mediatest.Tools{mediatest.SystemFFmpeg(t), mediatest.NewFFmpeg(t)}
-	v, a := testmedia.MustLoadSample("h264"), testmedia.MustLoadSample("aac")
+	v, a := samples.MustLoadSample("h264"), samples.MustLoadSample("aac")
 	// Half a frame is 16.7 ms; 17.3 ms is the lead the e2e matrix met
 	// (the demo's audio and video times differ by multiples of 4/3 ms),
 	// 83 ms the MediaMTX row's.

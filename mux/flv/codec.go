@@ -9,7 +9,7 @@ import (
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/mpeg4audio"
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/opus"
 
-	"github.com/moq-export/moq-export/internal/codecconf"
+	"github.com/moq-export/moq-export/internal/codec/codecconf"
 	"github.com/moq-export/moq-export/mux"
 )
 

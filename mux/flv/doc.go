@@ -17,7 +17,7 @@
 // that suggests mkv or ts. Enhanced FLV needs a recent reader: ffmpeg 5.1
 // (Debian 12) cannot read it, ffmpeg 7 and later can.
 //
-// H.264/H.265 frames go through internal/h26x in both payload forms: Annex
+// H.264/H.265 frames go through internal/codec/h26x in both payload forms: Annex
 // B without a description (the browser publisher) becomes length-prefixed
 // NAL units, and the avcC/hvcC is built from the in-band parameter sets.
 // Whenever those change mid-stream, a new sequence header is written
@@ -94,8 +94,8 @@
 // ffmpeg (TestGoFLVReadsOurClassicFLVFrameForFrame). AMF0 for onMetaData
 // comes from github.com/bluenviron/gortmplib/pkg/amf0, the
 // AudioSpecificConfig and OpusHead built from catalog fields from
-// internal/codecconf (shared with mux/mkv and mux/ts), and avcC/hvcC,
-// Annex B conversion and decode times from internal/h26x. The av1C and vpcC
+// internal/codec/codecconf (shared with mux/mkv and mux/ts), and avcC/hvcC,
+// Annex B conversion and decode times from internal/codec/h26x. The av1C and vpcC
 // built from a codec string are 4 and 12 fixed bytes that no library
 // offers.
 package flv

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/mux"
 	"github.com/moq-export/moq-export/mux/flv"
 )
@@ -12,7 +12,7 @@ import (
 // Example muxes an AAC rendition into FLV in memory. A file or stdout works
 // the same; a file also gets its duration patched on Close.
 func Example() {
-	s := testmedia.MustLoadSample("aac")
+	s := samples.MustLoadSample("aac")
 	var out bytes.Buffer
 	w := flv.NewWriter(&out, flv.Options{})
 	err := w.AddTrack(mux.Track{ID: 1, Kind: mux.Audio, Codec: s.Codec, Description: s.Description,

@@ -5,16 +5,16 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/mux"
 )
 
 // fuzzTrackSets are the track combinations a fuzz input picks from by its
 // first byte.
 var fuzzTrackSets = [][]mux.Track{
-	{{ID: 1, Kind: mux.Video, Codec: "avc1.64001f", Description: testmedia.MustLoadSample("h264").Description, Framerate: 30},
+	{{ID: 1, Kind: mux.Video, Codec: "avc1.64001f", Description: samples.MustLoadSample("h264").Description, Framerate: 30},
 		{ID: 2, Kind: mux.Audio, Codec: "mp4a.40.2", SampleRate: 48000, Channels: 2}},
-	{{ID: 1, Kind: mux.Video, Codec: "hvc1.1.6.L93.B0", Description: testmedia.MustLoadSample("h265").Description},
+	{{ID: 1, Kind: mux.Video, Codec: "hvc1.1.6.L93.B0", Description: samples.MustLoadSample("h265").Description},
 		{ID: 2, Kind: mux.Audio, Codec: "opus"}},
 	{{ID: 1, Kind: mux.Video, Codec: "av01.0.04M.08"}, {ID: 2, Kind: mux.Audio, Codec: "mp3"}},
 	{{ID: 1, Kind: mux.Video, Codec: "vp09.00.10.08"}},
@@ -32,7 +32,7 @@ func FuzzWriter(f *testing.F) {
 	f.Add([]byte{3, 0, 1, 1, 1, 0, 2, 1, 1, 0})
 	// A real start: the H.264 sample's first frames.
 	seed := []byte{0}
-	for _, fr := range testmedia.MustLoadSample("h264").Frames[:4] {
+	for _, fr := range samples.MustLoadSample("h264").Frames[:4] {
 		p := fr.Payload[:min(len(fr.Payload), 200)]
 		seed = append(seed, 0, 1, 33, byte(len(p)))
 		seed = append(seed, p...)
@@ -40,7 +40,7 @@ func FuzzWriter(f *testing.F) {
 	f.Add(seed)
 	// The same in Annex B, without description.
 	seed = []byte{4}
-	for _, fr := range testmedia.MustLoadSample("h264").MustAnnexB().Frames[:4] {
+	for _, fr := range samples.MustLoadSample("h264").MustAnnexB().Frames[:4] {
 		p := fr.Payload[:min(len(fr.Payload), 200)]
 		seed = append(seed, 0, 1, 33, byte(len(p)))
 		seed = append(seed, p...)

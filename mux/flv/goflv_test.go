@@ -10,7 +10,7 @@ import (
 	goflv "github.com/yutopp/go-flv"
 	"github.com/yutopp/go-flv/tag"
 
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/mux"
 )
@@ -23,7 +23,7 @@ import (
 // payload bytes, its presentation time (tag time + composition time,
 // rebased, within the millisecond) and its keyframe flag.
 func TestGoFLVReadsOurClassicFLVFrameForFrame(t *testing.T) {
-	v, a := testmedia.MustLoadSample("h264"), testmedia.MustLoadSample("aac")
+	v, a := samples.MustLoadSample("h264"), samples.MustLoadSample("aac")
 	frames := interleave(0, v, a)
 	path := writeFile(t, "goflv.flv", Options{}, []mux.Track{mediatest.TrackOf(v, 1), mediatest.TrackOf(a, 2)}, frames)
 	f, err := os.Open(path)

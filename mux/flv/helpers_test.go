@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/mux"
 )
@@ -51,7 +51,7 @@ func probe(t *testing.T, tl mediatest.Tools, path string) map[string]*probeStrea
 // interleave merges the samples' frames as the engine delivers them (see
 // mediatest.Interleave). Track i gets ID i+1; offset (µs) is added to every
 // timestamp.
-func interleave(offset int64, samples ...*testmedia.Sample) []mux.Frame {
+func interleave(offset int64, samples ...*samples.Sample) []mux.Frame {
 	ins := make([]mediatest.Input, len(samples))
 	for i, s := range samples {
 		ins[i] = mediatest.InputOf(s, i+1).Shift(offset)
@@ -175,7 +175,7 @@ type codecCase struct {
 // more, if not nil, checks each stream further before its timestamps.
 func checkCodecCase(t *testing.T, tl mediatest.Tools, tc codecCase, start int64, more func(t *testing.T, kind string, st *probeStream, tr mux.Track)) {
 	t.Helper()
-	var samples []*testmedia.Sample
+	var samples []*samples.Sample
 	var tracks []mux.Track
 	for i, n := range tc.samples {
 		s := mediatest.LoadSample(n)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/mux"
 )
@@ -65,7 +65,7 @@ func TestBadDescriptionsAreRejectedAtAddTrack(t *testing.T) {
 
 func TestBuiltConfigurationRecordsMatchEncoderOutput(t *testing.T) {
 	// The embedded Opus sample's OpusHead comes from libopus via ffmpeg.
-	opus := testmedia.MustLoadSample("opus")
+	opus := samples.MustLoadSample("opus")
 	got, err := buildOpusHead(48000, 2)
 	if err != nil || !bytes.Equal(got, opus.Description) {
 		t.Errorf("OpusHead %x (%v), libopus wrote %x", got, err, opus.Description)
@@ -76,7 +76,7 @@ func TestBuiltConfigurationRecordsMatchEncoderOutput(t *testing.T) {
 	}
 	// The AV1 sample's av1C: profile 0, 8 bit, 4:2:0 (level differs: the
 	// codec string was derived separately).
-	av1 := testmedia.MustLoadSample("av1")
+	av1 := samples.MustLoadSample("av1")
 	a := buildAV1C(av1.Codec)
 	if a[0] != av1.Description[0] || a[2] != av1.Description[2] || a[1]>>5 != av1.Description[1]>>5 {
 		t.Errorf("av1C %x, encoder wrote %x", a, av1.Description[:4])
@@ -90,7 +90,7 @@ func TestBuiltConfigurationRecordsMatchEncoderOutput(t *testing.T) {
 		t.Errorf("vpcC %x, want %x", v, want)
 	}
 	asc, err := buildASC(mux.Track{Codec: "mp4a.40.2", SampleRate: 48000, Channels: 2})
-	aac := testmedia.MustLoadSample("aac")
+	aac := samples.MustLoadSample("aac")
 	if err != nil || !bytes.Equal(asc, aac.Description[:2]) {
 		t.Errorf("ASC %x (%v), encoder wrote %x", asc, err, aac.Description)
 	}
@@ -121,7 +121,7 @@ func TestBuiltAudioSpecificConfigsSayWhatTheCatalogSays(t *testing.T) {
 
 func TestFirstTrackOfEachKindWinsAndLaterOnesAreRefused(t *testing.T) {
 	tl := mediatest.SystemFFmpeg(t)
-	v, a := testmedia.MustLoadSample("h264"), testmedia.MustLoadSample("aac")
+	v, a := samples.MustLoadSample("h264"), samples.MustLoadSample("aac")
 	var logs bytes.Buffer
 	f, path := mediatest.CreateFile(t, "two.flv")
 	w := NewWriter(f, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
@@ -162,7 +162,7 @@ func TestFirstTrackOfEachKindWinsAndLaterOnesAreRefused(t *testing.T) {
 }
 
 func TestLateTracksOnlyReplaceARemovedOneOfTheSameCodec(t *testing.T) {
-	v, a := testmedia.MustLoadSample("h264"), testmedia.MustLoadSample("aac")
+	v, a := samples.MustLoadSample("h264"), samples.MustLoadSample("aac")
 	var out bytes.Buffer
 	w := NewWriter(&out, Options{})
 	if err := w.AddTrack(mediatest.TrackOf(v, 1)); err != nil {
@@ -177,7 +177,7 @@ func TestLateTracksOnlyReplaceARemovedOneOfTheSameCodec(t *testing.T) {
 	if err := w.RemoveTrack(1); err != nil {
 		t.Fatal(err)
 	}
-	h265 := mediatest.TrackOf(testmedia.MustLoadSample("h265"), 3)
+	h265 := mediatest.TrackOf(samples.MustLoadSample("h265"), 3)
 	if err := w.AddTrack(h265); !errors.Is(err, mux.ErrLateTrack) {
 		t.Fatalf("h265 replacing h264: %v, want ErrLateTrack", err)
 	}
@@ -279,7 +279,7 @@ func TestEmptyOutputIsAValidHeaderOnlyFLV(t *testing.T) {
 }
 
 func TestTimestampsAreRebasedToZeroUnlessKept(t *testing.T) {
-	a := testmedia.MustLoadSample("aac")
+	a := samples.MustLoadSample("aac")
 	const start = 3_600_000_000 // one hour, in µs
 	frames := interleave(start, a)[:20]
 	for _, tc := range []struct {
@@ -306,7 +306,7 @@ func TestTimestampsAreRebasedToZeroUnlessKept(t *testing.T) {
 
 func TestExtendedTimestampByteCarriesTheUpperBits(t *testing.T) {
 	tl := mediatest.SystemFFmpeg(t)
-	a := testmedia.MustLoadSample("aac")
+	a := samples.MustLoadSample("aac")
 	const start = 20_000_000_000 // 20,000,000 ms: past 24 bits (16,777,215 ms)
 	frames := interleave(start, a)
 	path := writeFile(t, "ext.flv", Options{KeepTimestamps: true}, []mux.Track{mediatest.TrackOf(a, 1)}, frames)
@@ -347,7 +347,7 @@ func TestTimestampsPast32BitsWrapWithAWarning(t *testing.T) {
 
 func TestDiscontinuityKeepsTheTimelineContinuous(t *testing.T) {
 	tl := mediatest.SystemFFmpeg(t)
-	v, a := testmedia.MustLoadSample("h264"), testmedia.MustLoadSample("aac")
+	v, a := samples.MustLoadSample("h264"), samples.MustLoadSample("aac")
 	first := interleave(0, v, a)
 	// The publisher restarts: the same media again, its clock back at 0.
 	second := interleave(0, v, a)
@@ -397,7 +397,7 @@ func TestDiscontinuityKeepsTheTimelineContinuous(t *testing.T) {
 }
 
 func TestVideoBeforeTheFirstKeyframeIsDropped(t *testing.T) {
-	v := testmedia.MustLoadSample("h264")
+	v := samples.MustLoadSample("h264")
 	frames := interleave(0, v)
 	frames[0].Keyframe = false // pretend we joined mid-group: wait for the next one
 	tags := muxTags(t, Options{}, []mux.Track{mediatest.TrackOf(v, 1)}, frames)

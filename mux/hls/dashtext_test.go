@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/moq-export/moq-export/internal/format/webvtt"
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
-	"github.com/moq-export/moq-export/internal/webvtt"
 	"github.com/moq-export/moq-export/mux/hls"
 )
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/moq-export/moq-export/internal/webvtt"
+	"github.com/moq-export/moq-export/internal/format/webvtt"
 	"github.com/moq-export/moq-export/mux"
 )
 

@@ -15,8 +15,8 @@ import (
 
 	"golang.org/x/text/language"
 
-	"github.com/moq-export/moq-export/internal/codecconf"
-	"github.com/moq-export/moq-export/internal/h26x"
+	"github.com/moq-export/moq-export/internal/codec/codecconf"
+	"github.com/moq-export/moq-export/internal/codec/h26x"
 	"github.com/moq-export/moq-export/mux"
 )
 

@@ -11,7 +11,7 @@
 // reader counts from the file's start, see below), Cluster placement, Cues and the
 // finalization of seekable output. Codec records are parsed with mediacommon
 // and the codec payloads are passed through untouched (H.264/H.265 given as
-// Annex B are converted to length-prefixed NAL units by internal/h26x).
+// Annex B are converted to length-prefixed NAL units by internal/codec/h26x).
 //
 // # Two forms
 //
@@ -108,7 +108,7 @@
 // frame; ebml-go's reflective marshaller would copy every payload through a
 // buffer), the 8-byte size patches at Close, and Void padding. mediacommon
 // parses OpusHead, AudioSpecificConfig, AV1 sequence headers and VP9 frame
-// headers; internal/codecconf (shared with mux/flv and mux/ts) builds the
+// headers; internal/codec/codecconf (shared with mux/flv and mux/ts) builds the
 // AudioSpecificConfig and OpusHead of tracks without a description; the
 // av1C record (no writer in mediacommon) and the VP8 frame size (six bytes,
 // no parser in mediacommon) are done here.

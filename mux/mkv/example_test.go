@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/mux"
 	"github.com/moq-export/moq-export/mux/mkv"
 )
@@ -27,7 +27,7 @@ func Example() {
 	defer f.Close()
 
 	w := mkv.NewWriter(f, mkv.Options{})
-	v, a := testmedia.MustLoadSample("vp9"), testmedia.MustLoadSample("opus")
+	v, a := samples.MustLoadSample("vp9"), samples.MustLoadSample("opus")
 	tracks := []mux.Track{
 		{ID: 1, Kind: mux.Video, Codec: v.Codec, Width: v.Width, Height: v.Height},
 		{ID: 2, Kind: mux.Audio, Codec: a.Codec, Description: a.Description, SampleRate: a.SampleRate, Channels: a.Channels},

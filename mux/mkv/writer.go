@@ -13,7 +13,7 @@ import (
 	"github.com/at-wat/ebml-go"
 	"github.com/at-wat/ebml-go/webm"
 
-	"github.com/moq-export/moq-export/internal/h26x"
+	"github.com/moq-export/moq-export/internal/codec/h26x"
 	"github.com/moq-export/moq-export/mux"
 	"github.com/moq-export/moq-export/mux/internal/muxbase"
 )

@@ -14,8 +14,8 @@ import (
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/vp9"
 	"github.com/bluenviron/mediacommon/v2/pkg/formats/mp4/codecs"
 
-	"github.com/moq-export/moq-export/internal/codecconf"
-	"github.com/moq-export/moq-export/internal/h26x"
+	"github.com/moq-export/moq-export/internal/codec/codecconf"
+	"github.com/moq-export/moq-export/internal/codec/h26x"
 	"github.com/moq-export/moq-export/mux"
 )
 

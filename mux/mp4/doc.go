@@ -10,7 +10,7 @@
 // Options.KeepTimestamps), fragment placement, the sample table of the
 // finished file and the finish itself. Codec payloads pass through
 // untouched, except H.264/H.265 given as Annex B (or AVCC with 1- or 2-byte
-// lengths), which internal/h26x turns into 4-byte-length AVCC.
+// lengths), which internal/codec/h26x turns into 4-byte-length AVCC.
 //
 // # While recording: fragments
 //

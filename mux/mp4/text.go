@@ -7,7 +7,7 @@ import (
 
 	amp4 "github.com/abema/go-mp4"
 
-	"github.com/moq-export/moq-export/internal/webvtt"
+	"github.com/moq-export/moq-export/internal/format/webvtt"
 	"github.com/moq-export/moq-export/mux"
 )
 

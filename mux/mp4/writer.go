@@ -11,7 +11,7 @@ import (
 
 	"github.com/bluenviron/mediacommon/v2/pkg/formats/mp4/codecs"
 
-	"github.com/moq-export/moq-export/internal/h26x"
+	"github.com/moq-export/moq-export/internal/codec/h26x"
 	"github.com/moq-export/moq-export/mux"
 	"github.com/moq-export/moq-export/mux/internal/muxbase"
 )

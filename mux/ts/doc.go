@@ -38,7 +38,7 @@
 // set or the PCR PID changes, repeated otherwise);
 // github.com/bluenviron/mediacommon/v2 parses the AudioSpecificConfig and
 // OpusHead, lays out the ADTS header and the Opus control header;
-// internal/h26x (on mediacommon) splits and normalizes H.264/H.265 and
+// internal/codec/h26x (on mediacommon) splits and normalizes H.264/H.265 and
 // estimates DTS from the slice headers.
 //
 // What is written here and why: the packetization of the media (packet.go:

@@ -4,14 +4,14 @@ import (
 	"bytes"
 	"fmt"
 
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/mux"
 	"github.com/moq-export/moq-export/mux/ts"
 )
 
 // Example muxes the embedded AAC sample into MPEG-TS.
 func Example() {
-	s := testmedia.MustLoadSample("aac")
+	s := samples.MustLoadSample("aac")
 	var out bytes.Buffer
 	w := ts.NewWriter(&out, ts.Options{})
 	if err := w.AddTrack(mux.Track{ID: 1, Kind: mux.Audio, Codec: s.Codec, Description: s.Description,

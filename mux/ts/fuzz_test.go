@@ -9,7 +9,7 @@ import (
 
 	"github.com/asticode/go-astits"
 
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/mux"
 	"github.com/moq-export/moq-export/mux/ts"
@@ -20,7 +20,7 @@ import (
 func fuzzTracks() []mux.Track {
 	var out []mux.Track
 	for i, name := range []string{"h264", "h265", "aac", "opus", "ac3", "mp3"} {
-		out = append(out, mediatest.TrackOf(testmedia.MustLoadSample(name), i+1))
+		out = append(out, mediatest.TrackOf(samples.MustLoadSample(name), i+1))
 	}
 	annexB := out[0]
 	annexB.ID, annexB.Description = len(out)+1, nil
@@ -33,8 +33,8 @@ func fuzzTracks() []mux.Track {
 // errors must be the documented ones, and the output must stay a valid
 // packet sequence.
 func FuzzWriter(f *testing.F) {
-	h264 := testmedia.MustLoadSample("h264")
-	aac := testmedia.MustLoadSample("aac")
+	h264 := samples.MustLoadSample("h264")
+	aac := samples.MustLoadSample("aac")
 	seed := func(ops ...[]byte) []byte { return bytes.Join(ops, nil) }
 	frame := func(track byte, key bool, dt int16, p []byte) []byte {
 		flags := track << 2

@@ -8,7 +8,7 @@ import (
 
 	"github.com/asticode/go-astits"
 
-	"github.com/moq-export/moq-export/internal/h26x"
+	"github.com/moq-export/moq-export/internal/codec/h26x"
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/mux"
 	"github.com/moq-export/moq-export/mux/ts"

@@ -1,6 +1,6 @@
 // Command framedump turns `ffprobe -show_streams -show_packets -show_data -of
 // json` output for a one-stream file into the frame dump format that
-// package internal/testmedia reads. It is a build-time tool for scripts/mktestdata.sh.
+// package internal/samples reads. It is a build-time tool for scripts/mktestdata.sh.
 package main
 
 import (
@@ -13,7 +13,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/samples"
 )
 
 type probe struct {
@@ -85,7 +85,7 @@ func run(r io.Reader, w io.Writer) error {
 	if !ok {
 		return fmt.Errorf("bad time base %q", st.TimeBase)
 	}
-	s := testmedia.Sample{Kind: st.CodecType, Width: st.Width, Height: st.Height, Channels: st.Channels}
+	s := samples.Sample{Kind: st.CodecType, Width: st.Width, Height: st.Height, Channels: st.Channels}
 	fmt.Sscan(st.SampleRate, &s.SampleRate)
 	if fr, ok := new(big.Rat).SetString(st.RFrameRate); ok && st.CodecType == "video" {
 		s.Framerate, _ = fr.Float64()
@@ -99,7 +99,7 @@ func run(r io.Reader, w io.Writer) error {
 		us := new(big.Rat).Mul(new(big.Rat).SetInt64(pk.PTS), tb)
 		us.Mul(us, big.NewRat(1000000, 1))
 		ts := new(big.Int).Quo(us.Num(), us.Denom()).Int64()
-		s.Frames = append(s.Frames, testmedia.SampleFrame{Timestamp: ts, Keyframe: strings.HasPrefix(pk.Flags, "K"), Payload: data})
+		s.Frames = append(s.Frames, samples.SampleFrame{Timestamp: ts, Keyframe: strings.HasPrefix(pk.Flags, "K"), Payload: data})
 	}
 	// Encoder priming gives audio negative timestamps; a hang publisher's
 	// timeline starts at or after zero (the wire cannot carry negative

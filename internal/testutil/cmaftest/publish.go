@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/moq-export/moq-export/catalog"
-	"github.com/moq-export/moq-export/internal/cmaf"
+	"github.com/moq-export/moq-export/internal/format/cmaf"
 	"github.com/moq-export/moq-export/model"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/mux"
 )
 
@@ -20,16 +20,16 @@ const AnnexBSuffix = "-annexb"
 
 // LoadSample returns the embedded sample called name ("h264", "aac", ...),
 // or its Annex B form for "h264-annexb" and "h265-annexb". Like
-// testmedia.MustLoadSample it panics on a name that does not exist.
-func LoadSample(name string) *testmedia.Sample {
+// samples.MustLoadSample it panics on a name that does not exist.
+func LoadSample(name string) *samples.Sample {
 	if base, ok := strings.CutSuffix(name, AnnexBSuffix); ok {
-		return testmedia.MustLoadSample(base).MustAnnexB()
+		return samples.MustLoadSample(base).MustAnnexB()
 	}
-	return testmedia.MustLoadSample(name)
+	return samples.MustLoadSample(name)
 }
 
 // TrackOf returns the mux.Track of sample s with ID id.
-func TrackOf(s *testmedia.Sample, id int) mux.Track {
+func TrackOf(s *samples.Sample, id int) mux.Track {
 	kind := mux.Audio
 	if s.Kind == "video" {
 		kind = mux.Video
@@ -43,7 +43,7 @@ func TrackOf(s *testmedia.Sample, id int) mux.Track {
 
 // FramesOf returns the frames of sample s, in decode order, as frames of
 // track id.
-func FramesOf(s *testmedia.Sample, id int) []mux.Frame {
+func FramesOf(s *samples.Sample, id int) []mux.Frame {
 	out := make([]mux.Frame, len(s.Frames))
 	for i, f := range s.Frames {
 		out[i] = mux.Frame{TrackID: id, Timestamp: f.Timestamp, Keyframe: f.Keyframe, Payload: f.Payload}
@@ -59,7 +59,7 @@ type Input struct {
 }
 
 // InputOf returns sample s as track id.
-func InputOf(s *testmedia.Sample, id int) Input {
+func InputOf(s *samples.Sample, id int) Input {
 	return Input{Track: TrackOf(s, id), Frames: FramesOf(s, id)}
 }
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/mux"
 )
@@ -88,7 +88,7 @@ func TestInputOfKeepsEverySampleFrameInDecodeOrder(t *testing.T) {
 	if d := mediatest.LoadSample("h264-annexb").Description; d != nil {
 		t.Errorf("the Annex B form has a description: %x", d)
 	}
-	if d := testmedia.MustLoadSample("h264").Description; d == nil {
+	if d := samples.MustLoadSample("h264").Description; d == nil {
 		t.Error("the AVCC form has no description")
 	}
 }

@@ -4,8 +4,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/moq-export/moq-export/internal/testmedia"
-	"github.com/moq-export/moq-export/internal/webvtt"
+	"github.com/moq-export/moq-export/internal/format/webvtt"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/mux"
 )
 
@@ -38,7 +38,7 @@ func (tl Tools) Cues(t testing.TB, path string) []webvtt.Cue {
 // publishes them over loops loops (each loop one sample length later), on
 // the broadcast's timeline, minus origin.
 func PublishedCues(loops int, origin int64) []webvtt.Cue {
-	s := testmedia.MustLoadSample(testmedia.WebVTTName)
+	s := samples.MustLoadSample(samples.WebVTTName)
 	var out []webvtt.Cue
 	for l := range loops {
 		for _, f := range s.Frames {
@@ -61,7 +61,7 @@ func PublishedCues(loops int, origin int64) []webvtt.Cue {
 // track id the way the export engine hands it to a muxer: one frame per
 // cue, in WebM's block layout, with its duration.
 func TextInput(id, loops int) Input {
-	s := testmedia.MustLoadSample(testmedia.WebVTTName)
+	s := samples.MustLoadSample(samples.WebVTTName)
 	in := Input{Track: mux.Track{ID: id, Name: s.Name, Kind: mux.Text, Codec: s.Codec, Language: "en", Label: "English"}}
 	for _, c := range PublishedCues(loops, 0) {
 		in.Frames = append(in.Frames, mux.Frame{TrackID: id, Timestamp: c.Start, Duration: c.End - c.Start, Keyframe: true, Payload: c.AppendBlock(nil)})

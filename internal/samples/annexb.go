@@ -1,9 +1,9 @@
-package testmedia
+package samples
 
 import (
 	"fmt"
 
-	"github.com/moq-export/moq-export/internal/h26x"
+	"github.com/moq-export/moq-export/internal/codec/h26x"
 )
 
 // AnnexB returns s in the form the browser publisher sends: for H.264/H.265

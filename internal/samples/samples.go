@@ -1,4 +1,4 @@
-// Package testmedia embeds the sample media of testdata/ into the module,
+// Package samples embeds the sample media of testdata/ into the module,
 // so that tests and the built-in demo broadcast of cmd/moq-export (package
 // demo) run on a machine without ffmpeg and without the source tree. It
 // owns the samples and their frame-dump format, nothing else.
@@ -11,7 +11,7 @@
 // uvarint payload length and the payload. H.264/H.265 payloads are AVCC
 // (4-byte lengths) with the avcC/hvcC in Description; AAC is raw with the
 // AudioSpecificConfig in Description.
-package testmedia
+package samples
 
 import (
 	"bufio"

@@ -8,8 +8,8 @@ import (
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/mpeg4audio"
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/opus"
 
-	"github.com/moq-export/moq-export/internal/codecconf"
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/codec/codecconf"
+	"github.com/moq-export/moq-export/internal/samples"
 )
 
 func TestAACObjectTypeReadsTheCodecString(t *testing.T) {
@@ -29,7 +29,7 @@ func TestAACObjectTypeReadsTheCodecString(t *testing.T) {
 }
 
 func TestAACConfigMatchesTheEncodersAndRefusesWhatItCannotSay(t *testing.T) {
-	aac := testmedia.MustLoadSample("aac")
+	aac := samples.MustLoadSample("aac")
 	got, err := codecconf.AACConfig("mp4a.40.2", 48000, 2)
 	if err != nil || !bytes.Equal(got, aac.Description[:2]) {
 		t.Errorf("ASC %x (%v), encoder wrote %x", got, err, aac.Description)
@@ -100,7 +100,7 @@ func TestAACRecordKeepsTheDescriptionOrBuildsOneAndParsesIt(t *testing.T) {
 
 func TestOpusHeadMatchesLibopusAndLaysOutSurround(t *testing.T) {
 	// The embedded Opus sample's OpusHead comes from libopus via ffmpeg.
-	want := testmedia.MustLoadSample("opus").Description
+	want := samples.MustLoadSample("opus").Description
 	if got, err := codecconf.OpusHead(2, 312, 48000); err != nil || !bytes.Equal(got, want) {
 		t.Errorf("OpusHead %x (%v), libopus wrote %x", got, err, want)
 	}

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/moq-export/moq-export/internal/h26x"
+	"github.com/moq-export/moq-export/internal/codec/h26x"
 )
 
 // checkUnits asserts what every splitter promises: units are non-empty,

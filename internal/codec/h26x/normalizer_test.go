@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/moq-export/moq-export/internal/h26x"
+	"github.com/moq-export/moq-export/internal/codec/h26x"
 )
 
 func mustNormalizer(t testing.TB, c h26x.Codec, desc []byte) *h26x.Normalizer {

@@ -3,7 +3,7 @@ package h26x_test
 import (
 	"testing"
 
-	"github.com/moq-export/moq-export/internal/h26x"
+	"github.com/moq-export/moq-export/internal/codec/h26x"
 )
 
 func benchFrames(b *testing.B, annexB bool) (h26x.Codec, []byte, [][]byte) {

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moq-export/moq-export/internal/h26x"
+	"github.com/moq-export/moq-export/internal/codec/h26x"
 )
 
 func TestDTSIsStrictlyIncreasingAndNotAbovePTS(t *testing.T) {

@@ -1,4 +1,4 @@
-package testmedia
+package samples
 
 import (
 	"bytes"

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/moq-export/moq-export/internal/h26x"
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/codec/h26x"
+	"github.com/moq-export/moq-export/internal/samples"
 )
 
 // avcc returns nalus with 4-byte lengths.
@@ -30,7 +30,7 @@ func TestDetectFramingTellsLengthPrefixedFromAnnexB(t *testing.T) {
 		sample string
 		codec  h26x.Codec
 	}{{"h264", h26x.H264}, {"h265", h26x.H265}} {
-		s := testmedia.MustLoadSample(tc.sample)
+		s := samples.MustLoadSample(tc.sample)
 		ab, err := s.AnnexB()
 		if err != nil {
 			t.Fatal(err)
@@ -71,7 +71,7 @@ func TestDetectFramingTellsLengthPrefixedFromAnnexB(t *testing.T) {
 // unchanged; the framing is decided by the first frame; a payload that
 // parses neither way is refused and counted, never passed on.
 func TestDeframerConvertsOnceAndRefusesWhatParsesNeitherWay(t *testing.T) {
-	s := testmedia.MustLoadSample("h264")
+	s := samples.MustLoadSample("h264")
 	d := h26x.NewDeframer(h26x.H264)
 	var buf []byte
 	for i, f := range s.Frames {
@@ -116,7 +116,7 @@ func TestDeframerConvertsOnceAndRefusesWhatParsesNeitherWay(t *testing.T) {
 // FuzzDeframer: any payload gives Annex B whose units split cleanly, or
 // ErrUnframed; never a panic.
 func FuzzDeframer(f *testing.F) {
-	s := testmedia.MustLoadSample("h264")
+	s := samples.MustLoadSample("h264")
 	f.Add(s.Frames[0].Payload, true)
 	f.Add(avcc(slice(300)), true)
 	f.Add([]byte{0, 0, 1, 0x65, 1, 2}, false)

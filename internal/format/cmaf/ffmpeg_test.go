@@ -3,7 +3,7 @@ package cmaf_test
 import (
 	"testing"
 
-	"github.com/moq-export/moq-export/internal/cmaf"
+	"github.com/moq-export/moq-export/internal/format/cmaf"
 	"github.com/moq-export/moq-export/internal/testutil/cmaftest"
 )
 

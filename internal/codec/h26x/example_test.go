@@ -3,14 +3,14 @@ package h26x_test
 import (
 	"fmt"
 
-	"github.com/moq-export/moq-export/internal/h26x"
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/codec/h26x"
+	"github.com/moq-export/moq-export/internal/samples"
 )
 
 // A muxer normalizes every frame of a track, whichever form the broadcast
 // uses, and writes the form its container needs.
 func ExampleNormalizer() {
-	s := testmedia.MustLoadSample("h264").MustAnnexB() // browser form: no description
+	s := samples.MustLoadSample("h264").MustAnnexB() // browser form: no description
 	codec, _ := h26x.CodecOf("h264")
 	n, err := h26x.NewNormalizer(codec, s.Description)
 	if err != nil {
@@ -38,7 +38,7 @@ func ExampleNormalizer() {
 
 // MPEG-TS wants Annex B with the parameter sets before every keyframe.
 func ExampleAppendAnnexB() {
-	s := testmedia.MustLoadSample("h265")
+	s := samples.MustLoadSample("h265")
 	n, err := h26x.NewNormalizer(h26x.H265, s.Description)
 	if err != nil {
 		panic(err)
@@ -72,7 +72,7 @@ func ExampleSplitAVCC() {
 }
 
 func ExampleBuildAVCDecoderConfig() {
-	desc := testmedia.MustLoadSample("h264").Description
+	desc := samples.MustLoadSample("h264").Description
 	ps, lengthSize, err := h26x.ParseAVCDecoderConfig(desc)
 	if err != nil {
 		panic(err)
@@ -87,7 +87,7 @@ func ExampleBuildAVCDecoderConfig() {
 
 // Decode timestamps for a B-frame stream, PTS in microseconds.
 func ExampleDTS() {
-	s := testmedia.MustLoadSample("h264")
+	s := samples.MustLoadSample("h264")
 	n, _ := h26x.NewNormalizer(h26x.H264, s.Description)
 	d := h26x.NewDTS(h26x.H264, 0) // or the track's catalog jitter
 	for _, f := range s.Frames[:6] {

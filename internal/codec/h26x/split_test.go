@@ -6,22 +6,22 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/moq-export/moq-export/internal/h26x"
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/codec/h26x"
+	"github.com/moq-export/moq-export/internal/samples"
 )
 
 // videoSamples returns the embedded H.264 and H.265 samples with their codec.
 func videoSamples(t testing.TB) []struct {
 	codec  h26x.Codec
-	sample *testmedia.Sample
+	sample *samples.Sample
 } {
 	t.Helper()
 	return []struct {
 		codec  h26x.Codec
-		sample *testmedia.Sample
+		sample *samples.Sample
 	}{
-		{h26x.H264, testmedia.MustLoadSample("h264")},
-		{h26x.H265, testmedia.MustLoadSample("h265")},
+		{h26x.H264, samples.MustLoadSample("h264")},
+		{h26x.H265, samples.MustLoadSample("h265")},
 	}
 }
 

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/moq-export/moq-export/internal/h26x"
-	"github.com/moq-export/moq-export/internal/testmedia"
+	"github.com/moq-export/moq-export/internal/codec/h26x"
+	"github.com/moq-export/moq-export/internal/samples"
 )
 
 func needTool(t *testing.T, name string) string {
@@ -108,7 +108,7 @@ func TestSampleAnnexBDecodesInFFmpeg(t *testing.T) {
 
 func TestSampleAnnexBLeavesOtherSamplesAlone(t *testing.T) {
 	for _, name := range []string{"aac", "av1", "opus"} {
-		s := testmedia.MustLoadSample(name)
+		s := samples.MustLoadSample(name)
 		if got := s.MustAnnexB(); got != s {
 			t.Errorf("%s: AnnexB returned a different sample", name)
 		}
@@ -192,7 +192,7 @@ func ebmlUint(id uint32, v uint64) []byte {
 // minimalMKV is the least Matroska file ffmpeg reads: one video track whose
 // CodecPrivate is record, and one cluster of SimpleBlocks holding payloads.
 // It exists to hand a decoder configuration record to ffmpeg's decoder.
-func minimalMKV(codecID string, record []byte, width, height int, frames []testmedia.SampleFrame, payloads [][]byte) []byte {
+func minimalMKV(codecID string, record []byte, width, height int, frames []samples.SampleFrame, payloads [][]byte) []byte {
 	var hdr []byte
 	hdr = append(hdr, ebmlUint(0x4286, 1)...)
 	hdr = append(hdr, ebmlUint(0x42F7, 1)...)
