@@ -161,7 +161,7 @@ func (o *Output) keyFor(ctx context.Context, broadcast string, n int, start time
 				return "", err
 			}
 			if ok || !o.claim(key) {
-				return "", fmt.Errorf("%s already exists: pass -y to overwrite it, or give -o another key: %w", o.loc.object(key), record.ErrExists)
+				return "", &record.ExistsError{Path: o.loc.object(key)}
 			}
 			return key, nil
 		}

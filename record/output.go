@@ -48,8 +48,20 @@ type FileOptions struct {
 	Overwrite bool
 }
 
-// ErrExists is wrapped by the refusal to overwrite a file.
+// ErrExists is wrapped by the refusal to overwrite a file (an
+// *ExistsError).
 var ErrExists = errors.New("exists")
+
+// ExistsError is the refusal to replace an output that exists (a file, an
+// object) without FileOptions.Overwrite, or the like option of the
+// Output. It wraps ErrExists.
+type ExistsError struct {
+	Path string // the file's path, or the object's URL
+}
+
+func (e *ExistsError) Error() string { return e.Path + " already exists" }
+
+func (e *ExistsError) Unwrap() error { return ErrExists }
 
 // Files returns the Output that writes files named by template: a plain
 // path, or one with {broadcast} (the broadcast name made safe, see
@@ -103,7 +115,7 @@ func (f *files) Create(broadcast string, n int, start time.Time) (File, error) {
 			return nil, outOfFiles(path, err)
 		}
 		if errors.Is(err, ErrExists) {
-			return nil, fmt.Errorf("%s already exists: pass -y to overwrite it, or give -o another name: %w", path, err)
+			return nil, &ExistsError{Path: path}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("creating the output: %w; check the path and its permissions", err)

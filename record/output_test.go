@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -310,5 +311,31 @@ func TestAFullFileBufferIsWrittenBehindWhileTheNextFills(t *testing.T) {
 		if want := string(a) + string(b) + string(c); g.written.String() != want {
 			t.Fatalf("written %q, want %q", g.written.String(), want)
 		}
+	}
+}
+
+// TestAnOutputThatExistsIsRefusedWithItsPathAndNoFlag: a plain path that
+// exists is not replaced without Overwrite; the refusal is an
+// *ExistsError naming the path (the command adds its -y and -o advice),
+// and the file is left as it was.
+func TestAnOutputThatExistsIsRefusedWithItsPathAndNoFlag(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "x.mkv")
+	if err := os.WriteFile(p, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := Files(p, FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = out.Create("b", 0, time.Now())
+	e, ok := errors.AsType[*ExistsError](err)
+	if !ok || e.Path != p || !errors.Is(err, ErrExists) {
+		t.Fatalf("Create over an existing file: %v, want an *ExistsError for %s wrapping ErrExists", err, p)
+	}
+	if msg := err.Error(); strings.Contains(msg, "-y") || strings.Contains(msg, "-o") {
+		t.Errorf("the library's refusal %q names the command's flags", msg)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "keep" {
+		t.Errorf("the existing file now holds %q", b)
 	}
 }

@@ -51,6 +51,9 @@ func describe(err error) string {
 			}
 			return fmt.Sprintf("%v: %s free on the disk of %s, below --min-free %s", record.ErrLimit, units.ByteSize(e.Have), e.Path, units.ByteSize(e.Max))
 		}),
+		describeAs(func(e *record.ExistsError) string {
+			return e.Error() + ": pass -y to overwrite it, or give -o another name"
+		}),
 		describeAs(func(e *record.OutOfFilesError) string {
 			return e.Error() + "; raise the limit (ulimit -n, systemd LimitNOFILE=) or record fewer broadcasts at once"
 		}),

@@ -33,6 +33,7 @@ func TestTypedErrorsOfTheLibraryAreSaidInTheCommandsWords(t *testing.T) {
 		{&record.LimitError{Limit: record.LimitRecordings, Have: 1, Max: 1}, []string{"--max-broadcasts is 1"}},
 		{&record.LimitError{Limit: record.LimitFileBytes, Have: 100 << 10, Max: 96 << 10, Path: "x.ts"}, []string{"x.ts reached --max-bytes 96 KiB"}},
 		{&record.LimitError{Limit: record.LimitFreeBytes, Have: 1 << 20, Max: 1 << 30, Path: "rec"}, []string{"1 MiB free on the disk of rec, below --min-free 1 GiB"}},
+		{&record.ExistsError{Path: "x.mkv"}, []string{"x.mkv already exists: pass -y to overwrite it, or give -o another name"}},
 		{&record.OutOfFilesError{Path: "x.ts", Limit: 64, HardLimit: 64, Err: syscall.EMFILE}, []string{"may open 64", "ulimit -n", "fewer broadcasts"}},
 	} {
 		wrapped := fmt.Errorf("recording %q: %w", "b", tc.err)
@@ -45,7 +46,7 @@ func TestTypedErrorsOfTheLibraryAreSaidInTheCommandsWords(t *testing.T) {
 				t.Errorf("%q does not say %q", got, w)
 			}
 		}
-		if strings.Contains(tc.err.Error(), "--") {
+		if strings.Contains(tc.err.Error(), "--") || strings.Contains(tc.err.Error(), " -") {
 			t.Errorf("the library's own %q names a flag", tc.err)
 		}
 	}
