@@ -207,7 +207,7 @@ func (rb *remoteBroadcast) knownKind(name string) string {
 	if isCatalogTrack(name) {
 		return kindRaw
 	}
-	if f := rb.s.opts.Container; f != nil {
+	if f := rb.s.opts.container; f != nil {
 		if k := f(rb.path, name); k != "" {
 			return k
 		}

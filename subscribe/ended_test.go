@@ -29,7 +29,7 @@ func TestEndedAnnouncementLetsTheTracksFinish(t *testing.T) {
 			defer srv.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			opts := Options{TLSFingerprint: pin, Logger: testLogger(t), Container: func(string, string) string { return "legacy" }}
+			opts := Options{TLSFingerprint: pin, Logger: testLogger(t), container: func(string, string) string { return "legacy" }}
 			opts.drainGrace = tc.grace
 			client, peer := dialAndAccept(t, ctx, srv, "moql://"+srv.Addr().String()+"/", opts)
 			defer client.Close()

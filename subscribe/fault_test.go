@@ -241,7 +241,7 @@ func dialScripted(t *testing.T, ctx context.Context, p *scriptedPublisher, opts 
 func dialScriptedAt(t *testing.T, ctx context.Context, p *scriptedPublisher, url string, opts Options) (*Session, *model.Track) {
 	t.Helper()
 	opts.TLSFingerprint = p.pin
-	opts.Container = func(string, string) string { return "legacy" }
+	opts.container = func(string, string) string { return "legacy" }
 	s, err := Dial(ctx, url, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -261,7 +261,7 @@ func TestGroupResetIsReportedAndLaterGroupsStillArrive(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	s, err := Dial(ctx, p.url(), Options{TLSFingerprint: p.pin, Logger: logs.logger(),
-		Container: func(string, string) string { return "legacy" }})
+		container: func(string, string) string { return "legacy" }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +346,7 @@ func TestSessionDroppedMidGroupReconnectsAndMarksDiscontinuity(t *testing.T) {
 			defer cancel()
 			s, err := dial(ctx, p.url(), Options{TLSFingerprint: p.pin, Logger: testLogger(t),
 				Reconnect: Backoff{Min: 10 * time.Millisecond, Max: 50 * time.Millisecond},
-				Container: func(string, string) string { return "legacy" }}, tc.wrap)
+				container: func(string, string) string { return "legacy" }}, tc.wrap)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -584,7 +584,7 @@ func TestTrackRequestedBeforeTheBroadcastExistsWaitsForItsAnnouncement(t *testin
 	logs := &logBuffer{}
 	client, peer := dialAndAccept(t, ctx, srv, "moql://"+srv.Addr().String()+"/", Options{TLSFingerprint: pin,
 		Logger:    logs.logger(),
-		Container: func(string, string) string { return "legacy" }})
+		container: func(string, string) string { return "legacy" }})
 	defer client.Close()
 	tr, err := client.Broadcast("late").Track("v")
 	if err != nil {
@@ -619,7 +619,7 @@ func TestLiveTrackRetriesRefusalsAfterEveryReconnect(t *testing.T) {
 	defer cancel()
 	opts := Options{TLSFingerprint: p.pin, Logger: testLogger(t),
 		Reconnect: Backoff{Min: 10 * time.Millisecond, Max: 20 * time.Millisecond},
-		Container: func(string, string) string { return "legacy" }}
+		container: func(string, string) string { return "legacy" }}
 	opts.resumeGrace = 100 * time.Millisecond
 	s, err := Dial(ctx, p.url(), opts)
 	if err != nil {
@@ -671,7 +671,7 @@ func TestMalformedSubscribeResponseEndsTrackWithErrProtocol(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			s, err := Dial(ctx, p.url(), Options{TLSFingerprint: p.pin, Logger: testLogger(t),
-				Container: func(string, string) string { return "legacy" }})
+				container: func(string, string) string { return "legacy" }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -704,7 +704,7 @@ func TestGroupLeftOpenAfterSubscriptionEndIsStoppedAndTruncated(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	opts := Options{TLSFingerprint: p.pin, Logger: testLogger(t),
-		Container: func(string, string) string { return "legacy" }}
+		container: func(string, string) string { return "legacy" }}
 	opts.drainGrace = 300 * time.Millisecond
 	s, err := Dial(ctx, p.url(), opts)
 	if err != nil {

@@ -58,7 +58,7 @@ func TestBroadcastsFollowTheFeedThatCoversThem(t *testing.T) {
 	}{
 		{"moq-lite", func(t *testing.T, ctx context.Context, srv *Server, pin string) (*Session, *Session) {
 			client, peer := dialAndAccept(t, ctx, srv, "moql://"+srv.Addr().String()+"/", Options{TLSFingerprint: pin,
-				Logger: testLogger(t), Container: func(string, string) string { return "legacy" }})
+				Logger: testLogger(t), container: func(string, string) string { return "legacy" }})
 			t.Cleanup(func() { client.Close() })
 			return client, peer
 		}},

@@ -215,7 +215,7 @@ func TestALiveJoinWithAMaxAgeGetsTheGroupsItDoesNotExpire(t *testing.T) {
 				}
 			}()
 			client, err := Dial(ctx, "moql://"+srv.Addr().String()+"/", Options{TLSFingerprint: pin, Logger: testLogger(t), Versions: []string{tc.version},
-				MaxLatency: tc.maxAge, Container: func(string, string) string { return "legacy" }})
+				MaxLatency: tc.maxAge, container: func(string, string) string { return "legacy" }})
 			if err != nil {
 				t.Fatal(err)
 			}

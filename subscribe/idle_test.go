@@ -152,8 +152,8 @@ func subscribeTrack(t *testing.T, opts Options, name string) subscribed {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	opts.TLSFingerprint, opts.Logger = pin, testLogger(t)
-	if opts.Container == nil {
-		opts.Container = func(string, string) string { return "legacy" }
+	if opts.container == nil {
+		opts.container = func(string, string) string { return "legacy" }
 	}
 	client, peer := dialAndAccept(t, ctx, srv, "moql://"+srv.Addr().String()+"/", opts)
 	t.Cleanup(func() { client.Close() })

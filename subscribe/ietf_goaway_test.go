@@ -53,7 +53,7 @@ func TestIETFGoAwayMovesTheSession(t *testing.T) {
 			client, peer := dialAndAccept(t, ctx, old, fmt.Sprintf("%s://%s/room", d.scheme, old.Addr()), Options{
 				TLSFingerprint: pin, alpns: []string{d.alpn}, Logger: testLogger(t),
 				Reconnect: Backoff{Min: 10 * time.Millisecond, Max: 50 * time.Millisecond},
-				Container: func(string, string) string { return "legacy" },
+				container: func(string, string) string { return "legacy" },
 			})
 			defer client.Close()
 			b := model.NewBroadcast("live")

@@ -162,7 +162,7 @@ func BenchmarkLoopbackFrames(b *testing.B) {
 	}
 	defer srv.Close()
 	ctx := context.Background()
-	client, err := Dial(ctx, "moql://"+srv.Addr().String()+"/", Options{TLSFingerprint: pin, Logger: testLogger(b), Container: func(string, string) string { return "legacy" }})
+	client, err := Dial(ctx, "moql://"+srv.Addr().String()+"/", Options{TLSFingerprint: pin, Logger: testLogger(b), container: func(string, string) string { return "legacy" }})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func TestBroadcastClosedByItsOwnerIsForgotten(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	client, peer := dialAndAccept(t, ctx, srv, "moql://"+srv.Addr().String()+"/", Options{TLSFingerprint: pin,
-		Logger: testLogger(t), Container: func(string, string) string { return "legacy" }})
+		Logger: testLogger(t), container: func(string, string) string { return "legacy" }})
 	defer client.Close()
 	pb := model.NewBroadcast("live")
 	pb.CreateTrack("v")

@@ -117,10 +117,11 @@ type Options struct {
 	// what a subscription without Objects delivers.
 	Objects bool
 
-	// Container overrides the container of a track when the broadcast has
+	// container overrides the container of a track when the broadcast has
 	// no usable catalog: it returns "legacy", "loc", "raw" (no container,
-	// wire timestamps) or "" (decide from the catalog).
-	Container func(broadcast, track string) string
+	// wire timestamps) or "" (decide from the catalog). Only tests set it,
+	// to read the tracks of a broadcast they publish without a catalog.
+	container func(broadcast, track string) string
 
 	// alpns, when set, replaces the raw QUIC ALPN list and the
 	// WebTransport protocols offered (tests pin one version with it; an

@@ -67,7 +67,7 @@ func newOutageRig(t *testing.T, ctx context.Context, keepGroups int, tweak ...fu
 	opts := Options{TLSFingerprint: pin, Logger: r.logs.logger(),
 		KeepAlive: 100 * time.Millisecond, IdleTimeout: 500 * time.Millisecond,
 		Reconnect: Backoff{Min: 20 * time.Millisecond, Max: 100 * time.Millisecond},
-		Container: func(string, string) string { return "legacy" }}
+		container: func(string, string) string { return "legacy" }}
 	for _, f := range tweak {
 		f(&opts)
 	}
