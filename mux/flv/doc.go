@@ -85,10 +85,12 @@
 // shared 2-core machine under load): this writer 174-270 ns, 24 B and 1
 // allocation per frame, the whole muxer included; go-flv's
 // tag.EncodeFlvTag 935-1218 ns, 1294 B and 8 allocations for the framing
-// alone. onMetaData is not encoded with go-flv's go-amf0 either: it encodes
-// an ECMA array from a Go map in map order (its key sorting cannot be
-// switched on), so the header bytes would change from run to run;
-// github.com/bluenviron/gortmplib/pkg/amf0 keeps the entries in order. go-flv
+// alone. onMetaData is not encoded with go-flv (tag.EncodeScriptData) or
+// its go-amf0 either: both write an ECMA array from a Go map in map order
+// (go-amf0's key sorting cannot be switched on), so the header bytes would
+// change from run to run (TestGoFLVWouldWriteOnMetaDataInMapOrder shows
+// it, and fails once that changes); github.com/bluenviron/gortmplib/pkg/amf0
+// keeps the entries in order. go-flv
 // is used where it fits: its decoder (with go-amf0) reads our classic FLV
 // output in the tests, a reader written apart from this package and from
 // ffmpeg (TestGoFLVReadsOurClassicFLVFrameForFrame). AMF0 for onMetaData

@@ -7,6 +7,7 @@ import (
 	"os"
 	"testing"
 
+	amf0 "github.com/yutopp/go-amf0"
 	goflv "github.com/yutopp/go-flv"
 	"github.com/yutopp/go-flv/tag"
 
@@ -151,4 +152,42 @@ func BenchmarkTagWriter(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestGoFLVWouldWriteOnMetaDataInMapOrder is why onMetaData is not written
+// with go-flv (tag.EncodeScriptData) and its go-amf0 (doc.go): both write
+// an ECMA array in Go's map order, which changes from run to run, so the
+// same recording would get different bytes each time; ours are the same
+// each time. If go-amf0 ever writes a stable order, the first check fails:
+// then move onMetaData to it.
+func TestGoFLVWouldWriteOnMetaDataInMapOrder(t *testing.T) {
+	meta := amf0.ECMAArray{"duration": 0.0, "filesize": 0.0, "width": 1280.0, "height": 720.0, "framerate": 30.0,
+		"videocodecid": 7.0, "audiocodecid": 10.0, "audiosamplerate": 48000.0, "audiosamplesize": 16.0, "stereo": true}
+	orders := map[string]bool{}
+	for range 50 {
+		var b bytes.Buffer
+		if err := tag.EncodeScriptData(&b, &tag.ScriptData{Objects: map[string]amf0.ECMAArray{"onMetaData": meta}}); err != nil {
+			t.Fatal(err)
+		}
+		orders[b.String()] = true
+	}
+	if len(orders) < 2 {
+		t.Errorf("go-flv wrote the same onMetaData 50 times alike: its order is stable now, so onMetaData can move to it (mux/flv doc)")
+	}
+	v, a := samples.MustLoadSample("h264"), samples.MustLoadSample("aac")
+	tracks := []mux.Track{mediatest.TrackOf(v, 1), mediatest.TrackOf(a, 2)}
+	frames := interleave(0, v, a)
+	first, err := os.ReadFile(writeFile(t, "a.flv", Options{}, tracks, frames))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		again, err := os.ReadFile(writeFile(t, "b.flv", Options{}, tracks, frames))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(first, again) {
+			t.Fatal("the same frames gave two different FLV files")
+		}
+	}
 }
