@@ -42,3 +42,31 @@ func FuzzCheckAccessUnit(f *testing.F) {
 		_ = CheckAccessUnit(H265, p, ls)
 	})
 }
+
+// TestCheckAccessUnitTakesH265NALUnitsWhoseLengthsAddUp: the same check
+// on H.265, whose NAL unit header is two bytes (a temporal id of 0 is
+// invalid, as is the forbidden bit).
+func TestCheckAccessUnitTakesH265NALUnitsWhoseLengthsAddUp(t *testing.T) {
+	idr := []byte{0x26, 0x01, 0xaf, 0x00} // IDR_W_RADL
+	vps := []byte{0x40, 0x01, 0x0c}
+	for _, tt := range []struct {
+		name string
+		p    []byte
+		ok   bool
+	}{
+		{"FourByteLengths", append(append([]byte{0, 0, 0, 3}, vps...), append([]byte{0, 0, 0, 4}, idr...)...), true},
+		{"AnnexB", append([]byte{0, 0, 0, 1}, idr...), true},
+		{"LengthPastTheEnd", append([]byte{0, 0, 0, 9}, idr...), false},
+		{"LengthsShortOfTheEnd", append(append([]byte{0, 0, 0, 4}, idr...), 0xff), false},
+		{"VarintBeforeHVCC", append([]byte{0x06, 0x00, 0x00, 0xb6, 0x00, 0x00, 0x00, 0x04}, idr...), false},
+		{"TemporalIDZero", []byte{0, 0, 0, 2, 0x26, 0x00}, false},
+		{"ForbiddenBit", []byte{0, 0, 0, 2, 0xa6, 0x01}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckAccessUnit(H265, tt.p, 4)
+			if (err == nil) != tt.ok || (err != nil && !errors.Is(err, ErrMalformedAU)) {
+				t.Fatalf("got %v, want ok %v", err, tt.ok)
+			}
+		})
+	}
+}
