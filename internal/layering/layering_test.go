@@ -73,28 +73,6 @@ func testSupport(name string) bool { return under(name, "internal/testutil") }
 // muxers write one container each over the mux contract.
 var muxers = []string{"mux/flv", "mux/mkv", "mux/ts", "mux/mp4"}
 
-// The design note's rules, as far as they hold after the hang packaging
-// moved to internal/hang. Not encoded yet, and why:
-//   - "cmd -> cli -> record -> {export, subscribe, mux} -> catalog -> model
-//     one way": encoded over those tiers (jitter beside export); packages
-//     beside them (archive, objstore, internal/service beside record; the
-//     internal helpers, which catalog's init check uses) are not ranked.
-//   - lite and ietf never import each other: encoded for everything under
-//     internal/moq/lite and internal/moq/ietf (their wire codecs, their
-//     publishers litepub and ietfpub, and the subscribers litesub and
-//     ietfsub (moq-transport's with its session), which import the core
-//     and never subscribe).
-//   - the session core imports neither protocol: encoded for
-//     internal/moq/session, which holds the subscribed tracks (their run,
-//     retries, resume and gap fill), the subscription and its lifecycle,
-//     the group pump and the group streams' order, FETCH, backfill and the
-//     publisher's loops; each family implements its seam (session.Family).
-//   - only internal/hang decodes payloads: the protocol code calls it, but
-//     subscribe still exposes Unpacker (the archive's inverse of
-//     Options.Objects) over it; encoded as "only hang and catalog read
-//     fMP4, only the protocol side (subscribe, the core, whose publish
-//     pump encodes what our publishers send with it, and the families'
-//     subscribers, which hand it hang.Objects) and archive use hang".
 // tiers ranks the packages of the design note's one-way chain: a package
 // never depends on one of a higher tier.
 var tiers = []struct {
@@ -142,6 +120,28 @@ var internalKinds = []string{
 	"internal/overload", "internal/testutil", "internal/layering",
 }
 
+// The design note's rules, as far as they hold after the hang packaging
+// moved to internal/hang, how each is encoded and what it leaves out:
+//   - "cmd -> cli -> record -> {export, subscribe, mux} -> catalog -> model
+//     one way": encoded over those tiers (jitter beside export); packages
+//     beside them (archive, objstore, internal/service beside record; the
+//     internal helpers, which catalog's init check uses) are not ranked.
+//   - lite and ietf never import each other: encoded for everything under
+//     internal/moq/lite and internal/moq/ietf (their wire codecs, their
+//     publishers litepub and ietfpub, and the subscribers litesub and
+//     ietfsub (moq-transport's with its session), which import the core
+//     and never subscribe).
+//   - the session core imports neither protocol: encoded for
+//     internal/moq/session, which holds the subscribed tracks (their run,
+//     retries, resume and gap fill), the subscription and its lifecycle,
+//     the group pump and the group streams' order, FETCH, backfill and the
+//     publisher's loops; each family implements its seam (session.Family).
+//   - only internal/hang decodes payloads: the protocol code calls it, but
+//     subscribe still exposes Unpacker (the archive's inverse of
+//     Options.Objects) over it; encoded as "only hang and catalog read
+//     fMP4, only the protocol side (subscribe, the core, whose publish
+//     pump encodes what our publishers send with it, and the families'
+//     subscribers, which hand it hang.Objects) and archive use hang".
 var rules = []struct {
 	name  string
 	check func(pkgs map[string]*pkg) []string // violations
