@@ -110,13 +110,15 @@ func TestAFileOfOnesOwnThatFlushesItselfGetsNoMuxerFlush(t *testing.T) {
 }
 
 // broadcastOutput is a record.BroadcastOutput of one's own: it reads the
-// first frame of one track of the broadcast it is handed, and reports it.
+// first frame of one track of the broadcast it is handed, and reports it;
+// or, with untilEnd, reads nothing and returns when its context ends.
 type broadcastOutput struct {
-	objects bool
-	track   string
-	created atomic.Int32
-	first   chan []byte // the track's first frame
-	names   chan string
+	objects  bool
+	untilEnd bool
+	track    string
+	created  atomic.Int32
+	first    chan []byte // the track's first frame
+	names    chan string
 }
 
 func (o *broadcastOutput) Create(string, int, time.Time) (record.File, error) {
@@ -129,6 +131,10 @@ func (o *broadcastOutput) Objects() bool                { return o.objects }
 
 func (o *broadcastOutput) WriteBroadcast(ctx context.Context, w record.BroadcastWrite) error {
 	o.names <- w.Name
+	if o.untilEnd {
+		<-ctx.Done()
+		return nil
+	}
 	t, err := w.Broadcast.Track(o.track)
 	if err != nil {
 		return err
@@ -140,7 +146,6 @@ func (o *broadcastOutput) WriteBroadcast(ctx context.Context, w record.Broadcast
 		if ok && ev.Kind == model.EventFrame && !ev.Frame.Marker {
 			o.first <- ev.Frame.Payload
 			w.Wrote(1, int64(len(ev.Frame.Payload)), time.Duration(ev.Frame.Timestamp)*time.Microsecond)
-			<-ctx.Done() // until Duration or the caller ends it
 			return nil
 		}
 		if ok {
@@ -159,10 +164,9 @@ func (o *broadcastOutput) WriteBroadcast(ctx context.Context, w record.Broadcast
 // (record.BroadcastOutput, as ArchiveOutput does) is handed it with no
 // file created; Run dials for the objects as received when it asks for
 // them (a cmaf frame stays its moof+mdat) and for frames when it does
-// not; what it reports counts in the recorder's and the recording's
-// stats, and Duration ends it.
+// not; what it reports counts in the recording's stats; Duration ends it.
 func TestABroadcastOutputOfOnesOwnIsHandedTheBroadcastAndItsObjects(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	bc := model.NewBroadcast("demo")
 	go demo.Publish(ctx, bc, demo.Options{Renditions: []string{"h264", "aac"}, Realtime: true, Container: catalog.ContainerCMAF})
@@ -171,6 +175,25 @@ func TestABroadcastOutputOfOnesOwnIsHandedTheBroadcastAndItsObjects(t *testing.T
 		t.Fatal(err)
 	}
 	defer srv.Close()
+	run := func(ctx context.Context, out *broadcastOutput, d time.Duration) ([]*record.Recording, error) {
+		var recs []*record.Recording
+		var mu sync.Mutex
+		files, err := record.Run(ctx, record.Options{URL: url, Dial: subscribe.Options{TLSFingerprint: pin, Logger: quiet()},
+			Broadcast: "demo", Output: out, Duration: d, Logger: quiet(),
+			OnRecording: func(r *record.Recording) { mu.Lock(); recs = append(recs, r); mu.Unlock() }})
+		if len(files) != 0 || out.created.Load() != 0 {
+			t.Errorf("%d files reported and %d created, want none", len(files), out.created.Load())
+		}
+		if n := <-out.names; n != "demo" {
+			t.Errorf("handed broadcast %q, want demo", n)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if err == nil && (len(recs) != 2 || recs[0] != recs[1] || recs[1].State() != record.StateEnded) {
+			t.Fatalf("%d calls of OnRecording, want one recording started and ended", len(recs))
+		}
+		return recs, err
+	}
 	for _, objects := range []bool{true, false} {
 		name := "frames"
 		if objects {
@@ -178,32 +201,28 @@ func TestABroadcastOutputOfOnesOwnIsHandedTheBroadcastAndItsObjects(t *testing.T
 		}
 		t.Run(name, func(t *testing.T) {
 			out := &broadcastOutput{objects: objects, track: "0.m4s", first: make(chan []byte, 1), names: make(chan string, 1)}
-			var recs []*record.Recording
-			var mu sync.Mutex
-			files, err := record.Run(ctx, record.Options{URL: url, Dial: subscribe.Options{TLSFingerprint: pin, Logger: quiet()},
-				Broadcast: "demo", Output: out, Duration: 500 * time.Millisecond, Logger: quiet(),
-				OnRecording: func(r *record.Recording) { mu.Lock(); recs = append(recs, r); mu.Unlock() }})
+			recs, err := run(ctx, out, 0)
 			if err != nil {
 				t.Fatal(err)
-			}
-			if len(files) != 0 || out.created.Load() != 0 {
-				t.Errorf("%d files reported and %d created, want none", len(files), out.created.Load())
-			}
-			if n := <-out.names; n != "demo" {
-				t.Errorf("handed broadcast %q, want demo", n)
 			}
 			first := <-out.first
 			if isFragment := len(first) > 8 && string(first[4:8]) == "moof"; isFragment != objects {
 				t.Errorf("the first video frame begins % x: a moof+mdat: %v, want %v (Objects %v)", first[:min(8, len(first))], isFragment, objects, objects)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if len(recs) != 2 || recs[0] != recs[1] || recs[1].State() != record.StateEnded {
-				t.Fatalf("%d calls of OnRecording, want one recording started and ended", len(recs))
 			}
 			if s := recs[1].Stats(); s.Frames != 1 || s.Bytes != int64(len(first)) {
 				t.Errorf("the recording's stats say %d frames, %d bytes; want 1 frame of %d bytes", s.Frames, s.Bytes, len(first))
 			}
 		})
 	}
+	t.Run("duration", func(t *testing.T) {
+		out := &broadcastOutput{untilEnd: true, names: make(chan string, 1)}
+		dctx, dcancel := context.WithTimeout(ctx, time.Minute)
+		defer dcancel()
+		if _, err := run(dctx, out, 200*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		if dctx.Err() != nil {
+			t.Fatal("the recording ended with the test's context, not at its Duration")
+		}
+	})
 }
