@@ -102,5 +102,5 @@
 //     CLIENT_SETUP lists lite-02, lite-01 and draft 14 and lite-02 wins), in
 //     both roles. layouts.ts prints the bytes @moq/net's encoders write for
 //     every message of every version; TestReferenceLayoutsAreCurrent keeps
-//     internal/moq/lite/wire/testdata/reference-layouts.jsonl equal to them.
+//     testdata/reference-layouts.jsonl equal to them.
 package interop

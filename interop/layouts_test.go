@@ -18,13 +18,13 @@ func TestReferenceLayoutsAreCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("layouts.js: %v", err)
 	}
-	want, err := os.ReadFile(filepath.Join("..", "internal", "moq", "lite", "wire", "testdata", "reference-layouts.jsonl"))
+	want, err := os.ReadFile(filepath.Join("..", "testdata", "reference-layouts.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(out, want) {
 		t.Fatalf("@moq/net writes other bytes than testdata/reference-layouts.jsonl holds; regenerate it with\n"+
-			"  interop/node_modules/.bin/deno run -A interop/dist/layouts.js > internal/moq/lite/wire/testdata/reference-layouts.jsonl\n"+
+			"  interop/node_modules/.bin/deno run -A interop/dist/layouts.js > testdata/reference-layouts.jsonl\n"+
 			"and check the differences:\n%s", out)
 	}
 }

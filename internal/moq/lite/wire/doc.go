@@ -13,7 +13,7 @@
 // between versions have AppendFor/DecodeFor methods keyed by a *Version
 // (Append/Decode are the moq-lite-05 layout); session code asks the
 // capability fields, never version numbers. Adding a version is one table
-// entry plus the layouts it changes; testdata/reference-layouts.jsonl holds
+// entry plus the layouts it changes; the module's testdata/reference-layouts.jsonl holds
 // the bytes the reference (@moq/net 0.3.4) writes for every message of
 // every version, which the tests compare both ways.
 //

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -15,7 +16,7 @@ import (
 	"github.com/moq-export/moq-export/internal/varint"
 )
 
-// referenceLayout is one line of testdata/reference-layouts.jsonl: the
+// referenceLayout is one line of the module's testdata/reference-layouts.jsonl: the
 // bytes @moq/net 0.3.4's own encoders write for a message in a version
 // (interop/src/layouts.ts generates the file; TestReferenceLayoutsAreCurrent
 // in package interop checks it is still what the package writes).
@@ -27,7 +28,7 @@ type referenceLayout struct {
 
 func readReferenceLayouts(t testing.TB) []referenceLayout {
 	t.Helper()
-	data, err := os.ReadFile("testdata/reference-layouts.jsonl")
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "testdata", "reference-layouts.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
