@@ -85,17 +85,18 @@
 // shared 2-core machine under load): this writer 174-270 ns, 24 B and 1
 // allocation per frame, the whole muxer included; go-flv's
 // tag.EncodeFlvTag 935-1218 ns, 1294 B and 8 allocations for the framing
-// alone. onMetaData is not encoded with go-flv (tag.EncodeScriptData) or
-// its go-amf0 either: both write an ECMA array from a Go map in map order
-// (go-amf0's key sorting cannot be switched on), so the header bytes would
-// change from run to run (TestGoFLVWouldWriteOnMetaDataInMapOrder shows
-// it, and fails once that changes); github.com/bluenviron/gortmplib/pkg/amf0
-// keeps the entries in order. go-flv
+// alone. onMetaData goes through go-flv's go-amf0 (its name and every
+// value: numbers, booleans, strings); the ECMA array around them (a marker,
+// a count, each key's length-prefixed name) is framed here, because go-amf0
+// and go-flv's tag.EncodeScriptData write an array only from a Go map, in
+// map order, so the header bytes would change from run to run
+// (TestGoFLVWouldWriteOnMetaDataInMapOrder shows it, and fails once that
+// changes; TestOnMetaDataIsTheOrderedECMAArrayAnotherAMF0EncoderWrites
+// holds the bytes to gortmplib's order-keeping encoder). go-flv
 // is used where it fits: its decoder (with go-amf0) reads our classic FLV
 // output in the tests, a reader written apart from this package and from
-// ffmpeg (TestGoFLVReadsOurClassicFLVFrameForFrame). AMF0 for onMetaData
-// comes from github.com/bluenviron/gortmplib/pkg/amf0, the
-// AudioSpecificConfig and OpusHead built from catalog fields from
+// ffmpeg (TestGoFLVReadsOurClassicFLVFrameForFrame). The
+// AudioSpecificConfig and OpusHead built from catalog fields come from
 // internal/codec/codecconf (shared with mux/mkv and mux/ts), and avcC/hvcC,
 // Annex B conversion and decode times from internal/codec/h26x. The av1C and vpcC
 // built from a codec string are 4 and 12 fixed bytes that no library
