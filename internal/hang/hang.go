@@ -293,6 +293,11 @@ func (d *Decoder) Close() {
 // Decode reads object o. An error wrapping ErrSkipped lost that object
 // only; any other error means the payload is not what the packaging says
 // (ErrMalformed).
+//
+// Decode runs once per object on the group stream's goroutine, between
+// the family's reader and the model's writes: each packaging but legacy
+// (the smallest) decodes in a function of its own, so that the frame
+// this one adds to that goroutine's stack stays small.
 func (d *Decoder) Decode(o Object) error {
 	d.samples, d.has = nil, false
 	if d.Verbatim {
@@ -306,48 +311,70 @@ func (d *Decoder) Decode(o Object) error {
 		}
 		return d.media(model.Frame{Timestamp: ts, Payload: codec})
 	case LOC:
-		var (
-			ts    int64
-			codec []byte
-			err   error
-		)
-		if d.t.locScale > 0 && o.HasTimestamp {
-			// An MSF publisher (MediaMTX): the LOC draft's layout, its
-			// clock from the catalog unless the object names one.
-			ts, codec, err = d.bareLOC(o)
-		} else if ts, codec, err = DecodeLOCAt(o.Payload, d.t.timescaleOr(Timescale)); err != nil {
-			if !o.HasTimestamp {
-				return err
-			}
-			// The LOC draft's layout on moq-transport: the bare codec
-			// payload, its time in the object's Timestamp extension.
-			ts, codec, err = d.bareLOC(o)
-		}
-		if err != nil {
+		return d.loc(o)
+	case CMAF:
+		return d.cmaf(o)
+	}
+	return d.raw(o)
+}
+
+// loc decodes a loc object.
+//
+//go:noinline
+func (d *Decoder) loc(o Object) error {
+	var (
+		ts    int64
+		codec []byte
+		err   error
+	)
+	if d.t.locScale > 0 && o.HasTimestamp {
+		// An MSF publisher (MediaMTX): the LOC draft's layout, its
+		// clock from the catalog unless the object names one.
+		ts, codec, err = d.bareLOC(o)
+	} else if ts, codec, err = DecodeLOCAt(o.Payload, d.t.timescaleOr(Timescale)); err != nil {
+		if !o.HasTimestamp {
 			return err
 		}
-		return d.media(model.Frame{Timestamp: ts, Payload: codec})
-	case CMAF:
-		if d.demux == nil {
-			return ErrNoInit
-		}
-		if len(o.Payload) == 0 {
-			// The marker (model.Frame.Marker), at the frame's time.
-			ts, _ := RescaleSigned(o.Timestamp, o.Timescale)
-			d.pending, d.has = model.Frame{Timestamp: ts, Marker: true}, true
-			return nil
-		}
-		samples, err := d.demux.Fragment(o.Payload)
-		if err != nil {
-			d.broken = true
-			return fmt.Errorf("%w: %w: %w", ErrSkipped, ErrMalformed, err)
-		}
-		if o.FrameTime && len(samples) > 0 {
-			frameTime(samples, o)
-		}
-		d.samples = samples
+		// The LOC draft's layout on moq-transport: the bare codec
+		// payload, its time in the object's Timestamp extension.
+		ts, codec, err = d.bareLOC(o)
+	}
+	if err != nil {
+		return err
+	}
+	return d.media(model.Frame{Timestamp: ts, Payload: codec})
+}
+
+// cmaf decodes a cmaf object: a fragment, or an empty marker.
+//
+//go:noinline
+func (d *Decoder) cmaf(o Object) error {
+	if d.demux == nil {
+		return ErrNoInit
+	}
+	if len(o.Payload) == 0 {
+		// The marker (model.Frame.Marker), at the frame's time.
+		ts, _ := RescaleSigned(o.Timestamp, o.Timescale)
+		d.pending, d.has = model.Frame{Timestamp: ts, Marker: true}, true
 		return nil
 	}
+	samples, err := d.demux.Fragment(o.Payload)
+	if err != nil {
+		d.broken = true
+		return fmt.Errorf("%w: %w: %w", ErrSkipped, ErrMalformed, err)
+	}
+	if o.FrameTime && len(samples) > 0 {
+		frameTime(samples, o)
+	}
+	d.samples = samples
+	return nil
+}
+
+// raw decodes an object of a raw track: its payload is the frame, at the
+// object's time.
+//
+//go:noinline
+func (d *Decoder) raw(o Object) error {
 	ts, ok := RescaleSigned(o.Timestamp, o.Timescale)
 	if !ok {
 		return fmt.Errorf("%w: timestamp %d at timescale %d", ErrMalformed, o.Timestamp, o.Timescale)

@@ -38,11 +38,18 @@ func newRateCheck(r catalog.Rendition) *rateCheck {
 }
 
 // frame notes the timestamp (µs) of a frame and returns the warning, once,
-// when the first frames' spacing is implausible.
+// when the first frames' spacing is implausible. Once checked, it costs a
+// load (it runs per frame on the group stream's goroutine: the check
+// itself, with its large frame, is a function of its own).
 func (c *rateCheck) frame(ts int64) string {
 	if c.done.Load() {
 		return ""
 	}
+	return c.note(ts)
+}
+
+// note is frame until the first frames were checked.
+func (c *rateCheck) note(ts int64) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.done.Load() {

@@ -43,17 +43,18 @@ type Pump struct {
 // group was closed before its stream ended. Any other error is the
 // decoder's (errors.Is hang.ErrMalformed when the payload is not what the
 // catalog says): the stream is bad, and the reader ends it.
+//
+// Feed runs once per frame on the group stream's goroutine, under the
+// family's reader and above quic-go's reads and the model's writes: it
+// keeps a small frame, what it logs or wraps is done in functions of
+// its own (see litesub's ReadGroup for why the stack depth counts).
 func (p *Pump) Feed(obj hang.Object) error {
 	err := p.Dec.Decode(obj)
 	if w := p.Dec.Warning(); w != "" {
-		p.Log.Warn("moq: "+w, "track", p.Track, "group", p.Seq)
-	}
-	if errors.Is(err, hang.ErrSkipped) {
-		p.Log.Warn("moq: bad object skipped", "track", p.Track, "group", p.Seq, "err", err)
-		return nil
+		p.warn(w)
 	}
 	if err != nil {
-		return err
+		return p.decodeFailed(err)
 	}
 	for f, ok := p.Dec.Next(); ok; f, ok = p.Dec.Next() {
 		if p.Skip > 0 {
@@ -61,11 +62,33 @@ func (p *Pump) Feed(obj hang.Object) error {
 			continue
 		}
 		if err := p.Group.WriteFrame(f); err != nil {
-			return fmt.Errorf("%w: %w", ErrGroupClosed, err)
+			return groupClosed(err)
 		}
 	}
 	return nil
 }
+
+// warn logs the decoder's warning w.
+//
+//go:noinline
+func (p *Pump) warn(w string) { p.Log.Warn("moq: "+w, "track", p.Track, "group", p.Seq) }
+
+// decodeFailed is what Feed returns for the decoder's err: nil for a
+// fragment hang skipped (logged), err otherwise.
+//
+//go:noinline
+func (p *Pump) decodeFailed(err error) error {
+	if errors.Is(err, hang.ErrSkipped) {
+		p.Log.Warn("moq: bad object skipped", "track", p.Track, "group", p.Seq, "err", err)
+		return nil
+	}
+	return err
+}
+
+// groupClosed is the error of a write to a closed group.
+//
+//go:noinline
+func groupClosed(err error) error { return fmt.Errorf("%w: %w", ErrGroupClosed, err) }
 
 // Collect decodes obj with dec and appends the frames it completes to
 // frames: how both families' FETCH readers turn a past group's objects
