@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -278,4 +279,84 @@ func TestAVideoAndAudioExportOfAnArchiveWritesEveryFrame(t *testing.T) {
 	if want := int64(len(whole["v"]) + len(whole["a"])); s.Frames != want || s.Late != 0 || s.Dropped != 0 {
 		t.Errorf("wrote %d frames (late %d, dropped %d), want all %d of the archive", s.Frames, s.Late, s.Dropped, want)
 	}
+}
+
+// inFlight is a Store that counts the segment objects of one track being
+// read at once: each such read waits (up to a bound) for others to join
+// it, so that reads issued together are seen together.
+type inFlight struct {
+	archive.Store
+	prefix string
+	mu     sync.Mutex
+	cond   *sync.Cond
+	now    int
+	most   int
+	waits  int
+}
+
+func (s *inFlight) Get(ctx context.Context, key string) ([]byte, error) {
+	if !strings.HasPrefix(key, s.prefix) {
+		return s.Store.Get(ctx, key)
+	}
+	s.mu.Lock()
+	s.now++
+	s.most = max(s.most, s.now)
+	s.cond.Broadcast()
+	if s.waits < 40 {
+		// Wait a moment for the reads issued beside this one.
+		s.waits++
+		deadline := time.Now().Add(50 * time.Millisecond)
+		t := time.AfterFunc(50*time.Millisecond, func() {
+			s.mu.Lock()
+			s.cond.Broadcast()
+			s.mu.Unlock()
+		})
+		for s.now < 4 && time.Now().Before(deadline) {
+			s.cond.Wait()
+		}
+		t.Stop()
+	}
+	s.mu.Unlock()
+	b, err := s.Store.Get(ctx, key)
+	s.mu.Lock()
+	s.now--
+	s.mu.Unlock()
+	return b, err
+}
+
+// TestAWholeTrackIsReadSeveralSegmentsAhead: reading a track from its
+// start to its end (no To) keeps several segment objects in flight while
+// the records before them are unpacked, not one after the other.
+func TestAWholeTrackIsReadSeveralSegmentsAhead(t *testing.T) {
+	t.Parallel()
+	dir, records := synthArchive(t, 2*time.Minute)
+	if records < 20 {
+		t.Fatalf("%d records of v: the test proves nothing", records)
+	}
+	d, err := archive.Dir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &inFlight{Store: d, prefix: "demo/v/segments/"}
+	st.cond = sync.NewCond(&st.mu)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rec, err := archive.Open(st, "").Recording(ctx, "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := rec.Broadcast(ctx, archive.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames := collect(ctx, t, b)
+	if len(frames["v"]) == 0 {
+		t.Fatal("no frame of v read")
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.most < 2 {
+		t.Errorf("at most %d segment object of v read at once, want several", st.most)
+	}
+	t.Logf("%d records of v: at most %d segment objects read at once", records, st.most)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"strings"
 
 	"github.com/moq-export/moq-export/archive/internal/layout"
@@ -36,7 +37,7 @@ type frameIter struct {
 	readAhead bool
 	ahead     []*aheadFetch
 	// until: no read-ahead past a record that ends at or after it (µs;
-	// the range's end).
+	// the range's end; math.MaxInt64: none, the whole track).
 	until int64
 
 	// directBelow: records before it (v2: the last the timeline held when
@@ -215,7 +216,8 @@ func (it *frameIter) verify(ctx context.Context, f *fetched) {
 
 // readAheadDepth is how many records a whole-track read fetches ahead:
 // each fetch is a GET or two and a parse, done on another core while the
-// export writes. A range (until) reads one ahead, as far as the range
+// export writes. A range with an end (until below math.MaxInt64, which
+// the feeder gives a read without To) reads one ahead, as far as the range
 // goes.
 const readAheadDepth = 4
 
@@ -224,7 +226,7 @@ const readAheadDepth = 4
 // ends before the range does.
 func (it *frameIter) fetchAhead(ctx context.Context, f *fetched) {
 	depth := readAheadDepth
-	if it.until > 0 {
+	if it.until > 0 && it.until < math.MaxInt64 {
 		if f.end >= it.until {
 			return
 		}
