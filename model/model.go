@@ -503,10 +503,13 @@ type Group struct {
 	frames   []Frame
 	first    [1]Frame // frames' storage while it holds one (an audio group)
 	released int      // frames before this one have no payload (SetReleaseRead)
-	media    int      // frames that are not markers
 	minTS    int64
 	maxTS    int64
 	bornTS   int64 // the track's newestTS when readers could first take the group, or heldBorn (MaxLag)
+	// media counts the frames that are not markers. An int32 beside
+	// finished: the two share a word, and a Group stays in the 144-byte
+	// size class (an audio track allocates one per frame).
+	media    int32
 	finished bool
 	err      error
 }

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"testing"
 	"time"
+	"unsafe"
 	"weak"
 )
 
@@ -979,5 +980,15 @@ func TestReadGroupsGoWithoutANewerOne(t *testing.T) {
 				t.Fatalf("track holds %d groups, want %d", held, tc.want)
 			}
 		})
+	}
+}
+
+// An audio track allocates a Group per frame (hang sends a group a frame):
+// a Group past 144 bytes takes the 160-byte size class, 16 more bytes per
+// frame recorded (BenchmarkEndToEnd in-process/audio: 145 B/op at
+// c99b305, 161 when media and bornTS were added beside an unpacked bool).
+func TestAGroupFitsTheAllocatorsSizeClassOf144Bytes(t *testing.T) {
+	if n := unsafe.Sizeof(Group{}); n > 144 {
+		t.Fatalf("a Group takes %d bytes, want at most 144 (pack its fields: bool and int32 beside each other)", n)
 	}
 }
