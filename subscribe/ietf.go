@@ -99,10 +99,8 @@ func (s *Session) serveIETF(ic *ietfConn) {
 			}
 		}
 	}
-	s.serveLoops(ic, ietfNoError,
-		func(str recvStream, t session.OrderTicket) { ic.ss.HandleUni(str, t) },
-		func(str bidiStream) { ic.ss.HandleBidi(str) },
-		control, announce)
+	session.ServeConn(s.ctx, coreConn{ic}, ietfNoError, s.streamOrder(),
+		ic.ss.HandleUni, ic.ss.HandleBidi, control, announce)
 }
 
 // followIETF runs one announcement feed on ic (ietfsub.Session.Follow)

@@ -310,34 +310,17 @@ func (s *Session) serveLite(l liteFamily) {
 	if str := c.SessionStream(); str != nil {
 		loops = append(loops, func() { litesub.ServeSessionStream(ctx, l.C, str, s.log) })
 	}
-	s.serveLoops(c, CodeCancel,
-		func(str recvStream, t session.OrderTicket) { l.HandleUni(str, t, peer) },
-		func(str bidiStream) { l.HandleBidi(ctx, str, peer) }, loops...)
+	session.ServeConn(s.ctx, coreConn{c}, CodeCancel, s.streamOrder(),
+		func(str session.RecvStream, t session.OrderTicket) { l.HandleUni(str, t, peer) },
+		func(str session.Stream) { l.HandleBidi(ctx, str, peer) }, loops...)
 }
 
-// serveLoops serves connection c of either family until it is gone: the
-// uni streams the peer opens (in acceptance order, which a drain asks),
-// its bidi streams, and the family's own loops (its SETUP or control
-// stream, announcing what we publish). When the session ends first, c is
-// closed with code.
-func (s *Session) serveLoops(c conn, code uint64, uni func(recvStream, session.OrderTicket), bidi func(bidiStream), loops ...func()) {
-	ctx := c.Context()
-	var wg sync.WaitGroup
-	for _, loop := range loops {
-		wg.Go(loop)
-	}
+// streamOrder starts the group-stream order of a connection about to be
+// served: the current one, which a drain asks (PendingStreams).
+func (s *Session) streamOrder() *session.StreamOrder {
 	order := &session.StreamOrder{}
 	s.uniOrder.Store(order)
-	wg.Go(func() { session.AcceptStreams(ctx, c.AcceptUni, order, uni) })
-	wg.Go(func() {
-		session.AcceptStreams(ctx, c.AcceptBidi, nil, func(str bidiStream, _ session.OrderTicket) { bidi(str) })
-	})
-	select {
-	case <-ctx.Done():
-	case <-s.ctx.Done():
-		c.Close(code, "")
-	}
-	wg.Wait()
+	return order
 }
 
 // ourSetup is what our moq-lite SETUP on c says: a raw QUIC client's

@@ -37,6 +37,10 @@
 // the family's key (moq-lite's subscribe id, moq-transport's track
 // alias).
 //
+// A connection is served by ServeConn, for either family: the peer's
+// streams (uni ones in acceptance order) and the family's own loops, until
+// it goes or the session ends.
+//
 // A session's connections are Links: the one served now (which tracks
 // wait for), the one a GOAWAY dialled ahead (make before break), and the
 // loop that replaces a lost one: at once after a connection that lasted,

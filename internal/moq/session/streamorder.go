@@ -253,3 +253,27 @@ func AcceptStreams[S interface{ SetReadDeadline(time.Time) error }](ctx context.
 func wakeRead[S interface{ SetReadDeadline(time.Time) error }](str S) {
 	str.SetReadDeadline(time.Now())
 }
+
+// ServeConn serves connection c of either family until it is gone: the
+// uni streams the peer opens, each with its ticket of order (its
+// acceptance order, which a drain asks), its bidi streams, and the
+// family's own loops (its SETUP or control stream, announcing what we
+// publish). When session ends first (the session is closed), c is closed
+// with code. It returns once every loop and stream handler has.
+func ServeConn(session context.Context, c Conn, code uint64, order *StreamOrder, uni func(RecvStream, OrderTicket), bidi func(Stream), loops ...func()) {
+	ctx := c.Context()
+	var wg sync.WaitGroup
+	for _, loop := range loops {
+		wg.Go(loop)
+	}
+	wg.Go(func() { AcceptStreams(ctx, c.AcceptUni, order, uni) })
+	wg.Go(func() {
+		AcceptStreams(ctx, c.AcceptBidi, nil, func(str Stream, _ OrderTicket) { bidi(str) })
+	})
+	select {
+	case <-ctx.Done():
+	case <-session.Done():
+		c.Close(code, "")
+	}
+	wg.Wait()
+}
