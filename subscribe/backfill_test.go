@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/model"
@@ -129,11 +128,11 @@ func TestFetchOfAGroupNotHeldIsResetWithNotFound(t *testing.T) {
 	rt := client.remotes["live"].tracks["h264"]
 	client.mu.Unlock()
 	f, timescale, _ := rt.Current()
-	l := f.(litesub.Conn)
+	v := client.version.Load()
 	_, err := rt.Fetch(ctx, f, timescale, 1000)
-	if !errors.Is(err, session.ErrNoFetch) || !isResetCode(err, wire.StreamCode(l.V, CodeNotFound)) ||
-		l.RetryReset(err) != session.ResetNotFound {
-		t.Fatalf("FETCH of group 1000 (%s): %v, want errNoFetch with reset NOT_FOUND", l.V, err)
+	if !errors.Is(err, session.ErrNoFetch) || !isResetCode(err, wire.StreamCode(v, CodeNotFound)) ||
+		f.RetryReset(err) != session.ResetNotFound {
+		t.Fatalf("FETCH of group 1000 (%s): %v, want errNoFetch with reset NOT_FOUND", v.Name, err)
 	}
 	frames, err := rt.Fetch(ctx, f, timescale, 0)
 	if err != nil {

@@ -216,6 +216,17 @@ func TestIETFBackfillFetchesEarlierGroups(t *testing.T) {
 	}
 }
 
+// requestCounter is a connection whose family counts request ids
+// (moq-transport's), asked of it as a capability: the tests reach a
+// family through the seam, never by its concrete type
+// (internal/layering's seam rule).
+type requestCounter interface {
+	// requestIDs returns the next request id and the peer's limit.
+	requestIDs() (next, limit uint64)
+}
+
+func (ic *ietfConn) requestIDs() (next, limit uint64) { return ic.ss.RequestIDs() }
+
 // TestIETFRequestIDsWaitForMaxRequestID: with a window of two request
 // ids, the third request waits for MAX_REQUEST_ID, which the peer sends
 // when told REQUESTS_BLOCKED.
@@ -239,8 +250,11 @@ func TestIETFRequestIDsWaitForMaxRequestID(t *testing.T) {
 		}
 	}
 	waitFor(t, "three subscriptions on a window of two", func() bool { return peer.pub.pubs.ServingAll() == 3 })
-	ic := client.currentConn().(*ietfConn)
-	next, limit := ic.ss.RequestIDs()
+	ids, ok := client.currentConn().(requestCounter)
+	if !ok {
+		t.Fatalf("the connection (%s) counts no request ids", client.Version())
+	}
+	next, limit := ids.requestIDs()
 	if next < 6 || limit <= 4 {
 		t.Fatalf("next request id %d, limit %d: want ids past the first window", next, limit)
 	}
