@@ -2,9 +2,9 @@ package subscribe
 
 import (
 	"context"
-	mrand "math/rand/v2"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/internal/moq/transport"
 )
 
@@ -45,7 +45,7 @@ func (s *Session) watchReach(ctx context.Context) (back <-chan struct{}, stop fu
 		defer p.Close()
 		silent := false
 		for ctx.Err() == nil {
-			wait := probeInterval/2 + time.Duration(mrand.Int64N(int64(probeInterval/2)+1))
+			wait := session.Jitter(probeInterval)
 			began := time.Now()
 			if !p.Probe(ctx, wait) {
 				silent = true

@@ -54,6 +54,13 @@ func (b Backoff) Delay(attempt int, atOnce bool) time.Duration {
 	if d > b.Max || d <= 0 {
 		d = b.Max
 	}
+	return Jitter(d)
+}
+
+// Jitter returns a random wait in [d/2, d] (d >= 0): what the reconnect
+// backoff and the facade's reach probes wait, so that sessions that lost
+// one relay at once spread out.
+func Jitter(d time.Duration) time.Duration {
 	return d/2 + time.Duration(mrand.Int64N(int64(d/2)+1))
 }
 

@@ -34,6 +34,26 @@ func TestReconnectDelayIsZeroFirstAfterASteadyConnectionThenBacksOff(t *testing.
 	}
 }
 
+// TestJitterWaitsBetweenHalfTheIntervalAndAllOfIt: the one jitter both
+// the reconnect backoff and the reach probes wait stays in [d/2, d] and
+// spreads over it (sessions that lost one relay do not redial or probe in
+// step).
+func TestJitterWaitsBetweenHalfTheIntervalAndAllOfIt(t *testing.T) {
+	for _, d := range []time.Duration{0, 1, 3, time.Second, 10 * time.Second} {
+		lo, hi := d, time.Duration(0)
+		for range 1000 {
+			j := Jitter(d)
+			if j < d/2 || j > d {
+				t.Fatalf("Jitter(%v) = %v, want within [%v, %v]", d, j, d/2, d)
+			}
+			lo, hi = min(lo, j), max(hi, j)
+		}
+		if d >= time.Second && (lo > d/2+d/20 || hi < d-d/20) {
+			t.Errorf("Jitter(%v) spread over [%v, %v] in 1000 draws, want about [%v, %v]", d, lo, hi, d/2, d)
+		}
+	}
+}
+
 // link is a connection for the loop's tests.
 type link struct {
 	ctx    context.Context
