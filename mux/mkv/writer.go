@@ -726,16 +726,16 @@ func (w *Writer) writeBlock(t *track, ts int64, key bool, payload []byte, in int
 		if w.haveStart {
 			starts = [2]int64{min(w.starts[0], ms), min(w.starts[1], ms)}
 		}
+		n := 2 // the starts with and without Opus's CodecDelay
+		if starts[0] == starts[1] {
+			n = 1
+		}
 		fps := t.Framerate
 		if fps <= 0 {
 			fps = t.spsRate
 		}
 		t.grid.Note(rel)
-		if starts[0] == starts[1] {
-			ms = t.grid.Place(rel, ms, fps, starts[0])
-		} else {
-			ms = t.grid.Place(rel, ms, fps, starts[0], starts[1])
-		}
+		ms = t.grid.Place(rel, ms, fps, starts[:n]...)
 	}
 	if t.written && ts >= t.lastTs && ms <= t.lastMs {
 		// Two frames less than a millisecond apart (a camera's jittered
