@@ -319,11 +319,7 @@ func (w *Writer) videoMs(t *track, pts int64) int64 {
 	if w.haveStart {
 		start = min(w.startMs, lo)
 	}
-	fps := t.Framerate
-	if fps <= 0 {
-		fps = t.spsRate
-	}
-	return t.grid.Place(pts, lo, fps, start)
+	return t.grid.Place(pts, lo, muxbase.GridRate(t.Framerate, t.spsRate), start)
 }
 
 // applyDiscontinuity restarts t at a broken timeline (mux.Frame.Discontinuity):

@@ -730,12 +730,8 @@ func (w *Writer) writeBlock(t *track, ts int64, key bool, payload []byte, in int
 		if starts[0] == starts[1] {
 			n = 1
 		}
-		fps := t.Framerate
-		if fps <= 0 {
-			fps = t.spsRate
-		}
 		t.grid.Note(rel)
-		ms = t.grid.Place(rel, ms, fps, starts[:n]...)
+		ms = t.grid.Place(rel, ms, muxbase.GridRate(t.Framerate, t.spsRate), starts[:n]...)
 	}
 	if t.written && ts >= t.lastTs && ms <= t.lastMs {
 		// Two frames less than a millisecond apart (a camera's jittered

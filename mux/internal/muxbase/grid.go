@@ -49,6 +49,17 @@ type FrameGrid struct {
 	gap     int64 // the smallest positive gap between them, µs
 }
 
+// GridRate is the rate a video track's frames are placed at (Place's
+// fps): the catalog's framerate when it gives one, else the one the
+// track's SPS declares (sps, 0 when none); 0 leaves it to the rate the
+// frames show.
+func GridRate(framerate, sps float64) float64 {
+	if framerate > 0 {
+		return framerate
+	}
+	return sps
+}
+
 // Note records the presentation time (µs) of a frame about to be placed,
 // for the rate estimate. Call it once per frame, before Place.
 func (g *FrameGrid) Note(pts int64) {

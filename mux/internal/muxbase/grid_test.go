@@ -121,3 +121,26 @@ func TestFrameGridFloorsAFrameWithoutARate(t *testing.T) {
 		})
 	}
 }
+
+// TestTheGridsRateIsTheCatalogsElseTheSPSsElseTheFrames: GridRate, the
+// one choice of FLV's and Matroska's grids, takes the catalog's
+// framerate over the SPS's, and leaves it to the frames (0) when neither
+// says.
+func TestTheGridsRateIsTheCatalogsElseTheSPSsElseTheFrames(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		catalog, sps float64
+		want         float64
+	}{
+		{"the catalog's over the SPS's", 25, 30, 25},
+		{"the catalog's without an SPS rate", 29.97, 0, 29.97},
+		{"the SPS's without the catalog's", 0, 50, 50},
+		{"neither: the frames'", 0, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := GridRate(tc.catalog, tc.sps); got != tc.want {
+				t.Fatalf("GridRate(%v, %v) = %v, want %v", tc.catalog, tc.sps, got, tc.want)
+			}
+		})
+	}
+}
