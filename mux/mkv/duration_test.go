@@ -118,3 +118,40 @@ func TestAFrameThatCarriesItsDurationIsWrittenWithABlockDuration(t *testing.T) {
 		t.Errorf("mkvinfo lists %d block durations, want %d", got, len(marked))
 	}
 }
+
+// TestTheLastFrameAfterADiscontinuityLastsAFrameOfTheNewTimeline: the
+// estimate of a frame's gap, which the frame grid and the last frame's
+// Duration share, starts again at a discontinuity. A publisher that
+// restarts at half its frame rate ends the file one of its new frames
+// after the last one, not one of the old timeline's. (Before the grid and
+// Duration shared one estimate, Duration's kept the old timeline's
+// smallest gap across discontinuities.)
+func TestTheLastFrameAfterADiscontinuityLastsAFrameOfTheNewTimeline(t *testing.T) {
+	t.Parallel()
+	mediatest.RequireTools(t, "ffmpeg", "ffprobe", "mkvmerge")
+	in := mediatest.SampleInput("vp8", 1)
+	n := len(in.Frames)
+	gap := in.Frames[1].Timestamp - in.Frames[0].Timestamp
+	f, path := mediatest.CreateFile(t, "slower.webm")
+	w := NewWriter(f, Options{})
+	mediatest.Write(t, w, mediatest.Tracks(in), in.Frames)
+	resume := in.Frames[n-1].Timestamp + 2_000_000
+	last := int64(0)
+	for i, fr := range in.Frames[:10] {
+		fr.Timestamp = resume + int64(i)*2*gap // half the frame rate
+		fr.Discontinuity = i == 0
+		if err := w.WriteFrame(fr); err != nil {
+			t.Fatal(err)
+		}
+		last = fr.Timestamp
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mediatest.DecodeClean(t, path)
+	m := mkvmergeClean(t, path)
+	want := (last - in.Frames[0].Timestamp + 2*gap) / 1000 // ms
+	if d := m.Container.Properties.Duration / 1e6; d < want-1 || d > want+1 {
+		t.Errorf("duration %d ms, want %d ms: the last frame lasts %d ms, the new timeline's gap", d, want, 2*gap/1000)
+	}
+}

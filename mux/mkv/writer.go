@@ -149,19 +149,12 @@ type track struct {
 	lateWait bool // added after the header, its entry waits for its configuration
 	warned   bool
 
-	// recent holds the last timestamps (µs) since the last discontinuity;
-	// minDelta is the smallest positive gap between any two of them, the
-	// frame duration estimate that Duration adds to the last frame. A
-	// window rather than the previous frame, because in decode order with
-	// B-frames neighbours are rarely one frame apart.
-	recent   [16]int64
-	nrecent  int
-	minDelta int64
-
 	// grid places video frames on the ticks a reader's 1/framerate grid
 	// gives them (see writeBlock), at the catalog's framerate, else the
 	// one the SPS declares (spsRate, 0 when none), else the one the
-	// frames show.
+	// frames show. Its estimate of the gap between frames, since the last
+	// discontinuity, is also the duration Duration gives the last frame,
+	// of every track but text.
 	grid    muxbase.FrameGrid
 	spsRate float64
 
@@ -344,7 +337,6 @@ func (w *Writer) markDiscontinuity(t *track) {
 
 func (w *Writer) discontinuity(t *track) {
 	w.breakCluster = true
-	t.nrecent = 0
 	t.written = false
 	t.grid.Reset() // the new timeline need not lie on the old grid
 }
@@ -718,6 +710,9 @@ func (w *Writer) writeBlock(t *track, ts int64, key bool, payload []byte, in int
 		w.stats.Clamped++
 	}
 	video := t.Kind == mux.Video
+	if t.Kind != mux.Text {
+		t.grid.Note(ts) // the gap estimate: the grid's rate (before Place) and frameDuration
+	}
 	if rel := ts - w.origin; video && ok && rel <= maxGridUs {
 		// Milliseconds put 30 fps frames 33, 33 and 34 ms apart; a
 		// reader that decodes onto a 1/framerate grid counted from the
@@ -730,7 +725,6 @@ func (w *Writer) writeBlock(t *track, ts int64, key bool, payload []byte, in int
 		if starts[0] == starts[1] {
 			n = 1
 		}
-		t.grid.Note(rel)
 		ms = t.grid.Place(rel, ms, muxbase.GridRate(t.Framerate, t.spsRate), starts[:n]...)
 	}
 	if t.written && ts >= t.lastTs && ms <= t.lastMs {
@@ -807,7 +801,6 @@ func (w *Writer) writeBlock(t *track, ts int64, key bool, payload []byte, in int
 		w.endMs = max(w.endMs, ms+(min(max(dur, 0), 1<<40)+500)/1000)
 		return nil
 	}
-	t.noteTimestamp(ts)
 	t.endBefore = t.endMs
 	if durMs > 0 {
 		t.endMs = max(t.endMs, ms+durMs)
@@ -829,34 +822,20 @@ func codecDelayMs(ns uint64) int64 {
 }
 
 // frameDuration is the duration (µs) the last frame is given in Duration:
-// the smallest gap between recent frames, or before a second frame the
+// the smallest gap between recent frames since the last discontinuity
+// (the grid's FrameGap, one estimate per track), or before a second frame the
 // track's nominal one (a frame at its frame rate; 1024 samples for audio,
 // AAC's frame), so that a file of one frame still has a Duration.
 func (t *track) frameDuration() int64 {
 	switch {
-	case t.minDelta > 0:
-		return t.minDelta
+	case t.grid.Gap() > 0:
+		return t.grid.Gap()
 	case t.Framerate > 0:
 		return int64(1e6 / t.Framerate)
 	case t.SampleRate > 0:
 		return 1024 * 1_000_000 / int64(t.SampleRate)
 	}
 	return 1000
-}
-
-func (t *track) noteTimestamp(ts int64) {
-	n := min(t.nrecent, len(t.recent))
-	for _, x := range t.recent[:n] {
-		d := ts - x
-		if d < 0 {
-			d = -d
-		}
-		if d > 0 && (t.minDelta == 0 || d < t.minDelta) {
-			t.minDelta = d
-		}
-	}
-	t.recent[t.nrecent%len(t.recent)] = ts
-	t.nrecent++
 }
 
 // Close writes what is buffered and, when the output can seek, finalizes

@@ -15,10 +15,8 @@ import "math"
 // "non monotonically increasing dts to muxer": 5 >= 5, 8 >= 8, ...
 //
 // The grid's rate is the track's frame rate when the muxer knows it (the
-// catalog's framerate), otherwise the smallest gap between the recent
-// frames' times (Note): in decode order with B-frames neighbours are rarely
-// one frame apart (I, P, B, B is 0, 100, 33, 67 ms), so the gap between two
-// frames in a row would read 10 fps where the stream has 30. The frame that
+// catalog's framerate, else the SPS's: GridRate), otherwise the one the
+// recent frames show (Note, FrameGap says how). The frame that
 // first knows the rate fixes its tick on the grid (where its exact time
 // falls); each later frame's tick is that plus the frames between them
 // (from the exact times), and of the two milliseconds around a frame's time
@@ -38,16 +36,45 @@ import "math"
 // each grid. The zero FrameGrid is ready; Reset starts it again (a new
 // timeline need not lie on the old grid).
 type FrameGrid struct {
-	set     bool
-	pts     int64    // µs, the frame that fixed the grid
-	fps     float64  // the grid's rate
-	starts  [2]int64 // ms, the file's starts when the grid was fixed
-	ticks   [2]int64 // the fixing frame's tick counted from each
-	n       int      // starts in use
-	recent  [8]int64 // the latest frames' times (µs), for the rate estimate
+	// FrameGap is the rate estimate (Note), which a muxer may read for a
+	// frame's duration too (Gap): one estimate per track.
+	FrameGap
+	set    bool
+	pts    int64    // µs, the frame that fixed the grid
+	fps    float64  // the grid's rate
+	starts [2]int64 // ms, the file's starts when the grid was fixed
+	ticks  [2]int64 // the fixing frame's tick counted from each
+	n      int      // starts in use
+}
+
+// FrameGap estimates a track's frame duration from the times of its
+// frames: the smallest positive gap between any two of the latest 16. A
+// window, not the frame before, because in decode order with B-frames
+// neighbours are rarely one frame apart (I, P, B, B is 0, 100, 33 and 67
+// ms at 30 fps). The estimate only shrinks; a new timeline starts it
+// again (FrameGrid.Reset). The zero FrameGap is ready.
+type FrameGap struct {
+	recent  [16]int64 // the latest frames' times (µs)
 	nrecent int
 	gap     int64 // the smallest positive gap between them, µs
 }
+
+// Note records the time (µs) of a frame: its presentation time, on any
+// timeline that moves with the frames (only gaps are kept). Call it once
+// per frame, for a video frame before FrameGrid.Place.
+func (g *FrameGap) Note(pts int64) {
+	for _, p := range g.recent[:min(g.nrecent, len(g.recent))] {
+		if d := max(pts-p, p-pts); d > 0 && (g.gap == 0 || d < g.gap) {
+			g.gap = d
+		}
+	}
+	g.recent[g.nrecent%len(g.recent)] = pts
+	g.nrecent++
+}
+
+// Gap returns the estimate (µs): 0 until two frames with different times
+// were noted.
+func (g *FrameGap) Gap() int64 { return g.gap }
 
 // GridRate is the rate a video track's frames are placed at (Place's
 // fps): the catalog's framerate when it gives one, else the one the
@@ -58,18 +85,6 @@ func GridRate(framerate, sps float64) float64 {
 		return framerate
 	}
 	return sps
-}
-
-// Note records the presentation time (µs) of a frame about to be placed,
-// for the rate estimate. Call it once per frame, before Place.
-func (g *FrameGrid) Note(pts int64) {
-	for _, p := range g.recent[:min(g.nrecent, len(g.recent))] {
-		if d := max(pts-p, p-pts); d > 0 && (g.gap == 0 || d < g.gap) {
-			g.gap = d
-		}
-	}
-	g.recent[g.nrecent%len(g.recent)] = pts
-	g.nrecent++
 }
 
 // Place returns the millisecond at which to write a video frame presented

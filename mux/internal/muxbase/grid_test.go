@@ -144,3 +144,43 @@ func TestTheGridsRateIsTheCatalogsElseTheSPSsElseTheFrames(t *testing.T) {
 		})
 	}
 }
+
+// TestFrameGapIsTheSmallestGapAmongTheLatestFrames: in decode order with
+// B-frames (I P B B: no two neighbours one frame apart at first) the
+// estimate is one frame once a B-frame came; equal times add nothing;
+// Reset (a new timeline) forgets it, so the new timeline's frames set it.
+func TestFrameGapIsTheSmallestGapAmongTheLatestFrames(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		times []int64
+		want  int64
+	}{
+		{"no frame", nil, 0},
+		{"one frame", []int64{5}, 0},
+		{"two frames at one time", []int64{5, 5}, 0},
+		{"an I- and a P-frame: their distance", gop30(true)[:2], 100_000},
+		{"the first B-frame shows the frame", gop30(true)[:3], 33_333},
+		{"two GOPs with B-frames", gop30(true), 33_333},
+		{"two GOPs without", gop30(false), 33_333},
+		{"the smallest gap 15 frames apart is seen", []int64{0, 1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000, 9000, 10000, 11000, 12000, 13000, 14000, 500}, 500},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var g FrameGrid
+			for _, p := range tc.times {
+				g.Note(p)
+			}
+			if got := g.Gap(); got != tc.want {
+				t.Fatalf("gap %d µs, want %d", got, tc.want)
+			}
+			g.Reset()
+			if got := g.Gap(); got != 0 {
+				t.Fatalf("gap %d µs after Reset, want none", got)
+			}
+			g.Note(0)
+			g.Note(66_667)
+			if got := g.Gap(); got != 66_667 {
+				t.Fatalf("gap %d µs on the new timeline, want its own 66667", got)
+			}
+		})
+	}
+}
