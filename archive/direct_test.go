@@ -12,6 +12,7 @@ import (
 	"github.com/moq-export/moq-export/archive"
 	"github.com/moq-export/moq-export/archive/internal/layout"
 	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/internal/testutil/archivetest"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/record"
 )
@@ -47,20 +48,8 @@ func readWatched(t *testing.T, dir string) (map[string][]got, []string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	d, err := archive.Dir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := &watched{Store: d}
-	rec, err := archive.Open(st, "").Recording(ctx, "demo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := rec.Broadcast(ctx, archive.ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	frames := collect(ctx, t, b)
+	st := &watched{Store: archivetest.Dir(t, dir)}
+	frames := collect(ctx, t, archivetest.Broadcast(t, ctx, st, "demo", archive.ReadOptions{}))
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return frames, append([]string(nil), st.gets...)
@@ -204,18 +193,7 @@ func TestAnUnpacedReadWritesThePartAfterTheOneItsReadersAreIn(t *testing.T) {
 	dir, _ := synthArchive(t, time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	d, err := archive.Dir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := archive.Open(d, "").Recording(ctx, "demo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := rec.Broadcast(ctx, archive.ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := archivetest.Broadcast(t, ctx, archivetest.Dir(t, dir), "demo", archive.ReadOptions{})
 	defer b.Close(nil)
 	tr, err := b.Track("v")
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/moq-export/moq-export/archive"
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/internal/testutil/archivetest"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe"
 )
@@ -216,19 +217,7 @@ func readBack(t *testing.T, dir string, o archive.ReadOptions) map[string][]got 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	st, err := archive.Dir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := archive.Open(st, "").Recording(ctx, "demo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := rec.Broadcast(ctx, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return collect(ctx, t, b)
+	return collect(ctx, t, archivetest.Broadcast(t, ctx, archivetest.Dir(t, dir), "demo", o))
 }
 
 func TestAnArchivedDemoReadsBackFrameForFrameInEveryContainer(t *testing.T) {

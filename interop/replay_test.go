@@ -12,6 +12,7 @@ import (
 
 	"github.com/moq-export/moq-export/archive"
 	"github.com/moq-export/moq-export/internal/cli"
+	"github.com/moq-export/moq-export/internal/testutil/archivetest"
 )
 
 // lockedWriter is a stderr the command writes while the test reads it.
@@ -48,18 +49,7 @@ func TestReferenceSubscriberRecordsAnArchiveReplayedOnListen(t *testing.T) {
 		t.Fatalf("archiving the demo: exit %d: %s", code, stderr.String())
 	}
 	// What the archive holds, read back as a broadcast.
-	st, err := archive.Dir(arch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := archive.Open(st, "").Recording(ctx, "demo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := rec.Broadcast(ctx, archive.ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := archivetest.Broadcast(t, ctx, archivetest.Dir(t, arch), "demo", archive.ReadOptions{})
 	cat, want := recordBroadcast(ctx, t, b)
 
 	cert := newTestCert(t)
