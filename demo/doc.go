@@ -8,5 +8,7 @@
 //
 // It is the source of the built-in demo broadcast of cmd/moq-export (served
 // over loopback QUIC by package subscribe) and of tests that need a live
-// broadcast without a network.
+// broadcast without a network. It is public, not internal as the design
+// card draws it: a library user records it to try package record without
+// a relay (record's Examples and docs/library.md do).
 package demo
