@@ -120,6 +120,7 @@ func (e *Export) finish() error {
 		return nil
 	}
 	e.muxerClosed = true
+	e.havePollNow = false
 	if e.gate != nil && e.gate.cancel != nil {
 		e.gate.cancel() // stop the start gate's backfills
 	}

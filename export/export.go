@@ -113,6 +113,14 @@ type Export struct {
 	timeUp      bool // stopped by MaxDuration: what is buffered is past the end
 	muxerClosed bool
 
+	// pollNow is the jitter buffer's wall clock while a poll runs, read
+	// at its first use in the poll (jitterNow): a poll pushes up to
+	// maxReadTurn frames per track, and a clock read per frame was a
+	// twentieth of the engine's CPU on an archive export. havePollNow: it
+	// was read in this poll.
+	pollNow     time.Time
+	havePollNow bool
+
 	statsMu    sync.Mutex
 	trackStats []TrackStats // published by syncStats, under statsMu
 	// reading are the tracks read, by rendition name, for TrackState;
@@ -153,8 +161,20 @@ func New(bc *model.Broadcast, m mux.Muxer, opts Options) *Export {
 		disabled:  map[string]bool{},
 		dataNoted: map[string]bool{},
 	}
-	e.jit = jitter.New(jitter.Options{Delay: opts.Delay, MaxDelay: opts.MaxDelay, Late: opts.Late, MediaTimeOnly: opts.MediaTimeOnly, Now: opts.Now, Pending: e.pending})
+	e.jit = jitter.New(jitter.Options{Delay: opts.Delay, MaxDelay: opts.MaxDelay, Late: opts.Late, MediaTimeOnly: opts.MediaTimeOnly, Now: e.jitterNow, Pending: e.pending})
 	return e
+}
+
+// jitterNow is the jitter buffer's clock: Options.Now, read once per poll.
+// The frames one poll reads arrived by the time it began, so they share a
+// time; what the buffer measures with it (a track's silence, how long the
+// output has been blocked) is a matter of the delay, hundreds of
+// milliseconds, against a poll's microseconds.
+func (e *Export) jitterNow() time.Time {
+	if !e.havePollNow {
+		e.pollNow, e.havePollNow = e.opts.Now(), true
+	}
+	return e.pollNow
 }
 
 // pending reports whether track id has data its consumer has not read yet,

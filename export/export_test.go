@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -822,4 +823,26 @@ func TestTrackStateSaysWhatTheSourceHoldsAndWhereTheReaderIs(t *testing.T) {
 	if _, ok := e.TrackState("vp9"); ok {
 		t.Fatal("a state for a rendition the export does not read")
 	}
+}
+
+// TestTheJitterBuffersClockIsReadOncePerPollNotPerFrame: with a delay that
+// may grow (MaxDelay), the jitter buffer times each track's pushes; the
+// engine gives it a clock read once per poll, not once per frame (the
+// frames a poll reads arrived by the time it began).
+func TestTheJitterBuffersClockIsReadOncePerPollNotPerFrame(t *testing.T) {
+	bc := publishDemo(t, 4, "h264", "aac")
+	rec := newRecorder()
+	var reads atomic.Int64
+	run(t, bc, rec, export.Options{MaxDelay: 5 * time.Second, Now: func() time.Time {
+		reads.Add(1)
+		return time.Now()
+	}})
+	frames := int64(len(rec.frames))
+	if frames < 400 {
+		t.Fatalf("%d frames written: the test proves nothing", frames)
+	}
+	if n := reads.Load(); n > frames/4 {
+		t.Errorf("the clock was read %d times for %d frames, want a read per poll", n, frames)
+	}
+	t.Logf("%d clock reads for %d frames", reads.Load(), frames)
 }

@@ -33,6 +33,7 @@ func (e *Export) jitterDue() bool {
 }
 
 func (e *Export) poll() error {
+	e.havePollNow = false // the jitter buffer's clock is read afresh
 	if err := e.start(); err != nil {
 		return err
 	}
