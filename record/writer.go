@@ -70,6 +70,10 @@ type output struct {
 	last   int64
 	have   bool
 	spans  []trackSpan // per track, for the duration with the last frame
+	// end is the latest end (last frame's time plus its duration) of any
+	// track's span (noteEnd); haveEnd: some track has a frame.
+	end     int64
+	haveEnd bool
 	// The size limit (limits.go).
 	kinds    []trackKind
 	hasVideo bool
@@ -191,6 +195,7 @@ func (o *output) noteSpan(f mux.Frame) {
 		if s.id != f.TrackID {
 			continue
 		}
+		gap := s.gap()
 		if s.hasPrev {
 			// In decode order (B-frames) a step can go back: the smallest
 			// step forward is one frame.
@@ -202,24 +207,49 @@ func (o *output) noteSpan(f mux.Frame) {
 		if !s.have || f.Timestamp > s.last {
 			s.last, s.have = f.Timestamp, true
 		}
+		if s.gap() != gap {
+			// Its frame duration changed: the latest end is found again.
+			o.end, o.haveEnd = 0, false
+			for j := range o.spans {
+				o.noteEnd(&o.spans[j])
+			}
+		} else {
+			o.noteEnd(s)
+		}
 		return
+	}
+}
+
+// gap is the track's frame duration: the smallest step seen, else its
+// nominal one.
+func (s *trackSpan) gap() int64 {
+	if s.minGap != 0 {
+		return s.minGap
+	}
+	return s.nominal
+}
+
+// noteEnd takes s's end (its last frame's time plus its duration) into
+// the latest end of any track. A track's end only moves later while its
+// duration stays (its last time only grows), so only a change of
+// duration makes noteSpan look at every track again.
+func (o *output) noteEnd(s *trackSpan) {
+	if !s.have {
+		return
+	}
+	if e := s.last + s.gap(); !o.haveEnd || e > o.end {
+		o.end, o.haveEnd = e, true
 	}
 }
 
 // media is the output's duration in seconds, rounded to the millisecond:
 // from its first frame to the end of its last (the latest end of any
-// track), as a player shows it.
+// track), as a player shows it. Per frame, it costs the same whatever the
+// number of tracks (noteEnd keeps the latest end).
 func (o *output) media() float64 {
 	end := o.last
-	for _, s := range o.spans {
-		if !s.have {
-			continue
-		}
-		d := s.minGap
-		if d == 0 {
-			d = s.nominal
-		}
-		end = max(end, s.last+d)
+	if o.haveEnd {
+		end = max(end, o.end)
 	}
 	return float64((end-o.first+500)/1000) / 1e3
 }
