@@ -92,7 +92,7 @@
 // killed): the Writer that continues the package cuts it back to the end
 // of the last segment its playlist names before it appends. The state is written after the
 // playlists, at the first boundary, when it holds a new rendition, init
-// segment or chapter, and every 8 boundaries; segments a playlist names
+// segment or chapter, and every 32 boundaries; segments a playlist names
 // beyond it are taken from the playlists when the package is continued,
 // never written again. A Writer over a Store that holds
 // a package (its state file) continues it: segment numbers go on, the

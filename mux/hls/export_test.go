@@ -154,3 +154,28 @@ func InitReadBack(b []byte) (string, uint32, int, int, error) {
 	info, err := describeInit(b, in.Tracks[0].Codec, in.Tracks[0].TimeScale)
 	return info.codecs, info.timescale, info.width, info.height, err
 }
+
+// SegmentJSON is a segment's JSON as the Writer renders it into the
+// state (segmentState.appendJSON) and as encoding/json writes it.
+func SegmentJSON(num int, uri string, start, dur, size int64, disc bool, off int64, date time.Time) (mine, want []byte, err error) {
+	s := segmentState{Num: num, URI: uri, Start: start, Dur: dur, Bytes: size, Disc: disc, Off: off, Date: date}
+	if mine, err = s.appendJSON([]byte("x")); err != nil {
+		return nil, nil, err
+	}
+	want, err = json.Marshal(s)
+	return mine[1:], want, err
+}
+
+// MultivariantSkipped reports whether the next boundary would skip
+// building the multivariant playlist (mvSame), and an error when
+// building it would have written it.
+func (w *Writer) MultivariantSkipped() (bool, error) {
+	if !w.mvSame() {
+		return false, nil
+	}
+	_, mv, err := w.multivariant()
+	if err == nil && w.mv.changed(mv) {
+		err = fmt.Errorf("the multivariant playlist was not rendered, and would have changed: %+v, then %+v", w.mv, mv)
+	}
+	return true, err
+}

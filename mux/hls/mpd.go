@@ -2,6 +2,7 @@ package hls
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -22,15 +23,116 @@ func ticksOf(us int64, ts uint32) int64 {
 // audio and subtitles: a choice, not a switch), a Representation
 // per rendition with a SegmentTemplate ($Number$) and its SegmentTimeline.
 // While recording it is dynamic (players poll it); when final, static.
+//
+// The document built at a boundary is kept (mpdKept) and, while the
+// package keeps its shape (the same renditions, described the same, the
+// same Periods), the next boundary only updates what moves in it: the
+// publish time, the bandwidths and each timeline's entries. Building it
+// anew at each boundary (some 40 allocations and two maps) was about a
+// third of what a boundary's manifests cost in user space (docs/hls.md,
+// Cost).
 func (w *Writer) mpd(final bool) []byte {
-	lists := map[*mpd.SegmentListType]*mpdRun{}
-	w.mpdBuf = marshalMPD(w.mpdBuf[:0], w.mpdDoc(final, lists), lists)
+	k := &w.mpdKept
+	shape := w.mpdShapes(k.next[:0])
+	if final || k.doc == nil || !slices.EqualFunc(shape, k.shape, mpdShape.same) {
+		k.lists, k.reps = map[*mpd.SegmentListType]*mpdRun{}, k.reps[:0]
+		k.doc = w.mpdDoc(final, k)
+	} else {
+		k.doc.PublishTime = dateTime(w.opts.Now())
+		for _, kr := range k.reps {
+			kr.update()
+		}
+	}
+	k.shape, k.next = shape, k.shape
+	w.mpdBuf = marshalMPD(w.mpdBuf[:0], k.doc, k.lists)
+	if final {
+		k.doc = nil // a static MPD is not updated
+	}
 	return w.mpdBuf
 }
 
-// mpdDoc builds the MPD (see mpd); lists, when not nil, gets the run
-// behind each SegmentList, whose lines marshalMPD takes as rendered.
-func (w *Writer) mpdDoc(final bool, lists map[*mpd.SegmentListType]*mpdRun) *mpd.MPD {
+// mpdKept is the MPD document built at an earlier boundary (see mpd):
+// the shape it was built from, the run behind each SegmentList (whose
+// lines marshalMPD takes as rendered) and each Representation with what
+// moves in it.
+type mpdKept struct {
+	doc         *mpd.MPD
+	lists       map[*mpd.SegmentListType]*mpdRun
+	reps        []mpdRep
+	shape, next []mpdShape
+}
+
+// mpdRep is a Representation of the kept MPD and the rendition and run
+// it shows.
+type mpdRep struct {
+	rs  *renditionState
+	r   *mpdRun
+	rep *mpd.RepresentationType
+}
+
+// update sets what moves in the Representation as mpdDoc sets it: its
+// bandwidth and its timeline's (and list's) entries.
+func (kr mpdRep) update() {
+	kr.rep.Bandwidth = mpdBandwidth(kr.rs)
+	if sl := kr.rep.SegmentList; sl != nil {
+		sl.SegmentURL, sl.SegmentTimeline.S = kr.r.urls, kr.r.s
+	}
+	if st := kr.rep.SegmentTemplate; st != nil {
+		st.SegmentTimeline.S = kr.r.s
+	}
+}
+
+// mpdBandwidth is a Representation's bandwidth: the rendition's peak rate.
+func mpdBandwidth(rs *renditionState) uint32 {
+	peak, _ := rates(rs)
+	return uint32(min(max(peak, 1), math.MaxUint32))
+}
+
+// mpdShape is what mpdDoc reads of one rendition besides its segments'
+// entries and its bandwidth: while every rendition's is the same, the
+// document differs only in those (and its publish time). Every field of
+// renditionState that mpdDoc reads is here.
+type mpdShape struct {
+	runs []*mpdRun
+	of   rendShape
+}
+
+// rendShape is what the manifests say of a rendition besides its
+// segments: every field of renditionState but those.
+type rendShape struct {
+	rs                                         *renditionState
+	id, name, kind, lang, label, codecs, media string
+	width, height, rate, channels              int
+	inits, initRanges                          int
+	framerate                                  float64
+	timescale                                  uint32
+	delay                                      int64
+}
+
+func shapeOf(rs *renditionState) rendShape {
+	return rendShape{
+		rs: rs, id: rs.ID, name: rs.Name, kind: rs.Kind, lang: rs.Lang, label: rs.Label, codecs: rs.Codecs, media: rs.Media,
+		width: rs.Width, height: rs.Height, rate: rs.Rate, channels: rs.Channels, inits: len(rs.Inits), initRanges: len(rs.InitRanges),
+		framerate: rs.Framerate, timescale: rs.Timescale, delay: rs.Delay,
+	}
+}
+
+// mpdShapes appends each rendition's shape to b, bringing its timeline up
+// to date.
+func (w *Writer) mpdShapes(b []mpdShape) []mpdShape {
+	for _, rs := range w.st.Renditions {
+		b = append(b, mpdShape{runs: rs.timeline(), of: shapeOf(rs)})
+	}
+	return b
+}
+
+// same reports whether a and b are the same shape: the same fields and
+// the same runs (a run's first segment is fixed; its entries move).
+func (a mpdShape) same(b mpdShape) bool { return a.of == b.of && slices.Equal(a.runs, b.runs) }
+
+// mpdDoc builds the MPD (see mpd); kept, when not nil, gets the run
+// behind each SegmentList and each Representation.
+func (w *Writer) mpdDoc(final bool, kept *mpdKept) *mpd.MPD {
 	m := &mpd.MPD{
 		XMLNs:         "urn:mpeg:dash:schema:mpd:2011",
 		Profiles:      "urn:mpeg:dash:profile:isoff-live:2011",
@@ -109,8 +211,10 @@ func (w *Writer) mpdDoc(final bool, lists map[*mpd.SegmentListType]*mpdRun) *mpd
 				sets[key] = as
 				p.AdaptationSets = append(p.AdaptationSets, as)
 			}
-			peak, _ := rates(rs)
-			rep := &mpd.RepresentationType{Id: rs.ID, Bandwidth: uint32(min(max(peak, 1), math.MaxUint32))}
+			rep := &mpd.RepresentationType{Id: rs.ID, Bandwidth: mpdBandwidth(rs)}
+			if kept != nil {
+				kept.reps = append(kept.reps, mpdRep{rs, r, rep})
+			}
 			if rs.Kind != "text" {
 				rep.Codecs = rs.Codecs // text/vtt needs none ("wvtt" is WebVTT in MP4)
 			}
@@ -143,8 +247,8 @@ func (w *Writer) mpdDoc(final bool, lists map[*mpd.SegmentListType]*mpdRun) *mpd
 				sl.PresentationTimeOffset = &pto
 				sl.SegmentTimeline = &mpd.SegmentTimelineType{S: r.s}
 				rep.SegmentList = sl
-				if lists != nil {
-					lists[sl] = r
+				if kept != nil {
+					kept.lists[sl] = r
 				}
 				as.Representations = append(as.Representations, rep)
 				continue

@@ -16,7 +16,10 @@ import (
 // mpdCheckStore holds every MPD the Writer writes to what dash-mpd's own
 // writer makes of the same document, every media playlist to what
 // gohlslib's writer makes of it, and every state to what encoding/json
-// makes of it, byte for byte.
+// makes of it, byte for byte. At each MPD written while recording (the
+// multivariant playlist's turn comes next) it checks that when the Writer
+// would not build the multivariant playlist, building it would not have
+// written it.
 type mpdCheckStore struct {
 	*dirStore
 	t         *testing.T
@@ -24,11 +27,19 @@ type mpdCheckStore struct {
 	checked   int
 	playlists int
 	states    int
+	mvSkips   int
 }
 
 func (s *mpdCheckStore) WriteFile(name string, data []byte) error {
 	if strings.HasSuffix(name, ".mpd") {
 		s.t.Helper()
+		if !strings.Contains(string(data), `type="static"`) {
+			skipped, err := s.w.MultivariantSkipped()
+			must(s.t, err)
+			if skipped {
+				s.mvSkips++
+			}
+		}
 		ref, err := s.w.ReferenceMPD(strings.Contains(string(data), `type="static"`))
 		must(s.t, err)
 		mine, err := mpd.ReadFromString(string(data))
@@ -82,6 +93,7 @@ func TestTheManifestWritersSayWhatTheLibrariesSay(t *testing.T) {
 		{"a restart", 2, []mediatest.Input{looped("h264", 0, 2), looped("aac", 1, 2)}, nil},
 		{"an outage", 1, []mediatest.Input{v, a}, outage},
 		{"chapters", 1, []mediatest.Input{looped("h264", 0, 3), looped("aac", 1, 3)}, nil},
+		{"a minute", 1, []mediatest.Input{looped("h264", 0, 15), looped("aac", 1, 15)}, nil},
 		{"a restart with a new picture size", 2, nil, nil},
 	} {
 		for _, layout := range layouts {
@@ -110,6 +122,7 @@ func TestTheManifestWritersSayWhatTheLibrariesSay(t *testing.T) {
 				if st.checked < 2 || st.playlists < 3 || st.states < 2 {
 					t.Fatalf("%d MPDs, %d media playlists and %d states checked", st.checked, st.playlists, st.states)
 				}
+				t.Logf("%d MPDs checked; the multivariant playlist not built at %d boundaries", st.checked, st.mvSkips)
 			})
 		}
 	}
@@ -146,6 +159,43 @@ func TestTheInitSegmentSaysWhatTheStateRecords(t *testing.T) {
 				if codecs != r.Codecs || ts != r.Timescale || (w != 0 && (w != r.Width || h != r.Height)) {
 					t.Errorf("%s: the state says %s %d %dx%d, the init segment %s %d %dx%d", r.ID, r.Codecs, r.Timescale, r.Width, r.Height, codecs, ts, w, h)
 				}
+			}
+		})
+	}
+}
+
+// TestASegmentOfTheStateIsWrittenAsEncodingJSONWritesIt: the state's
+// segments are rendered field by field; each is what encoding/json makes
+// of it, for the URIs and dates it escapes or writes otherwise too.
+func TestASegmentOfTheStateIsWrittenAsEncodingJSONWritesIt(t *testing.T) {
+	t.Parallel()
+	date := time.Date(2026, 12, 2, 17, 4, 5, 123456789, time.UTC)
+	for _, tc := range []struct {
+		name string
+		uri  string
+		disc bool
+		off  int64
+		date time.Time
+	}{
+		{"a byte range of a media file", "v0.mp4", false, 760, date},
+		{"a segment file after a discontinuity", "v0-00001.m4s", true, 0, date},
+		{"a whole second", "a1.mp4", false, 1, date.Truncate(time.Second)},
+		{"the zero date", "v0.mp4", false, 0, time.Time{}},
+		{"a date with an offset", "v0.mp4", false, 0, date.In(time.FixedZone("", 5400))},
+		{"a date past 9999", "v0.mp4", false, 0, time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{"a URI JSON escapes", "v<0>&\"\\\x01é\u2028.mp4", false, 0, date},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mine, want, err := hls.SegmentJSON(7, tc.uri, 4_000_000, 3_999_999, 123_456, tc.disc, tc.off, tc.date)
+			if tc.date.Year() > 9999 {
+				if err == nil {
+					t.Fatalf("no error for a date encoding/json refuses: %s", mine)
+				}
+				return
+			}
+			must(t, err)
+			if string(mine) != string(want) {
+				t.Fatalf("written:\n%s\nwant, as encoding/json writes it:\n%s", mine, want)
 			}
 		})
 	}

@@ -119,6 +119,9 @@ type Writer struct {
 
 	rends []*rendition
 	byID  map[int]*rendition
+	// lead is the leader (see leader) while leadKnown.
+	lead      *rendition
+	leadKnown bool
 
 	st        *state // the package as stored (with earlier runs' segments)
 	loaded    bool
@@ -141,12 +144,14 @@ type Writer struct {
 	// cannot say; sinceState counts the boundaries since (writeState).
 	stateSig   string
 	sinceState int
-	dropped    int64   // frames of followers waiting out a discontinuity
-	mv         mvShape // what the multivariant playlist last said
+	dropped    int64    // frames of followers waiting out a discontinuity
+	mv         mvShape  // what the multivariant playlist last said
+	mvAt       []mvRend // its renditions when it was written (mvSame)
 	// The MPD and the state written last: their buffers, written over at
 	// the next write (Store.WriteFile keeps no data), as both grow with
 	// the recording.
 	mpdBuf, stateBuf []byte
+	mpdKept          mpdKept // the MPD document of the last boundary (mpd)
 	err              error
 	closed           bool
 	closing          bool // Close writes the last segments: publish waits for the final one
@@ -445,17 +450,28 @@ func (w *Writer) AddTrack(t mux.Track) error {
 	if r.isText() {
 		r.rs.Codecs = "wvtt"
 		w.rends = append(w.rends, r)
+		w.leadKnown = false
 		w.byID[t.ID] = r
 		return nil
 	}
 	// Timestamps stay as given: the Writer rebases every rendition onto
 	// one package timeline itself. The fragment length bounds audio
 	// fragments; segment cuts come from BreakFragment.
-	r.mw = mp4.NewWriter(r.out, mp4.Options{KeepTimestamps: true, Logger: w.opts.Logger, FragmentDuration: w.opts.SegmentDuration})
+	// An audio rendition's fragments are bounded at twice the segment
+	// duration: its segments are cut at the leader's boundaries, and a
+	// bound of one segment duration, reached a frame before the boundary,
+	// made each audio segment two fragments, the second of one frame (a
+	// write and a moof more per segment).
+	frag := w.opts.SegmentDuration
+	if t.Kind == mux.Audio {
+		frag *= 2
+	}
+	r.mw = mp4.NewWriter(r.out, mp4.Options{KeepTimestamps: true, Logger: w.opts.Logger, FragmentDuration: frag})
 	if err := r.mw.AddTrack(t); err != nil {
 		return fmt.Errorf("hls: %w", err)
 	}
 	w.rends = append(w.rends, r)
+	w.leadKnown = false
 	w.byID[t.ID] = r
 	return nil
 }
@@ -491,6 +507,7 @@ func (w *Writer) RemoveTrack(id int) error {
 		return fmt.Errorf("hls: remove track %d: %w", id, mux.ErrUnknownTrack)
 	}
 	r.removed = true
+	w.leadKnown = false
 	if !w.started {
 		return nil
 	}
@@ -504,16 +521,33 @@ func (w *Writer) RemoveTrack(id int) error {
 }
 
 // leader is the rendition whose keyframes place the segment boundaries:
-// the first video still recorded, else the first audio.
+// the first video still recorded, else the first audio. It is found once
+// per change of the renditions (AddTrack, RemoveTrack), not per frame.
 func (w *Writer) leader() *rendition {
+	if w.leadKnown {
+		return w.lead
+	}
+	w.lead, w.leadKnown = nil, true
 	for _, k := range []mux.Kind{mux.Video, mux.Audio} {
 		for _, r := range w.rends {
 			if r.t.Kind == k && !r.removed {
+				w.lead = r
 				return r
 			}
 		}
 	}
 	return nil
+}
+
+// rendition returns track id's rendition. A package has a few: a look
+// through them costs a frame less than a map's hash.
+func (w *Writer) rendition(id int) (*rendition, bool) {
+	for _, r := range w.rends {
+		if r.t.ID == id {
+			return r, true
+		}
+	}
+	return nil, false
 }
 
 // WriteFrame adds one frame (see mux.Muxer).
@@ -524,7 +558,7 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 	if w.err != nil {
 		return w.err
 	}
-	r, ok := w.byID[f.TrackID]
+	r, ok := w.rendition(f.TrackID)
 	if !ok || r.removed {
 		return fmt.Errorf("hls: frame for track %d: %w", f.TrackID, mux.ErrUnknownTrack)
 	}
@@ -635,7 +669,7 @@ func (w *Writer) EndFrame(id int, end int64) error {
 	if w.err != nil {
 		return w.err
 	}
-	r, ok := w.byID[id]
+	r, ok := w.rendition(id)
 	if !ok || r.removed {
 		return fmt.Errorf("hls: end of a frame for track %d: %w", id, mux.ErrUnknownTrack)
 	}
@@ -898,6 +932,9 @@ func (w *Writer) publish(r *rendition, final bool) error {
 	if err := w.opts.Store.WriteFile(w.MPDName(), w.mpd(final)); err != nil {
 		return w.fail(fmt.Errorf("hls: writing %s: %w", w.MPDName(), err))
 	}
+	if !final && w.mvSame() {
+		return nil
+	}
 	m, mv, err := w.multivariant()
 	if err != nil {
 		return w.fail(err)
@@ -912,8 +949,54 @@ func (w *Writer) publish(r *rendition, final bool) error {
 			return w.fail(fmt.Errorf("hls: writing %s: %w", w.opts.Playlist, err))
 		}
 		w.mv = mv
+		w.mvAt = w.mvRends(w.mvAt[:0])
 	}
 	return nil
+}
+
+// mvRend is what the multivariant playlist is made of, of one rendition:
+// its shape, whether it has a segment, its rates.
+type mvRend struct {
+	of        rendShape
+	has       bool
+	peak, avg int
+}
+
+// mvRends appends each rendition's mvRend to b.
+func (w *Writer) mvRends(b []mvRend) []mvRend {
+	for _, rs := range w.st.Renditions {
+		peak, avg := rates(rs)
+		b = append(b, mvRend{of: shapeOf(rs), has: len(rs.Segments) > 0, peak: peak, avg: avg})
+	}
+	return b
+}
+
+// mvSame reports, without building the multivariant playlist, that it
+// would not be written: its renditions are those of its last write,
+// described the same, and each one's rates are within 5% of what they
+// were then, so every variant's (a sum and a maximum of them) is within
+// 5% too, inside mvShape.changed's 10%.
+func (w *Writer) mvSame() bool {
+	if len(w.mvAt) != len(w.st.Renditions) {
+		return false
+	}
+	for i, rs := range w.st.Renditions {
+		at := w.mvAt[i]
+		if at.of != shapeOf(rs) || at.has != (len(rs.Segments) > 0) {
+			return false
+		}
+		peak, avg := rates(rs)
+		if !within5(peak, at.peak) || !within5(avg, at.avg) {
+			return false
+		}
+	}
+	return true
+}
+
+// within5 reports whether v is within 5% of was.
+func within5(v, was int) bool {
+	d := v - was
+	return d*20 <= was && -d*20 <= was
 }
 
 // writeNew writes a file no playlist names yet: in place when the store
@@ -928,8 +1011,14 @@ func (w *Writer) writeNew(name string, data []byte) error {
 // stateEvery is how many boundaries may pass between two writes of the
 // package state: a continued package takes the segments the playlists name
 // beyond the state from the playlists (adopt), so the state need not
-// follow every segment.
-const stateEvery = 8
+// follow every segment. Each write renders the state and swaps in a file
+// as long as the recording (an exchange and its kernel work, as costly as
+// a playlist's): every 32 boundaries (about 2 minutes of 4 s segments)
+// it is a thirty-second of that per boundary (every 8 it was 5% of what
+// packaging cost; docs/hls.md, Cost). A continued package chains the
+// start of each segment it takes from a playlist from the EXTINF before
+// (10 µs steps), over at most 31 segments.
+const stateEvery = 32
 
 // writeState writes the package state when it is due: when final, when it
 // says something the playlists cannot (a rendition, an init segment, a

@@ -532,12 +532,12 @@ func TestARestartCutsWhatAKilledRecordingWrotePastItsPlaylist(t *testing.T) {
 }
 
 // TestTheStateIsWrittenEveryFewBoundariesNotEveryOne: a 48 s package of
-// 2 s segments (24 boundaries) writes its state at the first boundary,
-// every 8th and at the end, not at each; every playlist write still
+// 1 s segments (48 boundaries) writes its state at the first boundary,
+// every 32nd and at the end, not at each; every playlist write still
 // follows the segments it names (dirStore.early).
 func TestTheStateIsWrittenEveryFewBoundariesNotEveryOne(t *testing.T) {
 	t.Parallel()
-	st, _ := record(t, hls.Options{SegmentDuration: 2 * time.Second}, looped("h264", 0, 12), looped("aac", 1, 12))
+	st, _ := record(t, hls.Options{SegmentDuration: time.Second}, looped("h264", 0, 12), looped("aac", 1, 12))
 	states, mpds := 0, 0
 	for _, name := range st.writes {
 		switch name {
@@ -547,8 +547,8 @@ func TestTheStateIsWrittenEveryFewBoundariesNotEveryOne(t *testing.T) {
 			mpds++
 		}
 	}
-	if mpds < 20 || states < 3 || states > 5 {
-		t.Fatalf("%d state writes and %d MPD writes for 24 boundaries: want the state at the first, every 8th and the last", states, mpds)
+	if mpds < 40 || states != 3 {
+		t.Fatalf("%d state writes and %d MPD writes for 48 boundaries: want the state at the first, the 32nd and the last", states, mpds)
 	}
 	if len(st.early) > 0 {
 		t.Fatalf("playlists named files before they were written: %v", st.early)
