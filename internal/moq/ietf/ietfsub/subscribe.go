@@ -337,65 +337,61 @@ func (s *Session) HandleUni(str session.RecvStream, t session.OrderTicket) {
 }
 
 // readSubgroup turns one subgroup stream into a model group.
+//
+// It runs on a goroutine of its own per stream (a group an audio frame,
+// as hang publishes audio), whose stack starts at 2 KiB and is copied to
+// twice the size whenever a call goes deeper: what runs once per group
+// (the joins, the group's creation) and every log line and wrapped error
+// are functions of their own, so that the frames under which quic-go's
+// reads and the model's writes run stay small (as litesub's ReadGroup).
+// Log lines name the track and group at their call: a logger made With
+// them cost allocations per group, logged or not.
 func (s *Session) readSubgroup(str session.RecvStream, r *bufio.Reader, h ietf.SubgroupHeader, t session.OrderTicket) {
 	t.Name(h.TrackAlias, h.Group)
 	sub := s.routes.Await(s.Context(), h.TrackAlias, aliasWait)
 	if sub == nil {
-		s.log.Debug("moq: data stream for an unknown track alias", "alias", h.TrackAlias)
-		str.CancelRead(codeCancel)
+		s.unknownAlias(str, h.TrackAlias)
 		return
 	}
 	defer sub.Groups.Done()
 	sub.GroupArrived(h.Group)
 	sub.WaitStarted(h.Group)
 	defer sub.Created(h.Group)
-	rt := sub.Remote
-	log := s.log.With("track", rt.Name, "group", h.Group)
 	// The group ends with its subscription: STOP_SENDING wakes the read.
 	stop := context.AfterFunc(sub.Ctx, func() { session.StopReading(str, codeCancel) })
 	defer stop()
-	or := ietf.ObjectReader{R: r, V: s.v, Header: h}
-	pump := session.Pump{Dec: rt.Pack.Decoder(), Log: s.log, Track: rt.Name, Seq: h.Group}
-	pump.Dec.Verbatim = rt.Host.Config().Objects
+	s.readObjects(str, r, &h, sub, t)
+}
+
+// unknownAlias refuses a subgroup stream whose track alias names no
+// subscription.
+//
+//go:noinline
+func (s *Session) unknownAlias(str session.RecvStream, alias uint64) {
+	s.log.Debug("moq: data stream for an unknown track alias", "alias", alias)
+	str.CancelRead(codeCancel)
+}
+
+// readObjects reads the objects of subgroup h of sub off r into its model
+// group, until the stream ends.
+func (s *Session) readObjects(str session.RecvStream, r *bufio.Reader, h *ietf.SubgroupHeader, sub *session.Sub, t session.OrderTicket) {
+	var or ietf.ObjectReader
+	var pump session.Pump
+	s.startObjects(&or, &pump, r, h, sub.Remote)
 	defer pump.Dec.Close()
-	var g *model.Group
-	end := func(err error) {
-		if g != nil {
-			g.Close(err)
-		}
-	}
 	for {
 		obj, err := or.Next()
 		if err != nil {
 			cut := err != io.EOF && s.c.Gone(err)
-			sub.EndGroup(str, g, h.Group, protocolErr(err), cut, s.isReset(err), CodeProtocolViolation)
+			sub.EndGroup(str, pump.Group, h.Group, protocolErr(err), cut, s.isReset(err), CodeProtocolViolation)
 			return
 		}
-		if g == nil {
-			// A subscription that joined mid-group (or a stream that does
-			// not start at the group's first object) cannot be decoded
-			// from its start: skip that group.
-			if !h.FirstObject || obj.ID != 0 || h.Subgroup != 0 {
-				log.Debug("moq: group joined past its start, skipped", "object", obj.ID, "subgroup", h.Subgroup)
-				str.CancelRead(codeCancel)
-				return
-			}
-			var adopted bool
-			var skip int
-			if g, skip, adopted, err = sub.CreateGroup(h.Group, t); adopted {
-				log.Debug("moq: completing a cut group", "have", skip)
-			}
-			if err != nil {
-				g = nil
-				log.Debug("moq: group dropped", "err", err)
-				str.CancelRead(codeCancel)
-				return
-			}
-			pump.Group, pump.Skip = g, skip
+		if pump.Group == nil && !s.firstObject(str, h, sub, obj.ID, t, &pump) {
+			return
 		}
 		switch obj.Status {
 		case ietf.StatusEndOfGroup, ietf.StatusEndOfTrack:
-			end(nil)
+			pump.Group.Close(nil)
 			str.CancelRead(codeCancel)
 			return
 		case ietf.StatusDoesNotExist:
@@ -405,18 +401,64 @@ func (s *Session) readSubgroup(str session.RecvStream, r *bufio.Reader, h ietf.S
 		if err == nil {
 			err = pump.Feed(o)
 		}
-		if errors.Is(err, session.ErrGroupClosed) {
-			str.CancelRead(codeCancel)
-			return
-		}
 		if err != nil {
-			err = session.DecodeErr(err)
-			str.CancelRead(codeDecode)
-			log.Warn("moq: bad object", "object", obj.ID, "err", err)
-			end(fmt.Errorf("group %d of %q: %w", h.Group, rt.Name, err))
+			s.badObject(str, h, sub.Remote.Name, obj.ID, pump.Group, err)
 			return
 		}
 	}
+}
+
+// startObjects readies or to read subgroup h's objects off r, and pump
+// to decode them as rt's.
+//
+//go:noinline
+func (s *Session) startObjects(or *ietf.ObjectReader, pump *session.Pump, r *bufio.Reader, h *ietf.SubgroupHeader, rt *session.Remote) {
+	*or = ietf.ObjectReader{R: r, V: s.v, Header: *h}
+	*pump = session.Pump{Dec: rt.Pack.Decoder(), Log: s.log, Track: rt.Name, Seq: h.Group}
+	pump.Dec.Verbatim = rt.Host.Config().Objects
+}
+
+// firstObject makes the model group of subgroup h at its first object
+// (id) and hands it to pump. A subscription that joined mid-group (or a
+// stream that does not start at the group's first object) cannot be
+// decoded from its start: that group is skipped. False when the stream
+// was ended instead.
+//
+//go:noinline
+func (s *Session) firstObject(str session.RecvStream, h *ietf.SubgroupHeader, sub *session.Sub, id uint64, t session.OrderTicket, pump *session.Pump) bool {
+	name := sub.Remote.Name
+	if !h.FirstObject || id != 0 || h.Subgroup != 0 {
+		s.log.Debug("moq: group joined past its start, skipped", "track", name, "group", h.Group, "object", id, "subgroup", h.Subgroup)
+		str.CancelRead(codeCancel)
+		return false
+	}
+	g, skip, adopted, err := sub.CreateGroup(h.Group, t)
+	if adopted {
+		s.log.Debug("moq: completing a cut group", "track", name, "group", h.Group, "have", skip)
+	}
+	if err != nil {
+		s.log.Debug("moq: group dropped", "track", name, "group", h.Group, "err", err)
+		str.CancelRead(codeCancel)
+		return false
+	}
+	pump.Group, pump.Skip = g, skip
+	return true
+}
+
+// badObject ends subgroup h (its group g) after object id failed with
+// err: the group was closed before its stream ended, or the object is not
+// what the catalog says.
+//
+//go:noinline
+func (s *Session) badObject(str session.RecvStream, h *ietf.SubgroupHeader, name string, id uint64, g *model.Group, err error) {
+	if errors.Is(err, session.ErrGroupClosed) {
+		str.CancelRead(codeCancel)
+		return
+	}
+	err = session.DecodeErr(err)
+	str.CancelRead(codeDecode)
+	s.log.Warn("moq: bad object", "track", name, "group", h.Group, "object", id, "err", err)
+	g.Close(fmt.Errorf("group %d of %q: %w", h.Group, name, err))
 }
 
 // object is a moq-transport object as package hang reads it: its payload
