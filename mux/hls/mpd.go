@@ -27,24 +27,27 @@ func ticksOf(us int64, ts uint32) int64 {
 // The document built at a boundary is kept (mpdKept) and, while the
 // package keeps its shape (the same renditions, described the same, the
 // same Periods), the next boundary only updates what moves in it: the
-// publish time, the bandwidths and each timeline's entries. Building it
-// anew at each boundary (some 40 allocations and two maps) was about a
-// third of what a boundary's manifests cost in user space (docs/hls.md,
-// Cost).
+// publish time, the bandwidths and each timeline's entries, and writes
+// the document it wrote then with only those parts written anew. Building
+// and writing it anew at each boundary (some 40 allocations, two maps and
+// every attribute) was about half of what a boundary's manifests cost in
+// user space (docs/hls.md, Cost).
 func (w *Writer) mpd(final bool) []byte {
 	k := &w.mpdKept
 	shape := w.mpdShapes(k.next[:0])
 	if final || k.doc == nil || !slices.EqualFunc(shape, k.shape, mpdShape.same) {
-		k.lists, k.reps = map[*mpd.SegmentListType]*mpdRun{}, k.reps[:0]
+		k.lists, k.reps, k.marks = map[*mpd.SegmentListType]*mpdRun{}, k.reps[:0], k.marks[:0]
 		k.doc = w.mpdDoc(final, k)
+		w.mpdBuf = marshalMPD(w.mpdBuf[:0], k.doc, k.lists, &k.marks)
+		k.text = append(k.text[:0], w.mpdBuf...)
 	} else {
 		k.doc.PublishTime = dateTime(w.opts.Now())
 		for _, kr := range k.reps {
 			kr.update()
 		}
+		w.mpdBuf = spliceMPD(w.mpdBuf[:0], k.text, k.marks, k.doc, k.lists)
 	}
 	k.shape, k.next = shape, k.shape
-	w.mpdBuf = marshalMPD(w.mpdBuf[:0], k.doc, k.lists)
 	if final {
 		k.doc = nil // a static MPD is not updated
 	}
@@ -53,13 +56,17 @@ func (w *Writer) mpd(final bool) []byte {
 
 // mpdKept is the MPD document built at an earlier boundary (see mpd):
 // the shape it was built from, the run behind each SegmentList (whose
-// lines marshalMPD takes as rendered) and each Representation with what
-// moves in it.
+// lines marshalMPD takes as rendered), each Representation with what
+// moves in it, and the document as marshalMPD wrote it then (text) with
+// where those parts are in it (marks): a boundary writes the text again
+// with only those parts written anew (spliceMPD).
 type mpdKept struct {
 	doc         *mpd.MPD
 	lists       map[*mpd.SegmentListType]*mpdRun
 	reps        []mpdRep
 	shape, next []mpdShape
+	text        []byte
+	marks       []mpdMark
 }
 
 // mpdRep is a Representation of the kept MPD and the rendition and run

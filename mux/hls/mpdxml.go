@@ -19,7 +19,11 @@ import (
 //
 // lists holds, for a SegmentList, the run whose S and SegmentURL elements
 // were rendered already (mpdRun): they are copied, not rendered again.
-func marshalMPD(b []byte, m *mpd.MPD, lists map[*mpd.SegmentListType]*mpdRun) []byte {
+//
+// marks, when not nil, gets where the parts a boundary changes were
+// written (see mpdMark): the publish time, each bandwidth, each
+// SegmentList's and SegmentTemplate's entries.
+func marshalMPD(b []byte, m *mpd.MPD, lists map[*mpd.SegmentListType]*mpdRun, marks *[]mpdMark) []byte {
 	b = append(b, xml.Header...)
 	b = append(b, "<MPD"...)
 	b = attr(b, "xmlns", m.XMLNs)
@@ -28,7 +32,13 @@ func marshalMPD(b []byte, m *mpd.MPD, lists map[*mpd.SegmentListType]*mpdRun) []
 		b = attr(b, "type", *m.Type)
 	}
 	b = attr(b, "availabilityStartTime", string(m.AvailabilityStartTime))
-	b = attr(b, "publishTime", string(m.PublishTime))
+	if m.PublishTime != "" {
+		b = append(b, ` publishTime="`...)
+		at := len(b)
+		b = escaped(b, string(m.PublishTime))
+		mark(marks, at, len(b), nil, markPublish)
+		b = append(b, '"')
+	}
 	b = durAttr(b, "mediaPresentationDuration", m.MediaPresentationDuration)
 	b = durAttr(b, "minimumUpdatePeriod", m.MinimumUpdatePeriod)
 	b = durAttr(b, "minBufferTime", m.MinBufferTime)
@@ -63,7 +73,7 @@ func marshalMPD(b []byte, m *mpd.MPD, lists map[*mpd.SegmentListType]*mpdRun) []
 				b = append(b, "</Label>\n"...)
 			}
 			for _, rep := range as.Representations {
-				b = representation(b, rep, lists)
+				b = representation(b, rep, lists, marks)
 			}
 			b = append(b, "    </AdaptationSet>\n"...)
 		}
@@ -72,11 +82,64 @@ func marshalMPD(b []byte, m *mpd.MPD, lists map[*mpd.SegmentListType]*mpdRun) []
 	return append(b, "</MPD>"...)
 }
 
+// mpdMark is where marshalMPD wrote a part of the MPD that a boundary
+// changes, [start, end) of what it wrote, and which: the publish time, or
+// rep's bandwidth, SegmentList entries (a SegmentTimeline and the
+// SegmentURLs) or SegmentTemplate timeline.
+type mpdMark struct {
+	start, end int
+	rep        *mpd.RepresentationType
+	part       mpdPart
+}
+
+// mpdPart is which part of the MPD an mpdMark marks.
+type mpdPart uint8
+
+const (
+	markPublish mpdPart = iota
+	markBandwidth
+	markList
+	markTemplate
+)
+
+func mark(marks *[]mpdMark, start, end int, rep *mpd.RepresentationType, part mpdPart) {
+	if marks != nil {
+		*marks = append(*marks, mpdMark{start, end, rep, part})
+	}
+}
+
+// spliceMPD writes the MPD that marshalMPD wrote as text, marking marks,
+// with each marked part written anew from m (the same document, its
+// marked parts updated): what marshalMPD writes of it, without going
+// through the parts no boundary changes.
+func spliceMPD(b, text []byte, marks []mpdMark, m *mpd.MPD, lists map[*mpd.SegmentListType]*mpdRun) []byte {
+	pos := 0
+	for _, mk := range marks {
+		b = append(b, text[pos:mk.start]...)
+		switch mk.part {
+		case markPublish:
+			b = escaped(b, string(m.PublishTime))
+		case markBandwidth:
+			b = strconv.AppendUint(b, uint64(mk.rep.Bandwidth), 10)
+		case markList:
+			b = listEntries(b, mk.rep.SegmentList, lists)
+		case markTemplate:
+			b = timeline(b, mk.rep.SegmentTemplate.SegmentTimeline)
+		}
+		pos = mk.end
+	}
+	return append(b, text[pos:]...)
+}
+
 // representation writes one Representation element.
-func representation(b []byte, rep *mpd.RepresentationType, lists map[*mpd.SegmentListType]*mpdRun) []byte {
+func representation(b []byte, rep *mpd.RepresentationType, lists map[*mpd.SegmentListType]*mpdRun, marks *[]mpdMark) []byte {
 	b = append(b, "      <Representation"...)
 	b = attr(b, "id", rep.Id)
-	b = uintAttr(b, "bandwidth", uint64(rep.Bandwidth))
+	b = append(b, ` bandwidth="`...)
+	at := len(b)
+	b = strconv.AppendUint(b, uint64(rep.Bandwidth), 10)
+	mark(marks, at, len(b), rep, markBandwidth)
+	b = append(b, '"')
 	if rep.Width != 0 {
 		b = uintAttr(b, "width", uint64(rep.Width))
 	}
@@ -102,19 +165,9 @@ func representation(b []byte, rep *mpd.RepresentationType, lists map[*mpd.Segmen
 			b = attr(b, "range", in.Range)
 			b = append(b, "></Initialization>\n"...)
 		}
-		if r := lists[sl]; r != nil && len(r.s) == len(sl.SegmentTimeline.S) && len(r.urls) == len(sl.SegmentURL) {
-			b = append(b, "          <SegmentTimeline>\n"...)
-			b = append(b, r.sXML...)
-			b = append(b, "          </SegmentTimeline>\n"...)
-			b = append(b, r.urlXML...)
-		} else {
-			if sl.SegmentTimeline != nil {
-				b = timeline(b, sl.SegmentTimeline)
-			}
-			for _, u := range sl.SegmentURL {
-				b = appendSegmentURL(b, u)
-			}
-		}
+		at := len(b)
+		b = listEntries(b, sl, lists)
+		mark(marks, at, len(b), rep, markList)
 		b = append(b, "        </SegmentList>\n"...)
 	}
 	if st := rep.SegmentTemplate; st != nil {
@@ -126,11 +179,31 @@ func representation(b []byte, rep *mpd.RepresentationType, lists map[*mpd.Segmen
 			b = append(b, "></SegmentTemplate>\n"...)
 		} else {
 			b = append(b, ">\n"...)
+			at := len(b)
 			b = timeline(b, st.SegmentTimeline)
+			mark(marks, at, len(b), rep, markTemplate)
 			b = append(b, "        </SegmentTemplate>\n"...)
 		}
 	}
 	return append(b, "      </Representation>\n"...)
+}
+
+// listEntries writes a SegmentList's SegmentTimeline and SegmentURLs: the
+// lines its run rendered already (lists), or element by element.
+func listEntries(b []byte, sl *mpd.SegmentListType, lists map[*mpd.SegmentListType]*mpdRun) []byte {
+	if r := lists[sl]; r != nil && len(r.s) == len(sl.SegmentTimeline.S) && len(r.urls) == len(sl.SegmentURL) {
+		b = append(b, "          <SegmentTimeline>\n"...)
+		b = append(b, r.sXML...)
+		b = append(b, "          </SegmentTimeline>\n"...)
+		return append(b, r.urlXML...)
+	}
+	if sl.SegmentTimeline != nil {
+		b = timeline(b, sl.SegmentTimeline)
+	}
+	for _, u := range sl.SegmentURL {
+		b = appendSegmentURL(b, u)
+	}
+	return b
 }
 
 // multipleBaseAttrs writes the attributes the Writer sets of a

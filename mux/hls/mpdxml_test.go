@@ -82,6 +82,10 @@ func TestTheManifestWritersSayWhatTheLibrariesSay(t *testing.T) {
 	gap := int64(30_000_000)
 	outage := mediatest.Interleave(v, a)
 	outage = append(outage, mediatest.AfterDiscontinuity(mediatest.Interleave(v.Shift(gap), a.Shift(gap)))...)
+	// Audio that begins after the first boundary: its init segment and
+	// description come after the first state.
+	lateV, lateA := looped("h264", 0, 4), looped("aac", 1, 1)
+	late := mediatest.Interleave(lateV, lateA.Shift(9_000_000))
 	for _, tc := range []struct {
 		name   string
 		runs   int
@@ -94,6 +98,7 @@ func TestTheManifestWritersSayWhatTheLibrariesSay(t *testing.T) {
 		{"an outage", 1, []mediatest.Input{v, a}, outage},
 		{"chapters", 1, []mediatest.Input{looped("h264", 0, 3), looped("aac", 1, 3)}, nil},
 		{"a minute", 1, []mediatest.Input{looped("h264", 0, 15), looped("aac", 1, 15)}, nil},
+		{"audio that begins late", 1, []mediatest.Input{lateV, lateA}, late},
 		{"a restart with a new picture size", 2, nil, nil},
 	} {
 		for _, layout := range layouts {

@@ -120,6 +120,10 @@ type rendered struct {
 	// (state.marshal).
 	stateJSON []byte
 	stateSegs int
+	// The JSON of the rendition's other fields (see appendJSON), and
+	// what it was rendered from.
+	head   []byte
+	headOf rendShape
 	// The media playlist written last: its buffer, written over at the
 	// next boundary (Store.WriteFile keeps no data), so a boundary does
 	// not allocate the playlist anew (as large as the recording is long).

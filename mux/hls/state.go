@@ -106,13 +106,21 @@ var segmentsKey = []byte(`"segments":null`)
 // appendJSON appends rs as json.Marshal writes it: its other fields
 // rendered by encoding/json, its segments from what earlier writes
 // rendered of them.
+//
+// Its other fields are rendered again only when they changed (shapeOf:
+// a rendition's init segments are only ever added, so their counts tell).
 func (rs *renditionState) appendJSON(b []byte) ([]byte, error) {
-	head := *rs
-	head.Segments = nil
-	h, err := json.Marshal(&head)
-	if err != nil {
-		return nil, err
+	c := &rs.out
+	if sh := shapeOf(rs); c.head == nil || sh != c.headOf {
+		head := *rs
+		head.Segments = nil
+		h, err := json.Marshal(&head)
+		if err != nil {
+			return nil, err
+		}
+		c.head, c.headOf = h, sh
 	}
+	h := c.head
 	at := bytes.Index(h, segmentsKey)
 	if at < 0 {
 		return nil, errors.New("hls: state: no segments key")
@@ -122,7 +130,6 @@ func (rs *renditionState) appendJSON(b []byte) ([]byte, error) {
 	if rs.Segments == nil {
 		b = append(b, "null"...)
 	} else {
-		c := &rs.out
 		if c.stateSegs > len(rs.Segments) {
 			c.stateJSON, c.stateSegs = c.stateJSON[:0], 0
 		}

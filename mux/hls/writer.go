@@ -142,7 +142,7 @@ type Writer struct {
 	early []pendingChapter // chapters asked for before the first frame
 	// stateSig is what the state last written held that the playlists
 	// cannot say; sinceState counts the boundaries since (writeState).
-	stateSig   string
+	stateSig   stateSig
 	sinceState int
 	dropped    int64    // frames of followers waiting out a discontinuity
 	mv         mvShape  // what the multivariant playlist last said
@@ -1020,13 +1020,19 @@ func (w *Writer) writeNew(name string, data []byte) error {
 // (10 µs steps), over at most 31 segments.
 const stateEvery = 32
 
+// stateSig is what of the state the playlists cannot say: how many
+// chapters, renditions and init segments it holds.
+type stateSig struct{ chapters, renditions, inits int }
+
 // writeState writes the package state when it is due: when final, when it
 // says something the playlists cannot (a rendition, an init segment, a
 // chapter it did not hold), and at least every stateEvery boundaries.
 func (w *Writer) writeState(final bool) error {
-	sig := fmt.Sprint(len(w.st.Chapters))
+	// Renditions, init segments and chapters are only ever added: their
+	// counts tell whether the state holds them all.
+	sig := stateSig{chapters: len(w.st.Chapters), renditions: len(w.st.Renditions)}
 	for _, rs := range w.st.Renditions {
-		sig += fmt.Sprintf(" %s:%d", rs.ID, len(rs.Inits))
+		sig.inits += len(rs.Inits)
 	}
 	w.sinceState++
 	if !final && sig == w.stateSig && w.sinceState < stateEvery {
