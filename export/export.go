@@ -69,8 +69,11 @@ type Export struct {
 	opts Options
 	log  *slog.Logger
 
-	ready    *model.ReadySet
-	scratch  []*model.Consumer
+	ready   *model.ReadySet
+	scratch []*model.Consumer
+	// evs holds the run of events readTrack takes of a track at once
+	// (made at the first read: an idle export holds none).
+	evs      []model.Event
 	jit      *jitter.Buffer
 	cat      *catalog.Watcher
 	catEnded bool

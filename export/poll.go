@@ -160,76 +160,95 @@ func (e *Export) syncStats() {
 }
 
 func (e *Export) readTrack(ts *trackState) error {
-	for read := 0; ; read++ {
-		if read == maxReadTurn {
-			// A producer that fills the track faster than it is read
-			// (a publisher far ahead, --demo-fast) would keep this loop
-			// going past the end of the recording: the output, the
-			// duration and ctx are looked at between turns.
-			ts.consumer.Again()
-			return nil
-		}
-		ev, ok := ts.consumer.Next()
-		e.noteSkips(ts)
-		if !ok {
-			return nil
-		}
-		switch ev.Kind {
-		case model.EventFrame:
-			if ts.removed {
-				continue
-			}
-			if ev.Frame.Marker {
-				// hang's markers are no media: one that opens its
-				// group came as a discontinuity already; one after
-				// video frames ends the frame before it (after audio,
-				// it trims the decoded samples, which the containers
-				// here cannot say; after a text cue, it clears it,
-				// which the cue's own end already says: ignored).
-				if !ev.Keyframe && ts.track.Kind == mux.Video {
-					e.jit.PushEnd(ts.track.ID, ev.Frame.Timestamp)
-				}
-				if ts.plain {
-					// It clears a UTF-8 cue: that cue ends here.
-					if err := e.releasePlain(ts, ev.Frame.Timestamp); err != nil {
-						return fmt.Errorf("export: %w", err)
-					}
-				}
-				continue
-			}
-			if ts.awaitKey {
-				e.videoRestartKey(ts, ev.Frame)
-			}
-			f := mux.Frame{TrackID: ts.track.ID, Timestamp: ev.Frame.Timestamp, Keyframe: ev.Keyframe, Payload: ev.Frame.Payload}
-			var err error
-			switch {
-			case ts.plain:
-				err = e.pushPlainCue(ts, f)
-			case ts.track.Kind == mux.Text:
-				err = e.pushCues(ts, f)
-			default:
-				err = e.pushFrame(ts, f)
-			}
-			if err != nil {
-				return fmt.Errorf("export: %w", err)
-			}
-		case model.EventDiscontinuity:
-			if err := e.releasePlain(ts, 0); err != nil {
-				return fmt.Errorf("export: %w", err)
-			}
-			ts.acct.gap()
-			e.jit.PushDiscontinuity(ts.track.ID)
-			if e.discontinuity(ts, ev.Restart) {
-				return nil // read on once aligned (endLateFills)
-			}
-		case model.EventEnd:
-			if ev.Err != nil {
-				e.log.Warn("track ended with an error", "track", ts.track.Name, "err", ev.Err)
-			}
-			e.endTrack(ts)
-			return nil
-		}
+	if e.evs == nil {
+		e.evs = make([]model.Event, 0, eventRun)
 	}
+	for read := 0; read < maxReadTurn; {
+		// A run of frames of one group per lock of the track
+		// (model.Consumer.NextFrames); anything else comes alone.
+		evs := ts.consumer.NextFrames(e.evs[:0:min(cap(e.evs), maxReadTurn-read)])
+		e.noteSkips(ts)
+		if len(evs) == 0 {
+			return nil
+		}
+		read += len(evs)
+		for i := range evs {
+			stop, err := e.takeEvent(ts, &evs[i])
+			if stop || err != nil {
+				clear(evs)
+				return err
+			}
+		}
+		clear(evs)
+	}
+	// A producer that fills the track faster than it is read (a publisher
+	// far ahead, --demo-fast) would keep this loop going past the end of
+	// the recording: the output, the duration and ctx are looked at
+	// between turns.
+	ts.consumer.Again()
+	return nil
+}
+
+// takeEvent writes one event of ts's consumer; stop says the track is not
+// read further in this poll (an end, or a discontinuity that waits to be
+// aligned). Only an event that ends a run of NextFrames stops.
+func (e *Export) takeEvent(ts *trackState, ev *model.Event) (stop bool, err error) {
+	switch ev.Kind {
+	case model.EventFrame:
+		if ts.removed {
+			return false, nil
+		}
+		if ev.Frame.Marker {
+			// hang's markers are no media: one that opens its
+			// group came as a discontinuity already; one after
+			// video frames ends the frame before it (after audio,
+			// it trims the decoded samples, which the containers
+			// here cannot say; after a text cue, it clears it,
+			// which the cue's own end already says: ignored).
+			if !ev.Keyframe && ts.track.Kind == mux.Video {
+				e.jit.PushEnd(ts.track.ID, ev.Frame.Timestamp)
+			}
+			if ts.plain {
+				// It clears a UTF-8 cue: that cue ends here.
+				if err := e.releasePlain(ts, ev.Frame.Timestamp); err != nil {
+					return true, fmt.Errorf("export: %w", err)
+				}
+			}
+			return false, nil
+		}
+		if ts.awaitKey {
+			e.videoRestartKey(ts, ev.Frame)
+		}
+		f := mux.Frame{TrackID: ts.track.ID, Timestamp: ev.Frame.Timestamp, Keyframe: ev.Keyframe, Payload: ev.Frame.Payload}
+		var err error
+		switch {
+		case ts.plain:
+			err = e.pushPlainCue(ts, f)
+		case ts.track.Kind == mux.Text:
+			err = e.pushCues(ts, f)
+		default:
+			err = e.pushFrame(ts, f)
+		}
+		if err != nil {
+			return true, fmt.Errorf("export: %w", err)
+		}
+	case model.EventDiscontinuity:
+		if err := e.releasePlain(ts, 0); err != nil {
+			return true, fmt.Errorf("export: %w", err)
+		}
+		ts.acct.gap()
+		e.jit.PushDiscontinuity(ts.track.ID)
+		if e.discontinuity(ts, ev.Restart) {
+			return true, nil // read on once aligned (endLateFills)
+		}
+	case model.EventEnd:
+		if ev.Err != nil {
+			e.log.Warn("track ended with an error", "track", ts.track.Name, "err", ev.Err)
+		}
+		e.endTrack(ts)
+		return true, nil
+	}
+	return false, nil
 }
 
 // noteSkips counts the groups ts's consumer gave up on since the last
@@ -257,6 +276,10 @@ func (e *Export) noteSkips(ts *trackState) {
 
 // maxReadTurn bounds the events one poll reads of one track.
 const maxReadTurn = 1024
+
+// eventRun bounds the frames readTrack takes of a track per lock of it:
+// a GOP of 30 fps video with a keyframe every second or two in a few.
+const eventRun = 32
 
 func (e *Export) endTrack(ts *trackState) {
 	if ts.ended {

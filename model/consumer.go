@@ -194,10 +194,62 @@ func (c *Consumer) Next() (Event, bool) {
 	return ev, ok
 }
 
+// NextFrames appends to dst what Next would return, call after call, for
+// as long as it cannot be anything but a frame of the group being read:
+// the next event, then, while that was a frame (not a Marker) and the
+// group holds more frames that nothing stands before (a marker, a
+// discontinuity, a frame to drop while waiting for a keyframe, a frame let
+// go of), the frames after it, up to cap(dst); all under one lock of the
+// track. An empty result is Next's false. A reader that takes a whole
+// group per call pays the lock once per group, not per frame, and what it
+// sees between two events (Skipped, Held) is what Next would have shown
+// it: a run never crosses into another group.
+func (c *Consumer) NextFrames(dst []Event) []Event {
+	t := c.track
+	t.mu.Lock()
+	n := len(dst)
+	for len(dst) < cap(dst) {
+		if len(dst) > n && !c.plainFrameNextLocked() {
+			break
+		}
+		ev, ok := c.nextLocked()
+		if !ok {
+			break
+		}
+		dst = append(dst, ev)
+		if ev.Kind != EventFrame || ev.Frame.Marker {
+			break
+		}
+	}
+	t.mu.Unlock()
+	if len(dst) > n {
+		c.stallSince, c.waitSince = time.Time{}, time.Time{}
+	}
+	return dst
+}
+
+// plainFrameNextLocked reports whether nextLocked would return the next
+// frame of the current group as it is, with nothing before it. Called
+// with track.mu held.
+func (c *Consumer) plainFrameNextLocked() bool {
+	g := c.cur
+	if g == nil || c.endSent || c.pendingDisc || c.needKey || c.epoch != c.track.epoch ||
+		c.idx == 0 || c.idx < g.released || c.idx >= len(g.frames) {
+		return false
+	}
+	return !g.frames[c.idx].Marker
+}
+
 func (c *Consumer) next() (Event, bool) {
 	t := c.track
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return c.nextLocked()
+}
+
+// nextLocked is next with track.mu held.
+func (c *Consumer) nextLocked() (Event, bool) {
+	t := c.track
 	if c.endSent {
 		return Event{}, false
 	}
