@@ -18,6 +18,9 @@ type frameIter struct {
 	track string
 	scale uint64
 	buf   []storedFrame
+	// segDir is the key prefix of the track's segment objects (made once:
+	// a key per record is then one allocation).
+	segDir string
 
 	// v2, and v1 through its broadcast timeline (ti.v1)
 	ti  *trackIndex
@@ -84,7 +87,7 @@ func (r *Recording) frames(ctx context.Context, track string, at int64, _ bool) 
 	if err != nil {
 		return nil, fmt.Errorf("track %q: %w", track, err)
 	}
-	it := &frameIter{r: r, track: track, scale: in.Timescale}
+	it := &frameIter{r: r, track: track, scale: in.Timescale, segDir: layout.SegmentsDir(r.prefix, track)}
 	if in.Version == 1 {
 		// Through the broadcast timeline when there is one (the catalog
 		// is read before it, by listing: its objects are few).
@@ -249,7 +252,7 @@ func (it *frameIter) fetchAhead(ctx context.Context, f *fetched) {
 func (it *frameIter) fetch(ctx context.Context, seq uint64) *fetched {
 	out := &fetched{seq: seq}
 	if seq < it.directBelow {
-		b, err := it.r.a.get(ctx, layout.SegmentKey(it.r.prefix, it.track, seq))
+		b, err := it.r.a.get(ctx, layout.KeyIn(it.segDir, seq))
 		if err == nil {
 			if out.seg, err = layout.ParseSegment(b); err == nil {
 				out.has, out.direct, out.end = true, true, it.lastMicros(out.seg)
@@ -269,7 +272,7 @@ func (it *frameIter) fetch(ctx context.Context, seq uint64) *fetched {
 	}
 	rec := out.rec
 	out.end = it.r.micros(rec.PTS + rec.Duration)
-	key := layout.SegmentKey(it.r.prefix, it.track, rec.Sequence)
+	key := layout.KeyIn(it.segDir, rec.Sequence)
 	if it.ti.v1 {
 		// The track's object of the segment, named by the group range
 		// the segment lists for it (none: the track has nothing in it).
@@ -425,7 +428,7 @@ func (r *Recording) seekKey(ctx context.Context, track string, at int64) (*frame
 	start := it.seq
 	first, _, _, _ := it.ti.bounds(ctx)
 	for seq := start; ; seq-- {
-		probe := &frameIter{r: r, track: track, scale: it.scale, ti: it.ti, seq: seq, directBelow: it.directBelow}
+		probe := &frameIter{r: r, track: track, scale: it.scale, segDir: it.segDir, ti: it.ti, seq: seq, directBelow: it.directBelow}
 		if more, err := probe.load(ctx); err != nil {
 			return nil, 0, err
 		} else if more {

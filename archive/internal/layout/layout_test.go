@@ -81,6 +81,9 @@ func TestKeysFollowTheLayout(t *testing.T) {
 		{SegmentKey("rec", "audio", 3), "rec/audio/segments/0000000000000000003"},
 		{SegmentKey("rec", TimelineOf("audio"), 3), "rec/audio%2Etimeline%2Ez/segments/0000000000000000003"},
 		{SegmentsDir("rec/", "audio"), "rec/audio/segments/"},
+		{SegmentKey("", "v", IDMax), "v/segments/0009007199254740991"},
+		{KeyIn(SegmentsDir("rec", "audio"), 0), "rec/audio/segments/0000000000000000000"},
+		{KeyIn(SegmentsDir("rec", "audio"), 1234567890123456789), "rec/audio/segments/1234567890123456789"},
 	} {
 		if c.got != c.want {
 			t.Errorf("key %q, want %q", c.got, c.want)

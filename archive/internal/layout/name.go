@@ -128,7 +128,23 @@ func SegmentsDir(prefix, track string) string {
 // SegmentKey is the key of record seq's object of track (v2; v1 timeline
 // objects too).
 func SegmentKey(prefix, track string, seq uint64) string {
-	return join(prefix, EncodeName(track), SegmentsName, FormatID(seq))
+	return KeyIn(SegmentsDir(prefix, track), seq)
+}
+
+// KeyIn is the key of the object with id seq under dir (as SegmentsDir
+// returns it, with its trailing '/'): SegmentKey for a reader that made
+// the dir once, in one allocation per key.
+func KeyIn(dir string, seq uint64) string {
+	var num [20]byte
+	n := strconv.AppendUint(num[:0], seq, 10)
+	var b strings.Builder
+	b.Grow(len(dir) + max(IDWidth, len(n)))
+	b.WriteString(dir)
+	for range IDWidth - len(n) {
+		b.WriteByte('0')
+	}
+	b.Write(n)
+	return b.String()
 }
 
 // GroupsDir is the prefix of a v1 media track's group-range objects.
