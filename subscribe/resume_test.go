@@ -5,9 +5,11 @@ import (
 	"crypto/tls"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/moq/transport"
 	"github.com/moq-export/moq-export/internal/testutil/udpproxy"
 	"github.com/moq-export/moq-export/model"
 )
@@ -27,6 +29,17 @@ type outageRig struct {
 	open   *model.Group // the publisher's group being written
 	step   int64        // µs between the starts of two groups
 	events []model.Event
+	conn   atomic.Pointer[netConn] // the client's newest connection
+}
+
+// silenceTimeout is how long the client's newest connection takes to
+// notice a silent peer (transport.SilenceTimeout).
+func (r *outageRig) silenceTimeout() time.Duration {
+	keepAlive, idle := r.client.opts.KeepAlive, r.client.opts.IdleTimeout
+	if nc := r.conn.Load(); nc != nil {
+		return transport.SilenceTimeout(nc.Conn, keepAlive, idle)
+	}
+	return keepAlive + idle
 }
 
 func newOutageRig(t *testing.T, ctx context.Context, keepGroups int, tweak ...func(*Options)) *outageRig {
@@ -71,7 +84,13 @@ func newOutageRig(t *testing.T, ctx context.Context, keepGroups int, tweak ...fu
 	for _, f := range tweak {
 		f(&opts)
 	}
-	r.client, err = Dial(ctx, "moql://"+px.Addr()+"/", opts)
+	// Each connection the client dials, as the transport made it.
+	r.client, err = dial(ctx, "moql://"+px.Addr()+"/", opts, func(c conn) conn {
+		if nc, ok := c.(*netConn); ok {
+			r.conn.Store(nc)
+		}
+		return c
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,12 +151,17 @@ func (r *outageRig) readUntil(ts int64) {
 }
 
 // outage blackholes the network until the client noticed, runs during
-// (the publisher goes on), then lets the client reconnect.
+// (the publisher goes on), then lets the client reconnect. The client
+// notices within its connection's silence timeout, which QUIC derives from
+// the RTT it measured: a handshake slowed by a loaded machine under -race
+// made that over 10 s with the rig's 500 ms idle timeout, and the wait,
+// then a fixed 10 s, gave up (1 of 40 runs at load 32-39).
 func (r *outageRig) outage(during func()) {
 	r.t.Helper()
 	r.proxy.Blackhole(true)
+	silence := r.silenceTimeout()
 	during()
-	waitFor(r.t, "the client to notice the loss", func() bool { return strings.Contains(r.logs.String(), "connection lost") })
+	waitWithin(r.t, silence+10*time.Second, "the client to notice the loss", func() bool { return strings.Contains(r.logs.String(), "connection lost") })
 	r.proxy.Blackhole(false)
 	waitFor(r.t, "the client to resubscribe", func() bool { return strings.Contains(r.logs.String(), "reconnected") })
 }
@@ -214,7 +238,9 @@ func TestOutageWhileThePublisherKeepsItsGroupsLosesNothing(t *testing.T) {
 // reader sees one discontinuity before the live frames.
 func TestOutageLongerThanThePublisherKeepsGroupsReportsTheGap(t *testing.T) {
 	checkGoroutines(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	// A guard against a hang: the rig waits for the outage to be noticed
+	// as long as the connection's RTT estimate makes it take.
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 	r := newOutageRig(t, ctx, 2)
 	r.step = 2_000_000

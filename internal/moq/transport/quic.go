@@ -97,6 +97,41 @@ func (q *quicConn[E]) WebTransport() bool       { return false }
 func (q *quicConn[E]) Protocol() string         { return q.c.ConnectionState().TLS.NegotiatedProtocol }
 func (q *quicConn[E]) RemoteAddr() string       { return q.c.RemoteAddr().String() }
 
+// pto is QUIC's probe timeout of the connection as its RTT estimate
+// stands now.
+func (q *quicConn[E]) pto() time.Duration { return ptoOf(q.c.ConnectionStats()) }
+
+// ptoOf is the probe timeout of a connection with stats, as quic-go
+// computes it: the peer's max_ack_delay is quic-go's default, 25 ms;
+// 200 ms before any RTT sample.
+func ptoOf(s quic.ConnectionStats) time.Duration {
+	if s.SmoothedRTT == 0 {
+		return 200 * time.Millisecond
+	}
+	return s.SmoothedRTT + max(4*s.MeanDeviation, time.Millisecond) + 25*time.Millisecond
+}
+
+// SilenceTimeout is how long c takes, as its RTT estimate stands now, to
+// find that its peer went silent, given the keep-alive period and idle
+// timeout it was made with. QUIC never lets the idle timeout be shorter
+// than three PTOs, and counts it from the first packet sent after the last
+// one received, which a keep-alive sends 1.5 PTOs after it at the latest
+// (RFC 9000 10.1, as quic-go does). One slow RTT sample, such as a
+// handshake on a starved machine, makes that seconds whatever the idle
+// timeout: after a first sample of 1 s, 13.6 s. A connection that is not
+// raw QUIC gets keepAlive + idle.
+func SilenceTimeout(c Conn, keepAlive, idle time.Duration) time.Duration {
+	q, ok := c.(interface{ pto() time.Duration })
+	if !ok {
+		return keepAlive + idle
+	}
+	return silence(keepAlive, idle, q.pto())
+}
+
+func silence(keepAlive, idle, pto time.Duration) time.Duration {
+	return max(keepAlive, pto*3/2) + max(idle, 3*pto)
+}
+
 func (q *quicConn[E]) Cause() error {
 	if err := context.Cause(q.c.Context()); err != nil {
 		return mapErr[E](err)
