@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	mrand "math/rand/v2"
@@ -63,10 +62,6 @@ func (b Backoff) Delay(attempt int, atOnce bool) time.Duration {
 func Jitter(d time.Duration) time.Duration {
 	return d/2 + time.Duration(mrand.Int64N(int64(d/2)+1))
 }
-
-// errPeerBack cancels a dial that began while the peer was silent, when it
-// answers again.
-var errPeerBack = errors.New("moq: the peer answers again")
 
 // Links are a session's connections of type L (the facade's connection
 // with its family). Its exported fields are set once, before Start.
@@ -429,15 +424,9 @@ func (k *Links[L]) redial(ctx context.Context, st *retryRun, delay time.Duration
 			t.Stop()
 		}
 		began := time.Now()
-		c, peerBack, err := k.dialWatched(ctx, back)
+		c, err := k.dialWatched(ctx, back)
 		if err == nil {
 			return c, true
-		}
-		if peerBack && ctx.Err() == nil {
-			// Begun while the peer was silent: not a failure, and the
-			// next one goes at once.
-			delay = 0
-			continue
 		}
 		if refused, ok := k.RefusedDial(err); ok {
 			k.Finish(refused)
@@ -458,25 +447,53 @@ func (k *Links[L]) redial(ctx context.Context, st *retryRun, delay time.Duration
 	}
 }
 
-// dialWatched dials once; a dial still in flight when the peer answers
-// again after a silence (back) is cancelled, and peerBack says so.
-func (k *Links[L]) dialWatched(ctx context.Context, back <-chan struct{}) (c L, peerBack bool, err error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	dctx, cancelTimeout := context.WithTimeout(ctx, 10*time.Second)
-	defer cancelTimeout()
-	stop := make(chan struct{})
-	go func() {
+// dialWatched dials; when the peer answers again after a silence (back)
+// while that dial is in flight, a second dial starts at once (the first
+// may be waiting out the long backoff its handshake packets took while
+// nothing answered), and the first of the two to connect is taken; the
+// other is cancelled, or closed should it connect too. The first dial is
+// not cancelled when the peer answers: a server coming back answers the
+// probe and the dial's waiting handshake packets at the same moment, and
+// a dial cancelled as its handshake completes leaves the server a session
+// nobody speaks on, until its idle timeout. A publisher that accepts one
+// session (the reference's test publisher) then never served the recorder
+// again (1 of 160 reference restarts at load 8-14).
+func (k *Links[L]) dialWatched(ctx context.Context, back <-chan struct{}) (L, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		c   L
+		err error
+	}
+	results := make(chan result, 2)
+	dial := func() {
+		dctx, cancelTimeout := context.WithTimeout(ctx, 10*time.Second)
+		defer cancelTimeout()
+		c, err := k.Dial(dctx)
+		results <- result{c, err}
+	}
+	go dial()
+	pending := 1
+	for {
 		select {
 		case <-back:
-			cancel(errPeerBack)
-		case <-stop:
+			back = nil // one more dial at most
+			pending++
+			go dial()
+		case r := <-results:
+			pending--
+			if r.err != nil && pending > 0 {
+				continue // the other one may still connect
+			}
+			if pending > 0 {
+				// Abandon the other; closed if it connected meanwhile.
+				go func() {
+					if o := <-results; o.err == nil {
+						o.c.Close(0, "")
+					}
+				}()
+			}
+			return r.c, r.err
 		}
-	}()
-	c, err = k.Dial(dctx)
-	close(stop)
-	if err != nil && errors.Is(context.Cause(ctx), errPeerBack) {
-		return c, true, err
 	}
-	return c, false, err
 }

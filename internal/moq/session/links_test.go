@@ -127,3 +127,66 @@ func TestWaitConnGetsEachNewConnectionAndThenTheSessionsEnd(t *testing.T) {
 		t.Fatalf("a later End replaced the first error: %v", err)
 	}
 }
+
+// TestADialInFlightWhenThePeerAnswersAgainIsTakenWhenItConnects: a
+// publisher restarting on its port answers the redial's waiting handshake
+// and the probe at the same moment. The dial in flight is not abandoned
+// when the probe's answer comes: a second dial starts beside it, and the
+// first to connect is taken. The server here is the reference's test
+// publisher, which accepts one session: the first dial's. Cancelling that
+// dial as its handshake completed (the loop did) left the server holding
+// a session nobody spoke on, every later dial failed, and the recording
+// never resumed.
+func TestADialInFlightWhenThePeerAnswersAgainIsTakenWhenItConnects(t *testing.T) {
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithCancel(context.Background())
+	defer wg.Wait()
+	defer cancel()
+	back := make(chan struct{}, 1)
+	dialling, release := make(chan struct{}), make(chan struct{})
+	reconnected := make(chan *link, 1)
+	accepted := newLink()
+	var dials atomic.Int32
+	k := &Links[*link]{Log: slog.New(slog.DiscardHandler), Closed: errors.New("closed"), Go: wg.Go,
+		Backoff: Backoff{Min: 10 * time.Millisecond, Max: 20 * time.Millisecond},
+		Serve:   func(l *link) { <-l.ctx.Done() },
+		Refused: func(*link, error) (error, bool) { return nil, false }, RefusedDial: func(error) (error, bool) { return nil, false },
+		Learn:       func(*link, error) bool { return false },
+		Probe:       func(context.Context) (<-chan struct{}, func()) { return back, func() {} },
+		Reconnected: func(l *link) { reconnected <- l },
+		Target:      func() string { return "publisher" },
+	}
+	k.Finish = func(err error) { k.End(err) }
+	k.Dial = func(ctx context.Context) (*link, error) {
+		if dials.Add(1) > 1 {
+			return nil, errors.New("the publisher accepts no more sessions")
+		}
+		close(dialling)
+		select {
+		case <-release:
+			return accepted, nil
+		case <-ctx.Done():
+			return nil, errors.New("dial abandoned as the publisher accepted its session")
+		}
+	}
+	first := newLink()
+	if !k.Start(ctx, first) {
+		t.Fatal("Start refused")
+	}
+	first.cancel() // lost: the redial goes at once
+	<-dialling
+	back <- struct{}{} // the probe's answer
+	for dials.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	close(release) // the first dial's handshake completes
+	select {
+	case l := <-reconnected:
+		if l != accepted {
+			t.Fatalf("reconnected on %p, want the session the publisher accepted", l)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no reconnect after %d dials: the dial the publisher accepted was abandoned", dials.Load())
+	}
+	accepted.cancel()
+}
