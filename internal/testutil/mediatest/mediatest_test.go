@@ -205,6 +205,27 @@ func TestReorderIsHowFarBeforeTheLastFrameACutCanLeaveAHole(t *testing.T) {
 	}
 }
 
+func TestCutGapIsTheLaterOfAHoleTheCutLeftAndItsOwn(t *testing.T) {
+	// Frames 1 s apart, sorted, with I P B B reordering (2 s).
+	for _, tc := range []struct {
+		name string
+		ts   []float64
+		at   int
+	}{
+		{"a long cut", []float64{0, 1, 2, 3, 10, 11}, 4},
+		{"a short cut after both B-frames", []float64{0, 1, 2, 3, 6, 7}, 4},
+		// x264's I P B B cut after the P: frames 4 and 5 left out, the new
+		// timeline 3 frames after the P, the two holes alike.
+		{"a cut after the P as long as the B-frames it left out", []float64{0, 1, 2, 3, 6, 9, 10}, 5},
+		{"a cut after the P longer than the B-frames it left out", []float64{0, 1, 2, 3, 6, 10, 11}, 5},
+		{"a frame lost before a short cut", []float64{0, 4, 5, 6, 9, 10}, 1},
+	} {
+		if at, _ := mediatest.CutGap(tc.ts, 2, 1); at != tc.at {
+			t.Errorf("%s: mediatest.CutGap(%v, 2, 1) at %d, want %d", tc.name, tc.ts, at, tc.at)
+		}
+	}
+}
+
 func TestLeftOutByTheCutExemptsOnlyFramesWithinTheReorderBeforeTheCut(t *testing.T) {
 	// Frames 1 s apart, sorted; the cut is the frame before the largest
 	// gap (at 3, the frame at 10 resumes after it).

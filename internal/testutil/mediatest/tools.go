@@ -172,6 +172,24 @@ func LargestGap(ts []float64) (at int, gap float64) {
 	return at, gap
 }
 
+// CutGap returns, of sorted times ts of a stream cut once (a restart, an
+// outage) with frame duration d and Reorder reorder, the gap of the cut
+// and the index of the time after it: the largest gap, unless that one
+// holds only frames the cut left out (LeftOutByTheCut) before a later
+// gap. A cut right after a P-frame leaves its two B-frames out, a hole of
+// three frames ending at the cut's last frame, as large as the cut's own
+// hole when the stream resumes a few frames on (a publisher restarted on
+// a fresh clock): the cut is the later one.
+func CutGap(ts []float64, reorder, d float64) (at int, gap float64) {
+	at, gap = LargestGap(ts)
+	for j := at + 1; j < len(ts); j++ {
+		if ts[j]-ts[j-1] > 1.5*d && LeftOutByTheCut(ts, at, j, reorder, d) {
+			return j, ts[j] - ts[j-1]
+		}
+	}
+	return at, gap
+}
+
 // Reorder returns, of a stream's packet times in file (decode) order, the
 // largest distance by which a packet's time lies past that of a later
 // packet: with B-frames, a P-frame is stored before the frames shown
