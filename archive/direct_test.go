@@ -311,22 +311,11 @@ func TestAWholeTrackIsReadSeveralSegmentsAhead(t *testing.T) {
 	if records < 20 {
 		t.Fatalf("%d records of v: the test proves nothing", records)
 	}
-	d, err := archive.Dir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := &inFlight{Store: d, prefix: "demo/v/segments/"}
+	st := &inFlight{Store: archivetest.Dir(t, dir), prefix: "demo/v/segments/"}
 	st.cond = sync.NewCond(&st.mu)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	rec, err := archive.Open(st, "").Recording(ctx, "demo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := rec.Broadcast(ctx, archive.ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := archivetest.Broadcast(t, ctx, st, "demo", archive.ReadOptions{})
 	frames := collect(ctx, t, b)
 	if len(frames["v"]) == 0 {
 		t.Fatal("no frame of v read")
