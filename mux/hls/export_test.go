@@ -156,14 +156,15 @@ func InitReadBack(b []byte) (string, uint32, int, int, error) {
 }
 
 // SegmentJSON is a segment's JSON as the Writer renders it into the
-// state (segmentState.appendJSON) and as encoding/json writes it.
-func SegmentJSON(num int, uri string, start, dur, size int64, disc bool, off int64, date time.Time) (mine, want []byte, err error) {
+// state (segmentState.appendJSON) and as encoding/json writes it, with
+// the error of each.
+func SegmentJSON(num int, uri string, start, dur, size int64, disc bool, off int64, date time.Time) (mine, want []byte, mineErr, wantErr error) {
 	s := segmentState{Num: num, URI: uri, Start: start, Dur: dur, Bytes: size, Disc: disc, Off: off, Date: date}
-	if mine, err = s.appendJSON([]byte("x")); err != nil {
-		return nil, nil, err
+	if mine, mineErr = s.appendJSON([]byte("x")); mineErr == nil {
+		mine = mine[1:]
 	}
-	want, err = json.Marshal(s)
-	return mine[1:], want, err
+	want, wantErr = json.Marshal(s)
+	return mine, want, mineErr, wantErr
 }
 
 // MultivariantSkipped reports whether the next boundary would skip
