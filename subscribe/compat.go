@@ -113,7 +113,7 @@ func (c *serverCompat) learn(ic *ietfConn, log *slog.Logger) (learnt bool) {
 		return learnt
 	}
 	catalogs := asked.Catalogs()
-	if ic.v == ietf.Draft17 && len(catalogs) > 0 {
+	if ic.v.RequiredDelta() && len(catalogs) > 0 {
 		// A draft-17 SUBSCRIBE without optional parameters that closed the
 		// session: its layout first (MediaMTX reads draft 18's, without
 		// the Required Request ID Delta), the track name only if the next
@@ -149,7 +149,7 @@ func (c *serverCompat) learn(ic *ietfConn, log *slog.Logger) (learnt bool) {
 // read draft 18's (learnt here, or by another session to it meanwhile).
 func (c *serverCompat) learnSetup(err error, log *slog.Logger) bool {
 	se, ok := errors.AsType[*setupError](err)
-	if !ok || se.v != ietf.Draft16 || se.layout18 {
+	if !ok || !se.v.Layout18() || !se.v.ControlStream() || se.layout18 {
 		return false
 	}
 	ce, ok := errors.AsType[*CloseError](err)

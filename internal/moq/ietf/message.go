@@ -74,7 +74,7 @@ func Decode(body []byte, m Message, v Version) error {
 
 // requiredDelta is draft 17's Required Request ID Delta field (always 0
 // here); it follows the request id of new requests.
-func requiredDelta(v Version) bool { return v == Draft17 }
+func requiredDelta(v Version) bool { return v.RequiredDelta() }
 
 // ClientSetup is CLIENT_SETUP (drafts 14-16). Versions is sent in draft
 // 14 only.

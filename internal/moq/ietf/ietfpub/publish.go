@@ -119,7 +119,7 @@ func (sv *serve) reply(typ uint64, m ietf.Message) error {
 // per request; later drafts REQUEST_ERROR).
 func (sv *serve) refuse(reqType, code uint64, reason string) {
 	typ := uint64(ietf.TypeRequestError)
-	if sv.sd.v == ietf.Draft14 {
+	if sv.sd.v.PerRequestResponses() {
 		switch reqType {
 		case ietf.TypeFetch:
 			typ = ietf.TypeFetchError
@@ -205,7 +205,7 @@ func (sd *Served) Request(str session.Stream, r io.Reader, typ uint64, body []by
 	case ietf.TypeSubscribeNamespace14, ietf.TypeSubscribeNamespace:
 		// Every broadcast is offered with PUBLISH_NAMESPACE already.
 		ok := uint64(ietf.TypeRequestOK)
-		if v == ietf.Draft14 {
+		if v.PerRequestResponses() {
 			ok = ietf.TypeSubscribeNamespaceOK
 		}
 		err := sv.reply(ok, &ietf.RequestOK{RequestID: id})
@@ -314,7 +314,7 @@ func subscribeRange(f ietf.Filter, v ietf.Version, e session.Edge) trackRange {
 	case ietf.FilterLargestObject:
 		if e.OK {
 			r.Start.Group = e.Group
-			if v >= ietf.Draft20 {
+			if v.LargestObjectMidGroup() {
 				r.Start.Object = e.Frames
 			}
 		}
@@ -346,7 +346,7 @@ func (s *Publisher) serveTrackStatus(sv *serve, m ietf.Subscribe) {
 		return
 	}
 	largest := largestOf(session.EdgeOf(t))
-	if sv.sd.v == ietf.Draft14 {
+	if sv.sd.v.PerRequestResponses() {
 		_ = sv.reply(ietf.TypeTrackStatusOK, &ietf.SubscribeOK{RequestID: sv.id,
 			GroupOrder: ietf.GroupOrderDescending, Largest: largest})
 		return
@@ -581,7 +581,7 @@ func (s *Publisher) serveFetch(sv *serve, m ietf.Fetch) {
 		return
 	}
 	v := sv.sd.v
-	descending := m.GroupOrder == ietf.GroupOrderDescending && v == ietf.Draft14
+	descending := m.GroupOrder == ietf.GroupOrderDescending && v.DescendingFetch()
 	if descending {
 		// Draft 14 only: later drafts' fetch objects carry their group as
 		// a delta that @moq/net (and the codec) read as ascending.

@@ -62,7 +62,7 @@ func (s *Session) control(typ uint64, body []byte) error {
 		}
 		s.route(id, message{typ, body})
 	case ietf.TypePublishNamespaceError:
-		if v == ietf.Draft14 {
+		if v.PerRequestResponses() {
 			id, err := ietf.RequestIDOf(body, v)
 			if err != nil {
 				return protocolErr(err)
@@ -77,7 +77,7 @@ func (s *Session) control(typ uint64, body []byte) error {
 	case ietf.TypeNamespaceDone:
 		// Draft 14: TRACK_STATUS_OK, which we never ask for; later drafts:
 		// NAMESPACE_DONE, as NAMESPACE above.
-		if v == ietf.Draft14 {
+		if v.PerRequestResponses() {
 			s.log.Debug("moq: unrequested TRACK_STATUS_OK ignored")
 			break
 		}
@@ -95,7 +95,7 @@ func (s *Session) control(typ uint64, body []byte) error {
 		if err := decode(&m); err != nil {
 			return err
 		}
-		s.peerUnpublished(m.Namespace, m.RequestID, v == ietf.Draft16)
+		s.peerUnpublished(m.Namespace, m.RequestID, v.NamespaceDoneByID())
 	case ietf.TypeMaxRequestID:
 		var m ietf.RequestID
 		if err := decode(&m); err != nil {

@@ -26,7 +26,7 @@ func (s *Session) Follow(ctx context.Context, prefix string, ask bool, reconcile
 	if ask {
 		// Drafts 16+ answer on a stream of the request's own, with
 		// NAMESPACE and NAMESPACE_DONE entries.
-		req, err := s.newRequest(ctx, s.v >= ietf.Draft16)
+		req, err := s.newRequest(ctx, s.v.NamespaceStream())
 		if err != nil {
 			return err
 		}
@@ -80,7 +80,7 @@ func (s *Session) Follow(ctx context.Context, prefix string, ask bool, reconcile
 				_ = ietf.Decode(resp.body, &re, s.v)
 				s.log.Debug("moq: SUBSCRIBE_NAMESPACE refused; following unsolicited namespaces only", "prefix", prefix, "err", &re)
 			case ietf.TypeNamespace, ietf.TypeNamespaceDone:
-				if s.v == ietf.Draft14 {
+				if s.v.PerRequestResponses() {
 					break // draft 14's PUBLISH_NAMESPACE_ERROR shares 0x08
 				}
 				var e ietf.Namespace

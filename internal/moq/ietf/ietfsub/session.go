@@ -127,8 +127,9 @@ func New(c session.Conn, cfg Config) *Session {
 	if s.compat == nil {
 		s.compat = noCompat{}
 	}
-	if cfg.Layout18 && (v == ietf.Draft16 || v == ietf.Draft17) {
-		s.v, s.alpnV, s.setup16 = ietf.Draft18, v, v == ietf.Draft16
+	if cfg.Layout18 && v.Layout18() {
+		// Draft 16 (a control stream): its SETUP with draft 17's options.
+		s.v, s.alpnV, s.setup16 = ietf.Draft18, v, v.ControlStream()
 	}
 	if !cfg.Client {
 		s.nextID = 1 // clients use even request ids, servers odd

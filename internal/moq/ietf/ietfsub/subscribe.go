@@ -91,7 +91,7 @@ func (is *subscription) Accept(ctx context.Context) (uint64, bool, error) {
 	}
 	is.req = req
 	filter := ietf.Filter{Type: ietf.FilterLargestObject}
-	if s.v >= ietf.Draft20 {
+	if s.v.RelativeFilter() {
 		// The start of the current group.
 		filter = ietf.Filter{Type: ietf.FilterRelative, Groups: 1}
 	}
@@ -104,7 +104,7 @@ func (is *subscription) Accept(ctx context.Context) (uint64, bool, error) {
 		// the defaults, which travel as none.
 		m.Priority, m.Filter = ietf.DefaultSubscriberPriority, ietf.DefaultFilter
 	}
-	optional := s.v != ietf.Draft14 && len(m.OptionalParams(s.v)) > 0
+	optional := s.v.SubscribeParams() && len(m.OptionalParams(s.v)) > 0
 	if optional {
 		s.Asked.Optional.Store(true)
 	}
