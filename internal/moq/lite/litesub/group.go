@@ -26,6 +26,8 @@ import (
 // read. Inlined, those put about 1.8 KiB in this frame, and the stack
 // was copied twice per group instead of once (BenchmarkEndToEnd
 // loopback-quic/audio, +25% CPU per frame).
+// TestAGroupReadersFramesLeaveRoomForQuicGosReads (package session)
+// adds up this path's frames, as the compiler sizes them, against a budget.
 func (c Conn) ReadGroup(str session.RecvStream, r *bufio.Reader, t session.OrderTicket) {
 	var h wire.Group
 	if !c.readGroupHeader(str, r, &h) {
