@@ -221,8 +221,10 @@
 //   - Backfills are standalone FETCHes (FETCH_OK or FETCH_ERROR, then a
 //     fetch stream), bounded as for moq-lite, and so is the gap fill after
 //     a reconnect (groups cut by the loss completed, missed ones fetched,
-//     or a new timeline when the publisher restarted). A peer that serves
-//     no FETCH (@moq/net 0.3.4 aborts it) ends a backfill quietly.
+//     or a new timeline when the publisher restarted, fetched from its
+//     oldest group still held: what a publisher back at once sent before
+//     the loss was noticed). A peer that serves no FETCH (@moq/net 0.3.4
+//     aborts it) ends a backfill quietly.
 //   - GOAWAY stops new requests; a moment later (at most the GOAWAY's
 //     timeout) the session moves to its New Session URI (resolved against
 //     the current URL; the current jwt goes along only to the same host

@@ -172,6 +172,8 @@ type Remote struct {
 	verified   uint64
 	verifiedOK bool
 	holdGen    uint64 // counts hold calls, so a late release spares a newer hold
+	// heldAt is when the current hold began: the loss noticed.
+	heldAt time.Time
 	// fillPending: the loss of the connection cut the gap fill, and the
 	// groups from fillFrom on that the track lacks are still to fetch
 	// (the next resume does); the track stays held until then.

@@ -53,7 +53,9 @@ const (
 //     groups still missing stay so, the track stays held, and the next
 //     connection's resume fetches them with its own gap (fill);
 //   - sequences that restart are a new publisher session: a new timeline
-//     (model.Track.Discontinuity).
+//     (model.Track.Discontinuity), whose groups before the live one that
+//     the publisher still holds are fetched and inserted first
+//     (fillRestart).
 //
 // On lite-06 (frame ranges) nothing the track holds is sent again but one
 // frame: before resubscribing, a FETCH of the newest held frame of a cut
@@ -78,7 +80,7 @@ func (rt *Remote) hold() {
 	defer rt.mu.Unlock()
 	rt.holdGen++
 	if !rt.holding {
-		rt.holding = true
+		rt.holding, rt.heldAt = true, time.Now()
 		rt.Track.Hold()
 	}
 }
@@ -321,6 +323,7 @@ func (rt *Remote) resume(ctx context.Context, c Family, timescale, first uint64)
 		}
 		rt.newTimeline()
 		rt.Track.SetStart(first)
+		rt.fillRestart(fillCtx, c, timescale, first)
 		return
 	}
 	last := newest.Sequence()
@@ -393,22 +396,7 @@ func (rt *Remote) fill(ctx context.Context, c Family, timescale, from, first uin
 	for len(reqs) > 0 && failed == nil {
 		batch := reqs[:min(window, len(reqs))]
 		reqs = reqs[len(batch):]
-		res := make([][]Fetched, len(batch))
-		wctx, wcancel := context.WithTimeout(ctx, resumeTimeout)
-		var wg sync.WaitGroup
-		for i, r := range batch {
-			wg.Go(func() {
-				if r.to-r.from == 1 {
-					f := Fetched{}
-					f.Frames, f.Err = rt.Fetch(wctx, c, timescale, r.from)
-					res[i] = []Fetched{f}
-					return
-				}
-				res[i] = rt.FetchGroups(wctx, c, timescale, r.from, int(r.to-r.from))
-			})
-		}
-		wg.Wait()
-		wcancel()
+		res := rt.fetchRuns(ctx, c, timescale, batch)
 	insert:
 		for i, r := range batch {
 			for j, f := range res[i] {
@@ -459,6 +447,102 @@ func (rt *Remote) fill(ctx context.Context, c Family, timescale, from, first uin
 		log.Warn("moq: groups missed while the connection was down are no longer served: a gap in the recording",
 			"groups", n, "from", from, "to", first-1)
 	}
+}
+
+// fillRestart fetches the groups that a restarted publisher's new
+// timeline holds before group first, where the resumed subscription
+// starts, and inserts them oldest first, before the live groups (which
+// wait for resume). A publisher back at once has sent a few groups by the
+// time the loss of the old connection is noticed (seconds later); without
+// them the recording would lose the outage, that delay and the part of
+// the live group before the join.
+//
+// The fill goes back, newest first, to the oldest group the publisher
+// still serves, and no further in media time than the outage can hold:
+// the time since the loss was noticed plus the track's resume window
+// (2 ReconnectMax + ResumeGrace, 30 s by default), which covers the
+// silence before the loss was noticed (QUIC's idle timeout, stretched by
+// its PTO floor on a loaded machine) with room to spare. A restarted
+// publisher holds nothing older than its restart; a timeline reaching
+// further back is not one that restarted during this outage. A peer that
+// serves no FETCH gives nothing: the track starts at group first.
+func (rt *Remote) fillRestart(ctx context.Context, c Family, timescale, first uint64) {
+	if first == 0 || !c.Fetches() {
+		return
+	}
+	rt.mu.Lock()
+	heldAt := rt.heldAt
+	rt.mu.Unlock()
+	budget := rt.resumeWindow()
+	if !heldAt.IsZero() {
+		budget += time.Since(heldAt)
+	}
+	span, window := uint64(1), resumeWindow
+	if c.GroupRanges() {
+		span, window = resumeRange, resumeRangeWindow
+	}
+	lo := first - min(first, resumeMaxGroups)
+	var got [][]model.Frame // got[i] is group first-1-i
+	var top int64           // the first timestamp of group first-1
+	for hi, done := first, false; hi > lo && !done; {
+		var reqs []seqRun // newest first
+		for len(reqs) < window && hi > lo {
+			from := hi - min(span, hi-lo)
+			reqs = append(reqs, seqRun{from, hi})
+			hi = from
+		}
+		res := rt.fetchRuns(ctx, c, timescale, reqs)
+	walk:
+		for i := range reqs {
+			for j := len(res[i]) - 1; j >= 0; j-- {
+				f := res[i][j]
+				if f.Err != nil || len(f.Frames) == 0 {
+					done = true
+					break walk
+				}
+				ts := f.Frames[0].Timestamp
+				if len(got) == 0 {
+					top = ts
+				} else if top-ts > budget.Microseconds() {
+					done = true
+					break walk
+				}
+				got = append(got, f.Frames)
+			}
+		}
+	}
+	for i := len(got) - 1; i >= 0; i-- {
+		if err := InsertGroup(rt.Track, first-1-uint64(i), got[i]); err != nil && !errors.Is(err, model.ErrDuplicateGroup) {
+			rt.logger().Debug("moq: a group of the new timeline not inserted", "group", first-1-uint64(i), "err", err)
+		}
+	}
+	if len(got) > 0 {
+		rt.logger().Info("moq: fetched the restarted publisher's groups before the live one",
+			"groups", len(got), "from", first-uint64(len(got)), "to", first-1)
+	}
+}
+
+// fetchRuns fetches the groups of each run at once: one FETCH per run
+// (a run of more than one group needs Family.GroupRanges), within
+// resumeTimeout; res[i][j] is group reqs[i].from+j.
+func (rt *Remote) fetchRuns(ctx context.Context, c Family, timescale uint64, reqs []seqRun) [][]Fetched {
+	res := make([][]Fetched, len(reqs))
+	wctx, wcancel := context.WithTimeout(ctx, resumeTimeout)
+	defer wcancel()
+	var wg sync.WaitGroup
+	for i, r := range reqs {
+		wg.Go(func() {
+			if r.to-r.from == 1 {
+				f := Fetched{}
+				f.Frames, f.Err = rt.Fetch(wctx, c, timescale, r.from)
+				res[i] = []Fetched{f}
+				return
+			}
+			res[i] = rt.FetchGroups(wctx, c, timescale, r.from, int(r.to-r.from))
+		})
+	}
+	wg.Wait()
+	return res
 }
 
 // seqRun is the group sequences [from, to).

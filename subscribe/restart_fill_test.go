@@ -1,0 +1,115 @@
+package subscribe
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/moq-export/moq-export/model"
+)
+
+// TestAPublisherRestartedDuringAnOutageIsRecordedFromItsFirstGroupStillHeld:
+// while the network is down the publisher restarts (a new timeline, its
+// groups numbered from 0 again, its clock elsewhere) and writes groups
+// 0-2 and the start of group 3 before the client notices the loss, as a
+// publisher back at once does. The resumed subscription starts at group
+// 3; the client gets the old timeline, one discontinuity, then every
+// frame of the new timeline from group 0 on, in order: the groups sent
+// before the client came back are fetched, not lost. The new timeline
+// starts below the old one's newest group, and past it (then the group
+// the client held last is fetched to tell the publishers apart). A group
+// older than the outage could hold (its start 100 s before the next) is
+// not fetched: the new timeline starts after it.
+func TestAPublisherRestartedDuringAnOutageIsRecordedFromItsFirstGroupStillHeld(t *testing.T) {
+	cases := []struct {
+		name  string
+		old   uint64 // groups of the old timeline
+		early bool   // the new timeline's group 0 lies 100 s before its group 1
+	}{
+		{"the new timeline below the old one's newest group", 6, false},
+		{"the new timeline past the old one's newest group", 2, false},
+		{"a group older than the outage", 6, true},
+	}
+	const clock = 60_000_000 // where the new timeline's timestamps start
+	for _, tc := range cases {
+		for _, fam := range fillFamilies {
+			t.Run(tc.name+"/"+fam.name, func(t *testing.T) {
+				checkGoroutines(t)
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				r := newOutageRig(t, ctx, 1000, fam.opts)
+				for seq := range tc.old {
+					r.group(seq, 5).Close(nil)
+				}
+				r.readUntil(int64(tc.old-1)*r.step + 40_000)
+
+				// restarted writes frames [from, to) of the new
+				// timeline's group g.
+				restarted := func(g *model.Group, from, to int) {
+					t.Helper()
+					for i := from; i < to; i++ {
+						ts := clock + int64(g.Sequence())*r.step + int64(i)*10_000
+						if tc.early && g.Sequence() == 0 {
+							ts -= 100_000_000
+						}
+						if err := g.WriteFrame(model.Frame{Timestamp: ts, Payload: fmt.Appendf(nil, "n%d-f%d", g.Sequence(), i)}); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				create := func(seq uint64) *model.Group {
+					t.Helper()
+					g, err := r.src.CreateGroup(seq)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return g
+				}
+				var live *model.Group
+				r.outage(func() {
+					r.src.Discontinuity()
+					for seq := range uint64(3) {
+						g := create(seq)
+						restarted(g, 0, 5)
+						g.Close(nil)
+					}
+					live = create(3)
+					restarted(live, 0, 1)
+				})
+				r.waitLog("resumed on a new timeline", 1)
+				restarted(live, 1, 5)
+				live.Close(nil)
+				restarted(create(4), 0, 1)
+				r.readUntil(clock + 4*r.step)
+
+				want := payloads(0, tc.old, 5)
+				want = append(want, "discontinuity")
+				from := uint64(0)
+				if tc.early {
+					from = 1
+				}
+				for seq := from; seq < 4; seq++ {
+					for i := range 5 {
+						want = append(want, fmt.Sprintf("n%d-f%d", seq, i))
+					}
+				}
+				want = append(want, "n4-f0")
+				var got []string
+				for _, e := range r.events {
+					switch e.Kind {
+					case model.EventFrame:
+						got = append(got, string(e.Frame.Payload))
+					case model.EventDiscontinuity:
+						got = append(got, "discontinuity")
+					default:
+						t.Fatalf("event %+v", e)
+					}
+				}
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("frames\n got %v\nwant %v", got, want)
+				}
+			})
+		}
+	}
+}
