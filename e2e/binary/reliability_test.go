@@ -366,22 +366,13 @@ func TestPublisherKilledAndRestartedLosesAtMostTheOutagePlusThreeSeconds(t *test
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	dir := t.TempDir()
-	certFile, keyFile, pin := publisherCert(t, dir)
 	epoch := time.Now()
-	pub := startPublisher(t, ctx, "127.0.0.1:0", certFile, keyFile, epoch)
-	r := startRecorder(t, ctx, dir, "moql://"+pub.addr+"/", "--tls-fingerprint", pin, "-b", "live",
-		"--duration", "12s", "-o", "out.mkv", "--summary", "sum.json", "-v")
-	if r.waitMedia(3*time.Second) == 0 {
-		r.wait()
-		t.Fatalf("no progress past 3 s:\n%s", r.log.String())
-	}
-	if err := pub.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	pub.cmd.Wait()
-	killed := time.Now()
-	time.Sleep(2 * time.Second) // the outage itself
-	pub = startPublisher(t, ctx, pub.addr, certFile, keyFile, epoch)
+	r, _, killed := recordAcrossAKill(t, ctx, dir, epoch, nil,
+		[]string{"-b", "live", "--duration", "12s", "-o", "out.mkv", "--summary", "sum.json"},
+		func(start func(epoch time.Time, env ...string) *publisherProcess) *publisherProcess {
+			time.Sleep(2 * time.Second) // the outage itself
+			return start(epoch)
+		})
 	outage := time.Since(killed)
 	if err := r.wait(); err != nil {
 		t.Fatalf("exit: %v\n%s", err, r.log.String())
@@ -596,58 +587,38 @@ func TestNetworkOutageOfFortySecondsIsReportedAndTheRecordingGoesOn(t *testing.T
 //     join.
 func TestPublisherRestartedOnAFreshClockRecordsCleanlyIntoEveryContainer(t *testing.T) {
 	needTools(t, "ffmpeg", "ffprobe")
-	for _, mode := range []string{"b", "record-all"} {
-		for _, ext := range []string{"mkv", "mp4", "ts", "flv"} {
-			t.Run(mode+"/"+ext, func(t *testing.T) {
-				t.Parallel()
-				dir := t.TempDir()
-				file := "out." + ext
-				args := []string{"-b", "live", "-o", file}
-				if mode == "record-all" {
-					file = filepath.Join("rec", "live."+ext)
-					args = []string{"--record-all", "-o", "rec/{broadcast}." + ext}
+	forEverySelectionAndContainer(t, func(t *testing.T, dir, file string, args []string) {
+		log := recordAcrossAFreshClockRestart(t, dir, args...)
+		got := restartedRecording(t, filepath.Join(dir, file), log)
+		holes := map[string]float64{} // each track's largest gap: the restart
+		for codec, sp := range got {
+			pts := slices.Clone(sp.pts)
+			slices.Sort(pts)
+			for i := 1; i < len(pts); i++ {
+				if pts[i] == pts[i-1] {
+					t.Errorf("%s: two packets at %.3f s", codec, pts[i])
 				}
-				log := recordAcrossAFreshClockRestart(t, dir, args...)
-				if !strings.Contains(log, "new timeline") {
-					t.Fatalf("the restart was not seen as a new timeline:\n%s", log)
-				}
-				path := filepath.Join(dir, file)
-				decodeAtFileTimes(t, path)
-				got := packetsByCodec(t, path)
-				if len(got) != 2 {
-					t.Fatalf("streams %v\n%s", keys(got), log)
-				}
-				holes := map[string]float64{} // each track's largest gap: the restart
-				for codec, sp := range got {
-					pts := slices.Clone(sp.pts)
-					slices.Sort(pts)
-					for i := 1; i < len(pts); i++ {
-						if pts[i] == pts[i-1] {
-							t.Errorf("%s: two packets at %.3f s", codec, pts[i])
-						}
-					}
-					at, gap := mediatest.LargestGap(pts)
-					holes[codec] = gap
-					t.Logf("%s: %d packets over %.2fs, largest gap %.3fs at %.3fs", codec, len(pts), pts[len(pts)-1]-pts[0], gap, pts[max(at-1, 0)])
-					// The kill came after 3 s of the 10 s: a track that
-					// did not resume ends there.
-					if span := pts[len(pts)-1] - pts[0]; span < 7 {
-						t.Errorf("%s spans %.2fs of the 10 s: the track did not resume after the restart\n%s", codec, span, log)
-					}
-					// One hole (the restart), the rest continuous.
-					checkContinuousApartFromTheCut(t, codec+" apart from the restart", &streamPackets{codec: codec, pts: pts, reorder: sp.reorder})
-				}
-				// On a fresh clock the new timeline goes on right after
-				// the old one: the tracks' holes are a few frames, from
-				// where each track's last frame before the kill was. An
-				// audio that picked up at its newest frame instead of the
-				// video's keyframe would add up to a GOP (1 s) to its own.
-				if v, a := holes["h264"], holes["aac"]; a > v+0.1 {
-					t.Errorf("the audio's hole at the restart is %.3fs, the video's %.3fs: the audio did not pick up at the video's keyframe", a, v)
-				}
-			})
+			}
+			at, gap := mediatest.LargestGap(pts)
+			holes[codec] = gap
+			t.Logf("%s: %d packets over %.2fs, largest gap %.3fs at %.3fs", codec, len(pts), pts[len(pts)-1]-pts[0], gap, pts[max(at-1, 0)])
+			// The kill came after 3 s of the 10 s: a track that
+			// did not resume ends there.
+			if span := pts[len(pts)-1] - pts[0]; span < 7 {
+				t.Errorf("%s spans %.2fs of the 10 s: the track did not resume after the restart\n%s", codec, span, log)
+			}
+			// One hole (the restart), the rest continuous.
+			checkContinuousApartFromTheCut(t, codec+" apart from the restart", &streamPackets{codec: codec, pts: pts, reorder: sp.reorder})
 		}
-	}
+		// On a fresh clock the new timeline goes on right after
+		// the old one: the tracks' holes are a few frames, from
+		// where each track's last frame before the kill was. An
+		// audio that picked up at its newest frame instead of the
+		// video's keyframe would add up to a GOP (1 s) to its own.
+		if v, a := holes["h264"], holes["aac"]; a > v+0.1 {
+			t.Errorf("the audio's hole at the restart is %.3fs, the video's %.3fs: the audio did not pick up at the video's keyframe", a, v)
+		}
+	})
 }
 
 // recordAcrossAFreshClockRestart records the test publisher with args
@@ -664,20 +635,11 @@ func recordAcrossAFreshClockRestart(t *testing.T, dir string, args ...string) st
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	certFile, keyFile, pin := publisherCert(t, dir)
-	pub := startPublisher(t, ctx, "127.0.0.1:0", certFile, keyFile, time.Now())
-	r := startRecorder(t, ctx, dir, append([]string{"moql://" + pub.addr + "/", "--tls-fingerprint", pin,
-		"--duration", "10s", "-v"}, args...)...)
-	if r.waitMedia(3*time.Second) == 0 {
-		r.wait()
-		t.Fatalf("no progress past 3 s:\n%s", r.log.String())
-	}
-	if err := pub.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	pub.cmd.Wait()
-	time.Sleep(time.Second)
-	pub = startPublisher(t, ctx, pub.addr, certFile, keyFile, time.Now(), "MOQ_EXPORT_TEST_HOLD=1")
+	r, pub, _ := recordAcrossAKill(t, ctx, dir, time.Now(), nil, append([]string{"--duration", "10s"}, args...),
+		func(start func(epoch time.Time, env ...string) *publisherProcess) *publisherProcess {
+			time.Sleep(time.Second)
+			return start(time.Now(), "MOQ_EXPORT_TEST_HOLD=1")
+		})
 	// The recorder finds the dead connection by its idle timeout (3 s),
 	// reconnects and resubscribes; on a loaded machine that may take
 	// several seconds more.
@@ -704,6 +666,69 @@ func recordAcrossAFreshClockRestart(t *testing.T, dir string, args ...string) st
 		t.Fatalf("exit: %v\n%s", err, r.log.String())
 	}
 	return r.log.String()
+}
+
+// forEverySelectionAndContainer runs test in parallel subtests, one per
+// selection (-b, --record-all) and container: args select the broadcast
+// "live" and write it to file, in dir.
+func forEverySelectionAndContainer(t *testing.T, test func(t *testing.T, dir, file string, args []string)) {
+	for _, mode := range []string{"b", "record-all"} {
+		for _, ext := range []string{"mkv", "mp4", "ts", "flv"} {
+			t.Run(mode+"/"+ext, func(t *testing.T) {
+				t.Parallel()
+				dir := t.TempDir()
+				file := "out." + ext
+				args := []string{"-b", "live", "-o", file}
+				if mode == "record-all" {
+					file = filepath.Join("rec", "live."+ext)
+					args = []string{"--record-all", "-o", "rec/{broadcast}." + ext}
+				}
+				test(t, dir, file, args)
+			})
+		}
+	}
+}
+
+// restartedRecording checks that the recorder's log saw a new timeline and
+// that path decodes clean, and returns its packets of both tracks.
+func restartedRecording(t *testing.T, path, log string) map[string]*streamPackets {
+	t.Helper()
+	if !strings.Contains(log, "new timeline") {
+		t.Fatalf("the restart was not seen as a new timeline:\n%s", log)
+	}
+	decodeAtFileTimes(t, path)
+	got := packetsByCodec(t, path)
+	if len(got) != 2 {
+		t.Fatalf("streams %v\n%s", keys(got), log)
+	}
+	return got
+}
+
+// recordAcrossAKill starts the test publisher (env added to its
+// environment, its clock from epoch) and a recorder of it with args
+// (besides the URL, the pin and -v) in dir; after 3 s of media it kills the
+// publisher with SIGKILL and lets restart start the new one on the same
+// port with the same certificate. It returns the recorder, still running,
+// the new publisher and when the old one died.
+func recordAcrossAKill(t *testing.T, ctx context.Context, dir string, epoch time.Time, env, args []string,
+	restart func(start func(epoch time.Time, env ...string) *publisherProcess) *publisherProcess) (*recorderRun, *publisherProcess, time.Time) {
+	t.Helper()
+	certFile, keyFile, pin := publisherCert(t, dir)
+	pub := startPublisher(t, ctx, "127.0.0.1:0", certFile, keyFile, epoch, env...)
+	r := startRecorder(t, ctx, dir, append([]string{"moql://" + pub.addr + "/", "--tls-fingerprint", pin, "-v"}, args...)...)
+	if r.waitMedia(3*time.Second) == 0 {
+		r.wait()
+		t.Fatalf("no progress past 3 s:\n%s", r.log.String())
+	}
+	if err := pub.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	pub.cmd.Wait()
+	killed := time.Now()
+	pub = restart(func(epoch time.Time, env ...string) *publisherProcess {
+		return startPublisher(t, ctx, pub.addr, certFile, keyFile, epoch, env...)
+	})
+	return r, pub, killed
 }
 
 // TestBlipUnderRecordAllLosesNoFrame: one --record-all recorder of three

@@ -3,7 +3,6 @@ package binary
 import (
 	"context"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 )
@@ -23,63 +22,33 @@ import (
 // after the restart loses what the publisher dropped meanwhile).
 func TestPublisherRestartedAtOnceLosesOnlyItsOutage(t *testing.T) {
 	needTools(t, "ffmpeg", "ffprobe")
-	for _, mode := range []string{"b", "record-all"} {
-		for _, ext := range []string{"mkv", "mp4", "ts", "flv"} {
-			t.Run(mode+"/"+ext, func(t *testing.T) {
-				t.Parallel()
-				ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-				defer cancel()
-				dir := t.TempDir()
-				file := "out." + ext
-				args := []string{"-b", "live", "-o", file}
-				if mode == "record-all" {
-					file = filepath.Join("rec", "live."+ext)
-					args = []string{"--record-all", "-o", "rec/{broadcast}." + ext}
-				}
-				certFile, keyFile, pin := publisherCert(t, dir)
-				epoch := time.Now()
-				const keep = "MOQ_EXPORT_TEST_KEEP=100000"
-				pub := startPublisher(t, ctx, "127.0.0.1:0", certFile, keyFile, epoch, keep)
-				r := startRecorder(t, ctx, dir, append([]string{"moql://" + pub.addr + "/", "--tls-fingerprint", pin,
-					"--duration", "12s", "-v"}, args...)...)
-				if r.waitMedia(3*time.Second) == 0 {
-					r.wait()
-					t.Fatalf("no progress past 3 s:\n%s", r.log.String())
-				}
-				if err := pub.cmd.Process.Kill(); err != nil {
-					t.Fatal(err)
-				}
-				pub.cmd.Wait()
-				killed := time.Now()
-				pub = startPublisher(t, ctx, pub.addr, certFile, keyFile, epoch, keep)
-				outage := time.Since(killed)
-				if err := r.wait(); err != nil {
-					t.Fatalf("exit: %v\n%s", err, r.log.String())
-				}
-				log := r.log.String()
-				if !strings.Contains(log, "new timeline") {
-					t.Fatalf("the restart was not seen as a new timeline:\n%s", log)
-				}
-				path := filepath.Join(dir, file)
-				decodeAtFileTimes(t, path)
-				got := packetsByCodec(t, path)
-				if len(got) != 2 {
-					t.Fatalf("streams %v\n%s", keys(got), log)
-				}
-				for codec, sp := range got {
-					hole := largestGap(sp.pts)
-					t.Logf("%s: %d packets over %.2fs; hole %v (%.3f-%.3f); outage %v", codec, len(sp.pts),
-						sp.pts[len(sp.pts)-1]-sp.pts[0], hole, gapStart(sp.pts), gapStart(sp.pts)+hole.Seconds(), outage.Round(time.Millisecond))
-					// The hole runs from the last frame the old publisher
-					// sent to the first of the new one: the outage, with a
-					// few frames' slack (a frame cut by the kill, B-frames
-					// shown before the P-frame before it).
-					if hole > outage+500*time.Millisecond {
-						t.Errorf("%s: a hole of %v after a %v outage: the new publisher's first groups were lost\n%s", codec, hole, outage, log)
-					}
-					checkContinuousApartFromTheCut(t, codec+" apart from the restart", sp)
-				}
+	forEverySelectionAndContainer(t, func(t *testing.T, dir, file string, args []string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		const keep = "MOQ_EXPORT_TEST_KEEP=100000"
+		epoch := time.Now()
+		r, _, killed := recordAcrossAKill(t, ctx, dir, epoch, []string{keep}, append([]string{"--duration", "12s"}, args...),
+			func(start func(epoch time.Time, env ...string) *publisherProcess) *publisherProcess {
+				return start(epoch, keep)
 			})
+		outage := time.Since(killed)
+		if err := r.wait(); err != nil {
+			t.Fatalf("exit: %v\n%s", err, r.log.String())
 		}
-	}
+		log := r.log.String()
+		got := restartedRecording(t, filepath.Join(dir, file), log)
+		for codec, sp := range got {
+			hole := largestGap(sp.pts)
+			t.Logf("%s: %d packets over %.2fs; hole %v (%.3f-%.3f); outage %v", codec, len(sp.pts),
+				sp.pts[len(sp.pts)-1]-sp.pts[0], hole, gapStart(sp.pts), gapStart(sp.pts)+hole.Seconds(), outage.Round(time.Millisecond))
+			// The hole runs from the last frame the old publisher
+			// sent to the first of the new one: the outage, with a
+			// few frames' slack (a frame cut by the kill, B-frames
+			// shown before the P-frame before it).
+			if hole > outage+500*time.Millisecond {
+				t.Errorf("%s: a hole of %v after a %v outage: the new publisher's first groups were lost\n%s", codec, hole, outage, log)
+			}
+			checkContinuousApartFromTheCut(t, codec+" apart from the restart", sp)
+		}
+	})
 }
