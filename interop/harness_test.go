@@ -127,6 +127,7 @@ type event struct {
 	Wire     int64  `json:"wire"`
 	Data     []byte `json:"data"`
 	Frames   int    `json:"frames"`
+	Late     int64  `json:"late"` // ms behind the publisher's schedule
 }
 
 // refProcess is a running reference program.

@@ -132,7 +132,17 @@ export async function publishManifest(
     const next = p.spec.frames[index + 1];
     const duration = next ? Math.max(next.ts - f.ts, 1) : 20_000;
     p.encode(unbase64(f.data), f.ts + shift, f.key, duration);
-    if (f.key) emit("group", { track: p.spec.name, sequence: p.sequence(), frame: index });
+    // late: how far behind its schedule (ms) this keyframe went out. A
+    // starved process sends late what it stamped on time, so the media it
+    // never sent before a kill ends that much before the kill.
+    if (f.key) {
+      emit("group", {
+        track: p.spec.name,
+        sequence: p.sequence(),
+        frame: index,
+        late: Math.max(0, Math.round(performance.now() - start - f.at / 1000 / speed)),
+      });
+    }
   }
   // @moq/net's publisher sends SUBSCRIBE_END and FINs the subscribe stream as
   // soon as a track closes, without waiting for its group streams, and its
