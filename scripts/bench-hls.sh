@@ -28,6 +28,7 @@
 #   LONG=900 scripts/bench-hls.sh                 # also 1-hour outputs (LONG_OUTPUTS, default 2), not fitted
 #   BIN=/path/to/hls.test scripts/bench-hls.sh    # a test binary built before
 #   KEEP=1 scripts/bench-hls.sh                   # outputs removed at the end only
+#   PAIRED=1 RUNS=5 LONG=900 scripts/bench-hls.sh # the two interleaved (below)
 #
 # LONG lists longer lengths measured against what the fit predicts for
 # them: a package rewrites its manifests whole at each boundary, so at an
@@ -39,6 +40,20 @@
 # inode of its block group freed in the last minute or more (six while
 # its inode table block is dirty), so the removals of one run make the
 # file creations of the next cost more.
+# PAIRED=1 runs BenchmarkPairedPackaging instead: in each run both outputs
+# are open at once and each 4 s pass of the media goes into one and then
+# the other, the process's CPU time read around each pass. BenchmarkPackaging
+# measures the two seconds apart, and on these virtual machines what the
+# kernel's part of a frame costs (copying it into the page cache, mostly)
+# moves by 2x from one second to the next: that, not the packaging, made
+# the per-frame ratio of one run anything from 0.9 to 1.7 (docs/hls.md,
+# Cost). Per place and length it prints the ratio hls/mp4-file of the CPU
+# per frame of the passes that neither open nor close an output (what a
+# frame costs while recording, the collector's cycles shared by what each
+# allocated), of the median pass (the machine at its fastest moments: the
+# manifests' fixed work per boundary weighs most there), and of all
+# passes, opening and closing included. BIN must hold the benchmark (for
+# an older commit: its tree with this one's mux/hls/benchpair_test.go).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-7}
@@ -58,13 +73,6 @@ if [ -z "${DIRS:-}" ]; then
 	DIRS="disk"
 	[ -d /dev/shm ] && DIRS="$DIRS /dev/shm"
 fi
-# Frames in one 4 s pass of the sample media.
-pass=$(cd "$bin" && MOQ_BENCH_DIR=$bin MOQ_BENCH_PASSES=1 ./hls.test -test.run '^$' -test.bench 'BenchmarkPackaging/mp4-file$' -test.benchtime 1x |
-	awk '/BenchmarkPackaging/ {for (i = 1; i <= NF; i++) if ($i == "frames/output") print int($(i-1))}')
-if [ -z "$pass" ]; then
-	echo "bench-hls: the benchmark reports no frames/output (a binary from before 2026-12-02?)" >&2
-	exit 1
-fi
 declare -A parent
 if [ -n "${KEEP:-}" ]; then
 	for d in $DIRS; do
@@ -72,19 +80,82 @@ if [ -n "${KEEP:-}" ]; then
 		keep+=("${parent[$d]}")
 	done
 fi
+# run_env PLACE PASSES sets env, the benchmark's environment for outputs
+# of PASSES passes in PLACE, and n, how many outputs a run makes.
+run_env() {
+	env=(MOQ_BENCH_PASSES="$2")
+	[ "$1" != disk ] && env+=(MOQ_BENCH_DIR="$1")
+	[ -n "${KEEP:-}" ] && env+=(MOQ_BENCH_DIR="${parent[$1]}" MOQ_BENCH_KEEP=1)
+	n=$OUTPUTS
+	[[ " $LONG " == *" $2 "* ]] && n=$LONG_OUTPUTS
+	return 0
+}
+if [ -n "${PAIRED:-}" ]; then
+	res=$bin/results
+	: >"$res"
+	printf '%-9s %-4s %7s %10s %10s %9s %9s %9s\n' where run length 'mp4 ns/fr' 'hls ns/fr' 'ratio' 'median' 'all'
+	for i in $(seq "$RUNS"); do
+		for d in $DIRS; do
+			for p in $LENGTHS $LONG; do
+				run_env "$d" "$p"
+				out=$(cd "$bin" && env "${env[@]}" ./hls.test -test.run '^$' -test.bench '^BenchmarkPairedPackaging$' -test.benchtime "$((n * p))x")
+				line=$(awk -v d="$d" -v i="$i" -v p="$p" '
+					/BenchmarkPairedPackaging/ {
+						for (j = 2; j <= NF; j++) v[$j] = $(j-1)
+						print d, i, p, v["mp4-file-plain-ns/frame"], v["hls-plain-ns/frame"], v["ratio-per-frame"], v["ratio-median-pass"], v["ratio-all"]
+					}' <<<"$out")
+				[ -n "$line" ] || { echo "bench-hls: no BenchmarkPairedPackaging in $BIN? $out" >&2; exit 1; }
+				echo "$line" >>"$res"
+				awk -v line="$line" 'BEGIN {
+					split(line, f, " ")
+					L = f[3] * 4
+					len = L >= 3600 ? sprintf("%gh", L / 3600) : L >= 120 ? sprintf("%gm", L / 60) : sprintf("%gs", L)
+					printf "%-9s %-4s %7s %10.0f %10.0f %9.3f %9.3f %9.3f\n", f[1], f[2], len, f[4], f[5], f[6], f[7], f[8]
+				}'
+			done
+		done
+	done
+	awk '
+		function median(s,   a, n, t, i, j) {
+			n = split(s, a, " ")
+			for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+			return sprintf("%.2f (min %.2f, max %.2f, %d runs)", a[int((n + 1) / 2)], a[1], a[n], n)
+		}
+		{
+			k = $1 SUBSEP $3
+			if (!(k in seen)) { seen[k] = 1; order[++nk] = k }
+			mp[k] = mp[k] " " $4; hl[k] = hl[k] " " $5; r[k] = r[k] " " $6; m[k] = m[k] " " $7; al[k] = al[k] " " $8
+		}
+		END {
+			for (q = 1; q <= nk; q++) {
+				k = order[q]; split(k, f, SUBSEP)
+				L = f[2] * 4
+				len = L >= 3600 ? sprintf("%g h", L / 3600) : L >= 120 ? sprintf("%g min", L / 60) : sprintf("%g s", L)
+				printf "%s: %s outputs, paired, cpu per frame ratio hls/mp4-file: %s\n", f[1], len, median(r[k])
+				printf "%s: %s outputs, paired, median pass ratio:               %s\n", f[1], len, median(m[k])
+				printf "%s: %s outputs, paired, all passes ratio (open, close):   %s\n", f[1], len, median(al[k])
+				printf "%s: %s outputs, paired, cpu ns per frame: mp4-file %s; hls %s\n", f[1], len, median(mp[k]), median(hl[k])
+			}
+		}' "$res"
+	echo "paired; outputs a run: $OUTPUTS (LONG: $LONG_OUTPUTS); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+	exit 0
+fi
+# Frames in one 4 s pass of the sample media.
+pass=$(cd "$bin" && MOQ_BENCH_DIR=$bin MOQ_BENCH_PASSES=1 ./hls.test -test.run '^$' -test.bench '^BenchmarkPackaging$/^mp4-file$' -test.benchtime 1x |
+	awk '/BenchmarkPackaging/ {for (i = 1; i <= NF; i++) if ($i == "frames/output") print int($(i-1))}')
+if [ -z "$pass" ]; then
+	echo "bench-hls: the benchmark reports no frames/output (a binary from before 2026-12-02?)" >&2
+	exit 1
+fi
 res=$bin/results
 : >"$res"
 printf '%-9s %-4s %7s %12s %12s %7s %12s %12s %7s\n' where run length 'mp4 ns' 'hls ns' ratio 'mp4 cpu-ns' 'hls cpu-ns' ratio
 for i in $(seq "$RUNS"); do
 	for d in $DIRS; do
 		for p in $LENGTHS $LONG; do
-			env=(MOQ_BENCH_PASSES="$p")
-			[ "$d" != disk ] && env+=(MOQ_BENCH_DIR="$d")
-			[ -n "${KEEP:-}" ] && env+=(MOQ_BENCH_DIR="${parent[$d]}" MOQ_BENCH_KEEP=1)
-			n=$OUTPUTS
-			[[ " $LONG " == *" $p "* ]] && n=$LONG_OUTPUTS
+			run_env "$d" "$p"
 			frames=$((n * p * pass))
-			out=$(cd "$bin" && env "${env[@]}" ./hls.test -test.run '^$' -test.bench 'BenchmarkPackaging/(mp4-file|hls)$' -test.benchtime "${frames}x")
+			out=$(cd "$bin" && env "${env[@]}" ./hls.test -test.run '^$' -test.bench '^BenchmarkPackaging$/^(mp4-file|hls)$' -test.benchtime "${frames}x")
 			line=$(awk -v d="$d" -v i="$i" -v p="$p" -v n="$frames" '
 				/BenchmarkPackaging\/(mp4-file|hls)-/ {
 					k = ($1 ~ /mp4-file/) ? "mp4" : "hls"

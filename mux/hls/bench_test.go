@@ -10,7 +10,6 @@ import (
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/mux"
 	"github.com/moq-export/moq-export/mux/hls"
-	"github.com/moq-export/moq-export/mux/mp4"
 )
 
 // BenchmarkPackaging compares, in one run, HLS packaging with MP4 file
@@ -49,27 +48,14 @@ func BenchmarkPackaging(b *testing.B) {
 	}{
 		{"mp4-file", func(dir string) (mux.Muxer, func()) {
 			n++
-			path := filepath.Join(dir, fmt.Sprintf("bench-%d.mp4", n))
-			f, err := os.Create(path)
-			if err != nil {
-				b.Fatal(err)
-			}
-			return mp4.NewWriter(f, mp4.Options{Path: path}), func() { f.Close() }
+			return openMP4File(b, filepath.Join(dir, fmt.Sprintf("bench-%d.mp4", n)))
 		}},
 		{"hls-memory", func(string) (mux.Muxer, func()) {
 			return hls.NewWriter(hls.Options{Store: memStore{}}), func() {}
 		}},
 		{"hls", func(dir string) (mux.Muxer, func()) {
 			n++
-			pkg := filepath.Join(dir, fmt.Sprintf("pkg-%d", n))
-			if err := os.Mkdir(pkg, 0o755); err != nil {
-				b.Fatal(err)
-			}
-			st, err := hls.OpenDirStore(pkg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			return hls.NewWriter(hls.Options{Store: st}), func() { st.Close() }
+			return openHLSDir(b, filepath.Join(dir, fmt.Sprintf("pkg-%d", n)))
 		}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
