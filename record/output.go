@@ -379,7 +379,7 @@ type FileOutput struct {
 
 // NewFileOutput returns the buffered output over f; Close closes f.
 func NewFileOutput(f *os.File) *FileOutput {
-	w := newFlushingWriter(appendOrUndo{f}, outputBufferSize, fileFlushInterval)
+	w := newFlushingWriter(&appendOrUndo{f: f}, outputBufferSize, fileFlushInterval)
 	w.behind = true
 	return &FileOutput{flushingWriter: w, f: f, name: f.Name()}
 }
@@ -433,11 +433,15 @@ func (o *FileOutput) Seek(offset int64, whence int) (int64, error) {
 	return o.f.Seek(offset, whence)
 }
 
-// Close flushes and closes the file.
+// Close flushes and closes the file, giving back the blocks reserved past
+// its end.
 func (o *FileOutput) Close() error {
 	err := o.finish()
 	if err != nil {
 		err = &WriteError{Path: o.name, Err: err}
+	}
+	if a, ok := o.w.(*appendOrUndo); ok {
+		a.unreserve(o.f)
 	}
 	if cerr := o.f.Close(); err == nil {
 		err = cerr
@@ -447,12 +451,20 @@ func (o *FileOutput) Close() error {
 
 // appendOrUndo writes to a file; an append that fails part way (a full
 // disk writes what fits) is cut back off, so the file still ends where a
-// muxer's write ended and stays playable to there.
-type appendOrUndo struct{ f *os.File }
+// muxer's write ended and stays playable to there. An append first
+// reserves the blocks it and the next ones fill (reserve), where that is
+// cheaper than letting the file system find them page by page.
+type appendOrUndo struct {
+	f *os.File
+	reservation
+}
 
-func (a appendOrUndo) Write(p []byte) (int, error) {
+func (a *appendOrUndo) Write(p []byte) (int, error) {
 	pos, perr := a.f.Seek(0, io.SeekCurrent)
 	st, serr := a.f.Stat()
+	if perr == nil && serr == nil && pos == st.Size() {
+		a.reserve(a.f, pos, pos+int64(len(p)))
+	}
 	n, err := a.f.Write(p)
 	if err != nil && n > 0 && perr == nil && serr == nil && pos == st.Size() {
 		if a.f.Truncate(pos) == nil {

@@ -210,7 +210,7 @@ func TestAMuxersFlushLeavesAFileOutputToWriteInLargeBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The file output's own flush timer is kept out of the way.
-	o := &FileOutput{flushingWriter: newFlushingWriter(appendOrUndo{f}, outputBufferSize, time.Hour), f: f, name: p}
+	o := &FileOutput{flushingWriter: newFlushingWriter(&appendOrUndo{f: f}, outputBufferSize, time.Hour), f: f, name: p}
 	cw := &countWriter{w: o}
 	for i := range 3 {
 		if _, err := cw.Write(bytes.Repeat([]byte{byte('a' + i)}, 60<<10)); err != nil {
