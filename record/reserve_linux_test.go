@@ -70,7 +70,10 @@ func TestAFileOutputOnExt4ReservesTheBlocksAheadOfItsAppendsAndGivesThemBackOnCl
 	if err := o.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if a, max := allocated(t, p), (int64(len(want))+4095)/4096*4096; a > max {
+	// Besides its data's blocks a file may hold a few of metadata (an
+	// extent tree block when it is fragmented): far less than the least
+	// reservation (1 MB).
+	if a, max := allocated(t, p), (int64(len(want))+4095)/4096*4096+64<<10; a > max {
 		t.Errorf("the closed file holds %d bytes of disk, want at most %d: the reservation was not given back", a, max)
 	}
 	if got, _ := os.ReadFile(p); !bytes.Equal(got, want) {
