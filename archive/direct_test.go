@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -326,4 +327,64 @@ func TestAWholeTrackIsReadSeveralSegmentsAhead(t *testing.T) {
 		t.Errorf("at most %d segment object of v read at once, want several", st.most)
 	}
 	t.Logf("%d records of v: at most %d segment objects read at once", records, st.most)
+}
+
+// fetchers counts the goroutines that read objects under prefix.
+type fetchers struct {
+	archive.Store
+	prefix string
+	mu     sync.Mutex
+	ids    map[string]bool
+	gets   int
+}
+
+func (s *fetchers) Get(ctx context.Context, key string) ([]byte, error) {
+	if strings.HasPrefix(key, s.prefix) {
+		var b [64]byte
+		id, _, _ := strings.Cut(strings.TrimPrefix(string(b[:runtime.Stack(b[:], false)]), "goroutine "), " ")
+		s.mu.Lock()
+		s.ids[id] = true
+		s.gets++
+		s.mu.Unlock()
+	}
+	return s.Store.Get(ctx, key)
+}
+
+// TestAWholeTrackIsFetchedByAFewGoroutinesThatEndWithTheRead: the
+// read-ahead of a whole track runs its fetches on a few goroutines that
+// live as long as the read, not on a goroutine per record (each one
+// started, its stack grown and a thread woken for it), and none of them
+// is left once the read ended. Not parallel: it looks at every goroutine.
+func TestAWholeTrackIsFetchedByAFewGoroutinesThatEndWithTheRead(t *testing.T) {
+	dir, records := synthArchive(t, 3*time.Minute)
+	if records < 40 {
+		t.Fatalf("%d records of v: the test proves nothing", records)
+	}
+	st := &fetchers{Store: archivetest.Dir(t, dir), prefix: "demo/v/segments/", ids: map[string]bool{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	b := archivetest.Broadcast(t, ctx, st, "demo", archive.ReadOptions{})
+	if len(collect(ctx, t, b)["v"]) == 0 {
+		t.Fatal("no frame of v read")
+	}
+	st.mu.Lock()
+	gets, ids := st.gets, len(st.ids)
+	st.mu.Unlock()
+	// Four fetchers, the fetches started before they run and the
+	// reader's own first fetch.
+	if ids > 10 {
+		t.Errorf("%d segment objects of v read by %d goroutines, want a few", gets, ids)
+	}
+	t.Logf("%d records of v: %d segment objects read by %d goroutines", records, gets, ids)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		buf := make([]byte, 1<<20)
+		all := string(buf[:runtime.Stack(buf, true)])
+		if !strings.Contains(all, "frameIter).fetcher") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a fetcher is left 10 s after the read ended:\n%s", all)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
