@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/moq-export/moq-export/internal/moq/ietf/ietfpub"
 	"testing"
 	"time"
 
@@ -30,7 +31,7 @@ func TestAServerThatRefusesOptionalRequestsIsRecorded(t *testing.T) {
 				t.Fatal(err)
 			}
 			sb := newSampleBroadcast(t, "live/test", "h264")
-			strict := &strictPeer{}
+			strict := &ietfpub.StrictPeer{}
 			srv, err := Listen("127.0.0.1:0", ServerOptions{Certificates: []tls.Certificate{cert}, Logger: testLogger(t),
 				Publish: []*model.Broadcast{sb.b}, DisableWebTransport: true, strict: strict})
 			if err != nil {
@@ -66,7 +67,7 @@ func TestAServerThatRefusesOptionalRequestsIsRecorded(t *testing.T) {
 			if err != nil || frameCount(evs) == 0 {
 				t.Fatalf("no frame of the track: %v", err)
 			}
-			if n := strict.closes("SUBSCRIBE_NAMESPACE"); n != 0 {
+			if n := strict.Closes("SUBSCRIBE_NAMESPACE"); n != 0 {
 				t.Errorf("a named broadcast asked for discovery (%d sessions closed on it)", n)
 			}
 			// On draft 17 the strict server reads draft 18's SUBSCRIBE (as
@@ -76,7 +77,7 @@ func TestAServerThatRefusesOptionalRequestsIsRecorded(t *testing.T) {
 			if alpn == "moqt-17" {
 				params, malformed = 0, 2
 			}
-			if n, m := strict.closes("SUBSCRIBE parameters"), strict.closes("malformed SUBSCRIBE"); n != params || m != malformed {
+			if n, m := strict.Closes("SUBSCRIBE parameters"), strict.Closes("malformed SUBSCRIBE"); n != params || m != malformed {
 				t.Errorf("sessions closed on SUBSCRIBE parameters: %d, on a malformed SUBSCRIBE: %d; want %d, %d", n, m, params, malformed)
 			}
 
@@ -103,7 +104,7 @@ func TestAServerThatRefusesOptionalRequestsIsRecorded(t *testing.T) {
 			if !client.NoDiscovery() {
 				t.Error("NoDiscovery is false after the server refused discovery")
 			}
-			if n := strict.closes("SUBSCRIBE_NAMESPACE"); n != 1 {
+			if n := strict.Closes("SUBSCRIBE_NAMESPACE"); n != 1 {
 				t.Errorf("%d sessions closed on SUBSCRIBE_NAMESPACE, want 1", n)
 			}
 		})
@@ -128,7 +129,7 @@ func TestAServerWithOnlyTheMSF00CatalogIsRead(t *testing.T) {
 	g.Close(nil)
 	b.CreateTrack("0")
 	b.HandleRequests(func(string) (*model.Track, error) { return nil, model.ErrNotFound })
-	strict := &strictPeer{}
+	strict := &ietfpub.StrictPeer{}
 	srv, err := Listen("127.0.0.1:0", ServerOptions{Certificates: []tls.Certificate{cert}, Logger: testLogger(t),
 		Publish: []*model.Broadcast{b}, DisableWebTransport: true, strict: strict})
 	if err != nil {
@@ -158,13 +159,13 @@ func TestAServerWithOnlyTheMSF00CatalogIsRead(t *testing.T) {
 		}
 		w.Close()
 	}
-	if n := strict.closes("SUBSCRIBE parameters"); n != 1 {
+	if n := strict.Closes("SUBSCRIBE parameters"); n != 1 {
 		t.Errorf("%d sessions closed on SUBSCRIBE parameters, want 1", n)
 	}
-	if n := strict.closes("unknown track"); n != 1 {
+	if n := strict.Closes("unknown track"); n != 1 {
 		t.Errorf("%d sessions closed on an unknown track, want 1 (catalog.json, once)", n)
 	}
-	if n := strict.closes("SUBSCRIBE_NAMESPACE"); n != 0 {
+	if n := strict.Closes("SUBSCRIBE_NAMESPACE"); n != 0 {
 		t.Errorf("%d sessions closed on SUBSCRIBE_NAMESPACE, want none", n)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/moq-export/moq-export/internal/moq/ietf/ietfsub"
 	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/session"
@@ -43,7 +44,7 @@ type family interface {
 	// learnCompat records what a server that closed the session right
 	// after a request showed it does not support; true when something new
 	// was learnt.
-	learnCompat(c *serverCompat, log *slog.Logger) bool
+	learnCompat(c *ietfsub.Server, log *slog.Logger) bool
 }
 
 // liteFamily is moq-lite on a connection: package litesub's (the
@@ -74,7 +75,7 @@ func (l liteFamily) goAway(s *Session, uri string) error {
 }
 func (l liteFamily) ietfCodes() bool          { return false }
 func (l liteFamily) unauthorizedCode() uint64 { return CodeUnauthorized }
-func (l liteFamily) learnCompat(*serverCompat, *slog.Logger) bool {
+func (l liteFamily) learnCompat(*ietfsub.Server, *slog.Logger) bool {
 	return false
 }
 
@@ -85,8 +86,8 @@ func (ic *ietfConn) followAnnouncements(a *Announcements) error { return a.follo
 func (ic *ietfConn) goAway(_ *Session, uri string) error        { return ic.ss.SendGoAway(uri) }
 func (ic *ietfConn) ietfCodes() bool                            { return true }
 func (ic *ietfConn) unauthorizedCode() uint64                   { return ietfUnauthorized }
-func (ic *ietfConn) learnCompat(c *serverCompat, log *slog.Logger) bool {
-	return c.learn(ic, log)
+func (ic *ietfConn) learnCompat(c *ietfsub.Server, log *slog.Logger) bool {
+	return c.Learn(ic.ss, log)
 }
 
 // Routed: moq-transport subscriptions are routed by track alias.

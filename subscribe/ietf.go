@@ -41,13 +41,11 @@ type ietfConn struct {
 // newIETFConn returns c with the moq-transport session of draft v on it
 // (layout18: draft 18's messages on drafts 16 and 17, as MediaMTX speaks
 // them; compat: what is known of the server, nil for an accepted session).
-func newIETFConn(c conn, v ietf.Version, layout18, client bool, log *slog.Logger, compat *serverCompat) *ietfConn {
+func newIETFConn(c conn, v ietf.Version, layout18, client bool, log *slog.Logger, server *ietfsub.Server) *ietfConn {
 	ic := &ietfConn{conn: c}
 	cfg := ietfsub.Config{
 		Draft: v, Layout18: layout18, Client: client, Log: log, Window: ietfRequestWindow, GoingAway: errGoingAway,
-	}
-	if compat != nil {
-		cfg.Compat = compat
+		Server: server,
 	}
 	ic.ss = ietfsub.New(ietfTransport{coreConn{c}}, cfg)
 	ic.v = ic.ss.Draft()
@@ -112,14 +110,11 @@ func (a *Announcements) followIETF(ic *ietfConn) error {
 	// SUBSCRIBE finds the broadcast without it. It follows the namespaces
 	// the peer publishes unasked. So does every feed on a server known to
 	// refuse namespace discovery.
+	// A caller's feed on a server known to refuse namespace discovery
+	// has nothing to follow: it ends (ErrNoDiscovery).
 	a.mu.Lock()
 	ask := a.held
 	a.mu.Unlock()
-	if ask && a.s.compat.noDiscovery.Load() {
-		// A caller's feed has nothing to follow: it ends, saying why.
-		a.s.compat.sayNoDiscovery(a.s.log)
-		return ErrNoDiscovery
-	}
 	// Gone since an earlier connection: made up; gone on this one:
 	// PUBLISH_NAMESPACE_DONE, the broadcast ended.
 	return ic.ss.Follow(a.ctx, a.prefix, ask, a.reconcile)

@@ -93,7 +93,7 @@ func ietfVersionOf(c conn) (ietf.Version, bool) {
 func (s *Session) ietfDial(ctx context.Context, c conn, v ietf.Version, t *transport.Target) (*ietfConn, error) {
 	// A server known to speak draft 18's messages on drafts 16 and 17
 	// (MediaMTX) gets them.
-	ic := newIETFConn(c, v, s.compat.layout18.Load(), true, s.log, s.compat)
+	ic := newIETFConn(c, v, s.server.Layout18(), true, s.log, s.server)
 	p := ietfsub.SetupParams{Token: ietfTokenOf(t.URL)}
 	if !c.WebTransport() {
 		p.Path, p.Authority = t.SetupPath, t.URL.Host
@@ -104,7 +104,7 @@ func (s *Session) ietfDial(ctx context.Context, c conn, v ietf.Version, t *trans
 	if err := ic.ss.ClientHandshake(ctx, p); err != nil {
 		if _, closed := errors.AsType[*CloseError](err); !closed {
 			// A read cut by the peer's close can fail first (a deadline,
-			// over WebTransport): the close says why (compat.learnSetup).
+			// over WebTransport): the close says why (Server.LearnSetup).
 			select {
 			case <-c.Context().Done():
 			case <-time.After(200 * time.Millisecond):
@@ -114,7 +114,7 @@ func (s *Session) ietfDial(ctx context.Context, c conn, v ietf.Version, t *trans
 			}
 		}
 		c.Close(ietfProtocolViolation, "setup failed")
-		return nil, fmt.Errorf("moq: %v SETUP with %s: %w", v, t.HostPort, &setupError{v: v, layout18: ic.v != v, err: err})
+		return nil, fmt.Errorf("moq: %v SETUP with %s: %w", v, t.HostPort, ic.ss.SetupFailed(err))
 	}
 	s.log.Debug("moq: moq-transport session", "version", v)
 	return ic, nil
@@ -159,14 +159,9 @@ func (s *Server) acceptIETF(c conn, v ietf.Version, a transport.Accepted) {
 	s.deliver(sess)
 }
 
-// setupError is a failed moq-transport SETUP of draft v.
-type setupError struct {
-	v ietf.Version
-	// layout18: the SETUP was already sent in draft 18's layout (a server
-	// known to read it on this draft).
-	layout18 bool
-	err      error
+// peerEnded reports whether err holds the peer's close of the session
+// with code 0 (what a server that cannot read a SETUP's layout sends).
+func peerEnded(err error) bool {
+	ce, ok := errors.AsType[*CloseError](err)
+	return ok && ce.Remote && ce.Code == 0
 }
-
-func (e *setupError) Error() string { return e.err.Error() }
-func (e *setupError) Unwrap() error { return e.err }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/moq/ietf/ietfpub"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/token"
 )
@@ -128,7 +129,7 @@ type Options struct {
 	// empty non-nil list offers no WebTransport protocol).
 	alpns []string
 	// strict: see ServerOptions.Strict (accepted sessions only).
-	strict *strictPeer
+	strict *ietfpub.StrictPeer
 
 	// backoffFrom (tests): a failed redial counts as at least this many
 	// failures in a row, so that a short outage backs off as a long one
@@ -210,7 +211,7 @@ type ServerOptions struct {
 	// flags from the bitstream.
 	GroupPerFrame bool
 	// strict counts the closes of Strict (tests).
-	strict *strictPeer
+	strict *ietfpub.StrictPeer
 
 	// verifyAt, when set, is the time tokens are verified at (tests);
 	// their expiry timers run on the real clock.

@@ -62,7 +62,7 @@ func newPublisher(s *Session) *publisher {
 		AnnounceTimeout: s.opts.announceTimeout, Stopped: isResetErr}
 	p.ietf = &ietfpub.Publisher{Pubs: p.pubs, Log: s.log, Go: s.wg.Go, Root: s.Path}
 	if s.opts.strict != nil {
-		p.ietf.Strict = strictServer{s.opts.strict}
+		p.ietf.Strict = s.opts.strict
 	}
 	return p
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/moq-export/moq-export/internal/moq/transport/alpn"
 
 	"github.com/moq-export/moq-export/internal/moq/ietf"
+	"github.com/moq-export/moq-export/internal/moq/ietf/ietfpub"
 	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/session"
@@ -48,10 +49,10 @@ func Listen(addr string, opts ServerOptions) (*Server, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Strict && opts.strict == nil {
-		opts.strict = &strictPeer{}
+		opts.strict = &ietfpub.StrictPeer{}
 	}
 	if opts.strict != nil {
-		opts.strict.groupPerFrame = opts.GroupPerFrame
+		opts.strict.PerFrame = opts.GroupPerFrame
 	}
 	versions, err := versionList(opts.Versions)
 	if err != nil {

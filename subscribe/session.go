@@ -14,6 +14,7 @@ import (
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/internal/moq/ietf"
+	"github.com/moq-export/moq-export/internal/moq/ietf/ietfsub"
 	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/session"
@@ -41,10 +42,10 @@ type Session struct {
 	// (the core's).
 	links session.Links[family]
 
-	// compat is what is known of the server's support for optional
-	// requests (compat.go); a dialled session shares it with every
-	// session to the same host:port.
-	compat *serverCompat
+	// server is what is known of a moq-transport server's support for
+	// optional requests (package ietfsub); a dialled session shares it
+	// with every session to the same host:port.
+	server *ietfsub.Server
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -106,7 +107,7 @@ func newSession(opts Options, path string) *Session {
 		log:        opts.Logger,
 		path:       normPath(path),
 		role:       opts.Role,
-		compat:     &serverCompat{},
+		server:     &ietfsub.Server{},
 		hopID:      randomID(),
 		ctx:        ctx,
 		cancel:     cancel,
@@ -131,7 +132,7 @@ func newSession(opts Options, path string) *Session {
 		RefusedDial: func(err error) (error, bool) { r, ok := refusedDialing(err); return s.refused(r, ok, err) },
 		Learn: func(f family, cause error) bool {
 			ce, ok := errors.AsType[*CloseError](cause)
-			return ok && ce.Remote && f.learnCompat(s.compat, s.log)
+			return ok && ce.Remote && f.learnCompat(s.server, s.log)
 		},
 		Probe: s.watchReach,
 		Reconnected: func(f family) {
@@ -186,7 +187,7 @@ func dial(ctx context.Context, rawURL string, opts Options, wrap func(conn) conn
 	s := newSession(opts, rootPath(t))
 	// A pinned certificate tells servers at one address apart (a test's
 	// servers reuse ports).
-	s.compat = compatFor(t.HostPort + "#" + strings.ReplaceAll(strings.ToLower(opts.TLSFingerprint), ":", ""))
+	s.server = ietfsub.ServerAt(t.HostPort + "#" + strings.ReplaceAll(strings.ToLower(opts.TLSFingerprint), ":", ""))
 	s.setLogger(s.log.With("url", t.Redacted()))
 	s.target.Store(t)
 	s.dialled = true
@@ -202,7 +203,7 @@ func dial(ctx context.Context, rawURL string, opts Options, wrap func(conn) conn
 		}
 		if v, ok := ietfVersionOf(c); ok {
 			ic, err := s.ietfDial(ctx, c, v, t)
-			if err == nil || !s.compat.learnSetup(err, s.log) {
+			if err == nil || !s.server.LearnSetup(err, peerEnded(err), s.log) {
 				return familyOrNil(ic, err)
 			}
 			// Once more, in the layout just learnt.

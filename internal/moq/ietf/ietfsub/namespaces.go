@@ -17,8 +17,15 @@ import (
 // draft 14); NAMESPACE and NAMESPACE_DONE entries that a peer sends on the
 // draft-15 control stream anyway (draft 16's shapes) count for the feed
 // when it is the only one on the connection (routeNamespace). It returns
-// nil when ctx ends, the connection's cause when it is gone.
+// nil when ctx ends, the connection's cause when it is gone, and
+// ErrNoDiscovery at once when ask on a server known to offer no discovery.
 func (s *Session) Follow(ctx context.Context, prefix string, ask bool, reconcile func(active []string, first bool)) error {
+	if ask && s.server.NoDiscovery() {
+		// A caller's feed has nothing to follow on a server known to
+		// refuse namespace discovery: it ends, saying why.
+		s.server.sayNoDiscovery(s.log)
+		return ErrNoDiscovery
+	}
 	var (
 		msgs  chan message
 		ended chan struct{}

@@ -58,8 +58,9 @@ type Config struct {
 	// GoingAway is what a request meets after the peer's GOAWAY: the
 	// facade's close error, retried on the next connection.
 	GoingAway error
-	// Compat is what is known of the server (nil: nothing).
-	Compat Compat
+	// Server is what is known of the server (nil: nothing; an accepted
+	// session).
+	Server *Server
 }
 
 // Session is one moq-transport session on a connection: its SETUP, its
@@ -72,7 +73,7 @@ type Session struct {
 	client    bool
 	log       *slog.Logger
 	goingAway error
-	compat    Compat
+	server    *Server
 	// onGoAway is the peer's GOAWAY (Serve's).
 	onGoAway func(uri string, grace time.Duration)
 
@@ -119,13 +120,13 @@ type Session struct {
 func New(c session.Conn, cfg Config) *Session {
 	v := cfg.Draft
 	s := &Session{
-		c: c, v: v, client: cfg.Client, log: cfg.Log, goingAway: cfg.GoingAway, compat: cfg.Compat,
+		c: c, v: v, client: cfg.Client, log: cfg.Log, goingAway: cfg.GoingAway, server: cfg.Server,
 		reqs:   map[uint64]*request{},
 		peerNS: map[string]uint64{}, maxCh: make(chan struct{}), nsCh: make(chan struct{}),
 		granted: cfg.Window, window: cfg.Window,
 	}
-	if s.compat == nil {
-		s.compat = noCompat{}
+	if s.server == nil {
+		s.server = &Server{}
 	}
 	if cfg.Layout18 && v.Layout18() {
 		// Draft 16 (a control stream): its SETUP with draft 17's options.

@@ -31,25 +31,6 @@ const defaultTimescale = 1_000_000
 // stream).
 const aliasWait = 2 * time.Second
 
-// Compat is what the facade knows of the server a dialled session talks
-// to: the requests it closes the session on (MediaMTX's).
-type Compat interface {
-	// ClosesOn reports whether SUBSCRIBE of track in broadcast path is
-	// known to close the session.
-	ClosesOn(path, track string) bool
-	// MinimalParams: optional SUBSCRIBE parameters close the session.
-	MinimalParams() bool
-	// NoFetch: FETCH closes the session.
-	NoFetch() bool
-}
-
-// noCompat knows nothing of the server (an accepted session).
-type noCompat struct{}
-
-func (noCompat) ClosesOn(string, string) bool { return false }
-func (noCompat) MinimalParams() bool          { return false }
-func (noCompat) NoFetch() bool                { return false }
-
 // subscription is one moq-transport SUBSCRIBE in its wire: the request
 // and its SUBSCRIBE_OK, then the messages that come through the request
 // until PUBLISH_DONE; its subgroup streams are routed by track alias
@@ -80,7 +61,7 @@ func (s *Session) NewSubscription(ctx context.Context, f session.Family, t *sess
 // request that ends or times out unanswered, or a reset refuses it.
 func (is *subscription) Accept(ctx context.Context) (uint64, bool, error) {
 	rt, s := is.R, is.s
-	if catalog.IsTrackName(rt.Name) && s.compat.ClosesOn(rt.Broadcast, rt.Name) {
+	if catalog.IsTrackName(rt.Name) && s.server.closesOn(rt.Broadcast, rt.Name) {
 		// Asked once, it closed the session: the catalog watcher goes on
 		// to another name.
 		return 0, false, fmt.Errorf("%w: SUBSCRIBE %q/%q: the server closed the session on it before", session.ErrRefused, rt.Broadcast, rt.Name)
@@ -99,7 +80,7 @@ func (is *subscription) Accept(ctx context.Context) (uint64, bool, error) {
 		RequestID: req.id, Namespace: rt.Broadcast, Track: rt.Name, Priority: session.Priority(rt.Name),
 		GroupOrder: ietf.DefaultGroupOrder, Forward: true, Filter: filter,
 	}
-	if s.compat.MinimalParams() {
+	if s.server.minimalParams.Load() {
 		// The server closes the session on optional parameters: ask for
 		// the defaults, which travel as none.
 		m.Priority, m.Filter = ietf.DefaultSubscriberPriority, ietf.DefaultFilter
@@ -482,7 +463,7 @@ func object(obj ietf.Object, timescale uint64, v ietf.Version) (hang.Object, err
 // End {last group, 0}: End Object 0 is the whole end group, in every
 // draft's FETCH).
 func (s *Session) OpenFetch(ctx context.Context, rt *session.Remote, timescale uint64, r session.FetchRange, what string) (_ session.FetchReply, err error) {
-	if s.compat.NoFetch() {
+	if s.server.noFetch.Load() {
 		return nil, fmt.Errorf("%w: the server closes the session on FETCH", session.ErrNoFetch)
 	}
 	req, err := s.newRequest(ctx, false)

@@ -1,6 +1,7 @@
-package subscribe
+package ietfsub
 
 import (
+	"errors"
 	"log/slog"
 	"testing"
 
@@ -19,30 +20,30 @@ func TestALessonAnotherSessionLearntFirstStillExplainsTheClose(t *testing.T) {
 	cases := []struct {
 		name  string
 		v     ietf.Version
-		ask   func(ic *ietfConn)
-		known func(c *serverCompat)
+		ask   func(s *Session)
+		known func(c *Server)
 	}{
 		{"discovery unanswered, no discovery already known", ietf.Draft18,
-			func(ic *ietfConn) { ic.ss.Asked.Discovery.Store(true) },
-			func(c *serverCompat) { c.noDiscovery.Store(true) }},
+			func(s *Session) { s.Asked.Discovery.Store(true) },
+			func(c *Server) { c.noDiscovery.Store(true) }},
 		{"fetch unanswered, no fetch already known", ietf.Draft18,
-			func(ic *ietfConn) { ic.ss.Asked.Fetch.Store(true) },
-			func(c *serverCompat) { c.noFetch.Store(true) }},
+			func(s *Session) { s.Asked.Fetch.Store(true) },
+			func(c *Server) { c.noFetch.Store(true) }},
 		{"draft 17's layout, draft 18's already known", ietf.Draft17,
-			func(*ietfConn) {},
-			func(c *serverCompat) { c.layout18.Store(true) }},
+			func(*Session) {},
+			func(c *Server) { c.layout18.Store(true) }},
 		{"optional parameters unanswered, minimal already known", ietf.Draft18,
-			func(ic *ietfConn) { ic.ss.Asked.Optional.Store(true) },
-			func(c *serverCompat) { c.minimalParams.Store(true) }},
+			func(s *Session) { s.Asked.Optional.Store(true) },
+			func(c *Server) { c.minimalParams.Store(true) }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &serverCompat{}
+			c := &Server{}
 			tc.known(c)
-			ic := newIETFConn(nil, tc.v, false, true, log, nil)
-			tc.ask(ic)
-			ic.ss.Asked.CatalogAsked("", ".catalog", false)
-			if c.learn(ic, log) {
+			s := New(nil, Config{Draft: tc.v, Client: true, Log: log})
+			tc.ask(s)
+			s.Asked.CatalogAsked("", ".catalog", false)
+			if c.Learn(s, log) {
 				t.Error("learnt something new from a lesson already known")
 			}
 			if c.closesOn("", ".catalog") {
@@ -51,10 +52,10 @@ func TestALessonAnotherSessionLearntFirstStillExplainsTheClose(t *testing.T) {
 		})
 	}
 	// Alone, an unanswered catalog SUBSCRIBE is what closed the session.
-	c := &serverCompat{}
-	ic := newIETFConn(nil, ietf.Draft18, false, true, log, nil)
-	ic.ss.Asked.CatalogAsked("", "catalog.json", false)
-	if !c.learn(ic, log) || !c.closesOn("", "catalog.json") {
+	c := &Server{}
+	s := New(nil, Config{Draft: ietf.Draft18, Client: true, Log: log})
+	s.Asked.CatalogAsked("", "catalog.json", false)
+	if !c.Learn(s, log) || !c.closesOn("", "catalog.json") {
 		t.Error("a catalog SUBSCRIBE left alone unanswered was not learnt")
 	}
 }
@@ -65,7 +66,7 @@ func TestALessonAnotherSessionLearntFirstStillExplainsTheClose(t *testing.T) {
 // that layout first; a SETUP already in draft 18's layout is not.
 func TestADraft16SetupClosedIsRetriedOnceTheLayoutIsKnown(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
-	closed := &CloseError{Code: 0, Remote: true}
+	closed := errors.New("the peer closed the session (code 0)")
 	for _, tc := range []struct {
 		name     string
 		known    bool
@@ -77,15 +78,25 @@ func TestADraft16SetupClosedIsRetriedOnceTheLayoutIsKnown(t *testing.T) {
 		{"the SETUP already in draft 18's layout", true, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &serverCompat{}
+			c := &Server{}
 			c.layout18.Store(tc.known)
-			err := &setupError{v: ietf.Draft16, layout18: tc.layout18, err: closed}
-			if got := c.learnSetup(err, log); got != tc.want {
-				t.Errorf("learnSetup = %v, want %v", got, tc.want)
+			err := &SetupError{Draft: ietf.Draft16, Layout18: tc.layout18, Err: closed}
+			if got := c.LearnSetup(err, true, log); got != tc.want {
+				t.Errorf("LearnSetup = %v, want %v", got, tc.want)
 			}
 			if !c.layout18.Load() {
 				t.Error("the layout is not known after")
 			}
 		})
+	}
+	// Another end of the SETUP (a timeout, a close with a code) teaches
+	// nothing.
+	c := &Server{}
+	if c.LearnSetup(&SetupError{Draft: ietf.Draft16, Err: closed}, false, log) || c.Layout18() {
+		t.Error("a SETUP that the peer did not end with code 0 taught the layout")
+	}
+	// Nor does a SETUP of a draft MediaMTX does not speak so.
+	if c.LearnSetup(&SetupError{Draft: ietf.Draft18, Err: closed}, true, log) || c.Layout18() {
+		t.Error("a draft-18 SETUP taught the layout")
 	}
 }
