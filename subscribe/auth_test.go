@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/internal/moq/ietf"
+	"github.com/moq-export/moq-export/internal/moq/ietf/ietfsub"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/token"
 )
@@ -128,7 +129,7 @@ func TestServerAuthRefusals(t *testing.T) {
 				cancel()
 				want := uint64(CodeUnauthorized)
 				if tr.ietf {
-					want = ietfUnauthorized
+					want = ietfsub.CodeUnauthorized
 				}
 				if ce, ok := errors.AsType[*CloseError](err); !ok || ce.Code != want {
 					t.Errorf("%s: client saw %v, want a close with code %d", tc.name, err, want)

@@ -17,4 +17,8 @@ var ErrNoDiscovery = ietfsub.ErrNoDiscovery
 // offer no namespace discovery (it closed a session that asked): Announced
 // then follows only the broadcasts the server publishes unasked, and a
 // listing of broadcasts has nothing to go on.
-func (s *Session) NoDiscovery() bool { return s.server.NoDiscovery() }
+func (s *Session) NoDiscovery() bool { return s.dialled && s.server().NoDiscovery() }
+
+// server is what is known of the moq-transport server the session dialled
+// (package ietfsub's record, shared by every session to it).
+func (s *Session) server() *ietfsub.Server { return ietfsub.ServerAt(s.serverKey) }

@@ -85,7 +85,7 @@ func (ic *ietfConn) serveConn(s *Session)                       { s.serveIETF(ic
 func (ic *ietfConn) followAnnouncements(a *Announcements) error { return a.followIETF(ic) }
 func (ic *ietfConn) goAway(_ *Session, uri string) error        { return ic.ss.SendGoAway(uri) }
 func (ic *ietfConn) ietfCodes() bool                            { return true }
-func (ic *ietfConn) unauthorizedCode() uint64                   { return ietfUnauthorized }
+func (ic *ietfConn) unauthorizedCode() uint64                   { return ietfsub.CodeUnauthorized }
 func (ic *ietfConn) learnCompat(c *ietfsub.Server, log *slog.Logger) bool {
 	return c.Learn(ic.ss, log)
 }

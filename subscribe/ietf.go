@@ -20,13 +20,6 @@ import (
 // that negotiated a moq-transport draft with that session on it, the
 // family that speaks there (family.go).
 
-// Session error codes of moq-transport.
-const (
-	ietfNoError           = ietfsub.CodeNoError
-	ietfUnauthorized      = ietfsub.CodeUnauthorized
-	ietfProtocolViolation = ietfsub.CodeProtocolViolation
-)
-
 // ietfRequestWindow is how many request ids each side grants the other at
 // a time (MAX_REQUEST_ID), drafts 14-16. A variable for tests; a
 // connection keeps the value it started with.
@@ -78,7 +71,7 @@ func ietfTokenOf(u *url.URL) string { return u.Query().Get("jwt") }
 
 // errGoingAway is what a request meets after GOAWAY: like a lost
 // connection, it waits for the next one.
-var errGoingAway = &CloseError{Code: ietfNoError, Reason: "peer sent GOAWAY", Remote: true}
+var errGoingAway = &CloseError{Code: ietfsub.CodeNoError, Reason: "peer sent GOAWAY", Remote: true}
 
 // serveIETF runs ic until the connection is gone: the control loop (or
 // the peer's setup stream for GOAWAY) and the incoming data streams.
@@ -90,14 +83,14 @@ func (s *Session) serveIETF(ic *ietfConn) {
 		if ctx.Err() == nil {
 			if errors.Is(err, ErrProtocol) {
 				s.log.Warn("moq: control stream", "err", err)
-				ic.Close(ietfProtocolViolation, "protocol violation")
+				ic.Close(ietfsub.CodeProtocolViolation, "protocol violation")
 			} else {
 				s.log.Debug("moq: control stream ended", "err", err)
-				ic.Close(ietfNoError, "")
+				ic.Close(ietfsub.CodeNoError, "")
 			}
 		}
 	}
-	session.ServeConn(s.ctx, coreConn{ic}, ietfNoError, s.streamOrder(),
+	session.ServeConn(s.ctx, coreConn{ic}, ietfsub.CodeNoError, s.streamOrder(),
 		ic.ss.HandleUni, ic.ss.HandleBidi, control, announce)
 }
 

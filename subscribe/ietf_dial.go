@@ -93,7 +93,8 @@ func ietfVersionOf(c conn) (ietf.Version, bool) {
 func (s *Session) ietfDial(ctx context.Context, c conn, v ietf.Version, t *transport.Target) (*ietfConn, error) {
 	// A server known to speak draft 18's messages on drafts 16 and 17
 	// (MediaMTX) gets them.
-	ic := newIETFConn(c, v, s.server.Layout18(), true, s.log, s.server)
+	server := s.server()
+	ic := newIETFConn(c, v, server.Layout18(), true, s.log, server)
 	p := ietfsub.SetupParams{Token: ietfTokenOf(t.URL)}
 	if !c.WebTransport() {
 		p.Path, p.Authority = t.SetupPath, t.URL.Host
@@ -113,7 +114,7 @@ func (s *Session) ietfDial(ctx context.Context, c conn, v ietf.Version, t *trans
 				err = fmt.Errorf("%w: %w", err, ce)
 			}
 		}
-		c.Close(ietfProtocolViolation, "setup failed")
+		c.Close(ietfsub.CodeProtocolViolation, "setup failed")
 		return nil, fmt.Errorf("moq: %v SETUP with %s: %w", v, t.HostPort, ic.ss.SetupFailed(err))
 	}
 	s.log.Debug("moq: moq-transport session", "version", v)
@@ -131,7 +132,7 @@ func (s *Server) acceptIETF(c conn, v ietf.Version, a transport.Accepted) {
 	path, tok, err := ic.ss.ServerHandshake(s.ctx)
 	if err != nil {
 		s.log.Debug("moq: moq-transport SETUP", "version", v, "err", err)
-		c.Close(ietfProtocolViolation, "setup failed")
+		c.Close(ietfsub.CodeProtocolViolation, "setup failed")
 		return
 	}
 	path, query := splitPathQuery(path)

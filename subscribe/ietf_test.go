@@ -15,6 +15,7 @@ import (
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/internal/moq/ietf"
+	"github.com/moq-export/moq-export/internal/moq/ietf/ietfsub"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -354,7 +355,7 @@ func TestIETFMalformedControlMessageClosesTheSession(t *testing.T) {
 		t.Fatal("the session survived a malformed SUBSCRIBE")
 	}
 	var ae *quic.ApplicationError
-	if err := context.Cause(qc.Context()); !errors.As(err, &ae) || ae.ErrorCode != ietfProtocolViolation {
+	if err := context.Cause(qc.Context()); !errors.As(err, &ae) || ae.ErrorCode != ietfsub.CodeProtocolViolation {
 		t.Fatalf("connection closed with %v, want PROTOCOL_VIOLATION", err)
 	}
 	select {

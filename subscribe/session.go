@@ -14,7 +14,6 @@ import (
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/internal/moq/ietf"
-	"github.com/moq-export/moq-export/internal/moq/ietf/ietfsub"
 	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/session"
@@ -42,10 +41,10 @@ type Session struct {
 	// (the core's).
 	links session.Links[family]
 
-	// server is what is known of a moq-transport server's support for
-	// optional requests (package ietfsub); a dialled session shares it
-	// with every session to the same host:port.
-	server *ietfsub.Server
+	// serverKey names the server a dialled session dialled (host:port and
+	// pinned certificate): what is known of it (its support for optional
+	// requests, Session.server) is shared by every session to it.
+	serverKey string
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -107,7 +106,6 @@ func newSession(opts Options, path string) *Session {
 		log:        opts.Logger,
 		path:       normPath(path),
 		role:       opts.Role,
-		server:     &ietfsub.Server{},
 		hopID:      randomID(),
 		ctx:        ctx,
 		cancel:     cancel,
@@ -132,7 +130,7 @@ func newSession(opts Options, path string) *Session {
 		RefusedDial: func(err error) (error, bool) { r, ok := refusedDialing(err); return s.refused(r, ok, err) },
 		Learn: func(f family, cause error) bool {
 			ce, ok := errors.AsType[*CloseError](cause)
-			return ok && ce.Remote && f.learnCompat(s.server, s.log)
+			return ok && ce.Remote && f.learnCompat(s.server(), s.log)
 		},
 		Probe: s.watchReach,
 		Reconnected: func(f family) {
@@ -187,7 +185,7 @@ func dial(ctx context.Context, rawURL string, opts Options, wrap func(conn) conn
 	s := newSession(opts, rootPath(t))
 	// A pinned certificate tells servers at one address apart (a test's
 	// servers reuse ports).
-	s.server = ietfsub.ServerAt(t.HostPort + "#" + strings.ReplaceAll(strings.ToLower(opts.TLSFingerprint), ":", ""))
+	s.serverKey = t.HostPort + "#" + strings.ReplaceAll(strings.ToLower(opts.TLSFingerprint), ":", "")
 	s.setLogger(s.log.With("url", t.Redacted()))
 	s.target.Store(t)
 	s.dialled = true
@@ -203,7 +201,7 @@ func dial(ctx context.Context, rawURL string, opts Options, wrap func(conn) conn
 		}
 		if v, ok := ietfVersionOf(c); ok {
 			ic, err := s.ietfDial(ctx, c, v, t)
-			if err == nil || !s.server.LearnSetup(err, peerEnded(err), s.log) {
+			if err == nil || !s.server().LearnSetup(err, peerEnded(err), s.log) {
 				return familyOrNil(ic, err)
 			}
 			// Once more, in the layout just learnt.

@@ -51,6 +51,9 @@ var servers sync.Map // string -> *Server
 // ServerAt returns the record of the server named key (its host:port and
 // pinned certificate), shared by every session to it in the process.
 func ServerAt(key string) *Server {
+	if c, ok := servers.Load(key); ok {
+		return c.(*Server)
+	}
 	c, _ := servers.LoadOrStore(key, &Server{})
 	return c.(*Server)
 }
