@@ -3,6 +3,7 @@ package subscribe
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -83,8 +84,12 @@ func TestAPublisherRestartedDuringAnOutageIsRecordedFromItsFirstGroupStillHeld(t
 				restarted(create(4), 0, 1)
 				r.readUntil(clock + 4*r.step)
 
-				want := payloads(0, tc.old, 5)
-				want = append(want, "discontinuity")
+				// The old timeline as far as the client read it (over
+				// moq-transport the first subscription started at group 1
+				// in 2 of 240 runs under -race: where a first
+				// subscription starts is not this test's matter), then
+				// the new one.
+				want := []string{"discontinuity"}
 				from := uint64(0)
 				if tc.early {
 					from = 1
@@ -106,7 +111,14 @@ func TestAPublisherRestartedDuringAnOutageIsRecordedFromItsFirstGroupStillHeld(t
 						t.Fatalf("event %+v", e)
 					}
 				}
-				if fmt.Sprint(got) != fmt.Sprint(want) {
+				disc := slices.Index(got, "discontinuity")
+				if disc < 1 || got[disc-1] != fmt.Sprintf("g%d-f4", tc.old-1) {
+					t.Fatalf("the old timeline does not end with its last frame before the discontinuity: %v", got)
+				}
+				if old := payloads(0, tc.old, 5); !slices.Equal(got[:disc], old[len(old)-disc:]) {
+					t.Fatalf("the old timeline\n got %v\nwant the end of %v", got[:disc], old)
+				}
+				if got = got[disc:]; fmt.Sprint(got) != fmt.Sprint(want) {
 					t.Fatalf("frames\n got %v\nwant %v", got, want)
 				}
 			})
