@@ -42,10 +42,16 @@ func TestPublisherRestartedAtOnceLosesOnlyItsOutage(t *testing.T) {
 			t.Logf("%s: %d packets over %.2fs; hole %v (%.3f-%.3f); outage %v", codec, len(sp.pts),
 				sp.pts[len(sp.pts)-1]-sp.pts[0], hole, gapStart(sp.pts), gapStart(sp.pts)+hole.Seconds(), outage.Round(time.Millisecond))
 			// The hole runs from the last frame the old publisher
-			// sent to the first of the new one: the outage, with a
-			// few frames' slack (a frame cut by the kill, B-frames
-			// shown before the P-frame before it).
-			if hole > outage+500*time.Millisecond {
+			// sent to the first of the new one: the outage, give or
+			// take a few frames (one cut by the kill, B-frames shown
+			// before the P-frame before it) and the old publisher's
+			// lag (it stamps its frames on schedule; starved, it sends
+			// them late: under -race at load 40 its last frame before
+			// the kill was 0.6 s old). The recorder noticed the loss 3-4
+			// s after the kill: without the fetch of the new
+			// publisher's first groups the hole is 2-3 s more than the
+			// outage.
+			if hole > outage+time.Second {
 				t.Errorf("%s: a hole of %v after a %v outage: the new publisher's first groups were lost\n%s", codec, hole, outage, log)
 			}
 			checkContinuousApartFromTheCut(t, codec+" apart from the restart", sp)
