@@ -26,9 +26,21 @@ import (
 // cannot go round in a circle; it is bounded by orderWaitMax all the same,
 // after which the stream goes on as before, and a stream whose header has
 // not come orderWaitMax after it was accepted holds no one up any more.
+//
+// Over WebTransport the acceptance order is not the peer's: webtransport-go
+// reads each uni stream's header on a goroutine of its own before it hands
+// the stream over, so group 1's stream can be accepted before group 0's,
+// opened just before it, and nothing tells the order a stream is missing.
+// A stream that knows its QUIC stream ID (TakeID) is ordered by it
+// instead; one accepted past a gap in the IDs leaves a placeholder for
+// each stream of the gap, which the later streams wait for as for an
+// accepted stream whose header has not come (at most orderWaitMax).
 type StreamOrder struct {
 	mu   sync.Mutex
 	next uint64
+	// hi is the highest stream ID taken (byID: one was taken).
+	hi   uint64
+	byID bool
 	// open are the accepted streams that have not created their group
 	// (nor turned out to be no group stream), in acceptance order.
 	open []orderEntry
@@ -38,8 +50,9 @@ type StreamOrder struct {
 }
 
 type orderEntry struct {
-	n     uint64
+	n     uint64    // the acceptance number, or the stream ID (TakeID)
 	at    time.Time // accepted
+	ghost bool      // a stream ID below one taken, not taken itself yet
 	named bool      // the header was read
 	key   uint64    // the subscription (moq-lite ID, moq-transport alias)
 	seq   uint64    // the group
@@ -79,6 +92,53 @@ func (o *StreamOrder) Take() OrderTicket {
 	return OrderTicket{o: o, n: n}
 }
 
+// uniStep is the distance between two stream IDs the peer opens of one
+// kind (RFC 9000 2.1: the low two bits are the initiator and the kind).
+const uniStep = 4
+
+// maxGhosts bounds the placeholders one stream leaves for a gap before it.
+const maxGhosts = 64
+
+// TakeID gives a stream just accepted its ticket, ordered by its QUIC
+// stream ID: a stream accepted before one with a lower ID, which the peer
+// opened first, waits for it as for a stream accepted before it. The
+// first ID taken sets where the order starts (the IDs below it may be
+// another protocol's streams, HTTP/3's on a WebTransport connection).
+func (o *StreamOrder) TakeID(id uint64) OrderTicket {
+	if o == nil {
+		return OrderTicket{}
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	now := time.Now()
+	kept := o.open[:0]
+	for _, e := range o.open {
+		if e.ghost && e.n == id {
+			continue // taken now
+		}
+		if e.ghost && now.Sub(e.at) >= orderWaitMax {
+			continue // never came: it holds no one up any more
+		}
+		kept = append(kept, e)
+	}
+	o.open = kept
+	if o.byID && id > o.hi+uniStep {
+		from := o.hi + uniStep
+		if id-from > maxGhosts*uniStep {
+			from = id - maxGhosts*uniStep
+		}
+		for g := from; g < id; g += uniStep {
+			o.open = append(o.open, orderEntry{n: g, at: now, ghost: true})
+		}
+	}
+	if !o.byID || id > o.hi {
+		o.hi, o.byID = id, true
+	}
+	o.open = append(o.open, orderEntry{n: id, at: now})
+	o.changedLocked()
+	return OrderTicket{o: o, n: id}
+}
+
 // Pending reports how many streams accepted on the connection have not
 // yet created their group (nor turned out to be no group stream).
 func (o *StreamOrder) Pending() int {
@@ -87,7 +147,13 @@ func (o *StreamOrder) Pending() int {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return len(o.open)
+	n := 0
+	for _, e := range o.open {
+		if !e.ghost {
+			n++
+		}
+	}
+	return n
 }
 
 // changedLocked wakes the waiters. Called with o.mu held.
@@ -238,7 +304,14 @@ func AcceptStreams[S interface{ SetReadDeadline(time.Time) error }](ctx context.
 			return
 		}
 		id := stops.Add(ctx, str, wake)
-		t := order.Take() // in acceptance order, before the goroutine runs
+		// In the peer's order when the stream knows its ID, else in
+		// acceptance order; before the goroutine runs.
+		var t OrderTicket
+		if s, ok := any(str).(interface{ StreamID() uint64 }); ok {
+			t = order.TakeID(s.StreamID())
+		} else {
+			t = order.Take()
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -147,6 +147,11 @@ func (w wtRecv[E]) CancelRead(code uint64) {
 }
 func (w wtRecv[E]) SetReadDeadline(t time.Time) error { return w.s.SetReadDeadline(t) }
 
+// StreamID is the stream's QUIC stream ID: webtransport-go hands streams
+// over in the order their headers were read, on a goroutine each, which is
+// not the order the peer opened them (session.StreamOrder orders by it).
+func (w wtRecv[E]) StreamID() uint64 { return uint64(w.s.StreamID()) }
+
 // DialWebTransport opens a WebTransport session to u (its scheme is
 // replaced by https and its user info dropped), offering protocols
 // (WT-Available-Protocols) and connecting to hostport whatever port u
