@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/moq-export/moq-export/internal/moq/ietf/ietfsub"
 )
 
 // ErrPathRefused means the peer closed the session because it refuses the
@@ -62,17 +64,6 @@ var ietfRefusals = map[uint64]refusal{
 	0x8: refusedPath, 0x9: refusedPath,
 }
 
-// ietfCloseNames names the moq-transport session close codes.
-var ietfCloseNames = map[uint64]string{
-	0x0: "no error", 0x1: "internal error", 0x2: "unauthorized", 0x3: "protocol violation",
-	0x4: "invalid request id", 0x5: "duplicate track alias", 0x6: "key-value formatting error",
-	0x7: "too many requests", 0x8: "invalid path", 0x9: "malformed path", 0x10: "GOAWAY timeout",
-	0x11: "control message timeout", 0x12: "data stream timeout", 0x13: "auth token cache overflow",
-	0x14: "duplicate auth token alias", 0x15: "version negotiation failed", 0x16: "malformed auth token",
-	0x17: "unknown auth token alias", 0x18: "expired auth token", 0x19: "invalid authority",
-	0x1a: "malformed authority",
-}
-
 // refusedBy reports whether err, why a dialled connection ended, is a
 // close by the peer that retrying cannot fix, and returns the typed
 // error the session ends with. ietf says the connection spoke
@@ -112,7 +103,7 @@ func refusedDialing(err error) (*RefusedError, bool) {
 // connection spoke.
 func closeCodeName(code uint64, ietf bool) string {
 	if ietf {
-		if n, ok := ietfCloseNames[code]; ok {
+		if n, ok := ietfsub.CloseName(code); ok {
 			return n
 		}
 		return "unknown"

@@ -24,6 +24,24 @@ const (
 	codeVersionFailed     = 0x15
 )
 
+// closeNames names moq-transport's session close codes.
+var closeNames = map[uint64]string{
+	0x0: "no error", 0x1: "internal error", 0x2: "unauthorized", 0x3: "protocol violation",
+	0x4: "invalid request id", 0x5: "duplicate track alias", 0x6: "key-value formatting error",
+	0x7: "too many requests", 0x8: "invalid path", 0x9: "malformed path", 0x10: "GOAWAY timeout",
+	0x11: "control message timeout", 0x12: "data stream timeout", 0x13: "auth token cache overflow",
+	0x14: "duplicate auth token alias", 0x15: "version negotiation failed", 0x16: "malformed auth token",
+	0x17: "unknown auth token alias", 0x18: "expired auth token", 0x19: "invalid authority",
+	0x1a: "malformed authority",
+}
+
+// CloseName names a moq-transport session close code; ok is false for a
+// code the registry does not name.
+func CloseName(code uint64) (name string, ok bool) {
+	name, ok = closeNames[code]
+	return name, ok
+}
+
 // Stream codes this session sends (the values moq-lite's registry gives
 // them, which the facade names).
 const (

@@ -1,0 +1,119 @@
+package layering
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// familyCodecs are the protocol families' wire codecs: their messages,
+// message types, parameters and layouts are the families' own.
+var familyCodecs = []string{module + "/internal/moq/ietf", module + "/internal/moq/lite/wire"}
+
+// codecPublic is what the facade may name of a family's codec: the version
+// table it negotiates with (versions, families, ALPNs, drafts), the roles a
+// SETUP declares and the codec's errors, which it reports as ErrProtocol.
+var codecPublic = regexp.MustCompile(`^(Version|Versions|Family\w*|ByCode|ByName|ByALPN|ALPNs|Names|ParseVersions|LegacyCodes|Newest|Draft\d+|VersionOfALPN|Role\w*|Err\w+)$`)
+
+// codecViolations returns the names file f, a facade file outside its
+// tests, takes from a family's codec beyond codecPublic.
+func codecViolations(fset *token.FileSet, f *ast.File) []string {
+	imported := map[string]string{}
+	for _, im := range f.Imports {
+		p, _ := strconv.Unquote(im.Path.Value)
+		name := p[strings.LastIndex(p, "/")+1:]
+		if im.Name != nil {
+			name = im.Name.Name
+		}
+		imported[name] = p
+	}
+	var bad []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		sel, ok := n.(*ast.SelectorExpr)
+		if !ok {
+			return true
+		}
+		id, ok := sel.X.(*ast.Ident)
+		if !ok || id.Obj != nil {
+			return true // a field or a local, not a package
+		}
+		for _, c := range familyCodecs {
+			if imported[id.Name] == c && !codecPublic.MatchString(sel.Sel.Name) {
+				bad = append(bad, fmt.Sprintf("%s: %s.%s: a family's wire message or layout in the facade", fset.Position(sel.Pos()), id.Name, sel.Sel.Name))
+			}
+		}
+		return true
+	})
+	return bad
+}
+
+// TestTheFacadeNamesOfAFamilysCodecOnlyItsVersionsRolesAndErrors: the
+// facade (subscribe, outside its tests) picks a protocol version and hands
+// the connection to the family; the messages on the wire (moq-transport's
+// message types and parameters, the strict peer's refusals once, moq-lite's
+// SETUP) are the family packages' own. It names of a family's codec only
+// the version table, the roles and the codec's errors.
+func TestTheFacadeNamesOfAFamilysCodecOnlyItsVersionsRolesAndErrors(t *testing.T) {
+	root := filepath.Join("..", "..")
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("module root not found from the test's directory: %v", err)
+	}
+	fset := token.NewFileSet()
+	for _, f := range sourceFiles(t, fset, filepath.Join(root, "subscribe")) {
+		if strings.HasSuffix(fset.Position(f.Package).Filename, "_test.go") {
+			continue
+		}
+		for _, b := range codecViolations(fset, f) {
+			t.Error(b)
+		}
+	}
+}
+
+// TestTheCodecRuleCatchesWhatItForbids feeds the rule source that breaks
+// it, and source it allows.
+func TestTheCodecRuleCatchesWhatItForbids(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		want      int
+	}{
+		{"versions, roles and errors", `package subscribe
+import (
+	"github.com/moq-export/moq-export/internal/moq/ietf"
+	"github.com/moq-export/moq-export/internal/moq/lite/wire"
+)
+var v ietf.Version = ietf.Draft14
+var w = wire.ByCode(1)
+var r = wire.RolePublisher
+var e = []error{ietf.ErrDecode, wire.ErrTooLarge}`, 0},
+		{"a field named like the package", `package subscribe
+type pub struct{ ietf struct{ Strict any } }
+func f(p pub) any { return p.ietf.Strict }`, 0},
+		{"a moq-transport message type", `package subscribe
+import "github.com/moq-export/moq-export/internal/moq/ietf"
+func f(typ uint64) bool { return typ == ietf.TypeFetch }`, 1},
+		{"a moq-transport message decoded", `package subscribe
+import "github.com/moq-export/moq-export/internal/moq/ietf"
+func f(b []byte) { var m ietf.Subscribe; _ = ietf.Decode(b, &m, ietf.Draft14) }`, 2},
+		{"a moq-lite message under another name", `package subscribe
+import w "github.com/moq-export/moq-export/internal/moq/lite/wire"
+var m w.Subscribe`, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, "x.go", tc.src, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := codecViolations(fset, f); len(got) != tc.want {
+				t.Errorf("%d violations %v, want %d", len(got), got, tc.want)
+			}
+		})
+	}
+}
