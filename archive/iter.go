@@ -249,14 +249,16 @@ func (it *frameIter) fetchAhead(ctx context.Context, f *fetched) {
 
 // startFetch runs fetch a beside the iterator: on one of its fetchers,
 // readAheadDepth goroutines that live as long as ctx (the feeder's, which
-// ends with its read), else (none free, a context that never ends, or
-// another one) on a goroutine of its own. A goroutine per fetch cost an
+// ends with its read) and take the fetches queued for them in order, else
+// (the queue full, a context that never ends, or another one) on a
+// goroutine of its own. A fetch left queued when ctx ends is not run: load
+// waits for it with that same ctx, and returns its error. A goroutine per fetch cost an
 // hour's export 1,352 goroutine starts, each growing its stack and waking
 // a thread to run it: about a tenth of the export's CPU.
 func (it *frameIter) startFetch(ctx context.Context, a *aheadFetch) {
 	if done := ctx.Done(); done != nil {
 		if it.fetches == nil {
-			it.fetches, it.fetchesEnd = make(chan *aheadFetch), done
+			it.fetches, it.fetchesEnd = make(chan *aheadFetch, readAheadDepth), done
 			for range readAheadDepth {
 				go it.fetcher(ctx)
 			}
