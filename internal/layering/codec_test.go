@@ -3,12 +3,9 @@ package layering
 import (
 	"fmt"
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -25,15 +22,7 @@ var codecPublic = regexp.MustCompile(`^(Version|Versions|Family\w*|ByCode|ByName
 // codecViolations returns the names file f, a facade file outside its
 // tests, takes from a family's codec beyond codecPublic.
 func codecViolations(fset *token.FileSet, f *ast.File) []string {
-	imported := map[string]string{}
-	for _, im := range f.Imports {
-		p, _ := strconv.Unquote(im.Path.Value)
-		name := p[strings.LastIndex(p, "/")+1:]
-		if im.Name != nil {
-			name = im.Name.Name
-		}
-		imported[name] = p
-	}
+	imported := importNames(f)
 	var bad []string
 	ast.Inspect(f, func(n ast.Node) bool {
 		sel, ok := n.(*ast.SelectorExpr)
@@ -61,10 +50,7 @@ func codecViolations(fset *token.FileSet, f *ast.File) []string {
 // SETUP) are the family packages' own. It names of a family's codec only
 // the version table, the roles and the codec's errors.
 func TestTheFacadeNamesOfAFamilysCodecOnlyItsVersionsRolesAndErrors(t *testing.T) {
-	root := filepath.Join("..", "..")
-	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		t.Fatalf("module root not found from the test's directory: %v", err)
-	}
+	root := moduleRoot(t)
 	fset := token.NewFileSet()
 	for _, f := range sourceFiles(t, fset, filepath.Join(root, "subscribe")) {
 		if strings.HasSuffix(fset.Position(f.Package).Filename, "_test.go") {
@@ -79,10 +65,7 @@ func TestTheFacadeNamesOfAFamilysCodecOnlyItsVersionsRolesAndErrors(t *testing.T
 // TestTheCodecRuleCatchesWhatItForbids feeds the rule source that breaks
 // it, and source it allows.
 func TestTheCodecRuleCatchesWhatItForbids(t *testing.T) {
-	for _, tc := range []struct {
-		name, src string
-		want      int
-	}{
+	checkRule(t, codecViolations, []ruleCase{
 		{"versions, roles and errors", `package subscribe
 import (
 	"github.com/moq-export/moq-export/internal/moq/ietf"
@@ -104,16 +87,5 @@ func f(b []byte) { var m ietf.Subscribe; _ = ietf.Decode(b, &m, ietf.Draft14) }`
 		{"a moq-lite message under another name", `package subscribe
 import w "github.com/moq-export/moq-export/internal/moq/lite/wire"
 var m w.Subscribe`, 1},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			fset := token.NewFileSet()
-			f, err := parser.ParseFile(fset, "x.go", tc.src, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := codecViolations(fset, f); len(got) != tc.want {
-				t.Errorf("%d violations %v, want %d", len(got), got, tc.want)
-			}
-		})
-	}
+	})
 }

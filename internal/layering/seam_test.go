@@ -5,11 +5,9 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -34,15 +32,7 @@ var concreteFamily = regexp.MustCompile(`(?i)lite|ietf`)
 // from a family's session package.
 func seamViolations(fset *token.FileSet, f *ast.File) []string {
 	// imported: local package name -> import path.
-	imported := map[string]string{}
-	for _, im := range f.Imports {
-		p, _ := strconv.Unquote(im.Path.Value)
-		name := p[strings.LastIndex(p, "/")+1:]
-		if im.Name != nil {
-			name = im.Name.Name
-		}
-		imported[name] = p
-	}
+	imported := importNames(f)
 	fromFamily := func(e ast.Expr, pkgs []string) bool {
 		sel, ok := e.(*ast.SelectorExpr)
 		if !ok {
@@ -146,10 +136,7 @@ func sourceFiles(t *testing.T, fset *token.FileSet, dir string) []*ast.File {
 // subscribe's Session holds no family's session state (moq-lite's routing
 // table once sat there as s.lite, beside moq-transport's behind the seam).
 func TestTheFacadeAndTheCoreReachAFamilyOnlyThroughTheSeam(t *testing.T) {
-	root := filepath.Join("..", "..")
-	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		t.Fatalf("module root not found from the test's directory: %v", err)
-	}
+	root := moduleRoot(t)
 	fset := token.NewFileSet()
 	for _, dir := range []string{"subscribe", "internal/moq/session"} {
 		for _, f := range sourceFiles(t, fset, filepath.Join(root, dir)) {
@@ -163,10 +150,7 @@ func TestTheFacadeAndTheCoreReachAFamilyOnlyThroughTheSeam(t *testing.T) {
 // TestTheSeamRulesCatchWhatTheyForbid feeds the rules source that breaks
 // each of them: a rule that cannot fail checks nothing.
 func TestTheSeamRulesCatchWhatTheyForbid(t *testing.T) {
-	for _, tc := range []struct {
-		name, src string
-		want      int
-	}{
+	checkRule(t, seamViolations, []ruleCase{
 		{"clean", `package subscribe
 import "github.com/moq-export/moq-export/internal/moq/session"
 type Session struct{ links session.Links[family] }
@@ -184,16 +168,5 @@ type Session struct{ lite litesub.Session; n int }`, 1},
 		{"a Session field holding moq-transport's state by pointer", `package subscribe
 import x "github.com/moq-export/moq-export/internal/moq/ietf/ietfsub"
 type Session struct{ m map[string]*x.Session }`, 1},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			fset := token.NewFileSet()
-			f, err := parser.ParseFile(fset, "x.go", tc.src, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := seamViolations(fset, f); len(got) != tc.want {
-				t.Errorf("%d violations %v, want %d", len(got), got, tc.want)
-			}
-		})
-	}
+	})
 }
