@@ -311,10 +311,8 @@ func probeStreams(t *testing.T, path string) (video, audio probed) {
 			pts, _ := strconv.ParseFloat(f.PTS, 64)
 			s.out.pts = append(s.out.pts, pts)
 		}
-		if n := len(r.Frames); n > 1 {
-			first, _ := strconv.ParseFloat(r.Frames[0].PTS, 64)
-			last, _ := strconv.ParseFloat(r.Frames[n-1].PTS, 64)
-			s.out.duration = last - first
+		if n := len(s.out.pts); n > 1 {
+			s.out.duration = s.out.pts[n-1] - s.out.pts[0]
 		}
 	}
 	return video, audio
