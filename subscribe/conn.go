@@ -7,6 +7,7 @@ import (
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/internal/moq/transport"
+	"github.com/moq-export/moq-export/internal/moq/transport/alpn"
 )
 
 // The session code's view of a connection: the transport's (raw QUIC or
@@ -50,10 +51,11 @@ func (n *negotiated) SessionStream() bidiStream { return n.session }
 // it.
 type netConn struct {
 	transport.Conn
-	// alpn is the negotiated ALPN or WebTransport protocol when it selects
-	// a moq-transport draft ("moql" when the legacy SETUP left draft 14 to
-	// the moq-transport session).
-	alpn string
+	// choice is the family and version the negotiated ALPN or
+	// WebTransport protocol hands the connection to, when that family
+	// runs its own SETUP (moq-transport); zero for moq-lite, whose
+	// version is negotiated's.
+	choice alpn.Choice
 	negotiated
 	// replay is a bidi stream already accepted and read by the legacy
 	// SETUP, returned (its bytes replayed) by the next AcceptBidi, before

@@ -4,11 +4,11 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"slices"
 
 	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/transport"
+	"github.com/moq-export/moq-export/internal/moq/transport/alpn"
 )
 
 // ErrUnsupportedURL means a URL scheme Dial does not know.
@@ -44,18 +44,10 @@ func (o *Options) tlsOptions() transport.TLSOptions {
 	return transport.TLSOptions{Base: o.TLSConfig, RootCAs: o.RootCAs, Fingerprint: o.TLSFingerprint, Insecure: o.TLSInsecure}
 }
 
-func (d *dialer) dial(ctx context.Context) (conn, error) {
+func (d *dialer) dial(ctx context.Context) (*netConn, error) {
 	switch d.target.Scheme {
 	case transport.SchemeQUIC:
 		alpns := wire.ALPNs(d.versions)
-		if d.opts.Versions == nil {
-			// Every draft the moq-transport session speaks.
-			for _, a := range ietfALPNs {
-				if !slices.Contains(alpns, a) {
-					alpns = append(alpns, a)
-				}
-			}
-		}
 		if d.opts.alpns != nil {
 			alpns = d.opts.alpns
 		}
@@ -88,12 +80,12 @@ func (d *dialer) dial(ctx context.Context) (conn, error) {
 // offered, is left to the moq-transport session (draft 14); an IETF ALPN
 // ("moq-00", "moqt-NN") goes to the moq-transport session, which runs its
 // own SETUP (ietfDial).
-func (d *dialer) negotiateQUIC(ctx context.Context, c transport.Conn) (conn, error) {
+func (d *dialer) negotiateQUIC(ctx context.Context, c transport.Conn) (*netConn, error) {
 	p := c.Protocol()
 	qc := &netConn{Conn: c}
 	lite := liteVersions(d.versions)
-	if alpn, ok := ietfProtocol(p, d.versions); ok {
-		qc.alpn = alpn
+	if ch, ok := alpn.Select(p, codes(d.versions)); ok && ch.Family == alpn.IETF {
+		qc.choice = ch
 		return qc, nil
 	}
 	v, legacy, err := litesub.SelectALPN(p, lite)
@@ -108,7 +100,7 @@ func (d *dialer) negotiateQUIC(ctx context.Context, c transport.Conn) (conn, err
 	return qc, nil
 }
 
-func (d *dialer) dialWebTransport(ctx context.Context, pin string) (conn, error) {
+func (d *dialer) dialWebTransport(ctx context.Context, pin string) (*netConn, error) {
 	tc, err := transport.ClientTLS(d.opts.tlsOptions(), d.target, nil, pin)
 	if err != nil {
 		return nil, err
@@ -127,10 +119,10 @@ func (d *dialer) dialWebTransport(ctx context.Context, pin string) (conn, error)
 	wc := &netConn{Conn: c}
 	proto := c.Protocol()
 	lite := liteVersions(d.versions)
-	if p, ok := ietfProtocol(proto, d.versions); ok {
+	if ch, ok := alpn.Select(proto, codes(d.versions)); ok && ch.Family == alpn.IETF {
 		// A moq-transport draft: its session runs its own SETUP
 		// (ietfDial).
-		wc.alpn = p
+		wc.choice = ch
 		return wc, nil
 	}
 	v, legacy, err := litesub.SelectALPN(proto, lite)

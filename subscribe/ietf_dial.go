@@ -5,87 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"slices"
 	"time"
-
-	"github.com/moq-export/moq-export/internal/moq/transport/alpn"
 
 	"github.com/moq-export/moq-export/internal/moq/ietf"
 	"github.com/moq-export/moq-export/internal/moq/ietf/ietfsub"
-	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/transport"
 )
-
-// The moq-transport drafts this session speaks, and how they are reached.
-// A client offers moq-lite first and these after it, as the reference
-// does; draft 14 comes under the shared legacy ALPN "moql" (whose
-// CLIENT_SETUP lists versions, the way @moq/net 0.3.4 reaches draft 14)
-// and under its own "moq-00" (the reference relay and Cloudflare's).
-var ietfVersions, ietfALPNs = ietfTable()
-
-// ietfTable reads the moq-transport entries of the version table
-// (wire.Versions) in its order: their drafts, and the ALPNs that reach
-// them ("moql" first when the legacy SETUP can choose one, as in
-// wire.ALPNs).
-func ietfTable() (versions []ietf.Version, alpns []string) {
-	for _, v := range wire.Versions {
-		if v.Family != wire.FamilyIETF {
-			continue
-		}
-		versions = append(versions, ietf.Version(v.Code))
-		if v.LegacySetup && !slices.Contains(alpns, alpn.Legacy) {
-			alpns = append([]string{alpn.Legacy}, alpns...)
-		}
-		alpns = append(alpns, v.ALPN())
-	}
-	return versions, alpns
-}
-
-// ietfVersionOfALPN returns the draft a negotiated ALPN selects ("moql":
-// the one the legacy SETUP can choose).
-func ietfVersionOfALPN(proto string) (ietf.Version, bool) {
-	if proto == alpn.Legacy {
-		for _, v := range wire.Versions {
-			if v.Family == wire.FamilyIETF && v.LegacySetup {
-				return ietf.Version(v.Code), true
-			}
-		}
-		return 0, false
-	}
-	v, ok := ietf.VersionOfALPN(proto)
-	if !ok || !slices.Contains(ietfVersions, v) {
-		return 0, false
-	}
-	return v, true
-}
-
-// ietfProtocol reports whether a negotiated ALPN or WebTransport protocol
-// hands the connection to the moq-transport session, and under which
-// protocol name: a draft's own ("moq-00", "moqt-NN") when vs has it, and
-// the legacy "moql" (or no WebTransport protocol at all) when vs has draft
-// 14 but no moq-lite version the legacy SETUP could choose instead (those
-// come first, as in the reference).
-func ietfProtocol(proto string, vs []*wire.Version) (string, bool) {
-	if proto == "" || proto == alpn.Legacy {
-		if len(wire.LegacyCodes(liteVersions(vs))) > 0 || !slices.Contains(vs, wire.ByCode(uint64(ietf.Draft14))) {
-			return "", false
-		}
-		return alpn.Legacy, true
-	}
-	v, ok := ietfVersionOfALPN(proto)
-	if !ok || !slices.Contains(vs, wire.ByCode(uint64(v))) {
-		return "", false
-	}
-	return proto, true
-}
-
-// ietfVersionOf reports whether c negotiated a moq-transport draft.
-func ietfVersionOf(c conn) (ietf.Version, bool) {
-	if x, ok := c.(*netConn); ok {
-		return ietfVersionOfALPN(x.alpn)
-	}
-	return 0, false
-}
 
 // ietfDial runs the client SETUP on a raw QUIC connection that negotiated
 // draft v: the URL's path and query go in the Path parameter, its host in

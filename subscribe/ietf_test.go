@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/internal/moq/ietf"
 	"github.com/moq-export/moq-export/internal/moq/ietf/ietfsub"
+	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -365,23 +367,39 @@ func TestIETFMalformedControlMessageClosesTheSession(t *testing.T) {
 	}
 }
 
-// The moq-transport entries of the version table agree with the codec:
-// each draft's ALPN and code, offered after moq-lite in the reference's
-// order.
+// The default offer is the whole ALPN table in its order (moq-lite
+// first, then the moq-transport drafts), and every draft's token hands
+// the connection to the draft the codec knows by it.
 func TestIETFVersionsComeFromTheVersionTable(t *testing.T) {
-	want := []string{"moql", "moqt-22", "moqt-21", "moqt-20", "moqt-19", "moqt-18", "moqt-17", "moqt-16", "moqt-15", "moq-00"}
-	if fmt.Sprint(ietfALPNs) != fmt.Sprint(want) {
-		t.Fatalf("ALPNs %v, want %v", ietfALPNs, want)
+	vs, err := versionList(nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, v := range ietfVersions {
-		if !v.Known() {
-			t.Errorf("%v: not known to the codec", v)
+	var want []string
+	for _, tok := range alpn.Table {
+		want = append(want, tok.Name)
+	}
+	if got := wire.ALPNs(vs); !slices.Equal(got, want) {
+		t.Fatalf("default offer %v, want %v", got, want)
+	}
+	drafts := 0
+	for _, v := range vs {
+		if v.Family != wire.FamilyIETF {
+			continue
 		}
-		if got, ok := ietfVersionOfALPN(v.ALPN()); !ok || got != v {
-			t.Errorf("%s selects %v, %v; want %v", v.ALPN(), got, ok, v)
+		drafts++
+		d := ietf.Version(v.Code)
+		if !d.Known() {
+			t.Errorf("%v: not known to the codec", d)
+		}
+		if ch, ok := alpn.Select(d.ALPN(), codes(vs)); !ok || ch.Family != alpn.IETF || ietf.Version(ch.Code) != d {
+			t.Errorf("%s selects %+v, %v; want %v", d.ALPN(), ch, ok, d)
 		}
 	}
-	if v, ok := ietfVersionOfALPN("moql"); !ok || v != ietf.Draft14 {
-		t.Errorf("moql selects %v, %v; want draft 14", v, ok)
+	if drafts != 9 {
+		t.Errorf("%d drafts offered, want 9 (14-22)", drafts)
+	}
+	if ch, ok := alpn.Select(alpn.Legacy, codes([]*wire.Version{wire.IETF14})); !ok || ietf.Version(ch.Code) != ietf.Draft14 {
+		t.Errorf("moql selects %+v, %v; want draft 14", ch, ok)
 	}
 }

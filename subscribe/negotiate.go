@@ -48,6 +48,15 @@ func versionList(names []string) ([]*wire.Version, error) {
 	return vs, nil
 }
 
+// codes returns the wire codes of vs, in order.
+func codes(vs []*wire.Version) []uint64 {
+	out := make([]uint64, len(vs))
+	for i, v := range vs {
+		out[i] = v.Code
+	}
+	return out
+}
+
 func liteVersions(vs []*wire.Version) []*wire.Version {
 	var out []*wire.Version
 	for _, v := range vs {

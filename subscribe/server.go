@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"slices"
 	"sync"
 	"time"
 
@@ -59,14 +58,6 @@ func Listen(addr string, opts ServerOptions) (*Server, error) {
 		return nil, err
 	}
 	protos := wire.ALPNs(versions)
-	if opts.Versions == nil {
-		// Every moq-transport draft the IETF session speaks.
-		for _, a := range ietfALPNs {
-			if !slices.Contains(protos, a) {
-				protos = append(protos, a)
-			}
-		}
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		opts: opts, versions: versions, log: opts.Logger, accepted: make(chan *Session),
@@ -105,8 +96,8 @@ func (s *Server) accept(a transport.Accepted) {
 // the legacy SETUP under "moql"), admits its session and delivers it.
 func (s *Server) acceptQUIC(a transport.Accepted) {
 	proto := a.Conn.Protocol()
-	if v, ok := ietfVersionOfALPN(proto); ok && proto != alpn.Legacy {
-		s.acceptIETF(&netConn{Conn: a.Conn, alpn: proto}, v, a)
+	if ch, ok := alpn.Pinned(proto); ok && ch.Family == alpn.IETF {
+		s.acceptIETF(&netConn{Conn: a.Conn, choice: ch}, ietf.Version(ch.Code), a)
 		return
 	}
 	c := &netConn{Conn: a.Conn}
@@ -114,8 +105,8 @@ func (s *Server) acceptQUIC(a transport.Accepted) {
 	if err == nil && c.version.Family == wire.FamilyIETF {
 		// The legacy SETUP chose moq-transport draft 14: the IETF session
 		// reads the same CLIENT_SETUP again (replayed) and answers it.
-		c.replay, c.session, c.alpn = c.session, nil, alpn.Legacy
-		s.acceptIETF(c, ietf.Draft14, a)
+		c.replay, c.session, c.choice = c.session, nil, alpn.Choice{Family: alpn.IETF, Code: c.version.Code, Token: alpn.Legacy}
+		s.acceptIETF(c, ietf.Version(c.version.Code), a)
 		return
 	}
 	if err != nil {
@@ -196,9 +187,9 @@ func refusalReason(err error) string {
 func (s *Server) acceptWebTransport(a transport.Accepted) {
 	c := &netConn{Conn: a.Conn}
 	proto := a.Conn.Protocol()
-	if v, ok := ietfVersionOfALPN(proto); ok && proto != alpn.Legacy {
-		c.alpn = proto
-		s.acceptIETF(c, v, a)
+	if ch, ok := alpn.Pinned(proto); ok && ch.Family == alpn.IETF {
+		c.choice = ch
+		s.acceptIETF(c, ietf.Version(ch.Code), a)
 		return
 	}
 	if _, err := s.negotiate(c, proto, s.versions); err != nil {
@@ -210,8 +201,8 @@ func (s *Server) acceptWebTransport(a transport.Accepted) {
 	if c.version.Family == wire.FamilyIETF {
 		// The legacy SETUP chose draft 14: its session reads the same
 		// CLIENT_SETUP again (replayed) and answers it.
-		c.replay, c.session, c.alpn = c.session, nil, alpn.Legacy
-		s.acceptIETF(c, ietf.Draft14, a)
+		c.replay, c.session, c.choice = c.session, nil, alpn.Choice{Family: alpn.IETF, Code: c.version.Code, Token: alpn.Legacy}
+		s.acceptIETF(c, ietf.Version(c.version.Code), a)
 		return
 	}
 	sess := s.newSession(a.Path)

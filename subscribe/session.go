@@ -18,6 +18,7 @@ import (
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/internal/moq/transport"
+	"github.com/moq-export/moq-export/internal/moq/transport/alpn"
 )
 
 // Session is one moq-lite session, dialled (Dial, reconnecting) or accepted
@@ -192,30 +193,32 @@ func dial(ctx context.Context, rawURL string, opts Options, wrap func(conn) conn
 	s.links.Dial = func(ctx context.Context) (family, error) {
 		t := s.target.Load()
 		d := &dialer{opts: &s.opts, target: t, versions: versions}
-		c, err := d.dial(ctx)
+		nc, err := d.dial(ctx)
 		if err != nil {
 			return nil, err
 		}
+		var c conn = nc
 		if wrap != nil {
 			c = wrap(c)
 		}
-		if v, ok := ietfVersionOf(c); ok {
-			ic, err := s.ietfDial(ctx, c, v, t)
+		if ch := nc.choice; ch.Family == alpn.IETF {
+			ic, err := s.ietfDial(ctx, c, ietf.Version(ch.Code), t)
 			if err == nil || !s.server().LearnSetup(err, peerEnded(err), s.log) {
 				return familyOrNil(ic, err)
 			}
 			// Once more, in the layout just learnt.
-			if c, err = d.dial(ctx); err != nil {
+			if nc, err = d.dial(ctx); err != nil {
 				return nil, err
 			}
+			c = nc
 			if wrap != nil {
 				c = wrap(c)
 			}
-			if v, ok = ietfVersionOf(c); !ok {
+			if nc.choice.Family != alpn.IETF {
 				c.Close(CodeCancel, "")
 				return nil, fmt.Errorf("moq: %s: the server changed its protocol", t.HostPort)
 			}
-			return familyOrNil(s.ietfDial(ctx, c, v, t))
+			return familyOrNil(s.ietfDial(ctx, c, ietf.Version(nc.choice.Code), t))
 		}
 		if !c.WebTransport() {
 			// The root (and token) ride in SETUP on raw QUIC only.

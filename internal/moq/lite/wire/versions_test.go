@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -350,5 +351,27 @@ func TestVersionLookups(t *testing.T) {
 	}
 	if _, err := ParseVersions("lite-07"); err == nil || !strings.Contains(err.Error(), "moq-lite-05") {
 		t.Fatalf("ParseVersions(lite-07) = %v, want an error naming the known versions", err)
+	}
+}
+
+// The version table and the ALPN table agree: every version's family is
+// its code's, and the legacy SETUP can choose exactly the versions the
+// ALPN table says it can, in the same order.
+func TestEachVersionsFamilyAndLegacySetupAreTheALPNTables(t *testing.T) {
+	var legacy []uint64
+	for _, v := range Versions {
+		want := alpn.Lite
+		if v.Family == FamilyIETF {
+			want = alpn.IETF
+		}
+		if got := alpn.FamilyOf(v.Code); got != want {
+			t.Errorf("%s: family %v in the ALPN table, %v here", v.Name, got, v.Family)
+		}
+		if v.LegacySetup {
+			legacy = append(legacy, v.Code)
+		}
+	}
+	if !slices.Equal(legacy, alpn.UnderLegacy) {
+		t.Errorf("legacy SETUP chooses %#x here, %#x in the ALPN table", legacy, alpn.UnderLegacy)
 	}
 }

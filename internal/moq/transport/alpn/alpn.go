@@ -9,6 +9,8 @@
 // internal/moq/ietf's Version.ALPN look their strings up here.
 package alpn
 
+import "slices"
+
 // Legacy is the token under which the version is chosen inside the legacy
 // SETUP exchange (CLIENT_SETUP's version list) rather than by the token
 // itself: moq-lite-01/02 and moq-transport draft 14. A WebTransport session
@@ -69,4 +71,89 @@ func CodeOf(name string) (uint64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// Family is the protocol family of a version, read off its wire code: each
+// family numbers its versions in its own code space.
+type Family uint8
+
+const (
+	// Unknown is a code of neither family (and 0, Legacy's).
+	Unknown Family = iota
+	// Lite is moq-lite (codes 0xff0dadNN).
+	Lite
+	// IETF is IETF moq-transport (draft N is 0xff0000NN).
+	IETF
+)
+
+// FamilyOf returns the family whose code space holds code.
+func FamilyOf(code uint64) Family {
+	switch code >> 8 {
+	case 0xff0dad:
+		return Lite
+	case 0xff0000:
+		return IETF
+	}
+	return Unknown
+}
+
+// UnderLegacy lists the versions the legacy SETUP exchange can choose
+// under Legacy (CLIENT_SETUP's version list), most preferred first:
+// moq-lite-02 and -01, and moq-transport draft 14 (how @moq/net 0.3.4
+// reaches it).
+var UnderLegacy = []uint64{0xff0dad02, 0xff0dad01, 0xff00000e}
+
+// Choice is what a negotiated token hands the connection to: a family and
+// the version it speaks.
+type Choice struct {
+	// Family speaks the connection.
+	Family Family
+	// Code is the version's wire code; 0 when the legacy SETUP still has
+	// to choose among moq-lite's versions.
+	Code uint64
+	// Token is the token negotiated (Legacy for a WebTransport session
+	// that negotiated none).
+	Token string
+}
+
+// Pinned returns the version a token pins by itself: never Legacy or "",
+// whose version the legacy SETUP chooses.
+func Pinned(token string) (Choice, bool) {
+	code, ok := CodeOf(token)
+	if !ok {
+		return Choice{}, false
+	}
+	return Choice{Family: FamilyOf(code), Code: code, Token: token}, true
+}
+
+// Select returns what a client that offered the versions offered (their
+// codes) does with the token the server chose: the version the token pins
+// when it was offered; for Legacy or no token (WebTransport), the legacy
+// SETUP, which moq-lite runs when a moq-lite version it can choose was
+// offered and moq-transport (draft 14, reading its own CLIENT_SETUP)
+// otherwise. False: nothing offered fits; the caller refuses the version.
+func Select(token string, offered []uint64) (Choice, bool) {
+	if token != "" && token != Legacy {
+		c, ok := Pinned(token)
+		if !ok || !slices.Contains(offered, c.Code) {
+			return Choice{}, false
+		}
+		return c, true
+	}
+	var ietf uint64
+	for _, code := range UnderLegacy {
+		if !slices.Contains(offered, code) {
+			continue
+		}
+		if FamilyOf(code) == Lite {
+			return Choice{Family: Lite, Token: Legacy}, true
+		}
+		if ietf == 0 {
+			ietf = code
+		}
+	}
+	if ietf == 0 {
+		return Choice{}, false
+	}
+	return Choice{Family: IETF, Code: ietf, Token: Legacy}, true
 }

@@ -2,6 +2,7 @@ package alpn
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -67,5 +68,61 @@ func TestEveryVersionMapsToItsTokenAndBack(t *testing.T) {
 		if code, ok := CodeOf(n); ok {
 			t.Errorf("CodeOf(%q) = %#x, want none", n, code)
 		}
+	}
+}
+
+// What a dialled connection is handed to: the token's own version when it
+// was offered; under "moql" (or no WebTransport protocol) moq-lite's
+// legacy SETUP when it may choose, else moq-transport draft 14.
+func TestANegotiatedTokenSelectsTheFamilyAndVersionThatSpeakIt(t *testing.T) {
+	const lite02, lite01, lite05, draft14, draft20 = 0xff0dad02, 0xff0dad01, 0xff0dad05, 0xff00000e, 0xff000014
+	all := []uint64{0xff0dad06, lite05, 0xff0dad04, 0xff0dad03, lite02, lite01, 0xff000016, draft20, draft14}
+	cases := []struct {
+		name    string
+		token   string
+		offered []uint64
+		want    Choice
+		ok      bool
+	}{
+		{"a moq-lite token pins its version", "moq-lite-05", all, Choice{Lite, lite05, "moq-lite-05"}, true},
+		{"a draft's token pins the draft", "moqt-20", all, Choice{IETF, draft20, "moqt-20"}, true},
+		{"draft 14's own token pins it", "moq-00", all, Choice{IETF, draft14, "moq-00"}, true},
+		{"a token not offered selects nothing", "moqt-20", []uint64{lite05}, Choice{}, false},
+		{"an unknown token selects nothing", "h3", all, Choice{}, false},
+		{"moql goes to moq-lite's legacy SETUP when it may choose", Legacy, all, Choice{Lite, 0, Legacy}, true},
+		{"moql goes to draft 14 when only it is offered", Legacy, []uint64{lite05, draft14}, Choice{IETF, draft14, Legacy}, true},
+		{"no protocol is moql", "", []uint64{draft14}, Choice{IETF, draft14, Legacy}, true},
+		{"moq-lite is preferred under moql whatever the order", Legacy, []uint64{draft14, lite01}, Choice{Lite, 0, Legacy}, true},
+		{"moql with nothing it can choose selects nothing", Legacy, []uint64{lite05, draft20}, Choice{}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, ok := Select(c.token, c.offered)
+			if got != c.want || ok != c.ok {
+				t.Errorf("Select(%q) = %+v, %v; want %+v, %v", c.token, got, ok, c.want, c.ok)
+			}
+		})
+	}
+}
+
+func TestEachTokensFamilyIsItsCodeSpace(t *testing.T) {
+	for _, tok := range Table {
+		c, ok := Pinned(tok.Name)
+		if tok.Code == 0 {
+			if ok {
+				t.Errorf("%s pins %+v", tok.Name, c)
+			}
+			continue
+		}
+		want := Lite
+		if strings.HasPrefix(tok.Name, "moqt-") || tok.Name == "moq-00" {
+			want = IETF
+		}
+		if !ok || c.Family != want || c.Code != tok.Code {
+			t.Errorf("%s pins %+v, %v; want family %v code %#x", tok.Name, c, ok, want, tok.Code)
+		}
+	}
+	if FamilyOf(0) != Unknown || FamilyOf(0xff0dae01) != Unknown {
+		t.Error("a code of neither space has a family")
 	}
 }
