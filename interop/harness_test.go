@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -139,6 +140,8 @@ type refProcess struct {
 	stderr *lockedBuffer
 	exited chan struct{}
 	err    error // valid after exited is closed
+	// crashTold: the test was failed for the program's crash already.
+	crashTold bool
 }
 
 type lockedBuffer struct {
@@ -206,6 +209,14 @@ func (r *reference) start(ctx context.Context, t *testing.T, prog string, flags 
 		close(p.exited)
 	}()
 	t.Cleanup(func() {
+		select {
+		case <-p.exited:
+			// A crash while the test was not reading its events.
+			if at := p.crash(); at != "" && !p.crashTold {
+				t.Errorf("%s: the reference crashed (Deno %s), which is no failure of moq-export's and no pass: run the case again", prog, at)
+			}
+		default:
+		}
 		if cmd.Process != nil {
 			_ = cmd.Process.Kill() // no-op error once it exited
 		}
@@ -217,6 +228,28 @@ func (r *reference) start(ctx context.Context, t *testing.T, prog string, flags 
 	return p
 }
 
+// crash returns where Deno panicked and why ("panicked at FILE:LINE:COL:
+// MESSAGE") when the program's stderr says it did, or "".
+func (p *refProcess) crash() string {
+	return denoPanic(p.stderr.String())
+}
+
+func denoPanic(stderr string) string {
+	if !strings.Contains(stderr, "Deno has panicked") {
+		return ""
+	}
+	lines := strings.Split(stderr, "\n")
+	for i, line := range lines {
+		if _, at, ok := strings.Cut(line, " panicked at "); ok {
+			if i+1 < len(lines) {
+				at += " " + strings.TrimSpace(lines[i+1])
+			}
+			return "panicked at " + at
+		}
+	}
+	return "panicked"
+}
+
 // next returns the next event, failing the test on timeout, on an "error"
 // event, or when the program exits first.
 func (p *refProcess) next(ctx context.Context) event {
@@ -225,6 +258,10 @@ func (p *refProcess) next(ctx context.Context) event {
 	case ev, ok := <-p.events:
 		if !ok {
 			<-p.exited
+			if at := p.crash(); at != "" {
+				p.crashTold = true
+				p.t.Fatalf("%s: the reference crashed (Deno %s), which is no failure of moq-export's and no pass: run the case again", p.name, at)
+			}
 			p.t.Fatalf("%s exited (%v) before the next event", p.name, p.err)
 		}
 		if ev.Event == "error" || ev.Event == "garbage" {

@@ -86,7 +86,15 @@ export async function openSession(flags: Flags): Promise<Session> {
         log("accept failed; waiting for the next connection:", String(err));
       }
     }
-    listener.stop();
+    // The listener is not stopped: stopping it while another client's
+    // handshake is pending makes Deno 2.9 (quinn-proto 0.11.16,
+    // endpoint.rs:217) panic at that client's next datagram, as it unwraps
+    // the server config stop() removed. moq-export dials a second time when
+    // the peer answers its probe while a dial is in flight (session.Links'
+    // dialWatched), so a restarted publisher crashed once in 160 -race
+    // restarts (TestTheReferencePublisherOutlivesASecondHandshake). A server
+    // of one session refuses the others instead, as long as it runs.
+    refuseTheRest(listener);
     const transport = new QuicWebTransport(quic);
     const url = new URL(`moql://localhost:${endpoint.addr.port}/`);
     // deno-lint-ignore no-explicit-any
@@ -113,6 +121,16 @@ export async function openSession(flags: Flags): Promise<Session> {
   const conn = await Moq.Connection.connect(url, { transport: transport as any });
   log("connected", transport.protocol, conn.version);
   return { conn, close: () => conn.close() };
+}
+
+// refuseTheRest refuses every connection the listener takes from now on;
+// the program's exit ends it.
+async function refuseTheRest(listener: Deno.QuicListener) {
+  try {
+    for await (const incoming of listener) incoming.refuse();
+  } catch {
+    // the endpoint closed
+  }
 }
 
 // openWebTransport dials --webtransport URL with Deno's WebTransport (the
