@@ -184,12 +184,14 @@ func TestASegmentThatDoesNotContinueItsPredecessorIsCheckedAgainstItsRecord(t *t
 	}
 }
 
-// TestAnUnpacedReadWritesThePartAfterTheOneItsReadersAreIn: the reader
-// writes a track part by part, each next one once the readers reached
-// the one before, not once they read it all: a reader that took only
-// the first frame finds the second part written, so that the export
-// reading one part never waits for the next.
-func TestAnUnpacedReadWritesThePartAfterTheOneItsReadersAreIn(t *testing.T) {
+// TestAnUnpacedReadKeepsItsReadersPartsAheadButNoMore: the reader
+// writes a track part by part, ahead of its readers by FeedAhead parts,
+// not by the one after theirs: a reader that took only the first frame
+// finds the track written FeedAhead parts on (so that the export reading
+// never waits for the next part to be woken and written), but not more
+// than a part beyond (so a reader holds what it did before at most,
+// well inside model.MaxLag).
+func TestAnUnpacedReadKeepsItsReadersPartsAheadButNoMore(t *testing.T) {
 	t.Parallel()
 	dir, _ := synthArchive(t, time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -217,15 +219,21 @@ func TestAnUnpacedReadWritesThePartAfterTheOneItsReadersAreIn(t *testing.T) {
 		}
 	}
 	part := archive.FeedStep.Microseconds()
-	for tr.State().NewestTimestamp < part {
+	ahead := archive.FeedAhead * part
+	for tr.State().NewestTimestamp < ahead {
 		select {
 		case <-ctx.Done():
-			t.Fatalf("the track holds frames up to %d µs while its reader is in the first part: the second (from %d µs) was never written", tr.State().NewestTimestamp, part)
+			t.Fatalf("the track holds frames up to %d µs while its reader is in the first part: the parts up to %d µs were never written", tr.State().NewestTimestamp, ahead)
 		case <-time.After(time.Millisecond):
 		}
 	}
-	if n := tr.State().NewestTimestamp; n >= 2*part {
-		t.Errorf("the track holds frames up to %d µs while its reader is in the first part: more than two parts of %d µs", n, part)
+	// Let a writer that would not stop there go on.
+	time.Sleep(50 * time.Millisecond)
+	if n, most := tr.State().NewestTimestamp, ahead+part; n >= most {
+		t.Errorf("the track holds frames up to %d µs while its reader is in the first part: more than %d parts of %d µs", n, archive.FeedAhead+1, part)
+	}
+	if d := archive.FeedAhead*archive.FeedStep + archive.FeedStep; d > model.MaxLag*3/4 {
+		t.Errorf("a reader may hold %v unread, too near model.MaxLag (%v)", d, model.MaxLag)
 	}
 }
 
