@@ -1,9 +1,14 @@
 package hls_test
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -44,7 +49,7 @@ func serve(t *testing.T, dir string) *browsertest.Browser {
 	for url, p := range players {
 		mux.HandleFunc(url, func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, p) })
 	}
-	mux.Handle("/pkg/", http.StripPrefix("/pkg/", http.FileServer(http.Dir(dir))))
+	mux.Handle("/pkg/", http.StripPrefix("/pkg/", packageServer(dir)))
 	mux.HandleFunc("/page.html", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		fmt.Fprint(w, page)
@@ -54,6 +59,92 @@ func serve(t *testing.T, dir string) *browsertest.Browser {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// packageServer serves the package in dir as a live origin must: every
+// response carries an ETag naming exactly the bytes it holds, and the
+// manifests are served Cache-Control: no-cache, so a player revalidates
+// them on every reload and gets the new version when there is one.
+//
+// http.FileServer's only validator is Last-Modified, to the second: a
+// playlist fetched and then rewritten within the same second answers every
+// later revalidation (If-Modified-Since) with 304, and Chromium hands
+// hls.js the stale copy for good. Under load that hid the final playlist
+// (ENDLIST) of the EVENT package from the live test: hls.js reloaded the
+// three-segment version for 80 s and never ended (stop 40's CI). Media
+// files only grow, so their size and modification time name their bytes;
+// a manifest is replaced whole, so it is named by its content.
+func packageServer(dir string) http.Handler {
+	root := http.Dir(dir)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f, err := root.Open(path.Clean("/" + r.URL.Path))
+		if err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil || !fi.Mode().IsRegular() {
+			http.NotFound(w, r)
+			return
+		}
+		var content io.ReadSeeker = f
+		etag := fmt.Sprintf(`"%x-%x"`, fi.Size(), fi.ModTime().UnixNano())
+		if ext := path.Ext(fi.Name()); ext == ".m3u8" || ext == ".mpd" {
+			b, err := io.ReadAll(f)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			etag = fmt.Sprintf(`"%x"`, sha256.Sum256(b))
+			content = bytes.NewReader(b)
+			w.Header().Set("Cache-Control", "no-cache")
+		}
+		w.Header().Set("ETag", etag)
+		http.ServeContent(w, r, fi.Name(), fi.ModTime(), content)
+	})
+}
+
+// TestThePackageServerHandsARevalidatingPlayerAPlaylistRewrittenInTheSameSecond
+// fetches a playlist, rewrites it with the same modification time (as a
+// rewrite within the second looks to a Last-Modified validator), and
+// revalidates as Chromium does: the new playlist must come back, and an
+// unchanged one must still be a 304.
+func TestThePackageServerHandsARevalidatingPlayerAPlaylistRewrittenInTheSameSecond(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "v0.m3u8")
+	must(t, os.WriteFile(name, []byte("#EXTM3U\n#EXTINF:2,\nv0.mp4\n"), 0o644))
+	fi, err := os.Stat(name)
+	must(t, err)
+	srv := httptest.NewServer(packageServer(dir))
+	defer srv.Close()
+	get := func(etag, lastModified string) (int, string, http.Header) {
+		req, err := http.NewRequest("GET", srv.URL+"/v0.m3u8", nil)
+		must(t, err)
+		if etag != "" {
+			req.Header.Set("If-None-Match", etag)
+			req.Header.Set("If-Modified-Since", lastModified)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		must(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		must(t, err)
+		return resp.StatusCode, string(b), resp.Header
+	}
+	code, _, h := get("", "")
+	if code != http.StatusOK || h.Get("ETag") == "" || h.Get("Cache-Control") != "no-cache" {
+		t.Fatalf("first fetch: %d, headers %v: want 200 with an ETag and Cache-Control: no-cache", code, h)
+	}
+	if code, _, _ := get(h.Get("ETag"), h.Get("Last-Modified")); code != http.StatusNotModified {
+		t.Errorf("revalidating an unchanged playlist: %d, want 304", code)
+	}
+	final := "#EXTM3U\n#EXTINF:2,\nv0.mp4\n#EXT-X-ENDLIST\n"
+	must(t, os.WriteFile(name, []byte(final), 0o644))
+	must(t, os.Chtimes(name, fi.ModTime(), fi.ModTime()))
+	if code, body, _ := get(h.Get("ETag"), h.Get("Last-Modified")); code != http.StatusOK || body != final {
+		t.Errorf("revalidating the rewritten playlist: %d %q, want 200 and the new playlist", code, body)
+	}
 }
 
 // freshVideo replaces the page's <video> with a new one, for a second
@@ -212,7 +303,15 @@ func TestChromiumPlaysTheEventPackageWhileItIsRecorded(t *testing.T) {
   const v = document.getElementById('v');
   const hls = new Hls();
   window.hlsLive = hls;
-  window.liveEnded = new Promise(r => v.addEventListener('ended', () => r({ended: true, time: v.currentTime, frames: v.getVideoPlaybackQuality().totalVideoFrames})));
+  const seen = [];
+  for (const ev of ['LEVEL_LOADED', 'AUDIO_TRACK_LOADED', 'BUFFER_EOS', 'ERROR']) hls.on(Hls.Events[ev], (e, d) => seen.push(ev + (d.details && d.details.endSN !== undefined ? ' endSN=' + d.details.endSN + ' live=' + d.details.live : ' ' + d.details) + ' at ' + v.currentTime.toFixed(2)));
+  const ranges = (b) => Array.from({length: b.length}, (_, i) => b.start(i).toFixed(2) + '-' + b.end(i).toFixed(2)).join(',');
+  // What the page saw, when the end does not come.
+  const state = () => JSON.stringify({time: v.currentTime, duration: v.duration, paused: v.paused, readyState: v.readyState, buffered: ranges(v.buffered), seen: seen.slice(-12)});
+  window.liveEnded = new Promise((resolve, reject) => {
+    v.addEventListener('ended', () => resolve({ended: true, time: v.currentTime, frames: v.getVideoPlaybackQuality().totalVideoFrames}));
+    window.liveWait = () => setTimeout(() => reject(new Error('no end within 45 s of the recording\'s end: ' + state())), 45000);
+  });
   setTimeout(() => reject(new Error('timeout')), 30000);
   hls.on(Hls.Events.ERROR, (e, d) => { if (d.fatal) reject(new Error('fatal ' + d.details)); });
   hls.on(Hls.Events.MANIFEST_PARSED, () => { v.playbackRate = 2; v.play(); });
@@ -232,7 +331,7 @@ func TestChromiumPlaysTheEventPackageWhileItIsRecorded(t *testing.T) {
 	}
 	must(t, w.Close())
 	var end playResult
-	if err := b.Eval(`window.liveEnded`, &end); err != nil {
+	if err := b.Eval(`window.liveWait(), window.liveEnded`, &end); err != nil {
 		t.Fatal(err)
 	}
 	if !end.Ended || end.Time < 7.5 || end.Frames == 0 {
