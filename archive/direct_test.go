@@ -396,3 +396,30 @@ func TestAWholeTrackIsFetchedByAFewGoroutinesThatEndWithTheRead(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestAnArchiveReadWholeIsUnpacedAndAReplayIsNot: the broadcast of a read
+// written as fast as it is taken says so (model.Broadcast.Unpaced), so
+// that the export waits a moment for its next part instead of parking;
+// a replay in real time does not.
+func TestAnArchiveReadWholeIsUnpacedAndAReplayIsNot(t *testing.T) {
+	t.Parallel()
+	dir, _ := synthArchive(t, 10*time.Second)
+	for _, tc := range []struct {
+		name string
+		pace bool
+		want bool
+	}{
+		{name: "read whole", want: true},
+		{name: "replayed in real time", pace: true, want: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			b := archivetest.Broadcast(t, ctx, archivetest.Dir(t, dir), "demo", archive.ReadOptions{Pace: tc.pace})
+			defer b.Close(nil)
+			if got := b.Unpaced(); got != tc.want {
+				t.Errorf("Unpaced() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -90,6 +90,9 @@ func (r *Recording) Broadcast(ctx context.Context, o ReadOptions) (*model.Broadc
 		return nil, err
 	}
 	b := model.NewBroadcast(r.name)
+	if !o.Pace {
+		b.SetUnpaced() // written as fast as it is read
+	}
 	f := &feeder{r: r, o: o, b: b, cat: cat, asked: make(chan struct{}, 1), selected: make(chan struct{}, 1), tracks: map[string]*feedTrack{}}
 	// The catalog in effect at the start, as stored.
 	ct := b.CreateTrack(r.catTrack)

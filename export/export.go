@@ -89,6 +89,9 @@ type Export struct {
 	resume      func()
 	stopCtxWake func() bool
 	timer       *time.Timer
+	// unpaced: the broadcast is written as fast as it is read; the
+	// export lingers before it parks (linger).
+	unpaced bool
 
 	tracks  map[string]*trackState          // by rendition name
 	byCons  map[*model.Consumer]*trackState // the media tracks' consumers
@@ -163,6 +166,7 @@ func New(bc *model.Broadcast, m mux.Muxer, opts Options) *Export {
 
 		disabled:  map[string]bool{},
 		dataNoted: map[string]bool{},
+		unpaced:   bc.Unpaced(),
 	}
 	e.jit = jitter.New(jitter.Options{Delay: opts.Delay, MaxDelay: opts.MaxDelay, Late: opts.Late, MediaTimeOnly: opts.MediaTimeOnly, Now: e.jitterNow, Pending: e.pending})
 	return e

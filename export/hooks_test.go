@@ -22,3 +22,11 @@ func (e *Export) Done() bool { return e.finished }
 // is buffered (unless MaxDuration stopped it) and closes the muxer. Later
 // calls return nil.
 func (e *Export) Close() error { return e.finish() }
+
+// Linger waits for a consumer to become ready as an export of an unpaced
+// broadcast does before it parks (at most LingerFor); it reports whether
+// one did.
+func (e *Export) Linger() bool { return e.linger() }
+
+// LingerFor bounds Linger.
+const LingerFor = lingerFor

@@ -164,3 +164,68 @@ func TestRunOfAnEndedBroadcastNeedsNoWakeup(t *testing.T) {
 		t.Fatalf("done calls %v, muxer closed %v", ended, rec.closed)
 	}
 }
+
+// TestAnUnpacedExportLingersOnlyWhileNothingIsReady: an export of a
+// broadcast written as fast as it is read (model.Broadcast.SetUnpaced)
+// waits a moment for the producer before it parks: it goes on at once
+// when a frame is there, and gives up after LingerFor when none comes.
+func TestAnUnpacedExportLingersOnlyWhileNothingIsReady(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		write bool
+		want  bool
+	}{
+		{name: "a frame is there", write: true, want: true},
+		{name: "nothing comes", want: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bc, _, write := idleBroadcast(t, "aac")
+			bc.SetUnpaced()
+			e := export.New(bc, newRecorder(), export.Options{Delay: 50 * time.Millisecond})
+			defer e.Close()
+			if err := e.Poll(); err != nil { // reads the catalog, subscribes
+				t.Fatal(err)
+			}
+			for e.Linger() {
+				if err := e.Poll(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.write {
+				write("aac", 0)
+			}
+			start := time.Now()
+			if got := e.Linger(); got != tc.want {
+				t.Fatalf("Linger() = %v, want %v", got, tc.want)
+			}
+			if d := time.Since(start); !tc.want && d < export.LingerFor {
+				t.Errorf("gave up after %v, want at least %v", d, export.LingerFor)
+			}
+		})
+	}
+}
+
+// TestAnUnpacedExportHoldsNoGoroutineWhileIdle: lingering does not keep
+// an export of an unpaced broadcast that gets nothing: Go returns, and
+// no goroutine runs or waits for it until the broadcast ends.
+func TestAnUnpacedExportHoldsNoGoroutineWhileIdle(t *testing.T) {
+	settle(t)
+	bc, _, write := idleBroadcast(t, "aac")
+	bc.SetUnpaced()
+	write("aac", 0)
+	rec := newRecorder()
+	e := export.New(bc, rec, export.Options{Delay: 50 * time.Millisecond})
+	done := make(chan error, 1)
+	e.Go(context.Background(), func(err error) { done <- err })
+	if n := exportGoroutines(); n != 0 {
+		t.Fatalf("%d goroutines in the export while it is idle, want 0", n)
+	}
+	write("aac", 20_000)
+	bc.Close(nil)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.frames) != 2 {
+		t.Fatalf("%d frames written, want 2", len(rec.frames))
+	}
+}

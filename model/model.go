@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -90,9 +91,11 @@ type Broadcast struct {
 	// onSelected is told that a reader asked for every track it takes
 	// from the catalog it read (Selected).
 	onSelected func()
-	err        error
-	ended      bool
-	done       chan struct{}
+	// unpaced: the producer writes as fast as the readers read (SetUnpaced).
+	unpaced atomic.Bool
+	err     error
+	ended   bool
+	done    chan struct{}
 }
 
 // NewBroadcast returns an empty, live broadcast.
@@ -145,6 +148,16 @@ func (b *Broadcast) Selected() {
 		fn()
 	}
 }
+
+// SetUnpaced says that the broadcast is written as fast as its readers
+// read it (an archive read whole, not replayed in real time): a reader
+// that ran out of frames gets the next ones within microseconds, not a
+// frame interval, and may wait for them without giving up its thread
+// (package export lingers before it parks).
+func (b *Broadcast) SetUnpaced() { b.unpaced.Store(true) }
+
+// Unpaced reports whether SetUnpaced was called.
+func (b *Broadcast) Unpaced() bool { return b.unpaced.Load() }
 
 // HandleClose installs the function Close calls, once, after the broadcast
 // ended (package subscribe ends its subscriptions there, without a

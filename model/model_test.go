@@ -992,3 +992,16 @@ func TestAGroupFitsTheAllocatorsSizeClassOf144Bytes(t *testing.T) {
 		t.Fatalf("a Group takes %d bytes, want at most 144 (pack its fields: bool and int32 beside each other)", n)
 	}
 }
+
+// TestABroadcastIsUnpacedOnceItsProducerSaysSo: a broadcast is paced (a
+// live one) until its producer says it writes as fast as it is read.
+func TestABroadcastIsUnpacedOnceItsProducerSaysSo(t *testing.T) {
+	b := NewBroadcast("b")
+	if b.Unpaced() {
+		t.Fatal("a new broadcast is unpaced")
+	}
+	b.SetUnpaced()
+	if !b.Unpaced() {
+		t.Fatal("SetUnpaced did not make it unpaced")
+	}
+}
