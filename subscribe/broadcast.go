@@ -2,6 +2,7 @@ package subscribe
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -218,11 +219,11 @@ func (rb *remoteBroadcast) knownKind(name string) string {
 }
 
 // kindOf returns the container of track name, reading the broadcast's
-// catalog when it is not known yet (bounded by the request timeout;
-// "legacy" when the catalog does not say). The catalog is read here, on
-// the asking track's goroutine and only for as long as it asks: nothing
-// follows it for the broadcast's life, so an idle recording holds no
-// goroutine and no decoded catalog for it.
+// catalog when it is not known yet (bounded by the request timeout on a
+// connection that stays up; "legacy" when the catalog does not say). The
+// catalog is read here, on the asking track's goroutine and only for as
+// long as it asks: nothing follows it for the broadcast's life, so an idle
+// recording holds no goroutine and no decoded catalog for it.
 func (rb *remoteBroadcast) kindOf(name string) (string, error) {
 	if k := rb.knownKind(name); k != "" {
 		return k, nil
@@ -231,27 +232,27 @@ func (rb *remoteBroadcast) kindOf(name string) (string, error) {
 		rb.s.log.Warn("moq: catalog", "broadcast", rb.path, "err", err)
 	} else {
 		defer w.Close()
-		ctx, cancel := context.WithTimeout(rb.ctx, rb.s.opts.RequestTimeout)
-		defer cancel()
-		// A rendition that a catalog update added may be asked for
-		// before that update arrived (the export follows the catalog
-		// track on its own): after a snapshot without it, wait a moment
-		// for the next one.
-		wait := ctx
+		// A catalog that does not come within the request timeout
+		// because its connection was lost meanwhile (a blackhole: its
+		// request goes with the connection, and the track subscribes
+		// again on the next one) is waited for on the next connection:
+		// assuming the legacy container would record a loc or cmaf
+		// track as garbage.
+		var gen uint64
 		for {
-			c, err := w.Next(wait)
+			c, g, err := rb.WaitConn(rb.ctx, gen)
 			if err != nil {
-				break // the catalog track ended, or the wait is over
+				break
 			}
-			rb.s.learnCatalog(rb.path, c)
-			if k := rb.knownKind(name); k != "" {
+			gen = g
+			k, silent := rb.waitCatalog(w, name)
+			if k != "" {
 				return k, nil
 			}
-			if wait == ctx {
-				var stop context.CancelFunc
-				wait, stop = context.WithTimeout(ctx, catalogUpdateGrace)
-				defer stop()
+			if !silent || !session.LostWith(rb.ctx, c, fmt.Errorf("%w: catalog", session.ErrTimeout)) {
+				break
 			}
+			rb.s.log.Debug("moq: the catalog's wait went with its connection: waiting on the next one", "broadcast", rb.path, "track", name)
 		}
 	}
 	if rb.ctx.Err() != nil {
@@ -259,6 +260,34 @@ func (rb *remoteBroadcast) kindOf(name string) (string, error) {
 	}
 	rb.s.log.Warn("moq: track not in the catalog, assuming the legacy container", "broadcast", rb.path, "track", name)
 	return string(hang.Legacy), nil
+}
+
+// waitCatalog reads w's catalogs for the container of track name, for at
+// most the request timeout; silent: no catalog came in that time (and the
+// catalog track did not end).
+func (rb *remoteBroadcast) waitCatalog(w *catalog.Watcher, name string) (kind string, silent bool) {
+	ctx, cancel := context.WithTimeout(rb.ctx, rb.s.opts.RequestTimeout)
+	defer cancel()
+	// A rendition that a catalog update added may be asked for before
+	// that update arrived (the export follows the catalog track on its
+	// own): after a snapshot without it, wait a moment for the next one.
+	wait := ctx
+	for {
+		c, err := w.Next(wait)
+		if err != nil {
+			// The catalog track ended, or the wait is over.
+			return "", wait == ctx && errors.Is(err, context.DeadlineExceeded) && rb.ctx.Err() == nil
+		}
+		rb.s.learnCatalog(rb.path, c)
+		if k := rb.knownKind(name); k != "" {
+			return k, false
+		}
+		if wait == ctx {
+			var stop context.CancelFunc
+			wait, stop = context.WithTimeout(ctx, catalogUpdateGrace)
+			defer stop()
+		}
+	}
 }
 
 // catalogUpdateGrace is how long a track missing from the catalog waits

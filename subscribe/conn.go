@@ -3,6 +3,7 @@ package subscribe
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/session"
@@ -36,6 +37,9 @@ type conn interface {
 	// SessionStream is the legacy SETUP stream that stays open on
 	// lite-01/02 (nil otherwise).
 	SessionStream() bidiStream
+	// Silence is how long the connection takes, as it stands now, to
+	// find that its peer went silent (session.Family.Silence).
+	Silence() time.Duration
 }
 
 // negotiated is what a connection negotiated, embedded by the transports.
@@ -61,6 +65,21 @@ type netConn struct {
 	// SETUP, returned (its bytes replayed) by the next AcceptBidi, before
 	// anything else accepts: the handshake of the session it chose.
 	replay bidiStream
+	// keepAlive and idle are what the connection was made with.
+	keepAlive, idle time.Duration
+}
+
+// newNetConn is c, made with the keep-alive and idle timeout that
+// liveness makes of keepAlive and idle.
+func newNetConn(c transport.Conn, keepAlive, idle time.Duration) *netConn {
+	keepAlive, idle = liveness(keepAlive, idle)
+	return &netConn{Conn: c, keepAlive: keepAlive, idle: idle}
+}
+
+// Silence is how long the connection takes to find a silent peer, as its
+// RTT estimate stands now (transport.SilenceTimeout).
+func (c *netConn) Silence() time.Duration {
+	return transport.SilenceTimeout(c.Conn, c.keepAlive, c.idle)
 }
 
 func (c *netConn) AcceptBidi(ctx context.Context) (bidiStream, error) {
@@ -157,6 +176,7 @@ func (t coreConn) Context() context.Context           { return t.c.Context() }
 func (t coreConn) WebTransport() bool                 { return t.c.WebTransport() }
 func (t coreConn) Cause() error                       { return transportCause(t.c) }
 func (t coreConn) Gone(err error) bool                { return connGone(t.c, err) }
+func (t coreConn) Silence() time.Duration             { return t.c.Silence() }
 func (t coreConn) ResetCode(err error) (uint64, bool) { return resetCode(err) }
 
 // resetCode reads the code of the peer's stream reset out of err.

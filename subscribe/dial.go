@@ -82,7 +82,7 @@ func (d *dialer) dial(ctx context.Context) (*netConn, error) {
 // own SETUP (ietfDial).
 func (d *dialer) negotiateQUIC(ctx context.Context, c transport.Conn) (*netConn, error) {
 	p := c.Protocol()
-	qc := &netConn{Conn: c}
+	qc := newNetConn(c, d.opts.KeepAlive, d.opts.IdleTimeout)
 	lite := liteVersions(d.versions)
 	if ch, ok := alpn.Select(p, codes(d.versions)); ok && ch.Family == alpn.IETF {
 		qc.choice = ch
@@ -116,7 +116,7 @@ func (d *dialer) dialWebTransport(ctx context.Context, pin string) (*netConn, er
 	if err != nil {
 		return nil, err
 	}
-	wc := &netConn{Conn: c}
+	wc := newNetConn(c, keepAlive, idle)
 	proto := c.Protocol()
 	lite := liteVersions(d.versions)
 	if ch, ok := alpn.Select(proto, codes(d.versions)); ok && ch.Family == alpn.IETF {

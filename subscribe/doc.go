@@ -252,5 +252,11 @@
 // refusals end the track with ErrRefused. A track that was live retries
 // refusals after a reconnect for a bounded window. A publisher that never
 // answers TRACK (as @moq/net does for unknown tracks) is given up after
-// Options.RequestTimeout.
+// Options.RequestTimeout, with ErrTimeout, once its connection proved
+// alive: a request that times out is not taken for an answer until the
+// connection outlived twice the time it takes to find a silent peer
+// (Options.KeepAlive and IdleTimeout); a connection lost meanwhile (a
+// blackhole) takes the request along, and the next connection makes it
+// again. The same holds for the FETCHes of a gap fill: one lost with its
+// connection goes on at the next connection.
 package subscribe

@@ -12,10 +12,16 @@ var (
 	// ErrClosed means the session was closed by Close or gave up
 	// reconnecting.
 	ErrClosed = errors.New("moq: session closed")
-	// ErrRefused means the peer refused a TRACK or SUBSCRIBE request (a
-	// reset, a FIN without an answer, or no answer within the request
-	// timeout).
+	// ErrRefused means the peer refused a TRACK or SUBSCRIBE request: it
+	// said so (an error reply, a reset of the request, a FIN without an
+	// answer).
 	ErrRefused = session.ErrRefused
+	// ErrTimeout means the peer did not answer a TRACK or SUBSCRIBE
+	// request within Options.RequestTimeout, on a connection that stayed
+	// up. A request whose connection was lost meanwhile (a blackhole
+	// times a request out before QUIC finds the peer silent) is not one:
+	// it is made again on the next connection.
+	ErrTimeout = session.ErrTimeout
 	// ErrUnsupportedContainer means a rendition uses a container this
 	// package cannot decode (an unknown kind), or a cmaf track with no init
 	// in the catalog.

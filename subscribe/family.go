@@ -3,6 +3,7 @@ package subscribe
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/moq-export/moq-export/internal/moq/ietf/ietfsub"
 	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
@@ -101,13 +102,14 @@ func (ic *ietfConn) OpenFetch(ctx context.Context, rt *session.Remote, timescale
 	return ic.ss.OpenFetch(ctx, rt, timescale, r, what)
 }
 
-func (ic *ietfConn) Cause() error         { return markIETF(transportCause(ic.conn), true) }
-func (ic *ietfConn) Gone(err error) bool  { return connGone(ic, err) }
-func (ic *ietfConn) Loss(err error) error { return connLoss(ic, err) }
-func (ic *ietfConn) FrameRanges() bool    { return false }
-func (ic *ietfConn) GroupRanges() bool    { return true }
-func (ic *ietfConn) Fetches() bool        { return true }
-func (ic *ietfConn) VersionName() string  { return ic.Version().Name }
+func (ic *ietfConn) Cause() error           { return markIETF(transportCause(ic.conn), true) }
+func (ic *ietfConn) Gone(err error) bool    { return connGone(ic, err) }
+func (ic *ietfConn) Silence() time.Duration { return ic.conn.Silence() }
+func (ic *ietfConn) Loss(err error) error   { return connLoss(ic, err) }
+func (ic *ietfConn) FrameRanges() bool      { return false }
+func (ic *ietfConn) GroupRanges() bool      { return true }
+func (ic *ietfConn) Fetches() bool          { return true }
+func (ic *ietfConn) VersionName() string    { return ic.Version().Name }
 
 // RetryReset: moq-transport's codes carry nothing the policy reads.
 func (ic *ietfConn) RetryReset(error) session.Reset { return session.ResetUnknown }

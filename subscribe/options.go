@@ -83,9 +83,12 @@ type Options struct {
 	KeepAlive   time.Duration
 	IdleTimeout time.Duration
 
-	// RequestTimeout bounds how long a TRACK request may stay unanswered
-	// (default 10s): @moq/net never answers a request for an unknown
-	// track.
+	// RequestTimeout bounds how long a TRACK or SUBSCRIBE request (and a
+	// FETCH, and the wait for the catalog) may stay unanswered (default
+	// 10s): @moq/net never answers a request for an unknown track. A
+	// request that times out ends its track with ErrTimeout only once its
+	// connection proved alive; one that went with a dead connection is
+	// made again on the next one.
 	RequestTimeout time.Duration
 
 	// MaxLatency is sent in SUBSCRIBE (default 0: only the newest group

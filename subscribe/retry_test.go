@@ -46,7 +46,8 @@ func TestRetryPolicy(t *testing.T) {
 	)
 	unroutable := fmt.Errorf("%w: SUBSCRIBE: %w", ErrRefused, &ResetError{Code: CodeUnroutable})
 	notFound := fmt.Errorf("%w: SUBSCRIBE: %w", ErrRefused, &ResetError{Code: CodeNotFound})
-	noInfo := fmt.Errorf("%w: TRACK: no TRACK_INFO within the request timeout", ErrRefused)
+	noInfo := fmt.Errorf("%w: TRACK: no TRACK_INFO within 10s", ErrTimeout)
+	noFIN := fmt.Errorf("%w: TRACK: FIN without TRACK_INFO", ErrRefused)
 	lost := errors.New("connection lost")
 	for _, tc := range []struct {
 		name   string
@@ -64,10 +65,15 @@ func TestRetryPolicy(t *testing.T) {
 		{"not routable yet", unroutable, retryState{}, session.RetryOnAnnounce, wait},
 		{"not routable after being live", unroutable, retryState{live: true, refusedFor: time.Second}, session.RetryNow, pause},
 		{"refused while resuming", notFound, retryState{live: true}, session.RetryNow, pause},
-		{"refused at the end of the window", noInfo, retryState{live: true, refusedFor: window}, session.RetryNow, pause},
+		{"refused at the end of the window", noFIN, retryState{live: true, refusedFor: window}, session.RetryNow, pause},
+		{"unanswered at the end of the window", noInfo, retryState{live: true, refusedFor: window}, session.RetryNow, pause},
+		{"unanswered past the window", noInfo, retryState{live: true, refusedFor: window + time.Millisecond}, session.RetryEnd, 0},
+		{"unanswered on a connection lost meanwhile", noInfo, retryState{connGone: true}, session.RetryNextConn, 0},
+		{"unanswered on a connection lost meanwhile, resuming", noInfo, retryState{live: true, connGone: true}, session.RetryNextConn, 0},
 		{"refused past the window", notFound, retryState{live: true, refusedFor: window + time.Millisecond}, session.RetryEnd, 0},
 		{"refused at the first subscription", notFound, retryState{}, session.RetryEnd, 0},
 		{"no TRACK_INFO at the first subscription", noInfo, retryState{}, session.RetryEnd, 0},
+		{"FIN without TRACK_INFO at the first subscription", noFIN, retryState{}, session.RetryEnd, 0},
 		{"protocol error", fmt.Errorf("subscribe stream: %w", ErrProtocol), retryState{live: true}, session.RetryEnd, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

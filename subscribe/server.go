@@ -97,10 +97,12 @@ func (s *Server) accept(a transport.Accepted) {
 func (s *Server) acceptQUIC(a transport.Accepted) {
 	proto := a.Conn.Protocol()
 	if ch, ok := alpn.Pinned(proto); ok && ch.Family == alpn.IETF {
-		s.acceptIETF(&netConn{Conn: a.Conn, choice: ch}, ietf.Version(ch.Code), a)
+		c := s.netConn(a.Conn)
+		c.choice = ch
+		s.acceptIETF(c, ietf.Version(ch.Code), a)
 		return
 	}
-	c := &netConn{Conn: a.Conn}
+	c := s.netConn(a.Conn)
 	setupPath, err := s.negotiate(c, proto, s.versions)
 	if err == nil && c.version.Family == wire.FamilyIETF {
 		// The legacy SETUP chose moq-transport draft 14: the IETF session
@@ -141,6 +143,11 @@ func (s *Server) acceptQUIC(a transport.Accepted) {
 		return
 	}
 	s.deliver(sess)
+}
+
+// netConn is c, accepted with the server's keep-alive and idle timeout.
+func (s *Server) netConn(c transport.Conn) *netConn {
+	return newNetConn(c, s.opts.KeepAlive, s.opts.IdleTimeout)
 }
 
 // awaitSetup waits at most d for the client's SETUP on sess.
@@ -185,7 +192,7 @@ func refusalReason(err error) string {
 // (its protocol, or the legacy SETUP when it negotiated none), admits its
 // session and delivers it.
 func (s *Server) acceptWebTransport(a transport.Accepted) {
-	c := &netConn{Conn: a.Conn}
+	c := s.netConn(a.Conn)
 	proto := a.Conn.Protocol()
 	if ch, ok := alpn.Pinned(proto); ok && ch.Family == alpn.IETF {
 		c.choice = ch

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 )
@@ -33,6 +34,7 @@ func (c *goneConn) Context() context.Context                       { return c.ct
 func (c *goneConn) WebTransport() bool                             { return false }
 func (c *goneConn) Version() *wire.Version                         { return nil }
 func (c *goneConn) SessionStream() bidiStream                      { return nil }
+func (c *goneConn) Silence() time.Duration                         { return time.Second }
 func (c *goneConn) Close(uint64, string) {
 	c.mu.Lock()
 	c.closed++

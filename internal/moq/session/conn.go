@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"time"
 )
 
 // Conn is a connection as a family's session sees it: the transport's (raw
@@ -30,6 +31,9 @@ type Conn interface {
 	// STOP_SENDING) of one stream out of err, the error of an operation
 	// on that stream; ok is false when err is no such reset.
 	ResetCode(err error) (code uint64, ok bool)
+	// Silence is how long the connection takes, as it stands now, to
+	// find that its peer went silent (Family.Silence).
+	Silence() time.Duration
 }
 
 // ResetStream abandons both directions of str with code.

@@ -22,10 +22,17 @@ import (
 // its RemoteHost; the family that speaks on a connection is its Family.
 
 var (
-	// ErrRefused means the peer refused a TRACK or SUBSCRIBE request (a
-	// reset, a FIN without an answer, or no answer within the request
-	// timeout). (Package subscribe names it as its own ErrRefused.)
+	// ErrRefused means the peer refused a TRACK or SUBSCRIBE request: it
+	// said so (an error reply, a reset of the request, a FIN without an
+	// answer). (Package subscribe names it as its own ErrRefused.)
 	ErrRefused = errors.New("moq: request refused")
+	// ErrTimeout means a request got no answer within the request timeout
+	// on a connection that stayed up: the peer said nothing, neither yes
+	// nor no. A request whose connection was lost meanwhile (a blackhole
+	// times a request out before QUIC finds the peer silent) is not one:
+	// it is made again on the next connection (LostWith). (Package
+	// subscribe names it as its own ErrTimeout.)
+	ErrTimeout = errors.New("moq: request timed out")
 	// ErrProtocol means the peer broke the protocol (a malformed message,
 	// an unexpected stream). (Package subscribe names it as its own.)
 	ErrProtocol = errors.New("moq: protocol violation")
@@ -51,6 +58,11 @@ type Family interface {
 	// returns why (its cause once known, err until then).
 	Gone(err error) bool
 	Loss(err error) error
+	// Silence is how long the connection takes, as it stands now, to
+	// find that its peer went silent (keep-alive, idle timeout and
+	// QUIC's floor on it): a connection still up that long after a
+	// request timed out was not lost with it (LostWith).
+	Silence() time.Duration
 	// NewSubscription is one subscription attempt of t in the family's
 	// wire (Subscribe runs it).
 	NewSubscription(ctx context.Context, t *Remote) SubscriptionWire
@@ -251,8 +263,14 @@ func (t *Remote) loop(c Family, ended *error) {
 // publisher ended the track cleanly) into the retry policy's terms;
 // reset is what the family read of its reset code.
 func AttemptOf(err error, reset Reset) Attempt {
-	return Attempt{Clean: err == nil, Restart: errors.Is(err, ErrRestart), Refused: errors.Is(err, ErrRefused), Reset: reset}
+	return Attempt{Clean: err == nil, Restart: errors.Is(err, ErrRestart), Refused: errors.Is(err, ErrRefused),
+		TimedOut: errors.Is(err, ErrTimeout), Reset: reset}
 }
+
+// unanswered reports whether err ended an attempt that the peer refused or
+// did not answer (on a connection that stayed up): a run of those is
+// retried within a live track's resume window.
+func unanswered(err error) bool { return errors.Is(err, ErrRefused) || errors.Is(err, ErrTimeout) }
 
 // retry applies the retry policy to the attempt on c that ended with
 // err, waiting as it says; false: the track is closed and its run ends.
@@ -260,10 +278,12 @@ func (t *Remote) retry(c Family, err error) bool {
 	ctx := t.Host.Context()
 	cfg := t.Host.Config()
 	st := TrackState{
-		Live: t.live, BroadcastDone: ctx.Err() != nil, ConnGone: err != nil && c.Gone(err),
+		// A request that timed out into a blackhole went with its
+		// connection: LostWith waits for the connection's loss to show.
+		Live: t.live, BroadcastDone: ctx.Err() != nil, ConnGone: LostWith(ctx, c, err),
 		ResumeWindow: t.resumeWindow(), RetryWait: cfg.ReconnectMin, AnnounceWait: cfg.ReconnectMax,
 	}
-	switch refused := errors.Is(err, ErrRefused); {
+	switch refused := unanswered(err) && !st.ConnGone; {
 	case refused:
 		// 0 for the first refusal of a run (the policy tells it apart).
 		if t.refusedSince.IsZero() {
@@ -276,6 +296,9 @@ func (t *Remote) retry(c Family, err error) bool {
 		t.refusedSince = time.Time{}
 	}
 	log := t.logger()
+	if st.ConnGone && errors.Is(err, ErrTimeout) {
+		log.Debug("moq: a request that timed out went with its connection: made again on the next one", "err", err)
+	}
 	action, wait := Retry(AttemptOf(err, c.RetryReset(err)), st)
 	switch action {
 	case RetryEnd:
@@ -284,7 +307,7 @@ func (t *Remote) retry(c Family, err error) bool {
 			log.Debug("moq: track ended")
 		case st.BroadcastDone:
 			err = CloseReason(context.Cause(ctx))
-		case !st.Live || !errors.Is(err, ErrRefused): // not the end of a resume window
+		case !st.Live || !unanswered(err): // not the end of a resume window
 			log.Warn("moq: subscription failed", "err", err)
 		}
 		t.Track.Close(err)

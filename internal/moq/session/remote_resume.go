@@ -241,6 +241,7 @@ func (rt *Remote) newTimeline() {
 // starts (see above). It returns when the missed groups are in the track.
 func (rt *Remote) resume(ctx context.Context, c Family, timescale, first uint64) {
 	log := rt.logger()
+	log.Debug("moq: resuming after the connection's loss", "first", first)
 	rt.mu.Lock()
 	cut := rt.interrupted
 	rt.interrupted = nil
@@ -261,7 +262,7 @@ func (rt *Remote) resume(ctx context.Context, c Family, timescale, first uint64)
 	rt.verifiedOK = false
 	rt.mu.Unlock()
 	fillCtx := ctx
-	ctx, cancel := context.WithTimeout(ctx, resumeTimeout)
+	ctx, cancel := withTimeout(ctx, resumeTimeout, "the resume's FETCHes")
 	defer cancel()
 	// The same publisher session goes on with the same groups: the newest
 	// group we hold must still start with the same frame. A peer that
@@ -296,7 +297,7 @@ func (rt *Remote) resume(ctx context.Context, c Family, timescale, first uint64)
 			break
 		}
 		probeFrom = len(have) - 1
-		pctx, pcancel := context.WithTimeout(ctx, rt.Host.Config().RequestTimeout)
+		pctx, pcancel := withTimeout(ctx, rt.Host.Config().RequestTimeout, "the FETCH that checks the publisher")
 		var err error
 		if c.FrameRanges() && first == newest.Sequence() {
 			// The live group: its one frame is all the check needs (the
@@ -306,9 +307,24 @@ func (rt *Remote) resume(ctx context.Context, c Family, timescale, first uint64)
 			probe, err = rt.fetchFrom(pctx, c, timescale, newest.Sequence(), probeFrom)
 		}
 		pcancel()
-		if err == nil {
+		switch {
+		case err == nil:
 			same = len(have) > 0 && len(probe) > 0 && probe[0].Timestamp == have[probeFrom].Timestamp
-		} else {
+		case LostWith(fillCtx, c, err):
+			// The check went with the connection: it tells nothing of
+			// the publisher. The next connection's resume checks again
+			// and fills the gap, which stays held meanwhile.
+			rt.mu.Lock()
+			rt.interrupted = cut
+			rt.fillPending = true
+			rt.fillFrom = newest.Sequence() + 1
+			if pending {
+				rt.fillFrom = min(rt.fillFrom, pendingFrom)
+			}
+			rt.mu.Unlock()
+			log.Info("moq: the connection was lost while the publisher was checked: the next connection resumes", "err", err)
+			return
+		default:
 			probe = nil
 			same = first > newest.Sequence()
 		}
@@ -350,7 +366,7 @@ func (rt *Remote) resume(ctx context.Context, c Family, timescale, first uint64)
 			from = len(have)
 			frames, err = rt.fetchFrom(ctx, c, timescale, seq, from)
 		}
-		if err != nil && (fillCtx.Err() != nil || c.Context().Err() != nil || c.Gone(err)) {
+		if err != nil && (fillCtx.Err() != nil || LostWith(fillCtx, c, err)) {
 			rt.interrupt(seq, g) // lost again: the next connection completes it
 			continue
 		}
@@ -391,6 +407,9 @@ func (rt *Remote) fill(ctx context.Context, c Family, timescale, from, first uin
 	}
 	runs := rt.missing(from, first, resumeMaxGroups)
 	reqs := splitRuns(runs, span)
+	if len(reqs) > 0 {
+		log.Debug("moq: fetching the groups missed", "from", runs[0].from, "to", runs[len(runs)-1].to-1)
+	}
 	fetched := 0
 	var failed error
 	for len(reqs) > 0 && failed == nil {
@@ -426,7 +445,7 @@ func (rt *Remote) fill(ctx context.Context, c Family, timescale, from, first uin
 		// What resumeMaxGroups left out is lost without asking.
 		from = runs[len(runs)-1].to
 	}
-	if failed != nil && (ctx.Err() != nil || c.Context().Err() != nil || c.Gone(failed)) {
+	if failed != nil && (ctx.Err() != nil || LostWith(ctx, c, failed)) {
 		rt.mu.Lock()
 		rt.fillPending, rt.fillFrom = true, from
 		rt.mu.Unlock()
@@ -442,7 +461,13 @@ func (rt *Remote) fill(ctx context.Context, c Family, timescale, from, first uin
 		// report the gap before the next frame.
 		rt.Track.MarkLost(r.from, r.to)
 	}
-	if n > 0 {
+	switch {
+	case n > 0 && errors.Is(failed, ErrTimeout):
+		// The connection stayed up: the publisher did not answer.
+		rt.Host.AddLost(n)
+		log.Warn("moq: the publisher did not answer the FETCH of the groups missed while the connection was down: a gap in the recording",
+			"groups", n, "from", from, "to", first-1, "err", failed)
+	case n > 0:
 		rt.Host.AddLost(n)
 		log.Warn("moq: groups missed while the connection was down are no longer served: a gap in the recording",
 			"groups", n, "from", from, "to", first-1)
@@ -527,7 +552,7 @@ func (rt *Remote) fillRestart(ctx context.Context, c Family, timescale, first ui
 // resumeTimeout; res[i][j] is group reqs[i].from+j.
 func (rt *Remote) fetchRuns(ctx context.Context, c Family, timescale uint64, reqs []seqRun) [][]Fetched {
 	res := make([][]Fetched, len(reqs))
-	wctx, wcancel := context.WithTimeout(ctx, resumeTimeout)
+	wctx, wcancel := withTimeout(ctx, resumeTimeout, "a window of FETCHes")
 	defer wcancel()
 	var wg sync.WaitGroup
 	for i, r := range reqs {

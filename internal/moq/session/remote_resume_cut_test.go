@@ -66,6 +66,7 @@ type servingFamily struct {
 func (f *servingFamily) Context() context.Context { return f.ctx }
 func (f *servingFamily) Cause() error             { return nil }
 func (f *servingFamily) Gone(error) bool          { return false }
+func (f *servingFamily) Silence() time.Duration   { return time.Second }
 func (f *servingFamily) Loss(err error) error     { return err }
 func (f *servingFamily) FrameRanges() bool        { return f.frameRanges }
 func (f *servingFamily) GroupRanges() bool        { return false }

@@ -31,9 +31,13 @@ type Attempt struct {
 	Clean bool
 	// Restart: the publisher came back (a new broadcast under the path).
 	Restart bool
-	// Refused: the request was refused (a reset of it, an error reply, or
-	// no answer within the request timeout).
+	// Refused: the peer refused the request (a reset of it, an error
+	// reply, a FIN without an answer).
 	Refused bool
+	// TimedOut: the peer did not answer the request within the request
+	// timeout, on a connection that stayed up (one that was lost with
+	// the request is TrackState.ConnGone).
+	TimedOut bool
 	// Reset is what the peer's reset code said (ResetUnknown when it sent
 	// none, or its family's codes carry no meaning the policy reads).
 	Reset Reset
@@ -45,7 +49,7 @@ type TrackState struct {
 	Live          bool          // the track was delivering once: it resumes
 	BroadcastDone bool          // the broadcast was closed or ended
 	ConnGone      bool          // the attempt's connection is gone
-	RefusedFor    time.Duration // how long the current run of refusals lasts (0: this is its first)
+	RefusedFor    time.Duration // how long the current run of refusals (and timeouts) lasts (0: this is its first)
 	// From the session's options.
 	ResumeWindow time.Duration // how long a live track retries refusals
 	RetryWait    time.Duration // pause between refused resubscriptions
@@ -96,7 +100,7 @@ func Retry(a Attempt, st TrackState) (RetryAction, time.Duration) {
 		}
 	}
 	switch {
-	case a.Refused && st.Live && st.RefusedFor <= st.ResumeWindow:
+	case (a.Refused || a.TimedOut) && st.Live && st.RefusedFor <= st.ResumeWindow:
 		// The publisher may not be back on the relay yet.
 		return RetryNow, st.RetryWait
 	}

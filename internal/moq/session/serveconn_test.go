@@ -82,6 +82,7 @@ func (c *chanConn) WebTransport() bool             { return false }
 func (c *chanConn) Cause() error                   { return nil }
 func (c *chanConn) Gone(error) bool                { return c.ctx.Err() != nil }
 func (c *chanConn) ResetCode(error) (uint64, bool) { return 0, false }
+func (c *chanConn) Silence() time.Duration         { return time.Second }
 
 // TestServeConnServesAConnectionsStreamsAndLoopsUntilItEnds: the uni
 // streams the peer opens reach the family in acceptance order, each with

@@ -35,6 +35,7 @@ func (c idleConn) WebTransport() bool             { return false }
 func (c idleConn) Cause() error                   { return nil }
 func (c idleConn) Gone(error) bool                { return false }
 func (c idleConn) ResetCode(error) (uint64, bool) { return 0, false }
+func (c idleConn) Silence() time.Duration         { return time.Second }
 
 // encoded returns message m of type typ as the control loop reads it: its
 // type and body.

@@ -58,7 +58,8 @@ func (s *Session) NewSubscription(ctx context.Context, f session.Family, t *sess
 
 // Accept sends SUBSCRIBE and waits for SUBSCRIBE_OK, which names the
 // timescale (drafts 17+) and the newest group. A SUBSCRIBE_ERROR, a
-// request that ends or times out unanswered, or a reset refuses it.
+// request that ends unanswered, or a reset refuses it; no answer within
+// the request timeout is session.ErrTimeout.
 func (is *subscription) Accept(ctx context.Context) (uint64, bool, error) {
 	rt, s := is.R, is.s
 	if catalog.IsTrackName(rt.Name) && s.server.closesOn(rt.Broadcast, rt.Name) {
@@ -104,7 +105,13 @@ func (is *subscription) Accept(ctx context.Context) (uint64, bool, error) {
 		s.Asked.CatalogAsked(rt.Broadcast, rt.Name, true)
 	}
 	if err != nil {
-		if errors.Is(err, errRequestTimeout) || errors.Is(err, errRequestEnded) {
+		switch {
+		case errors.Is(err, errRequestTimeout):
+			// Silence is no answer: the connection may be dead and not
+			// found so yet (the track's retry tells, session.LostWith).
+			req.cancel(ietf.TypeUnsubscribe)
+			return 0, false, fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", session.ErrTimeout, rt.Broadcast, rt.Name, err)
+		case errors.Is(err, errRequestEnded):
 			req.cancel(ietf.TypeUnsubscribe)
 			return 0, false, fmt.Errorf("%w: SUBSCRIBE %q/%q: %w", session.ErrRefused, rt.Broadcast, rt.Name, err)
 		}
@@ -524,8 +531,10 @@ func (s *Session) OpenFetch(ctx context.Context, rt *session.Remote, timescale u
 			}
 			return nil, fmt.Errorf("%w: %s: %w", session.ErrNoFetch, what, why)
 		case <-t.C:
+			// No answer is no refusal: the connection may be dead and
+			// not found so yet (the gap fill tells, session.LostWith).
 			cancel()
-			return nil, fmt.Errorf("%w: %s: %w", session.ErrNoFetch, what, errRequestTimeout)
+			return nil, fmt.Errorf("%w: %s: %w", session.ErrTimeout, what, errRequestTimeout)
 		case <-ctx.Done():
 			cancel()
 			return nil, context.Cause(ctx)

@@ -88,6 +88,7 @@ func (c Conn) Route(sub *session.Sub) { c.S.routes.Add(sub.ID, sub) }
 func (c Conn) Context() context.Context { return c.C.Context() }
 func (c Conn) Cause() error             { return c.C.Cause() }
 func (c Conn) Gone(err error) bool      { return c.C.Gone(err) }
+func (c Conn) Silence() time.Duration   { return c.C.Silence() }
 func (c Conn) FrameRanges() bool        { return c.V.FrameRange }
 func (c Conn) GroupRanges() bool        { return false } // a moq-lite FETCH is one group
 func (c Conn) Fetches() bool            { return c.V.Fetch }

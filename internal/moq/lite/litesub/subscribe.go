@@ -196,7 +196,9 @@ func (ls *subscription) sendSubscribe(ctx context.Context, id uint64, resumed bo
 }
 
 // trackInfo sends TRACK and reads TRACK_INFO, bounded by the request
-// timeout (a @moq/net publisher never answers for an unknown track).
+// timeout (a @moq/net publisher never answers for an unknown track): a
+// FIN or a reset is the publisher's refusal (session.ErrRefused), no
+// answer in time is session.ErrTimeout.
 func (ls *subscription) trackInfo(ctx context.Context) (wire.TrackInfo, error) {
 	rt, c := ls.R, ls.c
 	var info wire.TrackInfo
@@ -215,17 +217,22 @@ func (ls *subscription) trackInfo(ctx context.Context) (wire.TrackInfo, error) {
 	err = ReadMessage(bufio.NewReader(str), versioned{&info, ls.v})
 	if err != nil {
 		session.ResetStream(str, wire.CodeCancel)
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			return info, context.Cause(ctx)
-		}
-		if errors.Is(err, session.ErrProtocol) {
+		case errors.Is(err, session.ErrProtocol):
 			return info, fmt.Errorf("TRACK_INFO %q/%q: %w", rt.Broadcast, rt.Name, err)
+		case c.Gone(err):
+			return info, fmt.Errorf("TRACK %q/%q: %w", rt.Broadcast, rt.Name, err)
+		case err == io.EOF:
+			// The publisher's word: it has no such track.
+			return info, fmt.Errorf("%w: TRACK %q/%q: FIN without TRACK_INFO", session.ErrRefused, rt.Broadcast, rt.Name)
+		case isTimeout(err):
+			// Silence is no answer: the connection may be dead and not
+			// found so yet (the track's retry tells, session.LostWith).
+			return info, fmt.Errorf("%w: TRACK %q/%q: no TRACK_INFO within %v", session.ErrTimeout, rt.Broadcast, rt.Name, ls.s.RequestTimeout)
 		}
-		if err == io.EOF {
-			err = errors.New("FIN without TRACK_INFO")
-		} else if isTimeout(err) {
-			err = errors.New("no TRACK_INFO within the request timeout")
-		}
+		// The publisher reset the request.
 		return info, fmt.Errorf("%w: TRACK %q/%q: %w", session.ErrRefused, rt.Broadcast, rt.Name, err)
 	}
 	str.Close()
