@@ -278,9 +278,7 @@ func (t *Remote) retry(c Family, err error) bool {
 	ctx := t.Host.Context()
 	cfg := t.Host.Config()
 	st := TrackState{
-		// A request that timed out into a blackhole went with its
-		// connection: LostWith waits for the connection's loss to show.
-		Live: t.live, BroadcastDone: ctx.Err() != nil, ConnGone: LostWith(ctx, c, err),
+		Live: t.live, BroadcastDone: ctx.Err() != nil, ConnGone: err != nil && c.Gone(err),
 		ResumeWindow: t.resumeWindow(), RetryWait: cfg.ReconnectMin, AnnounceWait: cfg.ReconnectMax,
 	}
 	switch refused := unanswered(err) && !st.ConnGone; {
@@ -296,10 +294,16 @@ func (t *Remote) retry(c Family, err error) bool {
 		t.refusedSince = time.Time{}
 	}
 	log := t.logger()
-	if st.ConnGone && errors.Is(err, ErrTimeout) {
+	attempt := AttemptOf(err, c.RetryReset(err))
+	action, wait := Retry(attempt, st)
+	if action == RetryEnd && attempt.TimedOut && !st.ConnGone && !st.BroadcastDone && LostWith(ctx, c, err) {
+		// The request went into a blackhole with its connection (before
+		// the track would end on it: a live track's retry on the same
+		// connection finds the loss by itself, without the wait).
 		log.Debug("moq: a request that timed out went with its connection: made again on the next one", "err", err)
+		st.ConnGone, t.refusedSince = true, time.Time{}
+		action, wait = Retry(attempt, st)
 	}
-	action, wait := Retry(AttemptOf(err, c.RetryReset(err)), st)
 	switch action {
 	case RetryEnd:
 		switch {
