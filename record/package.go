@@ -122,6 +122,17 @@ func (d *dirPackage) WriteNewFile(name string, data []byte) error {
 
 func (d *dirPackage) ReadFile(name string) ([]byte, error) { return d.st.ReadFile(name) }
 
+// Hold and Release make a directory package an hls.BatchStore: the
+// manifests of a boundary show at once, swapped in one exchange.
+func (d *dirPackage) Hold() { d.st.Hold() }
+
+func (d *dirPackage) Release() error {
+	if err := d.st.Release(); err != nil {
+		return &WriteError{Path: d.dir, Err: err}
+	}
+	return nil
+}
+
 // WriteRange, TruncateRange and ReadRange make a directory package an
 // hls.RangeStore: each rendition one media file, its segments appended
 // and named by byte range.
@@ -187,6 +198,22 @@ func (c countingPackage) WriteFile(name string, data []byte) error {
 		c.count.n += int64(len(data))
 	}
 	return err
+}
+
+// Hold and Release pass the Writer's publications on to a package that
+// shows them at once (hls.BatchStore); to any other, each file shows when
+// written.
+func (c countingPackage) Hold() {
+	if b, ok := c.Package.(hls.BatchStore); ok {
+		b.Hold()
+	}
+}
+
+func (c countingPackage) Release() error {
+	if b, ok := c.Package.(hls.BatchStore); ok {
+		return b.Release()
+	}
+	return nil
 }
 
 // WriteNewFile writes a file no playlist names yet in place when the

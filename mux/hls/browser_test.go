@@ -281,10 +281,16 @@ func TestChromiumPlaysTheMPDWithDashJS(t *testing.T) {
 
 // TestChromiumPlaysTheEventPackageWhileItIsRecorded starts hls.js on a
 // package with two segments written, while the recording goes on, and
-// plays it to the end the recording then writes.
+// plays it to the end the recording then writes. The package is written
+// as -f hls writes it (DirStore): while it is recorded the player reads
+// the manifests through their links into .manifests, and the store's
+// Close turns them into plain files while it plays.
 func TestChromiumPlaysTheEventPackageWhileItIsRecorded(t *testing.T) {
 	ins := []mediatest.Input{looped("h264", 0, 2), looped("aac", 1, 2)}
-	st := newStore(t)
+	dir := t.TempDir()
+	st, err := hls.OpenDirStore(dir)
+	must(t, err)
+	defer st.Close()
 	w := hls.NewWriter(hls.Options{Store: st, SegmentDuration: 2 * time.Second})
 	frames := mediatest.Interleave(ins...)
 	for _, tr := range mediatest.Tracks(ins...) {
@@ -294,7 +300,10 @@ func TestChromiumPlaysTheEventPackageWhileItIsRecorded(t *testing.T) {
 	for ; i < len(frames) && frames[i].Timestamp < 4_500_000; i++ {
 		must(t, w.WriteFrame(frames[i]))
 	}
-	b := serve(t, st.dir)
+	if fi, err := os.Lstat(filepath.Join(dir, "v0.m3u8")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("v0.m3u8 while recorded: %v, want the link into .manifests", err)
+	}
+	b := serve(t, dir)
 	var live struct {
 		Live bool    `json:"live"`
 		Time float64 `json:"time"`
@@ -330,6 +339,7 @@ func TestChromiumPlaysTheEventPackageWhileItIsRecorded(t *testing.T) {
 		must(t, w.WriteFrame(frames[i]))
 	}
 	must(t, w.Close())
+	must(t, st.Close())
 	var end playResult
 	if err := b.Eval(`window.liveWait(), window.liveEnded`, &end); err != nil {
 		t.Fatal(err)

@@ -41,6 +41,11 @@ import (
 // fragments, may not. A reader that holds the previous version open for
 // a whole segment duration may see it change under it.
 //
+// Held (BatchStore: a Writer holds its store), WriteFile on Linux goes
+// through two manifest directories instead, swapped whole once per
+// boundary, the names being links into them until Close (manifests.go):
+// one exchange a boundary instead of one per file.
+//
 // The spare of the package state (NAME.state.json) holds, after each of
 // its writes, a version that nobody reads: no player reads the state, and
 // a restart reads the live one. A name that needs a spare takes that one
@@ -67,6 +72,11 @@ type DirStore struct {
 	// created counts the files WriteFile created (live versions and
 	// spares), for the tests.
 	created int
+	// held: a Writer publishes through Hold and Release, so WriteFile
+	// goes through the manifest directories (m) where it can
+	// (manifests.go); noManifests: it cannot here.
+	held, noManifests bool
+	m                 *manifests
 }
 
 // OpenDirStore opens the directory dir (which must exist) as a Store.
@@ -118,6 +128,12 @@ func (s *DirStore) WriteFile(name string, data []byte) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if on, err := s.manifestsOn(); err != nil || on {
+		if err != nil {
+			return err
+		}
+		return s.stage(name, data)
+	}
 	spare := "." + name + ".tmp"
 	s.spares[spare] = true
 	if !s.noExchange {
@@ -418,8 +434,11 @@ func (s *DirStore) Close() error {
 		return nil
 	}
 	s.closed = true
-	s.closeFiles()
 	var err error
+	if s.m != nil {
+		err = s.closeManifests()
+	}
+	s.closeFiles()
 	for name, f := range s.media {
 		if cerr := f.Close(); err == nil {
 			err = cerr

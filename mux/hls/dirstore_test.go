@@ -193,13 +193,13 @@ func TestDirStoreGivesTheStatesOldVersionToANameThatNeedsASpare(t *testing.T) {
 	}
 }
 
-// TestAPackageCreatesElevenFilesInItsDirectory: a 64 s h264+aac package
-// creates its 2 media files, its 5 named files (2 media playlists, the
-// MPD, the multivariant playlist, the state) and 4 spares for their swaps:
-// the multivariant playlist's last write at Close takes the state's old
-// file. On an ext4 without a journal each new file costs from 10 µs to a
-// millisecond (docs/hls.md, Cost).
-func TestAPackageCreatesElevenFilesInItsDirectory(t *testing.T) {
+// TestAPackageShowsItsManifestsThroughLinksWhileRecordedAndPlainFilesAfterClose:
+// a Writer publishes through the manifest directories (manifests.go), so
+// while the package is recorded (or after a kill) each of its 5 named
+// files (2 media playlists, the MPD, the multivariant playlist, the
+// state) is a link into .manifests and no per-file spare is created; once
+// the store closes they are plain files and the directories are gone.
+func TestAPackageShowsItsManifestsThroughLinksWhileRecordedAndPlainFilesAfterClose(t *testing.T) {
 	t.Parallel()
 	st, dir := openDirStore(t)
 	w := hls.NewWriter(hls.Options{Store: st})
@@ -207,13 +207,27 @@ func TestAPackageCreatesElevenFilesInItsDirectory(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got := st.Created(); got != 9 {
-		t.Errorf("WriteFile created %d files, want 9 (5 names, 4 spares)", got)
+	if got := st.Created(); got != 0 {
+		t.Errorf("WriteFile created %d files of its own, want none: the manifests are in .manifests", got)
+	}
+	if got, want := dirNames(t, dir), ".manifests .manifests.tmp a0.m3u8 a0.mp4 index.m3u8 index.mpd index.state.json v0.m3u8 v0.mp4"; got != want {
+		t.Fatalf("before Close the directory holds %s, want %s", got, want)
+	}
+	names := []string{"a0.m3u8", "index.m3u8", "index.mpd", "index.state.json", "v0.m3u8"}
+	for _, name := range names {
+		if fi, err := os.Lstat(filepath.Join(dir, name)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Errorf("before Close %s is not a link (%v)", name, err)
+		}
 	}
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := dirNames(t, dir), "a0.m3u8 a0.mp4 index.m3u8 index.mpd index.state.json v0.m3u8 v0.mp4"; got != want {
 		t.Fatalf("after Close the directory holds %s, want %s", got, want)
+	}
+	for _, name := range names {
+		if fi, err := os.Lstat(filepath.Join(dir, name)); err != nil || !fi.Mode().IsRegular() {
+			t.Errorf("after Close %s is not a plain file (%v)", name, err)
+		}
 	}
 }

@@ -61,8 +61,9 @@
 // rendition has its segment of that boundary, the DASH manifest, the
 // multivariant playlist (when what it says changed) and, every few
 // boundaries or when it holds something new, the package state: through a
-// Store whose writes are atomic (DirStore: a swap with a spare copy; an
-// object store: one PUT), a player or CDN
+// Store whose writes are atomic (DirStore: the manifests of a boundary
+// swapped in together, one directory exchange, as a BatchStore; an object
+// store: one PUT), a player or CDN
 // reading the package live never sees a playlist naming a segment that is
 // not complete. A segment, which no playlist names before it is whole, is
 // written in place where the Store can (NewFileStore). Media playlists

@@ -1,8 +1,11 @@
 package hls_test
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
@@ -63,7 +66,7 @@ func ExampleOpenDirStore() {
 	if err := w.Close(); err != nil {
 		panic(err)
 	}
-	if err := store.Close(); err != nil { // removes the spare copies
+	if err := store.Close(); err != nil { // turns the links into plain files
 		panic(err)
 	}
 	ents, err := os.ReadDir(dir)
@@ -79,4 +82,40 @@ func ExampleOpenDirStore() {
 	// index.state.json
 	// v0.m3u8
 	// v0.mp4
+}
+
+// A held store (as a Writer holds it: BatchStore) shows the files written
+// since the last Release together, at the next Release.
+func ExampleDirStore_Hold() {
+	dir, err := os.MkdirTemp("", "pkg")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	store, err := hls.OpenDirStore(dir)
+	if err != nil {
+		panic(err)
+	}
+	store.Hold()
+	for _, name := range []string{"v0.m3u8", "a0.m3u8", "index.mpd"} {
+		if err := store.WriteFile(name, []byte("version 1 of "+name)); err != nil {
+			panic(err)
+		}
+	}
+	_, err = os.ReadFile(filepath.Join(dir, "v0.m3u8"))
+	fmt.Println("before Release:", errors.Is(err, fs.ErrNotExist))
+	if err := store.Release(); err != nil {
+		panic(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "v0.m3u8"))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("after Release:", string(b))
+	if err := store.Close(); err != nil {
+		panic(err)
+	}
+	// Output:
+	// before Release: true
+	// after Release: version 1 of v0.m3u8
 }

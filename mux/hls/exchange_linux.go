@@ -72,3 +72,69 @@ func ignoringEINTR(f func() error) error {
 		}
 	}
 }
+
+// exchangeBetween swaps entry a of directory da with entry b of directory
+// db (renameat2 RENAME_EXCHANGE).
+func exchangeBetween(da int, a string, db int, b string) error {
+	if err := ignoringEINTR(func() error { return unix.Renameat2(da, a, db, b, unix.RENAME_EXCHANGE) }); err != nil {
+		return &os.LinkError{Op: "renameat2", Old: a, New: b, Err: err}
+	}
+	return nil
+}
+
+// mkdirAt creates directory name in dir; an error wrapping os.ErrExist
+// when it exists.
+func mkdirAt(dir int, name string) error {
+	if err := ignoringEINTR(func() error { return unix.Mkdirat(dir, name, 0o755) }); err != nil {
+		return &os.PathError{Op: "mkdirat", Path: name, Err: err}
+	}
+	return nil
+}
+
+// unlinkAt removes file name of dir; rmdirAt the directory name.
+func unlinkAt(dir int, name string) error {
+	return ignoringEINTR(func() error { return unix.Unlinkat(dir, name, 0) })
+}
+
+func rmdirAt(dir int, name string) error {
+	if err := ignoringEINTR(func() error { return unix.Unlinkat(dir, name, unix.AT_REMOVEDIR) }); err != nil {
+		return &os.PathError{Op: "rmdir", Path: name, Err: err}
+	}
+	return nil
+}
+
+// linkTarget is where the link NAME points: its file in .manifests.
+func linkTarget(name string) string { return manifestDir + "/" + name }
+
+// isLinkInto reports whether name in dir is the link into .manifests.
+func isLinkInto(dir int, name string) bool {
+	buf := make([]byte, len(linkTarget(name))+1)
+	n, err := unix.Readlinkat(dir, name, buf)
+	return err == nil && string(buf[:n]) == linkTarget(name)
+}
+
+// linkName makes name in dir the link into .manifests: created where
+// there is nothing by that name, else put in place of what is there (an
+// earlier run's file) in one rename.
+func linkName(dir int, name string) error {
+	err := ignoringEINTR(func() error { return unix.Symlinkat(linkTarget(name), dir, name) })
+	if err == nil || !errors.Is(err, unix.EEXIST) {
+		if err != nil {
+			return &os.LinkError{Op: "symlink", Old: linkTarget(name), New: name, Err: err}
+		}
+		return nil
+	}
+	if isLinkInto(dir, name) {
+		return nil
+	}
+	tmp := "." + name + ".link"
+	_ = unlinkAt(dir, tmp)
+	if err := ignoringEINTR(func() error { return unix.Symlinkat(linkTarget(name), dir, tmp) }); err != nil {
+		return &os.LinkError{Op: "symlink", Old: linkTarget(name), New: tmp, Err: err}
+	}
+	if err := ignoringEINTR(func() error { return unix.Renameat(dir, tmp, dir, name) }); err != nil {
+		_ = unlinkAt(dir, tmp)
+		return &os.LinkError{Op: "rename", Old: tmp, New: name, Err: err}
+	}
+	return nil
+}

@@ -18,3 +18,12 @@ func placeAt(int, string, string) (ok, taken, supported bool, err error) {
 
 // openAt is not used where dirFD is -1.
 func openAt(int, string, int, bool) (*os.File, bool, error) { return nil, false, os.ErrInvalid }
+
+// The manifest directories are Linux's (renameat2); elsewhere
+// manifestsOn never sets them up, so these are not called.
+func exchangeBetween(int, string, int, string) error { return os.ErrInvalid }
+func mkdirAt(int, string) error                      { return os.ErrInvalid }
+func unlinkAt(int, string) error                     { return os.ErrInvalid }
+func rmdirAt(int, string) error                      { return os.ErrInvalid }
+func isLinkInto(int, string) bool                    { return false }
+func linkName(int, string) error                     { return os.ErrInvalid }

@@ -45,6 +45,20 @@ type NewFileStore interface {
 	WriteNewFile(name string, data []byte) error
 }
 
+// BatchStore is a Store that can show several files at once: the files
+// WriteFile writes after Hold show only at the next Release, together (or
+// in the order written). The Writer holds its store and releases it once
+// per boundary, after every media playlist, the MPD, the multivariant
+// playlist and the state of that boundary: a directory (DirStore) then
+// swaps all of them in one exchange instead of one per file.
+type BatchStore interface {
+	Store
+	// Hold defers what WriteFile writes from now on to the next Release.
+	Hold()
+	// Release shows every file written since the last Release.
+	Release() error
+}
+
 // RangeStore is a Store whose files can also grow in place: the Writer
 // then keeps each audio and video rendition in one media file (v0.mp4:
 // its init segment, then its segments one after another) and names each
@@ -155,6 +169,7 @@ type Writer struct {
 	err              error
 	closed           bool
 	closing          bool // Close writes the last segments: publish waits for the final one
+	held             bool // the BatchStore is held (publish)
 	segments         int
 }
 
@@ -908,6 +923,26 @@ func (w *Writer) publish(r *rendition, final bool) error {
 	if w.closing && !final {
 		return nil // Close publishes everything once, final
 	}
+	b, batch := w.opts.Store.(BatchStore)
+	if batch && !w.held {
+		b.Hold()
+		w.held = true
+	}
+	done, err := w.publishFiles(r, final)
+	if err != nil || !done || !batch {
+		return err
+	}
+	if err := b.Release(); err != nil {
+		return w.fail(fmt.Errorf("hls: publishing: %w", err))
+	}
+	return nil
+}
+
+// publishFiles writes what publish publishes; done is false when the
+// boundary is not complete yet (a BatchStore shows r's playlist with the
+// rest of the boundary: a rendition that stops holds it back at most
+// until the leader's next segment, as it does the MPD).
+func (w *Writer) publishFiles(r *rendition, final bool) (done bool, err error) {
 	rends := []*renditionState{}
 	if r != nil {
 		rends = append(rends, r.rs)
@@ -920,38 +955,38 @@ func (w *Writer) publish(r *rendition, final bool) error {
 			continue
 		}
 		if err := w.opts.Store.WriteFile(rs.ID+".m3u8", w.mediaPlaylist(rs, final)); err != nil {
-			return w.fail(fmt.Errorf("hls: writing %s.m3u8: %w", rs.ID, err))
+			return false, w.fail(fmt.Errorf("hls: writing %s.m3u8: %w", rs.ID, err))
 		}
 	}
 	if !final && !w.boundaryDone(r) {
-		return nil
+		return false, nil
 	}
 	if err := w.writeState(final); err != nil {
-		return err
+		return false, err
 	}
 	if err := w.opts.Store.WriteFile(w.MPDName(), w.mpd(final)); err != nil {
-		return w.fail(fmt.Errorf("hls: writing %s: %w", w.MPDName(), err))
+		return false, w.fail(fmt.Errorf("hls: writing %s: %w", w.MPDName(), err))
 	}
 	if !final && w.mvSame() {
-		return nil
+		return true, nil
 	}
 	m, mv, err := w.multivariant()
 	if err != nil {
-		return w.fail(err)
+		return false, w.fail(err)
 	}
 	if final || w.mv.changed(mv) {
 		// Rendered only when written: most boundaries change no variant.
 		b, err := m.Marshal()
 		if err != nil {
-			return w.fail(fmt.Errorf("hls: multivariant playlist: %w", err))
+			return false, w.fail(fmt.Errorf("hls: multivariant playlist: %w", err))
 		}
 		if err := w.opts.Store.WriteFile(w.opts.Playlist, b); err != nil {
-			return w.fail(fmt.Errorf("hls: writing %s: %w", w.opts.Playlist, err))
+			return false, w.fail(fmt.Errorf("hls: writing %s: %w", w.opts.Playlist, err))
 		}
 		w.mv = mv
 		w.mvAt = w.mvRends(w.mvAt[:0])
 	}
-	return nil
+	return true, nil
 }
 
 // mvRend is what the multivariant playlist is made of, of one rendition:
