@@ -291,7 +291,7 @@ func (a *Announcements) run() {
 			return
 		}
 		gen = g
-		err = f.followAnnouncements(a)
+		err = f.Follow(feed{a})
 		if a.ctx.Err() != nil {
 			a.end(a.s.endErr())
 			return
@@ -318,13 +318,22 @@ func (a *Announcements) run() {
 	}
 }
 
-// liteFeed is a feed as package litesub's announce stream fills it.
-type liteFeed struct{ a *Announcements }
+// feed is a feed as a family's announce stream fills it (session.Feed).
+type feed struct{ a *Announcements }
 
-func (f liteFeed) Prefix() string                         { return f.a.prefix }
-func (f liteFeed) Context() context.Context               { return f.a.ctx }
-func (f liteFeed) Reconcile(active []string, madeUp bool) { f.a.reconcile(active, madeUp) }
-func (f liteFeed) Push(path string, active bool)          { f.a.push(Announcement{Path: path, Active: active}) }
+func (f feed) Prefix() string                         { return f.a.prefix }
+func (f feed) Context() context.Context               { return f.a.ctx }
+func (f feed) Reconcile(active []string, madeUp bool) { f.a.reconcile(active, madeUp) }
+func (f feed) Push(path string, active bool)          { f.a.push(Announcement{Path: path, Active: active}) }
+
+// Held: a caller holds the feed (Announced); a broadcast's own feed
+// (Session.Broadcast: the broadcast is named, as with -b) asks for
+// nothing where asking can cost the session.
+func (f feed) Held() bool {
+	f.a.mu.Lock()
+	defer f.a.mu.Unlock()
+	return f.a.held
+}
 
 // reconcile reports a set of paths the peer has active now (an announce
 // stream's initial set, a moq-transport session's namespaces) against

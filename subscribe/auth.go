@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
+	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/token"
 )
 
@@ -75,7 +76,7 @@ func splitPathQuery(p string) (path, query string) {
 // something at the session path (and what its SETUP Role declares), and
 // MaxSessions must not be reached. A refused session is closed with the
 // reference's code and logged with who and why; admit returns false.
-func (s *Server) admit(sess *Session, c family, info acceptInfo) bool {
+func (s *Server) admit(sess *Session, c session.Proto, info acceptInfo) bool {
 	sess.mu.Lock()
 	sess.remote = info.remote
 	sess.mu.Unlock()
@@ -85,7 +86,7 @@ func (s *Server) admit(sess *Session, c family, info acceptInfo) bool {
 		if err != nil {
 			log.Warn("moq: refused a session", "reason", err)
 			s.refused(RefusedUnauthorized)
-			sess.abort(c, c.unauthorizedCode(), "unauthorized", err)
+			sess.abort(c, c.Codes().Unauthorized, "unauthorized", err)
 			return false
 		}
 		sess.mu.Lock()
@@ -158,7 +159,7 @@ func (s *Server) authorize(sess *Session, info acceptInfo) (*sessionAuth, error)
 		return nil, fmt.Errorf("%w: %w", ErrUnauthorized, err)
 	}
 	sess.mu.Lock()
-	role, roleSet := sess.peerRole, sess.peerRoleSet
+	role, roleSet := sess.peer.Role, sess.peer.HasRole
 	sess.mu.Unlock()
 	if roleSet {
 		switch {
@@ -173,7 +174,7 @@ func (s *Server) authorize(sess *Session, info acceptInfo) (*sessionAuth, error)
 
 // expireAt closes sess with code 6 when its token expires, as the
 // reference relay does.
-func (s *Server) expireAt(sess *Session, c family, at time.Time, log interface{ Info(string, ...any) }) {
+func (s *Server) expireAt(sess *Session, c session.Proto, at time.Time, log interface{ Info(string, ...any) }) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -182,7 +183,7 @@ func (s *Server) expireAt(sess *Session, c family, at time.Time, log interface{ 
 		select {
 		case <-t.C:
 			log.Info("moq: token expired, closing the session")
-			sess.abort(c, c.unauthorizedCode(), "token expired", fmt.Errorf("%w: %w", ErrUnauthorized, token.ErrExpired))
+			sess.abort(c, c.Codes().Unauthorized, "token expired", fmt.Errorf("%w: %w", ErrUnauthorized, token.ErrExpired))
 		case <-sess.done:
 		case <-s.ctx.Done():
 		}
@@ -241,8 +242,8 @@ func (s *Session) mayServe(path string) bool {
 }
 
 // abort ends the session and its connection c with a close code the peer
-// sees (a refused token: the family's unauthorizedCode), and err as Err.
-func (s *Session) abort(c family, code uint64, reason string, err error) {
+// sees (a refused token: its family's Codes().Unauthorized), and err as Err.
+func (s *Session) abort(c session.Proto, code uint64, reason string, err error) {
 	s.links.End(err)
 	c.Close(code, reason)
 	s.cancel()

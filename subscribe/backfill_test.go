@@ -128,7 +128,7 @@ func TestFetchOfAGroupNotHeldIsResetWithNotFound(t *testing.T) {
 	rt := client.remotes["live"].tracks["h264"]
 	client.mu.Unlock()
 	f, timescale, _ := rt.Current()
-	v := client.version.Load()
+	v := wire.ByName(client.Version())
 	_, err := rt.Fetch(ctx, f, timescale, 1000)
 	if !errors.Is(err, session.ErrNoFetch) || !isResetCode(err, wire.StreamCode(v, CodeNotFound)) ||
 		f.RetryReset(err) != session.ResetNotFound {

@@ -18,7 +18,3 @@ var ErrNoDiscovery = ietfsub.ErrNoDiscovery
 // then follows only the broadcasts the server publishes unasked, and a
 // listing of broadcasts has nothing to go on.
 func (s *Session) NoDiscovery() bool { return s.dialled && s.server().NoDiscovery() }
-
-// server is what is known of the moq-transport server the session dialled
-// (package ietfsub's record, shared by every session to it).
-func (s *Session) server() *ietfsub.Server { return ietfsub.ServerAt(s.serverKey) }

@@ -109,7 +109,7 @@ func (moqErrors) IsClosed(err error) bool {
 func isConnErr(err error) bool { return transport.IsConnErr[moqErrors](err) }
 
 // transportCause returns why c, a transport connection, is gone, in
-// moq-lite's codes (a moq-transport session marks its own: markIETF).
+// moq-lite's codes (a family with codes of its own marks them: withCodes).
 func transportCause(c conn) error {
 	err := context.Cause(c.Context())
 	if err == nil {
@@ -123,12 +123,12 @@ func transportCause(c conn) error {
 	return transport.MapError[moqErrors](err)
 }
 
-// markIETF returns err with a session close of it named in moq-transport's
-// codes when isIETF (a copy: close errors may be shared).
-func markIETF(err error, isIETF bool) error {
-	if ce, ok := err.(*CloseError); ok && isIETF && !ce.ietf {
+// withCodes returns err with a session close of it named in codes, a
+// family's (a copy: close errors may be shared); nil codes: moq-lite's.
+func withCodes(err error, codes *session.Codes) error {
+	if ce, ok := err.(*CloseError); ok && codes != nil && ce.codes == nil {
 		cp := *ce
-		cp.ietf = true
+		cp.codes = codes
 		return &cp
 	}
 	return err
@@ -136,8 +136,11 @@ func markIETF(err error, isIETF bool) error {
 
 // coreConn is a transport connection as a family's package sees it
 // (session.Conn): its streams in the core's types, its end in this
-// package's errors.
-type coreConn struct{ c conn }
+// package's errors, a close named in the family's codes (nil: moq-lite's).
+type coreConn struct {
+	c     conn
+	codes *session.Codes
+}
 
 func (t coreConn) OpenBidi(ctx context.Context) (session.Stream, error) {
 	str, err := t.c.OpenBidi(ctx)
@@ -174,10 +177,19 @@ func (t coreConn) AcceptUni(ctx context.Context) (session.RecvStream, error) {
 func (t coreConn) Close(code uint64, reason string)   { t.c.Close(code, reason) }
 func (t coreConn) Context() context.Context           { return t.c.Context() }
 func (t coreConn) WebTransport() bool                 { return t.c.WebTransport() }
-func (t coreConn) Cause() error                       { return transportCause(t.c) }
+func (t coreConn) Cause() error                       { return withCodes(transportCause(t.c), t.codes) }
 func (t coreConn) Gone(err error) bool                { return connGone(t.c, err) }
 func (t coreConn) Silence() time.Duration             { return t.c.Silence() }
 func (t coreConn) ResetCode(err error) (uint64, bool) { return resetCode(err) }
+
+// CloseOf reads the session's close out of err.
+func (t coreConn) CloseOf(err error) (code uint64, remote, ok bool) {
+	ce, ok := errors.AsType[*CloseError](err)
+	if !ok {
+		return 0, false, false
+	}
+	return ce.Code, ce.Remote, true
+}
 
 // resetCode reads the code of the peer's stream reset out of err.
 func resetCode(err error) (uint64, bool) {

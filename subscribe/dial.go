@@ -79,7 +79,7 @@ func (d *dialer) dial(ctx context.Context) (*netConn, error) {
 // moq-lite versions it can choose (lite-02/01), or, when those are not
 // offered, is left to the moq-transport session (draft 14); an IETF ALPN
 // ("moq-00", "moqt-NN") goes to the moq-transport session, which runs its
-// own SETUP (ietfDial).
+// own SETUP (Session.open).
 func (d *dialer) negotiateQUIC(ctx context.Context, c transport.Conn) (*netConn, error) {
 	p := c.Protocol()
 	qc := newNetConn(c, d.opts.KeepAlive, d.opts.IdleTimeout)
@@ -90,7 +90,7 @@ func (d *dialer) negotiateQUIC(ctx context.Context, c transport.Conn) (*netConn,
 	}
 	v, legacy, err := litesub.SelectALPN(p, lite)
 	if err == nil && legacy {
-		v, qc.session, err = litesub.ClientSetup(ctx, coreConn{qc}, lite, d.target.SetupPath)
+		v, qc.session, err = litesub.ClientSetup(ctx, coreConn{c: qc}, lite, d.target.SetupPath)
 	}
 	if err != nil {
 		c.Close(CodeVersion, "version")
@@ -121,13 +121,13 @@ func (d *dialer) dialWebTransport(ctx context.Context, pin string) (*netConn, er
 	lite := liteVersions(d.versions)
 	if ch, ok := alpn.Select(proto, codes(d.versions)); ok && ch.Family == alpn.IETF {
 		// A moq-transport draft: its session runs its own SETUP
-		// (ietfDial).
+		// (Session.open).
 		wc.choice = ch
 		return wc, nil
 	}
 	v, legacy, err := litesub.SelectALPN(proto, lite)
 	if err == nil && legacy {
-		v, wc.session, err = litesub.ClientSetup(ctx, coreConn{wc}, lite, "")
+		v, wc.session, err = litesub.ClientSetup(ctx, coreConn{c: wc}, lite, "")
 	}
 	if err != nil {
 		wc.Close(CodeVersion, "version")

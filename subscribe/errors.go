@@ -107,7 +107,7 @@ type CloseError struct {
 	// Remote is true when the peer closed the session.
 	Remote bool
 
-	ietf bool // the session spoke moq-transport, whose codes differ
+	codes *session.Codes // the family whose codes name it (nil: moq-lite)
 }
 
 func (e *CloseError) Error() string {
@@ -115,7 +115,7 @@ func (e *CloseError) Error() string {
 	if e.Remote {
 		who = "by peer"
 	}
-	s := fmt.Sprintf("moq: session closed %s: code %d (%s)", who, e.Code, closeCodeName(e.Code, e.ietf))
+	s := fmt.Sprintf("moq: session closed %s: code %d (%s)", who, e.Code, closeCodeName(e.Code, e.codes))
 	if e.Reason != "" {
 		s += ": " + e.Reason
 	}

@@ -321,6 +321,14 @@ func (c *lateContextConn) Version() *wire.Version {
 	return c.conn.Version()
 }
 
+// SessionStream is none when the fake wraps no transport.
+func (c *lateContextConn) SessionStream() bidiStream {
+	if c.conn == nil {
+		return nil
+	}
+	return c.conn.SessionStream()
+}
+
 func lateContext(lag time.Duration) func(conn) conn {
 	return func(c conn) conn {
 		ctx, cancel := context.WithCancelCause(context.Background())

@@ -1,10 +1,16 @@
 package subscribe
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"net/url"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/moq/ietf/ietfsub"
 	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
+	"github.com/moq-export/moq-export/internal/moq/session"
+	"github.com/moq-export/moq-export/internal/moq/transport"
 )
 
 // GOAWAY on moq-lite (lite-04+) and moq-transport, make before break.
@@ -23,20 +29,6 @@ import (
 // has no GOAWAY (moq-lite before 04).
 var ErrNoGoaway = litesub.ErrNoGoaway
 
-// liteGoAway handles a valid moq-lite GOAWAY the peer sent on l (package
-// litesub read it): a second one on the connection is a violation.
-func (s *Session) liteGoAway(l liteFamily, uri string) error {
-	s.mu.Lock()
-	second := s.goawayFrom == l.c
-	s.goawayFrom = l.c
-	s.mu.Unlock()
-	if second {
-		return errors.New("second GOAWAY")
-	}
-	s.moveAway(l, uri, 0)
-	return nil
-}
-
 // moveAway handles the peer's GOAWAY on f, for both families. An accepted
 // session cannot move: the peer goes away by itself. A dialled session
 // moves to uri (resolved against the current URL; "" for the same URL):
@@ -44,7 +36,7 @@ func (s *Session) liteGoAway(l liteFamily, uri string) error {
 // break), and close f once that dial is done and grace has passed; its
 // tracks resubscribe on the new connection, where the resume machinery
 // (session.Remote) completes the groups the switch cut.
-func (s *Session) moveAway(f family, uri string, grace time.Duration) {
+func (s *Session) moveAway(f session.Proto, uri string, grace time.Duration) {
 	if !s.dialled {
 		s.log.Info("moq: peer sent GOAWAY")
 		return
@@ -76,5 +68,36 @@ func (s *Session) GoAway(uri string) error {
 	if !ok {
 		return ErrClosed
 	}
-	return f.goAway(s, uri)
+	ctx, cancel := context.WithTimeout(s.ctx, s.opts.RequestTimeout)
+	defer cancel()
+	return f.GoAway(ctx, uri)
+}
+
+// errGoingAway is what a request meets after GOAWAY: like a lost
+// connection, it waits for the next one.
+var errGoingAway = &CloseError{Code: ietfsub.CodeNoError, Reason: "peer sent GOAWAY", Remote: true}
+
+// goAwayTarget resolves a GOAWAY's New Session URI against the current
+// target. The current URL's jwt goes along only to the same host and
+// port, and only when the new URI carries none: a token is never handed
+// to another server.
+func goAwayTarget(cur *transport.Target, uri string) (*transport.Target, error) {
+	ref, err := url.Parse(uri)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrUnsupportedURL, transport.RedactError(err))
+	}
+	u := cur.URL.ResolveReference(ref)
+	next, err := transport.ParseTarget(u.String())
+	if err != nil {
+		return nil, err
+	}
+	if next.HostPort == cur.HostPort && !next.URL.Query().Has("jwt") && cur.URL.Query().Has("jwt") {
+		q := next.URL.Query()
+		q.Set("jwt", cur.URL.Query().Get("jwt"))
+		next.URL.RawQuery = q.Encode()
+		if next, err = transport.ParseTarget(next.URL.String()); err != nil {
+			return nil, err
+		}
+	}
+	return next, nil
 }

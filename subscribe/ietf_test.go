@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/internal/moq/transport/alpn"
 
 	"github.com/quic-go/quic-go"
@@ -50,7 +51,7 @@ func dialIETF(t *testing.T, ctx context.Context, srv *Server, pin, proto, path s
 	client, peer = dialAndAccept(t, ctx, srv, fmt.Sprintf("moqt://%s/%s", srv.Addr(), path), opts)
 	t.Cleanup(func() { client.Close() })
 	waitFor(t, "the connection", func() bool { return client.currentConn() != nil })
-	if f := client.currentConn(); f == nil || !f.ietfCodes() {
+	if f := client.currentConn(); f == nil || f.Codes() != &ietfsub.Codes {
 		t.Fatalf("%s: the session does not run moq-transport", proto)
 	}
 	return client, peer
@@ -60,14 +61,14 @@ func dialIETF(t *testing.T, ctx context.Context, srv *Server, pin, proto, path s
 // subscriptions of s.
 func (s *Session) ietfSubscriptions() int {
 	f := s.currentConn()
-	if f == nil || !f.ietfCodes() {
+	if f == nil || f.Codes() != &ietfsub.Codes {
 		return 0
 	}
 	return len(f.Routed())
 }
 
 // currentConn returns the session's connection (nil between connections).
-func (s *Session) currentConn() family {
+func (s *Session) currentConn() session.Proto {
 	f, _ := s.links.Current()
 	return f
 }
@@ -224,19 +225,17 @@ func TestIETFBackfillFetchesEarlierGroups(t *testing.T) {
 // family through the seam, never by its concrete type
 // (internal/layering's seam rule).
 type requestCounter interface {
-	// requestIDs returns the next request id and the peer's limit.
-	requestIDs() (next, limit uint64)
+	// RequestIDs returns the next request id and the peer's limit.
+	RequestIDs() (next, limit uint64)
 }
-
-func (ic *ietfConn) requestIDs() (next, limit uint64) { return ic.ss.RequestIDs() }
 
 // TestIETFRequestIDsWaitForMaxRequestID: with a window of two request
 // ids, the third request waits for MAX_REQUEST_ID, which the peer sends
 // when told REQUESTS_BLOCKED.
 func TestIETFRequestIDsWaitForMaxRequestID(t *testing.T) {
-	old := ietfRequestWindow
-	ietfRequestWindow = 4 // request ids 0 and 2 only
-	defer func() { ietfRequestWindow = old }()
+	old := requestWindow
+	requestWindow = 4 // request ids 0 and 2 only
+	defer func() { requestWindow = old }()
 	srv, pin := startServer(t, "127.0.0.1:0")
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -257,7 +256,7 @@ func TestIETFRequestIDsWaitForMaxRequestID(t *testing.T) {
 	if !ok {
 		t.Fatalf("the connection (%s) counts no request ids", client.Version())
 	}
-	next, limit := ids.requestIDs()
+	next, limit := ids.RequestIDs()
 	if next < 6 || limit <= 4 {
 		t.Fatalf("next request id %d, limit %d: want ids past the first window", next, limit)
 	}

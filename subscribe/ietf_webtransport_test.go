@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/moq-export/moq-export/internal/moq/ietf/ietfsub"
 )
 
 // The moq-transport drafts over WebTransport: negotiated by
@@ -35,7 +37,7 @@ func dialIETFWebTransport(t *testing.T, ctx context.Context, srv *Server, pin st
 	client, peer = dialAndAccept(t, ctx, srv, fmt.Sprintf("https://%s/%s", srv.Addr(), path), opts)
 	t.Cleanup(func() { client.Close() })
 	waitFor(t, "the connection", func() bool { return client.currentConn() != nil })
-	if f := client.currentConn(); f == nil || !f.ietfCodes() {
+	if f := client.currentConn(); f == nil || f.Codes() != &ietfsub.Codes {
 		t.Fatalf("%v: the session does not run moq-transport", protos)
 	}
 	return client, peer

@@ -11,8 +11,8 @@ import (
 // Version negotiation, both roles. What is offered and preferred comes from
 // the version table (wire.Versions, or Options.Versions): the ALPN on raw
 // QUIC, WT-Available-Protocols / WT-Protocol on WebTransport. This package
-// chooses the family a negotiated protocol names (ietf_dial.go for
-// moq-transport); what moq-lite does then (the version an ALPN names, the
+// chooses the family a negotiated protocol names (the ALPN table's
+// alpn.Select, proto.go); what moq-lite does then (the version an ALPN names, the
 // legacy bidi SETUP when the ALPN is "moql" or a WebTransport session
 // negotiated no protocol, SETUP) is package litesub's. Each connection
 // carries the version it negotiated (conn.Version); session code asks that
@@ -67,21 +67,11 @@ func liteVersions(vs []*wire.Version) []*wire.Version {
 	return out
 }
 
-// logNegotiated says which version a connection speaks (v) and, at Info,
-// what that version cannot carry.
-func (s *Session) logNegotiated(v *wire.Version) {
-	if lacks := v.Lacks(); len(lacks) > 0 {
-		s.log.Info("moq: negotiated an older protocol version", "version", v.Name, "lost", strings.Join(lacks, "; "))
-		return
-	}
-	s.log.Debug("moq: negotiated", "version", v.Name)
-}
-
 // Version returns the protocol version of the current connection
 // ("moq-lite-05"), or "" while there is none.
 func (s *Session) Version() string {
 	if v := s.version.Load(); v != nil {
-		return v.Name
+		return *v
 	}
 	return ""
 }

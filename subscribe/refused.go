@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/moq-export/moq-export/internal/moq/ietf/ietfsub"
+	"github.com/moq-export/moq-export/internal/moq/session"
 )
 
 // ErrPathRefused means the peer closed the session because it refuses the
@@ -34,54 +34,39 @@ func (e *RefusedError) Error() string {
 // Unwrap returns the sentinel of the refusal's kind and the close.
 func (e *RefusedError) Unwrap() []error { return []error{e.kind, e.Close} }
 
-// refusal is one kind of close that retrying cannot fix.
+// refusal is one kind of close that retrying cannot fix, in words and
+// as the sentinel the RefusedError wraps.
 type refusal struct {
 	why  string
 	kind error
 }
 
-var (
-	refusedAuth     = refusal{"unauthorized", ErrUnauthorized}
-	refusedProtocol = refusal{"protocol violation", ErrProtocol}
-	refusedVersion  = refusal{"no common version", ErrVersion}
-	refusedPath     = refusal{"path refused", ErrPathRefused}
-)
-
-// liteRefusals are the moq-lite session close codes that end a dialled
-// session: the old registry (6, 9, 15, 21) and the renumbered one that
-// newer relays send on lite-05 sessions too (0x2, 0x3, 0x15; see
-// moq-lite-06's session codes). Stream codes never get here.
-var liteRefusals = map[uint64]refusal{
-	6: refusedAuth, 0x2: refusedAuth,
-	15: refusedProtocol, 0x3: refusedProtocol,
-	9: refusedVersion, 0x15: refusedVersion,
-}
-
-// ietfRefusals are the moq-transport session close codes that end a
-// dialled session.
-var ietfRefusals = map[uint64]refusal{
-	0x2: refusedAuth, 0x3: refusedProtocol, 0x15: refusedVersion,
-	0x8: refusedPath, 0x9: refusedPath,
+// refusals say the families' refusals (session.Codes.Refusals) in the
+// package's words and errors.
+var refusals = map[session.Refusal]refusal{
+	session.RefusedAuth:     {"unauthorized", ErrUnauthorized},
+	session.RefusedProtocol: {"protocol violation", ErrProtocol},
+	session.RefusedVersion:  {"no common version", ErrVersion},
+	session.RefusedPath:     {"path refused", ErrPathRefused},
 }
 
 // refusedBy reports whether err, why a dialled connection ended, is a
 // close by the peer that retrying cannot fix, and returns the typed
-// error the session ends with. ietf says the connection spoke
-// moq-transport (its close codes differ from moq-lite's). A reason that
-// says "unauthorized" counts whatever the code, as relays put the cause
-// in words when the code space is the application's.
-func refusedBy(err error, ietf bool) (*RefusedError, bool) {
+// error the session ends with. codes are those of the family the
+// connection spoke (nil: moq-lite's). A reason that says "unauthorized"
+// counts whatever the code, as relays put the cause in words when the
+// code space is the application's.
+func refusedBy(err error, codes *session.Codes) (*RefusedError, bool) {
 	ce, ok := errors.AsType[*CloseError](err)
 	if !ok || !ce.Remote {
 		return nil, false
 	}
-	table := liteRefusals
-	if ietf {
-		table = ietfRefusals
+	if codes == nil {
+		codes = &liteCodes
 	}
-	r, ok := table[ce.Code]
+	r, ok := refusals[codes.Refusals[ce.Code]]
 	if !ok && ce.Code != 0 && strings.Contains(strings.ToLower(ce.Reason), "unauthorized") {
-		r, ok = refusedAuth, true
+		r, ok = refusals[session.RefusedAuth], true
 	}
 	if !ok {
 		return nil, false
@@ -90,23 +75,21 @@ func refusedBy(err error, ietf bool) (*RefusedError, bool) {
 }
 
 // refusedDialing is refusedBy for an error of a dial, where the protocol
-// is not known: a code that either protocol calls a refusal counts (the
-// two tables agree on what they share).
+// is not known: a code that any family calls a refusal counts (the
+// families agree on what they share).
 func refusedDialing(err error) (*RefusedError, bool) {
-	if r, ok := refusedBy(err, false); ok {
-		return r, true
+	for _, codes := range familyCodes {
+		if r, ok := refusedBy(err, codes); ok {
+			return r, true
+		}
 	}
-	return refusedBy(err, true)
+	return nil, false
 }
 
-// closeCodeName names a session close code of the protocol the
-// connection spoke.
-func closeCodeName(code uint64, ietf bool) string {
-	if ietf {
-		if n, ok := ietfsub.CloseName(code); ok {
-			return n
-		}
-		return "unknown"
+// closeCodeName names a session close code in codes (nil: moq-lite's).
+func closeCodeName(code uint64, codes *session.Codes) string {
+	if codes == nil {
+		codes = &liteCodes
 	}
-	return CodeName(code)
+	return codes.Name(code)
 }

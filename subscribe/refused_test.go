@@ -13,6 +13,7 @@ import (
 
 	"github.com/quic-go/quic-go/http3"
 
+	"github.com/moq-export/moq-export/internal/moq/ietf/ietfsub"
 	"github.com/moq-export/moq-export/internal/moq/transport"
 )
 
@@ -46,7 +47,11 @@ func TestRefusedByTellsRefusalsFromOtherCloses(t *testing.T) {
 		{"not a close", errors.New("timeout"), false, nil},
 	}
 	for _, tc := range cases {
-		r, ok := refusedBy(tc.err, tc.ietf)
+		codes := &liteCodes
+		if tc.ietf {
+			codes = &ietfsub.Codes
+		}
+		r, ok := refusedBy(tc.err, codes)
 		if ok != (tc.want != nil) {
 			t.Errorf("%s: refused %v, want %v", tc.name, ok, tc.want != nil)
 			continue
@@ -61,10 +66,10 @@ func TestRefusedByTellsRefusalsFromOtherCloses(t *testing.T) {
 // registry of the session's protocol, and webtransport-go's unconvertible
 // stream resets come out as words, not raw HTTP/3 numbers.
 func TestCloseErrorsSayTheirMeaningInWords(t *testing.T) {
-	if got := (&CloseError{Code: 0x2, Remote: true, ietf: true}).Error(); !strings.Contains(got, "(unauthorized)") {
+	if got := (&CloseError{Code: 0x2, Remote: true, codes: &ietfsub.Codes}).Error(); !strings.Contains(got, "(unauthorized)") {
 		t.Errorf("ietf 0x2: %q", got)
 	}
-	if got := (&CloseError{Code: 0x8, Remote: true, ietf: true}).Error(); !strings.Contains(got, "(invalid path)") {
+	if got := (&CloseError{Code: 0x8, Remote: true, codes: &ietfsub.Codes}).Error(); !strings.Contains(got, "(invalid path)") {
 		t.Errorf("ietf 0x8: %q", got)
 	}
 	if got := (&CloseError{Code: 6, Remote: true}).Error(); !strings.Contains(got, "(unauthorized)") {

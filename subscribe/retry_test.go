@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/moq/ietf/ietfsub"
 	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
 	"github.com/moq-export/moq-export/internal/moq/session"
 )
@@ -23,14 +24,14 @@ type retryState struct {
 
 // retryPolicy is what a track's run decides after an attempt that ended
 // with err (session.Remote's retry): the family reads the reset
-// (litesub's and ietfConn's RetryReset), the core decides.
+// (litesub's and ietfsub's RetryReset), the core decides.
 func retryPolicy(err error, st retryState) (session.RetryAction, time.Duration) {
 	reset := session.ResetUnknown
 	if code, ok := resetCode(err); ok {
 		reset = litesub.CodeMeaning(code, st.renumbered)
 	}
 	if st.ietf {
-		reset = (&ietfConn{}).RetryReset(err)
+		reset = (&ietfsub.Link{}).RetryReset(err)
 	}
 	return session.Retry(session.AttemptOf(err, reset), session.TrackState{
 		Live: st.live, BroadcastDone: st.broadcastDone, ConnGone: st.connGone, RefusedFor: st.refusedFor,

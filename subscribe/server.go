@@ -133,7 +133,7 @@ func (s *Server) acceptQUIC(a transport.Accepted) {
 		}
 		awaitSetup(sess, wait)
 		sess.mu.Lock()
-		info.query = sess.setupQuery
+		_, info.query = splitPathQuery(sess.peer.Path)
 		sess.mu.Unlock()
 		info.noToken = "a raw QUIC client puts ?jwt= in its SETUP Path"
 	case !c.version.LegacySetup:
@@ -155,7 +155,7 @@ func awaitSetup(sess *Session, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-sess.peerSetup:
+	case <-sess.helloed:
 	case <-t.C:
 	case <-sess.done:
 	}
@@ -169,7 +169,7 @@ func (s *Server) negotiate(c *netConn, proto string, versions []*wire.Version) (
 	var session session.Stream
 	var path string
 	if err == nil && legacy {
-		v, session, path, err = litesub.ServerSetup(s.ctx, coreConn{c}, versions)
+		v, session, path, err = litesub.ServerSetup(s.ctx, coreConn{c: c}, versions)
 	}
 	if err != nil {
 		return "", err

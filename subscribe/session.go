@@ -14,7 +14,6 @@ import (
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/internal/moq/ietf"
-	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/internal/moq/transport"
@@ -37,10 +36,10 @@ type Session struct {
 	dialled bool
 	role    Role
 	hopID   uint64
-	// links are the session's connections, each with the family that
-	// speaks on it: the current one, the next, and the reconnect loop
-	// (the core's).
-	links session.Links[family]
+	// links are the session's connections, each as the family that
+	// speaks on it (the seam, session.Proto): the current one, the next,
+	// and the reconnect loop (the core's).
+	links session.Links[session.Proto]
 
 	// serverKey names the server a dialled session dialled (host:port and
 	// pinned certificate): what is known of it (its support for optional
@@ -74,26 +73,20 @@ type Session struct {
 	// pub is the session's publishing role (publisher.go).
 	pub *publisher
 
-	// version is the version of the latest connection (Version).
-	version atomic.Pointer[wire.Version]
-
-	peerSetup chan struct{} // closed when the first peer SETUP arrived
-	setupOnce sync.Once
+	// version names the version of the latest connection (Version).
+	version atomic.Pointer[string]
 
 	// target is what a dialled session dials: the Dial URL, or the new
 	// session URI of a GOAWAY.
 	target atomic.Pointer[transport.Target]
-	// goawayFrom is the connection whose moq-lite GOAWAY was read (a
-	// second one is a violation). Under mu.
-	goawayFrom conn
-
-	// Accepted sessions: the query of the client's SETUP Path (where a
-	// raw QUIC client's ?jwt= is) and the Role it declared, under mu;
-	// auth is what its token grants once admitted (auth.go), and
-	// authRequired says the server checks tokens.
-	setupQuery   string
-	peerRole     uint64
-	peerRoleSet  bool
+	// Accepted sessions: what the client's SETUP said (its Path, with the
+	// query where a raw QUIC client's ?jwt= is, and the Role it
+	// declared), under mu; helloed is closed once it arrived. auth is
+	// what its token grants once admitted (auth.go), and authRequired
+	// says the server checks tokens.
+	peer         session.Hello
+	helloed      chan struct{}
+	helloOnce    sync.Once
 	auth         *sessionAuth
 	authRequired bool
 	remote       string // the peer's address (accepted sessions)
@@ -113,30 +106,30 @@ func newSession(opts Options, path string) *Session {
 		done:       make(chan struct{}),
 		remotes:    map[string]*remoteBroadcast{},
 		containers: map[string]map[string]string{},
-		peerSetup:  make(chan struct{}),
+		helloed:    make(chan struct{}),
 	}
 	s.remoteCfg = session.RemoteConfig{
 		RequestTimeout: opts.RequestTimeout, DrainGrace: opts.drainGrace, ReconnectMin: opts.Reconnect.Min,
 		ReconnectMax: opts.Reconnect.Max, ResumeGrace: opts.resumeGrace, Objects: opts.Objects,
 	}
-	s.links = session.Links[family]{
+	s.links = session.Links[session.Proto]{
 		Log: s.log, IdleTimeout: opts.IdleTimeout, BackoffFrom: opts.backoffFrom, Closed: ErrClosed,
 		Backoff: session.Backoff{Min: opts.Reconnect.Min, Max: opts.Reconnect.Max, GiveUp: opts.Reconnect.GiveUp, Disabled: opts.Reconnect.Disabled},
 		GiveUp:  s.giveUp, Serve: s.serveConn, Finish: s.finish, Go: s.wg.Go,
 		Target: func() string { return s.target.Load().Redacted() },
-		Refused: func(f family, cause error) (error, bool) {
-			r, ok := refusedBy(cause, f.ietfCodes())
+		Refused: func(f session.Proto, cause error) (error, bool) {
+			r, ok := refusedBy(cause, f.Codes())
 			return s.refused(r, ok, cause)
 		},
 		RefusedDial: func(err error) (error, bool) { r, ok := refusedDialing(err); return s.refused(r, ok, err) },
-		Learn: func(f family, cause error) bool {
+		Learn: func(f session.Proto, cause error) bool {
 			ce, ok := errors.AsType[*CloseError](cause)
-			return ok && ce.Remote && f.learnCompat(s.server(), s.log)
+			return ok && ce.Remote && f.Learn(s.log)
 		},
 		Probe: s.watchReach,
-		Reconnected: func(f family) {
-			s.version.Store(f.Version())
-			s.log.Info("moq: reconnected", "version", f.Version().Name)
+		Reconnected: func(f session.Proto) {
+			s.setVersion(f)
+			s.log.Info("moq: reconnected", "version", f.VersionName())
 		},
 	}
 	s.pub = newPublisher(s)
@@ -190,41 +183,33 @@ func dial(ctx context.Context, rawURL string, opts Options, wrap func(conn) conn
 	s.setLogger(s.log.With("url", t.Redacted()))
 	s.target.Store(t)
 	s.dialled = true
-	s.links.Dial = func(ctx context.Context) (family, error) {
+	s.links.Dial = func(ctx context.Context) (session.Proto, error) {
 		t := s.target.Load()
 		d := &dialer{opts: &s.opts, target: t, versions: versions}
-		nc, err := d.dial(ctx)
-		if err != nil {
-			return nil, err
-		}
-		var c conn = nc
-		if wrap != nil {
-			c = wrap(c)
-		}
-		if ch := nc.choice; ch.Family == alpn.IETF {
-			ic, err := s.ietfDial(ctx, c, ietf.Version(ch.Code), t)
-			if err == nil || !s.server().LearnSetup(err, peerEnded(err), s.log) {
-				return familyOrNil(ic, err)
-			}
-			// Once more, in the layout just learnt.
-			if nc, err = d.dial(ctx); err != nil {
+		var first alpn.Family
+		for attempt := 0; ; attempt++ {
+			nc, err := d.dial(ctx)
+			if err != nil {
 				return nil, err
 			}
-			c = nc
+			var c conn = nc
 			if wrap != nil {
 				c = wrap(c)
 			}
-			if nc.choice.Family != alpn.IETF {
+			if attempt > 0 && nc.choice.Family != first {
 				c.Close(CodeCancel, "")
 				return nil, fmt.Errorf("moq: %s: the server changed its protocol", t.HostPort)
 			}
-			return familyOrNil(s.ietfDial(ctx, c, ietf.Version(nc.choice.Code), t))
+			first = nc.choice.Family
+			p, redial, err := s.open(ctx, c, nc.choice, t)
+			if err == nil {
+				return p, nil
+			}
+			if !redial || attempt > 0 {
+				return nil, err
+			}
+			// Once more, in the layout just learnt.
 		}
-		if !c.WebTransport() {
-			// The root (and token) ride in SETUP on raw QUIC only.
-			return s.newLite(c, &t.SetupPath), nil
-		}
-		return s.newLite(c, nil), nil
 	}
 	c, err := s.links.Dial(ctx)
 	if err != nil {
@@ -234,27 +219,24 @@ func dial(ctx context.Context, rawURL string, opts Options, wrap func(conn) conn
 		}
 		return nil, err
 	}
-	s.log.Debug("moq: connected", "version", c.Version().Name)
+	s.log.Debug("moq: connected", "version", c.VersionName())
 	s.start(c)
 	return s, nil
-}
-
-// familyOrNil is a moq-transport dial's connection as a family (a nil
-// *ietfConn is no family).
-func familyOrNil(ic *ietfConn, err error) (family, error) {
-	if err != nil {
-		return nil, err
-	}
-	return ic, nil
 }
 
 // start runs the session on its first connection f, and what replaces
 // it, until the session ends. A server registers a session before it
 // starts it, so a Server.Close can reach Close first: then f is closed
 // here instead.
-func (s *Session) start(f family) {
-	s.version.Store(f.Version())
+func (s *Session) start(f session.Proto) {
+	s.setVersion(f)
 	s.links.Start(s.ctx, f)
+}
+
+// setVersion makes f's version the session's (Version).
+func (s *Session) setVersion(f session.Proto) {
+	name := f.VersionName()
+	s.version.Store(&name)
 }
 
 // giveUp is Options.Reconnect.GiveUp, or what a test set instead.
@@ -291,30 +273,14 @@ func (s *Session) finish(err error) {
 	s.doneOnce.Do(func() { close(s.done) })
 }
 
-// serveConn serves the incoming streams of f, the current connection,
-// until it is gone.
-func (s *Session) serveConn(f family) { f.serveConn(s) }
-
-// serveLite serves a moq-lite connection until it is gone: package
-// litesub reads the peer's streams, SETUP and GOAWAY go to the session.
-func (s *Session) serveLite(l liteFamily) {
-	c := l.c
-	ctx := c.Context()
-	s.logNegotiated(l.V)
-	peer := &litesub.Peer{
-		Setup: s.readSetup, Client: s.dialled, Pub: s.pub.lite,
-		GoAway: func(uri string) error { return s.liteGoAway(l, uri) },
-	}
-	var loops []func()
-	if l.V.SetupStream {
-		loops = append(loops, func() { litesub.SendSetup(ctx, l.C, s.ourSetup(l), s.log) })
-	}
-	if str := c.SessionStream(); str != nil {
-		loops = append(loops, func() { litesub.ServeSessionStream(ctx, l.C, str, s.log) })
-	}
-	session.ServeConn(s.ctx, coreConn{c}, CodeCancel, s.streamOrder(),
-		func(str session.RecvStream, t session.OrderTicket) { l.HandleUni(str, t, peer) },
-		func(str session.Stream) { l.HandleBidi(ctx, str, peer) }, loops...)
+// serveConn serves f, the current connection, until it is gone: the
+// family reads its streams; what the peer's SETUP and GOAWAY say comes
+// back here.
+func (s *Session) serveConn(f session.Proto) {
+	f.Serve(&session.ProtoHost{
+		Ctx: s.ctx, Log: s.log, Order: s.streamOrder(), Client: s.dialled,
+		Hello: s.hello, MoveAway: s.moveAway,
+	})
 }
 
 // streamOrder starts the group-stream order of a connection about to be
@@ -325,42 +291,22 @@ func (s *Session) streamOrder() *session.StreamOrder {
 	return order
 }
 
-// ourSetup is what our moq-lite SETUP on c says: a raw QUIC client's
-// root (and token), the role a client declares.
-func (s *Session) ourSetup(l liteFamily) litesub.Setup {
-	var m litesub.Setup
-	if l.setupPath != nil {
-		m.Path, m.HasPath = *l.setupPath, true
-	}
-	if s.dialled {
-		m.HasRole = true
-		switch s.role {
-		case RolePublisher:
-			m.Role = wire.RolePublisher
-		case RoleBoth:
-			m.Role = wire.RoleBoth
-		default:
-			m.Role = wire.RoleSubscriber
-		}
-	}
-	return m
-}
-
-// readSetup takes the peer's moq-lite SETUP: an accepted session's root
+// hello takes what the peer's SETUP says: an accepted session's root
 // and query (raw QUIC) and the Role the client declared.
-func (s *Session) readSetup(m litesub.Setup) {
+func (s *Session) hello(m session.Hello) {
 	if !s.dialled {
 		s.mu.Lock()
 		if m.HasPath {
-			path, query := splitPathQuery(m.Path)
-			s.path, s.setupQuery = normPath(path), query
+			path, _ := splitPathQuery(m.Path)
+			s.path = normPath(path)
+			s.peer.Path, s.peer.HasPath = m.Path, true
 		}
 		if m.HasRole {
-			s.peerRole, s.peerRoleSet = m.Role, true
+			s.peer.Role, s.peer.HasRole = m.Role, true
 		}
 		s.mu.Unlock()
 	}
-	s.setupOnce.Do(func() { close(s.peerSetup) })
+	s.helloOnce.Do(func() { close(s.helloed) })
 }
 
 // Path returns the session root as the client requested it: the URL path
@@ -413,14 +359,5 @@ func protocolErr(err error) error {
 // stream error can be the first sign of the loss: checking the context
 // alone would take a lost connection for a failed stream.
 func connGone(c conn, err error) bool { return c.Context().Err() != nil || isConnErr(err) }
-
-// connLoss returns why c is gone: the context's cause once it is there,
-// otherwise err (the stream error that reported the loss first).
-func connLoss(c session.Family, err error) error {
-	if cause := c.Cause(); cause != nil {
-		return cause
-	}
-	return err
-}
 
 var errStopped = session.ErrStopped

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/internal/moq/transport"
@@ -349,7 +350,7 @@ func TestStopReadingEndsAReadCancelReadDoesNotWake(t *testing.T) {
 
 // testSubscription is a moq-lite subscription of rt on l with id,
 // timescale 1000, as a subscription attempt makes it (not registered).
-func testSubscription(l liteFamily, rt *session.Remote, id uint64) *session.Sub {
+func testSubscription(l *litesub.Link, rt *session.Remote, id uint64) *session.Sub {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	w := l.NewSubscription(ctx, rt)
 	sub, _ := w.NewSubscription(ctx, cancel, 1000, nil)

@@ -51,13 +51,20 @@ func checkRule(t *testing.T, rule func(*token.FileSet, *ast.File) []string, case
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			fset := token.NewFileSet()
-			f, err := parser.ParseFile(fset, "x.go", tc.src, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
+			f := parseAs(t, fset, "x.go", tc.src)
 			if got := rule(fset, f); len(got) != tc.want {
 				t.Errorf("%d violations %v, want %d", len(got), got, tc.want)
 			}
 		})
 	}
+}
+
+// parseAs parses src as the file name.
+func parseAs(t *testing.T, fset *token.FileSet, name, src string) *ast.File {
+	t.Helper()
+	f, err := parser.ParseFile(fset, name, src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

@@ -7,23 +7,23 @@ import (
 	"go/token"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 )
 
 // The seam rules read the source, not the imports: the facade and the
-// session core reach a protocol family only through the seam (package
-// subscribe's family, the core's session.Family), never by asking which
-// family a value is, and the facade's Session keeps no family's state.
+// session core reach a protocol family only through the seam (the core's
+// session.Proto, which litesub.Link and ietfsub.Link implement), never by
+// asking which family a value is, and the facade's Session keeps nothing
+// of a family's (its state, its codec's versions).
 
-// familyPkgs are the protocol families' session packages, whose state a
-// Session must not hold.
-var familyPkgs = []string{module + "/internal/moq/lite/litesub", module + "/internal/moq/ietf/ietfsub"}
+// familyPrefixes are the protocol families' packages (codec, session,
+// publisher), none of whose types a Session field may hold.
+var familyPrefixes = []string{module + "/internal/moq/lite", module + "/internal/moq/ietf"}
 
-// concreteFamily matches the name of a type that is one family's own: the
-// facade's implementations (liteFamily, ietfConn) and anything named
-// after a family.
+// concreteFamily matches the name of a type that is one family's own
+// (the facade's implementations once: liteFamily, ietfConn) and anything
+// named after a family.
 var concreteFamily = regexp.MustCompile(`(?i)lite|ietf`)
 
 // seamViolations returns the type assertions and type switches of file f
@@ -33,15 +33,22 @@ var concreteFamily = regexp.MustCompile(`(?i)lite|ietf`)
 func seamViolations(fset *token.FileSet, f *ast.File) []string {
 	// imported: local package name -> import path.
 	imported := importNames(f)
-	fromFamily := func(e ast.Expr, pkgs []string) bool {
+	fromFamily := func(e ast.Expr) bool {
 		sel, ok := e.(*ast.SelectorExpr)
 		if !ok {
 			return false
 		}
 		id, ok := sel.X.(*ast.Ident)
-		return ok && slices.Contains(pkgs, imported[id.Name])
+		if !ok {
+			return false
+		}
+		for _, p := range familyPrefixes {
+			if imported[id.Name] == p || strings.HasPrefix(imported[id.Name], p+"/") {
+				return true
+			}
+		}
+		return false
 	}
-	familyPrefixes := []string{module + "/internal/moq/lite", module + "/internal/moq/ietf"}
 	names := func(e ast.Expr) bool {
 		found := false
 		ast.Inspect(e, func(n ast.Node) bool {
@@ -90,13 +97,13 @@ func seamViolations(fset *token.FileSet, f *ast.File) []string {
 			for _, fld := range st.Fields.List {
 				hit := false
 				ast.Inspect(fld.Type, func(m ast.Node) bool {
-					if e, ok := m.(ast.Expr); ok && fromFamily(e, familyPkgs) {
+					if e, ok := m.(ast.Expr); ok && fromFamily(e) {
 						hit = true
 					}
 					return !hit
 				})
 				if hit {
-					at(fld, "a Session field holding a family's session state")
+					at(fld, "a Session field holding a family's type")
 				}
 			}
 		}
@@ -131,10 +138,11 @@ func sourceFiles(t *testing.T, fset *token.FileSet, dir string) []*ast.File {
 
 // TestTheFacadeAndTheCoreReachAFamilyOnlyThroughTheSeam: subscribe and
 // the session core, and their tests, never ask which family a value is
-// (no type assertion or switch to liteFamily, *ietfConn or a family
-// package's type), and
-// subscribe's Session holds no family's session state (moq-lite's routing
-// table once sat there as s.lite, beside moq-transport's behind the seam).
+// (no type assertion or switch to a type named for a family or a family
+// package's type), and subscribe's Session holds no family's type
+// (moq-lite's routing table once sat there as s.lite, beside
+// moq-transport's behind the seam; the negotiated version as moq-lite's
+// *wire.Version, which named moq-transport's drafts too).
 func TestTheFacadeAndTheCoreReachAFamilyOnlyThroughTheSeam(t *testing.T) {
 	root := moduleRoot(t)
 	fset := token.NewFileSet()
@@ -168,5 +176,11 @@ type Session struct{ lite litesub.Session; n int }`, 1},
 		{"a Session field holding moq-transport's state by pointer", `package subscribe
 import x "github.com/moq-export/moq-export/internal/moq/ietf/ietfsub"
 type Session struct{ m map[string]*x.Session }`, 1},
+		{"a Session field holding a family codec's version", `package subscribe
+import (
+	"sync/atomic"
+	"github.com/moq-export/moq-export/internal/moq/lite/wire"
+)
+type Session struct{ version atomic.Pointer[wire.Version] }`, 1},
 	})
 }

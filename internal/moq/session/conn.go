@@ -34,6 +34,9 @@ type Conn interface {
 	// Silence is how long the connection takes, as it stands now, to
 	// find that its peer went silent (Family.Silence).
 	Silence() time.Duration
+	// CloseOf reads the session's close (the peer's when remote) out of
+	// err; ok is false when err holds no close.
+	CloseOf(err error) (code uint64, remote, ok bool)
 }
 
 // ResetStream abandons both directions of str with code.

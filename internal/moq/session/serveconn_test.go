@@ -77,12 +77,13 @@ func (c *chanConn) Close(code uint64, _ string) {
 	}
 	c.cancel()
 }
-func (c *chanConn) Context() context.Context       { return c.ctx }
-func (c *chanConn) WebTransport() bool             { return false }
-func (c *chanConn) Cause() error                   { return nil }
-func (c *chanConn) Gone(error) bool                { return c.ctx.Err() != nil }
-func (c *chanConn) ResetCode(error) (uint64, bool) { return 0, false }
-func (c *chanConn) Silence() time.Duration         { return time.Second }
+func (c *chanConn) Context() context.Context           { return c.ctx }
+func (c *chanConn) WebTransport() bool                 { return false }
+func (c *chanConn) Cause() error                       { return nil }
+func (c *chanConn) Gone(error) bool                    { return c.ctx.Err() != nil }
+func (c *chanConn) ResetCode(error) (uint64, bool)     { return 0, false }
+func (c *chanConn) Silence() time.Duration             { return time.Second }
+func (c *chanConn) CloseOf(error) (uint64, bool, bool) { return 0, false, false }
 
 // TestServeConnServesAConnectionsStreamsAndLoopsUntilItEnds: the uni
 // streams the peer opens reach the family in acceptance order, each with

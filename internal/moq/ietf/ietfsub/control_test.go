@@ -29,13 +29,14 @@ func (c idleConn) AcceptBidi(context.Context) (session.Stream, error) {
 func (c idleConn) AcceptUni(context.Context) (session.RecvStream, error) {
 	return nil, errors.New("no streams")
 }
-func (c idleConn) Close(uint64, string)           {}
-func (c idleConn) Context() context.Context       { return c.ctx }
-func (c idleConn) WebTransport() bool             { return false }
-func (c idleConn) Cause() error                   { return nil }
-func (c idleConn) Gone(error) bool                { return false }
-func (c idleConn) ResetCode(error) (uint64, bool) { return 0, false }
-func (c idleConn) Silence() time.Duration         { return time.Second }
+func (c idleConn) Close(uint64, string)               {}
+func (c idleConn) Context() context.Context           { return c.ctx }
+func (c idleConn) WebTransport() bool                 { return false }
+func (c idleConn) Cause() error                       { return nil }
+func (c idleConn) Gone(error) bool                    { return false }
+func (c idleConn) ResetCode(error) (uint64, bool)     { return 0, false }
+func (c idleConn) Silence() time.Duration             { return time.Second }
+func (c idleConn) CloseOf(error) (uint64, bool, bool) { return 0, false, false }
 
 // encoded returns message m of type typ as the control loop reads it: its
 // type and body.

@@ -12,19 +12,10 @@ import (
 	"github.com/moq-export/moq-export/internal/varint"
 )
 
-// Feed is an announcement feed as moq-lite's announce stream fills it.
-type Feed interface {
-	// Prefix is what the feed follows ("" for all).
-	Prefix() string
-	// Context ends the feed's stream.
-	Context() context.Context
-	// Reconcile reports the paths the peer has active now (the stream's
-	// initial set) against what the feed reported so far; madeUp says
-	// that paths gone from it ended unannounced (a new connection).
-	Reconcile(active []string, madeUp bool)
-	// Push reports one announcement of path.
-	Push(path string, active bool)
-}
+// Feed is an announcement feed as moq-lite's announce stream fills it
+// (the core's: a moq-lite announce stream asks for its prefix whether a
+// caller holds the feed or not).
+type Feed = session.Feed
 
 // follow is one announce stream on a connection, for a feed.
 type follow struct {

@@ -257,15 +257,10 @@ func ServeSessionStream(ctx context.Context, c session.Conn, str session.Stream,
 	}
 }
 
-// Setup is what a SETUP says of its session: the root and query a raw
-// QUIC client asks for, and the role a client declares (wire.RoleBoth,
-// RolePublisher, RoleSubscriber).
-type Setup struct {
-	Path    string
-	HasPath bool
-	Role    uint64
-	HasRole bool
-}
+// Setup is what a SETUP says of its session (the core's Hello): the
+// root and query a raw QUIC client asks for, and the role a client
+// declares (wire.RoleBoth, RolePublisher, RoleSubscriber).
+type Setup = session.Hello
 
 // SendSetup sends our SETUP saying m on a SETUP stream (lite-03+).
 func SendSetup(ctx context.Context, c session.Conn, m Setup, log *slog.Logger) {

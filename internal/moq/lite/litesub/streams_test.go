@@ -43,6 +43,8 @@ func (c *fakeConn) Gone(error) bool          { return false }
 func (c *fakeConn) Cause() error             { return nil }
 
 // ResetCode: a reset is a resetErr.
+func (c *fakeConn) CloseOf(error) (uint64, bool, bool) { return 0, false, false }
+
 func (c *fakeConn) ResetCode(err error) (uint64, bool) {
 	if re, ok := errors.AsType[*resetErr](err); ok {
 		return re.code, true

@@ -1,0 +1,150 @@
+package layering
+
+import (
+	"fmt"
+	"go/ast"
+	"go/token"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// The facade holds no family's glue. moq-lite and moq-transport each
+// implement the seam (session.Proto) in their own session package
+// (litesub.Link, ietfsub.Link): serving the connection, the SETUP the
+// family runs, announce streams, GOAWAY, what a close means. Package
+// subscribe picks the family a connection negotiated and makes its Proto
+// in one file, proto.go; elsewhere it reaches a connection through the
+// seam only.
+
+// familySessions are the families' session packages.
+var familySessions = []string{module + "/internal/moq/lite/litesub", module + "/internal/moq/ietf/ietfsub"}
+
+// facadeMaker is the one facade file that makes a family's Proto.
+const facadeMaker = "proto.go"
+
+// sessionPublic is what the facade may name of a family's session package
+// outside facadeMaker: its public errors and codes, and moq-lite's version
+// negotiation, which runs before any family is made.
+var sessionPublic = regexp.MustCompile(`^(Err\w+|Code\w+|SelectALPN|ClientSetup|ServerSetup|SetupTimeout)$`)
+
+// familyNamed matches a top-level identifier named for moq-transport: the
+// glue the facade once held (ietfConn, ietfDial, serveIETF's file's
+// ietfTransport, ietfVersions, ...).
+var familyNamed = regexp.MustCompile(`^(?i)ietf`)
+
+// glueViolations returns, for file f of the facade (outside its tests),
+// its top-level identifiers named for moq-transport, and, unless f is
+// facadeMaker, the names it takes from a family's session package beyond
+// sessionPublic.
+func glueViolations(fset *token.FileSet, f *ast.File) []string {
+	var bad []string
+	at := func(n ast.Node, what string) {
+		bad = append(bad, fmt.Sprintf("%s: %s", fset.Position(n.Pos()), what))
+	}
+	for _, d := range f.Decls {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if familyNamed.MatchString(d.Name.Name) {
+				at(d.Name, d.Name.Name+": a function named for moq-transport in the facade")
+			}
+		case *ast.GenDecl:
+			for _, sp := range d.Specs {
+				switch sp := sp.(type) {
+				case *ast.TypeSpec:
+					if familyNamed.MatchString(sp.Name.Name) {
+						at(sp.Name, sp.Name.Name+": a type named for moq-transport in the facade")
+					}
+				case *ast.ValueSpec:
+					for _, n := range sp.Names {
+						if familyNamed.MatchString(n.Name) {
+							at(n, n.Name+": a value named for moq-transport in the facade")
+						}
+					}
+				}
+			}
+		}
+	}
+	if filepath.Base(fset.Position(f.Package).Filename) == facadeMaker {
+		return bad
+	}
+	imported := importNames(f)
+	ast.Inspect(f, func(n ast.Node) bool {
+		sel, ok := n.(*ast.SelectorExpr)
+		if !ok {
+			return true
+		}
+		id, ok := sel.X.(*ast.Ident)
+		if !ok || id.Obj != nil {
+			return true // a field or a local, not a package
+		}
+		for _, p := range familySessions {
+			if imported[id.Name] == p && !sessionPublic.MatchString(sel.Sel.Name) {
+				at(sel, fmt.Sprintf("%s.%s: a family's session glue outside %s", id.Name, sel.Sel.Name, facadeMaker))
+			}
+		}
+		return true
+	})
+	return bad
+}
+
+// TestTheFacadeHoldsNoFamilysGlue: outside its tests, subscribe declares
+// nothing named for moq-transport, and only proto.go names what a family
+// implements the seam with (its Link, Config, Server record, SETUP
+// parameters); the rest of the facade names a family's session package
+// only for its errors, codes and moq-lite's version negotiation.
+func TestTheFacadeHoldsNoFamilysGlue(t *testing.T) {
+	root := moduleRoot(t)
+	fset := token.NewFileSet()
+	found := false
+	for _, f := range sourceFiles(t, fset, filepath.Join(root, "subscribe")) {
+		name := fset.Position(f.Package).Filename
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		found = found || filepath.Base(name) == facadeMaker
+		for _, b := range glueViolations(fset, f) {
+			t.Error(b)
+		}
+	}
+	if !found {
+		t.Errorf("subscribe/%s is gone: the rule names the file that makes a family's Proto; update it", facadeMaker)
+	}
+}
+
+// TestTheGlueRuleCatchesWhatItForbids feeds the rule source that breaks
+// it, and source it allows.
+func TestTheGlueRuleCatchesWhatItForbids(t *testing.T) {
+	const sub = `"github.com/moq-export/moq-export/internal/moq/ietf/ietfsub"`
+	const lite = `"github.com/moq-export/moq-export/internal/moq/lite/litesub"`
+	cases := []ruleCase{
+		{"errors, codes and moq-lite's negotiation", `package subscribe
+import (` + sub + "\n" + lite + `)
+var e = ietfsub.ErrNoDiscovery
+var c = ietfsub.CodeNoError
+var f = litesub.SelectALPN`, 0},
+		{"a moq-transport connection type", `package subscribe
+import "github.com/moq-export/moq-export/internal/moq/ietf/ietfsub"
+type ietfConn struct{ ss *ietfsub.Session }`, 2},
+		{"moq-lite's serving in the facade", `package subscribe
+import ` + lite + `
+func serve(c litesub.Conn) { _ = &litesub.Peer{} }`, 2},
+		{"a helper named for moq-transport", `package subscribe
+var ietfVersions []int
+func ietfDial() {}`, 2},
+		{"a field or local named like a package", `package subscribe
+type pub struct{ ietf struct{ Strict any } }
+func f(p pub) any { ietfsub := p.ietf; return ietfsub.Strict }`, 0},
+	}
+	checkRule(t, glueViolations, cases)
+	// The maker may name a family's Link; not a helper named for it.
+	fset := token.NewFileSet()
+	f := parseAs(t, fset, facadeMaker, `package subscribe
+import `+sub+`
+func newLink() *ietfsub.Link { return ietfsub.NewLink(nil, ietfsub.Config{}, nil) }
+func ietfHelper() {}`)
+	if got := glueViolations(fset, f); len(got) != 1 {
+		t.Errorf("in %s: %d violations %v, want 1 (the helper's name)", facadeMaker, len(got), got)
+	}
+}
