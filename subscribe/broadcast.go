@@ -213,9 +213,10 @@ func (rb *remoteBroadcast) knownKind(name string) string {
 			return k
 		}
 	}
-	rb.s.mu.Lock()
-	defer rb.s.mu.Unlock()
-	return rb.s.containers[rb.path][name]
+	if r, ok := rb.s.learnt.of(rb.path, name); ok {
+		return string(r.Common().ContainerKind())
+	}
+	return ""
 }
 
 // kindOf returns the container of track name, reading the broadcast's
@@ -278,7 +279,7 @@ func (rb *remoteBroadcast) waitCatalog(w *catalog.Watcher, name string) (kind st
 			// The catalog track ended, or the wait is over.
 			return "", wait == ctx && errors.Is(err, context.DeadlineExceeded) && rb.ctx.Err() == nil
 		}
-		rb.s.learnCatalog(rb.path, c)
+		rb.s.learnt.learn(rb.path, c, rb.s.log)
 		if k := rb.knownKind(name); k != "" {
 			return k, false
 		}
@@ -293,32 +294,3 @@ func (rb *remoteBroadcast) waitCatalog(w *catalog.Watcher, name string) (kind st
 // catalogUpdateGrace is how long a track missing from the catalog waits
 // for a newer snapshot that names it.
 const catalogUpdateGrace = time.Second
-
-// learnCatalog records the container of every rendition of c (the catalog
-// of broadcast path), following "broadcast" references.
-func (s *Session) learnCatalog(path string, c *catalog.Catalog) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, r := range c.Renditions() {
-		cm := r.Common()
-		bpath := path
-		if cm.Broadcast != nil {
-			p, ok := ResolveBroadcast(path, *cm.Broadcast)
-			if !ok {
-				s.log.Warn("moq: rendition broadcast escapes the root, ignored", "broadcast", path, "rendition", r.Name)
-				continue
-			}
-			bpath = p
-		}
-		m := s.containers[bpath]
-		if m == nil {
-			m = map[string]string{}
-			s.containers[bpath] = m
-		}
-		m[r.Name] = string(cm.ContainerKind())
-		if cm.ContainerKind() == catalog.ContainerCMAF {
-			s.learnInit(bpath, r.Name, cm.Container)
-		}
-		s.learnRendition(bpath, r)
-	}
-}

@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/internal/moq/ietf"
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/session"
@@ -60,15 +59,9 @@ type Session struct {
 	// feeds are the announcement feeds running, which remote broadcasts
 	// follow (see Session.Broadcast).
 	feeds map[*Announcements]struct{}
-	// containers holds the container kind of tracks learnt from catalogs:
-	// broadcast path -> track -> kind.
-	containers map[string]map[string]string
-	// cmafInits holds the container (init) of cmaf tracks learnt from
-	// catalogs: broadcast path -> track -> container.
-	cmafInits map[string]map[string]*catalog.Container
-	// renditions holds the catalog's renditions: broadcast path -> track
-	// -> rendition (their packaging's details, cmaf.go).
-	renditions map[string]map[string]catalog.Rendition
+	// learnt is what the broadcasts' catalogs said of their renditions
+	// (cmaf.go).
+	learnt renditions
 
 	// pub is the session's publishing role (publisher.go).
 	pub *publisher
@@ -96,17 +89,16 @@ func newSession(opts Options, path string) *Session {
 	opts.fill()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Session{
-		opts:       opts,
-		log:        opts.Logger,
-		path:       normPath(path),
-		role:       opts.Role,
-		hopID:      randomID(),
-		ctx:        ctx,
-		cancel:     cancel,
-		done:       make(chan struct{}),
-		remotes:    map[string]*remoteBroadcast{},
-		containers: map[string]map[string]string{},
-		helloed:    make(chan struct{}),
+		opts:    opts,
+		log:     opts.Logger,
+		path:    normPath(path),
+		role:    opts.Role,
+		hopID:   randomID(),
+		ctx:     ctx,
+		cancel:  cancel,
+		done:    make(chan struct{}),
+		remotes: map[string]*remoteBroadcast{},
+		helloed: make(chan struct{}),
 	}
 	s.remoteCfg = session.RemoteConfig{
 		RequestTimeout: opts.RequestTimeout, DrainGrace: opts.drainGrace, ReconnectMin: opts.Reconnect.Min,
