@@ -4,9 +4,15 @@
 // raw QUIC, and moves what it receives into package model (and what
 // package model holds onto the wire).
 //
-// It owns the session logic: transports and TLS, the Setup stream,
-// announcements, track info, subscriptions, group streams, the catalog
-// tracks, reconnects, and a small publisher. The byte layouts of the
+// It is the public facade of the wire side: Session, Dial, Listen and
+// Server, Options, errors. It picks the protocol family a connection
+// negotiated (the ALPN table's alpn.Select) and makes the family's
+// session.Proto in one file, proto.go; from then on it reaches the
+// connection only through that seam, which moq-lite (internal/moq/lite/litesub)
+// and moq-transport (internal/moq/ietf/ietfsub) each implement. The
+// protocol-neutral session logic (the subscribed tracks, retries, resume,
+// backfill, reconnects, the publisher's serving) is the core's,
+// internal/moq/session. The byte layouts of the
 // messages live in internal/moq/lite/wire and internal/moq/ietf; what
 // object payloads hold (the hang packagings legacy, loc and cmaf) is
 // package internal/hang's alone, in both directions and for both protocol

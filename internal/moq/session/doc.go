@@ -49,9 +49,14 @@
 // closed, refused or gives up. What a connection's end means (a refusal,
 // a lesson about the server) the facade says through Links' hooks.
 //
-// The seams the core owns and the families implement: Family (what a
-// protocol does for the core on one connection: a subscription attempt's
-// Wire, a FETCH, what its errors and resets mean), RemoteHost (what a
+// The seams the core owns and the families implement: Proto (one
+// connection as its family speaks it, which the facade holds and reaches
+// it through: the subscriber's Family, serving the connection for the
+// session's ProtoHost, which takes the peer's SETUP as a Hello and its
+// GOAWAY; an announcement Feed; our GOAWAY; the family's close Codes;
+// what a session closed early teaches), Family (what a protocol does for
+// the core on one connection: a subscription attempt's Wire, a FETCH, what
+// its errors and resets mean), RemoteHost (what a
 // track needs of its session and broadcast; package subscribe's
 // broadcast), and Conn (a connection as a family's session sees it, which
 // the facade adapts its transport's to: moq-transport's session, package

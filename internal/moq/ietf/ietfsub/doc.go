@@ -12,8 +12,15 @@
 // public facade (internal/layering checks it): the connection is the
 // core's session.Conn, its streams the core's stream interfaces, and the
 // errors it reports are the core's (session.ErrProtocol) or the facade's,
-// handed in (Config.GoingAway, session.Conn.Cause). Package subscribe
-// dials and accepts, picks this family for a connection that negotiated a
-// moq-transport draft, and runs its subscriptions over a Session's
-// requests.
+// handed in (Config.GoingAway, session.Conn.Cause).
+//
+// A Link is the session as the facade holds it, moq-transport's side of
+// the seam (session.Proto): NewLink makes it, Dial and Accept run its
+// SETUP (a failed client SETUP that taught the Server record a layout says
+// to dial once more), Serve runs the control loop and the peer's streams,
+// Follow an announcement feed, GoAway sends GOAWAY, Learn records what an
+// early close showed the server lacks, and Codes are moq-transport's close
+// codes. Package subscribe picks this family for a connection that
+// negotiated a moq-transport draft (alpn.Select), makes its Link and
+// reaches it only through the seam.
 package ietfsub

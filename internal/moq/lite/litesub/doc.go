@@ -13,7 +13,12 @@
 // subscription's lifecycle (session.Subscribe, over this package's Wire),
 // the order group streams make their groups in, and the group pump.
 //
-// A Conn is moq-lite on one connection, as the core sees it
+// A Link is moq-lite on one connection as the facade holds it, its side
+// of the seam (session.Proto): it serves the connection (the peer's SETUP
+// and GOAWAY to the session's ProtoHost, a second GOAWAY refused, our
+// SETUP, the legacy session stream), follows announcements, sends GOAWAY
+// and names its close codes (LinkConfig.Codes, with Refusals). Its Conn is
+// moq-lite on the connection as the core's subscriber sees it
 // (session.Family), made with its Config; its Session is the subscriber's
 // state on that connection (the subscriptions its group streams name, in
 // the core's session.Routes by subscribe id). It
