@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -22,23 +23,11 @@ var codecPublic = regexp.MustCompile(`^(Version|Versions|Family\w*|ByCode|ByName
 // codecViolations returns the names file f, a facade file outside its
 // tests, takes from a family's codec beyond codecPublic.
 func codecViolations(fset *token.FileSet, f *ast.File) []string {
-	imported := importNames(f)
 	var bad []string
-	ast.Inspect(f, func(n ast.Node) bool {
-		sel, ok := n.(*ast.SelectorExpr)
-		if !ok {
-			return true
+	eachPackageName(f, func(path string, sel *ast.SelectorExpr) {
+		if slices.Contains(familyCodecs, path) && !codecPublic.MatchString(sel.Sel.Name) {
+			bad = append(bad, fmt.Sprintf("%s: %s.%s: a family's wire message or layout in the facade", fset.Position(sel.Pos()), sel.X, sel.Sel.Name))
 		}
-		id, ok := sel.X.(*ast.Ident)
-		if !ok || id.Obj != nil {
-			return true // a field or a local, not a package
-		}
-		for _, c := range familyCodecs {
-			if imported[id.Name] == c && !codecPublic.MatchString(sel.Sel.Name) {
-				bad = append(bad, fmt.Sprintf("%s: %s.%s: a family's wire message or layout in the facade", fset.Position(sel.Pos()), id.Name, sel.Sel.Name))
-			}
-		}
-		return true
 	})
 	return bad
 }

@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -44,47 +45,33 @@ func glueViolations(fset *token.FileSet, f *ast.File) []string {
 		bad = append(bad, fmt.Sprintf("%s: %s", fset.Position(n.Pos()), what))
 	}
 	for _, d := range f.Decls {
+		var names []*ast.Ident
 		switch d := d.(type) {
 		case *ast.FuncDecl:
-			if familyNamed.MatchString(d.Name.Name) {
-				at(d.Name, d.Name.Name+": a function named for moq-transport in the facade")
-			}
+			names = append(names, d.Name)
 		case *ast.GenDecl:
 			for _, sp := range d.Specs {
 				switch sp := sp.(type) {
 				case *ast.TypeSpec:
-					if familyNamed.MatchString(sp.Name.Name) {
-						at(sp.Name, sp.Name.Name+": a type named for moq-transport in the facade")
-					}
+					names = append(names, sp.Name)
 				case *ast.ValueSpec:
-					for _, n := range sp.Names {
-						if familyNamed.MatchString(n.Name) {
-							at(n, n.Name+": a value named for moq-transport in the facade")
-						}
-					}
+					names = append(names, sp.Names...)
 				}
+			}
+		}
+		for _, n := range names {
+			if familyNamed.MatchString(n.Name) {
+				at(n, n.Name+": named for moq-transport in the facade")
 			}
 		}
 	}
 	if filepath.Base(fset.Position(f.Package).Filename) == facadeMaker {
 		return bad
 	}
-	imported := importNames(f)
-	ast.Inspect(f, func(n ast.Node) bool {
-		sel, ok := n.(*ast.SelectorExpr)
-		if !ok {
-			return true
+	eachPackageName(f, func(path string, sel *ast.SelectorExpr) {
+		if slices.Contains(familySessions, path) && !sessionPublic.MatchString(sel.Sel.Name) {
+			at(sel, fmt.Sprintf("%s.%s: a family's session glue outside %s", sel.X, sel.Sel.Name, facadeMaker))
 		}
-		id, ok := sel.X.(*ast.Ident)
-		if !ok || id.Obj != nil {
-			return true // a field or a local, not a package
-		}
-		for _, p := range familySessions {
-			if imported[id.Name] == p && !sessionPublic.MatchString(sel.Sel.Name) {
-				at(sel, fmt.Sprintf("%s.%s: a family's session glue outside %s", id.Name, sel.Sel.Name, facadeMaker))
-			}
-		}
-		return true
 	})
 	return bad
 }

@@ -68,3 +68,24 @@ func parseAs(t *testing.T, fset *token.FileSet, name, src string) *ast.File {
 	}
 	return f
 }
+
+// eachPackageName calls fn for every name file f takes from an imported
+// package (pkg.Name: a field or a local of that name is not one), with
+// the package's import path.
+func eachPackageName(f *ast.File, fn func(path string, sel *ast.SelectorExpr)) {
+	imported := importNames(f)
+	ast.Inspect(f, func(n ast.Node) bool {
+		sel, ok := n.(*ast.SelectorExpr)
+		if !ok {
+			return true
+		}
+		id, ok := sel.X.(*ast.Ident)
+		if !ok || id.Obj != nil {
+			return true
+		}
+		if p, ok := imported[id.Name]; ok {
+			fn(p, sel)
+		}
+		return true
+	})
+}
