@@ -423,3 +423,34 @@ func TestAnArchiveReadWholeIsUnpacedAndAReplayIsNot(t *testing.T) {
 		})
 	}
 }
+
+// TestAnUnpacedReaderLingersForItsReadersSignalOnlyWhileItIsNotThere: the
+// reader waits a moment for its readers' signal before it sleeps on it:
+// it goes on at once when the signal is there, and gives up after
+// LingerWait when none comes.
+func TestAnUnpacedReaderLingersForItsReadersSignalOnlyWhileItIsNotThere(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		signal bool
+	}{
+		{name: "the signal is there", signal: true},
+		{name: "no signal comes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := make(chan struct{}, 1)
+			if tc.signal {
+				c <- struct{}{}
+			}
+			start := time.Now()
+			if got := archive.LingerSignal(c); got != tc.signal {
+				t.Fatalf("LingerSignal() = %v, want %v", got, tc.signal)
+			}
+			if d := time.Since(start); !tc.signal && d < archive.LingerWait {
+				t.Errorf("gave up after %v, want at least %v", d, archive.LingerWait)
+			}
+			if tc.signal && len(c) != 0 {
+				t.Error("the signal was not taken")
+			}
+		})
+	}
+}

@@ -6,3 +6,10 @@ const FeedStep = step
 // FeedAhead is how many parts the readers of an unpaced read have left
 // when it writes the next.
 const FeedAhead = ahead
+
+// LingerSignal waits for a signal on c as the unpaced reader waits for its
+// readers before it sleeps (at most LingerWait).
+func LingerSignal(c <-chan struct{}) bool { return lingerSignal(c) }
+
+// LingerWait bounds LingerSignal.
+const LingerWait = lingerWait
