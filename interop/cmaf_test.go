@@ -14,6 +14,7 @@ import (
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/export"
 	"github.com/moq-export/moq-export/mux/mkv"
+	"github.com/moq-export/moq-export/record"
 	"github.com/moq-export/moq-export/subscribe"
 )
 
@@ -91,14 +92,29 @@ func recordReferenceIn(t *testing.T, ref *reference, container catalog.Container
 		t.Fatal(err)
 	}
 	w := mkv.NewWriter(f, mkv.Options{})
-	e := export.New(bc, w, export.Options{Latency: time.Minute})
+	// As a recording into a file: the delay may grow for a track that
+	// lags (record.DefaultMaxDelay) and counts media time only. With the
+	// live defaults (a fixed 500 ms), a machine that stalls and then
+	// takes a second of video from its one stream before the same second
+	// of audio from its many (a group per frame) drops that audio as late.
+	e := export.New(bc, w, export.Options{Latency: time.Minute, MaxDelay: record.DefaultMaxDelay, MediaTimeOnly: true})
 	ectx, stopExport := context.WithCancel(ctx)
 	defer stopExport()
 	exported := make(chan error, 1)
-	go func() { exported <- e.Run(ectx) }()
 
 	pubDone := collectPublished(ctx, pub)
-	cat, got := recordBroadcast(ctx, t, bc)
+	// The export subscribes beside the session's own reader, before
+	// either reads a frame: neither joins after the other read groups.
+	cat, got := recordBroadcastBeside(ctx, t, bc, func(cat *catalog.Catalog) {
+		go func() { exported <- e.Run(ectx) }()
+		for e.Stats().Tracks < len(cat.Renditions()) {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("the export subscribed %d of %d tracks", e.Stats().Tracks, len(cat.Renditions()))
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	})
 	for _, r := range cat.Renditions() {
 		if r.Common().ContainerKind() != container || r.Common().InitErr() != nil {
 			t.Errorf("rendition %s: container %q, init error %v", r.Name, r.Common().ContainerKind(), r.Common().InitErr())
