@@ -1,5 +1,7 @@
 package archive
 
+import "github.com/moq-export/moq-export/model"
+
 // FeedStep is the part of each track an unpaced read writes at once.
 const FeedStep = step
 
@@ -12,4 +14,4 @@ const FeedAhead = ahead
 func LingerSignal(c <-chan struct{}) bool { return lingerSignal(c) }
 
 // LingerWait bounds LingerSignal.
-const LingerWait = lingerWait
+const LingerWait = model.LingerFor

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"math"
-	"runtime"
 	"sync"
 	"time"
 
@@ -593,29 +592,16 @@ func (f *feeder) waitRead(ctx context.Context, tracks []*feedTrack, to int64) er
 // readPoll is how often waitRead looks again without a signal.
 const readPoll = 100 * time.Millisecond
 
-// lingerWait bounds how long waitRead waits for its readers' signal
-// before it sleeps on it. The readers of an unpaced read (the export)
-// take a part of 1 s in some 15 µs, and a feeder that slept between
-// parts (some 700 times per hour's export) had its core halted and
-// woken each time: on these machines an idle guest core halts at once
-// (haltpoll.guest_halt_poll_ns=0), and the wakeup is slow.
-const lingerWait = 200 * time.Microsecond
-
-// lingerSignal waits up to lingerWait for a signal on c, giving its P to any
-// other goroutine that can run meanwhile (runtime.Gosched); it reports
-// whether the signal came. It costs CPU only while nothing else of the
-// process can run.
+// lingerSignal waits up to model.LingerFor for a signal on c (the
+// readers of an unpaced read take a part of 1 s in some 15 µs); it
+// reports whether the signal came.
 func lingerSignal(c <-chan struct{}) bool {
-	start := time.Now()
-	for {
+	return model.Linger(func() bool {
 		select {
 		case <-c:
 			return true
 		default:
-		}
-		if time.Since(start) > lingerWait {
 			return false
 		}
-		runtime.Gosched()
-	}
+	})
 }

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"time"
+
+	"github.com/moq-export/moq-export/model"
 )
 
 // Run drives the export until the broadcast ends, MaxDuration is reached or
@@ -100,32 +101,11 @@ func (e *Export) park() bool {
 	return e.ready.Park(e.resume)
 }
 
-// lingerFor bounds how long an export of an unpaced broadcast
-// (model.Broadcast.Unpaced: an archive read whole) waits, before it
-// parks, for the frames its producer is writing. Such an export runs dry
-// hundreds of times per hour of media, for 10-130 µs each (median 30:
-// a trace at real-time priority), while the producer reads and unpacks
-// the next part. A parked export's thread sleeps, and on a virtual
-// machine whose guest does not poll before it halts (this project's
-// machines: haltpoll.guest_halt_poll_ns=0) a sleeping core is slow to
-// wake: each dry spell then costs the wakeup, which the producer's next
-// write pays again to start the export's goroutine.
-const lingerFor = 200 * time.Microsecond
-
-// linger waits up to lingerFor for a consumer to become ready, giving its
-// P to any other goroutine that can run meanwhile (runtime.Gosched); it
-// reports whether one did, and the export then polls instead of parking.
-// It costs CPU only while nothing else of the process can run, at most
-// lingerFor per dry spell.
+// linger waits, before the export parks, for a consumer its unpaced
+// broadcast's producer makes ready within model.LingerFor; it reports
+// whether one did, and the export then polls instead of parking.
 func (e *Export) linger() bool {
-	start := time.Now()
-	for e.ready.Empty() {
-		if time.Since(start) > lingerFor {
-			return false
-		}
-		runtime.Gosched()
-	}
-	return true
+	return model.Linger(func() bool { return !e.ready.Empty() })
 }
 
 // end finishes the export (finish) and reports the outcome to Go's done.

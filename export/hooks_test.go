@@ -1,5 +1,7 @@
 package export
 
+import "github.com/moq-export/moq-export/model"
+
 // Test hooks: the tests and benchmarks drive an export step by step, which
 // no user of the package needs (Run and Go drive it).
 
@@ -29,4 +31,4 @@ func (e *Export) Close() error { return e.finish() }
 func (e *Export) Linger() bool { return e.linger() }
 
 // LingerFor bounds Linger.
-const LingerFor = lingerFor
+const LingerFor = model.LingerFor
