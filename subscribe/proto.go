@@ -109,12 +109,14 @@ func (s *Session) open(ctx context.Context, c conn, ch alpn.Choice, t *transport
 // reference relays read), "" without one.
 func tokenOf(u *url.URL) string { return u.Query().Get("jwt") }
 
-// acceptIETF runs the server SETUP of a connection that negotiated
-// moq-transport draft v, admits the session (auth.go) and delivers it.
+// acceptIETF runs the server SETUP of a connection c that negotiated
+// moq-transport as ch says, admits the session (auth.go) and delivers it.
 // The session root and the token's query are the client's SETUP Path on
 // raw QUIC, the CONNECT request's URL on WebTransport. The session is made
 // first: its publisher serves the connection from the SETUP on.
-func (s *Server) acceptIETF(c conn, v ietf.Version, a transport.Accepted) {
+func (s *Server) acceptIETF(c *netConn, ch alpn.Choice, a transport.Accepted) {
+	c.choice = ch
+	v := ietf.Version(ch.Code)
 	sess := s.newSession("")
 	// A strict server speaks draft 18's messages on drafts 16 and 17, as
 	// MediaMTX does.
@@ -128,9 +130,8 @@ func (s *Server) acceptIETF(c conn, v ietf.Version, a transport.Accepted) {
 	info := acceptInfo{remote: a.Conn.RemoteAddr(), transport: "quic", query: query, version: v.String(),
 		noToken: "a moq-transport client puts ?jwt= in its SETUP Path"}
 	if a.Conn.WebTransport() {
-		path = a.Path
-		info = acceptInfo{remote: a.Conn.RemoteAddr(), transport: "webtransport", query: a.Query, version: v.String(),
-			noToken: "a WebTransport client puts ?jwt= in the URL"}
+		path, info.transport, info.query = a.Path, "webtransport", a.Query
+		info.noToken = "a WebTransport client puts ?jwt= in the URL"
 	}
 	// The SETUP AUTHORIZATION TOKEN parameter is the token when the URL
 	// (SETUP Path or CONNECT) carries none.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/moq-export/moq-export/internal/moq/transport/alpn"
 
-	"github.com/moq-export/moq-export/internal/moq/ietf"
 	"github.com/moq-export/moq-export/internal/moq/ietf/ietfpub"
 	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
@@ -96,19 +95,14 @@ func (s *Server) accept(a transport.Accepted) {
 // the legacy SETUP under "moql"), admits its session and delivers it.
 func (s *Server) acceptQUIC(a transport.Accepted) {
 	proto := a.Conn.Protocol()
+	c := s.netConn(a.Conn)
 	if ch, ok := alpn.Pinned(proto); ok && ch.Family == alpn.IETF {
-		c := s.netConn(a.Conn)
-		c.choice = ch
-		s.acceptIETF(c, ietf.Version(ch.Code), a)
+		s.acceptIETF(c, ch, a)
 		return
 	}
-	c := s.netConn(a.Conn)
 	setupPath, err := s.negotiate(c, proto, s.versions)
 	if err == nil && c.version.Family == wire.FamilyIETF {
-		// The legacy SETUP chose moq-transport draft 14: the IETF session
-		// reads the same CLIENT_SETUP again (replayed) and answers it.
-		c.replay, c.session, c.choice = c.session, nil, alpn.Choice{Family: alpn.IETF, Code: c.version.Code, Token: alpn.Legacy}
-		s.acceptIETF(c, ietf.Version(c.version.Code), a)
+		s.acceptIETF(c, c.replayAsIETF(), a)
 		return
 	}
 	if err != nil {
@@ -143,6 +137,14 @@ func (s *Server) acceptQUIC(a transport.Accepted) {
 		return
 	}
 	s.deliver(sess)
+}
+
+// replayAsIETF is the choice of c, whose legacy SETUP chose moq-transport
+// (draft 14): the IETF session reads the same CLIENT_SETUP again
+// (replayed) and answers it.
+func (c *netConn) replayAsIETF() alpn.Choice {
+	c.replay, c.session = c.session, nil
+	return alpn.Choice{Family: alpn.IETF, Code: c.version.Code, Token: alpn.Legacy}
 }
 
 // netConn is c, accepted with the server's keep-alive and idle timeout.
@@ -195,8 +197,7 @@ func (s *Server) acceptWebTransport(a transport.Accepted) {
 	c := s.netConn(a.Conn)
 	proto := a.Conn.Protocol()
 	if ch, ok := alpn.Pinned(proto); ok && ch.Family == alpn.IETF {
-		c.choice = ch
-		s.acceptIETF(c, ietf.Version(ch.Code), a)
+		s.acceptIETF(c, ch, a)
 		return
 	}
 	if _, err := s.negotiate(c, proto, s.versions); err != nil {
@@ -206,10 +207,7 @@ func (s *Server) acceptWebTransport(a transport.Accepted) {
 		return
 	}
 	if c.version.Family == wire.FamilyIETF {
-		// The legacy SETUP chose draft 14: its session reads the same
-		// CLIENT_SETUP again (replayed) and answers it.
-		c.replay, c.session, c.choice = c.session, nil, alpn.Choice{Family: alpn.IETF, Code: c.version.Code, Token: alpn.Legacy}
-		s.acceptIETF(c, ietf.Version(c.version.Code), a)
+		s.acceptIETF(c, c.replayAsIETF(), a)
 		return
 	}
 	sess := s.newSession(a.Path)
