@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"math/big"
 	"net"
 	"os"
@@ -138,6 +139,13 @@ type refProcess struct {
 	cmd    *exec.Cmd
 	events chan event
 	stderr *lockedBuffer
+	// trace is its stdout, each event with the wall time it arrived:
+	// logged with stderr when the test fails. Frames are counted, not
+	// kept; of each track's groups the first three, those sent 100 ms or
+	// more behind the schedule and the last are kept.
+	trace  *lockedBuffer
+	frames int
+	groups map[string]*groupTrace
 	exited chan struct{}
 	err    error // valid after exited is closed
 	// crashTold: the test was failed for the program's crash already.
@@ -181,6 +189,8 @@ func (r *reference) start(ctx context.Context, t *testing.T, prog string, flags 
 		t: t, name: prog, cmd: cmd,
 		events: make(chan event, 4096),
 		stderr: &lockedBuffer{},
+		trace:  &lockedBuffer{},
+		groups: map[string]*groupTrace{},
 		exited: make(chan struct{}),
 	}
 	cmd.Stderr = p.stderr
@@ -200,6 +210,7 @@ func (r *reference) start(ctx context.Context, t *testing.T, prog string, flags 
 				ev = event{Event: "garbage", Message: string(line)}
 			}
 			ev.raw = line
+			p.traceEvent(ev) // read in Cleanup after lines is closed
 			p.events <- ev
 		}
 	}()
@@ -223,9 +234,53 @@ func (r *reference) start(ctx context.Context, t *testing.T, prog string, flags 
 		<-p.exited
 		if t.Failed() {
 			t.Logf("%s stderr:\n%s", prog, p.stderr.String())
+			t.Logf("%s events:\n%s", prog, p.traceSummary())
 		}
 	})
 	return p
+}
+
+// groupTrace counts a track's "group" events and keeps its last.
+type groupTrace struct {
+	n    int
+	last string
+}
+
+// traceEvent adds ev, just read, to the trace.
+func (p *refProcess) traceEvent(ev event) {
+	line := time.Now().Format("15:04:05.000") + " " + string(ev.raw)
+	switch ev.Event {
+	case "frame":
+		p.frames++
+		return
+	case "group":
+		g := p.groups[ev.Track]
+		if g == nil {
+			g = &groupTrace{}
+			p.groups[ev.Track] = g
+		}
+		g.n++
+		g.last = line
+		if g.n > 3 && ev.Late < 100 {
+			return
+		}
+	}
+	fmt.Fprintln(p.trace, line)
+}
+
+// traceSummary returns the trace, each track's last group event and the
+// counts.
+func (p *refProcess) traceSummary() string {
+	var b strings.Builder
+	b.WriteString(p.trace.String())
+	for _, track := range slices.Sorted(maps.Keys(p.groups)) {
+		g := p.groups[track]
+		fmt.Fprintf(&b, "(%d group events of %s, the last: %s)\n", g.n, track, g.last)
+	}
+	if p.frames > 0 {
+		fmt.Fprintf(&b, "(%d frame events)\n", p.frames)
+	}
+	return b.String()
 }
 
 // crash returns where Deno panicked and why ("panicked at FILE:LINE:COL:

@@ -80,7 +80,10 @@ func publisherMain() int {
 		versions = strings.Split(v, ",")
 	}
 	srv, err := subscribe.Listen(os.Getenv(publisherEnv), subscribe.ServerOptions{
-		Certificates: []tls.Certificate{cert}, Publish: bs, Versions: versions, Logger: slog.New(slog.DiscardHandler),
+		Certificates: []tls.Certificate{cert}, Publish: bs, Versions: versions,
+		// Its log goes to the test's (printed when a test fails): what
+		// the publisher was asked for and when.
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {
 		return fail(err)
