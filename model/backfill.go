@@ -38,7 +38,9 @@ func (t *Track) Backfill(ctx context.Context, target int64) error {
 
 // OldestGroup returns the sequence and the first frame's timestamp of the
 // oldest group the track holds that has a frame: where a new consumer
-// starts. ok is false when no group has a frame.
+// starts, unless an older group is open with its first frame still on its
+// way (the consumer waits at that one). ok is false when no group has a
+// frame.
 func (t *Track) OldestGroup() (seq uint64, timestamp int64, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

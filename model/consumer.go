@@ -397,11 +397,25 @@ func (c *Consumer) pickGroup() bool {
 		c.started, c.cursor = true, c.track.start
 	}
 	if !c.started {
-		// Start at the oldest group that already has a frame.
-		for _, g := range gs {
+		// Start once a group has a frame: at the oldest such group, or
+		// at an older one still open whose frame has not been written
+		// yet. Each group's stream is read by a goroutine of its own:
+		// a subscription creates its groups in order (session's
+		// StreamOrder), but group 1's frame can land before group 0's,
+		// and starting at group 1 would lose group 0. An empty
+		// finished group means nothing. The reader waits at the open
+		// one as at a missing group (skipTarget).
+		open := -1
+		for i, g := range gs {
 			if len(g.frames) > 0 {
+				if open >= 0 {
+					g = gs[open]
+				}
 				c.started, c.cur, c.idx, c.cursor = true, g, 0, g.seq
 				return true
+			}
+			if open < 0 && !g.finished {
+				open = i
 			}
 		}
 		return false
@@ -488,7 +502,12 @@ func (c *Consumer) skipTarget(g *Group) *Group {
 	// ones of g. Only data running latency past what g got means g stalled.
 	newest := g.maxTS
 	if g.media == 0 {
+		// Nothing of g yet: measured from what was delivered, or (nothing
+		// delivered yet) from the next group, as for a missing group.
 		newest = c.liveEdge
+		if !c.delivered {
+			newest = next.minTS
+		}
 	}
 	if c.gaveUpLocked(c.newestTS(i) - newest) {
 		return next

@@ -603,6 +603,80 @@ func TestConsumerGivesUpOnAnAnnouncedFirstGroupThatNeverComes(t *testing.T) {
 	}
 }
 
+// TestAReaderStartsAtAnOlderGroupWhoseFrameIsStillOnItsWay: a
+// subscription creates its groups in the order their streams were opened,
+// but each stream is read by a goroutine of its own, so the frame of group
+// 1 can be written before group 0's (under load: 1-2 of 40 runs of
+// subscribe's TestAGroupWhoseStreamIsReadLate... started at group 1 or 2).
+// A reader that has not started waits at the older open group as at a
+// missing one, and gives it up the same way; an empty finished group is
+// still passed over.
+func TestAReaderStartsAtAnOlderGroupWhoseFrameIsStillOnItsWay(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		run  func(t *testing.T, tr *Track, clock *fakeClock, c *Consumer)
+	}{
+		{"the older group's frame comes and is read first", func(t *testing.T, tr *Track, clock *fakeClock, c *Consumer) {
+			g0 := writeGroup(t, tr, 0, false)
+			writeGroup(t, tr, 1, true, 20)
+			writeGroup(t, tr, 2, true, 40)
+			if got := events(c); len(got) != 0 {
+				t.Fatalf("started past the open group 0: %v", frameTimes(got))
+			}
+			g0.WriteFrame(Frame{Timestamp: 0})
+			g0.Close(nil)
+			if got := frameTimes(events(c)); !equal(got, []int64{0, 20, 40}) || c.Skipped() != 0 {
+				t.Fatalf("got %v, skipped %d; want every group from 0", got, c.Skipped())
+			}
+		}},
+		{"an older group that stays empty is given up as a missing one", func(t *testing.T, tr *Track, clock *fakeClock, c *Consumer) {
+			writeGroup(t, tr, 0, false) // never gets a frame
+			writeGroup(t, tr, 1, true, 20)
+			writeGroup(t, tr, 2, true, 60)
+			if got := events(c); len(got) != 0 {
+				t.Fatalf("gave up before the newer groups spanned the latency: %v", frameTimes(got))
+			}
+			writeGroup(t, tr, 3, true, 120)
+			if got := events(c); len(got) != 0 {
+				t.Fatalf("gave up before the group waited the latency: %v", frameTimes(got))
+			}
+			clock.add(100 * time.Microsecond)
+			if got := frameTimes(events(c)); !equal(got, []int64{20, 60, 120}) || c.Skipped() != 1 {
+				t.Fatalf("got %v, skipped %d; want groups 1-3 after one skip", got, c.Skipped())
+			}
+		}},
+		{"an empty finished group is passed over", func(t *testing.T, tr *Track, clock *fakeClock, c *Consumer) {
+			writeGroup(t, tr, 0, true)
+			writeGroup(t, tr, 1, true, 20)
+			if got := frameTimes(events(c)); !equal(got, []int64{20}) || c.Skipped() != 0 {
+				t.Fatalf("got %v, skipped %d", got, c.Skipped())
+			}
+		}},
+		{"an announced first group that is open and empty is given up in time", func(t *testing.T, tr *Track, clock *fakeClock, c *Consumer) {
+			// Measured from the next group, as for a missing one: before,
+			// the empty group's missing edge made the reader wait at it
+			// for as long as it stayed open.
+			tr.SetStart(5)
+			writeGroup(t, tr, 5, false)
+			writeGroup(t, tr, 6, true, 20)
+			writeGroup(t, tr, 7, true, 120)
+			if got := events(c); len(got) != 0 {
+				t.Fatalf("gave up before the group waited the latency: %v", frameTimes(got))
+			}
+			clock.add(100 * time.Microsecond)
+			if got := frameTimes(events(c)); !equal(got, []int64{20, 120}) || c.Skipped() != 1 {
+				t.Fatalf("got %v, skipped %d; want groups 6-7 after one skip", got, c.Skipped())
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tr := NewTrack("a")
+			clock := withClock(tr)
+			c.run(t, tr, clock, tr.Subscribe(100*time.Microsecond))
+		})
+	}
+}
+
 // TestNextGroupLandingBeforeTheLastFramesOfThisOneSkipsNothing: each group
 // has its own stream, so a GOP's first frame can land before the previous
 // GOP's last ones. The previous group is not given up for it: it has not
