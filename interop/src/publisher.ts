@@ -67,7 +67,14 @@ export async function publishManifest(
 
   const broadcast = new Moq.Broadcast.Producer();
   const catalogTrack = broadcast.createTrack(Catalog.TRACK);
-  catalogTrack.writeJson(catalog);
+  // The catalog's group stays open, as a hang publisher's does (@moq/publish
+  // serves it with @moq/json's producer, which keeps the group open for its
+  // deltas): @moq/net keeps an open group cached, and drops a closed one 5 s
+  // after it was written (DEFAULT_LATENCY_MAX_MS, the window of a track that
+  // sets none). writeJson closes its group, so a subscriber that came more
+  // than 5 s after the start (Deno takes 5-10 s to start on a loaded
+  // machine) never got the catalog.
+  catalogTrack.appendGroup().writeJson(catalog);
 
   const producers = manifest.tracks.map((t) => {
     const track = broadcast.createTrack(t.name, Container.trackInfo());
