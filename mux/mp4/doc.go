@@ -115,8 +115,9 @@
 // keeps the broadcast's times in the fragments' tfdt; the finished file
 // starts at its first frame, since a regular MP4 has no start time other
 // than an empty edit that players would show as blank). Video decode times
-// come from h26x.DTS for H.264/H.265 (the picture order count, else PTS
-// minus the catalog jitter), and equal presentation times for the other
+// come from h26x.DTS for H.264/H.265 (the reorder depth an H.264 SPS
+// states, applied to the presentation times as ffmpeg does; else the
+// picture order count; else PTS minus the catalog jitter), and equal presentation times for the other
 // codecs. B-frames are written with an edit list, not with negative
 // composition offsets: ffmpeg (so ffplay, mpv and Chromium's progressive
 // player) shifts the presentation of fragments with negative offsets by the

@@ -22,7 +22,10 @@
 //     (AppendAVCC, FLV/MKV) or Annex B with ParamSets().NALUs() before each
 //     keyframe (AppendAnnexB, MPEG-TS).
 //   - DTS: decode timestamps in microseconds from PTS in decode order, for
-//     containers that store DTS (MPEG-TS, FLV, MP4). A gap before a
+//     containers that store DTS (MPEG-TS, FLV, MP4): for H.264 whose SPS
+//     states its reorder depth, from the presentation times alone (a
+//     window of the smallest ones, as ffmpeg), else from the picture order
+//     count through mediacommon's extractor. A gap before a
 //     keyframe (frames lost without a discontinuity said) starts the
 //     estimate again there, as Reset does.
 //   - DetectFraming, Deframer: for a track without a description, tell

@@ -1,6 +1,7 @@
 package h26x
 
 import (
+	"bytes"
 	"time"
 
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/h264"
@@ -14,10 +15,13 @@ const DefaultDTSReserve = 100 * time.Millisecond
 
 // DTS estimates decode timestamps for the frames of one H.264/H.265 track,
 // given in decode order with their presentation timestamps in microseconds
-// (mux.Frame.Timestamp). It asks mediacommon's DTSExtractor, which reads the
-// picture order count from the slice headers; when that cannot answer (no
-// SPS yet, no keyframe yet, unsupported SPS, broken stream) it falls back to
-// PTS minus the reserve. Either way the result is kept strictly increasing
+// (mux.Frame.Timestamp). An H.264 stream whose SPS states its reorder depth
+// (max_num_reorder_frames, which x264 and most encoders write) gets it from
+// the presentation timestamps alone, as ffmpeg does (see window). Any
+// other asks mediacommon's DTSExtractor, which reads the picture order count
+// from the slice headers; when that cannot answer (no SPS yet, no keyframe
+// yet, unsupported SPS, broken stream) it falls back to PTS minus the
+// reserve. Either way the result is kept strictly increasing
 // and not above the PTS where possible (see Next). With B-frames the first
 // DTS may lie before the first PTS, below zero on a timeline that starts at
 // zero: containers without negative timestamps (FLV) shift the track. It is
@@ -34,8 +38,91 @@ type DTS struct {
 	// previous frame's, and step the smallest PTS step between consecutive
 	// frames so far (a frame's duration): what finds a gap (see Next).
 	maxPTS, lastPTS, step int64
+	// win is the reorder window of an H.264 stream whose SPS states its
+	// depth (see window).
+	win reorderWindow
 	// Fallbacks counts the frames whose DTS came from the fallback rule.
 	Fallbacks int
+}
+
+// reorderWindow gives an H.264 stream whose SPS states its reorder depth R
+// (VUI max_num_reorder_frames, or pic_order_cnt_type 2: none) the decode
+// times ffmpeg gives it, from the presentation timestamps alone: the DTS of
+// the n-th frame in decode order is the (n-R)-th smallest PTS (counting
+// from 0). At most R frames before a frame in decode order come after it
+// in presentation order, so at least n+1-R of the first n+1 PTS are not
+// above its own: the DTS is not above the PTS. The window holds the R+1
+// smallest PTS not yet given out. Neither the slice headers nor the
+// picture order count are read, so nothing is parsed or allocated per
+// frame (mediacommon's extractor reads each slice header into a new
+// buffer).
+//
+// The start is the extractor's: the first frame (a keyframe) gets its PTS,
+// and the frames until the window is full get the previous DTS plus 1 ms
+// (the smallest PTS, the keyframe's, was given out already).
+type reorderWindow struct {
+	sps     []byte // the SPS depth was read from
+	depth   int    // R; -1: the SPS states none (the extractor answers)
+	started bool   // a keyframe has opened the window
+	seen    int    // frames since the window opened
+	pend    []int64
+}
+
+// maxReorderDepth bounds a stated depth: a DPB holds at most 16 frames.
+const maxReorderDepth = 16
+
+// depthOf returns the reorder depth the current SPS states, or -1. A
+// changed SPS starts the window again (as it resets the extractor).
+func (w *reorderWindow) depthOf(ps ParamSets) int {
+	if len(ps.SPS) == 0 {
+		return -1
+	}
+	sps := ps.SPS[len(ps.SPS)-1]
+	if w.sps != nil && bytes.Equal(sps, w.sps) {
+		return w.depth
+	}
+	w.sps, w.depth, w.started = sps, -1, false
+	var s h264.SPS
+	if s.Unmarshal(sps) != nil || !s.FrameMbsOnlyFlag || s.PicOrderCntType == 1 {
+		return -1
+	}
+	switch {
+	case s.PicOrderCntType == 2:
+		w.depth = 0
+	case s.VUI != nil && s.VUI.BitstreamRestriction != nil && s.VUI.BitstreamRestriction.MaxNumReorderFrames <= maxReorderDepth:
+		w.depth = int(s.VUI.BitstreamRestriction.MaxNumReorderFrames)
+	}
+	return w.depth
+}
+
+// next returns the DTS of the next frame (see reorderWindow), given the
+// previous DTS prev; false before the first keyframe.
+func (w *reorderWindow) next(nalus [][]byte, pts, prev int64) (int64, bool) {
+	if !w.started {
+		if !IsKeyframe(H264, nalus) {
+			return 0, false
+		}
+		w.started, w.seen, w.pend = true, 0, w.pend[:0]
+	}
+	w.seen++
+	i := len(w.pend)
+	w.pend = append(w.pend, pts)
+	for ; i > 0 && w.pend[i-1] > pts; i-- {
+		w.pend[i] = w.pend[i-1]
+	}
+	w.pend[i] = pts
+	if w.seen == 1 {
+		return pts, true
+	}
+	dts := int64(-1 << 62)
+	if len(w.pend) > w.depth {
+		dts = w.pend[0]
+		w.pend = append(w.pend[:0], w.pend[1:]...)
+	}
+	if w.seen <= w.depth+1 {
+		dts = max(dts, prev+1000)
+	}
+	return dts, true
 }
 
 // NewDTS returns a DTS estimator for codec c. reserve is the fallback's
@@ -62,6 +149,7 @@ func (d *DTS) Reset() {
 // restartExtractor gives the extractor a fresh state: the next frame is
 // its first.
 func (d *DTS) restartExtractor() {
+	d.win.started = false
 	switch d.codec {
 	case H264:
 		d.e264 = &h264.DTSExtractor{}
@@ -99,7 +187,13 @@ func (d *DTS) Next(ps ParamSets, nalus [][]byte, pts int64) int64 {
 	if d.started && d.step > 0 && pts-(d.maxPTS+d.step) > d.reserve && IsKeyframe(d.codec, nalus) {
 		d.restartExtractor()
 	}
-	dts, ok := d.extract(ps, nalus, pts)
+	var dts int64
+	var ok bool
+	if d.codec == H264 && d.win.depthOf(ps) >= 0 {
+		dts, ok = d.win.next(nalus, pts, d.prev)
+	} else {
+		dts, ok = d.extract(ps, nalus, pts)
+	}
 	if !ok || dts > pts {
 		d.Fallbacks++
 		dts = pts - d.reserve

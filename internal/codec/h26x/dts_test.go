@@ -1,6 +1,7 @@
 package h26x_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -115,17 +116,21 @@ func TestDTSResetForgetsTheStream(t *testing.T) {
 // (Before, the extractor spread the gap over the frames after it: the
 // H.264 keyframe 1.1 s after the last frame got a DTS 0.58 s before its
 // PTS, and ffmpeg 5.1, guessing the frame rate from those decode times,
-// repeated output timestamps of the MP4.)
+// repeated output timestamps of the MP4.) A gap too short to start again
+// (one frame) may add its frames to the lag of the few frames after it:
+// H.264's reorder window gives out the smallest PTS it holds, and the
+// missing frame's is not among them until the window has moved past it.
 func TestDTSAfterAGapTrailsPTSAsBeforeIt(t *testing.T) {
 	for _, vs := range videoSamples(t) {
 		for _, gap := range []struct {
 			name     string
 			from, to int // frames [from, to) of two loops are missing
+			extra    int // frames of lag the gap may add
 		}{
-			{"GOPCutAndNextMissed", 27, 60},
-			{"WholeGOPsMissed", 30, 90},
-			{"GOPCutAndLoopBoundary", 77, 150},
-			{"OneFrameCut", 29, 30},
+			{"GOPCutAndNextMissed", 27, 60, 0},
+			{"WholeGOPsMissed", 30, 90, 0},
+			{"GOPCutAndLoopBoundary", 77, 150, 0},
+			{"OneFrameCut", 29, 30, 1},
 		} {
 			t.Run(vs.codec.String()+"/"+gap.name, func(t *testing.T) {
 				s := vs.sample
@@ -151,8 +156,8 @@ func TestDTSAfterAGapTrailsPTSAsBeforeIt(t *testing.T) {
 						t.Fatalf("frame %d: DTS %d > PTS %d", i, dts, pts)
 					}
 					// As in TestDTSIsStrictlyIncreasingAndNotAbovePTS.
-					if i >= 3 && pts-dts > 4*33334 {
-						t.Fatalf("frame %d (keyframe %v): DTS %d lags PTS %d by %d µs, more than 4 frames", i, f.Keyframe, dts, pts, pts-dts)
+					if lag := 4 + gap.extra; i >= 3 && pts-dts > int64(lag)*33334 {
+						t.Fatalf("frame %d (keyframe %v): DTS %d lags PTS %d by %d µs, more than %d frames", i, f.Keyframe, dts, pts, pts-dts, lag)
 					}
 					prev = dts
 				}
@@ -161,5 +166,76 @@ func TestDTSAfterAGapTrailsPTSAsBeforeIt(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestH264DTSAllocatesNothingPerFrameWhenTheSPSStatesItsReorderDepth: the
+// h264 sample's SPS states its depth (x264 writes max_num_reorder_frames),
+// so its decode times come from the presentation times alone: no slice
+// header is read (mediacommon's extractor copies each one into a new
+// buffer, an allocation per frame that was a tenth of an hour's export).
+func TestH264DTSAllocatesNothingPerFrameWhenTheSPSStatesItsReorderDepth(t *testing.T) {
+	s := videoSamples(t)[0].sample
+	n := mustNormalizer(t, h26x.H264, s.Description)
+	ps := n.ParamSets()
+	units := make([][][]byte, len(s.Frames))
+	for i, f := range s.Frames {
+		u, err := n.Frame(f.Payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		units[i] = slices.Clone(u)
+	}
+	d := h26x.NewDTS(h26x.H264, 0)
+	i, prev, period := 0, int64(-1), s.Duration()
+	next := func() {
+		f := s.Frames[i%len(s.Frames)]
+		pts := f.Timestamp + int64(i/len(s.Frames))*period
+		dts := d.Next(ps, units[i%len(s.Frames)], pts)
+		if dts <= prev || dts > pts {
+			t.Fatalf("frame %d: DTS %d after %d, PTS %d", i, dts, prev, pts)
+		}
+		prev = dts
+		i++
+	}
+	for range 2 * len(s.Frames) {
+		next()
+	}
+	if a := testing.AllocsPerRun(3*len(s.Frames), next); a != 0 {
+		t.Errorf("%.2f allocations per frame, want none", a)
+	}
+	if d.Fallbacks != 0 {
+		t.Errorf("%d fallbacks", d.Fallbacks)
+	}
+}
+
+// TestH264DTSKeepsItsContractWhenTheStreamReordersDeeperThanItsSPSSays:
+// frames that come later in decode order than the SPS's depth allows
+// still get strictly increasing decode times, not above their presentation
+// times unless a presentation time is not above a decode time given
+// already (then the previous plus 1 µs, as Next says).
+func TestH264DTSKeepsItsContractWhenTheStreamReordersDeeperThanItsSPSSays(t *testing.T) {
+	s := videoSamples(t)[0].sample
+	n := mustNormalizer(t, h26x.H264, s.Description)
+	d := h26x.NewDTS(h26x.H264, 0)
+	// The sample's SPS states two; frame 1 comes after three that follow it.
+	order := []int64{0, 4, 3, 2, 1, 5, 8, 7, 6, 9}
+	prev := int64(-1 << 62)
+	for i, o := range order {
+		units, err := n.Frame(s.Frames[i].Payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pts := o * 33333
+		dts := d.Next(n.ParamSets(), units, pts)
+		switch {
+		case dts <= prev:
+			t.Fatalf("frame %d: DTS %d after %d", i, dts, prev)
+		case pts <= prev && dts != prev+1:
+			t.Fatalf("frame %d: PTS %d not above the previous DTS %d: DTS %d, want %d", i, pts, prev, dts, prev+1)
+		case pts > prev && dts > pts:
+			t.Fatalf("frame %d: DTS %d above PTS %d", i, dts, pts)
+		}
+		prev = dts
 	}
 }

@@ -97,8 +97,8 @@ func ExampleDTS() {
 	// Output:
 	// pts      0 dts      0
 	// pts 100000 dts   1000
-	// pts  33333 dts  33333
-	// pts  66666 dts  66666
-	// pts 200000 dts 100000
-	// pts 133333 dts 133333
+	// pts  33333 dts   2000
+	// pts  66666 dts  33333
+	// pts 200000 dts  66666
+	// pts 133333 dts 100000
 }
