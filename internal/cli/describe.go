@@ -115,11 +115,18 @@ func (a *app) sayWaiting(w record.Waiting) {
 			}
 		}
 	}
-	if w.Broadcast == "" {
+	switch {
+	case w.Broadcast == "":
 		notice(a.log, "waiting for broadcasts to be announced "+w.Origin+" ("+waitHint(w.Wait)+")")
-		return
+	case a.cfg.RecordAll:
+		// --record-all records what was announced: this broadcast was,
+		// and it is its catalog that has not come (a wait once read as a
+		// broadcast never announced, when its publisher had lost the
+		// catalog).
+		notice(a.log, fmt.Sprintf("broadcast %q is announced %s but has sent no catalog yet; waiting for it (%s)", w.Broadcast, w.Origin, waitHint(w.Wait)))
+	default:
+		notice(a.log, fmt.Sprintf("waiting for broadcast %q to be announced %s (%s; --list shows what is announced)", w.Broadcast, w.Origin, waitHint(w.Wait)))
 	}
-	notice(a.log, fmt.Sprintf("waiting for broadcast %q to be announced %s (%s; --list shows what is announced)", w.Broadcast, w.Origin, waitHint(w.Wait)))
 }
 
 // enhancedFLVNote explains the flv* of --list and the warning of a
