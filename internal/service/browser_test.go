@@ -3,12 +3,19 @@ package service_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/moq-export/moq-export/demo"
 	"github.com/moq-export/moq-export/internal/service"
 	"github.com/moq-export/moq-export/internal/testutil/browsertest"
+	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/record"
 )
 
@@ -77,4 +84,124 @@ func TestTheStatusPageShowsTheLiveRecordingAndPlaysAFinishedMP4(t *testing.T) {
 	if played.CurrentTime < 1 || played.Duration < 2.5 || filepath.Base(played.Src) != "short.mp4" {
 		t.Errorf("the player: %+v; want short.mp4 playing past 1 s of its ~3 s", played)
 	}
+}
+
+// hlsJS is hls.js from npm, pinned in interop/package.json and installed
+// by scripts/install-test-deps.sh (npm ci).
+const hlsJS = "../../interop/node_modules/hls.js/dist/hls.min.js"
+
+// TestChromiumPlaysAPackageFromFilesWhileItIsRecordedToItsEnd: hls.js in
+// headless Chromium plays an HLS package through the service's /files/
+// while the package is recorded (it sees an EVENT playlist), and reaches
+// the end once the broadcast ends: every playlist the service hands it is
+// the current one, the final one with ENDLIST. The page and hls.js come
+// from a test server; every request under /files/ goes to the service's
+// handler. The demo publishes VP9 here: the H.264 sample has B-frames,
+// which hls.js 1.7.4 in Chromium presents 0.1 s early (it maps the
+// fragments' first decode time, which carries mux/mp4's decode delay, to
+// the playlist's start, and Chromium also applies the edit list that takes
+// the delay off), so a last segment shorter than that delay never buffers
+// where hls.js expects it and the player never ends (reported on #31).
+func TestChromiumPlaysAPackageFromFilesWhileItIsRecordedToItsEnd(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat(hlsJS); err != nil {
+		msg := "hls.js not installed in interop/node_modules: scripts/install-test-deps.sh installs it (npm ci)"
+		if browsertest.Required() {
+			t.Fatalf("%s=1 or CI=true: %s", browsertest.RequiredEnv, msg)
+		}
+		t.Skip(msg)
+	}
+	b := browsertest.New(t, browsertest.Options{Flags: []string{"autoplay-policy=no-user-gesture-required"}, Timeout: 90 * time.Second})
+	root := t.TempDir()
+	s, _ := serve(t, service.Options{Root: root})
+	mux := http.NewServeMux()
+	mux.Handle("/files/", s.Handler())
+	mux.HandleFunc("/lib/hls.js", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, hlsJS) })
+	mux.HandleFunc("/page.html", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<!doctype html><html><body><video id="v" muted playsinline width="320"></video><script src="/lib/hls.js"></script></body></html>`)
+	})
+	base := browsertest.Serve(t, mux)
+
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	bc := model.NewBroadcast("live")
+	pub, stopPub := context.WithCancel(ctx)
+	go demo.Publish(pub, bc, demo.Options{Realtime: true, Renditions: []string{"vp9", "aac"}})
+	src := record.Local(bc)
+	_, done := recordAll(t, s, record.Options{Output: mustFiles(t, filepath.Join(root, "{broadcast}", "index.m3u8")),
+		HLSSegmentDuration: time.Second}, src, ctx)
+	waitFor(t, "the package's second segment", func() bool {
+		b, err := os.ReadFile(filepath.Join(root, "live", "v0.m3u8"))
+		return err == nil && strings.Count(string(b), "#EXTINF") >= 2
+	})
+	if err := b.Navigate(base + "/page.html"); err != nil {
+		t.Fatal(err)
+	}
+	var live struct {
+		Live bool    `json:"live"`
+		Time float64 `json:"time"`
+	}
+	if err := b.Eval(`new Promise((resolve, reject) => {
+  const v = document.getElementById('v');
+  const hls = new Hls();
+  const seen = [];
+  for (const ev of ['LEVEL_LOADED', 'AUDIO_TRACK_LOADED', 'BUFFER_EOS', 'ERROR']) hls.on(Hls.Events[ev], (e, d) => seen.push(ev + (d.details && d.details.endSN !== undefined ? ' endSN=' + d.details.endSN + ' live=' + d.details.live : ' ' + d.details) + ' at ' + v.currentTime.toFixed(2)));
+  const ranges = (b) => Array.from({length: b.length}, (_, i) => b.start(i).toFixed(2) + '-' + b.end(i).toFixed(2)).join(',');
+  // What the page saw, when the end does not come.
+  const state = () => JSON.stringify({time: v.currentTime, duration: v.duration, paused: v.paused, readyState: v.readyState, buffered: ranges(v.buffered), seen: seen.slice(-12)});
+  window.liveEnded = new Promise((resolve, reject) => {
+    v.addEventListener('ended', () => resolve({ended: true, time: v.currentTime, frames: v.getVideoPlaybackQuality().totalVideoFrames}));
+    window.liveWait = () => setTimeout(() => reject(new Error('no end within 45 s of the recording\'s end: ' + state())), 45000);
+  });
+  setTimeout(() => reject(new Error('no playback within 30 s: ' + state())), 30000);
+  hls.on(Hls.Events.ERROR, (e, d) => { if (d.fatal) reject(new Error('fatal ' + d.details + ': ' + state())); });
+  hls.on(Hls.Events.MANIFEST_PARSED, () => { v.play(); });
+  v.addEventListener('timeupdate', () => {
+    if (v.currentTime > 0.5) resolve({live: hls.levels[hls.currentLevel].details.live, time: v.currentTime});
+  });
+  hls.loadSource('/files/live/index.m3u8');
+  hls.attachMedia(v);
+})`, &live); err != nil {
+		t.Fatal(err)
+	}
+	if !live.Live {
+		t.Fatalf("hls.js did not see the package as live (EVENT) while it was recorded: %+v", live)
+	}
+	// Two more segments while hls.js plays, then the broadcast ends.
+	time.Sleep(2 * time.Second)
+	stopPub()
+	bc.Close(nil)
+	src.Close()
+	if err := <-done; err != nil && !errors.Is(err, record.ErrSourceClosed) {
+		t.Fatal(err)
+	}
+	final, err := os.ReadFile(filepath.Join(root, "live", "v0.m3u8"))
+	if err != nil || !strings.Contains(string(final), "#EXT-X-ENDLIST") {
+		t.Fatalf("the finished package's video playlist: %v\n%s", err, final)
+	}
+	var end struct {
+		Ended  bool    `json:"ended"`
+		Time   float64 `json:"time"`
+		Frames int     `json:"frames"`
+	}
+	if err := b.Eval(`window.liveWait(), window.liveEnded`, &end); err != nil {
+		t.Fatal(err)
+	}
+	if length := playlistSeconds(string(final)); !end.Ended || end.Frames == 0 || end.Time < length-0.5 {
+		t.Fatalf("the package hls.js played while it was recorded ended at %+v; want its end (%.2f s)", end, length)
+	}
+}
+
+// playlistSeconds sums the EXTINF durations of a media playlist.
+func playlistSeconds(playlist string) float64 {
+	var sum float64
+	for _, line := range strings.Split(playlist, "\n") {
+		if d, ok := strings.CutPrefix(line, "#EXTINF:"); ok {
+			d, _, _ = strings.Cut(d, ",")
+			f, _ := strconv.ParseFloat(d, 64)
+			sum += f
+		}
+	}
+	return sum
 }

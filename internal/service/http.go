@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moq-export/moq-export/mux/hls"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -112,30 +113,26 @@ func writable(dir string) error {
 	return os.Remove(name)
 }
 
-// handleFile serves a finished file under the root (with Range, for
-// <video>); never one being written, never anything outside the root.
+// handleFile serves a file under the root (with Range, for <video>):
+// finished files, and the files of a package (HLS/DASH) while it is
+// recorded, never another file being written, never anything outside the
+// root. Every response names its bytes (hls.ServeFile): manifests by their
+// content and Cache-Control: no-cache, so a player polling a package as it
+// is recorded never keeps a replaced playlist.
 func (s *Service) handleFile(w http.ResponseWriter, r *http.Request) {
 	rel := strings.TrimPrefix(r.URL.Path, "/files/")
 	path := filepath.Join(s.opts.Root, filepath.FromSlash(rel))
-	if rel == "" || !within(s.opts.Root, path) || s.isWriting(path) {
+	if rel == "" || !within(s.opts.Root, path) || s.hidden(path) {
 		http.NotFound(w, r)
 		return
 	}
-	// Symbolic links could leave the root.
-	real, err := filepath.EvalSymlinks(path)
+	// os.Root refuses "..", and symbolic links that leave the root.
+	root, err := os.OpenRoot(s.opts.Root)
 	if err != nil {
 		http.NotFound(w, r)
 		return
 	}
-	if root, err := filepath.EvalSymlinks(s.opts.Root); err != nil || !within(root, real) {
-		http.NotFound(w, r)
-		return
-	}
-	st, err := os.Stat(real)
-	if err != nil || !st.Mode().IsRegular() {
-		http.NotFound(w, r)
-		return
-	}
+	defer root.Close()
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".mp4":
 		w.Header().Set("Content-Type", "video/mp4")
@@ -148,7 +145,7 @@ func (s *Service) handleFile(w http.ResponseWriter, r *http.Request) {
 	case ".flv":
 		w.Header().Set("Content-Type", "video/x-flv")
 	}
-	http.ServeFile(w, r, real)
+	_ = hls.ServeFile(w, r, root, rel)
 }
 
 // Serve listens on addr and serves Handler until ctx ends. An address

@@ -70,6 +70,7 @@ type Service struct {
 	ended     []*entry // newest last, at most History
 	recorders []*record.Recorder
 	writing   map[string]int // files being written, by path
+	packages  map[string]int // of those, the packages' (HLS/DASH) main playlists
 	listen    record.Source  // the command's --listen publishers (SetListen)
 	closed    bool
 }
@@ -105,7 +106,7 @@ func New(opts Options) (*Service, error) {
 	}
 	opts.Root = root
 	s := &Service{opts: opts, log: opts.Logger, byRec: map[*record.Recording]*entry{}, byID: map[string]*entry{},
-		writing: map[string]int{}}
+		writing: map[string]int{}, packages: map[string]int{}}
 	s.metrics = newMetrics(s)
 	s.hooks = newDispatcher(s)
 	return s, nil
@@ -194,13 +195,20 @@ func (e *entry) result() string {
 
 func (s *Service) fileEvent(ev record.FileEvent) {
 	path := ev.File.Path
+	pkg := record.Format(ev.File.Format).Package()
 	s.mu.Lock()
 	if ev.Finished {
 		if s.writing[path]--; s.writing[path] <= 0 {
 			delete(s.writing, path)
 		}
+		if s.packages[path]--; s.packages[path] <= 0 {
+			delete(s.packages, path)
+		}
 	} else {
 		s.writing[path]++
+		if pkg {
+			s.packages[path]++
+		}
 	}
 	e := s.byRec[ev.Recording]
 	s.mu.Unlock()
@@ -219,15 +227,30 @@ func (s *Service) fileEvent(ev record.FileEvent) {
 func (s *Service) isWriting(path string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.writing[path] > 0 {
-		return true
+	return lookup(s.writing, path) > 0
+}
+
+// hidden reports whether /files/ must not serve path yet: a file being
+// written, unless it is a package's playlist. A package is served while
+// it is recorded: its segments are complete before a playlist names them,
+// and its manifests are replaced whole (EVENT playlists).
+func (s *Service) hidden(path string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return lookup(s.writing, path) > lookup(s.packages, path)
+}
+
+// lookup returns the count of path in m, whose keys may be relative.
+func lookup(m map[string]int, path string) int {
+	if n, ok := m[path]; ok {
+		return n
 	}
-	for p := range s.writing {
+	for p, n := range m {
 		if abs, err := filepath.Abs(p); err == nil && abs == path {
-			return true
+			return n
 		}
 	}
-	return false
+	return 0
 }
 
 // entries returns the recordings running, then the ended ones kept,

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -118,4 +120,35 @@ func ExampleDirStore_Hold() {
 	// Output:
 	// before Release: true
 	// after Release: version 1 of v0.m3u8
+}
+
+// Serve a package directory over HTTP while it is recorded: each
+// response's ETag names its bytes and the manifests are revalidated on
+// every reload, so a player never keeps a replaced playlist.
+func ExampleServeFile() {
+	dir, err := os.MkdirTemp("", "pkg")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.WriteFile(filepath.Join(dir, "v0.m3u8"), []byte("#EXTM3U\n"), 0o644); err != nil {
+		panic(err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		panic(err)
+	}
+	defer root.Close()
+	h := http.StripPrefix("/pkg/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = hls.ServeFile(w, r, root, r.URL.Path)
+	}))
+	for _, path := range []string{"/pkg/v0.m3u8", "/pkg/../secret", "/pkg/.manifests/v0.m3u8"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "http://example.com"+path, nil))
+		fmt.Printf("%s %d %q\n", path, rec.Code, rec.Header().Get("Cache-Control"))
+	}
+	// Output:
+	// /pkg/v0.m3u8 200 "no-cache"
+	// /pkg/../secret 404 ""
+	// /pkg/.manifests/v0.m3u8 404 ""
 }
