@@ -142,27 +142,7 @@ func TestChromiumPlaysAPackageFromFilesWhileItIsRecordedToItsEnd(t *testing.T) {
 		Live bool    `json:"live"`
 		Time float64 `json:"time"`
 	}
-	if err := b.Eval(`new Promise((resolve, reject) => {
-  const v = document.getElementById('v');
-  const hls = new Hls();
-  const seen = [];
-  for (const ev of ['LEVEL_LOADED', 'AUDIO_TRACK_LOADED', 'BUFFER_EOS', 'ERROR']) hls.on(Hls.Events[ev], (e, d) => seen.push(ev + (d.details && d.details.endSN !== undefined ? ' endSN=' + d.details.endSN + ' live=' + d.details.live : ' ' + d.details) + ' at ' + v.currentTime.toFixed(2)));
-  const ranges = (b) => Array.from({length: b.length}, (_, i) => b.start(i).toFixed(2) + '-' + b.end(i).toFixed(2)).join(',');
-  // What the page saw, when the end does not come.
-  const state = () => JSON.stringify({time: v.currentTime, duration: v.duration, paused: v.paused, readyState: v.readyState, buffered: ranges(v.buffered), seen: seen.slice(-12)});
-  window.liveEnded = new Promise((resolve, reject) => {
-    v.addEventListener('ended', () => resolve({ended: true, time: v.currentTime, frames: v.getVideoPlaybackQuality().totalVideoFrames}));
-    window.liveWait = () => setTimeout(() => reject(new Error('no end within 45 s of the recording\'s end: ' + state())), 45000);
-  });
-  setTimeout(() => reject(new Error('no playback within 30 s: ' + state())), 30000);
-  hls.on(Hls.Events.ERROR, (e, d) => { if (d.fatal) reject(new Error('fatal ' + d.details + ': ' + state())); });
-  hls.on(Hls.Events.MANIFEST_PARSED, () => { v.play(); });
-  v.addEventListener('timeupdate', () => {
-    if (v.currentTime > 0.5) resolve({live: hls.levels[hls.currentLevel].details.live, time: v.currentTime});
-  });
-  hls.loadSource('/files/live/index.m3u8');
-  hls.attachMedia(v);
-})`, &live); err != nil {
+	if err := b.Eval(fmt.Sprintf(browsertest.HLSLive, 1.0, "/files/live/index.m3u8"), &live); err != nil {
 		t.Fatal(err)
 	}
 	if !live.Live {
@@ -185,7 +165,7 @@ func TestChromiumPlaysAPackageFromFilesWhileItIsRecordedToItsEnd(t *testing.T) {
 		Time   float64 `json:"time"`
 		Frames int     `json:"frames"`
 	}
-	if err := b.Eval(`window.liveWait(), window.liveEnded`, &end); err != nil {
+	if err := b.Eval(browsertest.HLSLiveEnd, &end); err != nil {
 		t.Fatal(err)
 	}
 	if length := playlistSeconds(string(final)); !end.Ended || end.Frames == 0 || end.Time < length-0.5 {

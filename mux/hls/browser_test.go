@@ -285,28 +285,7 @@ func TestChromiumPlaysTheEventPackageWhileItIsRecorded(t *testing.T) {
 		Live bool    `json:"live"`
 		Time float64 `json:"time"`
 	}
-	if err := b.Eval(`new Promise((resolve, reject) => {
-  const v = document.getElementById('v');
-  const hls = new Hls();
-  window.hlsLive = hls;
-  const seen = [];
-  for (const ev of ['LEVEL_LOADED', 'AUDIO_TRACK_LOADED', 'BUFFER_EOS', 'ERROR']) hls.on(Hls.Events[ev], (e, d) => seen.push(ev + (d.details && d.details.endSN !== undefined ? ' endSN=' + d.details.endSN + ' live=' + d.details.live : ' ' + d.details) + ' at ' + v.currentTime.toFixed(2)));
-  const ranges = (b) => Array.from({length: b.length}, (_, i) => b.start(i).toFixed(2) + '-' + b.end(i).toFixed(2)).join(',');
-  // What the page saw, when the end does not come.
-  const state = () => JSON.stringify({time: v.currentTime, duration: v.duration, paused: v.paused, readyState: v.readyState, buffered: ranges(v.buffered), seen: seen.slice(-12)});
-  window.liveEnded = new Promise((resolve, reject) => {
-    v.addEventListener('ended', () => resolve({ended: true, time: v.currentTime, frames: v.getVideoPlaybackQuality().totalVideoFrames}));
-    window.liveWait = () => setTimeout(() => reject(new Error('no end within 45 s of the recording\'s end: ' + state())), 45000);
-  });
-  setTimeout(() => reject(new Error('timeout')), 30000);
-  hls.on(Hls.Events.ERROR, (e, d) => { if (d.fatal) reject(new Error('fatal ' + d.details)); });
-  hls.on(Hls.Events.MANIFEST_PARSED, () => { v.playbackRate = 2; v.play(); });
-  v.addEventListener('timeupdate', () => {
-    if (v.currentTime > 0.5) resolve({live: hls.levels[hls.currentLevel].details.live, time: v.currentTime});
-  });
-  hls.loadSource('/pkg/index.m3u8');
-  hls.attachMedia(v);
-})`, &live); err != nil {
+	if err := b.Eval(fmt.Sprintf(browsertest.HLSLive, 2.0, "/pkg/index.m3u8"), &live); err != nil {
 		t.Fatal(err)
 	}
 	if !live.Live {
@@ -318,7 +297,7 @@ func TestChromiumPlaysTheEventPackageWhileItIsRecorded(t *testing.T) {
 	must(t, w.Close())
 	must(t, st.Close())
 	var end playResult
-	if err := b.Eval(`window.liveWait(), window.liveEnded`, &end); err != nil {
+	if err := b.Eval(browsertest.HLSLiveEnd, &end); err != nil {
 		t.Fatal(err)
 	}
 	if !end.Ended || end.Time < 7.5 || end.Frames == 0 {
