@@ -102,10 +102,17 @@ func New(t testing.TB, opts Options) *Browser {
 	if timeout <= 0 {
 		timeout = 60 * time.Second
 	}
+	// Not t.TempDir: Chromium's helper processes can still write into
+	// the profile for a moment after the browser has exited, and
+	// TempDir's removal then fails the test ("directory not empty").
+	profile, err := os.MkdirTemp("", "browsertest-profile-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	alloc := []chromedp.ExecAllocatorOption{
 		chromedp.NoDefaultBrowserCheck,
 		chromedp.ExecPath(path),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1280, 720),
 	}
 	for _, f := range append(append([]string(nil), baseFlags...), opts.Flags...) {
@@ -123,12 +130,26 @@ func New(t testing.TB, opts Options) *Browser {
 		cancelTab()
 		cancelAlloc()
 		cancelTimeout()
+		removeProfile(t, profile)
 	})
 	// Run with no actions starts the browser and attaches the tab.
 	if err := chromedp.Do(tabCtx); err != nil {
 		t.Fatalf("start chromium %s: %v", path, err)
 	}
 	return &Browser{t: t, ctx: tabCtx}
+}
+
+// removeProfile removes a closed browser's profile, trying again for up
+// to 5 s while its helper processes finish writing into it.
+func removeProfile(t testing.TB, dir string) {
+	var err error
+	for range 50 {
+		if err = os.RemoveAll(dir); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("leaving Chromium's profile %s: %v", dir, err)
 }
 
 // Context is the tab's context, for running chromedp actions directly.
