@@ -56,13 +56,8 @@ func TestReferenceLoopbackDeliversEveryFrame(t *testing.T) {
 
 	cert := newTestCert(t)
 	m := sampleBroadcast("loopback.hang", 1)
-	pub := ref.start(ctx, t, "publish",
-		"--manifest", m.write(t), "--listen", "127.0.0.1:0",
-		"--cert", cert.certFile, "--key", cert.keyFile, "--speed", "4", "--linger-ms", "10000")
-	port := pub.expect(ctx, "listening", nil).Port
-	sub := ref.start(ctx, t, "subscribe",
-		"--connect", fmt.Sprintf("127.0.0.1:%d", port), "--ca", cert.certFile,
-		"--broadcast", m.Broadcast, "--announced", "false", "--max-ms", "30000")
+	pub, addr := listeningReference(ctx, t, ref, cert, m)
+	sub := subscribingReference(ctx, t, ref, cert, m, addr)
 
 	// The publisher's events: the catalog it wrote, then the groups it opened.
 	published := pub.expect(ctx, "catalog", nil).JSON
@@ -83,6 +78,26 @@ func TestReferenceLoopbackDeliversEveryFrame(t *testing.T) {
 	}
 	sub.wait(ctx)
 	pub.wait(ctx)
+}
+
+// listeningReference starts the reference publisher of m on a free
+// loopback port (at 4x speed, lingering 10 s for its subscriber to close)
+// and returns it and its address once it listens.
+func listeningReference(ctx context.Context, t *testing.T, ref *reference, cert *testCert, m *manifest) (*refProcess, string) {
+	t.Helper()
+	pub := ref.start(ctx, t, "publish",
+		"--manifest", m.write(t), "--listen", "127.0.0.1:0",
+		"--cert", cert.certFile, "--key", cert.keyFile, "--speed", "4", "--linger-ms", "10000")
+	return pub, fmt.Sprintf("127.0.0.1:%d", pub.expect(ctx, "listening", nil).Port)
+}
+
+// subscribingReference starts the reference subscriber of m's broadcast at
+// addr, subscribing at once (without waiting for the announcement) and
+// recording for at most 30 s.
+func subscribingReference(ctx context.Context, t *testing.T, ref *reference, cert *testCert, m *manifest, addr string) *refProcess {
+	t.Helper()
+	return ref.start(ctx, t, "subscribe", "--connect", addr, "--ca", cert.certFile,
+		"--broadcast", m.Broadcast, "--announced", "false", "--max-ms", "30000")
 }
 
 func jsonEqual(t *testing.T, a, b string) bool {
@@ -122,10 +137,7 @@ func TestTheReferencePublisherServesItsCatalogToASubscriberThatComesLate(t *test
 			defer cancel()
 			cert := newTestCert(t)
 			m := sampleBroadcast("interop/late.hang", 1)
-			pub := ref.start(ctx, t, "publish",
-				"--manifest", m.write(t), "--listen", "127.0.0.1:0",
-				"--cert", cert.certFile, "--key", cert.keyFile, "--speed", "4", "--linger-ms", "10000")
-			addr := fmt.Sprintf("127.0.0.1:%d", pub.expect(ctx, "listening", nil).Port)
+			pub, addr := listeningReference(ctx, t, ref, cert, m)
 			time.Sleep(late)
 			if subscriber == "moq-export" {
 				sess, err := subscribe.Dial(ctx, "moql://"+addr+"/", subscribe.Options{
@@ -139,9 +151,7 @@ func TestTheReferencePublisherServesItsCatalogToASubscriberThatComesLate(t *test
 				recordPublished(ctx, t, sess, m, pub)
 				return
 			}
-			sub := ref.start(ctx, t, "subscribe",
-				"--connect", addr, "--ca", cert.certFile,
-				"--broadcast", m.Broadcast, "--announced", "false", "--max-ms", "30000")
+			sub := subscribingReference(ctx, t, ref, cert, m, addr)
 			pubDone := collectPublished(ctx, pub)
 			gotCatalog, got, _ := recordReference(ctx, t, sub, nil)
 			p := awaitPublished(ctx, t, pubDone)
