@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/internal/moq/transport"
 	"github.com/moq-export/moq-export/internal/moq/transport/alpn"
@@ -31,36 +30,19 @@ type conn interface {
 	Context() context.Context
 	// WebTransport is true for a WebTransport session (no SETUP Path).
 	WebTransport() bool
-	// Version is the protocol version the connection negotiated (nil:
-	// moq-lite-05, for bare test transports; the family says which).
-	Version() *wire.Version
-	// SessionStream is the legacy SETUP stream that stays open on
-	// lite-01/02 (nil otherwise).
-	SessionStream() bidiStream
 	// Silence is how long the connection takes, as it stands now, to
 	// find that its peer went silent (session.Family.Silence).
 	Silence() time.Duration
 }
 
-// negotiated is what a connection negotiated, embedded by the transports.
-type negotiated struct {
-	version *wire.Version
-	session bidiStream
-}
-
-func (n *negotiated) Version() *wire.Version    { return n.version }
-func (n *negotiated) SessionStream() bidiStream { return n.session }
-
 // netConn is a transport connection and what the session negotiated on
 // it.
 type netConn struct {
 	transport.Conn
-	// choice is the family and version the negotiated ALPN or
-	// WebTransport protocol hands the connection to, when that family
-	// runs its own SETUP (moq-transport); zero for moq-lite, whose
-	// version is negotiated's.
+	// choice is the family the negotiated ALPN or WebTransport protocol
+	// hands the connection to, and the token (and the version it pins);
+	// the family's own negotiation settles the rest (proto.go).
 	choice alpn.Choice
-	negotiated
 	// replay is a bidi stream already accepted and read by the legacy
 	// SETUP, returned (its bytes replayed) by the next AcceptBidi, before
 	// anything else accepts: the handshake of the session it chose.

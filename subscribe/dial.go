@@ -3,10 +3,7 @@ package subscribe
 import (
 	"context"
 	"crypto/tls"
-	"fmt"
 
-	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
-	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/moq/transport"
 	"github.com/moq-export/moq-export/internal/moq/transport/alpn"
 )
@@ -36,7 +33,7 @@ func SelfSignedCert(hosts ...string) (cert tls.Certificate, fingerprint string, 
 type dialer struct {
 	opts     *Options
 	target   *transport.Target
-	versions []*wire.Version
+	versions []alpn.Version
 }
 
 // tlsOptions are the client TLS settings of o.
@@ -44,10 +41,13 @@ func (o *Options) tlsOptions() transport.TLSOptions {
 	return transport.TLSOptions{Base: o.TLSConfig, RootCAs: o.RootCAs, Fingerprint: o.TLSFingerprint, Insecure: o.TLSInsecure}
 }
 
+// dial connects and says which family the negotiated token hands the
+// connection to (netConn.choice); that family's own negotiation runs on
+// it next (Session.open).
 func (d *dialer) dial(ctx context.Context) (*netConn, error) {
 	switch d.target.Scheme {
 	case transport.SchemeQUIC:
-		alpns := wire.ALPNs(d.versions)
+		alpns := alpn.Tokens(d.versions)
 		if d.opts.alpns != nil {
 			alpns = d.opts.alpns
 		}
@@ -60,7 +60,7 @@ func (d *dialer) dial(ctx context.Context) (*netConn, error) {
 		if err != nil {
 			return nil, err
 		}
-		return d.negotiateQUIC(ctx, c)
+		return d.chosen(newNetConn(c, d.opts.KeepAlive, d.opts.IdleTimeout)), nil
 	case transport.SchemeDevelopment:
 		// Fetched on every attempt: a restarted development relay has a
 		// new certificate.
@@ -74,30 +74,19 @@ func (d *dialer) dial(ctx context.Context) (*netConn, error) {
 	}
 }
 
-// negotiateQUIC settles the version of a dialled raw QUIC connection: a
-// moq-lite ALPN is the version; "moql" runs our legacy SETUP offering the
-// moq-lite versions it can choose (lite-02/01), or, when those are not
-// offered, is left to the moq-transport session (draft 14); an IETF ALPN
-// ("moq-00", "moqt-NN") goes to the moq-transport session, which runs its
-// own SETUP (Session.open).
-func (d *dialer) negotiateQUIC(ctx context.Context, c transport.Conn) (*netConn, error) {
-	p := c.Protocol()
-	qc := newNetConn(c, d.opts.KeepAlive, d.opts.IdleTimeout)
-	lite := liteVersions(d.versions)
-	if ch, ok := alpn.Select(p, codes(d.versions)); ok && ch.Family == alpn.IETF {
-		qc.choice = ch
-		return qc, nil
+// chosen is c with the family its negotiated token selects among the
+// versions offered: an IETF token ("moq-00", "moqt-NN", or "moql" when
+// only draft 14 of the legacy SETUP's versions was offered) goes to
+// moq-transport, which runs its own SETUP; anything else to moq-lite,
+// whose negotiation takes the version the token names, runs the legacy
+// SETUP, or refuses the connection naming what it speaks.
+func (d *dialer) chosen(c *netConn) *netConn {
+	ch, ok := alpn.Select(c.Protocol(), alpn.Codes(d.versions))
+	if !ok || ch.Family != alpn.IETF {
+		ch = alpn.Choice{Family: alpn.Lite, Token: c.Protocol()}
 	}
-	v, legacy, err := litesub.SelectALPN(p, lite)
-	if err == nil && legacy {
-		v, qc.session, err = litesub.ClientSetup(ctx, coreConn{c: qc}, lite, d.target.SetupPath)
-	}
-	if err != nil {
-		c.Close(CodeVersion, "version")
-		return nil, fmt.Errorf("moq: %s: %w", d.target.HostPort, err)
-	}
-	qc.version = v
-	return qc, nil
+	c.choice = ch
+	return c
 }
 
 func (d *dialer) dialWebTransport(ctx context.Context, pin string) (*netConn, error) {
@@ -107,7 +96,7 @@ func (d *dialer) dialWebTransport(ctx context.Context, pin string) (*netConn, er
 	}
 	// WT-Available-Protocols: every version, in the order of the raw
 	// QUIC ALPN list (moq-lite first, then the moq-transport drafts).
-	protos := wire.ALPNs(d.versions)
+	protos := alpn.Tokens(d.versions)
 	if d.opts.alpns != nil {
 		protos = d.opts.alpns
 	}
@@ -116,25 +105,5 @@ func (d *dialer) dialWebTransport(ctx context.Context, pin string) (*netConn, er
 	if err != nil {
 		return nil, err
 	}
-	wc := newNetConn(c, keepAlive, idle)
-	proto := c.Protocol()
-	lite := liteVersions(d.versions)
-	if ch, ok := alpn.Select(proto, codes(d.versions)); ok && ch.Family == alpn.IETF {
-		// A moq-transport draft: its session runs its own SETUP
-		// (Session.open).
-		wc.choice = ch
-		return wc, nil
-	}
-	v, legacy, err := litesub.SelectALPN(proto, lite)
-	if err == nil && legacy {
-		v, wc.session, err = litesub.ClientSetup(ctx, coreConn{c: wc}, lite, "")
-	}
-	if err != nil {
-		wc.Close(CodeVersion, "version")
-		u := *d.target.URL
-		u.Scheme, u.User = "https", nil
-		return nil, fmt.Errorf("moq: WebTransport to %s: %w", transport.RedactURL(u.String()), err)
-	}
-	wc.version = v
-	return wc, nil
+	return d.chosen(newNetConn(c, keepAlive, idle)), nil
 }

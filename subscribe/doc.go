@@ -51,9 +51,11 @@
 // have no SETUP (a raw QUIC client sends no path or token), no TRACK_INFO,
 // no FETCH (no backfill of a live join's audio), no frame timestamps (the
 // hang containers carry their own) and no SUBSCRIBE_START; lite-01/02
-// also lack subscribe ranges. The differences themselves live in the
-// version table of internal/moq/lite/wire; the session asks its
-// capabilities.
+// also lack subscribe ranges. The differences themselves live in
+// moq-lite's version table (internal/moq/lite/wire) and moq-transport's
+// (internal/moq/ietf); the session asks their capabilities. Versions and
+// Options.Versions list both families' versions, built from those two
+// tables.
 //
 // The default port is 443. TLS uses the system roots unless Options says
 // otherwise (RootCAs, TLSFingerprint, TLSInsecure). The JWT never appears in

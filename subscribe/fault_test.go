@@ -313,22 +313,6 @@ type lateContextConn struct {
 
 func (c *lateContextConn) Context() context.Context { return c.ctx }
 
-// Version is moq-lite-05's (nil) when the fake wraps no transport.
-func (c *lateContextConn) Version() *wire.Version {
-	if c.conn == nil {
-		return nil
-	}
-	return c.conn.Version()
-}
-
-// SessionStream is none when the fake wraps no transport.
-func (c *lateContextConn) SessionStream() bidiStream {
-	if c.conn == nil {
-		return nil
-	}
-	return c.conn.SessionStream()
-}
-
 func lateContext(lag time.Duration) func(conn) conn {
 	return func(c conn) conn {
 		ctx, cancel := context.WithCancelCause(context.Background())

@@ -18,7 +18,6 @@ import (
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/internal/moq/ietf"
 	"github.com/moq-export/moq-export/internal/moq/ietf/ietfsub"
-	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -378,12 +377,12 @@ func TestIETFVersionsComeFromTheVersionTable(t *testing.T) {
 	for _, tok := range alpn.Table {
 		want = append(want, tok.Name)
 	}
-	if got := wire.ALPNs(vs); !slices.Equal(got, want) {
+	if got := alpn.Tokens(vs); !slices.Equal(got, want) {
 		t.Fatalf("default offer %v, want %v", got, want)
 	}
 	drafts := 0
 	for _, v := range vs {
-		if v.Family != wire.FamilyIETF {
+		if v.Family() != alpn.IETF {
 			continue
 		}
 		drafts++
@@ -391,14 +390,14 @@ func TestIETFVersionsComeFromTheVersionTable(t *testing.T) {
 		if !d.Known() {
 			t.Errorf("%v: not known to the codec", d)
 		}
-		if ch, ok := alpn.Select(d.ALPN(), codes(vs)); !ok || ch.Family != alpn.IETF || ietf.Version(ch.Code) != d {
+		if ch, ok := alpn.Select(d.ALPN(), alpn.Codes(vs)); !ok || ch.Family != alpn.IETF || ietf.Version(ch.Code) != d {
 			t.Errorf("%s selects %+v, %v; want %v", d.ALPN(), ch, ok, d)
 		}
 	}
 	if drafts != 9 {
 		t.Errorf("%d drafts offered, want 9 (14-22)", drafts)
 	}
-	if ch, ok := alpn.Select(alpn.Legacy, codes([]*wire.Version{wire.IETF14})); !ok || ietf.Version(ch.Code) != ietf.Draft14 {
+	if ch, ok := alpn.Select(alpn.Legacy, []uint64{uint64(ietf.Draft14)}); !ok || ietf.Version(ch.Code) != ietf.Draft14 {
 		t.Errorf("moql selects %+v, %v; want draft 14", ch, ok)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"time"
 
 	"github.com/moq-export/moq-export/internal/moq/ietf"
 	"github.com/moq-export/moq-export/internal/moq/ietf/ietfsub"
@@ -34,10 +35,11 @@ var liteCodes = session.Codes{Name: CodeName, Refusals: litesub.Refusals, Unauth
 var familyCodes = []*session.Codes{&liteCodes, &ietfsub.Codes}
 
 // newLite is moq-lite on c for s, which dialled it (setupPath: the SETUP
-// Path of a raw QUIC client) or accepted it (nil).
-func (s *Session) newLite(c conn, setupPath *string) *litesub.Link {
+// Path of a raw QUIC client; Link.Dial negotiates the version) or accepted
+// it (nil) as n says.
+func (s *Session) newLite(c conn, n litesub.Negotiated, setupPath *string) *litesub.Link {
 	cfg := &litesub.Config{Log: s.log, RequestTimeout: s.opts.RequestTimeout, MaxLatency: s.opts.MaxLatency}
-	lc := litesub.LinkConfig{Pub: s.pub.lite, SessionStream: c.SessionStream(), Codes: &liteCodes}
+	lc := litesub.LinkConfig{Pub: s.pub.lite, SessionStream: n.Stream, Codes: &liteCodes}
 	if setupPath != nil {
 		lc.Setup.Path, lc.Setup.HasPath = *setupPath, true
 	}
@@ -45,7 +47,7 @@ func (s *Session) newLite(c conn, setupPath *string) *litesub.Link {
 		// A client declares its role.
 		lc.Setup.Role, lc.Setup.HasRole = wireRole(s.role), true
 	}
-	return litesub.NewLink(cfg, coreConn{c: c}, c.Version(), lc)
+	return litesub.NewLink(cfg, coreConn{c: c}, n.Version, lc)
 }
 
 // wireRole is r in moq-lite SETUP's Role values.
@@ -75,18 +77,29 @@ func (s *Session) newIETF(c conn, v ietf.Version, layout18 bool, server *ietfsub
 }
 
 // open makes the Proto of the family a dialled connection c negotiated
-// (ch), with its own SETUP where the family has one: moq-transport's
-// carries the URL's path and query in its Path parameter, its host in
-// Authority (raw QUIC) and its jwt in the Authorization Token. redial says
-// a failed SETUP taught what is known of the server a layout the next
-// connection speaks.
-func (s *Session) open(ctx context.Context, c conn, ch alpn.Choice, t *transport.Target) (p session.Proto, redial bool, err error) {
+// (ch) and runs the family's negotiation, offering the versions offered:
+// moq-lite's takes the version the token names or runs the legacy SETUP;
+// moq-transport's SETUP carries the URL's path and query in its Path
+// parameter, its host in Authority (raw QUIC) and its jwt in the
+// Authorization Token. redial says a failed SETUP taught what is known of
+// the server a layout the next connection speaks.
+func (s *Session) open(ctx context.Context, c conn, ch alpn.Choice, t *transport.Target, offered []alpn.Version) (p session.Proto, redial bool, err error) {
 	if ch.Family != alpn.IETF {
-		if !c.WebTransport() {
-			// The root (and token) ride in SETUP on raw QUIC only.
-			return s.newLite(c, &t.SetupPath), false, nil
+		if c.WebTransport() {
+			l := s.newLite(c, litesub.Negotiated{}, nil)
+			if err := l.Dial(ctx, ch.Token, offered); err != nil {
+				u := *t.URL
+				u.Scheme, u.User = "https", nil
+				return nil, false, fmt.Errorf("moq: WebTransport to %s: %w", transport.RedactURL(u.String()), err)
+			}
+			return l, false, nil
 		}
-		return s.newLite(c, nil), false, nil
+		// The root (and token) ride in SETUP on raw QUIC only.
+		l := s.newLite(c, litesub.Negotiated{}, &t.SetupPath)
+		if err := l.Dial(ctx, ch.Token, offered); err != nil {
+			return nil, false, fmt.Errorf("moq: %s: %w", t.HostPort, err)
+		}
+		return l, false, nil
 	}
 	// A server known to speak draft 18's messages on drafts 16 and 17
 	// (MediaMTX) gets them.
@@ -108,6 +121,78 @@ func (s *Session) open(ctx context.Context, c conn, ch alpn.Choice, t *transport
 // tokenOf returns the jwt query parameter of a URL (the token the
 // reference relays read), "" without one.
 func tokenOf(u *url.URL) string { return u.Query().Get("jwt") }
+
+// acceptLite runs moq-lite's negotiation on c, which did not negotiate a
+// moq-transport token (a moq-lite one, "moql" for the legacy SETUP, or
+// none over WebTransport), admits the session (auth.go) and delivers it.
+// A legacy SETUP that chose moq-transport (draft 14) hands c to
+// acceptIETF, which reads the same CLIENT_SETUP again. The session root
+// and the token's query are the legacy SETUP's Path or, for lite-05+, the
+// client's SETUP on raw QUIC, the CONNECT request's URL on WebTransport.
+func (s *Server) acceptLite(c *netConn, a transport.Accepted) {
+	wt := a.Conn.WebTransport()
+	n, err := litesub.Accept(s.ctx, coreConn{c: c}, a.Conn.Protocol(), s.versions, versionTable)
+	if err == nil && n.Other.Family == alpn.IETF {
+		c.replay = n.Stream
+		s.acceptIETF(c, n.Other, a)
+		return
+	}
+	if err != nil {
+		if wt {
+			s.log.Info("moq: refused a session", "remote", a.Conn.RemoteAddr(), "transport", "webtransport",
+				"offered", a.Offered, "err", err)
+		} else {
+			s.log.Info("moq: refused a session", "remote", a.Conn.RemoteAddr(), "transport", "quic", "err", err)
+		}
+		a.Conn.Close(CodeVersion, refusalReason(err))
+		return
+	}
+	v := n.Version
+	var sess *Session
+	var f *litesub.Link
+	var info acceptInfo
+	if wt {
+		sess = s.newSession(a.Path)
+		f = sess.newLite(c, n, nil)
+		sess.start(f)
+		if v.SetupStream && s.opts.AuthKey != nil {
+			// The token is in the URL, but the Role the token must
+			// allow is in the client's SETUP.
+			awaitSetup(sess, litesub.SetupTimeout)
+		}
+		info = acceptInfo{remote: a.Conn.RemoteAddr(), transport: "webtransport", query: a.Query, version: v.Name,
+			noToken: "a WebTransport client puts ?jwt= in the URL"}
+	} else {
+		// The legacy SETUP's Path carries the query (?jwt=) after the
+		// path.
+		path, query := splitPathQuery(n.Path)
+		sess = s.newSession(path)
+		f = sess.newLite(c, n, nil)
+		sess.start(f)
+		info = acceptInfo{remote: a.Conn.RemoteAddr(), transport: "quic", query: query, version: v.Name}
+		switch {
+		case v.SetupStream:
+			// The root (and token) travel in the client's SETUP: wait
+			// for it so that Path is meaningful when Accept returns
+			// (briefly, unless the token must be checked).
+			wait := 2 * time.Second
+			if s.opts.AuthKey != nil {
+				wait = litesub.SetupTimeout
+			}
+			awaitSetup(sess, wait)
+			sess.mu.Lock()
+			_, info.query = splitPathQuery(sess.peer.Path)
+			sess.mu.Unlock()
+			info.noToken = "a raw QUIC client puts ?jwt= in its SETUP Path"
+		case !v.LegacySetup:
+			info.noToken = v.Name + " over raw QUIC has no SETUP to carry a token: use moq-lite-05 or WebTransport"
+		}
+	}
+	if !s.admit(sess, f, info) {
+		return
+	}
+	s.deliver(sess)
+}
 
 // acceptIETF runs the server SETUP of a connection c that negotiated
 // moq-transport as ch says, admits the session (auth.go) and delivers it.

@@ -11,18 +11,15 @@ import (
 	"github.com/moq-export/moq-export/internal/moq/transport/alpn"
 
 	"github.com/moq-export/moq-export/internal/moq/ietf/ietfpub"
-	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
-	"github.com/moq-export/moq-export/internal/moq/lite/wire"
-	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/internal/moq/transport"
 )
 
-// Server accepts moq-lite sessions on one UDP port: raw QUIC (the ALPN of
-// each version it speaks, and "moql" for the legacy SETUP) and
-// WebTransport (ALPN h3) side by side.
+// Server accepts MoQ sessions (moq-lite and moq-transport) on one UDP
+// port: raw QUIC (the ALPN of each version it speaks, and "moql" for the
+// legacy SETUP) and WebTransport (ALPN h3) side by side.
 type Server struct {
 	opts     ServerOptions
-	versions []*wire.Version
+	versions []alpn.Version
 	log      *slog.Logger
 	ln       *transport.Listener[moqErrors]
 	accepted chan *Session
@@ -56,7 +53,7 @@ func Listen(addr string, opts ServerOptions) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	protos := wire.ALPNs(versions)
+	protos := alpn.Tokens(versions)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		opts: opts, versions: versions, log: opts.Logger, accepted: make(chan *Session),
@@ -82,69 +79,18 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 // Fingerprint returns the pin of the server's first certificate.
 func (s *Server) Fingerprint() string { return transport.Fingerprint(s.opts.Certificates[0]) }
 
-// accept takes a connection the listener accepted to its session.
+// accept takes a connection the listener accepted to the family its
+// token selects (proto.go), which negotiates, admits its session and
+// delivers it: a moq-transport token to moq-transport's SETUP; anything
+// else ("moql", a moq-lite token, none over WebTransport) to moq-lite's
+// negotiation.
 func (s *Server) accept(a transport.Accepted) {
-	if a.Conn.WebTransport() {
-		s.acceptWebTransport(a)
-		return
-	}
-	s.acceptQUIC(a)
-}
-
-// acceptQUIC negotiates the version of a raw QUIC connection (its ALPN, or
-// the legacy SETUP under "moql"), admits its session and delivers it.
-func (s *Server) acceptQUIC(a transport.Accepted) {
-	proto := a.Conn.Protocol()
 	c := s.netConn(a.Conn)
-	if ch, ok := alpn.Pinned(proto); ok && ch.Family == alpn.IETF {
+	if ch, ok := alpn.Pinned(a.Conn.Protocol()); ok && ch.Family == alpn.IETF {
 		s.acceptIETF(c, ch, a)
 		return
 	}
-	setupPath, err := s.negotiate(c, proto, s.versions)
-	if err == nil && c.version.Family == wire.FamilyIETF {
-		s.acceptIETF(c, c.replayAsIETF(), a)
-		return
-	}
-	if err != nil {
-		s.log.Info("moq: refused a session", "remote", a.Conn.RemoteAddr(), "transport", "quic", "err", err)
-		a.Conn.Close(CodeVersion, refusalReason(err))
-		return
-	}
-	// The legacy SETUP's Path carries the query (?jwt=) after the path.
-	path, query := splitPathQuery(setupPath)
-	sess := s.newSession(path)
-	f := sess.newLite(c, nil)
-	sess.start(f)
-	info := acceptInfo{remote: a.Conn.RemoteAddr(), transport: "quic", query: query, version: c.version.Name}
-	switch {
-	case c.version.SetupStream:
-		// The root (and token) travel in the client's SETUP: wait for it
-		// so that Path is meaningful when Accept returns (briefly, unless
-		// the token must be checked).
-		wait := 2 * time.Second
-		if s.opts.AuthKey != nil {
-			wait = litesub.SetupTimeout
-		}
-		awaitSetup(sess, wait)
-		sess.mu.Lock()
-		_, info.query = splitPathQuery(sess.peer.Path)
-		sess.mu.Unlock()
-		info.noToken = "a raw QUIC client puts ?jwt= in its SETUP Path"
-	case !c.version.LegacySetup:
-		info.noToken = c.version.Name + " over raw QUIC has no SETUP to carry a token: use moq-lite-05 or WebTransport"
-	}
-	if !s.admit(sess, f, info) {
-		return
-	}
-	s.deliver(sess)
-}
-
-// replayAsIETF is the choice of c, whose legacy SETUP chose moq-transport
-// (draft 14): the IETF session reads the same CLIENT_SETUP again
-// (replayed) and answers it.
-func (c *netConn) replayAsIETF() alpn.Choice {
-	c.replay, c.session = c.session, nil
-	return alpn.Choice{Family: alpn.IETF, Code: c.version.Code, Token: alpn.Legacy}
+	s.acceptLite(c, a)
 }
 
 // netConn is c, accepted with the server's keep-alive and idle timeout.
@@ -163,23 +109,6 @@ func awaitSetup(sess *Session, d time.Duration) {
 	}
 }
 
-// negotiate sets c's version from the negotiated protocol, running the
-// legacy SETUP where it says so; it returns the SETUP path a legacy raw
-// QUIC client sent.
-func (s *Server) negotiate(c *netConn, proto string, versions []*wire.Version) (string, error) {
-	v, legacy, err := litesub.SelectALPN(proto, versions)
-	var session session.Stream
-	var path string
-	if err == nil && legacy {
-		v, session, path, err = litesub.ServerSetup(s.ctx, coreConn{c: c}, versions)
-	}
-	if err != nil {
-		return "", err
-	}
-	c.version, c.session = v, session
-	return path, nil
-}
-
 // refusalReason is the close reason of a refused session: the versions we
 // speak, short enough for a CONNECTION_CLOSE frame.
 func refusalReason(err error) string {
@@ -188,42 +117,6 @@ func refusalReason(err error) string {
 		r = r[:200]
 	}
 	return r
-}
-
-// acceptWebTransport negotiates the version of a WebTransport session
-// (its protocol, or the legacy SETUP when it negotiated none), admits its
-// session and delivers it.
-func (s *Server) acceptWebTransport(a transport.Accepted) {
-	c := s.netConn(a.Conn)
-	proto := a.Conn.Protocol()
-	if ch, ok := alpn.Pinned(proto); ok && ch.Family == alpn.IETF {
-		s.acceptIETF(c, ch, a)
-		return
-	}
-	if _, err := s.negotiate(c, proto, s.versions); err != nil {
-		s.log.Info("moq: refused a session", "remote", a.Conn.RemoteAddr(), "transport", "webtransport",
-			"offered", a.Offered, "err", err)
-		a.Conn.Close(CodeVersion, refusalReason(err))
-		return
-	}
-	if c.version.Family == wire.FamilyIETF {
-		s.acceptIETF(c, c.replayAsIETF(), a)
-		return
-	}
-	sess := s.newSession(a.Path)
-	f := sess.newLite(c, nil)
-	sess.start(f)
-	if c.version.SetupStream && s.opts.AuthKey != nil {
-		// The token is in the URL, but the Role the token must
-		// allow is in the client's SETUP.
-		awaitSetup(sess, litesub.SetupTimeout)
-	}
-	info := acceptInfo{remote: a.Conn.RemoteAddr(), transport: "webtransport", query: a.Query, version: c.version.Name,
-		noToken: "a WebTransport client puts ?jwt= in the URL"}
-	if !s.admit(sess, f, info) {
-		return
-	}
-	s.deliver(sess)
 }
 
 func (s *Server) newSession(path string) *Session {

@@ -193,7 +193,7 @@ func dial(ctx context.Context, rawURL string, opts Options, wrap func(conn) conn
 				return nil, fmt.Errorf("moq: %s: the server changed its protocol", t.HostPort)
 			}
 			first = nc.choice.Family
-			p, redial, err := s.open(ctx, c, nc.choice, t)
+			p, redial, err := s.open(ctx, c, nc.choice, t, versions)
 			if err == nil {
 				return p, nil
 			}

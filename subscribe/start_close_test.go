@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moq-export/moq-export/internal/moq/lite/wire"
+	"github.com/moq-export/moq-export/internal/moq/lite/litesub"
 )
 
 // goneConn is a connection that is already gone: every stream call fails
@@ -32,8 +32,6 @@ func (c *goneConn) AcceptBidi(context.Context) (bidiStream, error) { return nil,
 func (c *goneConn) AcceptUni(context.Context) (recvStream, error)  { return nil, errGone }
 func (c *goneConn) Context() context.Context                       { return c.ctx }
 func (c *goneConn) WebTransport() bool                             { return false }
-func (c *goneConn) Version() *wire.Version                         { return nil }
-func (c *goneConn) SessionStream() bidiStream                      { return nil }
 func (c *goneConn) Silence() time.Duration                         { return time.Second }
 func (c *goneConn) Close(uint64, string) {
 	c.mu.Lock()
@@ -54,7 +52,7 @@ func TestCloseBesideStartIsSafe(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sess.start(sess.newLite(c, nil))
+			sess.start(sess.newLite(c, litesub.Negotiated{}, nil))
 		}()
 		if err := sess.Close(); err != nil {
 			t.Fatal(err)

@@ -188,7 +188,7 @@ func TestGroupArrivingAfterTheDrainIsRefused(t *testing.T) {
 	defer s.cancel()
 	rb := &remoteBroadcast{s: s, path: "b", b: model.NewBroadcast("b")}
 	rt := &session.Remote{Host: rb, Broadcast: rb.path, Name: "v", Track: model.NewTrack("v")}
-	l := s.newLite(&lateContextConn{ctx: context.Background()}, nil)
+	l := s.newLite(&lateContextConn{ctx: context.Background()}, litesub.Negotiated{}, nil)
 	sub := testSubscription(l, rt, 4)
 	l.Route(sub)
 	sub.Drain(context.Background(), 0, 0, true)
@@ -305,7 +305,7 @@ func TestGroupReadEndsWithItsSubscriptionEvenWhenCancelReadDoesNotWakeIt(t *test
 	defer s.cancel()
 	rb := &remoteBroadcast{s: s, path: "b", b: model.NewBroadcast("b")}
 	rt := &session.Remote{Host: rb, Broadcast: rb.path, Name: "v", Track: model.NewTrack("v")}
-	l := s.newLite(&lateContextConn{ctx: context.Background()}, nil)
+	l := s.newLite(&lateContextConn{ctx: context.Background()}, litesub.Negotiated{}, nil)
 	sub := testSubscription(l, rt, 4)
 	sub.MarkStarted()
 	l.Route(sub)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/quic-go/quic-go"
 
+	"github.com/moq-export/moq-export/internal/moq/ietf"
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 	"github.com/moq-export/moq-export/internal/varint"
 )
@@ -39,7 +40,7 @@ func startVersionServer(t *testing.T, versions ...string) (*Server, string) {
 // sample media goes through in both directions with every frame intact
 // (bytes, timestamp, group), over raw QUIC and WebTransport.
 func TestEveryVersionInBothRoles(t *testing.T) {
-	for _, v := range liteVersions(wire.Versions) {
+	for _, v := range wire.Versions {
 		for _, scheme := range []string{"moql", "https"} {
 			t.Run(v.Name+"/"+scheme, func(t *testing.T) {
 				checkGoroutines(t)
@@ -165,7 +166,7 @@ func TestLegacySetupChoosingDraft14GoesToTheIETFSession(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	qc, str := legacyClient(t, ctx, srv, wire.IETF14.Code)
+	qc, str := legacyClient(t, ctx, srv, uint64(ietf.Draft14))
 	defer qc.CloseWithError(0, "")
 	str.SetReadDeadline(time.Now().Add(5 * time.Second))
 	r := bufio.NewReader(str)
@@ -178,7 +179,7 @@ func TestLegacySetupChoosingDraft14GoesToTheIETFSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	var m wire.ServerSetup
-	if err := m.Decode(body); err != nil || m.Version != wire.IETF14.Code {
+	if err := m.Decode(body); err != nil || m.Version != uint64(ietf.Draft14) {
 		t.Fatalf("SERVER_SETUP %+v, %v; want draft 14", m, err)
 	}
 }

@@ -17,7 +17,11 @@ import (
 // family runs, announce streams, GOAWAY, what a close means. Package
 // subscribe picks the family a connection negotiated and makes its Proto
 // in one file, proto.go; elsewhere it reaches a connection through the
-// seam only.
+// seam only. Each family negotiates its own version there too: moq-lite
+// (the version its token names, the legacy SETUP) in litesub.Link.Dial
+// and litesub.Accept, moq-transport (its SETUP) in ietfsub.Link.Dial and
+// Accept. The facade's dial and accept code only chooses the family the
+// negotiated token selects (internal/moq/transport/alpn).
 
 // familySessions are the families' session packages.
 var familySessions = []string{module + "/internal/moq/lite/litesub", module + "/internal/moq/ietf/ietfsub"}
@@ -26,9 +30,10 @@ var familySessions = []string{module + "/internal/moq/lite/litesub", module + "/
 const facadeMaker = "proto.go"
 
 // sessionPublic is what the facade may name of a family's session package
-// outside facadeMaker: its public errors and codes, and moq-lite's version
-// negotiation, which runs before any family is made.
-var sessionPublic = regexp.MustCompile(`^(Err\w+|Code\w+|SelectALPN|ClientSetup|ServerSetup|SetupTimeout)$`)
+// outside facadeMaker: its public errors and codes. A family's
+// negotiation (moq-lite's once ran in dial.go and server.go) is the
+// family's, called from facadeMaker.
+var sessionPublic = regexp.MustCompile(`^(Err\w+|Code\w+)$`)
 
 // familyNamed matches a top-level identifier named for moq-transport: the
 // glue the facade once held (ietfConn, ietfDial, serveIETF's file's
@@ -79,8 +84,8 @@ func glueViolations(fset *token.FileSet, f *ast.File) []string {
 // TestTheFacadeHoldsNoFamilysGlue: outside its tests, subscribe declares
 // nothing named for moq-transport, and only proto.go names what a family
 // implements the seam with (its Link, Config, Server record, SETUP
-// parameters); the rest of the facade names a family's session package
-// only for its errors, codes and moq-lite's version negotiation.
+// parameters, its negotiation); the rest of the facade names a family's
+// session package only for its errors and codes.
 func TestTheFacadeHoldsNoFamilysGlue(t *testing.T) {
 	root := moduleRoot(t)
 	fset := token.NewFileSet()
@@ -106,11 +111,16 @@ func TestTheGlueRuleCatchesWhatItForbids(t *testing.T) {
 	const sub = `"github.com/moq-export/moq-export/internal/moq/ietf/ietfsub"`
 	const lite = `"github.com/moq-export/moq-export/internal/moq/lite/litesub"`
 	cases := []ruleCase{
-		{"errors, codes and moq-lite's negotiation", `package subscribe
+		{"errors and codes", `package subscribe
 import (` + sub + "\n" + lite + `)
 var e = ietfsub.ErrNoDiscovery
 var c = ietfsub.CodeNoError
-var f = litesub.SelectALPN`, 0},
+var v = litesub.ErrVersion`, 0},
+		{"moq-lite's negotiation in the dial and accept code", `package subscribe
+import ` + lite + `
+var f = litesub.SelectALPN
+var g, h = litesub.ClientSetup, litesub.ServerSetup
+var w = litesub.SetupTimeout`, 4},
 		{"a moq-transport connection type", `package subscribe
 import "github.com/moq-export/moq-export/internal/moq/ietf/ietfsub"
 type ietfConn struct{ ss *ietfsub.Session }`, 2},

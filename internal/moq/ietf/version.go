@@ -148,6 +148,16 @@ var drafts = [...]struct {
 		firstObjectBit: true, relativeFilter: true, largestObjectMidGroup: true, typedFilter: true}},
 }
 
+// Versions lists the drafts of the table, newest first: the order a
+// client offers them in.
+func Versions() []Version {
+	out := make([]Version, len(drafts))
+	for i, d := range drafts {
+		out[len(drafts)-1-i] = d.v
+	}
+	return out
+}
+
 // caps returns v's row; a draft outside the table reads as the nearest
 // one (the codec's fuzzers and error paths may hold any code).
 func (v Version) caps() *capabilities {

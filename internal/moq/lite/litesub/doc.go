@@ -5,9 +5,11 @@
 // frame ranges, follows announcements (ANNOUNCE_PLEASE and its replies,
 // lite-06's typed announcements), reads the peer's SETUP and GOAWAY and
 // sends our GOAWAY. It also negotiates moq-lite's version once the facade
-// chose the family: the version an ALPN names, the legacy SETUP
-// (CLIENT_SETUP / SERVER_SETUP) and the session stream lite-01/02 keep
-// open, and our SETUP. What both families' subscribers share is the session
+// chose the family (Link.Dial for a dialled connection, Accept for an
+// accepted one): the version an ALPN names, the legacy SETUP
+// (CLIENT_SETUP / SERVER_SETUP, which may hand an accepted connection to
+// moq-transport's draft 14) and the session stream lite-01/02 keep open,
+// and our SETUP. What both families' subscribers share is the session
 // core's (package internal/moq/session): the subscribed track and its run
 // (session.Remote: retries, resume and gap fill, backfill), one
 // subscription's lifecycle (session.Subscribe, over this package's Wire),

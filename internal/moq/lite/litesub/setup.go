@@ -18,10 +18,10 @@ import (
 	"github.com/moq-export/moq-export/internal/varint"
 )
 
-// moq-lite's version negotiation and SETUP, both roles: the version a
-// negotiated ALPN or WebTransport protocol names (SelectALPN), the legacy
-// SETUP (CLIENT_SETUP / SERVER_SETUP) when the ALPN is "moql" or a
-// WebTransport session negotiated no protocol (ClientSetup, ServerSetup),
+// moq-lite's version negotiation and SETUP, both roles (Link.Dial,
+// Accept): the version a negotiated ALPN or WebTransport protocol names,
+// the legacy SETUP (CLIENT_SETUP / SERVER_SETUP) when the ALPN is "moql"
+// or a WebTransport session negotiated no protocol,
 // the session stream lite-01/02 keep open after it (ServeSessionStream),
 // and our SETUP on the lite-03+ SETUP stream (SendSetup). Which family a
 // connection speaks is the facade's choice; this is what moq-lite does
@@ -39,20 +39,83 @@ const CodeVersion = 9
 // waits for a client's SETUP it must read before admitting the session.
 const SetupTimeout = 10 * time.Second
 
-// SelectALPN maps a negotiated ALPN or WebTransport protocol to a version
+// Negotiated is what moq-lite's negotiation settled on a connection.
+type Negotiated struct {
+	// Version is the moq-lite version the connection speaks (unset with
+	// Other).
+	Version *wire.Version
+	// Stream is the legacy SETUP's stream: the session stream that stays
+	// open on lite-01/02 (nil for a version a token pins); with Other, the
+	// client's stream, which reads again what the negotiation read of it.
+	Stream session.Stream
+	// Path is the SETUP path a legacy raw QUIC client sent.
+	Path string
+	// Other is set when the client's legacy SETUP chose a version of
+	// another family (moq-transport draft 14): that family takes the
+	// connection and answers the CLIENT_SETUP that Stream replays.
+	Other alpn.Choice
+}
+
+// Accept runs moq-lite's negotiation on an accepted connection c that
+// negotiated token: the version the token pins, or, under alpn.Legacy
+// or no token (WebTransport), the legacy SETUP, which takes the first
+// version the client offers that offered (the server's versions, most
+// preferred first, of every family) has and the legacy SETUP can
+// choose. A version of another family comes back as Other. known (every
+// version of every family) names the versions a client offers in errors.
+func Accept(ctx context.Context, c session.Conn, token string, offered, known []alpn.Version) (Negotiated, error) {
+	v, legacy, err := selectALPN(token, offered)
+	if err != nil || !legacy {
+		return Negotiated{Version: v}, err
+	}
+	return serverSetup(ctx, c, offered, known)
+}
+
+// Dial runs moq-lite's negotiation on the dialled connection, which
+// negotiated token, offering the moq-lite versions of offered: the
+// version the token pins, or the legacy SETUP (with the SETUP path of a
+// raw QUIC client, LinkConfig.Setup). It must run before Serve. A failed
+// negotiation closes the connection with CodeVersion.
+func (l *Link) Dial(ctx context.Context, token string, offered []alpn.Version) error {
+	var lite []alpn.Version
+	for _, v := range offered {
+		if v.Family() == alpn.Lite {
+			lite = append(lite, v)
+		}
+	}
+	v, legacy, err := selectALPN(token, lite)
+	var str session.Stream
+	if err == nil && legacy {
+		v, str, err = clientSetup(ctx, l.C, lite, l.cfg.Setup.Path)
+	}
+	if err != nil {
+		l.C.Close(CodeVersion, "version")
+		return err
+	}
+	l.V, l.cfg.SessionStream = v, str
+	return nil
+}
+
+// selectALPN maps a negotiated ALPN or WebTransport protocol to a version
 // of vs. legacy is true when the version is still to be chosen by the
 // legacy SETUP exchange.
-func SelectALPN(proto string, vs []*wire.Version) (v *wire.Version, legacy bool, err error) {
+func selectALPN(proto string, vs []alpn.Version) (v *wire.Version, legacy bool, err error) {
 	if proto == "" || proto == alpn.Legacy {
-		if len(wire.LegacyCodes(vs)) == 0 {
-			return nil, false, fmt.Errorf("%w: the peer chose none of %s (it answered %s, which means the legacy SETUP exchange)", ErrVersion, wire.Names(vs), orNone(proto))
+		if !slices.ContainsFunc(vs, alpn.Version.UnderLegacy) {
+			return nil, false, fmt.Errorf("%w: the peer chose none of %s (it answered %s, which means the legacy SETUP exchange)", ErrVersion, alpn.Names(vs), orNone(proto))
 		}
 		return nil, true, nil
 	}
-	if v := wire.ByALPN(proto); v != nil && slices.Contains(vs, v) {
+	if v := wire.ByALPN(proto); v != nil && offers(vs, v.Code) {
 		return v, false, nil
 	}
-	return nil, false, fmt.Errorf("%w: %q negotiated; this session speaks %s", ErrVersion, proto, wire.Names(vs))
+	return nil, false, fmt.Errorf("%w: %q negotiated; this session speaks %s", ErrVersion, proto, alpn.Names(vs))
+}
+
+// offers reports whether vs holds the version with wire code code.
+func offers(vs []alpn.Version, code uint64) bool {
+	_, ok := alpn.ByCode(vs, code)
+	return ok
 }
 
 func orNone(proto string) string {
@@ -62,11 +125,11 @@ func orNone(proto string) string {
 	return fmt.Sprintf("%q", proto)
 }
 
-// ClientSetup runs the client half of the legacy SETUP on c: it offers
+// clientSetup runs the client half of the legacy SETUP on c: it offers
 // the legacy versions of vs (and setupPath, the SETUP path on raw QUIC)
 // and returns the version the server chose and the session stream, which
 // stays open for lite-01/02.
-func ClientSetup(ctx context.Context, c session.Conn, vs []*wire.Version, setupPath string) (*wire.Version, session.Stream, error) {
+func clientSetup(ctx context.Context, c session.Conn, vs []alpn.Version, setupPath string) (*wire.Version, session.Stream, error) {
 	ctx, cancel := context.WithTimeout(ctx, SetupTimeout)
 	defer cancel()
 	str, err := c.OpenBidi(ctx)
@@ -75,7 +138,8 @@ func ClientSetup(ctx context.Context, c session.Conn, vs []*wire.Version, setupP
 	}
 	stop := context.AfterFunc(ctx, func() { str.SetReadDeadline(time.Now()) })
 	defer stop()
-	m := wire.ClientSetup{Versions: wire.LegacyCodes(vs), Params: []wire.Param{
+	legacy := legacyOnly(vs)
+	m := wire.ClientSetup{Versions: alpn.Codes(legacy), Params: []wire.Param{
 		wire.LegacyVarintParam(wire.LegacyParamMaxRequestID, 0),
 		{ID: wire.LegacyParamImplementation, Value: []byte("moq-export")},
 	}}
@@ -104,27 +168,27 @@ func ClientSetup(ctx context.Context, c session.Conn, vs []*wire.Version, setupP
 		return nil, nil, fmt.Errorf("moq: legacy SETUP: %w", err)
 	}
 	v := wire.ByCode(reply.Version)
-	if v == nil || !slices.Contains(vs, v) || !v.LegacySetup {
+	if v == nil || !offers(vs, v.Code) || !v.LegacySetup {
 		session.ResetStream(str, CodeVersion)
-		return nil, nil, fmt.Errorf("%w: the server chose version %#x in the legacy SETUP; offered %s", ErrVersion, reply.Version, wire.Names(legacyOnly(vs)))
+		return nil, nil, fmt.Errorf("%w: the server chose version %#x in the legacy SETUP; offered %s", ErrVersion, reply.Version, alpn.Names(legacy))
 	}
 	return v, &bufferedStream{Stream: str, r: r}, nil
 }
 
-// ServerSetup runs the server half of the legacy SETUP on c: it reads
+// serverSetup runs the server half of the legacy SETUP on c: it reads
 // CLIENT_SETUP from the client's first bidi stream and takes the first
 // offered version that vs has (the client's preference, as the
 // reference). For a moq-lite version it answers SERVER_SETUP and returns
 // the version, the session stream and the SETUP path (raw QUIC clients).
-// For a moq-transport version it answers nothing and returns the stream
-// with what was read from it to be replayed, for that session's own
-// handshake.
-func ServerSetup(ctx context.Context, c session.Conn, vs []*wire.Version) (*wire.Version, session.Stream, string, error) {
+// For another family's version it answers nothing and returns the
+// stream with what was read from it to be replayed, for that session's
+// own handshake.
+func serverSetup(ctx context.Context, c session.Conn, vs, known []alpn.Version) (Negotiated, error) {
 	ctx, cancel := context.WithTimeout(ctx, SetupTimeout)
 	defer cancel()
 	str, err := c.AcceptBidi(ctx)
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("moq: legacy SETUP: %w", err)
+		return Negotiated{}, fmt.Errorf("moq: legacy SETUP: %w", err)
 	}
 	stop := context.AfterFunc(ctx, func() { str.SetReadDeadline(time.Now()) })
 	defer stop()
@@ -145,22 +209,23 @@ func ServerSetup(ctx context.Context, c session.Conn, vs []*wire.Version) (*wire
 	}
 	if err != nil {
 		session.ResetStream(str, wire.CodeDecode)
-		return nil, nil, "", fmt.Errorf("moq: legacy SETUP: %w", err)
+		return Negotiated{}, fmt.Errorf("moq: legacy SETUP: %w", err)
 	}
-	var chosen *wire.Version
+	var chosen alpn.Version
 	for _, code := range m.Versions {
-		if v := wire.ByCode(code); v != nil && v.LegacySetup && slices.Contains(vs, v) {
+		if v, ok := alpn.ByCode(vs, code); ok && v.UnderLegacy() {
 			chosen = v
 			break
 		}
 	}
-	if chosen == nil {
+	if chosen.Code == 0 {
 		session.ResetStream(str, CodeVersion)
-		return nil, nil, "", fmt.Errorf("%w: the client offered %s in the legacy SETUP; this server speaks %s", ErrVersion, codeList(m.Versions), wire.Names(vs))
+		return Negotiated{}, fmt.Errorf("%w: the client offered %s in the legacy SETUP; this server speaks %s", ErrVersion, codeList(m.Versions, known), alpn.Names(vs))
 	}
-	if chosen.Family != wire.FamilyLite {
+	if f := chosen.Family(); f != alpn.Lite {
 		str.SetReadDeadline(time.Time{})
-		return chosen, &replayStream{Stream: str, r: io.MultiReader(bytes.NewReader(seen.Bytes()), str)}, "", nil
+		replay := &replayStream{Stream: str, r: io.MultiReader(bytes.NewReader(seen.Bytes()), str)}
+		return Negotiated{Stream: replay, Other: alpn.Choice{Family: f, Code: chosen.Code, Token: alpn.Legacy}}, nil
 	}
 	reply := wire.ServerSetup{Version: chosen.Code, Params: []wire.Param{
 		wire.LegacyVarintParam(wire.LegacyParamMaxRequestID, 0),
@@ -168,7 +233,7 @@ func ServerSetup(ctx context.Context, c session.Conn, vs []*wire.Version) (*wire
 	}}
 	if _, err := str.Write(reply.Append(varint.Append(nil, wire.StreamServerSetup))); err != nil {
 		session.ResetStream(str, wire.CodeCancel)
-		return nil, nil, "", fmt.Errorf("moq: legacy SETUP: %w", err)
+		return Negotiated{}, fmt.Errorf("moq: legacy SETUP: %w", err)
 	}
 	var path string
 	for _, p := range m.Params {
@@ -179,7 +244,7 @@ func ServerSetup(ctx context.Context, c session.Conn, vs []*wire.Version) (*wire
 	// The session stream goes on through r (what bufio read ahead stays
 	// there); nothing more is kept for a replay.
 	tee.w = io.Discard
-	return chosen, &bufferedStream{Stream: str, r: r}, path, nil
+	return Negotiated{Version: wire.ByCode(chosen.Code), Stream: &bufferedStream{Stream: str, r: r}, Path: path}, nil
 }
 
 // switchWriter writes to w, which the owner may replace between writes.
@@ -204,20 +269,22 @@ type bufferedStream struct {
 
 func (b *bufferedStream) Read(p []byte) (int, error) { return b.r.Read(p) }
 
-func legacyOnly(vs []*wire.Version) []*wire.Version {
-	var out []*wire.Version
+func legacyOnly(vs []alpn.Version) []alpn.Version {
+	var out []alpn.Version
 	for _, v := range vs {
-		if v.LegacySetup {
+		if v.UnderLegacy() {
 			out = append(out, v)
 		}
 	}
 	return out
 }
 
-func codeList(codes []uint64) string {
+// codeList names codes, the versions a client offered, by the rows of
+// known, else in hex.
+func codeList(codes []uint64, known []alpn.Version) string {
 	parts := make([]string, len(codes))
 	for i, c := range codes {
-		if v := wire.ByCode(c); v != nil {
+		if v, ok := alpn.ByCode(known, c); ok {
 			parts[i] = v.Name
 		} else {
 			parts[i] = fmt.Sprintf("%#x", c)

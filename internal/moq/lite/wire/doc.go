@@ -5,11 +5,13 @@
 // allocates by the bytes it was given and the limits below, so hostile
 // length fields cannot exhaust memory.
 //
-// It owns every difference between protocol versions. versions.go is the
-// version table: each Version names its ALPN and wire code and says, field
-// by field, what its wire carries (a Setup stream, ANNOUNCE_OK, TRACK_INFO,
-// FETCH, frame timestamps, ...); Versions lists them in preference order
-// and is the negotiation list of both roles. Messages whose layout differs
+// It owns every difference between moq-lite versions. versions.go is
+// moq-lite's version table: each Version names its ALPN and wire code and
+// says, field by field, what its wire carries (a Setup stream,
+// ANNOUNCE_OK, TRACK_INFO, FETCH, frame timestamps, ...); Versions lists
+// them in preference order. It holds moq-lite's versions only: the
+// facade's list of every version (both families') is built from this
+// table and moq-transport's (internal/moq/ietf). Messages whose layout differs
 // between versions have AppendFor/DecodeFor methods keyed by a *Version
 // (Append/Decode are the moq-lite-05 layout); session code asks the
 // capability fields, never version numbers. Adding a version is one table

@@ -203,11 +203,5 @@ func legacyRoundTrip[M any, P interface {
 // liteVersions is the moq-lite part of the table: the per-version layouts
 // of this package are moq-lite's (moq-transport's live in package ietf).
 func liteVersions() []*Version {
-	var out []*Version
-	for _, v := range Versions {
-		if v.Family == FamilyLite {
-			out = append(out, v)
-		}
-	}
-	return out
+	return Versions
 }

@@ -248,8 +248,8 @@ func TestUnknownAnnouncementTypesAreSkippedWhole(t *testing.T) {
 
 // Lite-06 is offered first, and only under its final name.
 func TestLite06IsOfferedFirstUnderItsFinalName(t *testing.T) {
-	if Versions[0] != Lite06 || ALPNs(Versions)[0] != "moq-lite-06" {
-		t.Fatalf("first offered: %s", ALPNs(Versions)[0])
+	if Versions[0] != Lite06 || Versions[0].ALPN() != "moq-lite-06" {
+		t.Fatalf("first offered: %s", Versions[0].ALPN())
 	}
 	for _, bad := range []string{"moq-lite-06-wip", "moq-lite-07", "moq-lite-07-wip"} {
 		if ByALPN(bad) != nil {

@@ -1,33 +1,19 @@
 package wire
 
 import (
-	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/moq-export/moq-export/internal/moq/transport/alpn"
 )
 
-// The version table: every protocol version this module speaks, in the
+// The version table: every moq-lite version this module speaks, in the
 // order it prefers them, with what each one's wire carries. Session code
 // asks these capabilities, never version numbers, and the per-version
 // message layouts (the AppendFor/DecodeFor methods) read the same fields,
 // so a new moq-lite version is one entry here plus the layouts it changes.
 
-// Family says which session implementation speaks a version.
-type Family uint8
-
-// Families.
-const (
-	// FamilyLite is moq-lite (package subscribe's session).
-	FamilyLite Family = iota + 1
-	// FamilyIETF is IETF moq-transport (its own internal packages).
-	FamilyIETF
-)
-
-// Version is one protocol version: its names, how it is negotiated and what
-// its wire carries. The moq-lite capability fields are false for other
-// families. Values are shared; never modify one.
+// Version is one moq-lite version: its names, how it is negotiated and
+// what its wire carries. Values are shared; never modify one.
 type Version struct {
 	// Name is the version's name in logs and errors ("moq-lite-05").
 	Name string
@@ -35,10 +21,9 @@ type Version struct {
 	Code uint64
 	// LegacySetup: the version can be chosen inside the legacy SETUP
 	// exchange (under alpn.Legacy, or a WebTransport session without a
-	// protocol): lite-01/02, and IETF draft-14.
+	// protocol): lite-01/02 (alpn.UnderLegacy lists them, with
+	// moq-transport's draft 14).
 	LegacySetup bool
-	// Family says which session implementation speaks it.
-	Family Family
 
 	// SetupStream: each side opens one uni Setup stream with SETUP
 	// (capabilities, and the Path a raw QUIC client sends). Without it a
@@ -125,16 +110,16 @@ func (v *Version) ALPN() string { return alpn.Of(v.Code) }
 
 // The moq-lite versions.
 var (
-	Lite01 = &Version{Name: "moq-lite-01", Code: 0xff0dad01, LegacySetup: true, Family: FamilyLite,
+	Lite01 = &Version{Name: "moq-lite-01", Code: 0xff0dad01, LegacySetup: true,
 		SessionStream: true, AnnounceInit: true, SubscribeOK: true, SubscribeOKPriority: true}
-	Lite02 = &Version{Name: "moq-lite-02", Code: 0xff0dad02, LegacySetup: true, Family: FamilyLite,
+	Lite02 = &Version{Name: "moq-lite-02", Code: 0xff0dad02, LegacySetup: true,
 		SessionStream: true, AnnounceInit: true, SubscribeOK: true}
-	Lite03 = &Version{Name: "moq-lite-03", Code: 0xff0dad03, Family: FamilyLite,
+	Lite03 = &Version{Name: "moq-lite-03", Code: 0xff0dad03,
 		GroupOrder: true, HopCount: true, SubscribeOK: true, SubscribeRange: true, TypedResponses: true, ProbeStream: true}
-	Lite04 = &Version{Name: "moq-lite-04", Code: 0xff0dad04, Family: FamilyLite,
+	Lite04 = &Version{Name: "moq-lite-04", Code: 0xff0dad04,
 		GroupOrder: true, ExcludeHop: true, HopCount: true, HopIDs: true, SubscribeOK: true, SubscribeRange: true,
 		TypedResponses: true, ProbeStream: true, ProbeRTT: true, Goaway: true}
-	Lite05 = &Version{Name: "moq-lite-05", Code: 0xff0dad05, Family: FamilyLite,
+	Lite05 = &Version{Name: "moq-lite-05", Code: 0xff0dad05,
 		SetupStream: true, AnnounceOK: true, ExcludeHop: true, HopCount: true, HopIDs: true,
 		AnnounceRestart: true, TrackInfo: true, Fetch: true, FrameTimestamps: true,
 		SubscribeRange: true, TypedResponses: true, ProbeStream: true, ProbeRTT: true, Goaway: true,
@@ -142,41 +127,27 @@ var (
 	// Lite06 is final moq-lite-06 (draft-lcurley-moq-lite-06), not the
 	// moq-lite-06-wip of @moq/net 0.3.x, whose bytes differ: never offered
 	// under that name.
-	Lite06 = &Version{Name: "moq-lite-06", Code: 0xff0dad06, Family: FamilyLite,
+	Lite06 = &Version{Name: "moq-lite-06", Code: 0xff0dad06,
 		SetupStream: true, AnnounceOK: true, HopCount: true, HopIDs: true, TypedAnnounce: true,
 		TrackInfo: true, Fetch: true, FrameTimestamps: true, SubscribeRange: true, FrameRange: true,
 		TypedResponses: true, ProbeStream: true, ProbeRTT: true, Goaway: true, Datagrams: true}
 )
 
-// The moq-transport (IETF) drafts the module speaks (their messages live in
-// internal/moq/ietf; only negotiation reads these entries). Draft 14
-// has its own ALPN and is also one of the versions the legacy SETUP can
-// choose.
-var (
-	IETF14 = &Version{Name: "moq-transport-14", Code: 0xff00000e, LegacySetup: true, Family: FamilyIETF}
-	IETF15 = &Version{Name: "moq-transport-15", Code: 0xff00000f, Family: FamilyIETF}
-	IETF16 = &Version{Name: "moq-transport-16", Code: 0xff000010, Family: FamilyIETF}
-	IETF17 = &Version{Name: "moq-transport-17", Code: 0xff000011, Family: FamilyIETF}
-	IETF18 = &Version{Name: "moq-transport-18", Code: 0xff000012, Family: FamilyIETF}
-	IETF19 = &Version{Name: "moq-transport-19", Code: 0xff000013, Family: FamilyIETF}
-	IETF20 = &Version{Name: "moq-transport-20", Code: 0xff000014, Family: FamilyIETF}
-	IETF21 = &Version{Name: "moq-transport-21", Code: 0xff000015, Family: FamilyIETF}
-	IETF22 = &Version{Name: "moq-transport-22", Code: 0xff000016, Family: FamilyIETF}
-)
-
-// Versions lists every version spoken, most preferred first. A client
-// offers them in this order (ALPN list and WT-Available-Protocols, with
-// alpn.Legacy standing for the LegacySetup ones at the place of the first
-// of them; then the legacy SETUP's version list); a server prefers them in
-// this order on raw QUIC and takes the first one the client offers on
-// WebTransport, as the reference relay does.
+// Versions lists every moq-lite version spoken, most preferred first. A
+// client offers them in this order (ALPN list and WT-Available-Protocols,
+// with alpn.Legacy standing for the LegacySetup ones at the place of the
+// first of them; then the legacy SETUP's version list); a server prefers
+// them in this order on raw QUIC and takes the first one the client
+// offers on WebTransport, as the reference relay does. Only moq-lite's
+// versions are here: moq-transport's drafts are package ietf's table, and
+// the facade (package subscribe) lists both families' versions as
+// alpn.Version rows.
 //
 // To add a version: a Version value above, its entry here at its place in
-// the preference order, and the AppendFor/DecodeFor cases of the messages
-// it changes (with tests of their bytes). Other families (IETF) add their
-// entries here too, with Family set and the moq-lite fields false.
-var Versions = []*Version{Lite06, Lite05, Lite04, Lite03, Lite02, Lite01,
-	IETF22, IETF21, IETF20, IETF19, IETF18, IETF17, IETF16, IETF15, IETF14}
+// the preference order, its token in the ALPN table
+// (internal/moq/transport/alpn), and the AppendFor/DecodeFor cases of the
+// messages it changes (with tests of their bytes).
+var Versions = []*Version{Lite06, Lite05, Lite04, Lite03, Lite02, Lite01}
 
 // ByALPN returns the version an ALPN (or WebTransport protocol) selects
 // directly, nil for alpn.Legacy, "" and unknown names.
@@ -199,38 +170,16 @@ func ByCode(code uint64) *Version {
 }
 
 // ByName returns the version named name ("moq-lite-04"; "lite-04" and
-// "04" also work for moq-lite), or nil.
+// "04" also work), or nil.
 func ByName(name string) *Version {
 	n := strings.ToLower(strings.TrimSpace(name))
 	for _, v := range Versions {
 		short := strings.TrimPrefix(v.Name, "moq-")
-		if n == v.Name || n == short || (v.Family == FamilyLite && n == strings.TrimPrefix(short, "lite-")) {
+		if n == v.Name || n == short || n == strings.TrimPrefix(short, "lite-") {
 			return v
 		}
 	}
 	return nil
-}
-
-// ALPNs returns the ALPN tokens that select vs, in order, without
-// duplicates: every version's own ALPN, and alpn.Legacy once, where the
-// first LegacySetup version stands.
-func ALPNs(vs []*Version) []string {
-	var out []string
-	for _, v := range vs {
-		for _, a := range []string{v.ALPN(), legacyALPN(v)} {
-			if a != "" && !slices.Contains(out, a) {
-				out = append(out, a)
-			}
-		}
-	}
-	return out
-}
-
-func legacyALPN(v *Version) string {
-	if v.LegacySetup {
-		return alpn.Legacy
-	}
-	return ""
 }
 
 // LegacyCodes returns the codes of vs that the legacy SETUP can choose, in
@@ -254,35 +203,10 @@ func Names(vs []*Version) string {
 	return strings.Join(names, ", ")
 }
 
-// ParseVersions parses a comma-separated list of version names (see
-// ByName), kept in the order given so a caller can pin or reorder them.
-func ParseVersions(list string) ([]*Version, error) {
-	var out []*Version
-	for _, name := range strings.Split(list, ",") {
-		if strings.TrimSpace(name) == "" {
-			continue
-		}
-		v := ByName(name)
-		if v == nil {
-			return nil, fmt.Errorf("unknown protocol version %q (known: %s)", strings.TrimSpace(name), Names(Versions))
-		}
-		if !slices.Contains(out, v) {
-			out = append(out, v)
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no protocol version in %q", list)
-	}
-	return out, nil
-}
-
 // Lacks says, one phrase per missing capability, what a session on v loses
 // compared with the newest moq-lite version, for the log line that makes
 // the difference visible (never a silent one). Empty for lite-06.
 func (v *Version) Lacks() []string {
-	if v.Family != FamilyLite {
-		return nil
-	}
 	var out []string
 	if !v.SetupStream {
 		out = append(out, "no SETUP stream (a raw QUIC client sends no path and no token: the session is at the relay's root)")

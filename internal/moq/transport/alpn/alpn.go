@@ -9,7 +9,10 @@
 // internal/moq/ietf's Version.ALPN look their strings up here.
 package alpn
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // Legacy is the token under which the version is chosen inside the legacy
 // SETUP exchange (CLIENT_SETUP's version list) rather than by the token
@@ -156,4 +159,76 @@ func Select(token string, offered []uint64) (Choice, bool) {
 		return Choice{}, false
 	}
 	return Choice{Family: IETF, Code: ietf, Token: Legacy}, true
+}
+
+// Version is one protocol version as negotiation sees it, whatever its
+// family: its name and wire code, from its family's own version table
+// (moq-lite's in internal/moq/lite/wire, moq-transport's drafts in
+// internal/moq/ietf). What the version's family and tokens are is this
+// table's to say (Family, Token, UnderLegacy), not the row's.
+type Version struct {
+	// Name is the version's name in logs, errors and Options.Versions
+	// ("moq-lite-05", "moq-transport-20").
+	Name string
+	// Code is the version's wire code.
+	Code uint64
+}
+
+func (v Version) String() string { return v.Name }
+
+// Family is the family that speaks v.
+func (v Version) Family() Family { return FamilyOf(v.Code) }
+
+// Token is the token that pins v ("" when only Legacy reaches it).
+func (v Version) Token() string { return Of(v.Code) }
+
+// UnderLegacy reports whether the legacy SETUP can choose v.
+func (v Version) UnderLegacy() bool { return slices.Contains(UnderLegacy, v.Code) }
+
+// Tokens returns the tokens that select vs, in their order, without
+// duplicates: each version's own token, and Legacy once, where the first
+// version the legacy SETUP can choose stands. A client offers them (ALPN
+// list, WT-Available-Protocols); a server listens for them.
+func Tokens(vs []Version) []string {
+	var out []string
+	add := func(tok string) {
+		if tok != "" && !slices.Contains(out, tok) {
+			out = append(out, tok)
+		}
+	}
+	for _, v := range vs {
+		add(v.Token())
+		if v.UnderLegacy() {
+			add(Legacy)
+		}
+	}
+	return out
+}
+
+// Codes returns the wire codes of vs, in order.
+func Codes(vs []Version) []uint64 {
+	out := make([]uint64, len(vs))
+	for i, v := range vs {
+		out[i] = v.Code
+	}
+	return out
+}
+
+// Names returns the names of vs joined by ", " (for errors and logs).
+func Names(vs []Version) string {
+	names := make([]string, len(vs))
+	for i, v := range vs {
+		names[i] = v.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// ByCode returns the version of vs with wire code code.
+func ByCode(vs []Version, code uint64) (Version, bool) {
+	for _, v := range vs {
+		if v.Code == code {
+			return v, true
+		}
+	}
+	return Version{}, false
 }

@@ -126,3 +126,35 @@ func TestEachTokensFamilyIsItsCodeSpace(t *testing.T) {
 		t.Error("a code of neither space has a family")
 	}
 }
+
+// A version row's family and tokens are this table's: what a list of
+// rows offers is each row's token, with Legacy once where the first
+// version the legacy SETUP can choose stands.
+func TestAVersionRowsFamilyAndTokensComeFromTheTable(t *testing.T) {
+	lite02 := Version{Name: "moq-lite-02", Code: 0xff0dad02}
+	lite05 := Version{Name: "moq-lite-05", Code: 0xff0dad05}
+	d14 := Version{Name: "moq-transport-14", Code: 0xff00000e}
+	d20 := Version{Name: "moq-transport-20", Code: 0xff000014}
+	for _, tt := range []struct {
+		vs   []Version
+		want []string
+	}{
+		{[]Version{lite05, lite02, d20, d14}, []string{"moq-lite-05", Legacy, "moqt-20", "moq-00"}},
+		{[]Version{d14, lite05}, []string{"moq-00", Legacy, "moq-lite-05"}},
+		{[]Version{lite02}, []string{Legacy}},
+		{nil, nil},
+	} {
+		if got := Tokens(tt.vs); !slices.Equal(got, tt.want) {
+			t.Errorf("Tokens(%v) = %q, want %q", tt.vs, got, tt.want)
+		}
+	}
+	if lite02.Family() != Lite || d20.Family() != IETF || !lite02.UnderLegacy() || !d14.UnderLegacy() || lite05.UnderLegacy() {
+		t.Error("a row's family or legacy SETUP is not the table's")
+	}
+	if got := Names([]Version{lite05, d20}); got != "moq-lite-05, moq-transport-20" {
+		t.Errorf("Names = %q", got)
+	}
+	if v, ok := ByCode([]Version{lite05, d20}, 0xff000014); !ok || v != d20 {
+		t.Errorf("ByCode = %v, %v", v, ok)
+	}
+}
