@@ -39,6 +39,16 @@ type Conn interface {
 	CloseOf(err error) (code uint64, remote, ok bool)
 }
 
+// Loss returns why c is gone: its cause once it is there, otherwise err
+// (the stream error that reported the loss first). It is each family's
+// Loss (Family, Track) over its connection.
+func Loss(c interface{ Cause() error }, err error) error {
+	if cause := c.Cause(); cause != nil {
+		return cause
+	}
+	return err
+}
+
 // ResetStream abandons both directions of str with code.
 func ResetStream(str Stream, code uint64) {
 	str.CancelRead(code)

@@ -121,12 +121,7 @@ func (l *Link) Gone(err error) bool              { return l.ss.c.Gone(err) }
 func (l *Link) Silence() time.Duration           { return l.ss.c.Silence() }
 
 // Loss is why the connection is gone: its cause once known, else err.
-func (l *Link) Loss(err error) error {
-	if cause := l.Cause(); cause != nil {
-		return cause
-	}
-	return err
-}
+func (l *Link) Loss(err error) error { return session.Loss(l.ss.c, err) }
 
 // Routed: moq-transport subscriptions are routed by track alias.
 func (l *Link) Routed() []*session.Sub { return l.ss.Routed() }

@@ -96,12 +96,7 @@ func (c Conn) VersionName() string      { return c.V.Name }
 
 // Loss returns why the connection is gone: its cause once it is there,
 // otherwise err (the stream error that reported the loss first).
-func (c Conn) Loss(err error) error {
-	if cause := c.C.Cause(); cause != nil {
-		return cause
-	}
-	return err
-}
+func (c Conn) Loss(err error) error { return session.Loss(c.C, err) }
 
 // RetryReset: a moq-lite reset means what its code says, in either
 // numbering.
