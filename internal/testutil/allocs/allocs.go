@@ -83,7 +83,9 @@ func through(stack []uintptr, names []string) bool {
 
 // snapshot returns the memory profile by stack as of now (the profile
 // publishes a cycle's allocations at the end of the next one: hence two
-// collections).
+// collections). The profile keeps a record per stack and size class, so
+// one call site that allocates in several size classes has several
+// records with the same stack: they are added up, not one kept.
 func snapshot() map[[32]uintptr]runtime.MemProfileRecord {
 	runtime.GC()
 	runtime.GC()
@@ -98,6 +100,12 @@ func snapshot() map[[32]uintptr]runtime.MemProfileRecord {
 	}
 	out := make(map[[32]uintptr]runtime.MemProfileRecord, len(recs))
 	for _, r := range recs {
+		if prev, ok := out[r.Stack0]; ok {
+			r.AllocBytes += prev.AllocBytes
+			r.FreeBytes += prev.FreeBytes
+			r.AllocObjects += prev.AllocObjects
+			r.FreeObjects += prev.FreeObjects
+		}
 		out[r.Stack0] = r
 	}
 	return out

@@ -76,3 +76,23 @@ func TestCountPutsWhatRunsThroughApartAside(t *testing.T) {
 	}
 	sink = nil
 }
+
+// sized makes one slice of n bytes at one call site, whatever n is.
+//
+//go:noinline
+func sized(n int) []byte { return make([]byte, 0, n) }
+
+// The profile keeps one record per stack and size class: one call site
+// that allocates in several size classes (a buffer sized by the previous
+// one, say) has several records with the same stack. Every one counts.
+func TestOneCallSiteInSeveralSizeClassesCountsEveryAllocation(t *testing.T) {
+	c := Count(Module, func() {
+		for i := range 400 {
+			sink = append(sink[:0], sized(100+i%8*40)) // 8 size classes, 100 to 380 bytes
+		}
+	})
+	if got := c.ByPackage[Module+"internal/testutil/allocs"]; got < 400 {
+		t.Fatalf("counted %d of the 400 allocations made in 8 size classes at one call site", got)
+	}
+	sink = nil
+}
