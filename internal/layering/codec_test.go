@@ -15,10 +15,12 @@ import (
 // message types, parameters and layouts are the families' own.
 var familyCodecs = []string{module + "/internal/moq/ietf", module + "/internal/moq/lite/wire"}
 
-// codecPublic is what the facade may name of a family's codec: the version
-// table it negotiates with (versions, families, ALPNs, drafts), the roles a
-// SETUP declares and the codec's errors, which it reports as ErrProtocol.
-var codecPublic = regexp.MustCompile(`^(Version|Versions|Family\w*|ByCode|ByName|ByALPN|ALPNs|Names|ParseVersions|LegacyCodes|Newest|Draft\d+|VersionOfALPN|Role\w*|Err\w+)$`)
+// codecPublic is what the facade may name of a family's codec: its version
+// table (the versions and drafts the facade lists as family-neutral rows;
+// which token selects one is the ALPN table's, which version a connection
+// speaks the family's negotiation), the roles a SETUP declares and the
+// codec's errors, which it reports as ErrProtocol.
+var codecPublic = regexp.MustCompile(`^(Version|Versions|Newest|Draft\d+|Role\w*|Err\w+)$`)
 
 // codecViolations returns the names file f, a facade file outside its
 // tests, takes from a family's codec beyond codecPublic.
@@ -61,9 +63,18 @@ import (
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
 )
 var v ietf.Version = ietf.Draft14
-var w = wire.ByCode(1)
+var w = wire.Versions
 var r = wire.RolePublisher
 var e = []error{ietf.ErrDecode, wire.ErrTooLarge}`, 0},
+		{"a family's version lookups and negotiation lists", `package subscribe
+import (
+	"github.com/moq-export/moq-export/internal/moq/ietf"
+	"github.com/moq-export/moq-export/internal/moq/lite/wire"
+)
+var v = wire.ByCode(1)
+var n = wire.ByALPN("moql")
+var c = wire.LegacyCodes(nil)
+var d, ok = ietf.VersionOfALPN("moqt-20")`, 4},
 		{"a field named like the package", `package subscribe
 type pub struct{ ietf struct{ Strict any } }
 func f(p pub) any { return p.ietf.Strict }`, 0},
