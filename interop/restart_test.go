@@ -77,9 +77,42 @@ func TestReferencePublisherKilledAndRestartedLosesAtMostTheOutagePlusThreeSecond
 		for _, ext := range []string{"mkv", "mp4", "ts", "flv"} {
 			t.Run(mode+"/"+ext, func(t *testing.T) {
 				t.Parallel()
-				referenceRestart(t, ref, mode, ext)
+				referenceRestart(t, ref, mode, ext, false)
 			})
 		}
+	}
+}
+
+// TestReferencePublisherRestartedAtOnceLosesOnlyItsOutage: as above, but
+// the publisher is started again at once after the kill and sends its
+// media at once, before any peer connects, as a live encoder does; the
+// recorder notices the loss seconds later (QUIC's silence). @moq/net holds
+// what it sent for its latency window (5 s): it serves a FETCH of it, and
+// replays it to a subscription that asks for it with a start group. With
+// FETCH refused ("without FETCH": the rig's publisher rejects it, as
+// @moq/net's wire does over a transport without FETCH), the recorder asks
+// the new publisher's groups before the live one by such a subscription.
+// Either way each track of the new timeline is recorded from its first
+// group: the recording loses only the outage (kill to the new publisher's
+// first media object) and the old publisher's lag; without FETCH it lost,
+// before, also what the new publisher sent until the recorder noticed the
+// loss and came back. (A time bound tighter than the other test's would
+// not hold: a starved Deno sends its first groups late.)
+func TestReferencePublisherRestartedAtOnceLosesOnlyItsOutage(t *testing.T) {
+	ref := needReference(t)
+	mediatest.RequireTools(t, "ffmpeg", "ffprobe")
+	for _, c := range []struct{ mode, ext, fetch string }{
+		{"b", "mkv", "with FETCH"}, {"record-all", "mp4", "with FETCH"},
+		{"b", "mkv", "without FETCH"}, {"record-all", "mp4", "without FETCH"},
+	} {
+		t.Run(c.mode+"/"+c.ext+"/"+c.fetch, func(t *testing.T) {
+			t.Parallel()
+			var flags []string
+			if c.fetch == "without FETCH" {
+				flags = []string{"--no-fetch=1"}
+			}
+			referenceRestart(t, ref, c.mode, c.ext, true, flags...)
+		})
 	}
 }
 
@@ -129,7 +162,10 @@ func (l *stampedLog) first(from time.Time, text string) time.Duration {
 	return -1
 }
 
-func referenceRestart(t *testing.T, ref *reference, mode, ext string) {
+// referenceRestart runs the restart (atOnce: see
+// TestReferencePublisherRestartedAtOnceLosesOnlyItsOutage), the restarted
+// publisher with flags.
+func referenceRestart(t *testing.T, ref *reference, mode, ext string, atOnce bool, flags ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	// Cancelling stops the recording as Ctrl-C does.
@@ -139,9 +175,9 @@ func referenceRestart(t *testing.T, ref *reference, mode, ext string) {
 	m := sampleBroadcast("interop/restart.hang", 1).looped(30 * time.Second)
 	manifest := m.write(t)
 	epoch := strconv.FormatInt(time.Now().UnixMilli(), 10)
-	publish := func(addr string) *refProcess {
-		return ref.start(ctx, t, "publish", "--manifest", manifest, "--listen", addr,
-			"--cert", cert.certFile, "--key", cert.keyFile, "--epoch-ms", epoch)
+	publish := func(addr string, flags ...string) *refProcess {
+		return ref.start(ctx, t, "publish", append([]string{"--manifest", manifest, "--listen", addr,
+			"--cert", cert.certFile, "--key", cert.keyFile, "--epoch-ms", epoch}, flags...)...)
 	}
 	pub := publish("127.0.0.1:0")
 	addr := fmt.Sprintf("127.0.0.1:%d", pub.expect(ctx, "listening", nil).Port)
@@ -179,26 +215,58 @@ func referenceRestart(t *testing.T, ref *reference, mode, ext string) {
 	<-pub.exited
 	killed := time.Now()
 	t.Logf("the publisher was killed at %s", killed.Format("15:04:05.000"))
-	time.Sleep(2 * time.Second) // the outage itself
-	pub = publish(addr)
-	// Each step of the restart, as a time since the kill.
-	pub.expect(ctx, "listening", nil)
-	listening := time.Since(killed)
-	pub.expect(ctx, "published", nil) // the recorder's session, accepted
-	accepted := time.Since(killed)
-	pub.expect(ctx, "subscribed", nil) // every track subscribed
-	subscribed := time.Since(killed)
-	// The outage ends with the new publisher's first media object: it
-	// reports each keyframe it sent ("group"), the first frame of each
-	// track is one.
-	var outage time.Duration
-	for {
-		ev := pub.expect(ctx, "group", nil)
-		if outage == 0 {
-			outage = time.Since(killed)
+	var listening, accepted, subscribed, outage time.Duration
+	if atOnce {
+		// Each step of the restart, as a time since the kill. The media
+		// starts at once: the outage ends with its first object, before
+		// the recorder's session; the recording runs until 3 s of media
+		// after the recorder came back.
+		pub = publish(addr, append([]string{"--at-once=1"}, flags...)...)
+		pub.expect(ctx, "listening", nil)
+		listening = time.Since(killed)
+		var sent int64 // the newest video timestamp sent
+		seen := func(ev event) {
+			if ev.Event == "group" {
+				if outage == 0 {
+					outage = time.Since(killed)
+				}
+				if ev.Track == "video" {
+					sent = video.Frames[ev.Frame].TS
+				}
+			}
 		}
-		if ev.Track == "video" && video.Frames[ev.Frame].TS >= 4_000_000 {
-			break
+		pub.expect(ctx, "published", seen)
+		accepted = time.Since(killed)
+		subscribed = accepted
+		until := sent + 3_000_000
+		for {
+			ev := pub.expect(ctx, "group", nil)
+			seen(ev)
+			if ev.Track == "video" && video.Frames[ev.Frame].TS >= until {
+				break
+			}
+		}
+	} else {
+		time.Sleep(2 * time.Second) // the outage itself
+		pub = publish(addr)
+		// Each step of the restart, as a time since the kill.
+		pub.expect(ctx, "listening", nil)
+		listening = time.Since(killed)
+		pub.expect(ctx, "published", nil) // the recorder's session, accepted
+		accepted = time.Since(killed)
+		pub.expect(ctx, "subscribed", nil) // every track subscribed
+		subscribed = time.Since(killed)
+		// The outage ends with the new publisher's first media object: it
+		// reports each keyframe it sent ("group"), the first frame of each
+		// track is one.
+		for {
+			ev := pub.expect(ctx, "group", nil)
+			if outage == 0 {
+				outage = time.Since(killed)
+			}
+			if ev.Track == "video" && video.Frames[ev.Frame].TS >= 4_000_000 {
+				break
+			}
 		}
 	}
 	stopRecording()
@@ -285,8 +353,17 @@ func referenceRestart(t *testing.T, ref *reference, mode, ext string) {
 		t.Logf("%s: %d packets; hole %v (%.3f-%.3f), reported lost %v in %d gaps; outage %v: %v more, %v past the accepted session",
 			track, len(pts), hole, pts[max(at-1, 0)], pts[at], reported, gaps, outage.Round(time.Millisecond),
 			(hole - outage).Round(time.Millisecond), (hole - accepted).Round(time.Millisecond))
+		if atOnce && !fromFirstGroup(log, track) {
+			t.Errorf("%s: the new publisher's timeline is not recorded from its first group (group 0): what it sent before the recorder came back is lost", track)
+		}
 		// The media the old publisher never sent ends lag before the kill.
-		if hole < listening || hole > outage+lag+3*time.Second {
+		least := listening
+		if atOnce {
+			// The media began before the new publisher listened, as soon
+			// as it ran.
+			least = 0
+		}
+		if hole < least || hole > outage+lag+3*time.Second {
 			t.Errorf("%s: a hole of %v, want between the time the new publisher listened (%v) and the outage (%v) plus the old publisher's lag (%v) plus 3 s",
 				track, hole, listening, outage, lag)
 		}
@@ -305,4 +382,20 @@ func referenceRestart(t *testing.T, ref *reference, mode, ext string) {
 			}
 		}
 	}
+}
+
+// fromFirstGroup reports whether the recorder's log says it recorded the
+// new timeline of track from its group 0: the resume started there, or the
+// groups before the live one were fetched or subscribed from 0.
+func fromFirstGroup(log, track string) bool {
+	for _, line := range strings.Split(log, "\n") {
+		if !strings.Contains(line, "track="+track+" ") && !strings.HasSuffix(line, "track="+track+")") {
+			continue
+		}
+		if strings.Contains(line, "resumed on a new timeline") && strings.Contains(line, " first=0") ||
+			strings.Contains(line, "the restarted publisher's groups before the live one") && strings.Contains(line, " from=0 ") {
+			return true
+		}
+	}
+	return false
 }

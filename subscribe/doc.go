@@ -68,7 +68,12 @@
 // FETCHed and inserted in order before the live ones, and the groups the
 // loss cut short are completed, so a short outage leaves no hole; the
 // model track is held meanwhile (model.Track.Hold) so that an export waits
-// for them. Otherwise the gap reaches the muxer as one discontinuity: a
+// for them. After a publisher restart, a peer that refuses FETCH is asked
+// for the new session's groups before the live one by a second SUBSCRIBE
+// of the track bounded to them (Group Start and End, moq-lite-05 and
+// later), beside the live one; over moq-transport, whose SUBSCRIBE_OK
+// names the newest group rather than the first of such a range, it is not.
+// Otherwise the gap reaches the muxer as one discontinuity: a
 // restarted sequence (a new publisher session) gets
 // model.Track.Discontinuity, groups the relay no longer serves are marked
 // lost (model.Track.MarkLost), the log says how many, and
@@ -231,8 +236,11 @@
 //     a reconnect (groups cut by the loss completed, missed ones fetched,
 //     or a new timeline when the publisher restarted, fetched from its
 //     oldest group still held: what a publisher back at once sent before
-//     the loss was noticed). A peer that serves no FETCH (@moq/net 0.3.4
-//     aborts it) ends a backfill quietly.
+//     the loss was noticed). A peer that serves no FETCH ends a backfill
+//     quietly, and its gap is lost (no range subscription over
+//     moq-transport). @moq/net 0.3.4 serves FETCH from its retained window
+//     (5 s by default) as a publisher; its consuming side rejects it over a
+//     transport without FETCH.
 //   - GOAWAY stops new requests; a moment later (at most the GOAWAY's
 //     timeout) the session moves to its New Session URI (resolved against
 //     the current URL; the current jwt goes along only to the same host

@@ -133,6 +133,9 @@ type Options struct {
 	alpns []string
 	// strict: see ServerOptions.Strict (accepted sessions only).
 	strict *ietfpub.StrictPeer
+	// noFetch (tests): the publisher refuses every FETCH, as a peer that
+	// serves none does (the reference's test publisher).
+	noFetch bool
 
 	// backoffFrom (tests): a failed redial counts as at least this many
 	// failures in a row, so that a short outage backs off as a long one
@@ -215,6 +218,8 @@ type ServerOptions struct {
 	GroupPerFrame bool
 	// strict counts the closes of Strict (tests).
 	strict *ietfpub.StrictPeer
+	// noFetch (tests): see Options.noFetch.
+	noFetch bool
 
 	// verifyAt, when set, is the time tokens are verified at (tests);
 	// their expiry timers run on the real clock.

@@ -59,8 +59,8 @@ func newPublisher(s *Session) *publisher {
 		pubs: session.NewPublications(),
 	}
 	p.lite = &litepub.Publisher{Pubs: p.pubs, Ctx: s.ctx, Log: s.log, HopID: s.hopID,
-		AnnounceTimeout: s.opts.announceTimeout, Stopped: isResetErr}
-	p.ietf = &ietfpub.Publisher{Pubs: p.pubs, Log: s.log, Go: s.wg.Go, Root: s.Path}
+		AnnounceTimeout: s.opts.announceTimeout, Stopped: isResetErr, NoFetch: s.opts.noFetch}
+	p.ietf = &ietfpub.Publisher{Pubs: p.pubs, Log: s.log, Go: s.wg.Go, Root: s.Path, NoFetch: s.opts.noFetch}
 	if s.opts.strict != nil {
 		p.ietf.Strict = s.opts.strict
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,20 +22,41 @@ import (
 // starts below the old one's newest group, and past it (then the group
 // the client held last is fetched to tell the publishers apart). A group
 // older than the outage could hold (its start 100 s before the next) is
-// not fetched: the new timeline starts after it.
+// not fetched: the new timeline starts after it. A publisher that refuses
+// FETCH is asked for those groups by a second subscription from Group
+// Start 0 through the group before the live one (moq-lite-05+), within
+// the same bounds (where its new numbers are below the old ones: past
+// them, the refused probe leaves the sequence to go by, which takes it
+// for the same publisher).
 func TestAPublisherRestartedDuringAnOutageIsRecordedFromItsFirstGroupStillHeld(t *testing.T) {
 	cases := []struct {
 		name  string
 		old   uint64 // groups of the old timeline
 		early bool   // the new timeline's group 0 lies 100 s before its group 1
+		fetch bool   // only with FETCH: without, the sequence alone cannot tell this restart
 	}{
-		{"the new timeline below the old one's newest group", 6, false},
-		{"the new timeline past the old one's newest group", 2, false},
-		{"a group older than the outage", 6, true},
+		{"the new timeline below the old one's newest group", 6, false, false},
+		{"the new timeline past the old one's newest group", 2, false, true},
+		{"a group older than the outage", 6, true, false},
 	}
 	const clock = 60_000_000 // where the new timeline's timestamps start
+	type family struct {
+		name    string
+		opts    func(*Options)
+		noFetch bool
+	}
+	var families []family
+	for _, fam := range fillFamilies {
+		families = append(families, family{fam.name, fam.opts, false})
+		if strings.HasPrefix(fam.name, "moq-lite") {
+			families = append(families, family{fam.name + " without FETCH", func(o *Options) { fam.opts(o); o.noFetch = true }, true})
+		}
+	}
 	for _, tc := range cases {
-		for _, fam := range fillFamilies {
+		for _, fam := range families {
+			if fam.noFetch && tc.fetch {
+				continue
+			}
 			t.Run(tc.name+"/"+fam.name, func(t *testing.T) {
 				checkGoroutines(t)
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -120,6 +142,9 @@ func TestAPublisherRestartedDuringAnOutageIsRecordedFromItsFirstGroupStillHeld(t
 				}
 				if got = got[disc:]; fmt.Sprint(got) != fmt.Sprint(want) {
 					t.Fatalf("frames\n got %v\nwant %v", got, want)
+				}
+				if how := "subscribed the restarted publisher's groups"; fam.noFetch && !strings.Contains(r.logs.String(), how) {
+					t.Fatalf("no line %q", how)
 				}
 			})
 		}

@@ -66,6 +66,12 @@ export async function publishManifest(
   const catalog = Catalog.RootSchema.parse(raw);
 
   const broadcast = new Moq.Broadcast.Producer();
+  if (flags["no-fetch"] !== undefined) {
+    // --no-fetch refuses every FETCH (the stream is reset), as @moq/net's
+    // consuming wire layer does over a transport without FETCH: @moq/net
+    // serves a FETCH from its broadcast's retained window otherwise.
+    broadcast.fetchGroup = () => Promise.reject(new Error("this publisher serves no FETCH"));
+  }
   const catalogTrack = broadcast.createTrack(Catalog.TRACK);
   // The catalog's group stays open, as a hang publisher's does (@moq/publish
   // serves it with @moq/json's producer, which keeps the group open for its
@@ -109,47 +115,32 @@ export async function publishManifest(
     return { spec: t, track, encode, close, sequence: () => sequence };
   });
 
+  // --at-once starts the media before any peer has connected, as a live
+  // encoder does: @moq/net holds what was sent for its latency window (5 s)
+  // and replays it to a subscription that asks for it with a start group.
+  const atOnce = flags["at-once"] !== undefined;
+  const playing = atOnce ? play() : undefined;
+
   const session = await open();
   session.conn.publish(Moq.Path.from(manifest.broadcast), broadcast);
   emit("published", { broadcast: manifest.broadcast, version: session.conn.version });
   emit("catalog", { json: JSON.stringify(catalog) });
 
-  // A subscription without a start group begins at the newest group, so hold
-  // the media until every track has a subscriber.
-  const deadline = Date.now() + waitMs;
-  while (!producers.every((p) => p.track.used.peek())) {
-    if (Date.now() > deadline) {
-      const missing = producers.filter((p) => !p.track.used.peek()).map((p) => p.spec.name);
-      throw new Error(`no subscriber for ${missing.join(", ")} after ${waitMs} ms`);
+  if (playing) {
+    await playing;
+  } else {
+    // A subscription without a start group begins at the newest group, so
+    // hold the media until every track has a subscriber.
+    const deadline = Date.now() + waitMs;
+    while (!producers.every((p) => p.track.used.peek())) {
+      if (Date.now() > deadline) {
+        const missing = producers.filter((p) => !p.track.used.peek()).map((p) => p.spec.name);
+        throw new Error(`no subscriber for ${missing.join(", ")} after ${waitMs} ms`);
+      }
+      await sleep(10);
     }
-    await sleep(10);
-  }
-  emit("subscribed", { tracks: producers.map((p) => p.spec.name) });
-
-  const schedule = producers
-    .flatMap((p) => p.spec.frames.map((f, index) => ({ p, f, index })))
-    .sort((a, b) => a.f.at - b.f.at);
-  // --epoch-ms T stamps the frames on a wall clock that started at T (Unix
-  // ms), as a live encoder does: a publisher started again goes on from the
-  // real time instead of from 0.
-  const shift = flags["epoch-ms"] ? Math.round((Date.now() - Number(flags["epoch-ms"])) * 1000) : 0;
-  const start = performance.now();
-  for (const { p, f, index } of schedule) {
-    await sleep(f.at / 1000 / speed - (performance.now() - start));
-    const next = p.spec.frames[index + 1];
-    const duration = next ? Math.max(next.ts - f.ts, 1) : 20_000;
-    p.encode(unbase64(f.data), f.ts + shift, f.key, duration);
-    // late: how far behind its schedule (ms) this keyframe went out. A
-    // starved process sends late what it stamped on time, so the media it
-    // never sent before a kill ends that much before the kill.
-    if (f.key) {
-      emit("group", {
-        track: p.spec.name,
-        sequence: p.sequence(),
-        frame: index,
-        late: Math.max(0, Math.round(performance.now() - start - f.at / 1000 / speed)),
-      });
-    }
+    emit("subscribed", { tracks: producers.map((p) => p.spec.name) });
+    await play();
   }
   // @moq/net's publisher sends SUBSCRIBE_END and FINs the subscribe stream as
   // soon as a track closes, without waiting for its group streams, and its
@@ -157,10 +148,39 @@ export async function publishManifest(
   // groups a head start so the recording does not depend on that race.
   await sleep(Number(flags["close-delay-ms"] ?? "500"));
   for (const p of producers) p.close();
-  emit("done", { frames: schedule.length });
-  log("published", schedule.length, "frames; waiting for the peer to close");
+  emit("done", { frames: producers.reduce((n, p) => n + p.spec.frames.length, 0) });
+  log("published", producers.reduce((n, p) => n + p.spec.frames.length, 0), "frames; waiting for the peer to close");
 
   const linger = Number(flags["linger-ms"] ?? "30000");
   await Promise.race([session.conn.closed.catch(() => undefined), sleep(linger)]);
   session.close();
+
+  // play sends the manifest's frames on their schedule.
+  async function play(): Promise<void> {
+    const schedule = producers
+      .flatMap((p) => p.spec.frames.map((f, index) => ({ p, f, index })))
+      .sort((a, b) => a.f.at - b.f.at);
+    // --epoch-ms T stamps the frames on a wall clock that started at T (Unix
+    // ms), as a live encoder does: a publisher started again goes on from the
+    // real time instead of from 0.
+    const shift = flags["epoch-ms"] ? Math.round((Date.now() - Number(flags["epoch-ms"])) * 1000) : 0;
+    const start = performance.now();
+    for (const { p, f, index } of schedule) {
+      await sleep(f.at / 1000 / speed - (performance.now() - start));
+      const next = p.spec.frames[index + 1];
+      const duration = next ? Math.max(next.ts - f.ts, 1) : 20_000;
+      p.encode(unbase64(f.data), f.ts + shift, f.key, duration);
+      // late: how far behind its schedule (ms) this keyframe went out. A
+      // starved process sends late what it stamped on time, so the media it
+      // never sent before a kill ends that much before the kill.
+      if (f.key) {
+        emit("group", {
+          track: p.spec.name,
+          sequence: p.sequence(),
+          frame: index,
+          late: Math.max(0, Math.round(performance.now() - start - f.at / 1000 / speed)),
+        });
+      }
+    }
+  }
 }

@@ -83,6 +83,11 @@ type Family interface {
 	FrameRanges() bool
 	GroupRanges() bool
 	Fetches() bool
+	// SpanSubscribes reports whether a SUBSCRIBE can ask for a span of
+	// past groups and names the first one it delivers (moq-lite-05+:
+	// Group Start and End, SUBSCRIBE_START): what a restart's fill asks
+	// of a peer that serves no FETCH (subscribeSpan).
+	SpanSubscribes() bool
 	// VersionName names the connection's version, for log lines.
 	VersionName() string
 }
@@ -191,6 +196,8 @@ type Remote struct {
 	// (the next resume does); the track stays held until then.
 	fillPending bool
 	fillFrom    uint64
+	// span is set on the track of a span subscription (remote_span.go).
+	span *span
 }
 
 // Restart ends the current subscription attempt (the broadcast
@@ -421,7 +428,12 @@ func (a AttemptTrack) NewSubscription(ctx context.Context, cancel context.Cancel
 }
 
 func (a AttemptTrack) Attach(timescale uint64) func() { return a.R.attach(a.C, timescale) }
-func (a AttemptTrack) Start(first uint64)             { a.R.Track.SetStart(first) }
+func (a AttemptTrack) Start(first uint64) {
+	a.R.Track.SetStart(first)
+	if s := a.R.span; s != nil {
+		s.started(first)
+	}
+}
 func (a AttemptTrack) Resume(ctx context.Context, timescale, first uint64) {
 	a.R.resume(ctx, a.C, timescale, first)
 }

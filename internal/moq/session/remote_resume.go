@@ -489,12 +489,49 @@ func (rt *Remote) fill(ctx context.Context, c Family, timescale, from, first uin
 // silence before the loss was noticed (QUIC's idle timeout, stretched by
 // its PTO floor on a loaded machine) with room to spare. A restarted
 // publisher holds nothing older than its restart; a timeline reaching
-// further back is not one that restarted during this outage. A peer that
-// serves no FETCH gives nothing: the track starts at group first.
+// further back is not one that restarted during this outage.
+//
+// A peer that serves no FETCH (the version has none, or it refuses the
+// first one: the reference publisher) is asked for the same groups by a
+// span subscription where the family has one (subscribeSpan: moq-lite's
+// Group Start and End), within the same bounds; elsewhere the track
+// starts at group first.
 func (rt *Remote) fillRestart(ctx context.Context, c Family, timescale, first uint64) {
-	if first == 0 || !c.Fetches() {
+	if first == 0 {
 		return
 	}
+	budget := rt.fillBudget()
+	lo := first - min(first, resumeMaxGroups)
+	var got [][]model.Frame // got[i] is group first-1-i
+	how := "fetched"
+	var failed error
+	if c.Fetches() {
+		got, failed = rt.fetchRestart(ctx, c, timescale, lo, first, budget)
+	}
+	if len(got) == 0 && (!c.Fetches() || errors.Is(failed, ErrNoFetch)) && c.SpanSubscribes() {
+		sctx, cancel := withTimeout(ctx, resumeTimeout, "the span subscription")
+		span, err := rt.subscribeSpan(sctx, c, GroupSpan{From: lo, To: first - 1, MaxAge: budget})
+		cancel()
+		if err != nil {
+			rt.logger().Debug("moq: the restarted publisher's groups before the live one not subscribed", "err", err)
+		}
+		got, how = withinBudget(span, budget), "subscribed"
+	}
+	for i := len(got) - 1; i >= 0; i-- {
+		if err := InsertGroup(rt.Track, first-1-uint64(i), got[i]); err != nil && !errors.Is(err, model.ErrDuplicateGroup) {
+			rt.logger().Debug("moq: a group of the new timeline not inserted", "group", first-1-uint64(i), "err", err)
+		}
+	}
+	if len(got) > 0 {
+		rt.logger().Info("moq: "+how+" the restarted publisher's groups before the live one",
+			"groups", len(got), "from", first-uint64(len(got)), "to", first-1)
+	}
+}
+
+// fillBudget bounds how far back in media time a fill reaches from the
+// newest group it gets: the time since the loss was noticed plus the
+// track's resume window (see fillRestart).
+func (rt *Remote) fillBudget() time.Duration {
 	rt.mu.Lock()
 	heldAt := rt.heldAt
 	rt.mu.Unlock()
@@ -502,13 +539,18 @@ func (rt *Remote) fillRestart(ctx context.Context, c Family, timescale, first ui
 	if !heldAt.IsZero() {
 		budget += time.Since(heldAt)
 	}
+	return budget
+}
+
+// fetchRestart fetches groups first-1, first-2, ... down to lo, newest
+// first, in windows, until one is not served (failed says why) or lies
+// more than budget before group first-1; got[i] is group first-1-i.
+func (rt *Remote) fetchRestart(ctx context.Context, c Family, timescale, lo, first uint64, budget time.Duration) (got [][]model.Frame, failed error) {
 	span, window := uint64(1), resumeWindow
 	if c.GroupRanges() {
 		span, window = resumeRange, resumeRangeWindow
 	}
-	lo := first - min(first, resumeMaxGroups)
-	var got [][]model.Frame // got[i] is group first-1-i
-	var top int64           // the first timestamp of group first-1
+	var top int64 // the first timestamp of group first-1
 	for hi, done := first, false; hi > lo && !done; {
 		var reqs []seqRun // newest first
 		for len(reqs) < window && hi > lo {
@@ -522,7 +564,7 @@ func (rt *Remote) fillRestart(ctx context.Context, c Family, timescale, first ui
 			for j := len(res[i]) - 1; j >= 0; j-- {
 				f := res[i][j]
 				if f.Err != nil || len(f.Frames) == 0 {
-					done = true
+					failed, done = f.Err, true
 					break walk
 				}
 				ts := f.Frames[0].Timestamp
@@ -536,15 +578,18 @@ func (rt *Remote) fillRestart(ctx context.Context, c Family, timescale, first ui
 			}
 		}
 	}
-	for i := len(got) - 1; i >= 0; i-- {
-		if err := InsertGroup(rt.Track, first-1-uint64(i), got[i]); err != nil && !errors.Is(err, model.ErrDuplicateGroup) {
-			rt.logger().Debug("moq: a group of the new timeline not inserted", "group", first-1-uint64(i), "err", err)
+	return got, failed
+}
+
+// withinBudget is groups (newest first) up to the first that starts more
+// than budget before the newest.
+func withinBudget(groups [][]model.Frame, budget time.Duration) [][]model.Frame {
+	for i, frames := range groups {
+		if i > 0 && groups[0][0].Timestamp-frames[0].Timestamp > budget.Microseconds() {
+			return groups[:i]
 		}
 	}
-	if len(got) > 0 {
-		rt.logger().Info("moq: fetched the restarted publisher's groups before the live one",
-			"groups", len(got), "from", first-uint64(len(got)), "to", first-1)
-	}
+	return groups
 }
 
 // fetchRuns fetches the groups of each run at once: one FETCH per run

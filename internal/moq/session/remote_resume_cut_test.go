@@ -71,6 +71,7 @@ func (f *servingFamily) Loss(err error) error     { return err }
 func (f *servingFamily) FrameRanges() bool        { return f.frameRanges }
 func (f *servingFamily) GroupRanges() bool        { return false }
 func (f *servingFamily) Fetches() bool            { return true }
+func (f *servingFamily) SpanSubscribes() bool     { return false }
 func (f *servingFamily) VersionName() string      { return "fake" }
 
 func (f *servingFamily) OpenFetch(_ context.Context, _ *Remote, _ uint64, r FetchRange, what string) (FetchReply, error) {

@@ -46,6 +46,10 @@ type Publisher struct {
 	// of SUBSCRIBE are taken relative to.
 	Strict Strict
 	Root   func() string
+	// NoFetch refuses every FETCH (FETCH_ERROR, not supported), as a
+	// publisher that serves none does: for testing what a subscriber
+	// does without it.
+	NoFetch bool
 }
 
 // Strict is a server that behaves as MediaMTX does with the requests it

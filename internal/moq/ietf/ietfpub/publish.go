@@ -561,6 +561,10 @@ func (s *Publisher) fetchRange(sv *serve, m ietf.Fetch) (t *model.Track, ns, nam
 // holds, in ascending group order (descending when asked, in draft 14) on
 // one fetch stream; a group still being written is served as it grows.
 func (s *Publisher) serveFetch(sv *serve, m ietf.Fetch) {
+	if s.NoFetch {
+		sv.refuse(ietf.TypeFetch, CodeNotSupported, "FETCH not supported")
+		return
+	}
 	t, ns, name, rng, code, reason := s.fetchRange(sv, m)
 	if t == nil {
 		sv.refuse(ietf.TypeFetch, code, reason)

@@ -138,6 +138,11 @@ func (l *Link) FrameRanges() bool { return false }
 func (l *Link) GroupRanges() bool { return true }
 func (l *Link) Fetches() bool     { return true }
 
+// SpanSubscribes: SUBSCRIBE_OK names the publisher's largest group, not
+// the first one an absolute range delivers, so the end of a span cannot
+// be told (session.Remote's span subscription is moq-lite's).
+func (l *Link) SpanSubscribes() bool { return false }
+
 // VersionName names the draft negotiated (the ALPN's, when the session
 // speaks draft 18's messages on it).
 func (l *Link) VersionName() string {

@@ -41,4 +41,8 @@ type Publisher struct {
 	// the stream (STOP_SENDING), which skips the group, rather than that
 	// the subscription failed.
 	Stopped func(error) bool
+	// NoFetch refuses every FETCH with a reset, as a publisher that
+	// serves none does (the reference's test publisher): for testing
+	// what a subscriber does without it.
+	NoFetch bool
 }

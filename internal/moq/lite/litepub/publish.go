@@ -293,6 +293,11 @@ func (s *Publisher) ServeFetch(ctx context.Context, v *wire.Version, str session
 	if !readRequest(str, r, versioned{&req, v}) {
 		return
 	}
+	if s.NoFetch {
+		s.Log.Debug("moq: fetch refused: this publisher serves none", "track", req.Track, "group", req.Group)
+		resetStream(str, wire.CodeCancel)
+		return
+	}
 	t, enc := s.publishedTrack(v, str, req.Broadcast, req.Track)
 	if t == nil {
 		return

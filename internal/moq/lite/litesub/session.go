@@ -92,7 +92,11 @@ func (c Conn) Silence() time.Duration   { return c.C.Silence() }
 func (c Conn) FrameRanges() bool        { return c.V.FrameRange }
 func (c Conn) GroupRanges() bool        { return false } // a moq-lite FETCH is one group
 func (c Conn) Fetches() bool            { return c.V.Fetch }
-func (c Conn) VersionName() string      { return c.V.Name }
+
+// SpanSubscribes: lite-05+ SUBSCRIBE has Group Start and End, and
+// SUBSCRIBE_START names the first group delivered.
+func (c Conn) SpanSubscribes() bool { return c.V.SubscribeRange && !c.V.SubscribeOK }
+func (c Conn) VersionName() string  { return c.V.Name }
 
 // Loss returns why the connection is gone: its cause once it is there,
 // otherwise err (the stream error that reported the loss first).

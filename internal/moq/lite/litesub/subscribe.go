@@ -169,7 +169,8 @@ func (ls *subscription) Wake() { ls.str.SetReadDeadline(time.Now()) }
 // sendSubscribe opens the subscription's stream and sends SUBSCRIBE. A
 // resumed one asks no max age on lite-06, where it would reach back: its
 // gap is FETCHed (session.Remote's resume), which needs the live edge in SUBSCRIBE_OK;
-// it asks from floor when there is one (the rest of a cut group).
+// it asks from floor when there is one (the rest of a cut group). A span
+// subscription asks its span.
 func (ls *subscription) sendSubscribe(ctx context.Context, id uint64, resumed bool, floor session.ResumeFloor) (session.Stream, error) {
 	s, rt, v := ls.s, ls.R, ls.v
 	str, err := ls.c.OpenBidi(ctx)
@@ -186,6 +187,15 @@ func (ls *subscription) sendSubscribe(ctx context.Context, id uint64, resumed bo
 		m.MaxLatency = 0
 		if floor.OK {
 			m.Start, m.FrameStart = wire.Some(floor.Group), floor.Frame
+		}
+	}
+	if sp, ok := rt.Span(); ok {
+		// A span of past groups (session.Remote's span subscription):
+		// from Group Start, through Group End; on lite-06 the max age
+		// says how far back the floor may reach.
+		m.Start, m.End, m.FrameStart = wire.Some(sp.From), wire.Some(sp.To), 0
+		if v.FrameRange {
+			m.MaxLatency = uint64(sp.MaxAge.Milliseconds())
 		}
 	}
 	if _, err := str.Write(m.AppendFor(varint.Append(nil, wire.StreamSubscribe), v)); err != nil {
