@@ -4,9 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
-	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/mux/hls"
 )
 
@@ -118,55 +116,4 @@ func TestADirStoreContinuesAPackageAKilledRunLeftAsLinks(t *testing.T) {
 	}
 	must(t, st.Close())
 	wantPlainFiles(t, dir, map[string]string{"index.m3u8": "mv1", "v0.m3u8": "v5"})
-}
-
-// teeStore is a DirStore that checks, at every Release, that each manifest
-// shows exactly the bytes the Writer gave it last.
-type teeStore struct {
-	*hls.DirStore
-	t        *testing.T
-	dir      string
-	latest   map[string][]byte
-	releases int
-}
-
-func (s *teeStore) WriteFile(name string, data []byte) error {
-	s.latest[name] = append(s.latest[name][:0], data...)
-	return s.DirStore.WriteFile(name, data)
-}
-
-func (s *teeStore) Release() error {
-	err := s.DirStore.Release()
-	s.releases++
-	for name, want := range s.latest {
-		if got := readName(s.t, s.dir, name); got != string(want) {
-			s.t.Fatalf("release %d: %s shows %d bytes that differ from the %d the Writer wrote", s.releases, name, len(got), len(want))
-		}
-	}
-	return err
-}
-
-// TestAHeldDirStoreShowsEveryManifestAsTheWriterWroteItAtEachBoundary:
-// a DirStore writes a manifest's next version into the spare directory
-// from where it first differs from what the spare holds; whatever that
-// is (a media playlist grown by a segment, the MPD and the state changed
-// in the middle, the multivariant playlist copied over, a playlist that
-// shrinks at Close), each manifest shows exactly the Writer's bytes after
-// every boundary and in the finished package.
-func TestAHeldDirStoreShowsEveryManifestAsTheWriterWroteItAtEachBoundary(t *testing.T) {
-	t.Parallel()
-	st, dir := openDirStore(t)
-	tee := &teeStore{DirStore: st, t: t, dir: dir, latest: map[string][]byte{}}
-	w := hls.NewWriter(hls.Options{Store: tee, SegmentDuration: 500 * time.Millisecond})
-	mediatest.Feed(t, w, looped("h264", 0, 6), looped("aac", 1, 6))
-	must(t, w.Close())
-	must(t, st.Close())
-	if tee.releases < 10 {
-		t.Fatalf("%d releases: the package has too few boundaries to show anything", tee.releases)
-	}
-	for name, want := range tee.latest {
-		if got := readName(t, dir, name); got != string(want) {
-			t.Errorf("finished: %s holds %d bytes that differ from the %d the Writer wrote", name, len(got), len(want))
-		}
-	}
 }

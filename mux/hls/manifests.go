@@ -1,7 +1,6 @@
 package hls
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -36,16 +35,6 @@ type manifestFile struct {
 	f   *os.File
 	n   int64  // its length
 	ver uint64 // the version it holds (0: none)
-	// held is a copy of its bytes when known (an earlier run's file is
-	// not, until written whole once): a new version is written from
-	// where it first differs. A spare holds the version before the one
-	// showing, and a manifest's next version differs from it only in the
-	// segments since (a media playlist: its last lines; the MPD and the
-	// state: from the first rendition's new segments on), so a boundary
-	// writes a few hundred bytes of each playlist instead of all of it,
-	// however long the recording (docs/hls.md, Cost).
-	held  []byte
-	known bool
 }
 
 // manifests is the state of the manifest directories.
@@ -168,42 +157,19 @@ func (ms *manifestSet) put(name string, data []byte, ver uint64) error {
 			f.Close()
 			return err
 		}
-		mf = &manifestFile{f: f, n: fi.Size(), known: fi.Size() == 0}
+		mf = &manifestFile{f: f, n: fi.Size()}
 		ms.files[name] = mf
 	}
-	k := 0
-	if mf.known {
-		k = samePrefix(mf.held, data)
-	}
-	// Until written, what the file holds is not known: a failed write
-	// may have changed part of it.
-	mf.known = false
-	if k < len(data) {
-		if _, err := mf.f.WriteAt(data[k:], int64(k)); err != nil {
-			return err
-		}
+	if _, err := mf.f.WriteAt(data, 0); err != nil {
+		return err
 	}
 	if n := int64(len(data)); n < mf.n {
 		if err := mf.f.Truncate(n); err != nil {
 			return err
 		}
 	}
-	mf.held = append(mf.held[:k], data[k:]...)
-	mf.n, mf.ver, mf.known = int64(len(data)), ver, true
+	mf.n, mf.ver = int64(len(data)), ver
 	return nil
-}
-
-// samePrefix returns the length of the longest common prefix of a and b,
-// comparing 4 KB at a time (bytes.Equal is vectorized) before byte by
-// byte.
-func samePrefix(a, b []byte) int {
-	n := min(len(a), len(b))
-	i := 0
-	for ; i+4096 <= n && bytes.Equal(a[i:i+4096], b[i:i+4096]); i += 4096 {
-	}
-	for ; i < n && a[i] == b[i]; i++ {
-	}
-	return i
 }
 
 // stage writes data as name's next version into the spare directory; it
@@ -263,9 +229,6 @@ func (m *manifests) copyLive(name string) error {
 	mf := m.live.files[name]
 	if mf == nil || mf.ver != m.ver[name] {
 		return fmt.Errorf("hls: %s: the newest version is in neither manifest directory", name)
-	}
-	if mf.known {
-		return m.spare.put(name, mf.held, mf.ver)
 	}
 	if int64(cap(m.buf)) < mf.n {
 		m.buf = make([]byte, mf.n)
