@@ -570,7 +570,7 @@ func (rt *Remote) fetchRestart(ctx context.Context, c Family, timescale, lo, fir
 				ts := f.Frames[0].Timestamp
 				if len(got) == 0 {
 					top = ts
-				} else if top-ts > budget.Microseconds() {
+				} else if pastBudget(top, ts, budget) {
 					done = true
 					break walk
 				}
@@ -585,11 +585,18 @@ func (rt *Remote) fetchRestart(ctx context.Context, c Family, timescale, lo, fir
 // than budget before the newest.
 func withinBudget(groups [][]model.Frame, budget time.Duration) [][]model.Frame {
 	for i, frames := range groups {
-		if i > 0 && groups[0][0].Timestamp-frames[0].Timestamp > budget.Microseconds() {
+		if i > 0 && pastBudget(groups[0][0].Timestamp, frames[0].Timestamp, budget) {
 			return groups[:i]
 		}
 	}
 	return groups
+}
+
+// pastBudget reports whether a group of the new timeline starting at ts
+// (microseconds) lies more than budget before the newest one's start,
+// newest: where a restart's fill stops, fetched or subscribed.
+func pastBudget(newest, ts int64, budget time.Duration) bool {
+	return newest-ts > budget.Microseconds()
 }
 
 // fetchRuns fetches the groups of each run at once: one FETCH per run
