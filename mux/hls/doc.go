@@ -120,10 +120,23 @@
 //
 // Every rendition is rebased onto one package timeline (the first frame at
 // 0, or the end of the earlier runs): CMAF segments of different
-// renditions of one time carry the same decode times. H.264/H.265 keep
-// mux/mp4's decode delay and edit list (ffmpeg applies it, the MPD's
-// presentationTimeOffset too); hls.js ignores edit lists, so it presents
-// such video that delay (the catalog jitter, else 100 ms) late.
+// renditions of one time carry the same decode times. H.264/H.265 with
+// B-frames get mux/mp4's decode times, which start at the rendition's
+// first presentation time (h26x.DTS gives a first keyframe its
+// presentation time): no decode delay and no edit list, as ffmpeg's own
+// HLS muxer starts them at 0. That is what players need. hls.js maps the
+// first fragment's decode time (tfdt) to the playlist's start, and
+// Chromium's Media Source applies an init segment's edit list as well, so
+// the 100 ms delay and edit list written before played the video (and
+// the audio, which hls.js maps alike) a tenth of a second early: the
+// first group of pictures fell before 0 and was never shown, and a last
+// segment shorter than that was never reached, so the player never ended.
+// Where mux/mp4 still writes a delay (a first frame whose decode time
+// h26x.DTS could only estimate), its first decode time is still the first
+// presentation time and the edit list takes the delay off; the MPD's
+// presentationTimeOffset and timeline are the package's times, without
+// the delay, because Chromium takes it off (dash.js would otherwise take
+// it off twice), and subtitles' X-TIMESTAMP-MAP maps MPEGTS 0 to 0.
 //
 // # What comes from libraries and what is written here
 //

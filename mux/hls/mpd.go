@@ -113,14 +113,13 @@ type rendShape struct {
 	inits, initRanges                          int
 	framerate                                  float64
 	timescale                                  uint32
-	delay                                      int64
 }
 
 func shapeOf(rs *renditionState) rendShape {
 	return rendShape{
 		rs: rs, id: rs.ID, name: rs.Name, kind: rs.Kind, lang: rs.Lang, label: rs.Label, codecs: rs.Codecs, media: rs.Media,
 		width: rs.Width, height: rs.Height, rate: rs.Rate, channels: rs.Channels, inits: len(rs.Inits), initRanges: len(rs.InitRanges),
-		framerate: rs.Framerate, timescale: rs.Timescale, delay: rs.Delay,
+		framerate: rs.Framerate, timescale: rs.Timescale,
 	}
 }
 
@@ -250,7 +249,7 @@ func (w *Writer) mpdDoc(final bool, kept *mpdKept) *mpd.MPD {
 				// No startNumber: the list numbers nothing, and ffmpeg
 				// would take it as the index of the list's first entry.
 				sl.Timescale = &ts
-				pto := uint64(max(ticksOf(start, ts)+rs.Delay, 0))
+				pto := uint64(max(ticksOf(start, ts), 0))
 				sl.PresentationTimeOffset = &pto
 				sl.SegmentTimeline = &mpd.SegmentTimelineType{S: r.s}
 				rep.SegmentList = sl
@@ -269,7 +268,7 @@ func (w *Writer) mpdDoc(final bool, kept *mpdKept) *mpd.MPD {
 			startNum := uint32(r.first.Num)
 			st.StartNumber = &startNum
 			st.Timescale = &ts
-			pto := uint64(max(ticksOf(start, ts)+rs.Delay, 0))
+			pto := uint64(max(ticksOf(start, ts), 0))
 			st.PresentationTimeOffset = &pto
 			tl := &mpd.SegmentTimelineType{S: r.s}
 			st.SegmentTimeline = tl
@@ -316,8 +315,8 @@ func (rs *renditionState) timeline() []*mpdRun {
 	if ts == 0 {
 		ts = 1000
 	}
-	if c.tlSegs > len(rs.Segments) || c.tlScale != ts || c.tlDelay != rs.Delay {
-		c.runs, c.tlSegs, c.tlScale, c.tlDelay = nil, 0, ts, rs.Delay
+	if c.tlSegs > len(rs.Segments) || c.tlScale != ts {
+		c.runs, c.tlSegs, c.tlScale = nil, 0, ts
 	}
 	for j := c.tlSegs; j < len(rs.Segments); j++ {
 		s := rs.Segments[j]
@@ -325,7 +324,7 @@ func (rs *renditionState) timeline() []*mpdRun {
 			c.runs = append(c.runs, &mpdRun{first: s, prevEnd: -1})
 		}
 		r := c.runs[len(c.runs)-1]
-		t0 := ticksOf(s.Start, ts) + rs.Delay
+		t0 := ticksOf(s.Start, ts)
 		d := uint64(max(ticksOf(s.end(), ts)-ticksOf(s.Start, ts), 1))
 		// A ranged rendition gets an S per segment: dash.js takes the
 		// SegmentURL of the S element, not of the segment, a repeat

@@ -111,11 +111,10 @@ type rendered struct {
 	peak       int   // bits/s, over the rated segments of at least 1 s
 	bytes, dur int64
 	// The MPD's timeline (mpdRun) of Segments[:tlSegs], in ticks of
-	// tlScale with the edit delay tlDelay.
+	// tlScale.
 	runs    []*mpdRun
 	tlSegs  int
 	tlScale uint32
-	tlDelay int64
 	// The state's JSON of Segments[:stateSegs], comma-separated
 	// (state.marshal).
 	stateJSON []byte

@@ -59,7 +59,11 @@ func (w *Writer) finishText(r *rendition, end int64, disc bool) error {
 	if end <= start {
 		return nil
 	}
-	b := fmt.Appendf(nil, "WEBVTT\nX-TIMESTAMP-MAP=MPEGTS:%d,LOCAL:00:00:00.000\n\n", w.mpegts())
+	// hls.js maps a cue's time through X-TIMESTAMP-MAP as it maps the
+	// media's decode times (each rendition's first decode time at its
+	// first presentation time, the package's time 0 for the leader): cue
+	// times are package times, so MPEGTS 0 is LOCAL 0.
+	b := []byte("WEBVTT\nX-TIMESTAMP-MAP=MPEGTS:0,LOCAL:00:00:00.000\n\n")
 	keep := r.cues[:0]
 	for _, c := range r.cues {
 		if c.Start >= end {
@@ -88,19 +92,6 @@ func (w *Writer) finishText(r *rendition, end int64, disc bool) error {
 	r.textStart, r.textDisc = end, disc
 	w.segments++
 	return w.publish(r, false)
-}
-
-// mpegts is the X-TIMESTAMP-MAP MPEGTS value (90 kHz) of the package's
-// time 0: the composition time of the leading video's first frame, which
-// its edit list moves to 0 (the B-frame delay; 0 without B-frames or
-// video). hls.js measures cues from that first composition time (it reads
-// no edit list), so this puts each cue at its time in the package.
-func (w *Writer) mpegts() int64 {
-	l := w.leader()
-	if l == nil || l.t.Kind != mux.Video || l.rs.Timescale == 0 {
-		return 0
-	}
-	return l.rs.Delay * 90000 / int64(l.rs.Timescale)
 }
 
 // mediaEnd is where the media of this run ends on the package timeline:

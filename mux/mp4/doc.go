@@ -115,22 +115,32 @@
 // keeps the broadcast's times in the fragments' tfdt; the finished file
 // starts at its first frame, since a regular MP4 has no start time other
 // than an empty edit that players would show as blank). Video decode times
-// come from h26x.DTS for H.264/H.265 (the reorder depth an H.264 SPS
-// states, applied to the presentation times as ffmpeg does; else the
-// picture order count; else PTS minus the catalog jitter), and equal presentation times for the other
-// codecs. B-frames are written with an edit list, not with negative
-// composition offsets: ffmpeg (so ffplay, mpv and Chromium's progressive
-// player) shifts the presentation of fragments with negative offsets by the
-// largest of them, which would put the video behind the audio. So an
-// H.264/H.265 track's decode and presentation times are both delayed by
-// its DTS reserve (the catalog jitter, else 100 ms), which keeps every
-// composition offset >= 0 (trun and ctts are v1, signed, for the rare
-// frame h26x.DTS cannot place), and its edit list (media_time = that delay)
-// takes the delay off again, in the fragments' moov as in the finished
-// one. In the finished file, where a track's sample times start at 0, a
-// track that starts after the file (audio that begins a little after the
-// video) gets an empty edit of that length first; the fragments carry the
-// same start in their tfdt.
+// come from h26x.DTS for H.264/H.265 (the reorder depth an H.264 SPS states,
+// applied to the presentation times as ffmpeg does; else the picture order
+// count; else PTS minus the catalog jitter), and equal presentation times
+// for the other codecs. B-frames are written with non-negative composition
+// offsets, not with negative ones: ffmpeg (so ffplay, mpv and Chromium's
+// progressive player) shifts the presentation of fragments with negative
+// offsets by the largest of them, which would put the video behind the
+// audio. h26x.DTS gives a stream's first keyframe its presentation time as
+// decode time and keeps later decode times at or before their presentation
+// times, so an H.264/H.265 track's decode times start at its first
+// presentation time (0 for the file's first frame, where ffmpeg's HLS muxer
+// starts them too) and need no edit list. Only where its first decode time
+// lies before its presentation time (h26x.DTS's fallback, by at most the
+// catalog jitter) are both times delayed by that much, so that no decode
+// time falls before the file's start, and an edit list (media_time = the
+// delay) takes it off again, in the fragments' moov as in the finished one
+// (trun and ctts are v1, signed, for the rare frame h26x.DTS cannot place).
+// Earlier versions delayed every H.264/H.265 track by 100 ms (or the jitter)
+// that way, and players of fragments that map the first decode time to the
+// start and apply the edit list as well (hls.js and dash.js in Chromium)
+// presented it that much early (see mux/hls). A finished file's samples and
+// times are the same either way (its chunk offsets moved with the fragmented
+// header's 44 bytes of edit list). In the finished file, where a track's
+// sample times start at 0, a track that starts after the file (audio that
+// begins a little after the video) gets an empty edit of that length first;
+// the fragments carry the same start in their tfdt.
 //
 // # Codecs
 //

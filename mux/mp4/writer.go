@@ -171,9 +171,10 @@ type track struct {
 	discPending, keyWait, gotKey bool
 
 	begun bool
-	// delay is the decode delay, in ticks, added to both timelines of a
-	// track with B-frames so that no composition offset is negative; an
-	// edit list takes it off again (see the package doc).
+	// delay is the decode delay, in ticks, added to both timelines of an
+	// H.264/H.265 track so that its decode times start at its first
+	// presentation time, never before the file's start; an edit list takes
+	// it off again (see the package doc and decodeDelay).
 	delay     int64
 	firstPTS  int64 // rebased µs of the first sample
 	maxPTS    int64 // latest presentation time, ticks
@@ -455,15 +456,6 @@ func (w *Writer) start() error {
 			}
 			w.live = append(w.live, t)
 			t.mp4ID = uint32(len(w.live))
-			if t.dts != nil {
-				// h26x.DTS puts decode times at most the DTS reserve (the
-				// catalog jitter) before presentation times.
-				r := t.Jitter
-				if r <= 0 {
-					r = h26x.DefaultDTSReserve
-				}
-				t.delay = ticks(r.Microseconds(), t.timescale)
-			}
 			if t.Kind == mux.Video && w.video == nil {
 				w.video = t
 			}
@@ -483,6 +475,11 @@ func (w *Writer) start() error {
 		w.origin = first
 	}
 	w.firstUs = first
+	for _, t := range w.live {
+		if t.dts != nil {
+			t.delay = w.decodeDelay(t, pending)
+		}
+	}
 	w.textFromStart(pending)
 	if w.opts.WallClock != nil && first != math.MaxInt64 {
 		w.created = mp4Time(w.opts.WallClock(first))
@@ -515,6 +512,28 @@ func (w *Writer) start() error {
 		}
 	}
 	return nil
+}
+
+// decodeDelay is the delay added to both timelines of an H.264/H.265
+// track (see track.delay): how far its first frame's decode time lies
+// before its presentation time, so that its decode times start at its
+// first presentation time, 0 for the file's first frame, as ffmpeg writes
+// B-frames. h26x.DTS gives a stream's first keyframe its presentation time
+// as decode time (the delay is then 0, and no edit list is written); only
+// its fallback puts a first frame's decode time before it, by at most
+// the catalog jitter. A track without a frame at the header gets that
+// bound, as nothing says where its first decode time will fall.
+func (w *Writer) decodeDelay(t *track, pending []pendingFrame) int64 {
+	for _, p := range pending {
+		if p.t == t {
+			return max(ticks(max(p.pts-w.origin, 0), t.timescale)-ticks(p.dts-w.origin, t.timescale), 0)
+		}
+	}
+	r := t.Jitter
+	if r <= 0 {
+		r = h26x.DefaultDTSReserve
+	}
+	return ticks(r.Microseconds(), t.timescale)
 }
 
 // ticks converts rebased microseconds to ticks of timescale ts, rounded.
