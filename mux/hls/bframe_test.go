@@ -188,7 +188,8 @@ func TestChromiumPlaysBFrameVideoFromItsFirstFrameToItsEndThoughItsLastSegmentIs
 				const seekTo = 5.5
 				var r fromStart
 				if err := b.Eval(fmt.Sprintf(playFromStart, p.player, p.url, seekTo), &r); err != nil {
-					t.Fatalf("%s: %v", p.player, err)
+					t.Errorf("%s: %v", p.player, err)
+					continue
 				}
 				t.Logf("%s: %+v", p.player, r)
 				if r.First > frame/2e6 || r.BufStart > 0.01 {
