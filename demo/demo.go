@@ -90,6 +90,18 @@ type Options struct {
 	// the timeline going on forward. They are no media: Published does
 	// not count them.
 	Markers bool
+	// Stall stalls one rendition for a while, as an encoder or a sender
+	// that hangs does, while the others go on: see Stall.
+	Stall Stall
+}
+
+// Stall names a rendition whose frames of a span of media time are
+// published late, at once, when the stall ends (in Realtime, For after
+// From on the wall clock), behind the other renditions' frames of that
+// time, which are published on time. A zero For stalls nothing.
+type Stall struct {
+	Rendition string
+	From, For time.Duration
 }
 
 // KeepMedia is how much of its recent media each demo track keeps by
@@ -295,6 +307,19 @@ type cursor struct {
 	shift    int64
 	last     int   // the frame written last, in the loop at lastBase
 	lastBase int64 // (ends only)
+	// stallFrom and stallTo: Options.Stall's span, for its rendition
+	// (stallTo 0: none).
+	stallFrom, stallTo int64
+}
+
+// due returns the sample time at which the next frame is published: its
+// own, or the end of the stall it falls in.
+func (c *cursor) due() int64 {
+	ts := c.s.Frames[c.i].Timestamp + c.base
+	if ts >= c.stallFrom && ts < c.stallTo {
+		return c.stallTo
+	}
+	return ts
 }
 
 // closeGroup closes the open group, with an end marker after its last
@@ -395,6 +420,9 @@ func Publish(ctx context.Context, b *model.Broadcast, opts Options) error {
 		if p.cmaf != nil {
 			cursors[i].cmaf = p.cmaf[i]
 		}
+		if st := opts.Stall; st.For > 0 && p.names[i] == st.Rendition {
+			cursors[i].stallFrom, cursors[i].stallTo = st.From.Microseconds(), (st.From + st.For).Microseconds()
+		}
 		if i >= len(early) {
 			cursors[i].late, cursors[i].start, cursors[i].base = true, lateAt, lateAt
 			continue
@@ -441,7 +469,7 @@ func Publish(ctx context.Context, b *model.Broadcast, opts Options) error {
 					c.end()
 				}
 			}
-			if c.i < len(c.s.Frames) && (next == nil || c.s.Frames[c.i].Timestamp+c.base < next.s.Frames[next.i].Timestamp+next.base) {
+			if c.i < len(c.s.Frames) && (next == nil || c.due() < next.due()) {
 				next = c
 			}
 		}
@@ -469,7 +497,7 @@ func Publish(ctx context.Context, b *model.Broadcast, opts Options) error {
 		f := next.s.Frames[next.i]
 		ts := f.Timestamp + next.base
 		if opts.Realtime {
-			if wait := time.Until(start.Add(time.Duration(ts) * time.Microsecond)); wait > 0 {
+			if wait := time.Until(start.Add(time.Duration(next.due()) * time.Microsecond)); wait > 0 {
 				pace.Reset(wait)
 				select {
 				case <-ctx.Done():

@@ -54,13 +54,22 @@
 //     after it caught up), not everything after it.
 //
 // Frames dropped while a video track waits for its next keyframe still
-// count as the track delivering. A silent track (nothing pushed for the
-// current delay of wall time) is declared idle as before, and the delay
-// does not grow for it. A track that went quiet with every other track
-// (a silence of them all of the delay or more: a network outage the
-// connection survived) counts its silence from the first push after it:
-// the frames the outage held back land in a burst, one track's before
-// another's, and the one that comes second lags, it is not silent.
+// count as the track delivering. The delay does not grow for a silent
+// track (nothing pushed for the current delay of wall time). A track that
+// went quiet with every other track (a silence of them all of the delay
+// or more: a network outage the connection survived) counts its silence
+// from the first push after it: the frames the outage held back land in a
+// burst, one track's before another's, and the one that comes second
+// lags, it is not silent.
+//
+// With MediaTimeOnly as well (a file), a track that has started is never
+// declared idle before the newest key pushed is MaxDelay ahead of the
+// frame it holds back, silent or not: wall time tells a track whose frames
+// will not come from one whose frames are late on their way (a loaded
+// recorder reads the audio, a stream per frame, a second behind the
+// video), and what comes within MaxDelay leaves in order. A silent track
+// (the delay did not grow for it) is then declared idle, having held the
+// others back by MaxDelay of media time once.
 //
 // # Discontinuities
 //

@@ -573,8 +573,9 @@ func (b *Buffer) sparseSlack(key int64) bool {
 // growForLagging grows the delay (up to MaxDelay) when the track that holds
 // key back is lagging, not silent: it pushed a frame within the current
 // delay of wall time (a silent track reaches the media-time bound about
-// that long after its last frame, so it is not waited for longer). It
-// reports whether the output still waits for it.
+// that long after its last frame, so the delay does not grow for it; a
+// file still waits for it, see fileWaits). It reports whether the output
+// still waits for it.
 func (b *Buffer) growForLagging(key int64, now time.Time) bool {
 	if b.maxDelay <= b.delay {
 		return false
@@ -605,14 +606,15 @@ func (b *Buffer) deliveredAt(t *track) time.Time {
 }
 
 // idleWaitingBefore declares idle every waiting track that still holds key
-// back: it has lagged for the whole delay. Tracks with pending data are
-// kept waiting; it reports whether any such track still holds key back.
+// back: it has lagged for the whole delay. Tracks with pending data, and
+// in a file the tracks it still waits for (fileWaits), are kept waiting;
+// it reports whether any such track still holds key back.
 func (b *Buffer) idleWaitingBefore(key int64, honorPending bool) (stillBlocked bool) {
 	keep := b.spare[:0]
 	for b.waiting.len() > 0 && b.waiting.min().lastKey < key {
 		w := b.waiting.min()
 		b.waiting.remove(w)
-		if honorPending && b.opts.Pending != nil && b.opts.Pending(w.id) {
+		if honorPending && (b.opts.Pending != nil && b.opts.Pending(w.id) || b.fileWaits(w, key)) {
 			keep = append(keep, w)
 			continue
 		}
@@ -625,6 +627,20 @@ func (b *Buffer) idleWaitingBefore(key int64, honorPending bool) (stillBlocked b
 	clear(keep)
 	b.spare = keep[:0]
 	return len(keep) > 0
+}
+
+// fileWaits reports whether, in a file (MediaTimeOnly with a MaxDelay),
+// waiting track w, which has started, is still waited for at key: the
+// newest key pushed is less than MaxDelay ahead of key. A file waits that
+// long for a track whether it lags or looks silent: a track that pushed
+// nothing for the delay of wall time may have its next frames on their
+// way (on a loaded recorder the audio, a stream per frame, fell 0.6 s
+// behind the video, one stream; it was declared idle, and its frames came
+// late and were dropped). A track that never started is the start gate's
+// (package export) to wait for; one that stopped for good holds the
+// others back by MaxDelay of media time, once.
+func (b *Buffer) fileWaits(w *track, key int64) bool {
+	return b.opts.MediaTimeOnly && b.maxDelay > b.base && w.lastKey != minKey && b.maxKey-key < b.maxDelay
 }
 
 func (b *Buffer) release(t *track) Item {

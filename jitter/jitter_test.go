@@ -688,14 +688,15 @@ func TestMaxDelayWaitsForATrackThatFallsBehind(t *testing.T) {
 }
 
 // TestMaxDelayDoesNotGrowForASilentTrack: a track that stops (a paused
-// rendition) is declared idle after Delay as without MaxDelay, and the
-// delay stays: only lagging tracks that still deliver make it grow.
+// rendition) does not make the delay grow: only lagging tracks that still
+// deliver do. A file (MediaTimeOnly) waits for it up to MaxDelay of media
+// time all the same, then declares it idle, once; the rest leaves.
 func TestMaxDelayDoesNotGrowForASilentTrack(t *testing.T) {
 	clock := &fakeClock{t: time.Unix(0, 0)}
 	b := New(Options{Delay: 500 * time.Millisecond, MaxDelay: 5 * time.Second, MediaTimeOnly: true, Now: clock.now})
 	b.AddTrack(1, mux.Video)
 	b.AddTrack(2, mux.Audio)
-	released := 0
+	released, idledAt := 0, int64(-1)
 	for audio := int64(0); audio < 10000; audio += 20 {
 		clock.t = time.Unix(0, 0).Add(time.Duration(audio) * time.Millisecond)
 		if err := b.Push(frame(2, audio, true)); err != nil {
@@ -707,14 +708,19 @@ func TestMaxDelayDoesNotGrowForASilentTrack(t *testing.T) {
 			}
 		}
 		released += len(drain(b))
+		if idledAt < 0 && b.Stats().Idled > 0 {
+			idledAt = audio
+		}
 	}
 	st := b.Stats()
 	if st.Delay != 500*time.Millisecond || st.Idled != 1 {
 		t.Fatalf("delay %v, idled %d: want 500ms, 1 (stats %+v)", st.Delay, st.Idled, st)
 	}
-	// Everything up to the last 500 ms of audio has left.
-	if want := 500 + 50 - 25; released < want {
-		t.Fatalf("%d frames released, want at least %d", released, want)
+	// The video's last frame is at 1960 ms; the audio's of 1980 ms is the
+	// first it holds back: idle once the audio is 5 s past that, and
+	// everything has left since.
+	if idledAt != 1980+5000 || released != 500+50 {
+		t.Fatalf("idled at %d ms, %d frames released: want 6980 ms, 550", idledAt, released)
 	}
 }
 
@@ -1076,6 +1082,75 @@ func TestATrackThatWentQuietWithEveryOtherIsWaitedForAfterTheSilence(t *testing.
 			}
 			if !tc.videoBack && st.Delay != 500*time.Millisecond {
 				t.Fatalf("the delay grew to %v for a track that had stopped", st.Delay)
+			}
+		})
+	}
+}
+
+// TestAFileWaitsForATrackWhoseFramesComeLateInWallTime: in a file
+// (MediaTimeOnly, MaxDelay 5 s) the audio's frames reach the buffer late in
+// wall time while the video's keep coming: the audio stalls alone for
+// 1.5 s (or, after a stall of both, its burst lands 0.7 s after the
+// video's), then everything it held comes at once. Nothing is late: a file
+// waits up to MaxDelay for a track that has started. Before, a track that
+// had pushed nothing for the delay (500 ms) of wall time was taken for a
+// silent one and declared idle, and the audio that came then was dropped
+// as late: a loaded recorder, whose audio (a stream per frame) fell 0.6 s
+// behind its video (one stream), lost 27 frames of an MKV file
+// ("aac: received 469, written 439, dropped late 27").
+func TestAFileWaitsForATrackWhoseFramesComeLateInWallTime(t *testing.T) {
+	const (
+		videoStep = 33
+		audioStep = 21
+		stallFrom = 1300 // ms, on the publisher's clock and the wall's
+		end       = 6000
+	)
+	for _, tc := range []struct {
+		name string
+		// bothStall: nothing at all reaches the buffer for stall ms;
+		// else only the audio stalls. audioAfter: how long after the
+		// stall's end the audio's burst lands (ms).
+		bothStall         bool
+		stall, audioAfter int64
+	}{
+		{name: "the audio stalls alone for 1.5 s", stall: 1500},
+		{name: "the audio stalls alone for 4 s", stall: 4000},
+		{name: "both stall for 1.5 s and the audio lands 0.7 s after the video", bothStall: true, stall: 1500, audioAfter: 700},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Unix(0, 0)
+			clock := &fakeClock{t: start}
+			b := New(Options{Delay: 500 * time.Millisecond, MaxDelay: 5 * time.Second, MediaTimeOnly: true, Now: clock.now})
+			b.AddTrack(1, mux.Video)
+			b.AddTrack(2, mux.Audio)
+			var out []Item
+			pushed := map[int]int{}
+			video, audio := int64(0), int64(0)
+			// Every millisecond of wall time, each track delivers
+			// what it holds up to then, as long as it may.
+			for now := int64(0); now <= end; now++ {
+				clock.t = start.Add(time.Duration(now) * time.Millisecond)
+				stalled := now >= stallFrom && now < stallFrom+tc.stall
+				videoFlows := !stalled || !tc.bothStall
+				audioFlows := now < stallFrom || now >= stallFrom+tc.stall+tc.audioAfter
+				for ; videoFlows && video <= now; video += videoStep {
+					if err := b.Push(frame(1, video, video%(30*videoStep) == 0)); err != nil {
+						t.Fatal(err)
+					}
+					pushed[1]++
+				}
+				for ; audioFlows && audio <= now; audio += audioStep {
+					if err := b.Push(frame(2, audio, true)); err != nil {
+						t.Fatal(err)
+					}
+					pushed[2]++
+				}
+				out = append(out, drain(b)...)
+			}
+			out = append(out, flushAll(b)...)
+			st := b.Stats()
+			if v, a := inOrderCount(t, out, 1), inOrderCount(t, out, 2); v != pushed[1] || a != pushed[2] || st.Late != 0 {
+				t.Fatalf("%d of %d video and %d of %d audio frames left, %d late (stats %+v)", v, pushed[1], a, pushed[2], st.Late, st)
 			}
 		})
 	}

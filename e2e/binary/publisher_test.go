@@ -73,7 +73,7 @@ func publisherMain() int {
 		bs = append(bs, b)
 	}
 	if hold != nil {
-		go holdUntilSubscribed(bs, hold)
+		go holdUntilSubscribed(bs, hold, os.Stderr)
 	}
 	var versions []string
 	if v := os.Getenv("MOQ_EXPORT_TEST_VERSIONS"); v != "" {
@@ -98,8 +98,8 @@ func publisherMain() int {
 
 // holdUntilSubscribed closes hold once every track of every broadcast in bs
 // has a subscriber (the catalog track and the media tracks the demo creates
-// right after it), printing each track as it gets its first.
-func holdUntilSubscribed(bs []*model.Broadcast, hold chan struct{}) {
+// right after it), printing each track to w as it gets its first.
+func holdUntilSubscribed(bs []*model.Broadcast, hold chan struct{}, w io.Writer) {
 	defer close(hold)
 	seen := map[string]bool{}
 	for {
@@ -115,7 +115,7 @@ func holdUntilSubscribed(bs []*model.Broadcast, hold chan struct{}) {
 				}
 				if id := b.Name() + "/" + name; !seen[id] {
 					seen[id] = true
-					fmt.Fprintln(os.Stderr, "subscribed", id)
+					fmt.Fprintln(w, "subscribed", id)
 				}
 			}
 		}
