@@ -67,6 +67,17 @@ type fakeClock struct{ t time.Time }
 
 func (c *fakeClock) now() time.Time { return c.t }
 
+// newFileBuffer returns a Buffer as a file recording has it (Delay
+// 500 ms, MaxDelay 5 s, MediaTimeOnly) on a fake clock set at start, with
+// video track 1 and audio track 2.
+func newFileBuffer(start time.Time) (*Buffer, *fakeClock) {
+	clock := &fakeClock{t: start}
+	b := New(Options{Delay: 500 * time.Millisecond, MaxDelay: 5 * time.Second, MediaTimeOnly: true, Now: clock.now})
+	b.AddTrack(1, mux.Video)
+	b.AddTrack(2, mux.Audio)
+	return b, clock
+}
+
 func TestFramesOfSeveralTracksLeaveInTimestampOrder(t *testing.T) {
 	b := New(Options{Delay: time.Second})
 	b.AddTrack(1, mux.Video)
@@ -1024,10 +1035,7 @@ func TestATrackThatWentQuietWithEveryOtherIsWaitedForAfterTheSilence(t *testing.
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Unix(0, 0)
-			clock := &fakeClock{t: start}
-			b := New(Options{Delay: 500 * time.Millisecond, MaxDelay: 5 * time.Second, MediaTimeOnly: true, Now: clock.now})
-			b.AddTrack(1, mux.Video)
-			b.AddTrack(2, mux.Audio)
+			b, clock := newFileBuffer(start)
 			var out []Item
 			pushed := map[int]int{}
 			push := func(f mux.Frame) {
@@ -1119,10 +1127,7 @@ func TestAFileWaitsForATrackWhoseFramesComeLateInWallTime(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Unix(0, 0)
-			clock := &fakeClock{t: start}
-			b := New(Options{Delay: 500 * time.Millisecond, MaxDelay: 5 * time.Second, MediaTimeOnly: true, Now: clock.now})
-			b.AddTrack(1, mux.Video)
-			b.AddTrack(2, mux.Audio)
+			b, clock := newFileBuffer(start)
 			var out []Item
 			pushed := map[int]int{}
 			video, audio := int64(0), int64(0)
