@@ -373,29 +373,56 @@ func offset(t *testing.T, c matrixCase, res result, pr mediatest.ProbeResult, wa
 		if idx < 0 {
 			t.Fatalf("the first video packet (%s) is no published frame", pkts[0].DataHash)
 		}
-		// The join is about a GOP before res.began; the loop is the one
-		// where the audio matches too (the audio's loop is 32 ms longer
-		// than the video's, so a wrong loop misplaces it).
+		// The join is about a GOP before res.began, unless the machine
+		// stalled: a connection lost before the first frame came (a
+		// disturbed case) joins seconds later, a restart's fill reaches
+		// seconds back. The loop is the one where the audio matches too
+		// (the audio's loop is 32 ms longer than the video's, so a wrong
+		// loop misplaces it by a multiple of 32 ms: 4 loops off, 6 audio
+		// frames), searched outward from the estimate as far as a case
+		// can stray.
 		est := res.began.Microseconds() - int64(gop*1e6/2)
 		k := int64(math.Round(float64(est+p0-p.ts[idx]) / float64(p.period)))
-		var a0 int64
-		var aHash string
+		var audio []mediatest.Packet
 		for _, as := range pr.Streams {
 			if ap := pr.PacketsOf(as.Index); as.CodecType == "audio" && len(ap) > 0 {
-				pts, _ := strconv.ParseFloat(ap[0].PTSTime, 64)
-				a0, aHash = int64(math.Round(pts*1e6)), ap[0].DataHash
+				audio = ap
 			}
 		}
-		for _, dk := range []int64{0, -1, 1, -2, 2, -3, 3} {
-			d := p.ts[idx] + (k+dk)*p.period - p0
-			if _, ai, ok := want["audio"].locate(a0 + d); ok && want["audio"].hashes[ai] == aHash {
-				return d
+		for r := int64(0); r <= maxLoopsOff; r++ {
+			for _, dk := range []int64{r, -r} {
+				if d := p.ts[idx] + (k+dk)*p.period - p0; audioAt(want["audio"], audio, d) {
+					return d
+				}
 			}
 		}
 		return p.ts[idx] + k*p.period - p0
 	}
 	t.Fatal("no video stream")
 	return 0
+}
+
+// maxLoopsOff is how many loops of the demo (4 s each) the time a rebased
+// file was recorded may lie from the estimate offset starts from: a case
+// lasts at most a minute, and a restart's fill reaches back 30 s more.
+const maxLoopsOff = 30
+
+// audioAt reports whether the first audio packets (up to 8), moved by d
+// µs, are the published frames at those times, bytes and all.
+func audioAt(p *published, audio []mediatest.Packet, d int64) bool {
+	if len(audio) == 0 {
+		return false
+	}
+	for _, pk := range audio[:min(len(audio), 8)] {
+		pts, err := strconv.ParseFloat(pk.PTSTime, 64)
+		if err != nil {
+			return false
+		}
+		if _, i, ok := p.locate(int64(math.Round(pts*1e6)) + d); !ok || p.hashes[i] != pk.DataHash {
+			return false
+		}
+	}
+	return true
 }
 
 // disturbed says why a recording did not take the path its case names,
