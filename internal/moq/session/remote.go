@@ -196,6 +196,11 @@ type Remote struct {
 	// (the next resume does); the track stays held until then.
 	fillPending bool
 	fillFrom    uint64
+	// start is the first group the track's subscription named, when
+	// startKnown (the track's own start: a resume of a track that
+	// received nothing fills from there).
+	start      uint64
+	startKnown bool
 	// span is set on the track of a span subscription (remote_span.go).
 	span *span
 }
@@ -429,7 +434,7 @@ func (a AttemptTrack) NewSubscription(ctx context.Context, cancel context.Cancel
 
 func (a AttemptTrack) Attach(timescale uint64) func() { return a.R.attach(a.C, timescale) }
 func (a AttemptTrack) Start(first uint64) {
-	a.R.Track.SetStart(first)
+	a.R.setStart(first)
 	if s := a.R.span; s != nil {
 		s.started(first)
 	}

@@ -63,6 +63,23 @@ const (
 // that group's first missing frame; the FETCHes that complete cut groups
 // ask only their missing frames (fetchFrom).
 
+// setStart starts the track at group first, the first its subscription
+// delivers (model.Track.SetStart), and remembers it for a resume.
+func (rt *Remote) setStart(first uint64) {
+	rt.Track.SetStart(first)
+	rt.mu.Lock()
+	rt.start, rt.startKnown = first, true
+	rt.mu.Unlock()
+}
+
+// started returns the track's start (setStart), ok false when none was
+// named.
+func (rt *Remote) started() (first uint64, ok bool) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.start, rt.startKnown
+}
+
 // interrupt keeps group g, cut short by the loss of the connection, open
 // for the resumed subscription to complete.
 func (rt *Remote) interrupt(seq uint64, g *model.Group) {
@@ -226,6 +243,7 @@ func (rt *Remote) newTimeline() {
 	cut := rt.interrupted
 	rt.interrupted = nil
 	rt.fillPending = false
+	rt.startKnown = false // the discontinuity forgets the start
 	rt.mu.Unlock()
 	for seq, g := range cut {
 		g.Close(fmt.Errorf("group %d of %q: %w: the connection was lost", seq, rt.Name, ErrTruncated))
@@ -253,6 +271,28 @@ func (rt *Remote) resume(ctx context.Context, c Family, timescale, first uint64)
 	newest := rt.newestWithFrames()
 	if newest == nil {
 		newest = rt.Track.NewestGroup()
+	}
+	if start, named := rt.started(); newest == nil && (!named || first >= start) {
+		// Nothing came before the loss (a machine stalled past the
+		// idle timeout right after the publisher accepted the track):
+		// there is nothing to compare with the publisher. Taken for a
+		// restart, the fill would reach back over the whole resume
+		// window: seconds of media from before the recording began.
+		if !named {
+			// The publisher named no group either: the track starts
+			// where the resumed subscription does, as a first one.
+			log.Debug("moq: nothing came before the loss and no group was named: starting at the resumed subscription's", "first", first)
+			rt.setStart(first)
+			return
+		}
+		// The sequence went on: the same publisher. The groups from
+		// where the subscription started are fetched, as the gap after
+		// any loss.
+		if pending {
+			start = min(start, pendingFrom)
+		}
+		rt.fill(ctx, c, timescale, start, first)
+		return
 	}
 	verified := false
 	rt.mu.Lock()
@@ -338,7 +378,7 @@ func (rt *Remote) resume(ctx context.Context, c Family, timescale, first uint64)
 				"last", newest.Sequence(), "first", first)
 		}
 		rt.newTimeline()
-		rt.Track.SetStart(first)
+		rt.setStart(first)
 		rt.fillRestart(fillCtx, c, timescale, first)
 		return
 	}
