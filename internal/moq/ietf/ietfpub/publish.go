@@ -164,7 +164,15 @@ func (sd *Served) Request(str session.Stream, r io.Reader, typ uint64, body []by
 	sd.c.Grant(id)
 	sv := sd.newServe(id, str)
 	if str != nil {
+		// The read ends with the request, or with the connection, by a
+		// deadline: a WebTransport stream that the peer reset with
+		// WT_SESSION_GONE holds its Read until the session is closed
+		// or a deadline passes, and CancelRead wakes neither (a
+		// publisher's Close then waited for this read for ever: the e2e
+		// matrix, accept role over WebTransport, under load).
+		wake := context.AfterFunc(sv.ctx, func() { _ = str.SetReadDeadline(time.Now()) })
 		s.Go(func() {
+			defer wake()
 			_, _ = io.Copy(io.Discard, r)
 			sv.cancel()
 		})
