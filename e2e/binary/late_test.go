@@ -26,6 +26,8 @@ type runSummary struct {
 		Written        int     `json:"written"`
 		DroppedLate    int     `json:"dropped_late"`
 		DroppedByMuxer int     `json:"dropped_by_muxer"`
+		Malformed      int     `json:"dropped_malformed"`
+		AfterEnd       int     `json:"after_end"`
 		Gaps           int     `json:"gaps"`
 		Lost           float64 `json:"lost_seconds"`
 	} `json:"per_track"`

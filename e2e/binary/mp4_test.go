@@ -84,13 +84,25 @@ func TestRecordsTheDemoToAFinishedMP4(t *testing.T) {
 }
 
 // TestStdoutMP4PipesIntoFFmpeg: -f mp4 on stdout is fragmented MP4 that
-// ffmpeg decodes from the pipe as it comes.
+// ffmpeg decodes from the pipe as it comes: every frame the recorder says
+// it wrote, 2 s of media.
+//
+// How many frames that is depends on the machine: a stream waits for a
+// lagging track only --delay (500 ms; files wait up to --max-delay), so a
+// stall longer than that under load drops the lagging track's frames as
+// late, or ends the recording (its 2 s reached on the other track) before
+// they come. Seen at load 10-13 with a CPU hog on both cores, 3 runs in
+// 40: 49 audio packets with 15 dropped late, 61 with 33 dropped late, and
+// 47 video packets where video lagged at the end. The summary accounts
+// for each; the exact 2 s of each track is held by the file tests, which
+// wait longer.
 func TestStdoutMP4PipesIntoFFmpeg(t *testing.T) {
 	needTools(t, "ffmpeg")
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	exp := exec.CommandContext(ctx, binary, "-f", "mp4", "--duration", "2s")
+	summary := filepath.Join(t.TempDir(), "summary.json")
+	exp := exec.CommandContext(ctx, binary, "-f", "mp4", "--duration", "2s", "--summary", summary)
 	ff := exec.CommandContext(ctx, "ffmpeg", "-nostdin", "-v", "error", "-i", "-", "-map", "0", "-c", "copy", "-f", "framecrc", "-")
 	pipe, err := exp.StdoutPipe()
 	if err != nil {
@@ -106,22 +118,50 @@ func TestStdoutMP4PipesIntoFFmpeg(t *testing.T) {
 		t.Errorf("ffmpeg: %v", err)
 	}
 	if err := exp.Wait(); err != nil {
-		t.Errorf("moq-export: %v: %s", err, expErr.String())
+		t.Fatalf("moq-export: %v: %s", err, expErr.String())
 	}
 	if ffErr.Len() > 0 {
 		t.Errorf("ffmpeg complained:\n%s", ffErr.String())
 	}
-	var video, audio int
+	// framecrc lines: stream, dts, pts, duration, size, crc; time bases
+	// in "#tb N: 1/D" lines.
+	packets := map[int]int{}
+	tb := map[int]float64{}
+	first, end := map[int]float64{}, map[int]float64{}
 	for _, l := range strings.Split(ffOut.String(), "\n") {
-		switch {
-		case strings.HasPrefix(l, "0,"):
-			video++
-		case strings.HasPrefix(l, "1,"):
-			audio++
+		var st, num, den int
+		if n, _ := fmt.Sscanf(l, "#tb %d: %d/%d", &st, &num, &den); n == 3 && den > 0 {
+			tb[st] = float64(num) / float64(den)
+			continue
+		}
+		var dts, pts, dur int64
+		if n, _ := fmt.Sscanf(strings.ReplaceAll(l, ",", " "), "%d %d %d %d", &st, &dts, &pts, &dur); n != 4 || strings.HasPrefix(l, "#") {
+			continue
+		}
+		at, to := float64(pts)*tb[st], float64(pts+dur)*tb[st]
+		if packets[st] == 0 || at < first[st] {
+			first[st] = at
+		}
+		end[st] = max(end[st], to)
+		packets[st]++
+	}
+	sum := readSummary(t, summary)
+	for st, track := range []string{"h264", "aac"} {
+		if w := sum.written(track); packets[st] != w || w == 0 {
+			t.Errorf("ffmpeg read %d packets of %s from the pipe; the recorder wrote %d", packets[st], track, w)
 		}
 	}
-	if video < 57 || video > 63 || audio < 90 || audio > 98 {
-		t.Errorf("ffmpeg read %d video and %d audio packets from the pipe, want 2 s of each (60, 94)", video, audio)
+	for _, pt := range sum.PerTrack {
+		if pt.Received != pt.Written+pt.DroppedLate+pt.DroppedByMuxer+pt.Malformed+pt.AfterEnd {
+			t.Errorf("%s: received %d, and written %d, dropped %d late, %d by the muxer and %d malformed, %d after the end", pt.Track,
+				pt.Received, pt.Written, pt.DroppedLate, pt.DroppedByMuxer, pt.Malformed, pt.AfterEnd)
+		}
+	}
+	if d := max(end[0], end[1]) - min(first[0], first[1]); d < 1.95 || d > 2.05 {
+		t.Errorf("the pipe holds %.3f s of media (video %.3f-%.3f s, audio %.3f-%.3f s), want 2 s", d, first[0], end[0], first[1], end[1])
+	}
+	if packets[0] < 57 || packets[1] < 90 {
+		t.Logf("short under load: %d video and %d audio packets of 2 s (60, 94); the summary: %+v", packets[0], packets[1], sum.PerTrack)
 	}
 }
 
