@@ -24,7 +24,8 @@ const (
 )
 
 // Backoff configures reconnects. The first attempt after the loss of a
-// connection that lasted at least Options.IdleTimeout is made at once; then the delay
+// connection that lasted at least Options.IdleTimeout, or was lost to it,
+// is made at once; then the delay
 // before attempt n is a random value in [d/2, d] with d = min(Min*2^n, Max).
 // A peer that was silent and answers the session's probes again cuts the
 // delay short (see the package doc): the cap paces dials to a peer that

@@ -43,8 +43,9 @@
 //
 // A session's connections are Links: the one served now (which tracks
 // wait for), the one a GOAWAY dialled ahead (make before break), and the
-// loop that replaces a lost one: at once after a connection that lasted,
-// with a jittered backoff (Backoff) over a run of failures, cut short
+// loop that replaces a lost one: at once after a connection that lasted
+// or was lost to its idle timeout, with a jittered backoff (Backoff) over
+// a run of failures, cut short
 // when a probe says a silent peer answers again, until the session is
 // closed, refused or gives up. What a connection's end means (a refusal,
 // a lesson about the server) the facade says through Links' hooks.

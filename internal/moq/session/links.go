@@ -2,9 +2,11 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	mrand "math/rand/v2"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -331,9 +333,9 @@ func (k *Links[L]) run(ctx context.Context, c L) {
 		}
 		moved := k.moved.Swap(false)
 		// The first reconnect follows at once when the connection lasted
-		// at least the idle timeout (as one lost to it always has), or
-		// after GOAWAY; one that failed sooner is a failed attempt.
-		atOnce := moved || time.Since(began) >= k.IdleTimeout
+		// at least the idle timeout, or was lost to it, or after GOAWAY;
+		// one that failed sooner is a failed attempt.
+		atOnce := moved || time.Since(began) >= k.IdleTimeout || idleTimedOut(cause)
 		switch {
 		case atOnce:
 			st = retryRun{}
@@ -370,6 +372,18 @@ func (k *Links[L]) run(ctx context.Context, c L) {
 		k.reconnects.Add(1)
 		k.Reconnected(c)
 	}
+}
+
+// idleTimedOut reports whether a connection was lost to its idle timeout.
+// Such a connection went silent for the whole timeout after it last heard
+// its peer, so it was no failed attempt, even when it ended sooner than
+// the timeout after began: the loop starts that clock after Reconnected
+// (the resubscriptions), which a stalled process runs late. Under -race at
+// load ~30 a redialled connection was lost so, taken for a failed attempt,
+// and the next dial waited out the backoff.
+func idleTimedOut(cause error) bool {
+	var ne net.Error
+	return errors.As(cause, &ne) && ne.Timeout()
 }
 
 // retryRun is a run of failed attempts in a row: dials that failed and

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -189,4 +190,71 @@ func TestADialInFlightWhenThePeerAnswersAgainIsTakenWhenItConnects(t *testing.T)
 		t.Fatalf("no reconnect after %d dials: the dial the publisher accepted was abandoned", dials.Load())
 	}
 	accepted.cancel()
+}
+
+// idleTimeout is a connection's loss to its idle timeout, as a net.Error
+// says it (quic-go's IdleTimeoutError).
+type idleTimeout struct{}
+
+func (idleTimeout) Error() string   { return "timeout: no recent network activity" }
+func (idleTimeout) Timeout() bool   { return true }
+func (idleTimeout) Temporary() bool { return false }
+
+// TestAConnectionLostToTheIdleTimeoutIsRedialledAtOnceHoweverSoonItEnded:
+// a connection lost to its idle timeout went silent that long after it
+// last heard its peer, so it is no failed attempt even when the loop saw
+// it end sooner than the timeout after its start (a process stalled
+// between the handshake and the loop's clock). It was taken for one, and
+// the redial waited out the backoff: TestVanishedPeerIsFoundByTheIdle-
+// TimeoutAndRedialledAtOnce (subscribe) then got no SUBSCRIBE under load.
+// A connection that ended as soon for another cause still backs off.
+func TestAConnectionLostToTheIdleTimeoutIsRedialledAtOnceHoweverSoonItEnded(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		cause  error
+		atOnce bool
+	}{
+		{"idle timeout", fmt.Errorf("moq: %w", idleTimeout{}), true},
+		{"closed by the peer", errors.New("closed by the peer"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var wg sync.WaitGroup
+			ctx, cancel := context.WithCancel(context.Background())
+			defer wg.Wait()
+			defer cancel()
+			dialled := make(chan *link, 1)
+			k := &Links[*link]{Log: slog.New(slog.DiscardHandler), Closed: errors.New("closed"), Go: wg.Go,
+				Backoff: Backoff{Min: time.Hour, Max: time.Hour}, IdleTimeout: time.Hour,
+				Serve:   func(l *link) { <-l.ctx.Done() },
+				Refused: func(*link, error) (error, bool) { return nil, false }, RefusedDial: func(error) (error, bool) { return nil, false },
+				Learn:       func(*link, error) bool { return false },
+				Reconnected: func(*link) {},
+				Target:      func() string { return "publisher" },
+			}
+			k.Finish = func(err error) { k.End(err) }
+			k.Dial = func(context.Context) (*link, error) {
+				l := newLink()
+				dialled <- l
+				return l, nil
+			}
+			lctx, lose := context.WithCancelCause(context.Background())
+			first := &link{ctx: lctx, cancel: func() { lose(nil) }}
+			if !k.Start(ctx, first) {
+				t.Fatal("Start refused")
+			}
+			lose(tc.cause) // at once, far sooner than the idle timeout
+			select {
+			case l := <-dialled:
+				if !tc.atOnce {
+					t.Fatalf("redialled at once after a connection %s ended at once", tc.name)
+				}
+				l.cancel()
+			case <-time.After(2 * time.Second):
+				if tc.atOnce {
+					t.Fatal("no redial: the connection lost to its idle timeout was taken for a failed attempt")
+				}
+			}
+			cancel()
+		})
+	}
 }
