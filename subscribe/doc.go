@@ -73,6 +73,11 @@
 // of the track bounded to them (Group Start and End, moq-lite-05 and
 // later), beside the live one; over moq-transport, whose SUBSCRIBE_OK
 // names the newest group rather than the first of such a range, it is not.
+// Where such a peer's sequence goes on past the newest group held, the
+// same kind of SUBSCRIBE asks that group and the ones after it: a group of
+// that number starting at another time is a restarted publisher whose new
+// numbers passed the old ones (a new timeline, as above); the same start
+// is the same publisher, and those groups fill its gap, as FETCH would.
 // Otherwise the gap reaches the muxer as one discontinuity: a
 // restarted sequence (a new publisher session) gets
 // model.Track.Discontinuity, groups the relay no longer serves are marked

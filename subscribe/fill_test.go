@@ -235,3 +235,57 @@ func TestAGapOfManyGroupsIsFetchedInRuns(t *testing.T) {
 // resumeRangeForTest is session's resumeRange: the most groups one
 // moq-transport FETCH of a gap fill asks.
 const resumeRangeForTest = 64
+
+// TestAGapOfAPublisherThatServesNoFetchIsSubscribed: the network drops
+// while the same publisher writes groups 1-5 (it did not restart), and it
+// refuses every FETCH. Over moq-lite-05 and later, a span subscription of
+// the newest group the client held and the ones after it brings them: the
+// group the client held starts at the same time (the same publisher), and
+// the client gets every frame, in order, with no gap and nothing counted
+// lost, also when the outage cut that group (its rest comes from the
+// span). Before, the refused FETCHes marked groups 1-5 lost: a peer that
+// refuses FETCH (the reference publisher, a relay without it) lost every
+// outage whole.
+func TestAGapOfAPublisherThatServesNoFetchIsSubscribed(t *testing.T) {
+	for _, fam := range fillFamilies {
+		if !strings.HasPrefix(fam.name, "moq-lite") {
+			continue // moq-transport's SUBSCRIBE names no span of past groups
+		}
+		for _, cut := range []bool{false, true} {
+			name := fam.name + "/the newest group held whole"
+			if cut {
+				name = fam.name + "/the newest group held cut by the outage"
+			}
+			t.Run(name, func(t *testing.T) {
+				checkGoroutines(t)
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				r := newOutageRig(t, ctx, 1000, fam.opts, func(o *Options) { o.noFetch = true })
+				held := 5
+				if cut {
+					held = 3
+				}
+				g0 := r.group(0, held)
+				if !cut {
+					g0.Close(nil)
+				}
+				r.readUntil(int64(held-1) * 10_000)
+				var live *model.Group
+				r.outage(func() {
+					r.frames(g0, held, 5)
+					g0.Close(nil)
+					for seq := uint64(1); seq < 6; seq++ {
+						r.group(seq, 5).Close(nil)
+					}
+					live = r.group(6, 1)
+				})
+				r.waitLog("subscribed the groups missed", 1)
+				r.frames(live, 1, 5)
+				live.Close(nil)
+				r.group(7, 1)
+				r.readUntil(7 * r.step)
+				r.checkEvery(payloads(0, 8, 5)[:7*5+1])
+			})
+		}
+	}
+}

@@ -55,7 +55,13 @@ const (
 //   - sequences that restart are a new publisher session: a new timeline
 //     (model.Track.Discontinuity), whose groups before the live one that
 //     the publisher still holds are fetched and inserted first
-//     (fillRestart).
+//     (fillRestart);
+//   - a peer that serves no FETCH (it refuses the probe) is asked, where
+//     the sequences go on (moq-lite-05+), the newest group held and the
+//     ones after it by a span subscription (spanCheck): a group of that
+//     number starting elsewhere in time is a restarted publisher whose new
+//     numbers passed the old ones, a new timeline as above; the same start
+//     is the same publisher, and the span's groups fill the gap.
 //
 // On lite-06 (frame ranges) nothing the track holds is sent again but one
 // frame: before resubscribing, a FETCH of the newest held frame of a cut
@@ -313,6 +319,9 @@ func (rt *Remote) resume(ctx context.Context, c Family, timescale, first uint64)
 	var probe []model.Frame
 	probeFrom := 0
 	same := false
+	// spanned: groups newest, newest+1, ... of the same publisher, from
+	// the span subscription that told it (spanCheck).
+	var spanned [][]model.Frame
 	switch {
 	case newest == nil || first < newest.Sequence():
 	case verified && first == newest.Sequence():
@@ -364,6 +373,18 @@ func (rt *Remote) resume(ctx context.Context, c Family, timescale, first uint64)
 			rt.mu.Unlock()
 			log.Info("moq: the connection was lost while the publisher was checked: the next connection resumes", "err", err)
 			return
+		case errors.Is(err, ErrNoFetch) && first > newest.Sequence() && first-newest.Sequence() <= resumeMaxGroups && c.SpanSubscribes():
+			// A peer that serves no FETCH: the sequence alone would take
+			// a restarted publisher whose new numbers passed the old ones
+			// for the old one going on. A span subscription asks the
+			// newest group held again, and the ones after it.
+			var told bool
+			if same, told, spanned = rt.spanCheck(ctx, c, have, newest.Sequence(), first); !told {
+				same = true // the sequence goes by
+			}
+			if same && len(spanned) > 0 {
+				probe = spanned[0][probeFrom:]
+			}
 		default:
 			probe = nil
 			same = first > newest.Sequence()
@@ -421,6 +442,16 @@ func (rt *Remote) resume(ctx context.Context, c Family, timescale, first uint64)
 		g.Close(nil)
 	}
 
+	// The groups after it that the span subscription brought.
+	for i, frames := range spanned[min(1, len(spanned)):] {
+		if err := InsertGroup(rt.Track, last+1+uint64(i), frames); err != nil && !errors.Is(err, model.ErrDuplicateGroup) {
+			log.Debug("moq: a group the span subscription brought not inserted", "group", last+1+uint64(i), "err", err)
+		}
+	}
+	if len(spanned) > 1 {
+		log.Info("moq: subscribed the groups missed while the connection was down", "groups", len(spanned)-1, "from", last+1, "to", last+uint64(len(spanned))-1)
+	}
+
 	// The groups never received, and those a fill that the loss of the
 	// last connection cut left missing: FETCH them, oldest first, a
 	// window at a time, and insert them in order.
@@ -429,6 +460,41 @@ func (rt *Remote) resume(ctx context.Context, c Family, timescale, first uint64)
 		from = pendingFrom
 	}
 	rt.fill(fillCtx, c, timescale, from, first)
+}
+
+// spanCheck tells, for a peer that serves no FETCH, whether the publisher
+// is the one whose group newest the track holds (have, its frames): a span
+// subscription asks groups newest to first-1 (first, where the resumed
+// subscription starts, is past newest), and the publisher's group newest
+// must start with the same timestamps. A restarted publisher's new
+// timeline numbers its groups afresh: once they pass the old ones, the
+// sequence alone took it for the old one going on (it asked FETCH for the
+// groups in between, was refused, and lost what the new publisher sent
+// before the recorder came back); its group of that number lies elsewhere
+// in time (a clock that starts afresh, or the wall clock's later time).
+// told is false when the span did not bring group newest (the peer
+// refused it, holds no more, or the connection went): nothing is known
+// then. For the same publisher, spanned holds groups newest, newest+1,
+// ... as far as they came without a gap: what FETCH would have filled.
+func (rt *Remote) spanCheck(ctx context.Context, c Family, have []model.Frame, newest, first uint64) (same, told bool, spanned [][]model.Frame) {
+	got, err := rt.subscribeSpan(ctx, c, GroupSpan{From: newest, To: first - 1, MaxAge: rt.fillBudget()})
+	if uint64(len(got)) < first-newest {
+		rt.logger().Debug("moq: the span subscription did not bring the newest group held: the sequence tells the publisher", "group", newest, "err", err)
+		return false, false, nil
+	}
+	spanned = got[:first-newest]
+	slices.Reverse(spanned) // oldest first: newest, newest+1, ...
+	held := spanned[0]
+	same = len(held) >= len(have)
+	for i := 0; same && i < len(have); i++ {
+		same = held[i].Timestamp == have[i].Timestamp
+	}
+	if !same {
+		rt.logger().Info("moq: the publisher's group of the newest number held starts elsewhere in time: it restarted",
+			"group", newest, "held", have[0].Timestamp, "now", held[0].Timestamp)
+		return false, true, nil
+	}
+	return true, true, spanned
 }
 
 // fill fetches the groups of [from, first) the track does not hold, in
