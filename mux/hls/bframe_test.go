@@ -19,8 +19,9 @@ import (
 // dash.js (fmt.Sprintf it with "hls" or "dash", the manifest's URL and a
 // time to seek to) and reports where its video starts, where a seek lands
 // and where it ends: the media time of the first video frame Chromium
-// presents and what is buffered then, the position and the presented
-// frame after the seek, then the end after a seek 0.5 s before it.
+// presents (paused at 0, before it plays) and what is buffered then, the
+// position and the presented frame after a seek made while paused, then
+// the end after a seek 0.5 s before it.
 const playFromStart = `new Promise((resolve, reject) => {
   const player = %q, url = %q, seekTo = %g;
   const v = document.getElementById('v');
@@ -33,8 +34,11 @@ const playFromStart = `new Promise((resolve, reject) => {
   let phase = 0;
   const onFrame = (now, md) => {
     if (phase === 0) {
+      // The first frame, shown while paused at 0 (a frame presented while
+      // playing can be skipped by the callback on a loaded machine).
       phase = 1; out.first = md.mediaTime;
       out.bufStart = v.buffered.length ? v.buffered.start(0) : -1; out.buffered = ranges(v.buffered);
+      v.play().catch((err) => fail('play: ' + err));
     } else if (phase === 2 || phase === 3) {
       out.seekFrame = md.mediaTime;
     }
@@ -64,7 +68,6 @@ const playFromStart = `new Promise((resolve, reject) => {
   if (player === 'hls') {
     const hls = new Hls();
     hls.on(Hls.Events.ERROR, (e, d) => { out.errors.push(d.details); if (d.fatal) fail('fatal hls.js error ' + d.details); });
-    hls.on(Hls.Events.MANIFEST_PARSED, () => v.play().catch((err) => fail('play: ' + err)));
     hls.loadSource(url);
     hls.attachMedia(v);
   } else {
@@ -73,7 +76,7 @@ const playFromStart = `new Promise((resolve, reject) => {
     // dash.js can pause the element right at the end of a static MPD, and
     // an element paused at its end fires no 'ended'.
     setInterval(() => { if (phase === 4 && v.currentTime > v.duration - 0.45 && (v.ended || (v.paused && v.duration > 0 && v.duration - v.currentTime < 0.05))) end(); }, 250);
-    p.initialize(v, url, true);
+    p.initialize(v, url, false);
   }
 })`
 
