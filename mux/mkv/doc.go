@@ -69,15 +69,21 @@
 //
 // # Header wait
 //
-// The header is written at the first frame when every track has its
-// configuration from the catalog. A track that must take it from its first
+// The header is written once every track has its configuration from the
+// catalog and every media track a frame (text tracks are sparse and wait
+// for nothing). A track that must take it from its first
 // keyframe (Annex B H.264/H.265: SPS/PPS(/VPS) for the avcC/hvcC; AV1
 // without av1C: the sequence header; VP8/VP9 without a size: the frame
 // header) holds the header back: meanwhile that track's frames before such
 // a keyframe are dropped and counted in mux.Stats.Dropped (they cannot be
 // decoded anyway), and the other tracks' frames are buffered. After
 // Options.HeaderWait of buffered media the header is written without the
-// tracks still waiting, which are logged and dropped from then on.
+// tracks still waiting, which are logged and dropped from then on. A media
+// track with no frame yet holds the header back the same way: a track in
+// the header that carries nothing leaves ffmpeg unable to decode the file
+// ("Cannot determine format"). When the header is written (HeaderWait, or
+// Close) while other tracks have frames, it is left out; a seekable file
+// adds it at its first frame (Late tracks), a live stream goes on without it.
 //
 // # Late tracks
 //

@@ -31,8 +31,9 @@ type Options struct {
 	// discards them.
 	Logger *slog.Logger
 	// HeaderWait bounds how much media, by timestamp, the Writer buffers
-	// while a track still waits for the codec configuration carried in its
-	// first keyframe (Annex B H.264/H.265, AV1 without av1C, VP8/VP9
+	// while a track still waits for its first frame (a media track with
+	// none is left out of the header) or for the codec configuration
+	// carried in its first keyframe (Annex B H.264/H.265, AV1 without av1C, VP8/VP9
 	// without a size). When it is exceeded the header is written without
 	// the tracks still waiting, and their frames are dropped. 0 means 5s.
 	HeaderWait time.Duration
@@ -148,6 +149,9 @@ type track struct {
 	disabled bool // header written while it still waited: frames are dropped
 	lateWait bool // added after the header, its entry waits for its configuration
 	warned   bool
+	// got: a frame of it waits for the header. A media track with none
+	// when the header is written is left out of it (see start).
+	got bool
 
 	// grid places video frames on the ticks a reader's 1/framerate grid
 	// gives them (see writeBlock), at the catalog's framerate, else the
@@ -400,6 +404,7 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 		}
 		t.ready = true
 	}
+	t.got = true
 	w.pending.Add(pendingFrame{t: t, ts: f.Timestamp, key: f.Keyframe, payload: slices.Clone(payload), in: len(f.Payload), dur: f.Duration}, f.Timestamp, len(payload))
 	return w.maybeStart()
 }
@@ -412,18 +417,29 @@ func (w *Writer) drop(t *track, why string) {
 	}
 }
 
-// maybeStart writes the header when every track is ready, or when the
-// buffered media exceeds HeaderWait (tracks still waiting are given up).
+// maybeStart writes the header when every track is ready and every media
+// track holds a frame, or when the buffered media exceeds HeaderWait
+// (tracks still waiting are given up).
 func (w *Writer) maybeStart() error {
 	if w.started || w.pending.Len() == 0 {
 		return nil
 	}
 	for _, t := range w.tracks {
-		if !t.removed && !t.ready && !w.pending.Over(w.opts.HeaderWait) {
+		if !t.removed && (!t.ready || !t.got && t.Kind != mux.Text) && !w.pending.Over(w.opts.HeaderWait) {
 			return nil
 		}
 	}
 	return w.start()
+}
+
+// anyGot reports whether a frame of some track waits for the header.
+func (w *Writer) anyGot() bool {
+	for _, t := range w.tracks {
+		if !t.removed && t.got {
+			return true
+		}
+	}
+	return false
 }
 
 // start writes the header with the ready tracks and flushes the frames
@@ -434,12 +450,25 @@ func (w *Writer) start() error {
 		w.date = w.opts.WallClock(first)
 	}
 	var live []*track
+	got := w.anyGot()
 	for _, t := range w.tracks {
 		switch {
 		case t.removed:
 		case !t.ready:
 			t.disabled = true
 			w.log.Warn("mkv: track left out of the file: no codec configuration arrived in time", "track", t.ID, "codec", t.Codec)
+		case got && !t.got && t.Kind != mux.Text:
+			// A media track with no frame in the header makes the file
+			// undecodable (ffmpeg cannot tell its format): a seekable file
+			// adds it at its first frame in the room reserved after Tracks,
+			// a live stream goes on without it.
+			if w.ws != nil {
+				t.lateWait = true
+				w.log.Warn("mkv: track not in the header: no frame arrived in time; it is added at its first frame", "track", t.ID, "codec", t.Codec)
+			} else {
+				t.disabled = true
+				w.log.Warn("mkv: track left out of the file: no frame arrived in time", "track", t.ID, "codec", t.Codec)
+			}
 		default:
 			live = append(live, t)
 		}

@@ -154,8 +154,12 @@
 // header, the VP9 frame header, the AC-3/E-AC-3 and MP3 frame headers):
 // meanwhile that track's frames are dropped and the other tracks' frames
 // are buffered, for at most Options.HeaderWait (then the header is written
-// without the tracks still waiting). Parameter sets that change after the
-// header are kept in band on keyframes.
+// without the tracks still waiting). A media track with no frame yet holds
+// the header back the same way, and is left out of the moov when it is
+// written (HeaderWait, or Close) while other tracks have frames: a track
+// without a sample leaves ffmpeg unable to decode the file ("Cannot
+// determine format"). Parameter sets that change after the header are kept
+// in band on keyframes.
 //
 // # Late tracks and faults
 //

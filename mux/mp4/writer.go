@@ -31,8 +31,9 @@ type Options struct {
 	// discards them.
 	Logger *slog.Logger
 	// HeaderWait bounds how much media, by timestamp, the Writer buffers
-	// while a track still waits for the codec configuration carried in its
-	// first keyframe. When it is exceeded the header is written without the
+	// while a track still waits for its first frame (a media track with
+	// none is left out of the header) or for the codec configuration
+	// carried in its first keyframe. When it is exceeded the header is written without the
 	// tracks still waiting. 0 means 5s.
 	HeaderWait time.Duration
 	// FinishByCopy makes the finish write a new file with every sample in
@@ -165,6 +166,9 @@ type track struct {
 	psWarned   bool
 
 	removed, disabled, warned bool
+	// got: a frame of it waits for the header. A media track with none
+	// when the header is written is left out of it (see start).
+	got bool
 	// discPending marks a discontinuity not yet applied to a written
 	// frame; keyWait makes video drop frames until its next keyframe (at
 	// the start and after a discontinuity).
@@ -369,6 +373,7 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 	if w.started {
 		return w.addSample(t, f.Timestamp, dts, f.Keyframe, disc, payload)
 	}
+	t.got = true
 	w.pending.Add(pendingFrame{t: t, pts: f.Timestamp, dts: dts, key: f.Keyframe, disc: disc, payload: slices.Clone(payload)}, f.Timestamp, len(payload))
 	return w.maybeStart()
 }
@@ -420,14 +425,14 @@ func (w *Writer) drop(t *track, why string) {
 	}
 }
 
-// maybeStart writes the header when every track is ready, or when the
-// buffered media exceeds HeaderWait.
+// maybeStart writes the header when every track is ready and every media
+// track holds a frame, or when the buffered media exceeds HeaderWait.
 func (w *Writer) maybeStart() error {
 	if w.started || w.pending.Len() == 0 {
 		return nil
 	}
 	for _, t := range w.tracks {
-		if !t.removed && !t.ready() && !w.pending.Over(w.opts.HeaderWait) {
+		if !t.removed && (!t.ready() || !t.got && !t.isText()) && !w.pending.Over(w.opts.HeaderWait) {
 			return nil
 		}
 	}
@@ -438,12 +443,21 @@ func (w *Writer) maybeStart() error {
 // buffered so far.
 func (w *Writer) start() error {
 	w.started = true
+	got := false
+	for _, t := range w.tracks {
+		got = got || !t.removed && t.got
+	}
 	for _, t := range w.tracks {
 		switch {
 		case t.removed:
 		case !t.ready():
 			t.disabled = true
 			w.log.Warn("mp4: track left out of the file: no codec configuration arrived in time", "track", t.ID, "codec", t.Codec)
+		case got && !t.got && !t.isText():
+			// A media track with no sample makes the file undecodable
+			// (ffmpeg cannot tell its format), and the moov cannot grow.
+			t.disabled = true
+			w.log.Warn("mp4: track left out of the file: no frame arrived in time", "track", t.ID, "codec", t.Codec)
 		default:
 			// A track whose sample entry mediacommon cannot make (an SPS
 			// it cannot parse, an AC-3 rate MP4 has no code for) is left

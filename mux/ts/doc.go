@@ -31,7 +31,12 @@
 //   - The start: nothing is written until every video track has a
 //     keyframe; audio before that is dropped and counted in Stats().Dropped. A video
 //     track that joins later, or that had a discontinuity, waits for its
-//     next keyframe alone.
+//     next keyframe alone. After the start bound (10 s of media, 32 MiB
+//     held) the output starts without the video tracks that have no
+//     keyframe, and the audio from then on is written; those tracks stay
+//     out of the PMT until their first keyframe (also when the output
+//     starts at Close): a stream the PMT lists that carries nothing leaves
+//     ffmpeg unable to decode the file.
 //
 // What comes from libraries: github.com/asticode/go-astits builds the
 // PAT/PMT sections with their versions and CRCs (rebuilt only when the track

@@ -92,6 +92,10 @@ type Writer struct {
 	nextPID uint16
 
 	started bool
+	// audioWait: audio is being dropped, since audioWaitFrom (source
+	// ticks), while video waits for its first keyframe.
+	audioWait     bool
+	audioWaitFrom int64
 
 	// pending holds frames of video tracks that have their first keyframe
 	// while another video track is still waiting for one.
@@ -140,6 +144,10 @@ type track struct {
 	lastDTS int64
 	hasDTS  bool
 	removed bool
+	// unlisted: a video track with no keyframe when the output started,
+	// left out of the PMT until its first one (a stream the PMT lists but
+	// that carries nothing makes the file undecodable).
+	unlisted bool
 }
 
 // unit is one prepared PES: timestamps in source ticks, Annex B / ADTS /
@@ -284,8 +292,10 @@ func (w *Writer) RemoveTrack(id int) error {
 			break
 		}
 	}
-	if err := w.ts.RemoveElementaryStream(t.pid); err != nil {
-		return fmt.Errorf("ts: remove track %d: %w", id, err)
+	if !t.unlisted {
+		if err := w.ts.RemoveElementaryStream(t.pid); err != nil {
+			return fmt.Errorf("ts: remove track %d: %w", id, err)
+		}
 	}
 	// Frames of the track still waiting for the start go with it.
 	kept := w.pending[:0]
@@ -329,7 +339,8 @@ func (w *Writer) discontinuity(t *track) {
 }
 
 // WriteFrame writes one frame. Nothing is written until every video track
-// has delivered a keyframe; audio before that is dropped (see Stats). A
+// has delivered a keyframe, or for at most the start bound (10 s of media,
+// 32 MiB held); audio before that is dropped (see Stats). A
 // malformed frame is skipped with a warning (see ErrBadFrame).
 func (w *Writer) WriteFrame(f mux.Frame) error {
 	if err := w.dst.Usable(); err != nil {
@@ -342,6 +353,21 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 	if f.Discontinuity {
 		w.discontinuity(t)
 	}
+	force := false
+	if !t.video && !w.started && w.hasVideo() {
+		// Audio before the first video keyframe is dropped, for at most
+		// the start bound: a video track whose frames never come (its
+		// subscription refused or late) must not cost the whole file.
+		pts := ticksFromMicros(f.Timestamp)
+		if !w.audioWait {
+			w.audioWait, w.audioWaitFrom = true, pts
+		}
+		if pts-w.audioWaitFrom <= maxPendingTicks {
+			w.stats.DroppedAudio++
+			return nil
+		}
+		force = true
+	}
 	if t.video && !t.gotKey && !f.Keyframe {
 		// Still read it: parameter sets sent on their own before the
 		// keyframe must not be lost.
@@ -349,11 +375,6 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 		w.stats.DroppedVideo++
 		return nil
 	}
-	if !t.video && !w.started && w.hasVideo() {
-		w.stats.DroppedAudio++
-		return nil
-	}
-
 	u, err := w.prepare(t, f)
 	switch {
 	case errors.Is(err, errNeedParamSets):
@@ -376,6 +397,11 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 		if !w.started {
 			t.reserve = max(t.reserve, u.pts-u.dts)
 		}
+		if t.unlisted {
+			if err := w.relist(t); err != nil {
+				return err
+			}
+		}
 		if w.started && (w.pcr == nil || !w.pcr.video) {
 			// Video joined an audio-only program: it carries the PCR.
 			w.setPCR(t)
@@ -390,7 +416,7 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 		if w.allVideoKeyed() {
 			return w.start()
 		}
-		if w.pendingBytes > maxPendingBytes || u.pts-w.pending[0].pts > maxPendingTicks {
+		if force || w.pendingBytes > maxPendingBytes || u.pts-w.pending[0].pts > maxPendingTicks {
 			w.log.Warn("ts: starting without video tracks that sent no keyframe",
 				"held_bytes", w.pendingBytes)
 			return w.start()
@@ -464,6 +490,39 @@ func (w *Writer) hasVideo() bool {
 	return false
 }
 
+// unlist leaves video track t, which has no keyframe, out of the PMT (and
+// the PCR) until relist.
+func (w *Writer) unlist(t *track) error {
+	if err := w.ts.RemoveElementaryStream(t.pid); err != nil {
+		return fmt.Errorf("ts: track %d: %w", t.ID, err)
+	}
+	t.unlisted = true
+	w.tablesDue, w.tablesStale = true, true
+	w.log.Warn("ts: track left out of the program until its first keyframe: none came before the output started", "track", t.ID, "codec", t.Codec)
+	if w.pcr == t {
+		w.pcr = nil
+		if n := w.pickPCR(); n != nil {
+			w.setPCR(n)
+		}
+	}
+	return nil
+}
+
+// relist puts unlisted track t back in the PMT at its first keyframe.
+func (w *Writer) relist(t *track) error {
+	if err := w.ts.AddElementaryStream(astits.PMTElementaryStream{
+		ElementaryPID:               t.pid,
+		StreamType:                  t.es.streamType,
+		ElementaryStreamDescriptors: t.es.descriptors,
+	}); err != nil {
+		return w.dst.Fail(fmt.Errorf("ts: track %d: %w", t.ID, err))
+	}
+	t.unlisted = false
+	w.tablesDue, w.tablesStale = true, true
+	w.log.Info("ts: track joins the program at its first keyframe", "track", t.ID, "codec", t.Codec)
+	return nil
+}
+
 // allVideoKeyed reports whether every video track has its first keyframe.
 func (w *Writer) allVideoKeyed() bool {
 	for _, t := range w.order {
@@ -477,15 +536,17 @@ func (w *Writer) allVideoKeyed() bool {
 // pickPCR chooses the PCR track: the first video track, else the first
 // audio track.
 func (w *Writer) pickPCR() *track {
+	var first *track
 	for _, t := range w.order {
-		if t.video {
+		switch {
+		case t.unlisted:
+		case t.video:
 			return t
+		case first == nil:
+			first = t
 		}
 	}
-	if len(w.order) > 0 {
-		return w.order[0]
-	}
-	return nil
+	return first
 }
 
 func (w *Writer) setPCR(t *track) {
@@ -494,9 +555,18 @@ func (w *Writer) setPCR(t *track) {
 	w.tablesDue, w.tablesStale = true, true
 }
 
-// start fixes the timeline and writes the held frames.
+// start fixes the timeline and writes the held frames. The video tracks
+// without a keyframe yet (the start bound passed, or Close came) stay out
+// of the PMT until their first one.
 func (w *Writer) start() error {
 	w.started = true
+	for _, t := range w.order {
+		if t.video && !t.gotKey {
+			if err := w.unlist(t); err != nil {
+				return err
+			}
+		}
+	}
 	pending := w.pending
 	w.pending, w.pendingBytes = nil, 0
 	if len(pending) == 0 {
