@@ -120,3 +120,21 @@ func (e *Export) syncTrackStats() {
 		e.trackStats = append(e.trackStats, s)
 	}
 }
+
+// warnUnrecorded warns, when the export ends having written frames, of each
+// media track of which it wrote none: a subscription refused, a rendition
+// whose frames never came or came too late for the file's header. The
+// muxers leave such a track out of the file, which stays playable; its
+// TrackStats show Written 0.
+func (e *Export) warnUnrecorded() {
+	if e.m.Stats().Frames == 0 {
+		return
+	}
+	for _, ts := range e.all {
+		s := ts.acct.stats
+		if ts.track.Kind == mux.Text || s.Written > 0 {
+			continue
+		}
+		e.log.Warn("track not recorded: none of its frames was written", "track", ts.track.Name, "kind", ts.track.Kind.String(), "received", s.Received)
+	}
+}

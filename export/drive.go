@@ -166,5 +166,6 @@ func (e *Export) finish() error {
 		werr = fmt.Errorf("export: finalizing: %w", err)
 	}
 	e.syncStats()
+	e.warnUnrecorded()
 	return werr
 }

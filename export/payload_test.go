@@ -28,52 +28,28 @@ func corrupted(t *testing.T, badVideo, badAudio int) (*model.Broadcast, int) {
 	}
 	dst := model.NewBroadcast("demo")
 	dropVideo := 0
-	for _, name := range []string{catalog.TrackName, "h264", "aac"} {
-		st, err := src.Track(name)
-		if err != nil {
-			t.Fatal(err)
+	n, dropping := map[string]int{}, false
+	copyTracks(t, src, dst, []string{catalog.TrackName, "h264", "aac"}, func(name string, i int, f model.Frame) []byte {
+		p := f.Payload
+		switch {
+		case name == "h264" && n[name] == badVideo:
+			p = append([]byte{0x06}, p...)
+			dropping = true
+		case name == "aac" && n[name] == badAudio:
+			l := len(p) + 7
+			p = append([]byte{0xff, 0xf1, 0x50, 0x80, byte(l >> 3), byte(l<<5) | 0x1f, 0xfc}, p...)
 		}
-		dt := dst.CreateTrack(name)
-		dt.SetKeepGroups(1000)
-		last, _ := st.LatestGroup()
-		n, dropping := 0, false
-		for seq := uint64(0); seq <= last; seq++ {
-			g := st.Group(seq)
-			if g == nil {
-				continue
+		if name == "h264" {
+			if i == 0 && n[name] != badVideo {
+				dropping = false
 			}
-			frames, _, _ := g.Frames(0)
-			dg, err := dt.CreateGroup(seq)
-			if err != nil {
-				t.Fatal(err)
+			if dropping {
+				dropVideo++
 			}
-			for i, f := range frames {
-				p := f.Payload
-				switch {
-				case name == "h264" && n == badVideo:
-					p = append([]byte{0x06}, p...)
-					dropping = true
-				case name == "aac" && n == badAudio:
-					l := len(p) + 7
-					p = append([]byte{0xff, 0xf1, 0x50, 0x80, byte(l >> 3), byte(l<<5) | 0x1f, 0xfc}, p...)
-				}
-				if name == "h264" {
-					if i == 0 && n != badVideo {
-						dropping = false
-					}
-					if dropping {
-						dropVideo++
-					}
-				}
-				if err := dg.WriteFrame(model.Frame{Timestamp: f.Timestamp, Payload: p}); err != nil {
-					t.Fatal(err)
-				}
-				n++
-			}
-			dg.Close(nil)
 		}
-		dt.Close(nil)
-	}
+		n[name]++
+		return p
+	})
 	return dst, dropVideo
 }
 

@@ -83,6 +83,13 @@ func (e *Export) poll() error {
 			return err
 		}
 	}
+	if len(e.leaving) > 0 {
+		// Before the frames go out: a track that ended with no frame
+		// leaves the muxer before the header (see removeDrained).
+		if err := e.removeDrained(); err != nil {
+			return err
+		}
+	}
 	for !e.finished {
 		it, ok := e.jit.Pop()
 		if !ok {
@@ -110,17 +117,24 @@ func (e *Export) poll() error {
 // written nothing (it may still hold the track's first frames, as the MKV
 // header and the TS keyframe waits do, and removing would drop them) and
 // when the whole broadcast ended (Close finalizes it with the others).
+// One that ended with no frame at all goes at once: it holds nothing, and
+// a track in the file's header that carries nothing leaves the file
+// undecodable (and MPEG-TS would drop the audio waiting for its video).
 func (e *Export) removeDrained() error {
 	ending := e.catEnded && e.live == 0
 	started := !ending && e.m.Stats().Frames > 0
 	keep := e.leaving[:0]
 	for _, ts := range e.leaving {
-		if e.jit.Holds(ts.track.ID) || !ts.removed && !started {
+		empty := ts.acct.stats.Received == 0 && ts.held == nil
+		if e.jit.Holds(ts.track.ID) || !ts.removed && !started && !empty {
 			keep = append(keep, ts)
 			continue
 		}
 		if err := e.m.RemoveTrack(ts.track.ID); err != nil {
 			return fmt.Errorf("export: removing track %q: %w", ts.track.Name, err)
+		}
+		if empty && ts.track.Kind != mux.Text {
+			e.log.Warn("track not recorded: it ended with no frame", "track", ts.track.Name, "kind", ts.track.Kind.String())
 		}
 		e.forget(ts)
 	}

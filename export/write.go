@@ -30,9 +30,9 @@ const maxHeldBack = 10 * time.Second
 // the file, and counting from them ended a recording whose video came
 // late with nothing written.
 //
-// A muxer that never writes (a TS file whose video never comes) is still
-// bounded: the export ends once maxHeldBack more than MaxDuration has
-// been handed to it.
+// A muxer that writes nothing for long (a TS file whose video never comes
+// drops 10 s of audio first) is still bounded: the export ends once
+// maxHeldBack more than MaxDuration has been handed to it.
 func (e *Export) write(it jitter.Item) error {
 	f := it.Frame
 	if it.End {

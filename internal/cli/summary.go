@@ -166,15 +166,19 @@ func (a *app) report(err error) error {
 		return nil
 	}
 	for _, t := range s.PerTrack {
-		if t.DroppedLate == 0 && t.DroppedByMuxer == 0 && t.Gaps == 0 && t.DroppedNoKeyframe == 0 {
+		if t.Written > 0 && t.DroppedLate == 0 && t.DroppedByMuxer == 0 && t.Gaps == 0 && t.DroppedNoKeyframe == 0 {
 			continue // nothing lost: the total says it (--json has every track)
+		}
+		state := ""
+		if t.Written == 0 {
+			state = " not recorded" // no frame of it in the files
 		}
 		noKey := ""
 		if t.DroppedNoKeyframe > 0 {
 			noKey = fmt.Sprintf(", %s without a keyframe before them not received", count(t.DroppedNoKeyframe, "frame", "frames"))
 		}
-		a.event(LevelNotice, fmt.Sprintf("track %s of %s (%s): received %d, written %d, dropped late %d, dropped by the muxer %d, after the end %d, lost %.1fs in %s%s",
-			t.Track, t.Broadcast, t.Kind, t.Received, t.Written, t.DroppedLate, t.DroppedByMuxer, t.AfterEnd, t.Lost, count(t.Gaps, "gap", "gaps"), noKey),
+		a.event(LevelNotice, fmt.Sprintf("track %s of %s (%s)%s: received %d, written %d, dropped late %d, dropped by the muxer %d, after the end %d, lost %.1fs in %s%s",
+			t.Track, t.Broadcast, t.Kind, state, t.Received, t.Written, t.DroppedLate, t.DroppedByMuxer, t.AfterEnd, t.Lost, count(t.Gaps, "gap", "gaps"), noKey),
 			"broadcast", t.Broadcast, "track", t.Track, "kind", t.Kind, "received", t.Received, "written", t.Written, "dropped_late", t.DroppedLate,
 			"dropped_by_muxer", t.DroppedByMuxer, "after_end", t.AfterEnd, "gaps", t.Gaps, "lost_seconds", t.Lost, "dropped_no_keyframe", t.DroppedNoKeyframe)
 	}
