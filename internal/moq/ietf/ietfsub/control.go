@@ -2,8 +2,10 @@ package ietfsub
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/moq-export/moq-export/internal/moq/ietf"
@@ -26,10 +28,16 @@ func (s *Session) Serve(pub *ietfpub.Publisher, onGoAway func(uri string, grace 
 }
 
 // ControlLoop reads the control stream until it fails, and returns why
-// (session.ErrProtocol when the peer broke the protocol).
+// (session.ErrProtocol when the peer broke the protocol, session.ErrTimeout
+// when a message it began did not come whole within messageTimeout).
 func (s *Session) ControlLoop() error {
 	for {
-		typ, body, err := ietf.ReadMessage(s.ctrlR, s.v)
+		// The stream may be quiet between messages for as long as the
+		// peer likes; a message that began must come whole.
+		if _, err := s.ctrlR.Peek(1); err != nil {
+			return protocolErr(err)
+		}
+		typ, body, err := readWithin(s.ctrlIn, s.ctrlR, s.v, "control message")
 		if err != nil {
 			return protocolErr(err)
 		}
@@ -171,8 +179,14 @@ func (s *Session) SendGoAway(uri string) error {
 // lasts as long as its stream, requests to publish go to our publisher.
 func (s *Session) HandleBidi(str session.Stream) {
 	r := bufio.NewReaderSize(str, readBuffer)
-	typ, body, err := ietf.ReadMessage(r, s.v)
+	// The stream was opened for its request: a peer that opens one and
+	// says nothing whole holds it, and this goroutine, only for as long as
+	// messageTimeout.
+	typ, body, err := readWithin(str, r, s.v, "request")
 	if err != nil {
+		if errors.Is(err, session.ErrTimeout) {
+			s.log.Debug("moq: request stream", "err", err)
+		}
 		session.ResetStream(str, codeCancel)
 		return
 	}
@@ -234,4 +248,40 @@ func (s *Session) peerUnpublished(ns string, id uint64, byID bool) {
 	}
 	close(s.nsCh)
 	s.nsCh = make(chan struct{})
+}
+
+// messageTimeout bounds a message that began on the control stream, and
+// the request a peer's request stream opens with (CONTROL_MESSAGE_TIMEOUT).
+var messageTimeout = 10 * time.Second
+
+// readWithin reads one message of r, which reads str, ending the read by a
+// deadline when the message is not whole within messageTimeout: nothing
+// else wakes a read on a stream whose peer went silent while its
+// connection stays up (a WebTransport stream's CancelRead does not either).
+// A message that took that long is a timeout even if it came whole as the
+// deadline fell; the deadline stays set then, and the stream is given up.
+// what names the message in the error, which wraps session.ErrTimeout.
+func readWithin(str interface{ SetReadDeadline(time.Time) error }, r *bufio.Reader, v ietf.Version, what string) (uint64, []byte, error) {
+	var (
+		mu          sync.Mutex
+		done, fired bool
+	)
+	t := time.AfterFunc(messageTimeout, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !done {
+			fired = true
+			_ = str.SetReadDeadline(time.Now())
+		}
+	})
+	typ, body, err := ietf.ReadMessage(r, v)
+	t.Stop()
+	mu.Lock()
+	done = true
+	timedOut := fired
+	mu.Unlock()
+	if timedOut {
+		return 0, nil, fmt.Errorf("%w: a %s the peer began was not whole within %v", session.ErrTimeout, what, messageTimeout)
+	}
+	return typ, body, err
 }

@@ -83,6 +83,12 @@ func (l *Link) Serve(h *session.ProtoHost) {
 			if errors.Is(err, session.ErrProtocol) {
 				h.Log.Warn("moq: control stream", "err", err)
 				l.Close(CodeProtocolViolation, "protocol violation")
+			} else if errors.Is(err, session.ErrTimeout) {
+				// A message begun and never finished: the session
+				// cannot go on (its control is stuck), and a dialled
+				// one redials.
+				h.Log.Warn("moq: control stream", "err", err)
+				l.Close(codeControlTimeout, "control message timeout")
 			} else {
 				h.Log.Debug("moq: control stream ended", "err", err)
 				l.Close(CodeNoError, "")

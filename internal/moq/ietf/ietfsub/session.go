@@ -21,6 +21,7 @@ const (
 	CodeNoError           = 0x0
 	CodeUnauthorized      = 0x2
 	CodeProtocolViolation = 0x3
+	codeControlTimeout    = 0x11
 	codeVersionFailed     = 0x15
 )
 
@@ -95,8 +96,9 @@ type Session struct {
 	// onGoAway is the peer's GOAWAY (Serve's).
 	onGoAway func(uri string, grace time.Duration)
 
-	// ctrl is the control stream (drafts 14-16); ctrlR reads it, or the
-	// peer's setup stream ctrlIn (drafts 17+, where only GOAWAY follows).
+	// ctrl is the control stream (drafts 14-16); ctrlR reads ctrlIn, the
+	// control stream or the peer's setup stream (drafts 17+, where only
+	// GOAWAY follows; the first bidi stream on MediaMTX's draft 16).
 	ctrl     session.Stream
 	ctrlIn   session.RecvStream
 	ctrlR    *bufio.Reader

@@ -61,7 +61,7 @@ func (s *Session) ClientHandshake(ctx context.Context, p SetupParams) error {
 	if err != nil {
 		return fmt.Errorf("moq: open control stream: %w", err)
 	}
-	s.ctrl, s.ctrlR = str, bufio.NewReader(str)
+	s.ctrl, s.ctrlIn, s.ctrlR = str, str, bufio.NewReader(str)
 	m := ietf.ClientSetup{Versions: []ietf.Version{s.v}, Params: params}
 	if err := s.WriteControl(ietf.TypeClientSetup, &m); err != nil {
 		return fmt.Errorf("moq: send CLIENT_SETUP: %w", err)
@@ -114,7 +114,7 @@ func (s *Session) setupBidi16(ctx context.Context, params ietf.Params) error {
 		return fmt.Errorf("moq: SERVER_SETUP: %w", protocolErr(err))
 	}
 	str.SetReadDeadline(time.Time{})
-	s.setupOut, s.ctrlR = str, r
+	s.setupOut, s.ctrlIn, s.ctrlR = str, str, r
 	return nil
 }
 
@@ -188,7 +188,7 @@ func (s *Session) ServerHandshake(ctx context.Context) (path, token string, err 
 	if err != nil {
 		return "", "", fmt.Errorf("moq: no control stream: %w", err)
 	}
-	s.ctrl, s.ctrlR = str, bufio.NewReader(str)
+	s.ctrl, s.ctrlIn, s.ctrlR = str, str, bufio.NewReader(str)
 	stop := context.AfterFunc(ctx, func() { str.SetReadDeadline(time.Now()) })
 	defer stop()
 	typ, body, err := ietf.ReadMessage(s.ctrlR, s.v)
@@ -242,7 +242,7 @@ func (s *Session) serverSetup16(ctx context.Context) (path, token string, err er
 	if _, err := str.Write(ietf.AppendSetupAs(nil, ietf.TypeServerSetup, &ietf.Setup{}, s.v)); err != nil {
 		return "", "", fmt.Errorf("moq: send SERVER_SETUP: %w", err)
 	}
-	s.setupOut, s.ctrlR = str, r
+	s.setupOut, s.ctrlIn, s.ctrlR = str, str, r
 	p, _ := m.Params.Bytes(ietf.SetupPath)
 	return string(p), s.setupToken(m.Params), nil
 }
