@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/moq-export/moq-export/mux/hls"
 )
 
 // Retention bounds what the finished recordings under the root keep.
@@ -18,16 +20,22 @@ import (
 //   - A finished recording file (.flv, .mkv, .webm, .ts, .mp4) outside a
 //     package, by its modification time. Other names and hidden names
 //     (an MP4 being finished) are never looked at.
-//   - An HLS/DASH package whose recording has ended, whole: every file
-//     of its directory (or object-store prefix) and of its manifest
-//     directories (.manifests, .manifests.tmp, with the links into them a
-//     killed recording leaves), then the directory once empty, by the
-//     age of its newest file. Its playlists go first and its state
-//     (NAME.state.json, which marks a directory as a package) last, so
-//     nothing is left naming a file that is gone. A package being
-//     recorded is never touched: its media files and init segments are
-//     .mp4 files its playlists keep naming, some written for its whole
-//     recording.
+//   - An HLS/DASH package whose recording has ended, whole: its own
+//     files in its directory (or object-store prefix), those mux/hls
+//     names for it (hls.InPackage: its playlists, MPD and state, each
+//     rendition's media playlist, media file, init segments and
+//     segments), and its manifest directories (.manifests,
+//     .manifests.tmp, with the links into them a killed recording
+//     leaves), then the directory once empty, by the age of its newest
+//     file. Its playlists go first and its state (NAME.state.json, which
+//     marks a directory as a package) last, so nothing is left naming a
+//     file that is gone. A package being recorded is never touched: its
+//     media files and init segments are .mp4 files its playlists keep
+//     naming, some written for its whole recording. Other files beside a
+//     package (in the root, or a directory shared with other recordings)
+//     are not its: a recording there is a unit of its own, anything else
+//     is left alone. Packages that share a directory share their
+//     rendition files, so they are one unit.
 //
 // Units whose newest file is older than Age are deleted, then the oldest
 // units until all hold at most Size bytes (the units being recorded
@@ -116,7 +124,7 @@ var recordingExts = []string{".flv", ".mkv", ".webm", ".ts", ".mp4"}
 
 // stateSuffix ends the name of a package's state, which every package
 // (HLS/DASH, mux/hls) holds from its first segment on and keeps.
-const stateSuffix = ".state.json"
+const stateSuffix = hls.StateSuffix
 
 // unit is what retention keeps or deletes as one: a recording file, or
 // a package with every file in it.
@@ -164,34 +172,40 @@ func norm(name string) string {
 	return name
 }
 
-// writingDirs returns the directories (owners) of every file being
-// written, and of those the ones that are packages.
-func (s *Service) writingDirs() (all, pkgs map[string]bool) {
+// runningPackages returns the directories of the packages this service
+// records now, each with the names of their states (hls.InPackage).
+func (s *Service) runningPackages() map[string][]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	all, pkgs = map[string]bool{}, map[string]bool{}
+	pkgs := map[string][]string{}
 	for p := range s.writing {
-		d, _ := splitName(norm(p))
-		d, _ = owner(d)
-		all[d] = true
-		if s.packages[p] > 0 {
-			pkgs[d] = true
+		if s.packages[p] <= 0 {
+			continue
 		}
+		d, base := splitName(norm(p))
+		d, _ = owner(d)
+		// The playlist names the package (NAME.m3u8, or NAME.mpd): its
+		// state is NAME.state.json.
+		pkgs[d] = append(pkgs[d], strings.TrimSuffix(base, path.Ext(base))+hls.StateSuffix)
 	}
-	return all, pkgs
+	return pkgs
 }
 
 // units groups the listed files into what retention keeps or deletes as
 // one, oldest (by its newest file) first.
 func (s *Service) units(all []Kept) []*unit {
-	_, running := s.writingDirs()
-	pkgs := running
+	// The packages by directory, each with its states' names: those this
+	// service records, and those whose state is listed.
+	pkgs := s.runningPackages()
 	for _, f := range all {
 		dir, base := splitName(f.Name)
-		if strings.HasSuffix(strings.ToLower(base), stateSuffix) {
+		if strings.HasSuffix(base, stateSuffix) {
 			d, _ := owner(dir)
-			pkgs[d] = true
+			pkgs[d] = append(pkgs[d], base)
 		}
+	}
+	ofPackage := func(d, base string) bool {
+		return slices.ContainsFunc(pkgs[d], func(state string) bool { return hls.InPackage(state, base) })
 	}
 	byDir := map[string]*unit{}
 	var out []*unit
@@ -200,7 +214,7 @@ func (s *Service) units(all []Kept) []*unit {
 		d, hidden := owner(dir)
 		var u *unit
 		switch {
-		case pkgs[d]:
+		case len(pkgs[d]) > 0 && (hidden || ofPackage(d, base)):
 			if u = byDir[d]; u == nil {
 				u = &unit{dir: d}
 				byDir[d] = u
@@ -223,14 +237,12 @@ func (s *Service) units(all []Kept) []*unit {
 }
 
 // recording reports whether a recording of this service writes into u
-// now: a package with any file of its directory being written, a file
-// being written.
+// now: a package of its directory being recorded, a file being written.
 func (s *Service) recording(u *unit) bool {
 	if u.dir == "" {
 		return s.isWriting(u.files[0].Name)
 	}
-	dirs, _ := s.writingDirs()
-	return dirs[u.dir]
+	return len(s.runningPackages()[u.dir]) > 0
 }
 
 // deleteOrder is the order a package's files are deleted in: its

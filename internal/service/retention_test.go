@@ -300,6 +300,13 @@ func tree(t *testing.T, dir string) []string {
 // returns the files named.
 func checkPackage(t *testing.T, dir string) []string {
 	t.Helper()
+	return checkPackageNamed(t, dir, "index.m3u8")
+}
+
+// checkPackageNamed is checkPackage of the package whose multivariant
+// playlist is dir/main.
+func checkPackageNamed(t *testing.T, dir, main string) []string {
+	t.Helper()
 	read := func(name string) playlist.Playlist {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
@@ -311,9 +318,9 @@ func checkPackage(t *testing.T, dir string) []string {
 		}
 		return pl
 	}
-	mv, ok := read("index.m3u8").(*playlist.Multivariant)
+	mv, ok := read(main).(*playlist.Multivariant)
 	if !ok {
-		t.Fatal("index.m3u8 is not a multivariant playlist")
+		t.Fatalf("%s is not a multivariant playlist", main)
 	}
 	var media []string
 	for _, v := range mv.Variants {
@@ -367,4 +374,97 @@ func checkPackage(t *testing.T, dir string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestRetentionJudgesAPackageAndTheRecordingsBesideItEachOnTheirOwn: a
+// package whose state and playlists are written beside other recordings
+// (in the root, or in a directory the recordings share) is its own files,
+// those its names say are its: an expired package goes without the fresh
+// recording beside it, an expired recording goes without the fresh or
+// running package beside it, and a file that is no recording (notes.txt)
+// is never deleted with a package.
+func TestRetentionJudgesAPackageAndTheRecordingsBesideItEachOnTheirOwn(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		sub  string // the directory shared under the root ("" the root)
+		// pkgAge and recAge are the ages of the package's files and the
+		// recording's.
+		pkgAge, recAge time.Duration
+		running        bool // the package is being recorded
+		segmentFiles   bool // a file per segment
+		pkgGone        bool // the package is deleted, else kept whole
+		recGone        bool
+	}{
+		{name: "an expired package in the root beside a fresh recording", pkgAge: 72 * time.Hour, recAge: time.Minute, pkgGone: true},
+		{name: "a fresh package in the root beside an expired recording", pkgAge: time.Minute, recAge: 72 * time.Hour, recGone: true},
+		{name: "an expired package in a shared directory beside a fresh recording", sub: "cam", pkgAge: 72 * time.Hour, recAge: time.Minute, pkgGone: true},
+		{name: "an expired package of a file per segment beside a fresh recording", sub: "cam", pkgAge: 72 * time.Hour, recAge: time.Minute, segmentFiles: true, pkgGone: true},
+		{name: "an expired package beside an expired recording and a note", pkgAge: 72 * time.Hour, recAge: 72 * time.Hour, pkgGone: true, recGone: true},
+		{name: "an expired recording beside a package being recorded", sub: "cam", pkgAge: 72 * time.Hour, recAge: 72 * time.Hour, running: true, recGone: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			dir := filepath.Join(root, tc.sub)
+			now := time.Now()
+			finishedPackageAt(t, filepath.Join(dir, "show.m3u8"), "show", tc.segmentFiles)
+			pkgFiles := tree(t, dir)
+			age(t, dir, now.Add(-tc.pkgAge))
+			rec := filepath.Join(dir, "show-20260101T000000Z.mkv")
+			notes := filepath.Join(dir, "notes.txt")
+			for _, p := range []string{rec, notes} {
+				if err := os.WriteFile(p, make([]byte, 1000), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			os.Chtimes(rec, now.Add(-tc.recAge), now.Add(-tc.recAge))
+			os.Chtimes(notes, now.Add(-100*time.Hour), now.Add(-100*time.Hour))
+			opts := record.Options{}
+			s, _ := serve(t, service.Options{Root: root, Retention: service.Retention{Age: 48 * time.Hour}})
+			s.Hooks(&opts)
+			if tc.running {
+				opts.OnFile(record.FileEvent{File: record.FileInfo{Path: filepath.Join(dir, "show.m3u8"), Format: string(record.HLS)}})
+			}
+			s.Sweep(now)
+			if _, err := os.Stat(rec); tc.recGone != errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("the recording beside the package: %v; want deleted %v", err, tc.recGone)
+			}
+			if _, err := os.Stat(notes); err != nil {
+				t.Errorf("notes.txt, no recording, was deleted with the package: %v", err)
+			}
+			left := slices.DeleteFunc(tree(t, dir), func(n string) bool {
+				return n == filepath.Base(rec) || n == filepath.Base(notes)
+			})
+			if tc.pkgGone {
+				if len(left) != 0 {
+					t.Errorf("the expired package left %v", left)
+				}
+				return
+			}
+			if !slices.Equal(left, pkgFiles) {
+				t.Errorf("the package kept %v of %v", left, pkgFiles)
+			}
+			checkPackageNamed(t, dir, "show.m3u8")
+			mediatest.DecodeClean(t, filepath.Join(dir, "show.m3u8"))
+		})
+	}
+}
+
+// finishedPackageAt records the demo once through, fast, into the HLS
+// package whose multivariant playlist is playlist.
+func finishedPackageAt(t *testing.T, playlist, name string, segmentFiles bool) {
+	t.Helper()
+	bc := model.NewBroadcast(name)
+	if err := demo.Publish(context.Background(), bc, demo.Options{Loops: 1, KeepGroups: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := record.New(record.Options{Output: mustFiles(t, playlist), Delay: time.Hour, Logger: quiet, HLSSegmentFiles: segmentFiles})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Record(context.Background(), record.Local(bc), name); err != nil {
+		t.Fatal(err)
+	}
 }
