@@ -12,7 +12,6 @@ import (
 	"github.com/quic-go/quic-go"
 
 	"github.com/moq-export/moq-export/internal/moq/ietf"
-	"github.com/moq-export/moq-export/internal/moq/ietf/ietfpub"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -457,10 +456,10 @@ func TestIETFPublisherServesFetchRanges(t *testing.T) {
 				}
 			}
 			refusal("not held", ietf.Fetch{Type: ietf.FetchStandalone, Namespace: "live", Track: "t",
-				Start: ietf.Location{Group: 10}, End: ietf.Location{Group: 12}}, ietfpub.CodeNoObjects)
+				Start: ietf.Location{Group: 10}, End: ietf.Location{Group: 12}}, ietf.ReqNoObjects(v))
 			refusal("unknown broadcast", ietf.Fetch{Type: ietf.FetchStandalone, Namespace: "nobody", Track: "t",
-				End: ietf.Location{Group: 1}}, ietfpub.CodeDoesNotExist)
-			refusal("unknown subscription", ietf.Fetch{Type: ietf.FetchAbsoluteJoining, Joining: 999, Offset: 1}, ietfpub.CodeInvalidJoining)
+				End: ietf.Location{Group: 1}}, ietf.ReqDoesNotExist(v))
+			refusal("unknown subscription", ietf.Fetch{Type: ietf.FetchAbsoluteJoining, Joining: 999, Offset: 1}, ietf.ReqInvalidJoining(v))
 		})
 	}
 }
@@ -511,7 +510,7 @@ func TestIETFPublisherAnswersTrackStatusAndRefusesPublish(t *testing.T) {
 			}
 			var re ietf.RequestError
 			p.decode(body, &re)
-			if re.Code != ietfpub.CodeDoesNotExist {
+			if re.Code != ietf.ReqDoesNotExist(v) {
 				t.Fatalf("code %d, want TRACK_DOES_NOT_EXIST", re.Code)
 			}
 			// PUBLISH: only its request id is read before the refusal.
@@ -525,7 +524,7 @@ func TestIETFPublisherAnswersTrackStatusAndRefusesPublish(t *testing.T) {
 				t.Fatalf("PUBLISH answered %#x, want %#x", typ, wantType)
 			}
 			p.decode(body, &re)
-			if re.Code != ietfpub.CodeNotSupported {
+			if re.Code != ietf.ReqNotSupported {
 				t.Fatalf("PUBLISH refused with %d, want NOT_SUPPORTED", re.Code)
 			}
 		})

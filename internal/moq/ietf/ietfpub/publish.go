@@ -37,16 +37,6 @@ import (
 // timescale is the timescale of published tracks.
 const timescale = 1_000_000
 
-// Request error codes this publisher sends (REQUEST_ERROR and the
-// refusals of draft 14).
-const (
-	CodeNotSupported   = 0x3
-	CodeDoesNotExist   = 0x4
-	CodeInvalidRange   = 0x5
-	CodeNoObjects      = 0x6 // FETCH
-	CodeInvalidJoining = 0x7 // FETCH
-)
-
 // serve is one request the peer made of us: answered on the control
 // stream (drafts 14-16) or on the request's own stream (str), cancelled
 // by UNSUBSCRIBE / FETCH_CANCEL or the end of that stream.
@@ -228,7 +218,7 @@ func (sd *Served) Request(str session.Stream, r io.Reader, typ uint64, body []by
 		})
 	default:
 		s.Log.Debug("moq: refusing a request", "type", typ)
-		sv.refuse(typ, CodeNotSupported, "not supported")
+		sv.refuse(typ, ietf.ReqNotSupported, "not supported")
 		sv.done()
 	}
 	return nil
@@ -350,7 +340,7 @@ func subscribeRange(f ietf.Filter, v ietf.Version, e session.Edge) trackRange {
 func (s *Publisher) serveTrackStatus(sv *serve, m ietf.Subscribe) {
 	t, _, err := s.Pubs.Track(m.Namespace, m.Track)
 	if err != nil {
-		sv.refuse(ietf.TypeTrackStatus, CodeDoesNotExist, "no such track")
+		sv.refuse(ietf.TypeTrackStatus, ietf.ReqDoesNotExist(sv.sd.v), "no such track")
 		return
 	}
 	largest := largestOf(session.EdgeOf(t))
@@ -371,11 +361,11 @@ func (s *Publisher) serveTrackStatus(sv *serve, m ietf.Subscribe) {
 func (s *Publisher) serveSubscribe(sv *serve, m ietf.Subscribe) {
 	t, enc, err := s.Pubs.Track(m.Namespace, m.Track)
 	if err != nil {
-		sv.refuse(ietf.TypeSubscribe, CodeDoesNotExist, "no such track")
+		sv.refuse(ietf.TypeSubscribe, ietf.ReqDoesNotExist(sv.sd.v), "no such track")
 		return
 	}
 	if m.Filter.Type == ietf.FilterAbsoluteRange && m.Filter.End < m.Filter.Start.Group {
-		sv.refuse(ietf.TypeSubscribe, CodeInvalidRange, "range ends before its start")
+		sv.refuse(ietf.TypeSubscribe, ietf.ReqInvalidRange(sv.sd.v), "range ends before its start")
 		return
 	}
 	// Subscribed before the edge is read: nothing published in between
@@ -530,12 +520,13 @@ func (w *groupWriter) CloseGroup(how session.GroupEnd) {
 // Offset groups before it (relative) or at group Offset (absolute). ns
 // and name are the broadcast and track.
 func (s *Publisher) fetchRange(sv *serve, m ietf.Fetch) (t *model.Track, ns, name string, r trackRange, code uint64, reason string) {
+	v := sv.sd.v
 	if m.Type == ietf.FetchStandalone {
 		if t, _, _ = s.Pubs.Track(m.Namespace, m.Track); t == nil {
-			return nil, "", "", r, CodeDoesNotExist, "no such track"
+			return nil, "", "", r, ietf.ReqDoesNotExist(v), "no such track"
 		}
 		if m.End.Group < m.Start.Group || (m.End.Group == m.Start.Group && m.End.Object != 0 && m.End.Object <= m.Start.Object) {
-			return nil, "", "", r, CodeInvalidRange, "range ends before its start"
+			return nil, "", "", r, ietf.ReqInvalidRange(v), "range ends before its start"
 		}
 		return t, m.Namespace, m.Track, trackRange{Start: m.Start, End: m.End.Group, EndObject: m.End.Object, HasEnd: true}, 0, ""
 	}
@@ -550,11 +541,11 @@ func (s *Publisher) fetchRange(sv *serve, m ietf.Fetch) (t *model.Track, ns, nam
 	sd.mu.Unlock()
 	switch {
 	case t == nil:
-		return nil, "", "", r, CodeInvalidJoining, "no such subscription"
+		return nil, "", "", r, ietf.ReqInvalidJoining(v), "no such subscription"
 	case !joinable:
-		return nil, "", "", r, CodeInvalidJoining, "the subscription has no Largest Object filter"
+		return nil, "", "", r, ietf.ReqInvalidJoining(v), "the subscription has no Largest Object filter"
 	case largest == nil:
-		return nil, "", "", r, CodeInvalidRange, "the track had no objects when subscribed"
+		return nil, "", "", r, ietf.ReqInvalidRange(v), "the track had no objects when subscribed"
 	}
 	r = trackRange{End: largest.Group, EndObject: largest.Object + 1, HasEnd: true}
 	if m.Type == ietf.FetchRelativeJoining {
@@ -570,7 +561,7 @@ func (s *Publisher) fetchRange(sv *serve, m ietf.Fetch) (t *model.Track, ns, nam
 // one fetch stream; a group still being written is served as it grows.
 func (s *Publisher) serveFetch(sv *serve, m ietf.Fetch) {
 	if s.NoFetch {
-		sv.refuse(ietf.TypeFetch, CodeNotSupported, "FETCH not supported")
+		sv.refuse(ietf.TypeFetch, ietf.ReqNotSupported, "FETCH not supported")
 		return
 	}
 	t, ns, name, rng, code, reason := s.fetchRange(sv, m)
@@ -589,7 +580,7 @@ func (s *Publisher) serveFetch(sv *serve, m ietf.Fetch) {
 		}
 	}
 	if len(groups) == 0 {
-		sv.refuse(ietf.TypeFetch, CodeNoObjects, "no group of the range is held")
+		sv.refuse(ietf.TypeFetch, ietf.ReqNoObjects(sv.sd.v), "no group of the range is held")
 		return
 	}
 	v := sv.sd.v
