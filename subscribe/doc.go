@@ -71,8 +71,10 @@
 // for them. After a publisher restart, a peer that refuses FETCH is asked
 // for the new session's groups before the live one by a second SUBSCRIBE
 // of the track bounded to them (Group Start and End, moq-lite-05 and
-// later), beside the live one; over moq-transport, whose SUBSCRIBE_OK
-// names the newest group rather than the first of such a range, it is not.
+// later; an absolute range over moq-transport, whose SUBSCRIBE_OK names the
+// newest group rather than the first of the range, so its end is told by
+// PUBLISH_DONE's Stream Count or a group past the range), beside the live
+// one.
 // Where such a peer's sequence goes on past the newest group held, the
 // same kind of SUBSCRIBE asks that group and the ones after it: a group of
 // that number starting at another time is a restarted publisher whose new
@@ -242,8 +244,9 @@
 //     or a new timeline when the publisher restarted, fetched from its
 //     oldest group still held: what a publisher back at once sent before
 //     the loss was noticed). A peer that serves no FETCH ends a backfill
-//     quietly, and its gap is lost (no range subscription over
-//     moq-transport). @moq/net 0.3.4 serves FETCH from its retained window
+//     quietly; its gap is asked by a SUBSCRIBE of an absolute range
+//     (NOT_SUPPORTED tells such a peer from one that no longer holds the
+//     groups: DOES_NOT_EXIST, INVALID_RANGE, draft 14's NO_OBJECTS). @moq/net 0.3.4 serves FETCH from its retained window
 //     (5 s by default) as a publisher; its consuming side rejects it over a
 //     transport without FETCH.
 //   - GOAWAY stops new requests; a moment later (at most the GOAWAY's

@@ -25,6 +25,23 @@ var fillFamilies = []struct {
 	{"moq-transport-22", func(o *Options) { o.alpns = []string{"moqt-22"} }},
 }
 
+// noFetchFamilies are the versions the tests of a publisher that refuses
+// FETCH run on: moq-lite-05 and -06 (a span subscription names Group Start
+// and End) and moq-transport's drafts of every SUBSCRIBE layout (an
+// absolute range: inline in draft 14, a tagged parameter in 16 and 19,
+// field counts in 20-21, a typed filter in 22).
+var noFetchFamilies = []struct {
+	name string
+	opts func(*Options)
+}{
+	{"moq-lite-06", func(o *Options) { o.Versions = []string{"lite-06"} }},
+	{"moq-lite-05", func(o *Options) { o.Versions = []string{"lite-05"} }},
+	{"moq-transport-14", func(o *Options) { o.alpns = []string{ietf.Draft14.ALPN()} }},
+	{"moq-transport-16", func(o *Options) { o.alpns = []string{ietf.Draft16.ALPN()} }},
+	{"moq-transport-19", func(o *Options) { o.alpns = []string{ietf.Draft19.ALPN()} }},
+	{"moq-transport-22", func(o *Options) { o.alpns = []string{"moqt-22"} }},
+}
+
 // group creates group seq of the publisher's track with its frames from
 // to to-1 (see frame), open.
 func (r *outageRig) group(seq uint64, to int) *model.Group {
@@ -238,19 +255,18 @@ const resumeRangeForTest = 64
 
 // TestAGapOfAPublisherThatServesNoFetchIsSubscribed: the network drops
 // while the same publisher writes groups 1-5 (it did not restart), and it
-// refuses every FETCH. Over moq-lite-05 and later, a span subscription of
-// the newest group the client held and the ones after it brings them: the
-// group the client held starts at the same time (the same publisher), and
-// the client gets every frame, in order, with no gap and nothing counted
-// lost, also when the outage cut that group (its rest comes from the
-// span). Before, the refused FETCHes marked groups 1-5 lost: a peer that
-// refuses FETCH (the reference publisher, a relay without it) lost every
-// outage whole.
+// refuses every FETCH (moq-transport: NOT_SUPPORTED, as the reference
+// publisher refuses a standalone FETCH). A span subscription of the newest
+// group the client held and the ones after it brings them (moq-lite-05+:
+// Group Start and End; moq-transport: an absolute range): the group the
+// client held starts at the same time (the same publisher), and the client
+// gets every frame, in order, with no gap and nothing counted lost, also
+// when the outage cut that group (its rest comes from the span). Before,
+// the refused FETCHes marked groups 1-5 lost: a peer that refuses FETCH
+// (the reference publisher, a relay without it) lost every outage whole
+// (over moq-transport until issue 26's IETF span).
 func TestAGapOfAPublisherThatServesNoFetchIsSubscribed(t *testing.T) {
-	for _, fam := range fillFamilies {
-		if !strings.HasPrefix(fam.name, "moq-lite") {
-			continue // moq-transport's SUBSCRIBE names no span of past groups
-		}
+	for _, fam := range noFetchFamilies {
 		for _, cut := range []bool{false, true} {
 			name := fam.name + "/the newest group held whole"
 			if cut {
@@ -287,5 +303,50 @@ func TestAGapOfAPublisherThatServesNoFetchIsSubscribed(t *testing.T) {
 				r.checkEvery(payloads(0, 8, 5)[:7*5+1])
 			})
 		}
+	}
+}
+
+// TestAGapThePublisherNoLongerHoldsIsNotTakenForARefusedFetch: the network
+// drops while the publisher writes groups 1-6 and keeps only its newest
+// three, so that after the reconnect the group the client held last and
+// most of the gap are gone. The publisher's FETCH refusals say so
+// (moq-transport: draft 14's NO_OBJECTS, INVALID_RANGE later), which is not
+// a peer that serves no FETCH (NOT_SUPPORTED): the resume goes by the
+// sequence, marks what is gone lost and goes on live, and asks no span
+// subscription of groups that are not there (taken for a refusal, the
+// not-held probe sent one, and waited for it, on every outage longer than
+// the publisher's memory). (moq-lite refuses a FETCH and lacks a group
+// alike, with a reset: it is not told there.)
+func TestAGapThePublisherNoLongerHoldsIsNotTakenForARefusedFetch(t *testing.T) {
+	for _, fam := range noFetchFamilies {
+		if !strings.HasPrefix(fam.name, "moq-transport") {
+			continue
+		}
+		t.Run(fam.name, func(t *testing.T) {
+			checkGoroutines(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			r := newOutageRig(t, ctx, 3, fam.opts)
+			r.group(0, 5).Close(nil)
+			r.readUntil(40_000)
+			var live *model.Group
+			r.outage(func() {
+				for seq := uint64(1); seq <= 6; seq++ {
+					r.group(seq, 5).Close(nil)
+				}
+				live = r.group(7, 1)
+			})
+			r.waitLog("no longer served", 1)
+			r.frames(live, 1, 5)
+			live.Close(nil)
+			r.group(8, 1)
+			r.readUntil(8 * r.step)
+			if strings.Contains(r.logs.String(), "span subscription") {
+				t.Fatal("a span subscription asked groups the publisher said it does not hold")
+			}
+			if r.client.LostGroups() == 0 {
+				t.Fatal("nothing counted lost")
+			}
+		})
 	}
 }

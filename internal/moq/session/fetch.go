@@ -15,6 +15,27 @@ import (
 // gap fill stops there quietly.
 var ErrNoFetch = errors.New("moq: group not available")
 
+// ErrFetchRefused (it wraps ErrNoFetch) means the peer said it serves no
+// FETCH at all (moq-transport's NOT_SUPPORTED, or a server learnt to close
+// the session on one): the groups may well be there, and a span
+// subscription asks them instead (Family.SpanSubscribes). ErrNotServed
+// (it wraps ErrNoFetch too) means the peer said it does not hold what was
+// asked (moq-transport's NO_OBJECTS, INVALID_RANGE, DOES_NOT_EXIST): asking
+// the same groups another way would bring nothing. A FETCH whose answer
+// says neither (a reset, as moq-lite refuses either) wraps ErrNoFetch
+// alone.
+var (
+	ErrFetchRefused = fmt.Errorf("%w: the peer serves no FETCH", ErrNoFetch)
+	ErrNotServed    = fmt.Errorf("%w: the peer does not hold it", ErrNoFetch)
+)
+
+// mayBeRefused reports whether a FETCH that failed with err may have been
+// refused as such (the peer serves no FETCH), not for want of the groups:
+// what sends a resume to a span subscription.
+func mayBeRefused(err error) bool {
+	return errors.Is(err, ErrNoFetch) && !errors.Is(err, ErrNotServed)
+}
+
 // FetchRange is what one FETCH asks for: group Group, its frames From..To
 // (inclusive; HasTo false: to the group's end). Only a family whose
 // version can ask a frame range (moq-lite-06) is given one with From > 0

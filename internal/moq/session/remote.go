@@ -84,9 +84,10 @@ type Family interface {
 	GroupRanges() bool
 	Fetches() bool
 	// SpanSubscribes reports whether a SUBSCRIBE can ask for a span of
-	// past groups and names the first one it delivers (moq-lite-05+:
-	// Group Start and End, SUBSCRIBE_START): what a restart's fill asks
-	// of a peer that serves no FETCH (subscribeSpan).
+	// past groups (moq-lite-05+: Group Start and End, SUBSCRIBE_START
+	// naming the first one it delivers; moq-transport: an absolute
+	// range, ended by PUBLISH_DONE): what a resume asks of a peer that
+	// serves no FETCH (subscribeSpan).
 	SpanSubscribes() bool
 	// VersionName names the connection's version, for log lines.
 	VersionName() string

@@ -57,7 +57,7 @@ const (
 //     the publisher still holds are fetched and inserted first
 //     (fillRestart);
 //   - a peer that serves no FETCH (it refuses the probe) is asked, where
-//     the sequences go on (moq-lite-05+), the newest group held and the
+//     the sequences go on (moq-lite-05+, moq-transport), the newest group held and the
 //     ones after it by a span subscription (spanCheck): a group of that
 //     number starting elsewhere in time is a restarted publisher whose new
 //     numbers passed the old ones, a new timeline as above; the same start
@@ -373,7 +373,7 @@ func (rt *Remote) resume(ctx context.Context, c Family, timescale, first uint64)
 			rt.mu.Unlock()
 			log.Info("moq: the connection was lost while the publisher was checked: the next connection resumes", "err", err)
 			return
-		case errors.Is(err, ErrNoFetch) && first > newest.Sequence() && first-newest.Sequence() <= resumeMaxGroups && c.SpanSubscribes():
+		case mayBeRefused(err) && first > newest.Sequence() && first-newest.Sequence() <= resumeMaxGroups && c.SpanSubscribes():
 			// A peer that serves no FETCH: the sequence alone would take
 			// a restarted publisher whose new numbers passed the old ones
 			// for the old one going on. A span subscription asks the
@@ -454,8 +454,10 @@ func (rt *Remote) resume(ctx context.Context, c Family, timescale, first uint64)
 
 	// The groups never received, and those a fill that the loss of the
 	// last connection cut left missing: FETCH them, oldest first, a
-	// window at a time, and insert them in order.
-	from := last + 1
+	// window at a time, and insert them in order. Those the span brought
+	// are not among them, though a reader may have taken them already
+	// (the track would no longer hold them).
+	from := last + uint64(max(1, len(spanned)))
 	if pending && pendingFrom < from {
 		from = pendingFrom
 	}
@@ -495,6 +497,29 @@ func (rt *Remote) spanCheck(ctx context.Context, c Family, have []model.Frame, n
 		return false, true, nil
 	}
 	return true, true, spanned
+}
+
+// spanFill asks groups [from, first) of a peer that refused FETCH by a
+// span subscription and inserts those that came, oldest first: groups
+// first-n to first-1, n returned. What it does not bring stays missing
+// (fill marks it lost).
+func (rt *Remote) spanFill(ctx context.Context, c Family, from, first uint64) int {
+	if first <= from || first-from > resumeMaxGroups {
+		return 0
+	}
+	sctx, cancel := withTimeout(ctx, resumeTimeout, "the span subscription")
+	got, err := rt.subscribeSpan(sctx, c, GroupSpan{From: from, To: first - 1, MaxAge: rt.fillBudget()})
+	cancel()
+	if err != nil {
+		rt.logger().Debug("moq: the groups missed not subscribed", "err", err)
+	}
+	for i := len(got) - 1; i >= 0; i-- {
+		seq := first - 1 - uint64(i)
+		if err := InsertGroup(rt.Track, seq, got[i]); err != nil && !errors.Is(err, model.ErrDuplicateGroup) {
+			rt.logger().Debug("moq: a group the span subscription brought not inserted", "group", seq, "err", err)
+		}
+	}
+	return len(got)
 }
 
 // fill fetches the groups of [from, first) the track does not hold, in
@@ -544,6 +569,16 @@ func (rt *Remote) fill(ctx context.Context, c Family, timescale, from, first uin
 	if fetched > 0 {
 		log.Info("moq: fetched the groups missed while the connection was down", "groups", fetched)
 	}
+	end := first // the groups from end on are in
+	if errors.Is(failed, ErrFetchRefused) && c.SpanSubscribes() && ctx.Err() == nil {
+		// The peer said it serves no FETCH (not that it lacks the
+		// groups): the rest is asked by a span subscription, which
+		// brings groups up to first-1 (a reader may take them at once).
+		if n := rt.spanFill(ctx, c, from, first); n > 0 {
+			end = first - uint64(n)
+			log.Info("moq: subscribed the groups missed while the connection was down", "groups", n, "from", end, "to", first-1)
+		}
+	}
 	if failed == nil {
 		if len(runs) == 0 {
 			return
@@ -559,7 +594,7 @@ func (rt *Remote) fill(ctx context.Context, c Family, timescale, from, first uin
 			"from", from, "to", first-1)
 		return
 	}
-	lost := rt.missing(from, first, 0)
+	lost := rt.missing(from, end, 0)
 	var n uint64
 	for _, r := range lost {
 		n += r.to - r.from
@@ -600,7 +635,8 @@ func (rt *Remote) fill(ctx context.Context, c Family, timescale, from, first uin
 // A peer that serves no FETCH (the version has none, or it refuses the
 // first one: the reference publisher) is asked for the same groups by a
 // span subscription where the family has one (subscribeSpan: moq-lite's
-// Group Start and End), within the same bounds; elsewhere the track
+// Group Start and End, moq-transport's absolute range), within the same
+// bounds; elsewhere the track
 // starts at group first.
 func (rt *Remote) fillRestart(ctx context.Context, c Family, timescale, first uint64) {
 	if first == 0 {
@@ -614,7 +650,7 @@ func (rt *Remote) fillRestart(ctx context.Context, c Family, timescale, first ui
 	if c.Fetches() {
 		got, failed = rt.fetchRestart(ctx, c, timescale, lo, first, budget)
 	}
-	if len(got) == 0 && (!c.Fetches() || errors.Is(failed, ErrNoFetch)) && c.SpanSubscribes() {
+	if len(got) == 0 && (!c.Fetches() || mayBeRefused(failed)) && c.SpanSubscribes() {
 		sctx, cancel := withTimeout(ctx, resumeTimeout, "the span subscription")
 		span, err := rt.subscribeSpan(sctx, c, GroupSpan{From: lo, To: first - 1, MaxAge: budget})
 		cancel()

@@ -13,7 +13,8 @@ import (
 // A span subscription takes a FETCH's place where the peer serves none:
 // after a publisher restart (fillRestart) the groups of its new timeline
 // before the live one are asked again by a second SUBSCRIBE of the track,
-// bounded to them (moq-lite's Group Start and Group End), beside the live
+// bounded to them (moq-lite's Group Start and Group End, moq-transport's
+// absolute range), beside the live
 // subscription, whose groups wait meanwhile. Its groups go into a track
 // of its own, and the core inserts them into the real one, oldest first,
 // before the live groups, as it does fetched ones: no group twice, none
@@ -35,6 +36,24 @@ type span struct {
 	mu    sync.Mutex
 	first uint64 // the first group the publisher named (named)
 	named bool
+	// ended: the publisher ended the span, after opening streams group
+	// streams (moq-transport's PUBLISH_DONE, SpanEnded).
+	ended   bool
+	streams uint64
+}
+
+// SpanEnded records, for a span subscription, that the publisher ended it
+// after opening streams group streams (moq-transport's PUBLISH_DONE with
+// its Stream Count): once that many of the span's groups are in, nothing
+// more is coming. moq-transport's SUBSCRIBE_OK names the publisher's
+// newest group, not the first one an absolute range delivers, so that
+// count and the range's end group are how such a span's end is known.
+func (rt *Remote) SpanEnded(streams uint64) {
+	if s := rt.span; s != nil {
+		s.mu.Lock()
+		s.ended, s.streams = true, streams
+		s.mu.Unlock()
+	}
 }
 
 // Span returns what the track's subscription asks when it is a span
@@ -89,7 +108,8 @@ func (rt *Remote) subscribeSpan(ctx context.Context, c Family, sp GroupSpan) (go
 	tick := time.NewTicker(spanPoll)
 	defer tick.Stop()
 	// A publisher that holds none of the span may never name a group
-	// (@moq/net waits for one at or below the end).
+	// (@moq/net waits for one at or below the end), nor send one (a
+	// moq-transport publisher, which names none).
 	unnamed := time.Now().Add(rt.Host.Config().RequestTimeout)
 	done := false
 	for !done {
@@ -100,7 +120,7 @@ func (rt *Remote) subscribeSpan(ctx context.Context, c Family, sp GroupSpan) (go
 		case <-actx.Done():
 			done = true
 		case now := <-tick.C:
-			done = s.complete(tr) || (!s.isNamed() && now.After(unnamed))
+			done = s.complete(tr) || s.over(tr) || (!s.isNamed() && !s.arrived(tr) && now.After(unnamed))
 		}
 	}
 	cancel(errSpanDone)
@@ -136,13 +156,14 @@ func (rt *Remote) subscribeSpan(ctx context.Context, c Family, sp GroupSpan) (go
 var errSpanDone = errors.New("moq: span subscription done")
 
 // complete reports whether tr holds every group of the span from the
-// first one the publisher named on, each complete.
+// first one the publisher named on (From when it named none), each
+// complete.
 func (s *span) complete(tr *model.Track) bool {
 	s.mu.Lock()
 	from, named := s.first, s.named
 	s.mu.Unlock()
 	if !named {
-		return false
+		from = s.From
 	}
 	from = max(from, s.From)
 	for seq := from; seq <= s.To; seq++ {
@@ -155,4 +176,36 @@ func (s *span) complete(tr *model.Track) bool {
 		}
 	}
 	return true
+}
+
+// over reports whether nothing more of the span is coming: the publisher
+// ended it and as many of its groups as it opened streams for are in and
+// complete, or a group past its end came (a publisher that does not honour
+// the range's end: what it sends from then on is not the span's).
+func (s *span) over(tr *model.Track) bool {
+	if g := tr.NewestGroup(); g != nil && g.Sequence() > s.To {
+		return true
+	}
+	s.mu.Lock()
+	ended, streams := s.ended, s.streams
+	s.mu.Unlock()
+	if !ended {
+		return false
+	}
+	n := uint64(0)
+	for seq := s.From; seq <= s.To && n < streams; seq++ {
+		if g := tr.Group(seq); g != nil {
+			if _, finished, _ := g.Frames(1 << 30); !finished {
+				return false
+			}
+			n++
+		}
+	}
+	return n >= streams
+}
+
+// arrived reports whether a group of the span came.
+func (s *span) arrived(tr *model.Track) bool {
+	g := tr.NewestGroup()
+	return g != nil && g.Sequence() >= s.From
 }

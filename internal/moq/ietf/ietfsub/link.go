@@ -144,10 +144,13 @@ func (l *Link) FrameRanges() bool { return false }
 func (l *Link) GroupRanges() bool { return true }
 func (l *Link) Fetches() bool     { return true }
 
-// SpanSubscribes: SUBSCRIBE_OK names the publisher's largest group, not
-// the first one an absolute range delivers, so the end of a span cannot
-// be told (session.Remote's span subscription is moq-lite's).
-func (l *Link) SpanSubscribes() bool { return false }
+// SpanSubscribes: a SUBSCRIBE with an absolute range asks a span of past
+// groups in every draft. Its SUBSCRIBE_OK names the publisher's largest
+// group, not the first one the range delivers, so none is taken as the
+// start; its end is the range's end group, PUBLISH_DONE's Stream Count
+// (session.Remote.SpanEnded) or a group past the range. A server that
+// closes the session on SUBSCRIBE parameters (MediaMTX) is asked none.
+func (l *Link) SpanSubscribes() bool { return !l.ss.server.minimalParams.Load() }
 
 // VersionName names the draft negotiated (the ALPN's, when the session
 // speaks draft 18's messages on it).

@@ -77,6 +77,12 @@ func (is *subscription) Accept(ctx context.Context) (uint64, bool, error) {
 		// The start of the current group.
 		filter = ietf.Filter{Type: ietf.FilterRelative, Groups: 1}
 	}
+	if sp, ok := rt.Span(); ok {
+		// A span of past groups (session.Remote's span subscription):
+		// an absolute range, from the start of group From through group
+		// To, in every draft's form of it.
+		filter = ietf.Filter{Type: ietf.FilterAbsoluteRange, Start: ietf.Location{Group: sp.From}, End: sp.To}
+	}
 	m := ietf.Subscribe{
 		RequestID: req.id, Namespace: rt.Broadcast, Track: rt.Name, Priority: session.Priority(rt.Name),
 		GroupOrder: ietf.DefaultGroupOrder, Forward: true, Filter: filter,
@@ -178,6 +184,13 @@ func (is *subscription) Ready() bool {
 func (is *subscription) Next() (session.Event, error) {
 	if is.startPending {
 		is.startPending = false
+		if _, span := is.R.Span(); span {
+			// SUBSCRIBE_OK names the publisher's newest group, not the
+			// first one the range delivers (the oldest it still holds of
+			// it): none is named, and the span's end is known from the
+			// range's end group and PUBLISH_DONE (session.Remote.SpanEnded).
+			return session.Event{Kind: session.EventStart, Start: session.StartAck}, nil
+		}
 		if l := is.ok.Largest; l != nil {
 			// The publisher starts at the newest group (the reference
 			// and our publisher from its first object, a publisher that
@@ -213,6 +226,8 @@ func (is *subscription) Next() (session.Event, error) {
 	}
 	is.s.log.Debug("moq: subscription done", "broadcast", rt.Broadcast, "track", rt.Name,
 		"status", done.Status, "streams", done.StreamCount)
+	// A span's end, as soon as its groups are in.
+	rt.SpanEnded(done.StreamCount)
 	// The group streams may still be on their way: all StreamCount of
 	// them when the publisher counted, then as for moq-lite.
 	ev := session.Event{Kind: session.EventDone, Streams: done.StreamCount}
@@ -471,7 +486,7 @@ func object(obj ietf.Object, timescale uint64, v ietf.Version) (hang.Object, err
 // draft's FETCH).
 func (s *Session) OpenFetch(ctx context.Context, rt *session.Remote, timescale uint64, r session.FetchRange, what string) (_ session.FetchReply, err error) {
 	if s.server.noFetch.Load() {
-		return nil, fmt.Errorf("%w: the server closes the session on FETCH", session.ErrNoFetch)
+		return nil, fmt.Errorf("%w: the server closes the session on FETCH", session.ErrFetchRefused)
 	}
 	req, err := s.newRequest(ctx, false)
 	if err != nil {
@@ -511,7 +526,7 @@ func (s *Session) OpenFetch(ctx context.Context, rt *session.Remote, timescale u
 			case ietf.TypeFetchError, ietf.TypeRequestError:
 				var re ietf.RequestError
 				_ = ietf.Decode(resp.body, &re, s.v)
-				return nil, fmt.Errorf("%w: %s: %w", session.ErrNoFetch, what, &re)
+				return nil, fmt.Errorf("%w: %s: %w", FetchRefusal(re.Code, s.v), what, &re)
 			}
 		case data = <-req.data:
 		case <-ended:
@@ -544,6 +559,23 @@ func (s *Session) OpenFetch(ctx context.Context, rt *session.Remote, timescale u
 	}
 	return &fetchReply{s: s, req: req, data: data, fr: ietf.FetchObjectReader{R: data.r, V: s.v},
 		group: r.Group, last: last, timescale: timescale}, nil
+}
+
+// FetchRefusal is what a FETCH's refusal with code says in draft v
+// (wrapping session.ErrNoFetch either way): NOT_SUPPORTED is a peer that
+// serves no FETCH (session.ErrFetchRefused: the reference publisher, which
+// refuses every standalone FETCH so), a missing track or a range it holds
+// nothing of (DOES_NOT_EXIST, INVALID_RANGE, draft 14's NO_OBJECTS) is a
+// peer without the groups (session.ErrNotServed); any other code says
+// neither.
+func FetchRefusal(code uint64, v ietf.Version) error {
+	switch code {
+	case ietf.ReqNotSupported:
+		return session.ErrFetchRefused
+	case ietf.ReqDoesNotExist(v), ietf.ReqInvalidRange(v), ietf.ReqNoObjects(v):
+		return session.ErrNotServed
+	}
+	return session.ErrNoFetch
 }
 
 // fetchReply is a moq-transport FETCH's answer: the objects on its data
