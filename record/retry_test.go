@@ -32,6 +32,11 @@ type fullDisk struct {
 	mu      sync.Mutex
 	failed  map[string]bool // broadcasts whose write failed
 	asked   int             // free space asked while full
+	// lateFail delays the first failed write of broadcast lateBroadcast
+	// by lateFail: its recording ends that much after the others'.
+	lateBroadcast string
+	lateFail      time.Duration
+	lateOnce      sync.Once
 }
 
 func (d *fullDisk) Create(broadcast string, n int, start time.Time) (record.File, error) {
@@ -75,6 +80,9 @@ func (f *fillingFile) Write(p []byte) (int, error) {
 		f.d.full.Store(true)
 	}
 	if f.d.full.Load() {
+		if f.broadcast == f.d.lateBroadcast {
+			f.d.lateOnce.Do(func() { time.Sleep(f.d.lateFail) })
+		}
 		f.d.mu.Lock()
 		f.d.failed[f.broadcast] = true
 		f.d.mu.Unlock()
@@ -93,19 +101,42 @@ func (f *fillingFile) Seek(offset int64, whence int) (int64, error) {
 // TestRecordAllRestartsTheRecordingsAFullDiskEndedOnceItHasRoom: two
 // broadcasts are recorded when the disk fills up. Each recording stops at
 // its failed write (its file decodes); RecordAll waits until the disk has
-// room again (no new file while it is full: it asks the free space), then
-// starts each again into a new file, which records the rest of the
-// broadcast. The restarts are logged and counted, and RecordAll, every
-// failure recovered, returns no error.
+// room again (no new file while it is full: it asks the free space, and
+// says it waits), then starts each again into a new file, which records
+// the rest of the broadcast. The restarts are logged and counted, and
+// RecordAll, every failure recovered, returns no error.
+//
+// The disk gets room again once the recorder said, for each broadcast,
+// that it waits for free space: what it reports, not a count of free
+// space queries. The count (two) came from one broadcast alone when the
+// other's write failed more than a retry's wait (100 ms) later, as it
+// did under load (the second case makes that happen every time): the
+// disk had room before the second recording's restart looked, and it
+// never said it waited.
 func TestRecordAllRestartsTheRecordingsAFullDiskEndedOnceItHasRoom(t *testing.T) {
 	// Not parallel: SetWriteRetry changes what every RecordAll reads.
 	defer record.SetWriteRetry(100*time.Millisecond, time.Second, 16<<20)()
+	for _, tc := range []struct {
+		name string
+		// lateFail: b's first failed write returns that much later.
+		lateFail time.Duration
+	}{
+		{name: "both recordings meet the full disk at once"},
+		{name: "the second recording meets it 400 ms after the first", lateFail: 400 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recordTwoOntoADiskThatFills(t, tc.lateFail)
+		})
+	}
+}
+
+func recordTwoOntoADiskThatFills(t *testing.T, lateFail time.Duration) {
 	dir := t.TempDir()
 	files, err := record.Files(filepath.Join(dir, "{broadcast}.mkv"), record.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	disk := &fullDisk{Output: files, fillAt: 96 << 10, failed: map[string]bool{}}
+	disk := &fullDisk{Output: files, fillAt: 96 << 10, failed: map[string]bool{}, lateBroadcast: "b", lateFail: lateFail}
 	logs := &logSink{}
 	src := record.Local(liveDemo("a", 1), liveDemo("b", 1))
 	var finished atomic.Int32
@@ -121,12 +152,12 @@ func TestRecordAllRestartsTheRecordingsAFullDiskEndedOnceItHasRoom(t *testing.T)
 	}
 	done := make(chan error, 1)
 	go func() { done <- rec.RecordAll(context.Background(), src) }()
-	// The disk has room again once both recordings failed and each
-	// restart found it full at least once.
+	// The disk has room again once both recordings failed and the
+	// recorder said, for each, that it waits for free space.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		failed, asked := disk.state()
-		if len(failed) == 2 && asked >= 2 {
+		if waiting := waitingForRoom(logs.String()); len(failed) == 2 && waiting["a"] && waiting["b"] {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -182,6 +213,22 @@ func TestRecordAllRestartsTheRecordingsAFullDiskEndedOnceItHasRoom(t *testing.T)
 			t.Errorf("the log says %q %d times, want once per broadcast:\n%s", want, strings.Count(log, want), log)
 		}
 	}
+}
+
+// waitingForRoom returns the broadcasts for which log says the recorder
+// waits for free space to restart them.
+func waitingForRoom(log string) map[string]bool {
+	out := map[string]bool{}
+	for _, line := range strings.Split(log, "\n") {
+		if !strings.Contains(line, "waiting for free space") {
+			continue
+		}
+		if _, b, ok := strings.Cut(line, " broadcast="); ok {
+			b, _, _ = strings.Cut(b, " ")
+			out[b] = true
+		}
+	}
+	return out
 }
 
 // packetSpan returns the first and the last packet time of p, in seconds.
