@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/internal/hang"
@@ -129,6 +130,9 @@ func (p *Publications) Track(broadcast, track string) (*model.Track, Encoder, er
 	if b == nil {
 		return nil, Encoder{}, ErrNoBroadcast
 	}
+	if !catalog.IsTrackName(track) && !slices.Contains(b.TrackNames(), track) {
+		awaitCatalog(b, catalogWait)
+	}
 	t, err := b.Track(track)
 	if err != nil {
 		return nil, Encoder{}, ErrNoTrack
@@ -146,6 +150,40 @@ func (p *Publications) Encoder(broadcast, track string) Encoder {
 		return Encoder{pk: hang.ForRendition(nil, track)}
 	}
 	return Encoder{pk: p.packaging(broadcast, b, track)}
+}
+
+// catalogWait bounds how long a request for a media track the broadcast
+// does not hold yet waits for the broadcast's first catalog frame
+// (awaitCatalog).
+var catalogWait = 2 * time.Second
+
+// awaitCatalog waits, up to limit or until b ends, until b holds a frame
+// of its catalog. A request for a media track the broadcast does not hold
+// yet calls it before the track's packaging is chosen: a subscriber can
+// ask for a track before the publisher wrote its catalog (our recorder
+// resubscribes the moment a restarted publisher listens, before that
+// publisher's broadcasts are filled), and the packaging chosen then, with
+// no catalog to say it (legacy), stays the subscription's for its whole
+// life: a cmaf track's fragments went out behind a legacy timestamp, and
+// the subscriber skipped every object of them as malformed until the
+// subscription ended (46 s in the chaos soak under load). A broadcast
+// that publishes no catalog keeps the old behaviour after the wait.
+func awaitCatalog(b *model.Broadcast, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for {
+		if g, _, _, _ := latestCatalogFrame(b); g != nil {
+			return
+		}
+		wait := min(10*time.Millisecond, time.Until(deadline))
+		if wait <= 0 {
+			return
+		}
+		select {
+		case <-b.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
 }
 
 // packaging is Packaging of b, published at path.

@@ -3,6 +3,7 @@ package session
 import (
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
@@ -124,5 +125,62 @@ func TestPackagingsAskedTogetherAllComeFromTheCatalog(t *testing.T) {
 	defer p.mu.Unlock()
 	if e := p.catalogs[p.published["cmaf"]]; e == nil || len(e.packs) != 2 {
 		t.Errorf("kept %+v, want the catalog with both packagings", e)
+	}
+}
+
+// TestATrackAskedBeforeItsCatalogIsPackagedAsTheCatalogSaysOnceItComes:
+// a subscriber asks for a media track before the publisher wrote its
+// broadcast's catalog (our recorder resubscribes the moment a restarted
+// publisher listens, before its broadcasts are filled). The request waits
+// for the catalog and gets the packaging the catalog gives the track.
+// Before, it got legacy, for the subscription's whole life: in the chaos
+// soak under load a restarted publisher sent a cmaf track's fragments
+// behind a legacy timestamp, and both moq-lite recorders skipped every
+// object as malformed ("cmaf: malformed: box of 2211939760 bytes") for
+// 46 s. A broadcast that never publishes a catalog is served as before
+// once the wait is over.
+func TestATrackAskedBeforeItsCatalogIsPackagedAsTheCatalogSaysOnceItComes(t *testing.T) {
+	defer func(w time.Duration) { catalogWait = w }(catalogWait)
+	catalogWait = 500 * time.Millisecond
+	for _, tc := range []struct {
+		name string
+		// catalogAfter: when the publisher writes the catalog and creates
+		// the tracks (as demo.Publish does); negative: never.
+		catalogAfter time.Duration
+		want         hang.Kind
+	}{
+		{name: "the catalog comes 100 ms after the request", catalogAfter: 100 * time.Millisecond, want: hang.CMAF},
+		{name: "the catalog was there before the request", catalogAfter: 0, want: hang.CMAF},
+		{name: "a broadcast with no catalog gets the default packaging after the wait", catalogAfter: -1, want: hang.Legacy},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := model.NewBroadcast("cmaf")
+			c, err := demo.CatalogIn(demo.DefaultRenditions, catalog.ContainerCMAF)
+			if err != nil {
+				t.Fatal(err)
+			}
+			publish := func() {
+				writeCatalog(t, b, c)
+				for _, r := range c.Renditions() {
+					b.CreateTrack(r.Name)
+				}
+			}
+			if tc.catalogAfter == 0 {
+				publish()
+			}
+			p := NewPublications()
+			p.Add("cmaf", b)
+			if tc.catalogAfter > 0 {
+				timer := time.AfterFunc(tc.catalogAfter, publish)
+				defer timer.Stop()
+			}
+			tr, enc, err := p.Track("cmaf", "0.m4s")
+			if err != nil || tr == nil {
+				t.Fatalf("Track: %v", err)
+			}
+			if enc.pk.Kind() != tc.want {
+				t.Fatalf("0.m4s packaged %q, want %q", enc.pk.Kind(), tc.want)
+			}
+		})
 	}
 }
