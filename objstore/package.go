@@ -45,6 +45,9 @@ func (o *Output) CreatePackage(broadcast string, start time.Time) (record.Packag
 	return &objPackage{o: o, prefix: prefix, playlist: playlist}, nil
 }
 
+// PackageTemplate is the template of the keys the packages are named by.
+func (o *Output) PackageTemplate() record.Template { return o.tmpl }
+
 // objPackage is a package of objects under a prefix.
 type objPackage struct {
 	o        *Output

@@ -29,6 +29,15 @@ type TemplatedOutput interface {
 	Template() Template
 }
 
+// PackageTemplateOutput is a PackageOutput whose packages a Template
+// names (Files; an object store's key): RecordAll refuses one whose
+// packages of different broadcasts would share a directory
+// (Template.CheckPackages), before it records anything.
+type PackageTemplateOutput interface {
+	PackageOutput
+	PackageTemplate() Template
+}
+
 // LocalFile is a File that is a file of this machine at LocalPath: MP4
 // finishes it in place into a regular MP4.
 type LocalFile interface {

@@ -78,6 +78,22 @@ func (e *FormatError) Error() string {
 
 func (e *FormatError) Unwrap() error { return e.Err }
 
+// SharedPackageError is the refusal to record every broadcast
+// (RecordAll) into HLS/DASH packages that would share a directory: every
+// package names its files alike (v0.mp4, a0.mp4, v0.m3u8, ...), so each
+// broadcast needs a directory of its own (Template.CheckPackages). Suggest
+// is Template with {broadcast} in the directory. It wraps ErrTemplate.
+type SharedPackageError struct {
+	Template string
+	Suggest  string
+}
+
+func (e *SharedPackageError) Error() string {
+	return fmt.Sprintf("%v %q puts the HLS/DASH package of every broadcast into one directory, where their files (v0.mp4, a0.mp4, v0.m3u8, ...) would overwrite each other: put {broadcast} in the directory, e.g. %q", ErrTemplate, e.Template, e.Suggest)
+}
+
+func (e *SharedPackageError) Unwrap() error { return ErrTemplate }
+
 // WaitError is a wait that ended before what it waited for came: a
 // broadcast's catalog (Broadcast set) or any announcement (Broadcast
 // empty), from Origin, within Wait (Options.Wait).

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/moq-export/moq-export/mux"
@@ -75,13 +74,7 @@ func (f *files) CreatePackage(broadcast string, start time.Time) (Package, error
 			return nil, err
 		}
 	}
-	dir, playlist := p, "index.m3u8"
-	switch strings.ToLower(filepath.Ext(p)) {
-	case ".m3u8":
-		dir, playlist = filepath.Dir(p), filepath.Base(p)
-	case ".mpd":
-		dir, playlist = filepath.Dir(p), strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))+".m3u8"
-	}
+	dir, playlist := packagePath(p)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating the package directory: %w; check the path and its permissions", err)
 	}
@@ -90,6 +83,26 @@ func (f *files) CreatePackage(broadcast string, start time.Time) (Package, error
 		return nil, fmt.Errorf("opening the package directory: %w", err)
 	}
 	return &dirPackage{st: st, dir: dir, playlist: playlist}, nil
+}
+
+// PackageTemplate is the template the packages are named by.
+func (f *files) PackageTemplate() Template { return f.t }
+
+// checkPackages refuses, before anything is recorded, a RecordAll whose
+// HLS/DASH packages of different broadcasts would share a directory
+// (Template.CheckPackages).
+func (r *Recorder) checkPackages() error {
+	if !r.opts.Format.Package() || r.opts.Container != nil {
+		return nil
+	}
+	po, ok := r.opts.Output.(PackageTemplateOutput)
+	if !ok {
+		return nil
+	}
+	if err := po.PackageTemplate().CheckPackages(); err != nil {
+		return fmt.Errorf("record: every broadcast: %w", err)
+	}
+	return nil
 }
 
 // dirPackage is a package in a directory, written through hls.DirStore

@@ -52,6 +52,9 @@ type writeRetry struct {
 // recordAll is RecordAll following announcements for follow (0: until ctx
 // ends).
 func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Duration) error {
+	if err := r.checkPackages(); err != nil {
+		return err
+	}
 	fctx, stop := ctx, context.CancelFunc(func() {})
 	if follow > 0 {
 		fctx, stop = context.WithTimeout(ctx, follow)

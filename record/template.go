@@ -92,6 +92,50 @@ func (t Template) Expand(broadcast string, n int, when time.Time) (string, error
 	return p, nil
 }
 
+// packagePath splits a package's path (a template or an expanded path)
+// into the part that names its directory and its multivariant playlist's
+// name: a path ending in .m3u8 names the playlist, one ending in .mpd the
+// MPD (its stem names both manifests); any other path is the directory,
+// whose playlist is index.m3u8.
+func packagePath(p string) (dir, playlist string) {
+	dir, playlist = p, "index.m3u8"
+	switch strings.ToLower(filepath.Ext(p)) {
+	case ".m3u8":
+		dir, playlist = filepath.Dir(p), filepath.Base(p)
+	case ".mpd":
+		dir, playlist = filepath.Dir(p), strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))+".m3u8"
+	}
+	return dir, playlist
+}
+
+// CheckPackages checks that the HLS/DASH packages t names for different
+// broadcasts each get a directory of their own: {broadcast} in the part
+// of t that names the directory (rec/{broadcast}/index.m3u8,
+// rec/{broadcast}), not only in the playlist's name (rec/{broadcast}.m3u8).
+// Every package names its files alike (v0.mp4, a0.mp4, v0.m3u8, the
+// .manifests directory), so packages that share a directory overwrite
+// each other's. The error is a *SharedPackageError.
+func (t Template) CheckPackages() error {
+	dir, playlist := packagePath(t.raw)
+	if strings.Contains(dir, "{broadcast}") {
+		return nil
+	}
+	ext := filepath.Ext(t.raw)
+	var suggest string
+	switch stem := strings.TrimSuffix(filepath.Base(t.raw), ext); {
+	case ext == "" || !strings.Contains(stem, "{broadcast}"):
+		// A directory, or a playlist named without the broadcast.
+		suggest = filepath.Join(dir, "{broadcast}", playlist)
+		if strings.EqualFold(ext, ".mpd") {
+			suggest = filepath.Join(dir, "{broadcast}", filepath.Base(t.raw))
+		}
+	default:
+		// The playlist's name becomes the package's directory.
+		suggest = filepath.Join(dir, stem, "index"+ext)
+	}
+	return &SharedPackageError{Template: t.raw, Suggest: suggest}
+}
+
 // within reports whether path p is dir or below it, lexically.
 func within(dir, p string) bool {
 	rel, err := filepath.Rel(filepath.Clean(dir), p)

@@ -310,6 +310,15 @@ func (c *Config) Check() error {
 		}
 		return usagef("--record-all writes one file per broadcast, but -o %q has no {broadcast}: use e.g. 'rec/{broadcast}-{time}%s'", c.Output, c.Format.Ext())
 	}
+	if c.RecordAll && c.Format.Package() {
+		if err := t.CheckPackages(); err != nil {
+			var se *record.SharedPackageError
+			if errors.As(err, &se) {
+				return usagef("--record-all writes one package per broadcast, but -o %q puts them all in one directory, where their files (v0.mp4, a0.mp4, v0.m3u8, ...) would overwrite each other: put {broadcast} in the directory, e.g. '%s'", c.Output, strings.Replace(c.Output, se.Template, se.Suggest, 1))
+			}
+			return &UsageError{Msg: err.Error()}
+		}
+	}
 	return nil
 }
 
