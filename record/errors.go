@@ -94,6 +94,29 @@ func (e *SharedPackageError) Error() string {
 
 func (e *SharedPackageError) Unwrap() error { return ErrTemplate }
 
+// ErrNothingRecorded is matched by EmptyWindowError.
+var ErrNothingRecorded = errors.New("nothing was recorded")
+
+// EmptyWindowError is a RecordAll that followed the announcements for its
+// window (Options.Duration, counted from the call: the source's setup, a
+// relay session's connection and SETUP, takes part of it) and saw no
+// broadcast announced in it: it recorded nothing. It matches
+// ErrNothingRecorded.
+type EmptyWindowError struct {
+	Origin string // where the broadcasts were looked for (Options.Origin)
+	Window time.Duration
+}
+
+func (e *EmptyWindowError) Error() string {
+	origin := ""
+	if e.Origin != "" {
+		origin = " " + e.Origin
+	}
+	return fmt.Sprintf("no broadcast was announced%s within the %v followed (counted from the start, the connection's setup included): %v", origin, e.Window, ErrNothingRecorded)
+}
+
+func (e *EmptyWindowError) Is(target error) bool { return target == ErrNothingRecorded }
+
 // WaitError is a wait that ended before what it waited for came: a
 // broadcast's catalog (Broadcast set) or any announcement (Broadcast
 // empty), from Origin, within Wait (Options.Wait).

@@ -13,8 +13,10 @@ import (
 
 // RecordAll records every broadcast src announces, each to its own files,
 // until ctx ends or the source does. With Duration it follows the
-// announcements for that much wall-clock time, then waits for those
-// recordings to end. With Wait it gives up when nothing is announced in
+// announcements for that much wall-clock time from the call (the source's
+// setup, a relay session's connection and SETUP, included), then waits for
+// those recordings to end; a window in which nothing was announced is an
+// *EmptyWindowError. With Wait it gives up when nothing is announced in
 // that time. A broadcast announced again while its recording runs is
 // recorded again after it.
 func (r *Recorder) RecordAll(ctx context.Context, src Source) error {
@@ -301,6 +303,12 @@ func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Durati
 	}
 	if ferr != nil && !errors.Is(ferr, ErrSourceClosed) {
 		return fmt.Errorf("following announcements: %w; the relay or publisher went away: start again to record what it announces next", ferr)
+	}
+	if follow > 0 && ctx.Err() == nil && fctx.Err() != nil && !firstSeen.Load() {
+		// The window ended with nothing announced in it (a source still
+		// setting up when it ended among the causes): nothing was
+		// recorded, which is not a success.
+		return &EmptyWindowError{Origin: r.opts.Origin, Window: follow}
 	}
 	return ctx.Err()
 }

@@ -28,6 +28,9 @@ func describe(err error) string {
 			}
 			return fmt.Sprintf("broadcast %q was not announced %s within --wait %v (or sent no catalog); --list shows what is announced", e.Broadcast, e.Origin, e.Wait)
 		}),
+		describeAs(func(e *record.EmptyWindowError) string {
+			return fmt.Sprintf("no broadcast was announced %s within --duration %v (counted from the start, connecting included), so nothing was recorded; check the URL and the token, or record for longer", e.Origin, e.Window)
+		}),
 		describeAs(func(e *record.CatalogError) string { return e.Error() + "; check the name with --list" }),
 		describeAs(func(e *record.SelectionError) string { return e.Error() + "; see --list -b " + e.Broadcast }),
 		describeAs(func(e *record.RenditionError) string {

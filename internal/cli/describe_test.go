@@ -23,6 +23,8 @@ func TestTypedErrorsOfTheLibraryAreSaidInTheCommandsWords(t *testing.T) {
 		{&record.WaitError{Broadcast: "b", Origin: "under moql://x", Wait: 3 * time.Second},
 			[]string{`broadcast "b" was not announced under moql://x within --wait 3s`, "--list shows what is announced"}},
 		{&record.WaitError{Origin: "under moql://x", Wait: time.Second}, []string{"no broadcast was announced under moql://x within --wait 1s"}},
+		{&record.EmptyWindowError{Origin: "under moql://x", Window: time.Second},
+			[]string{"no broadcast was announced under moql://x within --duration 1s (counted from the start, connecting included), so nothing was recorded"}},
 		{&record.CatalogError{Broadcast: "b", Err: errors.New("boom")}, []string{`broadcast "b": reading its catalog: boom; check the name with --list`}},
 		{&record.SelectionError{Broadcast: "b", Kind: catalog.KindVideo, Name: "w", Video: []string{"v"}}, []string{`has no video rendition "w" (it has v); see --list -b b`}},
 		{&record.RenditionError{Broadcast: "b", Kind: catalog.KindVideo, Name: "vp8", Format: record.TS, Others: []record.Format{record.MKV, record.WebM}, Err: errors.New(`ts cannot carry codec "vp8"`)},
