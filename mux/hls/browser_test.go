@@ -376,3 +376,54 @@ func readStateCodecs(t *testing.T, st *dirStore) []string {
 	}
 	return out
 }
+
+// TestChromiumPlaysTheLiveMPDWithDashJS plays the dynamic MPD of a package
+// being recorded into a directory with dash.js: the MPD with room after
+// each list, 60 segments into the recording, its rooms filled in place
+// at each boundary and renewed several times (Writer.mpd). dash.js must
+// take it as live and play from it.
+func TestChromiumPlaysTheLiveMPDWithDashJS(t *testing.T) {
+	ins := []mediatest.Input{looped("h264", 0, 15), looped("aac", 1, 15)}
+	dir := t.TempDir()
+	st, err := hls.OpenDirStore(dir)
+	must(t, err)
+	defer st.Close()
+	// The wall clock of the first frame: the media's 60 s ended just
+	// now, as in a recording (availabilityStartTime is then a minute ago).
+	w := hls.NewWriter(hls.Options{Store: st, SegmentDuration: time.Second, Start: time.Now().Add(-60 * time.Second)})
+	mediatest.Write(t, w, mediatest.Tracks(ins...), mediatest.Interleave(ins...))
+	if w.MPDWhole() < 4 {
+		t.Fatalf("the MPD was written whole %d times in 60 boundaries: its rooms were not renewed", w.MPDWhole())
+	}
+	mpdText, err := os.ReadFile(filepath.Join(dir, "index.mpd"))
+	must(t, err)
+	if !strings.Contains(string(mpdText), `type="dynamic"`) || !strings.Contains(string(mpdText), strings.Repeat(" ", 64)) {
+		t.Fatalf("the MPD while recorded is not a dynamic one with room:\n%s", mpdText)
+	}
+	b := serve(t, dir)
+	var r struct {
+		Dynamic     bool
+		Start, Time float64
+		Frames      int
+	}
+	err = b.Eval(`new Promise((resolve, reject) => {
+  const v = document.getElementById('v');
+  const p = dashjs.MediaPlayer().create();
+  const out = {};
+  setTimeout(() => reject(new Error('no 1 s of playback within 30 s: ' + JSON.stringify({time: v.currentTime, readyState: v.readyState}))), 30000);
+  p.on(dashjs.MediaPlayer.events.ERROR, (e) => reject(new Error('dash.js error ' + JSON.stringify(e.error))));
+  v.addEventListener('timeupdate', () => {
+    if (out.start === undefined && v.currentTime > 0) out.start = v.currentTime;
+    if (out.start !== undefined && v.currentTime > out.start + 1) resolve({dynamic: p.isDynamic(), start: out.start, time: v.currentTime, frames: v.getVideoPlaybackQuality().totalVideoFrames});
+  });
+  p.initialize(v, '/pkg/index.mpd', true);
+})`, &r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("dash.js on the live MPD: %+v", r)
+	if !r.Dynamic || r.Frames == 0 || r.Time > 60.5 {
+		t.Fatalf("dash.js played the live MPD as %+v: want it live, playing the recorded minute", r)
+	}
+	must(t, w.Close())
+}

@@ -44,7 +44,10 @@ import (
 // Held (BatchStore: a Writer holds its store), WriteFile on Linux goes
 // through two manifest directories instead, swapped whole once per
 // boundary, the names being links into them until Close (manifests.go):
-// one exchange a boundary instead of one per file.
+// one exchange a boundary instead of one per file. WriteFileChanged
+// (PatchStore) then writes into the spare directory's copy of a name only
+// the bytes that changed since the version it holds (the MPD's and the
+// media playlists' new lines), not the whole file.
 //
 // The spare of the package state (NAME.state.json) holds, after each of
 // its writes, a version that nobody reads: no player reads the state, and
@@ -77,6 +80,9 @@ type DirStore struct {
 	// (manifests.go); noManifests: it cannot here.
 	held, noManifests bool
 	m                 *manifests
+	// patched counts the versions WriteFileChanged wrote as changes, for
+	// the tests.
+	patched int
 }
 
 // OpenDirStore opens the directory dir (which must exist) as a Store.
@@ -163,6 +169,27 @@ func (s *DirStore) WriteFile(name string, data []byte) error {
 		return err
 	}
 	return nil
+}
+
+// WriteFileChanged replaces name with data atomically, as WriteFile does
+// (PatchStore). Held, on Linux, the spare manifest directory's copy of
+// name gets only the ranges that changed since the version it holds;
+// otherwise it is WriteFile.
+func (s *DirStore) WriteFileChanged(name string, data []byte, changed []Span) error {
+	if err := plainName(name); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	on, err := s.manifestsOn()
+	if err != nil || on {
+		defer s.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		return s.stageChanged(name, data, changed)
+	}
+	s.mu.Unlock()
+	return s.WriteFile(name, data)
 }
 
 // pair is the two files behind a name WriteFile swaps: live is the one

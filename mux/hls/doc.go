@@ -63,7 +63,9 @@
 // boundaries or when it holds something new, the package state: through a
 // Store whose writes are atomic (DirStore: the manifests of a boundary
 // swapped in together, one directory exchange, as a BatchStore; an object
-// store: one PUT), a player or CDN
+// store: one PUT; DirStore, a PatchStore, also takes the MPD's and the
+// media playlists' new lines as the bytes that changed, the MPD being
+// written with room after each list that grows), a player or CDN
 // reading the package live never sees a playlist naming a segment that is
 // not complete. A segment, which no playlist names before it is whole, is
 // written in place where the Store can (NewFileStore). Media playlists

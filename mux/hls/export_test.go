@@ -180,3 +180,15 @@ func (w *Writer) MultivariantSkipped() (bool, error) {
 	}
 	return true, err
 }
+
+// MPDWhole is how many MPDs the Writer rendered whole, not filled in
+// place (Writer.mpd).
+func (w *Writer) MPDWhole() int { return w.mpdWhole }
+
+// Patched is how many versions WriteFileChanged wrote into the spare
+// as the ranges that changed, not whole.
+func (s *DirStore) Patched() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.patched
+}

@@ -1,9 +1,11 @@
 package hls
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 )
 
 // The manifest directories: while a Writer holds the store (BatchStore),
@@ -49,6 +51,20 @@ type manifests struct {
 	// made in that order, so a playlist never shows before one it names
 	// (the media playlists before the multivariant playlist).
 	order []string
+	// delta is, per name, where its newest version differs from the one
+	// before, when the Writer said (WriteFileChanged).
+	delta map[string]*manifestDelta
+	spans []Span // the ranges a patch writes
+}
+
+// manifestDelta is where version ver of a name, n bytes long, differs from
+// version pred: within spans and past pred's end (known), or anywhere
+// (!known).
+type manifestDelta struct {
+	ver, pred uint64
+	n         int
+	known     bool
+	spans     []Span
 }
 
 // manifestsOn reports whether WriteFile goes through the manifest
@@ -62,7 +78,7 @@ func (s *DirStore) manifestsOn() (bool, error) {
 	if !s.held || s.fd < 0 || s.noExchange || s.noManifests {
 		return false, nil
 	}
-	m := &manifests{ver: map[string]uint64{}, linked: map[string]bool{}}
+	m := &manifests{ver: map[string]uint64{}, linked: map[string]bool{}, delta: map[string]*manifestDelta{}}
 	var err error
 	if m.live, err = s.openSet(manifestDir); err != nil {
 		return false, err
@@ -176,13 +192,110 @@ func (ms *manifestSet) put(name string, data []byte, ver uint64) error {
 // shows at the next exchange.
 func (s *DirStore) stage(name string, data []byte) error {
 	m := s.m
-	if _, ok := m.ver[name]; !ok {
+	pred, ok := m.ver[name]
+	if !ok {
 		m.order = append(m.order, name)
 	}
 	m.gen++
 	m.ver[name] = m.gen
 	m.pending = true
+	m.noteDelta(name, pred, len(data), false, nil)
 	return m.spare.put(name, data, m.gen)
+}
+
+// stageChanged stages data as name's next version, as stage does, when
+// the version before differs from it only within changed and past its
+// end: the spare's copy of name, which is one or two versions behind (the
+// one showing, or the one before it, exchanged out at the last
+// publication), gets only the ranges that changed since the version it
+// holds and what is past its end, not the whole file. Anything else (a
+// spare that holds no copy, or a longer one, or another version, a
+// version before whose changes are not known) writes it whole.
+func (s *DirStore) stageChanged(name string, data []byte, changed []Span) error {
+	m := s.m
+	cur, ok := m.ver[name]
+	d := m.delta[name]
+	mf := m.spare.files[name]
+	spans := append(m.spans[:0], changed...)
+	switch {
+	case !ok || d == nil || d.ver != cur || d.n > len(data) || mf == nil || mf.n > int64(d.n):
+		return s.stageWhole(name, data, changed)
+	case mf.ver == cur:
+	case mf.ver == d.pred && d.known:
+		spans = append(spans, d.spans...)
+	default:
+		return s.stageWhole(name, data, changed)
+	}
+	// What is past the end of the spare's version is new.
+	if n := int(mf.n); n < len(data) {
+		spans = append(spans, Span{n, len(data) - n})
+	}
+	m.spans = spans
+	m.gen++
+	m.ver[name] = m.gen
+	m.pending = true
+	m.noteDelta(name, cur, len(data), true, changed)
+	for _, sp := range mergeSpans(spans, len(data)) {
+		if _, err := mf.f.WriteAt(data[sp.Off:sp.Off+sp.Len], int64(sp.Off)); err != nil {
+			mf.ver = 0 // what it holds is no version now
+			return err
+		}
+	}
+	mf.ver, mf.n = m.gen, int64(len(data))
+	s.patched++
+	return nil
+}
+
+// stageWhole stages data whole, noting that it differs from the version
+// before within changed: the next version's changes bring the spare up to
+// date.
+func (s *DirStore) stageWhole(name string, data []byte, changed []Span) error {
+	pred, ok := s.m.ver[name]
+	d := s.m.delta[name]
+	// The version before is no longer (the caller says so): known unless
+	// what is known of it says otherwise.
+	known := ok && (d == nil || d.ver != pred || d.n <= len(data))
+	if err := s.stage(name, data); err != nil {
+		return err
+	}
+	s.m.noteDelta(name, pred, len(data), known, changed)
+	return nil
+}
+
+// noteDelta records where name's new version (m.gen) differs from version
+// pred.
+func (m *manifests) noteDelta(name string, pred uint64, n int, known bool, spans []Span) {
+	d := m.delta[name]
+	if d == nil {
+		d = &manifestDelta{}
+		m.delta[name] = d
+	}
+	d.ver, d.pred, d.n, d.known = m.gen, pred, n, known
+	d.spans = append(d.spans[:0], spans...)
+}
+
+// spanGap is how far apart two ranges a patch writes may be and still be
+// written as one: a write call costs more than copying a few kilobytes
+// more of the version being written.
+const spanGap = 4096
+
+// mergeSpans sorts spans, clipped to n bytes, and joins those that
+// overlap or lie within spanGap of each other, in place.
+func mergeSpans(spans []Span, n int) []Span {
+	slices.SortFunc(spans, func(a, b Span) int { return cmp.Compare(a.Off, b.Off) })
+	out := spans[:0]
+	for _, sp := range spans {
+		end := min(sp.Off+sp.Len, n)
+		if sp.Off < 0 || end <= sp.Off {
+			continue
+		}
+		if k := len(out); k > 0 && sp.Off <= out[k-1].Off+out[k-1].Len+spanGap {
+			out[k-1].Len = max(out[k-1].Len, end-out[k-1].Off)
+			continue
+		}
+		out = append(out, Span{sp.Off, end - sp.Off})
+	}
+	return out
 }
 
 // exchangeIn exchanges the spare directory in, after bringing every name it

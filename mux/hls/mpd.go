@@ -1,6 +1,7 @@
 package hls
 
 import (
+	"bytes"
 	"math"
 	"slices"
 	"strconv"
@@ -32,26 +33,49 @@ func ticksOf(us int64, ts uint32) int64 {
 // and writing it anew at each boundary (some 40 allocations, two maps and
 // every attribute) was about half of what a boundary's manifests cost in
 // user space (docs/hls.md, Cost).
-func (w *Writer) mpd(final bool) []byte {
+//
+// Through a PatchStore (a directory), while recording, the document is
+// written with room: spaces after each list that grows (each
+// Representation's S and SegmentURL lines, or its SegmentTemplate
+// timeline) and after each bandwidth, and a boundary writes its new lines
+// into that room in the text written last, in place, and tells the store
+// which bytes changed (patch): the store brings its spare copy up to date
+// by those bytes instead of taking the whole document, which at an hour is
+// some 200 KB a boundary, and nothing copies the document either. When a
+// room is full, the document is written whole again with new room
+// (mpdRoom).
+func (w *Writer) mpd(final bool) (text []byte, changed []Span, patch bool) {
 	k := &w.mpdKept
 	shape := w.mpdShapes(k.next[:0])
-	if final || k.doc == nil || !slices.EqualFunc(shape, k.shape, mpdShape.same) {
-		k.lists, k.reps, k.marks = map[*mpd.SegmentListType]*mpdRun{}, k.reps[:0], k.marks[:0]
-		k.doc = w.mpdDoc(final, k)
-		w.mpdBuf = marshalMPD(w.mpdBuf[:0], k.doc, k.lists, &k.marks)
-		k.text = append(k.text[:0], w.mpdBuf...)
-	} else {
+	_, roomy := w.opts.Store.(PatchStore)
+	roomy = roomy && !final
+	same := !final && k.doc != nil && k.roomy == roomy && slices.EqualFunc(shape, k.shape, mpdShape.same)
+	if same {
 		k.doc.PublishTime = dateTime(w.opts.Now())
 		for _, kr := range k.reps {
 			kr.update()
 		}
-		w.mpdBuf = spliceMPD(w.mpdBuf[:0], k.text, k.marks, k.doc, k.lists)
+		if !roomy {
+			w.mpdBuf = spliceMPD(w.mpdBuf[:0], k.text, k.marks, k.doc, k.lists)
+		} else {
+			k.changed, patch = k.fill(w.mpdBuf, k.changed[:0])
+			same = patch
+		}
 	}
-	k.shape, k.next = shape, k.shape
+	if !same {
+		k.lists, k.reps, k.marks = map[*mpd.SegmentListType]*mpdRun{}, k.reps[:0], k.marks[:0]
+		k.doc = w.mpdDoc(final, k)
+		w.mpdBuf = marshalMPD(w.mpdBuf[:0], k.doc, k.lists, &k.marks, roomy)
+		if !roomy {
+			k.text = append(k.text[:0], w.mpdBuf...)
+		}
+		w.mpdWhole++
+	}
+	k.shape, k.next, k.roomy = shape, k.shape, roomy
 	if final {
 		k.doc = nil // a static MPD is not updated
 	}
-	return w.mpdBuf
+	return w.mpdBuf, k.changed, patch
 }
 
 // mpdKept is the MPD document built at an earlier boundary (see mpd):
@@ -59,7 +83,9 @@ func (w *Writer) mpd(final bool) []byte {
 // lines marshalMPD takes as rendered), each Representation with what
 // moves in it, and the document as marshalMPD wrote it then (text) with
 // where those parts are in it (marks): a boundary writes the text again
-// with only those parts written anew (spliceMPD).
+// with only those parts written anew (spliceMPD). With room (roomy), the
+// text is the Writer's mpdBuf, which each boundary changes in place
+// (fill), and changed where it did.
 type mpdKept struct {
 	doc         *mpd.MPD
 	lists       map[*mpd.SegmentListType]*mpdRun
@@ -67,6 +93,104 @@ type mpdKept struct {
 	shape, next []mpdShape
 	text        []byte
 	marks       []mpdMark
+	roomy       bool
+	changed     []Span
+	tmp         []byte
+}
+
+// fill writes into text, the document with room that marshalMPD wrote at
+// an earlier boundary (and fill since), what moved in the document since:
+// the publish time, each bandwidth and each list's new entries, each in
+// its room. It appends to changed the ranges it wrote; ok is false when
+// something does not fit its room (text is then half updated: the caller
+// writes the document anew).
+func (k *mpdKept) fill(text []byte, changed []Span) (_ []Span, ok bool) {
+	for i := range k.marks {
+		mk := &k.marks[i]
+		used := mk.end - mk.start
+		var add []byte
+		switch mk.part {
+		case markPublish:
+			add = k.tmp[:0]
+			add = append(add, k.doc.PublishTime...)
+			if len(add) != mk.room {
+				return changed, false
+			}
+			copy(text[mk.start:], add)
+			changed = append(changed, Span{mk.start, len(add)})
+			continue
+		case markBandwidth:
+			add = strconv.AppendUint(k.tmp[:0], uint64(mk.rep.Bandwidth), 10)
+			add = append(add, '"')
+			k.tmp = add
+			if len(add) > mk.room {
+				return changed, false
+			}
+			if len(add) == used && string(text[mk.start:mk.end]) == string(add) {
+				continue
+			}
+			copy(text[mk.start:], add)
+			spaces(text[mk.start+len(add) : mk.start+max(used, len(add))])
+			changed = append(changed, Span{mk.start, max(used, len(add))})
+			mk.end = mk.start + len(add)
+			continue
+		case markListS, markListURL:
+			src := mk.run.sXML
+			if mk.part == markListURL {
+				src = mk.run.urlXML
+			}
+			if len(src) < used {
+				return changed, false
+			}
+			add = src[used:]
+			if len(add) == 0 {
+				continue
+			}
+			if len(src) > mk.room {
+				return changed, false
+			}
+			copy(text[mk.end:], add)
+			changed = append(changed, Span{mk.end, len(add)})
+			mk.end += len(add)
+			continue
+		case markTemplate:
+			add = appendEntries(k.tmp[:0], mk.rep.SegmentTemplate.SegmentTimeline)
+			k.tmp = add
+			if len(add) > mk.room {
+				return changed, false
+			}
+			n := max(used, len(add))
+			copy(text[mk.start:], add)
+			spaces(text[mk.start+len(add) : mk.start+n])
+			changed = append(changed, Span{mk.start, n})
+			mk.end = mk.start + len(add)
+			continue
+		}
+		return changed, false // a part without room
+	}
+	return changed, true
+}
+
+// spaces fills b with spaces.
+func spaces(b []byte) {
+	for i := range b {
+		b[i] = ' '
+	}
+}
+
+// mpdRoom is how many bytes of room marshalMPD leaves after a list of n
+// entries, lines (one an entry): room for a quarter of n more entries, at
+// least 8 and at most 64, each as long as the last line (the longest: its
+// numbers are the largest) and a few digits more. The document is then
+// written whole once in 8 to 64 boundaries, and at an hour its room is
+// some 15 KB of its 200 KB.
+func mpdRoom(lines []byte, n int) int {
+	more := min(max(n/4, 8), 64)
+	last := 80
+	if len(lines) > 0 {
+		last = len(lines) - 1 - bytes.LastIndexByte(lines[:len(lines)-1], '\n')
+	}
+	return more * (last + 4)
 }
 
 // mpdRep is a Representation of the kept MPD and the rendition and run

@@ -23,7 +23,13 @@ import (
 // marks, when not nil, gets where the parts a boundary changes were
 // written (see mpdMark): the publish time, each bandwidth, each
 // SegmentList's and SegmentTemplate's entries.
-func marshalMPD(b []byte, m *mpd.MPD, lists map[*mpd.SegmentListType]*mpdRun, marks *[]mpdMark) []byte {
+//
+// roomy leaves room after the parts that change (see Writer.mpd): the
+// publish time (fixed width), each bandwidth (spaces after its value,
+// for ten digits), each SegmentList's S and SegmentURL lines and each
+// SegmentTemplate's S lines (spaces after them, mpdRoom); each of those
+// parts is marked, with the room.
+func marshalMPD(b []byte, m *mpd.MPD, lists map[*mpd.SegmentListType]*mpdRun, marks *[]mpdMark, roomy bool) []byte {
 	b = append(b, xml.Header...)
 	b = append(b, "<MPD"...)
 	b = attr(b, "xmlns", m.XMLNs)
@@ -36,7 +42,7 @@ func marshalMPD(b []byte, m *mpd.MPD, lists map[*mpd.SegmentListType]*mpdRun, ma
 		b = append(b, ` publishTime="`...)
 		at := len(b)
 		b = escaped(b, string(m.PublishTime))
-		mark(marks, at, len(b), nil, markPublish)
+		mark(marks, mpdMark{start: at, end: len(b), room: len(b) - at, part: markPublish})
 		b = append(b, '"')
 	}
 	b = durAttr(b, "mediaPresentationDuration", m.MediaPresentationDuration)
@@ -73,7 +79,7 @@ func marshalMPD(b []byte, m *mpd.MPD, lists map[*mpd.SegmentListType]*mpdRun, ma
 				b = append(b, "</Label>\n"...)
 			}
 			for _, rep := range as.Representations {
-				b = representation(b, rep, lists, marks)
+				b = representation(b, rep, lists, marks, roomy)
 			}
 			b = append(b, "    </AdaptationSet>\n"...)
 		}
@@ -85,11 +91,16 @@ func marshalMPD(b []byte, m *mpd.MPD, lists map[*mpd.SegmentListType]*mpdRun, ma
 // mpdMark is where marshalMPD wrote a part of the MPD that a boundary
 // changes, [start, end) of what it wrote, and which: the publish time, or
 // rep's bandwidth, SegmentList entries (a SegmentTimeline and the
-// SegmentURLs) or SegmentTemplate timeline.
+// SegmentURLs) or SegmentTemplate timeline. With room (roomy), a part is
+// room bytes from start, spaces after end: the bandwidth with its closing
+// quote, a SegmentList's S lines (markListS) and SegmentURL lines
+// (markListURL) of run, a SegmentTemplate's S lines.
 type mpdMark struct {
 	start, end int
 	rep        *mpd.RepresentationType
 	part       mpdPart
+	room       int
+	run        *mpdRun
 }
 
 // mpdPart is which part of the MPD an mpdMark marks.
@@ -100,12 +111,22 @@ const (
 	markBandwidth
 	markList
 	markTemplate
+	markListS
+	markListURL
 )
 
-func mark(marks *[]mpdMark, start, end int, rep *mpd.RepresentationType, part mpdPart) {
+func mark(marks *[]mpdMark, mk mpdMark) {
 	if marks != nil {
-		*marks = append(*marks, mpdMark{start, end, rep, part})
+		*marks = append(*marks, mk)
 	}
+}
+
+// room appends n spaces to b.
+func room(b []byte, n int) []byte {
+	for range n {
+		b = append(b, ' ')
+	}
+	return b
 }
 
 // spliceMPD writes the MPD that marshalMPD wrote as text, marking marks,
@@ -132,14 +153,21 @@ func spliceMPD(b, text []byte, marks []mpdMark, m *mpd.MPD, lists map[*mpd.Segme
 }
 
 // representation writes one Representation element.
-func representation(b []byte, rep *mpd.RepresentationType, lists map[*mpd.SegmentListType]*mpdRun, marks *[]mpdMark) []byte {
+func representation(b []byte, rep *mpd.RepresentationType, lists map[*mpd.SegmentListType]*mpdRun, marks *[]mpdMark, roomy bool) []byte {
 	b = append(b, "      <Representation"...)
 	b = attr(b, "id", rep.Id)
 	b = append(b, ` bandwidth="`...)
 	at := len(b)
 	b = strconv.AppendUint(b, uint64(rep.Bandwidth), 10)
-	mark(marks, at, len(b), rep, markBandwidth)
-	b = append(b, '"')
+	if roomy {
+		// Spaces after the value, between the attributes: ten digits.
+		b = append(b, '"')
+		mark(marks, mpdMark{start: at, end: len(b), rep: rep, part: markBandwidth, room: 11})
+		b = room(b, 11-(len(b)-at))
+	} else {
+		mark(marks, mpdMark{start: at, end: len(b), rep: rep, part: markBandwidth})
+		b = append(b, '"')
+	}
 	if rep.Width != 0 {
 		b = uintAttr(b, "width", uint64(rep.Width))
 	}
@@ -166,8 +194,24 @@ func representation(b []byte, rep *mpd.RepresentationType, lists map[*mpd.Segmen
 			b = append(b, "></Initialization>\n"...)
 		}
 		at := len(b)
-		b = listEntries(b, sl, lists)
-		mark(marks, at, len(b), rep, markList)
+		if r := lists[sl]; roomy && r != nil && len(r.s) == len(sl.SegmentTimeline.S) && len(r.urls) == len(sl.SegmentURL) {
+			// The S lines and the SegmentURL lines, each with room.
+			b = append(b, "          <SegmentTimeline>\n"...)
+			at := len(b)
+			b = append(b, r.sXML...)
+			n := mpdRoom(r.sXML, len(r.s))
+			mark(marks, mpdMark{start: at, end: len(b), rep: rep, part: markListS, room: len(r.sXML) + n, run: r})
+			b = room(b, n)
+			b = append(b, "          </SegmentTimeline>\n"...)
+			at = len(b)
+			b = append(b, r.urlXML...)
+			n = mpdRoom(r.urlXML, len(r.urls))
+			mark(marks, mpdMark{start: at, end: len(b), rep: rep, part: markListURL, room: len(r.urlXML) + n, run: r})
+			b = room(b, n)
+		} else {
+			b = listEntries(b, sl, lists)
+			mark(marks, mpdMark{start: at, end: len(b), rep: rep, part: markList})
+		}
 		b = append(b, "        </SegmentList>\n"...)
 	}
 	if st := rep.SegmentTemplate; st != nil {
@@ -180,8 +224,18 @@ func representation(b []byte, rep *mpd.RepresentationType, lists map[*mpd.Segmen
 		} else {
 			b = append(b, ">\n"...)
 			at := len(b)
-			b = timeline(b, st.SegmentTimeline)
-			mark(marks, at, len(b), rep, markTemplate)
+			if roomy {
+				b = append(b, "          <SegmentTimeline>\n"...)
+				at = len(b)
+				b = appendEntries(b, st.SegmentTimeline)
+				n := mpdRoom(b[at:], len(st.SegmentTimeline.S))
+				mark(marks, mpdMark{start: at, end: len(b), rep: rep, part: markTemplate, room: len(b) - at + n})
+				b = room(b, n)
+				b = append(b, "          </SegmentTimeline>\n"...)
+			} else {
+				b = timeline(b, st.SegmentTimeline)
+				mark(marks, mpdMark{start: at, end: len(b), rep: rep, part: markTemplate})
+			}
 			b = append(b, "        </SegmentTemplate>\n"...)
 		}
 	}
@@ -224,10 +278,16 @@ func multipleBaseAttrs(b []byte, m *mpd.MultipleSegmentBaseType) []byte {
 // timeline writes a SegmentTimeline element.
 func timeline(b []byte, tl *mpd.SegmentTimelineType) []byte {
 	b = append(b, "          <SegmentTimeline>\n"...)
+	b = appendEntries(b, tl)
+	return append(b, "          </SegmentTimeline>\n"...)
+}
+
+// appendEntries writes the S elements of a SegmentTimeline.
+func appendEntries(b []byte, tl *mpd.SegmentTimelineType) []byte {
 	for _, s := range tl.S {
 		b = appendS(b, s)
 	}
-	return append(b, "          </SegmentTimeline>\n"...)
+	return b
 }
 
 // appendS writes one S element of a SegmentTimeline. An S and a

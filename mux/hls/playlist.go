@@ -126,7 +126,12 @@ type rendered struct {
 	// The media playlist written last: its buffer, written over at the
 	// next boundary (Store.WriteFile keeps no data), so a boundary does
 	// not allocate the playlist anew (as large as the recording is long).
-	file []byte
+	// Its first fileHead bytes are the tags before the segments, then the
+	// first fileBody bytes of body; fileFinal: it ends with ENDLIST.
+	file               []byte
+	fileHead, fileBody int
+	fileFinal          bool
+	head2              []byte // the tags before the segments, rendered anew
 }
 
 // targetDuration is the EXT-X-TARGETDURATION of a rendition: its longest
@@ -146,7 +151,13 @@ const timeRFC3339Millis = "2006-01-02T15:04:05.999Z07:00"
 // every segment at every boundary made a boundary cost more the longer
 // the recording; see docs/hls.md, Cost). A test holds it to gohlslib's
 // rendering of the same playlist byte for byte.
-func (w *Writer) mediaPlaylist(rs *renditionState, final bool) []byte {
+//
+// grown is true when the playlist is the one written last with only the
+// new segments' lines after it (its tags before the segments unchanged),
+// and the store takes changes (PatchStore): the Writer then tells the
+// store so, and neither copies the playlist nor has it written whole,
+// which at an hour is some 50 KB a rendition a boundary.
+func (w *Writer) mediaPlaylist(rs *renditionState, final bool) (_ []byte, grown bool) {
 	segs := rs.Segments
 	c := &rs.out
 	if c.segs > len(segs) {
@@ -180,11 +191,35 @@ func (w *Writer) mediaPlaylist(rs *renditionState, final bool) []byte {
 		c.longest = max(c.longest, s.Dur)
 	}
 	c.segs = len(segs)
+	_, patch := w.opts.Store.(PatchStore)
+	if patch && !final && !c.fileFinal && c.file != nil && c.fileBody <= len(c.body) {
+		c.head2 = w.playlistHead(c.head2[:0], rs, final)
+		if string(c.head2) == string(c.file[:c.fileHead]) {
+			c.file = append(c.file, c.body[c.fileBody:]...)
+			c.fileBody = len(c.body)
+			return c.file, true
+		}
+	}
+	b := w.playlistHead(c.file[:0], rs, final)
+	c.fileHead = len(b)
+	b = append(b, c.body...)
+	c.fileBody, c.fileFinal = len(c.body), final
+	if final {
+		b = append(b, "#EXT-X-ENDLIST\n"...)
+	}
+	c.file = b
+	return b, false
+}
+
+// playlistHead appends the tags of rs's media playlist before its
+// segments' lines.
+func (w *Writer) playlistHead(b []byte, rs *renditionState, final bool) []byte {
+	segs := rs.Segments
 	typ := playlist.MediaPlaylistTypeEvent
 	if final {
 		typ = playlist.MediaPlaylistTypeVOD
 	}
-	b := append(c.file[:0], "#EXTM3U\n#EXT-X-VERSION:"...)
+	b = append(b, "#EXTM3U\n#EXT-X-VERSION:"...)
 	b = strconv.AppendInt(b, hlsVersion, 10)
 	b = append(b, "\n#EXT-X-INDEPENDENT-SEGMENTS\n#EXT-X-TARGETDURATION:"...)
 	b = strconv.AppendInt(b, int64(w.targetDuration(rs)), 10)
@@ -200,11 +235,6 @@ func (w *Writer) mediaPlaylist(rs *renditionState, final bool) []byte {
 	if len(w.st.Chapters) > 0 {
 		b = append(b, w.dateRanges(segs[len(segs)-1].end(), final)...)
 	}
-	b = append(b, c.body...)
-	if final {
-		b = append(b, "#EXT-X-ENDLIST\n"...)
-	}
-	c.file = b
 	return b
 }
 

@@ -59,6 +59,27 @@ type BatchStore interface {
 	Release() error
 }
 
+// PatchStore is a Store that can take a file's next version as the byte
+// ranges in which it differs from the version before, where its copy of
+// an older version can be brought up to date in place (DirStore: the
+// spare of the two manifest directories). The Writer writes the MPD so
+// while recording: a document with room after each list that grows
+// (docs/hls.md, Cost), whose boundary changes a few hundred bytes of it
+// where writing it whole copied all of it, which grows with the
+// recording.
+type PatchStore interface {
+	Store
+	// WriteFileChanged stores data as name's next version, as WriteFile
+	// does (atomically, keeping no reference to data). The version before
+	// (the last one WriteFile or WriteFileChanged stored of name) is no
+	// longer than data and differs from it only within changed and past
+	// its own end (what a playlist appends).
+	WriteFileChanged(name string, data []byte, changed []Span) error
+}
+
+// Span is the byte range [Off, Off+Len) of a file.
+type Span struct{ Off, Len int }
+
 // RangeStore is a Store whose files can also grow in place: the Writer
 // then keeps each audio and video rendition in one media file (v0.mp4:
 // its init segment, then its segments one after another) and names each
@@ -166,6 +187,7 @@ type Writer struct {
 	// the recording.
 	mpdBuf, stateBuf []byte
 	mpdKept          mpdKept // the MPD document of the last boundary (mpd)
+	mpdWhole         int     // MPDs rendered whole (the others filled in: mpd)
 	err              error
 	closed           bool
 	closing          bool // Close writes the last segments: publish waits for the final one
@@ -954,7 +976,13 @@ func (w *Writer) publishFiles(r *rendition, final bool) (done bool, err error) {
 		if len(rs.Segments) == 0 {
 			continue
 		}
-		if err := w.opts.Store.WriteFile(rs.ID+".m3u8", w.mediaPlaylist(rs, final)); err != nil {
+		b, grown := w.mediaPlaylist(rs, final)
+		if grown {
+			err = w.opts.Store.(PatchStore).WriteFileChanged(rs.ID+".m3u8", b, nil)
+		} else {
+			err = w.opts.Store.WriteFile(rs.ID+".m3u8", b)
+		}
+		if err != nil {
 			return false, w.fail(fmt.Errorf("hls: writing %s.m3u8: %w", rs.ID, err))
 		}
 	}
@@ -964,7 +992,13 @@ func (w *Writer) publishFiles(r *rendition, final bool) (done bool, err error) {
 	if err := w.writeState(final); err != nil {
 		return false, err
 	}
-	if err := w.opts.Store.WriteFile(w.MPDName(), w.mpd(final)); err != nil {
+	text, changed, patch := w.mpd(final)
+	if patch {
+		err = w.opts.Store.(PatchStore).WriteFileChanged(w.MPDName(), text, changed)
+	} else {
+		err = w.opts.Store.WriteFile(w.MPDName(), text)
+	}
+	if err != nil {
 		return false, w.fail(fmt.Errorf("hls: writing %s: %w", w.MPDName(), err))
 	}
 	if !final && w.mvSame() {
