@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # soak.sh: the chaos soak of issue 26 for as long as you like.
 #
-# Runs TestChaosSoak (e2e/binary/soak_test.go): two publishers (one
-# speaking moq-lite, one IETF moq-transport draft 22) of three broadcasts
+# Runs TestChaosSoak (e2e/binary/soak_test.go): three publishers (one
+# speaking moq-lite, one IETF moq-transport draft 22, one draft 16 that
+# refuses every FETCH as the reference publisher does) of three broadcasts
 # each (legacy, loc and cmaf packaging), each behind a loopback UDP proxy,
-# recorded by four --record-all processes (MKV and TS over moq-lite, MP4
-# and FLV over moq-transport), while faults come one at a time at random:
+# recorded by five --record-all processes (MKV and TS over moq-lite, MP4
+# and FLV over moq-transport, MKV over the publisher without FETCH), while
+# faults come one at a time at random:
 # blackholes of 1-60 s, publisher SIGKILL + restart, recorder SIGKILL +
 # restart, a full disk (a file size limit). At the end every file is
 # decoded with ffmpeg and each fault's loss, read from the files' packet

@@ -217,6 +217,11 @@ type ServerOptions struct {
 	// does: the groups are not GOPs, and a subscriber must take the key
 	// flags from the bitstream.
 	GroupPerFrame bool
+	// NoFetch makes the server refuse every FETCH of what it publishes
+	// (moq-transport: NOT_SUPPORTED; moq-lite: a reset), as the reference
+	// publisher does: for testing that a subscriber fills a lost
+	// connection's gap without it (a span subscription).
+	NoFetch bool
 	// strict counts the closes of Strict (tests).
 	strict *ietfpub.StrictPeer
 	// noFetch (tests): see Options.noFetch.

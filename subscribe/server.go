@@ -121,7 +121,7 @@ func refusalReason(err error) string {
 
 func (s *Server) newSession(path string) *Session {
 	sess := newSession(Options{Logger: s.log, RequestTimeout: s.opts.RequestTimeout, MaxLatency: s.opts.MaxLatency, Versions: s.opts.Versions,
-		ReleaseRead: s.opts.ReleaseRead, Objects: s.opts.Objects, strict: s.opts.strict, noFetch: s.opts.noFetch}, path)
+		ReleaseRead: s.opts.ReleaseRead, Objects: s.opts.Objects, strict: s.opts.strict, noFetch: s.opts.noFetch || s.opts.NoFetch}, path)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

@@ -41,7 +41,8 @@ const publisherEnv = "MOQ_EXPORT_TEST_PUBLISHER"
 // The soak sets more: $MOQ_EXPORT_TEST_BROADCASTS names the broadcasts as
 // NAME=CONTAINER pairs (legacy, loc, cmaf), $MOQ_EXPORT_TEST_VERSIONS the
 // protocol versions accepted, $MOQ_EXPORT_TEST_KEEP how many groups each
-// track keeps for FETCH. $MOQ_EXPORT_TEST_HOLD holds the media back until
+// track keeps for FETCH, $MOQ_EXPORT_TEST_NOFETCH (any value) refuses every
+// FETCH, as the reference publisher does. $MOQ_EXPORT_TEST_HOLD holds the media back until
 // every track of every broadcast has a subscriber, as tools/fleetpub does,
 // and prints "subscribed BROADCAST/TRACK" on stderr as each track gets its
 // first: a recorder that does not subscribe a track gets no media at all.
@@ -81,6 +82,7 @@ func publisherMain() int {
 	}
 	srv, err := subscribe.Listen(os.Getenv(publisherEnv), subscribe.ServerOptions{
 		Certificates: []tls.Certificate{cert}, Publish: bs, Versions: versions,
+		NoFetch: os.Getenv("MOQ_EXPORT_TEST_NOFETCH") != "",
 		// Its log goes to the test's (printed when a test fails): what
 		// the publisher was asked for and when.
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})),

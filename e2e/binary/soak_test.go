@@ -19,9 +19,12 @@ import (
 )
 
 // The chaos soak (issue 26): publishers of several broadcasts (legacy, loc
-// and cmaf), one speaking moq-lite and one IETF moq-transport, each behind
-// a loopback UDP proxy, recorded by --record-all processes into every
-// container (MKV and TS over moq-lite, MP4 and FLV over moq-transport),
+// and cmaf), one speaking moq-lite, one IETF moq-transport (draft 22) and
+// one moq-transport draft 16 that refuses every FETCH (NOT_SUPPORTED, as
+// the reference publisher does: its gaps are filled by span subscriptions),
+// each behind a loopback UDP proxy, recorded by --record-all processes into
+// every container (MKV and TS over moq-lite, MP4 and FLV over
+// moq-transport, MKV over the publisher without FETCH),
 // for MOQ_SOAK_DURATION (default 75 s; scripts/soak.sh runs it for an
 // hour; MOQ_SOAK_LOGS names a directory for each recorder run's log),
 // while faults come one at a time, at random, with calm between them:
@@ -85,6 +88,7 @@ const soakBroadcasts = "legacy=legacy,loc=loc,cmaf=cmaf"
 type soakPublisher struct {
 	name     string
 	versions string
+	noFetch  bool // refuses every FETCH: gaps are filled by span subscriptions
 	proc     *publisherProcess
 	proxy    *udpproxy.Proxy
 }
@@ -139,9 +143,13 @@ func TestChaosSoak(t *testing.T) {
 		if p.versions != "" {
 			e = append(e, "MOQ_EXPORT_TEST_VERSIONS="+p.versions)
 		}
+		if p.noFetch {
+			e = append(e, "MOQ_EXPORT_TEST_NOFETCH=1")
+		}
 		return e
 	}
-	pubs := []*soakPublisher{{name: "lite"}, {name: "ietf", versions: "moq-transport-22"}}
+	pubs := []*soakPublisher{{name: "lite"}, {name: "ietf", versions: "moq-transport-22"},
+		{name: "ietf-nofetch", versions: "moq-transport-16", noFetch: true}}
 	for _, p := range pubs {
 		p.proc = startPublisher(t, ctx, "127.0.0.1:0", certFile, keyFile, epoch, env(p)...)
 		px, err := udpproxy.New(p.proc.addr)
@@ -156,6 +164,7 @@ func TestChaosSoak(t *testing.T) {
 		{name: "ts/lite", ext: "ts", pub: pubs[0]},
 		{name: "mp4/ietf", ext: "mp4", pub: pubs[1]},
 		{name: "flv/ietf", ext: "flv", pub: pubs[1]},
+		{name: "mkv/ietf-nofetch", ext: "mkv", pub: pubs[2]},
 	}
 	start := func(r *soakRecorder, limitBlocks int) {
 		t.Helper()
