@@ -349,7 +349,7 @@ const gop = 1.0
 // the published frame's: 0 where the recording keeps the broadcast's
 // timestamps; for a container that starts at 0, found from the first video
 // packet's bytes (which of the loop's keyframes it is) and, for the loop,
-// the time the recording began.
+// the broadcast's clock when the recording began (rig.clock).
 func offset(t *testing.T, c matrixCase, res result, pr mediatest.ProbeResult, want map[string]*published) int64 {
 	t.Helper()
 	if !c.rebased {

@@ -54,9 +54,6 @@ type rig struct {
 	pin  string
 	bcs  map[string]*model.Broadcast
 	srv  *subscribe.Server
-	// started is when the demo broadcasts started: their timestamps
-	// are the time since (give or take the start of a goroutine).
-	started time.Time
 }
 
 func newRig(t *testing.T) *rig {
@@ -70,7 +67,6 @@ func newRig(t *testing.T) *rig {
 	t.Cleanup(cancel)
 	r := &rig{cert: cert, pin: pin, bcs: map[string]*model.Broadcast{}}
 	var pub []*model.Broadcast
-	r.started = time.Now()
 	for _, p := range packagings {
 		b := model.NewBroadcast(broadcastName(p))
 		// Like a relay keeping ~20 s of past groups (the one-frame audio
@@ -105,13 +101,49 @@ func newRig(t *testing.T) *rig {
 
 func broadcastName(packaging string) string { return "matrix-" + packaging }
 
+// clock returns where broadcast name's own clock is: the timestamp of the
+// newest media frame published on any of its tracks. It is not the time
+// since the rig started it: a publisher starved of the CPU falls behind
+// the wall clock and catches up later (under the race detector and two
+// busy loops, the CMAF broadcasts, whose fragments cost most to write,
+// ran 128-153 s behind it), and a check that placed a rebased file by the
+// wall clock looked for it that far from where it was.
+func (r *rig) clock(name string) time.Duration {
+	var newest int64
+	for _, tn := range r.bcs[name].TrackNames() {
+		tr, err := r.bcs[name].Track(tn)
+		if err != nil {
+			continue
+		}
+		g := tr.NewestGroup()
+		// The newest group may be empty yet (just opened) or a
+		// marker's: the one before it then says where the clock is.
+		for range 3 {
+			if g == nil {
+				break
+			}
+			frames, _, _ := g.Frames(0)
+			for _, f := range frames {
+				if !f.Marker {
+					newest = max(newest, f.Timestamp)
+				}
+			}
+			if g.Sequence() == 0 {
+				break
+			}
+			g = tr.Group(g.Sequence() - 1)
+		}
+	}
+	return time.Duration(newest) * time.Microsecond
+}
+
 // result is what one case recorded.
 type result struct {
 	file     string
 	info     []record.FileInfo
 	tracks   []record.TrackInfo
 	logs     *logBuffer
-	began    time.Duration // broadcast time when the recording began (about)
+	began    time.Duration // the broadcast's own clock when the recording began (rig.clock)
 	outage   time.Duration // 0: none
 	dropped  int64         // datagrams the outage dropped
 	duration time.Duration // asked of the recorder
@@ -216,7 +248,7 @@ func (r *rig) record(t *testing.T, c matrixCase) result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res.began = time.Since(r.started)
+	res.began = r.clock(c.broadcast())
 	if err := rec.Record(ctx, src, c.broadcast()); err != nil {
 		res.err = fmt.Errorf("record: %w", err)
 	}
