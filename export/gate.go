@@ -110,17 +110,26 @@ func (e *Export) startBackfills() {
 
 // startLateFill backfills a late audio track (a rendition a catalog update
 // added) back to the newest timestamp written, in the background and for
-// at most maxBackfill, before it is read: it joined at the newest group
-// when it was subscribed, which may be some frames after the rendition
-// began. Meanwhile the jitter buffer waits for it (pending), so its frames
-// from that point on are not late. Video starts at its newest keyframe as
-// it does when joining.
+// at most maxBackfill (files: MaxDelay, as the start gate and a restart's
+// rejoin wait), before it is read: it joined at the newest group when it
+// was subscribed, which may be some frames after the rendition began.
+// Meanwhile the jitter buffer waits for it (pending), so its frames from
+// that point on are not late. Video starts at its newest keyframe as it
+// does when joining.
 func (e *Export) startLateFill(ts *trackState) {
 	if ts.track.Kind != mux.Audio || !e.haveFirst {
 		return
 	}
 	t, target := ts.consumer.Track(), e.newest
-	ctx, cancel := context.WithTimeout(e.ctx, maxBackfill)
+	wait := maxBackfill
+	if w := e.startWait(); w > e.opts.Delay {
+		// A file can wait: a FETCH slowed by a loaded machine (the
+		// CLI's loopback demo under two busy loops and a test suite)
+		// took longer than maxBackfill, and the late audio lost its
+		// first 170 ms, the frames before its subscription's group.
+		wait = max(wait, w)
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, wait)
 	ts.filling = true
 	ts.aligning.Store(true)
 	e.fills = append(e.fills, lateFill{ts: ts, cancel: cancel})

@@ -1,6 +1,7 @@
 package export_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -93,4 +94,84 @@ func TestARenditionAddedWhileTheVideoIsReadJoinsAtItsKeyframe(t *testing.T) {
 	video.Close(nil)
 	audio.Close(nil)
 	ct.Close(nil)
+}
+
+// TestALateRenditionInAFileIsBackfilledToItsFirstFrameThoughTheFetchIsSlow:
+// an audio rendition a catalog update adds at 2 s is subscribed 170 ms
+// later (its first group is the 8th); the FETCH of the 8 before takes
+// 1.5 s, a loaded machine's. A file waits for it (up to MaxDelay, as the
+// start gate does), so the audio starts at 2 s. Before, a late track's
+// backfill had 1 s whatever the output: the audio started at 2.170 s
+// (e2e/binary's TestLateRenditionStartsTheNextNumberedFile/flv under a
+// CPU hog: "audio starts at 2.170s, the second file at 2.000s").
+func TestALateRenditionInAFileIsBackfilledToItsFirstFrameThoughTheFetchIsSlow(t *testing.T) {
+	t.Parallel()
+	bc := model.NewBroadcast("late")
+	ct := bc.CreateTrack(catalog.TrackName)
+	writeCatalog(t, ct, "h264")
+	video := bc.CreateTrack("h264")
+	gop := func(seq uint64) {
+		g, _ := video.CreateGroup(seq)
+		for i := range 30 {
+			g.WriteFrame(model.Frame{Timestamp: int64(seq)*1_000_000 + int64(i)*33_333, Payload: []byte{byte(i)}})
+		}
+		g.Close(nil)
+	}
+	gop(0)
+	gop(1)
+	rec := newRecorder()
+	e := export.New(bc, rec, export.Options{Delay: 500 * time.Millisecond, MaxDelay: 5 * time.Second})
+	state := func() string { return fmt.Sprintf("written %v", rec.countByName()) }
+	pollUntil(t, e, "the first two GOPs", func() bool { return len(rec.frames) == 60 }, state)
+
+	audio := bc.CreateTrack("aac")
+	audio.SetKeepGroups(1000)
+	const first, groups = 8, 50 // the subscription's first group; all of them
+	write := func(seq uint64) {
+		g, _ := audio.CreateGroup(seq)
+		g.WriteFrame(model.Frame{Timestamp: 2_000_000 + int64(seq)*aacFrame, Payload: []byte{byte(seq)}})
+		g.Close(nil)
+	}
+	for seq := uint64(first); seq < groups; seq++ {
+		write(seq)
+	}
+	fetched := make(chan error, 1)
+	audio.HandleBackfill(func(ctx context.Context, target int64) error {
+		select {
+		case <-ctx.Done():
+			fetched <- ctx.Err()
+			return ctx.Err()
+		case <-time.After(1500 * time.Millisecond):
+		}
+		for seq := uint64(0); seq < first; seq++ {
+			write(seq)
+		}
+		fetched <- nil
+		return nil
+	})
+	writeCatalog(t, ct, "h264", "aac")
+	gop(2)
+	pollUntil(t, e, "the audio", func() bool { return rec.countByName()["aac"] > 0 }, state)
+	select {
+	case err := <-fetched:
+		if err != nil {
+			t.Errorf("the backfill (1.5 s) was cut: %v", err)
+		}
+	default:
+		t.Errorf("the audio was read before its backfill ended")
+	}
+	video.Close(nil)
+	audio.Close(nil)
+	ct.Close(nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.Run(ctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got := rec.firstTimestamps()["aac"]; got != 2_000_000 {
+		t.Errorf("the audio starts at %d µs, want 2000000 (its first frame)", got)
+	}
+	if n := rec.countByName()["aac"]; n != groups {
+		t.Errorf("%d audio frames written, want %d", n, groups)
+	}
 }
