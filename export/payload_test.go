@@ -29,7 +29,7 @@ func corrupted(t *testing.T, badVideo, badAudio int) (*model.Broadcast, int) {
 	dst := model.NewBroadcast("demo")
 	dropVideo := 0
 	n, dropping := map[string]int{}, false
-	copyTracks(t, src, dst, []string{catalog.TrackName, "h264", "aac"}, func(name string, i int, f model.Frame) []byte {
+	mediatest.CopyTracks(t, src, dst, []string{catalog.TrackName, "h264", "aac"}, func(name string, i int, f model.Frame) []byte {
 		p := f.Payload
 		switch {
 		case name == "h264" && n[name] == badVideo:

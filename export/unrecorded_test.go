@@ -40,47 +40,13 @@ func withheld(t *testing.T, ended bool, loops int) (*model.Broadcast, int64, int
 		t.Cleanup(func() { video.Close(nil) })
 	}
 	var audio, end int64
-	copyTracks(t, src, dst, []string{catalog.TrackName, "aac"}, func(name string, _ int, f model.Frame) []byte {
+	mediatest.CopyTracks(t, src, dst, []string{catalog.TrackName, "aac"}, func(name string, _ int, f model.Frame) []byte {
 		if name == "aac" {
 			audio, end = audio+1, f.Timestamp
 		}
 		return f.Payload
 	})
 	return dst, audio, end
-}
-
-// copyTracks copies the named tracks of src, group by group, into new
-// tracks of dst and ends them; edit gives each frame's payload (i is its
-// index in its group).
-func copyTracks(t *testing.T, src, dst *model.Broadcast, names []string, edit func(name string, i int, f model.Frame) []byte) {
-	t.Helper()
-	for _, name := range names {
-		st, err := src.Track(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dt := dst.CreateTrack(name)
-		dt.SetKeepGroups(10000)
-		last, _ := st.LatestGroup()
-		for seq := uint64(0); seq <= last; seq++ {
-			g := st.Group(seq)
-			if g == nil {
-				continue
-			}
-			frames, _, _ := g.Frames(0)
-			dg, err := dt.CreateGroup(seq)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, f := range frames {
-				if err := dg.WriteFrame(model.Frame{Timestamp: f.Timestamp, Payload: edit(name, i, f)}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			dg.Close(nil)
-		}
-		dt.Close(nil)
-	}
 }
 
 // TestATrackThatGotNoFrameIsLeftOutOfAFileThatDecodesAndIsReported: a

@@ -8,6 +8,7 @@ import (
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/record"
 )
@@ -22,33 +23,17 @@ func TestARecordingThatDroppedEveryFrameAsMalformedEndsWithAnError(t *testing.T)
 		t.Fatal(err)
 	}
 	bc := model.NewBroadcast("demo")
-	for _, name := range []string{catalog.TrackName, "h264", "aac"} {
-		st, _ := src.Track(name)
-		dt := bc.CreateTrack(name)
-		dt.SetKeepGroups(1000)
-		last, _ := st.LatestGroup()
-		for seq := uint64(0); seq <= last; seq++ {
-			g := st.Group(seq)
-			if g == nil {
-				continue
-			}
-			frames, _, _ := g.Frames(0)
-			dg, _ := dt.CreateGroup(seq)
-			for _, f := range frames {
-				p := f.Payload
-				switch name {
-				case "h264":
-					p = append([]byte{0x06}, p...)
-				case "aac":
-					l := len(p) + 7
-					p = append([]byte{0xff, 0xf1, 0x50, 0x80, byte(l >> 3), byte(l<<5) | 0x1f, 0xfc}, p...)
-				}
-				dg.WriteFrame(model.Frame{Timestamp: f.Timestamp, Payload: p})
-			}
-			dg.Close(nil)
+	mediatest.CopyTracks(t, src, bc, []string{catalog.TrackName, "h264", "aac"}, func(name string, _ int, f model.Frame) []byte {
+		p := f.Payload
+		switch name {
+		case "h264":
+			p = append([]byte{0x06}, p...)
+		case "aac":
+			l := len(p) + 7
+			p = append([]byte{0xff, 0xf1, 0x50, 0x80, byte(l >> 3), byte(l<<5) | 0x1f, 0xfc}, p...)
 		}
-		dt.Close(nil)
-	}
+		return p
+	})
 	bc.Close(nil)
 	out, err := record.Files(filepath.Join(t.TempDir(), "x.mkv"), record.FileOptions{})
 	if err != nil {

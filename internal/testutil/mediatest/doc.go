@@ -20,6 +20,9 @@
 //     (ProbeResult). Each has a Tools method form for a given ffmpeg.
 //   - GoroutinesIn: the goroutines running in given functions, for tests
 //     of what holds no goroutine.
+//   - CopyTracks: a broadcast's tracks copied into another, each payload
+//     given by the test (the demo with malformed, withheld or corrupted
+//     frames).
 //
 // What it does not own: each container's own checks (FLV tag parsing,
 // Matroska DocType and Cues, MPEG-TS PIDs, PCR and continuity) stay in
