@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// echo serves a UDP echo on loopback.
-func echo(t *testing.T) *net.UDPConn {
+// echo serves a UDP echo on loopback; its first answer waits firstDelay
+// (a loaded machine's late reply).
+func echo(t *testing.T, firstDelay time.Duration) *net.UDPConn {
 	t.Helper()
 	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
@@ -16,10 +17,13 @@ func echo(t *testing.T) *net.UDPConn {
 	t.Cleanup(func() { c.Close() })
 	go func() {
 		buf := make([]byte, 2048)
-		for {
+		for first := true; ; first = false {
 			n, from, err := c.ReadFromUDP(buf)
 			if err != nil {
 				return
+			}
+			if first {
+				time.Sleep(firstDelay)
 			}
 			c.WriteToUDP(buf[:n], from)
 		}
@@ -27,55 +31,74 @@ func echo(t *testing.T) *net.UDPConn {
 	return c
 }
 
+// TestForwardsBothWaysAndBlackholesOnDemand: an echo answers through the
+// proxy, not while it blackholes, and again after. Each check looks for
+// the answer to its own message: under load the echo of an earlier
+// message (sent again because its answer was late) can still be on its
+// way when the blackhole begins, and is no proof that "lost" got through.
 func TestForwardsBothWaysAndBlackholesOnDemand(t *testing.T) {
-	up := echo(t)
-	p, err := New(up.LocalAddr().String())
-	if err != nil {
-		t.Fatal(err)
+	for _, c := range []struct {
+		name       string
+		firstDelay time.Duration
+	}{
+		{"with an echo that answers at once", 0},
+		{"with an echo whose first answer comes after the sender gave up on it", 300 * time.Millisecond},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			up := echo(t, c.firstDelay)
+			p, err := New(up.LocalAddr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			conn, err := net.Dial("udp", p.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			// roundTrip sends msg and reports whether its echo came
+			// within wait; the late echoes of earlier messages are
+			// read and passed over.
+			roundTrip := func(msg string, wait time.Duration) bool {
+				if _, err := conn.Write([]byte(msg)); err != nil {
+					t.Fatal(err)
+				}
+				conn.SetReadDeadline(time.Now().Add(wait))
+				buf := make([]byte, 64)
+				for {
+					n, err := conn.Read(buf)
+					if err != nil {
+						return false
+					}
+					if string(buf[:n]) == msg {
+						return true
+					}
+					t.Logf("a late echo %q while waiting for %q", buf[:n], msg)
+				}
+			}
+			// Retried: UDP on loopback may still drop under load.
+			got := false
+			for i := 0; i < 50 && !got; i++ {
+				got = roundTrip("ping", 100*time.Millisecond)
+			}
+			if !got {
+				t.Fatal("no echo through the proxy")
+			}
+			p.Blackhole(true)
+			if roundTrip("lost", 200*time.Millisecond) {
+				t.Fatal(`echo "lost" through a blackhole`)
+			}
+			if p.Dropped() == 0 {
+				t.Fatal("nothing counted as dropped")
+			}
+			p.Blackhole(false)
+			for i := 0; i < 50; i++ {
+				// A reply to "lost" never comes: it was dropped before the echo.
+				if roundTrip("back", 100*time.Millisecond) {
+					return
+				}
+			}
+			t.Fatal("no echo after the blackhole ended")
+		})
 	}
-	defer p.Close()
-	c, err := net.Dial("udp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	roundTrip := func(msg string, wait time.Duration) (string, bool) {
-		if _, err := c.Write([]byte(msg)); err != nil {
-			t.Fatal(err)
-		}
-		c.SetReadDeadline(time.Now().Add(wait))
-		buf := make([]byte, 64)
-		n, err := c.Read(buf)
-		if err != nil {
-			return "", false
-		}
-		return string(buf[:n]), true
-	}
-	// Retried: UDP on loopback may still drop under load.
-	got := false
-	for i := 0; i < 50 && !got; i++ {
-		var s string
-		s, got = roundTrip("ping", 100*time.Millisecond)
-		if got && s != "ping" {
-			t.Fatalf("echo %q", s)
-		}
-	}
-	if !got {
-		t.Fatal("no echo through the proxy")
-	}
-	p.Blackhole(true)
-	if s, ok := roundTrip("lost", 200*time.Millisecond); ok {
-		t.Fatalf("echo %q through a blackhole", s)
-	}
-	if p.Dropped() == 0 {
-		t.Fatal("nothing counted as dropped")
-	}
-	p.Blackhole(false)
-	for i := 0; i < 50; i++ {
-		// A reply to "lost" never comes: it was dropped before the echo.
-		if s, ok := roundTrip("back", 100*time.Millisecond); ok && s == "back" {
-			return
-		}
-	}
-	t.Fatal("no echo after the blackhole ended")
 }
