@@ -117,6 +117,32 @@ func (e *EmptyWindowError) Error() string {
 
 func (e *EmptyWindowError) Is(target error) bool { return target == ErrNothingRecorded }
 
+// RecordingsFailedError is a RecordAll that ended by itself (its window,
+// Options.Duration, or its source's end) after broadcasts were announced
+// and recorded, but every recording failed: none ended well. Broadcasts are the broadcasts whose recordings failed, in the
+// order they failed, and Errs each one's error (the last, when a
+// broadcast was recorded more than once); errors.Is and errors.As see
+// those errors. A RecordAll in which some recording ended well returns
+// nil, its failures logged.
+type RecordingsFailedError struct {
+	Broadcasts []string
+	Errs       []error
+}
+
+func (e *RecordingsFailedError) Error() string {
+	parts := make([]string, len(e.Errs))
+	for i, err := range e.Errs {
+		parts[i] = err.Error()
+	}
+	what := fmt.Sprintf("the recording of %q failed", e.Broadcasts[0])
+	if len(e.Broadcasts) > 1 {
+		what = fmt.Sprintf("every recording failed (%d broadcasts)", len(e.Broadcasts))
+	}
+	return fmt.Sprintf("%s and none ended well: %s", what, strings.Join(parts, "; "))
+}
+
+func (e *RecordingsFailedError) Unwrap() []error { return e.Errs }
+
 // WaitError is a wait that ended before what it waited for came: a
 // broadcast's catalog (Broadcast set) or any announcement (Broadcast
 // empty), from Origin, within Wait (Options.Wait).

@@ -16,7 +16,10 @@ import (
 // announcements for that much wall-clock time from the call (the source's
 // setup, a relay session's connection and SETUP, included), then waits for
 // those recordings to end; a window in which nothing was announced is an
-// *EmptyWindowError. With Wait it gives up when nothing is announced in
+// *EmptyWindowError, and a run that ended by itself (its window, or the
+// source's end) in which every recording failed is a
+// *RecordingsFailedError (some failed and some ended well: nil, the
+// failures logged). With Wait it gives up when nothing is announced in
 // that time. A broadcast announced again while its recording runs is
 // recorded again after it.
 func (r *Recorder) RecordAll(ctx context.Context, src Source) error {
@@ -101,6 +104,13 @@ func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Durati
 		announced   = map[string]bool{}
 		retries     = map[string]*writeRetry{}
 		unrecovered = map[string]error{}
+		// endedWell counts the recordings that ended without an error
+		// (or with ctx); failed holds the error of each broadcast whose
+		// last recording failed, in failedOrder: a run in which every
+		// recording failed is a RecordingsFailedError, not nil.
+		endedWell   int
+		failed      = map[string]error{}
+		failedOrder []string
 	)
 	// start starts the recording of path, or notes to start it again
 	// after the one running; it reports whether it did either.
@@ -148,6 +158,14 @@ func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Durati
 					r.log.Error("recording failed", "broadcast", path, "err", err)
 				}
 				mu.Lock()
+				if err != nil && ctx.Err() == nil {
+					if _, seen := failed[path]; !seen {
+						failedOrder = append(failedOrder, path)
+					}
+					failed[path] = err
+				} else {
+					endedWell++
+				}
 				// A full disk ends a recording by a failed write, or first
 				// (--min-free) by a cut when the free space fell below
 				// Options.MinFreeBytes: either is restarted once the disk
@@ -309,6 +327,16 @@ func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Durati
 		// setting up when it ended among the causes): nothing was
 		// recorded, which is not a success.
 		return &EmptyWindowError{Origin: r.opts.Origin, Window: follow}
+	}
+	if ctx.Err() == nil && endedWell == 0 && len(failedOrder) > 0 {
+		// Broadcasts were announced and recorded, and every recording
+		// failed: the run recorded nothing that ended well, which is not
+		// a success either.
+		e := &RecordingsFailedError{Broadcasts: failedOrder}
+		for _, p := range failedOrder {
+			e.Errs = append(e.Errs, failed[p])
+		}
+		return e
 	}
 	return ctx.Err()
 }
