@@ -260,3 +260,50 @@ func trackEnd(t *testing.T, ctx context.Context, s *Session, name string) error 
 	}
 	return evs[len(evs)-1].Err
 }
+
+// TestAGroupCutAfterItsLastFrameIsCompletedThoughThePublisherWritesNothingNew:
+// the connection is lost after the client read every frame of the
+// publisher's newest group but before that group's end; meanwhile the
+// publisher ends the group and writes nothing after it (a sparse track, or
+// a publisher that pauses). The next connection must complete the group
+// and resume at once, not when the publisher's next group comes. (Before,
+// on moq-lite-06: the resumed SUBSCRIBE asked from the group's first frame
+// not held, which does not exist; the publisher, rightly, started the
+// subscription at its next group and sent SUBSCRIBE_OK only then, so the
+// resume, and the fill of any groups missed before it, waited for a group
+// that may never come: the hang of
+// TestAFetchOfTheGapFillLostWithItsConnectionIsMadeAgainOnTheNextOne
+// under load, whose publisher writes its next group only after the fill.)
+func TestAGroupCutAfterItsLastFrameIsCompletedThoughThePublisherWritesNothingNew(t *testing.T) {
+	for _, fam := range fillFamilies {
+		t.Run(fam.name, func(t *testing.T) {
+			checkGoroutines(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+			defer cancel()
+			r := newOutageRig(t, ctx, 1000, fam.opts)
+			r.group(0, 5).Close(nil)
+			g1 := r.group(1, 5) // every frame written, its end not yet
+			r.readUntil(r.step + 40_000)
+			tr, err := r.client.Broadcast("live").Track("a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.outage(func() { g1.Close(nil) })
+			// Nothing new is written: the group's end is all there is
+			// to get, and it must come within the resume's request
+			// timeout and FETCH (the rig's 10 s wait bounds both).
+			waitFor(t, "group 1 to be completed on the next connection", func() bool {
+				g := tr.Group(1)
+				if g == nil {
+					return false
+				}
+				_, finished, _ := g.Frames(0)
+				return finished
+			})
+			r.group(2, 5).Close(nil)
+			r.group(3, 1)
+			r.readUntil(3 * r.step)
+			r.checkEvery(append(payloads(0, 3, 5), "g3-f0"))
+		})
+	}
+}

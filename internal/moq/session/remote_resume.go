@@ -66,8 +66,8 @@ const (
 // On lite-06 (frame ranges) nothing the track holds is sent again but one
 // frame: before resubscribing, a FETCH of the newest held frame of a cut
 // newest group checks the publisher (FloorOfCut), and SUBSCRIBE asks from
-// that group's first missing frame; the FETCHes that complete cut groups
-// ask only their missing frames (fetchFrom).
+// that frame (its group reader skips it); the FETCHes that complete cut
+// groups ask only their missing frames (fetchFrom).
 
 // setStart starts the track at group first, the first its subscription
 // delivers (model.Track.SetStart), and remembers it for a resume.
@@ -325,8 +325,8 @@ func (rt *Remote) resume(ctx context.Context, c Family, timescale, first uint64)
 	switch {
 	case newest == nil || first < newest.Sequence():
 	case verified && first == newest.Sequence():
-		// The cut group goes on in the live stream, from its first
-		// missing frame (the floor FloorOfCut asked, checked there).
+		// The cut group goes on in the live stream, from its newest
+		// frame held (the floor FloorOfCut asked, checked there).
 		same = true
 	case verified:
 		// Checked before SUBSCRIBE: fetch only the frames it misses.
@@ -849,12 +849,22 @@ type ResumeFloor struct {
 }
 
 // FloorOfCut returns the floor of a resumed lite-06 subscription: the
-// newest group, when the lost connection cut it, at its first frame not
-// received, so that the publisher sends only the rest of it. A FETCH of
-// the frame before that first checks that the publisher still holds the
-// group and is the same one: a floor above a restarted publisher's
-// sequences would wait for a group it may never make. Without that, no
-// floor (the live edge, as on other versions).
+// newest group, when the lost connection cut it, at its newest frame
+// received, so that the publisher sends only that frame again (the group
+// reader skips it) and the rest. A FETCH of that frame first checks that
+// the publisher still holds the group and is the same one: a floor above a
+// restarted publisher's sequences would wait for a group it may never
+// make. Without that, no floor (the live edge, as on other versions).
+//
+// The floor is the frame held, not the first one missing: a group cut
+// after its last frame, before its end, has no frame there, and a
+// publisher that cannot serve the frame asked starts at its next group
+// (lite-06 section 3.6), sending SUBSCRIBE_OK only once that group exists.
+// The resume, the fill of the groups missed and the cut group's end would
+// wait for it: for ever on a track that writes nothing more (a sparse
+// track, a paused publisher). A frame the publisher was just seen to hold
+// starts the subscription in that group at once, and its stream's end
+// completes the group.
 func (rt *Remote) FloorOfCut(ctx context.Context, c Family, timescale uint64) ResumeFloor {
 	newest := rt.Track.NewestGroup()
 	if newest == nil {
@@ -878,7 +888,7 @@ func (rt *Remote) FloorOfCut(ctx context.Context, c Family, timescale uint64) Re
 	rt.mu.Lock()
 	rt.verified, rt.verifiedOK = seq, true
 	rt.mu.Unlock()
-	return ResumeFloor{Group: seq, Frame: n, OK: true}
+	return ResumeFloor{Group: seq, Frame: n - 1, OK: true}
 }
 
 // fetchFrom returns the frames of past group seq from index from on. On a

@@ -62,7 +62,8 @@ func (ls *subscription) Route(sub *session.Sub) error {
 func (ls *subscription) Unroute(sub *session.Sub) { ls.s.Unroute(sub) }
 
 // Request sends SUBSCRIBE; a resumed lite-06 subscription asks from the
-// rest of a cut group when it has one (session.Remote.FloorOfCut).
+// newest frame held of a cut group when it has one
+// (session.Remote.FloorOfCut).
 func (ls *subscription) Request(ctx context.Context, sub *session.Sub, resumed bool) error {
 	var floor session.ResumeFloor
 	if resumed && ls.v.FrameRange {
