@@ -3,9 +3,11 @@ package record
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/moq-export/moq-export/mux"
@@ -75,14 +77,73 @@ func (f *files) CreatePackage(broadcast string, start time.Time) (Package, error
 		}
 	}
 	dir, playlist := packagePath(p)
+	release, err := claimPackageDir(dir, playlist)
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		release()
 		return nil, fmt.Errorf("creating the package directory: %w; check the path and its permissions", err)
 	}
 	st, err := hls.OpenDirStore(dir)
 	if err != nil {
+		release()
 		return nil, fmt.Errorf("opening the package directory: %w", err)
 	}
-	return &dirPackage{st: st, dir: dir, playlist: playlist}, nil
+	return &dirPackage{st: st, dir: dir, playlist: playlist, release: release}, nil
+}
+
+// packageDirs are the directories this process records a package into
+// now (their absolute paths), each with its playlist: every Files output
+// and Recorder of the process (a service's API starts each make their
+// own) share it.
+var packageDirs = struct {
+	sync.Mutex
+	m map[string]string
+}{m: map[string]string{}}
+
+// claimPackageDir claims directory dir for the package whose multivariant
+// playlist is playlist, until release. Every package names its files
+// alike (v0.mp4, a0.mp4, v0.m3u8, .manifests), so a directory holds one
+// package: it is refused (a *PackageDirError) while this process records
+// another package into it, or the same one (two writers of one package),
+// and when it holds another package's state on disk (NAME.state.json of
+// another NAME: a run before, another process). The same package's state
+// is a package to continue (a restart), which is taken.
+func claimPackageDir(dir, playlist string) (release func(), err error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("the package directory %s: %w", dir, err)
+	}
+	packageDirs.Lock()
+	defer packageDirs.Unlock()
+	if other, busy := packageDirs.m[abs]; busy {
+		return nil, &PackageDirError{Dir: dir, Playlist: playlist, Other: other, Recording: true}
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("reading the package directory: %w; check the path and its permissions", err)
+	}
+	names := make([]string, 0, len(ents))
+	for _, e := range ents {
+		// A package being recorded holds its manifests as links into
+		// its manifest directories (hls.DirStore): names, not only files.
+		if !e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	if other, ok := hls.OtherPackage(names, playlist); ok {
+		return nil, &PackageDirError{Dir: dir, Playlist: playlist, Other: other}
+	}
+	packageDirs.m[abs] = playlist
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			packageDirs.Lock()
+			delete(packageDirs.m, abs)
+			packageDirs.Unlock()
+		})
+	}, nil
 }
 
 // PackageTemplate is the template the packages are named by.
@@ -112,6 +173,7 @@ type dirPackage struct {
 	st       *hls.DirStore
 	dir      string
 	playlist string
+	release  func() // the directory's claim (claimPackageDir)
 }
 
 func (d *dirPackage) Playlist() string { return d.playlist }
@@ -167,7 +229,10 @@ func (d *dirPackage) ReadRange(name string, off int64, n int) ([]byte, error) {
 	return d.st.ReadRange(name, off, n)
 }
 
-func (d *dirPackage) Close() error { return d.st.Close() }
+func (d *dirPackage) Close() error {
+	defer d.release()
+	return d.st.Close()
+}
 
 // openPackage opens the package of recording rec with the format's
 // muxer over it, as open does for a file.

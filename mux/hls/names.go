@@ -72,3 +72,19 @@ func digits(s string) int {
 	}
 	return n
 }
+
+// OtherPackage returns the multivariant playlist of a package other than
+// the one whose multivariant playlist is playlist (NAME.m3u8) among the
+// names of a directory's files: the first NAME.state.json of another NAME
+// (every package holds its state from its first segment on). ok is false
+// when there is none: the directory is free for the package, or holds it
+// already, to be continued.
+func OtherPackage(names []string, playlist string) (other string, ok bool) {
+	own := strings.TrimSuffix(playlist, path.Ext(playlist)) + StateSuffix
+	for _, n := range names {
+		if stem, isState := strings.CutSuffix(n, StateSuffix); isState && n != own && stem != "" && !strings.HasPrefix(n, ".") {
+			return stem + ".m3u8", true
+		}
+	}
+	return "", false
+}
