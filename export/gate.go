@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/mux"
 )
 
@@ -135,12 +136,48 @@ func (e *Export) startLateFill(ts *trackState) {
 	e.fills = append(e.fills, lateFill{ts: ts, cancel: cancel})
 	name := ts.track.Name
 	go func() {
-		if err := t.Backfill(ctx, target); err != nil {
-			e.log.Debug("backfill of a late track failed; it starts at its first live group", "track", name, "err", err)
+		// A backfill fetches the groups before the oldest one the track
+		// holds: asked before the subscription brought its first frame
+		// (a loaded machine, a slow relay), it has nothing to go back
+		// from and ends at once, and the audio started at the
+		// subscription's group (2.767 s for a rendition of 2 s under the
+		// whole test suite). So it waits for that frame first, within
+		// the same bound.
+		if awaitFirstFrame(ctx, t) {
+			if err := t.Backfill(ctx, target); err != nil {
+				e.log.Debug("backfill of a late track failed; it starts at its first live group", "track", name, "err", err)
+			}
+		} else {
+			e.log.Debug("no backfill of a late track: no frame came within the wait", "track", name)
 		}
 		ts.filled.Store(true)
 		e.ready.Wake()
 	}()
+}
+
+// firstFramePoll is how often awaitFirstFrame looks at a late track.
+const firstFramePoll = 10 * time.Millisecond
+
+// awaitFirstFrame reports whether t holds a frame, waiting for one until
+// ctx ends or t ends. A late track's first group comes within its
+// subscription's round trip; a look under the track's lock every 10 ms
+// for that long is simpler than a notification nothing else needs.
+func awaitFirstFrame(ctx context.Context, t *model.Track) bool {
+	tick := time.NewTicker(firstFramePoll)
+	defer tick.Stop()
+	for {
+		if _, ok := t.OldestTimestamp(); ok {
+			return true
+		}
+		if t.State().Ended {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+	}
 }
 
 // endLateFills reads the late tracks whose backfill is done. The fills

@@ -175,3 +175,99 @@ func TestALateRenditionInAFileIsBackfilledToItsFirstFrameThoughTheFetchIsSlow(t 
 		t.Errorf("%d audio frames written, want %d", n, groups)
 	}
 }
+
+// TestALateRenditionWhoseFirstGroupComesAfterItWasTakenIsBackfilledFromIt:
+// under load the engine takes a late audio rendition (the catalog
+// update) before its subscription brought the first group, group 8 here.
+// A backfill fetches what precedes the oldest group the track holds; asked
+// while it held none it had nothing to go back from and returned at once:
+// e2e/binary's TestLateRenditionStartsTheNextNumberedFile under the whole
+// suite, "audio starts at 2.767s, the second file at 2.000s" (its
+// subscription's group 36); here the audio started at 2.981 s (the video
+// had gone on meanwhile). The backfill waits for the first group, and the
+// audio starts at 2 s.
+func TestALateRenditionWhoseFirstGroupComesAfterItWasTakenIsBackfilledFromIt(t *testing.T) {
+	t.Parallel()
+	bc := model.NewBroadcast("late")
+	ct := bc.CreateTrack(catalog.TrackName)
+	writeCatalog(t, ct, "h264")
+	video := bc.CreateTrack("h264")
+	gop := func(seq uint64) {
+		g, _ := video.CreateGroup(seq)
+		for i := range 30 {
+			g.WriteFrame(model.Frame{Timestamp: int64(seq)*1_000_000 + int64(i)*33_333, Payload: []byte{byte(i)}})
+		}
+		g.Close(nil)
+	}
+	gop(0)
+	gop(1)
+	rec := newRecorder()
+	e := export.New(bc, rec, export.Options{Delay: 500 * time.Millisecond, MaxDelay: 5 * time.Second})
+	state := func() string { return fmt.Sprintf("written %v", rec.countByName()) }
+	pollUntil(t, e, "the first two GOPs", func() bool { return len(rec.frames) == 60 }, state)
+
+	audio := bc.CreateTrack("aac")
+	audio.SetKeepGroups(1000)
+	const first, groups = 8, 50 // the subscription's first group; all of them
+	write := func(seq uint64) {
+		g, _ := audio.CreateGroup(seq)
+		g.WriteFrame(model.Frame{Timestamp: 2_000_000 + int64(seq)*aacFrame, Payload: []byte{byte(seq)}})
+		g.Close(nil)
+	}
+	// The handler keeps model.Track.Backfill's contract as the session's
+	// does: it adds the groups before the oldest one held, none when it
+	// holds none.
+	asked := make(chan struct{}, 1)
+	audio.HandleBackfill(func(ctx context.Context, target int64) error {
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+		seq, _, ok := audio.OldestGroup()
+		if !ok {
+			return nil
+		}
+		for s := range seq {
+			write(s)
+		}
+		return nil
+	})
+	writeCatalog(t, ct, "h264", "aac")
+	gop(2)
+	// The subscription's groups come once the engine took the rendition
+	// and asked for its backfill, or 300 ms after it took it.
+	pollUntil(t, e, "the engine's subscription of the audio", func() bool { return audio.Consumers() > 0 }, state)
+	took := time.Now()
+	for {
+		if err := e.Poll(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-asked:
+		default:
+			if time.Since(took) < 300*time.Millisecond {
+				time.Sleep(time.Millisecond)
+				continue
+			}
+		}
+		break
+	}
+	for seq := uint64(first); seq < groups; seq++ {
+		write(seq)
+	}
+	pollUntil(t, e, "the audio", func() bool { return rec.countByName()["aac"] > 0 }, state)
+	video.Close(nil)
+	audio.Close(nil)
+	ct.Close(nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.Run(ctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got := rec.firstTimestamps()["aac"]; got != 2_000_000 {
+		t.Errorf("the audio starts at %d µs, want 2000000 (its first frame)", got)
+	}
+	if n := rec.countByName()["aac"]; n != groups {
+		t.Errorf("%d audio frames written, want %d", n, groups)
+	}
+}
