@@ -68,6 +68,9 @@ type Muxer struct {
 	// (Split); wrote says the current output has a frame.
 	split atomic.Bool
 	wrote bool
+	// newest is the newest timestamp written (µs): where the output
+	// stands when a late track comes (the log says it).
+	newest int64
 }
 
 var _ mux.Muxer = (*Muxer)(nil)
@@ -89,7 +92,8 @@ func (m *Muxer) AddTrack(t mux.Track) error {
 		if !m.opts.SplitForLateTracks || !errors.Is(err, mux.ErrLateTrack) {
 			return err
 		}
-		m.logf("a late track starts the next file at the next keyframe: this one cannot add it", "track", t.Name, "id", t.ID, "err", err)
+		m.logf("a late track starts the next file at the next keyframe: this one cannot add it", "track", t.Name, "id", t.ID,
+			"written_to", time.Duration(m.newest)*time.Microsecond, "err", err)
 		m.pending = append(m.pending, t)
 	}
 	m.tracks = append(m.tracks, t)
@@ -167,6 +171,7 @@ func (m *Muxer) WriteFrame(f mux.Frame) error {
 		return nil
 	}
 	m.wrote = true
+	m.newest = max(m.newest, f.Timestamp)
 	return m.cur.WriteFrame(f)
 }
 

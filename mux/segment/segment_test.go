@@ -3,6 +3,7 @@ package segment_test
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -362,5 +363,46 @@ func TestLateTrackIsRefusedWithoutSplitForLateTracks(t *testing.T) {
 	mediatest.Write(t, m, []mux.Track{{ID: 1, Kind: mux.Video}}, []mux.Frame{{TrackID: 1, Keyframe: true}})
 	if err := m.AddTrack(mux.Track{ID: 2, Kind: mux.Audio}); !errors.Is(err, mux.ErrLateTrack) {
 		t.Fatalf("late AddTrack = %v, want ErrLateTrack", err)
+	}
+}
+
+// TestTheLateTrackWarningSaysWhereTheOutputStood: the warning that a late
+// track waits for the next output names the newest timestamp written, so
+// a reader of the log (and the end-to-end test of a late rendition) knows
+// which keyframe "the next" is: the first after it.
+func TestTheLateTrackWarningSaysWhereTheOutputStood(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		before []mux.Frame // written before the audio track comes
+		want   string
+	}{
+		{"after a keyframe and a frame", []mux.Frame{{TrackID: 1, Timestamp: 0, Keyframe: true}, {TrackID: 1, Timestamp: 33_333}}, "written_to=33.333ms"},
+		{"after two GOPs, a B-frame's time first", []mux.Frame{{TrackID: 1, Timestamp: 0, Keyframe: true}, {TrackID: 1, Timestamp: 66_666},
+			{TrackID: 1, Timestamp: 33_333}, {TrackID: 1, Timestamp: 2_000_000, Keyframe: true}}, "written_to=2s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var log strings.Builder
+			outs := []*headerFirst{{}}
+			m := segment.New(outs[0], segment.Options{SplitForLateTracks: true,
+				Logger: slog.New(slog.NewTextHandler(&log, nil)),
+				Next: func(n int) (mux.Muxer, error) {
+					outs = append(outs, &headerFirst{})
+					return outs[n], nil
+				}})
+			if err := m.AddTrack(mux.Track{ID: 1, Kind: mux.Video}); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range tc.before {
+				if err := m.WriteFrame(f); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := m.AddTrack(mux.Track{ID: 2, Kind: mux.Audio, Name: "aac"}); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(log.String(), "a late track starts the next file") || !strings.Contains(log.String(), " "+tc.want+" ") {
+				t.Errorf("the log says %q, want the late track's warning with %s", log.String(), tc.want)
+			}
+		})
 	}
 }
