@@ -156,7 +156,7 @@ func check(t *testing.T, c matrixCase, res result, disturbed bool) {
 	t.Helper()
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("log:\n%s", res.logs.tail())
+			t.Logf("%s", res.tails())
 		}
 	})
 	if res.err != nil {
@@ -337,7 +337,7 @@ func check(t *testing.T, c matrixCase, res result, disturbed bool) {
 			t.Errorf("the outage dropped nothing")
 		}
 		if c.role == roleDial && c.version.fetch && !strings.Contains(logs, "moq: fetched the groups missed") {
-			t.Errorf("no resume with FETCH in the log:\n%s", res.logs.tail())
+			t.Errorf("no resume with FETCH in the log")
 		}
 	}
 }

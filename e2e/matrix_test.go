@@ -392,7 +392,7 @@ func TestEveryProtocolPackagingContainerRoleAndPathRecordsWhatWasPublished(t *te
 				why = disturbed(c, res)
 			}
 			if res.err != nil {
-				t.Fatalf("recording failed (%s): %v\nlog:\n%s", why, res.err, res.logs.tail())
+				t.Fatalf("recording failed (%s): %v\n%s", why, res.err, res.tails())
 			}
 			if why != "" {
 				t.Logf("the last attempt too: %s; checking its file, not its path", why)

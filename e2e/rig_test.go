@@ -47,13 +47,14 @@ const (
 )
 
 // rig is what the cases share: one live demo broadcast per packaging,
-// published from the start of the test, and one publisher server that
-// serves all of them to recorders that dial.
+// published from the start of the test. Each case has a publisher of its
+// own (a server the recorder dials, or a session that dials the
+// recorder's listener) that serves them, so that its log is the case's.
 type rig struct {
 	cert tls.Certificate
 	pin  string
 	bcs  map[string]*model.Broadcast
-	srv  *subscribe.Server
+	pub  []*model.Broadcast // every broadcast of bcs, in the order published
 }
 
 func newRig(t *testing.T) *rig {
@@ -66,7 +67,6 @@ func newRig(t *testing.T) *rig {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	r := &rig{cert: cert, pin: pin, bcs: map[string]*model.Broadcast{}}
-	var pub []*model.Broadcast
 	for _, p := range packagings {
 		b := model.NewBroadcast(broadcastName(p))
 		// Like a relay keeping ~20 s of past groups (the one-frame audio
@@ -75,28 +75,40 @@ func newRig(t *testing.T) *rig {
 		// missed must still be there.
 		go demo.Publish(ctx, b, demo.Options{Realtime: true, Container: catalog.ContainerKind(p), KeepGroups: 1000})
 		r.bcs[b.Name()] = b
-		pub = append(pub, b)
+		r.pub = append(r.pub, b)
 		m := model.NewBroadcast(broadcastName(p + "-" + pathMarkers))
 		go demo.Publish(ctx, m, demo.Options{Realtime: true, Container: catalog.ContainerKind(p), KeepGroups: 1000, Markers: true})
 		r.bcs[m.Name()] = m
-		pub = append(pub, m)
+		r.pub = append(r.pub, m)
 	}
-	r.srv, err = subscribe.Listen("127.0.0.1:0", subscribe.ServerOptions{
-		Certificates: []tls.Certificate{cert}, Publish: pub,
-		Logger: slog.New(slog.DiscardHandler),
+	return r
+}
+
+// serve starts a publisher server of every broadcast of the rig, logging
+// to log, until the returned stop is called.
+func (r *rig) serve(t *testing.T, log *slog.Logger) (addr string, stop func()) {
+	t.Helper()
+	srv, err := subscribe.Listen("127.0.0.1:0", subscribe.ServerOptions{
+		Certificates: []tls.Certificate{r.cert}, Publish: r.pub, Logger: log,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { r.srv.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		for {
-			if _, err := r.srv.Accept(ctx); err != nil {
+			if _, err := srv.Accept(ctx); err != nil {
 				return
 			}
 		}
 	}()
-	return r
+	return srv.Addr().String(), func() {
+		cancel()
+		srv.Close()
+		<-done
+	}
 }
 
 func broadcastName(packaging string) string { return "matrix-" + packaging }
@@ -142,7 +154,8 @@ type result struct {
 	file     string
 	info     []record.FileInfo
 	tracks   []record.TrackInfo
-	logs     *logBuffer
+	logs     *logBuffer    // the recorder's
+	pubLogs  *logBuffer    // the publisher's (the server it dials, or the session that dials it)
 	began    time.Duration // the broadcast's own clock when the recording began (rig.clock)
 	outage   time.Duration // 0: none
 	dropped  int64         // datagrams the outage dropped
@@ -157,8 +170,9 @@ func (r *rig) record(t *testing.T, c matrixCase) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	res := result{file: filepath.Join(t.TempDir(), "rec."+c.container), logs: &logBuffer{}, duration: recordFor}
+	res := result{file: filepath.Join(t.TempDir(), "rec."+c.container), logs: &logBuffer{}, pubLogs: &logBuffer{}, duration: recordFor}
 	log := slog.New(slog.NewTextHandler(res.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	pubLog := slog.New(slog.NewTextHandler(res.pubLogs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	idle := time.Duration(0)
 	if c.path == pathResume {
 		res.duration = recordForResume
@@ -187,7 +201,9 @@ func (r *rig) record(t *testing.T, c matrixCase) result {
 	}
 	switch c.role {
 	case roleDial:
-		sess, err := subscribe.Dial(ctx, scheme(c.transport)+"://"+via(r.srv.Addr().String())+"/", opts)
+		addr, stop := r.serve(t, pubLog)
+		defer stop()
+		sess, err := subscribe.Dial(ctx, scheme(c.transport)+"://"+via(addr)+"/", opts)
 		if err != nil {
 			res.err = fmt.Errorf("dial: %w", err)
 			return res
@@ -206,7 +222,7 @@ func (r *rig) record(t *testing.T, c matrixCase) result {
 		}
 		defer srv.Close()
 		po := opts
-		po.Role, po.Logger = subscribe.RolePublisher, slog.New(slog.DiscardHandler)
+		po.Role, po.Logger = subscribe.RolePublisher, pubLog
 		pub, err := subscribe.Dial(ctx, scheme(c.transport)+"://"+via(srv.Addr().String())+"/", po)
 		if err != nil {
 			res.err = fmt.Errorf("publisher dial: %w", err)
@@ -259,11 +275,18 @@ func (r *rig) record(t *testing.T, c matrixCase) result {
 			os.WriteFile(filepath.Join(dir, strings.ReplaceAll(c.String(), "/", "_")+"."+c.container), b, 0o644)
 		}
 		os.WriteFile(filepath.Join(dir, strings.ReplaceAll(c.String(), "/", "_")+".log"), []byte(res.logs.String()), 0o644)
+		os.WriteFile(filepath.Join(dir, strings.ReplaceAll(c.String(), "/", "_")+".pub.log"), []byte(res.pubLogs.String()), 0o644)
 	}
 	if px != nil {
 		res.dropped = px.Dropped()
 	}
 	return res
+}
+
+// tails returns the last lines of the recorder's log and of the
+// publisher's, for failure messages: what each side saw of a stall.
+func (res result) tails() string {
+	return "log:\n" + res.logs.tail() + "publisher log:\n" + res.pubLogs.tail()
 }
 
 // logBuffer collects a case's log.
