@@ -2,10 +2,12 @@ package litesub
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/moq-export/moq-export/internal/moq/lite/litepub"
 	"github.com/moq-export/moq-export/internal/moq/lite/wire"
@@ -88,9 +90,14 @@ func (c Conn) readSetup(str session.RecvStream, r *bufio.Reader, p *Peer) {
 // HandleBidi serves one bidi stream the peer opened: a request to what we
 // publish (to p.Pub), a probe, or GOAWAY.
 func (c Conn) HandleBidi(ctx context.Context, str session.Stream, p *Peer) {
-	r := bufio.NewReader(str)
-	typ, err := varint.Read(r)
+	// The stream was opened for its request: a peer that opens one and
+	// says nothing whole holds it, and this goroutine, only for as long as
+	// messageTimeout.
+	typ, r, err := c.readOpening(str)
 	if err != nil {
+		if errors.Is(err, session.ErrTimeout) {
+			c.S.Log.Debug("moq: request stream", "err", err)
+		}
 		session.ResetStream(str, wire.CodeCancel)
 		return
 	}
@@ -171,4 +178,93 @@ func (c Conn) SendGoAway(ctx context.Context, uri string) error {
 	str.Close()
 	str.CancelRead(wire.CodeCancel)
 	return nil
+}
+
+// messageTimeout bounds what a bidi stream the peer opened begins with:
+// its type and the request that follows it.
+var messageTimeout = 10 * time.Second
+
+// opensWithMessage reports whether a bidi stream of type typ begins with a
+// message after its type (all but the probe, which has none, and the
+// types v does not know, which are refused).
+func (c Conn) opensWithMessage(typ uint64) bool {
+	v := c.V
+	switch {
+	case typ == wire.StreamAnnounce, typ == wire.StreamSubscribe:
+		return true
+	case typ == wire.StreamTrack:
+		return v.TrackInfo
+	case typ == wire.StreamGoaway:
+		return v.Goaway
+	case typ == wire.StreamFetch:
+		return v.Fetch
+	}
+	return false
+}
+
+// readOpening reads the type of a bidi stream the peer opened and buffers
+// the request that follows it whole, ending the read by a deadline when
+// that is not done within messageTimeout of the stream's opening: nothing
+// else wakes a read on a stream whose peer went silent while its
+// connection stays up. It returns the type and the reader to serve the
+// stream from, the request first. A request that took that long is a
+// timeout even if it came whole as the deadline fell; the deadline stays
+// set then, and the stream is given up (the error wraps
+// session.ErrTimeout). A request that cannot be buffered (larger than a
+// message may be, or cut short) is left to its reader, which refuses it
+// as it always did.
+func (c Conn) readOpening(str session.Stream) (uint64, *bufio.Reader, error) {
+	var (
+		mu          sync.Mutex
+		done, fired bool
+	)
+	t := time.AfterFunc(messageTimeout, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !done {
+			fired = true
+			_ = str.SetReadDeadline(time.Now())
+		}
+	})
+	r := bufio.NewReader(str)
+	typ, err := varint.Read(r)
+	if err == nil && c.opensWithMessage(typ) {
+		r = bufferMessage(r)
+	}
+	t.Stop()
+	mu.Lock()
+	done = true
+	timedOut := fired
+	mu.Unlock()
+	if timedOut {
+		return 0, nil, fmt.Errorf("%w: the request of a stream the peer opened was not whole within %v", session.ErrTimeout, messageTimeout)
+	}
+	return typ, r, err
+}
+
+// bufferMessage waits until r holds the whole length-prefixed message it
+// begins with, or its read fails, and returns the reader that holds it: r,
+// or one with room for a message larger than r's buffer reading r. It
+// consumes nothing.
+func bufferMessage(r *bufio.Reader) *bufio.Reader {
+	// The length: a varint, its size in its first byte's top bits.
+	first, err := r.Peek(1)
+	if err != nil {
+		return r
+	}
+	lenSize := 1 << (first[0] >> 6)
+	head, err := r.Peek(lenSize)
+	if err != nil {
+		return r
+	}
+	n, err := varint.Read(bytes.NewReader(head))
+	if err != nil || n > wire.MaxMessage {
+		return r
+	}
+	need := lenSize + int(n)
+	if need > r.Size() {
+		r = bufio.NewReaderSize(r, need)
+	}
+	_, _ = r.Peek(need)
+	return r
 }
