@@ -6,10 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 )
@@ -297,9 +299,25 @@ func TestLateRenditionStartsTheNextNumberedFile(t *testing.T) {
 			if ext == "flv" {
 				// FLV keeps the broadcast's times (a finished MP4 starts
 				// at 0): the second file's video follows the first's by
-				// one frame, and starts where the rendition joined.
-				if math.Abs(v1.pts[0]-lateJoin) > frameDuration["h264"] {
-					t.Errorf("the second file starts at %.3fs, the rendition joined at %.1fs", v1.pts[0], lateJoin)
+				// one frame, and starts at the first keyframe after
+				// what the recording had written when it took the
+				// rendition (the warning's written_to): the keyframe
+				// where the rendition joined when the catalog update
+				// came before it, as unloaded (written_to 1.933 s), the
+				// next one when a loaded machine read the update after
+				// that keyframe was written. Never before it joined.
+				written := writtenTo(t, r.stderr)
+				t.Logf("the recording took the rendition with %.3fs written", written)
+				if v1.pts[0] < lateJoin-frameDuration["h264"] {
+					t.Errorf("the second file starts at %.3fs, before the rendition joined at %.1fs", v1.pts[0], lateJoin)
+				}
+				if v1.pts[0] <= written {
+					t.Errorf("the second file starts at %.3fs, not after the %.3fs written when the recording took the rendition", v1.pts[0], written)
+				}
+				for i, key := range v0.key {
+					if key && v0.pts[i] > written+0.001 {
+						t.Errorf("the first file holds a keyframe at %.3fs, after the %.3fs written when the recording took the rendition: the split came late", v0.pts[i], written)
+					}
 				}
 				both := &streamPackets{codec: "h264", pts: append(append([]float64(nil), v0.pts...), v1.pts...)}
 				checkContinuous(t, "across the split", both)
@@ -318,4 +336,20 @@ func keys(m map[string]*streamPackets) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// writtenTo returns, in seconds, how far the recording had written when a
+// late track came: the written_to of its warning ("a late track starts
+// the next file").
+func writtenTo(t *testing.T, stderr string) float64 {
+	t.Helper()
+	m := regexp.MustCompile(`a late track starts the next file[^\n]* written_to=(\S+)`).FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("no written_to in the late track's warning:\n%s", stderr)
+	}
+	d, err := time.ParseDuration(m[1])
+	if err != nil {
+		t.Fatalf("written_to %q: %v", m[1], err)
+	}
+	return d.Seconds()
 }
