@@ -37,6 +37,10 @@ func TestMain(m *testing.M) {
 		// Re-executed as the publisher process of a fault test.
 		os.Exit(publisherMain())
 	}
+	if os.Getenv(parentEnv) != "" {
+		// Re-executed as a test binary that starts a publisher.
+		os.Exit(parentMain())
+	}
 	dir, err := os.MkdirTemp("", "moq-export-e2e")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
