@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -65,13 +66,35 @@ func (q *quicConn[E]) OpenBidi(ctx context.Context) (Stream, error) {
 	return quicStream[E]{s}, nil
 }
 
+// OpenUni opens a uni stream whose data is sent before that of the uni
+// streams opened after it (see sendInOrder).
 func (q *quicConn[E]) OpenUni(ctx context.Context) (SendStream, error) {
 	s, err := q.c.OpenUniStreamSync(ctx)
 	if err != nil {
 		return nil, mapErr[E](err)
 	}
+	sendInOrder(s)
 	return quicSend[E]{s}, nil
 }
+
+// sendInOrder makes s's data go out before that of the streams opened
+// after it, when the connection cannot send everything at once. Our uni
+// streams carry media, a group each, so opening order is media order
+// across tracks. quic-go's default (incremental) shares each packet
+// round-robin among the streams with data instead, a turn per stream: a
+// track that opens a stream per frame (hang's audio, ~47 a second) then
+// takes nearly every turn from one that opens a stream per group (its
+// video, one a second), and on a link that carries less than the
+// broadcast (a loaded machine losing packets on loopback shrinks the
+// congestion window to that) the video stalled for seconds while the
+// audio kept coming. Non-incremental streams of one urgency go one at a
+// time, by stream ID, the oldest first; the bidi request streams stay
+// incremental (quic-go alternates the two kinds within an urgency).
+func sendInOrder(s *quic.SendStream) { s.SetPriority(uniUrgency, false) }
+
+// uniUrgency is the urgency of our uni streams: quic-go's default, that
+// of every other stream, so that nothing but their order changes.
+const uniUrgency = 3
 
 func (q *quicConn[E]) AcceptBidi(ctx context.Context) (Stream, error) {
 	s, err := q.c.AcceptStream(ctx)
@@ -157,6 +180,13 @@ func (q quicStream[E]) SetReadDeadline(t time.Time) error { return q.s.SetReadDe
 type quicSend[E Errors] struct{ s *quic.SendStream }
 
 func (q quicSend[E]) Write(b []byte) (int, error) {
+	// Queued at once when the stream's flow control allows it, not
+	// when the connection has put it into packets (see sendInOrder).
+	if err := q.s.TryWriteAll(b); err == nil {
+		return len(b), nil
+	} else if !errors.Is(err, quic.ErrWouldBlock) {
+		return 0, mapErr[E](err)
+	}
 	n, err := q.s.Write(b)
 	return n, mapErr[E](err)
 }

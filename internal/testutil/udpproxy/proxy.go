@@ -5,6 +5,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Proxy forwards UDP between the clients that send to Addr and the
@@ -15,6 +16,11 @@ type Proxy struct {
 	upstream *net.UDPAddr
 	blocked  atomic.Bool
 	dropped  atomic.Int64
+	// rate is the link's capacity in bytes a second in each direction
+	// (0: unlimited); queue how long a datagram may wait for it before
+	// it is dropped, as a router's queue does (see Limit).
+	rate, queue atomic.Int64
+	limited     atomic.Int64
 
 	mu      sync.Mutex
 	clients map[string]*net.UDPConn
@@ -48,6 +54,43 @@ func (p *Proxy) Blackhole(on bool) { p.blocked.Store(on) }
 // Dropped returns how many datagrams were dropped by Blackhole so far.
 func (p *Proxy) Dropped() int64 { return p.dropped.Load() }
 
+// Limit makes each direction a link of rate bytes a second whose queue
+// holds queue's worth of datagrams: a datagram leaves when the ones before
+// it have, and one that would wait longer than queue is dropped (counted by
+// Limited). A rate of 0 lifts the limit.
+func (p *Proxy) Limit(rate int64, queue time.Duration) {
+	p.queue.Store(int64(queue))
+	p.rate.Store(rate)
+}
+
+// Limited returns how many datagrams Limit's queue dropped so far.
+func (p *Proxy) Limited() int64 { return p.limited.Load() }
+
+// link is one direction's queue under Limit: when the datagrams queued
+// so far will have left.
+type link struct{ free time.Time }
+
+// admit returns how long a datagram of n bytes takes to cross the link
+// (its wait in the queue and its own transmission), or false when the
+// queue is full and it is dropped.
+func (l *link) admit(p *Proxy, n int) (time.Duration, bool) {
+	rate := p.rate.Load()
+	if rate <= 0 {
+		return 0, true
+	}
+	now := time.Now()
+	start := l.free
+	if start.Before(now) {
+		start = now
+	}
+	if start.Sub(now) > time.Duration(p.queue.Load()) {
+		p.limited.Add(1)
+		return 0, false
+	}
+	l.free = start.Add(time.Duration(int64(n) * int64(time.Second) / rate))
+	return l.free.Sub(now), true
+}
+
 // Close stops forwarding and waits for the forwarders.
 func (p *Proxy) Close() error {
 	p.mu.Lock()
@@ -79,6 +122,7 @@ func (p *Proxy) fromClients() {
 // skipped: it may come back.
 func (p *Proxy) forward(read func([]byte) (int, *net.UDPAddr, error), send func([]byte, *net.UDPAddr) bool) {
 	buf := make([]byte, 64<<10)
+	var l link
 	for {
 		n, from, err := read(buf)
 		if err != nil {
@@ -89,6 +133,18 @@ func (p *Proxy) forward(read func([]byte) (int, *net.UDPAddr, error), send func(
 		}
 		if p.blocked.Load() {
 			p.dropped.Add(1)
+			continue
+		}
+		wait, ok := l.admit(p, n)
+		if !ok {
+			continue
+		}
+		if wait > 0 {
+			// Sent when it has crossed the link; the reads go on
+			// meanwhile, so that the queue is admit's, not the
+			// socket's buffer. (A send after Close fails, unseen.)
+			b := append([]byte(nil), buf[:n]...)
+			time.AfterFunc(wait, func() { send(b, from) })
 			continue
 		}
 		if !send(buf[:n], from) {
