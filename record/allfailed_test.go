@@ -73,8 +73,8 @@ func TestRecordAllInWhichEveryRecordingFailedSaysSo(t *testing.T) {
 			}
 			for i, b := range fe.Broadcasts {
 				// Each broadcast's own error (its directory could not be
-				// made), reachable through the chain.
-				if !errors.Is(err, fe.Errs[i]) || !errors.Is(fe.Errs[i], fs.ErrExist) || !strings.Contains(fe.Errs[i].Error(), b) {
+				// made), naming the file, reachable through the chain.
+				if !errors.Is(err, fe.Errs[i]) || !errors.Is(fe.Errs[i], fs.ErrExist) || !strings.Contains(fe.Errs[i].Error(), filepath.Join(dir, b, "rec.mkv")) {
 					t.Errorf("error of %s: %v", b, fe.Errs[i])
 				}
 				if !strings.Contains(err.Error(), fe.Errs[i].Error()) {

@@ -131,7 +131,9 @@ func (f *files) Create(broadcast string, n int, start time.Time) (File, error) {
 		return nil, outOfFiles(p, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("creating the output: %w; check the path and its permissions", err)
+		// The error names its path relative to the template's directory
+		// (an os.Root): say the file.
+		return nil, fmt.Errorf("creating the output %s: %w; check the path and its permissions", p, err)
 	}
 	o := NewFileOutput(file)
 	o.name = created
