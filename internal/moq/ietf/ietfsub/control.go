@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/moq-export/moq-export/internal/moq/ietf"
@@ -263,24 +262,11 @@ var messageTimeout = 10 * time.Second
 // what names the message in the error, which wraps session.ErrTimeout.
 func readWithin(str interface{ SetReadDeadline(time.Time) error }, r *bufio.Reader, v ietf.Version, what string) (uint64, []byte, error) {
 	var (
-		mu          sync.Mutex
-		done, fired bool
+		typ  uint64
+		body []byte
+		err  error
 	)
-	t := time.AfterFunc(messageTimeout, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if !done {
-			fired = true
-			_ = str.SetReadDeadline(time.Now())
-		}
-	})
-	typ, body, err := ietf.ReadMessage(r, v)
-	t.Stop()
-	mu.Lock()
-	done = true
-	timedOut := fired
-	mu.Unlock()
-	if timedOut {
+	if session.ReadWithin(str, messageTimeout, func() { typ, body, err = ietf.ReadMessage(r, v) }) {
 		return 0, nil, fmt.Errorf("%w: a %s the peer began was not whole within %v", session.ErrTimeout, what, messageTimeout)
 	}
 	return typ, body, err

@@ -215,28 +215,16 @@ func (c Conn) opensWithMessage(typ uint64) bool {
 // as it always did.
 func (c Conn) readOpening(str session.Stream) (uint64, *bufio.Reader, error) {
 	var (
-		mu          sync.Mutex
-		done, fired bool
+		typ uint64
+		err error
 	)
-	t := time.AfterFunc(messageTimeout, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if !done {
-			fired = true
-			_ = str.SetReadDeadline(time.Now())
-		}
-	})
 	r := bufio.NewReader(str)
-	typ, err := varint.Read(r)
-	if err == nil && c.opensWithMessage(typ) {
-		r = bufferMessage(r)
-	}
-	t.Stop()
-	mu.Lock()
-	done = true
-	timedOut := fired
-	mu.Unlock()
-	if timedOut {
+	if session.ReadWithin(str, messageTimeout, func() {
+		typ, err = varint.Read(r)
+		if err == nil && c.opensWithMessage(typ) {
+			r = bufferMessage(r)
+		}
+	}) {
 		return 0, nil, fmt.Errorf("%w: the request of a stream the peer opened was not whole within %v", session.ErrTimeout, messageTimeout)
 	}
 	return typ, r, err
