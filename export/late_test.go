@@ -106,32 +106,9 @@ func TestARenditionAddedWhileTheVideoIsReadJoinsAtItsKeyframe(t *testing.T) {
 // CPU hog: "audio starts at 2.170s, the second file at 2.000s").
 func TestALateRenditionInAFileIsBackfilledToItsFirstFrameThoughTheFetchIsSlow(t *testing.T) {
 	t.Parallel()
-	bc := model.NewBroadcast("late")
-	ct := bc.CreateTrack(catalog.TrackName)
-	writeCatalog(t, ct, "h264")
-	video := bc.CreateTrack("h264")
-	gop := func(seq uint64) {
-		g, _ := video.CreateGroup(seq)
-		for i := range 30 {
-			g.WriteFrame(model.Frame{Timestamp: int64(seq)*1_000_000 + int64(i)*33_333, Payload: []byte{byte(i)}})
-		}
-		g.Close(nil)
-	}
-	gop(0)
-	gop(1)
-	rec := newRecorder()
-	e := export.New(bc, rec, export.Options{Delay: 500 * time.Millisecond, MaxDelay: 5 * time.Second})
-	state := func() string { return fmt.Sprintf("written %v", rec.countByName()) }
-	pollUntil(t, e, "the first two GOPs", func() bool { return len(rec.frames) == 60 }, state)
-
-	audio := bc.CreateTrack("aac")
-	audio.SetKeepGroups(1000)
+	l := newLateAudio(t)
+	ct, audio, rec, e, state, gop, write := l.ct, l.audio, l.rec, l.e, l.state, l.gop, l.write
 	const first, groups = 8, 50 // the subscription's first group; all of them
-	write := func(seq uint64) {
-		g, _ := audio.CreateGroup(seq)
-		g.WriteFrame(model.Frame{Timestamp: 2_000_000 + int64(seq)*aacFrame, Payload: []byte{byte(seq)}})
-		g.Close(nil)
-	}
 	for seq := uint64(first); seq < groups; seq++ {
 		write(seq)
 	}
@@ -160,20 +137,7 @@ func TestALateRenditionInAFileIsBackfilledToItsFirstFrameThoughTheFetchIsSlow(t 
 	default:
 		t.Errorf("the audio was read before its backfill ended")
 	}
-	video.Close(nil)
-	audio.Close(nil)
-	ct.Close(nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := e.Run(ctx); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if got := rec.firstTimestamps()["aac"]; got != 2_000_000 {
-		t.Errorf("the audio starts at %d µs, want 2000000 (its first frame)", got)
-	}
-	if n := rec.countByName()["aac"]; n != groups {
-		t.Errorf("%d audio frames written, want %d", n, groups)
-	}
+	l.finish(t, groups)
 }
 
 // TestALateRenditionWhoseFirstGroupComesAfterItWasTakenIsBackfilledFromIt:
@@ -188,32 +152,9 @@ func TestALateRenditionInAFileIsBackfilledToItsFirstFrameThoughTheFetchIsSlow(t 
 // audio starts at 2 s.
 func TestALateRenditionWhoseFirstGroupComesAfterItWasTakenIsBackfilledFromIt(t *testing.T) {
 	t.Parallel()
-	bc := model.NewBroadcast("late")
-	ct := bc.CreateTrack(catalog.TrackName)
-	writeCatalog(t, ct, "h264")
-	video := bc.CreateTrack("h264")
-	gop := func(seq uint64) {
-		g, _ := video.CreateGroup(seq)
-		for i := range 30 {
-			g.WriteFrame(model.Frame{Timestamp: int64(seq)*1_000_000 + int64(i)*33_333, Payload: []byte{byte(i)}})
-		}
-		g.Close(nil)
-	}
-	gop(0)
-	gop(1)
-	rec := newRecorder()
-	e := export.New(bc, rec, export.Options{Delay: 500 * time.Millisecond, MaxDelay: 5 * time.Second})
-	state := func() string { return fmt.Sprintf("written %v", rec.countByName()) }
-	pollUntil(t, e, "the first two GOPs", func() bool { return len(rec.frames) == 60 }, state)
-
-	audio := bc.CreateTrack("aac")
-	audio.SetKeepGroups(1000)
+	l := newLateAudio(t)
+	ct, audio, rec, e, state, gop, write := l.ct, l.audio, l.rec, l.e, l.state, l.gop, l.write
 	const first, groups = 8, 50 // the subscription's first group; all of them
-	write := func(seq uint64) {
-		g, _ := audio.CreateGroup(seq)
-		g.WriteFrame(model.Frame{Timestamp: 2_000_000 + int64(seq)*aacFrame, Payload: []byte{byte(seq)}})
-		g.Close(nil)
-	}
 	// The handler keeps model.Track.Backfill's contract as the session's
 	// does: it adds the groups before the oldest one held, none when it
 	// holds none.
@@ -256,18 +197,67 @@ func TestALateRenditionWhoseFirstGroupComesAfterItWasTakenIsBackfilledFromIt(t *
 		write(seq)
 	}
 	pollUntil(t, e, "the audio", func() bool { return rec.countByName()["aac"] > 0 }, state)
-	video.Close(nil)
-	audio.Close(nil)
-	ct.Close(nil)
+	l.finish(t, groups)
+}
+
+// lateAudio is what the two tests of a late audio rendition's backfill
+// share: a file's engine (Delay 0.5 s, MaxDelay 5 s) that has written
+// two GOPs of a broadcast's video, and an audio track the catalog does not
+// list yet, whose group seq holds one AAC frame at 2 s plus seq frames.
+type lateAudio struct {
+	ct, video, audio *model.Track
+	rec              *recorder
+	e                *export.Export
+	state            func() string
+	gop, write       func(seq uint64)
+}
+
+func newLateAudio(t *testing.T) *lateAudio {
+	l := &lateAudio{}
+	bc := model.NewBroadcast("late")
+	l.ct = bc.CreateTrack(catalog.TrackName)
+	writeCatalog(t, l.ct, "h264")
+	l.video = bc.CreateTrack("h264")
+	l.gop = func(seq uint64) {
+		g, _ := l.video.CreateGroup(seq)
+		for i := range 30 {
+			g.WriteFrame(model.Frame{Timestamp: int64(seq)*1_000_000 + int64(i)*33_333, Payload: []byte{byte(i)}})
+		}
+		g.Close(nil)
+	}
+	l.gop(0)
+	l.gop(1)
+	l.rec = newRecorder()
+	l.e = export.New(bc, l.rec, export.Options{Delay: 500 * time.Millisecond, MaxDelay: 5 * time.Second})
+	l.state = func() string { return fmt.Sprintf("written %v", l.rec.countByName()) }
+	pollUntil(t, l.e, "the first two GOPs", func() bool { return len(l.rec.frames) == 60 }, l.state)
+
+	l.audio = bc.CreateTrack("aac")
+	l.audio.SetKeepGroups(1000)
+	l.write = func(seq uint64) {
+		g, _ := l.audio.CreateGroup(seq)
+		g.WriteFrame(model.Frame{Timestamp: 2_000_000 + int64(seq)*aacFrame, Payload: []byte{byte(seq)}})
+		g.Close(nil)
+	}
+	return l
+}
+
+// finish ends the tracks, runs the engine to its end, and checks that the
+// file's audio starts at its first frame, 2 s, with all of its groups.
+func (l *lateAudio) finish(t *testing.T, groups int) {
+	t.Helper()
+	l.video.Close(nil)
+	l.audio.Close(nil)
+	l.ct.Close(nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := e.Run(ctx); err != nil {
+	if err := l.e.Run(ctx); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if got := rec.firstTimestamps()["aac"]; got != 2_000_000 {
+	if got := l.rec.firstTimestamps()["aac"]; got != 2_000_000 {
 		t.Errorf("the audio starts at %d µs, want 2000000 (its first frame)", got)
 	}
-	if n := rec.countByName()["aac"]; n != groups {
+	if n := l.rec.countByName()["aac"]; n != groups {
 		t.Errorf("%d audio frames written, want %d", n, groups)
 	}
 }
