@@ -60,6 +60,10 @@ type trackState struct {
 	// begins; held is its newest cue, waiting for that (text.go).
 	plain bool
 	held  *mux.Frame
+	// handed is the timestamp of the newest frame of the track the
+	// engine handed to the muxer (model.NoTimestamp before any): where
+	// Behind measures its written position (behind.go).
+	handed atomic.Int64
 }
 
 // Export copies one broadcast into one muxer.

@@ -161,6 +161,7 @@ func (e *Export) addRendition(r catalog.Rendition, counts map[mux.Kind]int) (*tr
 		return nil, nil
 	}
 	ts := &trackState{track: t, plain: plainText(r)}
+	ts.handed.Store(noTimestamp)
 	if e.opts.CheckPayloads {
 		ts.check = payloadCheck(t)
 	}

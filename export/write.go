@@ -61,6 +61,9 @@ func (e *Export) write(it jitter.Item) error {
 		e.stats.Discontinuities++
 		e.statsMu.Unlock()
 	}
+	if ts := e.track(f.TrackID); ts != nil && f.Timestamp > ts.handed.Load() {
+		ts.handed.Store(f.Timestamp)
+	}
 	written, err := e.writeFrame(f)
 	if err != nil {
 		return fmt.Errorf("export: %w", err)

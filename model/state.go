@@ -59,3 +59,13 @@ func (t *Track) State() TrackState {
 	}
 	return s
 }
+
+// NewestTimestamp returns the newest frame's timestamp of the track's
+// current timeline (µs), held groups included (a gap being filled):
+// NoTimestamp before any. It is State's NewestTimestamp without the
+// readers. Safe for concurrent use.
+func (t *Track) NewestTimestamp() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.newestTS
+}

@@ -186,6 +186,10 @@ func (rec *Recording) Stats() Stats {
 	}
 	s := recordingStats(rec.ex, rec.ex.Stats().Tracks)
 	s.Recordings = 1
+	s.Behind = rec.ex.Behind()
+	if s.Behind > behindAfter {
+		s.RecordingsBehind = 1
+	}
 	return s
 }
 

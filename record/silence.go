@@ -38,6 +38,7 @@ var (
 type watchedRecording interface {
 	TrackStats() []export.TrackStats
 	TrackState(name string) (export.TrackState, bool)
+	Behind() time.Duration
 }
 
 // silence remembers, per recording and track, when the track last
@@ -149,12 +150,14 @@ func describeReaders(st export.TrackState) string {
 	return s
 }
 
-// watchSilence runs check every silenceEvery until ctx ends.
+// watchSilence runs the silence check, and the behind check (behind.go),
+// every silenceEvery until ctx ends.
 func (r *Recorder) watchSilence(ctx context.Context) {
 	if !r.log.Enabled(ctx, slog.LevelWarn) {
 		return
 	}
 	var s silence
+	var b behind
 	t := time.NewTicker(silenceEvery)
 	defer t.Stop()
 	for {
@@ -169,6 +172,7 @@ func (r *Recorder) watchSilence(ctx context.Context) {
 			}
 			r.mu.Unlock()
 			s.check(r.log, now, running)
+			b.check(r.log, now, running)
 		}
 	}
 }

@@ -14,9 +14,12 @@ import (
 
 // fakeRecording is a running recording whose counts a test moves.
 type fakeRecording struct {
-	stats []export.TrackStats
-	state map[string]export.TrackState
+	stats  []export.TrackStats
+	state  map[string]export.TrackState
+	behind time.Duration
 }
+
+func (f *fakeRecording) Behind() time.Duration { return f.behind }
 
 func (f *fakeRecording) TrackStats() []export.TrackStats { return f.stats }
 

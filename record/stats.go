@@ -49,7 +49,18 @@ type Stats struct {
 	// Restarted counts the recordings RecordAll started again, into new
 	// files, after a failed write (a full disk) ended them.
 	Restarted int
-	Upload    UploadStats // an Uploader Output's (an object store): zero otherwise
+	// Behind is how far the written position trails live: the newest
+	// frame time received on any track of the broadcast less the newest
+	// written of that track (export.Export.Behind), for a Recorder the
+	// most of its running recordings; 0 once a recording ended. A kill
+	// loses it on top of the last second: after a long outage, while
+	// the missed groups are fetched and written in order, up to the
+	// outage.
+	Behind time.Duration
+	// RecordingsBehind counts the running recordings that trail live by
+	// more than 2 s, each logged as it falls behind and as it catches up.
+	RecordingsBehind int
+	Upload           UploadStats // an Uploader Output's (an object store): zero otherwise
 }
 
 // TrackInfo accounts for the frames of one recorded track: received =
@@ -93,6 +104,11 @@ func (r *Recorder) Stats() Stats {
 	s.Recordings = len(r.active)
 	for ex := range r.active {
 		st := ex.Stats()
+		b := ex.Behind()
+		s.Behind = max(s.Behind, b)
+		if b > behindAfter {
+			s.RecordingsBehind++
+		}
 		s.Tracks += st.Tracks
 		s.Frames += st.Frames
 		s.Bytes += st.Bytes

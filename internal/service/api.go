@@ -40,6 +40,8 @@ type StatsJSON struct {
 	Dropped int64   `json:"dropped"`
 	Lost    float64 `json:"lost_seconds"`
 	Tracks  int     `json:"tracks"`
+	// Behind is how far the written position trails live (record.Stats.Behind).
+	Behind float64 `json:"behind_seconds"`
 }
 
 // FileJSON is one file of a recording.
@@ -63,7 +65,7 @@ type TrackJSON struct {
 }
 
 func statsJSON(s record.Stats) StatsJSON {
-	return StatsJSON{Media: s.Media.Seconds(), Frames: s.Frames, Bytes: s.Bytes, Late: s.Late, Dropped: s.Dropped, Lost: s.Lost.Seconds(), Tracks: s.Tracks}
+	return StatsJSON{Media: s.Media.Seconds(), Frames: s.Frames, Bytes: s.Bytes, Late: s.Late, Dropped: s.Dropped, Lost: s.Lost.Seconds(), Tracks: s.Tracks, Behind: s.Behind.Seconds()}
 }
 
 func trackJSON(t record.TrackInfo) TrackJSON {

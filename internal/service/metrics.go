@@ -95,6 +95,8 @@ var (
 	descUpCuts   = prometheus.NewDesc("moq_export_upload_cuts_total", "Recordings cut because too much waited in the spool for the store.", nil, nil)
 	descUpLat    = prometheus.NewDesc("moq_export_upload_latency_seconds", "How long the last part took to upload.", nil, nil)
 	descSpool    = prometheus.NewDesc("moq_export_spool_bytes", "Bytes in the local spool, not yet in the object store.", nil, nil)
+	descBehind   = prometheus.NewDesc("moq_export_behind_seconds", "How far the most lagging running recording's written position trails live: the newest frame time received on a track less the newest written of it (a kill would lose that on top of the last second; after an outage, while the gap is filled, up to the outage).", nil, nil)
+	descBehindN  = prometheus.NewDesc("moq_export_recordings_behind", "Running recordings whose written position trails live by more than 2 s (each logged as it falls behind and as it catches up).", nil, nil)
 	descDiskFree = prometheus.NewDesc("moq_export_disk_free_bytes", "Free bytes on the file system of the output root.", []string{"root"}, nil)
 )
 
@@ -102,7 +104,7 @@ var (
 type recorderCollector struct{ s *Service }
 
 func (c *recorderCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descActive, descFrames, descBytes, descLate, descDropped, descGaps, descLost, descReconn, descRestart, descDiskFree,
+	for _, d := range []*prometheus.Desc{descActive, descFrames, descBytes, descLate, descDropped, descGaps, descLost, descReconn, descRestart, descBehind, descBehindN, descDiskFree,
 		descUpBytes, descUpParts, descUpObjs, descUpRetry, descUpFail, descUpCuts, descUpLat, descSpool} {
 		ch <- d
 	}
@@ -125,6 +127,8 @@ func (c *recorderCollector) Collect(ch chan<- prometheus.Metric) {
 		st.Bytes += rs.Bytes
 		st.Late += rs.Late
 		st.Restarted += rs.Restarted
+		st.Behind = max(st.Behind, rs.Behind)
+		st.RecordingsBehind += rs.RecordingsBehind
 		if _, ok := r.Options().Output.(record.Uploader); ok {
 			uploads = true
 			u := rs.Upload
@@ -158,6 +162,8 @@ func (c *recorderCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descGaps, float64(gaps))
 	counter(descLost, lost)
 	counter(descRestart, float64(st.Restarted))
+	ch <- prometheus.MustNewConstMetric(descBehind, prometheus.GaugeValue, st.Behind.Seconds())
+	ch <- prometheus.MustNewConstMetric(descBehindN, prometheus.GaugeValue, float64(st.RecordingsBehind))
 	if uploads {
 		counter(descUpBytes, float64(up.BytesUploaded))
 		counter(descUpParts, float64(up.Parts))
