@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/internal/samples"
+	"github.com/moq-export/moq-export/internal/testutil/proctest"
 )
 
 // setupHint is what a skipped or failed test tells the reader to run.
@@ -178,7 +179,7 @@ func (r *reference) start(ctx context.Context, t *testing.T, prog string, flags 
 		"--unstable-net", "--allow-net", "--allow-read",
 		filepath.Join(r.dist, prog+".js"),
 	}, flags...)
-	cmd := exec.CommandContext(ctx, r.deno, args...)
+	cmd := proctest.CommandContext(ctx, r.deno, args...)
 	cmd.Env = append(os.Environ(), "NO_COLOR=1", "DENO_NO_UPDATE_CHECK=1", "DENO_DIR="+t.TempDir())
 	cmd.WaitDelay = 2 * time.Second
 	stdout, err := cmd.StdoutPipe()

@@ -28,6 +28,7 @@ import (
 
 	"github.com/moq-export/moq-export/demo"
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
+	"github.com/moq-export/moq-export/internal/testutil/proctest"
 	"github.com/moq-export/moq-export/internal/testutil/s3test"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/objstore"
@@ -41,7 +42,7 @@ const childEnv = "OBJSTORE_TEST_CHILD"
 // childCommand runs the test binary as a child doing what (open, record)
 // with url and spool.
 func childCommand(t *testing.T, what, url, spool string, args ...string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd := proctest.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+strings.Join(append([]string{what, url, spool}, args...), "\n"))
 	return cmd
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/internal/testutil/proctest"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -119,7 +119,7 @@ func TestOutOfFilesSaysSo(t *testing.T) {
 		fdChild(t)
 		return
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestOutOfFilesSaysSo$", "-test.v")
+	cmd := proctest.Command(os.Args[0], "-test.run=^TestOutOfFilesSaysSo$", "-test.v")
 	cmd.Env = append(os.Environ(), fdChildEnv+"="+t.TempDir())
 	out, err := cmd.CombinedOutput()
 	if err != nil {

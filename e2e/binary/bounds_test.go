@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/internal/testutil/proctest"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe"
 )
@@ -115,7 +116,7 @@ func (s *stderrLines) waitForMedia(t *testing.T, d time.Duration) {
 
 func start(t *testing.T, dir string, args ...string) (*exec.Cmd, *stderrLines) {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
+	cmd := proctest.Command(binary, args...)
 	cmd.Dir = dir
 	errOut := &stderrLines{more: make(chan struct{}, 1)}
 	cmd.Stderr = errOut

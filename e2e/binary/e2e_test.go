@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/internal/testutil/proctest"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe"
 )
@@ -37,9 +38,9 @@ func TestMain(m *testing.M) {
 		// Re-executed as the publisher process of a fault test.
 		os.Exit(publisherMain())
 	}
-	if os.Getenv(parentEnv) != "" {
-		// Re-executed as a test binary that starts a publisher.
-		os.Exit(parentMain())
+	if usePrebuilt() {
+		// Re-executed by proctest.KillMidRun.
+		os.Exit(m.Run())
 	}
 	dir, err := os.MkdirTemp("", "moq-export-e2e")
 	if err != nil {
@@ -85,7 +86,7 @@ func runProgram(t *testing.T, dir, prog string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, prog, args...)
+	cmd := proctest.CommandContext(ctx, prog, args...)
 	cmd.Dir = dir
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -305,8 +306,8 @@ func TestStdoutPipesIntoFFmpeg(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			exp := exec.CommandContext(ctx, binary, args...)
-			ff := exec.CommandContext(ctx, "ffmpeg", "-nostdin", "-v", "error", "-i", "-", "-f", "null", "-")
+			exp := proctest.CommandContext(ctx, binary, args...)
+			ff := proctest.CommandContext(ctx, "ffmpeg", "-nostdin", "-v", "error", "-i", "-", "-f", "null", "-")
 			pipe, err := exp.StdoutPipe()
 			if err != nil {
 				t.Fatal(err)
@@ -502,7 +503,7 @@ func TestSecondInterruptQuitsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	cmd := exec.Command(binary, "--demo-fast", "--demo-loops", "50")
+	cmd := proctest.Command(binary, "--demo-fast", "--demo-loops", "50")
 	cmd.Stdout = w
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -527,7 +528,7 @@ func TestSecondInterruptQuitsAtOnce(t *testing.T) {
 
 func TestClosedStdoutEndsCleanly(t *testing.T) {
 	t.Parallel()
-	cmd := exec.Command(binary)
+	cmd := proctest.Command(binary)
 	pipe, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/moq-export/moq-export/internal/testutil/proctest"
 )
 
 // The habits tests check the command as people script it (issue 15): what
@@ -63,7 +65,7 @@ func TestDevNullIsNotATerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer null.Close()
-	cmd := exec.Command(binary, "--duration", "1s")
+	cmd := proctest.Command(binary, "--duration", "1s")
 	cmd.Stdout = null
 	var errOut bytes.Buffer
 	cmd.Stderr = &errOut
@@ -76,7 +78,7 @@ func TestMediaIsNotWrittenToATerminal(t *testing.T) {
 	t.Parallel()
 	master, slave := openPTY(t)
 	out := readPTY(master)
-	cmd := exec.Command(binary, "--duration", "1s")
+	cmd := proctest.Command(binary, "--duration", "1s")
 	cmd.Stdout = slave
 	var errOut bytes.Buffer
 	cmd.Stderr = &errOut
@@ -243,7 +245,7 @@ func TestOverwriteRule(t *testing.T) {
 			dir, path := setup(t)
 			master, slave := openPTY(t)
 			term := readPTY(master)
-			cmd := exec.Command(binary, "--duration", "1s", "-o", "demo.mkv")
+			cmd := proctest.Command(binary, "--duration", "1s", "-o", "demo.mkv")
 			cmd.Dir = dir
 			cmd.Stdin, cmd.Stderr = slave, slave
 			if err := cmd.Start(); err != nil {
@@ -289,7 +291,7 @@ func TestTokensComeFromAFileOrTheEnvironment(t *testing.T) {
 		{"--token-file", []string{"--token-file", file}, ""},
 		{"MOQ_TOKEN", nil, "MOQ_TOKEN=" + token},
 	} {
-		cmd := exec.CommandContext(ctx, binary, append([]string{"moql://127.0.0.1:9/room", "-b", "x", "-v"}, tc.args...)...)
+		cmd := proctest.CommandContext(ctx, binary, append([]string{"moql://127.0.0.1:9/room", "-b", "x", "-v"}, tc.args...)...)
 		cmd.Env = append(os.Environ(), tc.env)
 		var errOut bytes.Buffer
 		cmd.Stderr = &errOut

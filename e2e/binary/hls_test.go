@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/moq-export/moq-export/internal/testutil/proctest"
 )
 
 // segmentsOf returns the segments a media playlist lists, in order: a
@@ -89,7 +91,7 @@ func TestKilledHLSRecordingPlaysAndARestartContinuesIt(t *testing.T) {
 	dir := t.TempDir()
 	pkg := filepath.Join(dir, "pkg")
 	args := []string{"--demo-simulcast", "-o", "pkg/index.m3u8", "--hls-segment-duration", "1s"}
-	cmd := exec.Command(binary, args...)
+	cmd := proctest.Command(binary, args...)
 	cmd.Dir = dir
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -30,6 +30,7 @@ import (
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
 	"github.com/moq-export/moq-export/internal/samples"
+	"github.com/moq-export/moq-export/internal/testutil/proctest"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe"
 )
@@ -50,7 +51,7 @@ var listeningLine = regexp.MustCompile(`listening on moql://(\S+) and https://\S
 // and waits for the line that says where it listens.
 func startListener(t *testing.T, dir string, args ...string) *listener {
 	t.Helper()
-	l := &listener{cmd: exec.Command(binary, append([]string{"--listen", "127.0.0.1:0"}, args...)...), lines: make(chan string, 100)}
+	l := &listener{cmd: proctest.Command(binary, append([]string{"--listen", "127.0.0.1:0"}, args...)...), lines: make(chan string, 100)}
 	l.cmd.Dir = dir
 	stderr, err := l.cmd.StderrPipe()
 	if err != nil {

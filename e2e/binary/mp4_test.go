@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/moq-export/moq-export/internal/testutil/proctest"
 )
 
 // mp4Boxes lists the top-level box types of an MP4 file, stopping at a
@@ -102,8 +104,8 @@ func TestStdoutMP4PipesIntoFFmpeg(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	summary := filepath.Join(t.TempDir(), "summary.json")
-	exp := exec.CommandContext(ctx, binary, "-f", "mp4", "--duration", "2s", "--summary", summary)
-	ff := exec.CommandContext(ctx, "ffmpeg", "-nostdin", "-v", "error", "-i", "-", "-map", "0", "-c", "copy", "-f", "framecrc", "-")
+	exp := proctest.CommandContext(ctx, binary, "-f", "mp4", "--duration", "2s", "--summary", summary)
+	ff := proctest.CommandContext(ctx, "ffmpeg", "-nostdin", "-v", "error", "-i", "-", "-map", "0", "-c", "copy", "-f", "framecrc", "-")
 	pipe, err := exp.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -215,7 +217,7 @@ func TestKilledMP4RecordingPlays(t *testing.T) {
 	needTools(t, "ffmpeg", "ffprobe")
 	t.Parallel()
 	dir := t.TempDir()
-	cmd := exec.Command(binary, "-o", "crash.mp4")
+	cmd := proctest.Command(binary, "-o", "crash.mp4")
 	cmd.Dir = dir
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

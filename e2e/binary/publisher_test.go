@@ -15,12 +15,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/internal/testutil/proctest"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe"
 )
@@ -151,23 +151,6 @@ func publisherCert(t *testing.T, dir string) (certFile, keyFile, pin string) {
 	return certFile, keyFile, pin
 }
 
-// publisherCommand is the command of a publisher process (see
-// publisherMain). The process is killed when the test binary that started
-// it dies (Pdeathsig): a test binary killed for running past -timeout
-// (as under load) runs no Cleanup, and a publisher serves until killed.
-func publisherCommand(ctx context.Context, addr, certFile, keyFile string, epoch time.Time, env ...string) (*exec.Cmd, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.CommandContext(ctx, self)
-	cmd.Env = append(os.Environ(), publisherEnv+"="+addr, "MOQ_EXPORT_TEST_CERT="+certFile, "MOQ_EXPORT_TEST_KEY="+keyFile,
-		"MOQ_EXPORT_TEST_EPOCH="+strconv.FormatInt(epoch.UnixNano(), 10))
-	cmd.Env = append(cmd.Env, env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	return cmd, nil
-}
-
 // publisherProcess is a running publisher process.
 type publisherProcess struct {
 	cmd  *exec.Cmd
@@ -179,11 +162,14 @@ type publisherProcess struct {
 // free one) and waits until it listens.
 func startPublisher(t *testing.T, ctx context.Context, addr, certFile, keyFile string, epoch time.Time, env ...string) *publisherProcess {
 	t.Helper()
-	cmd, err := publisherCommand(ctx, addr, certFile, keyFile, epoch, env...)
+	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &publisherProcess{cmd: cmd}
+	p := &publisherProcess{cmd: proctest.CommandContext(ctx, self)}
+	p.cmd.Env = append(os.Environ(), publisherEnv+"="+addr, "MOQ_EXPORT_TEST_CERT="+certFile, "MOQ_EXPORT_TEST_KEY="+keyFile,
+		"MOQ_EXPORT_TEST_EPOCH="+strconv.FormatInt(epoch.UnixNano(), 10))
+	p.cmd.Env = append(p.cmd.Env, env...)
 	p.cmd.Stderr = &p.log
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {

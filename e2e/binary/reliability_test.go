@@ -24,6 +24,7 @@ import (
 
 	"github.com/moq-export/moq-export/demo"
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
+	"github.com/moq-export/moq-export/internal/testutil/proctest"
 	"github.com/moq-export/moq-export/internal/testutil/udpproxy"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe"
@@ -139,7 +140,7 @@ type recorderRun struct {
 
 func startRecorder(t *testing.T, ctx context.Context, dir string, args ...string) *recorderRun {
 	t.Helper()
-	r := &recorderRun{cmd: exec.CommandContext(ctx, binary, append(args, "--progress", "always")...), lines: make(chan string, 1024)}
+	r := &recorderRun{cmd: proctest.CommandContext(ctx, binary, append(args, "--progress", "always")...), lines: make(chan string, 1024)}
 	r.cmd.Dir = dir
 	stderr, err := r.cmd.StderrPipe()
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/testutil/proctest"
 	"github.com/moq-export/moq-export/internal/testutil/udpproxy"
 	"golang.org/x/sys/unix"
 )
@@ -174,9 +175,9 @@ func TestChaosSoak(t *testing.T) {
 			"--keep-timestamps", "-v", "-o", filepath.Join(out, "{broadcast}."+r.ext)}
 		if limitBlocks > 0 {
 			// The soft limit only, so that it can be lifted again.
-			r.cmd = exec.CommandContext(ctx, "sh", append([]string{"-c", fmt.Sprintf(`ulimit -S -f %d && exec "$0" "$@"`, limitBlocks), binary}, args...)...)
+			r.cmd = proctest.CommandContext(ctx, "sh", append([]string{"-c", fmt.Sprintf(`ulimit -S -f %d && exec "$0" "$@"`, limitBlocks), binary}, args...)...)
 		} else {
-			r.cmd = exec.CommandContext(ctx, binary, args...)
+			r.cmd = proctest.CommandContext(ctx, binary, args...)
 		}
 		keepLog(t, r, r.runs-2) // the run before this one
 		r.log = lockedBuffer{}

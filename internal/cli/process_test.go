@@ -2,10 +2,11 @@ package cli
 
 import (
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/moq-export/moq-export/internal/testutil/proctest"
 )
 
 // raiseChildEnv runs TestRaiseFDLimit's child part.
@@ -36,7 +37,7 @@ func TestRaiseFDLimit(t *testing.T) {
 		}
 		return
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestRaiseFDLimit$", "-test.v")
+	cmd := proctest.Command(os.Args[0], "-test.run=^TestRaiseFDLimit$", "-test.v")
 	cmd.Env = append(os.Environ(), raiseChildEnv+"=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {

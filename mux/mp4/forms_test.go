@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
+	"github.com/moq-export/moq-export/internal/testutil/proctest"
 	"github.com/moq-export/moq-export/mux"
 	"github.com/moq-export/moq-export/mux/mp4"
 )
@@ -133,7 +134,7 @@ func TestRecorderUntilKilled(t *testing.T) {
 func TestKilledRecordingPlaysToItsLastFragment(t *testing.T) {
 	mediatest.RequireTools(t, "ffmpeg", "ffprobe")
 	path := tempPath(t, "killed.mp4")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestRecorderUntilKilled$", "-test.v")
+	cmd := proctest.Command(os.Args[0], "-test.run=^TestRecorderUntilKilled$", "-test.v")
 	cmd.Env = append(os.Environ(), killChildEnv+"="+path)
 	out, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr

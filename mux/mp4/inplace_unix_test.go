@@ -6,12 +6,12 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
+	"github.com/moq-export/moq-export/internal/testutil/proctest"
 	"github.com/moq-export/moq-export/mux/mp4"
 )
 
@@ -38,7 +38,7 @@ func TestFinishOnAFullDiskLeavesTheFragments(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := tempPath(t, "full-finish.mp4")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestFinishOnAFullDiskLeavesTheFragments$")
+	cmd := proctest.Command(os.Args[0], "-test.run=^TestFinishOnAFullDiskLeavesTheFragments$")
 	cmd.Env = append(os.Environ(), fullFinishChildEnv+"="+path)
 	out, err := cmd.CombinedOutput()
 	if err != nil {

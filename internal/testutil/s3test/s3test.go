@@ -25,6 +25,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/moq-export/moq-export/internal/testutil/proctest"
 )
 
 // Credentials of every Server.
@@ -99,7 +101,7 @@ func Start(t testing.TB) *Server {
 func (s *Server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cmd := exec.Command(s.bin, "--port", s.addr, "--iam-dir", s.iam, "--quiet", "posix", s.Dir)
+	cmd := proctest.Command(s.bin, "--port", s.addr, "--iam-dir", s.iam, "--quiet", "posix", s.Dir)
 	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+AccessKey, "ROOT_SECRET_KEY="+SecretKey)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out

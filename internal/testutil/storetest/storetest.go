@@ -28,12 +28,13 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+
+	"github.com/moq-export/moq-export/internal/testutil/proctest"
 )
 
 // RequiredEnv makes a missing emulator fail the test instead of skipping it.
@@ -139,7 +140,7 @@ func start(t testing.TB, kind string, command func(addr, port, dir string) *exec
 	}
 	cmd := command(addr, port, dir)
 	cmd.Stdout, cmd.Stderr = s.out, s.out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	proctest.Bind(cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("storetest: %v", err)
 	}
