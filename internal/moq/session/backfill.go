@@ -23,17 +23,28 @@ const (
 // Backfill is how a subscribed track of either family fills its past (the
 // model.Track backfill handler): it FETCHes the groups before the oldest
 // one track holds, newest first, and inserts each as a finished group,
-// until one starts at or before target (µs). It stops quietly at the first
-// group fetch fails for (a reset: a relay keeps past groups for a while
-// only; a peer that does not serve FETCH), at sequence 0, at the bounds
-// above, and once current reports that the track resubscribed meanwhile
-// (a new timeline). fetch runs one FETCH in the family's wire; several run
+// until one starts at or before target (µs). It stops at the first group
+// fetch fails for (a reset: a relay keeps past groups for a while only; a
+// peer that does not serve FETCH), at sequence 0, at the bounds above, and
+// once current reports that the track resubscribed meanwhile (a new
+// timeline); it does nothing when the track holds no frame yet (there is
+// no oldest group to fetch before). Each of these ends is a Debug line of
+// log that says why, never a silent return: a backfill asked too early
+// (b8692bb: before the subscription's first group) read as one that ran. fetch runs one FETCH in the family's wire; several run
 // at once. The first round fetches one group; its start tells how much
 // media a group holds, which sizes the next rounds (one-frame audio groups
 // need dozens, a video GOP usually one).
 func Backfill(ctx context.Context, track *model.Track, target int64, fetch func(ctx context.Context, seq uint64) ([]model.Frame, error), current func() bool, log *slog.Logger) {
 	seq, first, ok := track.OldestGroup()
-	if !ok || first <= target || seq == 0 {
+	switch {
+	case !ok:
+		log.Debug("moq: no backfill: the track holds no frame yet", "target", target)
+		return
+	case first <= target:
+		log.Debug("moq: no backfill needed: the oldest group held starts at or before the target", "group", seq, "first", first, "target", target)
+		return
+	case seq == 0:
+		log.Debug("moq: no backfill: the oldest group held is group 0", "first", first, "target", target)
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, BackfillTimeout)
@@ -61,7 +72,8 @@ func Backfill(ctx context.Context, track *model.Track, target int64, fetch func(
 				return
 			}
 			if !current() {
-				return // resubscribed meanwhile: a new timeline
+				log.Debug("moq: backfill stopped: the track resubscribed meanwhile (a new timeline)", "group", s, "groups", added)
+				return
 			}
 			switch err := InsertGroup(track, s, r.Frames); {
 			case errors.Is(err, model.ErrDuplicateGroup):

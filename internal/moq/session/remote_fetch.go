@@ -11,10 +11,12 @@ import (
 // Backfill is the model.Track backfill handler of a subscribed track
 // (set it with model.Track.HandleBackfill): the core's Backfill over
 // FETCHes on the track's current subscription. It returns nil: a backfill
-// stops quietly.
+// that stops, or cannot start (between subscriptions: nothing to FETCH
+// on), says why in a Debug line.
 func (rt *Remote) Backfill(ctx context.Context, target int64) error {
 	c, timescale, gen := rt.Current()
 	if c == nil {
+		rt.logger().Debug("moq: no backfill: the track has no subscription now", "target", target)
 		return nil
 	}
 	if !c.Fetches() {
