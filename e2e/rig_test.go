@@ -24,26 +24,33 @@ import (
 )
 
 // recordFor is how much media each case records; a resume case records
-// more, so that its outage sits in the middle.
+// more, so that its outage sits in the middle and the groups it missed are
+// fetched back well before the end (the outage lasts until the recorder
+// noticed it: 3.1 s and more, see outageDialMax).
 const (
 	recordFor       = 2500 * time.Millisecond
-	recordForResume = 6 * time.Second
+	recordForResume = 8 * time.Second
 )
 
-// The outage of a resume case: the recorder that dials sees its connection
-// time out (outageDial well above its idle timeout, which QUIC stretches to
-// three probe timeouts when a loaded machine inflates the RTT) and resumes
-// on a new one; a
-// publisher that dials keeps its connection through outageAccept (below
-// the idle timeout of both sides), QUIC retransmitting what was lost.
-// A recorder that accepts does not join a publisher's new connection to
-// the recording its old one fed (each accepted session is recorded on its
-// own), so the accept role covers the outage a connection survives.
+// The outage of a resume case. A recorder that dials keeps the idle
+// timeout a user gets (subscribe's default, 3 s), and the network stays
+// cut until it found its connection lost (at most outageDialMax): the
+// outage cuts the connection however long a loaded machine takes to
+// notice, with no idle timeout shortened for it. (It was 1 s with a fixed
+// 3 s outage: under the race detector and a CPU hog the round trip
+// through the proxy took 1.4-2.8 s, quic-go took no RTT sample from ACKs
+// slower than its probe timeout and so kept the idle timeout at 1 s, and
+// the answer to the recorder's SETUP could not come in time, three
+// connections in a row.) A publisher that dials keeps its connection
+// through outageAccept (below the idle timeout of both sides), QUIC
+// retransmitting what was lost. A recorder that accepts does not join a
+// publisher's new connection to the recording its old one fed (each
+// accepted session is recorded on its own), so the accept role covers the
+// outage a connection survives.
 const (
-	idleDial     = time.Second
-	outageDial   = 3 * time.Second
-	idleAccept   = 3 * time.Second
-	outageAccept = 500 * time.Millisecond
+	outageDialMax = 10 * time.Second
+	idleAccept    = 3 * time.Second
+	outageAccept  = 500 * time.Millisecond
 )
 
 // rig is what the cases share: one live demo broadcast per packaging,
@@ -163,6 +170,24 @@ type result struct {
 	err      error         // connecting or recording failed
 }
 
+// options returns the subscribe options of case c's recorder (and of its
+// publisher, in the accept role) and the outage its resume path cuts the
+// network for (0: until the recorder found its connection lost).
+func (r *rig) options(c matrixCase, log *slog.Logger) (opts subscribe.Options, outage time.Duration) {
+	opts = subscribe.Options{TLSFingerprint: r.pin, Versions: []string{c.version.name}, Logger: log,
+		Reconnect: subscribe.Backoff{Min: 20 * time.Millisecond, Max: 100 * time.Millisecond}}
+	if c.path == pathResume {
+		// A keep-alive every 100 ms: a dialled connection is found
+		// silent 100 ms after its idle timeout, not a second after it,
+		// so the outage is no longer than it needs to be.
+		opts.KeepAlive = 100 * time.Millisecond
+		if c.role == roleAccept {
+			opts.IdleTimeout, outage = idleAccept, outageAccept
+		}
+	}
+	return opts, outage
+}
+
 // record runs case c: connects as c.role says over c.transport, records
 // c.packaging's broadcast over c.version into c.container, cutting the
 // network mid-way on the resume path.
@@ -173,19 +198,11 @@ func (r *rig) record(t *testing.T, c matrixCase) result {
 	res := result{file: filepath.Join(t.TempDir(), "rec."+c.container), logs: &logBuffer{}, pubLogs: &logBuffer{}, duration: recordFor}
 	log := slog.New(slog.NewTextHandler(res.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	pubLog := slog.New(slog.NewTextHandler(res.pubLogs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	idle := time.Duration(0)
 	if c.path == pathResume {
 		res.duration = recordForResume
-		res.outage, idle = outageDial, idleDial
-		if c.role == roleAccept {
-			res.outage, idle = outageAccept, idleAccept
-		}
 	}
-	opts := subscribe.Options{TLSFingerprint: r.pin, Versions: []string{c.version.name}, Logger: log,
-		Reconnect: subscribe.Backoff{Min: 20 * time.Millisecond, Max: 100 * time.Millisecond}}
-	if idle > 0 {
-		opts.KeepAlive, opts.IdleTimeout = 100*time.Millisecond, idle
-	}
+	opts, outage := r.options(c, log)
+	res.outage = outage
 	var src record.Source
 	var px *udpproxy.Proxy
 	via := func(addr string) string {
@@ -213,9 +230,7 @@ func (r *rig) record(t *testing.T, c matrixCase) result {
 	case roleAccept:
 		so := subscribe.ServerOptions{Certificates: []tls.Certificate{r.cert}, Logger: log,
 			DisableWebTransport: c.transport != transportWebTransport}
-		if idle > 0 {
-			so.KeepAlive, so.IdleTimeout = 100*time.Millisecond, idle
-		}
+		so.KeepAlive, so.IdleTimeout = opts.KeepAlive, opts.IdleTimeout
 		srv, err := subscribe.Listen("127.0.0.1:0", so)
 		if err != nil {
 			t.Fatal(err)
@@ -249,15 +264,30 @@ func (r *rig) record(t *testing.T, c matrixCase) result {
 		// about: the audio a resume fetches back (one FETCH per one-frame
 		// group) may take seconds on a busy machine.
 		Delay: 4 * time.Second, MaxDelay: 8 * time.Second}
-	if res.outage > 0 {
+	if c.path == pathResume {
 		var cut atomic.Bool
+		lost := res.logs.watch("connection lost, reconnecting")
 		ro.ProgressInterval = 50 * time.Millisecond
 		ro.Progress = func(s record.Stats) {
 			// Cut once a second of media is in the file.
-			if s.Frames >= 70 && cut.CompareAndSwap(false, true) {
-				px.Blackhole(true)
-				time.AfterFunc(res.outage, func() { px.Blackhole(false) })
+			if s.Frames < 70 || !cut.CompareAndSwap(false, true) {
+				return
 			}
+			px.Blackhole(true)
+			if res.outage > 0 {
+				time.AfterFunc(res.outage, func() { px.Blackhole(false) })
+				return
+			}
+			go func() {
+				defer px.Blackhole(false)
+				t := time.NewTimer(outageDialMax)
+				defer t.Stop()
+				select {
+				case <-lost:
+				case <-t.C:
+				case <-ctx.Done():
+				}
+			}()
 		}
 	}
 	rec, err := record.New(ro)
@@ -293,12 +323,33 @@ func (res result) tails() string {
 type logBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
+	// watched is what watch waits for; seen is closed once a line held it.
+	watched []byte
+	seen    chan struct{}
 }
 
 func (l *logBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.watched != nil && bytes.Contains(p, l.watched) {
+		close(l.seen)
+		l.watched = nil
+	}
 	return l.buf.Write(p)
+}
+
+// watch returns a channel closed once a line holding s is written (a slog
+// handler writes each line whole); one watch at a time.
+func (l *logBuffer) watch(s string) <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seen = make(chan struct{})
+	if bytes.Contains(l.buf.Bytes(), []byte(s)) {
+		close(l.seen)
+	} else {
+		l.watched = []byte(s)
+	}
+	return l.seen
 }
 
 func (l *logBuffer) String() string {

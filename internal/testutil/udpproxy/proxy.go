@@ -21,6 +21,8 @@ type Proxy struct {
 	// it is dropped, as a router's queue does (see Limit).
 	rate, queue atomic.Int64
 	limited     atomic.Int64
+	// delay holds every datagram this long in each direction (see Delay).
+	delay atomic.Int64
 
 	mu      sync.Mutex
 	clients map[string]*net.UDPConn
@@ -50,6 +52,11 @@ func (p *Proxy) Addr() string { return p.ln.LocalAddr().String() }
 
 // Blackhole drops every datagram in both directions while on is true.
 func (p *Proxy) Blackhole(on bool) { p.blocked.Store(on) }
+
+// Delay holds every datagram for d before it is sent on, in both
+// directions, as a path with a long round trip (2d) does; 0 (the default)
+// sends at once. It adds to Limit's queueing.
+func (p *Proxy) Delay(d time.Duration) { p.delay.Store(int64(d)) }
 
 // Dropped returns how many datagrams were dropped by Blackhole so far.
 func (p *Proxy) Dropped() int64 { return p.dropped.Load() }
@@ -139,8 +146,9 @@ func (p *Proxy) forward(read func([]byte) (int, *net.UDPAddr, error), send func(
 		if !ok {
 			continue
 		}
+		wait += time.Duration(p.delay.Load())
 		if wait > 0 {
-			// Sent when it has crossed the link; the reads go on
+			// Sent when it has crossed the link (and its delay); the reads go on
 			// meanwhile, so that the queue is admit's, not the
 			// socket's buffer. (A send after Close fails, unseen.)
 			b := append([]byte(nil), buf[:n]...)

@@ -2,6 +2,7 @@ package udpproxy
 
 import (
 	"net"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -101,4 +102,47 @@ func TestForwardsBothWaysAndBlackholesOnDemand(t *testing.T) {
 			t.Fatal("no echo after the blackhole ended")
 		})
 	}
+}
+
+// TestDelayHoldsEveryDatagramForItsTimeEachWay: with Delay(d) an echo's
+// round trip takes at least 2d, d out and d back (a load can only make it
+// longer, so the bound holds on any machine).
+func TestDelayHoldsEveryDatagramForItsTimeEachWay(t *testing.T) {
+	const d = 150 * time.Millisecond
+	up := echo(t, 0)
+	p, err := New(up.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	p.Delay(d)
+	conn, err := net.Dial("udp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for i := range 50 {
+		// Numbered: the late echo of an earlier try is not this one's.
+		msg := "slow" + strconv.Itoa(i)
+		began := time.Now()
+		if _, err := conn.Write([]byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+		buf := make([]byte, 64)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				break // UDP on loopback may drop under load: once more
+			}
+			if string(buf[:n]) != msg {
+				continue
+			}
+			if rtt := time.Since(began); rtt < 2*d {
+				t.Fatalf("echo after %v, want at least %v (%v each way)", rtt, 2*d, d)
+			}
+			return
+		}
+	}
+	t.Fatal("no echo through the delaying proxy")
 }
