@@ -182,15 +182,15 @@ func Execute(ctx context.Context, args []string, env Env) int {
 	var runErr error
 	cmd := newCommand(cfg, func() error {
 		if cfg.ReplayTo != "" {
-			runErr = publishReplayTo(ctx, cfg, newLogger(con, cfg.LogFormat, logLevel(cfg.Quiet, cfg.Verbose)))
+			runErr = publishReplayTo(ctx, cfg, cfg.logger(con))
 			return runErr
 		}
 		if cfg.Replay {
-			runErr = serveReplay(ctx, cfg, newLogger(con, cfg.LogFormat, logLevel(cfg.Quiet, cfg.Verbose)))
+			runErr = serveReplay(ctx, cfg, cfg.logger(con))
 			return runErr
 		}
 		if cfg.DemoTo != "" {
-			runErr = publishDemoTo(ctx, cfg, newLogger(con, cfg.LogFormat, logLevel(cfg.Quiet, cfg.Verbose)))
+			runErr = publishDemoTo(ctx, cfg, cfg.logger(con))
 			return runErr
 		}
 		if err := cfg.resolveToken(env); err != nil {
@@ -399,6 +399,7 @@ Exit codes: 0 done (also after Ctrl-C), 1 runtime error, 2 usage error,
 	f.BoolVar(&cfg.JSON, "json", false, "print --list, and the summary at the end of a recording (on stderr), as JSON")
 	f.StringVar(&cfg.SummaryFile, "summary", "", "write the summary of the run (files, duration, frames, drops, reconnects) as JSON to `FILE`")
 	f.StringVar(&cfg.LogFormat, "log-format", logText, "stderr format: text (for people) or json (one object per line, for services)")
+	f.BoolVar(&cfg.LogTime, "log-time", false, "begin each text line on stderr with the UTC time to the millisecond (json records carry it always): to read how long an outage or a recovery took")
 	f.BoolVar(&cfg.DemoSimulcast, "demo-simulcast", false, "the built-in demo publishes two video renditions (H.264 640x360 and 320x180) and two audio renditions (AAC), as a simulcast broadcast; with -f hls each is a variant")
 	f.DurationVar(&cfg.HLSSegment, "hls-segment-duration", 0, "-f hls: target segment length, cut at the keyframes at or after it (default 4s)")
 	f.BoolVar(&cfg.HLSSegmentFiles, "hls-segment-files", false, "-f hls into a directory: a file per segment instead of one media file per rendition named by byte range")

@@ -50,6 +50,7 @@ type Config struct {
 	JSON            bool   // --json: --list and the summary as JSON
 	SummaryFile     string // --summary FILE: the JSON summary
 	LogFormat       string // text or json
+	LogTime         bool   // --log-time: text lines begin with the UTC time
 	Segment         time.Duration
 	Listen          string
 	Wait            time.Duration // --wait: for a broadcast to be announced (0: until Ctrl-C)

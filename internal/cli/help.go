@@ -20,7 +20,7 @@ var flagGroups = []struct {
 	{"Object store (-o s3://, gs:// or az://BUCKET/KEY; credentials as each cloud's SDK reads them)", []string{"spool", "spool-max", "recover-uploads"}},
 	{"Archive (-f archive -o DIR writes one; an archive DIR or file:// URL is read)", []string{"retention", "from", "to", "follow", "replay-to", "replay"}},
 	{"Limits", []string{"timeout", "max-broadcasts", "max-bytes", "min-free"}},
-	{"Logging", []string{"progress", "verbose", "quiet", "log-format", "json", "summary"}},
+	{"Logging", []string{"progress", "verbose", "quiet", "log-format", "log-time", "json", "summary"}},
 	{serviceGroup.title, serviceGroup.names},
 	{"Built-in demo (no URL)", []string{"demo-codecs", "demo-simulcast", "demo-late", "demo-container", "demo-loops", "demo-to"}},
 }

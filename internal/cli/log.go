@@ -42,11 +42,26 @@ func logLevel(quiet bool, verbose int) slog.Level {
 // line, in the human form of humanHandler or as JSON (--log-format json),
 // whatever the verbosity.
 func newLogger(con io.Writer, format string, level slog.Level) *slog.Logger {
+	return newStampedLogger(con, format, level, false)
+}
+
+// logger is the command's logger as the flags ask: --log-format, -q and
+// -v, --log-time.
+func (c *Config) logger(con io.Writer) *slog.Logger {
+	return newStampedLogger(con, c.LogFormat, logLevel(c.Quiet, c.Verbose), c.LogTime)
+}
+
+// newStampedLogger is newLogger whose text lines begin with the record's
+// UTC time when stamp is set (JSON records carry it always).
+func newStampedLogger(con io.Writer, format string, level slog.Level, stamp bool) *slog.Logger {
 	if format == logJSON {
 		return slog.New(slog.NewJSONHandler(con, &slog.HandlerOptions{Level: level, ReplaceAttr: jsonLevelNames}))
 	}
-	return slog.New(&humanHandler{w: con, level: level, mu: &sync.Mutex{}})
+	return slog.New(&humanHandler{w: con, level: level, mu: &sync.Mutex{}, stamp: stamp})
 }
+
+// stampLayout is --log-time's: RFC 3339 in UTC to the millisecond.
+const stampLayout = "2006-01-02T15:04:05.000Z"
 
 // jsonLevelNames gives JSON records the standard level names a log
 // pipeline knows (a notice, what the command says at the default
@@ -70,10 +85,14 @@ func jsonLevelNames(groups []string, a slog.Attr) slog.Attr {
 //
 // Notices carry no level word, warnings and errors say so, -v and -vv
 // records say info and debug. Attributes follow in parentheses as
-// key=value, quoted when they hold spaces.
+// key=value, quoted when they hold spaces. With stamp (--log-time) the
+// line begins with the record's UTC time:
+//
+//	2026-12-03T19:45:04.635Z moq-export: info: a recording caught up with live (broadcast=loc after=41s ...)
 type humanHandler struct {
 	w     io.Writer
 	level slog.Level
+	stamp bool
 	mu    *sync.Mutex
 	attrs string // preformatted attributes of WithAttrs
 	group string // prefix of WithGroup
@@ -83,6 +102,10 @@ func (h *humanHandler) Enabled(_ context.Context, l slog.Level) bool { return l 
 
 func (h *humanHandler) Handle(_ context.Context, r slog.Record) error {
 	var b strings.Builder
+	if h.stamp && !r.Time.IsZero() {
+		b.WriteString(r.Time.UTC().Format(stampLayout))
+		b.WriteString(" ")
+	}
 	b.WriteString("moq-export: ")
 	switch {
 	case r.Level >= slog.LevelError:

@@ -48,7 +48,7 @@ func run(ctx context.Context, cfg *Config, env Env, con *console) error {
 	if cfg.toStdout() && !cfg.List && env.StdoutTerminal && !cfg.apiOnly() {
 		return usagef("refusing to write %s media to a terminal: give -o FILE, or pipe into a player (moq-export | ffplay -)", cfg.Format)
 	}
-	a := &app{cfg: cfg, env: env, con: con, log: newLogger(con, cfg.LogFormat, logLevel(cfg.Quiet, cfg.Verbose))}
+	a := &app{cfg: cfg, env: env, con: con, log: cfg.logger(con)}
 	signalLog.Store(a.log)
 	if err := a.checkOverwrite(); err != nil {
 		return err
