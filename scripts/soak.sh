@@ -11,7 +11,11 @@
 # blackholes of 1-60 s, publisher SIGKILL + restart, recorder SIGKILL +
 # restart, a full disk (a file size limit). At the end every file is
 # decoded with ffmpeg and each fault's loss, read from the files' packet
-# times, is checked against its bound. It prints the table of faults and
+# times, is checked against its bound. Before each fault the soak waits (up
+# to 90 s, the "waited" column) until the recorders it touches trail live
+# by under a second (their --http API's behind_seconds); a kill's bound is
+# checked against its own part, its loss less how far the recording
+# trailed live at the kill (the "behind at the kill" column). It prints the table of faults and
 # losses, writes it to TABLE, and exits non-zero on any breach.
 #
 #   scripts/soak.sh                  # one hour

@@ -2,8 +2,10 @@ package binary
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,6 +46,14 @@ import (
 //     a file that decodes; then the limit is lifted (the disk has room
 //     again) and --record-all must start each recording again by itself,
 //     into new files: the hole is at most the fault plus 3 s.
+//
+// Before each fault the soak waits (up to 90 s, a fifth of a short run)
+// until the recorders it touches record every broadcast within a second of
+// live (each recorder's control API, --http: behind_seconds), so that each
+// fault's loss is measured from steady state. Right before a recorder is
+// killed (a kill or a full disk) it reads how far each recording trails
+// live, and the bound is checked against the kill's own part: a track's
+// loss less that (the live media held behind a gap fill is the recovery's).
 //
 // At the end every file decodes, the table of faults and losses is
 // printed (t.Log, and MOQ_SOAK_TABLE names a file for it), and a loss over
@@ -111,9 +121,23 @@ type soakFault struct {
 	start  time.Time
 	end    time.Time // the fault over: network back, publisher listening, recorder restarted
 	note   string
-	loss   time.Duration // worst over the tracks it touched
+	loss   time.Duration // of the worst track it touched (the one whose own part is the most)
 	bound  time.Duration // -1: none
 	worst  string        // which track
+	// waited is how long the soak waited before the fault for the
+	// recorders it touches to catch up with live (waitTimedOut: they had
+	// not within the wait's limit).
+	waited       time.Duration
+	waitTimedOut bool
+	// behind is, for a fault that kills a recorder, how far each of its
+	// recordings trailed live at the kill (by broadcast; nil when its API
+	// did not answer); behindWorst that of the worst track's broadcast,
+	// and own the worst track's loss less it: the kill's own part, which
+	// the bound is about (the rest, the live media held behind a gap
+	// fill, is the recovery's).
+	behind      map[string]float64
+	behindWorst time.Duration
+	own         time.Duration
 }
 
 func TestChaosSoak(t *testing.T) {
@@ -172,7 +196,7 @@ func TestChaosSoak(t *testing.T) {
 		out := filepath.Join(r.dir, fmt.Sprintf("run%d", r.runs))
 		r.runs++
 		args := []string{"moql://" + r.pub.proxy.Addr() + "/", "--tls-fingerprint", pin, "--record-all",
-			"--keep-timestamps", "-v", "-o", filepath.Join(out, "{broadcast}."+r.ext)}
+			"--keep-timestamps", "-v", "--log-time", "--http", "127.0.0.1:0", "-o", filepath.Join(out, "{broadcast}."+r.ext)}
 		if limitBlocks > 0 {
 			// The soft limit only, so that it can be lifted again.
 			r.cmd = proctest.CommandContext(ctx, "sh", append([]string{"-c", fmt.Sprintf(`ulimit -S -f %d && exec "$0" "$@"`, limitBlocks), binary}, args...)...)
@@ -216,15 +240,37 @@ func TestChaosSoak(t *testing.T) {
 	var faults []*soakFault
 	deadline := epoch.Add(duration)
 	sleep(8 * time.Second) // every recording under way
+	// Before a fault, the recorders it touches catch up with live (each
+	// fault's loss is then measured from steady state): up to 90 s, a fifth
+	// of a short run.
+	maxWait := min(90*time.Second, duration/5)
 	for kinds := rng.Perm(4); ; kinds = rng.Perm(4) {
 		for _, k := range kinds {
 			if time.Until(deadline) < 12*time.Second {
 				goto done
 			}
 			f := &soakFault{bound: -1}
+			// The target first: the recorders the fault touches.
+			var p *soakPublisher
+			var r *soakRecorder
+			var touched []*soakRecorder
+			if k < 2 {
+				p = pubs[rng.IntN(len(pubs))]
+				for _, r := range recs {
+					if r.pub == p {
+						touched = append(touched, r)
+					}
+				}
+			} else {
+				r = recs[rng.IntN(len(recs))]
+				touched = []*soakRecorder{r}
+			}
+			f.waited, f.waitTimedOut = soakWaitCaughtUp(ctx, touched, min(maxWait, max(0, time.Until(deadline)-12*time.Second)))
+			if time.Until(deadline) < 12*time.Second {
+				goto done
+			}
 			switch k {
 			case 0:
-				p := pubs[rng.IntN(len(pubs))]
 				d := min(between(minBlip, max(minBlip, maxBlip)), time.Until(deadline)-10*time.Second)
 				if d < minBlip {
 					// The run's end would cut the blip below the shortest
@@ -238,7 +284,6 @@ func TestChaosSoak(t *testing.T) {
 				p.proxy.Blackhole(false)
 				f.end = time.Now()
 			case 1:
-				p := pubs[rng.IntN(len(pubs))]
 				f.kind, f.target = "publisher restart", p.name
 				f.start = time.Now()
 				p.proc.cmd.Process.Kill()
@@ -248,7 +293,6 @@ func TestChaosSoak(t *testing.T) {
 				f.end = time.Now()
 				f.bound = f.end.Sub(f.start) + 3*time.Second
 			case 2:
-				r := recs[rng.IntN(len(recs))]
 				f.kind, f.target = "recorder kill", r.name
 				// What is written reaches the file within 500 ms, and the
 				// recorder writes about 500 ms behind live (the jitter
@@ -259,6 +303,7 @@ func TestChaosSoak(t *testing.T) {
 				if r.ext == "mp4" {
 					f.bound = 3 * time.Second
 				}
+				f.behind = soakBehind(r) // what the kill finds held behind a gap fill
 				f.start = time.Now()
 				r.cmd.Process.Signal(syscall.SIGKILL)
 				r.cmd.Wait()
@@ -266,8 +311,8 @@ func TestChaosSoak(t *testing.T) {
 				f.end = time.Now()
 				f.note = fmt.Sprintf("run%d", r.runs-2)
 			case 3:
-				r := recs[rng.IntN(len(recs))]
 				f.kind, f.target = "disk full", r.name
+				f.behind = soakBehind(r)
 				f.start = time.Now()
 				r.cmd.Process.Signal(syscall.SIGKILL)
 				r.cmd.Wait()
@@ -297,7 +342,7 @@ func TestChaosSoak(t *testing.T) {
 				f.bound = f.end.Sub(f.start) + 3*time.Second
 			}
 			faults = append(faults, f)
-			t.Logf("%6.1fs %s %s for %.1fs %s", f.start.Sub(epoch).Seconds(), f.kind, f.target, f.end.Sub(f.start).Seconds(), f.note)
+			t.Logf("%6.1fs %s %s for %.1fs %s (after waiting %s)", f.start.Sub(epoch).Seconds(), f.kind, f.target, f.end.Sub(f.start).Seconds(), f.note, f.waitNote())
 			sleep(between(6*time.Second, 12*time.Second)) // calm: the recovery, then steady state
 		}
 	}
@@ -392,20 +437,20 @@ done:
 						loss = max(0, time.Duration((gap-1.5*frameDuration[codec])*float64(time.Second)))
 					}
 					if loss >= f.loss {
-						f.loss, f.worst = loss, r.name+" "+id
+						f.loss, f.own, f.worst = loss, loss, r.name+" "+id
 					}
 				}
 			}
 		case "recorder kill":
+			losses := map[string]time.Duration{}
 			for id, last := range runEnds[f.target+"/"+f.note] {
-				loss := time.Duration((at(f.start) - last) * float64(time.Second))
-				if loss >= f.loss {
-					f.loss, f.worst = loss, id
-				}
+				losses[id] = time.Duration((at(f.start) - last) * float64(time.Second))
 			}
+			f.judge(losses)
 		case "disk full":
 			// What came from the kill that put the limit on to the
 			// restarts once it was lifted: at most that plus 3 s.
+			losses := map[string]time.Duration{}
 			for _, r := range recs {
 				if r.name != f.target {
 					continue
@@ -413,11 +458,10 @@ done:
 				for id, tr := range media[r.name] {
 					codec := id[strings.Index(id, "/")+1:]
 					gap := largestGapIn(tr.pts, at(f.start)-3, soakWindowEnd(faults, i, r, epoch))
-					if loss := time.Duration((gap - frameDuration[codec]) * float64(time.Second)); loss >= f.loss {
-						f.loss, f.worst = loss, id
-					}
+					losses[id] = time.Duration((gap - frameDuration[codec]) * float64(time.Second))
 				}
 			}
+			f.judge(losses)
 		}
 	}
 
@@ -429,23 +473,34 @@ done:
 		decoded = "NOT every file decoded clean or held every track: see the errors in the log"
 	}
 	fmt.Fprintf(&tb, "chaos soak: %v, %d faults, %d files, %s\n\n", end.Sub(epoch).Round(time.Second), len(faults), files, decoded)
-	fmt.Fprintf(&tb, "| at (s) | fault | target | lasted (s) | lost (s) | bound (s) | held | worst track / note |\n")
-	fmt.Fprintf(&tb, "| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	// A kill's bound is about the kill's own part: its loss less how far
+	// the recording trailed live at the kill (the live media held behind
+	// a gap fill, the recovery's), which "behind at the kill" shows.
+	fmt.Fprintf(&tb, "| at (s) | fault | target | waited (s) | lasted (s) | lost (s) | behind at the kill (s) | bound (s) | held | worst track / note |\n")
+	fmt.Fprintf(&tb, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	breaches := 0
 	for _, f := range faults {
 		bound, held := "-", "yes"
 		if f.bound >= 0 {
 			bound = fmt.Sprintf("%.2f", f.bound.Seconds())
-			if f.loss > f.bound {
+			if f.own > f.bound {
 				held, breaches = "NO", breaches+1
 			}
+		}
+		behind := "-"
+		switch {
+		case f.kind != "recorder kill" && f.kind != "disk full":
+		case f.behind == nil:
+			behind = "unknown"
+		default:
+			behind = fmt.Sprintf("%.2f", f.behindWorst.Seconds())
 		}
 		what := f.worst
 		if f.note != "" {
 			what = strings.TrimSpace(what + " " + f.note)
 		}
-		fmt.Fprintf(&tb, "| %.1f | %s | %s | %.1f | %.2f | %s | %s | %s |\n", at(f.start), f.kind, f.target,
-			f.end.Sub(f.start).Seconds(), f.loss.Seconds(), bound, held, what)
+		fmt.Fprintf(&tb, "| %.1f | %s | %s | %s | %.1f | %.2f | %s | %s | %s | %s |\n", at(f.start), f.kind, f.target, f.waitNote(),
+			f.end.Sub(f.start).Seconds(), f.loss.Seconds(), behind, bound, held, what)
 	}
 	t.Log("\n" + tb.String())
 	if p := os.Getenv("MOQ_SOAK_TABLE"); p != "" {
@@ -523,5 +578,122 @@ func keepLog(t *testing.T, r *soakRecorder, run int) {
 	name := fmt.Sprintf("%s-run%d.log", strings.ReplaceAll(r.name, "/", "-"), run)
 	if err := os.WriteFile(filepath.Join(dir, name), []byte(r.log.String()), 0o644); err != nil {
 		t.Error(err)
+	}
+}
+
+// waitNote says how long the soak waited before the fault for its
+// recorders to catch up with live.
+func (f *soakFault) waitNote() string {
+	if f.waitTimedOut {
+		return fmt.Sprintf("%.1f (still behind)", f.waited.Seconds())
+	}
+	return fmt.Sprintf("%.1f", f.waited.Seconds())
+}
+
+// judge takes the losses of the tracks a fault that killed a recorder
+// touched (by "broadcast/codec"): the worst track is the one whose own
+// part (its loss less how far its broadcast's recording trailed live at
+// the kill) is the most, so that a recording far behind does not hide
+// another's breach.
+func (f *soakFault) judge(losses map[string]time.Duration) {
+	first := true
+	for id, loss := range losses {
+		b, _, _ := strings.Cut(id, "/")
+		behind := time.Duration(f.behind[b] * float64(time.Second))
+		own := loss - behind
+		if first || own > f.own || own == f.own && loss > f.loss {
+			f.loss, f.own, f.behindWorst, f.worst, first = loss, own, behind, id, false
+		}
+	}
+}
+
+// soakAPI returns the base URL of r's control API (--http), read from the
+// line its run logged, or "".
+func soakAPI(r *soakRecorder) string {
+	_, rest, ok := strings.Cut(r.log.String(), "status page on http://")
+	if !ok {
+		return ""
+	}
+	addr, _, _ := strings.Cut(rest, "\n")
+	return "http://" + strings.TrimSpace(addr)
+}
+
+// soakBehind returns how far each recording r runs trails live (by
+// broadcast, in seconds: the API's behind_seconds), or nil when its API
+// does not answer within 2 s.
+func soakBehind(r *soakRecorder) map[string]float64 {
+	base := soakAPI(r)
+	if base == "" {
+		return nil
+	}
+	return readBehind(base)
+}
+
+// readBehind reads the recordings of the control API at base: each
+// recording's behind_seconds by broadcast, or nil when it does not answer
+// within 2 s.
+func readBehind(base string) map[string]float64 {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(base + "/api/v1/recordings")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Recordings []struct {
+			Broadcast string
+			State     string
+			Stats     struct {
+				Behind float64 `json:"behind_seconds"`
+			}
+		}
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&list) != nil {
+		return nil
+	}
+	out := map[string]float64{}
+	for _, rec := range list.Recordings {
+		if rec.State == "recording" {
+			out[rec.Broadcast] = max(out[rec.Broadcast], rec.Stats.Behind)
+		}
+	}
+	return out
+}
+
+// soakCaughtUp reports whether behind (soakBehind's) has every soak
+// broadcast recording and trailing live by less than a second (the
+// recorder logs a recording caught up under that).
+func soakCaughtUp(behind map[string]float64) bool {
+	if len(behind) < len(strings.Split(soakBroadcasts, ",")) {
+		return false
+	}
+	for _, b := range behind {
+		if b >= 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// soakWaitCaughtUp waits, up to limit, until every recorder of recs
+// records every broadcast within a second of live; it returns how long it
+// waited and whether the limit ran out first.
+func soakWaitCaughtUp(ctx context.Context, recs []*soakRecorder, limit time.Duration) (time.Duration, bool) {
+	begin := time.Now()
+	for {
+		all := true
+		for _, r := range recs {
+			all = all && soakCaughtUp(soakBehind(r))
+		}
+		if all {
+			return time.Since(begin), false
+		}
+		if time.Since(begin) >= limit || ctx.Err() != nil {
+			return time.Since(begin), true
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
 }
