@@ -88,10 +88,21 @@ func (l *lockedLog) String() string {
 // into a file whose audio is held while a 40 s gap is filled (the live
 // groups after the gap already in) says, in its Stats and its Recorder's,
 // that it trails live by the gap, and logs it; once the gap is in and
-// written it says it caught up.
+// written it says it caught up. So does one started alone (Start, as the
+// service's API does), which no one watched before.
 func TestARecordingHeldBehindAGapFillSaysHowFarItTrailsLive(t *testing.T) {
 	defer func(every time.Duration) { silenceEvery = every }(silenceEvery)
 	silenceEvery = 20 * time.Millisecond
+	for _, started := range []bool{false, true} {
+		name := "recorded (Record)"
+		if started {
+			name = "started alone (Start)"
+		}
+		t.Run(name, func(t *testing.T) { recordHeldBehind(t, started) })
+	}
+}
+
+func recordHeldBehind(t *testing.T, alone bool) {
 	const frame = 21_333 // µs, an AAC frame at 48 kHz
 	bc := model.NewBroadcast("ietf/loc")
 	cat, _ := demo.Catalog([]string{"aac"})
@@ -123,8 +134,18 @@ func TestARecordingHeldBehindAGapFillSaysHowFarItTrailsLive(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	recorded := make(chan error, 1)
-	go func() { recorded <- r.Record(ctx, Local(bc), "ietf/loc") }()
-	rec := <-started
+	var rec *Recording
+	if alone {
+		rec = r.Start(ctx, Local(bc), "ietf/loc")
+		<-started
+		go func() {
+			<-rec.Done()
+			recorded <- rec.Err()
+		}()
+	} else {
+		go func() { recorded <- r.Record(ctx, Local(bc), "ietf/loc") }()
+		rec = <-started
+	}
 	wait := func(what string, ok func(Stats) bool) {
 		t.Helper()
 		for deadline := time.Now().Add(10 * time.Second); !ok(rec.Stats()); time.Sleep(5 * time.Millisecond) {

@@ -23,7 +23,7 @@ import (
 // that time. A broadcast announced again while its recording runs is
 // recorded again after it.
 func (r *Recorder) RecordAll(ctx context.Context, src Source) error {
-	return r.withProgress(ctx, func() error { return r.recordAll(ctx, src, r.opts.Duration) })
+	return r.withProgress(func() error { return r.recordAll(ctx, src, r.opts.Duration) })
 }
 
 // admitRetry is how often RecordAll asks Options.Admit again about the
@@ -345,7 +345,7 @@ func (r *Recorder) recordAll(ctx context.Context, src Source, follow time.Durati
 // Duration (0: until ctx ends): a listener that keeps accepting publishers
 // uses 0.
 func (r *Recorder) RecordAllFor(ctx context.Context, src Source, follow time.Duration) error {
-	return r.withProgress(ctx, func() error { return r.recordAll(ctx, src, follow) })
+	return r.withProgress(func() error { return r.recordAll(ctx, src, follow) })
 }
 
 // roomToRetry reports whether the disk of a recording a full disk ended

@@ -41,6 +41,9 @@ type Recorder struct {
 	// them.
 	recordings    map[*Recording]struct{}
 	nextRecording int64
+	// stopWatch ends the watch of the running recordings (watchSilence)
+	// the first one started; nil while none runs.
+	stopWatch context.CancelFunc
 }
 
 // New checks the options and returns a Recorder.
@@ -129,6 +132,14 @@ func (r *Recorder) started(name string, ex *export.Export) {
 	r.mu.Lock()
 	r.active[ex] = name
 	r.done.Recorded++
+	if r.stopWatch == nil {
+		// Whichever way it was started (Record, RecordAll, Start: the
+		// service's API), a running recording is watched for tracks that
+		// stop alone and for falling behind live, until none runs.
+		ctx, cancel := context.WithCancel(context.Background())
+		r.stopWatch = cancel
+		go r.watchSilence(ctx)
+	}
 	r.mu.Unlock()
 }
 
@@ -136,6 +147,10 @@ func (r *Recorder) ended(name string, ex *export.Export, tracks int) {
 	st := ex.Stats()
 	r.mu.Lock()
 	delete(r.active, ex)
+	if len(r.active) == 0 && r.stopWatch != nil {
+		r.stopWatch()
+		r.stopWatch = nil
+	}
 	for _, ts := range ex.TrackStats() {
 		r.done.Lost = max(r.done.Lost, ts.LostToGaps)
 		r.tracks = append(r.tracks, trackInfo(name, ts))
@@ -150,19 +165,8 @@ func (r *Recorder) ended(name string, ex *export.Export, tracks int) {
 	r.mu.Unlock()
 }
 
-// withProgress runs fn, calling Options.Progress meanwhile, and logs the
-// tracks that stop alone (see watchSilence).
-func (r *Recorder) withProgress(ctx context.Context, fn func() error) error {
-	wctx, stopWatch := context.WithCancel(ctx)
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		r.watchSilence(wctx)
-	}()
-	defer func() {
-		stopWatch()
-		<-watched
-	}()
+// withProgress runs fn, calling Options.Progress meanwhile.
+func (r *Recorder) withProgress(fn func() error) error {
 	if r.opts.Progress == nil {
 		return fn()
 	}

@@ -35,7 +35,7 @@ func (r *Recorder) exportOptions() export.Options {
 // created it checks that the broadcast has something the selection and
 // the container allow (see Plan).
 func (r *Recorder) Record(ctx context.Context, src Source, path string) error {
-	return r.withProgress(ctx, func() error { return r.record(ctx, src, path) })
+	return r.withProgress(func() error { return r.record(ctx, src, path) })
 }
 
 // record records broadcast path of src until it ends (see Record) and
