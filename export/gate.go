@@ -155,29 +155,15 @@ func (e *Export) startLateFill(ts *trackState) {
 	}()
 }
 
-// firstFramePoll is how often awaitFirstFrame looks at a late track.
-const firstFramePoll = 10 * time.Millisecond
-
 // awaitFirstFrame reports whether t holds a frame, waiting for one until
-// ctx ends or t ends. A late track's first group comes within its
-// subscription's round trip; a look under the track's lock every 10 ms
-// for that long is simpler than a notification nothing else needs.
+// ctx ends or t ends (model.Track.FirstFrame: no poll).
 func awaitFirstFrame(ctx context.Context, t *model.Track) bool {
-	tick := time.NewTicker(firstFramePoll)
-	defer tick.Stop()
-	for {
-		if _, ok := t.OldestTimestamp(); ok {
-			return true
-		}
-		if t.State().Ended {
-			return false
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-tick.C:
-		}
+	select {
+	case <-ctx.Done():
+	case <-t.FirstFrame():
 	}
+	_, ok := t.OldestTimestamp()
+	return ok
 }
 
 // endLateFills reads the late tracks whose backfill is done. The fills

@@ -16,5 +16,7 @@
 // tracks visits only those that received something. An idle poll is one
 // atomic load. A reader with nothing to do can Park on its ready set
 // instead of blocking on Wakeup: the next change calls it back, so an idle
-// reader holds no goroutine either.
+// reader holds no goroutine either. A reader that needs a track's first
+// frame before it acts selects on FirstFrame (a Track's, or a Broadcast's
+// for a track it may not hold yet), a channel closed at that frame.
 package model

@@ -96,6 +96,9 @@ type Broadcast struct {
 	err     error
 	ended   bool
 	done    chan struct{}
+	// firstWaits are the channels FirstFrame gave out for tracks not held
+	// yet, by name.
+	firstWaits map[string]chan struct{}
 }
 
 // NewBroadcast returns an empty, live broadcast.
@@ -115,7 +118,7 @@ func (b *Broadcast) CreateTrack(name string) *Track {
 		return t
 	}
 	t := NewTrack(name)
-	b.tracks[name] = t
+	b.addTrackLocked(name, t)
 	return t
 }
 
@@ -185,7 +188,7 @@ func (b *Broadcast) Track(name string) (*Track, error) {
 			return nil, fmt.Errorf("%w: %q in broadcast %q", ErrNotFound, name, b.name)
 		}
 		t := NewTrack(name)
-		b.tracks[name] = t
+		b.addTrackLocked(name, t)
 		return t, nil
 	}
 	b.mu.Unlock()
@@ -198,7 +201,7 @@ func (b *Broadcast) Track(name string) (*Track, error) {
 	if existing, ok := b.tracks[name]; ok {
 		return existing, nil
 	}
-	b.tracks[name] = t
+	b.addTrackLocked(name, t)
 	return t, nil
 }
 
@@ -227,6 +230,10 @@ func (b *Broadcast) Close(err error) {
 		tracks = append(tracks, t)
 	}
 	close(b.done)
+	for _, c := range b.firstWaits {
+		close(c) // FirstFrame of a track that never came
+	}
+	b.firstWaits = nil
 	onClose := b.onClose
 	b.mu.Unlock()
 	for _, t := range tracks {
@@ -283,6 +290,12 @@ type Track struct {
 	// clock is the wall clock consumers time a stall with; nil means
 	// time.Now (tests set it).
 	clock func() time.Time
+	// first is FirstFrame's channel (nil until asked for or closed),
+	// firstDone whether it is closed; firstAlso are channels of
+	// Broadcast.FirstFrame that close with it.
+	first     chan struct{}
+	firstDone bool
+	firstAlso []chan struct{}
 }
 
 func (t *Track) now() time.Time {
@@ -462,6 +475,7 @@ func (t *Track) Close(err error) {
 		return
 	}
 	t.ended, t.err = true, err
+	t.firstFrameLocked()
 	// Groups still open end with the track: their streams cannot deliver
 	// any more.
 	for _, g := range t.groups {
@@ -590,6 +604,9 @@ func (g *Group) appendLocked(f Frame) {
 	if !f.Marker {
 		g.media++
 		t.newestTS = max(t.newestTS, f.Timestamp)
+		if !t.firstDone && !g.frames[0].Marker {
+			t.firstFrameLocked()
+		}
 	}
 }
 

@@ -168,21 +168,28 @@ var catalogWait = 2 * time.Second
 // the subscriber skipped every object of them as malformed until the
 // subscription ended (46 s in the chaos soak under load). A broadcast
 // that publishes no catalog keeps the old behaviour after the wait.
+//
+// It waits on the catalog tracks' model.Broadcast.FirstFrame, not a poll;
+// a catalog track is one of catalog.TracksFor's three names.
 func awaitCatalog(b *model.Broadcast, limit time.Duration) {
-	deadline := time.Now().Add(limit)
-	for {
-		if g, _, _, _ := latestCatalogFrame(b); g != nil {
-			return
+	if g, _, _, _ := latestCatalogFrame(b); g != nil {
+		return
+	}
+	names := catalog.TracksFor(b.Name())
+	var first [3]<-chan struct{}
+	for i := range first {
+		if i < len(names) {
+			first[i] = b.FirstFrame(names[i]) // nil: never ready
 		}
-		wait := min(10*time.Millisecond, time.Until(deadline))
-		if wait <= 0 {
-			return
-		}
-		select {
-		case <-b.Done():
-			return
-		case <-time.After(wait):
-		}
+	}
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	select {
+	case <-first[0]:
+	case <-first[1]:
+	case <-first[2]:
+	case <-b.Done():
+	case <-timer.C:
 	}
 }
 
