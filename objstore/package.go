@@ -22,7 +22,10 @@ var _ record.PackageOutput = (*Output)(nil)
 // Each file of the package is one PUT, made when the file is complete: a
 // segment's object exists before the playlist object that names it is
 // written. A package that exists is continued (its state object is read),
-// never overwritten.
+// never overwritten; a prefix that holds another package, or that this
+// process records a package into now, is refused with a
+// *record.PackageDirError (record.ClaimPackage, over a listing of the
+// prefix).
 func (o *Output) CreatePackage(broadcast string, start time.Time) (record.Package, error) {
 	p := o.loc.Key
 	if o.tmpl.IsTemplate() {
@@ -42,7 +45,40 @@ func (o *Output) CreatePackage(broadcast string, start time.Time) (record.Packag
 	if prefix == "." {
 		prefix = ""
 	}
-	return &objPackage{o: o, prefix: prefix, playlist: playlist}, nil
+	where := o.loc.bucketURL()
+	if prefix != "" {
+		where = o.loc.object(prefix)
+	}
+	release, err := record.ClaimPackage(where, playlist, func() ([]string, error) { return o.packageNames(prefix) })
+	if err != nil {
+		return nil, err
+	}
+	return &objPackage{o: o, prefix: prefix, playlist: playlist, release: release}, nil
+}
+
+// packageNames lists the names of the objects directly under prefix (a package's
+// files; another package's state is NAME.state.json there). The listing
+// is the store's (recursive: a prefix that holds other packages' prefixes
+// lists their objects too), tried again after transient failures for a
+// minute, as ReadFile.
+func (o *Output) packageNames(prefix string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := prefix
+	if dir != "" {
+		dir += "/"
+	}
+	objs, err := o.st.list(ctx, dir)
+	if err != nil {
+		return nil, fmt.Errorf("listing the package's prefix %s: %w", o.loc.object(dir), err)
+	}
+	var names []string
+	for _, ob := range objs {
+		if n := strings.TrimPrefix(ob.Key, dir); n != "" && !strings.Contains(n, "/") {
+			names = append(names, n)
+		}
+	}
+	return names, nil
 }
 
 // PackageTemplate is the template of the keys the packages are named by.
@@ -53,6 +89,7 @@ type objPackage struct {
 	o        *Output
 	prefix   string
 	playlist string
+	release  func() // the prefix's claim (record.ClaimPackage)
 }
 
 func (p *objPackage) key(name string) (string, error) {
@@ -106,4 +143,7 @@ func (p *objPackage) ReadFile(name string) ([]byte, error) {
 	return data, err
 }
 
-func (p *objPackage) Close() error { return nil }
+func (p *objPackage) Close() error {
+	p.release()
+	return nil
+}

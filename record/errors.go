@@ -96,12 +96,13 @@ func (e *SharedPackageError) Error() string {
 func (e *SharedPackageError) Unwrap() error { return ErrTemplate }
 
 // PackageDirError is the refusal to record an HLS/DASH package (its
-// multivariant playlist Playlist) into directory Dir, which holds another
-// package: every package names its files alike (v0.mp4, a0.mp4, v0.m3u8,
-// .manifests), so the two would overwrite each other's. Other is the
-// other package's playlist; Recording says this process records it into
-// Dir now (Other may then be Playlist itself: one package has one
-// writer). A package whose state Dir holds is continued, not refused.
+// multivariant playlist Playlist) into directory Dir (or an object store's
+// prefix, a URL: s3://BUCKET/rec), which holds another package: every
+// package names its files alike (v0.mp4, a0.mp4, v0.m3u8, .manifests), so
+// the two would overwrite each other's. Other is the other package's
+// playlist; Recording says this process records it into Dir now (Other
+// may then be Playlist itself: one package has one writer). A package
+// whose state Dir holds is continued, not refused.
 type PackageDirError struct {
 	Dir, Playlist, Other string
 	Recording            bool
@@ -113,8 +114,12 @@ func (e *PackageDirError) Error() string {
 		what = fmt.Sprintf("is where the package %s is being recorded now", e.Other)
 	}
 	stem := strings.TrimSuffix(e.Playlist, filepath.Ext(e.Playlist))
-	return fmt.Sprintf("the directory %s %s: a package of %s there would overwrite its files (v0.mp4, a0.mp4, v0.m3u8, ...); give each package a directory of its own, e.g. %s",
-		e.Dir, what, e.Playlist, filepath.Join(e.Dir, stem, "index.m3u8"))
+	where, own := "directory", filepath.Join(e.Dir, stem, "index.m3u8")
+	if strings.Contains(e.Dir, "://") {
+		where, own = "prefix", strings.TrimSuffix(e.Dir, "/")+"/"+stem+"/index.m3u8"
+	}
+	return fmt.Sprintf("the %s %s %s: a package of %s there would overwrite its files (v0.mp4, a0.mp4, v0.m3u8, ...); give each package a %s of its own, e.g. %s",
+		where, e.Dir, what, e.Playlist, where, own)
 }
 
 // ErrNothingRecorded is matched by EmptyWindowError.

@@ -93,57 +93,86 @@ func (f *files) CreatePackage(broadcast string, start time.Time) (Package, error
 	return &dirPackage{st: st, dir: dir, playlist: playlist, release: release}, nil
 }
 
-// packageDirs are the directories this process records a package into
-// now (their absolute paths), each with its playlist: every Files output
-// and Recorder of the process (a service's API starts each make their
-// own) share it.
+// packageDirs are the locations this process records a package into now
+// (a directory's absolute path, an object store prefix's URL), each with
+// its playlist: every output and Recorder of the process (a service's API
+// starts each make their own) share it.
 var packageDirs = struct {
 	sync.Mutex
 	m map[string]string
 }{m: map[string]string{}}
 
 // claimPackageDir claims directory dir for the package whose multivariant
-// playlist is playlist, until release. Every package names its files
-// alike (v0.mp4, a0.mp4, v0.m3u8, .manifests), so a directory holds one
-// package: it is refused (a *PackageDirError) while this process records
-// another package into it, or the same one (two writers of one package),
-// and when it holds another package's state on disk (NAME.state.json of
-// another NAME: a run before, another process). The same package's state
-// is a package to continue (a restart), which is taken.
+// playlist is playlist, until release (see ClaimPackage): its files are
+// the names of its regular entries and links. A package being recorded
+// holds its manifests as links into its manifest directories
+// (hls.DirStore): names, not only files.
 func claimPackageDir(dir, playlist string) (release func(), err error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("the package directory %s: %w", dir, err)
 	}
+	return claimPackage(abs, dir, playlist, func() ([]string, error) {
+		ents, err := os.ReadDir(dir)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("reading the package directory: %w; check the path and its permissions", err)
+		}
+		names := make([]string, 0, len(ents))
+		for _, e := range ents {
+			if !e.IsDir() {
+				names = append(names, e.Name())
+			}
+		}
+		return names, nil
+	})
+}
+
+// ClaimPackage claims where, the location of a package that is not a local
+// directory (an object store's prefix, as a URL: s3://BUCKET/rec), for the
+// package whose multivariant playlist is playlist, until release. Every
+// package names its files alike (v0.mp4, a0.mp4, v0.m3u8, .manifests), so
+// a location holds one package: it is refused (a *PackageDirError) while
+// this process records a package there (another, or the same one: two
+// writers of one package), and when names, the names of the files directly
+// at where (listed once where is claimed), hold another package's state
+// (NAME.state.json of another NAME: a run before, another process). The
+// same package's state is a package to continue (a restart), which is
+// taken. A PackageOutput calls it in CreatePackage and release in the
+// Package's Close, as Files does for directories.
+func ClaimPackage(where, playlist string, names func() ([]string, error)) (release func(), err error) {
+	return claimPackage(where, where, playlist, names)
+}
+
+// claimPackage is ClaimPackage of the location key names in this
+// process's claims, dir in errors.
+func claimPackage(key, dir, playlist string, names func() ([]string, error)) (release func(), err error) {
 	packageDirs.Lock()
-	defer packageDirs.Unlock()
-	if other, busy := packageDirs.m[abs]; busy {
+	if other, busy := packageDirs.m[key]; busy {
+		packageDirs.Unlock()
 		return nil, &PackageDirError{Dir: dir, Playlist: playlist, Other: other, Recording: true}
 	}
-	ents, err := os.ReadDir(dir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("reading the package directory: %w; check the path and its permissions", err)
-	}
-	names := make([]string, 0, len(ents))
-	for _, e := range ents {
-		// A package being recorded holds its manifests as links into
-		// its manifest directories (hls.DirStore): names, not only files.
-		if !e.IsDir() {
-			names = append(names, e.Name())
-		}
-	}
-	if other, ok := hls.OtherPackage(names, playlist); ok {
-		return nil, &PackageDirError{Dir: dir, Playlist: playlist, Other: other}
-	}
-	packageDirs.m[abs] = playlist
+	packageDirs.m[key] = playlist
+	packageDirs.Unlock()
 	var once sync.Once
-	return func() {
+	release = func() {
 		once.Do(func() {
 			packageDirs.Lock()
-			delete(packageDirs.m, abs)
+			delete(packageDirs.m, key)
 			packageDirs.Unlock()
 		})
-	}, nil
+	}
+	// Read with the claim held, not the lock: a store's listing takes a
+	// round trip or more, and other locations' claims need not wait.
+	held, err := names()
+	if err != nil {
+		release()
+		return nil, err
+	}
+	if other, ok := hls.OtherPackage(held, playlist); ok {
+		release()
+		return nil, &PackageDirError{Dir: dir, Playlist: playlist, Other: other}
+	}
+	return release, nil
 }
 
 // PackageTemplate is the template the packages are named by.

@@ -32,7 +32,8 @@ func describe(err error) string {
 			return fmt.Sprintf("no broadcast was announced %s within --duration %v (counted from the start, connecting included), so nothing was recorded; check the URL and the token, or record for longer", e.Origin, e.Window)
 		}),
 		describeAs(func(e *record.PackageDirError) string {
-			return strings.Replace(e.Error(), "give each package a directory of its own, e.g. ", "give -o a directory of its own, e.g. -o ", 1)
+			s := strings.Replace(e.Error(), "give each package a directory of its own, e.g. ", "give -o a directory of its own, e.g. -o ", 1)
+			return strings.Replace(s, "give each package a prefix of its own, e.g. ", "give -o a prefix of its own, e.g. -o ", 1)
 		}),
 		describeAs(func(e *record.CatalogError) string { return e.Error() + "; check the name with --list" }),
 		describeAs(func(e *record.SelectionError) string { return e.Error() + "; see --list -b " + e.Broadcast }),
