@@ -49,6 +49,10 @@ type netConn struct {
 	replay bidiStream
 	// keepAlive and idle are what the connection was made with.
 	keepAlive, idle time.Duration
+	// handshake is how long a dialled connection took to be made (its
+	// QUIC handshake, and WebTransport's CONNECT): one round trip of the
+	// path or more.
+	handshake time.Duration
 }
 
 // newNetConn is c, made with the keep-alive and idle timeout that

@@ -3,6 +3,7 @@ package subscribe
 import (
 	"context"
 	"crypto/tls"
+	"time"
 
 	"github.com/moq-export/moq-export/internal/moq/transport"
 	"github.com/moq-export/moq-export/internal/moq/transport/alpn"
@@ -34,6 +35,34 @@ type dialer struct {
 	opts     *Options
 	target   *transport.Target
 	versions []alpn.Version
+	// minIdle, when set, is the least idle timeout of the connections
+	// it makes (stretchedIdle).
+	minIdle time.Duration
+}
+
+// liveness is the keep-alive period and idle timeout of the connections
+// d makes.
+func (d *dialer) liveness() (keepAlive, idle time.Duration) {
+	keepAlive, idle = liveness(d.opts.KeepAlive, max(d.opts.IdleTimeout, d.minIdle))
+	return keepAlive, idle
+}
+
+// maxStretchedIdle bounds stretchedIdle: the SETUP's own budget
+// (ietfsub's setupTimeout, litesub.SetupTimeout).
+const maxStretchedIdle = 10 * time.Second
+
+// stretchedIdle is the idle timeout of the one dial made again after the
+// idle timeout cut the exchange that follows a handshake that took took
+// (WebTransport's CONNECT, the SETUP): three times that, at least one
+// round trip of the path, as QUIC stretches an idle timeout to three
+// probe timeouts once it has an RTT sample, at most maxStretchedIdle,
+// never less than idle. (quic-go took no sample when every ACK of the
+// handshake came after its probe timeout, so it kept the idle timeout as
+// configured, shorter than a round trip: the SETUP's answer could not
+// come in time.) The peer's own idle timeout still bounds it: QUIC uses
+// the smaller of the two.
+func stretchedIdle(took, idle time.Duration) time.Duration {
+	return max(idle, min(3*took, maxStretchedIdle))
 }
 
 // tlsOptions are the client TLS settings of o.
@@ -55,12 +84,15 @@ func (d *dialer) dial(ctx context.Context) (*netConn, error) {
 		if err != nil {
 			return nil, err
 		}
-		keepAlive, idle := liveness(d.opts.KeepAlive, d.opts.IdleTimeout)
+		keepAlive, idle := d.liveness()
+		began := time.Now()
 		c, err := transport.DialQUIC[moqErrors](ctx, d.target.HostPort, tc, keepAlive, idle)
 		if err != nil {
 			return nil, err
 		}
-		return d.chosen(newNetConn(c, d.opts.KeepAlive, d.opts.IdleTimeout)), nil
+		nc := d.chosen(newNetConn(c, keepAlive, idle))
+		nc.handshake = time.Since(began)
+		return nc, nil
 	case transport.SchemeDevelopment:
 		// Fetched on every attempt: a restarted development relay has a
 		// new certificate.
@@ -100,10 +132,13 @@ func (d *dialer) dialWebTransport(ctx context.Context, pin string) (*netConn, er
 	if d.opts.alpns != nil {
 		protos = d.opts.alpns
 	}
-	keepAlive, idle := liveness(d.opts.KeepAlive, d.opts.IdleTimeout)
+	keepAlive, idle := d.liveness()
+	began := time.Now()
 	c, err := transport.DialWebTransport[moqErrors](ctx, d.target.URL, d.target.HostPort, tc, protos, keepAlive, idle)
 	if err != nil {
 		return nil, err
 	}
-	return d.chosen(newNetConn(c, keepAlive, idle)), nil
+	nc := d.chosen(newNetConn(c, keepAlive, idle))
+	nc.handshake = time.Since(began)
+	return nc, nil
 }

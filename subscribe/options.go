@@ -80,7 +80,11 @@ type Options struct {
 	// from its peer before it is declared dead (default 3s). Together they
 	// find a peer that vanished without closing (a crashed relay, a
 	// dropped network) within IdleTimeout; the first reconnect then
-	// follows at once. See the package doc for why these values.
+	// follows at once. See the package doc for why these values. A dial
+	// whose CONNECT or SETUP the idle timeout cut right after the
+	// handshake (a round trip longer than IdleTimeout, before QUIC had
+	// an RTT sample to stretch it by) is made once more with three times
+	// that handshake's duration, at most 10s (docs/reliability.md).
 	KeepAlive   time.Duration
 	IdleTimeout time.Duration
 

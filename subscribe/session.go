@@ -178,29 +178,49 @@ func dial(ctx context.Context, rawURL string, opts Options, wrap func(conn) conn
 	s.links.Dial = func(ctx context.Context) (session.Proto, error) {
 		t := s.target.Load()
 		d := &dialer{opts: &s.opts, target: t, versions: versions}
+		// first is the family of the first connection made (known).
 		var first alpn.Family
-		for attempt := 0; ; attempt++ {
+		known := false
+		// relaid: dialled again in the layout learnt; stretched: dialled
+		// again with a longer idle timeout (stretch). Each once.
+		relaid, stretched := false, false
+		stretch := func(took time.Duration, err error) bool {
+			if stretched || !transport.IdleTimedOut(err) || ctx.Err() != nil {
+				return false
+			}
+			stretched = true
+			d.minIdle = stretchedIdle(took, s.opts.IdleTimeout)
+			s.log.Info("moq: the idle timeout cut the exchange after the handshake; dialling once more with a longer one",
+				"handshake", took.Round(time.Millisecond), "idle_timeout", d.minIdle.Round(time.Millisecond), "err", err)
+			return true
+		}
+		for {
 			nc, err := d.dial(ctx)
 			if err != nil {
+				if hd, ok := errors.AsType[*transport.HandshakeDoneError](err); ok && stretch(hd.Took, err) {
+					continue
+				}
 				return nil, err
 			}
 			var c conn = nc
 			if wrap != nil {
 				c = wrap(c)
 			}
-			if attempt > 0 && nc.choice.Family != first {
+			if known && nc.choice.Family != first {
 				c.Close(CodeCancel, "")
 				return nil, fmt.Errorf("moq: %s: the server changed its protocol", t.HostPort)
 			}
-			first = nc.choice.Family
+			first, known = nc.choice.Family, true
 			p, redial, err := s.open(ctx, c, nc.choice, t, versions)
-			if err == nil {
+			switch {
+			case err == nil:
 				return p, nil
-			}
-			if !redial || attempt > 0 {
+			case redial && !relaid:
+				relaid = true // once more, in the layout just learnt
+			case stretch(nc.handshake, err):
+			default:
 				return nil, err
 			}
-			// Once more, in the layout just learnt.
 		}
 	}
 	c, err := s.links.Dial(ctx)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
@@ -108,3 +109,26 @@ func wtUnmappedReset(err error) (uint64, string, bool) {
 // MapError is what the transport makes of err: the peer's resets and
 // closes as E's values, anything else as it is.
 func MapError[E Errors](err error) error { return mapErr[E](err) }
+
+// A HandshakeDoneError is the error of a dial whose QUIC handshake
+// completed, Took after the dial began, before what came after it (the
+// WebTransport CONNECT) failed: a round trip of the path is known, which
+// the connection's RTT estimate may still lack (see IdleTimedOut).
+type HandshakeDoneError struct {
+	Took time.Duration
+	Err  error
+}
+
+func (e *HandshakeDoneError) Error() string { return e.Err.Error() }
+func (e *HandshakeDoneError) Unwrap() error { return e.Err }
+
+// IdleTimedOut reports whether err says that QUIC's idle timeout closed
+// the connection: it heard nothing from the peer for that long. Right
+// after a handshake that is also what a round trip longer than the idle
+// timeout does when QUIC has no RTT sample yet to stretch the timeout by
+// (quic-go declares a packet lost as soon as it probes, so a handshake
+// whose ACKs come later than its probe timeout leaves none).
+func IdleTimedOut(err error) bool {
+	_, ok := errors.AsType[*quic.IdleTimeoutError](err)
+	return ok
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -160,12 +161,27 @@ func (w wtRecv[E]) StreamID() uint64 { return uint64(w.s.StreamID()) }
 func DialWebTransport[E Errors](ctx context.Context, u *url.URL, hostport string, tc *tls.Config, protocols []string, keepAlive, idle time.Duration) (Conn, error) {
 	tc = tc.Clone()
 	tc.NextProtos = []string{http3.NextProtoH3}
+	// When the QUIC handshake completed (the dial is early: the CONNECT
+	// may go before), for a CONNECT the idle timeout cuts
+	// (HandshakeDoneError).
+	began := time.Now()
+	var shook atomic.Int64
 	tr := &webtransport.Transport{
 		TLSClientConfig:      tc,
 		QUICConfig:           QUICConfig(keepAlive, idle),
 		ApplicationProtocols: protocols,
 		DialAddr: func(ctx context.Context, _ string, tc *tls.Config, qc *quic.Config) (*quic.Conn, error) {
-			return dialQUIC(ctx, hostport, tc, qc, true)
+			c, err := dialQUIC(ctx, hostport, tc, qc, true)
+			if err == nil {
+				go func() {
+					select {
+					case <-c.HandshakeComplete():
+						shook.Store(int64(time.Since(began)))
+					case <-c.Context().Done():
+					}
+				}()
+			}
+			return c, err
 		},
 	}
 	cp := *u
@@ -177,7 +193,11 @@ func DialWebTransport[E Errors](ctx context.Context, u *url.URL, hostport string
 		if rsp != nil {
 			return nil, fmt.Errorf("moq: WebTransport to %s: status %d: %w", redactURL(&cp), rsp.StatusCode, mapErr[E](err))
 		}
-		return nil, fmt.Errorf("moq: WebTransport to %s: %w", redactURL(&cp), mapErr[E](err))
+		err = fmt.Errorf("moq: WebTransport to %s: %w", redactURL(&cp), mapErr[E](err))
+		if took := time.Duration(shook.Load()); took > 0 {
+			err = &HandshakeDoneError{Took: took, Err: err}
+		}
+		return nil, err
 	}
 	return &wtConn[E]{s: s, remote: hostport, onClose: func() { tr.Close() }}, nil
 }
