@@ -358,9 +358,21 @@ func (l *logBuffer) String() string {
 	return l.buf.String()
 }
 
-// tail returns the last lines of the log, for failure messages, without
-// the groups dropped once a track had closed: they come in bursts of
-// hundreds at the end of a recording and would hide what went before.
+// Budgets of tail: the start of a log kept (its connection, first
+// subscriptions and the join's backfill) and its end.
+const (
+	logHead = 3000
+	logTail = 6000
+)
+
+// tail returns the start and the last lines of the log, for failure
+// messages, without the groups dropped once a track had closed: they come
+// in bursts of hundreds at the end of a recording and would hide what went
+// before. The start is kept: a file whose audio begins late is explained
+// by its join (when each track was subscribed, whether the backfill
+// reached the video's keyframe), which a long resume pushes out of the
+// end (hs26's moq-transport-19 resume case, whose last 6,000 characters
+// were all the resume's).
 func (l *logBuffer) tail() string {
 	var b strings.Builder
 	dropped := 0
@@ -375,8 +387,12 @@ func (l *logBuffer) tail() string {
 		fmt.Fprintf(&b, "(and %d groups dropped because their track had closed)\n", dropped)
 	}
 	s := b.String()
-	if len(s) > 6000 {
-		s = "...\n" + s[len(s)-6000:]
+	if len(s) <= logHead+logTail {
+		return s
 	}
-	return s
+	head := s[:logHead]
+	if i := strings.LastIndexByte(head, '\n'); i >= 0 {
+		head = head[:i+1] // whole lines
+	}
+	return head + "...\n" + s[len(s)-logTail:]
 }
