@@ -187,7 +187,7 @@ func check(t *testing.T, c matrixCase, res result, disturbed bool) {
 	// Frames are lost only where an outage cut a connection that the
 	// version cannot fetch back (the group it cut, and the one in flight
 	// when it came back), or where the machine stalled long enough for a
-	// second connection loss (the recorder's idle timeout, 1 s, passed
+	// second connection loss (the recorder's idle timeout, 3 s, passed
 	// with the network up) cutting the FETCHes that fill the first.
 	// The recorder says so when a resume could not fetch a group back.
 	maxGaps := 0
@@ -426,8 +426,9 @@ func audioAt(p *published, audio []mediatest.Packet, d int64) bool {
 }
 
 // disturbed says why a recording did not take the path its case names,
-// when the machine stalled: a connection lost but for the outage (every
-// timeout fired: the recorder's idle timeout is 1 s on the resume path),
+// when the machine stalled: a connection lost but for the outage (a
+// timeout fired: the recorder's idle timeout, 3 s, passed with the
+// network up),
 // a FETCH backfill cut by the engine's 1 s budget before it delivered
 // (the fetch path), a resume still fetching when the recording ended. ""
 // when it took its path.
