@@ -260,9 +260,12 @@ func (o *Output) finishedAfter(ctx context.Context, u upload) bool {
 }
 
 // wholeBoxes walks the top-level ISO BMFF boxes of r from off (where a
-// box begins) to size and returns where the last whole one ends.
+// box begins) to size and returns where the last whole one ends; a moof
+// counts only with the box after it (its mdat): a moof whose mdat was cut
+// would point its samples past the end of the object.
 func wholeBoxes(r io.ReaderAt, off, size int64) int64 {
 	var h [16]byte
+	end := off
 	for off+8 <= size {
 		if _, err := r.ReadAt(h[:8], off); err != nil {
 			break
@@ -281,8 +284,11 @@ func wholeBoxes(r io.ReaderAt, off, size int64) int64 {
 			break
 		}
 		off += n
+		if string(h[4:8]) != "moof" {
+			end = off
+		}
 	}
-	return off
+	return end
 }
 
 // finishFLV writes the duration (from the first audio or video tag's

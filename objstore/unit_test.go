@@ -2,10 +2,16 @@ package objstore
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
+	"github.com/moq-export/moq-export/mux/mp4"
 )
 
 func TestRetryWaitDoublesToFiveSecondsWithJitterInTheUpperHalf(t *testing.T) {
@@ -113,6 +119,53 @@ func TestBodyReadsItsPiecesInOrderAndSeeks(t *testing.T) {
 	}
 }
 
+// TestAKilledMP4EndsAtItsLastWholeFragment: a recorder killed while it
+// writes a fragment leaves its moof whole and its mdat cut (a write to the
+// spool can be cut short by SIGKILL); the recovered object ends before that
+// moof and decodes clean, and keeps every whole fragment before it.
+func TestAKilledMP4EndsAtItsLastWholeFragment(t *testing.T) {
+	var buf bytes.Buffer
+	w := mp4.NewWriter(&buf, mp4.Options{})
+	mediatest.Feed(t, w, mediatest.SampleInput("h264", 1), mediatest.SampleInput("aac", 2))
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	file := buf.Bytes()
+	var moofs []int64 // where each moof begins
+	for off := int64(0); off+8 <= int64(len(file)); {
+		n := int64(binary.BigEndian.Uint32(file[off:]))
+		if string(file[off+4:off+8]) == "moof" {
+			moofs = append(moofs, off)
+		}
+		off += n
+	}
+	if len(moofs) < 3 {
+		t.Fatalf("%d fragments; the test needs 3", len(moofs))
+	}
+	last := moofs[len(moofs)-1]
+	lastMdat := last + int64(binary.BigEndian.Uint32(file[last:]))
+	for _, tc := range []struct {
+		name string
+		size int64
+	}{
+		{"inside the last mdat", lastMdat + (int64(len(file))-lastMdat)/2},
+		{"right after the last moof", lastMdat},
+		{"inside the last mdat's header", lastMdat + 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := wholeBoxes(bytes.NewReader(file[:tc.size]), 0, tc.size)
+			if got != last {
+				t.Errorf("the object ends at %d, want %d (before the last moof)", got, last)
+			}
+			path := filepath.Join(t.TempDir(), "killed.mp4")
+			if err := os.WriteFile(path, file[:got], 0o644); err != nil {
+				t.Fatal(err)
+			}
+			mediatest.DecodeClean(t, path)
+		})
+	}
+}
+
 func TestWholeBoxesEndsAtTheLastCompleteTopLevelBox(t *testing.T) {
 	box := func(typ string, n int) []byte {
 		b := make([]byte, n)
@@ -127,7 +180,10 @@ func TestWholeBoxesEndsAtTheLastCompleteTopLevelBox(t *testing.T) {
 		from, size, want int64
 	}{
 		{0, int64(len(file)), int64(len(file))},
-		{0, 16 + 24 + 60, 40},         // the mdat is cut
+		{0, 16 + 24 + 60, 16},         // the mdat is cut: its moof goes with it
+		{0, 16 + 24, 16},              // a moof without its mdat
+		{0, 16 + 24 + 4, 16},          // a moof and part of its mdat's header
+		{16, 16 + 24 + 100, 140},      // a whole fragment
 		{16, 16 + 24 + 100 + 20, 140}, // the 64-bit mdat is cut
 		{16, 16 + 24 + 100 + 12, 140}, // even its header
 		{0, 3, 0},                     // not even a header
