@@ -3,6 +3,7 @@ package archive_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -350,5 +351,90 @@ func TestAWriterThatSubscribesLateArchivesWhatItsSourceStillHolds(t *testing.T) 
 	}
 	if a > v {
 		t.Errorf("audio archived from %d µs, after the first video keyframe (%d µs)", a, v)
+	}
+}
+
+// TestATrackAskedAfterTheReadEndedIsRefusedNotWaitedFor: a reader starved
+// between asking for its first track and its second (suite26 saw one under
+// load: h264 read back whole, aac 0 of 189 frames, the read hanging until
+// its 60 s deadline) asks for the second after the feeder, given only the
+// first, read it to the end and ended the broadcast. It is refused at
+// once; before, it got a track nothing would ever fill or end.
+func TestATrackAskedAfterTheReadEndedIsRefusedNotWaitedFor(t *testing.T) {
+	t.Parallel()
+	r := archiveDemoOver(t, nil, catalog.ContainerLegacy, []string{"h264", "aac"}, archive.WriteOptions{}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	b := archivetest.Broadcast(t, ctx, archivetest.Dir(t, r.dir), "demo", archive.ReadOptions{})
+	w, err := catalog.Watch(b, catalog.WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Next(ctx); err != nil {
+		t.Fatalf("catalog: %v", err)
+	}
+	w.Close()
+	v, err := b.Track("h264")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := v.Subscribe(time.Minute)
+	defer c.Close()
+	ready := model.NewReadySet()
+	c.Watch(ready)
+	frames := 0
+	var taken []*model.Consumer
+	for ended := false; !ended; {
+		taken = ready.Take(taken[:0])
+		ev, ok := c.Next()
+		if !ok {
+			select {
+			case <-ready.Wakeup():
+				continue
+			case <-ctx.Done():
+				t.Fatalf("h264 did not end: %d frames", frames)
+			}
+		}
+		switch ev.Kind {
+		case model.EventFrame:
+			frames++
+		case model.EventEnd:
+			ended = true
+		}
+	}
+	select {
+	case <-b.Done():
+	case <-ctx.Done():
+		t.Fatal("the read of h264 alone did not end the broadcast")
+	}
+	if frames != len(r.direct["h264"]) {
+		t.Errorf("h264: %d frames read back, %d direct", frames, len(r.direct["h264"]))
+	}
+	a, err := b.Track("aac")
+	if err == nil {
+		ac := a.Subscribe(time.Minute)
+		defer ac.Close()
+		wait, stop := context.WithTimeout(ctx, 3*time.Second)
+		defer stop()
+		ar := model.NewReadySet()
+		ac.Watch(ar)
+		for {
+			taken = ar.Take(taken[:0])
+			ev, ok := ac.Next()
+			if ok && ev.Kind == model.EventEnd {
+				t.Fatal("aac, asked after the read ended, was given as a track that ended at once; want a refusal")
+			}
+			if !ok {
+				select {
+				case <-ar.Wakeup():
+					continue
+				case <-wait.Done():
+					t.Fatal("aac, asked after the read ended, was given as a track that did not end within 3 s; want a refusal")
+				}
+			}
+		}
+	}
+	if !errors.Is(err, model.ErrNotFound) {
+		t.Errorf("aac asked after the read ended: %v, want model.ErrNotFound", err)
 	}
 }

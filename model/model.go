@@ -174,19 +174,22 @@ func (b *Broadcast) HandleClose(fn func(err error)) {
 // Track returns track name for reading: the one already held, or one the
 // request handler provides. Without a handler, a track not held yet is
 // created empty, for a producer in the same process to fill (CreateTrack
-// returns it); after the broadcast ended, it is ErrNotFound.
+// returns it). After the broadcast ended, a track not held is ErrNotFound,
+// with or without a handler: nothing would ever end it. A track the
+// handler made while the broadcast ended is closed with it.
 func (b *Broadcast) Track(name string) (*Track, error) {
 	b.mu.Lock()
 	if t, ok := b.tracks[name]; ok {
 		b.mu.Unlock()
 		return t, nil
 	}
+	if b.ended {
+		b.mu.Unlock()
+		return nil, fmt.Errorf("%w: %q in broadcast %q", ErrNotFound, name, b.name)
+	}
 	fn := b.request
 	if fn == nil {
 		defer b.mu.Unlock()
-		if b.ended {
-			return nil, fmt.Errorf("%w: %q in broadcast %q", ErrNotFound, name, b.name)
-		}
 		t := NewTrack(name)
 		b.addTrackLocked(name, t)
 		return t, nil
@@ -197,11 +200,18 @@ func (b *Broadcast) Track(name string) (*Track, error) {
 		return nil, err
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if existing, ok := b.tracks[name]; ok {
+		b.mu.Unlock()
 		return existing, nil
 	}
+	if b.ended {
+		err := b.err
+		b.mu.Unlock()
+		t.Close(err)
+		return nil, fmt.Errorf("%w: %q in broadcast %q", ErrNotFound, name, b.name)
+	}
 	b.addTrackLocked(name, t)
+	b.mu.Unlock()
 	return t, nil
 }
 

@@ -1079,3 +1079,45 @@ func TestABroadcastIsUnpacedOnceItsProducerSaysSo(t *testing.T) {
 		t.Fatal("SetUnpaced did not make it unpaced")
 	}
 }
+
+// TestATrackAskedOfAnEndedBroadcastIsRefusedNotLeftOpen: a broadcast with a
+// producer (an archive's reader, a relay session) that ended, or ends while
+// the producer makes the track, refuses it; before, the track was held
+// open for ever and its reader waited until its own deadline (an archive
+// read back with 0 of 189 AAC frames and a 60 s hang under load, suite26).
+func TestATrackAskedOfAnEndedBroadcastIsRefusedNotLeftOpen(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		endBefore bool // the broadcast ends before the track is asked for
+	}{
+		{"asked after the broadcast ended", true},
+		{"the broadcast ends while its producer makes the track", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBroadcast("demo")
+			var made *Track
+			b.HandleRequests(func(name string) (*Track, error) {
+				made = NewTrack(name)
+				if !tc.endBefore {
+					b.Close(nil)
+				}
+				return made, nil
+			})
+			if tc.endBefore {
+				b.Close(nil)
+			}
+			tr, err := b.Track("aac")
+			if !errors.Is(err, ErrNotFound) {
+				t.Fatalf("Track: a track %v, err %v; want ErrNotFound", tr != nil, err)
+			}
+			if made != nil {
+				if ev, ok := made.Subscribe(0).Next(); !ok || ev.Kind != EventEnd {
+					t.Error("the track the producer made for the ended broadcast did not end")
+				}
+			}
+			if got := b.TrackNames(); len(got) != 0 {
+				t.Errorf("the ended broadcast holds %v", got)
+			}
+		})
+	}
+}
