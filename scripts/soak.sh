@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # soak.sh: the chaos soak of issue 26 for as long as you like.
 #
-# Runs TestChaosSoak (e2e/binary/soak_test.go): three publishers (one
+# Runs TestChaosSoak (e2e/binary/soak/soak_test.go): three publishers (one
 # speaking moq-lite, one IETF moq-transport draft 22, one draft 16 that
 # refuses every FETCH as the reference publisher does) of three broadcasts
 # each (legacy, loc and cmaf packaging), each behind a loopback UDP proxy,
@@ -35,7 +35,7 @@ mkdir -p "$LOGS"
 echo "soak: $DURATION, table in $TABLE, log in $LOG, recorder logs in $LOGS" >&2
 set +eo pipefail
 MOQ_SOAK_DURATION=$DURATION MOQ_SOAK_TABLE=$TABLE MOQ_SOAK_LOGS=$LOGS MOQ_SOAK_KEEP=${KEEP:-} \
-	go test ./e2e/binary -run '^TestChaosSoak$' -count=1 -v -timeout 100h 2>&1 |
+	go test ./e2e/binary/soak -run '^TestChaosSoak$' -count=1 -v -timeout 100h 2>&1 |
 	tee "$LOG" | grep --line-buffered -E 'soak_test.go:[0-9]+: +[0-9.]+s |^--- |^(ok|FAIL)'
 status=${PIPESTATUS[0]}
 cat "$TABLE" 2>/dev/null

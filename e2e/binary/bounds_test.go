@@ -2,151 +2,22 @@ package binary
 
 import (
 	"bytes"
-	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/moq-export/moq-export/demo"
-	"github.com/moq-export/moq-export/internal/testutil/proctest"
-	"github.com/moq-export/moq-export/model"
-	"github.com/moq-export/moq-export/subscribe"
+	"github.com/moq-export/moq-export/internal/testutil/cmdtest"
 )
 
 // The bounds tests check that no run waits silently or forever (issue
 // 15): --wait, --timeout, --reconnect-for, --record-all --duration, and
 // selections with nothing to record refused before any file exists.
-
-// relay serves broadcasts of the demo media on a loopback publisher and
-// returns its URL and certificate pin; the server is closed with the test.
-func relay(t *testing.T, names ...string) (srv *subscribe.Server, url, pin string) {
-	t.Helper()
-	return relayWith(t, demo.Options{Realtime: true}, names...)
-}
-
-// relayWith is relay with the demo's options.
-func relayWith(t *testing.T, opts demo.Options, names ...string) (srv *subscribe.Server, url, pin string) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	var bcs []*model.Broadcast
-	for _, n := range names {
-		b := model.NewBroadcast(n)
-		go demo.Publish(ctx, b, opts)
-		bcs = append(bcs, b)
-	}
-	srv, url, pin, err := subscribe.ServeLoopback(bcs[0], subscribe.ServerOptions{Logger: slog.New(slog.DiscardHandler), Publish: bcs[1:]})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return srv, url, pin
-}
-
-// stderrLines collects what a command writes (stderr, a pty) and lets the
-// test wait for a string in it.
-type stderrLines struct {
-	mu   sync.Mutex
-	buf  bytes.Buffer
-	more chan struct{}
-}
-
-func (s *stderrLines) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	s.buf.Write(p)
-	s.mu.Unlock()
-	select {
-	case s.more <- struct{}{}:
-	default:
-	}
-	return len(p), nil
-}
-
-func (s *stderrLines) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
-}
-
-// waitFor waits until the output holds want, at most 20 s.
-func (s *stderrLines) waitFor(t *testing.T, want string) {
-	t.Helper()
-	deadline := time.After(20 * time.Second)
-	for !strings.Contains(s.String(), want) {
-		select {
-		case <-s.more:
-		case <-deadline:
-			t.Fatalf("the output never said %q:\n%s", want, s.String())
-		}
-	}
-}
-
-// waitForMedia waits until a progress line shows at least d of media, at
-// most 20 s. (Lines come every second of wall-clock time, not at whole
-// seconds of media: 00:00:00.9 may be followed by 00:00:02.0.)
-func (s *stderrLines) waitForMedia(t *testing.T, d time.Duration) {
-	t.Helper()
-	re := regexp.MustCompile(`(?m)^(\d\d):(\d\d):(\d\d\.\d)  `)
-	deadline := time.After(20 * time.Second)
-	for {
-		for _, m := range re.FindAllStringSubmatch(s.String(), -1) {
-			h, _ := strconv.Atoi(m[1])
-			mi, _ := strconv.Atoi(m[2])
-			sec, _ := strconv.ParseFloat(m[3], 64)
-			if time.Duration((float64(h*3600+mi*60)+sec)*float64(time.Second)) >= d {
-				return
-			}
-		}
-		select {
-		case <-s.more:
-		case <-deadline:
-			t.Fatalf("no progress line showed %v of media:\n%s", d, s.String())
-		}
-	}
-}
-
-func start(t *testing.T, dir string, args ...string) (*exec.Cmd, *stderrLines) {
-	t.Helper()
-	cmd := proctest.Command(binary, args...)
-	cmd.Dir = dir
-	errOut := &stderrLines{more: make(chan struct{}, 1)}
-	cmd.Stderr = errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill() })
-	return cmd, errOut
-}
-
-// exitCode waits for cmd, at most limit.
-func exitCode(t *testing.T, cmd *exec.Cmd, limit time.Duration) int {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if ee, ok := err.(*exec.ExitError); ok {
-			return ee.ExitCode()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return 0
-	case <-time.After(limit):
-		cmd.Process.Kill()
-		t.Fatalf("still running after %v", limit)
-	}
-	return -1
-}
 
 func noFiles(t *testing.T, dir string) {
 	t.Helper()
@@ -173,12 +44,12 @@ func TestSelectionsWithNothingToRecordAreRefusedBeforeAnyFile(t *testing.T) {
 		{[]string{"--demo-codecs", "vp8", "-o", "x.ts"}, 1, "record with -f mkv or -f webm"},
 	} {
 		dir := t.TempDir()
-		r := run(t, dir, append(tc.args, "--duration", "1s")...)
-		if r.code != tc.code || !strings.Contains(r.stderr, tc.says) {
-			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, r.code, r.stderr, tc.code, tc.says)
+		r := cmdtest.Run(t, dir, append(tc.args, "--duration", "1s")...)
+		if r.Code != tc.code || !strings.Contains(r.Stderr, tc.says) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, r.Code, r.Stderr, tc.code, tc.says)
 		}
-		if strings.Contains(r.stderr, "mkv cannot carry") {
-			t.Errorf("%v: the container is blamed: %q", tc.args, r.stderr)
+		if strings.Contains(r.Stderr, "mkv cannot carry") {
+			t.Errorf("%v: the container is blamed: %q", tc.args, r.Stderr)
 		}
 		noFiles(t, dir)
 	}
@@ -189,30 +60,30 @@ func TestSelectionsWithNothingToRecordAreRefusedBeforeAnyFile(t *testing.T) {
 // with 130; no file is created.
 func TestABroadcastThatIsNotAnnouncedIsNotWaitedForSilently(t *testing.T) {
 	t.Parallel()
-	_, url, pin := relay(t, "room/alice")
+	_, url, pin := cmdtest.Relay(t, "room/alice")
 	dir := t.TempDir()
-	r := run(t, dir, url, "--tls-fingerprint", pin, "-b", "nosuch", "--wait", "3s", "-o", "x.mkv")
-	if r.code != 1 || !strings.Contains(r.stderr, `waiting for broadcast "nosuch" to be announced under moql://`) ||
-		!strings.Contains(r.stderr, `broadcast "nosuch" was not announced`) || strings.Count(r.stderr, "waiting for") != 1 {
-		t.Errorf("--wait 3s: exit %d, stderr %q", r.code, r.stderr)
+	r := cmdtest.Run(t, dir, url, "--tls-fingerprint", pin, "-b", "nosuch", "--wait", "3s", "-o", "x.mkv")
+	if r.Code != 1 || !strings.Contains(r.Stderr, `waiting for broadcast "nosuch" to be announced under moql://`) ||
+		!strings.Contains(r.Stderr, `broadcast "nosuch" was not announced`) || strings.Count(r.Stderr, "waiting for") != 1 {
+		t.Errorf("--wait 3s: exit %d, stderr %q", r.Code, r.Stderr)
 	}
-	if r.elapsed > 10*time.Second {
-		t.Errorf("--wait 3s took %v", r.elapsed)
+	if r.Elapsed > 10*time.Second {
+		t.Errorf("--wait 3s took %v", r.Elapsed)
 	}
 	noFiles(t, dir)
 
-	cmd, errOut := start(t, dir, url, "--tls-fingerprint", pin, "-b", "nosuch", "-o", "x.mkv")
-	errOut.waitFor(t, "until Ctrl-C; --wait DURATION gives up")
+	cmd, errOut := cmdtest.Start(t, dir, url, "--tls-fingerprint", pin, "-b", "nosuch", "-o", "x.mkv")
+	errOut.WaitFor(t, "until Ctrl-C; --wait DURATION gives up")
 	cmd.Process.Signal(os.Interrupt)
-	if code := exitCode(t, cmd, 10*time.Second); code != 130 || !strings.Contains(errOut.String(), "interrupted before anything was recorded") {
+	if code := cmdtest.ExitCode(t, cmd, 10*time.Second); code != 130 || !strings.Contains(errOut.String(), "interrupted before anything was recorded") {
 		t.Errorf("Ctrl-C while waiting: exit %d, stderr %q; want 130", code, errOut.String())
 	}
 	noFiles(t, dir)
 
 	// --listen --record-all where no publisher comes.
-	r = run(t, dir, "--listen", "127.0.0.1:0", "--record-all", "-o", "{broadcast}.mkv", "--wait", "3s")
-	if r.code != 1 || !strings.Contains(r.stderr, "no publisher announced a broadcast on --listen 127.0.0.1:0 within --wait 3s") {
-		t.Errorf("--listen --record-all --wait 3s: exit %d, stderr %q", r.code, r.stderr)
+	r = cmdtest.Run(t, dir, "--listen", "127.0.0.1:0", "--record-all", "-o", "{broadcast}.mkv", "--wait", "3s")
+	if r.Code != 1 || !strings.Contains(r.Stderr, "no publisher announced a broadcast on --listen 127.0.0.1:0 within --wait 3s") {
+		t.Errorf("--listen --record-all --wait 3s: exit %d, stderr %q", r.Code, r.Stderr)
 	}
 	noFiles(t, dir)
 }
@@ -220,17 +91,17 @@ func TestABroadcastThatIsNotAnnouncedIsNotWaitedForSilently(t *testing.T) {
 // TestRecordAllWithADurationExits: --record-all --duration records each
 // broadcast announced for the duration, then exits 0.
 func TestRecordAllWithADurationExits(t *testing.T) {
-	needTools(t, "ffprobe")
+	cmdtest.NeedTools(t, "ffprobe")
 	t.Parallel()
-	_, url, pin := relay(t, "room/alice", "room/bob")
+	_, url, pin := cmdtest.Relay(t, "room/alice", "room/bob")
 	dir := t.TempDir()
-	r := run(t, dir, url, "--tls-fingerprint", pin, "--record-all", "-o", "rec/{broadcast}.mkv", "--duration", "1s")
-	if r.code != 0 {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	r := cmdtest.Run(t, dir, url, "--tls-fingerprint", pin, "--record-all", "-o", "rec/{broadcast}.mkv", "--duration", "1s")
+	if r.Code != 0 {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 	}
 	for _, name := range []string{"room_alice", "room_bob"} {
-		p := probe(t, filepath.Join(dir, "rec", name+".mkv"))
-		if d := p.duration(t); d < 800*time.Millisecond || d > 1200*time.Millisecond {
+		p := cmdtest.Probe(t, filepath.Join(dir, "rec", name+".mkv"))
+		if d := p.Duration(t); d < 800*time.Millisecond || d > 1200*time.Millisecond {
 			t.Errorf("%s: duration %v, want 1s", name, d)
 		}
 	}
@@ -240,43 +111,43 @@ func TestRecordAllWithADurationExits(t *testing.T) {
 // --duration and finishes its file (exit 0), and fails a run that recorded
 // nothing (exit 1).
 func TestTimeoutBoundsTheRun(t *testing.T) {
-	needTools(t, "ffprobe", "mkvinfo")
+	cmdtest.NeedTools(t, "ffprobe", "mkvinfo")
 	t.Parallel()
 	dir := t.TempDir()
-	r := run(t, dir, "-o", "x.mkv", "--timeout", "2s")
-	if r.code != 0 || !strings.Contains(r.stderr, "stopped after --timeout 2s") {
-		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	r := cmdtest.Run(t, dir, "-o", "x.mkv", "--timeout", "2s")
+	if r.Code != 0 || !strings.Contains(r.Stderr, "stopped after --timeout 2s") {
+		t.Fatalf("exit %d, stderr %q", r.Code, r.Stderr)
 	}
-	p := probe(t, filepath.Join(dir, "x.mkv"))
-	if d := p.duration(t); d < 1*time.Second || d > 2100*time.Millisecond {
+	p := cmdtest.Probe(t, filepath.Join(dir, "x.mkv"))
+	if d := p.Duration(t); d < 1*time.Second || d > 2100*time.Millisecond {
 		t.Errorf("duration %v, want about 2s", d)
 	}
 	if out, err := exec.Command("mkvinfo", "--all", filepath.Join(dir, "x.mkv")).Output(); err != nil || !bytes.Contains(out, []byte("Cue point")) {
 		t.Errorf("the file was not finalized: %v", err)
 	}
 
-	_, url, pin := relay(t, "room/alice")
-	r = run(t, t.TempDir(), url, "--tls-fingerprint", pin, "-b", "nosuch", "--timeout", "2s", "-o", "y.mkv")
-	if r.code != 1 || !strings.Contains(r.stderr, "nothing was recorded within --timeout 2s") {
-		t.Errorf("nothing to record: exit %d, stderr %q", r.code, r.stderr)
+	_, url, pin := cmdtest.Relay(t, "room/alice")
+	r = cmdtest.Run(t, t.TempDir(), url, "--tls-fingerprint", pin, "-b", "nosuch", "--timeout", "2s", "-o", "y.mkv")
+	if r.Code != 1 || !strings.Contains(r.Stderr, "nothing was recorded within --timeout 2s") {
+		t.Errorf("nothing to record: exit %d, stderr %q", r.Code, r.Stderr)
 	}
 }
 
 // TestReconnectForGivesUp: when the relay goes away for longer than
 // --reconnect-for, the command stops trying, finishes the file and exits 1.
 func TestReconnectForGivesUp(t *testing.T) {
-	needTools(t, "ffprobe", "mkvinfo")
+	cmdtest.NeedTools(t, "ffprobe", "mkvinfo")
 	t.Parallel()
-	srv, url, pin := relay(t, "room/alice")
+	srv, url, pin := cmdtest.Relay(t, "room/alice")
 	dir := t.TempDir()
-	cmd, errOut := start(t, dir, url, "--tls-fingerprint", pin, "-b", "room/alice", "-o", "x.mkv", "--reconnect-for", "1s", "--progress", "always")
-	errOut.waitForMedia(t, time.Second)
+	cmd, errOut := cmdtest.Start(t, dir, url, "--tls-fingerprint", pin, "-b", "room/alice", "-o", "x.mkv", "--reconnect-for", "1s", "--progress", "always")
+	errOut.WaitForMedia(t, time.Second)
 	srv.Close()
-	if code := exitCode(t, cmd, 25*time.Second); code != 1 || !strings.Contains(errOut.String(), "gave up reconnecting after 1s") {
+	if code := cmdtest.ExitCode(t, cmd, 25*time.Second); code != 1 || !strings.Contains(errOut.String(), "gave up reconnecting after 1s") {
 		t.Errorf("exit %d, stderr %q; want 1 and the give-up", code, errOut.String())
 	}
 	path := filepath.Join(dir, "x.mkv")
-	if d := probe(t, path).duration(t); d < time.Second {
+	if d := cmdtest.Probe(t, path).Duration(t); d < time.Second {
 		t.Errorf("duration %v: the media before the relay went is not in the file", d)
 	}
 	if out, err := exec.Command("mkvinfo", "--all", path).Output(); err != nil || !bytes.Contains(out, []byte("Cue point")) {
@@ -288,12 +159,12 @@ func TestReconnectForGivesUp(t *testing.T) {
 // loop on their own length: 5 s of a recording hold 5 s of each, without a
 // gap between two frames of a track, and the tracks start together.
 func TestShortDemoSamplesDoNotFreeze(t *testing.T) {
-	needTools(t, "ffprobe")
+	cmdtest.NeedTools(t, "ffprobe")
 	t.Parallel()
 	dir := t.TempDir()
-	r := run(t, dir, "--demo-fast", "--demo-loops", "3", "--demo-codecs", "av1,vp9,flac,ac3", "--duration", "5s", "-o", "x.mkv")
-	if r.code != 0 {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	r := cmdtest.Run(t, dir, "--demo-fast", "--demo-loops", "3", "--demo-codecs", "av1,vp9,flac,ac3", "--duration", "5s", "-o", "x.mkv")
+	if r.Code != 0 {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 	}
 	out, err := exec.Command("ffprobe", "-v", "error", "-show_entries", "packet=stream_index,pts_time", "-of", "csv=p=0", filepath.Join(dir, "x.mkv")).Output()
 	if err != nil {
@@ -328,22 +199,22 @@ func TestShortDemoSamplesDoNotFreeze(t *testing.T) {
 // minutes into its timeline, recorded for 2 s with --keep-timestamps, is an
 // FLV whose onMetaData duration is those 2 s, not the 30 minutes.
 func TestKeptTimestampsGiveTheFLVItsRecordingsDuration(t *testing.T) {
-	needTools(t, "ffprobe")
+	cmdtest.NeedTools(t, "ffprobe")
 	t.Parallel()
-	_, url, pin := relayWith(t, demo.Options{Realtime: true, Offset: 30 * time.Minute}, "room/alice")
+	_, url, pin := cmdtest.RelayWith(t, demo.Options{Realtime: true, Offset: 30 * time.Minute}, "room/alice")
 	dir := t.TempDir()
-	r := run(t, dir, url, "--tls-fingerprint", pin, "-b", "room/alice", "--keep-timestamps", "--duration", "2s", "-o", "x.flv")
-	if r.code != 0 {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	r := cmdtest.Run(t, dir, url, "--tls-fingerprint", pin, "-b", "room/alice", "--keep-timestamps", "--duration", "2s", "-o", "x.flv")
+	if r.Code != 0 {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 	}
 	path := filepath.Join(dir, "x.flv")
 	meta := flvMetaDuration(t, path)
 	if meta < 1.9 || meta > 2.1 {
 		t.Errorf("onMetaData duration %.3fs, want the 2s recorded", meta)
 	}
-	p := probe(t, path)
-	if st := p.startTime(t); st < 30*time.Minute || st > 30*time.Minute+5*time.Second {
+	p := cmdtest.Probe(t, path)
+	if st := p.StartTime(t); st < 30*time.Minute || st > 30*time.Minute+5*time.Second {
 		t.Errorf("the file starts at %v, want the broadcast's 30 minutes", st)
 	}
-	decode(t, path)
+	cmdtest.Decode(t, path)
 }

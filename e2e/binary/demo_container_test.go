@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/moq-export/moq-export/internal/testutil/cmdtest"
 )
 
 // samePackets compares two ffprobe packet lists (stream,pts,dts,flags,size
@@ -73,7 +75,7 @@ func head(s string) string {
 // (ffprobe's packets: pts, dts, flags and size), and ffmpeg decodes each
 // file without a message.
 func TestDemoInCMAFAndLOCRecordsTheFramesOfTheLegacyDemo(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe")
+	cmdtest.NeedTools(t, "ffmpeg", "ffprobe")
 	for _, ext := range []string{"mkv", "ts", "flv"} {
 		t.Run(ext, func(t *testing.T) {
 			t.Parallel()
@@ -86,15 +88,15 @@ func TestDemoInCMAFAndLOCRecordsTheFramesOfTheLegacyDemo(t *testing.T) {
 				// A long --delay: on a loaded machine a frame may come
 				// late, and dropping it is the jitter buffer's business,
 				// not the container's.
-				r := run(t, dir, "--demo-container", kind, "--duration", "4s", "--delay", "3s", "-o", file)
-				if r.code != 0 {
-					t.Fatalf("%s: exit %d: %s", kind, r.code, r.stderr)
+				r := cmdtest.Run(t, dir, "--demo-container", kind, "--duration", "4s", "--delay", "3s", "-o", file)
+				if r.Code != 0 {
+					t.Fatalf("%s: exit %d: %s", kind, r.Code, r.Stderr)
 				}
-				stderr[kind] = r.stderr
+				stderr[kind] = r.Stderr
 				path := filepath.Join(dir, file)
-				decode(t, path)
-				p := probe(t, path)
-				frames[kind] = [2]int{p.frames(t, "h264"), p.frames(t, "aac")}
+				cmdtest.Decode(t, path)
+				p := cmdtest.Probe(t, path)
+				frames[kind] = [2]int{p.Frames(t, "h264"), p.Frames(t, "aac")}
 				out, err := exec.Command("ffprobe", "-v", "error", "-show_entries", "packet=stream_index,pts,dts,size,flags", "-of", "csv=p=0", path).Output()
 				if err != nil {
 					t.Fatalf("ffprobe %s: %v", file, err)
@@ -121,7 +123,7 @@ func TestDemoInCMAFAndLOCRecordsTheFramesOfTheLegacyDemo(t *testing.T) {
 					t.Errorf("%s packets differ from legacy's: %v\n%s\nlegacy:\n%s", kind, err, head(packets[kind]), head(packets["legacy"]))
 				}
 			}
-			expectFrames(t, probe(t, filepath.Join(dir, "cmaf."+ext)), "h264", 4)
+			cmdtest.ExpectFrames(t, cmdtest.Probe(t, filepath.Join(dir, "cmaf."+ext)), "h264", 4)
 		})
 	}
 }

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/moq-export/moq-export/internal/testutil/cmdtest"
 	"github.com/moq-export/moq-export/internal/testutil/proctest"
+	"golang.org/x/sys/unix"
 )
 
 // The habits tests check the command as people script it (issue 15): what
@@ -52,8 +52,8 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 }
 
 // readPTY collects what the command writes to the pty.
-func readPTY(master *os.File) *stderrLines {
-	r := &stderrLines{more: make(chan struct{}, 1)}
+func readPTY(master *os.File) *cmdtest.StderrLines {
+	r := &cmdtest.StderrLines{More: make(chan struct{}, 1)}
 	go io.Copy(r, master)
 	return r
 }
@@ -65,7 +65,7 @@ func TestDevNullIsNotATerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer null.Close()
-	cmd := proctest.Command(binary, "--duration", "1s")
+	cmd := proctest.Command(cmdtest.Binary, "--duration", "1s")
 	cmd.Stdout = null
 	var errOut bytes.Buffer
 	cmd.Stderr = &errOut
@@ -78,7 +78,7 @@ func TestMediaIsNotWrittenToATerminal(t *testing.T) {
 	t.Parallel()
 	master, slave := openPTY(t)
 	out := readPTY(master)
-	cmd := proctest.Command(binary, "--duration", "1s")
+	cmd := proctest.Command(cmdtest.Binary, "--duration", "1s")
 	cmd.Stdout = slave
 	var errOut bytes.Buffer
 	cmd.Stderr = &errOut
@@ -93,17 +93,17 @@ func TestMediaIsNotWrittenToATerminal(t *testing.T) {
 
 func TestHelpAndVersionAreCommands(t *testing.T) {
 	t.Parallel()
-	r := run(t, t.TempDir(), "help")
-	if r.code != 0 || !strings.Contains(r.stdout, "--broadcast") || !strings.Contains(r.stdout, "completion") {
-		t.Errorf("help: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	r := cmdtest.Run(t, t.TempDir(), "help")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "--broadcast") || !strings.Contains(r.Stdout, "completion") {
+		t.Errorf("help: exit %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
 	}
-	r = run(t, t.TempDir(), "helpp")
-	if r.code != 2 || !strings.Contains(r.stderr, "neither a command") {
-		t.Errorf("a mistyped command: exit %d, stderr %q", r.code, r.stderr)
+	r = cmdtest.Run(t, t.TempDir(), "helpp")
+	if r.Code != 2 || !strings.Contains(r.Stderr, "neither a command") {
+		t.Errorf("a mistyped command: exit %d, stderr %q", r.Code, r.Stderr)
 	}
-	r1, r2 := run(t, t.TempDir(), "version"), run(t, t.TempDir(), "--version")
-	if r1.code != 0 || !strings.HasPrefix(r1.stdout, "moq-export ") || r1.stdout != r2.stdout {
-		t.Errorf("version %q (exit %d), --version %q", r1.stdout, r1.code, r2.stdout)
+	r1, r2 := cmdtest.Run(t, t.TempDir(), "version"), cmdtest.Run(t, t.TempDir(), "--version")
+	if r1.Code != 0 || !strings.HasPrefix(r1.Stdout, "moq-export ") || r1.Stdout != r2.Stdout {
+		t.Errorf("version %q (exit %d), --version %q", r1.Stdout, r1.Code, r2.Stdout)
 	}
 }
 
@@ -111,7 +111,7 @@ func TestHelpAndVersionAreCommands(t *testing.T) {
 func buildWith(t *testing.T, flags ...string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "moq-export")
-	cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", bin, commandPkg)...)
+	cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", bin, cmdtest.CommandPkg)...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build %v: %v\n%s", flags, err, out)
 	}
@@ -147,7 +147,7 @@ func TestVersionNamesTheCommitOfAClone(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(t.TempDir(), "moq-export")
-	if out, err := exec.Command("go", "build", "-buildvcs=true", "-o", bin, commandPkg).CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-buildvcs=true", "-o", bin, cmdtest.CommandPkg).CombinedOutput(); err != nil {
 		if bytes.Contains(out, []byte("error obtaining VCS status")) {
 			t.Skipf("git cannot be asked here: %s", out)
 		}
@@ -165,30 +165,30 @@ func TestVersionNamesTheCommitOfAClone(t *testing.T) {
 func TestCompletionScripts(t *testing.T) {
 	t.Parallel()
 	for shell, want := range map[string]string{"bash": "__start_moq-export", "zsh": "#compdef moq-export", "fish": "complete -c moq-export"} {
-		r := run(t, t.TempDir(), "completion", shell)
-		if r.code != 0 || !strings.Contains(r.stdout, want) {
-			t.Errorf("completion %s: exit %d, no %q in %.200q; stderr %q", shell, r.code, want, r.stdout, r.stderr)
+		r := cmdtest.Run(t, t.TempDir(), "completion", shell)
+		if r.Code != 0 || !strings.Contains(r.Stdout, want) {
+			t.Errorf("completion %s: exit %d, no %q in %.200q; stderr %q", shell, r.Code, want, r.Stdout, r.Stderr)
 			continue
 		}
 		if _, err := exec.LookPath(shell); err == nil {
 			check := exec.Command(shell, "-n")
-			check.Stdin = strings.NewReader(r.stdout)
+			check.Stdin = strings.NewReader(r.Stdout)
 			if out, err := check.CombinedOutput(); err != nil {
 				t.Errorf("%s -n on the completion script: %v\n%s", shell, err, out)
 			}
 		}
 	}
 	// What the scripts ask the command: flags complete.
-	r := run(t, t.TempDir(), "__complete", "--vid")
-	if r.code != 0 || !strings.Contains(r.stdout, "--video") {
-		t.Errorf("__complete --vid: exit %d, stdout %q", r.code, r.stdout)
+	r := cmdtest.Run(t, t.TempDir(), "__complete", "--vid")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "--video") {
+		t.Errorf("__complete --vid: exit %d, stdout %q", r.Code, r.Stdout)
 	}
 }
 
 // TestOverwriteRule: a plain -o file that exists is kept unless -y says so;
 // -n never overwrites; on a terminal the user is asked.
 func TestOverwriteRule(t *testing.T) {
-	needTools(t, "ffprobe")
+	cmdtest.NeedTools(t, "ffprobe")
 	t.Parallel()
 	const old = "an earlier recording"
 	setup := func(t *testing.T) (dir, path string) {
@@ -212,12 +212,12 @@ func TestOverwriteRule(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir, path := setup(t)
-			r := run(t, dir, append([]string{"--duration", "1s", "-o", "demo.mkv"}, tc.args...)...)
-			if r.code != 1 || !strings.Contains(r.stderr, "demo.mkv already exists: pass -y to overwrite it") {
-				t.Errorf("exit %d, stderr %q; want 1 and a refusal", r.code, r.stderr)
+			r := cmdtest.Run(t, dir, append([]string{"--duration", "1s", "-o", "demo.mkv"}, tc.args...)...)
+			if r.Code != 1 || !strings.Contains(r.Stderr, "demo.mkv already exists: pass -y to overwrite it") {
+				t.Errorf("exit %d, stderr %q; want 1 and a refusal", r.Code, r.Stderr)
 			}
-			if strings.Contains(r.stderr, "recording the built-in demo") {
-				t.Errorf("the refusal came after connecting: %q", r.stderr)
+			if strings.Contains(r.Stderr, "recording the built-in demo") {
+				t.Errorf("the refusal came after connecting: %q", r.Stderr)
 			}
 			kept(t, path)
 		})
@@ -225,17 +225,17 @@ func TestOverwriteRule(t *testing.T) {
 	t.Run("-y", func(t *testing.T) {
 		t.Parallel()
 		dir, path := setup(t)
-		r := run(t, dir, "--duration", "1s", "-o", "demo.mkv", "-y")
-		if r.code != 0 {
-			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		r := cmdtest.Run(t, dir, "--duration", "1s", "-o", "demo.mkv", "-y")
+		if r.Code != 0 {
+			t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 		}
-		expectFrames(t, probe(t, path), "h264", 1)
+		cmdtest.ExpectFrames(t, cmdtest.Probe(t, path), "h264", 1)
 	})
 	t.Run("-y -n", func(t *testing.T) {
 		t.Parallel()
 		dir, path := setup(t)
-		if r := run(t, dir, "-o", "demo.mkv", "-y", "-n"); r.code != 2 {
-			t.Errorf("exit %d, want 2: %s", r.code, r.stderr)
+		if r := cmdtest.Run(t, dir, "-o", "demo.mkv", "-y", "-n"); r.Code != 2 {
+			t.Errorf("exit %d, want 2: %s", r.Code, r.Stderr)
 		}
 		kept(t, path)
 	})
@@ -245,13 +245,13 @@ func TestOverwriteRule(t *testing.T) {
 			dir, path := setup(t)
 			master, slave := openPTY(t)
 			term := readPTY(master)
-			cmd := proctest.Command(binary, "--duration", "1s", "-o", "demo.mkv")
+			cmd := proctest.Command(cmdtest.Binary, "--duration", "1s", "-o", "demo.mkv")
 			cmd.Dir = dir
 			cmd.Stdin, cmd.Stderr = slave, slave
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			term.waitFor(t, "demo.mkv already exists. Overwrite? [y/N] ")
+			term.WaitFor(t, "demo.mkv already exists. Overwrite? [y/N] ")
 			if _, err := master.WriteString(answer + "\n"); err != nil {
 				t.Fatal(err)
 			}
@@ -266,7 +266,7 @@ func TestOverwriteRule(t *testing.T) {
 			if err != nil {
 				t.Fatalf("answer y: %v; terminal %q", err, term.String())
 			}
-			expectFrames(t, probe(t, path), "h264", 1)
+			cmdtest.ExpectFrames(t, cmdtest.Probe(t, path), "h264", 1)
 		})
 	}
 }
@@ -291,7 +291,7 @@ func TestTokensComeFromAFileOrTheEnvironment(t *testing.T) {
 		{"--token-file", []string{"--token-file", file}, ""},
 		{"MOQ_TOKEN", nil, "MOQ_TOKEN=" + token},
 	} {
-		cmd := proctest.CommandContext(ctx, binary, append([]string{"moql://127.0.0.1:9/room", "-b", "x", "-v"}, tc.args...)...)
+		cmd := proctest.CommandContext(ctx, cmdtest.Binary, append([]string{"moql://127.0.0.1:9/room", "-b", "x", "-v"}, tc.args...)...)
 		cmd.Env = append(os.Environ(), tc.env)
 		var errOut bytes.Buffer
 		cmd.Stderr = &errOut
@@ -306,13 +306,13 @@ func TestTokensComeFromAFileOrTheEnvironment(t *testing.T) {
 			t.Errorf("%s: the URL dialled has no jwt parameter:\n%s", tc.name, s)
 		}
 	}
-	r := run(t, dir, "moql://127.0.0.1:9/room?jwt=abcdef", "--token-file", file)
-	if r.code != 2 || !strings.Contains(r.stderr, "already has a jwt") {
-		t.Errorf("URL token and --token-file: exit %d, stderr %q", r.code, r.stderr)
+	r := cmdtest.Run(t, dir, "moql://127.0.0.1:9/room?jwt=abcdef", "--token-file", file)
+	if r.Code != 2 || !strings.Contains(r.Stderr, "already has a jwt") {
+		t.Errorf("URL token and --token-file: exit %d, stderr %q", r.Code, r.Stderr)
 	}
-	r = run(t, dir, "moql://127.0.0.1:9/room", "--token-file", filepath.Join(dir, "nosuch"))
-	if r.code != 2 || !strings.Contains(r.stderr, "--token-file") {
-		t.Errorf("missing token file: exit %d, stderr %q", r.code, r.stderr)
+	r = cmdtest.Run(t, dir, "moql://127.0.0.1:9/room", "--token-file", filepath.Join(dir, "nosuch"))
+	if r.Code != 2 || !strings.Contains(r.Stderr, "--token-file") {
+		t.Errorf("missing token file: exit %d, stderr %q", r.Code, r.Stderr)
 	}
 }
 
@@ -325,25 +325,25 @@ func TestOneLogStyleAtEveryVerbosity(t *testing.T) {
 	// H.265 in FLV warns (Enhanced FLV).
 	base := []string{"--demo-codecs", "h265,aac", "--duration", "1s", "-o", "x.flv", "-y"}
 	for _, v := range [][]string{nil, {"-v"}, {"-vv"}} {
-		r := run(t, t.TempDir(), append(base, v...)...)
-		if r.code != 0 {
-			t.Fatalf("%v: exit %d: %s", v, r.code, r.stderr)
+		r := cmdtest.Run(t, t.TempDir(), append(base, v...)...)
+		if r.Code != 0 {
+			t.Fatalf("%v: exit %d: %s", v, r.Code, r.Stderr)
 		}
-		if !strings.Contains(r.stderr, "moq-export: warning: writing hvc1") || !strings.Contains(r.stderr, "ffmpeg >= 7") {
-			t.Errorf("%v: no Enhanced FLV warning in %q", v, r.stderr)
+		if !strings.Contains(r.Stderr, "moq-export: warning: writing hvc1") || !strings.Contains(r.Stderr, "ffmpeg >= 7") {
+			t.Errorf("%v: no Enhanced FLV warning in %q", v, r.Stderr)
 		}
-		for _, l := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+		for _, l := range strings.Split(strings.TrimSpace(r.Stderr), "\n") {
 			if !strings.HasPrefix(l, "moq-export: ") || strings.Contains(l, "level=") || strings.Contains(l, "time=") {
 				t.Errorf("%v: line %q is not in the command's style", v, l)
 			}
 		}
 	}
-	r := run(t, t.TempDir(), append(base, "-vv", "--log-format", "json")...)
-	if r.code != 0 {
-		t.Fatalf("json: exit %d: %s", r.code, r.stderr)
+	r := cmdtest.Run(t, t.TempDir(), append(base, "-vv", "--log-format", "json")...)
+	if r.Code != 0 {
+		t.Fatalf("json: exit %d: %s", r.Code, r.Stderr)
 	}
 	levels := map[string]bool{}
-	for _, l := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+	for _, l := range strings.Split(strings.TrimSpace(r.Stderr), "\n") {
 		var rec struct{ Level, Msg string }
 		if err := json.Unmarshal([]byte(l), &rec); err != nil || rec.Msg == "" {
 			t.Errorf("json: line %q is no log record: %v", l, err)
@@ -352,7 +352,7 @@ func TestOneLogStyleAtEveryVerbosity(t *testing.T) {
 	}
 	for _, l := range []string{"DEBUG", "INFO", "WARN"} {
 		if !levels[l] {
-			t.Errorf("json: no %s record in %s", l, r.stderr)
+			t.Errorf("json: no %s record in %s", l, r.Stderr)
 		}
 	}
 	for l := range levels {
@@ -360,8 +360,8 @@ func TestOneLogStyleAtEveryVerbosity(t *testing.T) {
 			t.Errorf("json: level %q is not one of slog's standard names (DEBUG, INFO, WARN, ERROR)", l)
 		}
 	}
-	if r := run(t, t.TempDir(), "--duration", "1s", "-o", "x.mkv", "-q"); r.code != 0 || r.stderr != "" {
-		t.Errorf("-q: exit %d, stderr %q; want 0 and nothing", r.code, r.stderr)
+	if r := cmdtest.Run(t, t.TempDir(), "--duration", "1s", "-o", "x.mkv", "-q"); r.Code != 0 || r.Stderr != "" {
+		t.Errorf("-q: exit %d, stderr %q; want 0 and nothing", r.Code, r.Stderr)
 	}
 }
 
@@ -369,9 +369,9 @@ func TestOneLogStyleAtEveryVerbosity(t *testing.T) {
 // codec, in a table with the Enhanced FLV note or as JSON.
 func TestListShowsEveryDemoCodecAsJSON(t *testing.T) {
 	t.Parallel()
-	r := run(t, t.TempDir(), "--list", "--json")
-	if r.code != 0 {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	r := cmdtest.Run(t, t.TempDir(), "--list", "--json")
+	if r.Code != 0 {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 	}
 	var rows []struct {
 		Name        string   `json:"name"`
@@ -379,8 +379,8 @@ func TestListShowsEveryDemoCodecAsJSON(t *testing.T) {
 		Formats     []string `json:"formats"`
 		EnhancedFLV bool     `json:"enhanced_flv"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil {
-		t.Fatalf("--list --json: %v\n%s", err, r.stdout)
+	if err := json.Unmarshal([]byte(r.Stdout), &rows); err != nil {
+		t.Fatalf("--list --json: %v\n%s", err, r.Stdout)
 	}
 	got := map[string]string{}
 	for _, row := range rows {
@@ -396,12 +396,12 @@ func TestListShowsEveryDemoCodecAsJSON(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("--list --json:\n got %v\nwant %v", got, want)
 	}
-	r = run(t, t.TempDir(), "--list")
-	if r.code != 0 || !strings.Contains(r.stdout, "flv*,mkv,ts") || !strings.Contains(r.stdout, "flv*: Enhanced FLV") || !strings.Contains(r.stdout, "ffmpeg >= 7") {
-		t.Errorf("--list: exit %d, no Enhanced FLV note in\n%s", r.code, r.stdout)
+	r = cmdtest.Run(t, t.TempDir(), "--list")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "flv*,mkv,ts") || !strings.Contains(r.Stdout, "flv*: Enhanced FLV") || !strings.Contains(r.Stdout, "ffmpeg >= 7") {
+		t.Errorf("--list: exit %d, no Enhanced FLV note in\n%s", r.Code, r.Stdout)
 	}
-	if n := strings.Count(r.stdout, "320x180") + strings.Count(r.stdout, "640x360") + strings.Count(r.stdout, "48000Hz") + strings.Count(r.stdout, " text "); n != len(want) {
-		t.Errorf("--list shows %d renditions, want %d:\n%s", n, len(want), r.stdout)
+	if n := strings.Count(r.Stdout, "320x180") + strings.Count(r.Stdout, "640x360") + strings.Count(r.Stdout, "48000Hz") + strings.Count(r.Stdout, " text "); n != len(want) {
+		t.Errorf("--list shows %d renditions, want %d:\n%s", n, len(want), r.Stdout)
 	}
 }
 
@@ -409,13 +409,13 @@ func TestListShowsEveryDemoCodecAsJSON(t *testing.T) {
 // with its frames, on stderr for people, as JSON with --json and in the
 // --summary file; its counts are what ffprobe finds.
 func TestSummaryNamesTheFilesWritten(t *testing.T) {
-	needTools(t, "ffprobe")
+	cmdtest.NeedTools(t, "ffprobe")
 	t.Parallel()
 	dir := t.TempDir()
 	before := time.Now().UTC()
-	r := run(t, dir, "-o", "rec/{broadcast}-{n}.mkv", "--segment", "1s", "--duration", "2.5s", "--summary", "sum.json")
-	if r.code != 0 {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	r := cmdtest.Run(t, dir, "-o", "rec/{broadcast}-{n}.mkv", "--segment", "1s", "--duration", "2.5s", "--summary", "sum.json")
+	if r.Code != 0 {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 	}
 	var sum struct {
 		Start time.Time `json:"start"`
@@ -454,8 +454,8 @@ func TestSummaryNamesTheFilesWritten(t *testing.T) {
 	}
 	total := 0
 	for _, f := range sum.Files {
-		p := probe(t, filepath.Join(dir, f.Path))
-		n := p.frames(t, "h264") + p.frames(t, "aac")
+		p := cmdtest.Probe(t, filepath.Join(dir, f.Path))
+		n := p.Frames(t, "h264") + p.Frames(t, "aac")
 		st, err := os.Stat(filepath.Join(dir, f.Path))
 		if err != nil || st.Size() != f.Size {
 			t.Errorf("%s: summary size %d, file %v %v", f.Path, f.Size, st, err)
@@ -463,23 +463,23 @@ func TestSummaryNamesTheFilesWritten(t *testing.T) {
 		if n != f.Frames {
 			t.Errorf("%s: summary says %d frames, ffprobe reads %d", f.Path, f.Frames, n)
 		}
-		if !strings.Contains(r.stderr, "moq-export: wrote "+f.Path+": ") {
-			t.Errorf("stderr does not name %s:\n%s", f.Path, r.stderr)
+		if !strings.Contains(r.Stderr, "moq-export: wrote "+f.Path+": ") {
+			t.Errorf("stderr does not name %s:\n%s", f.Path, r.Stderr)
 		}
 		total += f.Frames
 	}
 	if total != sum.Frames || sum.Media < 2.3 || sum.Media > 2.6 || sum.Dropped == nil || sum.Reconnects == nil {
 		t.Errorf("summary totals %+v, files hold %d frames", sum, total)
 	}
-	if !strings.Contains(r.stderr, fmt.Sprintf("in %d files:", len(files))) {
-		t.Errorf("no total on stderr:\n%s", r.stderr)
+	if !strings.Contains(r.Stderr, fmt.Sprintf("in %d files:", len(files))) {
+		t.Errorf("no total on stderr:\n%s", r.Stderr)
 	}
 	// --json: the same summary as the last line of stderr.
-	r = run(t, dir, "-o", "one.mkv", "--duration", "1s", "--json")
+	r = cmdtest.Run(t, dir, "-o", "one.mkv", "--duration", "1s", "--json")
 	var one struct {
 		Files []struct{ Path string } `json:"files"`
 	}
-	if err := json.Unmarshal([]byte(lastLine(r.stderr+"\n")), &one); r.code != 0 || err != nil || len(one.Files) != 1 || one.Files[0].Path != "one.mkv" {
-		t.Errorf("--json: exit %d, %v, summary %+v in\n%s", r.code, err, one, r.stderr)
+	if err := json.Unmarshal([]byte(cmdtest.LastLine(r.Stderr+"\n")), &one); r.Code != 0 || err != nil || len(one.Files) != 1 || one.Files[0].Path != "one.mkv" {
+		t.Errorf("--json: exit %d, %v, summary %+v in\n%s", r.Code, err, one, r.Stderr)
 	}
 }

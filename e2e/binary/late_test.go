@@ -8,131 +8,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/moq-export/moq-export/internal/testutil/mediatest"
+	"github.com/moq-export/moq-export/internal/testutil/cmdtest"
 )
-
-// runSummary is what --summary writes, as far as these tests read it.
-type runSummary struct {
-	Files []struct {
-		Path string `json:"path"`
-	} `json:"files"`
-	PerTrack []struct {
-		Track          string  `json:"track"`
-		Kind           string  `json:"kind"`
-		Received       int     `json:"received"`
-		Written        int     `json:"written"`
-		DroppedLate    int     `json:"dropped_late"`
-		DroppedByMuxer int     `json:"dropped_by_muxer"`
-		Malformed      int     `json:"dropped_malformed"`
-		AfterEnd       int     `json:"after_end"`
-		Gaps           int     `json:"gaps"`
-		Lost           float64 `json:"lost_seconds"`
-	} `json:"per_track"`
-}
-
-func readSummary(t *testing.T, path string) runSummary {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s runSummary
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatalf("%s: %v\n%s", path, err, b)
-	}
-	return s
-}
-
-// written returns what the summary says the recording wrote of track.
-func (s runSummary) written(track string) int {
-	for _, pt := range s.PerTrack {
-		if pt.Track == track {
-			return pt.Written
-		}
-	}
-	return 0
-}
-
-// streamPackets is one stream of a file as ffprobe reads it: its codec and
-// the sorted timestamps (s) and keyframe flags of its packets in pts order.
-type streamPackets struct {
-	codec string
-	pts   []float64 // sorted
-	key   []bool    // in file order
-	// keyPts are the keyframes' times, sorted; reorder is
-	// mediatest.Reorder of the times in file order (B-frames).
-	keyPts  []float64
-	reorder float64
-}
-
-// packetsByCodec reads every packet of path with ffprobe, by codec name.
-func packetsByCodec(t *testing.T, path string) map[string]*streamPackets {
-	t.Helper()
-	out, err := exec.Command("ffprobe", "-v", "error", "-show_entries", "stream=index,codec_name:packet=stream_index,pts_time,flags",
-		"-of", "json", path).Output()
-	if err != nil {
-		t.Fatalf("ffprobe %s: %v", path, err)
-	}
-	var p struct {
-		Streams []struct {
-			Index int    `json:"index"`
-			Codec string `json:"codec_name"`
-		} `json:"streams"`
-		Packets []struct {
-			Stream int    `json:"stream_index"`
-			PTS    string `json:"pts_time"`
-			Flags  string `json:"flags"`
-		} `json:"packets"`
-	}
-	if err := json.Unmarshal(out, &p); err != nil {
-		t.Fatalf("ffprobe %s: %v", path, err)
-	}
-	byIndex := map[int]*streamPackets{}
-	byCodec := map[string]*streamPackets{}
-	for _, s := range p.Streams {
-		sp := &streamPackets{codec: s.Codec}
-		byIndex[s.Index], byCodec[s.Codec] = sp, sp
-	}
-	for _, pk := range p.Packets {
-		sp := byIndex[pk.Stream]
-		v, err := strconv.ParseFloat(pk.PTS, 64)
-		if sp == nil || err != nil {
-			continue
-		}
-		sp.pts = append(sp.pts, v)
-		sp.key = append(sp.key, strings.Contains(pk.Flags, "K"))
-		if strings.Contains(pk.Flags, "K") {
-			sp.keyPts = append(sp.keyPts, v)
-		}
-	}
-	for _, sp := range byCodec {
-		sp.reorder = mediatest.Reorder(sp.pts)
-		slices.Sort(sp.pts)
-		slices.Sort(sp.keyPts)
-	}
-	return byCodec
-}
-
-// Frame durations of the demo media: H.264, H.265 and VP9 at 30 fps, AAC
-// in 1024-sample and Opus in 960-sample frames at 48 kHz.
-var frameDuration = map[string]float64{"h264": 1.0 / 30, "hevc": 1.0 / 30, "vp9": 1.0 / 30, "aac": 1024.0 / 48000, "opus": 960.0 / 48000}
-
-// checkContinuous fails when neighbouring packets of sp lie more than one
-// and a half frame durations apart (a frame is missing).
-func checkContinuous(t *testing.T, what string, sp *streamPackets) {
-	t.Helper()
-	d := frameDuration[sp.codec]
-	for i := 1; i < len(sp.pts); i++ {
-		if gap := sp.pts[i] - sp.pts[i-1]; gap > 1.5*d {
-			t.Errorf("%s: %s jumps %.3fs at %.3fs: frames are missing", what, sp.codec, gap, sp.pts[i-1])
-		}
-	}
-}
 
 // lateJoin is where --demo-late codecs join the demo broadcast (media time).
 const lateJoin = 2.0
@@ -146,7 +27,7 @@ const lateJoin = 2.0
 // wrote. Outputs that cannot (MKV on stdout, FLV and MP4
 // after their header, FLV's second video) warn and leave it out.
 func TestLateRenditionThroughTheCLI(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe", "mkvmerge")
+	cmdtest.NeedTools(t, "ffmpeg", "ffprobe", "mkvmerge")
 	for _, tc := range []struct {
 		name        string
 		out         string // -o; "-" is stdout
@@ -171,20 +52,20 @@ func TestLateRenditionThroughTheCLI(t *testing.T) {
 			if !slices.Contains(tc.args, "--demo-codecs") {
 				args = append(args, "--demo-codecs", "h264", "--demo-late", "aac")
 			}
-			r := run(t, dir, append(args, tc.args...)...)
-			if r.code != 0 {
-				t.Fatalf("exit %d:\n%s", r.code, r.stderr)
+			r := cmdtest.Run(t, dir, append(args, tc.args...)...)
+			if r.Code != 0 {
+				t.Fatalf("exit %d:\n%s", r.Code, r.Stderr)
 			}
 			path := filepath.Join(dir, tc.out)
 			if tc.out == "-" {
 				path = filepath.Join(dir, "stdout")
-				if err := os.WriteFile(path, []byte(r.stdout), 0o644); err != nil {
+				if err := os.WriteFile(path, []byte(r.Stdout), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
-			decode(t, path)
-			sum := readSummary(t, filepath.Join(dir, "sum.json"))
-			got := packetsByCodec(t, path)
+			cmdtest.Decode(t, path)
+			sum := cmdtest.ReadSummary(t, filepath.Join(dir, "sum.json"))
+			got := cmdtest.PacketsByCodec(t, path)
 			var codecs []string
 			for c := range got {
 				codecs = append(codecs, c)
@@ -193,34 +74,34 @@ func TestLateRenditionThroughTheCLI(t *testing.T) {
 			slices.Sort(codecs)
 			slices.Sort(want)
 			if !slices.Equal(codecs, want) {
-				t.Fatalf("streams %v, want %v\n%s", codecs, want, r.stderr)
+				t.Fatalf("streams %v, want %v\n%s", codecs, want, r.Stderr)
 			}
-			if tc.warn != "" && (!strings.Contains(r.stderr, "rendition not exported") || !strings.Contains(r.stderr, tc.warn)) {
-				t.Errorf("no warning saying %q:\n%s", tc.warn, r.stderr)
+			if tc.warn != "" && (!strings.Contains(r.Stderr, "rendition not exported") || !strings.Contains(r.Stderr, tc.warn)) {
+				t.Errorf("no warning saying %q:\n%s", tc.warn, r.Stderr)
 			}
 			video := got[tc.early[0]]
 			for _, c := range tc.late {
 				sp := got[c]
 				track := map[string]string{"aac": "aac", "opus": "opus"}[c]
-				t.Logf("%s: %d packets from %.3fs to %.3fs; %s %d packets to %.3fs", c, len(sp.pts), sp.pts[0], sp.pts[len(sp.pts)-1],
-					video.codec, len(video.pts), video.pts[len(video.pts)-1])
+				t.Logf("%s: %d packets from %.3fs to %.3fs; %s %d packets to %.3fs", c, len(sp.Pts), sp.Pts[0], sp.Pts[len(sp.Pts)-1],
+					video.Codec, len(video.Pts), video.Pts[len(video.Pts)-1])
 				// The rendition is taken from where the output was when the
 				// recorder read the update: at once, its audio fetched back
 				// to its first frame; under load the output may have gone
 				// on a little meanwhile (a live output does not wait), at
 				// most the jitter delay (--delay, 500 ms).
-				if sp.pts[0] < lateJoin-frameDuration[c] || sp.pts[0] > lateJoin+0.5 {
-					t.Errorf("%s starts at %.3fs, want its first frame at %.1fs (or within the 0.5 s delay)", c, sp.pts[0], lateJoin)
+				if sp.Pts[0] < lateJoin-cmdtest.FrameDuration[c] || sp.Pts[0] > lateJoin+0.5 {
+					t.Errorf("%s starts at %.3fs, want its first frame at %.1fs (or within the 0.5 s delay)", c, sp.Pts[0], lateJoin)
 				}
-				checkContinuous(t, tc.name, sp)
-				if end, vend := sp.pts[len(sp.pts)-1], video.pts[len(video.pts)-1]; end < vend-0.1 {
+				cmdtest.CheckContinuous(t, tc.name, sp)
+				if end, vend := sp.Pts[len(sp.Pts)-1], video.Pts[len(video.Pts)-1]; end < vend-0.1 {
 					t.Errorf("%s ends at %.3fs, the video at %.3fs", c, end, vend)
 				}
-				if n := sum.written(track); n != len(sp.pts) {
-					t.Errorf("the recording says it wrote %d %s frames, the file holds %d", n, c, len(sp.pts))
+				if n := sum.Written(track); n != len(sp.Pts) {
+					t.Errorf("the recording says it wrote %d %s frames, the file holds %d", n, c, len(sp.Pts))
 				}
 			}
-			checkContinuous(t, tc.name, video)
+			cmdtest.CheckContinuous(t, tc.name, video)
 			if strings.HasSuffix(tc.out, ".mkv") || strings.HasSuffix(tc.out, ".webm") {
 				out, err := exec.Command("mkvmerge", "-J", path).Output()
 				if err != nil {
@@ -251,50 +132,50 @@ func TestLateRenditionThroughTheCLI(t *testing.T) {
 // missing or repeated frame, and every frame the recording says it wrote
 // is in one of the two files.
 func TestLateRenditionStartsTheNextNumberedFile(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe")
+	cmdtest.NeedTools(t, "ffmpeg", "ffprobe")
 	for _, ext := range []string{"flv", "mp4"} {
 		t.Run(ext, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			r := run(t, dir, "-o", "late-{n}."+ext, "--duration", "4s", "--keep-timestamps", "--summary", "sum.json",
+			r := cmdtest.Run(t, dir, "-o", "late-{n}."+ext, "--duration", "4s", "--keep-timestamps", "--summary", "sum.json",
 				"--demo-codecs", "h264", "--demo-late", "aac")
-			if r.code != 0 {
-				t.Fatalf("exit %d:\n%s", r.code, r.stderr)
+			if r.Code != 0 {
+				t.Fatalf("exit %d:\n%s", r.Code, r.Stderr)
 			}
-			if !strings.Contains(r.stderr, "a late track starts the next file at the next keyframe") {
-				t.Errorf("the log does not say why the file was split:\n%s", r.stderr)
+			if !strings.Contains(r.Stderr, "a late track starts the next file at the next keyframe") {
+				t.Errorf("the log does not say why the file was split:\n%s", r.Stderr)
 			}
-			sum := readSummary(t, filepath.Join(dir, "sum.json"))
+			sum := cmdtest.ReadSummary(t, filepath.Join(dir, "sum.json"))
 			if len(sum.Files) != 2 {
-				t.Fatalf("files %+v, want 2\n%s", sum.Files, r.stderr)
+				t.Fatalf("files %+v, want 2\n%s", sum.Files, r.Stderr)
 			}
-			var files []map[string]*streamPackets
+			var files []map[string]*cmdtest.StreamPackets
 			for _, f := range sum.Files {
 				path := filepath.Join(dir, f.Path)
-				decode(t, path)
-				files = append(files, packetsByCodec(t, path))
+				cmdtest.Decode(t, path)
+				files = append(files, cmdtest.PacketsByCodec(t, path))
 			}
 			if len(files[0]) != 1 || files[0]["h264"] == nil || len(files[1]) != 2 || files[1]["aac"] == nil {
-				t.Fatalf("streams: first file %v, second %v; want h264, then h264+aac", keys(files[0]), keys(files[1]))
+				t.Fatalf("streams: first file %v, second %v; want h264, then h264+aac", cmdtest.Keys(files[0]), cmdtest.Keys(files[1]))
 			}
 			v0, v1, a1 := files[0]["h264"], files[1]["h264"], files[1]["aac"]
-			if !v1.key[0] {
+			if !v1.Key[0] {
 				t.Errorf("the second file does not start with a keyframe")
 			}
 			t.Logf("first file: %d video frames %.3f-%.3fs; second: %d video %.3f-%.3fs, %d audio from %.3fs",
-				len(v0.pts), v0.pts[0], v0.pts[len(v0.pts)-1], len(v1.pts), v1.pts[0], v1.pts[len(v1.pts)-1], len(a1.pts), a1.pts[0])
-			if n := sum.written("h264"); len(v0.pts)+len(v1.pts) != n {
-				t.Errorf("%d+%d video frames in the files, the recording wrote %d", len(v0.pts), len(v1.pts), n)
+				len(v0.Pts), v0.Pts[0], v0.Pts[len(v0.Pts)-1], len(v1.Pts), v1.Pts[0], v1.Pts[len(v1.Pts)-1], len(a1.Pts), a1.Pts[0])
+			if n := sum.Written("h264"); len(v0.Pts)+len(v1.Pts) != n {
+				t.Errorf("%d+%d video frames in the files, the recording wrote %d", len(v0.Pts), len(v1.Pts), n)
 			}
-			if n := sum.written("aac"); len(a1.pts) != n {
-				t.Errorf("%d audio frames in the second file, the recording wrote %d", len(a1.pts), n)
+			if n := sum.Written("aac"); len(a1.Pts) != n {
+				t.Errorf("%d audio frames in the second file, the recording wrote %d", len(a1.Pts), n)
 			}
-			checkContinuous(t, "first file", v0)
-			checkContinuous(t, "second file", v1)
-			checkContinuous(t, "second file", a1)
+			cmdtest.CheckContinuous(t, "first file", v0)
+			cmdtest.CheckContinuous(t, "second file", v1)
+			cmdtest.CheckContinuous(t, "second file", a1)
 			// The audio begins with the second file (within a frame).
-			if math.Abs(a1.pts[0]-v1.pts[0]) > frameDuration["aac"] {
-				t.Errorf("audio starts at %.3fs, the second file at %.3fs", a1.pts[0], v1.pts[0])
+			if math.Abs(a1.Pts[0]-v1.Pts[0]) > cmdtest.FrameDuration["aac"] {
+				t.Errorf("audio starts at %.3fs, the second file at %.3fs", a1.Pts[0], v1.Pts[0])
 			}
 			if ext == "flv" {
 				// FLV keeps the broadcast's times (a finished MP4 starts
@@ -306,36 +187,27 @@ func TestLateRenditionStartsTheNextNumberedFile(t *testing.T) {
 				// came before it, as unloaded (written_to 1.933 s), the
 				// next one when a loaded machine read the update after
 				// that keyframe was written. Never before it joined.
-				written := writtenTo(t, r.stderr)
+				written := writtenTo(t, r.Stderr)
 				t.Logf("the recording took the rendition with %.3fs written", written)
-				if v1.pts[0] < lateJoin-frameDuration["h264"] {
-					t.Errorf("the second file starts at %.3fs, before the rendition joined at %.1fs", v1.pts[0], lateJoin)
+				if v1.Pts[0] < lateJoin-cmdtest.FrameDuration["h264"] {
+					t.Errorf("the second file starts at %.3fs, before the rendition joined at %.1fs", v1.Pts[0], lateJoin)
 				}
-				if v1.pts[0] <= written {
-					t.Errorf("the second file starts at %.3fs, not after the %.3fs written when the recording took the rendition", v1.pts[0], written)
+				if v1.Pts[0] <= written {
+					t.Errorf("the second file starts at %.3fs, not after the %.3fs written when the recording took the rendition", v1.Pts[0], written)
 				}
-				for i, key := range v0.key {
-					if key && v0.pts[i] > written+0.001 {
-						t.Errorf("the first file holds a keyframe at %.3fs, after the %.3fs written when the recording took the rendition: the split came late", v0.pts[i], written)
+				for i, key := range v0.Key {
+					if key && v0.Pts[i] > written+0.001 {
+						t.Errorf("the first file holds a keyframe at %.3fs, after the %.3fs written when the recording took the rendition: the split came late", v0.Pts[i], written)
 					}
 				}
-				both := &streamPackets{codec: "h264", pts: append(append([]float64(nil), v0.pts...), v1.pts...)}
-				checkContinuous(t, "across the split", both)
-				if d := v1.pts[0] - v0.pts[len(v0.pts)-1]; d < frameDuration["h264"]/2 {
+				both := &cmdtest.StreamPackets{Codec: "h264", Pts: append(append([]float64(nil), v0.Pts...), v1.Pts...)}
+				cmdtest.CheckContinuous(t, "across the split", both)
+				if d := v1.Pts[0] - v0.Pts[len(v0.Pts)-1]; d < cmdtest.FrameDuration["h264"]/2 {
 					t.Errorf("the second file starts %.3fs after the first ends: a frame is in both", d)
 				}
 			}
 		})
 	}
-}
-
-func keys(m map[string]*streamPackets) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // writtenTo returns, in seconds, how far the recording had written when a

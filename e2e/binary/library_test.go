@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/internal/testutil/cmdtest"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/record"
 )
@@ -60,13 +61,13 @@ func fileSet(t *testing.T, dir string) []string {
 // with a {n} template and 1 s segments through the binary and through
 // record.Recorder: the same files, holding the same packets.
 func TestCommandAndPackageWriteTheSameSegments(t *testing.T) {
-	needTools(t, "ffprobe")
+	cmdtest.NeedTools(t, "ffprobe")
 	t.Parallel()
 	const template = "rec/{broadcast}-{n}.mkv"
 	cliDir, libDir := t.TempDir(), t.TempDir()
-	r := run(t, cliDir, "--demo-fast", "--demo-loops", "1", "--segment", "1s", "-o", template)
-	if r.code != 0 {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	r := cmdtest.Run(t, cliDir, "--demo-fast", "--demo-loops", "1", "--segment", "1s", "-o", template)
+	if r.Code != 0 {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 	}
 
 	bc := model.NewBroadcast("demo")
@@ -99,14 +100,14 @@ func TestCommandAndPackageWriteTheSameSegments(t *testing.T) {
 // cancelling the package's context both leave numbered segments that are
 // all finalized (MKV cues).
 func TestCommandAndPackageFinishTheFilesWhenStopped(t *testing.T) {
-	needTools(t, "ffprobe", "mkvinfo")
+	cmdtest.NeedTools(t, "ffprobe", "mkvinfo")
 	t.Parallel()
 	const template = "{broadcast}-{n}.mkv"
 	cliDir, libDir := t.TempDir(), t.TempDir()
-	cmd, errOut := start(t, cliDir, "--segment", "1s", "-o", template, "--progress", "always")
-	errOut.waitForMedia(t, 2*time.Second)
+	cmd, errOut := cmdtest.Start(t, cliDir, "--segment", "1s", "-o", template, "--progress", "always")
+	errOut.WaitForMedia(t, 2*time.Second)
 	cmd.Process.Signal(os.Interrupt)
-	if code := exitCode(t, cmd, 15*time.Second); code != 0 {
+	if code := cmdtest.ExitCode(t, cmd, 15*time.Second); code != 0 {
 		t.Fatalf("exit %d after Ctrl-C: %s", code, errOut.String())
 	}
 
@@ -146,7 +147,7 @@ func TestCommandAndPackageFinishTheFilesWhenStopped(t *testing.T) {
 			if err != nil || !strings.Contains(string(info), "Cue point") {
 				t.Errorf("%s: not finalized (%v)\n%s", path, err, info)
 			}
-			decode(t, path)
+			cmdtest.Decode(t, path)
 		}
 	}
 }

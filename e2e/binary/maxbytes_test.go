@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/moq-export/moq-export/internal/testutil/cmdtest"
 )
 
 // TestMaxBytesSplitsBySizeAndNeverPassesIt: with {n} in the template,
@@ -15,16 +17,16 @@ import (
 // recording is in one of the files, each of which starts with a keyframe
 // and decodes. Without {n} the recording ends under the limit.
 func TestMaxBytesSplitsBySizeAndNeverPassesIt(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe")
+	cmdtest.NeedTools(t, "ffmpeg", "ffprobe")
 	t.Parallel()
 	const limit = 150 * 1024 // 150k: about three of the demo's 1 s groups
 	for _, ext := range []string{"mkv", "mp4", "ts", "flv"} {
 		t.Run(ext, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			r := run(t, dir, "--demo-fast", "--duration", "10s", "--max-bytes", "150k", "-o", "rec/{n}."+ext, "--summary", "sum.json")
-			if r.code != 0 {
-				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			r := cmdtest.Run(t, dir, "--demo-fast", "--duration", "10s", "--max-bytes", "150k", "-o", "rec/{n}."+ext, "--summary", "sum.json")
+			if r.Code != 0 {
+				t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 			}
 			var sum struct {
 				Files   []struct{ Path string } `json:"files"`
@@ -51,9 +53,9 @@ func TestMaxBytesSplitsBySizeAndNeverPassesIt(t *testing.T) {
 					t.Errorf("%s does not start with a keyframe", f)
 				}
 				video += n
-				p := probe(t, f)
-				all += p.frames(t, "h264") + p.frames(t, "aac")
-				decode(t, f)
+				p := cmdtest.Probe(t, f)
+				all += p.Frames(t, "h264") + p.Frames(t, "aac")
+				cmdtest.Decode(t, f)
 			}
 			if video < 300 || int64(all) != sum.Frames {
 				t.Errorf("%d video frames over the files (want the 300 of 10 s), %d frames in all (the recording wrote %d)", video, all, sum.Frames)
@@ -63,14 +65,14 @@ func TestMaxBytesSplitsBySizeAndNeverPassesIt(t *testing.T) {
 	t.Run("without {n}", func(t *testing.T) {
 		t.Parallel()
 		dir := t.TempDir()
-		r := run(t, dir, "--demo-fast", "--duration", "10s", "--max-bytes", "150k", "-o", "one.mkv")
-		if r.code != 0 || !strings.Contains(r.stderr, "recording cut") {
-			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		r := cmdtest.Run(t, dir, "--demo-fast", "--duration", "10s", "--max-bytes", "150k", "-o", "one.mkv")
+		if r.Code != 0 || !strings.Contains(r.Stderr, "recording cut") {
+			t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 		}
 		st, err := os.Stat(filepath.Join(dir, "one.mkv"))
 		if err != nil || st.Size() > limit || st.Size() < limit/2 {
 			t.Errorf("one.mkv: %v %v; want under the limit of %d, and near it", st, err, limit)
 		}
-		decode(t, filepath.Join(dir, "one.mkv"))
+		cmdtest.Decode(t, filepath.Join(dir, "one.mkv"))
 	})
 }

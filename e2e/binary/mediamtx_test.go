@@ -16,6 +16,7 @@ import (
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/internal/codec/h26x"
 	"github.com/moq-export/moq-export/internal/samples"
+	"github.com/moq-export/moq-export/internal/testutil/cmdtest"
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe"
@@ -96,7 +97,7 @@ func publishLikeMediaMTX(t *testing.T, ctx context.Context, name string) *model.
 // subscribe's TestAMediaMTXLikeServerIsRecordedFrameByFrame and hang's
 // TestMediaMTXMediaIsDecodedToWhatWasPublished.)
 func TestAMediaMTXLikeServerIsRecordedIntoEveryContainer(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe")
+	cmdtest.NeedTools(t, "ffmpeg", "ffprobe")
 	for _, tc := range []struct {
 		draft, scheme, file string
 		perFrame            bool
@@ -139,22 +140,22 @@ func TestAMediaMTXLikeServerIsRecordedIntoEveryContainer(t *testing.T) {
 				// which is not what this test is about.
 				args = append(args, "--delay", "4s", "--max-delay", "8s")
 			}
-			r := run(t, dir, args...)
-			if r.code != 0 {
-				t.Fatalf("exit %d\n%s", r.code, r.stderr)
+			r := cmdtest.Run(t, dir, args...)
+			if r.Code != 0 {
+				t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
 			}
-			if strings.Contains(r.stderr, "timescale than assumed") || strings.Contains(r.stderr, "neither Annex B") {
-				t.Errorf("warned about the media:\n%s", r.stderr)
+			if strings.Contains(r.Stderr, "timescale than assumed") || strings.Contains(r.Stderr, "neither Annex B") {
+				t.Errorf("warned about the media:\n%s", r.Stderr)
 			}
-			if !strings.Contains(r.stderr, "without FETCH") {
-				t.Errorf("the log does not say FETCH is not served:\n%s", r.stderr)
+			if !strings.Contains(r.Stderr, "without FETCH") {
+				t.Errorf("the log does not say FETCH is not served:\n%s", r.Stderr)
 			}
 			path := filepath.Join(dir, tc.file)
-			decode(t, path)
-			p := probe(t, path)
+			cmdtest.Decode(t, path)
+			p := cmdtest.Probe(t, path)
 			defer func() {
 				if t.Failed() {
-					t.Log(r.stderr)
+					t.Log(r.Stderr)
 				}
 			}()
 			// Without FETCH the audio starts at the first group after the
@@ -162,7 +163,7 @@ func TestAMediaMTXLikeServerIsRecordedIntoEveryContainer(t *testing.T) {
 			// there it runs with the video to the end. With a group per
 			// frame the video joins at its next keyframe instead (as a
 			// MediaMTX reader does), up to a GOP after the audio.
-			lag := p.streamStart(t, "aac") - p.streamStart(t, "h264")
+			lag := p.StreamStart(t, "aac") - p.StreamStart(t, "h264")
 			lo, hi := -50*time.Millisecond, 1100*time.Millisecond
 			if tc.perFrame {
 				lo, hi = -1100*time.Millisecond, 100*time.Millisecond
@@ -170,8 +171,8 @@ func TestAMediaMTXLikeServerIsRecordedIntoEveryContainer(t *testing.T) {
 			if lag < lo || lag > hi {
 				t.Errorf("audio starts %v after the video", lag)
 			}
-			expectFrames(t, p, "h264", 2-max(-lag.Seconds(), 0))
-			expectFrames(t, p, "aac", 2-max(lag.Seconds(), 0))
+			cmdtest.ExpectFrames(t, p, "h264", 2-max(-lag.Seconds(), 0))
+			cmdtest.ExpectFrames(t, p, "aac", 2-max(lag.Seconds(), 0))
 			expectKeysOfTheSample(t, path)
 		})
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/testutil/cmdtest"
 	"github.com/moq-export/moq-export/internal/testutil/proctest"
 )
 
@@ -52,7 +53,7 @@ func checkFinishedMP4(t *testing.T, path string) {
 // TestRecordsTheDemoToAFinishedMP4: -o talk.mp4 --duration gives a regular
 // MP4 with both tracks, the duration, and every frame.
 func TestRecordsTheDemoToAFinishedMP4(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe")
+	cmdtest.NeedTools(t, "ffmpeg", "ffprobe")
 	t.Parallel()
 	for _, tc := range []struct {
 		file   string
@@ -64,23 +65,23 @@ func TestRecordsTheDemoToAFinishedMP4(t *testing.T) {
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			dir := t.TempDir()
-			r := run(t, dir, append([]string{"-o", tc.file, "--duration", "2s"}, tc.extra...)...)
-			if r.code != 0 {
-				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			r := cmdtest.Run(t, dir, append([]string{"-o", tc.file, "--duration", "2s"}, tc.extra...)...)
+			if r.Code != 0 {
+				t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 			}
 			path := filepath.Join(dir, tc.file)
 			checkFinishedMP4(t, path)
-			p := probe(t, path)
+			p := cmdtest.Probe(t, path)
 			if !strings.Contains(p.Format.FormatName, "mp4") || len(p.Streams) != len(tc.codecs) {
 				t.Errorf("format %q streams %+v, want mp4 with %v", p.Format.FormatName, p.Streams, tc.codecs)
 			}
 			for _, c := range tc.codecs {
-				expectFrames(t, p, c, 2)
+				cmdtest.ExpectFrames(t, p, c, 2)
 			}
-			if d := p.duration(t); d < 1900*time.Millisecond || d > 2100*time.Millisecond {
+			if d := p.Duration(t); d < 1900*time.Millisecond || d > 2100*time.Millisecond {
 				t.Errorf("duration %v, want 2s", d)
 			}
-			decode(t, path)
+			cmdtest.Decode(t, path)
 		})
 	}
 }
@@ -99,12 +100,12 @@ func TestRecordsTheDemoToAFinishedMP4(t *testing.T) {
 // for each; the exact 2 s of each track is held by the file tests, which
 // wait longer.
 func TestStdoutMP4PipesIntoFFmpeg(t *testing.T) {
-	needTools(t, "ffmpeg")
+	cmdtest.NeedTools(t, "ffmpeg")
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	summary := filepath.Join(t.TempDir(), "summary.json")
-	exp := proctest.CommandContext(ctx, binary, "-f", "mp4", "--duration", "2s", "--summary", summary)
+	exp := proctest.CommandContext(ctx, cmdtest.Binary, "-f", "mp4", "--duration", "2s", "--summary", summary)
 	ff := proctest.CommandContext(ctx, "ffmpeg", "-nostdin", "-v", "error", "-i", "-", "-map", "0", "-c", "copy", "-f", "framecrc", "-")
 	pipe, err := exp.StdoutPipe()
 	if err != nil {
@@ -147,9 +148,9 @@ func TestStdoutMP4PipesIntoFFmpeg(t *testing.T) {
 		end[st] = max(end[st], to)
 		packets[st]++
 	}
-	sum := readSummary(t, summary)
+	sum := cmdtest.ReadSummary(t, summary)
 	for st, track := range []string{"h264", "aac"} {
-		if w := sum.written(track); packets[st] != w || w == 0 {
+		if w := sum.Written(track); packets[st] != w || w == 0 {
 			t.Errorf("ffmpeg read %d packets of %s from the pipe; the recorder wrote %d", packets[st], track, w)
 		}
 	}
@@ -170,12 +171,12 @@ func TestStdoutMP4PipesIntoFFmpeg(t *testing.T) {
 // TestSegmentsOfMP4AreFinishedFiles: each --segment rotation finishes its
 // file into a regular MP4 that starts at a keyframe.
 func TestSegmentsOfMP4AreFinishedFiles(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe")
+	cmdtest.NeedTools(t, "ffmpeg", "ffprobe")
 	t.Parallel()
 	dir := t.TempDir()
-	r := run(t, dir, "-o", "rec/{broadcast}-{n}.mp4", "--segment", "1s", "--duration", "3.5s")
-	if r.code != 0 {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	r := cmdtest.Run(t, dir, "-o", "rec/{broadcast}-{n}.mp4", "--segment", "1s", "--duration", "3.5s")
+	if r.Code != 0 {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "rec", "*"))
 	if len(files) < 3 {
@@ -185,12 +186,12 @@ func TestSegmentsOfMP4AreFinishedFiles(t *testing.T) {
 	for i := range files {
 		path := filepath.Join(dir, "rec", fmt.Sprintf("demo-%d.mp4", i))
 		checkFinishedMP4(t, path)
-		p := probe(t, path)
-		total += p.frames(t, "h264")
-		if d := p.duration(t); d < 900*time.Millisecond && i < len(files)-1 {
+		p := cmdtest.Probe(t, path)
+		total += p.Frames(t, "h264")
+		if d := p.Duration(t); d < 900*time.Millisecond && i < len(files)-1 {
 			t.Errorf("%s: duration %v, want at least the 1s segment", filepath.Base(path), d)
 		}
-		decode(t, path)
+		cmdtest.Decode(t, path)
 	}
 	if total < 100 || total > 106 {
 		t.Errorf("%d video frames over all segments, want about 105 (3.5s)", total)
@@ -200,24 +201,24 @@ func TestSegmentsOfMP4AreFinishedFiles(t *testing.T) {
 // TestInterruptFinishesTheMP4: Ctrl-C stops the recording and the file is
 // finished, with its duration.
 func TestInterruptFinishesTheMP4(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe")
+	cmdtest.NeedTools(t, "ffmpeg", "ffprobe")
 	t.Parallel()
 	path, low, high := recordUntilSignal(t, "live.mp4", os.Interrupt)
 	checkFinishedMP4(t, path)
-	p := probe(t, path)
-	if d := p.duration(t); d < low || d > high {
+	p := cmdtest.Probe(t, path)
+	if d := p.Duration(t); d < low || d > high {
 		t.Errorf("duration %v, want %v-%v (what was written at the signal, and after it until the exit)", d, low, high)
 	}
-	decode(t, path)
+	cmdtest.Decode(t, path)
 }
 
 // TestKilledMP4RecordingPlays: SIGKILL during a recording leaves the
 // fragments written so far, which ffmpeg decodes.
 func TestKilledMP4RecordingPlays(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe")
+	cmdtest.NeedTools(t, "ffmpeg", "ffprobe")
 	t.Parallel()
 	dir := t.TempDir()
-	cmd := proctest.Command(binary, "-o", "crash.mp4")
+	cmd := proctest.Command(cmdtest.Binary, "-o", "crash.mp4")
 	cmd.Dir = dir
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -245,8 +246,8 @@ func TestKilledMP4RecordingPlays(t *testing.T) {
 	if len(boxes) < 8 || boxes[0] != "ftyp" || boxes[1] != "moov" || !strings.Contains(strings.Join(boxes, ","), "moof,mdat") {
 		t.Fatalf("killed recording's boxes %v, want ftyp,moov and fragments", boxes)
 	}
-	p := probe(t, path)
-	if n := p.frames(t, "h264"); n < 60 {
+	p := cmdtest.Probe(t, path)
+	if n := p.Frames(t, "h264"); n < 60 {
 		t.Errorf("killed recording decodes %d video frames, want the 3 fragments' 90", n)
 	}
 	out, err := exec.Command("ffmpeg", "-nostdin", "-v", "error", "-i", path, "-map", "0", "-f", "null", "-").CombinedOutput()

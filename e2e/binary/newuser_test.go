@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/internal/testutil/cmdtest"
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 )
 
@@ -17,15 +18,15 @@ import (
 // is a valid empty file (ffprobe and mkvmerge read it without a message:
 // both tracks, no packet), and the exit code says nothing was recorded.
 func TestInterruptBeforeTheFirstFrameLeavesAValidFile(t *testing.T) {
-	needTools(t, "ffprobe", "mkvmerge")
+	cmdtest.NeedTools(t, "ffprobe", "mkvmerge")
 	t.Parallel()
-	_, url, pin := relayWith(t, demo.Options{Realtime: true, Hold: make(chan struct{})}, "held")
+	_, url, pin := cmdtest.RelayWith(t, demo.Options{Realtime: true, Hold: make(chan struct{})}, "held")
 	dir := t.TempDir()
-	cmd, lines := start(t, dir, url, "--tls-fingerprint", pin, "-b", "held", "-o", "x.mkv", "-v")
-	lines.waitFor(t, "writing")
+	cmd, lines := cmdtest.Start(t, dir, url, "--tls-fingerprint", pin, "-b", "held", "-o", "x.mkv", "-v")
+	lines.WaitFor(t, "writing")
 	time.Sleep(300 * time.Millisecond)
 	cmd.Process.Signal(os.Interrupt)
-	if code := exitCode(t, cmd, 20*time.Second); code != 130 {
+	if code := cmdtest.ExitCode(t, cmd, 20*time.Second); code != 130 {
 		t.Errorf("exit %d, want 130 (nothing recorded)\n%s", code, lines.String())
 	}
 	path := filepath.Join(dir, "x.mkv")
@@ -44,16 +45,16 @@ func TestInterruptBeforeTheFirstFrameLeavesAValidFile(t *testing.T) {
 // TestRecordAllRecordsTheBuiltInDemo: --record-all without a URL records
 // the demo's one broadcast to the template.
 func TestRecordAllRecordsTheBuiltInDemo(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe")
+	cmdtest.NeedTools(t, "ffmpeg", "ffprobe")
 	t.Parallel()
 	dir := t.TempDir()
-	r := run(t, dir, "--record-all", "-o", "rec/{broadcast}-{n}.mkv", "--duration", "1s")
-	if r.code != 0 {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	r := cmdtest.Run(t, dir, "--record-all", "-o", "rec/{broadcast}-{n}.mkv", "--duration", "1s")
+	if r.Code != 0 {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 	}
 	path := filepath.Join(dir, "rec", "demo-0.mkv")
-	decode(t, path)
-	expectFrames(t, probe(t, path), "h264", 1)
+	cmdtest.Decode(t, path)
+	cmdtest.ExpectFrames(t, cmdtest.Probe(t, path), "h264", 1)
 }
 
 // TestListenNamesItsPortAndSaysItWaitsOnce: --listen 127.0.0.1:0 names
@@ -62,21 +63,21 @@ func TestRecordAllRecordsTheBuiltInDemo(t *testing.T) {
 func TestListenNamesItsPortAndSaysItWaitsOnce(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	l := startListener(t, dir, "--record-all", "-o", "rec/{broadcast}.mkv")
+	l := cmdtest.StartListener(t, dir, "--record-all", "-o", "rec/{broadcast}.mkv")
 	for range 2 {
-		r := run(t, dir, "moql://"+l.addr+"/", "--tls-fingerprint", l.pin, "--list", "--wait", "2500ms")
-		if r.code != 0 {
-			t.Fatalf("--list: exit %d\n%s", r.code, r.stderr)
+		r := cmdtest.Run(t, dir, "moql://"+l.Addr+"/", "--tls-fingerprint", l.Pin, "--list", "--wait", "2500ms")
+		if r.Code != 0 {
+			t.Fatalf("--list: exit %d\n%s", r.Code, r.Stderr)
 		}
 	}
-	l.cmd.Process.Signal(os.Interrupt)
-	l.wait(t, 20*time.Second)
-	log := strings.Join(l.log, "\n")
+	l.Cmd.Process.Signal(os.Interrupt)
+	l.Wait(t, 20*time.Second)
+	log := strings.Join(l.Log, "\n")
 	if n := strings.Count(log, "waiting for broadcasts to be announced"); n != 1 {
 		t.Errorf("%d waiting notices, want 1:\n%s", n, log)
 	}
-	if strings.Contains(log, "127.0.0.1:0") || !strings.Contains(log, "--listen "+l.addr) {
-		t.Errorf("the notices do not name the bound address %s:\n%s", l.addr, log)
+	if strings.Contains(log, "127.0.0.1:0") || !strings.Contains(log, "--listen "+l.Addr) {
+		t.Errorf("the notices do not name the bound address %s:\n%s", l.Addr, log)
 	}
 	if strings.Contains(log, "warning: publisher session ended") {
 		t.Errorf("a publisher that closed its session is no warning:\n%s", log)
@@ -95,9 +96,9 @@ func TestFFmpegHabitsGetAHint(t *testing.T) {
 		{[]string{"-t", "5", "-o", "x.mkv"}, "--duration 5s"},
 		{[]string{"--duration", "5", "-o", "x.mkv"}, "durations need a unit, e.g. 5s"},
 	} {
-		r := run(t, t.TempDir(), c.args...)
-		if r.code != 2 || !strings.Contains(r.stderr, c.hint) {
-			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, r.code, r.stderr, c.hint)
+		r := cmdtest.Run(t, t.TempDir(), c.args...)
+		if r.Code != 2 || !strings.Contains(r.Stderr, c.hint) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, r.Code, r.Stderr, c.hint)
 		}
 	}
 }
@@ -108,7 +109,7 @@ func TestFFmpegHabitsGetAHint(t *testing.T) {
 func TestVersionExplainsGOFLAGSWithoutBuildVCS(t *testing.T) {
 	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "moq-export")
-	build := exec.Command("go", "build", "-o", bin, commandPkg)
+	build := exec.Command("go", "build", "-o", bin, cmdtest.CommandPkg)
 	build.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

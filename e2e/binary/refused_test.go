@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/internal/testutil/cmdtest"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe"
 	"github.com/moq-export/moq-export/token"
@@ -30,18 +31,18 @@ func TestARefusedTokenEndsTheRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := startListener(t, dir, "--auth-key", writeKey(t, dir, key), "-o", "rec/{broadcast}.mkv")
+	l := cmdtest.StartListener(t, dir, "--auth-key", cmdtest.WriteKey(t, dir, key), "-o", "rec/{broadcast}.mkv")
 	// countLite reads the listener's log until it went quiet for a while,
 	// and returns the refusals it logged since the last call.
 	countLite := func() int {
 		n := 0
 		for {
 			select {
-			case line, ok := <-l.lines:
+			case line, ok := <-l.Lines:
 				if !ok {
-					t.Fatalf("the listener exited:\n%s", strings.Join(l.log, "\n"))
+					t.Fatalf("the listener exited:\n%s", strings.Join(l.Log, "\n"))
 				}
-				l.log = append(l.log, line)
+				l.Log = append(l.Log, line)
 				if strings.Contains(line, "refused a session") {
 					n++
 				}
@@ -55,7 +56,7 @@ func TestARefusedTokenEndsTheRun(t *testing.T) {
 		scheme, addr, pin string
 		count             func() int
 	}{
-		{"moql", l.addr, l.pin, countLite},
+		{"moql", l.Addr, l.Pin, countLite},
 		{"moqt", ietfAddr, ietfPin, countIETF},
 	} {
 		scheme, countRefusals := tc.scheme, tc.count
@@ -65,15 +66,15 @@ func TestARefusedTokenEndsTheRun(t *testing.T) {
 			{url, "--tls-fingerprint", l.pin, "--list"},
 			{url, "--tls-fingerprint", l.pin, "-b", "cam", "-o", filepath.Join(dir, scheme+".mkv")},
 		} {
-			r := run(t, dir, args...)
-			if r.code != 1 {
-				t.Errorf("%s %v: exit %d, want 1\n%s", scheme, args[3:], r.code, r.stderr)
+			r := cmdtest.Run(t, dir, args...)
+			if r.Code != 1 {
+				t.Errorf("%s %v: exit %d, want 1\n%s", scheme, args[3:], r.Code, r.Stderr)
 			}
-			if !strings.Contains(r.stderr, "error: the relay refused the token (unauthorized)") {
-				t.Errorf("%s %v: stderr lacks the refusal:\n%s", scheme, args[3:], r.stderr)
+			if !strings.Contains(r.Stderr, "error: the relay refused the token (unauthorized)") {
+				t.Errorf("%s %v: stderr lacks the refusal:\n%s", scheme, args[3:], r.Stderr)
 			}
-			if strings.Contains(r.stderr, "connection lost") || strings.Contains(r.stderr, "garbage") {
-				t.Errorf("%s %v: reconnected, or logged the token:\n%s", scheme, args[3:], r.stderr)
+			if strings.Contains(r.Stderr, "connection lost") || strings.Contains(r.Stderr, "garbage") {
+				t.Errorf("%s %v: reconnected, or logged the token:\n%s", scheme, args[3:], r.Stderr)
 			}
 			if n := countRefusals(); n != 1 {
 				t.Errorf("%s %v: the listener refused %d sessions, want 1", scheme, args[3:], n)
@@ -170,7 +171,7 @@ func (h *lineHandler) WithGroup(string) slog.Handler      { return h }
 // moqt://HOST:PORT/live/test as the stream live/test, and the file
 // decodes; --list says the server offers no discovery.
 func TestAStreamNamedByTheURLPathIsRecordedFromAServerWithoutDiscovery(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe")
+	cmdtest.NeedTools(t, "ffmpeg", "ffprobe")
 	t.Parallel()
 	dir := t.TempDir()
 	cert, pin, err := subscribe.SelfSignedCert()
@@ -190,21 +191,21 @@ func TestAStreamNamedByTheURLPathIsRecordedFromAServerWithoutDiscovery(t *testin
 	defer srv.Close()
 	url := "moqt://" + srv.Addr().String() + "/live/test"
 
-	r := run(t, dir, url, "--tls-fingerprint", pin, "--list")
-	if r.code != 0 || !strings.Contains(r.stderr, "offers no discovery") {
-		t.Errorf("--list: exit %d\n%s", r.code, r.stderr)
+	r := cmdtest.Run(t, dir, url, "--tls-fingerprint", pin, "--list")
+	if r.Code != 0 || !strings.Contains(r.Stderr, "offers no discovery") {
+		t.Errorf("--list: exit %d\n%s", r.Code, r.Stderr)
 	}
-	r = run(t, dir, url, "--tls-fingerprint", pin, "-v", "-o", "x.mkv", "--duration", "2s")
-	if r.code != 0 {
-		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	r = cmdtest.Run(t, dir, url, "--tls-fingerprint", pin, "-v", "-o", "x.mkv", "--duration", "2s")
+	if r.Code != 0 {
+		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
 	}
 	for _, want := range []string{"recording the stream the URL path names", "offers no discovery", "without them, and without FETCH, from now on"} {
-		if !strings.Contains(r.stderr, want) {
-			t.Errorf("the log lacks %q:\n%s", want, r.stderr)
+		if !strings.Contains(r.Stderr, want) {
+			t.Errorf("the log lacks %q:\n%s", want, r.Stderr)
 		}
 	}
 	path := filepath.Join(dir, "x.mkv")
-	decode(t, path)
-	p := probe(t, path)
-	expectFrames(t, p, "h264", 2)
+	cmdtest.Decode(t, path)
+	p := cmdtest.Probe(t, path)
+	cmdtest.ExpectFrames(t, p, "h264", 2)
 }

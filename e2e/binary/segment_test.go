@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/testutil/cmdtest"
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 )
 
@@ -46,15 +47,15 @@ const frame30 = time.Second / 30
 // each starting with a keyframe at 2k s of the recording, in every
 // container.
 func TestSegmentsAreEqualOnCumulativeTargets(t *testing.T) {
-	needTools(t, "ffprobe")
+	cmdtest.NeedTools(t, "ffprobe")
 	t.Parallel()
 	for _, ext := range []string{"ts", "mkv", "mp4", "flv"} {
 		t.Run(ext, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			r := run(t, dir, "--demo-fast", "-o", "seg/{n}."+ext, "--segment", "2s", "--duration", "12s")
-			if r.code != 0 {
-				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			r := cmdtest.Run(t, dir, "--demo-fast", "-o", "seg/{n}."+ext, "--segment", "2s", "--duration", "12s")
+			if r.Code != 0 {
+				t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 			}
 			files, _ := filepath.Glob(filepath.Join(dir, "seg", "*"))
 			if len(files) != 6 {
@@ -80,15 +81,15 @@ func TestSegmentsAreEqualOnCumulativeTargets(t *testing.T) {
 // and 1 s (one GOP), never a file of a frame at the end; and the MKV of
 // each has a Duration.
 func TestTheLastFramesOfARunMakeNoFile(t *testing.T) {
-	needTools(t, "ffprobe")
+	cmdtest.NeedTools(t, "ffprobe")
 	t.Parallel()
 	for _, ext := range []string{"mp4", "mkv"} {
 		t.Run(ext, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			r := run(t, dir, "--demo-fast", "-o", "seg/{n}."+ext, "--segment", "2s", "--duration", "5s")
-			if r.code != 0 {
-				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			r := cmdtest.Run(t, dir, "--demo-fast", "-o", "seg/{n}."+ext, "--segment", "2s", "--duration", "5s")
+			if r.Code != 0 {
+				t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 			}
 			files, _ := filepath.Glob(filepath.Join(dir, "seg", "*"))
 			if len(files) != 3 {
@@ -100,7 +101,7 @@ func TestTheLastFramesOfARunMakeNoFile(t *testing.T) {
 				if span < want-frame30 || span > want+frame30 {
 					t.Errorf("%s: %v of video, want %v", path, span, want)
 				}
-				if d := probe(t, path).duration(t); d < want-frame30 {
+				if d := cmdtest.Probe(t, path).Duration(t); d < want-frame30 {
 					t.Errorf("%s: container duration %v, want about %v", path, d, want)
 				}
 			}

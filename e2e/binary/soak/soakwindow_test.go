@@ -1,4 +1,4 @@
-package binary
+package soak
 
 import (
 	"testing"

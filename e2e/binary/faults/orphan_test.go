@@ -1,17 +1,13 @@
-package binary
+package faults
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/testutil/cmdtest"
 	"github.com/moq-export/moq-export/internal/testutil/proctest"
 )
-
-// binaryEnv hands the command this test binary built to a child test
-// binary (proctest.KillMidRun), which then builds none.
-const binaryEnv = "MOQ_EXPORT_TEST_BINARY"
 
 // TestProcessesStarted is the child of the test below: it starts each
 // kind of process these tests start that runs until killed (a publisher,
@@ -21,10 +17,10 @@ func TestProcessesStarted(t *testing.T) {
 		t.Skip("run by TestTheProcessesATestStartedEndWithItsKilledTestBinary")
 	}
 	dir := t.TempDir()
-	certFile, keyFile, _ := publisherCert(t, dir)
-	startPublisher(t, context.Background(), "127.0.0.1:0", certFile, keyFile, time.Now())
-	startRecorder(t, context.Background(), dir, "-o", "demo.mkv")
-	startListener(t, dir)
+	certFile, keyFile, _ := cmdtest.PublisherCert(t, dir)
+	cmdtest.StartPublisher(t, context.Background(), "127.0.0.1:0", certFile, keyFile, time.Now())
+	cmdtest.StartRecorder(t, context.Background(), dir, "-o", "demo.mkv")
+	cmdtest.StartListener(t, dir)
 	proctest.Hold(t)
 }
 
@@ -35,16 +31,6 @@ func TestProcessesStarted(t *testing.T) {
 // minutes under load, suite26 r1; a moq-export for 53). Every one ends
 // with the test binary that started it.
 func TestTheProcessesATestStartedEndWithItsKilledTestBinary(t *testing.T) {
-	t.Setenv(binaryEnv, binary)
+	t.Setenv(cmdtest.BinaryEnv, cmdtest.Binary)
 	proctest.KillMidRun(t, "TestProcessesStarted", 3)
-}
-
-// usePrebuilt reports whether the command was built by the test binary
-// that started this one, and if so takes it.
-func usePrebuilt() bool {
-	b := os.Getenv(binaryEnv)
-	if b != "" {
-		binary = b
-	}
-	return b != ""
 }

@@ -1,4 +1,4 @@
-package binary
+package faults
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/internal/testutil/cmdtest"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe"
 )
@@ -24,7 +25,7 @@ import (
 // recorder, whose audio fell 0.6 s behind its video, lost 27 audio frames
 // of an MKV file this way: issue 26).
 func TestAFileLosesNothingOfARenditionThatStallsAlone(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe")
+	cmdtest.NeedTools(t, "ffmpeg", "ffprobe")
 	const seconds = 6
 	forEverySelectionAndContainer(t, func(t *testing.T, dir, file string, args []string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -34,7 +35,7 @@ func TestAFileLosesNothingOfARenditionThatStallsAlone(t *testing.T) {
 		// so the stall falls early in the recording however long the
 		// recorder took to start.
 		hold := make(chan struct{})
-		go holdUntilSubscribed([]*model.Broadcast{b}, hold, io.Discard)
+		go cmdtest.HoldUntilSubscribed([]*model.Broadcast{b}, hold, io.Discard)
 		go demo.Publish(ctx, b, demo.Options{Realtime: true, Hold: hold,
 			Stall: demo.Stall{Rendition: "aac", From: 1300 * time.Millisecond, For: 1500 * time.Millisecond}})
 		srv, _, pin, err := subscribe.ServeLoopback(b, subscribe.ServerOptions{Logger: slog.New(slog.DiscardHandler)})
@@ -42,34 +43,34 @@ func TestAFileLosesNothingOfARenditionThatStallsAlone(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer srv.Close()
-		r := startRecorder(t, ctx, dir, append([]string{"moql://" + srv.Addr().String() + "/", "--tls-fingerprint", pin,
+		r := cmdtest.StartRecorder(t, ctx, dir, append([]string{"moql://" + srv.Addr().String() + "/", "--tls-fingerprint", pin,
 			"--keep-timestamps", "--duration", "6s", "--summary", "summary.json", "-v"}, args...)...)
-		if err := r.wait(); err != nil {
-			t.Fatalf("exit: %v\n%s", err, r.stamped.String())
+		if err := r.Wait(); err != nil {
+			t.Fatalf("exit: %v\n%s", err, r.Stamped.String())
 		}
-		for _, pt := range readSummary(t, filepath.Join(dir, "summary.json")).PerTrack {
+		for _, pt := range cmdtest.ReadSummary(t, filepath.Join(dir, "summary.json")).PerTrack {
 			if pt.DroppedLate > 0 || pt.Gaps > 0 {
 				t.Errorf("%s: received %d, written %d, dropped late %d, gaps %d", pt.Track, pt.Received, pt.Written, pt.DroppedLate, pt.Gaps)
 			}
 		}
 		path := filepath.Join(dir, file)
-		decodeAtFileTimes(t, path)
-		got := packetsByCodec(t, path)
+		cmdtest.DecodeAtFileTimes(t, path)
+		got := cmdtest.PacketsByCodec(t, path)
 		if len(got) != 2 {
-			t.Fatalf("streams %v", keys(got))
+			t.Fatalf("streams %v", cmdtest.Keys(got))
 		}
 		// The publisher's first frames are at its clock's start (the
 		// video's first keyframe, the audio backfilled to it).
 		for codec, sp := range got {
-			first, last := sp.pts[0], sp.pts[len(sp.pts)-1]
-			t.Logf("%s: %d packets, %.3f-%.3f s", codec, len(sp.pts), first, last)
+			first, last := sp.Pts[0], sp.Pts[len(sp.Pts)-1]
+			t.Logf("%s: %d packets, %.3f-%.3f s", codec, len(sp.Pts), first, last)
 			if first > 0.2 || last < seconds-0.2 {
 				t.Errorf("%s spans %.3f-%.3f s, want the publisher's 0-%d s", codec, first, last, seconds)
 			}
-			checkContinuous(t, file, sp)
+			cmdtest.CheckContinuous(t, file, sp)
 		}
 		if t.Failed() {
-			t.Logf("the recorder's log:\n%s", r.stamped.String())
+			t.Logf("the recorder's log:\n%s", r.Stamped.String())
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package binary
+package cmdtest
 
 import (
 	"bufio"
@@ -26,12 +26,12 @@ import (
 )
 
 // The fault tests that kill the publisher need it in a process of its own:
-// the test binary, re-executed with publisherEnv set, serves the demo
+// the test binary, re-executed with PublisherEnv set, serves the demo
 // broadcast "live" on raw QUIC like a publisher that relays and recorders
 // dial.
-const publisherEnv = "MOQ_EXPORT_TEST_PUBLISHER"
+const PublisherEnv = "MOQ_EXPORT_TEST_PUBLISHER"
 
-// publisherMain is that process: it listens on $MOQ_EXPORT_TEST_PUBLISHER
+// PublisherMain is that process: it listens on $MOQ_EXPORT_TEST_PUBLISHER
 // (host:port) with the certificate in $MOQ_EXPORT_TEST_CERT and
 // $MOQ_EXPORT_TEST_KEY, prints "listening HOST:PORT" and publishes until
 // killed. Its timestamps run on the clock that started at
@@ -47,7 +47,7 @@ const publisherEnv = "MOQ_EXPORT_TEST_PUBLISHER"
 // every track of every broadcast has a subscriber, as tools/fleetpub does,
 // and prints "subscribed BROADCAST/TRACK" on stderr as each track gets its
 // first: a recorder that does not subscribe a track gets no media at all.
-func publisherMain() int {
+func PublisherMain() int {
 	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, "publisher:", err)
 		return 1
@@ -75,13 +75,13 @@ func publisherMain() int {
 		bs = append(bs, b)
 	}
 	if hold != nil {
-		go holdUntilSubscribed(bs, hold, os.Stderr)
+		go HoldUntilSubscribed(bs, hold, os.Stderr)
 	}
 	var versions []string
 	if v := os.Getenv("MOQ_EXPORT_TEST_VERSIONS"); v != "" {
 		versions = strings.Split(v, ",")
 	}
-	srv, err := subscribe.Listen(os.Getenv(publisherEnv), subscribe.ServerOptions{
+	srv, err := subscribe.Listen(os.Getenv(PublisherEnv), subscribe.ServerOptions{
 		Certificates: []tls.Certificate{cert}, Publish: bs, Versions: versions,
 		NoFetch: os.Getenv("MOQ_EXPORT_TEST_NOFETCH") != "",
 		// Its log goes to the test's (printed when a test fails): what
@@ -99,10 +99,10 @@ func publisherMain() int {
 	}
 }
 
-// holdUntilSubscribed closes hold once every track of every broadcast in bs
+// HoldUntilSubscribed closes hold once every track of every broadcast in bs
 // has a subscriber (the catalog track and the media tracks the demo creates
 // right after it), printing each track to w as it gets its first.
-func holdUntilSubscribed(bs []*model.Broadcast, hold chan struct{}, w io.Writer) {
+func HoldUntilSubscribed(bs []*model.Broadcast, hold chan struct{}, w io.Writer) {
 	defer close(hold)
 	seen := map[string]bool{}
 	for {
@@ -129,9 +129,9 @@ func holdUntilSubscribed(bs []*model.Broadcast, hold chan struct{}, w io.Writer)
 	}
 }
 
-// publisherCert writes a self-signed certificate and its key as PEM files
+// PublisherCert writes a self-signed certificate and its key as PEM files
 // into dir for publisher processes, and returns their pin.
-func publisherCert(t *testing.T, dir string) (certFile, keyFile, pin string) {
+func PublisherCert(t *testing.T, dir string) (certFile, keyFile, pin string) {
 	t.Helper()
 	cert, pin, err := subscribe.SelfSignedCert()
 	if err != nil {
@@ -151,39 +151,56 @@ func publisherCert(t *testing.T, dir string) (certFile, keyFile, pin string) {
 	return certFile, keyFile, pin
 }
 
-// publisherProcess is a running publisher process.
-type publisherProcess struct {
-	cmd  *exec.Cmd
-	addr string
-	log  lockedBuffer
+// PublisherProcess is a running publisher process.
+type PublisherProcess struct {
+	Cmd  *exec.Cmd
+	Addr string
+	log  LockedBuffer
 }
 
-// startPublisher starts a publisher process on addr (":0" ports pick a
+// StartPublisher starts a publisher process on addr (":0" ports pick a
 // free one) and waits until it listens.
-func startPublisher(t *testing.T, ctx context.Context, addr, certFile, keyFile string, epoch time.Time, env ...string) *publisherProcess {
+func StartPublisher(t *testing.T, ctx context.Context, addr, certFile, keyFile string, epoch time.Time, env ...string) *PublisherProcess {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &publisherProcess{cmd: proctest.CommandContext(ctx, self)}
-	p.cmd.Env = append(os.Environ(), publisherEnv+"="+addr, "MOQ_EXPORT_TEST_CERT="+certFile, "MOQ_EXPORT_TEST_KEY="+keyFile,
+	p := &PublisherProcess{Cmd: proctest.CommandContext(ctx, self)}
+	p.Cmd.Env = append(os.Environ(), PublisherEnv+"="+addr, "MOQ_EXPORT_TEST_CERT="+certFile, "MOQ_EXPORT_TEST_KEY="+keyFile,
 		"MOQ_EXPORT_TEST_EPOCH="+strconv.FormatInt(epoch.UnixNano(), 10))
-	p.cmd.Env = append(p.cmd.Env, env...)
-	p.cmd.Stderr = &p.log
-	stdout, err := p.cmd.StdoutPipe()
+	p.Cmd.Env = append(p.Cmd.Env, env...)
+	p.Cmd.Stderr = &p.log
+	stdout, err := p.Cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.cmd.Start(); err != nil {
+	if err := p.Cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { p.cmd.Process.Kill(); p.cmd.Wait() })
+	t.Cleanup(func() { p.Cmd.Process.Kill(); p.Cmd.Wait() })
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if !strings.HasPrefix(line, "listening ") {
 		t.Fatalf("publisher: %q, %v\n%s", line, err, p.log.String())
 	}
 	go io.Copy(io.Discard, stdout)
-	p.addr = strings.TrimSpace(strings.TrimPrefix(line, "listening "))
+	p.Addr = strings.TrimSpace(strings.TrimPrefix(line, "listening "))
 	return p
 }
+
+// BinaryEnv hands the command this test binary built to a child test
+// Binary (proctest.KillMidRun), which then builds none.
+const BinaryEnv = "MOQ_EXPORT_TEST_BINARY"
+
+// UsePrebuilt reports whether the command was built by the test binary
+// that started this one, and if so takes it.
+func UsePrebuilt() bool {
+	b := os.Getenv(BinaryEnv)
+	if b != "" {
+		Binary = b
+	}
+	return b != ""
+}
+
+// SoakBroadcasts are the broadcasts each publisher serves.
+const SoakBroadcasts = "legacy=legacy,loc=loc,cmaf=cmaf"

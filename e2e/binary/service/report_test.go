@@ -1,4 +1,4 @@
-package binary
+package service
 
 import (
 	"encoding/json"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/moq-export/moq-export/internal/testutil/cmdtest"
 )
 
 // logRecord is one line of --log-format json.
@@ -30,20 +32,20 @@ type logRecord struct {
 // 1 s segment is reported as a JSON record with its fields while the
 // service still runs, and the fields are what ffprobe finds in the file.
 func TestListenReportsEachFileWhenItIsFinished(t *testing.T) {
-	needTools(t, "ffprobe")
+	cmdtest.NeedTools(t, "ffprobe")
 	t.Parallel()
 	dir := t.TempDir()
 	l := startListenerJSON(t, dir, "--record-all", "-o", "rec/{broadcast}-{n}.mkv", "--segment", "1s")
-	pub, _ := start(t, dir, "--demo-to", "moql://"+l.addr+"/", "--tls-fingerprint", l.pin, "-b", "alice")
+	pub, _ := cmdtest.Start(t, dir, "--demo-to", "moql://"+l.Addr+"/", "--tls-fingerprint", l.Pin, "-b", "alice")
 	var got []logRecord
 	deadline := time.After(30 * time.Second)
 	for len(got) < 2 {
 		select {
-		case line, ok := <-l.lines:
+		case line, ok := <-l.Lines:
 			if !ok {
-				t.Fatalf("the listener ended:\n%s", strings.Join(l.log, "\n"))
+				t.Fatalf("the listener ended:\n%s", strings.Join(l.Log, "\n"))
 			}
-			l.log = append(l.log, line)
+			l.Log = append(l.Log, line)
 			var r logRecord
 			if err := json.Unmarshal([]byte(line), &r); err != nil {
 				t.Fatalf("not a JSON record: %q", line)
@@ -55,11 +57,11 @@ func TestListenReportsEachFileWhenItIsFinished(t *testing.T) {
 				got = append(got, r)
 			}
 		case <-deadline:
-			t.Fatalf("no two files reported while recording:\n%s", strings.Join(l.log, "\n"))
+			t.Fatalf("no two files reported while recording:\n%s", strings.Join(l.Log, "\n"))
 		}
 	}
 	// Still recording: the reports came as each file was finished.
-	if l.cmd.ProcessState != nil {
+	if l.Cmd.ProcessState != nil {
 		t.Fatal("the listener had exited")
 	}
 	for i, r := range got {
@@ -72,25 +74,25 @@ func TestListenReportsEachFileWhenItIsFinished(t *testing.T) {
 		if err != nil || st.Size() != *r.Bytes {
 			t.Errorf("%s: %v, %v; the record says %d bytes", path, st, err, *r.Bytes)
 		}
-		p := probe(t, path)
-		if n := p.frames(t, "h264") + p.frames(t, "aac"); int64(n) != *r.Frames {
+		p := cmdtest.Probe(t, path)
+		if n := p.Frames(t, "h264") + p.Frames(t, "aac"); int64(n) != *r.Frames {
 			t.Errorf("%s: ffprobe reads %d frames, the record says %d", path, n, *r.Frames)
 		}
-		if d := p.duration(t).Seconds(); math.Abs(d-*r.Duration) > 0.0015 {
+		if d := p.Duration(t).Seconds(); math.Abs(d-*r.Duration) > 0.0015 {
 			t.Errorf("%s: ffprobe says %.4f s, the record %.4f s", path, d, *r.Duration)
 		}
 	}
 	pub.Process.Signal(os.Interrupt)
-	exitCode(t, pub, 20*time.Second)
-	l.cmd.Process.Signal(os.Interrupt)
-	l.wait(t, 20*time.Second)
+	cmdtest.ExitCode(t, pub, 20*time.Second)
+	l.Cmd.Process.Signal(os.Interrupt)
+	l.Wait(t, 20*time.Second)
 }
 
-// startListenerJSON is startListener with --log-format json: the
+// startListenerJSON is cmdtest.StartListener with --log-format json: the
 // listening line is a JSON record.
-func startListenerJSON(t *testing.T, dir string, args ...string) *listener {
+func startListenerJSON(t *testing.T, dir string, args ...string) *cmdtest.Listener {
 	t.Helper()
-	return startListener(t, dir, append([]string{"--log-format", "json"}, args...)...)
+	return cmdtest.StartListener(t, dir, append([]string{"--log-format", "json"}, args...)...)
 }
 
 // TestTheNumbersAddUp records 2 s of the live demo and checks what the
@@ -99,12 +101,12 @@ func startListenerJSON(t *testing.T, dir string, args ...string) *listener {
 // dropped or named as after the end; payload and file bytes are both
 // given, the file bytes being the file's size.
 func TestTheNumbersAddUp(t *testing.T) {
-	needTools(t, "ffprobe")
+	cmdtest.NeedTools(t, "ffprobe")
 	t.Parallel()
 	dir := t.TempDir()
-	r := run(t, dir, "--duration", "2s", "-o", "x.mkv", "--summary", "sum.json")
-	if r.code != 0 {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	r := cmdtest.Run(t, dir, "--duration", "2s", "-o", "x.mkv", "--summary", "sum.json")
+	if r.Code != 0 {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "sum.json"))
 	if err != nil {
@@ -136,7 +138,7 @@ func TestTheNumbersAddUp(t *testing.T) {
 	if err != nil || sum.Files[0].Size != st.Size() || sum.FileBytes != st.Size() || sum.Bytes <= 0 || sum.Bytes >= sum.FileBytes {
 		t.Errorf("file %v %v; summary size %d, file_bytes %d, payload bytes %d", st, err, sum.Files[0].Size, sum.FileBytes, sum.Bytes)
 	}
-	d := probe(t, filepath.Join(dir, "x.mkv")).duration(t).Seconds()
+	d := cmdtest.Probe(t, filepath.Join(dir, "x.mkv")).Duration(t).Seconds()
 	if math.Abs(d-sum.Files[0].Media) > 0.0015 {
 		t.Errorf("the file lasts %.4f s (ffprobe), the summary says %.4f s", d, sum.Files[0].Media)
 	}
@@ -149,16 +151,16 @@ func TestTheNumbersAddUp(t *testing.T) {
 			t.Errorf("track %v: received is not written + dropped + after the end", tr)
 		}
 	}
-	if !strings.Contains(r.stderr, "wrote x.mkv: 00:00:02.0, ") || !strings.Contains(r.stderr, "recorded 00:00:02.0 in 1 file: ") {
-		t.Errorf("stderr does not say the 2 s the file lasts:\n%s", r.stderr)
+	if !strings.Contains(r.Stderr, "wrote x.mkv: 00:00:02.0, ") || !strings.Contains(r.Stderr, "recorded 00:00:02.0 in 1 file: ") {
+		t.Errorf("stderr does not say the 2 s the file lasts:\n%s", r.Stderr)
 	}
-	if !strings.Contains(r.stderr, "kB of media, "+formatKB(st.Size())+" of files") {
-		t.Errorf("stderr does not give both payload and file bytes:\n%s", r.stderr)
+	if !strings.Contains(r.Stderr, "kB of media, "+formatKB(st.Size())+" of files") {
+		t.Errorf("stderr does not give both payload and file bytes:\n%s", r.Stderr)
 	}
 	// /dev/null is no file that was written.
-	r = run(t, dir, "--duration", "1s", "-f", "mkv", "-o", os.DevNull)
-	if r.code != 0 || strings.Contains(r.stderr, "wrote "+os.DevNull) {
-		t.Errorf("-o /dev/null: exit %d\n%s", r.code, r.stderr)
+	r = cmdtest.Run(t, dir, "--duration", "1s", "-f", "mkv", "-o", os.DevNull)
+	if r.Code != 0 || strings.Contains(r.Stderr, "wrote "+os.DevNull) {
+		t.Errorf("-o /dev/null: exit %d\n%s", r.Code, r.Stderr)
 	}
 }
 
@@ -172,10 +174,10 @@ func formatKB(n int64) string {
 func TestUsageErrorsAreJSONRecords(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"--log-format", "json", "-f", "avi"}, {"--bogus", "--log-format", "json"}, {"--log-format=json", "--duration", "5"}} {
-		r := run(t, t.TempDir(), args...)
+		r := cmdtest.Run(t, t.TempDir(), args...)
 		var rec logRecord
-		if err := json.Unmarshal([]byte(strings.TrimSpace(r.stderr)), &rec); err != nil || r.code != 2 || rec.Level != "ERROR" || rec.Kind != "usage" || rec.ExitCode == nil || *rec.ExitCode != 2 {
-			t.Errorf("%v: exit %d, stderr %q (%v)", args, r.code, r.stderr, err)
+		if err := json.Unmarshal([]byte(strings.TrimSpace(r.Stderr)), &rec); err != nil || r.Code != 2 || rec.Level != "ERROR" || rec.Kind != "usage" || rec.ExitCode == nil || *rec.ExitCode != 2 {
+			t.Errorf("%v: exit %d, stderr %q (%v)", args, r.Code, r.Stderr, err)
 		}
 	}
 }

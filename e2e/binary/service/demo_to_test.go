@@ -1,4 +1,4 @@
-package binary
+package service
 
 import (
 	"fmt"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/internal/samples"
+	"github.com/moq-export/moq-export/internal/testutil/cmdtest"
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 )
 
@@ -69,23 +70,23 @@ func pad(s string) string {
 // printed. The listener records the broadcast frame for frame and both
 // exit 0 when the demo ends.
 func TestTheDemoPublishesIntoListen(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe")
+	cmdtest.NeedTools(t, "ffmpeg", "ffprobe")
 	t.Parallel()
 	dir := t.TempDir()
-	l := startListener(t, dir, "-b", "alice", "-o", "alice.mkv")
-	r := run(t, dir, "--demo-to", "moql://"+l.addr+"/", "--tls-fingerprint", l.pin, "-b", "alice", "--demo-loops", "1")
-	if r.code != 0 || !strings.Contains(r.stderr, `publishing the built-in demo broadcast "alice" into moql://`+l.addr) {
-		t.Fatalf("--demo-to: exit %d\n%s", r.code, r.stderr)
+	l := cmdtest.StartListener(t, dir, "-b", "alice", "-o", "alice.mkv")
+	r := cmdtest.Run(t, dir, "--demo-to", "moql://"+l.Addr+"/", "--tls-fingerprint", l.Pin, "-b", "alice", "--demo-loops", "1")
+	if r.Code != 0 || !strings.Contains(r.Stderr, `publishing the built-in demo broadcast "alice" into moql://`+l.Addr) {
+		t.Fatalf("--demo-to: exit %d\n%s", r.Code, r.Stderr)
 	}
-	if err := l.wait(t, 20*time.Second); err != nil {
-		t.Fatalf("listener: %v\n%s", err, strings.Join(l.log, "\n"))
+	if err := l.Wait(t, 20*time.Second); err != nil {
+		t.Fatalf("listener: %v\n%s", err, strings.Join(l.Log, "\n"))
 	}
 	path := filepath.Join(dir, "alice.mkv")
-	decode(t, path)
+	cmdtest.Decode(t, path)
 	// -b names the broadcast, so the listener subscribes the moment it is
 	// announced, before its first frame: every video frame is recorded.
 	sameFramesAsSample(t, path, "video", "h264", 0)
-	if n := probe(t, path).frames(t, "aac"); n < len(samples.MustLoadSample("aac").Frames)-47 {
+	if n := cmdtest.Probe(t, path).Frames(t, "aac"); n < len(samples.MustLoadSample("aac").Frames)-47 {
 		t.Errorf("aac: %d frames", n)
 	}
 }
@@ -100,9 +101,9 @@ func TestDemoToRefusesRecordingFlags(t *testing.T) {
 		{"moql://127.0.0.1:1/", "--demo-to", "moql://127.0.0.1:2/"},
 		{"--demo-to", "ftp://127.0.0.1:1/"},
 	} {
-		r := run(t, t.TempDir(), args...)
-		if r.code != 2 || !strings.Contains(r.stderr, "--demo-to") {
-			t.Errorf("%v: exit %d, stderr %q", args, r.code, r.stderr)
+		r := cmdtest.Run(t, t.TempDir(), args...)
+		if r.Code != 2 || !strings.Contains(r.Stderr, "--demo-to") {
+			t.Errorf("%v: exit %d, stderr %q", args, r.Code, r.Stderr)
 		}
 	}
 }
@@ -113,21 +114,21 @@ var demoServedLine = regexp.MustCompile(`served over loopback QUIC at (moql://\S
 // prints its server's URL and fingerprint, and a second moq-export records
 // from it with that pin (no --tls-insecure).
 func TestASecondMoqExportRecordsTheDemoByItsFingerprint(t *testing.T) {
-	needTools(t, "ffprobe")
+	cmdtest.NeedTools(t, "ffprobe")
 	t.Parallel()
 	dir := t.TempDir()
-	cmd, lines := start(t, dir, "-o", "first.ts", "--duration", "30s")
-	lines.waitFor(t, "served over loopback QUIC")
+	cmd, lines := cmdtest.Start(t, dir, "-o", "first.ts", "--duration", "30s")
+	lines.WaitFor(t, "served over loopback QUIC")
 	m := demoServedLine.FindStringSubmatch(lines.String())
 	if m == nil {
 		t.Fatalf("no URL and fingerprint in:\n%s", lines.String())
 	}
-	r := run(t, dir, m[1], "--tls-fingerprint", m[2], "-b", "demo", "-o", "second.mkv", "--duration", "2s")
+	r := cmdtest.Run(t, dir, m[1], "--tls-fingerprint", m[2], "-b", "demo", "-o", "second.mkv", "--duration", "2s")
 	cmd.Process.Signal(os.Interrupt)
-	exitCode(t, cmd, 20*time.Second)
-	if r.code != 0 {
-		t.Fatalf("second moq-export: exit %d\n%s", r.code, r.stderr)
+	cmdtest.ExitCode(t, cmd, 20*time.Second)
+	if r.Code != 0 {
+		t.Fatalf("second moq-export: exit %d\n%s", r.Code, r.Stderr)
 	}
-	decode(t, filepath.Join(dir, "second.mkv"))
-	expectFrames(t, probe(t, filepath.Join(dir, "second.mkv")), "h264", 2)
+	cmdtest.Decode(t, filepath.Join(dir, "second.mkv"))
+	cmdtest.ExpectFrames(t, cmdtest.Probe(t, filepath.Join(dir, "second.mkv")), "h264", 2)
 }

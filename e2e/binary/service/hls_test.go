@@ -1,4 +1,4 @@
-package binary
+package service
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/testutil/cmdtest"
 	"github.com/moq-export/moq-export/internal/testutil/proctest"
 )
 
@@ -86,12 +87,12 @@ func decodeAll(t *testing.T, path string) {
 // after a discontinuity, the earlier segments untouched, and ends as a
 // VOD that plays whole.
 func TestKilledHLSRecordingPlaysAndARestartContinuesIt(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe")
+	cmdtest.NeedTools(t, "ffmpeg", "ffprobe")
 	t.Parallel()
 	dir := t.TempDir()
 	pkg := filepath.Join(dir, "pkg")
 	args := []string{"--demo-simulcast", "-o", "pkg/index.m3u8", "--hls-segment-duration", "1s"}
-	cmd := proctest.Command(binary, args...)
+	cmd := proctest.Command(cmdtest.Binary, args...)
 	cmd.Dir = dir
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -138,9 +139,9 @@ func TestKilledHLSRecordingPlaysAndARestartContinuesIt(t *testing.T) {
 		decodeAll(t, closed)
 	}
 
-	r := run(t, dir, append(args, "--duration", "3s")...)
-	if r.code != 0 {
-		t.Fatalf("the restart exited %d:\n%s", r.code, r.stderr)
+	r := cmdtest.Run(t, dir, append(args, "--duration", "3s")...)
+	if r.Code != 0 {
+		t.Fatalf("the restart exited %d:\n%s", r.Code, r.Stderr)
 	}
 	for _, id := range []string{"v0", "v1", "a0", "a1"} {
 		pl := filepath.Join(pkg, id+".m3u8")
@@ -183,9 +184,9 @@ func TestKilledHLSRecordingPlaysAndARestartContinuesIt(t *testing.T) {
 // TestHLSToStdoutIsRefusedBeforeRecording: a package is many files.
 func TestHLSToStdoutIsRefusedBeforeRecording(t *testing.T) {
 	t.Parallel()
-	r := run(t, t.TempDir(), "-f", "hls")
-	if r.code != 2 || !strings.Contains(r.stderr, "stdout cannot hold") {
-		t.Fatalf("-f hls to stdout: exit %d\n%s", r.code, r.stderr)
+	r := cmdtest.Run(t, t.TempDir(), "-f", "hls")
+	if r.Code != 2 || !strings.Contains(r.Stderr, "stdout cannot hold") {
+		t.Fatalf("-f hls to stdout: exit %d\n%s", r.Code, r.Stderr)
 	}
 }
 
@@ -194,12 +195,12 @@ func TestHLSToStdoutIsRefusedBeforeRecording(t *testing.T) {
 // media playlist has one EXT-X-DISCONTINUITY, no segment spans the outage,
 // the MPD has a second Period, and ffmpeg plays the package.
 func TestAPublisherRestartIsADiscontinuityInThePackage(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe")
+	cmdtest.NeedTools(t, "ffmpeg", "ffprobe")
 	t.Parallel()
 	dir := t.TempDir()
 	// A file per segment (--hls-segment-files), the layout an object
 	// store gets: the killed-recording test above covers the byte ranges.
-	recordAcrossAFreshClockRestart(t, dir, "-o", "pkg/index.m3u8", "--hls-segment-duration", "1s", "--hls-segment-files")
+	cmdtest.RecordAcrossAFreshClockRestart(t, dir, "-o", "pkg/index.m3u8", "--hls-segment-duration", "1s", "--hls-segment-files")
 	pkg := filepath.Join(dir, "pkg")
 	for _, id := range []string{"v0", "a0"} {
 		b, err := os.ReadFile(filepath.Join(pkg, id+".m3u8"))

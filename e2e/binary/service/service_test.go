@@ -1,4 +1,4 @@
-package binary
+package service
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/moq-export/moq-export/demo"
 	"github.com/moq-export/moq-export/internal/service"
+	"github.com/moq-export/moq-export/internal/testutil/cmdtest"
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -90,7 +91,7 @@ func labelled(fams map[string]*dto.MetricFamily, name, label, value string) floa
 // --summary's.
 func TestTheServiceFaceOfTheCommand(t *testing.T) {
 	t.Parallel()
-	_, url, pin := relay(t, "room/a", "room/b")
+	_, url, pin := cmdtest.Relay(t, "room/a", "room/b")
 	dir := t.TempDir()
 	secret := []byte("hook-secret")
 	os.WriteFile(filepath.Join(dir, "secret"), secret, 0o600)
@@ -124,9 +125,9 @@ func TestTheServiceFaceOfTheCommand(t *testing.T) {
 	}))
 	defer hook.Close()
 
-	cmd, errOut := start(t, dir, url, "--tls-fingerprint", pin, "--config", "moq-export.yaml", "--webhook", hook.URL,
+	cmd, errOut := cmdtest.Start(t, dir, url, "--tls-fingerprint", pin, "--config", "moq-export.yaml", "--webhook", hook.URL,
 		"--webhook-secret-file", "secret", "--summary", "sum.json")
-	errOut.waitFor(t, "status page on http://")
+	errOut.WaitFor(t, "status page on http://")
 	m := statusPageLine.FindStringSubmatch(errOut.String())
 	mu.Lock()
 	base = m[1]
@@ -154,7 +155,7 @@ func TestTheServiceFaceOfTheCommand(t *testing.T) {
 	}
 
 	cmd.Process.Signal(syscall.SIGTERM)
-	if code := exitCode(t, cmd, 40*time.Second); code != 0 {
+	if code := cmdtest.ExitCode(t, cmd, 40*time.Second); code != 0 {
 		t.Fatalf("SIGTERM: exit %d\n%s", code, errOut.String())
 	}
 	var sum struct {
@@ -211,17 +212,17 @@ func TestTheServiceFaceOfTheCommand(t *testing.T) {
 // broadcast a connected publisher announced, and SIGTERM finishes that
 // file (it decodes) and exits 0.
 func TestTheAPIRecordsFromListen(t *testing.T) {
-	needTools(t, "ffmpeg")
+	cmdtest.NeedTools(t, "ffmpeg")
 	t.Parallel()
 	dir := t.TempDir()
-	l := startListener(t, dir, "-v", "--http", "127.0.0.1:0")
-	base := statusPage(t, l.log)
-	l.waitLine(t, "recording only what the API starts from the publishers of --listen")
+	l := cmdtest.StartListener(t, dir, "-v", "--http", "127.0.0.1:0")
+	base := statusPage(t, l.Log)
+	l.WaitLine(t, "recording only what the API starts from the publishers of --listen")
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
-	sess := publisher(t, ctx, l.addr, l.pin)
+	sess := publisher(t, ctx, l.Addr, l.Pin)
 	publishDemo(t, ctx, sess, "alice", demo.Options{})
-	l.waitLine(t, "publisher announced a broadcast", "broadcast=alice")
+	l.WaitLine(t, "publisher announced a broadcast", "broadcast=alice")
 	body, _ := json.Marshal(service.StartRequest{Listen: true, Broadcast: "alice", Output: "rec/{broadcast}.mkv"})
 	resp, err := http.Post(base+"/api/v1/recordings", "application/json", bytes.NewReader(body))
 	if err != nil {
@@ -232,14 +233,14 @@ func TestTheAPIRecordsFromListen(t *testing.T) {
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("start: %d %s", resp.StatusCode, answer)
 	}
-	l.waitLine(t, "writing", "alice.mkv")
+	l.WaitLine(t, "writing", "alice.mkv")
 	time.Sleep(1500 * time.Millisecond)
-	l.cmd.Process.Signal(syscall.SIGTERM)
-	if err := l.wait(t, 30*time.Second); err != nil {
-		t.Fatalf("SIGTERM: %v\n%s", err, strings.Join(l.log, "\n"))
+	l.Cmd.Process.Signal(syscall.SIGTERM)
+	if err := l.Wait(t, 30*time.Second); err != nil {
+		t.Fatalf("SIGTERM: %v\n%s", err, strings.Join(l.Log, "\n"))
 	}
 	path := filepath.Join(dir, "rec", "alice.mkv")
-	decode(t, path)
+	cmdtest.Decode(t, path)
 	if files, _ := filepath.Glob(filepath.Join(dir, "rec", "*")); len(files) != 1 {
 		t.Errorf("files %v, want the one the API started", files)
 	}

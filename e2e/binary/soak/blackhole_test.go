@@ -1,4 +1,4 @@
-package binary
+package soak
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/testutil/cmdtest"
 	"github.com/moq-export/moq-export/internal/testutil/udpproxy"
 )
 
@@ -55,24 +56,24 @@ func TestALongBlackholeIsFilledBeforeTheSoaksNextFault(t *testing.T) {
 		}
 		outage = d
 	}
-	needTools(t, "ffmpeg", "ffprobe")
+	cmdtest.NeedTools(t, "ffmpeg", "ffprobe")
 	const calm = 6 * time.Second // the soak's shortest calm after a fault
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute+outage)
 	defer cancel()
 	dir := t.TempDir()
-	certFile, keyFile, pin := publisherCert(t, dir)
+	certFile, keyFile, pin := cmdtest.PublisherCert(t, dir)
 	epoch := time.Now()
-	pub := startPublisher(t, ctx, "127.0.0.1:0", certFile, keyFile, epoch,
-		"MOQ_EXPORT_TEST_BROADCASTS="+soakBroadcasts, "MOQ_EXPORT_TEST_KEEP=4000", "MOQ_EXPORT_TEST_VERSIONS=moq-transport-22")
-	px, err := udpproxy.New(pub.addr)
+	pub := cmdtest.StartPublisher(t, ctx, "127.0.0.1:0", certFile, keyFile, epoch,
+		"MOQ_EXPORT_TEST_BROADCASTS="+cmdtest.SoakBroadcasts, "MOQ_EXPORT_TEST_KEEP=4000", "MOQ_EXPORT_TEST_VERSIONS=moq-transport-22")
+	px, err := udpproxy.New(pub.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer px.Close()
 	exts := []string{"mp4", "flv"}
-	var recs []*recorderRun
+	var recs []*cmdtest.RecorderRun
 	for _, ext := range exts {
-		recs = append(recs, startRecorder(t, ctx, dir, "moql://"+px.Addr()+"/", "--tls-fingerprint", pin,
+		recs = append(recs, cmdtest.StartRecorder(t, ctx, dir, "moql://"+px.Addr()+"/", "--tls-fingerprint", pin,
 			"--record-all", "--keep-timestamps", "-v", "-o", filepath.Join(ext, "{broadcast}."+ext)))
 	}
 	// The outage comes once every recording is well under way. When
@@ -80,10 +81,10 @@ func TestALongBlackholeIsFilledBeforeTheSoaksNextFault(t *testing.T) {
 	// of the calm the fill took.
 	fills := make([]fillTimes, len(recs))
 	for i, r := range recs {
-		if r.waitMedia(5*time.Second) == 0 {
-			t.Fatalf("no progress past 5 s:\n%s", r.log.String())
+		if r.WaitMedia(5*time.Second) == 0 {
+			t.Fatalf("no progress past 5 s:\n%s", r.Log.String())
 		}
-		go fills[i].follow(r.lines)
+		go fills[i].follow(r.Lines)
 	}
 	px.Blackhole(true)
 	time.Sleep(outage)
@@ -97,12 +98,12 @@ func TestALongBlackholeIsFilledBeforeTheSoaksNextFault(t *testing.T) {
 	}
 	killed := time.Since(epoch).Seconds()
 	for _, r := range recs {
-		if err := r.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		if err := r.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, r := range recs {
-		r.cmd.Wait()
+		r.Cmd.Wait()
 	}
 	t.Logf("blackhole until %.1f s of the publisher's clock, recorders killed at %.1f s", back, killed)
 	for i, ext := range exts {
@@ -113,14 +114,14 @@ func TestALongBlackholeIsFilledBeforeTheSoaksNextFault(t *testing.T) {
 		}
 		for _, b := range []string{"legacy", "loc", "cmaf"} {
 			path := filepath.Join(dir, ext, b+"."+ext)
-			decodeCutShort(t, path)
-			got := packetsByCodec(t, path)
+			cmdtest.DecodeCutShort(t, path)
+			got := cmdtest.PacketsByCodec(t, path)
 			if len(got) != 2 {
-				t.Errorf("%s: streams %v", path, keys(got))
+				t.Errorf("%s: streams %v", path, cmdtest.Keys(got))
 				continue
 			}
 			for codec, sp := range got {
-				pts := slices.Clone(sp.pts)
+				pts := slices.Clone(sp.Pts)
 				slices.Sort(pts)
 				if len(pts) == 0 {
 					t.Errorf("%s %s: no packets", path, codec)
@@ -131,7 +132,7 @@ func TestALongBlackholeIsFilledBeforeTheSoaksNextFault(t *testing.T) {
 				// decode order, which may leave out B-frames shown before
 				// its last frames.
 				end, _ := slices.BinarySearch(pts, pts[len(pts)-1]-1)
-				checkContinuous(t, what, &streamPackets{codec: codec, pts: pts[:end]})
+				cmdtest.CheckContinuous(t, what, &cmdtest.StreamPackets{Codec: codec, Pts: pts[:end]})
 				if last := pts[len(pts)-1]; last < killed-bound {
 					t.Errorf("%s %s: the file ends at %.2f s, the recorder was killed at %.2f s (%.1f s after the network came back): %.2f s lost, over the %.0f s bound",
 						what, codec, last, killed, calm.Seconds(), killed-last, bound)
@@ -139,7 +140,7 @@ func TestALongBlackholeIsFilledBeforeTheSoaksNextFault(t *testing.T) {
 			}
 		}
 		if !failed && t.Failed() {
-			t.Logf("the %s recorder's log:\n%s", ext, recs[i].log.String())
+			t.Logf("the %s recorder's log:\n%s", ext, recs[i].Log.String())
 		}
 	}
 }

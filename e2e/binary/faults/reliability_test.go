@@ -1,8 +1,6 @@
-package binary
+package faults
 
 import (
-	"bufio"
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -17,34 +15,17 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/internal/testutil/cmdtest"
 	"github.com/moq-export/moq-export/internal/testutil/mediatest"
-	"github.com/moq-export/moq-export/internal/testutil/proctest"
 	"github.com/moq-export/moq-export/internal/testutil/udpproxy"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe"
 )
-
-// progressClock matches the media time at the start of a progress line.
-var progressClock = regexp.MustCompile(`(?m)^(\d\d):(\d\d):(\d\d)\.(\d)\s`)
-
-// mediaTimes returns the media times of the progress lines in s.
-func mediaTimes(s string) []time.Duration {
-	var out []time.Duration
-	for _, m := range progressClock.FindAllStringSubmatch(s, -1) {
-		h, _ := strconv.Atoi(m[1])
-		mi, _ := strconv.Atoi(m[2])
-		se, _ := strconv.Atoi(m[3])
-		te, _ := strconv.Atoi(m[4])
-		out = append(out, time.Duration(h)*time.Hour+time.Duration(mi)*time.Minute+time.Duration(se)*time.Second+time.Duration(te)*100*time.Millisecond)
-	}
-	return out
-}
 
 // mediaSpan returns the span of the packet timestamps in path (first to
 // last), read with ffprobe: what the recording holds, finalized or not.
@@ -68,120 +49,6 @@ func mediaSpan(t *testing.T, path string) time.Duration {
 	return time.Duration((last - first) * float64(time.Second))
 }
 
-// cutShort matches what ffmpeg says about a file whose last frame was cut
-// off: a kill can land in the middle of a write(2), so the file may end
-// inside a frame (everything before it decodes).
-var cutShort = regexp.MustCompile(`File ended prematurely|Invalid NAL unit size|missing picture in access unit|Error splitting the input into NAL units|Packet corrupt|Truncat|invalid packet size|stream ends prematurely|partial file|Error while decoding|decode_slice_header error|no frame!|error while decoding MB|concealing|Invalid data found when processing input`)
-
-// decodeCutShort decodes path with ffmpeg like decode, but accepts the
-// messages of a last frame cut off by a kill.
-func decodeCutShort(t *testing.T, path string) {
-	t.Helper()
-	cmd := exec.Command("ffmpeg", "-nostdin", "-v", "error", "-i", path, "-f", "null", "-")
-	var errOut bytes.Buffer
-	cmd.Stderr = &errOut
-	err := cmd.Run()
-	var other []string
-	for _, line := range strings.Split(strings.TrimSpace(errOut.String()), "\n") {
-		if line != "" && !cutShort.MatchString(line) {
-			other = append(other, line)
-		}
-	}
-	if err != nil || len(other) > 0 {
-		t.Errorf("ffmpeg decoding %s: %v\n%s", filepath.Base(path), err, errOut.String())
-	} else if errOut.Len() > 0 {
-		t.Logf("%s ends inside a frame: %s", filepath.Base(path), strings.TrimSpace(errOut.String()))
-	}
-}
-
-// decodeAtFileTimes decodes path like decode, keeping each frame at the
-// file's own millisecond time: after an outage the timeline goes on by a
-// time that is not a whole number of frames, and ffmpeg's null output, at
-// the stream's nominal frame rate, would round two frames onto one tick
-// and complain about its own timestamps.
-func decodeAtFileTimes(t *testing.T, path string) {
-	t.Helper()
-	cmd := exec.Command("ffmpeg", "-nostdin", "-v", "error", "-i", path, "-enc_time_base:v", "1/1000", "-fps_mode", "passthrough", "-f", "null", "-")
-	var errOut bytes.Buffer
-	cmd.Stderr = &errOut
-	if err := cmd.Run(); err != nil || errOut.Len() > 0 {
-		t.Errorf("ffmpeg decoding %s: %v\n%s", filepath.Base(path), err, errOut.String())
-	}
-}
-
-// lockedBuffer collects a child's stderr while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// recorderRun is the binary running with --progress always: its stderr is
-// kept (log) and handed over line by line (lines, closed at its end).
-type recorderRun struct {
-	cmd   *exec.Cmd
-	lines chan string
-	log   lockedBuffer
-	// stamped is log with each line's wall time (logClock) in front,
-	// for the logs printed when a test fails.
-	stamped lockedBuffer
-}
-
-func startRecorder(t *testing.T, ctx context.Context, dir string, args ...string) *recorderRun {
-	t.Helper()
-	r := &recorderRun{cmd: proctest.CommandContext(ctx, binary, append(args, "--progress", "always")...), lines: make(chan string, 1024)}
-	r.cmd.Dir = dir
-	stderr, err := r.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer close(r.lines)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			r.log.Write(append(sc.Bytes(), '\n'))
-			r.stamped.Write(fmt.Appendf(nil, "%s %s\n", time.Now().Format(logClock), sc.Bytes()))
-			select {
-			case r.lines <- sc.Text():
-			default: // nobody waits for a progress line any more
-			}
-		}
-	}()
-	return r
-}
-
-// waitMedia returns the media time of the first progress line that says at
-// least d, or 0 when the output ended first.
-func (r *recorderRun) waitMedia(d time.Duration) time.Duration {
-	for line := range r.lines {
-		if ts := mediaTimes(line); len(ts) > 0 && ts[0] >= d {
-			return ts[0]
-		}
-	}
-	return 0
-}
-
-// wait reads the rest of the output and waits for the exit.
-func (r *recorderRun) wait() error {
-	for range r.lines {
-	}
-	return r.cmd.Wait()
-}
-
 // TestSIGKILLLeavesAPlayableFileInEachFormat kills the recorder with
 // SIGKILL once its progress line says it wrote 3 s of media: the file
 // decodes (at most its last frame cut off, when the kill lands inside a
@@ -189,7 +56,7 @@ func (r *recorderRun) wait() error {
 // (file outputs flush at least every 500 ms; MP4 also keeps the fragment
 // being built, at most a GOP).
 func TestSIGKILLLeavesAPlayableFileInEachFormat(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe")
+	cmdtest.NeedTools(t, "ffmpeg", "ffprobe")
 	for _, tc := range []struct {
 		file  string
 		args  []string
@@ -206,21 +73,21 @@ func TestSIGKILLLeavesAPlayableFileInEachFormat(t *testing.T) {
 			dir := t.TempDir()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			r := startRecorder(t, ctx, dir, append([]string{"-o", tc.file}, tc.args...)...)
-			written := r.waitMedia(3 * time.Second)
+			r := cmdtest.StartRecorder(t, ctx, dir, append([]string{"-o", tc.file}, tc.args...)...)
+			written := r.WaitMedia(3 * time.Second)
 			if written == 0 {
-				r.wait()
-				t.Fatalf("no progress past 3 s:\n%s", r.log.String())
+				r.Wait()
+				t.Fatalf("no progress past 3 s:\n%s", r.Log.String())
 			}
-			if err := r.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			if err := r.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
-			err := r.wait()
+			err := r.Wait()
 			if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-				t.Fatalf("exit: %v\n%s", err, r.log.String())
+				t.Fatalf("exit: %v\n%s", err, r.Log.String())
 			}
 			path := filepath.Join(dir, tc.file)
-			decodeCutShort(t, path)
+			cmdtest.DecodeCutShort(t, path)
 			d := mediaSpan(t, path)
 			t.Logf("%v of media in the file, %v written by the kill", d, written)
 			if d < written-tc.slack {
@@ -235,23 +102,23 @@ func TestSIGKILLLeavesAPlayableFileInEachFormat(t *testing.T) {
 // stops part way, then errors) ends the recording with exit 1 and a
 // message naming the file, and the file decodes cleanly up to there.
 func TestFullDiskEndsTheRecordingWithExit1AndAPlayableFile(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe", "sh")
+	cmdtest.NeedTools(t, "ffmpeg", "ffprobe", "sh")
 	for _, file := range []string{"f.flv", "f.mkv", "f.ts", "f.mp4"} {
 		t.Run(file, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			// 200 blocks of 512 bytes: about 3 s of the demo.
-			r := runProgram(t, dir, "sh", "-c", `ulimit -f 200 && exec "$0" "$@"`, binary, "-o", file, "--duration", "30s")
-			if r.code != 1 {
-				t.Fatalf("exit %d, want 1\n%s", r.code, r.stderr)
+			r := cmdtest.RunProgram(t, dir, "sh", "-c", `ulimit -f 200 && exec "$0" "$@"`, cmdtest.Binary, "-o", file, "--duration", "30s")
+			if r.Code != 1 {
+				t.Fatalf("exit %d, want 1\n%s", r.Code, r.Stderr)
 			}
 			for _, want := range []string{"writing " + file + " failed", "size limit", "stays playable"} {
-				if !strings.Contains(r.stderr, want) {
-					t.Errorf("stderr does not say %q:\n%s", want, r.stderr)
+				if !strings.Contains(r.Stderr, want) {
+					t.Errorf("stderr does not say %q:\n%s", want, r.Stderr)
 				}
 			}
 			path := filepath.Join(dir, file)
-			decode(t, path)
+			cmdtest.Decode(t, path)
 			if d := mediaSpan(t, path); d < time.Second {
 				t.Errorf("the file holds %v of media", d)
 			}
@@ -318,27 +185,27 @@ func proxiedDemo(t *testing.T, ctx context.Context, opts demo.Options) (*udpprox
 // fetches what it missed: the file has no hole, measured from its packet
 // timestamps, and every frame of the 8 s is in it.
 func TestNetworkOutageOfFourSecondsLosesNoFrame(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe")
+	cmdtest.NeedTools(t, "ffmpeg", "ffprobe")
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	px, pin := proxiedDemo(t, ctx, demo.Options{Realtime: true, KeepGroups: 100000})
 	dir := t.TempDir()
-	r := startRecorder(t, ctx, dir, "moql://"+px.Addr()+"/", "--tls-fingerprint", pin, "-b", "live",
+	r := cmdtest.StartRecorder(t, ctx, dir, "moql://"+px.Addr()+"/", "--tls-fingerprint", pin, "-b", "live",
 		"--duration", "8s", "-o", "out.mkv", "-v")
-	r.waitMedia(2 * time.Second)
+	r.WaitMedia(2 * time.Second)
 	px.Blackhole(true)
 	time.Sleep(4 * time.Second) // the outage itself
 	px.Blackhole(false)
-	if err := r.wait(); err != nil {
-		t.Fatalf("exit: %v\n%s", err, r.log.String())
+	if err := r.Wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, r.Log.String())
 	}
-	log := &r.log
+	log := &r.Log
 	if !strings.Contains(log.String(), "reconnected") {
 		t.Fatalf("no reconnect in the log: the outage was not noticed\n%s", log.String())
 	}
 	path := filepath.Join(dir, "out.mkv")
-	decode(t, path)
+	cmdtest.Decode(t, path)
 	times := packetTimes(t, path)
 	if len(times) != 2 {
 		t.Fatalf("%d streams", len(times))
@@ -366,37 +233,37 @@ func TestNetworkOutageOfFourSecondsLosesNoFrame(t *testing.T) {
 // outage plus 3 s, and the loss the recording reports for it (--summary,
 // the progress line) is that hole.
 func TestPublisherKilledAndRestartedLosesAtMostTheOutagePlusThreeSeconds(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe")
+	cmdtest.NeedTools(t, "ffmpeg", "ffprobe")
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	dir := t.TempDir()
 	epoch := time.Now()
-	r, _, killed := recordAcrossAKill(t, ctx, dir, epoch, nil,
+	r, _, killed := cmdtest.RecordAcrossAKill(t, ctx, dir, epoch, nil,
 		[]string{"-b", "live", "--duration", "12s", "-o", "out.mkv", "--summary", "sum.json"},
-		func(start func(epoch time.Time, env ...string) *publisherProcess) *publisherProcess {
+		func(start func(epoch time.Time, env ...string) *cmdtest.PublisherProcess) *cmdtest.PublisherProcess {
 			time.Sleep(2 * time.Second) // the outage itself
 			return start(epoch)
 		})
 	outage := time.Since(killed)
-	if err := r.wait(); err != nil {
+	if err := r.Wait(); err != nil {
 		t.Fatalf("exit: %v", err)
 	}
-	log := r.log.String()
+	log := r.Log.String()
 	if !strings.Contains(log, "reconnected") {
 		t.Fatal("no reconnect in the log")
 	}
 	path := filepath.Join(dir, "out.mkv")
-	decodeAtFileTimes(t, path)
-	sum := readSummary(t, filepath.Join(dir, "sum.json"))
+	cmdtest.DecodeAtFileTimes(t, path)
+	sum := cmdtest.ReadSummary(t, filepath.Join(dir, "sum.json"))
 	t.Logf("per track: %+v", sum.PerTrack)
-	got := packetsByCodec(t, path)
+	got := cmdtest.PacketsByCodec(t, path)
 	if len(got) != 2 {
-		t.Fatalf("streams %v", keys(got))
+		t.Fatalf("streams %v", cmdtest.Keys(got))
 	}
 	holes := map[string]time.Duration{}
 	for codec, sp := range got { // the demo's tracks are named after their codecs
-		hole := largestGap(sp.pts)
+		hole := largestGap(sp.Pts)
 		holes[codec] = hole
 		var reported time.Duration
 		gaps := 0
@@ -405,8 +272,8 @@ func TestPublisherKilledAndRestartedLosesAtMostTheOutagePlusThreeSeconds(t *test
 				reported, gaps = time.Duration(pt.Lost*float64(time.Second)), pt.Gaps
 			}
 		}
-		t.Logf("%s: %d packets over %.2fs; hole %v (%.3f-%.3f), reported lost %v in %d gaps; outage %v", codec, len(sp.pts),
-			sp.pts[len(sp.pts)-1]-sp.pts[0], hole, gapStart(sp.pts), gapStart(sp.pts)+hole.Seconds(), reported, gaps, outage.Round(time.Millisecond))
+		t.Logf("%s: %d packets over %.2fs; hole %v (%.3f-%.3f), reported lost %v in %d gaps; outage %v", codec, len(sp.Pts),
+			sp.Pts[len(sp.Pts)-1]-sp.Pts[0], hole, gapStart(sp.Pts), gapStart(sp.Pts)+hole.Seconds(), reported, gaps, outage.Round(time.Millisecond))
 		if hole > outage+3*time.Second {
 			t.Errorf("%s: a hole of %v, more than the outage (%v) plus 3 s", codec, hole, outage)
 		}
@@ -416,7 +283,7 @@ func TestPublisherKilledAndRestartedLosesAtMostTheOutagePlusThreeSeconds(t *test
 		// The report counts from the newest frame received before the
 		// break to the first after it: the file's hole, when every frame
 		// received was written.
-		if d := (hole - reported).Abs(); d > time.Duration(2*frameDuration[codec]*float64(time.Second)) {
+		if d := (hole - reported).Abs(); d > time.Duration(2*cmdtest.FrameDuration[codec]*float64(time.Second)) {
 			t.Errorf("%s: the recording reports %v lost, the file has a hole of %v", codec, reported, hole)
 		}
 		if gaps != 1 {
@@ -451,16 +318,16 @@ func gapStart(ts []float64) float64 {
 // second one out (once 3.067 s missing between 3.033 and 3.100, the last
 // frame before a 40 s outage), cut right after the P both (3.600 and
 // 3.633 missing before 3.667, under load). Any other hole is a lost frame.
-func checkContinuousApartFromTheCut(t *testing.T, what string, sp *streamPackets) {
+func checkContinuousApartFromTheCut(t *testing.T, what string, sp *cmdtest.StreamPackets) {
 	t.Helper()
-	d := frameDuration[sp.codec]
-	at, _ := mediatest.CutGap(sp.pts, sp.reorder, d)
-	for i := 1; i < len(sp.pts); i++ {
-		if i == at || mediatest.LeftOutByTheCut(sp.pts, i, at, sp.reorder, d) {
+	d := cmdtest.FrameDuration[sp.Codec]
+	at, _ := mediatest.CutGap(sp.Pts, sp.Reorder, d)
+	for i := 1; i < len(sp.Pts); i++ {
+		if i == at || mediatest.LeftOutByTheCut(sp.Pts, i, at, sp.Reorder, d) {
 			continue
 		}
-		if gap := sp.pts[i] - sp.pts[i-1]; gap > 1.5*d {
-			t.Errorf("%s: %s jumps %.3fs at %.3fs: frames are missing", what, sp.codec, gap, sp.pts[i-1])
+		if gap := sp.Pts[i] - sp.Pts[i-1]; gap > 1.5*d {
+			t.Errorf("%s: %s jumps %.3fs at %.3fs: frames are missing", what, sp.Codec, gap, sp.Pts[i-1])
 		}
 	}
 }
@@ -478,58 +345,58 @@ func checkContinuousApartFromTheCut(t *testing.T, what string, sp *streamPackets
 // It takes about a minute of wall time, nearly all of it waiting: it runs
 // in parallel with the other tests of the package.
 func TestNetworkOutageOfFortySecondsIsReportedAndTheRecordingGoesOn(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe")
+	cmdtest.NeedTools(t, "ffmpeg", "ffprobe")
 	t.Parallel()
 	const outage = 40 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	px, pin := proxiedDemo(t, ctx, demo.Options{Realtime: true})
 	dir := t.TempDir()
-	r := startRecorder(t, ctx, dir, "moql://"+px.Addr()+"/", "--tls-fingerprint", pin, "-b", "live",
+	r := cmdtest.StartRecorder(t, ctx, dir, "moql://"+px.Addr()+"/", "--tls-fingerprint", pin, "-b", "live",
 		"-o", "out.mkv", "--json", "-v")
-	before := r.waitMedia(3 * time.Second)
+	before := r.WaitMedia(3 * time.Second)
 	if before == 0 {
-		r.wait()
-		t.Fatalf("no progress past 3 s:\n%s", r.log.String())
+		r.Wait()
+		t.Fatalf("no progress past 3 s:\n%s", r.Log.String())
 	}
 	px.Blackhole(true)
 	time.Sleep(outage) // the outage itself
 	px.Blackhole(false)
 	// Record on for 4 s of media after the reconnect, then stop as Ctrl-C
 	// does.
-	for line := range r.lines {
+	for line := range r.Lines {
 		if strings.Contains(line, "reconnected") {
 			break
 		}
 	}
-	resumed := r.waitMedia(before + outage)
-	if resumed == 0 || r.waitMedia(resumed+4*time.Second) == 0 {
-		r.wait()
-		t.Fatalf("no progress after the outage:\n%s", r.log.String())
+	resumed := r.WaitMedia(before + outage)
+	if resumed == 0 || r.WaitMedia(resumed+4*time.Second) == 0 {
+		r.Wait()
+		t.Fatalf("no progress after the outage:\n%s", r.Log.String())
 	}
-	if err := r.cmd.Process.Signal(os.Interrupt); err != nil {
+	if err := r.Cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.wait(); err != nil {
-		t.Fatalf("exit: %v\n%s", err, r.log.String())
+	if err := r.Wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, r.Log.String())
 	}
-	log := r.log.String()
+	log := r.Log.String()
 	if !strings.Contains(log, "no longer served: a gap in the recording") {
 		t.Errorf("the log does not say that the missed groups are gone:\n%s", log)
 	}
-	var sum runSummary
-	if err := json.Unmarshal([]byte(lastLine(log)), &sum); err != nil {
+	var sum cmdtest.RunSummary
+	if err := json.Unmarshal([]byte(cmdtest.LastLine(log)), &sum); err != nil {
 		t.Fatalf("--json summary: %v\n%s", err, log)
 	}
 	path := filepath.Join(dir, "out.mkv")
-	decodeAtFileTimes(t, path)
-	got := packetsByCodec(t, path)
+	cmdtest.DecodeAtFileTimes(t, path)
+	got := cmdtest.PacketsByCodec(t, path)
 	if len(got) != 2 {
-		t.Fatalf("streams %v", keys(got))
+		t.Fatalf("streams %v", cmdtest.Keys(got))
 	}
 	var maxLost time.Duration
 	for codec, sp := range got { // the demo's tracks are named after their codecs
-		at, gap := mediatest.LargestGap(sp.pts)
+		at, gap := mediatest.LargestGap(sp.Pts)
 		hole := time.Duration(gap * float64(time.Second))
 		var reported time.Duration
 		gaps := 0
@@ -539,9 +406,9 @@ func TestNetworkOutageOfFortySecondsIsReportedAndTheRecordingGoesOn(t *testing.T
 			}
 		}
 		maxLost = max(maxLost, reported)
-		after := sp.pts[len(sp.pts)-1] - sp.pts[at]
-		t.Logf("%s: %d packets; hole %v (%.3f-%.3f), %.1fs recorded after it; reported lost %v in %d gaps; groups up to %v", codec, len(sp.pts),
-			hole, sp.pts[at-1], sp.pts[at], after, reported, gaps, longestGroup(sp))
+		after := sp.Pts[len(sp.Pts)-1] - sp.Pts[at]
+		t.Logf("%s: %d packets; hole %v (%.3f-%.3f), %.1fs recorded after it; reported lost %v in %d gaps; groups up to %v", codec, len(sp.Pts),
+			hole, sp.Pts[at-1], sp.Pts[at], after, reported, gaps, longestGroup(sp))
 		// The track resumes at the start of the group that was live when
 		// the network came back: a video group (a GOP) began up to its
 		// length before that, so the hole may be shorter than the outage
@@ -556,7 +423,7 @@ func TestNetworkOutageOfFortySecondsIsReportedAndTheRecordingGoesOn(t *testing.T
 		if hole > outage+3*time.Second {
 			t.Errorf("%s: a hole of %v after a %v outage: more than the outage plus 3 s\n%s", codec, hole, outage, log)
 		}
-		if d := (hole - reported).Abs(); d > time.Duration(2*frameDuration[codec]*float64(time.Second)) || gaps != 1 {
+		if d := (hole - reported).Abs(); d > time.Duration(2*cmdtest.FrameDuration[codec]*float64(time.Second)) || gaps != 1 {
 			t.Errorf("%s: the recording reports %v lost in %d gaps, the file has one hole of %v", codec, reported, gaps, hole)
 		}
 		if after < 3.5 {
@@ -591,14 +458,14 @@ func TestNetworkOutageOfFortySecondsIsReportedAndTheRecordingGoesOn(t *testing.T
 //     up to a GOP later (item 2): it is backfilled there, as at a live
 //     join.
 func TestPublisherRestartedOnAFreshClockRecordsCleanlyIntoEveryContainer(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe")
+	cmdtest.NeedTools(t, "ffmpeg", "ffprobe")
 	forEverySelectionAndContainer(t, func(t *testing.T, dir, file string, args []string) {
-		log := recordAcrossAFreshClockRestart(t, dir, args...)
+		log := cmdtest.RecordAcrossAFreshClockRestart(t, dir, args...)
 		got := restartedRecording(t, filepath.Join(dir, file), log)
 		holes := map[string]float64{}                               // each track's largest gap: the restart
 		before, after := map[string]float64{}, map[string]float64{} // its ends
 		for codec, sp := range got {
-			pts := sp.pts // sorted (packetsByCodec)
+			pts := sp.Pts // sorted (packetsByCodec)
 			for i := 1; i < len(pts); i++ {
 				if pts[i] == pts[i-1] {
 					t.Errorf("%s: two packets at %.3f s", codec, pts[i])
@@ -614,7 +481,7 @@ func TestPublisherRestartedOnAFreshClockRecordsCleanlyIntoEveryContainer(t *test
 				t.Errorf("%s spans %.2fs of the 10 s: the track did not resume after the restart", codec, span)
 			}
 			// One hole (the restart), the rest continuous.
-			checkContinuousApartFromTheCut(t, codec+" apart from the restart", &streamPackets{codec: codec, pts: pts, reorder: sp.reorder})
+			checkContinuousApartFromTheCut(t, codec+" apart from the restart", &cmdtest.StreamPackets{Codec: codec, Pts: pts, Reorder: sp.Reorder})
 		}
 		// On a fresh clock the new timeline goes on right after
 		// the old one: the tracks' holes are a few frames, from
@@ -631,52 +498,6 @@ func TestPublisherRestartedOnAFreshClockRecordsCleanlyIntoEveryContainer(t *test
 				a, v, before["aac"], before["h264"], after["aac"], after["h264"])
 		}
 	})
-}
-
-// recordAcrossAFreshClockRestart records the test publisher with args
-// (selection and output flags) for 10 s of media in dir; after 3 s the
-// publisher is killed with SIGKILL and started again 1 s later on the same
-// port with a fresh clock (its timestamps start afresh, as a restarted
-// process's do). The new publisher holds its media until every track is
-// subscribed, as tools/fleetpub does: it must see the catalog and both
-// media tracks subscribed again (issue 26 item 0: a recorder once
-// resubscribed only the catalog, "model: duplicate group" for its group 0,
-// and recorded nothing more). It returns the recorder's log once it
-// exited 0.
-func recordAcrossAFreshClockRestart(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	r, pub, _ := recordAcrossAKill(t, ctx, dir, time.Now(), nil, append([]string{"--duration", "10s"}, args...),
-		func(start func(epoch time.Time, env ...string) *publisherProcess) *publisherProcess {
-			time.Sleep(time.Second)
-			return start(time.Now(), "MOQ_EXPORT_TEST_HOLD=1")
-		})
-	// The recorder finds the dead connection by its idle timeout (3 s),
-	// reconnects and resubscribes; on a loaded machine that may take
-	// several seconds more.
-	want := []string{"live/aac", "live/catalog.json", "live/h264"}
-	var got []string
-	for deadline := time.Now().Add(45 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		got = got[:0]
-		for _, line := range strings.Split(pub.log.String(), "\n") {
-			if id, ok := strings.CutPrefix(line, "subscribed "); ok {
-				got = append(got, id)
-			}
-		}
-		if len(got) == len(want) || time.Now().After(deadline) {
-			break
-		}
-	}
-	if slices.Sort(got); !slices.Equal(got, want) {
-		r.cmd.Process.Kill()
-		r.wait()
-		t.Fatalf("the restarted publisher saw %v subscribed, want %v: the recorder did not resubscribe every track", got, want)
-	}
-	if err := r.wait(); err != nil {
-		t.Fatalf("exit: %v", err)
-	}
-	return r.log.String()
 }
 
 // forEverySelectionAndContainer runs test in parallel subtests, one per
@@ -702,128 +523,17 @@ func forEverySelectionAndContainer(t *testing.T, test func(t *testing.T, dir, fi
 
 // restartedRecording checks that the recorder's log saw a new timeline and
 // that path decodes clean, and returns its packets of both tracks.
-func restartedRecording(t *testing.T, path, log string) map[string]*streamPackets {
+func restartedRecording(t *testing.T, path, log string) map[string]*cmdtest.StreamPackets {
 	t.Helper()
 	if !strings.Contains(log, "new timeline") {
 		t.Fatal("the restart was not seen as a new timeline")
 	}
-	decodeAtFileTimes(t, path)
-	got := packetsByCodec(t, path)
+	cmdtest.DecodeAtFileTimes(t, path)
+	got := cmdtest.PacketsByCodec(t, path)
 	if len(got) != 2 {
-		t.Fatalf("streams %v", keys(got))
+		t.Fatalf("streams %v", cmdtest.Keys(got))
 	}
 	return got
-}
-
-// recordAcrossAKill starts the test publisher (env added to its
-// environment, its clock from epoch) and a recorder of it with args
-// (besides the URL, the pin and -vv) in dir; after 3 s of media it kills
-// the publisher with SIGKILL and lets restart start the new one on the same
-// port with the same certificate. It returns the recorder, still running,
-// the new publisher and when the old one died.
-//
-// The kill is the only fault a restart test means: an attempt whose
-// recorder lost its connection before it (a loaded machine that stalled a
-// process past the 3 s silence timeout) cannot test the restart, and is
-// made again, at most three times in all. Under -race at load ~40 a
-// publisher once sent nothing for 5 s at 1.7 s of media; the recorder
-// reconnected, fetched the backlog at once and reached its --duration
-// before the kill, and the test waited for a resubscription from a
-// recorder that had finished.
-func recordAcrossAKill(t *testing.T, ctx context.Context, dir string, epoch time.Time, env, args []string,
-	restart func(start func(epoch time.Time, env ...string) *publisherProcess) *publisherProcess) (*recorderRun, *publisherProcess, time.Time) {
-	t.Helper()
-	const attempts = 3
-	var r *recorderRun
-	var pubs []*publisherProcess
-	logsOnFailure(t, &r, &pubs)
-	for attempt := 1; ; attempt++ {
-		certFile, keyFile, pin := publisherCert(t, dir)
-		pub := startPublisher(t, ctx, "127.0.0.1:0", certFile, keyFile, epoch, env...)
-		pubs = []*publisherProcess{pub}
-		r = startRecorder(t, ctx, dir, append([]string{"moql://" + pub.addr + "/", "--tls-fingerprint", pin, "-vv"}, args...)...)
-		if r.waitMedia(3*time.Second) == 0 {
-			r.wait()
-			t.Fatal("no progress past 3 s")
-		}
-		if lost := lineWith(r.stamped.String(), "connection lost"); lost != "" {
-			if attempt == attempts {
-				t.Fatalf("in each of %d attempts the connection was lost before the publisher was killed (the last: %s): the machine stalled too long to test a restart", attempts, lost)
-			}
-			t.Logf("attempt %d: the connection was lost before the publisher was killed, the restart cannot be tested on it; recording again (%s)", attempt, lost)
-			r.cmd.Process.Kill()
-			r.wait()
-			pub.cmd.Process.Kill()
-			pub.cmd.Wait()
-			emptyDir(t, dir)
-			continue
-		}
-		if err := pub.cmd.Process.Kill(); err != nil {
-			t.Fatal(err)
-		}
-		pub.cmd.Wait()
-		killed := time.Now()
-		t.Logf("the publisher was killed at %s", killed.Format(logClock))
-		pub = restart(func(epoch time.Time, env ...string) *publisherProcess {
-			p := startPublisher(t, ctx, pub.addr, certFile, keyFile, epoch, env...)
-			pubs = append(pubs, p)
-			return p
-		})
-		return r, pub, killed
-	}
-}
-
-// lineWith returns the first line of log that holds text, or "".
-func lineWith(log, text string) string {
-	for _, line := range strings.Split(log, "\n") {
-		if strings.Contains(line, text) {
-			return line
-		}
-	}
-	return ""
-}
-
-// emptyDir removes everything in dir.
-func emptyDir(t *testing.T, dir string) {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// logClock is how the restart tests print a wall time, as the recorder's
-// and the publishers' logs do (slog's text handler).
-const logClock = "15:04:05.000"
-
-// logsOnFailure prints, when t has failed, the recorder's whole log and
-// each publisher's (the killed one, then the restarted one): every check
-// of a restart test can fail on a loaded machine in a way seen once in
-// hundreds of runs, and a failure must explain itself (of the last attempt
-// when there were several: recordAcrossAKill). It is printed once,
-// after the test's own messages; the messages do not repeat it. The logs
-// are read when the test ends, after the recorder has exited or been
-// killed.
-func logsOnFailure(t *testing.T, run **recorderRun, pubs *[]*publisherProcess) {
-	t.Cleanup(func() {
-		r := *run
-		if !t.Failed() || r == nil {
-			return
-		}
-		t.Logf("the recorder's log (%s):\n%s", strings.Join(r.cmd.Args[1:], " "), r.stamped.String())
-		for i, p := range *pubs {
-			what := "the first publisher's log"
-			if i > 0 {
-				what = fmt.Sprintf("restarted publisher %d's log", i)
-			}
-			t.Logf("%s (%s):\n%s", what, p.addr, p.log.String())
-		}
-	})
 }
 
 // TestBlipUnderRecordAllLosesNoFrame: one --record-all recorder of three
@@ -846,7 +556,7 @@ func logsOnFailure(t *testing.T, run **recorderRun, pubs *[]*publisherProcess) {
 // went quiet with all the others from a silent one). Now every track of
 // every file runs on without a hole.
 func TestBlipUnderRecordAllLosesNoFrame(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe")
+	cmdtest.NeedTools(t, "ffmpeg", "ffprobe")
 	for _, versions := range []string{"", "moq-transport-22"} {
 		for _, outage := range []time.Duration{1500 * time.Millisecond, 20 * time.Second} {
 			t.Run(fmt.Sprintf("%s/%v", cmp.Or(versions, "moq-lite"), outage), func(t *testing.T) {
@@ -861,21 +571,21 @@ func blipUnderRecordAll(t *testing.T, versions string, outage time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second+outage)
 	defer cancel()
 	dir := t.TempDir()
-	certFile, keyFile, pin := publisherCert(t, dir)
-	pub := startPublisher(t, ctx, "127.0.0.1:0", certFile, keyFile, time.Now(),
-		"MOQ_EXPORT_TEST_BROADCASTS="+soakBroadcasts, "MOQ_EXPORT_TEST_KEEP=4000", "MOQ_EXPORT_TEST_VERSIONS="+versions)
-	px, err := udpproxy.New(pub.addr)
+	certFile, keyFile, pin := cmdtest.PublisherCert(t, dir)
+	pub := cmdtest.StartPublisher(t, ctx, "127.0.0.1:0", certFile, keyFile, time.Now(),
+		"MOQ_EXPORT_TEST_BROADCASTS="+cmdtest.SoakBroadcasts, "MOQ_EXPORT_TEST_KEEP=4000", "MOQ_EXPORT_TEST_VERSIONS="+versions)
+	px, err := udpproxy.New(pub.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer px.Close()
-	r := startRecorder(t, ctx, dir, "moql://"+px.Addr()+"/", "--tls-fingerprint", pin, "--record-all",
+	r := cmdtest.StartRecorder(t, ctx, dir, "moql://"+px.Addr()+"/", "--tls-fingerprint", pin, "--record-all",
 		"-o", "rec/{broadcast}.mkv", "-v")
 	// The outage comes once every recording is well under way (a loaded
 	// machine under -race may take seconds to start them).
-	at := r.waitMedia(5 * time.Second)
+	at := r.WaitMedia(5 * time.Second)
 	if at == 0 {
-		t.Fatalf("no progress past 5 s:\n%s", r.log.String())
+		t.Fatalf("no progress past 5 s:\n%s", r.Log.String())
 	}
 	px.Blackhole(true)
 	time.Sleep(outage) // the outage itself
@@ -885,11 +595,11 @@ func blipUnderRecordAll(t *testing.T, versions string, outage time.Duration) {
 	// runs a few seconds past them before it is stopped. An outage under
 	// the idle timeout has no gap to fill: QUIC brings what it held back,
 	// and the recording runs 4 s of media past it.
-	if outage <= 3*time.Second && r.waitMedia(at+outage+4*time.Second) == 0 {
-		t.Fatalf("no progress past the outage:\n%s", r.log.String())
+	if outage <= 3*time.Second && r.WaitMedia(at+outage+4*time.Second) == 0 {
+		t.Fatalf("no progress past the outage:\n%s", r.Log.String())
 	}
 	for deadline := time.Now().Add(60 * time.Second); outage > 3*time.Second; time.Sleep(100 * time.Millisecond) {
-		log := r.log.String()
+		log := r.Log.String()
 		if strings.Count(log, "fetched the groups missed")+strings.Count(log, "no longer served") >= 6 {
 			break
 		}
@@ -900,13 +610,13 @@ func blipUnderRecordAll(t *testing.T, versions string, outage time.Duration) {
 	if outage > 3*time.Second {
 		time.Sleep(4 * time.Second)
 	}
-	if err := r.cmd.Process.Signal(os.Interrupt); err != nil {
+	if err := r.Cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.wait(); err != nil {
-		t.Fatalf("exit: %v\n%s", err, r.log.String())
+	if err := r.Wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, r.Log.String())
 	}
-	log := r.log.String()
+	log := r.Log.String()
 	defer func() {
 		if t.Failed() {
 			t.Log(log)
@@ -914,14 +624,14 @@ func blipUnderRecordAll(t *testing.T, versions string, outage time.Duration) {
 	}()
 	for _, b := range []string{"legacy", "loc", "cmaf"} {
 		path := filepath.Join(dir, "rec", b+".mkv")
-		decodeAtFileTimes(t, path)
-		got := packetsByCodec(t, path)
+		cmdtest.DecodeAtFileTimes(t, path)
+		got := cmdtest.PacketsByCodec(t, path)
 		if len(got) != 2 {
-			t.Fatalf("%s: streams %v", b, keys(got))
+			t.Fatalf("%s: streams %v", b, cmdtest.Keys(got))
 		}
 		spans := map[string]float64{}
 		for codec, sp := range got {
-			pts := slices.Clone(sp.pts)
+			pts := slices.Clone(sp.Pts)
 			slices.Sort(pts)
 			spans[codec] = pts[len(pts)-1] - pts[0]
 			// Up to the last second: the interrupt that ends the
@@ -930,7 +640,7 @@ func blipUnderRecordAll(t *testing.T, versions string, outage time.Duration) {
 			// have come before an older one's last (1 run in 40 left
 			// out two video frames there).
 			end, _ := slices.BinarySearch(pts, pts[len(pts)-1]-1)
-			checkContinuous(t, b, &streamPackets{codec: codec, pts: pts[:end]})
+			cmdtest.CheckContinuous(t, b, &cmdtest.StreamPackets{Codec: codec, Pts: pts[:end]})
 		}
 		// The file covers the outage and the seconds around it, audio as
 		// far as video.
@@ -944,14 +654,14 @@ func blipUnderRecordAll(t *testing.T, versions string, outage time.Duration) {
 // keyframes of sp (the longest GOP; an audio frame for audio) apart from
 // the one across its largest gap, plus a frame: how long a group of sp
 // lasts at most.
-func longestGroup(sp *streamPackets) time.Duration {
-	at, _ := mediatest.LargestGap(sp.pts)
+func longestGroup(sp *cmdtest.StreamPackets) time.Duration {
+	at, _ := mediatest.LargestGap(sp.Pts)
 	var longest float64
-	for i := 1; i < len(sp.keyPts); i++ {
-		if at > 0 && sp.keyPts[i-1] <= sp.pts[at-1] && sp.keyPts[i] >= sp.pts[at] {
+	for i := 1; i < len(sp.KeyPts); i++ {
+		if at > 0 && sp.KeyPts[i-1] <= sp.Pts[at-1] && sp.KeyPts[i] >= sp.Pts[at] {
 			continue // across the hole
 		}
-		longest = max(longest, sp.keyPts[i]-sp.keyPts[i-1])
+		longest = max(longest, sp.KeyPts[i]-sp.KeyPts[i-1])
 	}
-	return time.Duration((longest + frameDuration[sp.codec]) * float64(time.Second))
+	return time.Duration((longest + cmdtest.FrameDuration[sp.Codec]) * float64(time.Second))
 }

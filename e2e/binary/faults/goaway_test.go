@@ -1,4 +1,4 @@
-package binary
+package faults
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/moq-export/moq-export/demo"
+	"github.com/moq-export/moq-export/internal/testutil/cmdtest"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe"
 )
@@ -25,7 +26,7 @@ import (
 // last (no gap as long as one and a half frame durations) over the whole
 // recording.
 func TestRelayGoAwayMidRecordingLosesNoFrame(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe")
+	cmdtest.NeedTools(t, "ffmpeg", "ffprobe")
 	t.Parallel()
 	for _, redirect := range []bool{false, true} {
 		name := "SameRelayRestarts"
@@ -60,9 +61,9 @@ func TestRelayGoAwayMidRecordingLosesNoFrame(t *testing.T) {
 			}
 			relay := serve("127.0.0.1:0")
 			dir := t.TempDir()
-			r := startRecorder(t, ctx, dir, "moql://"+relay.Addr().String()+"/", "--tls-fingerprint", pin, "-b", "live",
+			r := cmdtest.StartRecorder(t, ctx, dir, "moql://"+relay.Addr().String()+"/", "--tls-fingerprint", pin, "-b", "live",
 				"--duration", "7s", "-o", "out.mkv", "-v")
-			r.waitMedia(2 * time.Second)
+			r.WaitMedia(2 * time.Second)
 			uri := ""
 			var next *subscribe.Server
 			if redirect {
@@ -78,15 +79,15 @@ func TestRelayGoAwayMidRecordingLosesNoFrame(t *testing.T) {
 			if !redirect {
 				serve(addr) // the relay back after its restart
 			}
-			if err := r.wait(); err != nil {
-				t.Fatalf("exit: %v\n%s", err, r.log.String())
+			if err := r.Wait(); err != nil {
+				t.Fatalf("exit: %v\n%s", err, r.Log.String())
 			}
-			log := r.log.String()
+			log := r.Log.String()
 			if !strings.Contains(log, "GOAWAY") {
 				t.Fatalf("the GOAWAY is not in the log\n%s", log)
 			}
 			path := filepath.Join(dir, "out.mkv")
-			decode(t, path)
+			cmdtest.Decode(t, path)
 			times := packetTimes(t, path)
 			if len(times) != 2 {
 				t.Fatalf("%d streams", len(times))

@@ -1,10 +1,12 @@
-package binary
+package faults
 
 import (
 	"context"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/moq-export/moq-export/internal/testutil/cmdtest"
 )
 
 // TestPublisherRestartedAtOnceLosesOnlyItsOutage: the publisher is killed
@@ -21,26 +23,26 @@ import (
 // relay keeps a while: a recorder that noticed the loss later than that
 // after the restart loses what the publisher dropped meanwhile).
 func TestPublisherRestartedAtOnceLosesOnlyItsOutage(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe")
+	cmdtest.NeedTools(t, "ffmpeg", "ffprobe")
 	forEverySelectionAndContainer(t, func(t *testing.T, dir, file string, args []string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
 		const keep = "MOQ_EXPORT_TEST_KEEP=100000"
 		epoch := time.Now()
-		r, _, killed := recordAcrossAKill(t, ctx, dir, epoch, []string{keep}, append([]string{"--duration", "12s"}, args...),
-			func(start func(epoch time.Time, env ...string) *publisherProcess) *publisherProcess {
+		r, _, killed := cmdtest.RecordAcrossAKill(t, ctx, dir, epoch, []string{keep}, append([]string{"--duration", "12s"}, args...),
+			func(start func(epoch time.Time, env ...string) *cmdtest.PublisherProcess) *cmdtest.PublisherProcess {
 				return start(epoch, keep)
 			})
 		outage := time.Since(killed)
-		if err := r.wait(); err != nil {
+		if err := r.Wait(); err != nil {
 			t.Fatalf("exit: %v", err)
 		}
-		log := r.log.String()
+		log := r.Log.String()
 		got := restartedRecording(t, filepath.Join(dir, file), log)
 		for codec, sp := range got {
-			hole := largestGap(sp.pts)
-			t.Logf("%s: %d packets over %.2fs; hole %v (%.3f-%.3f); outage %v", codec, len(sp.pts),
-				sp.pts[len(sp.pts)-1]-sp.pts[0], hole, gapStart(sp.pts), gapStart(sp.pts)+hole.Seconds(), outage.Round(time.Millisecond))
+			hole := largestGap(sp.Pts)
+			t.Logf("%s: %d packets over %.2fs; hole %v (%.3f-%.3f); outage %v", codec, len(sp.Pts),
+				sp.Pts[len(sp.Pts)-1]-sp.Pts[0], hole, gapStart(sp.Pts), gapStart(sp.Pts)+hole.Seconds(), outage.Round(time.Millisecond))
 			// The hole runs from the last frame the old publisher
 			// sent to the first of the new one: the outage, give or
 			// take a few frames (one cut by the kill, B-frames shown

@@ -1,4 +1,4 @@
-package binary
+package soak
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/testutil/cmdtest"
 	"github.com/moq-export/moq-export/internal/testutil/proctest"
 	"github.com/moq-export/moq-export/internal/testutil/udpproxy"
 	"golang.org/x/sys/unix"
@@ -93,14 +94,11 @@ func soakWindowEnd(faults []*soakFault, i int, r *soakRecorder, epoch time.Time)
 	return end
 }
 
-// soakBroadcasts are the broadcasts each publisher serves.
-const soakBroadcasts = "legacy=legacy,loc=loc,cmaf=cmaf"
-
 type soakPublisher struct {
 	name     string
 	versions string
 	noFetch  bool // refuses every FETCH: gaps are filled by span subscriptions
-	proc     *publisherProcess
+	proc     *cmdtest.PublisherProcess
 	proxy    *udpproxy.Proxy
 }
 
@@ -111,7 +109,7 @@ type soakRecorder struct {
 	dir  string
 	runs int // output directories run0, run1, ...
 	cmd  *exec.Cmd
-	log  lockedBuffer
+	log  cmdtest.LockedBuffer
 }
 
 // soakFault is one injected fault and what it cost.
@@ -141,7 +139,7 @@ type soakFault struct {
 }
 
 func TestChaosSoak(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe", "sh")
+	cmdtest.NeedTools(t, "ffmpeg", "ffprobe", "sh")
 	t.Parallel()
 	duration := 75 * time.Second
 	if v := os.Getenv("MOQ_SOAK_DURATION"); v != "" {
@@ -161,10 +159,10 @@ func TestChaosSoak(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	certFile, keyFile, pin := publisherCert(t, dir)
+	certFile, keyFile, pin := cmdtest.PublisherCert(t, dir)
 	epoch := time.Now()
 	env := func(p *soakPublisher) []string {
-		e := []string{"MOQ_EXPORT_TEST_BROADCASTS=" + soakBroadcasts, "MOQ_EXPORT_TEST_KEEP=4000"}
+		e := []string{"MOQ_EXPORT_TEST_BROADCASTS=" + cmdtest.SoakBroadcasts, "MOQ_EXPORT_TEST_KEEP=4000"}
 		if p.versions != "" {
 			e = append(e, "MOQ_EXPORT_TEST_VERSIONS="+p.versions)
 		}
@@ -176,8 +174,8 @@ func TestChaosSoak(t *testing.T) {
 	pubs := []*soakPublisher{{name: "lite"}, {name: "ietf", versions: "moq-transport-22"},
 		{name: "ietf-nofetch", versions: "moq-transport-16", noFetch: true}}
 	for _, p := range pubs {
-		p.proc = startPublisher(t, ctx, "127.0.0.1:0", certFile, keyFile, epoch, env(p)...)
-		px, err := udpproxy.New(p.proc.addr)
+		p.proc = cmdtest.StartPublisher(t, ctx, "127.0.0.1:0", certFile, keyFile, epoch, env(p)...)
+		px, err := udpproxy.New(p.proc.Addr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -199,12 +197,12 @@ func TestChaosSoak(t *testing.T) {
 			"--keep-timestamps", "-v", "--log-time", "--http", "127.0.0.1:0", "-o", filepath.Join(out, "{broadcast}."+r.ext)}
 		if limitBlocks > 0 {
 			// The soft limit only, so that it can be lifted again.
-			r.cmd = proctest.CommandContext(ctx, "sh", append([]string{"-c", fmt.Sprintf(`ulimit -S -f %d && exec "$0" "$@"`, limitBlocks), binary}, args...)...)
+			r.cmd = proctest.CommandContext(ctx, "sh", append([]string{"-c", fmt.Sprintf(`ulimit -S -f %d && exec "$0" "$@"`, limitBlocks), cmdtest.Binary}, args...)...)
 		} else {
-			r.cmd = proctest.CommandContext(ctx, binary, args...)
+			r.cmd = proctest.CommandContext(ctx, cmdtest.Binary, args...)
 		}
 		keepLog(t, r, r.runs-2) // the run before this one
-		r.log = lockedBuffer{}
+		r.log = cmdtest.LockedBuffer{}
 		r.cmd.Stderr = &r.log
 		if err := r.cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -286,10 +284,10 @@ func TestChaosSoak(t *testing.T) {
 			case 1:
 				f.kind, f.target = "publisher restart", p.name
 				f.start = time.Now()
-				p.proc.cmd.Process.Kill()
-				p.proc.cmd.Wait()
+				p.proc.Cmd.Process.Kill()
+				p.proc.Cmd.Wait()
 				sleep(between(time.Second, 5*time.Second))
-				p.proc = startPublisher(t, ctx, p.proc.addr, certFile, keyFile, epoch, env(p)...)
+				p.proc = cmdtest.StartPublisher(t, ctx, p.proc.Addr, certFile, keyFile, epoch, env(p)...)
 				f.end = time.Now()
 				f.bound = f.end.Sub(f.start) + 3*time.Second
 			case 2:
@@ -374,24 +372,24 @@ done:
 			for _, path := range paths {
 				files++
 				if run == r.runs-1 && !hasSuccessor(path) {
-					decodeAtFileTimes(t, path)
+					cmdtest.DecodeAtFileTimes(t, path)
 				} else {
 					// Killed, or ended by a failed write (a full disk)
 					// and recorded on in the next file.
-					decodeCutShort(t, path)
+					cmdtest.DecodeCutShort(t, path)
 				}
 				// NAME.ext, then NAME-1.ext, ... after a restart.
 				b, _ := splitSuccessor(strings.TrimSuffix(filepath.Base(path), "."+r.ext))
-				for codec, sp := range packetsByCodec(t, path) {
+				for codec, sp := range cmdtest.PacketsByCodec(t, path) {
 					id := b + "/" + codec
 					if media[r.name][id] == nil {
 						media[r.name][id] = &track{}
 					}
-					media[r.name][id].pts = append(media[r.name][id].pts, sp.pts...)
-					if len(sp.pts) > 0 {
+					media[r.name][id].pts = append(media[r.name][id].pts, sp.Pts...)
+					if len(sp.Pts) > 0 {
 						// The newest over the run's files: a recording a
 						// full disk ended goes on in NAME-1.ext.
-						runEnds[key][id] = max(runEnds[key][id], slices.Max(sp.pts))
+						runEnds[key][id] = max(runEnds[key][id], slices.Max(sp.Pts))
 					}
 				}
 			}
@@ -431,10 +429,10 @@ done:
 				for id, tr := range media[r.name] {
 					codec := id[strings.Index(id, "/")+1:]
 					gap := largestGapIn(tr.pts, at(f.start)-1, soakWindowEnd(faults, i, r, epoch))
-					loss := time.Duration((gap - frameDuration[codec]) * float64(time.Second))
+					loss := time.Duration((gap - cmdtest.FrameDuration[codec]) * float64(time.Second))
 					if f.kind == "blip" {
 						// Nothing lost: neighbours at most 1.5 frames apart.
-						loss = max(0, time.Duration((gap-1.5*frameDuration[codec])*float64(time.Second)))
+						loss = max(0, time.Duration((gap-1.5*cmdtest.FrameDuration[codec])*float64(time.Second)))
 					}
 					if loss >= f.loss {
 						f.loss, f.own, f.worst = loss, loss, r.name+" "+id
@@ -458,7 +456,7 @@ done:
 				for id, tr := range media[r.name] {
 					codec := id[strings.Index(id, "/")+1:]
 					gap := largestGapIn(tr.pts, at(f.start)-3, soakWindowEnd(faults, i, r, epoch))
-					losses[id] = time.Duration((gap - frameDuration[codec]) * float64(time.Second))
+					losses[id] = time.Duration((gap - cmdtest.FrameDuration[codec]) * float64(time.Second))
 				}
 			}
 			f.judge(losses)
@@ -664,7 +662,7 @@ func readBehind(base string) map[string]float64 {
 // broadcast recording and trailing live by less than a second (the
 // recorder logs a recording caught up under that).
 func soakCaughtUp(behind map[string]float64) bool {
-	if len(behind) < len(strings.Split(soakBroadcasts, ",")) {
+	if len(behind) < len(strings.Split(cmdtest.SoakBroadcasts, ",")) {
 		return false
 	}
 	for _, b := range behind {

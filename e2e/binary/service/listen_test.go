@@ -1,7 +1,6 @@
-package binary
+package service
 
 import (
-	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -18,9 +17,7 @@ import (
 	"math/big"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -30,82 +27,10 @@ import (
 	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
 	"github.com/moq-export/moq-export/internal/samples"
-	"github.com/moq-export/moq-export/internal/testutil/proctest"
+	"github.com/moq-export/moq-export/internal/testutil/cmdtest"
 	"github.com/moq-export/moq-export/model"
 	"github.com/moq-export/moq-export/subscribe"
 )
-
-// listener is the binary running in --listen mode.
-type listener struct {
-	cmd   *exec.Cmd
-	lines chan string // stderr, line by line; closed when it ends
-	log   []string    // stderr read so far
-	addr  string      // host:port it listens on
-	pin   string      // fingerprint of its certificate
-	self  bool        // it said its certificate is self-signed
-}
-
-var listeningLine = regexp.MustCompile(`listening on moql://(\S+) and https://\S+ \((self-signed certificate|certificate \S+), SHA-256 fingerprint ([0-9a-f]{64})`)
-
-// startListener starts the binary with --listen 127.0.0.1:0 and args in dir
-// and waits for the line that says where it listens.
-func startListener(t *testing.T, dir string, args ...string) *listener {
-	t.Helper()
-	l := &listener{cmd: proctest.Command(binary, append([]string{"--listen", "127.0.0.1:0"}, args...)...), lines: make(chan string, 100)}
-	l.cmd.Dir = dir
-	stderr, err := l.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.cmd.Process.Kill() })
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			l.lines <- sc.Text()
-		}
-		close(l.lines)
-	}()
-	for l.addr == "" {
-		select {
-		case line, ok := <-l.lines:
-			if !ok {
-				t.Fatalf("moq-export exited:\n%s", strings.Join(l.log, "\n"))
-			}
-			l.log = append(l.log, line)
-			if m := listeningLine.FindStringSubmatch(line); m != nil {
-				l.addr, l.self, l.pin = m[1], m[2] == "self-signed certificate", m[3]
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no listening line:\n%s", strings.Join(l.log, "\n"))
-		}
-	}
-	return l
-}
-
-// wait collects the rest of stderr and waits up to timeout for the process
-// to end on its own; it returns the exit error.
-func (l *listener) wait(t *testing.T, timeout time.Duration) error {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() {
-		for line := range l.lines {
-			l.log = append(l.log, line)
-		}
-		done <- l.cmd.Wait()
-	}()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(timeout):
-		l.cmd.Process.Kill()
-		<-done
-		t.Fatalf("moq-export still running after %v:\n%s", timeout, strings.Join(l.log, "\n"))
-		return nil
-	}
-}
 
 // publisher connects to the listener as a publisher, pinning pin.
 func publisher(t *testing.T, ctx context.Context, addr, pin string) *subscribe.Session {
@@ -135,14 +60,14 @@ func publishDemo(t *testing.T, ctx context.Context, sess *subscribe.Session, nam
 // --listen --record-all and announces two broadcasts, one with a hostile
 // name: each is recorded to its own file inside the output directory.
 func TestListenRecordsEveryAnnouncedBroadcast(t *testing.T) {
-	needTools(t, "ffmpeg")
+	cmdtest.NeedTools(t, "ffmpeg")
 	t.Parallel()
 	dir := t.TempDir()
-	l := startListener(t, dir, "--record-all", "-o", "rec/{broadcast}-{n}.ts", "--duration", "1.5s")
+	l := cmdtest.StartListener(t, dir, "--record-all", "-o", "rec/{broadcast}-{n}.ts", "--duration", "1.5s")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	sess := publisher(t, ctx, l.addr, l.pin)
+	sess := publisher(t, ctx, l.Addr, l.Pin)
 	for _, name := range []string{"alice", "../../escape"} {
 		publishDemo(t, ctx, sess, name, demo.Options{})
 	}
@@ -166,9 +91,9 @@ func TestListenRecordsEveryAnnouncedBroadcast(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	time.Sleep(1500 * time.Millisecond)
-	l.cmd.Process.Signal(os.Interrupt)
-	if err := l.wait(t, 20*time.Second); err != nil {
-		t.Errorf("exit: %v\n%s", err, strings.Join(l.log, "\n"))
+	l.Cmd.Process.Signal(os.Interrupt)
+	if err := l.Wait(t, 20*time.Second); err != nil {
+		t.Errorf("exit: %v\n%s", err, strings.Join(l.Log, "\n"))
 	}
 	var all []string
 	filepath.WalkDir(filepath.Dir(dir), func(p string, d fs.DirEntry, err error) error {
@@ -181,7 +106,7 @@ func TestListenRecordsEveryAnnouncedBroadcast(t *testing.T) {
 		t.Errorf("files named after the hostile broadcast: %v, want only %s", all, want[1])
 	}
 	for _, p := range want {
-		decode(t, p)
+		cmdtest.Decode(t, p)
 	}
 }
 
@@ -189,20 +114,20 @@ func TestListenRecordsEveryAnnouncedBroadcast(t *testing.T) {
 // --record-all, --listen records the one broadcast a publisher announces
 // to -o and exits 0 on its own when that broadcast ends.
 func TestListenWithoutRecordAllRecordsTheFirstBroadcastUntilItEnds(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe")
+	cmdtest.NeedTools(t, "ffmpeg", "ffprobe")
 	t.Parallel()
 	dir := t.TempDir()
-	l := startListener(t, dir, "-o", "first.mkv")
-	if !l.self || l.pin == "" {
-		t.Errorf("listening line without the self-signed certificate's fingerprint:\n%s", strings.Join(l.log, "\n"))
+	l := cmdtest.StartListener(t, dir, "-o", "first.mkv")
+	if !l.Self || l.Pin == "" {
+		t.Errorf("listening line without the self-signed certificate's fingerprint:\n%s", strings.Join(l.Log, "\n"))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	sess := publisher(t, ctx, l.addr, l.pin)
+	sess := publisher(t, ctx, l.Addr, l.Pin)
 	start := time.Now()
 	bc := publishDemo(t, ctx, sess, "alice", demo.Options{Loops: 1})
-	if err := l.wait(t, 20*time.Second); err != nil {
-		t.Fatalf("exit: %v\n%s", err, strings.Join(l.log, "\n"))
+	if err := l.Wait(t, 20*time.Second); err != nil {
+		t.Fatalf("exit: %v\n%s", err, strings.Join(l.Log, "\n"))
 	}
 	select {
 	case <-bc.Done():
@@ -210,18 +135,18 @@ func TestListenWithoutRecordAllRecordsTheFirstBroadcastUntilItEnds(t *testing.T)
 		t.Errorf("moq-export exited after %v, before the broadcast ended", time.Since(start))
 	}
 	path := filepath.Join(dir, "first.mkv")
-	p := probe(t, path)
+	p := cmdtest.Probe(t, path)
 	// The whole 4 s loop, give or take where the live join fell.
-	expectFrames(t, p, "h264", 4)
+	cmdtest.ExpectFrames(t, p, "h264", 4)
 	// Audio joins live at its newest frame, after the 300 ms the command
 	// waits for more announcements when no -b names the broadcast.
-	if n, all := p.frames(t, "aac"), len(samples.MustLoadSample("aac").Frames); n < all-47 || n > all {
+	if n, all := p.Frames(t, "aac"), len(samples.MustLoadSample("aac").Frames); n < all-47 || n > all {
 		t.Errorf("aac: %d frames, want the %d of the broadcast less at most 1s", n, all)
 	}
-	if d := p.duration(t); d < 3800*time.Millisecond || d > 4200*time.Millisecond {
+	if d := p.Duration(t); d < 3800*time.Millisecond || d > 4200*time.Millisecond {
 		t.Errorf("duration %v, want the 4s the broadcast lasted", d)
 	}
-	decode(t, path)
+	cmdtest.Decode(t, path)
 	if files, _ := filepath.Glob(filepath.Join(dir, "*")); len(files) != 1 {
 		t.Errorf("files %v, want only first.mkv", files)
 	}
@@ -256,13 +181,13 @@ func msfCatalog(t *testing.T, names ...string) []byte {
 // "catalog" track (its hang catalog.json lists one more, which must not
 // be recorded).
 func TestListenRecordsTheMSFBroadcastNamedByB(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe")
+	cmdtest.NeedTools(t, "ffmpeg", "ffprobe")
 	t.Parallel()
 	dir := t.TempDir()
-	l := startListener(t, dir, "-b", "x.msf", "-o", "msf.mkv", "--duration", "2s")
+	l := cmdtest.StartListener(t, dir, "-b", "x.msf", "-o", "msf.mkv", "--duration", "2s")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	sess := publisher(t, ctx, l.addr, l.pin)
+	sess := publisher(t, ctx, l.Addr, l.Pin)
 	publishDemo(t, ctx, sess, "alice", demo.Options{})
 
 	bc := model.NewBroadcast("x.msf")
@@ -279,11 +204,11 @@ func TestListenRecordsTheMSFBroadcastNamedByB(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := l.wait(t, 20*time.Second); err != nil {
-		t.Fatalf("exit: %v\n%s", err, strings.Join(l.log, "\n"))
+	if err := l.Wait(t, 20*time.Second); err != nil {
+		t.Fatalf("exit: %v\n%s", err, strings.Join(l.Log, "\n"))
 	}
 	path := filepath.Join(dir, "msf.mkv")
-	p := probe(t, path)
+	p := cmdtest.Probe(t, path)
 	var codecs []string
 	for _, s := range p.Streams {
 		codecs = append(codecs, s.CodecName)
@@ -291,13 +216,13 @@ func TestListenRecordsTheMSFBroadcastNamedByB(t *testing.T) {
 	if strings.Join(codecs, ",") != "h264,opus" {
 		t.Errorf("streams %v, want h264,opus: the renditions of the MSF catalog", codecs)
 	}
-	expectFrames(t, p, "h264", 2)
+	cmdtest.ExpectFrames(t, p, "h264", 2)
 	// Audio joins live at its newest frame: up to half a second may be
 	// missing at the start.
-	if n := p.frames(t, "opus"); n < 75 || n > 101 {
+	if n := p.Frames(t, "opus"); n < 75 || n > 101 {
 		t.Errorf("opus: %d frames, want 75 to 100 for 2s", n)
 	}
-	decode(t, path)
+	cmdtest.Decode(t, path)
 	if files, _ := filepath.Glob(filepath.Join(dir, "*")); len(files) != 1 {
 		t.Errorf("files %v, want only msf.mkv (alice is not recorded)", files)
 	}
@@ -347,32 +272,32 @@ func writeCert(t *testing.T, dir, name string) (certFile, keyFile, pin string) {
 // listener presents that certificate: a publisher pinning another one is
 // refused, one pinning it is recorded.
 func TestListenServesTheGivenCertificate(t *testing.T) {
-	needTools(t, "ffmpeg", "ffprobe")
+	cmdtest.NeedTools(t, "ffmpeg", "ffprobe")
 	t.Parallel()
 	dir := t.TempDir()
 	cert, key, pin := writeCert(t, dir, "server")
 	_, _, otherPin := writeCert(t, dir, "other")
-	l := startListener(t, dir, "--tls-cert", cert, "--tls-key", key, "-o", "tls.ts", "--duration", "1s")
-	if l.self || l.pin != pin {
-		t.Errorf("with --tls-cert the listener should name the certificate and its fingerprint %s:\n%s", pin, strings.Join(l.log, "\n"))
+	l := cmdtest.StartListener(t, dir, "--tls-cert", cert, "--tls-key", key, "-o", "tls.ts", "--duration", "1s")
+	if l.Self || l.Pin != pin {
+		t.Errorf("with --tls-cert the listener should name the certificate and its fingerprint %s:\n%s", pin, strings.Join(l.Log, "\n"))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	wrong, err := subscribe.Dial(ctx, "moql://"+l.addr+"/", subscribe.Options{Role: subscribe.RolePublisher, TLSFingerprint: otherPin,
+	wrong, err := subscribe.Dial(ctx, "moql://"+l.Addr+"/", subscribe.Options{Role: subscribe.RolePublisher, TLSFingerprint: otherPin,
 		Logger: slog.New(slog.DiscardHandler)})
 	if err == nil {
 		wrong.Close()
 		t.Fatal("a publisher pinning another certificate connected")
 	}
-	sess := publisher(t, ctx, l.addr, pin)
+	sess := publisher(t, ctx, l.Addr, pin)
 	publishDemo(t, ctx, sess, "alice", demo.Options{})
-	if err := l.wait(t, 20*time.Second); err != nil {
-		t.Fatalf("exit: %v\n%s", err, strings.Join(l.log, "\n"))
+	if err := l.Wait(t, 20*time.Second); err != nil {
+		t.Fatalf("exit: %v\n%s", err, strings.Join(l.Log, "\n"))
 	}
 	path := filepath.Join(dir, "tls.ts")
-	p := probe(t, path)
-	expectFrames(t, p, "h264", 1)
-	decode(t, path)
+	p := cmdtest.Probe(t, path)
+	cmdtest.ExpectFrames(t, p, "h264", 1)
+	cmdtest.Decode(t, path)
 }
 
 // TestListenRefusesBadCertificateFiles: a key that does not match the
@@ -396,17 +321,17 @@ func TestListenRefusesBadCertificateFiles(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := t.TempDir()
-			r := run(t, out, "--listen", "127.0.0.1:0", "--tls-cert", tc.cert, "--tls-key", tc.key, "-o", "x.ts")
-			if r.code != 1 {
-				t.Errorf("exit %d, want 1 (%s)", r.code, r.stderr)
+			r := cmdtest.Run(t, out, "--listen", "127.0.0.1:0", "--tls-cert", tc.cert, "--tls-key", tc.key, "-o", "x.ts")
+			if r.Code != 1 {
+				t.Errorf("exit %d, want 1 (%s)", r.Code, r.Stderr)
 			}
 			for _, want := range []string{"moq-export: ", "--tls-cert/--tls-key", tc.says, "give PEM files of a certificate and its key"} {
-				if !strings.Contains(r.stderr, want) {
-					t.Errorf("stderr %q does not say %q", r.stderr, want)
+				if !strings.Contains(r.Stderr, want) {
+					t.Errorf("stderr %q does not say %q", r.Stderr, want)
 				}
 			}
-			if strings.Contains(r.stderr, "listening on") {
-				t.Errorf("it listened anyway: %q", r.stderr)
+			if strings.Contains(r.Stderr, "listening on") {
+				t.Errorf("it listened anyway: %q", r.Stderr)
 			}
 			if files, _ := filepath.Glob(filepath.Join(out, "*")); len(files) != 0 {
 				t.Errorf("files left behind: %v", files)
@@ -423,10 +348,10 @@ func TestListenWarnsWhenOthersCanPublish(t *testing.T) {
 		addr string
 		warn bool
 	}{{"0.0.0.0:0", true}, {"127.0.0.1:0", false}} {
-		cmd, errOut := start(t, t.TempDir(), "--listen", tt.addr, "-o", "x.mkv")
-		errOut.waitFor(t, "listening on")
+		cmd, errOut := cmdtest.Start(t, t.TempDir(), "--listen", tt.addr, "-o", "x.mkv")
+		errOut.WaitFor(t, "listening on")
 		cmd.Process.Signal(os.Interrupt)
-		exitCode(t, cmd, 20*time.Second)
+		cmdtest.ExitCode(t, cmd, 20*time.Second)
 		if got := strings.Contains(errOut.String(), "anyone who reaches it can publish"); got != tt.warn {
 			t.Errorf("--listen %s: warning %v, want %v; stderr %q", tt.addr, got, tt.warn, errOut.String())
 		}
@@ -438,28 +363,28 @@ func TestListenWarnsWhenOthersCanPublish(t *testing.T) {
 // that it moves to wherever it reconnects instead of meeting a dead
 // connection, finishes the file, and exits 0 within the shutdown bound.
 func TestSIGTERMDrainsListenPublishersWithGoAway(t *testing.T) {
-	needTools(t, "ffmpeg")
+	cmdtest.NeedTools(t, "ffmpeg")
 	t.Parallel()
 	dir := t.TempDir()
-	l := startListener(t, dir, "-v", "--record-all", "-o", "rec/{broadcast}.mkv")
+	l := cmdtest.StartListener(t, dir, "-v", "--record-all", "-o", "rec/{broadcast}.mkv")
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
-	var pubLog lockedBuffer
-	opts := subscribe.Options{Role: subscribe.RolePublisher, TLSFingerprint: l.pin, Logger: slog.New(slog.NewTextHandler(&pubLog, nil))}
+	var pubLog cmdtest.LockedBuffer
+	opts := subscribe.Options{Role: subscribe.RolePublisher, TLSFingerprint: l.Pin, Logger: slog.New(slog.NewTextHandler(&pubLog, nil))}
 	opts.Reconnect.Disabled = true // the recorder is gone for good
-	sess, err := subscribe.Dial(ctx, "moql://"+l.addr+"/", opts)
+	sess, err := subscribe.Dial(ctx, "moql://"+l.Addr+"/", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sess.Close()
 	publishDemo(t, ctx, sess, "alice", demo.Options{})
-	l.waitLine(t, "writing", "alice.mkv")
+	l.WaitLine(t, "writing", "alice.mkv")
 	time.Sleep(time.Second) // some media in the file
-	l.cmd.Process.Signal(syscall.SIGTERM)
-	if err := l.wait(t, 25*time.Second); err != nil {
-		t.Fatalf("SIGTERM: %v\n%s", err, strings.Join(l.log, "\n"))
+	l.Cmd.Process.Signal(syscall.SIGTERM)
+	if err := l.Wait(t, 25*time.Second); err != nil {
+		t.Fatalf("SIGTERM: %v\n%s", err, strings.Join(l.Log, "\n"))
 	}
-	log := strings.Join(l.log, "\n")
+	log := strings.Join(l.Log, "\n")
 	if !strings.Contains(log, "asked the publishers to reconnect (GOAWAY)") || !strings.Contains(log, "sessions=1") {
 		t.Errorf("the recorder did not say it sent GOAWAY to its one publisher:\n%s", log)
 	}
@@ -470,5 +395,5 @@ func TestSIGTERMDrainsListenPublishersWithGoAway(t *testing.T) {
 	if !strings.Contains(pubLog.String(), "peer sent GOAWAY") {
 		t.Errorf("the publisher saw no GOAWAY:\n%s", pubLog.String())
 	}
-	decode(t, filepath.Join(dir, "rec", "alice.mkv"))
+	cmdtest.Decode(t, filepath.Join(dir, "rec", "alice.mkv"))
 }

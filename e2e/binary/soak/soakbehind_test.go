@@ -1,4 +1,4 @@
-package binary
+package soak
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/moq-export/moq-export/internal/testutil/cmdtest"
 )
 
 // A kill during the recovery of a long blip loses the live media held
@@ -67,7 +69,7 @@ func TestTheSoakWaitsUntilTheRecordersItTouchesCaughtUp(t *testing.T) {
 			}
 			f := figures[min(int(n.Add(1))-1, len(figures)-1)]
 			var recs []string
-			for i, b := range strings.Split(soakBroadcasts, ",") {
+			for i, b := range strings.Split(cmdtest.SoakBroadcasts, ",") {
 				name, _, _ := strings.Cut(b, "=")
 				recs = append(recs, fmt.Sprintf(`{"broadcast":%q,"state":"recording","stats":{"behind_seconds":%g}}`, name, f[i]))
 			}
