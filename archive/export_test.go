@@ -15,3 +15,13 @@ func LingerSignal(c <-chan struct{}) bool { return lingerSignal(c) }
 
 // LingerWait bounds LingerSignal.
 const LingerWait = model.LingerFor
+
+// SetFeederEnding sets the function an unpaced read calls, with its
+// broadcast, as it is about to end; nil removes it.
+func SetFeederEnding(fn func(*model.Broadcast)) {
+	if fn == nil {
+		feederEnding.Store(nil)
+		return
+	}
+	feederEnding.Store(&fn)
+}

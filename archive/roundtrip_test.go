@@ -438,3 +438,72 @@ func TestATrackAskedAfterTheReadEndedIsRefusedNotWaitedFor(t *testing.T) {
 		t.Errorf("aac asked after the read ended: %v, want model.ErrNotFound", err)
 	}
 }
+
+// TestATrackAskedAsTheReadEndsIsFedWholeOrRefused: a track asked for just
+// as an unpaced read of the others is ending (after its last round, before
+// it closes the broadcast) is fed whole from the start; before, it was
+// closed with the broadcast, empty, without an error.
+func TestATrackAskedAsTheReadEndsIsFedWholeOrRefused(t *testing.T) {
+	r := archiveDemoOver(t, nil, catalog.ContainerLegacy, []string{"h264", "aac"}, archive.WriteOptions{}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var b *model.Broadcast
+	late := make(chan *model.Consumer, 1)
+	archive.SetFeederEnding(func(fb *model.Broadcast) {
+		if fb != b || len(late) > 0 {
+			return
+		}
+		a, err := b.Track("aac")
+		if err != nil {
+			t.Errorf("aac asked as the read ends: %v", err)
+			close(late)
+			return
+		}
+		late <- a.Subscribe(time.Minute)
+	})
+	defer archive.SetFeederEnding(nil)
+	b = archivetest.Broadcast(t, ctx, archivetest.Dir(t, r.dir), "demo", archive.ReadOptions{})
+	read := func(c *model.Consumer) (frames int) {
+		defer c.Close()
+		ready := model.NewReadySet()
+		c.Watch(ready)
+		var taken []*model.Consumer
+		for {
+			taken = ready.Take(taken[:0])
+			ev, ok := c.Next()
+			if !ok {
+				select {
+				case <-ready.Wakeup():
+					continue
+				case <-ctx.Done():
+					t.Fatalf("%d frames, then nothing for 20 s", frames)
+				}
+			}
+			switch ev.Kind {
+			case model.EventFrame:
+				frames++
+			case model.EventEnd:
+				return frames
+			}
+		}
+	}
+	v, err := b.Track("h264")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := read(v.Subscribe(time.Minute)); n != len(r.direct["h264"]) {
+		t.Errorf("h264: %d frames read back, %d direct", n, len(r.direct["h264"]))
+	}
+	var c *model.Consumer
+	select {
+	case c = <-late:
+	case <-ctx.Done():
+		t.Fatal("the read of h264 alone did not end")
+	}
+	if c == nil {
+		return // refused: said above
+	}
+	if n := read(c); n != len(r.direct["aac"]) {
+		t.Errorf("aac, asked as the read ended: %d frames read back, %d direct", n, len(r.direct["aac"]))
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/moq-export/moq-export/archive/internal/layout"
@@ -149,6 +150,7 @@ type feeder struct {
 	tracks map[string]*feedTrack
 	order  []*feedTrack
 	asked  chan struct{}
+	ended  bool // the read ended: later requests are refused
 	// selected: the reader asked for all the tracks it takes.
 	selected chan struct{}
 	// poll is waitRead's timer (the run goroutine's alone).
@@ -217,6 +219,9 @@ func (f *feeder) request(name string) (*model.Track, error) {
 	if ft, ok := f.tracks[name]; ok {
 		return ft.t, nil
 	}
+	if f.ended {
+		return nil, fmt.Errorf("%w: %q asked after the read of archived broadcast %q ended", model.ErrNotFound, name, f.r.name)
+	}
 	t := model.NewTrack(name)
 	ft := &feedTrack{name: name, video: video, t: t, unpack: u, drained: make(chan struct{}, 1)}
 	t.HandleDrained(func() {
@@ -233,6 +238,24 @@ func (f *feeder) request(name string) (*model.Track, error) {
 	}
 	return t, nil
 }
+
+// endRead ends the read unless a track was asked for since the round of n
+// tracks (those asked and the catalog) began: under the lock requests take,
+// so that a track is either fed whole or refused, never closed empty with
+// the broadcast.
+func (f *feeder) endRead(n int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.order)+1 > n {
+		return false
+	}
+	f.ended = true
+	return true
+}
+
+// feederEnding, when set (by tests), is called as an unpaced read is about
+// to end, with its broadcast.
+var feederEnding atomic.Pointer[func(*model.Broadcast)]
 
 // pending appends the tracks asked for, in order, to dst.
 func (f *feeder) pending(dst []*feedTrack) []*feedTrack {
@@ -348,7 +371,13 @@ func (f *feeder) run(ctx context.Context) error {
 			}
 		}
 		if live == 0 && f.o.Follow <= 0 {
-			return nil
+			if fn := feederEnding.Load(); fn != nil {
+				(*fn)(f.b)
+			}
+			if f.endRead(len(tracks)) {
+				return nil
+			}
+			continue // a track asked since this round began: fed from the start
 		}
 		if !f.o.Pace {
 			// The readers read the parts written while the next is:
