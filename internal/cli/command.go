@@ -210,7 +210,7 @@ func Execute(ctx context.Context, args []string, env Env) int {
 	if format != logJSON && logFormatArg(args) == logJSON {
 		format = logJSON
 	}
-	log := newLogger(con, format, logLevel(cfg.Quiet, cfg.Verbose))
+	log := newStampedLogger(con, format, logLevel(cfg.Quiet, cfg.Verbose), cfg.LogTime)
 	switch {
 	case err == nil:
 		return ExitOK
