@@ -425,11 +425,23 @@ func countFrames(ctx context.Context, t testing.TB, b *model.Broadcast, name str
 	}
 	c := tr.Subscribe(time.Minute)
 	defer c.Close()
+	b.Selected()
+	n, end, ok := readFrames(ctx, c)
+	if !ok {
+		t.Fatal(ctx.Err())
+	}
+	if end != nil {
+		t.Fatal(end)
+	}
+	return n
+}
+
+// readFrames takes every frame of c until it ends, and returns how many
+// there were and the end's error; ended is false when ctx ended first.
+func readFrames(ctx context.Context, c *model.Consumer) (frames int, end error, ended bool) {
 	ready := model.NewReadySet()
 	c.Watch(ready)
-	b.Selected()
 	var taken []*model.Consumer
-	n := 0
 	for {
 		taken = ready.Take(taken[:0])
 		ev, ok := c.Next()
@@ -438,17 +450,14 @@ func countFrames(ctx context.Context, t testing.TB, b *model.Broadcast, name str
 			case <-ready.Wakeup():
 				continue
 			case <-ctx.Done():
-				t.Fatal(ctx.Err())
+				return frames, nil, false
 			}
 		}
 		switch ev.Kind {
 		case model.EventFrame:
-			n++
+			frames++
 		case model.EventEnd:
-			if ev.Err != nil {
-				t.Fatal(ev.Err)
-			}
-			return n
+			return frames, ev.Err, true
 		}
 	}
 }

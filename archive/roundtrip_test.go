@@ -380,27 +380,9 @@ func TestATrackAskedAfterTheReadEndedIsRefusedNotWaitedFor(t *testing.T) {
 	}
 	c := v.Subscribe(time.Minute)
 	defer c.Close()
-	ready := model.NewReadySet()
-	c.Watch(ready)
-	frames := 0
-	var taken []*model.Consumer
-	for ended := false; !ended; {
-		taken = ready.Take(taken[:0])
-		ev, ok := c.Next()
-		if !ok {
-			select {
-			case <-ready.Wakeup():
-				continue
-			case <-ctx.Done():
-				t.Fatalf("h264 did not end: %d frames", frames)
-			}
-		}
-		switch ev.Kind {
-		case model.EventFrame:
-			frames++
-		case model.EventEnd:
-			ended = true
-		}
+	frames, _, ended := readFrames(ctx, c)
+	if !ended {
+		t.Fatalf("h264 did not end: %d frames", frames)
 	}
 	select {
 	case <-b.Done():
@@ -416,23 +398,10 @@ func TestATrackAskedAfterTheReadEndedIsRefusedNotWaitedFor(t *testing.T) {
 		defer ac.Close()
 		wait, stop := context.WithTimeout(ctx, 3*time.Second)
 		defer stop()
-		ar := model.NewReadySet()
-		ac.Watch(ar)
-		for {
-			taken = ar.Take(taken[:0])
-			ev, ok := ac.Next()
-			if ok && ev.Kind == model.EventEnd {
-				t.Fatal("aac, asked after the read ended, was given as a track that ended at once; want a refusal")
-			}
-			if !ok {
-				select {
-				case <-ar.Wakeup():
-					continue
-				case <-wait.Done():
-					t.Fatal("aac, asked after the read ended, was given as a track that did not end within 3 s; want a refusal")
-				}
-			}
+		if _, _, ended := readFrames(wait, ac); ended {
+			t.Fatal("aac, asked after the read ended, was given as a track that ended at once; want a refusal")
 		}
+		t.Fatal("aac, asked after the read ended, was given as a track that did not end within 3 s; want a refusal")
 	}
 	if !errors.Is(err, model.ErrNotFound) {
 		t.Errorf("aac asked after the read ended: %v, want model.ErrNotFound", err)
@@ -463,29 +432,13 @@ func TestATrackAskedAsTheReadEndsIsFedWholeOrRefused(t *testing.T) {
 	})
 	defer archive.SetFeederEnding(nil)
 	b = archivetest.Broadcast(t, ctx, archivetest.Dir(t, r.dir), "demo", archive.ReadOptions{})
-	read := func(c *model.Consumer) (frames int) {
+	read := func(c *model.Consumer) int {
 		defer c.Close()
-		ready := model.NewReadySet()
-		c.Watch(ready)
-		var taken []*model.Consumer
-		for {
-			taken = ready.Take(taken[:0])
-			ev, ok := c.Next()
-			if !ok {
-				select {
-				case <-ready.Wakeup():
-					continue
-				case <-ctx.Done():
-					t.Fatalf("%d frames, then nothing for 20 s", frames)
-				}
-			}
-			switch ev.Kind {
-			case model.EventFrame:
-				frames++
-			case model.EventEnd:
-				return frames
-			}
+		frames, _, ended := readFrames(ctx, c)
+		if !ended {
+			t.Fatalf("%d frames, then nothing for 20 s", frames)
 		}
+		return frames
 	}
 	v, err := b.Track("h264")
 	if err != nil {
