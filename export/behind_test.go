@@ -4,10 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
 	"github.com/moq-export/moq-export/export"
-	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 )
 
 // TestBehindIsTheMediaReceivedButNotYetWritten: while a gap is filled (the
@@ -16,24 +15,11 @@ import (
 // caught up. The figures are those the frames' times give, so only a
 // measure of received against written passes.
 func TestBehindIsTheMediaReceivedButNotYetWritten(t *testing.T) {
-	const frame = 21_333 // µs, an AAC frame at 48 kHz
-	bc := model.NewBroadcast("d")
+	const frame = mediatest.AACFrame
 	cat, _ := demo.Catalog([]string{"aac"})
-	data, _ := cat.Marshal()
-	cg, _ := bc.CreateTrack(catalog.TrackName).AppendGroup()
-	cg.WriteFrame(model.Frame{Payload: data})
-	audio := bc.CreateTrack("aac")
-	audio.SetKeepGroups(10_000)
+	bc, audio, group := mediatest.AudioGroups(t, "d", cat)
 	rec := newRecorder()
 	e := export.New(bc, rec, export.Options{MediaTimeOnly: true, MaxDelay: 5 * time.Second})
-	group := func(seq uint64) {
-		g, err := audio.CreateGroup(seq)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g.WriteFrame(model.Frame{Timestamp: int64(seq) * frame, Payload: []byte{1}})
-		g.Close(nil)
-	}
 	poll := func() {
 		t.Helper()
 		if err := e.Poll(); err != nil {

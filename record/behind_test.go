@@ -10,10 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
-	"github.com/moq-export/moq-export/internal/samples"
-	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 )
 
 // TestARecordingThatFallsBehindLiveIsLoggedAndAgainWhenItCaughtUp: a
@@ -103,23 +101,9 @@ func TestARecordingHeldBehindAGapFillSaysHowFarItTrailsLive(t *testing.T) {
 }
 
 func recordHeldBehind(t *testing.T, alone bool) {
-	const frame = 21_333 // µs, an AAC frame at 48 kHz
-	bc := model.NewBroadcast("ietf/loc")
+	const frame = mediatest.AACFrame
 	cat, _ := demo.Catalog([]string{"aac"})
-	data, _ := cat.Marshal()
-	cg, _ := bc.CreateTrack(catalog.TrackName).AppendGroup()
-	cg.WriteFrame(model.Frame{Payload: data})
-	audio := bc.CreateTrack("aac")
-	audio.SetKeepGroups(10_000)
-	payload := samples.MustLoadSample("aac").Frames[0].Payload
-	group := func(seq uint64) {
-		g, err := audio.CreateGroup(seq)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g.WriteFrame(model.Frame{Timestamp: int64(seq) * frame, Payload: payload})
-		g.Close(nil)
-	}
+	bc, audio, group := mediatest.AudioGroups(t, "ietf/loc", cat)
 	var logs lockedLog
 	out, err := Files(filepath.Join(t.TempDir(), "{broadcast}.mkv"), FileOptions{})
 	if err != nil {

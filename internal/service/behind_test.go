@@ -7,11 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moq-export/moq-export/catalog"
 	"github.com/moq-export/moq-export/demo"
-	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/internal/service"
-	"github.com/moq-export/moq-export/model"
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/record"
 )
 
@@ -22,23 +20,9 @@ import (
 // once the gap is in and written, both say 0.
 func TestMetricsAndTheAPISayHowFarARecordingTrailsLive(t *testing.T) {
 	t.Parallel()
-	const frame = 21_333 // µs, an AAC frame at 48 kHz
-	bc := model.NewBroadcast("held")
+	const frame = mediatest.AACFrame
 	cat, _ := demo.Catalog([]string{"aac"})
-	data, _ := cat.Marshal()
-	cg, _ := bc.CreateTrack(catalog.TrackName).AppendGroup()
-	cg.WriteFrame(model.Frame{Payload: data})
-	audio := bc.CreateTrack("aac")
-	audio.SetKeepGroups(10_000)
-	payload := samples.MustLoadSample("aac").Frames[0].Payload
-	group := func(seq uint64) {
-		g, err := audio.CreateGroup(seq)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g.WriteFrame(model.Frame{Timestamp: int64(seq) * frame, Payload: payload})
-		g.Close(nil)
-	}
+	bc, audio, group := mediatest.AudioGroups(t, "held", cat)
 	root := t.TempDir()
 	s, base := serve(t, service.Options{Root: root})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -3,6 +3,8 @@ package mediatest
 import (
 	"testing"
 
+	"github.com/moq-export/moq-export/catalog"
+	"github.com/moq-export/moq-export/internal/samples"
 	"github.com/moq-export/moq-export/model"
 )
 
@@ -40,4 +42,42 @@ func CopyTracks(t testing.TB, src, dst *model.Broadcast, names []string, edit fu
 		}
 		dt.Close(nil)
 	}
+}
+
+// AACFrame is the duration of an AAC frame at 48 kHz, in µs: the spacing
+// of AudioGroups' groups.
+const AACFrame = 21_333
+
+// AudioGroups returns a broadcast named name of catalog cat, which lists
+// one AAC track named aac (demo.Catalog([]string{"aac"}): mediatest cannot
+// import demo, whose tests import it); audio, that track (keeping up to
+// 10,000 groups); and group, which writes group seq of audio: one AAC
+// frame at seq·AACFrame µs, closed. A test writes live groups past a gap
+// while audio is held (Track.Hold) to stand for a reconnect that fills
+// the gap.
+func AudioGroups(t testing.TB, name string, cat *catalog.Catalog) (bc *model.Broadcast, audio *model.Track, group func(seq uint64)) {
+	t.Helper()
+	bc = model.NewBroadcast(name)
+	data, err := cat.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cg, err := bc.CreateTrack(catalog.TrackName).AppendGroup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cg.WriteFrame(model.Frame{Payload: data})
+	audio = bc.CreateTrack("aac")
+	audio.SetKeepGroups(10_000)
+	payload := samples.MustLoadSample("aac").Frames[0].Payload
+	group = func(seq uint64) {
+		t.Helper()
+		g, err := audio.CreateGroup(seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.WriteFrame(model.Frame{Timestamp: int64(seq) * AACFrame, Payload: payload})
+		g.Close(nil)
+	}
+	return bc, audio, group
 }
