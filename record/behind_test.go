@@ -141,7 +141,9 @@ func recordHeldBehind(t *testing.T, alone bool) {
 	for seq := range uint64(50) {
 		group(seq)
 	}
-	wait("the first frames written", func(s Stats) bool { return s.Frames > 0 })
+	// All 50 written before the hold: the figure below is the gap from the
+	// newest of them (seq 49), not from wherever the writing had got to.
+	wait("the first 50 frames written", func(s Stats) bool { return s.Frames >= 50 })
 	steady := rec.Stats().Behind
 
 	audio.Hold() // a reconnect fills the gap of an outage of 1,900 groups
