@@ -5,8 +5,10 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -28,33 +30,64 @@ type wtConn[E Errors] struct {
 func (w *wtConn[E]) OpenBidi(ctx context.Context) (Stream, error) {
 	s, err := w.s.OpenStreamSync(ctx)
 	if err != nil {
-		return nil, mapErr[E](err)
+		return nil, w.mapErr(err)
 	}
-	return wtStream[E]{s, w.untilGone(s)}, nil
+	return wtStream[E]{s, w, w.untilGone(s)}, nil
 }
 
 func (w *wtConn[E]) OpenUni(ctx context.Context) (SendStream, error) {
 	s, err := w.s.OpenUniStreamSync(ctx)
 	if err != nil {
-		return nil, mapErr[E](err)
+		return nil, w.mapErr(err)
 	}
-	return wtSend[E]{s}, nil
+	return wtSend[E]{s, w}, nil
 }
 
 func (w *wtConn[E]) AcceptBidi(ctx context.Context) (Stream, error) {
 	s, err := w.s.AcceptStream(ctx)
 	if err != nil {
-		return nil, mapErr[E](err)
+		return nil, w.mapErr(err)
 	}
-	return wtStream[E]{s, w.untilGone(s)}, nil
+	return wtStream[E]{s, w, w.untilGone(s)}, nil
 }
 
 func (w *wtConn[E]) AcceptUni(ctx context.Context) (RecvStream, error) {
 	s, err := w.s.AcceptUniStream(ctx)
 	if err != nil {
-		return nil, mapErr[E](err)
+		return nil, w.mapErr(err)
 	}
-	return wtRecv[E]{s, w.untilGone(s)}, nil
+	return wtRecv[E]{s, w, w.untilGone(s)}, nil
+}
+
+// mapErr is mapErr for a call on the session or one of its streams. Once
+// the session has ended, a call it cut can fail with what followed the
+// end rather than with the end: the read deadline untilGone sets (an
+// "i/o timeout"), or the close of the QUIC connection that webtransport-go
+// makes as soon as a dialled session's context is done (HTTP/3's
+// H3_NO_ERROR, 0x100, locally). quic-go reports the connection's close
+// before the stream's cancellation to a Read woken by both, so a reader
+// whose goroutine ran late (a loaded machine) read a peer's close of the
+// session as our own close: a moq-transport-16 SETUP that MediaMTX's
+// profile ends to show its layout was not tried again (#26). Such an
+// error is the session's own close, as Cause says it.
+func (w *wtConn[E]) mapErr(err error) error {
+	if err == nil || err == io.EOF {
+		return err
+	}
+	if w.s.Context().Err() != nil && (errors.Is(err, os.ErrDeadlineExceeded) || closedLocally(err)) {
+		var e E
+		if cause := w.Cause(); e.IsClosed(cause) {
+			return cause
+		}
+	}
+	return mapErr[E](err)
+}
+
+// closedLocally reports whether err is the close of a QUIC connection by
+// this side, with an application code.
+func closedLocally(err error) bool {
+	ae, ok := errors.AsType[*quic.ApplicationError](err)
+	return ok && !ae.Remote
 }
 
 // untilGone ends a stream's reads when the session is gone. webtransport-go
@@ -99,6 +132,7 @@ func (w *wtConn[E]) Cause() error {
 
 type wtStream[E Errors] struct {
 	s    *webtransport.Stream
+	c    *wtConn[E]
 	stop func() bool // see untilGone
 }
 
@@ -107,11 +141,11 @@ func (w wtStream[E]) Read(b []byte) (int, error) {
 	if err != nil {
 		w.stop()
 	}
-	return n, mapErr[E](err)
+	return n, w.c.mapErr(err)
 }
 func (w wtStream[E]) Write(b []byte) (int, error) {
 	n, err := w.s.Write(b)
-	return n, mapErr[E](err)
+	return n, w.c.mapErr(err)
 }
 func (w wtStream[E]) Close() error { return w.s.Close() }
 func (w wtStream[E]) CancelRead(code uint64) {
@@ -121,17 +155,21 @@ func (w wtStream[E]) CancelRead(code uint64) {
 func (w wtStream[E]) CancelWrite(code uint64)           { w.s.CancelWrite(webtransport.StreamErrorCode(code)) }
 func (w wtStream[E]) SetReadDeadline(t time.Time) error { return w.s.SetReadDeadline(t) }
 
-type wtSend[E Errors] struct{ s *webtransport.SendStream }
+type wtSend[E Errors] struct {
+	s *webtransport.SendStream
+	c *wtConn[E]
+}
 
 func (w wtSend[E]) Write(b []byte) (int, error) {
 	n, err := w.s.Write(b)
-	return n, mapErr[E](err)
+	return n, w.c.mapErr(err)
 }
 func (w wtSend[E]) Close() error            { return w.s.Close() }
 func (w wtSend[E]) CancelWrite(code uint64) { w.s.CancelWrite(webtransport.StreamErrorCode(code)) }
 
 type wtRecv[E Errors] struct {
 	s    *webtransport.ReceiveStream
+	c    *wtConn[E]
 	stop func() bool // see untilGone
 }
 
@@ -140,7 +178,7 @@ func (w wtRecv[E]) Read(b []byte) (int, error) {
 	if err != nil {
 		w.stop()
 	}
-	return n, mapErr[E](err)
+	return n, w.c.mapErr(err)
 }
 func (w wtRecv[E]) CancelRead(code uint64) {
 	w.s.CancelRead(webtransport.StreamErrorCode(code))
