@@ -207,6 +207,11 @@ type flushingWriter struct {
 	timer    *time.Timer // nil until the first write
 	armed    bool        // the timer will fire
 	finished bool
+	// whole is w as a wholeWriter (nil when it is not); ends then holds
+	// where each Write buffered in buf ends, so that a write that fails
+	// part way keeps the Writes that fit.
+	whole wholeWriter
+	ends  []int
 	// behind makes a full buffer go out on a goroutine of its own while
 	// the next one fills (writeBehindLocked); inflight is closed when
 	// that write ended, having set behindErr and returned its buffer
@@ -215,13 +220,30 @@ type flushingWriter struct {
 	inflight  chan struct{}
 	behindErr error
 	done      []byte
+	doneEnds  []int
+}
+
+// wholeWriter is a writer told where the Writes of a muxer that p holds
+// end (ascending offsets in p, the last len(p)): an append that fails
+// part way keeps the whole ones that fit (appendOrUndo).
+type wholeWriter interface {
+	WriteWhole(p []byte, ends []int) (int, error)
 }
 
 // firstBufferSize is the buffer a writer starts with; it grows by need.
 const firstBufferSize = 4 << 10
 
 func newFlushingWriter(w io.Writer, size int, interval time.Duration) *flushingWriter {
-	return &flushingWriter{w: w, size: size, interval: interval}
+	whole, _ := w.(wholeWriter)
+	return &flushingWriter{w: w, size: size, interval: interval, whole: whole}
+}
+
+// write writes b, whose Writes end at ends, to the writer.
+func (o *flushingWriter) write(b []byte, ends []int) (int, error) {
+	if o.whole != nil {
+		return o.whole.WriteWhole(b, ends)
+	}
+	return o.w.Write(b)
 }
 
 // flushLocked writes what is buffered. What a failed write left behind is
@@ -233,8 +255,8 @@ func (o *flushingWriter) flushLocked() error {
 	if len(o.buf) == 0 {
 		return nil
 	}
-	_, err := o.w.Write(o.buf)
-	o.buf = o.buf[:0]
+	_, err := o.write(o.buf, o.ends)
+	o.buf, o.ends = o.buf[:0], o.ends[:0]
 	o.err = err
 	return err
 }
@@ -260,13 +282,14 @@ func (o *flushingWriter) writeBehindLocked() error {
 	if err := o.waitLocked(); err != nil {
 		return err
 	}
-	full := o.buf
+	full, fullEnds := o.buf, o.ends
 	o.buf, o.done = o.done[:0], nil
+	o.ends, o.doneEnds = o.doneEnds[:0], nil
 	done := make(chan struct{})
 	o.inflight = done
 	go func() {
-		_, o.behindErr = o.w.Write(full)
-		o.done = full
+		_, o.behindErr = o.write(full, fullEnds)
+		o.done, o.doneEnds = full, fullEnds
 		close(done)
 	}()
 	return nil
@@ -303,7 +326,7 @@ func (o *flushingWriter) timedFlush() {
 		return
 	}
 	o.armed = false
-	o.buf, o.done = nil, nil
+	o.buf, o.done, o.ends, o.doneEnds = nil, nil, nil, nil
 }
 
 // Write buffers p. What reaches the file always ends where a Write ended
@@ -341,6 +364,9 @@ func (o *flushingWriter) Write(p []byte) (int, error) {
 		o.buf = grown
 	}
 	o.buf = append(o.buf, p...)
+	if o.whole != nil {
+		o.ends = append(o.ends, len(o.buf))
+	}
 	o.wrote = true
 	o.armLocked()
 	return len(p), nil
@@ -363,7 +389,7 @@ func (o *flushingWriter) finish() error {
 		o.timer.Stop() // a flush already running finds finished set
 	}
 	err := o.flushLocked()
-	o.buf, o.done = nil, nil
+	o.buf, o.done, o.ends, o.doneEnds = nil, nil, nil, nil
 	return err
 }
 
@@ -452,8 +478,10 @@ func (o *FileOutput) Close() error {
 }
 
 // appendOrUndo writes to a file; an append that fails part way (a full
-// disk writes what fits) is cut back off, so the file still ends where a
-// muxer's write ended and stays playable to there. An append first
+// disk writes what fits) is cut back to the end of the last whole Write
+// of a muxer it holds (WriteWhole: a buffer of them; Write: one), so the
+// file still ends where a muxer's write ended and stays playable to
+// there, with all the media that fit. An append first
 // reserves the blocks it and the next ones fill (reserve), where that is
 // cheaper than letting the file system find them page by page.
 type appendOrUndo struct {
@@ -461,17 +489,35 @@ type appendOrUndo struct {
 	reservation
 }
 
-func (a *appendOrUndo) Write(p []byte) (int, error) {
+func (a *appendOrUndo) Write(p []byte) (int, error) { return a.WriteWhole(p, nil) }
+
+// WriteWhole writes p, which holds whole Writes of a muxer ending at ends;
+// an append that fails part way keeps those that fit and cuts the rest
+// off. A buffer flushed late (a starved flush timer, a recorder catching
+// up) can hold seconds of media: cut back to where it began, the file lost
+// them all, and one whose first flush failed so was left empty.
+func (a *appendOrUndo) WriteWhole(p []byte, ends []int) (int, error) {
 	pos, perr := a.f.Seek(0, io.SeekCurrent)
 	st, serr := a.f.Stat()
-	if perr == nil && serr == nil && pos == st.Size() {
+	appending := perr == nil && serr == nil && pos == st.Size()
+	if appending {
 		a.reserve(a.f, pos, pos+int64(len(p)))
 	}
 	n, err := a.f.Write(p)
-	if err != nil && n > 0 && perr == nil && serr == nil && pos == st.Size() {
-		if a.f.Truncate(pos) == nil {
-			_, _ = a.f.Seek(pos, io.SeekStart)
-			n = 0
+	if err != nil && n > 0 && appending {
+		keep := 0
+		for _, e := range ends {
+			if e > n {
+				break
+			}
+			keep = e
+		}
+		if keep == n {
+			return n, err
+		}
+		if a.f.Truncate(pos+int64(keep)) == nil {
+			_, _ = a.f.Seek(pos+int64(keep), io.SeekStart)
+			n = keep
 		}
 	}
 	return n, err
