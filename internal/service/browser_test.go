@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -164,11 +166,62 @@ func TestChromiumPlaysAPackageFromFilesWhileItIsRecordedToItsEnd(t *testing.T) {
 		Frames int     `json:"frames"`
 	}
 	if err := b.Eval(browsertest.HLSLiveEnd, &end); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v\nthe package, as ffprobe reads it:\n%s", err, describePackage(filepath.Join(root, "live", "index.m3u8")))
 	}
 	if length := playlistSeconds(string(final)); !end.Ended || end.Frames == 0 || end.Time < length-0.5 {
 		t.Fatalf("the package hls.js played while it was recorded ended at %+v; want its end (%.2f s)", end, length)
 	}
+}
+
+// describePackage says, per stream of the package ffprobe reads from
+// playlist, its packets, each step between neighbouring packet times over
+// 0.1 s and (when not every packet is one) its keyframes' times: whether a
+// hole a player met is in the package.
+func describePackage(playlist string) string {
+	out, err := exec.Command("ffprobe", "-v", "error", "-show_entries", "packet=stream_index,pts_time,flags", "-of", "csv=p=0", playlist).CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("ffprobe: %v: %s", err, out)
+	}
+	type stream struct{ pts, keys []float64 }
+	streams := map[string]*stream{}
+	var order []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Split(line, ",")
+		if len(f) < 3 {
+			continue
+		}
+		pts, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			continue
+		}
+		st := streams[f[0]]
+		if st == nil {
+			st = &stream{}
+			streams[f[0]] = st
+			order = append(order, f[0])
+		}
+		st.pts = append(st.pts, pts)
+		if strings.HasPrefix(f[2], "K") {
+			st.keys = append(st.keys, pts)
+		}
+	}
+	var b strings.Builder
+	for _, id := range order {
+		st := streams[id]
+		slices.Sort(st.pts)
+		var steps []string
+		for i := 1; i < len(st.pts); i++ {
+			if st.pts[i]-st.pts[i-1] > 0.1 {
+				steps = append(steps, fmt.Sprintf("%.3f-%.3f", st.pts[i-1], st.pts[i]))
+			}
+		}
+		fmt.Fprintf(&b, "stream %s: %d packets %.3f-%.3f, steps over 0.1 s %v", id, len(st.pts), st.pts[0], st.pts[len(st.pts)-1], steps)
+		if len(st.keys) < len(st.pts) {
+			fmt.Fprintf(&b, ", keyframes at %v", st.keys)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 // playlistSeconds sums the EXTINF durations of a media playlist.

@@ -10,10 +10,16 @@ const HLSLive = `new Promise((resolve, reject) => {
   const v = document.getElementById('v');
   const hls = new Hls();
   const seen = [];
-  for (const ev of ['LEVEL_LOADED', 'AUDIO_TRACK_LOADED', 'BUFFER_EOS', 'ERROR']) hls.on(Hls.Events[ev], (e, d) => seen.push(ev + (d.details && d.details.endSN !== undefined ? ' endSN=' + d.details.endSN + ' live=' + d.details.live : ' ' + d.details) + ' at ' + v.currentTime.toFixed(2)));
+  // An error says which stream controller (parent) and fragment it is of.
+  const frag = (d) => (d.parent ? ' ' + d.parent : '') + (d.frag ? ' sn=' + d.frag.sn + ' ' + Number(d.frag.start).toFixed(2) + '-' + Number(d.frag.end).toFixed(2) : '');
+  for (const ev of ['LEVEL_LOADED', 'AUDIO_TRACK_LOADED', 'BUFFER_EOS', 'ERROR']) hls.on(Hls.Events[ev], (e, d) => seen.push(ev + (d.details && d.details.endSN !== undefined ? ' endSN=' + d.details.endSN + ' live=' + d.details.live : ' ' + d.details + (ev === 'ERROR' ? frag(d) : '')) + ' at ' + v.currentTime.toFixed(2)));
   const ranges = (b) => Array.from({length: b.length}, (_, i) => b.start(i).toFixed(2) + '-' + b.end(i).toFixed(2)).join(',');
+  // What each SourceBuffer holds after its last append: which of them a
+  // hole in the element's buffered ranges (their intersection) is in.
+  const appended = {};
+  hls.on(Hls.Events.BUFFER_APPENDED, (e, d) => { try { for (const [type, tr] of Object.entries(d.timeRanges || {})) if (tr) appended[type] = ranges(tr); } catch (err) { appended.error = String(err); } });
   // What the page saw, when the end does not come.
-  const state = () => JSON.stringify({time: v.currentTime, duration: v.duration, paused: v.paused, readyState: v.readyState, buffered: ranges(v.buffered), seen: seen.slice(-12)});
+  const state = () => JSON.stringify({time: v.currentTime, duration: v.duration, paused: v.paused, readyState: v.readyState, buffered: ranges(v.buffered), appended, seen: seen.slice(-16)});
   window.liveEnded = new Promise((resolve, reject) => {
     v.addEventListener('ended', () => resolve({ended: true, time: v.currentTime, frames: v.getVideoPlaybackQuality().totalVideoFrames}));
     window.liveWait = () => setTimeout(() => reject(new Error('no end within 45 s of the recording\'s end: ' + state())), 45000);
