@@ -81,8 +81,8 @@ func (c *netConn) AcceptBidi(ctx context.Context) (bidiStream, error) {
 type moqErrors struct{}
 
 func (moqErrors) Reset(code uint64, words string) error { return &ResetError{Code: code, words: words} }
-func (moqErrors) Closed(code uint64, reason string, remote bool) error {
-	return &CloseError{Code: code, Reason: reason, Remote: remote}
+func (moqErrors) Closed(code uint64, reason string, remote bool, words string) error {
+	return &CloseError{Code: code, Reason: reason, Remote: remote, words: words}
 }
 func (moqErrors) IsClosed(err error) bool {
 	_, ok := errors.AsType[*CloseError](err)

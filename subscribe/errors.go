@@ -102,12 +102,19 @@ func (e *ResetError) Error() string {
 
 // CloseError reports a session the peer (or the transport) closed.
 type CloseError struct {
+	// Code is the session's close code, or over WebTransport the HTTP/3
+	// code of the QUIC connection under the session when that connection
+	// closed first (Error names it so).
 	Code   uint64
 	Reason string
 	// Remote is true when the peer closed the session.
 	Remote bool
 
 	codes *session.Codes // the family whose codes name it (nil: moq-lite)
+	// words names a code that is not the session's (the HTTP/3 code of
+	// the QUIC connection under a WebTransport session), which no
+	// family's codes name.
+	words string
 }
 
 func (e *CloseError) Error() string {
@@ -115,7 +122,11 @@ func (e *CloseError) Error() string {
 	if e.Remote {
 		who = "by peer"
 	}
-	s := fmt.Sprintf("moq: session closed %s: code %d (%s)", who, e.Code, closeCodeName(e.Code, e.codes))
+	words := e.words
+	if words == "" {
+		words = closeCodeName(e.Code, e.codes)
+	}
+	s := fmt.Sprintf("moq: session closed %s: code %d (%s)", who, e.Code, words)
 	if e.Reason != "" {
 		s += ": " + e.Reason
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/quic-go/quic-go/http3"
 
 	"github.com/moq-export/moq-export/internal/moq/ietf/ietfsub"
+	"github.com/moq-export/moq-export/internal/moq/session"
 	"github.com/moq-export/moq-export/internal/moq/transport"
 )
 
@@ -64,8 +65,17 @@ func TestRefusedByTellsRefusalsFromOtherCloses(t *testing.T) {
 
 // TestCloseErrorsSayTheirMeaningInWords: a close names its code in the
 // registry of the session's protocol, and webtransport-go's unconvertible
-// stream resets come out as words, not raw HTTP/3 numbers.
+// stream resets come out as words, not raw HTTP/3 numbers. The close of
+// the QUIC connection under a WebTransport session, whose code is
+// HTTP/3's, is said in the transport's words, in either family's
+// session: H3_NO_ERROR (0x100) is not moq-lite's "application 192".
 func TestCloseErrorsSayTheirMeaningInWords(t *testing.T) {
+	for _, codes := range []*session.Codes{nil, &ietfsub.Codes} {
+		got := withCodes(moqErrors{}.Closed(0x100, "", false, "HTTP/3 H3_NO_ERROR"), codes).Error()
+		if !strings.Contains(got, "code 256 (HTTP/3 H3_NO_ERROR)") {
+			t.Errorf("HTTP/3's 0x100 (family codes %v): %q", codes != nil, got)
+		}
+	}
 	if got := (&CloseError{Code: 0x2, Remote: true, codes: &ietfsub.Codes}).Error(); !strings.Contains(got, "(unauthorized)") {
 		t.Errorf("ietf 0x2: %q", got)
 	}

@@ -61,8 +61,10 @@ type Errors interface {
 	// application code).
 	Reset(code uint64, words string) error
 	// Closed is a connection closed with an application code, by the peer
-	// when remote.
-	Closed(code uint64, reason string, remote bool) error
+	// when remote; words names a code that is not the session's own (the
+	// HTTP/3 code of the QUIC connection under a WebTransport session),
+	// "" for a session's code.
+	Closed(code uint64, reason string, remote bool, words string) error
 	// IsClosed reports whether err is a value Closed made.
 	IsClosed(err error) bool
 }

@@ -14,7 +14,28 @@ import (
 
 // mapErr turns quic-go's and webtransport-go's errors of the peer into E's
 // values, keeping io.EOF, deadlines and the rest as they are.
-func mapErr[E Errors](err error) error {
+func mapErr[E Errors](err error) error { return mapErrNamed[E](err, nil) }
+
+// mapWTErr is mapErr for WebTransport, whose QUIC connection is HTTP/3's:
+// its close codes are HTTP/3's (h3CodeName), not the session's.
+func mapWTErr[E Errors](err error) error { return mapErrNamed[E](err, h3CodeName) }
+
+// h3CodeName names the close code of an HTTP/3 connection in HTTP/3's
+// registry (RFC 9114, section 8.1) or WebTransport's, by its number
+// outside them (webtransport-go's server closes with 0).
+func h3CodeName(code uint64) string {
+	if code == uint64(webtransport.WTRequirementsNotMetErrorCode) {
+		return "HTTP/3 WT_REQUIREMENTS_NOT_MET"
+	}
+	if s := http3.ErrCode(code).String(); strings.HasPrefix(s, "H3_") || strings.HasPrefix(s, "QPACK_") {
+		return "HTTP/3 " + s
+	}
+	return fmt.Sprintf("HTTP/3 code %#x", code)
+}
+
+// mapErrNamed is mapErr; connCode, when not nil, names the codes of the
+// QUIC connection's closes.
+func mapErrNamed[E Errors](err error, connCode func(uint64) string) error {
 	if err == nil || err == io.EOF {
 		return err
 	}
@@ -26,10 +47,14 @@ func mapErr[E Errors](err error) error {
 		return e.Reset(uint64(se.ErrorCode), "")
 	}
 	if ae, ok := errors.AsType[*quic.ApplicationError](err); ok {
-		return e.Closed(uint64(ae.ErrorCode), ae.ErrorMessage, ae.Remote)
+		words := ""
+		if connCode != nil {
+			words = connCode(uint64(ae.ErrorCode))
+		}
+		return e.Closed(uint64(ae.ErrorCode), ae.ErrorMessage, ae.Remote, words)
 	}
 	if se, ok := errors.AsType[*webtransport.SessionError](err); ok {
-		return e.Closed(uint64(se.ErrorCode), se.Message, se.Remote)
+		return e.Closed(uint64(se.ErrorCode), se.Message, se.Remote, "")
 	}
 	if he, ok := errors.AsType[*http3.Error](err); ok && he.ErrorCode == http3.ErrCodeDatagramError &&
 		(he.ErrorMessage == io.EOF.Error() || he.ErrorMessage == io.ErrUnexpectedEOF.Error()) {
@@ -37,7 +62,7 @@ func mapErr[E Errors](err error) error {
 		// WT_CLOSE_SESSION capsule (MediaMTX's webtransport-go 0.12 on
 		// CloseWithError(0, "")): webtransport-go 0.13 reports a
 		// malformed capsule, the spec a close with code 0.
-		return e.Closed(0, "", true)
+		return e.Closed(0, "", true, "")
 	}
 	if code, words, ok := wtUnmappedReset(err); ok {
 		// An HTTP/3 code webtransport-go reports only in its text (a

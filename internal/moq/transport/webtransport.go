@@ -80,7 +80,7 @@ func (w *wtConn[E]) mapErr(err error) error {
 			return cause
 		}
 	}
-	return mapErr[E](err)
+	return mapWTErr[E](err)
 }
 
 // closedLocally reports whether err is the close of a QUIC connection by
@@ -124,10 +124,10 @@ func (w *wtConn[E]) Cause() error {
 		done, cancel := context.WithCancel(context.Background())
 		cancel()
 		if _, aerr := w.s.AcceptUniStream(done); aerr != nil && !errors.Is(aerr, context.Canceled) {
-			return mapErr[E](aerr)
+			return mapWTErr[E](aerr)
 		}
 	}
-	return mapErr[E](err)
+	return mapWTErr[E](err)
 }
 
 type wtStream[E Errors] struct {
@@ -229,9 +229,9 @@ func DialWebTransport[E Errors](ctx context.Context, u *url.URL, hostport string
 	if err != nil {
 		tr.Close()
 		if rsp != nil {
-			return nil, fmt.Errorf("moq: WebTransport to %s: status %d: %w", redactURL(&cp), rsp.StatusCode, mapErr[E](err))
+			return nil, fmt.Errorf("moq: WebTransport to %s: status %d: %w", redactURL(&cp), rsp.StatusCode, mapWTErr[E](err))
 		}
-		err = fmt.Errorf("moq: WebTransport to %s: %w", redactURL(&cp), mapErr[E](err))
+		err = fmt.Errorf("moq: WebTransport to %s: %w", redactURL(&cp), mapWTErr[E](err))
 		if took := time.Duration(shook.Load()); took > 0 {
 			err = &HandshakeDoneError{Took: took, Err: err}
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
 	"github.com/quic-go/webtransport-go"
 )
 
@@ -28,15 +29,16 @@ type testCloseError struct {
 	code   uint64
 	reason string
 	remote bool
+	words  string
 }
 
 func (e *testCloseError) Error() string {
-	return fmt.Sprintf("closed (remote %v): code %#x %q", e.remote, e.code, e.reason)
+	return fmt.Sprintf("closed (remote %v): code %#x (%s) %q", e.remote, e.code, e.words, e.reason)
 }
 
 func (testErrors) Reset(code uint64, words string) error { return &testResetError{code, words} }
-func (testErrors) Closed(code uint64, reason string, remote bool) error {
-	return &testCloseError{code, reason, remote}
+func (testErrors) Closed(code uint64, reason string, remote bool, words string) error {
+	return &testCloseError{code, reason, remote, words}
 }
 func (testErrors) IsClosed(err error) bool {
 	_, ok := errors.AsType[*testCloseError](err)
@@ -181,4 +183,100 @@ func TestACallCutByTheQUICCloseThatFollowsTheSessionsEndReportsTheSessionsEnd(t 
 	if ce, ok := errors.AsType[*testCloseError](got); !ok || !ce.remote || ce.code != 0 {
 		t.Errorf("a call cut by %v reports %v, want the peer's close with code 0", cut, got)
 	}
+}
+
+// TestTheCloseOfTheQUICConnectionUnderAWebTransportSessionIsNamedInHTTP3sCodes:
+// the QUIC connection under WebTransport sessions is HTTP/3's, so the code
+// its close carries is HTTP/3's (or WebTransport's), which no session's
+// registry names: moq-lite's read H3_NO_ERROR (0x100) as "application
+// 192". A peer that closes the connection so is reported with the code
+// in HTTP/3's words.
+func TestTheCloseOfTheQUICConnectionUnderAWebTransportSessionIsNamedInHTTP3sCodes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		code  quic.ApplicationErrorCode
+		words string
+	}{
+		{"H3_NO_ERROR", quic.ApplicationErrorCode(http3.ErrCodeNoError), "HTTP/3 H3_NO_ERROR"},
+		{"H3_GENERAL_PROTOCOL_ERROR", quic.ApplicationErrorCode(http3.ErrCodeGeneralProtocolError), "HTTP/3 H3_GENERAL_PROTOCOL_ERROR"},
+		{"WT_REQUIREMENTS_NOT_MET", webtransport.WTRequirementsNotMetErrorCode, "HTTP/3 WT_REQUIREMENTS_NOT_MET"},
+		{"0, as webtransport-go's server closes", 0, "HTTP/3 code 0x0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			addr := closingServer(t, tc.code)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			u, err := url.Parse("https://" + addr + "/live/test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := DialWebTransport[testErrors](ctx, u, addr, &tls.Config{InsecureSkipVerify: true}, []string{"moqt-16"}, time.Second, 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close(0, "")
+			s, err := c.OpenBidi(ctx)
+			if err == nil {
+				_, err = s.Write([]byte("x"))
+			}
+			if err == nil {
+				_, err = s.Read(make([]byte, 1))
+			}
+			if ce, ok := errors.AsType[*testCloseError](err); !ok || !ce.remote || ce.code != uint64(tc.code) || ce.words != tc.words {
+				t.Errorf("the peer closed the connection with %#x; the read reports %v, want the peer's close named %q", uint64(tc.code), err, tc.words)
+			}
+		})
+	}
+}
+
+// closingServer serves WebTransport sessions and, once it has read a
+// byte of the client's first bidi stream, closes the session's QUIC
+// connection with code.
+func closingServer(t *testing.T, code quic.ApplicationErrorCode) (addr string) {
+	t.Helper()
+	cert, _, err := SelfSigned()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{http3.NextProtoH3}}
+	ln, err := quic.ListenAddr("127.0.0.1:0", tc, QUICConfig(time.Second, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	wt := &webtransport.Server{H3: &http3.Server{Handler: mux, TLSConfig: tc}, ApplicationProtocols: []string{"moqt-16"},
+		CheckOrigin: func(*http.Request) bool { return true }}
+	webtransport.ConfigureHTTP3Server(wt.H3)
+	conns := make(chan *quic.Conn, 16)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		sess, err := wt.Upgrade(w, r)
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		qc := <-conns
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if s, err := sess.AcceptStream(ctx); err == nil {
+			_, _ = s.Read(make([]byte, 1))
+		}
+		_ = qc.CloseWithError(code, "")
+	})
+	go func() {
+		for {
+			qc, err := ln.Accept(context.Background())
+			if err != nil {
+				return
+			}
+			conns <- qc
+			go func() { _ = wt.ServeQUICConn(qc) }()
+		}
+	}()
+	t.Cleanup(func() {
+		wt.Close()
+		ln.Close()
+	})
+	return ln.Addr().String()
 }
