@@ -99,10 +99,15 @@
 // beyond it are taken from the playlists when the package is continued,
 // never written again. A Writer over a Store that holds
 // a package (its state file) continues it: segment numbers go on, the
-// first new segment of each rendition is a discontinuity, the timeline
-// goes on 100 ms after the earlier media, and an init segment is written
-// again (appended to v0.mp4, or v0-init-2.mp4; its own EXT-X-MAP) only
-// when the configuration changed.
+// first new segment of each rendition is a discontinuity, and an init
+// segment is written again (appended to v0.mp4, or v0-init-2.mp4; its
+// own EXT-X-MAP) only when the configuration changed. A run that joined
+// the broadcast the package was recorded from again (its state says
+// where the package's timeline is on the broadcast's, and on the wall
+// clock: rejoin.go) keeps the broadcast's times on the package's
+// timeline and drops what the package holds, up to the leader's first
+// keyframe after the package's end; any other run goes on 100 ms after
+// the earlier media.
 //
 // # Codecs
 //

@@ -22,6 +22,33 @@ type state struct {
 	Version    int               `json:"version"`
 	Renditions []*renditionState `json:"renditions"`
 	Chapters   []chapterState    `json:"chapters,omitempty"`
+	// Source ties the package's timeline to the broadcast's, as the run
+	// that wrote its newest segments saw it; nil in a package an older
+	// version wrote (it is then continued after a discontinuity, as
+	// then).
+	Source *sourceState `json:"source,omitempty"`
+}
+
+// sourceState is what a continued recording needs to know whether it
+// joined the broadcast on the package's timeline (a recorder restarted
+// onto the same live broadcast) or on a new one (a restarted publisher,
+// whose times start again), and where its frames then belong
+// (Writer.sameTimeline).
+type sourceState struct {
+	// Offset is the broadcast's time of package time 0, µs: a frame of
+	// broadcast time ts is at package time ts-Offset.
+	Offset int64 `json:"offset"`
+	// Wall is the least difference seen between a leading frame's wall
+	// clock (its arrival, or Options.Clock's) and its broadcast time, µs:
+	// the broadcast's clock on the wall clock, plus the shortest delay.
+	Wall int64 `json:"wall"`
+	// Key is the broadcast time of the leading rendition's newest
+	// keyframe, µs: a recorder that joins the same broadcast again before
+	// its next keyframe starts there.
+	Key int64 `json:"key"`
+	// KeyGap is the longest interval between two of the leading
+	// rendition's keyframes seen, µs (0: fewer than two).
+	KeyGap int64 `json:"key_gap,omitempty"`
 }
 
 type renditionState struct {
@@ -94,6 +121,14 @@ func (s *state) marshal(b []byte) ([]byte, error) {
 			return nil, err
 		}
 		b = append(b, `,"chapters":`...)
+		b = append(b, c...)
+	}
+	if s.Source != nil {
+		c, err := json.Marshal(s.Source)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, `,"source":`...)
 		b = append(b, c...)
 	}
 	return append(b, '}'), nil

@@ -167,6 +167,19 @@ type Writer struct {
 	resumeEnd int64     // package µs where the earlier runs ended
 	firstRun  bool      // no segment before this run
 
+	// src is this run's sourceState, the state's Source from its first
+	// frame (noteSource); srcKeyed: src.Key is a keyframe of this
+	// timeline, from which the next one's interval counts.
+	src      sourceState
+	srcKeyed bool
+	srcTick  int // leading frames seen (noteSource)
+	// rejoined: this run continues the package on its timeline
+	// (sameTimeline), each rendition dropping what the package holds
+	// until it joins (rendition.joining); joinAt is the leader's first
+	// frame kept (package µs).
+	rejoined bool
+	joinAt   int64
+
 	// boundary is the start (package µs) of the newest segment of the
 	// leading rendition; nextSeg its index; discNext marks the next
 	// boundary as a break of the timeline.
@@ -223,6 +236,12 @@ type rendition struct {
 	lastPTS    int64
 	minGap     int64
 	removed    bool
+	// joining: the run continues the package on its timeline and this
+	// rendition has written nothing yet; it drops its frames before
+	// resumeAt (where its earlier media ended, less half a frame), and
+	// before the leader's first kept frame (Writer.skip).
+	joining  bool
+	resumeAt int64
 	// endAt is where the rendition's newest frame ends (package µs), when
 	// its publisher said (EndFrame); 0: not said. lastWritten is whether
 	// that frame went into the segment (a frame waiting out a
@@ -549,6 +568,9 @@ func (w *Writer) RemoveTrack(id int) error {
 		return nil
 	}
 	if r.isText() {
+		if !w.joined() {
+			return nil
+		}
 		return w.finishText(r, max(w.mediaEnd(), r.textStart+1), false)
 	}
 	if err := r.mw.Close(); err != nil {
@@ -604,12 +626,19 @@ func (w *Writer) WriteFrame(f mux.Frame) error {
 			return err
 		}
 	}
+	rel := f.Timestamp - w.origin
+	key := f.Keyframe || r.t.Kind == mux.Audio || r.isText()
+	lead := r == w.leader()
+	if lead {
+		w.noteSource(f, key)
+	}
+	if r.joining && w.skip(r, rel, key, lead) {
+		w.dropped++
+		return nil
+	}
 	if r.isText() {
 		return w.writeText(r, f)
 	}
-	rel := f.Timestamp - w.origin
-	key := f.Keyframe || r.t.Kind == mux.Audio
-	lead := r == w.leader()
 	if f.Discontinuity {
 		switch {
 		case lead:
@@ -732,34 +761,48 @@ func (r *rendition) nextNum() int {
 	return 1
 }
 
-// start begins the run at its first frame: the package timeline continues
-// where an earlier run ended, with a discontinuity.
+// start begins the run at its first frame, after a discontinuity when it
+// continues a package: on the package's timeline at the broadcast's own
+// times when the run joined the same broadcast again (sameTimeline), its
+// renditions first dropping what the package holds (skip); otherwise
+// where the earlier runs ended.
 func (w *Writer) start(f mux.Frame) error {
 	w.started = true
 	if err := w.load(); err != nil {
 		return err
 	}
 	w.runStart = w.resumeEnd
-	if !w.firstRun {
-		// Leave a frame's room after the earlier media.
-		w.runStart += 100_000
+	if w.sameTimeline(f) {
+		w.rejoin()
+	} else {
+		if !w.firstRun {
+			// Leave a frame's room after the earlier media.
+			w.runStart += 100_000
+		}
+		w.origin = f.Timestamp - w.runStart
+		w.runWall = w.opts.Start
+		if w.opts.Clock != nil {
+			w.runWall = w.opts.Clock(f.Timestamp)
+		}
+		if w.runWall.IsZero() {
+			w.runWall = w.opts.Now()
+		}
 	}
-	w.origin = f.Timestamp - w.runStart
+	w.src.Offset, w.src.Wall = w.origin, w.wallOffset(f.Timestamp)
+	w.st.Source = &w.src
 	w.boundary = w.runStart
-	w.runWall = w.opts.Start
-	if w.opts.Clock != nil {
-		w.runWall = w.opts.Clock(f.Timestamp)
-	}
-	if w.runWall.IsZero() {
-		w.runWall = w.opts.Now()
-	}
 	w.discNext = false
 	for _, r := range w.rends {
 		r.cur.disc = !w.firstRun
 		r.lastPTS = w.runStart
 		r.textStart, r.textDisc = w.runStart, !w.firstRun
 	}
-	if !w.firstRun {
+	switch {
+	case w.rejoined:
+		w.log.Info("hls: continuing the package found on the broadcast's timeline, after a discontinuity: what it holds is not written again",
+			"playlist", w.opts.Playlist, "package_end", time.Duration(w.resumeEnd)*time.Microsecond,
+			"first_frame", time.Duration(f.Timestamp-w.origin)*time.Microsecond)
+	case !w.firstRun:
 		w.log.Info("hls: continuing the package found, after a discontinuity", "playlist", w.opts.Playlist)
 	}
 	for _, c := range w.early {
@@ -1217,7 +1260,7 @@ func (w *Writer) Close() error {
 	// The subtitles end with the media (or with their last cue).
 	end := w.mediaEnd()
 	for _, r := range w.rends {
-		if r.removed || !r.isText() {
+		if r.removed || !r.isText() || !w.joined() {
 			continue
 		}
 		last := end
