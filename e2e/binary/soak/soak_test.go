@@ -60,7 +60,9 @@ import (
 // printed (t.Log, and MOQ_SOAK_TABLE names a file for it), and a loss over
 // its bound fails the test. Losses are measured in the files' own packet
 // times (--keep-timestamps: the publishers' clock, which is wall time since
-// the soak began), so what each fault cost is read from what was recorded.
+// the soak began), so what each fault cost is read from what was recorded;
+// a finished MP4 starts at its first frame, so where each MP4 of the last
+// runs starts is read from its fragments before the finish (filePackets).
 // MOQ_SOAK_KEEP names a directory where the recordings stay.
 
 // soakTouches says whether fault f can cost recorder r media.
@@ -347,6 +349,15 @@ func TestChaosSoak(t *testing.T) {
 done:
 	sleep(time.Until(deadline))
 	end := time.Now()
+	// The finish moves each MP4 of the last runs to start at 0: where it
+	// starts on the publishers' clock is read from its fragments first.
+	var lastRuns []string
+	for _, r := range recs {
+		if r.ext == "mp4" {
+			lastRuns = append(lastRuns, filepath.Join(r.dir, fmt.Sprintf("run%d", r.runs-1)))
+		}
+	}
+	starts := waitMP4Starts(t, lastRuns...)
 	for _, r := range recs {
 		r.cmd.Process.Signal(os.Interrupt)
 	}
@@ -380,7 +391,7 @@ done:
 				}
 				// NAME.ext, then NAME-1.ext, ... after a restart.
 				b, _ := splitSuccessor(strings.TrimSuffix(filepath.Base(path), "."+r.ext))
-				for codec, sp := range cmdtest.PacketsByCodec(t, path) {
+				for codec, sp := range filePackets(t, path, starts) {
 					id := b + "/" + codec
 					if media[r.name][id] == nil {
 						media[r.name][id] = &track{}
