@@ -25,6 +25,8 @@ type wtConn[E Errors] struct {
 	// onClose runs after the session is closed (closes a dialled QUIC
 	// connection's transport).
 	onClose func()
+	// quic is a dialled session's QUIC connection (nil: accepted).
+	quic *quic.Conn
 }
 
 func (w *wtConn[E]) OpenBidi(ctx context.Context) (Stream, error) {
@@ -62,21 +64,23 @@ func (w *wtConn[E]) AcceptUni(ctx context.Context) (RecvStream, error) {
 // mapErr is mapErr for a call on the session or one of its streams. Once
 // the session has ended, a call it cut can fail with what followed the
 // end rather than with the end: the read deadline untilGone sets (an
-// "i/o timeout"), or the close of the QUIC connection that webtransport-go
+// "i/o timeout"); the close of the QUIC connection that webtransport-go
 // makes as soon as a dialled session's context is done (HTTP/3's
-// H3_NO_ERROR, 0x100, locally). quic-go reports the connection's close
-// before the stream's cancellation to a Read woken by both, so a reader
-// whose goroutine ran late (a loaded machine) read a peer's close of the
-// session as our own close: a moq-transport-16 SETUP that MediaMTX's
-// profile ends to show its layout was not tried again (#26). Such an
-// error is the session's own close, as Cause says it.
+// H3_NO_ERROR, 0x100, locally); or the session's own report of its end
+// with its connection (an HTTP/3 error with the connection's error in
+// words). quic-go reports the connection's close before the stream's
+// cancellation to a Read woken by both, so a reader whose goroutine ran
+// late (a loaded machine) read a peer's close of the session as our own
+// close: a moq-transport-16 SETUP that MediaMTX's profile ends to show
+// its layout was not tried again (#26). Such an error is the session's
+// own end, as Cause says it (a close, or a dialled session's idle
+// timeout).
 func (w *wtConn[E]) mapErr(err error) error {
 	if err == nil || err == io.EOF {
 		return err
 	}
-	if w.s.Context().Err() != nil && (errors.Is(err, os.ErrDeadlineExceeded) || closedLocally(err)) {
-		var e E
-		if cause := w.Cause(); e.IsClosed(cause) {
+	if w.s.Context().Err() != nil && (errors.Is(err, os.ErrDeadlineExceeded) || closedLocally(err) || isH3Error(err)) {
+		if cause := w.Cause(); IsConnErr[E](cause) {
 			return cause
 		}
 	}
@@ -88,6 +92,15 @@ func (w *wtConn[E]) mapErr(err error) error {
 func closedLocally(err error) bool {
 	ae, ok := errors.AsType[*quic.ApplicationError](err)
 	return ok && !ae.Remote
+}
+
+// isH3Error reports whether err is an HTTP/3 error: how webtransport-go
+// says that a session ended with its CONNECT stream (the QUIC
+// connection's end in words only), to a stream the session's end
+// cancelled before the connection's end reached it.
+func isH3Error(err error) bool {
+	_, ok := errors.AsType[*http3.Error](err)
+	return ok
 }
 
 // untilGone ends a stream's reads when the session is gone. webtransport-go
@@ -124,7 +137,28 @@ func (w *wtConn[E]) Cause() error {
 		done, cancel := context.WithCancel(context.Background())
 		cancel()
 		if _, aerr := w.s.AcceptUniStream(done); aerr != nil && !errors.Is(aerr, context.Canceled) {
-			return mapWTErr[E](aerr)
+			serr := mapWTErr[E](aerr)
+			var e E
+			if e.IsClosed(serr) || w.quic == nil {
+				return serr
+			}
+			// The session ended with its QUIC connection (an idle
+			// timeout, the peer's close of the connection), which
+			// webtransport-go says only in the text of an
+			// H3_DATAGRAM_ERROR: the connection's own error says it in
+			// its type (IdleTimedOut, a close's code). quic-go ends
+			// the streams before the connection's context, and
+			// webtransport-go closes a dialled session's connection
+			// once the session ended: its end is due at once.
+			select {
+			case <-w.quic.Context().Done():
+			case <-time.After(time.Second):
+				return serr
+			}
+			if qerr := context.Cause(w.quic.Context()); qerr != nil && !closedLocally(qerr) {
+				return mapWTErr[E](qerr)
+			}
+			return serr
 		}
 	}
 	return mapWTErr[E](err)
@@ -204,6 +238,7 @@ func DialWebTransport[E Errors](ctx context.Context, u *url.URL, hostport string
 	// (HandshakeDoneError).
 	began := time.Now()
 	var shook atomic.Int64
+	var qconn *quic.Conn // set by DialAddr, which tr.Dial calls before it returns
 	tr := &webtransport.Transport{
 		TLSClientConfig:      tc,
 		QUICConfig:           QUICConfig(keepAlive, idle),
@@ -211,6 +246,7 @@ func DialWebTransport[E Errors](ctx context.Context, u *url.URL, hostport string
 		DialAddr: func(ctx context.Context, _ string, tc *tls.Config, qc *quic.Config) (*quic.Conn, error) {
 			c, err := dialQUIC(ctx, hostport, tc, qc, true)
 			if err == nil {
+				qconn = c
 				go func() {
 					select {
 					case <-c.HandshakeComplete():
@@ -237,5 +273,5 @@ func DialWebTransport[E Errors](ctx context.Context, u *url.URL, hostport string
 		}
 		return nil, err
 	}
-	return &wtConn[E]{s: s, remote: hostport, onClose: func() { tr.Close() }}, nil
+	return &wtConn[E]{s: s, remote: hostport, onClose: func() { tr.Close() }, quic: qconn}, nil
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 	"github.com/quic-go/webtransport-go"
+
+	"github.com/moq-export/moq-export/internal/testutil/udpproxy"
 )
 
 // testErrors are the Errors of this package's tests.
@@ -279,4 +281,66 @@ func closingServer(t *testing.T, code quic.ApplicationErrorCode) (addr string) {
 		ln.Close()
 	})
 	return ln.Addr().String()
+}
+
+// TestADialledWebTransportSessionLostToItsIdleTimeoutSaysSo: a dialled
+// session whose peer falls silent ends with its QUIC connection's idle
+// timeout, and its Cause says so in the type IdleTimedOut reads (the
+// reconnect loop does not count such a connection as a failed attempt),
+// not as webtransport-go's H3_DATAGRAM_ERROR carrying the timeout's text;
+// so does a read it cut, whichever woke it first.
+func TestADialledWebTransportSessionLostToItsIdleTimeoutSaysSo(t *testing.T) {
+	t.Parallel()
+	cert, _, err := SelfSigned()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := Listen[testErrors]("127.0.0.1:0", ListenConfig{Certificates: []tls.Certificate{cert}, Protocols: []string{"moqt-16"},
+		WebTransport: true, KeepAlive: time.Second, IdleTimeout: 10 * time.Second}, func(a Accepted) {
+		<-a.Conn.Context().Done()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	proxy, err := udpproxy.New(ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	u, err := url.Parse("https://" + proxy.Addr() + "/live/test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := DialWebTransport[testErrors](ctx, u, proxy.Addr(), &tls.Config{InsecureSkipVerify: true}, []string{"moqt-16"}, 300*time.Millisecond, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(0, "")
+	s, err := c.OpenBidi(ctx)
+	if err == nil {
+		_, err = s.Write([]byte("x"))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan error, 1)
+	go func() {
+		_, err := s.Read(make([]byte, 1))
+		read <- err
+	}()
+	proxy.Blackhole(true)
+	select {
+	case <-c.Context().Done():
+	case <-ctx.Done():
+		t.Fatal("the session outlived 20 s of silence")
+	}
+	if cause := c.Cause(); !IdleTimedOut(cause) {
+		t.Errorf("the session lost to its idle timeout says %v (%T)", cause, cause)
+	}
+	if err := <-read; !IdleTimedOut(err) {
+		t.Errorf("a read the idle timeout cut says %v (%T)", err, err)
+	}
 }
