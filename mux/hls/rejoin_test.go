@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -258,4 +259,38 @@ func dropSource(t *testing.T, st *dirStore) {
 	out, err := json.Marshal(s)
 	must(t, err)
 	must(t, st.WriteFile("index.state.json", out))
+}
+
+// TestChromiumPlaysAPackageARestartedRecorderContinuedThroughItsBreak:
+// hls.js plays a package whose recording (to 1.5 s, inside a group of
+// pictures) a restarted recorder continued on the broadcast's timeline
+// (from the next keyframe, 2 s, to 2.6 s, after a discontinuity): from
+// its start, back to 0.6 s after the first second, through the break, to
+// its end.
+func TestChromiumPlaysAPackageARestartedRecorderContinuedThroughItsBreak(t *testing.T) {
+	pub := newLiveBroadcast(time.Date(2026, 12, 4, 1, 0, 0, 0, time.UTC))
+	st := newStore(t)
+	pub.record(t, st, pub.join(0, 1_500_000), 0)
+	if got := pub.record(t, st, pub.join(1_800_000, 2_600_000), 1_800_000); !got.Continued {
+		t.Fatalf("the continued run: %+v", got)
+	}
+	b, err := st.ReadFile("v0.m3u8")
+	must(t, err)
+	want := 0.0
+	for _, m := range extinfRE.FindAllStringSubmatch(string(b), -1) {
+		d, _ := strconv.ParseFloat(m[1], 64)
+		want += d
+	}
+	if strings.Count(string(b), "#EXT-X-DISCONTINUITY\n") != 1 || want < 1.9 || want > 2.3 {
+		t.Fatalf("v0 of the continued package (%.3f s):\n%s", want, b)
+	}
+	br := serve(t, st.dir)
+	var r playResult
+	if err := br.Eval(fmt.Sprintf(hlsPlay, -1, "index.m3u8"), &r); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("hls.js: %+v", r)
+	if !r.Ended || r.Frames == 0 || r.Duration < want-0.2 || r.Duration > want+0.3 {
+		t.Fatalf("hls.js played the continued package: %+v; want its end, decoded frames and a duration of %.3f s", r, want)
+	}
 }
