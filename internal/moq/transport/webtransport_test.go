@@ -53,12 +53,7 @@ func (testErrors) IsClosed(err error) bool {
 // code 0.
 func endingServer(t *testing.T) (addr string) {
 	t.Helper()
-	cert, _, err := SelfSigned()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := Listen[testErrors]("127.0.0.1:0", ListenConfig{Certificates: []tls.Certificate{cert}, Protocols: []string{"moqt-16"},
-		WebTransport: true, KeepAlive: time.Second, IdleTimeout: 10 * time.Second}, func(a Accepted) {
+	return wtServer(t, func(a Accepted) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		s, err := a.Conn.AcceptBidi(ctx)
@@ -72,6 +67,18 @@ func endingServer(t *testing.T) (addr string) {
 		a.Conn.Close(0, "")
 		<-a.Conn.Context().Done()
 	})
+}
+
+// wtServer listens on loopback for draft-16 WebTransport sessions with a
+// self-signed certificate, each served by handle, until the test ends.
+func wtServer(t *testing.T, handle func(Accepted)) (addr string) {
+	t.Helper()
+	cert, _, err := SelfSigned()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := Listen[testErrors]("127.0.0.1:0", ListenConfig{Certificates: []tls.Certificate{cert}, Protocols: []string{"moqt-16"},
+		WebTransport: true, KeepAlive: time.Second, IdleTimeout: 10 * time.Second}, handle)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,19 +298,8 @@ func closingServer(t *testing.T, code quic.ApplicationErrorCode) (addr string) {
 // so does a read it cut, whichever woke it first.
 func TestADialledWebTransportSessionLostToItsIdleTimeoutSaysSo(t *testing.T) {
 	t.Parallel()
-	cert, _, err := SelfSigned()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := Listen[testErrors]("127.0.0.1:0", ListenConfig{Certificates: []tls.Certificate{cert}, Protocols: []string{"moqt-16"},
-		WebTransport: true, KeepAlive: time.Second, IdleTimeout: 10 * time.Second}, func(a Accepted) {
-		<-a.Conn.Context().Done()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	proxy, err := udpproxy.New(ln.Addr().String())
+	addr := wtServer(t, func(a Accepted) { <-a.Conn.Context().Done() })
+	proxy, err := udpproxy.New(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
