@@ -877,9 +877,8 @@ func TestFramesLessThanAMillisecondApartKeepDistinctTimes(t *testing.T) {
 	in.Frames = frames
 	path := muxFile(t, "close.mkv", Options{}, in)
 
-	if _, stderr := mediatest.Run(t, "ffmpeg", "-nostdin", "-v", "error", "-i", path,
-		"-enc_time_base:v", "1/1000", "-fps_mode", "passthrough", "-f", "null", "-"); stderr != "" {
-		t.Errorf("ffmpeg decoding with the file's own times:\n%s", stderr)
+	if msgs, err := mediatest.DecodeAtFileTimes(path); err != nil || msgs != "" {
+		t.Errorf("ffmpeg decoding with the file's own times: %v\n%s", err, msgs)
 	}
 	got := streamPTS(t, mediatest.Probe(t, path), 0)
 	if len(got) != len(frames) {

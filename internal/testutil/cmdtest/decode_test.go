@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 )
 
 // TestDecodingAtFileTimesTellsARoundedTickFromARepeatedFrame checks the
@@ -16,7 +18,7 @@ func TestDecodingAtFileTimesTellsARoundedTickFromARepeatedFrame(t *testing.T) {
 	NeedTools(t, "ffmpeg")
 	dir := t.TempDir()
 	base := filepath.Join(dir, "base.mp4")
-	ffmpeg(t, "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=30", "-t", "10",
+	mediatest.Run(t, "ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=30", "-t", "10",
 		"-c:v", "libx264", "-bf", "0", "-g", "30", "-pix_fmt", "yuv420p",
 		"-video_track_timescale", "90000", base)
 
@@ -66,7 +68,7 @@ func TestDecodingAtFileTimesTellsARoundedTickFromARepeatedFrame(t *testing.T) {
 			path := filepath.Join(dir, "case"+string(rune('a'+i))+".mp4")
 			// faststart puts the moov first, so that a cut leaves an index
 			// that reads.
-			ffmpeg(t, "-i", base, "-c", "copy", "-bsf:v", "setts=ts="+tt.setts,
+			mediatest.Run(t, "ffmpeg", "-nostdin", "-v", "error", "-y", "-i", base, "-c", "copy", "-bsf:v", "setts=ts="+tt.setts,
 				"-video_track_timescale", "90000", "-movflags", "+faststart", path)
 			if tt.cut > 0 {
 				st, err := os.Stat(path)
@@ -95,13 +97,5 @@ func TestDecodingAtFileTimesTellsARoundedTickFromARepeatedFrame(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func ffmpeg(t *testing.T, args ...string) {
-	t.Helper()
-	args = append([]string{"-nostdin", "-v", "error", "-y"}, args...)
-	if out, err := exec.Command("ffmpeg", args...).CombinedOutput(); err != nil {
-		t.Fatalf("ffmpeg %v: %v\n%s", args, err, out)
 	}
 }

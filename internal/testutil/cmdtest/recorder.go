@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moq-export/moq-export/internal/testutil/mediatest"
 	"github.com/moq-export/moq-export/internal/testutil/proctest"
 )
 
@@ -69,25 +70,13 @@ func DecodeAtFileTimes(t *testing.T, path string) {
 	}
 }
 
-// decodeAtFileTimes decodes path with ffmpeg at the file's own
-// millisecond times and returns what ffmpeg said; with cutShort, the
-// messages of a last frame cut off (CutShort) come apart in cut. An
-// MPEG-TS file is read with -copyts: ffmpeg "corrects" the times of a TS
-// input at a jump (its demuxer is flagged AVFMT_TS_DISCONT) stream by
-// stream, and would then complain about a file whose own times are in
-// order (see interop's restart tests).
+// decodeAtFileTimes decodes path with mediatest.DecodeAtFileTimes and
+// returns what ffmpeg said; with cutShort, the messages of a last frame
+// cut off (CutShort) come apart in cut.
 func decodeAtFileTimes(path string, cutShort bool) (complaints, cut string, err error) {
-	args := []string{"-nostdin", "-v", "error"}
-	if strings.EqualFold(filepath.Ext(path), ".ts") {
-		args = append(args, "-copyts")
-	}
-	args = append(args, "-i", path, "-enc_time_base:v", "1/1000", "-fps_mode", "passthrough", "-f", "null", "-")
-	cmd := exec.Command("ffmpeg", args...)
-	var errOut bytes.Buffer
-	cmd.Stderr = &errOut
-	err = cmd.Run()
+	messages, err := mediatest.DecodeAtFileTimes(path)
 	var other, cutOff strings.Builder
-	for _, line := range strings.SplitAfter(errOut.String(), "\n") {
+	for _, line := range strings.SplitAfter(messages, "\n") {
 		switch {
 		case strings.TrimSpace(line) == "":
 		case cutShort && CutShort.MatchString(line):

@@ -15,7 +15,8 @@
 //   - The tools: RequireTools (skips with a message when a tool is
 //     missing; CI installs them, so the skip is never the normal path),
 //     SystemFFmpeg, NewFFmpeg (the newer ffmpeg of scripts/ffmpeg-testing.sh
-//     that reads Enhanced FLV), Run, DecodeClean, and Probe, which returns
+//     that reads Enhanced FLV), Run, DecodeClean, DecodeAtFileTimes (at the
+//     file's own times, for timelines that jump), and Probe, which returns
 //     ffprobe's streams, packets and format as typed structs
 //     (ProbeResult). Each has a Tools method form for a given ffmpeg.
 //   - GoroutinesIn: the goroutines running in given functions, for tests

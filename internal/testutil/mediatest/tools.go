@@ -101,6 +101,31 @@ func (tl Tools) DecodeClean(t testing.TB, path string, extra ...string) {
 	}
 }
 
+// DecodeAtFileTimes decodes path with the ffmpeg on PATH keeping each
+// frame at the file's own millisecond time (`-enc_time_base:v 1/1000
+// -fps_mode passthrough`) and returns what ffmpeg printed and how it
+// exited; the caller says which messages it accepts. At the nominal frame
+// rate, ffmpeg's null output rounds frame times onto 1/rate ticks, and two
+// frames of a timeline that jumped by a time that is not a whole number
+// of frames (a restart, an outage), or of a publisher whose clock jitters,
+// can land on one tick: "non monotonically increasing dts to muxer" for a
+// file whose own times are in order. At the file's times, two frames less
+// than a millisecond apart, or a time that goes back, still fail. An
+// MPEG-TS file (.ts) is read with -copyts: ffmpeg "corrects" the times of
+// a TS input at a jump (its demuxer is flagged AVFMT_TS_DISCONT) stream by
+// stream, and then complains about times that were in order (interop's
+// restart tests met it with holes of 10.9-17.7 s, and build the same
+// command themselves).
+func DecodeAtFileTimes(path string) (messages string, err error) {
+	args := []string{"-nostdin", "-v", "error"}
+	if strings.EqualFold(filepath.Ext(path), ".ts") {
+		args = append(args, "-copyts")
+	}
+	args = append(args, "-i", path, "-enc_time_base:v", "1/1000", "-fps_mode", "passthrough", "-f", "null", "-")
+	out, err := exec.Command(system.FFmpeg, args...).CombinedOutput()
+	return string(out), err
+}
+
 // Stream is what ffprobe says about one stream.
 type Stream struct {
 	Index     int    `json:"index"`
